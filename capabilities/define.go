@@ -1,0 +1,81 @@
+package capabilities
+
+import (
+	"context"
+	"errors"
+)
+
+// Definition builds a Capability from plain fields: the quickest way to write
+// one. Only Name, Description and Run are required.
+type Definition struct {
+	Name        string
+	Description string
+	Provides    []string
+	Requires    []Requirement
+	Run         func(ctx context.Context, step Step) (Output, error)
+
+	// Optional behaviour; nil means "use the defaults".
+	Classify          func(err error, ec ErrorContext) Classification
+	Retry             *RetryPolicy
+	ClassifierGuide   *ClassifierGuide
+	OrchestratorGuide *OrchestratorGuide
+	Fallbacks         []string
+	Approval          func(step Step) (bool, string)
+}
+
+// Define returns the capability a Definition describes.
+func Define(d Definition) (Capability, error) {
+	if d.Run == nil {
+		return nil, errors.New("capabilities: definition " + d.Name + " has no Run function")
+	}
+	return &defined{d: d}, nil
+}
+
+type defined struct{ d Definition }
+
+func (c *defined) Name() string            { return c.d.Name }
+func (c *defined) Description() string     { return c.d.Description }
+func (c *defined) Provides() []string      { return c.d.Provides }
+func (c *defined) Requires() []Requirement { return c.d.Requires }
+func (c *defined) Execute(ctx context.Context, s Step) (Output, error) {
+	return c.d.Run(ctx, s)
+}
+
+func (c *defined) ClassifyError(err error, ec ErrorContext) Classification {
+	if c.d.Classify == nil {
+		return Classification{}
+	}
+	return c.d.Classify(err, ec)
+}
+
+func (c *defined) RetryPolicy() RetryPolicy {
+	if c.d.Retry == nil {
+		return RetryPolicy{}
+	}
+	return *c.d.Retry
+}
+
+func (c *defined) ClassifierGuide() *ClassifierGuide     { return c.d.ClassifierGuide }
+func (c *defined) OrchestratorGuide() *OrchestratorGuide { return c.d.OrchestratorGuide }
+func (c *defined) Fallbacks() []string                   { return c.d.Fallbacks }
+func (c *defined) RequiresApproval(s Step) (bool, string) {
+	if c.d.Approval == nil {
+		return false, ""
+	}
+	return c.d.Approval(s)
+}
+
+// HasOwnRetryPolicy reports whether c states a retry policy of its own (a
+// Definition without Retry does not).
+func HasOwnRetryPolicy(c Capability) (RetryPolicy, bool) {
+	if d, ok := c.(*defined); ok {
+		if d.d.Retry == nil {
+			return RetryPolicy{}, false
+		}
+		return *d.d.Retry, true
+	}
+	if p, ok := c.(RetryPolicyProvider); ok {
+		return p.RetryPolicy(), true
+	}
+	return RetryPolicy{}, false
+}

@@ -1,0 +1,203 @@
+// Package memory is an in-process checkpoint.Store. It keeps nothing across
+// restarts; use it for tests and for `--store memory`.
+package memory
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+// Store is an in-memory checkpoint.Store. The zero value is not usable; call New.
+type Store struct {
+	mu      sync.RWMutex
+	threads map[string]*thread
+}
+
+type thread struct {
+	cps    []checkpoint.Checkpoint // ascending by id
+	writes map[uuid.UUID][]checkpoint.Write
+}
+
+// New returns an empty store.
+func New() *Store { return &Store{threads: make(map[string]*thread)} }
+
+var _ checkpoint.Store = (*Store)(nil)
+
+// Put stores a checkpoint. The engine never mutates what it hands over, so the
+// store keeps the slices it is given.
+func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.threads[cp.ThreadID]
+	if t == nil {
+		t = &thread{}
+		s.threads[cp.ThreadID] = t
+	}
+	n := len(t.cps)
+	if n == 0 || uuidLess(t.cps[n-1].ID, cp.ID) {
+		// Common case: ids are time-ordered, so appending keeps the order.
+		t.cps = append(t.cps, cp)
+		return nil
+	}
+	i, found := slices.BinarySearchFunc(t.cps, cp.ID, func(c checkpoint.Checkpoint, id uuid.UUID) int {
+		return compareUUID(c.ID, id)
+	})
+	if found {
+		t.cps[i] = cp
+		return nil
+	}
+	t.cps = slices.Insert(t.cps, i, cp)
+	return nil
+}
+
+// PutWrites stores pending writes, replacing any with the same task and kind.
+func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, writes []checkpoint.Write) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.threads[threadID]
+	if t == nil || !t.has(id) {
+		return checkpoint.ErrNotFound
+	}
+	if t.writes == nil {
+		t.writes = make(map[uuid.UUID][]checkpoint.Write)
+	}
+	cur := t.writes[id]
+	for _, w := range writes {
+		w.Value = slices.Clone(w.Value)
+		if i := slices.IndexFunc(cur, func(x checkpoint.Write) bool { return x.Task == w.Task && x.Kind == w.Kind }); i >= 0 {
+			cur[i] = w
+		} else {
+			cur = append(cur, w)
+		}
+	}
+	t.writes[id] = cur
+	return nil
+}
+
+// Get returns a checkpoint with its pending writes; uuid.Nil means the latest.
+func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpoint.Tuple, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.Tuple{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t := s.threads[threadID]
+	if t == nil || len(t.cps) == 0 {
+		return checkpoint.Tuple{}, checkpoint.ErrNotFound
+	}
+	var cp checkpoint.Checkpoint
+	if id == uuid.Nil {
+		cp = t.cps[len(t.cps)-1]
+	} else {
+		i := t.index(id)
+		if i < 0 {
+			return checkpoint.Tuple{}, checkpoint.ErrNotFound
+		}
+		cp = t.cps[i]
+	}
+	return checkpoint.Tuple{Checkpoint: cp, Writes: slices.Clone(t.writes[cp.ID])}, nil
+}
+
+// List returns checkpoints newest first.
+func (s *Store) List(ctx context.Context, threadID string, opts checkpoint.ListOptions) ([]checkpoint.Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t := s.threads[threadID]
+	if t == nil {
+		return nil, nil
+	}
+	var out []checkpoint.Checkpoint
+	for i := len(t.cps) - 1; i >= 0; i-- {
+		cp := t.cps[i]
+		if opts.Before != uuid.Nil && compareUUID(cp.ID, opts.Before) >= 0 {
+			continue
+		}
+		if !checkpoint.MatchMetadata(cp.Metadata, opts.Filter) {
+			continue
+		}
+		out = append(out, cp)
+		if opts.Limit > 0 && len(out) == opts.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Threads lists threads, most recently updated first.
+func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]checkpoint.ThreadInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	var out []checkpoint.ThreadInfo
+	for id, t := range s.threads {
+		if len(t.cps) == 0 {
+			continue
+		}
+		last := t.cps[len(t.cps)-1]
+		if !checkpoint.MatchMetadata(last.Metadata, f.Metadata) {
+			continue
+		}
+		out = append(out, checkpoint.ThreadInfo{
+			ThreadID: id, Latest: last.ID, Metadata: last.Metadata,
+			Created: t.cps[0].Created, Updated: last.Created,
+		})
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b checkpoint.ThreadInfo) int { return -compareUUID(a.Latest, b.Latest) })
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// DeleteThread removes a thread.
+func (s *Store) DeleteThread(ctx context.Context, threadID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.threads, threadID)
+	s.mu.Unlock()
+	return nil
+}
+
+func (t *thread) index(id uuid.UUID) int {
+	i, found := slices.BinarySearchFunc(t.cps, id, func(c checkpoint.Checkpoint, id uuid.UUID) int {
+		return compareUUID(c.ID, id)
+	})
+	if !found {
+		return -1
+	}
+	return i
+}
+
+func (t *thread) has(id uuid.UUID) bool { return t.index(id) >= 0 }
+
+func compareUUID(a, b uuid.UUID) int {
+	for i := range a {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+func uuidLess(a, b uuid.UUID) bool { return compareUUID(a, b) < 0 }

@@ -1,0 +1,81 @@
+package graph
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// EventKind says what happened.
+type EventKind uint8
+
+const (
+	EventRunStart   EventKind = iota + 1 // a run started or resumed
+	EventNodeStart                       // a node started
+	EventNodeEnd                         // a node ended (Err set on failure)
+	EventRoute                           // a routing decision: Node → To
+	EventWait                            // the run waits until NotBefore before the next step
+	EventCheckpoint                      // a checkpoint was written
+	EventInterrupt                       // a node interrupted the run (Payload)
+	EventCustom                          // a node emitted Payload with Emit
+	EventRunEnd                          // the run ended (Err set on failure)
+)
+
+var eventKindNames = [...]string{
+	EventRunStart: "run_start", EventNodeStart: "node_start", EventNodeEnd: "node_end",
+	EventRoute: "route", EventWait: "wait", EventCheckpoint: "checkpoint",
+	EventInterrupt: "interrupt", EventCustom: "custom", EventRunEnd: "run_end",
+}
+
+func (k EventKind) String() string {
+	if int(k) < len(eventKindNames) && eventKindNames[k] != "" {
+		return eventKindNames[k]
+	}
+	return "unknown"
+}
+
+// Event is one observable fact of a run.
+type Event struct {
+	Kind   EventKind
+	Thread string
+	RunID  uuid.UUID
+	Step   int
+	Node   string
+	// Attempt counts the starts of Node in this run, from 1.
+	Attempt int
+	// To holds the destinations of a route decision.
+	To []string
+	// Duration of a node, set on EventNodeEnd.
+	Duration time.Duration
+	// Err is set on a failed EventNodeEnd and on a failed EventRunEnd.
+	Err error
+	// NotBefore is set on EventWait.
+	NotBefore time.Time
+	// Checkpoint is the id written, on EventCheckpoint.
+	Checkpoint uuid.UUID
+	// Payload is set on EventCustom and EventInterrupt.
+	Payload any
+	Time    time.Time
+}
+
+type emitterKey struct{}
+
+type emitter struct {
+	emit func(Event)
+	base Event
+}
+
+// Emit sends a custom event from inside a node to whoever observes the run.
+// It does nothing outside a run. Emit is safe to call from concurrent branches.
+func Emit(ctx context.Context, payload any) {
+	em, _ := ctx.Value(emitterKey{}).(*emitter)
+	if em == nil {
+		return
+	}
+	ev := em.base
+	ev.Kind = EventCustom
+	ev.Payload = payload
+	ev.Time = time.Now()
+	em.emit(ev)
+}

@@ -1,0 +1,27 @@
+package nodes
+
+import (
+	"context"
+
+	"github.com/capgraph/capgraph/state"
+)
+
+// Names of the infrastructure nodes in the agent graph.
+const (
+	TaskExtraction = "task_extraction"
+	Classifier     = "classifier"
+	Orchestrator   = "orchestrator"
+	Respond        = "respond"
+	Clarify        = "clarify"
+	Error          = "error"
+)
+
+// Node is an infrastructure node. The agent wraps it: the wrapper counts the
+// step, classifies a returned error (through the node's ClassifyError when it
+// implements capabilities.ErrorClassifier), applies its retry policy (through
+// capabilities.RetryPolicyProvider) and clears the node's error on success.
+// Run returns what the node itself changes; it must not mutate s.
+type Node interface {
+	Name() string
+	Run(ctx context.Context, s state.State) (state.Update, error)
+}

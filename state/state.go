@@ -1,0 +1,240 @@
+package state
+
+import (
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// Role of a chat message.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleSystem    Role = "system"
+)
+
+// MessageKind says what an assistant message is, so frontends can render it.
+type MessageKind string
+
+const (
+	KindAnswer          MessageKind = "answer"
+	KindClarification   MessageKind = "clarification"
+	KindApprovalRequest MessageKind = "approval_request"
+	KindErrorReport     MessageKind = "error_report"
+	KindRejected        MessageKind = "rejected"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    Role        `json:"role"`
+	Content string      `json:"content"`
+	Kind    MessageKind `json:"kind,omitempty"`
+	Turn    int         `json:"turn,omitempty"`
+	Time    time.Time   `json:"time,omitzero"`
+}
+
+// State is the agent's whole state.
+type State struct {
+	// Messages persist across turns.
+	Messages []Message `json:"messages"`
+	// Context persists across turns.
+	Context capabilities.ContextStore `json:"context,omitempty"`
+	// Turn is reset at the start of every turn.
+	Turn Turn `json:"turn"`
+}
+
+// Options are the per-turn switches (slash commands and config defaults).
+type Options struct {
+	// PlanApproval asks a human to approve the plan before any step runs.
+	PlanApproval bool `json:"plan_approval,omitempty"`
+	// ApprovalMode: "disabled", "selective" or "all_capabilities".
+	ApprovalMode string `json:"approval_mode,omitempty"`
+	// SkipTaskExtraction uses the user message as the task.
+	SkipTaskExtraction bool `json:"skip_task_extraction,omitempty"`
+	// SkipClassification activates every capability.
+	SkipClassification bool `json:"skip_classification,omitempty"`
+	// WritesEnabled is the global switch for side-effecting capabilities.
+	WritesEnabled bool `json:"writes_enabled,omitempty"`
+}
+
+// Turn is everything about the current turn.
+type Turn struct {
+	Number    int       `json:"number"`
+	ID        string    `json:"id,omitempty"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// Input is the user message that started the turn.
+	Input   string  `json:"input"`
+	Options Options `json:"options,omitzero"`
+
+	Task               *Task    `json:"task,omitempty"`
+	ActiveCapabilities []string `json:"active_capabilities,omitempty"`
+	Plan               *Plan    `json:"plan,omitempty"`
+	Control            Control  `json:"control"`
+	// Results records every step execution, in completion order.
+	Results []StepResult `json:"results,omitempty"`
+	// PendingApproval is the approval the turn waits for, if any.
+	PendingApproval *Approval `json:"pending_approval,omitempty"`
+	// Approvals records answered approvals (by id), so an answer is used once.
+	Approvals []ApprovalDecision `json:"approvals,omitempty"`
+	// Done is set when the turn's one assistant message has been written.
+	Done bool `json:"done,omitempty"`
+}
+
+// Task is the self-contained task extracted from the conversation.
+type Task struct {
+	Text             string `json:"text"`
+	DependsOnHistory bool   `json:"depends_on_history,omitempty"`
+}
+
+// StepStatus is the state of a plan step.
+type StepStatus string
+
+const (
+	StepPending StepStatus = "pending"
+	StepDone    StepStatus = "done"
+	StepFailed  StepStatus = "failed" // failed for good (after recovery was exhausted)
+	StepSkipped StepStatus = "skipped"
+)
+
+// Plan is the orchestrator's plan for the turn.
+type Plan struct {
+	Steps []PlanStep `json:"steps"`
+	// Number counts plans made this turn, from 1.
+	Number  int       `json:"number"`
+	Created time.Time `json:"created,omitzero"`
+	// Approved is true once a human approved the plan (plan approval mode).
+	Approved bool `json:"approved,omitempty"`
+}
+
+// PlanStep is a planned step with its execution status.
+type PlanStep struct {
+	capabilities.PlannedStep
+	// DependsOn lists the indices of earlier steps whose outputs it reads. Steps
+	// whose dependencies are done may run together.
+	DependsOn []int      `json:"depends_on,omitempty"`
+	Status    StepStatus `json:"status"`
+	// Attempts counts executions of this step.
+	Attempts int `json:"attempts,omitempty"`
+	// FirstAttemptAt is when the first execution started (retry max_elapsed).
+	FirstAttemptAt time.Time `json:"first_attempt_at,omitzero"`
+	// NotBefore delays the next attempt (a durable retry delay).
+	NotBefore time.Time `json:"not_before,omitzero"`
+	// Fallback is the capability currently standing in for Capability.
+	Fallback string `json:"fallback,omitempty"`
+	// FallbacksTried lists fallbacks already used.
+	FallbacksTried []string `json:"fallbacks_tried,omitempty"`
+	// Recovered is set when the step succeeded after at least one retry.
+	Recovered bool `json:"recovered,omitempty"`
+	// Approved is set when a human approved this step.
+	Approved bool `json:"approved,omitempty"`
+}
+
+// Effective returns the capability that runs the step (a fallback, if one stands in).
+func (s PlanStep) Effective() string {
+	if s.Fallback != "" {
+		return s.Fallback
+	}
+	return s.Capability
+}
+
+// Control holds the recovery bookkeeping the router decides from.
+type Control struct {
+	// Error is the failure being recovered from, if any.
+	Error *ErrorInfo `json:"error,omitempty"`
+	// Retries holds retry state of infrastructure nodes by node name (steps
+	// keep theirs in the plan).
+	Retries map[string]RetryState `json:"retries,omitempty"`
+	// PlansCreated counts plans made this turn.
+	PlansCreated int `json:"plans_created"`
+	// Reclassifications counts reclassifications this turn.
+	Reclassifications int `json:"reclassifications"`
+	// ReclassificationReason says why the previous selection failed.
+	ReclassificationReason string `json:"reclassification_reason,omitempty"`
+	// NodeSteps counts node executions this turn (the step limit).
+	NodeSteps int `json:"node_steps"`
+	// Tokens counts LLM tokens used this turn (the token budget).
+	Tokens int `json:"tokens"`
+	// TokensByRole splits Tokens by model role.
+	TokensByRole map[string]int `json:"tokens_by_role,omitempty"`
+	// LimitExceeded names the limit that ended the turn, if any.
+	LimitExceeded string `json:"limit_exceeded,omitempty"`
+	// Blocked is set while the run is paused on resource exhaustion.
+	Blocked *ErrorInfo `json:"blocked,omitempty"`
+}
+
+// ErrorInfo describes a failure of a node or step.
+type ErrorInfo struct {
+	// Node is the graph node that failed ("orchestrator", or a capability).
+	Node string `json:"node"`
+	// Capability is set when a capability failed.
+	Capability string `json:"capability,omitempty"`
+	// StepIndex is the plan step, or -1 for an infrastructure node.
+	StepIndex      int                         `json:"step_index"`
+	Classification capabilities.Classification `json:"classification"`
+	// Message is the original error text.
+	Message string `json:"message"`
+	// Attempt is the attempt that failed, from 1.
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	// Elapsed is how long the failed attempt ran.
+	Elapsed time.Duration `json:"elapsed"`
+	// Policy is the retry policy in force (snapshot).
+	Policy capabilities.RetryPolicy `json:"policy,omitzero"`
+	// Retry is true when the policy allows another attempt at NotBefore.
+	Retry     bool      `json:"retry,omitempty"`
+	NotBefore time.Time `json:"not_before,omitzero"`
+}
+
+// RetryState is the retry bookkeeping of an infrastructure node.
+type RetryState struct {
+	Attempts  int       `json:"attempts"`
+	FirstAt   time.Time `json:"first_at,omitzero"`
+	NotBefore time.Time `json:"not_before,omitzero"`
+}
+
+// StepResult records one step execution.
+type StepResult struct {
+	StepIndex     int           `json:"step_index"`
+	Capability    string        `json:"capability"`
+	TaskObjective string        `json:"task_objective,omitempty"`
+	Success       bool          `json:"success"`
+	Attempt       int           `json:"attempt"`
+	Duration      time.Duration `json:"duration"`
+	Error         string        `json:"error,omitempty"`
+	Severity      string        `json:"severity,omitempty"`
+	At            time.Time     `json:"at"`
+	Plan          int           `json:"plan"`
+}
+
+// ApprovalKind says what is to be approved.
+type ApprovalKind string
+
+const (
+	ApprovalPlan       ApprovalKind = "plan"
+	ApprovalStep       ApprovalKind = "step"
+	ApprovalEscalation ApprovalKind = "escalation"
+)
+
+// Approval is a pending request for a human decision.
+type Approval struct {
+	ID         string         `json:"id"`
+	Kind       ApprovalKind   `json:"kind"`
+	Capability string         `json:"capability,omitempty"`
+	StepIndex  int            `json:"step_index"`
+	Summary    string         `json:"summary"`
+	Arguments  map[string]any `json:"arguments,omitempty"`
+	Plan       *Plan          `json:"plan,omitempty"`
+	Created    time.Time      `json:"created"`
+	Expires    time.Time      `json:"expires,omitzero"`
+}
+
+// ApprovalDecision is a human's answer to an approval.
+type ApprovalDecision struct {
+	ID       string    `json:"id"`
+	Approved bool      `json:"approved"`
+	Answer   string    `json:"answer,omitempty"`
+	Plan     *Plan     `json:"plan,omitempty"` // an edited plan, for plan approvals
+	At       time.Time `json:"at"`
+}

@@ -1,0 +1,107 @@
+package state
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// Update is what a node returns. Apply merges it into the state. Every field
+// is optional; updates from concurrent capability steps touch disjoint parts
+// (their own step) and merge in plan order.
+type Update struct {
+	// Messages are appended to the conversation.
+	Messages []Message `json:"messages,omitempty"`
+	// Context entries are added to the context store, replacing same type+key.
+	Context []capabilities.ContextEntry `json:"context,omitempty"`
+	// Turn replaces the whole turn (infrastructure nodes, which run alone).
+	Turn *Turn `json:"turn,omitempty"`
+	// Step records the outcome of one plan step (capability nodes).
+	Step *StepUpdate `json:"step,omitempty"`
+	// NodeSteps is added to the turn's node step counter.
+	NodeSteps int `json:"node_steps,omitempty"`
+	// Tokens by model role are added to the turn's token counters.
+	Tokens map[string]int `json:"tokens,omitempty"`
+}
+
+// StepUpdate is the outcome of one execution of a plan step.
+type StepUpdate struct {
+	// Plan is the plan number the step belongs to; an update for an older plan
+	// is dropped (the plan was replaced meanwhile).
+	Plan  int      `json:"plan"`
+	Index int      `json:"index"`
+	Step  PlanStep `json:"step"`
+	// Result is appended to the turn's results.
+	Result *StepResult `json:"result,omitempty"`
+	// Error becomes the turn's current error unless an earlier step of the
+	// same merge already set one.
+	Error *ErrorInfo `json:"error,omitempty"`
+	// ClearError clears the current error when it belongs to this step.
+	ClearError bool `json:"clear_error,omitempty"`
+}
+
+// Apply merges u into s and returns the new state. s is not modified.
+func Apply(s State, u Update) (State, error) {
+	if u.Turn != nil {
+		s.Turn = *u.Turn
+	}
+	if u.Step != nil {
+		t, err := applyStep(s.Turn, *u.Step)
+		if err != nil {
+			return s, err
+		}
+		s.Turn = t
+	}
+	if len(u.Messages) > 0 {
+		s.Messages = append(slices.Clip(s.Messages), u.Messages...)
+	}
+	if len(u.Context) > 0 {
+		s.Context = s.Context.Put(u.Context...)
+	}
+	if u.NodeSteps != 0 || len(u.Tokens) > 0 {
+		c := s.Turn.Control
+		c.NodeSteps += u.NodeSteps
+		if len(u.Tokens) > 0 {
+			c.TokensByRole = maps.Clone(c.TokensByRole)
+			if c.TokensByRole == nil {
+				c.TokensByRole = map[string]int{}
+			}
+			for role, n := range u.Tokens {
+				c.TokensByRole[role] += n
+				c.Tokens += n
+			}
+		}
+		s.Turn.Control = c
+	}
+	return s, nil
+}
+
+func applyStep(t Turn, su StepUpdate) (Turn, error) {
+	if t.Plan == nil || t.Plan.Number != su.Plan {
+		return t, nil // a stale update for a replaced plan
+	}
+	if su.Index < 0 || su.Index >= len(t.Plan.Steps) {
+		return t, fmt.Errorf("state: step update for index %d, plan has %d steps", su.Index, len(t.Plan.Steps))
+	}
+	plan := *t.Plan
+	plan.Steps = slices.Clone(plan.Steps)
+	plan.Steps[su.Index] = su.Step
+	t.Plan = &plan
+	if su.Result != nil {
+		t.Results = append(slices.Clip(t.Results), *su.Result)
+	}
+	switch {
+	case su.Error != nil:
+		if t.Control.Error == nil {
+			e := *su.Error
+			t.Control.Error = &e
+		}
+	case su.ClearError:
+		if e := t.Control.Error; e != nil && e.StepIndex == su.Index {
+			t.Control.Error = nil
+		}
+	}
+	return t, nil
+}
