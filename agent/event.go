@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/capgraph/capgraph/state"
+)
+
+// EventType names an agent event. Frontends map these to their protocols.
+type EventType string
+
+const (
+	EventRunStart         EventType = "run_start"         // a turn started or resumed
+	EventNodeStart        EventType = "node_start"        // an infrastructure node or capability started
+	EventNodeEnd          EventType = "node_end"          // it ended (Err set on failure)
+	EventStatus           EventType = "status"            // a short human status line (Text)
+	EventTask             EventType = "task"              // the extracted task (Text)
+	EventCapabilities     EventType = "capabilities"      // the selected capabilities (Capabilities)
+	EventPlan             EventType = "plan"              // a plan was made (Plan)
+	EventStepStart        EventType = "step_start"        // a plan step started (Step, Total, Capability)
+	EventStepEnd          EventType = "step_end"          // a plan step ended (Err set on failure)
+	EventRetry            EventType = "retry"             // a retry is scheduled (Retry)
+	EventToken            EventType = "token"             // a chunk of the answer (Text)
+	EventApprovalRequired EventType = "approval_required" // the run waits for a human (Approval)
+	EventMessage          EventType = "message"           // the turn's assistant message (Message)
+	EventUsage            EventType = "usage"             // LLM tokens used so far this turn (Usage)
+	EventDone             EventType = "done"              // the turn ended (Status)
+)
+
+// RunStatus is how a turn ended.
+type RunStatus string
+
+const (
+	RunAnswered    RunStatus = "answered"    // an answer, clarification or error report was written
+	RunInterrupted RunStatus = "interrupted" // waiting for an approval
+	RunFailed      RunStatus = "failed"      // a FATAL error or an engine failure
+	RunCanceled    RunStatus = "canceled"    // the caller canceled; the run can be resumed
+)
+
+// RetryInfo describes a scheduled retry.
+type RetryInfo struct {
+	Node      string        `json:"node"`
+	Attempt   int           `json:"attempt"` // the attempt that failed
+	Max       int           `json:"max"`
+	Delay     time.Duration `json:"delay"`
+	NotBefore time.Time     `json:"not_before"`
+	Reason    string        `json:"reason"`
+}
+
+// Usage is token use this turn.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Event is one observable fact of a turn. Only the fields its Type names are set.
+type Event struct {
+	Type   EventType `json:"type"`
+	Thread string    `json:"thread"`
+	RunID  string    `json:"run_id,omitempty"`
+	Time   time.Time `json:"time"`
+	// Seq numbers the events of a run from 1, for reconnecting clients.
+	Seq int `json:"seq"`
+
+	Node         string          `json:"node,omitempty"`
+	Step         int             `json:"step,omitempty"`  // plan step index, from 0
+	Total        int             `json:"total,omitempty"` // plan steps
+	Capability   string          `json:"capability,omitempty"`
+	Text         string          `json:"text,omitempty"`
+	Capabilities []string        `json:"capabilities,omitempty"`
+	Plan         *state.Plan     `json:"plan,omitempty"`
+	Retry        *RetryInfo      `json:"retry,omitempty"`
+	Approval     *state.Approval `json:"approval,omitempty"`
+	Message      *state.Message  `json:"message,omitempty"`
+	Usage        *Usage          `json:"usage,omitempty"`
+	Status       RunStatus       `json:"status,omitempty"`
+	Duration     time.Duration   `json:"duration,omitempty"`
+	Err          string          `json:"error,omitempty"`
+}
