@@ -28,13 +28,18 @@ type Route struct {
 }
 
 // RouteFunc decides where a conditional edge goes. It must be a pure function
-// of the state: the engine may evaluate it again on resume.
+// of the state: the engine may evaluate it again on resume. The engine keeps
+// the returned To slice in the checkpoint without copying it (a transition
+// must not allocate), so a route must not modify a slice it has returned;
+// returning the same package-level slice every time is fine.
 type RouteFunc[S any] func(s S) Route
 
 // ApplyFunc applies an update to the state, returning the new state.
 type ApplyFunc[S, U any] func(s S, u U) (S, error)
 
-// Codec encodes states and updates for checkpoints. The default is JSON.
+// Codec encodes states and updates for checkpoints. The default is JSON. The
+// engine passes pointers (*S, *U) to Marshal, which avoids boxing a struct
+// into an interface on every step.
 type Codec interface {
 	Marshal(v any) ([]byte, error)
 	Unmarshal(data []byte, v any) error
@@ -97,7 +102,8 @@ func New[S, U any](cfg Config[S, U]) *Graph[S, U] {
 	return &Graph[S, U]{cfg: cfg, nodes: make(map[string]*nodeDef[S, U])}
 }
 
-// AddNode declares a node.
+// AddNode declares a node. Declare nodes before the edges that leave them:
+// an edge or SetTerminal naming an undeclared source is a build problem.
 func (g *Graph[S, U]) AddNode(name string, fn NodeFunc[S, U]) *Graph[S, U] {
 	switch {
 	case name == "" || name == End:
@@ -133,7 +139,8 @@ func (g *Graph[S, U]) SetTerminal(names ...string) *Graph[S, U] {
 	return g
 }
 
-// AddEdge adds a static edge from → to (to may be End).
+// AddEdge adds a static edge from → to (to may be End). A node has one
+// outgoing edge, static or conditional; fan-out is a conditional edge.
 func (g *Graph[S, U]) AddEdge(from, to string) *Graph[S, U] {
 	d := g.nodes[from]
 	if d == nil {
@@ -159,6 +166,11 @@ func (g *Graph[S, U]) AddConditionalEdges(from string, route RouteFunc[S], targe
 	if d.edge != edgeNone {
 		g.problems = append(g.problems, BuildProblem{Kind: ProblemTwoEdgeKinds, Node: from})
 		return g
+	}
+	if route == nil {
+		// Recorded, and the edge still counts as declared so Compile does not
+		// also report the node as having no outgoing edge.
+		g.problems = append(g.problems, BuildProblem{Kind: ProblemNilRoute, Node: from})
 	}
 	d.edge, d.route = edgeConditional, route
 	d.targets = make(map[string]bool, len(targets))

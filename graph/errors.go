@@ -22,24 +22,29 @@ var (
 	ErrNoRun = errors.New("graph: nothing to resume")
 	// ErrNotInterrupted: a resume value was given but the thread is not interrupted.
 	ErrNotInterrupted = errors.New("graph: thread is not interrupted")
+	// ErrNoThread: Run, Stream or Resume was called with an empty thread id.
+	ErrNoThread = errors.New("graph: thread id is empty")
 )
 
 // BuildProblemKind classifies one problem found by Compile.
 type BuildProblemKind string
 
 const (
-	ProblemNoEntry         BuildProblemKind = "no_entry"
-	ProblemUnknownEntry    BuildProblemKind = "unknown_entry"
-	ProblemDuplicateNode   BuildProblemKind = "duplicate_node"
-	ProblemReservedName    BuildProblemKind = "reserved_name"
-	ProblemNilNode         BuildProblemKind = "nil_node"
-	ProblemUnknownSource   BuildProblemKind = "unknown_source"
-	ProblemUnknownTarget   BuildProblemKind = "unknown_target"
-	ProblemUnreachable     BuildProblemKind = "unreachable"
-	ProblemNoOutgoingEdge  BuildProblemKind = "no_outgoing_edge"
-	ProblemTerminalHasEdge BuildProblemKind = "terminal_has_edge"
-	ProblemTwoEdgeKinds    BuildProblemKind = "static_and_conditional"
-	ProblemNoApply         BuildProblemKind = "no_apply"
+	ProblemNoEntry         BuildProblemKind = "no_entry"          // SetEntry was not called
+	ProblemUnknownEntry    BuildProblemKind = "unknown_entry"     // the entry names no declared node
+	ProblemDuplicateNode   BuildProblemKind = "duplicate_node"    // AddNode twice with one name
+	ProblemReservedName    BuildProblemKind = "reserved_name"     // a node named "" or End
+	ProblemNilNode         BuildProblemKind = "nil_node"          // AddNode with a nil function
+	ProblemUnknownSource   BuildProblemKind = "unknown_source"    // an edge or SetTerminal names an undeclared node
+	ProblemUnknownTarget   BuildProblemKind = "unknown_target"    // an edge leads to an undeclared node
+	ProblemUnreachable     BuildProblemKind = "unreachable"       // no path from the entry reaches the node
+	ProblemNoOutgoingEdge  BuildProblemKind = "no_outgoing_edge"  // a non-terminal node without edge
+	ProblemTerminalHasEdge BuildProblemKind = "terminal_has_edge" // a terminal node with an edge
+	// ProblemTwoEdgeKinds: a second outgoing edge on one node (static or
+	// conditional; a node has exactly one, fan-out is a conditional edge).
+	ProblemTwoEdgeKinds BuildProblemKind = "static_and_conditional"
+	ProblemNoApply      BuildProblemKind = "no_apply"  // Config.Apply is nil
+	ProblemNilRoute     BuildProblemKind = "nil_route" // AddConditionalEdges with a nil route
 )
 
 // BuildProblem is one thing wrong with a graph definition.

@@ -61,6 +61,9 @@ type Event struct {
 
 type emitterKey struct{}
 
+// emitter is how a node's Emit reaches the run: base carries the step and
+// node of the task it belongs to. One-node steps share the run's emitter;
+// each concurrent branch has its own.
 type emitter struct {
 	emit func(Event)
 	base Event
@@ -76,6 +79,5 @@ func Emit(ctx context.Context, payload any) {
 	ev := em.base
 	ev.Kind = EventCustom
 	ev.Payload = payload
-	ev.Time = time.Now()
-	em.emit(ev)
+	em.emit(ev) // the engine stamps Thread, RunID and Time (Config.Now)
 }

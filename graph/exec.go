@@ -1,0 +1,351 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+func (c *Compiled[S, U]) lock(thread string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.busy == nil {
+		c.busy = make(map[string]bool)
+	}
+	if c.busy[thread] {
+		return false
+	}
+	c.busy[thread] = true
+	return true
+}
+
+func (c *Compiled[S, U]) unlock(thread string) {
+	c.mu.Lock()
+	delete(c.busy, thread)
+	c.mu.Unlock()
+}
+
+// runner holds the per-call mutable data of exec. It is allocated once per
+// call, so everything a step needs again and again lives here rather than in
+// per-step allocations.
+type runner[S, U any] struct {
+	c       *Compiled[S, U]
+	thread  string
+	runID   uuid.UUID
+	yield   func(Event) bool
+	stopped bool // the consumer stopped listening
+	em      *emitter
+	one     [1]taskResult[U] // results of a one-node step, reused
+
+	mu       sync.Mutex // guards attempts: concurrent branches bump it
+	attempts map[string]int
+}
+
+// emit completes e and hands it to the consumer. Only the goroutine running
+// exec calls it; concurrent branches buffer their events (see runStep).
+func (r *runner[S, U]) emit(e Event) {
+	if r.stopped {
+		return
+	}
+	e.Thread, e.RunID = r.thread, r.runID
+	if e.Time.IsZero() {
+		e.Time = r.c.cfg.Now()
+	}
+	if !r.yield(e) {
+		r.stopped = true
+	}
+}
+
+func (r *runner[S, U]) bumpAttempt(name string) int {
+	r.mu.Lock()
+	r.attempts[name]++
+	n := r.attempts[name]
+	r.mu.Unlock()
+	return n
+}
+
+type taskResult[U any] struct {
+	update U
+	err    error
+	dur    time.Duration
+	done   bool // taken from a pending write, not run
+}
+
+// exec runs or resumes a run on thread, handing every event to yield.
+func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], yield func(Event) bool) (res Result[S], err error) {
+	res.Thread = thread
+	if thread == "" {
+		res.Status = StatusFailed
+		return res, ErrNoThread
+	}
+	if !c.lock(thread) {
+		res.Status = StatusFailed
+		return res, fmt.Errorf("%w: %q", ErrThreadBusy, thread)
+	}
+	defer c.unlock(thread)
+
+	r := &runner[S, U]{c: c, thread: thread, yield: yield, attempts: make(map[string]int, 8)}
+	var (
+		cp     checkpoint.Checkpoint
+		writes []checkpoint.Write
+		state  S
+	)
+	fail := func(err error) (Result[S], error) {
+		res.Status = StatusFailed
+		return res, err
+	}
+	if st.fresh {
+		parent := uuid.Nil
+		if t, gerr := c.cfg.Store.Get(ctx, thread, uuid.Nil); gerr == nil {
+			parent = t.Checkpoint.ID
+		} else if !errors.Is(gerr, checkpoint.ErrNotFound) {
+			return fail(fmt.Errorf("graph: read thread %q: %w", thread, gerr))
+		}
+		r.runID = newID()
+		state = st.input
+		enc, merr := c.cfg.Codec.Marshal(&state)
+		if merr != nil {
+			return fail(fmt.Errorf("graph: encode input state: %w", merr))
+		}
+		cp = checkpoint.Checkpoint{ThreadID: thread, ID: newID(), ParentID: parent, RunID: r.runID, Step: 0,
+			State: enc, Next: c.entry, Created: c.cfg.Now(), Metadata: c.metadata(state)}
+		if perr := c.cfg.Store.Put(ctx, cp); perr != nil {
+			return fail(fmt.Errorf("graph: write checkpoint: %w", perr))
+		}
+		res.RunID = r.runID
+		r.emit(Event{Kind: EventRunStart, Step: 0, To: cp.Next})
+		r.emit(Event{Kind: EventCheckpoint, Step: 0, Checkpoint: cp.ID})
+	} else {
+		t, gerr := c.cfg.Store.Get(ctx, thread, uuid.Nil)
+		if errors.Is(gerr, checkpoint.ErrNotFound) {
+			return fail(fmt.Errorf("%w: thread %q has no checkpoint", ErrNoRun, thread))
+		}
+		if gerr != nil {
+			return fail(fmt.Errorf("graph: read thread %q: %w", thread, gerr))
+		}
+		cp, writes = t.Checkpoint, t.Writes
+		r.runID = cp.RunID
+		res.RunID = r.runID
+		if uerr := c.cfg.Codec.Unmarshal(cp.State, &state); uerr != nil {
+			return fail(fmt.Errorf("graph: decode state of thread %q: %w", thread, uerr))
+		}
+		res.State, res.Checkpoint, res.Steps = state, cp.ID, cp.Step
+		if len(cp.Next) == 0 {
+			res.Status = StatusDone
+			if st.hasValue {
+				return res, fmt.Errorf("%w: thread %q", ErrNotInterrupted, thread)
+			}
+			return res, fmt.Errorf("%w: the last run of thread %q finished", ErrNoRun, thread)
+		}
+		pending := Interrupts(t)
+		switch {
+		case len(pending) > 0 && !st.hasValue:
+			res.Status, res.Interrupts = StatusInterrupted, pending
+			return res, nil
+		case len(pending) == 0 && st.hasValue:
+			return fail(fmt.Errorf("%w: thread %q", ErrNotInterrupted, thread))
+		}
+		r.emit(Event{Kind: EventRunStart, Step: cp.Step, To: cp.Next, Checkpoint: cp.ID})
+		if len(pending) > 0 {
+			// The answer goes into a new checkpoint (same step, state and next
+			// nodes) holding the resume values and the updates of branches that
+			// had finished. The interrupt writes stay behind on the parent, so
+			// the latest checkpoint never holds both a question and its answer:
+			// if the re-entered node interrupts again, its new interrupt is
+			// unambiguous, and if this run crashes, Resume(nil) re-enters the
+			// node with the answer already given.
+			ncp := cp
+			ncp.ID, ncp.ParentID, ncp.Created = newID(), cp.ID, c.cfg.Now()
+			var carried []checkpoint.Write
+			for _, w := range writes {
+				if w.Kind == checkpoint.WriteUpdate {
+					carried = append(carried, w)
+				}
+			}
+			for _, p := range pending {
+				carried = append(carried, checkpoint.Write{Task: p.Node, Kind: checkpoint.WriteResume, Value: st.value})
+			}
+			if perr := c.cfg.Store.Put(ctx, ncp); perr != nil {
+				return fail(fmt.Errorf("graph: write checkpoint: %w", perr))
+			}
+			if perr := c.cfg.Store.PutWrites(ctx, thread, ncp.ID, carried); perr != nil {
+				return fail(fmt.Errorf("graph: write resume value: %w", perr))
+			}
+			cp, writes = ncp, carried
+			res.Checkpoint = cp.ID
+			r.emit(Event{Kind: EventCheckpoint, Step: cp.Step, Checkpoint: cp.ID})
+		}
+	}
+
+	r.em = &emitter{emit: r.emit}
+	ctx = context.WithValue(ctx, emitterKey{}, r.em)
+
+	finish := func(status Status, err error) (Result[S], error) {
+		if status == StatusFailed && ctx.Err() != nil && isCtxErr(err) {
+			// A store or node gave up because the run was canceled: the run
+			// did not fail, it stopped, and Resume continues it.
+			status, err = StatusCanceled, ctx.Err()
+		}
+		res.Status, res.State, res.Checkpoint, res.Steps = status, state, cp.ID, cp.Step
+		r.emit(Event{Kind: EventRunEnd, Step: cp.Step, Err: err})
+		return res, err
+	}
+
+	for len(cp.Next) > 0 {
+		if cp.Step >= c.cfg.MaxSteps {
+			return finish(StatusFailed, &StepLimitError{Limit: c.cfg.MaxSteps, Next: cp.Next})
+		}
+		if !cp.NotBefore.IsZero() {
+			// A durable delay: the time is in the checkpoint, so a resumed run
+			// waits only what is left of it.
+			if d := cp.NotBefore.Sub(c.cfg.Now()); d > 0 {
+				r.emit(Event{Kind: EventWait, Step: cp.Step, NotBefore: cp.NotBefore, To: cp.Next})
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+				}
+			}
+		}
+		if cerr := ctx.Err(); cerr != nil || r.stopped {
+			if cerr == nil {
+				cerr = context.Canceled
+			}
+			return finish(StatusCanceled, cerr)
+		}
+
+		step := cp.Step + 1
+		results, interrupts, failure := c.runStep(ctx, r, step, cp, writes, state)
+		if failure != nil {
+			return finish(StatusFailed, failure)
+		}
+		if len(interrupts) > 0 {
+			iw := make([]checkpoint.Write, len(interrupts))
+			for i, ie := range interrupts {
+				iw[i] = checkpoint.Write{Task: ie.Node, Kind: checkpoint.WriteInterrupt, Value: ie.Payload}
+			}
+			if perr := c.cfg.Store.PutWrites(ctx, thread, cp.ID, iw); perr != nil {
+				return finish(StatusFailed, fmt.Errorf("graph: write interrupt: %w", perr))
+			}
+			for _, ie := range interrupts {
+				r.emit(Event{Kind: EventInterrupt, Step: step, Node: ie.Node, Payload: ie.Payload})
+			}
+			res.Interrupts = interrupts
+			return finish(StatusInterrupted, nil)
+		}
+
+		next, notBefore, aerr := c.advance(r, step, &state, cp.Next, results)
+		if aerr != nil {
+			return finish(StatusFailed, aerr)
+		}
+		enc, merr := c.cfg.Codec.Marshal(&state)
+		if merr != nil {
+			return finish(StatusFailed, fmt.Errorf("graph: encode state after step %d: %w", step, merr))
+		}
+		ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newID(), ParentID: cp.ID, RunID: r.runID, Step: step,
+			State: enc, Next: next, NotBefore: notBefore, Created: c.cfg.Now(), Metadata: c.metadata(state)}
+		if perr := c.cfg.Store.Put(ctx, ncp); perr != nil {
+			return finish(StatusFailed, fmt.Errorf("graph: write checkpoint: %w", perr))
+		}
+		cp, writes = ncp, nil
+		r.emit(Event{Kind: EventCheckpoint, Step: step, Checkpoint: cp.ID})
+	}
+	return finish(StatusDone, nil)
+}
+
+func (c *Compiled[S, U]) metadata(s S) map[string]string {
+	if c.cfg.Metadata == nil {
+		return nil
+	}
+	return c.cfg.Metadata(s)
+}
+
+// advance applies the step's updates to state in route order, then routes
+// from each node that ran (seeing the merged state) and emits each decision.
+// The next nodes are the union of the destinations in that order, without
+// duplicates and without End.
+func (c *Compiled[S, U]) advance(r *runner[S, U], step int, state *S, ran []string, results []taskResult[U]) ([]string, time.Time, error) {
+	for i := range results {
+		ns, err := c.cfg.Apply(*state, results[i].update)
+		if err != nil {
+			return nil, time.Time{}, &NodeError{Node: ran[i], Step: step, Err: fmt.Errorf("apply update: %w", err)}
+		}
+		*state = ns
+	}
+	var (
+		next      []string
+		notBefore time.Time
+		shared    bool // next aliases a route's own slice; copy before appending
+	)
+	for _, name := range ran {
+		d := c.nodes[name]
+		var (
+			to []string
+			nb time.Time
+		)
+		switch d.edge {
+		case edgeNone:
+			continue
+		case edgeStatic:
+			to = d.static
+		case edgeConditional:
+			rt := d.route(*state)
+			to, nb = rt.To, rt.NotBefore
+			if rt.NotBefore.After(notBefore) {
+				notBefore = rt.NotBefore
+			}
+			for _, t := range to {
+				if t != End && !d.targets[t] {
+					return nil, time.Time{}, &InvalidTransitionError{From: name, To: t}
+				}
+			}
+		}
+		r.emit(Event{Kind: EventRoute, Step: step, Node: name, To: to, NotBefore: nb})
+		if len(ran) == 1 && clean(to) {
+			// The common case keeps the route's slice: no allocation.
+			next, shared = to, true
+			break
+		}
+		for _, t := range to {
+			if t == End || contains(next, t) {
+				continue
+			}
+			if shared {
+				next, shared = append([]string(nil), next...), false
+			}
+			next = append(next, t)
+		}
+	}
+	return next, notBefore, nil
+}
+
+// clean reports whether to holds neither End nor a duplicate, so it can be
+// used as the next nodes as it is.
+func clean(to []string) bool {
+	for i, t := range to {
+		if t == End || contains(to[:i], t) {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
