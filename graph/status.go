@@ -32,4 +32,3 @@ func Interrupts(t checkpoint.Tuple) []*InterruptError {
 	}
 	return out
 }
-
