@@ -1,11 +1,11 @@
-// Package memory is an in-process checkpoint.Store. It keeps nothing across
-// restarts; use it for tests and for `--store memory`.
 package memory
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -28,12 +28,17 @@ func New() *Store { return &Store{threads: make(map[string]*thread)} }
 
 var _ checkpoint.Store = (*Store)(nil)
 
-// Put stores a checkpoint. The engine never mutates what it hands over, so the
-// store keeps the slices it is given.
+// Put stores a copy of a checkpoint, normalised like the durable stores do
+// (UTC microsecond times, nil for empty collections), so that tests against
+// memory see what SQLite and PostgreSQL would return.
 func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
+		return err
+	}
+	cp = normalize(cp)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.threads[cp.ThreadID]
@@ -61,6 +66,9 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 // PutWrites stores pending writes, replacing any with the same task and kind.
 func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, writes []checkpoint.Write) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateWrites(threadID, id, writes); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -106,7 +114,11 @@ func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpo
 		}
 		cp = t.cps[i]
 	}
-	return checkpoint.Tuple{Checkpoint: cp, Writes: slices.Clone(t.writes[cp.ID])}, nil
+	ws := slices.Clone(t.writes[cp.ID])
+	for i := range ws {
+		ws[i].Value = slices.Clone(ws[i].Value)
+	}
+	return checkpoint.Tuple{Checkpoint: clone(cp), Writes: ws}, nil
 }
 
 // List returns checkpoints newest first.
@@ -129,7 +141,7 @@ func (s *Store) List(ctx context.Context, threadID string, opts checkpoint.ListO
 		if !checkpoint.MatchMetadata(cp.Metadata, opts.Filter) {
 			continue
 		}
-		out = append(out, cp)
+		out = append(out, clone(cp))
 		if opts.Limit > 0 && len(out) == opts.Limit {
 			break
 		}
@@ -153,7 +165,7 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 			continue
 		}
 		out = append(out, checkpoint.ThreadInfo{
-			ThreadID: id, Latest: last.ID, Metadata: last.Metadata,
+			ThreadID: id, Latest: last.ID, Metadata: maps.Clone(last.Metadata),
 			Created: t.cps[0].Created, Updated: last.Created,
 		})
 	}
@@ -201,3 +213,39 @@ func compareUUID(a, b uuid.UUID) int {
 }
 
 func uuidLess(a, b uuid.UUID) bool { return compareUUID(a, b) < 0 }
+
+// normalize copies cp the way the durable stores round-trip it.
+func normalize(cp checkpoint.Checkpoint) checkpoint.Checkpoint {
+	cp = clone(cp)
+	cp.Created = storedTime(cp.Created)
+	cp.NotBefore = storedTime(cp.NotBefore)
+	return cp
+}
+
+// clone deep-copies the slices and map of cp; empty ones become nil.
+func clone(cp checkpoint.Checkpoint) checkpoint.Checkpoint {
+	cp.State = nilIfEmpty(slices.Clone(cp.State))
+	cp.Next = nilIfEmpty(slices.Clone(cp.Next))
+	if len(cp.Metadata) == 0 {
+		cp.Metadata = nil
+	} else {
+		cp.Metadata = maps.Clone(cp.Metadata)
+	}
+	return cp
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// storedTime is t in UTC truncated to microseconds, without monotonic reading;
+// the zero time stays zero.
+func storedTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.Round(0).UTC().Truncate(time.Microsecond)
+}
