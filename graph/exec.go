@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -45,6 +47,30 @@ type runner[S, U any] struct {
 
 	mu       sync.Mutex // guards attempts: concurrent branches bump it
 	attempts map[string]int
+
+	// With the default JSON codec, states are encoded into one buffer reused
+	// by every step of the call. This is safe because a Store must not keep
+	// the slices of a checkpoint after Put returns (checkpointtest checks it).
+	enc    *json.Encoder
+	encBuf bytes.Buffer
+}
+
+// encodeState encodes the state for a checkpoint. The result is only valid
+// until the next call.
+func (r *runner[S, U]) encodeState(s *S) ([]byte, error) {
+	if _, ok := r.c.cfg.Codec.(jsonCodec); !ok {
+		return r.c.cfg.Codec.Marshal(s)
+	}
+	if r.enc == nil {
+		r.enc = json.NewEncoder(&r.encBuf)
+	}
+	r.encBuf.Reset()
+	if err := r.enc.Encode(s); err != nil {
+		return nil, err
+	}
+	// Encode adds a newline that Marshal does not; drop it, so both
+	// produce the same bytes.
+	return bytes.TrimSuffix(r.encBuf.Bytes(), []byte{'\n'}), nil
 }
 
 // emit completes e and hands it to the consumer. Only the goroutine running
@@ -241,21 +267,24 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			return finish(StatusInterrupted, nil)
 		}
 
-		next, notBefore, aerr := c.advance(r, step, &state, cp.Next, results)
+		// One clock reading stamps the route events, the checkpoint and its id.
+		now := c.cfg.Now()
+		next, notBefore, aerr := c.advance(r, step, now, &state, cp.Next, results)
 		if aerr != nil {
 			return finish(StatusFailed, aerr)
 		}
-		enc, merr := c.cfg.Codec.Marshal(&state)
+		enc, merr := r.encodeState(&state)
 		if merr != nil {
 			return finish(StatusFailed, fmt.Errorf("graph: encode state after step %d: %w", step, merr))
 		}
-		ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newID(), ParentID: cp.ID, RunID: r.runID, Step: step,
-			State: enc, Next: next, NotBefore: notBefore, Created: c.cfg.Now(), Metadata: c.metadata(state)}
+		ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newIDAt(now), ParentID: cp.ID, RunID: r.runID, Step: step,
+			State: enc, Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(state)}
 		if perr := c.cfg.Store.Put(ctx, ncp); perr != nil {
 			return finish(StatusFailed, fmt.Errorf("graph: write checkpoint: %w", perr))
 		}
 		cp, writes = ncp, nil
-		r.emit(Event{Kind: EventCheckpoint, Step: step, Checkpoint: cp.ID})
+		cp.State = nil // the encode buffer is reused by the next step
+		r.emit(Event{Kind: EventCheckpoint, Step: step, Checkpoint: cp.ID, Time: now})
 	}
 	return finish(StatusDone, nil)
 }
@@ -271,7 +300,7 @@ func (c *Compiled[S, U]) metadata(s S) map[string]string {
 // from each node that ran (seeing the merged state) and emits each decision.
 // The next nodes are the union of the destinations in that order, without
 // duplicates and without End.
-func (c *Compiled[S, U]) advance(r *runner[S, U], step int, state *S, ran []string, results []taskResult[U]) ([]string, time.Time, error) {
+func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state *S, ran []string, results []taskResult[U]) ([]string, time.Time, error) {
 	for i := range results {
 		ns, err := c.cfg.Apply(*state, results[i].update)
 		if err != nil {
@@ -307,7 +336,7 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, state *S, ran []stri
 				}
 			}
 		}
-		r.emit(Event{Kind: EventRoute, Step: step, Node: name, To: to, NotBefore: nb})
+		r.emit(Event{Kind: EventRoute, Step: step, Node: name, To: to, NotBefore: nb, Time: now})
 		if len(ran) == 1 && clean(to) {
 			// The common case keeps the route's slice: no allocation.
 			next, shared = to, true

@@ -55,6 +55,11 @@ func (g *idGen) next(now time.Time) uuid.UUID {
 }
 
 // newID returns a UUIDv7 from the process-wide generator, so checkpoint ids
-// sort by creation time. It uses the wall clock, not Config.Now: ids must stay
-// unique and ordered whatever clock a test injects.
+// sort by creation time.
 func newID() uuid.UUID { return ids.next(time.Now()) }
+
+// newIDAt is newID with a clock reading the caller already has (a step reads
+// the clock once). Whatever the clock says, even if it stands still or goes
+// back, ids stay unique and increasing: the generator never lets its
+// millisecond go backwards.
+func newIDAt(now time.Time) uuid.UUID { return ids.next(now) }

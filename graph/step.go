@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -69,6 +68,7 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 	// Concurrent branches. Only this goroutine may call r.emit (the consumer's
 	// yield is not safe for concurrent use), so branches buffer their events
 	// and this goroutine hands them over as they come.
+	cpID := cp.ID // captured by the branches; capturing cp would move it to the heap on every step
 	var (
 		mu     sync.Mutex
 		buf    []Event
@@ -105,13 +105,13 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 			// goes through the buffer, tagged with the branch's node.
 			em := &emitter{emit: push}
 			bctx := context.WithValue(ctx, emitterKey{}, em)
-			res := c.runTask(bctx, r, step, cp.ID, c.nodes[name], state, t.resume, em)
+			res := c.runTask(bctx, r, step, cpID, c.nodes[name], state, t.resume, em)
 			if res.err == nil {
 				// Record the finished branch, so a resume after a crash, an
 				// interrupt or a sibling's failure does not run it again.
 				enc, err := c.cfg.Codec.Marshal(&res.update)
 				if err == nil {
-					err = c.cfg.Store.PutWrites(ctx, r.thread, cp.ID, []checkpoint.Write{{Task: name, Kind: checkpoint.WriteUpdate, Value: enc}})
+					err = c.cfg.Store.PutWrites(ctx, r.thread, cpID, []checkpoint.Write{{Task: name, Kind: checkpoint.WriteUpdate, Value: enc}})
 				}
 				if err != nil {
 					res.err = fmt.Errorf("graph: save result of %q: %w", name, err)
@@ -172,14 +172,18 @@ func (c *Compiled[S, U]) collect(results []taskResult[U], next []string) ([]task
 func (c *Compiled[S, U]) runTask(ctx context.Context, r *runner[S, U], step int, cpID uuid.UUID, d *nodeDef[S, U], state S, resume json.RawMessage, em *emitter) taskResult[U] {
 	attempt := r.bumpAttempt(d.name)
 	em.base.Step, em.base.Node = step, d.name
-	em.emit(Event{Kind: EventNodeStart, Step: step, Node: d.name, Attempt: attempt})
+	// The clock is read twice per node, and the start and end events reuse
+	// the readings: on a 1 µs transition every clock read counts. Durations
+	// are measured with Config.Now, so a test clock gives test durations.
+	t0 := c.cfg.Now()
+	em.emit(Event{Kind: EventNodeStart, Step: step, Node: d.name, Attempt: attempt, Time: t0})
 	nctx := ctx
 	if resume != nil {
 		nctx = WithResumeValue(ctx, resume)
 	}
-	t0 := time.Now()
 	u, err := callNode(nctx, d, state)
-	dur := time.Since(t0)
+	t1 := c.cfg.Now()
+	dur := t1.Sub(t0)
 	if err != nil {
 		if ie, ok := IsInterrupt(err); ok {
 			ie.Node = d.name
@@ -196,7 +200,7 @@ func (c *Compiled[S, U]) runTask(ctx context.Context, r *runner[S, U], step int,
 			}
 		}
 	}
-	em.emit(Event{Kind: EventNodeEnd, Step: step, Node: d.name, Attempt: attempt, Duration: dur, Err: err})
+	em.emit(Event{Kind: EventNodeEnd, Step: step, Node: d.name, Attempt: attempt, Duration: dur, Err: err, Time: t1})
 	return taskResult[U]{update: u, err: err, dur: dur}
 }
 

@@ -1,0 +1,96 @@
+package graph_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+)
+
+// benchState is small on purpose: the benchmarks measure the engine, and JSON
+// encoding of the state (one allocation for the output) is the part that
+// grows with the application's state.
+type benchState struct {
+	N int `json:"n"`
+}
+
+func benchApply(s benchState, u int) (benchState, error) {
+	s.N += u
+	return s, nil
+}
+
+func one(context.Context, benchState) (int, error) { return 1, nil }
+
+// BenchmarkTransition measures one node→node transition: the node call, the
+// update, the route, the state encoding, the checkpoint Put on the memory
+// store and the events. One op is one step of a long run consumed as a stream.
+func BenchmarkTransition(b *testing.B) {
+	n := b.N
+	toA, toEnd := []string{"a"}, []string{graph.End}
+	g := graph.New(graph.Config[benchState, int]{Apply: benchApply, Store: memory.New(), MaxSteps: n + 1})
+	g.AddNode("a", one)
+	g.AddConditionalEdges("a", func(s benchState) graph.Route {
+		if s.N >= n {
+			return graph.Route{To: toEnd}
+		}
+		return graph.Route{To: toA}
+	}, "a")
+	g.SetEntry("a")
+	c, err := g.Compile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	events := 0
+	for ev, err := range c.Stream(context.Background(), "bench", benchState{}) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = ev
+		events++
+	}
+	b.StopTimer()
+	if events < 4*n {
+		b.Fatalf("%d events for %d steps", events, n)
+	}
+}
+
+// BenchmarkRun8Nodes measures a whole run of a hub-and-spoke graph: a router
+// node with a conditional edge to 7 workers, each returning to the router,
+// visited one after the other (15 steps). One op is one Run, trace included.
+func BenchmarkRun8Nodes(b *testing.B) {
+	workers := []string{"w1", "w2", "w3", "w4", "w5", "w6", "w7"}
+	routes := make([][]string, len(workers))
+	for i, w := range workers {
+		routes[i] = []string{w}
+	}
+	toEnd := []string{graph.End}
+	g := graph.New(graph.Config[benchState, int]{Apply: benchApply, Store: memory.New()})
+	g.AddNode("router", func(context.Context, benchState) (int, error) { return 0, nil })
+	g.AddConditionalEdges("router", func(s benchState) graph.Route {
+		if s.N >= len(workers) {
+			return graph.Route{To: toEnd}
+		}
+		return graph.Route{To: routes[s.N]}
+	}, workers...)
+	for _, w := range workers {
+		g.AddNode(w, one)
+		g.AddEdge(w, "router")
+	}
+	g.SetEntry("router")
+	c, err := g.Compile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := c.Run(ctx, "bench", benchState{})
+		if err != nil || res.State.N != len(workers) || res.Steps != 2*len(workers)+1 {
+			b.Fatalf("run: %v, %+v", err, res.State)
+		}
+	}
+}
