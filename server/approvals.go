@@ -1,0 +1,125 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// Chat Completions is stateless: the client sends the whole history each
+// time. An approval request therefore carries a short token in the
+// assistant message; the next request finds it in the last assistant
+// message and resumes the interrupted thread. A token is bound to the
+// principal that received it and is used once.
+
+var approvalTokenRE = regexp.MustCompile(`\bAP-[A-Z2-7]{8}\b`)
+
+// findApprovalToken returns the last approval token in text.
+func findApprovalToken(text string) (string, bool) {
+	all := approvalTokenRE.FindAllString(text, -1)
+	if len(all) == 0 {
+		return "", false
+	}
+	return all[len(all)-1], true
+}
+
+func newApprovalToken() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return "AP-" + base32.StdEncoding.EncodeToString(b[:])
+}
+
+type tokenState int
+
+const (
+	tokenPending tokenState = iota
+	tokenResuming
+	tokenDone
+)
+
+// approvalTicket is a pending approval as Chat Completions sees it.
+type approvalTicket struct {
+	Token        string
+	Owner        string // ownerKey of the principal it was issued to
+	Thread       string // internal thread id
+	ClientThread string
+	ApprovalID   string
+	Expires      time.Time
+
+	state tokenState
+	reply chatReply // the resumed run's reply, replayed to a repeated request
+}
+
+// chatReply is what a finished Chat Completions turn said.
+type chatReply struct {
+	Content   string
+	Reasoning string
+}
+
+type claimResult int
+
+const (
+	claimNone    claimResult = iota // unknown, expired or another principal's token
+	claimOK                         // the caller may resume; the ticket is now resuming
+	claimBusy                       // a resume with this token is running
+	claimReplay                     // already resumed: replay its reply
+)
+
+type approvalStore struct {
+	mu sync.Mutex
+	m  map[string]*approvalTicket
+}
+
+func newApprovalStore() *approvalStore { return &approvalStore{m: map[string]*approvalTicket{}} }
+
+func (a *approvalStore) issue(t approvalTicket) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t.Token = newApprovalToken()
+	for a.m[t.Token] != nil {
+		t.Token = newApprovalToken()
+	}
+	a.m[t.Token] = &t
+	return t.Token
+}
+
+// claim decides what a request carrying token may do. Tokens of other
+// principals look exactly like unknown ones.
+func (a *approvalStore) claim(owner, token string, now time.Time) (approvalTicket, claimResult) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.m[token]
+	if !ok || t.Owner != owner {
+		return approvalTicket{}, claimNone
+	}
+	switch t.state {
+	case tokenResuming:
+		return *t, claimBusy
+	case tokenDone:
+		return *t, claimReplay
+	}
+	if !t.Expires.IsZero() && now.After(t.Expires) {
+		delete(a.m, token)
+		return approvalTicket{}, claimNone
+	}
+	t.state = tokenResuming
+	return *t, claimOK
+}
+
+// settle records the outcome of a claimed token: done with a reply, or back
+// to pending when the resume could not start.
+func (a *approvalStore) settle(token string, reply *chatReply) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.m[token]
+	if !ok {
+		return
+	}
+	if reply == nil {
+		t.state = tokenPending
+		return
+	}
+	t.state, t.reply = tokenDone, *reply
+}

@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+)
+
+// AuditRecord is one capability execution, as seen by the server.
+type AuditRecord struct {
+	Time       time.Time `json:"time"`
+	Tenant     string    `json:"tenant"`
+	Principal  string    `json:"principal"`
+	User       string    `json:"user,omitempty"` // end user forwarded by a trusted frontend
+	Thread     string    `json:"thread"`         // internal thread id
+	Run        string    `json:"run"`
+	Capability string    `json:"capability"`
+	Step       int       `json:"step"`
+	// ArgsDigest is the hex SHA-256 of the step's planned parameters and
+	// inputs (JSON), so arguments can be matched without storing them.
+	ArgsDigest string        `json:"args_digest"`
+	Outcome    string        `json:"outcome"` // "ok" or "failed"
+	Error      string        `json:"error,omitempty"`
+	Duration   time.Duration `json:"duration_ns,omitempty"`
+}
+
+// AuditLog receives an AuditRecord for every capability step. Record must
+// be safe for concurrent use; a failure is logged, never fatal to the run.
+type AuditLog interface {
+	Record(ctx context.Context, r AuditRecord) error
+}
+
+type nopAudit struct{}
+
+func (nopAudit) Record(context.Context, AuditRecord) error { return nil }
+
+// JSONLAudit writes one JSON object per line to W.
+type JSONLAudit struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewJSONLAudit returns an AuditLog writing JSON lines to w (a file opened
+// with O_APPEND, say).
+func NewJSONLAudit(w io.Writer) *JSONLAudit { return &JSONLAudit{w: w} }
+
+// Record writes r as one line.
+func (a *JSONLAudit) Record(_ context.Context, r AuditRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, err = a.w.Write(b)
+	return err
+}
+
+// argsDigest hashes what a step was asked to do.
+func argsDigest(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte("unserialisable")
+	}
+	d := sha256.Sum256(b)
+	return hex.EncodeToString(d[:])
+}

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"strings"
+)
+
+// Headers a trusted frontend (Open WebUI with
+// ENABLE_FORWARD_USER_INFO_HEADERS=true) forwards. Ignored from other keys.
+const (
+	headerChatID = "X-OpenWebUI-Chat-Id"
+	headerUserID = "X-OpenWebUI-User-Id"
+)
+
+// caller is the authenticated identity of a request.
+type caller struct {
+	Principal Principal
+	// User is the end user forwarded by a trusted frontend, else "".
+	User string
+	// ChatID is the chat id forwarded by a trusted frontend, else "".
+	ChatID string
+}
+
+// key identifies the principal for run limits.
+func (c caller) key() string { return c.Principal.Tenant + "\x00" + c.Principal.Name }
+
+type callerKey struct{}
+
+func callerFrom(ctx context.Context) caller {
+	c, _ := ctx.Value(callerKey{}).(caller)
+	return c
+}
+
+// keyring holds the principals' key digests.
+type keyring struct {
+	principals []Principal
+	digests    [][]byte
+}
+
+func newKeyring(ps []Principal) *keyring {
+	k := &keyring{principals: ps}
+	for _, p := range ps {
+		d, _ := hex.DecodeString(strings.ToLower(p.KeySHA256)) // validated in withDefaults
+		k.digests = append(k.digests, d)
+	}
+	return k
+}
+
+// lookup finds the principal of a bearer key. Every digest is compared (in
+// constant time) so the time taken says nothing about which key matched.
+func (k *keyring) lookup(key string) (Principal, bool) {
+	d := sha256.Sum256([]byte(key))
+	found := -1
+	for i, want := range k.digests {
+		if subtle.ConstantTimeCompare(d[:], want) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return Principal{}, false
+	}
+	return k.principals[found], true
+}
+
+// anonymous is the principal of every request when no keys are configured
+// (loopback only). It is not a trusted frontend.
+var anonymous = Principal{Name: "local", Tenant: "default"}
+
+// authenticate resolves the caller of r, or reports ErrUnauthorized.
+func (s *Server) authenticate(r *http.Request) (caller, error) {
+	var p Principal
+	if len(s.keys.principals) == 0 {
+		p = anonymous
+	} else {
+		auth := r.Header.Get("Authorization")
+		scheme, key, ok := strings.Cut(auth, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
+			return caller{}, &RequestError{Kind: ErrUnauthorized, Message: "missing API key: send Authorization: Bearer <key>"}
+		}
+		var found bool
+		if p, found = s.keys.lookup(strings.TrimSpace(key)); !found {
+			return caller{}, &RequestError{Kind: ErrUnauthorized, Message: "invalid API key"}
+		}
+	}
+	c := caller{Principal: p}
+	if p.TrustedFrontend {
+		c.User = strings.TrimSpace(r.Header.Get(headerUserID))
+		c.ChatID = strings.TrimSpace(r.Header.Get(headerChatID))
+	}
+	return c, nil
+}
+
+// requireAuth wraps h so it runs only for authenticated callers.
+func (s *Server) requireAuth(h http.HandlerFunc, onErr func(http.ResponseWriter, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.authenticate(r)
+		if err != nil {
+			onErr(w, err)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+	}
+}

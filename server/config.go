@@ -1,0 +1,251 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/state"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultAddr              = "127.0.0.1:8080"
+	DefaultModel             = "capgraph"
+	DefaultMaxBodyBytes      = 4 << 20
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultMaxMessages       = 200
+	DefaultMaxMessageBytes   = 64 << 10
+	DefaultMaxConcurrentRuns = 4
+	DefaultTurnTimeout       = 5 * time.Minute
+	DefaultHeartbeat         = 10 * time.Second
+	DefaultEventLogSize      = 4096
+	DefaultRetryAfter        = 5 * time.Second
+	DefaultApprovalTTL       = 30 * time.Minute
+)
+
+// Principal is who an API key stands for. Identity never comes from a
+// request body or, for untrusted keys, from headers.
+type Principal struct {
+	// Name identifies the principal within its tenant (required).
+	Name string `json:"name" yaml:"name"`
+	// KeySHA256 is the hex SHA-256 digest of the bearer key (required); the
+	// key itself is never stored.
+	KeySHA256 string `json:"key_sha256" yaml:"key_sha256"`
+	// Tenant scopes threads; empty means "default".
+	Tenant string `json:"tenant,omitempty" yaml:"tenant"`
+	// TrustedFrontend lets this key forward end-user identity and chat ids
+	// (X-OpenWebUI-User-Id, X-OpenWebUI-Chat-Id). Give it only to a frontend
+	// you operate.
+	TrustedFrontend bool `json:"trusted_frontend,omitempty" yaml:"trusted_frontend"`
+	// AllowedCapabilities, when non-empty, is passed to the agent in the
+	// turn's metadata ("allowed_capabilities", comma-separated) for the agent
+	// to enforce. Empty means no restriction from the server.
+	AllowedCapabilities []string `json:"allowed_capabilities,omitempty" yaml:"allowed_capabilities"`
+	// MaxConcurrentRuns bounds this principal's simultaneous runs; 0 means
+	// Config.MaxConcurrentRuns.
+	MaxConcurrentRuns int `json:"max_concurrent_runs,omitempty" yaml:"max_concurrent_runs"`
+}
+
+// Model is one model id served under /v1/models: an agent profile.
+type Model struct {
+	// ID is what clients put in "model".
+	ID string `json:"id"`
+	// Options, when non-nil, override the turn options for this profile.
+	Options *state.Options `json:"options,omitempty"`
+}
+
+// Config configures a Server. Zero values take the defaults above.
+type Config struct {
+	// Runner is the agent (required).
+	Runner agent.Runner
+	// Addr is the listen address for Run.
+	Addr string
+	// Principals are the API keys. With none, no authentication is done,
+	// which New allows only on a loopback Addr.
+	Principals []Principal
+	// Models are the profiles served; default one model "capgraph".
+	Models []Model
+	// Audit receives one record per capability step; nil discards.
+	Audit AuditLog
+	// Logger; nil discards.
+	Logger logging.Logger
+
+	MaxBodyBytes      int64
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a request (body included). Streams are not
+	// bounded by a write timeout; they end with their run.
+	ReadTimeout    time.Duration
+	IdleTimeout    time.Duration
+	MaxHeaderBytes int
+	// MaxMessages and MaxMessageBytes bound a chat request's history.
+	MaxMessages     int
+	MaxMessageBytes int
+	// MaxConcurrentRuns is the per-principal default.
+	MaxConcurrentRuns int
+	// TurnTimeout is a run's wall-clock limit.
+	TurnTimeout time.Duration
+	// Heartbeat is the interval of keep-alive frames on idle streams.
+	Heartbeat time.Duration
+	// EventLogSize bounds the events kept per run for reconnecting clients.
+	EventLogSize int
+	// RetryAfter is sent with 429 answers.
+	RetryAfter time.Duration
+	// ApprovalTTL is how long a Chat Completions approval token stays valid.
+	ApprovalTTL time.Duration
+	// OpenWebUIEvents sends Open WebUI status frames ({"event":...}) in
+	// Chat Completions streams. They carry no "choices"; most clients skip
+	// them. Nil means on.
+	OpenWebUIEvents *bool
+	// DisableWebPage turns off the built-in page at GET /.
+	DisableWebPage bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// HashKey returns the hex SHA-256 digest of an API key, the form
+// Principal.KeySHA256 stores.
+func HashKey(key string) string {
+	d := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(d[:])
+}
+
+// ParseAPIKeys parses CAPGRAPH_API_KEYS: comma-separated entries, each
+// either a bare key or "name=key". Bare keys get the names key1, key2, ….
+// Every principal gets tenant "default" and no trusted-frontend flag; use
+// Config.Principals for more. Empty input gives no principals.
+func ParseAPIKeys(s string) ([]Principal, error) {
+	var out []Principal
+	seen := map[string]bool{}
+	for i, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, key, ok := strings.Cut(part, "=")
+		if !ok {
+			name, key = fmt.Sprintf("key%d", i+1), part
+		}
+		name, key = strings.TrimSpace(name), strings.TrimSpace(key)
+		if name == "" || key == "" {
+			return nil, &ConfigError{Field: "CAPGRAPH_API_KEYS", Reason: fmt.Sprintf("entry %d: empty name or key", i+1)}
+		}
+		if seen[name] {
+			return nil, &ConfigError{Field: "CAPGRAPH_API_KEYS", Reason: fmt.Sprintf("entry %d: duplicate name %q", i+1, name)}
+		}
+		seen[name] = true
+		out = append(out, Principal{Name: name, KeySHA256: HashKey(key), Tenant: "default"})
+	}
+	return out, nil
+}
+
+// withDefaults validates cfg and fills zero values.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Runner == nil {
+		return cfg, &ConfigError{Field: "Runner", Reason: "required"}
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	if len(cfg.Principals) == 0 && !isLoopback(cfg.Addr) {
+		return cfg, &ConfigError{Field: "Addr", Reason: fmt.Sprintf("%s is not a loopback address; refusing to listen without API keys", cfg.Addr)}
+	}
+	seenName, seenKey := map[string]bool{}, map[string]bool{}
+	for i, p := range cfg.Principals {
+		if p.Name == "" {
+			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].Name", i), Reason: "required"}
+		}
+		d, err := hex.DecodeString(p.KeySHA256)
+		if err != nil || len(d) != sha256.Size {
+			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].KeySHA256", i), Reason: "must be 64 hex digits (use HashKey)"}
+		}
+		if p.Tenant == "" {
+			cfg.Principals[i].Tenant = "default"
+		}
+		id := cfg.Principals[i].Tenant + "/" + p.Name
+		if seenName[id] {
+			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].Name", i), Reason: fmt.Sprintf("duplicate principal %q", id)}
+		}
+		if seenKey[strings.ToLower(p.KeySHA256)] {
+			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].KeySHA256", i), Reason: "the same key is given twice"}
+		}
+		seenName[id], seenKey[strings.ToLower(p.KeySHA256)] = true, true
+		if p.MaxConcurrentRuns < 0 {
+			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].MaxConcurrentRuns", i), Reason: "negative"}
+		}
+	}
+	if len(cfg.Models) == 0 {
+		cfg.Models = []Model{{ID: DefaultModel}}
+	}
+	for i, m := range cfg.Models {
+		if m.ID == "" {
+			return cfg, &ConfigError{Field: fmt.Sprintf("Models[%d].ID", i), Reason: "required"}
+		}
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	def(&cfg.ReadTimeout, DefaultReadTimeout)
+	def(&cfg.IdleTimeout, DefaultIdleTimeout)
+	def(&cfg.TurnTimeout, DefaultTurnTimeout)
+	def(&cfg.Heartbeat, DefaultHeartbeat)
+	def(&cfg.RetryAfter, DefaultRetryAfter)
+	def(&cfg.ApprovalTTL, DefaultApprovalTTL)
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxHeaderBytes == 0 {
+		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if cfg.MaxMessages == 0 {
+		cfg.MaxMessages = DefaultMaxMessages
+	}
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.MaxConcurrentRuns == 0 {
+		cfg.MaxConcurrentRuns = DefaultMaxConcurrentRuns
+	}
+	if cfg.EventLogSize == 0 {
+		cfg.EventLogSize = DefaultEventLogSize
+	}
+	if cfg.Audit == nil {
+		cfg.Audit = nopAudit{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logging.Nop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxBodyBytes < 0 || cfg.MaxMessages < 0 || cfg.MaxMessageBytes < 0 || cfg.MaxConcurrentRuns < 0 || cfg.EventLogSize < 0 {
+		return cfg, &ConfigError{Field: "limits", Reason: "negative limit"}
+	}
+	return cfg, nil
+}
+
+// isLoopback reports whether addr ("host:port") only listens on loopback.
+// An empty host (":8080") means every interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

@@ -1,0 +1,22 @@
+// Package server is capgraph's HTTP face. One Server serves, over one
+// listener:
+//
+//   - the OpenAI Chat Completions API under /v1 (GET /v1/models,
+//     GET /v1/models/{id}, POST /v1/chat/completions, streaming and not), so
+//     Open WebUI, LibreChat and every OpenAI SDK can talk to the agent;
+//   - a native JSON + SSE API under /api (threads, runs with typed events and
+//     reconnection by Last-Event-ID, state, plan, approvals, cancellation);
+//   - AG-UI at POST /agui for the built-in web page served at GET /;
+//   - GET /healthz, the only route that needs no key when keys are set.
+//
+// The server knows the agent only through agent.Runner. Identity comes from
+// the API key alone (each key is a Principal); thread ids a client sends are
+// mapped to internal ids derived from (tenant, principal, client id), so one
+// principal can never address another's thread: it simply does not exist for
+// them (404).
+//
+// Approvals never hold a stream or a goroutine open: the run ends
+// interrupted, the client is told (an assistant message with an approval
+// token over Chat Completions, an interrupt outcome over AG-UI, an
+// approval_required event natively), and a later request resumes it.
+package server

@@ -1,0 +1,49 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel error kinds. Handlers map them to HTTP statuses in one place
+// (apiErrorFrom), never by reading messages.
+var (
+	ErrUnauthorized  = errors.New("missing or invalid API key")
+	ErrNotFound      = errors.New("not found")
+	ErrTooManyRuns   = errors.New("too many concurrent runs")
+	ErrBadRequest    = errors.New("invalid request")
+	ErrConflict      = errors.New("conflict")
+	ErrShuttingDown  = errors.New("server is shutting down")
+	ErrBodyTooLarge  = errors.New("request body too large")
+	ErrUnknownModel  = errors.New("unknown model")
+	ErrRunInProgress = errors.New("a run is already in progress on this thread")
+)
+
+// ConfigError names a bad Config field.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("server config: %s: %s", e.Field, e.Reason) }
+
+// RequestError is a rejected request: Kind is one of the sentinels above,
+// Param names the offending field when there is one.
+type RequestError struct {
+	Kind    error
+	Param   string
+	Message string
+}
+
+func (e *RequestError) Error() string {
+	if e.Param != "" {
+		return fmt.Sprintf("%s: %s", e.Param, e.Message)
+	}
+	return e.Message
+}
+
+func (e *RequestError) Unwrap() error { return e.Kind }
+
+func badRequest(param, format string, args ...any) error {
+	return &RequestError{Kind: ErrBadRequest, Param: param, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,346 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net/http"
+	"strings"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/google/uuid"
+)
+
+const modelsCreated = 1767225600 // 2026-01-01, a fixed "created" for model objects
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	data := make([]modelObject, 0, len(s.cfg.Models))
+	for _, m := range s.cfg.Models {
+		data = append(data, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	m, ok := s.model(r.PathValue("id"))
+	if !ok {
+		s.writeError(w, &RequestError{Kind: ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", r.PathValue("id"))})
+		return
+	}
+	writeJSON(w, http.StatusOK, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
+}
+
+func (s *Server) model(id string) (Model, bool) {
+	for _, m := range s.cfg.Models {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return Model{}, false
+}
+
+// chatTurn is a validated chat request: what to run and where.
+type chatTurn struct {
+	model  Model
+	input  string
+	stream bool
+	usage  bool
+	// lastAssistant is the text of the last assistant message (approval token).
+	lastAssistant string
+}
+
+func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
+	var req chatRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return chatTurn{}, err
+	}
+	if req.Model == "" {
+		return chatTurn{}, badRequest("model", "required")
+	}
+	m, ok := s.model(req.Model)
+	if !ok {
+		return chatTurn{}, &RequestError{Kind: ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
+	}
+	if req.N != nil && *req.N > 1 {
+		return chatTurn{}, badRequest("n", "only n=1 is supported")
+	}
+	if len(req.Messages) == 0 {
+		return chatTurn{}, badRequest("messages", "at least one message is required")
+	}
+	if len(req.Messages) > s.cfg.MaxMessages {
+		return chatTurn{}, badRequest("messages", "%d messages exceed the limit of %d", len(req.Messages), s.cfg.MaxMessages)
+	}
+	t := chatTurn{model: m, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+	for i, msg := range req.Messages {
+		txt, err := msg.text()
+		if err != nil {
+			return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts")
+		}
+		if len(txt) > s.cfg.MaxMessageBytes {
+			return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].content", i), "%d bytes exceed the limit of %d", len(txt), s.cfg.MaxMessageBytes)
+		}
+		switch msg.Role {
+		case "system", "developer", "user", "assistant", "tool", "function":
+		default:
+			return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "unknown role %q", msg.Role)
+		}
+		if msg.Role == "assistant" {
+			t.lastAssistant = txt
+		}
+		if i == len(req.Messages)-1 {
+			if msg.Role != "user" {
+				return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "the last message must come from the user")
+			}
+			t.input = txt
+		}
+	}
+	if strings.TrimSpace(t.input) == "" {
+		return chatTurn{}, badRequest("messages", "the last user message is empty")
+	}
+	return t, nil
+}
+
+func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
+	c := callerFrom(r.Context())
+	t, err := s.parseChat(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	meta := s.turnMetadata(c, "openai")
+
+	// Which thread, and run or resume?
+	var (
+		clientThread, thread string
+		fn                   func(ctx context.Context) iter.Seq2[agent.Event, error]
+		token                string
+	)
+	if tok, ok := findApprovalToken(t.lastAssistant); ok {
+		ticket, res := s.approvals.claim(ownerKey(c), tok, s.cfg.Now())
+		switch res {
+		case claimBusy:
+			s.writeError(w, &RequestError{Kind: ErrConflict, Message: "this approval is being carried out; wait for its answer"})
+			return
+		case claimReplay:
+			// A repeated request (an SDK retry, a resent message): the
+			// approval was carried out once; say again what it answered.
+			s.replyChat(w, t, ticket.reply)
+			return
+		case claimOK:
+			token, clientThread, thread = tok, ticket.ClientThread, ticket.Thread
+			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: t.input}
+			fn = func(ctx context.Context) iter.Seq2[agent.Event, error] {
+				return s.cfg.Runner.Resume(ctx, thread, ans)
+			}
+		}
+	}
+	if fn == nil {
+		switch {
+		case c.ChatID != "":
+			clientThread = "openwebui:" + c.ChatID
+		default:
+			clientThread = "chat-" + uuid.NewString()
+		}
+		s.threads.touch(c, clientThread, nil, s.cfg.Now())
+		thread = internalThreadID(c, clientThread)
+		req := agent.TurnRequest{Thread: thread, Input: t.input, Options: t.model.Options, Metadata: meta}
+		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
+	}
+	ru, err := s.runs.start(c, clientThread, thread, fn)
+	if err != nil {
+		if token != "" {
+			s.approvals.settle(token, nil)
+		}
+		s.writeError(w, err)
+		return
+	}
+	rd := &chatRenderer{}
+	if t.stream {
+		s.streamChat(w, r, t, c, ru, rd, token)
+	} else {
+		s.collectChat(w, r, t, c, ru, rd, token)
+	}
+}
+
+// turnMetadata is stored with the thread's checkpoints: who owns it.
+func (s *Server) turnMetadata(c caller, source string) map[string]string {
+	m := map[string]string{"owner": c.Principal.Name, "tenant": c.Principal.Tenant, "source": source}
+	if c.User != "" {
+		m["user"] = c.User
+	}
+	if len(c.Principal.AllowedCapabilities) > 0 {
+		m["allowed_capabilities"] = strings.Join(c.Principal.AllowedCapabilities, ",")
+	}
+	return m
+}
+
+// finishApproval issues a token when the run ended waiting for approval,
+// and returns the text to append to the answer.
+func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
+	if rd.approval == nil || rd.status != agent.RunInterrupted {
+		return ""
+	}
+	tok := s.approvals.issue(approvalTicket{Owner: ownerKey(c), Thread: ru.Thread, ClientThread: ru.ClientThread,
+		ApprovalID: rd.approval.ID, Expires: s.cfg.Now().Add(s.cfg.ApprovalTTL)})
+	return approvalText(rd.approval, tok, rd.content.Len() > 0)
+}
+
+const shutdownNote = "\n\n(The server is shutting down: this run stopped at its last checkpoint. Send your message again to continue.)"
+
+func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
+	if !s.follow(r.Context(), ru, 0, func(ev agent.Event) { rd.render(ev) }, nil) {
+		ru.cancel() // the client left
+		if token != "" {
+			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
+		}
+		return
+	}
+	_, runErr, shutdown := ru.result()
+	if runErr != nil {
+		if token != "" {
+			s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
+		}
+		s.writeError(w, fmt.Errorf("the run failed: %w", runErr))
+		return
+	}
+	content := rd.content.String() + s.finishApproval(c, ru, rd)
+	if shutdown {
+		content += shutdownNote
+	}
+	reply := chatReply{Content: content, Reasoning: rd.reasoning.String()}
+	if token != "" {
+		s.approvals.settle(token, &reply)
+	}
+	s.writeCompletion(w, t, reply, rd.usage)
+}
+
+// replyChat answers with a stored reply, streaming or not.
+func (s *Server) replyChat(w http.ResponseWriter, t chatTurn, reply chatReply) {
+	if !t.stream {
+		s.writeCompletion(w, t, reply, agent.Usage{})
+		return
+	}
+	cs := s.newChunker(w, t)
+	cs.role()
+	if reply.Reasoning != "" {
+		cs.delta(chatDelta{ReasoningContent: reply.Reasoning})
+	}
+	cs.content(reply.Content)
+	cs.finish(agent.Usage{})
+}
+
+func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, reply chatReply, u agent.Usage) {
+	stop := "stop"
+	writeJSON(w, http.StatusOK, chatCompletion{
+		ID: "chatcmpl-" + uuid.NewString(), Object: "chat.completion", Created: s.cfg.Now().Unix(), Model: t.model.ID,
+		Choices: []chatChoice{{Message: &chatOutMessage{Role: "assistant", Content: reply.Content, ReasoningContent: reply.Reasoning}, FinishReason: &stop}},
+		Usage:   &chatUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens},
+	})
+}
+
+// chunker writes chat.completion.chunk frames of one stream.
+type chunker struct {
+	sse      *sseWriter
+	id       string
+	created  int64
+	model    string
+	usage    bool
+	statuses bool
+}
+
+func (s *Server) newChunker(w http.ResponseWriter, t chatTurn) *chunker {
+	return &chunker{sse: startSSE(w, s.cfg.Now), id: "chatcmpl-" + uuid.NewString(), created: s.cfg.Now().Unix(),
+		model: t.model.ID, usage: t.usage, statuses: s.cfg.OpenWebUIEvents == nil || *s.cfg.OpenWebUIEvents}
+}
+
+func (k *chunker) chunk(d *chatDelta, finish *string) {
+	k.sse.data(chatCompletion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
+		Choices: []chatChoice{{Delta: d, FinishReason: finish}}})
+}
+
+func (k *chunker) role() {
+	empty := ""
+	k.chunk(&chatDelta{Role: "assistant", Content: &empty}, nil)
+}
+
+func (k *chunker) delta(d chatDelta) { k.chunk(&d, nil) }
+
+func (k *chunker) content(s string) {
+	if s != "" {
+		k.chunk(&chatDelta{Content: &s}, nil)
+	}
+}
+
+func (k *chunker) status(d statusData) {
+	if k.statuses {
+		k.sse.data(statusFrame{Event: statusEvent{Type: "status", Data: d}})
+	}
+}
+
+// heartbeat is an empty-delta chunk: every client treats it as a no-op,
+// unlike SSE comment lines, which break go-openai.
+func (k *chunker) heartbeat() { k.chunk(&chatDelta{}, nil) }
+
+func (k *chunker) finish(u agent.Usage) {
+	stop := "stop"
+	k.chunk(&chatDelta{}, &stop)
+	if k.usage {
+		k.sse.data(chatCompletion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
+			Choices: []chatChoice{}, Usage: &chatUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
+	}
+	k.sse.data("[DONE]")
+}
+
+// fail ends the stream with an OpenAI error frame (no [DONE]), the way
+// compatible servers report a failure after the 200.
+func (k *chunker) fail(err error) {
+	code := "run_failed"
+	k.sse.data(map[string]any{"error": apiError{Message: err.Error(), Type: "server_error", Code: &code}})
+}
+
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
+	k := s.newChunker(w, t)
+	k.role()
+	ok := s.follow(r.Context(), ru, 0, func(ev agent.Event) {
+		for _, p := range rd.render(ev) {
+			switch {
+			case p.Status != nil:
+				k.status(*p.Status)
+			case p.Reasoning != "":
+				k.delta(chatDelta{ReasoningContent: p.Reasoning})
+			case p.Content != "":
+				k.content(p.Content)
+			}
+		}
+	}, func() {
+		if k.sse.idle(s.cfg.Heartbeat) {
+			k.heartbeat()
+		}
+	})
+	if !ok {
+		ru.cancel()
+		if token != "" {
+			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
+		}
+		return
+	}
+	_, runErr, shutdown := ru.result()
+	if runErr != nil {
+		if token != "" {
+			s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
+		}
+		k.fail(fmt.Errorf("the run failed: %w", runErr))
+		return
+	}
+	tail := s.finishApproval(c, ru, rd)
+	if shutdown {
+		tail += shutdownNote
+	}
+	k.content(tail)
+	rd.content.WriteString(tail)
+	k.status(statusData{Description: "", Done: true})
+	if token != "" {
+		s.approvals.settle(token, &chatReply{Content: rd.content.String(), Reasoning: rd.reasoning.String()})
+	}
+	k.finish(rd.usage)
+}

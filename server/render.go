@@ -1,0 +1,137 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/state"
+)
+
+// piece is one output of the Chat Completions rendering of an event:
+// a status line, a reasoning (trace) fragment, or answer content.
+type piece struct {
+	Status    *statusData
+	Reasoning string
+	Content   string
+}
+
+// chatRenderer turns agent events into the three Chat Completions
+// channels (frontends.md §4): Open WebUI status frames, the plan and step
+// trace in reasoning_content, and the answer in content.
+type chatRenderer struct {
+	plan      *state.Plan
+	streamed  bool // answer tokens were streamed, so the message is not repeated
+	approval  *state.Approval
+	usage     agent.Usage
+	status    agent.RunStatus
+	content   strings.Builder
+	reasoning strings.Builder
+}
+
+func (c *chatRenderer) render(ev agent.Event) []piece {
+	var out []piece
+	switch ev.Type {
+	case agent.EventStatus:
+		if ev.Text != "" {
+			out = append(out, piece{Status: &statusData{Description: ev.Text}})
+		}
+	case agent.EventTask:
+		out = append(out, piece{Reasoning: "Task: " + ev.Text + "\n"})
+	case agent.EventCapabilities:
+		if len(ev.Capabilities) > 0 {
+			out = append(out, piece{Reasoning: "Capabilities: " + strings.Join(ev.Capabilities, ", ") + "\n"})
+		}
+	case agent.EventPlan:
+		c.plan = ev.Plan
+		out = append(out, piece{Reasoning: formatPlan(ev.Plan)})
+	case agent.EventStepStart:
+		line := fmt.Sprintf("%d/%d %s", ev.Step+1, max(ev.Total, ev.Step+1), ev.Capability)
+		if obj := c.objective(ev.Step); obj != "" {
+			line += " — " + obj
+		}
+		out = append(out, piece{Status: &statusData{Description: "Step " + line}}, piece{Reasoning: "▶ " + line + "\n"})
+	case agent.EventStepEnd:
+		line := fmt.Sprintf("%d/%d %s", ev.Step+1, max(ev.Total, ev.Step+1), ev.Capability)
+		if ev.Err != "" {
+			out = append(out, piece{Reasoning: "✖ " + line + " — " + ev.Err + "\n"})
+		} else {
+			out = append(out, piece{Reasoning: "✔ " + line + durationNote(ev.Duration) + "\n"})
+		}
+	case agent.EventRetry:
+		if ev.Retry != nil {
+			out = append(out, piece{Reasoning: fmt.Sprintf("↻ %s failed (attempt %d/%d), retrying in %s: %s\n",
+				ev.Retry.Node, ev.Retry.Attempt, ev.Retry.Max, ev.Retry.Delay.Round(time.Millisecond), ev.Retry.Reason)})
+		}
+	case agent.EventToken:
+		if ev.Text != "" {
+			c.streamed = true
+			out = append(out, piece{Content: ev.Text})
+		}
+	case agent.EventMessage:
+		if ev.Message != nil && !c.streamed && ev.Message.Content != "" {
+			out = append(out, piece{Content: ev.Message.Content})
+		}
+		c.streamed = false
+	case agent.EventApprovalRequired:
+		c.approval = ev.Approval
+		out = append(out, piece{Status: &statusData{Description: "Waiting for your approval", Done: true}})
+	case agent.EventUsage:
+		if ev.Usage != nil {
+			c.usage = *ev.Usage
+		}
+	case agent.EventDone:
+		c.status = ev.Status
+	}
+	for _, p := range out {
+		c.content.WriteString(p.Content)
+		c.reasoning.WriteString(p.Reasoning)
+	}
+	return out
+}
+
+// approvalText is what ends an approval request: the token the next
+// request must carry, and how to answer.
+func approvalText(a *state.Approval, token string, hadContent bool) string {
+	var b strings.Builder
+	if !hadContent && a != nil {
+		b.WriteString(a.Summary)
+	}
+	fmt.Fprintf(&b, "\n\nApproval ID: %s — reply \"yes %s\" to proceed or \"no\" to cancel.", token, token)
+	return b.String()
+}
+
+func (c *chatRenderer) objective(step int) string {
+	if c.plan == nil || step < 0 || step >= len(c.plan.Steps) {
+		return ""
+	}
+	return c.plan.Steps[step].TaskObjective
+}
+
+func formatPlan(p *state.Plan) string {
+	if p == nil {
+		return ""
+	}
+	var b strings.Builder
+	if p.Number > 1 {
+		fmt.Fprintf(&b, "Plan (attempt %d):\n", p.Number)
+	} else {
+		b.WriteString("Plan:\n")
+	}
+	for i, st := range p.Steps {
+		fmt.Fprintf(&b, "%d. %s", i+1, st.Capability)
+		if st.TaskObjective != "" {
+			b.WriteString(" — " + st.TaskObjective)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func durationNote(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s)", d.Round(time.Millisecond))
+}

@@ -1,0 +1,302 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/state"
+	"github.com/google/uuid"
+)
+
+// run is one execution of a turn (or a resume) on a thread. It runs in its
+// own goroutine, detached from the request that started it, and keeps a
+// bounded log of its events so streams can follow it and reconnect.
+type run struct {
+	ID           string
+	Thread       string // internal id
+	ClientThread string
+	Owner        caller
+	Started      time.Time
+
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	events   []agent.Event // events[i].Seq == first+i
+	first    int           // seq of events[0]
+	lastSeq  int
+	notify   chan struct{} // closed and replaced on every change
+	finished bool
+	status   agent.RunStatus
+	err      error
+	max      int
+	// shutdown is set when the run was stopped by a server shutdown.
+	shutdown bool
+}
+
+// append adds ev (numbering it) and wakes followers.
+func (r *run) append(ev agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastSeq++
+	ev.Seq = r.lastSeq
+	ev.RunID = r.ID
+	if len(r.events) == 0 {
+		r.first = ev.Seq
+	}
+	r.events = append(r.events, ev)
+	if len(r.events) > r.max {
+		drop := len(r.events) - r.max
+		r.events = append(r.events[:0:0], r.events[drop:]...)
+		r.first += drop
+	}
+	if ev.Type == agent.EventDone {
+		r.status = ev.Status
+	}
+	close(r.notify)
+	r.notify = make(chan struct{})
+}
+
+func (r *run) finish(err error, shutdown bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.finished, r.err, r.shutdown = true, err, shutdown
+	if err != nil && r.status == "" {
+		r.status = agent.RunFailed
+	}
+	close(r.notify)
+	r.notify = make(chan struct{})
+}
+
+// since returns the events after seq after, a channel closed on the next
+// change, and whether the run has finished (then the events are the last).
+// Events dropped from the bounded log are skipped.
+func (r *run) since(after int) ([]agent.Event, <-chan struct{}, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	start := after + 1 - r.first
+	if start < 0 {
+		start = 0
+	}
+	var out []agent.Event
+	if start < len(r.events) {
+		out = append(out, r.events[start:]...)
+	}
+	return out, r.notify, r.finished
+}
+
+// result returns how the run ended (valid once finished).
+func (r *run) result() (agent.RunStatus, error, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status, r.err, r.shutdown
+}
+
+// runInfo is the JSON view of a run.
+type runInfo struct {
+	ID       string          `json:"id"`
+	Thread   string          `json:"thread_id"`
+	Started  time.Time       `json:"started_at"`
+	Finished bool            `json:"finished"`
+	Status   agent.RunStatus `json:"status,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	LastSeq  int             `json:"last_seq"`
+}
+
+func (r *run) info() runInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ri := runInfo{ID: r.ID, Thread: r.ClientThread, Started: r.Started, Finished: r.finished, Status: r.status, LastSeq: r.lastSeq}
+	if r.err != nil {
+		ri.Error = r.err.Error()
+	}
+	return ri
+}
+
+// runManager starts runs, enforces per-principal concurrency and one active
+// run per thread, and keeps recent runs for reconnection.
+type runManager struct {
+	s *Server
+
+	base     context.Context
+	stopBase context.CancelFunc
+	wg       sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	runs     map[string]*run
+	order    []string // run ids, oldest first, for eviction
+	active   map[string]int
+	byThread map[string]*run
+}
+
+const keepRuns = 1024
+
+func newRunManager(s *Server) *runManager {
+	base, stop := context.WithCancel(context.Background())
+	return &runManager{s: s, base: base, stopBase: stop, runs: map[string]*run{}, active: map[string]int{}, byThread: map[string]*run{}}
+}
+
+// start begins a run of fn on the internal thread.
+func (m *runManager) start(c caller, clientThread, thread string, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) (*run, error) {
+	limit := c.Principal.MaxConcurrentRuns
+	if limit == 0 {
+		limit = m.s.cfg.MaxConcurrentRuns
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, &RequestError{Kind: ErrShuttingDown, Message: "the server is shutting down"}
+	}
+	if r, busy := m.byThread[thread]; busy {
+		m.mu.Unlock()
+		return nil, &RequestError{Kind: ErrRunInProgress, Message: "run " + r.ID + " is still running on this thread"}
+	}
+	if m.active[c.key()] >= limit {
+		m.mu.Unlock()
+		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "too many concurrent runs for this API key; try again later"}
+	}
+	ctx, cancel := context.WithTimeout(m.base, m.s.cfg.TurnTimeout)
+	r := &run{ID: "run-" + uuid.NewString(), Thread: thread, ClientThread: clientThread, Owner: c,
+		Started: m.s.cfg.Now(), cancel: cancel, notify: make(chan struct{}), max: m.s.cfg.EventLogSize}
+	m.active[c.key()]++
+	m.byThread[thread] = r
+	m.runs[r.ID] = r
+	m.order = append(m.order, r.ID)
+	for len(m.order) > keepRuns {
+		old := m.runs[m.order[0]]
+		if old != nil && old.info().Finished {
+			delete(m.runs, m.order[0])
+		}
+		m.order = m.order[1:]
+	}
+	m.wg.Add(1)
+	m.mu.Unlock()
+	m.s.threads.setStatus(thread, "running", m.s.cfg.Now())
+
+	go m.execute(ctx, r, fn)
+	return r, nil
+}
+
+func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) {
+	defer m.wg.Done()
+	defer r.cancel()
+	aud := newAuditor(m.s, r)
+	var runErr error
+	for ev, err := range fn(ctx) {
+		if err != nil {
+			runErr = err
+			break
+		}
+		if ev.Time.IsZero() {
+			ev.Time = m.s.cfg.Now()
+		}
+		aud.observe(ctx, ev)
+		r.append(ev)
+	}
+	shutdown := m.base.Err() != nil
+	if runErr != nil && shutdown && errors.Is(runErr, context.Canceled) {
+		runErr = nil // stopped at a checkpoint by the shutdown; resumable
+	}
+	r.finish(runErr, shutdown)
+	status, _, _ := r.result()
+	if status == "" {
+		status = agent.RunCanceled
+	}
+	m.mu.Lock()
+	m.active[r.Owner.key()]--
+	if m.active[r.Owner.key()] <= 0 {
+		delete(m.active, r.Owner.key())
+	}
+	if m.byThread[r.Thread] == r {
+		delete(m.byThread, r.Thread)
+	}
+	m.mu.Unlock()
+	m.s.threads.setStatus(r.Thread, string(status), m.s.cfg.Now())
+}
+
+// get returns a run if c owns it.
+func (m *runManager) get(c caller, id string) (*run, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.runs[id]
+	if !ok || ownerKey(r.Owner) != ownerKey(c) {
+		return nil, false
+	}
+	return r, true
+}
+
+// activeOn returns the running run of an internal thread.
+func (m *runManager) activeOn(thread string) (*run, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.byThread[thread]
+	return r, ok
+}
+
+// close refuses new runs and cancels the running ones (they stop at their
+// next checkpoint); wait for them with wait.
+func (m *runManager) close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.stopBase()
+}
+
+func (m *runManager) wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// auditor turns step events into audit records.
+type auditor struct {
+	s     *Server
+	r     *run
+	plan  *state.Plan
+	start map[int]time.Time
+}
+
+func newAuditor(s *Server, r *run) *auditor {
+	return &auditor{s: s, r: r, start: map[int]time.Time{}}
+}
+
+func (a *auditor) observe(ctx context.Context, ev agent.Event) {
+	switch ev.Type {
+	case agent.EventPlan:
+		a.plan = ev.Plan
+	case agent.EventStepStart:
+		a.start[ev.Step] = ev.Time
+	case agent.EventStepEnd:
+		rec := AuditRecord{Time: ev.Time, Tenant: a.r.Owner.Principal.Tenant, Principal: a.r.Owner.Principal.Name,
+			User: a.r.Owner.User, Thread: a.r.Thread, Run: a.r.ID, Capability: ev.Capability, Step: ev.Step, Outcome: "ok", Duration: ev.Duration}
+		if rec.Duration == 0 {
+			if t, ok := a.start[ev.Step]; ok {
+				rec.Duration = ev.Time.Sub(t)
+			}
+		}
+		var args any
+		if a.plan != nil && ev.Step >= 0 && ev.Step < len(a.plan.Steps) {
+			st := a.plan.Steps[ev.Step]
+			args = map[string]any{"parameters": st.Parameters, "inputs": st.Inputs}
+			if rec.Capability == "" {
+				rec.Capability = st.Effective()
+			}
+		}
+		rec.ArgsDigest = argsDigest(args)
+		if ev.Err != "" {
+			rec.Outcome, rec.Error = "failed", ev.Err
+		}
+		if err := a.s.cfg.Audit.Record(ctx, rec); err != nil {
+			a.s.cfg.Logger.Error("audit log write failed", "error", err, "run", a.r.ID)
+		}
+	}
+}

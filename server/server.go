@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Server is capgraph's HTTP server. Create it with New, serve Handler on any
+// listener or call Run, and stop it with Shutdown.
+type Server struct {
+	cfg       Config
+	keys      *keyring
+	threads   *threadStore
+	runs      *runManager
+	approvals *approvalStore
+	handler   http.Handler
+
+	mu   sync.Mutex
+	http *http.Server
+}
+
+// New validates cfg and returns a Server.
+func New(cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, keys: newKeyring(cfg.Principals), threads: newThreadStore()}
+	s.runs = newRunManager(s)
+	s.approvals = newApprovalStore()
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler (for httptest or an own
+// http.Server). It enforces the body limit and authentication itself.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Addr returns the configured listen address.
+func (s *Server) Addr() string { return s.cfg.Addr }
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	})
+	oa := func(h http.HandlerFunc) http.HandlerFunc { return s.requireAuth(h, s.writeError) }
+	mux.HandleFunc("GET /v1/models", oa(s.handleModels))
+	mux.HandleFunc("GET /v1/models/{id}", oa(s.handleModel))
+	mux.HandleFunc("POST /v1/chat/completions", oa(s.handleChatCompletions))
+
+	mux.HandleFunc("POST /api/threads", oa(s.handleCreateThread))
+	mux.HandleFunc("GET /api/threads", oa(s.handleListThreads))
+	mux.HandleFunc("GET /api/threads/{thread}", oa(s.handleGetThread))
+	mux.HandleFunc("DELETE /api/threads/{thread}", oa(s.handleDeleteThread))
+	mux.HandleFunc("GET /api/threads/{thread}/state", oa(s.handleThreadState))
+	mux.HandleFunc("GET /api/threads/{thread}/plan", oa(s.handleThreadPlan))
+	mux.HandleFunc("POST /api/threads/{thread}/runs", oa(s.handleStartRun))
+	mux.HandleFunc("POST /api/threads/{thread}/approval", oa(s.handleAnswerApproval))
+	mux.HandleFunc("GET /api/threads/{thread}/runs/{run}", oa(s.handleGetRun))
+	mux.HandleFunc("GET /api/threads/{thread}/runs/{run}/events", oa(s.handleRunEvents))
+	mux.HandleFunc("POST /api/threads/{thread}/runs/{run}/cancel", oa(s.handleCancelRun))
+
+	mux.HandleFunc("POST /agui", oa(s.handleAGUI))
+	if !s.cfg.DisableWebPage {
+		mux.Handle("GET /", webHandler())
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// Run listens on Config.Addr and serves until ctx is done or Shutdown is
+// called; then it shuts down gracefully (bounded by 30 s).
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln like Run.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
+	}
+	s.mu.Lock()
+	s.http = hs
+	s.mu.Unlock()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return s.Shutdown(sctx)
+	}
+}
+
+// Shutdown stops accepting runs, cancels the running ones so they stop at
+// their next checkpoint (resumable later), lets every stream end with a
+// final frame, then closes the listener and waits for open requests, all
+// bounded by ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.runs.close()
+	werr := s.runs.wait(ctx)
+	s.mu.Lock()
+	hs := s.http
+	s.mu.Unlock()
+	if hs != nil {
+		if err := hs.Shutdown(ctx); err != nil {
+			return err
+		}
+	}
+	return werr
+}
+
+// ---- JSON and errors ----
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// apiError is the OpenAI error body, used by every route.
+type apiError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// errorStatus maps an error to its HTTP status, OpenAI type and code, and
+// whether a client may retry it automatically. The only place that decides.
+func errorStatus(err error) (status int, typ, code string, retry bool) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe), errors.Is(err, ErrBodyTooLarge):
+		return http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", false
+	case errors.Is(err, ErrUnauthorized):
+		return http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", false
+	case errors.Is(err, ErrUnknownModel):
+		return http.StatusNotFound, "invalid_request_error", "model_not_found", false
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound, "invalid_request_error", "not_found", false
+	case errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest, "invalid_request_error", "invalid_request", false
+	case errors.Is(err, ErrTooManyRuns):
+		return http.StatusTooManyRequests, "rate_limit_error", "too_many_runs", true
+	case errors.Is(err, ErrRunInProgress):
+		return http.StatusConflict, "invalid_request_error", "run_in_progress", false
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict, "invalid_request_error", "conflict", false
+	case errors.Is(err, ErrShuttingDown):
+		return http.StatusServiceUnavailable, "server_error", "shutting_down", true
+	}
+	return http.StatusInternalServerError, "server_error", "internal_error", false
+}
+
+// writeError answers err in the OpenAI error shape. x-should-retry: false
+// tells the Stainless SDKs (openai-go, openai JS) not to repeat a request
+// whose repetition could repeat a side effect.
+func (s *Server) writeError(w http.ResponseWriter, err error) {
+	status, typ, code, retry := errorStatus(err)
+	if !retry {
+		w.Header().Set("x-should-retry", "false")
+	}
+	if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(time.Second, s.cfg.RetryAfter)/time.Second)))
+	}
+	msg := err.Error()
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		msg = "request body exceeds " + strconv.FormatInt(mbe.Limit, 10) + " bytes"
+	}
+	e := apiError{Message: msg, Type: typ, Code: &code}
+	var re *RequestError
+	if errors.As(err, &re) && re.Param != "" {
+		e.Param = &re.Param
+	}
+	writeJSON(w, status, map[string]any{"error": e})
+}
+
+
+// decodeJSON reads a JSON body into v, mapping an oversized body to 413 and
+// malformed JSON to 400.
+func decodeJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("body", "invalid JSON: %v", err)
+	}
+	return nil
+}

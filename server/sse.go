@@ -1,0 +1,86 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// sseWriter writes Server-Sent Events frames and flushes each one.
+type sseWriter struct {
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	lastWrite time.Time
+	now       func() time.Time
+	err       error
+}
+
+// startSSE sends the stream headers. It also lifts the connection's read
+// deadline: net/http cancels a request's context when the server's
+// ReadTimeout fires during its background read, which would cut every
+// stream longer than ReadTimeout.
+func startSSE(w http.ResponseWriter, now func() time.Time) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	s := &sseWriter{w: w, rc: rc, now: now}
+	s.flush()
+	return s
+}
+
+func (s *sseWriter) flush() {
+	if err := s.rc.Flush(); err != nil && s.err == nil {
+		s.err = err
+	}
+	s.lastWrite = s.now()
+}
+
+// data writes one "data: <json>" frame.
+func (s *sseWriter) data(v any) {
+	s.frame("", "", v)
+}
+
+// frame writes an optional id and event name, then data as JSON (a string
+// is written raw).
+func (s *sseWriter) frame(id, event string, v any) {
+	if s.err != nil {
+		return
+	}
+	var b []byte
+	switch x := v.(type) {
+	case string:
+		b = []byte(x)
+	default:
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			s.err = err
+			return
+		}
+	}
+	if id != "" {
+		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
+			s.err = err
+			return
+		}
+	}
+	if event != "" {
+		if _, err := fmt.Fprintf(s.w, "event: %s\n", event); err != nil {
+			s.err = err
+			return
+		}
+	}
+	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
+		s.err = err
+		return
+	}
+	s.flush()
+}
+
+// idle reports whether nothing was written for at least d.
+func (s *sseWriter) idle(d time.Duration) bool { return s.now().Sub(s.lastWrite) >= d }
