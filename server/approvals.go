@@ -61,10 +61,10 @@ type chatReply struct {
 type claimResult int
 
 const (
-	claimNone    claimResult = iota // unknown, expired or another principal's token
-	claimOK                         // the caller may resume; the ticket is now resuming
-	claimBusy                       // a resume with this token is running
-	claimReplay                     // already resumed: replay its reply
+	claimNone   claimResult = iota // unknown, expired or another principal's token
+	claimOK                        // the caller may resume; the ticket is now resuming
+	claimBusy                      // a resume with this token is running
+	claimReplay                    // already resumed: replay its reply
 )
 
 type approvalStore struct {

@@ -201,7 +201,6 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, status, map[string]any{"error": e})
 }
 
-
 // decodeJSON reads a JSON body into v, mapping an oversized body to 413 and
 // malformed JSON to 400.
 func decodeJSON(r *http.Request, v any) error {
