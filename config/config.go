@@ -1,0 +1,300 @@
+package config
+
+import (
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// Duration is a length of time written as a Go duration string ("90s",
+// "5m", "1h30m") or a number of seconds. It is capabilities.Duration so a
+// retry policy's intervals need no conversion.
+type Duration = capabilities.Duration
+
+// Config is the whole configuration file. Parse and Load start from Default,
+// so every key the file leaves out keeps its documented default.
+type Config struct {
+	// Models configures a model per role ("default", "task_extraction",
+	// "classifier", "orchestrator", "response", "approval", "error"). A role
+	// not listed uses "default"; fields a role leaves empty come from "default"
+	// (see ModelFor). No models at all means offline mode.
+	Models map[string]Model `yaml:"models"`
+	// Fallback is what a node does when its model is unreachable: "none" (the
+	// failure is classified and recovered like any other) or "offline" (the
+	// node's offline strategy answers instead).
+	Fallback string `yaml:"fallback"`
+	// Classifier configures capability selection.
+	Classifier Classifier `yaml:"classifier"`
+	// Limits bound one turn.
+	Limits Limits `yaml:"limits"`
+	// Retry holds retry policies.
+	Retry Retry `yaml:"retry"`
+	// Approval configures human approval.
+	Approval Approval `yaml:"approval"`
+	// ControlSystem holds the control-system safety switches.
+	ControlSystem ControlSystem `yaml:"control_system"`
+	// Store is where threads are checkpointed: "memory", "sqlite:PATH" or a
+	// "postgres://…" URL. Empty means the command's default (SQLite in the
+	// user's data directory).
+	Store string `yaml:"store"`
+	// Server configures `capgraph serve`.
+	Server Server `yaml:"server"`
+	// Logging configures the log output.
+	Logging Logging `yaml:"logging"`
+
+	// source is the file name; lines maps a dotted key to the line it was
+	// set on, so converters can name the line of a problem they find later.
+	source string
+	lines  map[string]int
+}
+
+// Model configures the LLM of one role.
+type Model struct {
+	// Provider: openai (also any OpenAI-compatible server via BaseURL),
+	// anthropic, googleai or ollama.
+	Provider string `yaml:"provider"`
+	// Model is the provider's model name.
+	Model string `yaml:"model"`
+	// BaseURL overrides the provider's endpoint (vLLM, LiteLLM, a gateway).
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the environment variable holding the API key; the key
+	// itself never appears in the file.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Temperature in [0, 2]; nil means the provider's default.
+	Temperature *float64 `yaml:"temperature"`
+	// MaxTokens caps a reply; 0 means the provider's default.
+	MaxTokens int `yaml:"max_tokens"`
+	// Timeout bounds one call; 0 means no timeout beyond the turn's.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Classifier configures capability selection.
+type Classifier struct {
+	// Mode: "batched" (one call selects the set; default) or
+	// "per_capability" (one yes/no call per capability).
+	Mode string `yaml:"mode"`
+}
+
+// Limits bound one turn. Exceeding one ends the turn in the error node.
+type Limits struct {
+	// MaxPlanningAttempts counts plans per turn, the first included (default 2).
+	MaxPlanningAttempts int `yaml:"max_planning_attempts"`
+	// MaxReclassifications per turn (default 1; 0 forbids them).
+	MaxReclassifications int `yaml:"max_reclassifications"`
+	// MaxExecutionTime is the turn's wall-clock limit (default 5m).
+	MaxExecutionTime Duration `yaml:"max_execution_time"`
+	// MaxSteps counts node executions per turn (default 100).
+	MaxSteps int `yaml:"max_steps"`
+	// MaxTokensPerTurn is the LLM token budget of a turn; 0 means unlimited.
+	MaxTokensPerTurn int `yaml:"max_tokens_per_turn"`
+	// MaxConcurrentClassifications bounds per_capability classifier calls (default 5).
+	MaxConcurrentClassifications int `yaml:"max_concurrent_classifications"`
+	// StepConcurrency bounds independent plan steps run together (default 4).
+	StepConcurrency int `yaml:"step_concurrency"`
+}
+
+// Retry holds the global default retry policy and per-capability policies.
+// A capability's own RetryPolicy method wins over both. Zero fields take
+// capabilities' defaults (3 attempts, 1s, ×2, 30s cap, full jitter).
+type Retry struct {
+	Default      capabilities.RetryPolicy            `yaml:"default"`
+	Capabilities map[string]capabilities.RetryPolicy `yaml:"capabilities"`
+}
+
+// Approval configures human approval.
+type Approval struct {
+	// GlobalMode: "disabled", "selective" (default: capabilities that ask
+	// for approval get it) or "all_capabilities".
+	GlobalMode string `yaml:"global_mode"`
+	// PlanApproval asks a human to approve every plan before steps run.
+	PlanApproval bool `yaml:"plan_approval"`
+	// ExpiresAfter: a pending approval older than this is treated as denied
+	// (default 24h; 0 means never).
+	ExpiresAfter Duration `yaml:"expires_after"`
+}
+
+// ControlSystem holds the control-system safety switches.
+type ControlSystem struct {
+	// WritesEnabled is the master switch for capabilities that write to the
+	// control system (default false: they refuse).
+	WritesEnabled bool `yaml:"writes_enabled"`
+}
+
+// Server configures the HTTP server.
+type Server struct {
+	// Addr is the listen address (default 127.0.0.1:8080).
+	Addr string `yaml:"addr"`
+	// APIKeys lists the accepted bearer keys; empty means no authentication
+	// (only sensible on a loopback address).
+	APIKeys []APIKey `yaml:"api_keys"`
+	// MaxBodyBytes caps a request body (default 1 MiB).
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// Limits are server-wide limits.
+	Limits ServerLimits `yaml:"limits"`
+}
+
+// APIKey is one accepted bearer key. Exactly one of Key and KeySHA256 is set.
+type APIKey struct {
+	// Name identifies the key in logs.
+	Name string `yaml:"name"`
+	// Key is the key itself (use ${VAR} to keep it out of the file).
+	Key string `yaml:"key"`
+	// KeySHA256 is the hex SHA-256 of the key, so the file holds no secret.
+	KeySHA256 string `yaml:"key_sha256"`
+	// Tenant scopes threads: a key sees only its tenant's threads (default: Name).
+	Tenant string `yaml:"tenant"`
+	// TrustedFrontend lets the caller name the end user (a frontend such as
+	// Open WebUI that authenticates users itself).
+	TrustedFrontend bool `yaml:"trusted_frontend"`
+	// AllowedCapabilities restricts the capabilities this key may use; empty
+	// means all.
+	AllowedCapabilities []string `yaml:"allowed_capabilities"`
+	// MaxConcurrentRuns bounds this key's simultaneous runs; 0 means only the
+	// server-wide limit applies.
+	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
+}
+
+// ServerLimits are server-wide limits.
+type ServerLimits struct {
+	// MaxConcurrentRuns bounds simultaneous runs on this replica (default 16).
+	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
+	// RequestsPerMinute per API key; 0 means unlimited.
+	RequestsPerMinute int `yaml:"requests_per_minute"`
+	// RunTimeout bounds one run; 0 means limits.max_execution_time alone.
+	RunTimeout Duration `yaml:"run_timeout"`
+}
+
+// Logging configures the log output.
+type Logging struct {
+	// Level: debug, info (default), warn or error.
+	Level string `yaml:"level"`
+	// Format: text (default) or json.
+	Format string `yaml:"format"`
+}
+
+// Enumerated values.
+const (
+	FallbackNone    = "none"
+	FallbackOffline = "offline"
+
+	ClassifierBatched       = "batched"
+	ClassifierPerCapability = "per_capability"
+
+	ApprovalDisabled        = "disabled"
+	ApprovalSelective       = "selective"
+	ApprovalAllCapabilities = "all_capabilities"
+
+	StoreMemory = "memory"
+)
+
+// Roles lists the model roles a file may configure, default first. It
+// mirrors llm.Roles; config does not import llm, so it stays light.
+var Roles = []string{"default", "task_extraction", "classifier", "orchestrator", "response", "approval", "error"}
+
+// Providers lists the accepted model providers.
+var Providers = []string{"openai", "anthropic", "googleai", "ollama"}
+
+// Default returns the configuration used when no file exists: offline,
+// selective approval, writes disabled, the command's default store.
+func Default() *Config {
+	return &Config{
+		Models:     map[string]Model{},
+		Fallback:   FallbackNone,
+		Classifier: Classifier{Mode: ClassifierBatched},
+		Limits: Limits{
+			MaxPlanningAttempts:          2,
+			MaxReclassifications:         1,
+			MaxExecutionTime:             Duration(5 * time.Minute),
+			MaxSteps:                     100,
+			MaxConcurrentClassifications: 5,
+			StepConcurrency:              4,
+		},
+		Retry:    Retry{Capabilities: map[string]capabilities.RetryPolicy{}},
+		Approval: Approval{GlobalMode: ApprovalSelective, ExpiresAfter: Duration(24 * time.Hour)},
+		Server: Server{
+			Addr:         "127.0.0.1:8080",
+			MaxBodyBytes: 1 << 20,
+			Limits:       ServerLimits{MaxConcurrentRuns: 16},
+		},
+		Logging: Logging{Level: "info", Format: "text"},
+		lines:   map[string]int{},
+	}
+}
+
+// Source is the file name the config was read from ("" for Default).
+func (c *Config) Source() string { return c.source }
+
+// Line returns the line a dotted key was set on ("limits.max_steps",
+// "server.api_keys[0].key", "retry.capabilities.channel_read"), or 0 when the
+// file does not set it. Converters use it to name the line of a problem
+// they detect.
+func (c *Config) Line(key string) int { return c.lines[key] }
+
+// ModelFor returns the model configuration of a role: the role's fields,
+// with empty ones taken from the default role. ok is false when neither is
+// configured (the role runs offline).
+func (c *Config) ModelFor(role string) (m Model, ok bool) {
+	def, hasDef := c.Models["default"]
+	r, hasRole := c.Models[role]
+	if !hasRole {
+		return def, hasDef
+	}
+	if !hasDef {
+		return r, true
+	}
+	if r.Provider == "" {
+		r.Provider = def.Provider
+	}
+	if r.Model == "" {
+		r.Model = def.Model
+	}
+	if r.BaseURL == "" {
+		r.BaseURL = def.BaseURL
+	}
+	if r.APIKeyEnv == "" {
+		r.APIKeyEnv = def.APIKeyEnv
+	}
+	if r.Temperature == nil {
+		r.Temperature = def.Temperature
+	}
+	if r.MaxTokens == 0 {
+		r.MaxTokens = def.MaxTokens
+	}
+	if r.Timeout == 0 {
+		r.Timeout = def.Timeout
+	}
+	return r, true
+}
+
+// RetryPolicyFor returns the configured policy of a capability with zero
+// fields taken from the global default, and whether the file configures one
+// for it. (A capability's own policy still wins; the agent decides that.)
+func (c *Config) RetryPolicyFor(capability string) (capabilities.RetryPolicy, bool) {
+	p, ok := c.Retry.Capabilities[capability]
+	if !ok {
+		return c.Retry.Default.WithDefaults(), false
+	}
+	d := c.Retry.Default
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = d.MaxAttempts
+	}
+	if p.InitialInterval == 0 {
+		p.InitialInterval = d.InitialInterval
+	}
+	if p.BackoffCoefficient == 0 {
+		p.BackoffCoefficient = d.BackoffCoefficient
+	}
+	if p.MaxInterval == 0 {
+		p.MaxInterval = d.MaxInterval
+	}
+	if p.Jitter == "" {
+		p.Jitter = d.Jitter
+	}
+	if p.MaxElapsed == 0 {
+		p.MaxElapsed = d.MaxElapsed
+	}
+	if p.NonRetryable == nil {
+		p.NonRetryable = d.NonRetryable
+	}
+	return p.WithDefaults(), true
+}

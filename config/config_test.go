@@ -1,0 +1,311 @@
+package config_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/config"
+)
+
+const full = `# every section once
+models:
+  default:
+    provider: openai
+    model: gpt-4o-mini
+    base_url: http://localhost:11434/v1
+    api_key_env: OPENAI_API_KEY
+    temperature: 0.2
+    max_tokens: 2048
+    timeout: 60s
+  classifier:
+    model: small-model
+    temperature: 0
+fallback: offline
+classifier:
+  mode: per_capability
+limits:
+  max_planning_attempts: 3
+  max_reclassifications: 0
+  max_execution_time: 10m
+  max_steps: 50
+  max_tokens_per_turn: 100_000
+  max_concurrent_classifications: 8
+  step_concurrency: 2
+retry:
+  default:
+    max_attempts: 4
+    initial_interval: 500ms
+    backoff_coefficient: 1.5
+    max_interval: 10s
+  capabilities:
+    channel_write:
+      max_attempts: 1
+      non_retryable: [limit_violation, writes_disabled]
+approval:
+  global_mode: all_capabilities
+  plan_approval: true
+  expires_after: 2h
+control_system:
+  writes_enabled: true
+store: sqlite:/tmp/capgraph.db
+server:
+  addr: ":9090"
+  max_body_bytes: 2048
+  api_keys:
+    - name: webui
+      key: ${CAPGRAPH_TEST_KEY:-0123456789abcdef0123}
+      trusted_frontend: true
+      allowed_capabilities: [channel_read]
+      max_concurrent_runs: 2
+    - name: ops
+      key_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+      tenant: operations
+  limits:
+    max_concurrent_runs: 32
+    requests_per_minute: 60
+    run_timeout: 3m
+logging:
+  level: debug
+  format: json
+`
+
+func TestParseFull(t *testing.T) {
+	c, err := config.Parse([]byte(full), "capgraph.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	temp := 0.2
+	zero := 0.0
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"default model", c.Models["default"], config.Model{Provider: "openai", Model: "gpt-4o-mini", BaseURL: "http://localhost:11434/v1", APIKeyEnv: "OPENAI_API_KEY", Temperature: &temp, MaxTokens: 2048, Timeout: config.Duration(time.Minute)}},
+		{"fallback", c.Fallback, "offline"},
+		{"classifier", c.Classifier.Mode, "per_capability"},
+		{"limits", c.Limits, config.Limits{MaxPlanningAttempts: 3, MaxReclassifications: 0, MaxExecutionTime: config.Duration(10 * time.Minute), MaxSteps: 50, MaxTokensPerTurn: 100000, MaxConcurrentClassifications: 8, StepConcurrency: 2}},
+		{"retry default", c.Retry.Default, capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: capabilities.Duration(500 * time.Millisecond), BackoffCoefficient: 1.5, MaxInterval: capabilities.Duration(10 * time.Second)}},
+		{"retry write", c.Retry.Capabilities["channel_write"], capabilities.RetryPolicy{MaxAttempts: 1, NonRetryable: []string{"limit_violation", "writes_disabled"}}},
+		{"approval", c.Approval, config.Approval{GlobalMode: "all_capabilities", PlanApproval: true, ExpiresAfter: config.Duration(2 * time.Hour)}},
+		{"writes", c.ControlSystem.WritesEnabled, true},
+		{"store", c.Store, "sqlite:/tmp/capgraph.db"},
+		{"addr", c.Server.Addr, ":9090"},
+		{"body", c.Server.MaxBodyBytes, int64(2048)},
+		{"key0", c.Server.APIKeys[0], config.APIKey{Name: "webui", Key: "0123456789abcdef0123", Tenant: "webui", TrustedFrontend: true, AllowedCapabilities: []string{"channel_read"}, MaxConcurrentRuns: 2}},
+		{"key1 tenant", c.Server.APIKeys[1].Tenant, "operations"},
+		{"server limits", c.Server.Limits, config.ServerLimits{MaxConcurrentRuns: 32, RequestsPerMinute: 60, RunTimeout: config.Duration(3 * time.Minute)}},
+		{"logging", c.Logging, config.Logging{Level: "debug", Format: "json"}},
+		{"line of max_steps", c.Line("limits.max_steps"), 21},
+		{"line of key", c.Line("server.api_keys[0].key"), 47},
+		{"line unset", c.Line("limits.nothing"), 0},
+		{"source", c.Source(), "capgraph.yaml"},
+	}
+	for _, ch := range checks {
+		if !reflect.DeepEqual(ch.got, ch.want) {
+			t.Errorf("%s = %#v, want %#v", ch.name, ch.got, ch.want)
+		}
+	}
+	// The classifier role inherits what it leaves empty from default.
+	m, ok := c.ModelFor("classifier")
+	if !ok || m.Provider != "openai" || m.Model != "small-model" || *m.Temperature != zero || m.MaxTokens != 2048 {
+		t.Errorf("ModelFor(classifier) = %+v, %v", m, ok)
+	}
+	if m, ok := c.ModelFor("response"); !ok || m.Model != "gpt-4o-mini" {
+		t.Errorf("ModelFor(response) = %+v, %v; want the default role", m, ok)
+	}
+	p, ok := c.RetryPolicyFor("channel_write")
+	if !ok || p.MaxAttempts != 1 || p.InitialInterval != capabilities.Duration(500*time.Millisecond) || p.BackoffCoefficient != 1.5 {
+		t.Errorf("RetryPolicyFor(channel_write) = %+v, %v", p, ok)
+	}
+	if p, ok := c.RetryPolicyFor("channel_read"); ok || p.MaxAttempts != 4 || p.Jitter != capabilities.JitterFull {
+		t.Errorf("RetryPolicyFor(channel_read) = %+v, %v; want the default with defaults filled", p, ok)
+	}
+}
+
+func TestEmptyFileIsDefault(t *testing.T) {
+	for _, in := range []string{"", "# only a comment\n", "---\n"} {
+		c, err := config.Parse([]byte(in), "x.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		d := config.Default()
+		if c.Limits != d.Limits || c.Approval != d.Approval || c.Server.Addr != d.Server.Addr || c.Fallback != "none" {
+			t.Errorf("%q: not the default config: %+v", in, c)
+		}
+		if _, ok := c.ModelFor("classifier"); ok {
+			t.Errorf("%q: a model is configured by default; want offline", in)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	d := config.Default()
+	if d.Limits.MaxPlanningAttempts != 2 || d.Limits.MaxReclassifications != 1 || d.Limits.MaxExecutionTime.D() != 5*time.Minute ||
+		d.Limits.MaxSteps != 100 || d.Limits.MaxConcurrentClassifications != 5 || d.Approval.GlobalMode != "selective" ||
+		d.ControlSystem.WritesEnabled || d.Classifier.Mode != "batched" || d.Logging.Level != "info" {
+		t.Errorf("unexpected defaults: %+v", d)
+	}
+}
+
+func TestEnvExpansion(t *testing.T) {
+	t.Setenv("CG_STEPS", "42")
+	t.Setenv("CG_EMPTY", "")
+	t.Setenv("CG_MODEL", "llama3")
+	in := `limits:
+  max_steps: ${CG_STEPS}
+  step_concurrency: ${CG_UNSET_XYZ:-3}
+models:
+  default:
+    provider: ollama
+    model: ${CG_MODEL}-${CG_EMPTY:-latest}
+server:
+  addr: "$${literal}:80"
+`
+	c, err := config.Parse([]byte(in), "env.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.MaxSteps != 42 || c.Limits.StepConcurrency != 3 || c.Models["default"].Model != "llama3-latest" || c.Server.Addr != "${literal}:80" {
+		t.Errorf("expansion wrong: steps=%d conc=%d model=%q addr=%q", c.Limits.MaxSteps, c.Limits.StepConcurrency, c.Models["default"].Model, c.Server.Addr)
+	}
+}
+
+// TestBadConfig is the table of every kind of bad configuration: each must
+// name its key and its line.
+func TestBadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		line int
+		key  string
+		text string
+	}{
+		{"unknown top-level key", "limts:\n  max_steps: 3\n", 1, "limts", "did you mean limits?"},
+		{"unknown nested key", "limits:\n  max_step: 3\n", 2, "limits.max_step", "did you mean max_steps?"},
+		{"unknown key far from any", "server:\n  zzzzzzzz: 1\n", 2, "server.zzzzzzzz", "known keys: addr"},
+		{"wrong type int", "limits:\n  max_steps: ten\n", 2, "limits.max_steps", "whole number"},
+		{"float for int", "limits:\n  max_steps: 1.5\n", 2, "limits.max_steps", "whole number"},
+		{"wrong type bool", "control_system:\n  writes_enabled: yes\n", 2, "control_system.writes_enabled", "true or false"},
+		{"mapping for scalar", "store:\n  path: x\n", 2, "store", "single value"},
+		{"scalar for mapping", "limits: 5\n", 1, "limits", "mapping"},
+		{"scalar for list", "server:\n  api_keys: abc\n", 2, "server.api_keys", "list"},
+		{"bad duration", "limits:\n  max_execution_time: soon\n", 2, "limits.max_execution_time", "duration"},
+		{"negative duration", "approval:\n  expires_after: -5s\n", 2, "approval.expires_after", "negative"},
+		{"null scalar", "fallback:\n", 1, "fallback", "no value"},
+		{"duplicate key", "fallback: none\nfallback: offline\n", 2, "fallback", "set twice (first on line 1)"},
+		{"bad enum fallback", "fallback: sometimes\n", 1, "fallback", "none or offline"},
+		{"bad classifier mode", "classifier:\n  mode: fast\n", 2, "classifier.mode", "batched or per_capability"},
+		{"zero max_steps", "limits:\n  max_steps: 0\n", 2, "limits.max_steps", "at least 1"},
+		{"negative reclass", "limits:\n  max_reclassifications: -1\n", 2, "limits.max_reclassifications", "at least 0"},
+		{"zero planning", "limits:\n  max_planning_attempts: 0\n", 2, "limits.max_planning_attempts", "at least 1"},
+		{"zero exec time", "limits:\n  max_execution_time: 0s\n", 2, "limits.max_execution_time", "longer than 0"},
+		{"zero concurrency", "limits:\n  step_concurrency: 0\n", 2, "limits.step_concurrency", "at least 1"},
+		{"retry zero attempts", "retry:\n  default:\n    max_attempts: 0\n", 3, "retry.default.max_attempts", "at least 1"},
+		{"retry coefficient", "retry:\n  capabilities:\n    channel_read:\n      backoff_coefficient: 0.5\n", 4, "retry.capabilities.channel_read.backoff_coefficient", "at least 1"},
+		{"retry intervals", "retry:\n  default:\n    initial_interval: 1m\n    max_interval: 1s\n", 3, "retry.default.initial_interval", "longer than max_interval"},
+		{"retry jitter", "retry:\n  default:\n    jitter: lots\n", 3, "retry.default.jitter", "full, equal or none"},
+		{"retry unknown field", "retry:\n  default:\n    attempts: 2\n", 3, "retry.default.attempts", "did you mean"},
+		{"retry bad capability name", "retry:\n  capabilities:\n    ChannelRead: {}\n", 3, "retry.capabilities.ChannelRead", "lower_snake_case"},
+		{"approval mode", "approval:\n  global_mode: some\n", 2, "approval.global_mode", "disabled, selective or all_capabilities"},
+		{"store scheme", "store: mysql://x\n", 1, "store", "memory, sqlite:PATH"},
+		{"store sqlite no path", "store: \"sqlite:\"\n", 1, "store", "file path"},
+		{"store postgres no host", "store: postgres://\n", 1, "store", "postgres:// URL"},
+		{"unknown role", "models:\n  planner:\n    provider: openai\n    model: x\n", 2, "models.planner", "unknown model role"},
+		{"unknown provider", "models:\n  default:\n    provider: acme\n    model: x\n", 3, "models.default.provider", "unknown provider"},
+		{"no provider", "models:\n  default:\n    model: x\n", 2, "models.default", "no provider"},
+		{"no model", "models:\n  response:\n    provider: openai\n", 2, "models.response", "no model"},
+		{"temperature", "models:\n  default:\n    provider: openai\n    model: x\n    temperature: 3\n", 5, "models.default.temperature", "between 0 and 2"},
+		{"base url", "models:\n  default:\n    provider: openai\n    model: x\n    base_url: localhost:8000\n", 5, "models.default.base_url", "http://"},
+		{"api key in env field", "models:\n  default:\n    provider: openai\n    model: x\n    api_key_env: sk-abc123!\n", 5, "models.default.api_key_env", "environment variable"},
+		{"negative max_tokens", "models:\n  default:\n    provider: openai\n    model: x\n    max_tokens: -1\n", 5, "models.default.max_tokens", "negative"},
+		{"server addr", "server:\n  addr: localhost\n", 2, "server.addr", "host:port"},
+		{"server body", "server:\n  max_body_bytes: 0\n", 2, "server.max_body_bytes", "at least 1"},
+		{"server limits", "server:\n  limits:\n    max_concurrent_runs: 0\n", 3, "server.limits.max_concurrent_runs", "at least 1"},
+		{"api key no name", "server:\n  api_keys:\n    - key: 0123456789abcdef0\n", 3, "server.api_keys[0].name", "needs a name"},
+		{"api key duplicate name", "server:\n  api_keys:\n    - {name: a, key: 0123456789abcdef0}\n    - {name: a, key: 0123456789abcdef1}\n", 4, "server.api_keys[1].name", "already the name"},
+		{"api key no key", "server:\n  api_keys:\n    - name: a\n", 3, "server.api_keys[0]", "needs key or key_sha256"},
+		{"api key both", "server:\n  api_keys:\n    - name: a\n      key: 0123456789abcdef0\n      key_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n", 3, "server.api_keys[0]", "both"},
+		{"api key short", "server:\n  api_keys:\n    - name: a\n      key: secret\n", 4, "server.api_keys[0].key", "at least 16"},
+		{"api key sha", "server:\n  api_keys:\n    - name: a\n      key_sha256: abc\n", 4, "server.api_keys[0].key_sha256", "64 hex"},
+		{"api key capability", "server:\n  api_keys:\n    - name: a\n      key: 0123456789abcdef0\n      allowed_capabilities: [Read]\n", 5, "server.api_keys[0].allowed_capabilities[0]", "capability name"},
+		{"log level", "logging:\n  level: loud\n", 2, "logging.level", "debug, info"},
+		{"log format", "logging:\n  format: xml\n", 2, "logging.format", "text or json"},
+		{"env unset", "store: ${CG_SURELY_UNSET_VAR}\n", 1, "store", "CG_SURELY_UNSET_VAR is not set"},
+		{"env unterminated", "store: ${CG_X\n", 1, "store", "unterminated"},
+		{"env bad name", "store: ${1X}\n", 1, "store", "invalid environment variable name"},
+		{"syntax error", "limits:\n  max_steps: 3\n bad: [\n", 2, "", "YAML syntax"},
+		{"tab indentation", "limits:\n\tmax_steps: 3\n", 2, "", "YAML syntax"},
+		{"not a mapping", "- a\n- b\n", 1, "", "must be a mapping"},
+		{"two documents", "fallback: none\n---\nfallback: offline\n", 2, "", "second YAML document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(tt.in), "bad.yaml")
+			var ce *config.Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want *config.Error", err)
+			}
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Errorf("errors.Is(err, ErrInvalid) is false")
+			}
+			for _, p := range ce.Problems {
+				if p.Line == tt.line && p.Key == tt.key && strings.Contains(p.Problem, tt.text) {
+					return
+				}
+			}
+			t.Errorf("no problem {line %d, key %q, %q} in:\n%v", tt.line, tt.key, tt.text, err)
+		})
+	}
+}
+
+func TestAllProblemsCollected(t *testing.T) {
+	in := "fallback: maybe\nlimits:\n  max_steps: 0\n  bogus: 1\nlogging:\n  level: loud\n"
+	_, err := config.Parse([]byte(in), "many.yaml")
+	var ce *config.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v", err)
+	}
+	var lines []int
+	for _, p := range ce.Problems {
+		lines = append(lines, p.Line)
+	}
+	if !reflect.DeepEqual(lines, []int{1, 3, 4, 6}) {
+		t.Errorf("problem lines = %v, want [1 3 4 6] (sorted, all collected)\n%v", lines, err)
+	}
+	if !strings.HasPrefix(err.Error(), "many.yaml: 4 problems:\n  line 1: fallback:") {
+		t.Errorf("message = %q", err.Error())
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "capgraph.yaml")
+	if err := os.WriteFile(p, []byte("store: memory\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(p)
+	if err != nil || c.Store != "memory" || c.Source() != p {
+		t.Fatalf("Load = %+v, %v", c, err)
+	}
+	_, err = config.Load(filepath.Join(dir, "missing.yaml"))
+	var ce *config.Error
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "missing.yaml: cannot read the file: no such file or directory") {
+		t.Errorf("Load(missing) = %v", err)
+	}
+}
+
+func ExampleParse() {
+	_, err := config.Parse([]byte("limits:\n  max_steps: 0\n  max_planing_attempts: 3\n"), "capgraph.yaml")
+	fmt.Println(err)
+	// Output:
+	// capgraph.yaml: 2 problems:
+	//   line 2: limits.max_steps: must be at least 1, got 0
+	//   line 3: limits.max_planing_attempts: unknown key (did you mean max_planning_attempts?)
+}

@@ -1,0 +1,220 @@
+package config
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/logging"
+)
+
+var (
+	capabilityName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	envVarName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// minKeyLength is the shortest accepted plain API key: shorter keys can be
+// guessed.
+const minKeyLength = 16
+
+// line returns the line of key, or of its nearest parent that has one.
+func (d *decoder) line(key string) int {
+	for k := key; k != ""; {
+		if l, ok := d.lines[k]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(k, ".[")
+		if i < 0 {
+			break
+		}
+		k = k[:i]
+	}
+	return 0
+}
+
+// set reports whether the file sets key (validation of a default value
+// would name no line and blame the user for nothing).
+func (d *decoder) set(key string) bool { _, ok := d.lines[key]; return ok }
+
+func (d *decoder) bad(key, format string, args ...any) {
+	d.add(d.line(key), key, format, args...)
+}
+
+func oneOf(v string, allowed ...string) bool { return slices.Contains(allowed, v) }
+
+func (d *decoder) validate(c *Config) {
+	d.validateModels(c)
+	if !oneOf(c.Fallback, FallbackNone, FallbackOffline) {
+		d.bad("fallback", "must be none or offline, got %q", c.Fallback)
+	}
+	if !oneOf(c.Classifier.Mode, ClassifierBatched, ClassifierPerCapability) {
+		d.bad("classifier.mode", "must be batched or per_capability, got %q", c.Classifier.Mode)
+	}
+	d.validateLimits(c.Limits)
+	d.validateRetry("retry.default", c.Retry.Default)
+	for name, p := range c.Retry.Capabilities {
+		key := "retry.capabilities." + name
+		if !capabilityName.MatchString(name) {
+			d.bad(key, "is not a capability name (lower_snake_case)")
+		}
+		d.validateRetry(key, p)
+	}
+	if !oneOf(c.Approval.GlobalMode, ApprovalDisabled, ApprovalSelective, ApprovalAllCapabilities) {
+		d.bad("approval.global_mode", "must be disabled, selective or all_capabilities, got %q", c.Approval.GlobalMode)
+	}
+	if err := checkStore(c.Store); err != "" {
+		d.bad("store", "%s", err)
+	}
+	d.validateServer(c.Server)
+	if _, err := logging.ParseLevel(c.Logging.Level); err != nil {
+		d.bad("logging.level", "must be debug, info, warn or error, got %q", c.Logging.Level)
+	}
+	if !oneOf(c.Logging.Format, "text", "json") {
+		d.bad("logging.format", "must be text or json, got %q", c.Logging.Format)
+	}
+}
+
+func (d *decoder) validateModels(c *Config) {
+	for role, m := range c.Models {
+		key := "models." + role
+		if !slices.Contains(Roles, role) {
+			d.bad(key, "unknown model role (known roles: %s)", strings.Join(Roles, ", "))
+			continue
+		}
+		if m.Provider != "" && !slices.Contains(Providers, m.Provider) {
+			d.bad(key+".provider", "unknown provider %q (known: %s)", m.Provider, strings.Join(Providers, ", "))
+		}
+		if m.BaseURL != "" {
+			u, err := url.Parse(m.BaseURL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				d.bad(key+".base_url", "must be an http:// or https:// URL, got %q", m.BaseURL)
+			}
+		}
+		if m.APIKeyEnv != "" && !envVarName.MatchString(m.APIKeyEnv) {
+			d.bad(key+".api_key_env", "must name an environment variable (the key itself does not belong in the file), got %q", m.APIKeyEnv)
+		}
+		if m.Temperature != nil && (*m.Temperature < 0 || *m.Temperature > 2) {
+			d.bad(key+".temperature", "must be between 0 and 2, got %g", *m.Temperature)
+		}
+		if m.MaxTokens < 0 {
+			d.bad(key+".max_tokens", "must not be negative, got %d", m.MaxTokens)
+		}
+		// The role's effective settings must name a provider and a model.
+		eff, _ := c.ModelFor(role)
+		if eff.Provider == "" {
+			d.bad(key, "has no provider (set provider here or in models.default)")
+		}
+		if eff.Model == "" {
+			d.bad(key, "has no model (set model here or in models.default)")
+		}
+	}
+}
+
+func (d *decoder) validateLimits(l Limits) {
+	atLeast := func(key string, v, min int) {
+		if v < min {
+			d.bad("limits."+key, "must be at least %d, got %d", min, v)
+		}
+	}
+	atLeast("max_planning_attempts", l.MaxPlanningAttempts, 1)
+	atLeast("max_reclassifications", l.MaxReclassifications, 0)
+	atLeast("max_steps", l.MaxSteps, 1)
+	atLeast("max_tokens_per_turn", l.MaxTokensPerTurn, 0)
+	atLeast("max_concurrent_classifications", l.MaxConcurrentClassifications, 1)
+	atLeast("step_concurrency", l.StepConcurrency, 1)
+	if d.set("limits.max_execution_time") && l.MaxExecutionTime == 0 {
+		d.bad("limits.max_execution_time", "must be longer than 0 (a turn needs time to run)")
+	}
+}
+
+func (d *decoder) validateRetry(key string, p capabilities.RetryPolicy) {
+	if d.set(key+".max_attempts") && p.MaxAttempts < 1 {
+		d.bad(key+".max_attempts", "must be at least 1 (it counts the first try), got %d", p.MaxAttempts)
+	}
+	if d.set(key+".backoff_coefficient") && p.BackoffCoefficient < 1 {
+		d.bad(key+".backoff_coefficient", "must be at least 1, got %g", p.BackoffCoefficient)
+	}
+	if p.MaxInterval != 0 && p.InitialInterval > p.MaxInterval {
+		d.bad(key+".initial_interval", "%s is longer than max_interval %s", p.InitialInterval, p.MaxInterval)
+	}
+	if !oneOf(string(p.Jitter), "", string(capabilities.JitterFull), string(capabilities.JitterEqual), string(capabilities.JitterNone)) {
+		d.bad(key+".jitter", "must be full, equal or none, got %q", p.Jitter)
+	}
+	for i, k := range p.NonRetryable {
+		if strings.TrimSpace(k) == "" {
+			d.bad(fmt.Sprintf("%s.non_retryable[%d]", key, i), "is empty (list error kinds such as limit_violation, auth)")
+		}
+	}
+}
+
+// checkStore returns what is wrong with a store value, or "".
+func checkStore(s string) string {
+	switch {
+	case s == "" || s == StoreMemory:
+		return ""
+	case strings.HasPrefix(s, "sqlite:"):
+		if strings.TrimSpace(strings.TrimPrefix(s, "sqlite:")) == "" {
+			return "sqlite: needs a file path, e.g. sqlite:/var/lib/capgraph/state.db"
+		}
+		return ""
+	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" {
+			return "is not a valid postgres:// URL (postgres://user:pass@host:5432/db)"
+		}
+		return ""
+	}
+	return fmt.Sprintf("must be memory, sqlite:PATH or a postgres:// URL, got %q", s)
+}
+
+func (d *decoder) validateServer(s Server) {
+	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
+		d.bad("server.addr", "must be host:port (e.g. 127.0.0.1:8080 or :8080), got %q", s.Addr)
+	}
+	if s.MaxBodyBytes < 1 {
+		d.bad("server.max_body_bytes", "must be at least 1, got %d", s.MaxBodyBytes)
+	}
+	if s.Limits.MaxConcurrentRuns < 1 {
+		d.bad("server.limits.max_concurrent_runs", "must be at least 1, got %d", s.Limits.MaxConcurrentRuns)
+	}
+	if s.Limits.RequestsPerMinute < 0 {
+		d.bad("server.limits.requests_per_minute", "must not be negative, got %d", s.Limits.RequestsPerMinute)
+	}
+	names := map[string]string{}
+	for i, k := range s.APIKeys {
+		key := fmt.Sprintf("server.api_keys[%d]", i)
+		switch {
+		case strings.TrimSpace(k.Name) == "":
+			d.bad(key+".name", "every API key needs a name")
+		case names[k.Name] != "":
+			d.bad(key+".name", "%q is already the name of %s", k.Name, names[k.Name])
+		default:
+			names[k.Name] = key
+		}
+		switch {
+		case k.Key == "" && k.KeySHA256 == "":
+			d.bad(key, "needs key or key_sha256")
+		case k.Key != "" && k.KeySHA256 != "":
+			d.bad(key, "sets both key and key_sha256; keep one")
+		case k.Key != "" && len(k.Key) < minKeyLength:
+			d.bad(key+".key", "is %d characters; use at least %d", len(k.Key), minKeyLength)
+		case k.KeySHA256 != "":
+			if b, err := hex.DecodeString(k.KeySHA256); err != nil || len(b) != 32 {
+				d.bad(key+".key_sha256", "must be 64 hex digits (sha256sum of the key)")
+			}
+		}
+		for j, c := range k.AllowedCapabilities {
+			if !capabilityName.MatchString(c) {
+				d.bad(fmt.Sprintf("%s.allowed_capabilities[%d]", key, j), "%q is not a capability name (lower_snake_case)", c)
+			}
+		}
+		if k.MaxConcurrentRuns < 0 {
+			d.bad(key+".max_concurrent_runs", "must not be negative, got %d", k.MaxConcurrentRuns)
+		}
+	}
+}
