@@ -279,7 +279,10 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		}
 		ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newIDAt(now), ParentID: cp.ID, RunID: r.runID, Step: step,
 			State: enc, Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(state)}
-		if perr := c.cfg.Store.Put(ctx, ncp); perr != nil {
+		pctx, release := saveCtx(ctx)
+		perr := c.cfg.Store.Put(pctx, ncp)
+		release()
+		if perr != nil {
 			return finish(StatusFailed, fmt.Errorf("graph: write checkpoint: %w", perr))
 		}
 		cp, writes = ncp, nil
@@ -373,6 +376,22 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// saveGrace bounds how long the engine keeps saving finished work after the
+// run was canceled.
+const saveGrace = 5 * time.Second
+
+// saveCtx is the context for saving work that is already done (a finished
+// step's checkpoint, a finished branch's update). A cancellation that arrives
+// after the node returned must not throw its result away, or Resume would run
+// the node (and its side effects) again; so once ctx is done the save gets a
+// short grace period of its own. The common, uncanceled case allocates nothing.
+func saveCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() == nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), saveGrace)
 }
 
 func isCtxErr(err error) bool {

@@ -111,7 +111,9 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 				// interrupt or a sibling's failure does not run it again.
 				enc, err := c.cfg.Codec.Marshal(&res.update)
 				if err == nil {
-					err = c.cfg.Store.PutWrites(ctx, r.thread, cpID, []checkpoint.Write{{Task: name, Kind: checkpoint.WriteUpdate, Value: enc}})
+					sctx, release := saveCtx(ctx)
+					err = c.cfg.Store.PutWrites(sctx, r.thread, cpID, []checkpoint.Write{{Task: name, Kind: checkpoint.WriteUpdate, Value: enc}})
+					release()
 				}
 				if err != nil {
 					res.err = fmt.Errorf("graph: save result of %q: %w", name, err)
