@@ -1,0 +1,291 @@
+// Package llmtest is the scripted fake model every capgraph test uses in
+// place of a real LLM. Script text replies, errors and streamed chunks per
+// role (or for any role), answer by prompt content with matchers, and inspect
+// the call log afterwards. A Model is safe for concurrent use; when a script
+// runs out it returns an *ExhaustedError naming the role, never a panic.
+package llmtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/capgraph/capgraph/llm"
+)
+
+// Reply is one scripted answer.
+type Reply struct {
+	// Text is the reply; for a streamed reply, empty means the chunks joined.
+	Text string
+	// Chunks are passed to Request.OnChunk one by one before the call returns.
+	Chunks []string
+	// Err, when set, is returned instead of a reply.
+	Err error
+	// Usage is reported with the reply; zero means an estimate (a token per
+	// four characters of prompt and reply), so token counters move in tests.
+	Usage llm.Usage
+}
+
+// Text is a plain text reply.
+func Text(s string) Reply { return Reply{Text: s} }
+
+// Stream is a reply streamed in chunks.
+func Stream(chunks ...string) Reply { return Reply{Chunks: chunks} }
+
+// Fail is a failed call.
+func Fail(err error) Reply { return Reply{Err: err} }
+
+// Call is one recorded call.
+type Call struct {
+	Role    llm.Role
+	Request llm.Request
+	Reply   Reply
+	// Seq numbers calls from 1 in the order they started.
+	Seq int
+}
+
+// Prompt returns the call's messages joined, for assertions.
+func (c Call) Prompt() string { return joinMessages(c.Request.Messages) }
+
+// Matcher selects requests.
+type Matcher func(req llm.Request) bool
+
+// PromptContains matches a request whose messages contain s.
+func PromptContains(s string) Matcher {
+	return func(req llm.Request) bool { return strings.Contains(joinMessages(req.Messages), s) }
+}
+
+// RoleIs matches a request of a role.
+func RoleIs(r llm.Role) Matcher { return func(req llm.Request) bool { return req.Role == r } }
+
+// All matches when every matcher does.
+func All(ms ...Matcher) Matcher {
+	return func(req llm.Request) bool {
+		for _, m := range ms {
+			if !m(req) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+type rule struct {
+	match Matcher
+	reply func(llm.Request) Reply
+}
+
+// ErrExhausted is the kind of *ExhaustedError.
+var ErrExhausted = errors.New("llmtest: script exhausted")
+
+// ExhaustedError: a call arrived with no scripted reply left for its role.
+type ExhaustedError struct {
+	Role llm.Role
+	Seq  int
+	// LastUser is the start of the request's last user message.
+	LastUser string
+}
+
+func (e *ExhaustedError) Error() string {
+	return fmt.Sprintf("llmtest: no scripted reply for role %q (call %d); add one with Script(%q, ...) or On(...); last user message: %q",
+		e.Role, e.Seq, e.Role, e.LastUser)
+}
+func (e *ExhaustedError) Unwrap() error { return ErrExhausted }
+
+// Model is the scripted fake. It implements llm.Model and llm.Models.
+type Model struct {
+	mu      sync.Mutex
+	scripts map[llm.Role][]Reply
+	anyRole []Reply
+	rules   []rule
+	calls   []Call
+	only    map[llm.Role]bool
+}
+
+// New returns a Model with no script: every call fails with an
+// *ExhaustedError until replies are scripted.
+func New() *Model { return &Model{scripts: map[llm.Role][]Reply{}} }
+
+// Script queues replies for one role, used in order.
+func (m *Model) Script(role llm.Role, replies ...Reply) *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.scripts[role] = append(m.scripts[role], replies...)
+	return m
+}
+
+// ScriptAny queues replies for calls of any role that has no script of its own left.
+func (m *Model) ScriptAny(replies ...Reply) *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.anyRole = append(m.anyRole, replies...)
+	return m
+}
+
+// On answers every matching call with reply(req), before any script. Rules
+// are tried in the order added. Use it for concurrent calls whose order is
+// not fixed (the per-capability classifier).
+func (m *Model) On(match Matcher, reply func(req llm.Request) Reply) *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rules = append(m.rules, rule{match, reply})
+	return m
+}
+
+// Only makes For report false for roles not listed, so those nodes run
+// offline. Without Only, For reports true for every role.
+func (m *Model) Only(roles ...llm.Role) *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.only = map[llm.Role]bool{}
+	for _, r := range roles {
+		m.only[r] = true
+	}
+	return m
+}
+
+// For implements llm.Models: the returned model records the role on calls
+// that do not set one.
+func (m *Model) For(role llm.Role) (llm.Model, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.only != nil && !m.only[role] {
+		return nil, false
+	}
+	return roleModel{m, role}, true
+}
+
+type roleModel struct {
+	m    *Model
+	role llm.Role
+}
+
+func (r roleModel) Generate(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if req.Role == "" {
+		req.Role = r.role
+	}
+	return r.m.Generate(ctx, req)
+}
+
+// Generate answers from the rules, then the role's script, then the any-role
+// script. It honours a canceled context like a real provider.
+func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, error) {
+	m.mu.Lock()
+	seq := len(m.calls) + 1
+	reply, ok := m.next(req)
+	if !ok {
+		reply = Reply{Err: &ExhaustedError{Role: req.Role, Seq: seq, LastUser: lastUser(req.Messages)}}
+	}
+	m.calls = append(m.calls, Call{Role: req.Role, Request: req, Reply: reply, Seq: seq})
+	m.mu.Unlock()
+
+	if err := ctx.Err(); err != nil {
+		return llm.Response{}, err
+	}
+	if reply.Err != nil {
+		return llm.Response{}, reply.Err
+	}
+	text := reply.Text
+	if len(reply.Chunks) > 0 {
+		if text == "" {
+			text = strings.Join(reply.Chunks, "")
+		}
+		if req.OnChunk != nil {
+			for _, c := range reply.Chunks {
+				if err := req.OnChunk(ctx, c); err != nil {
+					return llm.Response{}, fmt.Errorf("llmtest: streaming func returned an error: %w", err)
+				}
+			}
+		}
+	} else if req.OnChunk != nil && text != "" {
+		if err := req.OnChunk(ctx, text); err != nil {
+			return llm.Response{}, fmt.Errorf("llmtest: streaming func returned an error: %w", err)
+		}
+	}
+	usage := reply.Usage
+	if usage == (llm.Usage{}) {
+		usage = llm.Usage{PromptTokens: (len(joinMessages(req.Messages)) + 3) / 4, CompletionTokens: (len(text) + 3) / 4}
+	}
+	return llm.Response{Text: text, Usage: usage, Model: "llmtest"}, nil
+}
+
+func (m *Model) next(req llm.Request) (Reply, bool) {
+	for _, r := range m.rules {
+		if r.match(req) {
+			return r.reply(req), true
+		}
+	}
+	if q := m.scripts[req.Role]; len(q) > 0 {
+		m.scripts[req.Role] = q[1:]
+		return q[0], true
+	}
+	if len(m.anyRole) > 0 {
+		r := m.anyRole[0]
+		m.anyRole = m.anyRole[1:]
+		return r, true
+	}
+	return Reply{}, false
+}
+
+// Calls returns the call log, in start order.
+func (m *Model) Calls() []Call {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Call(nil), m.calls...)
+}
+
+// CallsFor returns the calls of one role.
+func (m *Model) CallsFor(role llm.Role) []Call {
+	var out []Call
+	for _, c := range m.Calls() {
+		if c.Role == role {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Count returns the number of calls made.
+func (m *Model) Count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.calls)
+}
+
+// Remaining returns how many scripted replies are unused (rules excluded),
+// so a test can check its script was consumed.
+func (m *Model) Remaining() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := len(m.anyRole)
+	for _, q := range m.scripts {
+		n += len(q)
+	}
+	return n
+}
+
+func joinMessages(msgs []llm.Message) string {
+	var b strings.Builder
+	for i, msg := range msgs {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(msg.Content)
+	}
+	return b.String()
+}
+
+func lastUser(msgs []llm.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			s := msgs[i].Content
+			if len(s) > 80 {
+				s = s[:80] + "…"
+			}
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,120 @@
+package prompts
+
+// HistoryMessage is one earlier chat message.
+type HistoryMessage struct {
+	Role    string
+	Content string
+}
+
+// TaskExtractionData feeds the task_extraction template.
+type TaskExtractionData struct {
+	History []HistoryMessage
+	Message string
+}
+
+// Example is a classifier few-shot example.
+type Example struct {
+	Query  string
+	Result bool
+	Reason string
+}
+
+// ClassifierCapability is one capability as the classifier sees it.
+type ClassifierCapability struct {
+	Name         string
+	Description  string
+	Instructions string
+	// Examples are shuffled with a seeded source (see ShuffledExamples).
+	Examples []Example
+}
+
+// ClassifierData feeds the per-capability classifier template.
+type ClassifierData struct {
+	Task       string
+	Capability ClassifierCapability
+	// PreviousFailure says why the previous selection failed (after a reclassification).
+	PreviousFailure string
+}
+
+// ClassifierBatchedData feeds the batched classifier template.
+type ClassifierBatchedData struct {
+	Task            string
+	Capabilities    []ClassifierCapability
+	PreviousFailure string
+}
+
+// PlanExample is a numbered orchestrator example.
+type PlanExample struct {
+	Number   int
+	Scenario string
+	// Step is the example step as JSON.
+	Step  string
+	Notes string
+}
+
+// PlannerCapability is one active capability as the planner sees it.
+type PlannerCapability struct {
+	Name         string
+	Description  string
+	Provides     []string
+	Requires     []string
+	Instructions string
+	Examples     []PlanExample
+}
+
+// ContextItem is one value in the context store.
+type ContextItem struct {
+	Type          string
+	Key           string
+	TaskObjective string
+	Summary       string
+	Turn          int
+}
+
+// OrchestratorData feeds the orchestrator template.
+type OrchestratorData struct {
+	Task             string
+	DependsOnHistory bool
+	History          []HistoryMessage
+	Capabilities     []PlannerCapability
+	// AvailableContext is context kept from earlier turns, for reuse.
+	AvailableContext []ContextItem
+	// ReplanReason is the failed step's classification (FormatForLLM), after a failure.
+	ReplanReason string
+	FailedStep   string
+	// FormatError is the exact parse error of the previous reply; PreviousReply is that reply.
+	FormatError   string
+	PreviousReply string
+}
+
+// StepNote tells the responder how a step went (recovered, fallback used, failed).
+type StepNote struct {
+	Capability string
+	Note       string
+}
+
+// ResponseData feeds the response template.
+type ResponseData struct {
+	Task    string
+	History []HistoryMessage
+	// Context is what this turn's steps produced (and earlier turns', when the task depends on history).
+	Context []ContextItem
+	Notes   []StepNote
+	// Conversational is set when no step ran: answer from the capability overview.
+	Conversational     bool
+	CapabilityOverview string
+}
+
+// ClarifyData feeds the clarify template.
+type ClarifyData struct {
+	Task               string
+	History            []HistoryMessage
+	Reason             string
+	CapabilityOverview string
+}
+
+// ErrorData feeds the error explanation template.
+type ErrorData struct {
+	Task   string
+	Report string
+}

@@ -1,0 +1,145 @@
+package prompts
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"slices"
+	"strings"
+	"sync"
+	"text/template"
+)
+
+// Template names, one per role (the classifier has a per-capability and a
+// batched form).
+const (
+	TaskExtraction    = "task_extraction"
+	Classifier        = "classifier"
+	ClassifierBatched = "classifier_batched"
+	Orchestrator      = "orchestrator"
+	Response          = "response"
+	Clarify           = "clarify"
+	ErrorExplanation  = "error"
+)
+
+// Names lists every template name.
+var Names = []string{TaskExtraction, Classifier, ClassifierBatched, Orchestrator, Response, Clarify, ErrorExplanation}
+
+//go:embed templates/*.tmpl
+var embedded embed.FS
+
+// ErrTemplate is the kind of every template error.
+var ErrTemplate = errors.New("prompts: template error")
+
+// TemplateError names the template and what is wrong.
+type TemplateError struct {
+	Name string
+	Err  error
+}
+
+func (e *TemplateError) Error() string   { return fmt.Sprintf("prompts: template %q: %v", e.Name, e.Err) }
+func (e *TemplateError) Unwrap() []error { return []error{ErrTemplate, e.Err} }
+
+// Config overrides templates. Overrides win over Dir, Dir over the embedded defaults.
+type Config struct {
+	// Dir holds <name>.tmpl files replacing the defaults of those names.
+	Dir string
+	// Overrides maps a template name to its source.
+	Overrides map[string]string
+}
+
+// Set is a parsed set of templates, safe for concurrent use.
+type Set struct {
+	tmpl map[string]*template.Template
+}
+
+var funcs = template.FuncMap{
+	"join":  strings.Join,
+	"trim":  strings.TrimSpace,
+	"inc":   func(i int) int { return i + 1 },
+	"quote": func(s string) string { return fmt.Sprintf("%q", s) },
+}
+
+var defaultSet = sync.OnceValues(func() (*Set, error) { return New(Config{}) })
+
+// Default returns the embedded templates, parsed once.
+func Default() *Set {
+	s, err := defaultSet()
+	if err != nil {
+		// The embedded templates are tested; failing here is a build defect.
+		return &Set{tmpl: map[string]*template.Template{}}
+	}
+	return s
+}
+
+// New parses the embedded templates with the configured overrides. Unknown
+// override names and unparsable templates are errors naming the template.
+func New(cfg Config) (*Set, error) {
+	src := map[string]string{}
+	for _, n := range Names {
+		b, err := embedded.ReadFile("templates/" + n + ".tmpl")
+		if err != nil {
+			return nil, &TemplateError{Name: n, Err: err}
+		}
+		src[n] = string(b)
+	}
+	var errs []error
+	if cfg.Dir != "" {
+		entries, err := os.ReadDir(cfg.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: override directory: %w", ErrTemplate, err)
+		}
+		for _, e := range entries {
+			name, ok := strings.CutSuffix(e.Name(), ".tmpl")
+			if e.IsDir() || !ok {
+				continue
+			}
+			if !slices.Contains(Names, name) {
+				errs = append(errs, &TemplateError{Name: name, Err: fmt.Errorf("unknown template in %s (want one of %s)", cfg.Dir, strings.Join(Names, ", "))})
+				continue
+			}
+			b, err := fs.ReadFile(os.DirFS(cfg.Dir), e.Name())
+			if err != nil {
+				errs = append(errs, &TemplateError{Name: name, Err: err})
+				continue
+			}
+			src[name] = string(b)
+		}
+	}
+	for name, s := range cfg.Overrides {
+		if !slices.Contains(Names, name) {
+			errs = append(errs, &TemplateError{Name: name, Err: fmt.Errorf("unknown template (want one of %s)", strings.Join(Names, ", "))})
+			continue
+		}
+		src[name] = s
+	}
+	set := &Set{tmpl: map[string]*template.Template{}}
+	for _, n := range Names {
+		t, err := template.New(n).Funcs(funcs).Option("missingkey=error").Parse(src[n])
+		if err != nil {
+			errs = append(errs, &TemplateError{Name: n, Err: err})
+			continue
+		}
+		set.tmpl[n] = t
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// Render executes a template. The result has surrounding blank space trimmed.
+func (s *Set) Render(name string, data any) (string, error) {
+	t, ok := s.tmpl[name]
+	if !ok {
+		return "", &TemplateError{Name: name, Err: errors.New("no such template")}
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		return "", &TemplateError{Name: name, Err: err}
+	}
+	return strings.TrimSpace(b.String()), nil
+}
