@@ -1,0 +1,28 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/checkpointtest"
+	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+)
+
+func newStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "cp.db")})
+	if err != nil {
+		t.Fatalf("sqlite.New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Store { return newStore(t) })
+}

@@ -1,0 +1,374 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+// Store is a checkpoint.Store in one SQLite file. It is safe for concurrent use.
+type Store struct {
+	w *sql.DB // the one writer connection
+	r *sql.DB // read pool
+}
+
+var _ checkpoint.Store = (*Store)(nil)
+
+// New opens (creating if needed) the database at cfg.Path and migrates its schema.
+func New(cfg Config) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	w, err := sql.Open("sqlite", cfg.writerDSN())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	// One writer: SQLite admits one writer at a time anyway, and queueing in
+	// database/sql is cheaper and fairer than spinning on the file lock.
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	// Migrations run before the reader opens, so the WAL journal mode (a
+	// property of the file) is in place for it.
+	if err := migrate(context.Background(), w); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", cfg.readerDSN())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s for reading: %w", cfg.Path, err)
+	}
+	r.SetMaxOpenConns(cfg.ReadConns)
+	r.SetMaxIdleConns(cfg.ReadConns)
+	if err := r.Ping(); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("sqlite: open %s for reading: %w", cfg.Path, err)
+	}
+	return &Store{w: w, r: r}, nil
+}
+
+// Close closes both connection pools.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+const cpColumns = `thread_id, id, parent_id, run_id, step, state, next, not_before, metadata, created`
+
+// Put stores a checkpoint (replacing one with the same thread and id) and
+// updates the thread summary, in one durable transaction.
+func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
+		return err
+	}
+	next, err := jsonArg(cp.Next)
+	if err != nil {
+		return fmt.Errorf("sqlite: encode next of %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	md, err := mapArg(cp.Metadata)
+	if err != nil {
+		return fmt.Errorf("sqlite: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: put %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints (`+cpColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (thread_id, id) DO UPDATE SET
+			parent_id = excluded.parent_id, run_id = excluded.run_id, step = excluded.step,
+			state = excluded.state, next = excluded.next, not_before = excluded.not_before,
+			metadata = excluded.metadata, created = excluded.created`,
+		cp.ThreadID, cp.ID[:], idArg(cp.ParentID), idArg(cp.RunID), cp.Step, blobArg(cp.State),
+		next, timeArg(cp.NotBefore), md, timeArg(cp.Created))
+	if err != nil {
+		return fmt.Errorf("sqlite: put %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	// The summary follows the greatest id, whatever order Puts arrive in. SET
+	// expressions see the row's old values.
+	_, err = tx.ExecContext(ctx, `INSERT INTO threads (thread_id, first_id, latest_id, metadata, created, updated)
+		VALUES (?1, ?2, ?2, ?3, ?4, ?4)
+		ON CONFLICT (thread_id) DO UPDATE SET
+			first_id  = CASE WHEN excluded.first_id <= first_id THEN excluded.first_id ELSE first_id END,
+			created   = CASE WHEN excluded.first_id <= first_id THEN excluded.created ELSE created END,
+			latest_id = CASE WHEN excluded.latest_id >= latest_id THEN excluded.latest_id ELSE latest_id END,
+			metadata  = CASE WHEN excluded.latest_id >= latest_id THEN excluded.metadata ELSE metadata END,
+			updated   = CASE WHEN excluded.latest_id >= latest_id THEN excluded.updated ELSE updated END`,
+		cp.ThreadID, cp.ID[:], md, timeArg(cp.Created))
+	if err != nil {
+		return fmt.Errorf("sqlite: update thread %s: %w", cp.ThreadID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	return nil
+}
+
+// PutWrites stores pending writes against an existing checkpoint; a write
+// whose (task, kind) is already stored replaces the value in place.
+func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, writes []checkpoint.Write) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateWrites(threadID, id, writes); err != nil {
+		return err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: put writes %s/%s: %w", threadID, id, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	// Checked inside the write transaction: no other writer can delete the
+	// checkpoint between the check and the inserts.
+	var one int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread_id = ? AND id = ?`, threadID, id[:]).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: checkpoint %s of thread %q", checkpoint.ErrNotFound, id, threadID)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: put writes %s/%s: %w", threadID, id, err)
+	}
+	for _, w := range writes {
+		_, err := tx.ExecContext(ctx, `INSERT INTO writes (thread_id, checkpoint_id, task, kind, value) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (thread_id, checkpoint_id, task, kind) DO UPDATE SET value = excluded.value`,
+			threadID, id[:], w.Task, string(w.Kind), blobArg(w.Value))
+		if err != nil {
+			return fmt.Errorf("sqlite: put write %s/%s of %s/%s: %w", w.Task, w.Kind, threadID, id, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit writes %s/%s: %w", threadID, id, err)
+	}
+	return nil
+}
+
+// Get returns a checkpoint and its pending writes from one read snapshot.
+func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpoint.Tuple, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.Tuple{}, err
+	}
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return checkpoint.Tuple{}, fmt.Errorf("sqlite: get %s: %w", threadID, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	var row *sql.Row
+	if id == uuid.Nil {
+		row = tx.QueryRowContext(ctx, `SELECT `+cpColumns+` FROM checkpoints WHERE thread_id = ? ORDER BY id DESC LIMIT 1`, threadID)
+	} else {
+		row = tx.QueryRowContext(ctx, `SELECT `+cpColumns+` FROM checkpoints WHERE thread_id = ? AND id = ?`, threadID, id[:])
+	}
+	cp, err := scanCheckpoint(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		if id == uuid.Nil {
+			return checkpoint.Tuple{}, fmt.Errorf("%w: thread %q", checkpoint.ErrNotFound, threadID)
+		}
+		return checkpoint.Tuple{}, fmt.Errorf("%w: checkpoint %s of thread %q", checkpoint.ErrNotFound, id, threadID)
+	}
+	if err != nil {
+		return checkpoint.Tuple{}, fmt.Errorf("sqlite: get %s/%s: %w", threadID, id, err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT task, kind, value FROM writes WHERE thread_id = ? AND checkpoint_id = ? ORDER BY seq`,
+		threadID, cp.ID[:])
+	if err != nil {
+		return checkpoint.Tuple{}, fmt.Errorf("sqlite: get writes of %s/%s: %w", threadID, cp.ID, err)
+	}
+	defer rows.Close()
+	var ws []checkpoint.Write
+	for rows.Next() {
+		var (
+			w     checkpoint.Write
+			kind  string
+			value []byte
+		)
+		if err := rows.Scan(&w.Task, &kind, &value); err != nil {
+			return checkpoint.Tuple{}, fmt.Errorf("sqlite: scan write of %s/%s: %w", threadID, cp.ID, err)
+		}
+		w.Kind, w.Value = checkpoint.WriteKind(kind), value
+		ws = append(ws, w)
+	}
+	if err := rows.Err(); err != nil {
+		return checkpoint.Tuple{}, fmt.Errorf("sqlite: read writes of %s/%s: %w", threadID, cp.ID, err)
+	}
+	return checkpoint.Tuple{Checkpoint: cp, Writes: ws}, nil
+}
+
+// matchSQL keeps rows whose JSON metadata column col holds every key/value of
+// the JSON object bound to the placeholder. json_each avoids building JSON
+// paths from keys, which would need quoting.
+func matchSQL(col string) string {
+	return ` AND NOT EXISTS (SELECT 1 FROM json_each(?) f WHERE NOT EXISTS (
+		SELECT 1 FROM json_each(` + col + `) m WHERE m.key = f.key AND m.value = f.value))`
+}
+
+// List returns a thread's checkpoints newest first.
+func (s *Store) List(ctx context.Context, threadID string, opts checkpoint.ListOptions) ([]checkpoint.Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var (
+		q    strings.Builder
+		args = []any{threadID}
+	)
+	q.WriteString(`SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ?`)
+	if opts.Before != uuid.Nil {
+		q.WriteString(` AND id < ?`)
+		args = append(args, opts.Before[:])
+	}
+	if len(opts.Filter) > 0 {
+		f, err := mapArg(opts.Filter)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: encode filter: %w", err)
+		}
+		q.WriteString(matchSQL("metadata"))
+		args = append(args, f)
+	}
+	q.WriteString(` ORDER BY id DESC`)
+	if opts.Limit > 0 {
+		q.WriteString(` LIMIT ?`)
+		args = append(args, opts.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list %s: %w", threadID, err)
+	}
+	defer rows.Close()
+	var out []checkpoint.Checkpoint
+	for rows.Next() {
+		cp, err := scanCheckpoint(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list %s: %w", threadID, err)
+		}
+		out = append(out, cp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list %s: %w", threadID, err)
+	}
+	return out, nil
+}
+
+// Threads lists threads by latest checkpoint id, newest first.
+func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]checkpoint.ThreadInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var (
+		q    strings.Builder
+		args []any
+	)
+	q.WriteString(`SELECT thread_id, latest_id, metadata, created, updated FROM threads WHERE 1 = 1`)
+	if len(f.Metadata) > 0 {
+		m, err := mapArg(f.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: encode filter: %w", err)
+		}
+		q.WriteString(matchSQL("metadata"))
+		args = append(args, m)
+	}
+	q.WriteString(` ORDER BY latest_id DESC`)
+	if f.Limit > 0 {
+		q.WriteString(` LIMIT ?`)
+		args = append(args, f.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list threads: %w", err)
+	}
+	defer rows.Close()
+	var out []checkpoint.ThreadInfo
+	for rows.Next() {
+		var (
+			ti               checkpoint.ThreadInfo
+			latest           []byte
+			md               *string
+			created, updated *int64
+		)
+		if err := rows.Scan(&ti.ThreadID, &latest, &md, &created, &updated); err != nil {
+			return nil, fmt.Errorf("sqlite: scan thread: %w", err)
+		}
+		if ti.Latest, err = scanID(latest); err != nil {
+			return nil, err
+		}
+		if ti.Metadata, err = scanMetadata(md); err != nil {
+			return nil, err
+		}
+		ti.Created, ti.Updated = scanTime(created), scanTime(updated)
+		out = append(out, ti)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list threads: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteThread removes a thread's checkpoints, writes and summary.
+func (s *Store) DeleteThread(ctx context.Context, threadID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete thread %s: %w", threadID, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	for _, stmt := range []string{
+		`DELETE FROM writes WHERE thread_id = ?`,
+		`DELETE FROM checkpoints WHERE thread_id = ?`,
+		`DELETE FROM threads WHERE thread_id = ?`,
+	} {
+		if _, err := tx.ExecContext(ctx, stmt, threadID); err != nil {
+			return fmt.Errorf("sqlite: delete thread %s: %w", threadID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: delete thread %s: %w", threadID, err)
+	}
+	return nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanCheckpoint(sc scanner) (checkpoint.Checkpoint, error) {
+	var (
+		cp                checkpoint.Checkpoint
+		id, parent, run   []byte
+		state             []byte
+		next, md          *string
+		notBefore, create *int64
+		err               error
+	)
+	if err := sc.Scan(&cp.ThreadID, &id, &parent, &run, &cp.Step, &state, &next, &notBefore, &md, &create); err != nil {
+		return cp, err
+	}
+	if cp.ID, err = scanID(id); err != nil {
+		return cp, err
+	}
+	if cp.ParentID, err = scanID(parent); err != nil {
+		return cp, err
+	}
+	if cp.RunID, err = scanID(run); err != nil {
+		return cp, err
+	}
+	if cp.Next, err = scanNext(next); err != nil {
+		return cp, err
+	}
+	if cp.Metadata, err = scanMetadata(md); err != nil {
+		return cp, err
+	}
+	cp.State = state
+	cp.NotBefore, cp.Created = scanTime(notBefore), scanTime(create)
+	return cp, nil
+}
