@@ -110,6 +110,10 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		res.Status = StatusFailed
 		return res, ErrNoThread
 	}
+	if cerr := ctx.Err(); cerr != nil {
+		res.Status = StatusCanceled
+		return res, cerr
+	}
 	if !c.lock(thread) {
 		res.Status = StatusFailed
 		return res, fmt.Errorf("%w: %q", ErrThreadBusy, thread)

@@ -39,16 +39,40 @@ func tapply(s tstate, u tupd) (tstate, error) {
 
 // counter counts node executions, safely across concurrent branches.
 type counter struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu      sync.Mutex
+	n       map[string]int
+	changed chan struct{} // closed and replaced on every inc
 }
 
-func newCounter() *counter { return &counter{n: map[string]int{}} }
+func newCounter() *counter { return &counter{n: map[string]int{}, changed: make(chan struct{})} }
 
 func (c *counter) inc(name string) {
 	c.mu.Lock()
 	c.n[name]++
+	close(c.changed)
+	c.changed = make(chan struct{})
 	c.mu.Unlock()
+}
+
+// waitFor blocks until every name has run at least once or ctx is done.
+func (c *counter) waitFor(ctx context.Context, names ...string) error {
+	for {
+		c.mu.Lock()
+		ok := true
+		for _, n := range names {
+			ok = ok && c.n[n] > 0
+		}
+		ch := c.changed
+		c.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (c *counter) get(name string) int {
