@@ -283,6 +283,13 @@ func (a *auditor) observe(ctx context.Context, ev agent.Event) {
 				rec.Duration = ev.Time.Sub(t)
 			}
 		}
+		if a.plan == nil {
+			// A resumed run did not see the plan event: take the plan from
+			// the checkpointed state.
+			if st, _, err := a.s.cfg.Runner.State(ctx, a.r.Thread); err == nil {
+				a.plan = st.Turn.Plan
+			}
+		}
 		var args any
 		if a.plan != nil && ev.Step >= 0 && ev.Step < len(a.plan.Steps) {
 			st := a.plan.Steps[ev.Step]
