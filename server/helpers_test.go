@@ -138,5 +138,7 @@ func chatBody(model string, stream bool, msgs ...map[string]any) map[string]any 
 	return map[string]any{"model": model, "stream": stream, "messages": msgs}
 }
 
-func user(text string) map[string]any      { return map[string]any{"role": "user", "content": text} }
-func assistant(text string) map[string]any { return map[string]any{"role": "assistant", "content": text} }
+func user(text string) map[string]any { return map[string]any{"role": "user", "content": text} }
+func assistant(text string) map[string]any {
+	return map[string]any{"role": "assistant", "content": text}
+}
