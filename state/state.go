@@ -43,6 +43,9 @@ type State struct {
 	Context capabilities.ContextStore `json:"context,omitempty"`
 	// Turn is reset at the start of every turn.
 	Turn Turn `json:"turn"`
+	// Metadata is stored with the thread's checkpoints (owner, tenant,
+	// title); the agent carries it from turn to turn.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // Options are the per-turn switches (slash commands and config defaults).
@@ -129,6 +132,9 @@ type PlanStep struct {
 	Recovered bool `json:"recovered,omitempty"`
 	// Approved is set when a human approved this step.
 	Approved bool `json:"approved,omitempty"`
+	// Error is the step's unresolved failure, if any. Control.Error holds only
+	// one failure; when concurrent steps fail together, the others wait here.
+	Error *ErrorInfo `json:"error,omitempty"`
 }
 
 // Effective returns the capability that runs the step (a fallback, if one stands in).

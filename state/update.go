@@ -24,6 +24,10 @@ type Update struct {
 	NodeSteps int `json:"node_steps,omitempty"`
 	// Tokens by model role are added to the turn's token counters.
 	Tokens map[string]int `json:"tokens,omitempty"`
+	// LimitExceeded names a limit the node found exceeded; it is recorded in
+	// Control.LimitExceeded unless a limit is already recorded there. (A step
+	// cannot replace the Turn, since concurrent steps share it.)
+	LimitExceeded string `json:"limit_exceeded,omitempty"`
 }
 
 // StepUpdate is the outcome of one execution of a plan step.
@@ -59,6 +63,9 @@ func Apply(s State, u Update) (State, error) {
 	}
 	if len(u.Context) > 0 {
 		s.Context = s.Context.Put(u.Context...)
+	}
+	if u.LimitExceeded != "" && s.Turn.Control.LimitExceeded == "" {
+		s.Turn.Control.LimitExceeded = u.LimitExceeded
 	}
 	if u.NodeSteps != 0 || len(u.Tokens) > 0 {
 		c := s.Turn.Control

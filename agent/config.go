@@ -1,0 +1,179 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/nodes"
+	"github.com/capgraph/capgraph/router"
+	"github.com/capgraph/capgraph/state"
+)
+
+// Default limits of a turn.
+const (
+	DefaultMaxExecutionTime = 300 * time.Second
+	// DefaultErrorNodeGrace is how long the error node may take after the
+	// turn's wall-clock limit has passed.
+	DefaultErrorNodeGrace = 30 * time.Second
+)
+
+// DefaultInfraRetryPolicy is the retry policy of infrastructure nodes that
+// state none of their own: LLM calls are cheap to repeat but a user is
+// waiting, so the delays are shorter than the capability default.
+var DefaultInfraRetryPolicy = capabilities.RetryPolicy{
+	MaxAttempts:        3,
+	InitialInterval:    capabilities.Duration(500 * time.Millisecond),
+	BackoffCoefficient: 2,
+	MaxInterval:        capabilities.Duration(10 * time.Second),
+	Jitter:             capabilities.JitterFull,
+}
+
+// Limits bound one turn. Zero fields take the defaults.
+type Limits struct {
+	// MaxPlanningAttempts caps plans per turn (first plan included). Default 2.
+	MaxPlanningAttempts int `json:"max_planning_attempts,omitempty"`
+	// MaxReclassifications caps reclassifications per turn. Default 1; negative: none.
+	MaxReclassifications int `json:"max_reclassifications,omitempty"`
+	// MaxNodeSteps caps node executions per turn. Default 100.
+	MaxNodeSteps int `json:"max_node_steps,omitempty"`
+	// MaxTokens caps the LLM tokens of a turn; 0 means no budget.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// MaxExecutionTime caps the wall-clock time of a turn. Default 300 s.
+	MaxExecutionTime time.Duration `json:"max_execution_time,omitempty"`
+}
+
+// Config assembles an agent. Registry and the infrastructure nodes are
+// required (until the nodes package provides defaults); the rest defaults.
+type Config struct {
+	// Registry holds the application's capabilities. Required; it is validated.
+	Registry *capabilities.Registry
+	// Store keeps the checkpoints. Default: an in-memory store.
+	Store checkpoint.Store
+	// Models gives the model roles (the error node uses RoleError). Default llm.None.
+	Models llm.Models
+
+	// The infrastructure nodes. Their Name must match the slot.
+	TaskExtraction nodes.Node
+	Classifier     nodes.Node
+	Orchestrator   nodes.Node
+	Respond        nodes.Node
+	Clarify        nodes.Node
+	// ErrorNode replaces the standard error node (errornode.New over Models).
+	ErrorNode nodes.Node
+
+	// Limits bound each turn.
+	Limits Limits
+	// RetryPolicy is the application's global default for capabilities.
+	RetryPolicy capabilities.RetryPolicy
+	// CapabilityRetry holds per-capability policies from the application's
+	// config; a capability's own policy wins over them.
+	CapabilityRetry map[string]capabilities.RetryPolicy
+	// InfraRetry overrides DefaultInfraRetryPolicy per infrastructure node; a
+	// node's own policy (capabilities.RetryPolicyProvider) wins over it.
+	InfraRetry map[string]capabilities.RetryPolicy
+	// Options are the per-turn defaults; a TurnRequest's Options replace them.
+	Options state.Options
+	// ErrorNodeGrace bounds the error node after the wall-clock limit. Default 30 s.
+	ErrorNodeGrace time.Duration
+	// MaxConcurrency caps steps running at once. Default 8.
+	MaxConcurrency int
+	// Now returns the current time. Default time.Now.
+	Now func() time.Time
+}
+
+// ErrConfig is the kind of every configuration error of New.
+var ErrConfig = errors.New("agent: invalid config")
+
+// ConfigError names the field that is wrong.
+type ConfigError struct {
+	Field   string
+	Problem string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("agent: config %s: %s", e.Field, e.Problem) }
+func (e *ConfigError) Unwrap() error { return ErrConfig }
+
+func (l Limits) router(caps []string) router.Config {
+	return router.Config{
+		MaxPlanningAttempts:  l.MaxPlanningAttempts,
+		MaxReclassifications: l.MaxReclassifications,
+		MaxNodeSteps:         l.MaxNodeSteps,
+		MaxTokens:            l.MaxTokens,
+		Capabilities:         caps,
+	}.WithDefaults()
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	bad := func(field, problem string) { errs = append(errs, &ConfigError{Field: field, Problem: problem}) }
+	if c.Registry == nil {
+		bad("Registry", "is nil")
+	} else if err := c.Registry.Validate(); err != nil {
+		bad("Registry", err.Error())
+	}
+	for _, slot := range []struct {
+		field, name string
+		n           nodes.Node
+	}{
+		{"TaskExtraction", nodes.TaskExtraction, c.TaskExtraction},
+		{"Classifier", nodes.Classifier, c.Classifier},
+		{"Orchestrator", nodes.Orchestrator, c.Orchestrator},
+		{"Respond", nodes.Respond, c.Respond},
+		{"Clarify", nodes.Clarify, c.Clarify},
+	} {
+		switch {
+		case slot.n == nil:
+			bad(slot.field, "is nil")
+		case slot.n.Name() != slot.name:
+			bad(slot.field, fmt.Sprintf("node is named %q, want %q", slot.n.Name(), slot.name))
+		}
+	}
+	if c.Registry != nil {
+		for _, n := range c.Registry.Names() {
+			switch n {
+			case nodes.TaskExtraction, nodes.Classifier, nodes.Orchestrator, nodes.Respond, nodes.Clarify, nodes.Error:
+				bad("Registry", fmt.Sprintf("capability %q uses the name of an infrastructure node", n))
+			}
+		}
+	}
+	l := c.Limits
+	if l.MaxPlanningAttempts < 0 || l.MaxNodeSteps < 0 || l.MaxTokens < 0 || l.MaxExecutionTime < 0 {
+		bad("Limits", "must not be negative (except MaxReclassifications, where negative means none)")
+	}
+	if err := c.RetryPolicy.Validate(); err != nil {
+		bad("RetryPolicy", err.Error())
+	}
+	for name, p := range c.CapabilityRetry {
+		if err := p.Validate(); err != nil {
+			bad("CapabilityRetry["+name+"]", err.Error())
+		}
+	}
+	for name, p := range c.InfraRetry {
+		if err := p.Validate(); err != nil {
+			bad("InfraRetry["+name+"]", err.Error())
+		}
+	}
+	if c.ErrorNodeGrace < 0 || c.MaxConcurrency < 0 {
+		bad("ErrorNodeGrace/MaxConcurrency", "must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) defaults() {
+	if c.Models == nil {
+		c.Models = llm.None
+	}
+	if c.Limits.MaxExecutionTime == 0 {
+		c.Limits.MaxExecutionTime = DefaultMaxExecutionTime
+	}
+	if c.ErrorNodeGrace == 0 {
+		c.ErrorNodeGrace = DefaultErrorNodeGrace
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}

@@ -1,0 +1,286 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/nodes"
+	"github.com/capgraph/capgraph/router"
+	"github.com/capgraph/capgraph/state"
+)
+
+// infraNode wraps an infrastructure node: it counts the step, enforces the
+// wall clock, classifies a failure and records it with the retry decision in
+// the state (counted per node, so infrastructure retries are bounded like
+// capability retries), and on success clears the error and keeps the
+// recovery counters honest.
+func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update] {
+	name := n.Name()
+	return func(ctx context.Context, s state.State) (state.Update, error) {
+		now := a.cfg.Now()
+		if u, stop := a.overLimit(s, now); stop {
+			return u, nil
+		}
+		rs := s.Turn.Control.Retries[name]
+		if ans, ok := escalationAnswer(ctx); ok && !ans.Approved {
+			prev := s.Turn.Control.Blocked
+			cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: "the operation was blocked and a human gave up"}
+			if prev != nil {
+				cl = prev.Classification
+			}
+			return a.recordInfraFailure(ctx, s, name, gaveUp(cl), "blocked: a human gave up", rs.Attempts+1, now, 0, false, time.Time{}, capabilities.RetryPolicy{}, ""), nil
+		}
+		in := s
+		if in.Turn.Control.Error == nil {
+			// A recovery node (orchestrator, classifier) sees the step error it
+			// recovers from, even one parked on a step by a concurrent failure.
+			in.Turn.Control.Error = router.CurrentError(s)
+		}
+		nctx, cancel := context.WithDeadline(ctx, a.deadline(s))
+		u, err := callInfra(nctx, n, in)
+		cancel()
+		end := a.cfg.Now()
+		if err == nil {
+			u, err = a.infraSuccess(s, name, u, now)
+		}
+		if err == nil {
+			return u, nil
+		}
+		if _, ok := graph.IsInterrupt(err); ok {
+			return state.Update{}, err // an approval the node asks for
+		}
+		if ctx.Err() != nil {
+			return state.Update{}, ctx.Err() // the run was canceled; Resume continues
+		}
+		attempt := rs.Attempts + 1
+		firstAt := rs.FirstAt
+		if firstAt.IsZero() {
+			firstAt = now
+		}
+		cl := capabilities.Classify(n, err, capabilities.ErrorContext{Capability: name, StepIndex: -1, Attempt: attempt, Elapsed: end.Sub(now), Task: taskText(s)})
+		if a.timedOut(s, err) {
+			return a.recordInfraFailure(ctx, s, name, cl, err.Error(), attempt, now, end.Sub(now), false, time.Time{}, capabilities.RetryPolicy{}, router.LimitExecutionTime), nil
+		}
+		switch {
+		case cl.Severity == capabilities.Fatal:
+			return state.Update{}, &FatalError{Node: name, StepIndex: -1, Classification: cl, Err: err}
+		case cl.Kind == capabilities.KindResourceExhausted:
+			return state.Update{}, escalate(name, "", -1, escalationID(name, planNumber(s), -1, attempt), cl, now)
+		}
+		p := a.infraPolicy(n)
+		retry, nb, limit := a.retryDecision(ctx, s, name, -1, p, cl, attempt, firstAt, now)
+		return a.recordInfraFailure(ctx, s, name, cl, err.Error(), attempt, firstAt, end.Sub(now), retry, nb, p, limit), nil
+	}
+}
+
+func (a *Agent) infraPolicy(n nodes.Node) capabilities.RetryPolicy {
+	var layers []capabilities.RetryPolicy
+	if pp, ok := n.(capabilities.RetryPolicyProvider); ok {
+		layers = append(layers, pp.RetryPolicy())
+	}
+	if p, ok := a.cfg.InfraRetry[n.Name()]; ok {
+		layers = append(layers, p)
+	}
+	layers = append(layers, DefaultInfraRetryPolicy)
+	return capabilities.MergeRetryPolicies(layers...)
+}
+
+func callInfra(ctx context.Context, n nodes.Node, s state.State) (u state.Update, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicErr(v)
+		}
+	}()
+	return n.Run(ctx, s)
+}
+
+func taskText(s state.State) string {
+	if s.Turn.Task != nil {
+		return s.Turn.Task.Text
+	}
+	return s.Turn.Input
+}
+
+func planNumber(s state.State) int {
+	if s.Turn.Plan != nil {
+		return s.Turn.Plan.Number
+	}
+	return 0
+}
+
+// recordInfraFailure writes the failure into a copy of the turn.
+func (a *Agent) recordInfraFailure(ctx context.Context, s state.State, name string, cl capabilities.Classification, msg string,
+	attempt int, firstAt time.Time, elapsed time.Duration, retry bool, nb time.Time, p capabilities.RetryPolicy, limit string) state.Update {
+	now := a.cfg.Now()
+	t := s.Turn
+	t.Control.Retries = maps.Clone(t.Control.Retries)
+	if t.Control.Retries == nil {
+		t.Control.Retries = map[string]state.RetryState{}
+	}
+	t.Control.Retries[name] = state.RetryState{Attempts: attempt, FirstAt: firstAt, NotBefore: nb}
+	if p.MaxAttempts == 0 {
+		p = capabilities.MergeRetryPolicies(p)
+	}
+	info := &state.ErrorInfo{Node: name, StepIndex: -1, Classification: cl, Message: msg, Attempt: attempt,
+		At: now, Elapsed: elapsed, Policy: p, Retry: retry, NotBefore: nb}
+	t.Control.Error = info
+	t.Control.Blocked = nil
+	if name == router.Orchestrator && cl.Severity == capabilities.Replanning {
+		// An invalid plan uses up a planning attempt, so repeated invalid
+		// plans end in the error node instead of looping.
+		t.Control.PlansCreated++
+	}
+	emitRetry(ctx, name, info, now)
+	return state.Update{Turn: &t, NodeSteps: 1, LimitExceeded: limit}
+}
+
+// infraSuccess normalises a successful infrastructure node's update.
+func (a *Agent) infraSuccess(s state.State, name string, u state.Update, now time.Time) (state.Update, error) {
+	var t state.Turn
+	if u.Turn != nil {
+		t = *u.Turn
+	} else {
+		t = s.Turn
+	}
+	prev := s.Turn.Control
+	recovering := router.CurrentError(s)
+	// Counters are the wrapper's business: a node cannot lower them.
+	t.Control.NodeSteps, t.Control.Tokens, t.Control.TokensByRole = prev.NodeSteps, prev.Tokens, prev.TokensByRole
+	t.Control.PlansCreated = max(t.Control.PlansCreated, prev.PlansCreated)
+	t.Control.Reclassifications = max(t.Control.Reclassifications, prev.Reclassifications)
+	if t.Control.LimitExceeded == "" {
+		t.Control.LimitExceeded = prev.LimitExceeded
+	}
+	t.Control.Error = nil
+	t.Control.Blocked = nil
+	if _, ok := prev.Retries[name]; ok {
+		t.Control.Retries = maps.Clone(prev.Retries)
+		delete(t.Control.Retries, name)
+	}
+	switch name {
+	case router.TaskExtraction:
+		if t.Task == nil || strings.TrimSpace(t.Task.Text) == "" {
+			t.Task = &state.Task{Text: s.Turn.Input}
+		}
+	case router.Classifier:
+		if recovering != nil && recovering.Classification.Severity == capabilities.Reclassification {
+			t.Control.Reclassifications = max(t.Control.Reclassifications, prev.Reclassifications+1)
+			if t.Control.ReclassificationReason == "" {
+				t.Control.ReclassificationReason = recovering.Classification.UserMessage
+			}
+		}
+		if len(t.ActiveCapabilities) == 0 {
+			// Nothing fits: the always-active capabilities can still answer.
+			t.ActiveCapabilities = []string{capabilities.Respond, capabilities.Clarify}
+		}
+		t.Plan = nil // a new selection needs a new plan
+	case router.Orchestrator:
+		// Every plan the orchestrator makes counts against the budget.
+		t.Control.PlansCreated = max(t.Control.PlansCreated, prev.PlansCreated+1)
+		if t.Plan != nil {
+			p := *t.Plan
+			p.Number = t.Control.PlansCreated
+			if p.Created.IsZero() {
+				p.Created = now
+			}
+			p.Steps = slices.Clone(p.Steps)
+			for i := range p.Steps {
+				if p.Steps[i].Status == "" {
+					p.Steps[i].Status = state.StepPending
+				}
+			}
+			t.Plan = &p
+		}
+	case router.Respond, router.Clarify:
+		return a.terminalSuccess(s, name, u, t, now)
+	}
+	out := u
+	out.Turn = &t
+	out.Step = nil
+	out.NodeSteps = 1
+	return out, nil
+}
+
+// terminalSuccess checks that respond or clarify wrote the turn's one
+// assistant message, marks its plan step done and ends the turn. An answer
+// also says which steps recovered after retries or used a fallback.
+func (a *Agent) terminalSuccess(s state.State, name string, u state.Update, t state.Turn, now time.Time) (state.Update, error) {
+	var msg *state.Message
+	var rest []state.Message
+	for i := range u.Messages {
+		if u.Messages[i].Role == state.RoleAssistant {
+			m := u.Messages[i]
+			msg = &m // the last assistant message is the turn's message
+			continue
+		}
+		rest = append(rest, u.Messages[i])
+	}
+	if msg == nil || strings.TrimSpace(msg.Content) == "" {
+		return state.Update{}, capabilities.NewError(capabilities.Critical, capabilities.KindFormat,
+			name+" finished without writing a message", nil)
+	}
+	if msg.Kind == "" {
+		msg.Kind = state.KindAnswer
+		if name == router.Clarify {
+			msg.Kind = state.KindClarification
+		}
+	}
+	if msg.Turn == 0 {
+		msg.Turn = t.Number
+	}
+	if msg.Time.IsZero() {
+		msg.Time = now
+	}
+	if t.Plan != nil {
+		p := *t.Plan
+		p.Steps = slices.Clone(p.Steps)
+		for i := range p.Steps {
+			if p.Steps[i].Effective() == name && (p.Steps[i].Status == "" || p.Steps[i].Status == state.StepPending) {
+				p.Steps[i].Status = state.StepDone
+				p.Steps[i].Attempts++
+				p.Steps[i].Error = nil
+				break
+			}
+		}
+		t.Plan = &p
+		if msg.Kind == state.KindAnswer {
+			if notes := recoveryNotes(p); notes != "" {
+				msg.Content = strings.TrimRight(msg.Content, "\n") + "\n\n" + notes
+			}
+		}
+	}
+	t.Done = true
+	out := u
+	out.Messages = append(rest, *msg)
+	out.Turn = &t
+	out.Step = nil
+	out.NodeSteps = 1
+	return out, nil
+}
+
+// recoveryNotes tells the user about degraded paths: fallbacks used and
+// steps that only succeeded after retries.
+func recoveryNotes(p state.Plan) string {
+	var lines []string
+	for i, st := range p.Steps {
+		if st.Status != state.StepDone || router.Respond == st.Effective() || router.Clarify == st.Effective() {
+			continue
+		}
+		switch {
+		case st.Fallback != "":
+			lines = append(lines, fmt.Sprintf("- Step %d (%s) used the fallback %s because %s failed.", i+1, st.TaskObjective, st.Fallback, st.Capability))
+		case st.Recovered:
+			lines = append(lines, fmt.Sprintf("- Step %d (%s) succeeded after %d attempts.", i+1, st.TaskObjective, st.Attempts))
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "_Recovery notes:_\n" + strings.Join(lines, "\n")
+}

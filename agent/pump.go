@@ -1,0 +1,212 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/state"
+)
+
+// pump maps the graph's events to agent events, numbers them, and ends the
+// stream with the turn's message, its usage and EventDone (or an error).
+type pump struct {
+	a           *Agent
+	thread      string
+	runID       string
+	yield       func(Event, error) bool
+	seq         int
+	stopped     bool
+	interrupted bool
+}
+
+func (p *pump) send(e Event, err error) bool {
+	if p.stopped {
+		return false
+	}
+	p.seq++
+	e.Seq, e.Thread = p.seq, p.thread
+	if e.RunID == "" {
+		e.RunID = p.runID
+	}
+	if e.Time.IsZero() {
+		e.Time = p.a.cfg.Now()
+	}
+	if !p.yield(e, err) {
+		p.stopped = true
+	}
+	return !p.stopped
+}
+
+func (p *pump) fail(err error) {
+	status := RunFailed
+	if isCtxErr(err) {
+		status = RunCanceled
+	}
+	p.send(Event{Type: EventDone, Status: status, Err: err.Error()}, err)
+}
+
+func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
+	var runErr error
+	for ev, err := range events {
+		if err != nil {
+			runErr = err
+			break
+		}
+		if p.runID == "" && ev.RunID.String() != "00000000-0000-0000-0000-000000000000" {
+			p.runID = ev.RunID.String()
+		}
+		for _, e := range p.mapEvent(ev) {
+			if !p.send(e, nil) {
+				return // the consumer stopped; the graph cancels the run
+			}
+		}
+	}
+	if runErr != nil {
+		p.fail(runErr)
+		return
+	}
+	if ctx.Err() != nil {
+		p.fail(ctx.Err())
+		return
+	}
+	if p.interrupted {
+		p.send(Event{Type: EventDone, Status: RunInterrupted}, nil)
+		return
+	}
+	s, _, err := p.a.g.State(context.WithoutCancel(ctx), p.thread)
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	if m, ok := s.LastAssistant(); ok && m.Turn == s.Turn.Number && s.Turn.Done {
+		if !p.send(Event{Type: EventMessage, Message: &m}, nil) {
+			return
+		}
+	}
+	if !p.send(Event{Type: EventUsage, Usage: usageOf(s)}, nil) {
+		return
+	}
+	p.send(Event{Type: EventDone, Status: RunAnswered}, nil)
+}
+
+func usageOf(s state.State) *Usage {
+	// The state counts total tokens per role; prompt/completion are not split there.
+	return &Usage{TotalTokens: s.Turn.Control.Tokens}
+}
+
+// mapEvent turns one graph event into zero or more agent events.
+func (p *pump) mapEvent(ev graph.Event) []Event {
+	base := Event{Time: ev.Time, Node: ev.Node}
+	switch ev.Kind {
+	case graph.EventRunStart:
+		base.Type = EventRunStart
+		return []Event{base}
+	case graph.EventNodeStart:
+		base.Type = EventNodeStart
+		return []Event{base}
+	case graph.EventNodeEnd:
+		base.Type, base.Duration = EventNodeEnd, ev.Duration
+		if ev.Err != nil {
+			base.Err = ev.Err.Error()
+		}
+		return []Event{base}
+	case graph.EventWait:
+		base.Type = EventStatus
+		base.Text = "waiting until " + ev.NotBefore.UTC().Format(time.RFC3339Nano) + " before continuing (" + strings.Join(ev.To, ", ") + ")"
+		return []Event{base}
+	case graph.EventInterrupt:
+		p.interrupted = true
+		base.Type = EventApprovalRequired
+		var ap state.Approval
+		if raw, ok := ev.Payload.(json.RawMessage); ok && json.Unmarshal(raw, &ap) == nil && ap.ID != "" {
+			base.Approval = &ap
+			base.Text = ap.Summary
+		}
+		return []Event{base}
+	case graph.EventCustom:
+		return mapPayload(base, ev.Payload)
+	}
+	return nil
+}
+
+// mapPayload maps what nodes emit with graph.Emit: agent events (from the
+// wrappers), status strings, and the payload types of the nodes package.
+func mapPayload(base Event, payload any) []Event {
+	switch v := payload.(type) {
+	case Event:
+		if v.Node == "" {
+			v.Node = base.Node
+		}
+		if v.Time.IsZero() {
+			v.Time = base.Time
+		}
+		return []Event{v}
+	case *Event:
+		if v == nil {
+			return nil
+		}
+		return mapPayload(base, *v)
+	case string:
+		base.Type, base.Text = EventStatus, v
+		return []Event{base}
+	}
+	if e, ok := mapNodePayload(base, payload); ok {
+		return []Event{e}
+	}
+	return nil
+}
+
+// mapNodePayload maps the nodes package's payloads. It is extended as the
+// nodes package defines them; unknown payloads are dropped.
+func mapNodePayload(base Event, payload any) (Event, bool) {
+	return base, false
+}
+
+// zero reports whether no answer is given (a plain resume).
+func (ans Answer) zero() bool {
+	return ans.ApprovalID == "" && strings.TrimSpace(ans.Text) == "" && ans.Approved == nil && ans.Plan == nil
+}
+
+// decision turns an answer into the decision the interrupted node receives.
+// An explicit Approved wins; otherwise the text is read deterministically and
+// anything unclear is a rejection.
+func (ans Answer) decision(now time.Time) state.ApprovalDecision {
+	approved := false
+	if ans.Approved != nil {
+		approved = *ans.Approved
+	} else {
+		approved = ParseYes(ans.Text)
+	}
+	return state.ApprovalDecision{ID: ans.ApprovalID, Approved: approved, Answer: ans.Text, Plan: ans.Plan, At: now}
+}
+
+// ParseYes reads a human's short answer: true only for a clear yes.
+func ParseYes(text string) bool {
+	t := strings.ToLower(strings.Trim(strings.TrimSpace(text), ".!"))
+	switch t {
+	case "y", "yes", "ok", "okay", "approve", "approved", "go", "go ahead", "proceed", "retry", "yes, retry", "confirm", "sure":
+		return true
+	}
+	return false
+}
+
+func pendingHas(pending []*graph.InterruptError, id string) bool {
+	for _, ie := range pending {
+		if pendingID(ie) == id {
+			return true
+		}
+	}
+	return false
+}
+
+func pendingID(ie *graph.InterruptError) string {
+	var ap state.Approval
+	if json.Unmarshal(ie.Payload, &ap) == nil {
+		return ap.ID
+	}
+	return ""
+}

@@ -1,0 +1,217 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/router"
+	"github.com/capgraph/capgraph/state"
+)
+
+// stepNode wraps a capability: it runs the plan step the router assigned to
+// it, stores the outputs in the context store, and records failures on the
+// step (attempts, not-before time, error) for the router to act on.
+func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, state.Update] {
+	name := c.Name()
+	return func(ctx context.Context, s state.State) (state.Update, error) {
+		now := a.cfg.Now()
+		if u, stop := a.overLimit(s, now); stop {
+			return u, nil
+		}
+		d := router.Decide(s, a.rc)
+		idx, ok := d.Steps[name]
+		if !ok || s.Turn.Plan == nil || idx >= len(s.Turn.Plan.Steps) {
+			// The graph routed here but the state assigns no step: never guess.
+			t := s.Turn
+			t.Control.Error = &state.ErrorInfo{Node: name, Capability: name, StepIndex: -1, At: now,
+				Message:        "capability node ran without a plan step",
+				Classification: capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindUnknown, UserMessage: "internal routing error: " + name + " ran without a plan step"}}
+			return state.Update{Turn: &t, NodeSteps: 1}, nil
+		}
+		plan := s.Turn.Plan
+		ps := plan.Steps[idx]
+		attempt := ps.Attempts + 1
+		firstAt := ps.FirstAttemptAt
+		if firstAt.IsZero() {
+			firstAt = now
+		}
+		if ans, ok := escalationAnswer(ctx); ok && !ans.Approved {
+			cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: name + " was blocked and a human gave up"}
+			return a.stepFailure(ctx, s, c, idx, ps, gaveUp(cl), "blocked: a human gave up", attempt, firstAt, now, 0, false), nil
+		}
+		resolved, err := resolveInputs(s.Context, ps.Inputs)
+		var (
+			out     capabilities.Output
+			entries []capabilities.ContextEntry
+		)
+		emit(ctx, Event{Type: EventStepStart, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Text: ps.TaskObjective})
+		if err == nil {
+			step := capabilities.Step{
+				PlannedStep: ps.PlannedStep, Index: idx, Task: taskText(s), Attempt: attempt,
+				IdempotencyKey: fmt.Sprintf("%s/%d/%d/%d/%d", threadOf(ctx), s.Turn.Number, plan.Number, idx, attempt),
+				Resolved:       resolved, WritesEnabled: s.Turn.Options.WritesEnabled, Approved: ps.Approved,
+			}
+			nctx, cancel := context.WithDeadline(ctx, a.deadline(s))
+			out, err = execute(nctx, c, step)
+			cancel()
+			if err == nil {
+				entries, err = contextEntries(out, ps, name, s.Turn.Number, now)
+			}
+		}
+		end := a.cfg.Now()
+		if err == nil {
+			ps2 := ps
+			ps2.Status, ps2.Attempts, ps2.FirstAttemptAt, ps2.NotBefore, ps2.Error = state.StepDone, attempt, firstAt, time.Time{}, nil
+			ps2.Recovered = ps.Recovered || attempt > 1
+			emit(ctx, Event{Type: EventStepEnd, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Duration: end.Sub(now)})
+			return state.Update{Context: entries, NodeSteps: 1, Step: &state.StepUpdate{
+				Plan: plan.Number, Index: idx, Step: ps2, ClearError: true,
+				Result: &state.StepResult{StepIndex: idx, Capability: name, TaskObjective: ps.TaskObjective, Success: true,
+					Attempt: attempt, Duration: end.Sub(now), At: end, Plan: plan.Number},
+			}}, nil
+		}
+		if _, ok := graph.IsInterrupt(err); ok {
+			return state.Update{}, err // an approval the capability asks for
+		}
+		if ctx.Err() != nil {
+			return state.Update{}, ctx.Err() // the run was canceled; Resume continues
+		}
+		emit(ctx, Event{Type: EventStepEnd, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Duration: end.Sub(now), Err: err.Error()})
+		cl := capabilities.Classify(c, err, capabilities.ErrorContext{Capability: name, StepIndex: idx, Attempt: attempt, Elapsed: end.Sub(now), Task: taskText(s)})
+		if a.timedOut(s, err) {
+			u := a.stepFailure(ctx, s, c, idx, ps, cl, err.Error(), attempt, firstAt, now, end.Sub(now), false)
+			u.LimitExceeded = router.LimitExecutionTime
+			return u, nil
+		}
+		switch {
+		case cl.Severity == capabilities.Fatal:
+			return state.Update{}, &FatalError{Node: name, Capability: name, StepIndex: idx, Classification: cl, Err: err}
+		case cl.Kind == capabilities.KindResourceExhausted:
+			return state.Update{}, escalate(name, name, idx, escalationID(name, plan.Number, idx, attempt), cl, now)
+		}
+		return a.stepFailure(ctx, s, c, idx, ps, cl, err.Error(), attempt, firstAt, now, end.Sub(now), true), nil
+	}
+}
+
+// stepFailure records a failed attempt: a retry at its not-before time, a
+// switch to the next declared fallback, or the error the router escalates.
+func (a *Agent) stepFailure(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep,
+	cl capabilities.Classification, msg string, attempt int, firstAt, now time.Time, elapsed time.Duration, mayRecover bool) state.Update {
+	name := c.Name()
+	plan := s.Turn.Plan
+	p := capabilities.ResolveRetryPolicy(c, a.cfg.CapabilityRetry, a.cfg.RetryPolicy)
+	var (
+		retry bool
+		nb    time.Time
+		limit string
+	)
+	if mayRecover {
+		retry, nb, limit = a.retryDecision(ctx, s, name, idx, p, cl, attempt, firstAt, now)
+	}
+	result := &state.StepResult{StepIndex: idx, Capability: name, TaskObjective: ps.TaskObjective, Success: false,
+		Attempt: attempt, Duration: elapsed, Error: msg, Severity: cl.Severity.String(), At: now.Add(elapsed), Plan: plan.Number}
+	if !retry && mayRecover && limit == "" {
+		if fb := a.nextFallback(ps, cl); fb != "" {
+			ps2 := ps
+			ps2.Fallback = fb
+			ps2.FallbacksTried = append(slices.Clip(ps.FallbacksTried), fb)
+			ps2.Attempts, ps2.FirstAttemptAt, ps2.NotBefore, ps2.Error, ps2.Recovered = 0, time.Time{}, time.Time{}, nil, false
+			emit(ctx, Event{Type: EventStatus, Node: name, Step: idx, Capability: name,
+				Text: fmt.Sprintf("%s failed (%s); trying the fallback %s", name, cl.UserMessage, fb)})
+			return state.Update{NodeSteps: 1, Step: &state.StepUpdate{Plan: plan.Number, Index: idx, Step: ps2, Result: result, ClearError: true}}
+		}
+	}
+	info := &state.ErrorInfo{Node: name, Capability: name, StepIndex: idx, Classification: cl, Message: msg,
+		Attempt: attempt, At: now, Elapsed: elapsed, Policy: p, Retry: retry, NotBefore: nb}
+	ps2 := ps
+	ps2.Attempts, ps2.FirstAttemptAt, ps2.NotBefore, ps2.Error = attempt, firstAt, nb, info
+	if !retry && cl.Severity != capabilities.Replanning && cl.Severity != capabilities.Reclassification {
+		ps2.Status = state.StepFailed
+	}
+	emitRetry(ctx, name, info, now)
+	return state.Update{NodeSteps: 1, LimitExceeded: limit, Step: &state.StepUpdate{Plan: plan.Number, Index: idx, Step: ps2, Result: result, Error: info}}
+}
+
+// nextFallback returns the next untried fallback of the step's original
+// capability, when the failure is one a different capability might avoid.
+func (a *Agent) nextFallback(ps state.PlanStep, cl capabilities.Classification) string {
+	switch cl.Severity {
+	case capabilities.Retriable, capabilities.Replanning, capabilities.Critical:
+	default:
+		return ""
+	}
+	switch cl.Kind {
+	case capabilities.KindWritesDisabled, capabilities.KindResourceExhausted, capabilities.KindRejected, capabilities.KindLimitViolation:
+		return ""
+	}
+	orig, ok := a.cfg.Registry.Get(ps.Capability)
+	if !ok {
+		return ""
+	}
+	fp, ok := orig.(capabilities.FallbackProvider)
+	if !ok {
+		return ""
+	}
+	for _, fb := range fp.Fallbacks() {
+		if fb == ps.Capability || slices.Contains(ps.FallbacksTried, fb) {
+			continue
+		}
+		if _, ok := a.cfg.Registry.Get(fb); ok {
+			return fb
+		}
+	}
+	return ""
+}
+
+func execute(ctx context.Context, c capabilities.Capability, step capabilities.Step) (out capabilities.Output, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicErr(v)
+		}
+	}()
+	return c.Execute(ctx, step)
+}
+
+// resolveInputs reads the step's inputs from the context store, in order.
+func resolveInputs(cs capabilities.ContextStore, refs []capabilities.InputRef) ([]capabilities.ContextEntry, error) {
+	out := make([]capabilities.ContextEntry, 0, len(refs))
+	for _, r := range refs {
+		e, ok := cs.Get(r.Type, r.Key)
+		if !ok {
+			return nil, fmt.Errorf("%w: context %s.%s is not in the context store", capabilities.ErrMissingInput, r.Type, r.Key)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// contextEntries turns a step's output into context store entries.
+func contextEntries(out capabilities.Output, ps state.PlanStep, capability string, turn int, now time.Time) ([]capabilities.ContextEntry, error) {
+	entries := make([]capabilities.ContextEntry, 0, len(out.Values))
+	for i, v := range out.Values {
+		if v.Type == "" {
+			return nil, capabilities.NewError(capabilities.Critical, capabilities.KindFormat,
+				fmt.Sprintf("%s returned output value %d without a context type", capability, i), nil)
+		}
+		key := v.Key
+		if key == "" {
+			key = ps.ContextKey
+		}
+		if key == "" {
+			key = fmt.Sprintf("%s_%d", capability, i)
+		}
+		b, err := json.Marshal(v.Value)
+		if err != nil {
+			return nil, capabilities.NewError(capabilities.Critical, capabilities.KindFormat,
+				fmt.Sprintf("%s returned a %s value that cannot be stored", capability, v.Type), err)
+		}
+		entries = append(entries, capabilities.ContextEntry{Type: v.Type, Key: key, Value: b, Summary: v.Summary,
+			TaskObjective: ps.TaskObjective, Capability: capability, Turn: turn, Created: now})
+	}
+	return entries, nil
+}

@@ -1,0 +1,342 @@
+package router
+
+import (
+	"slices"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/state"
+)
+
+// Node names of the agent graph. They equal the nodes package's constants;
+// they are repeated here so the router imports no LLM code.
+const (
+	TaskExtraction = "task_extraction"
+	Classifier     = "classifier"
+	Orchestrator   = "orchestrator"
+	Respond        = capabilities.Respond
+	Clarify        = capabilities.Clarify
+	Error          = "error"
+	// End finishes the run (the graph engine's End).
+	End = "__end__"
+)
+
+// Names of the limits and budgets, as recorded in Control.LimitExceeded and
+// reported by the error node.
+const (
+	LimitExecutionTime    = "max_execution_time"
+	LimitNodeSteps        = "max_node_steps"
+	LimitTokens           = "max_tokens"
+	LimitPlanning         = "max_planning_attempts"
+	LimitReclassification = "max_reclassifications"
+	LimitAttempts         = "max_attempts"
+)
+
+// Default budgets.
+const (
+	DefaultMaxPlanningAttempts  = 2
+	DefaultMaxReclassifications = 1
+	DefaultMaxNodeSteps         = 100
+)
+
+// Config holds the budgets and the graph's capability nodes.
+type Config struct {
+	// MaxPlanningAttempts caps the plans made in one turn (the first plan
+	// included, also plans made after a reclassification). Default 2.
+	MaxPlanningAttempts int `json:"max_planning_attempts,omitempty"`
+	// MaxReclassifications caps reclassifications per turn. Default 1; a
+	// negative value means none.
+	MaxReclassifications int `json:"max_reclassifications,omitempty"`
+	// MaxNodeSteps caps node executions per turn. Default 100.
+	MaxNodeSteps int `json:"max_node_steps,omitempty"`
+	// MaxTokens caps the LLM tokens of one turn; 0 means no budget.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// Capabilities are the capability nodes of the graph. A plan step naming
+	// anything else (other than respond and clarify) goes to the error node.
+	Capabilities []string `json:"capabilities,omitempty"`
+}
+
+// WithDefaults fills zero fields with the defaults.
+func (c Config) WithDefaults() Config {
+	if c.MaxPlanningAttempts <= 0 {
+		c.MaxPlanningAttempts = DefaultMaxPlanningAttempts
+	}
+	switch {
+	case c.MaxReclassifications == 0:
+		c.MaxReclassifications = DefaultMaxReclassifications
+	case c.MaxReclassifications < 0:
+		c.MaxReclassifications = 0
+	}
+	if c.MaxNodeSteps <= 0 {
+		c.MaxNodeSteps = DefaultMaxNodeSteps
+	}
+	return c
+}
+
+// Cause says why a decision was taken; the error node reports it.
+type Cause string
+
+const (
+	CauseDone                  Cause = "done"                    // the turn's message is written
+	CauseLimit                 Cause = "limit_exceeded"          // a limit named in Decision.Limit
+	CauseRetry                 Cause = "retry"                   // RETRIABLE: run the failed node again
+	CauseRetriesExhausted      Cause = "retries_exhausted"       // RETRIABLE with no attempt left
+	CauseReplan                Cause = "replan"                  // REPLANNING
+	CausePlanningBudget        Cause = "planning_budget"         // REPLANNING with no plan left
+	CauseReclassify            Cause = "reclassify"              // RECLASSIFICATION
+	CauseReclassificationLimit Cause = "reclassification_budget" // RECLASSIFICATION with none left
+	CauseCritical              Cause = "critical"                // CRITICAL (or unclassified)
+	CauseFatal                 Cause = "fatal"                   // FATAL seen in the state (normally the run has ended)
+	CauseNoTask                Cause = "no_task"                 // → task extraction
+	CauseNoCapabilities        Cause = "no_capabilities"         // → classifier
+	CauseNoPlan                Cause = "no_plan"                 // → orchestrator
+	CauseSteps                 Cause = "steps"                   // → the ready steps
+	CausePlanFinished          Cause = "plan_finished"           // → respond
+	CauseUnknownCapability     Cause = "unknown_capability"      // a step names no graph node
+	CauseStepFailed            Cause = "step_failed"             // a step failed for good without a current error
+	CauseStuck                 Cause = "stuck"                   // steps pending but none can run
+	CauseTerminalNotDone       Cause = "terminal_step_not_done"  // respond/clarify finished without ending the turn
+)
+
+// Decision is where the turn goes next.
+type Decision struct {
+	// Next lists the nodes to run next, together. [End] finishes the run.
+	Next []string
+	// NotBefore is the earliest start of Next (a retry delay), or zero.
+	NotBefore time.Time
+	Cause     Cause
+	// Error is the failure the decision handles, if any.
+	Error *state.ErrorInfo
+	// Limit names the limit or budget that sent the turn to the error node.
+	Limit string
+	// Steps maps each node of Next that runs a plan step to its step index.
+	Steps map[string]int
+}
+
+// ToError reports whether the decision sends the turn to the error node.
+func (d Decision) ToError() bool { return len(d.Next) == 1 && d.Next[0] == Error }
+
+func to(cause Cause, next ...string) Decision { return Decision{Next: next, Cause: cause} }
+
+func toError(cause Cause, e *state.ErrorInfo, limit string) Decision {
+	return Decision{Next: []string{Error}, Cause: cause, Error: e, Limit: limit}
+}
+
+// Decide returns the next node(s) for state s. It is pure: equal inputs give
+// equal decisions, and nothing is changed.
+func Decide(s state.State, cfg Config) Decision {
+	cfg = cfg.WithDefaults()
+	t := s.Turn
+	c := t.Control
+	if t.Done {
+		return to(CauseDone, End)
+	}
+	e := CurrentError(s)
+	switch {
+	case c.LimitExceeded != "":
+		return toError(CauseLimit, e, c.LimitExceeded)
+	case c.NodeSteps >= cfg.MaxNodeSteps:
+		return toError(CauseLimit, e, LimitNodeSteps)
+	case cfg.MaxTokens > 0 && c.Tokens >= cfg.MaxTokens:
+		return toError(CauseLimit, e, LimitTokens)
+	}
+	if e != nil {
+		return decideError(s, cfg, e)
+	}
+	switch {
+	case t.Task == nil:
+		return to(CauseNoTask, TaskExtraction)
+	case len(t.ActiveCapabilities) == 0:
+		return to(CauseNoCapabilities, Classifier)
+	case t.Plan == nil:
+		if c.PlansCreated >= cfg.MaxPlanningAttempts {
+			return toError(CausePlanningBudget, nil, LimitPlanning)
+		}
+		return to(CauseNoPlan, Orchestrator)
+	}
+	return decideSteps(t.Plan, cfg)
+}
+
+// CurrentError returns the failure being recovered from: the turn's current
+// error, else the first unresolved step error in plan order.
+func CurrentError(s state.State) *state.ErrorInfo {
+	if e := s.Turn.Control.Error; e != nil {
+		return e
+	}
+	if p := s.Turn.Plan; p != nil {
+		for _, st := range p.Steps {
+			if st.Error != nil && isPending(st.Status) {
+				return st.Error
+			}
+		}
+	}
+	return nil
+}
+
+func decideError(s state.State, cfg Config, e *state.ErrorInfo) Decision {
+	c := s.Turn.Control
+	switch e.Classification.Severity {
+	case capabilities.Retriable:
+		max := e.Policy.MaxAttempts
+		if max == 0 {
+			max = capabilities.DefaultMaxAttempts
+		}
+		if !e.Retry || e.Attempt >= max {
+			limit := ""
+			if e.Attempt >= max {
+				limit = LimitAttempts
+			}
+			return toError(CauseRetriesExhausted, e, limit)
+		}
+		target := e.Node
+		d := Decision{Next: []string{target}, NotBefore: e.NotBefore, Cause: CauseRetry, Error: e}
+		if e.StepIndex >= 0 {
+			p := s.Turn.Plan
+			if p == nil || e.StepIndex >= len(p.Steps) {
+				return toError(CauseCritical, e, "")
+			}
+			st := p.Steps[e.StepIndex]
+			target = st.Effective()
+			if !knownNode(target, cfg) {
+				return toError(CauseUnknownCapability, e, "")
+			}
+			d.Next = []string{target}
+			d.Steps = map[string]int{target: e.StepIndex}
+			if st.NotBefore.After(d.NotBefore) {
+				d.NotBefore = st.NotBefore
+			}
+		} else if !infraNode(target) {
+			return toError(CauseCritical, e, "")
+		}
+		return d
+	case capabilities.Replanning:
+		if c.PlansCreated >= cfg.MaxPlanningAttempts {
+			return toError(CausePlanningBudget, e, LimitPlanning)
+		}
+		return Decision{Next: []string{Orchestrator}, Cause: CauseReplan, Error: e}
+	case capabilities.Reclassification:
+		if c.Reclassifications >= cfg.MaxReclassifications {
+			return toError(CauseReclassificationLimit, e, LimitReclassification)
+		}
+		return Decision{Next: []string{Classifier}, Cause: CauseReclassify, Error: e}
+	case capabilities.Fatal:
+		return toError(CauseFatal, e, "")
+	}
+	return toError(CauseCritical, e, "")
+}
+
+func isPending(st state.StepStatus) bool { return st == "" || st == state.StepPending }
+
+func isTerminal(name string) bool { return name == Respond || name == Clarify }
+
+func infraNode(name string) bool {
+	switch name {
+	case TaskExtraction, Classifier, Orchestrator, Respond, Clarify:
+		return true
+	}
+	return false
+}
+
+func knownNode(name string, cfg Config) bool {
+	return isTerminal(name) || slices.Contains(cfg.Capabilities, name)
+}
+
+// satisfied reports whether a step's dependencies are met: done or skipped.
+// A dependency that is not an earlier step (a malformed plan) is read as
+// "every earlier step", so a bad index can only delay a step, never run it early.
+func satisfied(p *state.Plan, i int) bool {
+	deps := p.Steps[i].DependsOn
+	for _, d := range deps {
+		if d < 0 || d >= i {
+			return allFinished(p, i)
+		}
+		if !finished(p.Steps[d].Status) {
+			return false
+		}
+	}
+	return true
+}
+
+func finished(st state.StepStatus) bool { return st == state.StepDone || st == state.StepSkipped }
+
+func allFinished(p *state.Plan, n int) bool {
+	for j := 0; j < n; j++ {
+		if !finished(p.Steps[j].Status) {
+			return false
+		}
+	}
+	return true
+}
+
+// decideSteps picks the ready steps of the plan. Only steps up to the first
+// terminal step (respond or clarify) are ever run, and the terminal step only
+// once every step before it has finished.
+func decideSteps(p *state.Plan, cfg Config) Decision {
+	n := len(p.Steps)
+	term := -1
+	for i, st := range p.Steps {
+		if isTerminal(st.Effective()) {
+			term = i
+			break
+		}
+	}
+	limit := n
+	if term >= 0 {
+		limit = term
+	}
+	var (
+		next      []string
+		steps     map[string]int
+		notBefore time.Time
+		pending   bool
+	)
+	for i := 0; i < limit; i++ {
+		st := p.Steps[i]
+		if st.Status == state.StepFailed {
+			return toError(CauseStepFailed, st.Error, "")
+		}
+		if !isPending(st.Status) {
+			continue
+		}
+		pending = true
+		if !satisfied(p, i) {
+			continue
+		}
+		name := st.Effective()
+		if !knownNode(name, cfg) {
+			return toError(CauseUnknownCapability, &state.ErrorInfo{Node: name, Capability: name, StepIndex: i,
+				Classification: capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindInvalidInput,
+					UserMessage: "the plan names a capability that does not exist: " + name}}, "")
+		}
+		if _, dup := steps[name]; dup {
+			continue // one step per capability at a time; the next runs after it
+		}
+		if steps == nil {
+			steps = map[string]int{}
+		}
+		steps[name] = i
+		next = append(next, name)
+		if st.NotBefore.After(notBefore) {
+			notBefore = st.NotBefore
+		}
+	}
+	if len(next) > 0 {
+		return Decision{Next: next, NotBefore: notBefore, Cause: CauseSteps, Steps: steps}
+	}
+	if pending {
+		return toError(CauseStuck, nil, "")
+	}
+	if term >= 0 {
+		st := p.Steps[term]
+		if isPending(st.Status) {
+			return Decision{Next: []string{st.Effective()}, NotBefore: st.NotBefore, Cause: CauseSteps,
+				Steps: map[string]int{st.Effective(): term}}
+		}
+		// The terminal step finished but the turn is not done: its node did
+		// not write the turn's message. Never end silently.
+		return toError(CauseTerminalNotDone, st.Error, "")
+	}
+	// Every step ran and the plan has no terminal step (or the index ran past
+	// the end): answer.
+	return to(CausePlanFinished, Respond)
+}
