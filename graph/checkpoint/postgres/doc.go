@@ -1,0 +1,15 @@
+// Package postgres is a checkpoint.Store in PostgreSQL through jackc/pgx v5
+// (pgxpool), for deployments with several replicas sharing one database.
+//
+// Correctness needs no in-process state: every method is one statement or one
+// transaction, checkpoints and writes are upserted with INSERT … ON CONFLICT,
+// a thread's summary row follows its greatest checkpoint id whatever order
+// replicas write in, and schema migrations run under a transaction-scoped
+// advisory lock so replicas starting together migrate once.
+//
+// Durability: Put and PutWrites return after the server committed; with the
+// default synchronous_commit=on that is after the WAL was flushed.
+//
+// Tables live in Config.Schema when set (created if missing), otherwise in the
+// connection's search_path (normally public).
+package postgres

@@ -1,0 +1,12 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/checkpointtest"
+)
+
+func TestConformance(t *testing.T) {
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Store { return newStore(t) })
+}

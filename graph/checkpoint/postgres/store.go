@@ -1,0 +1,407 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+// Store is a checkpoint.Store in PostgreSQL. It is safe for concurrent use,
+// and any number of Stores (replicas) may share one database.
+type Store struct {
+	cfg  Config
+	pool *pgxpool.Pool
+	q    queries
+}
+
+var _ checkpoint.Store = (*Store)(nil)
+
+type queries struct {
+	put, checkWrite, putWrite, getLatest, getByID, deleteThreads, deleteCheckpoints, list, threads string
+}
+
+// New connects to cfg.DSN and migrates the schema.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	pc, err := cfg.poolConfig()
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	s := &Store{cfg: cfg, pool: pool}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.prepare()
+	return s, nil
+}
+
+// Close closes the pool, waiting for connections in use to be returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+const cpColumns = `thread_id, id, parent_id, run_id, step, state, next, not_before, metadata, created`
+
+func (s *Store) prepare() {
+	s.q = queries{
+		// One statement, hence one round trip and one implicit transaction:
+		// the checkpoint and the thread summary commit together. The summary
+		// follows the greatest id whatever order replicas write in; SET
+		// expressions see the row's old values.
+		put: s.expand(`WITH c AS (
+			INSERT INTO {{checkpoints}} (` + cpColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			ON CONFLICT (thread_id, id) DO UPDATE SET
+				parent_id = EXCLUDED.parent_id, run_id = EXCLUDED.run_id, step = EXCLUDED.step,
+				state = EXCLUDED.state, next = EXCLUDED.next, not_before = EXCLUDED.not_before,
+				metadata = EXCLUDED.metadata, created = EXCLUDED.created
+			RETURNING 1)
+		INSERT INTO {{threads}} AS t (thread_id, first_id, latest_id, metadata, created, updated)
+		VALUES ($1, $2, $2, $9, $10, $10)
+		ON CONFLICT (thread_id) DO UPDATE SET
+			first_id  = CASE WHEN EXCLUDED.first_id <= t.first_id THEN EXCLUDED.first_id ELSE t.first_id END,
+			created   = CASE WHEN EXCLUDED.first_id <= t.first_id THEN EXCLUDED.created ELSE t.created END,
+			latest_id = CASE WHEN EXCLUDED.latest_id >= t.latest_id THEN EXCLUDED.latest_id ELSE t.latest_id END,
+			metadata  = CASE WHEN EXCLUDED.latest_id >= t.latest_id THEN EXCLUDED.metadata ELSE t.metadata END,
+			updated   = CASE WHEN EXCLUDED.latest_id >= t.latest_id THEN EXCLUDED.updated ELSE t.updated END`),
+		// FOR KEY SHARE keeps a concurrent DeleteThread from removing the
+		// checkpoint until the writes are committed.
+		checkWrite: s.expand(`SELECT 1 FROM {{checkpoints}} WHERE thread_id = $1 AND id = $2 FOR KEY SHARE`),
+		putWrite: s.expand(`INSERT INTO {{writes}} (thread_id, checkpoint_id, task, kind, value) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (thread_id, checkpoint_id, task, kind) DO UPDATE SET value = EXCLUDED.value`),
+		// The checkpoint and its writes in one statement, so one snapshot.
+		getLatest: s.expand(getSQL(`WHERE thread_id = $1 ORDER BY id DESC LIMIT 1`)),
+		getByID:   s.expand(getSQL(`WHERE thread_id = $1 AND id = $2`)),
+		// Threads first: it serialises with Put's upsert of the same row.
+		deleteThreads:     s.expand(`DELETE FROM {{threads}} WHERE thread_id = $1`),
+		deleteCheckpoints: s.expand(`DELETE FROM {{checkpoints}} WHERE thread_id = $1`), // writes cascade
+		list:              s.expand(`SELECT ` + cpColumns + ` FROM {{checkpoints}} WHERE thread_id = $1`),
+		threads:           s.expand(`SELECT thread_id, latest_id, metadata, created, updated FROM {{threads}} WHERE true`),
+	}
+}
+
+func getSQL(where string) string {
+	return `SELECT ` + cpColumns + `,
+		ARRAY(SELECT w.task  FROM {{writes}} w WHERE w.thread_id = c.thread_id AND w.checkpoint_id = c.id ORDER BY w.seq),
+		ARRAY(SELECT w.kind  FROM {{writes}} w WHERE w.thread_id = c.thread_id AND w.checkpoint_id = c.id ORDER BY w.seq),
+		ARRAY(SELECT w.value FROM {{writes}} w WHERE w.thread_id = c.thread_id AND w.checkpoint_id = c.id ORDER BY w.seq)
+		FROM (SELECT ` + cpColumns + ` FROM {{checkpoints}} ` + where + `) c`
+}
+
+// Put stores a checkpoint (replacing one with the same thread and id) and
+// updates the thread summary in one statement.
+func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
+		return err
+	}
+	md, err := mapArg(cp.Metadata)
+	if err != nil {
+		return fmt.Errorf("postgres: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	_, err = s.pool.Exec(ctx, s.q.put, cp.ThreadID, cp.ID, idArg(cp.ParentID), idArg(cp.RunID), cp.Step,
+		blobArg(cp.State), sliceArg(cp.Next), timeArg(cp.NotBefore), md, timeArg(cp.Created))
+	if err != nil {
+		return fmt.Errorf("postgres: put %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	return nil
+}
+
+// PutWrites stores pending writes against an existing checkpoint in one
+// transaction; a write whose (task, kind) is stored replaces the value in place.
+func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, writes []checkpoint.Write) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateWrites(threadID, id, writes); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, s.q.checkWrite, threadID, id).Scan(&one); err != nil {
+			return err
+		}
+		if len(writes) == 0 {
+			return nil
+		}
+		// One round trip for all writes; statements run in order, so a key
+		// repeated in the batch ends with its last value.
+		b := &pgx.Batch{}
+		for _, w := range writes {
+			b.Queue(s.q.putWrite, threadID, id, w.Task, string(w.Kind), blobArg(w.Value))
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	var pe *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pe) && pe.Code == "23503": // foreign_key_violation
+		return fmt.Errorf("%w: checkpoint %s of thread %q", checkpoint.ErrNotFound, id, threadID)
+	case err != nil:
+		return fmt.Errorf("postgres: put writes %s/%s: %w", threadID, id, err)
+	}
+	return nil
+}
+
+// Get returns a checkpoint and its pending writes; uuid.Nil means the latest.
+func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpoint.Tuple, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.Tuple{}, err
+	}
+	var row pgx.Row
+	if id == uuid.Nil {
+		row = s.pool.QueryRow(ctx, s.q.getLatest, threadID)
+	} else {
+		row = s.pool.QueryRow(ctx, s.q.getByID, threadID, id)
+	}
+	var (
+		tasks, kinds []string
+		values       [][]byte
+	)
+	cp, err := scanCheckpoint(row, &tasks, &kinds, &values)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if id == uuid.Nil {
+			return checkpoint.Tuple{}, fmt.Errorf("%w: thread %q", checkpoint.ErrNotFound, threadID)
+		}
+		return checkpoint.Tuple{}, fmt.Errorf("%w: checkpoint %s of thread %q", checkpoint.ErrNotFound, id, threadID)
+	}
+	if err != nil {
+		return checkpoint.Tuple{}, fmt.Errorf("postgres: get %s/%s: %w", threadID, id, err)
+	}
+	if len(kinds) != len(tasks) || len(values) != len(tasks) {
+		return checkpoint.Tuple{}, fmt.Errorf("postgres: get %s/%s: writes changed between columns", threadID, id)
+	}
+	var ws []checkpoint.Write
+	for i := range tasks {
+		ws = append(ws, checkpoint.Write{Task: tasks[i], Kind: checkpoint.WriteKind(kinds[i]), Value: nilIfEmpty(values[i])})
+	}
+	return checkpoint.Tuple{Checkpoint: cp, Writes: ws}, nil
+}
+
+// List returns a thread's checkpoints newest first.
+func (s *Store) List(ctx context.Context, threadID string, opts checkpoint.ListOptions) ([]checkpoint.Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q := strings.Builder{}
+	q.WriteString(s.q.list)
+	args := []any{threadID}
+	if opts.Before != uuid.Nil {
+		args = append(args, opts.Before)
+		q.WriteString(` AND id < $` + strconv.Itoa(len(args)))
+	}
+	if len(opts.Filter) > 0 {
+		f, err := mapArg(opts.Filter)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: encode filter: %w", err)
+		}
+		args = append(args, f)
+		q.WriteString(` AND metadata @> $` + strconv.Itoa(len(args)) + `::jsonb`)
+	}
+	q.WriteString(` ORDER BY id DESC`)
+	if opts.Limit > 0 {
+		args = append(args, opts.Limit)
+		q.WriteString(` LIMIT $` + strconv.Itoa(len(args)))
+	}
+	rows, err := s.pool.Query(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list %s: %w", threadID, err)
+	}
+	defer rows.Close()
+	var out []checkpoint.Checkpoint
+	for rows.Next() {
+		cp, err := scanCheckpoint(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list %s: %w", threadID, err)
+		}
+		out = append(out, cp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list %s: %w", threadID, err)
+	}
+	return out, nil
+}
+
+// Threads lists threads by latest checkpoint id, newest first.
+func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]checkpoint.ThreadInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q := strings.Builder{}
+	q.WriteString(s.q.threads)
+	var args []any
+	if len(f.Metadata) > 0 {
+		m, err := mapArg(f.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: encode filter: %w", err)
+		}
+		args = append(args, m)
+		q.WriteString(` AND metadata @> $1::jsonb`)
+	}
+	q.WriteString(` ORDER BY latest_id DESC`)
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		q.WriteString(` LIMIT $` + strconv.Itoa(len(args)))
+	}
+	rows, err := s.pool.Query(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list threads: %w", err)
+	}
+	defer rows.Close()
+	var out []checkpoint.ThreadInfo
+	for rows.Next() {
+		var (
+			ti               checkpoint.ThreadInfo
+			md               []byte
+			created, updated *time.Time
+		)
+		if err := rows.Scan(&ti.ThreadID, &ti.Latest, &md, &created, &updated); err != nil {
+			return nil, fmt.Errorf("postgres: scan thread: %w", err)
+		}
+		if ti.Metadata, err = scanMetadata(md); err != nil {
+			return nil, err
+		}
+		ti.Created, ti.Updated = scanTime(created), scanTime(updated)
+		out = append(out, ti)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list threads: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteThread removes a thread's summary, checkpoints and writes in one transaction.
+func (s *Store) DeleteThread(ctx context.Context, threadID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.q.deleteThreads, threadID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, s.q.deleteCheckpoints, threadID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: delete thread %s: %w", threadID, err)
+	}
+	return nil
+}
+
+func scanCheckpoint(row pgx.Row, extra ...any) (checkpoint.Checkpoint, error) {
+	var (
+		cp                 checkpoint.Checkpoint
+		parent, run        *uuid.UUID
+		state, md          []byte
+		next               []string
+		notBefore, created *time.Time
+	)
+	dest := append([]any{&cp.ThreadID, &cp.ID, &parent, &run, &cp.Step, &state, &next, &notBefore, &md, &created}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return cp, err
+	}
+	if parent != nil {
+		cp.ParentID = *parent
+	}
+	if run != nil {
+		cp.RunID = *run
+	}
+	var err error
+	if cp.Metadata, err = scanMetadata(md); err != nil {
+		return cp, err
+	}
+	cp.State, cp.Next = nilIfEmpty(state), nilIfEmpty(next)
+	cp.NotBefore, cp.Created = scanTime(notBefore), scanTime(created)
+	return cp, nil
+}
+
+// Column encodings: empty collections and zero values are NULL.
+
+func idArg(id uuid.UUID) any {
+	if id == uuid.Nil {
+		return nil
+	}
+	return id
+}
+
+func blobArg(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+func sliceArg(v []string) any {
+	if len(v) == 0 {
+		return nil
+	}
+	return v
+}
+
+// timeArg is the zero time as NULL; pgx sends microseconds, truncating.
+func timeArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+func scanTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// mapArg encodes metadata as JSON text, which the jsonb column parses.
+func mapArg(m map[string]string) (any, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+func scanMetadata(b []byte) (map[string]string, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var out map[string]string
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("postgres: corrupt metadata column: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
