@@ -2,5 +2,53 @@
 // a plan and an answer: task extraction, classifier, orchestrator, respond and
 // clarify. Each uses its LLM role when one is configured and a deterministic
 // offline strategy otherwise (or when the LLM is unreachable and fallback to
-// offline is set).
+// offline is set):
+//
+//   - task: the last user message, joined with the previous one for a short
+//     follow-up ("and the RF voltage?");
+//   - classifier: BM25 relevance of the task to each capability's name,
+//     description, classifier instructions and positive examples, above a
+//     threshold and a fraction of the best score;
+//   - orchestrator: a dependency planner over provides/requires (topological
+//     order, shared providers once, independent steps parallel, ends in respond);
+//   - respond and clarify: templates that say they come from offline mode.
+//
+// Build them with New(cfg) (all five) or NewTaskExtraction, NewClassifier,
+// NewOrchestrator, NewRespond and NewClarify. Every node implements Node,
+// capabilities.ErrorClassifier and capabilities.RetryPolicyProvider. Errors
+// are *capabilities.Error values with a stated classification:
+//
+//   - an unusable model reply: RETRIABLE, kind "format", wrapping *FormatError;
+//     metadata parse_error, expected_shape and previous_reply are shown to the
+//     model on the next attempt (the orchestrator reads them from
+//     Turn.Control.Error);
+//   - a plan naming an unregistered capability: RECLASSIFICATION (*PlanError, ErrUnknownCapability);
+//   - a plan input that does not exist or comes from a later step: REPLANNING
+//     listing the available keys (*PlanError, ErrInvalidInputKey);
+//   - LLM failures: classified from *llm.Error (429/5xx/timeouts RETRIABLE with
+//     the server's Retry-After; 401/403/quota CRITICAL naming the role;
+//     context length exceeded CRITICAL, kind resource_exhausted, wrapping
+//     capabilities.ErrResourceExhausted).
+//
+// State the nodes write: task extraction sets Turn.Task; the classifier sets
+// Turn.ActiveCapabilities, clears Turn.Plan and, when it runs because of a
+// RECLASSIFICATION error, increments Control.Reclassifications and sets
+// Control.ReclassificationReason; the orchestrator sets Turn.Plan (Number =
+// Control.PlansCreated after incrementing it, DependsOn marked); respond and
+// clarify append the turn's single assistant message, mark their plan step
+// done and set Turn.Done. Each clears Control.Error when it succeeds (the
+// failure it was recovering from is handled). Token use is returned in
+// Update.Tokens by role.
+//
+// Payloads emitted with graph.Emit (EventCustom):
+//
+//   - Status{Node, Text}: a short status line;
+//   - Token{Node, Text}: a chunk of the answer or questions;
+//   - TaskExtracted{Task, DependsOnHistory, Offline};
+//   - CapabilitiesSelected{Capabilities, Added, Offline};
+//   - NotSelected{Capability, Err}: a classification call failed, or the model
+//     named an unregistered capability;
+//   - PlanMade{Plan, Offline};
+//   - OfflineFallback{Node, Reason}: the model was unreachable, the node
+//     answered offline.
 package nodes

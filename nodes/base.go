@@ -1,0 +1,130 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/prompts"
+	"github.com/capgraph/capgraph/state"
+)
+
+// base is what every node shares: config, the LLM call, classification and
+// the retry policy.
+type base struct {
+	cfg  Config
+	name string
+}
+
+func newBase(cfg Config, name string) (base, error) {
+	c, err := cfg.withDefaults()
+	return base{cfg: c, name: name}, err
+}
+
+// Name implements Node.
+func (b base) Name() string { return b.name }
+
+// RetryPolicy implements capabilities.RetryPolicyProvider.
+func (b base) RetryPolicy() capabilities.RetryPolicy { return b.cfg.RetryPolicy.WithDefaults() }
+
+// ClassifyError implements capabilities.ErrorClassifier: the node's errors
+// are *capabilities.Error (stated classification) or LLM errors (classified
+// from their HTTP status and kind).
+func (b base) ClassifyError(err error, _ capabilities.ErrorContext) capabilities.Classification {
+	return llm.CapabilityError(err).Classification()
+}
+
+// call is one model call's outcome.
+type call struct {
+	text    string
+	usage   llm.Usage
+	offline bool // no model, or unreachable with fallback offline: use the offline strategy
+}
+
+// generate calls the role's model with a system prompt and one user message.
+// It reports offline when no model is configured for the role, or when the
+// model is unreachable and fallback offline is set.
+func (b base) generate(ctx context.Context, role llm.Role, system, user string, json bool, onChunk func(context.Context, string) error) (call, error) {
+	m, ok := b.cfg.Models.For(role)
+	if !ok {
+		return call{offline: true}, nil
+	}
+	req := llm.Request{Role: role, JSON: json, OnChunk: onChunk, Messages: []llm.Message{
+		{Role: "system", Content: system}, {Role: "user", Content: user}}}
+	resp, err := m.Generate(ctx, req)
+	if err != nil {
+		if errors.Is(err, llm.ErrOffline) {
+			graph.Emit(ctx, OfflineFallback{Node: b.name, Reason: err.Error()})
+			return call{offline: true}, nil
+		}
+		return call{}, llm.CapabilityError(err)
+	}
+	return call{text: resp.Text, usage: resp.Usage}, nil
+}
+
+// online reports whether role has a model (without calling it).
+func (b base) online(role llm.Role) bool {
+	_, ok := b.cfg.Models.For(role)
+	return ok
+}
+
+func (b base) render(name string, data any) (string, error) {
+	s, err := b.cfg.Prompts.Render(name, data)
+	if err != nil {
+		// A broken (overridden) template is a configuration defect: no retry helps.
+		return "", capabilities.NewError(capabilities.Critical, capabilities.KindInvalidInput,
+			"the prompt template "+name+" could not be rendered", err)
+	}
+	return s, nil
+}
+
+func tokens(role llm.Role, calls ...call) map[string]int {
+	n := 0
+	for _, c := range calls {
+		n += c.usage.Total()
+	}
+	if n == 0 {
+		return nil
+	}
+	return map[string]int{string(role): n}
+}
+
+// history converts the messages before this turn for prompts.
+func history(s state.State) []prompts.HistoryMessage {
+	h := s.History()
+	out := make([]prompts.HistoryMessage, 0, len(h))
+	for _, m := range h {
+		if m.Role == state.RoleSystem {
+			continue
+		}
+		out = append(out, prompts.HistoryMessage{Role: string(m.Role), Content: m.Content})
+	}
+	return out
+}
+
+// taskText is the turn's task, or its input when no task was extracted.
+func taskText(t state.Turn) string {
+	if t.Task != nil && t.Task.Text != "" {
+		return t.Task.Text
+	}
+	return t.Input
+}
+
+// cloneTurn copies the parts of a turn a node changes, so s is not mutated.
+func cloneTurn(t state.Turn) state.Turn {
+	t.ActiveCapabilities = slices.Clone(t.ActiveCapabilities)
+	t.Results = slices.Clone(t.Results)
+	if t.Plan != nil {
+		p := *t.Plan
+		p.Steps = slices.Clone(p.Steps)
+		t.Plan = &p
+	}
+	return t
+}
+
+func isTerminal(capability string) bool {
+	return capability == capabilities.Respond || capability == capabilities.Clarify
+}

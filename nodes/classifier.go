@@ -1,0 +1,283 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/prompts"
+	"github.com/capgraph/capgraph/state"
+)
+
+// Reply shapes of the classifier.
+const (
+	MatchShape    = `{"is_match": true} or {"is_match": false}`
+	SelectedShape = `{"capabilities": ["<capability name>", ...]}`
+)
+
+// ClassifierNode selects the capabilities relevant to the task.
+type ClassifierNode struct {
+	base
+	lex *lexicalIndex
+}
+
+// NewClassifier returns the classifier node.
+func NewClassifier(cfg Config) (*ClassifierNode, error) {
+	b, err := newBase(cfg, Classifier)
+	if err != nil {
+		return nil, err
+	}
+	return &ClassifierNode{base: b, lex: newLexicalIndex(b.cfg.Registry.All())}, nil
+}
+
+// Run sets Turn.ActiveCapabilities (respond and clarify always included) and
+// clears the plan. After a reclassification error it counts the
+// reclassification, records why, and tells the model why the previous
+// selection failed.
+func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, error) {
+	t := cloneTurn(s.Turn)
+	task := taskText(t)
+	if task == "" {
+		return state.Update{}, capabilities.NewError(capabilities.Critical, capabilities.KindInvalidInput,
+			"the classifier ran without a task", ErrNoTask)
+	}
+	if e := t.Control.Error; e != nil && e.Classification.Severity == capabilities.Reclassification {
+		t.Control.Reclassifications++
+		t.Control.ReclassificationReason = reclassReason(e)
+	}
+	t.Control.Error = nil
+	t.Plan = nil
+	graph.Emit(ctx, Status{Node: n.name, Text: "Selecting capabilities…"})
+
+	var (
+		selected []string
+		calls    []call
+		offline  bool
+		err      error
+	)
+	switch {
+	case t.Options.SkipClassification:
+		selected = n.cfg.Registry.Names()
+	default:
+		selected, calls, offline, err = n.classify(ctx, task, t.Control.ReclassificationReason)
+		if err != nil {
+			return state.Update{}, err
+		}
+	}
+	// Online, context kept from earlier turns satisfies a requirement (the
+	// planner reuses it); offline there is no planner judgement, so providers
+	// always run unless the task follows up on the previous one.
+	reuse := !offline || (t.Task != nil && t.Task.DependsOnHistory)
+	all, added := expandDependencies(n.cfg.Registry, selected, s.Context, reuse)
+	for _, always := range []string{capabilities.Respond, capabilities.Clarify} {
+		if !slices.Contains(all, always) {
+			all = append(all, always)
+		}
+	}
+	t.ActiveCapabilities = all
+	graph.Emit(ctx, CapabilitiesSelected{Capabilities: all, Added: added, Offline: offline})
+	return state.Update{Turn: &t, Tokens: tokens(llm.RoleClassifier, calls...)}, nil
+}
+
+func reclassReason(e *state.ErrorInfo) string {
+	if r, ok := e.Classification.Metadata[capabilities.MetaReclassificationReason].(string); ok && r != "" {
+		return r
+	}
+	if e.Classification.UserMessage != "" {
+		return e.Classification.UserMessage
+	}
+	return e.Message
+}
+
+// candidates are the capabilities the classifier decides on: all but the
+// always-active ones.
+func (n *ClassifierNode) candidates() []capabilities.Capability {
+	var out []capabilities.Capability
+	for _, c := range n.cfg.Registry.All() {
+		if !isTerminal(c.Name()) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (n *ClassifierNode) info(c capabilities.Capability) prompts.ClassifierCapability {
+	ci := prompts.ClassifierCapability{Name: c.Name(), Description: c.Description()}
+	if gp, ok := c.(capabilities.ClassifierGuideProvider); ok {
+		if g := gp.ClassifierGuide(); g != nil {
+			ci.Instructions = g.Instructions
+			ci.Examples = prompts.ShuffledExamples(g, n.cfg.Seed)
+		}
+	}
+	return ci
+}
+
+func (n *ClassifierNode) classify(ctx context.Context, task, previous string) (selected []string, calls []call, offline bool, err error) {
+	cands := n.candidates()
+	if len(cands) == 0 {
+		return nil, nil, !n.online(llm.RoleClassifier), nil
+	}
+	if !n.online(llm.RoleClassifier) {
+		return n.lex.selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), nil, true, nil
+	}
+	if n.cfg.ClassifierMode == PerCapability {
+		return n.perCapability(ctx, task, previous, cands)
+	}
+	infos := make([]prompts.ClassifierCapability, len(cands))
+	for i, c := range cands {
+		infos[i] = n.info(c)
+	}
+	sys, err := n.render(prompts.ClassifierBatched, prompts.ClassifierBatchedData{Task: task, Capabilities: infos, PreviousFailure: previous})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	c, err := n.generate(ctx, llm.RoleClassifier, sys, "User request:\n"+task, true, nil)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if c.offline {
+		return n.lex.selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), nil, true, nil
+	}
+	names, err := parseSelection(c.text)
+	if err != nil {
+		return nil, nil, false, formatError(n.name, err.Error(), SelectedShape, c.text, nil)
+	}
+	for _, name := range names {
+		if _, ok := n.cfg.Registry.Get(name); !ok || isTerminal(name) {
+			if !isTerminal(name) {
+				graph.Emit(ctx, NotSelected{Capability: name, Err: "the model named a capability that is not registered"})
+			}
+			continue
+		}
+		if !slices.Contains(selected, name) {
+			selected = append(selected, name)
+		}
+	}
+	return selected, []call{c}, false, nil
+}
+
+func parseSelection(reply string) ([]string, error) {
+	raw, err := extractJSON(reply)
+	if err != nil {
+		return nil, err
+	}
+	m, err := strictObject(raw, "the reply", "capabilities")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	ok, err := field(m, "capabilities", "the reply", &names)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New(`the reply has no "capabilities" list`)
+	}
+	return names, nil
+}
+
+func parseMatch(reply string) (bool, error) {
+	raw, err := extractJSON(reply)
+	if err != nil {
+		return false, err
+	}
+	m, err := strictObject(raw, "the reply", "is_match")
+	if err != nil {
+		return false, err
+	}
+	var v bool
+	ok, err := field(m, "is_match", "the reply", &v)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, errors.New(`the reply has no "is_match"`)
+	}
+	return v, nil
+}
+
+// perCapability asks one yes/no question per capability, at most
+// MaxConcurrentClassifications at a time. A failed call leaves that
+// capability out (with a NotSelected event) unless its failure is CRITICAL or
+// FATAL (a rejected key fails every call alike) or every call failed: then
+// the classifier fails.
+func (n *ClassifierNode) perCapability(ctx context.Context, task, previous string, cands []capabilities.Capability) ([]string, []call, bool, error) {
+	type result struct {
+		match bool
+		c     call
+		err   error
+	}
+	results := make([]result, len(cands))
+	sem := make(chan struct{}, n.cfg.MaxConcurrentClassifications)
+	var wg sync.WaitGroup
+	for i, cp := range cands {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				results[i].err = llm.CapabilityError(&llm.Error{Kind: llm.ErrCanceled, Role: llm.RoleClassifier, Err: ctx.Err()})
+				return
+			}
+			defer func() { <-sem }()
+			sys, err := n.render(prompts.Classifier, prompts.ClassifierData{Task: task, Capability: n.info(cp), PreviousFailure: previous})
+			if err != nil {
+				results[i].err = err
+				return
+			}
+			c, err := n.generate(ctx, llm.RoleClassifier, sys, "User request:\n"+task, true, nil)
+			results[i].c = c
+			if err != nil {
+				results[i].err = err
+				return
+			}
+			if c.offline {
+				return
+			}
+			m, err := parseMatch(c.text)
+			if err != nil {
+				results[i].err = formatError(n.name, fmt.Sprintf("capability %s: %v", cp.Name(), err), MatchShape, c.text, nil)
+				return
+			}
+			results[i].match = m
+		}()
+	}
+	wg.Wait()
+	var (
+		selected []string
+		calls    []call
+		failed   int
+		offline  bool
+	)
+	for i, r := range results {
+		calls = append(calls, r.c)
+		if r.c.offline {
+			offline = true
+		}
+		if r.err != nil {
+			ce := llm.CapabilityError(r.err)
+			if ce.Severity >= capabilities.Critical {
+				return nil, nil, false, ce
+			}
+			failed++
+			graph.Emit(ctx, NotSelected{Capability: cands[i].Name(), Err: r.err.Error()})
+			continue
+		}
+		if r.match {
+			selected = append(selected, cands[i].Name())
+		}
+	}
+	if offline {
+		return n.lex.selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), nil, true, nil
+	}
+	if failed == len(cands) {
+		return nil, nil, false, llm.CapabilityError(results[0].err)
+	}
+	return selected, calls, false, nil
+}

@@ -1,0 +1,170 @@
+package nodes
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// expandDependencies adds, transitively, the provider of every context type
+// a selected capability requires and no selected capability provides. When
+// reuse is set, a type already in the context store needs no provider (the
+// planner may reuse it). It returns the full selection in registration order
+// and the capabilities added.
+func expandDependencies(reg *capabilities.Registry, selected []string, store capabilities.ContextStore, reuse bool) (all, added []string) {
+	in := map[string]bool{}
+	for _, n := range selected {
+		in[n] = true
+	}
+	queue := slices.Clone(selected)
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		c, ok := reg.Get(name)
+		if !ok {
+			continue
+		}
+		for _, q := range c.Requires() {
+			if reuse && store.Has(q.Type) {
+				continue
+			}
+			if providedBy(reg, in, q.Type) {
+				continue
+			}
+			provs := reg.Providers(q.Type)
+			if len(provs) == 0 {
+				continue
+			}
+			p := provs[0]
+			in[p] = true
+			added = append(added, p)
+			queue = append(queue, p)
+		}
+	}
+	for _, n := range reg.Names() {
+		if in[n] {
+			all = append(all, n)
+		}
+	}
+	return all, added
+}
+
+func providedBy(reg *capabilities.Registry, in map[string]bool, typ string) bool {
+	for n := range in {
+		if c, ok := reg.Get(n); ok && slices.Contains(c.Provides(), typ) {
+			return true
+		}
+	}
+	return false
+}
+
+// dependencyPlan is the offline planner: every active capability becomes a
+// step after the steps providing its required types (topological order; a
+// provider shared by several steps runs once), reading missing types from
+// the context store when no active capability provides them; the plan ends
+// with respond. A capability whose requirement nothing satisfies is left out
+// and reported in skipped.
+func dependencyPlan(reg *capabilities.Registry, active []string, store capabilities.ContextStore, task string, turn int) (steps []capabilities.PlannedStep, skipped []string) {
+	activeSet := map[string]bool{}
+	for _, n := range active {
+		activeSet[n] = true
+	}
+	keyOf := map[string]string{} // capability → context key of its step
+	state := map[string]int{}    // 0 unvisited, 1 visiting, 2 done, 3 failed
+	var visit func(name string, goal bool) bool
+	visit = func(name string, goal bool) bool {
+		switch state[name] {
+		case 1, 3:
+			return false // a cycle, or already failed
+		case 2:
+			return true
+		}
+		state[name] = 1
+		c, ok := reg.Get(name)
+		if !ok {
+			state[name] = 3
+			return false
+		}
+		var inputs []capabilities.InputRef
+		for _, q := range c.Requires() {
+			prov := ""
+			for _, p := range reg.Providers(q.Type) {
+				if activeSet[p] && p != name {
+					prov = p
+					break
+				}
+			}
+			if prov != "" && visit(prov, false) {
+				inputs = append(inputs, capabilities.InputRef{Type: q.Type, Key: keyOf[prov]})
+				continue
+			}
+			if e, ok := latest(store, q.Type); ok {
+				inputs = append(inputs, capabilities.InputRef{Type: q.Type, Key: e.Key})
+				continue
+			}
+			state[name] = 3
+			skipped = append(skipped, name)
+			return false
+		}
+		key := fmt.Sprintf("%s_%d", name, turn)
+		keyOf[name] = key
+		objective := task
+		if !goal {
+			objective = fmt.Sprintf("Provide %s for: %s", strings.Join(c.Provides(), ", "), task)
+		}
+		out := ""
+		if p := c.Provides(); len(p) > 0 {
+			out = p[0]
+		}
+		steps = append(steps, capabilities.PlannedStep{ContextKey: key, Capability: name, TaskObjective: objective,
+			ExpectedOutput: out, Inputs: inputs})
+		state[name] = 2
+		return true
+	}
+	// A capability is a goal when no other active capability needs what it provides.
+	for _, n := range active {
+		if isTerminal(n) {
+			continue
+		}
+		visit(n, !neededByOther(reg, n, activeSet))
+	}
+	steps = append(steps, respondStep(task))
+	return steps, skipped
+}
+
+func neededByOther(reg *capabilities.Registry, name string, active map[string]bool) bool {
+	c, ok := reg.Get(name)
+	if !ok {
+		return false
+	}
+	for other := range active {
+		if other == name {
+			continue
+		}
+		oc, ok := reg.Get(other)
+		if !ok {
+			continue
+		}
+		for _, q := range oc.Requires() {
+			if slices.Contains(c.Provides(), q.Type) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// latest returns the most recent entry of a type (by turn, then creation).
+func latest(store capabilities.ContextStore, typ string) (capabilities.ContextEntry, bool) {
+	var best capabilities.ContextEntry
+	found := false
+	for _, e := range store[typ] {
+		if !found || e.Turn > best.Turn || (e.Turn == best.Turn && e.Created.After(best.Created)) ||
+			(e.Turn == best.Turn && e.Created.Equal(best.Created) && e.Key > best.Key) {
+			best, found = e, true
+		}
+	}
+	return best, found
+}

@@ -1,0 +1,102 @@
+package nodes
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// Sentinel kinds of the nodes' own failures.
+var (
+	// ErrFormat: a model reply could not be parsed (RETRIABLE: re-prompted
+	// with the exact parse error and the expected shape).
+	ErrFormat = errors.New("nodes: unusable model reply")
+	// ErrUnknownCapability: a plan names a capability that is not registered
+	// (RECLASSIFICATION).
+	ErrUnknownCapability = errors.New("nodes: plan uses an unknown capability")
+	// ErrInvalidInputKey: a plan step reads a context key that does not exist
+	// or that a later step produces (REPLANNING).
+	ErrInvalidInputKey = errors.New("nodes: plan reads an invalid context key")
+	// ErrNoTask: a node needing a task ran before task extraction.
+	ErrNoTask = errors.New("nodes: no task")
+)
+
+// Metadata keys the nodes put on classifications, in addition to the
+// capabilities Meta* keys.
+const (
+	MetaParseError    = "parse_error"
+	MetaExpectedShape = "expected_shape"
+	MetaPreviousReply = "previous_reply"
+	MetaAvailableKeys = "available_keys"
+	MetaUnknown       = "unknown_capabilities"
+)
+
+// maxReplyInPrompt bounds how much of a bad reply is shown again.
+const maxReplyInPrompt = 2000
+
+// FormatError is an unparsable model reply.
+type FormatError struct {
+	// Node that asked.
+	Node string
+	// Problem is the exact parse or validation error.
+	Problem string
+	// Shape describes the expected reply.
+	Shape string
+	// Reply is the model's reply.
+	Reply string
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("%s: the model's reply is unusable: %s (expected %s)", e.Node, e.Problem, e.Shape)
+}
+func (e *FormatError) Unwrap() error { return ErrFormat }
+
+// formatError is a RETRIABLE format failure carrying what the next attempt
+// must show the model.
+func formatError(node, problem, shape, reply string, extra map[string]any) *capabilities.Error {
+	fe := &FormatError{Node: node, Problem: problem, Shape: shape, Reply: reply}
+	meta := map[string]any{MetaParseError: problem, MetaExpectedShape: shape, MetaPreviousReply: truncate(reply, maxReplyInPrompt)}
+	for k, v := range extra {
+		meta[k] = v
+	}
+	return &capabilities.Error{Severity: capabilities.Retriable, Kind: capabilities.KindFormat,
+		UserMessage: fmt.Sprintf("the %s model's reply was not usable: %s", node, problem), Metadata: meta, Err: fe}
+}
+
+// PlanError is a plan that parsed but cannot run.
+type PlanError struct {
+	// Kind is ErrUnknownCapability or ErrInvalidInputKey.
+	Kind    error
+	Step    int
+	Problem string
+	// Unknown lists unknown capabilities; Available lists usable context keys.
+	Unknown   []string
+	Available []string
+}
+
+func (e *PlanError) Error() string {
+	return fmt.Sprintf("plan step %d: %s", e.Step+1, e.Problem)
+}
+func (e *PlanError) Unwrap() error { return e.Kind }
+
+func (e *PlanError) capabilityError() *capabilities.Error {
+	if errors.Is(e.Kind, ErrUnknownCapability) {
+		return &capabilities.Error{Severity: capabilities.Reclassification, Kind: capabilities.KindNotFound,
+			UserMessage: e.Error(), Err: e, Metadata: map[string]any{
+				capabilities.MetaReclassificationReason: fmt.Sprintf("the plan needed capabilities that are not available: %s", strings.Join(e.Unknown, ", ")),
+				MetaUnknown:                             e.Unknown}}
+	}
+	return &capabilities.Error{Severity: capabilities.Replanning, Kind: capabilities.KindInvalidInput,
+		UserMessage: e.Error(), Err: e, Metadata: map[string]any{
+			capabilities.MetaReplanningReason: e.Problem,
+			MetaAvailableKeys:                 e.Available}}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

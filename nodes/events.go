@@ -1,0 +1,54 @@
+package nodes
+
+import "github.com/capgraph/capgraph/state"
+
+// Payloads the nodes emit with graph.Emit for frontends. The agent maps them
+// to its events; they are small values, safe to copy.
+
+// Status is a short human status line ("Selecting capabilities…").
+type Status struct {
+	Node string
+	Text string
+}
+
+// Token is a chunk of the streamed answer (respond) or questions (clarify).
+type Token struct {
+	Node string
+	Text string
+}
+
+// TaskExtracted carries the task the turn works on.
+type TaskExtracted struct {
+	Task             string
+	DependsOnHistory bool
+	Offline          bool
+}
+
+// CapabilitiesSelected carries the classifier's selection, after dependency
+// expansion. Added lists capabilities pulled in only as providers of a
+// required context type.
+type CapabilitiesSelected struct {
+	Capabilities []string
+	Added        []string
+	Offline      bool
+}
+
+// NotSelected says a capability was left out because its classification
+// call failed (per-capability mode).
+type NotSelected struct {
+	Capability string
+	Err        string
+}
+
+// PlanMade carries a new plan.
+type PlanMade struct {
+	Plan    state.Plan
+	Offline bool
+}
+
+// OfflineFallback says a node answered with its offline strategy because its
+// model could not be reached (Config fallback "offline").
+type OfflineFallback struct {
+	Node   string
+	Reason string
+}

@@ -1,0 +1,152 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/prompts"
+	"github.com/capgraph/capgraph/state"
+)
+
+// OrchestratorNode plans the steps of the turn.
+type OrchestratorNode struct{ base }
+
+// NewOrchestrator returns the orchestrator node.
+func NewOrchestrator(cfg Config) (*OrchestratorNode, error) {
+	b, err := newBase(cfg, Orchestrator)
+	if err != nil {
+		return nil, err
+	}
+	return &OrchestratorNode{b}, nil
+}
+
+// Run sets Turn.Plan (numbered, steps pending, dependencies marked) and
+// counts it in Control.PlansCreated. Its errors are typed: an unusable reply
+// is a RETRIABLE format error whose metadata carries the parse error, the
+// expected shape and the reply, which the next attempt shows the model; an
+// unknown capability is RECLASSIFICATION; an invalid input key is REPLANNING.
+func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update, error) {
+	t := cloneTurn(s.Turn)
+	task := taskText(t)
+	if task == "" {
+		return state.Update{}, capabilities.NewError(capabilities.Critical, capabilities.KindInvalidInput,
+			"the orchestrator ran without a task", ErrNoTask)
+	}
+	graph.Emit(ctx, Status{Node: n.name, Text: "Planning…"})
+	data := prompts.OrchestratorData{Task: task, Capabilities: prompts.PlannerCapabilities(n.active(t))}
+	if t.Task != nil && t.Task.DependsOnHistory {
+		data.DependsOnHistory = true
+		data.History = history(s)
+	}
+	for _, e := range s.Context.Entries() {
+		if e.Turn == 0 || e.Turn < t.Number {
+			data.AvailableContext = append(data.AvailableContext, prompts.ContextItem{Type: e.Type, Key: e.Key,
+				TaskObjective: e.TaskObjective, Summary: e.Summary, Turn: e.Turn})
+		}
+	}
+	if e := t.Control.Error; e != nil {
+		applyFailure(&data, e, t.Plan)
+	}
+
+	var (
+		steps   []capabilities.PlannedStep
+		calls   []call
+		offline bool
+	)
+	if n.online(llm.RoleOrchestrator) {
+		sys, err := n.render(prompts.Orchestrator, data)
+		if err != nil {
+			return state.Update{}, err
+		}
+		c, err := n.generate(ctx, llm.RoleOrchestrator, sys, "TASK TO PLAN: "+task, true, nil)
+		if err != nil {
+			return state.Update{}, err
+		}
+		calls = append(calls, c)
+		offline = c.offline
+		if !offline {
+			carry := map[string]any{}
+			if data.ReplanReason != "" {
+				carry[capabilities.MetaReplanningReason] = data.ReplanReason
+			}
+			parsed, err := ParsePlan(c.text)
+			if err != nil {
+				return state.Update{}, formatError(n.name, err.Error(), PlanShape, c.text, carry)
+			}
+			valid, prob := validatePlan(parsed, n.cfg.Registry, s.Context, task)
+			if prob != nil {
+				if prob.plan != nil {
+					return state.Update{}, prob.plan.capabilityError()
+				}
+				return state.Update{}, formatError(n.name, prob.format, PlanShape, c.text, carry)
+			}
+			steps = valid
+		}
+	} else {
+		offline = true
+	}
+	if offline {
+		var skipped []string
+		steps, skipped = dependencyPlan(n.cfg.Registry, t.ActiveCapabilities, s.Context, task, t.Number)
+		for _, sk := range skipped {
+			graph.Emit(ctx, Status{Node: n.name, Text: fmt.Sprintf("Offline planner: %s left out, its inputs are not available", sk)})
+		}
+	}
+	for _, st := range steps {
+		if !isTerminal(st.Capability) && !slices.Contains(t.ActiveCapabilities, st.Capability) {
+			t.ActiveCapabilities = append(t.ActiveCapabilities, st.Capability)
+		}
+	}
+	t.Control.PlansCreated++
+	t.Control.Error = nil
+	t.Plan = &state.Plan{Steps: toPlanSteps(steps), Number: t.Control.PlansCreated, Created: n.cfg.Now()}
+	graph.Emit(ctx, PlanMade{Plan: *t.Plan, Offline: offline})
+	return state.Update{Turn: &t, Tokens: tokens(llm.RoleOrchestrator, calls...)}, nil
+}
+
+// active returns the turn's active capabilities (all registered ones when the
+// classifier has not run), without respond and clarify.
+func (n *OrchestratorNode) active(t state.Turn) []capabilities.Capability {
+	var out []capabilities.Capability
+	names := t.ActiveCapabilities
+	if len(names) == 0 {
+		names = n.cfg.Registry.Names()
+	}
+	for _, name := range names {
+		if c, ok := n.cfg.Registry.Get(name); ok && !isTerminal(name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// applyFailure puts the failure that led here into the prompt: a format
+// error of the previous attempt (its parse error and reply), or the failed
+// step's classification for replanning.
+func applyFailure(d *prompts.OrchestratorData, e *state.ErrorInfo, plan *state.Plan) {
+	c := e.Classification
+	if e.Node == Orchestrator && c.Kind == capabilities.KindFormat {
+		d.FormatError, _ = c.Metadata[MetaParseError].(string)
+		if d.FormatError == "" {
+			d.FormatError = e.Message
+		}
+		d.PreviousReply, _ = c.Metadata[MetaPreviousReply].(string)
+		d.ReplanReason, _ = c.Metadata[capabilities.MetaReplanningReason].(string)
+		return
+	}
+	if c.Severity != capabilities.Replanning {
+		return
+	}
+	d.ReplanReason = c.FormatForLLM()
+	if e.StepIndex >= 0 {
+		d.FailedStep = fmt.Sprintf("%d", e.StepIndex+1)
+		if plan != nil && e.StepIndex < len(plan.Steps) {
+			st := plan.Steps[e.StepIndex]
+			d.FailedStep = fmt.Sprintf("%d (%s, %q)", e.StepIndex+1, st.Effective(), st.TaskObjective)
+		}
+	}
+}

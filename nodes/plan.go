@@ -1,0 +1,214 @@
+package nodes
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/state"
+)
+
+// PlanShape is the reply the orchestrator expects, shown again after an
+// unusable reply.
+const PlanShape = `{"steps": [{"context_key": "...", "capability": "...", "task_objective": "...", "success_criteria": "...", "expected_output": "...", "parameters": {}, "inputs": [{"CONTEXT_TYPE": "context_key"}]}]} ending with one respond or clarify step`
+
+var stepKeys = []string{"context_key", "capability", "task_objective", "success_criteria", "expected_output", "parameters", "inputs"}
+
+// ParsePlan parses a plan reply strictly: code fences and surrounding prose
+// are tolerated; unknown keys (compared case-sensitively), wrong types,
+// missing context keys or capabilities and duplicate context keys are errors
+// describing exactly what is wrong.
+func ParsePlan(reply string) ([]capabilities.PlannedStep, error) {
+	raw, err := extractJSON(reply)
+	if err != nil {
+		return nil, err
+	}
+	top, err := strictObject(raw, "the plan", "steps")
+	if err != nil {
+		return nil, err
+	}
+	var rawSteps []json.RawMessage
+	ok, err := field(top, "steps", "the plan", &rawSteps)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf(`the plan has no "steps" list`)
+	}
+	steps := make([]capabilities.PlannedStep, 0, len(rawSteps))
+	seen := map[string]int{}
+	for i, rs := range rawSteps {
+		where := fmt.Sprintf("step %d", i+1)
+		m, err := strictObject(rs, where, stepKeys...)
+		if err != nil {
+			return nil, err
+		}
+		var st capabilities.PlannedStep
+		var rawInputs []map[string]json.RawMessage
+		for _, f := range []struct {
+			key string
+			v   any
+		}{{"context_key", &st.ContextKey}, {"capability", &st.Capability}, {"task_objective", &st.TaskObjective},
+			{"success_criteria", &st.SuccessCriteria}, {"expected_output", &st.ExpectedOutput},
+			{"parameters", &st.Parameters}, {"inputs", &rawInputs}} {
+			if _, err := field(m, f.key, where, f.v); err != nil {
+				return nil, err
+			}
+		}
+		st.Capability = strings.TrimSpace(st.Capability)
+		if isTerminal(strings.ToLower(st.Capability)) {
+			st.Capability = strings.ToLower(st.Capability)
+		}
+		if st.Capability == "" {
+			return nil, fmt.Errorf(`%s has no "capability"`, where)
+		}
+		if st.ContextKey == "" {
+			if !isTerminal(st.Capability) {
+				return nil, fmt.Errorf(`%s has no "context_key"`, where)
+			}
+			st.ContextKey = st.Capability
+		}
+		if j, dup := seen[st.ContextKey]; dup {
+			return nil, fmt.Errorf("%s repeats the context_key %q of step %d (context keys must be unique)", where, st.ContextKey, j+1)
+		}
+		seen[st.ContextKey] = i
+		for n, in := range rawInputs {
+			if len(in) == 0 {
+				return nil, fmt.Errorf("%s: input %d is empty (want {\"CONTEXT_TYPE\": \"context_key\"})", where, n+1)
+			}
+			types := make([]string, 0, len(in))
+			for t := range in {
+				types = append(types, t)
+			}
+			slices.Sort(types)
+			for _, t := range types {
+				var key string
+				if err := json.Unmarshal(in[t], &key); err != nil {
+					return nil, fmt.Errorf("%s: input %d: the key for %s must be a string", where, n+1, t)
+				}
+				st.Inputs = append(st.Inputs, capabilities.InputRef{Type: t, Key: key})
+			}
+		}
+		steps = append(steps, st)
+	}
+	return steps, nil
+}
+
+// planProblem is a plan that parsed but is rejected before running.
+type planProblem struct {
+	format string     // a structural problem: re-prompt (format error)
+	plan   *PlanError // unknown capability or invalid input key
+}
+
+// validatePlan applies the plan rules: unknown capability →
+// reclassification; an input key that does not exist or is produced by the
+// same or a later step → replanning with the available keys; a respond or
+// clarify step before the end → rejected; no terminal step → respond
+// appended; empty plan → a single respond step. It returns the steps to run.
+func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, task string) ([]capabilities.PlannedStep, *planProblem) {
+	if len(steps) == 0 {
+		return []capabilities.PlannedStep{respondStep(task)}, nil
+	}
+	var unknown []string
+	for _, st := range steps {
+		if isTerminal(st.Capability) {
+			continue
+		}
+		if _, ok := reg.Get(st.Capability); !ok && !slices.Contains(unknown, st.Capability) {
+			unknown = append(unknown, st.Capability)
+		}
+	}
+	if len(unknown) > 0 {
+		i := slices.IndexFunc(steps, func(s capabilities.PlannedStep) bool { return s.Capability == unknown[0] })
+		return nil, &planProblem{plan: &PlanError{Kind: ErrUnknownCapability, Step: i, Unknown: unknown,
+			Problem: fmt.Sprintf("capability %s is not registered (registered: %s)", quoteAll(unknown), strings.Join(reg.Names(), ", "))}}
+	}
+	for i, st := range steps[:len(steps)-1] {
+		if isTerminal(st.Capability) {
+			return nil, &planProblem{format: fmt.Sprintf("step %d is %q, but respond and clarify may only be the last step", i+1, st.Capability)}
+		}
+	}
+	producedAt := map[string]int{}
+	for i, st := range steps {
+		producedAt[st.ContextKey] = i
+	}
+	for i, st := range steps {
+		for _, in := range st.Inputs {
+			if j, ok := producedAt[in.Key]; ok && !isTerminal(steps[j].Capability) {
+				if j >= i {
+					return nil, &planProblem{plan: &PlanError{Kind: ErrInvalidInputKey, Step: i, Available: availableKeys(steps[:i], store),
+						Problem: fmt.Sprintf("input {%q: %q} is produced by step %d, which runs at or after this step; available keys: %s",
+							in.Type, in.Key, j+1, strings.Join(availableKeys(steps[:i], store), ", "))}}
+				}
+				continue
+			}
+			if _, ok := store.Get(in.Type, in.Key); ok {
+				continue
+			}
+			avail := availableKeys(steps[:i], store)
+			return nil, &planProblem{plan: &PlanError{Kind: ErrInvalidInputKey, Step: i, Available: avail,
+				Problem: fmt.Sprintf("input {%q: %q} does not exist; available keys: %s", in.Type, in.Key, orNone(strings.Join(avail, ", ")))}}
+		}
+	}
+	if !isTerminal(steps[len(steps)-1].Capability) {
+		steps = append(slices.Clip(steps), respondStep(task))
+	}
+	return steps, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// availableKeys lists {TYPE: key} usable by a step: earlier steps' outputs
+// and the context store.
+func availableKeys(earlier []capabilities.PlannedStep, store capabilities.ContextStore) []string {
+	var out []string
+	for _, e := range store.Entries() {
+		out = append(out, fmt.Sprintf("{%q: %q} (available context)", e.Type, e.Key))
+	}
+	for i, st := range earlier {
+		t := st.ExpectedOutput
+		if t == "" {
+			t = "?"
+		}
+		out = append(out, fmt.Sprintf("{%q: %q} (step %d)", t, st.ContextKey, i+1))
+	}
+	return out
+}
+
+func respondStep(task string) capabilities.PlannedStep {
+	return capabilities.PlannedStep{ContextKey: "user_response", Capability: capabilities.Respond,
+		TaskObjective: "Answer the user: " + task, ExpectedOutput: ""}
+}
+
+// toPlanSteps marks dependencies: a step depends on the earlier steps whose
+// outputs it reads. Steps with no dependency between them may run together;
+// the terminal step depends on every other step, since it reports on them.
+func toPlanSteps(steps []capabilities.PlannedStep) []state.PlanStep {
+	out := make([]state.PlanStep, len(steps))
+	producedAt := map[string]int{}
+	for i, st := range steps {
+		ps := state.PlanStep{PlannedStep: st, Status: state.StepPending}
+		if isTerminal(st.Capability) {
+			for j := range i {
+				ps.DependsOn = append(ps.DependsOn, j)
+			}
+		} else {
+			for _, in := range st.Inputs {
+				if j, ok := producedAt[in.Key]; ok && !slices.Contains(ps.DependsOn, j) {
+					ps.DependsOn = append(ps.DependsOn, j)
+				}
+			}
+			slices.Sort(ps.DependsOn)
+		}
+		out[i] = ps
+		producedAt[st.ContextKey] = i
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/prompts"
+	"github.com/capgraph/capgraph/state"
+)
+
+// OfflineNotice starts every answer written without a language model.
+const OfflineNotice = "(Offline mode: no language model was used; this answer is assembled from the capability results.)"
+
+// RespondNode writes the turn's answer.
+type RespondNode struct{ base }
+
+// NewRespond returns the respond node.
+func NewRespond(cfg Config) (*RespondNode, error) {
+	b, err := newBase(cfg, Respond)
+	if err != nil {
+		return nil, err
+	}
+	return &RespondNode{b}, nil
+}
+
+// Run writes the turn's one assistant message (kind answer), streaming it as
+// Token payloads, marks the respond step done and sets Turn.Done. It answers
+// from the summaries of the context this turn's steps produced (and earlier
+// turns' when the task depends on history); when no step ran it answers
+// conversationally with the capability overview.
+func (n *RespondNode) Run(ctx context.Context, s state.State) (state.Update, error) {
+	t := cloneTurn(s.Turn)
+	task := taskText(t)
+	graph.Emit(ctx, Status{Node: n.name, Text: "Writing the answer…"})
+	items := contextForAnswer(s)
+	notes := stepNotes(t)
+	data := prompts.ResponseData{Task: task, Context: items, Notes: notes,
+		Conversational: !stepsRan(t), CapabilityOverview: n.cfg.Registry.Overview()}
+	if t.Task != nil && t.Task.DependsOnHistory || data.Conversational {
+		data.History = history(s)
+	}
+	var text string
+	var calls []call
+	if n.online(llm.RoleResponse) {
+		sys, err := n.render(prompts.Response, data)
+		if err != nil {
+			return state.Update{}, err
+		}
+		c, err := n.generate(ctx, llm.RoleResponse, sys, task, false, func(ctx context.Context, chunk string) error {
+			graph.Emit(ctx, Token{Node: n.name, Text: chunk})
+			return nil
+		})
+		if err != nil {
+			return state.Update{}, err
+		}
+		calls = append(calls, c)
+		text = strings.TrimSpace(c.text)
+		if c.offline {
+			text = offlineAnswer(data)
+			graph.Emit(ctx, Token{Node: n.name, Text: text})
+		}
+	} else {
+		text = offlineAnswer(data)
+		graph.Emit(ctx, Token{Node: n.name, Text: text})
+	}
+	if text == "" {
+		return state.Update{}, formatError(n.name, "the reply is empty", "a non-empty answer", "", nil)
+	}
+	return finish(t, n.name, n.cfg.Now(), text, state.KindAnswer, calls, llm.RoleResponse), nil
+}
+
+// finish marks the terminal step done, clears the node's own error and
+// writes the turn's single assistant message.
+func finish(t state.Turn, node string, now time.Time, text string, kind state.MessageKind, calls []call, role llm.Role) state.Update {
+	if t.Plan != nil {
+		for i, st := range t.Plan.Steps {
+			if st.Capability == node && st.Status == state.StepPending {
+				st.Status = state.StepDone
+				st.Attempts++
+				t.Plan.Steps[i] = st
+				t.Results = append(t.Results, state.StepResult{StepIndex: i, Capability: node, TaskObjective: st.TaskObjective,
+					Success: true, Attempt: st.Attempts, At: now, Plan: t.Plan.Number})
+				break
+			}
+		}
+	}
+	if e := t.Control.Error; e != nil && e.Node == node {
+		t.Control.Error = nil
+	}
+	t.Done = true
+	msg := state.Message{Role: state.RoleAssistant, Content: text, Kind: kind, Turn: t.Number, Time: now}
+	return state.Update{Turn: &t, Messages: []state.Message{msg}, Tokens: tokens(role, calls...)}
+}
+
+func stepsRan(t state.Turn) bool {
+	if t.Plan == nil {
+		return false
+	}
+	for _, st := range t.Plan.Steps {
+		if !isTerminal(st.Capability) && st.Status == state.StepDone {
+			return true
+		}
+	}
+	for _, r := range t.Results {
+		if !isTerminal(r.Capability) {
+			return true
+		}
+	}
+	return false
+}
+
+// contextForAnswer lists the context this turn produced: entries of the
+// plan's context keys and entries stamped with this turn; with a task that
+// depends on history, every entry.
+func contextForAnswer(s state.State) []prompts.ContextItem {
+	t := s.Turn
+	all := t.Task != nil && t.Task.DependsOnHistory
+	var keys []string
+	if t.Plan != nil {
+		for _, st := range t.Plan.Steps {
+			if !isTerminal(st.Capability) && st.Status == state.StepDone {
+				keys = append(keys, st.ContextKey)
+			}
+		}
+	}
+	var out []prompts.ContextItem
+	for _, e := range s.Context.Entries() {
+		if all || slices.Contains(keys, e.Key) || (e.Turn != 0 && e.Turn == t.Number) {
+			out = append(out, prompts.ContextItem{Type: e.Type, Key: e.Key, TaskObjective: e.TaskObjective, Summary: summaryOf(e), Turn: e.Turn})
+		}
+	}
+	return out
+}
+
+func summaryOf(e capabilities.ContextEntry) string {
+	if e.Summary != "" {
+		return e.Summary
+	}
+	return truncate(string(e.Value), 500)
+}
+
+// stepNotes says which steps recovered after a retry, used a fallback,
+// failed or were skipped, so the answer can mention it.
+func stepNotes(t state.Turn) []prompts.StepNote {
+	if t.Plan == nil {
+		return nil
+	}
+	var out []prompts.StepNote
+	for i, st := range t.Plan.Steps {
+		if isTerminal(st.Capability) {
+			continue
+		}
+		switch {
+		case st.Fallback != "" && st.Status == state.StepDone:
+			out = append(out, prompts.StepNote{Capability: st.Capability,
+				Note: fmt.Sprintf("failed; the result comes from the fallback %s", st.Fallback)})
+		case st.Status == state.StepFailed:
+			out = append(out, prompts.StepNote{Capability: st.Capability, Note: "failed: " + lastError(t, i)})
+		case st.Status == state.StepSkipped:
+			out = append(out, prompts.StepNote{Capability: st.Capability, Note: "was skipped"})
+		case st.Recovered:
+			out = append(out, prompts.StepNote{Capability: st.Capability,
+				Note: fmt.Sprintf("succeeded after %d attempts (recovered from a transient failure)", max(st.Attempts, 2))})
+		}
+	}
+	return out
+}
+
+func lastError(t state.Turn, step int) string {
+	for i := len(t.Results) - 1; i >= 0; i-- {
+		if r := t.Results[i]; r.StepIndex == step && !r.Success && r.Error != "" {
+			return r.Error
+		}
+	}
+	return "no result"
+}
+
+// offlineAnswer is the template responder: the offline notice, then the
+// results' summaries, then notes about recovered, fallback or failed steps.
+func offlineAnswer(d prompts.ResponseData) string {
+	var b strings.Builder
+	b.WriteString(OfflineNotice)
+	b.WriteString("\n\n")
+	if d.Conversational {
+		b.WriteString("I could not match your request to any of my capabilities, so I ran nothing. I can:\n")
+		b.WriteString(d.CapabilityOverview)
+		b.WriteString("\n\nAsk for one of these in your own words, naming what you need (for example a channel, a place or a time range).")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "Results for: %s\n", d.Task)
+	if len(d.Context) == 0 {
+		b.WriteString("\nNo results were produced.")
+	}
+	for _, c := range d.Context {
+		fmt.Fprintf(&b, "\n• %s", c.Summary)
+	}
+	if len(d.Notes) > 0 {
+		b.WriteString("\n\nNotes:")
+		for _, nt := range d.Notes {
+			fmt.Fprintf(&b, "\n• %s %s.", nt.Capability, nt.Note)
+		}
+	}
+	return b.String()
+}
