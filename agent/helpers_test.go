@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -236,3 +237,5 @@ func mustAgent(t testing.TB, cfg agent.Config) *agent.Agent {
 	}
 	return a
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -154,7 +154,7 @@ func Decide(s state.State, cfg Config) Decision {
 		}
 		return to(CauseNoPlan, Orchestrator)
 	}
-	return decideSteps(t.Plan, cfg)
+	return decideSteps(t.Plan, cfg, c.NodeSteps)
 }
 
 // CurrentError returns the failure being recovered from: the turn's current
@@ -271,7 +271,7 @@ func allFinished(p *state.Plan, n int) bool {
 // decideSteps picks the ready steps of the plan. Only steps up to the first
 // terminal step (respond or clarify) are ever run, and the terminal step only
 // once every step before it has finished.
-func decideSteps(p *state.Plan, cfg Config) Decision {
+func decideSteps(p *state.Plan, cfg Config, nodeSteps int) Decision {
 	n := len(p.Steps)
 	term := -1
 	for i, st := range p.Steps {
@@ -321,6 +321,13 @@ func decideSteps(p *state.Plan, cfg Config) Decision {
 		}
 	}
 	if len(next) > 0 {
+		if room := cfg.MaxNodeSteps - nodeSteps; len(next) > room {
+			// Never start more steps than the node-step limit has room for.
+			for _, n := range next[room:] {
+				delete(steps, n)
+			}
+			next = next[:room]
+		}
 		return Decision{Next: next, NotBefore: notBefore, Cause: CauseSteps, Steps: steps}
 	}
 	if pending {

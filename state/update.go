@@ -101,7 +101,9 @@ func applyStep(t Turn, su StepUpdate) (Turn, error) {
 	}
 	switch {
 	case su.Error != nil:
-		if t.Control.Error == nil {
+		// A step's newer failure replaces its own older one (a retry that
+		// failed again); another step's failure is not overwritten.
+		if t.Control.Error == nil || t.Control.Error.StepIndex == su.Index {
 			e := *su.Error
 			t.Control.Error = &e
 		}
