@@ -1,0 +1,118 @@
+package plant
+
+import (
+	"context"
+	"errors"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// ChannelFinding is the channel_finding capability: natural language →
+// channel names (CHANNEL_ADDRESSES). Parameters: query (string; default the
+// step's objective, then the task), max_results (int, default 20).
+type ChannelFinding struct{ plant *Plant }
+
+// NewChannelFinding returns channel_finding over p.
+func NewChannelFinding(p *Plant) *ChannelFinding { return &ChannelFinding{plant: p} }
+
+func (*ChannelFinding) Name() string { return "channel_finding" }
+func (*ChannelFinding) Description() string {
+	return "Find the control-system channel names (process variable addresses) that match a description such as \"beam current\" or \"vacuum in sector 3\"."
+}
+func (*ChannelFinding) Provides() []string                   { return []string{ChannelAddressesType} }
+func (*ChannelFinding) Requires() []capabilities.Requirement { return nil }
+
+// Execute searches with the query parameter, else the objective, then the
+// task: the first text that matches wins.
+func (f *ChannelFinding) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
+	if err := ctx.Err(); err != nil {
+		return capabilities.Output{}, err
+	}
+	maxResults, err := capabilities.Param(step, "max_results", DefaultMaxMatches)
+	if err != nil {
+		return capabilities.Output{}, capabilities.NewError(capabilities.Replanning, capabilities.KindInvalidInput, "The max_results parameter is not a number.", err)
+	}
+	query, err := capabilities.Param(step, "query", "")
+	if err != nil {
+		return capabilities.Output{}, capabilities.NewError(capabilities.Replanning, capabilities.KindInvalidInput, "The query parameter is not text.", err)
+	}
+	texts := stepTexts(step)
+	if query != "" {
+		texts = []string{query}
+	}
+	if len(texts) == 0 {
+		return capabilities.Output{}, capabilities.NewError(capabilities.Replanning, capabilities.KindInvalidInput,
+			"Channel finding needs a description of the channels to look for.", ErrNoMatch)
+	}
+	var firstErr error
+	for _, q := range texts {
+		res, err := f.plant.Find(q, maxResults)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		out := ChannelAddresses{Query: res.Query, Channels: res.Channels, Truncated: res.Truncated, Descriptions: map[string]string{}}
+		for _, c := range res.Channels {
+			if ch, ok := f.plant.Channel(c); ok {
+				out.Descriptions[c] = ch.Description
+			}
+		}
+		return capabilities.Result(ChannelAddressesType, out, out.Summary()), nil
+	}
+	return capabilities.Output{}, firstErr
+}
+
+// ClassifyError: nothing found → REPLANNING (a different query or plan may
+// work); anything else → CRITICAL (the reference's table).
+func (*ChannelFinding) ClassifyError(err error, _ capabilities.ErrorContext) capabilities.Classification {
+	var ce *capabilities.Error
+	switch {
+	case errors.As(err, &ce):
+		return ce.Classification()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return capabilities.Classification{} // the default classifier knows these
+	case errors.Is(err, ErrNoMatch):
+		return capabilities.Classification{Severity: capabilities.Replanning, Kind: capabilities.KindNotFound,
+			UserMessage: "No control-system channel matches the description.",
+			Metadata: map[string]any{
+				capabilities.MetaTechnicalDetails: err.Error(),
+				capabilities.MetaReplanningReason: "channel finding found nothing; use a query with the system (SR, LINAC, BR, BTS), the device (BPM, quadrupole, RF cavity, vacuum gauge) and the quantity, or ask the user to clarify",
+			}}
+	}
+	return capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindUnknown,
+		UserMessage: "Channel finding failed unexpectedly.", Metadata: map[string]any{capabilities.MetaTechnicalDetails: err.Error()}}
+}
+
+func (*ChannelFinding) ClassifierGuide() *capabilities.ClassifierGuide {
+	return &capabilities.ClassifierGuide{
+		Instructions: "Select when the user refers to accelerator quantities or devices by description and their channel names must be found first, or asks which channels exist.",
+		Examples: []capabilities.ClassifierExample{
+			{Query: "What is the beam current?", Result: true, Reason: "the beam current channel must be found before it can be read"},
+			{Query: "Which channels measure the vacuum in sector 3?", Result: true, Reason: "asks for channel names"},
+			{Query: "Show me the RF cavity voltage over the last 2 hours", Result: true, Reason: "the RF cavity voltage channels must be found first"},
+			{Query: "Read SR:DCCT:CURRENT", Result: false, Reason: "the channel name is already given"},
+			{Query: "What is a storage ring?", Result: false, Reason: "a general question, no channel involved"},
+		},
+	}
+}
+
+func (*ChannelFinding) OrchestratorGuide() *capabilities.OrchestratorGuide {
+	return &capabilities.OrchestratorGuide{
+		Instructions: "Use channel_finding first whenever a later step needs channel names (CHANNEL_ADDRESSES) and the user described the quantity in words. " +
+			"Put the description in parameters.query, without time ranges or values. One step can find several related channels.",
+		Priority: 10,
+		Examples: []capabilities.OrchestratorExample{
+			{Scenario: "The user asks for the beam current",
+				Step: capabilities.PlannedStep{ContextKey: "beam_current_channels", Capability: "channel_finding",
+					TaskObjective: "Find the storage ring beam current channel", ExpectedOutput: ChannelAddressesType,
+					Parameters: map[string]any{"query": "storage ring beam current"}}},
+			{Scenario: "The user asks about vacuum in sector 3 over the last day",
+				Step: capabilities.PlannedStep{ContextKey: "sector3_vacuum_channels", Capability: "channel_finding",
+					TaskObjective: "Find the vacuum gauges of sector 3", ExpectedOutput: ChannelAddressesType,
+					Parameters: map[string]any{"query": "vacuum pressure sector 3"}},
+				Notes: "the time range goes to archiver_retrieval, not to the query"},
+		},
+	}
+}

@@ -1,0 +1,116 @@
+package plant
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// ChannelRead is the channel_read capability: the current values of the
+// channels in its CHANNEL_ADDRESSES input (CHANNEL_VALUES).
+type ChannelRead struct{ plant *Plant }
+
+// NewChannelRead returns channel_read over p.
+func NewChannelRead(p *Plant) *ChannelRead { return &ChannelRead{plant: p} }
+
+func (*ChannelRead) Name() string { return "channel_read" }
+func (*ChannelRead) Description() string {
+	return "Read the present live value of control-system channels now: what is the beam current, the vacuum pressure, a temperature or a magnet reading at this moment."
+}
+func (*ChannelRead) Provides() []string { return []string{ChannelValuesType} }
+func (*ChannelRead) Requires() []capabilities.Requirement {
+	return []capabilities.Requirement{{Type: ChannelAddressesType, Cardinality: capabilities.Multiple}}
+}
+
+// Execute reads every channel; one failed read fails the step (a partial
+// answer would look complete to the user).
+func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
+	chans, err := stepChannels(step)
+	if err != nil {
+		return capabilities.Output{}, err
+	}
+	var out ChannelValues
+	for _, name := range chans {
+		if err := ctx.Err(); err != nil {
+			return capabilities.Output{}, err
+		}
+		rd, err := r.plant.Read(name)
+		if err != nil {
+			return capabilities.Output{}, err
+		}
+		c, _ := r.plant.Channel(name)
+		out.Values = append(out.Values, ChannelValue{Channel: name, Value: rd.Value, Text: c.FormatWithUnits(rd.Value),
+			Units: rd.Units, Time: rd.Time, Description: c.Description})
+	}
+	return capabilities.Result(ChannelValuesType, out, out.Summary()), nil
+}
+
+// RetryPolicy: reads are cheap and safe to repeat; an unknown channel is
+// never retried (a new plan is needed).
+func (*ChannelRead) RetryPolicy() capabilities.RetryPolicy {
+	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(500 * time.Millisecond),
+		BackoffCoefficient: 2, MaxInterval: capabilities.Duration(5 * time.Second),
+		NonRetryable: []string{capabilities.KindNotFound, capabilities.KindInvalidInput}}
+}
+
+// ClassifyError follows the reference: timeout → RETRIABLE; unknown channel
+// or missing input → REPLANNING; anything else → RETRIABLE.
+func (*ChannelRead) ClassifyError(err error, _ capabilities.ErrorContext) capabilities.Classification {
+	return classifyReadLike(err, "read")
+}
+
+// classifyReadLike is shared by channel_read and, with its own exceptions,
+// archiver_retrieval.
+func classifyReadLike(err error, op string) capabilities.Classification {
+	var ce *capabilities.Error
+	switch {
+	case errors.As(err, &ce):
+		return ce.Classification()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return capabilities.Classification{}
+	case errors.Is(err, ErrTimeout):
+		return capabilities.Classification{Severity: capabilities.Retriable, Kind: capabilities.KindTimeout,
+			UserMessage: "The control system did not answer the " + op + " in time.",
+			Metadata:    map[string]any{capabilities.MetaTechnicalDetails: err.Error()}}
+	case errors.Is(err, ErrUnknownChannel):
+		return capabilities.Classification{Severity: capabilities.Replanning, Kind: capabilities.KindNotFound,
+			UserMessage: "A channel in the plan does not exist.",
+			Metadata: map[string]any{capabilities.MetaTechnicalDetails: err.Error(),
+				capabilities.MetaReplanningReason: "use channel_finding to get valid channel names"}}
+	case errors.Is(err, capabilities.ErrMissingInput):
+		return capabilities.Classification{Severity: capabilities.Replanning, Kind: capabilities.KindInvalidInput,
+			UserMessage: "The step has no channels to " + op + ".",
+			Metadata: map[string]any{capabilities.MetaTechnicalDetails: err.Error(),
+				capabilities.MetaReplanningReason: "add a channel_finding step and pass its CHANNEL_ADDRESSES as input"}}
+	}
+	return capabilities.Classification{Severity: capabilities.Retriable, Kind: capabilities.KindUnknown,
+		UserMessage: "The " + op + " failed.", Metadata: map[string]any{capabilities.MetaTechnicalDetails: err.Error()}}
+}
+
+func (*ChannelRead) ClassifierGuide() *capabilities.ClassifierGuide {
+	return &capabilities.ClassifierGuide{
+		Instructions: "Select when the user wants the present, live value of one or more machine quantities (not their history, not changing them).",
+		Examples: []capabilities.ClassifierExample{
+			{Query: "What is the beam current?", Result: true, Reason: "asks for a live value"},
+			{Query: "What is the vacuum pressure in sector 3?", Result: true, Reason: "asks for live values"},
+			{Query: "Read SR:RF:CAV1:VOLT", Result: true, Reason: "explicit read"},
+			{Query: "Show me the beam lifetime over the last day", Result: false, Reason: "history: archiver_retrieval"},
+			{Query: "Set the Q1 current to 105 A", Result: false, Reason: "a write, not a read"},
+		},
+	}
+}
+
+func (*ChannelRead) OrchestratorGuide() *capabilities.OrchestratorGuide {
+	return &capabilities.OrchestratorGuide{
+		Instructions: "Use channel_read for present values. It needs CHANNEL_ADDRESSES from a channel_finding step (or a channels parameter listing exact names).",
+		Priority:     20,
+		Examples: []capabilities.OrchestratorExample{
+			{Scenario: "Read the beam current after finding its channel",
+				Step: capabilities.PlannedStep{ContextKey: "beam_current_values", Capability: "channel_read",
+					TaskObjective: "Read the present storage ring beam current", ExpectedOutput: ChannelValuesType,
+					Inputs: []capabilities.InputRef{{Type: ChannelAddressesType, Key: "beam_current_channels"}}}},
+		},
+	}
+}

@@ -1,0 +1,309 @@
+package plant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// ChannelWrite is the channel_write capability: it sets channels in its
+// CHANNEL_ADDRESSES input to new values and verifies them by readback
+// (CHANNEL_WRITE_RESULTS). Parameters: value (one number for one channel)
+// or values (channel → number); otherwise the value is parsed from the
+// objective or task ("… to 105 A").
+//
+// Safety layers, in order: the global writes switch (step.WritesEnabled),
+// human approval (RequiresApproval is always true), the channel's writable
+// flag and limits (checked for every channel before anything is written),
+// and readback verification.
+type ChannelWrite struct {
+	plant *Plant
+
+	// done remembers completed writes by idempotency key, so a step repeated
+	// after a crash reports the original write instead of writing again.
+	mu   sync.Mutex
+	done map[string]ChannelWriteResults
+}
+
+// NewChannelWrite returns channel_write over p.
+func NewChannelWrite(p *Plant) *ChannelWrite {
+	return &ChannelWrite{plant: p, done: map[string]ChannelWriteResults{}}
+}
+
+func (*ChannelWrite) Name() string { return "channel_write" }
+func (*ChannelWrite) Description() string {
+	return "Write a new setpoint to a control-system channel: set, change or adjust a setting to a number the user gives. A human must approve first."
+}
+func (*ChannelWrite) Provides() []string { return []string{ChannelWriteResultsType} }
+func (*ChannelWrite) Requires() []capabilities.Requirement {
+	return []capabilities.Requirement{{Type: ChannelAddressesType, Cardinality: capabilities.Multiple}}
+}
+
+// writeOp is one planned write.
+type writeOp struct {
+	channel Channel
+	target  float64
+	old     float64
+}
+
+func (o writeOp) text() string {
+	return fmt.Sprintf("%s from %s → %s", o.channel.Name, o.channel.Format(o.old), o.channel.FormatWithUnits(o.target))
+}
+
+// valuePattern finds "to 105", "to -3.5e2", "= 105" in a request.
+var valuePattern = regexp.MustCompile(`(?i)(?:\bto|=)\s*([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)`)
+
+// plan decides what the step will write, without writing.
+func (w *ChannelWrite) plan(step capabilities.Step) ([]writeOp, error) {
+	chans, err := stepChannels(step)
+	if err != nil {
+		return nil, err
+	}
+	targets := map[string]float64{}
+	values, err := capabilities.Param[map[string]float64](step, "values", nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrAmbiguousWrite, err)
+	}
+	for k, v := range values {
+		targets[strings.ToUpper(k)] = v
+	}
+	if len(targets) == 0 {
+		var v float64
+		found := false
+		if raw, ok := step.Parameters["value"]; ok && raw != nil {
+			if v, err = capabilities.Param(step, "value", 0.0); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrAmbiguousWrite, err)
+			}
+			found = true
+		} else {
+			for _, t := range stepTexts(step) {
+				if m := valuePattern.FindStringSubmatch(t); m != nil {
+					v, _ = strconv.ParseFloat(m[1], 64)
+					found = true
+					break
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: no value to write (give parameters.value or say \"to <number>\")", ErrAmbiguousWrite)
+		}
+		if len(chans) != 1 {
+			return nil, fmt.Errorf("%w: one value for %d channels (%s); say which channel gets it", ErrAmbiguousWrite, len(chans), strings.Join(chans, ", "))
+		}
+		targets[chans[0]] = v
+	}
+	var ops []writeOp
+	for _, name := range chans {
+		v, ok := targets[name]
+		if !ok {
+			continue
+		}
+		c, ok := w.plant.Channel(name)
+		if !ok {
+			return nil, &ChannelError{Op: "write", Channel: name, Err: ErrUnknownChannel}
+		}
+		old, err := w.plant.Setpoint(name)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, writeOp{channel: c, target: v, old: old})
+	}
+	for name := range targets {
+		if !containsString(chans, name) {
+			return nil, fmt.Errorf("%w: a value is given for %s, which is not among the step's channels", ErrAmbiguousWrite, name)
+		}
+	}
+	return ops, nil
+}
+
+func containsString(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// RequiresApproval is always true: every write to the machine is approved
+// by a human. The summary states each change ("set BTS:MAG:Q1:CURRENT from
+// 92.00 → 105.00 A").
+func (w *ChannelWrite) RequiresApproval(step capabilities.Step) (bool, string) {
+	ops, err := w.plan(step)
+	if err != nil {
+		return true, fmt.Sprintf("write to the control system: %s (the exact values could not be determined yet: %v)", firstNonEmpty(step.TaskObjective, step.Task), err)
+	}
+	parts := make([]string, len(ops))
+	for i, o := range ops {
+		parts[i] = "set " + o.text()
+		if o.target < o.channel.Low || o.target > o.channel.High {
+			parts[i] += fmt.Sprintf(" (OUTSIDE the limits %s: it will be refused)", o.channel.Limits())
+		}
+	}
+	return true, strings.Join(parts, "; ")
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// Execute writes after the safety checks and verifies by readback.
+func (w *ChannelWrite) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
+	if !step.WritesEnabled {
+		return capabilities.Output{}, &capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindWritesDisabled,
+			UserMessage: "Control-system writes are disabled (control_system.writes_enabled is false), so nothing was written.",
+			Metadata: map[string]any{capabilities.MetaSafetyAbortReason: "writes disabled by configuration",
+				capabilities.MetaSuggestions: []string{"an operator can enable writes with control_system.writes_enabled: true"}},
+			Err: capabilities.ErrWritesDisabled}
+	}
+	if step.IdempotencyKey != "" {
+		w.mu.Lock()
+		prev, ok := w.done[step.IdempotencyKey]
+		w.mu.Unlock()
+		if ok {
+			return capabilities.Result(ChannelWriteResultsType, prev, prev.Summary()), nil
+		}
+	}
+	ops, err := w.plan(step)
+	if err != nil {
+		return capabilities.Output{}, err
+	}
+	// Check every channel before writing any, so a refused request leaves
+	// the machine untouched.
+	for _, o := range ops {
+		if !o.channel.Writable {
+			return capabilities.Output{}, &ChannelError{Op: "write", Channel: o.channel.Name, Err: ErrNotWritable}
+		}
+		if math.IsNaN(o.target) || o.target < o.channel.Low || o.target > o.channel.High {
+			le := &LimitError{Channel: o.channel.Name, Value: o.target, Low: o.channel.Low, High: o.channel.High, Units: o.channel.Units}
+			return capabilities.Output{}, limitViolation(le, o.channel)
+		}
+	}
+	var res ChannelWriteResults
+	for _, o := range ops {
+		if err := ctx.Err(); err != nil {
+			return capabilities.Output{}, err
+		}
+		old, err := w.plant.Write(o.channel.Name, o.target)
+		if err != nil {
+			var le *LimitError
+			if errors.As(err, &le) {
+				return capabilities.Output{}, limitViolation(le, o.channel)
+			}
+			return capabilities.Output{}, err
+		}
+		o.old = old
+		rb, err := w.plant.Setpoint(o.channel.Name)
+		if err != nil {
+			return capabilities.Output{}, err
+		}
+		if math.Abs(rb-o.target) > o.channel.Tolerance(o.target) {
+			return capabilities.Output{}, &ChannelError{Op: "write", Channel: o.channel.Name,
+				Err: fmt.Errorf("%w: set %s, read back %s", ErrVerification, o.channel.FormatWithUnits(o.target), o.channel.FormatWithUnits(rb))}
+		}
+		res.Writes = append(res.Writes, WriteResult{Channel: o.channel.Name, Old: old, New: o.target, Readback: rb,
+			Units: o.channel.Units, Verified: true, Text: o.text()})
+	}
+	if step.IdempotencyKey != "" {
+		w.mu.Lock()
+		w.done[step.IdempotencyKey] = res
+		w.mu.Unlock()
+	}
+	return capabilities.Result(ChannelWriteResultsType, res, res.Summary()), nil
+}
+
+func limitViolation(le *LimitError, c Channel) *capabilities.Error {
+	return &capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindLimitViolation,
+		UserMessage: fmt.Sprintf("%s is outside the limits of %s (%s), so nothing was written.", c.FormatWithUnits(le.Value), c.Name, c.Limits()),
+		Metadata: map[string]any{capabilities.MetaSafetyAbortReason: "setpoint outside the channel's limits",
+			capabilities.MetaTechnicalDetails: le.Error()},
+		Err: le}
+}
+
+// RetryPolicy: only a timeout is worth one more try (a setpoint write is
+// absolute, so repeating it is safe); safety refusals never are.
+func (*ChannelWrite) RetryPolicy() capabilities.RetryPolicy {
+	return capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: capabilities.Duration(time.Second),
+		BackoffCoefficient: 2, MaxInterval: capabilities.Duration(5 * time.Second),
+		NonRetryable: []string{capabilities.KindLimitViolation, capabilities.KindWritesDisabled, capabilities.KindRejected, capabilities.KindNotFound}}
+}
+
+// ClassifyError follows the reference: ambiguous request or missing input
+// → REPLANNING; timeout → RETRIABLE; writes disabled, read-only channel,
+// limit violation, failed verification and anything else → CRITICAL.
+func (*ChannelWrite) ClassifyError(err error, _ capabilities.ErrorContext) capabilities.Classification {
+	var ce *capabilities.Error
+	details := map[string]any{capabilities.MetaTechnicalDetails: err.Error()}
+	switch {
+	case errors.As(err, &ce):
+		return ce.Classification()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return capabilities.Classification{}
+	case errors.Is(err, capabilities.ErrWritesDisabled):
+		return capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindWritesDisabled,
+			UserMessage: "Control-system writes are disabled, so nothing was written.", Metadata: details}
+	case errors.Is(err, ErrLimitViolation):
+		return capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindLimitViolation,
+			UserMessage: "The value is outside the channel's limits, so nothing was written.", Metadata: details}
+	case errors.Is(err, ErrAmbiguousWrite), errors.Is(err, capabilities.ErrMissingInput):
+		details[capabilities.MetaReplanningReason] = "the write must name exactly one value per channel (parameters.value for one channel, parameters.values for several)"
+		return capabilities.Classification{Severity: capabilities.Replanning, Kind: capabilities.KindInvalidInput,
+			UserMessage: "It is not clear which value to write to which channel.", Metadata: details}
+	case errors.Is(err, ErrTimeout):
+		return capabilities.Classification{Severity: capabilities.Retriable, Kind: capabilities.KindTimeout,
+			UserMessage: "The control system did not confirm the write in time.", Metadata: details}
+	case errors.Is(err, ErrNotWritable):
+		return capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindInvalidInput,
+			UserMessage: "That channel is read-only; it cannot be set.", Metadata: details}
+	case errors.Is(err, ErrVerification):
+		details[capabilities.MetaSafetyAbortReason] = "readback mismatch after a write"
+		return capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindUnknown,
+			UserMessage: "The write was sent but the readback does not match; an operator should check the device.", Metadata: details}
+	case errors.Is(err, ErrUnknownChannel):
+		return capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindNotFound,
+			UserMessage: "The channel to write does not exist.", Metadata: details}
+	}
+	return capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindUnknown,
+		UserMessage: "The write failed.", Metadata: details}
+}
+
+func (*ChannelWrite) ClassifierGuide() *capabilities.ClassifierGuide {
+	return &capabilities.ClassifierGuide{
+		Instructions: "Select only when the user explicitly asks to set, change, adjust or write a value on the machine.",
+		Examples: []capabilities.ClassifierExample{
+			{Query: "Set the quadrupole Q1 current in the BTS line to 105 A", Result: true, Reason: "an explicit setpoint change"},
+			{Query: "Change the RF cavity 2 voltage to 610 kV", Result: true, Reason: "an explicit setpoint change"},
+			{Query: "What is the Q1 current?", Result: false, Reason: "a read, nothing is changed"},
+			{Query: "Was the RF voltage changed yesterday?", Result: false, Reason: "a question about history"},
+		},
+	}
+}
+
+func (*ChannelWrite) OrchestratorGuide() *capabilities.OrchestratorGuide {
+	return &capabilities.OrchestratorGuide{
+		Instructions: "Use channel_write only for an explicit request to change a setting. It needs CHANNEL_ADDRESSES from channel_finding that name exactly the channel(s) to set. " +
+			"Give parameters.value for one channel or parameters.values {channel: number} for several. A human approves every write; writes outside limits are refused.",
+		Priority: 40,
+		Examples: []capabilities.OrchestratorExample{
+			{Scenario: "Set the BTS Q1 quadrupole current to 105 A",
+				Step: capabilities.PlannedStep{ContextKey: "q1_write", Capability: "channel_write",
+					TaskObjective: "Set BTS:MAG:Q1:CURRENT to 105 A", ExpectedOutput: ChannelWriteResultsType,
+					Parameters: map[string]any{"value": 105},
+					Inputs:     []capabilities.InputRef{{Type: ChannelAddressesType, Key: "q1_channel"}}},
+				Notes: "the readback is verified after the write"},
+		},
+	}
+}

@@ -1,0 +1,127 @@
+package plant
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Context types the control-room capabilities exchange.
+const (
+	ChannelAddressesType    = "CHANNEL_ADDRESSES"
+	ChannelValuesType       = "CHANNEL_VALUES"
+	ArchiverDataType        = "ARCHIVER_DATA"
+	ChannelWriteResultsType = "CHANNEL_WRITE_RESULTS"
+)
+
+// ChannelAddresses is what channel_finding found.
+type ChannelAddresses struct {
+	Query    string   `json:"query"`
+	Channels []string `json:"channels"`
+	// Descriptions of the channels, by name, so later steps and the
+	// responder can explain them.
+	Descriptions map[string]string `json:"descriptions,omitempty"`
+	Truncated    bool              `json:"truncated,omitempty"`
+}
+
+// Summary lists the channels found.
+func (a ChannelAddresses) Summary() string {
+	s := fmt.Sprintf("Found %d channel%s for %q: %s", len(a.Channels), plural(len(a.Channels)), a.Query, strings.Join(a.Channels, ", "))
+	if a.Truncated {
+		s += " (more matched; refine the query to see others)"
+	}
+	return s
+}
+
+// ChannelValue is one channel's current value.
+type ChannelValue struct {
+	Channel     string    `json:"channel"`
+	Value       float64   `json:"value"`
+	Text        string    `json:"text"` // the value formatted with the channel's precision and units
+	Units       string    `json:"units"`
+	Time        time.Time `json:"time"`
+	Description string    `json:"description,omitempty"`
+}
+
+// ChannelValues is what channel_read read.
+type ChannelValues struct {
+	Values []ChannelValue `json:"values"`
+}
+
+// Summary gives every value with units, what it is and when it was read.
+func (v ChannelValues) Summary() string {
+	var b strings.Builder
+	for i, cv := range v.Values {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s = %s", cv.Channel, cv.Text)
+		if cv.Description != "" {
+			fmt.Fprintf(&b, " (%s)", cv.Description)
+		}
+	}
+	if len(v.Values) > 0 {
+		fmt.Fprintf(&b, "; read at %s", v.Values[0].Time.UTC().Format("2006-01-02 15:04:05 MST"))
+	}
+	return b.String()
+}
+
+// ArchiverData is what archiver_retrieval retrieved.
+type ArchiverData struct {
+	Range  TimeRange `json:"range"`
+	Series []Series  `json:"series"`
+	// Note explains a default the capability chose (no range given).
+	Note string `json:"note,omitempty"`
+}
+
+// Summary gives the range and each series' statistics.
+func (d ArchiverData) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Archive from %s to %s", d.Range.Start.UTC().Format("2006-01-02 15:04"), d.Range.End.UTC().Format("2006-01-02 15:04 MST"))
+	if d.Range.Phrase != "" {
+		fmt.Fprintf(&b, " (%s)", d.Range.Phrase)
+	}
+	if d.Note != "" {
+		fmt.Fprintf(&b, "; %s", d.Note)
+	}
+	for _, s := range d.Series {
+		c := Channel{Precision: s.Precision}
+		st := s.Stats
+		fmt.Fprintf(&b, "; %s: %d samples, min %s, max %s, mean %s, std %s %s, first %s, last %s",
+			s.Channel, st.Count, c.Format(st.Min), c.Format(st.Max), c.Format(st.Mean), c.Format(st.Std), s.Units,
+			c.Format(st.First), c.Format(st.Last))
+	}
+	return b.String()
+}
+
+// WriteResult is one completed write.
+type WriteResult struct {
+	Channel  string  `json:"channel"`
+	Old      float64 `json:"old"`
+	New      float64 `json:"new"`
+	Readback float64 `json:"readback"`
+	Units    string  `json:"units"`
+	Verified bool    `json:"verified"`
+	Text     string  `json:"text"` // "BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A"
+}
+
+// ChannelWriteResults is what channel_write did.
+type ChannelWriteResults struct {
+	Writes []WriteResult `json:"writes"`
+}
+
+// Summary says what was set, from what, and the readback.
+func (r ChannelWriteResults) Summary() string {
+	var parts []string
+	for _, w := range r.Writes {
+		parts = append(parts, "Set "+w.Text+" (readback verified)")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

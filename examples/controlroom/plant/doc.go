@@ -1,0 +1,14 @@
+// Package plant is the control-room example's simulated accelerator and the
+// capabilities that operate it: channel_finding (natural language → channel
+// names), channel_read, archiver_retrieval (time range → series with summary
+// statistics) and channel_write (approval, limits, readback verification).
+//
+// The simulator runs in-process and is deterministic: a channel's value at a
+// time is a pure function of the seed, the channel and the time (nominal
+// value or last setpoint, a slow drift and hash-based noise), so the archive
+// of past values needs no storage and tests can assert exact numbers.
+// Transient faults (timeouts, a disconnected archiver) can be injected to
+// exercise the agent's retries and error handling.
+//
+// demo.go lists the demo questions with the facts a correct answer contains.
+package plant
