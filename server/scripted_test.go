@@ -251,3 +251,15 @@ func (s *scriptedRunner) writes() int {
 	defer s.mu.Unlock()
 	return s.Writes
 }
+
+func (s *scriptedRunner) runs() []agent.TurnRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]agent.TurnRequest(nil), s.Runs...)
+}
+
+func (s *scriptedRunner) resumes() []agent.Answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]agent.Answer(nil), s.Resumes...)
+}

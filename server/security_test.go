@@ -1,0 +1,321 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAuthRequired(t *testing.T) {
+	env := newTestEnv(t, nil)
+	routes := []struct{ method, path string }{
+		{"GET", "/v1/models"},
+		{"GET", "/v1/models/capgraph"},
+		{"POST", "/v1/chat/completions"},
+		{"GET", "/api/threads"},
+		{"POST", "/api/threads"},
+		{"POST", "/agui"},
+	}
+	for _, rt := range routes {
+		for _, key := range []string{"", "sk-wrong"} {
+			resp, body := env.do(t, rt.method, rt.path, key, `{}`)
+			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "invalid_api_key") {
+				t.Errorf("%s %s key %q: %d %s", rt.method, rt.path, key, resp.StatusCode, body)
+			}
+		}
+	}
+	if resp, _ := env.do(t, "GET", "/healthz", "", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz %d", resp.StatusCode)
+	}
+	if resp, _ := env.do(t, "GET", "/v1/models", keyBob, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("models with key %d", resp.StatusCode)
+	}
+}
+
+func TestForeignThreadIsNotFound(t *testing.T) {
+	env := newTestEnv(t, nil)
+	resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "ops-1"})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create %d %s", resp.StatusCode, body)
+	}
+	resp, body = env.do(t, "POST", "/api/threads/ops-1/runs", keyAlice, map[string]any{"input": "What is the beam current?"})
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("run %d %s", resp.StatusCode, body)
+	}
+	var started struct{ Run runInfo }
+	if err := json.Unmarshal(body, &started); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct{ method, path string }{
+		{"GET", "/api/threads/ops-1"},
+		{"GET", "/api/threads/ops-1/state"},
+		{"GET", "/api/threads/ops-1/plan"},
+		{"DELETE", "/api/threads/ops-1"},
+		{"POST", "/api/threads/ops-1/runs"},
+		{"GET", "/api/threads/ops-1/runs/" + started.Run.ID},
+		{"GET", "/api/threads/ops-1/runs/" + started.Run.ID + "/events"},
+		{"POST", "/api/threads/ops-1/runs/" + started.Run.ID + "/cancel"},
+	} {
+		resp, body := env.do(t, p.method, p.path, keyBob, `{"input":"x"}`)
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("bob %s %s: %d %s", p.method, p.path, resp.StatusCode, body)
+		}
+	}
+	_, body = env.do(t, "GET", "/api/threads", keyBob, nil)
+	if strings.Contains(string(body), "ops-1") {
+		t.Fatalf("bob lists alice's thread: %s", body)
+	}
+	// Bob may use the same client id: he gets his own thread.
+	if resp, _ := env.do(t, "POST", "/api/threads", keyBob, map[string]any{"id": "ops-1"}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("bob create %d", resp.StatusCode)
+	}
+	if internalThreadID(caller{Principal: Principal{Name: "alice", Tenant: "lab"}}, "ops-1") == internalThreadID(caller{Principal: Principal{Name: "bob", Tenant: "lab"}}, "ops-1") {
+		t.Fatal("same internal thread for two principals")
+	}
+}
+
+func TestBodyLimit(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.MaxBodyBytes = 1024 })
+	big := chatBody("capgraph", false, user(strings.Repeat("x", 2000)))
+	for _, path := range []string{"/v1/chat/completions", "/api/threads", "/agui"} {
+		resp, body := env.do(t, "POST", path, keyAlice, big)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+}
+
+func TestMessageLimits(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.MaxMessages = 3; c.MaxMessageBytes = 100 })
+	tests := []struct {
+		name string
+		body any
+		want string
+	}{
+		{"too many", chatBody("capgraph", false, user("a"), assistant("b"), user("c"), assistant("d"), user("e")), "messages"},
+		{"too long", chatBody("capgraph", false, user(strings.Repeat("y", 101))), "messages[0].content"},
+		{"last not user", chatBody("capgraph", false, user("a"), assistant("b")), "messages[1].role"},
+		{"no messages", chatBody("capgraph", false), "messages"},
+		{"bad content", chatBody("capgraph", false, map[string]any{"role": "user", "content": 42}), "messages[0].content"},
+		{"n>1", map[string]any{"model": "capgraph", "n": 2, "messages": []any{user("a")}}, "n"},
+		{"bad json", `{"model":`, "body"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, tc.body)
+			var e struct{ Error apiError }
+			if err := json.Unmarshal(body, &e); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != http.StatusBadRequest || e.Error.Param == nil || *e.Error.Param != tc.want {
+				t.Fatalf("%d %s", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+func TestTooManyRuns(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) {
+		c.Principals[0].MaxConcurrentRuns = 1
+		c.RetryAfter = 7 * time.Second
+	})
+	defer env.runner.Release()
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "a"})
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "b"})
+	if resp, body := env.do(t, "POST", "/api/threads/a/runs", keyAlice, map[string]any{"input": "slow please"}); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("first %d %s", resp.StatusCode, body)
+	}
+	resp, body := env.do(t, "POST", "/api/threads/b/runs", keyAlice, map[string]any{"input": "hello"})
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "7" {
+		t.Fatalf("second %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	resp, _ = env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("hello")))
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("chat %d", resp.StatusCode)
+	}
+	// Another principal is not limited by alice's runs.
+	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyBob, chatBody("capgraph", false, user("hello"))); resp.StatusCode != http.StatusOK {
+		t.Fatalf("bob %d", resp.StatusCode)
+	}
+	// The same thread cannot run twice at once.
+	resp, _ = env.do(t, "POST", "/api/threads/a/runs", keyBob, map[string]any{"input": "x"})
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("bob on alice's thread %d", resp.StatusCode)
+	}
+}
+
+func TestIdentityHeadersOnlyFromTrustedKeys(t *testing.T) {
+	env := newTestEnv(t, nil)
+	hdr := []string{"X-OpenWebUI-Chat-Id", "chat-42", "X-OpenWebUI-User-Id", "u-7"}
+	for range 2 {
+		env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("hello")), hdr...)
+		env.do(t, "POST", "/v1/chat/completions", keyWebUI, chatBody("capgraph", false, user("hello")), hdr...)
+	}
+	runs := env.runner.runs()
+	if len(runs) != 4 {
+		t.Fatalf("runs %d", len(runs))
+	}
+	// alice's two requests: two fresh threads, no forwarded user.
+	if runs[0].Thread == runs[2].Thread || runs[0].Metadata["user"] != "" || runs[0].Metadata["owner"] != "alice" {
+		t.Fatalf("untrusted headers were used: %+v %+v", runs[0], runs[2])
+	}
+	// webui's: one thread for the chat, the forwarded user recorded.
+	if runs[1].Thread != runs[3].Thread || runs[1].Metadata["user"] != "u-7" || runs[1].Metadata["owner"] != "webui" {
+		t.Fatalf("trusted headers were not used: %+v %+v", runs[1], runs[3])
+	}
+}
+
+// approvalRound asks for a write and returns the approval message.
+func approvalRound(t *testing.T, env *testEnv, key string) string {
+	t.Helper()
+	resp, body := env.do(t, "POST", "/v1/chat/completions", key, chatBody("capgraph", false, user("write 1.5 A to SR:HCM1")))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	var cc chatCompletion
+	if err := json.Unmarshal(body, &cc); err != nil {
+		t.Fatal(err)
+	}
+	msg := cc.Choices[0].Message.Content
+	if _, ok := findApprovalToken(msg); !ok || !strings.Contains(msg, "SR:HCM1") {
+		t.Fatalf("no approval request: %q", msg)
+	}
+	return msg
+}
+
+func chatContent(t *testing.T, body []byte) string {
+	t.Helper()
+	var cc chatCompletion
+	if err := json.Unmarshal(body, &cc); err != nil || len(cc.Choices) == 0 {
+		t.Fatalf("%v %s", err, body)
+	}
+	return cc.Choices[0].Message.Content
+}
+
+func TestApprovalOverChatCompletions(t *testing.T) {
+	t.Run("yes resumes once, a replay repeats the answer", func(t *testing.T) {
+		env := newTestEnv(t, nil)
+		ask := approvalRound(t, env, keyAlice)
+		hist := chatBody("capgraph", false, user("write 1.5 A to SR:HCM1"), assistant(ask), user("yes"))
+		_, b1 := env.do(t, "POST", "/v1/chat/completions", keyAlice, hist)
+		_, b2 := env.do(t, "POST", "/v1/chat/completions", keyAlice, hist, "X-Stainless-Retry-Count", "1")
+		if env.runner.writes() != 1 || len(env.runner.resumes()) != 1 {
+			t.Fatalf("writes %d resumes %d", env.runner.writes(), len(env.runner.resumes()))
+		}
+		if c1, c2 := chatContent(t, b1), chatContent(t, b2); c1 != "SR:HCM1 is now 1.5 A." || c2 != c1 {
+			t.Fatalf("first %q replay %q", c1, c2)
+		}
+		recs := env.audit.records(t)
+		var write *AuditRecord
+		for i := range recs {
+			if recs[i].Capability == "channel_write" {
+				write = &recs[i]
+			}
+		}
+		if write == nil || write.Principal != "alice" || write.Outcome != "ok" || write.ArgsDigest == argsDigest(nil) {
+			t.Fatalf("audit %+v", recs)
+		}
+	})
+	t.Run("no cancels", func(t *testing.T) {
+		env := newTestEnv(t, nil)
+		ask := approvalRound(t, env, keyAlice)
+		_, b := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("write"), assistant(ask), user("no")))
+		if env.runner.writes() != 0 || !strings.Contains(chatContent(t, b), "Cancelled") {
+			t.Fatalf("writes %d: %s", env.runner.writes(), b)
+		}
+	})
+	t.Run("another principal's token is refused", func(t *testing.T) {
+		env := newTestEnv(t, nil)
+		ask := approvalRound(t, env, keyAlice)
+		resp, _ := env.do(t, "POST", "/v1/chat/completions", keyBob, chatBody("capgraph", false, user("write"), assistant(ask), user("yes")))
+		if resp.StatusCode != http.StatusOK || env.runner.writes() != 0 || len(env.runner.resumes()) != 0 {
+			t.Fatalf("bob resumed alice's approval: %d writes %d", resp.StatusCode, env.runner.writes())
+		}
+		// Alice's approval is still pending and works for her.
+		env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("write"), assistant(ask), user("yes")))
+		if env.runner.writes() != 1 {
+			t.Fatalf("writes %d", env.runner.writes())
+		}
+	})
+	t.Run("expired token starts a new turn", func(t *testing.T) {
+		now := time.Now()
+		env := newTestEnv(t, func(c *Config) { c.ApprovalTTL = time.Minute; c.Now = func() time.Time { return now } })
+		ask := approvalRound(t, env, keyAlice)
+		now = now.Add(2 * time.Minute)
+		env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("write"), assistant(ask), user("yes")))
+		if env.runner.writes() != 0 || len(env.runner.runs()) != 2 {
+			t.Fatalf("writes %d runs %d", env.runner.writes(), len(env.runner.runs()))
+		}
+	})
+}
+
+func TestConfigValidation(t *testing.T) {
+	r := newScriptedRunner()
+	tests := []struct {
+		name  string
+		cfg   Config
+		field string
+	}{
+		{"no runner", Config{}, "Runner"},
+		{"public without keys", Config{Runner: r, Addr: "0.0.0.0:8080"}, "Addr"},
+		{"all interfaces without keys", Config{Runner: r, Addr: ":8080"}, "Addr"},
+		{"bad digest", Config{Runner: r, Principals: []Principal{{Name: "a", KeySHA256: "abc"}}}, "Principals[0].KeySHA256"},
+		{"no name", Config{Runner: r, Principals: []Principal{{KeySHA256: HashKey("k")}}}, "Principals[0].Name"},
+		{"same key twice", Config{Runner: r, Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}, {Name: "b", KeySHA256: HashKey("k")}}}, "Principals[1].KeySHA256"},
+		{"empty model id", Config{Runner: r, Models: []Model{{}}}, "Models[0].ID"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.cfg)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != tc.field {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+	for _, ok := range []Config{
+		{Runner: r},
+		{Runner: r, Addr: "localhost:9000"},
+		{Runner: r, Addr: "[::1]:9000"},
+		{Runner: r, Addr: "0.0.0.0:8080", Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}},
+	} {
+		if _, err := New(ok); err != nil {
+			t.Errorf("%+v: %v", ok.Addr, err)
+		}
+	}
+}
+
+func TestParseAPIKeys(t *testing.T) {
+	tests := []struct {
+		in      string
+		names   []string
+		wantErr bool
+	}{
+		{"", nil, false},
+		{"k1", []string{"key1"}, false},
+		{"ops=k1, webui = k2 ,", []string{"ops", "webui"}, false},
+		{"a=k1,a=k2", nil, true},
+		{"=k1", nil, true},
+		{"a=", nil, true},
+	}
+	for _, tc := range tests {
+		ps, err := ParseAPIKeys(tc.in)
+		if (err != nil) != tc.wantErr {
+			t.Fatalf("%q: err %v", tc.in, err)
+		}
+		var names []string
+		for _, p := range ps {
+			names = append(names, p.Name)
+		}
+		if strings.Join(names, ",") != strings.Join(tc.names, ",") {
+			t.Fatalf("%q: names %v", tc.in, names)
+		}
+	}
+	ps, _ := ParseAPIKeys("ops=secret")
+	if ps[0].KeySHA256 != HashKey("secret") || ps[0].Tenant != "default" {
+		t.Fatalf("%+v", ps[0])
+	}
+}
