@@ -24,11 +24,28 @@ func one(context.Context, benchState) (int, error) { return 1, nil }
 
 // BenchmarkTransition measures one node→node transition: the node call, the
 // update, the route, the state encoding, the checkpoint Put on the memory
-// store and the events. One op is one step of a long run consumed as a stream.
+// store and the events. One op is one step of a long run consumed as a
+// stream.
+//
+// "memory" trims the thread every 1024 steps (DeleteThread from the consumer;
+// the run goes on), so the figure is the cost of a transition rather than of
+// one in-memory slice growing to millions of checkpoints; "memory-growing"
+// keeps every checkpoint, as a thread would that is never trimmed.
 func BenchmarkTransition(b *testing.B) {
+	for _, trim := range []bool{true, false} {
+		name := "memory"
+		if !trim {
+			name = "memory-growing"
+		}
+		b.Run(name, func(b *testing.B) { benchTransition(b, trim) })
+	}
+}
+
+func benchTransition(b *testing.B, trim bool) {
 	n := b.N
 	toA, toEnd := []string{"a"}, []string{graph.End}
-	g := graph.New(graph.Config[benchState, int]{Apply: benchApply, Store: memory.New(), MaxSteps: n + 1})
+	store := memory.New()
+	g := graph.New(graph.Config[benchState, int]{Apply: benchApply, Store: store, MaxSteps: n + 1})
 	g.AddNode("a", one)
 	g.AddConditionalEdges("a", func(s benchState) graph.Route {
 		if s.N >= n {
@@ -41,19 +58,26 @@ func BenchmarkTransition(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	events := 0
-	for ev, err := range c.Stream(context.Background(), "bench", benchState{}) {
+	steps := 0
+	for ev, err := range c.Stream(ctx, "bench", benchState{}) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		_ = ev
-		events++
+		if ev.Kind == graph.EventCheckpoint {
+			steps++
+			if trim && steps%1024 == 0 {
+				if err := store.DeleteThread(ctx, "bench"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
 	}
 	b.StopTimer()
-	if events < 4*n {
-		b.Fatalf("%d events for %d steps", events, n)
+	if steps != n+1 {
+		b.Fatalf("%d checkpoints for %d steps", steps, n)
 	}
 }
 

@@ -78,6 +78,7 @@ const (
 
 type nodeDef[S, U any] struct {
 	name     string
+	idx      int // position in declaration order; indexes per-run counters
 	fn       NodeFunc[S, U]
 	terminal bool
 	edge     edgeKind
@@ -116,7 +117,7 @@ func (g *Graph[S, U]) AddNode(name string, fn NodeFunc[S, U]) *Graph[S, U] {
 		g.problems = append(g.problems, BuildProblem{Kind: ProblemNilNode, Node: name})
 		return g
 	}
-	g.nodes[name] = &nodeDef[S, U]{name: name, fn: fn}
+	g.nodes[name] = &nodeDef[S, U]{name: name, fn: fn, idx: len(g.order)}
 	g.order = append(g.order, name)
 	return g
 }

@@ -46,14 +46,29 @@ type runner[S, U any] struct {
 	one     [1]taskResult[U] // results of a one-node step, reused
 
 	mu       sync.Mutex // guards attempts: concurrent branches bump it
-	attempts map[string]int
+	attempts []int      // starts per node, indexed by nodeDef.idx
 
-	// With the default JSON codec, states are encoded into one buffer reused
-	// by every step of the call. This is safe because a Store must not keep
-	// the slices of a checkpoint after Put returns (checkpointtest checks it).
-	enc    *json.Encoder
-	encBuf bytes.Buffer
+	// Fields rather than locals, so they live in the one runner allocation
+	// instead of escaping to the heap separately.
+	state S
+	emB   emitter
+
+	// With the default JSON codec, states are encoded into a pooled buffer
+	// reused by every step. This is safe because a Store must not keep the
+	// slices of a checkpoint after Put returns (checkpointtest checks it).
+	enc *stateEncoder
 }
+
+type stateEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &stateEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
 
 // encodeState encodes the state for a checkpoint. The result is only valid
 // until the next call.
@@ -62,15 +77,24 @@ func (r *runner[S, U]) encodeState(s *S) ([]byte, error) {
 		return r.c.cfg.Codec.Marshal(s)
 	}
 	if r.enc == nil {
-		r.enc = json.NewEncoder(&r.encBuf)
+		r.enc = encoders.Get().(*stateEncoder)
 	}
-	r.encBuf.Reset()
-	if err := r.enc.Encode(s); err != nil {
+	r.enc.buf.Reset()
+	if err := r.enc.enc.Encode(s); err != nil {
 		return nil, err
 	}
 	// Encode adds a newline that Marshal does not; drop it, so both
 	// produce the same bytes.
-	return bytes.TrimSuffix(r.encBuf.Bytes(), []byte{'\n'}), nil
+	return bytes.TrimSuffix(r.enc.buf.Bytes(), []byte{'\n'}), nil
+}
+
+// release returns pooled resources; the runner is not used afterwards.
+func (r *runner[S, U]) release() {
+	if r.enc != nil && r.enc.buf.Cap() <= 1<<16 {
+		// Huge buffers are left to the GC rather than pinned in the pool.
+		encoders.Put(r.enc)
+	}
+	r.enc = nil
 }
 
 // emit completes e and hands it to the consumer. Only the goroutine running
@@ -88,10 +112,10 @@ func (r *runner[S, U]) emit(e Event) {
 	}
 }
 
-func (r *runner[S, U]) bumpAttempt(name string) int {
+func (r *runner[S, U]) bumpAttempt(d *nodeDef[S, U]) int {
 	r.mu.Lock()
-	r.attempts[name]++
-	n := r.attempts[name]
+	r.attempts[d.idx]++
+	n := r.attempts[d.idx]
 	r.mu.Unlock()
 	return n
 }
@@ -100,7 +124,8 @@ type taskResult[U any] struct {
 	update U
 	err    error
 	dur    time.Duration
-	done   bool // taken from a pending write, not run
+	end    time.Time // clock reading when the node returned
+	done   bool      // taken from a pending write, not run
 }
 
 // exec runs or resumes a run on thread, handing every event to yield.
@@ -120,11 +145,12 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 	}
 	defer c.unlock(thread)
 
-	r := &runner[S, U]{c: c, thread: thread, yield: yield, attempts: make(map[string]int, 8)}
+	r := &runner[S, U]{c: c, thread: thread, yield: yield, attempts: make([]int, len(c.order))}
+	defer r.release()
 	var (
 		cp     checkpoint.Checkpoint
 		writes []checkpoint.Write
-		state  S
+		state  = &r.state
 	)
 	fail := func(err error) (Result[S], error) {
 		res.Status = StatusFailed
@@ -138,13 +164,13 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			return fail(fmt.Errorf("graph: read thread %q: %w", thread, gerr))
 		}
 		r.runID = newID()
-		state = st.input
-		enc, merr := c.cfg.Codec.Marshal(&state)
+		*state = st.input
+		enc, merr := c.cfg.Codec.Marshal(state)
 		if merr != nil {
 			return fail(fmt.Errorf("graph: encode input state: %w", merr))
 		}
 		cp = checkpoint.Checkpoint{ThreadID: thread, ID: newID(), ParentID: parent, RunID: r.runID, Step: 0,
-			State: enc, Next: c.entry, Created: c.cfg.Now(), Metadata: c.metadata(state)}
+			State: enc, Next: c.entry, Created: c.cfg.Now(), Metadata: c.metadata(*state)}
 		if perr := c.cfg.Store.Put(ctx, cp); perr != nil {
 			return fail(fmt.Errorf("graph: write checkpoint: %w", perr))
 		}
@@ -162,10 +188,10 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		cp, writes = t.Checkpoint, t.Writes
 		r.runID = cp.RunID
 		res.RunID = r.runID
-		if uerr := c.cfg.Codec.Unmarshal(cp.State, &state); uerr != nil {
+		if uerr := c.cfg.Codec.Unmarshal(cp.State, state); uerr != nil {
 			return fail(fmt.Errorf("graph: decode state of thread %q: %w", thread, uerr))
 		}
-		res.State, res.Checkpoint, res.Steps = state, cp.ID, cp.Step
+		res.State, res.Checkpoint, res.Steps = *state, cp.ID, cp.Step
 		if len(cp.Next) == 0 {
 			res.Status = StatusDone
 			if st.hasValue {
@@ -213,7 +239,8 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		}
 	}
 
-	r.em = &emitter{emit: r.emit}
+	r.emB.emit = r.emit
+	r.em = &r.emB
 	ctx = context.WithValue(ctx, emitterKey{}, r.em)
 
 	finish := func(status Status, err error) (Result[S], error) {
@@ -222,7 +249,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			// did not fail, it stopped, and Resume continues it.
 			status, err = StatusCanceled, ctx.Err()
 		}
-		res.Status, res.State, res.Checkpoint, res.Steps = status, state, cp.ID, cp.Step
+		res.Status, res.State, res.Checkpoint, res.Steps = status, *state, cp.ID, cp.Step
 		r.emit(Event{Kind: EventRunEnd, Step: cp.Step, Err: err})
 		return res, err
 	}
@@ -252,7 +279,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		}
 
 		step := cp.Step + 1
-		results, interrupts, failure := c.runStep(ctx, r, step, cp, writes, state)
+		results, interrupts, failure := c.runStep(ctx, r, step, cp, writes, *state)
 		if failure != nil {
 			return finish(StatusFailed, failure)
 		}
@@ -271,18 +298,22 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			return finish(StatusInterrupted, nil)
 		}
 
-		// One clock reading stamps the route events, the checkpoint and its id.
-		now := c.cfg.Now()
-		next, notBefore, aerr := c.advance(r, step, now, &state, cp.Next, results)
+		// One clock reading stamps the route events, the checkpoint and its id:
+		// in a one-node step, the one taken when the node returned.
+		now := results[0].end
+		if len(results) > 1 || results[0].done {
+			now = c.cfg.Now()
+		}
+		next, notBefore, aerr := c.advance(r, step, now, state, cp.Next, results)
 		if aerr != nil {
 			return finish(StatusFailed, aerr)
 		}
-		enc, merr := r.encodeState(&state)
+		enc, merr := r.encodeState(state)
 		if merr != nil {
 			return finish(StatusFailed, fmt.Errorf("graph: encode state after step %d: %w", step, merr))
 		}
 		ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newIDAt(now), ParentID: cp.ID, RunID: r.runID, Step: step,
-			State: enc, Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(state)}
+			State: enc, Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(*state)}
 		pctx, release := saveCtx(ctx)
 		perr := c.cfg.Store.Put(pctx, ncp)
 		release()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -54,6 +55,23 @@ type Compiled[S, U any] struct {
 
 	mu   sync.Mutex
 	busy map[string]bool // threads with a run in progress in this process
+
+	// traceHint is the length of the last trace, used as the capacity of the
+	// next one so that Run does not regrow its trace step after step.
+	traceHint atomic.Int64
+}
+
+// collectTrace returns a yield function appending to a trace, and a function
+// returning the trace when the run is over.
+func (c *Compiled[S, U]) collectTrace() (func(Event) bool, func() []Event) {
+	trace := make([]Event, 0, min(c.traceHint.Load()+8, 4096))
+	return func(e Event) bool {
+			trace = append(trace, e)
+			return true
+		}, func() []Event {
+			c.traceHint.Store(int64(len(trace)))
+			return trace
+		}
 }
 
 func memoryStore() checkpoint.Store { return memory.New() }
@@ -67,12 +85,9 @@ func (c *Compiled[S, U]) Nodes() []string { return append([]string(nil), c.order
 // Run starts a run on thread with input as the initial state and returns when
 // it ends. The returned Result is always filled, also on error.
 func (c *Compiled[S, U]) Run(ctx context.Context, thread string, input S) (Result[S], error) {
-	var trace []Event
-	res, err := c.exec(ctx, thread, start[S]{fresh: true, input: input}, func(e Event) bool {
-		trace = append(trace, e)
-		return true
-	})
-	res.Trace = trace
+	yield, trace := c.collectTrace()
+	res, err := c.exec(ctx, thread, start[S]{fresh: true, input: input}, yield)
+	res.Trace = trace()
 	return res, err
 }
 
@@ -98,12 +113,9 @@ func (c *Compiled[S, U]) Resume(ctx context.Context, thread string, value any) (
 	if err != nil {
 		return Result[S]{Thread: thread, Status: StatusFailed}, err
 	}
-	var trace []Event
-	res, err := c.exec(ctx, thread, st, func(e Event) bool {
-		trace = append(trace, e)
-		return true
-	})
-	res.Trace = trace
+	yield, trace := c.collectTrace()
+	res, err := c.exec(ctx, thread, st, yield)
+	res.Trace = trace()
 	return res, err
 }
 

@@ -172,7 +172,7 @@ func (c *Compiled[S, U]) collect(results []taskResult[U], next []string) ([]task
 // failure (not an interrupt, not the run's own cancellation) is also recorded
 // as an error write against the checkpoint, so the thread shows it as failed.
 func (c *Compiled[S, U]) runTask(ctx context.Context, r *runner[S, U], step int, cpID uuid.UUID, d *nodeDef[S, U], state S, resume json.RawMessage, em *emitter) taskResult[U] {
-	attempt := r.bumpAttempt(d.name)
+	attempt := r.bumpAttempt(d)
 	em.base.Step, em.base.Node = step, d.name
 	// The clock is read twice per node, and the start and end events reuse
 	// the readings: on a 1 µs transition every clock read counts. Durations
@@ -203,7 +203,7 @@ func (c *Compiled[S, U]) runTask(ctx context.Context, r *runner[S, U], step int,
 		}
 	}
 	em.emit(Event{Kind: EventNodeEnd, Step: step, Node: d.name, Attempt: attempt, Duration: dur, Err: err, Time: t1})
-	return taskResult[U]{update: u, err: err, dur: dur}
+	return taskResult[U]{update: u, err: err, dur: dur, end: t1}
 }
 
 // callNode calls the node, turning a panic into a *PanicError with the stack.
