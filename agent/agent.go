@@ -32,10 +32,13 @@ var _ Runner = (*Agent)(nil)
 // one node per registered capability and the error node, every node but the
 // error node routed by the router.
 func New(cfg Config) (*Agent, error) {
+	cfg.defaults()
+	if err := cfg.fillNodes(); err != nil {
+		return nil, err
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.defaults()
 	if cfg.Store == nil {
 		cfg.Store = memory.New()
 	}

@@ -56,7 +56,8 @@ type Config struct {
 	// Models gives the model roles (the error node uses RoleError). Default llm.None.
 	Models llm.Models
 
-	// The infrastructure nodes. Their Name must match the slot.
+	// The infrastructure nodes. Their Name must match the slot. A nil slot
+	// is filled from nodes.New(Nodes).
 	TaskExtraction nodes.Node
 	Classifier     nodes.Node
 	Orchestrator   nodes.Node
@@ -64,6 +65,9 @@ type Config struct {
 	Clarify        nodes.Node
 	// ErrorNode replaces the standard error node (errornode.New over Models).
 	ErrorNode nodes.Node
+	// Nodes configures the default infrastructure nodes. Its Registry, Models
+	// and Now default to this Config's; its RetryPolicy to DefaultInfraRetryPolicy.
+	Nodes nodes.Config
 
 	// Limits bound each turn.
 	Limits Limits
@@ -105,6 +109,49 @@ func (l Limits) router(caps []string) router.Config {
 		MaxTokens:            l.MaxTokens,
 		Capabilities:         caps,
 	}.WithDefaults()
+}
+
+// fillNodes builds the default infrastructure nodes for empty slots.
+func (c *Config) fillNodes() error {
+	if c.TaskExtraction != nil && c.Classifier != nil && c.Orchestrator != nil && c.Respond != nil && c.Clarify != nil {
+		return nil
+	}
+	if c.Registry == nil {
+		return nil // validate reports it
+	}
+	nc := c.Nodes
+	if nc.Registry == nil {
+		nc.Registry = c.Registry
+	}
+	if nc.Models == nil {
+		nc.Models = c.Models
+	}
+	if nc.Now == nil {
+		nc.Now = c.Now
+	}
+	if nc.RetryPolicy.MaxAttempts == 0 && nc.RetryPolicy.InitialInterval == 0 {
+		nc.RetryPolicy = DefaultInfraRetryPolicy
+	}
+	set, err := nodes.New(nc)
+	if err != nil {
+		return &ConfigError{Field: "Nodes", Problem: err.Error()}
+	}
+	if c.TaskExtraction == nil {
+		c.TaskExtraction = set.TaskExtraction
+	}
+	if c.Classifier == nil {
+		c.Classifier = set.Classifier
+	}
+	if c.Orchestrator == nil {
+		c.Orchestrator = set.Orchestrator
+	}
+	if c.Respond == nil {
+		c.Respond = set.Respond
+	}
+	if c.Clarify == nil {
+		c.Clarify = set.Clarify
+	}
+	return nil
 }
 
 func (c *Config) validate() error {

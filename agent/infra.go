@@ -250,7 +250,7 @@ func (a *Agent) terminalSuccess(s state.State, name string, u state.Update, t st
 		}
 		t.Plan = &p
 		if msg.Kind == state.KindAnswer {
-			if notes := recoveryNotes(p); notes != "" {
+			if notes := recoveryNotes(p, msg.Content); notes != "" {
 				msg.Content = strings.TrimRight(msg.Content, "\n") + "\n\n" + notes
 			}
 		}
@@ -265,17 +265,18 @@ func (a *Agent) terminalSuccess(s state.State, name string, u state.Update, t st
 }
 
 // recoveryNotes tells the user about degraded paths: fallbacks used and
-// steps that only succeeded after retries.
-func recoveryNotes(p state.Plan) string {
+// steps that only succeeded after retries, unless the answer (content)
+// already says so.
+func recoveryNotes(p state.Plan, content string) string {
 	var lines []string
 	for i, st := range p.Steps {
 		if st.Status != state.StepDone || router.Respond == st.Effective() || router.Clarify == st.Effective() {
 			continue
 		}
 		switch {
-		case st.Fallback != "":
+		case st.Fallback != "" && !(strings.Contains(content, st.Fallback) && strings.Contains(content, st.Capability)):
 			lines = append(lines, fmt.Sprintf("- Step %d (%s) used the fallback %s because %s failed.", i+1, st.TaskObjective, st.Fallback, st.Capability))
-		case st.Recovered:
+		case st.Fallback == "" && st.Recovered && !strings.Contains(content, fmt.Sprintf("after %d attempts", st.Attempts)):
 			lines = append(lines, fmt.Sprintf("- Step %d (%s) succeeded after %d attempts.", i+1, st.TaskObjective, st.Attempts))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -163,7 +164,28 @@ func mapPayload(base Event, payload any) []Event {
 // mapNodePayload maps the nodes package's payloads. It is extended as the
 // nodes package defines them; unknown payloads are dropped.
 func mapNodePayload(base Event, payload any) (Event, bool) {
-	return base, false
+	switch v := payload.(type) {
+	case nodes.Status:
+		base.Type, base.Node, base.Text = EventStatus, v.Node, v.Text
+	case nodes.Token:
+		base.Type, base.Node, base.Text = EventToken, v.Node, v.Text
+	case nodes.TaskExtracted:
+		base.Type, base.Text = EventTask, v.Task
+	case nodes.CapabilitiesSelected:
+		base.Type, base.Capabilities = EventCapabilities, v.Capabilities
+	case nodes.NotSelected:
+		base.Type, base.Capability = EventStatus, v.Capability
+		base.Text = v.Capability + " was not considered: " + v.Err
+	case nodes.PlanMade:
+		p := v.Plan
+		base.Type, base.Plan, base.Total = EventPlan, &p, len(p.Steps)
+	case nodes.OfflineFallback:
+		base.Type, base.Node = EventStatus, v.Node
+		base.Text = v.Node + " answered offline: " + v.Reason
+	default:
+		return base, false
+	}
+	return base, true
 }
 
 // zero reports whether no answer is given (a plain resume).

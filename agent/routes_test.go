@@ -484,11 +484,11 @@ func TestIndependentStepsRunTogether(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	w := newWorld("read_a")
 	cfg := w.config(t)
-	cfg.Respond = nil
 	cfg.Clarify = &fnNode{name: "wrong"}
+	cfg.Limits.MaxNodeSteps = -1
 	_, err := agent.New(cfg)
 	var ce *agent.ConfigError
-	if !errors.As(err, &ce) || !errors.Is(err, agent.ErrConfig) || !strings.Contains(err.Error(), "Respond") || !strings.Contains(err.Error(), `"wrong"`) {
+	if !errors.As(err, &ce) || !errors.Is(err, agent.ErrConfig) || !strings.Contains(err.Error(), "Limits") || !strings.Contains(err.Error(), `"wrong"`) {
 		t.Fatalf("err %v", err)
 	}
 	if _, err := agent.New(agent.Config{}); !errors.Is(err, agent.ErrConfig) {
