@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,7 +26,24 @@ func (s *Set) For(role Role) (Model, bool) {
 		return m, true
 	}
 	m, ok := s.models[RoleDefault]
-	return m, ok
+	if !ok {
+		return nil, false
+	}
+	return roleBound{m, role}, true
+}
+
+// roleBound stamps the asking role on requests served by the default model,
+// so errors name the role the user would configure.
+type roleBound struct {
+	inner Model
+	role  Role
+}
+
+func (r roleBound) Generate(ctx context.Context, req Request) (Response, error) {
+	if req.Role == "" {
+		req.Role = r.role
+	}
+	return r.inner.Generate(ctx, req)
 }
 
 // Configured lists the roles with a model of their own, in Roles order.

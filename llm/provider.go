@@ -80,8 +80,12 @@ func transportOf(c *http.Client) http.RoundTripper {
 
 // Generate calls the provider. The error is always an *Error.
 func (p *providerModel) Generate(ctx context.Context, req Request) (Response, error) {
+	role := req.Role
+	if role == "" {
+		role = p.role
+	}
 	if err := ctx.Err(); err != nil {
-		return Response{}, p.wrap(ctx, err)
+		return Response{}, p.wrap(ctx, role, err)
 	}
 	callCtx := ctx
 	if p.cfg.Timeout > 0 {
@@ -125,18 +129,20 @@ func (p *providerModel) Generate(ctx context.Context, req Request) (Response, er
 	}
 	resp, err := p.llm.GenerateContent(callCtx, msgs, opts...)
 	if err != nil {
-		return Response{}, p.wrap(callCtx, err)
+		return Response{}, p.wrap(callCtx, role, err)
 	}
 	if resp == nil || len(resp.Choices) == 0 {
-		return Response{}, p.wrap(callCtx, errors.New("provider returned no choices"))
+		return Response{}, p.wrap(callCtx, role, errors.New("provider returned no choices"))
 	}
 	ch := resp.Choices[0]
 	return Response{Text: ch.Content, Usage: usageOf(ch.GenerationInfo), Model: p.cfg.Model}, nil
 }
 
-func (p *providerModel) wrap(ctx context.Context, err error) *Error {
+// wrap types a failure; role is the role that asked (which may be using the
+// default role's model), so messages name what the user configured.
+func (p *providerModel) wrap(ctx context.Context, role Role, err error) *Error {
 	kind, status, delay, code := kindOf(ctx, err)
-	return &Error{Kind: kind, Role: p.role, Provider: p.cfg.Provider, Model: p.cfg.Model,
+	return &Error{Kind: kind, Role: role, Provider: p.cfg.Provider, Model: p.cfg.Model,
 		StatusCode: status, Delay: delay, Code: code, APIKeyEnv: p.keyEnv, Err: err}
 }
 

@@ -1,0 +1,127 @@
+package llmtest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/llm/llmtest"
+)
+
+func ask(m llm.Models, role llm.Role, prompt string) (llm.Response, error) {
+	model, ok := m.For(role)
+	if !ok {
+		return llm.Response{}, fmt.Errorf("no model for %s", role)
+	}
+	return model.Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: prompt}}})
+}
+
+func TestScriptsPerRoleInOrder(t *testing.T) {
+	m := llmtest.New().
+		Script(llm.RoleClassifier, llmtest.Text("c1"), llmtest.Text("c2")).
+		Script(llm.RoleOrchestrator, llmtest.Text("o1")).
+		ScriptAny(llmtest.Text("any"))
+	for _, tt := range []struct {
+		role llm.Role
+		want string
+	}{{llm.RoleClassifier, "c1"}, {llm.RoleOrchestrator, "o1"}, {llm.RoleClassifier, "c2"}, {llm.RoleClassifier, "any"}} {
+		r, err := ask(m, tt.role, "q")
+		if err != nil || r.Text != tt.want {
+			t.Fatalf("%s: got %q, %v; want %q", tt.role, r.Text, err, tt.want)
+		}
+	}
+	if m.Remaining() != 0 || m.Count() != 4 || len(m.CallsFor(llm.RoleClassifier)) != 3 {
+		t.Errorf("remaining %d, count %d, classifier calls %d", m.Remaining(), m.Count(), len(m.CallsFor(llm.RoleClassifier)))
+	}
+}
+
+func TestExhaustedScriptIsAClearError(t *testing.T) {
+	m := llmtest.New()
+	_, err := ask(m, llm.RoleResponse, "what now?")
+	var ee *llmtest.ExhaustedError
+	if !errors.As(err, &ee) || !errors.Is(err, llmtest.ErrExhausted) || ee.Role != llm.RoleResponse {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(err.Error(), `"response"`) || !strings.Contains(err.Error(), "what now?") {
+		t.Errorf("message %q should name the role and the prompt", err)
+	}
+}
+
+func TestErrorsStreamsAndUsage(t *testing.T) {
+	boom := errors.New("boom")
+	m := llmtest.New().Script(llm.RoleResponse, llmtest.Fail(boom), llmtest.Stream("a", "b", "c"),
+		llmtest.Reply{Text: "x", Usage: llm.Usage{PromptTokens: 5, CompletionTokens: 1}})
+	if _, err := ask(m, llm.RoleResponse, "q"); !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want boom", err)
+	}
+	model, _ := m.For(llm.RoleResponse)
+	var chunks []string
+	r, err := model.Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "q"}},
+		OnChunk: func(_ context.Context, c string) error { chunks = append(chunks, c); return nil }})
+	if err != nil || r.Text != "abc" || strings.Join(chunks, "|") != "a|b|c" {
+		t.Fatalf("stream: %q %q %v", r.Text, chunks, err)
+	}
+	if r.Usage.Total() == 0 {
+		t.Error("a reply without usage must report an estimate")
+	}
+	r, _ = ask(m, llm.RoleResponse, "q")
+	if r.Usage != (llm.Usage{PromptTokens: 5, CompletionTokens: 1}) {
+		t.Errorf("usage = %+v", r.Usage)
+	}
+}
+
+func TestRulesAnswerConcurrentCallsByContent(t *testing.T) {
+	m := llmtest.New().On(llmtest.PromptContains("weather"), func(llm.Request) llmtest.Reply { return llmtest.Text("yes") }).
+		On(llmtest.All(llmtest.RoleIs(llm.RoleClassifier)), func(llm.Request) llmtest.Reply { return llmtest.Text("no") })
+	var wg sync.WaitGroup
+	got := make([]string, 50)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := "about trains"
+			if i%2 == 0 {
+				p = "about weather"
+			}
+			r, err := ask(m, llm.RoleClassifier, p)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = r.Text
+		}()
+	}
+	wg.Wait()
+	for i, g := range got {
+		want := map[bool]string{true: "yes", false: "no"}[i%2 == 0]
+		if g != want {
+			t.Fatalf("call %d = %q, want %q", i, g, want)
+		}
+	}
+	if m.Count() != 50 {
+		t.Errorf("count = %d", m.Count())
+	}
+}
+
+func TestOnlyLimitsRoles(t *testing.T) {
+	m := llmtest.New().Only(llm.RoleResponse)
+	if _, ok := m.For(llm.RoleClassifier); ok {
+		t.Error("classifier should be offline")
+	}
+	if _, ok := m.For(llm.RoleResponse); !ok {
+		t.Error("response should have a model")
+	}
+}
+
+func TestCanceledContext(t *testing.T) {
+	m := llmtest.New().ScriptAny(llmtest.Text("x"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	model, _ := m.For(llm.RoleResponse)
+	if _, err := model.Generate(ctx, llm.Request{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v", err)
+	}
+}
