@@ -83,7 +83,9 @@ func benchTransition(b *testing.B, trim bool) {
 
 // BenchmarkRun8Nodes measures a whole run of a hub-and-spoke graph: a router
 // node with a conditional edge to 7 workers, each returning to the router,
-// visited one after the other (15 steps). One op is one Run, trace included.
+// visited one after the other (15 steps). One op is one Run, trace included,
+// followed by DeleteThread, so the memory store does not grow across ops
+// (a thread of 10⁵ runs would measure the store's slice growth instead).
 func BenchmarkRun8Nodes(b *testing.B) {
 	workers := []string{"w1", "w2", "w3", "w4", "w5", "w6", "w7"}
 	routes := make([][]string, len(workers))
@@ -91,7 +93,8 @@ func BenchmarkRun8Nodes(b *testing.B) {
 		routes[i] = []string{w}
 	}
 	toEnd := []string{graph.End}
-	g := graph.New(graph.Config[benchState, int]{Apply: benchApply, Store: memory.New()})
+	store := memory.New()
+	g := graph.New(graph.Config[benchState, int]{Apply: benchApply, Store: store})
 	g.AddNode("router", func(context.Context, benchState) (int, error) { return 0, nil })
 	g.AddConditionalEdges("router", func(s benchState) graph.Route {
 		if s.N >= len(workers) {
@@ -115,6 +118,9 @@ func BenchmarkRun8Nodes(b *testing.B) {
 		res, err := c.Run(ctx, "bench", benchState{})
 		if err != nil || res.State.N != len(workers) || res.Steps != 2*len(workers)+1 {
 			b.Fatalf("run: %v, %+v", err, res.State)
+		}
+		if err := store.DeleteThread(ctx, "bench"); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
