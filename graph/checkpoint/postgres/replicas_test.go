@@ -40,10 +40,10 @@ func TestNewRefusesBadConfig(t *testing.T) {
 // Replicas: several Stores created at once on one schema migrate once, and
 // their concurrent Puts on one thread leave the summary on the greatest id.
 func TestReplicasShareOneSchema(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := postgres.DSNForTest(t)
 	ctx := context.Background()
 	schema := fmt.Sprintf("cptest_replicas_%d", time.Now().UnixNano())
-	t.Cleanup(func() { dropSchema(t, dsn, schema) })
+	t.Cleanup(func() { postgres.DropTestSchema(t, dsn, schema) })
 
 	const replicas = 4
 	stores := make([]*postgres.Store, replicas)
@@ -107,10 +107,10 @@ func TestReplicasShareOneSchema(t *testing.T) {
 }
 
 func TestSchemaTooNewIsRefused(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := postgres.DSNForTest(t)
 	ctx := context.Background()
 	schema := fmt.Sprintf("cptest_newer_%d", time.Now().UnixNano())
-	t.Cleanup(func() { dropSchema(t, dsn, schema) })
+	t.Cleanup(func() { postgres.DropTestSchema(t, dsn, schema) })
 	s, err := postgres.New(ctx, postgres.Config{DSN: dsn, Schema: schema})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package postgres_test
+package postgres
 
 import (
 	"context"
@@ -9,15 +9,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/capgraph/capgraph/graph/checkpoint/postgres"
 )
 
-// testDSN returns the database the tests may use: CAPGRAPH_TEST_POSTGRES, set
+// DSNForTest returns the database the tests may use: CAPGRAPH_TEST_POSTGRES, set
 // by scripts/setup/postgres.sh (sourced by scripts/test.sh). Without it the
 // test skips, saying why — except in CI (CI=true), where it fails: CI must
 // not silently drop the PostgreSQL run.
-func testDSN(tb testing.TB) string {
+func DSNForTest(tb testing.TB) string {
 	tb.Helper()
 	dsn := os.Getenv("CAPGRAPH_TEST_POSTGRES")
 	if dsn != "" {
@@ -36,25 +34,25 @@ func testDSN(tb testing.TB) string {
 
 var schemaSeq atomic.Int64
 
-// newStore returns a store in a schema of its own, dropped when the test ends,
+// NewTestStore returns a store in a schema of its own, dropped when the test ends,
 // so tests share one database without seeing each other's rows.
-func newStore(tb testing.TB) *postgres.Store {
+func NewTestStore(tb testing.TB) *Store {
 	tb.Helper()
-	dsn := testDSN(tb)
+	dsn := DSNForTest(tb)
 	schema := fmt.Sprintf("cptest_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9, schemaSeq.Add(1))
 	ctx := context.Background()
-	s, err := postgres.New(ctx, postgres.Config{DSN: dsn, Schema: schema})
+	s, err := New(ctx, Config{DSN: dsn, Schema: schema})
 	if err != nil {
-		tb.Fatalf("postgres.New: %v", err)
+		tb.Fatalf("New: %v", err)
 	}
 	tb.Cleanup(func() {
 		s.Close()
-		dropSchema(tb, dsn, schema)
+		DropTestSchema(tb, dsn, schema)
 	})
 	return s
 }
 
-func dropSchema(tb testing.TB, dsn, schema string) {
+func DropTestSchema(tb testing.TB, dsn, schema string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
