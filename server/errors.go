@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel error kinds. Handlers map them to HTTP statuses in one place
@@ -47,3 +48,15 @@ func (e *RequestError) Unwrap() error { return e.Kind }
 func badRequest(param, format string, args ...any) error {
 	return &RequestError{Kind: ErrBadRequest, Param: param, Message: fmt.Sprintf(format, args...)}
 }
+
+// TurnTimeoutError is a run stopped by Config.TurnTimeout.
+type TurnTimeoutError struct {
+	Limit time.Duration
+	Err   error
+}
+
+func (e *TurnTimeoutError) Error() string {
+	return fmt.Sprintf("the turn exceeded its time limit of %s", e.Limit)
+}
+
+func (e *TurnTimeoutError) Unwrap() error { return e.Err }

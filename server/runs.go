@@ -198,8 +198,14 @@ func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Co
 		r.append(ev)
 	}
 	shutdown := m.base.Err() != nil
-	if runErr != nil && shutdown && errors.Is(runErr, context.Canceled) {
-		runErr = nil // stopped at a checkpoint by the shutdown; resumable
+	switch {
+	case runErr != nil && errors.Is(runErr, context.Canceled) && ctx.Err() != nil:
+		// Canceled by a client, a cancel request or the shutdown: the run
+		// stopped at a checkpoint and can be resumed; that is no failure.
+		runErr = nil
+		r.append(agent.Event{Type: agent.EventDone, Status: agent.RunCanceled, Thread: r.Thread, Time: m.s.cfg.Now()})
+	case runErr != nil && errors.Is(runErr, context.DeadlineExceeded) && ctx.Err() != nil:
+		runErr = &TurnTimeoutError{Limit: m.s.cfg.TurnTimeout, Err: runErr}
 	}
 	r.finish(runErr, shutdown)
 	status, _, _ := r.result()

@@ -110,17 +110,25 @@ func (s *scriptedRunner) runRead(th *scriptedThread, ev func(agent.Event) bool) 
 	th.st.Turn.Plan = p
 	s.mu.Unlock()
 	seq := []agent.Event{
+		{Type: agent.EventNodeStart, Node: "classifier"},
 		{Type: agent.EventCapabilities, Capabilities: []string{"channel_read"}},
+		{Type: agent.EventNodeEnd, Node: "classifier", Duration: time.Millisecond},
+		{Type: agent.EventNodeStart, Node: "orchestrator"},
 		{Type: agent.EventPlan, Plan: p},
+		{Type: agent.EventNodeEnd, Node: "orchestrator", Duration: time.Millisecond},
+		{Type: agent.EventNodeStart, Node: "channel_read"},
 		{Type: agent.EventStepStart, Step: 0, Total: 2, Capability: "channel_read"},
 		{Type: agent.EventStepEnd, Step: 0, Total: 2, Capability: "channel_read", Err: "connection refused"},
 		{Type: agent.EventRetry, Retry: &agent.RetryInfo{Node: "channel_read", Attempt: 1, Max: 3, Delay: 200 * time.Millisecond, Reason: "connection refused"}},
 		{Type: agent.EventStepStart, Step: 0, Total: 2, Capability: "channel_read"},
 		{Type: agent.EventStepEnd, Step: 0, Total: 2, Capability: "channel_read", Duration: 400 * time.Millisecond},
+		{Type: agent.EventNodeEnd, Node: "channel_read", Duration: 400 * time.Millisecond},
+		{Type: agent.EventNodeStart, Node: "respond"},
 		{Type: agent.EventStepStart, Step: 1, Total: 2, Capability: "respond"},
 		{Type: agent.EventToken, Text: "Beam current "},
 		{Type: agent.EventToken, Text: "is 500 mA."},
 		{Type: agent.EventStepEnd, Step: 1, Total: 2, Capability: "respond"},
+		{Type: agent.EventNodeEnd, Node: "respond"},
 	}
 	for _, e := range seq {
 		if !ev(e) {
@@ -165,8 +173,7 @@ func (s *scriptedRunner) runWrite(_ context.Context, th *scriptedThread, ev func
 		{Type: agent.EventPlan, Plan: p},
 		{Type: agent.EventStepStart, Step: 0, Total: 2, Capability: "channel_read"},
 		{Type: agent.EventStepEnd, Step: 0, Total: 2, Capability: "channel_read", Duration: time.Millisecond},
-		{Type: agent.EventApprovalRequired, Approval: ap},
-		{Type: agent.EventMessage, Message: &msg},
+		{Type: agent.EventApprovalRequired, Approval: ap, Text: ap.Summary},
 		{Type: agent.EventDone, Status: agent.RunInterrupted},
 	} {
 		if !ev(e) {
