@@ -2,7 +2,10 @@ package checkpoint
 
 import (
 	"errors"
+	"sort"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -27,6 +30,9 @@ func (e *InvalidError) Unwrap() error { return ErrInvalid }
 
 // ValidateCheckpoint reports the first field of cp a Store cannot accept. Stores
 // call it at the top of Put so that every implementation refuses the same input.
+// Strings (thread id, next nodes, metadata) must be valid UTF-8 without NUL
+// bytes: PostgreSQL text and jsonb cannot hold NUL, and JSON encoding would
+// silently replace invalid UTF-8, so a store could not give them back equal.
 func ValidateCheckpoint(cp Checkpoint) error {
 	switch {
 	case cp.ThreadID == "":
@@ -35,6 +41,39 @@ func ValidateCheckpoint(cp Checkpoint) error {
 		return &InvalidError{Field: "id", Reason: "nil uuid"}
 	case cp.Step < 0:
 		return &InvalidError{Field: "step", Reason: "negative"}
+	}
+	if err := text("thread_id", cp.ThreadID); err != nil {
+		return err
+	}
+	for i, n := range cp.Next {
+		if err := text("next["+strconv.Itoa(i)+"]", n); err != nil {
+			return err
+		}
+	}
+	// Sorted, so the same input always names the same field.
+	keys := make([]string, 0, len(cp.Metadata))
+	for k := range cp.Metadata {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := text("metadata key "+strconv.Quote(k), k); err != nil {
+			return err
+		}
+		if err := text("metadata["+strconv.Quote(k)+"]", cp.Metadata[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// text checks that s can be stored as text by every store.
+func text(field, s string) error {
+	switch {
+	case !utf8.ValidString(s):
+		return &InvalidError{Field: field, Reason: "not valid UTF-8"}
+	case strings.IndexByte(s, 0) >= 0:
+		return &InvalidError{Field: field, Reason: "contains a NUL byte"}
 	}
 	return nil
 }
@@ -47,12 +86,22 @@ func ValidateWrites(threadID string, checkpointID uuid.UUID, writes []Write) err
 	case checkpointID == uuid.Nil:
 		return &InvalidError{Field: "checkpoint_id", Reason: "nil uuid"}
 	}
+	if err := text("thread_id", threadID); err != nil {
+		return err
+	}
 	for i, w := range writes {
+		prefix := "writes[" + strconv.Itoa(i) + "]"
 		switch {
 		case w.Task == "":
-			return &InvalidError{Field: "writes[" + strconv.Itoa(i) + "].task", Reason: "empty"}
+			return &InvalidError{Field: prefix + ".task", Reason: "empty"}
 		case w.Kind == "":
-			return &InvalidError{Field: "writes[" + strconv.Itoa(i) + "].kind", Reason: "empty"}
+			return &InvalidError{Field: prefix + ".kind", Reason: "empty"}
+		}
+		if err := text(prefix+".task", w.Task); err != nil {
+			return err
+		}
+		if err := text(prefix+".kind", string(w.Kind)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -285,10 +285,13 @@ func testInvalidInput(t *testing.T, s checkpoint.Store) {
 	ctx := context.Background()
 	good := g.cp("t1", uuid.Nil, nil)
 	put(t, s, good)
-	noThread, noID, negStep := good, good, good
+	noThread, noID, negStep, nulThread, badMD, nulNext := good, good, good, good, good, good
 	noThread.ThreadID = ""
 	noID.ID = uuid.Nil
 	negStep.Step = -1
+	nulThread.ThreadID = "t\x00"
+	badMD.Metadata = map[string]string{"ok": "fine", "bad": "\xff\xfe"}
+	nulNext.Next = []string{"a", "b\x00"}
 	for _, tc := range []struct {
 		name  string
 		call  func() error
@@ -297,6 +300,12 @@ func testInvalidInput(t *testing.T, s checkpoint.Store) {
 		{"Put empty thread", func() error { return s.Put(ctx, noThread) }, "thread_id"},
 		{"Put nil id", func() error { return s.Put(ctx, noID) }, "id"},
 		{"Put negative step", func() error { return s.Put(ctx, negStep) }, "step"},
+		{"Put NUL in thread", func() error { return s.Put(ctx, nulThread) }, "thread_id"},
+		{"Put invalid UTF-8 metadata", func() error { return s.Put(ctx, badMD) }, `metadata["bad"]`},
+		{"Put NUL in next", func() error { return s.Put(ctx, nulNext) }, "next[1]"},
+		{"PutWrites NUL in task", func() error {
+			return s.PutWrites(ctx, "t1", good.ID, []checkpoint.Write{{Task: "a\x00", Kind: checkpoint.WriteUpdate}})
+		}, "writes[0].task"},
 		{"PutWrites empty thread", func() error {
 			return s.PutWrites(ctx, "", good.ID, []checkpoint.Write{{Task: "a", Kind: checkpoint.WriteUpdate}})
 		}, "thread_id"},
@@ -316,9 +325,13 @@ func testInvalidInput(t *testing.T, s checkpoint.Store) {
 			t.Errorf("%s: err = %v, want an InvalidError naming %q", tc.name, err, tc.field)
 		}
 	}
-	// Nothing of a refused batch may have been stored.
-	if w := get(t, s, "t1", good.ID).Writes; len(w) != 0 {
-		t.Errorf("a refused PutWrites stored %d writes", len(w))
+	// Nothing of a refused call may have been stored.
+	tu := get(t, s, "t1", uuid.Nil)
+	if len(tu.Writes) != 0 {
+		t.Errorf("a refused PutWrites stored %d writes", len(tu.Writes))
+	}
+	if d := diff(good, tu.Checkpoint); d != "" {
+		t.Errorf("a refused Put changed the thread: %s", d)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -38,6 +39,27 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	// A directory that does not exist is reported by the driver, not hidden.
 	if _, err := sqlite.New(sqlite.Config{Path: filepath.Join(dir, "missing", "x.db")}); err == nil {
 		t.Error("New in a missing directory succeeded")
+	}
+}
+
+func TestNewFileIsPrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "private.db")
+	s, err := sqlite.New(sqlite.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Put(context.Background(), checkpoint.Checkpoint{ThreadID: "t", ID: uuid.Must(uuid.NewV7())}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s has mode %o, want 600", filepath.Base(p), perm)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/google/uuid"
@@ -27,6 +28,13 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Checkpoints hold conversations: create the file readable by its owner
+	// only. SQLite gives the -wal and -shm files the same mode.
+	f, err := os.OpenFile(cfg.Path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	f.Close()
 	w, err := sql.Open("sqlite", cfg.writerDSN())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
