@@ -124,3 +124,40 @@ func BenchmarkRun8Nodes(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFanOut7 measures a concurrent step: a router sends the state to 7
+// workers at once, whose updates are merged in route order, then ends (3
+// steps). One op is one Run plus DeleteThread, as in BenchmarkRun8Nodes.
+func BenchmarkFanOut7(b *testing.B) {
+	workers := []string{"w1", "w2", "w3", "w4", "w5", "w6", "w7"}
+	toEnd := []string{graph.End}
+	store := memory.New()
+	g := graph.New(graph.Config[benchState, int]{Apply: benchApply, Store: store})
+	g.AddNode("router", func(context.Context, benchState) (int, error) { return 0, nil })
+	g.AddConditionalEdges("router", func(s benchState) graph.Route {
+		if s.N > 0 {
+			return graph.Route{To: toEnd}
+		}
+		return graph.Route{To: workers}
+	}, workers...)
+	for _, w := range workers {
+		g.AddNode(w, one)
+		g.AddEdge(w, "router")
+	}
+	c, err := g.SetEntry("router").Compile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := c.Run(ctx, "bench", benchState{})
+		if err != nil || res.State.N != len(workers) || res.Steps != 3 {
+			b.Fatalf("run: %v, %+v", err, res.State)
+		}
+		if err := store.DeleteThread(ctx, "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
