@@ -26,12 +26,12 @@ const (
 const (
 	DefaultMaxConcurrentClassifications = 5
 	// DefaultOfflineThreshold is the lowest lexical score that selects a
-	// capability offline (about one distinctive shared word).
-	DefaultOfflineThreshold = 0.8
+	// capability offline (about one distinctive shared word from a description).
+	DefaultOfflineThreshold = 0.5
 	// DefaultOfflineRelative keeps only capabilities scoring at least this
 	// fraction of the best score, so one strong match is not diluted by
 	// capabilities sharing a common word.
-	DefaultOfflineRelative = 0.45
+	DefaultOfflineRelative = 0.5
 	DefaultSeed            = 1
 )
 

@@ -20,10 +20,22 @@ const (
 // offline classifier.
 type lexicalIndex struct {
 	names  []string
-	docs   [][]string
+	tf     []map[string]float64
+	length []float64
 	df     map[string]int
 	avgLen float64
+	// examples per capability, tokenized, for the nearest-example veto.
+	pos, neg [][][]string
 }
+
+// exampleWeight discounts words that come from example queries: their nouns
+// ("vacuum in sector 3") are incidental, the description and instructions
+// say what the capability is for.
+const exampleWeight = 0.3
+
+// vetoSimilarity is how close (Jaccard) a task must be to a negative example
+// for it to veto the capability.
+const vetoSimilarity = 0.5
 
 // Score is one capability's lexical relevance.
 type Score struct {
@@ -33,61 +45,72 @@ type Score struct {
 
 func newLexicalIndex(caps []capabilities.Capability) *lexicalIndex {
 	ix := &lexicalIndex{df: map[string]int{}}
-	total := 0
+	total := 0.0
 	for _, c := range caps {
 		if isTerminal(c.Name()) {
 			continue
 		}
-		text := strings.ReplaceAll(c.Name(), "_", " ") + " " + c.Description()
+		tf := map[string]float64{}
+		add := func(text string, w float64) {
+			for _, t := range tokenize(text) {
+				tf[t] += w
+			}
+		}
+		add(strings.ReplaceAll(c.Name(), "_", " ")+" "+c.Description(), 1)
+		var pos, neg [][]string
 		if gp, ok := c.(capabilities.ClassifierGuideProvider); ok {
 			if g := gp.ClassifierGuide(); g != nil {
-				text += " " + g.Instructions
+				add(g.Instructions, 1)
 				for _, ex := range g.Examples {
 					if ex.Result {
-						text += " " + ex.Query
+						add(ex.Query, exampleWeight)
+						pos = append(pos, tokenize(ex.Query))
+					} else {
+						neg = append(neg, tokenize(ex.Query))
 					}
 				}
 			}
 		}
-		toks := tokenize(text)
-		ix.names = append(ix.names, c.Name())
-		ix.docs = append(ix.docs, toks)
-		total += len(toks)
-		seen := map[string]bool{}
-		for _, t := range toks {
-			if !seen[t] {
-				seen[t] = true
-				ix.df[t]++
-			}
+		n := 0.0
+		for t, f := range tf {
+			n += f
+			ix.df[t]++
 		}
+		ix.names = append(ix.names, c.Name())
+		ix.tf = append(ix.tf, tf)
+		ix.length = append(ix.length, n)
+		ix.pos = append(ix.pos, pos)
+		ix.neg = append(ix.neg, neg)
+		total += n
 	}
-	if len(ix.docs) > 0 {
-		ix.avgLen = float64(total) / float64(len(ix.docs))
+	if len(ix.tf) > 0 {
+		ix.avgLen = total / float64(len(ix.tf))
 	}
 	return ix
 }
 
-// scores returns every capability's score for the task, best first.
+// scores returns every capability's score for the task, best first. A
+// capability whose nearest example is a negative one at least
+// vetoSimilarity close scores 0: its guide says "not for this".
 func (ix *lexicalIndex) scores(task string) []Score {
 	q := tokenize(task)
 	slices.Sort(q)
 	q = slices.Compact(q)
-	n := float64(len(ix.docs))
-	out := make([]Score, len(ix.docs))
-	for i, doc := range ix.docs {
-		tf := map[string]int{}
-		for _, t := range doc {
-			tf[t]++
-		}
+	n := float64(len(ix.tf))
+	out := make([]Score, len(ix.tf))
+	for i, tf := range ix.tf {
 		s := 0.0
 		for _, t := range q {
-			f := float64(tf[t])
+			f := tf[t]
 			if f == 0 {
 				continue
 			}
 			df := float64(ix.df[t])
 			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-			s += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(len(doc))/ix.avgLen))
+			s += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*ix.length[i]/ix.avgLen))
+		}
+		if bn := maxSimilarity(q, ix.neg[i]); bn >= vetoSimilarity && bn > maxSimilarity(q, ix.pos[i]) {
+			s = 0
 		}
 		out[i] = Score{Capability: ix.names[i], Score: s}
 	}
@@ -101,6 +124,28 @@ func (ix *lexicalIndex) scores(task string) []Score {
 		return 0
 	})
 	return out
+}
+
+// maxSimilarity is the best Jaccard similarity of the (sorted, unique) query
+// tokens to any example.
+func maxSimilarity(q []string, examples [][]string) float64 {
+	best := 0.0
+	for _, ex := range examples {
+		e := slices.Clone(ex)
+		slices.Sort(e)
+		e = slices.Compact(e)
+		inter := 0
+		for _, t := range e {
+			if _, ok := slices.BinarySearch(q, t); ok {
+				inter++
+			}
+		}
+		union := len(q) + len(e) - inter
+		if union > 0 {
+			best = max(best, float64(inter)/float64(union))
+		}
+	}
+	return best
 }
 
 // selectLexical picks capabilities scoring at least threshold and at least
