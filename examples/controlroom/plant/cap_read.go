@@ -80,7 +80,7 @@ func classifyReadLike(err error, op string) capabilities.Classification {
 			Metadata: map[string]any{capabilities.MetaTechnicalDetails: err.Error(),
 				capabilities.MetaReplanningReason: "use channel_finding to get valid channel names"}}
 	case errors.Is(err, capabilities.ErrMissingInput):
-		return capabilities.Classification{Severity: capabilities.Replanning, Kind: capabilities.KindInvalidInput,
+		return capabilities.Classification{Severity: capabilities.Replanning, Kind: capabilities.KindMissingInput,
 			UserMessage: "The step has no channels to " + op + ".",
 			Metadata: map[string]any{capabilities.MetaTechnicalDetails: err.Error(),
 				capabilities.MetaReplanningReason: "add a channel_finding step and pass its CHANNEL_ADDRESSES as input"}}

@@ -258,7 +258,11 @@ func (*ChannelWrite) ClassifyError(err error, _ capabilities.ErrorContext) capab
 	case errors.Is(err, ErrLimitViolation):
 		return capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindLimitViolation,
 			UserMessage: "The value is outside the channel's limits, so nothing was written.", Metadata: details}
-	case errors.Is(err, ErrAmbiguousWrite), errors.Is(err, capabilities.ErrMissingInput):
+	case errors.Is(err, capabilities.ErrMissingInput):
+		details[capabilities.MetaReplanningReason] = "add a channel_finding step and pass its CHANNEL_ADDRESSES as input"
+		return capabilities.Classification{Severity: capabilities.Replanning, Kind: capabilities.KindMissingInput,
+			UserMessage: "The write step has no channels.", Metadata: details}
+	case errors.Is(err, ErrAmbiguousWrite):
 		details[capabilities.MetaReplanningReason] = "the write must name exactly one value per channel (parameters.value for one channel, parameters.values for several)"
 		return capabilities.Classification{Severity: capabilities.Replanning, Kind: capabilities.KindInvalidInput,
 			UserMessage: "It is not clear which value to write to which channel.", Metadata: details}
