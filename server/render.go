@@ -84,11 +84,18 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 	case agent.EventDone:
 		c.status = ev.Status
 	}
+	// Once the answer has started, later trace lines are dropped: Open WebUI
+	// would open a second reasoning block below the answer.
+	kept := out[:0]
 	for _, p := range out {
+		if p.Reasoning != "" && c.content.Len() > 0 {
+			continue
+		}
 		c.content.WriteString(p.Content)
 		c.reasoning.WriteString(p.Reasoning)
+		kept = append(kept, p)
 	}
-	return out
+	return kept
 }
 
 // approvalText is what ends an approval request: the token the next

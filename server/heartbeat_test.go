@@ -1,0 +1,131 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// syncWriter is a ResponseWriter safe to read while the handler writes.
+type syncWriter struct {
+	mu  sync.Mutex
+	h   http.Header
+	buf strings.Builder
+}
+
+func (w *syncWriter) Header() http.Header { return w.h }
+func (w *syncWriter) WriteHeader(int)     {}
+func (w *syncWriter) Flush()              {}
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestHeartbeatIsAnEmptyDeltaChunk runs a long step on a fake clock: every
+// 10 s of silence gets an empty-delta chunk, never an SSE comment line.
+func TestHeartbeatIsAnEmptyDeltaChunk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		runner := newScriptedRunner()
+		srv, err := New(Config{Runner: runner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := json.Marshal(chatBody("capgraph", true, user("slow please")))
+		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(string(body)))
+		w := &syncWriter{h: http.Header{}}
+		done := make(chan struct{})
+		go func() {
+			srv.Handler().ServeHTTP(w, req)
+			close(done)
+		}()
+		synctest.Wait()
+		before := strings.Count(w.String(), `"delta":{}`)
+		time.Sleep(35 * time.Second)
+		synctest.Wait()
+		beats := strings.Count(w.String(), `"delta":{}`) - before
+		if beats != 3 {
+			t.Fatalf("%d heartbeats in 35 s, want 3:\n%s", beats, w.String())
+		}
+		runner.Release()
+		<-done
+		out := w.String()
+		for _, line := range strings.Split(out, "\n") {
+			if line != "" && !strings.HasPrefix(line, "data: ") {
+				t.Fatalf("non-data line %q", line)
+			}
+		}
+		if !strings.HasSuffix(out, "data: [DONE]\n\n") || !strings.Contains(out, "Done after waiting.") {
+			t.Fatalf("stream end:\n%s", out)
+		}
+	})
+}
+
+// TestShutdownEndsStreamsWithAFinalFrame: a running stream is told the
+// server stops, and gets its [DONE]; new runs are refused.
+func TestShutdownEndsStreamsWithAFinalFrame(t *testing.T) {
+	runner := newScriptedRunner()
+	srv, err := New(Config{Runner: runner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), ln) }()
+	url := "http://" + ln.Addr().String()
+
+	body, _ := json.Marshal(chatBody("capgraph", true, user("slow please")))
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for { // wait until the run is under way
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "Waiting for the archiver") {
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var rest strings.Builder
+	for {
+		line, err := br.ReadString('\n')
+		rest.WriteString(line)
+		if err != nil {
+			break
+		}
+	}
+	if !strings.Contains(rest.String(), "shutting down") || !strings.Contains(rest.String(), "data: [DONE]") {
+		t.Fatalf("after shutdown:\n%s", rest.String())
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.runs.start(caller{Principal: anonymous}, "x", "x", nil); err == nil {
+		t.Fatal("a run started after shutdown")
+	}
+}
