@@ -266,35 +266,14 @@ func (c *Config) ModelFor(role string) (m Model, ok bool) {
 	return r, true
 }
 
-// RetryPolicyFor returns the configured policy of a capability with zero
-// fields taken from the global default, and whether the file configures one
-// for it. (A capability's own policy still wins; the agent decides that.)
+// RetryPolicyFor returns the configured policy of a capability merged field
+// by field over the global default (capabilities.MergeRetryPolicies), and
+// whether the file configures one for it. A capability's own policy still
+// wins over both; the agent resolves that with capabilities.ResolveRetryPolicy.
 func (c *Config) RetryPolicyFor(capability string) (capabilities.RetryPolicy, bool) {
 	p, ok := c.Retry.Capabilities[capability]
 	if !ok {
-		return c.Retry.Default.WithDefaults(), false
+		return capabilities.MergeRetryPolicies(c.Retry.Default), false
 	}
-	d := c.Retry.Default
-	if p.MaxAttempts == 0 {
-		p.MaxAttempts = d.MaxAttempts
-	}
-	if p.InitialInterval == 0 {
-		p.InitialInterval = d.InitialInterval
-	}
-	if p.BackoffCoefficient == 0 {
-		p.BackoffCoefficient = d.BackoffCoefficient
-	}
-	if p.MaxInterval == 0 {
-		p.MaxInterval = d.MaxInterval
-	}
-	if p.Jitter == "" {
-		p.Jitter = d.Jitter
-	}
-	if p.MaxElapsed == 0 {
-		p.MaxElapsed = d.MaxElapsed
-	}
-	if p.NonRetryable == nil {
-		p.NonRetryable = d.NonRetryable
-	}
-	return p.WithDefaults(), true
+	return capabilities.MergeRetryPolicies(p, c.Retry.Default), true
 }
