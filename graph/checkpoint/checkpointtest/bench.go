@@ -32,7 +32,10 @@ func (l *Latencies) Time(f func()) {
 }
 
 // Report adds p50-µs and p99-µs metrics to b.
-func (l *Latencies) Report(b *testing.B) {
+func (l *Latencies) Report(b *testing.B) { l.ReportAs(b, "") }
+
+// ReportAs is Report with a prefix on the metric names ("put-p50-µs").
+func (l *Latencies) ReportAs(b *testing.B, prefix string) {
 	if len(l.d) == 0 {
 		return
 	}
@@ -40,8 +43,36 @@ func (l *Latencies) Report(b *testing.B) {
 	at := func(q float64) float64 {
 		return float64(l.d[int(q*float64(len(l.d)-1))].Nanoseconds()) / 1e3
 	}
-	b.ReportMetric(at(0.50), "p50-µs")
-	b.ReportMetric(at(0.99), "p99-µs")
+	b.ReportMetric(at(0.50), prefix+"p50-µs")
+	b.ReportMetric(at(0.99), prefix+"p99-µs")
+}
+
+// BenchPutVsRaw alternates one Put and one raw commit (raw: a plain INSERT of
+// a BenchState-sized blob in its own transaction on the same database) and
+// reports both latencies. Interleaving makes the two comparable on a machine
+// whose disk and CPUs are shared: both see the same conditions.
+func BenchPutVsRaw(b *testing.B, s checkpoint.Store, raw func(ctx context.Context, blob []byte) error) {
+	ctx := context.Background()
+	blob := []byte(BenchState)
+	parent := uuid.Nil
+	var put, rc Latencies
+	for i := 0; b.Loop(); i++ {
+		cp := checkpoint.Checkpoint{ThreadID: "bench-vs", ID: uuid.Must(uuid.NewV7()), ParentID: parent, Step: i,
+			State: BenchState, Next: []string{"node"}, Metadata: map[string]string{"owner": "bench"}, Created: time.Now()}
+		put.Time(func() {
+			if err := s.Put(ctx, cp); err != nil {
+				b.Fatal(err)
+			}
+		})
+		rc.Time(func() {
+			if err := raw(ctx, blob); err != nil {
+				b.Fatal(err)
+			}
+		})
+		parent = cp.ID
+	}
+	put.ReportAs(b, "put-")
+	rc.ReportAs(b, "raw-")
 }
 
 // BenchPut measures sequential checkpoint writes: each Put is one durable

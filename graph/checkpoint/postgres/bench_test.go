@@ -32,3 +32,16 @@ func BenchmarkRawCommit(b *testing.B) {
 	}
 	lat.Report(b)
 }
+
+func BenchmarkPutVsRawCommit(b *testing.B) {
+	s := NewTestStore(b)
+	ctx := context.Background()
+	if _, err := s.pool.Exec(ctx, `CREATE TABLE `+s.cfg.table("raw_bench")+` (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v bytea)`); err != nil {
+		b.Fatal(err)
+	}
+	ins := `INSERT INTO ` + s.cfg.table("raw_bench") + ` (v) VALUES ($1)`
+	checkpointtest.BenchPutVsRaw(b, s, func(ctx context.Context, blob []byte) error {
+		_, err := s.pool.Exec(ctx, ins, blob)
+		return err
+	})
+}

@@ -43,3 +43,14 @@ func BenchmarkRawCommit(b *testing.B) {
 	}
 	lat.Report(b)
 }
+
+func BenchmarkPutVsRawCommit(b *testing.B) {
+	s := benchStore(b)
+	if _, err := s.w.Exec(`CREATE TABLE raw_bench (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+		b.Fatal(err)
+	}
+	checkpointtest.BenchPutVsRaw(b, s, func(ctx context.Context, blob []byte) error {
+		_, err := s.w.ExecContext(ctx, `INSERT INTO raw_bench (v) VALUES (?)`, blob)
+		return err
+	})
+}
