@@ -1,0 +1,34 @@
+package config_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/capgraph/capgraph/config"
+)
+
+// TestDocumentedExampleParses keeps docs/configuration.md honest: its
+// complete example must be a valid file.
+func TestDocumentedExampleParses(t *testing.T) {
+	doc, err := os.ReadFile("../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "## Complete example\n\n```yaml\n")
+	if !ok {
+		t.Fatal("no complete example in docs/configuration.md")
+	}
+	example, _, _ := strings.Cut(rest, "```")
+	t.Setenv("WEBUI_KEY", "0123456789abcdef-webui")
+	t.Setenv("HOME", "/home/op")
+	t.Setenv("LLM_BASE_URL", "")
+	c, err := config.Parse([]byte(example), "docs example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Store != "sqlite:/home/op/.local/share/capgraph/capgraph.db" || c.Models["default"].BaseURL != "https://api.openai.com/v1" ||
+		c.Server.APIKeys[0].Tenant != "open-webui" || c.Retry.Capabilities["channel_read"].MaxAttempts != 5 {
+		t.Errorf("example parsed to %+v", c)
+	}
+}
