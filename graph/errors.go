@@ -111,7 +111,9 @@ func (e *StepLimitError) Error() string {
 }
 func (e *StepLimitError) Unwrap() error { return ErrStepLimit }
 
-// PanicError is a panic recovered from a node.
+// PanicError is a panic recovered from a node, or from the Apply or route
+// function while handling that node's update (Value then says where). Node
+// is empty for a panic in the Codec, the Metadata function or the Store.
 type PanicError struct {
 	Node  string
 	Value any

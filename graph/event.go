@@ -42,7 +42,8 @@ type Event struct {
 	RunID  uuid.UUID
 	Step   int
 	Node   string
-	// Attempt counts the starts of Node in this run, from 1.
+	// Attempt counts the starts of Node within this call of Run, Stream or
+	// Resume, from 1; a Resume counts afresh (the count is not persisted).
 	Attempt int
 	// To holds the destinations of a route decision.
 	To []string

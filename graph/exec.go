@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -42,6 +43,7 @@ type runner[S, U any] struct {
 	runID   uuid.UUID
 	yield   func(Event) bool
 	stopped bool // the consumer stopped listening
+	inYield bool // the consumer's code is running (a panic there is not ours)
 	em      *emitter
 	one     [1]taskResult[U] // results of a one-node step, reused
 
@@ -107,7 +109,10 @@ func (r *runner[S, U]) emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = r.c.cfg.Now()
 	}
-	if !r.yield(e) {
+	r.inYield = true
+	ok := r.yield(e)
+	r.inYield = false
+	if !ok {
 		r.stopped = true
 	}
 }
@@ -147,6 +152,20 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 
 	r := &runner[S, U]{c: c, thread: thread, yield: yield, attempts: make([]int, len(c.order))}
 	defer r.release()
+	defer func() {
+		// Nodes, routes and Apply have their own recovery naming the node;
+		// this catches what is left (a Codec, the Metadata function, a
+		// Store), so that no panic crosses Run.
+		if v := recover(); v != nil {
+			if r.inYield {
+				// The consumer's loop body panicked: that panic is theirs,
+				// and range-over-func requires it to keep going.
+				panic(v)
+			}
+			res.Status = StatusFailed
+			err = &PanicError{Value: v, Stack: string(debug.Stack())}
+		}
+	}()
 	var (
 		cp     checkpoint.Checkpoint
 		writes []checkpoint.Write
@@ -340,8 +359,12 @@ func (c *Compiled[S, U]) metadata(s S) map[string]string {
 // duplicates and without End.
 func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state *S, ran []string, results []taskResult[U]) ([]string, time.Time, error) {
 	for i := range results {
-		ns, err := c.cfg.Apply(*state, results[i].update)
+		ns, err := safeApply(c.cfg.Apply, ran[i], *state, results[i].update)
 		if err != nil {
+			var pe *PanicError
+			if errors.As(err, &pe) {
+				return nil, time.Time{}, err
+			}
 			return nil, time.Time{}, &NodeError{Node: ran[i], Step: step, Err: fmt.Errorf("apply update: %w", err)}
 		}
 		*state = ns
@@ -363,7 +386,10 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 		case edgeStatic:
 			to = d.static
 		case edgeConditional:
-			rt := d.route(*state)
+			rt, err := safeRoute(d, *state)
+			if err != nil {
+				return nil, time.Time{}, err
+			}
 			to, nb = rt.To, rt.NotBefore
 			if rt.NotBefore.After(notBefore) {
 				notBefore = rt.NotBefore
@@ -391,6 +417,29 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 		}
 	}
 	return next, notBefore, nil
+}
+
+// safeApply calls the user's Apply, turning a panic into a *PanicError
+// naming the node whose update it was applying: Apply, like a node, is
+// application code, and a panic in it must fail the run, not the process.
+func safeApply[S, U any](apply ApplyFunc[S, U], node string, s S, u U) (ns S, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Node: node, Value: fmt.Sprintf("in Apply: %v", v), Stack: string(debug.Stack())}
+		}
+	}()
+	return apply(s, u)
+}
+
+// safeRoute calls a node's route function, turning a panic into a
+// *PanicError naming the node.
+func safeRoute[S, U any](d *nodeDef[S, U], s S) (rt Route, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Node: d.name, Value: fmt.Sprintf("in route: %v", v), Stack: string(debug.Stack())}
+		}
+	}()
+	return d.route(s), nil
 }
 
 // clean reports whether to holds neither End nor a duplicate, so it can be

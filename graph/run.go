@@ -83,7 +83,10 @@ func (c *Compiled[S, U]) Store() checkpoint.Store { return c.cfg.Store }
 func (c *Compiled[S, U]) Nodes() []string { return append([]string(nil), c.order...) }
 
 // Run starts a run on thread with input as the initial state and returns when
-// it ends. The returned Result is always filled, also on error.
+// it ends. The returned Result is always filled, also on error. Run always
+// starts a new run: an unfinished run on the thread (interrupted, failed,
+// canceled) is abandoned, its checkpoints staying in the thread's history as
+// parents of the new one; Resume continues it instead.
 func (c *Compiled[S, U]) Run(ctx context.Context, thread string, input S) (Result[S], error) {
 	yield, trace := c.collectTrace()
 	res, err := c.exec(ctx, thread, start[S]{fresh: true, input: input}, yield)

@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -352,4 +353,63 @@ func TestThreadBusy(t *testing.T) {
 	if _, err := c.Run(context.Background(), "t", tstate{}); err != nil {
 		t.Errorf("run after the first finished: %v", err)
 	}
+}
+
+func TestPanicInApplyRouteOrConsumer(t *testing.T) {
+	t.Run("apply", func(t *testing.T) {
+		g := graph.New(graph.Config[tstate, tupd]{Apply: func(s tstate, u tupd) (tstate, error) {
+			if u.Log == "b" {
+				panic("apply broke")
+			}
+			return tapply(s, u)
+		}})
+		cnt := newCounter()
+		g.AddNode("a", logNode(cnt, "a")).AddEdge("a", "b").AddNode("b", logNode(cnt, "b")).SetTerminal("b")
+		res, err := compile(t, g.SetEntry("a")).Run(context.Background(), "t", tstate{})
+		var pe *graph.PanicError
+		if !errors.As(err, &pe) || pe.Node != "b" || !strings.Contains(pe.Error(), "apply broke") || res.Status != graph.StatusFailed {
+			t.Fatalf("run: %v, %+v", err, res)
+		}
+	})
+	t.Run("route", func(t *testing.T) {
+		cnt := newCounter()
+		g := newGraph(nil).AddNode("a", logNode(cnt, "a")).
+			AddConditionalEdges("a", func(s tstate) graph.Route { return graph.Route{To: []string{s.Log[5]}} }, "a")
+		res, err := compile(t, g.SetEntry("a")).Run(context.Background(), "t", tstate{})
+		var pe *graph.PanicError
+		if !errors.As(err, &pe) || pe.Node != "a" || !strings.Contains(pe.Error(), "in route") || pe.Stack == "" || res.Status != graph.StatusFailed {
+			t.Fatalf("run: %v, %+v", err, res)
+		}
+	})
+	t.Run("goexit in a branch", func(t *testing.T) {
+		cnt := newCounter()
+		c := spokes(cnt, nil, func(context.Context, tstate) (tupd, error) {
+			runtime.Goexit()
+			return tupd{}, nil
+		})
+		_, err := c.Run(context.Background(), "t", tstate{})
+		var ne *graph.NodeError
+		if !errors.As(err, &ne) || ne.Node != "y" {
+			t.Fatalf("run: %v", err)
+		}
+	})
+	t.Run("consumer", func(t *testing.T) {
+		cnt := newCounter()
+		c := chain(cnt, nil, logNode(cnt, "b"))
+		defer func() {
+			if v := recover(); v != "consumer broke" {
+				t.Fatalf("recovered %v, want the consumer's own panic", v)
+			}
+			// The thread is not left busy.
+			if _, err := c.Resume(context.Background(), "t", nil); err != nil {
+				t.Fatalf("resume after the consumer's panic: %v", err)
+			}
+		}()
+		for ev := range c.Stream(context.Background(), "t", tstate{}) {
+			if ev.Kind == graph.EventNodeEnd {
+				panic("consumer broke")
+			}
+		}
+		t.Fatal("the loop ended without the panic")
+	})
 }

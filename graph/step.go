@@ -92,11 +92,23 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 	for _, t := range work {
 		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			finished := false
+			defer func() {
+				// A panic outside the node (the Codec, the Store) or a
+				// runtime.Goexit in the node must not leave an empty result
+				// that reads as success, nor crash the process.
+				if v := recover(); v != nil {
+					results[t.i] = taskResult[U]{err: &PanicError{Node: next[t.i], Value: v, Stack: string(debug.Stack())}}
+				} else if !finished {
+					results[t.i] = taskResult[U]{err: &NodeError{Node: next[t.i], Step: step, Err: errGoexit}}
+				}
+				wg.Done()
+			}()
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
 				results[t.i] = taskResult[U]{err: ctx.Err()}
+				finished = true
 				return
 			}
 			defer func() { <-sem }()
@@ -120,6 +132,7 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 				}
 			}
 			results[t.i] = res
+			finished = true
 		}()
 	}
 	allDone := make(chan struct{})
@@ -144,6 +157,10 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 	drain()
 	return c.collect(results, next)
 }
+
+// errGoexit is the cause of a NodeError for a branch whose node called
+// runtime.Goexit (t.FailNow in a test, for instance) instead of returning.
+var errGoexit = errors.New("the node exited its goroutine without returning")
 
 // collect sorts task results into interrupts and the first failure in route
 // order.
