@@ -45,8 +45,7 @@ func PlannerCapabilities(caps []capabilities.Capability) []PlannerCapability {
 				prio = g.Priority
 				pc.Instructions = g.Instructions
 				for i, ex := range g.Examples {
-					b, _ := json.Marshal(ex.Step)
-					pc.Examples = append(pc.Examples, PlanExample{Number: i + 1, Scenario: ex.Scenario, Step: string(b), Notes: ex.Notes})
+					pc.Examples = append(pc.Examples, PlanExample{Number: i + 1, Scenario: ex.Scenario, Step: StepJSON(ex.Step), Notes: ex.Notes})
 				}
 			}
 		}
@@ -60,4 +59,31 @@ func PlannerCapabilities(caps []capabilities.Capability) []PlannerCapability {
 		out[i] = it.pc
 	}
 	return out
+}
+
+// planStep is a step in the plan format the orchestrator must reply with:
+// inputs as {"TYPE": "key"} objects, not the Go struct's {type, key}.
+type planStep struct {
+	ContextKey      string              `json:"context_key"`
+	Capability      string              `json:"capability"`
+	TaskObjective   string              `json:"task_objective"`
+	SuccessCriteria string              `json:"success_criteria,omitempty"`
+	ExpectedOutput  string              `json:"expected_output,omitempty"`
+	Parameters      map[string]any      `json:"parameters,omitempty"`
+	Inputs          []map[string]string `json:"inputs,omitempty"`
+}
+
+// StepJSON renders a planned step in the plan reply format, so examples
+// show the model exactly what the parser accepts.
+func StepJSON(st capabilities.PlannedStep) string {
+	ps := planStep{ContextKey: st.ContextKey, Capability: st.Capability, TaskObjective: st.TaskObjective,
+		SuccessCriteria: st.SuccessCriteria, ExpectedOutput: st.ExpectedOutput, Parameters: st.Parameters}
+	for _, in := range st.Inputs {
+		ps.Inputs = append(ps.Inputs, map[string]string{in.Type: in.Key})
+	}
+	b, err := json.Marshal(ps)
+	if err != nil {
+		return "{}" // parameters that cannot be encoded; the example is dropped, not the prompt
+	}
+	return string(b)
 }
