@@ -361,7 +361,11 @@ func (m *aguiMapper) closeOpen() {
 		m.finishStep(name)
 	}
 	for step, id := range m.calls {
-		m.emit(aguiEvent{Type: "TOOL_CALL_RESULT", MessageID: id + "-result", ToolCallID: id, Content: "not finished", Role: "tool"})
+		content := "not finished"
+		if m.approval != nil {
+			content = "waiting for approval"
+		}
+		m.emit(aguiEvent{Type: "TOOL_CALL_RESULT", MessageID: id + "-result", ToolCallID: id, Content: content, Role: "tool"})
 		delete(m.calls, step)
 	}
 }

@@ -205,17 +205,24 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// checkPending makes sure the thread waits for exactly this approval, so a
-// repeated answer cannot resume (and execute) twice.
+// checkPending makes sure the thread waits for this approval, so a
+// repeated answer cannot resume (and execute) twice: once answered, the
+// thread is no longer interrupted.
 func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 	if th.Status == "" {
 		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: "the thread has no pending approval"}
 	}
-	st, _, err := s.cfg.Runner.State(ctx, th.internal)
+	if _, busy := s.runs.activeOn(th.internal); busy {
+		return &RequestError{Kind: ErrRunInProgress, Message: "a run is in progress on this thread"}
+	}
+	st, status, err := s.cfg.Runner.State(ctx, th.internal)
 	if err != nil {
 		return err
 	}
-	if st.Turn.PendingApproval == nil || st.Turn.PendingApproval.ID != id {
+	if status != agent.RunInterrupted {
+		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread (status %s)", id, status)}
+	}
+	if p := st.Turn.PendingApproval; p != nil && p.ID != id {
 		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread", id)}
 	}
 	return nil
