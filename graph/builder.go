@@ -54,7 +54,10 @@ func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(dat
 type Config[S, U any] struct {
 	// Apply merges a node's update into the state. Required.
 	Apply ApplyFunc[S, U]
-	// Store receives a checkpoint after every step. Default: a new in-memory store.
+	// Store receives a checkpoint after every step. Default: a new in-memory
+	// store. The engine reuses the buffer it encodes the state into, so the
+	// Store must not keep the slices it is given after Put returns, as the
+	// checkpointtest conformance suite requires of every store.
 	Store checkpoint.Store
 	// MaxSteps caps the steps of one run (a safety cap). Default 100.
 	MaxSteps int

@@ -4,12 +4,26 @@
 // static ones and conditional ones whose route function returns one or several
 // destinations. Several destinations run concurrently in one step, with a
 // concurrency limit, and their updates are applied in the order the route named
-// them, so a run is deterministic. After every step the engine writes a
-// checkpoint through a checkpoint.Store; a run can be continued from its last
-// checkpoint by any engine instance sharing the store. A node can interrupt the
-// run with a payload; Resume re-enters it with the answer, and no goroutine
-// waits in between.
+// them, so a run is deterministic. Compile checks the definition and lists
+// every problem in a *BuildError.
+//
+// After every step the engine writes a checkpoint (the encoded state and the
+// next nodes) through a checkpoint.Store. A concurrent branch that finishes
+// before its siblings records its update as a pending write, so a run resumed
+// after a crash, a cancellation, a failure or an interrupt runs only the
+// unfinished branches. Resume continues a thread from its last checkpoint with
+// any engine instance sharing the store. A route may also name a NotBefore
+// time: the engine waits on a timer that honours cancellation, and since the
+// time is in the checkpoint a resumed run waits only what is left.
+//
+// A node can interrupt the run with a payload (Interrupt); the run stops with
+// a checkpoint and no goroutine waits. Resume with a value stores the answer
+// in a checkpoint of its own and re-enters the node, which reads it with
+// ResumeValue.
 //
 // Runs are observed as an iter.Seq2[Event, error] (Stream) or as a Result with
-// the full trace (Run): failures are data, inspectable after the fact.
+// the full trace (Run): failures are data, inspectable after the fact. Errors
+// are typed (*NodeError, *PanicError, *InvalidTransitionError,
+// *StepLimitError, *BuildError, each matching a sentinel with errors.Is), and
+// no panic in a node, route, Apply, Codec or Store crosses Run.
 package graph

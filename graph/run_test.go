@@ -159,6 +159,14 @@ func TestStepLimit(t *testing.T) {
 	if cnt.get("loop") != 5 || res.Steps != 5 || res.State.N != 5 || res.Status != graph.StatusFailed {
 		t.Fatalf("ran %d times, result %+v", cnt.get("loop"), res)
 	}
+	// Attempt counts the node's starts within the call.
+	var attempts []int
+	for _, e := range eventsOf(res.Trace, graph.EventNodeEnd) {
+		attempts = append(attempts, e.Attempt)
+	}
+	if !slices.Equal(attempts, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("attempts %v", attempts)
+	}
 }
 
 func TestPanicInNode(t *testing.T) {
