@@ -49,6 +49,12 @@ func stepChannels(step capabilities.Step) ([]string, error) {
 // the step's objective, then the turn's task. Offline plans carry no
 // parameters, so capabilities read what they need from these.
 func stepTexts(step capabilities.Step) []string {
+	obj, task := strings.TrimSpace(step.TaskObjective), strings.TrimSpace(step.Task)
+	if task != "" && strings.Contains(obj, task) {
+		// An objective that only wraps the task ("Provide X for: <task>")
+		// adds words that are not the user's.
+		return []string{task}
+	}
 	var out []string
 	for _, s := range []string{step.TaskObjective, step.Task} {
 		if s = strings.TrimSpace(s); s != "" && (len(out) == 0 || out[len(out)-1] != s) {

@@ -173,7 +173,9 @@ func (t *Tour) Capabilities() ([]capabilities.Capability, error) {
 	}
 	// The fallback has no classifier guide: it is reached only as a fallback.
 	defs = append(defs, capabilities.Definition{Name: "backup_sensor", Provides: []string{ReadingType},
-		Description: "Backup reading used when the primary data source is offline.",
+		// The description avoids the primary scenario's words, so a lexical
+		// classifier does not also select the stand-in directly.
+		Description: "Stand-in sensor that answers when another one is offline.",
 		Run: func(_ context.Context, s capabilities.Step) (capabilities.Output, error) {
 			return ok("backup_sensor", s.Attempt, "the fallback for primary_source")
 		}})

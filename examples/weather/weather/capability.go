@@ -28,7 +28,7 @@ func NewCapability(client *Client) *CurrentWeather { return &CurrentWeather{clie
 
 func (*CurrentWeather) Name() string { return "current_weather" }
 func (*CurrentWeather) Description() string {
-	return "Get the current weather (temperature, conditions, humidity, wind) in a city."
+	return "Get the current weather in a city now: temperature (how warm or cold it is), conditions (rain, sun, clouds, fog), humidity and wind."
 }
 func (*CurrentWeather) Provides() []string                   { return []string{WeatherDataType} }
 func (*CurrentWeather) Requires() []capabilities.Requirement { return nil }
@@ -138,7 +138,7 @@ func (*CurrentWeather) ClassifyError(err error, _ capabilities.ErrorContext) cap
 
 func (*CurrentWeather) ClassifierGuide() *capabilities.ClassifierGuide {
 	return &capabilities.ClassifierGuide{
-		Instructions: "Select when the user asks about the current weather, temperature, rain, wind or humidity somewhere.",
+		Instructions: "Select when the user asks about the weather in a city: is it raining, sunny, warm, cold, windy or humid there right now, or what the temperature is.",
 		Examples: []capabilities.ClassifierExample{
 			{Query: "What is the weather in Paris?", Result: true, Reason: "current weather in a city"},
 			{Query: "Is it raining in London right now?", Result: true, Reason: "current conditions"},

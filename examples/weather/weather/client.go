@@ -37,6 +37,11 @@ func (e *HTTPError) Error() string {
 
 func (e *HTTPError) Unwrap() error { return ErrHTTP }
 
+// HTTPStatus returns the status code: the method capgraph's default
+// classifier looks for, so the error classifies sensibly even without
+// CurrentWeather.ClassifyError.
+func (e *HTTPError) HTTPStatus() int { return e.Status }
+
 // ErrFormat: the service answered 200 with a body that is not a weather report.
 var ErrFormat = errors.New("weather service: malformed response")
 

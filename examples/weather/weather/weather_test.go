@@ -206,3 +206,11 @@ func ExampleCityFromText() {
 	fmt.Println(city)
 	// Output: San Francisco
 }
+
+// Without the capability's own classifier, the default one still sees the
+// status through HTTPStatus.
+func TestDefaultClassifierSeesStatus(t *testing.T) {
+	if c := capabilities.DefaultClassify(&weather.HTTPError{Status: 503}); c.Severity != capabilities.Retriable || c.Kind != capabilities.KindServerError {
+		t.Errorf("DefaultClassify(503) = %s/%s", c.Severity, c.Kind)
+	}
+}
