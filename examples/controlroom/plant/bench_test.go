@@ -1,0 +1,29 @@
+package plant_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/capgraph/capgraph/examples/controlroom/plant"
+)
+
+// BenchmarkFind: channel finding runs once per question; it must stay far
+// below an LLM call.
+func BenchmarkFind(b *testing.B) {
+	p, _ := plant.New(plant.Config{Now: func() time.Time { return t0 }})
+	for b.Loop() {
+		if _, err := p.Find("What is the vacuum pressure in sector 3?", 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHistory2h: one channel over two hours (121 samples).
+func BenchmarkHistory2h(b *testing.B) {
+	p, _ := plant.New(plant.Config{Now: func() time.Time { return t0 }})
+	for b.Loop() {
+		if _, err := p.History("SR:RF:CAV1:VOLT", t0.Add(-2*time.Hour), t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
