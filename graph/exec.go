@@ -164,6 +164,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			}
 			res.Status = StatusFailed
 			err = &PanicError{Value: v, Stack: string(debug.Stack())}
+			r.emit(Event{Kind: EventRunEnd, Err: err})
 		}
 	}()
 	var (
