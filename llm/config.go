@@ -26,6 +26,9 @@ var Providers = []string{ProviderOpenAI, ProviderAnthropic, ProviderGoogleAI, Pr
 // offline strategies when the provider cannot be reached.
 const FallbackOffline = "offline"
 
+// FallbackNone (or empty) classifies an unreachable provider like any other failure.
+const FallbackNone = "none"
+
 // ErrConfig is the kind of every configuration error.
 var ErrConfig = errors.New("llm: invalid configuration")
 

@@ -73,8 +73,10 @@ func New(cfg Config) (*Set, error) {
 	if client == nil {
 		client = &http.Client{}
 	}
-	if cfg.Fallback != "" && cfg.Fallback != FallbackOffline {
-		return nil, fmt.Errorf("%w: fallback must be %q or empty, got %q", ErrConfig, FallbackOffline, cfg.Fallback)
+	switch cfg.Fallback {
+	case "", FallbackNone, FallbackOffline:
+	default:
+		return nil, fmt.Errorf("%w: fallback must be %q or %q, got %q", ErrConfig, FallbackNone, FallbackOffline, cfg.Fallback)
 	}
 	set := &Set{models: map[Role]Model{}}
 	var errs []error
