@@ -42,40 +42,41 @@ func ValidateCheckpoint(cp Checkpoint) error {
 	case cp.Step < 0:
 		return &InvalidError{Field: "step", Reason: "negative"}
 	}
-	if err := text("thread_id", cp.ThreadID); err != nil {
-		return err
+	// Field names are built only on failure: Put is on the engine's hot path.
+	if r := textProblem(cp.ThreadID); r != "" {
+		return &InvalidError{Field: "thread_id", Reason: r}
 	}
 	for i, n := range cp.Next {
-		if err := text("next["+strconv.Itoa(i)+"]", n); err != nil {
-			return err
+		if r := textProblem(n); r != "" {
+			return &InvalidError{Field: "next[" + strconv.Itoa(i) + "]", Reason: r}
 		}
 	}
-	// Sorted, so the same input always names the same field.
-	keys := make([]string, 0, len(cp.Metadata))
-	for k := range cp.Metadata {
-		keys = append(keys, k)
+	var bad []string // metadata keys with a problem, sorted so the same input names the same field
+	for k, v := range cp.Metadata {
+		if textProblem(k) != "" || textProblem(v) != "" {
+			bad = append(bad, k)
+		}
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := text("metadata key "+strconv.Quote(k), k); err != nil {
-			return err
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		k := bad[0]
+		if r := textProblem(k); r != "" {
+			return &InvalidError{Field: "metadata key " + strconv.Quote(k), Reason: r}
 		}
-		if err := text("metadata["+strconv.Quote(k)+"]", cp.Metadata[k]); err != nil {
-			return err
-		}
+		return &InvalidError{Field: "metadata[" + strconv.Quote(k) + "]", Reason: textProblem(cp.Metadata[k])}
 	}
 	return nil
 }
 
-// text checks that s can be stored as text by every store.
-func text(field, s string) error {
+// textProblem says why s cannot be stored as text by every store, or "".
+func textProblem(s string) string {
 	switch {
 	case !utf8.ValidString(s):
-		return &InvalidError{Field: field, Reason: "not valid UTF-8"}
+		return "not valid UTF-8"
 	case strings.IndexByte(s, 0) >= 0:
-		return &InvalidError{Field: field, Reason: "contains a NUL byte"}
+		return "contains a NUL byte"
 	}
-	return nil
+	return ""
 }
 
 // ValidateWrites reports the first argument of a PutWrites call a Store cannot accept.
@@ -86,22 +87,25 @@ func ValidateWrites(threadID string, checkpointID uuid.UUID, writes []Write) err
 	case checkpointID == uuid.Nil:
 		return &InvalidError{Field: "checkpoint_id", Reason: "nil uuid"}
 	}
-	if err := text("thread_id", threadID); err != nil {
-		return err
+	if r := textProblem(threadID); r != "" {
+		return &InvalidError{Field: "thread_id", Reason: r}
 	}
 	for i, w := range writes {
-		prefix := "writes[" + strconv.Itoa(i) + "]"
+		field, reason := "", ""
 		switch {
 		case w.Task == "":
-			return &InvalidError{Field: prefix + ".task", Reason: "empty"}
+			field, reason = "task", "empty"
 		case w.Kind == "":
-			return &InvalidError{Field: prefix + ".kind", Reason: "empty"}
+			field, reason = "kind", "empty"
+		default:
+			if reason = textProblem(w.Task); reason != "" {
+				field = "task"
+			} else if reason = textProblem(string(w.Kind)); reason != "" {
+				field = "kind"
+			}
 		}
-		if err := text(prefix+".task", w.Task); err != nil {
-			return err
-		}
-		if err := text(prefix+".kind", string(w.Kind)); err != nil {
-			return err
+		if reason != "" {
+			return &InvalidError{Field: "writes[" + strconv.Itoa(i) + "]." + field, Reason: reason}
 		}
 	}
 	return nil
