@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
@@ -119,7 +119,7 @@ func (w *world) usage(u state.Update, role string) state.Update {
 	return u
 }
 
-func (w *world) config(t testing.TB, capNames ...string) agent.Config {
+func (w *world) config(t tb, capNames ...string) agent.Config {
 	t.Helper()
 	reg := capabilities.NewRegistry()
 	for name, sc := range w.caps {
@@ -190,13 +190,15 @@ func (w *world) config(t testing.TB, capNames ...string) agent.Config {
 
 var errHang = errors.New("hang until the deadline")
 
+var listAll = checkpoint.ListOptions{}
+
 // outcome collects a turn's events.
 type outcome struct {
 	events []agent.Event
 	err    error
 }
 
-func run(t testing.TB, a *agent.Agent, thread, input string) outcome {
+func run(t tb, a *agent.Agent, thread, input string) outcome {
 	t.Helper()
 	var o outcome
 	for ev, err := range a.Run(context.Background(), agent.TurnRequest{Thread: thread, Input: input}) {
@@ -229,7 +231,7 @@ func (o outcome) count(typ agent.EventType) int {
 	return n
 }
 
-func mustAgent(t testing.TB, cfg agent.Config) *agent.Agent {
+func mustAgent(t tb, cfg agent.Config) *agent.Agent {
 	t.Helper()
 	a, err := agent.New(cfg)
 	if err != nil {
@@ -239,3 +241,10 @@ func mustAgent(t testing.TB, cfg agent.Config) *agent.Agent {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// tb is what the helpers need from *testing.T and *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}

@@ -28,6 +28,12 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 			return u, nil
 		}
 		rs := s.Turn.Control.Retries[name]
+		if e := router.CurrentError(s); e == nil || e.Node != name || e.Classification.Severity != capabilities.Retriable {
+			// Not a retry of this node's failure but a fresh episode (a
+			// recovery route, or its first run): attempts start again. The
+			// episodes themselves are bounded by the budgets.
+			rs = state.RetryState{}
+		}
 		if ans, ok := escalationAnswer(ctx); ok && !ans.Approved {
 			prev := s.Turn.Control.Blocked
 			cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: "the operation was blocked and a human gave up"}

@@ -306,7 +306,7 @@ func TestRoutes(t *testing.T) {
 
 // checkReplay re-decides the route from every checkpoint of the thread and
 // compares it with what the engine recorded: the state is the whole truth.
-func checkReplay(t testing.TB, a *agent.Agent, thread string) {
+func checkReplay(t tb, a *agent.Agent, thread string) {
 	t.Helper()
 	store := a.Graph().Store()
 	cps, err := store.List(context.Background(), thread, checkpoint.ListOptions{})

@@ -61,17 +61,19 @@ func (c Config) WithDefaults() Config {
 	if c.MaxPlanningAttempts <= 0 {
 		c.MaxPlanningAttempts = DefaultMaxPlanningAttempts
 	}
-	switch {
-	case c.MaxReclassifications == 0:
+	if c.MaxReclassifications == 0 {
+		// Negative (none) stays negative, so applying WithDefaults twice is harmless.
 		c.MaxReclassifications = DefaultMaxReclassifications
-	case c.MaxReclassifications < 0:
-		c.MaxReclassifications = 0
 	}
 	if c.MaxNodeSteps <= 0 {
 		c.MaxNodeSteps = DefaultMaxNodeSteps
 	}
 	return c
 }
+
+// ReclassificationBudget is the number of reclassifications allowed (0 when
+// MaxReclassifications is negative).
+func (c Config) ReclassificationBudget() int { return max(c.MaxReclassifications, 0) }
 
 // Cause says why a decision was taken; the error node reports it.
 type Cause string
@@ -215,7 +217,7 @@ func decideError(s state.State, cfg Config, e *state.ErrorInfo) Decision {
 		}
 		return Decision{Next: []string{Orchestrator}, Cause: CauseReplan, Error: e}
 	case capabilities.Reclassification:
-		if c.Reclassifications >= cfg.MaxReclassifications {
+		if c.Reclassifications >= cfg.ReclassificationBudget() {
 			return toError(CauseReclassificationLimit, e, LimitReclassification)
 		}
 		return Decision{Next: []string{Classifier}, Cause: CauseReclassify, Error: e}
