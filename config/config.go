@@ -58,14 +58,18 @@ type Model struct {
 	// BaseURL overrides the provider's endpoint (vLLM, LiteLLM, a gateway).
 	BaseURL string `yaml:"base_url"`
 	// APIKeyEnv names the environment variable holding the API key; the key
-	// itself never appears in the file.
+	// itself never appears in the file. Empty means the provider's usual
+	// variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_API_KEY).
 	APIKeyEnv string `yaml:"api_key_env"`
-	// Temperature in [0, 2]; nil means the provider's default.
+	// Temperature in [0, 2]; nil means 0 (langchaingo always sends one).
 	Temperature *float64 `yaml:"temperature"`
 	// MaxTokens caps a reply; 0 means the provider's default.
 	MaxTokens int `yaml:"max_tokens"`
 	// Timeout bounds one call; 0 means no timeout beyond the turn's.
 	Timeout Duration `yaml:"timeout"`
+	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens
+	// (openai provider; for servers that only accept the old field).
+	LegacyMaxTokens bool `yaml:"legacy_max_tokens"`
 }
 
 // Classifier configures capability selection.
@@ -262,6 +266,9 @@ func (c *Config) ModelFor(role string) (m Model, ok bool) {
 	}
 	if r.Timeout == 0 {
 		r.Timeout = def.Timeout
+	}
+	if !r.LegacyMaxTokens {
+		r.LegacyMaxTokens = def.LegacyMaxTokens
 	}
 	return r, true
 }

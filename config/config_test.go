@@ -27,6 +27,7 @@ models:
   classifier:
     model: small-model
     temperature: 0
+    legacy_max_tokens: true
 fallback: offline
 classifier:
   mode: per_capability
@@ -102,8 +103,8 @@ func TestParseFull(t *testing.T) {
 		{"key1 tenant", c.Server.APIKeys[1].Tenant, "operations"},
 		{"server limits", c.Server.Limits, config.ServerLimits{MaxConcurrentRuns: 32, RequestsPerMinute: 60, RunTimeout: config.Duration(3 * time.Minute)}},
 		{"logging", c.Logging, config.Logging{Level: "debug", Format: "json"}},
-		{"line of max_steps", c.Line("limits.max_steps"), 21},
-		{"line of key", c.Line("server.api_keys[0].key"), 47},
+		{"line of max_steps", c.Line("limits.max_steps"), 22},
+		{"line of key", c.Line("server.api_keys[0].key"), 48},
 		{"line unset", c.Line("limits.nothing"), 0},
 		{"source", c.Source(), "capgraph.yaml"},
 	}
@@ -114,10 +115,10 @@ func TestParseFull(t *testing.T) {
 	}
 	// The classifier role inherits what it leaves empty from default.
 	m, ok := c.ModelFor("classifier")
-	if !ok || m.Provider != "openai" || m.Model != "small-model" || *m.Temperature != zero || m.MaxTokens != 2048 {
+	if !ok || m.Provider != "openai" || m.Model != "small-model" || *m.Temperature != zero || m.MaxTokens != 2048 || !m.LegacyMaxTokens {
 		t.Errorf("ModelFor(classifier) = %+v, %v", m, ok)
 	}
-	if m, ok := c.ModelFor("response"); !ok || m.Model != "gpt-4o-mini" {
+	if m, ok := c.ModelFor("response"); !ok || m.Model != "gpt-4o-mini" || m.LegacyMaxTokens {
 		t.Errorf("ModelFor(response) = %+v, %v; want the default role", m, ok)
 	}
 	p, ok := c.RetryPolicyFor("channel_write")
