@@ -93,7 +93,7 @@ type Limits struct {
 	MaxTokensPerTurn int `yaml:"max_tokens_per_turn"`
 	// MaxConcurrentClassifications bounds per_capability classifier calls (default 5).
 	MaxConcurrentClassifications int `yaml:"max_concurrent_classifications"`
-	// StepConcurrency bounds independent plan steps run together (default 4).
+	// StepConcurrency bounds independent plan steps run together (default 8, as the agent).
 	StepConcurrency int `yaml:"step_concurrency"`
 }
 
@@ -211,7 +211,7 @@ func Default() *Config {
 			MaxExecutionTime:             Duration(5 * time.Minute),
 			MaxSteps:                     100,
 			MaxConcurrentClassifications: 5,
-			StepConcurrency:              4,
+			StepConcurrency:              8,
 		},
 		Retry:    Retry{Capabilities: map[string]capabilities.RetryPolicy{}},
 		Approval: Approval{GlobalMode: ApprovalSelective, ExpiresAfter: Duration(24 * time.Hour)},
