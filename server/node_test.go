@@ -37,6 +37,46 @@ func TestNodeClients(t *testing.T) {
 	t.Logf("%s", out)
 }
 
+// TestWebPage drives the built-in page in headless Chromium
+// (testdata/js/web.test.mjs, playwright-core). Chromium comes from
+// scripts/setup/chromium.sh; in CI its absence is a failure.
+func TestWebPage(t *testing.T) {
+	dir := filepath.Join("testdata", "js")
+	chromium := os.Getenv("CAPGRAPH_CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	node, err := exec.LookPath("node")
+	missing := ""
+	switch {
+	case err != nil:
+		missing = "node is not installed"
+	case !fileExists(chromium):
+		missing = chromium + " is not installed (run: source scripts/setup/chromium.sh)"
+	case !fileExists(filepath.Join(dir, "node_modules", "playwright-core", "package.json")):
+		missing = "npm packages are not installed (run: source scripts/setup/npm.sh)"
+	}
+	if missing != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(missing)
+		}
+		t.Skip(missing)
+	}
+	env := newTestEnv(t, nil)
+	shots := os.Getenv("CAPGRAPH_SCREENSHOT_DIR") // to look at the page
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	cmd := exec.Command(node, "--test", "--test-reporter=spec", "web.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CAPGRAPH_URL="+env.http.URL, "CAPGRAPH_KEY="+keyAlice, "CHROMIUM="+chromium, "SCREENSHOT_DIR="+shots)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("web page test failed: %v (screenshots in %s)\n%s", err, shots, out)
+	}
+	t.Logf("%s", out)
+}
+
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
