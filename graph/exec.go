@@ -276,7 +276,9 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 
 	for len(cp.Next) > 0 {
 		if cp.Step >= c.cfg.MaxSteps {
-			return finish(StatusFailed, &StepLimitError{Limit: c.cfg.MaxSteps, Next: cp.Next})
+			serr := &StepLimitError{Limit: c.cfg.MaxSteps, Next: cp.Next}
+			c.recordError(ctx, thread, cp.ID, cp.Next, serr)
+			return finish(StatusFailed, serr)
 		}
 		if !cp.NotBefore.IsZero() {
 			// A durable delay: the time is in the checkpoint, so a resumed run
@@ -345,6 +347,21 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		r.emit(Event{Kind: EventCheckpoint, Step: step, Checkpoint: cp.ID, Time: now})
 	}
 	return finish(StatusDone, nil)
+}
+
+// recordError records err against the checkpoint for each of nodes, so that
+// the stored thread shows a failed run (see StatusOf). Best effort and not
+// canceled with the run: the error is returned to the caller either way.
+func (c *Compiled[S, U]) recordError(ctx context.Context, thread string, cpID uuid.UUID, nodes []string, err error) {
+	b, merr := json.Marshal(err.Error())
+	if merr != nil {
+		return
+	}
+	ws := make([]checkpoint.Write, len(nodes))
+	for i, n := range nodes {
+		ws[i] = checkpoint.Write{Task: n, Kind: checkpoint.WriteError, Value: b}
+	}
+	_ = c.cfg.Store.PutWrites(context.WithoutCancel(ctx), thread, cpID, ws)
 }
 
 func (c *Compiled[S, U]) metadata(s S) map[string]string {

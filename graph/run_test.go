@@ -159,6 +159,9 @@ func TestStepLimit(t *testing.T) {
 	if cnt.get("loop") != 5 || res.Steps != 5 || res.State.N != 5 || res.Status != graph.StatusFailed {
 		t.Fatalf("ran %d times, result %+v", cnt.get("loop"), res)
 	}
+	if st := graph.StatusOf(latest(t, c, "t")); st != graph.StatusFailed {
+		t.Fatalf("stored status %s", st)
+	}
 	// Attempt counts the node's starts within the call.
 	var attempts []int
 	for _, e := range eventsOf(res.Trace, graph.EventNodeEnd) {

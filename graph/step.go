@@ -211,12 +211,7 @@ func (c *Compiled[S, U]) runTask(ctx context.Context, r *runner[S, U], step int,
 			if !errors.As(err, &pe) {
 				err = &NodeError{Node: d.name, Step: step, Attempt: attempt, Err: err}
 			}
-			if b, merr := json.Marshal(err.Error()); merr == nil {
-				// Best effort and not canceled with the run: the error is
-				// returned to the caller either way; the write only makes it
-				// visible in the store.
-				_ = c.cfg.Store.PutWrites(context.WithoutCancel(ctx), r.thread, cpID, []checkpoint.Write{{Task: d.name, Kind: checkpoint.WriteError, Value: b}})
-			}
+			c.recordError(ctx, r.thread, cpID, []string{d.name}, err)
 		}
 	}
 	em.emit(Event{Kind: EventNodeEnd, Step: step, Node: d.name, Attempt: attempt, Duration: dur, Err: err, Time: t1})
