@@ -111,7 +111,9 @@ func DefaultClassify(err error) Classification {
 	case KindWritesDisabled:
 		cl.Severity, cl.UserMessage = Critical, "control-system writes are disabled"
 	default:
-		cl.Severity, cl.Kind, cl.UserMessage = Critical, KindUnknown, "an unexpected error occurred"
+		// Kinds such as auth or not_found are kept: a retry policy's
+		// NonRetryable list and the report use them.
+		cl.Severity, cl.UserMessage = Critical, "an unexpected error occurred"
 	}
 	var ra retryAfterer
 	if errors.As(err, &ra) && ra.RetryAfter() > 0 {

@@ -1,0 +1,105 @@
+package capabilities_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// A capability is a Definition: name, description, context types, and Run.
+// Classify and Retry are optional; without them the default classifier and
+// the application's retry policy apply.
+func ExampleDefine() {
+	readPV, err := capabilities.Define(capabilities.Definition{
+		Name:        "read_pv",
+		Description: "Read the current value of a control-system channel",
+		Provides:    []string{"PV_VALUE"},
+		Requires:    []capabilities.Requirement{{Type: "CHANNEL_ADDRESSES"}},
+		Run: func(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Result("PV_VALUE", 401.5, "SR:CURRENT = 401.5 mA"), nil
+		},
+		// A capability knows its own failures best.
+		Classify: func(err error, ec capabilities.ErrorContext) capabilities.Classification {
+			if errors.Is(err, errNoSuchChannel) {
+				return capabilities.Classification{Severity: capabilities.Replanning, UserMessage: "the channel does not exist",
+					Metadata: map[string]any{capabilities.MetaReplanningReason: "find the channel address first"}}
+			}
+			return capabilities.Classification{} // unset: the default classifier decides
+		},
+		Retry: &capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: capabilities.Duration(500 * time.Millisecond)},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	findChannels, _ := capabilities.Define(capabilities.Definition{
+		Name: "find_channels", Description: "Find channel addresses from a description",
+		Provides: []string{"CHANNEL_ADDRESSES"},
+		Run: func(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Result("CHANNEL_ADDRESSES", []string{"SR:CURRENT"}, "1 channel"), nil
+		},
+	})
+	reg := capabilities.NewRegistry()
+	if err := reg.Register(readPV, findChannels); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := reg.Validate(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(reg.Overview())
+	cl := capabilities.Classify(readPV, fmt.Errorf("get: %w", errNoSuchChannel), capabilities.ErrorContext{Capability: "read_pv"})
+	fmt.Println(cl.Severity, "-", cl.UserMessage)
+	// Output:
+	// • read_pv: Read the current value of a control-system channel
+	// • find_channels: Find channel addresses from a description
+	// replanning - the channel does not exist
+}
+
+var errNoSuchChannel = errors.New("no such channel")
+
+// Next is pure: the attempt that failed, the time and a random source give
+// the delay before the next attempt, or ok=false when the policy is spent.
+func ExampleRetryPolicy_Next() {
+	p := capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: capabilities.Duration(time.Second), Jitter: capabilities.JitterNone}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for attempt := 1; ; attempt++ {
+		d, ok := p.Next(capabilities.Attempt{Number: attempt}, now, rand.New(rand.NewPCG(1, 2)))
+		if !ok {
+			fmt.Printf("attempt %d failed: give up\n", attempt)
+			break
+		}
+		fmt.Printf("attempt %d failed: retry in %v\n", attempt, d)
+	}
+	// A server's Retry-After wins over the computed delay.
+	d, _ := p.Next(capabilities.Attempt{Number: 1, RetryAfter: 20 * time.Second}, now, nil)
+	fmt.Println("with Retry-After:", d)
+	// Output:
+	// attempt 1 failed: retry in 1s
+	// attempt 2 failed: retry in 2s
+	// attempt 3 failed: retry in 4s
+	// attempt 4 failed: give up
+	// with Retry-After: 20s
+}
+
+func ExampleDefaultClassify() {
+	for _, err := range []error{
+		fmt.Errorf("archiver: %w", &capabilities.StatusError{Code: 503, Delay: 2 * time.Second}),
+		fmt.Errorf("read: %w", context.DeadlineExceeded),
+		fmt.Errorf("write: %w", capabilities.ErrWritesDisabled),
+		errors.New("unexpected reply"),
+	} {
+		cl := capabilities.DefaultClassify(err)
+		fmt.Println(cl.Severity, cl.Kind, cl.RetryAfter)
+	}
+	// Output:
+	// retriable server_error 2s
+	// retriable timeout 0s
+	// critical writes_disabled 0s
+	// critical unknown 0s
+}
