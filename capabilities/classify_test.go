@@ -126,7 +126,7 @@ func TestClassifyPrefersTheCapability(t *testing.T) {
 func TestFormatForLLM(t *testing.T) {
 	cl := capabilities.Classification{Severity: capabilities.Replanning, UserMessage: "channel not found",
 		RetryAfter: capabilities.Duration(2 * time.Second),
-		Metadata: map[string]any{capabilities.MetaSuggestions: []string{"check the name", "use the finder"}, capabilities.MetaReplanningReason: "unknown PV"}}
+		Metadata:   map[string]any{capabilities.MetaSuggestions: []string{"check the name", "use the finder"}, capabilities.MetaReplanningReason: "unknown PV"}}
 	want := "**Previous Execution Error:**\n- **Severity:** replanning\n- **User Message:** channel not found\n- **Retry After:** 2s\n- **Replanning Reason:** unknown PV\n- **Suggestions:** check the name, use the finder"
 	if got := cl.FormatForLLM(); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)

@@ -15,7 +15,9 @@ func def(name string, provides []string, requires []string, fallbacks ...string)
 		req = append(req, capabilities.Requirement{Type: r})
 	}
 	c, _ := capabilities.Define(capabilities.Definition{Name: name, Description: "does " + name, Provides: provides, Requires: req, Fallbacks: fallbacks,
-		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) { return capabilities.Output{}, nil }})
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Output{}, nil
+		}})
 	return c
 }
 

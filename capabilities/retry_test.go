@@ -113,7 +113,9 @@ func TestResolveRetryPolicy(t *testing.T) {
 	own := capabilities.RetryPolicy{MaxAttempts: 1}
 	mk := func(name string, p *capabilities.RetryPolicy) capabilities.Capability {
 		c, err := capabilities.Define(capabilities.Definition{Name: name, Description: "d", Retry: p,
-			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) { return capabilities.Output{}, nil }})
+			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+				return capabilities.Output{}, nil
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
