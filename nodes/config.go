@@ -26,7 +26,8 @@ const (
 const (
 	DefaultMaxConcurrentClassifications = 5
 	// DefaultOfflineThreshold is the lowest lexical score that selects a
-	// capability offline (about one distinctive shared word from a description).
+	// capability offline when the task shares no word with its name,
+	// description or instructions (a match through its examples only).
 	DefaultOfflineThreshold = 0.5
 	// DefaultOfflineRelative keeps only capabilities scoring at least this
 	// fraction of the best score, so one strong match is not diluted by

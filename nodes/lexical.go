@@ -19,8 +19,10 @@ const (
 // classifier instructions and positive example queries with BM25: the
 // offline classifier.
 type lexicalIndex struct {
-	names  []string
-	tf     []map[string]float64
+	names []string
+	tf    []map[string]float64
+	// core holds the words of the name, description and instructions.
+	core   []map[string]bool
 	length []float64
 	df     map[string]int
 	avgLen float64
@@ -41,6 +43,9 @@ const vetoSimilarity = 0.5
 type Score struct {
 	Capability string
 	Score      float64
+	// Core is set when a word of the task is in the capability's name,
+	// description or instructions (not only in its examples).
+	Core bool
 }
 
 func newLexicalIndex(caps []capabilities.Capability) *lexicalIndex {
@@ -56,11 +61,15 @@ func newLexicalIndex(caps []capabilities.Capability) *lexicalIndex {
 				tf[t] += w
 			}
 		}
+		core := map[string]bool{}
 		add(strings.ReplaceAll(c.Name(), "_", " ")+" "+c.Description(), 1)
 		var pos, neg [][]string
 		if gp, ok := c.(capabilities.ClassifierGuideProvider); ok {
 			if g := gp.ClassifierGuide(); g != nil {
 				add(g.Instructions, 1)
+				for _, t := range tokenize(g.Instructions) {
+					core[t] = true
+				}
 				for _, ex := range g.Examples {
 					if ex.Result {
 						add(ex.Query, exampleWeight)
@@ -71,6 +80,9 @@ func newLexicalIndex(caps []capabilities.Capability) *lexicalIndex {
 				}
 			}
 		}
+		for _, t := range tokenize(strings.ReplaceAll(c.Name(), "_", " ") + " " + c.Description()) {
+			core[t] = true
+		}
 		n := 0.0
 		for t, f := range tf {
 			n += f
@@ -78,6 +90,7 @@ func newLexicalIndex(caps []capabilities.Capability) *lexicalIndex {
 		}
 		ix.names = append(ix.names, c.Name())
 		ix.tf = append(ix.tf, tf)
+		ix.core = append(ix.core, core)
 		ix.length = append(ix.length, n)
 		ix.pos = append(ix.pos, pos)
 		ix.neg = append(ix.neg, neg)
@@ -99,12 +112,13 @@ func (ix *lexicalIndex) scores(task string) []Score {
 	n := float64(len(ix.tf))
 	out := make([]Score, len(ix.tf))
 	for i, tf := range ix.tf {
-		s := 0.0
+		s, core := 0.0, false
 		for _, t := range q {
 			f := tf[t]
 			if f == 0 {
 				continue
 			}
+			core = core || ix.core[i][t]
 			df := float64(ix.df[t])
 			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 			s += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*ix.length[i]/ix.avgLen))
@@ -112,7 +126,7 @@ func (ix *lexicalIndex) scores(task string) []Score {
 		if bn := maxSimilarity(q, ix.neg[i]); bn >= vetoSimilarity && bn > maxSimilarity(q, ix.pos[i]) {
 			s = 0
 		}
-		out[i] = Score{Capability: ix.names[i], Score: s}
+		out[i] = Score{Capability: ix.names[i], Score: s, Core: core && s > 0}
 	}
 	slices.SortStableFunc(out, func(a, b Score) int {
 		switch {
@@ -148,16 +162,19 @@ func maxSimilarity(q []string, examples [][]string) float64 {
 	return best
 }
 
-// selectLexical picks capabilities scoring at least threshold and at least
-// relative × the best score.
+// selectLexical picks capabilities scoring at least relative × the best
+// score that either share a word of their description or instructions with
+// the task or score at least threshold. The absolute threshold alone would
+// fail small registries: BM25's idf gives a word every capability shares
+// (two capabilities both about "beam current") almost no weight.
 func (ix *lexicalIndex) selectLexical(task string, threshold, relative float64) []string {
 	sc := ix.scores(task)
-	if len(sc) == 0 || sc[0].Score < threshold {
+	if len(sc) == 0 || sc[0].Score <= 0 {
 		return nil
 	}
 	var out []string
 	for _, s := range sc {
-		if s.Score >= threshold && s.Score >= relative*sc[0].Score {
+		if s.Score > 0 && s.Score >= relative*sc[0].Score && (s.Core || s.Score >= threshold) {
 			out = append(out, s.Capability)
 		}
 	}
