@@ -477,6 +477,10 @@ func testWritesMissingCheckpoint(t *testing.T, s checkpoint.Store) {
 	if err := s.PutWrites(ctx, "t2", c.ID, ws); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("PutWrites on another thread's checkpoint: err = %v, want ErrNotFound", err)
 	}
+	// The checkpoint is checked even when there is nothing to write.
+	if err := s.PutWrites(ctx, "t1", g.id(), nil); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Errorf("PutWrites of no writes on a missing checkpoint: err = %v, want ErrNotFound", err)
+	}
 }
 
 func testDeleteThread(t *testing.T, s checkpoint.Store) {
