@@ -92,8 +92,8 @@ func buildGraph(store checkpoint.Store, marker *os.File, round string) (*graph.C
 
 // childMain runs (or resumes) every thread of envThreads concurrently and
 // prints, on stdout, "ACK thread step checkpoint" after each checkpoint Put
-// returned, "DONE thread" when a thread's run is finished, and "ERR ..." on
-// any failure (then exits 1).
+// returned, "WAIT thread" when a run starts a durable wait, "DONE thread" when
+// a thread's run is finished, and "ERR ..." on any failure (then exits 1).
 func childMain() int {
 	store, err := sqlite.New(sqlite.Config{Path: os.Getenv(envDB)})
 	if err != nil {
@@ -161,8 +161,11 @@ func runThread(ctx context.Context, c *graph.Compiled[runState, runUpdate], stor
 		if err != nil {
 			return err
 		}
-		if e.Kind == graph.EventCheckpoint {
+		switch e.Kind {
+		case graph.EventCheckpoint:
 			say("ACK %s %d %s", thread, e.Step, e.Checkpoint)
+		case graph.EventWait:
+			say("WAIT %s", thread)
 		}
 	}
 	t, err = store.Get(ctx, thread, uuid.Nil)

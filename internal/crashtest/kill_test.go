@@ -42,6 +42,9 @@ type childResult struct {
 	done   []string
 	errs   []string
 	killed bool
+	// inWait: when the kill was sent, some thread had announced a durable
+	// wait and not yet acknowledged the checkpoint after it.
+	inWait bool
 	exit   error
 }
 
@@ -77,9 +80,12 @@ func runChild(t *testing.T, dir string, round int, threads []string, kill bool) 
 	}()
 
 	var res childResult
+	waiting := map[string]bool{}
 	parse := func(line string) {
 		f := strings.Fields(line)
 		switch {
+		case len(f) == 2 && f[0] == "WAIT":
+			waiting[f[1]] = true
 		case len(f) == 4 && f[0] == "ACK":
 			step, err1 := strconv.Atoi(f[2])
 			id, err2 := uuid.Parse(f[3])
@@ -88,6 +94,7 @@ func runChild(t *testing.T, dir string, round int, threads []string, kill bool) 
 				return
 			}
 			res.acks = append(res.acks, ack{thread: f[1], step: step, id: id, round: round})
+			delete(waiting, f[1])
 		case len(f) == 2 && f[0] == "DONE":
 			res.done = append(res.done, f[1])
 		default:
@@ -116,6 +123,7 @@ func runChild(t *testing.T, dir string, round int, threads []string, kill bool) 
 			timer = nil
 			if !sentKill {
 				sentKill = true
+				res.inWait = len(waiting) > 0
 				_ = cmd.Process.Signal(syscall.SIGKILL)
 			}
 		case <-deadline:
@@ -139,6 +147,7 @@ func TestKill9Resume(t *testing.T) {
 		done       = map[string]bool{}
 		acks       []ack
 		kills      int
+		waitKills  int
 		round      int
 	)
 	next := func() string {
@@ -166,6 +175,9 @@ func TestKill9Resume(t *testing.T) {
 		record(res)
 		if res.killed {
 			kills++
+			if res.inWait {
+				waitKills++
+			}
 		} else if res.exit != nil {
 			t.Fatalf("round %d: child failed: %v", round, res.exit)
 		}
@@ -194,8 +206,8 @@ func TestKill9Resume(t *testing.T) {
 	checkAcked(t, dir, acks)
 	checkFinalStates(t, dir, allThreads)
 	reruns := checkNoCompletedStepReran(t, dir, acks)
-	t.Logf("%d rounds, %d kills, %d threads, %d acknowledged checkpoints, %d re-runs of in-flight steps, %s",
-		round, kills, len(allThreads), len(acks), reruns, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d rounds, %d kills (%d while a run waited), %d threads, %d acknowledged checkpoints, %d re-runs of in-flight steps, %s",
+		round, kills, waitKills, len(allThreads), len(acks), reruns, time.Since(start).Round(time.Millisecond))
 }
 
 func checkAcked(t *testing.T, dir string, acks []ack) {
