@@ -139,7 +139,7 @@ type Step struct {
 	// Attempt counts executions of this step in this turn, from 1.
 	Attempt int
 	// IdempotencyKey is the same for repeats of one in-flight attempt (after a
-	// crash) and differs between attempts: thread/turn/step/attempt. A
+	// crash) and differs between attempts: thread/turn/plan/step/attempt. A
 	// side-effecting capability can use it to recognise a repeat.
 	IdempotencyKey string
 	// Inputs resolved from the context store, in the order of Inputs.
