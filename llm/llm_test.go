@@ -262,3 +262,27 @@ func TestConfigErrorsNameRoleAndField(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestEveryHTTPProviderKeepsStatusAndRetryAfter(t *testing.T) {
+	for _, provider := range []string{llm.ProviderOpenAI, llm.ProviderAnthropic, llm.ProviderOllama} {
+		t.Run(provider, func(t *testing.T) {
+			var paths []string
+			srv := openAIServer(t, func(w http.ResponseWriter, r *http.Request) {
+				paths = append(paths, r.URL.Path)
+				w.Header().Set("Retry-After", "3")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"error":{"type":"rate_limit_error","message":"slow down"}}`)
+			})
+			set, err := llm.New(llm.Config{LookupEnv: func(string) (string, bool) { return "k", true },
+				Roles: map[llm.Role]llm.RoleConfig{llm.RoleOrchestrator: {Provider: provider, Model: "m", BaseURL: srv.URL}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = generate(t, set, llm.RoleOrchestrator)
+			var le *llm.Error
+			if !errors.As(err, &le) || le.HTTPStatus() != 429 || le.RetryAfter() != 3*time.Second || !errors.Is(err, llm.ErrRateLimited) {
+				t.Fatalf("err = %v (paths %v), want a 429 *llm.Error with a 3s Retry-After", err, paths)
+			}
+		})
+	}
+}

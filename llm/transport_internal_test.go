@@ -78,3 +78,22 @@ func TestErrorUnwrapsKindAndCause(t *testing.T) {
 		t.Errorf("Unwrap chain wrong: %v", e.Unwrap())
 	}
 }
+
+func TestUsageOfProviders(t *testing.T) {
+	tests := []struct {
+		name string
+		info map[string]any
+		want Usage
+	}{
+		{"openai", map[string]any{"PromptTokens": 11, "CompletionTokens": 3, "TotalTokens": 14}, Usage{11, 3}},
+		{"anthropic", map[string]any{"InputTokens": 20, "OutputTokens": 5}, Usage{20, 5}},
+		{"googleai int32", map[string]any{"PromptTokens": int32(7), "CompletionTokens": int32(2)}, Usage{7, 2}},
+		{"float", map[string]any{"PromptTokens": 4.0}, Usage{4, 0}},
+		{"none", nil, Usage{}},
+	}
+	for _, tt := range tests {
+		if got := usageOf(tt.info); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}

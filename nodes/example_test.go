@@ -1,0 +1,66 @@
+package nodes_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/nodes"
+	"github.com/capgraph/capgraph/state"
+)
+
+func ExampleParsePlan() {
+	reply := "Here is my plan:\n```json\n" +
+		`{"steps": [{"context_key": "ch", "capability": "channel_finding", "task_objective": "find the beam current channel"},` +
+		` {"context_key": "v", "capability": "channel_read", "task_objective": "read it", "inputs": [{"CHANNEL_ADDRESSES": "ch"}]}]}` +
+		"\n```"
+	steps, err := nodes.ParsePlan(reply)
+	fmt.Println(len(steps), steps[1].Inputs, err)
+
+	_, err = nodes.ParsePlan(`{"steps": [{"context_key": "ch", "Capability": "channel_finding"}]}`)
+	fmt.Println(err)
+	// Output:
+	// 2 [{CHANNEL_ADDRESSES ch}] <nil>
+	// step 1 has unknown key(s) "Capability" (keys are case-sensitive; allowed: context_key, capability, task_objective, success_criteria, expected_output, parameters, inputs)
+}
+
+// With no model configured every node runs offline: the classifier matches
+// words, the planner follows provides/requires.
+func ExampleNew() {
+	finding, _ := capabilities.Define(capabilities.Definition{Name: "location_lookup", Provides: []string{"LOCATION"},
+		Description: "Resolve a city name to coordinates.",
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Output{}, nil
+		}})
+	weather, _ := capabilities.Define(capabilities.Definition{Name: "current_weather", Provides: []string{"WEATHER"},
+		Requires:    []capabilities.Requirement{{Type: "LOCATION"}},
+		Description: "Current weather (temperature, wind, rain) at a location.",
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Output{}, nil
+		}})
+	reg := capabilities.NewRegistry()
+	_ = reg.Register(finding, weather)
+
+	set, err := nodes.New(nodes.Config{Registry: reg})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s := state.NewTurn(state.State{}, "What's the weather in Berlin?", state.Options{}, time.Time{})
+	for _, n := range []nodes.Node{set.TaskExtraction, set.Classifier, set.Orchestrator} {
+		u, err := n.Run(context.Background(), s)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		s, _ = state.Apply(s, u)
+	}
+	for i, st := range s.Turn.Plan.Steps {
+		fmt.Println(i, st.Capability, st.Inputs, st.DependsOn)
+	}
+	// Output:
+	// 0 location_lookup [] []
+	// 1 current_weather [{LOCATION location_lookup_1}] [0]
+	// 2 respond [] [0 1]
+}
