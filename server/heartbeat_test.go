@@ -129,3 +129,67 @@ func TestShutdownEndsStreamsWithAFinalFrame(t *testing.T) {
 		t.Fatal("a run started after shutdown")
 	}
 }
+
+// TestLongRunOutlivesReadTimeout: net/http cancels a request's context when
+// ReadTimeout fires during its background read; a run longer than
+// ReadTimeout must still answer, streaming or not.
+func TestLongRunOutlivesReadTimeout(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		runner := newScriptedRunner()
+		srv, err := New(Config{Runner: runner, ReadTimeout: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ctx, ln) }()
+		time.AfterFunc(400*time.Millisecond, runner.Release)
+		body, _ := json.Marshal(chatBody("capgraph", stream, user("slow please")))
+		resp, err := http.Post("http://"+ln.Addr().String()+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		_, _ = bufio.NewReader(resp.Body).WriteTo(&out)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(out.String(), "Done after waiting.") {
+			t.Fatalf("stream=%v: %d %s", stream, resp.StatusCode, out.String())
+		}
+		cancel()
+		if err := <-served; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestClientGoneCancelsRun: a non-streaming client that disconnects cancels
+// its run (the body is read to EOF, so net/http watches the connection).
+func TestClientGoneCancelsRun(t *testing.T) {
+	env := newTestEnv(t, nil)
+	defer env.runner.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	body, _ := json.Marshal(chatBody("capgraph", false, user("slow please")))
+	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("the slow request answered")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runs := env.runner.runs()
+		if len(runs) == 1 {
+			if _, st, err := env.runner.State(context.Background(), runs[0].Thread); err == nil && st == "canceled" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run was not canceled")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

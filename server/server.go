@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -211,6 +212,11 @@ func decodeJSON(r *http.Request, v any) error {
 			return err
 		}
 		return badRequest("body", "invalid JSON: %v", err)
+	}
+	// Read to EOF so net/http starts its background read, which notices a
+	// client that goes away (and cancels the request's context).
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		return err
 	}
 	return nil
 }

@@ -16,10 +16,7 @@ type sseWriter struct {
 	err       error
 }
 
-// startSSE sends the stream headers. It also lifts the connection's read
-// deadline: net/http cancels a request's context when the server's
-// ReadTimeout fires during its background read, which would cut every
-// stream longer than ReadTimeout.
+// startSSE sends the stream headers.
 func startSSE(w http.ResponseWriter, now func() time.Time) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -28,7 +25,6 @@ func startSSE(w http.ResponseWriter, now func() time.Time) *sseWriter {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
 	s := &sseWriter{w: w, rc: rc, now: now}
 	s.flush()
 	return s
