@@ -52,7 +52,7 @@ func TestNewFileIsPrivate(t *testing.T) {
 	if err := s.Put(context.Background(), checkpoint.Checkpoint{ThreadID: "t", ID: uuid.Must(uuid.NewV7())}); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, path + "-wal"} {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
