@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,7 +68,15 @@ func (e *Error) Error() string {
 	if e.StatusCode != 0 {
 		fmt.Fprintf(&b, " (HTTP %d)", e.StatusCode)
 	}
-	if e.Err != nil {
+	// The provider's own words, without langchaingo's wrapping around them.
+	var he *HTTPError
+	switch {
+	case errors.As(e.Err, &he):
+		if msg := cmp.Or(he.Message, truncate(he.Body, 300)); msg != "" {
+			b.WriteString(": ")
+			b.WriteString(msg)
+		}
+	case e.Err != nil:
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())
 	}
@@ -213,3 +222,10 @@ type TransportError struct {
 }
 
 func (e *TransportError) Error() string { return e.Msg }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -286,3 +286,15 @@ func TestEveryHTTPProviderKeepsStatusAndRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+func TestErrorMessageQuotesTheProviderOnce(t *testing.T) {
+	srv := openAIServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"message":"Incorrect API key provided"}}`)
+	})
+	_, err := generate(t, models(t, srv.URL, nil, ""), llm.RoleClassifier)
+	want := "llm role classifier (openai test-model): API key rejected (HTTP 401): Incorrect API key provided"
+	if err == nil || err.Error() != want {
+		t.Errorf("message %q, want %q", err, want)
+	}
+}

@@ -198,7 +198,6 @@ func TestGraphForwardInputKeyReplans(t *testing.T) {
 		Script(llm.RoleOrchestrator, llmtest.Text(forward), llmtest.Text(goodPlanReply)).
 		Script(llm.RoleResponse, llmtest.Text(answerReply))
 	cfg := config(plant(t), m, "")
-	cfg.Limits.MaxPlanningAttempts = 3
 	o := runTurn(t, cfg, "beam current?")
 	checkAnswer(t, o, answerReply)
 	calls := m.CallsFor(llm.RoleOrchestrator)
