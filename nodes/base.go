@@ -27,8 +27,10 @@ func newBase(cfg Config, name string) (base, error) {
 // Name implements Node.
 func (b base) Name() string { return b.name }
 
-// RetryPolicy implements capabilities.RetryPolicyProvider.
-func (b base) RetryPolicy() capabilities.RetryPolicy { return b.cfg.RetryPolicy.WithDefaults() }
+// RetryPolicy implements capabilities.RetryPolicyProvider. It returns
+// Config.RetryPolicy as given: fields left zero are filled field by field
+// from the agent's per-node and default policies (capabilities.MergeRetryPolicies).
+func (b base) RetryPolicy() capabilities.RetryPolicy { return b.cfg.RetryPolicy }
 
 // ClassifyError implements capabilities.ErrorClassifier: the node's errors
 // are *capabilities.Error (stated classification) or LLM errors (classified

@@ -21,10 +21,7 @@ const (
 )
 
 // ClassifierNode selects the capabilities relevant to the task.
-type ClassifierNode struct {
-	base
-	lex *lexicalIndex
-}
+type ClassifierNode struct{ base }
 
 // NewClassifier returns the classifier node.
 func NewClassifier(cfg Config) (*ClassifierNode, error) {
@@ -32,7 +29,7 @@ func NewClassifier(cfg Config) (*ClassifierNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ClassifierNode{base: b, lex: newLexicalIndex(b.cfg.Registry.All())}, nil
+	return &ClassifierNode{base: b}, nil
 }
 
 // Run sets Turn.ActiveCapabilities (respond and clarify always included) and
@@ -123,7 +120,7 @@ func (n *ClassifierNode) classify(ctx context.Context, task, previous string) (s
 		return nil, nil, !n.online(llm.RoleClassifier), nil
 	}
 	if !n.online(llm.RoleClassifier) {
-		return n.lex.selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), nil, true, nil
+		return n.lexical().selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), nil, true, nil
 	}
 	if n.cfg.ClassifierMode == PerCapability {
 		return n.perCapability(ctx, task, previous, cands)
@@ -141,7 +138,7 @@ func (n *ClassifierNode) classify(ctx context.Context, task, previous string) (s
 		return nil, nil, false, err
 	}
 	if c.offline {
-		return n.lex.selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), nil, true, nil
+		return n.lexical().selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), nil, true, nil
 	}
 	names, err := parseSelection(c.text)
 	if err != nil {
@@ -274,10 +271,14 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, previous strin
 		}
 	}
 	if offline {
-		return n.lex.selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), nil, true, nil
+		return n.lexical().selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), nil, true, nil
 	}
 	if failed == len(cands) {
 		return nil, nil, false, llm.CapabilityError(results[0].err)
 	}
 	return selected, calls, false, nil
 }
+
+// lexical indexes the registry as it is now (building it takes microseconds,
+// and capabilities registered after the node was built are included).
+func (n *ClassifierNode) lexical() *lexicalIndex { return newLexicalIndex(n.cfg.Registry.All()) }

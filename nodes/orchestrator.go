@@ -42,11 +42,11 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 		data.DependsOnHistory = true
 		data.History = history(s)
 	}
+	// Everything in the store can be reused: earlier turns' results and, when
+	// replanning, what this turn's finished steps produced.
 	for _, e := range s.Context.Entries() {
-		if e.Turn == 0 || e.Turn < t.Number {
-			data.AvailableContext = append(data.AvailableContext, prompts.ContextItem{Type: e.Type, Key: e.Key,
-				TaskObjective: e.TaskObjective, Summary: e.Summary, Turn: e.Turn})
-		}
+		data.AvailableContext = append(data.AvailableContext, prompts.ContextItem{Type: e.Type, Key: e.Key,
+			TaskObjective: e.TaskObjective, Summary: e.Summary, Turn: e.Turn})
 	}
 	if e := t.Control.Error; e != nil {
 		applyFailure(&data, e, t.Plan)

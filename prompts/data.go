@@ -77,7 +77,8 @@ type OrchestratorData struct {
 	DependsOnHistory bool
 	History          []HistoryMessage
 	Capabilities     []PlannerCapability
-	// AvailableContext is context kept from earlier turns, for reuse.
+	// AvailableContext is the context store: earlier turns' results and, when
+	// replanning, what this turn's finished steps produced.
 	AvailableContext []ContextItem
 	// ReplanReason is the failed step's classification (FormatForLLM), after a failure.
 	ReplanReason string
