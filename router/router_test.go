@@ -158,3 +158,11 @@ func ExampleDecide() {
 	// [read] retry 12:00:02
 	// [error] retries_exhausted max_attempts
 }
+
+func BenchmarkDecide(b *testing.B) {
+	steps := []state.PlanStep{st("read", D), st("plot", P), st("write", P, 0, 1), st("read", P, 2), st(router.Respond, P)}
+	s := planned(steps...)
+	for b.Loop() {
+		router.Decide(s, cfg)
+	}
+}
