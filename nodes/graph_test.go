@@ -17,7 +17,7 @@ import (
 )
 
 // plant is a small control room: finding → read, with deterministic values.
-func plant(t *testing.T) *capabilities.Registry {
+func smallPlant(t *testing.T) *capabilities.Registry {
 	t.Helper()
 	finding, err := capabilities.Define(capabilities.Definition{Name: "channel_finding", Provides: []string{"CHANNEL_ADDRESSES"},
 		Description: "Find the control-system channel names that match a description such as beam current.",
@@ -138,7 +138,7 @@ func TestGraphBothClassifierModes(t *testing.T) {
 				m.On(llmtest.PromptContains("Capability: channel_read"), func(llm.Request) llmtest.Reply { return llmtest.Text(`{"is_match": true}`) }).
 					On(llmtest.RoleIs(llm.RoleClassifier), func(llm.Request) llmtest.Reply { return llmtest.Text(`{"is_match": false}`) })
 			}
-			o := runTurn(t, config(plant(t), m, mode), "beam current?")
+			o := runTurn(t, config(smallPlant(t), m, mode), "beam current?")
 			checkAnswer(t, o, answerReply)
 			wantClassifierCalls := map[nodes.ClassifierMode]int{nodes.Batched: 1, nodes.PerCapability: 2}[mode]
 			if got := len(m.CallsFor(llm.RoleClassifier)); got != wantClassifierCalls {
@@ -161,7 +161,7 @@ func TestGraphMalformedPlanThenGoodOne(t *testing.T) {
 		Script(llm.RoleClassifier, llmtest.Text(selectReply)).
 		Script(llm.RoleOrchestrator, llmtest.Text("Here you go: {\"steps\": [{\"context_key\": \"ch\", \"Capability\": \"channel_finding\"}]}"), llmtest.Text(goodPlanReply)).
 		Script(llm.RoleResponse, llmtest.Text(answerReply))
-	cfg := config(plant(t), m, "")
+	cfg := config(smallPlant(t), m, "")
 	cfg.Nodes.RetryPolicy = fastRetry()
 	o := runTurn(t, cfg, "beam current?")
 	checkAnswer(t, o, answerReply)
@@ -180,7 +180,7 @@ func TestGraphHallucinatedCapabilityReclassifies(t *testing.T) {
 		Script(llm.RoleClassifier, llmtest.Text(selectReply), llmtest.Text(selectReply)).
 		Script(llm.RoleOrchestrator, llmtest.Text(`{"steps": [{"context_key": "x", "capability": "beam_oracle", "task_objective": "know it"}]}`), llmtest.Text(goodPlanReply)).
 		Script(llm.RoleResponse, llmtest.Text(answerReply))
-	o := runTurn(t, config(plant(t), m, ""), "beam current?")
+	o := runTurn(t, config(smallPlant(t), m, ""), "beam current?")
 	checkAnswer(t, o, answerReply)
 	cl := m.CallsFor(llm.RoleClassifier)
 	if len(cl) != 2 || !strings.Contains(cl[1].Prompt(), "Previous approach failed") || !strings.Contains(cl[1].Prompt(), "beam_oracle") {
@@ -197,7 +197,7 @@ func TestGraphForwardInputKeyReplans(t *testing.T) {
 		Script(llm.RoleClassifier, llmtest.Text(selectReply)).
 		Script(llm.RoleOrchestrator, llmtest.Text(forward), llmtest.Text(goodPlanReply)).
 		Script(llm.RoleResponse, llmtest.Text(answerReply))
-	cfg := config(plant(t), m, "")
+	cfg := config(smallPlant(t), m, "")
 	o := runTurn(t, cfg, "beam current?")
 	checkAnswer(t, o, answerReply)
 	calls := m.CallsFor(llm.RoleOrchestrator)
@@ -215,7 +215,7 @@ func TestGraphRateLimitHonoursRetryAfter(t *testing.T) {
 			Script(llm.RoleOrchestrator, llmtest.Text(goodPlanReply)).
 			Script(llm.RoleResponse, llmtest.Text(answerReply))
 		start := time.Now()
-		o := runTurn(t, config(plant(t), m, ""), "beam current?")
+		o := runTurn(t, config(smallPlant(t), m, ""), "beam current?")
 		checkAnswer(t, o, answerReply)
 		retries := o.of(agent.EventRetry)
 		if len(retries) != 1 || retries[0].Retry.Delay != 7*time.Second {
@@ -231,7 +231,7 @@ func TestGraphRejectedKeyReachesErrorNode(t *testing.T) {
 	m := llmtest.New().
 		Script(llm.RoleTaskExtraction, llmtest.Text(taskReply)).
 		Script(llm.RoleClassifier, llmtest.Fail(&llm.Error{Kind: llm.ErrAuth, Role: llm.RoleClassifier, StatusCode: 401, APIKeyEnv: "OPENAI_API_KEY"}))
-	o := runTurn(t, config(plant(t), m, ""), "beam current?")
+	o := runTurn(t, config(smallPlant(t), m, ""), "beam current?")
 	msg := o.message()
 	if msg == nil || msg.Kind != state.KindErrorReport || !strings.Contains(msg.Content, "the API key for role classifier was rejected") {
 		t.Fatalf("message %+v", msg)
@@ -250,7 +250,7 @@ func TestGraphClassifierCallFailingForOneCapability(t *testing.T) {
 		On(llmtest.RoleIs(llm.RoleClassifier), func(llm.Request) llmtest.Reply { return llmtest.Text(`{"is_match": true}`) }).
 		Script(llm.RoleOrchestrator, llmtest.Text(goodPlanReply)).
 		Script(llm.RoleResponse, llmtest.Text(answerReply))
-	o := runTurn(t, config(plant(t), m, nodes.PerCapability), "beam current?")
+	o := runTurn(t, config(smallPlant(t), m, nodes.PerCapability), "beam current?")
 	checkAnswer(t, o, answerReply)
 	found := false
 	for _, e := range o.of(agent.EventStatus) {
@@ -268,9 +268,45 @@ func TestGraphClassifierCallFailingForOneCapability(t *testing.T) {
 }
 
 func TestGraphOfflineAnswer(t *testing.T) {
-	o := runTurn(t, agent.Config{Registry: plant(t)}, "What is the beam current?")
+	o := runTurn(t, agent.Config{Registry: smallPlant(t)}, "What is the beam current?")
 	checkAnswer(t, o, "SR:DCCT:CURRENT = 500.2 mA")
 	if m := o.message(); !strings.Contains(m.Content, nodes.OfflineNotice) {
 		t.Errorf("an offline answer must say so: %q", m.Content)
+	}
+}
+
+func TestGraphRespondFailureEndsInErrorReport(t *testing.T) {
+	m := llmtest.New().
+		Script(llm.RoleTaskExtraction, llmtest.Text(taskReply)).
+		Script(llm.RoleClassifier, llmtest.Text(selectReply)).
+		Script(llm.RoleOrchestrator, llmtest.Text(goodPlanReply)).
+		On(llmtest.RoleIs(llm.RoleResponse), func(llm.Request) llmtest.Reply {
+			return llmtest.Fail(&llm.Error{Kind: llm.ErrServer, Role: llm.RoleResponse, StatusCode: 500})
+		})
+	cfg := config(smallPlant(t), m, "")
+	cfg.Nodes.RetryPolicy = fastRetry()
+	o := runTurn(t, cfg, "beam current?")
+	msg := o.message()
+	if msg == nil || msg.Kind != state.KindErrorReport {
+		t.Fatalf("message %+v: a failing respond must end in the error node, never silently", msg)
+	}
+	if got := len(m.CallsFor(llm.RoleResponse)); got != 3 {
+		t.Errorf("respond called %d times, want 3 (the retry policy's attempts)", got)
+	}
+}
+
+func TestGraphClarify(t *testing.T) {
+	m := llmtest.New().
+		Script(llm.RoleTaskExtraction, llmtest.Text(`{"task": "show the vacuum", "depends_on_chat_history": false}`)).
+		Script(llm.RoleClassifier, llmtest.Text(`{"capabilities": []}`)).
+		Script(llm.RoleOrchestrator, llmtest.Text(`{"steps": [{"context_key": "q", "capability": "clarify", "task_objective": "which sector and time range"}]}`)).
+		Script(llm.RoleResponse, llmtest.Text("1. Which sector?\n2. Now or over a time range?"))
+	o := runTurn(t, config(smallPlant(t), m, ""), "show the vacuum")
+	msg := o.message()
+	if msg == nil || msg.Kind != state.KindClarification || msg.Content != "1. Which sector?\n2. Now or over a time range?" {
+		t.Fatalf("message %+v", msg)
+	}
+	if p := m.CallsFor(llm.RoleResponse)[0].Prompt(); !strings.Contains(p, "What is unclear: which sector and time range") {
+		t.Errorf("clarify prompt lacks the planner's reason:\n%s", p)
 	}
 }

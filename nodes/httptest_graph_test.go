@@ -41,7 +41,7 @@ func TestGraphLoopbackOpenAIRateLimitReachesClassifier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := runTurn(t, agent.Config{Registry: plant(t), Models: models, InfraRetry: map[string]capabilities.RetryPolicy{}}, "What is the beam current?")
+	o := runTurn(t, agent.Config{Registry: smallPlant(t), Models: models, InfraRetry: map[string]capabilities.RetryPolicy{}}, "What is the beam current?")
 	checkAnswer(t, o, "SR:DCCT:CURRENT = 500.2 mA")
 	retries := o.of(agent.EventRetry)
 	// The agent reports the delay left when it schedules the retry, a little under the server's.
