@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 // outcomes a scripted node or capability can produce on one call.
 var (
 	capOutcomes   = []error{nil, errTimeout, errReplan, errReclass, errCritical, errFatal, errPanic, errResource}
-	infraOutcomes = []error{nil, errTimeout, errReclass, errCritical, errFatal, errPanic}
+	infraOutcomes = []error{nil, errTimeout, errReclass, errCritical, errFatal, errPanic, errResource}
 )
 
 func drawScript(t *rapid.T, label string, outcomes []error) *script {
