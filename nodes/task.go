@@ -99,11 +99,23 @@ func offlineTask(s state.State) *state.Task {
 		}
 	}
 	if isFollowUp(msg) {
+		// Walk back over earlier follow-ups to the message that named the
+		// subject, so a chain ("find the beam current channel" → "read it" →
+		// "show its history") keeps it: the subject, then every follow-up.
 		h := s.History()
+		text := msg
 		for i := len(h) - 1; i >= 0; i-- {
-			if h[i].Role == state.RoleUser {
-				return &state.Task{Text: strings.TrimSpace(h[i].Content) + " — follow-up: " + msg, DependsOnHistory: true}
+			if h[i].Role != state.RoleUser {
+				continue
 			}
+			prev := strings.TrimSpace(h[i].Content)
+			text = prev + " — follow-up: " + text
+			if !isFollowUp(prev) {
+				break
+			}
+		}
+		if text != msg {
+			return &state.Task{Text: text, DependsOnHistory: true}
 		}
 	}
 	return &state.Task{Text: msg}
@@ -118,17 +130,23 @@ var (
 // back to something ("and the RF voltage?", "plot it").
 func isFollowUp(msg string) bool {
 	words := tokenizeRaw(msg)
-	if len(words) == 0 || len(words) > shortFollowUpWords {
+	if len(words) == 0 || len(words) > 2*shortFollowUpWords {
+		return false
+	}
+	// A word referring back makes a message of up to twice the short length
+	// a follow-up ("show its history over the last hour"); a continuation
+	// opener only a short one.
+	for _, w := range words {
+		if followUpRefs[w] {
+			return true
+		}
+	}
+	if len(words) > shortFollowUpWords {
 		return false
 	}
 	l := strings.ToLower(strings.TrimSpace(msg))
 	for _, p := range followUpStarts {
 		if strings.HasPrefix(l, p) {
-			return true
-		}
-	}
-	for _, w := range words {
-		if followUpRefs[w] {
 			return true
 		}
 	}
