@@ -41,8 +41,9 @@ func scriptedTurn() *llmtest.Model {
 }
 
 // llmTurn runs task extraction, classifier, orchestrator and respond (the
-// capability step itself makes no LLM call) and returns the calls made.
-func llmTurn(tb testing.TB, set *Set, m *llmtest.Model) int {
+// capability step itself makes no LLM call) and returns the calls made and
+// the tokens the turn counted.
+func llmTurn(tb testing.TB, set *Set, m *llmtest.Model) (calls, tokens int) {
 	before := m.Count()
 	s := newState("do topic 0")
 	for _, n := range []Node{set.TaskExtraction, set.Classifier, set.Orchestrator, set.Respond} {
@@ -54,7 +55,7 @@ func llmTurn(tb testing.TB, set *Set, m *llmtest.Model) int {
 			tb.Fatal(err)
 		}
 	}
-	return m.Count() - before
+	return m.Count() - before, s.Turn.Control.Tokens
 }
 
 func TestLLMCallsPerTurn(t *testing.T) {
@@ -69,8 +70,8 @@ func TestLLMCallsPerTurn(t *testing.T) {
 			if mode == PerCapability {
 				want = 3 + n
 			}
-			if got := llmTurn(t, set, m); got != want {
-				t.Errorf("%d capabilities, %s: %d calls, want %d", n, mode, got, want)
+			if got, tokens := llmTurn(t, set, m); got != want || tokens == 0 {
+				t.Errorf("%d capabilities, %s: %d calls (%d tokens), want %d calls", n, mode, got, tokens, want)
 			}
 		}
 	}
@@ -88,16 +89,11 @@ func BenchmarkLLMCallsPerTurn(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				calls := 0
+				calls, tokens := 0, 0
 				for b.Loop() {
-					calls += llmTurn(b, set, m)
-				}
-				tokens := 0
-				for _, c := range m.Calls() {
-					tokens += c.Reply.Usage.Total()
-					if c.Reply.Usage.Total() == 0 {
-						tokens += (len(c.Prompt()) + len(c.Reply.Text) + 6) / 4
-					}
+					c, tok := llmTurn(b, set, m)
+					calls += c
+					tokens += tok
 				}
 				b.ReportMetric(float64(calls)/float64(b.N), "llm_calls/turn")
 				b.ReportMetric(float64(tokens)/float64(b.N), "tokens/turn")

@@ -36,9 +36,10 @@
 // Control.ReclassificationReason; the orchestrator sets Turn.Plan (Number =
 // Control.PlansCreated after incrementing it, DependsOn marked); respond and
 // clarify append the turn's single assistant message, mark their plan step
-// done and set Turn.Done. Each clears Control.Error when it succeeds (the
-// failure it was recovering from is handled). Token use is returned in
-// Update.Tokens by role.
+// done and set Turn.Done. Task extraction, classifier and orchestrator clear
+// Control.Error when they succeed (the failure they recover from is
+// handled); respond and clarify clear it only when it is their own. Token use
+// is returned in Update.Tokens by role.
 //
 // Payloads emitted with graph.Emit (EventCustom):
 //
