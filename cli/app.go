@@ -1,0 +1,307 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/config"
+)
+
+// DefaultConfigFile is read from the working directory when --config is not
+// given and the file exists.
+const DefaultConfigFile = "capgraph.yaml"
+
+// Exit statuses.
+const (
+	ExitOK    = 0 // an answer, clarifying questions, an approval request or an error report
+	ExitError = 1 // a FATAL failure, a bad configuration, a store that cannot be opened
+	ExitUsage = 2 // bad usage: unknown command or flag, missing argument
+)
+
+// App is an application built on capgraph: its name and its capabilities.
+// Main gives it every capgraph command.
+type App struct {
+	// Name is the command's name in usage and messages (default "capgraph").
+	Name string
+	// Summary is one line shown at the top of the usage text.
+	Summary string
+	// Capabilities builds the application's capabilities from the loaded
+	// configuration (which every command loads first). Required.
+	Capabilities func(cfg *config.Config) ([]capabilities.Capability, error)
+	// Examples are demo questions shown by serve and by chat's /help.
+	Examples []string
+}
+
+// Env is what a command sees of the outside world; tests inject it.
+type Env struct {
+	// Args are the arguments after the program name.
+	Args   []string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv reads the environment; nil means os.Getenv.
+	Getenv func(string) string
+	// Dir is the working directory, where capgraph.yaml is looked for
+	// ("" means the process's).
+	Dir string
+	// Terminal says whether Stdout is an interactive terminal (live status
+	// line); nil means detect it from Stdout.
+	Terminal *bool
+	// Now is the clock of the status line; nil means time.Now.
+	Now func() time.Time
+}
+
+// Main runs the command line of app with the process's arguments and
+// standard streams, and exits with the command's status. Interrupt and
+// SIGTERM cancel the command's context: a running turn stops at its next
+// checkpoint and can be resumed.
+func Main(app App) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := app.Run(ctx, Env{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	stop()
+	os.Exit(code)
+}
+
+// UsageError is bad usage: an unknown command or flag, a missing argument.
+// It exits with ExitUsage.
+type UsageError struct {
+	Command string
+	Problem string
+}
+
+func (e *UsageError) Error() string {
+	if e.Command == "" {
+		return e.Problem
+	}
+	return e.Command + ": " + e.Problem
+}
+
+// ErrNoCapabilities: the App has no Capabilities function.
+var ErrNoCapabilities = errors.New("cli: App.Capabilities is required")
+
+// command is one subcommand.
+type command struct {
+	name  string
+	args  string
+	short string
+	run   func(ctx context.Context, c *cmdEnv, args []string) error
+}
+
+func (a App) commands() []command {
+	return []command{
+		{"run", `"question"`, "answer one question and exit", cmdRun},
+		{"chat", "", "talk with the agent; history is kept in the store (--thread to resume)", cmdChat},
+		{"serve", "", "start the HTTP server: web page, OpenAI-compatible API, native API", cmdServe},
+		{"graph", "", "print the agent graph (Mermaid or DOT); with --thread, a thread's last plan", cmdGraph},
+		{"capabilities", "", "list the capabilities: provides, requires, retry policy, approval", cmdCapabilities},
+		{"config", "check [FILE]", "validate a configuration file, naming each problem's line", cmdConfig},
+		{"help", "", "show this help", nil},
+	}
+}
+
+// Run runs one command line and returns its exit status. It never calls
+// os.Exit, so tests and other programs can drive it.
+func (a App) Run(ctx context.Context, env Env) int {
+	env = env.withDefaults()
+	if a.Name == "" {
+		a.Name = "capgraph"
+	}
+	err := a.dispatch(ctx, env)
+	if err == nil {
+		return ExitOK
+	}
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(env.Stderr, "%s: %s\nRun '%s help' for usage.\n", a.Name, ue.Error(), a.Name)
+		return ExitUsage
+	}
+	if errors.Is(err, errHelp) {
+		return ExitOK
+	}
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		// Every problem on its own line, each with its line number.
+		fmt.Fprintf(env.Stderr, "%s: %s\n", a.Name, ce.Error())
+		return ExitError
+	}
+	fmt.Fprintf(env.Stderr, "%s: %s\n", a.Name, oneLine(err))
+	return ExitError
+}
+
+// errHelp ends a command that printed its help.
+var errHelp = errors.New("help printed")
+
+func (a App) dispatch(ctx context.Context, env Env) error {
+	if a.Capabilities == nil {
+		return ErrNoCapabilities
+	}
+	args := env.Args
+	// Global flags may come before the command too.
+	var g globalFlags
+	pre := flag.NewFlagSet(a.Name, flag.ContinueOnError)
+	pre.SetOutput(io.Discard)
+	g.register(pre)
+	if err := pre.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			a.usage(env.Stdout)
+			return errHelp
+		}
+		return &UsageError{Problem: err.Error()}
+	}
+	args = pre.Args()
+	if len(args) == 0 {
+		a.usage(env.Stderr)
+		return &UsageError{Problem: "no command given"}
+	}
+	name, rest := args[0], args[1:]
+	if name == "help" || name == "-h" || name == "--help" {
+		a.usage(env.Stdout)
+		return nil
+	}
+	for _, c := range a.commands() {
+		if c.name == name && c.run != nil {
+			ce := &cmdEnv{app: a, env: env, global: g, name: name}
+			defer ce.close()
+			return c.run(ctx, ce, rest)
+		}
+	}
+	return &UsageError{Problem: fmt.Sprintf("unknown command %q", name)}
+}
+
+func (a App) usage(w io.Writer) {
+	if a.Summary != "" {
+		fmt.Fprintln(w, a.Summary)
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "Usage: %s [--config FILE] [--store STORE] COMMAND [flags]\n\nCommands:\n", a.Name)
+	for _, c := range a.commands() {
+		use := c.name
+		if c.args != "" {
+			use += " " + c.args
+		}
+		fmt.Fprintf(w, "  %-22s %s\n", use, c.short)
+	}
+	fmt.Fprintf(w, `
+Global flags:
+  --config FILE   configuration file (default %s in the working directory, if present)
+  --store STORE   memory | sqlite:PATH | postgres://… (default: SQLite in the user's data directory)
+
+With nothing configured, the agent runs offline (no LLM) with a SQLite store.
+Run '%s COMMAND -h' for a command's flags.
+`, DefaultConfigFile, a.Name)
+}
+
+type globalFlags struct {
+	config string
+	store  string
+}
+
+func (g *globalFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.config, "config", g.config, "configuration file (default "+DefaultConfigFile+" if present)")
+	fs.StringVar(&g.store, "store", g.store, "checkpoint store: memory | sqlite:PATH | postgres://…")
+}
+
+func (e Env) withDefaults() Env {
+	if e.Stdin == nil {
+		e.Stdin = strings.NewReader("")
+	}
+	if e.Stdout == nil {
+		e.Stdout = io.Discard
+	}
+	if e.Stderr == nil {
+		e.Stderr = io.Discard
+	}
+	if e.Getenv == nil {
+		e.Getenv = os.Getenv
+	}
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.Terminal == nil {
+		t := isTerminal(e.Stdout) && e.Getenv("TERM") != "dumb"
+		e.Terminal = &t
+	}
+	return e
+}
+
+func (e Env) path(p string) string {
+	if p == "" || filepath.IsAbs(p) || e.Dir == "" {
+		return p
+	}
+	return filepath.Join(e.Dir, p)
+}
+
+func (e Env) lookupEnv(k string) (string, bool) {
+	v := e.Getenv(k)
+	return v, v != ""
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// parseArgs parses fs over args with flags and positional arguments in any
+// order ("run 'q' --store memory" as well as "run --store memory 'q'").
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// flag stops at the first positional argument, or after "--".
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// newFlags returns a command's flag set with the global flags.
+func (c *cmdEnv) newFlags(usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(c.app.Name+" "+c.name, flag.ContinueOnError)
+	fs.SetOutput(c.env.Stderr)
+	c.global.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(c.env.Stderr, "Usage: %s %s %s\n\nFlags:\n", c.app.Name, c.name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses a command's flags, turning flag errors into usage errors.
+func (c *cmdEnv) parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, errHelp
+	}
+	if err != nil {
+		return nil, &UsageError{Command: c.name, Problem: err.Error()}
+	}
+	return pos, nil
+}
+
+// oneLine joins a multi-line error message for the one-line reason.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}

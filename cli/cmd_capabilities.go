@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// cmdCapabilities lists the registry: name, provides, requires, the retry
+// policy in force (the capability's own, else the configured one, else the
+// global default) and whether it asks for approval.
+func cmdCapabilities(ctx context.Context, c *cmdEnv, args []string) error {
+	fs := c.newFlags("[-v]")
+	verbose := fs.Bool("v", false, "also print each capability's description")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return &UsageError{Command: "capabilities", Problem: fmt.Sprintf("unexpected argument %q", pos[0])}
+	}
+	reg, err := c.registry()
+	if err != nil {
+		return err
+	}
+	cfg := c.cfg
+	configured := map[string]capabilities.RetryPolicy{}
+	for name := range cfg.Retry.Capabilities {
+		configured[name], _ = cfg.RetryPolicyFor(name)
+	}
+	tw := tabwriter.NewWriter(c.env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPROVIDES\tREQUIRES\tRETRY\tAPPROVAL")
+	for _, capb := range reg.All() {
+		p := capabilities.ResolveRetryPolicy(capb, configured, cfg.Retry.Default)
+		src := "default"
+		if _, own := capabilities.HasOwnRetryPolicy(capb); own {
+			src = "own"
+		} else if _, ok := configured[capb.Name()]; ok {
+			src = "config"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%s)\t%s\n", capb.Name(), list(capb.Provides()), requires(capb.Requires()), policyText(p), src, approvalText(capb, cfg.Approval.GlobalMode))
+		if *verbose {
+			fmt.Fprintf(tw, "  %s\t\t\t\t\n", capb.Description())
+		}
+	}
+	return tw.Flush()
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, ",")
+}
+
+func requires(rs []capabilities.Requirement) string {
+	if len(rs) == 0 {
+		return "-"
+	}
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Type
+		if r.Cardinality != "" && r.Cardinality != capabilities.Single {
+			out[i] += "(" + string(r.Cardinality) + ")"
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// policyText renders a retry policy briefly: "3 attempts, 1s ×2 ≤30s, full jitter".
+func policyText(p capabilities.RetryPolicy) string {
+	p = p.WithDefaults()
+	if p.MaxAttempts <= 1 {
+		return "no retry"
+	}
+	s := fmt.Sprintf("%d attempts, %s ×%g ≤%s, %s jitter", p.MaxAttempts, dur(time.Duration(p.InitialInterval)), p.BackoffCoefficient, dur(time.Duration(p.MaxInterval)), p.Jitter)
+	if p.MaxElapsed > 0 {
+		s += ", within " + dur(time.Duration(p.MaxElapsed))
+	}
+	if len(p.NonRetryable) > 0 {
+		s += ", never " + strings.Join(p.NonRetryable, "/")
+	}
+	return s
+}
+
+func dur(d time.Duration) string {
+	s := d.String()
+	s = strings.TrimSuffix(s, "0s")
+	if strings.HasSuffix(s, "m") || strings.HasSuffix(s, "h") {
+		return s
+	}
+	if s == "" {
+		return "0s"
+	}
+	return d.String()
+}
+
+// approvalText says whether a step of c waits for a human under the
+// configured global mode. In selective mode that is the capability's own
+// decision, asked here for an empty step (a capability that decides from the
+// step's arguments may still ask for some steps).
+func approvalText(c capabilities.Capability, mode string) string {
+	switch mode {
+	case "disabled":
+		return "no (approval disabled)"
+	case "all_capabilities":
+		return "yes (all capabilities)"
+	}
+	if asksApproval(c) {
+		return "yes"
+	}
+	return "no"
+}
+
+func asksApproval(c capabilities.Capability) (yes bool) {
+	ar, ok := c.(capabilities.ApprovalRequirer)
+	if !ok {
+		return false
+	}
+	// An application's RequiresApproval may not expect an empty step; a
+	// panic there must not take the listing down.
+	defer func() {
+		if recover() != nil {
+			yes = true
+		}
+	}()
+	yes, _ = ar.RequiresApproval(capabilities.Step{})
+	return yes
+}

@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/state"
+)
+
+// cmdChat holds a conversation on one thread: `chat [--thread ID]`.
+func cmdChat(ctx context.Context, c *cmdEnv, args []string) error {
+	fs := c.newFlags("[--thread ID]")
+	thread := fs.String("thread", "", "resume this thread (default: a new one)")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return &UsageError{Command: "chat", Problem: fmt.Sprintf("unexpected argument %q (ask questions at the prompt)", pos[0])}
+	}
+	a, err := c.buildAgent(ctx, true)
+	if err != nil {
+		return err
+	}
+	ch := &chat{c: c, a: a, in: bufio.NewScanner(c.env.Stdin), thread: *thread, opts: Options(c.cfg)}
+	ch.in.Buffer(make([]byte, 64<<10), 1<<20)
+	return ch.loop(ctx)
+}
+
+type chat struct {
+	c      *cmdEnv
+	a      *agent.Agent
+	in     *bufio.Scanner
+	thread string
+	opts   state.Options
+	last   outcome
+}
+
+func (ch *chat) out(format string, args ...any) { fmt.Fprintf(ch.c.env.Stdout, format, args...) }
+
+// readLine prompts and reads one line; ok is false at the end of input.
+func (ch *chat) readLine(prompt string) (string, bool) {
+	ch.out("%s", prompt)
+	if !ch.in.Scan() {
+		ch.out("\n")
+		return "", false
+	}
+	return ch.in.Text(), true
+}
+
+func (ch *chat) loop(ctx context.Context) error {
+	resumed := ch.thread != ""
+	if ch.thread == "" {
+		ch.thread = newThreadID()
+	}
+	mode := "offline mode (no LLM configured)"
+	if !ch.c.offline() {
+		mode = "with the configured models"
+	}
+	ch.out("%s chat — thread %s, store %s, %s. /help for commands, /exit to leave.\n", ch.c.app.Name, ch.thread, ch.c.spec, mode)
+	if resumed {
+		if err := ch.resumeThread(ctx); err != nil {
+			return err
+		}
+	}
+	for {
+		line, ok := ch.readLine("you> ")
+		if !ok {
+			return nil
+		}
+		r, err := parseSlash(line, ch.opts)
+		if err != nil {
+			ch.out("%v\n", err)
+			continue
+		}
+		ch.opts = r.Options
+		for _, n := range r.Notes {
+			ch.out("(%s)\n", n)
+		}
+		for _, act := range r.Actions {
+			switch act {
+			case slashExit:
+				ch.out("bye — resume with: %s chat --thread %s\n", ch.c.app.Name, ch.thread)
+				return nil
+			case slashHelp:
+				ch.help()
+			case slashClear:
+				ch.thread, ch.last = newThreadID(), outcome{}
+				ch.out("(new conversation: thread %s)\n", ch.thread)
+			case slashStatus:
+				ch.status(ctx)
+			}
+		}
+		if strings.TrimSpace(r.Message) == "" {
+			continue
+		}
+		opts := ch.opts
+		if err := ch.turn(ctx, ch.a.Run(ctx, agent.TurnRequest{Thread: ch.thread, Input: r.Message, Options: &opts})); err != nil {
+			return err
+		}
+	}
+}
+
+// turn shows one run and, while it stops for approval, asks the human and
+// resumes it with the answer.
+func (ch *chat) turn(ctx context.Context, events iter.Seq2[agent.Event, error]) error {
+	for {
+		out, err := consume(events, newProgress(ch.c.env, *ch.c.env.Terminal))
+		if err != nil {
+			if reason, ok := fatalReason(err); ok {
+				// The conversation goes on: a FATAL failure ends the turn, not the session.
+				ch.out("FATAL: %s\n", reason)
+				return nil
+			}
+			return err
+		}
+		ch.last = out
+		if out.Message != nil {
+			ch.out("%s\n", strings.TrimRight(out.Message.Content, "\n"))
+		}
+		if out.Status != agent.RunInterrupted || out.Approval == nil {
+			return nil
+		}
+		ans, ok := ch.readLine("approve? [yes/no] ")
+		if !ok {
+			ch.out("(the approval stays pending; resume with: %s chat --thread %s)\n", ch.c.app.Name, ch.thread)
+			return nil
+		}
+		events = ch.a.Resume(ctx, ch.thread, agent.Answer{ApprovalID: out.Approval.ID, Text: ans})
+	}
+}
+
+// resumeThread picks up a thread given with --thread: it shows where the
+// conversation stands, asks a pending approval again, and finishes a run
+// that a crash or an interrupt stopped.
+func (ch *chat) resumeThread(ctx context.Context) error {
+	s, status, err := ch.a.State(ctx, ch.thread)
+	if errors.Is(err, agent.ErrUnknownThread) {
+		ch.out("(thread %s is new)\n", ch.thread)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ch.out("(resuming a conversation of %d messages)\n", len(s.Messages))
+	if m, ok := s.LastAssistant(); ok {
+		ch.out("assistant (last): %s\n", firstLine(m.Content))
+	}
+	switch status {
+	case agent.RunInterrupted:
+		if s.Turn.PendingApproval == nil {
+			return nil
+		}
+		ch.out("A step waits for your approval: %s\n", s.Turn.PendingApproval.Summary)
+		ans, ok := ch.readLine("approve? [yes/no] ")
+		if !ok {
+			return nil
+		}
+		return ch.turn(ctx, ch.a.Resume(ctx, ch.thread, agent.Answer{ApprovalID: s.Turn.PendingApproval.ID, Text: ans}))
+	case agent.RunCanceled:
+		ch.out("(the last run was interrupted; finishing it)\n")
+		return ch.turn(ctx, ch.a.Resume(ctx, ch.thread, agent.Answer{}))
+	}
+	return nil
+}
+
+func (ch *chat) help() {
+	ch.out("%s\n", chatHelp)
+	if len(ch.c.app.Examples) > 0 {
+		ch.out("Try:\n")
+		for _, q := range ch.c.app.Examples {
+			ch.out("  %s\n", q)
+		}
+	}
+}
+
+func (ch *chat) status(ctx context.Context) {
+	o := ch.opts
+	ch.out("thread: %s\nstore: %s\n", ch.thread, ch.c.spec)
+	ch.out("options: plan approval %s, approval mode %s, capability selection %s, task extraction %s, writes %s\n",
+		word(o.PlanApproval), orDefault(o.ApprovalMode, "selective"), word(!o.SkipClassification), word(!o.SkipTaskExtraction), word(o.WritesEnabled))
+	s, status, err := ch.a.State(ctx, ch.thread)
+	if err != nil {
+		ch.out("no turn yet on this thread\n")
+		return
+	}
+	ch.out("messages: %d; last run: %s\n", len(s.Messages), status)
+	if s.Turn.Task != nil {
+		ch.out("last task: %s\n", s.Turn.Task.Text)
+	}
+	ch.out("%s", planText(s))
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}

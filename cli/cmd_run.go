@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/capgraph/capgraph/agent"
+)
+
+// cmdRun answers one question: `run "question"`.
+func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
+	fs := c.newFlags(`[--thread ID] "question"`)
+	thread := fs.String("thread", "", "continue this thread (default: a new one)")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	question := strings.TrimSpace(strings.Join(pos, " "))
+	if question == "" {
+		return &UsageError{Command: "run", Problem: `a question is required, e.g. run "What is the beam current?"`}
+	}
+	a, err := c.buildAgent(ctx, true)
+	if err != nil {
+		return err
+	}
+	id := *thread
+	if id == "" {
+		id = newThreadID()
+	}
+	out, err := consume(a.Run(ctx, agent.TurnRequest{Thread: id, Input: question}), newProgress(c.env, *c.env.Terminal))
+	if err != nil {
+		return runError(err)
+	}
+	printOutcome(c, out)
+	if c.spec.Kind != StoreMemory {
+		fmt.Fprintf(c.env.Stderr, "thread %s (continue with: %s chat --thread %s)\n", id, c.app.Name, id)
+	}
+	return nil
+}
+
+// printOutcome prints the turn's assistant message to stdout.
+func printOutcome(c *cmdEnv, out outcome) {
+	if out.Message != nil {
+		fmt.Fprintln(c.env.Stdout, strings.TrimRight(out.Message.Content, "\n"))
+	}
+	if out.Status == agent.RunInterrupted && out.Message == nil && out.Approval != nil {
+		fmt.Fprintf(c.env.Stdout, "Approval needed: %s\n", out.Approval.Summary)
+	}
+}
+
+// runError turns a failed run into the command's error: a FATAL failure
+// becomes its one-line reason.
+func runError(err error) error {
+	if reason, ok := fatalReason(err); ok {
+		return errors.New(reason)
+	}
+	return err
+}
+
+func newThreadID() string {
+	if id, err := uuid.NewV7(); err == nil {
+		return id.String()
+	}
+	return uuid.NewString()
+}

@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+	"github.com/capgraph/capgraph/graph/checkpoint/postgres"
+	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+)
+
+// ErrStore is the kind of a --store value or store that cannot be used.
+var ErrStore = errors.New("store")
+
+// StoreKind says which checkpoint store a --store value names.
+type StoreKind string
+
+// Store kinds.
+const (
+	StoreMemory   StoreKind = "memory"
+	StoreSQLite   StoreKind = "sqlite"
+	StorePostgres StoreKind = "postgres"
+)
+
+// StoreSpec is a parsed --store value.
+type StoreSpec struct {
+	Kind StoreKind
+	// Path is the SQLite file; DSN the PostgreSQL URL.
+	Path string
+	DSN  string
+}
+
+// String renders the spec for messages; a PostgreSQL password is hidden.
+func (s StoreSpec) String() string {
+	switch s.Kind {
+	case StoreSQLite:
+		return "sqlite:" + s.Path
+	case StorePostgres:
+		return "postgres (" + redactDSN(s.DSN) + ")"
+	}
+	return string(s.Kind)
+}
+
+// ParseStore parses "memory", "sqlite:PATH" or a "postgres://…" /
+// "postgresql://…" URL. An empty value means the default: SQLite in the
+// user's data directory (DefaultStorePath).
+func ParseStore(v string, getenv func(string) string) (StoreSpec, error) {
+	switch {
+	case v == "":
+		p, err := DefaultStorePath(getenv)
+		if err != nil {
+			return StoreSpec{}, err
+		}
+		return StoreSpec{Kind: StoreSQLite, Path: p}, nil
+	case v == "memory":
+		return StoreSpec{Kind: StoreMemory}, nil
+	case strings.HasPrefix(v, "sqlite:"):
+		p := strings.TrimPrefix(v, "sqlite:")
+		if p == "" {
+			return StoreSpec{}, fmt.Errorf("%w: %q names no file (want sqlite:PATH)", ErrStore, v)
+		}
+		return StoreSpec{Kind: StoreSQLite, Path: p}, nil
+	case strings.HasPrefix(v, "postgres://"), strings.HasPrefix(v, "postgresql://"):
+		return StoreSpec{Kind: StorePostgres, DSN: v}, nil
+	}
+	return StoreSpec{}, fmt.Errorf("%w: %q is not memory, sqlite:PATH or postgres://…", ErrStore, v)
+}
+
+// DefaultStorePath is where the default SQLite store lives:
+// $XDG_DATA_HOME/capgraph/capgraph.db, else ~/.local/share/capgraph/capgraph.db
+// (on macOS ~/Library/Application Support/capgraph, on Windows
+// %LocalAppData%\capgraph).
+func DefaultStorePath(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "capgraph", "capgraph.db"), nil
+	}
+	switch runtime.GOOS {
+	case "windows":
+		if d := getenv("LocalAppData"); d != "" {
+			return filepath.Join(d, "capgraph", "capgraph.db"), nil
+		}
+	case "darwin":
+		if h := getenv("HOME"); h != "" {
+			return filepath.Join(h, "Library", "Application Support", "capgraph", "capgraph.db"), nil
+		}
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".local", "share", "capgraph", "capgraph.db"), nil
+	}
+	return "", fmt.Errorf("%w: no home directory (HOME) to keep the default SQLite store in; use --store memory or --store sqlite:PATH", ErrStore)
+}
+
+// OpenStore opens the store a spec names, creating the SQLite file's
+// directory if needed. close releases it.
+func OpenStore(ctx context.Context, s StoreSpec) (st checkpoint.Store, closeFn func() error, err error) {
+	switch s.Kind {
+	case StoreMemory:
+		return memory.New(), func() error { return nil }, nil
+	case StoreSQLite:
+		if err := os.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrStore, err)
+		}
+		db, err := sqlite.New(sqlite.Config{Path: s.Path})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: open %s: %w", ErrStore, s.Path, err)
+		}
+		return db, db.Close, nil
+	case StorePostgres:
+		db, err := postgres.New(ctx, postgres.Config{DSN: s.DSN})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: open %s: %w", ErrStore, s, err)
+		}
+		return db, db.Close, nil
+	}
+	return nil, nil, fmt.Errorf("%w: unknown kind %q", ErrStore, s.Kind)
+}
+
+// redactDSN hides a password in a PostgreSQL URL.
+func redactDSN(dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	scheme := strings.Index(dsn, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return dsn
+	}
+	creds := dsn[scheme+3 : at]
+	if i := strings.Index(creds, ":"); i >= 0 {
+		creds = creds[:i] + ":***"
+	}
+	return dsn[:scheme+3] + creds + dsn[at:]
+}
