@@ -23,8 +23,9 @@
 //     model on the next attempt (the orchestrator reads them from
 //     Turn.Control.Error);
 //   - a plan naming an unregistered capability: RECLASSIFICATION (*PlanError, ErrUnknownCapability);
-//   - a plan input that does not exist or comes from a later step: REPLANNING
-//     listing the available keys (*PlanError, ErrInvalidInputKey);
+//   - a plan input that does not exist, comes from a later step, or names a
+//     step whose capability does not provide that type: REPLANNING listing
+//     the available keys (*PlanError, ErrInvalidInputKey);
 //   - LLM failures: classified from *llm.Error (429/5xx/timeouts RETRIABLE with
 //     the server's Retry-After; 401/403/quota CRITICAL naming the role;
 //     context length exceeded CRITICAL, kind resource_exhausted, wrapping

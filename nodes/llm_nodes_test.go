@@ -255,6 +255,10 @@ func TestOrchestratorPlanErrors(t *testing.T) {
 			capabilities.Replanning, ErrInvalidInputKey, []string{"produced by step 2", "old_channels"}},
 		{"unknown input key", `{"steps": [{"context_key": "v", "capability": "channel_read", "task_objective": "read", "inputs": [{"CHANNEL_ADDRESSES": "nope"}]}]}`,
 			capabilities.Replanning, ErrInvalidInputKey, []string{`"nope"`, "does not exist", `{"CHANNEL_ADDRESSES": "old_channels"}`}},
+		{"input of the wrong type", `{"steps": [
+			{"context_key": "ch", "capability": "channel_finding", "task_objective": "find"},
+			{"context_key": "v", "capability": "channel_read", "task_objective": "read", "inputs": [{"CHANNEL_VALUES": "ch"}]}]}`,
+			capabilities.Replanning, ErrInvalidInputKey, []string{"names step 1 (channel_finding), which provides CHANNEL_ADDRESSES, not CHANNEL_VALUES"}},
 		{"terminal step in the middle", `{"steps": [{"context_key": "r", "capability": "respond", "task_objective": "x"}, {"context_key": "v", "capability": "channel_finding", "task_objective": "find"}]}`,
 			capabilities.Retriable, ErrFormat, []string{"only be the last step"}},
 		{"not JSON", `I cannot plan this.`, capabilities.Retriable, ErrFormat, []string{"no JSON object"}},

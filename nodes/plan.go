@@ -142,6 +142,12 @@ func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, 
 						Problem: fmt.Sprintf("input {%q: %q} is produced by step %d, which runs at or after this step; available keys: %s",
 							in.Type, in.Key, j+1, strings.Join(availableKeys(steps[:i], store), ", "))}}
 				}
+				// The producer must provide the type named, or the input cannot be resolved.
+				if c, ok := reg.Get(steps[j].Capability); ok && !slices.Contains(c.Provides(), in.Type) {
+					return nil, &planProblem{plan: &PlanError{Kind: ErrInvalidInputKey, Step: i, Available: availableKeys(steps[:i], store),
+						Problem: fmt.Sprintf("input {%q: %q} names step %d (%s), which provides %s, not %s",
+							in.Type, in.Key, j+1, c.Name(), orNone(strings.Join(c.Provides(), ", ")), in.Type)}}
+				}
 				continue
 			}
 			if _, ok := store.Get(in.Type, in.Key); ok {
