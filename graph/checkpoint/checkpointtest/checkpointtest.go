@@ -49,6 +49,7 @@ var cases = []struct {
 	{"DeleteThread", testDeleteThread},
 	{"Threads", testThreads},
 	{"ConcurrentThreads", testConcurrentThreads},
+	{"DeleteWhileWriting", testDeleteWhileWriting},
 	{"LargeState", testLargeState},
 	{"BytesRoundTrip", testBytesRoundTrip},
 	{"Times", testTimes},
@@ -663,6 +664,83 @@ func testConcurrentThreads(t *testing.T, s checkpoint.Store) {
 	ts, err := s.Threads(ctx, checkpoint.ThreadFilter{})
 	if err != nil || len(ts) != writers {
 		t.Errorf("Threads = %d, %v; want %d", len(ts), err, writers)
+	}
+}
+
+// DeleteThread racing with writers on the same thread (a replica deleting a
+// conversation another replica is still running) must leave the thread
+// consistent: its summary in Threads exists exactly when checkpoints do, and
+// names the latest one. The only error writers may see is ErrNotFound from
+// PutWrites on a checkpoint that was deleted.
+func testDeleteWhileWriting(t *testing.T, s checkpoint.Store) {
+	const (
+		writers = 4
+		puts    = 30
+		deletes = 30
+	)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers+1)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range puts {
+				id, err := uuid.NewV7()
+				if err != nil {
+					errs <- err
+					return
+				}
+				cp := checkpoint.Checkpoint{ThreadID: "contested", ID: id, Step: i, State: json.RawMessage(`{}`),
+					Metadata: map[string]string{"writer": fmt.Sprint(w)}, Created: time.Now()}
+				if err := s.Put(ctx, cp); err != nil {
+					errs <- fmt.Errorf("Put: %w", err)
+					return
+				}
+				err = s.PutWrites(ctx, "contested", id, []checkpoint.Write{{Task: "n", Kind: checkpoint.WriteUpdate, Value: json.RawMessage(`1`)}})
+				if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+					errs <- fmt.Errorf("PutWrites: %w", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range deletes {
+			if err := s.DeleteThread(ctx, "contested"); err != nil {
+				errs <- fmt.Errorf("DeleteThread: %w", err)
+				return
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	list, err := s.List(ctx, "contested", checkpoint.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := s.Threads(ctx, checkpoint.ThreadFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case len(list) == 0 && len(ts) != 0:
+		t.Errorf("no checkpoints left, but Threads lists %v", threadIDs(ts))
+	case len(list) > 0 && len(ts) != 1:
+		t.Errorf("%d checkpoints left, but Threads lists %v", len(list), threadIDs(ts))
+	case len(list) > 0 && ts[0].Latest != list[0].ID:
+		t.Errorf("Threads says latest %s, List says %s", ts[0].Latest, list[0].ID)
+	}
+	if len(list) > 0 {
+		if tu := get(t, s, "contested", uuid.Nil); tu.Checkpoint.ID != list[0].ID {
+			t.Errorf("Get latest = %s, List newest = %s", tu.Checkpoint.ID, list[0].ID)
+		}
 	}
 }
 

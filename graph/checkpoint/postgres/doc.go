@@ -4,8 +4,10 @@
 // Correctness needs no in-process state: every method is one statement or one
 // transaction, checkpoints and writes are upserted with INSERT … ON CONFLICT,
 // a thread's summary row follows its greatest checkpoint id whatever order
-// replicas write in, and schema migrations run under a transaction-scoped
-// advisory lock so replicas starting together migrate once.
+// replicas write in, Put and DeleteThread of one thread exclude each other
+// through a per-thread advisory lock (Puts share it), and schema migrations run
+// under a transaction-scoped advisory lock so replicas starting together
+// migrate once.
 //
 // Durability: Put and PutWrites return after the server committed; with the
 // default synchronous_commit=on that is after the WAL was flushed.

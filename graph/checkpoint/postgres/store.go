@@ -20,14 +20,16 @@ import (
 // Store is a checkpoint.Store in PostgreSQL. It is safe for concurrent use,
 // and any number of Stores (replicas) may share one database.
 type Store struct {
-	cfg  Config
-	pool *pgxpool.Pool
-	q    queries
+	cfg      Config
+	pool     *pgxpool.Pool
+	q        queries
+	lockSeed int64 // mixes the schema into per-thread lock keys
 }
 
 var _ checkpoint.Store = (*Store)(nil)
 
 type queries struct {
+	threadLockShared, threadLock                                                                   string
 	put, checkWrite, putWrite, getLatest, getByID, deleteThreads, deleteCheckpoints, list, threads string
 }
 
@@ -45,7 +47,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	s := &Store{cfg: cfg, pool: pool}
+	s := &Store{cfg: cfg, pool: pool, lockSeed: lockKey(cfg.Schema)}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -64,6 +66,14 @@ const cpColumns = `thread_id, id, parent_id, run_id, step, state, next, not_befo
 
 func (s *Store) prepare() {
 	s.q = queries{
+		// Per-thread advisory locks: Puts share one, DeleteThread takes it
+		// alone, so a delete sees every Put that started before it and no Put
+		// lands between its statements (which would leave a checkpoint without
+		// its thread row, or the reverse). The key mixes the schema in, so
+		// stores in different schemas never wait for each other; a hash
+		// collision only serialises two threads briefly.
+		threadLockShared: `SELECT pg_advisory_xact_lock_shared(hashtextextended($1, $2))`,
+		threadLock:       `SELECT pg_advisory_xact_lock(hashtextextended($1, $2))`,
 		// One statement, hence one round trip and one implicit transaction:
 		// the checkpoint and the thread summary commit together. The summary
 		// follows the greatest id whatever order replicas write in; SET
@@ -89,9 +99,8 @@ func (s *Store) prepare() {
 		putWrite: s.expand(`INSERT INTO {{writes}} (thread_id, checkpoint_id, task, kind, value) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (thread_id, checkpoint_id, task, kind) DO UPDATE SET value = EXCLUDED.value`),
 		// The checkpoint and its writes in one statement, so one snapshot.
-		getLatest: s.expand(getSQL(`WHERE thread_id = $1 ORDER BY id DESC LIMIT 1`)),
-		getByID:   s.expand(getSQL(`WHERE thread_id = $1 AND id = $2`)),
-		// Threads first: it serialises with Put's upsert of the same row.
+		getLatest:         s.expand(getSQL(`WHERE thread_id = $1 ORDER BY id DESC LIMIT 1`)),
+		getByID:           s.expand(getSQL(`WHERE thread_id = $1 AND id = $2`)),
 		deleteThreads:     s.expand(`DELETE FROM {{threads}} WHERE thread_id = $1`),
 		deleteCheckpoints: s.expand(`DELETE FROM {{checkpoints}} WHERE thread_id = $1`), // writes cascade
 		list:              s.expand(`SELECT ` + cpColumns + ` FROM {{checkpoints}} WHERE thread_id = $1`),
@@ -108,7 +117,7 @@ func getSQL(where string) string {
 }
 
 // Put stores a checkpoint (replacing one with the same thread and id) and
-// updates the thread summary in one statement.
+// updates the thread summary, in one round trip and one transaction.
 func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -120,9 +129,14 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("postgres: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
-	_, err = s.pool.Exec(ctx, s.q.put, cp.ThreadID, cp.ID, idArg(cp.ParentID), idArg(cp.RunID), cp.Step,
+	// A batch outside a transaction runs in one implicit transaction: the
+	// shared thread lock is held until the checkpoint is committed, and it
+	// costs no extra round trip.
+	b := &pgx.Batch{}
+	b.Queue(s.q.threadLockShared, cp.ThreadID, s.lockSeed)
+	b.Queue(s.q.put, cp.ThreadID, cp.ID, idArg(cp.ParentID), idArg(cp.RunID), cp.Step,
 		blobArg(cp.State), sliceArg(cp.Next), timeArg(cp.NotBefore), md, timeArg(cp.Created))
-	if err != nil {
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("postgres: put %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
 	return nil
@@ -296,6 +310,9 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string) error {
 		return err
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.q.threadLock, threadID, s.lockSeed); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, s.q.deleteThreads, threadID); err != nil {
 			return err
 		}
