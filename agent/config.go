@@ -66,7 +66,8 @@ type Config struct {
 	// ErrorNode replaces the standard error node (errornode.New over Models).
 	ErrorNode nodes.Node
 	// Nodes configures the default infrastructure nodes. Its Registry, Models
-	// and Now default to this Config's; its RetryPolicy to DefaultInfraRetryPolicy.
+	// and Now default to this Config's. Its RetryPolicy is the nodes' own
+	// policy: fields left zero come from InfraRetry, then DefaultInfraRetryPolicy.
 	Nodes nodes.Config
 
 	// Limits bound each turn.
@@ -128,9 +129,6 @@ func (c *Config) fillNodes() error {
 	}
 	if nc.Now == nil {
 		nc.Now = c.Now
-	}
-	if nc.RetryPolicy.MaxAttempts == 0 && nc.RetryPolicy.InitialInterval == 0 {
-		nc.RetryPolicy = DefaultInfraRetryPolicy
 	}
 	set, err := nodes.New(nc)
 	if err != nil {
