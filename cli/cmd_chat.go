@@ -38,7 +38,7 @@ type chat struct {
 	in     *bufio.Scanner
 	thread string
 	opts   state.Options
-	last   outcome
+	last   Outcome
 }
 
 func (ch *chat) out(format string, args ...any) { fmt.Fprintf(ch.c.env.Stdout, format, args...) }
@@ -90,7 +90,7 @@ func (ch *chat) loop(ctx context.Context) error {
 			case slashHelp:
 				ch.help()
 			case slashClear:
-				ch.thread, ch.last = newThreadID(), outcome{}
+				ch.thread, ch.last = newThreadID(), Outcome{}
 				ch.out("(new conversation: thread %s)\n", ch.thread)
 			case slashStatus:
 				ch.status(ctx)
@@ -125,6 +125,9 @@ func (ch *chat) turn(ctx context.Context, events iter.Seq2[agent.Event, error]) 
 		}
 		if out.Status != agent.RunInterrupted || out.Approval == nil {
 			return nil
+		}
+		if out.Message == nil {
+			ch.out("Approval needed: %s\n", out.Approval.Summary)
 		}
 		ans, ok := ch.readLine("approve? [yes/no] ")
 		if !ok {

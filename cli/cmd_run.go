@@ -43,7 +43,7 @@ func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
 }
 
 // printOutcome prints the turn's assistant message to stdout.
-func printOutcome(c *cmdEnv, out outcome) {
+func printOutcome(c *cmdEnv, out Outcome) {
 	if out.Message != nil {
 		fmt.Fprintln(c.env.Stdout, strings.TrimRight(out.Message.Content, "\n"))
 	}

@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"io"
 	"iter"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/state"
 )
 
-// outcome is how a turn ended, as the commands need it.
-type outcome struct {
+// Outcome is how a turn ended: its assistant message, the approval it waits
+// for (if any), its status and how many retries it took.
+type Outcome struct {
 	Message  *state.Message
 	Approval *state.Approval
 	Status   agent.RunStatus
@@ -18,8 +21,8 @@ type outcome struct {
 
 // consume drains a turn's events into p and returns its outcome. A
 // *agent.FatalError or any other failure of the run is returned as the error.
-func consume(events iter.Seq2[agent.Event, error], p progress) (outcome, error) {
-	var out outcome
+func consume(events iter.Seq2[agent.Event, error], p progress) (Outcome, error) {
+	var out Outcome
 	defer p.stop()
 	for e, err := range events {
 		if err != nil {
@@ -59,3 +62,32 @@ func fatalReason(err error) (string, bool) {
 	}
 	return "fatal error in " + where + ": " + msg, true
 }
+
+// Ask runs one turn on r and writes a plain line per notable event to
+// events (nil discards them): the task, the plan, each step, each retry, an
+// approval request. It is what `run` does without a terminal, for programs
+// (the examples) that drive an agent themselves. A FATAL failure is returned
+// as the *agent.FatalError.
+func Ask(ctx context.Context, r agent.Runner, req agent.TurnRequest, events io.Writer) (Outcome, error) {
+	if events == nil {
+		events = io.Discard
+	}
+	return consume(r.Run(ctx, req), &eventLines{w: events})
+}
+
+// Answer resumes a turn waiting for approval with the human's words
+// ("yes", "no"), like Ask.
+func Answer(ctx context.Context, r agent.Runner, thread string, approval *state.Approval, text string, events io.Writer) (Outcome, error) {
+	if events == nil {
+		events = io.Discard
+	}
+	ans := agent.Answer{Text: text}
+	if approval != nil {
+		ans.ApprovalID = approval.ID
+	}
+	return consume(r.Resume(ctx, thread, ans), &eventLines{w: events})
+}
+
+// FatalReason renders a FATAL failure (an *agent.FatalError in err's chain)
+// as one line; ok is false for any other error.
+func FatalReason(err error) (line string, ok bool) { return fatalReason(err) }

@@ -1,0 +1,76 @@
+// Command errortour walks through every way a capgraph turn can fail — a
+// transient failure that recovers, retries that run out, a failure that needs
+// a new plan, one that needs a new capability selection, a critical failure,
+// a fatal one, resource exhaustion that asks a human, and a failure a fallback
+// absorbs — and prints what the user sees each time, error reports included.
+// It runs offline: no LLM is needed.
+//
+//	go run ./examples/errortour
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/cli"
+	"github.com/capgraph/capgraph/examples/errortour/tour"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "errortour:", err)
+		os.Exit(1)
+	}
+}
+
+// approvalAnswer is what the tour answers when a run asks a human (the quota
+// scenario): no, so the run ends with its error report.
+const approvalAnswer = "no"
+
+// run takes the whole tour, printing each stop.
+func run(ctx context.Context, w io.Writer) error {
+	t := tour.New()
+	reg := capabilities.NewRegistry()
+	if err := t.Register(reg); err != nil {
+		return err
+	}
+	a, err := agent.New(agent.Config{Registry: reg})
+	if err != nil {
+		return err
+	}
+	for i, sc := range tour.Scenarios {
+		rule := strings.Repeat("─", 72)
+		fmt.Fprintf(w, "%s\n%d. %s — severity %s\n   %s\n   Expect: %s\n\n> %s\n", rule, i+1, sc.Capability, sc.Severity, sc.Description, sc.Outcome, sc.Question)
+		thread := fmt.Sprintf("tour-%s", sc.Keyword)
+		out, err := cli.Ask(ctx, a, agent.TurnRequest{Thread: thread, Input: sc.Question}, w)
+		for err == nil && out.Status == agent.RunInterrupted && out.Approval != nil {
+			if out.Message != nil {
+				fmt.Fprintf(w, "%s\n", strings.TrimSpace(out.Message.Content))
+			}
+			fmt.Fprintf(w, "approve? %s\n", approvalAnswer)
+			out, err = cli.Answer(ctx, a, thread, out.Approval, approvalAnswer, w)
+		}
+		if reason, ok := cli.FatalReason(err); ok {
+			// FATAL: no error node, no LLM; the caller gets a typed error.
+			fmt.Fprintf(w, "FATAL — the run stopped: %s\n", reason)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.Keyword, err)
+		}
+		if out.Message == nil {
+			return fmt.Errorf("%s: the turn ended (%s) without a message", sc.Keyword, out.Status)
+		}
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(out.Message.Content))
+	}
+	fmt.Fprintln(w, strings.Repeat("─", 72))
+	return nil
+}
