@@ -310,3 +310,21 @@ func TestGraphClarify(t *testing.T) {
 		t.Errorf("clarify prompt lacks the planner's reason:\n%s", p)
 	}
 }
+
+func TestGraphPlansThatNeverValidateEndInErrorReport(t *testing.T) {
+	forward := `{"steps": [
+	 {"context_key": "val", "capability": "channel_read", "task_objective": "read", "inputs": [{"CHANNEL_ADDRESSES": "ch"}]},
+	 {"context_key": "ch", "capability": "channel_finding", "task_objective": "find", "expected_output": "CHANNEL_ADDRESSES"}]}`
+	m := llmtest.New().
+		Script(llm.RoleTaskExtraction, llmtest.Text(taskReply)).
+		Script(llm.RoleClassifier, llmtest.Text(selectReply)).
+		On(llmtest.RoleIs(llm.RoleOrchestrator), func(llm.Request) llmtest.Reply { return llmtest.Text(forward) })
+	o := runTurn(t, config(smallPlant(t), m, ""), "beam current?")
+	msg := o.message()
+	if msg == nil || msg.Kind != state.KindErrorReport || !strings.Contains(msg.Content, "available keys: (none)") {
+		t.Fatalf("message %+v", msg)
+	}
+	if got := len(m.CallsFor(llm.RoleOrchestrator)); got != 2 {
+		t.Errorf("orchestrator calls %d, want 2 (the default planning budget)", got)
+	}
+}

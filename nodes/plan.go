@@ -140,7 +140,7 @@ func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, 
 				if j >= i {
 					return nil, &planProblem{plan: &PlanError{Kind: ErrInvalidInputKey, Step: i, Available: availableKeys(steps[:i], store),
 						Problem: fmt.Sprintf("input {%q: %q} is produced by step %d, which runs at or after this step; available keys: %s",
-							in.Type, in.Key, j+1, strings.Join(availableKeys(steps[:i], store), ", "))}}
+							in.Type, in.Key, j+1, orNone(strings.Join(availableKeys(steps[:i], store), ", ")))}}
 				}
 				// The producer must provide the type named, or the input cannot be resolved.
 				if c, ok := reg.Get(steps[j].Capability); ok && !slices.Contains(c.Provides(), in.Type) {
