@@ -73,7 +73,8 @@ type ClassifierGuide struct {
 }
 
 // ClassifierGuideProvider supplies a classifier guide. A capability without
-// one is selected only by dependency or bypass.
+// one is judged on its Description alone (by the LLM, or lexically offline),
+// so a guide with examples makes selection markedly more reliable.
 type ClassifierGuideProvider interface {
 	ClassifierGuide() *ClassifierGuide
 }
