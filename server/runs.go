@@ -222,6 +222,12 @@ func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Co
 	}
 	m.mu.Unlock()
 	m.s.threads.setStatus(r.Thread, string(status), m.s.cfg.Now())
+	log := m.s.cfg.Logger.With("run", r.ID, "thread", r.Thread, "principal", r.Owner.Principal.Name, "tenant", r.Owner.Principal.Tenant)
+	if runErr != nil {
+		log.Error("run failed", "error", runErr)
+	} else {
+		log.Info("run finished", "status", status, "shutdown", shutdown)
+	}
 }
 
 // get returns a run if c owns it.

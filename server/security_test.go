@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -241,10 +242,13 @@ func TestApprovalOverChatCompletions(t *testing.T) {
 		}
 	})
 	t.Run("expired token starts a new turn", func(t *testing.T) {
-		now := time.Now()
-		env := newTestEnv(t, func(c *Config) { c.ApprovalTTL = time.Minute; c.Now = func() time.Time { return now } })
+		var offset atomic.Int64 // the test's clock runs ahead by this much
+		env := newTestEnv(t, func(c *Config) {
+			c.ApprovalTTL = time.Minute
+			c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		})
 		ask := approvalRound(t, env, keyAlice)
-		now = now.Add(2 * time.Minute)
+		offset.Store(int64(2 * time.Minute))
 		env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("write"), assistant(ask), user("yes")))
 		if env.runner.writes() != 0 || len(env.runner.runs()) != 2 {
 			t.Fatalf("writes %d runs %d", env.runner.writes(), len(env.runner.runs()))
