@@ -3,12 +3,14 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -156,15 +158,16 @@ func (ch *chat) resumeThread(ctx context.Context) error {
 	}
 	switch status {
 	case agent.RunInterrupted:
-		if s.Turn.PendingApproval == nil {
+		ap := pendingApproval(ctx, ch.a, ch.thread, s)
+		if ap == nil {
 			return nil
 		}
-		ch.out("A step waits for your approval: %s\n", s.Turn.PendingApproval.Summary)
+		ch.out("A step waits for your approval: %s\n", ap.Summary)
 		ans, ok := ch.readLine("approve? [yes/no] ")
 		if !ok {
 			return nil
 		}
-		return ch.turn(ctx, ch.a.Resume(ctx, ch.thread, agent.Answer{ApprovalID: s.Turn.PendingApproval.ID, Text: ans}))
+		return ch.turn(ctx, ch.a.Resume(ctx, ch.thread, agent.Answer{ApprovalID: ap.ID, Text: ans}))
 	case agent.RunCanceled:
 		ch.out("(the last run was interrupted; finishing it)\n")
 		return ch.turn(ctx, ch.a.Resume(ctx, ch.thread, agent.Answer{}))
@@ -209,4 +212,24 @@ func orDefault(s, d string) string {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
+}
+
+// pendingApproval returns what an interrupted thread waits for: the turn's
+// pending approval, else the payload of the interrupt recorded in its last
+// checkpoint (escalations are asked that way).
+func pendingApproval(ctx context.Context, a *agent.Agent, thread string, s state.State) *state.Approval {
+	if s.Turn.PendingApproval != nil {
+		return s.Turn.PendingApproval
+	}
+	_, tuple, err := a.Graph().State(ctx, thread)
+	if err != nil {
+		return nil
+	}
+	for _, in := range graph.Interrupts(tuple) {
+		var ap state.Approval
+		if json.Unmarshal(in.Payload, &ap) == nil && ap.ID != "" {
+			return &ap
+		}
+	}
+	return nil
 }

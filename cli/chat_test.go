@@ -1,0 +1,101 @@
+package cli_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/capgraph/capgraph/cli"
+)
+
+var threadLine = regexp.MustCompile(`thread ([0-9a-f-]{36})`)
+
+// A three-turn conversation whose later turns reuse the first turn's
+// subject: the channel found in turn 1 is read in turn 2 and its history
+// retrieved in turn 3. The history is kept in the (SQLite) store, so a
+// second chat with --thread resumes it.
+func TestChatThreeTurnsReuseContext(t *testing.T) {
+	h := controlRoom(t)
+	r := h.run("find the beam current channel\nread it\nshow its history over the last hour\n/exit\n", "chat")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	turns := strings.Split(r.stdout, "you> ")
+	if len(turns) != 5 { // banner, three answers, bye
+		t.Fatalf("%d prompts:\n%s", len(turns)-1, r.stdout)
+	}
+	mustContain(t, "turn 1", turns[1], "SR:DCCT:CURRENT")
+	mustContain(t, "turn 2 (read it)", turns[2], "SR:DCCT:CURRENT = ", "mA", "read at")
+	mustContain(t, "turn 3 (its history)", turns[3], "SR:DCCT:CURRENT: 60 samples", "min", "max", "mean", "over the last hour")
+	mustContain(t, "bye", turns[4], "resume with: capgraph chat --thread ")
+
+	m := threadLine.FindStringSubmatch(turns[0])
+	if m == nil {
+		t.Fatalf("no thread in banner %q", turns[0])
+	}
+	r = h.run("/status\n", "chat", "--thread", m[1])
+	mustContain(t, "resumed chat", r.stdout, "resuming a conversation of 6 messages", "messages: 6; last run: answered", "archiver_retrieval", "done")
+}
+
+func TestChatSlashCommands(t *testing.T) {
+	h := controlRoom(t)
+	in := strings.Join([]string{
+		"/help",
+		"/planning /approval off /caps:off /task:off",
+		"/status",
+		"/bogus",
+		"/approval:maybe",
+		"/clear",
+		"/exit",
+		"never sent",
+	}, "\n") + "\n"
+	r := h.run(in, "--store", "memory", "chat")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "chat", r.stdout,
+		"/planning[:on|off]", "Try:\n  What is the beam current?", // help with the demo questions
+		"(plan approval on)", "(approval mode disabled)", "(capability selection off (every capability is active))", "(task extraction off (your message is the task))",
+		"options: plan approval on, approval mode disabled, capability selection off, task extraction off, writes off",
+		"no turn yet on this thread",
+		"unknown command /bogus (try /help)",
+		"/approval:maybe: the value must be on, off or selective",
+		"(new conversation: thread ",
+		"bye — resume with:")
+	if strings.Contains(r.stdout, "never sent") {
+		t.Error("a line after /exit was processed")
+	}
+}
+
+// A turn that stops for a human is answered at the prompt: "no" gives up
+// and the turn ends with its error report; the conversation goes on.
+func TestChatApprovalAtPrompt(t *testing.T) {
+	h := newHarness(t, tourApp())
+	r := h.run("Run the quota hog\nno\nRead the flaky sensor\n", "--store", "memory", "chat")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "chat", r.stdout, "Approval needed: quota_hog is blocked", "approve? [yes/no] ", "a human gave up", "flaky_sensor answered")
+	if i, j := strings.Index(r.stdout, "approve?"), strings.Index(r.stdout, "a human gave up"); i < 0 || j < i {
+		t.Errorf("the report comes before the question")
+	}
+}
+
+// A FATAL failure ends the turn, not the conversation.
+func TestChatFatalKeepsSession(t *testing.T) {
+	r := newHarness(t, tourApp()).run("Check the corrupt state\nRead the flaky sensor\n", "--store", "memory", "chat")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "chat", r.stdout, "FATAL: fatal error in corrupt_state", "flaky_sensor answered")
+}
+
+// A pending approval is asked again when the thread is resumed.
+func TestChatResumesPendingApproval(t *testing.T) {
+	h := newHarness(t, tourApp())
+	r := h.run("Run the quota hog\n", "chat") // input ends at the question
+	mustContain(t, "first chat", r.stdout, "the approval stays pending; resume with:")
+	m := threadLine.FindStringSubmatch(r.stdout)
+	r = h.run("no\n", "chat", "--thread", m[1])
+	mustContain(t, "resumed chat", r.stdout, "A step waits for your approval: quota_hog is blocked", "a human gave up")
+}

@@ -1,0 +1,181 @@
+package cli_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/cli"
+	"github.com/capgraph/capgraph/config"
+	"github.com/capgraph/capgraph/examples/controlroom/plant"
+	"github.com/capgraph/capgraph/examples/errortour/tour"
+)
+
+// The default command set answers every control-room demo question
+// correctly offline, with the facts the demo data says a correct answer has.
+func TestRunAnswersDemoQuestions(t *testing.T) {
+	for _, d := range plant.Demo {
+		t.Run(d.Question, func(t *testing.T) {
+			h := controlRoom(t)
+			args := []string{"--store", "memory", "run", d.Question}
+			if d.NeedsWrites {
+				args = append([]string{"--config", h.writeConfig("writes.yaml", "control_system:\n  writes_enabled: true\n")}, args...)
+			}
+			r := h.run("", args...)
+			if r.code != cli.ExitOK {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+			}
+			mustContain(t, "answer", r.stdout, d.Facts...)
+			// Without a terminal, progress is plain event lines on stderr.
+			for i, c := range d.Capabilities {
+				mustContain(t, "event lines", r.stderr, "step "+itoa(i+1)+" of ")
+				mustContain(t, "event lines", r.stderr, c+" done")
+			}
+			if strings.Contains(r.stdout, "\r") || strings.Contains(r.stdout, "· step") {
+				t.Errorf("progress leaked into stdout: %q", r.stdout)
+			}
+		})
+	}
+}
+
+func itoa(i int) string { return string(rune('0' + i)) }
+
+func TestRunWritesDisabledByDefaultIsAnErrorReport(t *testing.T) {
+	r := controlRoom(t).run("", "--store", "memory", "run", "Set the quadrupole Q1 current in the BTS line to 105 A")
+	if r.code != cli.ExitOK {
+		t.Fatalf("an error report exits 0; got %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "error report", r.stdout, "ERROR REPORT", "writes_enabled")
+}
+
+// The default store is SQLite in the data directory; the thread is named
+// so the conversation can go on.
+func TestRunDefaultStoreIsSQLiteInDataDir(t *testing.T) {
+	h := controlRoom(t)
+	r := h.run("", "run", "What is the beam current?")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "stderr", r.stderr, "thread ", "chat --thread ")
+	db := h.env["XDG_DATA_HOME"] + "/capgraph/capgraph.db"
+	if _, err := statFile(db); err != nil {
+		t.Fatalf("default store %s not created: %v", db, err)
+	}
+	// A second command on the same thread sees the first turn.
+	thread := threadOf(t, r.stderr)
+	r = h.run("", "graph", "--thread", thread)
+	mustContain(t, "graph --thread", r.stdout, "channel_finding: done", "channel_read: done", "attempt 1 ok")
+}
+
+func TestRunTerminalShowsLiveStatusLine(t *testing.T) {
+	p, err := plant.New(plant.Config{Seed: 1, Faults: plant.Faults{ReadTimeouts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := cli.App{Capabilities: func(*config.Config) ([]capabilities.Capability, error) { return plant.Capabilities(p), nil }}
+	h := newHarness(t, app)
+	h.term = true
+	r := h.run("", "--store", "memory", "run", "What is the beam current?")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "terminal output", r.stdout, "\r\033[K", "step 1 of 3: channel_finding", "step 2 of 3: channel_read",
+		"channel_read failed (attempt 1 of 3", "retrying in", "SR:DCCT:CURRENT")
+	// The line is erased before the answer.
+	last := r.stdout[strings.LastIndex(r.stdout, "\r\033[K"):]
+	if !strings.HasPrefix(last, "\r\033[K(Offline mode") {
+		t.Errorf("the answer does not follow an erased line: %q", last[:min(len(last), 40)])
+	}
+	if r.stderr != "" {
+		t.Errorf("stderr %q: a memory store names no thread to continue", r.stderr)
+	}
+}
+
+func TestRunPlainRetryLines(t *testing.T) {
+	p, err := plant.New(plant.Config{Seed: 1, Faults: plant.Faults{ReadTimeouts: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := cli.App{Capabilities: func(*config.Config) ([]capabilities.Capability, error) { return plant.Capabilities(p), nil }}
+	r := newHarness(t, app).run("", "--store", "memory", "run", "What is the beam current?")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "event lines", r.stderr, "retry: channel_read attempt 1 of 3 failed", "retry: channel_read attempt 2 of 3 failed")
+	mustContain(t, "answer", r.stdout, "SR:DCCT:CURRENT", "mA")
+}
+
+func tourApp() cli.App {
+	return cli.App{Name: "tour", Capabilities: func(*config.Config) ([]capabilities.Capability, error) { return tour.New().Capabilities() }}
+}
+
+// FATAL: non-zero exit with a one-line reason, nothing on stdout.
+func TestRunFatalExitsNonZeroWithOneLine(t *testing.T) {
+	r := newHarness(t, tourApp()).run("", "--store", "memory", "run", "Check the corrupt state")
+	if r.code != cli.ExitError {
+		t.Fatalf("exit %d, want %d\n%s", r.code, cli.ExitError, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	last := lines[len(lines)-1]
+	if want := "tour: fatal error in corrupt_state: The capability's internal state is corrupt; the run must stop."; last != want {
+		t.Errorf("last stderr line %q, want %q", last, want)
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout %q", r.stdout)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "no command given"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"run without question", []string{"--store", "memory", "run"}, "a question is required"},
+		{"unknown flag", []string{"run", "--nope", "q"}, "flag provided but not defined: -nope"},
+		{"bad store", []string{"--store", "redis://x", "run", "q"}, ""},
+		{"chat with argument", []string{"--store", "memory", "chat", "hello"}, `unexpected argument "hello"`},
+		{"graph bad format", []string{"graph", "--format", "svg"}, `--format "svg"`},
+		{"config without check", []string{"config"}, "want: config check [FILE]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := controlRoom(t).run("", tt.args...)
+			if tt.name == "bad store" {
+				// A bad --store value is a configuration problem, not usage.
+				if r.code != cli.ExitError || !strings.Contains(r.stderr, `"redis://x" is not memory, sqlite:PATH or postgres://`) {
+					t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+				}
+				return
+			}
+			if r.code != cli.ExitUsage {
+				t.Fatalf("exit %d, want %d; stderr %q", r.code, cli.ExitUsage, r.stderr)
+			}
+			mustContain(t, "stderr", r.stderr, tt.want)
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	r := controlRoom(t).run("", "help")
+	if r.code != cli.ExitOK {
+		t.Fatal(r.code)
+	}
+	for _, c := range []string{"run", "chat", "serve", "graph", "capabilities", "config check", "--store", "--config"} {
+		mustContain(t, "help", r.stdout, c)
+	}
+	r = controlRoom(t).run("", "run", "-h")
+	if r.code != cli.ExitOK || !strings.Contains(r.stderr, "-thread") {
+		t.Fatalf("run -h: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+func TestAppWithoutCapabilities(t *testing.T) {
+	code := cli.App{}.Run(context.Background(), cli.Env{Args: []string{"capabilities"}})
+	if code != cli.ExitError {
+		t.Fatalf("exit %d", code)
+	}
+}
