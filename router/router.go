@@ -17,6 +17,9 @@ const (
 	Respond        = capabilities.Respond
 	Clarify        = capabilities.Clarify
 	Error          = "error"
+	// PlanApproval asks a human to approve the plan before any step runs
+	// (Options.PlanApproval); the agent adds this node.
+	PlanApproval = "plan_approval"
 	// End finishes the run (the graph engine's End).
 	End = "__end__"
 )
@@ -92,6 +95,7 @@ const (
 	CauseNoTask                Cause = "no_task"                 // → task extraction
 	CauseNoCapabilities        Cause = "no_capabilities"         // → classifier
 	CauseNoPlan                Cause = "no_plan"                 // → orchestrator
+	CausePlanApproval          Cause = "plan_approval"           // → plan_approval (the plan is not approved yet)
 	CauseSteps                 Cause = "steps"                   // → the ready steps
 	CausePlanFinished          Cause = "plan_finished"           // → respond
 	CauseUnknownCapability     Cause = "unknown_capability"      // a step names no graph node
@@ -155,6 +159,10 @@ func Decide(s state.State, cfg Config) Decision {
 			return toError(CausePlanningBudget, nil, LimitPlanning)
 		}
 		return to(CauseNoPlan, Orchestrator)
+	case t.Options.PlanApproval && !t.Plan.Approved:
+		// The whole plan is approved before any of its steps runs; a new
+		// plan (replanning) is asked for again.
+		return to(CausePlanApproval, PlanApproval)
 	}
 	return decideSteps(t.Plan, cfg, c.NodeSteps)
 }

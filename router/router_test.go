@@ -65,6 +65,10 @@ func TestDecide(t *testing.T) {
 		{"tokens without a budget", mod(planned(st("read", P)), func(s *state.State) { s.Turn.Control.Tokens = 1e6 }), cfg, []string{"read"}, router.CauseSteps, "", time.Time{}, map[string]int{"read": 0}},
 		{"limits before errors", withErr(mod(planned(), func(s *state.State) { s.Turn.Control.NodeSteps = 100 }), errInfo("read", 0, capabilities.Retriable, 1, true)), cfg, []string{router.Error}, router.CauseLimit, router.LimitNodeSteps, time.Time{}, nil},
 
+		{"plan approval asked", mod(planned(st("read", P)), func(s *state.State) { s.Turn.Options.PlanApproval = true }), cfg, []string{router.PlanApproval}, router.CausePlanApproval, "", time.Time{}, nil},
+		{"approved plan runs", mod(planned(st("read", P)), func(s *state.State) { s.Turn.Options.PlanApproval = true; s.Turn.Plan.Approved = true }), cfg, []string{"read"}, router.CauseSteps, "", time.Time{}, map[string]int{"read": 0}},
+		{"errors before plan approval", withErr(mod(planned(st("read", P)), func(s *state.State) { s.Turn.Options.PlanApproval = true }), errInfo(router.Orchestrator, -1, capabilities.Retriable, 1, true)), cfg, []string{router.Orchestrator}, router.CauseRetry, "", t0, nil},
+
 		{"retry an infrastructure node", withErr(planned(), errInfo(router.Orchestrator, -1, capabilities.Retriable, 1, true)), cfg, []string{router.Orchestrator}, router.CauseRetry, "", t0, nil},
 		{"retry a step", withErr(planned(st("read", P)), errInfo("read", 0, capabilities.Retriable, 2, true)), cfg, []string{"read"}, router.CauseRetry, "", t0, map[string]int{"read": 0}},
 		{"retry a step through its fallback", withErr(planned(func() state.PlanStep { s := st("read", P); s.Fallback = "plot"; return s }()), errInfo("plot", 0, capabilities.Retriable, 1, true)), cfg, []string{"plot"}, router.CauseRetry, "", t0, map[string]int{"plot": 0}},

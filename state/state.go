@@ -168,6 +168,9 @@ type Control struct {
 	LimitExceeded string `json:"limit_exceeded,omitempty"`
 	// Blocked is set while the run is paused on resource exhaustion.
 	Blocked *ErrorInfo `json:"blocked,omitempty"`
+	// Paused is the time the turn spent waiting for human answers; it does
+	// not count against the turn's wall-clock limit.
+	Paused time.Duration `json:"paused,omitempty"`
 }
 
 // ErrorInfo describes a failure of a node or step.
@@ -243,4 +246,27 @@ type ApprovalDecision struct {
 	Answer   string    `json:"answer,omitempty"`
 	Plan     *Plan     `json:"plan,omitempty"` // an edited plan, for plan approvals
 	At       time.Time `json:"at"`
+	// Asked is when the approval was requested; At - Asked is the time the
+	// turn waited for the human.
+	Asked time.Time `json:"asked,omitzero"`
+	// Kind is the kind of the approval answered.
+	Kind ApprovalKind `json:"kind,omitempty"`
+}
+
+// Approval modes (Options.ApprovalMode).
+const (
+	// ApprovalModeDisabled: no step asks for approval.
+	ApprovalModeDisabled = "disabled"
+	// ApprovalModeSelective: a capability decides per step (the default).
+	ApprovalModeSelective = "selective"
+	// ApprovalModeAll: every capability step asks for approval.
+	ApprovalModeAll = "all_capabilities"
+)
+
+// Mode returns the approval mode, ApprovalModeSelective when unset.
+func (o Options) Mode() string {
+	if o.ApprovalMode == "" {
+		return ApprovalModeSelective
+	}
+	return o.ApprovalMode
 }

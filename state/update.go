@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
 )
@@ -28,6 +29,13 @@ type Update struct {
 	// Control.LimitExceeded unless a limit is already recorded there. (A step
 	// cannot replace the Turn, since concurrent steps share it.)
 	LimitExceeded string `json:"limit_exceeded,omitempty"`
+	// Approvals are appended to the turn's answered approvals (Turn.Approvals).
+	Approvals []ApprovalDecision `json:"approvals,omitempty"`
+	// Paused is added to Control.Paused: time spent waiting for a human.
+	Paused time.Duration `json:"paused,omitempty"`
+	// Done ends the turn (Turn.Done); a step uses it to end the turn with the
+	// message it writes, e.g. after a human rejected it.
+	Done bool `json:"done,omitempty"`
 }
 
 // StepUpdate is the outcome of one execution of a plan step.
@@ -63,6 +71,15 @@ func Apply(s State, u Update) (State, error) {
 	}
 	if len(u.Context) > 0 {
 		s.Context = s.Context.Put(u.Context...)
+	}
+	if len(u.Approvals) > 0 {
+		s.Turn.Approvals = append(slices.Clip(s.Turn.Approvals), u.Approvals...)
+	}
+	if u.Paused > 0 {
+		s.Turn.Control.Paused += u.Paused
+	}
+	if u.Done {
+		s.Turn.Done = true
 	}
 	if u.LimitExceeded != "" && s.Turn.Control.LimitExceeded == "" {
 		s.Turn.Control.LimitExceeded = u.LimitExceeded
