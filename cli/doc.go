@@ -1,0 +1,38 @@
+// Package cli is capgraph's terminal face: the commands of the capgraph
+// program, available to any application with its own capabilities from a
+// few lines of main.go:
+//
+//	func main() {
+//		cli.Main(cli.App{
+//			Name: "myagent",
+//			Capabilities: func(cfg *config.Config) ([]capabilities.Capability, error) {
+//				return mycaps.All(cfg)
+//			},
+//		})
+//	}
+//
+// Commands:
+//
+//	run "question"      one turn; a live status line on a terminal, plain event lines otherwise
+//	chat                a conversation kept in the store; --thread resumes one; slash commands
+//	serve               the HTTP server (web page, OpenAI-compatible API, native API)
+//	graph               the agent graph as Mermaid or DOT; --thread: a thread's last plan
+//	capabilities        the registry: provides, requires, retry policy, approval
+//	config check [FILE] validate a configuration file, each problem with its line
+//
+// Global flags: --config FILE (default capgraph.yaml in the working directory
+// when it exists) and --store memory | sqlite:PATH | postgres://… (default:
+// SQLite in the user's data directory, see DefaultStorePath).
+//
+// With nothing configured everything works: no models means offline mode,
+// the store is the default SQLite file.
+//
+// The translation from the configuration file to the agent's, the models'
+// and the server's configs (AgentConfig, Models, ServerConfig) lives here, so
+// config stays plain data. App.Run takes its arguments, streams and
+// environment as an Env and returns the exit status, so every command is
+// tested without a terminal. Exit statuses: 0 for an answer, clarifying
+// questions, an approval request or an error report; 1 for a FATAL failure
+// or a problem such as a bad configuration (one line on stderr); 2 for bad
+// usage.
+package cli

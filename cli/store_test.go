@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"path/filepath"
+	"testing"
+)
+
+func newTestFlagSet(g *globalFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	g.register(fs)
+	return fs
+}
+
+func TestParseStore(t *testing.T) {
+	env := map[string]string{"HOME": "/home/ada"}
+	getenv := func(k string) string { return env[k] }
+	tests := []struct {
+		in   string
+		want StoreSpec
+		err  bool
+	}{
+		{"memory", StoreSpec{Kind: StoreMemory}, false},
+		{"sqlite:/tmp/x.db", StoreSpec{Kind: StoreSQLite, Path: "/tmp/x.db"}, false},
+		{"postgres://u:p@h/db", StoreSpec{Kind: StorePostgres, DSN: "postgres://u:p@h/db"}, false},
+		{"postgresql://h/db", StoreSpec{Kind: StorePostgres, DSN: "postgresql://h/db"}, false},
+		{"sqlite:", StoreSpec{}, true},
+		{"redis://x", StoreSpec{}, true},
+		{"Memory", StoreSpec{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseStore(tt.in, getenv)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("ParseStore(%q) = %+v, %v", tt.in, got, err)
+		}
+		if err != nil && !errors.Is(err, ErrStore) {
+			t.Errorf("ParseStore(%q): %v is not ErrStore", tt.in, err)
+		}
+	}
+	if got := (StoreSpec{Kind: StorePostgres, DSN: "postgres://u:secret@h/db"}).String(); got != "postgres (postgres://u:***@h/db)" {
+		t.Errorf("String hides no password: %q", got)
+	}
+}
+
+func TestDefaultStorePath(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want string
+		err  bool
+	}{
+		{map[string]string{"XDG_DATA_HOME": "/xdg", "HOME": "/home/ada"}, "/xdg/capgraph/capgraph.db", false},
+		{map[string]string{"HOME": "/home/ada"}, "/home/ada/.local/share/capgraph/capgraph.db", false},
+		{map[string]string{}, "", true},
+	}
+	for _, tt := range tests {
+		got, err := DefaultStorePath(func(k string) string { return tt.env[k] })
+		if (err != nil) != tt.err || got != filepath.FromSlash(tt.want) {
+			t.Errorf("%v: %q, %v", tt.env, got, err)
+		}
+	}
+	// Empty --store is the default path.
+	s, err := ParseStore("", func(k string) string { return map[string]string{"XDG_DATA_HOME": "/d"}[k] })
+	if err != nil || s != (StoreSpec{Kind: StoreSQLite, Path: "/d/capgraph/capgraph.db"}) {
+		t.Errorf("default: %+v %v", s, err)
+	}
+}
+
+func TestOpenStoreCreatesSQLiteDirectory(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "a", "b", "c.db")
+	st, closeFn, err := OpenStore(context.Background(), StoreSpec{Kind: StoreSQLite, Path: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if _, err := st.Threads(context.Background(), checkpointFilter()); err != nil {
+		t.Fatal(err)
+	}
+}
