@@ -48,7 +48,9 @@ func ExampleApp_Run_capabilities() {
 	app := cli.App{Capabilities: func(*config.Config) ([]capabilities.Capability, error) {
 		c, err := capabilities.Define(capabilities.Definition{
 			Name: "beam_current", Description: "Read the beam current", Provides: []string{"BEAM_CURRENT"},
-			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) { return capabilities.Output{}, nil },
+			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+				return capabilities.Output{}, nil
+			},
 		})
 		return []capabilities.Capability{c}, err
 	}}
