@@ -106,6 +106,11 @@ type Config struct {
 	// Chat Completions streams. They carry no "choices"; most clients skip
 	// them. Nil means on.
 	OpenWebUIEvents *bool
+	// DisableTaskGuard lets Open WebUI's background task prompts (title,
+	// tags, follow-ups, search queries: "### Task: … <chat_history>") reach
+	// the agent. By default the server answers them itself, without running
+	// the agent.
+	DisableTaskGuard bool
 	// DisableWebPage turns off the built-in page at GET /.
 	DisableWebPage bool
 	// Now is the clock; nil means time.Now.

@@ -192,12 +192,17 @@ func TestContractOpenWebUI(t *testing.T) {
 	if f := parseLikeOpenWebUI(t, string(body)); f.Error == "" || f.Done {
 		t.Fatalf("failure %+v", f)
 	}
-	// Title generation (a stream:false task request) still gets an answer.
+	// Title generation (a stream:false task request) is answered without
+	// running the agent.
 	title := map[string]any{"model": "capgraph", "stream": false, "messages": []map[string]any{
 		{"role": "user", "content": "### Task:\nGenerate a concise, 3-5 word title with an emoji summarizing the chat history.\n### Chat History:\n<chat_history>\nUSER: What is the beam current?\n</chat_history>"}}}
+	before := len(env.runner.runs())
 	resp, body = env.do(t, "POST", "/v1/chat/completions", keyWebUI, title, openWebUIHeaders[:8]...)
-	if resp.StatusCode != http.StatusOK || chatContent(t, body) == "" {
+	if resp.StatusCode != http.StatusOK || chatContent(t, body) != `{"title":"What is the beam current?"}` {
 		t.Fatalf("title %d %s", resp.StatusCode, body)
+	}
+	if len(env.runner.runs()) != before {
+		t.Fatal("the agent ran on Open WebUI's title task")
 	}
 }
 

@@ -107,6 +107,12 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
+	if !s.cfg.DisableTaskGuard {
+		if reply, ok := frontendTask(t.input); ok {
+			s.replyChat(w, t, chatReply{Content: reply})
+			return
+		}
+	}
 	meta := s.turnMetadata(c, "openai")
 
 	// Which thread, and run or resume?
