@@ -64,7 +64,7 @@ type testEnv struct {
 // newTestEnv starts a server with three principals (alice, bob, and the
 // trusted frontend webui) over a scripted runner on a real loopback
 // listener.
-func newTestEnv(t *testing.T, mod func(*Config)) *testEnv {
+func newTestEnv(t testing.TB, mod func(*Config)) *testEnv {
 	t.Helper()
 	env := &testEnv{runner: newScriptedRunner(), audit: newMemAudit()}
 	cfg := Config{
@@ -93,7 +93,7 @@ func newTestEnv(t *testing.T, mod func(*Config)) *testEnv {
 }
 
 // do sends a request with an optional key and JSON body.
-func (e *testEnv) do(t *testing.T, method, path, key string, body any, hdr ...string) (*http.Response, []byte) {
+func (e *testEnv) do(t testing.TB, method, path, key string, body any, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
