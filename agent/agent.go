@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/errornode"
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
@@ -24,6 +26,9 @@ type Agent struct {
 	cfg Config
 	rc  router.Config
 	g   *graph.Compiled[state.State, state.Update]
+
+	mu   sync.Mutex
+	busy map[string]bool // threads with a Run or Resume in progress here
 }
 
 var _ Runner = (*Agent)(nil)
@@ -71,11 +76,13 @@ func New(cfg Config) (*Agent, error) {
 	infra := []nodes.Node{cfg.TaskExtraction, cfg.Classifier, cfg.Orchestrator, cfg.Respond, cfg.Clarify}
 	targets := []string{nodes.Error}
 	for _, n := range infra {
-		g.AddNode(n.Name(), a.infraNode(n))
+		g.AddNode(n.Name(), a.withAnswer(a.infraNode(n)))
 		targets = append(targets, n.Name())
 	}
+	g.AddNode(router.PlanApproval, a.withAnswer(a.planApprovalNode()))
+	targets = append(targets, router.PlanApproval)
 	for _, c := range caps {
-		g.AddNode(c.Name(), a.stepNode(c))
+		g.AddNode(c.Name(), a.withAnswer(a.stepNode(c)))
 		targets = append(targets, c.Name())
 	}
 	g.AddNode(nodes.Error, a.errorNode(a.cfg.ErrorNode))
@@ -137,6 +144,13 @@ func (a *Agent) errorNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 }
 
 // Run starts a turn on req.Thread and streams its events.
+//
+// On a thread whose last run waits for an approval, the new message is the
+// human's reply to it when it is a clear yes or no (ParseYes, ParseNo): the
+// run resumes with that answer, as Resume would. Anything else supersedes
+// the approval: the waiting run ends as rejected ("nothing was done"), an
+// EventStatus says so, and the message starts a new turn. An expired
+// approval is always superseded.
 func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		p := &pump{a: a, thread: req.Thread, yield: yield}
@@ -144,10 +158,36 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 			p.fail(fmt.Errorf("%w: thread and input must not be empty", ErrBadRequest))
 			return
 		}
-		prev, _, err := a.g.State(ctx, req.Thread)
+		if !a.lock(req.Thread) {
+			p.fail(fmt.Errorf("%w: %q", graph.ErrThreadBusy, req.Thread))
+			return
+		}
+		defer a.unlock(req.Thread)
+		prev, t, err := a.g.State(ctx, req.Thread)
 		if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
 			p.fail(fmt.Errorf("agent: read thread %q: %w", req.Thread, err))
 			return
+		}
+		if err == nil && graph.StatusOf(t) == graph.StatusInterrupted {
+			if aps := approvalsOf(graph.Interrupts(t)); len(aps) > 0 {
+				ap := aps[0]
+				expired := a.expired(ap)
+				if !expired && (ParseYes(req.Input) || ParseNo(req.Input)) {
+					a.resume(ctx, p, req.Thread, Answer{ApprovalID: ap.ID, Text: req.Input})
+					return
+				}
+				if prev, err = a.supersede(ctx, req.Thread, ap, req.Input, expired); err != nil {
+					p.fail(err)
+					return
+				}
+				why := "your new message replaced it"
+				if expired {
+					why = "it had expired"
+				}
+				if !p.send(Event{Type: EventStatus, Text: fmt.Sprintf("The pending approval (%s) was cancelled because %s: nothing was done.", ap.Summary, why)}, nil) {
+					return
+				}
+			}
 		}
 		opts := a.cfg.Options
 		if req.Options != nil {
@@ -160,43 +200,53 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 	}
 }
 
-// Resume continues a thread: with a zero Answer after a crash or a
-// cancellation; otherwise with the answer to its pending interrupt, which
-// the interrupted node receives as a state.ApprovalDecision through
-// graph.ResumeValue.
-func (a *Agent) Resume(ctx context.Context, thread string, ans Answer) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
-		p := &pump{a: a, thread: thread, yield: yield}
-		if strings.TrimSpace(thread) == "" {
-			p.fail(fmt.Errorf("%w: thread must not be empty", ErrBadRequest))
-			return
-		}
-		var value any
-		if !ans.zero() {
-			_, t, err := a.g.State(ctx, thread)
-			if err != nil {
-				p.fail(a.threadErr(thread, err))
-				return
-			}
-			pending := graph.Interrupts(t)
-			if len(pending) == 0 {
-				p.fail(fmt.Errorf("%w: thread %q has no pending approval", ErrBadRequest, thread))
-				return
-			}
-			if ans.ApprovalID != "" && !pendingHas(pending, ans.ApprovalID) {
-				p.fail(fmt.Errorf("%w: approval %q is not pending on thread %q", ErrBadRequest, ans.ApprovalID, thread))
-				return
-			}
-			if ans.ApprovalID == "" {
-				ans.ApprovalID = pendingID(pending[0])
-			}
-			value = ans.decision(a.cfg.Now())
-		}
-		p.run(ctx, a.g.ResumeStream(withThread(ctx, thread), thread, value))
+// supersede ends a run waiting for approval ap as rejected, so that its turn
+// ends with a message saying nothing was done, and returns the thread's state
+// afterwards.
+func (a *Agent) supersede(ctx context.Context, thread string, ap state.Approval, input string, expired bool) (state.State, error) {
+	now := a.cfg.Now()
+	answer := "superseded by a new message: " + input
+	if expired {
+		answer = "expired"
 	}
+	d := state.ApprovalDecision{ID: ap.ID, Kind: ap.Kind, Approved: false, Answer: answer, At: now, Asked: ap.Created}
+	var runErr error
+	for _, err := range a.g.ResumeStream(withThread(ctx, thread), thread, d) {
+		if err != nil {
+			runErr = err
+		}
+	}
+	var fe *FatalError
+	if runErr != nil && !errors.As(runErr, &fe) {
+		return state.State{}, fmt.Errorf("agent: end the run waiting for approval %q: %w", ap.ID, runErr)
+	}
+	s, _, err := a.g.State(ctx, thread)
+	return s, err
 }
 
-// State returns the thread's latest state and how its last run ended.
+func (a *Agent) lock(thread string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy == nil {
+		a.busy = map[string]bool{}
+	}
+	if a.busy[thread] {
+		return false
+	}
+	a.busy[thread] = true
+	return true
+}
+
+func (a *Agent) unlock(thread string) {
+	a.mu.Lock()
+	delete(a.busy, thread)
+	a.mu.Unlock()
+}
+
+// State returns the thread's latest state and how its last run ended. While
+// the run waits for a human, Turn.PendingApproval holds the first pending
+// approval (and Control.Blocked the failure, for an escalation): the engine
+// keeps the question in the checkpoint's interrupt, not in the state.
 func (a *Agent) State(ctx context.Context, thread string) (state.State, RunStatus, error) {
 	s, t, err := a.g.State(ctx, thread)
 	if err != nil {
@@ -204,6 +254,13 @@ func (a *Agent) State(ctx context.Context, thread string) (state.State, RunStatu
 	}
 	switch graph.StatusOf(t) {
 	case graph.StatusInterrupted:
+		if aps := approvalsOf(graph.Interrupts(t)); len(aps) > 0 {
+			ap := aps[0]
+			s.Turn.PendingApproval = &ap
+			if ap.Kind == state.ApprovalEscalation {
+				s.Turn.Control.Blocked = blockedOf(ap)
+			}
+		}
 		return s, RunInterrupted, nil
 	case graph.StatusFailed:
 		return s, RunFailed, nil
@@ -211,6 +268,29 @@ func (a *Agent) State(ctx context.Context, thread string) (state.State, RunStatu
 		return s, RunCanceled, nil
 	}
 	return s, RunAnswered, nil
+}
+
+// PendingApprovals returns the approvals the thread's last run waits for
+// (several when concurrent steps each asked), oldest first.
+func (a *Agent) PendingApprovals(ctx context.Context, thread string) ([]state.Approval, error) {
+	_, t, err := a.g.State(ctx, thread)
+	if err != nil {
+		return nil, a.threadErr(thread, err)
+	}
+	if graph.StatusOf(t) != graph.StatusInterrupted {
+		return nil, nil
+	}
+	return approvalsOf(graph.Interrupts(t)), nil
+}
+
+func blockedOf(ap state.Approval) *state.ErrorInfo {
+	kind, _ := ap.Arguments["kind"].(string)
+	node := ap.Capability
+	if node == "" {
+		node, _ = ap.Arguments["node"].(string)
+	}
+	return &state.ErrorInfo{Node: node, Capability: ap.Capability, StepIndex: ap.StepIndex, At: ap.Created, Message: ap.Summary,
+		Classification: capabilities.Classification{Severity: capabilities.Critical, Kind: kind, UserMessage: ap.Summary}}
 }
 
 // DeleteThread removes a thread's checkpoints.

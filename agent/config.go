@@ -86,6 +86,9 @@ type Config struct {
 	ErrorNodeGrace time.Duration
 	// MaxConcurrency caps steps running at once. Default 8.
 	MaxConcurrency int
+	// ApprovalExpiry is how long a human can answer an approval.
+	// Default DefaultApprovalExpiry (1 h); negative: approvals never expire.
+	ApprovalExpiry time.Duration
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
 }
@@ -202,6 +205,11 @@ func (c *Config) validate() error {
 			bad("InfraRetry["+name+"]", err.Error())
 		}
 	}
+	switch c.Options.ApprovalMode {
+	case "", state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll:
+	default:
+		bad("Options.ApprovalMode", fmt.Sprintf("must be %q, %q or %q, got %q", state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll, c.Options.ApprovalMode))
+	}
 	if c.ErrorNodeGrace < 0 || c.MaxConcurrency < 0 {
 		bad("ErrorNodeGrace/MaxConcurrency", "must not be negative")
 	}
@@ -217,6 +225,9 @@ func (c *Config) defaults() {
 	}
 	if c.ErrorNodeGrace == 0 {
 		c.ErrorNodeGrace = DefaultErrorNodeGrace
+	}
+	if c.ApprovalExpiry == 0 {
+		c.ApprovalExpiry = DefaultApprovalExpiry
 	}
 	if c.Now == nil {
 		c.Now = time.Now

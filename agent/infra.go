@@ -34,7 +34,7 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 			// episodes themselves are bounded by the budgets.
 			rs = state.RetryState{}
 		}
-		if ans, ok := escalationAnswer(ctx); ok && !ans.Approved {
+		if ans, ok := answerOf(ctx); ok && !ans.Approved {
 			prev := s.Turn.Control.Blocked
 			cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: "the operation was blocked and a human gave up"}
 			if prev != nil {
@@ -77,7 +77,7 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 		case cl.Severity == capabilities.Fatal:
 			return state.Update{}, &FatalError{Node: name, StepIndex: -1, Classification: cl, Err: err}
 		case cl.Kind == capabilities.KindResourceExhausted:
-			return state.Update{}, escalate(name, "", -1, escalationID(name, planNumber(s), -1, attempt), cl, now)
+			return state.Update{}, a.escalate(name, "", -1, escalationID(name, planNumber(s), -1, attempt), cl, now)
 		}
 		p := a.infraPolicy(n)
 		retry, nb, limit := a.retryDecision(ctx, s, name, -1, p, cl, attempt, firstAt, now)

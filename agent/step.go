@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
@@ -40,22 +41,49 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 		if firstAt.IsZero() {
 			firstAt = now
 		}
-		if ans, ok := escalationAnswer(ctx); ok && !ans.Approved {
-			cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: name + " was blocked and a human gave up"}
-			return a.stepFailure(ctx, s, c, idx, ps, gaveUp(cl), "blocked: a human gave up", attempt, firstAt, now, 0, false), nil
+		escID := escalationID(name, plan.Number, idx, attempt)
+		apID := stepApprovalID(s.Turn.Number, plan.Number, idx)
+		ans, answered := answerOf(ctx)
+		if answered && ans.ID == escID+approvedSuffix {
+			ps.Approved = true // approved, then blocked: the approval stands
+		}
+		if answered && !ans.Approved {
+			switch ans.ID {
+			case escID, escID + approvedSuffix:
+				cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: name + " was blocked and a human gave up"}
+				return a.stepFailure(ctx, s, c, idx, ps, gaveUp(cl), "blocked: a human gave up", attempt, firstAt, now, 0, false), nil
+			case apID:
+				_, summary := needsApproval(c, a.stepFor(ctx, s, ps, idx, attempt, nil), s.Turn.Options)
+				return a.rejectedStep(s, c, idx, ps, summary, true, now), nil
+			default:
+				if ans.Kind == state.ApprovalStep || strings.HasPrefix(ans.ID, "step:") {
+					// Another step's approval, pending beside this step's
+					// question, was rejected: that ends the turn, and this
+					// step is cancelled with it.
+					return a.rejectedStep(s, c, idx, ps, "", false, now), nil
+				}
+				// A sibling's escalation was given up: that is not this
+				// step's answer; it runs (or asks) again below.
+				answered = false
+			}
 		}
 		resolved, err := resolveInputs(s.Context, ps.Inputs)
 		var (
 			out     capabilities.Output
 			entries []capabilities.ContextEntry
 		)
+		if err == nil && !ps.Approved {
+			if need, summary := needsApproval(c, a.stepFor(ctx, s, ps, idx, attempt, resolved), s.Turn.Options); need {
+				if !answered || ans.ID != apID {
+					// Asked before the step starts: nothing of it has run.
+					return state.Update{}, graph.Interrupt(a.stepApproval(apID, c, a.stepFor(ctx, s, ps, idx, attempt, resolved), summary, now))
+				}
+				ps.Approved = true
+			}
+		}
 		emit(ctx, Event{Type: EventStepStart, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Text: ps.TaskObjective})
 		if err == nil {
-			step := capabilities.Step{
-				PlannedStep: ps.PlannedStep, Index: idx, Task: taskText(s), Attempt: attempt,
-				IdempotencyKey: fmt.Sprintf("%s/%d/%d/%d/%d", threadOf(ctx), s.Turn.Number, plan.Number, idx, attempt),
-				Resolved:       resolved, WritesEnabled: s.Turn.Options.WritesEnabled, Approved: ps.Approved,
-			}
+			step := a.stepFor(ctx, s, ps, idx, attempt, resolved)
 			nctx, cancel := context.WithDeadline(ctx, a.deadline(s))
 			out, err = execute(nctx, c, step)
 			cancel()
@@ -92,9 +120,26 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 		case cl.Severity == capabilities.Fatal:
 			return state.Update{}, &FatalError{Node: name, Capability: name, StepIndex: idx, Classification: cl, Err: err}
 		case cl.Kind == capabilities.KindResourceExhausted:
-			return state.Update{}, escalate(name, name, idx, escalationID(name, plan.Number, idx, attempt), cl, now)
+			if ps.Approved {
+				// The interrupt discards this update, so the step's approval
+				// travels in the escalation's id.
+				escID += approvedSuffix
+			}
+			return state.Update{}, a.escalate(name, name, idx, escID, cl, now)
 		}
 		return a.stepFailure(ctx, s, c, idx, ps, cl, err.Error(), attempt, firstAt, now, end.Sub(now), true), nil
+	}
+}
+
+// approvedSuffix marks the escalation of a step a human had approved.
+const approvedSuffix = ":approved"
+
+// stepFor is what the capability receives for one attempt of a step.
+func (a *Agent) stepFor(ctx context.Context, s state.State, ps state.PlanStep, idx, attempt int, resolved []capabilities.ContextEntry) capabilities.Step {
+	return capabilities.Step{
+		PlannedStep: ps.PlannedStep, Index: idx, Task: taskText(s), Attempt: attempt,
+		IdempotencyKey: fmt.Sprintf("%s/%d/%d/%d/%d", threadOf(ctx), s.Turn.Number, s.Turn.Plan.Number, idx, attempt),
+		Resolved:       resolved, WritesEnabled: s.Turn.Options.WritesEnabled, Approved: ps.Approved,
 	}
 }
 

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -48,7 +47,8 @@ func (a *Agent) deadline(s state.State) time.Time {
 	if start.IsZero() {
 		start = a.cfg.Now()
 	}
-	return start.Add(a.cfg.Limits.MaxExecutionTime)
+	// Time spent waiting for a human does not count; time spent crashed does.
+	return start.Add(a.cfg.Limits.MaxExecutionTime + s.Turn.Control.Paused)
 }
 
 // overLimit returns the update a node returns instead of running when the
@@ -95,28 +95,14 @@ func escalationID(node string, plan, step, attempt int) string {
 
 // escalate pauses the run for a human: a resource is exhausted, so retrying
 // now would fail again. The human answers "retry" (approve) or "give up".
-func escalate(node, capability string, step int, id string, cl capabilities.Classification, now time.Time) error {
+func (a *Agent) escalate(node, capability string, step int, id string, cl capabilities.Classification, now time.Time) error {
 	return graph.Interrupt(state.Approval{
 		ID: id, Kind: state.ApprovalEscalation, Capability: capability, StepIndex: step,
 		Summary: fmt.Sprintf("%s is blocked: %s. Approve to retry once the resource is available, or reject to give up.",
 			node, strings.TrimSuffix(cl.UserMessage, ".")),
-		Arguments: map[string]any{"kind": cl.Kind, "severity": cl.Severity.String()},
-		Created:   now,
+		Arguments: map[string]any{"kind": cl.Kind, "severity": cl.Severity.String(), "node": node},
+		Created:   now, Expires: a.expires(now),
 	})
-}
-
-// escalationAnswer returns the human's decision when ctx re-enters a node
-// after its escalation.
-func escalationAnswer(ctx context.Context) (state.ApprovalDecision, bool) {
-	v, ok := graph.ResumeValue(ctx)
-	if !ok || len(v) == 0 {
-		return state.ApprovalDecision{}, false
-	}
-	var d state.ApprovalDecision
-	if err := json.Unmarshal(v, &d); err != nil || !strings.HasPrefix(d.ID, "escalation:") {
-		return state.ApprovalDecision{}, false
-	}
-	return d, true
 }
 
 // gaveUp is the failure recorded when a human declines to retry a blocked operation.

@@ -29,7 +29,8 @@ type Update struct {
 	// Control.LimitExceeded unless a limit is already recorded there. (A step
 	// cannot replace the Turn, since concurrent steps share it.)
 	LimitExceeded string `json:"limit_exceeded,omitempty"`
-	// Approvals are appended to the turn's answered approvals (Turn.Approvals).
+	// Approvals are appended to the turn's answered approvals (Turn.Approvals),
+	// except ids already recorded.
 	Approvals []ApprovalDecision `json:"approvals,omitempty"`
 	// Paused is added to Control.Paused: time spent waiting for a human.
 	Paused time.Duration `json:"paused,omitempty"`
@@ -72,8 +73,11 @@ func Apply(s State, u Update) (State, error) {
 	if len(u.Context) > 0 {
 		s.Context = s.Context.Put(u.Context...)
 	}
-	if len(u.Approvals) > 0 {
-		s.Turn.Approvals = append(slices.Clip(s.Turn.Approvals), u.Approvals...)
+	for _, d := range u.Approvals {
+		// Concurrent steps re-entered with one answer may each report it.
+		if !slices.ContainsFunc(s.Turn.Approvals, func(o ApprovalDecision) bool { return o.ID == d.ID }) {
+			s.Turn.Approvals = append(slices.Clip(s.Turn.Approvals), d)
+		}
 	}
 	if u.Paused > 0 {
 		s.Turn.Control.Paused += u.Paused

@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/state"
+)
+
+// The words read as a clear answer (after normalising: trimmed, lower case,
+// trailing . ! ? removed). The reference's lists (yes|y|yep|yeah|ok|okay and
+// no|n|nope|nah|cancel) plus the words of our own prompts and buttons.
+var (
+	yesWords = []string{"y", "yes", "yep", "yeah", "ok", "okay", "approve", "approved", "go", "go ahead", "proceed",
+		"retry", "yes, retry", "confirm", "confirmed", "sure"}
+	noWords = []string{"n", "no", "nope", "nah", "cancel", "reject", "rejected", "deny", "denied", "stop", "abort",
+		"give up", "no, give up", "don't", "do not"}
+)
+
+func normalizeAnswer(text string) string {
+	t := strings.ToLower(strings.TrimSpace(text))
+	t = strings.TrimRight(t, ".!? ")
+	return strings.Join(strings.Fields(t), " ")
+}
+
+// ParseYes reads a human's short answer: true only for a clear yes.
+func ParseYes(text string) bool {
+	t := normalizeAnswer(text)
+	for _, w := range yesWords {
+		if t == w {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseNo reports a clear no. Text that is neither ParseYes nor ParseNo is
+// unclear, and an unclear answer is not an approval.
+func ParseNo(text string) bool {
+	t := normalizeAnswer(text)
+	for _, w := range noWords {
+		if t == w {
+			return true
+		}
+	}
+	return false
+}
+
+// approvalTimeout bounds the approval model's call.
+const approvalTimeout = 20 * time.Second
+
+const approvalPrompt = `A human was asked to approve an action of an assistant and replied. Decide whether the reply clearly approves the action.
+Answer with a JSON object {"approved": true} only if the reply clearly and unconditionally says yes to this action; otherwise {"approved": false}.
+A conditional, hesitant, off-topic or ambiguous reply is not an approval.`
+
+// interpret decides an answer's text: a clear yes or no deterministically;
+// anything else is asked of the approval model when one is configured, and
+// is a rejection when none is, when the call fails, or when its reply is
+// anything but {"approved": true}.
+func (a *Agent) interpret(ctx context.Context, ap state.Approval, text string) bool {
+	switch {
+	case ParseYes(text):
+		return true
+	case ParseNo(text), strings.TrimSpace(text) == "":
+		return false
+	}
+	m, ok := a.cfg.Models.For(llm.RoleApproval)
+	if !ok || m == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, approvalTimeout)
+	defer cancel()
+	resp, err := m.Generate(ctx, llm.Request{Role: llm.RoleApproval, MaxTokens: 50, JSON: true, Messages: []llm.Message{
+		{Role: "system", Content: approvalPrompt},
+		{Role: "user", Content: "Action: " + ap.Summary + "\n\nThe human's reply: " + text},
+	}})
+	if err != nil {
+		return false
+	}
+	return approvedReply(resp.Text)
+}
+
+// approvedReply reads the approval model's reply strictly: only a JSON
+// object whose "approved" is the boolean true approves.
+func approvedReply(reply string) bool {
+	t := strings.TrimSpace(reply)
+	t = strings.TrimPrefix(t, "```json")
+	t = strings.TrimPrefix(t, "```")
+	t = strings.TrimSuffix(strings.TrimSpace(t), "```")
+	var v struct {
+		Approved *bool `json:"approved"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(t)), &v); err != nil || v.Approved == nil {
+		return false
+	}
+	return *v.Approved
+}

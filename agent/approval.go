@@ -1,0 +1,213 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/state"
+)
+
+// This file holds the approval policy and what every approval shares: ids,
+// the human's answer as a re-entered node sees it, and the time a turn
+// waited for it.
+
+// DefaultApprovalExpiry is how long an approval can be answered.
+const DefaultApprovalExpiry = time.Hour
+
+// Approval ids are derived from where the approval is asked (turn, plan,
+// step), never random: a node re-entered after a crash asks the same
+// question under the same id, so an answer given meanwhile still fits.
+func stepApprovalID(turn, plan, step int) string {
+	return fmt.Sprintf("step:%d:%d:%d", turn, plan, step)
+}
+
+func planApprovalID(turn, plan int) string {
+	return fmt.Sprintf("plan:%d:%d", turn, plan)
+}
+
+// answerOf returns the human's decision when ctx re-enters a node after its
+// interrupt. Only nodes that interrupted are re-entered with a value, so the
+// decision answers this node's approval or one pending beside it.
+func answerOf(ctx context.Context) (state.ApprovalDecision, bool) {
+	v, ok := graph.ResumeValue(ctx)
+	if !ok || len(v) == 0 {
+		return state.ApprovalDecision{}, false
+	}
+	var d state.ApprovalDecision
+	if err := json.Unmarshal(v, &d); err != nil || d.ID == "" {
+		return state.ApprovalDecision{}, false
+	}
+	return d, true
+}
+
+// withAnswer wraps every node that can be re-entered with an answer: the
+// time the turn waited for the human does not count against its wall-clock
+// limit, and the decision is recorded in the turn (Turn.Approvals), so the
+// same approval cannot be answered twice.
+func (a *Agent) withAnswer(fn graph.NodeFunc[state.State, state.Update]) graph.NodeFunc[state.State, state.Update] {
+	return func(ctx context.Context, s state.State) (state.Update, error) {
+		d, ok := answerOf(ctx)
+		if !ok {
+			return fn(ctx, s)
+		}
+		var waited time.Duration
+		if !d.Asked.IsZero() && d.At.After(d.Asked) {
+			waited = d.At.Sub(d.Asked)
+		}
+		orig := s.Turn.Control.Paused
+		s.Turn.Control.Paused += waited
+		u, err := fn(ctx, s)
+		if err != nil {
+			return u, err
+		}
+		if u.Turn != nil {
+			// A node replacing the turn copied the raised pause; Apply adds
+			// u.Paused to the turn it replaced, so restore the original.
+			t := *u.Turn
+			t.Control.Paused = orig
+			u.Turn = &t
+		}
+		u.Paused += waited
+		u.Approvals = append(u.Approvals, d)
+		return u, nil
+	}
+}
+
+// needsApproval applies the approval mode to one step: disabled never asks,
+// all_capabilities always asks, selective asks when the capability says so.
+func needsApproval(c capabilities.Capability, step capabilities.Step, opts state.Options) (bool, string) {
+	var (
+		required bool
+		summary  string
+	)
+	ar, isAR := c.(capabilities.ApprovalRequirer)
+	if isAR {
+		required, summary = ar.RequiresApproval(step)
+	}
+	switch opts.Mode() {
+	case state.ApprovalModeDisabled:
+		return false, ""
+	case state.ApprovalModeAll:
+		required = true
+	}
+	if !required {
+		return false, ""
+	}
+	if strings.TrimSpace(summary) == "" {
+		summary = fmt.Sprintf("run %s: %s", c.Name(), step.TaskObjective)
+		if len(step.Parameters) > 0 {
+			if b, err := json.Marshal(step.Parameters); err == nil {
+				summary += " with " + string(b)
+			}
+		}
+	}
+	return true, summary
+}
+
+// stepApproval is the interrupt payload of a step approval.
+func (a *Agent) stepApproval(id string, c capabilities.Capability, step capabilities.Step, summary string, now time.Time) state.Approval {
+	args := map[string]any{}
+	for k, v := range step.Parameters {
+		args[k] = v
+	}
+	if len(step.Resolved) > 0 {
+		var in []string
+		for _, e := range step.Resolved {
+			in = append(in, e.Type+"."+e.Key)
+		}
+		args["inputs"] = in
+	}
+	if len(args) == 0 {
+		args = nil
+	}
+	return state.Approval{ID: id, Kind: state.ApprovalStep, Capability: c.Name(), StepIndex: step.Index,
+		Summary: summary, Arguments: args, Created: now, Expires: a.expires(now)}
+}
+
+func (a *Agent) expires(now time.Time) time.Time {
+	if a.cfg.ApprovalExpiry < 0 {
+		return time.Time{}
+	}
+	return now.Add(a.cfg.ApprovalExpiry)
+}
+
+// rejectedStep ends the turn after a human rejected a step: the step is
+// skipped and, when message is set (the rejected approval was this step's),
+// the turn's one message says that nothing was done. A step whose approval
+// was pending beside a rejected one is skipped without a message.
+func (a *Agent) rejectedStep(s state.State, c capabilities.Capability, idx int, ps state.PlanStep, summary string, message bool, now time.Time) state.Update {
+	plan := s.Turn.Plan
+	ps2 := ps
+	ps2.Status, ps2.Error, ps2.NotBefore = state.StepSkipped, nil, time.Time{}
+	u := state.Update{NodeSteps: 1, Done: true, Step: &state.StepUpdate{Plan: plan.Number, Index: idx, Step: ps2, ClearError: true,
+		Result: &state.StepResult{StepIndex: idx, Capability: c.Name(), TaskObjective: ps.TaskObjective, Success: false,
+			Error: "rejected by a human", At: now, Plan: plan.Number}}}
+	if message {
+		u.Messages = []state.Message{{Role: state.RoleAssistant, Kind: state.KindRejected, Turn: s.Turn.Number, Time: now,
+			Content: rejectionText("step "+fmt.Sprint(idx+1)+" ("+summary+")", plan, idx)}}
+	}
+	return u
+}
+
+// rejectionText is the turn's message after a rejection. It names what was
+// rejected and says plainly that it was not done; steps that had already
+// finished (before the approval was asked) are listed, so "nothing was done"
+// is never read as "nothing ran".
+func rejectionText(what string, plan *state.Plan, except int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You rejected %s. Nothing was done: it was not carried out, and the rest of the plan was cancelled.", what)
+	if plan != nil {
+		var done []string
+		for i, st := range plan.Steps {
+			if i != except && st.Status == state.StepDone {
+				done = append(done, fmt.Sprintf("%d (%s)", i+1, st.Effective()))
+			}
+		}
+		if len(done) > 0 {
+			fmt.Fprintf(&b, " Steps that had already finished before the approval was asked: %s.", strings.Join(done, ", "))
+		}
+	}
+	return b.String()
+}
+
+// planSummary describes a plan for a human, one line per step.
+func planSummary(p *state.Plan) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Approve this plan of %d steps before any of them runs?", len(p.Steps))
+	for i, st := range p.Steps {
+		fmt.Fprintf(&b, "\n%d. %s — %s", i+1, st.Capability, st.TaskObjective)
+		if len(st.Parameters) > 0 {
+			if js, err := json.Marshal(st.Parameters); err == nil {
+				fmt.Fprintf(&b, " %s", js)
+			}
+		}
+	}
+	return b.String()
+}
+
+// approvalsOf decodes the approvals pending in a checkpoint tuple's
+// interrupts, in order.
+func approvalsOf(pending []*graph.InterruptError) []state.Approval {
+	var out []state.Approval
+	for _, ie := range pending {
+		var ap state.Approval
+		if json.Unmarshal(ie.Payload, &ap) == nil && ap.ID != "" {
+			out = append(out, ap)
+		}
+	}
+	return out
+}
+
+func findApproval(aps []state.Approval, id string) (state.Approval, bool) {
+	i := slices.IndexFunc(aps, func(ap state.Approval) bool { return ap.ID == id })
+	if i < 0 {
+		return state.Approval{}, false
+	}
+	return aps[i], true
+}
