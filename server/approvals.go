@@ -74,9 +74,20 @@ type approvalStore struct {
 
 func newApprovalStore() *approvalStore { return &approvalStore{m: map[string]*approvalTicket{}} }
 
-func (a *approvalStore) issue(t approvalTicket) string {
+// sweepAbove is the store size above which issue drops expired tickets.
+const sweepAbove = 1024
+
+func (a *approvalStore) issue(t approvalTicket, now time.Time) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if len(a.m) > sweepAbove {
+		for tok, old := range a.m {
+			// A done ticket is kept for replays until it expires too.
+			if !old.Expires.IsZero() && now.After(old.Expires) && old.state != tokenResuming {
+				delete(a.m, tok)
+			}
+		}
+	}
 	t.Token = newApprovalToken()
 	for a.m[t.Token] != nil {
 		t.Token = newApprovalToken()

@@ -144,10 +144,12 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case c.ChatID != "":
 			clientThread = "openwebui:" + c.ChatID
+			s.threads.touch(c, clientThread, nil, s.cfg.Now())
 		default:
+			// A one-off thread: not indexed (the index would grow with
+			// every message); an approval token still reaches it.
 			clientThread = "chat-" + uuid.NewString()
 		}
-		s.threads.touch(c, clientThread, nil, s.cfg.Now())
 		thread = internalThreadID(c, clientThread)
 		req := agent.TurnRequest{Thread: thread, Input: t.input, Options: t.model.Options, Metadata: meta}
 		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
@@ -187,7 +189,7 @@ func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
 		return ""
 	}
 	tok := s.approvals.issue(approvalTicket{Owner: ownerKey(c), Thread: ru.Thread, ClientThread: ru.ClientThread,
-		ApprovalID: rd.approval.ID, Expires: s.cfg.Now().Add(s.cfg.ApprovalTTL)})
+		ApprovalID: rd.approval.ID, Expires: s.cfg.Now().Add(s.cfg.ApprovalTTL)}, s.cfg.Now())
 	return approvalText(rd.approval, tok, rd.content.Len() > 0)
 }
 
