@@ -80,11 +80,12 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, &RequestError{Kind: ErrRunInProgress, Message: "run " + ru.ID + " is still running; cancel it first"})
 		return
 	}
-	if th.Status != "" {
-		if err := s.cfg.Runner.DeleteThread(r.Context(), th.internal); err != nil {
-			s.writeError(w, err)
-			return
-		}
+	// The agent may hold checkpoints of this thread from before a restart
+	// even when no run happened since: always delete. An error for a thread
+	// that never ran here most likely means there was nothing to delete.
+	if err := s.cfg.Runner.DeleteThread(r.Context(), th.internal); err != nil && th.Status != "" {
+		s.writeError(w, err)
+		return
 	}
 	s.threads.delete(c, th.ID)
 	w.WriteHeader(http.StatusNoContent)
@@ -103,11 +104,13 @@ func (s *Server) loadState(w http.ResponseWriter, r *http.Request) (threadState,
 		return threadState{}, false
 	}
 	out := threadState{Thread: th.ID}
-	if th.Status == "" {
-		return out, true // no run yet: no state
-	}
 	st, status, err := s.cfg.Runner.State(r.Context(), th.internal)
 	if err != nil {
+		if th.Status == "" {
+			// No run since the server started, and the agent has no
+			// checkpoint either: a new thread without state.
+			return out, true
+		}
 		s.writeError(w, err)
 		return threadState{}, false
 	}
@@ -209,13 +212,13 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 // repeated answer cannot resume (and execute) twice: once answered, the
 // thread is no longer interrupted.
 func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
-	if th.Status == "" {
-		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: "the thread has no pending approval"}
-	}
 	if _, busy := s.runs.activeOn(th.internal); busy {
 		return &RequestError{Kind: ErrRunInProgress, Message: "a run is in progress on this thread"}
 	}
 	st, status, err := s.cfg.Runner.State(ctx, th.internal)
+	if err != nil && th.Status == "" {
+		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: "the thread has no pending approval"}
+	}
 	if err != nil {
 		return err
 	}
