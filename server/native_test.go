@@ -219,3 +219,28 @@ func TestNativeCancel(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestNativeAfterRestart: the thread index is in memory, the agent's
+// checkpoints are not; a re-registered thread reaches its old state and its
+// pending approval.
+func TestNativeAfterRestart(t *testing.T) {
+	env := newTestEnv(t, nil)
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "w"})
+	env.do(t, "POST", "/api/threads/w/runs", keyAlice, map[string]any{"input": "write 1.5 A", "stream": true})
+
+	restarted := newTestEnv(t, func(c *Config) { c.Runner = env.runner })
+	if resp, _ := restarted.do(t, "GET", "/api/threads/w", keyAlice, nil); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("unregistered thread: %d", resp.StatusCode)
+	}
+	if resp, _ := restarted.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "w"}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("re-register: %d", resp.StatusCode)
+	}
+	_, body := restarted.do(t, "GET", "/api/threads/w/state", keyAlice, nil)
+	if !strings.Contains(string(body), `"status":"interrupted"`) {
+		t.Fatalf("state %s", body)
+	}
+	resp, body := restarted.do(t, "POST", "/api/threads/w/approval", keyAlice, map[string]any{"approval_id": "approval-1", "approved": true, "stream": true})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "SR:HCM1 is now 1.5 A.") || env.runner.writes() != 1 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+}
