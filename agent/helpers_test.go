@@ -84,6 +84,20 @@ type world struct {
 	fallback map[string][]string
 	policy   capabilities.RetryPolicy
 	tokens   int // tokens each infra node reports
+	// approval gives capabilities a RequiresApproval function.
+	approval map[string]func(capabilities.Step) (bool, string)
+	// writes marks side-effecting capabilities: they refuse when writes are
+	// disabled and record every execution in done.
+	writes map[string]bool
+	mu     sync.Mutex
+	done   []capabilities.Step // executions of writing capabilities that took effect
+}
+
+// effects returns the executions of writing capabilities that took effect.
+func (w *world) effects() []capabilities.Step {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]capabilities.Step(nil), w.done...)
 }
 
 func fastPolicy() capabilities.RetryPolicy {
@@ -128,6 +142,9 @@ func (w *world) config(t tb, capNames ...string) agent.Config {
 		c, err := capabilities.Define(capabilities.Definition{
 			Name: name, Description: "scripted " + name, Provides: []string{"OUT"},
 			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+				if w.writes[name] && !st.WritesEnabled {
+					return capabilities.Output{}, fmt.Errorf("%s: %w", name, capabilities.ErrWritesDisabled)
+				}
 				if err := sc.next(); err != nil {
 					if errors.Is(err, errPanic) {
 						panic("scripted capability panic")
@@ -138,9 +155,15 @@ func (w *world) config(t tb, capNames ...string) agent.Config {
 					}
 					return capabilities.Output{}, err
 				}
+				if w.writes[name] {
+					w.mu.Lock()
+					w.done = append(w.done, st)
+					w.mu.Unlock()
+				}
 				return capabilities.Result("OUT", map[string]any{"by": name, "attempt": st.Attempt}, name+" ok"), nil
 			},
 			Fallbacks: w.fallback[name],
+			Approval:  w.approval[name],
 		})
 		if err != nil {
 			t.Fatal(err)

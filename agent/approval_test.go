@@ -1,0 +1,589 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/llm/llmtest"
+	"github.com/capgraph/capgraph/state"
+)
+
+// clock is a settable clock for expiry and wall-clock tests.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// writeWorld: read_a reads, write_x writes (asks for approval in selective
+// mode, refuses when writes are disabled); the plan reads, then writes.
+func writeWorld() *world {
+	w := newWorld("read_a", "write_x")
+	w.writes = map[string]bool{"write_x": true}
+	w.approval = map[string]func(capabilities.Step) (bool, string){
+		"write_x": func(st capabilities.Step) (bool, string) {
+			return true, "set SR:RF:VOLT from 4.80 kV to 5.00 kV"
+		},
+	}
+	w.plan = func(int, state.State) []state.PlanStep {
+		return []state.PlanStep{step("read_a", "a"), step("write_x", "x", 0), step(capabilities.Respond, "r", 0, 1)}
+	}
+	return w
+}
+
+func withOptions(cfg agent.Config, o state.Options) agent.Config {
+	cfg.Options = o
+	return cfg
+}
+
+var writesOn = state.Options{WritesEnabled: true}
+
+func resume(t tb, a *agent.Agent, thread string, ans agent.Answer) outcome {
+	t.Helper()
+	var o outcome
+	for ev, err := range a.Resume(context.Background(), thread, ans) {
+		o.events = append(o.events, ev)
+		if err != nil {
+			o.err = err
+		}
+	}
+	return o
+}
+
+// approvalOf returns the approval an interrupted outcome asks for.
+func approvalOf(t *testing.T, o outcome) *state.Approval {
+	t.Helper()
+	if o.err != nil {
+		t.Fatalf("run failed: %v", o.err)
+	}
+	if o.last().Status != agent.RunInterrupted {
+		t.Fatalf("run ended %s, want interrupted", o.last().Status)
+	}
+	var ap *state.Approval
+	for _, e := range o.events {
+		if e.Type == agent.EventApprovalRequired {
+			ap = e.Approval
+		}
+	}
+	if ap == nil {
+		t.Fatal("no approval_required event")
+	}
+	return ap
+}
+
+func wantRejected(t *testing.T, o outcome) {
+	t.Helper()
+	if o.err != nil {
+		t.Fatalf("unexpected error %v", o.err)
+	}
+	m := o.message()
+	if m == nil || m.Kind != state.KindRejected || !strings.Contains(m.Content, "Nothing was done") {
+		t.Fatalf("want a rejection message, got %+v", m)
+	}
+}
+
+func yes() *bool { b := true; return &b }
+func no() *bool  { b := false; return &b }
+
+func TestStepApprovalApproveAndReject(t *testing.T) {
+	tests := []struct {
+		name     string
+		ans      agent.Answer
+		approved bool
+	}{
+		{"yes in words", agent.Answer{Text: "Yes!"}, true},
+		{"button yes", agent.Answer{Approved: yes()}, true},
+		{"no in words", agent.Answer{Text: "nope."}, false},
+		{"button no", agent.Answer{Approved: no(), Text: "yes"}, false},
+		{"unclear is no", agent.Answer{Text: "yes but only tomorrow"}, false},
+		{"empty text is no", agent.Answer{ApprovalID: "set below"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := writeWorld()
+			clk := newClock()
+			cfg := withOptions(w.config(t), writesOn)
+			cfg.Now = clk.Now
+			a := mustAgent(t, cfg)
+			ap := approvalOf(t, run(t, a, "t", "raise the voltage"))
+			if ap.Kind != state.ApprovalStep || ap.Capability != "write_x" || ap.StepIndex != 1 ||
+				ap.Summary != "set SR:RF:VOLT from 4.80 kV to 5.00 kV" || !ap.Expires.Equal(ap.Created.Add(agent.DefaultApprovalExpiry)) {
+				t.Fatalf("approval %+v", ap)
+			}
+			if n := w.caps["read_a"].count(); n != 1 {
+				t.Fatalf("read_a ran %d times before the approval, want 1", n)
+			}
+			if n := w.caps["write_x"].count(); n != 0 {
+				t.Fatalf("write_x ran %d times before the approval", n)
+			}
+			s, st, err := a.State(context.Background(), "t")
+			if err != nil || st != agent.RunInterrupted || s.Turn.PendingApproval == nil || s.Turn.PendingApproval.ID != ap.ID {
+				t.Fatalf("state: %v %s %+v", err, st, s.Turn.PendingApproval)
+			}
+			clk.Add(time.Minute)
+			ans := tc.ans
+			if ans.ApprovalID != "" {
+				ans.ApprovalID = ap.ID
+			}
+			o := resume(t, a, "t", ans)
+			if tc.approved {
+				wantAnswer(t, o, "write_x ok")
+				eff := w.effects()
+				if len(eff) != 1 || !eff[0].Approved || !eff[0].WritesEnabled || eff[0].IdempotencyKey != "t/1/1/1/1" {
+					t.Fatalf("effects %+v", eff)
+				}
+			} else {
+				wantRejected(t, o)
+				if n := w.caps["write_x"].count(); n != 0 {
+					t.Fatalf("rejected write ran %d times", n)
+				}
+			}
+			s = finalState(t, a, "t")
+			if len(s.Turn.Approvals) != 1 || s.Turn.Approvals[0].ID != ap.ID || s.Turn.Approvals[0].Approved != tc.approved {
+				t.Fatalf("recorded approvals %+v", s.Turn.Approvals)
+			}
+			if s.Turn.Control.Paused != time.Minute {
+				t.Fatalf("paused %v, want the minute the human took", s.Turn.Control.Paused)
+			}
+			if _, st, _ := a.State(context.Background(), "t"); st != agent.RunAnswered {
+				t.Fatalf("status %s", st)
+			}
+		})
+	}
+}
+
+func TestApprovalModes(t *testing.T) {
+	tests := []struct {
+		mode  string
+		asks  []string // capabilities asked for, in order
+		write bool     // write_x took effect
+	}{
+		{state.ApprovalModeDisabled, nil, true},
+		{"", []string{"write_x"}, true}, // selective by default
+		{state.ApprovalModeSelective, []string{"write_x"}, true},
+		{state.ApprovalModeAll, []string{"read_a", "write_x"}, true},
+	}
+	for _, tc := range tests {
+		t.Run("mode="+tc.mode, func(t *testing.T) {
+			w := writeWorld()
+			a := mustAgent(t, withOptions(w.config(t), state.Options{WritesEnabled: true, ApprovalMode: tc.mode}))
+			o := run(t, a, "t", "x")
+			var asked []string
+			for o.err == nil && o.last().Status == agent.RunInterrupted {
+				ap := approvalOf(t, o)
+				asked = append(asked, ap.Capability)
+				o = resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "ok"})
+			}
+			wantAnswer(t, o, "write_x ok")
+			if strings.Join(asked, ",") != strings.Join(tc.asks, ",") {
+				t.Fatalf("asked for %v, want %v", asked, tc.asks)
+			}
+			if got := len(w.effects()); got != 1 {
+				t.Fatalf("write_x took effect %d times", got)
+			}
+		})
+	}
+	if _, err := agent.New(withOptions(writeWorld().config(t), state.Options{ApprovalMode: "sometimes"})); !errors.Is(err, agent.ErrConfig) ||
+		!strings.Contains(err.Error(), "sometimes") {
+		t.Fatalf("bad mode: %v", err)
+	}
+}
+
+func TestWritesDisabled(t *testing.T) {
+	w := writeWorld()
+	a := mustAgent(t, withOptions(w.config(t), state.Options{ApprovalMode: state.ApprovalModeDisabled}))
+	o := run(t, a, "t", "raise the voltage")
+	wantReport(t, o, "writes are disabled")
+	if n := w.caps["write_x"].count(); n != 0 || len(w.effects()) != 0 {
+		t.Fatalf("write_x took effect")
+	}
+	s := finalState(t, a, "t")
+	if st := s.Turn.Plan.Steps[1]; st.Attempts != 1 || st.Error == nil || st.Error.Classification.Kind != capabilities.KindWritesDisabled ||
+		st.Error.Classification.Severity != capabilities.Critical {
+		t.Fatalf("write step %+v (error %+v), want one non-retried CRITICAL writes_disabled attempt", st, st.Error)
+	}
+}
+
+func TestDoubleAnswerExecutesOnce(t *testing.T) {
+	w := writeWorld()
+	a := mustAgent(t, withOptions(w.config(t), writesOn))
+	ap := approvalOf(t, run(t, a, "t", "x"))
+	wantAnswer(t, resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes"}))
+	o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes"})
+	var ae *agent.ApprovalError
+	if !errors.Is(o.err, agent.ErrApprovalAnswered) || !errors.As(o.err, &ae) || ae.ID != ap.ID || !errors.Is(o.err, agent.ErrBadRequest) {
+		t.Fatalf("second answer: %v", o.err)
+	}
+	if n := len(w.effects()); n != 1 {
+		t.Fatalf("write took effect %d times", n)
+	}
+	// Answers racing each other: one is carried out, the other refused.
+	w2 := writeWorld()
+	a2 := mustAgent(t, withOptions(w2.config(t), writesOn))
+	ap2 := approvalOf(t, run(t, a2, "t", "x"))
+	var (
+		wg   sync.WaitGroup
+		errs = make([]error, 4)
+	)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = resume(t, a2, "t", agent.Answer{ApprovalID: ap2.ID, Text: "yes"}).err
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, agent.ErrApprovalAnswered), errors.Is(err, graph.ErrThreadBusy):
+		default:
+			t.Fatalf("racing answer: %v", err)
+		}
+	}
+	if ok != 1 || len(w2.effects()) != 1 {
+		t.Fatalf("%d answers carried out, %d effects; want 1 and 1", ok, len(w2.effects()))
+	}
+}
+
+func TestApprovalExpiry(t *testing.T) {
+	w := writeWorld()
+	clk := newClock()
+	cfg := withOptions(w.config(t), writesOn)
+	cfg.Now, cfg.ApprovalExpiry = clk.Now, 10*time.Minute
+	a := mustAgent(t, cfg)
+	ap := approvalOf(t, run(t, a, "t", "x"))
+	if !ap.Expires.Equal(clk.Now().Add(10 * time.Minute)) {
+		t.Fatalf("expires %v", ap.Expires)
+	}
+	clk.Add(10 * time.Minute)
+	o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes"})
+	var ae *agent.ApprovalError
+	if !errors.Is(o.err, agent.ErrApprovalExpired) || !errors.As(o.err, &ae) || !ae.Expires.Equal(ap.Expires) {
+		t.Fatalf("expired answer: %v", o.err)
+	}
+	if _, st, _ := a.State(context.Background(), "t"); st != agent.RunInterrupted || len(w.effects()) != 0 {
+		t.Fatalf("after an expired answer: status %s, %d effects", st, len(w.effects()))
+	}
+	// A new message on the thread ends the expired approval and starts a
+	// new turn, even a "yes".
+	o = run(t, a, "t", "yes")
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o.events[0].Type != agent.EventStatus || !strings.Contains(o.events[0].Text, "expired") {
+		t.Fatalf("first event %+v, want a status about the expired approval", o.events[0])
+	}
+	s, _, _ := a.State(context.Background(), "t")
+	if s.Turn.Number != 2 || countAssistant(s, 1) != 1 || len(w.effects()) != 0 {
+		t.Fatalf("turn %d, turn-1 messages %d, effects %d", s.Turn.Number, countAssistant(s, 1), len(w.effects()))
+	}
+	if m := s.Messages[1]; m.Kind != state.KindRejected {
+		t.Fatalf("turn 1 ended with %+v, want the rejection", m)
+	}
+}
+
+func TestUnclearAnswerWithApprovalModel(t *testing.T) {
+	tests := []struct {
+		name     string
+		reply    llmtest.Reply
+		approved bool
+	}{
+		{"model says yes", llmtest.Text(`{"approved": true}`), true},
+		{"model says no", llmtest.Text(`{"approved": false}`), false},
+		{"model unclear", llmtest.Text(`I think they probably agree`), false},
+		{"model string true", llmtest.Text(`{"approved": "true"}`), false},
+		{"model fails", llmtest.Fail(errors.New("connection refused")), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := writeWorld()
+			m := llmtest.New().Script(llm.RoleApproval, tc.reply)
+			cfg := withOptions(w.config(t), writesOn)
+			cfg.Models = m
+			a := mustAgent(t, cfg)
+			ap := approvalOf(t, run(t, a, "t", "x"))
+			o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "sure thing, go for it"})
+			if tc.approved {
+				wantAnswer(t, o, "write_x ok")
+			} else {
+				wantRejected(t, o)
+			}
+			calls := m.Calls()
+			if len(calls) != 1 || calls[0].Request.Role != llm.RoleApproval || !strings.Contains(calls[0].Prompt(), "SR:RF:VOLT") {
+				t.Fatalf("model calls %+v", calls)
+			}
+		})
+	}
+	// Clear words never reach the model.
+	w := writeWorld()
+	m := llmtest.New()
+	cfg := withOptions(w.config(t), writesOn)
+	cfg.Models = m
+	a := mustAgent(t, cfg)
+	ap := approvalOf(t, run(t, a, "t", "x"))
+	wantAnswer(t, resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "OK."}))
+	if n := len(m.Calls()); n != 0 {
+		t.Fatalf("a clear yes called the model %d times", n)
+	}
+}
+
+func TestPlanApproval(t *testing.T) {
+	edited := func(steps ...state.PlanStep) *state.Plan { return &state.Plan{Steps: steps} }
+	tests := []struct {
+		name    string
+		ans     agent.Answer
+		err     error
+		outcome string // answer, rejected
+		caps    []string
+	}{
+		{"approve", agent.Answer{Text: "yes"}, nil, "answer", []string{"read_a", "write_x"}},
+		{"reject", agent.Answer{Text: "no"}, nil, "rejected", nil},
+		{"unclear", agent.Answer{Text: "hmm, what does step 2 do?"}, nil, "rejected", nil},
+		{"edited plan", agent.Answer{Plan: edited(step("read_a", "only_a"))}, nil, "answer", []string{"read_a"}},
+		{"edited plan with words", agent.Answer{Text: "yes", Plan: edited(step("read_a", "only_a"))}, nil, "answer", []string{"read_a"}},
+		{"edited plan, unknown capability", agent.Answer{Plan: edited(step("launch_rocket", "r"))}, agent.ErrInvalidPlan, "", nil},
+		{"edited plan, input from a later step", agent.Answer{Plan: edited(
+			func() state.PlanStep {
+				s := step("read_a", "a")
+				s.Inputs = []capabilities.InputRef{{Type: "OUT", Key: "b"}}
+				return s
+			}(), step("write_x", "b"))}, agent.ErrInvalidPlan, "", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := writeWorld()
+			a := mustAgent(t, withOptions(w.config(t), state.Options{WritesEnabled: true, PlanApproval: true, ApprovalMode: state.ApprovalModeDisabled}))
+			ap := approvalOf(t, run(t, a, "t", "x"))
+			if ap.Kind != state.ApprovalPlan || ap.Plan == nil || len(ap.Plan.Steps) != 3 || !strings.Contains(ap.Summary, "2. write_x") {
+				t.Fatalf("approval %+v", ap)
+			}
+			if n := w.caps["read_a"].count() + w.caps["write_x"].count(); n != 0 {
+				t.Fatalf("%d steps ran before the plan was approved", n)
+			}
+			ans := tc.ans
+			ans.ApprovalID = ap.ID
+			o := resume(t, a, "t", ans)
+			if tc.err != nil {
+				if !errors.Is(o.err, tc.err) {
+					t.Fatalf("err %v, want %v", o.err, tc.err)
+				}
+				// Nothing changed: the approval is still pending and can be approved.
+				pend, err := a.PendingApprovals(context.Background(), "t")
+				if err != nil || len(pend) != 1 || pend[0].ID != ap.ID {
+					t.Fatalf("pending %+v %v", pend, err)
+				}
+				o = resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Approved: yes()})
+				wantAnswer(t, o)
+				return
+			}
+			switch tc.outcome {
+			case "answer":
+				wantAnswer(t, o)
+			case "rejected":
+				wantRejected(t, o)
+			}
+			var ran []string
+			for _, c := range []string{"read_a", "write_x"} {
+				if w.caps[c].count() > 0 {
+					ran = append(ran, c)
+				}
+			}
+			if strings.Join(ran, ",") != strings.Join(tc.caps, ",") {
+				t.Fatalf("ran %v, want %v", ran, tc.caps)
+			}
+			s := finalState(t, a, "t")
+			if tc.outcome == "answer" && !s.Turn.Plan.Approved {
+				t.Fatal("plan not marked approved")
+			}
+		})
+	}
+}
+
+func TestApprovalWaitDoesNotCountAgainstWallClock(t *testing.T) {
+	w := writeWorld()
+	clk := newClock()
+	cfg := withOptions(w.config(t), writesOn)
+	cfg.Now = clk.Now
+	cfg.Limits.MaxExecutionTime = time.Minute
+	a := mustAgent(t, cfg)
+	ap := approvalOf(t, run(t, a, "t", "x"))
+	clk.Add(30 * time.Minute) // the human took half an hour
+	wantAnswer(t, resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "y"}), "write_x ok")
+}
+
+func TestWallClockCountsAcrossACrash(t *testing.T) {
+	// A run stopped between steps (crash, cancel) and resumed later: the
+	// time it was down counts against its wall clock.
+	w := writeWorld()
+	w.caps["write_x"].errs = []error{errHang}
+	clk := newClock()
+	cfg := withOptions(w.config(t), state.Options{WritesEnabled: true, ApprovalMode: state.ApprovalModeDisabled})
+	cfg.Now = clk.Now
+	cfg.Limits.MaxExecutionTime = time.Minute
+	a := mustAgent(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	for ev := range a.Run(ctx, agent.TurnRequest{Thread: "t", Input: "x"}) {
+		if ev.Type == agent.EventStepStart && ev.Capability == "write_x" {
+			cancel()
+		}
+	}
+	if _, st, _ := a.State(context.Background(), "t"); st != agent.RunCanceled {
+		t.Fatalf("status %s", st)
+	}
+	clk.Add(2 * time.Minute)
+	wantReport(t, resume(t, a, "t", agent.Answer{}), "max_execution_time")
+}
+
+func TestApprovalThenCrashThenResume(t *testing.T) {
+	w := writeWorld()
+	// The first execution after the approval hangs: the process "dies" there.
+	w.caps["write_x"].errs = []error{errHang}
+	cfg := withOptions(w.config(t), writesOn)
+	a := mustAgent(t, cfg)
+	ap := approvalOf(t, run(t, a, "t", "x"))
+
+	// A restart while the approval is pending: it stays pending, and the
+	// new process does not count the run as unfinished.
+	a = mustAgent(t, cfg)
+	if th, err := a.Unfinished(context.Background()); err != nil || len(th) != 0 {
+		t.Fatalf("unfinished %v %v", th, err)
+	}
+	if pend, err := a.PendingApprovals(context.Background(), "t"); err != nil || len(pend) != 1 || pend[0].ID != ap.ID {
+		t.Fatalf("pending after restart %+v %v", pend, err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	for ev := range a.Resume(ctx, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes"}) {
+		if ev.Type == agent.EventStepStart && ev.Capability == "write_x" {
+			cancel() // the crash, mid-step, after the answer was stored
+		}
+	}
+	if _, st, _ := a.State(context.Background(), "t"); st != agent.RunCanceled {
+		t.Fatalf("status after the crash %s", st)
+	}
+	// Answering again while the first answer waits to be carried out is refused.
+	if o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes"}); !errors.Is(o.err, agent.ErrApprovalAnswered) {
+		t.Fatalf("second answer after the crash: %v", o.err)
+	}
+
+	a = mustAgent(t, cfg) // the restart
+	got, err := a.RecoverRuns(context.Background())
+	if err != nil || len(got) != 1 || got[0] != "t" {
+		t.Fatalf("recovered %v %v", got, err)
+	}
+	s := finalState(t, a, "t")
+	if m, _ := s.LastAssistant(); m.Kind != state.KindAnswer {
+		t.Fatalf("last message %+v", m)
+	}
+	eff := w.effects()
+	if len(eff) != 1 || !eff[0].Approved || eff[0].IdempotencyKey != "t/1/1/1/1" {
+		t.Fatalf("effects %+v: want one approved execution, same idempotency key as the attempt cut by the crash", eff)
+	}
+	if n := w.caps["write_x"].count(); n != 2 {
+		t.Fatalf("write_x called %d times, want 2 (the in-flight attempt runs again)", n)
+	}
+	if got, err := a.RecoverRuns(context.Background()); err != nil || len(got) != 0 {
+		t.Fatalf("second recovery %v %v", got, err)
+	}
+}
+
+func TestRunOnInterruptedThread(t *testing.T) {
+	t.Run("clear yes answers", func(t *testing.T) {
+		w := writeWorld()
+		a := mustAgent(t, withOptions(w.config(t), writesOn))
+		approvalOf(t, run(t, a, "t", "x"))
+		wantAnswer(t, run(t, a, "t", "Yes."), "write_x ok")
+		if s := finalState(t, a, "t"); s.Turn.Number != 1 || len(w.effects()) != 1 {
+			t.Fatalf("turn %d, effects %d", s.Turn.Number, len(w.effects()))
+		}
+	})
+	t.Run("clear no rejects", func(t *testing.T) {
+		w := writeWorld()
+		a := mustAgent(t, withOptions(w.config(t), writesOn))
+		approvalOf(t, run(t, a, "t", "x"))
+		wantRejected(t, run(t, a, "t", "cancel"))
+		if len(w.effects()) != 0 {
+			t.Fatal("rejected write took effect")
+		}
+	})
+	t.Run("anything else is a new turn", func(t *testing.T) {
+		w := writeWorld()
+		w.plan = func(n int, s state.State) []state.PlanStep {
+			if s.Turn.Number == 2 {
+				return []state.PlanStep{step("read_a", "a2"), step(capabilities.Respond, "r", 0)}
+			}
+			return []state.PlanStep{step("read_a", "a"), step("write_x", "x", 0), step(capabilities.Respond, "r", 0, 1)}
+		}
+		a := mustAgent(t, withOptions(w.config(t), writesOn))
+		approvalOf(t, run(t, a, "t", "x"))
+		o := run(t, a, "t", "what is the beam current?")
+		wantAnswer(t, o, "read_a ok")
+		if o.events[0].Type != agent.EventStatus || !strings.Contains(o.events[0].Text, "nothing was done") {
+			t.Fatalf("first event %+v", o.events[0])
+		}
+		s := finalState(t, a, "t")
+		if s.Turn.Number != 2 || countAssistant(s, 1) != 1 || len(w.effects()) != 0 {
+			t.Fatalf("turn %d, turn-1 messages %d, effects %d", s.Turn.Number, countAssistant(s, 1), len(w.effects()))
+		}
+	})
+}
+
+func TestEscalationAfterApprovalKeepsTheApproval(t *testing.T) {
+	w := writeWorld()
+	w.caps["write_x"].errs = []error{errResource}
+	a := mustAgent(t, withOptions(w.config(t), writesOn))
+	ap := approvalOf(t, run(t, a, "t", "x"))
+	esc := approvalOf(t, resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes"}))
+	if esc.Kind != state.ApprovalEscalation {
+		t.Fatalf("second question %+v, want the escalation", esc)
+	}
+	s, _, _ := a.State(context.Background(), "t")
+	if s.Turn.Control.Blocked == nil || s.Turn.Control.Blocked.Capability != "write_x" || s.Turn.Control.Blocked.Classification.Kind != capabilities.KindResourceExhausted {
+		t.Fatalf("blocked %+v", s.Turn.Control.Blocked)
+	}
+	// Retrying after the block does not ask for the write's approval again.
+	wantAnswer(t, resume(t, a, "t", agent.Answer{ApprovalID: esc.ID, Text: "retry"}), "write_x ok")
+	if eff := w.effects(); len(eff) != 1 || !eff[0].Approved {
+		t.Fatalf("effects %+v", eff)
+	}
+}
+
+func TestAnswerErrors(t *testing.T) {
+	w := writeWorld()
+	a := mustAgent(t, withOptions(w.config(t), writesOn))
+	ap := approvalOf(t, run(t, a, "t", "x"))
+	o := resume(t, a, "t", agent.Answer{ApprovalID: "step:9:9:9", Text: "yes"})
+	if !errors.Is(o.err, agent.ErrApprovalNotPending) || !strings.Contains(o.err.Error(), ap.ID) {
+		t.Fatalf("wrong id: %v", o.err)
+	}
+	o = resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Plan: &state.Plan{Steps: []state.PlanStep{step("read_a", "a")}}})
+	if !errors.Is(o.err, agent.ErrInvalidPlan) {
+		t.Fatalf("plan for a step approval: %v", o.err)
+	}
+	// Without an id the answer goes to the first pending approval.
+	wantAnswer(t, resume(t, a, "t", agent.Answer{Text: "yes"}))
+}
