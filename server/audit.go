@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"os"
 	"sync"
 	"time"
 )
@@ -42,6 +43,28 @@ func (nopAudit) Record(context.Context, AuditRecord) error { return nil }
 type JSONLAudit struct {
 	mu sync.Mutex
 	w  io.Writer
+	c  io.Closer
+}
+
+// OpenJSONLAuditFile appends JSON lines to the file at path (created with
+// mode 0600 if missing). Close it when the server has stopped.
+func OpenJSONLAuditFile(path string) (*JSONLAudit, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &JSONLAudit{w: f, c: f}, nil
+}
+
+// Close closes the file of OpenJSONLAuditFile; for NewJSONLAudit it does
+// nothing (the caller owns the writer).
+func (a *JSONLAudit) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.c == nil {
+		return nil
+	}
+	return a.c.Close()
 }
 
 // NewJSONLAudit returns an AuditLog writing JSON lines to w (a file opened
