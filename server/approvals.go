@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 )
@@ -23,6 +24,20 @@ func findApprovalToken(text string) (string, bool) {
 		return "", false
 	}
 	return all[len(all)-1], true
+}
+
+// answerText is the user's answer without the approval token they may have
+// repeated ("yes AP-7F3KQ2ZD" → "yes"), so the agent reads a clear yes/no.
+func answerText(input, token string) string {
+	t := input
+	for {
+		i := strings.Index(strings.ToUpper(t), token)
+		if i < 0 {
+			break
+		}
+		t = t[:i] + " " + t[i+len(token):]
+	}
+	return strings.Trim(strings.Join(strings.Fields(t), " "), " ,;:-–—.!?")
 }
 
 func newApprovalToken() string {

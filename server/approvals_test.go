@@ -53,3 +53,22 @@ func TestApprovalStore(t *testing.T) {
 		t.Fatalf("%d tickets after the sweep", n)
 	}
 }
+
+func TestAnswerText(t *testing.T) {
+	const tok = "AP-7F3KQ2ZD"
+	tests := []struct{ in, want string }{
+		{"yes", "yes"},
+		{"yes " + tok, "yes"},
+		{"Yes, " + tok + "!", "Yes"},
+		{tok + " yes", "yes"},
+		{"yes, ap-7f3kq2zd", "yes"},
+		{"  no   " + tok + "  ", "no"},
+		{"what is " + tok + "?", "what is"},
+		{"go ahead", "go ahead"},
+	}
+	for _, tc := range tests {
+		if got := answerText(tc.in, tok); got != tc.want {
+			t.Errorf("answerText(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -134,7 +134,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		case claimOK:
 			token, clientThread, thread = tok, ticket.ClientThread, ticket.Thread
-			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: t.input}
+			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: answerText(t.input, tok)}
 			fn = func(ctx context.Context) iter.Seq2[agent.Event, error] {
 				return s.cfg.Runner.Resume(ctx, thread, ans)
 			}

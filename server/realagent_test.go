@@ -92,10 +92,11 @@ func TestRealAgentApprovalOverChatCompletions(t *testing.T) {
 	env := newRealAgentEnv(t)
 	_, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Save a snapshot of the settings")))
 	ask := chatContent(t, body)
-	if _, ok := findApprovalToken(ask); !ok {
+	if _, ok := findApprovalToken(ask); !ok || !strings.Contains(ask, `reply "yes"`) {
 		t.Fatalf("no approval request: %q", ask)
 	}
-	hist := chatBody("capgraph", false, user("Save a snapshot of the settings"), assistant(ask), user("yes"))
+	tok, _ := findApprovalToken(ask)
+	hist := chatBody("capgraph", false, user("Save a snapshot of the settings"), assistant(ask), user("Yes "+tok))
 	_, b1 := env.do(t, "POST", "/v1/chat/completions", keyAlice, hist)
 	_, b2 := env.do(t, "POST", "/v1/chat/completions", keyAlice, hist)
 	c1, c2 := chatContent(t, b1), chatContent(t, b2)

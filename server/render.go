@@ -105,7 +105,7 @@ func approvalText(a *state.Approval, token string, hadContent bool) string {
 	if !hadContent && a != nil {
 		b.WriteString(a.Summary)
 	}
-	fmt.Fprintf(&b, "\n\nApproval ID: %s — reply \"yes %s\" to proceed or \"no\" to cancel.", token, token)
+	fmt.Fprintf(&b, "\n\nApproval ID: %s — reply \"yes\" to proceed or \"no\" to cancel.", token)
 	return b.String()
 }
 
