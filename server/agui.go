@@ -163,6 +163,8 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	case runErr != nil:
 		m.emit(aguiEvent{Type: "RUN_ERROR", Message: runErr.Error(), Code: "run_failed"})
 	case status == agent.RunInterrupted && m.approval != nil:
+		// AG-UI asks for the state before an interrupting RUN_FINISHED.
+		m.emit(aguiEvent{Type: "STATE_SNAPSHOT", Snapshot: m.snapshot()})
 		m.emit(aguiEvent{Type: "RUN_FINISHED", ThreadID: in.ThreadID, RunID: in.RunID,
 			Outcome: &aguiOutcome{Type: "interrupt", Interrupts: []aguiInterrupt{m.interrupt()}}})
 	case shutdown || status == agent.RunCanceled:
@@ -273,7 +275,7 @@ func (m *aguiMapper) event(ev agent.Event) {
 		for i, st := range ev.Plan.Steps {
 			m.plan = append(m.plan, aguiPlanStep{Step: i, Capability: st.Capability, Objective: st.TaskObjective, Status: string(st.Status)})
 		}
-		m.emit(aguiEvent{Type: "STATE_SNAPSHOT", Snapshot: map[string]any{"plan": m.plan, "planNumber": ev.Plan.Number}})
+		m.emit(aguiEvent{Type: "STATE_SNAPSHOT", Snapshot: m.snapshot()})
 	case agent.EventStepStart:
 		m.ensurePlan()
 		m.closeText()
@@ -329,6 +331,19 @@ func (m *aguiMapper) event(ev agent.Event) {
 			m.emit(aguiEvent{Type: "CUSTOM", Name: "approval_required", Value: ev.Approval})
 		}
 	}
+}
+
+// snapshot is the AG-UI state: the plan with step statuses, and the
+// pending approval while the run waits for one.
+func (m *aguiMapper) snapshot() map[string]any {
+	snap := map[string]any{"plan": m.plan}
+	if m.rawPlan != nil {
+		snap["planNumber"] = m.rawPlan.Number
+	}
+	if a := m.approval; a != nil {
+		snap["pendingApproval"] = map[string]any{"id": a.ID, "kind": a.Kind, "capability": a.Capability, "step": a.StepIndex, "summary": a.Summary}
+	}
+	return snap
 }
 
 func (m *aguiMapper) finishStep(name string) {

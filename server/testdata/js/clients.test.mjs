@@ -96,6 +96,7 @@ test("ag-ui: approval interrupt, then resume", async () => {
   const intr = a.pendingInterrupts[0];
   assert.equal(intr.id, "approval-1");
   assert.match(intr.message, /SR:HCM1/);
+  assert.equal(a.state.pendingApproval.id, "approval-1");
 
   await a.runAgent({ runId: "r2", resume: [{ interruptId: intr.id, status: "resolved", payload: { approved: true } }] },
     { onRunFinishedEvent: (e) => { outcome = e; } });
@@ -104,6 +105,7 @@ test("ag-ui: approval interrupt, then resume", async () => {
   const last = a.messages.filter((m) => m.role === "assistant" && m.content).at(-1);
   assert.equal(last.content, "SR:HCM1 is now 1.5 A.");
   assert.equal(a.state.plan[1].status, "done");
+  assert.equal(a.state.pendingApproval, undefined);
 });
 
 test("ag-ui: a stale resume is refused with RUN_ERROR", async () => {
