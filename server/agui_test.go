@@ -144,7 +144,11 @@ func TestAGUIStreams(t *testing.T) {
 	for _, bad := range []map[string]any{
 		resume("resolved", map[string]any{}),
 		resume("maybe", map[string]any{"approved": true}),
-		func() map[string]any { r := resume("resolved", map[string]any{"approved": true}); r["threadId"] = "other"; return r }(),
+		func() map[string]any {
+			r := resume("resolved", map[string]any{"approved": true})
+			r["threadId"] = "other"
+			return r
+		}(),
 	} {
 		_, body = env.do(t, "POST", "/agui", keyAlice, bad)
 		evs = verifyAGUI(t, string(body))
