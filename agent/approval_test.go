@@ -446,6 +446,7 @@ func TestWallClockCountsAcrossACrash(t *testing.T) {
 	cfg.Limits.MaxExecutionTime = time.Minute
 	a := mustAgent(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	for ev := range a.Run(ctx, agent.TurnRequest{Thread: "t", Input: "x"}) {
 		if ev.Type == agent.EventStepStart && ev.Capability == "write_x" {
 			cancel()
@@ -477,6 +478,7 @@ func TestApprovalThenCrashThenResume(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	for ev := range a.Resume(ctx, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes"}) {
 		if ev.Type == agent.EventStepStart && ev.Capability == "write_x" {
 			cancel() // the crash, mid-step, after the answer was stored
