@@ -169,6 +169,9 @@ func TestContractOpenWebUI(t *testing.T) {
 	if last := v.Statuses[len(v.Statuses)-1]; last.Description != "" || !last.Done {
 		t.Fatalf("status line not cleared: %+v", v.Statuses)
 	}
+	if fmt.Sprint(v.Statuses[:3]) != "[{Extracting the task false} {Selecting capabilities false} {Planning false}]" {
+		t.Fatalf("status lines %+v", v.Statuses)
+	}
 	// An approval, answered in the same chat after Open WebUI refolded the
 	// assistant message.
 	_, body = env.do(t, "POST", "/v1/chat/completions", keyWebUI, openWebUIRequest(nil, "write 1.5 A to SR:HCM1"), openWebUIHeaders...)

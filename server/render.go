@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -33,6 +34,10 @@ type chatRenderer struct {
 func (c *chatRenderer) render(ev agent.Event) []piece {
 	var out []piece
 	switch ev.Type {
+	case agent.EventNodeStart:
+		if text, ok := nodeStatus[ev.Node]; ok {
+			out = append(out, piece{Status: &statusData{Description: text}})
+		}
 	case agent.EventStatus:
 		if ev.Text != "" {
 			out = append(out, piece{Status: &statusData{Description: ev.Text}})
@@ -96,6 +101,17 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		kept = append(kept, p)
 	}
 	return kept
+}
+
+// nodeStatus is the status line shown while an infrastructure node runs
+// (capability steps get theirs from step_start).
+var nodeStatus = map[string]string{
+	nodes.TaskExtraction: "Understanding the request",
+	nodes.Classifier:     "Selecting capabilities",
+	nodes.Orchestrator:   "Planning",
+	nodes.Respond:        "Writing the answer",
+	nodes.Clarify:        "Asking for clarification",
+	nodes.Error:          "Explaining what went wrong",
 }
 
 // approvalText is what ends an approval request: the token the next
