@@ -589,3 +589,51 @@ func TestAnswerErrors(t *testing.T) {
 	// Without an id the answer goes to the first pending approval.
 	wantAnswer(t, resume(t, a, "t", agent.Answer{Text: "yes"}))
 }
+
+func TestConcurrentApprovals(t *testing.T) {
+	twoWrites := func() *world {
+		w := newWorld("write_x", "write_y")
+		w.writes = map[string]bool{"write_x": true, "write_y": true}
+		ask := func(capabilities.Step) (bool, string) { return true, "" }
+		w.approval = map[string]func(capabilities.Step) (bool, string){"write_x": ask, "write_y": ask}
+		w.plan = func(int, state.State) []state.PlanStep {
+			return []state.PlanStep{step("write_x", "x"), step("write_y", "y"), step(capabilities.Respond, "r", 0, 1)}
+		}
+		return w
+	}
+	t.Run("approve one, then the other", func(t *testing.T) {
+		w := twoWrites()
+		a := mustAgent(t, withOptions(w.config(t), writesOn))
+		o := run(t, a, "t", "x")
+		if n := o.count(agent.EventApprovalRequired); n != 2 {
+			t.Fatalf("%d approvals asked, want 2 (both steps are ready together)", n)
+		}
+		pend, _ := a.PendingApprovals(context.Background(), "t")
+		if len(pend) != 2 || !strings.HasPrefix(pend[0].Summary, "run write_x: do x") {
+			t.Fatalf("pending %+v", pend)
+		}
+		o = resume(t, a, "t", agent.Answer{ApprovalID: pend[1].ID, Text: "yes"})
+		ap := approvalOf(t, o)
+		if ap.ID != pend[0].ID {
+			t.Fatalf("still asks %s, want %s", ap.ID, pend[0].ID)
+		}
+		if eff := w.effects(); len(eff) != 1 || eff[0].PlannedStep.Capability != "write_y" {
+			t.Fatalf("effects %+v", eff)
+		}
+		wantAnswer(t, resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes"}), "write_x ok", "write_y ok")
+		if n := len(w.effects()); n != 2 {
+			t.Fatalf("%d effects, want 2", n)
+		}
+	})
+	t.Run("rejecting one cancels both", func(t *testing.T) {
+		w := twoWrites()
+		a := mustAgent(t, withOptions(w.config(t), writesOn))
+		run(t, a, "t", "x")
+		pend, _ := a.PendingApprovals(context.Background(), "t")
+		wantRejected(t, resume(t, a, "t", agent.Answer{ApprovalID: pend[0].ID, Text: "no"}))
+		s := finalState(t, a, "t") // exactly one message
+		if len(w.effects()) != 0 || s.Turn.Plan.Steps[0].Status != state.StepSkipped || s.Turn.Plan.Steps[1].Status != state.StepSkipped {
+			t.Fatalf("effects %d, steps %+v", len(w.effects()), s.Turn.Plan.Steps)
+		}
+	})
+}
