@@ -75,7 +75,14 @@ func TestPropertyEveryScriptEndsWell(t *testing.T) {
 		w.policy = capabilities.RetryPolicy{MaxAttempts: maxAttempts, InitialInterval: capabilities.Duration(time.Microsecond),
 			MaxInterval: capabilities.Duration(4 * time.Microsecond), Jitter: capabilities.JitterFull}
 		w.tokens = rapid.IntRange(0, 50).Draw(rt, "tokens")
+		// Approvals: read_b asks in selective mode; every step asks in
+		// all_capabilities mode; plans may need approval too.
+		mode := rapid.SampledFrom([]string{state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll}).Draw(rt, "approval_mode")
+		planApproval := rapid.Bool().Draw(rt, "plan_approval")
+		w.approval = map[string]func(capabilities.Step) (bool, string){"read_b": func(capabilities.Step) (bool, string) { return true, "read b" }}
+		w.writes = map[string]bool{"read_b": true}
 		cfg := w.config(rt)
+		cfg.Options = state.Options{ApprovalMode: mode, PlanApproval: planApproval, WritesEnabled: true}
 		cfg.Limits = agent.Limits{
 			MaxPlanningAttempts:  rapid.IntRange(1, 3).Draw(rt, "max_planning_attempts"),
 			MaxReclassifications: rapid.IntRange(-1, 2).Draw(rt, "max_reclassifications"),
@@ -86,8 +93,9 @@ func TestPropertyEveryScriptEndsWell(t *testing.T) {
 		rc := a.RouterConfig()
 
 		o := run(rt, a, "p", "go")
+		rejected := false
 		for resumes := 0; o.err == nil && o.last().Status == agent.RunInterrupted; resumes++ {
-			if resumes > 20 {
+			if resumes > 40 {
 				rt.Fatalf("still interrupted after %d resumes", resumes)
 			}
 			var ap *state.Approval
@@ -96,12 +104,23 @@ func TestPropertyEveryScriptEndsWell(t *testing.T) {
 					ap = e.Approval
 				}
 			}
-			if ap == nil || ap.Kind != state.ApprovalEscalation {
-				rt.Fatalf("interrupted without an escalation: %+v", o.events)
+			if ap == nil {
+				rt.Fatalf("interrupted without an approval: %+v", o.events)
 			}
-			yes := rapid.Bool().Draw(rt, "retry_after_block")
+			ans := agent.Answer{ApprovalID: ap.ID}
+			switch {
+			case ap.Kind == state.ApprovalEscalation:
+				yes := rapid.Bool().Draw(rt, "retry_after_block")
+				ans.Approved = &yes
+			case ap.Kind == state.ApprovalPlan && !planApproval, ap.Kind == state.ApprovalStep && mode == state.ApprovalModeDisabled,
+				ap.Kind == state.ApprovalStep && mode == state.ApprovalModeSelective && ap.Capability != "read_b":
+				rt.Fatalf("asked %+v with mode %q, plan approval %v", ap, mode, planApproval)
+			default:
+				ans.Text = rapid.SampledFrom([]string{"yes", "no", "maybe later"}).Draw(rt, "answer")
+				rejected = rejected || ans.Text != "yes"
+			}
 			o = outcome{}
-			for ev, err := range a.Resume(context.Background(), "p", agent.Answer{ApprovalID: ap.ID, Approved: &yes}) {
+			for ev, err := range a.Resume(context.Background(), "p", ans) {
 				o.events = append(o.events, ev)
 				if err != nil {
 					o.err = err
@@ -126,6 +145,13 @@ func TestPropertyEveryScriptEndsWell(t *testing.T) {
 			}
 		} else if msgs != 1 || !s.Turn.Done || o.message() == nil {
 			rt.Fatalf("turn wrote %d assistant messages (done=%v)", msgs, s.Turn.Done)
+		} else if rejected != (o.message().Kind == state.KindRejected) {
+			rt.Fatalf("rejected %v, but the turn's message is %q", rejected, o.message().Kind)
+		}
+		for _, eff := range w.effects() {
+			if !eff.Approved && mode != state.ApprovalModeDisabled {
+				rt.Fatalf("read_b ran without an approval in mode %q", mode)
+			}
 		}
 		c := s.Turn.Control
 		if c.PlansCreated > rc.MaxPlanningAttempts {
