@@ -16,6 +16,8 @@
 //  4. no task → task_extraction
 //  5. no active capabilities → classifier
 //  6. no plan → orchestrator (within max_planning_attempts)
-//  7. ready steps (dependencies done) → their capabilities, together
-//  8. plan finished → respond
+//  7. plan approval on (Options.PlanApproval) and the plan not approved →
+//     plan_approval
+//  8. ready steps (dependencies done) → their capabilities, together
+//  9. plan finished → respond
 package router

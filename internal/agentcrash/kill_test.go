@@ -168,7 +168,8 @@ func TestKill9AgentRuns(t *testing.T) {
 			t.Errorf("round %d: child said: %s", r, e)
 		}
 	}
-	for kills < wantKills && r < maxRounds {
+	// Go on until the kills also covered a retry wait and an approval wait.
+	for (kills < wantKills || waitKills == 0 || approvalKills == 0) && r < maxRounds {
 		r++
 		for len(pending) < liveThreads {
 			th := fmt.Sprintf("t%03d", len(all))
@@ -194,8 +195,9 @@ func TestKill9AgentRuns(t *testing.T) {
 			t.FailNow()
 		}
 	}
-	if kills < wantKills {
-		t.Fatalf("only %d kills landed in %d rounds; want %d", kills, r, wantKills)
+	if kills < wantKills || waitKills == 0 || approvalKills == 0 {
+		t.Fatalf("%d kills landed in %d rounds (%d during a retry wait, %d while a run waited for approval); want %d, including each kind",
+			kills, r, waitKills, approvalKills, wantKills)
 	}
 	// Rounds without kills finish everything (a run may stop at its
 	// approval once more before the answer is given).
