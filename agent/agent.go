@@ -158,6 +158,11 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 			p.fail(fmt.Errorf("%w: thread and input must not be empty", ErrBadRequest))
 			return
 		}
+		if req.Options != nil && !validMode(req.Options.ApprovalMode) {
+			p.fail(fmt.Errorf("%w: approval mode must be %q, %q or %q, got %q", ErrBadRequest,
+				state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll, req.Options.ApprovalMode))
+			return
+		}
 		if !a.lock(req.Thread) {
 			p.fail(fmt.Errorf("%w: %q", graph.ErrThreadBusy, req.Thread))
 			return

@@ -208,6 +208,14 @@ func TestApprovalModes(t *testing.T) {
 		!strings.Contains(err.Error(), "sometimes") {
 		t.Fatalf("bad mode: %v", err)
 	}
+	a := mustAgent(t, writeWorld().config(t))
+	var err error
+	for _, e := range a.Run(context.Background(), agent.TurnRequest{Thread: "t", Input: "x", Options: &state.Options{ApprovalMode: "sometimes"}}) {
+		err = e
+	}
+	if !errors.Is(err, agent.ErrBadRequest) || !strings.Contains(err.Error(), "sometimes") {
+		t.Fatalf("bad mode in a request: %v", err)
+	}
 }
 
 func TestWritesDisabled(t *testing.T) {

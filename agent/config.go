@@ -205,15 +205,21 @@ func (c *Config) validate() error {
 			bad("InfraRetry["+name+"]", err.Error())
 		}
 	}
-	switch c.Options.ApprovalMode {
-	case "", state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll:
-	default:
+	if !validMode(c.Options.ApprovalMode) {
 		bad("Options.ApprovalMode", fmt.Sprintf("must be %q, %q or %q, got %q", state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll, c.Options.ApprovalMode))
 	}
 	if c.ErrorNodeGrace < 0 || c.MaxConcurrency < 0 {
 		bad("ErrorNodeGrace/MaxConcurrency", "must not be negative")
 	}
 	return errors.Join(errs...)
+}
+
+func validMode(m string) bool {
+	switch m {
+	case "", state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll:
+		return true
+	}
+	return false
 }
 
 func (c *Config) defaults() {
