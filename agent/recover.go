@@ -37,7 +37,10 @@ func (a *Agent) Unfinished(ctx context.Context) ([]string, error) {
 
 // RecoverRuns resumes every unfinished run (see Unfinished), up to
 // MaxConcurrency at once, and returns when they have all stopped, with the
-// threads it resumed. Call it when a process starts. Each run continues
+// threads it resumed. Call it when a process starts, before serving: a run
+// in progress looks like a cut one in the store, so with several processes
+// on one store it would also resume runs another process is executing. Each
+// run continues
 // from its last checkpoint: completed steps do not run again, a step that
 // was in flight runs again (at least once; its idempotency key is the same),
 // a retry waits only what is left of its delay, and the turn's wall-clock
