@@ -240,7 +240,12 @@ func TestChannelWrite(t *testing.T) {
 	w := plant.NewChannelWrite(p)
 
 	st := stepWith(task, nil, chans)
-	req, summary := w.RequiresApproval(st)
+	if req, _ := w.RequiresApproval(st); req {
+		t.Errorf("RequiresApproval with writes disabled = true; the write is refused before any approval")
+	}
+	enabled := st
+	enabled.WritesEnabled = true
+	req, summary := w.RequiresApproval(enabled)
 	if !req || summary != "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A" {
 		t.Errorf("RequiresApproval = %v, %q", req, summary)
 	}
