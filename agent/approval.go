@@ -23,8 +23,8 @@ const DefaultApprovalExpiry = time.Hour
 // Approval ids are derived from where the approval is asked (turn, plan,
 // step), never random: a node re-entered after a crash asks the same
 // question under the same id, so an answer given meanwhile still fits.
-func stepApprovalID(turn, plan, step int) string {
-	return fmt.Sprintf("step:%d:%d:%d", turn, plan, step)
+func stepApprovalID(turn, plan, step int, capability string) string {
+	return fmt.Sprintf("step:%d:%d:%d:%s", turn, plan, step, capability)
 }
 
 func planApprovalID(turn, plan int) string {

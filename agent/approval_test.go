@@ -645,3 +645,28 @@ func TestConcurrentApprovals(t *testing.T) {
 		}
 	})
 }
+
+func TestFallbackAsksForItsOwnApproval(t *testing.T) {
+	w := newWorld("write_x", "write_z")
+	w.writes = map[string]bool{"write_x": true, "write_z": true}
+	w.approval = map[string]func(capabilities.Step) (bool, string){
+		"write_x": func(capabilities.Step) (bool, string) { return true, "write through x" },
+		"write_z": func(capabilities.Step) (bool, string) { return true, "write through z" },
+	}
+	w.fallback["write_x"] = []string{"write_z"}
+	w.caps["write_x"].errs = []error{errCritical}
+	w.plan = func(int, state.State) []state.PlanStep {
+		return []state.PlanStep{step("write_x", "x"), step(capabilities.Respond, "r", 0)}
+	}
+	a := mustAgent(t, withOptions(w.config(t), writesOn))
+	first := approvalOf(t, run(t, a, "t", "x"))
+	second := approvalOf(t, resume(t, a, "t", agent.Answer{ApprovalID: first.ID, Text: "yes"}))
+	if first.Capability != "write_x" || second.Capability != "write_z" || second.Summary != "write through z" || first.ID == second.ID {
+		t.Fatalf("asked %+v then %+v", first, second)
+	}
+	wantAnswer(t, resume(t, a, "t", agent.Answer{ApprovalID: second.ID, Text: "yes"}), "write_z ok")
+	if eff := w.effects(); len(eff) != 1 || eff[0].PlannedStep.Capability != "write_x" || !eff[0].Approved {
+		// The step keeps its planned capability; write_z ran it.
+		t.Fatalf("effects %+v", eff)
+	}
+}

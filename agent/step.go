@@ -42,7 +42,7 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			firstAt = now
 		}
 		escID := escalationID(name, plan.Number, idx, attempt)
-		apID := stepApprovalID(s.Turn.Number, plan.Number, idx)
+		apID := stepApprovalID(s.Turn.Number, plan.Number, idx, name)
 		ans, answered := answerOf(ctx)
 		if answered && ans.ID == escID+approvedSuffix {
 			ps.Approved = true // approved, then blocked: the approval stands
@@ -166,6 +166,7 @@ func (a *Agent) stepFailure(ctx context.Context, s state.State, c capabilities.C
 			ps2.Fallback = fb
 			ps2.FallbacksTried = append(slices.Clip(ps.FallbacksTried), fb)
 			ps2.Attempts, ps2.FirstAttemptAt, ps2.NotBefore, ps2.Error, ps2.Recovered = 0, time.Time{}, time.Time{}, nil, false
+			ps2.Approved = false // an approval is for one capability; the fallback asks for its own
 			emit(ctx, Event{Type: EventStatus, Node: name, Step: idx, Capability: name,
 				Text: fmt.Sprintf("%s failed (%s); trying the fallback %s", name, cl.UserMessage, fb)})
 			return state.Update{NodeSteps: 1, Step: &state.StepUpdate{Plan: plan.Number, Index: idx, Step: ps2, Result: result, ClearError: true}}
