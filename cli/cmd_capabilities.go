@@ -101,8 +101,8 @@ func dur(d time.Duration) string {
 
 // approvalText says whether a step of c waits for a human under the
 // configured global mode. In selective mode that is the capability's own
-// decision, asked here for an empty step (a capability that decides from the
-// step's arguments may still ask for some steps).
+// decision, asked here for an empty step with writes enabled (a capability
+// that decides from the step's arguments may still ask for some steps).
 func approvalText(c capabilities.Capability, mode string) string {
 	switch mode {
 	case "disabled":
@@ -128,6 +128,6 @@ func asksApproval(c capabilities.Capability) (yes bool) {
 			yes = true
 		}
 	}()
-	yes, _ = ar.RequiresApproval(capabilities.Step{})
+	yes, _ = ar.RequiresApproval(capabilities.Step{WritesEnabled: true})
 	return yes
 }

@@ -13,8 +13,9 @@ import (
 
 // cmdRun answers one question: `run "question"`.
 func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
-	fs := c.newFlags(`[--thread ID] "question"`)
+	fs := c.newFlags(`[--thread ID] [--answer yes|no] "question"`)
 	thread := fs.String("thread", "", "continue this thread (default: a new one)")
+	answer := fs.String("answer", "", `answer approval requests with this ("yes" or "no") instead of stopping`)
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -32,11 +33,20 @@ func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
 		id = newThreadID()
 	}
 	out, err := consume(a.Run(ctx, agent.TurnRequest{Thread: id, Input: question}), newProgress(c.env, *c.env.Terminal))
+	for err == nil && *answer != "" && out.Status == agent.RunInterrupted && out.Approval != nil {
+		fmt.Fprintf(c.env.Stderr, "approval needed: %s — answering %q\n", out.Approval.Summary, *answer)
+		out, err = consume(a.Resume(ctx, id, agent.Answer{ApprovalID: out.Approval.ID, Text: *answer}), newProgress(c.env, *c.env.Terminal))
+	}
 	if err != nil {
 		return runError(err)
 	}
 	printOutcome(c, out)
-	if c.spec.Kind != StoreMemory {
+	switch {
+	case out.Status == agent.RunInterrupted && c.spec.Kind == StoreMemory:
+		fmt.Fprintf(c.env.Stderr, "the run waits for approval, but --store memory keeps nothing: use --answer yes|no, or a persistent store and %s chat --thread ID\n", c.app.Name)
+	case out.Status == agent.RunInterrupted:
+		fmt.Fprintf(c.env.Stderr, "thread %s waits for approval (answer with: %s chat --thread %s)\n", id, c.app.Name, id)
+	case c.spec.Kind != StoreMemory:
 		fmt.Fprintf(c.env.Stderr, "thread %s (continue with: %s chat --thread %s)\n", id, c.app.Name, id)
 	}
 	return nil

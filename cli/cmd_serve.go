@@ -5,20 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"time"
 
-	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
-	"github.com/capgraph/capgraph/logging"
 	"github.com/capgraph/capgraph/server"
 )
-
-// resumeWindow: runs stopped longer ago than this are left alone at start
-// (whoever asked has long given up); they can still be resumed explicitly.
-const resumeWindow = 24 * time.Hour
-
-// maxResumed bounds the runs resumed at start.
-const maxResumed = 32
 
 // cmdServe starts the HTTP server.
 func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
@@ -63,13 +52,16 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	}
 	c.banner(ln.Addr().String(), len(sc.Principals) > 0)
 	if *resume && c.spec.Kind == StoreSQLite {
+		// One process owns a SQLite file, so a run that looks unfinished in
+		// it was cut by a crash or a shutdown, not running elsewhere. The
+		// runs finish in the background while the server already answers.
 		go func() {
-			n, err := resumeStopped(ctx, c.store, a, c.env.Now, logger)
+			threads, err := a.RecoverRuns(ctx)
+			if len(threads) > 0 {
+				logger.Info("resumed runs stopped by a crash or shutdown", "threads", threads)
+			}
 			if err != nil && ctx.Err() == nil {
 				logger.Warn("resuming stopped runs", "error", err)
-			}
-			if n > 0 {
-				logger.Info("resumed runs stopped by a crash or shutdown", "runs", n)
 			}
 		}()
 	}
@@ -103,40 +95,4 @@ func (c *cmdEnv) banner(addr string, keys bool) {
 	}
 	fmt.Fprintf(w, "Try:\n  curl -s %s/v1/chat/completions%s -H 'Content-Type: application/json' \\\n    -d '{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}]}'\n", base, auth, server.DefaultModel, q)
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
-}
-
-// resumeStopped finishes the runs that a crash or a shutdown stopped between
-// two steps (agent.RunCanceled): the agent resumes them from their last
-// checkpoint, so no step that completed runs again. Runs waiting for an
-// approval are left waiting. It returns how many runs it resumed.
-func resumeStopped(ctx context.Context, st checkpoint.Store, a agent.Runner, now func() time.Time, log logging.Logger) (int, error) {
-	threads, err := st.Threads(ctx, checkpoint.ThreadFilter{Limit: 1000})
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, t := range threads {
-		if n >= maxResumed || ctx.Err() != nil {
-			break
-		}
-		if now().Sub(t.Updated) > resumeWindow {
-			break // newest first: the rest are older
-		}
-		_, status, err := a.State(ctx, t.ThreadID)
-		if err != nil || status != agent.RunCanceled {
-			continue
-		}
-		n++
-		log.Info("resuming a stopped run", "thread", t.ThreadID)
-		for e, err := range a.Resume(ctx, t.ThreadID, agent.Answer{}) {
-			if err != nil {
-				log.Warn("resumed run failed", "thread", t.ThreadID, "error", err)
-				break
-			}
-			if e.Type == agent.EventDone {
-				log.Info("resumed run ended", "thread", t.ThreadID, "status", e.Status)
-			}
-		}
-	}
-	return n, nil
 }

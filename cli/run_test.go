@@ -22,6 +22,9 @@ func TestRunAnswersDemoQuestions(t *testing.T) {
 			if d.NeedsWrites {
 				args = append([]string{"--config", h.writeConfig("writes.yaml", "control_system:\n  writes_enabled: true\n")}, args...)
 			}
+			if d.NeedsApproval {
+				args = append(args, "--answer", "yes")
+			}
 			r := h.run("", args...)
 			if r.code != cli.ExitOK {
 				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
@@ -40,6 +43,30 @@ func TestRunAnswersDemoQuestions(t *testing.T) {
 }
 
 func itoa(i int) string { return string(rune('0' + i)) }
+
+// A write stops for approval; without --answer the run ends there (exit 0)
+// and says how to answer; with --answer no nothing is written.
+func TestRunApproval(t *testing.T) {
+	h := controlRoom(t)
+	h.writeConfig("capgraph.yaml", "control_system:\n  writes_enabled: true\n")
+	q := "Set the quadrupole Q1 current in the BTS line to 105 A"
+	r := h.run("", "run", "--thread", "w1", q)
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "stdout", r.stdout, "Approval needed: set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A")
+	mustContain(t, "stderr", r.stderr, "approval needed: set BTS:MAG:Q1:CURRENT", "thread w1 waits for approval (answer with: capgraph chat --thread w1)")
+	// chat --thread asks it again; no means nothing is written.
+	r = h.run("no\n", "chat", "--thread", "w1")
+	mustContain(t, "chat", r.stdout, "A step waits for your approval: set BTS:MAG:Q1:CURRENT")
+	if strings.Contains(r.stdout, "readback verified") {
+		t.Errorf("written after no:\n%s", r.stdout)
+	}
+	r = h.run("", "--store", "memory", "run", "--answer", "yes", q)
+	mustContain(t, "approved run", r.stdout, "Set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A (readback verified)")
+	r = h.run("", "--store", "memory", "run", q)
+	mustContain(t, "memory store", r.stderr, "--store memory keeps nothing: use --answer yes|no")
+}
 
 func TestRunWritesDisabledByDefaultIsAnErrorReport(t *testing.T) {
 	r := controlRoom(t).run("", "--store", "memory", "run", "Set the quadrupole Q1 current in the BTS line to 105 A")

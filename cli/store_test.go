@@ -7,6 +7,8 @@ import (
 	"io"
 	"path/filepath"
 	"testing"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
 func newTestFlagSet(g *globalFlags) *flag.FlagSet {
@@ -76,7 +78,7 @@ func TestOpenStoreCreatesSQLiteDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeFn()
-	if _, err := st.Threads(context.Background(), checkpointFilter()); err != nil {
+	if _, err := st.Threads(context.Background(), checkpoint.ThreadFilter{}); err != nil {
 		t.Fatal(err)
 	}
 }

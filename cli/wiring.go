@@ -93,6 +93,12 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 		RetryPolicy:    cfg.Retry.Default,
 		Options:        Options(cfg),
 		MaxConcurrency: l.StepConcurrency,
+		// approval.expires_after: 0 means never, which the agent spells
+		// with a negative duration (its zero is its own default).
+		ApprovalExpiry: time.Duration(cfg.Approval.ExpiresAfter),
+	}
+	if ac.ApprovalExpiry == 0 {
+		ac.ApprovalExpiry = -1
 	}
 	var problems []config.Problem
 	names := make([]string, 0, len(cfg.Retry.Capabilities))
