@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/cli"
+	"github.com/capgraph/capgraph/config"
 )
 
 var pageLine = regexp.MustCompile(`web page:\s+(http://\S+)/\n`)
@@ -101,4 +104,73 @@ func TestServeRefusesPublicAddressWithoutKeys(t *testing.T) {
 		t.Fatalf("exit %d", r.code)
 	}
 	mustContain(t, "stderr", r.stderr, "not a loopback address")
+}
+
+// A run cut between two steps (here: canceled while its second step runs,
+// as a crash or Ctrl-C would) is finished by the next serve on the same
+// SQLite store, from its last checkpoint: the first step does not run again.
+func TestServeResumesStoppedRuns(t *testing.T) {
+	var finds, reads atomic.Int32
+	started := make(chan struct{})
+	guide := &capabilities.ClassifierGuide{Instructions: "Use to read the beam sensor.",
+		Examples: []capabilities.ClassifierExample{{Query: "read the beam sensor", Result: true, Reason: "sensor"}}}
+	app := cli.App{Capabilities: func(*config.Config) ([]capabilities.Capability, error) {
+		find, err := capabilities.Define(capabilities.Definition{
+			Name: "find_sensor", Description: "Find the sensor of the beam", Provides: []string{"SENSOR"}, ClassifierGuide: guide,
+			Run: func(ctx context.Context, s capabilities.Step) (capabilities.Output, error) {
+				finds.Add(1)
+				return capabilities.Result("SENSOR", "S1", "sensor S1"), nil
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		read, err := capabilities.Define(capabilities.Definition{
+			Name: "read_sensor", Description: "Read the beam sensor value", Provides: []string{"VALUE"},
+			Requires: []capabilities.Requirement{{Type: "SENSOR"}}, ClassifierGuide: guide,
+			Run: func(ctx context.Context, s capabilities.Step) (capabilities.Output, error) {
+				if reads.Add(1) == 1 {
+					close(started)
+					<-ctx.Done()
+					return capabilities.Output{}, ctx.Err()
+				}
+				return capabilities.Result("VALUE", 42.0, "sensor S1 reads 42.0"), nil
+			},
+		})
+		return []capabilities.Capability{find, read}, err
+	}}
+	h := newHarness(t, app)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	var out, errb syncBuffer
+	if code := app.Run(ctx, h.environment(strings.NewReader(""), &out, &errb, []string{"run", "--thread", "cut", "read the beam sensor"})); code != cli.ExitError {
+		t.Fatalf("canceled run: exit %d %s", code, errb.String())
+	}
+
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- app.Run(sctx, h.environment(strings.NewReader(""), &out, &errb, []string{"serve", "--addr", "127.0.0.1:0"}))
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(errb.String(), "resumed runs stopped by a crash or shutdown") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no resume: %s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if code := <-done; code != cli.ExitOK {
+		t.Fatalf("serve exit %d", code)
+	}
+	r := h.run("", "graph", "--thread", "cut")
+	mustContain(t, "plan after resume", r.stdout, "1. find_sensor — done", "2. read_sensor after 1 — done")
+	if finds.Load() != 1 || reads.Load() != 2 {
+		t.Errorf("find ran %d times, read %d; want 1 and 2", finds.Load(), reads.Load())
+	}
+	// --resume=false leaves stopped runs alone (none is left here anyway).
+	r = h.run("", "serve", "--resume=false", "--addr", "bad address")
+	if r.code != cli.ExitError {
+		t.Fatalf("bad address: exit %d", r.code)
+	}
 }
