@@ -1,0 +1,191 @@
+package cli_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/cli"
+	"github.com/capgraph/capgraph/config"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/server"
+)
+
+func parse(t *testing.T, text string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(text), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func registry(t *testing.T, names ...string) *capabilities.Registry {
+	t.Helper()
+	reg := capabilities.NewRegistry()
+	for _, n := range names {
+		c, err := capabilities.Define(capabilities.Definition{Name: n, Description: n, Provides: []string{strings.ToUpper(n) + "_OUT"},
+			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+				return capabilities.Output{}, nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
+}
+
+func TestAgentConfigFromFile(t *testing.T) {
+	cfg := parse(t, `classifier:
+  mode: per_capability
+limits:
+  max_planning_attempts: 3
+  max_reclassifications: 0
+  max_execution_time: 90s
+  max_steps: 40
+  max_tokens_per_turn: 5000
+  max_concurrent_classifications: 2
+  step_concurrency: 3
+retry:
+  default:
+    max_attempts: 4
+  capabilities:
+    beam:
+      initial_interval: 2s
+approval:
+  global_mode: all_capabilities
+  plan_approval: true
+  expires_after: 0
+control_system:
+  writes_enabled: true
+`)
+	ac, err := cli.AgentConfig(cfg, registry(t, "beam"), memory.New(), llm.None)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"classifier mode", string(ac.Nodes.ClassifierMode), "per_capability"},
+		{"concurrent classifications", ac.Nodes.MaxConcurrentClassifications, 2},
+		{"planning attempts", ac.Limits.MaxPlanningAttempts, 3},
+		{"reclassifications 0 means none (negative for the agent)", ac.Limits.MaxReclassifications, -1},
+		{"execution time", ac.Limits.MaxExecutionTime, 90 * time.Second},
+		{"node steps", ac.Limits.MaxNodeSteps, 40},
+		{"tokens", ac.Limits.MaxTokens, 5000},
+		{"step concurrency", ac.MaxConcurrency, 3},
+		{"global retry", ac.RetryPolicy.MaxAttempts, 4},
+		{"capability retry merged over the global one", ac.CapabilityRetry["beam"].MaxAttempts, 4},
+		{"capability retry interval", time.Duration(ac.CapabilityRetry["beam"].InitialInterval), 2 * time.Second},
+		{"approval mode", ac.Options.ApprovalMode, "all_capabilities"},
+		{"plan approval", ac.Options.PlanApproval, true},
+		{"writes", ac.Options.WritesEnabled, true},
+		{"expires_after 0 means never (negative for the agent)", ac.ApprovalExpiry < 0, true},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+	}
+
+	def, err := cli.AgentConfig(config.Default(), registry(t, "beam"), memory.New(), llm.None)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.Limits.MaxReclassifications != 1 || def.ApprovalExpiry != 24*time.Hour || def.Options.ApprovalMode != "selective" || def.Options.WritesEnabled {
+		t.Errorf("defaults: %+v %v %+v", def.Limits, def.ApprovalExpiry, def.Options)
+	}
+}
+
+func TestAgentConfigNamesUnknownCapabilityLine(t *testing.T) {
+	cfg := parse(t, "retry:\n  capabilities:\n    beam: {max_attempts: 2}\n    bogus: {max_attempts: 2}\n")
+	_, err := cli.AgentConfig(cfg, registry(t, "beam"), memory.New(), llm.None)
+	var ce *config.Error
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Line != 4 || ce.Problems[0].Key != "retry.capabilities.bogus" {
+		t.Fatalf("%v", err)
+	}
+	if !errors.Is(err, config.ErrInvalid) {
+		t.Error("not config.ErrInvalid")
+	}
+}
+
+func TestLLMConfigMergesRolesOverDefault(t *testing.T) {
+	cfg := parse(t, `models:
+  default:
+    provider: openai
+    model: gpt-4o-mini
+    api_key_env: MY_KEY
+    max_tokens: 500
+  orchestrator:
+    model: gpt-4o
+fallback: offline
+`)
+	lc := cli.LLMConfig(cfg)
+	if lc.Fallback != "offline" || len(lc.Roles) != 2 {
+		t.Fatalf("%+v", lc)
+	}
+	o := lc.Roles[llm.RoleOrchestrator]
+	if o.Provider != "openai" || o.Model != "gpt-4o" || o.APIKeyEnv != "MY_KEY" || o.MaxTokens != 500 {
+		t.Errorf("orchestrator %+v", o)
+	}
+	if len(cli.LLMConfig(config.Default()).Roles) != 0 {
+		t.Error("no models must mean no roles (offline)")
+	}
+	models, err := cli.Models(cfg, func(k string) (string, bool) { return map[string]string{"MY_KEY": "sk-x"}[k], k == "MY_KEY" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := models.For(llm.RoleResponse); !ok {
+		t.Error("response role has no model (default should serve it)")
+	}
+}
+
+func TestServerConfigFromFile(t *testing.T) {
+	cfg := parse(t, `server:
+  addr: 127.0.0.1:9999
+  max_body_bytes: 2048
+  api_keys:
+    - name: ops
+      key: 0123456789abcdef0123
+      tenant: acc
+      trusted_frontend: true
+      allowed_capabilities: [beam]
+      max_concurrent_runs: 2
+  limits:
+    max_concurrent_runs: 7
+    run_timeout: 45s
+approval:
+  expires_after: 2h
+`)
+	sc, err := cli.ServerConfig(cfg, nil, "ci=fedcba9876543210fedc", logging.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Addr != "127.0.0.1:9999" || sc.MaxBodyBytes != 2048 || sc.MaxConcurrentRuns != 7 || sc.TurnTimeout != 45*time.Second || sc.ApprovalTTL != 2*time.Hour {
+		t.Errorf("%+v", sc)
+	}
+	if len(sc.Principals) != 2 {
+		t.Fatalf("principals %+v", sc.Principals)
+	}
+	p := sc.Principals[0]
+	if p.Name != "ops" || p.KeySHA256 != server.HashKey("0123456789abcdef0123") || p.Tenant != "acc" || !p.TrustedFrontend || p.MaxConcurrentRuns != 2 || len(p.AllowedCapabilities) != 1 {
+		t.Errorf("from file: %+v", p)
+	}
+	if q := sc.Principals[1]; q.Name != "ci" || q.KeySHA256 != server.HashKey("fedcba9876543210fedc") {
+		t.Errorf("from CAPGRAPH_API_KEYS: %+v", q)
+	}
+	// Without run_timeout the turn's wall-clock limit bounds a run.
+	sc, _ = cli.ServerConfig(config.Default(), nil, "", nil)
+	if sc.TurnTimeout != 5*time.Minute {
+		t.Errorf("turn timeout %v", sc.TurnTimeout)
+	}
+}
