@@ -38,6 +38,9 @@ func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
 		out, err = consume(a.Resume(ctx, id, agent.Answer{ApprovalID: out.Approval.ID, Text: *answer}), newProgress(c.env, *c.env.Terminal))
 	}
 	if err != nil {
+		if ctx.Err() != nil && c.spec.Kind != StoreMemory {
+			return fmt.Errorf("interrupted: the run stopped at its last checkpoint (finish it with: %s chat --thread %s)", c.app.Name, id)
+		}
 		return runError(err)
 	}
 	printOutcome(c, out)

@@ -109,12 +109,15 @@ func TestServeRefusesPublicAddressWithoutKeys(t *testing.T) {
 // A run cut between two steps (here: canceled while its second step runs,
 // as a crash or Ctrl-C would) is finished by the next serve on the same
 // SQLite store, from its last checkpoint: the first step does not run again.
-func TestServeResumesStoppedRuns(t *testing.T) {
-	var finds, reads atomic.Int32
-	started := make(chan struct{})
+// cutApp is an App whose turn "read the beam sensor" runs find_sensor, then
+// read_sensor, whose first execution blocks until its context ends; started
+// is closed when it does. finds and reads count executions.
+func cutApp() (app cli.App, started chan struct{}, finds, reads *atomic.Int32) {
+	finds, reads = new(atomic.Int32), new(atomic.Int32)
+	started = make(chan struct{})
 	guide := &capabilities.ClassifierGuide{Instructions: "Use to read the beam sensor.",
 		Examples: []capabilities.ClassifierExample{{Query: "read the beam sensor", Result: true, Reason: "sensor"}}}
-	app := cli.App{Capabilities: func(*config.Config) ([]capabilities.Capability, error) {
+	app = cli.App{Capabilities: func(*config.Config) ([]capabilities.Capability, error) {
 		find, err := capabilities.Define(capabilities.Definition{
 			Name: "find_sensor", Description: "Find the sensor of the beam", Provides: []string{"SENSOR"}, ClassifierGuide: guide,
 			Run: func(ctx context.Context, s capabilities.Step) (capabilities.Output, error) {
@@ -139,14 +142,27 @@ func TestServeResumesStoppedRuns(t *testing.T) {
 		})
 		return []capabilities.Capability{find, read}, err
 	}}
-	h := newHarness(t, app)
+	return app, started, finds, reads
+}
+
+// cutRun starts the turn on thread "cut" and cancels it while read_sensor runs.
+func cutRun(t *testing.T, h *harness, started chan struct{}) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	go func() { <-started; cancel() }()
 	var out, errb syncBuffer
-	if code := app.Run(ctx, h.environment(strings.NewReader(""), &out, &errb, []string{"run", "--thread", "cut", "read the beam sensor"})); code != cli.ExitError {
+	if code := h.app.Run(ctx, h.environment(strings.NewReader(""), &out, &errb, []string{"run", "--thread", "cut", "read the beam sensor"})); code != cli.ExitError {
 		t.Fatalf("canceled run: exit %d %s", code, errb.String())
 	}
+	mustContain(t, "canceled run", errb.String(), "capgraph: interrupted: the run stopped at its last checkpoint (finish it with: capgraph chat --thread cut)")
+}
 
+func TestServeResumesStoppedRuns(t *testing.T) {
+	app, started, finds, reads := cutApp()
+	h := newHarness(t, app)
+	cutRun(t, h, started)
+	var out, errb syncBuffer
 	sctx, stop := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
@@ -172,5 +188,17 @@ func TestServeResumesStoppedRuns(t *testing.T) {
 	r = h.run("", "serve", "--resume=false", "--addr", "bad address")
 	if r.code != cli.ExitError {
 		t.Fatalf("bad address: exit %d", r.code)
+	}
+}
+
+// chat --thread finishes a cut run before the conversation goes on.
+func TestChatFinishesCutRun(t *testing.T) {
+	app, started, finds, reads := cutApp()
+	h := newHarness(t, app)
+	cutRun(t, h, started)
+	r := h.run("", "chat", "--thread", "cut")
+	mustContain(t, "chat", r.stdout, "(the last run was interrupted; finishing it)", "sensor S1 reads 42.0")
+	if finds.Load() != 1 || reads.Load() != 2 {
+		t.Errorf("find ran %d times, read %d; want 1 and 2", finds.Load(), reads.Load())
 	}
 }
