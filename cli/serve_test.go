@@ -184,10 +184,32 @@ func TestServeResumesStoppedRuns(t *testing.T) {
 	if finds.Load() != 1 || reads.Load() != 2 {
 		t.Errorf("find ran %d times, read %d; want 1 and 2", finds.Load(), reads.Load())
 	}
-	// --resume=false leaves stopped runs alone (none is left here anyway).
-	r = h.run("", "serve", "--resume=false", "--addr", "bad address")
-	if r.code != cli.ExitError {
-		t.Fatalf("bad address: exit %d", r.code)
+}
+
+// serve --resume=false leaves a cut run as it is.
+func TestServeResumeFalse(t *testing.T) {
+	app, started, _, reads := cutApp()
+	h := newHarness(t, app)
+	cutRun(t, h, started)
+	var out, errb syncBuffer
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- app.Run(ctx, h.environment(strings.NewReader(""), &out, &errb, []string{"serve", "--resume=false", "--addr", "127.0.0.1:0"}))
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "Press Ctrl-C to stop."); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no banner: %s", errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	<-done
+	r := h.run("", "graph", "--thread", "cut")
+	mustContain(t, "plan", r.stdout, "1. find_sensor — done", "2. read_sensor after 1 — pending")
+	if reads.Load() != 1 || strings.Contains(errb.String(), "resumed runs") {
+		t.Errorf("read ran %d times; stderr %s", reads.Load(), errb.String())
 	}
 }
 
