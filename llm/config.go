@@ -37,6 +37,8 @@ type ConfigError struct {
 	Role    Role
 	Field   string
 	Problem string
+	// Err is the underlying cause, if any (for example ErrProviderNotCompiled).
+	Err error
 }
 
 func (e *ConfigError) Error() string {
@@ -45,7 +47,12 @@ func (e *ConfigError) Error() string {
 	}
 	return fmt.Sprintf("llm: role %s: %s: %s", e.Role, e.Field, e.Problem)
 }
-func (e *ConfigError) Unwrap() error { return ErrConfig }
+func (e *ConfigError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrConfig, e.Err}
+	}
+	return []error{ErrConfig}
+}
 
 // RoleConfig configures the model of one role.
 type RoleConfig struct {

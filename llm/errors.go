@@ -229,3 +229,7 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// ErrProviderNotCompiled: the configured provider is not in this binary (the
+// googleai provider is opt-in with the build tag capgraph_googleai).
+var ErrProviderNotCompiled = errors.New("provider not compiled into this binary")

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
-	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
 )
@@ -58,15 +57,12 @@ func newProviderModel(role Role, rc RoleConfig, key, keyEnv string, client *http
 		}
 		m, err = ollama.New(opts...)
 	case ProviderGoogleAI:
-		// The Google SDK authenticates through its own transport; a custom
-		// client would drop the API key, so errors from this provider are
-		// classified from the SDK's error instead (see kindOf).
-		m, err = googleai.New(context.Background(), googleai.WithAPIKey(key), googleai.WithDefaultModel(rc.Model), googleai.WithRest())
+		m, err = newGoogleAI(key, rc.Model)
 	default:
 		err = fmt.Errorf("unknown provider %q", rc.Provider)
 	}
 	if err != nil {
-		return nil, &ConfigError{Role: role, Field: "provider", Problem: fmt.Sprintf("%s: %v", rc.Provider, err)}
+		return nil, &ConfigError{Role: role, Field: "provider", Problem: fmt.Sprintf("%s: %v", rc.Provider, err), Err: err}
 	}
 	return &providerModel{role: role, cfg: rc, keyEnv: keyEnv, llm: m}, nil
 }
