@@ -22,7 +22,8 @@ import (
 // truncated to whole microseconds (PostgreSQL's timestamptz resolution).
 const Precision = time.Microsecond
 
-// Run runs the conformance suite against the stores newStore returns. newStore
+// Run runs the conformance suite against the stores newStore returns,
+// including the lease cases (lease.go) when the store is a checkpoint.Leaser. newStore
 // is called once per subtest and must return an empty store; it should register
 // its own cleanup with t.Cleanup.
 func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
@@ -30,6 +31,17 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, newStore(t))
+		})
+	}
+	// Lease cases run for stores that are a checkpoint.Leaser (all of ours).
+	for _, tc := range leaseCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			l, ok := s.(checkpoint.Leaser)
+			if !ok {
+				return
+			}
+			tc.fn(t, s, l)
 		})
 	}
 }

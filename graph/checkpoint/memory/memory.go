@@ -14,6 +14,11 @@ import (
 
 // Store is an in-memory checkpoint.Store. The zero value is not usable; call New.
 type Store struct {
+	// LocalLeases makes the store a checkpoint.Leaser: agents sharing one
+	// memory store exclude each other per thread, and Put and PutWrites
+	// refuse writes under a lost lease (see checkpoint.WithLease).
+	checkpoint.LocalLeases
+
 	mu      sync.RWMutex
 	threads map[string]*thread
 }
@@ -26,7 +31,10 @@ type thread struct {
 // New returns an empty store.
 func New() *Store { return &Store{threads: make(map[string]*thread)} }
 
-var _ checkpoint.Store = (*Store)(nil)
+var (
+	_ checkpoint.Store  = (*Store)(nil)
+	_ checkpoint.Leaser = (*Store)(nil)
+)
 
 // Put stores a copy of a checkpoint, normalised like the durable stores do
 // (UTC microsecond times, nil for empty collections), so that tests against
@@ -41,6 +49,9 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	cp = normalize(cp)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.Fence(ctx, cp.ThreadID); err != nil {
+		return err
+	}
 	t := s.threads[cp.ThreadID]
 	if t == nil {
 		t = &thread{}
@@ -73,6 +84,9 @@ func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, wr
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.Fence(ctx, threadID); err != nil {
+		return err
+	}
 	t := s.threads[threadID]
 	if t == nil || !t.has(id) {
 		return checkpoint.ErrNotFound

@@ -9,6 +9,13 @@
 // under a transaction-scoped advisory lock so replicas starting together
 // migrate once.
 //
+// Leases (checkpoint.Leaser): a leases table, one row per leased thread, taken
+// with one INSERT … ON CONFLICT DO UPDATE … WHERE expired OR same owner, expiry
+// judged by the database clock. Put and PutWrites under a ctx carrying a lease
+// (checkpoint.WithLease) read the lease row FOR SHARE in the same transaction
+// as the write, so a write of a replica that lost its lease is refused
+// (checkpoint.ErrLeaseLost) and a takeover waits for a write in flight.
+//
 // Durability: Put and PutWrites return after the server committed; with the
 // default synchronous_commit=on that is after the WAL was flushed.
 //

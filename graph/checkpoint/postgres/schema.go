@@ -56,10 +56,20 @@ var migrations = [][]string{
 		`CREATE INDEX ON {{threads}} (latest_id DESC)`,
 		`CREATE INDEX ON {{threads}} USING gin (metadata jsonb_path_ops)`,
 	},
+	// 2: thread leases (see lease.go). One row per thread ever leased; a
+	// released lease deletes its row.
+	{
+		`CREATE TABLE {{leases}} (
+			thread_id text        PRIMARY KEY,
+			owner     text        NOT NULL,
+			expires   timestamptz NOT NULL,
+			acquired  timestamptz NOT NULL
+		)`,
+	},
 }
 
 func (s *Store) expand(stmt string) string {
-	for _, name := range []string{"checkpoints", "writes", "threads", "schema_migrations"} {
+	for _, name := range []string{"checkpoints", "writes", "threads", "leases", "schema_migrations"} {
 		stmt = strings.ReplaceAll(stmt, "{{"+name+"}}", s.cfg.table(name))
 	}
 	return stmt

@@ -23,14 +23,15 @@ type Store struct {
 	cfg      Config
 	pool     *pgxpool.Pool
 	q        queries
+	lq       leaseQueries
 	lockSeed int64 // mixes the schema into per-thread lock keys
 }
 
 var _ checkpoint.Store = (*Store)(nil)
 
 type queries struct {
-	threadLockShared, threadLock                                                                   string
-	put, checkWrite, putWrite, getLatest, getByID, deleteThreads, deleteCheckpoints, list, threads string
+	threadLockShared, threadLock                                                                              string
+	put, fencedPut, checkWrite, putWrite, getLatest, getByID, deleteThreads, deleteCheckpoints, list, threads string
 }
 
 // New connects to cfg.DSN and migrates the schema.
@@ -65,6 +66,7 @@ func (s *Store) Close() error {
 const cpColumns = `thread_id, id, parent_id, run_id, step, state, next, not_before, metadata, created`
 
 func (s *Store) prepare() {
+	s.prepareLeases()
 	s.q = queries{
 		// Per-thread advisory locks: Puts share one, DeleteThread takes it
 		// alone, so a delete sees every Put that started before it and no Put
@@ -87,6 +89,29 @@ func (s *Store) prepare() {
 			RETURNING 1)
 		INSERT INTO {{threads}} AS t (thread_id, first_id, latest_id, metadata, created, updated)
 		VALUES ($1, $2, $2, $9, $10, $10)
+		ON CONFLICT (thread_id) DO UPDATE SET
+			first_id  = CASE WHEN EXCLUDED.first_id <= t.first_id THEN EXCLUDED.first_id ELSE t.first_id END,
+			created   = CASE WHEN EXCLUDED.first_id <= t.first_id THEN EXCLUDED.created ELSE t.created END,
+			latest_id = CASE WHEN EXCLUDED.latest_id >= t.latest_id THEN EXCLUDED.latest_id ELSE t.latest_id END,
+			metadata  = CASE WHEN EXCLUDED.latest_id >= t.latest_id THEN EXCLUDED.metadata ELSE t.metadata END,
+			updated   = CASE WHEN EXCLUDED.latest_id >= t.latest_id THEN EXCLUDED.updated ELSE t.updated END`),
+		// put, written only while the caller holds the thread's lease
+		// (checkpoint.WithLease): $11 is the owner. The lease row is read FOR
+		// SHARE (see leaseQueries.fence); without it no checkpoint and no
+		// summary are written, and the statement reports 0 rows.
+		fencedPut: s.expand(`WITH l AS (
+			SELECT 1 FROM {{leases}} WHERE thread_id = $1 AND owner = $11 AND expires > now() FOR SHARE),
+		c AS (
+			INSERT INTO {{checkpoints}} (` + cpColumns + `)
+			SELECT $1::text, $2::uuid, $3::uuid, $4::uuid, $5::integer, $6::bytea, $7::text[], $8::timestamptz, $9::jsonb, $10::timestamptz
+			WHERE EXISTS (SELECT 1 FROM l)
+			ON CONFLICT (thread_id, id) DO UPDATE SET
+				parent_id = EXCLUDED.parent_id, run_id = EXCLUDED.run_id, step = EXCLUDED.step,
+				state = EXCLUDED.state, next = EXCLUDED.next, not_before = EXCLUDED.not_before,
+				metadata = EXCLUDED.metadata, created = EXCLUDED.created
+			RETURNING 1)
+		INSERT INTO {{threads}} AS t (thread_id, first_id, latest_id, metadata, created, updated)
+		SELECT $1, $2, $2, $9, $10, $10 FROM c
 		ON CONFLICT (thread_id) DO UPDATE SET
 			first_id  = CASE WHEN EXCLUDED.first_id <= t.first_id THEN EXCLUDED.first_id ELSE t.first_id END,
 			created   = CASE WHEN EXCLUDED.first_id <= t.first_id THEN EXCLUDED.created ELSE t.created END,
@@ -134,10 +159,31 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	// costs no extra round trip.
 	b := &pgx.Batch{}
 	b.Queue(s.q.threadLockShared, cp.ThreadID, s.lockSeed)
-	b.Queue(s.q.put, cp.ThreadID, cp.ID, idArg(cp.ParentID), idArg(cp.RunID), cp.Step,
-		blobArg(cp.State), sliceArg(cp.Next), timeArg(cp.NotBefore), md, timeArg(cp.Created))
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	args := []any{cp.ThreadID, cp.ID, idArg(cp.ParentID), idArg(cp.RunID), cp.Step,
+		blobArg(cp.State), sliceArg(cp.Next), timeArg(cp.NotBefore), md, timeArg(cp.Created)}
+	lease, fenced := checkpoint.LeaseFrom(ctx, cp.ThreadID)
+	if !fenced {
+		b.Queue(s.q.put, args...)
+		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("postgres: put %s/%s: %w", cp.ThreadID, cp.ID, err)
+		}
+		return nil
+	}
+	b.Queue(s.q.fencedPut, append(args, lease.Owner)...)
+	br := s.pool.SendBatch(ctx, b)
+	_, err = br.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("postgres: put %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.lost(ctx, lease)
 	}
 	return nil
 }
@@ -151,8 +197,19 @@ func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, wr
 	if err := checkpoint.ValidateWrites(threadID, id, writes); err != nil {
 		return err
 	}
+	lease, fenced := checkpoint.LeaseFrom(ctx, threadID)
+	var lost bool
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var one int
+		if fenced {
+			err := tx.QueryRow(ctx, s.lq.fence, threadID, lease.Owner).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				lost = true
+			}
+			if err != nil {
+				return err
+			}
+		}
 		if err := tx.QueryRow(ctx, s.q.checkWrite, threadID, id).Scan(&one); err != nil {
 			return err
 		}
@@ -169,6 +226,8 @@ func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, wr
 	})
 	var pe *pgconn.PgError
 	switch {
+	case lost:
+		return s.lost(ctx, lease)
 	case errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pe) && pe.Code == "23503": // foreign_key_violation
 		return fmt.Errorf("%w: checkpoint %s of thread %q", checkpoint.ErrNotFound, id, threadID)
 	case err != nil:

@@ -16,11 +16,20 @@ import (
 
 // Store is a checkpoint.Store in one SQLite file. It is safe for concurrent use.
 type Store struct {
+	// LocalLeases makes the store a checkpoint.Leaser within this process:
+	// agents sharing this Store exclude each other per thread, and Put and
+	// PutWrites refuse writes under a lost lease. Leases are not shared with
+	// other processes opening the same file (see docs/persistence.md).
+	checkpoint.LocalLeases
+
 	w *sql.DB // the one writer connection
 	r *sql.DB // read pool
 }
 
-var _ checkpoint.Store = (*Store)(nil)
+var (
+	_ checkpoint.Store  = (*Store)(nil)
+	_ checkpoint.Leaser = (*Store)(nil)
+)
 
 // New opens (creating if needed) the database at cfg.Path and migrates its schema.
 func New(cfg Config) (*Store, error) {
@@ -95,6 +104,11 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		return fmt.Errorf("sqlite: put %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	// Fenced inside the write transaction, so writes of one process are
+	// ordered after the check.
+	if err := s.Fence(ctx, cp.ThreadID); err != nil {
+		return err
+	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints (`+cpColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (thread_id, id) DO UPDATE SET
 			parent_id = excluded.parent_id, run_id = excluded.run_id, step = excluded.step,
@@ -139,6 +153,9 @@ func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, wr
 		return fmt.Errorf("sqlite: put writes %s/%s: %w", threadID, id, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if err := s.Fence(ctx, threadID); err != nil {
+		return err
+	}
 	// Checked inside the write transaction: no other writer can delete the
 	// checkpoint between the check and the inserts.
 	var one int
