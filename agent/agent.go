@@ -163,6 +163,10 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 				state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll, req.Options.ApprovalMode))
 			return
 		}
+		if err := a.validateAllowed(req.AllowedCapabilities); err != nil {
+			p.fail(err)
+			return
+		}
 		if !a.lock(req.Thread) {
 			p.fail(fmt.Errorf("%w: %q", graph.ErrThreadBusy, req.Thread))
 			return
@@ -201,6 +205,7 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 		s := state.NewTurn(prev, req.Input, opts, a.cfg.Now())
 		s.Turn.ID = newID()
 		s.Metadata = mergeMeta(prev.Metadata, req.Metadata)
+		s.Metadata = withAllowed(s.Metadata, req.AllowedCapabilities)
 		p.run(ctx, a.g.Stream(withThread(ctx, req.Thread), req.Thread, s))
 	}
 }

@@ -17,6 +17,10 @@ type TurnRequest struct {
 	Options *state.Options
 	// Metadata is stored with the thread's checkpoints (owner, tenant, title).
 	Metadata map[string]string
+	// AllowedCapabilities, when non-nil, are the only capabilities this turn
+	// may select, plan and run (respond and clarify are always allowed);
+	// names must be registered. Nil allows every capability. See allow.go.
+	AllowedCapabilities []string
 }
 
 // Answer answers a pending approval.

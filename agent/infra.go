@@ -56,6 +56,9 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 			u, err = a.infraSuccess(s, name, u, now)
 		}
 		if err == nil {
+			u = a.enforceAllowed(ctx, s, name, u)
+		}
+		if err == nil {
 			return u, nil
 		}
 		if _, ok := graph.IsInterrupt(err); ok {

@@ -36,6 +36,9 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 		}
 		plan := s.Turn.Plan
 		ps := plan.Steps[idx]
+		if !allowed(s, name) {
+			return a.refuseStep(ctx, s, c, idx, ps, now), nil
+		}
 		attempt := ps.Attempts + 1
 		firstAt := ps.FirstAttemptAt
 		if firstAt.IsZero() {
@@ -161,7 +164,7 @@ func (a *Agent) stepFailure(ctx context.Context, s state.State, c capabilities.C
 	result := &state.StepResult{StepIndex: idx, Capability: name, TaskObjective: ps.TaskObjective, Success: false,
 		Attempt: attempt, Duration: elapsed, Error: msg, Severity: cl.Severity.String(), At: now.Add(elapsed), Plan: plan.Number}
 	if !retry && mayRecover && limit == "" {
-		if fb := a.nextFallback(ps, cl); fb != "" {
+		if fb := a.nextFallback(ps, cl, func(n string) bool { return allowed(s, n) }); fb != "" {
 			ps2 := ps
 			ps2.Fallback = fb
 			ps2.FallbacksTried = append(slices.Clip(ps.FallbacksTried), fb)
@@ -185,7 +188,7 @@ func (a *Agent) stepFailure(ctx context.Context, s state.State, c capabilities.C
 
 // nextFallback returns the next untried fallback of the step's original
 // capability, when the failure is one a different capability might avoid.
-func (a *Agent) nextFallback(ps state.PlanStep, cl capabilities.Classification) string {
+func (a *Agent) nextFallback(ps state.PlanStep, cl capabilities.Classification, allow func(string) bool) string {
 	switch cl.Severity {
 	case capabilities.Retriable, capabilities.Replanning, capabilities.Critical:
 	default:
@@ -204,7 +207,7 @@ func (a *Agent) nextFallback(ps state.PlanStep, cl capabilities.Classification) 
 		return ""
 	}
 	for _, fb := range fp.Fallbacks() {
-		if fb == ps.Capability || slices.Contains(ps.FallbacksTried, fb) {
+		if fb == ps.Capability || slices.Contains(ps.FallbacksTried, fb) || !allow(fb) {
 			continue
 		}
 		if _, ok := a.cfg.Registry.Get(fb); ok {

@@ -130,7 +130,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, badRequest("messages", "%d bytes exceed the limit of %d", len(input), s.cfg.MaxMessageBytes))
 			return
 		}
-		req := agent.TurnRequest{Thread: th.internal, Input: input, Metadata: s.turnMetadata(c, "agui")}
+		req := agent.TurnRequest{Thread: th.internal, Input: input, Metadata: s.turnMetadata(c, "agui"), AllowedCapabilities: allowedCapabilities(c)}
 		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
 	}
 	var ru *run

@@ -47,9 +47,10 @@ type Principal struct {
 	// (X-OpenWebUI-User-Id, X-OpenWebUI-Chat-Id). Give it only to a frontend
 	// you operate.
 	TrustedFrontend bool `json:"trusted_frontend,omitempty" yaml:"trusted_frontend"`
-	// AllowedCapabilities, when non-empty, is passed to the agent in the
-	// turn's metadata ("allowed_capabilities", comma-separated) for the agent
-	// to enforce. Empty means no restriction from the server.
+	// AllowedCapabilities, when non-empty, are the only capabilities this
+	// principal's turns may select, plan and run (agent.TurnRequest.
+	// AllowedCapabilities; the agent enforces it and records it in the
+	// thread's metadata). Empty means no restriction.
 	AllowedCapabilities []string `json:"allowed_capabilities,omitempty" yaml:"allowed_capabilities"`
 	// MaxConcurrentRuns bounds this principal's simultaneous runs; 0 means
 	// Config.MaxConcurrentRuns.

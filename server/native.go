@@ -166,7 +166,7 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("input", "%d bytes exceed the limit of %d", len(req.Input), s.cfg.MaxMessageBytes))
 		return
 	}
-	treq := agent.TurnRequest{Thread: th.internal, Input: req.Input, Options: req.Options, Metadata: s.turnMetadata(c, "native")}
+	treq := agent.TurnRequest{Thread: th.internal, Input: req.Input, Options: req.Options, Metadata: s.turnMetadata(c, "native"), AllowedCapabilities: allowedCapabilities(c)}
 	s.startNative(w, r, c, th, req.Stream, func(ctx context.Context) iter.Seq2[agent.Event, error] {
 		return s.cfg.Runner.Run(ctx, treq)
 	})

@@ -151,7 +151,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			clientThread = "chat-" + uuid.NewString()
 		}
 		thread = internalThreadID(c, clientThread)
-		req := agent.TurnRequest{Thread: thread, Input: t.input, Options: t.model.Options, Metadata: meta}
+		req := agent.TurnRequest{Thread: thread, Input: t.input, Options: t.model.Options, Metadata: meta, AllowedCapabilities: allowedCapabilities(c)}
 		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
 	}
 	ru, err := s.runs.start(c, clientThread, thread, fn)
@@ -176,10 +176,16 @@ func (s *Server) turnMetadata(c caller, source string) map[string]string {
 	if c.User != "" {
 		m["user"] = c.User
 	}
-	if len(c.Principal.AllowedCapabilities) > 0 {
-		m["allowed_capabilities"] = strings.Join(c.Principal.AllowedCapabilities, ",")
-	}
 	return m
+}
+
+// allowedCapabilities is what the agent enforces for c: nil (no
+// restriction) unless the principal names capabilities.
+func allowedCapabilities(c caller) []string {
+	if len(c.Principal.AllowedCapabilities) == 0 {
+		return nil
+	}
+	return c.Principal.AllowedCapabilities
 }
 
 // finishApproval issues a token when the run ended waiting for approval,

@@ -1,0 +1,204 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/router"
+	"github.com/capgraph/capgraph/state"
+)
+
+// A caller (an API key of the server, say) may be limited to some
+// capabilities: TurnRequest.AllowedCapabilities. The set is kept in the
+// thread's metadata under MetaAllowedCapabilities, so a resumed run (an
+// approval answer, a crash recovery) enforces the set of the turn that
+// started it. It is enforced three times: after the classifier (selection
+// and dependency expansion), after the orchestrator (a plan may name any
+// registered capability), and in the step wrapper, which never executes a
+// step whose capability is not allowed. respond and clarify are always
+// allowed: without them a turn could not end with a message.
+
+// MetaAllowedCapabilities is the metadata key holding a turn's allowed
+// capabilities (comma-separated, sorted). Absent means every capability is
+// allowed. The agent sets it from TurnRequest.AllowedCapabilities and
+// removes it when that is nil, so it cannot be set through Metadata.
+const MetaAllowedCapabilities = "allowed_capabilities"
+
+// KindNotAllowed is the classification kind of a capability the caller may
+// not use. It is CRITICAL: another attempt would be refused again.
+const KindNotAllowed = "not_allowed"
+
+// validateAllowed checks a TurnRequest's allowed set: known capability names only.
+func (a *Agent) validateAllowed(list []string) error {
+	for i, name := range list {
+		if strings.TrimSpace(name) == "" || strings.Contains(name, ",") {
+			return fmt.Errorf("%w: allowed capability %d (%q) must be a capability name", ErrBadRequest, i, name)
+		}
+		if _, ok := a.cfg.Registry.Get(name); !ok && !alwaysAllowed(name) {
+			return fmt.Errorf("%w: allowed capability %q is not registered (registered: %s)", ErrBadRequest, name, strings.Join(a.cfg.Registry.Names(), ", "))
+		}
+	}
+	return nil
+}
+
+// withAllowed returns md with the allowed set of the turn recorded (or
+// removed for nil: no restriction).
+func withAllowed(md map[string]string, list []string) map[string]string {
+	if list == nil {
+		if _, ok := md[MetaAllowedCapabilities]; !ok {
+			return md
+		}
+		md = mergeMeta(md, nil)
+		delete(md, MetaAllowedCapabilities)
+		return md
+	}
+	names := slices.Clone(list)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	md = mergeMeta(md, map[string]string{MetaAllowedCapabilities: strings.Join(names, ",")})
+	return md
+}
+
+// allowedSet returns the capabilities the thread's current turn may use and
+// whether there is a restriction at all.
+func allowedSet(s state.State) (map[string]bool, bool) {
+	v, ok := s.Metadata[MetaAllowedCapabilities]
+	if !ok {
+		return nil, false
+	}
+	set := map[string]bool{}
+	for _, n := range strings.Split(v, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			set[n] = true
+		}
+	}
+	return set, true
+}
+
+func alwaysAllowed(name string) bool {
+	return name == capabilities.Respond || name == capabilities.Clarify
+}
+
+// allowed reports whether the turn of s may run capability name.
+func allowed(s state.State, name string) bool {
+	set, restricted := allowedSet(s)
+	return !restricted || alwaysAllowed(name) || set[name]
+}
+
+// notAllowedInfo is the CRITICAL failure of a turn that needs a capability
+// the caller may not use.
+func notAllowedInfo(node, capability string, step int, msg string, now time.Time) *state.ErrorInfo {
+	return &state.ErrorInfo{Node: node, Capability: capability, StepIndex: step, At: now, Message: msg,
+		Classification: capabilities.Classification{Severity: capabilities.Critical, Kind: KindNotAllowed, UserMessage: msg}}
+}
+
+// enforceAllowed applies the allowed set to a successful classifier or
+// orchestrator update (the other nodes select nothing).
+func (a *Agent) enforceAllowed(ctx context.Context, s state.State, node string, u state.Update) state.Update {
+	if _, restricted := allowedSet(s); !restricted || u.Turn == nil {
+		return u
+	}
+	switch node {
+	case router.Classifier:
+		return a.enforceSelection(ctx, s, u)
+	case router.Orchestrator:
+		return a.enforcePlan(s, u)
+	}
+	return u
+}
+
+// enforceSelection removes capabilities the caller may not use from the
+// selection. A removed capability that an allowed one depends on (it is
+// the only active provider of a required type the context store lacks), or
+// a selection left with nothing but respond and clarify, ends the turn with
+// an error report naming the capability: answering without it would
+// pretend the request was served.
+func (a *Agent) enforceSelection(ctx context.Context, s state.State, u state.Update) state.Update {
+	t := *u.Turn
+	var kept, denied []string
+	for _, name := range t.ActiveCapabilities {
+		if allowed(s, name) {
+			kept = append(kept, name)
+		} else {
+			denied = append(denied, name)
+		}
+	}
+	if len(denied) == 0 {
+		return u
+	}
+	t.ActiveCapabilities = kept
+	now := a.cfg.Now()
+	// A denied capability an allowed one needs.
+	for _, name := range kept {
+		c, ok := a.cfg.Registry.Get(name)
+		if !ok {
+			continue
+		}
+		for _, req := range c.Requires() {
+			if s.Context.Has(req.Type) || providedByAny(a.cfg.Registry, kept, req.Type) {
+				continue
+			}
+			for _, d := range denied {
+				if providedByAny(a.cfg.Registry, []string{d}, req.Type) {
+					msg := fmt.Sprintf("%s needs %s (for %s), which this caller is not allowed to use", name, d, req.Type)
+					t.Control.Error = notAllowedInfo(router.Classifier, d, -1, msg, now)
+					u.Turn = &t
+					return u
+				}
+			}
+		}
+	}
+	useful := slices.ContainsFunc(kept, func(n string) bool { return !alwaysAllowed(n) })
+	if !useful {
+		msg := fmt.Sprintf("the request needs %s, which this caller is not allowed to use", strings.Join(denied, ", "))
+		t.Control.Error = notAllowedInfo(router.Classifier, denied[0], -1, msg, now)
+		u.Turn = &t
+		return u
+	}
+	emit(ctx, Event{Type: EventStatus, Node: router.Classifier,
+		Text: fmt.Sprintf("Left out %s: this caller is not allowed to use it", strings.Join(denied, ", "))})
+	emit(ctx, Event{Type: EventCapabilities, Node: router.Classifier, Capabilities: slices.Clone(kept)})
+	u.Turn = &t
+	return u
+}
+
+// enforcePlan refuses a plan naming a capability the caller may not use,
+// before any of its steps runs.
+func (a *Agent) enforcePlan(s state.State, u state.Update) state.Update {
+	t := *u.Turn
+	t.ActiveCapabilities = slices.DeleteFunc(slices.Clone(t.ActiveCapabilities), func(n string) bool { return !allowed(s, n) })
+	u.Turn = &t
+	if t.Plan == nil {
+		return u
+	}
+	for i, st := range t.Plan.Steps {
+		if !allowed(s, st.Capability) {
+			msg := fmt.Sprintf("the plan's step %d uses %s, which this caller is not allowed to use", i+1, st.Capability)
+			t.Control.Error = notAllowedInfo(router.Orchestrator, st.Capability, -1, msg, a.cfg.Now())
+			return u
+		}
+	}
+	return u
+}
+
+// refuseStep is the step wrapper's defence: a step whose capability is not
+// allowed fails CRITICAL without running (and without fallbacks).
+func (a *Agent) refuseStep(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, now time.Time) state.Update {
+	msg := fmt.Sprintf("step %d uses %s, which this caller is not allowed to use; it was not run", idx+1, c.Name())
+	emit(ctx, Event{Type: EventStatus, Node: c.Name(), Step: idx, Capability: c.Name(), Text: msg})
+	cl := capabilities.Classification{Severity: capabilities.Critical, Kind: KindNotAllowed, UserMessage: msg}
+	return a.stepFailure(ctx, s, c, idx, ps, cl, msg, ps.Attempts+1, now, now, 0, false)
+}
+
+func providedByAny(reg *capabilities.Registry, names []string, typ string) bool {
+	for _, n := range names {
+		if c, ok := reg.Get(n); ok && slices.Contains(c.Provides(), typ) {
+			return true
+		}
+	}
+	return false
+}

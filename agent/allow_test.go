@@ -1,0 +1,205 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/nodes"
+	"github.com/capgraph/capgraph/state"
+)
+
+func runReq(t tb, a *agent.Agent, req agent.TurnRequest) outcome {
+	t.Helper()
+	var o outcome
+	for ev, err := range a.Run(context.Background(), req) {
+		o.events = append(o.events, ev)
+		if err != nil {
+			o.err = err
+		}
+	}
+	return o
+}
+
+func stepStarts(o outcome, capability string) int {
+	n := 0
+	for _, e := range o.events {
+		if e.Type == agent.EventStepStart && e.Capability == capability {
+			n++
+		}
+	}
+	return n
+}
+
+func TestAllowedCapabilities(t *testing.T) {
+	tests := []struct {
+		name     string
+		allowed  []string
+		meta     map[string]string
+		wantErr  error
+		wantText []string // in the turn's message
+		ran      []string // capabilities that must have run
+		notRan   []string
+	}{
+		{name: "no restriction", allowed: nil, ran: []string{"read_a", "write_x"}},
+		{name: "plan naming a disallowed capability is refused before any step", allowed: []string{"read_a"},
+			wantText: []string{"write_x", "not allowed"}, notRan: []string{"read_a", "write_x"}},
+		{name: "nothing allowed but respond", allowed: []string{},
+			wantText: []string{"read_a, write_x", "not allowed"}, notRan: []string{"read_a", "write_x"}},
+		{name: "everything allowed", allowed: []string{"write_x", "read_a"}, ran: []string{"read_a", "write_x"}},
+		{name: "metadata cannot restrict or lift", allowed: nil, meta: map[string]string{agent.MetaAllowedCapabilities: "read_a"},
+			ran: []string{"read_a", "write_x"}},
+		{name: "unknown name", allowed: []string{"read_a", "launch_rocket"}, wantErr: agent.ErrBadRequest, notRan: []string{"read_a", "write_x"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := writeWorld()
+			w.approval = nil
+			a := mustAgent(t, withOptions(w.config(t), state.Options{WritesEnabled: true, ApprovalMode: state.ApprovalModeDisabled}))
+			o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: "set the voltage", AllowedCapabilities: tc.allowed, Metadata: tc.meta})
+			if tc.wantErr != nil {
+				if !errors.Is(o.err, tc.wantErr) || !strings.Contains(o.err.Error(), "launch_rocket") {
+					t.Fatalf("err %v, want %v naming launch_rocket", o.err, tc.wantErr)
+				}
+			} else if o.err != nil || o.last().Status != agent.RunAnswered {
+				t.Fatalf("err %v last %+v", o.err, o.last())
+			}
+			if m := o.message(); len(tc.wantText) > 0 {
+				for _, want := range tc.wantText {
+					if m == nil || !strings.Contains(m.Content, want) {
+						t.Fatalf("message %+v lacks %q", m, want)
+					}
+				}
+			}
+			for _, c := range tc.ran {
+				if w.caps[c].count() != 1 {
+					t.Fatalf("%s ran %d times, want 1", c, w.caps[c].count())
+				}
+			}
+			for _, c := range tc.notRan {
+				if n := w.caps[c].count(); n != 0 || stepStarts(o, c) != 0 {
+					t.Fatalf("%s ran %d times", c, n)
+				}
+			}
+		})
+	}
+}
+
+// The classifier's selection is filtered: a disallowed capability selected
+// beside allowed ones is left out (the plan never sees it); one an allowed
+// capability depends on ends the turn naming it.
+func TestAllowedCapabilitiesSelection(t *testing.T) {
+	def := func(name string, provides []string, requires []capabilities.Requirement, ran *int) capabilities.Capability {
+		c, err := capabilities.Define(capabilities.Definition{Name: name, Description: name, Provides: provides, Requires: requires,
+			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+				*ran++
+				return capabilities.Result(provides[0], 1, name+" ok"), nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	tests := []struct {
+		name     string
+		selected []string
+		allowed  []string
+		wantText string
+		wantRun  map[string]int
+	}{
+		{"disallowed sibling left out", []string{"read_beam", "write_magnet"}, []string{"read_beam", "analyse"}, "read_beam ok",
+			map[string]int{"read_beam": 1, "write_magnet": 0}},
+		{"needed provider not allowed", []string{"analyse", "read_beam"}, []string{"analyse"}, "analyse needs read_beam",
+			map[string]int{"read_beam": 0, "analyse": 0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := map[string]*int{"read_beam": new(int), "write_magnet": new(int), "analyse": new(int)}
+			reg := capabilities.NewRegistry()
+			for _, c := range []capabilities.Capability{
+				def("read_beam", []string{"BEAM"}, nil, runs["read_beam"]),
+				def("write_magnet", []string{"MAGNET"}, nil, runs["write_magnet"]),
+				def("analyse", []string{"ANALYSIS"}, []capabilities.Requirement{{Type: "BEAM"}}, runs["analyse"]),
+			} {
+				if err := reg.Register(c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := newWorld()
+			cfg := w.config(t)
+			cfg.Registry = reg
+			cfg.Classifier = &fnNode{name: nodes.Classifier, run: func(ctx context.Context, s state.State) (state.Update, error) {
+				tt := s.Turn
+				tt.ActiveCapabilities = append(append([]string{}, tc.selected...), capabilities.Respond, capabilities.Clarify)
+				return state.Update{Turn: &tt}, nil
+			}}
+			cfg.Orchestrator = &fnNode{name: nodes.Orchestrator, run: func(ctx context.Context, s state.State) (state.Update, error) {
+				tt := s.Turn
+				var steps []state.PlanStep
+				for _, c := range []string{"read_beam", "write_magnet", "analyse"} {
+					if containsStr(tt.ActiveCapabilities, c) {
+						steps = append(steps, step(c, c))
+					}
+				}
+				tt.Plan = &state.Plan{Steps: append(steps, step(capabilities.Respond, "r"))}
+				return state.Update{Turn: &tt}, nil
+			}}
+			a := mustAgent(t, cfg)
+			o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: "x", AllowedCapabilities: tc.allowed})
+			if o.err != nil {
+				t.Fatal(o.err)
+			}
+			if m := o.message(); m == nil || !strings.Contains(m.Content, tc.wantText) {
+				t.Fatalf("message %+v, want %q", m, tc.wantText)
+			}
+			for c, n := range tc.wantRun {
+				if *runs[c] != n {
+					t.Fatalf("%s ran %d times, want %d", c, *runs[c], n)
+				}
+			}
+		})
+	}
+}
+
+func containsStr(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Defence in depth: an edited plan (a human answering a plan approval) may
+// name any registered capability; the step wrapper refuses to run one the
+// turn's caller may not use, with a CRITICAL error report.
+func TestAllowedCapabilitiesStepWrapper(t *testing.T) {
+	w := writeWorld()
+	w.plan = func(int, state.State) []state.PlanStep {
+		return []state.PlanStep{step("read_a", "a"), step(capabilities.Respond, "r", 0)}
+	}
+	a := mustAgent(t, withOptions(w.config(t), state.Options{WritesEnabled: true, PlanApproval: true, ApprovalMode: state.ApprovalModeDisabled}))
+	o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: "x", AllowedCapabilities: []string{"read_a"}})
+	ap := approvalOf(t, o)
+	o = resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Plan: &state.Plan{Steps: []state.PlanStep{step("write_x", "x"), step(capabilities.Respond, "r", 0)}}})
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if n := w.caps["write_x"].count(); n != 0 || len(w.effects()) != 0 || stepStarts(o, "write_x") != 0 {
+		t.Fatalf("write_x ran %d times", n)
+	}
+	m := o.message()
+	if m == nil || !strings.Contains(m.Content, "write_x") || !strings.Contains(m.Content, "not allowed") {
+		t.Fatalf("message %+v", m)
+	}
+	s, _, err := a.State(context.Background(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := s.Turn.Plan.Steps[0].Error; e == nil || e.Classification.Severity != capabilities.Critical || e.Classification.Kind != agent.KindNotAllowed {
+		t.Fatalf("step error %+v", e)
+	}
+}
