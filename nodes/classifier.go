@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/capgraph/capgraph/capabilities"
@@ -61,7 +62,7 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 	case t.Options.SkipClassification:
 		selected = n.cfg.Registry.Names()
 	default:
-		selected, calls, offline, err = n.classify(ctx, task, t.Control.ReclassificationReason)
+		selected, calls, offline, err = n.classify(ctx, task, t.Input, t.Control.ReclassificationReason)
 		if err != nil {
 			return state.Update{}, err
 		}
@@ -114,16 +115,16 @@ func (n *ClassifierNode) info(c capabilities.Capability) prompts.ClassifierCapab
 	return ci
 }
 
-func (n *ClassifierNode) classify(ctx context.Context, task, previous string) (selected []string, calls []call, offline bool, err error) {
+func (n *ClassifierNode) classify(ctx context.Context, task, input, previous string) (selected []string, calls []call, offline bool, err error) {
 	cands := n.candidates()
 	if len(cands) == 0 {
 		return nil, nil, !n.online(llm.RoleClassifier), nil
 	}
 	if !n.online(llm.RoleClassifier) {
-		return n.lexical().selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), nil, true, nil
+		return n.offlineSelect(task, input), nil, true, nil
 	}
 	if n.cfg.ClassifierMode == PerCapability {
-		return n.perCapability(ctx, task, previous, cands)
+		return n.perCapability(ctx, task, input, previous, cands)
 	}
 	infos := make([]prompts.ClassifierCapability, len(cands))
 	for i, c := range cands {
@@ -138,7 +139,7 @@ func (n *ClassifierNode) classify(ctx context.Context, task, previous string) (s
 		return nil, nil, false, err
 	}
 	if c.offline {
-		return n.lexical().selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), nil, true, nil
+		return n.offlineSelect(task, input), nil, true, nil
 	}
 	names, err := parseSelection(c.text)
 	if err != nil {
@@ -203,7 +204,7 @@ func parseMatch(reply string) (bool, error) {
 // capability out (with a NotSelected event) unless its failure is CRITICAL or
 // FATAL (a rejected key fails every call alike) or every call failed: then
 // the classifier fails.
-func (n *ClassifierNode) perCapability(ctx context.Context, task, previous string, cands []capabilities.Capability) ([]string, []call, bool, error) {
+func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previous string, cands []capabilities.Capability) ([]string, []call, bool, error) {
 	type result struct {
 		match bool
 		c     call
@@ -271,12 +272,41 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, previous strin
 		}
 	}
 	if offline {
-		return n.lexical().selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), nil, true, nil
+		return n.offlineSelect(task, input), nil, true, nil
 	}
 	if failed == len(cands) {
 		return nil, nil, false, llm.CapabilityError(results[0].err)
 	}
 	return selected, calls, false, nil
+}
+
+// offlineSelect is the lexical classifier. task is the turn's task; for a
+// follow-up that refers back ("read it", "and its history?") the offline
+// task is the earlier messages joined with it, whose words would select
+// again what the earlier turns did. The follow-up's own words say what to do
+// now, so they are classified alone; the subject comes from the context the
+// earlier turns stored (dependency expansion reuses it). A follow-up naming a
+// new subject ("and the RF voltage?") keeps the joined task: it asks the
+// previous question again about something else.
+func (n *ClassifierNode) offlineSelect(task, input string) []string {
+	ix := n.lexical()
+	if msg, ok := followUpText(task, input); ok {
+		if sel := ix.selectLexical(msg, n.cfg.OfflineThreshold, n.cfg.OfflineRelative); len(sel) > 0 {
+			return sel
+		}
+	}
+	return ix.selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative)
+}
+
+// followUpText returns the user's message when the task is the offline
+// join of earlier messages with it (offlineTask) and it refers back to an
+// earlier subject. A task written by a model is classified whole.
+func followUpText(task, input string) (string, bool) {
+	msg := strings.TrimSpace(input)
+	if msg == "" || !strings.HasSuffix(task, followUpJoin+msg) {
+		return "", false
+	}
+	return msg, refersBack(msg)
 }
 
 // lexical indexes the registry as it is now (building it takes microseconds,

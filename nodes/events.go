@@ -17,6 +17,15 @@ type Token struct {
 	Text string
 }
 
+// AnswerReset says the Token chunks Node streamed so far are void: the
+// model's stream failed part way and the node will be retried (or the turn
+// ends in an error report). A frontend discards the partial text it shows for
+// Node; the next Token chunks start the answer afresh.
+type AnswerReset struct {
+	Node   string
+	Reason string
+}
+
 // TaskExtracted carries the task the turn works on.
 type TaskExtracted struct {
 	Task             string

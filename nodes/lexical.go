@@ -57,7 +57,7 @@ func newLexicalIndex(caps []capabilities.Capability) *lexicalIndex {
 		}
 		tf := map[string]float64{}
 		add := func(text string, w float64) {
-			for _, t := range tokenize(text) {
+			for _, t := range tokenizeAffirmative(text) {
 				tf[t] += w
 			}
 		}
@@ -67,7 +67,7 @@ func newLexicalIndex(caps []capabilities.Capability) *lexicalIndex {
 		if gp, ok := c.(capabilities.ClassifierGuideProvider); ok {
 			if g := gp.ClassifierGuide(); g != nil {
 				add(g.Instructions, 1)
-				for _, t := range tokenize(g.Instructions) {
+				for _, t := range tokenizeAffirmative(g.Instructions) {
 					core[t] = true
 				}
 				for _, ex := range g.Examples {
@@ -80,7 +80,7 @@ func newLexicalIndex(caps []capabilities.Capability) *lexicalIndex {
 				}
 			}
 		}
-		for _, t := range tokenize(strings.ReplaceAll(c.Name(), "_", " ") + " " + c.Description()) {
+		for _, t := range tokenizeAffirmative(strings.ReplaceAll(c.Name(), "_", " ") + " " + c.Description()) {
 			core[t] = true
 		}
 		n := 0.0
@@ -204,6 +204,31 @@ func tokenize(s string) []string {
 			continue
 		}
 		out = append(out, stem(f))
+	}
+	return out
+}
+
+// negations start a phrase that says what a capability is NOT for.
+var negations = map[string]bool{"not": true, "no": true, "never": true, "nor": true, "without": true}
+
+// tokenizeAffirmative is tokenize for what a capability says about itself:
+// words from a negation to the end of its phrase (a comma, period,
+// semicolon, colon or parenthesis) are dropped, so "live values (not their
+// history)" does not make the capability relevant to "its history".
+func tokenizeAffirmative(s string) []string {
+	var out []string
+	for _, phrase := range strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(",.;:()[]", r) }) {
+		words := strings.FieldsFunc(strings.ToLower(phrase), func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
+		})
+		kept := make([]string, 0, len(words))
+		for _, w := range words {
+			if negations[w] || strings.HasSuffix(w, "n't") {
+				break
+			}
+			kept = append(kept, w)
+		}
+		out = append(out, tokenize(strings.Join(kept, " "))...)
 	}
 	return out
 }

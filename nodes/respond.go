@@ -31,16 +31,20 @@ func NewRespond(cfg Config) (*RespondNode, error) {
 
 // Run writes the turn's one assistant message (kind answer), streaming it as
 // Token payloads, marks the respond step done and sets Turn.Done. It answers
-// from the summaries of the context this turn's steps produced (and earlier
-// turns' when the task depends on history); when no step ran it answers
+// from the summaries of the context this turn's steps produced, in plan
+// order, and — only when the task depends on history — the earlier turns'
+// context those steps read (answerContext); when no step ran it answers
 // conversationally with the capability overview.
+//
+// When the model's stream fails after chunks were sent, Run emits
+// AnswerReset before returning the error, so a frontend drops the partial
+// text before the retry streams the answer again.
 func (n *RespondNode) Run(ctx context.Context, s state.State) (state.Update, error) {
 	t := cloneTurn(s.Turn)
 	task := taskText(t)
 	graph.Emit(ctx, Status{Node: n.name, Text: "Writing the answer…"})
-	items := contextForAnswer(s)
-	notes := stepNotes(t)
-	data := prompts.ResponseData{Task: task, Context: items, Notes: notes,
+	this, earlier := answerContext(s)
+	data := prompts.ResponseData{Task: task, Context: this, EarlierContext: earlier, Notes: stepNotes(t),
 		Conversational: !stepsRan(t), CapabilityOverview: n.cfg.Registry.Overview()}
 	if t.Task != nil && t.Task.DependsOnHistory || data.Conversational {
 		data.History = history(s)
@@ -52,11 +56,19 @@ func (n *RespondNode) Run(ctx context.Context, s state.State) (state.Update, err
 		if err != nil {
 			return state.Update{}, err
 		}
+		streamed := false
 		c, err := n.generate(ctx, llm.RoleResponse, sys, task, false, func(ctx context.Context, chunk string) error {
+			if chunk == "" {
+				return nil
+			}
+			streamed = true
 			graph.Emit(ctx, Token{Node: n.name, Text: chunk})
 			return nil
 		})
 		if err != nil {
+			if streamed {
+				graph.Emit(ctx, AnswerReset{Node: n.name, Reason: "the model's reply failed part way: " + err.Error()})
+			}
 			return state.Update{}, err
 		}
 		calls = append(calls, c)
@@ -70,7 +82,8 @@ func (n *RespondNode) Run(ctx context.Context, s state.State) (state.Update, err
 		graph.Emit(ctx, Token{Node: n.name, Text: text})
 	}
 	if text == "" {
-		return state.Update{}, formatError(n.name, "the reply is empty", "a non-empty answer", "", nil)
+		return state.Update{Tokens: tokens(llm.RoleResponse, calls...)},
+			formatError(n.name, "the reply is empty", "a non-empty answer", "", nil)
 	}
 	return finish(t, n.name, n.cfg.Now(), text, state.KindAnswer, calls, llm.RoleResponse), nil
 }
@@ -115,27 +128,81 @@ func stepsRan(t state.Turn) bool {
 	return false
 }
 
-// contextForAnswer lists the context this turn produced: entries of the
-// plan's context keys and entries stamped with this turn; with a task that
-// depends on history, every entry.
-func contextForAnswer(s state.State) []prompts.ContextItem {
+// answerContext returns the context an answer is written from. this is what
+// the turn's steps produced (entries stamped with this turn), in plan order:
+// by the step whose context key (or capability and objective) made it, then
+// by creation. earlier is empty unless the task depends on history; then it
+// holds the earlier turns' entries that this turn's steps read as inputs, in
+// the order the steps read them. Other earlier results are not repeated: the
+// chat history already carries the answers given from them.
+func answerContext(s state.State) (this, earlier []prompts.ContextItem) {
 	t := s.Turn
-	all := t.Task != nil && t.Task.DependsOnHistory
-	var keys []string
+	var steps []state.PlanStep
 	if t.Plan != nil {
-		for _, st := range t.Plan.Steps {
-			if !isTerminal(st.Capability) && st.Status == state.StepDone {
-				keys = append(keys, st.ContextKey)
+		steps = t.Plan.Steps
+	}
+	done := func(i int) bool { return !isTerminal(steps[i].Capability) && steps[i].Status == state.StepDone }
+	stepOf := func(e capabilities.ContextEntry) int {
+		for i := range steps {
+			if done(i) && steps[i].ContextKey == e.Key {
+				return i
+			}
+		}
+		for i := range steps {
+			if done(i) && steps[i].Effective() == e.Capability && steps[i].TaskObjective == e.TaskObjective {
+				return i
+			}
+		}
+		return len(steps)
+	}
+	type ranked struct {
+		e    capabilities.ContextEntry
+		step int
+	}
+	var mine []ranked
+	for _, e := range s.Context.Entries() {
+		// An entry without a turn stamp (written outside the agent) counts
+		// when a finished step of this plan names its key.
+		if e.Turn == t.Number && t.Number != 0 || e.Turn == 0 && stepOf(e) < len(steps) && steps[stepOf(e)].ContextKey == e.Key {
+			mine = append(mine, ranked{e, stepOf(e)})
+		}
+	}
+	slices.SortStableFunc(mine, func(a, b ranked) int {
+		if a.step != b.step {
+			return a.step - b.step
+		}
+		return a.e.Created.Compare(b.e.Created)
+	})
+	for _, r := range mine {
+		this = append(this, contextItem(r.e))
+	}
+	if t.Task == nil || !t.Task.DependsOnHistory {
+		return this, nil
+	}
+	seen := map[[2]string]bool{}
+	for _, r := range mine {
+		seen[[2]string{r.e.Type, r.e.Key}] = true
+	}
+	for i := range steps {
+		if !done(i) {
+			continue
+		}
+		for _, in := range steps[i].Inputs {
+			k := [2]string{in.Type, in.Key}
+			if seen[k] {
+				continue
+			}
+			if e, ok := s.Context.Get(in.Type, in.Key); ok {
+				seen[k] = true
+				earlier = append(earlier, contextItem(e))
 			}
 		}
 	}
-	var out []prompts.ContextItem
-	for _, e := range s.Context.Entries() {
-		if all || slices.Contains(keys, e.Key) || (e.Turn != 0 && e.Turn == t.Number) {
-			out = append(out, prompts.ContextItem{Type: e.Type, Key: e.Key, TaskObjective: e.TaskObjective, Summary: summaryOf(e), Turn: e.Turn})
-		}
-	}
-	return out
+	return this, earlier
+}
+
+func contextItem(e capabilities.ContextEntry) prompts.ContextItem {
+	return prompts.ContextItem{Type: e.Type, Key: e.Key, TaskObjective: e.TaskObjective, Summary: summaryOf(e), Turn: e.Turn}
 }
 
 func summaryOf(e capabilities.ContextEntry) string {
@@ -199,6 +266,12 @@ func offlineAnswer(d prompts.ResponseData) string {
 	}
 	for _, c := range d.Context {
 		fmt.Fprintf(&b, "\n• %s", c.Summary)
+	}
+	if len(d.EarlierContext) > 0 {
+		b.WriteString("\n\nEarlier results used:")
+		for _, c := range d.EarlierContext {
+			fmt.Fprintf(&b, "\n• %s", c.Summary)
+		}
 	}
 	if len(d.Notes) > 0 {
 		b.WriteString("\n\nNotes:")

@@ -109,7 +109,7 @@ func offlineTask(s state.State) *state.Task {
 				continue
 			}
 			prev := strings.TrimSpace(h[i].Content)
-			text = prev + " — follow-up: " + text
+			text = prev + followUpJoin + text
 			if !isFollowUp(prev) {
 				break
 			}
@@ -121,10 +121,24 @@ func offlineTask(s state.State) *state.Task {
 	return &state.Task{Text: msg}
 }
 
+// followUpJoin separates the messages of an offline follow-up task.
+const followUpJoin = " — follow-up: "
+
 var (
 	followUpStarts = []string{"and ", "and,", "what about", "how about", "also", "same ", "now ", "then ", "ok ", "okay "}
 	followUpRefs   = map[string]bool{"it": true, "its": true, "that": true, "those": true, "them": true, "this": true, "these": true, "there": true, "same": true}
 )
+
+// refersBack reports whether a message has a word referring back ("it",
+// "its", "those").
+func refersBack(msg string) bool {
+	for _, w := range tokenizeRaw(msg) {
+		if followUpRefs[w] {
+			return true
+		}
+	}
+	return false
+}
 
 // isFollowUp: a short message that starts like a continuation or refers
 // back to something ("and the RF voltage?", "plot it").

@@ -98,8 +98,11 @@ type StepNote struct {
 type ResponseData struct {
 	Task    string
 	History []HistoryMessage
-	// Context is what this turn's steps produced (and earlier turns', when the task depends on history).
+	// Context is what this turn's steps produced, in plan order.
 	Context []ContextItem
+	// EarlierContext is set only when the task depends on history: the
+	// earlier turns' context this turn's steps read.
+	EarlierContext []ContextItem
 	Notes   []StepNote
 	// Conversational is set when no step ran: answer from the capability overview.
 	Conversational     bool

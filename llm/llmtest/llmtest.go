@@ -16,7 +16,9 @@ type Reply struct {
 	Text string
 	// Chunks are passed to Request.OnChunk one by one before the call returns.
 	Chunks []string
-	// Err, when set, is returned instead of a reply.
+	// Err, when set, fails the call. Without Chunks nothing is streamed; with
+	// Chunks they are streamed first and the call fails after them (a failure
+	// mid-stream, as when a provider's connection drops).
 	Err error
 	// Usage is reported with the reply; zero means an estimate (a token per
 	// four characters of prompt and reply), so token counters move in tests.
@@ -31,6 +33,9 @@ func Stream(chunks ...string) Reply { return Reply{Chunks: chunks} }
 
 // Fail is a failed call.
 func Fail(err error) Reply { return Reply{Err: err} }
+
+// FailAfter streams chunks and then fails with err: a failure mid-stream.
+func FailAfter(err error, chunks ...string) Reply { return Reply{Chunks: chunks, Err: err} }
 
 // Call is one recorded call.
 type Call struct {
@@ -180,6 +185,13 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 		return llm.Response{}, err
 	}
 	if reply.Err != nil {
+		if req.OnChunk != nil {
+			for _, c := range reply.Chunks {
+				if err := req.OnChunk(ctx, c); err != nil {
+					return llm.Response{}, fmt.Errorf("llmtest: streaming func returned an error: %w", err)
+				}
+			}
+		}
 		return llm.Response{}, reply.Err
 	}
 	text := reply.Text

@@ -125,3 +125,20 @@ func TestCanceledContext(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestFailAfterStreamsThenFails(t *testing.T) {
+	boom := errors.New("connection reset")
+	m := llmtest.New().Script(llm.RoleResponse, llmtest.FailAfter(boom, "The beam ", "current"))
+	model, _ := m.For(llm.RoleResponse)
+	var got []string
+	_, err := model.Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "q"}},
+		OnChunk: func(_ context.Context, c string) error { got = append(got, c); return nil }})
+	if !errors.Is(err, boom) || strings.Join(got, "|") != "The beam |current" {
+		t.Fatalf("chunks %q, err %v; want both chunks then the error", got, err)
+	}
+	// Without a streaming func the call simply fails.
+	m.Script(llm.RoleResponse, llmtest.FailAfter(boom, "x"))
+	if _, err := model.Generate(context.Background(), llm.Request{}); !errors.Is(err, boom) {
+		t.Fatalf("err %v", err)
+	}
+}
