@@ -21,6 +21,7 @@ const (
 	EventStepEnd          EventType = "step_end"          // a plan step ended (Err set on failure)
 	EventRetry            EventType = "retry"             // a retry is scheduled (Retry)
 	EventToken            EventType = "token"             // a chunk of the answer (Text)
+	EventAnswerReset      EventType = "answer_reset"      // discard the Node's tokens streamed so far: its stream failed and the answer starts again (Text: why)
 	EventApprovalRequired EventType = "approval_required" // the run waits for a human (Approval)
 	EventMessage          EventType = "message"           // the turn's assistant message (Message)
 	EventUsage            EventType = "usage"             // LLM tokens used so far this turn (Usage)

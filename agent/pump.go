@@ -169,6 +169,8 @@ func mapNodePayload(base Event, payload any) (Event, bool) {
 		base.Type, base.Node, base.Text = EventStatus, v.Node, v.Text
 	case nodes.Token:
 		base.Type, base.Node, base.Text = EventToken, v.Node, v.Text
+	case nodes.AnswerReset:
+		base.Type, base.Node, base.Text = EventAnswerReset, v.Node, v.Reason
 	case nodes.TaskExtracted:
 		base.Type, base.Text = EventTask, v.Task
 	case nodes.CapabilitiesSelected:

@@ -103,7 +103,7 @@ type ResponseData struct {
 	// EarlierContext is set only when the task depends on history: the
 	// earlier turns' context this turn's steps read.
 	EarlierContext []ContextItem
-	Notes   []StepNote
+	Notes          []StepNote
 	// Conversational is set when no step ran: answer from the capability overview.
 	Conversational     bool
 	CapabilityOverview string
