@@ -180,6 +180,11 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 		ApprovalTTL:       time.Duration(cfg.Approval.ExpiresAfter),
 		Logger:            logger,
 	}
+	// Thread listing reads the agent's checkpoint store, so it survives a
+	// restart (with a persistent store).
+	if tl, ok := runner.(server.ThreadLister); ok {
+		sc.Threads = tl
+	}
 	if sc.TurnTimeout == 0 {
 		sc.TurnTimeout = time.Duration(cfg.Limits.MaxExecutionTime)
 	}

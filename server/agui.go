@@ -108,7 +108,11 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	if in.RunID == "" {
 		in.RunID = uuid.NewString()
 	}
-	th, _ := s.threads.touch(c, in.ThreadID, nil, s.cfg.Now())
+	th, _, err := s.openThread(r.Context(), c, in.ThreadID, nil)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
 
 	var fn func(ctx context.Context) iter.Seq2[agent.Event, error]
 	var resumeErr error
@@ -130,7 +134,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, badRequest("messages", "%d bytes exceed the limit of %d", len(input), s.cfg.MaxMessageBytes))
 			return
 		}
-		req := agent.TurnRequest{Thread: th.internal, Input: input, Metadata: s.turnMetadata(c, "agui"), AllowedCapabilities: allowedCapabilities(c)}
+		req := agent.TurnRequest{Thread: th.internal, Input: input, Metadata: s.turnMetadata(c, "agui", th.ID, th.Metadata), AllowedCapabilities: allowedCapabilities(c)}
 		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
 	}
 	var ru *run

@@ -69,6 +69,10 @@ type Model struct {
 type Config struct {
 	// Runner is the agent (required).
 	Runner agent.Runner
+	// Threads lists threads from the agent's checkpoint store, so thread
+	// listing and lookup survive a restart. Nil: the Runner, when it is a
+	// ThreadLister (*agent.Agent is); else only threads this process saw.
+	Threads ThreadLister
 	// Addr is the listen address for Run.
 	Addr string
 	// Principals are the API keys. With none, no authentication is done,

@@ -39,7 +39,11 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("id", "must be at most %d characters without '/'", maxThreadIDLen))
 		return
 	}
-	th, created := s.threads.touch(c, req.ID, req.Metadata, s.cfg.Now())
+	th, created, err := s.openThread(r.Context(), c, req.ID, req.Metadata)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
@@ -48,7 +52,11 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
-	ths := s.threads.list(callerFrom(r.Context()))
+	ths, err := s.listThreads(r.Context(), callerFrom(r.Context()))
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
 	if ths == nil {
 		ths = []Thread{}
 	}
@@ -58,7 +66,11 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 // thread finds the caller's thread named in the path, or answers 404.
 func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, Thread, bool) {
 	c := callerFrom(r.Context())
-	th, ok := s.threads.get(c, r.PathValue("thread"))
+	th, ok, err := s.findThread(r.Context(), c, r.PathValue("thread"))
+	if err != nil {
+		s.writeError(w, err)
+		return c, th, false
+	}
 	if !ok {
 		s.writeError(w, &RequestError{Kind: ErrNotFound, Param: "thread", Message: "no such thread"})
 	}
@@ -67,6 +79,12 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, Thread,
 
 func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 	if _, th, ok := s.thread(w, r); ok {
+		if th.Status == "" {
+			// Not run by this process (a restart since): ask the agent.
+			if _, st, err := s.cfg.Runner.State(r.Context(), th.internal); err == nil {
+				th.Status = string(st)
+			}
+		}
 		writeJSON(w, http.StatusOK, th)
 	}
 }
@@ -166,7 +184,7 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("input", "%d bytes exceed the limit of %d", len(req.Input), s.cfg.MaxMessageBytes))
 		return
 	}
-	treq := agent.TurnRequest{Thread: th.internal, Input: req.Input, Options: req.Options, Metadata: s.turnMetadata(c, "native"), AllowedCapabilities: allowedCapabilities(c)}
+	treq := agent.TurnRequest{Thread: th.internal, Input: req.Input, Options: req.Options, Metadata: s.turnMetadata(c, "native", th.ID, th.Metadata), AllowedCapabilities: allowedCapabilities(c)}
 	s.startNative(w, r, c, th, req.Stream, func(ctx context.Context) iter.Seq2[agent.Event, error] {
 		return s.cfg.Runner.Run(ctx, treq)
 	})

@@ -113,7 +113,6 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	meta := s.turnMetadata(c, "openai")
 
 	// Which thread, and run or resume?
 	var (
@@ -144,14 +143,17 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case c.ChatID != "":
 			clientThread = "openwebui:" + c.ChatID
-			s.threads.touch(c, clientThread, nil, s.cfg.Now())
+			if _, _, err := s.openThread(r.Context(), c, clientThread, nil); err != nil {
+				s.writeError(w, err)
+				return
+			}
 		default:
 			// A one-off thread: not indexed (the index would grow with
 			// every message); an approval token still reaches it.
 			clientThread = "chat-" + uuid.NewString()
 		}
 		thread = internalThreadID(c, clientThread)
-		req := agent.TurnRequest{Thread: thread, Input: t.input, Options: t.model.Options, Metadata: meta, AllowedCapabilities: allowedCapabilities(c)}
+		req := agent.TurnRequest{Thread: thread, Input: t.input, Options: t.model.Options, Metadata: s.turnMetadata(c, "openai", clientThread, nil), AllowedCapabilities: allowedCapabilities(c)}
 		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
 	}
 	ru, err := s.runs.start(c, clientThread, thread, fn)
@@ -168,15 +170,6 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.collectChat(w, r, t, c, ru, rd, token)
 	}
-}
-
-// turnMetadata is stored with the thread's checkpoints: who owns it.
-func (s *Server) turnMetadata(c caller, source string) map[string]string {
-	m := map[string]string{"owner": c.Principal.Name, "tenant": c.Principal.Tenant, "source": source}
-	if c.User != "" {
-		m["user"] = c.User
-	}
-	return m
 }
 
 // allowedCapabilities is what the agent enforces for c: nil (no

@@ -20,6 +20,7 @@ type Server struct {
 	threads   *threadStore
 	runs      *runManager
 	approvals *approvalStore
+	lister    ThreadLister
 	handler   http.Handler
 
 	mu   sync.Mutex
@@ -32,7 +33,10 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, keys: newKeyring(cfg.Principals), threads: newThreadStore()}
+	s := &Server{cfg: cfg, keys: newKeyring(cfg.Principals), threads: newThreadStore(), lister: cfg.Threads}
+	if s.lister == nil {
+		s.lister, _ = cfg.Runner.(ThreadLister)
+	}
 	s.runs = newRunManager(s)
 	s.approvals = newApprovalStore()
 	s.handler = s.routes()

@@ -32,8 +32,9 @@ type Thread struct {
 	owner    string // caller key + user
 }
 
-// threadStore remembers the threads the server has seen, by internal id.
-// It is an index for listing; ownership follows from the derived id itself.
+// threadStore remembers the threads this process has seen, by internal id:
+// threads not yet run, and run statuses. The checkpoint store is the
+// durable list (threadlist.go); ownership follows from the derived id itself.
 type threadStore struct {
 	mu sync.Mutex
 	m  map[string]*Thread
@@ -55,6 +56,19 @@ func (t *threadStore) touch(c caller, clientID string, meta map[string]string, n
 	}
 	th.Updated = now
 	return *th, !ok
+}
+
+// remember adds a thread found in the checkpoint store to the index,
+// unless it is there already, and returns the index's copy.
+func (t *threadStore) remember(th Thread) Thread {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if cur, ok := t.m[th.internal]; ok {
+		return *cur
+	}
+	cp := th
+	t.m[th.internal] = &cp
+	return cp
 }
 
 func (t *threadStore) get(c caller, clientID string) (Thread, bool) {
