@@ -60,16 +60,18 @@ A conditional, hesitant, off-topic or ambiguous reply is not an approval.`
 // anything else is asked of the approval model when one is configured, and
 // is a rejection when none is, when the call fails, or when its reply is
 // anything but {"approved": true}.
-func (a *Agent) interpret(ctx context.Context, ap state.Approval, text string) bool {
+// It also returns the tokens the model call used, which count against the
+// turn's budget (ApprovalDecision.Tokens).
+func (a *Agent) interpret(ctx context.Context, ap state.Approval, text string) (bool, int) {
 	switch {
 	case ParseYes(text):
-		return true
+		return true, 0
 	case ParseNo(text), strings.TrimSpace(text) == "":
-		return false
+		return false, 0
 	}
 	m, ok := a.cfg.Models.For(llm.RoleApproval)
 	if !ok || m == nil {
-		return false
+		return false, 0
 	}
 	ctx, cancel := context.WithTimeout(ctx, approvalTimeout)
 	defer cancel()
@@ -78,9 +80,9 @@ func (a *Agent) interpret(ctx context.Context, ap state.Approval, text string) b
 		{Role: "user", Content: "Action: " + ap.Summary + "\n\nThe human's reply: " + text},
 	}})
 	if err != nil {
-		return false
+		return false, resp.Usage.Total()
 	}
-	return approvedReply(resp.Text)
+	return approvedReply(resp.Text), resp.Usage.Total()
 }
 
 // approvedReply reads the approval model's reply strictly: only a JSON

@@ -52,6 +52,8 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 		u, err := callInfra(nctx, n, in)
 		cancel()
 		end := a.cfg.Now()
+		// A failed node still reports the tokens its model calls used.
+		used := u.Tokens
 		if err == nil {
 			u, err = a.infraSuccess(s, name, u, now)
 		}
@@ -74,7 +76,9 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 		}
 		cl := capabilities.Classify(n, err, capabilities.ErrorContext{Capability: name, StepIndex: -1, Attempt: attempt, Elapsed: end.Sub(now), Task: taskText(s)})
 		if a.timedOut(s, err) {
-			return a.recordInfraFailure(ctx, s, name, cl, err.Error(), attempt, now, end.Sub(now), false, time.Time{}, capabilities.RetryPolicy{}, router.LimitExecutionTime), nil
+			fu := a.recordInfraFailure(ctx, s, name, cl, err.Error(), attempt, now, end.Sub(now), false, time.Time{}, capabilities.RetryPolicy{}, router.LimitExecutionTime)
+			fu.Tokens = used
+			return fu, nil
 		}
 		switch {
 		case cl.Severity == capabilities.Fatal:
@@ -84,7 +88,9 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 		}
 		p := a.infraPolicy(n)
 		retry, nb, limit := a.retryDecision(ctx, s, name, -1, p, cl, attempt, firstAt, now)
-		return a.recordInfraFailure(ctx, s, name, cl, err.Error(), attempt, firstAt, end.Sub(now), retry, nb, p, limit), nil
+		fu := a.recordInfraFailure(ctx, s, name, cl, err.Error(), attempt, firstAt, end.Sub(now), retry, nb, p, limit)
+		fu.Tokens = used
+		return fu, nil
 	}
 }
 

@@ -101,7 +101,7 @@ func (a *Agent) checkAnswer(ctx context.Context, thread string, ans Answer) (sta
 	case ans.Plan != nil && strings.TrimSpace(ans.Text) == "":
 		d.Approved = true // sending an edited plan is approving it
 	default:
-		d.Approved = a.interpret(ctx, ap, ans.Text)
+		d.Approved, d.Tokens = a.interpret(ctx, ap, ans.Text)
 	}
 	if ans.Plan != nil && d.Approved {
 		if ap.Kind != state.ApprovalPlan {

@@ -55,7 +55,7 @@ func (n *ClarifyNode) Run(ctx context.Context, s state.State) (state.Update, err
 		if !offline {
 			questions = parseQuestions(c.text)
 			if len(questions) == 0 {
-				return state.Update{}, formatError(n.name, "the reply contains no numbered question", QuestionsShape, c.text, nil)
+				return state.Update{Tokens: tokens(llm.RoleResponse, c)}, formatError(n.name, "the reply contains no numbered question", QuestionsShape, c.text, nil)
 			}
 		}
 	}

@@ -64,7 +64,8 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 	default:
 		selected, calls, offline, err = n.classify(ctx, task, t.Input, t.Control.ReclassificationReason)
 		if err != nil {
-			return state.Update{}, err
+			// The calls made before the failure count against the budget.
+			return state.Update{Tokens: tokens(llm.RoleClassifier, calls...)}, err
 		}
 	}
 	// Online, context kept from earlier turns satisfies a requirement (the
@@ -143,7 +144,7 @@ func (n *ClassifierNode) classify(ctx context.Context, task, input, previous str
 	}
 	names, err := parseSelection(c.text)
 	if err != nil {
-		return nil, nil, false, formatError(n.name, err.Error(), SelectedShape, c.text, nil)
+		return nil, []call{c}, false, formatError(n.name, err.Error(), SelectedShape, c.text, nil)
 	}
 	for _, name := range names {
 		if _, ok := n.cfg.Registry.Get(name); !ok || isTerminal(name) {
@@ -261,7 +262,11 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 		if r.err != nil {
 			ce := llm.CapabilityError(r.err)
 			if ce.Severity >= capabilities.Critical {
-				return nil, nil, false, ce
+				var used []call
+				for _, r := range results {
+					used = append(used, r.c)
+				}
+				return nil, used, false, ce
 			}
 			failed++
 			graph.Emit(ctx, NotSelected{Capability: cands[i].Name(), Err: r.err.Error()})
@@ -275,7 +280,7 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 		return n.offlineSelect(task, input), nil, true, nil
 	}
 	if failed == len(cands) {
-		return nil, nil, false, llm.CapabilityError(results[0].err)
+		return nil, calls, false, llm.CapabilityError(results[0].err)
 	}
 	return selected, calls, false, nil
 }

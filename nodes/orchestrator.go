@@ -73,16 +73,18 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 			if data.ReplanReason != "" {
 				carry[capabilities.MetaReplanningReason] = data.ReplanReason
 			}
+			// A rejected reply's tokens still count against the budget.
+			used := state.Update{Tokens: tokens(llm.RoleOrchestrator, c)}
 			parsed, err := ParsePlan(c.text)
 			if err != nil {
-				return state.Update{}, formatError(n.name, err.Error(), PlanShape, c.text, carry)
+				return used, formatError(n.name, err.Error(), PlanShape, c.text, carry)
 			}
 			valid, prob := validatePlan(parsed, n.cfg.Registry, s.Context, task)
 			if prob != nil {
 				if prob.plan != nil {
-					return state.Update{}, prob.plan.capabilityError()
+					return used, prob.plan.capabilityError()
 				}
-				return state.Update{}, formatError(n.name, prob.format, PlanShape, c.text, carry)
+				return used, formatError(n.name, prob.format, PlanShape, c.text, carry)
 			}
 			steps = valid
 		}

@@ -55,7 +55,7 @@ func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Upda
 	} else {
 		task, err := parseTask(c.text)
 		if err != nil {
-			return state.Update{}, formatError(n.name, err.Error(), TaskShape, c.text, nil)
+			return state.Update{Tokens: tokens(llm.RoleTaskExtraction, c)}, formatError(n.name, err.Error(), TaskShape, c.text, nil)
 		}
 		t.Task = task
 	}

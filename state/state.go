@@ -251,6 +251,10 @@ type ApprovalDecision struct {
 	Asked time.Time `json:"asked,omitzero"`
 	// Kind is the kind of the approval answered.
 	Kind ApprovalKind `json:"kind,omitempty"`
+	// Tokens is what the approval model spent reading an unclear answer
+	// (role "approval"); Apply adds it to the turn's tokens once, when the
+	// decision is first recorded.
+	Tokens int `json:"tokens,omitempty"`
 }
 
 // Approval modes (Options.ApprovalMode).

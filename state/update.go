@@ -55,6 +55,10 @@ type StepUpdate struct {
 	ClearError bool `json:"clear_error,omitempty"`
 }
 
+// approvalRole is the model role whose tokens ApprovalDecision.Tokens counts
+// (llm.RoleApproval; state does not import llm).
+const approvalRole = "approval"
+
 // Apply merges u into s and returns the new state. s is not modified.
 func Apply(s State, u Update) (State, error) {
 	if u.Turn != nil {
@@ -73,11 +77,20 @@ func Apply(s State, u Update) (State, error) {
 	if len(u.Context) > 0 {
 		s.Context = s.Context.Put(u.Context...)
 	}
+	approvalTokens := 0
 	for _, d := range u.Approvals {
 		// Concurrent steps re-entered with one answer may each report it.
 		if !slices.ContainsFunc(s.Turn.Approvals, func(o ApprovalDecision) bool { return o.ID == d.ID }) {
 			s.Turn.Approvals = append(slices.Clip(s.Turn.Approvals), d)
+			approvalTokens += d.Tokens
 		}
+	}
+	if approvalTokens > 0 {
+		u.Tokens = maps.Clone(u.Tokens)
+		if u.Tokens == nil {
+			u.Tokens = map[string]int{}
+		}
+		u.Tokens[approvalRole] += approvalTokens
 	}
 	if u.Paused > 0 {
 		s.Turn.Control.Paused += u.Paused
