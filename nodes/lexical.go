@@ -112,12 +112,13 @@ func (ix *lexicalIndex) scores(task string) []Score {
 	n := float64(len(ix.tf))
 	out := make([]Score, len(ix.tf))
 	for i, tf := range ix.tf {
-		s, core := 0.0, false
+		s, core, strong := 0.0, false, false
 		for _, t := range q {
 			f := tf[t]
 			if f == 0 {
 				continue
 			}
+			strong = strong || !weakWords[t]
 			core = core || ix.core[i][t]
 			df := float64(ix.df[t])
 			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
@@ -125,6 +126,9 @@ func (ix *lexicalIndex) scores(task string) []Score {
 		}
 		if bn := maxSimilarity(q, ix.neg[i]); bn >= vetoSimilarity && bn > maxSimilarity(q, ix.pos[i]) {
 			s = 0
+		}
+		if !strong {
+			s = 0 // only common words matched: "current time", "thanks, that's all for now"
 		}
 		out[i] = Score{Capability: ix.names[i], Score: s, Core: core && s > 0}
 	}
@@ -183,11 +187,23 @@ func (ix *lexicalIndex) selectLexical(task string, threshold, relative float64) 
 
 var stopwords = map[string]bool{}
 
+// weakWords are everyday words that count towards a capability's score but
+// never select it on their own: "What is the current time?" is not a request
+// for the archive (its description says "time range") nor for a beam
+// current, and "that is all for now" does not ask for a live reading. The
+// list holds stems (see stem).
+var weakWords = map[string]bool{}
+
 func init() {
 	for _, w := range strings.Fields(`a an and are as at be by can could do does for from get give has have how i in
 	into is it its me my of on or please show tell that the their them then there these this to us was we what
 	when where which who will with would you your our any all some about also just let lets need want`) {
 		stopwords[w] = true
+	}
+	for _, w := range strings.Fields(`now current currently today time status state thank thanks hello hi hey good great
+	fine ok okay yes no right new old thing things something anything everything value values help know like see look
+	much many more less here well really very still again one way last next bye goodbye`) {
+		weakWords[stem(w)] = true
 	}
 }
 
