@@ -302,7 +302,7 @@ func TestOrchestratorEmptyPlanAndContextReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := m.Calls()[1].Prompt(); !strings.Contains(p, `{"CHANNEL_ADDRESSES": "old_channels"}: find the vacuum channels — 3 gauges`) {
+	if p := m.Calls()[1].Prompt(); !strings.Contains(p, `{"CHANNEL_ADDRESSES": "old_channels"} (turn 1): find the vacuum channels — 3 gauges`) {
 		t.Errorf("prompt lacks the available context:\n%s", p)
 	}
 	if got := planCaps(out.Turn.Plan); !slices.Equal(got, []string{"channel_read", "respond"}) || len(out.Turn.Plan.Steps[0].DependsOn) != 0 {

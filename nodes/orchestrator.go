@@ -44,7 +44,16 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 	}
 	// Everything in the store can be reused: earlier turns' results and, when
 	// replanning, what this turn's finished steps produced.
-	for _, e := range s.Context.Entries() {
+	// Listed oldest first, in the order produced, so the model reads them
+	// as the conversation went.
+	entries := s.Context.Entries()
+	slices.SortStableFunc(entries, func(a, b capabilities.ContextEntry) int {
+		if a.Turn != b.Turn {
+			return a.Turn - b.Turn
+		}
+		return a.Created.Compare(b.Created)
+	})
+	for _, e := range entries {
 		data.AvailableContext = append(data.AvailableContext, prompts.ContextItem{Type: e.Type, Key: e.Key,
 			TaskObjective: e.TaskObjective, Summary: e.Summary, Turn: e.Turn})
 	}
