@@ -106,6 +106,7 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.threads.delete(c, th.ID)
+	s.transcripts.forget(th.internal)
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
@@ -47,6 +48,8 @@ type chatTurn struct {
 	usage  bool
 	// lastAssistant is the text of the last assistant message (approval token).
 	lastAssistant string
+	// msgs is the conversation as text, the new user message last.
+	msgs []transcriptMsg
 }
 
 func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
@@ -87,6 +90,7 @@ func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 		if msg.Role == "assistant" {
 			t.lastAssistant = txt
 		}
+		t.msgs = append(t.msgs, transcriptMsg{Role: msg.Role, Text: txt})
 		if i == len(req.Messages)-1 {
 			if msg.Role != "user" {
 				return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "the last message must come from the user")
@@ -119,6 +123,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		clientThread, thread string
 		fn                   func(ctx context.Context) iter.Seq2[agent.Event, error]
 		token                string
+		transcript           string
 	)
 	if tok, ok := findApprovalToken(t.lastAssistant); ok {
 		ticket, res := s.approvals.claim(ownerKey(c), tok, s.cfg.Now())
@@ -148,12 +153,25 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		default:
-			// A one-off thread: not indexed (the index would grow with
-			// every message); an approval token still reaches it.
-			clientThread = "chat-" + uuid.NewString()
+			// No chat id: the transcript names the conversation
+			// (transcript.go); a new one gets a new thread.
+			ct, ok, err := s.continuedThread(r.Context(), c, t.msgs)
+			if err != nil {
+				s.writeError(w, err)
+				return
+			}
+			clientThread = ct
+			if !ok {
+				clientThread = "chat-" + uuid.NewString()
+			}
+			transcript = transcriptDigest(c, t.msgs)
 		}
 		thread = internalThreadID(c, clientThread)
-		req := agent.TurnRequest{Thread: thread, Input: t.input, Options: t.model.Options, Metadata: s.turnMetadata(c, "openai", clientThread, nil), AllowedCapabilities: allowedCapabilities(c)}
+		meta := s.turnMetadata(c, "openai", clientThread, nil)
+		if transcript != "" {
+			meta[MetaTranscript] = transcript
+		}
+		req := agent.TurnRequest{Thread: thread, Input: t.input, Options: t.model.Options, Metadata: meta, AllowedCapabilities: allowedCapabilities(c)}
 		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
 	}
 	ru, err := s.runs.start(c, clientThread, thread, fn)
@@ -179,6 +197,17 @@ func allowedCapabilities(c caller) []string {
 		return nil
 	}
 	return c.Principal.AllowedCapabilities
+}
+
+// rememberTranscript makes the conversation so far, reply included, name
+// the run's thread (transcript.go). Threads named by a trusted frontend's
+// chat id need no transcript.
+func (s *Server) rememberTranscript(c caller, t chatTurn, ru *run, reply string) {
+	if c.ChatID != "" {
+		return
+	}
+	full := append(slices.Clip(t.msgs), transcriptMsg{Role: "assistant", Text: reply})
+	s.transcripts.set(ru.ClientThread, ru.Thread, transcriptDigest(c, t.msgs), transcriptDigest(c, full))
 }
 
 // finishApproval issues a token when the run ended waiting for approval,
@@ -218,6 +247,7 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 	if token != "" {
 		s.approvals.settle(token, &reply)
 	}
+	s.rememberTranscript(c, t, ru, content)
 	s.writeCompletion(w, t, reply, rd.usage)
 }
 
@@ -349,5 +379,6 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	if token != "" {
 		s.approvals.settle(token, &chatReply{Content: rd.content.String(), Reasoning: rd.reasoning.String()})
 	}
+	s.rememberTranscript(c, t, ru, rd.content.String())
 	k.finish(rd.usage)
 }

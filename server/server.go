@@ -21,7 +21,9 @@ type Server struct {
 	runs      *runManager
 	approvals *approvalStore
 	lister    ThreadLister
-	handler   http.Handler
+	// transcripts names Chat Completions conversations without a chat id.
+	transcripts *transcriptIndex
+	handler     http.Handler
 
 	mu   sync.Mutex
 	http *http.Server
@@ -38,6 +40,7 @@ func New(cfg Config) (*Server, error) {
 		s.lister, _ = cfg.Runner.(ThreadLister)
 	}
 	s.runs = newRunManager(s)
+	s.transcripts = newTranscriptIndex(transcriptIndexSize)
 	s.approvals = newApprovalStore()
 	s.handler = s.routes()
 	return s, nil
