@@ -8,7 +8,9 @@
 //     follow-up ("and the RF voltage?");
 //   - classifier: BM25 relevance of the task to each capability's name,
 //     description, classifier instructions and positive examples, above a
-//     threshold and a fraction of the best score;
+//     threshold and a fraction of the best score; everyday words never
+//     select alone, and a follow-up referring back is classified by its own
+//     words;
 //   - orchestrator: a dependency planner over provides/requires (topological
 //     order, shared providers once, independent steps parallel, ends in respond);
 //   - respond and clarify: templates that say they come from offline mode.
@@ -40,12 +42,15 @@
 // done and set Turn.Done. Task extraction, classifier and orchestrator clear
 // Control.Error when they succeed (the failure they recover from is
 // handled); respond and clarify clear it only when it is their own. Token use
-// is returned in Update.Tokens by role.
+// is returned in Update.Tokens by role, also with an error (a reply that
+// could not be used was paid for).
 //
 // Payloads emitted with graph.Emit (EventCustom):
 //
 //   - Status{Node, Text}: a short status line;
 //   - Token{Node, Text}: a chunk of the answer or questions;
+//   - AnswerReset{Node, Reason}: the chunks Node streamed so far are void
+//     (its model's stream failed part way); frontends discard them;
 //   - TaskExtracted{Task, DependsOnHistory, Offline};
 //   - CapabilitiesSelected{Capabilities, Added, Offline};
 //   - NotSelected{Capability, Err}: a classification call failed, or the model
