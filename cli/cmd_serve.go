@@ -43,9 +43,6 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if n := c.cfg.Server.Limits.RequestsPerMinute; n > 0 {
-		logger.Warn("server.limits.requests_per_minute is not enforced by this server yet", "line", c.cfg.Line("server.limits.requests_per_minute"), "value", n)
-	}
 	ln, err := net.Listen("tcp", sc.Addr)
 	if err != nil {
 		return err

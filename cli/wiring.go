@@ -176,6 +176,7 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 		Addr:              cfg.Server.Addr,
 		MaxBodyBytes:      cfg.Server.MaxBodyBytes,
 		MaxConcurrentRuns: cfg.Server.Limits.MaxConcurrentRuns,
+		RequestsPerMinute: cfg.Server.Limits.RequestsPerMinute,
 		TurnTimeout:       time.Duration(cfg.Server.Limits.RunTimeout),
 		ApprovalTTL:       time.Duration(cfg.Approval.ExpiresAfter),
 		Logger:            logger,

@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/cli"
 	"github.com/capgraph/capgraph/config"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/logging"
@@ -162,6 +164,7 @@ func TestServerConfigFromFile(t *testing.T) {
       max_concurrent_runs: 2
   limits:
     max_concurrent_runs: 7
+    requests_per_minute: 30
     run_timeout: 45s
 approval:
   expires_after: 2h
@@ -170,8 +173,14 @@ approval:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Addr != "127.0.0.1:9999" || sc.MaxBodyBytes != 2048 || sc.MaxConcurrentRuns != 7 || sc.TurnTimeout != 45*time.Second || sc.ApprovalTTL != 2*time.Hour {
+	if sc.Addr != "127.0.0.1:9999" || sc.MaxBodyBytes != 2048 || sc.MaxConcurrentRuns != 7 || sc.TurnTimeout != 45*time.Second || sc.ApprovalTTL != 2*time.Hour ||
+		sc.RequestsPerMinute != 30 || sc.Threads != nil {
 		t.Errorf("%+v", sc)
+	}
+	// A runner that lists threads (the agent) is the server's thread lister.
+	lr := listingRunner{}
+	if sc, err := cli.ServerConfig(cfg, lr, "", logging.Nop()); err != nil || sc.Threads != server.ThreadLister(lr) {
+		t.Errorf("threads lister %v %v", sc.Threads, err)
 	}
 	if len(sc.Principals) != 2 {
 		t.Fatalf("principals %+v", sc.Principals)
@@ -188,4 +197,11 @@ approval:
 	if sc.TurnTimeout != 5*time.Minute {
 		t.Errorf("turn timeout %v", sc.TurnTimeout)
 	}
+}
+
+// listingRunner is a Runner that also lists threads, like *agent.Agent.
+type listingRunner struct{ agent.Runner }
+
+func (listingRunner) Threads(context.Context, checkpoint.ThreadFilter) ([]checkpoint.ThreadInfo, error) {
+	return nil, nil
 }

@@ -102,6 +102,10 @@ func (s *Server) requireAuth(h http.HandlerFunc, onErr func(http.ResponseWriter,
 			onErr(w, err)
 			return
 		}
+		if ok, after := s.limiter.allow(c.key()); !ok {
+			onErr(w, &RateLimitError{Limit: s.cfg.RequestsPerMinute, RetryAfter: after})
+			return
+		}
 		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	}
 }

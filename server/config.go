@@ -97,6 +97,10 @@ type Config struct {
 	MaxMessageBytes int
 	// MaxConcurrentRuns is the per-principal default.
 	MaxConcurrentRuns int
+	// RequestsPerMinute limits each principal's authenticated requests
+	// (token bucket holding a minute's worth); beyond: 429 with
+	// Retry-After. 0 means unlimited.
+	RequestsPerMinute int
 	// TurnTimeout is a run's wall-clock limit.
 	TurnTimeout time.Duration
 	// Heartbeat is the interval of keep-alive frames on idle streams.
@@ -240,7 +244,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.MaxBodyBytes < 0 || cfg.MaxMessages < 0 || cfg.MaxMessageBytes < 0 || cfg.MaxConcurrentRuns < 0 || cfg.EventLogSize < 0 {
+	if cfg.MaxBodyBytes < 0 || cfg.MaxMessages < 0 || cfg.MaxMessageBytes < 0 || cfg.MaxConcurrentRuns < 0 || cfg.EventLogSize < 0 || cfg.RequestsPerMinute < 0 {
 		return cfg, &ConfigError{Field: "limits", Reason: "negative limit"}
 	}
 	return cfg, nil

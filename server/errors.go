@@ -18,6 +18,7 @@ var (
 	ErrBodyTooLarge  = errors.New("request body too large")
 	ErrUnknownModel  = errors.New("unknown model")
 	ErrRunInProgress = errors.New("a run is already in progress on this thread")
+	ErrRateLimited   = errors.New("rate limit exceeded")
 )
 
 // ConfigError names a bad Config field.

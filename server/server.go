@@ -21,6 +21,7 @@ type Server struct {
 	runs      *runManager
 	approvals *approvalStore
 	lister    ThreadLister
+	limiter   *rateLimiter
 	// transcripts names Chat Completions conversations without a chat id.
 	transcripts *transcriptIndex
 	handler     http.Handler
@@ -41,6 +42,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.runs = newRunManager(s)
 	s.transcripts = newTranscriptIndex(transcriptIndexSize)
+	s.limiter = newRateLimiter(cfg.RequestsPerMinute, cfg.Now)
 	s.approvals = newApprovalStore()
 	s.handler = s.routes()
 	return s, nil
@@ -175,6 +177,8 @@ func errorStatus(err error) (status int, typ, code string, retry bool) {
 		return http.StatusBadRequest, "invalid_request_error", "invalid_request", false
 	case errors.Is(err, ErrTooManyRuns):
 		return http.StatusTooManyRequests, "rate_limit_error", "too_many_runs", true
+	case errors.Is(err, ErrRateLimited):
+		return http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", true
 	case errors.Is(err, ErrRunInProgress):
 		return http.StatusConflict, "invalid_request_error", "run_in_progress", false
 	case errors.Is(err, ErrConflict):
@@ -194,7 +198,12 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 		w.Header().Set("x-should-retry", "false")
 	}
 	if status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", strconv.Itoa(int(max(time.Second, s.cfg.RetryAfter)/time.Second)))
+		after := s.cfg.RetryAfter
+		var rl *RateLimitError
+		if errors.As(err, &rl) {
+			after = rl.RetryAfter
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(after)))
 	}
 	msg := err.Error()
 	var mbe *http.MaxBytesError

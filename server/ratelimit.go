@@ -1,0 +1,80 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// Requests per minute are limited per principal by a token bucket: the
+// bucket holds up to a minute's worth of requests (a client may spend them
+// at once), and refills continuously at RequestsPerMinute/60 per second. A
+// request finding it empty gets 429 with the seconds until the next token
+// in Retry-After. Forwarded end users of a trusted frontend share the
+// frontend's bucket: identity for limits is the key.
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// rateLimiter holds one bucket per principal.
+type rateLimiter struct {
+	perMinute float64
+	now       func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+func newRateLimiter(perMinute int, now func() time.Time) *rateLimiter {
+	if perMinute <= 0 {
+		return nil
+	}
+	return &rateLimiter{perMinute: float64(perMinute), now: now, buckets: map[string]*bucket{}}
+}
+
+// allow takes a token from key's bucket, or says how long until one is
+// there. A nil limiter allows everything.
+func (l *rateLimiter) allow(key string) (bool, time.Duration) {
+	if l == nil {
+		return true, 0
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[key]
+	if !ok {
+		b = &bucket{tokens: l.perMinute, at: now}
+		l.buckets[key] = b
+	}
+	if el := now.Sub(b.at); el > 0 {
+		b.tokens = math.Min(l.perMinute, b.tokens+el.Minutes()*l.perMinute)
+		b.at = now
+	}
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	wait := time.Duration((1 - b.tokens) / l.perMinute * float64(time.Minute))
+	return false, wait
+}
+
+// RateLimitError is a request refused by Config.RequestsPerMinute.
+type RateLimitError struct {
+	Limit int // requests per minute
+	// RetryAfter is when the next request will be accepted.
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("rate limit of %d requests per minute for this API key exceeded; retry in %d s", e.Limit, retryAfterSeconds(e.RetryAfter))
+}
+
+func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
+
+// retryAfterSeconds rounds up to whole seconds, at least 1.
+func retryAfterSeconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
