@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/prompts"
 	"github.com/capgraph/capgraph/router"
 	"github.com/capgraph/capgraph/state"
 )
@@ -37,6 +38,9 @@ type Config struct {
 	MaxTokens int
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
+	// Prompts holds the "error" template the explanation prompt is rendered
+	// from (an application's override); nil means prompts.Default().
+	Prompts *prompts.Set
 }
 
 // Node is the error node.
@@ -58,6 +62,9 @@ func New(cfg Config) (*Node, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Prompts == nil {
+		cfg.Prompts = prompts.Default()
 	}
 	return &Node{cfg: cfg}, nil
 }
@@ -103,7 +110,11 @@ func (n *Node) explain(ctx context.Context, s state.State, r Report) (string, in
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.Timeout)
 	defer cancel()
-	resp, err := m.Generate(ctx, llm.Request{Role: llm.RoleError, MaxTokens: n.cfg.MaxTokens, Messages: Prompt(r, n.cfg.Overview)})
+	msgs, err := render(n.cfg.Prompts, r, n.cfg.Overview)
+	if err != nil {
+		return r.Explain(), 0 // a broken override: the deterministic explanation still tells the truth
+	}
+	resp, err := m.Generate(ctx, llm.Request{Role: llm.RoleError, MaxTokens: n.cfg.MaxTokens, Messages: msgs})
 	text := strings.TrimSpace(resp.Text)
 	if err != nil || text == "" {
 		return r.Explain(), resp.Usage.Total()
@@ -111,21 +122,33 @@ func (n *Node) explain(ctx context.Context, s state.State, r Report) (string, in
 	return text, resp.Usage.Total()
 }
 
-// Prompt is the explanation prompt for a report.
+// Prompt is the explanation prompt for a report, from the default "error"
+// template of package prompts.
 func Prompt(r Report, overview string) []llm.Message {
-	sys := `You explain to a domain expert (an operator or scientist, not a programmer) why their request to an assistant failed.
-Write 2 to 3 sentences, under 100 words: why it failed and what the user can do next.
-Do not repeat the report's fields; do not invent capabilities the assistant does not have.`
-	if overview != "" {
-		sys += "\n\nThe assistant's capabilities:\n" + overview
+	msgs, err := render(prompts.Default(), r, overview)
+	if err != nil {
+		// The embedded template is golden-tested; keep the facts regardless.
+		return []llm.Message{{Role: "user", Content: facts(r)}}
 	}
-	user := fmt.Sprintf("Task: %s\nFailed operation: %s\nCapability: %s\nSeverity: %s\n",
-		r.Task, r.FailedOperation, r.Capability, r.Severity)
+	return msgs
+}
+
+// render builds the explanation prompt from the set's "error" template.
+func render(set *prompts.Set, r Report, overview string) ([]llm.Message, error) {
+	sys, err := set.Render(prompts.ErrorExplanation, prompts.ErrorData{Task: r.Task, Report: facts(r), CapabilityOverview: overview})
+	if err != nil {
+		return nil, err
+	}
+	return []llm.Message{{Role: "system", Content: sys}, {Role: "user", Content: "Explain why the request failed and what I can do next."}}, nil
+}
+
+// facts are the report's fields the model may use.
+func facts(r Report) string {
+	f := fmt.Sprintf("Failed operation: %s\nCapability: %s\nSeverity: %s\n", r.FailedOperation, r.Capability, r.Severity)
 	if r.Limit != "" {
-		user += "Limit exceeded: " + r.Limit + "\n"
+		f += "Limit exceeded: " + r.Limit + "\n"
 	}
-	user += "\n" + r.Classification.FormatForLLM()
-	return []llm.Message{{Role: "system", Content: sys}, {Role: "user", Content: user}}
+	return f + "\n" + r.Classification.FormatForLLM()
 }
 
 // minimal is the message when building the report itself failed: it still

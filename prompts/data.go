@@ -117,8 +117,12 @@ type ClarifyData struct {
 	CapabilityOverview string
 }
 
-// ErrorData feeds the error explanation template.
+// ErrorData feeds the error explanation template (the error node).
 type ErrorData struct {
-	Task   string
+	Task string
+	// Report holds the facts of the failure: operation, capability,
+	// severity, limit and the classification formatted for the model.
 	Report string
+	// CapabilityOverview lists what the assistant can do ("• name: description").
+	CapabilityOverview string
 }

@@ -100,7 +100,7 @@ func TestGoldenPrompts(t *testing.T) {
 		{"response_conversational", prompts.Response, prompts.ResponseData{Task: "hello", Conversational: true, History: hist,
 			CapabilityOverview: "• channel_read: Read live values."}},
 		{"clarify", prompts.Clarify, prompts.ClarifyData{Task: "show the vacuum", Reason: "which sector", CapabilityOverview: "• channel_read: Read live values."}},
-		{"error", prompts.ErrorExplanation, prompts.ErrorData{Task: "What is the beam current?", Report: "channel_read failed: timeout"}},
+		{"error", prompts.ErrorExplanation, prompts.ErrorData{Task: "What is the beam current?", Report: "Failed operation: step 1: read the beam current\nSeverity: retriable", CapabilityOverview: "• channel_read: Read live values."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
