@@ -130,8 +130,8 @@ func stepsRan(t state.Turn) bool {
 
 // answerContext returns the context an answer is written from. this is what
 // the turn's steps produced (entries stamped with this turn), in plan order:
-// by the step whose context key (or capability and objective) made it, then
-// by creation. earlier is empty unless the task depends on history; then it
+// by the step whose context key (or capability and objective) made it, or
+// the step that read it when a replaced plan made it, then by creation. earlier is empty unless the task depends on history; then it
 // holds the earlier turns' entries that this turn's steps read as inputs, in
 // the order the steps read them. Other earlier results are not repeated: the
 // chat history already carries the answers given from them.
@@ -142,7 +142,7 @@ func answerContext(s state.State) (this, earlier []prompts.ContextItem) {
 		steps = t.Plan.Steps
 	}
 	done := func(i int) bool { return !isTerminal(steps[i].Capability) && steps[i].Status == state.StepDone }
-	stepOf := func(e capabilities.ContextEntry) int {
+	producer := func(e capabilities.ContextEntry) int {
 		for i := range steps {
 			if done(i) && steps[i].ContextKey == e.Key {
 				return i
@@ -153,7 +153,21 @@ func answerContext(s state.State) (this, earlier []prompts.ContextItem) {
 				return i
 			}
 		}
-		return len(steps)
+		return -1
+	}
+	// rank orders entries by plan position: 2i+1 for step i's output, 2i for
+	// an entry step i reads that no step of this plan produced (an output of
+	// a replaced plan of this turn), so it comes just before its reader.
+	rank := func(e capabilities.ContextEntry) int {
+		if i := producer(e); i >= 0 {
+			return 2*i + 1
+		}
+		for i := range steps {
+			if done(i) && slices.ContainsFunc(steps[i].Inputs, func(in capabilities.InputRef) bool { return in.Type == e.Type && in.Key == e.Key }) {
+				return 2 * i
+			}
+		}
+		return 2*len(steps) + 1
 	}
 	type ranked struct {
 		e    capabilities.ContextEntry
@@ -163,8 +177,8 @@ func answerContext(s state.State) (this, earlier []prompts.ContextItem) {
 	for _, e := range s.Context.Entries() {
 		// An entry without a turn stamp (written outside the agent) counts
 		// when a finished step of this plan names its key.
-		if e.Turn == t.Number && t.Number != 0 || e.Turn == 0 && stepOf(e) < len(steps) && steps[stepOf(e)].ContextKey == e.Key {
-			mine = append(mine, ranked{e, stepOf(e)})
+		if e.Turn == t.Number && t.Number != 0 || e.Turn == 0 && producer(e) >= 0 && steps[producer(e)].ContextKey == e.Key {
+			mine = append(mine, ranked{e, rank(e)})
 		}
 	}
 	slices.SortStableFunc(mine, func(a, b ranked) int {
