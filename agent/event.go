@@ -64,10 +64,13 @@ type Event struct {
 	// Seq numbers the events of a run from 1, for reconnecting clients.
 	Seq int `json:"seq"`
 
-	Node         string          `json:"node,omitempty"`
-	Step         int             `json:"step,omitempty"`  // plan step index, from 0
-	Total        int             `json:"total,omitempty"` // plan steps
-	Capability   string          `json:"capability,omitempty"`
+	Node       string `json:"node,omitempty"`
+	Step       int    `json:"step,omitempty"`  // plan step index, from 0
+	Total      int    `json:"total,omitempty"` // plan steps
+	Capability string `json:"capability,omitempty"`
+	// Attempt numbers the attempts of a plan step's capability from 1
+	// (step_start, step_end); a fallback starts again at 1.
+	Attempt      int             `json:"attempt,omitempty"`
 	Text         string          `json:"text,omitempty"`
 	Capabilities []string        `json:"capabilities,omitempty"`
 	Plan         *state.Plan     `json:"plan,omitempty"`

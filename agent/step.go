@@ -84,7 +84,7 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 				ps.Approved = true
 			}
 		}
-		emit(ctx, Event{Type: EventStepStart, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Text: ps.TaskObjective})
+		emit(ctx, Event{Type: EventStepStart, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Text: ps.TaskObjective, Attempt: attempt})
 		if err == nil {
 			step := a.stepFor(ctx, s, ps, idx, attempt, resolved)
 			nctx, cancel := context.WithDeadline(ctx, a.deadline(s))
@@ -99,7 +99,7 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			ps2 := ps
 			ps2.Status, ps2.Attempts, ps2.FirstAttemptAt, ps2.NotBefore, ps2.Error = state.StepDone, attempt, firstAt, time.Time{}, nil
 			ps2.Recovered = ps.Recovered || attempt > 1
-			emit(ctx, Event{Type: EventStepEnd, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Duration: end.Sub(now)})
+			emit(ctx, Event{Type: EventStepEnd, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Duration: end.Sub(now), Attempt: attempt})
 			return state.Update{Context: entries, NodeSteps: 1, Step: &state.StepUpdate{
 				Plan: plan.Number, Index: idx, Step: ps2, ClearError: true,
 				Result: &state.StepResult{StepIndex: idx, Capability: name, TaskObjective: ps.TaskObjective, Success: true,
@@ -112,7 +112,7 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 		if ctx.Err() != nil {
 			return state.Update{}, ctx.Err() // the run was canceled; Resume continues
 		}
-		emit(ctx, Event{Type: EventStepEnd, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Duration: end.Sub(now), Err: err.Error()})
+		emit(ctx, Event{Type: EventStepEnd, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Duration: end.Sub(now), Err: err.Error(), Attempt: attempt})
 		cl := capabilities.Classify(c, err, capabilities.ErrorContext{Capability: name, StepIndex: idx, Attempt: attempt, Elapsed: end.Sub(now), Task: taskText(s)})
 		if a.timedOut(s, err) {
 			u := a.stepFailure(ctx, s, c, idx, ps, cl, err.Error(), attempt, firstAt, now, end.Sub(now), false)

@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// AuditRecord is one capability execution, as seen by the server.
+// AuditRecord is one capability execution (one attempt of a plan step),
+// as seen by the server.
 type AuditRecord struct {
 	Time       time.Time `json:"time"`
 	Tenant     string    `json:"tenant"`
@@ -21,12 +22,21 @@ type AuditRecord struct {
 	Run        string    `json:"run"`
 	Capability string    `json:"capability"`
 	Step       int       `json:"step"`
+	// Attempt numbers the attempts of the step's capability from 1; a
+	// retry is a new record, a fallback starts again at 1.
+	Attempt int `json:"attempt,omitempty"`
+	// PlannedCapability is the plan's capability when a fallback
+	// (Capability) ran in its place.
+	PlannedCapability string `json:"planned_capability,omitempty"`
 	// ArgsDigest is the hex SHA-256 of the step's planned parameters and
 	// inputs (JSON), so arguments can be matched without storing them.
-	ArgsDigest string        `json:"args_digest"`
-	Outcome    string        `json:"outcome"` // "ok" or "failed"
-	Error      string        `json:"error,omitempty"`
-	Duration   time.Duration `json:"duration_ns,omitempty"`
+	ArgsDigest string `json:"args_digest"`
+	// Outcome is "ok", "failed", or, for an attempt the run left open,
+	// "canceled" (the run was canceled or stopped; a resume runs the step
+	// again) or "interrupted" (the capability asked for approval).
+	Outcome  string        `json:"outcome"`
+	Error    string        `json:"error,omitempty"`
+	Duration time.Duration `json:"duration_ns,omitempty"`
 }
 
 // AuditLog receives an AuditRecord for every capability step. Record must

@@ -207,6 +207,10 @@ func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Co
 	case runErr != nil && errors.Is(runErr, context.DeadlineExceeded) && ctx.Err() != nil:
 		runErr = &TurnTimeoutError{Limit: m.s.cfg.TurnTimeout, Err: runErr}
 	}
+	// Audit before the run shows as finished, so a client that saw it end
+	// finds every attempt in the log.
+	endStatus, _, _ := r.result()
+	aud.finish(ctx, endStatus, m.s.cfg.Now())
 	r.finish(runErr, shutdown)
 	status, _, _ := r.result()
 	if status == "" {
@@ -269,16 +273,19 @@ func (m *runManager) wait(ctx context.Context) error {
 	}
 }
 
-// auditor turns step events into audit records.
+// auditor turns step events into audit records: one per attempt of a
+// capability (retries and fallbacks included), written when the attempt
+// ends, or when the run ends with the attempt still open (the run was
+// canceled, stopped, or the capability asked for approval mid-way).
 type auditor struct {
-	s     *Server
-	r     *run
-	plan  *state.Plan
-	start map[int]time.Time
+	s    *Server
+	r    *run
+	plan *state.Plan
+	open map[int]agent.Event // step index → its step_start
 }
 
 func newAuditor(s *Server, r *run) *auditor {
-	return &auditor{s: s, r: r, start: map[int]time.Time{}}
+	return &auditor{s: s, r: r, open: map[int]agent.Event{}}
 }
 
 func (a *auditor) observe(ctx context.Context, ev agent.Event) {
@@ -286,36 +293,62 @@ func (a *auditor) observe(ctx context.Context, ev agent.Event) {
 	case agent.EventPlan:
 		a.plan = ev.Plan
 	case agent.EventStepStart:
-		a.start[ev.Step] = ev.Time
+		a.open[ev.Step] = ev
 	case agent.EventStepEnd:
-		rec := AuditRecord{Time: ev.Time, Tenant: a.r.Owner.Principal.Tenant, Principal: a.r.Owner.Principal.Name,
-			User: a.r.Owner.User, Thread: a.r.Thread, Run: a.r.ID, Capability: ev.Capability, Step: ev.Step, Outcome: "ok", Duration: ev.Duration}
-		if rec.Duration == 0 {
-			if t, ok := a.start[ev.Step]; ok {
-				rec.Duration = ev.Time.Sub(t)
-			}
+		rec := a.record(ctx, ev)
+		rec.Outcome, rec.Duration = "ok", ev.Duration
+		if st, ok := a.open[ev.Step]; ok && rec.Duration == 0 {
+			rec.Duration = ev.Time.Sub(st.Time)
 		}
-		if a.plan == nil {
-			// A resumed run did not see the plan event: take the plan from
-			// the checkpointed state.
-			if st, _, err := a.s.cfg.Runner.State(ctx, a.r.Thread); err == nil {
-				a.plan = st.Turn.Plan
-			}
-		}
-		var args any
-		if a.plan != nil && ev.Step >= 0 && ev.Step < len(a.plan.Steps) {
-			st := a.plan.Steps[ev.Step]
-			args = map[string]any{"parameters": st.Parameters, "inputs": st.Inputs}
-			if rec.Capability == "" {
-				rec.Capability = st.Effective()
-			}
-		}
-		rec.ArgsDigest = argsDigest(args)
+		delete(a.open, ev.Step)
 		if ev.Err != "" {
 			rec.Outcome, rec.Error = "failed", ev.Err
 		}
-		if err := a.s.cfg.Audit.Record(ctx, rec); err != nil {
-			a.s.cfg.Logger.Error("audit log write failed", "error", err, "run", a.r.ID)
+		a.write(ctx, rec)
+	}
+}
+
+// finish records the attempts still open when the run ended.
+func (a *auditor) finish(ctx context.Context, status agent.RunStatus, now time.Time) {
+	for _, st := range a.open {
+		rec := a.record(ctx, st)
+		rec.Time, rec.Duration, rec.Outcome = now, now.Sub(st.Time), "canceled"
+		if status == agent.RunInterrupted {
+			rec.Outcome = "interrupted"
 		}
+		a.write(context.WithoutCancel(ctx), rec)
+	}
+	clear(a.open)
+}
+
+// record fills who, where, what and with which arguments for a step event.
+func (a *auditor) record(ctx context.Context, ev agent.Event) AuditRecord {
+	rec := AuditRecord{Time: ev.Time, Tenant: a.r.Owner.Principal.Tenant, Principal: a.r.Owner.Principal.Name,
+		User: a.r.Owner.User, Thread: a.r.Thread, Run: a.r.ID, Capability: ev.Capability, Step: ev.Step, Attempt: ev.Attempt}
+	if a.plan == nil {
+		// A resumed run did not see the plan event: take the plan from
+		// the checkpointed state.
+		if st, _, err := a.s.cfg.Runner.State(context.WithoutCancel(ctx), a.r.Thread); err == nil {
+			a.plan = st.Turn.Plan
+		}
+	}
+	var args any
+	if a.plan != nil && ev.Step >= 0 && ev.Step < len(a.plan.Steps) {
+		st := a.plan.Steps[ev.Step]
+		args = map[string]any{"parameters": st.Parameters, "inputs": st.Inputs}
+		if rec.Capability == "" {
+			rec.Capability = st.Effective()
+		}
+		if st.Capability != rec.Capability {
+			rec.PlannedCapability = st.Capability // a fallback stood in
+		}
+	}
+	rec.ArgsDigest = argsDigest(args)
+	return rec
+}
+
+func (a *auditor) write(ctx context.Context, rec AuditRecord) {
+	if err := a.s.cfg.Audit.Record(ctx, rec); err != nil {
+		a.s.cfg.Logger.Error("audit log write failed", "error", err, "run", a.r.ID)
 	}
 }
