@@ -3,7 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
@@ -14,6 +16,7 @@ import (
 	"github.com/capgraph/capgraph/logging"
 	"github.com/capgraph/capgraph/logging/logrusadapter"
 	"github.com/capgraph/capgraph/nodes"
+	"github.com/capgraph/capgraph/router"
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/state"
 )
@@ -192,6 +195,9 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 	if sc.ApprovalTTL == 0 {
 		sc.ApprovalTTL = neverExpires
 	}
+	if err := checkAllowedCapabilities(cfg, runner); err != nil {
+		return sc, err
+	}
 	for _, k := range cfg.Server.APIKeys {
 		digest := k.KeySHA256
 		if k.Key != "" {
@@ -215,4 +221,33 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 // Logger builds the logger the file configures, writing to w.
 func Logger(cfg *config.Config, w interface{ Write([]byte) (int, error) }) (logging.Logger, error) {
 	return logrusadapter.New(logrusadapter.Config{Level: cfg.Logging.Level, Format: logrusadapter.Format(cfg.Logging.Format), Output: w})
+}
+
+// checkAllowedCapabilities reports allowed_capabilities naming no
+// capability of the agent (when the runner says which it has): the agent
+// would refuse every turn of that key.
+func checkAllowedCapabilities(cfg *config.Config, runner agent.Runner) error {
+	rc, ok := runner.(interface{ RouterConfig() router.Config })
+	if !ok {
+		return nil
+	}
+	var problems []config.Problem
+	for i, k := range cfg.Server.APIKeys {
+		for j, name := range k.AllowedCapabilities {
+			if name == capabilities.Respond || name == capabilities.Clarify || slices.Contains(rc.RouterConfig().Capabilities, name) {
+				continue
+			}
+			key := fmt.Sprintf("server.api_keys[%d].allowed_capabilities[%d]", i, j)
+			line := cfg.Line(key)
+			if line == 0 {
+				line = cfg.Line(fmt.Sprintf("server.api_keys[%d].allowed_capabilities", i))
+			}
+			problems = append(problems, config.Problem{Line: line, Key: key,
+				Problem: fmt.Sprintf("%q is not a capability of this agent (it has: %s)", name, strings.Join(rc.RouterConfig().Capabilities, ", "))})
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &config.Error{File: cfg.Source(), Problems: problems}
 }

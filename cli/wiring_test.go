@@ -205,3 +205,40 @@ type listingRunner struct{ agent.Runner }
 func (listingRunner) Threads(context.Context, checkpoint.ThreadFilter) ([]checkpoint.ThreadInfo, error) {
 	return nil, nil
 }
+
+func TestServerConfigChecksAllowedCapabilities(t *testing.T) {
+	beam, err := capabilities.Define(capabilities.Definition{Name: "beam", Description: "read the beam",
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) { return capabilities.Output{}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := capabilities.NewRegistry()
+	if err := reg.Register(beam); err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		allowed string
+		bad     string // "" = accepted
+	}{
+		{"[beam]", ""},
+		{"[beam, respond]", ""},
+		{"[beam, beam_write]", "beam_write"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.allowed, func(t *testing.T) {
+			cfg := parse(t, "server:\n  api_keys:\n    - name: ops\n      key: 0123456789abcdef0123\n      allowed_capabilities: "+tc.allowed+"\n")
+			_, err := cli.ServerConfig(cfg, a, "", logging.Nop())
+			var ce *config.Error
+			switch {
+			case tc.bad == "" && err != nil:
+				t.Fatalf("rejected: %v", err)
+			case tc.bad != "" && (!errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Line != 5 || !strings.Contains(err.Error(), tc.bad)):
+				t.Fatalf("error %v, want a config problem at line 5 naming %s", err, tc.bad)
+			}
+		})
+	}
+}
