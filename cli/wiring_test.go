@@ -208,7 +208,9 @@ func (listingRunner) Threads(context.Context, checkpoint.ThreadFilter) ([]checkp
 
 func TestServerConfigChecksAllowedCapabilities(t *testing.T) {
 	beam, err := capabilities.Define(capabilities.Definition{Name: "beam", Description: "read the beam",
-		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) { return capabilities.Output{}, nil }})
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Output{}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
