@@ -31,6 +31,7 @@ const (
 	DefaultEventLogSize      = 4096
 	DefaultRetryAfter        = 5 * time.Second
 	DefaultApprovalTTL       = 30 * time.Minute
+	DefaultShutdownGrace     = 10 * time.Second
 )
 
 // Principal is who an API key stands for. Identity never comes from a
@@ -111,6 +112,11 @@ type Config struct {
 	RetryAfter time.Duration
 	// ApprovalTTL is how long a Chat Completions approval token stays valid.
 	ApprovalTTL time.Duration
+	// ShutdownGrace is how long Shutdown lets running runs go on (no new
+	// ones start) before it cancels them; a canceled run stops at its next
+	// checkpoint, and the node it was in runs again when the run is
+	// resumed. Negative: cancel at once.
+	ShutdownGrace time.Duration
 	// OpenWebUIEvents sends Open WebUI status frames ({"event":...}) in
 	// Chat Completions streams. They carry no "choices"; most clients skip
 	// them. Nil means on.
@@ -217,6 +223,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.Heartbeat, DefaultHeartbeat)
 	def(&cfg.RetryAfter, DefaultRetryAfter)
 	def(&cfg.ApprovalTTL, DefaultApprovalTTL)
+	def(&cfg.ShutdownGrace, DefaultShutdownGrace)
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}

@@ -78,7 +78,7 @@ func TestHeartbeatIsAnEmptyDeltaChunk(t *testing.T) {
 // server stops, and gets its [DONE]; new runs are refused.
 func TestShutdownEndsStreamsWithAFinalFrame(t *testing.T) {
 	runner := newScriptedRunner()
-	srv, err := New(Config{Runner: runner})
+	srv, err := New(Config{Runner: runner, ShutdownGrace: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

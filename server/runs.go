@@ -253,12 +253,17 @@ func (m *runManager) activeOn(thread string) (*run, bool) {
 	return r, ok
 }
 
-// close refuses new runs and cancels the running ones (they stop at their
-// next checkpoint); wait for them with wait.
-func (m *runManager) close() {
+// refuse makes start refuse new runs.
+func (m *runManager) refuse() {
 	m.mu.Lock()
 	m.closed = true
 	m.mu.Unlock()
+}
+
+// close refuses new runs and cancels the running ones (they stop at their
+// next checkpoint); wait for them with wait.
+func (m *runManager) close() {
+	m.refuse()
 	m.stopBase()
 }
 

@@ -126,11 +126,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// Shutdown stops accepting runs, cancels the running ones so they stop at
+// Shutdown stops accepting runs, lets the running ones go on for
+// Config.ShutdownGrace, then cancels those still running so they stop at
 // their next checkpoint (resumable later), lets every stream end with a
-// final frame, then closes the listener and waits for open requests, all
+// final frame, closes the listener and waits for open requests, all
 // bounded by ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.runs.refuse()
+	if s.cfg.ShutdownGrace > 0 {
+		gctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
+		_ = s.runs.wait(gctx) // the runs still going are canceled below
+		cancel()
+	}
 	s.runs.close()
 	werr := s.runs.wait(ctx)
 	s.mu.Lock()

@@ -1,0 +1,80 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// During Config.ShutdownGrace a running run goes on and ends normally;
+// new runs are refused meanwhile.
+func TestShutdownGraceLetsRunsFinish(t *testing.T) {
+	runner := newScriptedRunner()
+	srv, err := New(Config{Runner: runner, ShutdownGrace: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), ln) }()
+	url := "http://" + ln.Addr().String()
+	body, _ := json.Marshal(chatBody("capgraph", true, user("slow please")))
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "Waiting for the archiver") {
+			break
+		}
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- srv.Shutdown(context.Background()) }()
+	// New runs are refused while the grace lasts.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r2, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2.Body.Close()
+		if r2.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a new run was accepted during shutdown: %d", r2.StatusCode)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	runner.Release()
+	var rest strings.Builder
+	_, _ = br.WriteTo(&rest)
+	if !strings.Contains(rest.String(), "Done after waiting.") || strings.Contains(rest.String(), "shutting down") || !strings.Contains(rest.String(), "data: [DONE]") {
+		t.Fatalf("the run did not finish normally:\n%s", rest.String())
+	}
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown waited for the whole grace after the runs ended")
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
