@@ -105,6 +105,10 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("threadId", "required, at most %d characters without '/'", maxThreadIDLen))
 		return
 	}
+	if len(in.Messages) > s.cfg.MaxMessages {
+		s.writeError(w, badRequest("messages", "%d messages exceed the limit of %d", len(in.Messages), s.cfg.MaxMessages))
+		return
+	}
 	if in.RunID == "" {
 		in.RunID = uuid.NewString()
 	}

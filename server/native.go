@@ -213,6 +213,10 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("approval_id", "required"))
 		return
 	}
+	if len(req.Text) > s.cfg.MaxMessageBytes {
+		s.writeError(w, badRequest("text", "%d bytes exceed the limit of %d", len(req.Text), s.cfg.MaxMessageBytes))
+		return
+	}
 	if req.Approved == nil && strings.TrimSpace(req.Text) == "" {
 		s.writeError(w, badRequest("approved", "give approved (true/false) or text"))
 		return

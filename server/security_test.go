@@ -91,22 +91,39 @@ func TestBodyLimit(t *testing.T) {
 
 func TestMessageLimits(t *testing.T) {
 	env := newTestEnv(t, func(c *Config) { c.MaxMessages = 3; c.MaxMessageBytes = 100 })
+	aguiMsgs := func(n int) []map[string]any {
+		var out []map[string]any
+		for i := range n {
+			out = append(out, map[string]any{"id": itoa(i), "role": "user", "content": "a"})
+		}
+		return out
+	}
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "lim"})
 	tests := []struct {
 		name string
+		path string // default /v1/chat/completions
 		body any
 		want string
 	}{
-		{"too many", chatBody("capgraph", false, user("a"), assistant("b"), user("c"), assistant("d"), user("e")), "messages"},
-		{"too long", chatBody("capgraph", false, user(strings.Repeat("y", 101))), "messages[0].content"},
-		{"last not user", chatBody("capgraph", false, user("a"), assistant("b")), "messages[1].role"},
-		{"no messages", chatBody("capgraph", false), "messages"},
-		{"bad content", chatBody("capgraph", false, map[string]any{"role": "user", "content": 42}), "messages[0].content"},
-		{"n>1", map[string]any{"model": "capgraph", "n": 2, "messages": []any{user("a")}}, "n"},
-		{"bad json", `{"model":`, "body"},
+		{"agui too many", "/agui", map[string]any{"threadId": "t", "messages": aguiMsgs(4)}, "messages"},
+		{"agui too long", "/agui", map[string]any{"threadId": "t", "messages": []map[string]any{{"id": "u", "role": "user", "content": strings.Repeat("y", 101)}}}, "messages"},
+		{"native input too long", "/api/threads/lim/runs", map[string]any{"input": strings.Repeat("y", 101)}, "input"},
+		{"native approval text too long", "/api/threads/lim/approval", map[string]any{"approval_id": "a", "text": strings.Repeat("y", 101)}, "text"},
+		{"too many", "", chatBody("capgraph", false, user("a"), assistant("b"), user("c"), assistant("d"), user("e")), "messages"},
+		{"too long", "", chatBody("capgraph", false, user(strings.Repeat("y", 101))), "messages[0].content"},
+		{"last not user", "", chatBody("capgraph", false, user("a"), assistant("b")), "messages[1].role"},
+		{"no messages", "", chatBody("capgraph", false), "messages"},
+		{"bad content", "", chatBody("capgraph", false, map[string]any{"role": "user", "content": 42}), "messages[0].content"},
+		{"n>1", "", map[string]any{"model": "capgraph", "n": 2, "messages": []any{user("a")}}, "n"},
+		{"bad json", "", `{"model":`, "body"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, tc.body)
+			path := tc.path
+			if path == "" {
+				path = "/v1/chat/completions"
+			}
+			resp, body := env.do(t, "POST", path, keyAlice, tc.body)
 			var e struct{ Error apiError }
 			if err := json.Unmarshal(body, &e); err != nil {
 				t.Fatal(err)
