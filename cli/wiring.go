@@ -175,9 +175,12 @@ func llmConfigError(cfg *config.Config, err error) error {
 // set) into a server.Config for runner.
 func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logger logging.Logger) (server.Config, error) {
 	sc := server.Config{
-		Runner:            runner,
-		Addr:              cfg.Server.Addr,
-		MaxBodyBytes:      cfg.Server.MaxBodyBytes,
+		Runner:       runner,
+		Addr:         cfg.Server.Addr,
+		MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		// server.limits.max_concurrent_runs bounds the replica; a key
+		// without its own max_concurrent_runs is bound by that alone.
+		MaxTotalRuns:      cfg.Server.Limits.MaxConcurrentRuns,
 		MaxConcurrentRuns: cfg.Server.Limits.MaxConcurrentRuns,
 		RequestsPerMinute: cfg.Server.Limits.RequestsPerMinute,
 		TurnTimeout:       time.Duration(cfg.Server.Limits.RunTimeout),

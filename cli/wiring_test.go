@@ -173,7 +173,7 @@ approval:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Addr != "127.0.0.1:9999" || sc.MaxBodyBytes != 2048 || sc.MaxConcurrentRuns != 7 || sc.TurnTimeout != 45*time.Second || sc.ApprovalTTL != 2*time.Hour ||
+	if sc.Addr != "127.0.0.1:9999" || sc.MaxBodyBytes != 2048 || sc.MaxConcurrentRuns != 7 || sc.MaxTotalRuns != 7 || sc.TurnTimeout != 45*time.Second || sc.ApprovalTTL != 2*time.Hour ||
 		sc.RequestsPerMinute != 30 || sc.Threads != nil {
 		t.Errorf("%+v", sc)
 	}

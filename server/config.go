@@ -98,6 +98,10 @@ type Config struct {
 	MaxMessageBytes int
 	// MaxConcurrentRuns is the per-principal default.
 	MaxConcurrentRuns int
+	// MaxTotalRuns bounds the runs of all principals at once on this
+	// server; beyond: 429 with Retry-After. 0 means no bound but the
+	// per-principal ones.
+	MaxTotalRuns int
 	// RequestsPerMinute limits each principal's authenticated requests
 	// (token bucket holding a minute's worth); beyond: 429 with
 	// Retry-After. 0 means unlimited.
@@ -251,7 +255,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.MaxBodyBytes < 0 || cfg.MaxMessages < 0 || cfg.MaxMessageBytes < 0 || cfg.MaxConcurrentRuns < 0 || cfg.EventLogSize < 0 || cfg.RequestsPerMinute < 0 {
+	if cfg.MaxBodyBytes < 0 || cfg.MaxMessages < 0 || cfg.MaxMessageBytes < 0 || cfg.MaxConcurrentRuns < 0 || cfg.EventLogSize < 0 || cfg.RequestsPerMinute < 0 || cfg.MaxTotalRuns < 0 {
 		return cfg, &ConfigError{Field: "limits", Reason: "negative limit"}
 	}
 	return cfg, nil

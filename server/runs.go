@@ -159,6 +159,10 @@ func (m *runManager) start(c caller, clientThread, thread string, fn func(ctx co
 		m.mu.Unlock()
 		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "too many concurrent runs for this API key; try again later"}
 	}
+	if m.s.cfg.MaxTotalRuns > 0 && len(m.byThread) >= m.s.cfg.MaxTotalRuns {
+		m.mu.Unlock()
+		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "the server runs as many runs as it may; try again later"}
+	}
 	ctx, cancel := context.WithTimeout(m.base, m.s.cfg.TurnTimeout)
 	r := &run{ID: "run-" + uuid.NewString(), Thread: thread, ClientThread: clientThread, Owner: c,
 		Started: m.s.cfg.Now(), cancel: cancel, notify: make(chan struct{}), max: m.s.cfg.EventLogSize}

@@ -165,6 +165,20 @@ func TestTooManyRuns(t *testing.T) {
 	}
 }
 
+// MaxTotalRuns bounds all principals together.
+func TestTooManyRunsOnTheServer(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.MaxTotalRuns = 1 })
+	defer env.runner.Release()
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "a"})
+	if resp, body := env.do(t, "POST", "/api/threads/a/runs", keyAlice, map[string]any{"input": "slow please"}); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("first %d %s", resp.StatusCode, body)
+	}
+	resp, body := env.do(t, "POST", "/v1/chat/completions", keyBob, chatBody("capgraph", false, user("hello")))
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "too_many_runs") {
+		t.Fatalf("bob %d %s", resp.StatusCode, body)
+	}
+}
+
 func TestIdentityHeadersOnlyFromTrustedKeys(t *testing.T) {
 	env := newTestEnv(t, nil)
 	hdr := []string{"X-OpenWebUI-Chat-Id", "chat-42", "X-OpenWebUI-User-Id", "u-7"}
