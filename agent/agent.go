@@ -167,11 +167,13 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 			p.fail(err)
 			return
 		}
-		if !a.lock(req.Thread) {
-			p.fail(fmt.Errorf("%w: %q", graph.ErrThreadBusy, req.Thread))
+		ctx, release, err := a.claim(ctx, req.Thread)
+		if err != nil {
+			p.fail(err)
 			return
 		}
-		defer a.unlock(req.Thread)
+		defer release()
+		p.yield = leaseYield(ctx, p.yield)
 		prev, t, err := a.g.State(ctx, req.Thread)
 		if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
 			p.fail(fmt.Errorf("agent: read thread %q: %w", req.Thread, err))
@@ -232,25 +234,6 @@ func (a *Agent) supersede(ctx context.Context, thread string, ap state.Approval,
 	}
 	s, _, err := a.g.State(ctx, thread)
 	return s, err
-}
-
-func (a *Agent) lock(thread string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.busy == nil {
-		a.busy = map[string]bool{}
-	}
-	if a.busy[thread] {
-		return false
-	}
-	a.busy[thread] = true
-	return true
-}
-
-func (a *Agent) unlock(thread string) {
-	a.mu.Lock()
-	delete(a.busy, thread)
-	a.mu.Unlock()
 }
 
 // State returns the thread's latest state and how its last run ended. While

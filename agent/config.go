@@ -89,6 +89,9 @@ type Config struct {
 	// ApprovalExpiry is how long a human can answer an approval.
 	// Default DefaultApprovalExpiry (1 h); negative: approvals never expire.
 	ApprovalExpiry time.Duration
+	// Leases configures the thread leases that keep replicas sharing one
+	// store from running a thread twice (see LeaseConfig).
+	Leases LeaseConfig
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
 }
@@ -208,6 +211,9 @@ func (c *Config) validate() error {
 	if !validMode(c.Options.ApprovalMode) {
 		bad("Options.ApprovalMode", fmt.Sprintf("must be %q, %q or %q, got %q", state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll, c.Options.ApprovalMode))
 	}
+	if err := c.Leases.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.ErrorNodeGrace < 0 || c.MaxConcurrency < 0 {
 		bad("ErrorNodeGrace/MaxConcurrency", "must not be negative")
 	}
@@ -238,4 +244,5 @@ func (c *Config) defaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	c.Leases.defaults()
 }

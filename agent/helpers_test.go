@@ -153,7 +153,10 @@ func (w *world) config(t tb, capNames ...string) agent.Config {
 						<-ctx.Done()
 						return capabilities.Output{}, ctx.Err()
 					}
-					return capabilities.Output{}, err
+					if !errors.Is(err, errFreeze) {
+						return capabilities.Output{}, err
+					}
+					freeze() // a frozen process: ignores its ctx, then succeeds
 				}
 				if w.writes[name] {
 					w.mu.Lock()
@@ -212,6 +215,12 @@ func (w *world) config(t tb, capNames ...string) agent.Config {
 }
 
 var errHang = errors.New("hang until the deadline")
+
+// errFreeze makes a capability call freeze() and then succeed.
+var (
+	errFreeze = errors.New("freeze, then succeed")
+	freeze    func()
+)
 
 var listAll = checkpoint.ListOptions{}
 

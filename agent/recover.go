@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+
+	"github.com/google/uuid"
 
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
@@ -13,7 +16,9 @@ import (
 // Unfinished lists the threads whose last run stopped between two steps
 // without ending: the process crashed or was stopped, or the caller
 // canceled. Runs waiting for an approval, finished runs and runs that failed
-// (a FATAL failure) are not listed.
+// (a FATAL failure) are not listed. A run in progress (here or on another
+// replica) looks the same in the store and is listed too; RecoverRuns
+// tells them apart by the thread's lease.
 func (a *Agent) Unfinished(ctx context.Context) ([]string, error) {
 	infos, err := a.cfg.Store.Threads(ctx, checkpoint.ThreadFilter{})
 	if err != nil {
@@ -37,10 +42,15 @@ func (a *Agent) Unfinished(ctx context.Context) ([]string, error) {
 
 // RecoverRuns resumes every unfinished run (see Unfinished), up to
 // MaxConcurrency at once, and returns when they have all stopped, with the
-// threads it resumed. Call it when a process starts, before serving: a run
-// in progress looks like a cut one in the store, so with several processes
-// on one store it would also resume runs another process is executing. Each
-// run continues
+// threads it resumed. Call it when a process starts, before serving, or
+// periodically on every replica of a shared store: each run is resumed
+// under the thread's lease (see LeaseConfig), so a thread whose lease
+// another agent holds (a run in progress there, or a replica that died less
+// than a lease TTL ago) is skipped, and a thread another replica finished
+// between the listing and the lease is left alone. With a store that is no
+// checkpoint.Leaser across processes (SQLite opened by several processes),
+// leases exclude only agents of this process: there, call it only in the
+// process owning the store. Each run continues
 // from its last checkpoint: completed steps do not run again, a step that
 // was in flight runs again (at least once; its idempotency key is the same),
 // a retry waits only what is left of its delay, and the turn's wall-clock
@@ -69,27 +79,58 @@ func (a *Agent) RecoverRuns(ctx context.Context) ([]string, error) {
 			wg.Wait()
 			return resumed, errors.Join(append(errs, ctx.Err())...)
 		}
-		mu.Lock()
-		resumed = append(resumed, th)
-		mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			var runErr error
-			for _, err := range a.Resume(ctx, th, Answer{}) {
-				if err != nil {
-					runErr = err
-				}
+			ran, runErr := a.recoverOne(ctx, th)
+			mu.Lock()
+			defer mu.Unlock()
+			if ran {
+				resumed = append(resumed, th)
 			}
 			var fe *FatalError
 			if runErr != nil && !errors.As(runErr, &fe) {
-				mu.Lock()
 				errs = append(errs, fmt.Errorf("agent: recover thread %q: %w", th, runErr))
-				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
+	slices.Sort(resumed)
 	return resumed, errors.Join(errs...)
+}
+
+// recoverOne resumes thread if it can claim it and its run is still
+// unfinished once claimed; it reports whether it ran.
+func (a *Agent) recoverOne(ctx context.Context, thread string) (bool, error) {
+	ctx, release, err := a.claim(ctx, thread)
+	if errors.Is(err, graph.ErrThreadBusy) {
+		return false, nil // another agent runs it, or will once its lease expires
+	}
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	// Read again under the lease: listed unfinished is not proof; another
+	// replica may have resumed and finished it since.
+	t, err := a.cfg.Store.Get(ctx, thread, uuid.Nil)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read thread: %w", err)
+	}
+	if graph.StatusOf(t) != graph.StatusCanceled {
+		return false, nil
+	}
+	var runErr error
+	p := &pump{a: a, thread: thread, yield: func(_ Event, err error) bool {
+		if err != nil {
+			runErr = err
+		}
+		return true
+	}}
+	p.yield = leaseYield(ctx, p.yield)
+	a.resume(ctx, p, thread, Answer{})
+	return true, runErr
 }

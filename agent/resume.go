@@ -29,16 +29,18 @@ func (a *Agent) Resume(ctx context.Context, thread string, ans Answer) iter.Seq2
 			p.fail(fmt.Errorf("%w: thread must not be empty", ErrBadRequest))
 			return
 		}
-		if !a.lock(thread) {
-			p.fail(fmt.Errorf("%w: %q", graph.ErrThreadBusy, thread))
+		ctx, release, err := a.claim(ctx, thread)
+		if err != nil {
+			p.fail(err)
 			return
 		}
-		defer a.unlock(thread)
+		defer release()
+		p.yield = leaseYield(ctx, p.yield)
 		a.resume(ctx, p, thread, ans)
 	}
 }
 
-// resume is Resume with the thread locked.
+// resume is Resume with the thread claimed (see claim).
 func (a *Agent) resume(ctx context.Context, p *pump, thread string, ans Answer) {
 	var value any
 	if !ans.zero() {

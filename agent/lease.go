@@ -1,0 +1,185 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+// DefaultLeaseTTL is how long a thread lease lasts without renewal. A run
+// renews it every TTL/3; a replica that dies leaves its threads to others
+// after at most this long.
+const DefaultLeaseTTL = 30 * time.Second
+
+// LeaseConfig configures thread leases. Every Run and Resume holds the
+// thread's lease (checkpoint.Leaser) for as long as it runs, so that agents
+// sharing one store, in this process or in other replicas, never run one
+// thread at once. A store that is no checkpoint.Leaser gets an in-process
+// lease table of the agent's own, which excludes nothing beyond this Agent.
+type LeaseConfig struct {
+	// Owner names this agent in leases (and in the busy errors other
+	// replicas see). It must differ between replicas. Default: host name,
+	// process id and a random suffix, new for every Agent.
+	Owner string
+	// TTL is the lease duration, renewed every TTL/3 while a run lasts.
+	// Default DefaultLeaseTTL. A shorter TTL hands the threads of a dead
+	// replica over sooner but needs the store to answer a renewal within
+	// TTL/3 or so.
+	TTL time.Duration
+
+	local *checkpoint.LocalLeases // for a store that is no Leaser
+}
+
+func (c LeaseConfig) validate() error {
+	if c.TTL < 0 {
+		return &ConfigError{Field: "Leases.TTL", Problem: fmt.Sprintf("%s is negative", c.TTL)}
+	}
+	if c.TTL > 0 && c.TTL < 3*time.Millisecond {
+		return &ConfigError{Field: "Leases.TTL", Problem: fmt.Sprintf("%s is too short to renew every TTL/3", c.TTL)}
+	}
+	return nil
+}
+
+func (c *LeaseConfig) defaults() {
+	if c.TTL == 0 {
+		c.TTL = DefaultLeaseTTL
+	}
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		c.Owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	c.local = &checkpoint.LocalLeases{}
+}
+
+// LeaseOwner returns the name this agent holds thread leases under.
+func (a *Agent) LeaseOwner() string { return a.cfg.Leases.Owner }
+
+// claim takes thread for one Run or Resume: the in-process lock first (no
+// store round trip when this Agent is busy with it), then the store's
+// lease. A busy thread is graph.ErrThreadBusy; when another owner holds the
+// lease the error also wraps its *checkpoint.LeaseHeldError (holder,
+// expiry). The returned ctx carries the lease, so the store refuses the
+// run's writes once it is lost, and is canceled with the
+// *checkpoint.LeaseLostError as cause when a renewal finds it lost: the run
+// stops at its next step instead of computing work nobody can store.
+// release stops renewing, releases the lease and unlocks; call it once.
+func (a *Agent) claim(ctx context.Context, thread string) (context.Context, func(), error) {
+	if !a.lock(thread) {
+		return ctx, nil, fmt.Errorf("%w: %q", graph.ErrThreadBusy, thread)
+	}
+	ttl := a.cfg.Leases.TTL
+	lr, fromStore := a.cfg.Store.(checkpoint.Leaser)
+	if !fromStore {
+		lr = a.cfg.Leases.local
+	}
+	l, err := lr.AcquireLease(ctx, thread, a.cfg.Leases.Owner, ttl)
+	if err != nil {
+		a.unlock(thread)
+		if errors.Is(err, checkpoint.ErrLeaseHeld) {
+			return ctx, nil, fmt.Errorf("%w: %q: %w", graph.ErrThreadBusy, thread, err)
+		}
+		return ctx, nil, fmt.Errorf("agent: lease thread %q: %w", thread, err)
+	}
+	// Only the store that granted the lease can fence writes with it; a
+	// store wrapped by something that is no Leaser would refuse a lease
+	// it never saw.
+	if fromStore {
+		ctx = checkpoint.WithLease(ctx, l)
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		keepLease(rctx, lr, l, ttl, stop, cancel)
+	}()
+	release := func() {
+		close(stop)
+		<-done
+		cancel(nil)
+		// The lease would expire anyway; a release that fails only makes
+		// other replicas wait for the TTL. The caller's ctx may be done.
+		rel, rcancel := context.WithTimeout(context.WithoutCancel(rctx), ttl)
+		defer rcancel()
+		_ = lr.ReleaseLease(rel, l)
+		a.unlock(thread)
+	}
+	return rctx, release, nil
+}
+
+// keepLease renews l every ttl/3 until stop is closed. A renewal that finds
+// the lease lost, or failures for so long that the lease has expired by the
+// local clock, cancel the run with the loss as cause. A renewal that merely
+// failed (the database unreachable for a moment) is tried again next tick.
+func keepLease(ctx context.Context, lr checkpoint.Leaser, l checkpoint.Lease, ttl time.Duration,
+	stop <-chan struct{}, cancel context.CancelCauseFunc) {
+	every := ttl / 3
+	// Measured from before the acquisition returned, so never later than the
+	// store's own expiry, whatever the clocks say.
+	deadline := time.Now().Add(ttl - every/2)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		rctx, rcancel := context.WithTimeout(ctx, every)
+		nl, err := lr.RenewLease(rctx, l, ttl)
+		rcancel()
+		switch {
+		case err == nil:
+			l, deadline = nl, start.Add(ttl)
+		case errors.Is(err, checkpoint.ErrLeaseLost):
+			cancel(err)
+			return
+		case !time.Now().Before(deadline):
+			cancel(&checkpoint.LeaseLostError{Lease: l})
+			return
+		}
+		t.Reset(every)
+	}
+}
+
+// leaseYield makes a run stopped by a lost lease say so: its error is the
+// context's, wrapped with the *checkpoint.LeaseLostError.
+func leaseYield(ctx context.Context, yield func(Event, error) bool) func(Event, error) bool {
+	return func(e Event, err error) bool {
+		if err != nil && isCtxErr(err) {
+			if cause := context.Cause(ctx); errors.Is(cause, checkpoint.ErrLeaseLost) {
+				err = fmt.Errorf("%w: %w", cause, err)
+				e.Err = err.Error()
+			}
+		}
+		return yield(e, err)
+	}
+}
+
+func (a *Agent) lock(thread string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy == nil {
+		a.busy = map[string]bool{}
+	}
+	if a.busy[thread] {
+		return false
+	}
+	a.busy[thread] = true
+	return true
+}
+
+func (a *Agent) unlock(thread string) {
+	a.mu.Lock()
+	delete(a.busy, thread)
+	a.mu.Unlock()
+}
