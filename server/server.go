@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph"
 )
 
 // Server is capgraph's HTTP server. Create it with New, serve Handler on any
@@ -186,10 +189,16 @@ func errorStatus(err error) (status int, typ, code string, retry bool) {
 		return http.StatusTooManyRequests, "rate_limit_error", "too_many_runs", true
 	case errors.Is(err, ErrRateLimited):
 		return http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", true
-	case errors.Is(err, ErrRunInProgress):
+	case errors.Is(err, ErrRunInProgress), errors.Is(err, graph.ErrThreadBusy):
+		// graph.ErrThreadBusy: the agent found the thread running (here, or
+		// on another replica sharing the store).
 		return http.StatusConflict, "invalid_request_error", "run_in_progress", false
 	case errors.Is(err, ErrConflict):
 		return http.StatusConflict, "invalid_request_error", "conflict", false
+	case errors.Is(err, agent.ErrUnknownThread):
+		return http.StatusNotFound, "invalid_request_error", "not_found", false
+	case errors.Is(err, agent.ErrBadRequest):
+		return http.StatusBadRequest, "invalid_request_error", "invalid_request", false
 	case errors.Is(err, ErrShuttingDown):
 		return http.StatusServiceUnavailable, "server_error", "shutting_down", true
 	}
