@@ -45,3 +45,6 @@ func BenchmarkPutVsRawCommit(b *testing.B) {
 		return err
 	})
 }
+
+func BenchmarkLease(b *testing.B)     { checkpointtest.BenchLease(b, NewTestStore(b)) }
+func BenchmarkFencedPut(b *testing.B) { checkpointtest.BenchFencedPut(b, NewTestStore(b)) }

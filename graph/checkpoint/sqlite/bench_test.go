@@ -54,3 +54,6 @@ func BenchmarkPutVsRawCommit(b *testing.B) {
 		return err
 	})
 }
+
+func BenchmarkLease(b *testing.B)     { checkpointtest.BenchLease(b, benchStore(b)) }
+func BenchmarkFencedPut(b *testing.B) { checkpointtest.BenchFencedPut(b, benchStore(b)) }
