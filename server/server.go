@@ -13,6 +13,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
 // Server is capgraph's HTTP server. Create it with New, serve Handler on any
@@ -220,6 +221,11 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 			after = rl.RetryAfter
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(after)))
+	}
+	// A thread busy on another replica: the holder's lease says when it
+	// can be taken over at the latest.
+	if lh := (*checkpoint.LeaseHeldError)(nil); errors.As(err, &lh) {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(lh.RetryAfter(s.cfg.Now()))))
 	}
 	msg := err.Error()
 	var mbe *http.MaxBytesError
