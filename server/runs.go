@@ -142,6 +142,12 @@ func newRunManager(s *Server) *runManager {
 
 // start begins a run of fn on the internal thread.
 func (m *runManager) start(c caller, clientThread, thread string, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) (*run, error) {
+	return m.startRun(c, clientThread, thread, fn, true)
+}
+
+// startRun is start; limited=false skips the concurrency limits (for runs
+// the server recovers, which no client asked for).
+func (m *runManager) startRun(c caller, clientThread, thread string, fn func(ctx context.Context) iter.Seq2[agent.Event, error], limited bool) (*run, error) {
 	limit := c.Principal.MaxConcurrentRuns
 	if limit == 0 {
 		limit = m.s.cfg.MaxConcurrentRuns
@@ -155,11 +161,11 @@ func (m *runManager) start(c caller, clientThread, thread string, fn func(ctx co
 		m.mu.Unlock()
 		return nil, &RequestError{Kind: ErrRunInProgress, Message: "run " + r.ID + " is still running on this thread"}
 	}
-	if m.active[c.key()] >= limit {
+	if limited && m.active[c.key()] >= limit {
 		m.mu.Unlock()
 		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "too many concurrent runs for this API key; try again later"}
 	}
-	if m.s.cfg.MaxTotalRuns > 0 && len(m.byThread) >= m.s.cfg.MaxTotalRuns {
+	if limited && m.s.cfg.MaxTotalRuns > 0 && len(m.byThread) >= m.s.cfg.MaxTotalRuns {
 		m.mu.Unlock()
 		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "the server runs as many runs as it may; try again later"}
 	}
