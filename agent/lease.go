@@ -114,24 +114,31 @@ func (a *Agent) claim(ctx context.Context, thread string) (context.Context, func
 }
 
 // keepLease renews l every ttl/3 until stop is closed. A renewal that finds
-// the lease lost, or failures for so long that the lease has expired by the
-// local clock, cancel the run with the loss as cause. A renewal that merely
-// failed (the database unreachable for a moment) is tried again next tick.
+// the lease lost cancels the run with the loss as cause. A renewal that
+// merely failed (the database unreachable for a moment) is tried again next
+// tick, but when the lease runs out by the local clock before a renewal
+// succeeds, the run is canceled then, not at the next tick: from that moment
+// another replica may take the thread over.
 func keepLease(ctx context.Context, lr checkpoint.Leaser, l checkpoint.Lease, ttl time.Duration,
 	stop <-chan struct{}, cancel context.CancelCauseFunc) {
 	every := ttl / 3
 	// Measured from before the acquisition returned, so never later than the
-	// store's own expiry, whatever the clocks say.
-	deadline := time.Now().Add(ttl - every/2)
-	t := time.NewTimer(every)
-	defer t.Stop()
+	// store's own expiry unless the clocks drift apart by more than the margin.
+	margin := every / 2
+	tick := time.NewTimer(every)
+	defer tick.Stop()
+	expire := time.NewTimer(ttl - margin)
+	defer expire.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-expire.C:
+			cancel(&checkpoint.LeaseLostError{Lease: l})
+			return
+		case <-tick.C:
 		}
 		start := time.Now()
 		rctx, rcancel := context.WithTimeout(ctx, every)
@@ -139,15 +146,13 @@ func keepLease(ctx context.Context, lr checkpoint.Leaser, l checkpoint.Lease, tt
 		rcancel()
 		switch {
 		case err == nil:
-			l, deadline = nl, start.Add(ttl)
+			l = nl
+			expire.Reset(ttl - margin - time.Since(start))
 		case errors.Is(err, checkpoint.ErrLeaseLost):
 			cancel(err)
 			return
-		case !time.Now().Before(deadline):
-			cancel(&checkpoint.LeaseLostError{Lease: l})
-			return
 		}
-		t.Reset(every)
+		tick.Reset(every)
 	}
 }
 
