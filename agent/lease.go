@@ -87,10 +87,20 @@ func (a *Agent) claim(ctx context.Context, thread string) (context.Context, func
 		}
 		return ctx, nil, fmt.Errorf("agent: lease thread %q: %w", thread, err)
 	}
+	ctx, release := a.hold(ctx, lr, fromStore, l)
+	return ctx, release, nil
+}
+
+// hold runs the keeper of lease l, which this agent holds and whose thread
+// it has locked, and returns the run's ctx and the release function (see
+// claim). fenced says whether l came from the store, which can then fence
+// the run's writes with it.
+func (a *Agent) hold(ctx context.Context, lr checkpoint.Leaser, fenced bool, l checkpoint.Lease) (context.Context, func()) {
+	ttl := a.cfg.Leases.TTL
 	// Only the store that granted the lease can fence writes with it; a
 	// store wrapped by something that is no Leaser would refuse a lease
 	// it never saw.
-	if fromStore {
+	if fenced {
 		ctx = checkpoint.WithLease(ctx, l)
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
@@ -108,9 +118,9 @@ func (a *Agent) claim(ctx context.Context, thread string) (context.Context, func
 		rel, rcancel := context.WithTimeout(context.WithoutCancel(rctx), ttl)
 		defer rcancel()
 		_ = lr.ReleaseLease(rel, l)
-		a.unlock(thread)
+		a.unlock(l.Thread)
 	}
-	return rctx, release, nil
+	return rctx, release
 }
 
 // keepLease renews l every ttl/3 until stop is closed. A renewal that finds

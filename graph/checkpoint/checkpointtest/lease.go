@@ -35,6 +35,8 @@ var leaseCases = []struct {
 	{"LeaseConcurrentAcquire", testLeaseConcurrent},
 	{"LeaseFencesPut", testLeaseFencesPut},
 	{"LeaseFencesPutWrites", testLeaseFencesPutWrites},
+	{"ClaimResumable", testClaim},
+	{"ClaimResumableConcurrent", testClaimConcurrent},
 }
 
 func acquire(t *testing.T, l checkpoint.Leaser, thread, owner string, ttl time.Duration) checkpoint.Lease {

@@ -14,7 +14,7 @@ import (
 var _ checkpoint.Leaser = (*Store)(nil)
 
 type leaseQueries struct {
-	acquire, renew, release, holder, fence string
+	acquire, renew, release, holder, fence, claim string
 }
 
 // Expiry is judged by the database clock (now()), never by a replica's, so
@@ -47,6 +47,7 @@ func (s *Store) prepareLeases() {
 		// re-reads the row and finds another owner. Writes of the holder do
 		// not block each other (shared locks).
 		fence: s.expand(`SELECT 1 FROM {{leases}} WHERE thread_id = $1 AND owner = $2 AND expires > now() FOR SHARE`),
+		claim: s.expand(claimSQL),
 	}
 }
 
