@@ -161,13 +161,22 @@ func newAgent(store checkpoint.Store, marker *os.File, round string) (*agent.Age
 // ackStore reports what became durable: "ACK thread step id" after a Put
 // returned, "WAIT thread" when that checkpoint delays the next step, "ASK
 // thread" after an interrupt (an approval question) was written.
+// It forwards the store's checkpoint.Leaser, so the agent runs under
+// SQLite's leases and their fencing, as it does without the wrapper.
 type ackStore struct {
-	checkpoint.Store
+	leasingStore
 	say func(string, ...any)
 }
 
+type leasingStore interface {
+	checkpoint.Store
+	checkpoint.Leaser
+}
+
+var _ checkpoint.Leaser = ackStore{}
+
 func (s ackStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
-	if err := s.Store.Put(ctx, cp); err != nil {
+	if err := s.leasingStore.Put(ctx, cp); err != nil {
 		return err
 	}
 	s.say("ACK %s %d %s", cp.ThreadID, cp.Step, cp.ID)
@@ -178,7 +187,7 @@ func (s ackStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 }
 
 func (s ackStore) PutWrites(ctx context.Context, thread string, id uuid.UUID, ws []checkpoint.Write) error {
-	if err := s.Store.PutWrites(ctx, thread, id, ws); err != nil {
+	if err := s.leasingStore.PutWrites(ctx, thread, id, ws); err != nil {
 		return err
 	}
 	for _, w := range ws {
@@ -238,7 +247,7 @@ func childMain() int {
 		return 1
 	}
 	defer marker.Close()
-	a, err := newAgent(ackStore{Store: sq, say: say}, marker, os.Getenv(envRound))
+	a, err := newAgent(ackStore{leasingStore: sq, say: say}, marker, os.Getenv(envRound))
 	if err != nil {
 		say("ERR agent: %v", err)
 		return 1
