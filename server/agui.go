@@ -149,7 +149,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sse := startSSE(w, s.cfg.Now)
+	sse := startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
 	m := &aguiMapper{s: s, sse: sse, threadID: in.ThreadID, runID: in.RunID, steps: map[string]bool{}, thread: th.internal}
 	m.emit(aguiEvent{Type: "RUN_STARTED", ThreadID: in.ThreadID, RunID: in.RunID})
 	if resumeErr != nil {

@@ -16,22 +16,23 @@ import (
 
 // Defaults for the zero values of Config.
 const (
-	DefaultAddr              = "127.0.0.1:8080"
-	DefaultModel             = "capgraph"
-	DefaultMaxBodyBytes      = 4 << 20
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultReadTimeout       = 30 * time.Second
-	DefaultIdleTimeout       = 120 * time.Second
-	DefaultMaxHeaderBytes    = 64 << 10
-	DefaultMaxMessages       = 200
-	DefaultMaxMessageBytes   = 64 << 10
-	DefaultMaxConcurrentRuns = 4
-	DefaultTurnTimeout       = 5 * time.Minute
-	DefaultHeartbeat         = 10 * time.Second
-	DefaultEventLogSize      = 4096
-	DefaultRetryAfter        = 5 * time.Second
-	DefaultApprovalTTL       = 30 * time.Minute
-	DefaultShutdownGrace     = 10 * time.Second
+	DefaultAddr               = "127.0.0.1:8080"
+	DefaultModel              = "capgraph"
+	DefaultMaxBodyBytes       = 4 << 20
+	DefaultReadHeaderTimeout  = 10 * time.Second
+	DefaultReadTimeout        = 30 * time.Second
+	DefaultIdleTimeout        = 120 * time.Second
+	DefaultMaxHeaderBytes     = 64 << 10
+	DefaultMaxMessages        = 200
+	DefaultMaxMessageBytes    = 64 << 10
+	DefaultMaxConcurrentRuns  = 4
+	DefaultTurnTimeout        = 5 * time.Minute
+	DefaultHeartbeat          = 10 * time.Second
+	DefaultEventLogSize       = 4096
+	DefaultRetryAfter         = 5 * time.Second
+	DefaultApprovalTTL        = 30 * time.Minute
+	DefaultShutdownGrace      = 10 * time.Second
+	DefaultStreamWriteTimeout = 30 * time.Second
 )
 
 // Principal is who an API key stands for. Identity never comes from a
@@ -90,9 +91,12 @@ type Config struct {
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a request (body included). Streams are not
 	// bounded by a write timeout; they end with their run.
-	ReadTimeout    time.Duration
-	IdleTimeout    time.Duration
-	MaxHeaderBytes int
+	ReadTimeout time.Duration
+	IdleTimeout time.Duration
+	// StreamWriteTimeout bounds the write of each stream frame, so a client
+	// that stops reading is dropped (its run goes on). Negative: none.
+	StreamWriteTimeout time.Duration
+	MaxHeaderBytes     int
 	// MaxMessages and MaxMessageBytes bound a chat request's history.
 	MaxMessages     int
 	MaxMessageBytes int
@@ -228,6 +232,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.RetryAfter, DefaultRetryAfter)
 	def(&cfg.ApprovalTTL, DefaultApprovalTTL)
 	def(&cfg.ShutdownGrace, DefaultShutdownGrace)
+	def(&cfg.StreamWriteTimeout, DefaultStreamWriteTimeout)
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}

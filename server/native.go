@@ -320,7 +320,7 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 // the agent.Event as data; then an "error" frame if the run failed and a
 // final "end" frame.
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, ru *run, after int) {
-	sse := startSSE(w, s.cfg.Now)
+	sse := startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
 	ok := s.follow(r.Context(), ru, after, func(ev agent.Event) {
 		sse.frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
 	}, func() {

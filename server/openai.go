@@ -286,7 +286,7 @@ type chunker struct {
 }
 
 func (s *Server) newChunker(w http.ResponseWriter, t chatTurn) *chunker {
-	return &chunker{sse: startSSE(w, s.cfg.Now), id: "chatcmpl-" + uuid.NewString(), created: s.cfg.Now().Unix(),
+	return &chunker{sse: startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), id: "chatcmpl-" + uuid.NewString(), created: s.cfg.Now().Unix(),
 		model: t.model.ID, usage: t.usage, statuses: s.cfg.OpenWebUIEvents == nil || *s.cfg.OpenWebUIEvents}
 }
 

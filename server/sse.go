@@ -13,11 +13,14 @@ type sseWriter struct {
 	rc        *http.ResponseController
 	lastWrite time.Time
 	now       func() time.Time
-	err       error
+	// timeout bounds each frame's write (0: none): a client that stops
+	// reading cannot hold the handler forever.
+	timeout time.Duration
+	err     error
 }
 
 // startSSE sends the stream headers.
-func startSSE(w http.ResponseWriter, now func() time.Time) *sseWriter {
+func startSSE(w http.ResponseWriter, now func() time.Time, timeout time.Duration) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -25,7 +28,8 @@ func startSSE(w http.ResponseWriter, now func() time.Time) *sseWriter {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	s := &sseWriter{w: w, rc: rc, now: now}
+	s := &sseWriter{w: w, rc: rc, now: now, timeout: timeout}
+	s.deadline()
 	s.flush()
 	return s
 }
@@ -59,6 +63,7 @@ func (s *sseWriter) frame(id, event string, v any) {
 			return
 		}
 	}
+	s.deadline()
 	if id != "" {
 		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
 			s.err = err
@@ -76,6 +81,15 @@ func (s *sseWriter) frame(id, event string, v any) {
 		return
 	}
 	s.flush()
+}
+
+// deadline sets the write deadline of the next frame. A writer without
+// deadlines (a recorder) is fine: the error is ignored.
+func (s *sseWriter) deadline() {
+	if s.timeout > 0 {
+		// A network deadline: the wall clock, not Config.Now.
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	}
 }
 
 // idle reports whether nothing was written for at least d.
