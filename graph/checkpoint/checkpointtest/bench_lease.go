@@ -68,3 +68,40 @@ func BenchFencedPut(b *testing.B, s checkpoint.Store) {
 	}
 	lat.Report(b)
 }
+
+// BenchClaim measures Claimer.ClaimResumable picking one cut run among
+// done threads (done finished threads, 20 cut ones), then releasing it:
+// what RecoverRuns pays per thread it resumes, before the run itself.
+func BenchClaim(b *testing.B, s checkpoint.Store, done int) {
+	c, ok := s.(checkpoint.Claimer)
+	l, _ := s.(checkpoint.Leaser)
+	if !ok || l == nil {
+		b.Fatalf("%T is no checkpoint.Claimer", s)
+	}
+	ctx := context.Background()
+	for i := range done + 20 {
+		cp := checkpoint.Checkpoint{ThreadID: fmt.Sprintf("bench-claim-%05d", i), ID: uuid.Must(uuid.NewV7()),
+			State: BenchState, Created: time.Now()}
+		if i >= done {
+			cp.Next = []string{"n"}
+		}
+		if err := s.Put(ctx, cp); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var claim Latencies
+	for b.Loop() {
+		var (
+			ls  []checkpoint.Lease
+			err error
+		)
+		claim.Time(func() { ls, err = c.ClaimResumable(ctx, "bench", time.Minute, checkpoint.ClaimOptions{Limit: 1}) })
+		if err != nil || len(ls) != 1 {
+			b.Fatalf("ClaimResumable = %v, %v; want one lease", ls, err)
+		}
+		if err := l.ReleaseLease(ctx, ls[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	claim.ReportAs(b, "claim-")
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/capgraph/capgraph/graph/checkpoint/checkpointtest"
@@ -48,3 +49,9 @@ func BenchmarkPutVsRawCommit(b *testing.B) {
 
 func BenchmarkLease(b *testing.B)     { checkpointtest.BenchLease(b, NewTestStore(b)) }
 func BenchmarkFencedPut(b *testing.B) { checkpointtest.BenchFencedPut(b, NewTestStore(b)) }
+
+func BenchmarkClaim(b *testing.B) {
+	for _, done := range []int{0, 2000} {
+		b.Run(fmt.Sprintf("done=%d", done), func(b *testing.B) { checkpointtest.BenchClaim(b, NewTestStore(b), done) })
+	}
+}
