@@ -15,6 +15,15 @@
 // principal can never address another's thread: it simply does not exist for
 // them (404).
 //
+// Threads live in the agent's checkpoint store: the server writes the
+// owner and the client's id into each turn's metadata and lists and finds
+// threads there (threadlist.go), so they survive a restart. A Chat
+// Completions conversation without a chat id is recognised by a digest of
+// its transcript (transcript.go). A principal's allowed capabilities are
+// handed to the agent, which enforces them; requests per minute and
+// concurrent runs are limited per principal, and every capability attempt
+// is audited.
+//
 // Approvals never hold a stream or a goroutine open: the run ends
 // interrupted, the client is told (an assistant message with an approval
 // token over Chat Completions, an interrupt outcome over AG-UI, an
