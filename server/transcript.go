@@ -189,11 +189,18 @@ func (x *transcriptIndex) get(digest string) (clientThread string, ok bool) {
 // forget drops a deleted thread.
 func (x *transcriptIndex) forget(internal string) {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	e, ok := x.byThread[internal]
-	x.mu.Unlock()
-	if ok {
-		x.set(e.clientThread, internal)
+	if !ok {
+		return
 	}
+	for _, d := range e.digests {
+		if x.byDigest[d] == e {
+			delete(x.byDigest, d)
+		}
+	}
+	delete(x.byThread, internal)
+	x.order = slices.DeleteFunc(x.order, func(id string) bool { return id == internal })
 }
 
 // continuedThread returns the client id of c's thread that msgs (a chat

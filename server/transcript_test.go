@@ -153,3 +153,28 @@ func TestTranscriptAfterApproval(t *testing.T) {
 		t.Fatalf("the question after the approval ran turn %d, want 2", turn)
 	}
 }
+
+func TestTranscriptIndex(t *testing.T) {
+	x := newTranscriptIndex(2)
+	x.set("a", "A", "d1")
+	x.add("a", "A", "d2")
+	if ct, ok := x.get("d1"); !ok || ct != "a" {
+		t.Fatal("d1")
+	}
+	x.set("a", "A", "d3") // the thread moved on: its old digests go
+	if _, ok := x.get("d1"); ok {
+		t.Fatal("an old digest still names the thread")
+	}
+	x.set("b", "B", "e1")
+	x.set("c", "C", "f1") // over the size: the oldest thread goes
+	if _, ok := x.get("d3"); ok {
+		t.Fatal("the oldest thread was kept")
+	}
+	if _, ok := x.get("e1"); !ok {
+		t.Fatal("a newer thread was dropped")
+	}
+	x.forget("B")
+	if _, ok := x.get("e1"); ok || len(x.byThread) != 1 || len(x.order) != 1 {
+		t.Fatalf("forget left %v %v", x.byThread, x.order)
+	}
+}
