@@ -106,7 +106,7 @@ func (a *Agent) enforceAllowed(ctx context.Context, s state.State, node string, 
 	case router.Classifier:
 		return a.enforceSelection(ctx, s, u)
 	case router.Orchestrator:
-		return a.enforcePlan(s, u)
+		return a.enforcePlan(ctx, s, u)
 	}
 	return u
 }
@@ -132,6 +132,9 @@ func (a *Agent) enforceSelection(ctx context.Context, s state.State, u state.Upd
 	}
 	t.ActiveCapabilities = kept
 	now := a.cfg.Now()
+	for _, d := range denied {
+		emit(ctx, Event{Type: EventDenied, Node: router.Classifier, Capability: d, Step: -1, Text: d + " was selected but this caller may not use it"})
+	}
 	// A denied capability an allowed one needs.
 	for _, name := range kept {
 		c, ok := a.cfg.Registry.Get(name)
@@ -168,7 +171,7 @@ func (a *Agent) enforceSelection(ctx context.Context, s state.State, u state.Upd
 
 // enforcePlan refuses a plan naming a capability the caller may not use,
 // before any of its steps runs.
-func (a *Agent) enforcePlan(s state.State, u state.Update) state.Update {
+func (a *Agent) enforcePlan(ctx context.Context, s state.State, u state.Update) state.Update {
 	t := *u.Turn
 	t.ActiveCapabilities = slices.DeleteFunc(slices.Clone(t.ActiveCapabilities), func(n string) bool { return !allowed(s, n) })
 	u.Turn = &t
@@ -178,6 +181,7 @@ func (a *Agent) enforcePlan(s state.State, u state.Update) state.Update {
 	for i, st := range t.Plan.Steps {
 		if !allowed(s, st.Capability) {
 			msg := fmt.Sprintf("the plan's step %d uses %s, which this caller is not allowed to use", i+1, st.Capability)
+			emit(ctx, Event{Type: EventDenied, Node: router.Orchestrator, Capability: st.Capability, Step: i, Text: msg})
 			t.Control.Error = notAllowedInfo(router.Orchestrator, st.Capability, -1, msg, a.cfg.Now())
 			return u
 		}
@@ -189,7 +193,7 @@ func (a *Agent) enforcePlan(s state.State, u state.Update) state.Update {
 // allowed fails CRITICAL without running (and without fallbacks).
 func (a *Agent) refuseStep(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, now time.Time) state.Update {
 	msg := fmt.Sprintf("step %d uses %s, which this caller is not allowed to use; it was not run", idx+1, c.Name())
-	emit(ctx, Event{Type: EventStatus, Node: c.Name(), Step: idx, Capability: c.Name(), Text: msg})
+	emit(ctx, Event{Type: EventDenied, Node: c.Name(), Step: idx, Capability: c.Name(), Text: msg})
 	cl := capabilities.Classification{Severity: capabilities.Critical, Kind: KindNotAllowed, UserMessage: msg}
 	return a.stepFailure(ctx, s, c, idx, ps, cl, msg, ps.Attempts+1, now, now, 0, false)
 }

@@ -74,6 +74,9 @@ func TestAllowedCapabilities(t *testing.T) {
 					}
 				}
 			}
+			if d := denials(o); (len(tc.wantText) > 0) != (len(d) > 0) {
+				t.Fatalf("denied events %+v", d)
+			}
 			for _, c := range tc.ran {
 				if w.caps[c].count() != 1 {
 					t.Fatalf("%s ran %d times, want 1", c, w.caps[c].count())
@@ -195,6 +198,9 @@ func TestAllowedCapabilitiesStepWrapper(t *testing.T) {
 	if m == nil || !strings.Contains(m.Content, "write_x") || !strings.Contains(m.Content, "not allowed") {
 		t.Fatalf("message %+v", m)
 	}
+	if d := denials(o); len(d) != 1 || d[0].Capability != "write_x" || d[0].Step != 0 || d[0].Node != "write_x" {
+		t.Fatalf("denied events %+v", d)
+	}
 	s, _, err := a.State(context.Background(), "t")
 	if err != nil {
 		t.Fatal(err)
@@ -202,4 +208,14 @@ func TestAllowedCapabilitiesStepWrapper(t *testing.T) {
 	if e := s.Turn.Plan.Steps[0].Error; e == nil || e.Classification.Severity != capabilities.Critical || e.Classification.Kind != agent.KindNotAllowed {
 		t.Fatalf("step error %+v", e)
 	}
+}
+
+func denials(o outcome) []agent.Event {
+	var out []agent.Event
+	for _, e := range o.events {
+		if e.Type == agent.EventDenied {
+			out = append(out, e)
+		}
+	}
+	return out
 }

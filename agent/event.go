@@ -26,6 +26,9 @@ const (
 	EventMessage          EventType = "message"           // the turn's assistant message (Message)
 	EventUsage            EventType = "usage"             // LLM tokens used so far this turn (Usage)
 	EventDone             EventType = "done"              // the turn ended (Status)
+	// EventDenied: a capability the caller may not use was refused
+	// (Capability; Step is the plan step or -1; Text says why). See allow.go.
+	EventDenied EventType = "denied"
 )
 
 // RunStatus is how a turn ended.

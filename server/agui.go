@@ -322,6 +322,8 @@ func (m *aguiMapper) event(ev agent.Event) {
 		if ev.Retry != nil {
 			m.emit(aguiEvent{Type: "CUSTOM", Name: "retry", Value: ev.Retry})
 		}
+	case agent.EventDenied:
+		m.emit(aguiEvent{Type: "CUSTOM", Name: "denied", Value: map[string]any{"capability": ev.Capability, "step": ev.Step, "text": ev.Text}})
 	case agent.EventToken:
 		if ev.Text != "" {
 			m.text(ev.Text)

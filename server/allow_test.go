@@ -96,10 +96,17 @@ func TestAllowedCapabilitiesOverServer(t *testing.T) {
 			if !strings.Contains(out, "set_corrector_current") || !strings.Contains(out, "not allowed") {
 				t.Fatalf("answer does not name the refused capability: %s", out)
 			}
+			denied := 0
 			for _, r := range env.audit.records(t) {
-				if r.Capability == "set_corrector_current" {
-					t.Fatalf("audited a refused write: %+v", r)
+				if r.Capability == "set_corrector_current" && r.Outcome != "denied" {
+					t.Fatalf("audited a refused write as %+v", r)
 				}
+				if r.Outcome == "denied" && r.Principal == "alice" && r.Capability == "set_corrector_current" {
+					denied++
+				}
+			}
+			if denied == 0 {
+				t.Fatal("the refusal was not audited")
 			}
 			// The same request from an unrestricted principal writes: the
 			// refusal above came from alice's allowed set.

@@ -79,6 +79,8 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 			out = append(out, piece{Content: ev.Message.Content})
 		}
 		c.streamed = false
+	case agent.EventDenied:
+		out = append(out, piece{Reasoning: "⛔ " + ev.Text + "\n"})
 	case agent.EventApprovalRequired:
 		c.approval = ev.Approval
 		out = append(out, piece{Status: &statusData{Description: "Waiting for your approval", Done: true}})

@@ -309,6 +309,12 @@ func (a *auditor) observe(ctx context.Context, ev agent.Event) {
 		a.plan = ev.Plan
 	case agent.EventStepStart:
 		a.open[ev.Step] = ev
+	case agent.EventDenied:
+		// Not an execution: a capability the principal may not use was
+		// refused. Audited so refusals can be reviewed.
+		rec := a.record(ctx, ev)
+		rec.Outcome, rec.Error = "denied", ev.Text
+		a.write(ctx, rec)
 	case agent.EventStepEnd:
 		rec := a.record(ctx, ev)
 		rec.Outcome, rec.Duration = "ok", ev.Duration
