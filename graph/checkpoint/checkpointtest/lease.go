@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ var leaseCases = []struct {
 	{"LeaseConcurrentAcquire", testLeaseConcurrent},
 	{"LeaseFencesPut", testLeaseFencesPut},
 	{"LeaseFencesPutWrites", testLeaseFencesPutWrites},
+	{"LeaseFencesRacingWriter", testLeaseFencesRacingWriter},
 	{"ClaimResumable", testClaim},
 	{"ClaimResumableConcurrent", testClaimConcurrent},
 }
@@ -259,5 +261,68 @@ func testLeaseFencesPutWrites(t *testing.T, s checkpoint.Store, l checkpoint.Lea
 	}
 	if got := get(t, s, "t1", cp.ID); len(got.Writes) != 1 || got.Writes[0].Task != "n1" {
 		t.Errorf("writes after a refused PutWrites = %+v, want only n1", got.Writes)
+	}
+}
+
+// testLeaseFencesRacingWriter: the old holder keeps writing while its lease
+// expires and another owner takes over and writes. Once the new holder's
+// first checkpoint is stored, nothing of the old holder's lands after it:
+// the thread's latest checkpoint is the new holder's.
+func testLeaseFencesRacingWriter(t *testing.T, s checkpoint.Store, l checkpoint.Leaser) {
+	g := newGen(t)
+	ctx := context.Background()
+	first := g.cp("t1", uuid.Nil, nil)
+	put(t, s, first)
+	a := acquire(t, l, "t1", "a", LeaseTTL)
+	stopped := make(chan error, 1)
+	var (
+		written int
+		quit    atomic.Bool
+	)
+	defer quit.Store(true)
+	go func() {
+		parent := first.ID
+		for !quit.Load() {
+			cp := checkpoint.Checkpoint{ThreadID: "t1", ID: uuid.Must(uuid.NewV7()), ParentID: parent, Next: []string{"a"}}
+			if err := s.Put(checkpoint.WithLease(ctx, a), cp); err != nil {
+				stopped <- err
+				return
+			}
+			written++
+			parent = cp.ID
+		}
+		stopped <- errors.New("stopped by the test")
+	}()
+	var b checkpoint.Lease
+	deadline := time.Now().Add(LeaseTTL + clockSlack)
+	for {
+		var err error
+		if b, err = l.AcquireLease(ctx, "t1", "b", time.Minute); err == nil {
+			break
+		}
+		if !errors.Is(err, checkpoint.ErrLeaseHeld) || time.Now().After(deadline) {
+			t.Fatalf("takeover by b: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mine := checkpoint.Checkpoint{ThreadID: "t1", ID: uuid.Must(uuid.NewV7()), ParentID: first.ID, Next: []string{"b"}}
+	if err := s.Put(checkpoint.WithLease(ctx, b), mine); err != nil {
+		t.Fatalf("Put by the new holder: %v", err)
+	}
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, checkpoint.ErrLeaseLost) {
+			t.Fatalf("the old holder's writes ended with %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(5 * time.Second):
+		quit.Store(true)
+		<-stopped
+		t.Fatal("the old holder's writes were not refused after the takeover")
+	}
+	if written == 0 {
+		t.Fatal("the old holder wrote nothing while it held the lease")
+	}
+	if got := get(t, s, "t1", uuid.Nil); got.Checkpoint.ID != mine.ID {
+		t.Fatalf("latest is %s (next %v), want the new holder's %s: the old holder wrote after the takeover", got.Checkpoint.ID, got.Checkpoint.Next, mine.ID)
 	}
 }
