@@ -23,4 +23,11 @@
 //     filtered on the latest checkpoint's metadata.
 //   - A canceled or expired context makes every method fail with the context's
 //     error and change nothing.
+//   - For a checkpoint.Leaser: one owner at a time; the holder may re-acquire
+//     and renew; an expired lease is taken over and can no longer be renewed;
+//     releasing a lease no longer held frees nothing; a Put or PutWrites under
+//     a lease that is no longer held (checkpoint.WithLease) stores nothing and
+//     fails with ErrLeaseLost, also while racing the takeover.
+//   - For a checkpoint.Claimer: only cut runs without a live lease are
+//     claimed, and concurrent claims are disjoint.
 package checkpointtest
