@@ -48,7 +48,7 @@ func TestAllowedCapabilities(t *testing.T) {
 		{name: "plan naming a disallowed capability is refused before any step", allowed: []string{"read_a"},
 			wantText: []string{"write_x", "not allowed"}, notRan: []string{"read_a", "write_x"}},
 		{name: "nothing allowed but respond", allowed: []string{},
-			wantText: []string{"read_a, write_x", "not allowed"}, notRan: []string{"read_a", "write_x"}},
+			wantText: []string{"read_a", "write_x", "not allowed"}, notRan: []string{"read_a", "write_x"}},
 		{name: "everything allowed", allowed: []string{"write_x", "read_a"}, ran: []string{"read_a", "write_x"}},
 		{name: "metadata cannot restrict or lift", allowed: nil, meta: map[string]string{agent.MetaAllowedCapabilities: "read_a"},
 			ran: []string{"read_a", "write_x"}},
