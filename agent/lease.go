@@ -22,7 +22,10 @@ const DefaultLeaseTTL = 30 * time.Second
 // thread's lease (checkpoint.Leaser) for as long as it runs, so that agents
 // sharing one store, in this process or in other replicas, never run one
 // thread at once. A store that is no checkpoint.Leaser gets an in-process
-// lease table of the agent's own, which excludes nothing beyond this Agent.
+// lease table of the agent's own, which excludes nothing beyond this Agent;
+// so a wrapper around a store (a type embedding checkpoint.Store) must
+// forward the Leaser methods (and checkpoint.Claimer's) to keep replicas
+// apart. See docs/persistence.md, "Several replicas".
 type LeaseConfig struct {
 	// Owner names this agent in leases (and in the busy errors other
 	// replicas see). It must differ between replicas. Default: host name,
