@@ -247,7 +247,7 @@ type aguiMapper struct {
 	steps    map[string]bool // open STEP_STARTED names
 	stepList []string
 	msgID    string // open text message
-	streamed bool
+	streamed strings.Builder // answer text streamed since the last reset
 	plan     []aguiPlanStep
 	calls    map[int]string // plan step → open tool call id
 	approval *state.Approval
@@ -327,14 +327,27 @@ func (m *aguiMapper) event(ev agent.Event) {
 	case agent.EventToken:
 		if ev.Text != "" {
 			m.text(ev.Text)
-			m.streamed = true
+			m.streamed.WriteString(ev.Text)
 		}
+	case agent.EventAnswerReset:
+		// The streamed text of a failed attempt is void: end its message and
+		// tell the client which one to drop; the retry opens a new message.
+		if id := m.msgID; id != "" {
+			m.closeText()
+			m.emit(aguiEvent{Type: "CUSTOM", Name: "answer_reset", Value: map[string]any{"messageId": id, "reason": ev.Text}})
+		}
+		m.streamed.Reset()
 	case agent.EventMessage:
-		if ev.Message != nil && !m.streamed && ev.Message.Content != "" {
-			m.text(ev.Message.Content)
+		if ev.Message != nil {
+			if rest := unstreamed(ev.Message.Content, m.streamed.String()); rest != "" {
+				if m.streamed.Len() > 0 && m.msgID == "" {
+					rest = strings.TrimLeft(rest, "\n")
+				}
+				m.text(rest)
+			}
 		}
 		m.closeText()
-		m.streamed = false
+		m.streamed.Reset()
 	case agent.EventApprovalRequired:
 		m.approval = ev.Approval
 		if ev.Approval != nil {

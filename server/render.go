@@ -23,7 +23,9 @@ type piece struct {
 // trace in reasoning_content, and the answer in content.
 type chatRenderer struct {
 	plan      *state.Plan
-	streamed  bool // answer tokens were streamed, so the message is not repeated
+	// streamed holds the answer text streamed since the last reset, so the
+	// final message repeats only what was not streamed already.
+	streamed strings.Builder
 	approval  *state.Approval
 	usage     agent.Usage
 	status    agent.RunStatus
@@ -71,14 +73,23 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		}
 	case agent.EventToken:
 		if ev.Text != "" {
-			c.streamed = true
+			c.streamed.WriteString(ev.Text)
 			out = append(out, piece{Content: ev.Text})
 		}
-	case agent.EventMessage:
-		if ev.Message != nil && !c.streamed && ev.Message.Content != "" {
-			out = append(out, piece{Content: ev.Message.Content})
+	case agent.EventAnswerReset:
+		// Chat Completions cannot take text back: say plainly that what
+		// was shown is void; the retry (or the error report) follows.
+		if c.streamed.Len() > 0 {
+			out = append(out, piece{Content: answerResetNote})
 		}
-		c.streamed = false
+		c.streamed.Reset()
+	case agent.EventMessage:
+		if ev.Message != nil {
+			if rest := unstreamed(ev.Message.Content, c.streamed.String()); rest != "" {
+				out = append(out, piece{Content: rest})
+			}
+		}
+		c.streamed.Reset()
 	case agent.EventDenied:
 		out = append(out, piece{Reasoning: "⛔ " + ev.Text + "\n"})
 	case agent.EventApprovalRequired:
@@ -103,6 +114,26 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		kept = append(kept, p)
 	}
 	return kept
+}
+
+// answerResetNote marks streamed answer text that a failed attempt left
+// behind, in frontends that cannot remove it.
+const answerResetNote = "\n\n*(The answer above was interrupted; it is written again below.)*\n\n"
+
+// unstreamed returns what of the final message content was not streamed as
+// tokens already: nothing when the stream carried it all, the remainder when
+// the stream carried its beginning, and the whole content otherwise (an
+// error report after a failed answer, for instance).
+func unstreamed(content, streamed string) string {
+	switch {
+	case streamed == "":
+		return content
+	case content == streamed:
+		return ""
+	case strings.HasPrefix(content, streamed):
+		return content[len(streamed):]
+	}
+	return "\n\n" + content
 }
 
 // nodeStatus is the status line shown while an infrastructure node runs

@@ -114,6 +114,13 @@ function handle(ev, answer) {
     case "CUSTOM":
       if (ev.name === "status") statusEl.textContent = ev.value.text;
       if (ev.name === "retry") statusEl.textContent = "Retrying " + ev.value.node + " (attempt " + ev.value.attempt + ")";
+      if (ev.name === "answer_reset") {
+        // A failed attempt's partial answer is void: remove it.
+        const stale = document.querySelector('[data-message-id="' + ev.value.messageId + '"]');
+        if (stale) stale.remove();
+        messages = messages.filter((m) => m.id !== ev.value.messageId);
+        return { answer: null };
+      }
       break;
     case "STATE_SNAPSHOT":
       state = ev.snapshot || {};
