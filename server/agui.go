@@ -246,7 +246,7 @@ type aguiMapper struct {
 
 	steps    map[string]bool // open STEP_STARTED names
 	stepList []string
-	msgID    string // open text message
+	msgID    string          // open text message
 	streamed strings.Builder // answer text streamed since the last reset
 	plan     []aguiPlanStep
 	calls    map[int]string // plan step → open tool call id

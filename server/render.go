@@ -22,10 +22,10 @@ type piece struct {
 // channels (frontends.md §4): Open WebUI status frames, the plan and step
 // trace in reasoning_content, and the answer in content.
 type chatRenderer struct {
-	plan      *state.Plan
+	plan *state.Plan
 	// streamed holds the answer text streamed since the last reset, so the
 	// final message repeats only what was not streamed already.
-	streamed strings.Builder
+	streamed  strings.Builder
 	approval  *state.Approval
 	usage     agent.Usage
 	status    agent.RunStatus
