@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
@@ -74,56 +73,16 @@ func (a *Agent) LeaseOwner() string { return a.cfg.Leases.Owner }
 // stops at its next step instead of computing work nobody can store.
 // release stops renewing, releases the lease and unlocks; call it once.
 func (a *Agent) claim(ctx context.Context, thread string) (context.Context, func(), error) {
-	if !a.lock(thread) {
-		return ctx, nil, fmt.Errorf("%w: %q", graph.ErrThreadBusy, thread)
-	}
-	ttl := a.cfg.Leases.TTL
-	lr, fromStore := a.cfg.Store.(checkpoint.Leaser)
-	if !fromStore {
-		lr = a.cfg.Leases.local
-	}
-	l, err := lr.AcquireLease(ctx, thread, a.cfg.Leases.Owner, ttl)
+	held, err := a.acquire(ctx, thread)
 	if err != nil {
-		a.unlock(thread)
-		if errors.Is(err, checkpoint.ErrLeaseHeld) {
-			return ctx, nil, fmt.Errorf("%w: %q: %w", graph.ErrThreadBusy, thread, err)
-		}
-		return ctx, nil, fmt.Errorf("agent: lease thread %q: %w", thread, err)
+		return ctx, nil, err
 	}
-	ctx, release := a.hold(ctx, lr, fromStore, l)
-	return ctx, release, nil
-}
-
-// hold runs the keeper of lease l, which this agent holds and whose thread
-// it has locked, and returns the run's ctx and the release function (see
-// claim). fenced says whether l came from the store, which can then fence
-// the run's writes with it.
-func (a *Agent) hold(ctx context.Context, lr checkpoint.Leaser, fenced bool, l checkpoint.Lease) (context.Context, func()) {
-	ttl := a.cfg.Leases.TTL
-	// Only the store that granted the lease can fence writes with it; a
-	// store wrapped by something that is no Leaser would refuse a lease
-	// it never saw.
-	if fenced {
-		ctx = checkpoint.WithLease(ctx, l)
-	}
-	rctx, cancel := context.WithCancelCause(ctx)
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		keepLease(rctx, lr, l, ttl, stop, cancel)
-	}()
-	release := func() {
-		close(stop)
-		<-done
-		cancel(nil)
-		// The lease would expire anyway; a release that fails only makes
-		// other replicas wait for the TTL. The caller's ctx may be done.
-		rel, rcancel := context.WithTimeout(context.WithoutCancel(rctx), ttl)
-		defer rcancel()
-		_ = lr.ReleaseLease(rel, l)
-		a.unlock(l.Thread)
-	}
-	return rctx, release
+	held.use()
+	rctx, unbind := held.bind(ctx)
+	return rctx, func() {
+		unbind()
+		held.release()
+	}, nil
 }
 
 // keepLease renews l every ttl/3 until stop is closed. A renewal that finds

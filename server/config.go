@@ -125,6 +125,12 @@ type Config struct {
 	// checkpoint, and the node it was in runs again when the run is
 	// resumed. Negative: cancel at once.
 	ShutdownGrace time.Duration
+	// RecoverEvery, when positive, makes Serve call RecoverRuns this often
+	// while it serves, so that with several replicas on one store a live
+	// replica takes over the cut runs of one that died once their leases
+	// expire (set it to the agent's lease TTL). 0: off; negative is an
+	// error.
+	RecoverEvery time.Duration
 	// OpenWebUIEvents sends Open WebUI status frames ({"event":...}) in
 	// Chat Completions streams. They carry no "choices"; most clients skip
 	// them. Nil means on.
@@ -210,6 +216,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		if p.MaxConcurrentRuns < 0 {
 			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].MaxConcurrentRuns", i), Reason: "negative"}
 		}
+	}
+	if cfg.RecoverEvery < 0 {
+		return cfg, &ConfigError{Field: "RecoverEvery", Reason: fmt.Sprintf("%s is negative", cfg.RecoverEvery)}
 	}
 	if len(cfg.Models) == 0 {
 		cfg.Models = []Model{{ID: DefaultModel}}

@@ -5,55 +5,83 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
 )
 
-// Unfinisher lists the threads whose last run was cut between two steps (a
-// crash, a shutdown). *agent.Agent implements it.
-type Unfinisher interface {
-	Unfinished(ctx context.Context) ([]string, error)
+// RunClaimer claims the runs cut between two steps (a crash, a shutdown)
+// under the thread's lease, one at a time. *agent.Agent implements it.
+type RunClaimer interface {
+	ClaimUnfinished(ctx context.Context) iter.Seq2[*agent.ClaimedRun, error]
 }
 
-// ErrNoRecovery: the Runner cannot list unfinished runs.
-var ErrNoRecovery = errors.New("server: the runner does not list unfinished runs (no Unfinished method)")
+// ErrNoRecovery: the Runner cannot claim unfinished runs.
+var ErrNoRecovery = errors.New("server: the runner does not claim unfinished runs (no ClaimUnfinished method)")
 
 // recoveryPrincipal owns recovered runs of threads the server did not
 // create (no owner in their metadata), so their audit records say so.
 const recoveryPrincipal = "(recovery)"
 
-// RecoverRuns resumes, as server runs, every run the Runner lists as
-// unfinished, and returns their threads once they have started; Shutdown
-// waits for them like for any run. Unlike agent.RecoverRuns, the resumed
-// runs go through the server: each capability execution is audited under
-// the thread's owner (from the metadata the server stored with the turn),
-// the runs are visible (a client can follow or cancel them) and a client
-// cannot start a second run on such a thread meanwhile. They are not
-// counted against concurrency limits. Call it once, at start-up of the one
-// process owning the store, like agent.RecoverRuns.
+// RecoverRuns claims every unfinished run nobody else holds (see
+// agent.ClaimUnfinished) and starts each as a server run, returning their
+// threads once they have started; Shutdown waits for them like for any
+// run. Unlike agent.RecoverRuns, the resumed runs go through the server:
+// each capability execution is audited under the thread's owner (from the
+// metadata the server stored with the turn), the runs are visible (a
+// client can follow or cancel them) and a client cannot start a second run
+// on such a thread meanwhile. They are not counted against concurrency
+// limits. A thread leased by another replica (running there, or its holder
+// died less than a lease TTL ago) or finished meanwhile is skipped
+// silently, so replicas sharing a store may all call it, at start-up and
+// then periodically (Config.RecoverEvery).
 func (s *Server) RecoverRuns(ctx context.Context) ([]string, error) {
-	u, ok := s.cfg.Runner.(Unfinisher)
+	rc, ok := s.cfg.Runner.(RunClaimer)
 	if !ok {
 		return nil, ErrNoRecovery
 	}
-	threads, err := u.Unfinished(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var started []string
 	var errs []error
-	for _, thread := range threads {
-		c, clientThread := s.ownerOf(ctx, thread)
-		fn := func(ctx context.Context) iter.Seq2[agent.Event, error] {
-			return s.cfg.Runner.Resume(ctx, thread, agent.Answer{})
+	for cr, err := range rc.ClaimUnfinished(ctx) {
+		if err != nil {
+			errs = append(errs, err)
+			break
 		}
-		if _, err := s.runs.startRun(c, clientThread, thread, fn, false); err != nil {
-			errs = append(errs, fmt.Errorf("server: recover thread %q: %w", thread, err))
-			continue
+		c, clientThread := s.ownerOf(ctx, cr.Thread)
+		fn := func(ctx context.Context) iter.Seq2[agent.Event, error] { return cr.Resume(ctx) }
+		if _, err := s.runs.startRun(c, clientThread, cr.Thread, fn, false); err != nil {
+			cr.Release()
+			var re *RequestError
+			if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
+				continue // a client's run of this server got there first
+			}
+			errs = append(errs, fmt.Errorf("server: recover thread %q: %w", cr.Thread, err))
+			break // shutting down
 		}
-		started = append(started, thread)
+		started = append(started, cr.Thread)
 	}
 	return started, errors.Join(errs...)
+}
+
+// recoverLoop calls RecoverRuns every Config.RecoverEvery until ctx is
+// done, logging what it resumed and what failed.
+func (s *Server) recoverLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.RecoverEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		threads, err := s.RecoverRuns(ctx)
+		if len(threads) > 0 {
+			s.cfg.Logger.Info("took over cut runs", "threads", threads)
+		}
+		if err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("recovering cut runs", "error", err)
+		}
+	}
 }
 
 // ownerOf reads who owns an internal thread from its metadata; a thread

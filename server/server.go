@@ -103,7 +103,8 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve serves on ln like Run.
+// Serve serves on ln like Run. With Config.RecoverEvery set, it also
+// recovers cut runs periodically (see RecoverRuns) while it serves.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.handler,
@@ -117,6 +118,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.mu.Unlock()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	if s.cfg.RecoverEvery > 0 {
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go s.recoverLoop(lctx)
+	}
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {
