@@ -63,6 +63,9 @@ func (c *LeaseConfig) defaults() {
 // LeaseOwner returns the name this agent holds thread leases under.
 func (a *Agent) LeaseOwner() string { return a.cfg.Leases.Owner }
 
+// LeaseTTL returns the duration of this agent's thread leases.
+func (a *Agent) LeaseTTL() time.Duration { return a.cfg.Leases.TTL }
+
 // claim takes thread for one Run or Resume: the in-process lock first (no
 // store round trip when this Agent is busy with it), then the store's
 // lease. A busy thread is graph.ErrThreadBusy; when another owner holds the

@@ -13,7 +13,7 @@ import (
 func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	fs := c.newFlags("[--addr HOST:PORT] [--resume=true|false]")
 	addr := fs.String("addr", "", "listen address (default server.addr, 127.0.0.1:8080)")
-	resume := fs.Bool("resume", true, "on start, finish runs a crash or shutdown stopped (SQLite store only)")
+	resume := fs.Bool("resume", true, "finish runs a crash or shutdown stopped: at start (SQLite, PostgreSQL) and every lease TTL (PostgreSQL, taking over from replicas that died)")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -39,6 +39,11 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	if sc.Addr == "" {
 		sc.Addr = server.DefaultAddr
 	}
+	if *resume && c.spec.Kind == StorePostgres {
+		// Replicas share a PostgreSQL store: a replica that died leaves its
+		// cut runs leased until the lease expires, so look again every TTL.
+		sc.RecoverEvery = a.LeaseTTL()
+	}
 	srv, err := server.New(sc)
 	if err != nil {
 		return err
@@ -48,12 +53,13 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 		return err
 	}
 	c.banner(ln.Addr().String(), len(sc.Principals) > 0)
-	if *resume && c.spec.Kind == StoreSQLite {
-		// One process owns a SQLite file, so a run that looks unfinished in
-		// it was cut by a crash or a shutdown, not running elsewhere. The
-		// runs finish in the background while the server already answers.
+	if *resume && c.spec.Kind != StoreMemory {
+		// The runs finish in the background, as server runs (audited,
+		// followable), while the server already answers. Each is claimed
+		// under its thread's lease, so a run another replica holds is left
+		// to it.
 		go func() {
-			threads, err := a.RecoverRuns(ctx)
+			threads, err := srv.RecoverRuns(ctx)
 			if len(threads) > 0 {
 				logger.Info("resumed runs stopped by a crash or shutdown", "threads", threads)
 			}

@@ -99,6 +99,7 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 		// approval.expires_after: 0 means never, which the agent spells
 		// with a negative duration (its zero is its own default).
 		ApprovalExpiry: time.Duration(cfg.Approval.ExpiresAfter),
+		Leases:         agent.LeaseConfig{Owner: cfg.Server.LeaseOwner, TTL: time.Duration(cfg.Server.LeaseTTL)},
 	}
 	if ac.ApprovalExpiry == 0 {
 		ac.ApprovalExpiry = -1

@@ -135,6 +135,16 @@ type Server struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// Limits are server-wide limits.
 	Limits ServerLimits `yaml:"limits"`
+	// LeaseTTL is how long this replica's lease on a thread lasts without
+	// renewal (renewed every third of it while a run lasts); 0 means the
+	// agent's default (30s). With a PostgreSQL store it is also how often
+	// `capgraph serve` looks for cut runs to take over, so the runs of a
+	// replica that died continue after about one to two TTLs.
+	LeaseTTL Duration `yaml:"lease_ttl"`
+	// LeaseOwner names this replica in thread leases (and in the busy
+	// errors other replicas report); empty means host name, process id and
+	// a random suffix. It must differ between replicas.
+	LeaseOwner string `yaml:"lease_owner"`
 }
 
 // APIKey is one accepted bearer key. Exactly one of Key and KeySHA256 is set.

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/logging"
@@ -17,6 +18,9 @@ var (
 	capabilityName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 	envVarName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
+
+// minLeaseTTL is the shortest accepted server.lease_ttl.
+const minLeaseTTL = time.Second
 
 // minKeyLength is the shortest accepted plain API key: shorter keys can be
 // guessed.
@@ -184,6 +188,14 @@ func (d *decoder) validateServer(s Server) {
 	}
 	if s.Limits.RequestsPerMinute < 0 {
 		d.bad("server.limits.requests_per_minute", "must not be negative, got %d", s.Limits.RequestsPerMinute)
+	}
+	// A lease renewed every TTL/3 over a database round trip needs some
+	// room; 0 keeps the agent's default.
+	if ttl := time.Duration(s.LeaseTTL); ttl != 0 && ttl < minLeaseTTL {
+		d.bad("server.lease_ttl", "must be 0 (the default, 30s) or at least %s, got %s", minLeaseTTL, ttl)
+	}
+	if d.set("server.lease_owner") && (s.LeaseOwner == "" || strings.TrimSpace(s.LeaseOwner) != s.LeaseOwner) {
+		d.bad("server.lease_owner", "must be a non-empty name without surrounding spaces, got %q", s.LeaseOwner)
 	}
 	names := map[string]string{}
 	for i, k := range s.APIKeys {
