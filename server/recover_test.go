@@ -79,6 +79,24 @@ func TestRecoverRunsThroughTheServer(t *testing.T) {
 	if err != nil || len(threads) != 1 {
 		t.Fatalf("recovered %v %v", threads, err)
 	}
+	// The owner can follow the recovered run like any run of hers (the
+	// stream ends with the run); another principal cannot.
+	var recovered *run
+	second.srv.runs.mu.Lock()
+	for _, r := range second.srv.runs.runs {
+		recovered = r
+	}
+	second.srv.runs.mu.Unlock()
+	if recovered == nil || recovered.ClientThread != "scan" || recovered.Owner.Principal.Name != "alice" {
+		t.Fatalf("recovered run %+v; want alice's run on scan", recovered)
+	}
+	resp, body = second.do(t, "GET", "/api/threads/scan/runs/"+recovered.ID+"/events", keyAlice, nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"slow_scan"`) || !strings.Contains(string(body), `"answered"`) {
+		t.Fatalf("following the recovered run: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := second.do(t, "GET", "/api/threads/scan/runs/"+recovered.ID, keyBob, nil); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("bob looking at alice's recovered run: %d; want 404", resp.StatusCode)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := second.srv.runs.wait(ctx); err != nil {

@@ -1,0 +1,271 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+	"github.com/capgraph/capgraph/graph/checkpoint/postgres/pgtest"
+)
+
+// leasingStore is a store that grants thread leases (all of ours).
+type leasingStore interface {
+	checkpoint.Store
+	checkpoint.Leaser
+}
+
+// replicaBackends return two handles on one shared store, as two replicas
+// hold: one memory store twice (agents of one process), or two connection
+// pools on one PostgreSQL schema (two processes; under CI=true a missing
+// database fails the test).
+var replicaBackends = []struct {
+	name string
+	open func(t *testing.T) (leasingStore, leasingStore)
+}{
+	{"memory", func(t *testing.T) (leasingStore, leasingStore) { s := memory.New(); return s, s }},
+	{"postgres", func(t *testing.T) (leasingStore, leasingStore) {
+		r := pgtest.Replicas(t, 2)
+		return r[0], r[1]
+	}},
+}
+
+// scanWorld is one capability, slow_scan, shared by every replica of a
+// test: while cutting is set, an execution blocks until its run is
+// canceled (as a crash cuts it); otherwise it answers at once.
+type scanWorld struct {
+	cutting  atomic.Bool
+	started  chan string // idempotency key of each blocked execution
+	finished atomic.Int32
+}
+
+func newScanWorld() *scanWorld { return &scanWorld{started: make(chan string, 16)} }
+
+// server returns a server whose agent works on store, leasing for ttl.
+func (w *scanWorld) server(t *testing.T, store checkpoint.Store, ttl time.Duration, mod func(*Config)) (*testEnv, *agent.Agent) {
+	t.Helper()
+	scan, err := capabilities.Define(capabilities.Definition{Name: "slow_scan", Description: "Scan the undulator gap slowly",
+		Provides: []string{"SCAN"},
+		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to scan the undulator gap.",
+			Examples: []capabilities.ClassifierExample{{Query: "scan the undulator gap", Result: true, Reason: "a scan"}}},
+		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+			if w.cutting.Load() {
+				w.started <- st.IdempotencyKey
+				<-ctx.Done()
+				return capabilities.Output{}, ctx.Err()
+			}
+			w.finished.Add(1)
+			return capabilities.Result("SCAN", 12.5, "gap scanned: optimum 12.5 mm"), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := capabilities.NewRegistry()
+	if err := reg.Register(scan); err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Registry: reg, Store: store, Leases: agent.LeaseConfig{TTL: ttl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newTestEnv(t, func(c *Config) {
+		c.Runner = a
+		if mod != nil {
+			mod(c)
+		}
+	}), a
+}
+
+// cut starts a scan on each thread of env as alice and cancels it while
+// slow_scan runs, leaving the runs unfinished.
+func (w *scanWorld) cut(t *testing.T, env *testEnv, threads ...string) {
+	t.Helper()
+	w.cutting.Store(true)
+	defer w.cutting.Store(false)
+	for _, th := range threads {
+		env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": th})
+		resp, body := env.do(t, "POST", "/api/threads/"+th+"/runs", keyAlice, map[string]any{"input": "Scan the undulator gap"})
+		var out struct{ Run runInfo }
+		if resp.StatusCode != http.StatusAccepted || json.Unmarshal(body, &out) != nil {
+			t.Fatalf("start on %s: %d %s", th, resp.StatusCode, body)
+		}
+		select {
+		case <-w.started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the scan on %s never started", th)
+		}
+		env.do(t, "POST", "/api/threads/"+th+"/runs/"+out.Run.ID+"/cancel", keyAlice, nil)
+		env.do(t, "GET", "/api/threads/"+th+"/runs/"+out.Run.ID+"/events", keyAlice, nil) // until it ended
+	}
+}
+
+// runsOf returns the runs a server started, by status.
+func runsOf(s *Server) map[agent.RunStatus]int {
+	s.runs.mu.Lock()
+	defer s.runs.mu.Unlock()
+	out := map[agent.RunStatus]int{}
+	for _, r := range s.runs.runs {
+		st, _, _ := r.result()
+		out[st]++
+	}
+	return out
+}
+
+func waitRuns(t *testing.T, envs ...*testEnv) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, e := range envs {
+		if err := e.srv.runs.wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Two servers over one store recovering at once resume each cut thread
+// exactly once between them, as audited server runs of the owner, and
+// neither starts a run that fails because the other holds the thread.
+func TestServersRecoverEachCutRunOnce(t *testing.T) {
+	for _, be := range replicaBackends {
+		t.Run(be.name, func(t *testing.T) {
+			s1, s2 := be.open(t)
+			w := newScanWorld()
+			first, _ := w.server(t, s1, agent.DefaultLeaseTTL, nil)
+			threads := []string{"t0", "t1", "t2", "t3", "t4", "t5"}
+			w.cut(t, first, threads...)
+			waitRuns(t, first)
+			first.http.Close()
+
+			b, _ := w.server(t, s1, agent.DefaultLeaseTTL, nil)
+			c, _ := w.server(t, s2, agent.DefaultLeaseTTL, nil)
+			var (
+				wg    sync.WaitGroup
+				got   [2][]string
+				errs  [2]error
+				start = make(chan struct{})
+			)
+			for i, e := range []*testEnv{b, c} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					got[i], errs[i] = e.srv.RecoverRuns(context.Background())
+				}()
+			}
+			close(start)
+			wg.Wait()
+			if errs[0] != nil || errs[1] != nil {
+				t.Fatalf("RecoverRuns: %v / %v", errs[0], errs[1])
+			}
+			waitRuns(t, b, c)
+			all := slices.Sorted(slices.Values(append(slices.Clone(got[0]), got[1]...)))
+			if len(all) != len(threads) || len(slices.Compact(slices.Clone(all))) != len(threads) {
+				t.Fatalf("b recovered %v, c recovered %v; want each of %d threads exactly once", got[0], got[1], len(threads))
+			}
+			if n := int(w.finished.Load()); n != len(threads) {
+				t.Fatalf("slow_scan finished %d times for %d threads", n, len(threads))
+			}
+			for _, e := range []*testEnv{b, c} {
+				for st, n := range runsOf(e.srv) {
+					if st != agent.RunAnswered {
+						t.Errorf("a recovering server has %d runs with status %q; want only answered runs", n, st)
+					}
+				}
+			}
+			audited := map[string]int{}
+			for _, e := range []*testEnv{b, c} {
+				for _, rec := range e.audit.records(t) {
+					if rec.Principal != "alice" || rec.Tenant != "lab" || rec.Capability != "slow_scan" || rec.Outcome != "ok" {
+						t.Errorf("audit record %+v; want alice's ok slow_scan", rec)
+					}
+					audited[rec.Thread]++
+				}
+			}
+			if len(audited) != len(threads) {
+				t.Fatalf("audited threads %v; want %d, once each", audited, len(threads))
+			}
+			for th, n := range audited {
+				if n != 1 {
+					t.Errorf("thread %s audited %d times", th, n)
+				}
+			}
+			for _, th := range threads {
+				_, body := b.do(t, "GET", "/api/threads/"+th, keyAlice, nil)
+				if !strings.Contains(string(body), `"status":"answered"`) {
+					t.Errorf("thread %s after recovery: %s", th, body)
+				}
+			}
+		})
+	}
+}
+
+// A replica that dies holding a thread's lease leaves the cut run to it
+// until the lease expires; a server with RecoverEvery then takes it over
+// by itself, as an audited server run.
+func TestServerTakesOverAfterTheLeaseTTL(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	for _, be := range replicaBackends {
+		t.Run(be.name, func(t *testing.T) {
+			s1, s2 := be.open(t)
+			w := newScanWorld()
+			first, a := w.server(t, s1, ttl, nil)
+			w.cut(t, first, "scan")
+			waitRuns(t, first)
+			first.http.Close()
+			internal, err := a.Unfinished(context.Background())
+			if err != nil || len(internal) != 1 {
+				t.Fatalf("Unfinished = %v, %v", internal, err)
+			}
+			// The dead replica's lease, which nobody renews.
+			if _, err := s1.AcquireLease(context.Background(), internal[0], "dead-replica", ttl); err != nil {
+				t.Fatal(err)
+			}
+			live, _ := w.server(t, s2, ttl, func(c *Config) { c.RecoverEvery = ttl / 3 })
+			if got, err := live.srv.RecoverRuns(context.Background()); err != nil || len(got) != 0 {
+				t.Fatalf("RecoverRuns under the dead replica's lease: %v, %v; want nothing", got, err)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			served := make(chan error, 1)
+			go func() { served <- live.srv.Serve(ctx, ln) }()
+			defer func() {
+				cancel()
+				if err := <-served; err != nil {
+					t.Errorf("Serve: %v", err)
+				}
+			}()
+			deadline := time.Now().Add(20 * ttl)
+			for w.finished.Load() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("no take-over within %s of a %s lease", 20*ttl, ttl)
+				}
+				time.Sleep(ttl / 10)
+			}
+			waitRuns(t, live)
+			recs := live.audit.records(t)
+			if len(recs) != 1 || recs[0].Principal != "alice" || recs[0].Capability != "slow_scan" || recs[0].Outcome != "ok" {
+				t.Fatalf("audit of the taken-over run: %+v", recs)
+			}
+			if st := runsOf(live.srv); st[agent.RunAnswered] != 1 || len(st) != 1 {
+				t.Fatalf("runs of the live server: %v; want one answered", st)
+			}
+			_, body := live.do(t, "GET", "/api/threads/scan", keyAlice, nil)
+			if !strings.Contains(string(body), `"status":"answered"`) {
+				t.Fatalf("thread after take-over: %s", body)
+			}
+		})
+	}
+}
