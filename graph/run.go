@@ -15,7 +15,11 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 )
 
-// ErrThreadBusy: another run on the same thread is in progress in this process.
+// ErrThreadBusy: another run holds the thread. The graph itself reports it
+// for a run of the same Compiled graph in progress on the thread; callers
+// that lease threads in a shared store (the agent package) wrap it too when
+// another process or replica holds the lease, with the holder in a
+// *checkpoint.LeaseHeldError.
 var ErrThreadBusy = errors.New("graph: a run is already in progress on this thread")
 
 // Status is how a run ended.
