@@ -16,10 +16,11 @@ import (
 // capabilities: TurnRequest.AllowedCapabilities. The set is kept in the
 // thread's metadata under MetaAllowedCapabilities, so a resumed run (an
 // approval answer, a crash recovery) enforces the set of the turn that
-// started it. It is enforced three times: after the classifier (selection
+// started it. It is enforced four times: after the classifier (selection
 // and dependency expansion), after the orchestrator (a plan may name any
-// registered capability), and in the step wrapper, which never executes a
-// step whose capability is not allowed. respond and clarify are always
+// registered capability), at plan approval (an edited plan naming a
+// capability not allowed is an invalid plan: *NotAllowedError), and in the
+// step wrapper, which never executes a step whose capability is not allowed. respond and clarify are always
 // allowed: without them a turn could not end with a message.
 
 // MetaAllowedCapabilities is the metadata key holding a turn's allowed
@@ -31,6 +32,18 @@ const MetaAllowedCapabilities = "allowed_capabilities"
 // KindNotAllowed is the classification kind of a capability the caller may
 // not use. It is CRITICAL: another attempt would be refused again.
 const KindNotAllowed = "not_allowed"
+
+// NotAllowedError: an edited plan names a capability the turn may not use.
+// Resume reports it inside an *ApprovalError of kind ErrInvalidPlan (the
+// approval stays pending).
+type NotAllowedError struct {
+	Step       int    // index of the step in the edited plan, from 0
+	Capability string // what it names
+}
+
+func (e *NotAllowedError) Error() string {
+	return fmt.Sprintf("step %d: capability %q is not allowed for this turn's caller", e.Step+1, e.Capability)
+}
 
 // validateAllowed checks a TurnRequest's allowed set: known capability names only.
 func (a *Agent) validateAllowed(list []string) error {

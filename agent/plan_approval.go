@@ -71,11 +71,18 @@ func (a *Agent) planApproval(p *state.Plan, id string, now time.Time) state.Appr
 		Created: now, Expires: a.expires(now)}
 }
 
-// validateEdited checks a human's edited plan with the orchestrator's rules.
+// validateEdited checks a human's edited plan with the orchestrator's
+// rules, and that every step names a capability the turn may use (see
+// TurnRequest.AllowedCapabilities): the person approving may not be the
+// caller, and a plan is approved to run, so a step the step wrapper would
+// refuse is refused here, before anything runs.
 func (a *Agent) validateEdited(s state.State, p *state.Plan) ([]state.PlanStep, error) {
 	planned := make([]capabilities.PlannedStep, len(p.Steps))
 	for i, st := range p.Steps {
 		planned[i] = st.PlannedStep
+		if !allowed(s, st.Capability) {
+			return nil, &NotAllowedError{Step: i, Capability: st.Capability}
+		}
 	}
 	return nodes.ValidatePlan(planned, a.cfg.Registry, s.Context, taskText(s))
 }
