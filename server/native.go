@@ -60,7 +60,23 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 	if ths == nil {
 		ths = []Thread{}
 	}
+	for i := range ths {
+		s.fillStatus(r.Context(), &ths[i])
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"threads": ths})
+}
+
+// fillStatus gives a thread no run of this process has touched (known only
+// from the store: a restart since, or another replica ran it) the status of
+// its latest checkpoint, read through the agent; one store read each. A
+// thread created but never run has no status.
+func (s *Server) fillStatus(ctx context.Context, th *Thread) {
+	if th.Status != "" {
+		return
+	}
+	if _, st, err := s.cfg.Runner.State(ctx, th.internal); err == nil {
+		th.Status = string(st)
+	}
 }
 
 // thread finds the caller's thread named in the path, or answers 404.
@@ -79,12 +95,7 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, Thread,
 
 func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 	if _, th, ok := s.thread(w, r); ok {
-		if th.Status == "" {
-			// Not run by this process (a restart since): ask the agent.
-			if _, st, err := s.cfg.Runner.State(r.Context(), th.internal); err == nil {
-				th.Status = string(st)
-			}
-		}
+		s.fillStatus(r.Context(), &th)
 		writeJSON(w, http.StatusOK, th)
 	}
 }

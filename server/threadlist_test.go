@@ -79,8 +79,9 @@ func TestThreadsSurviveRestart(t *testing.T) {
 	_, body = second.do(t, "GET", "/api/threads", keyAlice, nil)
 	got := threadIDs(t, body)
 	th, ok := got["beam"]
-	if !ok || len(got) != 1 || th.Metadata["title"] != "Beam" || th.Created.IsZero() {
+	if !ok || len(got) != 1 || th.Metadata["title"] != "Beam" || th.Created.IsZero() || th.Status != "answered" {
 		// "never-run" had no checkpoint: only its creator process knew it.
+		// The status of a thread known only from the store is read from it.
 		t.Fatalf("alice's threads after restart: %s", body)
 	}
 	resp, body = second.do(t, "GET", "/api/threads/beam", keyAlice, nil)
