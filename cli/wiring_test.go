@@ -68,6 +68,9 @@ approval:
   expires_after: 0
 control_system:
   writes_enabled: true
+server:
+  lease_ttl: 9s
+  lease_owner: replica-1
 `)
 	ac, err := cli.AgentConfig(cfg, registry(t, "beam"), memory.New(), llm.None)
 	if err != nil {
@@ -92,6 +95,8 @@ control_system:
 		{"plan approval", ac.Options.PlanApproval, true},
 		{"writes", ac.Options.WritesEnabled, true},
 		{"expires_after 0 means never (negative for the agent)", ac.ApprovalExpiry < 0, true},
+		{"lease ttl", ac.Leases.TTL, 9 * time.Second},
+		{"lease owner", ac.Leases.Owner, "replica-1"},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -103,7 +108,7 @@ control_system:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if def.Limits.MaxReclassifications != 1 || def.ApprovalExpiry != 24*time.Hour || def.Options.ApprovalMode != "selective" || def.Options.WritesEnabled {
+	if def.Leases.TTL != 0 || def.Leases.Owner != "" || def.Limits.MaxReclassifications != 1 || def.ApprovalExpiry != 24*time.Hour || def.Options.ApprovalMode != "selective" || def.Options.WritesEnabled {
 		t.Errorf("defaults: %+v %v %+v", def.Limits, def.ApprovalExpiry, def.Options)
 	}
 }
