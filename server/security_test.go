@@ -301,6 +301,7 @@ func TestConfigValidation(t *testing.T) {
 		{"no name", Config{Runner: r, Principals: []Principal{{KeySHA256: HashKey("k")}}}, "Principals[0].Name"},
 		{"same key twice", Config{Runner: r, Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}, {Name: "b", KeySHA256: HashKey("k")}}}, "Principals[1].KeySHA256"},
 		{"empty model id", Config{Runner: r, Models: []Model{{}}}, "Models[0].ID"},
+		{"negative recovery interval", Config{Runner: r, RecoverEvery: -time.Second}, "RecoverEvery"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
