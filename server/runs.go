@@ -221,11 +221,17 @@ func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Co
 	// finds every attempt in the log.
 	endStatus, _, _ := r.result()
 	aud.finish(ctx, endStatus, m.s.cfg.Now())
-	r.finish(runErr, shutdown)
-	status, _, _ := r.result()
+	// The same status r.finish gives the run.
+	status := endStatus
+	if status == "" && runErr != nil {
+		status = agent.RunFailed
+	}
 	if status == "" {
 		status = agent.RunCanceled
 	}
+	// The thread is free (and shows its final status) before the run shows
+	// as finished: a client that saw it end may start the next run at once.
+	m.s.threads.setStatus(r.Thread, string(status), m.s.cfg.Now())
 	m.mu.Lock()
 	m.active[r.Owner.key()]--
 	if m.active[r.Owner.key()] <= 0 {
@@ -235,7 +241,7 @@ func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Co
 		delete(m.byThread, r.Thread)
 	}
 	m.mu.Unlock()
-	m.s.threads.setStatus(r.Thread, string(status), m.s.cfg.Now())
+	r.finish(runErr, shutdown)
 	log := m.s.cfg.Logger.With("run", r.ID, "thread", r.Thread, "principal", r.Owner.Principal.Name, "tenant", r.Owner.Principal.Tenant)
 	if runErr != nil {
 		log.Error("run failed", "error", runErr)

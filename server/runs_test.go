@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"iter"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
 )
@@ -47,5 +50,41 @@ func BenchmarkChatCompletionStream(b *testing.B) {
 		if resp.StatusCode != 200 || !strings.Contains(string(out), "[DONE]") {
 			b.Fatalf("%d %s", resp.StatusCode, out)
 		}
+	}
+}
+
+// A client that saw a run end can start the next run on the thread at
+// once: the thread is free before the run shows as finished. The test holds
+// the run manager's lock while the run ends, so a run that showed as
+// finished before giving the thread up is caught in between.
+func TestThreadIsFreeWhenTheRunShowsFinished(t *testing.T) {
+	env := newTestEnv(t, nil)
+	m := env.srv.runs
+	c := caller{Principal: Principal{Name: "alice", Tenant: "lab"}}
+	release := make(chan struct{})
+	r, err := m.start(c, "quick", "internal-quick", func(ctx context.Context) iter.Seq2[agent.Event, error] {
+		return func(yield func(agent.Event, error) bool) {
+			<-release
+			yield(agent.Event{Type: agent.EventDone, Status: agent.RunAnswered}, nil)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	sawEnd := env.srv.follow(ctx, r, 0, func(agent.Event) {}, nil)
+	cancel()
+	_, busy := m.byThread["internal-quick"]
+	m.mu.Unlock()
+	if sawEnd && busy {
+		t.Fatal("the run shows finished but still holds the thread")
+	}
+	if !env.srv.follow(context.Background(), r, 0, func(agent.Event) {}, nil) {
+		t.Fatal("follow did not see the end")
+	}
+	if _, busy := m.activeOn("internal-quick"); busy {
+		t.Fatal("a finished run still holds the thread")
 	}
 }
