@@ -33,6 +33,7 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	sc.Examples = c.app.Examples
 	if *addr != "" {
 		sc.Addr = *addr
 	}

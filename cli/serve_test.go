@@ -68,6 +68,8 @@ func TestServeStartsAnswersAndStopsOnCancel(t *testing.T) {
 	if err := json.Unmarshal([]byte(get("/v1/models")), &models); err != nil || len(models.Data) != 1 || models.Data[0].ID != "capgraph" {
 		t.Fatalf("/v1/models: %+v %v", models, err)
 	}
+	// The web page offers the application's demo questions.
+	mustContain(t, "/api/info", get("/api/info"), `"What is the beam current?"`)
 	resp, err := http.Post(base+"/v1/chat/completions", "application/json",
 		strings.NewReader(`{"model":"capgraph","messages":[{"role":"user","content":"What is the beam current?"}]}`))
 	if err != nil {

@@ -142,6 +142,9 @@ type Config struct {
 	DisableTaskGuard bool
 	// DisableWebPage turns off the built-in page at GET /.
 	DisableWebPage bool
+	// Examples are demo questions the web page offers on an empty chat
+	// (served by GET /api/info).
+	Examples []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

@@ -62,7 +62,9 @@ func TestWebPage(t *testing.T) {
 		}
 		t.Skip(missing)
 	}
-	env := newTestEnv(t, nil)
+	env := newTestEnv(t, func(c *Config) {
+		c.Examples = []string{"What is the beam current?", "write 1.5 A to SR:HCM1"}
+	})
 	shots := os.Getenv("CAPGRAPH_SCREENSHOT_DIR") // to look at the page
 	if shots == "" {
 		shots = t.TempDir()

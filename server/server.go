@@ -82,6 +82,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/threads/{thread}/runs/{run}/cancel", oa(s.handleCancelRun))
 
 	mux.HandleFunc("POST /agui", oa(s.handleAGUI))
+	mux.HandleFunc("GET /api/info", oa(s.handleInfo))
 	if !s.cfg.DisableWebPage {
 		mux.Handle("GET /", webHandler())
 	}

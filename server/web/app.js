@@ -2,7 +2,7 @@
 // plan (STATE_SNAPSHOT/STATE_DELTA), steps (TOOL_CALL_*) and approvals
 // (RUN_FINISHED with an interrupt outcome, answered through "resume").
 // Plain JS, no build step. Stable hooks for tests: #q, #send, #status,
-// .assistant[data-done="1"], [data-approval-id].
+// .assistant[data-done="1"], [data-approval-id], #examples .example.
 "use strict";
 
 const $ = (s) => document.querySelector(s);
@@ -194,15 +194,45 @@ function showApproval(it) {
   }
 }
 
-$("#form").addEventListener("submit", (e) => {
-  e.preventDefault();
-  const q = $("#q").value.trim();
+function ask(q) {
   if (!q || busy) return;
   $("#q").value = "";
+  $("#examples")?.remove();
   add("user", q);
   messages.push({ id: newId(), role: "user", content: q });
   run({});
+}
+
+$("#form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  ask($("#q").value.trim());
 });
+
+// showExamples offers the server's demo questions on an empty chat.
+async function showExamples() {
+  if (chat.childElementCount > 0) return;
+  const headers = keyEl.value ? { Authorization: "Bearer " + keyEl.value } : {};
+  let examples = [];
+  try {
+    const res = await fetch("api/info", { headers });
+    if (res.ok) examples = (await res.json()).examples || [];
+  } catch (e) { /* the page works without suggestions */ }
+  if (examples.length === 0 || chat.childElementCount > 0) return;
+  const box = document.createElement("div");
+  box.id = "examples";
+  box.textContent = "Try:";
+  for (const q of examples) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "example";
+    b.textContent = q;
+    b.addEventListener("click", () => ask(q));
+    box.appendChild(b);
+  }
+  chat.appendChild(box);
+}
+keyEl.addEventListener("change", showExamples);
+showExamples();
 
 $("#new").addEventListener("click", () => {
   threadId = newId();
@@ -211,4 +241,5 @@ $("#new").addEventListener("click", () => {
   chat.textContent = "";
   planEl.textContent = "";
   stepsEl.textContent = "";
+  showExamples();
 });

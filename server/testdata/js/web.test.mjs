@@ -30,9 +30,15 @@ test("the page asks, shows the plan and the answer", async (t) => {
     await page.goto(url + "/");
     await page.fill("#key", key);
     await page.dispatchEvent("#key", "change");
-    await page.fill("#q", "What is the beam current?");
-    await page.click("#send");
+    // An empty chat offers the server's demo questions; one click asks.
+    const examples = page.locator("#examples .example");
+    await examples.first().waitFor();
+    assert.deepEqual(await examples.allTextContents(), ["What is the beam current?", "write 1.5 A to SR:HCM1"]);
+    await shot("examples");
+    await examples.first().click();
     await page.waitForSelector('.assistant[data-done="1"]');
+    assert.equal(await page.locator("#examples").count(), 0);
+    assert.equal(await page.textContent(".user"), "What is the beam current?");
     assert.equal(await page.textContent(".assistant"), "Beam current is 500 mA.");
     await page.waitForFunction(() => [...document.querySelectorAll("#plan li")].every((li) => li.dataset.status === "done"));
     assert.equal(await page.locator("#plan li").count(), 2);
