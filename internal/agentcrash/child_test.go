@@ -18,6 +18,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/internal/killtest"
 	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
@@ -222,19 +223,8 @@ func readAnswers(path string) map[string]bool {
 // pending approval if the parent has. It prints "DONE thread" for every
 // thread whose turn ended, and "ERR ..." on any failure (then exits 1).
 func childMain() int {
-	var (
-		mu     sync.Mutex
-		failed bool
-	)
-	say := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if strings.HasPrefix(format, "ERR") {
-			failed = true
-		}
-		// One write per line: lines reach the parent whole even if we die next.
-		os.Stdout.WriteString(fmt.Sprintf(format, args...) + "\n")
-	}
+	sayer := killtest.NewSayer(os.Stdout)
+	say := sayer.Say
 	sq, err := sqlite.New(sqlite.Config{Path: os.Getenv(envDB)})
 	if err != nil {
 		say("ERR open store: %v", err)
@@ -280,7 +270,7 @@ func childMain() int {
 			say("ERR %s: run stopped with status %s", th, st)
 		}
 	}
-	if failed {
+	if sayer.Failed() {
 		return 1
 	}
 	return 0

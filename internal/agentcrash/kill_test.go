@@ -1,25 +1,20 @@
 package agentcrash
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/internal/killtest"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -30,12 +25,7 @@ const (
 	childDeadline = 20 * time.Second
 )
 
-type ack struct {
-	thread string
-	step   int
-	id     uuid.UUID
-	round  int
-}
+type ack = killtest.Ack
 
 type childResult struct {
 	acks   []ack
@@ -52,89 +42,54 @@ type childResult struct {
 // sometimes 0–30 ms after start.
 func runChild(t *testing.T, dir string, round int, threads []string, kill bool) childResult {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(),
-		envChild+"=1",
-		envDB+"="+filepath.Join(dir, "cp.db"),
-		envMarker+"="+filepath.Join(dir, "marker.log"),
-		envAnswers+"="+filepath.Join(dir, "answers.txt"),
-		envThreads+"="+strings.Join(threads, ","),
-		envRound+"="+strconv.Itoa(round),
-	)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 256)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
 	var (
-		res      childResult
-		waiting  = map[string]bool{}
-		asking   = map[string]bool{}
-		timer    <-chan time.Time
-		sentKill bool
+		res     childResult
+		waiting = map[string]bool{}
+		asking  = map[string]bool{}
 	)
-	if kill && rand.IntN(6) == 0 {
-		timer = time.After(time.Duration(rand.IntN(30)) * time.Millisecond)
-	}
-	deadline := time.After(childDeadline)
-	for open := true; open; {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				open = false
-				break
+	parse := func(line string) bool {
+		if a, ok, err := killtest.ParseAck(line, round); ok {
+			if err != nil {
+				res.errs = append(res.errs, err.Error())
+				return false
 			}
-			f := strings.Fields(line)
-			switch {
-			case len(f) == 4 && f[0] == "ACK":
-				step, err1 := strconv.Atoi(f[2])
-				id, err2 := uuid.Parse(f[3])
-				if err1 != nil || err2 != nil {
-					res.errs = append(res.errs, "bad line: "+line)
-					break
-				}
-				res.acks = append(res.acks, ack{thread: f[1], step: step, id: id, round: round})
-				delete(waiting, f[1])
-				delete(asking, f[1])
-				if kill && timer == nil && !sentKill {
-					timer = time.After(time.Duration(rand.IntN(100)) * time.Millisecond)
-				}
-			case len(f) == 2 && f[0] == "WAIT":
-				waiting[f[1]] = true
-			case len(f) == 2 && f[0] == "ASK":
-				asking[f[1]] = true
-			case len(f) == 2 && f[0] == "DONE":
-				res.done = append(res.done, f[1])
-			default:
-				res.errs = append(res.errs, line)
-			}
-		case <-timer:
-			timer = nil
-			if !sentKill {
-				sentKill = true
-				res.inWait, res.inApproval = len(waiting) > 0, len(asking) > 0
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-			}
-		case <-deadline:
-			_ = cmd.Process.Kill()
-			t.Fatalf("round %d: child did not finish within %s", round, childDeadline)
+			res.acks = append(res.acks, a)
+			delete(waiting, a.Thread)
+			delete(asking, a.Thread)
+			return true
 		}
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 2 && f[0] == "WAIT":
+			waiting[f[1]] = true
+		case len(f) == 2 && f[0] == "ASK":
+			asking[f[1]] = true
+		case len(f) == 2 && f[0] == "DONE":
+			res.done = append(res.done, f[1])
+		default:
+			res.errs = append(res.errs, line)
+		}
+		return false
 	}
-	res.exit = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-		res.killed = true
-	}
+	r := killtest.Run(t, killtest.Child{
+		Name: fmt.Sprintf("round %d", round),
+		Env: []string{
+			envChild + "=1",
+			envDB + "=" + filepath.Join(dir, "cp.db"),
+			envMarker + "=" + filepath.Join(dir, "marker.log"),
+			envAnswers + "=" + filepath.Join(dir, "answers.txt"),
+			envThreads + "=" + strings.Join(threads, ","),
+			envRound + "=" + strconv.Itoa(round),
+		},
+		Kill:         kill,
+		EarlyOneIn:   6,
+		EarlyWithin:  30 * time.Millisecond,
+		AfterTrigger: 100 * time.Millisecond,
+		Deadline:     childDeadline,
+		Line:         parse,
+		BeforeKill:   func() { res.inWait, res.inApproval = len(waiting) > 0, len(asking) > 0 },
+	})
+	res.killed, res.exit = r.Killed, r.Exit
 	return res
 }
 
@@ -271,16 +226,7 @@ func checkAcked(t *testing.T, dir string, acks []ack) {
 		t.Fatalf("reopen store: %v", err)
 	}
 	defer s.Close()
-	for _, a := range acks {
-		tu, err := s.Get(context.Background(), a.thread, a.id)
-		if err != nil {
-			t.Errorf("acknowledged checkpoint %s (thread %s step %d, round %d) is lost: %v", a.id, a.thread, a.step, a.round, err)
-			continue
-		}
-		if tu.Checkpoint.Step != a.step {
-			t.Errorf("checkpoint %s: step %d, acknowledged as step %d", a.id, tu.Checkpoint.Step, a.step)
-		}
-	}
+	killtest.CheckAcked(t, s, acks)
 }
 
 // checkFinal: every turn ended with its one message, an answer or (for the
@@ -326,13 +272,13 @@ func checkEffects(t *testing.T, dir string, acks []ack) int {
 	defer s.Close()
 	doneRound := map[string]int{} // "thread/turn/plan/step" → first round a checkpoint showed it done
 	for _, a := range acks {
-		tu, err := s.Get(context.Background(), a.thread, a.id)
+		tu, err := s.Get(context.Background(), a.Thread, a.ID)
 		if err != nil {
 			continue // reported by checkAcked
 		}
 		var st state.State
 		if err := json.Unmarshal(tu.Checkpoint.State, &st); err != nil {
-			t.Fatalf("%s: decode state: %v", a.id, err)
+			t.Fatalf("%s: decode state: %v", a.ID, err)
 		}
 		if st.Turn.Plan == nil {
 			continue
@@ -341,9 +287,9 @@ func checkEffects(t *testing.T, dir string, acks []ack) int {
 			if ps.Status != state.StepDone {
 				continue
 			}
-			key := fmt.Sprintf("%s/%d/%d/%d", a.thread, st.Turn.Number, st.Turn.Plan.Number, i)
-			if r, ok := doneRound[key]; !ok || a.round < r {
-				doneRound[key] = a.round
+			key := fmt.Sprintf("%s/%d/%d/%d", a.Thread, st.Turn.Number, st.Turn.Plan.Number, i)
+			if r, ok := doneRound[key]; !ok || a.Round < r {
+				doneRound[key] = a.Round
 			}
 		}
 	}

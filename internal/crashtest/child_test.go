@@ -16,6 +16,7 @@ import (
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/internal/killtest"
 )
 
 // Environment of the child process.
@@ -112,20 +113,9 @@ func childMain() int {
 		fmt.Printf("ERR compile: %v\n", err)
 		return 1
 	}
-	var (
-		mu     sync.Mutex
-		failed bool
-		wg     sync.WaitGroup
-	)
-	// One write per line: lines reach the parent whole even if we die next.
-	say := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if strings.HasPrefix(format, "ERR") {
-			failed = true
-		}
-		os.Stdout.WriteString(fmt.Sprintf(format, args...) + "\n")
-	}
+	var wg sync.WaitGroup
+	sayer := killtest.NewSayer(os.Stdout)
+	say := sayer.Say
 	ctx := context.Background()
 	for _, thread := range strings.Split(os.Getenv(envThreads), ",") {
 		wg.Add(1)
@@ -137,7 +127,7 @@ func childMain() int {
 		}()
 	}
 	wg.Wait()
-	if failed {
+	if sayer.Failed() {
 		return 1
 	}
 	return 0

@@ -1,18 +1,14 @@
 package crashtest
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +16,7 @@ import (
 
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/internal/killtest"
 )
 
 const (
@@ -29,12 +26,7 @@ const (
 	childDeadline = 20 * time.Second
 )
 
-type ack struct {
-	thread string
-	step   int
-	id     uuid.UUID
-	round  int
-}
+type ack = killtest.Ack
 
 // childResult is what one child run printed and how it ended.
 type childResult struct {
@@ -54,87 +46,47 @@ type childResult struct {
 // (while it opens the store or writes the first checkpoint).
 func runChild(t *testing.T, dir string, round int, threads []string, kill bool) childResult {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(),
-		envChild+"=1",
-		envDB+"="+filepath.Join(dir, "cp.db"),
-		envMarker+"="+filepath.Join(dir, "marker.log"),
-		envThreads+"="+strings.Join(threads, ","),
-		envRound+"="+strconv.Itoa(round),
-	)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 256)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-
 	var res childResult
 	waiting := map[string]bool{}
-	parse := func(line string) {
+	parse := func(line string) bool {
+		if a, ok, err := killtest.ParseAck(line, round); ok {
+			if err != nil {
+				res.errs = append(res.errs, err.Error())
+			} else {
+				res.acks = append(res.acks, a)
+				delete(waiting, a.Thread)
+			}
+			return true // any ACK line starts the kill timer
+		}
 		f := strings.Fields(line)
 		switch {
 		case len(f) == 2 && f[0] == "WAIT":
 			waiting[f[1]] = true
-		case len(f) == 4 && f[0] == "ACK":
-			step, err1 := strconv.Atoi(f[2])
-			id, err2 := uuid.Parse(f[3])
-			if err1 != nil || err2 != nil {
-				res.errs = append(res.errs, "bad line: "+line)
-				return
-			}
-			res.acks = append(res.acks, ack{thread: f[1], step: step, id: id, round: round})
-			delete(waiting, f[1])
 		case len(f) == 2 && f[0] == "DONE":
 			res.done = append(res.done, f[1])
 		default:
 			res.errs = append(res.errs, line)
 		}
+		return false
 	}
-
-	var timer <-chan time.Time
-	if kill && rand.IntN(5) == 0 {
-		timer = time.After(time.Duration(rand.IntN(40)) * time.Millisecond)
-	}
-	deadline := time.After(childDeadline)
-	sentKill := false
-	for open := true; open; {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				open = false
-				break
-			}
-			parse(line)
-			if kill && timer == nil && !sentKill && strings.HasPrefix(line, "ACK") {
-				timer = time.After(time.Duration(rand.IntN(80)) * time.Millisecond)
-			}
-		case <-timer:
-			timer = nil
-			if !sentKill {
-				sentKill = true
-				res.inWait = len(waiting) > 0
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-			}
-		case <-deadline:
-			_ = cmd.Process.Kill()
-			t.Fatalf("round %d: child did not finish within %s", round, childDeadline)
-		}
-	}
-	res.exit = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-		res.killed = true
-	}
+	r := killtest.Run(t, killtest.Child{
+		Name: fmt.Sprintf("round %d", round),
+		Env: []string{
+			envChild + "=1",
+			envDB + "=" + filepath.Join(dir, "cp.db"),
+			envMarker + "=" + filepath.Join(dir, "marker.log"),
+			envThreads + "=" + strings.Join(threads, ","),
+			envRound + "=" + strconv.Itoa(round),
+		},
+		Kill:         kill,
+		EarlyOneIn:   5,
+		EarlyWithin:  40 * time.Millisecond,
+		AfterTrigger: 80 * time.Millisecond,
+		Deadline:     childDeadline,
+		Line:         parse,
+		BeforeKill:   func() { res.inWait = len(waiting) > 0 },
+	})
+	res.killed, res.exit = r.Killed, r.Exit
 	return res
 }
 
@@ -217,16 +169,7 @@ func checkAcked(t *testing.T, dir string, acks []ack) {
 		t.Fatalf("reopen store: %v", err)
 	}
 	defer s.Close()
-	for _, a := range acks {
-		tu, err := s.Get(context.Background(), a.thread, a.id)
-		if err != nil {
-			t.Errorf("acknowledged checkpoint %s (thread %s step %d, round %d) is lost: %v", a.id, a.thread, a.step, a.round, err)
-			continue
-		}
-		if tu.Checkpoint.Step != a.step {
-			t.Errorf("checkpoint %s: step %d, acknowledged as step %d", a.id, tu.Checkpoint.Step, a.step)
-		}
-	}
+	killtest.CheckAcked(t, s, acks)
 }
 
 func checkFinalStates(t *testing.T, dir string, threads []string) {
@@ -276,13 +219,13 @@ func checkNoCompletedStepReran(t *testing.T, dir string, acks []ack) int {
 	ackRound := map[string]int{} // "thread/step" → round of its first acknowledgement
 	ackID := map[string]uuid.UUID{}
 	for _, a := range acks {
-		key := fmt.Sprint(a.thread, "/", a.step)
+		key := fmt.Sprint(a.Thread, "/", a.Step)
 		if id, ok := ackID[key]; ok {
 			// A step is checkpointed once; a second checkpoint for it means it ran again.
-			t.Errorf("%s step %d acknowledged twice: %s (round %d) and %s (round %d)", a.thread, a.step, id, ackRound[key], a.id, a.round)
+			t.Errorf("%s step %d acknowledged twice: %s (round %d) and %s (round %d)", a.Thread, a.Step, id, ackRound[key], a.ID, a.Round)
 			continue
 		}
-		ackRound[key], ackID[key] = a.round, a.id
+		ackRound[key], ackID[key] = a.Round, a.ID
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "marker.log"))
 	if err != nil {
