@@ -14,6 +14,7 @@ import (
 
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/postgres"
+	"github.com/capgraph/capgraph/graph/checkpoint/postgres/internal/pgschema"
 )
 
 func TestNewRefusesBadConfig(t *testing.T) {
@@ -40,10 +41,8 @@ func TestNewRefusesBadConfig(t *testing.T) {
 // Replicas: several Stores created at once on one schema migrate once, and
 // their concurrent Puts on one thread leave the summary on the greatest id.
 func TestReplicasShareOneSchema(t *testing.T) {
-	dsn := postgres.DSNForTest(t)
+	dsn, schema := pgschema.New(t, "cptest_replicas")
 	ctx := context.Background()
-	schema := fmt.Sprintf("cptest_replicas_%d", time.Now().UnixNano())
-	t.Cleanup(func() { postgres.DropTestSchema(t, dsn, schema) })
 
 	const replicas = 4
 	stores := make([]*postgres.Store, replicas)
@@ -107,10 +106,8 @@ func TestReplicasShareOneSchema(t *testing.T) {
 }
 
 func TestSchemaTooNewIsRefused(t *testing.T) {
-	dsn := postgres.DSNForTest(t)
+	dsn, schema := pgschema.New(t, "cptest_newer")
 	ctx := context.Background()
-	schema := fmt.Sprintf("cptest_newer_%d", time.Now().UnixNano())
-	t.Cleanup(func() { postgres.DropTestSchema(t, dsn, schema) })
 	s, err := postgres.New(ctx, postgres.Config{DSN: dsn, Schema: schema})
 	if err != nil {
 		t.Fatal(err)
