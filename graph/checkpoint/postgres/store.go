@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/internal/sqlrow"
 )
 
 // Store is a checkpoint.Store in PostgreSQL. It is safe for concurrent use,
@@ -150,7 +150,7 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
 		return err
 	}
-	md, err := mapArg(cp.Metadata)
+	md, err := sqlrow.MapArg(cp.Metadata)
 	if err != nil {
 		return fmt.Errorf("postgres: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
@@ -284,7 +284,7 @@ func (s *Store) List(ctx context.Context, threadID string, opts checkpoint.ListO
 		q.WriteString(` AND id < $` + strconv.Itoa(len(args)))
 	}
 	if len(opts.Filter) > 0 {
-		f, err := mapArg(opts.Filter)
+		f, err := sqlrow.MapArg(opts.Filter)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: encode filter: %w", err)
 		}
@@ -301,18 +301,14 @@ func (s *Store) List(ctx context.Context, threadID string, opts checkpoint.ListO
 		return nil, fmt.Errorf("postgres: list %s: %w", threadID, err)
 	}
 	defer rows.Close()
-	var out []checkpoint.Checkpoint
-	for rows.Next() {
+	wrap := func(err error) error { return fmt.Errorf("postgres: list %s: %w", threadID, err) }
+	return sqlrow.Collect(rows, func() (checkpoint.Checkpoint, error) {
 		cp, err := scanCheckpoint(rows)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: list %s: %w", threadID, err)
+			return cp, wrap(err)
 		}
-		out = append(out, cp)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list %s: %w", threadID, err)
-	}
-	return out, nil
+		return cp, nil
+	}, wrap)
 }
 
 // Threads lists threads by latest checkpoint id, newest first.
@@ -324,7 +320,7 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 	q.WriteString(s.q.threads)
 	var args []any
 	if len(f.Metadata) > 0 {
-		m, err := mapArg(f.Metadata)
+		m, err := sqlrow.MapArg(f.Metadata)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: encode filter: %w", err)
 		}
@@ -341,26 +337,22 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 		return nil, fmt.Errorf("postgres: list threads: %w", err)
 	}
 	defer rows.Close()
-	var out []checkpoint.ThreadInfo
-	for rows.Next() {
+	return sqlrow.Collect(rows, func() (checkpoint.ThreadInfo, error) {
 		var (
 			ti               checkpoint.ThreadInfo
 			md               []byte
 			created, updated *time.Time
+			err              error
 		)
 		if err := rows.Scan(&ti.ThreadID, &ti.Latest, &md, &created, &updated); err != nil {
-			return nil, fmt.Errorf("postgres: scan thread: %w", err)
+			return ti, fmt.Errorf("postgres: scan thread: %w", err)
 		}
 		if ti.Metadata, err = scanMetadata(md); err != nil {
-			return nil, err
+			return ti, err
 		}
 		ti.Created, ti.Updated = scanTime(created), scanTime(updated)
-		out = append(out, ti)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list threads: %w", err)
-	}
-	return out, nil
+		return ti, nil
+	}, func(err error) error { return fmt.Errorf("postgres: list threads: %w", err) })
 }
 
 // DeleteThread removes a thread's summary, checkpoints and writes in one transaction.
@@ -449,28 +441,12 @@ func scanTime(t *time.Time) time.Time {
 	return t.UTC()
 }
 
-// mapArg encodes metadata as JSON text, which the jsonb column parses.
-func mapArg(m map[string]string) (any, error) {
-	if len(m) == 0 {
-		return nil, nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
-}
-
+// scanMetadata decodes the metadata column (sqlrow), naming the store in its
+// error.
 func scanMetadata(b []byte) (map[string]string, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var out map[string]string
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("postgres: corrupt metadata column: %w", err)
-	}
-	if len(out) == 0 {
-		return nil, nil
+	out, err := sqlrow.Metadata(b)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	return out, nil
 }

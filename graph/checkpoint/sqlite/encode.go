@@ -1,11 +1,12 @@
 package sqlite
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/capgraph/capgraph/graph/checkpoint/internal/sqlrow"
 )
 
 // Column encodings. Empty collections and zero values are stored as NULL and
@@ -51,52 +52,20 @@ func scanTime(v *int64) time.Time {
 	return time.UnixMicro(*v).UTC()
 }
 
-func jsonArg[T any](v []T) (any, error) {
-	if len(v) == 0 {
-		return nil, nil
-	}
-	b, err := json.Marshal(v)
+// scanNext and scanMetadata decode the JSON columns (sqlrow), naming the store
+// in their errors.
+func scanNext(b []byte) ([]string, error) {
+	out, err := sqlrow.Strings(b, "next")
 	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
-}
-
-func mapArg(m map[string]string) (any, error) {
-	if len(m) == 0 {
-		return nil, nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
-}
-
-func scanNext(s *string) ([]string, error) {
-	if s == nil {
-		return nil, nil
-	}
-	var out []string
-	if err := json.Unmarshal([]byte(*s), &out); err != nil {
-		return nil, fmt.Errorf("sqlite: corrupt next column: %w", err)
-	}
-	if len(out) == 0 {
-		return nil, nil
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	return out, nil
 }
 
-func scanMetadata(s *string) (map[string]string, error) {
-	if s == nil {
-		return nil, nil
-	}
-	var out map[string]string
-	if err := json.Unmarshal([]byte(*s), &out); err != nil {
-		return nil, fmt.Errorf("sqlite: corrupt metadata column: %w", err)
-	}
-	if len(out) == 0 {
-		return nil, nil
+func scanMetadata(b []byte) (map[string]string, error) {
+	out, err := sqlrow.Metadata(b)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	return out, nil
 }

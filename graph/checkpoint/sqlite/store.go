@@ -12,6 +12,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/internal/sqlrow"
 )
 
 // Store is a checkpoint.Store in one SQLite file. It is safe for concurrent use.
@@ -91,11 +92,11 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
 		return err
 	}
-	next, err := jsonArg(cp.Next)
+	next, err := sqlrow.JSONArg(cp.Next)
 	if err != nil {
 		return fmt.Errorf("sqlite: encode next of %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
-	md, err := mapArg(cp.Metadata)
+	md, err := sqlrow.MapArg(cp.Metadata)
 	if err != nil {
 		return fmt.Errorf("sqlite: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
@@ -254,7 +255,7 @@ func (s *Store) List(ctx context.Context, threadID string, opts checkpoint.ListO
 		args = append(args, opts.Before[:])
 	}
 	if len(opts.Filter) > 0 {
-		f, err := mapArg(opts.Filter)
+		f, err := sqlrow.MapArg(opts.Filter)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: encode filter: %w", err)
 		}
@@ -271,18 +272,14 @@ func (s *Store) List(ctx context.Context, threadID string, opts checkpoint.ListO
 		return nil, fmt.Errorf("sqlite: list %s: %w", threadID, err)
 	}
 	defer rows.Close()
-	var out []checkpoint.Checkpoint
-	for rows.Next() {
+	wrap := func(err error) error { return fmt.Errorf("sqlite: list %s: %w", threadID, err) }
+	return sqlrow.Collect(rows, func() (checkpoint.Checkpoint, error) {
 		cp, err := scanCheckpoint(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list %s: %w", threadID, err)
+			return cp, wrap(err)
 		}
-		out = append(out, cp)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list %s: %w", threadID, err)
-	}
-	return out, nil
+		return cp, nil
+	}, wrap)
 }
 
 // Threads lists threads by latest checkpoint id, newest first.
@@ -296,7 +293,7 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 	)
 	q.WriteString(`SELECT thread_id, latest_id, metadata, created, updated FROM threads WHERE 1 = 1`)
 	if len(f.Metadata) > 0 {
-		m, err := mapArg(f.Metadata)
+		m, err := sqlrow.MapArg(f.Metadata)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: encode filter: %w", err)
 		}
@@ -313,30 +310,26 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 		return nil, fmt.Errorf("sqlite: list threads: %w", err)
 	}
 	defer rows.Close()
-	var out []checkpoint.ThreadInfo
-	for rows.Next() {
+	return sqlrow.Collect(rows, func() (checkpoint.ThreadInfo, error) {
 		var (
 			ti               checkpoint.ThreadInfo
 			latest           []byte
-			md               *string
+			md               []byte
 			created, updated *int64
+			err              error
 		)
 		if err := rows.Scan(&ti.ThreadID, &latest, &md, &created, &updated); err != nil {
-			return nil, fmt.Errorf("sqlite: scan thread: %w", err)
+			return ti, fmt.Errorf("sqlite: scan thread: %w", err)
 		}
 		if ti.Latest, err = scanID(latest); err != nil {
-			return nil, err
+			return ti, err
 		}
 		if ti.Metadata, err = scanMetadata(md); err != nil {
-			return nil, err
+			return ti, err
 		}
 		ti.Created, ti.Updated = scanTime(created), scanTime(updated)
-		out = append(out, ti)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list threads: %w", err)
-	}
-	return out, nil
+		return ti, nil
+	}, func(err error) error { return fmt.Errorf("sqlite: list threads: %w", err) })
 }
 
 // DeleteThread removes a thread's checkpoints, writes and summary.
@@ -371,7 +364,7 @@ func scanCheckpoint(sc scanner) (checkpoint.Checkpoint, error) {
 		cp                checkpoint.Checkpoint
 		id, parent, run   []byte
 		state             []byte
-		next, md          *string
+		next, md          []byte
 		notBefore, create *int64
 		err               error
 	)
