@@ -19,18 +19,7 @@ import (
 func writeAgentEnv(t *testing.T) (*testEnv, *atomic.Int32) {
 	t.Helper()
 	var writes atomic.Int32
-	read, err := capabilities.Define(capabilities.Definition{
-		Name: "read_beam_current", Description: "Read the beam current of the storage ring",
-		Provides: []string{"BEAM_CURRENT"},
-		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
-			Examples: []capabilities.ClassifierExample{{Query: "what is the beam current?", Result: true, Reason: "asks for the beam current"}}},
-		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
-			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	read := readBeamCurrent(t)
 	write, err := capabilities.Define(capabilities.Definition{
 		Name: "set_corrector_current", Description: "Set (write) the current of a corrector magnet",
 		Provides: []string{"SETPOINT"},
@@ -44,12 +33,7 @@ func writeAgentEnv(t *testing.T) (*testEnv, *atomic.Int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := capabilities.NewRegistry()
-	for _, c := range []capabilities.Capability{read, write} {
-		if err := reg.Register(c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reg := newRegistry(t, read, write)
 	a, err := agent.New(agent.Config{Registry: reg, Options: state.Options{WritesEnabled: true, ApprovalMode: state.ApprovalModeDisabled}})
 	if err != nil {
 		t.Fatal(err)

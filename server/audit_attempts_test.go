@@ -18,13 +18,7 @@ import (
 // retry policy.
 func auditAgentEnv(t *testing.T, caps ...capabilities.Capability) *testEnv {
 	t.Helper()
-	reg := capabilities.NewRegistry()
-	for _, c := range caps {
-		if err := reg.Register(c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, err := agent.New(agent.Config{Registry: reg, RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3,
+	a, err := agent.New(agent.Config{Registry: newRegistry(t, caps...), RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3,
 		InitialInterval: capabilities.Duration(time.Millisecond), MaxInterval: capabilities.Duration(2 * time.Millisecond), Jitter: capabilities.JitterNone}})
 	if err != nil {
 		t.Fatal(err)

@@ -77,35 +77,8 @@ func TestHeartbeatIsAnEmptyDeltaChunk(t *testing.T) {
 // TestShutdownEndsStreamsWithAFinalFrame: a running stream is told the
 // server stops, and gets its [DONE]; new runs are refused.
 func TestShutdownEndsStreamsWithAFinalFrame(t *testing.T) {
-	runner := newScriptedRunner()
-	srv, err := New(Config{Runner: runner, ShutdownGrace: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(context.Background(), ln) }()
-	url := "http://" + ln.Addr().String()
-
-	body, _ := json.Marshal(chatBody("capgraph", true, user("slow please")))
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	for { // wait until the run is under way
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(line, "Waiting for the archiver") {
-			break
-		}
-	}
+	srv, url, served := serveOnPort(t, Config{Runner: newScriptedRunner(), ShutdownGrace: -1})
+	_, br := startSlowStream(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {

@@ -24,18 +24,7 @@ type realAgentEnv struct {
 func newRealAgentEnv(t *testing.T) *realAgentEnv {
 	t.Helper()
 	re := &realAgentEnv{}
-	read, err := capabilities.Define(capabilities.Definition{
-		Name: "read_beam_current", Description: "Read the beam current of the storage ring",
-		Provides: []string{"BEAM_CURRENT"},
-		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
-			Examples: []capabilities.ClassifierExample{{Query: "what is the beam current?", Result: true, Reason: "asks for the beam current"}}},
-		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
-			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	read := readBeamCurrent(t)
 	snap, err := capabilities.Define(capabilities.Definition{
 		Name: "archive_snapshot", Description: "Save a snapshot of the machine settings to the archive",
 		Provides: []string{"SNAPSHOT"},
@@ -54,12 +43,7 @@ func newRealAgentEnv(t *testing.T) *realAgentEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := capabilities.NewRegistry()
-	for _, c := range []capabilities.Capability{read, snap} {
-		if err := reg.Register(c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reg := newRegistry(t, read, snap)
 	a, err := agent.New(agent.Config{Registry: reg})
 	if err != nil {
 		t.Fatal(err)

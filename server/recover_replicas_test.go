@@ -70,10 +70,7 @@ func (w *scanWorld) server(t *testing.T, store checkpoint.Store, ttl time.Durati
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := capabilities.NewRegistry()
-	if err := reg.Register(scan); err != nil {
-		t.Fatal(err)
-	}
+	reg := newRegistry(t, scan)
 	a, err := agent.New(agent.Config{Registry: reg, Store: store, Leases: agent.LeaseConfig{TTL: ttl}})
 	if err != nil {
 		t.Fatal(err)

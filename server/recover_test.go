@@ -48,10 +48,7 @@ func TestRecoverRunsThroughTheServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reg := capabilities.NewRegistry()
-		if err := reg.Register(scan); err != nil {
-			t.Fatal(err)
-		}
+		reg := newRegistry(t, scan)
 		a, err := agent.New(agent.Config{Registry: reg, Store: store})
 		if err != nil {
 			t.Fatal(err)

@@ -15,33 +15,8 @@ import (
 // new runs are refused meanwhile.
 func TestShutdownGraceLetsRunsFinish(t *testing.T) {
 	runner := newScriptedRunner()
-	srv, err := New(Config{Runner: runner, ShutdownGrace: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(context.Background(), ln) }()
-	url := "http://" + ln.Addr().String()
-	body, _ := json.Marshal(chatBody("capgraph", true, user("slow please")))
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(line, "Waiting for the archiver") {
-			break
-		}
-	}
+	srv, url, served := serveOnPort(t, Config{Runner: runner, ShutdownGrace: 20 * time.Second})
+	body, br := startSlowStream(t, url)
 	stopped := make(chan error, 1)
 	go func() { stopped <- srv.Shutdown(context.Background()) }()
 	// New runs are refused while the grace lasts.
@@ -77,4 +52,45 @@ func TestShutdownGraceLetsRunsFinish(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// serveOnPort serves a server made of cfg on a free local port; served
+// receives Serve's result.
+func serveOnPort(t *testing.T, cfg Config) (srv *Server, url string, served chan error) {
+	t.Helper()
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served = make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), ln) }()
+	return srv, "http://" + ln.Addr().String(), served
+}
+
+// startSlowStream posts a streaming "slow please" chat (the scripted runner
+// then waits for Release) and reads until the run is under way; it returns
+// the request body and the rest of the stream, closed when the test ends.
+func startSlowStream(t *testing.T, url string) (body []byte, br *bufio.Reader) {
+	t.Helper()
+	body, _ = json.Marshal(chatBody("capgraph", true, user("slow please")))
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	br = bufio.NewReader(resp.Body)
+	for { // wait until the run is under way
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "Waiting for the archiver") {
+			break
+		}
+	}
+	return body, br
 }

@@ -32,10 +32,7 @@ func sqliteAgentEnv(t *testing.T, path string) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := capabilities.NewRegistry()
-	if err := reg.Register(read); err != nil {
-		t.Fatal(err)
-	}
+	reg := newRegistry(t, read)
 	a, err := agent.New(agent.Config{Registry: reg, Store: store})
 	if err != nil {
 		t.Fatal(err)
