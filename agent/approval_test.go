@@ -72,6 +72,24 @@ func resume(t tb, a *agent.Agent, thread string, ans agent.Answer) outcome {
 }
 
 // approvalOf returns the approval an interrupted outcome asks for.
+// carriedOut counts the answers of a race that were carried out (nil
+// errors); every other answer must have lost the race (already answered, or
+// the thread busy with the winner).
+func carriedOut(t *testing.T, errs []error) int {
+	t.Helper()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, agent.ErrApprovalAnswered), errors.Is(err, graph.ErrThreadBusy):
+		default:
+			t.Fatalf("racing answer: %v", err)
+		}
+	}
+	return ok
+}
+
 func approvalOf(t *testing.T, o outcome) *state.Approval {
 	t.Helper()
 	if o.err != nil {
@@ -262,16 +280,7 @@ func TestDoubleAnswerExecutesOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	ok := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			ok++
-		case errors.Is(err, agent.ErrApprovalAnswered), errors.Is(err, graph.ErrThreadBusy):
-		default:
-			t.Fatalf("racing answer: %v", err)
-		}
-	}
+	ok := carriedOut(t, errs)
 	if ok != 1 || len(w2.effects()) != 1 {
 		t.Fatalf("%d answers carried out, %d effects; want 1 and 1", ok, len(w2.effects()))
 	}

@@ -79,16 +79,7 @@ func TestReplicasCarryOutAnApprovalOnce(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			ok := 0
-			for _, err := range errs {
-				switch {
-				case err == nil:
-					ok++
-				case errors.Is(err, agent.ErrApprovalAnswered), errors.Is(err, graph.ErrThreadBusy):
-				default:
-					t.Fatalf("racing answer: %v", err)
-				}
-			}
+			ok := carriedOut(t, errs)
 			if ok != 1 || len(w.effects()) != 1 {
 				t.Fatalf("%d answers carried out, %d effects; want 1 and 1", ok, len(w.effects()))
 			}
