@@ -75,27 +75,13 @@ func TestServeTakesOverOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var out, errb syncBuffer
-	sctx, stop := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		done <- app.Run(sctx, h.environment(strings.NewReader(""), &out, &errb, []string{"serve", "--addr", "127.0.0.1:0"}))
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(errb.String(), "took over cut runs") {
-		if time.Now().After(deadline) {
-			stop()
-			<-done
-			t.Fatalf("no take-over: %s", errb.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	sv := startServe(h, app, "--addr", "127.0.0.1:0")
+	sv.waitFor(t, &sv.errb, "took over cut runs", "no take-over")
+	if code := sv.stop(); code != cli.ExitOK {
+		t.Fatalf("serve exit %d: %s", code, sv.errb.String())
 	}
-	stop()
-	if code := <-done; code != cli.ExitOK {
-		t.Fatalf("serve exit %d: %s", code, errb.String())
-	}
-	if strings.Contains(errb.String(), "resumed runs stopped by a crash or shutdown") {
-		t.Errorf("the start-up recovery resumed a run the dead replica still held: %s", errb.String())
+	if strings.Contains(sv.errb.String(), "resumed runs stopped by a crash or shutdown") {
+		t.Errorf("the start-up recovery resumed a run the dead replica still held: %s", sv.errb.String())
 	}
 	r := h.run("", "graph", "--thread", "cut")
 	mustContain(t, "plan after take-over", r.stdout, "1. find_sensor — done", "2. read_sensor after 1 — done")

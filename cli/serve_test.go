@@ -164,21 +164,9 @@ func TestServeResumesStoppedRuns(t *testing.T) {
 	app, started, finds, reads := cutApp()
 	h := newHarness(t, app)
 	cutRun(t, h, started)
-	var out, errb syncBuffer
-	sctx, stop := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		done <- app.Run(sctx, h.environment(strings.NewReader(""), &out, &errb, []string{"serve", "--addr", "127.0.0.1:0"}))
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(errb.String(), "resumed runs stopped by a crash or shutdown") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no resume: %s", errb.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	stop()
-	if code := <-done; code != cli.ExitOK {
+	sv := startServe(h, app, "--addr", "127.0.0.1:0")
+	sv.waitFor(t, &sv.errb, "resumed runs stopped by a crash or shutdown", "no resume")
+	if code := sv.stop(); code != cli.ExitOK {
 		t.Fatalf("serve exit %d", code)
 	}
 	r := h.run("", "graph", "--thread", "cut")
@@ -193,25 +181,14 @@ func TestServeResumeFalse(t *testing.T) {
 	app, started, _, reads := cutApp()
 	h := newHarness(t, app)
 	cutRun(t, h, started)
-	var out, errb syncBuffer
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		done <- app.Run(ctx, h.environment(strings.NewReader(""), &out, &errb, []string{"serve", "--resume=false", "--addr", "127.0.0.1:0"}))
-	}()
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "Press Ctrl-C to stop."); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no banner: %s", errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sv := startServe(h, app, "--resume=false", "--addr", "127.0.0.1:0")
+	sv.waitFor(t, &sv.out, "Press Ctrl-C to stop.", "no banner")
 	time.Sleep(200 * time.Millisecond)
-	stop()
-	<-done
+	sv.stop()
 	r := h.run("", "graph", "--thread", "cut")
 	mustContain(t, "plan", r.stdout, "1. find_sensor — done", "2. read_sensor after 1 — pending")
-	if reads.Load() != 1 || strings.Contains(errb.String(), "resumed runs") {
-		t.Errorf("read ran %d times; stderr %s", reads.Load(), errb.String())
+	if reads.Load() != 1 || strings.Contains(sv.errb.String(), "resumed runs") {
+		t.Errorf("read ran %d times; stderr %s", reads.Load(), sv.errb.String())
 	}
 }
 
@@ -225,4 +202,40 @@ func TestChatFinishesCutRun(t *testing.T) {
 	if finds.Load() != 1 || reads.Load() != 2 {
 		t.Errorf("find ran %d times, read %d; want 1 and 2", finds.Load(), reads.Load())
 	}
+}
+
+// serving is `serve` running in the background until stop.
+type serving struct {
+	out, errb syncBuffer
+	cancel    context.CancelFunc
+	done      chan int
+}
+
+// startServe runs `serve args...` of app in the background.
+func startServe(h *harness, app cli.App, args ...string) *serving {
+	ctx, cancel := context.WithCancel(context.Background())
+	sv := &serving{cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		sv.done <- app.Run(ctx, h.environment(strings.NewReader(""), &sv.out, &sv.errb, append([]string{"serve"}, args...)))
+	}()
+	return sv
+}
+
+// waitFor waits up to 30 s until buf (sv.out or sv.errb) holds text; else it
+// stops serve and fails the test with what, showing stderr.
+func (sv *serving) waitFor(t *testing.T, buf *syncBuffer, text, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(buf.String(), text); {
+		if time.Now().After(deadline) {
+			sv.stop()
+			t.Fatalf("%s: %s", what, sv.errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stop cancels serve and returns its exit code.
+func (sv *serving) stop() int {
+	sv.cancel()
+	return <-sv.done
 }
