@@ -224,18 +224,12 @@ func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
 const shutdownNote = "\n\n(The server is shutting down: this run stopped at its last checkpoint. Send your message again to continue.)"
 
 func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
-	if !s.follow(r.Context(), ru, 0, func(ev agent.Event) { rd.render(ev) }, nil) {
-		ru.cancel() // the client left
-		if token != "" {
-			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
-		}
+	followed := s.follow(r.Context(), ru, 0, func(ev agent.Event) { rd.render(ev) }, nil)
+	left, runErr, shutdown := s.chatRunEnd(ru, followed, token)
+	if left {
 		return
 	}
-	_, runErr, shutdown := ru.result()
 	if runErr != nil {
-		if token != "" {
-			s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
-		}
 		s.writeError(w, fmt.Errorf("the run failed: %w", runErr))
 		return
 	}
@@ -249,6 +243,26 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 	}
 	s.rememberTranscript(c, t, ru, content)
 	s.writeCompletion(w, t, reply, rd.usage)
+}
+
+// chatRunEnd is how a followed chat run ended, for both answer forms: left
+// when the client went away (the run is canceled; nothing more is sent),
+// else the run's error and whether the server's shutdown stopped it. An
+// approval answered by this request (token) whose run left or failed is
+// settled with a reply saying so, so a retried request gets it.
+func (s *Server) chatRunEnd(ru *run, followed bool, token string) (left bool, runErr error, shutdown bool) {
+	if !followed {
+		ru.cancel() // the client left
+		if token != "" {
+			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
+		}
+		return true, nil, false
+	}
+	_, runErr, shutdown = ru.result()
+	if runErr != nil && token != "" {
+		s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
+	}
+	return false, runErr, shutdown
 }
 
 // replyChat answers with a stored reply, streaming or not.
@@ -354,18 +368,11 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 			k.heartbeat()
 		}
 	})
-	if !ok {
-		ru.cancel()
-		if token != "" {
-			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
-		}
+	left, runErr, shutdown := s.chatRunEnd(ru, ok, token)
+	if left {
 		return
 	}
-	_, runErr, shutdown := ru.result()
 	if runErr != nil {
-		if token != "" {
-			s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
-		}
 		k.fail(fmt.Errorf("the run failed: %w", runErr))
 		return
 	}
