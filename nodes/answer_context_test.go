@@ -4,11 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
 	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
@@ -17,15 +14,7 @@ import (
 // control-room plant and returns each turn's answer.
 func chat(t *testing.T, inputs ...string) []string {
 	t.Helper()
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	p, err := plant.New(plant.Config{Seed: 1, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := capabilities.NewRegistry()
-	if err := plant.Register(reg, p); err != nil {
-		t.Fatal(err)
-	}
+	reg := plantRegistry(t)
 	a, err := agent.New(agent.Config{Registry: reg})
 	if err != nil {
 		t.Fatal(err)

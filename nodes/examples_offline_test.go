@@ -17,15 +17,7 @@ import (
 // answer the examples' demo questions with their facts.
 
 func TestOfflineControlRoomDemo(t *testing.T) {
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	p, err := plant.New(plant.Config{Seed: 1, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := capabilities.NewRegistry()
-	if err := plant.Register(reg, p); err != nil {
-		t.Fatal(err)
-	}
+	reg := plantRegistry(t)
 	for _, d := range plant.Demo {
 		t.Run(d.Question, func(t *testing.T) {
 			o := runTurn(t, agent.Config{Registry: reg, Options: state.Options{ApprovalMode: "selective"}}, d.Question)
@@ -85,4 +77,20 @@ func TestOfflineWeatherDemo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// plantRegistry registers the control-room plant (seed 1, its clock stopped
+// at 2026-11-21 12:00 UTC), as the example's program does.
+func plantRegistry(t *testing.T) *capabilities.Registry {
+	t.Helper()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	p, err := plant.New(plant.Config{Seed: 1, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := capabilities.NewRegistry()
+	if err := plant.Register(reg, p); err != nil {
+		t.Fatal(err)
+	}
+	return reg
 }
