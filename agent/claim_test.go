@@ -28,8 +28,8 @@ func claimAll(t *testing.T, r *agent.Agent) []*agent.ClaimedRun {
 // nothing twice, and a run finished by its claim is not claimed again.
 func TestClaimUnfinishedHoldsTheThread(t *testing.T) {
 	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			s1, s2 := be.open(t)
+		t.Run(be.Name, func(t *testing.T) {
+			s1, s2 := be.Open(t)
 			w := newWorld("read_a")
 			a, b := replicas(t, w, s1, s2, state.Options{}, agent.DefaultLeaseTTL)
 			cutRun(t, a, "t")

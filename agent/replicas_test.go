@@ -19,24 +19,11 @@ import (
 )
 
 // leasingStore is a store that grants thread leases (all of ours).
-type leasingStore interface {
-	checkpoint.Store
-	checkpoint.Leaser
-}
+type leasingStore = pgtest.LeasingStore
 
 // backends return two handles on one shared store, as two replicas hold:
-// one memory store twice (agents of one process), or two connection pools
-// on one PostgreSQL schema (two processes).
-var backends = []struct {
-	name string
-	open func(t *testing.T) (leasingStore, leasingStore)
-}{
-	{"memory", func(t *testing.T) (leasingStore, leasingStore) { s := memory.New(); return s, s }},
-	{"postgres", func(t *testing.T) (leasingStore, leasingStore) {
-		r := pgtest.Replicas(t, 2)
-		return r[0], r[1]
-	}},
-}
+// memory, and PostgreSQL (under CI=true a missing database fails the test).
+var backends = pgtest.ReplicaBackends()
 
 // replicas returns two agents over the two store handles, built from one
 // world (so side effects are recorded in one place), each with its own lease
@@ -58,8 +45,8 @@ func replicas(t *testing.T, w *world, s1, s2 checkpoint.Store, opts state.Option
 // An approval answered on several replicas at once is carried out once.
 func TestReplicasCarryOutAnApprovalOnce(t *testing.T) {
 	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			s1, s2 := be.open(t)
+		t.Run(be.Name, func(t *testing.T) {
+			s1, s2 := be.Open(t)
 			w := writeWorld()
 			a, b := replicas(t, w, s1, s2, writesOn, agent.DefaultLeaseTTL)
 			ap := approvalOf(t, run(t, a, "t", "x"))
@@ -107,8 +94,8 @@ func cutRun(t *testing.T, a *agent.Agent, thread string) {
 // exactly once between them.
 func TestReplicasRecoverEachRunOnce(t *testing.T) {
 	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			s1, s2 := be.open(t)
+		t.Run(be.Name, func(t *testing.T) {
+			s1, s2 := be.Open(t)
 			w := newWorld("read_a")
 			a, b := replicas(t, w, s1, s2, state.Options{}, agent.DefaultLeaseTTL)
 			var want []string
@@ -170,8 +157,8 @@ func (deafStore) RenewLease(context.Context, checkpoint.Lease, time.Duration) (c
 func TestReplicaTakesOverAnAbandonedLease(t *testing.T) {
 	const ttl = 600 * time.Millisecond
 	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			s1, s2 := be.open(t)
+		t.Run(be.Name, func(t *testing.T) {
+			s1, s2 := be.Open(t)
 			w := newWorld("read_a")
 			entered, wake := make(chan struct{}), make(chan struct{})
 			var once sync.Once

@@ -15,30 +15,15 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
-	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/graph/checkpoint/postgres/pgtest"
 )
 
 // leasingStore is a store that grants thread leases (all of ours).
-type leasingStore interface {
-	checkpoint.Store
-	checkpoint.Leaser
-}
+type leasingStore = pgtest.LeasingStore
 
-// replicaBackends return two handles on one shared store, as two replicas
-// hold: one memory store twice (agents of one process), or two connection
-// pools on one PostgreSQL schema (two processes; under CI=true a missing
-// database fails the test).
-var replicaBackends = []struct {
-	name string
-	open func(t *testing.T) (leasingStore, leasingStore)
-}{
-	{"memory", func(t *testing.T) (leasingStore, leasingStore) { s := memory.New(); return s, s }},
-	{"postgres", func(t *testing.T) (leasingStore, leasingStore) {
-		r := pgtest.Replicas(t, 2)
-		return r[0], r[1]
-	}},
-}
+// replicaBackends return two handles on one shared store, as two replicas hold:
+// memory, and PostgreSQL (under CI=true a missing database fails the test).
+var replicaBackends = pgtest.ReplicaBackends()
 
 // scanWorld is one capability, slow_scan, shared by every replica of a
 // test: while cutting is set, an execution blocks until its run is
@@ -134,8 +119,8 @@ func waitRuns(t *testing.T, envs ...*testEnv) {
 // neither starts a run that fails because the other holds the thread.
 func TestServersRecoverEachCutRunOnce(t *testing.T) {
 	for _, be := range replicaBackends {
-		t.Run(be.name, func(t *testing.T) {
-			s1, s2 := be.open(t)
+		t.Run(be.Name, func(t *testing.T) {
+			s1, s2 := be.Open(t)
 			w := newScanWorld()
 			first, _ := w.server(t, s1, agent.DefaultLeaseTTL, nil)
 			threads := []string{"t0", "t1", "t2", "t3", "t4", "t5"}
@@ -212,8 +197,8 @@ func TestServersRecoverEachCutRunOnce(t *testing.T) {
 func TestServerTakesOverAfterTheLeaseTTL(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	for _, be := range replicaBackends {
-		t.Run(be.name, func(t *testing.T) {
-			s1, s2 := be.open(t)
+		t.Run(be.Name, func(t *testing.T) {
+			s1, s2 := be.Open(t)
 			w := newScanWorld()
 			first, a := w.server(t, s1, ttl, nil)
 			w.cut(t, first, "scan")
