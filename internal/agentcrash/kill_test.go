@@ -28,9 +28,7 @@ const (
 type ack = killtest.Ack
 
 type childResult struct {
-	acks   []ack
-	done   []string
-	errs   []string
+	*killtest.Report
 	killed bool
 	// What some thread was doing when the kill was sent.
 	inWait, inApproval bool
@@ -42,35 +40,7 @@ type childResult struct {
 // sometimes 0–30 ms after start.
 func runChild(t *testing.T, dir string, round int, threads []string, kill bool) childResult {
 	t.Helper()
-	var (
-		res     childResult
-		waiting = map[string]bool{}
-		asking  = map[string]bool{}
-	)
-	parse := func(line string) bool {
-		if a, ok, err := killtest.ParseAck(line, round); ok {
-			if err != nil {
-				res.errs = append(res.errs, err.Error())
-				return false
-			}
-			res.acks = append(res.acks, a)
-			delete(waiting, a.Thread)
-			delete(asking, a.Thread)
-			return true
-		}
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 2 && f[0] == "WAIT":
-			waiting[f[1]] = true
-		case len(f) == 2 && f[0] == "ASK":
-			asking[f[1]] = true
-		case len(f) == 2 && f[0] == "DONE":
-			res.done = append(res.done, f[1])
-		default:
-			res.errs = append(res.errs, line)
-		}
-		return false
-	}
+	res := childResult{Report: killtest.NewReport(round, "WAIT", "ASK")}
 	r := killtest.Run(t, killtest.Child{
 		Name: fmt.Sprintf("round %d", round),
 		Env: []string{
@@ -86,8 +56,8 @@ func runChild(t *testing.T, dir string, round int, threads []string, kill bool) 
 		EarlyWithin:  30 * time.Millisecond,
 		AfterTrigger: 100 * time.Millisecond,
 		Deadline:     childDeadline,
-		Line:         parse,
-		BeforeKill:   func() { res.inWait, res.inApproval = len(waiting) > 0, len(asking) > 0 },
+		Line:         res.Line,
+		BeforeKill:   func() { res.inWait, res.inApproval = res.Pending("WAIT"), res.Pending("ASK") },
 	})
 	res.killed, res.exit = r.Killed, r.Exit
 	return res
@@ -114,12 +84,12 @@ func TestKill9AgentRuns(t *testing.T) {
 		kills, waitKills, approvalKills, r int
 	)
 	record := func(res childResult) {
-		acks = append(acks, res.acks...)
-		for _, th := range res.done {
+		acks = append(acks, res.Acks...)
+		for _, th := range res.Done {
 			done[th] = true
 		}
 		pending = slices.DeleteFunc(pending, func(th string) bool { return done[th] })
-		for _, e := range res.errs {
+		for _, e := range res.Errs {
 			t.Errorf("round %d: child said: %s", r, e)
 		}
 	}

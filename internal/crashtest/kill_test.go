@@ -30,9 +30,7 @@ type ack = killtest.Ack
 
 // childResult is what one child run printed and how it ended.
 type childResult struct {
-	acks   []ack
-	done   []string
-	errs   []string
+	*killtest.Report
 	killed bool
 	// inWait: when the kill was sent, some thread had announced a durable
 	// wait and not yet acknowledged the checkpoint after it.
@@ -46,29 +44,7 @@ type childResult struct {
 // (while it opens the store or writes the first checkpoint).
 func runChild(t *testing.T, dir string, round int, threads []string, kill bool) childResult {
 	t.Helper()
-	var res childResult
-	waiting := map[string]bool{}
-	parse := func(line string) bool {
-		if a, ok, err := killtest.ParseAck(line, round); ok {
-			if err != nil {
-				res.errs = append(res.errs, err.Error())
-			} else {
-				res.acks = append(res.acks, a)
-				delete(waiting, a.Thread)
-			}
-			return true // any ACK line starts the kill timer
-		}
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 2 && f[0] == "WAIT":
-			waiting[f[1]] = true
-		case len(f) == 2 && f[0] == "DONE":
-			res.done = append(res.done, f[1])
-		default:
-			res.errs = append(res.errs, line)
-		}
-		return false
-	}
+	res := childResult{Report: killtest.NewReport(round, "WAIT")}
 	r := killtest.Run(t, killtest.Child{
 		Name: fmt.Sprintf("round %d", round),
 		Env: []string{
@@ -83,8 +59,8 @@ func runChild(t *testing.T, dir string, round int, threads []string, kill bool) 
 		EarlyWithin:  40 * time.Millisecond,
 		AfterTrigger: 80 * time.Millisecond,
 		Deadline:     childDeadline,
-		Line:         parse,
-		BeforeKill:   func() { res.inWait = len(waiting) > 0 },
+		Line:         res.Line,
+		BeforeKill:   func() { res.inWait = res.Pending("WAIT") },
 	})
 	res.killed, res.exit = r.Killed, r.Exit
 	return res
@@ -108,12 +84,12 @@ func TestKill9Resume(t *testing.T) {
 		return th
 	}
 	record := func(res childResult) {
-		acks = append(acks, res.acks...)
-		for _, th := range res.done {
+		acks = append(acks, res.Acks...)
+		for _, th := range res.Done {
 			done[th] = true
 		}
 		pending = slices.DeleteFunc(pending, func(th string) bool { return done[th] })
-		for _, e := range res.errs {
+		for _, e := range res.Errs {
 			t.Errorf("round %d: child said: %s", round, e)
 		}
 	}

@@ -3,6 +3,8 @@
 // an environment, reads the child's stdout line by line, SIGKILLs it at a
 // random moment (now and then soon after start, otherwise soon after the first
 // trigger line) and reports whether the kill landed; the child prints whole
-// lines with a Sayer. It also checks that acknowledged checkpoints survived.
+// lines with a Sayer and the parent reads them into a Report (ACK, DONE and
+// pending "KIND thread" lines). It also checks that acknowledged checkpoints
+// survived.
 // Only tests import it.
 package killtest
