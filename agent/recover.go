@@ -59,10 +59,7 @@ func (a *Agent) Unfinished(ctx context.Context) ([]string, error) {
 // limit counts the time the process was down. A run ending in a FATAL
 // failure is not an error of RecoverRuns; other failures are joined.
 func (a *Agent) RecoverRuns(ctx context.Context) ([]string, error) {
-	limit := a.cfg.MaxConcurrency
-	if limit <= 0 {
-		limit = 8
-	}
+	limit := a.RecoveryLimit()
 	var (
 		mu      sync.Mutex
 		errs    []error
@@ -118,4 +115,14 @@ func (a *Agent) RecoverRuns(ctx context.Context) ([]string, error) {
 	defer mu.Unlock()
 	slices.Sort(resumed)
 	return resumed, errors.Join(errs...)
+}
+
+// RecoveryLimit is how many recovered runs RecoverRuns resumes at once:
+// Config.MaxConcurrency, default 8. A server recovering through this agent
+// uses it as its bound when it has none of its own.
+func (a *Agent) RecoveryLimit() int {
+	if a.cfg.MaxConcurrency > 0 {
+		return a.cfg.MaxConcurrency
+	}
+	return 8
 }

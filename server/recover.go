@@ -23,28 +23,75 @@ var ErrNoRecovery = errors.New("server: the runner does not claim unfinished run
 // create (no owner in their metadata), so their audit records say so.
 const recoveryPrincipal = "(recovery)"
 
-// RecoverRuns claims every unfinished run nobody else holds (see
+// RecoveryLimiter is a RunClaimer that says how many recovered runs may
+// go on at once. *agent.Agent implements it (its MaxConcurrency).
+type RecoveryLimiter interface {
+	RecoveryLimit() int
+}
+
+// defaultRecoveryLimit bounds recovery when neither Config.MaxTotalRuns nor
+// the runner gives a bound.
+const defaultRecoveryLimit = 8
+
+// recoveryLimit is the number of runs (of any kind) this server may be
+// running for RecoverRuns to claim another: Config.MaxTotalRuns when set,
+// else the runner's RecoveryLimit, else defaultRecoveryLimit.
+func (s *Server) recoveryLimit() int {
+	if s.cfg.MaxTotalRuns > 0 {
+		return s.cfg.MaxTotalRuns
+	}
+	if rl, ok := s.cfg.Runner.(RecoveryLimiter); ok && rl.RecoveryLimit() > 0 {
+		return rl.RecoveryLimit()
+	}
+	return defaultRecoveryLimit
+}
+
+// running counts the runs in progress on this server.
+func (m *runManager) running() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.byThread)
+}
+
+// RecoverRuns claims unfinished runs nobody else holds (see
 // agent.ClaimUnfinished) and starts each as a server run, returning their
 // threads once they have started; Shutdown waits for them like for any
 // run. Unlike agent.RecoverRuns, the resumed runs go through the server:
 // each capability execution is audited under the thread's owner (from the
 // metadata the server stored with the turn), the runs are visible (a
 // client can follow or cancel them) and a client cannot start a second run
-// on such a thread meanwhile. They are not counted against concurrency
-// limits. A thread leased by another replica (running there, or its holder
-// died less than a lease TTL ago) or finished meanwhile is skipped
-// silently, so replicas sharing a store may all call it, at start-up and
-// then periodically (Config.RecoverEvery).
+// on such a thread meanwhile.
+//
+// It claims only while the server runs fewer runs (client and recovered
+// ones alike) than its recovery limit: Config.MaxTotalRuns when set, else
+// the runner's RecoveryLimit (the agent's MaxConcurrency), else 8. Claims
+// are made one at a time, so the threads it leaves stay unleased and
+// claimable by another replica, or by the next call (Config.RecoverEvery)
+// once runs here have finished. The room is checked before each claim
+// outside the run table's lock: a client run starting at that moment, or a
+// concurrent RecoverRuns call, can take the server one run past the limit.
+// A thread leased by another replica (running there, or its holder died
+// less than a lease TTL ago) or finished meanwhile is skipped silently, so
+// replicas sharing a store may all call it, at start-up and then
+// periodically.
 func (s *Server) RecoverRuns(ctx context.Context) ([]string, error) {
 	rc, ok := s.cfg.Runner.(RunClaimer)
 	if !ok {
 		return nil, ErrNoRecovery
 	}
+	limit := s.recoveryLimit()
 	var started []string
 	var errs []error
-	for cr, err := range rc.ClaimUnfinished(ctx) {
+	// Pulled one claim at a time: a claim not asked for is never made.
+	next, stop := iter.Pull2(rc.ClaimUnfinished(ctx))
+	defer stop()
+	for s.runs.running() < limit {
+		cr, err, more := next()
 		if err != nil {
 			errs = append(errs, err)
+			break
+		}
+		if !more {
 			break
 		}
 		c, clientThread := s.ownerOf(ctx, cr.Thread)

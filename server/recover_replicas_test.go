@@ -32,6 +32,8 @@ type scanWorld struct {
 	cutting  atomic.Bool
 	started  chan string // idempotency key of each blocked execution
 	finished atomic.Int32
+	// hold, when set, runs before each execution that is not cut answers.
+	hold func(ctx context.Context)
 }
 
 func newScanWorld() *scanWorld { return &scanWorld{started: make(chan string, 16)} }
@@ -48,6 +50,9 @@ func (w *scanWorld) server(t *testing.T, store checkpoint.Store, ttl time.Durati
 				w.started <- st.IdempotencyKey
 				<-ctx.Done()
 				return capabilities.Output{}, ctx.Err()
+			}
+			if w.hold != nil {
+				w.hold(ctx)
 			}
 			w.finished.Add(1)
 			return capabilities.Result("SCAN", 12.5, "gap scanned: optimum 12.5 mm"), nil
