@@ -13,7 +13,10 @@ import (
 // time. An approval request therefore carries a short token in the
 // assistant message; the next request finds it in the last assistant
 // message and resumes the interrupted thread. A token is bound to the
-// principal that received it and is used once.
+// principal that received it and is used once. This in-memory store only
+// serves this process's own tokens quickly and replays their exact
+// replies; any process resolves a token through the checkpoint store
+// (approvaltoken.go).
 
 var approvalTokenRE = regexp.MustCompile(`\bAP-[A-Z2-7]{8}\b`)
 
@@ -103,12 +106,36 @@ func (a *approvalStore) issue(t approvalTicket, now time.Time) string {
 			}
 		}
 	}
-	t.Token = newApprovalToken()
-	for a.m[t.Token] != nil {
+	if t.Token == "" {
 		t.Token = newApprovalToken()
+		for a.m[t.Token] != nil {
+			t.Token = newApprovalToken()
+		}
+	}
+	if old, ok := a.m[t.Token]; ok && old.state != tokenPending {
+		// The same approval asked again (a derived token, approvaltoken.go)
+		// keeps its answer.
+		return t.Token
 	}
 	a.m[t.Token] = &t
 	return t.Token
+}
+
+// adopt registers a ticket resolved through the checkpoint store
+// (approvaltoken.go) as claimed by the caller, unless this process knows
+// the token already: then the answer is what claim says.
+func (a *approvalStore) adopt(t approvalTicket) (approvalTicket, claimResult) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if old, ok := a.m[t.Token]; ok && old.Owner == t.Owner && old.state != tokenPending {
+		if old.state == tokenResuming {
+			return *old, claimBusy
+		}
+		return *old, claimReplay
+	}
+	t.state = tokenResuming
+	a.m[t.Token] = &t
+	return t, claimOK
 }
 
 // claim decides what a request carrying token may do. Tokens of other

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -127,6 +128,15 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	)
 	if tok, ok := findApprovalToken(t.lastAssistant); ok {
 		ticket, res := s.approvals.claim(ownerKey(c), tok, s.cfg.Now())
+		if res == claimNone {
+			// Not issued by this process (a restart, another replica):
+			// the checkpoint store knows it (approvaltoken.go).
+			var err error
+			if ticket, res, err = s.claimStored(r.Context(), c, tok); err != nil {
+				s.writeError(w, err)
+				return
+			}
+		}
 		switch res {
 		case claimBusy:
 			s.writeError(w, &RequestError{Kind: ErrConflict, Message: "this approval is being carried out; wait for its answer"})
@@ -168,6 +178,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		thread = internalThreadID(c, clientThread)
 		meta := s.turnMetadata(c, "openai", clientThread, nil)
+		meta[MetaApprovalKey] = approvalTokenKey(ownerKey(c), thread)
 		if transcript != "" {
 			meta[MetaTranscript] = transcript
 		}
@@ -216,7 +227,8 @@ func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
 	if rd.approval == nil || rd.status != agent.RunInterrupted {
 		return ""
 	}
-	tok := s.approvals.issue(approvalTicket{Owner: ownerKey(c), Thread: ru.Thread, ClientThread: ru.ClientThread,
+	tok := s.approvals.issue(approvalTicket{Token: approvalToken(ownerKey(c), ru.Thread, *rd.approval),
+		Owner: ownerKey(c), Thread: ru.Thread, ClientThread: ru.ClientThread,
 		ApprovalID: rd.approval.ID, Expires: s.cfg.Now().Add(s.cfg.ApprovalTTL)}, s.cfg.Now())
 	return approvalText(rd.approval, tok, rd.content.Len() > 0)
 }
@@ -225,8 +237,12 @@ const shutdownNote = "\n\n(The server is shutting down: this run stopped at its 
 
 func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
 	followed := s.follow(r.Context(), ru, 0, func(ev agent.Event) { rd.render(ev) }, nil)
-	left, runErr, shutdown := s.chatRunEnd(ru, followed, token)
+	left, runErr, shutdown, replay := s.chatRunEnd(r.Context(), c, ru, followed, token)
 	if left {
+		return
+	}
+	if replay != nil {
+		s.writeCompletion(w, t, *replay, rd.usage)
 		return
 	}
 	if runErr != nil {
@@ -250,19 +266,30 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 // else the run's error and whether the server's shutdown stopped it. An
 // approval answered by this request (token) whose run left or failed is
 // settled with a reply saying so, so a retried request gets it.
-func (s *Server) chatRunEnd(ru *run, followed bool, token string) (left bool, runErr error, shutdown bool) {
+//
+// An answer the agent refuses as already answered (ErrApprovalAnswered:
+// another replica carried it out between this request's lookup and its
+// resume) is no failure: replay is what the first answer became.
+func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed bool, token string) (left bool, runErr error, shutdown bool, replay *chatReply) {
 	if !followed {
 		ru.cancel() // the client left
 		if token != "" {
 			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
 		}
-		return true, nil, false
+		return true, nil, false, nil
 	}
 	_, runErr, shutdown = ru.result()
+	if runErr != nil && token != "" && errors.Is(runErr, agent.ErrApprovalAnswered) {
+		if sa, ok, err := s.resolveStoredToken(ctx, c, token); err == nil && ok && sa.answered != nil {
+			reply := answeredReply(token, *sa.answered, sa.st, sa.status)
+			s.approvals.settle(token, &reply)
+			return false, nil, false, &reply
+		}
+	}
 	if runErr != nil && token != "" {
 		s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
 	}
-	return false, runErr, shutdown
+	return false, runErr, shutdown, nil
 }
 
 // replyChat answers with a stored reply, streaming or not.
@@ -368,8 +395,13 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 			k.heartbeat()
 		}
 	})
-	left, runErr, shutdown := s.chatRunEnd(ru, ok, token)
+	left, runErr, shutdown, replay := s.chatRunEnd(r.Context(), c, ru, ok, token)
 	if left {
+		return
+	}
+	if replay != nil {
+		k.content(replay.Content)
+		k.finish(rd.usage)
 		return
 	}
 	if runErr != nil {

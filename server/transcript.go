@@ -232,8 +232,22 @@ func (s *Server) continuedThread(ctx context.Context, c caller, msgs []transcrip
 			best = &th
 		}
 	}
-	if best == nil {
-		return "", false, nil
+	if best != nil {
+		return best.ID, true, nil
 	}
-	return best.ID, true, nil
+	// After a turn that stopped for an approval, the digest of the
+	// conversation through the approved run is in memory only; the
+	// approval token in the history names the thread in any process.
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].Role != "assistant" {
+			continue
+		}
+		if tok, ok := findApprovalToken(hist[i].Text); ok {
+			if ct, ok, err := s.threadOfToken(ctx, c, tok); err != nil || ok {
+				return ct, ok, err
+			}
+			break
+		}
+	}
+	return "", false, nil
 }

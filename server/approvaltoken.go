@@ -1,0 +1,176 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/state"
+)
+
+// A Chat Completions approval token must mean the same thing to every
+// server process: after a restart, or on another replica, the user's "yes
+// AP-…" still has to reach the waiting thread. Nothing is written for it:
+// the token is derived from data the checkpoint store already holds.
+//
+//   - Its first four characters (the thread key) are a digest of the
+//     principal and the internal thread id. Every Chat Completions turn
+//     stores the key in the thread's metadata (MetaApprovalKey), and the
+//     agent keeps the metadata through the resumes of the turn.
+//   - Its last four characters are a digest of the thread and the
+//     approval's id and creation time, so every approval of a thread has
+//     its own token, and an approval asked again in a later turn (approval
+//     ids repeat per turn) gets a new one.
+//
+// A process that does not know a token lists the caller's threads whose
+// metadata holds the thread key (ownerFilter scopes it to the principal
+// and forwarded user, and threadFromInfo checks that the thread id derives
+// from them), then compares the token with each thread's pending
+// approvals — the one it answers — and with the approvals the thread's
+// current turn answered already (a repeated request). The token is a
+// pointer into the caller's own threads, not a secret: knowing another
+// principal's token gives nothing, because the lookup never leaves the
+// caller's threads. So no server secret is needed, and replicas need no
+// shared configuration for it.
+
+// MetaApprovalKey is the metadata key of a Chat Completions thread's
+// approval token key (the first four characters of its tokens).
+const MetaApprovalKey = "approval_key"
+
+// approvalTokenKey is the thread part of thread's approval tokens.
+func approvalTokenKey(owner, thread string) string {
+	return digest32("thread", owner, thread)[:4]
+}
+
+// approvalToken is the token of approval ap of thread, for owner.
+func approvalToken(owner, thread string, ap state.Approval) string {
+	return "AP-" + approvalTokenKey(owner, thread) +
+		digest32("approval", owner, thread, ap.ID, strconv.FormatInt(ap.Created.UnixMilli(), 10))[:4]
+}
+
+// digest32 is the base32 SHA-256 of the length-prefixed parts.
+func digest32(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	return base32.StdEncoding.EncodeToString(h.Sum(nil))
+}
+
+// pendingLister is implemented by *agent.Agent: every approval a thread
+// waits for, not only the first (Runner.State).
+type pendingLister interface {
+	PendingApprovals(ctx context.Context, thread string) ([]state.Approval, error)
+}
+
+// storedApproval is what the checkpoint store says about a token.
+type storedApproval struct {
+	ticket approvalTicket
+	// answered is the decision when the approval was answered already.
+	answered *state.ApprovalDecision
+	st       state.State
+	status   agent.RunStatus
+}
+
+// resolveStoredToken finds c's approval with the token in the checkpoint
+// store; ok is false when c has none (another principal's, an old turn's
+// or a made-up token).
+func (s *Server) resolveStoredToken(ctx context.Context, c caller, tok string) (storedApproval, bool, error) {
+	if s.lister == nil || len(tok) != len("AP-")+8 {
+		return storedApproval{}, false, nil
+	}
+	owner := ownerKey(c)
+	f := ownerFilter(c)
+	f[MetaApprovalKey] = tok[3:7]
+	infos, err := s.lister.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
+	if err != nil {
+		return storedApproval{}, false, err
+	}
+	for _, info := range infos {
+		th, ok := threadFromInfo(c, info)
+		if !ok || approvalTokenKey(owner, info.ThreadID) != tok[3:7] {
+			continue
+		}
+		st, status, err := s.cfg.Runner.State(ctx, info.ThreadID)
+		if err != nil {
+			return storedApproval{}, false, fmt.Errorf("read thread %s: %w", th.ID, err)
+		}
+		var pending []state.Approval
+		if pl, ok := s.cfg.Runner.(pendingLister); ok && status == agent.RunInterrupted {
+			if pending, err = pl.PendingApprovals(ctx, info.ThreadID); err != nil {
+				return storedApproval{}, false, fmt.Errorf("read thread %s: %w", th.ID, err)
+			}
+		} else if st.Turn.PendingApproval != nil {
+			pending = []state.Approval{*st.Turn.PendingApproval}
+		}
+		t := approvalTicket{Token: tok, Owner: owner, Thread: info.ThreadID, ClientThread: th.ID}
+		for _, ap := range pending {
+			if approvalToken(owner, info.ThreadID, ap) == tok {
+				t.ApprovalID, t.Expires = ap.ID, ap.Created.Add(s.cfg.ApprovalTTL)
+				return storedApproval{ticket: t, st: st, status: status}, true, nil
+			}
+		}
+		for _, d := range st.Turn.Approvals {
+			if approvalToken(owner, info.ThreadID, state.Approval{ID: d.ID, Created: d.Asked}) == tok {
+				t.ApprovalID, t.state = d.ID, tokenDone
+				return storedApproval{ticket: t, answered: &d, st: st, status: status}, true, nil
+			}
+		}
+	}
+	return storedApproval{}, false, nil
+}
+
+// claimStored is claim for a token this process did not issue.
+func (s *Server) claimStored(ctx context.Context, c caller, tok string) (approvalTicket, claimResult, error) {
+	sa, ok, err := s.resolveStoredToken(ctx, c, tok)
+	if err != nil || !ok {
+		return approvalTicket{}, claimNone, err
+	}
+	if sa.answered != nil {
+		sa.ticket.reply = answeredReply(tok, *sa.answered, sa.st, sa.status)
+		return sa.ticket, claimReplay, nil
+	}
+	if !sa.ticket.Expires.IsZero() && s.cfg.Now().After(sa.ticket.Expires) {
+		return approvalTicket{}, claimNone, nil
+	}
+	t, res := s.approvals.adopt(sa.ticket)
+	return t, res, nil
+}
+
+// answeredReply is the reply to a repeated answer of an approval another
+// process (or an earlier life of this one) carried out: the agent carried
+// it out once, and this says what became of it.
+func answeredReply(tok string, d state.ApprovalDecision, st state.State, status agent.RunStatus) chatReply {
+	verdict := "rejected"
+	if d.Approved {
+		verdict = "approved"
+	}
+	text := fmt.Sprintf("Approval %s was already answered (%s); it is carried out once.", tok, verdict)
+	if status == agent.RunAnswered {
+		for i := len(st.Messages) - 1; i >= 0; i-- {
+			if m := st.Messages[i]; m.Role == "assistant" && m.Turn == st.Turn.Number {
+				text = m.Content + "\n\n(" + text + ")"
+				break
+			}
+		}
+	}
+	return chatReply{Content: text}
+}
+
+// threadOfToken is the client id of c's thread that asked for the
+// approval with the token, answered or not (transcript.go).
+func (s *Server) threadOfToken(ctx context.Context, c caller, tok string) (string, bool, error) {
+	sa, ok, err := s.resolveStoredToken(ctx, c, tok)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	return sa.ticket.ClientThread, true, nil
+}
