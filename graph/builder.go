@@ -88,6 +88,11 @@ type nodeDef[S, U any] struct {
 	static   []string // single-element destination of a static edge, shared
 	route    RouteFunc[S]
 	targets  map[string]bool // declared destinations of a conditional edge
+	// declared lists targets in declaration order, without repeats, and
+	// routeName is the name given with AddNamedConditionalEdges: both only
+	// for Topology, the engine never reads them.
+	declared  []string
+	routeName string
 }
 
 // Graph is a graph under construction. Build it with AddNode and the edge
@@ -162,6 +167,14 @@ func (g *Graph[S, U]) AddEdge(from, to string) *Graph[S, U] {
 // AddConditionalEdges routes from a node with route, which may return any of
 // targets (and End). A route to anything else is an InvalidTransitionError.
 func (g *Graph[S, U]) AddConditionalEdges(from string, route RouteFunc[S], targets ...string) *Graph[S, U] {
+	return g.AddNamedConditionalEdges(from, "", route, targets...)
+}
+
+// AddNamedConditionalEdges is AddConditionalEdges with a name for the route,
+// which Topology reports: nodes added with the same name share one routing
+// decision, so a drawing can show that route once, as a hub. The name has
+// no effect on running; "" is no name.
+func (g *Graph[S, U]) AddNamedConditionalEdges(from, name string, route RouteFunc[S], targets ...string) *Graph[S, U] {
 	d := g.nodes[from]
 	if d == nil {
 		g.problems = append(g.problems, BuildProblem{Kind: ProblemUnknownSource, Node: from})
@@ -176,9 +189,12 @@ func (g *Graph[S, U]) AddConditionalEdges(from string, route RouteFunc[S], targe
 		// also report the node as having no outgoing edge.
 		g.problems = append(g.problems, BuildProblem{Kind: ProblemNilRoute, Node: from})
 	}
-	d.edge, d.route = edgeConditional, route
+	d.edge, d.route, d.routeName = edgeConditional, route, name
 	d.targets = make(map[string]bool, len(targets))
 	for _, t := range targets {
+		if !d.targets[t] {
+			d.declared = append(d.declared, t)
+		}
 		d.targets[t] = true
 	}
 	return g
