@@ -92,7 +92,8 @@ func New(cfg Config) (*Agent, error) {
 		return graph.Route{To: d.Next, NotBefore: d.NotBefore}
 	}
 	for _, t := range targets[1:] {
-		g.AddConditionalEdges(t, route, targets...)
+		// Named so that a drawing (Compiled.Topology) shows the one router.
+		g.AddNamedConditionalEdges(t, "router", route, targets...)
 	}
 	// A new turn has no task, so the router's first decision is always task
 	// extraction; the entry is that node.

@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/router"
 	"github.com/capgraph/capgraph/state"
 )
@@ -56,71 +58,167 @@ func cmdGraph(ctx context.Context, c *cmdEnv, args []string) error {
 	return nil
 }
 
-// shape is the agent graph as drawn: every node but the error node returns
-// to the router (a pure function of the state), which picks the next node.
-// The agent compiles exactly this (agent.New); the router's edges are
-// labelled with the causes router.Decide gives for them.
-type shape struct {
-	infra []string // task_extraction, classifier, orchestrator, respond, clarify
-	caps  []string
+// causes labels the router's edges by the kind of node they go to, with
+// the causes router.Decide gives for going there. Any other node is a
+// capability step.
+var causes = map[string]string{
+	router.TaskExtraction: "no task",
+	router.Classifier:     "no capabilities / RECLASSIFICATION",
+	router.Orchestrator:   "no plan / REPLANNING",
+	router.PlanApproval:   "plan not approved yet",
+	router.Respond:        "plan finished",
+	router.Clarify:        "plan step",
+	router.Error:          "CRITICAL / budget or limit exhausted",
+	graph.End:             "turn done",
 }
 
-func agentGraph(a *agent.Agent) shape {
-	var sh shape
-	infra := map[string]bool{router.TaskExtraction: true, router.Classifier: true, router.Orchestrator: true, router.Respond: true, router.Clarify: true}
-	for _, n := range a.Graph().Nodes() {
-		switch {
-		case n == router.Error:
-		case infra[n]:
-			sh.infra = append(sh.infra, n)
-		default:
-			sh.caps = append(sh.caps, n)
-		}
+// causeOf labels an edge of a route going to target.
+func causeOf(target string) string {
+	if c, ok := causes[target]; ok {
+		return c
 	}
-	return sh
+	return "ready step / RETRIABLE"
 }
 
-// edge is one drawn edge.
+// infraNodes are the agent's own nodes; the others are capabilities (drawn
+// as subroutines) or terminal (drawn as parallelograms).
+var infraNodes = map[string]bool{router.TaskExtraction: true, router.Classifier: true, router.Orchestrator: true,
+	router.PlanApproval: true, router.Respond: true, router.Clarify: true}
+
+// nodeShape is how a drawn node looks.
+type nodeShape uint8
+
+const (
+	shapeEnd      nodeShape = iota // START, END
+	shapeHub                       // a route several nodes share
+	shapeInfra                     // one of the agent's own nodes
+	shapeCap                       // a capability step
+	shapeTerminal                  // a node that ends the run
+)
+
+type drawnNode struct {
+	id    string // graph node name, hub route name, START or END
+	shape nodeShape
+}
+
+// edge is one drawn edge; START and END stand for the run's start and
+// graph.End.
 type edge struct{ from, to, label string }
 
-func (sh shape) edges() []edge {
-	e := []edge{{"START", router.TaskExtraction, ""}}
-	for _, n := range sh.infra {
-		e = append(e, edge{n, "router", ""})
-	}
-	for _, n := range sh.caps {
-		e = append(e, edge{n, "router", ""})
-	}
-	e = append(e,
-		edge{"router", router.TaskExtraction, "no task"},
-		edge{"router", router.Classifier, "no capabilities / RECLASSIFICATION"},
-		edge{"router", router.Orchestrator, "no plan / REPLANNING"},
-	)
-	for _, n := range sh.caps {
-		e = append(e, edge{"router", n, "ready step / RETRIABLE"})
-	}
-	e = append(e,
-		edge{"router", router.Respond, "plan finished"},
-		edge{"router", router.Clarify, "plan step"},
-		edge{"router", router.Error, "CRITICAL / budget or limit exhausted"},
-		edge{"router", "END", "turn done"},
-		edge{router.Error, "END", ""},
-	)
-	return e
+// drawing is the agent graph as drawn, derived from the compiled graph's
+// topology: every node, the entry, every declared edge. Nodes sharing a
+// named route (all but the error node share the router) lead to that route
+// drawn once as a hub, whose edges go to every target they declare (and
+// END, which a route may always return), labelled with the router's causes.
+type drawing struct {
+	nodes []drawnNode
+	edges []edge
 }
 
-func (sh shape) mermaid() string {
+func agentGraph(a *agent.Agent) drawing { return drawGraph(a.Graph().Topology()) }
+
+func drawGraph(t graph.Topology) drawing {
+	shared := map[string]int{}
+	for _, n := range t.Nodes {
+		if n.Edge == graph.EdgeConditional && n.Route != "" {
+			shared[n.Route]++
+		}
+	}
+	names := map[string]bool{"START": true, "END": true}
+	for _, n := range t.Nodes {
+		names[n.Name] = true
+	}
+	// hubID is the drawn id of a route name shared by several nodes, "" for
+	// a route drawn edge by edge; it never collides with a node's name.
+	hubID := func(n graph.NodeTopology) string {
+		if n.Edge != graph.EdgeConditional || shared[n.Route] < 2 {
+			return ""
+		}
+		id := n.Route
+		for names[id] {
+			id += "_route"
+		}
+		return id
+	}
+	end := func(to string) string {
+		if to == graph.End {
+			return "END"
+		}
+		return to
+	}
+	d := drawing{nodes: []drawnNode{{"START", shapeEnd}, {"END", shapeEnd}}}
+	d.edges = append(d.edges, edge{"START", t.Entry, ""})
+	var hubs []string
+	hubTargets := map[string][]string{}
+	for _, n := range t.Nodes {
+		switch {
+		case n.Terminal:
+			d.nodes = append(d.nodes, drawnNode{n.Name, shapeTerminal})
+		case infraNodes[n.Name]:
+			d.nodes = append(d.nodes, drawnNode{n.Name, shapeInfra})
+		default:
+			d.nodes = append(d.nodes, drawnNode{n.Name, shapeCap})
+		}
+		switch hub := hubID(n); {
+		case n.Terminal:
+			d.edges = append(d.edges, edge{n.Name, "END", ""})
+		case n.Edge == graph.EdgeStatic:
+			for _, to := range n.Targets {
+				d.edges = append(d.edges, edge{n.Name, end(to), ""})
+			}
+		case hub != "":
+			if _, seen := hubTargets[hub]; !seen {
+				hubs = append(hubs, hub)
+				hubTargets[hub] = nil
+			}
+			for _, to := range n.Targets {
+				if !slices.Contains(hubTargets[hub], to) {
+					hubTargets[hub] = append(hubTargets[hub], to)
+				}
+			}
+			d.edges = append(d.edges, edge{n.Name, hub, ""})
+		default:
+			for _, to := range withEnd(n.Targets) {
+				d.edges = append(d.edges, edge{n.Name, end(to), causeOf(to)})
+			}
+		}
+	}
+	for _, hub := range hubs {
+		d.nodes = append(d.nodes, drawnNode{hub, shapeHub})
+		for _, to := range withEnd(hubTargets[hub]) {
+			d.edges = append(d.edges, edge{hub, end(to), causeOf(to)})
+		}
+	}
+	return d
+}
+
+// withEnd adds graph.End to a route's targets: a route may always end the run.
+func withEnd(targets []string) []string {
+	if slices.Contains(targets, graph.End) {
+		return targets
+	}
+	return append(slices.Clone(targets), graph.End)
+}
+
+func (d drawing) mermaid() string {
 	var b strings.Builder
 	b.WriteString("flowchart TD\n")
-	b.WriteString("  START([start])\n  END([end])\n  router{router}\n")
-	for _, n := range sh.infra {
-		fmt.Fprintf(&b, "  %s[%s]\n", n, n)
+	for _, n := range d.nodes {
+		id := mermaidID(n.id)
+		switch n.shape {
+		case shapeEnd:
+			fmt.Fprintf(&b, "  %s([%s])\n", id, strings.ToLower(n.id))
+		case shapeHub:
+			fmt.Fprintf(&b, "  %s{%s}\n", id, n.id)
+		case shapeInfra:
+			fmt.Fprintf(&b, "  %s[%s]\n", id, n.id)
+		case shapeCap:
+			fmt.Fprintf(&b, "  %s[[%s]]\n", id, n.id)
+		case shapeTerminal:
+			fmt.Fprintf(&b, "  %s[/%s/]\n", id, n.id)
+		}
 	}
-	for _, n := range sh.caps {
-		fmt.Fprintf(&b, "  %s[[%s]]\n", mermaidID(n), n)
-	}
-	fmt.Fprintf(&b, "  %s[/%s/]\n", router.Error, router.Error)
-	for _, e := range sh.edges() {
+	for _, e := range d.edges {
 		if e.label == "" {
 			fmt.Fprintf(&b, "  %s --> %s\n", mermaidID(e.from), mermaidID(e.to))
 		} else {
@@ -130,17 +228,15 @@ func (sh shape) mermaid() string {
 	return b.String()
 }
 
-func (sh shape) dot() string {
+func (d drawing) dot() string {
 	var b strings.Builder
-	b.WriteString("digraph capgraph {\n  rankdir=TB;\n  START [shape=oval]; END [shape=oval]; router [shape=diamond];\n")
-	for _, n := range sh.infra {
-		fmt.Fprintf(&b, "  %q [shape=box];\n", n)
+	b.WriteString("digraph capgraph {\n  rankdir=TB;\n")
+	shapes := map[nodeShape]string{shapeEnd: "shape=oval", shapeHub: "shape=diamond", shapeInfra: "shape=box",
+		shapeCap: "shape=box, style=rounded", shapeTerminal: "shape=parallelogram"}
+	for _, n := range d.nodes {
+		fmt.Fprintf(&b, "  %q [%s];\n", n.id, shapes[n.shape])
 	}
-	for _, n := range sh.caps {
-		fmt.Fprintf(&b, "  %q [shape=box, style=rounded];\n", n)
-	}
-	fmt.Fprintf(&b, "  %q [shape=parallelogram];\n", router.Error)
-	for _, e := range sh.edges() {
+	for _, e := range d.edges {
 		if e.label == "" {
 			fmt.Fprintf(&b, "  %q -> %q;\n", e.from, e.to)
 		} else {
