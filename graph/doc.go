@@ -26,4 +26,9 @@
 // are typed (*NodeError, *PanicError, *InvalidTransitionError,
 // *StepLimitError, *BuildError, each matching a sentinel with errors.Is), and
 // no panic in a node, route, Apply, Codec or Store crosses Run.
+//
+// Compiled.Topology describes a compiled graph (entry, each node's edge kind
+// and declared targets, terminal nodes) for drawings and checks; a route
+// added with AddNamedConditionalEdges carries a name, so nodes sharing one
+// routing decision can be drawn around it.
 package graph
