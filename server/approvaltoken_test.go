@@ -11,6 +11,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/state"
 )
@@ -38,6 +39,12 @@ func sqliteApprovalEnv(t *testing.T, path string, w *snapshotWrites) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
+	return approvalEnv(t, store, w)
+}
+
+// approvalEnv is sqliteApprovalEnv's server on any store.
+func approvalEnv(t *testing.T, store checkpoint.Store, w *snapshotWrites) *testEnv {
+	t.Helper()
 	snap, err := capabilities.Define(capabilities.Definition{
 		Name: "archive_snapshot", Description: "Save a snapshot of the machine settings to the archive",
 		Provides: []string{"SNAPSHOT"},
@@ -167,5 +174,59 @@ func TestApprovalTokenDerivation(t *testing.T) {
 	}
 	if base[3:7] != approvalTokenKey("alice", "th1") {
 		t.Fatalf("token %q does not start with its thread key %q", base, approvalTokenKey("alice", "th1"))
+	}
+}
+
+// Two replicas on one shared store (with thread leases, as replicas need:
+// docs/persistence.md) get the same "yes AP-…" at once, one of them
+// twice: the write is carried out once; each request answers with what
+// became of it or, while the other replica holds the thread, a conflict to
+// retry; after the run every replica replays the outcome.
+func TestApprovalTokenTwoReplicas(t *testing.T) {
+	for _, be := range replicaBackends {
+		t.Run(be.Name, func(t *testing.T) {
+			s1, s2 := be.Open(t)
+			w := &snapshotWrites{}
+			a, b := approvalEnv(t, s1, w), approvalEnv(t, s2, w)
+			ask, tok := askSnapshot(t, a)
+			answer := libreChat(user(snapshotQ), assistant(ask), user("yes "+tok))
+			envs := []*testEnv{a, b, b}
+			var wg sync.WaitGroup
+			replies := make([]string, len(envs))
+			codes := make([]int, len(envs))
+			for i, env := range envs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, answer)
+					codes[i], replies[i] = resp.StatusCode, string(body)
+				}()
+			}
+			wg.Wait()
+			if w.saved() != 1 {
+				t.Fatalf("%d snapshots saved, want 1; replies %q", w.saved(), replies)
+			}
+			for i, body := range replies {
+				switch codes[i] {
+				case http.StatusOK:
+					// A stream ends with the answer, or with an error
+					// frame when the other replica held the thread.
+					if v := parseLikeOpenWebUI(t, body); !strings.Contains(v.Content, "snap-7") && !strings.Contains(body, "already in progress") {
+						t.Errorf("request %d: %s", i, body)
+					}
+				case http.StatusConflict:
+				default:
+					t.Errorf("request %d: %d %s", i, codes[i], body)
+				}
+			}
+			for i, env := range []*testEnv{a, b} {
+				if got := sendLibreChat(t, env, keyAlice, user(snapshotQ), assistant(ask), user("yes "+tok)); !strings.Contains(got, "snap-7") {
+					t.Errorf("replica %d after the run: %q", i, got)
+				}
+			}
+			if w.saved() != 1 {
+				t.Fatalf("%d snapshots saved after the replays, want 1", w.saved())
+			}
+		})
 	}
 }

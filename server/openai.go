@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/google/uuid"
 )
 
@@ -285,6 +286,12 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 			s.approvals.settle(token, &reply)
 			return false, nil, false, &reply
 		}
+	}
+	if runErr != nil && token != "" && errors.Is(runErr, graph.ErrThreadBusy) {
+		// Not answered: another process holds the thread (it carries
+		// the same answer out, or another run). A retry looks again.
+		s.approvals.settle(token, nil)
+		return false, runErr, shutdown, nil
 	}
 	if runErr != nil && token != "" {
 		s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
