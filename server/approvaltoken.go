@@ -78,6 +78,10 @@ type storedApproval struct {
 	answered *state.ApprovalDecision
 	st       state.State
 	status   agent.RunStatus
+	// between is set when neither matched but the thread's run stands
+	// between two steps: a resume that has taken the answer and not yet
+	// recorded it (or a run cut there); the token may be its answer.
+	between bool
 }
 
 // resolveStoredToken finds c's approval with the token in the checkpoint
@@ -94,6 +98,7 @@ func (s *Server) resolveStoredToken(ctx context.Context, c caller, tok string) (
 	if err != nil {
 		return storedApproval{}, false, err
 	}
+	var between *storedApproval
 	for _, info := range infos {
 		th, ok := threadFromInfo(c, info)
 		if !ok || approvalTokenKey(owner, info.ThreadID) != tok[3:7] {
@@ -124,6 +129,14 @@ func (s *Server) resolveStoredToken(ctx context.Context, c caller, tok string) (
 				return storedApproval{ticket: t, answered: &d, st: st, status: status}, true, nil
 			}
 		}
+		// Interrupted with nothing pending: the two reads above saw a
+		// resume take the answer in between.
+		if (status == agent.RunCanceled || status == agent.RunInterrupted && len(pending) == 0) && between == nil {
+			between = &storedApproval{ticket: t, st: st, status: status, between: true}
+		}
+	}
+	if between != nil {
+		return *between, true, nil
 	}
 	return storedApproval{}, false, nil
 }
@@ -137,6 +150,11 @@ func (s *Server) claimStored(ctx context.Context, c caller, tok string) (approva
 	if sa.answered != nil {
 		sa.ticket.reply = answeredReply(tok, *sa.answered, sa.st, sa.status)
 		return sa.ticket, claimReplay, nil
+	}
+	if sa.between {
+		// Not a new question: starting a turn with "yes AP-…" once
+		// the resume ends would answer nothing. Let the client retry.
+		return sa.ticket, claimBusy, nil
 	}
 	if !sa.ticket.Expires.IsZero() && s.cfg.Now().After(sa.ticket.Expires) {
 		return approvalTicket{}, claimNone, nil
@@ -154,6 +172,11 @@ func answeredReply(tok string, d state.ApprovalDecision, st state.State, status 
 		verdict = "approved"
 	}
 	text := fmt.Sprintf("Approval %s was already answered (%s); it is carried out once.", tok, verdict)
+	if status == agent.RunCanceled {
+		// Between two steps of the resumed run, here or on another
+		// replica (or cut by a crash, until the run is recovered).
+		text += " Its run has not finished yet; send your message again for its result."
+	}
 	if status == agent.RunAnswered {
 		for i := len(st.Messages) - 1; i >= 0; i-- {
 			if m := st.Messages[i]; m.Role == "assistant" && m.Turn == st.Turn.Number {
