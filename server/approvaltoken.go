@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint"
@@ -119,7 +120,7 @@ func (s *Server) resolveStoredToken(ctx context.Context, c caller, tok string) (
 		t := approvalTicket{Token: tok, Owner: owner, Thread: info.ThreadID, ClientThread: th.ID}
 		for _, ap := range pending {
 			if approvalToken(owner, info.ThreadID, ap) == tok {
-				t.ApprovalID, t.Expires = ap.ID, ap.Created.Add(s.cfg.ApprovalTTL)
+				t.ApprovalID, t.Expires = ap.ID, s.tokenExpiry(ap, ap.Created)
 				return storedApproval{ticket: t, st: st, status: status}, true, nil
 			}
 		}
@@ -196,4 +197,14 @@ func (s *Server) threadOfToken(ctx context.Context, c caller, tok string) (strin
 		return "", false, err
 	}
 	return sa.ticket.ClientThread, true, nil
+}
+
+// tokenExpiry is when a token for ap stops being accepted: the approval's
+// own expiry when the agent set one (the agent refuses a late answer
+// anyway, so the two must agree), otherwise ApprovalTTL after from.
+func (s *Server) tokenExpiry(ap state.Approval, from time.Time) time.Time {
+	if !ap.Expires.IsZero() {
+		return ap.Expires
+	}
+	return from.Add(s.cfg.ApprovalTTL)
 }

@@ -232,3 +232,18 @@ func TestApprovalTokenTwoReplicas(t *testing.T) {
 		})
 	}
 }
+
+// A token must not outlive the agent's own approval expiry, nor expire
+// before it: the agent decides whether a late answer counts.
+func TestTokenExpiryFollowsTheApproval(t *testing.T) {
+	s := &Server{cfg: Config{ApprovalTTL: 30 * time.Minute}}
+	asked := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	own := state.Approval{ID: "step:1:1:0:channel_write", Created: asked, Expires: asked.Add(time.Hour)}
+	if got := s.tokenExpiry(own, asked); !got.Equal(asked.Add(time.Hour)) {
+		t.Errorf("approval with its own expiry: token expires %v, want %v", got, asked.Add(time.Hour))
+	}
+	never := state.Approval{ID: "step:1:1:0:channel_write", Created: asked}
+	if got := s.tokenExpiry(never, asked); !got.Equal(asked.Add(30 * time.Minute)) {
+		t.Errorf("approval without expiry: token expires %v, want ApprovalTTL after asking", got)
+	}
+}

@@ -118,7 +118,9 @@ type Config struct {
 	EventLogSize int
 	// RetryAfter is sent with 429 answers.
 	RetryAfter time.Duration
-	// ApprovalTTL is how long a Chat Completions approval token stays valid.
+	// ApprovalTTL is how long a Chat Completions approval token stays valid
+	// when the approval carries no expiry of its own (the agent's approval
+	// expiry wins when set). Default 30 min.
 	ApprovalTTL time.Duration
 	// ShutdownGrace is how long Shutdown lets running runs go on (no new
 	// ones start) before it cancels them; a canceled run stops at its next

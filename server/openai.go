@@ -230,7 +230,7 @@ func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
 	}
 	tok := s.approvals.issue(approvalTicket{Token: approvalToken(ownerKey(c), ru.Thread, *rd.approval),
 		Owner: ownerKey(c), Thread: ru.Thread, ClientThread: ru.ClientThread,
-		ApprovalID: rd.approval.ID, Expires: s.cfg.Now().Add(s.cfg.ApprovalTTL)}, s.cfg.Now())
+		ApprovalID: rd.approval.ID, Expires: s.tokenExpiry(*rd.approval, s.cfg.Now())}, s.cfg.Now())
 	return approvalText(rd.approval, tok, rd.content.Len() > 0)
 }
 
