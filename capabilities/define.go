@@ -21,6 +21,12 @@ type Definition struct {
 	OrchestratorGuide *OrchestratorGuide
 	Fallbacks         []string
 	Approval          func(step Step) (bool, string)
+	// SideEffects declares that Run acts on the outside world; the framework
+	// then guards every execution (see SideEffecter).
+	SideEffects bool
+	// Action describes what a step will do, without doing it (see
+	// ActionDescriber); used only when SideEffects is set.
+	Action func(step Step) (Action, error)
 }
 
 // Define returns the capability a Definition describes.
@@ -63,6 +69,18 @@ func (c *defined) RequiresApproval(s Step) (bool, string) {
 		return false, ""
 	}
 	return c.d.Approval(s)
+}
+
+func (c *defined) SideEffects() bool { return c.d.SideEffects }
+
+// DescribeAction uses the definition's Action; without one it is StepAction.
+func (c *defined) DescribeAction(s Step) (Action, error) {
+	if c.d.Action == nil {
+		return StepAction(c.d.Name, s), nil
+	}
+	a, err := c.d.Action(s)
+	a.Capability = c.d.Name
+	return a, err
 }
 
 // HasOwnRetryPolicy reports whether c states a retry policy of its own (a

@@ -89,6 +89,9 @@ type Turn struct {
 type Task struct {
 	Text             string `json:"text"`
 	DependsOnHistory bool   `json:"depends_on_history,omitempty"`
+	// Intent says whether the user asks to read, to change, or
+	// hypothetically; a side-effecting step runs only for a change.
+	Intent Intent `json:"intent,omitzero"`
 }
 
 // StepStatus is the state of a plan step.

@@ -1,0 +1,90 @@
+package capabilities
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// SideEffecter is implemented by a capability that acts on the outside world
+// (writes a setpoint, moves a motor, sends a message). The framework, not the
+// capability, then guards every execution of its steps: the configured write
+// switch, a human's approval bound to the exact action, the caller's allowed
+// capabilities and a change the user asked for (see docs/safety.md). A
+// Definition declares it with SideEffects.
+type SideEffecter interface {
+	SideEffects() bool
+}
+
+// HasSideEffects reports whether c declared that it acts on the outside world.
+func HasSideEffects(c Capability) bool {
+	se, ok := c.(SideEffecter)
+	return ok && se.SideEffects()
+}
+
+// Change is one change a side-effecting step makes to the outside world.
+type Change struct {
+	// Target is what is changed, in the capability's terms (a channel name).
+	Target string `json:"target"`
+	// Value is the new value: a number (float64) or a string.
+	Value any `json:"value"`
+	// Unit of Value, if any ("A", "kV").
+	Unit string `json:"unit,omitempty"`
+}
+
+// Action is what one execution of a side-effecting step will do, known
+// before it runs. An approval is bound to its Digest: a step whose action
+// differs from the approved one does not run.
+type Action struct {
+	Capability string   `json:"capability"`
+	Changes    []Change `json:"changes,omitempty"`
+	// Summary says it in words a human can judge ("set SR:RF:VOLT from 4.80
+	// kV to 5.00 kV"); it is not part of the digest.
+	Summary string `json:"-"`
+}
+
+// Digest is the hex SHA-256 of the action's capability and changes, in order.
+func (a Action) Digest() string {
+	b, err := json.Marshal(struct {
+		Capability string   `json:"capability"`
+		Changes    []Change `json:"changes"`
+	}{a.Capability, a.Changes})
+	if err != nil {
+		b = []byte("unserialisable:" + a.Capability)
+	}
+	d := sha256.Sum256(b)
+	return hex.EncodeToString(d[:])
+}
+
+// ActionDescriber is implemented by a side-effecting capability that can say
+// exactly what a step will do before it runs (it must not act). The framework
+// describes the action when it asks for approval and again where the step
+// executes, and runs the step only when both agree.
+type ActionDescriber interface {
+	DescribeAction(step Step) (Action, error)
+}
+
+// StepAction is the action of a side-effecting capability that cannot
+// describe its own: everything the step gives it (objective, parameters and
+// resolved input values) as one change, so an approval binds to all of it.
+func StepAction(capability string, step Step) Action {
+	inputs := make([]json.RawMessage, len(step.Resolved))
+	for i, e := range step.Resolved {
+		inputs[i] = e.Value
+	}
+	return Action{Capability: capability, Changes: []Change{{
+		Target: step.ContextKey,
+		Value:  map[string]any{"objective": step.TaskObjective, "parameters": step.Parameters, "inputs": inputs},
+	}}}
+}
+
+// DescribeAction returns what a step of side-effecting capability c will do:
+// c's own description when it is an ActionDescriber, else StepAction.
+func DescribeAction(c Capability, step Step) (Action, error) {
+	if d, ok := c.(ActionDescriber); ok {
+		a, err := d.DescribeAction(step)
+		a.Capability = c.Name()
+		return a, err
+	}
+	return StepAction(c.Name(), step), nil
+}
