@@ -12,23 +12,32 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
-// Store is an in-memory checkpoint.Store. The zero value is not usable; call New.
+// Store is an in-memory checkpoint.Store. The zero value is not usable; call
+// New (every checkpoint of every thread) or NewLatestOnly (each thread's latest
+// checkpoint only).
 type Store struct {
 	// LocalLeases makes the store a checkpoint.Leaser: agents sharing one
 	// memory store exclude each other per thread, and Put and PutWrites
 	// refuse writes under a lost lease (see checkpoint.WithLease).
 	checkpoint.LocalLeases
 
+	latestOnly bool
+
 	mu      sync.RWMutex
 	threads map[string]*thread
 }
 
 type thread struct {
-	cps    []checkpoint.Checkpoint // ascending by id
+	cps    []*checkpoint.Checkpoint // ascending by id; at most one when latestOnly
 	writes map[uuid.UUID][]checkpoint.Write
+	// first and created are the id and time of the oldest checkpoint Put,
+	// which ThreadInfo reports even when that checkpoint was not kept.
+	first   uuid.UUID
+	created time.Time
+	mem     arena
 }
 
-// New returns an empty store.
+// New returns an empty store that keeps every checkpoint of every thread.
 func New() *Store { return &Store{threads: make(map[string]*thread)} }
 
 var (
@@ -46,7 +55,8 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
 		return err
 	}
-	cp = normalize(cp)
+	cp.Created = storedTime(cp.Created)
+	cp.NotBefore = storedTime(cp.NotBefore)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.Fence(ctx, cp.ThreadID); err != nil {
@@ -57,20 +67,27 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		t = &thread{}
 		s.threads[cp.ThreadID] = t
 	}
+	if t.first == uuid.Nil || compareUUID(cp.ID, t.first) <= 0 {
+		t.first, t.created = cp.ID, cp.Created
+	}
+	if s.latestOnly {
+		t.putLatest(cp)
+		return nil
+	}
 	n := len(t.cps)
 	if n == 0 || uuidLess(t.cps[n-1].ID, cp.ID) {
 		// Common case: ids are time-ordered, so appending keeps the order.
-		t.cps = append(t.cps, cp)
+		t.cps = append(t.cps, t.mem.keep(cp))
 		return nil
 	}
-	i, found := slices.BinarySearchFunc(t.cps, cp.ID, func(c checkpoint.Checkpoint, id uuid.UUID) int {
+	i, found := slices.BinarySearchFunc(t.cps, cp.ID, func(c *checkpoint.Checkpoint, id uuid.UUID) int {
 		return compareUUID(c.ID, id)
 	})
 	if found {
-		t.cps[i] = cp
+		t.cps[i] = t.mem.keep(cp)
 		return nil
 	}
-	t.cps = slices.Insert(t.cps, i, cp)
+	t.cps = slices.Insert(t.cps, i, t.mem.keep(cp))
 	return nil
 }
 
@@ -120,13 +137,13 @@ func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpo
 	}
 	var cp checkpoint.Checkpoint
 	if id == uuid.Nil {
-		cp = t.cps[len(t.cps)-1]
+		cp = *t.cps[len(t.cps)-1]
 	} else {
 		i := t.index(id)
 		if i < 0 {
 			return checkpoint.Tuple{}, checkpoint.ErrNotFound
 		}
-		cp = t.cps[i]
+		cp = *t.cps[i]
 	}
 	ws := slices.Clone(t.writes[cp.ID])
 	for i := range ws {
@@ -148,7 +165,7 @@ func (s *Store) List(ctx context.Context, threadID string, opts checkpoint.ListO
 	}
 	var out []checkpoint.Checkpoint
 	for i := len(t.cps) - 1; i >= 0; i-- {
-		cp := t.cps[i]
+		cp := *t.cps[i]
 		if opts.Before != uuid.Nil && compareUUID(cp.ID, opts.Before) >= 0 {
 			continue
 		}
@@ -180,7 +197,7 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 		}
 		out = append(out, checkpoint.ThreadInfo{
 			ThreadID: id, Latest: last.ID, Metadata: maps.Clone(last.Metadata),
-			Created: t.cps[0].Created, Updated: last.Created,
+			Created: t.created, Updated: last.Created,
 		})
 	}
 	s.mu.RUnlock()
@@ -203,7 +220,7 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string) error {
 }
 
 func (t *thread) index(id uuid.UUID) int {
-	i, found := slices.BinarySearchFunc(t.cps, id, func(c checkpoint.Checkpoint, id uuid.UUID) int {
+	i, found := slices.BinarySearchFunc(t.cps, id, func(c *checkpoint.Checkpoint, id uuid.UUID) int {
 		return compareUUID(c.ID, id)
 	})
 	if !found {
@@ -227,14 +244,6 @@ func compareUUID(a, b uuid.UUID) int {
 }
 
 func uuidLess(a, b uuid.UUID) bool { return compareUUID(a, b) < 0 }
-
-// normalize copies cp the way the durable stores round-trip it.
-func normalize(cp checkpoint.Checkpoint) checkpoint.Checkpoint {
-	cp = clone(cp)
-	cp.Created = storedTime(cp.Created)
-	cp.NotBefore = storedTime(cp.NotBefore)
-	return cp
-}
 
 // clone deep-copies the slices and map of cp; empty ones become nil.
 func clone(cp checkpoint.Checkpoint) checkpoint.Checkpoint {
@@ -261,5 +270,8 @@ func storedTime(t time.Time) time.Time {
 	if t.IsZero() {
 		return time.Time{}
 	}
-	return t.Round(0).UTC().Truncate(time.Microsecond)
+	// Equal to t.Round(0).UTC().Truncate(time.Microsecond) (a second is a
+	// whole number of microseconds), without Truncate's 128-bit division.
+	ns := t.Nanosecond()
+	return time.Unix(t.Unix(), int64(ns-ns%1000)).UTC()
 }

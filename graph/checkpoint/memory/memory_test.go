@@ -11,3 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Store { return memory.New() })
 }
+
+func TestConformanceLatestOnly(t *testing.T) {
+	checkpointtest.RunLatestOnly(t, func(t *testing.T) checkpoint.Store { return memory.NewLatestOnly() })
+}
