@@ -71,6 +71,7 @@ func New(cfg Config) (*Agent, error) {
 		MaxSteps:       a.rc.MaxNodeSteps + 10,
 		MaxConcurrency: cfg.MaxConcurrency,
 		Now:            cfg.Now,
+		Clock:          cfg.Clock,
 		Metadata:       func(s state.State) map[string]string { return s.Metadata },
 	})
 	infra := []nodes.Node{cfg.TaskExtraction, cfg.Classifier, cfg.Orchestrator, cfg.Respond, cfg.Clarify}

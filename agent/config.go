@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/nodes"
@@ -92,8 +93,13 @@ type Config struct {
 	// Leases configures the thread leases that keep replicas sharing one
 	// store from running a thread twice (see LeaseConfig).
 	Leases LeaseConfig
-	// Now returns the current time. Default time.Now.
+	// Now returns the current time. Default Clock.Now when Clock is set,
+	// else time.Now.
 	Now func() time.Time
+	// Clock is the graph engine's clock (event times, retry waits); default
+	// the system clock. Tests replace it to run retry schedules without
+	// sleeping (see docs/error-handling.md, "Testing retry policies").
+	Clock graph.Clock
 }
 
 // ErrConfig is the kind of every configuration error of New.
@@ -243,6 +249,9 @@ func (c *Config) defaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+		if c.Clock != nil {
+			c.Now = c.Clock.Now
+		}
 	}
 	c.Leases.defaults()
 }

@@ -22,8 +22,9 @@ type Route struct {
 	// To names the next node(s). Several run concurrently in one step and their
 	// updates are applied in this order. Empty or End finishes the run.
 	To []string
-	// NotBefore delays the next step: the engine waits on a timer that honours
-	// cancellation, and a resumed run waits only what is left.
+	// NotBefore delays the next step: the engine waits on its Clock (a timer
+	// by default) honouring cancellation, and a resumed run waits only what
+	// is left.
 	NotBefore time.Time
 }
 
@@ -67,7 +68,13 @@ type Config[S, U any] struct {
 	Codec Codec
 	// Metadata, when set, computes the metadata stored with each checkpoint.
 	Metadata func(s S) map[string]string
-	// Now returns the current time. Default time.Now.
+	// Clock stamps events and checkpoints, measures nodes and waits for a
+	// route's NotBefore. Default SystemClock; tests replace it (see Clock).
+	Clock Clock
+	// Now, when Clock is nil, is the clock's Now: events, checkpoints and
+	// durations read it, and a wait lasts, on a real timer, the time it says
+	// is left. Kept for configurations written before Clock; Clock, when
+	// set, takes precedence and Now is not read.
 	Now func() time.Time
 }
 
@@ -267,9 +274,15 @@ func (g *Graph[S, U]) Compile() (*Compiled[S, U], error) {
 	if c.cfg.Codec == nil {
 		c.cfg.Codec = jsonCodec{}
 	}
-	if c.cfg.Now == nil {
-		c.cfg.Now = time.Now
+	switch {
+	case c.cfg.Clock != nil:
+		c.clock = c.cfg.Clock
+	case c.cfg.Now != nil:
+		c.clock = funcClock{now: c.cfg.Now}
+	default:
+		c.clock = SystemClock{}
 	}
+	_, c.systemClock = c.clock.(SystemClock)
 	return c, nil
 }
 

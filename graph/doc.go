@@ -13,8 +13,16 @@
 // after a crash, a cancellation, a failure or an interrupt runs only the
 // unfinished branches. Resume continues a thread from its last checkpoint with
 // any engine instance sharing the store. A route may also name a NotBefore
-// time: the engine waits on a timer that honours cancellation, and since the
-// time is in the checkpoint a resumed run waits only what is left.
+// time: the engine waits on its Clock, honouring cancellation and holding no
+// goroutine, and since the time is in the checkpoint a resumed run waits only
+// what is left.
+//
+// Time comes from Config.Clock (default SystemClock): event and checkpoint
+// times, node durations and the NotBefore waits. To test a retry schedule
+// without sleeping, run the graph inside a testing/synctest bubble, where the
+// default clock is virtual (time.Since gives the exact schedule), or give it
+// a graphtest.Clock, whose waits move its virtual time forward at once; see
+// "Testing retry policies" in docs/error-handling.md.
 //
 // A node can interrupt the run with a payload (Interrupt); the run stops with
 // a checkpoint and no goroutine waits. Resume with a value stores the answer

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,14 +42,14 @@ type runner[S, U any] struct {
 	c       *Compiled[S, U]
 	thread  string
 	runID   uuid.UUID
-	yield   func(Event) bool
-	stopped bool // the consumer stopped listening
-	inYield bool // the consumer's code is running (a panic there is not ours)
+	yield   func(Event) bool // the consumer of a Stream
+	trace   *[]Event         // the trace of a Run or Resume, when yield is nil
+	stopped bool             // the consumer stopped listening
+	inYield bool             // the consumer's code is running (a panic there is not ours)
 	em      *emitter
-	one     [1]taskResult[U] // results of a one-node step, reused
+	one     [1]taskResult[S, U] // results of a one-node step, reused
 
-	mu       sync.Mutex // guards attempts: concurrent branches bump it
-	attempts []int      // starts per node, indexed by nodeDef.idx
+	attempts []atomic.Int32 // starts per node, indexed by nodeDef.idx; concurrent branches bump it
 
 	// Fields rather than locals, so they live in the one runner allocation
 	// instead of escaping to the heap separately.
@@ -59,6 +60,8 @@ type runner[S, U any] struct {
 	// reused by every step. This is safe because a Store must not keep the
 	// slices of a checkpoint after Put returns (checkpointtest checks it).
 	enc *stateEncoder
+
+	scratch Event // the event being built for a Stream (slot)
 }
 
 type stateEncoder struct {
@@ -99,33 +102,84 @@ func (r *runner[S, U]) release() {
 	r.enc = nil
 }
 
-// emit completes e and hands it to the consumer. Only the goroutine running
-// exec calls it; concurrent branches buffer their events (see runStep).
-func (r *runner[S, U]) emit(e Event) {
+// emit completes e and appends it to the trace (Run, Resume) or hands it to
+// the consumer (Stream). Only the goroutine running exec calls it; concurrent
+// branches buffer their events (see runStep). e is a pointer so that an
+// event is built once, in place, and copied once, into the trace or to the
+// consumer: a long run emits four per step.
+func (r *runner[S, U]) emit(e *Event) {
 	if r.stopped {
 		return
 	}
 	e.Thread, e.RunID = r.thread, r.runID
 	if e.Time.IsZero() {
-		e.Time = r.c.cfg.Now()
+		e.Time = r.c.clock.Now()
+	}
+	if r.trace != nil {
+		*r.trace = append(*r.trace, *e)
+		return
 	}
 	r.inYield = true
-	ok := r.yield(e)
+	ok := r.yield(*e)
 	r.inYield = false
 	if !ok {
 		r.stopped = true
 	}
 }
 
-func (r *runner[S, U]) bumpAttempt(d *nodeDef[S, U]) int {
-	r.mu.Lock()
-	r.attempts[d.idx]++
-	n := r.attempts[d.idx]
-	r.mu.Unlock()
-	return n
+// slot returns where the next event is built, with Thread and RunID set:
+// its place at the end of the trace (Run, Resume), or a scratch event that
+// commit hands to the consumer (Stream); nil once the consumer stopped
+// listening. Building the events of a step in place saves copying them: a
+// trace holds four per step. Nothing may emit between slot and commit.
+func (r *runner[S, U]) slot() *Event {
+	if r.stopped {
+		return nil
+	}
+	var e *Event
+	if r.trace == nil {
+		r.scratch = Event{}
+		e = &r.scratch
+	} else {
+		t := *r.trace
+		if len(t) < cap(t) {
+			t = t[:len(t)+1] // past its length the trace was never written: still zero
+		} else {
+			t = append(t, Event{})
+		}
+		*r.trace = t
+		e = &t[len(t)-1]
+	}
+	e.Thread, e.RunID = r.thread, r.runID
+	return e
 }
 
-type taskResult[U any] struct {
+// commit completes the event built in a slot and hands it to the consumer.
+func (r *runner[S, U]) commit(e *Event) {
+	if e.Time.IsZero() {
+		e.Time = r.c.clock.Now()
+	}
+	if r.trace != nil {
+		return
+	}
+	r.inYield = true
+	ok := r.yield(*e)
+	r.inYield = false
+	if !ok {
+		r.stopped = true
+	}
+}
+
+// emitValue is emit for an event passed by value: the emitter of a one-node
+// step (Emit from inside the node).
+func (r *runner[S, U]) emitValue(e Event) { r.emit(&e) }
+
+func (r *runner[S, U]) bumpAttempt(d *nodeDef[S, U]) int {
+	return int(r.attempts[d.idx].Add(1))
+}
+
+type taskResult[S, U any] struct {
+	def    *nodeDef[S, U]
 	update U
 	err    error
 	dur    time.Duration
@@ -133,8 +187,9 @@ type taskResult[U any] struct {
 	done   bool      // taken from a pending write, not run
 }
 
-// exec runs or resumes a run on thread, handing every event to yield.
-func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], yield func(Event) bool) (res Result[S], err error) {
+// exec runs or resumes a run on thread, handing every event to yield, or,
+// when yield is nil, appending it to trace.
+func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], yield func(Event) bool, trace *[]Event) (res Result[S], err error) {
 	res.Thread = thread
 	if thread == "" {
 		res.Status = StatusFailed
@@ -150,7 +205,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 	}
 	defer c.unlock(thread)
 
-	r := &runner[S, U]{c: c, thread: thread, yield: yield, attempts: make([]int, len(c.order))}
+	r := &runner[S, U]{c: c, thread: thread, yield: yield, trace: trace, attempts: make([]atomic.Int32, len(c.order))}
 	defer r.release()
 	defer func() {
 		// Nodes, routes and Apply have their own recovery naming the node;
@@ -164,7 +219,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			}
 			res.Status = StatusFailed
 			err = &PanicError{Value: v, Stack: string(debug.Stack())}
-			r.emit(Event{Kind: EventRunEnd, Err: err})
+			r.emit(&Event{Kind: EventRunEnd, Err: err})
 		}
 	}()
 	var (
@@ -190,13 +245,13 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			return fail(fmt.Errorf("graph: encode input state: %w", merr))
 		}
 		cp = checkpoint.Checkpoint{ThreadID: thread, ID: newID(), ParentID: parent, RunID: r.runID, Step: 0,
-			State: enc, Next: c.entry, Created: c.cfg.Now(), Metadata: c.metadata(*state)}
+			State: enc, Next: c.entry, Created: c.clock.Now(), Metadata: c.metadata(*state)}
 		if perr := c.cfg.Store.Put(ctx, cp); perr != nil {
 			return fail(fmt.Errorf("graph: write checkpoint: %w", perr))
 		}
 		res.RunID = r.runID
-		r.emit(Event{Kind: EventRunStart, Step: 0, To: cp.Next})
-		r.emit(Event{Kind: EventCheckpoint, Step: 0, Checkpoint: cp.ID})
+		r.emit(&Event{Kind: EventRunStart, Step: 0, To: cp.Next})
+		r.emit(&Event{Kind: EventCheckpoint, Step: 0, Checkpoint: cp.ID})
 	} else {
 		t, gerr := c.cfg.Store.Get(ctx, thread, uuid.Nil)
 		if errors.Is(gerr, checkpoint.ErrNotFound) {
@@ -227,7 +282,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		case len(pending) == 0 && st.hasValue:
 			return fail(fmt.Errorf("%w: thread %q", ErrNotInterrupted, thread))
 		}
-		r.emit(Event{Kind: EventRunStart, Step: cp.Step, To: cp.Next, Checkpoint: cp.ID})
+		r.emit(&Event{Kind: EventRunStart, Step: cp.Step, To: cp.Next, Checkpoint: cp.ID})
 		if len(pending) > 0 {
 			// The answer goes into a new checkpoint (same step, state and next
 			// nodes) holding the resume values and the updates of branches that
@@ -237,7 +292,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			// unambiguous, and if this run crashes, Resume(nil) re-enters the
 			// node with the answer already given.
 			ncp := cp
-			ncp.ID, ncp.ParentID, ncp.Created = newID(), cp.ID, c.cfg.Now()
+			ncp.ID, ncp.ParentID, ncp.Created = newID(), cp.ID, c.clock.Now()
 			var carried []checkpoint.Write
 			for _, w := range writes {
 				if w.Kind == checkpoint.WriteUpdate {
@@ -255,11 +310,11 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			}
 			cp, writes = ncp, carried
 			res.Checkpoint = cp.ID
-			r.emit(Event{Kind: EventCheckpoint, Step: cp.Step, Checkpoint: cp.ID})
+			r.emit(&Event{Kind: EventCheckpoint, Step: cp.Step, Checkpoint: cp.ID})
 		}
 	}
 
-	r.emB.emit = r.emit
+	r.emB.emit = r.emitValue
 	r.em = &r.emB
 	ctx = context.WithValue(ctx, emitterKey{}, r.em)
 
@@ -270,7 +325,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			status, err = StatusCanceled, ctx.Err()
 		}
 		res.Status, res.State, res.Checkpoint, res.Steps = status, *state, cp.ID, cp.Step
-		r.emit(Event{Kind: EventRunEnd, Step: cp.Step, Err: err})
+		r.emit(&Event{Kind: EventRunEnd, Step: cp.Step, Err: err})
 		return res, err
 	}
 
@@ -283,13 +338,11 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		if !cp.NotBefore.IsZero() {
 			// A durable delay: the time is in the checkpoint, so a resumed run
 			// waits only what is left of it.
-			if d := cp.NotBefore.Sub(c.cfg.Now()); d > 0 {
-				r.emit(Event{Kind: EventWait, Step: cp.Step, NotBefore: cp.NotBefore, To: cp.Next})
-				t := time.NewTimer(d)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
+			if cp.NotBefore.After(c.clock.Now()) {
+				r.emit(&Event{Kind: EventWait, Step: cp.Step, NotBefore: cp.NotBefore, To: cp.Next})
+				if werr := c.clock.WaitUntil(ctx, cp.NotBefore); werr != nil && ctx.Err() == nil {
+					// Not a cancellation (checked below): the Clock failed.
+					return finish(StatusFailed, fmt.Errorf("graph: wait until %s: %w", cp.NotBefore.Format(time.RFC3339Nano), werr))
 				}
 			}
 		}
@@ -314,7 +367,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 				return finish(StatusFailed, fmt.Errorf("graph: write interrupt: %w", perr))
 			}
 			for _, ie := range interrupts {
-				r.emit(Event{Kind: EventInterrupt, Step: step, Node: ie.Node, Payload: ie.Payload})
+				r.emit(&Event{Kind: EventInterrupt, Step: step, Node: ie.Node, Payload: ie.Payload})
 			}
 			res.Interrupts = interrupts
 			return finish(StatusInterrupted, nil)
@@ -324,7 +377,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		// in a one-node step, the one taken when the node returned.
 		now := results[0].end
 		if len(results) > 1 || results[0].done {
-			now = c.cfg.Now()
+			now = c.clock.Now()
 		}
 		next, notBefore, aerr := c.advance(r, step, now, state, cp.Next, results)
 		if aerr != nil {
@@ -344,7 +397,10 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		}
 		cp, writes = ncp, nil
 		cp.State = nil // the encode buffer is reused by the next step
-		r.emit(Event{Kind: EventCheckpoint, Step: step, Checkpoint: cp.ID, Time: now})
+		if e := r.slot(); e != nil {
+			e.Kind, e.Step, e.Checkpoint, e.Time = EventCheckpoint, step, cp.ID, now
+			r.commit(e)
+		}
 	}
 	return finish(StatusDone, nil)
 }
@@ -375,7 +431,7 @@ func (c *Compiled[S, U]) metadata(s S) map[string]string {
 // from each node that ran (seeing the merged state) and emits each decision.
 // The next nodes are the union of the destinations in that order, without
 // duplicates and without End.
-func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state *S, ran []string, results []taskResult[U]) ([]string, time.Time, error) {
+func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state *S, ran []string, results []taskResult[S, U]) ([]string, time.Time, error) {
 	for i := range results {
 		ns, err := safeApply(c.cfg.Apply, ran[i], *state, results[i].update)
 		if err != nil {
@@ -392,8 +448,11 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 		notBefore time.Time
 		shared    bool // next aliases a route's own slice; copy before appending
 	)
-	for _, name := range ran {
-		d := c.nodes[name]
+	for i, name := range ran {
+		d := results[i].def
+		if d == nil {
+			d = c.nodes[name]
+		}
 		var (
 			to []string
 			nb time.Time
@@ -418,7 +477,10 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 				}
 			}
 		}
-		r.emit(Event{Kind: EventRoute, Step: step, Node: name, To: to, NotBefore: nb, Time: now})
+		if e := r.slot(); e != nil {
+			e.Kind, e.Step, e.Node, e.To, e.NotBefore, e.Time = EventRoute, step, name, to, nb, now
+			r.commit(e)
+		}
 		if len(ran) == 1 && clean(to) {
 			// The common case keeps the route's slice: no allocation.
 			next, shared = to, true

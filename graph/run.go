@@ -53,9 +53,13 @@ type Result[S any] struct {
 // Compiled is a validated graph, safe for concurrent use on different threads.
 type Compiled[S, U any] struct {
 	cfg   Config[S, U]
-	nodes map[string]*nodeDef[S, U]
-	order []string
-	entry []string
+	clock Clock
+	// systemClock: the clock is SystemClock, so the end of a node can be
+	// read from the monotonic clock alone (see runTask).
+	systemClock bool
+	nodes       map[string]*nodeDef[S, U]
+	order       []string
+	entry       []string
 
 	mu   sync.Mutex
 	busy map[string]bool // threads with a run in progress in this process
@@ -65,17 +69,16 @@ type Compiled[S, U any] struct {
 	traceHint atomic.Int64
 }
 
-// collectTrace returns a yield function appending to a trace, and a function
-// returning the trace when the run is over.
-func (c *Compiled[S, U]) collectTrace() (func(Event) bool, func() []Event) {
-	trace := make([]Event, 0, min(c.traceHint.Load()+8, 4096))
-	return func(e Event) bool {
-			trace = append(trace, e)
-			return true
-		}, func() []Event {
-			c.traceHint.Store(int64(len(trace)))
-			return trace
-		}
+// newTrace returns an empty trace for a Run or Resume, sized from the
+// previous one so that a long run does not regrow it step after step.
+func (c *Compiled[S, U]) newTrace() []Event {
+	return make([]Event, 0, min(c.traceHint.Load()+8, 4096))
+}
+
+// keepTrace records the length of a finished trace as the next one's hint.
+func (c *Compiled[S, U]) keepTrace(trace []Event) []Event {
+	c.traceHint.Store(int64(len(trace)))
+	return trace
 }
 
 func memoryStore() checkpoint.Store { return memory.New() }
@@ -92,9 +95,9 @@ func (c *Compiled[S, U]) Nodes() []string { return append([]string(nil), c.order
 // canceled) is abandoned, its checkpoints staying in the thread's history as
 // parents of the new one; Resume continues it instead.
 func (c *Compiled[S, U]) Run(ctx context.Context, thread string, input S) (Result[S], error) {
-	yield, trace := c.collectTrace()
-	res, err := c.exec(ctx, thread, start[S]{fresh: true, input: input}, yield)
-	res.Trace = trace()
+	trace := c.newTrace()
+	res, err := c.exec(ctx, thread, start[S]{fresh: true, input: input}, nil, &trace)
+	res.Trace = c.keepTrace(trace)
 	return res, err
 }
 
@@ -120,9 +123,9 @@ func (c *Compiled[S, U]) Resume(ctx context.Context, thread string, value any) (
 	if err != nil {
 		return Result[S]{Thread: thread, Status: StatusFailed}, err
 	}
-	yield, trace := c.collectTrace()
-	res, err := c.exec(ctx, thread, st, yield)
-	res.Trace = trace()
+	trace := c.newTrace()
+	res, err := c.exec(ctx, thread, st, nil, &trace)
+	res.Trace = c.keepTrace(trace)
 	return res, err
 }
 
@@ -193,11 +196,11 @@ func (c *Compiled[S, U]) stream(ctx context.Context, thread string, st start[S])
 				return false
 			}
 			return true
-		})
+		}, nil)
 		if err != nil && !stopped {
 			if !hasLast {
 				// exec failed before the run started (busy thread, bad input).
-				last = Event{Kind: EventRunEnd, Thread: thread, Err: err, Time: c.cfg.Now()}
+				last = Event{Kind: EventRunEnd, Thread: thread, Err: err, Time: c.clock.Now()}
 			}
 			yield(last, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -16,7 +17,7 @@ import (
 // runStep runs the nodes of cp.Next that have no pending update, and returns
 // the results of all of them in cp.Next order: the interrupts raised and the
 // first failure (in that order) separately.
-func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int, cp checkpoint.Checkpoint, writes []checkpoint.Write, state S) ([]taskResult[U], []*InterruptError, error) {
+func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int, cp checkpoint.Checkpoint, writes []checkpoint.Write, state S) ([]taskResult[S, U], []*InterruptError, error) {
 	next := cp.Next
 	if len(next) == 1 && len(writes) == 0 {
 		// Fast path: one node, nothing pending, run inline with a reused
@@ -25,13 +26,14 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 		r.one[0] = c.runTask(ctx, r, step, cp.ID, c.nodes[next[0]], state, nil, r.em)
 		return c.collect(r.one[:], next)
 	}
-	results := make([]taskResult[U], len(next))
+	results := make([]taskResult[S, U], len(next))
 	type todo struct {
 		i      int
 		resume json.RawMessage
 	}
 	var work []todo
 	for i, name := range next {
+		results[i].def = c.nodes[name]
 		var (
 			resume json.RawMessage
 			done   bool
@@ -79,7 +81,7 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 	push := func(e Event) {
 		e.Thread, e.RunID = r.thread, r.runID
 		if e.Time.IsZero() {
-			e.Time = c.cfg.Now()
+			e.Time = c.clock.Now()
 		}
 		mu.Lock()
 		buf = append(buf, e)
@@ -98,16 +100,16 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 				// runtime.Goexit in the node must not leave an empty result
 				// that reads as success, nor crash the process.
 				if v := recover(); v != nil {
-					results[t.i] = taskResult[U]{err: &PanicError{Node: next[t.i], Value: v, Stack: string(debug.Stack())}}
+					results[t.i] = taskResult[S, U]{err: &PanicError{Node: next[t.i], Value: v, Stack: string(debug.Stack())}}
 				} else if !finished {
-					results[t.i] = taskResult[U]{err: &NodeError{Node: next[t.i], Step: step, Err: errGoexit}}
+					results[t.i] = taskResult[S, U]{err: &NodeError{Node: next[t.i], Step: step, Err: errGoexit}}
 				}
 				wg.Done()
 			}()
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				results[t.i] = taskResult[U]{err: ctx.Err()}
+				results[t.i] = taskResult[S, U]{err: ctx.Err()}
 				finished = true
 				return
 			}
@@ -142,8 +144,8 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 		evs := buf
 		buf = nil
 		mu.Unlock()
-		for _, e := range evs {
-			r.emit(e)
+		for i := range evs {
+			r.emit(&evs[i])
 		}
 	}
 	for waiting := true; waiting; {
@@ -164,7 +166,7 @@ var errGoexit = errors.New("the node exited its goroutine without returning")
 
 // collect sorts task results into interrupts and the first failure in route
 // order.
-func (c *Compiled[S, U]) collect(results []taskResult[U], next []string) ([]taskResult[U], []*InterruptError, error) {
+func (c *Compiled[S, U]) collect(results []taskResult[S, U], next []string) ([]taskResult[S, U], []*InterruptError, error) {
 	var (
 		interrupts []*InterruptError
 		failure    error
@@ -188,20 +190,33 @@ func (c *Compiled[S, U]) collect(results []taskResult[U], next []string) ([]task
 // runTask runs one node with panic recovery and emits its start and end. A
 // failure (not an interrupt, not the run's own cancellation) is also recorded
 // as an error write against the checkpoint, so the thread shows it as failed.
-func (c *Compiled[S, U]) runTask(ctx context.Context, r *runner[S, U], step int, cpID uuid.UUID, d *nodeDef[S, U], state S, resume json.RawMessage, em *emitter) taskResult[U] {
+func (c *Compiled[S, U]) runTask(ctx context.Context, r *runner[S, U], step int, cpID uuid.UUID, d *nodeDef[S, U], state S, resume json.RawMessage, em *emitter) taskResult[S, U] {
 	attempt := r.bumpAttempt(d)
 	em.base.Step, em.base.Node = step, d.name
 	// The clock is read twice per node, and the start and end events reuse
 	// the readings: on a 1 µs transition every clock read counts. Durations
 	// are measured with Config.Now, so a test clock gives test durations.
-	t0 := c.cfg.Now()
-	em.emit(Event{Kind: EventNodeStart, Step: step, Node: d.name, Attempt: attempt, Time: t0})
+	t0 := c.clock.Now()
+	inline := em == r.em // a one-node step: events built in place (see runner.slot)
+	if !inline {
+		em.emit(Event{Kind: EventNodeStart, Step: step, Node: d.name, Attempt: attempt, Time: t0})
+	} else if e := r.slot(); e != nil {
+		e.Kind, e.Step, e.Node, e.Attempt, e.Time = EventNodeStart, step, d.name, attempt, t0
+		r.commit(e)
+	}
 	nctx := ctx
 	if resume != nil {
 		nctx = WithResumeValue(ctx, resume)
 	}
 	u, err := callNode(nctx, d, state)
-	t1 := c.cfg.Now()
+	var t1 time.Time
+	if c.systemClock {
+		// The monotonic clock alone: half the cost of time.Now, and the
+		// same reading it would give.
+		t1 = t0.Add(time.Since(t0))
+	} else {
+		t1 = c.clock.Now()
+	}
 	dur := t1.Sub(t0)
 	if err != nil {
 		if ie, ok := IsInterrupt(err); ok {
@@ -214,8 +229,13 @@ func (c *Compiled[S, U]) runTask(ctx context.Context, r *runner[S, U], step int,
 			c.recordError(ctx, r.thread, cpID, []string{d.name}, err)
 		}
 	}
-	em.emit(Event{Kind: EventNodeEnd, Step: step, Node: d.name, Attempt: attempt, Duration: dur, Err: err, Time: t1})
-	return taskResult[U]{update: u, err: err, dur: dur, end: t1}
+	if !inline {
+		em.emit(Event{Kind: EventNodeEnd, Step: step, Node: d.name, Attempt: attempt, Duration: dur, Err: err, Time: t1})
+	} else if e := r.slot(); e != nil {
+		e.Kind, e.Step, e.Node, e.Attempt, e.Duration, e.Err, e.Time = EventNodeEnd, step, d.name, attempt, dur, err, t1
+		r.commit(e)
+	}
+	return taskResult[S, U]{def: d, update: u, err: err, dur: dur, end: t1}
 }
 
 // callNode calls the node, turning a panic into a *PanicError with the stack.
