@@ -21,11 +21,15 @@ type Config struct {
 	// BusyTimeout is how long a statement waits for a lock held by another
 	// process before failing with SQLITE_BUSY. Default 5s.
 	BusyTimeout time.Duration
+	// MaxBatch caps the writes (Put, PutWrites) one group commit holds; 1
+	// commits every write on its own. Default 128. See the package doc.
+	MaxBatch int
 }
 
 const (
 	defaultReadConns   = 4
 	defaultBusyTimeout = 5 * time.Second
+	defaultMaxBatch    = 128
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -41,12 +45,17 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: ReadConns %d is negative", ErrInvalidConfig, c.ReadConns)
 	case c.BusyTimeout < 0:
 		return c, fmt.Errorf("%w: BusyTimeout %s is negative", ErrInvalidConfig, c.BusyTimeout)
+	case c.MaxBatch < 0:
+		return c, fmt.Errorf("%w: MaxBatch %d is negative", ErrInvalidConfig, c.MaxBatch)
 	}
 	if c.ReadConns == 0 {
 		c.ReadConns = defaultReadConns
 	}
 	if c.BusyTimeout == 0 {
 		c.BusyTimeout = defaultBusyTimeout
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = defaultMaxBatch
 	}
 	return c, nil
 }

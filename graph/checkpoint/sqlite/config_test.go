@@ -30,6 +30,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"question mark", sqlite.Config{Path: filepath.Join(dir, "a?b.db")}, "contains '?'"},
 		{"negative read conns", sqlite.Config{Path: filepath.Join(dir, "x.db"), ReadConns: -1}, "ReadConns -1"},
 		{"negative busy timeout", sqlite.Config{Path: filepath.Join(dir, "x.db"), BusyTimeout: -time.Second}, "BusyTimeout -1s"},
+		{"negative max batch", sqlite.Config{Path: filepath.Join(dir, "x.db"), MaxBatch: -1}, "MaxBatch -1"},
 	} {
 		_, err := sqlite.New(tc.cfg)
 		if !errors.Is(err, sqlite.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {

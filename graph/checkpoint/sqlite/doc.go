@@ -12,5 +12,13 @@
 // open the same file: they queue on SQLite's file lock for up to
 // Config.BusyTimeout.
 //
+// Group commit: a write (Put, PutWrites) that finds the writer idle commits
+// at once; writes arriving while a commit is in flight are then committed
+// together, in one transaction and one fsync (up to Config.MaxBatch), and
+// each returns only once that commit has. A write whose ctx ended while it
+// was queued, or whose lease was lost, or a PutWrites on a missing
+// checkpoint, fails alone and stores nothing; any other database error rolls
+// the group back and its writes are retried one per transaction.
+//
 // The schema is versioned in a schema_migrations table and upgraded by New.
 package sqlite

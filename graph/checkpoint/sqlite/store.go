@@ -25,6 +25,9 @@ type Store struct {
 
 	w *sql.DB // the one writer connection
 	r *sql.DB // read pool
+
+	maxBatch int
+	group    group // Puts and PutWrites waiting for a commit
 }
 
 var (
@@ -73,18 +76,21 @@ func New(cfg Config) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("sqlite: open %s for reading: %w", cfg.Path, err)
 	}
-	return &Store{w: w, r: r}, nil
+	return &Store{w: w, r: r, maxBatch: cfg.MaxBatch}, nil
 }
 
-// Close closes both connection pools.
+// Close waits for the writes already queued to be committed, then closes
+// both connection pools.
 func (s *Store) Close() error {
+	s.group.wg.Wait()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
 const cpColumns = `thread_id, id, parent_id, run_id, step, state, next, not_before, metadata, created`
 
 // Put stores a checkpoint (replacing one with the same thread and id) and
-// updates the thread summary, in one durable transaction.
+// updates the thread summary, durably: it returns once the transaction
+// holding it has committed (see group commit in the package doc).
 func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -100,48 +106,38 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: put %s/%s: %w", cp.ThreadID, cp.ID, err)
-	}
-	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	// Fenced inside the write transaction, so writes of one process are
-	// ordered after the check.
-	if err := s.Fence(ctx, cp.ThreadID); err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints (`+cpColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (thread_id, id) DO UPDATE SET
-			parent_id = excluded.parent_id, run_id = excluded.run_id, step = excluded.step,
-			state = excluded.state, next = excluded.next, not_before = excluded.not_before,
-			metadata = excluded.metadata, created = excluded.created`,
-		cp.ThreadID, cp.ID[:], idArg(cp.ParentID), idArg(cp.RunID), cp.Step, blobArg(cp.State),
-		next, timeArg(cp.NotBefore), md, timeArg(cp.Created))
-	if err != nil {
-		return fmt.Errorf("sqlite: put %s/%s: %w", cp.ThreadID, cp.ID, err)
-	}
-	// The summary follows the greatest id, whatever order Puts arrive in. SET
-	// expressions see the row's old values.
-	_, err = tx.ExecContext(ctx, `INSERT INTO threads (thread_id, first_id, latest_id, metadata, created, updated)
-		VALUES (?1, ?2, ?2, ?3, ?4, ?4)
-		ON CONFLICT (thread_id) DO UPDATE SET
-			first_id  = CASE WHEN excluded.first_id <= first_id THEN excluded.first_id ELSE first_id END,
-			created   = CASE WHEN excluded.first_id <= first_id THEN excluded.created ELSE created END,
-			latest_id = CASE WHEN excluded.latest_id >= latest_id THEN excluded.latest_id ELSE latest_id END,
-			metadata  = CASE WHEN excluded.latest_id >= latest_id THEN excluded.metadata ELSE metadata END,
-			updated   = CASE WHEN excluded.latest_id >= latest_id THEN excluded.updated ELSE updated END`,
-		cp.ThreadID, cp.ID[:], md, timeArg(cp.Created))
-	if err != nil {
-		return fmt.Errorf("sqlite: update thread %s: %w", cp.ThreadID, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit %s/%s: %w", cp.ThreadID, cp.ID, err)
-	}
-	return nil
+	return s.write(ctx, cp.ThreadID, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (`+cpColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (thread_id, id) DO UPDATE SET
+				parent_id = excluded.parent_id, run_id = excluded.run_id, step = excluded.step,
+				state = excluded.state, next = excluded.next, not_before = excluded.not_before,
+				metadata = excluded.metadata, created = excluded.created`,
+			cp.ThreadID, cp.ID[:], idArg(cp.ParentID), idArg(cp.RunID), cp.Step, blobArg(cp.State),
+			next, timeArg(cp.NotBefore), md, timeArg(cp.Created))
+		if err != nil {
+			return fmt.Errorf("sqlite: put %s/%s: %w", cp.ThreadID, cp.ID, err)
+		}
+		// The summary follows the greatest id, whatever order Puts arrive in. SET
+		// expressions see the row's old values.
+		_, err = tx.ExecContext(ctx, `INSERT INTO threads (thread_id, first_id, latest_id, metadata, created, updated)
+			VALUES (?1, ?2, ?2, ?3, ?4, ?4)
+			ON CONFLICT (thread_id) DO UPDATE SET
+				first_id  = CASE WHEN excluded.first_id <= first_id THEN excluded.first_id ELSE first_id END,
+				created   = CASE WHEN excluded.first_id <= first_id THEN excluded.created ELSE created END,
+				latest_id = CASE WHEN excluded.latest_id >= latest_id THEN excluded.latest_id ELSE latest_id END,
+				metadata  = CASE WHEN excluded.latest_id >= latest_id THEN excluded.metadata ELSE metadata END,
+				updated   = CASE WHEN excluded.latest_id >= latest_id THEN excluded.updated ELSE updated END`,
+			cp.ThreadID, cp.ID[:], md, timeArg(cp.Created))
+		if err != nil {
+			return fmt.Errorf("sqlite: update thread %s: %w", cp.ThreadID, err)
+		}
+		return nil
+	})
 }
 
 // PutWrites stores pending writes against an existing checkpoint; a write
-// whose (task, kind) is already stored replaces the value in place.
+// whose (task, kind) is already stored replaces the value in place. Like Put,
+// it returns once the transaction holding it has committed.
 func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, writes []checkpoint.Write) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -149,36 +145,27 @@ func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, wr
 	if err := checkpoint.ValidateWrites(threadID, id, writes); err != nil {
 		return err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: put writes %s/%s: %w", threadID, id, err)
-	}
-	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	if err := s.Fence(ctx, threadID); err != nil {
-		return err
-	}
-	// Checked inside the write transaction: no other writer can delete the
-	// checkpoint between the check and the inserts.
-	var one int
-	err = tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread_id = ? AND id = ?`, threadID, id[:]).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w: checkpoint %s of thread %q", checkpoint.ErrNotFound, id, threadID)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: put writes %s/%s: %w", threadID, id, err)
-	}
-	for _, w := range writes {
-		_, err := tx.ExecContext(ctx, `INSERT INTO writes (thread_id, checkpoint_id, task, kind, value) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (thread_id, checkpoint_id, task, kind) DO UPDATE SET value = excluded.value`,
-			threadID, id[:], w.Task, string(w.Kind), blobArg(w.Value))
-		if err != nil {
-			return fmt.Errorf("sqlite: put write %s/%s of %s/%s: %w", w.Task, w.Kind, threadID, id, err)
+	return s.write(ctx, threadID, func(ctx context.Context, tx *sql.Tx) error {
+		// Checked inside the write transaction: no other writer can delete the
+		// checkpoint between the check and the inserts.
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread_id = ? AND id = ?`, threadID, id[:]).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return refusal{fmt.Errorf("%w: checkpoint %s of thread %q", checkpoint.ErrNotFound, id, threadID)}
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit writes %s/%s: %w", threadID, id, err)
-	}
-	return nil
+		if err != nil {
+			return fmt.Errorf("sqlite: put writes %s/%s: %w", threadID, id, err)
+		}
+		for _, w := range writes {
+			_, err := tx.ExecContext(ctx, `INSERT INTO writes (thread_id, checkpoint_id, task, kind, value) VALUES (?, ?, ?, ?, ?)
+				ON CONFLICT (thread_id, checkpoint_id, task, kind) DO UPDATE SET value = excluded.value`,
+				threadID, id[:], w.Task, string(w.Kind), blobArg(w.Value))
+			if err != nil {
+				return fmt.Errorf("sqlite: put write %s/%s of %s/%s: %w", w.Task, w.Kind, threadID, id, err)
+			}
+		}
+		return nil
+	})
 }
 
 // Get returns a checkpoint and its pending writes from one read snapshot.

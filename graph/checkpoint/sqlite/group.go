@@ -1,0 +1,191 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// Group commit. SQLite has one writer, and a commit's cost is mostly its
+// fsync, so writes from different threads arriving together are written in
+// one transaction and made durable by one fsync. A write that finds the
+// writer idle commits at once, on its own goroutine, exactly as without
+// grouping; writes arriving while a commit is in flight queue up, and the
+// next commit takes all of them (up to Config.MaxBatch). Every caller returns
+// only once the commit holding its write has returned: the durability of
+// each write is that of a lone commit (WAL, synchronous=FULL).
+
+// group is the queue of writes waiting for a commit.
+type group struct {
+	mu    sync.Mutex
+	busy  bool // a commit is in progress or about to start
+	queue []*pending
+	wg    sync.WaitGroup // the goroutine committing queued writes
+}
+
+// pending is one Put or PutWrites waiting for its commit.
+type pending struct {
+	ctx    context.Context // the caller's: checked when the write is taken, and for the fence
+	thread string
+	apply  func(ctx context.Context, tx *sql.Tx) error
+	err    error
+	done   chan struct{} // closed once err is final
+	taken  bool          // taken into a commit; guarded by group.mu
+}
+
+// refusal marks an error of apply that wrote nothing (a missing checkpoint):
+// the rest of the transaction stands.
+type refusal struct{ error }
+
+func (r refusal) Unwrap() error { return r.error }
+
+// write runs apply in a write transaction, alone or grouped with others, and
+// returns when that transaction has committed (or failed).
+func (s *Store) write(ctx context.Context, thread string, apply func(context.Context, *sql.Tx) error) error {
+	p := &pending{ctx: ctx, thread: thread, apply: apply}
+	g := &s.group
+	g.mu.Lock()
+	if !g.busy {
+		// The writer is idle: commit this write now, on this goroutine, with
+		// the caller's ctx, as a lone transaction would.
+		g.busy = true
+		g.mu.Unlock()
+		s.commit(ctx, []*pending{p})
+		s.handOff()
+		return unwrapRefusal(p.err)
+	}
+	p.done = make(chan struct{})
+	g.queue = append(g.queue, p)
+	g.mu.Unlock()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		g.mu.Lock()
+		if !p.taken {
+			// Still queued: leave the queue, nothing was written.
+			if i := slices.Index(g.queue, p); i >= 0 {
+				g.queue = slices.Delete(g.queue, i, i+1)
+			}
+			g.mu.Unlock()
+			return ctx.Err()
+		}
+		g.mu.Unlock()
+		<-p.done // in a commit already: its outcome is the answer
+	}
+	return unwrapRefusal(p.err)
+}
+
+// handOff ends a commit: writes queued meanwhile go to a goroutine that
+// commits them in groups until the queue is empty.
+func (s *Store) handOff() {
+	g := &s.group
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queue) == 0 {
+		g.busy = false
+		return
+	}
+	g.wg.Add(1)
+	go s.drain()
+}
+
+func (s *Store) drain() {
+	g := &s.group
+	defer g.wg.Done()
+	for {
+		g.mu.Lock()
+		n := len(g.queue)
+		if s.maxBatch > 0 {
+			n = min(n, s.maxBatch)
+		}
+		if n == 0 {
+			g.busy = false
+			g.mu.Unlock()
+			return
+		}
+		batch := slices.Clone(g.queue[:n])
+		g.queue = slices.Delete(g.queue, 0, n)
+		for _, p := range batch {
+			p.taken = true
+		}
+		g.mu.Unlock()
+		// The group's transaction is nobody's in particular: a caller giving
+		// up must not roll back the others' writes. Each caller's ctx is
+		// checked when its write is applied.
+		s.commit(context.Background(), batch)
+		for _, p := range batch {
+			close(p.done)
+		}
+	}
+}
+
+// commit writes batch in one transaction and sets each write's outcome. A
+// write whose ctx is done, or whose lease is lost, is skipped and gets that
+// error; a refusal (a missing checkpoint) fails only its own write. Any other
+// failure rolls the transaction back, and a group is then retried one write
+// per transaction, so each caller gets its own write's outcome.
+func (s *Store) commit(ctx context.Context, batch []*pending) {
+	fail := func(err error) {
+		for _, p := range batch {
+			if p.err == nil {
+				p.err = err
+			}
+		}
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		fail(fmt.Errorf("sqlite: begin write of %s: %w", batch[0].thread, err))
+		return
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	for _, p := range batch {
+		if err := p.ctx.Err(); err != nil {
+			p.err = err
+			continue
+		}
+		// Fenced inside the write transaction, so writes of one process are
+		// ordered after the check.
+		if err := s.Fence(p.ctx, p.thread); err != nil {
+			p.err = err
+			continue
+		}
+		err := p.apply(ctx, tx)
+		var r refusal
+		switch {
+		case err == nil:
+		case errors.As(err, &r):
+			p.err = err
+		case len(batch) == 1:
+			p.err = err
+			return
+		default:
+			tx.Rollback() //nolint:errcheck // retried one by one below
+			for _, q := range batch {
+				q.err = nil
+				s.commit(ctx, []*pending{q})
+			}
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		fail(fmt.Errorf("sqlite: commit write of %s: %w", batch[0].thread, err))
+		return
+	}
+	if afterCommit != nil {
+		afterCommit(len(batch))
+	}
+}
+
+// afterCommit, set by tests only, sees the size of every committed group.
+var afterCommit func(writes int)
+
+func unwrapRefusal(err error) error {
+	var r refusal
+	if errors.As(err, &r) {
+		return r.error
+	}
+	return err
+}

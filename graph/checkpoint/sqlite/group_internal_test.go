@@ -1,0 +1,286 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+// groupTest is a store whose writer the test can hold, so that writes queue
+// up behind it as they would behind a slow fsync, and which records the size
+// of every commit.
+type groupTest struct {
+	t       *testing.T
+	s       *Store
+	mu      sync.Mutex
+	commits []int
+}
+
+func newGroupTest(t *testing.T, cfg Config) *groupTest {
+	t.Helper()
+	cfg.Path = filepath.Join(t.TempDir(), "g.db")
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt := &groupTest{t: t, s: s}
+	afterCommit = func(n int) {
+		gt.mu.Lock()
+		gt.commits = append(gt.commits, n)
+		gt.mu.Unlock()
+	}
+	t.Cleanup(func() {
+		afterCommit = nil
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return gt
+}
+
+// hold takes the writer connection until the returned function is called.
+func (gt *groupTest) hold() func() {
+	gt.t.Helper()
+	tx, err := gt.s.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		gt.t.Fatal(err)
+	}
+	return func() { tx.Rollback() } //nolint:errcheck // only releases the connection
+}
+
+// waitQueued waits until n writes are queued behind the one committing.
+func (gt *groupTest) waitQueued(n int) {
+	gt.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		gt.s.group.mu.Lock()
+		got := len(gt.s.group.queue)
+		gt.s.group.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			gt.t.Fatalf("%d writes queued, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (gt *groupTest) commitSizes() []int {
+	gt.mu.Lock()
+	defer gt.mu.Unlock()
+	return slices.Clone(gt.commits)
+}
+
+func groupCP(thread string) checkpoint.Checkpoint {
+	return checkpoint.Checkpoint{ThreadID: thread, ID: uuid.Must(uuid.NewV7()), Step: 1,
+		State: json.RawMessage(fmt.Sprintf(`{"thread":%q}`, thread)), Created: time.Now()}
+}
+
+// result of one write started with goWrite.
+type result struct {
+	name string
+	err  error
+}
+
+func goWrite(wg *sync.WaitGroup, out chan<- result, name string, f func() error) {
+	wg.Go(func() { out <- result{name, f()} })
+}
+
+// Writes arriving while a commit is in flight are committed together, in
+// one transaction, and each caller returns only after that commit.
+func TestGroupCommitGroupsQueuedWrites(t *testing.T) {
+	gt := newGroupTest(t, Config{})
+	ctx := context.Background()
+	release := gt.hold()
+	var wg sync.WaitGroup
+	out := make(chan result, 10)
+	cps := make([]checkpoint.Checkpoint, 10)
+	for i := range cps {
+		cps[i] = groupCP(fmt.Sprint("t", i))
+	}
+	goWrite(&wg, out, "t0", func() error { return gt.s.Put(ctx, cps[0]) }) // commits first, alone
+	gt.waitQueued(0)
+	for _, cp := range cps[1:] {
+		goWrite(&wg, out, cp.ThreadID, func() error { return gt.s.Put(ctx, cp) })
+	}
+	gt.waitQueued(9)
+	select {
+	case r := <-out:
+		t.Fatalf("%s returned %v before any commit", r.name, r.err)
+	default:
+	}
+	release()
+	wg.Wait()
+	close(out)
+	for r := range out {
+		if r.err != nil {
+			t.Errorf("%s: %v", r.name, r.err)
+		}
+	}
+	if got := gt.commitSizes(); !slices.Equal(got, []int{1, 9}) {
+		t.Errorf("commit sizes %v, want [1 9]: the first write alone, the nine queued behind it together", got)
+	}
+	for _, cp := range cps {
+		if tu, err := gt.s.Get(ctx, cp.ThreadID, uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {
+			t.Errorf("%s after the group commit: %v, %v", cp.ThreadID, tu.Checkpoint.ID, err)
+		}
+	}
+}
+
+// MaxBatch caps a group.
+func TestGroupCommitMaxBatch(t *testing.T) {
+	gt := newGroupTest(t, Config{MaxBatch: 4})
+	ctx := context.Background()
+	release := gt.hold()
+	var wg sync.WaitGroup
+	out := make(chan result, 11)
+	goWrite(&wg, out, "first", func() error { return gt.s.Put(ctx, groupCP("first")) })
+	gt.waitQueued(0)
+	for i := range 10 {
+		goWrite(&wg, out, fmt.Sprint(i), func() error { return gt.s.Put(ctx, groupCP(fmt.Sprint("q", i))) })
+	}
+	gt.waitQueued(10)
+	release()
+	wg.Wait()
+	close(out)
+	for r := range out {
+		if r.err != nil {
+			t.Errorf("%s: %v", r.name, r.err)
+		}
+	}
+	if got := gt.commitSizes(); !slices.Equal(got, []int{1, 4, 4, 2}) {
+		t.Errorf("commit sizes %v, want [1 4 4 2]", got)
+	}
+}
+
+// In one group, a write whose caller gave up, a write under a lost lease and
+// a PutWrites on a missing checkpoint fail alone, with their own errors,
+// storing nothing; the others commit.
+func TestGroupCommitFailuresStayWithTheirWrite(t *testing.T) {
+	gt := newGroupTest(t, Config{})
+	ctx := context.Background()
+	lease, err := gt.s.AcquireLease(ctx, "fenced", "old-owner", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := gt.hold()
+	var wg sync.WaitGroup
+	out := make(chan result, 8)
+	goWrite(&wg, out, "first", func() error { return gt.s.Put(ctx, groupCP("first")) })
+	gt.waitQueued(0)
+
+	good1, good2 := groupCP("good1"), groupCP("good2")
+	goWrite(&wg, out, "good1", func() error { return gt.s.Put(ctx, good1) })
+	gt.waitQueued(1)
+	fenced := groupCP("fenced")
+	goWrite(&wg, out, "fenced", func() error { return gt.s.Put(checkpoint.WithLease(ctx, lease), fenced) })
+	gt.waitQueued(2)
+	goWrite(&wg, out, "missing", func() error {
+		return gt.s.PutWrites(ctx, "nowhere", uuid.Must(uuid.NewV7()), []checkpoint.Write{{Task: "a", Kind: checkpoint.WriteUpdate}})
+	})
+	gt.waitQueued(3)
+	cctx, cancel := context.WithCancel(ctx)
+	canceled := groupCP("canceled")
+	goWrite(&wg, out, "canceled", func() error { return gt.s.Put(cctx, canceled) })
+	gt.waitQueued(4)
+	goWrite(&wg, out, "good2", func() error { return gt.s.Put(ctx, good2) })
+	gt.waitQueued(5)
+	// The lease is taken over and one caller gives up, while their writes wait.
+	if err := gt.s.ReleaseLease(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gt.s.AcquireLease(ctx, "fenced", "new-owner", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	gt.waitQueued(4) // the canceled write left the queue
+	release()
+	wg.Wait()
+	close(out)
+	errs := map[string]error{}
+	for r := range out {
+		errs[r.name] = r.err
+	}
+	for _, name := range []string{"first", "good1", "good2"} {
+		if errs[name] != nil {
+			t.Errorf("%s: %v", name, errs[name])
+		}
+	}
+	if !errors.Is(errs["fenced"], checkpoint.ErrLeaseLost) {
+		t.Errorf("fenced: %v, want ErrLeaseLost", errs["fenced"])
+	}
+	if !errors.Is(errs["missing"], checkpoint.ErrNotFound) {
+		t.Errorf("missing: %v, want ErrNotFound", errs["missing"])
+	}
+	if !errors.Is(errs["canceled"], context.Canceled) {
+		t.Errorf("canceled: %v, want context.Canceled", errs["canceled"])
+	}
+	for _, thread := range []string{"fenced", "canceled"} {
+		if _, err := gt.s.Get(ctx, thread, uuid.Nil); !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Errorf("%s was stored (%v)", thread, err)
+		}
+	}
+	for _, cp := range []checkpoint.Checkpoint{good1, good2} {
+		if tu, err := gt.s.Get(ctx, cp.ThreadID, uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {
+			t.Errorf("%s: %v, %v", cp.ThreadID, tu.Checkpoint.ID, err)
+		}
+	}
+	if got := gt.commitSizes(); !slices.Equal(got, []int{1, 4}) {
+		t.Errorf("commit sizes %v, want [1 4] (good1, fenced, missing, good2)", got)
+	}
+}
+
+// A database error in one write of a group rolls the group back, and each
+// write is then committed on its own: the others are stored, the failing one
+// gets its error.
+func TestGroupCommitDatabaseErrorIsolated(t *testing.T) {
+	gt := newGroupTest(t, Config{})
+	ctx := context.Background()
+	if _, err := gt.s.w.ExecContext(ctx, `CREATE TRIGGER poison BEFORE INSERT ON checkpoints
+		WHEN NEW.thread_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned row'); END`); err != nil {
+		t.Fatal(err)
+	}
+	release := gt.hold()
+	var wg sync.WaitGroup
+	out := make(chan result, 4)
+	goWrite(&wg, out, "first", func() error { return gt.s.Put(ctx, groupCP("first")) })
+	gt.waitQueued(0)
+	a, b := groupCP("a"), groupCP("b")
+	goWrite(&wg, out, "a", func() error { return gt.s.Put(ctx, a) })
+	gt.waitQueued(1)
+	goWrite(&wg, out, "poison", func() error { return gt.s.Put(ctx, groupCP("poison")) })
+	gt.waitQueued(2)
+	goWrite(&wg, out, "b", func() error { return gt.s.Put(ctx, b) })
+	gt.waitQueued(3)
+	release()
+	wg.Wait()
+	close(out)
+	for r := range out {
+		switch {
+		case r.name == "poison" && (r.err == nil || !strings.Contains(r.err.Error(), "poisoned row")):
+			t.Errorf("poison: %v, want the trigger's error", r.err)
+		case r.name != "poison" && r.err != nil:
+			t.Errorf("%s: %v", r.name, r.err)
+		}
+	}
+	for _, cp := range []checkpoint.Checkpoint{a, b} {
+		if tu, err := gt.s.Get(ctx, cp.ThreadID, uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {
+			t.Errorf("%s after the poisoned group: %v, %v", cp.ThreadID, tu.Checkpoint.ID, err)
+		}
+	}
+	if got := gt.commitSizes(); !slices.Equal(got, []int{1, 1, 1}) {
+		t.Errorf("commit sizes %v, want [1 1 1]: first, then a and b each alone after the rollback", got)
+	}
+}
