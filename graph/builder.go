@@ -95,6 +95,12 @@ type nodeDef[S, U any] struct {
 	static   []string // single-element destination of a static edge, shared
 	route    RouteFunc[S]
 	targets  map[string]bool // declared destinations of a conditional edge
+	// dests resolves each destination a route may name (the declared
+	// targets and End, whose entry is nil) to its node, and staticDest is
+	// the node of a static edge (nil for End): set by Compile, so a step
+	// finds its next node with the lookup that validates the route.
+	dests      map[string]*nodeDef[S, U]
+	staticDest *nodeDef[S, U]
 	// declared lists targets in declaration order, without repeats, and
 	// routeName is the name given with AddNamedConditionalEdges: both only
 	// for Topology, the engine never reads them.
@@ -260,6 +266,18 @@ func (g *Graph[S, U]) Compile() (*Compiled[S, U], error) {
 	for k, v := range g.nodes {
 		cp := *v
 		c.nodes[k] = &cp
+	}
+	for _, d := range c.nodes {
+		switch d.edge {
+		case edgeStatic:
+			d.staticDest = c.nodes[d.static[0]]
+		case edgeConditional:
+			d.dests = make(map[string]*nodeDef[S, U], len(d.targets)+1)
+			for t := range d.targets {
+				d.dests[t] = c.nodes[t]
+			}
+			d.dests[End] = nil
+		}
 	}
 	c.order = slices.Clone(g.order)
 	if c.cfg.Store == nil {

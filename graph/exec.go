@@ -62,6 +62,10 @@ type runner[S, U any] struct {
 	enc *stateEncoder
 
 	scratch Event // the event being built for a Stream (slot)
+
+	// nextDef is the node the last route named, when it named one: the next
+	// step's node if its name matches.
+	nextDef *nodeDef[S, U]
 }
 
 type stateEncoder struct {
@@ -454,14 +458,15 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 			d = c.nodes[name]
 		}
 		var (
-			to []string
-			nb time.Time
+			to   []string
+			nb   time.Time
+			dest *nodeDef[S, U] // the node of to[0]
 		)
 		switch d.edge {
 		case edgeNone:
 			continue
 		case edgeStatic:
-			to = d.static
+			to, dest = d.static, d.staticDest
 		case edgeConditional:
 			rt, err := safeRoute(d, *state)
 			if err != nil {
@@ -471,9 +476,13 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 			if rt.NotBefore.After(notBefore) {
 				notBefore = rt.NotBefore
 			}
-			for _, t := range to {
-				if t != End && !d.targets[t] {
+			for j, t := range to {
+				td, ok := d.dests[t]
+				if !ok {
 					return nil, time.Time{}, &InvalidTransitionError{From: name, To: t}
+				}
+				if j == 0 {
+					dest = td
 				}
 			}
 		}
@@ -484,6 +493,9 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 		if len(ran) == 1 && clean(to) {
 			// The common case keeps the route's slice: no allocation.
 			next, shared = to, true
+			if len(to) == 1 {
+				r.nextDef = dest // the next step's node, found without a lookup
+			}
 			break
 		}
 		for _, t := range to {

@@ -23,7 +23,11 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 		// Fast path: one node, nothing pending, run inline with a reused
 		// result slot. Its update needs no pending write: the checkpoint
 		// written right after the step holds it.
-		r.one[0] = c.runTask(ctx, r, step, cp.ID, c.nodes[next[0]], state, nil, r.em)
+		d := r.nextDef
+		if d == nil || d.name != next[0] {
+			d = c.nodes[next[0]]
+		}
+		r.one[0] = c.runTask(ctx, r, step, cp.ID, d, state, nil, r.em)
 		return c.collect(r.one[:], next)
 	}
 	results := make([]taskResult[S, U], len(next))

@@ -70,6 +70,18 @@ func ValidateCheckpoint(cp Checkpoint) error {
 
 // textProblem says why s cannot be stored as text by every store, or "".
 func textProblem(s string) string {
+	// Fast path for what every Put carries: a short ASCII thread id and node
+	// names, checked in one pass.
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == 0 || c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return ""
+	}
 	switch {
 	case !utf8.ValidString(s):
 		return "not valid UTF-8"

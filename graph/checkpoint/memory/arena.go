@@ -28,11 +28,11 @@ const (
 
 // keep returns the store's own copy of cp (its slices and map copied, empty
 // ones nil).
-func (a *arena) keep(cp checkpoint.Checkpoint) *checkpoint.Checkpoint {
+func (a *arena) keep(cp *checkpoint.Checkpoint) *checkpoint.Checkpoint {
 	if len(a.entries) == cap(a.entries) {
 		a.entries = make([]checkpoint.Checkpoint, 0, grown(cap(a.entries), 1, minEntries, maxEntries))
 	}
-	a.entries = append(a.entries, cp)
+	a.entries = append(a.entries, *cp)
 	e := &a.entries[len(a.entries)-1]
 	e.State = a.copyBytes(cp.State)
 	e.Next = a.copyNames(cp.Next)

@@ -30,7 +30,7 @@ func (s *Store) LatestOnly() bool { return s.latestOnly }
 // has a newer one. The entry and its buffers are reused from step to step:
 // Get and List hand out copies, so nothing outside the store can see them
 // change.
-func (t *thread) putLatest(cp checkpoint.Checkpoint) {
+func (t *thread) putLatest(cp *checkpoint.Checkpoint) {
 	if len(t.cps) == 0 {
 		t.cps = []*checkpoint.Checkpoint{t.mem.keep(cp)}
 		return
@@ -44,7 +44,7 @@ func (t *thread) putLatest(cp checkpoint.Checkpoint) {
 		delete(t.writes, e.ID)
 	}
 	state, next := e.State, e.Next
-	*e = cp
+	*e = *cp
 	e.State = reuse(state, cp.State)
 	e.Next = reuse(next, cp.Next)
 	e.Metadata = cloneMap(cp.Metadata)

@@ -71,23 +71,23 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		t.first, t.created = cp.ID, cp.Created
 	}
 	if s.latestOnly {
-		t.putLatest(cp)
+		t.putLatest(&cp)
 		return nil
 	}
 	n := len(t.cps)
 	if n == 0 || uuidLess(t.cps[n-1].ID, cp.ID) {
 		// Common case: ids are time-ordered, so appending keeps the order.
-		t.cps = append(t.cps, t.mem.keep(cp))
+		t.cps = append(t.cps, t.mem.keep(&cp))
 		return nil
 	}
 	i, found := slices.BinarySearchFunc(t.cps, cp.ID, func(c *checkpoint.Checkpoint, id uuid.UUID) int {
 		return compareUUID(c.ID, id)
 	})
 	if found {
-		t.cps[i] = t.mem.keep(cp)
+		t.cps[i] = t.mem.keep(&cp)
 		return nil
 	}
-	t.cps = slices.Insert(t.cps, i, t.mem.keep(cp))
+	t.cps = slices.Insert(t.cps, i, t.mem.keep(&cp))
 	return nil
 }
 
