@@ -1,0 +1,203 @@
+// Command eino measures the hub-and-spoke run of package hub on eino's
+// compose.Graph (no checkpoints) and on capgraph's engine (a checkpoint after
+// every step), and prints ns/run, allocations per run and the ratio
+// capgraph ÷ eino. Every run's result is checked.
+//
+//	cd bench && go run ./eino [-rounds 5] [-blocks 10] [-runs 100]
+//
+// The engines are measured in alternating blocks of runs (a GC before each
+// block, so that each pays for its own garbage), in shuffled order, so that
+// on a shared machine both see the same load; each round prints its ratios,
+// and the summary gives the best and median round.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capgraph/capgraph/bench/hub"
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+)
+
+func main() {
+	rounds := flag.Int("rounds", 5, "rounds; each gives one ratio per capgraph variant")
+	blocks := flag.Int("blocks", 10, "blocks of runs per engine and round, alternating between engines")
+	runs := flag.Int("runs", 100, "runs per block")
+	flag.Parse()
+	if err := run(*rounds, *blocks, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "eino:", err)
+		os.Exit(1)
+	}
+}
+
+// contender is one engine set-up: once runs one whole run and checks it.
+type contender struct {
+	name   string
+	once   func() error
+	ns     []float64 // per round
+	allocs float64
+	bytes  float64
+}
+
+func run(rounds, blocks, runs int) error {
+	ctx := context.Background()
+	er, err := hub.Eino(ctx)
+	if err != nil {
+		return err
+	}
+	cs := []*contender{{name: "eino compose.Graph (no checkpoints)", once: func() error {
+		out, err := er.Invoke(ctx, hub.State{})
+		if err != nil {
+			return err
+		}
+		return hub.Check(out)
+	}}}
+	for _, v := range []struct {
+		name   string
+		store  checkpoint.Store
+		stream bool
+	}{
+		{"capgraph Run, memory store", memory.New(), false},
+		{"capgraph Run, latest-only store", memory.NewLatestOnly(), false},
+		{"capgraph Stream, latest-only store", memory.NewLatestOnly(), true},
+	} {
+		c, err := hub.Capgraph(v.store)
+		if err != nil {
+			return err
+		}
+		cs = append(cs, &contender{name: v.name, once: capgraphOnce(ctx, c, v.store, v.stream)})
+	}
+	for _, c := range cs {
+		if err := c.once(); err != nil { // also warms up
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		var failed error
+		c.allocs = testing.AllocsPerRun(50, func() {
+			if err := c.once(); err != nil {
+				failed = err
+			}
+		})
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		for range 50 {
+			if err := c.once(); err != nil {
+				failed = err
+			}
+		}
+		runtime.ReadMemStats(&m1)
+		c.bytes = float64(m1.TotalAlloc-m0.TotalAlloc) / 50
+		if failed != nil {
+			return fmt.Errorf("%s: %w", c.name, failed)
+		}
+	}
+
+	fmt.Printf("hub and spoke: a router with a conditional edge to %d workers, %d round trips, %d node executions per run\n",
+		len(hub.Workers), hub.Trips, 2*hub.Trips+1)
+	fmt.Printf("capgraph writes a checkpoint after every step (%d per run); eino writes none\n", 2*hub.Trips+2)
+	fmt.Printf("%s/%s, %d CPUs (%s), %s, GOMAXPROCS %d\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOMAXPROCS(0))
+	fmt.Printf("%d rounds × %d blocks × %d runs per engine, blocks alternating in shuffled order\n\n", rounds, blocks, runs)
+
+	for r := 1; r <= rounds; r++ {
+		total := make([]time.Duration, len(cs))
+		for range blocks {
+			for _, i := range rand.Perm(len(cs)) {
+				runtime.GC()
+				t0 := time.Now()
+				for range runs {
+					if err := cs[i].once(); err != nil {
+						return fmt.Errorf("%s: %w", cs[i].name, err)
+					}
+				}
+				total[i] += time.Since(t0)
+			}
+		}
+		fmt.Printf("round %d:", r)
+		for i, c := range cs {
+			c.ns = append(c.ns, float64(total[i].Nanoseconds())/float64(blocks*runs))
+			if i > 0 {
+				fmt.Printf("  %.3f ×", c.ns[r-1]/cs[0].ns[r-1])
+			}
+		}
+		fmt.Println()
+	}
+
+	fmt.Printf("\n%-38s %12s %12s %10s %10s %20s\n", "", "best ns/run", "median", "allocs/run", "B/run", "× eino: median (range)")
+	for i, c := range cs {
+		ns := slices.Sorted(slices.Values(c.ns))
+		ratio := ""
+		if i > 0 {
+			rs := make([]float64, len(c.ns))
+			for r := range c.ns {
+				rs[r] = c.ns[r] / cs[0].ns[r]
+			}
+			slices.Sort(rs)
+			ratio = fmt.Sprintf("%.3f (%.3f–%.3f)", rs[len(rs)/2], rs[0], rs[len(rs)-1])
+		}
+		fmt.Printf("%-38s %12.0f %12.0f %10.0f %10.0f %20s\n", c.name, ns[0], ns[len(ns)/2], c.allocs, c.bytes, ratio)
+	}
+	return nil
+}
+
+// capgraphOnce runs the graph on one thread and deletes the thread, as a
+// server does with a finished conversation, so the store holds one run at a
+// time. Run keeps the trace (every event of the run in Result.Trace); Stream
+// hands each event to the loop instead.
+func capgraphOnce(ctx context.Context, c *graph.Compiled[hub.State, hub.State], store checkpoint.Store, stream bool) func() error {
+	return func() error {
+		var (
+			final hub.State
+			steps int
+		)
+		if stream {
+			for ev, err := range c.Stream(ctx, "hub", hub.State{}) {
+				if err != nil {
+					return err
+				}
+				if ev.Kind == graph.EventCheckpoint {
+					steps = ev.Step
+				}
+			}
+			s, _, err := c.State(ctx, "hub")
+			if err != nil {
+				return err
+			}
+			final = s
+		} else {
+			res, err := c.Run(ctx, "hub", hub.State{})
+			if err != nil {
+				return err
+			}
+			final, steps = res.State, res.Steps
+		}
+		if err := hub.Check(final); err != nil {
+			return err
+		}
+		if steps != 2*hub.Trips+1 {
+			return fmt.Errorf("%d steps, want %d", steps, 2*hub.Trips+1)
+		}
+		return store.DeleteThread(ctx, "hub")
+	}
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
