@@ -49,7 +49,8 @@ type runner[S, U any] struct {
 	em      *emitter
 	one     [1]taskResult[S, U] // results of a one-node step, reused
 
-	attempts []atomic.Int32 // starts per node, indexed by nodeDef.idx; concurrent branches bump it
+	attempts []int32 // starts per node, indexed by nodeDef.idx (see bumpAttempt)
+	anchor   time.Time // the last wall-clock reading of now
 
 	// Fields rather than locals, so they live in the one runner allocation
 	// instead of escaping to the heap separately.
@@ -178,8 +179,36 @@ func (r *runner[S, U]) commit(e *Event) {
 // step (Emit from inside the node).
 func (r *runner[S, U]) emitValue(e Event) { r.emit(&e) }
 
-func (r *runner[S, U]) bumpAttempt(d *nodeDef[S, U]) int {
-	return int(r.attempts[d.idx].Add(1))
+// bumpAttempt counts a start of d. Concurrent branches count atomically; a
+// one-node step runs alone (the branches of earlier steps have returned), so
+// it needs no atomic instruction.
+func (r *runner[S, U]) bumpAttempt(d *nodeDef[S, U], alone bool) int {
+	if alone {
+		r.attempts[d.idx]++
+		return int(r.attempts[d.idx])
+	}
+	return int(atomic.AddInt32(&r.attempts[d.idx], 1))
+}
+
+// anchorAge bounds how long the system clock's wall reading is carried
+// forward on the monotonic clock (see now).
+const anchorAge = time.Millisecond
+
+// now reads the clock on exec's goroutine. With the system clock it reads
+// the wall clock at most once per anchorAge and otherwise adds the monotonic
+// time elapsed since that reading: half the cost of time.Now, and the same
+// time but for a wall-clock step in the last millisecond.
+func (r *runner[S, U]) now() time.Time {
+	if !r.c.systemClock {
+		return r.c.clock.Now()
+	}
+	if !r.anchor.IsZero() {
+		if d := time.Since(r.anchor); d >= 0 && d < anchorAge {
+			return r.anchor.Add(d)
+		}
+	}
+	r.anchor = time.Now()
+	return r.anchor
 }
 
 type taskResult[S, U any] struct {
@@ -209,7 +238,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 	}
 	defer c.unlock(thread)
 
-	r := &runner[S, U]{c: c, thread: thread, yield: yield, trace: trace, attempts: make([]atomic.Int32, len(c.order))}
+	r := &runner[S, U]{c: c, thread: thread, yield: yield, trace: trace, attempts: make([]int32, len(c.order))}
 	defer r.release()
 	defer func() {
 		// Nodes, routes and Apply have their own recovery naming the node;

@@ -195,13 +195,18 @@ func (c *Compiled[S, U]) collect(results []taskResult[S, U], next []string) ([]t
 // failure (not an interrupt, not the run's own cancellation) is also recorded
 // as an error write against the checkpoint, so the thread shows it as failed.
 func (c *Compiled[S, U]) runTask(ctx context.Context, r *runner[S, U], step int, cpID uuid.UUID, d *nodeDef[S, U], state S, resume json.RawMessage, em *emitter) taskResult[S, U] {
-	attempt := r.bumpAttempt(d)
+	inline := em == r.em // a one-node step, run on exec's goroutine
+	attempt := r.bumpAttempt(d, inline)
 	em.base.Step, em.base.Node = step, d.name
 	// The clock is read twice per node, and the start and end events reuse
 	// the readings: on a 1 µs transition every clock read counts. Durations
-	// are measured with Config.Now, so a test clock gives test durations.
-	t0 := c.clock.Now()
-	inline := em == r.em // a one-node step: events built in place (see runner.slot)
+	// are measured with the Clock, so a test clock gives test durations.
+	var t0 time.Time
+	if inline {
+		t0 = r.now()
+	} else {
+		t0 = c.clock.Now()
+	}
 	if !inline {
 		em.emit(Event{Kind: EventNodeStart, Step: step, Node: d.name, Attempt: attempt, Time: t0})
 	} else if e := r.slot(); e != nil {
