@@ -8,7 +8,10 @@
 // The engines are measured in alternating blocks of runs (a GC before each
 // block, so that each pays for its own garbage), in shuffled order, so that
 // on a shared machine both see the same load; each round prints its ratios,
-// and the summary gives the best and median round.
+// and the summary gives the best and median round. Besides wall time, each
+// block's CPU time (the process's user + system time, so garbage collection
+// on the other core counts) is reported: on a loaded machine it moves less
+// than wall time, which also counts the time spent waiting for a core.
 package main
 
 import (
@@ -20,6 +23,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,7 +48,8 @@ func main() {
 type contender struct {
 	name   string
 	once   func() error
-	ns     []float64 // per round
+	ns     []float64 // wall time per run, per round
+	cpu    []float64 // CPU time per run, per round
 	allocs float64
 	bytes  float64
 }
@@ -108,44 +113,63 @@ func run(rounds, blocks, runs int) error {
 	fmt.Printf("%d rounds × %d blocks × %d runs per engine, blocks alternating in shuffled order\n\n", rounds, blocks, runs)
 
 	for r := 1; r <= rounds; r++ {
-		total := make([]time.Duration, len(cs))
+		wall := make([]time.Duration, len(cs))
+		cpu := make([]time.Duration, len(cs))
 		for range blocks {
 			for _, i := range rand.Perm(len(cs)) {
 				runtime.GC()
-				t0 := time.Now()
+				t0, c0 := time.Now(), cpuTime()
 				for range runs {
 					if err := cs[i].once(); err != nil {
 						return fmt.Errorf("%s: %w", cs[i].name, err)
 					}
 				}
-				total[i] += time.Since(t0)
+				wall[i] += time.Since(t0)
+				cpu[i] += cpuTime() - c0
 			}
 		}
-		fmt.Printf("round %d:", r)
+		fmt.Printf("round %d, × eino wall (CPU):", r)
 		for i, c := range cs {
-			c.ns = append(c.ns, float64(total[i].Nanoseconds())/float64(blocks*runs))
+			c.ns = append(c.ns, float64(wall[i].Nanoseconds())/float64(blocks*runs))
+			c.cpu = append(c.cpu, float64(cpu[i].Nanoseconds())/float64(blocks*runs))
 			if i > 0 {
-				fmt.Printf("  %.3f ×", c.ns[r-1]/cs[0].ns[r-1])
+				fmt.Printf("  %.3f (%.3f)", c.ns[r-1]/cs[0].ns[r-1], c.cpu[r-1]/cs[0].cpu[r-1])
 			}
 		}
 		fmt.Println()
 	}
 
-	fmt.Printf("\n%-38s %12s %12s %10s %10s %20s\n", "", "best ns/run", "median", "allocs/run", "B/run", "× eino: median (range)")
+	fmt.Printf("\n%-36s %11s %11s %11s %10s %9s %22s %22s\n", "", "best ns/run", "median", "median CPU", "allocs/run", "B/run",
+		"× eino wall: median (range)", "× eino CPU: median (range)")
 	for i, c := range cs {
 		ns := slices.Sorted(slices.Values(c.ns))
-		ratio := ""
+		cpu := slices.Sorted(slices.Values(c.cpu))
+		wallRatio, cpuRatio := "", ""
 		if i > 0 {
-			rs := make([]float64, len(c.ns))
-			for r := range c.ns {
-				rs[r] = c.ns[r] / cs[0].ns[r]
-			}
-			slices.Sort(rs)
-			ratio = fmt.Sprintf("%.3f (%.3f–%.3f)", rs[len(rs)/2], rs[0], rs[len(rs)-1])
+			wallRatio, cpuRatio = ratios(c.ns, cs[0].ns), ratios(c.cpu, cs[0].cpu)
 		}
-		fmt.Printf("%-38s %12.0f %12.0f %10.0f %10.0f %20s\n", c.name, ns[0], ns[len(ns)/2], c.allocs, c.bytes, ratio)
+		fmt.Printf("%-36s %11.0f %11.0f %11.0f %10.0f %9.0f %22s %22s\n", c.name, ns[0], ns[len(ns)/2], cpu[len(cpu)/2], c.allocs, c.bytes, wallRatio, cpuRatio)
 	}
 	return nil
+}
+
+// ratios describes a[r]/b[r] over the rounds r: the median and the range.
+func ratios(a, b []float64) string {
+	rs := make([]float64, len(a))
+	for r := range a {
+		rs[r] = a[r] / b[r]
+	}
+	slices.Sort(rs)
+	return fmt.Sprintf("%.3f (%.3f–%.3f)", rs[len(rs)/2], rs[0], rs[len(rs)-1])
+}
+
+// cpuTime is the CPU time the process has used, all threads.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // capgraphOnce runs the graph on one thread and deletes the thread, as a

@@ -3,9 +3,11 @@
 // writes (results of concurrent branches that finished before their step did,
 // errors, interrupts and resume values).
 //
-// Implementations live in sub-packages: memory (in-process), sqlite (the
-// embedded default) and postgres (several replicas). Every implementation runs
-// the conformance suite in checkpointtest.
+// Implementations live in sub-packages: memory (in-process; New keeps every
+// checkpoint, NewLatestOnly each thread's latest), sqlite (the embedded
+// default) and postgres (several replicas). Every implementation runs the
+// conformance suite in checkpointtest (RunLatestOnly for a store without
+// history).
 //
 // Leases: a Store may also be a Leaser, granting one owner at a time the
 // right to run a thread for a TTL it renews while the run lasts. Replicas
