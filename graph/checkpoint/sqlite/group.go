@@ -20,10 +20,11 @@ import (
 
 // group is the queue of writes waiting for a commit.
 type group struct {
-	mu    sync.Mutex
-	busy  bool // a commit is in progress or about to start
-	queue []*pending
-	wg    sync.WaitGroup // the goroutine committing queued writes
+	mu     sync.Mutex
+	busy   bool // a commit is in progress or about to start
+	closed bool // Close was called: no new writes
+	queue  []*pending
+	wg     sync.WaitGroup // writes in progress and the goroutine committing queued ones
 }
 
 // pending is one Put or PutWrites waiting for its commit.
@@ -34,6 +35,17 @@ type pending struct {
 	err    error
 	done   chan struct{} // closed once err is final
 	taken  bool          // taken into a commit; guarded by group.mu
+}
+
+// errClosed is the error of a write after Close.
+var errClosed = errors.New("sqlite: the store is closed")
+
+// close refuses new writes and waits for those in progress or queued.
+func (g *group) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
 }
 
 // refusal marks an error of apply that wrote nothing (a missing checkpoint):
@@ -48,13 +60,19 @@ func (s *Store) write(ctx context.Context, thread string, apply func(context.Con
 	p := &pending{ctx: ctx, thread: thread, apply: apply}
 	g := &s.group
 	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return errClosed
+	}
 	if !g.busy {
 		// The writer is idle: commit this write now, on this goroutine, with
 		// the caller's ctx, as a lone transaction would.
 		g.busy = true
+		g.wg.Add(1)
 		g.mu.Unlock()
 		s.commit(ctx, []*pending{p})
 		s.handOff()
+		g.wg.Done()
 		return unwrapRefusal(p.err)
 	}
 	p.done = make(chan struct{})

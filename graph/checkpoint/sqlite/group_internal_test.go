@@ -284,3 +284,68 @@ func TestGroupCommitDatabaseErrorIsolated(t *testing.T) {
 		t.Errorf("commit sizes %v, want [1 1 1]: first, then a and b each alone after the rollback", got)
 	}
 }
+
+// Close lets queued writes commit before closing, and refuses writes after.
+func TestGroupCommitClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	s, err := New(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt := &groupTest{t: t, s: s}
+	ctx := context.Background()
+	release := gt.hold()
+	var wg sync.WaitGroup
+	out := make(chan result, 4)
+	cps := []checkpoint.Checkpoint{groupCP("a"), groupCP("b"), groupCP("c")}
+	goWrite(&wg, out, "a", func() error { return s.Put(ctx, cps[0]) })
+	gt.waitQueued(0)
+	goWrite(&wg, out, "b", func() error { return s.Put(ctx, cps[1]) })
+	goWrite(&wg, out, "c", func() error { return s.Put(ctx, cps[2]) })
+	gt.waitQueued(2)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.group.mu.Lock()
+		c := s.group.closed
+		s.group.mu.Unlock()
+		if c {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Close did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := s.Put(ctx, groupCP("late")); !errors.Is(err, errClosed) {
+		t.Errorf("Put after Close: %v, want the store-closed error", err)
+	}
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) with writes still queued", err)
+	default:
+	}
+	release()
+	wg.Wait()
+	close(out)
+	for r := range out {
+		if r.err != nil {
+			t.Errorf("%s: %v", r.name, r.err)
+		}
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	// Reopened, the file holds the three writes Close waited for.
+	s2, err := New(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	for _, cp := range cps {
+		if tu, err := s2.Get(ctx, cp.ThreadID, uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {
+			t.Errorf("%s after Close: %v, %v", cp.ThreadID, tu.Checkpoint.ID, err)
+		}
+	}
+}

@@ -79,10 +79,10 @@ func New(cfg Config) (*Store, error) {
 	return &Store{w: w, r: r, maxBatch: cfg.MaxBatch}, nil
 }
 
-// Close waits for the writes already queued to be committed, then closes
-// both connection pools.
+// Close refuses new writes, waits for those in progress or queued to be
+// committed, then closes both connection pools.
 func (s *Store) Close() error {
-	s.group.wg.Wait()
+	s.group.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
