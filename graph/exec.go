@@ -49,7 +49,7 @@ type runner[S, U any] struct {
 	em      *emitter
 	one     [1]taskResult[S, U] // results of a one-node step, reused
 
-	attempts []int32 // starts per node, indexed by nodeDef.idx (see bumpAttempt)
+	attempts []int32   // starts per node, indexed by nodeDef.idx (see bumpAttempt)
 	anchor   time.Time // the last wall-clock reading of now
 
 	// Fields rather than locals, so they live in the one runner allocation
