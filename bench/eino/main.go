@@ -74,6 +74,7 @@ func run(rounds, blocks, runs int) error {
 	}{
 		{"capgraph Run, memory store", memory.New(), false},
 		{"capgraph Run, latest-only store", memory.NewLatestOnly(), false},
+		{"capgraph Stream, memory store", memory.New(), true},
 		{"capgraph Stream, latest-only store", memory.NewLatestOnly(), true},
 	} {
 		c, err := hub.Capgraph(v.store)

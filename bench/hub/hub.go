@@ -40,20 +40,22 @@ func Check(s State) error {
 	return nil
 }
 
-// next is the router's decision on s, shared by both engines.
-func next(s State) string {
+// next is the router's decision on s, shared by both engines: the index of
+// the next worker in Workers, or -1 to end.
+func next(s State) int {
 	if s.Trips >= Trips {
-		return ""
+		return -1
 	}
-	return Workers[s.Trips%len(Workers)]
+	return s.Trips % len(Workers)
 }
 
 // Capgraph compiles the graph on capgraph's engine, writing a checkpoint to
 // store after every step. The update is the state delta of a node.
 func Capgraph(store checkpoint.Store) (*graph.Compiled[State, State], error) {
-	routes := make(map[string][]string, len(Workers))
-	for _, w := range Workers {
-		routes[w] = []string{w}
+	// One destination slice per worker, made once: a route returns it as is.
+	routes := make([][]string, len(Workers))
+	for i, w := range Workers {
+		routes[i] = []string{w}
 	}
 	toEnd := []string{graph.End}
 	g := graph.New(graph.Config[State, State]{
@@ -67,11 +69,11 @@ func Capgraph(store checkpoint.Store) (*graph.Compiled[State, State], error) {
 	})
 	g.AddNode("router", func(context.Context, State) (State, error) { return State{Routes: 1}, nil })
 	g.AddConditionalEdges("router", func(s State) graph.Route {
-		w := next(s)
-		if w == "" {
+		i := next(s)
+		if i < 0 {
 			return graph.Route{To: toEnd}
 		}
-		return graph.Route{To: routes[w]}
+		return graph.Route{To: routes[i]}
 	}, Workers...)
 	for _, w := range Workers {
 		g.AddNode(w, func(context.Context, State) (State, error) { return State{Trips: 1}, nil })
@@ -109,8 +111,8 @@ func Eino(ctx context.Context) (compose.Runnable[State, State], error) {
 		return nil, err
 	}
 	if err := g.AddBranch("router", compose.NewGraphBranch(func(_ context.Context, s State) (string, error) {
-		if w := next(s); w != "" {
-			return w, nil
+		if i := next(s); i >= 0 {
+			return Workers[i], nil
 		}
 		return compose.END, nil
 	}, ends)); err != nil {
