@@ -32,22 +32,23 @@ func (s *Store) LatestOnly() bool { return s.latestOnly }
 // change.
 func (t *thread) putLatest(cp *checkpoint.Checkpoint) {
 	if len(t.cps) == 0 {
-		t.cps = []*checkpoint.Checkpoint{t.mem.keep(cp)}
+		t.cps = []*entry{t.mem.keep(cp)}
 		return
 	}
 	e := t.cps[0]
-	switch c := compareUUID(cp.ID, e.ID); {
+	switch c := compareUUID(cp.ID, e.id); {
 	case c < 0:
 		return // older than the latest: not kept
 	case c > 0:
 		// The previous checkpoint goes, and with it its pending writes.
-		delete(t.writes, e.ID)
+		delete(t.writes, e.id)
 	}
-	state, next := e.State, e.Next
-	*e = *cp
-	e.State = reuse(state, cp.State)
-	e.Next = reuse(next, cp.Next)
-	e.Metadata = cloneMap(cp.Metadata)
+	state, next := e.state, e.next
+	*e = entry{id: cp.ID, parent: cp.ParentID, run: cp.RunID, step: cp.Step,
+		notBefore: micros(cp.NotBefore), created: micros(cp.Created)}
+	e.state = reuse(state, cp.State)
+	e.next = reuse(next, cp.Next)
+	e.metadata = cloneMap(cp.Metadata)
 }
 
 // reuse copies src into dst's memory when it fits (and dst is not much too

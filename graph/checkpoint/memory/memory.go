@@ -28,7 +28,7 @@ type Store struct {
 }
 
 type thread struct {
-	cps    []*checkpoint.Checkpoint // ascending by id; at most one when latestOnly
+	cps    []*entry // ascending by id; at most one when latestOnly
 	writes map[uuid.UUID][]checkpoint.Write
 	// first and created are the id and time of the oldest checkpoint Put,
 	// which ThreadInfo reports even when that checkpoint was not kept.
@@ -55,8 +55,6 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
 		return err
 	}
-	cp.Created = storedTime(cp.Created)
-	cp.NotBefore = storedTime(cp.NotBefore)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.Fence(ctx, cp.ThreadID); err != nil {
@@ -68,20 +66,20 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		s.threads[cp.ThreadID] = t
 	}
 	if t.first == uuid.Nil || compareUUID(cp.ID, t.first) <= 0 {
-		t.first, t.created = cp.ID, cp.Created
+		t.first, t.created = cp.ID, storedTime(micros(cp.Created))
 	}
 	if s.latestOnly {
 		t.putLatest(&cp)
 		return nil
 	}
 	n := len(t.cps)
-	if n == 0 || uuidLess(t.cps[n-1].ID, cp.ID) {
+	if n == 0 || uuidLess(t.cps[n-1].id, cp.ID) {
 		// Common case: ids are time-ordered, so appending keeps the order.
 		t.cps = append(t.cps, t.mem.keep(&cp))
 		return nil
 	}
-	i, found := slices.BinarySearchFunc(t.cps, cp.ID, func(c *checkpoint.Checkpoint, id uuid.UUID) int {
-		return compareUUID(c.ID, id)
+	i, found := slices.BinarySearchFunc(t.cps, cp.ID, func(e *entry, id uuid.UUID) int {
+		return compareUUID(e.id, id)
 	})
 	if found {
 		t.cps[i] = t.mem.keep(&cp)
@@ -137,13 +135,13 @@ func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpo
 	}
 	var cp checkpoint.Checkpoint
 	if id == uuid.Nil {
-		cp = *t.cps[len(t.cps)-1]
+		cp = t.cps[len(t.cps)-1].checkpoint(threadID)
 	} else {
 		i := t.index(id)
 		if i < 0 {
 			return checkpoint.Tuple{}, checkpoint.ErrNotFound
 		}
-		cp = *t.cps[i]
+		cp = t.cps[i].checkpoint(threadID)
 	}
 	ws := slices.Clone(t.writes[cp.ID])
 	for i := range ws {
@@ -165,14 +163,14 @@ func (s *Store) List(ctx context.Context, threadID string, opts checkpoint.ListO
 	}
 	var out []checkpoint.Checkpoint
 	for i := len(t.cps) - 1; i >= 0; i-- {
-		cp := *t.cps[i]
-		if opts.Before != uuid.Nil && compareUUID(cp.ID, opts.Before) >= 0 {
+		e := t.cps[i]
+		if opts.Before != uuid.Nil && compareUUID(e.id, opts.Before) >= 0 {
 			continue
 		}
-		if !checkpoint.MatchMetadata(cp.Metadata, opts.Filter) {
+		if !checkpoint.MatchMetadata(e.metadata, opts.Filter) {
 			continue
 		}
-		out = append(out, clone(cp))
+		out = append(out, clone(e.checkpoint(threadID)))
 		if opts.Limit > 0 && len(out) == opts.Limit {
 			break
 		}
@@ -192,12 +190,12 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 			continue
 		}
 		last := t.cps[len(t.cps)-1]
-		if !checkpoint.MatchMetadata(last.Metadata, f.Metadata) {
+		if !checkpoint.MatchMetadata(last.metadata, f.Metadata) {
 			continue
 		}
 		out = append(out, checkpoint.ThreadInfo{
-			ThreadID: id, Latest: last.ID, Metadata: maps.Clone(last.Metadata),
-			Created: t.created, Updated: last.Created,
+			ThreadID: id, Latest: last.id, Metadata: maps.Clone(last.metadata),
+			Created: t.created, Updated: storedTime(last.created),
 		})
 	}
 	s.mu.RUnlock()
@@ -220,8 +218,8 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string) error {
 }
 
 func (t *thread) index(id uuid.UUID) int {
-	i, found := slices.BinarySearchFunc(t.cps, id, func(c *checkpoint.Checkpoint, id uuid.UUID) int {
-		return compareUUID(c.ID, id)
+	i, found := slices.BinarySearchFunc(t.cps, id, func(e *entry, id uuid.UUID) int {
+		return compareUUID(e.id, id)
 	})
 	if !found {
 		return -1
@@ -262,16 +260,4 @@ func nilIfEmpty[T any](s []T) []T {
 		return nil
 	}
 	return s
-}
-
-// storedTime is t in UTC truncated to microseconds, without monotonic reading;
-// the zero time stays zero.
-func storedTime(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	// Equal to t.Round(0).UTC().Truncate(time.Microsecond) (a second is a
-	// whole number of microseconds), without Truncate's 128-bit division.
-	ns := t.Nanosecond()
-	return time.Unix(t.Unix(), int64(ns-ns%1000)).UTC()
 }
