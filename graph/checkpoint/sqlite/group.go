@@ -207,3 +207,62 @@ func unwrapRefusal(err error) error {
 	}
 	return err
 }
+
+// The statements of Put and PutWrites. A group commit runs them once per
+// write, and parsing them each time cost more than running them.
+const (
+	sqlPutCheckpoint = `INSERT INTO checkpoints (` + cpColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (thread_id, id) DO UPDATE SET
+			parent_id = excluded.parent_id, run_id = excluded.run_id, step = excluded.step,
+			state = excluded.state, next = excluded.next, not_before = excluded.not_before,
+			metadata = excluded.metadata, created = excluded.created`
+	// The summary follows the greatest id, whatever order Puts arrive in. SET
+	// expressions see the row's old values.
+	sqlPutThread = `INSERT INTO threads (thread_id, first_id, latest_id, metadata, created, updated)
+		VALUES (?1, ?2, ?2, ?3, ?4, ?4)
+		ON CONFLICT (thread_id) DO UPDATE SET
+			first_id  = CASE WHEN excluded.first_id <= first_id THEN excluded.first_id ELSE first_id END,
+			created   = CASE WHEN excluded.first_id <= first_id THEN excluded.created ELSE created END,
+			latest_id = CASE WHEN excluded.latest_id >= latest_id THEN excluded.latest_id ELSE latest_id END,
+			metadata  = CASE WHEN excluded.latest_id >= latest_id THEN excluded.metadata ELSE metadata END,
+			updated   = CASE WHEN excluded.latest_id >= latest_id THEN excluded.updated ELSE updated END`
+	sqlHasCheckpoint = `SELECT 1 FROM checkpoints WHERE thread_id = ? AND id = ?`
+	sqlPutWrite      = `INSERT INTO writes (thread_id, checkpoint_id, task, kind, value) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (thread_id, checkpoint_id, task, kind) DO UPDATE SET value = excluded.value`
+)
+
+// writeStmts are those statements prepared on the writer connection; a
+// transaction uses them through Tx.StmtContext, which reuses the
+// connection's prepared statement.
+type writeStmts struct {
+	putCheckpoint, putThread, hasCheckpoint, putWrite *sql.Stmt
+}
+
+func prepareWrites(w *sql.DB) (*writeStmts, error) {
+	ws := &writeStmts{}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&ws.putCheckpoint, sqlPutCheckpoint}, {&ws.putThread, sqlPutThread},
+		{&ws.hasCheckpoint, sqlHasCheckpoint}, {&ws.putWrite, sqlPutWrite},
+	} {
+		st, err := w.Prepare(p.sql)
+		if err != nil {
+			ws.close()
+			return nil, fmt.Errorf("sqlite: prepare statements: %w", err)
+		}
+		*p.dst = st
+	}
+	return ws, nil
+}
+
+func (ws *writeStmts) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{ws.putCheckpoint, ws.putThread, ws.hasCheckpoint, ws.putWrite} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -27,7 +27,8 @@ type Store struct {
 	r *sql.DB // read pool
 
 	maxBatch int
-	group    group // Puts and PutWrites waiting for a commit
+	group    group       // Puts and PutWrites waiting for a commit
+	stmts    *writeStmts // their statements, prepared once
 }
 
 var (
@@ -76,14 +77,20 @@ func New(cfg Config) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("sqlite: open %s for reading: %w", cfg.Path, err)
 	}
-	return &Store{w: w, r: r, maxBatch: cfg.MaxBatch}, nil
+	stmts, err := prepareWrites(w)
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, err
+	}
+	return &Store{w: w, r: r, maxBatch: cfg.MaxBatch, stmts: stmts}, nil
 }
 
 // Close refuses new writes, waits for those in progress or queued to be
 // committed, then closes both connection pools.
 func (s *Store) Close() error {
 	s.group.close()
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
 }
 
 const cpColumns = `thread_id, id, parent_id, run_id, step, state, next, not_before, metadata, created`
@@ -107,27 +114,13 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		return fmt.Errorf("sqlite: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
 	return s.write(ctx, cp.ThreadID, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (`+cpColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (thread_id, id) DO UPDATE SET
-				parent_id = excluded.parent_id, run_id = excluded.run_id, step = excluded.step,
-				state = excluded.state, next = excluded.next, not_before = excluded.not_before,
-				metadata = excluded.metadata, created = excluded.created`,
+		_, err := tx.StmtContext(ctx, s.stmts.putCheckpoint).ExecContext(ctx,
 			cp.ThreadID, cp.ID[:], idArg(cp.ParentID), idArg(cp.RunID), cp.Step, blobArg(cp.State),
 			next, timeArg(cp.NotBefore), md, timeArg(cp.Created))
 		if err != nil {
 			return fmt.Errorf("sqlite: put %s/%s: %w", cp.ThreadID, cp.ID, err)
 		}
-		// The summary follows the greatest id, whatever order Puts arrive in. SET
-		// expressions see the row's old values.
-		_, err = tx.ExecContext(ctx, `INSERT INTO threads (thread_id, first_id, latest_id, metadata, created, updated)
-			VALUES (?1, ?2, ?2, ?3, ?4, ?4)
-			ON CONFLICT (thread_id) DO UPDATE SET
-				first_id  = CASE WHEN excluded.first_id <= first_id THEN excluded.first_id ELSE first_id END,
-				created   = CASE WHEN excluded.first_id <= first_id THEN excluded.created ELSE created END,
-				latest_id = CASE WHEN excluded.latest_id >= latest_id THEN excluded.latest_id ELSE latest_id END,
-				metadata  = CASE WHEN excluded.latest_id >= latest_id THEN excluded.metadata ELSE metadata END,
-				updated   = CASE WHEN excluded.latest_id >= latest_id THEN excluded.updated ELSE updated END`,
-			cp.ThreadID, cp.ID[:], md, timeArg(cp.Created))
+		_, err = tx.StmtContext(ctx, s.stmts.putThread).ExecContext(ctx, cp.ThreadID, cp.ID[:], md, timeArg(cp.Created))
 		if err != nil {
 			return fmt.Errorf("sqlite: update thread %s: %w", cp.ThreadID, err)
 		}
@@ -149,7 +142,7 @@ func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, wr
 		// Checked inside the write transaction: no other writer can delete the
 		// checkpoint between the check and the inserts.
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread_id = ? AND id = ?`, threadID, id[:]).Scan(&one)
+		err := tx.StmtContext(ctx, s.stmts.hasCheckpoint).QueryRowContext(ctx, threadID, id[:]).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return refusal{fmt.Errorf("%w: checkpoint %s of thread %q", checkpoint.ErrNotFound, id, threadID)}
 		}
@@ -157,9 +150,7 @@ func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, wr
 			return fmt.Errorf("sqlite: put writes %s/%s: %w", threadID, id, err)
 		}
 		for _, w := range writes {
-			_, err := tx.ExecContext(ctx, `INSERT INTO writes (thread_id, checkpoint_id, task, kind, value) VALUES (?, ?, ?, ?, ?)
-				ON CONFLICT (thread_id, checkpoint_id, task, kind) DO UPDATE SET value = excluded.value`,
-				threadID, id[:], w.Task, string(w.Kind), blobArg(w.Value))
+			_, err := tx.StmtContext(ctx, s.stmts.putWrite).ExecContext(ctx, threadID, id[:], w.Task, string(w.Kind), blobArg(w.Value))
 			if err != nil {
 				return fmt.Errorf("sqlite: put write %s/%s of %s/%s: %w", w.Task, w.Kind, threadID, id, err)
 			}
