@@ -82,28 +82,37 @@ func BenchmarkLongRun(b *testing.B) {
 	}
 }
 
-// BenchmarkLongRunStream is BenchmarkLongRun consumed as a stream: the
-// events go to the loop, and no trace is kept.
+// BenchmarkLongRunStream is BenchmarkLongRun consumed as a stream, as the
+// agent runs its graph: the events go to the loop, and no trace is kept.
 func BenchmarkLongRunStream(b *testing.B) {
-	store := memory.NewLatestOnly()
-	c := hubGraph(b, store)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		n := 0
-		for ev, err := range c.Stream(ctx, "hub", hubState{}) {
-			if err != nil {
-				b.Fatal(err)
+	for _, s := range []struct {
+		name  string
+		store checkpoint.Store
+	}{
+		{"memory", memory.New()},
+		{"latest-only", memory.NewLatestOnly()},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			c := hubGraph(b, s.store)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				for ev, err := range c.Stream(ctx, "hub", hubState{}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					if ev.Kind == graph.EventCheckpoint {
+						n++
+					}
+				}
+				if n != 2*hubTrips+2 {
+					b.Fatalf("%d checkpoints", n)
+				}
+				if err := s.store.DeleteThread(ctx, "hub"); err != nil {
+					b.Fatal(err)
+				}
 			}
-			if ev.Kind == graph.EventCheckpoint {
-				n++
-			}
-		}
-		if n != 2*hubTrips+2 {
-			b.Fatalf("%d checkpoints", n)
-		}
-		if err := store.DeleteThread(ctx, "hub"); err != nil {
-			b.Fatal(err)
-		}
+		})
 	}
 }
