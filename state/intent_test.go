@@ -25,6 +25,8 @@ func TestPermits(t *testing.T) {
 	sector := state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{change("the corrector 2 in sector 3", val(1.5), "A")}}
 	two := state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{change("Q1", val(105), "A"), change("Q2", val(98), "A")}}
 	noValue := state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{change("RF cavity 2", nil, "")}}
+	both := state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{change("the Q1 and Q2 currents", val(105), "A")}}
+	cavities := state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{change("cavities 1, 2 and 3", val(500), "kV")}}
 	bare := state.Intent{Kind: state.IntentChange}
 	unnamed := state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{change("it", val(105), "")}}
 	opaque := capabilities.StepAction("channel_write", capabilities.Step{PlannedStep: capabilities.PlannedStep{
@@ -66,6 +68,10 @@ func TestPermits(t *testing.T) {
 		{"two changes swapped", two, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 98.0, Unit: "A"},
 			capabilities.Change{Target: "BTS:MAG:Q2:CURRENT", Value: 105.0, Unit: "A"}), state.ErrIntentMismatch, "98 A, the user asked for 105 A"},
 		{"a third device", two, act(capabilities.Change{Target: "BTS:MAG:Q3:CURRENT", Value: 105.0, Unit: "A"}), state.ErrIntentMismatch, `"Q1" and "Q2"`},
+		{"one of two named", both, act(capabilities.Change{Target: "BTS:MAG:Q2:CURRENT", Value: 105.0, Unit: "A"}), nil, ""},
+		{"not one of two named", both, act(capabilities.Change{Target: "BTS:MAG:Q3:CURRENT", Value: 105.0, Unit: "A"}), state.ErrIntentMismatch, "Q1"},
+		{"listed numbers take the name", cavities, act(capabilities.Change{Target: "SR:RF:CAV3:VOLT", Value: 500.0, Unit: "kV"}), nil, ""},
+		{"a number not listed", cavities, act(capabilities.Change{Target: "SR:RF:CAV4:VOLT", Value: 500.0, Unit: "kV"}), state.ErrIntentMismatch, "cavities 1"},
 		{"no stated value: any value", noValue, act(capabilities.Change{Target: "SR:RF:CAV2:VOLT", Value: "OFF"}), nil, ""},
 		{"no stated value: target still checked", noValue, act(capabilities.Change{Target: "SR:RF:CAV3:VOLT", Value: "OFF"}), state.ErrIntentMismatch, "cavity 2"},
 		{"string for a number", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: "MAX"}), state.ErrIntentMismatch, `"MAX"`},

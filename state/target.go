@@ -61,7 +61,9 @@ func trimZeros(n string) string {
 	return t
 }
 
-// statedIdentifiers returns the identifiers in a target as the user named it.
+// statedIdentifiers returns the identifiers in a target as the user named
+// it. A number listed after an identifier ("cavities 1 and 2", "cavity 1,
+// 2 or 3") takes its name.
 func statedIdentifiers(target string) []identifier {
 	ws := words(target)
 	var out []identifier
@@ -70,8 +72,16 @@ func statedIdentifiers(target string) []identifier {
 			out = append(out, identifier{letters: l, num: n, glued: true})
 			continue
 		}
-		if allDigits(w) && k > 0 && allLetters(ws[k-1]) && len(ws[k-1]) > 1 && !notNames[ws[k-1]] {
-			out = append(out, identifier{letters: ws[k-1], num: trimZeros(w)})
+		if !allDigits(w) || k == 0 {
+			continue
+		}
+		prev := ws[k-1]
+		switch {
+		case allLetters(prev) && len(prev) > 1 && !notNames[prev]:
+			out = append(out, identifier{letters: prev, num: trimZeros(w)})
+		case (prev == "and" || prev == "or" || allDigits(prev)) && len(out) > 0:
+			last := out[len(out)-1]
+			out = append(out, identifier{letters: last.letters, num: trimZeros(w), glued: last.glued})
 		}
 	}
 	return out
@@ -129,13 +139,23 @@ func (id identifier) agrees(cands []identifier) bool {
 	return !id.glued && !named
 }
 
-// targetAgrees reports whether every identifier in the stated target agrees
-// with the text, and the first that does not.
+// targetAgrees reports whether the stated target agrees with the text, and
+// the first identifier that does not. Identifiers with the same name are
+// alternatives ("Q1 and Q2": either may be the target); names differing
+// must all agree ("Q1 in sector 3").
 func targetAgrees(stated, text string) (bool, identifier) {
 	cands := candidateNames(text)
-	for _, id := range statedIdentifiers(stated) {
-		if !id.agrees(cands) {
-			return false, id
+	ids := statedIdentifiers(stated)
+	for k, id := range ids {
+		ok := false
+		for _, alt := range ids {
+			if alt.letters == id.letters && alt.agrees(cands) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false, ids[k]
 		}
 	}
 	return true, identifier{}

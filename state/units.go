@@ -65,6 +65,13 @@ func CanonicalUnit(u string) string {
 	return u
 }
 
+// KnownUnit reports whether u is a unit capgraph knows (a symbol such as
+// "kV", or a spelling such as "amps").
+func KnownUnit(u string) bool {
+	_, ok := lookupUnit(strings.TrimSpace(u))
+	return ok
+}
+
 func exactUnit(u string) bool {
 	if _, ok := baseUnits[u]; ok {
 		return true
