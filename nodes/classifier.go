@@ -62,7 +62,7 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 	case t.Options.SkipClassification:
 		selected = n.cfg.Registry.Names()
 	default:
-		selected, calls, offline, err = n.classify(ctx, task, t.Input, t.Control.ReclassificationReason)
+		selected, calls, offline, err = n.classify(ctx, task, t.Input, t.Control.ReclassificationReason, intentOf(t))
 		if err != nil {
 			// The calls made before the failure count against the budget.
 			return state.Update{Tokens: tokens(llm.RoleClassifier, calls...)}, err
@@ -72,14 +72,18 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 	// planner reuses it); offline there is no planner judgement, so providers
 	// always run unless the task follows up on the previous one.
 	reuse := !offline || (t.Task != nil && t.Task.DependsOnHistory)
-	all, added := expandDependencies(n.cfg.Registry, selected, s.Context, reuse)
+	// A capability that acts on the outside world is selected only for a
+	// change the user asked for, whatever the model or the lexical scores say.
+	intent := intentOf(t)
+	selected, withheld := withholdSideEffects(n.cfg.Registry, selected, intent)
+	all, added := expandDependencies(n.cfg.Registry, selected, s.Context, reuse, allowedFor(n.cfg.Registry, intent))
 	for _, always := range []string{capabilities.Respond, capabilities.Clarify} {
 		if !slices.Contains(all, always) {
 			all = append(all, always)
 		}
 	}
 	t.ActiveCapabilities = all
-	graph.Emit(ctx, CapabilitiesSelected{Capabilities: all, Added: added, Offline: offline})
+	graph.Emit(ctx, CapabilitiesSelected{Capabilities: all, Added: added, Offline: offline, Withheld: withheld})
 	return state.Update{Turn: &t, Tokens: tokens(llm.RoleClassifier, calls...)}, nil
 }
 
@@ -116,16 +120,16 @@ func (n *ClassifierNode) info(c capabilities.Capability) prompts.ClassifierCapab
 	return ci
 }
 
-func (n *ClassifierNode) classify(ctx context.Context, task, input, previous string) (selected []string, calls []call, offline bool, err error) {
+func (n *ClassifierNode) classify(ctx context.Context, task, input, previous string, intent state.Intent) (selected []string, calls []call, offline bool, err error) {
 	cands := n.candidates()
 	if len(cands) == 0 {
 		return nil, nil, !n.online(llm.RoleClassifier), nil
 	}
 	if !n.online(llm.RoleClassifier) {
-		return n.offlineSelect(task, input), nil, true, nil
+		return n.offlineSelect(task, input, intent), nil, true, nil
 	}
 	if n.cfg.ClassifierMode == PerCapability {
-		return n.perCapability(ctx, task, input, previous, cands)
+		return n.perCapability(ctx, task, input, previous, cands, intent)
 	}
 	infos := make([]prompts.ClassifierCapability, len(cands))
 	for i, c := range cands {
@@ -140,7 +144,7 @@ func (n *ClassifierNode) classify(ctx context.Context, task, input, previous str
 		return nil, nil, false, err
 	}
 	if c.offline {
-		return n.offlineSelect(task, input), nil, true, nil
+		return n.offlineSelect(task, input, intent), nil, true, nil
 	}
 	names, err := parseSelection(c.text)
 	if err != nil {
@@ -205,7 +209,7 @@ func parseMatch(reply string) (bool, error) {
 // capability out (with a NotSelected event) unless its failure is CRITICAL or
 // FATAL (a rejected key fails every call alike) or every call failed: then
 // the classifier fails.
-func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previous string, cands []capabilities.Capability) ([]string, []call, bool, error) {
+func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previous string, cands []capabilities.Capability, intent state.Intent) ([]string, []call, bool, error) {
 	type result struct {
 		match bool
 		c     call
@@ -277,7 +281,7 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 		}
 	}
 	if offline {
-		return n.offlineSelect(task, input), nil, true, nil
+		return n.offlineSelect(task, input, intent), nil, true, nil
 	}
 	if failed == len(cands) {
 		return nil, calls, false, llm.CapabilityError(results[0].err)
@@ -293,8 +297,13 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 // earlier turns stored (dependency expansion reuses it). A follow-up naming a
 // new subject ("and the RF voltage?") keeps the joined task: it asks the
 // previous question again about something else.
-func (n *ClassifierNode) offlineSelect(task, input string) []string {
-	ix := n.lexical()
+//
+// The index holds only the capabilities the intent allows: for a read, a
+// side-effecting capability is no candidate, so it can neither be selected
+// nor outscore the reads (the selection's relative threshold is relative to
+// the best allowed capability).
+func (n *ClassifierNode) offlineSelect(task, input string, intent state.Intent) []string {
+	ix := n.lexical(intent)
 	if msg, ok := followUpText(task, input); ok {
 		if sel := ix.selectLexical(msg, n.cfg.OfflineThreshold, n.cfg.OfflineRelative); len(sel) > 0 {
 			return sel
@@ -315,5 +324,9 @@ func followUpText(task, input string) (string, bool) {
 }
 
 // lexical indexes the registry as it is now (building it takes microseconds,
-// and capabilities registered after the node was built are included).
-func (n *ClassifierNode) lexical() *lexicalIndex { return newLexicalIndex(n.cfg.Registry.All()) }
+// and capabilities registered after the node was built are included),
+// without the capabilities the intent does not allow.
+func (n *ClassifierNode) lexical(intent state.Intent) *lexicalIndex {
+	allow := allowedFor(n.cfg.Registry, intent)
+	return newLexicalIndex(slices.DeleteFunc(n.cfg.Registry.All(), func(c capabilities.Capability) bool { return !allow(c.Name()) }))
+}

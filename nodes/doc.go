@@ -51,7 +51,7 @@
 //   - Token{Node, Text}: a chunk of the answer or questions;
 //   - AnswerReset{Node, Reason}: the chunks Node streamed so far are void
 //     (its model's stream failed part way); frontends discard them;
-//   - TaskExtracted{Task, DependsOnHistory, Offline};
+//   - TaskExtracted{Task, DependsOnHistory, Offline, Intent};
 //   - CapabilitiesSelected{Capabilities, Added, Offline};
 //   - NotSelected{Capability, Err}: a classification call failed, or the model
 //     named an unregistered capability;

@@ -19,6 +19,11 @@ var (
 	// ErrInvalidInputKey: a plan step reads a context key that does not exist
 	// or that a later step produces (REPLANNING).
 	ErrInvalidInputKey = errors.New("nodes: plan reads an invalid context key")
+	// ErrUnrequestedChange: a plan has a side-effecting step the user did not
+	// ask for, or one that changes another target or value than the user
+	// stated (REPLANNING). The PlanError's Cause wraps
+	// state.ErrNoChangeIntent or state.ErrIntentMismatch.
+	ErrUnrequestedChange = errors.New("nodes: plan changes what the user did not ask to change")
 	// ErrNoTask: a node needing a task ran before task extraction.
 	ErrNoTask = errors.New("nodes: no task")
 )
@@ -67,19 +72,28 @@ func formatError(node, problem, shape, reply string, extra map[string]any) *capa
 
 // PlanError is a plan that parsed but cannot run.
 type PlanError struct {
-	// Kind is ErrUnknownCapability or ErrInvalidInputKey.
+	// Kind is ErrUnknownCapability, ErrInvalidInputKey or ErrUnrequestedChange.
 	Kind    error
 	Step    int
 	Problem string
 	// Unknown lists unknown capabilities; Available lists usable context keys.
 	Unknown   []string
 	Available []string
+	// Cause is the underlying error, if any (state.ErrNoChangeIntent…).
+	Cause error
 }
 
 func (e *PlanError) Error() string {
 	return fmt.Sprintf("plan step %d: %s", e.Step+1, e.Problem)
 }
-func (e *PlanError) Unwrap() error { return e.Kind }
+
+// Unwrap returns Kind and Cause, so errors.Is finds either.
+func (e *PlanError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Cause}
+}
 
 func (e *PlanError) capabilityError() *capabilities.Error {
 	if errors.Is(e.Kind, ErrUnknownCapability) {
@@ -88,10 +102,12 @@ func (e *PlanError) capabilityError() *capabilities.Error {
 				capabilities.MetaReclassificationReason: fmt.Sprintf("the plan needed capabilities that are not available: %s", strings.Join(e.Unknown, ", ")),
 				MetaUnknown:                             e.Unknown}}
 	}
+	meta := map[string]any{capabilities.MetaReplanningReason: e.Problem}
+	if !errors.Is(e.Kind, ErrUnrequestedChange) {
+		meta[MetaAvailableKeys] = e.Available
+	}
 	return &capabilities.Error{Severity: capabilities.Replanning, Kind: capabilities.KindInvalidInput,
-		UserMessage: e.Error(), Err: e, Metadata: map[string]any{
-			capabilities.MetaReplanningReason: e.Problem,
-			MetaAvailableKeys:                 e.Available}}
+		UserMessage: e.Error(), Err: e, Metadata: meta}
 }
 
 func truncate(s string, n int) string {

@@ -88,7 +88,7 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 			if err != nil {
 				return used, formatError(n.name, err.Error(), PlanShape, c.text, carry)
 			}
-			valid, prob := validatePlan(parsed, n.cfg.Registry, s.Context, task)
+			valid, prob := validatePlan(parsed, n.cfg.Registry, s.Context, task, intentOf(t))
 			if prob != nil {
 				if prob.plan != nil {
 					return used, prob.plan.capabilityError()
@@ -102,9 +102,14 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 	}
 	if offline {
 		var skipped []string
-		steps, skipped = dependencyPlan(n.cfg.Registry, t.ActiveCapabilities, s.Context, task, t.Number)
+		steps, skipped = dependencyPlan(n.cfg.Registry, t.ActiveCapabilities, s.Context, task, t.Number, intentOf(t))
 		for _, sk := range skipped {
 			graph.Emit(ctx, Status{Node: n.name, Text: fmt.Sprintf("Offline planner: %s left out, its inputs are not available", sk)})
+		}
+		// The offline plan holds side-effecting steps only for a change;
+		// checked like any plan, so no path skips the check.
+		if pe := checkIntent(steps, n.cfg.Registry, s.Context, intentOf(t)); pe != nil {
+			return state.Update{Tokens: tokens(llm.RoleOrchestrator, calls...)}, pe.capabilityError()
 		}
 	}
 	for _, st := range steps {
@@ -117,6 +122,14 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 	t.Plan = &state.Plan{Steps: toPlanSteps(steps), Number: t.Control.PlansCreated, Created: n.cfg.Now()}
 	graph.Emit(ctx, PlanMade{Plan: *t.Plan, Offline: offline})
 	return state.Update{Turn: &t, Tokens: tokens(llm.RoleOrchestrator, calls...)}, nil
+}
+
+// intentOf is the turn's intent (a read when no task was extracted).
+func intentOf(t state.Turn) state.Intent {
+	if t.Task == nil {
+		return state.Intent{}
+	}
+	return t.Task.Intent
 }
 
 // active returns the turn's active capabilities (all registered ones when the

@@ -74,11 +74,11 @@ func (n *RespondNode) Run(ctx context.Context, s state.State) (state.Update, err
 		calls = append(calls, c)
 		text = strings.TrimSpace(c.text)
 		if c.offline {
-			text = offlineAnswer(data)
+			text = offlineAnswer(data) + hypotheticalNote(t)
 			graph.Emit(ctx, Token{Node: n.name, Text: text})
 		}
 	} else {
-		text = offlineAnswer(data)
+		text = offlineAnswer(data) + hypotheticalNote(t)
 		graph.Emit(ctx, Token{Node: n.name, Text: text})
 	}
 	if text == "" {
@@ -260,6 +260,15 @@ func lastError(t state.Turn, step int) string {
 		}
 	}
 	return "no result"
+}
+
+// hypotheticalNote ends an offline answer to a hypothetical question: the
+// template responder cannot predict, so it says so and that nothing changed.
+func hypotheticalNote(t state.Turn) string {
+	if intentOf(t).Kind != state.IntentHypothetical {
+		return ""
+	}
+	return "\n\nNothing was changed: you asked what would happen, which offline mode cannot predict; the results above (if any) show the present state."
 }
 
 // offlineAnswer is the template responder: the offline notice, then the

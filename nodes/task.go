@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -11,8 +12,12 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// TaskShape is the reply task extraction expects.
-const TaskShape = `{"task": "<self-contained task>", "depends_on_chat_history": true|false}`
+// TaskShape is the reply task extraction expects. "intent" says whether the
+// user asks to read, to change or hypothetically, and for a change each
+// target, value (a number or null) and unit; a reply without it is read by
+// the offline intent rules.
+const TaskShape = `{"task": "<self-contained task>", "depends_on_chat_history": true|false, ` +
+	`"intent": {"kind": "read"|"change"|"hypothetical", "changes": [{"target": "<as the user named it>", "value": <number>|null, "unit": "<unit>"}]}}`
 
 // shortFollowUpWords: an offline follow-up this short is joined with the
 // previous user message ("and the RF voltage?").
@@ -38,7 +43,8 @@ func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Upda
 	graph.Emit(ctx, Status{Node: n.name, Text: "Understanding the request…"})
 	if s.Turn.Options.SkipTaskExtraction {
 		t.Task = offlineTask(s)
-		graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: true})
+		n.resolveIntent(ctx, s, t.Task)
+		graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: true, Intent: t.Task.Intent})
 		return state.Update{Turn: &t}, nil
 	}
 	sys, err := n.render(prompts.TaskExtraction, prompts.TaskExtractionData{History: history(s), Message: s.Turn.Input})
@@ -59,7 +65,8 @@ func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Upda
 		}
 		t.Task = task
 	}
-	graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: offline})
+	n.resolveIntent(ctx, s, t.Task)
+	graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: offline, Intent: t.Task.Intent})
 	return state.Update{Turn: &t, Tokens: tokens(llm.RoleTaskExtraction, c)}, nil
 }
 
@@ -68,7 +75,7 @@ func parseTask(reply string) (*state.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := strictObject(raw, "the reply", "task", "depends_on_chat_history", "depends_on_user_memory")
+	m, err := strictObject(raw, "the reply", "task", "depends_on_chat_history", "depends_on_user_memory", "intent")
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +90,82 @@ func parseTask(reply string) (*state.Task, error) {
 	if task.Text == "" {
 		return nil, fmt.Errorf(`"task" is missing or empty`)
 	}
+	var rawIntent json.RawMessage
+	if ok, err := field(m, "intent", "the reply", &rawIntent); err != nil {
+		return nil, err
+	} else if ok {
+		if task.Intent, err = parseIntent(rawIntent); err != nil {
+			return nil, err
+		}
+	}
 	return &task, nil
+}
+
+// parseIntent parses the reply's "intent" strictly. Changes stated for a
+// read or a hypothetical are dropped: only a change has any.
+func parseIntent(raw json.RawMessage) (state.Intent, error) {
+	const where = `"intent"`
+	m, err := strictObject(raw, where, "kind", "changes")
+	if err != nil {
+		return state.Intent{}, err
+	}
+	var kind string
+	if _, err := field(m, "kind", where, &kind); err != nil {
+		return state.Intent{}, err
+	}
+	in := state.Intent{Kind: state.IntentKind(strings.ToLower(strings.TrimSpace(kind)))}
+	switch in.Kind {
+	case state.IntentRead, state.IntentChange, state.IntentHypothetical:
+	default:
+		return state.Intent{}, fmt.Errorf(`"intent.kind" must be "read", "change" or "hypothetical", got %q`, kind)
+	}
+	var rawChanges []json.RawMessage
+	if _, err := field(m, "changes", where, &rawChanges); err != nil {
+		return state.Intent{}, err
+	}
+	if !in.IsChange() {
+		return in, nil
+	}
+	for i, rc := range rawChanges {
+		at := fmt.Sprintf(`"intent.changes[%d]"`, i)
+		cm, err := strictObject(rc, at, "target", "value", "unit")
+		if err != nil {
+			return state.Intent{}, err
+		}
+		var c state.RequestedChange
+		if _, err := field(cm, "target", at, &c.Target); err != nil {
+			return state.Intent{}, err
+		}
+		var v float64
+		if ok, err := field(cm, "value", at, &v); err != nil {
+			return state.Intent{}, fmt.Errorf("%s: \"value\" must be a number or null (put the unit in \"unit\")", at)
+		} else if ok {
+			c.Value = &v
+		}
+		if _, err := field(cm, "unit", at, &c.Unit); err != nil {
+			return state.Intent{}, err
+		}
+		c.Target, c.Unit = strings.TrimSpace(c.Target), state.CanonicalUnit(c.Unit)
+		in.Changes = append(in.Changes, c)
+	}
+	return in, nil
+}
+
+// resolveIntent sets the task's intent: the model's when it gave one,
+// unless the user's message says explicitly that nothing is to change; the
+// offline rules' otherwise (see decideIntent).
+func (n *TaskExtractionNode) resolveIntent(ctx context.Context, s state.State, task *state.Task) {
+	var model *state.Intent
+	if task.Intent.Kind != "" {
+		in := task.Intent
+		model = &in
+	}
+	rules := messageIntent(s)
+	in, overruled := decideIntent(model, rules)
+	if overruled {
+		graph.Emit(ctx, Status{Node: n.name, Text: fmt.Sprintf("The model read a change, but the message does not ask for one (%s); nothing will be changed.", rules.reason)})
+	}
+	task.Intent = in
 }
 
 // offlineTask: the last user message; a short follow-up is joined with the
