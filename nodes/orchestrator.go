@@ -38,6 +38,9 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 	}
 	graph.Emit(ctx, Status{Node: n.name, Text: "Planning…"})
 	data := prompts.OrchestratorData{Task: task, Capabilities: prompts.PlannerCapabilities(n.active(t))}
+	if slices.ContainsFunc(data.Capabilities, func(c prompts.PlannerCapability) bool { return c.SideEffects }) {
+		data.Intent = intentForPlanner(intentOf(t))
+	}
 	if t.Task != nil && t.Task.DependsOnHistory {
 		data.DependsOnHistory = true
 		data.History = history(s)
@@ -122,6 +125,15 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 	t.Plan = &state.Plan{Steps: toPlanSteps(steps), Number: t.Control.PlansCreated, Created: n.cfg.Now()}
 	graph.Emit(ctx, PlanMade{Plan: *t.Plan, Offline: offline})
 	return state.Update{Turn: &t, Tokens: tokens(llm.RoleOrchestrator, calls...)}, nil
+}
+
+// intentForPlanner says the intent in the planner's prompt: what a step
+// that changes the outside world may do.
+func intentForPlanner(in state.Intent) string {
+	if !in.IsChange() {
+		return fmt.Sprintf("%s. The user did not ask to change anything: plan no step with a capability that changes the outside world (such a plan is rejected).", in.Summary())
+	}
+	return fmt.Sprintf("%s. A step that changes the outside world must change exactly what the user stated (target and value), nothing else.", in.Summary())
 }
 
 // intentOf is the turn's intent (a read when no task was extracted).

@@ -54,7 +54,9 @@ type PlanExample struct {
 
 // PlannerCapability is one active capability as the planner sees it.
 type PlannerCapability struct {
-	Name         string
+	Name string
+	// SideEffects: the capability acts on the outside world.
+	SideEffects  bool
 	Description  string
 	Provides     []string
 	Requires     []string
@@ -86,6 +88,9 @@ type OrchestratorData struct {
 	// FormatError is the exact parse error of the previous reply; PreviousReply is that reply.
 	FormatError   string
 	PreviousReply string
+	// Intent says what the user asked for and what a side-effecting step may
+	// therefore do; set when an active capability has side effects.
+	Intent string
 }
 
 // StepNote tells the responder how a step went (recovered, fallback used, failed).
