@@ -302,14 +302,39 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 // side-effecting capability is no candidate, so it can neither be selected
 // nor outscore the reads (the selection's relative threshold is relative to
 // the best allowed capability).
+//
+// For a change the rules found in the message ("adjust Q1 to 97 A"), the
+// best-scoring side-effecting capability is added when the thresholds kept
+// none: the user asked for a change, the scores only say which capability
+// makes it.
 func (n *ClassifierNode) offlineSelect(task, input string, intent state.Intent) []string {
 	ix := n.lexical(intent)
+	text := task
 	if msg, ok := followUpText(task, input); ok {
 		if sel := ix.selectLexical(msg, n.cfg.OfflineThreshold, n.cfg.OfflineRelative); len(sel) > 0 {
-			return sel
+			return n.withChange(ix, msg, sel, intent)
 		}
 	}
-	return ix.selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative)
+	return n.withChange(ix, text, ix.selectLexical(text, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), intent)
+}
+
+func (n *ClassifierNode) withChange(ix *lexicalIndex, text string, sel []string, intent state.Intent) []string {
+	if !intent.IsChange() {
+		return sel
+	}
+	sideEffects := func(name string) bool {
+		c, ok := n.cfg.Registry.Get(name)
+		return ok && capabilities.HasSideEffects(c)
+	}
+	if slices.ContainsFunc(sel, sideEffects) {
+		return sel
+	}
+	for _, sc := range ix.scores(text) { // best first
+		if sc.Score > 0 && sideEffects(sc.Capability) {
+			return append(sel, sc.Capability)
+		}
+	}
+	return sel
 }
 
 // followUpText returns the user's message when the task is the offline

@@ -551,25 +551,34 @@ func span(msg string, ts []token) string {
 func messageIntent(s state.State) intentFinding {
 	msg := latestUserMessage(s)
 	f := offlineIntent(msg)
-	if f.intent.IsChange() || f.firm || !isFollowUp(msg) {
+	if f.intent.IsChange() || f.firm || !isFollowUp(msg) || !previousWasChange(s) {
 		return f
 	}
+	var changes []state.RequestedChange
+	for _, c := range scan(msg) {
+		if _, _, q, verbless := clauseIntent(msg, c); q != notQuestion || !verbless {
+			return f // "verify that Q1 was set to 105 A" is no continuation
+		}
+		if cs, ok := valueChanges(msg, c.toks); ok {
+			changes = append(changes, cs...)
+		}
+	}
+	if len(changes) == 0 {
+		return f
+	}
+	return intentFinding{intent: state.Intent{Kind: state.IntentChange, Changes: changes}, reason: reasonContinuation}
+}
+
+// previousWasChange reports whether the user's message before this turn
+// asked for a change.
+func previousWasChange(s state.State) bool {
 	h := s.History()
 	for i := len(h) - 1; i >= 0; i-- {
-		if h[i].Role != state.RoleUser {
-			continue
-		}
-		if !offlineIntent(h[i].Content).intent.IsChange() {
-			return f
-		}
-		break
-	}
-	for _, c := range scan(msg) {
-		if cs, ok := valueChanges(msg, c.toks); ok {
-			return intentFinding{intent: state.Intent{Kind: state.IntentChange, Changes: cs}, reason: reasonContinuation}
+		if h[i].Role == state.RoleUser {
+			return offlineIntent(h[i].Content).intent.IsChange()
 		}
 	}
-	return f
+	return false
 }
 
 func latestUserMessage(s state.State) string {
