@@ -5,7 +5,10 @@
 // offline is set):
 //
 //   - task: the last user message, joined with the previous one for a short
-//     follow-up ("and the RF voltage?");
+//     follow-up ("and the RF voltage?"); its intent (read, change or
+//     hypothetical, and for a change each target and value) from the rules
+//     in intent.go, which also overrule a model's "change" when the message
+//     says explicitly that nothing is to change;
 //   - classifier: BM25 relevance of the task to each capability's name,
 //     description, classifier instructions and positive examples, above a
 //     threshold and a fraction of the best score; everyday words never
@@ -28,12 +31,20 @@
 //   - a plan input that does not exist, comes from a later step, or names a
 //     step whose capability does not provide that type: REPLANNING listing
 //     the available keys (*PlanError, ErrInvalidInputKey);
+//   - a plan step of a side-effecting capability when the user did not ask
+//     for a change, or one changing another target or value than the user
+//     stated: REPLANNING with the reason (*PlanError, ErrUnrequestedChange);
 //   - LLM failures: classified from *llm.Error (429/5xx/timeouts RETRIABLE with
 //     the server's Retry-After; 401/403/quota CRITICAL naming the role;
 //     context length exceeded CRITICAL, kind resource_exhausted, wrapping
 //     capabilities.ErrResourceExhausted).
 //
-// State the nodes write: task extraction sets Turn.Task; the classifier sets
+// A capability with side effects is active only when the task's intent is a
+// change (the classifier withholds it, the offline planner never plans it),
+// and every plan (a model's, the offline planner's, a human's edit through
+// ValidatePlan) is checked against the intent.
+//
+// State the nodes write: task extraction sets Turn.Task (with its Intent); the classifier sets
 // Turn.ActiveCapabilities, clears Turn.Plan and, when it runs because of a
 // RECLASSIFICATION error, increments Control.Reclassifications and sets
 // Control.ReclassificationReason; the orchestrator sets Turn.Plan (Number =
@@ -52,7 +63,7 @@
 //   - AnswerReset{Node, Reason}: the chunks Node streamed so far are void
 //     (its model's stream failed part way); frontends discard them;
 //   - TaskExtracted{Task, DependsOnHistory, Offline, Intent};
-//   - CapabilitiesSelected{Capabilities, Added, Offline};
+//   - CapabilitiesSelected{Capabilities, Added, Offline, Withheld};
 //   - NotSelected{Capability, Err}: a classification call failed, or the model
 //     named an unregistered capability;
 //   - PlanMade{Plan, Offline};

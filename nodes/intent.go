@@ -17,8 +17,8 @@ import (
 // or after a polite opener ("can you", "please", "I want you to"), with a
 // value ("to 105 A", "by 5 A") or an on/off. Questions, history,
 // hypotheticals ("what would happen if…", "should I…") and negations ("don't
-// change anything", "without changing") are never changes. docs/safety-intent.md
-// lists the rules.
+// change anything", "without changing") are never changes. The section
+// "Intent before action" of docs/safety.md lists the rules.
 
 // intentFinding is what the offline rules found in a message.
 type intentFinding struct {
