@@ -73,9 +73,12 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 	// always run unless the task follows up on the previous one.
 	reuse := !offline || (t.Task != nil && t.Task.DependsOnHistory)
 	// A capability that acts on the outside world is selected only for a
-	// change the user asked for, whatever the model or the lexical scores say.
+	// change the user asked for, whatever the model or the lexical scores
+	// say (the model was not offered it; this also covers a name it
+	// volunteered and SkipClassification).
 	intent := intentOf(t)
-	selected, withheld := withholdSideEffects(n.cfg.Registry, selected, intent)
+	selected, _ = withholdSideEffects(n.cfg.Registry, selected, intent)
+	_, withheld := withholdSideEffects(n.cfg.Registry, n.cfg.Registry.Names(), intent)
 	all, added := expandDependencies(n.cfg.Registry, selected, s.Context, reuse, allowedFor(n.cfg.Registry, intent))
 	for _, always := range []string{capabilities.Respond, capabilities.Clarify} {
 		if !slices.Contains(all, always) {
@@ -98,11 +101,13 @@ func reclassReason(e *state.ErrorInfo) string {
 }
 
 // candidates are the capabilities the classifier decides on: all but the
-// always-active ones.
-func (n *ClassifierNode) candidates() []capabilities.Capability {
+// always-active ones, and without side effects unless the user asks for a
+// change (the model is not even asked about them).
+func (n *ClassifierNode) candidates(intent state.Intent) []capabilities.Capability {
+	allow := allowedFor(n.cfg.Registry, intent)
 	var out []capabilities.Capability
 	for _, c := range n.cfg.Registry.All() {
-		if !isTerminal(c.Name()) {
+		if !isTerminal(c.Name()) && allow(c.Name()) {
 			out = append(out, c)
 		}
 	}
@@ -121,7 +126,7 @@ func (n *ClassifierNode) info(c capabilities.Capability) prompts.ClassifierCapab
 }
 
 func (n *ClassifierNode) classify(ctx context.Context, task, input, previous string, intent state.Intent) (selected []string, calls []call, offline bool, err error) {
-	cands := n.candidates()
+	cands := n.candidates(intent)
 	if len(cands) == 0 {
 		return nil, nil, !n.online(llm.RoleClassifier), nil
 	}

@@ -37,8 +37,8 @@ type TaskExtracted struct {
 
 // CapabilitiesSelected carries the classifier's selection, after dependency
 // expansion. Added lists capabilities pulled in only as providers of a
-// required context type; Withheld lists side-effecting capabilities left out
-// because the user did not ask for a change.
+// required context type; Withheld lists the side-effecting capabilities that
+// were not considered because the user did not ask for a change.
 type CapabilitiesSelected struct {
 	Capabilities []string
 	Added        []string

@@ -464,3 +464,43 @@ func TestDependencyExpansionSkipsSideEffectingProviders(t *testing.T) {
 		}
 	}
 }
+
+// The rules never panic, whatever the bytes, and their findings hold
+// together: only a change has changes and a change is never firm, and every
+// target is a piece of the message.
+func FuzzOfflineIntent(f *testing.F) {
+	for _, s := range []string{"Set the quadrupole Q1 current in the BTS line to 105 A", "Don't change anything", "ɐ set Q1 → 1e400 A",
+		"set -", "to to to 5", "write 5 to", "turn off", "\xff\xfeset Q1 to 5", "Set Q1 to 105 A and Q2 to 98 A, Q3 to 1.5e2 mA",
+		"what would happen if", "sett Q1=.5", "and Q2 to 98 A?", strings.Repeat("set Q1 to 1 and ", 200)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		r := offlineIntent(msg)
+		if r.intent.IsChange() == r.firm && r.intent.IsChange() {
+			t.Errorf("a firm change: %+v", r)
+		}
+		if !r.intent.IsChange() && len(r.intent.Changes) > 0 {
+			t.Errorf("changes without a change: %+v", r)
+		}
+		for _, c := range r.intent.Changes {
+			if !strings.Contains(msg, c.Target) {
+				t.Errorf("target %q is not in the message", c.Target)
+			}
+		}
+	})
+}
+
+// BenchmarkOfflineIntent: the rules on a typical request and on a 90 kB
+// message (they are linear in its length).
+func BenchmarkOfflineIntent(b *testing.B) {
+	for name, msg := range map[string]string{
+		"request": "Could you please set the quadrupole Q1 current in the BTS line to 105 A and Q2 to 98 A?",
+		"90kB":    strings.Repeat("set Q1 to 5 A, ", 6000),
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				offlineIntent(msg)
+			}
+		})
+	}
+}
