@@ -334,7 +334,7 @@ func TestModelWriteForAReadIsRejectedAndTheReadAnswered(t *testing.T) {
 			if strings.Contains(calls[0].Prompt(), "## channel_write") {
 				t.Error("channel_write was offered to the planner for a read")
 			}
-			if cl := m.CallsFor(llm.RoleClassifier); len(cl) != 1 || strings.Contains(cl[0].Prompt(), "channel_write") {
+			if cl := m.CallsFor(llm.RoleClassifier); len(cl) != 1 || strings.Contains(cl[0].Prompt(), "## channel_write") {
 				t.Error("the classifier was asked about channel_write for a read")
 			}
 			untouched(t, p)
