@@ -215,7 +215,9 @@ func TestCutReplyAskedAgainThenTruncatedError(t *testing.T) {
 // customModel is an application's own llm.Model.
 type customModel struct{ err error }
 
-func (c customModel) Generate(context.Context, llm.Request) (llm.Response, error) { return llm.Response{}, c.err }
+func (c customModel) Generate(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{}, c.err
+}
 
 // Every error names its role, also an application's own model's.
 func TestAskNamesTheRoleOfCustomModelErrors(t *testing.T) {
