@@ -163,7 +163,8 @@ func (e *Error) Classification() capabilities.Classification {
 		c.Severity, c.Kind = capabilities.Critical, capabilities.KindInvalidInput
 		c.UserMessage = fmt.Sprintf("the language model provider rejected the request for %s", who)
 	case ErrTruncated:
-		c.Severity, c.Kind = capabilities.Critical, capabilities.KindResourceExhausted
+		// A configured limit, not a resource that frees up: no escalation, the error node says what to raise.
+		c.Severity, c.Kind = capabilities.Critical, capabilities.KindLimitViolation
 		limit := "the provider's default limit"
 		if e.MaxTokens > 0 {
 			limit = fmt.Sprintf("%d tokens", e.MaxTokens)
