@@ -16,9 +16,10 @@ var (
 	ErrOnlyReasoning = errors.New("the reply holds only reasoning (a <think> block) and no answer after it")
 )
 
-// maxCandidates bounds how many opening braces Object tries, so a reply full
-// of braces costs little.
-const maxCandidates = 256
+// maxFailures bounds how many opening braces that start no JSON value
+// Object tries, so a reply full of stray braces costs little (a brace that
+// starts an object is skipped past with it).
+const maxFailures = 1024
 
 // Object returns the JSON object of a reply that has the shape the caller
 // expects, given as the object's keys. Reasoning is removed first (Visible);
@@ -81,20 +82,20 @@ type object struct {
 // scan finds the top-level JSON objects of text: at each '{' not inside an
 // object already found, it decodes one value.
 func scan(text string) (objs []object, firstErr error) {
-	tried := 0
-	for i := 0; i < len(text) && tried < maxCandidates; {
+	failed := 0
+	for i := 0; i < len(text) && failed < maxFailures; {
 		j := strings.IndexByte(text[i:], '{')
 		if j < 0 {
 			break
 		}
 		start := i + j
-		tried++
 		dec := json.NewDecoder(strings.NewReader(text[start:]))
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
+			failed++
 			i = start + 1
 			continue
 		}
