@@ -104,7 +104,7 @@ func finishNote(c call) string {
 	switch c.finish {
 	case llm.FinishLength:
 		return fmt.Sprintf("*(This answer is incomplete: it was cut off at the model's limit of %s. "+
-			"Ask me to continue, or raise models.%s.max_tokens in the configuration.)*", tokenLimit(c.maxTokens), llm.RoleResponse)
+			"Ask for less at once, or raise models.%s.max_tokens in the configuration.)*", tokenLimit(c.maxTokens), llm.RoleResponse)
 	case llm.FinishContentFilter:
 		return "*(This answer is incomplete: the model provider's content filter stopped it.)*"
 	}
