@@ -159,18 +159,21 @@ func askOnce(ctx context.Context, m Model, req Request, opts AskOptions) (resp R
 
 // withRole makes err an *Error naming role, keeping what it already says.
 func withRole(ctx context.Context, role Role, err error) error {
-	if le, ok := err.(*Error); ok {
-		if le.Role == "" {
-			cp := *le
-			cp.Role = role
-			return &cp
-		}
-		return err
+	if errors.Is(err, ErrOffline) {
+		return err // the node answers offline; the failure is only reported
 	}
 	var le *Error
+	if errors.As(err, &le) {
+		if le.Role != "" {
+			return err
+		}
+		cp := *le
+		cp.Role = role
+		return &cp
+	}
 	var ce *capabilities.Error
-	if errors.As(err, &le) || errors.As(err, &ce) || errors.Is(err, ErrOffline) {
-		return err // typed already (a wrapped *Error keeps its own role)
+	if errors.As(err, &ce) {
+		return err // classified by the application already
 	}
 	kind, status, delay, code := kindOf(ctx, err)
 	return &Error{Kind: kind, Role: role, StatusCode: status, Delay: delay, Code: code, Err: err}

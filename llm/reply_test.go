@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -221,7 +222,8 @@ func (c customModel) Generate(context.Context, llm.Request) (llm.Response, error
 
 // Every error names its role, also an application's own model's.
 func TestAskNamesTheRoleOfCustomModelErrors(t *testing.T) {
-	for _, e := range []error{errors.New("backend exploded"), &llm.Error{Kind: llm.ErrServer, StatusCode: 503}} {
+	for _, e := range []error{errors.New("backend exploded"), &llm.Error{Kind: llm.ErrServer, StatusCode: 503},
+		fmt.Errorf("my gateway: %w", &llm.Error{Kind: llm.ErrRateLimited, StatusCode: 429})} {
 		_, err := llm.Ask(context.Background(), customModel{e}, llm.Request{Role: llm.RoleOrchestrator}, llm.AskOptions{})
 		if err == nil || !strings.Contains(err.Error(), "llm role orchestrator") {
 			t.Errorf("error %q does not name the role", err)
