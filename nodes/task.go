@@ -19,6 +19,30 @@ import (
 const TaskShape = `{"task": "<self-contained task>", "depends_on_chat_history": true|false, ` +
 	`"intent": {"kind": "read"|"change"|"hypothetical", "changes": [{"target": "<as the user named it>", "value": <number>|null, "unit": "<unit>"}]}}`
 
+// taskReply is TaskShape's keys and JSON schema.
+var taskReply = newShape("task_reply",
+	required("task", jsonString()),
+	required("depends_on_chat_history", jsonBoolean()),
+	optional("depends_on_user_memory", jsonBoolean()),
+	optional("intent", jsonObject(intentFields...)),
+)
+
+// intentFields and changeFields are the keys of the reply's "intent" and of
+// each of its "changes".
+var (
+	changeFields = []shapeField{required("target", jsonString()), optional("value", jsonNumber()), optional("unit", jsonString())}
+	intentFields = []shapeField{required("kind", jsonEnum(string(state.IntentRead), string(state.IntentChange), string(state.IntentHypothetical))),
+		optional("changes", jsonArray(jsonObject(changeFields...)))}
+)
+
+func fieldKeys(fs []shapeField) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.key
+	}
+	return out
+}
+
 // shortFollowUpWords: an offline follow-up this short is joined with the
 // previous user message ("and the RF voltage?").
 const shortFollowUpWords = 6
@@ -39,6 +63,7 @@ func NewTaskExtraction(cfg Config) (*TaskExtractionNode, error) {
 // is the user's message (joined with the previous one for a short follow-up).
 func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Update, error) {
 	t := cloneTurn(s.Turn)
+	retry := formatRetry(t.Control.Error, n.name)
 	t.Control.Error = nil
 	graph.Emit(ctx, Status{Node: n.name, Text: "Understanding the request…"})
 	if s.Turn.Options.SkipTaskExtraction {
@@ -47,13 +72,13 @@ func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Upda
 		graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: true, Intent: t.Task.Intent})
 		return state.Update{Turn: &t}, nil
 	}
-	sys, err := n.render(prompts.TaskExtraction, prompts.TaskExtractionData{History: history(s), Message: s.Turn.Input})
+	sys, err := n.render(prompts.TaskExtraction, prompts.TaskExtractionData{History: history(s), Message: s.Turn.Input, FormatRetry: retry})
 	if err != nil {
 		return state.Update{}, err
 	}
-	c, err := n.generate(ctx, llm.RoleTaskExtraction, sys, s.Turn.Input, true, nil)
+	c, err := n.generate(ctx, llm.RoleTaskExtraction, sys, s.Turn.Input, &taskReply, nil)
 	if err != nil {
-		return state.Update{}, err
+		return state.Update{Tokens: tokens(llm.RoleTaskExtraction, c)}, err
 	}
 	offline := c.offline
 	if offline {
@@ -71,11 +96,11 @@ func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Upda
 }
 
 func parseTask(reply string) (*state.Task, error) {
-	raw, err := extractJSON(reply)
+	raw, err := extractJSON(reply, taskReply.keys()...)
 	if err != nil {
 		return nil, err
 	}
-	m, err := strictObject(raw, "the reply", "task", "depends_on_chat_history", "depends_on_user_memory", "intent")
+	m, err := strictObject(raw, "the reply", taskReply.keys()...)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +130,7 @@ func parseTask(reply string) (*state.Task, error) {
 // read or a hypothetical are dropped: only a change has any.
 func parseIntent(raw json.RawMessage) (state.Intent, error) {
 	const where = `"intent"`
-	m, err := strictObject(raw, where, "kind", "changes")
+	m, err := strictObject(raw, where, fieldKeys(intentFields)...)
 	if err != nil {
 		return state.Intent{}, err
 	}
@@ -128,7 +153,7 @@ func parseIntent(raw json.RawMessage) (state.Intent, error) {
 	}
 	for i, rc := range rawChanges {
 		at := fmt.Sprintf(`"intent.changes[%d]"`, i)
-		cm, err := strictObject(rc, at, "target", "value", "unit")
+		cm, err := strictObject(rc, at, fieldKeys(changeFields)...)
 		if err != nil {
 			return state.Intent{}, err
 		}
