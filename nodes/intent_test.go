@@ -504,3 +504,24 @@ func BenchmarkOfflineIntent(b *testing.B) {
 		})
 	}
 }
+
+// With structured output the model is held to the intent's shape: a kind
+// from the three, changes with a target, a numeric (or null) value and a
+// unit; strict, so the intent is always present (null when the model has
+// none).
+func TestTaskReplySchemaHasTheIntent(t *testing.T) {
+	sc := taskReply.schema()
+	b, err := json.Marshal(sc.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"intent":{"anyOf":[{"additionalProperties":false,"properties":{"changes"`,
+		`"kind":{"enum":["read","change","hypothetical"],"type":"string"}`, `"value":{"anyOf":[{"type":"number"},{"type":"null"}]}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("schema lacks %s:\n%s", want, b)
+		}
+	}
+	if !sc.Strict {
+		t.Error("the task reply schema is not strict")
+	}
+}
