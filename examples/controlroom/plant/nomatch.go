@@ -45,7 +45,9 @@ type ChannelGroup struct {
 	Total    int      `json:"total"`
 }
 
-func (m *NoMatch) Error() string { return fmt.Sprintf("%v for %q: %s", ErrNoMatch, m.Query, m.Explain()) }
+func (m *NoMatch) Error() string {
+	return fmt.Sprintf("%v for %q: %s", ErrNoMatch, m.Query, m.Explain())
+}
 func (m *NoMatch) Unwrap() error { return ErrNoMatch }
 
 // Explain says in sentences what does not exist and what does.
