@@ -279,12 +279,12 @@ var lexicalSynonyms = map[string]string{}
 
 func init() {
 	for canon, words := range map[string]string{
-		"chang":   "modify adjust raise lower increase decrease bump ramp tweak alter",
-		"histori": "historical trend archive archived past evolution",
+		"change":  "modify adjust raise lower increase decrease bump ramp tweak alter",
+		"history": "historical trend archive archived past evolution",
 		"mean":    "average avg",
 	} {
 		for _, w := range strings.Fields(words) {
-			lexicalSynonyms[stem(w)] = canon
+			lexicalSynonyms[stem(w)] = stem(canon)
 		}
 	}
 }
