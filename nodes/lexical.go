@@ -239,7 +239,8 @@ var weakWords = map[string]bool{}
 func init() {
 	for _, w := range strings.Fields(`a an and are as at be by can could do does for from get give has have how i in
 	into is it its me my of on or please show tell that the their them then there these this to us was we what
-	when where which who will with would you your our any all some about also just let lets need want`) {
+	when where which who will with would you your our any all some about also just let lets need want
+	whats thats hows wheres whos theres heres im ive id youre were isnt arent wasnt dont doesnt didnt cant wont`) {
 		stopwords[w] = true
 	}
 	for _, w := range strings.Fields(`now current currently today time status state thank thanks hello hi hey good great
@@ -252,7 +253,7 @@ func init() {
 // tokenize lower-cases, splits on non-alphanumerics (also "_" and "-"),
 // drops stop words, strips common English suffixes so "reading", "reads"
 // and "read" meet, and maps synonyms to one word ("raise", "bump" and
-// "adjust" are "change").
+// "adjust" are "set").
 func tokenize(s string) []string {
 	fields := strings.FieldsFunc(strings.ToLower(strings.ReplaceAll(s, "'", "")), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
@@ -272,14 +273,15 @@ func tokenize(s string) []string {
 }
 
 // lexicalSynonyms map stems of everyday words to the stem a capability's
-// description most likely uses: the verbs of changing a setting, and the
-// words for the past. Domain words (a machine's quantities) are the
+// description most likely uses: the verbs of changing a setting (to "set":
+// "change" also asks how something changed in the past), and the words for
+// the past. Domain words (a machine's quantities) are the
 // application's to state, in its descriptions and instructions.
 var lexicalSynonyms = map[string]string{}
 
 func init() {
 	for canon, words := range map[string]string{
-		"change":  "modify adjust raise lower increase decrease bump ramp tweak alter",
+		"set":     "modify adjust raise lower increase decrease bump ramp tweak alter",
 		"history": "historical trend archive archived past evolution",
 		"mean":    "average avg",
 	} {

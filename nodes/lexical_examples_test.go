@@ -71,6 +71,8 @@ func TestLexicalSelectionOnExampleCapabilities(t *testing.T) {
 		{"controlroom", "how did the rf cav 1 voltage change over the past day", []string{"archiver_retrieval"}},
 		{"controlroom", "list the klystron channels", []string{"channel_finding"}},
 		{"controlroom", "bump the Q2 current in the BTS up to 96 A", []string{"channel_write"}},
+		{"controlroom", "klystron power trend", []string{"archiver_retrieval"}},
+		{"controlroom", "raise the RF voltage", []string{"channel_write"}},
 		// controlroom: only common words.
 		{"controlroom", "hello", nil},
 		{"controlroom", "What can you do?", nil},

@@ -35,8 +35,10 @@ func TestLexicalReadsTyposAbbreviationsAndSynonyms(t *testing.T) {
 	}{
 		// Typos: within the edit distance, same first letter.
 		{"what is the temprature", []string{"sensor_read"}},
+		{"what's the temp? isn't it high", []string{"sensor_read"}},
 		{"presure in the lab", []string{"sensor_read"}},
 		{"humidty?", []string{"sensor_read"}},
+		{"pressure histroy", []string{"sensor_history"}},
 		{"themrostat to 20 degrees please", []string{"thermostat_set"}},
 		// Abbreviations: the only indexed word they start.
 		{"temp now", []string{"sensor_read"}},
