@@ -12,6 +12,8 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/examples/controlroom/plant"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
@@ -500,4 +502,44 @@ func FuzzFind(f *testing.F) {
 			}
 		}
 	})
+}
+
+// With a model, a planner that passes its own query gets the same honest
+// result: one plan (the orchestrator is not asked again), and the
+// responder's prompt carries what does not exist and what does. The model's
+// replies are wrapped in prose and fences, as real models write them.
+func TestWithModelNotFoundReachesTheResponderInOnePlan(t *testing.T) {
+	p, _ := newPlant(t, plant.Config{Seed: 1})
+	reg := capabilities.NewRegistry()
+	if err := plant.Register(reg, p); err != nil {
+		t.Fatal(err)
+	}
+	m := llmtest.New().
+		Script(llm.RoleTaskExtraction, llmtest.Text(`{"task": "What is the vacuum in sector 42?", "depends_on_chat_history": false}`)).
+		Script(llm.RoleClassifier, llmtest.Text("Here is the selection:\n```json\n{\"capabilities\": [\"channel_finding\", \"channel_read\"]}\n```")).
+		Script(llm.RoleOrchestrator, llmtest.Text("```json\n"+`{"steps": [
+		 {"context_key": "s42", "capability": "channel_finding", "task_objective": "Find the vacuum gauges of sector 42", "expected_output": "CHANNEL_ADDRESSES", "parameters": {"query": "vacuum pressure sector 42"}},
+		 {"context_key": "vals", "capability": "channel_read", "task_objective": "Read them", "expected_output": "CHANNEL_VALUES", "inputs": [{"CHANNEL_ADDRESSES": "s42"}]},
+		 {"context_key": "answer", "capability": "respond", "task_objective": "Answer"}]}`+"\n```")).
+		Script(llm.RoleResponse, llmtest.Text("Sector 42 does not exist; the storage ring has sectors 1 to 12."))
+	a, err := agent.New(agent.Config{Registry: reg, Models: m.Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := ask(t, a, "online", "What is the vacuum in sector 42?")
+	if len(o.plans) != 1 || len(o.failed) > 0 || o.answer.Kind != state.KindAnswer {
+		t.Fatalf("plans %v, failed %v, message %+v", o.plans, o.failed, o.answer)
+	}
+	if n := len(m.CallsFor(llm.RoleOrchestrator)); n != 1 {
+		t.Errorf("orchestrator called %d times", n)
+	}
+	calls := m.CallsFor(llm.RoleResponse)
+	if len(calls) != 1 {
+		t.Fatalf("responder called %d times", len(calls))
+	}
+	for _, s := range []string{"There is no sector 42; the machine has sectors 1 to 12.", `Channels for "vacuum pressure" (`, "Nothing was read"} {
+		if !strings.Contains(calls[0].Prompt(), s) {
+			t.Errorf("responder prompt lacks %q:\n%s", s, calls[0].Prompt())
+		}
+	}
 }
