@@ -16,6 +16,11 @@
 //     order, shared providers once, independent steps parallel, ends in respond);
 //   - respond and clarify: templates that say they come from offline mode.
 //
+// Every model call goes through llm.Ask: reasoning is stripped from replies
+// and streamed tokens, a reply cut by the token limit is asked again with a
+// larger one, and JSON replies are found by the keys of their shape (shapes.go,
+// which also gives each reply's JSON schema for structured output).
+//
 // Build them with New(cfg) (all five) or NewTaskExtraction, NewClassifier,
 // NewOrchestrator, NewRespond and NewClarify. Every node implements Node,
 // capabilities.ErrorClassifier and capabilities.RetryPolicyProvider. Errors
@@ -23,8 +28,11 @@
 //
 //   - an unusable model reply: RETRIABLE, kind "format", wrapping *FormatError;
 //     metadata parse_error, expected_shape and previous_reply are shown to the
-//     model on the next attempt (the orchestrator reads them from
-//     Turn.Control.Error);
+//     model on the next attempt (task extraction, classifier and orchestrator
+//     read them from Turn.Control.Error; a per-capability question is asked
+//     again at once first, metadata capability names it);
+//   - a JSON reply still cut off by the token limit after larger tries:
+//     CRITICAL *llm.Error of kind llm.ErrTruncated naming max_tokens;
 //   - a plan naming an unregistered capability: RECLASSIFICATION (*PlanError, ErrUnknownCapability);
 //   - a plan input that does not exist, comes from a later step, or names a
 //     step whose capability does not provide that type: REPLANNING listing
@@ -51,7 +59,9 @@
 //   - Status{Node, Text}: a short status line;
 //   - Token{Node, Text}: a chunk of the answer or questions;
 //   - AnswerReset{Node, Reason}: the chunks Node streamed so far are void
-//     (its model's stream failed part way); frontends discard them;
+//     (its model's stream failed part way, was cut by the token limit and is
+//     asked again, or held reasoning seen only at its end); frontends discard
+//     them;
 //   - TaskExtracted{Task, DependsOnHistory, Offline};
 //   - CapabilitiesSelected{Capabilities, Added, Offline};
 //   - NotSelected{Capability, Err}: a classification call failed, or the model

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/prompts"
+	"github.com/capgraph/capgraph/state"
 )
 
 // Sentinel kinds of the nodes' own failures.
@@ -63,6 +65,24 @@ func formatError(node, problem, shape, reply string, extra map[string]any) *capa
 	}
 	return &capabilities.Error{Severity: capabilities.Retriable, Kind: capabilities.KindFormat,
 		UserMessage: fmt.Sprintf("the %s model's reply was not usable: %s", node, problem), Metadata: meta, Err: fe}
+}
+
+// formatRetry returns what the node's previous attempt got wrong when it
+// failed with a format error (its parse error, the shape wanted and its
+// reply), for the next attempt's prompt; the zero value otherwise.
+func formatRetry(e *state.ErrorInfo, node string) prompts.FormatRetry {
+	if e == nil || e.Node != node || e.Classification.Kind != capabilities.KindFormat {
+		return prompts.FormatRetry{}
+	}
+	md := e.Classification.Metadata
+	var r prompts.FormatRetry
+	r.FormatError, _ = md[MetaParseError].(string)
+	if r.FormatError == "" {
+		r.FormatError = e.Message
+	}
+	r.ExpectedShape, _ = md[MetaExpectedShape].(string)
+	r.PreviousReply, _ = md[MetaPreviousReply].(string)
+	return r
 }
 
 // PlanError is a plan that parsed but cannot run.

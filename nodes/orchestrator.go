@@ -71,9 +71,9 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 		if err != nil {
 			return state.Update{}, err
 		}
-		c, err := n.generate(ctx, llm.RoleOrchestrator, sys, "TASK TO PLAN: "+task, true, nil)
+		c, err := n.generate(ctx, llm.RoleOrchestrator, sys, "TASK TO PLAN: "+task, &planReply, nil)
 		if err != nil {
-			return state.Update{}, err
+			return state.Update{Tokens: tokens(llm.RoleOrchestrator, c)}, err
 		}
 		calls = append(calls, c)
 		offline = c.offline

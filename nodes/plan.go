@@ -14,18 +14,32 @@ import (
 // unusable reply.
 const PlanShape = `{"steps": [{"context_key": "...", "capability": "...", "task_objective": "...", "success_criteria": "...", "expected_output": "...", "parameters": {}, "inputs": [{"CONTEXT_TYPE": "context_key"}]}]} ending with one respond or clarify step`
 
-var stepKeys = []string{"context_key", "capability", "task_objective", "success_criteria", "expected_output", "parameters", "inputs"}
+// planStepFields are the keys of a plan step; planReply is PlanShape's keys
+// and JSON schema.
+var (
+	planStepFields = []shapeField{
+		optional("context_key", jsonString()), // respond and clarify may leave it out
+		required("capability", jsonString()),
+		optional("task_objective", jsonString()),
+		optional("success_criteria", jsonString()),
+		optional("expected_output", jsonString()),
+		optional("parameters", jsonFreeObject()),
+		optional("inputs", jsonArray(jsonMap(jsonString()))),
+	}
+	stepKeys  = newShape("", planStepFields...).keys()
+	planReply = newShape("plan", required("steps", jsonArray(jsonObject(planStepFields...))))
+)
 
 // ParsePlan parses a plan reply strictly: code fences and surrounding prose
 // are tolerated; unknown keys (compared case-sensitively), wrong types,
 // missing context keys or capabilities and duplicate context keys are errors
 // describing exactly what is wrong.
 func ParsePlan(reply string) ([]capabilities.PlannedStep, error) {
-	raw, err := extractJSON(reply)
+	raw, err := extractJSON(reply, planReply.keys()...)
 	if err != nil {
 		return nil, err
 	}
-	top, err := strictObject(raw, "the plan", "steps")
+	top, err := strictObject(raw, "the plan", planReply.keys()...)
 	if err != nil {
 		return nil, err
 	}

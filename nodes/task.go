@@ -14,6 +14,13 @@ import (
 // TaskShape is the reply task extraction expects.
 const TaskShape = `{"task": "<self-contained task>", "depends_on_chat_history": true|false}`
 
+// taskReply is TaskShape's keys and JSON schema.
+var taskReply = newShape("task_reply",
+	required("task", jsonString()),
+	required("depends_on_chat_history", jsonBoolean()),
+	optional("depends_on_user_memory", jsonBoolean()),
+)
+
 // shortFollowUpWords: an offline follow-up this short is joined with the
 // previous user message ("and the RF voltage?").
 const shortFollowUpWords = 6
@@ -34,6 +41,7 @@ func NewTaskExtraction(cfg Config) (*TaskExtractionNode, error) {
 // is the user's message (joined with the previous one for a short follow-up).
 func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Update, error) {
 	t := cloneTurn(s.Turn)
+	retry := formatRetry(t.Control.Error, n.name)
 	t.Control.Error = nil
 	graph.Emit(ctx, Status{Node: n.name, Text: "Understanding the request…"})
 	if s.Turn.Options.SkipTaskExtraction {
@@ -41,13 +49,13 @@ func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Upda
 		graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: true})
 		return state.Update{Turn: &t}, nil
 	}
-	sys, err := n.render(prompts.TaskExtraction, prompts.TaskExtractionData{History: history(s), Message: s.Turn.Input})
+	sys, err := n.render(prompts.TaskExtraction, prompts.TaskExtractionData{History: history(s), Message: s.Turn.Input, FormatRetry: retry})
 	if err != nil {
 		return state.Update{}, err
 	}
-	c, err := n.generate(ctx, llm.RoleTaskExtraction, sys, s.Turn.Input, true, nil)
+	c, err := n.generate(ctx, llm.RoleTaskExtraction, sys, s.Turn.Input, &taskReply, nil)
 	if err != nil {
-		return state.Update{}, err
+		return state.Update{Tokens: tokens(llm.RoleTaskExtraction, c)}, err
 	}
 	offline := c.offline
 	if offline {
@@ -64,11 +72,11 @@ func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Upda
 }
 
 func parseTask(reply string) (*state.Task, error) {
-	raw, err := extractJSON(reply)
+	raw, err := extractJSON(reply, taskReply.keys()...)
 	if err != nil {
 		return nil, err
 	}
-	m, err := strictObject(raw, "the reply", "task", "depends_on_chat_history", "depends_on_user_memory")
+	m, err := strictObject(raw, "the reply", taskReply.keys()...)
 	if err != nil {
 		return nil, err
 	}

@@ -6,10 +6,23 @@ type HistoryMessage struct {
 	Content string
 }
 
+// FormatRetry is what the previous attempt's reply got wrong, shown on the
+// next attempt so the model does not repeat it. All empty on a first
+// attempt.
+type FormatRetry struct {
+	// FormatError is the exact parse error of the previous reply.
+	FormatError string
+	// ExpectedShape describes the reply wanted.
+	ExpectedShape string
+	// PreviousReply is that reply (shortened).
+	PreviousReply string
+}
+
 // TaskExtractionData feeds the task_extraction template.
 type TaskExtractionData struct {
 	History []HistoryMessage
 	Message string
+	FormatRetry
 }
 
 // Example is a classifier few-shot example.
@@ -34,6 +47,7 @@ type ClassifierData struct {
 	Capability ClassifierCapability
 	// PreviousFailure says why the previous selection failed (after a reclassification).
 	PreviousFailure string
+	FormatRetry
 }
 
 // ClassifierBatchedData feeds the batched classifier template.
@@ -41,6 +55,7 @@ type ClassifierBatchedData struct {
 	Task            string
 	Capabilities    []ClassifierCapability
 	PreviousFailure string
+	FormatRetry
 }
 
 // PlanExample is a numbered orchestrator example.
