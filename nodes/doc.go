@@ -11,9 +11,10 @@
 //     says explicitly that nothing is to change;
 //   - classifier: BM25 relevance of the task to each capability's name,
 //     description, classifier instructions and positive examples, above a
-//     threshold and a fraction of the best score; everyday words never
-//     select alone, and a follow-up referring back is classified by its own
-//     words;
+//     threshold and a fraction of the best score; unknown task words are
+//     read as abbreviations or typos of indexed words, words a capability
+//     excludes in a negated clause veto it, everyday words never select
+//     alone, and a follow-up referring back is classified by its own words;
 //   - orchestrator: a dependency planner over provides/requires (topological
 //     order, shared providers once, independent steps parallel, ends in respond);
 //   - respond and clarify: templates that say they come from offline mode.

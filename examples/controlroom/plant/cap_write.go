@@ -144,6 +144,9 @@ func (w *ChannelWrite) RequiresApproval(step capabilities.Step) (bool, string) {
 		return false, ""
 	}
 	ops, err := w.plan(step)
+	if errors.Is(err, errNothingFound) {
+		return false, "" // no channel matched: nothing will be written
+	}
 	if err != nil {
 		return true, fmt.Sprintf("write to the control system: %s (the exact values could not be determined yet: %v)", firstNonEmpty(step.TaskObjective, step.Task), err)
 	}
@@ -166,8 +169,13 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// Execute writes after the safety checks and verifies by readback.
+// Execute writes after the safety checks and verifies by readback. When
+// channel finding found no channel there is nothing to write, whatever the
+// switch says, and the result says so.
 func (w *ChannelWrite) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
+	if _, err := stepChannels(step); errors.Is(err, errNothingFound) {
+		return capabilities.Result(ChannelWriteResultsType, ChannelWriteResults{Writes: []WriteResult{}}, nothingDone("written")), nil
+	}
 	if !step.WritesEnabled {
 		return capabilities.Output{}, &capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindWritesDisabled,
 			UserMessage: "Control-system writes are disabled (control_system.writes_enabled is false), so nothing was written.",
