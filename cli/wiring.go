@@ -210,6 +210,7 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 		sc.Principals = append(sc.Principals, server.Principal{
 			Name: k.Name, KeySHA256: digest, Tenant: k.Tenant, TrustedFrontend: k.TrustedFrontend,
 			AllowedCapabilities: k.AllowedCapabilities, MaxConcurrentRuns: k.MaxConcurrentRuns,
+			MayRaise: k.MayRaise, Admin: k.Admin,
 		})
 	}
 	if envKeys != "" {

@@ -145,6 +145,12 @@ type Server struct {
 	// errors other replicas report); empty means host name, process id and
 	// a random suffix. It must differ between replicas.
 	LeaseOwner string `yaml:"lease_owner"`
+	// AuditLog, when set, is a file `capgraph serve` appends the audit log
+	// to as JSON lines: every capability step ("record":"step") and every
+	// record of a side-effecting step ("record":"action"). The durable
+	// audit records of side-effecting steps are kept in the store whether
+	// or not it is set (`capgraph audit`, GET /api/audit).
+	AuditLog string `yaml:"audit_log"`
 }
 
 // APIKey is one accepted bearer key. Exactly one of Key and KeySHA256 is set.
@@ -166,6 +172,13 @@ type APIKey struct {
 	// MaxConcurrentRuns bounds this key's simultaneous runs; 0 means only the
 	// server-wide limit applies.
 	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
+	// MayRaise lists the safety settings this key's requests may raise above
+	// the configuration (approval_mode, plan_approval, skip_classification,
+	// skip_task_extraction); by default a request may only tighten them.
+	// writes_enabled cannot be raised.
+	MayRaise []string `yaml:"may_raise"`
+	// Admin lets this key read the audit log (GET /api/audit) of every tenant.
+	Admin bool `yaml:"admin"`
 }
 
 // ServerLimits are server-wide limits.

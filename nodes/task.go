@@ -3,6 +3,8 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/capgraph/capgraph/graph"
@@ -118,7 +120,25 @@ func offlineTask(s state.State) *state.Task {
 			return &state.Task{Text: text, DependsOnHistory: true}
 		}
 	}
-	return &state.Task{Text: msg}
+	return &state.Task{Text: msg, Intent: offlineIntent(msg)}
+}
+
+// offlineIntentRE: an imperative change with a value, "set the Q1 current
+// to 105 A". replaced by h2-intent (a deliberately minimal rule so that the
+// write demo keeps working on this branch).
+var offlineIntentRE = regexp.MustCompile(`(?i)^\s*(?:please\s+)?(?:set|change|adjust|write)\s+(.+?)\s+to\s+([-+]?\d+(?:\.\d+)?)\s*([a-zA-Zµ]+)?\s*[.!]?\s*$`)
+
+// offlineIntent reads whether msg asks for a change. replaced by h2-intent.
+func offlineIntent(msg string) state.Intent {
+	m := offlineIntentRE.FindStringSubmatch(msg)
+	if m == nil {
+		return state.Intent{Kind: state.IntentRead}
+	}
+	v, err := strconv.ParseFloat(m[2], 64)
+	if err != nil {
+		return state.Intent{Kind: state.IntentRead}
+	}
+	return state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{{Target: m[1], Value: &v, Unit: m[3]}}}
 }
 
 // followUpJoin separates the messages of an offline follow-up task.
