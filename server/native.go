@@ -168,7 +168,7 @@ func (s *Server) handleThreadPlan(w http.ResponseWriter, r *http.Request) {
 }
 
 type startRunRequest struct {
-	Input   string         `json:"input"`
+	Input string `json:"input"`
 	// Options may only tighten the agent's configured options (403
 	// otherwise, unless the key may raise the setting).
 	Options *agent.TurnOptions `json:"options"`

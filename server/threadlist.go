@@ -29,8 +29,8 @@ const (
 	MetaOwner  = agent.MetaOwner  // the principal's name
 	MetaTenant = agent.MetaTenant // the principal's tenant
 	MetaUser   = agent.MetaUser   // the end user a trusted frontend forwarded ("" when none)
-	MetaSource = "source" // openai, native or agui
-	MetaThread = "thread" // the client's id of the thread
+	MetaSource = "source"         // openai, native or agui
+	MetaThread = "thread"         // the client's id of the thread
 	// MetaClientPrefix prefixes the metadata a client gave the thread
 	// (POST /api/threads {"metadata"}).
 	MetaClientPrefix = "meta."
