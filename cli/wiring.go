@@ -60,9 +60,11 @@ func LLMConfig(cfg *config.Config) llm.Config {
 // Options returns the per-turn defaults the file configures.
 func Options(cfg *config.Config) state.Options {
 	return state.Options{
-		PlanApproval:  cfg.Approval.PlanApproval,
-		ApprovalMode:  cfg.Approval.GlobalMode,
-		WritesEnabled: cfg.ControlSystem.WritesEnabled,
+		PlanApproval:       cfg.Approval.PlanApproval,
+		ApprovalMode:       cfg.Approval.GlobalMode,
+		WritesEnabled:      cfg.ControlSystem.WritesEnabled,
+		SkipTaskExtraction: cfg.AgentControl.SkipTaskExtraction,
+		SkipClassification: cfg.AgentControl.SkipClassification,
 	}
 }
 

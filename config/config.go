@@ -33,6 +33,8 @@ type Config struct {
 	Approval Approval `yaml:"approval"`
 	// ControlSystem holds the control-system safety switches.
 	ControlSystem ControlSystem `yaml:"control_system"`
+	// AgentControl holds the per-turn bypasses of infrastructure steps.
+	AgentControl AgentControl `yaml:"agent_control"`
 	// Store is where threads are checkpointed: "memory", "sqlite:PATH" or a
 	// "postgres://…" URL. Empty means the command's default (SQLite in the
 	// user's data directory).
@@ -122,6 +124,17 @@ type ControlSystem struct {
 	// WritesEnabled is the master switch for capabilities that write to the
 	// control system (default false: they refuse).
 	WritesEnabled bool `yaml:"writes_enabled"`
+}
+
+// AgentControl holds the per-turn bypasses of infrastructure steps. They
+// widen what a turn runs, so a request (a chat slash command, an API
+// option) may turn one on only when the configuration does, or when its
+// API key may raise it (server.api_keys[].may_raise).
+type AgentControl struct {
+	// SkipTaskExtraction makes the user's message the task (no model call).
+	SkipTaskExtraction bool `yaml:"skip_task_extraction"`
+	// SkipClassification makes every capability active (no selection).
+	SkipClassification bool `yaml:"skip_classification"`
 }
 
 // Server configures the HTTP server.
