@@ -189,6 +189,17 @@ func (a *approvalStore) claim(owner, token string, now time.Time) (approvalTicke
 	return *t, claimOK
 }
 
+// approvalOf returns the approval id a token of this process stands for.
+func (a *approvalStore) approvalOf(token string) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.m[token]
+	if !ok {
+		return "", false
+	}
+	return t.ApprovalID, true
+}
+
 // settle records the outcome of a claimed token: done with a reply, or back
 // to pending when the resume could not start.
 func (a *approvalStore) settle(token string, reply *chatReply) {

@@ -313,7 +313,14 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 		return false, runErr, shutdown, nil
 	}
 	if runErr != nil && token != "" {
-		s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
+		if s.stillPending(ctx, ru.Thread, token) {
+			// The answer was never carried out (the run failed before it
+			// took it): the token is released, so the human can answer
+			// again instead of meeting "being carried out" (409).
+			s.approvals.settle(token, nil)
+		} else {
+			s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
+		}
 	}
 	return false, runErr, shutdown, nil
 }
