@@ -2,8 +2,14 @@ package cli_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/cli"
@@ -86,4 +92,77 @@ func TestChatBypassOnlyWhenConfigured(t *testing.T) {
 	if strings.Contains(r.stdout, "option skip_classification") {
 		t.Errorf("a configured bypass was refused:\n%s", r.stdout)
 	}
+}
+
+func call(t *testing.T, method, url, key, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// `capgraph serve` reads its audit settings from the YAML: the audit file
+// (server.audit_log) and the admin keys that may read the audit API.
+func TestServeAuditFileAndAdminAPI(t *testing.T) {
+	h := controlRoom(t)
+	const opsKey, opKey = "ops-key-0123456789abcdef", "op-key-0123456789abcdef"
+	h.writeConfig("capgraph.yaml", `control_system:
+  writes_enabled: true
+server:
+  audit_log: audit.jsonl
+  api_keys:
+    - name: ops
+      key: `+opsKey+`
+      admin: true
+    - name: op
+      key: `+opKey+`
+      may_raise: [approval_mode]
+`)
+	sv := startServe(h, h.app, "--addr", "127.0.0.1:0")
+	t.Cleanup(func() {
+		sv.cancel()
+		select { // waitFor may have stopped it already
+		case <-sv.done:
+		case <-time.After(30 * time.Second):
+		}
+	})
+	sv.waitFor(t, &sv.out, "Press Ctrl-C to stop.", "no banner")
+	base := pageLine.FindStringSubmatch(sv.out.String())[1]
+	call(t, "POST", base+"/api/threads", opKey, `{"id": "w"}`)
+	code, body := call(t, "POST", base+"/api/threads/w/runs", opKey, `{"input": "`+setQ1+`", "stream": true, "options": {"approval_mode": "disabled"}}`)
+	id := regexp.MustCompile(`"id":"(step:[^"]+)"`).FindStringSubmatch(body)
+	if code != http.StatusOK || id == nil {
+		t.Fatalf("%d, no approval asked (side effects are approved whatever the mode): %s", code, body)
+	}
+	code, body = call(t, "POST", base+"/api/threads/w/approval", opKey, `{"approval_id": "`+id[1]+`", "approved": true, "stream": true}`)
+	if code != http.StatusOK || !strings.Contains(body, "readback verified") {
+		t.Fatalf("%d: %s", code, body)
+	}
+	if code, body = call(t, "GET", base+"/api/audit", opKey, ""); code != http.StatusForbidden {
+		t.Fatalf("non-admin: %d %s", code, body)
+	}
+	code, body = call(t, "GET", base+"/api/audit?outcome=executed", opsKey, "")
+	var out struct{ Records []agent.AuditEntry }
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil || len(out.Records) != 1 || out.Records[0].ApprovedBy != "op" ||
+		out.Records[0].Principal != "op" {
+		t.Fatalf("admin: %d %s", code, body)
+	}
+	lines, err := os.ReadFile(filepath.Join(h.dir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "audit file", string(lines), `"record":"step"`, `"record":"action","time"`, `"outcome":"approved"`, `"outcome":"executed"`, `"approved_by":"op"`)
+	// The same records from the command line, reading the store.
+	r := h.run("", "audit", "--thread", out.Records[0].Thread)
+	mustContain(t, "capgraph audit", r.stdout, "approved", "executed", "by key op (tenant op)")
 }
