@@ -762,3 +762,34 @@ func TestGateRejectionNamesTheApprovedAction(t *testing.T) {
 		t.Fatalf("audit %s %+v", outcomes(recs), recs)
 	}
 }
+
+// A plan approved for one value and edited by the human to another than
+// the user asked for: the write is refused (or the edit is, when plan
+// validation already checks intent); nothing is written.
+func TestGateEditedPlanWithAnotherValue(t *testing.T) {
+	store, _ := newSQLite(t)
+	w := newGateWorld(105)
+	a := w.agent(t, store, state.Options{WritesEnabled: true, PlanApproval: true})
+	ap := approvalOf(t, runReq(t, a, agent.TurnRequest{Thread: "t", Input: setQ1}))
+	if ap.Kind != state.ApprovalPlan || ap.Plan == nil {
+		t.Fatalf("approval %+v, want the plan", ap)
+	}
+	edited := *ap.Plan
+	edited.Steps = append([]state.PlanStep(nil), ap.Plan.Steps...)
+	edited.Steps[0].Parameters = map[string]any{"value": 150.0}
+	o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Plan: &edited, By: "op"})
+	switch {
+	case errors.Is(o.err, agent.ErrInvalidPlan):
+		// Refused as an edit: the plan approval stays pending.
+	case o.err != nil:
+		t.Fatalf("resume: %v", o.err)
+	default:
+		if o.count(agent.EventApprovalRequired) != 0 {
+			t.Fatal("asked to approve 150 A, which the user did not ask for")
+		}
+		refusal(t, a, "t", o, agent.KindRefused, agent.RefusedIntentMismatch)
+	}
+	if len(w.written()) != 0 {
+		t.Fatalf("written: %v", w.written())
+	}
+}
