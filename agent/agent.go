@@ -193,7 +193,7 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 					a.resume(ctx, p, req.Thread, Answer{ApprovalID: ap.ID, Text: req.Input, By: req.By})
 					return
 				}
-				if prev, err = a.supersede(ctx, req.Thread, ap, req.Input, expired); err != nil {
+				if prev, err = a.supersede(ctx, req.Thread, ap, req.Input, req.By, expired); err != nil {
 					p.fail(err)
 					return
 				}
@@ -217,14 +217,14 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 // supersede ends a run waiting for approval ap as rejected, so that its turn
 // ends with a message saying nothing was done, and returns the thread's state
 // afterwards.
-func (a *Agent) supersede(ctx context.Context, thread string, ap state.Approval, input string, expired bool) (state.State, error) {
+func (a *Agent) supersede(ctx context.Context, thread string, ap state.Approval, input, by string, expired bool) (state.State, error) {
 	now := a.cfg.Now()
 	answer := "superseded by a new message: " + input
 	if expired {
 		answer = "expired"
 	}
 	d := state.ApprovalDecision{ID: ap.ID, Kind: ap.Kind, Approved: false, Answer: answer, At: now, Asked: ap.Created,
-		Summary: ap.Summary, ActionDigest: ap.ActionDigest}
+		Summary: ap.Summary, ActionDigest: ap.ActionDigest, By: by}
 	var runErr error
 	for _, err := range a.g.ResumeStream(withThread(ctx, thread), thread, d) {
 		if err != nil {

@@ -164,17 +164,3 @@ func turnOptions(cfg state.Options, req *TurnOptions, mayRaise []string) (state.
 	}
 	return out, nil
 }
-
-// stricter returns the turn's stored options tightened by the current
-// configuration: a resumed run (after an answer, a crash, on another
-// replica, under another config) never runs looser than the process
-// resuming it is configured to.
-func stricter(turn, cfg state.Options) state.Options {
-	out := turn
-	out.WritesEnabled = turn.WritesEnabled && cfg.WritesEnabled
-	if approvalRank(cfg.ApprovalMode) > approvalRank(turn.ApprovalMode) {
-		out.ApprovalMode = cfg.Mode()
-	}
-	out.PlanApproval = turn.PlanApproval || cfg.PlanApproval
-	return out
-}

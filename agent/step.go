@@ -105,7 +105,7 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			}
 			ps, action = g.ps, g.action
 		} else if err == nil && !ps.Approved {
-			if need, summary := needsApproval(c, a.stepFor(ctx, s, ps, idx, attempt, resolved), stricter(s.Turn.Options, a.cfg.Options)); need {
+			if need, summary := needsApproval(c, a.stepFor(ctx, s, ps, idx, attempt, resolved), s.Turn.Options); need {
 				if !answered || ans.ID != apID {
 					// Asked before the step starts: nothing of it has run.
 					return state.Update{}, graph.Interrupt(a.stepApproval(apID, c, a.stepFor(ctx, s, ps, idx, attempt, resolved), summary, now))
