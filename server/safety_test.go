@@ -358,7 +358,7 @@ func (p *panicRunner) Resume(ctx context.Context, thread string, ans agent.Answe
 // server goes on serving.
 func TestHandlerPanicIs500(t *testing.T) {
 	pr := &panicRunner{scriptedRunner: newScriptedRunner()}
-	var logged bytes.Buffer
+	var logged logBuf
 	env := newTestEnv(t, func(c *Config) { c.Runner = pr; c.Logger = lineLogger(&logged) })
 	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "boom"})
 	env.do(t, "POST", "/api/threads/boom/runs", keyAlice, map[string]any{"input": "hello", "stream": true})
@@ -429,7 +429,7 @@ func TestChatApprovalAnswerUnicode(t *testing.T) {
 // next answer is carried out instead of meeting 409.
 func TestFailedClaimReleasesToken(t *testing.T) {
 	pr := &panicRunner{scriptedRunner: newScriptedRunner()}
-	var logged bytes.Buffer
+	var logged logBuf
 	env := newTestEnv(t, func(c *Config) { c.Runner = pr; c.Logger = lineLogger(&logged) })
 	c := goOpenAIClient(env, keyAlice)
 	r, err := c.CreateChatCompletion(context.Background(), goopenai.ChatCompletionRequest{Model: "capgraph",
@@ -457,24 +457,35 @@ func TestFailedClaimReleasesToken(t *testing.T) {
 	}
 }
 
-// bufLogger writes every log call as a line (safe for concurrent use).
+// logBuf collects log lines; safe for concurrent use.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// bufLogger writes every log call as a line.
 type bufLogger struct {
-	mu  *sync.Mutex
-	w   *bytes.Buffer
+	w   *logBuf
 	kvs []any
 }
 
-func lineLogger(w *bytes.Buffer) logging.Logger { return bufLogger{mu: &sync.Mutex{}, w: w} }
+func lineLogger(w *logBuf) logging.Logger { return bufLogger{w: w} }
 
 func (l bufLogger) line(level, msg string, kv ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintln(l.w, level, msg, append(append([]any(nil), l.kvs...), kv...))
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	fmt.Fprintln(&l.w.b, level, msg, append(append([]any(nil), l.kvs...), kv...))
 }
 func (l bufLogger) Debug(msg string, kv ...any) { l.line("debug", msg, kv...) }
 func (l bufLogger) Info(msg string, kv ...any)  { l.line("info", msg, kv...) }
 func (l bufLogger) Warn(msg string, kv ...any)  { l.line("warn", msg, kv...) }
 func (l bufLogger) Error(msg string, kv ...any) { l.line("error", msg, kv...) }
 func (l bufLogger) With(kv ...any) logging.Logger {
-	return bufLogger{mu: l.mu, w: l.w, kvs: append(append([]any(nil), l.kvs...), kv...)}
+	return bufLogger{w: l.w, kvs: append(append([]any(nil), l.kvs...), kv...)}
 }
