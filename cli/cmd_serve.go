@@ -30,6 +30,9 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range c.cfg.Warnings() {
+		logger.Warn("configuration: "+w.Problem, "key", w.Key, "line", w.Line)
+	}
 	sc, err := ServerConfig(c.cfg, a, c.env.Getenv("CAPGRAPH_API_KEYS"), logger)
 	if err != nil {
 		return err

@@ -52,6 +52,8 @@ func LLMConfig(cfg *config.Config) llm.Config {
 			MaxTokens:       m.MaxTokens,
 			Timeout:         m.Timeout,
 			LegacyMaxTokens: m.LegacyMaxTokens,
+			JSONMode:        m.JSONMode,
+			StreamUsage:     m.StreamUsage,
 		}
 	}
 	return out

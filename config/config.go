@@ -48,7 +48,14 @@ type Config struct {
 	// set on, so converters can name the line of a problem they find later.
 	source string
 	lines  map[string]int
+	// warnings are things that are allowed but probably wrong.
+	warnings []Problem
 }
+
+// Warnings lists what the file allows but probably did not mean (a
+// base_url an OpenAI-compatible server does not answer on), in line order.
+// `capgraph config check` prints them; they do not make the file invalid.
+func (c *Config) Warnings() []Problem { return c.warnings }
 
 // Model configures the LLM of one role.
 type Model struct {
@@ -72,7 +79,17 @@ type Model struct {
 	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens
 	// (openai provider; for servers that only accept the old field).
 	LegacyMaxTokens bool `yaml:"legacy_max_tokens"`
+	// JSONMode says how JSON replies are asked for (openai and ollama):
+	// auto (empty: JSON schema, falling back when the server rejects it),
+	// json_schema, json_object or off.
+	JSONMode string `yaml:"json_mode"`
+	// StreamUsage sends stream_options.include_usage on streamed calls
+	// (openai). Unset: sent, and left out once the server rejects it.
+	StreamUsage *bool `yaml:"stream_usage"`
 }
+
+// JSONModes lists the accepted models.<role>.json_mode values (llm.JSONModes).
+var JSONModes = []string{"auto", "json_schema", "json_object", "off"}
 
 // Classifier configures capability selection.
 type Classifier struct {
@@ -305,6 +322,12 @@ func (c *Config) ModelFor(role string) (m Model, ok bool) {
 	}
 	if !r.LegacyMaxTokens {
 		r.LegacyMaxTokens = def.LegacyMaxTokens
+	}
+	if r.JSONMode == "" {
+		r.JSONMode = def.JSONMode
+	}
+	if r.StreamUsage == nil {
+		r.StreamUsage = def.StreamUsage
 	}
 	return r, true
 }

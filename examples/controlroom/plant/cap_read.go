@@ -17,7 +17,7 @@ func NewChannelRead(p *Plant) *ChannelRead { return &ChannelRead{plant: p} }
 
 func (*ChannelRead) Name() string { return "channel_read" }
 func (*ChannelRead) Description() string {
-	return "Read the present live value of control-system channels now: what is the beam current, the vacuum pressure, a temperature or a magnet reading at this moment."
+	return "Read the present live value of control-system channels now: what is the beam current, the vacuum pressure, a temperature, a magnet current or what a setpoint is set to at this moment, and whether it is above or below a level."
 }
 func (*ChannelRead) Provides() []string { return []string{ChannelValuesType} }
 func (*ChannelRead) Requires() []capabilities.Requirement {
@@ -96,8 +96,14 @@ func (*ChannelRead) ClassifierGuide() *capabilities.ClassifierGuide {
 			{Query: "What is the beam current?", Result: true, Reason: "asks for a live value"},
 			{Query: "What is the vacuum pressure in sector 3?", Result: true, Reason: "asks for live values"},
 			{Query: "Read SR:RF:CAV1:VOLT", Result: true, Reason: "explicit read"},
+			{Query: "What is the quadrupole Q1 current in the BTS line?", Result: true, Reason: "a magnet's present current: a read, nothing is changed"},
+			{Query: "What's the setpoint of the BTS Q1 quadrupole?", Result: true, Reason: "what a setting is now: a read"},
+			{Query: "Is the Q1 current above 100 A?", Result: true, Reason: "compares a present value with a level: a read"},
+			{Query: "What is Q1 set to?", Result: true, Reason: "what a setting is now: a read"},
+			{Query: "What would happen if I set Q1 to 105 A?", Result: true, Reason: "hypothetical: nothing is changed, the present value helps the answer"},
 			{Query: "Show me the beam lifetime over the last day", Result: false, Reason: "history: archiver_retrieval"},
 			{Query: "Set the Q1 current to 105 A", Result: false, Reason: "a write, not a read"},
+			{Query: "Set the quadrupole Q1 current in the BTS line to 105 A", Result: false, Reason: "a write: channel_write"},
 		},
 	}
 }

@@ -49,6 +49,7 @@ func (*ChannelWrite) Provides() []string { return []string{ChannelWriteResultsTy
 func (*ChannelWrite) Requires() []capabilities.Requirement {
 	return []capabilities.Requirement{{Type: ChannelAddressesType, Cardinality: capabilities.Multiple}}
 }
+func (*ChannelWrite) SideEffects() bool { return true }
 
 // writeOp is one planned write.
 type writeOp struct {
@@ -135,9 +136,6 @@ func containsString(xs []string, s string) bool {
 	}
 	return false
 }
-
-// SideEffects declares that channel_write changes the machine.
-func (*ChannelWrite) SideEffects() bool { return true }
 
 // DescribeAction says what a step would write, without writing: one change
 // per channel (name, target value, units), and a summary with the current
@@ -316,20 +314,25 @@ func (*ChannelWrite) ClassifyError(err error, _ capabilities.ErrorContext) capab
 
 func (*ChannelWrite) ClassifierGuide() *capabilities.ClassifierGuide {
 	return &capabilities.ClassifierGuide{
-		Instructions: "Select only when the user explicitly asks to set, change, adjust or write a value on the machine.",
+		Instructions: "Select only when the user tells you to set, change, adjust or write a value on the machine now. " +
+			"Never select it for a question about a setting or about its history or for a hypothetical change.",
 		Examples: []capabilities.ClassifierExample{
 			{Query: "Set the quadrupole Q1 current in the BTS line to 105 A", Result: true, Reason: "an explicit setpoint change"},
 			{Query: "Change the RF cavity 2 voltage to 610 kV", Result: true, Reason: "an explicit setpoint change"},
 			{Query: "What is the Q1 current?", Result: false, Reason: "a read, nothing is changed"},
+			{Query: "What's the setpoint of the BTS Q1 quadrupole?", Result: false, Reason: "asks what the setting is: a read"},
 			{Query: "Was the RF voltage changed yesterday?", Result: false, Reason: "a question about history"},
+			{Query: "What would happen if I raised the RF voltage to 650 kV?", Result: false, Reason: "hypothetical: nothing is to change"},
+			{Query: "Don't change anything, just read the Q1 current", Result: false, Reason: "the user forbids a change"},
 		},
 	}
 }
 
 func (*ChannelWrite) OrchestratorGuide() *capabilities.OrchestratorGuide {
 	return &capabilities.OrchestratorGuide{
-		Instructions: "Use channel_write only for an explicit request to change a setting. It needs CHANNEL_ADDRESSES from channel_finding that name exactly the channel(s) to set. " +
-			"Give parameters.value for one channel or parameters.values {channel: number} for several. A human approves every write; writes outside limits are refused.",
+		Instructions: "Use channel_write only when the user tells you to change a setting now, never to answer a question about it. It needs CHANNEL_ADDRESSES from channel_finding that name exactly the channel(s) to set. " +
+			"Give parameters.value for one channel or parameters.values {channel: number} for several, with exactly the value the user stated. " +
+			"A human approves every write; writes outside limits are refused; a plan that writes without the user asking for the change is rejected.",
 		Priority: 40,
 		Examples: []capabilities.OrchestratorExample{
 			{Scenario: "Set the BTS Q1 quadrupole current to 105 A",
