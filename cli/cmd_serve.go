@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/capgraph/capgraph/config"
 	"github.com/capgraph/capgraph/server"
 )
 
@@ -37,6 +38,15 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 		return err
 	}
 	sc.Examples = c.app.Examples
+	if p := c.cfg.Server.AuditLog; p != "" {
+		f, err := server.OpenJSONLAuditFile(c.env.path(p))
+		if err != nil {
+			line := c.cfg.Line("server.audit_log")
+			return &config.Error{File: c.cfg.Source(), Problems: []config.Problem{{Line: line, Key: "server.audit_log", Problem: "cannot open the audit file: " + err.Error()}}}
+		}
+		c.closers = append(c.closers, f.Close)
+		sc.Audit = f
+	}
 	if *addr != "" {
 		sc.Addr = *addr
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/state"
 )
 
 var (
@@ -221,6 +222,9 @@ func (d *decoder) validateServer(s Server) {
 	if ttl := time.Duration(s.LeaseTTL); ttl != 0 && ttl < minLeaseTTL {
 		d.bad("server.lease_ttl", "must be 0 (the default, 30s) or at least %s, got %s", minLeaseTTL, ttl)
 	}
+	if d.set("server.audit_log") && strings.TrimSpace(s.AuditLog) == "" {
+		d.bad("server.audit_log", "must be a file path (remove the key for no audit file)")
+	}
 	if d.set("server.lease_owner") && (s.LeaseOwner == "" || strings.TrimSpace(s.LeaseOwner) != s.LeaseOwner) {
 		d.bad("server.lease_owner", "must be a non-empty name without surrounding spaces, got %q", s.LeaseOwner)
 	}
@@ -254,6 +258,15 @@ func (d *decoder) validateServer(s Server) {
 		}
 		if k.MaxConcurrentRuns < 0 {
 			d.bad(key+".max_concurrent_runs", "must not be negative, got %d", k.MaxConcurrentRuns)
+		}
+		for j, set := range k.MayRaise {
+			sub := fmt.Sprintf("%s.may_raise[%d]", key, j)
+			switch {
+			case set == state.SettingWritesEnabled:
+				d.bad(sub, "writes_enabled cannot be raised by a key: it is this process's switch (control_system.writes_enabled), checked where every write executes")
+			case !slices.Contains(state.RaisableSettings, set):
+				d.bad(sub, "%q is not a setting a key may raise (known: %s)", set, strings.Join(state.RaisableSettings, ", "))
+			}
 		}
 	}
 }

@@ -20,8 +20,11 @@ import (
 // or values (channel → number); otherwise the value is parsed from the
 // objective or task ("… to 105 A").
 //
-// Safety layers, in order: the global writes switch (step.WritesEnabled),
-// human approval (RequiresApproval is always true), the channel's writable
+// It declares side effects (SideEffects) and says exactly what a step will
+// write (DescribeAction), so the framework refuses to run it unless this
+// process enables writes, a human approved exactly that change and the user
+// asked for it (docs/safety.md). Its own checks stay as defence in depth:
+// the global writes switch (step.WritesEnabled), the channel's writable
 // flag and limits (checked for every channel before anything is written),
 // and readback verification.
 type ChannelWrite struct {
@@ -132,6 +135,25 @@ func containsString(xs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// DescribeAction says what a step would write, without writing: one change
+// per channel (name, target value, units), and a summary with the current
+// setpoint ("set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A"), which is not
+// part of the digest an approval binds to.
+func (w *ChannelWrite) DescribeAction(step capabilities.Step) (capabilities.Action, error) {
+	ops, err := w.plan(step)
+	if err != nil {
+		return capabilities.Action{}, err
+	}
+	a := capabilities.Action{Capability: w.Name()}
+	parts := make([]string, len(ops))
+	for i, o := range ops {
+		a.Changes = append(a.Changes, capabilities.Change{Target: o.channel.Name, Value: o.target, Unit: o.channel.Units})
+		parts[i] = "set " + o.text()
+	}
+	a.Summary = strings.Join(parts, "; ")
+	return a, nil
 }
 
 // RequiresApproval is true for every write to the machine: a human approves

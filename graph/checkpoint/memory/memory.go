@@ -21,6 +21,8 @@ type Store struct {
 
 	mu      sync.RWMutex
 	threads map[string]*thread
+
+	records recordLog // records.go
 }
 
 type thread struct {
