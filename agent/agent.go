@@ -41,11 +41,14 @@ func New(cfg Config) (*Agent, error) {
 	if err := cfg.fillNodes(); err != nil {
 		return nil, err
 	}
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
 	if cfg.Store == nil {
 		cfg.Store = memory.New()
+	}
+	if rl, ok := cfg.Store.(checkpoint.RecordLog); ok && cfg.AuditLog == nil {
+		cfg.AuditLog = rl
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	caps := cfg.Registry.All()
 	names := make([]string, len(caps))
@@ -160,9 +163,11 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 			p.fail(fmt.Errorf("%w: thread and input must not be empty", ErrBadRequest))
 			return
 		}
-		if req.Options != nil && !validMode(req.Options.ApprovalMode) {
-			p.fail(fmt.Errorf("%w: approval mode must be %q, %q or %q, got %q", ErrBadRequest,
-				state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll, req.Options.ApprovalMode))
+		// The configuration is the ceiling: a looser request fails here,
+		// before anything is read or written.
+		opts, err := a.TurnOptions(req)
+		if err != nil {
+			p.fail(err)
 			return
 		}
 		if err := a.validateAllowed(req.AllowedCapabilities); err != nil {
@@ -186,10 +191,10 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 				ap := aps[0]
 				expired := a.expired(ap)
 				if !expired && (ParseYes(req.Input) || ParseNo(req.Input)) {
-					a.resume(ctx, p, req.Thread, Answer{ApprovalID: ap.ID, Text: req.Input})
+					a.resume(ctx, p, req.Thread, Answer{ApprovalID: ap.ID, Text: req.Input, By: req.By})
 					return
 				}
-				if prev, err = a.supersede(ctx, req.Thread, ap, req.Input, expired); err != nil {
+				if prev, err = a.supersede(ctx, req.Thread, ap, req.Input, req.By, expired); err != nil {
 					p.fail(err)
 					return
 				}
@@ -202,10 +207,6 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 				}
 			}
 		}
-		opts := a.cfg.Options
-		if req.Options != nil {
-			opts = *req.Options
-		}
 		s := state.NewTurn(prev, req.Input, opts, a.cfg.Now())
 		s.Turn.ID = newID()
 		s.Metadata = mergeMeta(prev.Metadata, req.Metadata)
@@ -217,13 +218,14 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 // supersede ends a run waiting for approval ap as rejected, so that its turn
 // ends with a message saying nothing was done, and returns the thread's state
 // afterwards.
-func (a *Agent) supersede(ctx context.Context, thread string, ap state.Approval, input string, expired bool) (state.State, error) {
+func (a *Agent) supersede(ctx context.Context, thread string, ap state.Approval, input, by string, expired bool) (state.State, error) {
 	now := a.cfg.Now()
 	answer := "superseded by a new message: " + input
 	if expired {
 		answer = "expired"
 	}
-	d := state.ApprovalDecision{ID: ap.ID, Kind: ap.Kind, Approved: false, Answer: answer, At: now, Asked: ap.Created}
+	d := state.ApprovalDecision{ID: ap.ID, Kind: ap.Kind, Approved: false, Answer: answer, At: now, Asked: ap.Created,
+		Summary: ap.Summary, ActionDigest: ap.ActionDigest, By: by}
 	var runErr error
 	for _, err := range a.g.ResumeStream(withThread(ctx, thread), thread, d) {
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/llm/replytext"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -75,28 +76,46 @@ func (a *Agent) interpret(ctx context.Context, ap state.Approval, text string) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, approvalTimeout)
 	defer cancel()
-	resp, err := m.Generate(ctx, llm.Request{Role: llm.RoleApproval, MaxTokens: 50, JSON: true, Messages: []llm.Message{
-		{Role: "system", Content: approvalPrompt},
-		{Role: "user", Content: "Action: " + ap.Summary + "\n\nThe human's reply: " + text},
-	}})
+	resp, err := llm.Ask(ctx, m, llm.Request{Role: llm.RoleApproval, DefaultMaxTokens: approvalMaxTokens, JSON: true, Schema: approvalSchema,
+		Messages: []llm.Message{
+			{Role: "system", Content: approvalPrompt},
+			{Role: "user", Content: "Action: " + ap.Summary + "\n\nThe human's reply: " + text},
+		}}, llm.AskOptions{CutRetries: 1})
 	if err != nil {
 		return false, resp.Usage.Total()
 	}
 	return approvedReply(resp.Text), resp.Usage.Total()
 }
 
-// approvedReply reads the approval model's reply strictly: only a JSON
-// object whose "approved" is the boolean true approves.
+// approvalMaxTokens caps the approval model's reply when
+// models.approval.max_tokens (or models.default.max_tokens) does not.
+const approvalMaxTokens = 50
+
+// approvalSchema is the approval reply's JSON schema (structured output).
+var approvalSchema = &llm.Schema{Name: "approval_decision", Strict: true, Schema: map[string]any{
+	"type": "object", "properties": map[string]any{"approved": map[string]any{"type": "boolean"}},
+	"required": []string{"approved"}, "additionalProperties": false}}
+
+// approvedReply reads the approval model's reply: reasoning, code fences and
+// prose around the JSON are tolerated (replytext), but only objects whose
+// "approved" is the boolean true approve, and every object in the reply
+// that says "approved" must say true — a reply that says both is unclear,
+// and unclear is not an approval.
 func approvedReply(reply string) bool {
-	t := strings.TrimSpace(reply)
-	t = strings.TrimPrefix(t, "```json")
-	t = strings.TrimPrefix(t, "```")
-	t = strings.TrimSuffix(strings.TrimSpace(t), "```")
-	var v struct {
-		Approved *bool `json:"approved"`
+	seen := false
+	for _, raw := range replytext.Objects(reply) {
+		var v map[string]json.RawMessage
+		if json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		a, ok := v["approved"]
+		if !ok {
+			continue
+		}
+		if string(a) != "true" {
+			return false
+		}
+		seen = true
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(t)), &v); err != nil || v.Approved == nil {
-		return false
-	}
-	return *v.Approved
+	return seen
 }

@@ -13,8 +13,18 @@ type TurnRequest struct {
 	Thread string
 	// Input is the user's message.
 	Input string
-	// Options override the configured per-turn defaults when non-nil.
-	Options *state.Options
+	// Options are what the turn asks for; nil fields keep the configured
+	// ones (Config.Options), and a set field may only tighten them: a
+	// looser one fails the run with a *LoosenError (see options.go).
+	Options *TurnOptions
+	// MayRaise names the settings (state.RaisableSettings) this caller may raise
+	// above the configuration: a server fills it from the API key's
+	// permission in its configuration.
+	MayRaise []string
+	// By names who sends the input (an API key's principal, a local user);
+	// when the input answers a pending approval it is recorded as the
+	// approver.
+	By string
 	// Metadata is stored with the thread's checkpoints (owner, tenant, title).
 	Metadata map[string]string
 	// AllowedCapabilities, when non-nil, are the only capabilities this turn
@@ -34,6 +44,9 @@ type Answer struct {
 	Approved *bool
 	// Plan is an edited plan, for plan approvals.
 	Plan *state.Plan
+	// By names who answers (an API key's principal, a local user); it is
+	// recorded with the decision, in the step's grant and in the audit log.
+	By string
 }
 
 // Runner is what frontends (server, CLI) need from an agent. *Agent

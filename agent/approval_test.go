@@ -228,7 +228,7 @@ func TestApprovalModes(t *testing.T) {
 	}
 	a := mustAgent(t, writeWorld().config(t))
 	var err error
-	for _, e := range a.Run(context.Background(), agent.TurnRequest{Thread: "t", Input: "x", Options: &state.Options{ApprovalMode: "sometimes"}}) {
+	for _, e := range a.Run(context.Background(), agent.TurnRequest{Thread: "t", Input: "x", Options: &agent.TurnOptions{ApprovalMode: "sometimes"}}) {
 		err = e
 	}
 	if !errors.Is(err, agent.ErrBadRequest) || !strings.Contains(err.Error(), "sometimes") {

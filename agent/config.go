@@ -81,8 +81,16 @@ type Config struct {
 	// InfraRetry overrides DefaultInfraRetryPolicy per infrastructure node; a
 	// node's own policy (capabilities.RetryPolicyProvider) wins over it.
 	InfraRetry map[string]capabilities.RetryPolicy
-	// Options are the per-turn defaults; a TurnRequest's Options replace them.
+	// Options are the per-turn defaults and the ceiling of every turn: a
+	// TurnRequest's Options may only tighten them (see options.go), and
+	// WritesEnabled is the process's write switch, checked where a
+	// side-effecting step executes.
 	Options state.Options
+	// AuditLog keeps the audit records of side-effecting steps (audit.go).
+	// Default: the Store, when it is a checkpoint.RecordLog (memory,
+	// SQLite and PostgreSQL are). New fails when a registered capability
+	// has side effects and there is none.
+	AuditLog checkpoint.RecordLog
 	// ErrorNodeGrace bounds the error node after the wall-clock limit. Default 30 s.
 	ErrorNodeGrace time.Duration
 	// MaxConcurrency caps steps running at once. Default 8.
@@ -216,6 +224,14 @@ func (c *Config) validate() error {
 	}
 	if !validMode(c.Options.ApprovalMode) {
 		bad("Options.ApprovalMode", fmt.Sprintf("must be %q, %q or %q, got %q", state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll, c.Options.ApprovalMode))
+	}
+	if c.AuditLog == nil && c.Registry != nil {
+		for _, cap := range c.Registry.All() {
+			if capabilities.HasSideEffects(cap) {
+				bad("AuditLog", fmt.Sprintf("capability %q has side effects, which are audited, but the store keeps no records (no checkpoint.RecordLog) and AuditLog is nil", cap.Name()))
+				break
+			}
+		}
 	}
 	if err := c.Leases.validate(); err != nil {
 		errs = append(errs, err)

@@ -29,6 +29,10 @@ const (
 	// EventDenied: a capability the caller may not use was refused
 	// (Capability; Step is the plan step or -1; Text says why). See allow.go.
 	EventDenied EventType = "denied"
+	// EventAudit: an audit record of a side-effecting step was stored
+	// (Audit). A server copies it to its audit log file and does not show
+	// it to clients.
+	EventAudit EventType = "audit"
 )
 
 // RunStatus is how a turn ended.
@@ -84,4 +88,5 @@ type Event struct {
 	Status       RunStatus       `json:"status,omitempty"`
 	Duration     time.Duration   `json:"duration,omitempty"`
 	Err          string          `json:"error,omitempty"`
+	Audit        *AuditRecord    `json:"audit,omitempty"`
 }

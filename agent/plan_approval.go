@@ -84,5 +84,5 @@ func (a *Agent) validateEdited(s state.State, p *state.Plan) ([]state.PlanStep, 
 			return nil, &NotAllowedError{Step: i, Capability: st.Capability}
 		}
 	}
-	return nodes.ValidatePlan(planned, a.cfg.Registry, s.Context, taskText(s))
+	return nodes.ValidatePlan(planned, a.cfg.Registry, s.Context, s.Turn)
 }

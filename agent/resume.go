@@ -96,7 +96,8 @@ func (a *Agent) checkAnswer(ctx context.Context, thread string, ans Answer) (sta
 		return state.ApprovalDecision{}, e
 	}
 	now := a.cfg.Now()
-	d := state.ApprovalDecision{ID: id, Kind: ap.Kind, Answer: ans.Text, At: now, Asked: ap.Created}
+	d := state.ApprovalDecision{ID: id, Kind: ap.Kind, Answer: ans.Text, At: now, Asked: ap.Created, By: ans.By,
+		Summary: ap.Summary, ActionDigest: ap.ActionDigest}
 	switch {
 	case ans.Approved != nil:
 		d.Approved = *ans.Approved

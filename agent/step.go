@@ -36,8 +36,15 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 		}
 		plan := s.Turn.Plan
 		ps := plan.Steps[idx]
+		sideEffects := capabilities.HasSideEffects(c)
 		if !allowed(s, name) {
-			return a.refuseStep(ctx, s, c, idx, ps, now), nil
+			u := a.refuseStep(ctx, s, c, idx, ps, now)
+			if sideEffects {
+				rec := a.auditBase(ctx, s, name, idx, ps, ps.Attempts+1, now)
+				rec.Outcome, rec.Reason, rec.Message = AuditRefused, RefusedNotAllowed, "this caller is not allowed to use "+name
+				a.auditBestEffort(ctx, rec)
+			}
+			return u, nil
 		}
 		attempt := ps.Attempts + 1
 		firstAt := ps.FirstAttemptAt
@@ -56,7 +63,19 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 				cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: name + " was blocked and a human gave up"}
 				return a.stepFailure(ctx, s, c, idx, ps, gaveUp(cl), "blocked: a human gave up", attempt, firstAt, now, 0, false), nil
 			case apID:
-				_, summary := needsApproval(c, a.stepFor(ctx, s, ps, idx, attempt, nil), s.Turn.Options)
+				// The rejection names what the human was asked, not what
+				// the step might describe now.
+				summary := ans.Summary
+				if summary == "" {
+					resolved, _ := resolveInputs(s.Context, ps.Inputs)
+					_, summary = needsApproval(c, a.stepFor(ctx, s, ps, idx, attempt, resolved), s.Turn.Options)
+				}
+				if sideEffects {
+					rec := a.auditBase(ctx, s, name, idx, ps, attempt, now)
+					rec.Outcome, rec.Summary, rec.Digest, rec.ApprovalID, rec.ApprovedBy = AuditRejected, summary, ans.ActionDigest, ans.ID, ans.By
+					rec.Message = "a human rejected the step: " + ans.Answer
+					a.auditBestEffort(ctx, rec)
+				}
 				return a.rejectedStep(s, c, idx, ps, summary, true, now), nil
 			default:
 				if ans.Kind == state.ApprovalStep || strings.HasPrefix(ans.ID, "step:") {
@@ -75,7 +94,17 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			out     capabilities.Output
 			entries []capabilities.ContextEntry
 		)
-		if err == nil && !ps.Approved {
+		var action capabilities.Action
+		if sideEffects && err == nil {
+			g := a.gate(ctx, s, c, idx, ps, a.stepFor(ctx, s, ps, idx, attempt, resolved), apID, ans, answered, now)
+			switch {
+			case g.interrupt != nil:
+				return state.Update{}, g.interrupt // asked before the step starts: nothing of it has run
+			case g.update != nil:
+				return *g.update, nil
+			}
+			ps, action = g.ps, g.action
+		} else if err == nil && !ps.Approved {
 			if need, summary := needsApproval(c, a.stepFor(ctx, s, ps, idx, attempt, resolved), s.Turn.Options); need {
 				if !answered || ans.ID != apID {
 					// Asked before the step starts: nothing of it has run.
@@ -95,6 +124,9 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			}
 		}
 		end := a.cfg.Now()
+		if sideEffects && action.Capability != "" {
+			a.auditExecution(ctx, s, c, idx, ps, attempt, action, out, err, end.Sub(now), end)
+		}
 		if err == nil {
 			ps2 := ps
 			ps2.Status, ps2.Attempts, ps2.FirstAttemptAt, ps2.NotBefore, ps2.Error = state.StepDone, attempt, firstAt, time.Time{}, nil
@@ -142,7 +174,7 @@ func (a *Agent) stepFor(ctx context.Context, s state.State, ps state.PlanStep, i
 	return capabilities.Step{
 		PlannedStep: ps.PlannedStep, Index: idx, Task: taskText(s), Attempt: attempt,
 		IdempotencyKey: fmt.Sprintf("%s/%d/%d/%d/%d", threadOf(ctx), s.Turn.Number, s.Turn.Plan.Number, idx, attempt),
-		Resolved:       resolved, WritesEnabled: s.Turn.Options.WritesEnabled, Approved: ps.Approved,
+		Resolved:       resolved, WritesEnabled: a.writesEnabled(s), Approved: ps.Approved,
 	}
 }
 
@@ -169,7 +201,7 @@ func (a *Agent) stepFailure(ctx context.Context, s state.State, c capabilities.C
 			ps2.Fallback = fb
 			ps2.FallbacksTried = append(slices.Clip(ps.FallbacksTried), fb)
 			ps2.Attempts, ps2.FirstAttemptAt, ps2.NotBefore, ps2.Error, ps2.Recovered = 0, time.Time{}, time.Time{}, nil, false
-			ps2.Approved = false // an approval is for one capability; the fallback asks for its own
+			ps2.Approved, ps2.Grant = false, nil // an approval is for one capability; the fallback asks for its own
 			emit(ctx, Event{Type: EventStatus, Node: name, Step: idx, Capability: name,
 				Text: fmt.Sprintf("%s failed (%s); trying the fallback %s", name, cl.UserMessage, fb)})
 			return state.Update{NodeSteps: 1, Step: &state.StepUpdate{Plan: plan.Number, Index: idx, Step: ps2, Result: result, ClearError: true}}

@@ -104,6 +104,7 @@ func (a App) commands() []command {
 		{"serve", "", "start the HTTP server: web page, OpenAI-compatible API, native API", cmdServe},
 		{"graph", "", "print the agent graph (Mermaid or DOT); with --thread, a thread's last plan", cmdGraph},
 		{"capabilities", "", "list the capabilities: provides, requires, retry policy, approval", cmdCapabilities},
+		{"audit", "", "list the audit records of side-effecting steps (refused, approved, executed, …)", cmdAudit},
 		{"config", "check [FILE]", "validate a configuration file, naming each problem's line", cmdConfig},
 		{"help", "", "show this help", nil},
 	}

@@ -41,7 +41,9 @@ func TestChatSlashCommands(t *testing.T) {
 	h := controlRoom(t)
 	in := strings.Join([]string{
 		"/help",
-		"/planning /approval off /caps:off /task:off",
+		"/planning /approval on",
+		"/approval off /caps:off /task:off", // looser than the configuration: refused, nothing changes
+		"/caps:off",
 		"/status",
 		"/bogus",
 		"/approval:maybe",
@@ -55,8 +57,11 @@ func TestChatSlashCommands(t *testing.T) {
 	}
 	mustContain(t, "chat", r.stdout,
 		"/planning[:on|off]", "Try:\n  What is the beam current?", // help with the demo questions
-		"(plan approval on)", "(approval mode disabled)", "(capability selection off (every capability is active))", "(task extraction off (your message is the task))",
-		"options: plan approval on, approval mode disabled, capability selection off, task extraction off, writes off",
+		"(plan approval on)", "(approval mode all_capabilities)",
+		"option approval_mode: the request asks for disabled but the configuration says selective",
+		"option skip_classification: the request asks for true but the configuration says false",
+		"(nothing was changed or sent; change the configuration file to loosen a safety setting)",
+		"options: plan approval on, approval mode all_capabilities, capability selection on, task extraction on, writes off",
 		"no turn yet on this thread",
 		"unknown command /bogus (try /help)",
 		"/approval:maybe: the value must be on, off or selective",

@@ -99,11 +99,14 @@ func dur(d time.Duration) string {
 	return d.String()
 }
 
-// approvalText says whether a step of c waits for a human under the
-// configured global mode. In selective mode that is the capability's own
+// approvalText says whether a step of c waits for a human: always for a
+// capability with side effects, else as the configured global mode says. In selective mode that is the capability's own
 // decision, asked here for an empty step with writes enabled (a capability
 // that decides from the step's arguments may still ask for some steps).
 func approvalText(c capabilities.Capability, mode string) string {
+	if capabilities.HasSideEffects(c) {
+		return "always (side effects)" // whatever the mode: docs/safety.md
+	}
 	switch mode {
 	case "disabled":
 		return "no (approval disabled)"

@@ -80,6 +80,11 @@ func (ch *chat) loop(ctx context.Context) error {
 			ch.out("%v\n", err)
 			continue
 		}
+		// The configuration is the ceiling: a switch may only tighten it.
+		if _, err := ch.a.TurnOptions(agent.TurnRequest{Options: agent.Exactly(r.Options)}); err != nil {
+			ch.out("%v\n(nothing was changed or sent; change the configuration file to loosen a safety setting)\n", err)
+			continue
+		}
 		ch.opts = r.Options
 		for _, n := range r.Notes {
 			ch.out("(%s)\n", n)
@@ -101,8 +106,7 @@ func (ch *chat) loop(ctx context.Context) error {
 		if strings.TrimSpace(r.Message) == "" {
 			continue
 		}
-		opts := ch.opts
-		if err := ch.turn(ctx, ch.a.Run(ctx, agent.TurnRequest{Thread: ch.thread, Input: r.Message, Options: &opts})); err != nil {
+		if err := ch.turn(ctx, ch.a.Run(ctx, agent.TurnRequest{Thread: ch.thread, Input: r.Message, Options: agent.Exactly(ch.opts), By: ch.c.who()})); err != nil {
 			return err
 		}
 	}
@@ -136,7 +140,7 @@ func (ch *chat) turn(ctx context.Context, events iter.Seq2[agent.Event, error]) 
 			ch.out("(the approval stays pending; resume with: %s chat --thread %s)\n", ch.c.app.Name, ch.thread)
 			return nil
 		}
-		events = ch.a.Resume(ctx, ch.thread, agent.Answer{ApprovalID: out.Approval.ID, Text: ans})
+		events = ch.a.Resume(ctx, ch.thread, agent.Answer{ApprovalID: out.Approval.ID, Text: ans, By: ch.c.who()})
 	}
 }
 

@@ -44,6 +44,13 @@ func cmdConfig(ctx context.Context, c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	if c.cfg != nil {
+		// Warnings do not fail the check: the file is valid, but probably not what was meant.
+		for _, w := range c.cfg.Warnings() {
+			w.Problem = "warning: " + w.Problem
+			fmt.Fprintf(c.env.Stdout, "%s:%s\n", path, problemText(w))
+		}
+	}
 	if len(problems) == 0 {
 		fmt.Fprintf(c.env.Stdout, "%s: OK\n", path)
 		return nil

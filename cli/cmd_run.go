@@ -32,10 +32,10 @@ func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
 	if id == "" {
 		id = newThreadID()
 	}
-	out, err := consume(a.Run(ctx, agent.TurnRequest{Thread: id, Input: question}), newProgress(c.env, *c.env.Terminal))
+	out, err := consume(a.Run(ctx, agent.TurnRequest{Thread: id, Input: question, By: c.who()}), newProgress(c.env, *c.env.Terminal))
 	for err == nil && *answer != "" && out.Status == agent.RunInterrupted && out.Approval != nil {
 		fmt.Fprintf(c.env.Stderr, "approval needed: %s — answering %q\n", out.Approval.Summary, *answer)
-		out, err = consume(a.Resume(ctx, id, agent.Answer{ApprovalID: out.Approval.ID, Text: *answer}), newProgress(c.env, *c.env.Terminal))
+		out, err = consume(a.Resume(ctx, id, agent.Answer{ApprovalID: out.Approval.ID, Text: *answer, By: c.who()}), newProgress(c.env, *c.env.Terminal))
 	}
 	if err != nil {
 		if ctx.Err() != nil && c.spec.Kind != StoreMemory {

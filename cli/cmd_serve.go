@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/capgraph/capgraph/config"
 	"github.com/capgraph/capgraph/server"
 )
 
@@ -29,11 +30,23 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range c.cfg.Warnings() {
+		logger.Warn("configuration: "+w.Problem, "key", w.Key, "line", w.Line)
+	}
 	sc, err := ServerConfig(c.cfg, a, c.env.Getenv("CAPGRAPH_API_KEYS"), logger)
 	if err != nil {
 		return err
 	}
 	sc.Examples = c.app.Examples
+	if p := c.cfg.Server.AuditLog; p != "" {
+		f, err := server.OpenJSONLAuditFile(c.env.path(p))
+		if err != nil {
+			line := c.cfg.Line("server.audit_log")
+			return &config.Error{File: c.cfg.Source(), Problems: []config.Problem{{Line: line, Key: "server.audit_log", Problem: "cannot open the audit file: " + err.Error()}}}
+		}
+		c.closers = append(c.closers, f.Close)
+		sc.Audit = f
+	}
 	if *addr != "" {
 		sc.Addr = *addr
 	}

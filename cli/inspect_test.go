@@ -71,7 +71,7 @@ func TestCapabilitiesTable(t *testing.T) {
 		{"channel_finding", "CHANNEL_ADDRESSES", "-", "3 attempts, 1s ×2 ≤30s, full jitter (default)", "no"},
 		{"channel_read", "CHANNEL_VALUES", "CHANNEL_ADDRESSES(multiple)", "3 attempts, 500ms ×2 ≤5s, full jitter, never not_found/invalid_input (own)", "no"},
 		{"archiver_retrieval", "ARCHIVER_DATA", "CHANNEL_ADDRESSES(multiple)", "", "no"},
-		{"channel_write", "CHANNEL_WRITE_RESULTS", "CHANNEL_ADDRESSES(multiple)", "", "yes"},
+		{"channel_write", "CHANNEL_WRITE_RESULTS", "CHANNEL_ADDRESSES(multiple)", "", "always (side effects)"},
 	}
 	for _, tt := range tests {
 		got := rows[tt.name]
@@ -86,5 +86,5 @@ func TestCapabilitiesTable(t *testing.T) {
 	// A configured policy shows as (config); the approval column follows the mode.
 	h.writeConfig("capgraph.yaml", "retry:\n  capabilities:\n    channel_finding:\n      max_attempts: 5\n      initial_interval: 2s\napproval:\n  global_mode: disabled\n")
 	r = h.run("", "capabilities", "-v")
-	mustContain(t, "configured", r.stdout, "5 attempts, 2s ×2 ≤30s, full jitter (config)", "no (approval disabled)", "Find the control-system channel names")
+	mustContain(t, "configured", r.stdout, "5 attempts, 2s ×2 ≤30s, full jitter (config)", "no (approval disabled)", "always (side effects)", "Find the control-system channel names")
 }

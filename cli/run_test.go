@@ -44,6 +44,25 @@ func TestRunAnswersDemoQuestions(t *testing.T) {
 
 func itoa(i int) string { return string(rune('0' + i)) }
 
+// Offline, a question about something the machine does not have gets an
+// answer saying so and what exists, in one plan: no replanning, no error
+// report.
+func TestRunSaysWhatDoesNotExist(t *testing.T) {
+	r := controlRoom(t).run("", "--store", "memory", "run", "What is the vacuum in sector 42?")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	mustContain(t, "answer", r.stdout, "There is no sector 42; the machine has sectors 1 to 12.", "SR:C01:VAC:GAUGE1", "Nothing was read")
+	for _, bad := range []string{"ERROR REPORT", "REPLANNING", "max_planning_attempts"} {
+		if strings.Contains(r.stdout, bad) {
+			t.Errorf("answer has %q:\n%s", bad, r.stdout)
+		}
+	}
+	if strings.Count(r.stderr, "plan ") != 1 {
+		t.Errorf("want one plan:\n%s", r.stderr)
+	}
+}
+
 // A write stops for approval; without --answer the run ends there (exit 0)
 // and says how to answer; with --answer no nothing is written.
 func TestRunApproval(t *testing.T) {

@@ -182,3 +182,15 @@ func (c *cmdEnv) offline() bool {
 	}
 	return true
 }
+
+// who names the local user in approvals and audit records ("cli:alice").
+func (c *cmdEnv) who() string {
+	u := c.env.Getenv("USER")
+	if u == "" {
+		u = c.env.Getenv("USERNAME")
+	}
+	if u == "" {
+		u = "local"
+	}
+	return "cli:" + u
+}

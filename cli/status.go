@@ -63,6 +63,8 @@ func describe(e agent.Event) string {
 		return "approval needed: " + e.Approval.Summary
 	case agent.EventStatus:
 		return e.Text
+	case agent.EventDenied:
+		return "refused: " + e.Text
 	case agent.EventDone:
 		if e.Err != "" {
 			return fmt.Sprintf("done: %s (%s)", e.Status, e.Err)

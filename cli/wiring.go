@@ -52,6 +52,8 @@ func LLMConfig(cfg *config.Config) llm.Config {
 			MaxTokens:       m.MaxTokens,
 			Timeout:         m.Timeout,
 			LegacyMaxTokens: m.LegacyMaxTokens,
+			JSONMode:        m.JSONMode,
+			StreamUsage:     m.StreamUsage,
 		}
 	}
 	return out
@@ -60,9 +62,11 @@ func LLMConfig(cfg *config.Config) llm.Config {
 // Options returns the per-turn defaults the file configures.
 func Options(cfg *config.Config) state.Options {
 	return state.Options{
-		PlanApproval:  cfg.Approval.PlanApproval,
-		ApprovalMode:  cfg.Approval.GlobalMode,
-		WritesEnabled: cfg.ControlSystem.WritesEnabled,
+		PlanApproval:       cfg.Approval.PlanApproval,
+		ApprovalMode:       cfg.Approval.GlobalMode,
+		WritesEnabled:      cfg.ControlSystem.WritesEnabled,
+		SkipTaskExtraction: cfg.AgentControl.SkipTaskExtraction,
+		SkipClassification: cfg.AgentControl.SkipClassification,
 	}
 }
 
@@ -210,6 +214,7 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 		sc.Principals = append(sc.Principals, server.Principal{
 			Name: k.Name, KeySHA256: digest, Tenant: k.Tenant, TrustedFrontend: k.TrustedFrontend,
 			AllowedCapabilities: k.AllowedCapabilities, MaxConcurrentRuns: k.MaxConcurrentRuns,
+			MayRaise: k.MayRaise, Admin: k.Admin,
 		})
 	}
 	if envKeys != "" {

@@ -33,6 +33,8 @@ type Config struct {
 	Approval Approval `yaml:"approval"`
 	// ControlSystem holds the control-system safety switches.
 	ControlSystem ControlSystem `yaml:"control_system"`
+	// AgentControl holds the per-turn bypasses of infrastructure steps.
+	AgentControl AgentControl `yaml:"agent_control"`
 	// Store is where threads are checkpointed: "memory", "sqlite:PATH" or a
 	// "postgres://…" URL. Empty means the command's default (SQLite in the
 	// user's data directory).
@@ -46,7 +48,14 @@ type Config struct {
 	// set on, so converters can name the line of a problem they find later.
 	source string
 	lines  map[string]int
+	// warnings are things that are allowed but probably wrong.
+	warnings []Problem
 }
+
+// Warnings lists what the file allows but probably did not mean (a
+// base_url an OpenAI-compatible server does not answer on), in line order.
+// `capgraph config check` prints them; they do not make the file invalid.
+func (c *Config) Warnings() []Problem { return c.warnings }
 
 // Model configures the LLM of one role.
 type Model struct {
@@ -70,7 +79,17 @@ type Model struct {
 	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens
 	// (openai provider; for servers that only accept the old field).
 	LegacyMaxTokens bool `yaml:"legacy_max_tokens"`
+	// JSONMode says how JSON replies are asked for (openai and ollama):
+	// auto (empty: JSON schema, falling back when the server rejects it),
+	// json_schema, json_object or off.
+	JSONMode string `yaml:"json_mode"`
+	// StreamUsage sends stream_options.include_usage on streamed calls
+	// (openai). Unset: sent, and left out once the server rejects it.
+	StreamUsage *bool `yaml:"stream_usage"`
 }
+
+// JSONModes lists the accepted models.<role>.json_mode values (llm.JSONModes).
+var JSONModes = []string{"auto", "json_schema", "json_object", "off"}
 
 // Classifier configures capability selection.
 type Classifier struct {
@@ -124,6 +143,17 @@ type ControlSystem struct {
 	WritesEnabled bool `yaml:"writes_enabled"`
 }
 
+// AgentControl holds the per-turn bypasses of infrastructure steps. They
+// widen what a turn runs, so a request (a chat slash command, an API
+// option) may turn one on only when the configuration does, or when its
+// API key may raise it (server.api_keys[].may_raise).
+type AgentControl struct {
+	// SkipTaskExtraction makes the user's message the task (no model call).
+	SkipTaskExtraction bool `yaml:"skip_task_extraction"`
+	// SkipClassification makes every capability active (no selection).
+	SkipClassification bool `yaml:"skip_classification"`
+}
+
 // Server configures the HTTP server.
 type Server struct {
 	// Addr is the listen address (default 127.0.0.1:8080).
@@ -145,6 +175,12 @@ type Server struct {
 	// errors other replicas report); empty means host name, process id and
 	// a random suffix. It must differ between replicas.
 	LeaseOwner string `yaml:"lease_owner"`
+	// AuditLog, when set, is a file `capgraph serve` appends the audit log
+	// to as JSON lines: every capability step ("record":"step") and every
+	// record of a side-effecting step ("record":"action"). The durable
+	// audit records of side-effecting steps are kept in the store whether
+	// or not it is set (`capgraph audit`, GET /api/audit).
+	AuditLog string `yaml:"audit_log"`
 }
 
 // APIKey is one accepted bearer key. Exactly one of Key and KeySHA256 is set.
@@ -166,6 +202,13 @@ type APIKey struct {
 	// MaxConcurrentRuns bounds this key's simultaneous runs; 0 means only the
 	// server-wide limit applies.
 	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
+	// MayRaise lists the safety settings this key's requests may raise above
+	// the configuration (approval_mode, plan_approval, skip_classification,
+	// skip_task_extraction); by default a request may only tighten them.
+	// writes_enabled cannot be raised.
+	MayRaise []string `yaml:"may_raise"`
+	// Admin lets this key read the audit log (GET /api/audit) of every tenant.
+	Admin bool `yaml:"admin"`
 }
 
 // ServerLimits are server-wide limits.
@@ -279,6 +322,12 @@ func (c *Config) ModelFor(role string) (m Model, ok bool) {
 	}
 	if !r.LegacyMaxTokens {
 		r.LegacyMaxTokens = def.LegacyMaxTokens
+	}
+	if r.JSONMode == "" {
+		r.JSONMode = def.JSONMode
+	}
+	if r.StreamUsage == nil {
+		r.StreamUsage = def.StreamUsage
 	}
 	return r, true
 }

@@ -81,6 +81,8 @@ func parse(data []byte, filename string, lookup func(string) (string, bool)) (*C
 		slices.SortStableFunc(d.problems, func(a, b Problem) int { return a.Line - b.Line })
 		return nil, &Error{File: filename, Problems: d.problems}
 	}
+	slices.SortStableFunc(d.warnings, func(a, b Problem) int { return a.Line - b.Line })
+	cfg.warnings = d.warnings
 	return cfg, nil
 }
 
@@ -103,10 +105,16 @@ type decoder struct {
 	lookup   func(string) (string, bool)
 	lines    map[string]int
 	problems []Problem
+	warnings []Problem
 }
 
 func (d *decoder) add(line int, key, format string, args ...any) {
 	d.problems = append(d.problems, Problem{Line: line, Key: key, Problem: fmt.Sprintf(format, args...)})
+}
+
+// warn records something allowed but probably wrong (Config.Warnings).
+func (d *decoder) warn(key, format string, args ...any) {
+	d.warnings = append(d.warnings, Problem{Line: d.line(key), Key: key, Problem: fmt.Sprintf(format, args...)})
 }
 
 func join(parent, name string) string {

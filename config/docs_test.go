@@ -28,7 +28,8 @@ func TestDocumentedExampleParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Store != "sqlite:/home/op/.local/share/capgraph/capgraph.db" || c.Models["default"].BaseURL != "https://api.openai.com/v1" ||
-		c.Server.APIKeys[0].Tenant != "open-webui" || c.Retry.Capabilities["channel_read"].MaxAttempts != 5 {
+		c.Server.APIKeys[0].Tenant != "open-webui" || c.Retry.Capabilities["channel_read"].MaxAttempts != 5 ||
+		c.Server.AuditLog != "/var/log/capgraph/audit.jsonl" || len(c.Server.APIKeys[1].MayRaise) != 1 || !c.Server.APIKeys[2].Admin {
 		t.Errorf("example parsed to %+v", c)
 	}
 }

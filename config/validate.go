@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/state"
 )
 
 var (
@@ -99,6 +100,9 @@ func (d *decoder) validateModels(c *Config) {
 				d.bad(key+".base_url", "must be an http:// or https:// URL, got %q", m.BaseURL)
 			}
 		}
+		if m.JSONMode != "" && !oneOf(m.JSONMode, JSONModes...) {
+			d.bad(key+".json_mode", "must be %s, got %q", strings.Join(JSONModes, ", "), m.JSONMode)
+		}
 		if m.APIKeyEnv != "" && !envVarName.MatchString(m.APIKeyEnv) {
 			d.bad(key+".api_key_env", "must name an environment variable (the key itself does not belong in the file), got %q", m.APIKeyEnv)
 		}
@@ -110,12 +114,36 @@ func (d *decoder) validateModels(c *Config) {
 		}
 		// The role's effective settings must name a provider and a model.
 		eff, _ := c.ModelFor(role)
+		if m.BaseURL != "" {
+			d.warnBaseURL(key+".base_url", eff.Provider, m.BaseURL)
+		}
 		if eff.Provider == "" {
 			d.bad(key, "has no provider (set provider here or in models.default)")
 		}
 		if eff.Model == "" {
 			d.bad(key, "has no model (set model here or in models.default)")
 		}
+	}
+}
+
+// warnBaseURL warns about a base_url the provider's client will not find
+// its API under: the openai client appends only /chat/completions, so an
+// OpenAI-compatible server's URL ends in /v1; Ollama's native API is at the
+// server's root.
+func (d *decoder) warnBaseURL(key, provider, base string) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return
+	}
+	path := strings.TrimRight(u.Path, "/")
+	switch {
+	case provider == "openai" && !strings.HasSuffix(path, "/v1"):
+		d.warn(key, "%q does not end in /v1: the openai provider appends only /chat/completions, and OpenAI-compatible servers "+
+			"(vLLM, Ollama, LM Studio, llama.cpp, LiteLLM) answer at /v1/chat/completions — write e.g. http://host:8000/v1 "+
+			"(keep it only if your gateway documents this path)", base)
+	case provider == "ollama" && strings.HasSuffix(path, "/v1"):
+		d.warn(key, "%q ends in /v1, but the ollama provider speaks Ollama's native API at the server's root: "+
+			"write e.g. http://host:11434, or use provider openai for Ollama's OpenAI-compatible /v1", base)
 	}
 }
 
@@ -194,6 +222,9 @@ func (d *decoder) validateServer(s Server) {
 	if ttl := time.Duration(s.LeaseTTL); ttl != 0 && ttl < minLeaseTTL {
 		d.bad("server.lease_ttl", "must be 0 (the default, 30s) or at least %s, got %s", minLeaseTTL, ttl)
 	}
+	if d.set("server.audit_log") && strings.TrimSpace(s.AuditLog) == "" {
+		d.bad("server.audit_log", "must be a file path (remove the key for no audit file)")
+	}
 	if d.set("server.lease_owner") && (s.LeaseOwner == "" || strings.TrimSpace(s.LeaseOwner) != s.LeaseOwner) {
 		d.bad("server.lease_owner", "must be a non-empty name without surrounding spaces, got %q", s.LeaseOwner)
 	}
@@ -227,6 +258,15 @@ func (d *decoder) validateServer(s Server) {
 		}
 		if k.MaxConcurrentRuns < 0 {
 			d.bad(key+".max_concurrent_runs", "must not be negative, got %d", k.MaxConcurrentRuns)
+		}
+		for j, set := range k.MayRaise {
+			sub := fmt.Sprintf("%s.may_raise[%d]", key, j)
+			switch {
+			case set == state.SettingWritesEnabled:
+				d.bad(sub, "writes_enabled cannot be raised by a key: it is this process's switch (control_system.writes_enabled), checked where every write executes")
+			case !slices.Contains(state.RaisableSettings, set):
+				d.bad(sub, "%q is not a setting a key may raise (known: %s)", set, strings.Join(state.RaisableSettings, ", "))
+			}
 		}
 	}
 }

@@ -18,7 +18,9 @@ const Name = router.Error
 
 // Default limits of the explanation call.
 const (
-	DefaultTimeout   = 30 * time.Second
+	DefaultTimeout = 30 * time.Second
+	// DefaultMaxTokens caps the explanation when neither Config.MaxTokens
+	// nor models.error.max_tokens (or models.default.max_tokens) does.
 	DefaultMaxTokens = 300
 )
 
@@ -34,7 +36,8 @@ type Config struct {
 	Router router.Config
 	// Timeout bounds the explanation call. Default 30 s.
 	Timeout time.Duration
-	// MaxTokens caps the explanation. Default 300.
+	// MaxTokens caps the explanation; 0 means the error role's configured
+	// max_tokens, or DefaultMaxTokens when it has none.
 	MaxTokens int
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
@@ -56,9 +59,6 @@ func New(cfg Config) (*Node, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.MaxTokens == 0 {
-		cfg.MaxTokens = DefaultMaxTokens
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -114,7 +114,11 @@ func (n *Node) explain(ctx context.Context, s state.State, r Report) (string, in
 	if err != nil {
 		return r.Explain(), 0 // a broken override: the deterministic explanation still tells the truth
 	}
-	resp, err := m.Generate(ctx, llm.Request{Role: llm.RoleError, MaxTokens: n.cfg.MaxTokens, Messages: msgs})
+	// Reasoning is stripped (llm.Ask); an explanation cut off by the token
+	// limit after one larger try is not shown as if complete: the
+	// deterministic one is.
+	resp, err := llm.Ask(ctx, m, llm.Request{Role: llm.RoleError, MaxTokens: n.cfg.MaxTokens, DefaultMaxTokens: DefaultMaxTokens, Messages: msgs},
+		llm.AskOptions{CutRetries: 1})
 	text := strings.TrimSpace(resp.Text)
 	if err != nil || text == "" {
 		return r.Explain(), resp.Usage.Total()

@@ -76,7 +76,37 @@ type RoleConfig struct {
 	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens
 	// (openai provider; for servers that only accept the old field).
 	LegacyMaxTokens bool `json:"legacy_max_tokens,omitempty" yaml:"legacy_max_tokens,omitempty"`
+	// JSONMode says how a JSON reply is asked for (openai and ollama
+	// providers): auto (empty), json_schema, json_object or off. See the
+	// JSONMode constants.
+	JSONMode string `json:"json_mode,omitempty" yaml:"json_mode,omitempty"`
+	// StreamUsage sends stream_options.include_usage on streamed calls
+	// (openai provider), so streamed replies report their tokens. nil means
+	// send it, and leave it out for good once the server rejects it
+	// (HTTP 400); false never sends it.
+	StreamUsage *bool `json:"stream_usage,omitempty" yaml:"stream_usage,omitempty"`
 }
+
+// JSON modes of RoleConfig.JSONMode.
+const (
+	// JSONModeAuto: structured output with the reply's JSON schema; when the
+	// server rejects the request (HTTP 400 or 422) the call is repeated with
+	// JSON mode, then without either, and what worked is kept for the
+	// model. The default.
+	JSONModeAuto = "auto"
+	// JSONModeSchema: always the JSON schema (OpenAI response_format
+	// json_schema, Ollama format: <schema>).
+	JSONModeSchema = "json_schema"
+	// JSONModeObject: always plain JSON mode (response_format json_object,
+	// Ollama format: "json").
+	JSONModeObject = "json_object"
+	// JSONModeOff: no response format is sent; the prompt alone asks for
+	// JSON (servers that reject response_format).
+	JSONModeOff = "off"
+)
+
+// JSONModes lists the accepted json_mode values.
+var JSONModes = []string{JSONModeAuto, JSONModeSchema, JSONModeObject, JSONModeOff}
 
 // Config configures the models of every role.
 type Config struct {
@@ -126,6 +156,10 @@ func (rc RoleConfig) validate(role Role, lookup func(string) (string, bool)) (ke
 	}
 	if rc.Timeout < 0 {
 		errs = append(errs, &ConfigError{Role: role, Field: "timeout", Problem: "is negative"})
+	}
+	if rc.JSONMode != "" && !slices.Contains(JSONModes, rc.JSONMode) {
+		errs = append(errs, &ConfigError{Role: role, Field: "json_mode",
+			Problem: fmt.Sprintf("%q is not one of %s", rc.JSONMode, strings.Join(JSONModes, ", "))})
 	}
 	if len(errs) > 0 {
 		return "", "", errors.Join(errs...)

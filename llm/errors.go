@@ -25,6 +25,10 @@ var (
 	ErrBadRequest    = errors.New("llm: request rejected")
 	ErrCanceled      = errors.New("llm: call canceled")
 	ErrUnknown       = errors.New("llm: provider error")
+	// ErrTruncated: the reply was still cut off by the token limit after
+	// being asked again with a larger one (Ask). Asking again with the same
+	// limit would be cut again, so it is CRITICAL and says what to raise.
+	ErrTruncated = errors.New("llm: reply cut off at the token limit")
 	// ErrOffline is returned (wrapped around the real failure) by a model of a
 	// Models built with Fallback "offline" when the provider cannot be reached:
 	// the node should use its offline strategy instead of failing.
@@ -49,6 +53,9 @@ type Error struct {
 	// APIKeyEnv names the environment variable the role's key came from, for
 	// actionable messages.
 	APIKeyEnv string
+	// MaxTokens is the limit a cut reply hit (ErrTruncated); 0 when the
+	// provider's default applied.
+	MaxTokens int
 	// Err is the underlying error.
 	Err error
 }
@@ -67,6 +74,9 @@ func (e *Error) Error() string {
 	b.WriteString(strings.TrimPrefix(e.kind().Error(), "llm: "))
 	if e.StatusCode != 0 {
 		fmt.Fprintf(&b, " (HTTP %d)", e.StatusCode)
+	}
+	if e.kind() == ErrTruncated && e.MaxTokens > 0 {
+		fmt.Fprintf(&b, " (max_tokens %d)", e.MaxTokens)
 	}
 	// The provider's own words, without langchaingo's wrapping around them.
 	var he *HTTPError
@@ -152,6 +162,16 @@ func (e *Error) Classification() capabilities.Classification {
 	case ErrBadRequest:
 		c.Severity, c.Kind = capabilities.Critical, capabilities.KindInvalidInput
 		c.UserMessage = fmt.Sprintf("the language model provider rejected the request for %s", who)
+	case ErrTruncated:
+		// A configured limit, not a resource that frees up: no escalation, the error node says what to raise.
+		c.Severity, c.Kind = capabilities.Critical, capabilities.KindLimitViolation
+		limit := "the provider's default limit"
+		if e.MaxTokens > 0 {
+			limit = fmt.Sprintf("%d tokens", e.MaxTokens)
+		}
+		c.UserMessage = fmt.Sprintf("the reply of the language model for %s was cut off at %s, also when asked again with a larger limit", who, limit)
+		c.Metadata[capabilities.MetaSuggestions] = fmt.Sprintf("raise models.%s.max_tokens (or models.default.max_tokens) in the configuration; "+
+			"a reasoning model needs room for its thinking as well as its answer", e.Role)
 	case ErrCanceled:
 		c.Severity, c.Kind = capabilities.Fatal, capabilities.KindUnknown
 		c.UserMessage = "the request was canceled"

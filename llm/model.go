@@ -29,10 +29,18 @@ type Message struct {
 type Request struct {
 	Role     Role
 	Messages []Message
-	// MaxTokens caps the reply; 0 means the role's configured value.
+	// MaxTokens caps the reply; 0 means the role's configured max_tokens,
+	// or DefaultMaxTokens when the role configures none.
 	MaxTokens int
-	// JSON asks for a JSON object reply where the provider supports it.
+	// DefaultMaxTokens caps the reply when neither MaxTokens nor the role's
+	// configuration does; 0 leaves it to the provider.
+	DefaultMaxTokens int
+	// JSON asks for a JSON object reply where the provider supports it
+	// (the role's json_mode decides how).
 	JSON bool
+	// Schema, with JSON, is the reply's JSON schema, sent as structured
+	// output where the provider and the role's json_mode allow it.
+	Schema *Schema
 	// OnChunk, when set, receives the reply as it streams. Returning an error
 	// aborts the call.
 	OnChunk func(ctx context.Context, chunk string) error
@@ -49,9 +57,54 @@ func (u Usage) Total() int { return u.PromptTokens + u.CompletionTokens }
 
 // Response is a model's reply.
 type Response struct {
-	Text  string
-	Usage Usage
-	Model string
+	// Text is the reply. From Ask it is the visible text: reasoning removed
+	// (replytext.Visible); Raw keeps what the model sent.
+	Text string
+	// Raw is the reply as the model sent it (set by Ask).
+	Raw string
+	// Reasoning is the model's reasoning when the server sent it apart from
+	// the reply (reasoning_content). It is never shown to the user.
+	Reasoning string
+	// FinishReason says why the model stopped; empty when the provider did
+	// not say.
+	FinishReason FinishReason
+	// MaxTokens is the completion limit the call was made with; 0 when none
+	// was sent (the provider's default applied).
+	MaxTokens int
+	Usage     Usage
+	Model     string
+}
+
+// Cut reports whether the reply was cut off by the token limit.
+func (r Response) Cut() bool { return r.FinishReason == FinishLength }
+
+// FinishReason is why a model stopped, normalised across providers.
+type FinishReason string
+
+const (
+	// FinishStop: the model ended its reply (OpenAI "stop", Anthropic
+	// "end_turn"/"stop_sequence", Gemini STOP, Ollama "stop").
+	FinishStop FinishReason = "stop"
+	// FinishLength: the reply was cut off by the token limit (OpenAI and
+	// Ollama "length", Anthropic "max_tokens", Gemini MAX_TOKENS).
+	FinishLength FinishReason = "length"
+	// FinishContentFilter: the provider stopped the reply (OpenAI
+	// "content_filter", Anthropic "refusal", Gemini SAFETY and the like).
+	FinishContentFilter FinishReason = "content_filter"
+	// FinishToolCalls: the model asked to call a tool.
+	FinishToolCalls FinishReason = "tool_calls"
+)
+
+// Schema is the JSON schema of a JSON reply shape.
+type Schema struct {
+	// Name identifies the shape to the provider: letters, digits, _ and -.
+	Name string
+	// Strict asks the provider to hold the reply to the schema exactly
+	// (OpenAI strict mode). Only for schemas whose objects require every
+	// property and allow no other.
+	Strict bool
+	// Schema is the JSON schema document.
+	Schema map[string]any
 }
 
 // Model generates replies. Implementations are safe for concurrent use.

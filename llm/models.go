@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,6 +46,8 @@ func (r roleBound) Generate(ctx context.Context, req Request) (Response, error) 
 	}
 	return r.inner.Generate(ctx, req)
 }
+
+func (r roleBound) reasoningOpenedInPrompt() *atomic.Bool { return reasoningMemoOf(r.inner) }
 
 // Configured lists the roles with a model of their own, in Roles order.
 func (s *Set) Configured() []Role {

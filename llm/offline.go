@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 )
 
 // WithOfflineFallback wraps every model of m so that a call failing because
@@ -31,6 +32,8 @@ func (o offlineFallback) Generate(ctx context.Context, req Request) (Response, e
 	}
 	return resp, err
 }
+
+func (o offlineFallback) reasoningOpenedInPrompt() *atomic.Bool { return reasoningMemoOf(o.inner) }
 
 // OfflineError says a call should be answered offline; it matches ErrOffline
 // and keeps the provider's failure.

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -25,6 +27,10 @@ type statusDoer struct {
 }
 
 func (d statusDoer) Do(req *http.Request) (*http.Response, error) {
+	tr := traceOf(req.Context())
+	if err := tr.editBody(req); err != nil {
+		return nil, err
+	}
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return nil, transportError(err)
@@ -32,6 +38,7 @@ func (d statusDoer) Do(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, readHTTPError(resp, d.now())
 	}
+	tr.watch(resp)
 	return resp, nil
 }
 
@@ -43,6 +50,13 @@ type statusTransport struct {
 }
 
 func (t statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tr := traceOf(req.Context())
+	if tr != nil && len(tr.set) > 0 {
+		req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request
+		if err := tr.editBody(req); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return nil, transportError(err)
@@ -50,7 +64,130 @@ func (t statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, readHTTPError(resp, t.now())
 	}
+	tr.watch(resp)
 	return resp, nil
+}
+
+// callTrace carries one call's request edits to the wrapped client and
+// brings back what the response said that langchaingo drops. It travels in
+// the request's context, which langchaingo passes through unchanged.
+type callTrace struct {
+	// set replaces top-level fields of the JSON request body; a nil value
+	// removes the field. This is where options langchaingo lacks are sent
+	// (response_format json_schema, Ollama's format schema) or withheld
+	// (stream_options).
+	set map[string]any
+	// doneReason, when watched, is Ollama's done_reason.
+	watchDone  bool
+	mu         sync.Mutex
+	doneReason string
+}
+
+type traceKey struct{}
+
+func withTrace(ctx context.Context, tr *callTrace) context.Context {
+	return context.WithValue(ctx, traceKey{}, tr)
+}
+
+func traceOf(ctx context.Context) *callTrace {
+	tr, _ := ctx.Value(traceKey{}).(*callTrace)
+	return tr
+}
+
+// editBody applies the trace's edits to a JSON request body.
+func (tr *callTrace) editBody(req *http.Request) error {
+	if tr == nil || len(tr.set) == 0 || req.Body == nil || req.Method != http.MethodPost {
+		return nil
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return &TransportError{Msg: "reading the request body: " + err.Error()}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err == nil {
+		for k, v := range tr.set {
+			if v == nil {
+				delete(fields, k)
+				continue
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				return &TransportError{Msg: "encoding " + k + ": " + err.Error()}
+			}
+			fields[k] = b
+		}
+		if edited, err := json.Marshal(fields); err == nil {
+			body = edited
+		}
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return nil
+}
+
+// watch wraps a successful response's body to read Ollama's done_reason.
+func (tr *callTrace) watch(resp *http.Response) {
+	if tr == nil || !tr.watchDone || resp.Body == nil {
+		return
+	}
+	resp.Body = &doneReasonBody{ReadCloser: resp.Body, tr: tr}
+}
+
+func (tr *callTrace) finish() string {
+	if tr == nil {
+		return ""
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.doneReason
+}
+
+// maxWatchedLine bounds the line doneReasonBody keeps; Ollama's final line
+// (the one with done_reason) is short.
+const maxWatchedLine = 64 << 10
+
+// doneReasonBody reads done_reason from the NDJSON lines of Ollama's
+// /api/chat as they pass.
+type doneReasonBody struct {
+	io.ReadCloser
+	tr   *callTrace
+	line []byte
+	long bool
+}
+
+func (b *doneReasonBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	for _, c := range p[:n] {
+		if c == '\n' {
+			b.check()
+			continue
+		}
+		if len(b.line) < maxWatchedLine {
+			b.line = append(b.line, c)
+		} else {
+			b.long = true
+		}
+	}
+	if err == io.EOF {
+		b.check()
+	}
+	return n, err
+}
+
+func (b *doneReasonBody) check() {
+	if !b.long && len(b.line) > 0 {
+		var v struct {
+			DoneReason string `json:"done_reason"`
+		}
+		if json.Unmarshal(b.line, &v) == nil && v.DoneReason != "" {
+			b.tr.mu.Lock()
+			b.tr.doneReason = v.DoneReason
+			b.tr.mu.Unlock()
+		}
+	}
+	b.line, b.long = b.line[:0], false
 }
 
 func transportError(err error) *TransportError {

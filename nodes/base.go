@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/capgraph/capgraph/capabilities"
@@ -41,30 +42,67 @@ func (b base) ClassifyError(err error, _ capabilities.ErrorContext) capabilities
 
 // call is one model call's outcome.
 type call struct {
-	text    string
-	usage   llm.Usage
-	offline bool // no model, or unreachable with fallback offline: use the offline strategy
+	// text is the visible reply (reasoning removed); raw is what the model sent.
+	text, raw string
+	usage     llm.Usage
+	// finish is the stop reason of the last attempt; maxTokens its limit.
+	finish    llm.FinishReason
+	maxTokens int
+	offline   bool // no model, or unreachable with fallback offline: use the offline strategy
 }
 
-// generate calls the role's model with a system prompt and one user message.
-// It reports offline when no model is configured for the role, or when the
-// model is unreachable and fallback offline is set.
-func (b base) generate(ctx context.Context, role llm.Role, system, user string, json bool, onChunk func(context.Context, string) error) (call, error) {
+// How often a reply cut off by the token limit is asked again with a larger
+// limit (llm.GrowMaxTokens): a JSON reply twice (then the node fails with an
+// error saying to raise max_tokens), a text reply once (then it is shown
+// with a note that it was cut).
+const (
+	jsonCutRetries = 2
+	textCutRetries = 1
+)
+
+// generate calls the role's model (llm.Ask) with a system prompt and one
+// user message. With a shape the reply is JSON of that shape (structured
+// output where the role's json_mode allows); a reply still cut off after
+// jsonCutRetries is a CRITICAL error naming max_tokens. A text reply still
+// cut is returned (call.finish) for the caller to mark. It reports offline
+// when no model is configured for the role, or when the model is unreachable
+// and fallback offline is set. On error the call still carries the tokens used.
+func (b base) generate(ctx context.Context, role llm.Role, system, user string, shape *replyShape, onChunk func(context.Context, string) error) (call, error) {
 	m, ok := b.cfg.Models.For(role)
 	if !ok {
 		return call{offline: true}, nil
 	}
-	req := llm.Request{Role: role, JSON: json, OnChunk: onChunk, Messages: []llm.Message{
+	req := llm.Request{Role: role, OnChunk: onChunk, Messages: []llm.Message{
 		{Role: "system", Content: system}, {Role: "user", Content: user}}}
-	resp, err := m.Generate(ctx, req)
+	opts := llm.AskOptions{CutRetries: textCutRetries, KeepCut: true,
+		OnRetry: func(ctx context.Context, cut llm.Response, next int) {
+			graph.Emit(ctx, Status{Node: b.name, Text: fmt.Sprintf("The %s model's reply was cut off at %s; asking again with up to %d tokens…",
+				role, tokenLimit(cut.MaxTokens), next)})
+		},
+		OnWithdraw: func(ctx context.Context, reason string) {
+			graph.Emit(ctx, AnswerReset{Node: b.name, Reason: reason})
+		}}
+	if shape != nil {
+		req.JSON, req.Schema = true, shape.schema()
+		opts.CutRetries, opts.KeepCut = jsonCutRetries, false
+	}
+	resp, err := llm.Ask(ctx, m, req, opts)
+	c := call{text: resp.Text, raw: resp.Raw, usage: resp.Usage, finish: resp.FinishReason, maxTokens: resp.MaxTokens}
 	if err != nil {
 		if errors.Is(err, llm.ErrOffline) {
 			graph.Emit(ctx, OfflineFallback{Node: b.name, Reason: err.Error()})
-			return call{offline: true}, nil
+			return call{offline: true, usage: resp.Usage}, nil
 		}
-		return call{}, llm.CapabilityError(err)
+		return c, llm.CapabilityError(err)
 	}
-	return call{text: resp.Text, usage: resp.Usage}, nil
+	return c, nil
+}
+
+func tokenLimit(n int) string {
+	if n <= 0 {
+		return "the provider's default limit"
+	}
+	return fmt.Sprintf("%d tokens", n)
 }
 
 // online reports whether role has a model (without calling it).

@@ -73,8 +73,8 @@ func callsTurn(tb testing.TB, a *agent.Agent, m *llmtest.Model, thread string) (
 // calls and tokens per turn by classifier mode and number of capabilities.
 // The test holds the document to it, so neither can drift silently.
 var llmCallsTable = map[nodes.ClassifierMode]map[int][2]int{
-	nodes.Batched:       {3: {4, 842}, 10: {4, 1028}, 30: {4, 1568}},
-	nodes.PerCapability: {3: {6, 952}, 10: {13, 1617}, 30: {33, 3517}},
+	nodes.Batched:       {3: {4, 959}, 10: {4, 1145}, 30: {4, 1685}},
+	nodes.PerCapability: {3: {6, 1069}, 10: {13, 1734}, 30: {33, 3634}},
 }
 
 func TestLLMCallsPerTurn(t *testing.T) {

@@ -46,9 +46,9 @@ func (n *ClarifyNode) Run(ctx context.Context, s state.State) (state.Update, err
 		if err != nil {
 			return state.Update{}, err
 		}
-		c, err := n.generate(ctx, llm.RoleResponse, sys, task, false, nil)
+		c, err := n.generate(ctx, llm.RoleResponse, sys, task, nil, nil)
 		if err != nil {
-			return state.Update{}, err
+			return state.Update{Tokens: tokens(llm.RoleResponse, c)}, err
 		}
 		calls = append(calls, c)
 		offline = c.offline

@@ -21,6 +21,33 @@ const (
 	SelectedShape = `{"capabilities": ["<capability name>", ...]}`
 )
 
+// Keys and JSON schemas of MatchShape and SelectedShape. A selection's
+// schema lists the names it may hold (selectionFor).
+var (
+	matchReply     = newShape("capability_match", required("is_match", jsonBoolean()))
+	selectionReply = newShape("capability_selection", required("capabilities", jsonArray(jsonString())))
+)
+
+// selectionFor is the selection shape whose names are the candidates'.
+func selectionFor(cands []capabilities.Capability) replyShape {
+	names := make([]string, len(cands))
+	for i, c := range cands {
+		names[i] = c.Name()
+	}
+	return selectionReply.with(required("capabilities", jsonArray(jsonEnum(names...))))
+}
+
+// formatAttemptsPerCapability is how often a per-capability question is
+// asked when its replies are unusable: the first time and once more with the
+// parse error shown. Still unusable, the classifier fails with a RETRIABLE
+// format error (its retry shows the error again) rather than leave the
+// capability out.
+const formatAttemptsPerCapability = 2
+
+// MetaCapability names, on a per-capability format error, the capability
+// whose question got the unusable reply.
+const MetaCapability = "capability"
+
 // ClassifierNode selects the capabilities relevant to the task.
 type ClassifierNode struct{ base }
 
@@ -48,6 +75,11 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 		t.Control.Reclassifications++
 		t.Control.ReclassificationReason = reclassReason(e)
 	}
+	retry := formatRetry(t.Control.Error, n.name)
+	retryCap := ""
+	if t.Control.Error != nil {
+		retryCap, _ = t.Control.Error.Classification.Metadata[MetaCapability].(string)
+	}
 	t.Control.Error = nil
 	t.Plan = nil
 	graph.Emit(ctx, Status{Node: n.name, Text: "Selecting capabilities…"})
@@ -62,7 +94,7 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 	case t.Options.SkipClassification:
 		selected = n.cfg.Registry.Names()
 	default:
-		selected, calls, offline, err = n.classify(ctx, task, t.Input, t.Control.ReclassificationReason)
+		selected, calls, offline, err = n.classify(ctx, task, t.Input, t.Control.ReclassificationReason, retry, retryCap, intentOf(t))
 		if err != nil {
 			// The calls made before the failure count against the budget.
 			return state.Update{Tokens: tokens(llm.RoleClassifier, calls...)}, err
@@ -72,14 +104,21 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 	// planner reuses it); offline there is no planner judgement, so providers
 	// always run unless the task follows up on the previous one.
 	reuse := !offline || (t.Task != nil && t.Task.DependsOnHistory)
-	all, added := expandDependencies(n.cfg.Registry, selected, s.Context, reuse)
+	// A capability that acts on the outside world is selected only for a
+	// change the user asked for, whatever the model or the lexical scores
+	// say (the model was not offered it; this also covers a name it
+	// volunteered and SkipClassification).
+	intent := intentOf(t)
+	selected, _ = withholdSideEffects(n.cfg.Registry, selected, intent)
+	_, withheld := withholdSideEffects(n.cfg.Registry, n.cfg.Registry.Names(), intent)
+	all, added := expandDependencies(n.cfg.Registry, selected, s.Context, reuse, allowedFor(n.cfg.Registry, intent))
 	for _, always := range []string{capabilities.Respond, capabilities.Clarify} {
 		if !slices.Contains(all, always) {
 			all = append(all, always)
 		}
 	}
 	t.ActiveCapabilities = all
-	graph.Emit(ctx, CapabilitiesSelected{Capabilities: all, Added: added, Offline: offline})
+	graph.Emit(ctx, CapabilitiesSelected{Capabilities: all, Added: added, Offline: offline, Withheld: withheld})
 	return state.Update{Turn: &t, Tokens: tokens(llm.RoleClassifier, calls...)}, nil
 }
 
@@ -94,11 +133,13 @@ func reclassReason(e *state.ErrorInfo) string {
 }
 
 // candidates are the capabilities the classifier decides on: all but the
-// always-active ones.
-func (n *ClassifierNode) candidates() []capabilities.Capability {
+// always-active ones, and without side effects unless the user asks for a
+// change (the model is not even asked about them).
+func (n *ClassifierNode) candidates(intent state.Intent) []capabilities.Capability {
+	allow := allowedFor(n.cfg.Registry, intent)
 	var out []capabilities.Capability
 	for _, c := range n.cfg.Registry.All() {
-		if !isTerminal(c.Name()) {
+		if !isTerminal(c.Name()) && allow(c.Name()) {
 			out = append(out, c)
 		}
 	}
@@ -116,31 +157,38 @@ func (n *ClassifierNode) info(c capabilities.Capability) prompts.ClassifierCapab
 	return ci
 }
 
-func (n *ClassifierNode) classify(ctx context.Context, task, input, previous string) (selected []string, calls []call, offline bool, err error) {
-	cands := n.candidates()
+// classify selects from the candidates the intent allows; retry is the
+// previous attempt's format error (for retryCap's question in
+// per-capability mode).
+func (n *ClassifierNode) classify(ctx context.Context, task, input, previous string, retry prompts.FormatRetry, retryCap string, intent state.Intent) (selected []string, calls []call, offline bool, err error) {
+	cands := n.candidates(intent)
 	if len(cands) == 0 {
 		return nil, nil, !n.online(llm.RoleClassifier), nil
 	}
 	if !n.online(llm.RoleClassifier) {
-		return n.offlineSelect(task, input), nil, true, nil
+		return n.offlineSelect(task, input, intent), nil, true, nil
 	}
 	if n.cfg.ClassifierMode == PerCapability {
-		return n.perCapability(ctx, task, input, previous, cands)
+		return n.perCapability(ctx, task, input, previous, cands, retry, retryCap, intent)
 	}
 	infos := make([]prompts.ClassifierCapability, len(cands))
 	for i, c := range cands {
 		infos[i] = n.info(c)
 	}
-	sys, err := n.render(prompts.ClassifierBatched, prompts.ClassifierBatchedData{Task: task, Capabilities: infos, PreviousFailure: previous})
+	if retryCap != "" {
+		retry = prompts.FormatRetry{} // a per-capability question's error (the mode changed)
+	}
+	sys, err := n.render(prompts.ClassifierBatched, prompts.ClassifierBatchedData{Task: task, Capabilities: infos, PreviousFailure: previous, FormatRetry: retry})
 	if err != nil {
 		return nil, nil, false, err
 	}
-	c, err := n.generate(ctx, llm.RoleClassifier, sys, "User request:\n"+task, true, nil)
+	shape := selectionFor(cands)
+	c, err := n.generate(ctx, llm.RoleClassifier, sys, "User request:\n"+task, &shape, nil)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, []call{c}, false, err
 	}
 	if c.offline {
-		return n.offlineSelect(task, input), nil, true, nil
+		return n.offlineSelect(task, input, intent), nil, true, nil
 	}
 	names, err := parseSelection(c.text)
 	if err != nil {
@@ -161,11 +209,11 @@ func (n *ClassifierNode) classify(ctx context.Context, task, input, previous str
 }
 
 func parseSelection(reply string) ([]string, error) {
-	raw, err := extractJSON(reply)
+	raw, err := extractJSON(reply, selectionReply.keys()...)
 	if err != nil {
 		return nil, err
 	}
-	m, err := strictObject(raw, "the reply", "capabilities")
+	m, err := strictObject(raw, "the reply", selectionReply.keys()...)
 	if err != nil {
 		return nil, err
 	}
@@ -181,11 +229,11 @@ func parseSelection(reply string) ([]string, error) {
 }
 
 func parseMatch(reply string) (bool, error) {
-	raw, err := extractJSON(reply)
+	raw, err := extractJSON(reply, matchReply.keys()...)
 	if err != nil {
 		return false, err
 	}
-	m, err := strictObject(raw, "the reply", "is_match")
+	m, err := strictObject(raw, "the reply", matchReply.keys()...)
 	if err != nil {
 		return false, err
 	}
@@ -201,14 +249,17 @@ func parseMatch(reply string) (bool, error) {
 }
 
 // perCapability asks one yes/no question per capability, at most
-// MaxConcurrentClassifications at a time. A failed call leaves that
-// capability out (with a NotSelected event) unless its failure is CRITICAL or
-// FATAL (a rejected key fails every call alike) or every call failed: then
-// the classifier fails.
-func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previous string, cands []capabilities.Capability) ([]string, []call, bool, error) {
+// MaxConcurrentClassifications at a time. An unusable reply is asked again
+// with its parse error shown (formatAttemptsPerCapability); still unusable,
+// the classifier fails with a RETRIABLE format error naming the capability,
+// never leaving it out silently. A failed call leaves that capability out
+// (with a NotSelected event) unless its failure is CRITICAL or FATAL (a
+// rejected key fails every call alike) or every call failed: then the
+// classifier fails.
+func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previous string, cands []capabilities.Capability, retry prompts.FormatRetry, retryCap string, intent state.Intent) ([]string, []call, bool, error) {
 	type result struct {
 		match bool
-		c     call
+		calls []call
 		err   error
 	}
 	results := make([]result, len(cands))
@@ -225,26 +276,38 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 				return
 			}
 			defer func() { <-sem }()
-			sys, err := n.render(prompts.Classifier, prompts.ClassifierData{Task: task, Capability: n.info(cp), PreviousFailure: previous})
-			if err != nil {
-				results[i].err = err
-				return
+			var fr prompts.FormatRetry
+			if cp.Name() == retryCap {
+				fr = retry
 			}
-			c, err := n.generate(ctx, llm.RoleClassifier, sys, "User request:\n"+task, true, nil)
-			results[i].c = c
-			if err != nil {
-				results[i].err = err
-				return
+			for attempt := 1; ; attempt++ {
+				sys, err := n.render(prompts.Classifier, prompts.ClassifierData{Task: task, Capability: n.info(cp), PreviousFailure: previous, FormatRetry: fr})
+				if err != nil {
+					results[i].err = err
+					return
+				}
+				c, err := n.generate(ctx, llm.RoleClassifier, sys, "User request:\n"+task, &matchReply, nil)
+				results[i].calls = append(results[i].calls, c)
+				if err != nil {
+					results[i].err = err
+					return
+				}
+				if c.offline {
+					return
+				}
+				m, err := parseMatch(c.text)
+				if err == nil {
+					results[i].match, results[i].err = m, nil
+					return
+				}
+				problem := fmt.Sprintf("capability %s: %v", cp.Name(), err)
+				results[i].err = formatError(n.name, problem, MatchShape, c.text, map[string]any{MetaCapability: cp.Name()})
+				if attempt >= formatAttemptsPerCapability {
+					return
+				}
+				fr = prompts.FormatRetry{FormatError: err.Error(), ExpectedShape: MatchShape, PreviousReply: truncate(c.text, maxReplyInPrompt)}
+				graph.Emit(ctx, Status{Node: n.name, Text: fmt.Sprintf("The reply about %s was unusable (%v); asking again…", cp.Name(), err)})
 			}
-			if c.offline {
-				return
-			}
-			m, err := parseMatch(c.text)
-			if err != nil {
-				results[i].err = formatError(n.name, fmt.Sprintf("capability %s: %v", cp.Name(), err), MatchShape, c.text, nil)
-				return
-			}
-			results[i].match = m
 		}()
 	}
 	wg.Wait()
@@ -253,20 +316,25 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 		calls    []call
 		failed   int
 		offline  bool
+		format   error
 	)
+	for _, r := range results {
+		calls = append(calls, r.calls...)
+	}
 	for i, r := range results {
-		calls = append(calls, r.c)
-		if r.c.offline {
-			offline = true
+		for _, c := range r.calls {
+			offline = offline || c.offline
 		}
 		if r.err != nil {
 			ce := llm.CapabilityError(r.err)
 			if ce.Severity >= capabilities.Critical {
-				var used []call
-				for _, r := range results {
-					used = append(used, r.c)
+				return nil, calls, false, ce
+			}
+			if errors.Is(r.err, ErrFormat) {
+				if format == nil {
+					format = r.err
 				}
-				return nil, used, false, ce
+				continue
 			}
 			failed++
 			graph.Emit(ctx, NotSelected{Capability: cands[i].Name(), Err: r.err.Error()})
@@ -277,7 +345,10 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 		}
 	}
 	if offline {
-		return n.offlineSelect(task, input), nil, true, nil
+		return n.offlineSelect(task, input, intent), nil, true, nil
+	}
+	if format != nil {
+		return nil, calls, false, format
 	}
 	if failed == len(cands) {
 		return nil, calls, false, llm.CapabilityError(results[0].err)
@@ -293,14 +364,44 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 // earlier turns stored (dependency expansion reuses it). A follow-up naming a
 // new subject ("and the RF voltage?") keeps the joined task: it asks the
 // previous question again about something else.
-func (n *ClassifierNode) offlineSelect(task, input string) []string {
-	ix := n.lexical()
+//
+// The index holds only the capabilities the intent allows: for a read, a
+// side-effecting capability is no candidate, so it can neither be selected
+// nor outscore the reads (the selection's relative threshold is relative to
+// the best allowed capability).
+//
+// For a change the rules found in the message ("adjust Q1 to 97 A"), the
+// best-scoring side-effecting capability is added when the thresholds kept
+// none: the user asked for a change, the scores only say which capability
+// makes it.
+func (n *ClassifierNode) offlineSelect(task, input string, intent state.Intent) []string {
+	ix := n.lexical(intent)
+	text := task
 	if msg, ok := followUpText(task, input); ok {
 		if sel := ix.selectLexical(msg, n.cfg.OfflineThreshold, n.cfg.OfflineRelative); len(sel) > 0 {
-			return sel
+			return n.withChange(ix, msg, sel, intent)
 		}
 	}
-	return ix.selectLexical(task, n.cfg.OfflineThreshold, n.cfg.OfflineRelative)
+	return n.withChange(ix, text, ix.selectLexical(text, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), intent)
+}
+
+func (n *ClassifierNode) withChange(ix *lexicalIndex, text string, sel []string, intent state.Intent) []string {
+	if !intent.IsChange() {
+		return sel
+	}
+	sideEffects := func(name string) bool {
+		c, ok := n.cfg.Registry.Get(name)
+		return ok && capabilities.HasSideEffects(c)
+	}
+	if slices.ContainsFunc(sel, sideEffects) {
+		return sel
+	}
+	for _, sc := range ix.scores(text) { // best first
+		if sc.Score > 0 && sideEffects(sc.Capability) {
+			return append(sel, sc.Capability)
+		}
+	}
+	return sel
 }
 
 // followUpText returns the user's message when the task is the offline
@@ -315,5 +416,9 @@ func followUpText(task, input string) (string, bool) {
 }
 
 // lexical indexes the registry as it is now (building it takes microseconds,
-// and capabilities registered after the node was built are included).
-func (n *ClassifierNode) lexical() *lexicalIndex { return newLexicalIndex(n.cfg.Registry.All()) }
+// and capabilities registered after the node was built are included),
+// without the capabilities the intent does not allow.
+func (n *ClassifierNode) lexical(intent state.Intent) *lexicalIndex {
+	allow := allowedFor(n.cfg.Registry, intent)
+	return newLexicalIndex(slices.DeleteFunc(n.cfg.Registry.All(), func(c capabilities.Capability) bool { return !allow(c.Name()) }))
+}

@@ -6,14 +6,16 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/state"
 )
 
 // expandDependencies adds, transitively, the provider of every context type
-// a selected capability requires and no selected capability provides. When
-// reuse is set, a type already in the context store needs no provider (the
-// planner may reuse it). It returns the full selection in registration order
-// and the capabilities added.
-func expandDependencies(reg *capabilities.Registry, selected []string, store capabilities.ContextStore, reuse bool) (all, added []string) {
+// a selected capability requires and no selected capability provides (the
+// first registered provider that allow admits). When reuse is set, a type
+// already in the context store needs no provider (the planner may reuse it).
+// It returns the full selection in registration order and the capabilities
+// added.
+func expandDependencies(reg *capabilities.Registry, selected []string, store capabilities.ContextStore, reuse bool, allow func(string) bool) (all, added []string) {
 	in := map[string]bool{}
 	for _, n := range selected {
 		in[n] = true
@@ -33,7 +35,7 @@ func expandDependencies(reg *capabilities.Registry, selected []string, store cap
 			if providedBy(reg, in, q.Type) {
 				continue
 			}
-			provs := reg.Providers(q.Type)
+			provs := slices.DeleteFunc(slices.Clone(reg.Providers(q.Type)), func(p string) bool { return !allow(p) })
 			if len(provs) == 0 {
 				continue
 			}
@@ -65,26 +67,31 @@ func providedBy(reg *capabilities.Registry, in map[string]bool, typ string) bool
 // provider shared by several steps runs once), reading missing types from
 // the context store when no active capability provides them; the plan ends
 // with respond. A capability whose requirement nothing satisfies is left out
-// and reported in skipped.
-func dependencyPlan(reg *capabilities.Registry, active []string, store capabilities.ContextStore, task string, turn int) (steps []capabilities.PlannedStep, skipped []string) {
+// and reported in skipped. A side-effecting capability is planned only when
+// the intent is a change (the classifier withholds it otherwise; this is
+// the backstop).
+func dependencyPlan(reg *capabilities.Registry, active []string, store capabilities.ContextStore, task string, turn int, intent state.Intent) (steps []capabilities.PlannedStep, skipped []string) {
+	allow := allowedFor(reg, intent)
 	activeSet := map[string]bool{}
 	for _, n := range active {
-		activeSet[n] = true
+		if allow(n) {
+			activeSet[n] = true
+		}
 	}
 	keyOf := map[string]string{} // capability → context key of its step
-	state := map[string]int{}    // 0 unvisited, 1 visiting, 2 done, 3 failed
+	visited := map[string]int{}  // 0 unvisited, 1 visiting, 2 done, 3 failed
 	var visit func(name string, goal bool) bool
 	visit = func(name string, goal bool) bool {
-		switch state[name] {
+		switch visited[name] {
 		case 1, 3:
 			return false // a cycle, or already failed
 		case 2:
 			return true
 		}
-		state[name] = 1
+		visited[name] = 1
 		c, ok := reg.Get(name)
 		if !ok {
-			state[name] = 3
+			visited[name] = 3
 			return false
 		}
 		var inputs []capabilities.InputRef
@@ -104,7 +111,7 @@ func dependencyPlan(reg *capabilities.Registry, active []string, store capabilit
 				inputs = append(inputs, capabilities.InputRef{Type: q.Type, Key: e.Key})
 				continue
 			}
-			state[name] = 3
+			visited[name] = 3
 			skipped = append(skipped, name)
 			return false
 		}
@@ -120,12 +127,12 @@ func dependencyPlan(reg *capabilities.Registry, active []string, store capabilit
 		}
 		steps = append(steps, capabilities.PlannedStep{ContextKey: key, Capability: name, TaskObjective: objective,
 			ExpectedOutput: out, Inputs: inputs})
-		state[name] = 2
+		visited[name] = 2
 		return true
 	}
 	// A capability is a goal when no other active capability needs what it provides.
 	for _, n := range active {
-		if isTerminal(n) {
+		if isTerminal(n) || !activeSet[n] {
 			continue
 		}
 		visit(n, !neededByOther(reg, n, activeSet))
@@ -167,4 +174,30 @@ func latest(store capabilities.ContextStore, typ string) (capabilities.ContextEn
 		}
 	}
 	return best, found
+}
+
+// allowedFor admits every capability when the intent is a change, and only
+// those without side effects otherwise.
+func allowedFor(reg *capabilities.Registry, intent state.Intent) func(string) bool {
+	return func(name string) bool {
+		if intent.IsChange() {
+			return true
+		}
+		c, ok := reg.Get(name)
+		return !ok || !capabilities.HasSideEffects(c)
+	}
+}
+
+// withholdSideEffects removes the side-effecting capabilities from a
+// selection when the user did not ask for a change.
+func withholdSideEffects(reg *capabilities.Registry, selected []string, intent state.Intent) (kept, withheld []string) {
+	allow := allowedFor(reg, intent)
+	for _, n := range selected {
+		if allow(n) {
+			kept = append(kept, n)
+		} else {
+			withheld = append(withheld, n)
+		}
+	}
+	return kept, withheld
 }

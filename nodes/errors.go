@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/prompts"
+	"github.com/capgraph/capgraph/state"
 )
 
 // Sentinel kinds of the nodes' own failures.
@@ -19,6 +21,11 @@ var (
 	// ErrInvalidInputKey: a plan step reads a context key that does not exist
 	// or that a later step produces (REPLANNING).
 	ErrInvalidInputKey = errors.New("nodes: plan reads an invalid context key")
+	// ErrUnrequestedChange: a plan has a side-effecting step the user did not
+	// ask for, or one that changes another target or value than the user
+	// stated (REPLANNING). The PlanError's Cause wraps
+	// state.ErrNoChangeIntent or state.ErrIntentMismatch.
+	ErrUnrequestedChange = errors.New("nodes: plan changes what the user did not ask to change")
 	// ErrNoTask: a node needing a task ran before task extraction.
 	ErrNoTask = errors.New("nodes: no task")
 )
@@ -65,21 +72,48 @@ func formatError(node, problem, shape, reply string, extra map[string]any) *capa
 		UserMessage: fmt.Sprintf("the %s model's reply was not usable: %s", node, problem), Metadata: meta, Err: fe}
 }
 
+// formatRetry returns what the node's previous attempt got wrong when it
+// failed with a format error (its parse error, the shape wanted and its
+// reply), for the next attempt's prompt; the zero value otherwise.
+func formatRetry(e *state.ErrorInfo, node string) prompts.FormatRetry {
+	if e == nil || e.Node != node || e.Classification.Kind != capabilities.KindFormat {
+		return prompts.FormatRetry{}
+	}
+	md := e.Classification.Metadata
+	var r prompts.FormatRetry
+	r.FormatError, _ = md[MetaParseError].(string)
+	if r.FormatError == "" {
+		r.FormatError = e.Message
+	}
+	r.ExpectedShape, _ = md[MetaExpectedShape].(string)
+	r.PreviousReply, _ = md[MetaPreviousReply].(string)
+	return r
+}
+
 // PlanError is a plan that parsed but cannot run.
 type PlanError struct {
-	// Kind is ErrUnknownCapability or ErrInvalidInputKey.
+	// Kind is ErrUnknownCapability, ErrInvalidInputKey or ErrUnrequestedChange.
 	Kind    error
 	Step    int
 	Problem string
 	// Unknown lists unknown capabilities; Available lists usable context keys.
 	Unknown   []string
 	Available []string
+	// Cause is the underlying error, if any (state.ErrNoChangeIntent…).
+	Cause error
 }
 
 func (e *PlanError) Error() string {
 	return fmt.Sprintf("plan step %d: %s", e.Step+1, e.Problem)
 }
-func (e *PlanError) Unwrap() error { return e.Kind }
+
+// Unwrap returns Kind and Cause, so errors.Is finds either.
+func (e *PlanError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Cause}
+}
 
 func (e *PlanError) capabilityError() *capabilities.Error {
 	if errors.Is(e.Kind, ErrUnknownCapability) {
@@ -88,10 +122,12 @@ func (e *PlanError) capabilityError() *capabilities.Error {
 				capabilities.MetaReclassificationReason: fmt.Sprintf("the plan needed capabilities that are not available: %s", strings.Join(e.Unknown, ", ")),
 				MetaUnknown:                             e.Unknown}}
 	}
+	meta := map[string]any{capabilities.MetaReplanningReason: e.Problem}
+	if !errors.Is(e.Kind, ErrUnrequestedChange) {
+		meta[MetaAvailableKeys] = e.Available
+	}
 	return &capabilities.Error{Severity: capabilities.Replanning, Kind: capabilities.KindInvalidInput,
-		UserMessage: e.Error(), Err: e, Metadata: map[string]any{
-			capabilities.MetaReplanningReason: e.Problem,
-			MetaAvailableKeys:                 e.Available}}
+		UserMessage: e.Error(), Err: e, Metadata: meta}
 }
 
 func truncate(s string, n int) string {

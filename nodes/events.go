@@ -26,20 +26,24 @@ type AnswerReset struct {
 	Reason string
 }
 
-// TaskExtracted carries the task the turn works on.
+// TaskExtracted carries the task the turn works on and what the user asks
+// for (read, change or hypothetical).
 type TaskExtracted struct {
 	Task             string
 	DependsOnHistory bool
 	Offline          bool
+	Intent           state.Intent
 }
 
 // CapabilitiesSelected carries the classifier's selection, after dependency
 // expansion. Added lists capabilities pulled in only as providers of a
-// required context type.
+// required context type; Withheld lists the side-effecting capabilities that
+// were not considered because the user did not ask for a change.
 type CapabilitiesSelected struct {
 	Capabilities []string
 	Added        []string
 	Offline      bool
+	Withheld     []string
 }
 
 // NotSelected says a capability was left out because its classification

@@ -6,55 +6,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/capgraph/capgraph/llm/replytext"
 )
 
-// extractJSON returns the JSON object in a model reply. Code fences and prose
-// around the object are tolerated; the first candidate that decodes wins.
-func extractJSON(reply string) (json.RawMessage, error) {
-	var cands []string
-	rest := reply
-	for {
-		i := strings.Index(rest, "```")
-		if i < 0 {
-			break
-		}
-		body := rest[i+3:]
-		if nl := strings.IndexByte(body, '\n'); nl >= 0 && !strings.ContainsAny(body[:nl], "{[") {
-			body = body[nl+1:] // drop the info string ("json")
-		}
-		j := strings.Index(body, "```")
-		if j < 0 {
-			break
-		}
-		cands = append(cands, body[:j])
-		rest = body[j+3:]
-	}
-	if i := strings.IndexByte(reply, '{'); i >= 0 {
-		cands = append(cands, reply[i:])
-	}
-	if len(cands) == 0 {
-		return nil, errors.New("the reply contains no JSON object")
-	}
-	var first error
-	for _, c := range cands {
-		c = strings.TrimSpace(c)
-		if k := strings.IndexByte(c, '{'); k > 0 {
-			c = c[k:]
-		}
-		dec := json.NewDecoder(strings.NewReader(c))
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if err == nil && len(raw) > 0 && raw[0] == '{' {
-			return raw, nil
-		}
-		if err == nil {
-			err = errors.New("the JSON value is not an object")
-		}
-		if first == nil {
-			first = fmt.Errorf("invalid JSON: %w", err)
-		}
-	}
-	return nil, first
+// extractJSON returns the JSON object of a model reply that has the keys
+// the caller expects (replytext.Object): reasoning blocks, code fences and
+// prose around it are tolerated, and an object in the reasoning or the prose
+// with other keys does not hide it. strictObject then checks it strictly.
+func extractJSON(reply string, keys ...string) (json.RawMessage, error) {
+	return replytext.Object(reply, keys...)
 }
 
 // strictObject decodes an object and rejects keys not in allowed. Keys are

@@ -58,6 +58,21 @@ func TestLexicalSelectionOnExampleCapabilities(t *testing.T) {
 		{"controlroom", "How did the beam lifetime change since yesterday?", []string{"archiver_retrieval"}},
 		{"controlroom", "read it", []string{"channel_read"}},
 		{"controlroom", "and its history?", []string{"archiver_retrieval"}},
+		// controlroom: as operators type (the quantities come from channel_read's
+		// instructions; typos and abbreviations are read as indexed words).
+		{"controlroom", "What is the RF cavity voltage?", []string{"channel_read"}},
+		{"controlroom", "whats the beam curent", []string{"channel_finding", "channel_read"}},
+		{"controlroom", "What is the vacuum in sector 42?", []string{"channel_finding", "channel_read"}},
+		{"controlroom", "temperature of the klystron", []string{"channel_read"}},
+		{"controlroom", "dcct", []string{"channel_read"}},
+		{"controlroom", "vac sec 3", []string{"channel_finding", "channel_read"}},
+		{"controlroom", "bts q3 current", []string{"channel_read"}},
+		{"controlroom", "klystron 2 power history", []string{"archiver_retrieval"}},
+		{"controlroom", "how did the rf cav 1 voltage change over the past day", []string{"archiver_retrieval"}},
+		{"controlroom", "list the klystron channels", []string{"channel_finding"}},
+		{"controlroom", "bump the Q2 current in the BTS up to 96 A", []string{"channel_write"}},
+		{"controlroom", "klystron power trend", []string{"archiver_retrieval"}},
+		{"controlroom", "raise the RF voltage", []string{"channel_write"}},
 		// controlroom: only common words.
 		{"controlroom", "hello", nil},
 		{"controlroom", "What can you do?", nil},

@@ -84,7 +84,7 @@ func TestOfflineWeatherQuestions(t *testing.T) {
 
 func TestOfflinePlanSharesProvidersAndRunsIndependentStepsTogether(t *testing.T) {
 	reg := controlRoom(t)
-	steps, skipped := dependencyPlan(reg, []string{"channel_finding", "channel_read", "archiver_retrieval", "respond"}, nil, "beam current now and over the last hour", 3)
+	steps, skipped := dependencyPlan(reg, []string{"channel_finding", "channel_read", "archiver_retrieval", "respond"}, nil, "beam current now and over the last hour", 3, state.Intent{})
 	if len(skipped) != 0 {
 		t.Fatalf("skipped %v", skipped)
 	}
@@ -110,11 +110,11 @@ func TestOfflinePlanReusesStoredContextAndSkipsUnsatisfiable(t *testing.T) {
 	reg := controlRoom(t)
 	store := capabilities.ContextStore{}.Put(capabilities.ContextEntry{Type: "CHANNEL_ADDRESSES", Key: "old", Turn: 1},
 		capabilities.ContextEntry{Type: "CHANNEL_ADDRESSES", Key: "newer", Turn: 2})
-	steps, skipped := dependencyPlan(reg, []string{"channel_read"}, store, "read them again", 3)
+	steps, skipped := dependencyPlan(reg, []string{"channel_read"}, store, "read them again", 3, state.Intent{})
 	if len(skipped) != 0 || len(steps) != 2 || steps[0].Inputs[0].Key != "newer" {
 		t.Errorf("steps %+v skipped %v: want channel_read reading the latest stored addresses", steps, skipped)
 	}
-	steps, skipped = dependencyPlan(reg, []string{"channel_read"}, nil, "read", 1)
+	steps, skipped = dependencyPlan(reg, []string{"channel_read"}, nil, "read", 1, state.Intent{})
 	if !slices.Equal(skipped, []string{"channel_read"}) || len(steps) != 1 || steps[0].Capability != "respond" {
 		t.Errorf("steps %+v skipped %v: an unsatisfiable step is left out", steps, skipped)
 	}

@@ -38,6 +38,9 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 	}
 	graph.Emit(ctx, Status{Node: n.name, Text: "Planning…"})
 	data := prompts.OrchestratorData{Task: task, Capabilities: prompts.PlannerCapabilities(n.active(t))}
+	if slices.ContainsFunc(data.Capabilities, func(c prompts.PlannerCapability) bool { return c.SideEffects }) {
+		data.Intent = intentForPlanner(intentOf(t))
+	}
 	if t.Task != nil && t.Task.DependsOnHistory {
 		data.DependsOnHistory = true
 		data.History = history(s)
@@ -71,9 +74,9 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 		if err != nil {
 			return state.Update{}, err
 		}
-		c, err := n.generate(ctx, llm.RoleOrchestrator, sys, "TASK TO PLAN: "+task, true, nil)
+		c, err := n.generate(ctx, llm.RoleOrchestrator, sys, "TASK TO PLAN: "+task, &planReply, nil)
 		if err != nil {
-			return state.Update{}, err
+			return state.Update{Tokens: tokens(llm.RoleOrchestrator, c)}, err
 		}
 		calls = append(calls, c)
 		offline = c.offline
@@ -88,7 +91,7 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 			if err != nil {
 				return used, formatError(n.name, err.Error(), PlanShape, c.text, carry)
 			}
-			valid, prob := validatePlan(parsed, n.cfg.Registry, s.Context, task)
+			valid, prob := validatePlan(parsed, n.cfg.Registry, s.Context, task, intentOf(t))
 			if prob != nil {
 				if prob.plan != nil {
 					return used, prob.plan.capabilityError()
@@ -102,9 +105,14 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 	}
 	if offline {
 		var skipped []string
-		steps, skipped = dependencyPlan(n.cfg.Registry, t.ActiveCapabilities, s.Context, task, t.Number)
+		steps, skipped = dependencyPlan(n.cfg.Registry, t.ActiveCapabilities, s.Context, task, t.Number, intentOf(t))
 		for _, sk := range skipped {
 			graph.Emit(ctx, Status{Node: n.name, Text: fmt.Sprintf("Offline planner: %s left out, its inputs are not available", sk)})
+		}
+		// The offline plan holds side-effecting steps only for a change;
+		// checked like any plan, so no path skips the check.
+		if pe := checkIntent(steps, n.cfg.Registry, s.Context, intentOf(t)); pe != nil {
+			return state.Update{Tokens: tokens(llm.RoleOrchestrator, calls...)}, pe.capabilityError()
 		}
 	}
 	for _, st := range steps {
@@ -117,6 +125,23 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 	t.Plan = &state.Plan{Steps: toPlanSteps(steps), Number: t.Control.PlansCreated, Created: n.cfg.Now()}
 	graph.Emit(ctx, PlanMade{Plan: *t.Plan, Offline: offline})
 	return state.Update{Turn: &t, Tokens: tokens(llm.RoleOrchestrator, calls...)}, nil
+}
+
+// intentForPlanner says the intent in the planner's prompt: what a step
+// that changes the outside world may do.
+func intentForPlanner(in state.Intent) string {
+	if !in.IsChange() {
+		return fmt.Sprintf("%s. The user did not ask to change anything: plan no step with a capability that changes the outside world (such a plan is rejected).", in.Summary())
+	}
+	return fmt.Sprintf("%s. A step that changes the outside world must change exactly what the user stated (target and value), nothing else.", in.Summary())
+}
+
+// intentOf is the turn's intent (a read when no task was extracted).
+func intentOf(t state.Turn) state.Intent {
+	if t.Task == nil {
+		return state.Intent{}
+	}
+	return t.Task.Intent
 }
 
 // active returns the turn's active capabilities (all registered ones when the

@@ -14,18 +14,32 @@ import (
 // unusable reply.
 const PlanShape = `{"steps": [{"context_key": "...", "capability": "...", "task_objective": "...", "success_criteria": "...", "expected_output": "...", "parameters": {}, "inputs": [{"CONTEXT_TYPE": "context_key"}]}]} ending with one respond or clarify step`
 
-var stepKeys = []string{"context_key", "capability", "task_objective", "success_criteria", "expected_output", "parameters", "inputs"}
+// planStepFields are the keys of a plan step; planReply is PlanShape's keys
+// and JSON schema.
+var (
+	planStepFields = []shapeField{
+		optional("context_key", jsonString()), // respond and clarify may leave it out
+		required("capability", jsonString()),
+		optional("task_objective", jsonString()),
+		optional("success_criteria", jsonString()),
+		optional("expected_output", jsonString()),
+		optional("parameters", jsonFreeObject()),
+		optional("inputs", jsonArray(jsonMap(jsonString()))),
+	}
+	stepKeys  = newShape("", planStepFields...).keys()
+	planReply = newShape("plan", required("steps", jsonArray(jsonObject(planStepFields...))))
+)
 
 // ParsePlan parses a plan reply strictly: code fences and surrounding prose
 // are tolerated; unknown keys (compared case-sensitively), wrong types,
 // missing context keys or capabilities and duplicate context keys are errors
 // describing exactly what is wrong.
 func ParsePlan(reply string) ([]capabilities.PlannedStep, error) {
-	raw, err := extractJSON(reply)
+	raw, err := extractJSON(reply, planReply.keys()...)
 	if err != nil {
 		return nil, err
 	}
-	top, err := strictObject(raw, "the plan", "steps")
+	top, err := strictObject(raw, "the plan", planReply.keys()...)
 	if err != nil {
 		return nil, err
 	}
@@ -105,9 +119,11 @@ type planProblem struct {
 // validatePlan applies the plan rules: unknown capability →
 // reclassification; an input key that does not exist or is produced by the
 // same or a later step → replanning with the available keys; a respond or
-// clarify step before the end → rejected; no terminal step → respond
-// appended; empty plan → a single respond step. It returns the steps to run.
-func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, task string) ([]capabilities.PlannedStep, *planProblem) {
+// clarify step before the end → rejected; a side-effecting step the user's
+// intent does not ask for (see checkIntent) → replanning; no terminal step →
+// respond appended; empty plan → a single respond step. It returns the steps
+// to run.
+func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, task string, intent state.Intent) ([]capabilities.PlannedStep, *planProblem) {
 	if len(steps) == 0 {
 		return []capabilities.PlannedStep{respondStep(task)}, nil
 	}
@@ -158,10 +174,116 @@ func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, 
 				Problem: fmt.Sprintf("input {%q: %q} does not exist; available keys: %s", in.Type, in.Key, orNone(strings.Join(avail, ", ")))}}
 		}
 	}
+	if pe := checkIntent(steps, reg, store, intent); pe != nil {
+		return nil, &planProblem{plan: pe}
+	}
 	if !isTerminal(steps[len(steps)-1].Capability) {
 		steps = append(slices.Clip(steps), respondStep(task))
 	}
 	return steps, nil
+}
+
+// checkIntent rejects a step of a side-effecting capability unless the user
+// asked for a change, and one whose target or value differs from the change
+// the user stated (state.Intent.Permits on the step's planned action, see
+// plannedAction). The rejection is REPLANNING: the reason is shown to the
+// planner, and a plan that keeps proposing the change uses up the planning
+// budget and ends in an error report saying why.
+func checkIntent(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, intent state.Intent) *PlanError {
+	for i, st := range steps {
+		c, ok := reg.Get(st.Capability)
+		if !ok || !capabilities.HasSideEffects(c) {
+			continue
+		}
+		err := intent.Permits(plannedAction(st, steps[:i], store))
+		if err == nil {
+			continue
+		}
+		problem := fmt.Sprintf("step %d (%s) would change the outside world, but the user did not ask for a change "+
+			"(the request reads as %s). Plan only steps that read or look up; never change anything for this request",
+			i+1, st.Capability, intent.Summary())
+		if intent.IsChange() {
+			problem = fmt.Sprintf("step %d (%s) is not the change the user asked for: %v. Change exactly the target the user named, to the value the user stated",
+				i+1, st.Capability, err)
+		}
+		return &PlanError{Kind: ErrUnrequestedChange, Step: i, Problem: problem, Cause: err}
+	}
+	return nil
+}
+
+// plannedAction is what a planned side-effecting step will do, as far as the
+// plan says: parameters.values (target → value) gives one change per
+// target; otherwise one change whose value is parameters.value or the value
+// its objective states ("to 105 A"; none: not known yet) and whose target is
+// the text naming it: the step's objective and parameters and, for each
+// input, the objective and parameters of the earlier step or the context
+// entry it reads (a channel_finding query, the channels found earlier).
+func plannedAction(st capabilities.PlannedStep, earlier []capabilities.PlannedStep, store capabilities.ContextStore) capabilities.Action {
+	a := capabilities.Action{Capability: st.Capability}
+	if vs, ok := st.Parameters["values"].(map[string]any); ok && len(vs) > 0 {
+		keys := make([]string, 0, len(vs))
+		for k := range vs {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			a.Changes = append(a.Changes, capabilities.Change{Target: k, Value: vs[k], Unit: paramUnit(st)})
+		}
+		return a
+	}
+	texts := []string{st.TaskObjective, paramText(st.Parameters)}
+	for _, in := range st.Inputs {
+		if j := slices.IndexFunc(earlier, func(e capabilities.PlannedStep) bool { return e.ContextKey == in.Key }); j >= 0 {
+			texts = append(texts, earlier[j].TaskObjective, paramText(earlier[j].Parameters))
+		} else if e, ok := store.Get(in.Type, in.Key); ok {
+			texts = append(texts, e.TaskObjective, e.Summary, string(e.Value))
+		}
+	}
+	ch := capabilities.Change{Target: strings.Join(slices.DeleteFunc(texts, func(s string) bool { return s == "" }), " | "), Unit: paramUnit(st)}
+	switch v := st.Parameters["value"].(type) {
+	case nil:
+		if f, u, ok := state.StatedValue(st.TaskObjective); ok {
+			ch.Value, ch.Unit = f, u
+		}
+	case string:
+		if f, u, ok := state.ParseQuantity(v); ok {
+			ch.Value = f
+			if u != "" {
+				ch.Unit = u
+			}
+		} else {
+			ch.Value = v
+		}
+	default:
+		ch.Value = v
+	}
+	a.Changes = []capabilities.Change{ch}
+	return a
+}
+
+func paramUnit(st capabilities.PlannedStep) string {
+	if u, ok := st.Parameters["unit"].(string); ok {
+		return state.CanonicalUnit(u)
+	}
+	if u, ok := st.Parameters["units"].(string); ok {
+		return state.CanonicalUnit(u)
+	}
+	return ""
+}
+
+// paramText is a step's parameters as text, without the values it sets.
+func paramText(p map[string]any) string {
+	if len(p) == 0 {
+		return ""
+	}
+	rest := make(map[string]any, len(p))
+	for k, v := range p {
+		if k != "value" && k != "values" {
+			rest[k] = v
+		}
+	}
+	b, _ := json.Marshal(rest)
+	return string(b)
 }
 
 func orNone(s string) string {

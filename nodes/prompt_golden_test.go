@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -117,6 +118,31 @@ func TestNodePromptsGolden(t *testing.T) {
 		goldenPrompt(t, "orchestrator_replanning", p)
 	})
 
+	t.Run("orchestrator_change_intent", func(t *testing.T) {
+		// A capability declaring side effects is marked, and the planner is
+		// told what the user asked to change.
+		wreg := sideEffectRegistry(t)
+		s := withTask("Set the quadrupole Q1 current in the BTS line to 105 A", "channel_finding", "channel_write", "respond", "clarify")
+		v := 105.0
+		s.Turn.Task.Intent = state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{{Target: "the quadrupole Q1 current in the BTS line", Value: &v, Unit: "A"}}}
+		p := systemPrompt(t, wreg, 1, llm.RoleOrchestrator, `{"steps": []}`, s, orchestratorNode)
+		goldenPrompt(t, "orchestrator_change_intent", p)
+		for _, want := range []string{"USER INTENT: change: the quadrupole Q1 current in the BTS line to 105 A.",
+			"## channel_write\nWrite a new setpoint.\nChanges the outside world"} {
+			if !strings.Contains(p, want) {
+				t.Errorf("the prompt lacks %q", want)
+			}
+		}
+		if strings.Contains(p, "## channel_finding\nFind channel names.\nChanges") {
+			t.Error("a read capability is marked as changing the outside world")
+		}
+		// Without a side-effecting capability active, no intent line.
+		s.Turn.ActiveCapabilities = []string{"channel_finding", "respond", "clarify"}
+		if p := systemPrompt(t, wreg, 1, llm.RoleOrchestrator, `{"steps": []}`, s, orchestratorNode); strings.Contains(p, "USER INTENT") {
+			t.Error("the intent line is shown although no active capability has side effects")
+		}
+	})
+
 	t.Run("response_follow_up", func(t *testing.T) {
 		// Turn 2 follows up on turn 1: the archive step reads turn 1's
 		// channels; turn 1's read is not repeated.
@@ -135,4 +161,23 @@ func TestNodePromptsGolden(t *testing.T) {
 			t.Error("turn 1's read is repeated as a result")
 		}
 	})
+}
+
+// sideEffectRegistry: channel_finding and a channel_write that declares side
+// effects.
+func sideEffectRegistry(t testing.TB) *capabilities.Registry {
+	t.Helper()
+	reg := capabilities.NewRegistry()
+	write, err := capabilities.Define(capabilities.Definition{Name: "channel_write", Description: "Write a new setpoint.", SideEffects: true,
+		Provides: []string{"CHANNEL_WRITE_RESULTS"}, Requires: []capabilities.Requirement{{Type: "CHANNEL_ADDRESSES"}},
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Output{}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(mustCap(t, capSpec{name: "channel_finding", desc: "Find channel names.", provides: []string{"CHANNEL_ADDRESSES"}}), write); err != nil {
+		t.Fatal(err)
+	}
+	return reg
 }

@@ -36,9 +36,12 @@ func NewRespond(cfg Config) (*RespondNode, error) {
 // context those steps read (answerContext); when no step ran it answers
 // conversationally with the capability overview.
 //
-// When the model's stream fails after chunks were sent, Run emits
-// AnswerReset before returning the error, so a frontend drops the partial
-// text before the retry streams the answer again.
+// The model's reasoning is never streamed (llm.Ask filters it). When the
+// model's stream fails after chunks were sent, or its reply was cut off by
+// the token limit and is asked again with a larger one, Run emits
+// AnswerReset first, so a frontend drops the partial text before the answer
+// streams again. An answer still cut off (or stopped by a content filter)
+// ends with a note saying so, streamed and stored with it.
 func (n *RespondNode) Run(ctx context.Context, s state.State) (state.Update, error) {
 	t := cloneTurn(s.Turn)
 	task := taskText(t)
@@ -56,36 +59,56 @@ func (n *RespondNode) Run(ctx context.Context, s state.State) (state.Update, err
 		if err != nil {
 			return state.Update{}, err
 		}
-		streamed := false
-		c, err := n.generate(ctx, llm.RoleResponse, sys, task, false, func(ctx context.Context, chunk string) error {
-			if chunk == "" {
-				return nil
+		c, err := n.generate(ctx, llm.RoleResponse, sys, task, nil, func(ctx context.Context, chunk string) error {
+			if chunk != "" {
+				graph.Emit(ctx, Token{Node: n.name, Text: chunk})
 			}
-			streamed = true
-			graph.Emit(ctx, Token{Node: n.name, Text: chunk})
 			return nil
 		})
 		if err != nil {
-			if streamed {
-				graph.Emit(ctx, AnswerReset{Node: n.name, Reason: "the model's reply failed part way: " + err.Error()})
-			}
-			return state.Update{}, err
+			return state.Update{Tokens: tokens(llm.RoleResponse, c)}, err
 		}
 		calls = append(calls, c)
 		text = strings.TrimSpace(c.text)
 		if c.offline {
-			text = offlineAnswer(data)
+			text = offlineAnswer(data) + hypotheticalNote(t)
 			graph.Emit(ctx, Token{Node: n.name, Text: text})
+		} else if note := finishNote(c); note != "" && text != "" {
+			// Never passed off as complete: the note is streamed and stored with it.
+			graph.Emit(ctx, Token{Node: n.name, Text: "\n\n" + note})
+			text += "\n\n" + note
 		}
 	} else {
-		text = offlineAnswer(data)
+		text = offlineAnswer(data) + hypotheticalNote(t)
 		graph.Emit(ctx, Token{Node: n.name, Text: text})
 	}
 	if text == "" {
-		return state.Update{Tokens: tokens(llm.RoleResponse, calls...)},
-			formatError(n.name, "the reply is empty", "a non-empty answer", "", nil)
+		used := state.Update{Tokens: tokens(llm.RoleResponse, calls...)}
+		if len(calls) > 0 && calls[0].finish == llm.FinishLength {
+			// All reasoning, cut before the answer began: the same limit would cut it again.
+			return used, llm.CapabilityError(&llm.Error{Kind: llm.ErrTruncated, Role: llm.RoleResponse, MaxTokens: calls[0].maxTokens})
+		}
+		problem := "the reply is empty"
+		if len(calls) > 0 && strings.TrimSpace(calls[0].raw) != "" {
+			problem = "the reply holds only the model's reasoning and no answer"
+		}
+		return used, formatError(n.name, problem, "a non-empty answer", "", nil)
 	}
 	return finish(t, n.name, n.cfg.Now(), text, state.KindAnswer, calls, llm.RoleResponse), nil
+}
+
+// finishNote is the note an answer the model did not finish gets: cut off
+// by the token limit (after asking again with a larger one), or stopped by
+// the provider's content filter. "" for a finished answer.
+func finishNote(c call) string {
+	switch c.finish {
+	case llm.FinishLength:
+		return fmt.Sprintf("*(This answer is incomplete: it was cut off at the model's limit of %s. "+
+			"Ask for less at once, or raise models.%s.max_tokens in the configuration.)*", tokenLimit(c.maxTokens), llm.RoleResponse)
+	case llm.FinishContentFilter:
+		return "*(This answer is incomplete: the model provider's content filter stopped it.)*"
+	}
+	return ""
 }
 
 // finish marks the terminal step done, clears the node's own error and
@@ -260,6 +283,15 @@ func lastError(t state.Turn, step int) string {
 		}
 	}
 	return "no result"
+}
+
+// hypotheticalNote ends an offline answer to a hypothetical question: the
+// template responder cannot predict, so it says so and that nothing changed.
+func hypotheticalNote(t state.Turn) string {
+	if intentOf(t).Kind != state.IntentHypothetical {
+		return ""
+	}
+	return "\n\nNothing was changed: you asked what would happen, which offline mode cannot predict; the results above (if any) show the present state."
 }
 
 // offlineAnswer is the template responder: the offline notice, then the

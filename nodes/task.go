@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -11,8 +12,36 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// TaskShape is the reply task extraction expects.
-const TaskShape = `{"task": "<self-contained task>", "depends_on_chat_history": true|false}`
+// TaskShape is the reply task extraction expects. "intent" says whether the
+// user asks to read, to change or hypothetically, and for a change each
+// target, value (a number or null) and unit; a reply without it is read by
+// the offline intent rules.
+const TaskShape = `{"task": "<self-contained task>", "depends_on_chat_history": true|false, ` +
+	`"intent": {"kind": "read"|"change"|"hypothetical", "changes": [{"target": "<as the user named it>", "value": <number>|null, "unit": "<unit>"}]}}`
+
+// taskReply is TaskShape's keys and JSON schema.
+var taskReply = newShape("task_reply",
+	required("task", jsonString()),
+	required("depends_on_chat_history", jsonBoolean()),
+	optional("depends_on_user_memory", jsonBoolean()),
+	optional("intent", jsonObject(intentFields...)),
+)
+
+// intentFields and changeFields are the keys of the reply's "intent" and of
+// each of its "changes".
+var (
+	changeFields = []shapeField{required("target", jsonString()), optional("value", jsonNumber()), optional("unit", jsonString())}
+	intentFields = []shapeField{required("kind", jsonEnum(string(state.IntentRead), string(state.IntentChange), string(state.IntentHypothetical))),
+		optional("changes", jsonArray(jsonObject(changeFields...)))}
+)
+
+func fieldKeys(fs []shapeField) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.key
+	}
+	return out
+}
 
 // shortFollowUpWords: an offline follow-up this short is joined with the
 // previous user message ("and the RF voltage?").
@@ -34,20 +63,22 @@ func NewTaskExtraction(cfg Config) (*TaskExtractionNode, error) {
 // is the user's message (joined with the previous one for a short follow-up).
 func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Update, error) {
 	t := cloneTurn(s.Turn)
+	retry := formatRetry(t.Control.Error, n.name)
 	t.Control.Error = nil
 	graph.Emit(ctx, Status{Node: n.name, Text: "Understanding the request…"})
 	if s.Turn.Options.SkipTaskExtraction {
 		t.Task = offlineTask(s)
-		graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: true})
+		n.resolveIntent(ctx, s, t.Task)
+		graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: true, Intent: t.Task.Intent})
 		return state.Update{Turn: &t}, nil
 	}
-	sys, err := n.render(prompts.TaskExtraction, prompts.TaskExtractionData{History: history(s), Message: s.Turn.Input})
+	sys, err := n.render(prompts.TaskExtraction, prompts.TaskExtractionData{History: history(s), Message: s.Turn.Input, FormatRetry: retry})
 	if err != nil {
 		return state.Update{}, err
 	}
-	c, err := n.generate(ctx, llm.RoleTaskExtraction, sys, s.Turn.Input, true, nil)
+	c, err := n.generate(ctx, llm.RoleTaskExtraction, sys, s.Turn.Input, &taskReply, nil)
 	if err != nil {
-		return state.Update{}, err
+		return state.Update{Tokens: tokens(llm.RoleTaskExtraction, c)}, err
 	}
 	offline := c.offline
 	if offline {
@@ -59,16 +90,17 @@ func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Upda
 		}
 		t.Task = task
 	}
-	graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: offline})
+	n.resolveIntent(ctx, s, t.Task)
+	graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: offline, Intent: t.Task.Intent})
 	return state.Update{Turn: &t, Tokens: tokens(llm.RoleTaskExtraction, c)}, nil
 }
 
 func parseTask(reply string) (*state.Task, error) {
-	raw, err := extractJSON(reply)
+	raw, err := extractJSON(reply, taskReply.keys()...)
 	if err != nil {
 		return nil, err
 	}
-	m, err := strictObject(raw, "the reply", "task", "depends_on_chat_history", "depends_on_user_memory")
+	m, err := strictObject(raw, "the reply", taskReply.keys()...)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +115,82 @@ func parseTask(reply string) (*state.Task, error) {
 	if task.Text == "" {
 		return nil, fmt.Errorf(`"task" is missing or empty`)
 	}
+	var rawIntent json.RawMessage
+	if ok, err := field(m, "intent", "the reply", &rawIntent); err != nil {
+		return nil, err
+	} else if ok {
+		if task.Intent, err = parseIntent(rawIntent); err != nil {
+			return nil, err
+		}
+	}
 	return &task, nil
+}
+
+// parseIntent parses the reply's "intent" strictly. Changes stated for a
+// read or a hypothetical are dropped: only a change has any.
+func parseIntent(raw json.RawMessage) (state.Intent, error) {
+	const where = `"intent"`
+	m, err := strictObject(raw, where, fieldKeys(intentFields)...)
+	if err != nil {
+		return state.Intent{}, err
+	}
+	var kind string
+	if _, err := field(m, "kind", where, &kind); err != nil {
+		return state.Intent{}, err
+	}
+	in := state.Intent{Kind: state.IntentKind(strings.ToLower(strings.TrimSpace(kind)))}
+	switch in.Kind {
+	case state.IntentRead, state.IntentChange, state.IntentHypothetical:
+	default:
+		return state.Intent{}, fmt.Errorf(`"intent.kind" must be "read", "change" or "hypothetical", got %q`, kind)
+	}
+	var rawChanges []json.RawMessage
+	if _, err := field(m, "changes", where, &rawChanges); err != nil {
+		return state.Intent{}, err
+	}
+	if !in.IsChange() {
+		return in, nil
+	}
+	for i, rc := range rawChanges {
+		at := fmt.Sprintf(`"intent.changes[%d]"`, i)
+		cm, err := strictObject(rc, at, fieldKeys(changeFields)...)
+		if err != nil {
+			return state.Intent{}, err
+		}
+		var c state.RequestedChange
+		if _, err := field(cm, "target", at, &c.Target); err != nil {
+			return state.Intent{}, err
+		}
+		var v float64
+		if ok, err := field(cm, "value", at, &v); err != nil {
+			return state.Intent{}, fmt.Errorf("%s: \"value\" must be a number or null (put the unit in \"unit\")", at)
+		} else if ok {
+			c.Value = &v
+		}
+		if _, err := field(cm, "unit", at, &c.Unit); err != nil {
+			return state.Intent{}, err
+		}
+		c.Target, c.Unit = strings.TrimSpace(c.Target), state.CanonicalUnit(c.Unit)
+		in.Changes = append(in.Changes, c)
+	}
+	return in, nil
+}
+
+// resolveIntent sets the task's intent: the model's when it gave one,
+// unless the user's message says explicitly that nothing is to change; the
+// offline rules' otherwise (see decideIntent).
+func (n *TaskExtractionNode) resolveIntent(ctx context.Context, s state.State, task *state.Task) {
+	var model *state.Intent
+	if task.Intent.Kind != "" {
+		in := task.Intent
+		model = &in
+	}
+	rules := messageIntent(s)
+	in, overruled := decideIntent(model, rules)
+	if overruled {
+		graph.Emit(ctx, Status{Node: n.name, Text: fmt.Sprintf("The model read a change, but the message does not ask for one (%s); nothing will be changed.", rules.reason)})
+	}
+	task.Intent = in
 }
 
 // offlineTask: the last user message; a short follow-up is joined with the

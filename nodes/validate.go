@@ -9,15 +9,18 @@ import (
 
 // ValidatePlan applies the orchestrator's plan rules to a plan a human
 // edited (plan approval): the same checks as a planned reply, so an edited
-// plan can do nothing a planned one could not. It returns the steps to run,
+// plan can do nothing a planned one could not, including a side-effecting
+// step the turn's intent does not ask for. turn gives the task and its
+// intent (a turn without a task is a read). It returns the steps to run,
 // with dependencies and a terminal respond step added as the orchestrator
-// adds them, or a *PlanError (unknown capability, invalid input key) or a
-// *FormatError (a structural problem, e.g. respond before the last step).
-func ValidatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, task string) ([]state.PlanStep, error) {
+// adds them, or a *PlanError (unknown capability, invalid input key, an
+// unrequested change) or a *FormatError (a structural problem, e.g. respond
+// before the last step).
+func ValidatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, turn state.Turn) ([]state.PlanStep, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("nodes: ValidatePlan needs a registry")
 	}
-	valid, prob := validatePlan(steps, reg, store, task)
+	valid, prob := validatePlan(steps, reg, store, taskText(turn), intentOf(turn))
 	if prob != nil {
 		if prob.plan != nil {
 			return nil, prob.plan

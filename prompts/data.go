@@ -6,10 +6,23 @@ type HistoryMessage struct {
 	Content string
 }
 
+// FormatRetry is what the previous attempt's reply got wrong, shown on the
+// next attempt so the model does not repeat it. All empty on a first
+// attempt.
+type FormatRetry struct {
+	// FormatError is the exact parse error of the previous reply.
+	FormatError string
+	// ExpectedShape describes the reply wanted.
+	ExpectedShape string
+	// PreviousReply is that reply (shortened).
+	PreviousReply string
+}
+
 // TaskExtractionData feeds the task_extraction template.
 type TaskExtractionData struct {
 	History []HistoryMessage
 	Message string
+	FormatRetry
 }
 
 // Example is a classifier few-shot example.
@@ -34,6 +47,7 @@ type ClassifierData struct {
 	Capability ClassifierCapability
 	// PreviousFailure says why the previous selection failed (after a reclassification).
 	PreviousFailure string
+	FormatRetry
 }
 
 // ClassifierBatchedData feeds the batched classifier template.
@@ -41,6 +55,7 @@ type ClassifierBatchedData struct {
 	Task            string
 	Capabilities    []ClassifierCapability
 	PreviousFailure string
+	FormatRetry
 }
 
 // PlanExample is a numbered orchestrator example.
@@ -54,7 +69,9 @@ type PlanExample struct {
 
 // PlannerCapability is one active capability as the planner sees it.
 type PlannerCapability struct {
-	Name         string
+	Name string
+	// SideEffects: the capability acts on the outside world.
+	SideEffects  bool
 	Description  string
 	Provides     []string
 	Requires     []string
@@ -86,6 +103,9 @@ type OrchestratorData struct {
 	// FormatError is the exact parse error of the previous reply; PreviousReply is that reply.
 	FormatError   string
 	PreviousReply string
+	// Intent says what the user asked for and what a side-effecting step may
+	// therefore do; set when an active capability has side effects.
+	Intent string
 }
 
 // StepNote tells the responder how a step went (recovered, fallback used, failed).

@@ -35,7 +35,7 @@ func PlannerCapabilities(caps []capabilities.Capability) []PlannerCapability {
 	}
 	items := make([]item, 0, len(caps))
 	for _, c := range caps {
-		pc := PlannerCapability{Name: c.Name(), Description: c.Description(), Provides: c.Provides()}
+		pc := PlannerCapability{Name: c.Name(), Description: c.Description(), Provides: c.Provides(), SideEffects: capabilities.HasSideEffects(c)}
 		for _, q := range c.Requires() {
 			pc.Requires = append(pc.Requires, q.Type)
 		}

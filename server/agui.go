@@ -33,6 +33,13 @@ type aguiInput struct {
 	Messages []aguiMessage   `json:"messages"`
 	Resume   []aguiResume    `json:"resume"`
 	State    json.RawMessage `json:"state"`
+	// ForwardedProps may carry {"options": {...}}: the turn's options,
+	// which may only tighten the agent's configuration (403 otherwise).
+	ForwardedProps *aguiProps `json:"forwardedProps"`
+}
+
+type aguiProps struct {
+	Options *agent.TurnOptions `json:"options"`
 }
 
 type aguiMessage struct {
@@ -129,6 +136,10 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	} else {
+		var opts *agent.TurnOptions
+		if in.ForwardedProps != nil {
+			opts = in.ForwardedProps.Options
+		}
 		input, err := lastUserText(in.Messages)
 		if err != nil {
 			s.writeError(w, err)
@@ -138,7 +149,11 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, badRequest("messages", "%d bytes exceed the limit of %d", len(input), s.cfg.MaxMessageBytes))
 			return
 		}
-		req := agent.TurnRequest{Thread: th.internal, Input: input, Metadata: s.turnMetadata(c, "agui", th.ID, th.Metadata), AllowedCapabilities: allowedCapabilities(c)}
+		req := s.turnRequest(c, th.internal, input, opts, s.turnMetadata(c, "agui", th.ID, th.Metadata))
+		if err := s.checkTurn(req); err != nil {
+			s.writeError(w, err)
+			return
+		}
 		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
 	}
 	var ru *run
@@ -215,7 +230,7 @@ func (s *Server) aguiAnswer(ctx context.Context, th Thread, resume []aguiResume)
 	if approved {
 		text = "yes"
 	}
-	return agent.Answer{ApprovalID: e.InterruptID, Approved: &approved, Text: text}, nil
+	return agent.Answer{ApprovalID: e.InterruptID, Approved: &approved, Text: text, By: callerName(callerFrom(ctx))}, nil
 }
 
 func lastUserText(msgs []aguiMessage) (string, error) {

@@ -30,17 +30,45 @@ func findApprovalToken(text string) (string, bool) {
 }
 
 // answerText is the user's answer without the approval token they may have
-// repeated ("yes AP-7F3KQ2ZD" → "yes"), so the agent reads a clear yes/no.
+// repeated ("yes AP-7F3KQ2ZD" → "yes", also in lower case), so the agent
+// reads a clear yes/no. The token is ASCII; it is matched byte by byte with
+// ASCII case folding on the input itself, never through a case-mapped copy
+// (whose byte offsets differ for text like "ɐ", which upper-cases to a
+// longer sequence). An ASCII byte never occurs inside a multi-byte UTF-8
+// sequence, so cutting at a match keeps the rest of the input intact.
 func answerText(input, token string) string {
-	t := input
-	for {
-		i := strings.Index(strings.ToUpper(t), token)
-		if i < 0 {
-			break
+	var b strings.Builder
+	for i := 0; i < len(input); {
+		if i+len(token) <= len(input) && asciiEqualFold(input[i:i+len(token)], token) {
+			b.WriteByte(' ')
+			i += len(token)
+			continue
 		}
-		t = t[:i] + " " + t[i+len(token):]
+		b.WriteByte(input[i])
+		i++
 	}
-	return strings.Trim(strings.Join(strings.Fields(t), " "), " ,;:-–—.!?")
+	return strings.Trim(strings.Join(strings.Fields(b.String()), " "), " ,;:-–—.!?")
+}
+
+// asciiEqualFold compares s with the ASCII string t, folding ASCII letters
+// only (strings.EqualFold would also match "K" with the Kelvin sign).
+func asciiEqualFold(s, t string) bool {
+	if len(s) != len(t) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		a, b := s[i], t[i]
+		if 'a' <= a && a <= 'z' {
+			a -= 'a' - 'A'
+		}
+		if 'a' <= b && b <= 'z' {
+			b -= 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
 }
 
 func newApprovalToken() string {
@@ -159,6 +187,17 @@ func (a *approvalStore) claim(owner, token string, now time.Time) (approvalTicke
 	}
 	t.state = tokenResuming
 	return *t, claimOK
+}
+
+// approvalOf returns the approval id a token of this process stands for.
+func (a *approvalStore) approvalOf(token string) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.m[token]
+	if !ok {
+		return "", false
+	}
+	return t.ApprovalID, true
 }
 
 // settle records the outcome of a claimed token: done with a reply, or back

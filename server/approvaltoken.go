@@ -6,6 +6,7 @@ import (
 	"encoding/base32"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -187,6 +188,22 @@ func answeredReply(tok string, d state.ApprovalDecision, st state.State, status 
 		}
 	}
 	return chatReply{Content: text}
+}
+
+// stillPending reports whether the thread still waits for the approval the
+// token answers: a run that failed before taking the answer left it so.
+func (s *Server) stillPending(ctx context.Context, thread, token string) bool {
+	id, ok := s.approvals.approvalOf(token)
+	if !ok {
+		return false
+	}
+	ctx = context.WithoutCancel(ctx)
+	if pl, ok := s.cfg.Runner.(pendingLister); ok {
+		aps, err := pl.PendingApprovals(ctx, thread)
+		return err == nil && slices.ContainsFunc(aps, func(ap state.Approval) bool { return ap.ID == id })
+	}
+	st, status, err := s.cfg.Runner.State(ctx, thread)
+	return err == nil && status == agent.RunInterrupted && st.Turn.PendingApproval != nil && st.Turn.PendingApproval.ID == id
 }
 
 // threadOfToken is the client id of c's thread that asked for the

@@ -9,11 +9,16 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/capgraph/capgraph/agent"
 )
 
 // AuditRecord is one capability execution (one attempt of a plan step),
 // as seen by the server.
 type AuditRecord struct {
+	// Record is "step" (a JSONLAudit file also holds "action" lines: the
+	// agent's records of side-effecting steps, see ActionAuditLog).
+	Record     string    `json:"record,omitempty"`
 	Time       time.Time `json:"time"`
 	Tenant     string    `json:"tenant"`
 	Principal  string    `json:"principal"`
@@ -43,6 +48,14 @@ type AuditRecord struct {
 // be safe for concurrent use; a failure is logged, never fatal to the run.
 type AuditLog interface {
 	Record(ctx context.Context, r AuditRecord) error
+}
+
+// ActionAuditLog is an AuditLog that also keeps the agent's audit records
+// of side-effecting steps (refused, approved, rejected, executed, failed),
+// which the agent stores durably in the checkpoint store first. JSONLAudit
+// implements it.
+type ActionAuditLog interface {
+	RecordAction(ctx context.Context, r agent.AuditRecord) error
 }
 
 type nopAudit struct{}
@@ -84,6 +97,22 @@ func NewJSONLAudit(w io.Writer) *JSONLAudit { return &JSONLAudit{w: w} }
 // Record writes r as one line.
 func (a *JSONLAudit) Record(_ context.Context, r AuditRecord) error {
 	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, err = a.w.Write(b)
+	return err
+}
+
+// RecordAction writes r as one line, marked "record":"action".
+func (a *JSONLAudit) RecordAction(_ context.Context, r agent.AuditRecord) error {
+	b, err := json.Marshal(struct {
+		Record string `json:"record"`
+		agent.AuditRecord
+	}{"action", r})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,14 +58,25 @@ type Principal struct {
 	// MaxConcurrentRuns bounds this principal's simultaneous runs; 0 means
 	// Config.MaxConcurrentRuns.
 	MaxConcurrentRuns int `json:"max_concurrent_runs,omitempty" yaml:"max_concurrent_runs"`
+	// MayRaise names the safety settings (state.RaisableSettings) this
+	// principal's requests may raise above the agent's configuration; by
+	// default a request may only tighten them (403 otherwise). The write
+	// switch cannot be raised.
+	MayRaise []string `json:"may_raise,omitempty" yaml:"may_raise"`
+	// Admin lets this principal read the audit log (GET /api/audit) of
+	// every tenant.
+	Admin bool `json:"admin,omitempty" yaml:"admin"`
 }
 
 // Model is one model id served under /v1/models: an agent profile.
 type Model struct {
 	// ID is what clients put in "model".
 	ID string `json:"id"`
-	// Options, when non-nil, override the turn options for this profile.
-	Options *state.Options `json:"options,omitempty"`
+	// Options, when non-nil, are the options a turn of this profile asks
+	// for. Like any request's, they may only tighten the agent's configured
+	// options: a profile that loosens one is refused (403) for callers
+	// whose key may not raise it.
+	Options *agent.TurnOptions `json:"options,omitempty"`
 }
 
 // Config configures a Server. Zero values take the defaults above.
@@ -220,6 +232,12 @@ func (cfg Config) withDefaults() (Config, error) {
 		seenName[id], seenKey[strings.ToLower(p.KeySHA256)] = true, true
 		if p.MaxConcurrentRuns < 0 {
 			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].MaxConcurrentRuns", i), Reason: "negative"}
+		}
+		for j, set := range p.MayRaise {
+			if !slices.Contains(state.RaisableSettings, set) {
+				return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].MayRaise[%d]", i, j),
+					Reason: fmt.Sprintf("%q cannot be raised (raisable: %s)", set, strings.Join(state.RaisableSettings, ", "))}
+			}
 		}
 	}
 	if cfg.RecoverEvery < 0 {

@@ -22,7 +22,10 @@
 // its transcript (transcript.go). A principal's allowed capabilities are
 // handed to the agent, which enforces them; requests per minute and
 // concurrent runs are limited per principal, and every capability attempt
-// is audited.
+// is audited. Request options may only tighten the agent's configured
+// safety settings (403 otherwise, unless the key's MayRaise names the
+// setting); admin keys read the agent's audit log (GET /api/audit). Every
+// handler recovers from a panic with a logged 500 (panics.go).
 //
 // Approvals never hold a stream or a goroutine open: the run ends
 // interrupted, the client is told (an assistant message with an approval

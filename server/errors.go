@@ -19,6 +19,9 @@ var (
 	ErrUnknownModel  = errors.New("unknown model")
 	ErrRunInProgress = errors.New("a run is already in progress on this thread")
 	ErrRateLimited   = errors.New("rate limit exceeded")
+	// ErrForbidden: the key may not do this (a loosening option, the
+	// audit log without admin); answered 403.
+	ErrForbidden = errors.New("forbidden")
 )
 
 // ConfigError names a bad Config field.

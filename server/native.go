@@ -168,8 +168,10 @@ func (s *Server) handleThreadPlan(w http.ResponseWriter, r *http.Request) {
 }
 
 type startRunRequest struct {
-	Input   string         `json:"input"`
-	Options *state.Options `json:"options"`
+	Input string `json:"input"`
+	// Options may only tighten the agent's configured options (403
+	// otherwise, unless the key may raise the setting).
+	Options *agent.TurnOptions `json:"options"`
 	// Stream answers with the run's SSE event stream instead of 202.
 	Stream bool `json:"stream"`
 }
@@ -196,7 +198,11 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("input", "%d bytes exceed the limit of %d", len(req.Input), s.cfg.MaxMessageBytes))
 		return
 	}
-	treq := agent.TurnRequest{Thread: th.internal, Input: req.Input, Options: req.Options, Metadata: s.turnMetadata(c, "native", th.ID, th.Metadata), AllowedCapabilities: allowedCapabilities(c)}
+	treq := s.turnRequest(c, th.internal, req.Input, req.Options, s.turnMetadata(c, "native", th.ID, th.Metadata))
+	if err := s.checkTurn(treq); err != nil {
+		s.writeError(w, err)
+		return
+	}
 	s.startNative(w, r, c, th, req.Stream, func(ctx context.Context) iter.Seq2[agent.Event, error] {
 		return s.cfg.Runner.Run(ctx, treq)
 	})
@@ -236,7 +242,7 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	ans := agent.Answer{ApprovalID: req.ApprovalID, Text: req.Text, Approved: req.Approved, Plan: req.Plan}
+	ans := agent.Answer{ApprovalID: req.ApprovalID, Text: req.Text, Approved: req.Approved, Plan: req.Plan, By: callerName(c)}
 	s.startNative(w, r, c, th, req.Stream, func(ctx context.Context) iter.Seq2[agent.Event, error] {
 		return s.cfg.Runner.Resume(ctx, th.internal, ans)
 	})

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/capgraph/capgraph/state"
 )
 
 // TestNodeClients runs testdata/js/clients.test.mjs (npm openai 6.x and
@@ -35,6 +37,47 @@ func TestNodeClients(t *testing.T) {
 		t.Fatalf("node --test failed: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
+}
+
+// TestNodeClientsSafety runs testdata/js/safety.test.mjs (the npm openai
+// and @ag-ui/client packages) against a server over a real agent with
+// writes disabled: every loosening request is refused, nothing is written.
+func TestNodeClientsSafety(t *testing.T) {
+	dir := filepath.Join("testdata", "js")
+	node := nodeOrSkip(t, dir)
+	env := newSafetyEnv(t, state.Options{ApprovalMode: state.ApprovalModeSelective})
+	cmd := exec.Command(node, "--test", "--test-reporter=spec", "safety.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CAPGRAPH_URL="+env.http.URL, "CAPGRAPH_KEY="+keyAlice, "NODE_ENV=test")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test failed: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+	if w := env.plant.written(); len(w) != 0 {
+		t.Fatalf("written: %v", w)
+	}
+}
+
+// nodeOrSkip returns the node binary when it and the npm packages are
+// installed; otherwise it skips (fails under CI=true).
+func nodeOrSkip(t *testing.T, dir string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	missing := ""
+	switch {
+	case err != nil:
+		missing = "node is not installed"
+	case !fileExists(filepath.Join(dir, "node_modules", "@ag-ui", "client", "package.json")) || !fileExists(filepath.Join(dir, "node_modules", "openai", "package.json")):
+		missing = "npm packages are not installed (run: source scripts/setup/npm.sh)"
+	}
+	if missing != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(missing)
+		}
+		t.Skip(missing)
+	}
+	return node
 }
 
 // TestWebPage drives the built-in page in headless Chromium

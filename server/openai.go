@@ -148,8 +148,17 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			s.replyChat(w, t, ticket.reply)
 			return
 		case claimOK:
+			// A claim that fails (a panic anywhere below) releases its
+			// token, so the approval can be answered again instead of
+			// staying "being carried out" until a restart.
+			defer func() {
+				if v := recover(); v != nil {
+					s.approvals.settle(tok, nil)
+					panic(v)
+				}
+			}()
 			token, clientThread, thread = tok, ticket.ClientThread, ticket.Thread
-			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: answerText(t.input, tok)}
+			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: answerText(t.input, tok), By: callerName(c)}
 			fn = func(ctx context.Context) iter.Seq2[agent.Event, error] {
 				return s.cfg.Runner.Resume(ctx, thread, ans)
 			}
@@ -183,7 +192,17 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		if transcript != "" {
 			meta[MetaTranscript] = transcript
 		}
-		req := agent.TurnRequest{Thread: thread, Input: t.input, Options: t.model.Options, Metadata: meta, AllowedCapabilities: allowedCapabilities(c)}
+		req := s.turnRequest(c, thread, t.input, t.model.Options, meta)
+		if err := s.checkTurn(req); err != nil {
+			// The profile asks for an option looser than the agent's
+			// configuration, which this key may not raise.
+			var le *agent.LoosenError
+			if errors.As(err, &le) {
+				err = &RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.model.ID, le.Error())}
+			}
+			s.writeError(w, err)
+			return
+		}
 		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
 	}
 	ru, err := s.runs.start(c, clientThread, thread, fn)
@@ -294,7 +313,14 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 		return false, runErr, shutdown, nil
 	}
 	if runErr != nil && token != "" {
-		s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
+		if s.stillPending(ctx, ru.Thread, token) {
+			// The answer was never carried out (the run failed before it
+			// took it): the token is released, so the human can answer
+			// again instead of meeting "being carried out" (409).
+			s.approvals.settle(token, nil)
+		} else {
+			s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
+		}
 	}
 	return false, runErr, shutdown, nil
 }

@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -195,18 +197,7 @@ func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Co
 	defer m.wg.Done()
 	defer r.cancel()
 	aud := newAuditor(m.s, r)
-	var runErr error
-	for ev, err := range fn(ctx) {
-		if err != nil {
-			runErr = err
-			break
-		}
-		if ev.Time.IsZero() {
-			ev.Time = m.s.cfg.Now()
-		}
-		aud.observe(ctx, ev)
-		r.append(ev)
-	}
+	runErr := m.consume(agent.WithRunID(ctx, r.ID), r, aud, fn)
 	shutdown := m.base.Err() != nil
 	switch {
 	case runErr != nil && errors.Is(runErr, context.Canceled) && ctx.Err() != nil:
@@ -248,6 +239,35 @@ func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Co
 	} else {
 		log.Info("run finished", "status", status, "shutdown", shutdown)
 	}
+}
+
+// consume drains the run's events into its log. A panic of the run (the
+// agent's code outside its nodes, which the engine recovers itself) ends
+// the run as failed instead of the process.
+func (m *runManager) consume(ctx context.Context, r *run, aud *auditor, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) (runErr error) {
+	defer func() {
+		if v := recover(); v != nil {
+			m.s.cfg.Logger.Error("run panicked", "run", r.ID, "thread", r.Thread, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			runErr = fmt.Errorf("internal error: the run stopped (the server logged the details)")
+		}
+	}()
+	for ev, err := range fn(ctx) {
+		if err != nil {
+			return err
+		}
+		if ev.Time.IsZero() {
+			ev.Time = m.s.cfg.Now()
+		}
+		if ev.Type == agent.EventAudit {
+			// Stored durably by the agent already; copied to the
+			// server's audit log, not shown to clients.
+			aud.action(ctx, ev.Audit)
+			continue
+		}
+		aud.observe(ctx, ev)
+		r.append(ev)
+	}
+	return nil
 }
 
 // get returns a run if c owns it.
@@ -350,7 +370,7 @@ func (a *auditor) finish(ctx context.Context, status agent.RunStatus, now time.T
 
 // record fills who, where, what and with which arguments for a step event.
 func (a *auditor) record(ctx context.Context, ev agent.Event) AuditRecord {
-	rec := AuditRecord{Time: ev.Time, Tenant: a.r.Owner.Principal.Tenant, Principal: a.r.Owner.Principal.Name,
+	rec := AuditRecord{Record: "step", Time: ev.Time, Tenant: a.r.Owner.Principal.Tenant, Principal: a.r.Owner.Principal.Name,
 		User: a.r.Owner.User, Thread: a.r.Thread, Run: a.r.ID, Capability: ev.Capability, Step: ev.Step, Attempt: ev.Attempt}
 	if a.plan == nil {
 		// A resumed run did not see the plan event: take the plan from
@@ -372,6 +392,18 @@ func (a *auditor) record(ctx context.Context, ev agent.Event) AuditRecord {
 	}
 	rec.ArgsDigest = argsDigest(args)
 	return rec
+}
+
+// action copies an audit record of a side-effecting step to the audit log,
+// when it keeps them (ActionAuditLog).
+func (a *auditor) action(ctx context.Context, rec *agent.AuditRecord) {
+	al, ok := a.s.cfg.Audit.(ActionAuditLog)
+	if !ok || rec == nil {
+		return
+	}
+	if err := al.RecordAction(context.WithoutCancel(ctx), *rec); err != nil {
+		a.s.cfg.Logger.Error("audit log write failed", "error", err, "run", a.r.ID)
+	}
 }
 
 func (a *auditor) write(ctx context.Context, rec AuditRecord) {

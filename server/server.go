@@ -81,17 +81,19 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/threads/{thread}/runs/{run}/events", oa(s.handleRunEvents))
 	mux.HandleFunc("POST /api/threads/{thread}/runs/{run}/cancel", oa(s.handleCancelRun))
 
+	mux.HandleFunc("GET /api/audit", oa(s.handleAudit))
+
 	mux.HandleFunc("POST /agui", oa(s.handleAGUI))
 	mux.HandleFunc("GET /api/info", oa(s.handleInfo))
 	if !s.cfg.DisableWebPage {
 		mux.Handle("GET /", webHandler())
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		}
 		mux.ServeHTTP(w, r)
-	})
+	}))
 }
 
 // Run listens on Config.Addr and serves until ctx is done or Shutdown is
@@ -187,6 +189,12 @@ func errorStatus(err error) (status int, typ, code string, retry bool) {
 		return http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", false
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", false
+	case errors.Is(err, agent.ErrLoosen):
+		// A request asked for a safety setting looser than the
+		// configuration (agent.LoosenError names it).
+		return http.StatusForbidden, "permission_error", "option_not_allowed", false
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden, "permission_error", "forbidden", false
 	case errors.Is(err, ErrUnknownModel):
 		return http.StatusNotFound, "invalid_request_error", "model_not_found", false
 	case errors.Is(err, ErrNotFound):
@@ -243,6 +251,9 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	var re *RequestError
 	if errors.As(err, &re) && re.Param != "" {
 		e.Param = &re.Param
+	} else if le := (*agent.LoosenError)(nil); errors.As(err, &le) {
+		p := "options." + le.Setting
+		e.Param = &p
 	}
 	writeJSON(w, status, map[string]any{"error": e})
 }

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/state"
 )
 
 // Threads outlive the server: the agent stores the turn's metadata with
@@ -24,11 +26,11 @@ type ThreadLister interface {
 
 // Metadata keys the server writes with every turn (agent.TurnRequest.Metadata).
 const (
-	MetaOwner  = "owner"  // the principal's name
-	MetaTenant = "tenant" // the principal's tenant
-	MetaUser   = "user"   // the end user a trusted frontend forwarded ("" when none)
-	MetaSource = "source" // openai, native or agui
-	MetaThread = "thread" // the client's id of the thread
+	MetaOwner  = agent.MetaOwner  // the principal's name
+	MetaTenant = agent.MetaTenant // the principal's tenant
+	MetaUser   = agent.MetaUser   // the end user a trusted frontend forwarded ("" when none)
+	MetaSource = "source"         // openai, native or agui
+	MetaThread = "thread"         // the client's id of the thread
 	// MetaClientPrefix prefixes the metadata a client gave the thread
 	// (POST /api/threads {"metadata"}).
 	MetaClientPrefix = "meta."
@@ -143,4 +145,38 @@ func (s *Server) listThreads(ctx context.Context, c caller) ([]Thread, error) {
 	}
 	slices.SortFunc(out, func(a, b Thread) int { return b.Updated.Compare(a.Updated) })
 	return out, nil
+}
+
+// turnRequest is the agent request of a turn c starts on an internal
+// thread: who asks (By), what the key may do (allowed capabilities, the
+// settings it may raise) and the options asked for.
+func (s *Server) turnRequest(c caller, thread, input string, opts *agent.TurnOptions, meta map[string]string) agent.TurnRequest {
+	return agent.TurnRequest{Thread: thread, Input: input, Options: opts, Metadata: meta, AllowedCapabilities: allowedCapabilities(c),
+		MayRaise: c.Principal.MayRaise, By: callerName(c)}
+}
+
+// turnChecker is implemented by *agent.Agent: the options a turn would run
+// with, or the *agent.LoosenError of a request that loosens them.
+type turnChecker interface {
+	TurnOptions(req agent.TurnRequest) (state.Options, error)
+}
+
+// checkTurn refuses a turn whose options the agent would refuse, before
+// any run starts: the caller gets the error (403 for a loosening option)
+// instead of a run that fails.
+func (s *Server) checkTurn(req agent.TurnRequest) error {
+	if tc, ok := s.cfg.Runner.(turnChecker); ok {
+		_, err := tc.TurnOptions(req)
+		return err
+	}
+	return nil
+}
+
+// callerName names c in approvals and audit records: the principal, and
+// the end user a trusted frontend forwarded.
+func callerName(c caller) string {
+	if c.User != "" {
+		return c.Principal.Name + "/" + c.User
+	}
+	return c.Principal.Name
 }

@@ -62,6 +62,20 @@ type Options struct {
 	WritesEnabled bool `json:"writes_enabled,omitempty"`
 }
 
+// The safety settings of Options a request can name (their JSON names).
+const (
+	SettingWritesEnabled      = "writes_enabled"
+	SettingApprovalMode       = "approval_mode"
+	SettingPlanApproval       = "plan_approval"
+	SettingSkipClassification = "skip_classification"
+	SettingSkipTaskExtraction = "skip_task_extraction"
+)
+
+// RaisableSettings are the settings a per-key permission may let a request
+// raise above the configuration. The write switch is not among them: it is
+// the process's own configuration, checked where a write executes.
+var RaisableSettings = []string{SettingApprovalMode, SettingPlanApproval, SettingSkipClassification, SettingSkipTaskExtraction}
+
 // Turn is everything about the current turn.
 type Turn struct {
 	Number    int       `json:"number"`
@@ -135,6 +149,10 @@ type PlanStep struct {
 	Recovered bool `json:"recovered,omitempty"`
 	// Approved is set when a human approved this step.
 	Approved bool `json:"approved,omitempty"`
+	// Grant is the approval of a side-effecting step, bound to its action;
+	// the step runs only while the action it describes has Grant's digest
+	// and the grant has not expired.
+	Grant *Grant `json:"grant,omitempty"`
 	// Error is the step's unresolved failure, if any. Control.Error holds only
 	// one failure; when concurrent steps fail together, the others wait here.
 	Error *ErrorInfo `json:"error,omitempty"`
@@ -220,6 +238,20 @@ type StepResult struct {
 	Plan          int           `json:"plan"`
 }
 
+// Grant is a human's approval of one side-effecting step's exact action.
+type Grant struct {
+	// ApprovalID is the approval the human answered.
+	ApprovalID string `json:"approval_id"`
+	// Digest is the approved action's capabilities.Action.Digest.
+	Digest string `json:"digest"`
+	// By is who approved, as the frontend names them ("" when unknown).
+	By string `json:"by,omitempty"`
+	// At is when the answer was given.
+	At time.Time `json:"at"`
+	// Expires is when the grant stops covering the step (zero: never).
+	Expires time.Time `json:"expires,omitzero"`
+}
+
 // ApprovalKind says what is to be approved.
 type ApprovalKind string
 
@@ -238,8 +270,13 @@ type Approval struct {
 	Summary    string         `json:"summary"`
 	Arguments  map[string]any `json:"arguments,omitempty"`
 	Plan       *Plan          `json:"plan,omitempty"`
-	Created    time.Time      `json:"created"`
-	Expires    time.Time      `json:"expires,omitzero"`
+	// Action is what a side-effecting step will do; ActionDigest is its
+	// digest, which the answer carries back so the step runs only if it
+	// still describes the same action.
+	Action       *capabilities.Action `json:"action,omitempty"`
+	ActionDigest string               `json:"action_digest,omitempty"`
+	Created      time.Time            `json:"created"`
+	Expires      time.Time            `json:"expires,omitzero"`
 }
 
 // ApprovalDecision is a human's answer to an approval.
@@ -254,6 +291,12 @@ type ApprovalDecision struct {
 	Asked time.Time `json:"asked,omitzero"`
 	// Kind is the kind of the approval answered.
 	Kind ApprovalKind `json:"kind,omitempty"`
+	// By is who answered, as the frontend names them ("" when unknown).
+	By string `json:"by,omitempty"`
+	// Summary and ActionDigest are the answered approval's (copied when the
+	// answer is checked), so the node that asked reads what was approved.
+	Summary      string `json:"summary,omitempty"`
+	ActionDigest string `json:"action_digest,omitempty"`
 	// Tokens is what the approval model spent reading an unclear answer
 	// (role "approval"); Apply adds it to the turn's tokens once, when the
 	// decision is first recorded.

@@ -23,6 +23,8 @@ type Reply struct {
 	// Usage is reported with the reply; zero means an estimate (a token per
 	// four characters of prompt and reply), so token counters move in tests.
 	Usage llm.Usage
+	// Finish is the reply's stop reason; empty means llm.FinishStop.
+	Finish llm.FinishReason
 }
 
 // Text is a plain text reply.
@@ -30,6 +32,10 @@ func Text(s string) Reply { return Reply{Text: s} }
 
 // Stream is a reply streamed in chunks.
 func Stream(chunks ...string) Reply { return Reply{Chunks: chunks} }
+
+// Cut is a reply cut off by the token limit (finish reason "length"), as a
+// real model's reply is when max_tokens is too small for it.
+func Cut(s string) Reply { return Reply{Text: s, Finish: llm.FinishLength} }
 
 // Fail is a failed call.
 func Fail(err error) Reply { return Reply{Err: err} }
@@ -215,7 +221,15 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	if usage == (llm.Usage{}) {
 		usage = llm.Usage{PromptTokens: (len(joinMessages(req.Messages)) + 3) / 4, CompletionTokens: (len(text) + 3) / 4}
 	}
-	return llm.Response{Text: text, Usage: usage, Model: "llmtest"}, nil
+	finish := reply.Finish
+	if finish == "" {
+		finish = llm.FinishStop
+	}
+	maxTok := req.MaxTokens
+	if maxTok == 0 {
+		maxTok = req.DefaultMaxTokens
+	}
+	return llm.Response{Text: text, Usage: usage, Model: "llmtest", FinishReason: finish, MaxTokens: maxTok}, nil
 }
 
 func (m *Model) next(req llm.Request) (Reply, bool) {

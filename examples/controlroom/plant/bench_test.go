@@ -18,6 +18,27 @@ func BenchmarkFind(b *testing.B) {
 	}
 }
 
+// BenchmarkFindTypo: a misspelt word is matched against the vocabulary by
+// edit distance.
+func BenchmarkFindTypo(b *testing.B) {
+	p, _ := plant.New(plant.Config{Now: func() time.Time { return t0 }})
+	for b.Loop() {
+		if _, err := p.Find("whats the vaccum presure in sec 3", 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFindNoMatch: nothing matches; the explanation lists what exists.
+func BenchmarkFindNoMatch(b *testing.B) {
+	p, _ := plant.New(plant.Config{Now: func() time.Time { return t0 }})
+	for b.Loop() {
+		if _, err := p.Find("temperature of the klystron", 0); err == nil {
+			b.Fatal("found a klystron temperature")
+		}
+	}
+}
+
 // BenchmarkHistory2h: one channel over two hours (121 samples).
 func BenchmarkHistory2h(b *testing.B) {
 	p, _ := plant.New(plant.Config{Now: func() time.Time { return t0 }})

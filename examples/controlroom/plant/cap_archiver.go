@@ -73,9 +73,13 @@ func (a *ArchiverRetrieval) timeRange(step capabilities.Step) (TimeRange, string
 		"no time range was given, so the last hour is shown", nil
 }
 
-// Execute retrieves every channel's series.
+// Execute retrieves every channel's series. When channel finding found no
+// channel it retrieves nothing and says so.
 func (a *ArchiverRetrieval) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
 	chans, err := stepChannels(step)
+	if errors.Is(err, errNothingFound) {
+		return capabilities.Result(ArchiverDataType, ArchiverData{Series: []Series{}}, nothingDone("retrieved from the archive")), nil
+	}
 	if err != nil {
 		return capabilities.Output{}, err
 	}

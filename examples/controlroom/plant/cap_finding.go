@@ -3,6 +3,7 @@ package plant
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/capgraph/capgraph/capabilities"
 )
@@ -23,7 +24,11 @@ func (*ChannelFinding) Provides() []string                   { return []string{C
 func (*ChannelFinding) Requires() []capabilities.Requirement { return nil }
 
 // Execute searches with the query parameter, else the objective, then the
-// task: the first text that matches wins.
+// task: the first text that matches wins. When none matches, the result is
+// still a success: ChannelAddresses with no channels and NotFound saying
+// what does not exist and what does (for the user's own words, the task,
+// when it was searched). Another plan cannot find a channel the machine
+// does not have, so this is an answer, not a failure to recover from.
 func (f *ChannelFinding) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
 	if err := ctx.Err(); err != nil {
 		return capabilities.Output{}, err
@@ -44,16 +49,21 @@ func (f *ChannelFinding) Execute(ctx context.Context, step capabilities.Step) (c
 		return capabilities.Output{}, capabilities.NewError(capabilities.Replanning, capabilities.KindInvalidInput,
 			"Channel finding needs a description of the channels to look for.", ErrNoMatch)
 	}
-	var firstErr error
+	var miss *NoMatch
 	for _, q := range texts {
 		res, err := f.plant.Find(q, maxResults)
 		if err != nil {
-			if firstErr == nil {
-				firstErr = err
+			var nm *NoMatch
+			if !errors.As(err, &nm) {
+				return capabilities.Output{}, err
+			}
+			if miss == nil || q == strings.TrimSpace(step.Task) {
+				miss = nm
 			}
 			continue
 		}
-		out := ChannelAddresses{Query: res.Query, Channels: res.Channels, Truncated: res.Truncated, Descriptions: map[string]string{}}
+		out := ChannelAddresses{Query: res.Query, Channels: res.Channels, Truncated: res.Truncated,
+			Corrected: res.Corrected, Ignored: res.Ignored, Descriptions: map[string]string{}}
 		for _, c := range res.Channels {
 			if ch, ok := f.plant.Channel(c); ok {
 				out.Descriptions[c] = ch.Description
@@ -61,25 +71,29 @@ func (f *ChannelFinding) Execute(ctx context.Context, step capabilities.Step) (c
 		}
 		return capabilities.Result(ChannelAddressesType, out, out.Summary()), nil
 	}
-	return capabilities.Output{}, firstErr
+	out := ChannelAddresses{Query: miss.Query, Channels: []string{}, NotFound: miss}
+	return capabilities.Result(ChannelAddressesType, out, out.Summary()), nil
 }
 
-// ClassifyError: nothing found → REPLANNING (a different query or plan may
-// work); anything else → CRITICAL (the reference's table).
+// ClassifyError: "nothing matches" is a result, not an error (Execute); an
+// ErrNoMatch that still arrives here (from a wrapping capability) is
+// CRITICAL with its explanation, since replanning cannot find what does not
+// exist; anything else → CRITICAL (the reference's table).
 func (*ChannelFinding) ClassifyError(err error, _ capabilities.ErrorContext) capabilities.Classification {
 	var ce *capabilities.Error
+	var nm *NoMatch
 	switch {
 	case errors.As(err, &ce):
 		return ce.Classification()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return capabilities.Classification{} // the default classifier knows these
+	case errors.As(err, &nm):
+		return capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindNotFound,
+			UserMessage: nm.Explain(), Metadata: map[string]any{capabilities.MetaTechnicalDetails: err.Error()}}
 	case errors.Is(err, ErrNoMatch):
-		return capabilities.Classification{Severity: capabilities.Replanning, Kind: capabilities.KindNotFound,
+		return capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindNotFound,
 			UserMessage: "No control-system channel matches the description.",
-			Metadata: map[string]any{
-				capabilities.MetaTechnicalDetails: err.Error(),
-				capabilities.MetaReplanningReason: "channel finding found nothing; use a query with the system (SR, LINAC, BR, BTS), the device (BPM, quadrupole, RF cavity, vacuum gauge) and the quantity, or ask the user to clarify",
-			}}
+			Metadata:    map[string]any{capabilities.MetaTechnicalDetails: err.Error()}}
 	}
 	return capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindUnknown,
 		UserMessage: "Channel finding failed unexpectedly.", Metadata: map[string]any{capabilities.MetaTechnicalDetails: err.Error()}}
@@ -87,7 +101,7 @@ func (*ChannelFinding) ClassifyError(err error, _ capabilities.ErrorContext) cap
 
 func (*ChannelFinding) ClassifierGuide() *capabilities.ClassifierGuide {
 	return &capabilities.ClassifierGuide{
-		Instructions: "Select when the user refers to accelerator quantities or devices by description and their channel names must be found first, or asks which channels exist.",
+		Instructions: "Select when the user refers to accelerator quantities or devices by description and their channel names must be found first, or asks which channels exist, or to list, search or name channels.",
 		Examples: []capabilities.ClassifierExample{
 			{Query: "What is the beam current?", Result: true, Reason: "the beam current channel must be found before it can be read"},
 			{Query: "Which channels measure the vacuum in sector 3?", Result: true, Reason: "asks for channel names"},

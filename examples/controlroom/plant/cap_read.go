@@ -3,6 +3,7 @@ package plant
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
@@ -17,7 +18,7 @@ func NewChannelRead(p *Plant) *ChannelRead { return &ChannelRead{plant: p} }
 
 func (*ChannelRead) Name() string { return "channel_read" }
 func (*ChannelRead) Description() string {
-	return "Read the present live value of control-system channels now: what is the beam current, the vacuum pressure, a temperature or a magnet reading at this moment."
+	return "Read the present live value of control-system channels now: what is the beam current, the vacuum pressure, a temperature, a magnet current or a setpoint at this moment, and whether it is above or below a level."
 }
 func (*ChannelRead) Provides() []string { return []string{ChannelValuesType} }
 func (*ChannelRead) Requires() []capabilities.Requirement {
@@ -25,9 +26,13 @@ func (*ChannelRead) Requires() []capabilities.Requirement {
 }
 
 // Execute reads every channel; one failed read fails the step (a partial
-// answer would look complete to the user).
+// answer would look complete to the user). When channel finding found no
+// channel it reads nothing and says so.
 func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
 	chans, err := stepChannels(step)
+	if errors.Is(err, errNothingFound) {
+		return capabilities.Result(ChannelValuesType, ChannelValues{Values: []ChannelValue{}}, nothingDone("read")), nil
+	}
 	if err != nil {
 		return capabilities.Output{}, err
 	}
@@ -89,15 +94,28 @@ func classifyReadLike(err error, op string) capabilities.Classification {
 		UserMessage: "The " + op + " failed.", Metadata: map[string]any{capabilities.MetaTechnicalDetails: err.Error()}}
 }
 
-func (*ChannelRead) ClassifierGuide() *capabilities.ClassifierGuide {
+// ClassifierGuide names the machine's quantities (from the channels'
+// synonyms), so the offline classifier reads a question that names one
+// ("What is the RF cavity voltage?", "dcct?") as a request for its present
+// value; the negated phrases keep history, changes and channel listings out.
+func (r *ChannelRead) ClassifierGuide() *capabilities.ClassifierGuide {
 	return &capabilities.ClassifierGuide{
-		Instructions: "Select when the user wants the present, live value of one or more machine quantities (not their history, not changing them).",
+		Instructions: "Select when the user names a machine quantity and wants its present, live value " +
+			"(not its history, trend, average or statistics over the last hours or since yesterday; not to set, change, adjust, raise or lower it; not a list of which channels exist). " +
+			"The machine's quantities: " + strings.Join(r.plant.Quantities(), ", ") + ". Its systems: " + strings.Join(r.plant.Systems(), ", ") + ".",
 		Examples: []capabilities.ClassifierExample{
 			{Query: "What is the beam current?", Result: true, Reason: "asks for a live value"},
 			{Query: "What is the vacuum pressure in sector 3?", Result: true, Reason: "asks for live values"},
 			{Query: "Read SR:RF:CAV1:VOLT", Result: true, Reason: "explicit read"},
+			{Query: "What is the quadrupole Q1 current in the BTS line?", Result: true, Reason: "a magnet's present current: a read, nothing is changed"},
+			{Query: "What's the setpoint of the BTS Q1 quadrupole?", Result: true, Reason: "what a setting is now: a read"},
+			{Query: "Is the Q1 current above 100 A?", Result: true, Reason: "compares a present value with a level: a read"},
+			{Query: "What is Q1 set to?", Result: true, Reason: "what a setting is now: a read"},
+			{Query: "What would happen if I set Q1 to 105 A?", Result: true, Reason: "hypothetical: nothing is changed, the present value helps the answer"},
 			{Query: "Show me the beam lifetime over the last day", Result: false, Reason: "history: archiver_retrieval"},
 			{Query: "Set the Q1 current to 105 A", Result: false, Reason: "a write, not a read"},
+			{Query: "Set the quadrupole Q1 current in the BTS line to 105 A", Result: false, Reason: "a write: channel_write"},
+			{Query: "What is a storage ring?", Result: false, Reason: "a general question, no channel involved"},
 		},
 	}
 }

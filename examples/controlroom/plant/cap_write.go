@@ -20,8 +20,11 @@ import (
 // or values (channel → number); otherwise the value is parsed from the
 // objective or task ("… to 105 A").
 //
-// Safety layers, in order: the global writes switch (step.WritesEnabled),
-// human approval (RequiresApproval is always true), the channel's writable
+// It declares side effects (SideEffects) and says exactly what a step will
+// write (DescribeAction), so the framework refuses to run it unless this
+// process enables writes, a human approved exactly that change and the user
+// asked for it (docs/safety.md). Its own checks stay as defence in depth:
+// the global writes switch (step.WritesEnabled), the channel's writable
 // flag and limits (checked for every channel before anything is written),
 // and readback verification.
 type ChannelWrite struct {
@@ -46,6 +49,7 @@ func (*ChannelWrite) Provides() []string { return []string{ChannelWriteResultsTy
 func (*ChannelWrite) Requires() []capabilities.Requirement {
 	return []capabilities.Requirement{{Type: ChannelAddressesType, Cardinality: capabilities.Multiple}}
 }
+func (*ChannelWrite) SideEffects() bool { return true }
 
 // writeOp is one planned write.
 type writeOp struct {
@@ -133,6 +137,25 @@ func containsString(xs []string, s string) bool {
 	return false
 }
 
+// DescribeAction says what a step would write, without writing: one change
+// per channel (name, target value, units), and a summary with the current
+// setpoint ("set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A"), which is not
+// part of the digest an approval binds to.
+func (w *ChannelWrite) DescribeAction(step capabilities.Step) (capabilities.Action, error) {
+	ops, err := w.plan(step)
+	if err != nil {
+		return capabilities.Action{}, err
+	}
+	a := capabilities.Action{Capability: w.Name()}
+	parts := make([]string, len(ops))
+	for i, o := range ops {
+		a.Changes = append(a.Changes, capabilities.Change{Target: o.channel.Name, Value: o.target, Unit: o.channel.Units})
+		parts[i] = "set " + o.text()
+	}
+	a.Summary = strings.Join(parts, "; ")
+	return a, nil
+}
+
 // RequiresApproval is true for every write to the machine: a human approves
 // it. The summary states each change ("set BTS:MAG:Q1:CURRENT from 92.00 →
 // 105.00 A"). With writes disabled no approval is asked: the write is refused
@@ -143,6 +166,9 @@ func (w *ChannelWrite) RequiresApproval(step capabilities.Step) (bool, string) {
 		return false, ""
 	}
 	ops, err := w.plan(step)
+	if errors.Is(err, errNothingFound) {
+		return false, "" // no channel matched: nothing will be written
+	}
 	if err != nil {
 		return true, fmt.Sprintf("write to the control system: %s (the exact values could not be determined yet: %v)", firstNonEmpty(step.TaskObjective, step.Task), err)
 	}
@@ -165,8 +191,13 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// Execute writes after the safety checks and verifies by readback.
+// Execute writes after the safety checks and verifies by readback. When
+// channel finding found no channel there is nothing to write, whatever the
+// switch says, and the result says so.
 func (w *ChannelWrite) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
+	if _, err := stepChannels(step); errors.Is(err, errNothingFound) {
+		return capabilities.Result(ChannelWriteResultsType, ChannelWriteResults{Writes: []WriteResult{}}, nothingDone("written")), nil
+	}
 	if !step.WritesEnabled {
 		return capabilities.Output{}, &capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindWritesDisabled,
 			UserMessage: "Control-system writes are disabled (control_system.writes_enabled is false), so nothing was written.",
@@ -291,20 +322,25 @@ func (*ChannelWrite) ClassifyError(err error, _ capabilities.ErrorContext) capab
 
 func (*ChannelWrite) ClassifierGuide() *capabilities.ClassifierGuide {
 	return &capabilities.ClassifierGuide{
-		Instructions: "Select only when the user explicitly asks to set, change, adjust or write a value on the machine.",
+		Instructions: "Select only when the user tells you to set, change, adjust or write a value on the machine now. " +
+			"Never select it for a question about a setting or about its history or for a hypothetical change.",
 		Examples: []capabilities.ClassifierExample{
 			{Query: "Set the quadrupole Q1 current in the BTS line to 105 A", Result: true, Reason: "an explicit setpoint change"},
 			{Query: "Change the RF cavity 2 voltage to 610 kV", Result: true, Reason: "an explicit setpoint change"},
 			{Query: "What is the Q1 current?", Result: false, Reason: "a read, nothing is changed"},
+			{Query: "What's the setpoint of the BTS Q1 quadrupole?", Result: false, Reason: "asks what the setting is: a read"},
 			{Query: "Was the RF voltage changed yesterday?", Result: false, Reason: "a question about history"},
+			{Query: "What would happen if I raised the RF voltage to 650 kV?", Result: false, Reason: "hypothetical: nothing is to change"},
+			{Query: "Don't change anything, just read the Q1 current", Result: false, Reason: "the user forbids a change"},
 		},
 	}
 }
 
 func (*ChannelWrite) OrchestratorGuide() *capabilities.OrchestratorGuide {
 	return &capabilities.OrchestratorGuide{
-		Instructions: "Use channel_write only for an explicit request to change a setting. It needs CHANNEL_ADDRESSES from channel_finding that name exactly the channel(s) to set. " +
-			"Give parameters.value for one channel or parameters.values {channel: number} for several. A human approves every write; writes outside limits are refused.",
+		Instructions: "Use channel_write only when the user tells you to change a setting now, never to answer a question about it. It needs CHANNEL_ADDRESSES from channel_finding that name exactly the channel(s) to set. " +
+			"Give parameters.value for one channel or parameters.values {channel: number} for several, with exactly the value the user stated. " +
+			"A human approves every write; writes outside limits are refused; a plan that writes without the user asking for the change is rejected.",
 		Priority: 40,
 		Examples: []capabilities.OrchestratorExample{
 			{Scenario: "Set the BTS Q1 quadrupole current to 105 A",

@@ -135,7 +135,8 @@ func TestClassifyTables(t *testing.T) {
 		sev  capabilities.Severity
 		kind string
 	}{
-		{plant.NewChannelFinding(p), plant.ErrNoMatch, capabilities.Replanning, capabilities.KindNotFound},
+		{plant.NewChannelFinding(p), plant.ErrNoMatch, capabilities.Critical, capabilities.KindNotFound},
+		{plant.NewChannelFinding(p), &plant.NoMatch{Query: "q", Unknown: []string{"flux"}}, capabilities.Critical, capabilities.KindNotFound},
 		{plant.NewChannelFinding(p), errors.New("boom"), capabilities.Critical, capabilities.KindUnknown},
 		{plant.NewChannelFinding(p), context.DeadlineExceeded, capabilities.SeverityUnset, ""},
 		{plant.NewChannelRead(p), wrap(plant.ErrTimeout), capabilities.Retriable, capabilities.KindTimeout},
@@ -223,9 +224,17 @@ func TestChannelFindingFallsBackToTask(t *testing.T) {
 	if err != nil || !strings.Contains(out.Values[0].Summary, `Found 1 channel for "What is the beam current?": SR:DCCT:CURRENT`) {
 		t.Errorf("fallback to task: %+v, %v", out, err)
 	}
-	_, err = cf.Execute(context.Background(), stepWith("", map[string]any{"query": "weather in Paris"}))
-	if c := cf.ClassifyError(err, capabilities.ErrorContext{}); c.Severity != capabilities.Replanning {
-		t.Errorf("no match classified %+v (%v)", c, err)
+	// Nothing matches: a result that says so, not an error to replan on.
+	out, err = cf.Execute(context.Background(), stepWith("", map[string]any{"query": "weather in Paris"}))
+	if err != nil || len(out.Values) != 1 {
+		t.Fatalf("no match: %+v, %v", out, err)
+	}
+	var addrs plant.ChannelAddresses
+	if err := json.Unmarshal(entry(t, out.Values[0], "x").Value, &addrs); err != nil {
+		t.Fatal(err)
+	}
+	if addrs.NotFound == nil || len(addrs.Channels) != 0 || !strings.Contains(out.Values[0].Summary, `No channel matches "weather" or "paris"`) {
+		t.Errorf("no match: %+v, summary %q", addrs, out.Values[0].Summary)
 	}
 	_, err = cf.Execute(context.Background(), stepWith("beam current", map[string]any{"max_results": "many"}))
 	if c := cf.ClassifyError(err, capabilities.ErrorContext{}); c.Severity != capabilities.Replanning || c.Kind != capabilities.KindInvalidInput {

@@ -22,11 +22,31 @@ type ChannelAddresses struct {
 	// responder can explain them.
 	Descriptions map[string]string `json:"descriptions,omitempty"`
 	Truncated    bool              `json:"truncated,omitempty"`
+	// Corrected and Ignored say how the query was read (FindResult).
+	Corrected []Correction `json:"corrected,omitempty"`
+	Ignored   []string     `json:"ignored,omitempty"`
+	// NotFound is set, and Channels empty, when no channel matches: it
+	// says what does not exist and what does.
+	NotFound *NoMatch `json:"not_found,omitempty"`
 }
 
-// Summary lists the channels found.
+// Summary lists the channels found, or says why none matches.
 func (a ChannelAddresses) Summary() string {
-	s := fmt.Sprintf("Found %d channel%s for %q: %s", len(a.Channels), plural(len(a.Channels)), a.Query, strings.Join(a.Channels, ", "))
+	if a.NotFound != nil {
+		return fmt.Sprintf("No channel matches %q. %s", a.Query, a.NotFound.Explain())
+	}
+	s := fmt.Sprintf("Found %d channel%s for %q", len(a.Channels), plural(len(a.Channels)), a.Query)
+	var notes []string
+	for _, c := range a.Corrected {
+		notes = append(notes, fmt.Sprintf("read %q as %q", c.From, c.To))
+	}
+	if len(a.Ignored) > 0 {
+		notes = append(notes, "no channel matches "+quoteAll(a.Ignored, "or")+", so it was left out")
+	}
+	if len(notes) > 0 {
+		s += " (" + strings.Join(notes, "; ") + ")"
+	}
+	s += ": " + strings.Join(a.Channels, ", ")
 	if a.Truncated {
 		s += " (more matched; refine the query to see others)"
 	}

@@ -1,6 +1,8 @@
 // Package plant is the control-room example's simulated accelerator and the
 // capabilities that operate it: channel_finding (natural language → channel
-// names), channel_read, archiver_retrieval (time range → series with summary
+// names, reading operators' abbreviations and typos; when nothing matches, a
+// successful result saying what does not exist and what does, which the
+// steps after it pass on as "nothing was read"), channel_read, archiver_retrieval (time range → series with summary
 // statistics) and channel_write (approval, limits, readback verification).
 //
 // The simulator runs in-process and is deterministic: a channel's value at a

@@ -8,9 +8,21 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 )
 
+// errNothingFound: the step's CHANNEL_ADDRESSES inputs are channel_finding
+// results that found nothing (ChannelAddresses.NotFound). The step has
+// nothing to act on and succeeds saying so (nothingDone); the finding
+// result already tells the user what does not exist and what does.
+var errNothingFound = errors.New("no channel matches the request")
+
+// nothingDone is the summary of a step left with no channel to act on.
+func nothingDone(verb string) string {
+	return "Nothing was " + verb + ", since no channel matches the request."
+}
+
 // stepChannels returns the channels a step works on: every resolved
 // CHANNEL_ADDRESSES input, merged, or a "channels" parameter. It fails with
-// capabilities.ErrMissingInput when there are none.
+// errNothingFound when the inputs found no channel, and with
+// capabilities.ErrMissingInput when there are no channels otherwise.
 func stepChannels(step capabilities.Step) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
@@ -40,6 +52,11 @@ func stepChannels(step capabilities.Step) ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
+		for _, a := range addrs {
+			if a.NotFound != nil {
+				return nil, fmt.Errorf("%w: %s", errNothingFound, a.NotFound.Explain())
+			}
+		}
 		return nil, fmt.Errorf("%w: step %q has no %s input and no channels parameter", capabilities.ErrMissingInput, step.ContextKey, ChannelAddressesType)
 	}
 	return out, nil

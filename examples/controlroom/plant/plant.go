@@ -46,6 +46,7 @@ type Plant struct {
 	cfg      Config
 	channels map[string]Channel
 	names    []string // sorted
+	listed   []string // as configured (catalog order)
 	index    *searchIndex
 
 	mu        sync.Mutex
@@ -100,6 +101,7 @@ func New(cfg Config) (*Plant, error) {
 		p.channels[c.Name] = c
 		p.names = append(p.names, c.Name)
 	}
+	p.listed = slices.Clone(p.names)
 	sort.Strings(p.names)
 	p.index = newSearchIndex(p.names, p.channels)
 	return p, nil

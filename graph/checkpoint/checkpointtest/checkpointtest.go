@@ -23,7 +23,8 @@ import (
 const Precision = time.Microsecond
 
 // Run runs the conformance suite against the stores newStore returns,
-// including the lease cases (lease.go) when the store is a checkpoint.Leaser. newStore
+// including the lease cases (lease.go) when the store is a checkpoint.Leaser
+// and the record log cases (records.go) when it is a checkpoint.RecordLog. newStore
 // is called once per subtest and must return an empty store; it should register
 // its own cleanup with t.Cleanup.
 func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
@@ -42,6 +43,18 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 				return
 			}
 			tc.fn(t, s, l)
+		})
+	}
+	// Record log cases run for stores that are a checkpoint.RecordLog (all
+	// of ours; records.go).
+	for _, tc := range recordCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			rl, ok := s.(checkpoint.RecordLog)
+			if !ok {
+				return
+			}
+			tc.fn(t, s, rl)
 		})
 	}
 }

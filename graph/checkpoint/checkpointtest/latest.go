@@ -41,9 +41,10 @@ var latestCases = []struct {
 
 // RunLatestOnly is Run for a store that keeps only each thread's latest
 // checkpoint and its pending writes (memory.NewLatestOnly). Every case of
-// Run that does not depend on history runs unchanged, leases included; the
-// five that do (PutGet, OutOfOrderPut, List, Writes, ConcurrentThreads) are
-// replaced by versions pinning what such a store does instead: an earlier
+// Run that does not depend on history runs unchanged, leases and the record
+// log included; the five that do (PutGet, OutOfOrderPut, List, Writes,
+// ConcurrentThreads) are replaced by versions pinning what such a store does
+// instead: an earlier
 // checkpoint is gone once a newer one is Put (Get of its id and PutWrites on
 // it are ErrNotFound, and its writes go with it), a checkpoint older than
 // the latest is dropped, and List returns at most the latest.
@@ -63,6 +64,14 @@ func RunLatestOnly(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 			s := newStore(t)
 			if l, ok := s.(checkpoint.Leaser); ok {
 				tc.fn(t, s, l)
+			}
+		})
+	}
+	for _, tc := range recordCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			if rl, ok := s.(checkpoint.RecordLog); ok {
+				tc.fn(t, s, rl)
 			}
 		})
 	}

@@ -46,14 +46,17 @@ func micros(t time.Time) int64 {
 	return t.UnixMicro()
 }
 
-// storedTime is a time as the store gives it back: UTC, whole microseconds,
-// no monotonic reading; the zero time stays zero.
-func storedTime(us int64) time.Time {
+// fromMicros is the time an entry keeps as us, as the store gives it back:
+// UTC, whole microseconds, no monotonic reading; the zero time stays zero.
+func fromMicros(us int64) time.Time {
 	if us == noTime {
 		return time.Time{}
 	}
 	return time.UnixMicro(us).UTC()
 }
+
+// storedTime is t as the durable stores give it back (see fromMicros).
+func storedTime(t time.Time) time.Time { return fromMicros(micros(t)) }
 
 // set makes e the store's copy of cp, with its slices and map in ms blocks.
 func (e *entry) set(cp *checkpoint.Checkpoint, mem *arena) {
@@ -69,7 +72,7 @@ func (e *entry) set(cp *checkpoint.Checkpoint, mem *arena) {
 func (e *entry) checkpoint(thread string) checkpoint.Checkpoint {
 	return checkpoint.Checkpoint{ThreadID: thread, ID: e.id, ParentID: e.parent, RunID: e.run, Step: e.step,
 		State: e.state, Next: e.next, Metadata: e.metadata,
-		NotBefore: storedTime(e.notBefore), Created: storedTime(e.created)}
+		NotBefore: fromMicros(e.notBefore), Created: fromMicros(e.created)}
 }
 
 const (

@@ -25,6 +25,8 @@ type Store struct {
 
 	mu      sync.RWMutex
 	threads map[string]*thread
+
+	records recordLog // records.go
 }
 
 type thread struct {
@@ -66,7 +68,7 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		s.threads[cp.ThreadID] = t
 	}
 	if t.first == uuid.Nil || compareUUID(cp.ID, t.first) <= 0 {
-		t.first, t.created = cp.ID, storedTime(micros(cp.Created))
+		t.first, t.created = cp.ID, storedTime(cp.Created)
 	}
 	if s.latestOnly {
 		t.putLatest(&cp)
@@ -195,7 +197,7 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 		}
 		out = append(out, checkpoint.ThreadInfo{
 			ThreadID: id, Latest: last.id, Metadata: maps.Clone(last.metadata),
-			Created: t.created, Updated: storedTime(last.created),
+			Created: t.created, Updated: fromMicros(last.created),
 		})
 	}
 	s.mu.RUnlock()

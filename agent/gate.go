@@ -1,0 +1,241 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/state"
+)
+
+// The execution gate. A capability that declares side effects
+// (capabilities.HasSideEffects) runs a step only after these checks, made
+// in the step wrapper at the moment the step is about to execute — on its
+// first run, after an approval answer, in a run resumed after a crash or
+// by another replica, and under whatever configuration the resuming
+// process has:
+//
+//  1. the caller may use the capability (allowed, see allow.go);
+//  2. this process's write switch is on (Config.Options.WritesEnabled;
+//     the turn's option can only turn it off);
+//  3. the action the step describes (capabilities.DescribeAction) is a
+//     change the user asked for (Task.Intent.Permits);
+//  4. a human granted an approval bound to that exact action (its digest),
+//     and the grant has not expired. The approval is asked whatever the
+//     approval mode; the answer carries the asked action's digest back,
+//     and the step runs only when it still describes the same action.
+//
+// A refusal is CRITICAL (no retry, no fallback): the error node reports it
+// and nothing of the step runs. Every refusal, approval, rejection and
+// execution is a durable audit record (audit.go). The capability's own
+// checks stay as defence in depth.
+
+// KindRefused is the classification kind of a side-effecting step the gate
+// refused for a reason other than the write switch (kind writes_disabled)
+// or the caller's allowed capabilities (kind not_allowed); the reason is
+// in the metadata under capabilities.MetaSafetyAbortReason.
+const KindRefused = "refused"
+
+// Refusal reasons: why the gate refused a side-effecting step (the audit
+// record's Reason and the classification's safety_abort_reason).
+const (
+	RefusedWritesDisabled   = "writes_disabled"
+	RefusedNotAllowed       = "not_allowed"
+	RefusedNoChangeIntent   = "no_change_intent"
+	RefusedIntentMismatch   = "intent_mismatch"
+	RefusedActionChanged    = "action_changed"
+	RefusedApprovalExpired  = "approval_expired"
+	RefusedAuditUnavailable = "audit_unavailable"
+)
+
+// gateResult is what the gate decided for one attempt.
+type gateResult struct {
+	// update ends the attempt without running it (refused, or failed to
+	// describe the action); interrupt asks for approval instead.
+	update    *state.Update
+	interrupt error
+	// ps is the step to execute (with its grant), action what it does.
+	ps     state.PlanStep
+	action capabilities.Action
+}
+
+// writesEnabled is the effective write switch of a turn in this process.
+func (a *Agent) writesEnabled(s state.State) bool {
+	return a.cfg.Options.WritesEnabled && s.Turn.Options.WritesEnabled
+}
+
+// gate runs checks 2–4 (the step wrapper made check 1) for one attempt of
+// a step of side-effecting capability c whose inputs resolved. ans is the
+// human's answer when the node was re-entered with one.
+func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep,
+	step capabilities.Step, apID string, ans state.ApprovalDecision, answered bool, now time.Time) gateResult {
+	name := c.Name()
+	attempt := step.Attempt
+	action, err := capabilities.DescribeAction(c, step)
+	if err == nil && action.Summary == "" {
+		action.Summary = actionSummary(action)
+	}
+	rec := a.auditBase(ctx, s, name, idx, ps, attempt, now)
+	rec.setAction(action)
+	refuse := func(reason, msg string) gateResult {
+		u := a.refuse(ctx, s, c, idx, ps, reason, msg, now)
+		rec.Outcome, rec.Reason, rec.Message = AuditRefused, reason, msg
+		if ans.ID == apID && answered {
+			rec.ApprovalID, rec.ApprovedBy = ans.ID, ans.By
+		}
+		a.auditBestEffort(ctx, rec)
+		return gateResult{update: &u}
+	}
+	if !a.writesEnabled(s) {
+		where := "this process's configuration (control_system.writes_enabled is false)"
+		if a.cfg.Options.WritesEnabled {
+			where = "this turn's options"
+		}
+		return refuse(RefusedWritesDisabled, fmt.Sprintf("Writes are disabled by %s, so step %d (%s) was not carried out and nothing was changed.",
+			where, idx+1, describe(action, ps)))
+	}
+	if err != nil {
+		// Nothing ran: the capability cannot say what it would do (an
+		// ambiguous value, say). Its classification decides the recovery.
+		cl := capabilities.Classify(c, err, capabilities.ErrorContext{Capability: name, StepIndex: idx, Attempt: attempt, Task: taskText(s)})
+		msg := "the action could not be determined: " + err.Error()
+		rec.Outcome, rec.Reason, rec.Message = AuditFailed, cl.Kind, msg
+		a.auditBestEffort(ctx, rec)
+		u := a.stepFailure(ctx, s, c, idx, ps, cl, msg, attempt, firstAttempt(ps, now), now, 0, true)
+		return gateResult{update: &u}
+	}
+	var intent state.Intent
+	if s.Turn.Task != nil {
+		intent = s.Turn.Task.Intent
+	}
+	if err := intent.Permits(action); err != nil {
+		reason := RefusedNoChangeIntent
+		if errors.Is(err, state.ErrIntentMismatch) {
+			reason = RefusedIntentMismatch
+		}
+		return refuse(reason, fmt.Sprintf("Step %d (%s) was refused and not carried out: %v.", idx+1, action.Summary, err))
+	}
+	digest := action.Digest()
+	switch {
+	case answered && ans.ID == apID && ans.Approved:
+		// The answer to this step's question: it approves the action that
+		// was asked, which must be the one the step describes now.
+		if ans.ActionDigest != digest {
+			return refuse(RefusedActionChanged, fmt.Sprintf("Step %d was approved for another action than it would now carry out (%s); it was refused and nothing was changed.",
+				idx+1, action.Summary))
+		}
+		g := &state.Grant{ApprovalID: ans.ID, Digest: digest, By: ans.By, At: ans.At}
+		if a.cfg.ApprovalExpiry > 0 {
+			g.Expires = ans.At.Add(a.cfg.ApprovalExpiry)
+		}
+		if !g.Expires.IsZero() && !now.Before(g.Expires) {
+			return refuse(RefusedApprovalExpired, fmt.Sprintf("The approval of step %d (%s) expired at %s before the step could run; nothing was changed.",
+				idx+1, action.Summary, g.Expires.UTC().Format(time.RFC3339)))
+		}
+		// The approval is on record before the action runs: without it,
+		// the step does not run.
+		rec.Outcome, rec.ApprovalID, rec.ApprovedBy, rec.ApprovedAt = AuditApproved, g.ApprovalID, g.By, g.At
+		if err := a.auditRecord(ctx, rec); err != nil {
+			return refuse(RefusedAuditUnavailable, fmt.Sprintf("Step %d (%s) was approved but its audit record could not be written (%v), so it was not carried out.",
+				idx+1, action.Summary, err))
+		}
+		ps.Approved, ps.Grant = true, g
+	case ps.Grant != nil:
+		// Approved before (a retry of the approved step).
+		if ps.Grant.Digest != digest {
+			return refuse(RefusedActionChanged, fmt.Sprintf("Step %d was approved for another action than it would now carry out (%s); it was refused and nothing was changed.",
+				idx+1, action.Summary))
+		}
+		if !ps.Grant.Expires.IsZero() && !now.Before(ps.Grant.Expires) {
+			return refuse(RefusedApprovalExpired, fmt.Sprintf("The approval of step %d (%s) expired at %s before this attempt; nothing more was changed.",
+				idx+1, action.Summary, ps.Grant.Expires.UTC().Format(time.RFC3339)))
+		}
+		ps.Approved = true
+	default:
+		// Side effects always need a human's approval, whatever the
+		// approval mode says, and the question names the exact action.
+		ap := a.stepApproval(apID, c, step, approvalSummary(c, step, action), now)
+		ap.Action, ap.ActionDigest = &action, digest
+		return gateResult{interrupt: graph.Interrupt(ap)}
+	}
+	return gateResult{ps: ps, action: action}
+}
+
+// refuse is a CRITICAL failure of a side-effecting step that did not run:
+// no retry, no fallback; the error node explains it.
+func (a *Agent) refuse(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, reason, msg string, now time.Time) state.Update {
+	kind := KindRefused
+	switch reason {
+	case RefusedWritesDisabled:
+		kind = capabilities.KindWritesDisabled
+	case RefusedNotAllowed:
+		kind = KindNotAllowed
+	}
+	emit(ctx, Event{Type: EventDenied, Node: c.Name(), Step: idx, Capability: c.Name(), Text: msg})
+	cl := capabilities.Classification{Severity: capabilities.Critical, Kind: kind, UserMessage: msg,
+		Metadata: map[string]any{capabilities.MetaSafetyAbortReason: reason}}
+	if reason == RefusedWritesDisabled {
+		cl.Metadata[capabilities.MetaSuggestions] = []string{"an operator can enable writes with control_system.writes_enabled: true in the configuration of the process that runs the turn"}
+	}
+	return a.stepFailure(ctx, s, c, idx, ps, cl, msg, ps.Attempts+1, firstAttempt(ps, now), now, 0, false)
+}
+
+func firstAttempt(ps state.PlanStep, now time.Time) time.Time {
+	if ps.FirstAttemptAt.IsZero() {
+		return now
+	}
+	return ps.FirstAttemptAt
+}
+
+// approvalSummary is what the human judges: the capability's own summary
+// when it gives one, else the action's.
+func approvalSummary(c capabilities.Capability, step capabilities.Step, action capabilities.Action) string {
+	if ar, ok := c.(capabilities.ApprovalRequirer); ok {
+		if _, summary := ar.RequiresApproval(step); strings.TrimSpace(summary) != "" {
+			return summary
+		}
+	}
+	return action.Summary
+}
+
+// actionSummary describes an action that has no summary of its own.
+func actionSummary(a capabilities.Action) string {
+	if len(a.Changes) == 0 {
+		return "run " + a.Capability
+	}
+	parts := make([]string, len(a.Changes))
+	for i, ch := range a.Changes {
+		v := fmt.Sprint(ch.Value)
+		if _, isMap := ch.Value.(map[string]any); isMap || v == "" {
+			if b, err := jsonString(ch.Value); err == nil {
+				v = b
+			}
+		}
+		parts[i] = fmt.Sprintf("set %s to %s", ch.Target, v)
+		if ch.Unit != "" {
+			parts[i] += " " + ch.Unit
+		}
+	}
+	return a.Capability + ": " + strings.Join(parts, "; ")
+}
+
+// describe names a step for a refusal message.
+func describe(a capabilities.Action, ps state.PlanStep) string {
+	if a.Summary != "" {
+		return a.Summary
+	}
+	if a.Capability != "" && len(a.Changes) > 0 {
+		return actionSummary(a)
+	}
+	return ps.Effective() + ": " + ps.TaskObjective
+}
+
+func jsonString(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}

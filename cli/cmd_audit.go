@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+// cmdAudit lists the audit records of side-effecting steps from the store.
+func cmdAudit(ctx context.Context, c *cmdEnv, args []string) error {
+	fs := c.newFlags("[--thread ID] [--since T] [--until T] [--outcome O] [--principal P] [--tenant T] [--limit N] [--json]")
+	thread := fs.String("thread", "", "only this thread (the internal id the records show)")
+	since := fs.String("since", "", "only records at or after T: an RFC 3339 time, a date (2026-05-01) or a duration before now (24h)")
+	until := fs.String("until", "", "only records before T (same forms as --since)")
+	outcome := fs.String("outcome", "", "only this outcome: refused, approved, rejected, executed or failed")
+	principal := fs.String("principal", "", "only this API key's records")
+	tenant := fs.String("tenant", "", "only this tenant's records")
+	limit := fs.Int("limit", 50, "at most the newest N records (0: all)")
+	asJSON := fs.Bool("json", false, "one JSON object per line instead of text")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return &UsageError{Command: "audit", Problem: fmt.Sprintf("unexpected argument %q", pos[0])}
+	}
+	switch *outcome {
+	case "", agent.AuditRefused, agent.AuditApproved, agent.AuditRejected, agent.AuditExecuted, agent.AuditFailed:
+	default:
+		return &UsageError{Command: "audit", Problem: fmt.Sprintf("--outcome %q: want refused, approved, rejected, executed or failed", *outcome)}
+	}
+	if *limit < 0 {
+		return &UsageError{Command: "audit", Problem: "--limit must not be negative"}
+	}
+	f := agent.AuditFilter{Thread: *thread, Outcome: *outcome, Principal: *principal, Tenant: *tenant, Limit: *limit}
+	now := c.env.Now()
+	for flag, v := range map[string]struct {
+		s   string
+		dst *time.Time
+	}{"--since": {*since, &f.Since}, "--until": {*until, &f.Until}} {
+		if v.s == "" {
+			continue
+		}
+		t, err := agent.ParseAuditTime(v.s, now)
+		if err != nil {
+			return &UsageError{Command: "audit", Problem: flag + ": " + strings.TrimPrefix(err.Error(), agent.ErrBadRequest.Error()+": ")}
+		}
+		*v.dst = t
+	}
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	rl, ok := st.(checkpoint.RecordLog)
+	if !ok {
+		return fmt.Errorf("the store %s keeps no audit records", c.spec)
+	}
+	recs, err := agent.ListAudit(ctx, rl, f)
+	if err != nil {
+		return err
+	}
+	w := c.env.Stdout
+	if *asJSON {
+		enc := json.NewEncoder(w)
+		for _, r := range recs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(c.env.Stderr, "no audit records match")
+		return nil
+	}
+	for _, r := range recs {
+		fmt.Fprintln(w, auditLine(r))
+	}
+	return nil
+}
+
+// auditLine is one record as a line: when, what became of it, what it was,
+// where, who, and why or with what result.
+func auditLine(r agent.AuditEntry) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %-8s  %s", r.Time.UTC().Format(time.RFC3339), r.Outcome, r.Capability)
+	if r.Summary != "" {
+		fmt.Fprintf(&b, ": %s", r.Summary)
+	}
+	fmt.Fprintf(&b, "  [thread %s turn %d step %d attempt %d", r.Thread, r.Turn, r.Step+1, r.Attempt)
+	if r.Run != "" {
+		fmt.Fprintf(&b, " run %s", r.Run)
+	}
+	b.WriteString("]")
+	if r.Principal != "" || r.Tenant != "" {
+		fmt.Fprintf(&b, "  by key %s (tenant %s)", r.Principal, r.Tenant)
+	}
+	if r.ApprovalID != "" {
+		fmt.Fprintf(&b, "  approval %s", r.ApprovalID)
+		if r.ApprovedBy != "" {
+			fmt.Fprintf(&b, " by %s", r.ApprovedBy)
+		}
+	}
+	switch {
+	case r.ResultSummary != "":
+		fmt.Fprintf(&b, "  → %s", r.ResultSummary)
+	case r.Message != "":
+		fmt.Fprintf(&b, "  — %s", r.Message)
+	}
+	if r.Reason != "" {
+		fmt.Fprintf(&b, " (%s)", r.Reason)
+	}
+	return b.String()
+}

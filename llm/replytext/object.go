@@ -1,0 +1,134 @@
+package replytext
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Errors of Object, matched with errors.Is.
+var (
+	// ErrNoObject: the reply's visible text holds no JSON object.
+	ErrNoObject = errors.New("the reply contains no JSON object")
+	// ErrOnlyReasoning: the reply is all reasoning, with no answer after it
+	// (typically a block cut by the token limit).
+	ErrOnlyReasoning = errors.New("the reply holds only reasoning (a <think> block) and no answer after it")
+)
+
+// maxFailures bounds how many opening braces that start no JSON value
+// Object tries, so a reply full of stray braces costs little (a brace that
+// starts an object is skipped past with it).
+const maxFailures = 1024
+
+// Object returns the JSON object of a reply that has the shape the caller
+// expects, given as the object's keys. Reasoning is removed first (Visible);
+// then every top-level JSON object in the text — in a code fence, after
+// prose, or bare — is a candidate, and the one with the most expected keys
+// wins, then the one with the fewest other keys, then the last (a model
+// concludes after its drafts). When no candidate has an expected key, the
+// first object is returned so the caller's strict check can name its wrong
+// keys; when nothing decodes, the error says why.
+func Object(reply string, keys ...string) (json.RawMessage, error) {
+	text := Visible(reply)
+	if text == "" && strings.TrimSpace(reply) != "" && HasReasoning(reply) {
+		return nil, ErrOnlyReasoning
+	}
+	objs, firstErr := scan(text)
+	if len(objs) == 0 {
+		if firstErr != nil {
+			return nil, fmt.Errorf("invalid JSON: %w", firstErr)
+		}
+		return nil, ErrNoObject
+	}
+	best, bestMatched, bestOther := -1, 0, 0
+	for i, o := range objs {
+		matched, other := score(o.keys, keys)
+		if matched == 0 {
+			continue
+		}
+		if best < 0 || matched > bestMatched || matched == bestMatched && other <= bestOther {
+			best, bestMatched, bestOther = i, matched, other
+		}
+	}
+	if best >= 0 {
+		return objs[best].raw, nil
+	}
+	// A broken object before the first whole one is more likely the answer
+	// (cut or malformed) than an object nested in it.
+	if firstErr != nil && objs[0].brokenBefore {
+		return nil, fmt.Errorf("invalid JSON: %w", firstErr)
+	}
+	return objs[0].raw, nil
+}
+
+// Objects returns every top-level JSON object of a reply's visible text, in
+// order. A caller that must not guess (an approval) checks they agree.
+func Objects(reply string) []json.RawMessage {
+	objs, _ := scan(Visible(reply))
+	out := make([]json.RawMessage, len(objs))
+	for i, o := range objs {
+		out[i] = o.raw
+	}
+	return out
+}
+
+type object struct {
+	raw          json.RawMessage
+	keys         []string
+	brokenBefore bool // an opening brace before it did not decode
+}
+
+// scan finds the top-level JSON objects of text: at each '{' not inside an
+// object already found, it decodes one value.
+func scan(text string) (objs []object, firstErr error) {
+	failed := 0
+	for i := 0; i < len(text) && failed < maxFailures; {
+		j := strings.IndexByte(text[i:], '{')
+		if j < 0 {
+			break
+		}
+		start := i + j
+		dec := json.NewDecoder(strings.NewReader(text[start:]))
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			failed++
+			i = start + 1
+			continue
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			i = start + 1
+			continue
+		}
+		o := object{raw: raw, brokenBefore: firstErr != nil && len(objs) == 0}
+		for k := range m {
+			o.keys = append(o.keys, k)
+		}
+		objs = append(objs, o)
+		i = start + int(dec.InputOffset())
+	}
+	return objs, firstErr
+}
+
+// score counts the expected keys an object has and the other keys it has.
+func score(have, want []string) (matched, other int) {
+	for _, k := range have {
+		found := false
+		for _, w := range want {
+			if k == w {
+				found = true
+				break
+			}
+		}
+		if found {
+			matched++
+		} else {
+			other++
+		}
+	}
+	return matched, other
+}

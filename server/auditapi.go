@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+)
+
+// AuditReader lists the agent's audit records of side-effecting steps.
+// *agent.Agent implements it.
+type AuditReader interface {
+	Audit(ctx context.Context, f agent.AuditFilter) ([]agent.AuditEntry, error)
+}
+
+// Audit API limits.
+const (
+	defaultAuditLimit = 100
+	maxAuditLimit     = 1000
+)
+
+// handleAudit lists audit records (GET /api/audit) for an admin key:
+// ?thread= (internal id), outcome=, principal=, tenant=, since=, until=
+// (RFC 3339, a date, or a duration before now), limit= (newest first kept,
+// default 100, at most 1000). Records are returned oldest first.
+func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
+	c := callerFrom(r.Context())
+	if !c.Principal.Admin {
+		s.writeError(w, &RequestError{Kind: ErrForbidden, Message: "the audit log is readable only with an admin key (server.api_keys[].admin: true)"})
+		return
+	}
+	ar, ok := s.cfg.Runner.(AuditReader)
+	if !ok {
+		s.writeError(w, &RequestError{Kind: ErrNotFound, Message: "this server's agent keeps no audit log"})
+		return
+	}
+	q := r.URL.Query()
+	f := agent.AuditFilter{Thread: q.Get("thread"), Outcome: q.Get("outcome"), Principal: q.Get("principal"), Tenant: q.Get("tenant"), Limit: defaultAuditLimit}
+	for param, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		if v := q.Get(param); v != "" {
+			t, err := agent.ParseAuditTime(v, s.cfg.Now())
+			if err != nil {
+				s.writeError(w, &RequestError{Kind: ErrBadRequest, Param: param, Message: err.Error()})
+				return
+			}
+			*dst = t
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxAuditLimit {
+			s.writeError(w, badRequest("limit", "must be a whole number from 1 to %d, got %q", maxAuditLimit, v))
+			return
+		}
+		f.Limit = n
+	}
+	recs, err := ar.Audit(r.Context(), f)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if recs == nil {
+		recs = []agent.AuditEntry{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"records": recs})
+}

@@ -1,0 +1,186 @@
+package state
+
+import (
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// unit is a known unit: its dimension and its factor to the dimension's base
+// unit, so "0.61 MV" and "610 kV" compare equal.
+type unit struct {
+	dim   string
+	scale float64
+}
+
+// baseUnits are the units written with a symbol an SI prefix may precede.
+var baseUnits = map[string]unit{
+	"A": {"A", 1}, "V": {"V", 1}, "W": {"W", 1}, "Hz": {"Hz", 1}, "T": {"T", 1},
+	"Pa": {"Pa", 1}, "bar": {"Pa", 1e5}, "s": {"s", 1}, "m": {"m", 1}, "rad": {"rad", 1},
+	"eV": {"eV", 1}, "Ω": {"Ω", 1}, "ohm": {"Ω", 1},
+}
+
+// plainUnits take no prefix.
+var plainUnits = map[string]unit{
+	"Torr": {"Pa", 133.322368421}, "°C": {"°C", 1}, "K": {"K", 1}, "%": {"%", 1}, "deg": {"deg", 1},
+	"min": {"s", 60},
+}
+
+var siPrefixes = map[string]float64{"p": 1e-12, "n": 1e-9, "u": 1e-6, "µ": 1e-6, "μ": 1e-6, "m": 1e-3,
+	"k": 1e3, "M": 1e6, "G": 1e9}
+
+// unitAliases are spellings people type (compared in lower case) and the
+// symbol they mean. Lower-case symbols whose prefix is ambiguous ("mv":
+// millivolt or megavolt?) are deliberately absent: such a unit is unknown,
+// and an unknown unit is compared by its number alone.
+var unitAliases = map[string]string{
+	"a": "A", "amp": "A", "amps": "A", "ampere": "A", "amperes": "A",
+	"ma": "mA", "milliamp": "mA", "milliamps": "mA", "milliampere": "mA", "milliamperes": "mA",
+	"ka": "kA", "ua": "uA", "kiloamp": "kA", "kiloamps": "kA",
+	"v": "V", "volt": "V", "volts": "V", "kv": "kV", "kilovolt": "kV", "kilovolts": "kV",
+	"megavolt": "MV", "megavolts": "MV", "millivolt": "mV", "millivolts": "mV",
+	"w": "W", "watt": "W", "watts": "W", "kw": "kW", "kilowatt": "kW", "kilowatts": "kW",
+	"hz": "Hz", "hertz": "Hz", "khz": "kHz", "mhz": "MHz", "ghz": "GHz",
+	"t": "T", "tesla": "T", "mt": "mT", "gauss": "gauss",
+	"torr": "Torr", "mbar": "mbar", "bar": "bar", "pa": "Pa", "pascal": "Pa", "pascals": "Pa",
+	"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "ms": "ms",
+	"deg": "deg", "degree": "deg", "degrees": "deg", "degc": "°C", "°c": "°C", "celsius": "°C", "kelvin": "K",
+	"percent": "%", "%": "%", "ev": "eV", "kev": "keV", "mev": "MeV", "gev": "GeV",
+}
+
+// gauss is not a symbol with prefixes here ("G" is giga).
+var gauss = unit{"T", 1e-4}
+
+// CanonicalUnit returns the symbol a unit is written with ("amps" → "A",
+// "kv" → "kV"), or u trimmed when it is not a unit capgraph knows.
+func CanonicalUnit(u string) string {
+	u = strings.TrimSpace(u)
+	if _, ok := lookupUnit(u); ok {
+		if a, ok := unitAliases[strings.ToLower(u)]; ok && !exactUnit(u) {
+			return a
+		}
+		return u
+	}
+	return u
+}
+
+// KnownUnit reports whether u is a unit capgraph knows (a symbol such as
+// "kV", or a spelling such as "amps").
+func KnownUnit(u string) bool {
+	_, ok := lookupUnit(strings.TrimSpace(u))
+	return ok
+}
+
+func exactUnit(u string) bool {
+	if _, ok := baseUnits[u]; ok {
+		return true
+	}
+	if _, ok := plainUnits[u]; ok {
+		return true
+	}
+	_, ok := prefixed(u)
+	return ok
+}
+
+func prefixed(u string) (unit, bool) {
+	for p, f := range siPrefixes {
+		if rest, ok := strings.CutPrefix(u, p); ok && rest != "" {
+			if b, ok := baseUnits[rest]; ok {
+				return unit{b.dim, b.scale * f}, true
+			}
+		}
+	}
+	return unit{}, false
+}
+
+// lookupUnit finds a unit: exactly as written (so "mA" is milli and "MA"
+// mega), else by a known spelling.
+func lookupUnit(u string) (unit, bool) {
+	if u == "" {
+		return unit{}, false
+	}
+	if b, ok := baseUnits[u]; ok {
+		return b, true
+	}
+	if b, ok := plainUnits[u]; ok {
+		return b, true
+	}
+	if b, ok := prefixed(u); ok {
+		return b, true
+	}
+	a, ok := unitAliases[strings.ToLower(u)]
+	if !ok {
+		return unit{}, false
+	}
+	if a == "gauss" {
+		return gauss, true
+	}
+	if b, ok := baseUnits[a]; ok {
+		return b, true
+	}
+	if b, ok := plainUnits[a]; ok {
+		return b, true
+	}
+	return prefixed(a)
+}
+
+// quantityPattern is a number with an optional unit right after it.
+var quantityPattern = regexp.MustCompile(`^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?:\s*([A-Za-zµμΩ°%]+))?`)
+
+// ParseQuantity reads a number at the start of s and the unit right after
+// it, when that is a unit capgraph knows ("105 A", "610kV", "0.5 amps");
+// the unit comes back in its canonical symbol. Anything after is ignored.
+func ParseQuantity(s string) (value float64, unit string, ok bool) {
+	m := quantityPattern.FindStringSubmatch(s)
+	if m == nil {
+		return 0, "", false
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, "", false
+	}
+	if m[2] != "" {
+		if _, known := lookupUnit(m[2]); known {
+			unit = CanonicalUnit(m[2])
+		}
+	}
+	return v, unit, true
+}
+
+// statedValuePattern finds where a requested value starts: "to 105",
+// "at 105", "= 105", "→ 105".
+var statedValuePattern = regexp.MustCompile(`(?i)(?:\bto|\bat|=|->|→)\s*[-+.\d]`)
+
+// StatedValue returns the value a text asks to set: the number after "to",
+// "at", "=" or "→" (so "from 92 to 105 A" gives 105 A), with its unit.
+func StatedValue(text string) (value float64, unit string, ok bool) {
+	for _, loc := range statedValuePattern.FindAllStringIndex(text, -1) {
+		start := loc[1] - 1 // the first character of the number
+		if v, u, ok := ParseQuantity(text[start:]); ok && !clockTime(text[start:]) {
+			return v, u, true
+		}
+	}
+	return 0, "", false
+}
+
+// clockTime reports a time of day ("at 10:30"), which is not a value.
+func clockTime(s string) bool {
+	i := strings.IndexFunc(s, func(r rune) bool { return !(r >= '0' && r <= '9' || r == '-' || r == '+') })
+	return i > 0 && s[i] == ':'
+}
+
+// sameQuantity compares a stated value with an action's value: scaled by
+// their units when both are known (a different dimension never matches),
+// else by their numbers.
+func sameQuantity(want float64, wantUnit string, got float64, gotUnit string) bool {
+	wu, wok := lookupUnit(wantUnit)
+	gu, gok := lookupUnit(gotUnit)
+	if wok && gok {
+		if wu.dim != gu.dim {
+			return false
+		}
+		want, got = want*wu.scale, got*gu.scale
+	}
+	return math.Abs(want-got) <= 1e-9*math.Max(1, math.Max(math.Abs(want), math.Abs(got)))
+}
