@@ -70,9 +70,13 @@ func (s *Store) write(ctx context.Context, thread string, apply func(context.Con
 		g.busy = true
 		g.wg.Add(1)
 		g.mu.Unlock()
-		s.commit(ctx, []*pending{p})
-		s.handOff()
-		g.wg.Done()
+		func() {
+			// Deferred, so that a panic (which reaches the caller, as it
+			// would without grouping) does not leave the writer busy.
+			defer g.wg.Done()
+			defer s.handOff()
+			s.commit(ctx, []*pending{p})
+		}()
 		return unwrapRefusal(p.err)
 	}
 	p.done = make(chan struct{})
@@ -133,11 +137,28 @@ func (s *Store) drain() {
 		// The group's transaction is nobody's in particular: a caller giving
 		// up must not roll back the others' writes. Each caller's ctx is
 		// checked when its write is applied.
-		s.commit(context.Background(), batch)
+		s.commitGroup(batch)
 		for _, p := range batch {
 			close(p.done)
 		}
 	}
+}
+
+// commitGroup commits a group on the draining goroutine. A panic there (in
+// the driver) would end the process, where a lone write's panic reaches its
+// caller, whom the graph engine recovers: it becomes each write's error.
+func (s *Store) commitGroup(batch []*pending) {
+	defer func() {
+		if v := recover(); v != nil {
+			err := fmt.Errorf("sqlite: panic while committing a group of writes: %v", v)
+			for _, p := range batch {
+				if p.err == nil {
+					p.err = err
+				}
+			}
+		}
+	}()
+	s.commit(context.Background(), batch)
 }
 
 // commit writes batch in one transaction and sets each write's outcome. A

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,6 +78,25 @@ func (gt *groupTest) waitQueued(n int) {
 	}
 }
 
+// waitBusy waits until a write has taken the writer (and is blocked behind
+// hold), so that the next writes queue behind it.
+func (gt *groupTest) waitBusy() {
+	gt.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		gt.s.group.mu.Lock()
+		busy := gt.s.group.busy
+		gt.s.group.mu.Unlock()
+		if busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			gt.t.Fatal("no write took the writer")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func (gt *groupTest) commitSizes() []int {
 	gt.mu.Lock()
 	defer gt.mu.Unlock()
@@ -111,7 +131,7 @@ func TestGroupCommitGroupsQueuedWrites(t *testing.T) {
 		cps[i] = groupCP(fmt.Sprint("t", i))
 	}
 	goWrite(&wg, out, "t0", func() error { return gt.s.Put(ctx, cps[0]) }) // commits first, alone
-	gt.waitQueued(0)
+	gt.waitBusy()
 	for _, cp := range cps[1:] {
 		goWrite(&wg, out, cp.ThreadID, func() error { return gt.s.Put(ctx, cp) })
 	}
@@ -147,7 +167,7 @@ func TestGroupCommitMaxBatch(t *testing.T) {
 	var wg sync.WaitGroup
 	out := make(chan result, 11)
 	goWrite(&wg, out, "first", func() error { return gt.s.Put(ctx, groupCP("first")) })
-	gt.waitQueued(0)
+	gt.waitBusy()
 	for i := range 10 {
 		goWrite(&wg, out, fmt.Sprint(i), func() error { return gt.s.Put(ctx, groupCP(fmt.Sprint("q", i))) })
 	}
@@ -179,7 +199,7 @@ func TestGroupCommitFailuresStayWithTheirWrite(t *testing.T) {
 	var wg sync.WaitGroup
 	out := make(chan result, 8)
 	goWrite(&wg, out, "first", func() error { return gt.s.Put(ctx, groupCP("first")) })
-	gt.waitQueued(0)
+	gt.waitBusy()
 
 	good1, good2 := groupCP("good1"), groupCP("good2")
 	goWrite(&wg, out, "good1", func() error { return gt.s.Put(ctx, good1) })
@@ -256,7 +276,7 @@ func TestGroupCommitDatabaseErrorIsolated(t *testing.T) {
 	var wg sync.WaitGroup
 	out := make(chan result, 4)
 	goWrite(&wg, out, "first", func() error { return gt.s.Put(ctx, groupCP("first")) })
-	gt.waitQueued(0)
+	gt.waitBusy()
 	a, b := groupCP("a"), groupCP("b")
 	goWrite(&wg, out, "a", func() error { return gt.s.Put(ctx, a) })
 	gt.waitQueued(1)
@@ -299,7 +319,7 @@ func TestGroupCommitClose(t *testing.T) {
 	out := make(chan result, 4)
 	cps := []checkpoint.Checkpoint{groupCP("a"), groupCP("b"), groupCP("c")}
 	goWrite(&wg, out, "a", func() error { return s.Put(ctx, cps[0]) })
-	gt.waitQueued(0)
+	gt.waitBusy()
 	goWrite(&wg, out, "b", func() error { return s.Put(ctx, cps[1]) })
 	goWrite(&wg, out, "c", func() error { return s.Put(ctx, cps[2]) })
 	gt.waitQueued(2)
@@ -347,5 +367,49 @@ func TestGroupCommitClose(t *testing.T) {
 		if tu, err := s2.Get(ctx, cp.ThreadID, uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {
 			t.Errorf("%s after Close: %v, %v", cp.ThreadID, tu.Checkpoint.ID, err)
 		}
+	}
+}
+
+// A panic while writing (in the driver, say) reaches a lone write's caller,
+// as without grouping, and becomes the error of every write of a group; in
+// neither case is the writer left busy.
+func TestGroupCommitPanic(t *testing.T) {
+	gt := newGroupTest(t, Config{})
+	ctx := context.Background()
+	boom := func(context.Context, *sql.Tx) error { panic("driver exploded") }
+	func() {
+		defer func() {
+			if v := recover(); v != "driver exploded" {
+				t.Errorf("lone write: recovered %v, want the panic", v)
+			}
+		}()
+		gt.s.write(ctx, "lone", boom) //nolint:errcheck // panics
+	}()
+	if err := gt.s.Put(ctx, groupCP("after-lone")); err != nil {
+		t.Fatalf("Put after a lone write panicked: %v", err)
+	}
+
+	release := gt.hold()
+	var wg sync.WaitGroup
+	out := make(chan result, 3)
+	goWrite(&wg, out, "first", func() error { return gt.s.Put(ctx, groupCP("first")) })
+	gt.waitBusy()
+	goWrite(&wg, out, "a", func() error { return gt.s.Put(ctx, groupCP("a")) })
+	gt.waitQueued(1)
+	goWrite(&wg, out, "boom", func() error { return gt.s.write(ctx, "boom", boom) })
+	gt.waitQueued(2)
+	release()
+	wg.Wait()
+	close(out)
+	for r := range out {
+		switch {
+		case r.name == "first" && r.err != nil:
+			t.Errorf("first: %v", r.err)
+		case r.name != "first" && (r.err == nil || !strings.Contains(r.err.Error(), "driver exploded")):
+			t.Errorf("%s in the group that panicked: %v, want the panic as an error", r.name, r.err)
+		}
+	}
+	if err := gt.s.Put(ctx, groupCP("after-group")); err != nil {
+		t.Fatalf("Put after a group panicked: %v", err)
 	}
 }
