@@ -77,7 +77,10 @@ func (e *entry) checkpoint(thread string) checkpoint.Checkpoint {
 
 const (
 	minEntries, maxEntries = 4, 64
-	minBytes, maxBytes     = 256, 16 << 10
+	minBytes, maxBytes     = 256, 4 << 10
+	// A state above sharedBytes gets an allocation of its own: copying it
+	// costs more than allocating it, and a block would be zeroed first.
+	sharedBytes = 512
 	minNames, maxNames     = 8, 256
 )
 
@@ -97,8 +100,8 @@ func (a *arena) copyBytes(b []byte) []byte {
 	switch {
 	case len(b) == 0:
 		return nil
-	case len(b) > maxBytes/4:
-		return slices.Clone(b) // a large state is a block of its own
+	case len(b) > sharedBytes:
+		return slices.Clone(b)
 	case cap(a.bytes)-len(a.bytes) < len(b):
 		a.bytes = make([]byte, 0, grown(cap(a.bytes), len(b), minBytes, maxBytes))
 	}
