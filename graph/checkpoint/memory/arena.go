@@ -80,8 +80,8 @@ const (
 	minBytes, maxBytes     = 256, 4 << 10
 	// A state above sharedBytes gets an allocation of its own: copying it
 	// costs more than allocating it, and a block would be zeroed first.
-	sharedBytes = 512
-	minNames, maxNames     = 8, 256
+	sharedBytes        = 512
+	minNames, maxNames = 8, 256
 )
 
 // keep returns the store's own copy of cp (its slices and map copied, empty
