@@ -22,6 +22,11 @@ type arena struct {
 	entries []entry
 	bytes   []byte
 	names   []string
+	// recent are the last next-node lists copied: a run's checkpoints name
+	// the same few nodes again and again, and a copy already kept (never
+	// written again) serves every checkpoint naming the same nodes.
+	recent [8][]string
+	turn   int
 }
 
 // entry is how the store keeps a checkpoint: without the thread id (the
@@ -111,17 +116,29 @@ func (a *arena) copyBytes(b []byte) []byte {
 }
 
 func (a *arena) copyNames(s []string) []string {
-	switch {
-	case len(s) == 0:
+	if len(s) == 0 {
 		return nil
+	}
+	for _, r := range a.recent {
+		if slices.Equal(r, s) {
+			return r
+		}
+	}
+	var c []string
+	switch {
 	case len(s) > maxNames/4:
-		return slices.Clone(s)
+		c = slices.Clone(s)
 	case cap(a.names)-len(a.names) < len(s):
 		a.names = make([]string, 0, grown(cap(a.names), len(s), minNames, maxNames))
+		fallthrough
+	default:
+		n := len(a.names)
+		a.names = append(a.names, s...)
+		c = a.names[n:len(a.names):len(a.names)]
 	}
-	n := len(a.names)
-	a.names = append(a.names, s...)
-	return a.names[n:len(a.names):len(a.names)]
+	a.recent[a.turn%len(a.recent)] = c
+	a.turn++
+	return c
 }
 
 // grown is the size of the next block: double the last, between lo and hi,

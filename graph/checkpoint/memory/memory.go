@@ -75,6 +75,9 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		return nil
 	}
 	n := len(t.cps)
+	if t.cps == nil {
+		t.cps = make([]*entry, 0, minEntries*2)
+	}
 	if n == 0 || uuidLess(t.cps[n-1].id, cp.ID) {
 		// Common case: ids are time-ordered, so appending keeps the order.
 		t.cps = append(t.cps, t.mem.keep(&cp))
