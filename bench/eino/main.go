@@ -3,15 +3,17 @@
 // every step), and prints ns/run, allocations per run and the ratio
 // capgraph ÷ eino. Every run's result is checked.
 //
-//	cd bench && go run ./eino [-rounds 5] [-blocks 10] [-runs 100]
+//	cd bench && go run ./eino [-rounds 5] [-blocks 3] [-runs 1000]
 //
-// The engines are measured in alternating blocks of runs (a GC before each
-// block, so that each pays for its own garbage), in shuffled order, so that
-// on a shared machine both see the same load; each round prints its ratios,
-// and the summary gives the best and median round. Besides wall time, each
-// block's CPU time (the process's user + system time, so garbage collection
-// on the other core counts) is reported: on a loaded machine it moves less
-// than wall time, which also counts the time spent waiting for a core.
+// The engines are measured in alternating blocks of runs, in shuffled order,
+// so that on a shared machine both see the same load; each block runs in a
+// process of its own (this program, started again with -child), warmed up
+// first, so that no engine's garbage or heap size is charged to the other.
+// Each round prints its ratios, and the summary gives the best and median
+// round. Besides wall time, each block's CPU time (the process's user +
+// system time, so garbage collection on the other core counts) is reported:
+// on a loaded machine it moves less than wall time, which also counts the
+// time spent waiting for a core.
 package main
 
 import (
@@ -20,8 +22,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,13 +39,66 @@ import (
 
 func main() {
 	rounds := flag.Int("rounds", 5, "rounds; each gives one ratio per capgraph variant")
-	blocks := flag.Int("blocks", 10, "blocks of runs per engine and round, alternating between engines")
-	runs := flag.Int("runs", 100, "runs per block")
+	blocks := flag.Int("blocks", 3, "blocks of runs per engine and round, alternating between engines")
+	runs := flag.Int("runs", 1000, "runs per block")
+	child := flag.Int("child", -1, "internal: run one block of the contender with this index and print its times")
 	flag.Parse()
-	if err := run(*rounds, *blocks, *runs); err != nil {
+	var err error
+	if *child >= 0 {
+		err = runChild(*child, *runs)
+	} else {
+		err = run(*rounds, *blocks, *runs)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "eino:", err)
 		os.Exit(1)
 	}
+}
+
+// runChild runs one block: warm-up runs, a GC, then runs timed runs of
+// contender i, printing the wall and CPU nanoseconds they took.
+func runChild(i, runs int) error {
+	cs, err := contenders(context.Background())
+	if err != nil {
+		return err
+	}
+	if i >= len(cs) {
+		return fmt.Errorf("no contender %d", i)
+	}
+	c := cs[i]
+	for range max(runs/5, 100) {
+		if err := c.once(); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	runtime.GC()
+	t0, c0 := time.Now(), cpuTime()
+	for range runs {
+		if err := c.once(); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	fmt.Println(time.Since(t0).Nanoseconds(), (cpuTime() - c0).Nanoseconds())
+	return nil
+}
+
+// block runs one block of contender i in a child process.
+func block(i, runs int) (wall, cpu time.Duration, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, 0, err
+	}
+	cmd := exec.Command(exe, "-child", strconv.Itoa(i), "-runs", strconv.Itoa(runs))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("block of contender %d: %w", i, err)
+	}
+	var w, c int64
+	if _, err := fmt.Sscan(string(out), &w, &c); err != nil {
+		return 0, 0, fmt.Errorf("block of contender %d printed %q: %w", i, out, err)
+	}
+	return time.Duration(w), time.Duration(c), nil
 }
 
 // contender is one engine set-up: once runs one whole run and checks it.
@@ -54,11 +111,11 @@ type contender struct {
 	bytes  float64
 }
 
-func run(rounds, blocks, runs int) error {
-	ctx := context.Background()
+// contenders builds every engine set-up, eino first.
+func contenders(ctx context.Context) ([]*contender, error) {
 	er, err := hub.Eino(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cs := []*contender{{name: "eino compose.Graph (no checkpoints)", once: func() error {
 		out, err := er.Invoke(ctx, hub.State{})
@@ -79,9 +136,17 @@ func run(rounds, blocks, runs int) error {
 	} {
 		c, err := hub.Capgraph(v.store)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cs = append(cs, &contender{name: v.name, once: capgraphOnce(ctx, c, v.store, v.stream)})
+	}
+	return cs, nil
+}
+
+func run(rounds, blocks, runs int) error {
+	cs, err := contenders(context.Background())
+	if err != nil {
+		return err
 	}
 	for _, c := range cs {
 		if err := c.once(); err != nil { // also warms up
@@ -111,22 +176,19 @@ func run(rounds, blocks, runs int) error {
 		len(hub.Workers), hub.Trips, 2*hub.Trips+1)
 	fmt.Printf("capgraph writes a checkpoint after every step (%d per run); eino writes none\n", 2*hub.Trips+2)
 	fmt.Printf("%s/%s, %d CPUs (%s), %s, GOMAXPROCS %d\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOMAXPROCS(0))
-	fmt.Printf("%d rounds × %d blocks × %d runs per engine, blocks alternating in shuffled order\n\n", rounds, blocks, runs)
+	fmt.Printf("%d rounds × %d blocks × %d runs per engine, blocks alternating in shuffled order, one process per block\n\n", rounds, blocks, runs)
 
 	for r := 1; r <= rounds; r++ {
 		wall := make([]time.Duration, len(cs))
 		cpu := make([]time.Duration, len(cs))
 		for range blocks {
 			for _, i := range rand.Perm(len(cs)) {
-				runtime.GC()
-				t0, c0 := time.Now(), cpuTime()
-				for range runs {
-					if err := cs[i].once(); err != nil {
-						return fmt.Errorf("%s: %w", cs[i].name, err)
-					}
+				w, c, err := block(i, runs)
+				if err != nil {
+					return err
 				}
-				wall[i] += time.Since(t0)
-				cpu[i] += cpuTime() - c0
+				wall[i] += w
+				cpu[i] += c
 			}
 		}
 		fmt.Printf("round %d, × eino wall (CPU):", r)
