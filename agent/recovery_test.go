@@ -393,3 +393,12 @@ func TestStructuredReportInStateAndEvent(t *testing.T) {
 		t.Errorf("message event JSON %s", ev)
 	}
 }
+
+// docs/error-handling.md names the answer's list of recovered steps and
+// fallbacks by its heading: "_Recovery notes:_".
+func TestRecoveryNotesAsDocumented(t *testing.T) {
+	w := newWorld("read_a")
+	w.caps["read_a"].errs = []error{errTimeout}
+	o := run(t, mustAgent(t, w.config(t)), "t", "x")
+	wantAnswer(t, o, "\n\n_Recovery notes:_\n- Step 1 (do read_a_out) succeeded after 2 attempts.")
+}
