@@ -252,3 +252,33 @@ func TestNewRejectsNegative(t *testing.T) {
 		t.Fatal("negative timeout accepted")
 	}
 }
+
+// docs/error-handling.md shows the operator's Markdown; it is what the node
+// writes for that turn.
+func TestDocumentedReportIsWhatTheNodeWrites(t *testing.T) {
+	doc, err := os.ReadFile("../docs/error-handling.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "what failed and why, what was not carried out, what they can do — and leaves `details` out:\n\n```\n")
+	if !ok {
+		t.Fatal("no report example in docs/error-handling.md")
+	}
+	want, _, _ := strings.Cut(rest, "\n```")
+	s := failedTurn()
+	s.Turn.Plan.Steps[0].PlannedStep = capabilities.PlannedStep{Capability: "channel_write", TaskObjective: "set the quadrupole current"}
+	s.Turn.Plan.Steps = append(s.Turn.Plan.Steps[:2], state.PlanStep{PlannedStep: capabilities.PlannedStep{Capability: "compare", TaskObjective: "compare the beam current with the reference"}, Status: state.StepPending},
+		s.Turn.Plan.Steps[2])
+	s.Turn.Results = []state.StepResult{{StepIndex: 0, Capability: "channel_write", TaskObjective: "set the quadrupole current", Success: true, Plan: 1}}
+	s.Context = capabilities.ContextStore{}.Put(capabilities.ContextEntry{Type: "WRITE_RESULT", Key: "w", Value: []byte(`{}`),
+		Summary: "Set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A (readback verified)", Capability: "channel_write", TaskObjective: "set the quadrupole current", Turn: 1})
+	m := llmtest.New().Script(llm.RoleError, llmtest.Text("The beam current channel did not answer in time; the magnet change went through."))
+	n, err := errornode.New(errornode.Config{Models: m, Router: rc, Now: clock, SideEffects: func(c string) bool { return c == "channel_write" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := n.Run(context.Background(), s)
+	if got := u.Messages[0].Content; got != want {
+		t.Errorf("docs/error-handling.md shows\n%s\nthe node writes\n%s", want, got)
+	}
+}
