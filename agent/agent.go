@@ -57,7 +57,8 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, rc: cfg.Limits.router(names)}
 	if cfg.ErrorNode == nil {
-		en, err := errornode.New(errornode.Config{Models: cfg.Models, Overview: cfg.Registry.Overview(), Router: a.rc, Now: cfg.Now, Prompts: cfg.Nodes.Prompts})
+		en, err := errornode.New(errornode.Config{Models: cfg.Models, Overview: cfg.Registry.Overview(), Router: a.rc, Now: cfg.Now, Prompts: cfg.Nodes.Prompts,
+			Timeout: cfg.ErrorExplanationTimeout, SideEffects: a.sideEffects})
 		if err != nil {
 			return nil, err
 		}
@@ -110,6 +111,13 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
+// sideEffects reports whether the registered capability acts on the
+// outside world, for the error report's list of changes made.
+func (a *Agent) sideEffects(capability string) bool {
+	c, ok := a.cfg.Registry.Get(capability)
+	return ok && capabilities.HasSideEffects(c)
+}
+
 // RouterConfig returns the router configuration the agent routes with.
 func (a *Agent) RouterConfig() router.Config { return a.rc }
 
@@ -140,7 +148,7 @@ func (a *Agent) errorNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 			err = errors.New("the error node wrote no message")
 		}
 		// The standard node never fails; a custom one did. Fall back to it.
-		std, _ := errornode.New(errornode.Config{Router: a.rc, Now: a.cfg.Now})
+		std, _ := errornode.New(errornode.Config{Router: a.rc, Now: a.cfg.Now, SideEffects: a.sideEffects})
 		u, _ = std.Run(ctx, s)
 		u.Messages[0].Content += "\n\n(The configured error node failed: " + err.Error() + ")"
 		u.NodeSteps = 1

@@ -106,7 +106,13 @@ func allowed(s state.State, name string) bool {
 // the caller may not use.
 func notAllowedInfo(node, capability string, step int, msg string, now time.Time) *state.ErrorInfo {
 	return &state.ErrorInfo{Node: node, Capability: capability, StepIndex: step, At: now, Message: msg,
-		Classification: capabilities.Classification{Severity: capabilities.Critical, Kind: KindNotAllowed, UserMessage: msg}}
+		Classification: notAllowed(capability, msg)}
+}
+
+// notAllowed classifies a refusal; its suggestion reaches the error report.
+func notAllowed(capability, msg string) capabilities.Classification {
+	return capabilities.Classification{Severity: capabilities.Critical, Kind: KindNotAllowed, UserMessage: msg,
+		Metadata: map[string]any{capabilities.MetaSuggestions: "ask an administrator for access to " + capability + " if you need it"}}
 }
 
 // enforceAllowed applies the allowed set to a successful classifier or
@@ -207,7 +213,7 @@ func (a *Agent) enforcePlan(ctx context.Context, s state.State, u state.Update) 
 func (a *Agent) refuseStep(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, now time.Time) state.Update {
 	msg := fmt.Sprintf("step %d uses %s, which this caller is not allowed to use; it was not run", idx+1, c.Name())
 	emit(ctx, Event{Type: EventDenied, Node: c.Name(), Step: idx, Capability: c.Name(), Text: msg})
-	cl := capabilities.Classification{Severity: capabilities.Critical, Kind: KindNotAllowed, UserMessage: msg}
+	cl := notAllowed(c.Name(), msg)
 	return a.stepFailure(ctx, s, c, idx, ps, cl, msg, ps.Attempts+1, now, now, 0, false)
 }
 

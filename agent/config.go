@@ -41,7 +41,9 @@ type Limits struct {
 	MaxReclassifications int `json:"max_reclassifications,omitempty"`
 	// MaxNodeSteps caps node executions per turn. Default 100.
 	MaxNodeSteps int `json:"max_node_steps,omitempty"`
-	// MaxTokens caps the LLM tokens of a turn; 0 means no budget.
+	// MaxTokens caps the LLM tokens of a turn; 0 means no budget. The
+	// approval model's tokens are reported in the turn's usage but not
+	// counted against it (state.Control.BudgetTokens).
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// MaxExecutionTime caps the wall-clock time of a turn. Default 300 s.
 	MaxExecutionTime time.Duration `json:"max_execution_time,omitempty"`
@@ -91,8 +93,16 @@ type Config struct {
 	// SQLite and PostgreSQL are). New fails when a registered capability
 	// has side effects and there is none.
 	AuditLog checkpoint.RecordLog
-	// ErrorNodeGrace bounds the error node after the wall-clock limit. Default 30 s.
+	// ErrorNodeGrace bounds the error node: it has this long from its start,
+	// also when the turn's wall-clock limit has passed (so a turn that ran out
+	// of time still gets its report). When it is spent, or the caller
+	// cancels, the explanation call stops and the deterministic explanation
+	// is used. Default 30 s.
 	ErrorNodeGrace time.Duration
+	// ErrorExplanationTimeout bounds the error model's explanation call of
+	// the standard error node (errornode.Config.Timeout); within
+	// ErrorNodeGrace. Default errornode.DefaultTimeout (30 s).
+	ErrorExplanationTimeout time.Duration
 	// MaxConcurrency caps steps running at once. Default 8.
 	MaxConcurrency int
 	// ApprovalExpiry is how long a human can answer an approval.
@@ -238,6 +248,9 @@ func (c *Config) validate() error {
 	}
 	if c.ErrorNodeGrace < 0 || c.MaxConcurrency < 0 {
 		bad("ErrorNodeGrace/MaxConcurrency", "must not be negative")
+	}
+	if c.ErrorExplanationTimeout < 0 {
+		bad("ErrorExplanationTimeout", "must not be negative")
 	}
 	return errors.Join(errs...)
 }

@@ -53,6 +53,11 @@ type RetryInfo struct {
 	Delay     time.Duration `json:"delay"`
 	NotBefore time.Time     `json:"not_before"`
 	Reason    string        `json:"reason"`
+	// Capability and Step name the plan step retried (Node is the
+	// capability running it, a fallback if one stands in); Step is -1 and
+	// Capability empty for an infrastructure node.
+	Capability string `json:"capability,omitempty"`
+	Step       int    `json:"step"`
 }
 
 // Usage is token use this turn.

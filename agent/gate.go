@@ -26,7 +26,10 @@ import (
 //  3. the action the step describes (capabilities.DescribeAction) is a
 //     change the user asked for (Task.Intent.Permits);
 //  4. a human granted an approval bound to that exact action (its digest),
-//     and the grant has not expired. The approval is asked whatever the
+//     and the grant has not expired.
+//
+// An action with no changes (the capability found nothing to do, e.g. no
+// channel matches) runs without these checks: it changes nothing. The approval is asked whatever the
 //     approval mode; the answer carries the asked action's digest back,
 //     and the step runs only when it still describes the same action.
 //
@@ -79,6 +82,12 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 	action, err := capabilities.DescribeAction(c, step)
 	if err == nil && action.Summary == "" {
 		action.Summary = actionSummary(action)
+	}
+	if err == nil && len(action.Changes) == 0 {
+		// The capability found nothing to change (the target does not
+		// exist, say): no switch, intent or approval guards a step that
+		// changes nothing. A capability that describes no change must make none.
+		return gateResult{ps: ps, action: action}
 	}
 	rec := a.auditBase(ctx, s, name, idx, ps, attempt, now)
 	rec.setAction(action)

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -53,12 +54,19 @@ func wantReport(t *testing.T, o outcome, contains ...string) {
 		t.Fatalf("unexpected error %v", o.err)
 	}
 	m := o.message()
-	if m == nil || m.Kind != state.KindErrorReport {
-		t.Fatalf("want an error report, got %+v", m)
+	if m == nil || m.Kind != state.KindErrorReport || m.Report == nil {
+		t.Fatalf("want an error report with its structured report, got %+v", m)
 	}
+	// The operator's Markdown and the structured report (its developer
+	// details included) together hold the facts.
+	b, err := json.Marshal(m.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := m.Content + "\n" + string(b)
 	for _, c := range contains {
-		if !strings.Contains(m.Content, c) {
-			t.Fatalf("report lacks %q:\n%s", c, m.Content)
+		if !strings.Contains(all, c) {
+			t.Fatalf("report lacks %q:\n%s\n%s", c, m.Content, b)
 		}
 	}
 }
@@ -103,7 +111,7 @@ func TestRoutes(t *testing.T) {
 		{"retriable exhausts max_attempts", func(w *world, cfg *agent.Config) {
 			w.caps["read_a"].errs = repeat(errTimeout, 10)
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
-			wantReport(t, o, "RETRIABLE", "max_attempts", "read_a")
+			wantReport(t, o, "(severity: retriable)", "max_attempts", "read_a")
 			if n := w.caps["read_a"].count(); n != 3 {
 				t.Fatalf("read_a ran %d times, policy allows 3", n)
 			}
@@ -111,7 +119,7 @@ func TestRoutes(t *testing.T) {
 		{"replanning until the planning budget is spent", func(w *world, cfg *agent.Config) {
 			w.caps["read_a"].errs = repeat(errReplan, 10)
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
-			wantReport(t, o, "REPLANNING", "max_planning_attempts", "channel not found")
+			wantReport(t, o, "(severity: replanning)", "max_planning_attempts", "channel not found")
 			s := finalState(t, a, "t")
 			if s.Turn.Control.PlansCreated != 2 || w.orchestrate.count() != 2 || w.caps["read_a"].count() != 2 {
 				t.Fatalf("plans %d orchestrator %d read_a %d", s.Turn.Control.PlansCreated, w.orchestrate.count(), w.caps["read_a"].count())
@@ -129,7 +137,7 @@ func TestRoutes(t *testing.T) {
 			w.caps["read_a"].errs = repeat(errReclass, 10)
 			cfg.Limits.MaxPlanningAttempts = 5
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
-			wantReport(t, o, "RECLASSIFICATION", "max_reclassifications")
+			wantReport(t, o, "(severity: reclassification)", "max_reclassifications")
 			s := finalState(t, a, "t")
 			if s.Turn.Control.Reclassifications != 1 || w.classify.count() != 2 {
 				t.Fatalf("reclassifications %d classifier runs %d", s.Turn.Control.Reclassifications, w.classify.count())
@@ -150,7 +158,7 @@ func TestRoutes(t *testing.T) {
 		{"critical goes straight to the error node", func(w *world, cfg *agent.Config) {
 			w.caps["read_a"].errs = []error{errCritical}
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
-			wantReport(t, o, "CRITICAL", "permission denied", "❌ Step 1")
+			wantReport(t, o, "(severity: critical)", "**What failed:** Step 1 (do read_a_out): permission denied")
 			if n := w.caps["read_a"].count(); n != 1 {
 				t.Fatalf("read_a ran %d times", n)
 			}
@@ -158,7 +166,7 @@ func TestRoutes(t *testing.T) {
 		{"a capability panic is critical", func(w *world, cfg *agent.Config) {
 			w.caps["read_a"].errs = []error{errPanic}
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
-			wantReport(t, o, "CRITICAL", "Technical Details:** panic: scripted capability panic")
+			wantReport(t, o, "(severity: critical)", `"error":"panic: scripted capability panic"`)
 		}},
 		{"fatal returns a typed error and no message", func(w *world, cfg *agent.Config) {
 			w.caps["read_a"].errs = []error{errFatal}

@@ -249,13 +249,10 @@ func (a *Agent) nextFallback(ps state.PlanStep, cl capabilities.Classification, 
 	return ""
 }
 
-func execute(ctx context.Context, c capabilities.Capability, step capabilities.Step) (out capabilities.Output, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = panicErr(v)
-		}
-	}()
-	return c.Execute(ctx, step)
+// execute runs the capability isolated: a panic or runtime.Goexit in it is
+// a failure of the step, never of the caller.
+func execute(ctx context.Context, c capabilities.Capability, step capabilities.Step) (capabilities.Output, error) {
+	return isolated(func() (capabilities.Output, error) { return c.Execute(ctx, step) })
 }
 
 // resolveInputs reads the step's inputs from the context store, in order.

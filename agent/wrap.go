@@ -129,8 +129,13 @@ func emitRetry(ctx context.Context, node string, info *state.ErrorInfo, now time
 	if info == nil || !info.Retry {
 		return
 	}
-	emit(ctx, Event{Type: EventRetry, Node: node, Retry: &RetryInfo{
+	ev := Event{Type: EventRetry, Node: node, Retry: &RetryInfo{
 		Node: node, Attempt: info.Attempt, Max: info.Policy.MaxAttempts,
 		Delay: info.NotBefore.Sub(now), NotBefore: info.NotBefore, Reason: info.Classification.UserMessage,
-	}})
+		Capability: info.Capability, Step: info.StepIndex,
+	}}
+	if info.StepIndex >= 0 {
+		ev.Capability, ev.Step = info.Capability, info.StepIndex
+	}
+	emit(ctx, ev)
 }

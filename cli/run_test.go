@@ -92,7 +92,7 @@ func TestRunWritesDisabledByDefaultIsAnErrorReport(t *testing.T) {
 	if r.code != cli.ExitOK {
 		t.Fatalf("an error report exits 0; got %d: %s", r.code, r.stderr)
 	}
-	mustContain(t, "error report", r.stdout, "ERROR REPORT", "writes_enabled")
+	mustContain(t, "error report", r.stdout, "Your request could not be completed", "writes_enabled")
 }
 
 // The default store is SQLite in the data directory; the thread is named
@@ -127,7 +127,7 @@ func TestRunTerminalShowsLiveStatusLine(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	mustContain(t, "terminal output", r.stdout, "\r\033[K", "step 1 of 3: channel_finding", "step 2 of 3: channel_read",
-		"channel_read failed (attempt 1 of 3", "retrying in", "SR:DCCT:CURRENT")
+		"step 2 (channel_read) failed (attempt 1 of 3", "retrying in", "SR:DCCT:CURRENT")
 	// The line is erased before the answer.
 	last := r.stdout[strings.LastIndex(r.stdout, "\r\033[K"):]
 	if !strings.HasPrefix(last, "\r\033[K(Offline mode") {
@@ -148,7 +148,7 @@ func TestRunPlainRetryLines(t *testing.T) {
 	if r.code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	mustContain(t, "event lines", r.stderr, "retry: channel_read attempt 1 of 3 failed", "retry: channel_read attempt 2 of 3 failed")
+	mustContain(t, "event lines", r.stderr, "retry: step 2 (channel_read) attempt 1 of 3 failed", "retry: step 2 (channel_read) attempt 2 of 3 failed")
 	mustContain(t, "answer", r.stdout, "SR:DCCT:CURRENT", "mA")
 }
 

@@ -34,7 +34,7 @@ func TestRunApprovalAnsweredWithoutTheWriteSwitch(t *testing.T) {
 	if r.code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	mustContain(t, "answer without the config", r.stdout, "ERROR REPORT", "Writes are disabled")
+	mustContain(t, "answer without the config", r.stdout, "Your request could not be completed", "Writes are disabled")
 	if strings.Contains(r.stdout, "readback verified") {
 		t.Fatalf("written without the write switch:\n%s", r.stdout)
 	}

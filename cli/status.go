@@ -55,7 +55,7 @@ func describe(e agent.Event) string {
 			return ""
 		}
 		r := e.Retry
-		return fmt.Sprintf("retry: %s attempt %d of %d failed (%s); next attempt in %s", r.Node, r.Attempt, r.Max, r.Reason, r.Delay.Round(time.Millisecond))
+		return fmt.Sprintf("retry: %s attempt %d of %d failed (%s); next attempt in %s", r.What(), r.Attempt, r.Max, r.Reason, r.Delay.Round(time.Millisecond))
 	case agent.EventApprovalRequired:
 		if e.Approval == nil {
 			return "approval needed"
@@ -160,7 +160,7 @@ func (l *liveLine) event(e agent.Event) {
 		}
 	case agent.EventRetry:
 		if e.Retry != nil {
-			l.retryMsg = fmt.Sprintf("%s failed (attempt %d of %d: %s)", e.Retry.Node, e.Retry.Attempt, e.Retry.Max, e.Retry.Reason)
+			l.retryMsg = fmt.Sprintf("%s failed (attempt %d of %d: %s)", e.Retry.What(), e.Retry.Attempt, e.Retry.Max, e.Retry.Reason)
 			l.retryAt = e.Retry.NotBefore
 			if l.retryAt.IsZero() {
 				l.retryAt = l.now().Add(e.Retry.Delay)

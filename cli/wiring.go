@@ -100,6 +100,9 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 		RetryPolicy:    cfg.Retry.Default,
 		Options:        Options(cfg),
 		MaxConcurrency: l.StepConcurrency,
+		// Zero (unset) takes the agent's defaults.
+		ErrorNodeGrace:          time.Duration(l.ErrorNodeGrace),
+		ErrorExplanationTimeout: time.Duration(l.ErrorExplanationTimeout),
 		// approval.expires_after: 0 means never, which the agent spells
 		// with a negative duration (its zero is its own default).
 		ApprovalExpiry: time.Duration(cfg.Approval.ExpiresAfter),

@@ -56,6 +56,8 @@ limits:
   max_tokens_per_turn: 5000
   max_concurrent_classifications: 2
   step_concurrency: 3
+  error_node_grace: 5s
+  error_explanation_timeout: 2s
 retry:
   default:
     max_attempts: 4
@@ -88,6 +90,8 @@ server:
 		{"node steps", ac.Limits.MaxNodeSteps, 40},
 		{"tokens", ac.Limits.MaxTokens, 5000},
 		{"step concurrency", ac.MaxConcurrency, 3},
+		{"error node grace", ac.ErrorNodeGrace, 5 * time.Second},
+		{"error explanation timeout", ac.ErrorExplanationTimeout, 2 * time.Second},
 		{"global retry", ac.RetryPolicy.MaxAttempts, 4},
 		{"capability retry merged over the global one", ac.CapabilityRetry["beam"].MaxAttempts, 4},
 		{"capability retry interval", time.Duration(ac.CapabilityRetry["beam"].InitialInterval), 2 * time.Second},
@@ -107,6 +111,9 @@ server:
 	def, err := cli.AgentConfig(config.Default(), registry(t, "beam"), memory.New(), llm.None)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if def.ErrorNodeGrace != 0 || def.ErrorExplanationTimeout != 0 {
+		t.Errorf("unset error_node_grace/error_explanation_timeout must leave the agent's defaults: %v %v", def.ErrorNodeGrace, def.ErrorExplanationTimeout)
 	}
 	if def.Leases.TTL != 0 || def.Leases.Owner != "" || def.Limits.MaxReclassifications != 1 || def.ApprovalExpiry != 24*time.Hour || def.Options.ApprovalMode != "selective" || def.Options.WritesEnabled {
 		t.Errorf("defaults: %+v %v %+v", def.Limits, def.ApprovalExpiry, def.Options)

@@ -114,6 +114,12 @@ type Limits struct {
 	MaxConcurrentClassifications int `yaml:"max_concurrent_classifications"`
 	// StepConcurrency bounds independent plan steps run together (default 8, as the agent).
 	StepConcurrency int `yaml:"step_concurrency"`
+	// ErrorNodeGrace is how long the error node may take to write its report,
+	// also once max_execution_time has passed (unset: the agent's 30s).
+	ErrorNodeGrace Duration `yaml:"error_node_grace"`
+	// ErrorExplanationTimeout bounds the error model's explanation within
+	// that grace (unset: 30s); past it, the deterministic explanation is used.
+	ErrorExplanationTimeout Duration `yaml:"error_explanation_timeout"`
 }
 
 // Retry holds the global default retry policy and per-capability policies.

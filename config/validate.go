@@ -162,6 +162,15 @@ func (d *decoder) validateLimits(l Limits) {
 	if d.set("limits.max_execution_time") && l.MaxExecutionTime == 0 {
 		d.bad("limits.max_execution_time", "must be longer than 0 (a turn needs time to run)")
 	}
+	for _, k := range []string{"error_node_grace", "error_explanation_timeout"} {
+		v := l.ErrorNodeGrace
+		if k == "error_explanation_timeout" {
+			v = l.ErrorExplanationTimeout
+		}
+		if d.set("limits."+k) && v == 0 {
+			d.bad("limits."+k, "must be longer than 0 (leave it out for the default 30s)")
+		}
+	}
 }
 
 func (d *decoder) validateRetry(key string, p capabilities.RetryPolicy) {

@@ -34,7 +34,10 @@ type Config struct {
 	// Router is the router configuration of the graph, used to tell why the
 	// turn reached the error node.
 	Router router.Config
-	// Timeout bounds the explanation call. Default 30 s.
+	// Timeout bounds the explanation call (DefaultTimeout when 0). The
+	// context Run is given bounds it too: when that is canceled or its
+	// deadline passes, the call stops and the deterministic explanation is
+	// used.
 	Timeout time.Duration
 	// MaxTokens caps the explanation; 0 means the error role's configured
 	// max_tokens, or DefaultMaxTokens when it has none.
@@ -44,6 +47,10 @@ type Config struct {
 	// Prompts holds the "error" template the explanation prompt is rendered
 	// from (an application's override); nil means prompts.Default().
 	Prompts *prompts.Set
+	// SideEffects reports whether a capability acts on the outside world
+	// (capabilities.HasSideEffects over the registry); the report lists the
+	// changes such steps made. Nil: none is known to.
+	SideEffects func(capability string) bool
 }
 
 // Node is the error node.
@@ -76,23 +83,25 @@ func (n *Node) Name() string { return Name }
 // error: every failure inside it degrades to a simpler message.
 func (n *Node) Run(ctx context.Context, s state.State) (u state.Update, err error) {
 	now := n.cfg.Now()
-	var content string
+	var (
+		content string
+		report  *state.ErrorReport
+	)
 	tokens := 0
 	func() {
 		defer func() {
 			if v := recover(); v != nil {
-				content = minimal(s, fmt.Errorf("panic while building the error report: %v", v))
+				content, report = minimal(s, fmt.Errorf("panic while building the error report: %v", v)), nil
 			}
 		}()
-		r := BuildReport(s, n.cfg.Router, now)
-		expl, used := n.explain(ctx, s, r)
-		tokens = used
-		content = r.Markdown() + "\n\n**Analysis:** " + expl
+		r := BuildReport(s, n.cfg.Router, n.cfg.SideEffects, now)
+		r.Explanation, r.ExplainedBy, tokens = n.explain(ctx, r)
+		content, report = Markdown(r), &r
 	}()
 	t := s.Turn
 	t.Done = true
 	u = state.Update{
-		Messages: []state.Message{{Role: state.RoleAssistant, Content: content, Kind: state.KindErrorReport, Turn: t.Number, Time: now}},
+		Messages: []state.Message{{Role: state.RoleAssistant, Content: content, Kind: state.KindErrorReport, Turn: t.Number, Time: now, Report: report}},
 		Turn:     &t,
 	}
 	if tokens > 0 {
@@ -102,17 +111,25 @@ func (n *Node) Run(ctx context.Context, s state.State) (u state.Update, err erro
 }
 
 // explain asks the model for 2–3 sentences, or returns the deterministic
-// explanation when there is no model or the call fails.
-func (n *Node) explain(ctx context.Context, s state.State, r Report) (string, int) {
+// explanation when there is no model or the call fails; it says which, and
+// the tokens the model used.
+func (n *Node) explain(ctx context.Context, r state.ErrorReport) (string, string, int) {
+	rules := func(tokens int) (string, string, int) { return Explain(r), state.ExplainedByRules, tokens }
 	m, ok := n.cfg.Models.For(llm.RoleError)
 	if !ok || m == nil {
-		return r.Explain(), 0
+		return rules(0)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.Timeout)
+	if ctx.Err() != nil {
+		return rules(0) // canceled, or the node's allowance is spent: no call
+	}
+	// The node's context bounds the call: the caller's cancellation and the
+	// agent's ErrorNodeGrace stop it at once, and the deterministic
+	// explanation is used.
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
 	defer cancel()
 	msgs, err := render(n.cfg.Prompts, r, n.cfg.Overview)
 	if err != nil {
-		return r.Explain(), 0 // a broken override: the deterministic explanation still tells the truth
+		return rules(0) // a broken override: the deterministic explanation still tells the truth
 	}
 	// Reasoning is stripped (llm.Ask); an explanation cut off by the token
 	// limit after one larger try is not shown as if complete: the
@@ -121,14 +138,14 @@ func (n *Node) explain(ctx context.Context, s state.State, r Report) (string, in
 		llm.AskOptions{CutRetries: 1})
 	text := strings.TrimSpace(resp.Text)
 	if err != nil || text == "" {
-		return r.Explain(), resp.Usage.Total()
+		return rules(resp.Usage.Total())
 	}
-	return text, resp.Usage.Total()
+	return text, state.ExplainedByModel, resp.Usage.Total()
 }
 
 // Prompt is the explanation prompt for a report, from the default "error"
 // template of package prompts.
-func Prompt(r Report, overview string) []llm.Message {
+func Prompt(r state.ErrorReport, overview string) []llm.Message {
 	msgs, err := render(prompts.Default(), r, overview)
 	if err != nil {
 		// The embedded template is golden-tested; keep the facts regardless.
@@ -138,21 +155,41 @@ func Prompt(r Report, overview string) []llm.Message {
 }
 
 // render builds the explanation prompt from the set's "error" template.
-func render(set *prompts.Set, r Report, overview string) ([]llm.Message, error) {
-	sys, err := set.Render(prompts.ErrorExplanation, prompts.ErrorData{Task: r.Task, Report: facts(r), CapabilityOverview: overview})
+func render(set *prompts.Set, r state.ErrorReport, overview string) ([]llm.Message, error) {
+	sys, err := set.Render(prompts.ErrorExplanation, prompts.ErrorData{Task: r.Asked, Report: facts(r), CapabilityOverview: overview})
 	if err != nil {
 		return nil, err
 	}
 	return []llm.Message{{Role: "system", Content: sys}, {Role: "user", Content: "Explain why the request failed and what I can do next."}}, nil
 }
 
-// facts are the report's fields the model may use.
-func facts(r Report) string {
-	f := fmt.Sprintf("Failed operation: %s\nCapability: %s\nSeverity: %s\n", r.FailedOperation, r.Capability, r.Severity)
-	if r.Limit != "" {
-		f += "Limit exceeded: " + r.Limit + "\n"
+// facts are the report's fields the model may use: the failure, and what
+// was done before it (so the explanation never says nothing happened when
+// a change was made).
+func facts(r state.ErrorReport) string {
+	f := r.Failure
+	out := fmt.Sprintf("Failed operation: %s\nCapability: %s\nSeverity: %s\n", f.Operation, f.Capability, f.Severity)
+	if f.Limit != "" {
+		out += "Limit exceeded: " + f.Limit + "\n"
 	}
-	return f + "\n" + r.Classification.FormatForLLM()
+	var done []string
+	for _, st := range r.Steps {
+		if st.Status != state.StepDone {
+			continue
+		}
+		line := "- " + stepLabel(st.Step, st.Objective)
+		if st.Outcome != "" {
+			line += ": " + st.Outcome
+		}
+		if st.SideEffect {
+			line += " (this changed the outside world)"
+		}
+		done = append(done, line)
+	}
+	if len(done) > 0 {
+		out += "Done before the failure:\n" + strings.Join(done, "\n") + "\n"
+	}
+	return out + "\n" + r.Details.Classification.FormatForLLM()
 }
 
 // minimal is the message when building the report itself failed: it still
@@ -167,8 +204,8 @@ func minimal(s state.State, secondary error) string {
 	} else if l := s.Turn.Control.LimitExceeded; l != "" {
 		orig = "limit exceeded: " + l
 	}
-	return "⚠️ **System Error During Error Handling**\n\n" +
-		"**Original issue:** " + oneLine(orig) + "\n" +
-		"**Secondary issue:** " + oneLine(secondary.Error()) + "\n\n" +
-		"The request could not be completed, and the detailed report could not be built. Please try again or contact an operator."
+	return "⚠️ **Your request could not be completed, and the report about it could not be written.**\n\n" +
+		"**What failed:** " + oneLine(orig) + "\n" +
+		"**Then, while reporting it:** " + oneLine(secondary.Error()) + "\n\n" +
+		"Check the state of anything the request may have changed, then try again or ask whoever maintains the assistant."
 }

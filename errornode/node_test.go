@@ -3,6 +3,9 @@ package errornode_test
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -36,34 +39,38 @@ func failedTurn() state.State {
 	}
 	return state.State{
 		Messages: []state.Message{{Role: state.RoleUser, Content: "beam current?", Turn: 1}},
+		Context: capabilities.ContextStore{}.Put(capabilities.ContextEntry{Type: "CHANNEL_ADDRESSES", Key: "beam", Value: []byte(`["SR:DCCT:CURRENT"]`),
+			Summary: "Found SR:DCCT:CURRENT", Capability: "find_channels", TaskObjective: "find the beam current channel", Turn: 1}),
 		Turn: state.Turn{Number: 1, StartedAt: start, Input: "beam current?", Task: &state.Task{Text: "Read the storage ring beam current"},
 			ActiveCapabilities: []string{"read_pv"}, Plan: &state.Plan{Number: 1, Steps: steps},
 			Control: state.Control{Error: e, PlansCreated: 1, NodeSteps: 7}},
 	}
 }
 
+// The structured report holds what was asked, what was done, what failed
+// and why, and what to do; technical facts stay in Details.
 func TestReport(t *testing.T) {
-	r := errornode.BuildReport(failedTurn(), rc, now)
-	md := r.Markdown()
-	for _, want := range []string{
-		"⚠️ **ERROR REPORT** - 2026-03-01T09:00:12Z",
-		"**Error Severity:** RETRIABLE",
-		"**Task:** Read the storage ring beam current",
-		"**Failed Operation:** step 2: read the beam current",
-		"**Capability:** read_pv",
-		"**Limit Exceeded:** max_attempts",
-		"- **User Message:** the operation timed out",
-		"- **Technical Details:** read: i/o timeout",
-		"**Execution Stats:** Total operations: 7, Execution time: 12.5s, Retry attempts: 2",
-		"✅ Step 1: find the beam current channel",
-		"❌ Step 2: read the beam current",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report lacks %q:\n%s", want, md)
-		}
+	r := errornode.BuildReport(failedTurn(), rc, nil, now)
+	f := r.Failure
+	if r.Asked != "Read the storage ring beam current" || f.Operation != "step 2 (read the beam current)" || f.Step != 1 ||
+		f.Capability != "read_pv" || f.Node != "read_pv" || f.Severity != capabilities.Retriable || f.Kind != capabilities.KindTimeout ||
+		f.Reason != "the operation timed out" || f.Limit != router.LimitAttempts || f.Attempts != 3 {
+		t.Errorf("failure %+v", f)
 	}
-	if r.Cause != router.CauseRetriesExhausted {
-		t.Fatalf("cause %s", r.Cause)
+	d := r.Details
+	if d.Cause != string(router.CauseRetriesExhausted) || d.Error != "read: i/o timeout" || d.NodeSteps != 7 || d.RetryAttempts != 2 ||
+		d.Elapsed != 12500*time.Millisecond || d.Classification.Metadata[capabilities.MetaTechnicalDetails] != "read: i/o timeout" {
+		t.Errorf("details %+v", d)
+	}
+	want := []state.ReportStep{
+		{Step: 0, Capability: "find_channels", Objective: "find the beam current channel", Status: state.StepDone, Outcome: "Found SR:DCCT:CURRENT"},
+		{Step: 1, Capability: "read_pv", Objective: "read the beam current", Status: state.StepFailed},
+	}
+	if fmt.Sprint(r.Steps) != fmt.Sprint(want) {
+		t.Errorf("steps\n got %+v\nwant %+v", r.Steps, want)
+	}
+	if len(r.Suggestions) == 0 || r.Suggestions[0] != "Try again in a few minutes." {
+		t.Errorf("suggestions %q", r.Suggestions)
 	}
 }
 
@@ -72,12 +79,109 @@ func TestReportForLimitsWithoutError(t *testing.T) {
 	s.Turn.Control.Error = nil
 	s.Turn.Plan.Steps[1].Status, s.Turn.Plan.Steps[1].Error = state.StepPending, nil
 	s.Turn.Control.LimitExceeded = router.LimitExecutionTime
-	r := errornode.BuildReport(s, rc, now)
-	if r.Limit != router.LimitExecutionTime || r.Severity != capabilities.Critical || !strings.Contains(r.Classification.UserMessage, "ran out of time") {
-		t.Fatalf("%+v", r)
+	r := errornode.BuildReport(s, rc, nil, now)
+	if r.Failure.Limit != router.LimitExecutionTime || r.Failure.Severity != capabilities.Critical || !strings.Contains(r.Failure.Reason, "ran out of time") ||
+		r.Failure.Operation != "the request" || r.Failure.Step != -1 {
+		t.Fatalf("%+v", r.Failure)
 	}
-	if !strings.Contains(r.Explain(), "max_execution_time") {
-		t.Fatalf("explanation %q", r.Explain())
+	if !strings.Contains(errornode.Explain(r), "max_execution_time") {
+		t.Fatalf("explanation %q", errornode.Explain(r))
+	}
+	if r.Steps[1].Status != state.StepPending || !strings.Contains(errornode.Markdown(r), "**Not carried out:**\n- Step 2 (read the beam current)") {
+		t.Fatalf("a step that never ran is not reported as not carried out:\n%s", errornode.Markdown(r))
+	}
+}
+
+// A turn that changed something and then failed says so before what
+// failed, in the structured report, its Markdown and the deterministic
+// explanation — also when the change was made under an earlier plan.
+func TestReportNamesChangesBeforeTheFailure(t *testing.T) {
+	s := failedTurn()
+	set := "Set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A (readback verified)"
+	s.Turn.Results = append(s.Turn.Results, state.StepResult{StepIndex: 0, Capability: "channel_write", TaskObjective: "set the quadrupole current", Success: true, Plan: 1})
+	s.Context = s.Context.Put(capabilities.ContextEntry{Type: "WRITE_RESULT", Key: "w", Value: []byte(`{}`), Summary: set,
+		Capability: "channel_write", TaskObjective: "set the quadrupole current", Turn: 1})
+	s.Turn.Plan.Number = 2 // the write ran under plan 1; plan 2 failed
+	r := errornode.BuildReport(s, rc, func(c string) bool { return c == "channel_write" }, now)
+	ch := r.Changed()
+	if len(ch) != 1 || ch[0].Outcome != set || ch[0].Capability != "channel_write" {
+		t.Fatalf("changes %+v", ch)
+	}
+	md := errornode.Markdown(r)
+	i, j := strings.Index(md, "**"+set+"** — a change was made"), strings.Index(md, "**What failed:**")
+	if i < 0 || j < 0 || i > j {
+		t.Errorf("the change is not said before the failure:\n%s", md)
+	}
+	if !strings.HasPrefix(r.Suggestions[0], "Check the current state of what was changed") {
+		t.Errorf("suggestions %q", r.Suggestions)
+	}
+	if !strings.Contains(errornode.Explain(r), "1 change(s) were made") {
+		t.Errorf("explanation %q", errornode.Explain(r))
+	}
+}
+
+// The operator's Markdown: golden files, and none of the developer
+// wording it used to have.
+func TestReportMarkdownGolden(t *testing.T) {
+	withChange := failedTurn()
+	withChange.Turn.Plan.Steps[0] = state.PlanStep{PlannedStep: capabilities.PlannedStep{Capability: "channel_write", TaskObjective: "set the quadrupole current"}, Status: state.StepDone, Attempts: 1}
+	withChange.Context = capabilities.ContextStore{}.Put(capabilities.ContextEntry{Type: "WRITE_RESULT", Key: "w", Value: []byte(`{}`),
+		Summary: "Set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A (readback verified)", Capability: "channel_write", TaskObjective: "set the quadrupole current", Turn: 1})
+	suggested := failedTurn()
+	suggested.Turn.Control.Error.Classification.Metadata = map[string]any{capabilities.MetaSuggestions: []any{"check the archiver service", "ask for the present value instead"}}
+	suggested.Turn.Plan.Steps[1].Error = suggested.Turn.Control.Error
+	limit := failedTurn()
+	limit.Turn.Control.Error = nil
+	limit.Turn.Plan.Steps[1].Status, limit.Turn.Plan.Steps[1].Error = state.StepPending, nil
+	limit.Turn.Control.LimitExceeded = router.LimitTokens
+	tests := []struct {
+		name  string
+		s     state.State
+		model llm.Models
+	}{
+		{"retries_exhausted", failedTurn(), llm.None},
+		{"change_then_failure", withChange, llm.None},
+		{"suggestions_from_the_capability", suggested, llm.None},
+		{"token_limit", limit, llm.None},
+		{"model_explanation", failedTurn(), llmtest.New().Script(llm.RoleError, llmtest.Text("The beam current channel did not answer in time. Try again in a minute."))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := errornode.New(errornode.Config{Models: tt.model, Router: rc, Now: clock, SideEffects: func(c string) bool { return c == "channel_write" }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := n.Run(context.Background(), tt.s)
+			m := u.Messages[0]
+			if m.Report == nil || m.Content != errornode.Markdown(*m.Report) {
+				t.Fatalf("the message content is not the Markdown of its report: %+v", m)
+			}
+			golden(t, "testdata/"+tt.name+".golden", m.Content)
+			for _, dev := range []string{"Previous Execution Error", "Total operations", "Technical Details", "Suggestion: [", "ERROR REPORT", "i/o timeout", "retries_exhausted"} {
+				if strings.Contains(m.Content, dev) {
+					t.Errorf("the operator's report shows developer detail %q", dev)
+				}
+			}
+		})
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./errornode -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (run with -update if intended):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
 	}
 }
 
@@ -101,8 +205,9 @@ func TestExplanationByTheModel(t *testing.T) {
 	m := llmtest.New().Script(llm.RoleError, llmtest.Reply{Text: "The beam current channel did not answer in time. Try again in a minute.", Usage: llm.Usage{PromptTokens: 80, CompletionTokens: 20}})
 	u := run(t, m, failedTurn())
 	c := u.Messages[0].Content
-	if !strings.Contains(c, "**ERROR REPORT**") || !strings.HasSuffix(c, "**Analysis:** The beam current channel did not answer in time. Try again in a minute.") {
-		t.Fatalf("content:\n%s", c)
+	if r := u.Messages[0].Report; r == nil || r.ExplainedBy != state.ExplainedByModel || r.Explanation != "The beam current channel did not answer in time. Try again in a minute." ||
+		!strings.Contains(c, "**Explanation:** The beam current channel did not answer in time. Try again in a minute.") {
+		t.Fatalf("report %+v, content:\n%s", u.Messages[0].Report, c)
 	}
 	if u.Tokens[string(llm.RoleError)] != 100 {
 		t.Fatalf("tokens %v", u.Tokens)
@@ -120,10 +225,10 @@ func TestDeterministicExplanation(t *testing.T) {
 		"empty answer": llmtest.New().Script(llm.RoleError, llmtest.Text("  ")),
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := run(t, models, failedTurn()).Messages[0].Content
-			want := "**Analysis:** read_pv failed: the operation timed out. The request stopped because the operation kept failing after every allowed retry (max_attempts)."
-			if !strings.Contains(c, want) {
-				t.Fatalf("content:\n%s", c)
+			m := run(t, models, failedTurn()).Messages[0]
+			want := "Step 2 (read the beam current) failed: the operation timed out. The request stopped because the operation kept failing after every allowed retry (max_attempts)."
+			if m.Report == nil || m.Report.Explanation != want || m.Report.ExplainedBy != state.ExplainedByRules || strings.Contains(m.Content, "**Explanation:**") {
+				t.Fatalf("report %+v, content:\n%s", m.Report, m.Content)
 			}
 		})
 	}
@@ -135,7 +240,7 @@ func (panicModels) For(llm.Role) (llm.Model, bool) { panic("models broken") }
 
 func TestErrorWhileHandlingAnError(t *testing.T) {
 	c := run(t, panicModels{}, failedTurn()).Messages[0].Content
-	for _, want := range []string{"System Error During Error Handling", "read_pv failed: read: i/o timeout", "models broken"} {
+	for _, want := range []string{"report about it could not be written", "read_pv failed: read: i/o timeout", "models broken"} {
 		if !strings.Contains(c, want) {
 			t.Fatalf("content lacks %q:\n%s", want, c)
 		}
@@ -145,5 +250,35 @@ func TestErrorWhileHandlingAnError(t *testing.T) {
 func TestNewRejectsNegative(t *testing.T) {
 	if _, err := errornode.New(errornode.Config{Timeout: -1}); err == nil {
 		t.Fatal("negative timeout accepted")
+	}
+}
+
+// docs/error-handling.md shows the operator's Markdown; it is what the node
+// writes for that turn.
+func TestDocumentedReportIsWhatTheNodeWrites(t *testing.T) {
+	doc, err := os.ReadFile("../docs/error-handling.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "what failed and why, what was not carried out, what they can do — and leaves `details` out:\n\n```\n")
+	if !ok {
+		t.Fatal("no report example in docs/error-handling.md")
+	}
+	want, _, _ := strings.Cut(rest, "\n```")
+	s := failedTurn()
+	s.Turn.Plan.Steps[0].PlannedStep = capabilities.PlannedStep{Capability: "channel_write", TaskObjective: "set the quadrupole current"}
+	s.Turn.Plan.Steps = append(s.Turn.Plan.Steps[:2], state.PlanStep{PlannedStep: capabilities.PlannedStep{Capability: "compare", TaskObjective: "compare the beam current with the reference"}, Status: state.StepPending},
+		s.Turn.Plan.Steps[2])
+	s.Turn.Results = []state.StepResult{{StepIndex: 0, Capability: "channel_write", TaskObjective: "set the quadrupole current", Success: true, Plan: 1}}
+	s.Context = capabilities.ContextStore{}.Put(capabilities.ContextEntry{Type: "WRITE_RESULT", Key: "w", Value: []byte(`{}`),
+		Summary: "Set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A (readback verified)", Capability: "channel_write", TaskObjective: "set the quadrupole current", Turn: 1})
+	m := llmtest.New().Script(llm.RoleError, llmtest.Text("The beam current channel did not answer in time; the magnet change went through."))
+	n, err := errornode.New(errornode.Config{Models: m, Router: rc, Now: clock, SideEffects: func(c string) bool { return c == "channel_write" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := n.Run(context.Background(), s)
+	if got := u.Messages[0].Content; got != want {
+		t.Errorf("docs/error-handling.md shows\n%s\nthe node writes\n%s", want, got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/prompts"
+	"github.com/capgraph/capgraph/state"
 )
 
 // The explanation prompt comes from the "error" template of package
@@ -48,13 +49,13 @@ func TestExplanationPromptFromTemplates(t *testing.T) {
 				t.Fatalf("%d calls, want %d", len(calls), tt.wantCalls)
 			}
 			if tt.wantCalls == 0 {
-				if !strings.Contains(u.Messages[0].Content, "**Analysis:** read_pv failed: the operation timed out.") {
-					t.Errorf("want the deterministic explanation:\n%s", u.Messages[0].Content)
+				if r := u.Messages[0].Report; r == nil || r.ExplainedBy != state.ExplainedByRules || !strings.HasPrefix(r.Explanation, "Step 2 (read the beam current) failed: the operation timed out.") {
+					t.Errorf("want the deterministic explanation: %+v", r)
 				}
 				return
 			}
 			sys := calls[0].Request.Messages[0]
-			if sys.Role != "system" || !strings.Contains(sys.Content, tt.wantInSys) || !strings.Contains(sys.Content, "Failed operation: step 2: read the beam current") {
+			if sys.Role != "system" || !strings.Contains(sys.Content, tt.wantInSys) || !strings.Contains(sys.Content, "Failed operation: step 2 (read the beam current)") {
 				t.Errorf("system prompt:\n%s", sys.Content)
 			}
 		})

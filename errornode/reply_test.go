@@ -6,6 +6,7 @@ import (
 
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
+	"github.com/capgraph/capgraph/state"
 )
 
 // The explanation is shown without the model's reasoning; one cut off by
@@ -13,8 +14,9 @@ import (
 // one rather than shown as if complete.
 func TestExplanationReadLikeEveryReply(t *testing.T) {
 	m := llmtest.New().Script(llm.RoleError, llmtest.Text("<think>\nThe timeout {\"maybe\": 1}.\n</think>\n\nThe beam current channel did not answer in time."))
-	c := run(t, m, failedTurn()).Messages[0].Content
-	if !strings.HasSuffix(c, "**Analysis:** The beam current channel did not answer in time.") || strings.Contains(c, "think") {
+	msg := run(t, m, failedTurn()).Messages[0]
+	c := msg.Content
+	if msg.Report.Explanation != "The beam current channel did not answer in time." || !strings.Contains(c, "**Explanation:** The beam current channel did not answer in time.") || strings.Contains(c, "think") {
 		t.Fatalf("content:\n%s", c)
 	}
 	if got := m.Calls()[0].Request; got.MaxTokens != 0 || got.DefaultMaxTokens != 300 {
@@ -24,7 +26,7 @@ func TestExplanationReadLikeEveryReply(t *testing.T) {
 	m = llmtest.New().Script(llm.RoleError, llmtest.Cut("The beam current channel did"), llmtest.Cut("The beam current channel did not"))
 	u := run(t, m, failedTurn())
 	c = u.Messages[0].Content
-	if !strings.Contains(c, "**Analysis:** read_pv failed: the operation timed out.") || strings.Contains(c, "channel did") {
+	if u.Messages[0].Report.ExplainedBy != state.ExplainedByRules || strings.Contains(c, "channel did") {
 		t.Fatalf("a cut explanation was shown:\n%s", c)
 	}
 	calls := m.Calls()

@@ -223,7 +223,7 @@ func TestGraphRealProviderCutJSONSaysRaiseMaxTokens(t *testing.T) {
 	cfg.Registry = smallPlant(t)
 	o := runTurn(t, cfg, "What is the beam current?")
 	m := o.message()
-	if m == nil || m.Kind != state.KindErrorReport || !strings.Contains(m.Content, "raise models.task_extraction.max_tokens") ||
+	if m == nil || m.Kind != state.KindErrorReport || !strings.Contains(m.Content, "Raise models.task_extraction.max_tokens") ||
 		!strings.Contains(m.Content, "cut off at 20000 tokens") {
 		t.Fatalf("message %+v\nevents %+v", m, o.events)
 	}
@@ -396,7 +396,7 @@ func TestGraphErrorRoleStripsReasoningAndUsesMaxTokens(t *testing.T) {
 		}, llm.RoleTaskExtraction, llm.RoleError)
 		o := runTurn(t, agent.Config{Registry: smallPlant(t), Models: ms}, "What is the beam current?")
 		m := o.message()
-		if m == nil || m.Kind != state.KindErrorReport || !strings.Contains(m.Content, "**Analysis:** The assistant could not reach its language model") {
+		if m == nil || m.Kind != state.KindErrorReport || !strings.Contains(m.Content, "**Explanation:** The assistant could not reach its language model") {
 			t.Fatalf("message %+v", m)
 		}
 		noReasoningShown(t, o)

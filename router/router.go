@@ -52,7 +52,8 @@ type Config struct {
 	MaxReclassifications int `json:"max_reclassifications,omitempty"`
 	// MaxNodeSteps caps node executions per turn. Default 100.
 	MaxNodeSteps int `json:"max_node_steps,omitempty"`
-	// MaxTokens caps the LLM tokens of one turn; 0 means no budget.
+	// MaxTokens caps the LLM tokens of one turn (Control.BudgetTokens: the
+	// approval model's are not counted); 0 means no budget.
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// Capabilities are the capability nodes of the graph. A plan step naming
 	// anything else (other than respond and clarify) goes to the error node.
@@ -143,7 +144,7 @@ func Decide(s state.State, cfg Config) Decision {
 		return toError(CauseLimit, e, c.LimitExceeded)
 	case c.NodeSteps >= cfg.MaxNodeSteps:
 		return toError(CauseLimit, e, LimitNodeSteps)
-	case cfg.MaxTokens > 0 && c.Tokens >= cfg.MaxTokens:
+	case cfg.MaxTokens > 0 && c.BudgetTokens() >= cfg.MaxTokens:
 		return toError(CauseLimit, e, LimitTokens)
 	}
 	if e != nil {

@@ -361,8 +361,14 @@ func (m *aguiMapper) event(ev agent.Event) {
 				m.text(rest)
 			}
 		}
+		id := m.msgID
 		m.closeText()
 		m.streamed.Reset()
+		if ev.Message != nil && ev.Message.Report != nil {
+			// The structured report beside its Markdown message, so a
+			// client reads fields instead of matching text.
+			m.emit(aguiEvent{Type: "CUSTOM", Name: "error_report", Value: map[string]any{"messageId": id, "report": ev.Message.Report}})
+		}
 	case agent.EventApprovalRequired:
 		m.approval = ev.Approval
 		if ev.Approval != nil {

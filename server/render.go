@@ -68,8 +68,12 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		}
 	case agent.EventRetry:
 		if ev.Retry != nil {
+			what := ev.Retry.What()
+			if obj := c.objective(ev.Retry.Step); ev.Retry.Capability != "" && obj != "" {
+				what += " — " + obj
+			}
 			out = append(out, piece{Reasoning: fmt.Sprintf("↻ %s failed (attempt %d/%d), retrying in %s: %s\n",
-				ev.Retry.Node, ev.Retry.Attempt, ev.Retry.Max, ev.Retry.Delay.Round(time.Millisecond), ev.Retry.Reason)})
+				what, ev.Retry.Attempt, ev.Retry.Max, ev.Retry.Delay.Round(time.Millisecond), ev.Retry.Reason)})
 		}
 	case agent.EventToken:
 		if ev.Text != "" {

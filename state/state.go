@@ -33,6 +33,9 @@ type Message struct {
 	Kind    MessageKind `json:"kind,omitempty"`
 	Turn    int         `json:"turn,omitempty"`
 	Time    time.Time   `json:"time,omitzero"`
+	// Report is the structured error report of a message of kind
+	// error_report; Content is its Markdown.
+	Report *ErrorReport `json:"report,omitempty"`
 }
 
 // State is the agent's whole state.
@@ -181,7 +184,8 @@ type Control struct {
 	ReclassificationReason string `json:"reclassification_reason,omitempty"`
 	// NodeSteps counts node executions this turn (the step limit).
 	NodeSteps int `json:"node_steps"`
-	// Tokens counts LLM tokens used this turn (the token budget).
+	// Tokens counts LLM tokens used this turn, every role's (the usage
+	// reported); BudgetTokens is what counts against the token budget.
 	Tokens int `json:"tokens"`
 	// TokensByRole splits Tokens by model role.
 	TokensByRole map[string]int `json:"tokens_by_role,omitempty"`

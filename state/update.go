@@ -59,6 +59,12 @@ type StepUpdate struct {
 // (llm.RoleApproval; state does not import llm).
 const approvalRole = "approval"
 
+// BudgetTokens is what counts against the turn's token budget: every
+// role's tokens except the approval model's. Reading a human's answer is
+// reported in Tokens but never exhausts a budget, so a turn is never ended
+// for "tokens" by the answer that let a side effect run.
+func (c Control) BudgetTokens() int { return c.Tokens - c.TokensByRole[approvalRole] }
+
 // Apply merges u into s and returns the new state. s is not modified.
 func Apply(s State, u Update) (State, error) {
 	if u.Turn != nil {

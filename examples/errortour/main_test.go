@@ -21,13 +21,13 @@ func TestErrorTourShowsEverySeverity(t *testing.T) {
 	}
 	sections := strings.Split(out.String(), strings.Repeat("─", 72)+"\n")
 	want := map[string][]string{
-		"flaky":     {"retry: flaky_sensor attempt 1 of 4 failed", "retry: flaky_sensor attempt 2 of 4 failed", "flaky_sensor answered", "recovered"},
-		"dead":      {"retry: dead_sensor attempt 2 of 3 failed", "ERROR REPORT", "**Error Severity:** RETRIABLE"},
+		"flaky":     {"retry: step 1 (flaky_sensor) attempt 1 of 4 failed", "retry: step 1 (flaky_sensor) attempt 2 of 4 failed", "flaky_sensor answered", "recovered"},
+		"dead":      {"retry: step 1 (dead_sensor) attempt 2 of 3 failed", "Your request could not be completed", "(severity: retriable)"},
 		"moved":     {"plan 2:", "moved_sensor answered"},
 		"misrouted": {"misrouted_request answered"},
-		"interlock": {"ERROR REPORT", "**Error Severity:** CRITICAL", "interlock active", "ask the shift operator to check the interlock panel"},
+		"interlock": {"Your request could not be completed", "(severity: critical)", "Stopped for safety: interlock active", "- Ask the shift operator to check the interlock panel."},
 		"corrupt":   {"FATAL — the run stopped: fatal error in corrupt_state: The capability's internal state is corrupt; the run must stop."},
-		"quota":     {"approval needed: quota_hog is blocked", "approve? no", "ERROR REPORT", "a human gave up"},
+		"quota":     {"approval needed: quota_hog is blocked", "approve? no", "Your request could not be completed", "a human gave up"},
 		"primary":   {"backup_sensor answered", "the fallback for primary_source"},
 	}
 	if len(sections) != len(tour.Scenarios)+2 {
@@ -45,7 +45,7 @@ func TestErrorTourShowsEverySeverity(t *testing.T) {
 		}
 	}
 	// Only FATAL ends without a message; every other stop has its answer or report.
-	if n := strings.Count(out.String(), "ERROR REPORT"); n != 3 {
+	if n := strings.Count(out.String(), "Your request could not be completed"); n != 3 {
 		t.Errorf("%d error reports, want 3 (dead, interlock, quota)", n)
 	}
 }

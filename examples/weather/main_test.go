@@ -36,7 +36,7 @@ func TestWeatherExampleRecoversFrom503s(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range []string{"failed: weather service: HTTP 503", "retry: current_weather attempt 1 of 5 failed", "(recovered after 1 retry)"} {
+	for _, w := range []string{"failed: weather service: HTTP 503", "retry: step 1 (current_weather) attempt 1 of 5 failed", "(recovered after 1 retry)"} {
 		if !strings.Contains(s, w) {
 			t.Errorf("output lacks %q:\n%s", w, s)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/capgraph/capgraph/llm"
 )
@@ -25,6 +26,10 @@ type Reply struct {
 	Usage llm.Usage
 	// Finish is the reply's stop reason; empty means llm.FinishStop.
 	Finish llm.FinishReason
+	// Hang makes the call never answer: it returns only when its context is
+	// done, with the context's error (a provider that accepted the request
+	// and never replied). Everything else in the Reply is ignored.
+	Hang bool
 }
 
 // Text is a plain text reply.
@@ -36,6 +41,10 @@ func Stream(chunks ...string) Reply { return Reply{Chunks: chunks} }
 // Cut is a reply cut off by the token limit (finish reason "length"), as a
 // real model's reply is when max_tokens is too small for it.
 func Cut(s string) Reply { return Reply{Text: s, Finish: llm.FinishLength} }
+
+// Hang is a call that never answers: it returns the context's error once
+// the context is done. Call.CtxErr then says how it ended.
+func Hang() Reply { return Reply{Hang: true} }
 
 // Fail is a failed call.
 func Fail(err error) Reply { return Reply{Err: err} }
@@ -50,6 +59,13 @@ type Call struct {
 	Reply   Reply
 	// Seq numbers calls from 1 in the order they started.
 	Seq int
+	// TimeLeft is how long the call's context had until its deadline when
+	// the call started; 0 when it had no deadline.
+	TimeLeft time.Duration
+	// CtxErr is the call's context error when the call returned (nil while
+	// it runs, or when the context was not done): context.Canceled or
+	// context.DeadlineExceeded says the call was stopped by its context.
+	CtxErr error
 }
 
 // Prompt returns the call's messages joined, for assertions.
@@ -184,11 +200,24 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	if !ok {
 		reply = Reply{Err: &ExhaustedError{Role: req.Role, Seq: seq, LastUser: lastUser(req.Messages)}}
 	}
-	m.calls = append(m.calls, Call{Role: req.Role, Request: req, Reply: reply, Seq: seq})
+	call := Call{Role: req.Role, Request: req, Reply: reply, Seq: seq}
+	if d, ok := ctx.Deadline(); ok {
+		call.TimeLeft = max(time.Until(d), time.Nanosecond)
+	}
+	m.calls = append(m.calls, call)
 	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.calls[seq-1].CtxErr = ctx.Err()
+		m.mu.Unlock()
+	}()
 
 	if err := ctx.Err(); err != nil {
 		return llm.Response{}, err
+	}
+	if reply.Hang {
+		<-ctx.Done()
+		return llm.Response{}, ctx.Err()
 	}
 	if reply.Err != nil {
 		if req.OnChunk != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
@@ -141,4 +143,32 @@ func TestFailAfterStreamsThenFails(t *testing.T) {
 	if _, err := model.Generate(context.Background(), llm.Request{}); !errors.Is(err, boom) {
 		t.Fatalf("err %v", err)
 	}
+}
+
+// A hanging call returns only when its context is done, and the call log
+// says how long the context had and how it ended.
+func TestHangUntilTheContextIsDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := llmtest.New().Script(llm.RoleError, llmtest.Hang(), llmtest.Hang())
+		model, _ := m.For(llm.RoleError)
+		ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		if _, err := model.Generate(ctx, llm.Request{}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v", err)
+		}
+		if el := time.Since(start); el != 700*time.Millisecond {
+			t.Errorf("the call returned after %v, want at its deadline", el)
+		}
+		ctx2, cancel2 := context.WithCancel(context.Background())
+		go func() { time.Sleep(time.Second); cancel2() }()
+		if _, err := model.Generate(ctx2, llm.Request{}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v", err)
+		}
+		calls := m.Calls()
+		if calls[0].TimeLeft != 700*time.Millisecond || !errors.Is(calls[0].CtxErr, context.DeadlineExceeded) ||
+			calls[1].TimeLeft != 0 || !errors.Is(calls[1].CtxErr, context.Canceled) {
+			t.Errorf("calls %+v", calls)
+		}
+	})
 }

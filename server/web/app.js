@@ -113,7 +113,7 @@ function handle(ev, answer) {
       break;
     case "CUSTOM":
       if (ev.name === "status") statusEl.textContent = ev.value.text;
-      if (ev.name === "retry") statusEl.textContent = "Retrying " + ev.value.node + " (attempt " + ev.value.attempt + ")";
+      if (ev.name === "retry") statusEl.textContent = "Retrying " + retryWhat(ev.value) + " (attempt " + ev.value.attempt + " of " + ev.value.max + " failed: " + ev.value.reason + ")";
       if (ev.name === "answer_reset") {
         // A failed attempt's partial answer is void: remove it.
         const stale = document.querySelector('[data-message-id="' + ev.value.messageId + '"]');
@@ -173,6 +173,12 @@ function handle(ev, answer) {
       break;
   }
   return null;
+}
+
+// retryWhat names what a retry event retries: the plan step and its
+// capability, or the infrastructure node.
+function retryWhat(r) {
+  return r.capability && r.step >= 0 ? "step " + (r.step + 1) + " (" + r.capability + ")" : r.node;
 }
 
 function showApproval(it) {

@@ -143,6 +143,10 @@ func containsString(xs []string, s string) bool {
 // part of the digest an approval binds to.
 func (w *ChannelWrite) DescribeAction(step capabilities.Step) (capabilities.Action, error) {
 	ops, err := w.plan(step)
+	if errors.Is(err, errNothingFound) {
+		// No channel matched: the step will change nothing (Execute reports it).
+		return capabilities.Action{Capability: w.Name(), Summary: "nothing to write: no channel matches the request"}, nil
+	}
 	if err != nil {
 		return capabilities.Action{}, err
 	}
