@@ -31,13 +31,13 @@ type server struct {
 	// mu guards the fields below. It is held while connecting, so callers
 	// that find the server stopped wait for one start instead of starting
 	// one each.
-	mu      sync.Mutex
-	sess    *sdk.ClientSession
-	proc    *exec.Cmd // stdio: the running child
-	stderr  *tail
+	mu         sync.Mutex
+	sess       *sdk.ClientSession
+	proc       *exec.Cmd // stdio: the running child
+	stderr     *tail
 	httpStatus *statusTransport // http: the last HTTP status seen
-	started bool             // connected at least once
-	closed  bool
+	started    bool             // connected at least once
+	closed     bool
 	// failures counts connections that ended or could not be made since
 	// the last successful call; restarts counts restarts since Connect.
 	failures  int

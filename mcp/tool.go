@@ -13,8 +13,8 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/google/jsonschema-go/jsonschema"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Error kinds of MCP tool failures, beside the capabilities.Kind* ones.
@@ -310,7 +310,7 @@ func (s *server) status() *capabilities.Error {
 
 func (t *Tool) unknownOutcome(err error, what string) *capabilities.Error {
 	return &capabilities.Error{Severity: capabilities.Critical, Kind: KindOutcomeUnknown, Err: err,
-		Metadata: t.meta(capabilities.MetaSuggestions, []string{"check whether " + t.tool.Name + " acted before asking again"}),
+		Metadata:    t.meta(capabilities.MetaSuggestions, []string{"check whether " + t.tool.Name + " acted before asking again"}),
 		UserMessage: fmt.Sprintf("the tool %s of the MCP server %q %s; it may or may not have acted, so it is not called again", t.tool.Name, t.srv.cfg.Name, what)}
 }
 
