@@ -86,6 +86,14 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Set, e
 	if taken == nil {
 		taken = func(string) bool { return false }
 	}
+	prefixes := map[string]string{}
+	for _, cfg := range servers {
+		p := Prefix(cfg)
+		if other, dup := prefixes[p]; dup {
+			return nil, &ServerError{Server: cfg.Name, Err: fmt.Errorf("its prefix %q is also the prefix of the server %q; give one of them another prefix", p, other)}
+		}
+		prefixes[p] = cfg.Name
+	}
 	set := &Set{}
 	lists := make([][]*sdk.Tool, len(servers))
 	errs := make([]error, len(servers))
