@@ -210,9 +210,10 @@ func (t *Tool) arguments(step capabilities.Step) (map[string]any, error) {
 
 func (t *Tool) invalid(err error) *capabilities.Error {
 	reason := fmt.Sprintf("the parameters of %s do not fit the input schema of the MCP tool %s: %s", t.name, t.tool.Name, oneLine(err.Error()))
-	return &capabilities.Error{Severity: capabilities.Replanning, Kind: capabilities.KindInvalidInput, Err: err,
+	// The message holds the cause: no Err, or the report would say it twice.
+	return &capabilities.Error{Severity: capabilities.Replanning, Kind: capabilities.KindInvalidInput,
 		UserMessage: reason,
-		Metadata: map[string]any{MetaServer: t.srv.cfg.Name, MetaTool: t.tool.Name,
+		Metadata: map[string]any{MetaServer: t.srv.cfg.Name, MetaTool: t.tool.Name, capabilities.MetaTechnicalDetails: err.Error(),
 			capabilities.MetaReplanningReason: reason, MetaSchema: t.schemaText,
 			capabilities.MetaSuggestions: []string{"give " + t.name + " parameters that fit its input schema"}}}
 }
@@ -274,7 +275,7 @@ func (t *Tool) callError(ctx, cctx context.Context, c conn, err error) error {
 			return &capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindNotFound, Err: err, Metadata: t.meta(),
 				UserMessage: fmt.Sprintf("the MCP server %q does not know the tool %s (any more)", t.srv.cfg.Name, t.tool.Name)}
 		}
-		return &capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindServerError, Err: err, Metadata: t.meta(),
+		return &capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindServerError, Metadata: t.meta(capabilities.MetaTechnicalDetails, err.Error()),
 			UserMessage: fmt.Sprintf("the MCP server %q failed to run the tool %s: %s", t.srv.cfg.Name, t.tool.Name, oneLine(werr.Message))}
 	case cctx.Err() != nil:
 		if !t.retrySafe() {
@@ -290,7 +291,7 @@ func (t *Tool) callError(ctx, cctx context.Context, c conn, err error) error {
 		return t.unknownOutcome(err, "lost its connection during the call")
 	}
 	ue := t.srv.status()
-	ue.Err = err
+	ue.Metadata[capabilities.MetaTechnicalDetails] = err.Error()
 	ue.UserMessage = fmt.Sprintf("the call of the tool %s failed: %s", t.tool.Name, ue.UserMessage)
 	ue.Metadata[MetaTool] = t.tool.Name
 	return ue
@@ -362,11 +363,10 @@ func (t *Tool) toolError(r ToolResult) error {
 	if text == "" {
 		text = "(no message)"
 	}
-	err := errors.New(text)
 	if strings.HasPrefix(text, "MCP error -32602") {
-		return t.invalid(err)
+		return t.invalid(errors.New(text))
 	}
-	return &capabilities.Error{Severity: t.isError, Kind: KindToolError, Err: err,
+	return &capabilities.Error{Severity: t.isError, Kind: KindToolError,
 		Metadata:    t.meta(MetaToolOutput, trimText(text, 2000)),
 		UserMessage: fmt.Sprintf("the tool %s of the MCP server %q reported an error: %s", t.tool.Name, t.srv.cfg.Name, trimText(oneLine(text), 300))}
 }

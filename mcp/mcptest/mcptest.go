@@ -220,3 +220,48 @@ func Group(pgid int) []int {
 	}
 	return out
 }
+
+// MarkerVar is the environment variable Marked looks for.
+const MarkerVar = "CAPGRAPH_MCPTEST_MARKER"
+
+// Marker returns a value unique to the test, to put in a server's
+// environment (MarkerVar) so that Marked finds every process it started,
+// whatever became of its process group.
+func Marker(t testing.TB) string {
+	return fmt.Sprintf("%s-%d-%d", strings.ReplaceAll(t.Name(), "/", "_"), os.Getpid(), time.Now().UnixNano())
+}
+
+// Marked lists the live processes whose environment holds MarkerVar=value
+// (Linux: from /proc; elsewhere nothing).
+func Marked(value string) []int {
+	want := []byte(MarkerVar + "=" + value + "\x00")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !Alive(pid) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && strings.Contains(string(env)+"\x00", string(want)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// Gone waits up to d for every process with the marker to end, and
+// returns those still alive.
+func Gone(value string, d time.Duration) []int {
+	deadline := time.Now().Add(d)
+	for {
+		left := Marked(value)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
