@@ -87,6 +87,7 @@ func (s *server) session(ctx context.Context) (conn, error) {
 	}
 	s.started = true
 	s.sess = sess
+	s.stderr.mark() // start-up chatter is no reason for a later failure
 	go s.watch(sess)
 	return conn{sess}, nil
 }
@@ -113,7 +114,7 @@ func (s *server) unavailable(wait time.Duration) *capabilities.Error {
 		md["server_state"] = "down"
 		md[capabilities.MetaSuggestions] = []string{"check the server's command, URL and logs; it is tried again every " + MaxRestartBackoff.String()}
 		return &capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindConnection, Metadata: md,
-			UserMessage: fmt.Sprintf("MCP server %q is down: it stopped and %d %s in a row failed (last: %s)", s.cfg.Name, s.failures-1, noun, s.last)}
+			UserMessage: fmt.Sprintf("MCP server %q is down: it stopped or failed to start %d times in a row, and %d %s did not help (last: %s)", s.cfg.Name, s.failures, s.failures-1, plural(s.failures-1, noun), s.last)}
 	}
 	md["server_state"] = what
 	return &capabilities.Error{Severity: capabilities.Retriable, Kind: capabilities.KindConnection, Metadata: md, RetryAfter: max(wait, 0),
@@ -132,7 +133,7 @@ func (s *server) failed(err error) {
 		}
 	}
 	if t := s.stderr.String(); t != "" {
-		s.last += " (stderr: " + t + ")"
+		s.last += " (its last words on stderr: " + t + ")"
 	}
 	s.notBefore = s.now().Add(restartWait(s.failures, s.cfg.maxRestarts()))
 	s.log.Warn("MCP server: connection failed", "server", s.cfg.Name, "error", s.last, "in_a_row", s.failures)
@@ -163,7 +164,26 @@ func (s *server) watch(sess *sdk.ClientSession) {
 	if s.sess != sess || s.closed {
 		return
 	}
+	if s.proc != nil && s.proc.ProcessState != nil {
+		// The process has been waited for (closing the connection does
+		// that before Wait returns): its exit says more than the pipe's EOF.
+		s.dropLocked(fmt.Errorf("the server exited (%s)", s.proc.ProcessState))
+		return
+	}
 	s.dropLocked(fmt.Errorf("the connection ended: %s", exitText(err)))
+}
+
+// ended waits up to d for a stdio connection a call found broken to end,
+// so the failure can name the server's exit rather than a pipe error.
+func (c conn) ended(d time.Duration) {
+	done := make(chan struct{})
+	go func() { _ = c.sess.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // drop ends a connection a call found broken. Only the connection the call
@@ -372,6 +392,16 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// mark forgets the lines so far.
+func (t *tail) mark() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.lines = nil
+	t.mu.Unlock()
+}
+
 // String returns the last lines, joined.
 func (t *tail) String() string {
 	if t == nil {
@@ -387,6 +417,14 @@ func exitText(err error) string {
 		return "the server closed the connection"
 	}
 	return oneLine(err.Error())
+}
+
+// plural drops the s of a plural noun for one.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return strings.TrimSuffix(noun, "s")
+	}
+	return noun
 }
 
 func isExit(err error) bool {

@@ -363,7 +363,7 @@ func TestRestartsAreBoundedWithBackoff(t *testing.T) {
 	}
 	_, err := call(t, echo, map[string]any{"message": "x"})
 	cl := classification(echo, err)
-	if cl.Severity != capabilities.Critical || cl.Metadata["server_state"] != "down" || !strings.Contains(cl.UserMessage, `MCP server "flaky" is down: it stopped and 3 restarts in a row failed`) {
+	if cl.Severity != capabilities.Critical || cl.Metadata["server_state"] != "down" || !strings.Contains(cl.UserMessage, `MCP server "flaky" is down: it stopped or failed to start 4 times in a row, and 3 restarts did not help`) {
 		t.Fatalf("after the restarts: %+v", cl)
 	}
 	// Down: nothing is started until the probe interval has passed.

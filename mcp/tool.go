@@ -286,6 +286,9 @@ func (t *Tool) callError(ctx, cctx context.Context, c conn, err error) error {
 			UserMessage: fmt.Sprintf("the tool %s of the MCP server %q did not answer within its timeout of %s", t.tool.Name, t.srv.cfg.Name, t.timeout)}
 	}
 	// The transport failed: the process died, the endpoint went away.
+	if t.srv.cfg.transport() == TransportStdio {
+		c.ended(500 * time.Millisecond)
+	}
 	t.srv.drop(c, err)
 	if !t.retrySafe() && !neverSent(err, codes) {
 		return t.unknownOutcome(err, "lost its connection during the call")

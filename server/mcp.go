@@ -58,7 +58,9 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 		// The thread waits for a human: this question is the answer
 		// (yes proceeds; anything unclear is a no).
 		ans := agent.Answer{ApprovalID: st.Turn.PendingApproval.ID, Text: q.Text, By: callerName(c)}
-		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Resume(ctx, th.internal, ans) }
+		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] {
+			return s.cfg.Runner.Resume(ctx, th.internal, ans)
+		}
 	} else {
 		req := s.turnRequest(c, th.internal, q.Text, nil, s.turnMetadata(c, "mcp", th.ID, nil))
 		if err := s.checkTurn(req); err != nil {
