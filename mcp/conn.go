@@ -130,6 +130,7 @@ func (s *server) failed(err error) {
 	if s.httpStatus != nil {
 		if c := s.httpStatus.last.Load(); c == http.StatusUnauthorized || c == http.StatusForbidden {
 			s.lastKind = capabilities.KindAuth
+			s.last = fmt.Sprintf("the server answered HTTP %d %s: check the credentials in headers_env (%s)", c, http.StatusText(int(c)), s.last)
 		}
 	}
 	if t := s.stderr.String(); t != "" {

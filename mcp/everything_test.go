@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -525,5 +530,46 @@ func TestCloseLeavesNoProcesses(t *testing.T) {
 	}
 	if _, err := call(t, tool(t, set, "family_echo"), map[string]any{"message": "x"}); err == nil {
 		t.Fatal("a call after Close worked")
+	}
+}
+
+// An HTTP server's headers come from capgraph's environment at every
+// connection: the secret is never in the configuration. A missing variable
+// names itself; credentials the server refuses are CRITICAL (auth), not
+// retried.
+func TestHTTPHeadersFromEnvironment(t *testing.T) {
+	h := mcptest.EverythingHTTP(t)
+	target, _ := url.Parse(h.URL)
+	var refuse atomic.Bool
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse.Load() || r.Header.Get("Authorization") != "Bearer wiki-token-1" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host}).ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	cfg := ServerConfig{Name: "wiki", URL: proxy.URL + "/mcp", HeadersEnv: map[string]string{"Authorization": "WIKI_TOKEN"}}
+	env := map[string]string{}
+	opts := Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+
+	_, err := Connect(context.Background(), []ServerConfig{cfg}, opts)
+	if err == nil || !strings.Contains(err.Error(), "the environment variable WIKI_TOKEN (header Authorization) is not set") {
+		t.Fatalf("%v", err)
+	}
+	env["WIKI_TOKEN"] = "Bearer wrong"
+	if _, err := Connect(context.Background(), []ServerConfig{cfg}, opts); err == nil || !strings.Contains(err.Error(), `MCP server "wiki": the server answered HTTP 401 Unauthorized: check the credentials`) {
+		t.Fatalf("a refused key connected: %v", err)
+	}
+	env["WIKI_TOKEN"] = "Bearer wiki-token-1"
+	set := connect(t, opts, cfg)
+	echo := tool(t, set, "wiki_echo")
+	if r, err := call(t, echo, map[string]any{"message": "hi"}); err != nil || r.Text != "Echo: hi" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	refuse.Store(true) // the key was revoked
+	_, err = call(t, echo, map[string]any{"message": "again"})
+	if cl := classification(echo, err); cl.Severity != capabilities.Critical || cl.Kind != capabilities.KindAuth || !strings.Contains(cl.UserMessage, `MCP server "wiki" refused capgraph's credentials`) {
+		t.Fatalf("%v → %+v", err, cl)
 	}
 }
