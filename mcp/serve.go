@@ -27,6 +27,9 @@ type Asker interface {
 type Question struct {
 	Thread string
 	Text   string
+	// Progress, when the client asked for progress, reports what the turn
+	// is doing ("Step 2/3 channel_read"); nil otherwise.
+	Progress func(message string)
 }
 
 // Answer is how the turn ended.
@@ -120,8 +123,8 @@ func NewHandler(a Asker, cfg HandlerConfig) http.Handler {
 	openWorld, closedWorld := true, false
 	sdk.AddTool(srv, &sdk.Tool{Name: ToolAsk, Title: "Ask the agent", Description: desc,
 		Annotations: &sdk.ToolAnnotations{Title: "Ask the agent", OpenWorldHint: &openWorld}},
-		func(ctx context.Context, _ *sdk.CallToolRequest, in AskInput) (*sdk.CallToolResult, AskOutput, error) {
-			ans, err := a.Ask(ctx, Question{Thread: in.ThreadID, Text: in.Question})
+		func(ctx context.Context, req *sdk.CallToolRequest, in AskInput) (*sdk.CallToolResult, AskOutput, error) {
+			ans, err := a.Ask(ctx, Question{Thread: in.ThreadID, Text: in.Question, Progress: progress(ctx, req)})
 			if err != nil {
 				return nil, AskOutput{}, err
 			}
@@ -146,6 +149,20 @@ func NewHandler(a Asker, cfg HandlerConfig) http.Handler {
 			return nil, ThreadsOutput{Threads: ths}, nil
 		})
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true})
+}
+
+// progress sends progress notifications to a client that asked for them
+// (a progress token in the call): what the turn is doing, while it runs.
+func progress(ctx context.Context, req *sdk.CallToolRequest) func(string) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return nil
+	}
+	n := 0
+	return func(msg string) {
+		n++
+		_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Message: msg, Progress: float64(n)})
+	}
 }
 
 func quote(ss []string) []string {

@@ -73,7 +73,13 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 		return mcp.Answer{}, err
 	}
 	rd := &chatRenderer{}
-	if !s.follow(ctx, ru, 0, func(ev agent.Event) { rd.render(ev) }, nil) {
+	if !s.follow(ctx, ru, 0, func(ev agent.Event) {
+		for _, p := range rd.render(ev) {
+			if p.Status != nil && p.Status.Description != "" && q.Progress != nil {
+				q.Progress(p.Status.Description)
+			}
+		}
+	}, nil) {
 		ru.cancel() // the client went away: the run stops at its next checkpoint
 		return mcp.Answer{}, ctx.Err()
 	}

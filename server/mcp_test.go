@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/capgraph/capgraph/agent"
@@ -157,6 +158,32 @@ func TestMCPAskTheAgent(t *testing.T) {
 	resp, body := env.do(t, "GET", "/api/threads/"+out.ThreadID+"/state", keyAlice, nil)
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "show its history") {
 		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+
+	// A client that asks for progress hears what the turn is doing.
+	var mu sync.Mutex
+	var heard []string
+	pc := sdk.NewClient(&sdk.Implementation{Name: "test-assistant", Version: "1"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+			mu.Lock()
+			heard = append(heard, r.Params.Message)
+			mu.Unlock()
+		}})
+	pcs, err := pc.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: env.http.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{keyAlice}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcs.Close()
+	params := &sdk.CallToolParams{Name: mcp.ToolAsk, Arguments: map[string]any{"question": "What is the beam current?"}}
+	params.SetProgressToken("beam-1")
+	if res, err := pcs.CallTool(context.Background(), params); err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	mu.Lock()
+	got := strings.Join(heard, " | ")
+	mu.Unlock()
+	if !strings.Contains(got, "channel_read") {
+		t.Errorf("progress heard: %q", got)
 	}
 
 	// Bad questions are tool errors the client can correct, not failures.
