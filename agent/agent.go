@@ -63,8 +63,8 @@ func New(cfg Config) (*Agent, error) {
 			return nil, err
 		}
 		a.cfg.ErrorNode = en
-	} else if cfg.ErrorNode.Name() != nodes.Error {
-		return nil, &ConfigError{Field: "ErrorNode", Problem: fmt.Sprintf("node is named %q, want %q", cfg.ErrorNode.Name(), nodes.Error)}
+	} else if cfg.ErrorNode.Name() != state.NodeError {
+		return nil, &ConfigError{Field: "ErrorNode", Problem: fmt.Sprintf("node is named %q, want %q", cfg.ErrorNode.Name(), state.NodeError)}
 	}
 
 	g := graph.New(graph.Config[state.State, state.Update]{
@@ -79,19 +79,19 @@ func New(cfg Config) (*Agent, error) {
 		Metadata:       func(s state.State) map[string]string { return s.Metadata },
 	})
 	infra := []nodes.Node{cfg.TaskExtraction, cfg.Classifier, cfg.Orchestrator, cfg.Respond, cfg.Clarify}
-	targets := []string{nodes.Error}
+	targets := []string{state.NodeError}
 	for _, n := range infra {
 		g.AddNode(n.Name(), a.withAnswer(a.infraNode(n)))
 		targets = append(targets, n.Name())
 	}
-	g.AddNode(router.PlanApproval, a.withAnswer(a.planApprovalNode()))
-	targets = append(targets, router.PlanApproval)
+	g.AddNode(state.NodePlanApproval, a.withAnswer(a.planApprovalNode()))
+	targets = append(targets, state.NodePlanApproval)
 	for _, c := range caps {
 		g.AddNode(c.Name(), a.withAnswer(a.stepNode(c)))
 		targets = append(targets, c.Name())
 	}
-	g.AddNode(nodes.Error, a.errorNode(a.cfg.ErrorNode))
-	g.SetTerminal(nodes.Error)
+	g.AddNode(state.NodeError, a.errorNode(a.cfg.ErrorNode))
+	g.SetTerminal(state.NodeError)
 	route := func(s state.State) graph.Route {
 		d := router.Decide(s, a.rc)
 		return graph.Route{To: d.Next, NotBefore: d.NotBefore}
@@ -102,7 +102,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	// A new turn has no task, so the router's first decision is always task
 	// extraction; the entry is that node.
-	g.SetEntry(nodes.TaskExtraction)
+	g.SetEntry(state.NodeTaskExtraction)
 	compiled, err := g.Compile()
 	if err != nil {
 		return nil, err

@@ -194,11 +194,11 @@ func (c *Config) validate() error {
 		field, name string
 		n           nodes.Node
 	}{
-		{"TaskExtraction", nodes.TaskExtraction, c.TaskExtraction},
-		{"Classifier", nodes.Classifier, c.Classifier},
-		{"Orchestrator", nodes.Orchestrator, c.Orchestrator},
-		{"Respond", nodes.Respond, c.Respond},
-		{"Clarify", nodes.Clarify, c.Clarify},
+		{"TaskExtraction", state.NodeTaskExtraction, c.TaskExtraction},
+		{"Classifier", state.NodeClassifier, c.Classifier},
+		{"Orchestrator", state.NodeOrchestrator, c.Orchestrator},
+		{"Respond", state.NodeRespond, c.Respond},
+		{"Clarify", state.NodeClarify, c.Clarify},
 	} {
 		switch {
 		case slot.n == nil:
@@ -210,7 +210,7 @@ func (c *Config) validate() error {
 	if c.Registry != nil {
 		for _, n := range c.Registry.Names() {
 			switch n {
-			case nodes.TaskExtraction, nodes.Classifier, nodes.Orchestrator, nodes.Respond, nodes.Clarify, nodes.Error:
+			case state.NodeTaskExtraction, state.NodeClassifier, state.NodeOrchestrator, state.NodeRespond, state.NodeClarify, state.NodeError:
 				bad("Registry", fmt.Sprintf("capability %q uses the name of an infrastructure node", n))
 			}
 		}

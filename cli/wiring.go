@@ -246,7 +246,7 @@ func checkAllowedCapabilities(cfg *config.Config, runner agent.Runner) error {
 	var problems []config.Problem
 	for i, k := range cfg.Server.APIKeys {
 		for j, name := range k.AllowedCapabilities {
-			if name == capabilities.Respond || name == capabilities.Clarify || slices.Contains(rc.RouterConfig().Capabilities, name) {
+			if name == state.NodeRespond || name == state.NodeClarify || slices.Contains(rc.RouterConfig().Capabilities, name) {
 				continue
 			}
 			key := fmt.Sprintf("server.api_keys[%d].allowed_capabilities[%d]", i, j)

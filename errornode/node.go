@@ -13,9 +13,6 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// Name is the error node's graph name.
-const Name = router.Error
-
 // Default limits of the explanation call.
 const (
 	DefaultTimeout = 30 * time.Second
@@ -76,8 +73,8 @@ func New(cfg Config) (*Node, error) {
 	return &Node{cfg: cfg}, nil
 }
 
-// Name returns "error".
-func (n *Node) Name() string { return Name }
+// Name returns state.NodeError.
+func (n *Node) Name() string { return state.NodeError }
 
 // Run writes the turn's error report and ends the turn. It never returns an
 // error: every failure inside it degrades to a simpler message.

@@ -31,12 +31,12 @@ var causeText = map[router.Cause]string{
 
 // nodeWords names the infrastructure nodes in an operator's words.
 var nodeWords = map[string]string{
-	router.TaskExtraction: "understanding the request",
-	router.Classifier:     "choosing the capabilities",
-	router.Orchestrator:   "planning",
-	router.PlanApproval:   "the plan approval",
-	router.Respond:        "writing the answer",
-	router.Clarify:        "asking a clarifying question",
+	state.NodeTaskExtraction: "understanding the request",
+	state.NodeClassifier:     "choosing the capabilities",
+	state.NodeOrchestrator:   "planning",
+	state.NodePlanApproval:   "the plan approval",
+	state.NodeRespond:        "writing the answer",
+	state.NodeClarify:        "asking a clarifying question",
 }
 
 // BuildReport builds the report of state s, deciding why the turn reached
@@ -170,7 +170,7 @@ func reportSteps(s state.State, e *state.ErrorInfo, sideEffects func(string) boo
 }
 
 func terminal(capability string) bool {
-	return capability == capabilities.Respond || capability == capabilities.Clarify
+	return capability == state.NodeRespond || capability == state.NodeClarify
 }
 
 // outcome is what a successful step produced, from the summaries of the

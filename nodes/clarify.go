@@ -22,7 +22,7 @@ type ClarifyNode struct{ base }
 
 // NewClarify returns the clarify node.
 func NewClarify(cfg Config) (*ClarifyNode, error) {
-	b, err := newBase(cfg, Clarify)
+	b, err := newBase(cfg, state.NodeClarify)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func clarifyReason(t state.Turn) string {
 		return ""
 	}
 	for _, st := range t.Plan.Steps {
-		if st.Capability == Clarify && st.Status == state.StepPending {
+		if st.Capability == state.NodeClarify && st.Status == state.StepPending {
 			return st.TaskObjective
 		}
 	}

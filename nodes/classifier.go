@@ -53,7 +53,7 @@ type ClassifierNode struct{ base }
 
 // NewClassifier returns the classifier node.
 func NewClassifier(cfg Config) (*ClassifierNode, error) {
-	b, err := newBase(cfg, Classifier)
+	b, err := newBase(cfg, state.NodeClassifier)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 	selected, _ = withholdSideEffects(n.cfg.Registry, selected, intent)
 	_, withheld := withholdSideEffects(n.cfg.Registry, n.cfg.Registry.Names(), intent)
 	all, added := expandDependencies(n.cfg.Registry, selected, s.Context, reuse, allowedFor(n.cfg.Registry, intent))
-	for _, always := range []string{capabilities.Respond, capabilities.Clarify} {
+	for _, always := range []string{state.NodeRespond, state.NodeClarify} {
 		if !slices.Contains(all, always) {
 			all = append(all, always)
 		}

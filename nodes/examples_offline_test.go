@@ -27,7 +27,7 @@ func TestOfflineControlRoomDemo(t *testing.T) {
 			}
 			var caps []string
 			for _, st := range plans[0].Plan.Steps {
-				if st.Capability != capabilities.Respond {
+				if st.Capability != state.NodeRespond {
 					caps = append(caps, st.Capability)
 				}
 			}

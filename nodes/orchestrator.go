@@ -17,7 +17,7 @@ type OrchestratorNode struct{ base }
 
 // NewOrchestrator returns the orchestrator node.
 func NewOrchestrator(cfg Config) (*OrchestratorNode, error) {
-	b, err := newBase(cfg, Orchestrator)
+	b, err := newBase(cfg, state.NodeOrchestrator)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (n *OrchestratorNode) active(t state.Turn) []capabilities.Capability {
 // step's classification for replanning.
 func applyFailure(d *prompts.OrchestratorData, e *state.ErrorInfo, plan *state.Plan) {
 	c := e.Classification
-	if e.Node == Orchestrator && c.Kind == capabilities.KindFormat {
+	if e.Node == state.NodeOrchestrator && c.Kind == capabilities.KindFormat {
 		d.FormatError, _ = c.Metadata[MetaParseError].(string)
 		if d.FormatError == "" {
 			d.FormatError = e.Message

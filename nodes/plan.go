@@ -311,7 +311,7 @@ func availableKeys(earlier []capabilities.PlannedStep, store capabilities.Contex
 }
 
 func respondStep(task string) capabilities.PlannedStep {
-	return capabilities.PlannedStep{ContextKey: "user_response", Capability: capabilities.Respond,
+	return capabilities.PlannedStep{ContextKey: "user_response", Capability: state.NodeRespond,
 		TaskObjective: "Answer the user: " + task, ExpectedOutput: ""}
 }
 

@@ -52,7 +52,7 @@ type TaskExtractionNode struct{ base }
 
 // NewTaskExtraction returns the task extraction node.
 func NewTaskExtraction(cfg Config) (*TaskExtractionNode, error) {
-	b, err := newBase(cfg, TaskExtraction)
+	b, err := newBase(cfg, state.NodeTaskExtraction)
 	if err != nil {
 		return nil, err
 	}

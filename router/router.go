@@ -8,21 +8,10 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// Node names of the agent graph. They equal the nodes package's constants;
-// they are repeated here so the router imports no LLM code.
-const (
-	TaskExtraction = "task_extraction"
-	Classifier     = "classifier"
-	Orchestrator   = "orchestrator"
-	Respond        = capabilities.Respond
-	Clarify        = capabilities.Clarify
-	Error          = "error"
-	// PlanApproval asks a human to approve the plan before any step runs
-	// (Options.PlanApproval); the agent adds this node.
-	PlanApproval = "plan_approval"
-	// End finishes the run (the graph engine's End).
-	End = "__end__"
-)
+// End finishes the run: the graph engine's End (graph.End), which the
+// router names without importing the engine. The node names are state's
+// (state.NodeTaskExtraction, …).
+const End = "__end__"
 
 // Names of the limits and budgets, as recorded in Control.LimitExceeded and
 // reported by the error node.
@@ -121,12 +110,12 @@ type Decision struct {
 }
 
 // ToError reports whether the decision sends the turn to the error node.
-func (d Decision) ToError() bool { return len(d.Next) == 1 && d.Next[0] == Error }
+func (d Decision) ToError() bool { return len(d.Next) == 1 && d.Next[0] == state.NodeError }
 
 func to(cause Cause, next ...string) Decision { return Decision{Next: next, Cause: cause} }
 
 func toError(cause Cause, e *state.ErrorInfo, limit string) Decision {
-	return Decision{Next: []string{Error}, Cause: cause, Error: e, Limit: limit}
+	return Decision{Next: []string{state.NodeError}, Cause: cause, Error: e, Limit: limit}
 }
 
 // Decide returns the next node(s) for state s. It is pure: equal inputs give
@@ -152,18 +141,18 @@ func Decide(s state.State, cfg Config) Decision {
 	}
 	switch {
 	case t.Task == nil:
-		return to(CauseNoTask, TaskExtraction)
+		return to(CauseNoTask, state.NodeTaskExtraction)
 	case len(t.ActiveCapabilities) == 0:
-		return to(CauseNoCapabilities, Classifier)
+		return to(CauseNoCapabilities, state.NodeClassifier)
 	case t.Plan == nil:
 		if c.PlansCreated >= cfg.MaxPlanningAttempts {
 			return toError(CausePlanningBudget, nil, LimitPlanning)
 		}
-		return to(CauseNoPlan, Orchestrator)
+		return to(CauseNoPlan, state.NodeOrchestrator)
 	case t.Options.PlanApproval && !t.Plan.Approved:
 		// The whole plan is approved before any of its steps runs; a new
 		// plan (replanning) is asked for again.
-		return to(CausePlanApproval, PlanApproval)
+		return to(CausePlanApproval, state.NodePlanApproval)
 	}
 	return decideSteps(t.Plan, cfg, c.NodeSteps)
 }
@@ -224,12 +213,12 @@ func decideError(s state.State, cfg Config, e *state.ErrorInfo) Decision {
 		if c.PlansCreated >= cfg.MaxPlanningAttempts {
 			return toError(CausePlanningBudget, e, LimitPlanning)
 		}
-		return Decision{Next: []string{Orchestrator}, Cause: CauseReplan, Error: e}
+		return Decision{Next: []string{state.NodeOrchestrator}, Cause: CauseReplan, Error: e}
 	case capabilities.Reclassification:
 		if c.Reclassifications >= cfg.ReclassificationBudget() {
 			return toError(CauseReclassificationLimit, e, LimitReclassification)
 		}
-		return Decision{Next: []string{Classifier}, Cause: CauseReclassify, Error: e}
+		return Decision{Next: []string{state.NodeClassifier}, Cause: CauseReclassify, Error: e}
 	case capabilities.Fatal:
 		return toError(CauseFatal, e, "")
 	}
@@ -238,11 +227,11 @@ func decideError(s state.State, cfg Config, e *state.ErrorInfo) Decision {
 
 func isPending(st state.StepStatus) bool { return st == "" || st == state.StepPending }
 
-func isTerminal(name string) bool { return name == Respond || name == Clarify }
+func isTerminal(name string) bool { return name == state.NodeRespond || name == state.NodeClarify }
 
 func infraNode(name string) bool {
 	switch name {
-	case TaskExtraction, Classifier, Orchestrator, Respond, Clarify:
+	case state.NodeTaskExtraction, state.NodeClassifier, state.NodeOrchestrator, state.NodeRespond, state.NodeClarify:
 		return true
 	}
 	return false
@@ -356,5 +345,5 @@ func decideSteps(p *state.Plan, cfg Config, nodeSteps int) Decision {
 	}
 	// Every step ran and the plan has no terminal step (or the index ran past
 	// the end): answer.
-	return to(CausePlanFinished, Respond)
+	return to(CausePlanFinished, state.NodeRespond)
 }

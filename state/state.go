@@ -6,13 +6,14 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 )
 
-// Role of a chat message.
-type Role string
+// MessageRole says who wrote a chat message (not to be confused with a model
+// role, which says what a model is used for).
+type MessageRole string
 
 const (
-	RoleUser      Role = "user"
-	RoleAssistant Role = "assistant"
-	RoleSystem    Role = "system"
+	RoleUser      MessageRole = "user"
+	RoleAssistant MessageRole = "assistant"
+	RoleSystem    MessageRole = "system"
 )
 
 // MessageKind says what an assistant message is, so frontends can render it.
@@ -28,7 +29,7 @@ const (
 
 // Message is one chat message.
 type Message struct {
-	Role    Role        `json:"role"`
+	Role    MessageRole `json:"role"`
 	Content string      `json:"content"`
 	Kind    MessageKind `json:"kind,omitempty"`
 	Turn    int         `json:"turn,omitempty"`

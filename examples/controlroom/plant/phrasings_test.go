@@ -252,7 +252,7 @@ func ask(t *testing.T, a *agent.Agent, thread, q string) offlineTurn {
 		case agent.EventPlan:
 			var caps []string
 			for _, st := range ev.Plan.Steps {
-				if st.Capability != capabilities.Respond {
+				if st.Capability != state.NodeRespond {
 					caps = append(caps, st.Capability)
 				}
 			}
