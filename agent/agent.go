@@ -55,7 +55,7 @@ func New(cfg Config) (*Agent, error) {
 	for i, c := range caps {
 		names[i] = c.Name()
 	}
-	a := &Agent{cfg: cfg, rc: cfg.Limits.router(names)}
+	a := &Agent{cfg: cfg, rc: routerConfig(cfg.Limits, names)}
 	if cfg.ErrorNode == nil {
 		en, err := errornode.New(errornode.Config{Models: cfg.Models, Overview: cfg.Registry.Overview(), Router: a.rc, Now: cfg.Now, Prompts: cfg.Nodes.Prompts,
 			Timeout: cfg.ErrorExplanationTimeout, SideEffects: a.sideEffects})

@@ -86,7 +86,7 @@ func TestPropertyEveryScriptEndsWell(t *testing.T) {
 			MaxPlanningAttempts:  rapid.IntRange(1, 3).Draw(rt, "max_planning_attempts"),
 			MaxReclassifications: rapid.IntRange(-1, 2).Draw(rt, "max_reclassifications"),
 			MaxNodeSteps:         rapid.IntRange(3, 40).Draw(rt, "max_node_steps"),
-			MaxTokens:            rapid.IntRange(0, 400).Draw(rt, "max_tokens"),
+			MaxTokensPerTurn:     rapid.IntRange(0, 400).Draw(rt, "max_tokens"),
 		}
 		a := mustAgent(rt, cfg)
 		rc := a.RouterConfig()

@@ -282,7 +282,7 @@ func TestApprovalTokensDoNotExhaustTheBudget(t *testing.T) {
 	m := llmtest.New().Script(llm.RoleApproval, llmtest.Reply{Text: `{"approved": true}`, Usage: llm.Usage{PromptTokens: 1990, CompletionTokens: 15}}).
 		Only(llm.RoleApproval)
 	cfg.Models = m
-	cfg.Limits.MaxTokens = 1000
+	cfg.Limits.MaxTokensPerTurn = 1000
 	a := mustAgent(t, cfg)
 	ap := approvalOf(t, run(t, a, "t", "set Q1 to 105 A"))
 	o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes, go ahead with the 105 A"})
@@ -314,7 +314,7 @@ func TestReportAfterASideEffectSaysWhatWasDone(t *testing.T) {
 	}{
 		{"a later step fails", func(w *world, cfg *agent.Config) { w.caps["read_a"].errs = []error{errCritical} }, "permission denied"},
 		{"the answer spends the budget", func(w *world, cfg *agent.Config) {
-			cfg.Limits.MaxTokens = 1000
+			cfg.Limits.MaxTokensPerTurn = 1000
 			cfg.Respond = &fnNode{name: state.NodeRespond, sc: &script{}, run: func(context.Context, state.State) (state.Update, error) {
 				return state.Update{Tokens: map[string]int{string(llm.RoleResponse): 2000}}, errTimeout
 			}}

@@ -281,7 +281,7 @@ func TestRoutes(t *testing.T) {
 		}},
 		{"token budget", func(w *world, cfg *agent.Config) {
 			w.tokens = 100
-			cfg.Limits.MaxTokens = 250
+			cfg.Limits.MaxTokensPerTurn = 250
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
 			wantReport(t, o, "max_tokens")
 			if w.caps["read_a"].count() != 0 {

@@ -14,25 +14,29 @@ import (
 const End = "__end__"
 
 // Names of the limits and budgets, as recorded in Control.LimitExceeded and
-// reported by the error node.
+// reported by the error node. Each is the JSON name of its Limits field and
+// the key under limits: in the configuration file.
 const (
 	LimitExecutionTime    = "max_execution_time"
 	LimitNodeSteps        = "max_node_steps"
-	LimitTokens           = "max_tokens"
+	LimitTokens           = "max_tokens_per_turn"
 	LimitPlanning         = "max_planning_attempts"
 	LimitReclassification = "max_reclassifications"
-	LimitAttempts         = "max_attempts"
+	// LimitAttempts is a retry policy's max_attempts (per step, not per turn).
+	LimitAttempts = "max_attempts"
 )
 
-// Default budgets.
+// Default limits of a turn.
 const (
 	DefaultMaxPlanningAttempts  = 2
 	DefaultMaxReclassifications = 1
 	DefaultMaxNodeSteps         = 100
+	DefaultMaxExecutionTime     = 300 * time.Second
 )
 
-// Config holds the budgets and the graph's capability nodes.
-type Config struct {
+// Limits bound one turn. Exceeding one ends the turn in the error node.
+// Zero fields take the defaults (WithDefaults).
+type Limits struct {
 	// MaxPlanningAttempts caps the plans made in one turn (the first plan
 	// included, also plans made after a reclassification). Default 2.
 	MaxPlanningAttempts int `json:"max_planning_attempts,omitempty"`
@@ -41,26 +45,44 @@ type Config struct {
 	MaxReclassifications int `json:"max_reclassifications,omitempty"`
 	// MaxNodeSteps caps node executions per turn. Default 100.
 	MaxNodeSteps int `json:"max_node_steps,omitempty"`
-	// MaxTokens caps the LLM tokens of one turn (Control.BudgetTokens: the
-	// approval model's are not counted); 0 means no budget.
-	MaxTokens int `json:"max_tokens,omitempty"`
+	// MaxTokensPerTurn caps the LLM tokens of one turn (Control.BudgetTokens:
+	// the approval model's are reported but not counted); 0 means no budget.
+	MaxTokensPerTurn int `json:"max_tokens_per_turn,omitempty"`
+	// MaxExecutionTime caps the wall-clock time of a turn. Default 300 s.
+	// The agent enforces it (the router reads no clock) and records
+	// LimitExecutionTime when it is exceeded.
+	MaxExecutionTime time.Duration `json:"max_execution_time,omitempty"`
+}
+
+// WithDefaults fills zero fields with the defaults.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxPlanningAttempts <= 0 {
+		l.MaxPlanningAttempts = DefaultMaxPlanningAttempts
+	}
+	if l.MaxReclassifications == 0 {
+		// Negative (none) stays negative, so applying WithDefaults twice is harmless.
+		l.MaxReclassifications = DefaultMaxReclassifications
+	}
+	if l.MaxNodeSteps <= 0 {
+		l.MaxNodeSteps = DefaultMaxNodeSteps
+	}
+	if l.MaxExecutionTime == 0 {
+		l.MaxExecutionTime = DefaultMaxExecutionTime
+	}
+	return l
+}
+
+// Config holds the limits and the graph's capability nodes.
+type Config struct {
+	Limits
 	// Capabilities are the capability nodes of the graph. A plan step naming
 	// anything else (other than respond and clarify) goes to the error node.
 	Capabilities []string `json:"capabilities,omitempty"`
 }
 
-// WithDefaults fills zero fields with the defaults.
+// WithDefaults fills zero limits with the defaults.
 func (c Config) WithDefaults() Config {
-	if c.MaxPlanningAttempts <= 0 {
-		c.MaxPlanningAttempts = DefaultMaxPlanningAttempts
-	}
-	if c.MaxReclassifications == 0 {
-		// Negative (none) stays negative, so applying WithDefaults twice is harmless.
-		c.MaxReclassifications = DefaultMaxReclassifications
-	}
-	if c.MaxNodeSteps <= 0 {
-		c.MaxNodeSteps = DefaultMaxNodeSteps
-	}
+	c.Limits = c.Limits.WithDefaults()
 	return c
 }
 
@@ -133,7 +155,7 @@ func Decide(s state.State, cfg Config) Decision {
 		return toError(CauseLimit, e, c.LimitExceeded)
 	case c.NodeSteps >= cfg.MaxNodeSteps:
 		return toError(CauseLimit, e, LimitNodeSteps)
-	case cfg.MaxTokens > 0 && c.BudgetTokens() >= cfg.MaxTokens:
+	case cfg.MaxTokensPerTurn > 0 && c.BudgetTokens() >= cfg.MaxTokensPerTurn:
 		return toError(CauseLimit, e, LimitTokens)
 	}
 	if e != nil {

@@ -61,7 +61,7 @@ func TestDecide(t *testing.T) {
 		{"done wins over an error", withErr(mod(planned(), func(s *state.State) { s.Turn.Done = true }), errInfo("read", 0, capabilities.Critical, 1, false)), cfg, []string{router.End}, router.CauseDone, "", time.Time{}, nil},
 		{"recorded limit", mod(planned(st("read", P)), func(s *state.State) { s.Turn.Control.LimitExceeded = router.LimitExecutionTime }), cfg, []string{state.NodeError}, router.CauseLimit, router.LimitExecutionTime, time.Time{}, nil},
 		{"node steps", mod(planned(st("read", P)), func(s *state.State) { s.Turn.Control.NodeSteps = 100 }), cfg, []string{state.NodeError}, router.CauseLimit, router.LimitNodeSteps, time.Time{}, nil},
-		{"tokens", mod(planned(st("read", P)), func(s *state.State) { s.Turn.Control.Tokens = 500 }), router.Config{MaxTokens: 500, Capabilities: cfg.Capabilities}, []string{state.NodeError}, router.CauseLimit, router.LimitTokens, time.Time{}, nil},
+		{"tokens", mod(planned(st("read", P)), func(s *state.State) { s.Turn.Control.Tokens = 500 }), router.Config{Limits: router.Limits{MaxTokensPerTurn: 500}, Capabilities: cfg.Capabilities}, []string{state.NodeError}, router.CauseLimit, router.LimitTokens, time.Time{}, nil},
 		{"tokens without a budget", mod(planned(st("read", P)), func(s *state.State) { s.Turn.Control.Tokens = 1e6 }), cfg, []string{"read"}, router.CauseSteps, "", time.Time{}, map[string]int{"read": 0}},
 		{"limits before errors", withErr(mod(planned(), func(s *state.State) { s.Turn.Control.NodeSteps = 100 }), errInfo("read", 0, capabilities.Retriable, 1, true)), cfg, []string{state.NodeError}, router.CauseLimit, router.LimitNodeSteps, time.Time{}, nil},
 
@@ -86,7 +86,7 @@ func TestDecide(t *testing.T) {
 		{"replanning budget spent", withErr(mod(planned(st("read", P)), func(s *state.State) { s.Turn.Control.PlansCreated = 2 }), errInfo("read", 0, capabilities.Replanning, 1, false)), cfg, []string{state.NodeError}, router.CausePlanningBudget, router.LimitPlanning, time.Time{}, nil},
 		{"reclassify", withErr(planned(st("read", P)), errInfo("read", 0, capabilities.Reclassification, 1, false)), cfg, []string{state.NodeClassifier}, router.CauseReclassify, "", time.Time{}, nil},
 		{"reclassification budget spent", withErr(mod(planned(st("read", P)), func(s *state.State) { s.Turn.Control.Reclassifications = 1 }), errInfo("read", 0, capabilities.Reclassification, 1, false)), cfg, []string{state.NodeError}, router.CauseReclassificationLimit, router.LimitReclassification, time.Time{}, nil},
-		{"no reclassification allowed", withErr(planned(st("read", P)), errInfo("read", 0, capabilities.Reclassification, 1, false)), router.Config{MaxReclassifications: -1, Capabilities: cfg.Capabilities}, []string{state.NodeError}, router.CauseReclassificationLimit, router.LimitReclassification, time.Time{}, nil},
+		{"no reclassification allowed", withErr(planned(st("read", P)), errInfo("read", 0, capabilities.Reclassification, 1, false)), router.Config{Limits: router.Limits{MaxReclassifications: -1}, Capabilities: cfg.Capabilities}, []string{state.NodeError}, router.CauseReclassificationLimit, router.LimitReclassification, time.Time{}, nil},
 		{"critical", withErr(planned(st("read", P)), errInfo("read", 0, capabilities.Critical, 1, false)), cfg, []string{state.NodeError}, router.CauseCritical, "", time.Time{}, nil},
 		{"unset severity is critical", withErr(planned(st("read", P)), errInfo("read", 0, capabilities.SeverityUnset, 1, false)), cfg, []string{state.NodeError}, router.CauseCritical, "", time.Time{}, nil},
 		{"fatal in the state", withErr(planned(st("read", P)), errInfo("read", 0, capabilities.Fatal, 1, false)), cfg, []string{state.NodeError}, router.CauseFatal, "", time.Time{}, nil},
@@ -135,10 +135,10 @@ func TestDecide(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	c := router.Config{}.WithDefaults()
-	if c.MaxPlanningAttempts != 2 || c.MaxReclassifications != 1 || c.MaxNodeSteps != 100 || c.MaxTokens != 0 {
+	if c.MaxPlanningAttempts != 2 || c.MaxReclassifications != 1 || c.MaxNodeSteps != 100 || c.MaxTokensPerTurn != 0 {
 		t.Fatalf("%+v", c)
 	}
-	none := router.Config{MaxReclassifications: -1}.WithDefaults().WithDefaults()
+	none := router.Config{Limits: router.Limits{MaxReclassifications: -1}}.WithDefaults().WithDefaults()
 	if none.ReclassificationBudget() != 0 {
 		t.Fatalf("negative reclassifications became %d", none.ReclassificationBudget())
 	}

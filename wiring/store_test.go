@@ -1,22 +1,13 @@
-package cli
+package wiring
 
 import (
 	"context"
 	"errors"
-	"flag"
-	"io"
 	"path/filepath"
 	"testing"
 
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
-
-func newTestFlagSet(g *globalFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	g.register(fs)
-	return fs
-}
 
 func TestParseStore(t *testing.T) {
 	env := map[string]string{"HOME": "/home/ada"}
@@ -35,7 +26,7 @@ func TestParseStore(t *testing.T) {
 		{"Memory", StoreSpec{}, true},
 	}
 	for _, tt := range tests {
-		got, err := ParseStore(tt.in, getenv)
+		got, err := ParseStore(tt.in, "capgraph", getenv)
 		if (err != nil) != tt.err || got != tt.want {
 			t.Errorf("ParseStore(%q) = %+v, %v", tt.in, got, err)
 		}
@@ -59,13 +50,13 @@ func TestDefaultStorePath(t *testing.T) {
 		{map[string]string{}, "", true},
 	}
 	for _, tt := range tests {
-		got, err := DefaultStorePath(func(k string) string { return tt.env[k] })
+		got, err := DefaultStorePath("capgraph", func(k string) string { return tt.env[k] })
 		if (err != nil) != tt.err || got != filepath.FromSlash(tt.want) {
 			t.Errorf("%v: %q, %v", tt.env, got, err)
 		}
 	}
 	// Empty --store is the default path.
-	s, err := ParseStore("", func(k string) string { return map[string]string{"XDG_DATA_HOME": "/d"}[k] })
+	s, err := ParseStore("", "capgraph", func(k string) string { return map[string]string{"XDG_DATA_HOME": "/d"}[k] })
 	if err != nil || s != (StoreSpec{Kind: StoreSQLite, Path: "/d/capgraph/capgraph.db"}) {
 		t.Errorf("default: %+v %v", s, err)
 	}
