@@ -278,8 +278,8 @@ func (d *decoder) validateServer(s Server) {
 			switch {
 			case set == state.SettingWritesEnabled:
 				d.bad(sub, "writes_enabled cannot be raised by a key: it is this process's switch (control_system.writes_enabled), checked where every write executes")
-			case !slices.Contains(state.RaisableSettings, set):
-				d.bad(sub, "%q is not a setting a key may raise (known: %s)", set, strings.Join(state.RaisableSettings, ", "))
+			case !slices.Contains(state.RaisableSettings(), set):
+				d.bad(sub, "%q is not a setting a key may raise (known: %s)", set, strings.Join(state.RaisableSettings(), ", "))
 			}
 		}
 	}

@@ -140,17 +140,6 @@ func (n *Node) explain(ctx context.Context, r state.ErrorReport) (string, string
 	return text, state.ExplainedByModel, resp.Usage.Total()
 }
 
-// Prompt is the explanation prompt for a report, from the default "error"
-// template of package prompts.
-func Prompt(r state.ErrorReport, overview string) []llm.Message {
-	msgs, err := render(prompts.Default(), r, overview)
-	if err != nil {
-		// The embedded template is golden-tested; keep the facts regardless.
-		return []llm.Message{{Role: "user", Content: facts(r)}}
-	}
-	return msgs
-}
-
 // render builds the explanation prompt from the set's "error" template.
 func render(set *prompts.Set, r state.ErrorReport, overview string) ([]llm.Message, error) {
 	sys, err := set.Render(prompts.ErrorExplanation, prompts.ErrorData{Task: r.Asked, Report: facts(r), CapabilityOverview: overview})

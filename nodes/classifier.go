@@ -17,11 +17,11 @@ import (
 
 // Reply shapes of the classifier.
 const (
-	MatchShape    = `{"is_match": true} or {"is_match": false}`
-	SelectedShape = `{"capabilities": ["<capability name>", ...]}`
+	matchShape    = `{"is_match": true} or {"is_match": false}`
+	selectedShape = `{"capabilities": ["<capability name>", ...]}`
 )
 
-// Keys and JSON schemas of MatchShape and SelectedShape. A selection's
+// Keys and JSON schemas of matchShape and selectedShape. A selection's
 // schema lists the names it may hold (selectionFor).
 var (
 	matchReply     = newShape("capability_match", required("is_match", jsonBoolean()))
@@ -192,7 +192,7 @@ func (n *ClassifierNode) classify(ctx context.Context, task, input, previous str
 	}
 	names, err := parseSelection(c.text)
 	if err != nil {
-		return nil, []call{c}, false, formatError(n.name, err.Error(), SelectedShape, c.text, nil)
+		return nil, []call{c}, false, formatError(n.name, err.Error(), selectedShape, c.text, nil)
 	}
 	for _, name := range names {
 		if _, ok := n.cfg.Registry.Get(name); !ok || isTerminal(name) {
@@ -301,11 +301,11 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 					return
 				}
 				problem := fmt.Sprintf("capability %s: %v", cp.Name(), err)
-				results[i].err = formatError(n.name, problem, MatchShape, c.text, map[string]any{MetaCapability: cp.Name()})
+				results[i].err = formatError(n.name, problem, matchShape, c.text, map[string]any{MetaCapability: cp.Name()})
 				if attempt >= formatAttemptsPerCapability {
 					return
 				}
-				fr = prompts.FormatRetry{FormatError: err.Error(), ExpectedShape: MatchShape, PreviousReply: truncate(c.text, maxReplyInPrompt)}
+				fr = prompts.FormatRetry{FormatError: err.Error(), ExpectedShape: matchShape, PreviousReply: truncate(c.text, maxReplyInPrompt)}
 				graph.Emit(ctx, Status{Node: n.name, Text: fmt.Sprintf("The reply about %s was unusable (%v); asking again…", cp.Name(), err)})
 			}
 		}()

@@ -87,16 +87,16 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 			}
 			// A rejected reply's tokens still count against the budget.
 			used := state.Update{Tokens: tokens(llm.RoleOrchestrator, c)}
-			parsed, err := ParsePlan(c.text)
+			parsed, err := parsePlan(c.text)
 			if err != nil {
-				return used, formatError(n.name, err.Error(), PlanShape, c.text, carry)
+				return used, formatError(n.name, err.Error(), planShape, c.text, carry)
 			}
 			valid, prob := validatePlan(parsed, n.cfg.Registry, s.Context, task, intentOf(t))
 			if prob != nil {
 				if prob.plan != nil {
 					return used, prob.plan.capabilityError()
 				}
-				return used, formatError(n.name, prob.format, PlanShape, c.text, carry)
+				return used, formatError(n.name, prob.format, planShape, c.text, carry)
 			}
 			steps = valid
 		}

@@ -78,7 +78,9 @@ const (
 // RaisableSettings are the settings a per-key permission may let a request
 // raise above the configuration. The write switch is not among them: it is
 // the process's own configuration, checked where a write executes.
-var RaisableSettings = []string{SettingApprovalMode, SettingPlanApproval, SettingSkipClassification, SettingSkipTaskExtraction}
+func RaisableSettings() []string {
+	return []string{SettingApprovalMode, SettingPlanApproval, SettingSkipClassification, SettingSkipTaskExtraction}
+}
 
 // Turn is everything about the current turn.
 type Turn struct {
