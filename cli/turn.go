@@ -87,4 +87,3 @@ func Answer(ctx context.Context, r agent.Runner, thread string, approval *state.
 	}
 	return consume(r.Resume(ctx, thread, ans), &eventLines{w: events})
 }
-
