@@ -17,9 +17,11 @@ import (
 // canceled. Runs waiting for an approval, finished runs and runs that failed
 // (a FATAL failure) are not listed. A run in progress (here or on another
 // replica) looks the same in the store and is listed too; RecoverRuns
-// tells them apart by the thread's lease.
+// tells them apart by the thread's lease. Only this agent's runs are
+// listed: threads of another application, and runs another version of the
+// graph started, are not (ownership.go).
 func (a *Agent) Unfinished(ctx context.Context) ([]string, error) {
-	infos, err := a.cfg.Store.Threads(ctx, checkpoint.ThreadFilter{})
+	infos, err := a.cfg.Store.Threads(ctx, checkpoint.ThreadFilter{Metadata: a.ownedFilter()})
 	if err != nil {
 		return nil, fmt.Errorf("agent: list threads: %w", err)
 	}
@@ -32,7 +34,7 @@ func (a *Agent) Unfinished(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return out, fmt.Errorf("agent: read thread %q: %w", info.ThreadID, err)
 		}
-		if graph.StatusOf(t) == graph.StatusCanceled {
+		if graph.StatusOf(t) == graph.StatusCanceled && a.checkOwner(info.ThreadID, t.Checkpoint.Metadata, true) == nil {
 			out = append(out, info.ThreadID)
 		}
 	}

@@ -73,3 +73,19 @@ func TestOpenStoreCreatesSQLiteDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Each application keeps its default store in a directory of its own; its
+// name must be a plain file name.
+func TestDefaultStorePathPerApplication(t *testing.T) {
+	env := func(k string) string { return map[string]string{"XDG_DATA_HOME": "/xdg", "HOME": "/home/ada"}[k] }
+	for app, want := range map[string]string{"capgraph": "/xdg/capgraph/capgraph.db", "myagent": "/xdg/myagent/myagent.db", "beam-line_2.0": "/xdg/beam-line_2.0/beam-line_2.0.db"} {
+		if got, err := DefaultStorePath(app, env); err != nil || got != filepath.FromSlash(want) {
+			t.Errorf("%s: %q, %v; want %s", app, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", ".", "..", "../x", "a/b", `a\b`, ".hidden", "-flag", "my agent"} {
+		if _, err := DefaultStorePath(bad, env); !errors.Is(err, ErrAppName) {
+			t.Errorf("%q: err = %v, want ErrAppName", bad, err)
+		}
+	}
+}
