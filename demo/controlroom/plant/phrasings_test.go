@@ -11,7 +11,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
+	"github.com/capgraph/capgraph/demo/controlroom/plant"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/nodes"
