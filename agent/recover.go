@@ -41,25 +41,13 @@ func (a *Agent) Unfinished(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// RecoverRuns resumes every unfinished run (see Unfinished), up to
-// MaxConcurrency at once, and returns when they have all stopped, with the
-// threads it resumed. Call it when a process starts, before serving, or
-// periodically on every replica of a shared store: each run is resumed
-// under the thread's lease (see LeaseConfig), so a thread whose lease
-// another agent holds (a run in progress there, or a replica that died less
-// than a lease TTL ago) is skipped, and a thread another replica finished
-// between the listing and the lease is left alone. With a store that is no
-// checkpoint.Leaser across processes (SQLite opened by several processes),
-// leases exclude only agents of this process: there, call it only in the
-// process owning the store. On a store that is a checkpoint.Claimer
-// (PostgreSQL) the store itself picks the resumable threads nobody holds
-// and leases them in one statement (FOR UPDATE SKIP LOCKED), one per free
-// worker, instead of every replica reading every thread. Each run continues
-// from its last checkpoint: completed steps do not run again, a step that
-// was in flight runs again (at least once; its idempotency key is the same),
-// a retry waits only what is left of its delay, and the turn's wall-clock
-// limit counts the time the process was down. A run ending in a FATAL
-// failure is not an error of RecoverRuns; other failures are joined.
+// RecoverRuns resumes every unfinished run of this agent (see Unfinished),
+// up to MaxConcurrency at once, each under its thread's lease, and returns
+// the threads it resumed once they have all stopped. Call it when a process
+// starts, before serving, or periodically on every replica of a shared
+// store. A run ending in a FATAL failure is not an error of RecoverRuns;
+// other failures are joined. What it resumes, skips and repeats:
+// docs/persistence.md, "Agent runs after a crash".
 func (a *Agent) RecoverRuns(ctx context.Context) ([]string, error) {
 	limit := a.RecoveryLimit()
 	var (

@@ -356,24 +356,10 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 	return selected, calls, false, nil
 }
 
-// offlineSelect is the lexical classifier. task is the turn's task; for a
-// follow-up that refers back ("read it", "and its history?") the offline
-// task is the earlier messages joined with it, whose words would select
-// again what the earlier turns did. The follow-up's own words say what to do
-// now, so they are classified alone; the subject comes from the context the
-// earlier turns stored (dependency expansion reuses it). A follow-up naming a
-// new subject ("and the RF voltage?") keeps the joined task: it asks the
-// previous question again about something else.
-//
-// The index holds only the capabilities the intent allows: for a read, a
-// side-effecting capability is no candidate, so it can neither be selected
-// nor outscore the reads (the selection's relative threshold is relative to
-// the best allowed capability).
-//
-// For a change the rules found in the message ("adjust Q1 to 97 A"), the
-// best-scoring side-effecting capability is added when the thresholds kept
-// none: the user asked for a change, the scores only say which capability
-// makes it.
+// offlineSelect is the lexical classifier over the capabilities the intent
+// allows; a follow-up that refers back is classified by its own words
+// (docs/models.md, "Offline mode", and docs/safety.md, "Selection and
+// planning").
 func (n *ClassifierNode) offlineSelect(task, input string, intent state.Intent) []string {
 	ix := n.lexical(intent)
 	text := task
