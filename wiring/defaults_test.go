@@ -3,6 +3,7 @@ package wiring_test
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/capgraph/capgraph/agent"
@@ -111,5 +112,28 @@ func TestZeroIsNotTheDefault(t *testing.T) {
 	}
 	if unset.Limits.MaxReclassifications != 0 || unset.ApprovalExpiry != 0 {
 		t.Errorf("left out must stay zero (the agent's default): %d %v", unset.Limits.MaxReclassifications, unset.ApprovalExpiry)
+	}
+}
+
+// One vocabulary: every limit of router.Limits is the key of the same name
+// under limits: in the file (its JSON name, and the name the error report
+// gives), so the file, the Go API and the report agree.
+func TestLimitKeysAreTheRoutersNames(t *testing.T) {
+	keys := map[string]bool{}
+	ct := reflect.TypeOf(config.Limits{})
+	for i := range ct.NumField() {
+		keys[strings.Split(ct.Field(i).Tag.Get("yaml"), ",")[0]] = true
+	}
+	rt := reflect.TypeOf(router.Limits{})
+	for i := range rt.NumField() {
+		name := strings.Split(rt.Field(i).Tag.Get("json"), ",")[0]
+		if !keys[name] {
+			t.Errorf("router.Limits.%s is %q, which is no key under limits: in the file", rt.Field(i).Name, name)
+		}
+	}
+	for _, name := range []string{router.LimitExecutionTime, router.LimitNodeSteps, router.LimitTokens, router.LimitPlanning, router.LimitReclassification} {
+		if !keys[name] {
+			t.Errorf("the limit %q the error report names is no key under limits: in the file", name)
+		}
 	}
 }
