@@ -37,8 +37,8 @@ type Config struct {
 	// AgentControl holds the per-turn bypasses of infrastructure steps.
 	AgentControl AgentControl `yaml:"agent_control"`
 	// Store is where threads are checkpointed: "memory", "sqlite:PATH" or a
-	// "postgres://…" URL. Empty means the command's default (SQLite in the
-	// user's data directory).
+	// "postgres://…" URL. Empty means the application's default: SQLite in
+	// its own data directory (wiring.DefaultStorePath).
 	Store string `yaml:"store"`
 	// Server configures `capgraph serve`.
 	Server Server `yaml:"server"`
