@@ -43,7 +43,7 @@ func (a *Agent) ClaimUnfinished(ctx context.Context) iter.Seq2[*ClaimedRun, erro
 		if isClaimer && isLeaser {
 			var handled []string
 			for {
-				ls, err := c.ClaimResumable(ctx, a.cfg.Leases.Owner, a.cfg.Leases.TTL, checkpoint.ClaimOptions{Limit: 1, Skip: handled})
+				ls, err := c.ClaimResumable(ctx, a.cfg.Leases.Owner, a.cfg.Leases.TTL, checkpoint.ClaimOptions{Limit: 1, Skip: handled, Metadata: a.ownedFilter()})
 				if err != nil {
 					yield(nil, fmt.Errorf("agent: claim unfinished runs: %w", err))
 					return
@@ -110,7 +110,8 @@ func (a *Agent) claimed(ctx context.Context, held *heldLease) (*ClaimedRun, bool
 }
 
 // resumable reads the thread's latest checkpoint and says whether its run
-// was cut between two steps.
+// was cut between two steps and is this agent's to continue (ownership.go):
+// another application's, or one another graph started, is left alone.
 func (a *Agent) resumable(ctx context.Context, thread string) (bool, error) {
 	t, err := a.cfg.Store.Get(ctx, thread, uuid.Nil)
 	if errors.Is(err, checkpoint.ErrNotFound) {
@@ -119,7 +120,7 @@ func (a *Agent) resumable(ctx context.Context, thread string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read thread: %w", err)
 	}
-	return graph.StatusOf(t) == graph.StatusCanceled, nil
+	return graph.StatusOf(t) == graph.StatusCanceled && a.checkOwner(thread, t.Checkpoint.Metadata, true) == nil, nil
 }
 
 // Resume continues the claimed run from its last checkpoint under the lease

@@ -14,13 +14,9 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// Default limits of a turn.
-const (
-	DefaultMaxExecutionTime = 300 * time.Second
-	// DefaultErrorNodeGrace is how long the error node may take after the
-	// turn's wall-clock limit has passed.
-	DefaultErrorNodeGrace = 30 * time.Second
-)
+// DefaultErrorNodeGrace is how long the error node may take after the
+// turn's wall-clock limit has passed.
+const DefaultErrorNodeGrace = 30 * time.Second
 
 // DefaultInfraRetryPolicy is the retry policy of infrastructure nodes that
 // state none of their own: LLM calls are cheap to repeat but a user is
@@ -33,25 +29,18 @@ var DefaultInfraRetryPolicy = capabilities.RetryPolicy{
 	Jitter:             capabilities.JitterFull,
 }
 
-// Limits bound one turn. Zero fields take the defaults.
-type Limits struct {
-	// MaxPlanningAttempts caps plans per turn (first plan included). Default 2.
-	MaxPlanningAttempts int `json:"max_planning_attempts,omitempty"`
-	// MaxReclassifications caps reclassifications per turn. Default 1; negative: none.
-	MaxReclassifications int `json:"max_reclassifications,omitempty"`
-	// MaxNodeSteps caps node executions per turn. Default 100.
-	MaxNodeSteps int `json:"max_node_steps,omitempty"`
-	// MaxTokens caps the LLM tokens of a turn; 0 means no budget. The
-	// approval model's tokens are reported in the turn's usage but not
-	// counted against it (state.Control.BudgetTokens).
-	MaxTokens int `json:"max_tokens,omitempty"`
-	// MaxExecutionTime caps the wall-clock time of a turn. Default 300 s.
-	MaxExecutionTime time.Duration `json:"max_execution_time,omitempty"`
-}
+// Limits bound one turn: router.Limits, whose zero fields take the
+// router's defaults (router.DefaultMaxNodeSteps, …).
+type Limits = router.Limits
 
 // Config assembles an agent. Registry and the infrastructure nodes are
 // required (until the nodes package provides defaults); the rest defaults.
 type Config struct {
+	// Application names the application whose threads this agent runs. It
+	// is recorded with every thread the agent runs, and the agent refuses a
+	// thread another application recorded (see ownership.go). Empty: an
+	// unnamed application, which runs only threads no named one recorded.
+	Application string
 	// Registry holds the application's capabilities. Required; it is validated.
 	Registry *capabilities.Registry
 	// Store keeps the checkpoints. Default: an in-memory store.
@@ -132,14 +121,9 @@ type ConfigError struct {
 func (e *ConfigError) Error() string { return fmt.Sprintf("agent: config %s: %s", e.Field, e.Problem) }
 func (e *ConfigError) Unwrap() error { return ErrConfig }
 
-func (l Limits) router(caps []string) router.Config {
-	return router.Config{
-		MaxPlanningAttempts:  l.MaxPlanningAttempts,
-		MaxReclassifications: l.MaxReclassifications,
-		MaxNodeSteps:         l.MaxNodeSteps,
-		MaxTokens:            l.MaxTokens,
-		Capabilities:         caps,
-	}.WithDefaults()
+// routerConfig is the router's view of the agent: its limits and capabilities.
+func routerConfig(l Limits, caps []string) router.Config {
+	return router.Config{Limits: l, Capabilities: caps}.WithDefaults()
 }
 
 // fillNodes builds the default infrastructure nodes for empty slots.
@@ -194,11 +178,11 @@ func (c *Config) validate() error {
 		field, name string
 		n           nodes.Node
 	}{
-		{"TaskExtraction", nodes.TaskExtraction, c.TaskExtraction},
-		{"Classifier", nodes.Classifier, c.Classifier},
-		{"Orchestrator", nodes.Orchestrator, c.Orchestrator},
-		{"Respond", nodes.Respond, c.Respond},
-		{"Clarify", nodes.Clarify, c.Clarify},
+		{"TaskExtraction", state.NodeTaskExtraction, c.TaskExtraction},
+		{"Classifier", state.NodeClassifier, c.Classifier},
+		{"Orchestrator", state.NodeOrchestrator, c.Orchestrator},
+		{"Respond", state.NodeRespond, c.Respond},
+		{"Clarify", state.NodeClarify, c.Clarify},
 	} {
 		switch {
 		case slot.n == nil:
@@ -210,13 +194,13 @@ func (c *Config) validate() error {
 	if c.Registry != nil {
 		for _, n := range c.Registry.Names() {
 			switch n {
-			case nodes.TaskExtraction, nodes.Classifier, nodes.Orchestrator, nodes.Respond, nodes.Clarify, nodes.Error:
+			case state.NodeTaskExtraction, state.NodeClassifier, state.NodeOrchestrator, state.NodeRespond, state.NodeClarify, state.NodeError:
 				bad("Registry", fmt.Sprintf("capability %q uses the name of an infrastructure node", n))
 			}
 		}
 	}
 	l := c.Limits
-	if l.MaxPlanningAttempts < 0 || l.MaxNodeSteps < 0 || l.MaxTokens < 0 || l.MaxExecutionTime < 0 {
+	if l.MaxPlanningAttempts < 0 || l.MaxNodeSteps < 0 || l.MaxTokensPerTurn < 0 || l.MaxExecutionTime < 0 {
 		bad("Limits", "must not be negative (except MaxReclassifications, where negative means none)")
 	}
 	if err := c.RetryPolicy.Validate(); err != nil {
@@ -268,7 +252,7 @@ func (c *Config) defaults() {
 		c.Models = llm.None
 	}
 	if c.Limits.MaxExecutionTime == 0 {
-		c.Limits.MaxExecutionTime = DefaultMaxExecutionTime
+		c.Limits.MaxExecutionTime = router.DefaultMaxExecutionTime
 	}
 	if c.ErrorNodeGrace == 0 {
 		c.ErrorNodeGrace = DefaultErrorNodeGrace

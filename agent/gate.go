@@ -13,30 +13,10 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// The execution gate. A capability that declares side effects
-// (capabilities.HasSideEffects) runs a step only after these checks, made
-// in the step wrapper at the moment the step is about to execute — on its
-// first run, after an approval answer, in a run resumed after a crash or
-// by another replica, and under whatever configuration the resuming
-// process has:
-//
-//  1. the caller may use the capability (allowed, see allow.go);
-//  2. this process's write switch is on (Config.Options.WritesEnabled;
-//     the turn's option can only turn it off);
-//  3. the action the step describes (capabilities.DescribeAction) is a
-//     change the user asked for (Task.Intent.Permits);
-//  4. a human granted an approval bound to that exact action (its digest),
-//     and the grant has not expired.
-//
-// An action with no changes (the capability found nothing to do, e.g. no
-// channel matches) runs without these checks: it changes nothing. The approval is asked whatever the
-//     approval mode; the answer carries the asked action's digest back,
-//     and the step runs only when it still describes the same action.
-//
-// A refusal is CRITICAL (no retry, no fallback): the error node reports it
-// and nothing of the step runs. Every refusal, approval, rejection and
-// execution is a durable audit record (audit.go). The capability's own
-// checks stay as defence in depth.
+// The execution gate: a step of a side-effecting capability runs only if,
+// at the moment it executes (on every path), the caller may use it, this
+// process's write switch is on, the user asked for that change and a human
+// approved exactly that action. The rules and their reasons: docs/safety.md.
 
 // KindRefused is the classification kind of a side-effecting step the gate
 // refused for a reason other than the write switch (kind writes_disabled)

@@ -146,7 +146,7 @@ func (a *Agent) recordInfraFailure(ctx context.Context, s state.State, name stri
 		At: now, Elapsed: elapsed, Policy: p, Retry: retry, NotBefore: nb}
 	t.Control.Error = info
 	t.Control.Blocked = nil
-	if name == router.Orchestrator && cl.Severity == capabilities.Replanning {
+	if name == state.NodeOrchestrator && cl.Severity == capabilities.Replanning {
 		// An invalid plan uses up a planning attempt, so repeated invalid
 		// plans end in the error node instead of looping.
 		t.Control.PlansCreated++
@@ -179,11 +179,11 @@ func (a *Agent) infraSuccess(s state.State, name string, u state.Update, now tim
 		delete(t.Control.Retries, name)
 	}
 	switch name {
-	case router.TaskExtraction:
+	case state.NodeTaskExtraction:
 		if t.Task == nil || strings.TrimSpace(t.Task.Text) == "" {
 			t.Task = &state.Task{Text: s.Turn.Input}
 		}
-	case router.Classifier:
+	case state.NodeClassifier:
 		if recovering != nil && recovering.Classification.Severity == capabilities.Reclassification {
 			t.Control.Reclassifications = max(t.Control.Reclassifications, prev.Reclassifications+1)
 			if t.Control.ReclassificationReason == "" {
@@ -192,10 +192,10 @@ func (a *Agent) infraSuccess(s state.State, name string, u state.Update, now tim
 		}
 		if len(t.ActiveCapabilities) == 0 {
 			// Nothing fits: the always-active capabilities can still answer.
-			t.ActiveCapabilities = []string{capabilities.Respond, capabilities.Clarify}
+			t.ActiveCapabilities = []string{state.NodeRespond, state.NodeClarify}
 		}
 		t.Plan = nil // a new selection needs a new plan
-	case router.Orchestrator:
+	case state.NodeOrchestrator:
 		// Every plan the orchestrator makes counts against the budget.
 		t.Control.PlansCreated = max(t.Control.PlansCreated, prev.PlansCreated+1)
 		if t.Plan != nil {
@@ -212,7 +212,7 @@ func (a *Agent) infraSuccess(s state.State, name string, u state.Update, now tim
 			}
 			t.Plan = &p
 		}
-	case router.Respond, router.Clarify:
+	case state.NodeRespond, state.NodeClarify:
 		return a.terminalSuccess(s, name, u, t, now)
 	}
 	out := u
@@ -242,7 +242,7 @@ func (a *Agent) terminalSuccess(s state.State, name string, u state.Update, t st
 	}
 	if msg.Kind == "" {
 		msg.Kind = state.KindAnswer
-		if name == router.Clarify {
+		if name == state.NodeClarify {
 			msg.Kind = state.KindClarification
 		}
 	}
@@ -285,7 +285,7 @@ func (a *Agent) terminalSuccess(s state.State, name string, u state.Update, t st
 func recoveryNotes(p state.Plan, content string) string {
 	var lines []string
 	for i, st := range p.Steps {
-		if st.Status != state.StepDone || router.Respond == st.Effective() || router.Clarify == st.Effective() {
+		if st.Status != state.StepDone || state.NodeRespond == st.Effective() || state.NodeClarify == st.Effective() {
 			continue
 		}
 		switch {

@@ -17,9 +17,11 @@ import (
 // canceled. Runs waiting for an approval, finished runs and runs that failed
 // (a FATAL failure) are not listed. A run in progress (here or on another
 // replica) looks the same in the store and is listed too; RecoverRuns
-// tells them apart by the thread's lease.
+// tells them apart by the thread's lease. Only this agent's runs are
+// listed: threads of another application, and runs another version of the
+// graph started, are not (ownership.go).
 func (a *Agent) Unfinished(ctx context.Context) ([]string, error) {
-	infos, err := a.cfg.Store.Threads(ctx, checkpoint.ThreadFilter{})
+	infos, err := a.cfg.Store.Threads(ctx, checkpoint.ThreadFilter{Metadata: a.ownedFilter()})
 	if err != nil {
 		return nil, fmt.Errorf("agent: list threads: %w", err)
 	}
@@ -32,32 +34,20 @@ func (a *Agent) Unfinished(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return out, fmt.Errorf("agent: read thread %q: %w", info.ThreadID, err)
 		}
-		if graph.StatusOf(t) == graph.StatusCanceled {
+		if graph.StatusOf(t) == graph.StatusCanceled && a.checkOwner(info.ThreadID, t.Checkpoint.Metadata, true) == nil {
 			out = append(out, info.ThreadID)
 		}
 	}
 	return out, nil
 }
 
-// RecoverRuns resumes every unfinished run (see Unfinished), up to
-// MaxConcurrency at once, and returns when they have all stopped, with the
-// threads it resumed. Call it when a process starts, before serving, or
-// periodically on every replica of a shared store: each run is resumed
-// under the thread's lease (see LeaseConfig), so a thread whose lease
-// another agent holds (a run in progress there, or a replica that died less
-// than a lease TTL ago) is skipped, and a thread another replica finished
-// between the listing and the lease is left alone. With a store that is no
-// checkpoint.Leaser across processes (SQLite opened by several processes),
-// leases exclude only agents of this process: there, call it only in the
-// process owning the store. On a store that is a checkpoint.Claimer
-// (PostgreSQL) the store itself picks the resumable threads nobody holds
-// and leases them in one statement (FOR UPDATE SKIP LOCKED), one per free
-// worker, instead of every replica reading every thread. Each run continues
-// from its last checkpoint: completed steps do not run again, a step that
-// was in flight runs again (at least once; its idempotency key is the same),
-// a retry waits only what is left of its delay, and the turn's wall-clock
-// limit counts the time the process was down. A run ending in a FATAL
-// failure is not an error of RecoverRuns; other failures are joined.
+// RecoverRuns resumes every unfinished run of this agent (see Unfinished),
+// up to MaxConcurrency at once, each under its thread's lease, and returns
+// the threads it resumed once they have all stopped. Call it when a process
+// starts, before serving, or periodically on every replica of a shared
+// store. A run ending in a FATAL failure is not an error of RecoverRuns;
+// other failures are joined. What it resumes, skips and repeats:
+// docs/persistence.md, "Agent runs after a crash".
 func (a *Agent) RecoverRuns(ctx context.Context) ([]string, error) {
 	limit := a.RecoveryLimit()
 	var (

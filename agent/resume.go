@@ -36,6 +36,10 @@ func (a *Agent) Resume(ctx context.Context, thread string, ans Answer) iter.Seq2
 		}
 		defer release()
 		p.yield = leaseYield(ctx, p.yield)
+		if err := a.ownRun(ctx, thread); err != nil {
+			p.fail(err)
+			return
+		}
 		a.resume(ctx, p, thread, ans)
 	}
 }

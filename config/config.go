@@ -1,8 +1,6 @@
 package config
 
 import (
-	"time"
-
 	"github.com/capgraph/capgraph/capabilities"
 )
 
@@ -12,16 +10,19 @@ import (
 type Duration = capabilities.Duration
 
 // Config is the whole configuration file. Parse and Load start from Default,
-// so every key the file leaves out keeps its documented default.
+// so every key the file leaves out keeps its documented default. A setting
+// the library (the agent, the server, the models) has a default for is left
+// zero here, and the library's default applies: one source for each default
+// (package wiring converts a Config into the libraries' configs).
 type Config struct {
 	// Models configures a model per role ("default", "task_extraction",
 	// "classifier", "orchestrator", "response", "approval", "error"). A role
 	// not listed uses "default"; fields a role leaves empty come from "default"
 	// (see ModelFor). No models at all means offline mode.
 	Models map[string]Model `yaml:"models"`
-	// Fallback is what a node does when its model is unreachable: "none" (the
-	// failure is classified and recovered like any other) or "offline" (the
-	// node's offline strategy answers instead).
+	// Fallback is what a node does when its model is unreachable: "none"
+	// (the default: the failure is classified and recovered like any
+	// other) or "offline" (the node's offline strategy answers instead).
 	Fallback string `yaml:"fallback"`
 	// Classifier configures capability selection.
 	Classifier Classifier `yaml:"classifier"`
@@ -36,8 +37,8 @@ type Config struct {
 	// AgentControl holds the per-turn bypasses of infrastructure steps.
 	AgentControl AgentControl `yaml:"agent_control"`
 	// Store is where threads are checkpointed: "memory", "sqlite:PATH" or a
-	// "postgres://…" URL. Empty means the command's default (SQLite in the
-	// user's data directory).
+	// "postgres://…" URL. Empty means the application's default: SQLite in
+	// its own data directory (wiring.DefaultStorePath).
 	Store string `yaml:"store"`
 	// Server configures `capgraph serve`.
 	Server Server `yaml:"server"`
@@ -91,37 +92,43 @@ type Model struct {
 	StreamUsage *bool `yaml:"stream_usage"`
 }
 
-// JSONModes lists the accepted models.<role>.json_mode values (llm.JSONModes).
-var JSONModes = []string{"auto", "json_schema", "json_object", "off"}
-
 // Classifier configures capability selection.
 type Classifier struct {
-	// Mode: "batched" (one call selects the set; default) or
+	// Mode: "batched" (one call selects the set; the default) or
 	// "per_capability" (one yes/no call per capability).
 	Mode string `yaml:"mode"`
 }
 
-// Limits bound one turn. Exceeding one ends the turn in the error node.
+// Limits bound one turn. Exceeding one ends the turn in the error node. The
+// keys are the limit names the error report gives (router.Limit*); a zero
+// field (a key left out) takes the library's default.
 type Limits struct {
-	// MaxPlanningAttempts counts plans per turn, the first included (default 2).
+	// MaxPlanningAttempts counts plans per turn, the first included
+	// (default: the router's, 2).
 	MaxPlanningAttempts int `yaml:"max_planning_attempts"`
-	// MaxReclassifications per turn (default 1; 0 forbids them).
-	MaxReclassifications int `yaml:"max_reclassifications"`
-	// MaxExecutionTime is the turn's wall-clock limit (default 5m).
+	// MaxReclassifications per turn (default: the router's, 1). Nil when the
+	// file leaves it out; 0 forbids reclassification.
+	MaxReclassifications *int `yaml:"max_reclassifications"`
+	// MaxExecutionTime is the turn's wall-clock limit (default: the router's, 5m).
 	MaxExecutionTime Duration `yaml:"max_execution_time"`
-	// MaxSteps counts node executions per turn (default 100).
-	MaxSteps int `yaml:"max_steps"`
-	// MaxTokensPerTurn is the LLM token budget of a turn; 0 means unlimited.
+	// MaxNodeSteps counts node executions per turn (default: the router's,
+	// 100). The key was max_steps before.
+	MaxNodeSteps int `yaml:"max_node_steps"`
+	// MaxTokensPerTurn is the LLM token budget of a turn; 0 means unlimited
+	// (the default).
 	MaxTokensPerTurn int `yaml:"max_tokens_per_turn"`
-	// MaxConcurrentClassifications bounds per_capability classifier calls (default 5).
+	// MaxConcurrentClassifications bounds per_capability classifier calls
+	// (default: the nodes', 5).
 	MaxConcurrentClassifications int `yaml:"max_concurrent_classifications"`
-	// StepConcurrency bounds independent plan steps run together (default 8, as the agent).
+	// StepConcurrency bounds independent plan steps run together (default:
+	// the agent's, 8).
 	StepConcurrency int `yaml:"step_concurrency"`
 	// ErrorNodeGrace is how long the error node may take to write its report,
-	// also once max_execution_time has passed (unset: the agent's 30s).
+	// also once max_execution_time has passed (default: the agent's, 30s).
 	ErrorNodeGrace Duration `yaml:"error_node_grace"`
 	// ErrorExplanationTimeout bounds the error model's explanation within
-	// that grace (unset: 30s); past it, the deterministic explanation is used.
+	// that grace (default: the error node's, 30s); past it, the
+	// deterministic explanation is used.
 	ErrorExplanationTimeout Duration `yaml:"error_explanation_timeout"`
 }
 
@@ -135,14 +142,15 @@ type Retry struct {
 
 // Approval configures human approval.
 type Approval struct {
-	// GlobalMode: "disabled", "selective" (default: capabilities that ask
-	// for approval get it) or "all_capabilities".
+	// GlobalMode: "disabled", "selective" (the default: capabilities that
+	// ask for approval get it) or "all_capabilities".
 	GlobalMode string `yaml:"global_mode"`
 	// PlanApproval asks a human to approve every plan before steps run.
 	PlanApproval bool `yaml:"plan_approval"`
 	// ExpiresAfter: a pending approval older than this is treated as denied
-	// (default 24h; 0 means never).
-	ExpiresAfter Duration `yaml:"expires_after"`
+	// (default: the agent's, 1h). Nil when the file leaves it out; 0 means
+	// approvals never expire.
+	ExpiresAfter *Duration `yaml:"expires_after"`
 }
 
 // ControlSystem holds the control-system safety switches.
@@ -165,12 +173,12 @@ type AgentControl struct {
 
 // Server configures the HTTP server.
 type Server struct {
-	// Addr is the listen address (default 127.0.0.1:8080).
+	// Addr is the listen address (default: the server's, 127.0.0.1:8080).
 	Addr string `yaml:"addr"`
 	// APIKeys lists the accepted bearer keys; empty means no authentication
 	// (only sensible on a loopback address).
 	APIKeys []APIKey `yaml:"api_keys"`
-	// MaxBodyBytes caps a request body (default 1 MiB).
+	// MaxBodyBytes caps a request body (default: the server's, 4 MiB).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// Limits are server-wide limits.
 	Limits ServerLimits `yaml:"limits"`
@@ -222,19 +230,23 @@ type APIKey struct {
 
 // ServerLimits are server-wide limits.
 type ServerLimits struct {
-	// MaxConcurrentRuns bounds simultaneous runs on this replica (default 16).
+	// MaxConcurrentRuns bounds simultaneous runs on this replica; a key
+	// without a max_concurrent_runs of its own is bound by it alone. Unset:
+	// the server's defaults, no bound for the replica and each key at most
+	// server.DefaultMaxConcurrentRuns (4) runs at once.
 	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
 	// RequestsPerMinute per API key; 0 means unlimited.
 	RequestsPerMinute int `yaml:"requests_per_minute"`
-	// RunTimeout bounds one run; 0 means limits.max_execution_time alone.
+	// RunTimeout bounds one run; 0 means limits.max_execution_time (when the
+	// file sets it; else the server's default, equal to the agent's 5m).
 	RunTimeout Duration `yaml:"run_timeout"`
 }
 
 // Logging configures the log output.
 type Logging struct {
-	// Level: debug, info (default), warn or error.
+	// Level: debug, info (the default), warn or error.
 	Level string `yaml:"level"`
-	// Format: text (default) or json.
+	// Format: text (the default) or json.
 	Format string `yaml:"format"`
 }
 
@@ -296,52 +308,17 @@ const (
 	MCPHTTP  = "http"
 )
 
-// Enumerated values.
-const (
-	FallbackNone    = "none"
-	FallbackOffline = "offline"
-
-	ClassifierBatched       = "batched"
-	ClassifierPerCapability = "per_capability"
-
-	ApprovalDisabled        = "disabled"
-	ApprovalSelective       = "selective"
-	ApprovalAllCapabilities = "all_capabilities"
-
-	StoreMemory = "memory"
-)
-
-// Roles lists the model roles a file may configure, default first. It
-// mirrors llm.Roles; config does not import llm, so it stays light.
-var Roles = []string{"default", "task_extraction", "classifier", "orchestrator", "response", "approval", "error"}
-
-// Providers lists the accepted model providers.
-var Providers = []string{"openai", "anthropic", "googleai", "ollama"}
+// The store values besides sqlite:PATH and postgres:// URLs.
+const StoreMemory = "memory"
 
 // Default returns the configuration used when no file exists: offline,
-// selective approval, writes disabled, the command's default store.
+// writes disabled, the command's default store, and every setting the
+// library has a default for left zero (the library's default applies).
 func Default() *Config {
 	return &Config{
-		Models:     map[string]Model{},
-		Fallback:   FallbackNone,
-		Classifier: Classifier{Mode: ClassifierBatched},
-		Limits: Limits{
-			MaxPlanningAttempts:          2,
-			MaxReclassifications:         1,
-			MaxExecutionTime:             Duration(5 * time.Minute),
-			MaxSteps:                     100,
-			MaxConcurrentClassifications: 5,
-			StepConcurrency:              8,
-		},
-		Retry:    Retry{Capabilities: map[string]capabilities.RetryPolicy{}},
-		Approval: Approval{GlobalMode: ApprovalSelective, ExpiresAfter: Duration(24 * time.Hour)},
-		Server: Server{
-			Addr:         "127.0.0.1:8080",
-			MaxBodyBytes: 1 << 20,
-			Limits:       ServerLimits{MaxConcurrentRuns: 16},
-		},
-		Logging: Logging{Level: "info", Format: "text"},
-		lines:   map[string]int{},
+		Models: map[string]Model{},
+		Retry:  Retry{Capabilities: map[string]capabilities.RetryPolicy{}},
+		lines:  map[string]int{},
 	}
 }
 

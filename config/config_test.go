@@ -35,7 +35,7 @@ limits:
   max_planning_attempts: 3
   max_reclassifications: 0
   max_execution_time: 10m
-  max_steps: 50
+  max_node_steps: 50
   max_tokens_per_turn: 100_000
   max_concurrent_classifications: 8
   step_concurrency: 2
@@ -84,6 +84,8 @@ func TestParseFull(t *testing.T) {
 	}
 	temp := 0.2
 	zero := 0.0
+	zeroInt := 0
+	twoHours := config.Duration(2 * time.Hour)
 	checks := []struct {
 		name      string
 		got, want any
@@ -91,10 +93,10 @@ func TestParseFull(t *testing.T) {
 		{"default model", c.Models["default"], config.Model{Provider: "openai", Model: "gpt-4o-mini", BaseURL: "http://localhost:11434/v1", APIKeyEnv: "OPENAI_API_KEY", Temperature: &temp, MaxTokens: 2048, Timeout: config.Duration(time.Minute)}},
 		{"fallback", c.Fallback, "offline"},
 		{"classifier", c.Classifier.Mode, "per_capability"},
-		{"limits", c.Limits, config.Limits{MaxPlanningAttempts: 3, MaxReclassifications: 0, MaxExecutionTime: config.Duration(10 * time.Minute), MaxSteps: 50, MaxTokensPerTurn: 100000, MaxConcurrentClassifications: 8, StepConcurrency: 2}},
+		{"limits", c.Limits, config.Limits{MaxPlanningAttempts: 3, MaxReclassifications: &zeroInt, MaxExecutionTime: config.Duration(10 * time.Minute), MaxNodeSteps: 50, MaxTokensPerTurn: 100000, MaxConcurrentClassifications: 8, StepConcurrency: 2}},
 		{"retry default", c.Retry.Default, capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: capabilities.Duration(500 * time.Millisecond), BackoffCoefficient: 1.5, MaxInterval: capabilities.Duration(10 * time.Second)}},
 		{"retry write", c.Retry.Capabilities["channel_write"], capabilities.RetryPolicy{MaxAttempts: 1, NonRetryable: []string{"limit_violation", "writes_disabled"}}},
-		{"approval", c.Approval, config.Approval{GlobalMode: "all_capabilities", PlanApproval: true, ExpiresAfter: config.Duration(2 * time.Hour)}},
+		{"approval", c.Approval, config.Approval{GlobalMode: "all_capabilities", PlanApproval: true, ExpiresAfter: &twoHours}},
 		{"writes", c.ControlSystem.WritesEnabled, true},
 		{"store", c.Store, "sqlite:/tmp/capgraph.db"},
 		{"addr", c.Server.Addr, ":9090"},
@@ -103,7 +105,7 @@ func TestParseFull(t *testing.T) {
 		{"key1 tenant", c.Server.APIKeys[1].Tenant, "operations"},
 		{"server limits", c.Server.Limits, config.ServerLimits{MaxConcurrentRuns: 32, RequestsPerMinute: 60, RunTimeout: config.Duration(3 * time.Minute)}},
 		{"logging", c.Logging, config.Logging{Level: "debug", Format: "json"}},
-		{"line of max_steps", c.Line("limits.max_steps"), 22},
+		{"line of max_node_steps", c.Line("limits.max_node_steps"), 22},
 		{"line of key", c.Line("server.api_keys[0].key"), 48},
 		{"line unset", c.Line("limits.nothing"), 0},
 		{"source", c.Source(), "capgraph.yaml"},
@@ -137,7 +139,7 @@ func TestEmptyFileIsDefault(t *testing.T) {
 			t.Fatalf("%q: %v", in, err)
 		}
 		d := config.Default()
-		if c.Limits != d.Limits || c.Approval != d.Approval || c.Server.Addr != d.Server.Addr || c.Fallback != "none" {
+		if c.Limits != d.Limits || c.Approval != d.Approval || c.Server.Addr != d.Server.Addr || c.Fallback != "" {
 			t.Errorf("%q: not the default config: %+v", in, c)
 		}
 		if _, ok := c.ModelFor("classifier"); ok {
@@ -146,12 +148,30 @@ func TestEmptyFileIsDefault(t *testing.T) {
 	}
 }
 
+// Default leaves every setting the library has a default for at zero, so
+// the library's default applies (wiring's tests check what an empty file
+// yields); only what is no library setting has a value here.
 func TestDefaults(t *testing.T) {
 	d := config.Default()
-	if d.Limits.MaxPlanningAttempts != 2 || d.Limits.MaxReclassifications != 1 || d.Limits.MaxExecutionTime.D() != 5*time.Minute ||
-		d.Limits.MaxSteps != 100 || d.Limits.MaxConcurrentClassifications != 5 || d.Approval.GlobalMode != "selective" ||
-		d.ControlSystem.WritesEnabled || d.Classifier.Mode != "batched" || d.Logging.Level != "info" {
-		t.Errorf("unexpected defaults: %+v", d)
+	if d.Limits != (config.Limits{}) || d.Approval != (config.Approval{}) || d.Classifier != (config.Classifier{}) || d.Fallback != "" ||
+		d.ControlSystem.WritesEnabled || d.Logging != (config.Logging{}) || d.Store != "" ||
+		d.Server.Addr != "" || d.Server.MaxBodyBytes != 0 || d.Server.Limits != (config.ServerLimits{}) || d.Server.LeaseTTL != 0 {
+		t.Errorf("a default is set in config, not left to the library: %+v", d)
+	}
+	if len(d.Models) != 0 {
+		t.Errorf("models by default: %v; want offline", d.Models)
+	}
+}
+
+// A key a former version read gets an error naming its new name.
+func TestRenamedKeyNamesTheNewOne(t *testing.T) {
+	_, err := config.Parse([]byte("limits:\n  max_steps: 40\n"), "capgraph.yaml")
+	var ce *config.Error
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 {
+		t.Fatalf("got %v", err)
+	}
+	if p := ce.Problems[0]; p.Line != 2 || p.Key != "limits.max_steps" || !strings.Contains(p.Problem, "renamed") || !strings.Contains(p.Problem, "limits.max_node_steps") {
+		t.Errorf("problem %+v", p)
 	}
 }
 
@@ -160,7 +180,7 @@ func TestEnvExpansion(t *testing.T) {
 	t.Setenv("CG_EMPTY", "")
 	t.Setenv("CG_MODEL", "llama3")
 	in := `limits:
-  max_steps: ${CG_STEPS}
+  max_node_steps: ${CG_STEPS}
   step_concurrency: ${CG_UNSET_XYZ:-3}
 models:
   default:
@@ -173,8 +193,8 @@ server:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Limits.MaxSteps != 42 || c.Limits.StepConcurrency != 3 || c.Models["default"].Model != "llama3-latest" || c.Server.Addr != "${literal}:80" {
-		t.Errorf("expansion wrong: steps=%d conc=%d model=%q addr=%q", c.Limits.MaxSteps, c.Limits.StepConcurrency, c.Models["default"].Model, c.Server.Addr)
+	if c.Limits.MaxNodeSteps != 42 || c.Limits.StepConcurrency != 3 || c.Models["default"].Model != "llama3-latest" || c.Server.Addr != "${literal}:80" {
+		t.Errorf("expansion wrong: steps=%d conc=%d model=%q addr=%q", c.Limits.MaxNodeSteps, c.Limits.StepConcurrency, c.Models["default"].Model, c.Server.Addr)
 	}
 }
 
@@ -188,11 +208,11 @@ func TestBadConfig(t *testing.T) {
 		key  string
 		text string
 	}{
-		{"unknown top-level key", "limts:\n  max_steps: 3\n", 1, "limts", "did you mean limits?"},
-		{"unknown nested key", "limits:\n  max_step: 3\n", 2, "limits.max_step", "did you mean max_steps?"},
+		{"unknown top-level key", "limts:\n  max_node_steps: 3\n", 1, "limts", "did you mean limits?"},
+		{"unknown nested key", "limits:\n  max_step: 3\n", 2, "limits.max_step", "did you mean max_node_steps?"},
 		{"unknown key far from any", "server:\n  zzzzzzzz: 1\n", 2, "server.zzzzzzzz", "known keys: addr"},
-		{"wrong type int", "limits:\n  max_steps: ten\n", 2, "limits.max_steps", "whole number"},
-		{"float for int", "limits:\n  max_steps: 1.5\n", 2, "limits.max_steps", "whole number"},
+		{"wrong type int", "limits:\n  max_node_steps: ten\n", 2, "limits.max_node_steps", "whole number"},
+		{"float for int", "limits:\n  max_node_steps: 1.5\n", 2, "limits.max_node_steps", "whole number"},
 		{"wrong type bool", "control_system:\n  writes_enabled: yes\n", 2, "control_system.writes_enabled", "true or false"},
 		{"mapping for scalar", "store:\n  path: x\n", 2, "store", "single value"},
 		{"scalar for mapping", "limits: 5\n", 1, "limits", "mapping"},
@@ -203,7 +223,7 @@ func TestBadConfig(t *testing.T) {
 		{"duplicate key", "fallback: none\nfallback: offline\n", 2, "fallback", "set twice (first on line 1)"},
 		{"bad enum fallback", "fallback: sometimes\n", 1, "fallback", "none or offline"},
 		{"bad classifier mode", "classifier:\n  mode: fast\n", 2, "classifier.mode", "batched or per_capability"},
-		{"zero max_steps", "limits:\n  max_steps: 0\n", 2, "limits.max_steps", "at least 1"},
+		{"zero max_node_steps", "limits:\n  max_node_steps: 0\n", 2, "limits.max_node_steps", "at least 1"},
 		{"negative reclass", "limits:\n  max_reclassifications: -1\n", 2, "limits.max_reclassifications", "at least 0"},
 		{"zero planning", "limits:\n  max_planning_attempts: 0\n", 2, "limits.max_planning_attempts", "at least 1"},
 		{"zero exec time", "limits:\n  max_execution_time: 0s\n", 2, "limits.max_execution_time", "longer than 0"},
@@ -274,8 +294,8 @@ func TestBadConfig(t *testing.T) {
 		{"env unset", "store: ${CG_SURELY_UNSET_VAR}\n", 1, "store", "CG_SURELY_UNSET_VAR is not set"},
 		{"env unterminated", "store: ${CG_X\n", 1, "store", "unterminated"},
 		{"env bad name", "store: ${1X}\n", 1, "store", "invalid environment variable name"},
-		{"syntax error", "limits:\n  max_steps: 3\n bad: [\n", 2, "", "YAML syntax"},
-		{"tab indentation", "limits:\n\tmax_steps: 3\n", 2, "", "YAML syntax"},
+		{"syntax error", "limits:\n  max_node_steps: 3\n bad: [\n", 2, "", "YAML syntax"},
+		{"tab indentation", "limits:\n\tmax_node_steps: 3\n", 2, "", "YAML syntax"},
 		{"not a mapping", "- a\n- b\n", 1, "", "must be a mapping"},
 		{"two documents", "fallback: none\n---\nfallback: offline\n", 2, "", "second YAML document"},
 	}
@@ -300,7 +320,7 @@ func TestBadConfig(t *testing.T) {
 }
 
 func TestAllProblemsCollected(t *testing.T) {
-	in := "fallback: maybe\nlimits:\n  max_steps: 0\n  bogus: 1\nlogging:\n  level: loud\n"
+	in := "fallback: maybe\nlimits:\n  max_node_steps: 0\n  bogus: 1\nlogging:\n  level: loud\n"
 	_, err := config.Parse([]byte(in), "many.yaml")
 	var ce *config.Error
 	if !errors.As(err, &ce) {
@@ -336,10 +356,10 @@ func TestLoad(t *testing.T) {
 }
 
 func ExampleParse() {
-	_, err := config.Parse([]byte("limits:\n  max_steps: 0\n  max_planing_attempts: 3\n"), "capgraph.yaml")
+	_, err := config.Parse([]byte("limits:\n  max_node_steps: 0\n  max_planing_attempts: 3\n"), "capgraph.yaml")
 	fmt.Println(err)
 	// Output:
 	// capgraph.yaml: 2 problems:
-	//   line 2: limits.max_steps: must be at least 1, got 0
+	//   line 2: limits.max_node_steps: must be at least 1, got 0
 	//   line 3: limits.max_planing_attempts: unknown key (did you mean max_planning_attempts?)
 }

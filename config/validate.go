@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/llm/vocab"
 	"github.com/capgraph/capgraph/logging"
 	"github.com/capgraph/capgraph/state"
 )
@@ -54,10 +55,10 @@ func oneOf(v string, allowed ...string) bool { return slices.Contains(allowed, v
 
 func (d *decoder) validate(c *Config) {
 	d.validateModels(c)
-	if !oneOf(c.Fallback, FallbackNone, FallbackOffline) {
+	if !oneOf(c.Fallback, "", vocab.FallbackNone, vocab.FallbackOffline) {
 		d.bad("fallback", "must be none or offline, got %q", c.Fallback)
 	}
-	if !oneOf(c.Classifier.Mode, ClassifierBatched, ClassifierPerCapability) {
+	if !oneOf(c.Classifier.Mode, "", vocab.ClassifierBatched, vocab.ClassifierPerCapability) {
 		d.bad("classifier.mode", "must be batched or per_capability, got %q", c.Classifier.Mode)
 	}
 	d.validateLimits(c.Limits)
@@ -69,7 +70,7 @@ func (d *decoder) validate(c *Config) {
 		}
 		d.validateRetry(key, p)
 	}
-	if !oneOf(c.Approval.GlobalMode, ApprovalDisabled, ApprovalSelective, ApprovalAllCapabilities) {
+	if !oneOf(c.Approval.GlobalMode, "", state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll) {
 		d.bad("approval.global_mode", "must be disabled, selective or all_capabilities, got %q", c.Approval.GlobalMode)
 	}
 	if err := checkStore(c.Store); err != "" {
@@ -79,7 +80,7 @@ func (d *decoder) validate(c *Config) {
 	if _, err := logging.ParseLevel(c.Logging.Level); err != nil {
 		d.bad("logging.level", "must be debug, info, warn or error, got %q", c.Logging.Level)
 	}
-	if !oneOf(c.Logging.Format, "text", "json") {
+	if !oneOf(c.Logging.Format, "", "text", "json") {
 		d.bad("logging.format", "must be text or json, got %q", c.Logging.Format)
 	}
 	d.validateMCP(c)
@@ -212,12 +213,12 @@ func (d *decoder) toolList(key string, list []string) {
 func (d *decoder) validateModels(c *Config) {
 	for role, m := range c.Models {
 		key := "models." + role
-		if !slices.Contains(Roles, role) {
-			d.bad(key, "unknown model role (known roles: %s)", strings.Join(Roles, ", "))
+		if !slices.Contains(vocab.Roles(), vocab.Role(role)) {
+			d.bad(key, "unknown model role (known roles: %s)", strings.Join(roleNames(), ", "))
 			continue
 		}
-		if m.Provider != "" && !slices.Contains(Providers, m.Provider) {
-			d.bad(key+".provider", "unknown provider %q (known: %s)", m.Provider, strings.Join(Providers, ", "))
+		if m.Provider != "" && !slices.Contains(vocab.Providers(), m.Provider) {
+			d.bad(key+".provider", "unknown provider %q (known: %s)", m.Provider, strings.Join(vocab.Providers(), ", "))
 		}
 		if m.BaseURL != "" {
 			u, err := url.Parse(m.BaseURL)
@@ -225,8 +226,8 @@ func (d *decoder) validateModels(c *Config) {
 				d.bad(key+".base_url", "must be an http:// or https:// URL, got %q", m.BaseURL)
 			}
 		}
-		if m.JSONMode != "" && !oneOf(m.JSONMode, JSONModes...) {
-			d.bad(key+".json_mode", "must be %s, got %q", strings.Join(JSONModes, ", "), m.JSONMode)
+		if m.JSONMode != "" && !oneOf(m.JSONMode, vocab.JSONModes()...) {
+			d.bad(key+".json_mode", "must be %s, got %q", strings.Join(vocab.JSONModes(), ", "), m.JSONMode)
 		}
 		if m.APIKeyEnv != "" && !envVarName.MatchString(m.APIKeyEnv) {
 			d.bad(key+".api_key_env", "must name an environment variable (the key itself does not belong in the file), got %q", m.APIKeyEnv)
@@ -262,25 +263,29 @@ func (d *decoder) warnBaseURL(key, provider, base string) {
 	}
 	path := strings.TrimRight(u.Path, "/")
 	switch {
-	case provider == "openai" && !strings.HasSuffix(path, "/v1"):
+	case provider == vocab.ProviderOpenAI && !strings.HasSuffix(path, "/v1"):
 		d.warn(key, "%q does not end in /v1: the openai provider appends only /chat/completions, and OpenAI-compatible servers "+
 			"(vLLM, Ollama, LM Studio, llama.cpp, LiteLLM) answer at /v1/chat/completions — write e.g. http://host:8000/v1 "+
 			"(keep it only if your gateway documents this path)", base)
-	case provider == "ollama" && strings.HasSuffix(path, "/v1"):
+	case provider == vocab.ProviderOllama && strings.HasSuffix(path, "/v1"):
 		d.warn(key, "%q ends in /v1, but the ollama provider speaks Ollama's native API at the server's root: "+
 			"write e.g. http://host:11434, or use provider openai for Ollama's OpenAI-compatible /v1", base)
 	}
 }
 
 func (d *decoder) validateLimits(l Limits) {
+	// A key left out is zero and takes the library's default; a key set
+	// must hold a usable value.
 	atLeast := func(key string, v, min int) {
-		if v < min {
+		if d.set("limits."+key) && v < min {
 			d.bad("limits."+key, "must be at least %d, got %d", min, v)
 		}
 	}
 	atLeast("max_planning_attempts", l.MaxPlanningAttempts, 1)
-	atLeast("max_reclassifications", l.MaxReclassifications, 0)
-	atLeast("max_steps", l.MaxSteps, 1)
+	if l.MaxReclassifications != nil {
+		atLeast("max_reclassifications", *l.MaxReclassifications, 0)
+	}
+	atLeast("max_node_steps", l.MaxNodeSteps, 1)
 	atLeast("max_tokens_per_turn", l.MaxTokensPerTurn, 0)
 	atLeast("max_concurrent_classifications", l.MaxConcurrentClassifications, 1)
 	atLeast("step_concurrency", l.StepConcurrency, 1)
@@ -339,13 +344,13 @@ func checkStore(s string) string {
 }
 
 func (d *decoder) validateServer(s Server) {
-	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
+	if _, _, err := net.SplitHostPort(s.Addr); d.set("server.addr") && err != nil {
 		d.bad("server.addr", "must be host:port (e.g. 127.0.0.1:8080 or :8080), got %q", s.Addr)
 	}
-	if s.MaxBodyBytes < 1 {
+	if d.set("server.max_body_bytes") && s.MaxBodyBytes < 1 {
 		d.bad("server.max_body_bytes", "must be at least 1, got %d", s.MaxBodyBytes)
 	}
-	if s.Limits.MaxConcurrentRuns < 1 {
+	if d.set("server.limits.max_concurrent_runs") && s.Limits.MaxConcurrentRuns < 1 {
 		d.bad("server.limits.max_concurrent_runs", "must be at least 1, got %d", s.Limits.MaxConcurrentRuns)
 	}
 	if s.Limits.RequestsPerMinute < 0 {
@@ -398,9 +403,18 @@ func (d *decoder) validateServer(s Server) {
 			switch {
 			case set == state.SettingWritesEnabled:
 				d.bad(sub, "writes_enabled cannot be raised by a key: it is this process's switch (control_system.writes_enabled), checked where every write executes")
-			case !slices.Contains(state.RaisableSettings, set):
-				d.bad(sub, "%q is not a setting a key may raise (known: %s)", set, strings.Join(state.RaisableSettings, ", "))
+			case !slices.Contains(state.RaisableSettings(), set):
+				d.bad(sub, "%q is not a setting a key may raise (known: %s)", set, strings.Join(state.RaisableSettings(), ", "))
 			}
 		}
 	}
+}
+
+// roleNames lists the model roles as strings, for messages.
+func roleNames() []string {
+	var out []string
+	for _, r := range vocab.Roles() {
+		out = append(out, string(r))
+	}
+	return out
 }

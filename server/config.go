@@ -234,9 +234,9 @@ func (cfg Config) withDefaults() (Config, error) {
 			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].MaxConcurrentRuns", i), Reason: "negative"}
 		}
 		for j, set := range p.MayRaise {
-			if !slices.Contains(state.RaisableSettings, set) {
+			if !slices.Contains(state.RaisableSettings(), set) {
 				return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].MayRaise[%d]", i, j),
-					Reason: fmt.Sprintf("%q cannot be raised (raisable: %s)", set, strings.Join(state.RaisableSettings, ", "))}
+					Reason: fmt.Sprintf("%q cannot be raised (raisable: %s)", set, strings.Join(state.RaisableSettings(), ", "))}
 			}
 		}
 	}

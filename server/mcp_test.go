@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/mcp"
 	"github.com/capgraph/capgraph/state"
@@ -20,26 +18,21 @@ import (
 )
 
 // /mcp driven by the official MCP Go SDK's client, as a desktop assistant
-// or an IDE would, against the offline control-room agent.
+// or an IDE would, against an offline agent that reads the beam current
+// (read_beam_current) and writes the Q1 setpoint (set_q1, side effects).
 
 const keyCarol = "sk-carol-0123456789" // another tenant
 
 type mcpEnv struct {
 	*testEnv
 	agent *agent.Agent
-	plant *plant.Plant
+	plant *q1Plant
 }
 
 func newMCPEnv(t *testing.T, opts state.Options) *mcpEnv {
 	t.Helper()
-	p, err := plant.New(plant.Config{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := capabilities.NewRegistry()
-	if err := plant.Register(reg, p); err != nil {
-		t.Fatal(err)
-	}
+	p := &q1Plant{}
+	reg := newRegistry(t, p.capability(t), readBeamCurrent(t))
 	store, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "capgraph.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -143,12 +136,12 @@ func TestMCPAskTheAgent(t *testing.T) {
 	}
 
 	out, text, isErr := ask(t, cs, map[string]any{"question": "What is the beam current?"})
-	if isErr || out.Status != string(agent.RunAnswered) || out.ThreadID == "" || !strings.Contains(text, "SR:DCCT:CURRENT") || !strings.Contains(text, "mA") {
+	if isErr || out.Status != string(agent.RunAnswered) || out.ThreadID == "" || !strings.Contains(text, "401.5 mA") {
 		t.Fatalf("answer %+v\n%s", out, text)
 	}
 	// A follow-up in the same thread reuses what the first turn found.
 	out2, text, _ := ask(t, cs, map[string]any{"question": "show its history over the last hour", "thread_id": out.ThreadID})
-	if out2.ThreadID != out.ThreadID || !strings.Contains(text, "SR:DCCT:CURRENT") {
+	if out2.ThreadID != out.ThreadID || !strings.Contains(text, "401.5 mA") {
 		t.Fatalf("follow-up %+v\n%s", out2, text)
 	}
 	if ids := mcpThreads(t, cs); !slices.Equal(ids, []string{out.ThreadID}) {
@@ -182,7 +175,7 @@ func TestMCPAskTheAgent(t *testing.T) {
 	mu.Lock()
 	got := strings.Join(heard, " | ")
 	mu.Unlock()
-	if !strings.Contains(got, "channel_read") {
+	if !strings.Contains(got, "read_beam_current") {
 		t.Errorf("progress heard: %q", got)
 	}
 
@@ -265,24 +258,22 @@ func TestMCPApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const q1 = "BTS:MAG:Q1:CURRENT"
-	before, _ := env.plant.Setpoint(q1)
-	out, text, _ := ask(t, alice, map[string]any{"question": "Set the quadrupole Q1 current in the BTS line to 105 A", "thread_id": "q1"})
-	if out.Status != string(agent.RunInterrupted) || out.Approval == nil || !strings.Contains(text, "APPROVAL NEEDED") || !strings.Contains(text, q1) ||
+	out, text, _ := ask(t, alice, map[string]any{"question": "Set the Q1 current to 105 A", "thread_id": "q1"})
+	if out.Status != string(agent.RunInterrupted) || out.Approval == nil || !strings.Contains(text, "APPROVAL NEEDED") || !strings.Contains(text, "set Q1 to 105 A") ||
 		!strings.Contains(text, `thread_id "q1"`) {
 		t.Fatalf("%+v\n%s", out, text)
 	}
 	// Carol's "yes" on the same thread id is a turn in her own thread.
 	ask(t, carol, map[string]any{"question": "yes", "thread_id": "q1"})
-	if v, _ := env.plant.Setpoint(q1); v != before {
-		t.Fatalf("written by another tenant's yes: %g", v)
+	if w := env.plant.written(); len(w) != 0 {
+		t.Fatalf("written by another tenant's yes: %v", w)
 	}
 	out, text, _ = ask(t, alice, map[string]any{"question": "yes", "thread_id": "q1"})
-	if out.Status != string(agent.RunAnswered) || out.Approval != nil || !strings.Contains(text, "105.00 A") {
+	if out.Status != string(agent.RunAnswered) || out.Approval != nil || !strings.Contains(text, "Q1 from 92 → 105 A") {
 		t.Fatalf("%+v\n%s", out, text)
 	}
-	if v, _ := env.plant.Setpoint(q1); v != 105 {
-		t.Fatalf("setpoint %g", v)
+	if w := env.plant.written(); len(w) != 1 || w[0] != 105 {
+		t.Fatalf("writes %v", w)
 	}
 	recs, err := env.agent.Audit(context.Background(), agent.AuditFilter{Outcome: agent.AuditApproved})
 	if err != nil || len(recs) != 1 || recs[0].ApprovedBy != "alice" {
@@ -290,12 +281,12 @@ func TestMCPApproval(t *testing.T) {
 	}
 
 	// "no" (or anything unclear) cancels.
-	out, _, _ = ask(t, alice, map[string]any{"question": "Set the quadrupole Q1 current in the BTS line to 110 A", "thread_id": "q1"})
+	out, _, _ = ask(t, alice, map[string]any{"question": "Set the Q1 current to 110 A", "thread_id": "q1"})
 	if out.Approval == nil {
 		t.Fatalf("%+v", out)
 	}
 	ask(t, alice, map[string]any{"question": "hmm, what is that?", "thread_id": "q1"})
-	if v, _ := env.plant.Setpoint(q1); v != 105 {
-		t.Fatalf("written after an unclear answer: %g", v)
+	if w := env.plant.written(); len(w) != 1 {
+		t.Fatalf("written after an unclear answer: %v", w)
 	}
 }

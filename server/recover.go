@@ -53,27 +53,13 @@ func (m *runManager) running() int {
 	return len(m.byThread)
 }
 
-// RecoverRuns claims unfinished runs nobody else holds (see
-// agent.ClaimUnfinished) and starts each as a server run, returning their
-// threads once they have started; Shutdown waits for them like for any
-// run. Unlike agent.RecoverRuns, the resumed runs go through the server:
-// each capability execution is audited under the thread's owner (from the
-// metadata the server stored with the turn), the runs are visible (a
-// client can follow or cancel them) and a client cannot start a second run
-// on such a thread meanwhile.
-//
-// It claims only while the server runs fewer runs (client and recovered
-// ones alike) than its recovery limit: Config.MaxTotalRuns when set, else
-// the runner's RecoveryLimit (the agent's MaxConcurrency), else 8. Claims
-// are made one at a time, so the threads it leaves stay unleased and
-// claimable by another replica, or by the next call (Config.RecoverEvery)
-// once runs here have finished. The room is checked before each claim
-// outside the run table's lock: a client run starting at that moment, or a
-// concurrent RecoverRuns call, can take the server one run past the limit.
-// A thread leased by another replica (running there, or its holder died
-// less than a lease TTL ago) or finished meanwhile is skipped silently, so
-// replicas sharing a store may all call it, at start-up and then
-// periodically.
+// RecoverRuns claims the unfinished runs nobody else holds
+// (agent.ClaimUnfinished), one at a time while the server has room
+// (Config.MaxTotalRuns, else the runner's RecoveryLimit, else 8), and starts
+// each as a server run of its owner: audited, followable, waited for by
+// Shutdown. It returns their threads once started. Replicas sharing a store
+// may all call it, at start-up and periodically; how it shares the work:
+// docs/frontends.md, "srv.RecoverRuns".
 func (s *Server) RecoverRuns(ctx context.Context) ([]string, error) {
 	rc, ok := s.cfg.Runner.(RunClaimer)
 	if !ok {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
+	"github.com/capgraph/capgraph/demo/controlroom/plant"
 )
 
 // TestConcurrentUse exercises reads, writes, archive queries and fault

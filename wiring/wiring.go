@@ -1,4 +1,4 @@
-package cli
+package wiring
 
 import (
 	"errors"
@@ -20,10 +20,6 @@ import (
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/state"
 )
-
-// The translation from the configuration file to the configs of the agent,
-// the models and the server lives here, in one place, so that config stays
-// plain data and the packages it configures never import it.
 
 // neverExpires stands in for approval.expires_after: 0 ("never") in the
 // server, whose zero value means its own default.
@@ -59,8 +55,8 @@ func LLMConfig(cfg *config.Config) llm.Config {
 	return out
 }
 
-// Options returns the per-turn defaults the file configures.
-func Options(cfg *config.Config) state.Options {
+// AgentOptions returns the per-turn defaults the file configures (agent.Config.Options).
+func AgentOptions(cfg *config.Config) state.Options {
 	return state.Options{
 		PlanApproval:       cfg.Approval.PlanApproval,
 		ApprovalMode:       cfg.Approval.GlobalMode,
@@ -71,17 +67,12 @@ func Options(cfg *config.Config) state.Options {
 }
 
 // AgentConfig converts the file into an agent.Config over reg, store and
-// models. Problems the file parser cannot see (a retry policy for a
-// capability the application does not have) are returned as a *config.Error
-// naming the line.
+// models. A setting the file leaves out stays zero, so the agent's default
+// applies. Problems the file parser cannot see (a retry policy for a
+// capability the application does not have) are returned as a
+// *config.Error naming the line.
 func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoint.Store, models llm.Models) (agent.Config, error) {
 	l := cfg.Limits
-	// The file's 0 forbids reclassification; the agent reads 0 as "default"
-	// and a negative value as "none".
-	reclass := l.MaxReclassifications
-	if reclass == 0 {
-		reclass = -1
-	}
 	ac := agent.Config{
 		Registry: reg,
 		Store:    store,
@@ -91,25 +82,33 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 			MaxConcurrentClassifications: l.MaxConcurrentClassifications,
 		},
 		Limits: agent.Limits{
-			MaxPlanningAttempts:  l.MaxPlanningAttempts,
-			MaxReclassifications: reclass,
-			MaxNodeSteps:         l.MaxSteps,
-			MaxTokens:            l.MaxTokensPerTurn,
-			MaxExecutionTime:     time.Duration(l.MaxExecutionTime),
+			MaxPlanningAttempts: l.MaxPlanningAttempts,
+			MaxNodeSteps:        l.MaxNodeSteps,
+			MaxTokensPerTurn:    l.MaxTokensPerTurn,
+			MaxExecutionTime:    time.Duration(l.MaxExecutionTime),
 		},
-		RetryPolicy:    cfg.Retry.Default,
-		Options:        Options(cfg),
-		MaxConcurrency: l.StepConcurrency,
-		// Zero (unset) takes the agent's defaults.
+		RetryPolicy:             cfg.Retry.Default,
+		Options:                 AgentOptions(cfg),
+		MaxConcurrency:          l.StepConcurrency,
 		ErrorNodeGrace:          time.Duration(l.ErrorNodeGrace),
 		ErrorExplanationTimeout: time.Duration(l.ErrorExplanationTimeout),
-		// approval.expires_after: 0 means never, which the agent spells
-		// with a negative duration (its zero is its own default).
-		ApprovalExpiry: time.Duration(cfg.Approval.ExpiresAfter),
-		Leases:         agent.LeaseConfig{Owner: cfg.Server.LeaseOwner, TTL: time.Duration(cfg.Server.LeaseTTL)},
+		Leases:                  agent.LeaseConfig{Owner: cfg.Server.LeaseOwner, TTL: time.Duration(cfg.Server.LeaseTTL)},
 	}
-	if ac.ApprovalExpiry == 0 {
-		ac.ApprovalExpiry = -1
+	// The file's 0 forbids reclassification; the agent reads 0 as its
+	// default and a negative value as none.
+	if r := l.MaxReclassifications; r != nil {
+		ac.Limits.MaxReclassifications = *r
+		if *r == 0 {
+			ac.Limits.MaxReclassifications = -1
+		}
+	}
+	// approval.expires_after: 0 means never, which the agent spells with a
+	// negative duration (its zero is its own default).
+	if e := cfg.Approval.ExpiresAfter; e != nil {
+		ac.ApprovalExpiry = time.Duration(*e)
+		if *e == 0 {
+			ac.ApprovalExpiry = -1
+		}
 	}
 	var problems []config.Problem
 	names := make([]string, 0, len(cfg.Retry.Capabilities))
@@ -179,8 +178,9 @@ func llmConfigError(cfg *config.Config, err error) error {
 	return &config.Error{File: cfg.Source(), Problems: problems}
 }
 
-// ServerConfig converts the file's server section (and CAPGRAPH_API_KEYS, when
-// set) into a server.Config for runner.
+// ServerConfig converts the file's server section (and envKeys, the value
+// of CAPGRAPH_API_KEYS, when set) into a server.Config for runner. A setting
+// the file leaves out stays zero, so the server's default applies.
 func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logger logging.Logger) (server.Config, error) {
 	sc := server.Config{
 		Runner:       runner,
@@ -192,7 +192,6 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 		MaxConcurrentRuns: cfg.Server.Limits.MaxConcurrentRuns,
 		RequestsPerMinute: cfg.Server.Limits.RequestsPerMinute,
 		TurnTimeout:       time.Duration(cfg.Server.Limits.RunTimeout),
-		ApprovalTTL:       time.Duration(cfg.Approval.ExpiresAfter),
 		Logger:            logger,
 	}
 	// Thread listing reads the agent's checkpoint store, so it survives a
@@ -200,11 +199,19 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 	if tl, ok := runner.(server.ThreadLister); ok {
 		sc.Threads = tl
 	}
+	// Without run_timeout a run is bounded by the turn's limit (when the
+	// file sets one: the server's default equals the agent's).
 	if sc.TurnTimeout == 0 {
 		sc.TurnTimeout = time.Duration(cfg.Limits.MaxExecutionTime)
 	}
-	if sc.ApprovalTTL == 0 {
-		sc.ApprovalTTL = neverExpires
+	// A Chat Completions approval token lives as long as an approval. When
+	// approvals never expire the token must not either; otherwise the
+	// agent's expiry, carried by every approval, bounds it.
+	if e := cfg.Approval.ExpiresAfter; e != nil {
+		sc.ApprovalTTL = time.Duration(*e)
+		if *e == 0 {
+			sc.ApprovalTTL = neverExpires
+		}
 	}
 	if err := checkAllowedCapabilities(cfg, runner); err != nil {
 		return sc, err
@@ -243,10 +250,11 @@ func checkAllowedCapabilities(cfg *config.Config, runner agent.Runner) error {
 	if !ok {
 		return nil
 	}
+	have := rc.RouterConfig().Capabilities
 	var problems []config.Problem
 	for i, k := range cfg.Server.APIKeys {
 		for j, name := range k.AllowedCapabilities {
-			if name == capabilities.Respond || name == capabilities.Clarify || slices.Contains(rc.RouterConfig().Capabilities, name) {
+			if name == state.NodeRespond || name == state.NodeClarify || slices.Contains(have, name) {
 				continue
 			}
 			key := fmt.Sprintf("server.api_keys[%d].allowed_capabilities[%d]", i, j)
@@ -255,7 +263,7 @@ func checkAllowedCapabilities(cfg *config.Config, runner agent.Runner) error {
 				line = cfg.Line(fmt.Sprintf("server.api_keys[%d].allowed_capabilities", i))
 			}
 			problems = append(problems, config.Problem{Line: line, Key: key,
-				Problem: fmt.Sprintf("%q is not a capability of this agent (it has: %s)", name, strings.Join(rc.RouterConfig().Capabilities, ", "))})
+				Problem: fmt.Sprintf("%q is not a capability of this agent (it has: %s)", name, strings.Join(have, ", "))})
 		}
 	}
 	if len(problems) == 0 {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
+	"github.com/capgraph/capgraph/demo/controlroom/plant"
 )
 
 // entry turns an output value into the context entry a later step resolves.

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
+	"github.com/capgraph/capgraph/demo/controlroom/plant"
 )
 
 // BenchmarkFind: channel finding runs once per question; it must stay far

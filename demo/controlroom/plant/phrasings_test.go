@@ -11,7 +11,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
+	"github.com/capgraph/capgraph/demo/controlroom/plant"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/nodes"
@@ -252,7 +252,7 @@ func ask(t *testing.T, a *agent.Agent, thread, q string) offlineTurn {
 		case agent.EventPlan:
 			var caps []string
 			for _, st := range ev.Plan.Steps {
-				if st.Capability != capabilities.Respond {
+				if st.Capability != state.NodeRespond {
 					caps = append(caps, st.Capability)
 				}
 			}

@@ -1,22 +1,13 @@
-package cli
+package wiring
 
 import (
 	"context"
 	"errors"
-	"flag"
-	"io"
 	"path/filepath"
 	"testing"
 
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
-
-func newTestFlagSet(g *globalFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	g.register(fs)
-	return fs
-}
 
 func TestParseStore(t *testing.T) {
 	env := map[string]string{"HOME": "/home/ada"}
@@ -35,7 +26,7 @@ func TestParseStore(t *testing.T) {
 		{"Memory", StoreSpec{}, true},
 	}
 	for _, tt := range tests {
-		got, err := ParseStore(tt.in, getenv)
+		got, err := ParseStore(tt.in, "capgraph", getenv)
 		if (err != nil) != tt.err || got != tt.want {
 			t.Errorf("ParseStore(%q) = %+v, %v", tt.in, got, err)
 		}
@@ -59,13 +50,13 @@ func TestDefaultStorePath(t *testing.T) {
 		{map[string]string{}, "", true},
 	}
 	for _, tt := range tests {
-		got, err := DefaultStorePath(func(k string) string { return tt.env[k] })
+		got, err := DefaultStorePath("capgraph", func(k string) string { return tt.env[k] })
 		if (err != nil) != tt.err || got != filepath.FromSlash(tt.want) {
 			t.Errorf("%v: %q, %v", tt.env, got, err)
 		}
 	}
 	// Empty --store is the default path.
-	s, err := ParseStore("", func(k string) string { return map[string]string{"XDG_DATA_HOME": "/d"}[k] })
+	s, err := ParseStore("", "capgraph", func(k string) string { return map[string]string{"XDG_DATA_HOME": "/d"}[k] })
 	if err != nil || s != (StoreSpec{Kind: StoreSQLite, Path: "/d/capgraph/capgraph.db"}) {
 		t.Errorf("default: %+v %v", s, err)
 	}
@@ -80,5 +71,21 @@ func TestOpenStoreCreatesSQLiteDirectory(t *testing.T) {
 	defer closeFn()
 	if _, err := st.Threads(context.Background(), checkpoint.ThreadFilter{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Each application keeps its default store in a directory of its own; its
+// name must be a plain file name.
+func TestDefaultStorePathPerApplication(t *testing.T) {
+	env := func(k string) string { return map[string]string{"XDG_DATA_HOME": "/xdg", "HOME": "/home/ada"}[k] }
+	for app, want := range map[string]string{"capgraph": "/xdg/capgraph/capgraph.db", "myagent": "/xdg/myagent/myagent.db", "beam-line_2.0": "/xdg/beam-line_2.0/beam-line_2.0.db"} {
+		if got, err := DefaultStorePath(app, env); err != nil || got != filepath.FromSlash(want) {
+			t.Errorf("%s: %q, %v; want %s", app, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", ".", "..", "../x", "a/b", `a\b`, ".hidden", "-flag", "my agent"} {
+		if _, err := DefaultStorePath(bad, env); !errors.Is(err, ErrAppName) {
+			t.Errorf("%q: err = %v, want ErrAppName", bad, err)
+		}
 	}
 }

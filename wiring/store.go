@@ -1,4 +1,4 @@
-package cli
+package wiring
 
 import (
 	"context"
@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 
+	"github.com/capgraph/capgraph/config"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/graph/checkpoint/postgres"
@@ -49,16 +51,16 @@ func (s StoreSpec) String() string {
 
 // ParseStore parses "memory", "sqlite:PATH" or a "postgres://…" /
 // "postgresql://…" URL. An empty value means the default: SQLite in the
-// user's data directory (DefaultStorePath).
-func ParseStore(v string, getenv func(string) string) (StoreSpec, error) {
+// application's data directory (DefaultStorePath).
+func ParseStore(v, app string, getenv func(string) string) (StoreSpec, error) {
 	switch {
 	case v == "":
-		p, err := DefaultStorePath(getenv)
+		p, err := DefaultStorePath(app, getenv)
 		if err != nil {
 			return StoreSpec{}, err
 		}
 		return StoreSpec{Kind: StoreSQLite, Path: p}, nil
-	case v == "memory":
+	case v == config.StoreMemory:
 		return StoreSpec{Kind: StoreMemory}, nil
 	case strings.HasPrefix(v, "sqlite:"):
 		p := strings.TrimPrefix(v, "sqlite:")
@@ -72,28 +74,50 @@ func ParseStore(v string, getenv func(string) string) (StoreSpec, error) {
 	return StoreSpec{}, fmt.Errorf("%w: %q is not memory, sqlite:PATH or postgres://…", ErrStore, v)
 }
 
-// DefaultStorePath is where the default SQLite store lives:
-// $XDG_DATA_HOME/capgraph/capgraph.db, else ~/.local/share/capgraph/capgraph.db
-// (on macOS ~/Library/Application Support/capgraph, on Windows
-// %LocalAppData%\capgraph).
-func DefaultStorePath(getenv func(string) string) (string, error) {
+// DefaultStorePath is where application app keeps its default SQLite store:
+// a directory of its own in the user's data directory,
+// $XDG_DATA_HOME/APP/APP.db, else ~/.local/share/APP/APP.db (on macOS
+// ~/Library/Application Support/APP, on Windows %LocalAppData%\APP). Each
+// application has its own, so no application sees (or finishes) another's
+// threads; for the capgraph command it is ~/.local/share/capgraph/capgraph.db.
+func DefaultStorePath(app string, getenv func(string) string) (string, error) {
+	if err := CheckAppName(app); err != nil {
+		return "", err
+	}
+	file := app + ".db"
 	if d := getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "capgraph", "capgraph.db"), nil
+		return filepath.Join(d, app, file), nil
 	}
 	switch runtime.GOOS {
 	case "windows":
 		if d := getenv("LocalAppData"); d != "" {
-			return filepath.Join(d, "capgraph", "capgraph.db"), nil
+			return filepath.Join(d, app, file), nil
 		}
 	case "darwin":
 		if h := getenv("HOME"); h != "" {
-			return filepath.Join(h, "Library", "Application Support", "capgraph", "capgraph.db"), nil
+			return filepath.Join(h, "Library", "Application Support", app, file), nil
 		}
 	}
 	if h := getenv("HOME"); h != "" {
-		return filepath.Join(h, ".local", "share", "capgraph", "capgraph.db"), nil
+		return filepath.Join(h, ".local", "share", app, file), nil
 	}
 	return "", fmt.Errorf("%w: no home directory (HOME) to keep the default SQLite store in; use --store memory or --store sqlite:PATH", ErrStore)
+}
+
+var appName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// ErrAppName is the kind of an application name that cannot be used.
+var ErrAppName = errors.New("invalid application name")
+
+// CheckAppName reports whether name can name an application: it names
+// the application's data directory and is recorded with its threads, so it
+// is a plain file name (letters, digits, '.', '_', '-'; not starting with
+// '.' or '-').
+func CheckAppName(name string) error {
+	if !appName.MatchString(name) {
+		return fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", ErrAppName, name)
+	}
+	return nil
 }
 
 // OpenStore opens the store a spec names, creating the SQLite file's

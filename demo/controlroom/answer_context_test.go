@@ -1,4 +1,4 @@
-package nodes_test
+package controlroom_test
 
 import (
 	"context"

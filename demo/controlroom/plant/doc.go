@@ -1,4 +1,4 @@
-// Package plant is the control-room example's simulated accelerator and the
+// Package plant is the demo application's simulated accelerator and the
 // capabilities that operate it: channel_finding (natural language → channel
 // names, reading operators' abbreviations and typos; when nothing matches, a
 // successful result saying what does not exist and what does, which the

@@ -1,4 +1,4 @@
-package cli_test
+package wiring_test
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/cli"
 	"github.com/capgraph/capgraph/config"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/logging"
 	"github.com/capgraph/capgraph/server"
+	"github.com/capgraph/capgraph/wiring"
 )
 
 func parse(t *testing.T, text string) *config.Config {
@@ -52,7 +52,7 @@ limits:
   max_planning_attempts: 3
   max_reclassifications: 0
   max_execution_time: 90s
-  max_steps: 40
+  max_node_steps: 40
   max_tokens_per_turn: 5000
   max_concurrent_classifications: 2
   step_concurrency: 3
@@ -74,7 +74,7 @@ server:
   lease_ttl: 9s
   lease_owner: replica-1
 `)
-	ac, err := cli.AgentConfig(cfg, registry(t, "beam"), memory.New(), llm.None)
+	ac, err := wiring.AgentConfig(cfg, registry(t, "beam"), memory.New(), llm.None)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ server:
 		{"reclassifications 0 means none (negative for the agent)", ac.Limits.MaxReclassifications, -1},
 		{"execution time", ac.Limits.MaxExecutionTime, 90 * time.Second},
 		{"node steps", ac.Limits.MaxNodeSteps, 40},
-		{"tokens", ac.Limits.MaxTokens, 5000},
+		{"tokens", ac.Limits.MaxTokensPerTurn, 5000},
 		{"step concurrency", ac.MaxConcurrency, 3},
 		{"error node grace", ac.ErrorNodeGrace, 5 * time.Second},
 		{"error explanation timeout", ac.ErrorExplanationTimeout, 2 * time.Second},
@@ -107,22 +107,11 @@ server:
 			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
 		}
 	}
-
-	def, err := cli.AgentConfig(config.Default(), registry(t, "beam"), memory.New(), llm.None)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if def.ErrorNodeGrace != 0 || def.ErrorExplanationTimeout != 0 {
-		t.Errorf("unset error_node_grace/error_explanation_timeout must leave the agent's defaults: %v %v", def.ErrorNodeGrace, def.ErrorExplanationTimeout)
-	}
-	if def.Leases.TTL != 0 || def.Leases.Owner != "" || def.Limits.MaxReclassifications != 1 || def.ApprovalExpiry != 24*time.Hour || def.Options.ApprovalMode != "selective" || def.Options.WritesEnabled {
-		t.Errorf("defaults: %+v %v %+v", def.Limits, def.ApprovalExpiry, def.Options)
-	}
 }
 
 func TestAgentConfigNamesUnknownCapabilityLine(t *testing.T) {
 	cfg := parse(t, "retry:\n  capabilities:\n    beam: {max_attempts: 2}\n    bogus: {max_attempts: 2}\n")
-	_, err := cli.AgentConfig(cfg, registry(t, "beam"), memory.New(), llm.None)
+	_, err := wiring.AgentConfig(cfg, registry(t, "beam"), memory.New(), llm.None)
 	var ce *config.Error
 	if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Line != 4 || ce.Problems[0].Key != "retry.capabilities.bogus" {
 		t.Fatalf("%v", err)
@@ -143,7 +132,7 @@ func TestLLMConfigMergesRolesOverDefault(t *testing.T) {
     model: gpt-4o
 fallback: offline
 `)
-	lc := cli.LLMConfig(cfg)
+	lc := wiring.LLMConfig(cfg)
 	if lc.Fallback != "offline" || len(lc.Roles) != 2 {
 		t.Fatalf("%+v", lc)
 	}
@@ -151,10 +140,10 @@ fallback: offline
 	if o.Provider != "openai" || o.Model != "gpt-4o" || o.APIKeyEnv != "MY_KEY" || o.MaxTokens != 500 {
 		t.Errorf("orchestrator %+v", o)
 	}
-	if len(cli.LLMConfig(config.Default()).Roles) != 0 {
+	if len(wiring.LLMConfig(config.Default()).Roles) != 0 {
 		t.Error("no models must mean no roles (offline)")
 	}
-	models, err := cli.Models(cfg, func(k string) (string, bool) { return map[string]string{"MY_KEY": "sk-x"}[k], k == "MY_KEY" })
+	models, err := wiring.Models(cfg, func(k string) (string, bool) { return map[string]string{"MY_KEY": "sk-x"}[k], k == "MY_KEY" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +170,7 @@ func TestServerConfigFromFile(t *testing.T) {
 approval:
   expires_after: 2h
 `)
-	sc, err := cli.ServerConfig(cfg, nil, "ci=fedcba9876543210fedc", logging.Nop())
+	sc, err := wiring.ServerConfig(cfg, nil, "ci=fedcba9876543210fedc", logging.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +180,7 @@ approval:
 	}
 	// A runner that lists threads (the agent) is the server's thread lister.
 	lr := listingRunner{}
-	if sc, err := cli.ServerConfig(cfg, lr, "", logging.Nop()); err != nil || sc.Threads != server.ThreadLister(lr) {
+	if sc, err := wiring.ServerConfig(cfg, lr, "", logging.Nop()); err != nil || sc.Threads != server.ThreadLister(lr) {
 		t.Errorf("threads lister %v %v", sc.Threads, err)
 	}
 	if len(sc.Principals) != 2 {
@@ -205,8 +194,8 @@ approval:
 		t.Errorf("from CAPGRAPH_API_KEYS: %+v", q)
 	}
 	// Without run_timeout the turn's wall-clock limit bounds a run.
-	sc, _ = cli.ServerConfig(config.Default(), nil, "", nil)
-	if sc.TurnTimeout != 5*time.Minute {
+	sc, _ = wiring.ServerConfig(parse(t, "limits:\n  max_execution_time: 7m\n"), nil, "", nil)
+	if sc.TurnTimeout != 7*time.Minute {
 		t.Errorf("turn timeout %v", sc.TurnTimeout)
 	}
 }
@@ -245,7 +234,7 @@ func TestServerConfigChecksAllowedCapabilities(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.allowed, func(t *testing.T) {
 			cfg := parse(t, "server:\n  api_keys:\n    - name: ops\n      key: 0123456789abcdef0123\n      allowed_capabilities: "+tc.allowed+"\n")
-			_, err := cli.ServerConfig(cfg, a, "", logging.Nop())
+			_, err := wiring.ServerConfig(cfg, a, "", logging.Nop())
 			var ce *config.Error
 			switch {
 			case tc.bad == "" && err != nil:

@@ -1,4 +1,4 @@
-package nodes_test
+package controlroom_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
+	"github.com/capgraph/capgraph/demo/controlroom/plant"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/state"
@@ -265,11 +265,11 @@ func runOn(t *testing.T, a *agent.Agent, thread, input string) turn {
 
 // Plans as a real model writes them: prose and a code fence.
 const (
-	writePlan = "Here is the plan:\n```json\n" + `{"steps": [
+	writePlanTemplate = "Here is the plan:\n```json\n" + `{"steps": [
  {"context_key": "q1_channel", "capability": "channel_finding", "task_objective": "Find the BTS Q1 quadrupole current channel", "expected_output": "CHANNEL_ADDRESSES", "parameters": {"query": "BTS quadrupole Q1 current"}},
  {"context_key": "q1_write", "capability": "channel_write", "task_objective": "Set BTS:MAG:Q1:CURRENT to %s A", "expected_output": "CHANNEL_WRITE_RESULTS", "parameters": {"value": %s}, "inputs": [{"CHANNEL_ADDRESSES": "q1_channel"}]},
  {"context_key": "answer", "capability": "respond", "task_objective": "Report the new setpoint"}]}` + "\n```"
-	readPlan = `<think>The user only asks for the value, so I read it.</think>
+	readPlanTemplate = `<think>The user only asks for the value, so I read it.</think>
 {"steps": [
  {"context_key": "q1_channel", "capability": "channel_finding", "task_objective": "Find the BTS Q1 quadrupole current channel", "expected_output": "CHANNEL_ADDRESSES", "parameters": {"query": "BTS quadrupole Q1 current"}},
  {"context_key": "q1_value", "capability": "channel_read", "task_objective": "Read the BTS Q1 quadrupole current", "expected_output": "CHANNEL_VALUES", "inputs": [{"CHANNEL_ADDRESSES": "q1_channel"}]},
@@ -314,7 +314,7 @@ func TestModelWriteForAReadIsRejectedAndTheReadAnswered(t *testing.T) {
 			`{"task": "Set the BTS Q1 quadrupole current to 105 A", "depends_on_chat_history": false, "intent": {"kind": "change", "changes": [{"target": "BTS Q1", "value": 105, "unit": "A"}]}}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			a, m, p, reg := scriptedWorld(t, tt.task, plan(writePlan, "105"), readPlan)
+			a, m, p, reg := scriptedWorld(t, tt.task, plan(writePlanTemplate, "105"), readPlanTemplate)
 			o := runOn(t, a, "t", tt.input)
 			plans := o.of(agent.EventPlan)
 			if len(plans) != 1 || len(sideEffectSteps(reg, o)) != 0 {
@@ -347,7 +347,7 @@ func TestModelWriteForAReadIsRejectedAndTheReadAnswered(t *testing.T) {
 // written and no approval is asked.
 func TestModelInsistingOnAWriteEndsInAReport(t *testing.T) {
 	a, m, p, _ := scriptedWorld(t, `{"task": "Read the BTS Q1 quadrupole current", "depends_on_chat_history": false, "intent": {"kind": "read"}}`,
-		plan(writePlan, "105"), plan(writePlan, "105"), plan(writePlan, "105"))
+		plan(writePlanTemplate, "105"), plan(writePlanTemplate, "105"), plan(writePlanTemplate, "105"))
 	o := runOn(t, a, "t", "Read the BTS Q1 quadrupole current")
 	msg := o.message()
 	if msg == nil || msg.Kind != state.KindErrorReport || !strings.Contains(msg.Content, "did not ask for a change") ||
@@ -368,7 +368,7 @@ func TestModelInsistingOnAWriteEndsInAReport(t *testing.T) {
 func TestModelWrongValueIsRejected(t *testing.T) {
 	a, m, p, _ := scriptedWorld(t,
 		`{"task": "Set the BTS Q1 quadrupole current to 105 A", "depends_on_chat_history": false, "intent": {"kind": "change", "changes": [{"target": "BTS Q1 quadrupole", "value": 105, "unit": "A"}]}}`,
-		plan(writePlan, "150"), plan(writePlan, "105"))
+		plan(writePlanTemplate, "150"), plan(writePlanTemplate, "105"))
 	o := runOn(t, a, "t", "Set the BTS Q1 quadrupole current to 105 A")
 	ap := o.of(agent.EventApprovalRequired)
 	if len(ap) != 1 || !strings.Contains(ap[0].Approval.Summary, "→ 105.00 A") {

@@ -1,14 +1,19 @@
-// Package controlroom is the capgraph command's default application: the
-// control-room example's simulated accelerator and its four capabilities
-// (channel_finding, channel_read, archiver_retrieval, channel_write) as a
-// cli.App. cmd/capgraph and examples/controlroom are both this App.
+// Package controlroom is the capgraph command's default application, a
+// demo: a simulated accelerator control room (package plant: about 250
+// process variables with an archive) operated through channel_finding,
+// channel_read, archiver_retrieval and channel_write. cmd/capgraph is this
+// App, and so is the control-room example (examples/controlroom), which also
+// asks the demo questions without a command line. It is not a library: the
+// library's packages and their tests use fixtures of their own; the tests
+// here are about this application (its demo questions, the phrasings it
+// understands, its offline answers, its safety against injected plans).
 package controlroom
 
 import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/cli"
 	"github.com/capgraph/capgraph/config"
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
+	"github.com/capgraph/capgraph/demo/controlroom/plant"
 )
 
 // Seed is the simulator's seed: the same machine (noise, drift) every start,
