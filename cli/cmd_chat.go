@@ -93,7 +93,7 @@ func (ch *chat) loop(ctx context.Context) error {
 		for _, act := range r.Actions {
 			switch act {
 			case slashExit:
-				ch.out("bye — resume with: %s chat --thread %s\n", ch.c.app.Name, ch.thread)
+				ch.out("bye — resume with: %s chat --thread %s\n", ch.c.env.Program, ch.thread)
 				return nil
 			case slashHelp:
 				ch.help()
@@ -138,7 +138,7 @@ func (ch *chat) turn(ctx context.Context, events iter.Seq2[agent.Event, error]) 
 		}
 		ans, ok := ch.readLine("approve? [yes/no] ")
 		if !ok {
-			ch.out("(the approval stays pending; resume with: %s chat --thread %s)\n", ch.c.app.Name, ch.thread)
+			ch.out("(the approval stays pending; resume with: %s chat --thread %s)\n", ch.c.env.Program, ch.thread)
 			return nil
 		}
 		events = ch.a.Resume(ctx, ch.thread, agent.Answer{ApprovalID: out.Approval.ID, Text: ans, By: ch.c.who()})
