@@ -11,6 +11,7 @@ require (
 	github.com/sashabaranov/go-openai v1.43.0
 	github.com/sirupsen/logrus v1.10.2
 	github.com/tmc/langchaingo v0.1.14
+	golang.org/x/term v0.46.0
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.60.1
 	pgregory.net/rapid v1.3.0

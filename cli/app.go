@@ -263,16 +263,6 @@ func (e Env) lookupEnv(k string) (string, bool) {
 	return v, v != ""
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 // parseArgs parses fs over args with flags and positional arguments in any
 // order ("run 'q' --store memory" as well as "run --store memory 'q'").
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {

@@ -2,7 +2,7 @@ package cli
 
 import (
 	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -21,8 +21,8 @@ var goRunExe = regexp.MustCompile(`(^|/)go-build\d*/(b\d+/exe|[0-9a-f]{2}/[0-9a-
 // the program's base name as typed on the PATH. bi is the program's build
 // information (nil: none).
 func Invocation(arg0 string, bi *debug.BuildInfo) string {
-	arg0 = filepath.ToSlash(arg0)
-	name := strings.TrimSuffix(filepath.Base(arg0), ".exe")
+	arg0 = strings.ReplaceAll(arg0, `\`, "/") // Windows paths, read anywhere
+	name := strings.TrimSuffix(path.Base(arg0), ".exe")
 	if !goRunExe.MatchString(arg0) || bi == nil || bi.Path == "" {
 		return name
 	}
