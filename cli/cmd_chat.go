@@ -61,11 +61,9 @@ func (ch *chat) loop(ctx context.Context) error {
 	if ch.thread == "" {
 		ch.thread = newThreadID()
 	}
-	mode := "offline mode (no LLM configured)"
-	if !ch.c.offline() {
-		mode = "with the configured models"
-	}
-	ch.out("%s chat — thread %s, store %s, %s. /help for commands, /exit to leave.\n", ch.c.app.Name, ch.thread, ch.c.spec, mode)
+	ch.out("%s chat — thread %s\n", ch.c.app.Name, ch.thread)
+	writeFacts(ch.c.env.Stdout, "  ", ch.c.facts(ctx), len("configuration:"))
+	ch.out("/help for commands and demo questions, /exit to leave.\n")
 	if resumed {
 		if err := ch.resumeThread(ctx); err != nil {
 			return err

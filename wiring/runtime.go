@@ -414,6 +414,10 @@ func withoutMCPNames(cfg *config.Config, err error) error {
 // file's server.api_keys ("name=key,name=key").
 const EnvAPIKeys = "CAPGRAPH_API_KEYS"
 
+// NoKeysHint follows the server's refusal to listen beyond loopback
+// without API keys: where keys come from.
+const NoKeysHint = "(give keys in server.api_keys or in " + EnvAPIKeys + "=name=key, or listen on 127.0.0.1)"
+
 // ServerError turns a server.ConfigError from server.New into a
 // *config.Error naming the file's key and line (and, for an address
 // refused without keys, how to give keys); other errors pass unchanged.
@@ -425,7 +429,7 @@ func ServerError(cfg *config.Config, err error) error {
 	key := serverKey(se.Field)
 	msg := se.Reason
 	if se.Field == "Addr" {
-		msg += " (give keys in server.api_keys or in " + EnvAPIKeys + "=name=key, or listen on 127.0.0.1)"
+		msg += " " + NoKeysHint
 	}
 	return &config.Error{File: cfg.Source(), Problems: []config.Problem{{Line: lineOf(cfg, key), Key: key, Problem: msg}}}
 }
