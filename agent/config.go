@@ -22,15 +22,19 @@ const (
 	DefaultErrorNodeGrace = 30 * time.Second
 )
 
-// DefaultInfraRetryPolicy is the retry policy of infrastructure nodes that
-// state none of their own: LLM calls are cheap to repeat but a user is
-// waiting, so the delays are shorter than the capability default.
-var DefaultInfraRetryPolicy = capabilities.RetryPolicy{
-	MaxAttempts:        3,
-	InitialInterval:    capabilities.Duration(500 * time.Millisecond),
-	BackoffCoefficient: 2,
-	MaxInterval:        capabilities.Duration(10 * time.Second),
-	Jitter:             capabilities.JitterFull,
+// DefaultInfraRetryPolicy returns the retry policy of infrastructure nodes
+// that state none of their own: 3 attempts, 500 ms doubling up to 10 s, full
+// jitter. LLM calls are cheap to repeat but a user is waiting, so the delays
+// are shorter than the capability default. Config.InfraRetry overrides it
+// per node, field by field.
+func DefaultInfraRetryPolicy() capabilities.RetryPolicy {
+	return capabilities.RetryPolicy{
+		MaxAttempts:        3,
+		InitialInterval:    capabilities.Duration(500 * time.Millisecond),
+		BackoffCoefficient: 2,
+		MaxInterval:        capabilities.Duration(10 * time.Second),
+		Jitter:             capabilities.JitterFull,
+	}
 }
 
 // Limits bound one turn. Zero fields take the defaults.
