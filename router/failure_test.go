@@ -85,7 +85,11 @@ func TestRecordStepRetry(t *testing.T) {
 		t.Fatalf("next attempt %d from %v", n, first)
 	}
 	// The second failure waits twice as long; the third has no attempt left.
-	ns, _, d = record(t, ns, func() router.Failure { f := stepFail(cls(capabilities.Retriable, capabilities.KindTimeout), 2); f.At = t0.Add(time.Second); return f }())
+	ns, _, d = record(t, ns, func() router.Failure {
+		f := stepFail(cls(capabilities.Retriable, capabilities.KindTimeout), 2)
+		f.At = t0.Add(time.Second)
+		return f
+	}())
 	wantRoute(t, d, router.CauseRetry, "", "read")
 	if !d.NotBefore.Equal(t0.Add(3 * time.Second)) {
 		t.Fatalf("second retry at %v, want t0+3s", d.NotBefore)
