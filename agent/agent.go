@@ -92,10 +92,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	g.AddNode(nodes.Error, a.errorNode(a.cfg.ErrorNode))
 	g.SetTerminal(nodes.Error)
-	route := func(s state.State) graph.Route {
-		d := router.Decide(s, a.rc)
-		return graph.Route{To: d.Next, NotBefore: d.NotBefore}
-	}
+	// One route for every node: the router's decision, carried to the
+	// nodes it starts (router.Carried), so none of them decides again.
+	route := router.Route(a.rc)
 	for _, t := range targets[1:] {
 		// Named so that a drawing (Compiled.Topology) shows the one router.
 		g.AddNamedConditionalEdges(t, "router", route, targets...)

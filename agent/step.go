@@ -23,8 +23,7 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 		if u, stop := a.overLimit(s, now); stop {
 			return u, nil
 		}
-		d := router.Decide(s, a.rc)
-		idx, ok := d.Steps[name]
+		idx, ok := router.Carried(ctx, s, a.rc).Steps[name]
 		if !ok || s.Turn.Plan == nil || idx >= len(s.Turn.Plan.Steps) {
 			// The graph routed here but the state assigns no step: never guess.
 			t := s.Turn

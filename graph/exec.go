@@ -67,6 +67,18 @@ type runner[S, U any] struct {
 	// nextDef is the node the last route named, when it named one: the next
 	// step's node if its name matches.
 	nextDef *nodeDef[S, U]
+	// nextMeta is the Route.Meta for every node of the next step (one route
+	// named them all), or nextMetas one per node (several routes did).
+	nextMeta  any
+	nextMetas []any
+}
+
+// metaOf returns the route metadata of the i-th node of the step.
+func (r *runner[S, U]) metaOf(i int) any {
+	if r.nextMetas != nil {
+		return r.nextMetas[i]
+	}
+	return r.nextMeta
 }
 
 type stateEncoder struct {
@@ -479,8 +491,10 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 	var (
 		next      []string
 		notBefore time.Time
-		shared    bool // next aliases a route's own slice; copy before appending
+		shared    bool  // next aliases a route's own slice; copy before appending
+		metas     []any // per node of next, once some route carries Meta
 	)
+	r.nextMeta, r.nextMetas = nil, nil
 	for i, name := range ran {
 		d := results[i].def
 		if d == nil {
@@ -489,6 +503,7 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 		var (
 			to   []string
 			nb   time.Time
+			meta any
 			dest *nodeDef[S, U] // the node of to[0]
 		)
 		switch d.edge {
@@ -501,7 +516,7 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 			if err != nil {
 				return nil, time.Time{}, err
 			}
-			to, nb = rt.To, rt.NotBefore
+			to, nb, meta = rt.To, rt.NotBefore, rt.Meta
 			if rt.NotBefore.After(notBefore) {
 				notBefore = rt.NotBefore
 			}
@@ -522,6 +537,7 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 		if len(ran) == 1 && clean(to) {
 			// The common case keeps the route's slice: no allocation.
 			next, shared = to, true
+			r.nextMeta = meta
 			if len(to) == 1 {
 				r.nextDef = dest // the next step's node, found without a lookup
 			}
@@ -535,8 +551,15 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 				next, shared = append([]string(nil), next...), false
 			}
 			next = append(next, t)
+			if meta != nil && metas == nil {
+				metas = make([]any, len(next)-1, len(next)) // the nodes named before carry none
+			}
+			if metas != nil {
+				metas = append(metas, meta) // a node named twice keeps the first route's
+			}
 		}
 	}
+	r.nextMetas = metas
 	return next, notBefore, nil
 }
 
