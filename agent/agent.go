@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"strings"
-	"sync"
 
 	"github.com/google/uuid"
 
@@ -26,9 +25,6 @@ type Agent struct {
 	cfg Config
 	rc  router.Config
 	g   *graph.Compiled[state.State, state.Update]
-
-	mu   sync.Mutex
-	busy map[string]bool // threads with a Run or Resume in progress here
 }
 
 var _ Runner = (*Agent)(nil)
@@ -181,7 +177,7 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 			p.fail(err)
 			return
 		}
-		ctx, release, err := a.claim(ctx, req.Thread)
+		ctx, release, err := a.ownThread(ctx, req.Thread)
 		if err != nil {
 			p.fail(err)
 			return

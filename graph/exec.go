@@ -16,25 +16,6 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
-func (c *Compiled[S, U]) lock(thread string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.busy == nil {
-		c.busy = make(map[string]bool)
-	}
-	if c.busy[thread] {
-		return false
-	}
-	c.busy[thread] = true
-	return true
-}
-
-func (c *Compiled[S, U]) unlock(thread string) {
-	c.mu.Lock()
-	delete(c.busy, thread)
-	c.mu.Unlock()
-}
-
 // runner holds the per-call mutable data of exec. It is allocated once per
 // call, so everything a step needs again and again lives here rather than in
 // per-step allocations.
@@ -244,11 +225,12 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		res.Status = StatusCanceled
 		return res, cerr
 	}
-	if !c.lock(thread) {
+	hold, berr := c.threads.enter(ctx, thread)
+	if berr != nil {
 		res.Status = StatusFailed
-		return res, fmt.Errorf("%w: %q", ErrThreadBusy, thread)
+		return res, berr
 	}
-	defer c.unlock(thread)
+	defer c.threads.leave(thread, hold)
 
 	r := &runner[S, U]{c: c, thread: thread, yield: yield, trace: trace, attempts: make([]int32, len(c.order))}
 	defer r.release()

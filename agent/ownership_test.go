@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 )
@@ -56,4 +58,42 @@ func TestDefaultLeaseOwner(t *testing.T) {
 	if got := mustAgent(t, cfg).LeaseOwner(); got != "replica-0" {
 		t.Fatalf("LeaseOwner = %q, want the configured replica-0", got)
 	}
+}
+
+// In one process the thread has one owner, whoever asks: while a Run is in
+// progress, a second Run or Resume of the agent, a run of its graph
+// directly and a claim of unfinished runs all find the thread busy, with no
+// lease holder to name (the graph's hold answers before the store is asked);
+// once the run ended, the thread is free for each of them.
+func TestOneOwnerPerThreadInProcess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld("read_a")
+		w.caps["read_a"].errs = []error{errFreeze}
+		release := make(chan struct{})
+		freeze = func() { <-release }
+		defer func() { freeze = nil }()
+		a := mustAgent(t, w.config(t))
+
+		done := make(chan outcome, 1)
+		go func() { done <- run(t, a, "t", "read") }()
+		synctest.Wait() // the run is frozen inside read_a
+		var he *checkpoint.LeaseHeldError
+		if o := run(t, a, "t", "again"); !errors.Is(o.err, graph.ErrThreadBusy) || errors.As(o.err, &he) {
+			t.Fatalf("second Run: %v; want ErrThreadBusy from this process, no lease holder", o.err)
+		}
+		if o := resume(t, a, "t", agent.Answer{}); !errors.Is(o.err, graph.ErrThreadBusy) {
+			t.Fatalf("Resume during the run: %v; want ErrThreadBusy", o.err)
+		}
+		if _, err := a.Graph().Resume(context.Background(), "t", nil); !errors.Is(err, graph.ErrThreadBusy) {
+			t.Fatalf("the graph's own Resume during the agent's run: %v; want ErrThreadBusy", err)
+		}
+		for cr, err := range a.ClaimUnfinished(context.Background()) {
+			t.Fatalf("claimed %v, %v while the thread runs here", cr, err)
+		}
+		close(release)
+		wantAnswer(t, <-done)
+		if o := run(t, a, "t", "again"); o.err != nil {
+			t.Fatalf("Run after the run ended: %v", o.err)
+		}
+	})
 }
