@@ -88,11 +88,11 @@ type Config struct {
 	// node's own policy (capabilities.RetryPolicyProvider) wins over it.
 	InfraRetry map[string]capabilities.RetryPolicy
 	// Options are the per-turn defaults and the ceiling of every turn: a
-	// TurnRequest's Options may only tighten them (see options.go), and
+	// TurnRequest's Options may only tighten them (see TurnRequest.Options), and
 	// WritesEnabled is the process's write switch, checked where a
 	// side-effecting step executes.
 	Options state.Options
-	// AuditLog keeps the audit records of side-effecting steps (audit.go).
+	// AuditLog keeps the audit records of side-effecting steps (ListAudit).
 	// Default: the Store, when it is a checkpoint.RecordLog (memory,
 	// SQLite and PostgreSQL are). New fails when a registered capability
 	// has side effects and there is none.

@@ -33,6 +33,15 @@
 // which is the state the route decided on (a route is a pure function of the
 // state, so the result is the same). Carrying it costs no allocation.
 //
+// One run at a time per thread of a Compiled graph: a run takes its thread
+// for its duration and another fails with ErrThreadBusy. This set of busy
+// threads is the process's one record of who runs what; a caller that does
+// several runs of a thread in a row without letting another in (the agent
+// package: read the state, end a waiting run, start the turn) holds the
+// thread with HoldThread and runs under the hold (WithThreadHold). Other
+// processes sharing the store are the caller's to exclude, with leases
+// (checkpoint.Leaser, checkpoint.WithLease).
+//
 // A node can interrupt the run with a payload (Interrupt); the run stops with
 // a checkpoint and no goroutine waits. Resume with a value stores the answer
 // in a checkpoint of its own and re-enters the node, which reads it with
