@@ -16,10 +16,10 @@ import (
 )
 
 // infraNode wraps an infrastructure node: it counts the step, enforces the
-// wall clock, classifies a failure and records it with the retry decision in
-// the state (counted per node, so infrastructure retries are bounded like
-// capability retries), and on success clears the error and keeps the
-// recovery counters honest.
+// wall clock, classifies a failure and hands it to the failure pipeline
+// (failure.go; attempts are counted per node, so infrastructure retries are
+// bounded like capability retries), and on success clears the error and
+// keeps the recovery counters honest.
 func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update] {
 	name := n.Name()
 	return func(ctx context.Context, s state.State) (state.Update, error) {

@@ -14,8 +14,8 @@ import (
 )
 
 // stepNode wraps a capability: it runs the plan step the router assigned to
-// it, stores the outputs in the context store, and records failures on the
-// step (attempts, not-before time, error) for the router to act on.
+// it (the decision carried to the node), stores the outputs in the context
+// store, and hands a failed attempt to the failure pipeline (failure.go).
 func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, state.Update] {
 	name := c.Name()
 	return func(ctx context.Context, s state.State) (state.Update, error) {
