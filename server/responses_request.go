@@ -142,6 +142,7 @@ func decodeResponsesRequest(body []byte, lim responsesLimits) (responsesRequest,
 		default:
 			if !responsesIgnored[name] {
 				err = errors.New("unknown or unsupported field")
+				name = fieldName(name)
 			}
 		}
 		if err != nil {
@@ -377,3 +378,16 @@ func jsonProblem(err error) string {
 
 // sortedKeys makes the first refused field deterministic.
 func sortedKeys(m map[string]json.RawMessage) []string { return slices.Sorted(maps.Keys(m)) }
+
+// fieldName is an unknown field's name as an error's param: never empty,
+// at most 64 bytes of valid UTF-8.
+func fieldName(name string) string {
+	name = strings.ToValidUTF8(name, "\uFFFD")
+	if len(name) > 64 {
+		name = strings.ToValidUTF8(name[:64], "") + "…"
+	}
+	if name == "" {
+		return `""`
+	}
+	return name
+}
