@@ -187,6 +187,18 @@ type Server struct {
 	// audit records of side-effecting steps are kept in the store whether
 	// or not it is set (`capgraph audit`, GET /api/audit).
 	AuditLog string `yaml:"audit_log"`
+	// StatusFrames says when Chat Completions streams carry Open WebUI's
+	// status frames (chunks without "choices" that strict clients such as
+	// the Vercel AI SDK report as errors): auto (default: only to requests
+	// from Open WebUI), on or off. A key's status_frames overrides it.
+	StatusFrames string `yaml:"status_frames"`
+	// CORSOrigins are the browser origins (https://host[:port], or "*" for
+	// any) whose pages may call the API; empty: none (the built-in page
+	// needs none). Credentials are never allowed: keys are bearer tokens.
+	CORSOrigins []string `yaml:"cors_origins"`
+	// FrameAncestors are the origins that may embed the built-in page in a
+	// frame; empty: none (frame-ancestors 'none').
+	FrameAncestors []string `yaml:"frame_ancestors"`
 }
 
 // APIKey is one accepted bearer key. Exactly one of Key and KeySHA256 is set.
@@ -215,6 +227,9 @@ type APIKey struct {
 	MayRaise []string `yaml:"may_raise"`
 	// Admin lets this key read the audit log (GET /api/audit) of every tenant.
 	Admin bool `yaml:"admin"`
+	// StatusFrames overrides server.status_frames for this key (auto, on
+	// or off); empty keeps the server's.
+	StatusFrames string `yaml:"status_frames"`
 }
 
 // ServerLimits are server-wide limits.
@@ -247,6 +262,10 @@ const (
 	ApprovalSelective       = "selective"
 	ApprovalAllCapabilities = "all_capabilities"
 
+	StatusFramesAuto = "auto"
+	StatusFramesOn   = "on"
+	StatusFramesOff  = "off"
+
 	StoreMemory = "memory"
 )
 
@@ -278,6 +297,7 @@ func Default() *Config {
 			Addr:         "127.0.0.1:8080",
 			MaxBodyBytes: 1 << 20,
 			Limits:       ServerLimits{MaxConcurrentRuns: 16},
+			StatusFrames: StatusFramesAuto,
 		},
 		Logging: Logging{Level: "info", Format: "text"},
 		lines:   map[string]int{},
