@@ -101,7 +101,8 @@ func TestPageCSP(t *testing.T) {
 				t.Errorf("%s: CSP %q lacks %q", path, csp, want)
 			}
 		}
-		if strings.Contains(csp, "unsafe") || resp.Header.Get("X-Frame-Options") != "DENY" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+		if strings.Contains(csp, "unsafe") || resp.Header.Get("X-Frame-Options") != "DENY" || resp.Header.Get("X-Content-Type-Options") != "nosniff" ||
+			resp.Header.Get("Referrer-Policy") != "no-referrer" {
 			t.Errorf("%s: headers %v", path, resp.Header)
 		}
 	}

@@ -303,6 +303,8 @@ func TestResponsesRefusesUnsupported(t *testing.T) {
 		{"store false", map[string]any{"model": "capgraph", "input": "hi", "store": false}, 400, "store"},
 		{"background", map[string]any{"model": "capgraph", "input": "hi", "background": true}, 400, "background"},
 		{"conversation", map[string]any{"model": "capgraph", "input": "hi", "conversation": "conv_1"}, 400, "conversation"},
+		{"prompt template", map[string]any{"model": "capgraph", "input": "hi", "prompt": map[string]any{"id": "pmpt_1"}}, 400, "prompt"},
+		{"reasoning item", map[string]any{"model": "capgraph", "input": []any{map[string]any{"type": "reasoning", "id": "rs_1", "summary": []any{}}, user("hi")}}, 400, "input[0].type"},
 		{"unknown field", map[string]any{"model": "capgraph", "input": "hi", "modalities": []string{"audio"}}, 400, "modalities"},
 		{"image", map[string]any{"model": "capgraph", "input": []any{msg("user", map[string]any{"type": "input_image", "image_url": "data:x"})}}, 400, "input[0].content[0].type"},
 		{"function output", map[string]any{"model": "capgraph", "input": []any{map[string]any{"type": "function_call_output", "call_id": "c", "output": "x"}}}, 400, "input[0].type"},
@@ -329,5 +331,35 @@ func TestResponsesRefusesUnsupported(t *testing.T) {
 	}
 	if n := len(env.runner.runs()); n != 0 {
 		t.Fatalf("%d runs started by refused requests", n)
+	}
+}
+
+// While a run waits, a Responses stream gets SSE comments (every SSE
+// parser skips them), then the answer.
+func TestResponsesKeepAlive(t *testing.T) {
+	env := newResponsesEnv(t, func(c *Config) { c.Heartbeat = 20 * time.Millisecond })
+	body, _ := json.Marshal(map[string]any{"model": "capgraph", "stream": true, "input": "slow please"})
+	req, _ := http.NewRequest("POST", env.http.URL+"/v1/responses", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == ": keep-alive\n" {
+			break
+		}
+	}
+	env.runner.Release()
+	var rest strings.Builder
+	_, _ = br.WriteTo(&rest)
+	if !strings.Contains(rest.String(), `"delta":"Done after waiting."`) || !strings.Contains(rest.String(), "event: response.completed") {
+		t.Fatalf("after keep-alive:\n%s", rest.String())
 	}
 }
