@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -207,6 +208,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); !errors.As(err, &mbe) {
+			// Never the connection's details (addresses, timeouts).
+			err = badRequest("body", "the request body could not be read (shorter than its Content-Length, or too slow)")
+		}
 		s.writeError(w, err)
 		return
 	}
@@ -283,6 +288,9 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	left, runErr, shutdown, replay := s.chatRunEnd(r.Context(), c, st.ru, followed, st.token)
 	switch {
 	case left:
+		// The client went away; its run is canceled (chatRunEnd).
+		out.obj.Status = "cancelled"
+		s.responses.put(out.owner, out.thread, out.obj)
 		return
 	case replay != nil:
 		out.text(replay.Content)

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"iter"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -361,5 +364,28 @@ func TestResponsesKeepAlive(t *testing.T) {
 	_, _ = br.WriteTo(&rest)
 	if !strings.Contains(rest.String(), `"delta":"Done after waiting."`) || !strings.Contains(rest.String(), "event: response.completed") {
 		t.Fatalf("after keep-alive:\n%s", rest.String())
+	}
+}
+
+// A body shorter than its Content-Length is a 400 that shows nothing of
+// the connection.
+func TestResponsesShortBody(t *testing.T) {
+	env := newResponsesEnv(t, nil)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(env.http.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"model":"capgraph","input":"hi"`
+	fmt.Fprintf(conn, "POST /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		keyAlice, len(body)+50, body)
+	_ = conn.(*net.TCPConn).CloseWrite()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || strings.Contains(string(b), "127.0.0.1") || !strings.Contains(string(b), `"param":"body"`) {
+		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 }
