@@ -52,6 +52,7 @@ func cmdConfig(ctx context.Context, c *cmdEnv, args []string) error {
 		}
 	}
 	if len(problems) == 0 {
+		c.printMCP(false)
 		fmt.Fprintf(c.env.Stdout, "%s: OK\n", path)
 		return nil
 	}
@@ -103,7 +104,7 @@ func checkConfig(ctx context.Context, c *cmdEnv, path string) ([]config.Problem,
 	}
 	models, err := Models(cfg, c.env.lookupEnv)
 	add(err)
-	reg, err := c.registry()
+	reg, err := c.registry(ctx)
 	if err != nil {
 		add(err)
 		return problems, nil

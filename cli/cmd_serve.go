@@ -101,6 +101,7 @@ func (c *cmdEnv) banner(addr string, keys bool) {
 	fmt.Fprintf(w, "  web page:                     %s/\n", base)
 	fmt.Fprintf(w, "  OpenAI-compatible base URL:   %s/v1   (model %q)\n", base, server.DefaultModel)
 	fmt.Fprintf(w, "  native API:                   %s/api\n", base)
+	fmt.Fprintf(w, "  MCP server (streamable HTTP): %s/mcp\n", base)
 	fmt.Fprintf(w, "  store:                        %s\n", c.spec)
 	auth := ""
 	if keys {

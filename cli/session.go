@@ -12,6 +12,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/mcp"
 )
 
 // cmdEnv is one command's environment: it loads the configuration, opens
@@ -30,6 +31,7 @@ type cmdEnv struct {
 	reg     *capabilities.Registry
 	models  llm.Models
 	agent   *agent.Agent
+	mcp     *mcp.Set // the MCP servers the registry started
 }
 
 func (c *cmdEnv) close() {
@@ -77,8 +79,9 @@ func (c *cmdEnv) config() (*config.Config, error) {
 	return cfg, nil
 }
 
-// registry builds the application's capabilities once.
-func (c *cmdEnv) registry() (*capabilities.Registry, error) {
+// registry builds the application's capabilities once, with the tools of
+// the configured MCP servers (started here; stopped by close).
+func (c *cmdEnv) registry(ctx context.Context) (*capabilities.Registry, error) {
 	if c.reg != nil {
 		return c.reg, nil
 	}
@@ -92,6 +95,9 @@ func (c *cmdEnv) registry() (*capabilities.Registry, error) {
 	}
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(caps...); err != nil {
+		return nil, err
+	}
+	if err := c.registerMCP(ctx, cfg, reg); err != nil {
 		return nil, err
 	}
 	if err := reg.Validate(); err != nil {
@@ -143,7 +149,7 @@ func (c *cmdEnv) buildAgent(ctx context.Context, persistent bool) (*agent.Agent,
 	if err != nil {
 		return nil, err
 	}
-	reg, err := c.registry()
+	reg, err := c.registry(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,9 @@ type Config struct {
 	Server Server `yaml:"server"`
 	// Logging configures the log output.
 	Logging Logging `yaml:"logging"`
+	// MCPServers are MCP servers whose tools become capabilities, by name
+	// (the name starts their capability names unless Prefix says otherwise).
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 
 	// source is the file name; lines maps a dotted key to the line it was
 	// set on, so converters can name the line of a problem they find later.
@@ -249,6 +252,64 @@ type Logging struct {
 	// Format: text (default) or json.
 	Format string `yaml:"format"`
 }
+
+// MCPServer configures one MCP server (docs/mcp.md). Zero fields take the
+// mcp package's defaults.
+type MCPServer struct {
+	// Transport: stdio (a child process) or http (streamable HTTP); empty
+	// means stdio with a command and http with a url.
+	Transport string `yaml:"transport"`
+	// Command, Args, Env and Dir start a stdio server. The server gets Env
+	// and only harmless variables of capgraph's environment (PATH, HOME, …).
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	Dir     string            `yaml:"dir"`
+	// URL is an http server's endpoint.
+	URL string `yaml:"url"`
+	// HeadersEnv maps an HTTP header to the environment variable holding
+	// its value (Authorization: WIKI_TOKEN); the secret stays out of the file.
+	HeadersEnv map[string]string `yaml:"headers_env"`
+	// Prefix starts the server's capability names (default: its name).
+	Prefix string `yaml:"prefix"`
+	// Optional lets capgraph start without the server when it cannot start.
+	Optional bool `yaml:"optional"`
+	// Timeout bounds one tool call (default 60s); ConnectTimeout a start or
+	// reconnection with its handshake (default 30s).
+	Timeout        Duration `yaml:"timeout"`
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// MaxRestarts bounds restarts (reconnections) in a row (default 5).
+	MaxRestarts int `yaml:"max_restarts"`
+	// ReadOnlyTools are declared free of side effects.
+	ReadOnlyTools []string `yaml:"read_only_tools"`
+	// IncludeTools, when set, are the only tools used; ExcludeTools are not used.
+	IncludeTools []string `yaml:"include_tools"`
+	ExcludeTools []string `yaml:"exclude_tools"`
+	// Tools configures single tools by their name on the server.
+	Tools map[string]MCPTool `yaml:"tools"`
+}
+
+// MCPTool overrides what an MCP server says about one of its tools.
+type MCPTool struct {
+	// SideEffects declares whether the tool acts on the outside world
+	// (unset: unless the server annotates it readOnlyHint).
+	SideEffects *bool `yaml:"side_effects"`
+	// Idempotent declares whether repeating a call changes nothing more
+	// (unset: the server's idempotentHint).
+	Idempotent *bool `yaml:"idempotent"`
+	// IsErrorSeverity is the severity of a result with isError (default critical).
+	IsErrorSeverity string `yaml:"is_error_severity"`
+	// Timeout bounds one call of the tool (default: the server's timeout).
+	Timeout Duration `yaml:"timeout"`
+	// Description replaces the server's description in prompts.
+	Description string `yaml:"description"`
+}
+
+// MCP transports.
+const (
+	MCPStdio = "stdio"
+	MCPHTTP  = "http"
+)
 
 // Enumerated values.
 const (

@@ -82,6 +82,131 @@ func (d *decoder) validate(c *Config) {
 	if !oneOf(c.Logging.Format, "text", "json") {
 		d.bad("logging.format", "must be text or json, got %q", c.Logging.Format)
 	}
+	d.validateMCP(c)
+}
+
+var (
+	mcpServerName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]*$`)
+	headerName    = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+func (d *decoder) validateMCP(c *Config) {
+	names := make([]string, 0, len(c.MCPServers))
+	for name := range c.MCPServers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := c.MCPServers[name]
+		key := "mcp_servers." + name
+		if !mcpServerName.MatchString(name) {
+			d.bad(key, "a server name starts with a letter and holds letters, digits, _, - and . (it starts the names of its capabilities)")
+		}
+		transport := s.Transport
+		if transport == "" {
+			switch {
+			case s.Command != "" && s.URL != "":
+				d.bad(key, "sets both command (stdio) and url (http); keep one, or set transport")
+			case s.Command != "":
+				transport = MCPStdio
+			case s.URL != "":
+				transport = MCPHTTP
+			default:
+				d.bad(key, "needs a command (a stdio server) or a url (an http server)")
+			}
+		}
+		switch transport {
+		case "":
+		case MCPStdio:
+			if strings.TrimSpace(s.Command) == "" {
+				d.bad(key+".command", "a stdio server needs the command that starts it")
+			}
+			for _, k := range []string{"url", "headers_env"} {
+				if d.set(key + "." + k) {
+					d.bad(key+"."+k, "is for http servers; this one is stdio")
+				}
+			}
+		case MCPHTTP:
+			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				d.bad(key+".url", "must be an http:// or https:// URL (the server's MCP endpoint), got %q", s.URL)
+			}
+			for _, k := range []string{"command", "args", "env", "dir"} {
+				if d.set(key + "." + k) {
+					d.bad(key+"."+k, "is for stdio servers; this one is http")
+				}
+			}
+		default:
+			d.bad(key+".transport", "must be stdio or http, got %q", s.Transport)
+		}
+		for k := range s.Env {
+			if !envVarName.MatchString(k) {
+				d.bad(key+".env."+k, "is not an environment variable name")
+			}
+		}
+		for h, v := range s.HeadersEnv {
+			if !headerName.MatchString(h) {
+				d.bad(key+".headers_env."+h, "is not an HTTP header name")
+			}
+			if !envVarName.MatchString(v) {
+				d.bad(key+".headers_env."+h, "must name the environment variable holding the header's value (the value itself does not belong in the file), got %q", v)
+			}
+		}
+		if d.set(key+".prefix") && !capabilityName.MatchString(s.Prefix) {
+			d.bad(key+".prefix", "must be lower_snake_case (it starts capability names), got %q", s.Prefix)
+		}
+		if s.MaxRestarts < 0 {
+			d.bad(key+".max_restarts", "must not be negative, got %d", s.MaxRestarts)
+		}
+		for _, k := range []string{"timeout", "connect_timeout"} {
+			v := s.Timeout
+			if k == "connect_timeout" {
+				v = s.ConnectTimeout
+			}
+			if d.set(key+"."+k) && v == 0 {
+				d.bad(key+"."+k, "must be longer than 0 (leave it out for the default)")
+			}
+		}
+		d.toolList(key+".read_only_tools", s.ReadOnlyTools)
+		d.toolList(key+".include_tools", s.IncludeTools)
+		d.toolList(key+".exclude_tools", s.ExcludeTools)
+		for i, t := range s.IncludeTools {
+			if slices.Contains(s.ExcludeTools, t) {
+				d.bad(fmt.Sprintf("%s.include_tools[%d]", key, i), "%q is also in exclude_tools", t)
+			}
+		}
+		for tname, t := range s.Tools {
+			tkey := key + ".tools." + tname
+			if t.IsErrorSeverity != "" {
+				if _, err := capabilities.ParseSeverity(t.IsErrorSeverity); err != nil {
+					d.bad(tkey+".is_error_severity", "must be retriable, replanning, reclassification, critical or fatal, got %q", t.IsErrorSeverity)
+				}
+			}
+			if d.set(tkey+".timeout") && t.Timeout == 0 {
+				d.bad(tkey+".timeout", "must be longer than 0 (leave it out for the server's)")
+			}
+			if t.SideEffects != nil && *t.SideEffects && slices.Contains(s.ReadOnlyTools, tname) {
+				d.bad(tkey+".side_effects", "is true, but read_only_tools lists %q", tname)
+			}
+			if d.set(tkey+".description") && strings.TrimSpace(t.Description) == "" {
+				d.bad(tkey+".description", "is empty (remove it to use the server's)")
+			}
+		}
+	}
+}
+
+// toolList checks a list of tool names: none empty, none twice.
+func (d *decoder) toolList(key string, list []string) {
+	seen := map[string]bool{}
+	for i, t := range list {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		switch {
+		case strings.TrimSpace(t) == "":
+			d.bad(k, "is empty (list tool names as the server names them)")
+		case seen[t]:
+			d.bad(k, "%q is listed twice", t)
+		}
+		seen[t] = true
+	}
 }
 
 func (d *decoder) validateModels(c *Config) {

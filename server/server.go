@@ -90,6 +90,7 @@ func (s *Server) routes() http.Handler {
 
 	mux.HandleFunc("POST /agui", oa(s.handleAGUI))
 	mux.HandleFunc("GET /api/info", oa(s.handleInfo))
+	s.mcpRoutes(mux, oa)
 	if !s.cfg.DisableWebPage {
 		mux.Handle("GET /", s.pageSecurity(webHandler()))
 	}
