@@ -19,13 +19,14 @@ const (
 	corsMethods = "GET, POST, DELETE, OPTIONS"
 	corsMaxAge  = "600"
 	// corsExpose are the response headers the SDKs read (retry decisions).
-	corsExpose = "Retry-After, x-should-retry"
+	corsExpose = "Retry-After, x-should-retry, Mcp-Session-Id"
 )
 
 // corsHeaders are the request headers a listed origin may send, in lower
 // case; the official SDKs also send x-stainless-* (platform, retry count)
-// and the frontend headers x-openwebui-*.
-var corsHeaders = []string{"authorization", "content-type", "accept", "last-event-id", "idempotency-key", "openai-organization", "openai-project"}
+// and the frontend headers x-openwebui-*; MCP clients (/mcp) their own.
+var corsHeaders = []string{"authorization", "content-type", "accept", "last-event-id", "idempotency-key", "openai-organization", "openai-project",
+	"mcp-protocol-version", "mcp-session-id"}
 
 var corsHeaderPrefixes = []string{"x-stainless-", "x-openwebui-"}
 

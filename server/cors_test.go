@@ -38,6 +38,10 @@ func TestCORS(t *testing.T) {
 	if h.Get("Access-Control-Allow-Credentials") != "" || !strings.Contains(strings.Join(h.Values("Vary"), ","), "Origin") {
 		t.Fatalf("credentials or Vary: %v", h)
 	}
+	// A browser MCP client's preflight for /mcp.
+	if resp := preflight(t, env, portal, "POST", "content-type, mcp-protocol-version, mcp-session-id"); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("mcp preflight %d", resp.StatusCode)
+	}
 	// Refused preflights carry no CORS header at all.
 	for _, tc := range []struct{ name, origin, method, headers string }{
 		{"origin not listed", "https://evil.example.com", "POST", "authorization"},
