@@ -5,8 +5,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"testing"
 )
+
+// reporter is what the checks need of a *testing.T.
+type reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+}
 
 var benchFunc = regexp.MustCompile(`(?m)^func (Benchmark\w*)\(`)
 
@@ -14,7 +20,7 @@ var benchFunc = regexp.MustCompile(`(?m)^func (Benchmark\w*)\(`)
 // each `go test` names packages that exist and a -bench pattern that
 // matches one of their benchmarks, each `go run` a program that exists.
 // `cd DIR` moves the next commands (as it does in a terminal).
-func checkBench(t *testing.T, repo string, b block) {
+func checkBench(t reporter, repo string, b block) {
 	t.Helper()
 	dir := repo
 	for _, c := range commands(b.text) {
@@ -40,7 +46,7 @@ func checkBench(t *testing.T, repo string, b block) {
 	}
 }
 
-func checkGoTest(t *testing.T, b block, dir string, args []string) {
+func checkGoTest(t reporter, b block, dir string, args []string) {
 	t.Helper()
 	var pkgs []string
 	pattern := ""
