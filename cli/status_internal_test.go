@@ -30,6 +30,8 @@ type screen struct {
 	esc   string
 	// wrapped holds the text of each row at the moment it autowrapped.
 	wrapped []string
+	// drawn counts erase-to-end-of-line sequences: status line draws.
+	drawn int
 }
 
 func newScreen(width int) *screen { return &screen{width: width, rows: [][]rune{nil}} }
@@ -43,6 +45,7 @@ func (s *screen) Write(p []byte) (int, error) {
 			if len(s.esc) >= 2 && (r >= '@' && r <= '~') && s.esc != "\033[" {
 				if s.esc == "\033[K" {
 					s.rows[s.row] = s.rows[s.row][:min(s.col, len(s.rows[s.row]))]
+					s.drawn++
 				}
 				s.esc = ""
 			}
@@ -157,32 +160,7 @@ func TestLiveLineFitsTheTerminal(t *testing.T) {
 // frame, a cut "• approval needed: …" above the prompt).
 func TestChatStatusLineOnANarrowTerminal(t *testing.T) {
 	reason := "The flaky sensor did not answer within 2 s: the channel access gateway at 10.0.3.17:5064 reported a timeout on every request of this attempt"
-	app := App{Name: "narrow", Capabilities: func(*config.Config) ([]capabilities.Capability, error) {
-		flaky, err := capabilities.Define(capabilities.Definition{
-			Name: "flaky_sensor", Description: "Reads the flaky sensor.", Provides: []string{"READING"},
-			Retry: &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(400 * time.Millisecond),
-				MaxInterval: capabilities.Duration(400 * time.Millisecond), Jitter: capabilities.JitterNone},
-			Run: func(_ context.Context, s capabilities.Step) (capabilities.Output, error) {
-				if s.Attempt < 2 {
-					return capabilities.Output{}, capabilities.NewError(capabilities.Retriable, capabilities.KindTimeout, reason, nil)
-				}
-				return capabilities.Result("READING", 42.0, "flaky sensor: 42"), nil
-			},
-		})
-		if err != nil {
-			return nil, err
-		}
-		valve, err := capabilities.Define(capabilities.Definition{
-			Name: "valve_check", Description: "Checks the valve of the beamline front end.", Provides: []string{"VALVE"},
-			Approval: func(capabilities.Step) (bool, string) {
-				return true, "check the front-end valve FE:VLV:01 of beamline 7, which closes the beam shutter for up to 30 seconds while the check runs"
-			},
-			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
-				return capabilities.Result("VALVE", "ok", "valve ok"), nil
-			},
-		})
-		return []capabilities.Capability{flaky, valve}, err
-	}}
+	app := App{Name: "narrow", Capabilities: flakyApp(reason)}
 	scr := newScreen(40)
 	yes := true
 	var errb strings.Builder
@@ -213,6 +191,38 @@ func TestChatStatusLineOnANarrowTerminal(t *testing.T) {
 	}
 	if !strings.Contains(all, "you> read the flaky sensor") || !strings.Contains(all, "approve? [yes/no] no") {
 		t.Errorf("the prompts are not on the screen:\n%s", all)
+	}
+}
+
+// flakyApp is flaky_sensor, which fails its first attempt with reason
+// (RETRIABLE) and then answers "flaky sensor: 42", and valve_check, which
+// asks for approval with a long summary.
+func flakyApp(reason string) func(*config.Config) ([]capabilities.Capability, error) {
+	return func(*config.Config) ([]capabilities.Capability, error) {
+		flaky, err := capabilities.Define(capabilities.Definition{
+			Name: "flaky_sensor", Description: "Reads the flaky sensor.", Provides: []string{"READING"},
+			Retry: &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(400 * time.Millisecond),
+				MaxInterval: capabilities.Duration(400 * time.Millisecond), Jitter: capabilities.JitterNone},
+			Run: func(_ context.Context, s capabilities.Step) (capabilities.Output, error) {
+				if s.Attempt < 2 {
+					return capabilities.Output{}, capabilities.NewError(capabilities.Retriable, capabilities.KindTimeout, reason, nil)
+				}
+				return capabilities.Result("READING", 42.0, "flaky sensor: 42"), nil
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		valve, err := capabilities.Define(capabilities.Definition{
+			Name: "valve_check", Description: "Checks the valve of the beamline front end.", Provides: []string{"VALVE"},
+			Approval: func(capabilities.Step) (bool, string) {
+				return true, "check the front-end valve FE:VLV:01 of beamline 7, which closes the beam shutter for up to 30 seconds while the check runs"
+			},
+			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+				return capabilities.Result("VALVE", "ok", "valve ok"), nil
+			},
+		})
+		return []capabilities.Capability{flaky, valve}, err
 	}
 }
 
