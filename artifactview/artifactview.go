@@ -366,7 +366,7 @@ func textSeries(b *strings.Builder, ss []capabilities.Series, width int) {
 		fmt.Fprintf(b, "%s\n", clip(line+"  "+stats, width))
 	}
 	if span := seriesSpan(ss); span != "" {
-		fmt.Fprintf(b, "  %s\n", span)
+		fmt.Fprintf(b, "  %s\n", clip(span, width-2))
 	}
 }
 

@@ -219,7 +219,12 @@ func TestHistoryQuestionThroughChatCompletionsServesItsPlot(t *testing.T) {
 			// Tampered with: 404.
 			u, _ := url.Parse(img)
 			for _, bad := range []func(u url.URL) string{
-				func(u url.URL) string { q := u.Query(); q.Set("sig", "A"+q.Get("sig")[1:]); u.RawQuery = q.Encode(); return u.String() },
+				func(u url.URL) string {
+					q := u.Query()
+					q.Set("sig", "A"+q.Get("sig")[1:])
+					u.RawQuery = q.Encode()
+					return u.String()
+				},
 				func(u url.URL) string {
 					q := u.Query()
 					exp, _ := strconv.ParseInt(q.Get("exp"), 10, 64)
@@ -547,4 +552,33 @@ func TestHistoryQuestionThroughResponses(t *testing.T) {
 	}
 }
 
+// The terminal shows the artifacts after the answer: a line per channel
+// with a sparkline and min/max/last, a read as an aligned table.
+func TestRunPrintsArtifacts(t *testing.T) {
+	h := controlRoom(t)
+	h.env["COLUMNS"] = "120"
+	r := h.run("", "--store", "memory", "run", "Show me the RF cavity voltage over the last 2 hours")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for i := 1; i <= 4; i++ {
+		line := regexp.MustCompile(`(?m)^  SR:RF:CAV` + strconv.Itoa(i) + `:VOLT  [▁▂▃▄▅▆▇█]{24}  min [0-9.]+  max [0-9.]+  last [0-9.]+ kV  \(1[0-9]{2} points\)$`)
+		if !line.MatchString(r.stdout) {
+			t.Errorf("no line for CAV%d:\n%s", i, r.stdout)
+		}
+	}
+	mustContain(t, "run output", r.stdout, "\nArchived values, over the last 2 hours\n", " UTC\n")
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if n := len([]rune(line)); n > 120 && strings.Contains(line, "SR:RF:CAV") && strings.Contains(line, "▁") {
+			t.Errorf("an artifact line of %d characters at COLUMNS=120", n)
+		}
+	}
 
+	r = h.run("", "--store", "memory", "run", "What is the beam current?")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !regexp.MustCompile(`(?m)^  channel\s+value units status\n  SR:DCCT:CURRENT\s+[0-9.]+ mA\s+ok$`).MatchString(r.stdout) {
+		t.Errorf("no table:\n%s", r.stdout)
+	}
+}
