@@ -381,7 +381,7 @@ func (d *decoder) validateServer(s Server) {
 			d.bad("server.public_url", "%q is not an absolute http(s) address without query (e.g. https://capgraph.example.org)", s.PublicURL)
 		}
 	}
-	if d.set("server.artifact_secret") && len(s.ArtifactSecret) < 16 {
+	if s.ArtifactSecret != "" && len(s.ArtifactSecret) < 16 {
 		d.bad("server.artifact_secret", "must be at least 16 characters (random), got %d", len(s.ArtifactSecret))
 	}
 	for i, o := range s.FrameAncestors {
