@@ -22,6 +22,7 @@ import (
 	"github.com/capgraph/capgraph/artifactview"
 	"github.com/capgraph/capgraph/artifactview/chart"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/mcp"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -343,6 +344,28 @@ func (s *Server) artifactMarkdown(base, thread string, arts []capabilities.Artif
 		}
 		return s.signedArtifactURL(base, thread, a, ext)
 	}), "\n")
+}
+
+// mcpArtifacts adds the turn's artifacts to an MCP answer: tables, links
+// and notes as Markdown after the text (the calling model reads them), the
+// pictures as PNG image content (an MCP client has no way to fetch a URL of
+// ours with its key).
+func (s *Server) mcpArtifacts(text string, arts []capabilities.Artifact) (string, []mcp.Media) {
+	if len(arts) == 0 {
+		return text, nil
+	}
+	var imgs []mcp.Media
+	for _, a := range arts {
+		switch {
+		case a.TimeSeries != nil:
+			if data, err := s.images.draw(a, chart.PNG); err == nil {
+				imgs = append(imgs, mcp.Media{MediaType: "image/png", Data: data, Bytes: len(data)})
+			}
+		case a.Figure != nil && len(a.Figure.Data) > 0:
+			imgs = append(imgs, mcp.Media{MediaType: a.Figure.MediaType, Data: a.Figure.Data, Bytes: len(a.Figure.Data)})
+		}
+	}
+	return strings.TrimSpace(text + "\n\n" + artifactview.Markdown(arts, nil)), imgs
 }
 
 // collectArtifact keeps an artifact event's artifact, replacing one with

@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/mcp"
 )
 
 // tinyPNG is a 1×1 PNG.
@@ -262,5 +265,36 @@ func TestArtifactsOfANewThread(t *testing.T) {
 	r, body := env.do(t, "GET", "/api/threads/fresh/artifacts", keyAlice, nil)
 	if r.StatusCode != http.StatusOK || !strings.Contains(string(body), `"artifacts":[]`) {
 		t.Fatalf("%d %s", r.StatusCode, body)
+	}
+}
+
+// /mcp answers with the artifacts too: tables and notes as Markdown after
+// the text, the plot and the figure as image content.
+func TestMCPAnswerCarriesArtifacts(t *testing.T) {
+	env := &mcpEnv{testEnv: artifactEnv(t, nil)}
+	cs, err := env.client(t, keyAlice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: mcp.ToolAsk, Arguments: map[string]any{"question": historyQ}})
+	if err != nil || res.IsError {
+		t.Fatalf("ask: %v %+v", err, res)
+	}
+	var text string
+	var imgs []*sdk.ImageContent
+	for _, c := range res.Content {
+		switch x := c.(type) {
+		case *sdk.TextContent:
+			text += x.Text
+		case *sdk.ImageContent:
+			imgs = append(imgs, x)
+		}
+	}
+	if !strings.Contains(text, "| SR:RF:CAV1:VOLT | 30 | 600 | 604 | 604 | kV |") || !strings.Contains(text, "[Logbook](https://logbook.example.org/entry/42)") ||
+		strings.Contains(text, "/v1/artifacts/") {
+		t.Fatalf("text:\n%s", text)
+	}
+	if len(imgs) != 2 || imgs[0].MIMEType != "image/png" || !strings.HasPrefix(string(imgs[0].Data), "\x89PNG") || string(imgs[1].Data) != string(tinyPNG) {
+		t.Fatalf("%d images", len(imgs))
 	}
 }

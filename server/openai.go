@@ -288,6 +288,9 @@ func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
 	tok := s.approvals.issue(approvalTicket{Token: approvalToken(ownerKey(c), ru.Thread, *rd.approval),
 		Owner: ownerKey(c), Thread: ru.Thread, ClientThread: ru.ClientThread,
 		ApprovalID: rd.approval.ID, Expires: s.tokenExpiry(*rd.approval, s.cfg.Now())}, s.cfg.Now())
+	if arts != "" && rd.content.Len() == 0 {
+		arts += "\n\n" // the approval's summary starts a paragraph of its own
+	}
 	return arts + approvalText(rd.approval, tok, rd.content.Len() > 0)
 }
 
