@@ -130,7 +130,7 @@ type Link struct {
 	URL string `json:"url"`
 }
 
-// FigureMediaTypes are the media types a Figure's Data may have.
+// figureMediaTypes are the media types a Figure's Data may have.
 var figureMediaTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml"}
 
 // NewTimeSeries returns a time-series artifact of the series.
