@@ -582,3 +582,33 @@ func TestRunPrintsArtifacts(t *testing.T) {
 		t.Errorf("no table:\n%s", r.stdout)
 	}
 }
+
+// Operators ask for history in many ways, with typos; every one gets its
+// table and a plot that serves.
+func TestHistoryPhrasingsGetAPlot(t *testing.T) {
+	s := newSite(t)
+	for _, c := range []struct{ q, channel, title string }{
+		{"plot the RF cavity voltage for the past two hours", "SR:RF:CAV1:VOLT", "for the past two hours"},
+		{"rf cavity volts last 2h?", "SR:RF:CAV4:VOLT", "last 2h"},
+		{"RF cavty voltage history last 2 hours", "SR:RF:CAV2:VOLT", "last 2 hours"},
+		{"How did the RF cavity voltage change since yesterday?", "SR:RF:CAV3:VOLT", "since yesterday"},
+		{"trend of the beam current over the last hour", "SR:DCCT:CURRENT", "over the last hour"},
+		{"graph SR:RF:CAV1:VOLT over the last 30 minutes", "SR:RF:CAV1:VOLT", "over the last 30 minutes"},
+	} {
+		answer := s.chat(opsKey, c.q, false)
+		if !regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(c.channel) + ` \| \d+ \|`).MatchString(answer) ||
+			!strings.Contains(answer, "**Archived values, "+c.title+"**") {
+			t.Errorf("%q: no table for %s titled %q:\n%s", c.q, c.channel, c.title, answer)
+			continue
+		}
+		m := markdownImage.FindStringSubmatch(answer)
+		if m == nil {
+			t.Errorf("%q: no image", c.q)
+			continue
+		}
+		if status, h, svg := s.do("GET", m[1], "", nil); status != http.StatusOK || h.Get("Content-Type") != "image/svg+xml" ||
+			!bytes.Contains(svg, []byte(">"+c.channel+"</text>")) {
+			t.Errorf("%q: image %d %s", c.q, status, h.Get("Content-Type"))
+		}
+	}
+}
