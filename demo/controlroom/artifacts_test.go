@@ -596,7 +596,7 @@ func TestHistoryPhrasingsGetAPlot(t *testing.T) {
 		{"graph SR:RF:CAV1:VOLT over the last 30 minutes", "SR:RF:CAV1:VOLT", "over the last 30 minutes"},
 	} {
 		answer := s.chat(opsKey, c.q, false)
-		if !regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(c.channel) + ` \| \d+ \|`).MatchString(answer) ||
+		if !regexp.MustCompile(`(?m)^\| `+regexp.QuoteMeta(c.channel)+` \| \d+ \|`).MatchString(answer) ||
 			!strings.Contains(answer, "**Archived values, "+c.title+"**") {
 			t.Errorf("%q: no table for %s titled %q:\n%s", c.q, c.channel, c.title, answer)
 			continue
