@@ -581,6 +581,16 @@ func TestRunPrintsArtifacts(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^  channel\s+value units status\n  SR:DCCT:CURRENT\s+[0-9.]+ mA\s+ok$`).MatchString(r.stdout) {
 		t.Errorf("no table:\n%s", r.stdout)
 	}
+
+	// chat shows them after each answer too.
+	r = h.run("show me the rf cavity voltage over the last 2 hours\nwhat is the beam current?\n/exit\n", "chat")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	hist, read := strings.Index(r.stdout, "  SR:RF:CAV4:VOLT  "), strings.Index(r.stdout, "  SR:DCCT:CURRENT ")
+	if hist < 0 || read < hist {
+		t.Errorf("chat shows no series, then no table:\n%s", r.stdout)
+	}
 }
 
 // Operators ask for history in many ways, with typos; every one gets its
