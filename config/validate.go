@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/server/apikey"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -22,10 +23,6 @@ var (
 
 // minLeaseTTL is the shortest accepted server.lease_ttl.
 const minLeaseTTL = time.Second
-
-// minKeyLength is the shortest accepted plain API key: shorter keys can be
-// guessed.
-const minKeyLength = 16
 
 // line returns the line of key, or of its nearest parent that has one.
 func (d *decoder) line(key string) int {
@@ -253,8 +250,8 @@ func (d *decoder) validateServer(s Server) {
 			d.bad(key, "needs key or key_sha256")
 		case k.Key != "" && k.KeySHA256 != "":
 			d.bad(key, "sets both key and key_sha256; keep one")
-		case k.Key != "" && len(k.Key) < minKeyLength:
-			d.bad(key+".key", "is %d characters; use at least %d", len(k.Key), minKeyLength)
+		case k.Key != "" && apikey.Check(k.Key) != nil:
+			d.bad(key+".key", "%v", apikey.Check(k.Key))
 		case k.KeySHA256 != "":
 			if b, err := hex.DecodeString(k.KeySHA256); err != nil || len(b) != 32 {
 				d.bad(key+".key_sha256", "must be 64 hex digits (sha256sum of the key)")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/server/apikey"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -165,13 +166,11 @@ type Config struct {
 
 // HashKey returns the hex SHA-256 digest of an API key, the form
 // Principal.KeySHA256 stores.
-func HashKey(key string) string {
-	d := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(d[:])
-}
+func HashKey(key string) string { return apikey.Hash(key) }
 
 // ParseAPIKeys parses CAPGRAPH_API_KEYS: comma-separated entries, each
 // either a bare key or "name=key". Bare keys get the names key1, key2, ….
+// Every key must meet apikey.Check, the rule of the YAML file's keys too.
 // Every principal gets tenant "default" and no trusted-frontend flag; use
 // Config.Principals for more. Empty input gives no principals.
 func ParseAPIKeys(s string) ([]Principal, error) {
@@ -189,6 +188,9 @@ func ParseAPIKeys(s string) ([]Principal, error) {
 		name, key = strings.TrimSpace(name), strings.TrimSpace(key)
 		if name == "" || key == "" {
 			return nil, &ConfigError{Field: "CAPGRAPH_API_KEYS", Reason: fmt.Sprintf("entry %d: empty name or key", i+1)}
+		}
+		if err := apikey.Check(key); err != nil {
+			return nil, &ConfigError{Field: "CAPGRAPH_API_KEYS", Reason: fmt.Sprintf("entry %d (%s): the key %v", i+1, name, err)}
 		}
 		if seen[name] {
 			return nil, &ConfigError{Field: "CAPGRAPH_API_KEYS", Reason: fmt.Sprintf("entry %d: duplicate name %q", i+1, name)}
