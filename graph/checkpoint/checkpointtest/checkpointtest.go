@@ -591,6 +591,11 @@ func testThreads(t *testing.T, s checkpoint.Store) {
 		{"bob limit", checkpoint.ThreadFilter{Metadata: bob, Limit: 2}, []string{"tc", "td"}},
 		{"two keys", checkpoint.ThreadFilter{Metadata: map[string]string{"owner": "alice", "title": "hello"}}, []string{"ta"}},
 		{"nobody", checkpoint.ThreadFilter{Metadata: map[string]string{"owner": "carol"}}, nil},
+		// Paging: the next page starts below the last thread's latest id.
+		{"before", checkpoint.ThreadFilter{Before: d1.ID}, []string{"ta", "tb"}},
+		{"before limit", checkpoint.ThreadFilter{Before: c2.ID, Limit: 2}, []string{"td", "ta"}},
+		{"bob before", checkpoint.ThreadFilter{Metadata: bob, Before: d1.ID}, []string{"tb"}},
+		{"before the oldest", checkpoint.ThreadFilter{Before: b1.ID}, nil},
 	} {
 		got, err := s.Threads(ctx, tc.f)
 		if err != nil {
