@@ -27,6 +27,7 @@ type Store struct {
 	threads map[string]*thread
 
 	records recordLog // records.go
+	runs    runTable  // runs.go
 }
 
 type thread struct {
