@@ -98,7 +98,7 @@ func TestShutdownEndsStreamsWithAFinalFrame(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.runs.start(caller{Principal: anonymous}, "x", "x", nil); err == nil {
+	if _, err := startFn(srv.runs, caller{Principal: anonymous}, "x", "x", nil); err == nil {
 		t.Fatal("a run started after shutdown")
 	}
 }

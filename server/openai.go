@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"net/http"
 	"slices"
 	"strings"
@@ -120,10 +119,22 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	if err := checkIdempotencyKey(r); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	// A repeated request (an SDK's retry) gets the first request's run.
+	key, explicit := s.chatKey(r, c, t)
+	if key != "" {
+		if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil && s.replayChat(w, r, t, c, rec, explicit) {
+			return
+		}
+	}
+
 	// Which thread, and run or resume?
 	var (
 		clientThread, thread string
-		fn                   func(ctx context.Context) iter.Seq2[agent.Event, error]
+		sp                   runSpec
 		token                string
 		transcript           string
 	)
@@ -159,16 +170,18 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			}()
 			token, clientThread, thread = tok, ticket.ClientThread, ticket.Thread
 			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: answerText(t.input, tok), By: callerName(c)}
-			fn = func(ctx context.Context) iter.Seq2[agent.Event, error] {
-				return s.cfg.Runner.Resume(ctx, thread, ans)
-			}
+			sp = runSpec{kind: kindAnswer, answer: &ans}
 		}
 	}
-	if fn == nil {
+	if sp.kind == "" {
 		switch {
 		case c.ChatID != "":
 			clientThread = "openwebui:" + c.ChatID
-			if _, _, err := s.openThread(r.Context(), c, clientThread, nil); err != nil {
+			if err := checkThreadID(headerChatID, clientThread); err != nil {
+				s.writeError(w, err)
+				return
+			}
+			if _, _, err := s.openThread(r.Context(), c, clientThread, "openai", nil); err != nil {
 				s.writeError(w, err)
 				return
 			}
@@ -183,6 +196,10 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			clientThread = ct
 			if !ok {
 				clientThread = "chat-" + uuid.NewString()
+				if _, _, err := s.openThread(r.Context(), c, clientThread, "openai", nil); err != nil {
+					s.writeError(w, err)
+					return
+				}
 			}
 			transcript = transcriptDigest(c, t.msgs)
 		}
@@ -203,9 +220,20 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, err)
 			return
 		}
-		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
+		sp = runSpec{kind: kindTurn, turn: &req}
 	}
-	ru, err := s.runs.start(c, clientThread, thread, fn)
+	sp.c, sp.source, sp.clientThread, sp.thread, sp.key, sp.chat = c, "openai", clientThread, thread, key, true
+	ru, dup, err := s.submit(r.Context(), sp)
+	if err == nil && dup != nil {
+		// Another request with the same key got there first.
+		if token != "" {
+			s.approvals.settle(token, nil)
+		}
+		if !s.replayChat(w, r, t, c, *dup, explicit) {
+			s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request is being answered; try again shortly"})
+		}
+		return
+	}
 	if err != nil {
 		if token != "" {
 			s.approvals.settle(token, nil)
@@ -256,6 +284,7 @@ func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
 const shutdownNote = "\n\n(The server is shutting down: this run stopped at its last checkpoint. Send your message again to continue.)"
 
 func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
+	ru.join()
 	followed := s.follow(r.Context(), ru, 0, func(ev agent.Event) { rd.render(ev) }, nil)
 	left, runErr, shutdown, replay := s.chatRunEnd(r.Context(), c, ru, followed, token)
 	if left {
@@ -265,11 +294,17 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 		s.writeCompletion(w, t, *replay, rd.usage)
 		return
 	}
-	if runErr != nil {
+	if runErr != nil && !answerable(runErr) {
 		s.writeError(w, fmt.Errorf("the run failed: %w", runErr))
 		return
 	}
-	content := rd.content.String() + s.finishApproval(c, ru, rd)
+	content := rd.content.String()
+	if runErr != nil {
+		// A FATAL failure or the turn's time limit: said as the answer,
+		// so that no client retries it into a second run.
+		content = joinAnswer(content, s.publicMessage(runErr))
+	}
+	content += s.finishApproval(c, ru, rd)
 	if shutdown {
 		content += shutdownNote
 	}
@@ -292,7 +327,7 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 // resume) is no failure: replay is what the first answer became.
 func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed bool, token string) (left bool, runErr error, shutdown bool, replay *chatReply) {
 	if !followed {
-		ru.cancel() // the client left
+		ru.leave() // the client left; the run stops unless a repeat of the request follows it
 		if token != "" {
 			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
 		}
@@ -319,7 +354,7 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 			// again instead of meeting "being carried out" (409).
 			s.approvals.settle(token, nil)
 		} else {
-			s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
+			s.approvals.settle(token, &chatReply{Content: "The run failed: " + s.publicMessage(runErr)})
 		}
 	}
 	return false, runErr, shutdown, nil
@@ -327,8 +362,13 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 
 // replyChat answers with a stored reply, streaming or not.
 func (s *Server) replyChat(w http.ResponseWriter, t chatTurn, reply chatReply) {
+	s.replyChatUsage(w, t, reply, agent.Usage{})
+}
+
+// replyChatUsage is replyChat with the usage of the run that wrote it.
+func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, reply chatReply, u agent.Usage) {
 	if !t.stream {
-		s.writeCompletion(w, t, reply, agent.Usage{})
+		s.writeCompletion(w, t, reply, u)
 		return
 	}
 	cs := s.newChunker(w, t)
@@ -337,7 +377,7 @@ func (s *Server) replyChat(w http.ResponseWriter, t chatTurn, reply chatReply) {
 		cs.delta(chatDelta{ReasoningContent: reply.Reasoning})
 	}
 	cs.content(reply.Content)
-	cs.finish(agent.Usage{})
+	cs.finish(u)
 }
 
 func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, reply chatReply, u agent.Usage) {
@@ -404,12 +444,13 @@ func (k *chunker) finish(u agent.Usage) {
 
 // fail ends the stream with an OpenAI error frame (no [DONE]), the way
 // compatible servers report a failure after the 200.
-func (k *chunker) fail(err error) {
+func (k *chunker) fail(s *Server, err error) {
 	code := "run_failed"
-	k.sse.data(map[string]any{"error": apiError{Message: err.Error(), Type: "server_error", Code: &code}})
+	k.sse.data(map[string]any{"error": apiError{Message: s.publicMessage(err), Type: "server_error", Code: &code}})
 }
 
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
+	ru.join()
 	k := s.newChunker(w, t)
 	k.role()
 	ok := s.follow(r.Context(), ru, 0, func(ev agent.Event) {
@@ -437,11 +478,17 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		k.finish(rd.usage)
 		return
 	}
-	if runErr != nil {
-		k.fail(fmt.Errorf("the run failed: %w", runErr))
+	if runErr != nil && !answerable(runErr) {
+		k.fail(s, runErr)
 		return
 	}
 	tail := s.finishApproval(c, ru, rd)
+	if runErr != nil {
+		tail = joinAnswer(tail, s.publicMessage(runErr))
+		if rd.content.Len() > 0 {
+			tail = "\n\n" + tail
+		}
+	}
 	if shutdown {
 		tail += shutdownNote
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -182,9 +183,12 @@ func TestTooManyRunsOnTheServer(t *testing.T) {
 func TestIdentityHeadersOnlyFromTrustedKeys(t *testing.T) {
 	env := newTestEnv(t, nil)
 	hdr := []string{"X-OpenWebUI-Chat-Id", "chat-42", "X-OpenWebUI-User-Id", "u-7"}
-	for range 2 {
-		env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("hello")), hdr...)
-		env.do(t, "POST", "/v1/chat/completions", keyWebUI, chatBody("capgraph", false, user("hello")), hdr...)
+	for i := range 2 {
+		// Different messages: the same one again would be a retry of the
+		// first request (answered from its run, TestRetriedChatRequest…).
+		msg := fmt.Sprintf("hello %d", i)
+		env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user(msg)), hdr...)
+		env.do(t, "POST", "/v1/chat/completions", keyWebUI, chatBody("capgraph", false, user(msg)), hdr...)
 	}
 	runs := env.runner.runs()
 	if len(runs) != 4 {

@@ -86,6 +86,10 @@ type RunUpdate struct {
 	// while the record's status is one of these, else the update fails
 	// with ErrRunConflict and changes nothing.
 	From []RunStatus
+	// IfOwner, when not empty, makes the update conditional too: it
+	// applies only while the record's Owner is this one (a process taking
+	// over the run of one that died, ahead of any other).
+	IfOwner string
 	// Status is the new status (required).
 	Status RunStatus
 	// Owner, when not empty, is the new owner.
@@ -198,6 +202,9 @@ func ValidateRunUpdate(u RunUpdate) error {
 	if p := textProblem(u.Owner); p != "" {
 		return &InvalidError{Field: "owner", Reason: p}
 	}
+	if p := textProblem(u.IfOwner); p != "" {
+		return &InvalidError{Field: "if_owner", Reason: p}
+	}
 	return nil
 }
 
@@ -216,7 +223,7 @@ func MatchRun(r RunRecord, f RunFilter) bool {
 // ApplyRunUpdate returns r changed by u at now, or ErrRunConflict (for
 // stores that update in memory; the SQL stores do the same in SQL).
 func ApplyRunUpdate(r RunRecord, u RunUpdate, now time.Time) (RunRecord, error) {
-	if len(u.From) > 0 && !slices.Contains(u.From, r.Status) {
+	if len(u.From) > 0 && !slices.Contains(u.From, r.Status) || u.IfOwner != "" && r.Owner != u.IfOwner {
 		return r, ErrRunConflict
 	}
 	r.Status, r.Updated = u.Status, now

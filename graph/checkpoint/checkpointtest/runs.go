@@ -134,6 +134,13 @@ func testRunsUpdate(t *testing.T, rs checkpoint.RunStore) {
 	if g, _ := rs.GetRun(ctx, "r1"); g.Owner != "p2" || g.Attempt != 1 || g.Status != checkpoint.RunRunning {
 		t.Fatalf("a failed conditional update changed the record: %+v", g)
 	}
+	// Taking over from an owner: only while that owner holds it.
+	if _, err := rs.UpdateRun(ctx, "r1", checkpoint.RunUpdate{IfOwner: "p1", Status: checkpoint.RunRunning, Owner: "p3"}); !errors.Is(err, checkpoint.ErrRunConflict) {
+		t.Fatalf("take-over from a former owner = %v, want ErrRunConflict", err)
+	}
+	if r, err = rs.UpdateRun(ctx, "r1", checkpoint.RunUpdate{IfOwner: "p2", From: []checkpoint.RunStatus{checkpoint.RunRunning}, Status: checkpoint.RunRunning, Owner: "p2"}); err != nil || r.Owner != "p2" {
+		t.Fatalf("update by the owner: %+v, %v", r, err)
+	}
 	res := json.RawMessage(`{"content":"401.5 mA"}`)
 	r, err = rs.UpdateRun(ctx, "r1", checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning},
 		Status: checkpoint.RunFailed, Error: "the turn exceeded its time limit", Result: res})
