@@ -58,6 +58,10 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 		// cut runs leased until the lease expires, so look again every TTL.
 		sc.RecoverEvery = a.LeaseTTL()
 	}
+	if c.spec.Kind == StorePostgres {
+		// A run another live replica recorded a moment ago is its own.
+		sc.RecoverGrace = a.LeaseTTL()
+	}
 	srv, err := server.New(sc)
 	if err != nil {
 		return err
@@ -72,8 +76,14 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 		// followable), while the server already answers. Each is claimed
 		// under its thread's lease, so a run another replica holds is left
 		// to it.
+		recoverRuns := srv.RecoverRuns
+		if c.spec.Kind != StorePostgres {
+			// This process alone owns the store: nobody else would take
+			// what the first pass leaves, so wait for room and take all.
+			recoverRuns = srv.RecoverAllRuns
+		}
 		go func() {
-			threads, err := srv.RecoverRuns(ctx)
+			threads, err := recoverRuns(ctx)
 			if len(threads) > 0 {
 				logger.Info("resumed runs stopped by a crash or shutdown", "threads", threads)
 			}

@@ -223,6 +223,19 @@ func (d *decoder) validateServer(s Server) {
 	if s.Limits.RequestsPerMinute < 0 {
 		d.bad("server.limits.requests_per_minute", "must not be negative, got %d", s.Limits.RequestsPerMinute)
 	}
+	if s.Limits.MaxThreads < -1 {
+		d.bad("server.limits.max_threads", "must be -1 (no bound), 0 (the default) or more, got %d", s.Limits.MaxThreads)
+	}
+	for key, v := range map[string]int{"max_metadata_keys": s.Limits.MaxMetadataKeys, "max_metadata_bytes": s.Limits.MaxMetadataBytes, "max_page_size": s.Limits.MaxPageSize} {
+		if v < 0 {
+			d.bad("server.limits."+key, "must not be negative, got %d", v)
+		}
+	}
+	for key, v := range map[string]Duration{"body_idle_timeout": s.Limits.BodyIdleTimeout, "run_retention": s.Limits.RunRetention} {
+		if v < 0 {
+			d.bad("server.limits."+key, "must not be negative, got %s", time.Duration(v))
+		}
+	}
 	// A lease renewed every TTL/3 over a database round trip needs some
 	// room; 0 keeps the agent's default.
 	if ttl := time.Duration(s.LeaseTTL); ttl != 0 && ttl < minLeaseTTL {

@@ -40,6 +40,7 @@ const (
 	DefaultBodyIdleTimeout    = 5 * time.Second
 	DefaultRunRetention       = 24 * time.Hour
 	DefaultDuplicateWindow    = time.Minute
+	DefaultDetachGrace        = 10 * time.Second
 )
 
 // Principal is who an API key stands for. Identity never comes from a
@@ -152,6 +153,12 @@ type Config struct {
 	// 1 min; negative: off. An Idempotency-Key header is honoured as long
 	// as the run's record is kept (RunRetention).
 	DuplicateWindow time.Duration
+	// DetachGrace is how long a Chat Completions or AG-UI run goes on
+	// after its client went away (a timeout, a dropped connection) before
+	// it is canceled, so that the client's retry of the same request
+	// joins it instead of finding it canceled. Default 10 s; negative:
+	// cancel at once.
+	DetachGrace time.Duration
 	// RecoverGrace: RecoverRuns leaves alone the runs another process
 	// recorded less than this long ago (it may be starting them). 0, for
 	// one process owning its store (SQLite): every unfinished run is
@@ -345,6 +352,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	def(&cfg.RunRetention, DefaultRunRetention)
 	def(&cfg.DuplicateWindow, DefaultDuplicateWindow)
+	def(&cfg.DetachGrace, DefaultDetachGrace)
 	if cfg.Instance == "" {
 		cfg.Instance = "server-" + uuid.NewString()[:8]
 	}

@@ -140,9 +140,10 @@ func TestLongRunOutlivesReadTimeout(t *testing.T) {
 }
 
 // TestClientGoneCancelsRun: a non-streaming client that disconnects cancels
-// its run (the body is read to EOF, so net/http watches the connection).
+// its run (the body is read to EOF, so net/http watches the connection),
+// once Config.DetachGrace has passed without a retry of the request.
 func TestClientGoneCancelsRun(t *testing.T) {
-	env := newTestEnv(t, nil)
+	env := newTestEnv(t, func(c *Config) { c.DetachGrace = 50 * time.Millisecond })
 	defer env.runner.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()

@@ -220,7 +220,8 @@ func (s *Server) finishRecord(r *run, status agent.RunStatus, runErr error, shut
 	case status == agent.RunInterrupted:
 		u.Status = checkpoint.RunInterrupted
 	case status == agent.RunCanceled && runErr == nil:
-		u.Status = checkpoint.RunCanceled
+		// Not done: a repetition of the request may do it.
+		u.Status, u.ReleaseKey = checkpoint.RunCanceled, true
 	default:
 		u.Status = checkpoint.RunFailed
 		u.Error = msg
@@ -310,4 +311,25 @@ func recordStatus(st checkpoint.RunStatus) agent.RunStatus {
 func recordInfo(rec checkpoint.RunRecord) runInfo {
 	return runInfo{ID: rec.ID, Thread: rec.Labels[labelThread], Started: rec.Created, Finished: rec.Status.Terminal(),
 		Status: recordStatus(rec.Status), Error: rec.Error}
+}
+
+// pruneLoop removes the records of runs that ended more than
+// Config.RunRetention ago, at start and then every tenth of the retention
+// (at most hourly), until ctx ends.
+func (s *Server) pruneLoop(ctx context.Context) {
+	every := min(s.cfg.RunRetention/10, time.Hour)
+	t := time.NewTicker(max(every, time.Second))
+	defer t.Stop()
+	for {
+		if n, err := s.records.PruneRuns(ctx, s.cfg.Now().Add(-s.cfg.RunRetention)); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("pruning run records", "error", err)
+		} else if n > 0 {
+			s.cfg.Logger.Info("pruned run records", "records", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -50,6 +50,9 @@ type run struct {
 	followers int
 	// begun is closed at the run's first event or its end.
 	begun chan struct{}
+	// detach cancels the run DetachGrace after its last follower left.
+	detach      *time.Timer
+	detachGrace time.Duration
 }
 
 // markBegun closes begun once (r.mu held).
@@ -82,18 +85,36 @@ func (r *run) began(ctx context.Context) bool {
 func (r *run) join() {
 	r.mu.Lock()
 	r.followers++
+	if r.detach != nil {
+		r.detach.Stop() // a repeat of the request came back in time
+		r.detach = nil
+	}
 	r.mu.Unlock()
 }
 
-// leave is a joined request going away: the last one cancels the run.
+// leave is a joined request going away. When the last one has gone, the
+// run is canceled after Config.DetachGrace unless a repeat of the request
+// (an SDK retrying after its timeout) joins it meanwhile.
 func (r *run) leave() {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.followers--
-	last := r.followers <= 0
-	r.mu.Unlock()
-	if last {
-		r.cancel()
+	if r.followers > 0 || r.detach != nil {
+		return
 	}
+	if r.detachGrace <= 0 {
+		r.cancel()
+		return
+	}
+	r.detach = time.AfterFunc(r.detachGrace, func() {
+		r.mu.Lock()
+		gone := r.followers <= 0
+		r.detach = nil
+		r.mu.Unlock()
+		if gone {
+			r.cancel()
+		}
+	})
 }
 
 // append adds ev (numbering it) and wakes followers.
@@ -268,7 +289,8 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 	}
 	ctx, cancel := context.WithTimeout(m.base, m.s.cfg.TurnTimeout)
 	r := &run{ID: sp.id, Thread: sp.thread, ClientThread: sp.clientThread, Owner: c, limited: limited, recovering: sp.recovering,
-		Started: m.s.cfg.Now(), ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize}
+		Started: m.s.cfg.Now(), ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize,
+		detachGrace: m.s.cfg.DetachGrace}
 	if sp.chat {
 		r.chat = &chatRenderer{}
 	}
@@ -317,7 +339,7 @@ const (
 // evict drops the oldest finished runs beyond the retention (m.mu held).
 func (m *runManager) evict() {
 	events, finished := 0, 0
-	keep := m.order[:0]
+	keep := make([]string, 0, len(m.order))
 	for i := len(m.order) - 1; i >= 0; i-- {
 		id := m.order[i]
 		r := m.runs[id]
@@ -386,6 +408,9 @@ func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Co
 	}
 	m.mu.Unlock()
 	r.finish(runErr, shutdown)
+	m.mu.Lock()
+	m.evict()
+	m.mu.Unlock()
 	log := m.s.cfg.Logger.With("run", r.ID, "thread", r.Thread, "principal", r.Owner.Principal.Name, "tenant", r.Owner.Principal.Tenant)
 	if runErr != nil {
 		log.Error("run failed", "error", runErr)

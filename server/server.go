@@ -145,11 +145,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.mu.Unlock()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
 	if s.cfg.RecoverEvery > 0 {
-		lctx, stop := context.WithCancel(ctx)
-		defer stop()
 		go s.recoverLoop(lctx)
 	}
+	go s.pruneLoop(lctx)
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {
