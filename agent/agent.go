@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"strings"
-	"sync"
 
 	"github.com/google/uuid"
 
@@ -26,9 +25,8 @@ type Agent struct {
 	cfg Config
 	rc  router.Config
 	g   *graph.Compiled[state.State, state.Update]
-
-	mu   sync.Mutex
-	busy map[string]bool // threads with a Run or Resume in progress here
+	// graphVersion identifies the registered capabilities (application.go).
+	graphVersion string
 }
 
 var _ Runner = (*Agent)(nil)
@@ -55,7 +53,7 @@ func New(cfg Config) (*Agent, error) {
 	for i, c := range caps {
 		names[i] = c.Name()
 	}
-	a := &Agent{cfg: cfg, rc: cfg.Limits.router(names)}
+	a := &Agent{cfg: cfg, rc: routerConfig(cfg.Limits, names), graphVersion: graphVersion(caps)}
 	if cfg.ErrorNode == nil {
 		en, err := errornode.New(errornode.Config{Models: cfg.Models, Overview: cfg.Registry.Overview(), Router: a.rc, Now: cfg.Now, Prompts: cfg.Nodes.Prompts,
 			Timeout: cfg.ErrorExplanationTimeout, SideEffects: a.sideEffects})
@@ -63,8 +61,8 @@ func New(cfg Config) (*Agent, error) {
 			return nil, err
 		}
 		a.cfg.ErrorNode = en
-	} else if cfg.ErrorNode.Name() != nodes.Error {
-		return nil, &ConfigError{Field: "ErrorNode", Problem: fmt.Sprintf("node is named %q, want %q", cfg.ErrorNode.Name(), nodes.Error)}
+	} else if cfg.ErrorNode.Name() != state.NodeError {
+		return nil, &ConfigError{Field: "ErrorNode", Problem: fmt.Sprintf("node is named %q, want %q", cfg.ErrorNode.Name(), state.NodeError)}
 	}
 
 	g := graph.New(graph.Config[state.State, state.Update]{
@@ -79,30 +77,29 @@ func New(cfg Config) (*Agent, error) {
 		Metadata:       func(s state.State) map[string]string { return s.Metadata },
 	})
 	infra := []nodes.Node{cfg.TaskExtraction, cfg.Classifier, cfg.Orchestrator, cfg.Respond, cfg.Clarify}
-	targets := []string{nodes.Error}
+	targets := []string{state.NodeError}
 	for _, n := range infra {
 		g.AddNode(n.Name(), a.withAnswer(a.infraNode(n)))
 		targets = append(targets, n.Name())
 	}
-	g.AddNode(router.PlanApproval, a.withAnswer(a.planApprovalNode()))
-	targets = append(targets, router.PlanApproval)
+	g.AddNode(state.NodePlanApproval, a.withAnswer(a.planApprovalNode()))
+	targets = append(targets, state.NodePlanApproval)
 	for _, c := range caps {
 		g.AddNode(c.Name(), a.withAnswer(a.stepNode(c)))
 		targets = append(targets, c.Name())
 	}
-	g.AddNode(nodes.Error, a.errorNode(a.cfg.ErrorNode))
-	g.SetTerminal(nodes.Error)
-	route := func(s state.State) graph.Route {
-		d := router.Decide(s, a.rc)
-		return graph.Route{To: d.Next, NotBefore: d.NotBefore}
-	}
+	g.AddNode(state.NodeError, a.errorNode(a.cfg.ErrorNode))
+	g.SetTerminal(state.NodeError)
+	// One route for every node: the router's decision, carried to the
+	// nodes it starts (router.Carried), so none of them decides again.
+	route := router.Route(a.rc)
 	for _, t := range targets[1:] {
 		// Named so that a drawing (Compiled.Topology) shows the one router.
 		g.AddNamedConditionalEdges(t, "router", route, targets...)
 	}
 	// A new turn has no task, so the router's first decision is always task
 	// extraction; the entry is that node.
-	g.SetEntry(nodes.TaskExtraction)
+	g.SetEntry(state.NodeTaskExtraction)
 	compiled, err := g.Compile()
 	if err != nil {
 		return nil, err
@@ -182,7 +179,7 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 			p.fail(err)
 			return
 		}
-		ctx, release, err := a.claim(ctx, req.Thread)
+		ctx, release, err := a.ownThread(ctx, req.Thread)
 		if err != nil {
 			p.fail(err)
 			return
@@ -193,6 +190,15 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 		if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
 			p.fail(fmt.Errorf("agent: read thread %q: %w", req.Thread, err))
 			return
+		}
+		if err == nil {
+			// Another application's thread is refused; a run waiting for
+			// approval is continued (or ended) below, which only the graph
+			// that started it may do.
+			if err := a.checkOwner(req.Thread, t.Checkpoint.Metadata, graph.StatusOf(t) == graph.StatusInterrupted); err != nil {
+				p.fail(err)
+				return
+			}
 		}
 		if err == nil && graph.StatusOf(t) == graph.StatusInterrupted {
 			if aps := approvalsOf(graph.Interrupts(t)); len(aps) > 0 {
@@ -219,6 +225,7 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 		s.Turn.ID = newID()
 		s.Metadata = mergeMeta(prev.Metadata, req.Metadata)
 		s.Metadata = withAllowed(s.Metadata, req.AllowedCapabilities)
+		s.Metadata = a.withOwner(s.Metadata)
 		p.run(ctx, a.g.Stream(withThread(ctx, req.Thread), req.Thread, s))
 	}
 }
@@ -257,6 +264,9 @@ func (a *Agent) State(ctx context.Context, thread string) (state.State, RunStatu
 	if err != nil {
 		return s, "", a.threadErr(thread, err)
 	}
+	if err := a.checkOwner(thread, t.Checkpoint.Metadata, false); err != nil {
+		return state.State{}, "", err
+	}
 	switch graph.StatusOf(t) {
 	case graph.StatusInterrupted:
 		if aps := approvalsOf(graph.Interrupts(t)); len(aps) > 0 {
@@ -282,6 +292,9 @@ func (a *Agent) PendingApprovals(ctx context.Context, thread string) ([]state.Ap
 	if err != nil {
 		return nil, a.threadErr(thread, err)
 	}
+	if err := a.checkOwner(thread, t.Checkpoint.Metadata, false); err != nil {
+		return nil, err
+	}
 	if graph.StatusOf(t) != graph.StatusInterrupted {
 		return nil, nil
 	}
@@ -298,8 +311,20 @@ func blockedOf(ap state.Approval) *state.ErrorInfo {
 		Classification: capabilities.Classification{Severity: capabilities.Critical, Kind: kind, UserMessage: ap.Summary}}
 }
 
-// DeleteThread removes a thread's checkpoints.
+// DeleteThread removes a thread's checkpoints. Another application's
+// thread is refused (*ForeignThreadError); a thread that does not exist is
+// no error.
 func (a *Agent) DeleteThread(ctx context.Context, thread string) error {
+	t, err := a.cfg.Store.Get(ctx, thread, uuid.Nil)
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("agent: read thread %q: %w", thread, err)
+	}
+	if err := a.checkOwner(thread, t.Checkpoint.Metadata, false); err != nil {
+		return err
+	}
 	return a.cfg.Store.DeleteThread(ctx, thread)
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/router"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -93,7 +92,7 @@ func allowedSet(s state.State) (map[string]bool, bool) {
 }
 
 func alwaysAllowed(name string) bool {
-	return name == capabilities.Respond || name == capabilities.Clarify
+	return name == state.NodeRespond || name == state.NodeClarify
 }
 
 // allowed reports whether the turn of s may run capability name.
@@ -122,9 +121,9 @@ func (a *Agent) enforceAllowed(ctx context.Context, s state.State, node string, 
 		return u
 	}
 	switch node {
-	case router.Classifier:
+	case state.NodeClassifier:
 		return a.enforceSelection(ctx, s, u)
-	case router.Orchestrator:
+	case state.NodeOrchestrator:
 		return a.enforcePlan(ctx, s, u)
 	}
 	return u
@@ -152,7 +151,7 @@ func (a *Agent) enforceSelection(ctx context.Context, s state.State, u state.Upd
 	t.ActiveCapabilities = kept
 	now := a.cfg.Now()
 	for _, d := range denied {
-		emit(ctx, Event{Type: EventDenied, Node: router.Classifier, Capability: d, Step: -1, Text: d + " was selected but this caller may not use it"})
+		emit(ctx, Event{Type: EventDenied, Node: state.NodeClassifier, Capability: d, Step: -1, Text: d + " was selected but this caller may not use it"})
 	}
 	// A denied capability an allowed one needs.
 	for _, name := range kept {
@@ -167,7 +166,7 @@ func (a *Agent) enforceSelection(ctx context.Context, s state.State, u state.Upd
 			for _, d := range denied {
 				if providedByAny(a.cfg.Registry, []string{d}, req.Type) {
 					msg := fmt.Sprintf("%s needs %s (for %s), which this caller is not allowed to use", name, d, req.Type)
-					t.Control.Error = notAllowedInfo(router.Classifier, d, -1, msg, now)
+					t.Control.Error = notAllowedInfo(state.NodeClassifier, d, -1, msg, now)
 					u.Turn = &t
 					return u
 				}
@@ -177,13 +176,13 @@ func (a *Agent) enforceSelection(ctx context.Context, s state.State, u state.Upd
 	useful := slices.ContainsFunc(kept, func(n string) bool { return !alwaysAllowed(n) })
 	if !useful {
 		msg := fmt.Sprintf("the request needs %s, which this caller is not allowed to use", strings.Join(denied, ", "))
-		t.Control.Error = notAllowedInfo(router.Classifier, denied[0], -1, msg, now)
+		t.Control.Error = notAllowedInfo(state.NodeClassifier, denied[0], -1, msg, now)
 		u.Turn = &t
 		return u
 	}
-	emit(ctx, Event{Type: EventStatus, Node: router.Classifier,
+	emit(ctx, Event{Type: EventStatus, Node: state.NodeClassifier,
 		Text: fmt.Sprintf("Left out %s: this caller is not allowed to use it", strings.Join(denied, ", "))})
-	emit(ctx, Event{Type: EventCapabilities, Node: router.Classifier, Capabilities: slices.Clone(kept)})
+	emit(ctx, Event{Type: EventCapabilities, Node: state.NodeClassifier, Capabilities: slices.Clone(kept)})
 	u.Turn = &t
 	return u
 }
@@ -200,8 +199,8 @@ func (a *Agent) enforcePlan(ctx context.Context, s state.State, u state.Update) 
 	for i, st := range t.Plan.Steps {
 		if !allowed(s, st.Capability) {
 			msg := fmt.Sprintf("the plan's step %d uses %s, which this caller is not allowed to use", i+1, st.Capability)
-			emit(ctx, Event{Type: EventDenied, Node: router.Orchestrator, Capability: st.Capability, Step: i, Text: msg})
-			t.Control.Error = notAllowedInfo(router.Orchestrator, st.Capability, -1, msg, a.cfg.Now())
+			emit(ctx, Event{Type: EventDenied, Node: state.NodeOrchestrator, Capability: st.Capability, Step: i, Text: msg})
+			t.Control.Error = notAllowedInfo(state.NodeOrchestrator, st.Capability, -1, msg, a.cfg.Now())
 			return u
 		}
 	}
@@ -213,8 +212,10 @@ func (a *Agent) enforcePlan(ctx context.Context, s state.State, u state.Update) 
 func (a *Agent) refuseStep(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, now time.Time) state.Update {
 	msg := fmt.Sprintf("step %d uses %s, which this caller is not allowed to use; it was not run", idx+1, c.Name())
 	emit(ctx, Event{Type: EventDenied, Node: c.Name(), Step: idx, Capability: c.Name(), Text: msg})
-	cl := notAllowed(c.Name(), msg)
-	return a.stepFailure(ctx, s, c, idx, ps, cl, msg, ps.Attempts+1, now, now, 0, false)
+	f := a.stepFailure(s, c, idx, ps, now)
+	f.Classification, f.Message = notAllowed(c.Name(), msg), msg
+	u, _ := a.fail(ctx, s, f, nil) // no recovery: nothing but an update
+	return u
 }
 
 func providedByAny(reg *capabilities.Registry, names []string, typ string) bool {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -135,12 +134,12 @@ func TestAllowedCapabilitiesSelection(t *testing.T) {
 			w := newWorld()
 			cfg := w.config(t)
 			cfg.Registry = reg
-			cfg.Classifier = &fnNode{name: nodes.Classifier, run: func(ctx context.Context, s state.State) (state.Update, error) {
+			cfg.Classifier = &fnNode{name: state.NodeClassifier, run: func(ctx context.Context, s state.State) (state.Update, error) {
 				tt := s.Turn
-				tt.ActiveCapabilities = append(append([]string{}, tc.selected...), capabilities.Respond, capabilities.Clarify)
+				tt.ActiveCapabilities = append(append([]string{}, tc.selected...), state.NodeRespond, state.NodeClarify)
 				return state.Update{Turn: &tt}, nil
 			}}
-			cfg.Orchestrator = &fnNode{name: nodes.Orchestrator, run: func(ctx context.Context, s state.State) (state.Update, error) {
+			cfg.Orchestrator = &fnNode{name: state.NodeOrchestrator, run: func(ctx context.Context, s state.State) (state.Update, error) {
 				tt := s.Turn
 				var steps []state.PlanStep
 				for _, c := range []string{"read_beam", "write_magnet", "analyse"} {
@@ -148,7 +147,7 @@ func TestAllowedCapabilitiesSelection(t *testing.T) {
 						steps = append(steps, step(c, c))
 					}
 				}
-				tt.Plan = &state.Plan{Steps: append(steps, step(capabilities.Respond, "r"))}
+				tt.Plan = &state.Plan{Steps: append(steps, step(state.NodeRespond, "r"))}
 				return state.Update{Turn: &tt}, nil
 			}}
 			a := mustAgent(t, cfg)
@@ -184,12 +183,12 @@ func containsStr(list []string, s string) bool {
 func TestAllowedCapabilitiesEditedPlan(t *testing.T) {
 	w := writeWorld()
 	w.plan = func(int, state.State) []state.PlanStep {
-		return []state.PlanStep{step("read_a", "a"), step(capabilities.Respond, "r", 0)}
+		return []state.PlanStep{step("read_a", "a"), step(state.NodeRespond, "r", 0)}
 	}
 	a := mustAgent(t, withOptions(w.config(t), state.Options{WritesEnabled: true, PlanApproval: true, ApprovalMode: state.ApprovalModeDisabled}))
 	o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: "x", AllowedCapabilities: []string{"read_a"}})
 	ap := approvalOf(t, o)
-	o = resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Plan: &state.Plan{Steps: []state.PlanStep{step("read_a", "a"), step("write_x", "x"), step(capabilities.Respond, "r", 0)}}})
+	o = resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Plan: &state.Plan{Steps: []state.PlanStep{step("read_a", "a"), step("write_x", "x"), step(state.NodeRespond, "r", 0)}}})
 	var ae *agent.ApprovalError
 	var na *agent.NotAllowedError
 	if !errors.Is(o.err, agent.ErrInvalidPlan) || !errors.As(o.err, &ae) || ae.ID != ap.ID || !errors.As(o.err, &na) || na.Step != 1 || na.Capability != "write_x" {
@@ -206,7 +205,7 @@ func TestAllowedCapabilitiesEditedPlan(t *testing.T) {
 	if err != nil || slices.Contains(s.Turn.ActiveCapabilities, "write_x") {
 		t.Fatalf("active capabilities %v, %v; write_x must not be active", s.Turn.ActiveCapabilities, err)
 	}
-	o = resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Plan: &state.Plan{Steps: []state.PlanStep{step("read_a", "b"), step(capabilities.Respond, "r", 0)}}})
+	o = resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Plan: &state.Plan{Steps: []state.PlanStep{step("read_a", "b"), step(state.NodeRespond, "r", 0)}}})
 	if o.err != nil || w.caps["read_a"].count() != 1 || w.caps["write_x"].count() != 0 {
 		t.Fatalf("allowed edit: %v, read_a ran %d times", o.err, w.caps["read_a"].count())
 	}

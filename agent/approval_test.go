@@ -47,7 +47,7 @@ func writeWorld() *world {
 		},
 	}
 	w.plan = func(int, state.State) []state.PlanStep {
-		return []state.PlanStep{step("read_a", "a"), step("write_x", "x", 0), step(capabilities.Respond, "r", 0, 1)}
+		return []state.PlanStep{step("read_a", "a"), step("write_x", "x", 0), step(state.NodeRespond, "r", 0, 1)}
 	}
 	return w
 }
@@ -553,9 +553,9 @@ func TestRunOnInterruptedThread(t *testing.T) {
 		w := writeWorld()
 		w.plan = func(n int, s state.State) []state.PlanStep {
 			if s.Turn.Number == 2 {
-				return []state.PlanStep{step("read_a", "a2"), step(capabilities.Respond, "r", 0)}
+				return []state.PlanStep{step("read_a", "a2"), step(state.NodeRespond, "r", 0)}
 			}
-			return []state.PlanStep{step("read_a", "a"), step("write_x", "x", 0), step(capabilities.Respond, "r", 0, 1)}
+			return []state.PlanStep{step("read_a", "a"), step("write_x", "x", 0), step(state.NodeRespond, "r", 0, 1)}
 		}
 		a := mustAgent(t, withOptions(w.config(t), writesOn))
 		approvalOf(t, run(t, a, "t", "x"))
@@ -614,7 +614,7 @@ func TestConcurrentApprovals(t *testing.T) {
 		ask := func(capabilities.Step) (bool, string) { return true, "" }
 		w.approval = map[string]func(capabilities.Step) (bool, string){"write_x": ask, "write_y": ask}
 		w.plan = func(int, state.State) []state.PlanStep {
-			return []state.PlanStep{step("write_x", "x"), step("write_y", "y"), step(capabilities.Respond, "r", 0, 1)}
+			return []state.PlanStep{step("write_x", "x"), step("write_y", "y"), step(state.NodeRespond, "r", 0, 1)}
 		}
 		return w
 	}
@@ -665,7 +665,7 @@ func TestFallbackAsksForItsOwnApproval(t *testing.T) {
 	w.fallback["write_x"] = []string{"write_z"}
 	w.caps["write_x"].errs = []error{errCritical}
 	w.plan = func(int, state.State) []state.PlanStep {
-		return []state.PlanStep{step("write_x", "x"), step(capabilities.Respond, "r", 0)}
+		return []state.PlanStep{step("write_x", "x"), step(state.NodeRespond, "r", 0)}
 	}
 	a := mustAgent(t, withOptions(w.config(t), writesOn))
 	first := approvalOf(t, run(t, a, "t", "x"))

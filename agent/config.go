@@ -14,44 +14,37 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// Default limits of a turn.
-const (
-	DefaultMaxExecutionTime = 300 * time.Second
-	// DefaultErrorNodeGrace is how long the error node may take after the
-	// turn's wall-clock limit has passed.
-	DefaultErrorNodeGrace = 30 * time.Second
-)
+// DefaultErrorNodeGrace is how long the error node may take after the
+// turn's wall-clock limit has passed.
+const DefaultErrorNodeGrace = 30 * time.Second
 
-// DefaultInfraRetryPolicy is the retry policy of infrastructure nodes that
-// state none of their own: LLM calls are cheap to repeat but a user is
-// waiting, so the delays are shorter than the capability default.
-var DefaultInfraRetryPolicy = capabilities.RetryPolicy{
-	MaxAttempts:        3,
-	InitialInterval:    capabilities.Duration(500 * time.Millisecond),
-	BackoffCoefficient: 2,
-	MaxInterval:        capabilities.Duration(10 * time.Second),
-	Jitter:             capabilities.JitterFull,
+// DefaultInfraRetryPolicy returns the retry policy of infrastructure nodes
+// that state none of their own: 3 attempts, 500 ms doubling up to 10 s, full
+// jitter. LLM calls are cheap to repeat but a user is waiting, so the delays
+// are shorter than the capability default. Config.InfraRetry overrides it
+// per node, field by field.
+func DefaultInfraRetryPolicy() capabilities.RetryPolicy {
+	return capabilities.RetryPolicy{
+		MaxAttempts:        3,
+		InitialInterval:    capabilities.Duration(500 * time.Millisecond),
+		BackoffCoefficient: 2,
+		MaxInterval:        capabilities.Duration(10 * time.Second),
+		Jitter:             capabilities.JitterFull,
+	}
 }
 
-// Limits bound one turn. Zero fields take the defaults.
-type Limits struct {
-	// MaxPlanningAttempts caps plans per turn (first plan included). Default 2.
-	MaxPlanningAttempts int `json:"max_planning_attempts,omitempty"`
-	// MaxReclassifications caps reclassifications per turn. Default 1; negative: none.
-	MaxReclassifications int `json:"max_reclassifications,omitempty"`
-	// MaxNodeSteps caps node executions per turn. Default 100.
-	MaxNodeSteps int `json:"max_node_steps,omitempty"`
-	// MaxTokens caps the LLM tokens of a turn; 0 means no budget. The
-	// approval model's tokens are reported in the turn's usage but not
-	// counted against it (state.Control.BudgetTokens).
-	MaxTokens int `json:"max_tokens,omitempty"`
-	// MaxExecutionTime caps the wall-clock time of a turn. Default 300 s.
-	MaxExecutionTime time.Duration `json:"max_execution_time,omitempty"`
-}
+// Limits bound one turn: router.Limits, whose zero fields take the
+// router's defaults (router.DefaultMaxNodeSteps, …).
+type Limits = router.Limits
 
 // Config assembles an agent. Registry and the infrastructure nodes are
 // required (until the nodes package provides defaults); the rest defaults.
 type Config struct {
+	// Application names the application whose threads this agent runs. It
+	// is recorded with every thread the agent runs, and the agent refuses a
+	// thread another application recorded (see application.go). Empty: an
+	// unnamed application, which runs only threads no named one recorded.
+	Application string
 	// Registry holds the application's capabilities. Required; it is validated.
 	Registry *capabilities.Registry
 	// Store keeps the checkpoints. Default: an in-memory store.
@@ -84,11 +77,11 @@ type Config struct {
 	// node's own policy (capabilities.RetryPolicyProvider) wins over it.
 	InfraRetry map[string]capabilities.RetryPolicy
 	// Options are the per-turn defaults and the ceiling of every turn: a
-	// TurnRequest's Options may only tighten them (see options.go), and
+	// TurnRequest's Options may only tighten them (see TurnRequest.Options), and
 	// WritesEnabled is the process's write switch, checked where a
 	// side-effecting step executes.
 	Options state.Options
-	// AuditLog keeps the audit records of side-effecting steps (audit.go).
+	// AuditLog keeps the audit records of side-effecting steps (ListAudit).
 	// Default: the Store, when it is a checkpoint.RecordLog (memory,
 	// SQLite and PostgreSQL are). New fails when a registered capability
 	// has side effects and there is none.
@@ -132,14 +125,9 @@ type ConfigError struct {
 func (e *ConfigError) Error() string { return fmt.Sprintf("agent: config %s: %s", e.Field, e.Problem) }
 func (e *ConfigError) Unwrap() error { return ErrConfig }
 
-func (l Limits) router(caps []string) router.Config {
-	return router.Config{
-		MaxPlanningAttempts:  l.MaxPlanningAttempts,
-		MaxReclassifications: l.MaxReclassifications,
-		MaxNodeSteps:         l.MaxNodeSteps,
-		MaxTokens:            l.MaxTokens,
-		Capabilities:         caps,
-	}.WithDefaults()
+// routerConfig is the router's view of the agent: its limits and capabilities.
+func routerConfig(l Limits, caps []string) router.Config {
+	return router.Config{Limits: l, Capabilities: caps}.WithDefaults()
 }
 
 // fillNodes builds the default infrastructure nodes for empty slots.
@@ -194,11 +182,11 @@ func (c *Config) validate() error {
 		field, name string
 		n           nodes.Node
 	}{
-		{"TaskExtraction", nodes.TaskExtraction, c.TaskExtraction},
-		{"Classifier", nodes.Classifier, c.Classifier},
-		{"Orchestrator", nodes.Orchestrator, c.Orchestrator},
-		{"Respond", nodes.Respond, c.Respond},
-		{"Clarify", nodes.Clarify, c.Clarify},
+		{"TaskExtraction", state.NodeTaskExtraction, c.TaskExtraction},
+		{"Classifier", state.NodeClassifier, c.Classifier},
+		{"Orchestrator", state.NodeOrchestrator, c.Orchestrator},
+		{"Respond", state.NodeRespond, c.Respond},
+		{"Clarify", state.NodeClarify, c.Clarify},
 	} {
 		switch {
 		case slot.n == nil:
@@ -210,13 +198,13 @@ func (c *Config) validate() error {
 	if c.Registry != nil {
 		for _, n := range c.Registry.Names() {
 			switch n {
-			case nodes.TaskExtraction, nodes.Classifier, nodes.Orchestrator, nodes.Respond, nodes.Clarify, nodes.Error:
+			case state.NodeTaskExtraction, state.NodeClassifier, state.NodeOrchestrator, state.NodeRespond, state.NodeClarify, state.NodeError:
 				bad("Registry", fmt.Sprintf("capability %q uses the name of an infrastructure node", n))
 			}
 		}
 	}
 	l := c.Limits
-	if l.MaxPlanningAttempts < 0 || l.MaxNodeSteps < 0 || l.MaxTokens < 0 || l.MaxExecutionTime < 0 {
+	if l.MaxPlanningAttempts < 0 || l.MaxNodeSteps < 0 || l.MaxTokensPerTurn < 0 || l.MaxExecutionTime < 0 {
 		bad("Limits", "must not be negative (except MaxReclassifications, where negative means none)")
 	}
 	if err := c.RetryPolicy.Validate(); err != nil {
@@ -268,7 +256,7 @@ func (c *Config) defaults() {
 		c.Models = llm.None
 	}
 	if c.Limits.MaxExecutionTime == 0 {
-		c.Limits.MaxExecutionTime = DefaultMaxExecutionTime
+		c.Limits.MaxExecutionTime = router.DefaultMaxExecutionTime
 	}
 	if c.ErrorNodeGrace == 0 {
 		c.ErrorNodeGrace = DefaultErrorNodeGrace

@@ -13,30 +13,10 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// The execution gate. A capability that declares side effects
-// (capabilities.HasSideEffects) runs a step only after these checks, made
-// in the step wrapper at the moment the step is about to execute — on its
-// first run, after an approval answer, in a run resumed after a crash or
-// by another replica, and under whatever configuration the resuming
-// process has:
-//
-//  1. the caller may use the capability (allowed, see allow.go);
-//  2. this process's write switch is on (Config.Options.WritesEnabled;
-//     the turn's option can only turn it off);
-//  3. the action the step describes (capabilities.DescribeAction) is a
-//     change the user asked for (Task.Intent.Permits);
-//  4. a human granted an approval bound to that exact action (its digest),
-//     and the grant has not expired.
-//
-// An action with no changes (the capability found nothing to do, e.g. no
-// channel matches) runs without these checks: it changes nothing. The approval is asked whatever the
-//     approval mode; the answer carries the asked action's digest back,
-//     and the step runs only when it still describes the same action.
-//
-// A refusal is CRITICAL (no retry, no fallback): the error node reports it
-// and nothing of the step runs. Every refusal, approval, rejection and
-// execution is a durable audit record (audit.go). The capability's own
-// checks stay as defence in depth.
+// The execution gate: a step of a side-effecting capability runs only if,
+// at the moment it executes (on every path), the caller may use it, this
+// process's write switch is on, the user asked for that change and a human
+// approved exactly that action. The rules and their reasons: docs/safety.md.
 
 // KindRefused is the classification kind of a side-effecting step the gate
 // refused for a reason other than the write switch (kind writes_disabled)
@@ -59,9 +39,10 @@ const (
 // gateResult is what the gate decided for one attempt.
 type gateResult struct {
 	// update ends the attempt without running it (refused, or failed to
-	// describe the action); interrupt asks for approval instead.
-	update    *state.Update
-	interrupt error
+	// describe the action); err ends it with an interrupt (an approval,
+	// an escalation) or a FATAL error instead.
+	update *state.Update
+	err    error
 	// ps is the step to execute (with its grant), action what it does.
 	ps     state.PlanStep
 	action capabilities.Action
@@ -115,7 +96,12 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		msg := "the action could not be determined: " + err.Error()
 		rec.Outcome, rec.Reason, rec.Message = AuditFailed, cl.Kind, msg
 		a.auditBestEffort(ctx, rec)
-		u := a.stepFailure(ctx, s, c, idx, ps, cl, msg, attempt, firstAttempt(ps, now), now, 0, true)
+		f := a.stepFailure(s, c, idx, ps, now)
+		f.Classification, f.Message, f.Recover = cl, msg, true
+		u, err := a.fail(ctx, s, f, err)
+		if err != nil {
+			return gateResult{err: err}
+		}
 		return gateResult{update: &u}
 	}
 	var intent state.Intent
@@ -170,7 +156,7 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		// approval mode says, and the question names the exact action.
 		ap := a.stepApproval(apID, c, step, approvalSummary(c, step, action), now)
 		ap.Action, ap.ActionDigest = &action, digest
-		return gateResult{interrupt: graph.Interrupt(ap)}
+		return gateResult{err: graph.Interrupt(ap)}
 	}
 	return gateResult{ps: ps, action: action}
 }
@@ -191,14 +177,10 @@ func (a *Agent) refuse(ctx context.Context, s state.State, c capabilities.Capabi
 	if reason == RefusedWritesDisabled {
 		cl.Metadata[capabilities.MetaSuggestions] = []string{"an operator can enable writes with control_system.writes_enabled: true in the configuration of the process that runs the turn"}
 	}
-	return a.stepFailure(ctx, s, c, idx, ps, cl, msg, ps.Attempts+1, firstAttempt(ps, now), now, 0, false)
-}
-
-func firstAttempt(ps state.PlanStep, now time.Time) time.Time {
-	if ps.FirstAttemptAt.IsZero() {
-		return now
-	}
-	return ps.FirstAttemptAt
+	f := a.stepFailure(s, c, idx, ps, now)
+	f.Classification, f.Message = cl, msg
+	u, _ := a.fail(ctx, s, f, nil) // no recovery: nothing but an update
+	return u
 }
 
 // approvalSummary is what the human judges: the capability's own summary

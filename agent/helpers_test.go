@@ -121,7 +121,7 @@ func newWorld(capNames ...string) *world {
 			steps = append(steps, step(c, fmt.Sprintf("%s_out", c)))
 			_ = i
 		}
-		return append(steps, step(capabilities.Respond, "answer"))
+		return append(steps, step(state.NodeRespond, "answer"))
 	}
 	return w
 }
@@ -181,35 +181,35 @@ func (w *world) config(t tb, capNames ...string) agent.Config {
 	return agent.Config{
 		Registry: reg,
 		Store:    memory.New(),
-		TaskExtraction: infra(nodes.TaskExtraction, w.task, func(ctx context.Context, s state.State) (state.Update, error) {
+		TaskExtraction: infra(state.NodeTaskExtraction, w.task, func(ctx context.Context, s state.State) (state.Update, error) {
 			t := s.Turn
 			t.Task = &state.Task{Text: "task: " + s.Turn.Input}
 			return w.usage(state.Update{Turn: &t}, "task_extraction"), nil
 		}),
-		Classifier: infra(nodes.Classifier, w.classify, func(ctx context.Context, s state.State) (state.Update, error) {
+		Classifier: infra(state.NodeClassifier, w.classify, func(ctx context.Context, s state.State) (state.Update, error) {
 			t := s.Turn
-			t.ActiveCapabilities = append(reg.Names(), capabilities.Respond, capabilities.Clarify)
+			t.ActiveCapabilities = append(reg.Names(), state.NodeRespond, state.NodeClarify)
 			return w.usage(state.Update{Turn: &t}, "classifier"), nil
 		}),
-		Orchestrator: infra(nodes.Orchestrator, w.orchestrate, func(ctx context.Context, s state.State) (state.Update, error) {
+		Orchestrator: infra(state.NodeOrchestrator, w.orchestrate, func(ctx context.Context, s state.State) (state.Update, error) {
 			t := s.Turn
 			t.Plan = &state.Plan{Steps: w.plan(s.Turn.Control.PlansCreated+1, s)}
 			return w.usage(state.Update{Turn: &t}, "orchestrator"), nil
 		}),
-		Respond: infra(nodes.Respond, w.respond, func(ctx context.Context, s state.State) (state.Update, error) {
+		Respond: infra(state.NodeRespond, w.respond, func(ctx context.Context, s state.State) (state.Update, error) {
 			var parts []string
 			for _, e := range s.Context.Entries() {
 				parts = append(parts, e.Summary)
 			}
 			return w.usage(state.Update{Messages: []state.Message{{Role: state.RoleAssistant, Content: "answer: " + strings.Join(parts, "; ")}}}, "response"), nil
 		}),
-		Clarify: infra(nodes.Clarify, w.clarify, func(ctx context.Context, s state.State) (state.Update, error) {
+		Clarify: infra(state.NodeClarify, w.clarify, func(ctx context.Context, s state.State) (state.Update, error) {
 			return state.Update{Messages: []state.Message{{Role: state.RoleAssistant, Content: "which one do you mean?", Kind: state.KindClarification}}}, nil
 		}),
 		RetryPolicy: w.policy,
 		InfraRetry: map[string]capabilities.RetryPolicy{
-			nodes.TaskExtraction: w.policy, nodes.Classifier: w.policy, nodes.Orchestrator: w.policy,
-			nodes.Respond: w.policy, nodes.Clarify: w.policy,
+			state.NodeTaskExtraction: w.policy, state.NodeClassifier: w.policy, state.NodeOrchestrator: w.policy,
+			state.NodeRespond: w.policy, state.NodeClarify: w.policy,
 		},
 	}
 }

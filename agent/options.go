@@ -107,8 +107,8 @@ func (a *Agent) TurnOptions(req TurnRequest) (state.Options, error) {
 
 func turnOptions(cfg state.Options, req *TurnOptions, mayRaise []string) (state.Options, error) {
 	for i, s := range mayRaise {
-		if !slices.Contains(state.RaisableSettings, s) {
-			why := "known: " + strings.Join(state.RaisableSettings, ", ")
+		if !slices.Contains(state.RaisableSettings(), s) {
+			why := "known: " + strings.Join(state.RaisableSettings(), ", ")
 			if s == state.SettingWritesEnabled {
 				why = "the write switch is the process's configuration (control_system.writes_enabled); no request may raise it"
 			}

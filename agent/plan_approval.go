@@ -8,7 +8,6 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/nodes"
-	"github.com/capgraph/capgraph/router"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -25,7 +24,7 @@ func (a *Agent) planApprovalNode() graph.NodeFunc[state.State, state.Update] {
 		}
 		t := s.Turn
 		if t.Plan == nil {
-			t.Control.Error = &state.ErrorInfo{Node: router.PlanApproval, StepIndex: -1, At: now, Message: "plan approval ran without a plan",
+			t.Control.Error = &state.ErrorInfo{Node: state.NodePlanApproval, StepIndex: -1, At: now, Message: "plan approval ran without a plan",
 				Classification: capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindUnknown, UserMessage: "internal routing error: plan approval without a plan"}}
 			return state.Update{Turn: &t, NodeSteps: 1}, nil
 		}
@@ -53,11 +52,11 @@ func (a *Agent) planApprovalNode() graph.NodeFunc[state.State, state.Update] {
 			}
 			p.Steps = steps
 			for _, st := range steps {
-				if c := st.Capability; !slices.Contains(t.ActiveCapabilities, c) && c != capabilities.Respond && c != capabilities.Clarify {
+				if c := st.Capability; !slices.Contains(t.ActiveCapabilities, c) && c != state.NodeRespond && c != state.NodeClarify {
 					t.ActiveCapabilities = append(slices.Clip(t.ActiveCapabilities), c)
 				}
 			}
-			emit(ctx, Event{Type: EventPlan, Node: router.PlanApproval, Plan: &p, Total: len(p.Steps), Text: "plan edited by a human"})
+			emit(ctx, Event{Type: EventPlan, Node: state.NodePlanApproval, Plan: &p, Total: len(p.Steps), Text: "plan edited by a human"})
 		}
 		p.Approved = true
 		t.Plan = &p

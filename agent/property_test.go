@@ -13,7 +13,6 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/router"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -51,9 +50,9 @@ func drawScript(t *rapid.T, label string, outcomes []error) *script {
 // compiled graph and checks the invariants of severity routing.
 func TestPropertyEveryScriptEndsWell(t *testing.T) {
 	plans := [][]state.PlanStep{
-		{step("read_a", "a"), step("read_b", "b"), step(capabilities.Respond, "r")},
-		{step("read_a", "a"), step("read_b", "b", 0), step("read_c", "c", 0, 1), step(capabilities.Respond, "r")},
-		{step("read_a", "a"), step(capabilities.Clarify, "q"), step("read_c", "c")},
+		{step("read_a", "a"), step("read_b", "b"), step(state.NodeRespond, "r")},
+		{step("read_a", "a"), step("read_b", "b", 0), step("read_c", "c", 0, 1), step(state.NodeRespond, "r")},
+		{step("read_a", "a"), step(state.NodeClarify, "q"), step("read_c", "c")},
 		{step("read_c", "c")},
 	}
 	rapid.Check(t, func(rt *rapid.T) {
@@ -87,7 +86,7 @@ func TestPropertyEveryScriptEndsWell(t *testing.T) {
 			MaxPlanningAttempts:  rapid.IntRange(1, 3).Draw(rt, "max_planning_attempts"),
 			MaxReclassifications: rapid.IntRange(-1, 2).Draw(rt, "max_reclassifications"),
 			MaxNodeSteps:         rapid.IntRange(3, 40).Draw(rt, "max_node_steps"),
-			MaxTokens:            rapid.IntRange(0, 400).Draw(rt, "max_tokens"),
+			MaxTokensPerTurn:     rapid.IntRange(0, 400).Draw(rt, "max_tokens"),
 		}
 		a := mustAgent(rt, cfg)
 		rc := a.RouterConfig()
@@ -182,7 +181,7 @@ func checkAttempts(t *rapid.T, a *agent.Agent, max int) {
 		}
 		if p := s.Turn.Plan; p != nil {
 			for i, st := range p.Steps {
-				if st.Attempts > max && st.Capability != router.Respond && st.Capability != router.Clarify {
+				if st.Attempts > max && st.Capability != state.NodeRespond && st.Capability != state.NodeClarify {
 					t.Fatalf("step %d made %d attempts, policy allows %d", i, st.Attempts, max)
 				}
 			}

@@ -16,7 +16,6 @@ import (
 	"github.com/capgraph/capgraph/errornode"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
-	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/router"
 	"github.com/capgraph/capgraph/state"
 )
@@ -28,7 +27,7 @@ import (
 func errorNodeStart(t *testing.T, o outcome) time.Time {
 	t.Helper()
 	for _, e := range o.events {
-		if e.Type == agent.EventNodeStart && e.Node == nodes.Error {
+		if e.Type == agent.EventNodeStart && e.Node == state.NodeError {
 			return e.Time
 		}
 	}
@@ -113,7 +112,7 @@ func TestCancelStopsTheErrorNodeAtOnce(t *testing.T) {
 				var last agent.Event
 				for ev := range a.Run(ctx, agent.TurnRequest{Thread: "t", Input: "beam current?"}) {
 					last = ev
-					if how == "break" && ev.Type == agent.EventNodeStart && ev.Node == nodes.Error {
+					if how == "break" && ev.Type == agent.EventNodeStart && ev.Node == state.NodeError {
 						break
 					}
 				}
@@ -162,9 +161,9 @@ func TestGoexitInACapabilityIsACleanFailure(t *testing.T) {
 			}
 			w.plan = func(int, state.State) []state.PlanStep {
 				if parallel {
-					return []state.PlanStep{step("exits", "e"), step("read_b", "b"), step(capabilities.Respond, "r", 0, 1)}
+					return []state.PlanStep{step("exits", "e"), step("read_b", "b"), step(state.NodeRespond, "r", 0, 1)}
 				}
-				return []state.PlanStep{step("exits", "e"), step(capabilities.Respond, "r", 0)}
+				return []state.PlanStep{step("exits", "e"), step(state.NodeRespond, "r", 0)}
 			}
 			a := mustAgent(t, cfg)
 			// The consumer runs on a goroutine of its own, so that a Goexit
@@ -202,7 +201,7 @@ func TestRetryEventsNameTheCapabilityAndStep(t *testing.T) {
 	w.caps["read_b"].errs = []error{errTimeout}
 	w.orchestrate.errs = []error{errTimeout}
 	w.plan = func(int, state.State) []state.PlanStep {
-		return []state.PlanStep{step("read_a", "a"), step("read_b", "b", 0), step(capabilities.Respond, "r", 0, 1)}
+		return []state.PlanStep{step("read_a", "a"), step("read_b", "b", 0), step(state.NodeRespond, "r", 0, 1)}
 	}
 	a := mustAgent(t, w.config(t))
 	o := run(t, a, "t", "x")
@@ -217,7 +216,7 @@ func TestRetryEventsNameTheCapabilityAndStep(t *testing.T) {
 		t.Fatalf("%d retry events", len(retries))
 	}
 	infra, st := retries[0], retries[1]
-	if r := infra.Retry; r.Node != nodes.Orchestrator || r.Capability != "" || r.Step != -1 || infra.Capability != "" || r.What() != nodes.Orchestrator {
+	if r := infra.Retry; r.Node != state.NodeOrchestrator || r.Capability != "" || r.Step != -1 || infra.Capability != "" || r.What() != state.NodeOrchestrator {
 		t.Errorf("orchestrator retry %+v / %+v", infra, r)
 	}
 	if r := st.Retry; r.Node != "read_b" || r.Capability != "read_b" || r.Step != 1 || st.Capability != "read_b" || st.Step != 1 || r.What() != "step 2 (read_b)" {
@@ -262,14 +261,14 @@ func changeWorld(t *testing.T, w *world) agent.Config {
 		t.Fatal(err)
 	}
 	v := 105.0
-	cfg.TaskExtraction = &fnNode{name: nodes.TaskExtraction, sc: &script{}, run: func(_ context.Context, s state.State) (state.Update, error) {
+	cfg.TaskExtraction = &fnNode{name: state.NodeTaskExtraction, sc: &script{}, run: func(_ context.Context, s state.State) (state.Update, error) {
 		tu := s.Turn
 		tu.Task = &state.Task{Text: "Set the BTS Q1 current to 105 A, then read the beam current",
 			Intent: state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{{Target: "BTS Q1 current", Value: &v, Unit: "A"}}}}
 		return state.Update{Turn: &tu}, nil
 	}}
 	w.plan = func(int, state.State) []state.PlanStep {
-		return []state.PlanStep{step("channel_write", "w"), step("read_a", "a", 0), step(capabilities.Respond, "r", 0, 1)}
+		return []state.PlanStep{step("channel_write", "w"), step("read_a", "a", 0), step(state.NodeRespond, "r", 0, 1)}
 	}
 	return cfg
 }
@@ -283,7 +282,7 @@ func TestApprovalTokensDoNotExhaustTheBudget(t *testing.T) {
 	m := llmtest.New().Script(llm.RoleApproval, llmtest.Reply{Text: `{"approved": true}`, Usage: llm.Usage{PromptTokens: 1990, CompletionTokens: 15}}).
 		Only(llm.RoleApproval)
 	cfg.Models = m
-	cfg.Limits.MaxTokens = 1000
+	cfg.Limits.MaxTokensPerTurn = 1000
 	a := mustAgent(t, cfg)
 	ap := approvalOf(t, run(t, a, "t", "set Q1 to 105 A"))
 	o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes, go ahead with the 105 A"})
@@ -315,8 +314,8 @@ func TestReportAfterASideEffectSaysWhatWasDone(t *testing.T) {
 	}{
 		{"a later step fails", func(w *world, cfg *agent.Config) { w.caps["read_a"].errs = []error{errCritical} }, "permission denied"},
 		{"the answer spends the budget", func(w *world, cfg *agent.Config) {
-			cfg.Limits.MaxTokens = 1000
-			cfg.Respond = &fnNode{name: nodes.Respond, sc: &script{}, run: func(context.Context, state.State) (state.Update, error) {
+			cfg.Limits.MaxTokensPerTurn = 1000
+			cfg.Respond = &fnNode{name: state.NodeRespond, sc: &script{}, run: func(context.Context, state.State) (state.Update, error) {
 				return state.Update{Tokens: map[string]int{string(llm.RoleResponse): 2000}}, errTimeout
 			}}
 		}, "token budget"},
@@ -355,7 +354,7 @@ func TestStructuredReportInStateAndEvent(t *testing.T) {
 	w := newWorld("read_a", "read_b")
 	w.caps["read_b"].errs = repeat(errTimeout, 3)
 	w.plan = func(int, state.State) []state.PlanStep {
-		return []state.PlanStep{step("read_a", "a"), step("read_b", "b", 0), step(capabilities.Respond, "r", 0, 1)}
+		return []state.PlanStep{step("read_a", "a"), step("read_b", "b", 0), step(state.NodeRespond, "r", 0, 1)}
 	}
 	cfg := w.config(t)
 	a := mustAgent(t, cfg)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
@@ -164,7 +163,7 @@ func TestReplicaTakesOverAnAbandonedLease(t *testing.T) {
 			var once sync.Once
 			// The first read_a freezes, ignoring its ctx, until the test wakes it.
 			w.plan = func(int, state.State) []state.PlanStep {
-				return []state.PlanStep{step("read_a", "a"), step(capabilities.Respond, "r", 0)}
+				return []state.PlanStep{step("read_a", "a"), step(state.NodeRespond, "r", 0)}
 			}
 			a, b := replicas(t, w, deafStore{s1}, s2, state.Options{}, ttl)
 			w.caps["read_a"].errs = []error{errFreeze}

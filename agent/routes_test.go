@@ -13,7 +13,6 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
-	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/router"
 	"github.com/capgraph/capgraph/state"
 )
@@ -187,7 +186,7 @@ func TestRoutes(t *testing.T) {
 			w.classify.errs = []error{errFatal}
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
 			var fe *agent.FatalError
-			if !errors.As(o.err, &fe) || fe.Node != nodes.Classifier {
+			if !errors.As(o.err, &fe) || fe.Node != state.NodeClassifier {
 				t.Fatalf("err %v", o.err)
 			}
 		}},
@@ -218,7 +217,7 @@ func TestRoutes(t *testing.T) {
 			}
 		}},
 		{"clarify failure is retried, then the error node", func(w *world, cfg *agent.Config) {
-			w.plan = func(int, state.State) []state.PlanStep { return []state.PlanStep{step(capabilities.Clarify, "q")} }
+			w.plan = func(int, state.State) []state.PlanStep { return []state.PlanStep{step(state.NodeClarify, "q")} }
 			w.clarify.errs = repeat(errTimeout, 10)
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
 			wantReport(t, o, "clarify")
@@ -227,7 +226,7 @@ func TestRoutes(t *testing.T) {
 			}
 		}},
 		{"clarify recovers after a retry", func(w *world, cfg *agent.Config) {
-			w.plan = func(int, state.State) []state.PlanStep { return []state.PlanStep{step(capabilities.Clarify, "q")} }
+			w.plan = func(int, state.State) []state.PlanStep { return []state.PlanStep{step(state.NodeClarify, "q")} }
 			w.clarify.errs = []error{errTimeout}
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
 			if m := o.message(); m == nil || m.Kind != state.KindClarification {
@@ -235,13 +234,13 @@ func TestRoutes(t *testing.T) {
 			}
 		}},
 		{"respond that writes nothing ends in the error node", func(w *world, cfg *agent.Config) {
-			cfg.Respond = &fnNode{name: nodes.Respond, run: func(context.Context, state.State) (state.Update, error) { return state.Update{}, nil }}
+			cfg.Respond = &fnNode{name: state.NodeRespond, run: func(context.Context, state.State) (state.Update, error) { return state.Update{}, nil }}
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
 			wantReport(t, o, "respond finished without writing a message")
 		}},
 		{"nothing runs after a terminal step mid-plan", func(w *world, cfg *agent.Config) {
 			w.plan = func(int, state.State) []state.PlanStep {
-				return []state.PlanStep{step("read_a", "a"), step(capabilities.Clarify, "q"), step("read_b", "b"), step(capabilities.Respond, "r")}
+				return []state.PlanStep{step("read_a", "a"), step(state.NodeClarify, "q"), step("read_b", "b"), step(state.NodeRespond, "r")}
 			}
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
 			if m := o.message(); m == nil || m.Kind != state.KindClarification {
@@ -258,7 +257,7 @@ func TestRoutes(t *testing.T) {
 		}},
 		{"an unknown capability in a plan goes to the error node", func(w *world, cfg *agent.Config) {
 			w.plan = func(int, state.State) []state.PlanStep {
-				return []state.PlanStep{step("made_up", "a"), step(capabilities.Respond, "r")}
+				return []state.PlanStep{step("made_up", "a"), step(state.NodeRespond, "r")}
 			}
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
 			wantReport(t, o, "made_up")
@@ -282,7 +281,7 @@ func TestRoutes(t *testing.T) {
 		}},
 		{"token budget", func(w *world, cfg *agent.Config) {
 			w.tokens = 100
-			cfg.Limits.MaxTokens = 250
+			cfg.Limits.MaxTokensPerTurn = 250
 		}, func(t *testing.T, w *world, a *agent.Agent, o outcome) {
 			wantReport(t, o, "max_tokens")
 			if w.caps["read_a"].count() != 0 {
@@ -299,7 +298,7 @@ func TestRoutes(t *testing.T) {
 			if strings.Contains(tc.name, "fallback") {
 				w.fallback["read_a"] = []string{"read_b"}
 				w.plan = func(int, state.State) []state.PlanStep {
-					return []state.PlanStep{step("read_a", "a"), step(capabilities.Respond, "r")}
+					return []state.PlanStep{step("read_a", "a"), step(state.NodeRespond, "r")}
 				}
 			}
 			cfg := w.config(t)
@@ -465,7 +464,7 @@ func TestResourceExhaustionEscalates(t *testing.T) {
 func TestIndependentStepsRunTogether(t *testing.T) {
 	w := newWorld("read_a", "read_b", "combine")
 	w.plan = func(int, state.State) []state.PlanStep {
-		return []state.PlanStep{step("read_a", "a"), step("read_b", "b"), step("combine", "c", 0, 1), step(capabilities.Respond, "r")}
+		return []state.PlanStep{step("read_a", "a"), step("read_b", "b"), step("combine", "c", 0, 1), step(state.NodeRespond, "r")}
 	}
 	w.caps["read_b"].errs = []error{errTimeout}
 	a := mustAgent(t, w.config(t))

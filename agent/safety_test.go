@@ -126,31 +126,31 @@ func (w *gateWorld) config(t testing.TB, store checkpoint.Store, opts state.Opti
 	}
 	return agent.Config{
 		Registry: reg, Store: store, Options: opts,
-		TaskExtraction: node(nodes.TaskExtraction, func(ctx context.Context, s state.State) (state.Update, error) {
+		TaskExtraction: node(state.NodeTaskExtraction, func(ctx context.Context, s state.State) (state.Update, error) {
 			t := s.Turn
 			t.Task = &state.Task{Text: s.Turn.Input, Intent: w.intentOf(s.Turn.Input)}
 			return state.Update{Turn: &t}, nil
 		}),
-		Classifier: node(nodes.Classifier, func(ctx context.Context, s state.State) (state.Update, error) {
+		Classifier: node(state.NodeClassifier, func(ctx context.Context, s state.State) (state.Update, error) {
 			t := s.Turn
-			t.ActiveCapabilities = []string{"set_value", capabilities.Respond}
+			t.ActiveCapabilities = []string{"set_value", state.NodeRespond}
 			return state.Update{Turn: &t}, nil
 		}),
-		Orchestrator: node(nodes.Orchestrator, func(ctx context.Context, s state.State) (state.Update, error) {
+		Orchestrator: node(state.NodeOrchestrator, func(ctx context.Context, s state.State) (state.Update, error) {
 			t := s.Turn
 			set := step("set_value", "q1")
 			set.Parameters = map[string]any{"value": w.planned}
-			t.Plan = &state.Plan{Steps: []state.PlanStep{set, step(capabilities.Respond, "answer", 0)}}
+			t.Plan = &state.Plan{Steps: []state.PlanStep{set, step(state.NodeRespond, "answer", 0)}}
 			return state.Update{Turn: &t}, nil
 		}),
-		Respond: node(nodes.Respond, func(ctx context.Context, s state.State) (state.Update, error) {
+		Respond: node(state.NodeRespond, func(ctx context.Context, s state.State) (state.Update, error) {
 			var parts []string
 			for _, e := range s.Context.Entries() {
 				parts = append(parts, e.Summary)
 			}
 			return state.Update{Messages: []state.Message{{Role: state.RoleAssistant, Content: "done: " + strings.Join(parts, "; ")}}}, nil
 		}),
-		Clarify: node(nodes.Clarify, func(ctx context.Context, s state.State) (state.Update, error) {
+		Clarify: node(state.NodeClarify, func(ctx context.Context, s state.State) (state.Update, error) {
 			return state.Update{Messages: []state.Message{{Role: state.RoleAssistant, Content: "which?", Kind: state.KindClarification}}}, nil
 		}),
 		RetryPolicy: fastPolicy(),
@@ -719,7 +719,7 @@ func TestGateCallerNotAllowed(t *testing.T) {
 	// The plan (the scripted orchestrator) names set_value although the
 	// caller may use only respond: the orchestrator check refuses it
 	// before any step; the step wrapper is the backstop (allow_test.go).
-	o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: setQ1, AllowedCapabilities: []string{capabilities.Respond}})
+	o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: setQ1, AllowedCapabilities: []string{state.NodeRespond}})
 	if o.err != nil || o.message() == nil || o.message().Kind != state.KindErrorReport {
 		t.Fatalf("%v %+v", o.err, o.message())
 	}

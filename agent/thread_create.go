@@ -17,11 +17,12 @@ import (
 // it keeps the metadata. created is false when the thread exists already
 // (or a run holds it, here or on another replica); then nothing changes.
 // State reports such a thread as answered with no turn (Turn.Number 0).
+// Like every turn's, its metadata names the agent's application.
 func (a *Agent) CreateThread(ctx context.Context, thread string, metadata map[string]string) (created bool, err error) {
 	if strings.TrimSpace(thread) == "" {
 		return false, fmt.Errorf("%w: thread must not be empty", ErrBadRequest)
 	}
-	ctx, release, err := a.claim(ctx, thread)
+	ctx, release, err := a.ownThread(ctx, thread)
 	if errors.Is(err, graph.ErrThreadBusy) {
 		return false, nil // a run holds it: it exists
 	}
@@ -29,7 +30,7 @@ func (a *Agent) CreateThread(ctx context.Context, thread string, metadata map[st
 		return false, err
 	}
 	defer release()
-	return a.g.Init(ctx, thread, state.State{Metadata: mergeMeta(nil, metadata)})
+	return a.g.Init(ctx, thread, state.State{Metadata: a.withOwner(mergeMeta(nil, metadata))})
 }
 
 // RunStore returns the store's run records (checkpoint.RunStore), or nil

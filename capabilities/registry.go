@@ -9,12 +9,6 @@ import (
 	"sync"
 )
 
-// Names of the always-active capabilities the agent provides itself.
-const (
-	Respond = "respond"
-	Clarify = "clarify"
-)
-
 // ErrInvalidCapability is the kind of every registration error.
 var ErrInvalidCapability = errors.New("invalid capability")
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/config"
+	"github.com/capgraph/capgraph/wiring"
 )
 
 // DefaultConfigFile is read from the working directory when --config is not
@@ -31,7 +32,12 @@ const (
 // App is an application built on capgraph: its name and its capabilities.
 // Main gives it every capgraph command.
 type App struct {
-	// Name is the command's name in usage and messages (default "capgraph").
+	// Name is the command's name in usage and messages (default
+	// "capgraph"), and the application's: its default store is its own
+	// (~/.local/share/NAME/NAME.db, see wiring.DefaultStorePath), and every
+	// thread it runs records it, so another application refuses the thread
+	// even in a shared store (agent.Config.Application). Letters, digits,
+	// '.', '_' and '-'.
 	Name string
 	// Summary is one line shown at the top of the usage text.
 	Summary string
@@ -87,7 +93,7 @@ func (e *UsageError) Error() string {
 }
 
 // ErrNoCapabilities: the App has no Capabilities function.
-var ErrNoCapabilities = errors.New("cli: App.Capabilities is required")
+var ErrNoCapabilities = wiring.ErrNoCapabilities
 
 // command is one subcommand.
 type command struct {
@@ -195,7 +201,7 @@ func (a App) usage(w io.Writer) {
 	fmt.Fprintf(w, `
 Global flags:
   --config FILE   configuration file (default %s in the working directory, if present)
-  --store STORE   memory | sqlite:PATH | postgres://… (default: SQLite in the user's data directory)
+  --store STORE   memory | sqlite:PATH | postgres://… (default: SQLite in the application's data directory)
 
 With nothing configured, the agent runs offline (no LLM) with a SQLite store.
 Run '%s COMMAND -h' for a command's flags.

@@ -10,33 +10,6 @@ import (
 
 var threadLine = regexp.MustCompile(`thread ([0-9a-f-]{36})`)
 
-// A three-turn conversation whose later turns reuse the first turn's
-// subject: the channel found in turn 1 is read in turn 2 and its history
-// retrieved in turn 3. The history is kept in the (SQLite) store, so a
-// second chat with --thread resumes it.
-func TestChatThreeTurnsReuseContext(t *testing.T) {
-	h := controlRoom(t)
-	r := h.run("find the beam current channel\nread it\nshow its history over the last hour\n/exit\n", "chat")
-	if r.code != cli.ExitOK {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	turns := strings.Split(r.stdout, "you> ")
-	if len(turns) != 5 { // banner, three answers, bye
-		t.Fatalf("%d prompts:\n%s", len(turns)-1, r.stdout)
-	}
-	mustContain(t, "turn 1", turns[1], "SR:DCCT:CURRENT")
-	mustContain(t, "turn 2 (read it)", turns[2], "SR:DCCT:CURRENT = ", "mA", "read at")
-	mustContain(t, "turn 3 (its history)", turns[3], "SR:DCCT:CURRENT: ", " samples, min", "min", "max", "mean", "over the last hour")
-	mustContain(t, "bye", turns[4], "resume with: capgraph chat --thread ")
-
-	m := threadLine.FindStringSubmatch(turns[0])
-	if m == nil {
-		t.Fatalf("no thread in banner %q", turns[0])
-	}
-	r = h.run("/status\n", "chat", "--thread", m[1])
-	mustContain(t, "resumed chat", r.stdout, "resuming a conversation of 6 messages", "messages: 6; last run: answered", "archiver_retrieval", "done")
-}
-
 func TestChatSlashCommands(t *testing.T) {
 	h := controlRoom(t)
 	in := strings.Join([]string{

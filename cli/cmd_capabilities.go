@@ -23,7 +23,7 @@ func cmdCapabilities(ctx context.Context, c *cmdEnv, args []string) error {
 	if len(pos) > 0 {
 		return &UsageError{Command: "capabilities", Problem: fmt.Sprintf("unexpected argument %q", pos[0])}
 	}
-	reg, err := c.registry()
+	reg, err := c.registry(ctx)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,11 @@ func cmdCapabilities(ctx context.Context, c *cmdEnv, args []string) error {
 			fmt.Fprintf(tw, "  %s\t\t\t\t\n", capb.Description())
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	c.printMCP(*verbose)
+	return nil
 }
 
 func list(s []string) string {

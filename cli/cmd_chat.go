@@ -12,6 +12,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/state"
+	"github.com/capgraph/capgraph/wiring"
 )
 
 // cmdChat holds a conversation on one thread: `chat [--thread ID]`.
@@ -29,7 +30,7 @@ func cmdChat(ctx context.Context, c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	ch := &chat{c: c, a: a, in: bufio.NewScanner(c.env.Stdin), thread: *thread, opts: Options(c.cfg)}
+	ch := &chat{c: c, a: a, in: bufio.NewScanner(c.env.Stdin), thread: *thread, opts: wiring.AgentOptions(c.cfg)}
 	ch.in.Buffer(make([]byte, 64<<10), 1<<20)
 	return ch.loop(ctx)
 }

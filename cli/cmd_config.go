@@ -4,14 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
 
-	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/config"
-	"github.com/capgraph/capgraph/graph/checkpoint/memory"
-	"github.com/capgraph/capgraph/logging"
-	"github.com/capgraph/capgraph/server"
 )
 
 // ErrConfigProblems: config check found problems (they are printed).
@@ -52,6 +46,7 @@ func cmdConfig(ctx context.Context, c *cmdEnv, args []string) error {
 		}
 	}
 	if len(problems) == 0 {
+		c.printMCP(false)
 		fmt.Fprintf(c.env.Stdout, "%s: OK\n", path)
 		return nil
 	}
@@ -73,10 +68,11 @@ func problemText(p config.Problem) string {
 	return s + " " + p.Problem
 }
 
-// checkConfig parses the file and then converts it the way the commands do,
-// so a problem only the conversion sees (a retry policy for a capability
-// that does not exist, a model role that cannot be built, a bad store URL,
-// an API key the server refuses) is reported too, with its line.
+// checkConfig parses the file and then converts it the way the commands do
+// (wiring.Runtime.Check), so a problem only the conversion sees (a retry
+// policy for a capability that does not exist, a model role that cannot be
+// built, a bad store URL, an API key the server refuses) is reported too,
+// with its line.
 func checkConfig(ctx context.Context, c *cmdEnv, path string) ([]config.Problem, error) {
 	cfg, err := config.Load(path)
 	var ce *config.Error
@@ -87,95 +83,9 @@ func checkConfig(ctx context.Context, c *cmdEnv, path string) ([]config.Problem,
 		return nil, err
 	}
 	c.cfg = cfg
-	var problems []config.Problem
-	add := func(err error) {
-		var ce *config.Error
-		if errors.As(err, &ce) {
-			problems = append(problems, ce.Problems...)
-		} else if err != nil {
-			problems = append(problems, config.Problem{Problem: oneLine(err)})
-		}
-	}
-	if cfg.Store != "" {
-		if _, err := ParseStore(cfg.Store, c.env.Getenv); err != nil {
-			problems = append(problems, config.Problem{Line: cfg.Line("store"), Key: "store", Problem: oneLine(err)})
-		}
-	}
-	models, err := Models(cfg, c.env.lookupEnv)
-	add(err)
-	reg, err := c.registry()
+	rt, err := c.runtime("")
 	if err != nil {
-		add(err)
-		return problems, nil
+		return nil, err
 	}
-	ac, err := AgentConfig(cfg, reg, memory.New(), models)
-	add(err)
-	if err != nil || models == nil {
-		return problems, nil
-	}
-	a, err := agent.New(ac)
-	if err != nil {
-		add(err)
-		return problems, nil
-	}
-	sc, err := ServerConfig(cfg, a, "", logging.Nop())
-	add(err)
-	if err == nil {
-		if _, err := server.New(sc); err != nil {
-			var se *server.ConfigError
-			if errors.As(err, &se) {
-				key := serverKey(se.Field)
-				problems = append(problems, config.Problem{Line: lineOf(cfg, key), Key: key, Problem: se.Reason})
-			} else {
-				add(err)
-			}
-		}
-	}
-	return problems, nil
-}
-
-var principalField = regexp.MustCompile(`^Principals\[(\d+)\]\.?(\w*)$`)
-
-// serverKey maps a server.Config field to the file's key.
-func serverKey(field string) string {
-	if m := principalField.FindStringSubmatch(field); m != nil {
-		key := "server.api_keys[" + m[1] + "]"
-		switch m[2] {
-		case "Name":
-			return key + ".name"
-		case "KeySHA256":
-			return key + ".key_sha256"
-		case "Tenant":
-			return key + ".tenant"
-		case "MaxConcurrentRuns":
-			return key + ".max_concurrent_runs"
-		}
-		return key
-	}
-	switch field {
-	case "Addr":
-		return "server.addr"
-	case "MaxBodyBytes":
-		return "server.max_body_bytes"
-	case "MaxConcurrentRuns":
-		return "server.limits.max_concurrent_runs"
-	case "TurnTimeout":
-		return "server.limits.run_timeout"
-	}
-	return "server"
-}
-
-// lineOf returns the line of key, or of the nearest enclosing key the file sets.
-func lineOf(cfg *config.Config, key string) int {
-	for key != "" {
-		if l := cfg.Line(key); l > 0 {
-			return l
-		}
-		i := strings.LastIndexAny(key, ".[")
-		if i < 0 {
-			return 0
-		}
-		key = key[:i]
-	}
-	return 0
+	return rt.Check(ctx), nil
 }

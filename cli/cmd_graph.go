@@ -9,7 +9,6 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
-	"github.com/capgraph/capgraph/router"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -62,14 +61,14 @@ func cmdGraph(ctx context.Context, c *cmdEnv, args []string) error {
 // the causes router.Decide gives for going there. Any other node is a
 // capability step.
 var causes = map[string]string{
-	router.TaskExtraction: "no task",
-	router.Classifier:     "no capabilities / RECLASSIFICATION",
-	router.Orchestrator:   "no plan / REPLANNING",
-	router.PlanApproval:   "plan not approved yet",
-	router.Respond:        "plan finished",
-	router.Clarify:        "plan step",
-	router.Error:          "CRITICAL / budget or limit exhausted",
-	graph.End:             "turn done",
+	state.NodeTaskExtraction: "no task",
+	state.NodeClassifier:     "no capabilities / RECLASSIFICATION",
+	state.NodeOrchestrator:   "no plan / REPLANNING",
+	state.NodePlanApproval:   "plan not approved yet",
+	state.NodeRespond:        "plan finished",
+	state.NodeClarify:        "plan step",
+	state.NodeError:          "CRITICAL / budget or limit exhausted",
+	graph.End:                "turn done",
 }
 
 // causeOf labels an edge of a route going to target.
@@ -82,8 +81,8 @@ func causeOf(target string) string {
 
 // infraNodes are the agent's own nodes; the others are capabilities (drawn
 // as subroutines) or terminal (drawn as parallelograms).
-var infraNodes = map[string]bool{router.TaskExtraction: true, router.Classifier: true, router.Orchestrator: true,
-	router.PlanApproval: true, router.Respond: true, router.Clarify: true}
+var infraNodes = map[string]bool{state.NodeTaskExtraction: true, state.NodeClassifier: true, state.NodeOrchestrator: true,
+	state.NodePlanApproval: true, state.NodeRespond: true, state.NodeClarify: true}
 
 // nodeShape is how a drawn node looks.
 type nodeShape uint8

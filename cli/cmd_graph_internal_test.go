@@ -10,7 +10,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
-	"github.com/capgraph/capgraph/router"
+	"github.com/capgraph/capgraph/state"
 )
 
 // checkDrawing fails unless d draws exactly top: every node, START to the
@@ -201,13 +201,13 @@ func TestDrawGraph(t *testing.T) {
 		hubs  int
 	}{
 		{"a node added to a shared route joins the hub", func(g *graph.Graph[int, int]) {
-			g.AddNode(router.TaskExtraction, node).AddNode(router.Respond, node).AddNode("extra", node).AddNode(router.Error, node)
-			for _, n := range []string{router.TaskExtraction, router.Respond, "extra"} {
-				g.AddNamedConditionalEdges(n, "router", route, router.Respond, "extra", router.Error)
+			g.AddNode(state.NodeTaskExtraction, node).AddNode(state.NodeRespond, node).AddNode("extra", node).AddNode(state.NodeError, node)
+			for _, n := range []string{state.NodeTaskExtraction, state.NodeRespond, "extra"} {
+				g.AddNamedConditionalEdges(n, "router", route, state.NodeRespond, "extra", state.NodeError)
 			}
-			g.SetTerminal(router.Error).SetEntry(router.TaskExtraction)
-		}, []edge{{"START", router.TaskExtraction, ""}, {"extra", "router", ""}, {"router", "extra", "ready step / RETRIABLE"},
-			{"router", router.Error, causes[router.Error]}, {router.Error, "END", ""}, {"router", "END", "turn done"}}, 1},
+			g.SetTerminal(state.NodeError).SetEntry(state.NodeTaskExtraction)
+		}, []edge{{"START", state.NodeTaskExtraction, ""}, {"extra", "router", ""}, {"router", "extra", "ready step / RETRIABLE"},
+			{"router", state.NodeError, causes[state.NodeError]}, {state.NodeError, "END", ""}, {"router", "END", "turn done"}}, 1},
 		{"unnamed and unshared routes are drawn edge by edge", func(g *graph.Graph[int, int]) {
 			g.AddNode("a", node).AddNode("b", node).AddNode("c", node)
 			g.AddConditionalEdges("a", route, "b", "c")

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/wiring"
 )
 
 // cmdRun answers one question: `run "question"`.
@@ -38,18 +39,18 @@ func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
 		out, err = consume(a.Resume(ctx, id, agent.Answer{ApprovalID: out.Approval.ID, Text: *answer, By: c.who()}), newProgress(c.env, *c.env.Terminal))
 	}
 	if err != nil {
-		if ctx.Err() != nil && c.spec.Kind != StoreMemory {
+		if ctx.Err() != nil && c.spec.Kind != wiring.StoreMemory {
 			return fmt.Errorf("interrupted: the run stopped at its last checkpoint (finish it with: %s chat --thread %s)", c.app.Name, id)
 		}
 		return runError(err)
 	}
 	printOutcome(c, out)
 	switch {
-	case out.Status == agent.RunInterrupted && c.spec.Kind == StoreMemory:
+	case out.Status == agent.RunInterrupted && c.spec.Kind == wiring.StoreMemory:
 		fmt.Fprintf(c.env.Stderr, "the run waits for approval, but --store memory keeps nothing: use --answer yes|no, or a persistent store and %s chat --thread ID\n", c.app.Name)
 	case out.Status == agent.RunInterrupted:
 		fmt.Fprintf(c.env.Stderr, "thread %s waits for approval (answer with: %s chat --thread %s)\n", id, c.app.Name, id)
-	case c.spec.Kind != StoreMemory:
+	case c.spec.Kind != wiring.StoreMemory:
 		fmt.Fprintf(c.env.Stderr, "thread %s (continue with: %s chat --thread %s)\n", id, c.app.Name, id)
 	}
 	return nil

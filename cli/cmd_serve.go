@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/capgraph/capgraph/config"
 	"github.com/capgraph/capgraph/server"
+	"github.com/capgraph/capgraph/wiring"
 )
 
 // cmdServe starts the HTTP server.
@@ -22,45 +22,29 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	if len(pos) > 0 {
 		return &UsageError{Command: "serve", Problem: fmt.Sprintf("unexpected argument %q", pos[0])}
 	}
-	a, err := c.buildAgent(ctx, true)
-	if err != nil {
+	if _, err := c.buildAgent(ctx, true); err != nil {
 		return err
 	}
-	logger, err := Logger(c.cfg, c.env.Stderr)
+	logger, err := c.rt.Logger(c.env.Stderr)
 	if err != nil {
 		return err
 	}
 	for _, w := range c.cfg.Warnings() {
 		logger.Warn("configuration: "+w.Problem, "key", w.Key, "line", w.Line)
 	}
-	sc, err := ServerConfig(c.cfg, a, c.env.Getenv("CAPGRAPH_API_KEYS"), logger)
+	sc, err := c.rt.ServerConfig(ctx, logger)
 	if err != nil {
 		return err
 	}
 	sc.Examples = c.app.Examples
-	if p := c.cfg.Server.AuditLog; p != "" {
-		f, err := server.OpenJSONLAuditFile(c.env.path(p))
-		if err != nil {
-			line := c.cfg.Line("server.audit_log")
-			return &config.Error{File: c.cfg.Source(), Problems: []config.Problem{{Line: line, Key: "server.audit_log", Problem: "cannot open the audit file: " + err.Error()}}}
-		}
-		c.closers = append(c.closers, f.Close)
-		sc.Audit = f
-	}
 	if *addr != "" {
 		sc.Addr = *addr
 	}
 	if sc.Addr == "" {
 		sc.Addr = server.DefaultAddr
 	}
-	if *resume && c.spec.Kind == StorePostgres {
-		// Replicas share a PostgreSQL store: a replica that died leaves its
-		// cut runs leased until the lease expires, so look again every TTL.
-		sc.RecoverEvery = a.LeaseTTL()
-	}
-	if c.spec.Kind == StorePostgres {
-		// A run another live replica recorded a moment ago is its own.
-		sc.RecoverGrace = a.LeaseTTL()
+	if !*resume {
+		sc.RecoverEvery = 0
 	}
 	srv, err := server.New(sc)
 	if err != nil {
@@ -71,13 +55,13 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 		return err
 	}
 	c.banner(ln.Addr().String(), len(sc.Principals) > 0)
-	if *resume && c.spec.Kind != StoreMemory {
+	if *resume && c.spec.Kind != wiring.StoreMemory {
 		// The runs finish in the background, as server runs (audited,
 		// followable), while the server already answers. Each is claimed
 		// under its thread's lease, so a run another replica holds is left
 		// to it.
 		recoverRuns := srv.RecoverRuns
-		if c.spec.Kind != StorePostgres {
+		if c.spec.Kind != wiring.StorePostgres {
 			// This process alone owns the store: nobody else would take
 			// what the first pass leaves, so wait for room and take all.
 			recoverRuns = srv.RecoverAllRuns
@@ -111,6 +95,7 @@ func (c *cmdEnv) banner(addr string, keys bool) {
 	fmt.Fprintf(w, "  web page:                     %s/\n", base)
 	fmt.Fprintf(w, "  OpenAI-compatible base URL:   %s/v1   (model %q)\n", base, server.DefaultModel)
 	fmt.Fprintf(w, "  native API:                   %s/api\n", base)
+	fmt.Fprintf(w, "  MCP server (streamable HTTP): %s/mcp\n", base)
 	fmt.Fprintf(w, "  store:                        %s\n", c.spec)
 	auth := ""
 	if keys {

@@ -16,7 +16,7 @@ func TestConfigCheckRejectsEachKindWithLine(t *testing.T) {
 		want []string // "LINE: key: problem" fragments
 	}{
 		{"unknown key", "limits:\n  max_stepz: 3\n", []string{"2: limits.max_stepz: unknown key"}},
-		{"wrong type", "limits:\n  max_steps: many\n", []string{"2: limits.max_steps: must be a whole number"}},
+		{"wrong type", "limits:\n  max_node_steps: many\n", []string{"2: limits.max_node_steps: must be a whole number"}},
 		{"impossible value", "logging:\n  level: info\nlimits:\n  max_planning_attempts: 0\n", []string{"4: limits.max_planning_attempts: must be at least 1"}},
 		{"bad enum", "approval:\n  global_mode: sometimes\n", []string{"2: approval.global_mode: must be disabled, selective or all_capabilities"}},
 		{"bad store", "store: redis://x\n", []string{"1: store: must be memory"}},

@@ -22,14 +22,15 @@
 //
 // Global flags: --config FILE (default capgraph.yaml in the working directory
 // when it exists) and --store memory | sqlite:PATH | postgres://… (default:
-// SQLite in the user's data directory, see DefaultStorePath).
+// SQLite in the application's own data directory, see
+// wiring.DefaultStorePath).
 //
 // With nothing configured everything works: no models means offline mode,
 // the store is the default SQLite file.
 //
-// The translation from the configuration file to the agent's, the models'
-// and the server's configs (AgentConfig, Models, ServerConfig) lives here, so
-// config stays plain data. App.Run takes its arguments, streams and
+// The translation from the configuration file to the models, the store, the
+// agent and the server lives in package wiring, which a front end without
+// a terminal (a server-only deployment) uses as well. App.Run takes its arguments, streams and
 // environment as an Env and returns the exit status, so every command is
 // tested without a terminal. Exit statuses: 0 for an answer, clarifying
 // questions, an approval request or an error report; 1 for a FATAL failure

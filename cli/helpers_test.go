@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/cli"
-	"github.com/capgraph/capgraph/cli/controlroom"
 )
 
 // result is what one command line printed and returned.
@@ -40,8 +39,6 @@ func newHarness(t *testing.T, app cli.App) *harness {
 		"HOME": filepath.Join(dir, "home"), "XDG_DATA_HOME": filepath.Join(dir, "data"),
 	}}
 }
-
-func controlRoom(t *testing.T) *harness { return newHarness(t, controlroom.App()) }
 
 // writeConfig writes capgraph.yaml in the harness directory.
 func (h *harness) writeConfig(name, text string) string {

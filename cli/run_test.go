@@ -5,63 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/cli"
-	"github.com/capgraph/capgraph/config"
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
-	"github.com/capgraph/capgraph/examples/errortour/tour"
 )
-
-// The default command set answers every control-room demo question
-// correctly offline, with the facts the demo data says a correct answer has.
-func TestRunAnswersDemoQuestions(t *testing.T) {
-	for _, d := range plant.Demo {
-		t.Run(d.Question, func(t *testing.T) {
-			h := controlRoom(t)
-			args := []string{"--store", "memory", "run", d.Question}
-			if d.NeedsWrites {
-				args = append([]string{"--config", h.writeConfig("writes.yaml", "control_system:\n  writes_enabled: true\n")}, args...)
-			}
-			if d.NeedsApproval {
-				args = append(args, "--answer", "yes")
-			}
-			r := h.run("", args...)
-			if r.code != cli.ExitOK {
-				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
-			}
-			mustContain(t, "answer", r.stdout, d.Facts...)
-			// Without a terminal, progress is plain event lines on stderr.
-			for i, c := range d.Capabilities {
-				mustContain(t, "event lines", r.stderr, "step "+itoa(i+1)+" of ")
-				mustContain(t, "event lines", r.stderr, c+" done")
-			}
-			if strings.Contains(r.stdout, "\r") || strings.Contains(r.stdout, "· step") {
-				t.Errorf("progress leaked into stdout: %q", r.stdout)
-			}
-		})
-	}
-}
-
-func itoa(i int) string { return string(rune('0' + i)) }
-
-// Offline, a question about something the machine does not have gets an
-// answer saying so and what exists, in one plan: no replanning, no error
-// report.
-func TestRunSaysWhatDoesNotExist(t *testing.T) {
-	r := controlRoom(t).run("", "--store", "memory", "run", "What is the vacuum in sector 42?")
-	if r.code != cli.ExitOK {
-		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
-	}
-	mustContain(t, "answer", r.stdout, "There is no sector 42; the machine has sectors 1 to 12.", "SR:C01:VAC:GAUGE1", "Nothing was read")
-	for _, bad := range []string{"ERROR REPORT", "REPLANNING", "max_planning_attempts"} {
-		if strings.Contains(r.stdout, bad) {
-			t.Errorf("answer has %q:\n%s", bad, r.stdout)
-		}
-	}
-	if strings.Count(r.stderr, "plan ") != 1 {
-		t.Errorf("want one plan:\n%s", r.stderr)
-	}
-}
 
 // A write stops for approval; without --answer the run ends there (exit 0)
 // and says how to answer; with --answer no nothing is written.
@@ -115,12 +60,7 @@ func TestRunDefaultStoreIsSQLiteInDataDir(t *testing.T) {
 }
 
 func TestRunTerminalShowsLiveStatusLine(t *testing.T) {
-	p, err := plant.New(plant.Config{Seed: 1, Faults: plant.Faults{ReadTimeouts: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app := cli.App{Capabilities: func(*config.Config) ([]capabilities.Capability, error) { return plant.Capabilities(p), nil }}
-	h := newHarness(t, app)
+	h := newHarness(t, roomApp(1))
 	h.term = true
 	r := h.run("", "--store", "memory", "run", "What is the beam current?")
 	if r.code != cli.ExitOK {
@@ -139,21 +79,12 @@ func TestRunTerminalShowsLiveStatusLine(t *testing.T) {
 }
 
 func TestRunPlainRetryLines(t *testing.T) {
-	p, err := plant.New(plant.Config{Seed: 1, Faults: plant.Faults{ReadTimeouts: 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app := cli.App{Capabilities: func(*config.Config) ([]capabilities.Capability, error) { return plant.Capabilities(p), nil }}
-	r := newHarness(t, app).run("", "--store", "memory", "run", "What is the beam current?")
+	r := newHarness(t, roomApp(2)).run("", "--store", "memory", "run", "What is the beam current?")
 	if r.code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	mustContain(t, "event lines", r.stderr, "retry: step 2 (channel_read) attempt 1 of 3 failed", "retry: step 2 (channel_read) attempt 2 of 3 failed")
 	mustContain(t, "answer", r.stdout, "SR:DCCT:CURRENT", "mA")
-}
-
-func tourApp() cli.App {
-	return cli.App{Name: "tour", Capabilities: func(*config.Config) ([]capabilities.Capability, error) { return tour.New().Capabilities() }}
 }
 
 // FATAL: non-zero exit with a one-line reason, nothing on stdout.

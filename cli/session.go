@@ -10,29 +10,31 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/config"
 	"github.com/capgraph/capgraph/graph/checkpoint"
-	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/wiring"
 )
 
-// cmdEnv is one command's environment: it loads the configuration, opens
-// the store and builds the agent on demand, so commands that need less
-// (config check, capabilities) open nothing they do not use.
+// cmdEnv is one command's environment: it loads the configuration and
+// builds the runtime (package wiring) over it, which opens the store and
+// builds the agent on demand, so commands that need less (config check,
+// capabilities) open nothing they do not use.
 type cmdEnv struct {
 	app    App
 	env    Env
 	global globalFlags
 	name   string
 
-	cfg     *config.Config
-	spec    StoreSpec
-	store   checkpoint.Store
+	cfg *config.Config
+	rt  *wiring.Runtime
+	// spec is the store in use, once the store is opened.
+	spec    wiring.StoreSpec
 	closers []func() error
-	reg     *capabilities.Registry
-	models  llm.Models
-	agent   *agent.Agent
 }
 
 func (c *cmdEnv) close() {
+	if c.rt != nil {
+		c.closers = append([]func() error{c.rt.Close}, c.closers...)
+	}
 	for i := len(c.closers) - 1; i >= 0; i-- {
 		if err := c.closers[i](); err != nil {
 			fmt.Fprintf(c.env.Stderr, "%s: closing: %v\n", c.app.Name, err)
@@ -77,106 +79,82 @@ func (c *cmdEnv) config() (*config.Config, error) {
 	return cfg, nil
 }
 
-// registry builds the application's capabilities once.
-func (c *cmdEnv) registry() (*capabilities.Registry, error) {
-	if c.reg != nil {
-		return c.reg, nil
+// runtime builds the runtime over the configuration once. store, when set,
+// replaces --store and the file's store.
+func (c *cmdEnv) runtime(store string) (*wiring.Runtime, error) {
+	if c.rt != nil {
+		return c.rt, nil
 	}
 	cfg, err := c.config()
 	if err != nil {
 		return nil, err
 	}
-	caps, err := c.app.Capabilities(cfg)
+	if store == "" {
+		store = c.global.store
+	}
+	logger, err := wiring.Logger(cfg, c.env.Stderr)
 	if err != nil {
-		return nil, fmt.Errorf("capabilities: %w", err)
-	}
-	reg := capabilities.NewRegistry()
-	if err := reg.Register(caps...); err != nil {
 		return nil, err
 	}
-	if err := reg.Validate(); err != nil {
+	rt, err := wiring.New(cfg, wiring.App{Name: c.app.Name, Capabilities: c.app.Capabilities},
+		wiring.Options{Store: store, Getenv: c.env.Getenv, Dir: c.env.Dir, Logger: logger})
+	if err != nil {
 		return nil, err
 	}
-	c.reg = reg
-	return reg, nil
+	c.rt = rt
+	return rt, nil
 }
 
-// storeSpec resolves the store: --store, else the file's store, else the
-// default SQLite file.
-func (c *cmdEnv) storeSpec() (StoreSpec, error) {
-	cfg, err := c.config()
+// registry builds the application's capabilities once.
+func (c *cmdEnv) registry(ctx context.Context) (*capabilities.Registry, error) {
+	rt, err := c.runtime("")
 	if err != nil {
-		return StoreSpec{}, err
+		return nil, err
 	}
-	v := c.global.store
-	if v == "" {
-		v = cfg.Store
-	}
-	return ParseStore(v, c.env.Getenv)
+	return rt.Registry(ctx)
 }
 
 // openStore opens the store once.
 func (c *cmdEnv) openStore(ctx context.Context) (checkpoint.Store, error) {
-	if c.store != nil {
-		return c.store, nil
-	}
-	spec, err := c.storeSpec()
+	rt, err := c.runtime("")
 	if err != nil {
 		return nil, err
 	}
-	st, closeFn, err := OpenStore(ctx, spec)
+	st, err := rt.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c.spec, c.store = spec, st
-	c.closers = append(c.closers, closeFn)
+	c.spec, _ = rt.StoreSpec()
 	return st, nil
 }
 
 // buildAgent builds the agent over the configured store (or, with
 // persistent false, over a throwaway memory store).
 func (c *cmdEnv) buildAgent(ctx context.Context, persistent bool) (*agent.Agent, error) {
-	if c.agent != nil {
-		return c.agent, nil
+	store := ""
+	if !persistent {
+		store = config.StoreMemory
 	}
-	cfg, err := c.config()
+	rt, err := c.runtime(store)
 	if err != nil {
 		return nil, err
 	}
-	reg, err := c.registry()
+	a, err := rt.Agent(ctx)
 	if err != nil {
 		return nil, err
 	}
-	models, err := Models(cfg, c.env.lookupEnv)
-	if err != nil {
-		return nil, err
-	}
-	var st checkpoint.Store = memory.New()
-	if persistent {
-		if st, err = c.openStore(ctx); err != nil {
-			return nil, err
-		}
-	}
-	ac, err := AgentConfig(cfg, reg, st, models)
-	if err != nil {
-		return nil, err
-	}
-	a, err := agent.New(ac)
-	if err != nil {
-		return nil, err
-	}
-	c.models, c.agent = models, a
+	c.spec, _ = rt.StoreSpec()
 	return a, nil
 }
 
 // offline reports whether no role has a model.
 func (c *cmdEnv) offline() bool {
-	_, ok := c.models.For(llm.RoleDefault)
-	if ok {
-		return false
+	models, err := c.rt.Models()
+	if err != nil {
+		return true
 	}
-	for _, r := range llm.Roles {
-		if _, ok := c.models.For(r); ok {
+	for _, r := range llm.Roles() {
+		if _, ok := models.For(r); ok {
 			return false
 		}
 	}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"flag"
+	"io"
 	"reflect"
 	"testing"
 
@@ -71,4 +73,11 @@ func TestParseArgsInterspersed(t *testing.T) {
 			t.Errorf("%q: pos %q store %q err %v; want %q %q", tt.args, pos, g.store, err, tt.pos, tt.store)
 		}
 	}
+}
+
+func newTestFlagSet(g *globalFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	g.register(fs)
+	return fs
 }

@@ -87,7 +87,3 @@ func Answer(ctx context.Context, r agent.Runner, thread string, approval *state.
 	}
 	return consume(r.Resume(ctx, thread, ans), &eventLines{w: events})
 }
-
-// FatalReason renders a FATAL failure (an *agent.FatalError in err's chain)
-// as one line; ok is false for any other error.
-func FatalReason(err error) (line string, ok bool) { return fatalReason(err) }

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"time"
-
 	"github.com/capgraph/capgraph/capabilities"
 )
 
@@ -12,16 +10,19 @@ import (
 type Duration = capabilities.Duration
 
 // Config is the whole configuration file. Parse and Load start from Default,
-// so every key the file leaves out keeps its documented default.
+// so every key the file leaves out keeps its documented default. A setting
+// the library (the agent, the server, the models) has a default for is left
+// zero here, and the library's default applies: one source for each default
+// (package wiring converts a Config into the libraries' configs).
 type Config struct {
 	// Models configures a model per role ("default", "task_extraction",
 	// "classifier", "orchestrator", "response", "approval", "error"). A role
 	// not listed uses "default"; fields a role leaves empty come from "default"
 	// (see ModelFor). No models at all means offline mode.
 	Models map[string]Model `yaml:"models"`
-	// Fallback is what a node does when its model is unreachable: "none" (the
-	// failure is classified and recovered like any other) or "offline" (the
-	// node's offline strategy answers instead).
+	// Fallback is what a node does when its model is unreachable: "none"
+	// (the default: the failure is classified and recovered like any
+	// other) or "offline" (the node's offline strategy answers instead).
 	Fallback string `yaml:"fallback"`
 	// Classifier configures capability selection.
 	Classifier Classifier `yaml:"classifier"`
@@ -36,13 +37,16 @@ type Config struct {
 	// AgentControl holds the per-turn bypasses of infrastructure steps.
 	AgentControl AgentControl `yaml:"agent_control"`
 	// Store is where threads are checkpointed: "memory", "sqlite:PATH" or a
-	// "postgres://…" URL. Empty means the command's default (SQLite in the
-	// user's data directory).
+	// "postgres://…" URL. Empty means the application's default: SQLite in
+	// its own data directory (wiring.DefaultStorePath).
 	Store string `yaml:"store"`
 	// Server configures `capgraph serve`.
 	Server Server `yaml:"server"`
 	// Logging configures the log output.
 	Logging Logging `yaml:"logging"`
+	// MCPServers are MCP servers whose tools become capabilities, by name
+	// (the name starts their capability names unless Prefix says otherwise).
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 
 	// source is the file name; lines maps a dotted key to the line it was
 	// set on, so converters can name the line of a problem they find later.
@@ -88,37 +92,43 @@ type Model struct {
 	StreamUsage *bool `yaml:"stream_usage"`
 }
 
-// JSONModes lists the accepted models.<role>.json_mode values (llm.JSONModes).
-var JSONModes = []string{"auto", "json_schema", "json_object", "off"}
-
 // Classifier configures capability selection.
 type Classifier struct {
-	// Mode: "batched" (one call selects the set; default) or
+	// Mode: "batched" (one call selects the set; the default) or
 	// "per_capability" (one yes/no call per capability).
 	Mode string `yaml:"mode"`
 }
 
-// Limits bound one turn. Exceeding one ends the turn in the error node.
+// Limits bound one turn. Exceeding one ends the turn in the error node. The
+// keys are the limit names the error report gives (router.Limit*); a zero
+// field (a key left out) takes the library's default.
 type Limits struct {
-	// MaxPlanningAttempts counts plans per turn, the first included (default 2).
+	// MaxPlanningAttempts counts plans per turn, the first included
+	// (default: the router's, 2).
 	MaxPlanningAttempts int `yaml:"max_planning_attempts"`
-	// MaxReclassifications per turn (default 1; 0 forbids them).
-	MaxReclassifications int `yaml:"max_reclassifications"`
-	// MaxExecutionTime is the turn's wall-clock limit (default 5m).
+	// MaxReclassifications per turn (default: the router's, 1). Nil when the
+	// file leaves it out; 0 forbids reclassification.
+	MaxReclassifications *int `yaml:"max_reclassifications"`
+	// MaxExecutionTime is the turn's wall-clock limit (default: the router's, 5m).
 	MaxExecutionTime Duration `yaml:"max_execution_time"`
-	// MaxSteps counts node executions per turn (default 100).
-	MaxSteps int `yaml:"max_steps"`
-	// MaxTokensPerTurn is the LLM token budget of a turn; 0 means unlimited.
+	// MaxNodeSteps counts node executions per turn (default: the router's,
+	// 100). The key was max_steps before.
+	MaxNodeSteps int `yaml:"max_node_steps"`
+	// MaxTokensPerTurn is the LLM token budget of a turn; 0 means unlimited
+	// (the default).
 	MaxTokensPerTurn int `yaml:"max_tokens_per_turn"`
-	// MaxConcurrentClassifications bounds per_capability classifier calls (default 5).
+	// MaxConcurrentClassifications bounds per_capability classifier calls
+	// (default: the nodes', 5).
 	MaxConcurrentClassifications int `yaml:"max_concurrent_classifications"`
-	// StepConcurrency bounds independent plan steps run together (default 8, as the agent).
+	// StepConcurrency bounds independent plan steps run together (default:
+	// the agent's, 8).
 	StepConcurrency int `yaml:"step_concurrency"`
 	// ErrorNodeGrace is how long the error node may take to write its report,
-	// also once max_execution_time has passed (unset: the agent's 30s).
+	// also once max_execution_time has passed (default: the agent's, 30s).
 	ErrorNodeGrace Duration `yaml:"error_node_grace"`
 	// ErrorExplanationTimeout bounds the error model's explanation within
-	// that grace (unset: 30s); past it, the deterministic explanation is used.
+	// that grace (default: the error node's, 30s); past it, the
+	// deterministic explanation is used.
 	ErrorExplanationTimeout Duration `yaml:"error_explanation_timeout"`
 }
 
@@ -132,14 +142,15 @@ type Retry struct {
 
 // Approval configures human approval.
 type Approval struct {
-	// GlobalMode: "disabled", "selective" (default: capabilities that ask
-	// for approval get it) or "all_capabilities".
+	// GlobalMode: "disabled", "selective" (the default: capabilities that
+	// ask for approval get it) or "all_capabilities".
 	GlobalMode string `yaml:"global_mode"`
 	// PlanApproval asks a human to approve every plan before steps run.
 	PlanApproval bool `yaml:"plan_approval"`
 	// ExpiresAfter: a pending approval older than this is treated as denied
-	// (default 24h; 0 means never).
-	ExpiresAfter Duration `yaml:"expires_after"`
+	// (default: the agent's, 1h). Nil when the file leaves it out; 0 means
+	// approvals never expire.
+	ExpiresAfter *Duration `yaml:"expires_after"`
 }
 
 // ControlSystem holds the control-system safety switches.
@@ -162,12 +173,12 @@ type AgentControl struct {
 
 // Server configures the HTTP server.
 type Server struct {
-	// Addr is the listen address (default 127.0.0.1:8080).
+	// Addr is the listen address (default: the server's, 127.0.0.1:8080).
 	Addr string `yaml:"addr"`
 	// APIKeys lists the accepted bearer keys; empty means no authentication
 	// (only sensible on a loopback address).
 	APIKeys []APIKey `yaml:"api_keys"`
-	// MaxBodyBytes caps a request body (default 1 MiB).
+	// MaxBodyBytes caps a request body (default: the server's, 4 MiB).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// Limits are server-wide limits.
 	Limits ServerLimits `yaml:"limits"`
@@ -187,6 +198,18 @@ type Server struct {
 	// audit records of side-effecting steps are kept in the store whether
 	// or not it is set (`capgraph audit`, GET /api/audit).
 	AuditLog string `yaml:"audit_log"`
+	// StatusFrames says when Chat Completions streams carry Open WebUI's
+	// status frames (chunks without "choices" that strict clients such as
+	// the Vercel AI SDK report as errors): auto (default: only to requests
+	// from Open WebUI), on or off. A key's status_frames overrides it.
+	StatusFrames string `yaml:"status_frames"`
+	// CORSOrigins are the browser origins (https://host[:port], or "*" for
+	// any) whose pages may call the API; empty: none (the built-in page
+	// needs none). Credentials are never allowed: keys are bearer tokens.
+	CORSOrigins []string `yaml:"cors_origins"`
+	// FrameAncestors are the origins that may embed the built-in page in a
+	// frame; empty: none (frame-ancestors 'none').
+	FrameAncestors []string `yaml:"frame_ancestors"`
 }
 
 // APIKey is one accepted bearer key. Exactly one of Key and KeySHA256 is set.
@@ -215,15 +238,22 @@ type APIKey struct {
 	MayRaise []string `yaml:"may_raise"`
 	// Admin lets this key read the audit log (GET /api/audit) of every tenant.
 	Admin bool `yaml:"admin"`
+	// StatusFrames overrides server.status_frames for this key (auto, on
+	// or off); empty keeps the server's.
+	StatusFrames string `yaml:"status_frames"`
 }
 
 // ServerLimits are server-wide limits.
 type ServerLimits struct {
-	// MaxConcurrentRuns bounds simultaneous runs on this replica (default 16).
+	// MaxConcurrentRuns bounds simultaneous runs on this replica; a key
+	// without a max_concurrent_runs of its own is bound by it alone. Unset:
+	// the server's defaults, no bound for the replica and each key at most
+	// server.DefaultMaxConcurrentRuns (4) runs at once.
 	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
 	// RequestsPerMinute per API key; 0 means unlimited.
 	RequestsPerMinute int `yaml:"requests_per_minute"`
-	// RunTimeout bounds one run; 0 means limits.max_execution_time alone.
+	// RunTimeout bounds one run; 0 means limits.max_execution_time (when the
+	// file sets it; else the server's default, equal to the agent's 5m).
 	RunTimeout Duration `yaml:"run_timeout"`
 	// MaxThreads bounds the threads of one API key (or user a trusted
 	// frontend forwards); 0 means the server's default (10000), -1 none.
@@ -251,58 +281,88 @@ type ServerLimits struct {
 
 // Logging configures the log output.
 type Logging struct {
-	// Level: debug, info (default), warn or error.
+	// Level: debug, info (the default), warn or error.
 	Level string `yaml:"level"`
-	// Format: text (default) or json.
+	// Format: text (the default) or json.
 	Format string `yaml:"format"`
 }
 
-// Enumerated values.
+// MCPServer configures one MCP server (docs/mcp.md). Zero fields take the
+// mcp package's defaults.
+type MCPServer struct {
+	// Transport: stdio (a child process) or http (streamable HTTP); empty
+	// means stdio with a command and http with a url.
+	Transport string `yaml:"transport"`
+	// Command, Args, Env and Dir start a stdio server. The server gets Env
+	// and only harmless variables of capgraph's environment (PATH, HOME, …).
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	Dir     string            `yaml:"dir"`
+	// URL is an http server's endpoint.
+	URL string `yaml:"url"`
+	// HeadersEnv maps an HTTP header to the environment variable holding
+	// its value (Authorization: WIKI_TOKEN); the secret stays out of the file.
+	HeadersEnv map[string]string `yaml:"headers_env"`
+	// Prefix starts the server's capability names (default: its name).
+	Prefix string `yaml:"prefix"`
+	// Optional lets capgraph start without the server when it cannot start.
+	Optional bool `yaml:"optional"`
+	// Timeout bounds one tool call (default 60s); ConnectTimeout a start or
+	// reconnection with its handshake (default 30s).
+	Timeout        Duration `yaml:"timeout"`
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// MaxRestarts bounds restarts (reconnections) in a row (default 5).
+	MaxRestarts int `yaml:"max_restarts"`
+	// ReadOnlyTools are declared free of side effects.
+	ReadOnlyTools []string `yaml:"read_only_tools"`
+	// IncludeTools, when set, are the only tools used; ExcludeTools are not used.
+	IncludeTools []string `yaml:"include_tools"`
+	ExcludeTools []string `yaml:"exclude_tools"`
+	// Tools configures single tools by their name on the server.
+	Tools map[string]MCPTool `yaml:"tools"`
+}
+
+// MCPTool overrides what an MCP server says about one of its tools.
+type MCPTool struct {
+	// SideEffects declares whether the tool acts on the outside world
+	// (unset: unless the server annotates it readOnlyHint).
+	SideEffects *bool `yaml:"side_effects"`
+	// Idempotent declares whether repeating a call changes nothing more
+	// (unset: the server's idempotentHint).
+	Idempotent *bool `yaml:"idempotent"`
+	// IsErrorSeverity is the severity of a result with isError (default critical).
+	IsErrorSeverity string `yaml:"is_error_severity"`
+	// Timeout bounds one call of the tool (default: the server's timeout).
+	Timeout Duration `yaml:"timeout"`
+	// Description replaces the server's description in prompts.
+	Description string `yaml:"description"`
+}
+
+// MCP transports.
 const (
-	FallbackNone    = "none"
-	FallbackOffline = "offline"
-
-	ClassifierBatched       = "batched"
-	ClassifierPerCapability = "per_capability"
-
-	ApprovalDisabled        = "disabled"
-	ApprovalSelective       = "selective"
-	ApprovalAllCapabilities = "all_capabilities"
-
-	StoreMemory = "memory"
+	MCPStdio = "stdio"
+	MCPHTTP  = "http"
 )
 
-// Roles lists the model roles a file may configure, default first. It
-// mirrors llm.Roles; config does not import llm, so it stays light.
-var Roles = []string{"default", "task_extraction", "classifier", "orchestrator", "response", "approval", "error"}
+// The store values besides sqlite:PATH and postgres:// URLs.
+const StoreMemory = "memory"
 
-// Providers lists the accepted model providers.
-var Providers = []string{"openai", "anthropic", "googleai", "ollama"}
+// Values of server.status_frames (and an API key's status_frames).
+const (
+	StatusFramesAuto = "auto"
+	StatusFramesOn   = "on"
+	StatusFramesOff  = "off"
+)
 
 // Default returns the configuration used when no file exists: offline,
-// selective approval, writes disabled, the command's default store.
+// writes disabled, the command's default store, and every setting the
+// library has a default for left zero (the library's default applies).
 func Default() *Config {
 	return &Config{
-		Models:     map[string]Model{},
-		Fallback:   FallbackNone,
-		Classifier: Classifier{Mode: ClassifierBatched},
-		Limits: Limits{
-			MaxPlanningAttempts:          2,
-			MaxReclassifications:         1,
-			MaxExecutionTime:             Duration(5 * time.Minute),
-			MaxSteps:                     100,
-			MaxConcurrentClassifications: 5,
-			StepConcurrency:              8,
-		},
-		Retry:    Retry{Capabilities: map[string]capabilities.RetryPolicy{}},
-		Approval: Approval{GlobalMode: ApprovalSelective, ExpiresAfter: Duration(24 * time.Hour)},
-		Server: Server{
-			Addr:         "127.0.0.1:8080",
-			MaxBodyBytes: 1 << 20,
-			Limits:       ServerLimits{MaxConcurrentRuns: 16},
-		},
-		Logging: Logging{Level: "info", Format: "text"},
-		lines:   map[string]int{},
+		Models: map[string]Model{},
+		Retry:  Retry{Capabilities: map[string]capabilities.RetryPolicy{}},
+		lines:  map[string]int{},
 	}
 }
 

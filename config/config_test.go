@@ -35,7 +35,7 @@ limits:
   max_planning_attempts: 3
   max_reclassifications: 0
   max_execution_time: 10m
-  max_steps: 50
+  max_node_steps: 50
   max_tokens_per_turn: 100_000
   max_concurrent_classifications: 8
   step_concurrency: 2
@@ -84,6 +84,8 @@ func TestParseFull(t *testing.T) {
 	}
 	temp := 0.2
 	zero := 0.0
+	zeroInt := 0
+	twoHours := config.Duration(2 * time.Hour)
 	checks := []struct {
 		name      string
 		got, want any
@@ -91,10 +93,10 @@ func TestParseFull(t *testing.T) {
 		{"default model", c.Models["default"], config.Model{Provider: "openai", Model: "gpt-4o-mini", BaseURL: "http://localhost:11434/v1", APIKeyEnv: "OPENAI_API_KEY", Temperature: &temp, MaxTokens: 2048, Timeout: config.Duration(time.Minute)}},
 		{"fallback", c.Fallback, "offline"},
 		{"classifier", c.Classifier.Mode, "per_capability"},
-		{"limits", c.Limits, config.Limits{MaxPlanningAttempts: 3, MaxReclassifications: 0, MaxExecutionTime: config.Duration(10 * time.Minute), MaxSteps: 50, MaxTokensPerTurn: 100000, MaxConcurrentClassifications: 8, StepConcurrency: 2}},
+		{"limits", c.Limits, config.Limits{MaxPlanningAttempts: 3, MaxReclassifications: &zeroInt, MaxExecutionTime: config.Duration(10 * time.Minute), MaxNodeSteps: 50, MaxTokensPerTurn: 100000, MaxConcurrentClassifications: 8, StepConcurrency: 2}},
 		{"retry default", c.Retry.Default, capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: capabilities.Duration(500 * time.Millisecond), BackoffCoefficient: 1.5, MaxInterval: capabilities.Duration(10 * time.Second)}},
 		{"retry write", c.Retry.Capabilities["channel_write"], capabilities.RetryPolicy{MaxAttempts: 1, NonRetryable: []string{"limit_violation", "writes_disabled"}}},
-		{"approval", c.Approval, config.Approval{GlobalMode: "all_capabilities", PlanApproval: true, ExpiresAfter: config.Duration(2 * time.Hour)}},
+		{"approval", c.Approval, config.Approval{GlobalMode: "all_capabilities", PlanApproval: true, ExpiresAfter: &twoHours}},
 		{"writes", c.ControlSystem.WritesEnabled, true},
 		{"store", c.Store, "sqlite:/tmp/capgraph.db"},
 		{"addr", c.Server.Addr, ":9090"},
@@ -103,7 +105,7 @@ func TestParseFull(t *testing.T) {
 		{"key1 tenant", c.Server.APIKeys[1].Tenant, "operations"},
 		{"server limits", c.Server.Limits, config.ServerLimits{MaxConcurrentRuns: 32, RequestsPerMinute: 60, RunTimeout: config.Duration(3 * time.Minute)}},
 		{"logging", c.Logging, config.Logging{Level: "debug", Format: "json"}},
-		{"line of max_steps", c.Line("limits.max_steps"), 22},
+		{"line of max_node_steps", c.Line("limits.max_node_steps"), 22},
 		{"line of key", c.Line("server.api_keys[0].key"), 48},
 		{"line unset", c.Line("limits.nothing"), 0},
 		{"source", c.Source(), "capgraph.yaml"},
@@ -137,7 +139,7 @@ func TestEmptyFileIsDefault(t *testing.T) {
 			t.Fatalf("%q: %v", in, err)
 		}
 		d := config.Default()
-		if c.Limits != d.Limits || c.Approval != d.Approval || c.Server.Addr != d.Server.Addr || c.Fallback != "none" {
+		if c.Limits != d.Limits || c.Approval != d.Approval || c.Server.Addr != d.Server.Addr || c.Fallback != "" {
 			t.Errorf("%q: not the default config: %+v", in, c)
 		}
 		if _, ok := c.ModelFor("classifier"); ok {
@@ -146,12 +148,30 @@ func TestEmptyFileIsDefault(t *testing.T) {
 	}
 }
 
+// Default leaves every setting the library has a default for at zero, so
+// the library's default applies (wiring's tests check what an empty file
+// yields); only what is no library setting has a value here.
 func TestDefaults(t *testing.T) {
 	d := config.Default()
-	if d.Limits.MaxPlanningAttempts != 2 || d.Limits.MaxReclassifications != 1 || d.Limits.MaxExecutionTime.D() != 5*time.Minute ||
-		d.Limits.MaxSteps != 100 || d.Limits.MaxConcurrentClassifications != 5 || d.Approval.GlobalMode != "selective" ||
-		d.ControlSystem.WritesEnabled || d.Classifier.Mode != "batched" || d.Logging.Level != "info" {
-		t.Errorf("unexpected defaults: %+v", d)
+	if d.Limits != (config.Limits{}) || d.Approval != (config.Approval{}) || d.Classifier != (config.Classifier{}) || d.Fallback != "" ||
+		d.ControlSystem.WritesEnabled || d.Logging != (config.Logging{}) || d.Store != "" ||
+		d.Server.Addr != "" || d.Server.MaxBodyBytes != 0 || d.Server.Limits != (config.ServerLimits{}) || d.Server.LeaseTTL != 0 {
+		t.Errorf("a default is set in config, not left to the library: %+v", d)
+	}
+	if len(d.Models) != 0 {
+		t.Errorf("models by default: %v; want offline", d.Models)
+	}
+}
+
+// A key a former version read gets an error naming its new name.
+func TestRenamedKeyNamesTheNewOne(t *testing.T) {
+	_, err := config.Parse([]byte("limits:\n  max_steps: 40\n"), "capgraph.yaml")
+	var ce *config.Error
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 {
+		t.Fatalf("got %v", err)
+	}
+	if p := ce.Problems[0]; p.Line != 2 || p.Key != "limits.max_steps" || !strings.Contains(p.Problem, "renamed") || !strings.Contains(p.Problem, "limits.max_node_steps") {
+		t.Errorf("problem %+v", p)
 	}
 }
 
@@ -160,7 +180,7 @@ func TestEnvExpansion(t *testing.T) {
 	t.Setenv("CG_EMPTY", "")
 	t.Setenv("CG_MODEL", "llama3")
 	in := `limits:
-  max_steps: ${CG_STEPS}
+  max_node_steps: ${CG_STEPS}
   step_concurrency: ${CG_UNSET_XYZ:-3}
 models:
   default:
@@ -173,8 +193,8 @@ server:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Limits.MaxSteps != 42 || c.Limits.StepConcurrency != 3 || c.Models["default"].Model != "llama3-latest" || c.Server.Addr != "${literal}:80" {
-		t.Errorf("expansion wrong: steps=%d conc=%d model=%q addr=%q", c.Limits.MaxSteps, c.Limits.StepConcurrency, c.Models["default"].Model, c.Server.Addr)
+	if c.Limits.MaxNodeSteps != 42 || c.Limits.StepConcurrency != 3 || c.Models["default"].Model != "llama3-latest" || c.Server.Addr != "${literal}:80" {
+		t.Errorf("expansion wrong: steps=%d conc=%d model=%q addr=%q", c.Limits.MaxNodeSteps, c.Limits.StepConcurrency, c.Models["default"].Model, c.Server.Addr)
 	}
 }
 
@@ -188,11 +208,11 @@ func TestBadConfig(t *testing.T) {
 		key  string
 		text string
 	}{
-		{"unknown top-level key", "limts:\n  max_steps: 3\n", 1, "limts", "did you mean limits?"},
-		{"unknown nested key", "limits:\n  max_step: 3\n", 2, "limits.max_step", "did you mean max_steps?"},
+		{"unknown top-level key", "limts:\n  max_node_steps: 3\n", 1, "limts", "did you mean limits?"},
+		{"unknown nested key", "limits:\n  max_step: 3\n", 2, "limits.max_step", "did you mean max_node_steps?"},
 		{"unknown key far from any", "server:\n  zzzzzzzz: 1\n", 2, "server.zzzzzzzz", "known keys: addr"},
-		{"wrong type int", "limits:\n  max_steps: ten\n", 2, "limits.max_steps", "whole number"},
-		{"float for int", "limits:\n  max_steps: 1.5\n", 2, "limits.max_steps", "whole number"},
+		{"wrong type int", "limits:\n  max_node_steps: ten\n", 2, "limits.max_node_steps", "whole number"},
+		{"float for int", "limits:\n  max_node_steps: 1.5\n", 2, "limits.max_node_steps", "whole number"},
 		{"wrong type bool", "control_system:\n  writes_enabled: yes\n", 2, "control_system.writes_enabled", "true or false"},
 		{"mapping for scalar", "store:\n  path: x\n", 2, "store", "single value"},
 		{"scalar for mapping", "limits: 5\n", 1, "limits", "mapping"},
@@ -203,7 +223,7 @@ func TestBadConfig(t *testing.T) {
 		{"duplicate key", "fallback: none\nfallback: offline\n", 2, "fallback", "set twice (first on line 1)"},
 		{"bad enum fallback", "fallback: sometimes\n", 1, "fallback", "none or offline"},
 		{"bad classifier mode", "classifier:\n  mode: fast\n", 2, "classifier.mode", "batched or per_capability"},
-		{"zero max_steps", "limits:\n  max_steps: 0\n", 2, "limits.max_steps", "at least 1"},
+		{"zero max_node_steps", "limits:\n  max_node_steps: 0\n", 2, "limits.max_node_steps", "at least 1"},
 		{"negative reclass", "limits:\n  max_reclassifications: -1\n", 2, "limits.max_reclassifications", "at least 0"},
 		{"zero planning", "limits:\n  max_planning_attempts: 0\n", 2, "limits.max_planning_attempts", "at least 1"},
 		{"zero exec time", "limits:\n  max_execution_time: 0s\n", 2, "limits.max_execution_time", "longer than 0"},
@@ -245,16 +265,42 @@ func TestBadConfig(t *testing.T) {
 		{"may raise unknown", "server:\n  api_keys:\n    - name: a\n      key: 0123456789abcdef0\n      may_raise:\n        - approvals\n", 6, "server.api_keys[0].may_raise[0]", "known: approval_mode, plan_approval"},
 		{"admin not bool", "server:\n  api_keys:\n    - name: a\n      key: 0123456789abcdef0\n      admin: yes\n", 5, "server.api_keys[0].admin", "true or false"},
 		{"audit log empty", "server:\n  audit_log: \"\"\n", 2, "server.audit_log", "file path"},
+		{"status frames", "server:\n  status_frames: sometimes\n", 2, "server.status_frames", "auto, on or off"},
+		{"key status frames", "server:\n  api_keys:\n    - name: a\n      key: 0123456789abcdef0\n      status_frames: always\n", 5, "server.api_keys[0].status_frames", "auto, on or off"},
+		{"cors origin with path", "server:\n  cors_origins: [\"https://portal.example.org/chat\"]\n", 2, "server.cors_origins[0]", "not an origin"},
+		{"cors origin without scheme", "server:\n  cors_origins:\n    - https://ok.example.org\n    - portal.example.org\n", 4, "server.cors_origins[1]", "not an origin"},
+		{"frame ancestor star", "server:\n  frame_ancestors: [\"*\"]\n", 2, "server.frame_ancestors[0]", "not an origin"},
 		{"old audit key", "server:\n  audit_logs: a.jsonl\n", 2, "server.audit_logs", "did you mean audit_log?"},
 		{"agent control typo", "agent_control:\n  skip_classifier: true\n", 2, "agent_control.skip_classifier", "known keys: skip_task_extraction, skip_classification"},
 		{"api key capability", "server:\n  api_keys:\n    - name: a\n      key: 0123456789abcdef0\n      allowed_capabilities: [Read]\n", 5, "server.api_keys[0].allowed_capabilities[0]", "capability name"},
 		{"log level", "logging:\n  level: loud\n", 2, "logging.level", "debug, info"},
 		{"log format", "logging:\n  format: xml\n", 2, "logging.format", "text or json"},
+		{"mcp no command or url", "mcp_servers:\n  wiki: {}\n", 2, "mcp_servers.wiki", "needs a command"},
+		{"mcp both command and url", "mcp_servers:\n  wiki:\n    command: wiki-mcp\n    url: https://wiki/mcp\n", 2, "mcp_servers.wiki", "both command"},
+		{"mcp bad transport", "mcp_servers:\n  wiki:\n    transport: sse\n    url: https://wiki/mcp\n", 3, "mcp_servers.wiki.transport", "stdio or http"},
+		{"mcp stdio without command", "mcp_servers:\n  wiki:\n    transport: stdio\n    args: [x]\n", 2, "mcp_servers.wiki.command", "needs the command"},
+		{"mcp http bad url", "mcp_servers:\n  wiki:\n    transport: http\n    url: wiki:8080/mcp\n", 4, "mcp_servers.wiki.url", "http:// or https://"},
+		{"mcp http with env", "mcp_servers:\n  wiki:\n    url: https://wiki/mcp\n    env: {A: b}\n", 4, "mcp_servers.wiki.env", "for stdio servers"},
+		{"mcp stdio with headers", "mcp_servers:\n  fs:\n    command: fs-mcp\n    headers_env: {Authorization: TOKEN}\n", 4, "mcp_servers.fs.headers_env", "for http servers"},
+		{"mcp header secret", "mcp_servers:\n  wiki:\n    url: https://wiki/mcp\n    headers_env:\n      Authorization: Bearer abc123\n", 5, "mcp_servers.wiki.headers_env.Authorization", "environment variable"},
+		{"mcp header name", "mcp_servers:\n  wiki:\n    url: https://wiki/mcp\n    headers_env:\n      \"X Token\": TOKEN\n", 5, "mcp_servers.wiki.headers_env.X Token", "HTTP header name"},
+		{"mcp prefix", "mcp_servers:\n  wiki:\n    command: wiki-mcp\n    prefix: Wiki-Tools\n", 4, "mcp_servers.wiki.prefix", "lower_snake_case"},
+		{"mcp server name", "mcp_servers:\n  \"2 wiki\":\n    command: wiki-mcp\n", 2, "mcp_servers.2 wiki", "starts with a letter"},
+		{"mcp env name", "mcp_servers:\n  fs:\n    command: fs-mcp\n    env:\n      \"ROOT DIR\": /data\n", 5, "mcp_servers.fs.env.ROOT DIR", "environment variable name"},
+		{"mcp severity", "mcp_servers:\n  fs:\n    command: fs-mcp\n    tools:\n      write_file:\n        is_error_severity: fatalish\n", 6, "mcp_servers.fs.tools.write_file.is_error_severity", "retriable, replanning"},
+		{"mcp side effects not bool", "mcp_servers:\n  fs:\n    command: fs-mcp\n    tools:\n      write_file:\n        side_effects: maybe\n", 6, "mcp_servers.fs.tools.write_file.side_effects", "true or false"},
+		{"mcp read-only conflict", "mcp_servers:\n  fs:\n    command: fs-mcp\n    read_only_tools: [write_file]\n    tools:\n      write_file: {side_effects: true}\n", 6, "mcp_servers.fs.tools.write_file.side_effects", "read_only_tools lists"},
+		{"mcp include and exclude", "mcp_servers:\n  fs:\n    command: fs-mcp\n    include_tools: [read_file]\n    exclude_tools: [read_file]\n", 4, "mcp_servers.fs.include_tools[0]", "also in exclude_tools"},
+		{"mcp duplicate tool", "mcp_servers:\n  fs:\n    command: fs-mcp\n    read_only_tools:\n      - read_file\n      - read_file\n", 6, "mcp_servers.fs.read_only_tools[1]", "listed twice"},
+		{"mcp zero timeout", "mcp_servers:\n  fs:\n    command: fs-mcp\n    timeout: 0s\n", 4, "mcp_servers.fs.timeout", "longer than 0"},
+		{"mcp negative restarts", "mcp_servers:\n  fs:\n    command: fs-mcp\n    max_restarts: -1\n", 4, "mcp_servers.fs.max_restarts", "negative"},
+		{"mcp unknown key", "mcp_servers:\n  fs:\n    command: fs-mcp\n    read_only: [x]\n", 4, "mcp_servers.fs.read_only", "did you mean read_only_tools?"},
+		{"mcp tool unknown key", "mcp_servers:\n  fs:\n    command: fs-mcp\n    tools:\n      read_file: {sideeffects: false}\n", 5, "mcp_servers.fs.tools.read_file.sideeffects", "did you mean side_effects?"},
 		{"env unset", "store: ${CG_SURELY_UNSET_VAR}\n", 1, "store", "CG_SURELY_UNSET_VAR is not set"},
 		{"env unterminated", "store: ${CG_X\n", 1, "store", "unterminated"},
 		{"env bad name", "store: ${1X}\n", 1, "store", "invalid environment variable name"},
-		{"syntax error", "limits:\n  max_steps: 3\n bad: [\n", 2, "", "YAML syntax"},
-		{"tab indentation", "limits:\n\tmax_steps: 3\n", 2, "", "YAML syntax"},
+		{"syntax error", "limits:\n  max_node_steps: 3\n bad: [\n", 2, "", "YAML syntax"},
+		{"tab indentation", "limits:\n\tmax_node_steps: 3\n", 2, "", "YAML syntax"},
 		{"not a mapping", "- a\n- b\n", 1, "", "must be a mapping"},
 		{"two documents", "fallback: none\n---\nfallback: offline\n", 2, "", "second YAML document"},
 	}
@@ -279,7 +325,7 @@ func TestBadConfig(t *testing.T) {
 }
 
 func TestAllProblemsCollected(t *testing.T) {
-	in := "fallback: maybe\nlimits:\n  max_steps: 0\n  bogus: 1\nlogging:\n  level: loud\n"
+	in := "fallback: maybe\nlimits:\n  max_node_steps: 0\n  bogus: 1\nlogging:\n  level: loud\n"
 	_, err := config.Parse([]byte(in), "many.yaml")
 	var ce *config.Error
 	if !errors.As(err, &ce) {
@@ -315,10 +361,10 @@ func TestLoad(t *testing.T) {
 }
 
 func ExampleParse() {
-	_, err := config.Parse([]byte("limits:\n  max_steps: 0\n  max_planing_attempts: 3\n"), "capgraph.yaml")
+	_, err := config.Parse([]byte("limits:\n  max_node_steps: 0\n  max_planing_attempts: 3\n"), "capgraph.yaml")
 	fmt.Println(err)
 	// Output:
 	// capgraph.yaml: 2 problems:
-	//   line 2: limits.max_steps: must be at least 1, got 0
+	//   line 2: limits.max_node_steps: must be at least 1, got 0
 	//   line 3: limits.max_planing_attempts: unknown key (did you mean max_planning_attempts?)
 }

@@ -306,9 +306,13 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, key string) {
 		}
 		seen[kn.Value] = kn.Line
 		idx, ok := fields[kn.Value]
+		if to, was := renamed[sub]; !ok && was {
+			d.add(kn.Line, sub, "was renamed: write %s instead (see docs/configuration.md)", join(key, to))
+			continue
+		}
 		if !ok {
 			msg := "unknown key"
-			if s := suggest(kn.Value, names); s != "" {
+			if s := suggestKey(key, kn.Value, names); s != "" {
 				msg += fmt.Sprintf(" (did you mean %s?)", s)
 			} else {
 				msg += " (known keys: " + strings.Join(names, ", ") + ")"
@@ -319,6 +323,13 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, key string) {
 		d.lines[sub] = kn.Line
 		d.decode(vn, v.Field(idx), sub)
 	}
+}
+
+// renamed maps a key a former version read to its new name (the last
+// part of the dotted key): a file using the old key gets an error naming
+// the new one instead of "unknown key".
+var renamed = map[string]string{
+	"limits.max_steps": "max_node_steps",
 }
 
 // scalar returns n's value with environment variables expanded, or records
@@ -357,6 +368,29 @@ func parseDuration(s string) (Duration, error) {
 		return 0, fmt.Errorf("must not be negative, got %s", s)
 	}
 	return Duration(p), nil
+}
+
+// suggestKey is suggest over the keys of the mapping at parent, where a
+// renamed key's old name ("max_step" for max_steps) suggests the new one.
+func suggestKey(parent, key string, names []string) string {
+	old := map[string]string{}
+	cands := slices.Clip(names)
+	for from, to := range renamed {
+		p, name := "", from
+		if i := strings.LastIndex(from, "."); i >= 0 {
+			p, name = from[:i], from[i+1:]
+		}
+		if p == parent {
+			old[name] = to
+			cands = append(cands, name)
+		}
+	}
+	slices.Sort(cands[len(names):])
+	s := suggest(key, cands)
+	if to, ok := old[s]; ok {
+		return to
+	}
+	return s
 }
 
 // suggest returns the known name closest to an unknown key, if it is close

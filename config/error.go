@@ -13,7 +13,7 @@ var ErrInvalid = errors.New("invalid configuration")
 type Problem struct {
 	// Line is 1-based; 0 when the problem has no single line (an unreadable file).
 	Line int
-	// Key is the dotted key ("limits.max_steps", "server.api_keys[1].key").
+	// Key is the dotted key ("limits.max_node_steps", "server.api_keys[1].key").
 	Key string
 	// Problem says what is wrong and what is expected.
 	Problem string

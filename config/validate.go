@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/llm/vocab"
 	"github.com/capgraph/capgraph/logging"
 	"github.com/capgraph/capgraph/server/apikey"
 	"github.com/capgraph/capgraph/state"
@@ -51,10 +52,10 @@ func oneOf(v string, allowed ...string) bool { return slices.Contains(allowed, v
 
 func (d *decoder) validate(c *Config) {
 	d.validateModels(c)
-	if !oneOf(c.Fallback, FallbackNone, FallbackOffline) {
+	if !oneOf(c.Fallback, "", vocab.FallbackNone, vocab.FallbackOffline) {
 		d.bad("fallback", "must be none or offline, got %q", c.Fallback)
 	}
-	if !oneOf(c.Classifier.Mode, ClassifierBatched, ClassifierPerCapability) {
+	if !oneOf(c.Classifier.Mode, "", vocab.ClassifierBatched, vocab.ClassifierPerCapability) {
 		d.bad("classifier.mode", "must be batched or per_capability, got %q", c.Classifier.Mode)
 	}
 	d.validateLimits(c.Limits)
@@ -66,7 +67,7 @@ func (d *decoder) validate(c *Config) {
 		}
 		d.validateRetry(key, p)
 	}
-	if !oneOf(c.Approval.GlobalMode, ApprovalDisabled, ApprovalSelective, ApprovalAllCapabilities) {
+	if !oneOf(c.Approval.GlobalMode, "", state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll) {
 		d.bad("approval.global_mode", "must be disabled, selective or all_capabilities, got %q", c.Approval.GlobalMode)
 	}
 	if err := checkStore(c.Store); err != "" {
@@ -76,20 +77,145 @@ func (d *decoder) validate(c *Config) {
 	if _, err := logging.ParseLevel(c.Logging.Level); err != nil {
 		d.bad("logging.level", "must be debug, info, warn or error, got %q", c.Logging.Level)
 	}
-	if !oneOf(c.Logging.Format, "text", "json") {
+	if !oneOf(c.Logging.Format, "", "text", "json") {
 		d.bad("logging.format", "must be text or json, got %q", c.Logging.Format)
+	}
+	d.validateMCP(c)
+}
+
+var (
+	mcpServerName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]*$`)
+	headerName    = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+func (d *decoder) validateMCP(c *Config) {
+	names := make([]string, 0, len(c.MCPServers))
+	for name := range c.MCPServers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := c.MCPServers[name]
+		key := "mcp_servers." + name
+		if !mcpServerName.MatchString(name) {
+			d.bad(key, "a server name starts with a letter and holds letters, digits, _, - and . (it starts the names of its capabilities)")
+		}
+		transport := s.Transport
+		if transport == "" {
+			switch {
+			case s.Command != "" && s.URL != "":
+				d.bad(key, "sets both command (stdio) and url (http); keep one, or set transport")
+			case s.Command != "":
+				transport = MCPStdio
+			case s.URL != "":
+				transport = MCPHTTP
+			default:
+				d.bad(key, "needs a command (a stdio server) or a url (an http server)")
+			}
+		}
+		switch transport {
+		case "":
+		case MCPStdio:
+			if strings.TrimSpace(s.Command) == "" {
+				d.bad(key+".command", "a stdio server needs the command that starts it")
+			}
+			for _, k := range []string{"url", "headers_env"} {
+				if d.set(key + "." + k) {
+					d.bad(key+"."+k, "is for http servers; this one is stdio")
+				}
+			}
+		case MCPHTTP:
+			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				d.bad(key+".url", "must be an http:// or https:// URL (the server's MCP endpoint), got %q", s.URL)
+			}
+			for _, k := range []string{"command", "args", "env", "dir"} {
+				if d.set(key + "." + k) {
+					d.bad(key+"."+k, "is for stdio servers; this one is http")
+				}
+			}
+		default:
+			d.bad(key+".transport", "must be stdio or http, got %q", s.Transport)
+		}
+		for k := range s.Env {
+			if !envVarName.MatchString(k) {
+				d.bad(key+".env."+k, "is not an environment variable name")
+			}
+		}
+		for h, v := range s.HeadersEnv {
+			if !headerName.MatchString(h) {
+				d.bad(key+".headers_env."+h, "is not an HTTP header name")
+			}
+			if !envVarName.MatchString(v) {
+				d.bad(key+".headers_env."+h, "must name the environment variable holding the header's value (the value itself does not belong in the file), got %q", v)
+			}
+		}
+		if d.set(key+".prefix") && !capabilityName.MatchString(s.Prefix) {
+			d.bad(key+".prefix", "must be lower_snake_case (it starts capability names), got %q", s.Prefix)
+		}
+		if s.MaxRestarts < 0 {
+			d.bad(key+".max_restarts", "must not be negative, got %d", s.MaxRestarts)
+		}
+		for _, k := range []string{"timeout", "connect_timeout"} {
+			v := s.Timeout
+			if k == "connect_timeout" {
+				v = s.ConnectTimeout
+			}
+			if d.set(key+"."+k) && v == 0 {
+				d.bad(key+"."+k, "must be longer than 0 (leave it out for the default)")
+			}
+		}
+		d.toolList(key+".read_only_tools", s.ReadOnlyTools)
+		d.toolList(key+".include_tools", s.IncludeTools)
+		d.toolList(key+".exclude_tools", s.ExcludeTools)
+		for i, t := range s.IncludeTools {
+			if slices.Contains(s.ExcludeTools, t) {
+				d.bad(fmt.Sprintf("%s.include_tools[%d]", key, i), "%q is also in exclude_tools", t)
+			}
+		}
+		for tname, t := range s.Tools {
+			tkey := key + ".tools." + tname
+			if t.IsErrorSeverity != "" {
+				if _, err := capabilities.ParseSeverity(t.IsErrorSeverity); err != nil {
+					d.bad(tkey+".is_error_severity", "must be retriable, replanning, reclassification, critical or fatal, got %q", t.IsErrorSeverity)
+				}
+			}
+			if d.set(tkey+".timeout") && t.Timeout == 0 {
+				d.bad(tkey+".timeout", "must be longer than 0 (leave it out for the server's)")
+			}
+			if t.SideEffects != nil && *t.SideEffects && slices.Contains(s.ReadOnlyTools, tname) {
+				d.bad(tkey+".side_effects", "is true, but read_only_tools lists %q", tname)
+			}
+			if d.set(tkey+".description") && strings.TrimSpace(t.Description) == "" {
+				d.bad(tkey+".description", "is empty (remove it to use the server's)")
+			}
+		}
+	}
+}
+
+// toolList checks a list of tool names: none empty, none twice.
+func (d *decoder) toolList(key string, list []string) {
+	seen := map[string]bool{}
+	for i, t := range list {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		switch {
+		case strings.TrimSpace(t) == "":
+			d.bad(k, "is empty (list tool names as the server names them)")
+		case seen[t]:
+			d.bad(k, "%q is listed twice", t)
+		}
+		seen[t] = true
 	}
 }
 
 func (d *decoder) validateModels(c *Config) {
 	for role, m := range c.Models {
 		key := "models." + role
-		if !slices.Contains(Roles, role) {
-			d.bad(key, "unknown model role (known roles: %s)", strings.Join(Roles, ", "))
+		if !slices.Contains(vocab.Roles(), vocab.Role(role)) {
+			d.bad(key, "unknown model role (known roles: %s)", strings.Join(roleNames(), ", "))
 			continue
 		}
-		if m.Provider != "" && !slices.Contains(Providers, m.Provider) {
-			d.bad(key+".provider", "unknown provider %q (known: %s)", m.Provider, strings.Join(Providers, ", "))
+		if m.Provider != "" && !slices.Contains(vocab.Providers(), m.Provider) {
+			d.bad(key+".provider", "unknown provider %q (known: %s)", m.Provider, strings.Join(vocab.Providers(), ", "))
 		}
 		if m.BaseURL != "" {
 			u, err := url.Parse(m.BaseURL)
@@ -97,8 +223,8 @@ func (d *decoder) validateModels(c *Config) {
 				d.bad(key+".base_url", "must be an http:// or https:// URL, got %q", m.BaseURL)
 			}
 		}
-		if m.JSONMode != "" && !oneOf(m.JSONMode, JSONModes...) {
-			d.bad(key+".json_mode", "must be %s, got %q", strings.Join(JSONModes, ", "), m.JSONMode)
+		if m.JSONMode != "" && !oneOf(m.JSONMode, vocab.JSONModes()...) {
+			d.bad(key+".json_mode", "must be %s, got %q", strings.Join(vocab.JSONModes(), ", "), m.JSONMode)
 		}
 		if m.APIKeyEnv != "" && !envVarName.MatchString(m.APIKeyEnv) {
 			d.bad(key+".api_key_env", "must name an environment variable (the key itself does not belong in the file), got %q", m.APIKeyEnv)
@@ -134,25 +260,29 @@ func (d *decoder) warnBaseURL(key, provider, base string) {
 	}
 	path := strings.TrimRight(u.Path, "/")
 	switch {
-	case provider == "openai" && !strings.HasSuffix(path, "/v1"):
+	case provider == vocab.ProviderOpenAI && !strings.HasSuffix(path, "/v1"):
 		d.warn(key, "%q does not end in /v1: the openai provider appends only /chat/completions, and OpenAI-compatible servers "+
 			"(vLLM, Ollama, LM Studio, llama.cpp, LiteLLM) answer at /v1/chat/completions — write e.g. http://host:8000/v1 "+
 			"(keep it only if your gateway documents this path)", base)
-	case provider == "ollama" && strings.HasSuffix(path, "/v1"):
+	case provider == vocab.ProviderOllama && strings.HasSuffix(path, "/v1"):
 		d.warn(key, "%q ends in /v1, but the ollama provider speaks Ollama's native API at the server's root: "+
 			"write e.g. http://host:11434, or use provider openai for Ollama's OpenAI-compatible /v1", base)
 	}
 }
 
 func (d *decoder) validateLimits(l Limits) {
+	// A key left out is zero and takes the library's default; a key set
+	// must hold a usable value.
 	atLeast := func(key string, v, min int) {
-		if v < min {
+		if d.set("limits."+key) && v < min {
 			d.bad("limits."+key, "must be at least %d, got %d", min, v)
 		}
 	}
 	atLeast("max_planning_attempts", l.MaxPlanningAttempts, 1)
-	atLeast("max_reclassifications", l.MaxReclassifications, 0)
-	atLeast("max_steps", l.MaxSteps, 1)
+	if l.MaxReclassifications != nil {
+		atLeast("max_reclassifications", *l.MaxReclassifications, 0)
+	}
+	atLeast("max_node_steps", l.MaxNodeSteps, 1)
 	atLeast("max_tokens_per_turn", l.MaxTokensPerTurn, 0)
 	atLeast("max_concurrent_classifications", l.MaxConcurrentClassifications, 1)
 	atLeast("step_concurrency", l.StepConcurrency, 1)
@@ -211,13 +341,13 @@ func checkStore(s string) string {
 }
 
 func (d *decoder) validateServer(s Server) {
-	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
+	if _, _, err := net.SplitHostPort(s.Addr); d.set("server.addr") && err != nil {
 		d.bad("server.addr", "must be host:port (e.g. 127.0.0.1:8080 or :8080), got %q", s.Addr)
 	}
-	if s.MaxBodyBytes < 1 {
+	if d.set("server.max_body_bytes") && s.MaxBodyBytes < 1 {
 		d.bad("server.max_body_bytes", "must be at least 1, got %d", s.MaxBodyBytes)
 	}
-	if s.Limits.MaxConcurrentRuns < 1 {
+	if d.set("server.limits.max_concurrent_runs") && s.Limits.MaxConcurrentRuns < 1 {
 		d.bad("server.limits.max_concurrent_runs", "must be at least 1, got %d", s.Limits.MaxConcurrentRuns)
 	}
 	if s.Limits.RequestsPerMinute < 0 {
@@ -246,6 +376,19 @@ func (d *decoder) validateServer(s Server) {
 	}
 	if d.set("server.lease_owner") && (s.LeaseOwner == "" || strings.TrimSpace(s.LeaseOwner) != s.LeaseOwner) {
 		d.bad("server.lease_owner", "must be a non-empty name without surrounding spaces, got %q", s.LeaseOwner)
+	}
+	if !oneOf(s.StatusFrames, "", StatusFramesAuto, StatusFramesOn, StatusFramesOff) {
+		d.bad("server.status_frames", "must be auto, on or off, got %q", s.StatusFrames)
+	}
+	for i, o := range s.CORSOrigins {
+		if o != "*" && !isOrigin(o) {
+			d.bad(fmt.Sprintf("server.cors_origins[%d]", i), "%q is not an origin: want scheme://host[:port] (e.g. https://portal.example.org) or \"*\"", o)
+		}
+	}
+	for i, o := range s.FrameAncestors {
+		if !isOrigin(o) {
+			d.bad(fmt.Sprintf("server.frame_ancestors[%d]", i), "%q is not an origin: want scheme://host[:port] (e.g. https://portal.example.org)", o)
+		}
 	}
 	names := map[string]string{}
 	for i, k := range s.APIKeys {
@@ -278,14 +421,34 @@ func (d *decoder) validateServer(s Server) {
 		if k.MaxConcurrentRuns < 0 {
 			d.bad(key+".max_concurrent_runs", "must not be negative, got %d", k.MaxConcurrentRuns)
 		}
+		if d.set(key+".status_frames") && !oneOf(k.StatusFrames, StatusFramesAuto, StatusFramesOn, StatusFramesOff) {
+			d.bad(key+".status_frames", "must be auto, on or off, got %q", k.StatusFrames)
+		}
 		for j, set := range k.MayRaise {
 			sub := fmt.Sprintf("%s.may_raise[%d]", key, j)
 			switch {
 			case set == state.SettingWritesEnabled:
 				d.bad(sub, "writes_enabled cannot be raised by a key: it is this process's switch (control_system.writes_enabled), checked where every write executes")
-			case !slices.Contains(state.RaisableSettings, set):
-				d.bad(sub, "%q is not a setting a key may raise (known: %s)", set, strings.Join(state.RaisableSettings, ", "))
+			case !slices.Contains(state.RaisableSettings(), set):
+				d.bad(sub, "%q is not a setting a key may raise (known: %s)", set, strings.Join(state.RaisableSettings(), ", "))
 			}
 		}
 	}
+}
+
+// roleNames lists the model roles as strings, for messages.
+func roleNames() []string {
+	var out []string
+	for _, r := range vocab.Roles() {
+		out = append(out, string(r))
+	}
+	return out
+}
+
+// isOrigin reports whether o is a browser origin: http(s)://host[:port],
+// nothing after it.
+func isOrigin(o string) bool {
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+		(u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" && !strings.ContainsAny(o, " ;,'\"")
 }

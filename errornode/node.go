@@ -13,9 +13,6 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// Name is the error node's graph name.
-const Name = router.Error
-
 // Default limits of the explanation call.
 const (
 	DefaultTimeout = 30 * time.Second
@@ -76,8 +73,8 @@ func New(cfg Config) (*Node, error) {
 	return &Node{cfg: cfg}, nil
 }
 
-// Name returns "error".
-func (n *Node) Name() string { return Name }
+// Name returns state.NodeError.
+func (n *Node) Name() string { return state.NodeError }
 
 // Run writes the turn's error report and ends the turn. It never returns an
 // error: every failure inside it degrades to a simpler message.
@@ -94,7 +91,8 @@ func (n *Node) Run(ctx context.Context, s state.State) (u state.Update, err erro
 				content, report = minimal(s, fmt.Errorf("panic while building the error report: %v", v)), nil
 			}
 		}()
-		r := BuildReport(s, n.cfg.Router, n.cfg.SideEffects, now)
+		// The decision that sent the turn here, carried by the engine.
+		r := buildReport(s, router.Carried(ctx, s, n.cfg.Router), n.cfg.SideEffects, now)
 		r.Explanation, r.ExplainedBy, tokens = n.explain(ctx, r)
 		content, report = Markdown(r), &r
 	}()
@@ -141,17 +139,6 @@ func (n *Node) explain(ctx context.Context, r state.ErrorReport) (string, string
 		return rules(resp.Usage.Total())
 	}
 	return text, state.ExplainedByModel, resp.Usage.Total()
-}
-
-// Prompt is the explanation prompt for a report, from the default "error"
-// template of package prompts.
-func Prompt(r state.ErrorReport, overview string) []llm.Message {
-	msgs, err := render(prompts.Default(), r, overview)
-	if err != nil {
-		// The embedded template is golden-tested; keep the facts regardless.
-		return []llm.Message{{Role: "user", Content: facts(r)}}
-	}
-	return msgs
 }
 
 // render builds the explanation prompt from the set's "error" template.

@@ -11,14 +11,15 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// limitText says in words what a limit means.
+// limitText says in words what a limit means, naming it as the
+// configuration does (the router's limit names are the keys under limits:).
 var limitText = map[string]string{
-	router.LimitExecutionTime:    "the request ran out of time (max_execution_time)",
-	router.LimitNodeSteps:        "the request took too many steps (max_node_steps)",
-	router.LimitTokens:           "the request used up its token budget (max_tokens)",
-	router.LimitPlanning:         "no plan worked within the planning budget (max_planning_attempts)",
-	router.LimitReclassification: "no capability selection worked within the budget (max_reclassifications)",
-	router.LimitAttempts:         "the operation kept failing after every allowed retry (max_attempts)",
+	router.LimitExecutionTime:    "the request ran out of time (" + router.LimitExecutionTime + ")",
+	router.LimitNodeSteps:        "the request took too many steps (" + router.LimitNodeSteps + ")",
+	router.LimitTokens:           "the request used up its token budget (" + router.LimitTokens + ")",
+	router.LimitPlanning:         "no plan worked within the planning budget (" + router.LimitPlanning + ")",
+	router.LimitReclassification: "no capability selection worked within the budget (" + router.LimitReclassification + ")",
+	router.LimitAttempts:         "the operation kept failing after every allowed retry (" + router.LimitAttempts + ")",
 }
 
 // causeText describes decisions that carry no error of their own.
@@ -31,12 +32,12 @@ var causeText = map[router.Cause]string{
 
 // nodeWords names the infrastructure nodes in an operator's words.
 var nodeWords = map[string]string{
-	router.TaskExtraction: "understanding the request",
-	router.Classifier:     "choosing the capabilities",
-	router.Orchestrator:   "planning",
-	router.PlanApproval:   "the plan approval",
-	router.Respond:        "writing the answer",
-	router.Clarify:        "asking a clarifying question",
+	state.NodeTaskExtraction: "understanding the request",
+	state.NodeClassifier:     "choosing the capabilities",
+	state.NodeOrchestrator:   "planning",
+	state.NodePlanApproval:   "the plan approval",
+	state.NodeRespond:        "writing the answer",
+	state.NodeClarify:        "asking a clarifying question",
 }
 
 // BuildReport builds the report of state s, deciding why the turn reached
@@ -46,7 +47,12 @@ var nodeWords = map[string]string{
 // of such capabilities are reported as changes. The explanation is left
 // empty: the node fills it.
 func BuildReport(s state.State, rc router.Config, sideEffects func(capability string) bool, now time.Time) state.ErrorReport {
-	d := router.Decide(s, rc)
+	return buildReport(s, router.Decide(s, rc), sideEffects, now)
+}
+
+// buildReport builds the report of state s, which decision d sent to the
+// error node.
+func buildReport(s state.State, d router.Decision, sideEffects func(capability string) bool, now time.Time) state.ErrorReport {
 	t := s.Turn
 	c := t.Control
 	r := state.ErrorReport{Time: now, Asked: t.Input, Failure: state.ReportFailure{Step: -1, Limit: d.Limit}}
@@ -170,7 +176,7 @@ func reportSteps(s state.State, e *state.ErrorInfo, sideEffects func(string) boo
 }
 
 func terminal(capability string) bool {
-	return capability == capabilities.Respond || capability == capabilities.Clarify
+	return capability == state.NodeRespond || capability == state.NodeClarify
 }
 
 // outcome is what a successful step produced, from the summaries of the
@@ -208,12 +214,12 @@ func suggestions(r state.ErrorReport) []string {
 	switch f.Limit {
 	case router.LimitExecutionTime:
 		add("Ask for less at once (fewer channels, a shorter time range), or try again when the systems answer faster.")
-		add("An administrator can raise limits.max_execution_time.")
+		add("An administrator can raise limits." + router.LimitExecutionTime + ".")
 	case router.LimitNodeSteps:
 		add("Split the request into smaller ones.")
 	case router.LimitTokens:
 		add("Ask a shorter question, or start a new conversation.")
-		add("An administrator can raise limits.max_tokens_per_turn.")
+		add("An administrator can raise limits." + router.LimitTokens + ".")
 	case router.LimitPlanning:
 		add("Rephrase the request, naming exactly what you need (a channel, a device, a time range).")
 	case router.LimitReclassification:

@@ -20,10 +20,11 @@ func (c *Compiled[S, U]) Init(ctx context.Context, thread string, s S) (created 
 	if thread == "" {
 		return false, ErrNoThread
 	}
-	if !c.lock(thread) {
+	h, err := c.threads.enter(ctx, thread)
+	if err != nil {
 		return false, nil // a run in progress: the thread exists
 	}
-	defer c.unlock(thread)
+	defer c.threads.leave(thread, h)
 	if _, err := c.cfg.Store.Get(ctx, thread, uuid.Nil); err == nil {
 		return false, nil
 	} else if !errors.Is(err, checkpoint.ErrNotFound) {

@@ -9,25 +9,26 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/llm/vocab"
 )
 
-// Providers.
+// The providers (vocab's).
 const (
-	ProviderOpenAI    = "openai"    // OpenAI and any OpenAI-compatible server (vLLM, Ollama /v1, LiteLLM, gateways)
-	ProviderAnthropic = "anthropic" // Anthropic Messages API
-	ProviderGoogleAI  = "googleai"  // Google Gemini API
-	ProviderOllama    = "ollama"    // Ollama's native API
+	ProviderOpenAI    = vocab.ProviderOpenAI    // OpenAI and any OpenAI-compatible server (vLLM, Ollama /v1, LiteLLM, gateways)
+	ProviderAnthropic = vocab.ProviderAnthropic // Anthropic Messages API
+	ProviderGoogleAI  = vocab.ProviderGoogleAI  // Google Gemini API
+	ProviderOllama    = vocab.ProviderOllama    // Ollama's native API
 )
 
 // Providers lists the supported providers.
-var Providers = []string{ProviderOpenAI, ProviderAnthropic, ProviderGoogleAI, ProviderOllama}
+func Providers() []string { return vocab.Providers() }
 
 // FallbackOffline is the Config.Fallback value that makes nodes use their
 // offline strategies when the provider cannot be reached.
-const FallbackOffline = "offline"
+const FallbackOffline = vocab.FallbackOffline
 
 // FallbackNone (or empty) classifies an unreachable provider like any other failure.
-const FallbackNone = "none"
+const FallbackNone = vocab.FallbackNone
 
 // ErrConfig is the kind of every configuration error.
 var ErrConfig = errors.New("llm: invalid configuration")
@@ -87,26 +88,16 @@ type RoleConfig struct {
 	StreamUsage *bool `json:"stream_usage,omitempty" yaml:"stream_usage,omitempty"`
 }
 
-// JSON modes of RoleConfig.JSONMode.
+// JSON modes of RoleConfig.JSONMode (vocab's; see there what each does).
 const (
-	// JSONModeAuto: structured output with the reply's JSON schema; when the
-	// server rejects the request (HTTP 400 or 422) the call is repeated with
-	// JSON mode, then without either, and what worked is kept for the
-	// model. The default.
-	JSONModeAuto = "auto"
-	// JSONModeSchema: always the JSON schema (OpenAI response_format
-	// json_schema, Ollama format: <schema>).
-	JSONModeSchema = "json_schema"
-	// JSONModeObject: always plain JSON mode (response_format json_object,
-	// Ollama format: "json").
-	JSONModeObject = "json_object"
-	// JSONModeOff: no response format is sent; the prompt alone asks for
-	// JSON (servers that reject response_format).
-	JSONModeOff = "off"
+	JSONModeAuto   = vocab.JSONModeAuto
+	JSONModeSchema = vocab.JSONModeSchema
+	JSONModeObject = vocab.JSONModeObject
+	JSONModeOff    = vocab.JSONModeOff
 )
 
 // JSONModes lists the accepted json_mode values.
-var JSONModes = []string{JSONModeAuto, JSONModeSchema, JSONModeObject, JSONModeOff}
+func JSONModes() []string { return vocab.JSONModes() }
 
 // Config configures the models of every role.
 type Config struct {
@@ -141,9 +132,9 @@ func defaultKeyEnv(provider string) string {
 // validate checks one role's config and resolves its API key.
 func (rc RoleConfig) validate(role Role, lookup func(string) (string, bool)) (key, keyEnv string, err error) {
 	var errs []error
-	if !slices.Contains(Providers, rc.Provider) {
+	if !slices.Contains(Providers(), rc.Provider) {
 		errs = append(errs, &ConfigError{Role: role, Field: "provider",
-			Problem: fmt.Sprintf("%q is not one of %s", rc.Provider, strings.Join(Providers, ", "))})
+			Problem: fmt.Sprintf("%q is not one of %s", rc.Provider, strings.Join(Providers(), ", "))})
 	}
 	if strings.TrimSpace(rc.Model) == "" {
 		errs = append(errs, &ConfigError{Role: role, Field: "model", Problem: "is empty"})
@@ -157,9 +148,9 @@ func (rc RoleConfig) validate(role Role, lookup func(string) (string, bool)) (ke
 	if rc.Timeout < 0 {
 		errs = append(errs, &ConfigError{Role: role, Field: "timeout", Problem: "is negative"})
 	}
-	if rc.JSONMode != "" && !slices.Contains(JSONModes, rc.JSONMode) {
+	if rc.JSONMode != "" && !slices.Contains(JSONModes(), rc.JSONMode) {
 		errs = append(errs, &ConfigError{Role: role, Field: "json_mode",
-			Problem: fmt.Sprintf("%q is not one of %s", rc.JSONMode, strings.Join(JSONModes, ", "))})
+			Problem: fmt.Sprintf("%q is not one of %s", rc.JSONMode, strings.Join(JSONModes(), ", "))})
 	}
 	if len(errs) > 0 {
 		return "", "", errors.Join(errs...)

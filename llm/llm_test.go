@@ -207,7 +207,7 @@ func TestRolesFallBackToDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range llm.Roles {
+	for _, r := range llm.Roles() {
 		if _, ok := set.For(r); !ok {
 			t.Errorf("role %s has no model", r)
 		}

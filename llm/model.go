@@ -1,23 +1,28 @@
 package llm
 
-import "context"
+import (
+	"context"
+
+	"github.com/capgraph/capgraph/llm/vocab"
+)
 
 // Role names what a model is used for. Each role is configured on its own and
-// falls back to the default role.
-type Role string
+// falls back to the default role. The roles are defined in package vocab.
+type Role = vocab.Role
 
+// The model roles (vocab's).
 const (
-	RoleDefault        Role = "default"
-	RoleTaskExtraction Role = "task_extraction"
-	RoleClassifier     Role = "classifier"
-	RoleOrchestrator   Role = "orchestrator"
-	RoleResponse       Role = "response"
-	RoleApproval       Role = "approval"
-	RoleError          Role = "error"
+	RoleDefault        = vocab.RoleDefault
+	RoleTaskExtraction = vocab.RoleTaskExtraction
+	RoleClassifier     = vocab.RoleClassifier
+	RoleOrchestrator   = vocab.RoleOrchestrator
+	RoleResponse       = vocab.RoleResponse
+	RoleApproval       = vocab.RoleApproval
+	RoleError          = vocab.RoleError
 )
 
 // Roles lists every role, default first.
-var Roles = []Role{RoleDefault, RoleTaskExtraction, RoleClassifier, RoleOrchestrator, RoleResponse, RoleApproval, RoleError}
+func Roles() []Role { return vocab.Roles() }
 
 // Message is one prompt message.
 type Message struct {

@@ -52,7 +52,7 @@ func (r roleBound) reasoningOpenedInPrompt() *atomic.Bool { return reasoningMemo
 // Configured lists the roles with a model of their own, in Roles order.
 func (s *Set) Configured() []Role {
 	var out []Role
-	for _, r := range Roles {
+	for _, r := range Roles() {
 		if _, ok := s.models[r]; ok {
 			out = append(out, r)
 		}
@@ -84,8 +84,8 @@ func New(cfg Config) (*Set, error) {
 	set := &Set{models: map[Role]Model{}}
 	var errs []error
 	for role, rc := range cfg.Roles {
-		if !slices.Contains(Roles, role) {
-			errs = append(errs, &ConfigError{Role: role, Problem: fmt.Sprintf("unknown role (want one of %v)", Roles)})
+		if !slices.Contains(Roles(), role) {
+			errs = append(errs, &ConfigError{Role: role, Problem: fmt.Sprintf("unknown role (want one of %v)", Roles())})
 			continue
 		}
 		key, keyEnv, err := rc.validate(role, lookup)

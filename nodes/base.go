@@ -166,5 +166,5 @@ func cloneTurn(t state.Turn) state.Turn {
 }
 
 func isTerminal(capability string) bool {
-	return capability == capabilities.Respond || capability == capabilities.Clarify
+	return capability == state.NodeRespond || capability == state.NodeClarify
 }

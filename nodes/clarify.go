@@ -11,8 +11,8 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// QuestionsShape is the reply clarify expects.
-const QuestionsShape = "one to four numbered questions, one per line (\"1. ...\")"
+// questionsShape is the reply clarify expects.
+const questionsShape = "one to four numbered questions, one per line (\"1. ...\")"
 
 // maxQuestions caps the clarifying questions.
 const maxQuestions = 4
@@ -22,7 +22,7 @@ type ClarifyNode struct{ base }
 
 // NewClarify returns the clarify node.
 func NewClarify(cfg Config) (*ClarifyNode, error) {
-	b, err := newBase(cfg, Clarify)
+	b, err := newBase(cfg, state.NodeClarify)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func (n *ClarifyNode) Run(ctx context.Context, s state.State) (state.Update, err
 		if !offline {
 			questions = parseQuestions(c.text)
 			if len(questions) == 0 {
-				return state.Update{Tokens: tokens(llm.RoleResponse, c)}, formatError(n.name, "the reply contains no numbered question", QuestionsShape, c.text, nil)
+				return state.Update{Tokens: tokens(llm.RoleResponse, c)}, formatError(n.name, "the reply contains no numbered question", questionsShape, c.text, nil)
 			}
 		}
 	}
@@ -82,7 +82,7 @@ func clarifyReason(t state.Turn) string {
 		return ""
 	}
 	for _, st := range t.Plan.Steps {
-		if st.Capability == Clarify && st.Status == state.StepPending {
+		if st.Capability == state.NodeClarify && st.Status == state.StepPending {
 			return st.TaskObjective
 		}
 	}

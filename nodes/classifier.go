@@ -17,11 +17,11 @@ import (
 
 // Reply shapes of the classifier.
 const (
-	MatchShape    = `{"is_match": true} or {"is_match": false}`
-	SelectedShape = `{"capabilities": ["<capability name>", ...]}`
+	matchShape    = `{"is_match": true} or {"is_match": false}`
+	selectedShape = `{"capabilities": ["<capability name>", ...]}`
 )
 
-// Keys and JSON schemas of MatchShape and SelectedShape. A selection's
+// Keys and JSON schemas of matchShape and selectedShape. A selection's
 // schema lists the names it may hold (selectionFor).
 var (
 	matchReply     = newShape("capability_match", required("is_match", jsonBoolean()))
@@ -53,7 +53,7 @@ type ClassifierNode struct{ base }
 
 // NewClassifier returns the classifier node.
 func NewClassifier(cfg Config) (*ClassifierNode, error) {
-	b, err := newBase(cfg, Classifier)
+	b, err := newBase(cfg, state.NodeClassifier)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 	selected, _ = withholdSideEffects(n.cfg.Registry, selected, intent)
 	_, withheld := withholdSideEffects(n.cfg.Registry, n.cfg.Registry.Names(), intent)
 	all, added := expandDependencies(n.cfg.Registry, selected, s.Context, reuse, allowedFor(n.cfg.Registry, intent))
-	for _, always := range []string{capabilities.Respond, capabilities.Clarify} {
+	for _, always := range []string{state.NodeRespond, state.NodeClarify} {
 		if !slices.Contains(all, always) {
 			all = append(all, always)
 		}
@@ -192,7 +192,7 @@ func (n *ClassifierNode) classify(ctx context.Context, task, input, previous str
 	}
 	names, err := parseSelection(c.text)
 	if err != nil {
-		return nil, []call{c}, false, formatError(n.name, err.Error(), SelectedShape, c.text, nil)
+		return nil, []call{c}, false, formatError(n.name, err.Error(), selectedShape, c.text, nil)
 	}
 	for _, name := range names {
 		if _, ok := n.cfg.Registry.Get(name); !ok || isTerminal(name) {
@@ -301,11 +301,11 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 					return
 				}
 				problem := fmt.Sprintf("capability %s: %v", cp.Name(), err)
-				results[i].err = formatError(n.name, problem, MatchShape, c.text, map[string]any{MetaCapability: cp.Name()})
+				results[i].err = formatError(n.name, problem, matchShape, c.text, map[string]any{MetaCapability: cp.Name()})
 				if attempt >= formatAttemptsPerCapability {
 					return
 				}
-				fr = prompts.FormatRetry{FormatError: err.Error(), ExpectedShape: MatchShape, PreviousReply: truncate(c.text, maxReplyInPrompt)}
+				fr = prompts.FormatRetry{FormatError: err.Error(), ExpectedShape: matchShape, PreviousReply: truncate(c.text, maxReplyInPrompt)}
 				graph.Emit(ctx, Status{Node: n.name, Text: fmt.Sprintf("The reply about %s was unusable (%v); asking again…", cp.Name(), err)})
 			}
 		}()
@@ -356,24 +356,10 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 	return selected, calls, false, nil
 }
 
-// offlineSelect is the lexical classifier. task is the turn's task; for a
-// follow-up that refers back ("read it", "and its history?") the offline
-// task is the earlier messages joined with it, whose words would select
-// again what the earlier turns did. The follow-up's own words say what to do
-// now, so they are classified alone; the subject comes from the context the
-// earlier turns stored (dependency expansion reuses it). A follow-up naming a
-// new subject ("and the RF voltage?") keeps the joined task: it asks the
-// previous question again about something else.
-//
-// The index holds only the capabilities the intent allows: for a read, a
-// side-effecting capability is no candidate, so it can neither be selected
-// nor outscore the reads (the selection's relative threshold is relative to
-// the best allowed capability).
-//
-// For a change the rules found in the message ("adjust Q1 to 97 A"), the
-// best-scoring side-effecting capability is added when the thresholds kept
-// none: the user asked for a change, the scores only say which capability
-// makes it.
+// offlineSelect is the lexical classifier over the capabilities the intent
+// allows; a follow-up that refers back is classified by its own words
+// (docs/models.md, "Offline mode", and docs/safety.md, "Selection and
+// planning").
 func (n *ClassifierNode) offlineSelect(task, input string, intent state.Intent) []string {
 	ix := n.lexical(intent)
 	text := task

@@ -7,6 +7,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/llm/vocab"
 	"github.com/capgraph/capgraph/prompts"
 )
 
@@ -16,10 +17,10 @@ type ClassifierMode string
 const (
 	// Batched asks once for the whole selection: LLM calls per turn stay
 	// constant as capabilities grow. The default.
-	Batched ClassifierMode = "batched"
+	Batched ClassifierMode = vocab.ClassifierBatched
 	// PerCapability asks one yes/no question per capability, concurrently
 	// (the reference design).
-	PerCapability ClassifierMode = "per_capability"
+	PerCapability ClassifierMode = vocab.ClassifierPerCapability
 )
 
 // Defaults.

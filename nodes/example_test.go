@@ -10,21 +10,6 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-func ExampleParsePlan() {
-	reply := "Here is my plan:\n```json\n" +
-		`{"steps": [{"context_key": "ch", "capability": "channel_finding", "task_objective": "find the beam current channel"},` +
-		` {"context_key": "v", "capability": "channel_read", "task_objective": "read it", "inputs": [{"CHANNEL_ADDRESSES": "ch"}]}]}` +
-		"\n```"
-	steps, err := nodes.ParsePlan(reply)
-	fmt.Println(len(steps), steps[1].Inputs, err)
-
-	_, err = nodes.ParsePlan(`{"steps": [{"context_key": "ch", "Capability": "channel_finding"}]}`)
-	fmt.Println(err)
-	// Output:
-	// 2 [{CHANNEL_ADDRESSES ch}] <nil>
-	// step 1 has unknown key(s) "Capability" (keys are case-sensitive; allowed: context_key, capability, task_objective, success_criteria, expected_output, parameters, inputs)
-}
-
 // With no model configured every node runs offline: the classifier matches
 // words, the planner follows provides/requires.
 func ExampleNew() {

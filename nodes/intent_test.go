@@ -374,7 +374,7 @@ func TestValidatePlanEditedWriteForARead(t *testing.T) {
 	}
 	s.Turn.Task.Intent = intent(state.IntentChange, rc("Q1", 105, "A"))
 	got, err := ValidatePlan(steps, reg, nil, s.Turn)
-	if err != nil || len(got) != 3 || got[2].Capability != capabilities.Respond {
+	if err != nil || len(got) != 3 || got[2].Capability != state.NodeRespond {
 		t.Fatalf("a change: %v %v", got, err)
 	}
 }

@@ -45,8 +45,8 @@ const exampleWeight = 0.3
 // for it to veto the capability.
 const vetoSimilarity = 0.5
 
-// Score is one capability's lexical relevance.
-type Score struct {
+// lexicalScore is one capability's lexical relevance.
+type lexicalScore struct {
 	Capability string
 	Score      float64
 	// Core is set when a word of the task is in the capability's name,
@@ -135,7 +135,7 @@ func newLexicalIndex(caps []capabilities.Capability) *lexicalIndex {
 // ("not their history" and the task asks for the history). Task words no
 // capability uses are read as abbreviations or typos of indexed words
 // (matchUnknown).
-func (ix *lexicalIndex) scores(task string) []Score {
+func (ix *lexicalIndex) scores(task string) []lexicalScore {
 	q := ix.matchUnknown(tokenize(task))
 	slices.Sort(q)
 	q = slices.Compact(q)
@@ -143,7 +143,7 @@ func (ix *lexicalIndex) scores(task string) []Score {
 	// "don't change anything, just read Q1" does not ask for a change.
 	asked := ix.matchUnknown(tokenizeAffirmative(task))
 	n := float64(len(ix.tf))
-	out := make([]Score, len(ix.tf))
+	out := make([]lexicalScore, len(ix.tf))
 	for i, tf := range ix.tf {
 		s, core, strong := 0.0, false, false
 		for _, t := range q {
@@ -166,9 +166,9 @@ func (ix *lexicalIndex) scores(task string) []Score {
 		if !strong {
 			s = 0 // only common words matched: "current time", "thanks, that's all for now"
 		}
-		out[i] = Score{Capability: ix.names[i], Score: s, Core: core && s > 0}
+		out[i] = lexicalScore{Capability: ix.names[i], Score: s, Core: core && s > 0}
 	}
-	slices.SortStableFunc(out, func(a, b Score) int {
+	slices.SortStableFunc(out, func(a, b lexicalScore) int {
 		switch {
 		case a.Score > b.Score:
 			return -1
@@ -216,8 +216,8 @@ func (ix *lexicalIndex) selectLexical(task string, threshold, relative float64) 
 	if len(sc) == 0 || sc[0].Score <= 0 {
 		return nil
 	}
-	anyCore := slices.ContainsFunc(sc, func(s Score) bool { return s.Core })
-	eligible := func(s Score) bool { return s.Score > 0 && (s.Core || !anyCore && s.Score >= threshold) }
+	anyCore := slices.ContainsFunc(sc, func(s lexicalScore) bool { return s.Core })
+	eligible := func(s lexicalScore) bool { return s.Score > 0 && (s.Core || !anyCore && s.Score >= threshold) }
 	best := 0.0
 	for _, s := range sc {
 		if eligible(s) {

@@ -1,41 +1,60 @@
 package nodes
 
 import (
+	"encoding/json"
+	"os"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
-	"github.com/capgraph/capgraph/examples/errortour/tour"
-	weatherex "github.com/capgraph/capgraph/examples/weather/weather"
 )
 
-// exampleRegistries builds the registries of the examples in examples/, as
-// their programs register them.
-func exampleRegistries(t *testing.T) map[string]*capabilities.Registry {
+// exampleCapabilities is the text of real applications' capabilities —
+// the command's demo application (control room) and the weather and error
+// tour examples — as the lexical classifier reads it (name, description,
+// classifier guide), with the error tour's scenario questions. It is a
+// snapshot in testdata: the classifier is tested on capability texts
+// written for real use, without the library's tests importing those
+// applications (their own tests check their questions end to end).
+type exampleCapabilities struct {
+	Registries map[string][]struct {
+		Name        string                        `json:"name"`
+		Description string                        `json:"description"`
+		Guide       *capabilities.ClassifierGuide `json:"classifier_guide"`
+	} `json:"registries"`
+	Scenarios []struct {
+		Question   string `json:"question"`
+		Capability string `json:"capability"`
+	} `json:"errortour_scenarios"`
+}
+
+func loadExampleCapabilities(t *testing.T) exampleCapabilities {
 	t.Helper()
-	p, err := plant.New(plant.Config{Seed: 1, Now: func() time.Time { return testNow }})
+	b, err := os.ReadFile("testdata/example_capabilities.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr := capabilities.NewRegistry()
-	if err := plant.Register(cr, p); err != nil {
+	var ec exampleCapabilities
+	if err := json.Unmarshal(b, &ec); err != nil {
 		t.Fatal(err)
 	}
-	wr := capabilities.NewRegistry()
-	if err := wr.Register(weatherex.NewCapability(&weatherex.Client{BaseURL: "http://127.0.0.1:1"})); err != nil {
-		t.Fatal(err)
+	return ec
+}
+
+// exampleRegistries builds a registry per application from the snapshot.
+func exampleRegistries(t *testing.T, ec exampleCapabilities) map[string]*capabilities.Registry {
+	t.Helper()
+	out := map[string]*capabilities.Registry{}
+	for app, caps := range ec.Registries {
+		reg := capabilities.NewRegistry()
+		for _, c := range caps {
+			if err := reg.Register(mustCap(t, capSpec{name: c.Name, desc: c.Description, guide: c.Guide})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out[app] = reg
 	}
-	tc, err := tour.New().Capabilities()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := capabilities.NewRegistry()
-	if err := tr.Register(tc...); err != nil {
-		t.Fatal(err)
-	}
-	return map[string]*capabilities.Registry{"controlroom": cr, "weather": wr, "errortour": tr}
+	return out
 }
 
 // The offline classifier's threshold on the examples' real capabilities:
@@ -43,7 +62,8 @@ func exampleRegistries(t *testing.T) map[string]*capabilities.Registry {
 // words ("what", "current", "status", "sensor") with a capability selects
 // nothing because of them.
 func TestLexicalSelectionOnExampleCapabilities(t *testing.T) {
-	regs := exampleRegistries(t)
+	ec := loadExampleCapabilities(t)
+	regs := exampleRegistries(t, ec)
 	tests := []struct {
 		registry string
 		task     string
@@ -90,7 +110,7 @@ func TestLexicalSelectionOnExampleCapabilities(t *testing.T) {
 		{"errortour", "What is the beam current?", nil},
 		{"errortour", "What can you do?", nil},
 	}
-	for _, sc := range tour.Scenarios {
+	for _, sc := range ec.Scenarios {
 		tests = append(tests, struct {
 			registry string
 			task     string

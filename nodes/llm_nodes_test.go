@@ -164,7 +164,7 @@ func TestReclassificationPromptSaysWhyAndCounts(t *testing.T) {
 	m := llmtest.New().Script(llm.RoleClassifier, llmtest.Text(`{"capabilities": ["channel_read"]}`))
 	n, _ := NewClassifier(llmCfg(controlRoom(t), m))
 	s := withTask("What is the beam current?")
-	s.Turn.Control.Error = &state.ErrorInfo{Node: Orchestrator, StepIndex: -1, Classification: capabilities.Classification{
+	s.Turn.Control.Error = &state.ErrorInfo{Node: state.NodeOrchestrator, StepIndex: -1, Classification: capabilities.Classification{
 		Severity: capabilities.Reclassification, Metadata: map[string]any{capabilities.MetaReclassificationReason: "the plan needed beam_dump, which is not available"}}}
 	out, _, err := runNode(t, n, s)
 	if err != nil {
@@ -214,7 +214,7 @@ func TestOrchestratorMalformedPlanThenGoodOne(t *testing.T) {
 		t.Errorf("parse error %q should name the miscased key", parseErr)
 	}
 	// The wrapper records the failure; the next attempt shows it to the model.
-	s.Turn.Control.Error = &state.ErrorInfo{Node: Orchestrator, StepIndex: -1, Classification: c, Message: err.Error()}
+	s.Turn.Control.Error = &state.ErrorInfo{Node: state.NodeOrchestrator, StepIndex: -1, Classification: c, Message: err.Error()}
 	out, payloads, err := runNode(t, n, s)
 	if err != nil {
 		t.Fatal(err)

@@ -6,16 +6,6 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// Names of the infrastructure nodes in the agent graph.
-const (
-	TaskExtraction = "task_extraction"
-	Classifier     = "classifier"
-	Orchestrator   = "orchestrator"
-	Respond        = "respond"
-	Clarify        = "clarify"
-	Error          = "error"
-)
-
 // Node is an infrastructure node. The agent wraps it: the wrapper counts the
 // step, classifies a returned error (through the node's ClassifyError when it
 // implements capabilities.ErrorClassifier), applies its retry policy (through

@@ -17,7 +17,7 @@ type OrchestratorNode struct{ base }
 
 // NewOrchestrator returns the orchestrator node.
 func NewOrchestrator(cfg Config) (*OrchestratorNode, error) {
-	b, err := newBase(cfg, Orchestrator)
+	b, err := newBase(cfg, state.NodeOrchestrator)
 	if err != nil {
 		return nil, err
 	}
@@ -87,16 +87,16 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 			}
 			// A rejected reply's tokens still count against the budget.
 			used := state.Update{Tokens: tokens(llm.RoleOrchestrator, c)}
-			parsed, err := ParsePlan(c.text)
+			parsed, err := parsePlan(c.text)
 			if err != nil {
-				return used, formatError(n.name, err.Error(), PlanShape, c.text, carry)
+				return used, formatError(n.name, err.Error(), planShape, c.text, carry)
 			}
 			valid, prob := validatePlan(parsed, n.cfg.Registry, s.Context, task, intentOf(t))
 			if prob != nil {
 				if prob.plan != nil {
 					return used, prob.plan.capabilityError()
 				}
-				return used, formatError(n.name, prob.format, PlanShape, c.text, carry)
+				return used, formatError(n.name, prob.format, planShape, c.text, carry)
 			}
 			steps = valid
 		}
@@ -165,7 +165,7 @@ func (n *OrchestratorNode) active(t state.Turn) []capabilities.Capability {
 // step's classification for replanning.
 func applyFailure(d *prompts.OrchestratorData, e *state.ErrorInfo, plan *state.Plan) {
 	c := e.Classification
-	if e.Node == Orchestrator && c.Kind == capabilities.KindFormat {
+	if e.Node == state.NodeOrchestrator && c.Kind == capabilities.KindFormat {
 		d.FormatError, _ = c.Metadata[MetaParseError].(string)
 		if d.FormatError == "" {
 			d.FormatError = e.Message

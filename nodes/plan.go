@@ -10,11 +10,11 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// PlanShape is the reply the orchestrator expects, shown again after an
+// planShape is the reply the orchestrator expects, shown again after an
 // unusable reply.
-const PlanShape = `{"steps": [{"context_key": "...", "capability": "...", "task_objective": "...", "success_criteria": "...", "expected_output": "...", "parameters": {}, "inputs": [{"CONTEXT_TYPE": "context_key"}]}]} ending with one respond or clarify step`
+const planShape = `{"steps": [{"context_key": "...", "capability": "...", "task_objective": "...", "success_criteria": "...", "expected_output": "...", "parameters": {}, "inputs": [{"CONTEXT_TYPE": "context_key"}]}]} ending with one respond or clarify step`
 
-// planStepFields are the keys of a plan step; planReply is PlanShape's keys
+// planStepFields are the keys of a plan step; planReply is planShape's keys
 // and JSON schema.
 var (
 	planStepFields = []shapeField{
@@ -30,11 +30,11 @@ var (
 	planReply = newShape("plan", required("steps", jsonArray(jsonObject(planStepFields...))))
 )
 
-// ParsePlan parses a plan reply strictly: code fences and surrounding prose
+// parsePlan parses a plan reply strictly: code fences and surrounding prose
 // are tolerated; unknown keys (compared case-sensitively), wrong types,
 // missing context keys or capabilities and duplicate context keys are errors
 // describing exactly what is wrong.
-func ParsePlan(reply string) ([]capabilities.PlannedStep, error) {
+func parsePlan(reply string) ([]capabilities.PlannedStep, error) {
 	raw, err := extractJSON(reply, planReply.keys()...)
 	if err != nil {
 		return nil, err
@@ -311,7 +311,7 @@ func availableKeys(earlier []capabilities.PlannedStep, store capabilities.Contex
 }
 
 func respondStep(task string) capabilities.PlannedStep {
-	return capabilities.PlannedStep{ContextKey: "user_response", Capability: capabilities.Respond,
+	return capabilities.PlannedStep{ContextKey: "user_response", Capability: state.NodeRespond,
 		TaskObjective: "Answer the user: " + task, ExpectedOutput: ""}
 }
 

@@ -1,6 +1,8 @@
 package nodes
 
 import (
+	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -32,7 +34,7 @@ func TestParsePlanTolerance(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			steps, err := ParsePlan(tt.reply)
+			steps, err := parsePlan(tt.reply)
 			if tt.err == "" {
 				if err != nil || len(steps) != 1 || steps[0].Inputs[0] != (capabilities.InputRef{Type: "CHANNEL_ADDRESSES", Key: "ch"}) {
 					t.Errorf("steps %+v err %v", steps, err)
@@ -50,15 +52,41 @@ func TestPromptExamplesParseAsPlans(t *testing.T) {
 	st := capabilities.PlannedStep{ContextKey: "bc", Capability: "channel_read", TaskObjective: "Read", SuccessCriteria: "a value",
 		ExpectedOutput: "CHANNEL_VALUES", Parameters: map[string]any{"n": 2.0},
 		Inputs: []capabilities.InputRef{{Type: "CHANNEL_ADDRESSES", Key: "bc_channels"}}}
-	got, err := ParsePlan(`{"steps": [` + prompts.StepJSON(st) + `]}`)
+	// The step as the planner prompt shows it, from the capability's guide.
+	c, err := capabilities.Define(capabilities.Definition{Name: "channel_read", Description: "Read channels", Provides: []string{"CHANNEL_VALUES"},
+		OrchestratorGuide: &capabilities.OrchestratorGuide{Examples: []capabilities.OrchestratorExample{{Step: st, Scenario: "read"}}},
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Output{}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := prompts.PlannerCapabilities([]capabilities.Capability{c})[0].Examples[0].Step
+	got, err := parsePlan(`{"steps": [` + shown + `]}`)
 	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], st) {
 		t.Errorf("round trip: %+v %v", got, err)
 	}
 }
 
 func TestTerminalCapabilityNamesAreNormalised(t *testing.T) {
-	steps, err := ParsePlan(`{"steps": [{"capability": "Respond", "task_objective": "answer"}]}`)
+	steps, err := parsePlan(`{"steps": [{"capability": "Respond", "task_objective": "answer"}]}`)
 	if err != nil || steps[0].Capability != "respond" || steps[0].ContextKey != "respond" {
 		t.Errorf("steps %+v err %v", steps, err)
+	}
+}
+
+// A plan reply is found in prose and code fences; keys are case-sensitive.
+func TestParsePlanReply(t *testing.T) {
+	reply := "Here is my plan:\n```json\n" +
+		`{"steps": [{"context_key": "ch", "capability": "channel_finding", "task_objective": "find the beam current channel"},` +
+		` {"context_key": "v", "capability": "channel_read", "task_objective": "read it", "inputs": [{"CHANNEL_ADDRESSES": "ch"}]}]}` +
+		"\n```"
+	steps, err := parsePlan(reply)
+	if got := fmt.Sprintln(len(steps), steps[1].Inputs, err); got != "2 [{CHANNEL_ADDRESSES ch}] <nil>\n" {
+		t.Errorf("parsed %q", got)
+	}
+	_, err = parsePlan(`{"steps": [{"context_key": "ch", "Capability": "channel_finding"}]}`)
+	if want := `step 1 has unknown key(s) "Capability" (keys are case-sensitive; allowed: context_key, capability, task_objective, success_criteria, expected_output, parameters, inputs)`; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
 	}
 }

@@ -80,7 +80,7 @@ func TestNodePromptsGolden(t *testing.T) {
 
 	t.Run("classifier_batched_reclassification", func(t *testing.T) {
 		s := withTask("What is the beam current?")
-		s.Turn.Control.Error = &state.ErrorInfo{Node: Orchestrator, StepIndex: -1, Classification: capabilities.Classification{
+		s.Turn.Control.Error = &state.ErrorInfo{Node: state.NodeOrchestrator, StepIndex: -1, Classification: capabilities.Classification{
 			Severity: capabilities.Reclassification, Metadata: map[string]any{capabilities.MetaReclassificationReason: "the plan needed beam_dump, which is not available"}}}
 		p := systemPrompt(t, reg, 3, llm.RoleClassifier, `{"capabilities": ["channel_read"]}`, s, classifierNode)
 		goldenPrompt(t, "classifier_batched_reclassification", p)

@@ -346,7 +346,7 @@ func TestGraphPerCapabilityStillMalformedFailsRetriable(t *testing.T) {
 	o := runTurn(t, cfg, "What is the beam current?")
 	checkAnswer(t, o, answerReply)
 	retries := o.of(agent.EventRetry)
-	if len(retries) != 1 || retries[0].Node != nodes.Classifier || !strings.Contains(retries[0].Retry.Reason, "channel_read") {
+	if len(retries) != 1 || retries[0].Node != state.NodeClassifier || !strings.Contains(retries[0].Retry.Reason, "channel_read") {
 		t.Fatalf("retries %+v", retries)
 	}
 	reqs := srv.Matching(openaitest.SystemContains("Capability: channel_read"))

@@ -22,7 +22,7 @@ type RespondNode struct{ base }
 
 // NewRespond returns the respond node.
 func NewRespond(cfg Config) (*RespondNode, error) {
-	b, err := newBase(cfg, Respond)
+	b, err := newBase(cfg, state.NodeRespond)
 	if err != nil {
 		return nil, err
 	}

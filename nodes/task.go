@@ -12,14 +12,14 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// TaskShape is the reply task extraction expects. "intent" says whether the
+// taskShape is the reply task extraction expects. "intent" says whether the
 // user asks to read, to change or hypothetically, and for a change each
 // target, value (a number or null) and unit; a reply without it is read by
 // the offline intent rules.
-const TaskShape = `{"task": "<self-contained task>", "depends_on_chat_history": true|false, ` +
+const taskShape = `{"task": "<self-contained task>", "depends_on_chat_history": true|false, ` +
 	`"intent": {"kind": "read"|"change"|"hypothetical", "changes": [{"target": "<as the user named it>", "value": <number>|null, "unit": "<unit>"}]}}`
 
-// taskReply is TaskShape's keys and JSON schema.
+// taskReply is taskShape's keys and JSON schema.
 var taskReply = newShape("task_reply",
 	required("task", jsonString()),
 	required("depends_on_chat_history", jsonBoolean()),
@@ -52,7 +52,7 @@ type TaskExtractionNode struct{ base }
 
 // NewTaskExtraction returns the task extraction node.
 func NewTaskExtraction(cfg Config) (*TaskExtractionNode, error) {
-	b, err := newBase(cfg, TaskExtraction)
+	b, err := newBase(cfg, state.NodeTaskExtraction)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Upda
 	} else {
 		task, err := parseTask(c.text)
 		if err != nil {
-			return state.Update{Tokens: tokens(llm.RoleTaskExtraction, c)}, formatError(n.name, err.Error(), TaskShape, c.text, nil)
+			return state.Update{Tokens: tokens(llm.RoleTaskExtraction, c)}, formatError(n.name, err.Error(), taskShape, c.text, nil)
 		}
 		t.Task = task
 	}

@@ -25,7 +25,7 @@ func ValidatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, 
 		if prob.plan != nil {
 			return nil, prob.plan
 		}
-		return nil, &FormatError{Node: Orchestrator, Problem: prob.format, Shape: PlanShape}
+		return nil, &FormatError{Node: state.NodeOrchestrator, Problem: prob.format, Shape: planShape}
 	}
 	return toPlanSteps(valid), nil
 }

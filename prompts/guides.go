@@ -45,7 +45,7 @@ func PlannerCapabilities(caps []capabilities.Capability) []PlannerCapability {
 				prio = g.Priority
 				pc.Instructions = g.Instructions
 				for i, ex := range g.Examples {
-					pc.Examples = append(pc.Examples, PlanExample{Number: i + 1, Scenario: ex.Scenario, Step: StepJSON(ex.Step), Notes: ex.Notes})
+					pc.Examples = append(pc.Examples, PlanExample{Number: i + 1, Scenario: ex.Scenario, Step: stepJSON(ex.Step), Notes: ex.Notes})
 				}
 			}
 		}
@@ -73,9 +73,9 @@ type planStep struct {
 	Inputs          []map[string]string `json:"inputs,omitempty"`
 }
 
-// StepJSON renders a planned step in the plan reply format, so examples
+// stepJSON renders a planned step in the plan reply format, so examples
 // show the model exactly what the parser accepts.
-func StepJSON(st capabilities.PlannedStep) string {
+func stepJSON(st capabilities.PlannedStep) string {
 	ps := planStep{ContextKey: st.ContextKey, Capability: st.Capability, TaskObjective: st.TaskObjective,
 		SuccessCriteria: st.SuccessCriteria, ExpectedOutput: st.ExpectedOutput, Parameters: st.Parameters}
 	for _, in := range st.Inputs {

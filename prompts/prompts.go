@@ -26,7 +26,9 @@ const (
 )
 
 // Names lists every template name.
-var Names = []string{TaskExtraction, Classifier, ClassifierBatched, Orchestrator, Response, Clarify, ErrorExplanation}
+func Names() []string {
+	return []string{TaskExtraction, Classifier, ClassifierBatched, Orchestrator, Response, Clarify, ErrorExplanation}
+}
 
 //go:embed templates/*.tmpl
 var embedded embed.FS
@@ -79,7 +81,7 @@ func Default() *Set {
 // override names and unparsable templates are errors naming the template.
 func New(cfg Config) (*Set, error) {
 	src := map[string]string{}
-	for _, n := range Names {
+	for _, n := range Names() {
 		b, err := embedded.ReadFile("templates/" + n + ".tmpl")
 		if err != nil {
 			return nil, &TemplateError{Name: n, Err: err}
@@ -97,8 +99,8 @@ func New(cfg Config) (*Set, error) {
 			if e.IsDir() || !ok {
 				continue
 			}
-			if !slices.Contains(Names, name) {
-				errs = append(errs, &TemplateError{Name: name, Err: fmt.Errorf("unknown template in %s (want one of %s)", cfg.Dir, strings.Join(Names, ", "))})
+			if !slices.Contains(Names(), name) {
+				errs = append(errs, &TemplateError{Name: name, Err: fmt.Errorf("unknown template in %s (want one of %s)", cfg.Dir, strings.Join(Names(), ", "))})
 				continue
 			}
 			b, err := fs.ReadFile(os.DirFS(cfg.Dir), e.Name())
@@ -110,14 +112,14 @@ func New(cfg Config) (*Set, error) {
 		}
 	}
 	for name, s := range cfg.Overrides {
-		if !slices.Contains(Names, name) {
-			errs = append(errs, &TemplateError{Name: name, Err: fmt.Errorf("unknown template (want one of %s)", strings.Join(Names, ", "))})
+		if !slices.Contains(Names(), name) {
+			errs = append(errs, &TemplateError{Name: name, Err: fmt.Errorf("unknown template (want one of %s)", strings.Join(Names(), ", "))})
 			continue
 		}
 		src[name] = s
 	}
 	set := &Set{tmpl: map[string]*template.Template{}}
-	for _, n := range Names {
+	for _, n := range Names() {
 		t, err := template.New(n).Funcs(funcs).Option("missingkey=error").Parse(src[n])
 		if err != nil {
 			errs = append(errs, &TemplateError{Name: n, Err: err})

@@ -8,42 +8,35 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// Node names of the agent graph. They equal the nodes package's constants;
-// they are repeated here so the router imports no LLM code.
-const (
-	TaskExtraction = "task_extraction"
-	Classifier     = "classifier"
-	Orchestrator   = "orchestrator"
-	Respond        = capabilities.Respond
-	Clarify        = capabilities.Clarify
-	Error          = "error"
-	// PlanApproval asks a human to approve the plan before any step runs
-	// (Options.PlanApproval); the agent adds this node.
-	PlanApproval = "plan_approval"
-	// End finishes the run (the graph engine's End).
-	End = "__end__"
-)
+// End finishes the run: the graph engine's End (graph.End), which the
+// router names without importing the engine. The node names are state's
+// (state.NodeTaskExtraction, …).
+const End = "__end__"
 
 // Names of the limits and budgets, as recorded in Control.LimitExceeded and
-// reported by the error node.
+// reported by the error node. Each is the JSON name of its Limits field and
+// the key under limits: in the configuration file.
 const (
 	LimitExecutionTime    = "max_execution_time"
 	LimitNodeSteps        = "max_node_steps"
-	LimitTokens           = "max_tokens"
+	LimitTokens           = "max_tokens_per_turn"
 	LimitPlanning         = "max_planning_attempts"
 	LimitReclassification = "max_reclassifications"
-	LimitAttempts         = "max_attempts"
+	// LimitAttempts is a retry policy's max_attempts (per step, not per turn).
+	LimitAttempts = "max_attempts"
 )
 
-// Default budgets.
+// Default limits of a turn.
 const (
 	DefaultMaxPlanningAttempts  = 2
 	DefaultMaxReclassifications = 1
 	DefaultMaxNodeSteps         = 100
+	DefaultMaxExecutionTime     = 300 * time.Second
 )
 
-// Config holds the budgets and the graph's capability nodes.
-type Config struct {
+// Limits bound one turn. Exceeding one ends the turn in the error node.
+// Zero fields take the defaults (WithDefaults).
+type Limits struct {
 	// MaxPlanningAttempts caps the plans made in one turn (the first plan
 	// included, also plans made after a reclassification). Default 2.
 	MaxPlanningAttempts int `json:"max_planning_attempts,omitempty"`
@@ -52,26 +45,44 @@ type Config struct {
 	MaxReclassifications int `json:"max_reclassifications,omitempty"`
 	// MaxNodeSteps caps node executions per turn. Default 100.
 	MaxNodeSteps int `json:"max_node_steps,omitempty"`
-	// MaxTokens caps the LLM tokens of one turn (Control.BudgetTokens: the
-	// approval model's are not counted); 0 means no budget.
-	MaxTokens int `json:"max_tokens,omitempty"`
+	// MaxTokensPerTurn caps the LLM tokens of one turn (Control.BudgetTokens:
+	// the approval model's are reported but not counted); 0 means no budget.
+	MaxTokensPerTurn int `json:"max_tokens_per_turn,omitempty"`
+	// MaxExecutionTime caps the wall-clock time of a turn. Default 300 s.
+	// The agent enforces it (the router reads no clock) and records
+	// LimitExecutionTime when it is exceeded.
+	MaxExecutionTime time.Duration `json:"max_execution_time,omitempty"`
+}
+
+// WithDefaults fills zero fields with the defaults.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxPlanningAttempts <= 0 {
+		l.MaxPlanningAttempts = DefaultMaxPlanningAttempts
+	}
+	if l.MaxReclassifications == 0 {
+		// Negative (none) stays negative, so applying WithDefaults twice is harmless.
+		l.MaxReclassifications = DefaultMaxReclassifications
+	}
+	if l.MaxNodeSteps <= 0 {
+		l.MaxNodeSteps = DefaultMaxNodeSteps
+	}
+	if l.MaxExecutionTime == 0 {
+		l.MaxExecutionTime = DefaultMaxExecutionTime
+	}
+	return l
+}
+
+// Config holds the limits and the graph's capability nodes.
+type Config struct {
+	Limits
 	// Capabilities are the capability nodes of the graph. A plan step naming
 	// anything else (other than respond and clarify) goes to the error node.
 	Capabilities []string `json:"capabilities,omitempty"`
 }
 
-// WithDefaults fills zero fields with the defaults.
+// WithDefaults fills zero limits with the defaults.
 func (c Config) WithDefaults() Config {
-	if c.MaxPlanningAttempts <= 0 {
-		c.MaxPlanningAttempts = DefaultMaxPlanningAttempts
-	}
-	if c.MaxReclassifications == 0 {
-		// Negative (none) stays negative, so applying WithDefaults twice is harmless.
-		c.MaxReclassifications = DefaultMaxReclassifications
-	}
-	if c.MaxNodeSteps <= 0 {
-		c.MaxNodeSteps = DefaultMaxNodeSteps
-	}
+	c.Limits = c.Limits.WithDefaults()
 	return c
 }
 
@@ -120,13 +131,10 @@ type Decision struct {
 	Steps map[string]int
 }
 
-// ToError reports whether the decision sends the turn to the error node.
-func (d Decision) ToError() bool { return len(d.Next) == 1 && d.Next[0] == Error }
-
 func to(cause Cause, next ...string) Decision { return Decision{Next: next, Cause: cause} }
 
 func toError(cause Cause, e *state.ErrorInfo, limit string) Decision {
-	return Decision{Next: []string{Error}, Cause: cause, Error: e, Limit: limit}
+	return Decision{Next: []string{state.NodeError}, Cause: cause, Error: e, Limit: limit}
 }
 
 // Decide returns the next node(s) for state s. It is pure: equal inputs give
@@ -144,7 +152,7 @@ func Decide(s state.State, cfg Config) Decision {
 		return toError(CauseLimit, e, c.LimitExceeded)
 	case c.NodeSteps >= cfg.MaxNodeSteps:
 		return toError(CauseLimit, e, LimitNodeSteps)
-	case cfg.MaxTokens > 0 && c.BudgetTokens() >= cfg.MaxTokens:
+	case cfg.MaxTokensPerTurn > 0 && c.BudgetTokens() >= cfg.MaxTokensPerTurn:
 		return toError(CauseLimit, e, LimitTokens)
 	}
 	if e != nil {
@@ -152,18 +160,18 @@ func Decide(s state.State, cfg Config) Decision {
 	}
 	switch {
 	case t.Task == nil:
-		return to(CauseNoTask, TaskExtraction)
+		return to(CauseNoTask, state.NodeTaskExtraction)
 	case len(t.ActiveCapabilities) == 0:
-		return to(CauseNoCapabilities, Classifier)
+		return to(CauseNoCapabilities, state.NodeClassifier)
 	case t.Plan == nil:
 		if c.PlansCreated >= cfg.MaxPlanningAttempts {
 			return toError(CausePlanningBudget, nil, LimitPlanning)
 		}
-		return to(CauseNoPlan, Orchestrator)
+		return to(CauseNoPlan, state.NodeOrchestrator)
 	case t.Options.PlanApproval && !t.Plan.Approved:
 		// The whole plan is approved before any of its steps runs; a new
 		// plan (replanning) is asked for again.
-		return to(CausePlanApproval, PlanApproval)
+		return to(CausePlanApproval, state.NodePlanApproval)
 	}
 	return decideSteps(t.Plan, cfg, c.NodeSteps)
 }
@@ -224,12 +232,12 @@ func decideError(s state.State, cfg Config, e *state.ErrorInfo) Decision {
 		if c.PlansCreated >= cfg.MaxPlanningAttempts {
 			return toError(CausePlanningBudget, e, LimitPlanning)
 		}
-		return Decision{Next: []string{Orchestrator}, Cause: CauseReplan, Error: e}
+		return Decision{Next: []string{state.NodeOrchestrator}, Cause: CauseReplan, Error: e}
 	case capabilities.Reclassification:
 		if c.Reclassifications >= cfg.ReclassificationBudget() {
 			return toError(CauseReclassificationLimit, e, LimitReclassification)
 		}
-		return Decision{Next: []string{Classifier}, Cause: CauseReclassify, Error: e}
+		return Decision{Next: []string{state.NodeClassifier}, Cause: CauseReclassify, Error: e}
 	case capabilities.Fatal:
 		return toError(CauseFatal, e, "")
 	}
@@ -238,11 +246,11 @@ func decideError(s state.State, cfg Config, e *state.ErrorInfo) Decision {
 
 func isPending(st state.StepStatus) bool { return st == "" || st == state.StepPending }
 
-func isTerminal(name string) bool { return name == Respond || name == Clarify }
+func isTerminal(name string) bool { return name == state.NodeRespond || name == state.NodeClarify }
 
 func infraNode(name string) bool {
 	switch name {
-	case TaskExtraction, Classifier, Orchestrator, Respond, Clarify:
+	case state.NodeTaskExtraction, state.NodeClassifier, state.NodeOrchestrator, state.NodeRespond, state.NodeClarify:
 		return true
 	}
 	return false
@@ -356,5 +364,5 @@ func decideSteps(p *state.Plan, cfg Config, nodeSteps int) Decision {
 	}
 	// Every step ran and the plan has no terminal step (or the index ran past
 	// the end): answer.
-	return to(CausePlanFinished, Respond)
+	return to(CausePlanFinished, state.NodeRespond)
 }

@@ -15,30 +15,9 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// A Chat Completions approval token must mean the same thing to every
-// server process: after a restart, or on another replica, the user's "yes
-// AP-…" still has to reach the waiting thread. Nothing is written for it:
-// the token is derived from data the checkpoint store already holds.
-//
-//   - Its first four characters (the thread key) are a digest of the
-//     principal and the internal thread id. Every Chat Completions turn
-//     stores the key in the thread's metadata (MetaApprovalKey), and the
-//     agent keeps the metadata through the resumes of the turn.
-//   - Its last four characters are a digest of the thread and the
-//     approval's id and creation time, so every approval of a thread has
-//     its own token, and an approval asked again in a later turn (approval
-//     ids repeat per turn) gets a new one.
-//
-// A process that does not know a token lists the caller's threads whose
-// metadata holds the thread key (ownerFilter scopes it to the principal
-// and forwarded user, and threadFromInfo checks that the thread id derives
-// from them), then compares the token with each thread's pending
-// approvals — the one it answers — and with the approvals the thread's
-// current turn answered already (a repeated request). The token is a
-// pointer into the caller's own threads, not a secret: knowing another
-// principal's token gives nothing, because the lookup never leaves the
-// caller's threads. So no server secret is needed, and replicas need no
-// shared configuration for it.
+// An approval token is derived from what the store already holds, so it
+// works after a restart and on every replica: docs/frontends.md, "Tokens
+// survive restarts and work on every replica".
 
 // MetaApprovalKey is the metadata key of a Chat Completions thread's
 // approval token key (the first four characters of its tokens).

@@ -30,17 +30,17 @@ const duplicateRetryAfter = 2
 // conversation itself (model, forwarded chat id, every user and assistant
 // message) unless the window is off or the request answers an approval
 // (an approval token is answered once by its own bookkeeping).
-func (s *Server) chatKey(r *http.Request, c caller, t chatTurn) (key string, explicit bool) {
+func (s *Server) chatKey(r *http.Request, c caller, t chatTurn, scope string) (key string, explicit bool) {
 	if r.Header.Get("Idempotency-Key") != "" {
-		return idempotencyKey(r, c, "chat", "")
+		return idempotencyKey(r, c, scope, "")
 	}
 	if s.cfg.DuplicateWindow < 0 {
 		return "", false
 	}
-	if _, ok := findApprovalToken(t.lastAssistant); ok {
+	if _, ok := findApprovalToken(t.lastAssistant); ok || t.token != "" {
 		return "", false
 	}
-	return idempotencyKey(r, c, "chat", t.model.ID+"\x00"+c.ChatID+"\x00"+strconv.FormatBool(t.stream)+"\x00"+transcriptDigest(c, t.msgs))
+	return idempotencyKey(r, c, scope, t.model.ID+"\x00"+c.ChatID+"\x00"+t.thread+"\x00"+strconv.FormatBool(t.stream)+"\x00"+transcriptDigest(c, t.msgs))
 }
 
 // replayChat answers a repeated chat request from the first request's run
@@ -90,5 +90,43 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		u = *res.Usage
 	}
 	s.replyChatUsage(w, t, chatReply{Content: res.Content, Reasoning: res.Reasoning}, u)
+	if !explicit && http.NewResponseController(w).Flush() == nil {
+		s.releaseKey(rec.ID, rec.Status) // the retry got the answer
+	}
 	return true
+}
+
+// replayResponse is replayChat for the Responses API: the first request's
+// run to follow (st.ru) while it goes on here, its answer (st.reply) once
+// it has ended, or again when rec is too old to count (its key released:
+// start a new run). Otherwise it has answered (409 while the run goes on
+// elsewhere) and st is empty.
+func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *checkpoint.RunRecord, explicit bool) (st chatStart, again bool) {
+	if ru, ok := s.runs.byID(rec.ID); ok && !ru.info().Finished {
+		w.Header().Set(headerReplayed, "true")
+		return chatStart{ru: ru, clientThread: ru.ClientThread}, false
+	}
+	if !rec.Status.Terminal() {
+		w.Header().Set("Retry-After", strconv.Itoa(duplicateRetryAfter))
+		s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
+		return chatStart{}, false
+	}
+	var res runResult
+	if len(rec.Result) == 0 || json.Unmarshal(rec.Result, &res) != nil || res.Failure != nil ||
+		!explicit && s.cfg.Now().Sub(rec.Updated) > s.cfg.DuplicateWindow {
+		_, err := s.records.UpdateRun(r.Context(), rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{rec.Status}, Status: rec.Status, ReleaseKey: true})
+		if err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+			s.cfg.Logger.Warn("releasing a run key", "run", rec.ID, "error", err)
+		}
+		return chatStart{}, true
+	}
+	w.Header().Set(headerReplayed, "true")
+	st = chatStart{reply: &chatReply{Content: res.Content, Reasoning: res.Reasoning}, clientThread: rec.Labels[labelThread]}
+	if res.Usage != nil {
+		st.usage = *res.Usage
+	}
+	if !explicit {
+		st.replayed = rec // its key is released once the answer is delivered
+	}
+	return st, false
 }

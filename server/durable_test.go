@@ -57,7 +57,7 @@ func TestAcknowledgedRunsAreAnsweredAfterACrash(t *testing.T) {
 	// before the crash; the SDK retries it after the restart.
 	chatReq, _ := http.NewRequest("POST", "/v1/chat/completions", nil)
 	msgs := []transcriptMsg{{Role: "user", Text: "What is the beam current?"}}
-	key, _ := idempotencyKey(chatReq, alice, "chat", "capgraph\x00\x00false\x00"+transcriptDigest(alice, msgs))
+	key, _ := idempotencyKey(chatReq, alice, "chat", "capgraph\x00\x00\x00false\x00"+transcriptDigest(alice, msgs))
 	meta := first.srv.turnMetadata(alice, "openai", "chat-crashed", nil)
 	meta[MetaTranscript] = transcriptDigest(alice, msgs)
 	chat := crashedRecord(t, first, "run-chat", alice, "openai", "chat-crashed",

@@ -25,8 +25,8 @@ const (
 	DefaultMaxMetadataBytes = 16 << 10
 	DefaultPageSize         = 50
 	DefaultMaxPageSize      = 500
-	// maxMetadataKeyLen bounds one metadata key, in bytes.
-	maxMetadataKeyLen = 64
+	// metadataKeyMaxLen bounds one metadata key of the native API, in bytes.
+	metadataKeyMaxLen = 64
 )
 
 // ErrQuota: the caller holds as much as it may (threads); 403, not 429,
@@ -43,9 +43,9 @@ func (s *Server) checkMetadata(meta map[string]string) error {
 	size := 0
 	for k, v := range meta {
 		size += len(k) + len(v)
-		if len(k) > maxMetadataKeyLen || !validThreadID(k) {
+		if len(k) > metadataKeyMaxLen || !validThreadID(k) {
 			return badRequest("metadata", "key %s: a metadata key is 1 to %d characters: ASCII letters, digits, '-', '_', '.' and ':', starting with a letter or digit",
-				quoteForClient(k), maxMetadataKeyLen)
+				quoteForClient(k), metadataKeyMaxLen)
 		}
 		if !utf8.ValidString(v) {
 			return badRequest("metadata."+k, "is not valid UTF-8")

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/google/uuid"
 )
 
@@ -51,6 +53,16 @@ type chatTurn struct {
 	lastAssistant string
 	// msgs is the conversation as text, the new user message last.
 	msgs []transcriptMsg
+	// user is the request's "user" field, raw (detectOpenWebUI).
+	user json.RawMessage
+	// statuses: send Open WebUI status frames (sendStatusFrames).
+	statuses bool
+	// thread, when set, is the client id of the thread the turn continues
+	// (a Responses previous_response_id); token is then the approval token
+	// of the approval that thread waits for, if any.
+	thread, token string
+	// clientMeta is the client's metadata for the thread (Responses).
+	clientMeta map[string]string
 }
 
 func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
@@ -74,7 +86,7 @@ func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 	if len(req.Messages) > s.cfg.MaxMessages {
 		return chatTurn{}, badRequest("messages", "%d messages exceed the limit of %d", len(req.Messages), s.cfg.MaxMessages)
 	}
-	t := chatTurn{model: m, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+	t := chatTurn{model: m, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, user: req.User}
 	for i, msg := range req.Messages {
 		txt, err := msg.text()
 		if err != nil {
@@ -118,19 +130,72 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-
+	t.statuses = s.sendStatusFrames(r, c, t.user)
 	if err := checkIdempotencyKey(r); err != nil {
 		s.writeError(w, err)
 		return
 	}
 	// A repeated request (an SDK's retry) gets the first request's run.
-	key, explicit := s.chatKey(r, c, t)
+	key, explicit := s.chatKey(r, c, t, "chat")
 	if key != "" {
 		if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil && s.replayChat(w, r, t, c, rec, explicit) {
 			return
 		}
 	}
+	st, err := s.startChat(r.Context(), c, t, "openai", key)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if st.dup != nil {
+		// Another request with the same key got there first.
+		if !s.replayChat(w, r, t, c, *st.dup, explicit) {
+			s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request is being answered; try again shortly"})
+		}
+		return
+	}
+	if st.reply != nil {
+		s.replyChat(w, t, *st.reply)
+		return
+	}
+	if st.token != "" {
+		// A claim that fails (a panic anywhere below) releases its
+		// token, so the approval can be answered again instead of
+		// staying "being carried out" until a restart.
+		defer s.approvals.releaseOnPanic(st.token)
+	}
+	rd := &chatRenderer{}
+	if t.stream {
+		s.streamChat(w, r, t, c, st.ru, rd, st.token)
+	} else {
+		s.collectChat(w, r, t, c, st.ru, rd, st.token)
+	}
+}
 
+// chatStart is how a Chat Completions (or Responses) turn started: its
+// run, or a reply to send without one (an approval answered before).
+type chatStart struct {
+	ru *run
+	// token is the approval token the run answers ("" for a new turn).
+	token string
+	// reply, when set, is the whole answer: no run started.
+	reply *chatReply
+	// clientThread is the thread's client id.
+	clientThread string
+	// dup, when set, is the run a request with the same key started: no
+	// run started (the caller joins or replays it).
+	dup *checkpoint.RunRecord
+	// usage goes with reply when it replays a run's answer; replayed is
+	// that run's record when its key was derived from the request.
+	usage    agent.Usage
+	replayed *checkpoint.RunRecord
+}
+
+// startChat decides which thread a chat turn goes to, and whether it runs
+// a new turn or resumes an approval, then records and starts the run (key
+// is its idempotency key, see chatKey). source names the protocol in the
+// thread's metadata.
+func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, key string) (chatStart, error) {
 	// Which thread, and run or resume?
 	var (
 		clientThread, thread string
@@ -138,36 +203,29 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		token                string
 		transcript           string
 	)
-	if tok, ok := findApprovalToken(t.lastAssistant); ok {
+	tok, ok := t.token, t.token != ""
+	if !ok && t.thread == "" {
+		tok, ok = findApprovalToken(t.lastAssistant)
+	}
+	if ok {
 		ticket, res := s.approvals.claim(ownerKey(c), tok, s.cfg.Now())
 		if res == claimNone {
 			// Not issued by this process (a restart, another replica):
 			// the checkpoint store knows it (approvaltoken.go).
 			var err error
-			if ticket, res, err = s.claimStored(r.Context(), c, tok); err != nil {
-				s.writeError(w, err)
-				return
+			if ticket, res, err = s.claimStored(ctx, c, tok); err != nil {
+				return chatStart{}, err
 			}
 		}
 		switch res {
 		case claimBusy:
-			s.writeError(w, &RequestError{Kind: ErrConflict, Message: "this approval is being carried out; wait for its answer"})
-			return
+			return chatStart{}, &RequestError{Kind: ErrConflict, Message: "this approval is being carried out; wait for its answer"}
 		case claimReplay:
 			// A repeated request (an SDK retry, a resent message): the
 			// approval was carried out once; say again what it answered.
-			s.replyChat(w, t, ticket.reply)
-			return
+			return chatStart{reply: &ticket.reply, clientThread: ticket.ClientThread}, nil
 		case claimOK:
-			// A claim that fails (a panic anywhere below) releases its
-			// token, so the approval can be answered again instead of
-			// staying "being carried out" until a restart.
-			defer func() {
-				if v := recover(); v != nil {
-					s.approvals.settle(tok, nil)
-					panic(v)
-				}
-			}()
+			defer s.approvals.releaseOnPanic(tok)
 			token, clientThread, thread = tok, ticket.ClientThread, ticket.Thread
 			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: answerText(t.input, tok), By: callerName(c)}
 			sp = runSpec{kind: kindAnswer, answer: &ans}
@@ -175,36 +233,34 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if sp.kind == "" {
 		switch {
+		case t.thread != "":
+			clientThread = t.thread
 		case c.ChatID != "":
 			clientThread = "openwebui:" + c.ChatID
 			if err := checkThreadID(headerChatID, clientThread); err != nil {
-				s.writeError(w, err)
-				return
+				return chatStart{}, err
 			}
-			if _, _, err := s.openThread(r.Context(), c, clientThread, "openai", nil); err != nil {
-				s.writeError(w, err)
-				return
+			if _, _, err := s.openThread(ctx, c, clientThread, source, nil); err != nil {
+				return chatStart{}, err
 			}
 		default:
 			// No chat id: the transcript names the conversation
 			// (transcript.go); a new one gets a new thread.
-			ct, ok, err := s.continuedThread(r.Context(), c, t.msgs)
+			ct, ok, err := s.continuedThread(ctx, c, t.msgs)
 			if err != nil {
-				s.writeError(w, err)
-				return
+				return chatStart{}, err
 			}
 			clientThread = ct
 			if !ok {
 				clientThread = "chat-" + uuid.NewString()
-				if _, _, err := s.openThread(r.Context(), c, clientThread, "openai", nil); err != nil {
-					s.writeError(w, err)
-					return
+				if _, _, err := s.openThread(ctx, c, clientThread, source, t.clientMeta); err != nil {
+					return chatStart{}, err
 				}
 			}
 			transcript = transcriptDigest(c, t.msgs)
 		}
 		thread = internalThreadID(c, clientThread)
-		meta := s.turnMetadata(c, "openai", clientThread, nil)
+		meta := s.turnMetadata(c, source, clientThread, t.clientMeta)
 		meta[MetaApprovalKey] = approvalTokenKey(ownerKey(c), thread)
 		if transcript != "" {
 			meta[MetaTranscript] = transcript
@@ -217,36 +273,19 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			if errors.As(err, &le) {
 				err = &RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.model.ID, le.Error())}
 			}
-			s.writeError(w, err)
-			return
+			return chatStart{}, err
 		}
 		sp = runSpec{kind: kindTurn, turn: &req}
 	}
-	sp.c, sp.source, sp.clientThread, sp.thread, sp.key, sp.chat = c, "openai", clientThread, thread, key, true
-	ru, dup, err := s.submit(r.Context(), sp)
-	if err == nil && dup != nil {
-		// Another request with the same key got there first.
+	sp.c, sp.source, sp.clientThread, sp.thread, sp.key, sp.chat = c, source, clientThread, thread, key, true
+	ru, dup, err := s.submit(ctx, sp)
+	if err != nil || dup != nil {
 		if token != "" {
 			s.approvals.settle(token, nil)
 		}
-		if !s.replayChat(w, r, t, c, *dup, explicit) {
-			s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request is being answered; try again shortly"})
-		}
-		return
+		return chatStart{dup: dup}, err
 	}
-	if err != nil {
-		if token != "" {
-			s.approvals.settle(token, nil)
-		}
-		s.writeError(w, err)
-		return
-	}
-	rd := &chatRenderer{}
-	if t.stream {
-		s.streamChat(w, r, t, c, ru, rd, token)
-	} else {
-		s.collectChat(w, r, t, c, ru, rd, token)
-	}
+	return chatStart{ru: ru, token: token, clientThread: clientThread}, nil
 }
 
 // allowedCapabilities is what the agent enforces for c: nil (no
@@ -314,6 +353,9 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 	}
 	s.rememberTranscript(c, t, ru, content)
 	s.writeCompletion(w, t, reply, rd.usage)
+	if http.NewResponseController(w).Flush() == nil {
+		s.delivered(ru)
+	}
 }
 
 // chatRunEnd is how a followed chat run ended, for both answer forms: left
@@ -401,7 +443,7 @@ type chunker struct {
 
 func (s *Server) newChunker(w http.ResponseWriter, t chatTurn) *chunker {
 	return &chunker{sse: startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), id: "chatcmpl-" + uuid.NewString(), created: s.cfg.Now().Unix(),
-		model: t.model.ID, usage: t.usage, statuses: s.cfg.OpenWebUIEvents == nil || *s.cfg.OpenWebUIEvents}
+		model: t.model.ID, usage: t.usage, statuses: t.statuses}
 }
 
 func (k *chunker) chunk(d *chatDelta, finish *string) {
@@ -500,4 +542,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	}
 	s.rememberTranscript(c, t, ru, rd.content.String())
 	k.finish(rd.usage)
+	if k.sse.err == nil {
+		s.delivered(ru)
+	}
 }

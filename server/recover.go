@@ -50,36 +50,17 @@ func (s *Server) recoveryLimit() int {
 	return defaultRecoveryLimit
 }
 
-// RecoverRuns finishes what a crash or a shutdown left unfinished, and
-// returns the threads of the runs it started (once they have started);
-// Shutdown waits for them like for any run.
-//
-// First the runs the server recorded (runrecord.go) that never ended: a
-// run whose input never reached the checkpoints is started now with the
-// recorded input, one cut between two steps is resumed, one that ended
-// meanwhile gets its record's status, and one a later run on its thread
-// superseded is marked failed with that reason — so every acknowledged
-// request is answered or marked failed. A record is taken over with a
-// conditional update (its owner must still be the one that wrote it), so
-// of several replicas one takes it; records younger than
-// Config.RecoverGrace are left to the process that may be starting them.
-//
-// Then the cut runs without a record (a command-line run, or from before
-// records): claimed through agent.ClaimUnfinished under the thread's
-// lease. Unlike agent.RecoverRuns, every resumed run goes through the
-// server: each capability execution is audited under the thread's owner,
-// the runs are visible (followed, canceled, listed) and a client cannot
-// start a second run on such a thread meanwhile.
-//
-// It starts a run only while the server runs fewer runs (client and
-// recovered ones alike) than its recovery limit — Config.MaxTotalRuns when
-// set, else the runner's RecoveryLimit (the agent's MaxConcurrency), else
-// 8 — and stops at the limit: what it leaves stays claimable by another
-// replica or by the next call (Config.RecoverEvery). The room is checked
-// before each start outside the run table's lock: a client run starting
-// at that moment can take the server one run past the limit. A thread
-// leased by another replica is skipped silently, so replicas sharing a
-// store may all call it, at start-up and then periodically.
+// RecoverRuns finishes what a crash or a shutdown left unfinished and
+// returns the threads of the runs it started: first the runs the server
+// recorded and never ended (started from their input, resumed, or marked
+// with how they ended), then the cut runs without a record
+// (agent.ClaimUnfinished), each as a server run of its owner — audited,
+// followable, waited for by Shutdown. It starts runs only while the server
+// has room (Config.MaxTotalRuns, else the runner's RecoveryLimit, else 8)
+// and stops at the limit; the rest stays for another replica or the next
+// call. Replicas sharing a store may all call it, at start-up and
+// periodically; how it shares the work: docs/frontends.md,
+// "srv.RecoverRuns", and docs/reliability.md.
 func (s *Server) RecoverRuns(ctx context.Context) ([]string, error) {
 	return s.recoverRuns(ctx, false)
 }

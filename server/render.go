@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -143,12 +142,12 @@ func unstreamed(content, streamed string) string {
 // nodeStatus is the status line shown while an infrastructure node runs
 // (capability steps get theirs from step_start).
 var nodeStatus = map[string]string{
-	nodes.TaskExtraction: "Understanding the request",
-	nodes.Classifier:     "Selecting capabilities",
-	nodes.Orchestrator:   "Planning",
-	nodes.Respond:        "Writing the answer",
-	nodes.Clarify:        "Asking for clarification",
-	nodes.Error:          "Explaining what went wrong",
+	state.NodeTaskExtraction: "Understanding the request",
+	state.NodeClassifier:     "Selecting capabilities",
+	state.NodeOrchestrator:   "Planning",
+	state.NodeRespond:        "Writing the answer",
+	state.NodeClarify:        "Asking for clarification",
+	state.NodeError:          "Explaining what went wrong",
 }
 
 // approvalText is what ends an approval request: the token the next

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -171,8 +172,7 @@ func TestOpenAIGoRetriesJoinTheFirstRun(t *testing.T) {
 }
 
 // The same with the npm openai SDK (testdata/js/retry.test.mjs): its
-// retries after timeouts, and a repeated request after the answer, start
-// no second run.
+// retries after timeouts start no second run.
 func TestNodeOpenAIRetriesJoinTheFirstRun(t *testing.T) {
 	dir := filepath.Join("testdata", "js")
 	node := nodeOrSkip(t, dir)
@@ -186,55 +186,92 @@ func TestNodeOpenAIRetriesJoinTheFirstRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node --test failed: %v\n%s", err, out)
 	}
-	if n := len(env.runner.runs()); n != 1 || chats.Load() < 4 {
+	if n := len(env.runner.runs()); n != 1 || chats.Load() < 3 {
 		t.Fatalf("%d chat requests started %d runs; want 1\n%s", chats.Load(), n, out)
 	}
 }
 
-// Issue 13 item 8: a repeated identical request after the answer (an SDK
-// retry whose first answer was lost) gets that answer, marked
-// Idempotent-Replayed, within Config.DuplicateWindow; after it, the same
-// words are a new question. An Idempotency-Key names the run explicitly,
-// on the native API too.
+// Issue 13 item 8: a repeated identical request whose first request never
+// got its answer (the client timed out, the run finished without it) gets
+// that run's answer, marked Idempotent-Replayed, within
+// Config.DuplicateWindow, and no second run. Once an answer was delivered
+// the same words are a new question (a regenerate, the same question in a
+// new chat), as they are after the window. An Idempotency-Key names the
+// run explicitly, on the native API too, for as long as its record is kept.
 func TestRepeatedRequestsAreAnsweredFromTheFirstRun(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { return now }
 	env := newTestEnv(t, func(c *Config) { c.Now = clock })
-	body := chatBody("capgraph", false, user("What is the beam current?"))
-	resp, first := env.do(t, "POST", "/v1/chat/completions", keyAlice, body)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerReplayed) != "" {
-		t.Fatalf("first: %d %s", resp.StatusCode, first)
+	body := chatBody("capgraph", false, user("slow please"))
+	// The first request gives up before the answer (an SDK timeout).
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("the slow request answered")
 	}
+	cancel()
+	waitFollowers(t, env, 0) // the server saw the client go
+	env.runner.Release()     // the run finishes without it
+	waitRuns(t, env)
 	resp, again := env.do(t, "POST", "/v1/chat/completions", keyAlice, body)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerReplayed) != "true" || !strings.Contains(string(again), "Beam current is 500 mA.") {
-		t.Fatalf("repeat: %d %s", resp.StatusCode, again)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerReplayed) != "true" || !strings.Contains(string(again), "Done after waiting.") {
+		t.Fatalf("the retry: %d %v %s (%d runs)", resp.StatusCode, resp.Header, again, len(env.runner.runs()))
 	}
 	if n := len(env.runner.runs()); n != 1 {
 		t.Fatalf("%d runs; want 1", n)
 	}
-	// Another principal's identical request is its own.
-	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyBob, body); resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 2 {
-		t.Fatal("bob's request was answered from alice's run")
+	// That answer was delivered: the same words again are a new question.
+	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, body); resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 2 {
+		t.Fatalf("a request after a delivered answer was replayed (%d runs)", len(env.runner.runs()))
 	}
-	now = now.Add(2 * DefaultDuplicateWindow)
-	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, body); resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 3 {
-		t.Fatal("a request outside the window was not a new run")
+	// An answered request, asked again at once: a new run too.
+	read := chatBody("capgraph", false, user("What is the beam current?"))
+	env.do(t, "POST", "/v1/chat/completions", keyAlice, read)
+	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, read); resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 4 {
+		t.Fatalf("the same question twice: %d runs, want 4", len(env.runner.runs()))
 	}
 	// Idempotency-Key: the same key is the same run, however long after.
 	k := []string{"Idempotency-Key", "order-7"}
 	env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Read SR:DCCT")), k...)
 	now = now.Add(time.Hour)
-	resp, _ = env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Read SR:DCCT")), k...)
-	if resp.Header.Get(headerReplayed) != "true" || len(env.runner.runs()) != 4 {
-		t.Fatalf("Idempotency-Key repeat: %v, %d runs", resp.Header, len(env.runner.runs()))
+	resp, b2 := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Read SR:DCCT")), k...)
+	if resp.Header.Get(headerReplayed) != "true" || len(env.runner.runs()) != 5 || !strings.Contains(string(b2), "500 mA") {
+		t.Fatalf("Idempotency-Key repeat: %v %s, %d runs", resp.Header, b2, len(env.runner.runs()))
+	}
+	// Another principal's key is its own.
+	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyBob, chatBody("capgraph", false, user("Read SR:DCCT")), k...); resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 6 {
+		t.Fatal("bob's request was answered from alice's run")
 	}
 	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "idem"})
-	resp, a := env.do(t, "POST", "/api/threads/idem/runs", keyAlice, map[string]any{"input": "What is the beam current?"}, k...)
-	resp2, b := env.do(t, "POST", "/api/threads/idem/runs", keyAlice, map[string]any{"input": "What is the beam current?"}, k...)
+	resp, a := env.do(t, "POST", "/api/threads/idem/runs", keyAlice, map[string]any{"input": "slow please"}, k...)
+	resp2, c := env.do(t, "POST", "/api/threads/idem/runs", keyAlice, map[string]any{"input": "slow please"}, k...)
 	if resp.StatusCode != http.StatusAccepted || resp2.StatusCode != http.StatusAccepted || resp2.Header.Get(headerReplayed) != "true" ||
-		runID(t, a) != runID(t, b) || len(env.runner.runs()) != 5 {
-		t.Fatalf("native Idempotency-Key: %s / %s, %d runs", a, b, len(env.runner.runs()))
+		runID(t, a) != runID(t, c) || len(env.runner.runs()) != 7 {
+		t.Fatalf("native Idempotency-Key: %s / %s, %d runs", a, c, len(env.runner.runs()))
 	}
+}
+
+// waitFollowers waits until env's one run has n requests following it.
+func waitFollowers(t *testing.T, env *testEnv, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		env.srv.runs.mu.Lock()
+		var got []int
+		for _, r := range env.srv.runs.runs {
+			r.mu.Lock()
+			got = append(got, r.followers)
+			r.mu.Unlock()
+		}
+		env.srv.runs.mu.Unlock()
+		if len(got) == 1 && got[0] == n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("the run never had %d followers", n)
 }
 
 func runID(t *testing.T, body []byte) string {

@@ -176,6 +176,12 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *checkpoin
 	}
 	r, err = s.runs.reserve(sp)
 	if err != nil {
+		// A repeat of a request whose run still holds the thread.
+		if sp.key != "" {
+			if rec, kerr := s.records.GetRunByKey(ctx, sp.key); kerr == nil {
+				return nil, &rec, nil
+			}
+		}
 		return nil, nil, err
 	}
 	if !sp.recorded {
@@ -240,7 +246,38 @@ func (s *Server) finishRecord(r *run, status agent.RunStatus, runErr error, shut
 	if _, err := s.records.UpdateRun(ctx, r.ID, u); err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
 		s.cfg.Logger.Error("run record update failed", "run", r.ID, "error", err)
 	}
+	r.mu.Lock()
+	r.recStatus = u.Status
+	r.mu.Unlock()
 }
+
+// delivered is called when a request got its run's answer (the last byte
+// handed to the connection): a later identical request is then a new
+// question, not a retry, so a key derived from the request is released.
+// An Idempotency-Key stays with its run.
+func (s *Server) delivered(r *run) {
+	r.mu.Lock()
+	key, st := r.implicitKey, r.recStatus
+	r.implicitKey = ""
+	r.mu.Unlock()
+	if key == "" || st == "" {
+		return
+	}
+	s.releaseKey(r.ID, st)
+}
+
+// releaseKey frees a record's key (the record stays).
+func (s *Server) releaseKey(id string, st checkpoint.RunStatus) {
+	ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
+	defer cancel()
+	_, err := s.records.UpdateRun(ctx, id, checkpoint.RunUpdate{From: []checkpoint.RunStatus{st}, Status: st, ReleaseKey: true})
+	if err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+		s.cfg.Logger.Warn("releasing a run key", "run", id, "error", err)
+	}
+}
+
+// implicitKeyPrefix marks keys derived from a request (idempotencyKey).
+const implicitKeyPrefix = "same:"
 
 // recordWriteTimeout bounds a record update that no request waits for.
 const recordWriteTimeout = 30 * time.Second
@@ -270,7 +307,7 @@ func idempotencyKey(r *http.Request, c caller, scope string, implicit string) (k
 	if implicit == "" {
 		return "", false
 	}
-	return "same:" + digestHex(ownerKey(c), scope, implicit), false
+	return implicitKeyPrefix + digestHex(ownerKey(c), scope, implicit), false
 }
 
 func digestHex(parts ...string) string {

@@ -7,10 +7,12 @@ import (
 	"iter"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -53,6 +55,11 @@ type run struct {
 	// detach cancels the run DetachGrace after its last follower left.
 	detach      *time.Timer
 	detachGrace time.Duration
+	// key is the run's record key when it was derived from the request
+	// (a repeat is a retry only until an answer was delivered), and
+	// recStatus the status finishRecord wrote.
+	implicitKey string
+	recStatus   checkpoint.RunStatus
 }
 
 // markBegun closes begun once (r.mu held).
@@ -293,6 +300,9 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 		detachGrace: m.s.cfg.DetachGrace}
 	if sp.chat {
 		r.chat = &chatRenderer{}
+	}
+	if strings.HasPrefix(sp.key, implicitKeyPrefix) {
+		r.implicitKey = sp.key
 	}
 	if limited {
 		m.active[c.key()]++

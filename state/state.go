@@ -6,13 +6,14 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 )
 
-// Role of a chat message.
-type Role string
+// MessageRole says who wrote a chat message (not to be confused with a model
+// role, which says what a model is used for).
+type MessageRole string
 
 const (
-	RoleUser      Role = "user"
-	RoleAssistant Role = "assistant"
-	RoleSystem    Role = "system"
+	RoleUser      MessageRole = "user"
+	RoleAssistant MessageRole = "assistant"
+	RoleSystem    MessageRole = "system"
 )
 
 // MessageKind says what an assistant message is, so frontends can render it.
@@ -28,7 +29,7 @@ const (
 
 // Message is one chat message.
 type Message struct {
-	Role    Role        `json:"role"`
+	Role    MessageRole `json:"role"`
 	Content string      `json:"content"`
 	Kind    MessageKind `json:"kind,omitempty"`
 	Turn    int         `json:"turn,omitempty"`
@@ -77,7 +78,9 @@ const (
 // RaisableSettings are the settings a per-key permission may let a request
 // raise above the configuration. The write switch is not among them: it is
 // the process's own configuration, checked where a write executes.
-var RaisableSettings = []string{SettingApprovalMode, SettingPlanApproval, SettingSkipClassification, SettingSkipTaskExtraction}
+func RaisableSettings() []string {
+	return []string{SettingApprovalMode, SettingPlanApproval, SettingSkipClassification, SettingSkipTaskExtraction}
+}
 
 // Turn is everything about the current turn.
 type Turn struct {

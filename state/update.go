@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/llm/vocab"
 )
 
 // Update is what a node returns. Apply merges it into the state. Every field
@@ -55,9 +56,8 @@ type StepUpdate struct {
 	ClearError bool `json:"clear_error,omitempty"`
 }
 
-// approvalRole is the model role whose tokens ApprovalDecision.Tokens counts
-// (llm.RoleApproval; state does not import llm).
-const approvalRole = "approval"
+// approvalRole is the model role whose tokens ApprovalDecision.Tokens counts.
+const approvalRole = string(vocab.RoleApproval)
 
 // BudgetTokens is what counts against the turn's token budget: every
 // role's tokens except the approval model's. Reading a human's answer is

@@ -1,5 +1,5 @@
-// Command capgraph is the capgraph agent with the control-room example's
-// capabilities: a simulated accelerator (about 250 process variables with an
+// Command capgraph is the capgraph agent with its default demo application
+// (package demo/controlroom): a simulated accelerator (about 250 process variables with an
 // archive) operated through channel_finding, channel_read, archiver_retrieval
 // and channel_write. It runs offline with nothing configured.
 //
@@ -13,7 +13,7 @@ package main
 
 import (
 	"github.com/capgraph/capgraph/cli"
-	"github.com/capgraph/capgraph/cli/controlroom"
+	"github.com/capgraph/capgraph/demo/controlroom"
 )
 
 func main() { cli.Main(controlroom.App()) }

@@ -1,7 +1,7 @@
-// Command controlroom is the control-room example: a simulated accelerator
-// (about 250 process variables with units, limits, noise and an archive)
-// operated by an offline capgraph agent through channel_finding,
-// channel_read, archiver_retrieval and channel_write.
+// Command controlroom is the control-room example: the capgraph command's
+// default demo application (package demo/controlroom, a simulated
+// accelerator operated through channel_finding, channel_read,
+// archiver_retrieval and channel_write) driven by a program of its own.
 //
 // Without arguments it asks the demo questions and prints the answers:
 //
@@ -25,8 +25,8 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/cli"
-	"github.com/capgraph/capgraph/cli/controlroom"
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
+	"github.com/capgraph/capgraph/demo/controlroom"
+	"github.com/capgraph/capgraph/demo/controlroom/plant"
 	"github.com/capgraph/capgraph/state"
 )
 

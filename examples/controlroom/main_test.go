@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capgraph/capgraph/examples/controlroom/plant"
+	"github.com/capgraph/capgraph/demo/controlroom/plant"
 )
 
 // The demo answers every control-room demo question with its facts.

@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -58,9 +59,13 @@ func run(ctx context.Context, w io.Writer) error {
 			fmt.Fprintf(w, "approve? %s\n", approvalAnswer)
 			out, err = cli.Answer(ctx, a, thread, out.Approval, approvalAnswer, w)
 		}
-		if reason, ok := cli.FatalReason(err); ok {
+		if fe := (*agent.FatalError)(nil); errors.As(err, &fe) {
 			// FATAL: no error node, no LLM; the caller gets a typed error.
-			fmt.Fprintf(w, "FATAL — the run stopped: %s\n", reason)
+			where := fe.Node
+			if fe.Capability != "" {
+				where = fe.Capability
+			}
+			fmt.Fprintf(w, "FATAL — the run stopped: fatal error in %s: %s\n", where, fe.Classification.UserMessage)
 			continue
 		}
 		if err != nil {

@@ -23,4 +23,8 @@ type ClaimOptions struct {
 	Limit int
 	// Skip lists threads not to claim (those the caller handled already).
 	Skip []string
+	// Metadata, when set, keeps threads whose latest checkpoint's metadata
+	// has every key with the same value (as ThreadFilter.Metadata): an
+	// application claims only its own threads in a store it shares.
+	Metadata map[string]string
 }

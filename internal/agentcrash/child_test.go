@@ -19,7 +19,6 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/internal/killtest"
-	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -43,7 +42,7 @@ func plan() []state.PlanStep {
 		return state.PlanStep{PlannedStep: capabilities.PlannedStep{Capability: c, ContextKey: key, TaskObjective: "do " + key},
 			DependsOn: deps, Status: state.StepPending}
 	}
-	return []state.PlanStep{st("read_a", "a"), st("flaky_b", "b"), st("write_x", "x", 0, 1), st("read_c", "c", 2), st(capabilities.Respond, "r", 0, 1, 2, 3)}
+	return []state.PlanStep{st("read_a", "a"), st("flaky_b", "b"), st("write_x", "x", 0, 1), st("read_c", "c", 2), st(state.NodeRespond, "r", 0, 1, 2, 3)}
 }
 
 // infra is a scripted infrastructure node.
@@ -135,25 +134,25 @@ func newAgent(store checkpoint.Store, marker *os.File, round string) (*agent.Age
 		Store:    store,
 		Options:  state.Options{WritesEnabled: true},
 		Limits:   agent.Limits{MaxExecutionTime: 10 * time.Minute},
-		TaskExtraction: infra{nodes.TaskExtraction, func(s state.State) state.Update {
+		TaskExtraction: infra{state.NodeTaskExtraction, func(s state.State) state.Update {
 			t := s.Turn
 			t.Task = &state.Task{Text: s.Turn.Input}
 			return state.Update{Turn: &t}
 		}},
-		Classifier: infra{nodes.Classifier, func(s state.State) state.Update {
+		Classifier: infra{state.NodeClassifier, func(s state.State) state.Update {
 			t := s.Turn
-			t.ActiveCapabilities = append(reg.Names(), capabilities.Respond)
+			t.ActiveCapabilities = append(reg.Names(), state.NodeRespond)
 			return state.Update{Turn: &t}
 		}},
-		Orchestrator: infra{nodes.Orchestrator, func(s state.State) state.Update {
+		Orchestrator: infra{state.NodeOrchestrator, func(s state.State) state.Update {
 			t := s.Turn
 			t.Plan = &state.Plan{Steps: plan()}
 			return state.Update{Turn: &t}
 		}},
-		Respond: infra{nodes.Respond, func(s state.State) state.Update {
+		Respond: infra{state.NodeRespond, func(s state.State) state.Update {
 			return state.Update{Messages: []state.Message{{Role: state.RoleAssistant, Content: "done: " + s.Turn.Input}}}
 		}},
-		Clarify: infra{nodes.Clarify, func(s state.State) state.Update {
+		Clarify: infra{state.NodeClarify, func(s state.State) state.Update {
 			return state.Update{Messages: []state.Message{{Role: state.RoleAssistant, Content: "which?", Kind: state.KindClarification}}}
 		}},
 	})

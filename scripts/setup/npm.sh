@@ -1,9 +1,15 @@
-# Sourced by scripts/test.sh: installs the npm packages of the server's Node
-# client tests (server/testdata/js: openai 6.x, @ag-ui/client 1.0) from the
-# committed package-lock.json. Needs node and npm; TestNodeClients fails in CI
-# (CI=true) when they or the packages are missing.
+# Sourced by scripts/test.sh: installs the npm packages the tests run, each
+# directory from its committed package-lock.json:
+#   server/testdata/js        the server's Node client tests (openai 6.x,
+#                             @ag-ui/client 1.0, playwright-core)
+#   mcp/testdata/everything   @modelcontextprotocol/server-everything, the
+#                             third-party MCP server of the mcp and cli tests
+# Needs node and npm; the tests that use them fail in CI (CI=true) when they
+# or the packages are missing, and skip elsewhere.
 if command -v npm >/dev/null 2>&1; then
-	(cd server/testdata/js && npm ci --no-audit --no-fund --loglevel=error)
+	for dir in server/testdata/js mcp/testdata/everything; do
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+	done
 else
-	echo "scripts/setup/npm.sh: npm not found; server Node client tests will not run" >&2
+	echo "scripts/setup/npm.sh: npm not found; the Node client and MCP server tests will not run" >&2
 fi

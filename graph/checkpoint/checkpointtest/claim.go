@@ -82,6 +82,51 @@ func testClaim(t *testing.T, s checkpoint.Store, l checkpoint.Leaser) {
 	}
 }
 
+// testClaimMetadata: a metadata filter claims only the threads whose
+// latest checkpoint matches it (an application sharing the store with
+// another claims only its own cut runs).
+func testClaimMetadata(t *testing.T, s checkpoint.Store, _ checkpoint.Leaser) {
+	c, ok := s.(checkpoint.Claimer)
+	if !ok {
+		return
+	}
+	g := newGen(t)
+	ctx := context.Background()
+	mine := map[string]string{"app": "mine", "graph": "g1"}
+	put(t, s, g.cp("m1", uuid.Nil, mine))
+	put(t, s, g.cp("m2", uuid.Nil, map[string]string{"app": "mine", "graph": "g1", "owner": "ada"}))
+	put(t, s, g.cp("other-app", uuid.Nil, map[string]string{"app": "theirs", "graph": "g1"}))
+	put(t, s, g.cp("other-graph", uuid.Nil, map[string]string{"app": "mine", "graph": "g0"}))
+	put(t, s, g.cp("no-metadata", uuid.Nil, nil))
+	// The latest checkpoint decides: a thread that was mine and is now theirs is theirs.
+	first := g.cp("moved", uuid.Nil, mine)
+	put(t, s, first, g.cp("moved", first.ID, map[string]string{"app": "theirs", "graph": "g1"}))
+
+	var got []string
+	for {
+		ls, err := c.ClaimResumable(ctx, "a", time.Minute, checkpoint.ClaimOptions{Limit: 1, Metadata: mine})
+		if err != nil {
+			t.Fatalf("ClaimResumable: %v", err)
+		}
+		if len(ls) == 0 {
+			break
+		}
+		got = append(got, ls[0].Thread)
+		if len(got) > 6 {
+			t.Fatalf("claimed %v: a thread twice", got)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"m1", "m2"}; !slices.Equal(got, want) {
+		t.Fatalf("claimed %v with filter %v, want %v", got, mine, want)
+	}
+	// Without a filter the others are claimable (nobody took them).
+	ls, err := c.ClaimResumable(ctx, "b", time.Minute, checkpoint.ClaimOptions{Limit: 10})
+	if err != nil || len(ls) != 4 {
+		t.Errorf("ClaimResumable without filter = %+v, %v; want the 4 others", ls, err)
+	}
+}
+
 // testClaimConcurrent: owners claiming at once get disjoint threads that
 // together are all the resumable ones.
 func testClaimConcurrent(t *testing.T, s checkpoint.Store, _ checkpoint.Leaser) {

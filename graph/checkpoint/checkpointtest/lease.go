@@ -39,6 +39,7 @@ var leaseCases = []struct {
 	{"LeaseFencesRacingWriter", testLeaseFencesRacingWriter},
 	{"ClaimResumable", testClaim},
 	{"ClaimResumableConcurrent", testClaimConcurrent},
+	{"ClaimResumableMetadata", testClaimMetadata},
 }
 
 func acquire(t *testing.T, l checkpoint.Leaser, thread, owner string, ttl time.Duration) checkpoint.Lease {

@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/internal/sqlrow"
 )
 
 var _ checkpoint.Claimer = (*Store)(nil)
 
 // claimSQL picks resumable threads (latest checkpoint with next nodes and no
-// interrupt or error write) without a live lease, oldest first, and leases
+// interrupt or error write) without a live lease, matching the metadata
+// filter, oldest first, and leases
 // them in the same statement. FOR UPDATE OF t SKIP LOCKED: a replica
 // claiming at the same time skips the thread rows this one has picked
 // instead of waiting for them, so concurrent claims are disjoint and never
@@ -24,6 +26,7 @@ const claimSQL = `WITH cand AS (
 			WHERE w.thread_id = c.thread_id AND w.checkpoint_id = c.id AND w.kind IN ('interrupt', 'error'))
 		AND NOT EXISTS (SELECT 1 FROM {{leases}} l WHERE l.thread_id = t.thread_id AND l.expires > now())
 		AND t.thread_id <> ALL($4::text[])
+		AND ($5::jsonb IS NULL OR t.metadata @> $5::jsonb)
 	ORDER BY t.latest_id
 	LIMIT $3
 	FOR UPDATE OF t SKIP LOCKED)
@@ -49,7 +52,11 @@ func (s *Store) ClaimResumable(ctx context.Context, owner string, ttl time.Durat
 	if skip == nil {
 		skip = []string{}
 	}
-	rows, err := s.pool.Query(ctx, s.lq.claim, owner, micros(ttl), limit, skip)
+	md, err := sqlrow.MapArg(opts.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: encode metadata filter: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, s.lq.claim, owner, micros(ttl), limit, skip, md)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: claim resumable threads: %w", err)
 	}

@@ -1,0 +1,181 @@
+package layers
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/capgraph/capgraph"
+
+// pkg is what `go list -json` says of a package.
+type pkg struct {
+	ImportPath   string
+	Standard     bool
+	Imports      []string
+	Deps         []string
+	TestImports  []string
+	XTestImports []string
+}
+
+// list runs `go list -json` over the module's packages (with their
+// dependencies, Deps, and their tests' imports).
+func list(t *testing.T) map[string]pkg {
+	t.Helper()
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	cmd := exec.Command(goCmd, "list", "-json", module+"/...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages; run from the module", len(pkgs))
+	}
+	return pkgs
+}
+
+// under reports whether path is dir or below it ("graph" covers graph/checkpoint).
+func under(path, dir string) bool {
+	dir = module + "/" + dir
+	return path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// program reports whether a package is a program or the demo application,
+// which may import anything; everything else is the library.
+func program(path string) bool {
+	return under(path, "cmd") || under(path, "examples") || under(path, "demo")
+}
+
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// allImports is what a package and its tests import directly.
+func (p pkg) allImports() []string {
+	return slices.Concat(p.Imports, p.TestImports, p.XTestImports)
+}
+
+func TestLayers(t *testing.T) {
+	pkgs := list(t)
+	get := func(path string) pkg {
+		p, ok := pkgs[module+"/"+path]
+		if !ok {
+			t.Fatalf("no package %s", path)
+		}
+		return p
+	}
+	rules := []struct {
+		name string
+		// pkgs selects the packages the rule is about.
+		pkgs func(p pkg) bool
+		// of lists what the rule looks at (imports, deps) …
+		of func(p pkg) []string
+		// … and bad says which of those break it.
+		bad func(dep string) bool
+	}{
+		{"graph knows nothing of agents: its packages depend on no capgraph package outside graph/",
+			func(p pkg) bool { return under(p.ImportPath, "graph") && !strings.HasSuffix(p.ImportPath, "/pgtest") },
+			func(p pkg) []string { return p.Deps },
+			func(d string) bool { return strings.HasPrefix(d, module+"/") && !under(d, "graph") }},
+		{"capabilities imports only the standard library",
+			func(p pkg) bool { return p.ImportPath == module+"/capabilities" },
+			func(p pkg) []string { return p.Deps },
+			func(d string) bool { return !isStd(d) }},
+		{"router depends on no LLM code (neither llm nor langchaingo)",
+			func(p pkg) bool { return p.ImportPath == module+"/router" },
+			func(p pkg) []string { return p.Deps },
+			func(d string) bool {
+				return d == module+"/llm" || strings.HasPrefix(d, "github.com/tmc/langchaingo") || under(d, "nodes") || under(d, "prompts")
+			}},
+		{"state and config depend on no LLM code (config checks a file against llm/vocab)",
+			func(p pkg) bool { return p.ImportPath == module+"/state" || p.ImportPath == module+"/config" },
+			func(p pkg) []string { return p.Deps },
+			func(d string) bool { return d == module+"/llm" || strings.HasPrefix(d, "github.com/tmc/langchaingo") }},
+		{"server uses only the agent's public API (agent and the types it speaks: state, capabilities, graph, checkpoint, logging; mcp for the MCP protocol, which pulls in no LLM code)",
+			func(p pkg) bool { return p.ImportPath == module+"/server" },
+			func(p pkg) []string { return p.Imports },
+			func(d string) bool {
+				if !strings.HasPrefix(d, module+"/") {
+					return false
+				}
+				for _, ok := range []string{"agent", "state", "capabilities", "graph", "graph/checkpoint", "logging", "mcp"} {
+					if d == module+"/"+ok {
+						return false
+					}
+				}
+				return true
+			}},
+		// Tests may drive our server with langchaingo as a real client.
+		{"only llm's code imports langchaingo",
+			func(p pkg) bool { return p.ImportPath != module+"/llm" },
+			func(p pkg) []string { return p.Imports },
+			func(d string) bool { return strings.HasPrefix(d, "github.com/tmc/langchaingo") }},
+		// Tests may drive our /mcp endpoint with the SDK's client.
+		{"only mcp's code imports the MCP Go SDK",
+			func(p pkg) bool { return p.ImportPath != module+"/mcp" },
+			func(p pkg) []string { return p.Imports },
+			func(d string) bool { return strings.HasPrefix(d, "github.com/modelcontextprotocol/go-sdk") }},
+		{"only logging/logrusadapter's code imports logrus",
+			func(p pkg) bool { return p.ImportPath != module+"/logging/logrusadapter" },
+			func(p pkg) []string { return p.Imports },
+			func(d string) bool { return strings.HasPrefix(d, "github.com/sirupsen/logrus") }},
+		{"no library package, nor its tests, imports examples/ or the demo application",
+			func(p pkg) bool { return !program(p.ImportPath) },
+			pkg.allImports,
+			func(d string) bool { return under(d, "examples") || under(d, "demo") }},
+		{"only the terminal's programs import cli (the wiring is in package wiring)",
+			func(p pkg) bool { return !program(p.ImportPath) && !under(p.ImportPath, "cli") },
+			pkg.allImports,
+			func(d string) bool { return d == module+"/cli" }},
+	}
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) {
+			n := 0
+			for _, p := range pkgs {
+				if !r.pkgs(p) {
+					continue
+				}
+				n++
+				for _, d := range r.of(p) {
+					if r.bad(d) {
+						t.Errorf("%s imports or depends on %s", strings.TrimPrefix(p.ImportPath, module+"/"), d)
+					}
+				}
+			}
+			if n == 0 {
+				t.Fatal("the rule applies to no package")
+			}
+		})
+	}
+	// The rules must be able to fail: the packages they watch have the
+	// dependencies the rules look at.
+	if !slices.Contains(get("llm").Imports, "github.com/tmc/langchaingo/llms") {
+		t.Error("llm imports no langchaingo: the langchaingo rule would pass vacuously")
+	}
+	if !slices.Contains(get("agent").Deps, module+"/llm") {
+		t.Error("agent does not depend on llm: the server rule's premise changed")
+	}
+}

@@ -1,0 +1,422 @@
+package wiring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/config"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/mcp"
+	"github.com/capgraph/capgraph/server"
+)
+
+// DefaultAppName names an App that names none: the capgraph command.
+const DefaultAppName = "capgraph"
+
+// App is an application built on capgraph: its name and its capabilities.
+type App struct {
+	// Name names the application (default DefaultAppName). Its default
+	// store lives in a data directory of its own (DefaultStorePath), and
+	// the threads its agent runs are recorded as its own
+	// (agent.Config.Application): no other application runs them.
+	Name string
+	// Capabilities builds the application's capabilities from the loaded
+	// configuration. Required.
+	Capabilities func(cfg *config.Config) ([]capabilities.Capability, error)
+}
+
+// ErrNoCapabilities: the App has no Capabilities function.
+var ErrNoCapabilities = errors.New("wiring: App.Capabilities is required")
+
+// Options says what the runtime reads of the process.
+type Options struct {
+	// Store, when set, replaces the file's store ("memory", "sqlite:PATH",
+	// a postgres:// URL): a command-line flag.
+	Store string
+	// Getenv reads the environment (the data directory, API keys,
+	// CAPGRAPH_API_KEYS); nil means os.Getenv.
+	Getenv func(string) string
+	// Dir is the directory relative paths of the file are read from
+	// (server.audit_log); "" means the process's working directory.
+	Dir string
+	// Logger receives what capability sources log (MCP servers' restarts);
+	// nil discards.
+	Logger logging.Logger
+}
+
+// Runtime builds what a configuration file describes for an App — its
+// capability registry, its models, its checkpoint store, its agent and its
+// server configuration — each once, when first asked for, so a front end
+// that needs less opens nothing it does not use. Close releases what was
+// opened. A Runtime is not safe for concurrent use while it builds.
+type Runtime struct {
+	cfg  *config.Config
+	app  App
+	opts Options
+
+	reg     *capabilities.Registry
+	models  llm.Models
+	spec    *StoreSpec
+	store   checkpoint.Store
+	agent   *agent.Agent
+	mcp     *mcp.Set
+	closers []func() error
+}
+
+// New returns the runtime of app under cfg (nil cfg: config.Default()).
+// Nothing is opened yet.
+func New(cfg *config.Config, app App, opts Options) (*Runtime, error) {
+	if app.Capabilities == nil {
+		return nil, ErrNoCapabilities
+	}
+	if app.Name == "" {
+		app.Name = DefaultAppName
+	}
+	if err := CheckAppName(app.Name); err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	return &Runtime{cfg: cfg, app: app, opts: opts}, nil
+}
+
+// Config returns the configuration the runtime was built from.
+func (r *Runtime) Config() *config.Config { return r.cfg }
+
+// App returns the application (with its default name filled in).
+func (r *Runtime) App() App { return r.app }
+
+// Close releases what the runtime opened (the store, capability sources,
+// an audit file), last opened first.
+func (r *Runtime) Close() error {
+	var errs []error
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		errs = append(errs, r.closers[i]())
+	}
+	r.closers = nil
+	return errors.Join(errs...)
+}
+
+// capabilitySource is one place the runtime's capabilities come from. load
+// may return a close function (a connection to release with the runtime).
+type capabilitySource struct {
+	// name says where the capabilities come from, in errors.
+	name string
+	// load gets the names already registered (taken), so a source can name
+	// its capabilities apart from them.
+	load func(ctx context.Context, cfg *config.Config, taken func(string) bool) (caps []capabilities.Capability, close func() error, err error)
+}
+
+// capabilitySources lists where the capabilities come from, in registration
+// order: the application's own, then each source the configuration names
+// (a section of the file that adds capabilities adds its sources here).
+func (r *Runtime) capabilitySources() []capabilitySource {
+	return []capabilitySource{{
+		name: "capabilities",
+		load: func(_ context.Context, cfg *config.Config, _ func(string) bool) ([]capabilities.Capability, func() error, error) {
+			caps, err := r.app.Capabilities(cfg)
+			return caps, nil, err
+		},
+	}, {
+		name: "mcp_servers",
+		load: func(ctx context.Context, cfg *config.Config, taken func(string) bool) ([]capabilities.Capability, func() error, error) {
+			logger := r.opts.Logger
+			if logger == nil {
+				logger = logging.Nop()
+			}
+			set, err := ConnectMCP(ctx, cfg, taken, r.lookupEnv, logger)
+			if err != nil {
+				return nil, nil, err
+			}
+			r.mcp = set
+			return set.Capabilities(), set.Close, nil
+		},
+	}}
+}
+
+// MCP returns the MCP servers the registry started (nil before Registry,
+// empty without mcp_servers).
+func (r *Runtime) MCP() *mcp.Set { return r.mcp }
+
+// Registry builds the application's capability registry once, from every
+// capability source, and validates it.
+func (r *Runtime) Registry(ctx context.Context) (*capabilities.Registry, error) {
+	if r.reg != nil {
+		return r.reg, nil
+	}
+	reg := capabilities.NewRegistry()
+	for _, src := range r.capabilitySources() {
+		taken := func(name string) bool { _, ok := reg.Get(name); return ok }
+		caps, closeFn, err := src.load(ctx, r.cfg, taken)
+		if closeFn != nil {
+			r.closers = append(r.closers, closeFn)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src.name, err)
+		}
+		if err := reg.Register(caps...); err != nil {
+			return nil, err
+		}
+	}
+	if err := reg.Validate(); err != nil {
+		return nil, err
+	}
+	r.reg = reg
+	return reg, nil
+}
+
+// Models builds the models of the file's roles once (llm.None when the file
+// configures none: offline).
+func (r *Runtime) Models() (llm.Models, error) {
+	if r.models != nil {
+		return r.models, nil
+	}
+	m, err := Models(r.cfg, r.lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	r.models = m
+	return m, nil
+}
+
+func (r *Runtime) lookupEnv(k string) (string, bool) {
+	v := r.opts.Getenv(k)
+	return v, v != ""
+}
+
+// StoreSpec resolves the store: Options.Store, else the file's store, else
+// the application's default SQLite file.
+func (r *Runtime) StoreSpec() (StoreSpec, error) {
+	if r.spec != nil {
+		return *r.spec, nil
+	}
+	v := r.opts.Store
+	if v == "" {
+		v = r.cfg.Store
+	}
+	spec, err := ParseStore(v, r.app.Name, r.opts.Getenv)
+	if err != nil {
+		return StoreSpec{}, err
+	}
+	r.spec = &spec
+	return spec, nil
+}
+
+// Store opens the store once.
+func (r *Runtime) Store(ctx context.Context) (checkpoint.Store, error) {
+	if r.store != nil {
+		return r.store, nil
+	}
+	spec, err := r.StoreSpec()
+	if err != nil {
+		return nil, err
+	}
+	st, closeFn, err := OpenStore(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	r.store = st
+	r.closers = append(r.closers, closeFn)
+	return st, nil
+}
+
+// AgentConfig is the agent's configuration over store: AgentConfig over
+// the runtime's registry and models, with the application's name.
+func (r *Runtime) AgentConfig(ctx context.Context, store checkpoint.Store) (agent.Config, error) {
+	reg, err := r.Registry(ctx)
+	if err != nil {
+		return agent.Config{}, err
+	}
+	models, err := r.Models()
+	if err != nil {
+		return agent.Config{}, err
+	}
+	ac, err := AgentConfig(r.cfg, reg, store, models)
+	ac.Application = r.app.Name
+	return ac, err
+}
+
+// Agent builds the agent once, over the runtime's store.
+func (r *Runtime) Agent(ctx context.Context) (*agent.Agent, error) {
+	if r.agent != nil {
+		return r.agent, nil
+	}
+	st, err := r.Store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ac, err := r.AgentConfig(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	a, err := agent.New(ac)
+	if err != nil {
+		return nil, err
+	}
+	r.agent = a
+	return a, nil
+}
+
+// Logger builds the logger the file configures, writing to w.
+func (r *Runtime) Logger(w interface{ Write([]byte) (int, error) }) (logging.Logger, error) {
+	return Logger(r.cfg, w)
+}
+
+// ServerConfig builds the agent and the server's configuration for it:
+// ServerConfig with the keys of CAPGRAPH_API_KEYS, the audit file of
+// server.audit_log (opened for appending; closed with the runtime), and,
+// on a PostgreSQL store shared by replicas, a look for cut runs to take
+// over every lease TTL (server.Config.RecoverEvery, RecoverGrace).
+func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (server.Config, error) {
+	a, err := r.Agent(ctx)
+	if err != nil {
+		return server.Config{}, err
+	}
+	sc, err := ServerConfig(r.cfg, a, r.opts.Getenv("CAPGRAPH_API_KEYS"), logger)
+	if err != nil {
+		return sc, err
+	}
+	if p := r.cfg.Server.AuditLog; p != "" {
+		f, err := server.OpenJSONLAuditFile(r.path(p))
+		if err != nil {
+			return sc, &config.Error{File: r.cfg.Source(), Problems: []config.Problem{{Line: r.cfg.Line("server.audit_log"), Key: "server.audit_log",
+				Problem: "cannot open the audit file: " + err.Error()}}}
+		}
+		r.closers = append(r.closers, f.Close)
+		sc.Audit = f
+	}
+	if spec, _ := r.StoreSpec(); spec.Kind == StorePostgres {
+		// Replicas share a PostgreSQL store: a replica that died leaves its
+		// cut runs leased until the lease expires, so look again every TTL;
+		// a run another live replica recorded a moment ago is its own.
+		sc.RecoverEvery, sc.RecoverGrace = a.LeaseTTL(), a.LeaseTTL()
+	}
+	return sc, nil
+}
+
+func (r *Runtime) path(p string) string {
+	if p == "" || filepath.IsAbs(p) || r.opts.Dir == "" {
+		return p
+	}
+	return filepath.Join(r.opts.Dir, p)
+}
+
+// Check converts the configuration the way the runtime does, without
+// opening the store, and lists every problem with its line: those only the
+// conversion sees (a retry policy for a capability that does not exist, a
+// model role that cannot be built, a bad store value, an API key the
+// server refuses) as well. A file the parser rejects never gets here.
+func (r *Runtime) Check(ctx context.Context) []config.Problem {
+	cfg := r.cfg
+	var problems []config.Problem
+	add := func(err error) {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			problems = append(problems, ce.Problems...)
+		} else if err != nil {
+			problems = append(problems, config.Problem{Problem: oneLine(err)})
+		}
+	}
+	if cfg.Store != "" {
+		if _, err := ParseStore(cfg.Store, r.app.Name, r.opts.Getenv); err != nil {
+			problems = append(problems, config.Problem{Line: cfg.Line("store"), Key: "store", Problem: oneLine(err)})
+		}
+	}
+	models, err := r.Models()
+	add(err)
+	reg, err := r.Registry(ctx)
+	if err != nil {
+		add(err)
+		return problems
+	}
+	ac, err := AgentConfig(cfg, reg, memory.New(), models)
+	ac.Application = r.app.Name
+	add(err)
+	if err != nil || models == nil {
+		return problems
+	}
+	a, err := agent.New(ac)
+	if err != nil {
+		add(err)
+		return problems
+	}
+	sc, err := ServerConfig(cfg, a, "", logging.Nop())
+	add(err)
+	if err == nil {
+		if _, err := server.New(sc); err != nil {
+			var se *server.ConfigError
+			if errors.As(err, &se) {
+				key := serverKey(se.Field)
+				problems = append(problems, config.Problem{Line: lineOf(cfg, key), Key: key, Problem: se.Reason})
+			} else {
+				add(err)
+			}
+		}
+	}
+	return problems
+}
+
+var principalField = regexp.MustCompile(`^Principals\[(\d+)\]\.?(\w*)$`)
+
+// serverKey maps a server.Config field to the file's key.
+func serverKey(field string) string {
+	if m := principalField.FindStringSubmatch(field); m != nil {
+		key := "server.api_keys[" + m[1] + "]"
+		switch m[2] {
+		case "Name":
+			return key + ".name"
+		case "KeySHA256":
+			return key + ".key_sha256"
+		case "Tenant":
+			return key + ".tenant"
+		case "MaxConcurrentRuns":
+			return key + ".max_concurrent_runs"
+		}
+		return key
+	}
+	switch field {
+	case "Addr":
+		return "server.addr"
+	case "MaxBodyBytes":
+		return "server.max_body_bytes"
+	case "MaxConcurrentRuns":
+		return "server.limits.max_concurrent_runs"
+	case "TurnTimeout":
+		return "server.limits.run_timeout"
+	}
+	return "server"
+}
+
+// lineOf returns the line of key, or of the nearest enclosing key the file sets.
+func lineOf(cfg *config.Config, key string) int {
+	for key != "" {
+		if l := cfg.Line(key); l > 0 {
+			return l
+		}
+		i := strings.LastIndexAny(key, ".[")
+		if i < 0 {
+			return 0
+		}
+		key = key[:i]
+	}
+	return 0
+}
+
+// oneLine joins a multi-line error message into one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}

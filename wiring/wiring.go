@@ -1,0 +1,284 @@
+package wiring
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/config"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/logging/logrusadapter"
+	"github.com/capgraph/capgraph/nodes"
+	"github.com/capgraph/capgraph/router"
+	"github.com/capgraph/capgraph/server"
+	"github.com/capgraph/capgraph/state"
+)
+
+// neverExpires stands in for approval.expires_after: 0 ("never") in the
+// server, whose zero value means its own default.
+const neverExpires = 100 * 365 * 24 * time.Hour
+
+// LLMConfig converts the file's models into the llm package's Config. Every
+// role the file names gets its fields merged over the default role's
+// (config.ModelFor), so llm sees complete role configs.
+func LLMConfig(cfg *config.Config) llm.Config {
+	out := llm.Config{Fallback: cfg.Fallback}
+	if len(cfg.Models) == 0 {
+		return out
+	}
+	out.Roles = map[llm.Role]llm.RoleConfig{}
+	for role := range cfg.Models {
+		m, ok := cfg.ModelFor(role)
+		if !ok {
+			continue
+		}
+		out.Roles[llm.Role(role)] = llm.RoleConfig{
+			Provider:        m.Provider,
+			Model:           m.Model,
+			BaseURL:         m.BaseURL,
+			APIKeyEnv:       m.APIKeyEnv,
+			Temperature:     m.Temperature,
+			MaxTokens:       m.MaxTokens,
+			Timeout:         m.Timeout,
+			LegacyMaxTokens: m.LegacyMaxTokens,
+			JSONMode:        m.JSONMode,
+			StreamUsage:     m.StreamUsage,
+		}
+	}
+	return out
+}
+
+// AgentOptions returns the per-turn defaults the file configures (agent.Config.Options).
+func AgentOptions(cfg *config.Config) state.Options {
+	return state.Options{
+		PlanApproval:       cfg.Approval.PlanApproval,
+		ApprovalMode:       cfg.Approval.GlobalMode,
+		WritesEnabled:      cfg.ControlSystem.WritesEnabled,
+		SkipTaskExtraction: cfg.AgentControl.SkipTaskExtraction,
+		SkipClassification: cfg.AgentControl.SkipClassification,
+	}
+}
+
+// AgentConfig converts the file into an agent.Config over reg, store and
+// models. A setting the file leaves out stays zero, so the agent's default
+// applies. Problems the file parser cannot see (a retry policy for a
+// capability the application does not have) are returned as a
+// *config.Error naming the line.
+func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoint.Store, models llm.Models) (agent.Config, error) {
+	l := cfg.Limits
+	ac := agent.Config{
+		Registry: reg,
+		Store:    store,
+		Models:   models,
+		Nodes: nodes.Config{
+			ClassifierMode:               nodes.ClassifierMode(cfg.Classifier.Mode),
+			MaxConcurrentClassifications: l.MaxConcurrentClassifications,
+		},
+		Limits: agent.Limits{
+			MaxPlanningAttempts: l.MaxPlanningAttempts,
+			MaxNodeSteps:        l.MaxNodeSteps,
+			MaxTokensPerTurn:    l.MaxTokensPerTurn,
+			MaxExecutionTime:    time.Duration(l.MaxExecutionTime),
+		},
+		RetryPolicy:             cfg.Retry.Default,
+		Options:                 AgentOptions(cfg),
+		MaxConcurrency:          l.StepConcurrency,
+		ErrorNodeGrace:          time.Duration(l.ErrorNodeGrace),
+		ErrorExplanationTimeout: time.Duration(l.ErrorExplanationTimeout),
+		Leases:                  agent.LeaseConfig{Owner: cfg.Server.LeaseOwner, TTL: time.Duration(cfg.Server.LeaseTTL)},
+	}
+	// The file's 0 forbids reclassification; the agent reads 0 as its
+	// default and a negative value as none.
+	if r := l.MaxReclassifications; r != nil {
+		ac.Limits.MaxReclassifications = *r
+		if *r == 0 {
+			ac.Limits.MaxReclassifications = -1
+		}
+	}
+	// approval.expires_after: 0 means never, which the agent spells with a
+	// negative duration (its zero is its own default).
+	if e := cfg.Approval.ExpiresAfter; e != nil {
+		ac.ApprovalExpiry = time.Duration(*e)
+		if *e == 0 {
+			ac.ApprovalExpiry = -1
+		}
+	}
+	var problems []config.Problem
+	names := make([]string, 0, len(cfg.Retry.Capabilities))
+	for name := range cfg.Retry.Capabilities {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, ok := reg.Get(name); !ok {
+			key := "retry.capabilities." + name
+			problems = append(problems, config.Problem{Line: cfg.Line(key), Key: key,
+				Problem: fmt.Sprintf("no capability %q is registered (registered: %v)", name, reg.Names())})
+			continue
+		}
+		if ac.CapabilityRetry == nil {
+			ac.CapabilityRetry = map[string]capabilities.RetryPolicy{}
+		}
+		p, _ := cfg.RetryPolicyFor(name)
+		ac.CapabilityRetry[name] = p
+	}
+	if len(problems) > 0 {
+		return ac, &config.Error{File: cfg.Source(), Problems: problems}
+	}
+	return ac, nil
+}
+
+// Models builds the models of the file's roles. A role whose model cannot be
+// built (an unknown provider, a missing API key variable) is reported with
+// the line of its models.<role> key.
+func Models(cfg *config.Config, lookupEnv func(string) (string, bool)) (llm.Models, error) {
+	lc := LLMConfig(cfg)
+	if len(lc.Roles) == 0 {
+		return llm.None, nil
+	}
+	lc.LookupEnv = lookupEnv
+	set, err := llm.New(lc)
+	if err == nil {
+		return set, nil
+	}
+	return nil, llmConfigError(cfg, err)
+}
+
+// llmConfigError turns llm's joined *ConfigErrors into config problems with
+// lines; other errors pass unchanged.
+func llmConfigError(cfg *config.Config, err error) error {
+	var list []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	} else {
+		list = []error{err}
+	}
+	var problems []config.Problem
+	for _, e := range list {
+		var ce *llm.ConfigError
+		if !errors.As(e, &ce) {
+			return err
+		}
+		key := "models." + string(ce.Role)
+		line := cfg.Line(key)
+		if ce.Field != "" {
+			if l := cfg.Line(key + "." + ce.Field); l > 0 {
+				key, line = key+"."+ce.Field, l
+			}
+		}
+		problems = append(problems, config.Problem{Line: line, Key: key, Problem: ce.Problem})
+	}
+	return &config.Error{File: cfg.Source(), Problems: problems}
+}
+
+// ServerConfig converts the file's server section (and envKeys, the value
+// of CAPGRAPH_API_KEYS, when set) into a server.Config for runner. A setting
+// the file leaves out stays zero, so the server's default applies.
+func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logger logging.Logger) (server.Config, error) {
+	sc := server.Config{
+		Runner:       runner,
+		Addr:         cfg.Server.Addr,
+		MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		// server.limits.max_concurrent_runs bounds the replica; a key
+		// without its own max_concurrent_runs is bound by that alone.
+		MaxTotalRuns:      cfg.Server.Limits.MaxConcurrentRuns,
+		MaxConcurrentRuns: cfg.Server.Limits.MaxConcurrentRuns,
+		RequestsPerMinute: cfg.Server.Limits.RequestsPerMinute,
+		TurnTimeout:       time.Duration(cfg.Server.Limits.RunTimeout),
+		MaxThreads:        cfg.Server.Limits.MaxThreads,
+		MaxMetadataKeys:   cfg.Server.Limits.MaxMetadataKeys,
+		MaxMetadataBytes:  cfg.Server.Limits.MaxMetadataBytes,
+		MaxPageSize:       cfg.Server.Limits.MaxPageSize,
+		BodyIdleTimeout:   time.Duration(cfg.Server.Limits.BodyIdleTimeout),
+		DuplicateWindow:   time.Duration(cfg.Server.Limits.DuplicateWindow),
+		DetachGrace:       time.Duration(cfg.Server.Limits.DetachGrace),
+		RunRetention:      time.Duration(cfg.Server.Limits.RunRetention),
+		StatusFrames:      server.StatusFrames(cfg.Server.StatusFrames),
+		CORSOrigins:       cfg.Server.CORSOrigins,
+		FrameAncestors:    cfg.Server.FrameAncestors,
+		Logger:            logger,
+	}
+	// Thread listing reads the agent's checkpoint store, so it survives a
+	// restart (with a persistent store).
+	if tl, ok := runner.(server.ThreadLister); ok {
+		sc.Threads = tl
+	}
+	// Without run_timeout a run is bounded by the turn's limit (when the
+	// file sets one: the server's default equals the agent's).
+	if sc.TurnTimeout == 0 {
+		sc.TurnTimeout = time.Duration(cfg.Limits.MaxExecutionTime)
+	}
+	// A Chat Completions approval token lives as long as an approval. When
+	// approvals never expire the token must not either; otherwise the
+	// agent's expiry, carried by every approval, bounds it.
+	if e := cfg.Approval.ExpiresAfter; e != nil {
+		sc.ApprovalTTL = time.Duration(*e)
+		if *e == 0 {
+			sc.ApprovalTTL = neverExpires
+		}
+	}
+	if err := checkAllowedCapabilities(cfg, runner); err != nil {
+		return sc, err
+	}
+	for _, k := range cfg.Server.APIKeys {
+		digest := k.KeySHA256
+		if k.Key != "" {
+			digest = server.HashKey(k.Key)
+		}
+		sc.Principals = append(sc.Principals, server.Principal{
+			Name: k.Name, KeySHA256: digest, Tenant: k.Tenant, TrustedFrontend: k.TrustedFrontend,
+			AllowedCapabilities: k.AllowedCapabilities, MaxConcurrentRuns: k.MaxConcurrentRuns,
+			MayRaise: k.MayRaise, Admin: k.Admin, StatusFrames: server.StatusFrames(k.StatusFrames),
+		})
+	}
+	if envKeys != "" {
+		ps, err := server.ParseAPIKeys(envKeys)
+		if err != nil {
+			return sc, fmt.Errorf("CAPGRAPH_API_KEYS: %w", err)
+		}
+		sc.Principals = append(sc.Principals, ps...)
+	}
+	return sc, nil
+}
+
+// Logger builds the logger the file configures, writing to w.
+func Logger(cfg *config.Config, w interface{ Write([]byte) (int, error) }) (logging.Logger, error) {
+	return logrusadapter.New(logrusadapter.Config{Level: cfg.Logging.Level, Format: logrusadapter.Format(cfg.Logging.Format), Output: w})
+}
+
+// checkAllowedCapabilities reports allowed_capabilities naming no
+// capability of the agent (when the runner says which it has): the agent
+// would refuse every turn of that key.
+func checkAllowedCapabilities(cfg *config.Config, runner agent.Runner) error {
+	rc, ok := runner.(interface{ RouterConfig() router.Config })
+	if !ok {
+		return nil
+	}
+	have := rc.RouterConfig().Capabilities
+	var problems []config.Problem
+	for i, k := range cfg.Server.APIKeys {
+		for j, name := range k.AllowedCapabilities {
+			if name == state.NodeRespond || name == state.NodeClarify || slices.Contains(have, name) {
+				continue
+			}
+			key := fmt.Sprintf("server.api_keys[%d].allowed_capabilities[%d]", i, j)
+			line := cfg.Line(key)
+			if line == 0 {
+				line = cfg.Line(fmt.Sprintf("server.api_keys[%d].allowed_capabilities", i))
+			}
+			problems = append(problems, config.Problem{Line: line, Key: key,
+				Problem: fmt.Sprintf("%q is not a capability of this agent (it has: %s)", name, strings.Join(have, ", "))})
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &config.Error{File: cfg.Source(), Problems: problems}
+}
