@@ -99,9 +99,9 @@ type Config struct {
 	Threads ThreadLister
 	// Runs keeps a durable record of every run the server acknowledges,
 	// written before the acknowledgement (docs/reliability.md). Nil: the
-	// Runner's store when the Runner has a RunStore method (*agent.Agent
-	// has; memory, SQLite and PostgreSQL keep records), else an in-memory
-	// table (nothing survives a restart then).
+	// Runner's store, when the Runner has a RunStore method (*agent.Agent
+	// has; memory, SQLite and PostgreSQL keep records); a Runner without
+	// one needs it set.
 	Runs checkpoint.RunStore
 	// Addr is the listen address for Run.
 	Addr string

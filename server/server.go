@@ -13,7 +13,6 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
-	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 )
 
 // runStorer is implemented by *agent.Agent: the run records of its store.
@@ -61,7 +60,8 @@ func New(cfg Config) (*Server, error) {
 		s.records = rs.RunStore()
 	}
 	if s.records == nil {
-		s.records = memory.New() // this process's runs only
+		return nil, &ConfigError{Field: "Runs", Reason: "required: the Runner keeps no run records (an *agent.Agent does, in its store); " +
+			"set Config.Runs (memory.New() keeps them in this process only)"}
 	}
 	s.runs = newRunManager(s)
 	s.transcripts = newTranscriptIndex(transcriptIndexSize)
