@@ -144,7 +144,7 @@ func TestThreadIDAlphabet(t *testing.T) {
 	}
 	for _, p := range []string{"/api/threads/a%20b", "/api/threads/a%3Fb/state", "/api/threads/%2E%2E/runs", "/api/threads/a%23b/plan"} {
 		resp, body := env.do(t, "GET", p, keyAlice, nil)
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "not a valid thread id") {
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "a thread id is 1 to 128 characters") {
 			t.Errorf("GET %s: %d %s", p, resp.StatusCode, body)
 		}
 	}

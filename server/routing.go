@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
+	"path"
 	"strings"
 	"unicode/utf8"
 )
@@ -29,9 +30,20 @@ func apiPath(p string) bool {
 // staticPattern is the static page's catch-all route.
 const staticPattern = "GET /"
 
-// dispatch serves r through mux, answering what no route takes itself.
+// dispatch serves r through mux, answering what no route takes itself. An
+// API path that is not clean ("/api/threads/..", "//", "/./") is refused
+// instead of redirected: a client posting a body would not follow, and
+// "." and ".." are no thread ids.
 func (s *Server) dispatch(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; apiPath(p) && path.Clean(p) != p && p != "/v1/" && p != "/api/" && p != "/agui/" {
+			if strings.HasPrefix(p, "/api/threads/") {
+				s.writeError(w, badRequest("thread", "the path %s is not a clean path: a thread id is %s", quotePath(p), ThreadIDRule))
+				return
+			}
+			s.writeError(w, &RequestError{Kind: ErrNotFound, Message: "no such route: " + r.Method + " " + quotePath(p)})
+			return
+		}
 		_, pattern := mux.Handler(r)
 		if pattern == "" || pattern == staticPattern && apiPath(r.URL.Path) {
 			s.routeMiss(mux, w, r)
