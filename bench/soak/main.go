@@ -179,4 +179,3 @@ func rssMB() float64 {
 	}
 	return 0
 }
-
