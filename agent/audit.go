@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -165,6 +166,10 @@ type AuditFilter struct {
 	Since, Until time.Time
 	// Limit keeps the newest Limit records (0: all); they are returned oldest first.
 	Limit int
+	// Forward pages forward instead: the oldest Limit records with Seq >
+	// After (the last Seq of the previous page; 0 starts at the oldest).
+	Forward bool
+	After   int64
 }
 
 // AuditEntry is a stored audit record with its sequence number.
@@ -191,9 +196,12 @@ func ListAudit(ctx context.Context, log checkpoint.RecordLog, f AuditFilter) ([]
 		}
 	}
 	recs, err := log.Records(ctx, checkpoint.RecordFilter{Kind: recordKindAudit, Thread: f.Thread, Since: f.Since, Until: f.Until,
-		Labels: labels, Newest: true, Limit: f.Limit})
+		Labels: labels, Newest: !f.Forward, Limit: f.Limit, After: f.After})
 	if err != nil {
 		return nil, err
+	}
+	if f.Forward {
+		slices.Reverse(recs) // oldest first already; the loop below reverses
 	}
 	out := make([]AuditEntry, 0, len(recs))
 	for i := len(recs) - 1; i >= 0; i-- {

@@ -66,8 +66,14 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 		// followable), while the server already answers. Each is claimed
 		// under its thread's lease, so a run another replica holds is left
 		// to it.
+		recoverRuns := srv.RecoverRuns
+		if c.spec.Kind != wiring.StorePostgres {
+			// This process alone owns the store: nobody else would take
+			// what the first pass leaves, so wait for room and take all.
+			recoverRuns = srv.RecoverAllRuns
+		}
 		go func() {
-			threads, err := srv.RecoverRuns(ctx)
+			threads, err := recoverRuns(ctx)
 			if len(threads) > 0 {
 				logger.Info("resumed runs stopped by a crash or shutdown", "threads", threads)
 			}

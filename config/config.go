@@ -276,6 +276,28 @@ type ServerLimits struct {
 	// RunTimeout bounds one run; 0 means limits.max_execution_time (when the
 	// file sets it; else the server's default, equal to the agent's 5m).
 	RunTimeout Duration `yaml:"run_timeout"`
+	// MaxThreads bounds the threads of one API key (or user a trusted
+	// frontend forwards); 0 means the server's default (10000), -1 none.
+	MaxThreads int `yaml:"max_threads"`
+	// MaxMetadataKeys and MaxMetadataBytes bound a thread's metadata; 0
+	// means the server's defaults (64 keys, 16 KiB).
+	MaxMetadataKeys  int `yaml:"max_metadata_keys"`
+	MaxMetadataBytes int `yaml:"max_metadata_bytes"`
+	// MaxPageSize bounds ?limit= of every list; 0 means the default (500).
+	MaxPageSize int `yaml:"max_page_size"`
+	// BodyIdleTimeout bounds a pause in a request body (408 beyond); 0
+	// means the default (5s).
+	BodyIdleTimeout Duration `yaml:"body_idle_timeout"`
+	// DuplicateWindow: a repeated identical chat request within it after
+	// the first run ended gets that run's answer; 0 means the default
+	// (1m), negative turns it off.
+	DuplicateWindow Duration `yaml:"duplicate_window"`
+	// DetachGrace: how long a run goes on after its client left, for the
+	// client's retry to join it; 0 means the default (10s), negative none.
+	DetachGrace Duration `yaml:"detach_grace"`
+	// RunRetention: how long finished runs' records are kept; 0 means
+	// the default (24h).
+	RunRetention Duration `yaml:"run_retention"`
 }
 
 // Logging configures the log output.

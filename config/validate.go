@@ -13,6 +13,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/llm/vocab"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/server/apikey"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -23,10 +24,6 @@ var (
 
 // minLeaseTTL is the shortest accepted server.lease_ttl.
 const minLeaseTTL = time.Second
-
-// minKeyLength is the shortest accepted plain API key: shorter keys can be
-// guessed.
-const minKeyLength = 16
 
 // line returns the line of key, or of its nearest parent that has one.
 func (d *decoder) line(key string) int {
@@ -357,6 +354,19 @@ func (d *decoder) validateServer(s Server) {
 	if s.Limits.RequestsPerMinute < 0 {
 		d.bad("server.limits.requests_per_minute", "must not be negative, got %d", s.Limits.RequestsPerMinute)
 	}
+	if s.Limits.MaxThreads < -1 {
+		d.bad("server.limits.max_threads", "must be -1 (no bound), 0 (the default) or more, got %d", s.Limits.MaxThreads)
+	}
+	for key, v := range map[string]int{"max_metadata_keys": s.Limits.MaxMetadataKeys, "max_metadata_bytes": s.Limits.MaxMetadataBytes, "max_page_size": s.Limits.MaxPageSize} {
+		if v < 0 {
+			d.bad("server.limits."+key, "must not be negative, got %d", v)
+		}
+	}
+	for key, v := range map[string]Duration{"body_idle_timeout": s.Limits.BodyIdleTimeout, "run_retention": s.Limits.RunRetention} {
+		if v < 0 {
+			d.bad("server.limits."+key, "must not be negative, got %s", time.Duration(v))
+		}
+	}
 	// A lease renewed every TTL/3 over a database round trip needs some
 	// room; 0 keeps the agent's default.
 	if ttl := time.Duration(s.LeaseTTL); ttl != 0 && ttl < minLeaseTTL {
@@ -405,8 +415,8 @@ func (d *decoder) validateServer(s Server) {
 			d.bad(key, "needs key or key_sha256")
 		case k.Key != "" && k.KeySHA256 != "":
 			d.bad(key, "sets both key and key_sha256; keep one")
-		case k.Key != "" && len(k.Key) < minKeyLength:
-			d.bad(key+".key", "is %d characters; use at least %d", len(k.Key), minKeyLength)
+		case k.Key != "" && apikey.Check(k.Key) != nil:
+			d.bad(key+".key", "%v", apikey.Check(k.Key))
 		case k.KeySHA256 != "":
 			if b, err := hex.DecodeString(k.KeySHA256); err != nil || len(b) != 32 {
 				d.bad(key+".key_sha256", "must be 64 hex digits (sha256sum of the key)")

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -108,34 +108,30 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	if in.ThreadID == "" || len(in.ThreadID) > maxThreadIDLen || strings.ContainsAny(in.ThreadID, "/\x00") {
-		s.writeError(w, badRequest("threadId", "required, at most %d characters without '/'", maxThreadIDLen))
+	if err := checkThreadID("threadId", in.ThreadID); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if in.RunID != "" && !validThreadID(in.RunID) {
+		s.writeError(w, badRequest("runId", "%s is not a valid run id: a run id is %s", quoteForClient(in.RunID), ThreadIDRule))
 		return
 	}
 	if len(in.Messages) > s.cfg.MaxMessages {
 		s.writeError(w, badRequest("messages", "%d messages exceed the limit of %d", len(in.Messages), s.cfg.MaxMessages))
 		return
 	}
-	if in.RunID == "" {
-		in.RunID = uuid.NewString()
-	}
-	th, _, err := s.openThread(r.Context(), c, in.ThreadID, nil)
-	if err != nil {
+	if err := checkIdempotencyKey(r); err != nil {
 		s.writeError(w, err)
 		return
 	}
-
-	var fn func(ctx context.Context) iter.Seq2[agent.Event, error]
-	var resumeErr error
-	if len(in.Resume) > 0 {
-		var ans agent.Answer
-		ans, resumeErr = s.aguiAnswer(r.Context(), th, in.Resume)
-		if resumeErr == nil {
-			fn = func(ctx context.Context) iter.Seq2[agent.Event, error] {
-				return s.cfg.Runner.Resume(ctx, th.internal, ans)
-			}
-		}
-	} else {
+	if in.RunID == "" {
+		in.RunID = uuid.NewString()
+	}
+	// Everything is checked before the thread is created: a refused
+	// request leaves nothing behind.
+	internal := internalThreadID(c, in.ThreadID)
+	sp := runSpec{c: c, source: "agui", clientThread: in.ThreadID, thread: internal}
+	if len(in.Resume) == 0 {
 		var opts *agent.TurnOptions
 		if in.ForwardedProps != nil {
 			opts = in.ForwardedProps.Options
@@ -149,42 +145,63 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, badRequest("messages", "%d bytes exceed the limit of %d", len(input), s.cfg.MaxMessageBytes))
 			return
 		}
-		req := s.turnRequest(c, th.internal, input, opts, s.turnMetadata(c, "agui", th.ID, th.Metadata))
+		req := s.turnRequest(c, internal, input, opts, s.turnMetadata(c, "agui", in.ThreadID, nil))
 		if err := s.checkTurn(req); err != nil {
 			s.writeError(w, err)
 			return
 		}
-		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
+		sp.kind, sp.turn = kindTurn, &req
 	}
+	th, _, err := s.openThread(r.Context(), c, in.ThreadID, "agui", nil)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	var resumeErr error
+	if len(in.Resume) > 0 {
+		var ans agent.Answer
+		ans, resumeErr = s.aguiAnswer(r.Context(), th, in.Resume)
+		sp.kind, sp.answer = kindAnswer, &ans
+	}
+	sp.key, _ = idempotencyKey(r, c, "agui:"+th.internal, "")
 	var ru *run
 	if resumeErr == nil {
-		var err error
-		if ru, err = s.runs.start(c, th.ID, th.internal, fn); err != nil {
+		var dup *checkpoint.RunRecord
+		if ru, dup, err = s.submit(r.Context(), sp); err != nil {
 			s.writeError(w, err)
 			return
+		}
+		if dup != nil {
+			w.Header().Set(headerReplayed, "true")
+			var joined bool
+			if ru, joined = s.runs.byID(dup.ID); !joined {
+				s.writeError(w, &RequestError{Kind: ErrConflict, Message: fmt.Sprintf("this Idempotency-Key started run %s, which ended as %s or runs elsewhere; read the thread's state", dup.ID, dup.Status)})
+				return
+			}
 		}
 	}
 	sse := startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
 	m := &aguiMapper{s: s, sse: sse, threadID: in.ThreadID, runID: in.RunID, steps: map[string]bool{}, thread: th.internal}
 	m.emit(aguiEvent{Type: "RUN_STARTED", ThreadID: in.ThreadID, RunID: in.RunID})
 	if resumeErr != nil {
-		m.emit(aguiEvent{Type: "RUN_ERROR", Message: resumeErr.Error(), Code: "invalid_resume"})
+		m.emit(aguiEvent{Type: "RUN_ERROR", Message: s.publicMessage(resumeErr), Code: "invalid_resume"})
 		return
 	}
+	ru.join()
 	ok := s.follow(r.Context(), ru, 0, m.event, func() {
 		if sse.idle(s.cfg.Heartbeat) {
 			m.emit(aguiEvent{Type: "CUSTOM", Name: "heartbeat", Value: map[string]any{}})
 		}
 	})
 	if !ok {
-		ru.cancel()
+		ru.leave()
 		return
 	}
 	status, runErr, shutdown := ru.result()
 	m.closeOpen()
 	switch {
 	case runErr != nil:
-		m.emit(aguiEvent{Type: "RUN_ERROR", Message: runErr.Error(), Code: "run_failed"})
+		m.emit(aguiEvent{Type: "RUN_ERROR", Message: s.publicMessage(runErr), Code: "run_failed"})
 	case status == agent.RunInterrupted && m.approval != nil:
 		// AG-UI asks for the state before an interrupting RUN_FINISHED.
 		m.emit(aguiEvent{Type: "STATE_SNAPSHOT", Snapshot: m.snapshot()})
@@ -201,7 +218,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 // turns it into an agent.Answer. Mismatches are refused (RUN_ERROR).
 func (s *Server) aguiAnswer(ctx context.Context, th Thread, resume []aguiResume) (agent.Answer, error) {
 	if len(resume) != 1 {
-		return agent.Answer{}, fmt.Errorf("resume must answer exactly the one pending interrupt, got %d entries", len(resume))
+		return agent.Answer{}, badRequest("resume", "must answer exactly the one pending interrupt, got %d entries", len(resume))
 	}
 	e := resume[0]
 	if err := s.checkPending(ctx, th, e.InterruptID); err != nil {
@@ -216,15 +233,15 @@ func (s *Server) aguiAnswer(ctx context.Context, th Thread, resume []aguiResume)
 		}
 		if len(e.Payload) > 0 {
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
-				return agent.Answer{}, fmt.Errorf("resume payload: %v", err)
+				return agent.Answer{}, badRequest("resume[0].payload", "must be a JSON object {\"approved\": true|false}")
 			}
 		}
 		if p.Approved == nil {
-			return agent.Answer{}, fmt.Errorf("resume payload must say {\"approved\": true|false}")
+			return agent.Answer{}, badRequest("resume[0].payload", "must say {\"approved\": true|false}")
 		}
 		approved = *p.Approved
 	default:
-		return agent.Answer{}, fmt.Errorf("resume status %q: want resolved or cancelled", e.Status)
+		return agent.Answer{}, badRequest("resume[0].status", "%s: want resolved or cancelled", quoteForClient(e.Status))
 	}
 	text := "no"
 	if approved {

@@ -25,6 +25,8 @@ const (
 // ?thread= (internal id), outcome=, principal=, tenant=, since=, until=
 // (RFC 3339, a date, or a duration before now), limit= (newest first kept,
 // default 100, at most 1000). Records are returned oldest first.
+// ?cursor=<seq> pages forward: the records after that one, oldest first,
+// with next_cursor while more follow (cursor=0 starts at the oldest).
 func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
 	if !c.Principal.Admin {
@@ -56,6 +58,15 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
+	paging := q.Has("cursor")
+	if paging {
+		n, err := strconv.ParseInt(q.Get("cursor"), 10, 64)
+		if err != nil || n < 0 {
+			s.writeError(w, badRequest("cursor", "must be the seq of a record (next_cursor), or 0 for the oldest"))
+			return
+		}
+		f.Forward, f.After = true, n
+	}
 	recs, err := ar.Audit(r.Context(), f)
 	if err != nil {
 		s.writeError(w, err)
@@ -64,5 +75,9 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 	if recs == nil {
 		recs = []agent.AuditEntry{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"records": recs})
+	next := ""
+	if paging && len(recs) == f.Limit {
+		next = strconv.FormatInt(recs[len(recs)-1].Seq, 10)
+	}
+	writeJSON(w, http.StatusOK, listPage("records", recs, next))
 }

@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/server/apikey"
 	"github.com/capgraph/capgraph/state"
+	"github.com/google/uuid"
 )
 
 // Defaults for the zero values of Config.
@@ -34,6 +37,10 @@ const (
 	DefaultApprovalTTL        = 30 * time.Minute
 	DefaultShutdownGrace      = 10 * time.Second
 	DefaultStreamWriteTimeout = 30 * time.Second
+	DefaultBodyIdleTimeout    = 5 * time.Second
+	DefaultRunRetention       = 24 * time.Hour
+	DefaultDuplicateWindow    = time.Minute
+	DefaultDetachGrace        = 10 * time.Second
 )
 
 // Principal is who an API key stands for. Identity never comes from a
@@ -90,6 +97,12 @@ type Config struct {
 	// listing and lookup survive a restart. Nil: the Runner, when it is a
 	// ThreadLister (*agent.Agent is); else only threads this process saw.
 	Threads ThreadLister
+	// Runs keeps a durable record of every run the server acknowledges,
+	// written before the acknowledgement (docs/reliability.md). Nil: the
+	// Runner's store, when the Runner has a RunStore method (*agent.Agent
+	// has; memory, SQLite and PostgreSQL keep records); a Runner without
+	// one needs it set.
+	Runs checkpoint.RunStore
 	// Addr is the listen address for Run.
 	Addr string
 	// Principals are the API keys. With none, no authentication is done,
@@ -108,6 +121,10 @@ type Config struct {
 	// bounded by a write timeout; they end with their run.
 	ReadTimeout time.Duration
 	IdleTimeout time.Duration
+	// BodyIdleTimeout bounds the pause between two reads of a request
+	// body: a body that stops arriving (shorter than its Content-Length)
+	// is answered 408 after it, within ReadTimeout. Default 5 s.
+	BodyIdleTimeout time.Duration
 	// StreamWriteTimeout bounds the write of each stream frame, so a client
 	// that stops reading is dropped (its run goes on). Negative: none.
 	StreamWriteTimeout time.Duration
@@ -117,6 +134,42 @@ type Config struct {
 	MaxMessageBytes int
 	// MaxConcurrentRuns is the per-principal default.
 	MaxConcurrentRuns int
+	// MaxThreads bounds the threads of one owner (a principal, or a user a
+	// trusted frontend forwards); beyond, a new thread is refused with 403
+	// quota_exceeded. Default 10000; negative: no bound.
+	MaxThreads int
+	// MaxMetadataKeys and MaxMetadataBytes bound a thread's client
+	// metadata (POST /api/threads): keys, and bytes of keys and values
+	// together. Defaults 64 and 16 KiB.
+	MaxMetadataKeys  int
+	MaxMetadataBytes int
+	// MaxPageSize bounds ?limit= of every list (threads, runs, audit);
+	// default 500. A list without ?limit= returns DefaultPageSize items.
+	MaxPageSize int
+	// RunRetention is how long the record of a finished run is kept (run
+	// lookups, idempotent replays); default 24 h.
+	RunRetention time.Duration
+	// DuplicateWindow is how long after a Chat Completions run ended a
+	// repeated identical request (the same conversation from the same
+	// caller, as SDKs retry) gets that run's answer instead of starting a
+	// new run; while the run goes on, a repeat always joins it. Default
+	// 1 min; negative: off. An Idempotency-Key header is honoured as long
+	// as the run's record is kept (RunRetention).
+	DuplicateWindow time.Duration
+	// DetachGrace is how long a Chat Completions or AG-UI run goes on
+	// after its client went away (a timeout, a dropped connection) before
+	// it is canceled, so that the client's retry of the same request
+	// joins it instead of finding it canceled. Default 10 s; negative:
+	// cancel at once.
+	DetachGrace time.Duration
+	// RecoverGrace: RecoverRuns leaves alone the runs another process
+	// recorded less than this long ago (it may be starting them). 0, for
+	// one process owning its store (SQLite): every unfinished run is
+	// recovered at once. capgraph serve sets the lease TTL on PostgreSQL.
+	RecoverGrace time.Duration
+	// Instance names this server process in run records (their owner);
+	// default a random name.
+	Instance string
 	// MaxTotalRuns bounds the runs of all principals at once on this
 	// server; beyond: 429 with Retry-After. 0 means no bound but the
 	// per-principal ones.
@@ -187,13 +240,11 @@ type Config struct {
 
 // HashKey returns the hex SHA-256 digest of an API key, the form
 // Principal.KeySHA256 stores.
-func HashKey(key string) string {
-	d := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(d[:])
-}
+func HashKey(key string) string { return apikey.Hash(key) }
 
 // ParseAPIKeys parses CAPGRAPH_API_KEYS: comma-separated entries, each
 // either a bare key or "name=key". Bare keys get the names key1, key2, ….
+// Every key must meet apikey.Check, the rule of the YAML file's keys too.
 // Every principal gets tenant "default" and no trusted-frontend flag; use
 // Config.Principals for more. Empty input gives no principals.
 func ParseAPIKeys(s string) ([]Principal, error) {
@@ -211,6 +262,9 @@ func ParseAPIKeys(s string) ([]Principal, error) {
 		name, key = strings.TrimSpace(name), strings.TrimSpace(key)
 		if name == "" || key == "" {
 			return nil, &ConfigError{Field: "CAPGRAPH_API_KEYS", Reason: fmt.Sprintf("entry %d: empty name or key", i+1)}
+		}
+		if err := apikey.Check(key); err != nil {
+			return nil, &ConfigError{Field: "CAPGRAPH_API_KEYS", Reason: fmt.Sprintf("entry %d (%s): the key %v", i+1, name, err)}
 		}
 		if seen[name] {
 			return nil, &ConfigError{Field: "CAPGRAPH_API_KEYS", Reason: fmt.Sprintf("entry %d: duplicate name %q", i+1, name)}
@@ -301,6 +355,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.ApprovalTTL, DefaultApprovalTTL)
 	def(&cfg.ShutdownGrace, DefaultShutdownGrace)
 	def(&cfg.StreamWriteTimeout, DefaultStreamWriteTimeout)
+	def(&cfg.BodyIdleTimeout, DefaultBodyIdleTimeout)
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -319,6 +374,24 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.EventLogSize == 0 {
 		cfg.EventLogSize = DefaultEventLogSize
 	}
+	if cfg.MaxThreads == 0 {
+		cfg.MaxThreads = DefaultMaxThreads
+	}
+	if cfg.MaxMetadataKeys == 0 {
+		cfg.MaxMetadataKeys = DefaultMaxMetadataKeys
+	}
+	if cfg.MaxMetadataBytes == 0 {
+		cfg.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
+	if cfg.MaxPageSize == 0 {
+		cfg.MaxPageSize = DefaultMaxPageSize
+	}
+	def(&cfg.RunRetention, DefaultRunRetention)
+	def(&cfg.DuplicateWindow, DefaultDuplicateWindow)
+	def(&cfg.DetachGrace, DefaultDetachGrace)
+	if cfg.Instance == "" {
+		cfg.Instance = "server-" + uuid.NewString()[:8]
+	}
 	if cfg.Audit == nil {
 		cfg.Audit = nopAudit{}
 	}
@@ -328,7 +401,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.MaxBodyBytes < 0 || cfg.MaxMessages < 0 || cfg.MaxMessageBytes < 0 || cfg.MaxConcurrentRuns < 0 || cfg.EventLogSize < 0 || cfg.RequestsPerMinute < 0 || cfg.MaxTotalRuns < 0 {
+	if cfg.MaxBodyBytes < 0 || cfg.MaxMessages < 0 || cfg.MaxMessageBytes < 0 || cfg.MaxConcurrentRuns < 0 || cfg.EventLogSize < 0 || cfg.RequestsPerMinute < 0 || cfg.MaxTotalRuns < 0 ||
+		cfg.MaxMetadataKeys < 0 || cfg.MaxMetadataBytes < 0 || cfg.MaxPageSize < 0 || cfg.RecoverGrace < 0 || cfg.BodyIdleTimeout < 0 {
 		return cfg, &ConfigError{Field: "limits", Reason: "negative limit"}
 	}
 	return cfg, nil

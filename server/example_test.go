@@ -14,14 +14,14 @@ import (
 )
 
 func ExampleParseAPIKeys() {
-	ps, err := server.ParseAPIKeys("ops=sk-ops-secret, webui=sk-webui-secret")
+	ps, err := server.ParseAPIKeys("ops=sk-ops-secret-0123456789, webui=sk-webui-secret-0123456789")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	ps[1].TrustedFrontend = true // the Open WebUI key may forward chat ids
 	for _, p := range ps {
-		fmt.Println(p.Name, p.Tenant, p.TrustedFrontend, p.KeySHA256 == server.HashKey("sk-"+p.Name+"-secret"))
+		fmt.Println(p.Name, p.Tenant, p.TrustedFrontend, p.KeySHA256 == server.HashKey("sk-"+p.Name+"-secret-0123456789"))
 	}
 	// Output:
 	// ops default false true

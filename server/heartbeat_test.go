@@ -98,7 +98,7 @@ func TestShutdownEndsStreamsWithAFinalFrame(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.runs.start(caller{Principal: anonymous}, "x", "x", nil); err == nil {
+	if _, err := startFn(srv.runs, caller{Principal: anonymous}, "x", "x", nil); err == nil {
 		t.Fatal("a run started after shutdown")
 	}
 }
@@ -140,9 +140,10 @@ func TestLongRunOutlivesReadTimeout(t *testing.T) {
 }
 
 // TestClientGoneCancelsRun: a non-streaming client that disconnects cancels
-// its run (the body is read to EOF, so net/http watches the connection).
+// its run (the body is read to EOF, so net/http watches the connection),
+// once Config.DetachGrace has passed without a retry of the request.
 func TestClientGoneCancelsRun(t *testing.T) {
-	env := newTestEnv(t, nil)
+	env := newTestEnv(t, func(c *Config) { c.DetachGrace = 50 * time.Millisecond })
 	defer env.runner.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"net/http"
 	"strings"
 
@@ -46,32 +45,31 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 	if q.Thread == "" {
 		q.Thread = "mcp-" + uuid.NewString()
 	}
-	if len(q.Thread) > maxThreadIDLen || strings.ContainsAny(q.Thread, "/\x00") {
-		return mcp.Answer{}, fmt.Errorf("%w: thread_id must be at most %d characters without '/'", mcp.ErrBadQuestion, maxThreadIDLen)
+	if !validThreadID(q.Thread) {
+		return mcp.Answer{}, fmt.Errorf("%w: thread_id %s is not a valid thread id: a thread id is %s", mcp.ErrBadQuestion, quoteForClient(q.Thread), ThreadIDRule)
 	}
-	th, _, err := s.openThread(ctx, c, q.Thread, nil)
+	th, _, err := s.openThread(ctx, c, q.Thread, "mcp", nil)
 	if err != nil {
 		return mcp.Answer{}, err
 	}
-	var fn func(ctx context.Context) iter.Seq2[agent.Event, error]
+	sp := runSpec{c: c, source: "mcp", clientThread: th.ID, thread: th.internal}
 	if st, status, err := s.cfg.Runner.State(ctx, th.internal); err == nil && status == agent.RunInterrupted && st.Turn.PendingApproval != nil {
 		// The thread waits for a human: this question is the answer
 		// (yes proceeds; anything unclear is a no).
 		ans := agent.Answer{ApprovalID: st.Turn.PendingApproval.ID, Text: q.Text, By: callerName(c)}
-		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] {
-			return s.cfg.Runner.Resume(ctx, th.internal, ans)
-		}
+		sp.kind, sp.answer = kindAnswer, &ans
 	} else {
 		req := s.turnRequest(c, th.internal, q.Text, nil, s.turnMetadata(c, "mcp", th.ID, nil))
 		if err := s.checkTurn(req); err != nil {
 			return mcp.Answer{}, err
 		}
-		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
+		sp.kind, sp.turn = kindTurn, &req
 	}
-	ru, err := s.runs.start(c, th.ID, th.internal, fn)
+	ru, _, err := s.submit(ctx, sp)
 	if err != nil {
 		return mcp.Answer{}, err
 	}
+	ru.join()
 	rd := &chatRenderer{}
 	if !s.follow(ctx, ru, 0, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {
@@ -80,17 +78,21 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 			}
 		}
 	}, nil) {
-		ru.cancel() // the client went away: the run stops at its next checkpoint
+		ru.leave() // the client went away: the run stops at its next checkpoint
 		return mcp.Answer{}, ctx.Err()
 	}
 	status, runErr, shutdown := ru.result()
-	if runErr != nil {
+	if runErr != nil && !answerable(runErr) {
 		if errors.Is(runErr, agent.ErrApprovalAnswered) {
 			return mcp.Answer{}, fmt.Errorf("%w: this approval was answered already", mcp.ErrBadQuestion)
 		}
-		return mcp.Answer{}, fmt.Errorf("the run failed: %w", runErr)
+		return mcp.Answer{}, errors.New("the run failed: " + s.publicMessage(runErr))
 	}
-	ans := mcp.Answer{Thread: th.ID, Text: strings.TrimSpace(rd.content.String()), Status: string(status)}
+	text := rd.content.String()
+	if runErr != nil {
+		text = joinAnswer(text, s.publicMessage(runErr)) // a FATAL failure or the time limit: an answer
+	}
+	ans := mcp.Answer{Thread: th.ID, Text: strings.TrimSpace(text), Status: string(status)}
 	ans.Text, ans.Images = s.mcpArtifacts(ans.Text, rd.artifacts)
 	if rd.approval != nil && rd.status == agent.RunInterrupted {
 		ans.Approval = &mcp.PendingApproval{ID: rd.approval.ID, Summary: rd.approval.Summary}
@@ -103,7 +105,7 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 
 // Threads lists the caller's threads.
 func (m mcpAsker) Threads(ctx context.Context) ([]mcp.ThreadSummary, error) {
-	ths, err := m.s.listThreads(ctx, callerFrom(ctx))
+	ths, _, err := m.s.listThreads(ctx, callerFrom(ctx), page{limit: m.s.cfg.MaxPageSize})
 	if err != nil {
 		return nil, err
 	}

@@ -1,14 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"iter"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -21,25 +23,29 @@ type createThreadRequest struct {
 	Metadata map[string]string `json:"metadata"`
 }
 
-const maxThreadIDLen = 200
-
 func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
 	var req createThreadRequest
-	if r.ContentLength != 0 {
-		if err := decodeJSON(r, &req); err != nil {
-			s.writeError(w, err)
-			return
-		}
+	body, err := readBody(r)
+	if err == nil && len(bytes.TrimSpace(body)) > 0 {
+		err = unmarshalRequest(body, &req, true)
+	}
+	if err != nil {
+		s.writeError(w, err)
+		return
 	}
 	if req.ID == "" {
 		req.ID = uuid.NewString()
 	}
-	if len(req.ID) > maxThreadIDLen || strings.ContainsAny(req.ID, "/\x00") {
-		s.writeError(w, badRequest("id", "must be at most %d characters without '/'", maxThreadIDLen))
+	if err := checkThreadID("id", req.ID); err != nil {
+		s.writeError(w, err)
 		return
 	}
-	th, created, err := s.openThread(r.Context(), c, req.ID, req.Metadata)
+	if err := s.checkMetadata(req.Metadata); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	th, created, err := s.openThread(r.Context(), c, req.ID, "native", req.Metadata)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -47,12 +53,19 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
+	} else {
+		s.fillStatus(r.Context(), &th)
 	}
 	writeJSON(w, status, th)
 }
 
 func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
-	ths, err := s.listThreads(r.Context(), callerFrom(r.Context()))
+	p, err := s.pageOf(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	ths, next, err := s.listThreads(r.Context(), callerFrom(r.Context()), p)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -63,26 +76,43 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 	for i := range ths {
 		s.fillStatus(r.Context(), &ths[i])
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"threads": ths})
+	writeJSON(w, http.StatusOK, listPage("threads", ths, next))
 }
 
-// fillStatus gives a thread no run of this process has touched (known only
-// from the store: a restart since, or another replica ran it) the status of
-// its latest checkpoint, read through the agent; one store read each. A
-// thread created but never run has no status.
+// listPage is a page of a list: the items, whether more follow, and the
+// cursor of the next page.
+func listPage(name string, items any, next string) map[string]any {
+	out := map[string]any{name: items, "has_more": next != ""}
+	if next != "" {
+		out["next_cursor"] = next
+	}
+	return out
+}
+
+// fillStatus gives a thread the status of its latest run: running while a
+// run of this process goes on, else the status of its latest checkpoint,
+// read through the agent (one store read). A thread created but never run
+// has none.
 func (s *Server) fillStatus(ctx context.Context, th *Thread) {
-	if th.Status != "" {
+	if _, busy := s.runs.activeOn(th.internal); busy {
+		th.Status = "running"
 		return
 	}
-	if _, st, err := s.cfg.Runner.State(ctx, th.internal); err == nil {
-		th.Status = string(st)
+	if st, status, err := s.cfg.Runner.State(ctx, th.internal); err == nil && st.Turn.Number > 0 {
+		th.Status = string(status)
 	}
 }
 
-// thread finds the caller's thread named in the path, or answers 404.
+// thread finds the caller's thread named in the path, or answers 400 (an
+// id no thread can have) or 404.
 func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, Thread, bool) {
 	c := callerFrom(r.Context())
-	th, ok, err := s.findThread(r.Context(), c, r.PathValue("thread"))
+	id := r.PathValue("thread")
+	if err := checkThreadID("thread", id); err != nil {
+		s.writeError(w, err)
+		return c, Thread{}, false
+	}
+	th, ok, err := s.findThread(r.Context(), c, id)
 	if err != nil {
 		s.writeError(w, err)
 		return c, th, false
@@ -109,14 +139,17 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, &RequestError{Kind: ErrRunInProgress, Message: "run " + ru.ID + " is still running; cancel it first"})
 		return
 	}
-	// The agent may hold checkpoints of this thread from before a restart
-	// even when no run happened since: always delete. An error for a thread
-	// that never ran here most likely means there was nothing to delete.
-	if err := s.cfg.Runner.DeleteThread(r.Context(), th.internal); err != nil && th.Status != "" {
+	// Deleting a thread the store does not have is no error.
+	if err := s.cfg.Runner.DeleteThread(r.Context(), th.internal); err != nil && !errors.Is(err, agent.ErrUnknownThread) {
+		s.writeError(w, err)
+		return
+	}
+	if err := s.records.DeleteRuns(r.Context(), th.internal); err != nil {
 		s.writeError(w, err)
 		return
 	}
 	s.threads.delete(c, th.ID)
+	s.counts.release(ownerKey(c))
 	s.transcripts.forget(th.internal)
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -135,14 +168,15 @@ func (s *Server) loadState(w http.ResponseWriter, r *http.Request) (threadState,
 	}
 	out := threadState{Thread: th.ID}
 	st, status, err := s.cfg.Runner.State(r.Context(), th.internal)
+	if errors.Is(err, agent.ErrUnknownThread) {
+		return out, true // created, never run, not in the store: no state yet
+	}
 	if err != nil {
-		if th.Status == "" {
-			// No run since the server started, and the agent has no
-			// checkpoint either: a new thread without state.
-			return out, true
-		}
 		s.writeError(w, err)
 		return threadState{}, false
+	}
+	if st.Turn.Number == 0 {
+		status = "" // created, never run
 	}
 	out.Status, out.State = status, &st
 	return out, true
@@ -186,7 +220,7 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req startRunRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := decodeStrictJSON(r, &req); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -198,14 +232,17 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("input", "%d bytes exceed the limit of %d", len(req.Input), s.cfg.MaxMessageBytes))
 		return
 	}
+	if err := checkIdempotencyKey(r); err != nil {
+		s.writeError(w, err)
+		return
+	}
 	treq := s.turnRequest(c, th.internal, req.Input, req.Options, s.turnMetadata(c, "native", th.ID, th.Metadata))
 	if err := s.checkTurn(treq); err != nil {
 		s.writeError(w, err)
 		return
 	}
-	s.startNative(w, r, c, th, req.Stream, func(ctx context.Context) iter.Seq2[agent.Event, error] {
-		return s.cfg.Runner.Run(ctx, treq)
-	})
+	key, _ := idempotencyKey(r, c, "native:"+th.internal, "")
+	s.startNative(w, r, req.Stream, runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindTurn, turn: &treq, key: key})
 }
 
 type approvalRequest struct {
@@ -222,7 +259,7 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req approvalRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := decodeStrictJSON(r, &req); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -238,14 +275,28 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("approved", "give approved (true/false) or text"))
 		return
 	}
-	if err := s.checkPending(r.Context(), th, req.ApprovalID); err != nil {
+	if err := checkIdempotencyKey(r); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	key, _ := idempotencyKey(r, c, "approval:"+th.internal, "")
+	if key == "" {
+		// Only an approval that is pending can be answered, so a repeated
+		// answer cannot resume (and execute) twice; a repetition with an
+		// Idempotency-Key finds the first answer's run instead.
+		if err := s.checkPending(r.Context(), th, req.ApprovalID); err != nil {
+			s.writeError(w, err)
+			return
+		}
+	} else if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil {
+		s.replayNative(w, r, req.Stream, rec)
+		return
+	} else if err := s.checkPending(r.Context(), th, req.ApprovalID); err != nil {
 		s.writeError(w, err)
 		return
 	}
 	ans := agent.Answer{ApprovalID: req.ApprovalID, Text: req.Text, Approved: req.Approved, Plan: req.Plan, By: callerName(c)}
-	s.startNative(w, r, c, th, req.Stream, func(ctx context.Context) iter.Seq2[agent.Event, error] {
-		return s.cfg.Runner.Resume(ctx, th.internal, ans)
-	})
+	s.startNative(w, r, req.Stream, runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindAnswer, answer: &ans, key: key})
 }
 
 // checkPending makes sure the thread waits for this approval, so a
@@ -256,7 +307,7 @@ func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 		return &RequestError{Kind: ErrRunInProgress, Message: "a run is in progress on this thread"}
 	}
 	st, status, err := s.cfg.Runner.State(ctx, th.internal)
-	if err != nil && th.Status == "" {
+	if errors.Is(err, agent.ErrUnknownThread) {
 		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: "the thread has no pending approval"}
 	}
 	if err != nil {
@@ -271,49 +322,163 @@ func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 	return nil
 }
 
-func (s *Server) startNative(w http.ResponseWriter, r *http.Request, c caller, th Thread, stream bool, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) {
-	ru, err := s.runs.start(c, th.ID, th.internal, fn)
+// startNative submits sp and answers with the run: its event stream, or
+// 202 with where to follow it. A repeated request (the same
+// Idempotency-Key) is answered with the first request's run.
+func (s *Server) startNative(w http.ResponseWriter, r *http.Request, stream bool, sp runSpec) {
+	ru, dup, err := s.submit(r.Context(), sp)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
+	if dup != nil {
+		s.replayNative(w, r, stream, *dup)
+		return
+	}
+	s.answerNative(w, r, stream, ru)
+}
+
+func (s *Server) answerNative(w http.ResponseWriter, r *http.Request, stream bool, ru *run) {
 	if wantsStream(r, stream) {
 		s.streamRun(w, r, ru, 0)
 		return
 	}
-	info := ru.info()
-	writeJSON(w, http.StatusAccepted, map[string]any{"run": info,
-		"events_url": "/api/threads/" + th.ID + "/runs/" + ru.ID + "/events"})
+	writeJSON(w, http.StatusAccepted, map[string]any{"run": ru.info(), "events_url": threadPath(ru.ClientThread, "runs", ru.ID, "events")})
 }
 
-// runOf finds the caller's run named in the path, on the path's thread.
-func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, bool) {
-	c := callerFrom(r.Context())
-	ru, ok := s.runs.get(c, r.PathValue("run"))
-	if !ok || ru.ClientThread != r.PathValue("thread") {
-		s.writeError(w, &RequestError{Kind: ErrNotFound, Param: "run", Message: "no such run"})
-		return nil, false
+// replayNative answers a repeated request with the first request's run:
+// joined while it goes on in this process, else as its record says.
+func (s *Server) replayNative(w http.ResponseWriter, r *http.Request, stream bool, rec checkpoint.RunRecord) {
+	w.Header().Set(headerReplayed, "true")
+	if ru, ok := s.runs.byID(rec.ID); ok {
+		s.answerNative(w, r, stream, ru)
+		return
 	}
-	return ru, true
+	if wantsStream(r, stream) {
+		s.streamRecord(w, rec)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"run": recordInfo(rec),
+		"events_url": threadPath(rec.Labels[labelThread], "runs", rec.ID, "events")})
+}
+
+// headerReplayed marks an answer given from the first request's run.
+const headerReplayed = "Idempotent-Replayed"
+
+// runOf finds the caller's run named in the path, on the path's thread:
+// a run of this process, else its record (a run of an earlier life of
+// the server, or of another replica).
+func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *checkpoint.RunRecord, bool) {
+	c := callerFrom(r.Context())
+	id := r.PathValue("run")
+	notFound := func() (*run, *checkpoint.RunRecord, bool) {
+		s.writeError(w, &RequestError{Kind: ErrNotFound, Param: "run", Message: "no such run"})
+		return nil, nil, false
+	}
+	if err := checkThreadID("thread", r.PathValue("thread")); err != nil {
+		s.writeError(w, err)
+		return nil, nil, false
+	}
+	if ru, ok := s.runs.get(c, id); ok {
+		if ru.ClientThread != r.PathValue("thread") {
+			return notFound()
+		}
+		return ru, nil, true
+	}
+	if len(id) > 64 {
+		return notFound()
+	}
+	rec, err := s.records.GetRun(r.Context(), id)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return notFound()
+	}
+	if err != nil {
+		s.writeError(w, err)
+		return nil, nil, false
+	}
+	if rec.Thread != internalThreadID(c, r.PathValue("thread")) || !recordOf(c, rec) {
+		return notFound()
+	}
+	return nil, &rec, true
+}
+
+// recordOf reports whether c made the recorded run.
+func recordOf(c caller, rec checkpoint.RunRecord) bool {
+	l := rec.Labels
+	return l[labelOwner] == c.Principal.Name && l[labelTenant] == c.Principal.Tenant && l[labelUser] == c.User
 }
 
 func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
-	if ru, ok := s.runOf(w, r); ok {
+	ru, rec, ok := s.runOf(w, r)
+	switch {
+	case !ok:
+	case ru != nil:
 		writeJSON(w, http.StatusOK, ru.info())
+	default:
+		writeJSON(w, http.StatusOK, recordInfo(*rec))
 	}
 }
 
 func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
-	if ru, ok := s.runOf(w, r); ok {
+	ru, rec, ok := s.runOf(w, r)
+	switch {
+	case !ok:
+	case ru != nil:
 		ru.cancel()
 		writeJSON(w, http.StatusAccepted, ru.info())
+	case rec.Status.Terminal():
+		writeJSON(w, http.StatusAccepted, recordInfo(*rec)) // nothing left to cancel
+	default:
+		s.writeError(w, &RequestError{Kind: ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
 	}
+}
+
+// handleListRuns lists the thread's runs from their records, newest
+// first, a page at a time (?limit, ?cursor).
+func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
+	c, th, ok := s.thread(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.pageOf(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	f := checkpoint.RunFilter{Thread: th.internal, Limit: p.limit,
+		Labels: map[string]string{labelOwner: c.Principal.Name, labelTenant: c.Principal.Tenant, labelUser: c.User}}
+	if p.cursor != "" {
+		n, err := strconv.ParseInt(p.cursor, 10, 64)
+		if err != nil || n <= 0 {
+			s.writeError(w, badRequest("cursor", "is not a cursor this server gave"))
+			return
+		}
+		f.Before = n
+	}
+	recs, err := s.records.ListRuns(r.Context(), f)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	out := make([]runInfo, 0, len(recs))
+	for _, rec := range recs {
+		if ru, ok := s.runs.byID(rec.ID); ok {
+			out = append(out, ru.info())
+			continue
+		}
+		out = append(out, recordInfo(rec))
+	}
+	next := ""
+	if len(recs) == p.limit {
+		next = strconv.FormatInt(recs[len(recs)-1].Seq, 10)
+	}
+	writeJSON(w, http.StatusOK, listPage("runs", out, next))
 }
 
 // handleRunEvents streams a run's events; Last-Event-ID (or ?after=N)
 // resumes after the last event the client saw.
 func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
-	ru, ok := s.runOf(w, r)
+	ru, rec, ok := s.runOf(w, r)
 	if !ok {
 		return
 	}
@@ -330,7 +495,27 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
+	if ru == nil {
+		// The run is not in this process: its record's ending.
+		s.streamRecord(w, *rec)
+		return
+	}
 	s.streamRun(w, r, ru, after)
+}
+
+// streamRecord answers an event stream request for a run known only from
+// its record: the ending frames, or 409 while it has not ended.
+func (s *Server) streamRecord(w http.ResponseWriter, rec checkpoint.RunRecord) {
+	if !rec.Status.Terminal() {
+		s.writeError(w, &RequestError{Kind: ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
+		return
+	}
+	sse := startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
+	if rec.Status == checkpoint.RunFailed {
+		code := "run_failed"
+		sse.frame("", "error", map[string]any{"error": apiError{Message: rec.Error, Type: "server_error", Code: &code}})
+	}
+	sse.frame("", "end", map[string]any{"run_id": rec.ID, "status": recordStatus(rec.Status), "shutdown": false})
 }
 
 // streamRun writes the run's events as SSE: "id: <seq>", "event: <type>",
@@ -351,7 +536,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, ru *run, afte
 	status, runErr, shutdown := ru.result()
 	if runErr != nil {
 		code := "run_failed"
-		sse.frame("", "error", map[string]any{"error": apiError{Message: runErr.Error(), Type: "server_error", Code: &code}})
+		sse.frame("", "error", map[string]any{"error": apiError{Message: s.publicMessage(runErr), Type: "server_error", Code: &code}})
 	}
 	sse.frame("", "end", map[string]any{"run_id": ru.ID, "status": status, "shutdown": shutdown})
 }

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/google/uuid"
 )
 
@@ -131,9 +131,27 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	t.statuses = s.sendStatusFrames(r, c, t.user)
-	st, err := s.startChat(r.Context(), c, t, "openai")
+	if err := checkIdempotencyKey(r); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	// A repeated request (an SDK's retry) gets the first request's run.
+	key, explicit := s.chatKey(r, c, t, "chat")
+	if key != "" {
+		if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil && s.replayChat(w, r, t, c, rec, explicit) {
+			return
+		}
+	}
+	st, err := s.startChat(r.Context(), c, t, "openai", key)
 	if err != nil {
 		s.writeError(w, err)
+		return
+	}
+	if st.dup != nil {
+		// Another request with the same key got there first.
+		if !s.replayChat(w, r, t, c, *st.dup, explicit) {
+			s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request is being answered; try again shortly"})
+		}
 		return
 	}
 	if st.reply != nil {
@@ -164,16 +182,24 @@ type chatStart struct {
 	reply *chatReply
 	// clientThread is the thread's client id.
 	clientThread string
+	// dup, when set, is the run a request with the same key started: no
+	// run started (the caller joins or replays it).
+	dup *checkpoint.RunRecord
+	// usage goes with reply when it replays a run's answer; replayed is
+	// that run's record when its key was derived from the request.
+	usage    agent.Usage
+	replayed *checkpoint.RunRecord
 }
 
 // startChat decides which thread a chat turn goes to, and whether it runs
-// a new turn or resumes an approval, then starts the run. source names the
-// protocol in the thread's metadata.
-func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source string) (chatStart, error) {
+// a new turn or resumes an approval, then records and starts the run (key
+// is its idempotency key, see chatKey). source names the protocol in the
+// thread's metadata.
+func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, key string) (chatStart, error) {
 	// Which thread, and run or resume?
 	var (
 		clientThread, thread string
-		fn                   func(ctx context.Context) iter.Seq2[agent.Event, error]
+		sp                   runSpec
 		token                string
 		transcript           string
 	)
@@ -202,18 +228,19 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source str
 			defer s.approvals.releaseOnPanic(tok)
 			token, clientThread, thread = tok, ticket.ClientThread, ticket.Thread
 			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: answerText(t.input, tok), By: callerName(c)}
-			fn = func(ctx context.Context) iter.Seq2[agent.Event, error] {
-				return s.cfg.Runner.Resume(ctx, thread, ans)
-			}
+			sp = runSpec{kind: kindAnswer, answer: &ans}
 		}
 	}
-	if fn == nil {
+	if sp.kind == "" {
 		switch {
 		case t.thread != "":
 			clientThread = t.thread
 		case c.ChatID != "":
 			clientThread = "openwebui:" + c.ChatID
-			if _, _, err := s.openThread(ctx, c, clientThread, nil); err != nil {
+			if err := checkThreadID(headerChatID, clientThread); err != nil {
+				return chatStart{}, err
+			}
+			if _, _, err := s.openThread(ctx, c, clientThread, source, nil); err != nil {
 				return chatStart{}, err
 			}
 		default:
@@ -226,6 +253,9 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source str
 			clientThread = ct
 			if !ok {
 				clientThread = "chat-" + uuid.NewString()
+				if _, _, err := s.openThread(ctx, c, clientThread, source, t.clientMeta); err != nil {
+					return chatStart{}, err
+				}
 			}
 			transcript = transcriptDigest(c, t.msgs)
 		}
@@ -245,14 +275,15 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source str
 			}
 			return chatStart{}, err
 		}
-		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
+		sp = runSpec{kind: kindTurn, turn: &req}
 	}
-	ru, err := s.runs.start(c, clientThread, thread, fn)
-	if err != nil {
+	sp.c, sp.source, sp.clientThread, sp.thread, sp.key, sp.chat = c, source, clientThread, thread, key, true
+	ru, dup, err := s.submit(ctx, sp)
+	if err != nil || dup != nil {
 		if token != "" {
 			s.approvals.settle(token, nil)
 		}
-		return chatStart{}, err
+		return chatStart{dup: dup}, err
 	}
 	return chatStart{ru: ru, token: token, clientThread: clientThread}, nil
 }
@@ -297,6 +328,7 @@ func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
 const shutdownNote = "\n\n(The server is shutting down: this run stopped at its last checkpoint. Send your message again to continue.)"
 
 func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
+	ru.join()
 	followed := s.follow(r.Context(), ru, 0, func(ev agent.Event) { rd.render(ev) }, nil)
 	left, runErr, shutdown, replay := s.chatRunEnd(r.Context(), c, ru, followed, token)
 	if left {
@@ -306,11 +338,17 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 		s.writeCompletion(w, t, *replay, rd.usage)
 		return
 	}
-	if runErr != nil {
+	if runErr != nil && !answerable(runErr) {
 		s.writeError(w, fmt.Errorf("the run failed: %w", runErr))
 		return
 	}
-	content := rd.content.String() + s.finishApproval(c, ru, rd)
+	content := rd.content.String()
+	if runErr != nil {
+		// A FATAL failure or the turn's time limit: said as the answer,
+		// so that no client retries it into a second run.
+		content = joinAnswer(content, s.publicMessage(runErr))
+	}
+	content += s.finishApproval(c, ru, rd)
 	if shutdown {
 		content += shutdownNote
 	}
@@ -320,6 +358,9 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 	}
 	s.rememberTranscript(c, t, ru, content)
 	s.writeCompletion(w, t, reply, rd.usage)
+	if http.NewResponseController(w).Flush() == nil {
+		s.delivered(ru)
+	}
 }
 
 // chatRunEnd is how a followed chat run ended, for both answer forms: left
@@ -333,7 +374,7 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 // resume) is no failure: replay is what the first answer became.
 func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed bool, token string) (left bool, runErr error, shutdown bool, replay *chatReply) {
 	if !followed {
-		ru.cancel() // the client left
+		ru.leave() // the client left; the run stops unless a repeat of the request follows it
 		if token != "" {
 			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
 		}
@@ -360,7 +401,7 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 			// again instead of meeting "being carried out" (409).
 			s.approvals.settle(token, nil)
 		} else {
-			s.approvals.settle(token, &chatReply{Content: "The run failed: " + runErr.Error()})
+			s.approvals.settle(token, &chatReply{Content: "The run failed: " + s.publicMessage(runErr)})
 		}
 	}
 	return false, runErr, shutdown, nil
@@ -368,8 +409,13 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 
 // replyChat answers with a stored reply, streaming or not.
 func (s *Server) replyChat(w http.ResponseWriter, t chatTurn, reply chatReply) {
+	s.replyChatUsage(w, t, reply, agent.Usage{})
+}
+
+// replyChatUsage is replyChat with the usage of the run that wrote it.
+func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, reply chatReply, u agent.Usage) {
 	if !t.stream {
-		s.writeCompletion(w, t, reply, agent.Usage{})
+		s.writeCompletion(w, t, reply, u)
 		return
 	}
 	cs := s.newChunker(w, t)
@@ -378,7 +424,7 @@ func (s *Server) replyChat(w http.ResponseWriter, t chatTurn, reply chatReply) {
 		cs.delta(chatDelta{ReasoningContent: reply.Reasoning})
 	}
 	cs.content(reply.Content)
-	cs.finish(agent.Usage{})
+	cs.finish(u)
 }
 
 func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, reply chatReply, u agent.Usage) {
@@ -445,12 +491,13 @@ func (k *chunker) finish(u agent.Usage) {
 
 // fail ends the stream with an OpenAI error frame (no [DONE]), the way
 // compatible servers report a failure after the 200.
-func (k *chunker) fail(err error) {
+func (k *chunker) fail(s *Server, err error) {
 	code := "run_failed"
-	k.sse.data(map[string]any{"error": apiError{Message: err.Error(), Type: "server_error", Code: &code}})
+	k.sse.data(map[string]any{"error": apiError{Message: s.publicMessage(err), Type: "server_error", Code: &code}})
 }
 
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
+	ru.join()
 	k := s.newChunker(w, t)
 	k.role()
 	ok := s.follow(r.Context(), ru, 0, func(ev agent.Event) {
@@ -478,11 +525,17 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		k.finish(rd.usage)
 		return
 	}
-	if runErr != nil {
-		k.fail(fmt.Errorf("the run failed: %w", runErr))
+	if runErr != nil && !answerable(runErr) {
+		k.fail(s, runErr)
 		return
 	}
 	tail := s.finishApproval(c, ru, rd)
+	if runErr != nil {
+		tail = joinAnswer(tail, s.publicMessage(runErr))
+		if rd.content.Len() > 0 {
+			tail = "\n\n" + tail
+		}
+	}
 	if shutdown {
 		tail += shutdownNote
 	}
@@ -494,4 +547,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	}
 	s.rememberTranscript(c, t, ru, rd.content.String())
 	k.finish(rd.usage)
+	if k.sse.err == nil {
+		s.delivered(ru)
+	}
 }

@@ -143,7 +143,7 @@ func TestOpenAIGoErrors(t *testing.T) {
 			Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("please fail")}})
 		for s.Next() {
 		}
-		if s.Err() == nil || !strings.Contains(s.Err().Error(), "checkpoint store is unreachable") {
+		if s.Err() == nil || !strings.Contains(s.Err().Error(), "internal server error (reference ") || strings.Contains(s.Err().Error(), "unreachable") {
 			t.Fatalf("err = %v", s.Err())
 		}
 	})

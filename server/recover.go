@@ -2,12 +2,16 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/state"
 )
 
 // RunClaimer claims the runs cut between two steps (a crash, a shutdown)
@@ -46,32 +50,50 @@ func (s *Server) recoveryLimit() int {
 	return defaultRecoveryLimit
 }
 
-// running counts the runs in progress on this server.
-func (m *runManager) running() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.byThread)
+// RecoverRuns finishes what a crash or a shutdown left unfinished and
+// returns the threads of the runs it started: first the runs the server
+// recorded and never ended (started from their input, resumed, or marked
+// with how they ended), then the cut runs without a record
+// (agent.ClaimUnfinished), each as a server run of its owner — audited,
+// followable, waited for by Shutdown. It starts runs only while the server
+// has room (Config.MaxTotalRuns, else the runner's RecoveryLimit, else 8)
+// and stops at the limit; the rest stays for another replica or the next
+// call. Replicas sharing a store may all call it, at start-up and
+// periodically; how it shares the work: docs/frontends.md,
+// "srv.RecoverRuns", and docs/reliability.md.
+func (s *Server) RecoverRuns(ctx context.Context) ([]string, error) {
+	return s.recoverRuns(ctx, false)
 }
 
-// RecoverRuns claims the unfinished runs nobody else holds
-// (agent.ClaimUnfinished), one at a time while the server has room
-// (Config.MaxTotalRuns, else the runner's RecoveryLimit, else 8), and starts
-// each as a server run of its owner: audited, followable, waited for by
-// Shutdown. It returns their threads once started. Replicas sharing a store
-// may all call it, at start-up and periodically; how it shares the work:
-// docs/frontends.md, "srv.RecoverRuns".
-func (s *Server) RecoverRuns(ctx context.Context) ([]string, error) {
+// RecoverAllRuns is RecoverRuns waiting for room at the limit instead of
+// stopping: it returns once every unfinished run has started (or ctx
+// ends). For a process that owns its store alone (SQLite) at start-up,
+// where nobody else would take the rest.
+func (s *Server) RecoverAllRuns(ctx context.Context) ([]string, error) {
+	return s.recoverRuns(ctx, true)
+}
+
+func (s *Server) recoverRuns(ctx context.Context, wait bool) ([]string, error) {
+	limit := s.recoveryLimit()
+	room := func() bool {
+		if wait {
+			return s.runs.waitRoom(ctx, limit) == nil
+		}
+		return s.runs.running() < limit
+	}
+	started, err := s.recoverRecorded(ctx, room)
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
 	rc, ok := s.cfg.Runner.(RunClaimer)
 	if !ok {
-		return nil, ErrNoRecovery
+		return started, errors.Join(append(errs, ErrNoRecovery)...)
 	}
-	limit := s.recoveryLimit()
-	var started []string
-	var errs []error
 	// Pulled one claim at a time: a claim not asked for is never made.
 	next, stop := iter.Pull2(rc.ClaimUnfinished(ctx))
 	defer stop()
-	for s.runs.running() < limit {
+	for room() {
 		cr, err, more := next()
 		if err != nil {
 			errs = append(errs, err)
@@ -80,9 +102,19 @@ func (s *Server) RecoverRuns(ctx context.Context) ([]string, error) {
 		if !more {
 			break
 		}
+		if open, err := s.hasOpenRecord(ctx, cr.Thread); err != nil || open {
+			// Its record says who answers it (recoverRecorded, once the
+			// record is older than Config.RecoverGrace).
+			cr.Release()
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			continue
+		}
 		c, clientThread := s.ownerOf(ctx, cr.Thread)
-		fn := func(ctx context.Context) iter.Seq2[agent.Event, error] { return cr.Resume(ctx) }
-		if _, err := s.runs.startRun(c, clientThread, cr.Thread, fn, false); err != nil {
+		sp := runSpec{c: c, source: "recovery", clientThread: clientThread, thread: cr.Thread, kind: kindResume, claimed: cr, recovering: true}
+		if _, _, err := s.submit(ctx, sp); err != nil {
 			cr.Release()
 			var re *RequestError
 			if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
@@ -94,6 +126,167 @@ func (s *Server) RecoverRuns(ctx context.Context) ([]string, error) {
 		started = append(started, cr.Thread)
 	}
 	return started, errors.Join(errs...)
+}
+
+// recoverPage is how many run records RecoverRuns reads at a time.
+const recoverPage = 100
+
+// recoverRecorded handles the recorded runs that never ended (see
+// RecoverRuns).
+func (s *Server) recoverRecorded(ctx context.Context, room func() bool) ([]string, error) {
+	f := checkpoint.RunFilter{Status: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}, Limit: recoverPage}
+	if s.cfg.RecoverGrace > 0 {
+		f.UpdatedBefore = s.cfg.Now().Add(-s.cfg.RecoverGrace)
+	}
+	var (
+		started []string
+		errs    []error
+	)
+	for {
+		recs, err := s.records.ListRuns(ctx, f)
+		if err != nil {
+			return started, errors.Join(append(errs, fmt.Errorf("server: list unfinished runs: %w", err))...)
+		}
+		for _, rec := range recs {
+			if _, ours := s.runs.byID(rec.ID); ours {
+				continue // running here
+			}
+			if !room() {
+				return started, errors.Join(append(errs, ctx.Err())...)
+			}
+			ok, err := s.recoverRecord(ctx, rec)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("server: recover run %s: %w", rec.ID, err))
+				var re *RequestError
+				if errors.As(err, &re) && errors.Is(re.Kind, ErrShuttingDown) {
+					return started, errors.Join(errs...)
+				}
+				continue
+			}
+			if ok {
+				started = append(started, rec.Thread)
+			}
+		}
+		if len(recs) < recoverPage {
+			return started, errors.Join(errs...)
+		}
+		f.Before = recs[len(recs)-1].Seq
+	}
+}
+
+// recoverRecord takes over one recorded run and starts it, or marks its
+// record with how it ended; started reports a run started.
+func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (started bool, err error) {
+	c := s.callerOf(rec.Labels)
+	sp := runSpec{c: c, source: rec.Labels[labelSource], clientThread: rec.Labels[labelThread], thread: rec.Thread,
+		id: rec.ID, recorded: true, recovering: true, chat: rec.Labels[labelSource] == "openai"}
+	var in runInput
+	if err := json.Unmarshal(rec.Input, &in); err != nil {
+		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted and could not read this run's input")
+	}
+	// A later run on the thread means this one was overtaken (the client
+	// went on); its input is never run again.
+	if newest, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: rec.Thread, Limit: 1}); err != nil {
+		return false, err
+	} else if len(newest) > 0 && newest[0].Seq > rec.Seq {
+		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted before this run finished, and a later run on the thread replaced it; nothing more of this run will be done")
+	}
+	st, status, err := s.cfg.Runner.State(ctx, rec.Thread)
+	unknown := errors.Is(err, agent.ErrUnknownThread)
+	if err != nil && !unknown {
+		return false, err
+	}
+	switch {
+	case unknown && in.Kind != kindTurn:
+		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the thread no longer exists")
+	case in.Kind == kindTurn && in.Turn != nil && (unknown || st.Metadata[MetaRun] != rec.ID):
+		// Acknowledged, but its input never reached the checkpoints.
+		t := in.Turn
+		sp.kind, sp.turn = kindTurn, &agent.TurnRequest{Thread: rec.Thread, Input: t.Input, Options: t.Options, MayRaise: t.MayRaise,
+			By: t.By, Metadata: t.Metadata, AllowedCapabilities: t.AllowedCapabilities}
+	case in.Kind == kindAnswer && in.Answer != nil && status == agent.RunInterrupted && s.stillPendingID(ctx, rec.Thread, in.Answer.ApprovalID):
+		// The answer was never taken.
+		a := in.Answer
+		sp.kind, sp.answer = kindAnswer, &agent.Answer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By}
+	case status == agent.RunCanceled:
+		sp.kind = kindResume // cut between two steps
+	default:
+		// It ended before the crash; only its record did not say so.
+		st := map[agent.RunStatus]checkpoint.RunStatus{agent.RunAnswered: checkpoint.RunDone, agent.RunInterrupted: checkpoint.RunInterrupted}[status]
+		msg := ""
+		if st == "" {
+			st, msg = checkpoint.RunFailed, "the run failed before the server restarted"
+		}
+		return false, s.endRecord(ctx, rec, st, msg)
+	}
+	if _, err := s.records.UpdateRun(ctx, rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning},
+		IfOwner: rec.Owner, Status: checkpoint.RunRunning, Owner: s.cfg.Instance, Start: true}); err != nil {
+		if errors.Is(err, checkpoint.ErrRunConflict) {
+			return false, nil // another process took it
+		}
+		return false, err
+	}
+	r, _, err := s.submit(ctx, sp)
+	if err != nil {
+		var re *RequestError
+		if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
+			return false, nil // a client's run of this server got there first
+		}
+		return false, err
+	}
+	// Another replica may hold the thread (it runs it, its record newer
+	// than this one's listing): then the run ends at once, and the record
+	// stays with the holder.
+	return r.began(ctx), nil
+}
+
+// hasOpenRecord reports whether the thread has a run record that has not
+// ended.
+func (s *Server) hasOpenRecord(ctx context.Context, thread string) (bool, error) {
+	recs, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: thread, Status: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}, Limit: 1})
+	return len(recs) > 0, err
+}
+
+// endRecord gives a record its final status, if no other process took it.
+func (s *Server) endRecord(ctx context.Context, rec checkpoint.RunRecord, st checkpoint.RunStatus, msg string) error {
+	_, err := s.records.UpdateRun(ctx, rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning},
+		IfOwner: rec.Owner, Status: st, Error: msg})
+	if errors.Is(err, checkpoint.ErrRunConflict) {
+		return nil
+	}
+	return err
+}
+
+// stillPendingID reports whether the thread waits for the approval id.
+func (s *Server) stillPendingID(ctx context.Context, thread, id string) bool {
+	if pl, ok := s.cfg.Runner.(pendingLister); ok {
+		aps, err := pl.PendingApprovals(ctx, thread)
+		return err == nil && slices.ContainsFunc(aps, func(a state.Approval) bool { return a.ID == id })
+	}
+	st, _, err := s.cfg.Runner.State(ctx, thread)
+	return err == nil && st.Turn.PendingApproval != nil && st.Turn.PendingApproval.ID == id
+}
+
+// callerOf is the caller a run record names, with the principal's current
+// permissions when the key is still configured.
+func (s *Server) callerOf(labels map[string]string) caller {
+	c := caller{Principal: Principal{Name: labels[labelOwner], Tenant: labels[labelTenant]}, User: labels[labelUser]}
+	for _, p := range s.keys.principals {
+		if p.Name == c.Principal.Name && p.Tenant == c.Principal.Tenant {
+			c.Principal = p
+		}
+	}
+	if len(s.keys.principals) == 0 && c.Principal.Name == anonymous.Name && c.Principal.Tenant == anonymous.Tenant {
+		c.Principal = anonymous
+	}
+	return c
+}
+
+// running counts the runs in progress on this server.
+func (m *runManager) running() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.byThread)
 }
 
 // recoverLoop calls RecoverRuns every Config.RecoverEvery until ctx is

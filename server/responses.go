@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -53,7 +51,7 @@ func threadOfItemID(id string) (string, bool) {
 				return "", false
 			}
 			b, err := hex.DecodeString(h)
-			if err != nil || len(b) == 0 || len(b) > maxThreadIDLen {
+			if err != nil || len(b) == 0 || len(b) > MaxThreadIDLen {
 				return "", false
 			}
 			return string(b), true
@@ -206,12 +204,8 @@ func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r) // never the connection's details (addresses, timeouts)
 	if err != nil {
-		if mbe := (*http.MaxBytesError)(nil); !errors.As(err, &mbe) {
-			// Never the connection's details (addresses, timeouts).
-			err = badRequest("body", "the request body could not be read (shorter than its Content-Length, or too slow)")
-		}
 		s.writeError(w, err)
 		return
 	}
@@ -240,17 +234,40 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	st, err := s.startChat(r.Context(), c, t, "responses")
-	if err != nil {
+	if err := checkIdempotencyKey(r); err != nil {
 		s.writeError(w, err)
 		return
+	}
+	// A repeated request (an SDK's retry) is answered by the first
+	// request's run: joined while it goes on, else from its record.
+	key, explicit := s.chatKey(r, c, t, "responses")
+	var st chatStart
+	if key != "" {
+		if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil {
+			st.dup = &rec
+		}
+	}
+	if st.dup == nil {
+		if st, err = s.startChat(r.Context(), c, t, "responses", key); err != nil {
+			s.writeError(w, err)
+			return
+		}
+	}
+	if st.dup != nil {
+		var again bool
+		if st, again = s.replayResponse(w, r, st.dup, explicit); again {
+			if st, err = s.startChat(r.Context(), c, t, "responses", key); err != nil {
+				s.writeError(w, err)
+				return
+			}
+		}
+		if st.ru == nil && st.reply == nil {
+			return // answered
+		}
 	}
 	if st.token != "" {
 		defer s.approvals.releaseOnPanic(st.token)
 	}
-	// Known to this process at once (the store has it from the first
-	// checkpoint on), so the next request's previous_response_id finds it.
-	s.threads.touch(c, st.clientThread, nil, s.cfg.Now())
 	obj := responseObject{ID: newItemID(responseIDPrefix, st.clientThread), Object: "response", CreatedAt: s.cfg.Now().Unix(),
 		Status: "in_progress", Instructions: req.Instructions, Model: m.ID, Output: []responseItem{}, Store: true,
 		Temperature: 1, TopP: 1, ToolChoice: "auto", Tools: []struct{}{}, Truncation: "disabled", Metadata: req.Metadata}
@@ -272,9 +289,13 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if st.reply != nil {
 		// An approval answered before (a retry): its answer again.
 		out.text(st.reply.Content)
-		out.complete(w, agent.Usage{})
+		out.complete(w, st.usage)
+		if st.replayed != nil && out.delivered(w) {
+			s.releaseKey(st.replayed.ID, st.replayed.Status) // the retry got the answer
+		}
 		return
 	}
+	st.ru.join()
 	rd := &chatRenderer{base: s.baseURL(r)}
 	followed := s.follow(r.Context(), st.ru, 0, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {
@@ -294,9 +315,12 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	case replay != nil:
 		out.text(replay.Content)
-	case runErr != nil:
+	case runErr != nil && !answerable(runErr):
 		out.fail(w, fmt.Errorf("the run failed: %w", runErr))
 		return
+	case runErr != nil:
+		// A FATAL failure or the turn's time limit: said as the answer.
+		out.text(joinAnswer("", s.publicMessage(runErr)))
 	default:
 		tail := s.finishApproval(c, st.ru, rd)
 		if shutdown {
@@ -310,6 +334,17 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		s.rememberTranscript(c, t, st.ru, rd.content.String())
 	}
 	out.complete(w, rd.usage)
+	if out.delivered(w) {
+		s.delivered(st.ru)
+	}
+}
+
+// delivered reports whether the answer reached the connection.
+func (o *responseWriter) delivered(w http.ResponseWriter) bool {
+	if o.sse != nil {
+		return o.sse.err == nil
+	}
+	return http.NewResponseController(w).Flush() == nil
 }
 
 // responsesThread names the thread a Responses request continues, when its
@@ -451,7 +486,7 @@ func (o *responseWriter) complete(w http.ResponseWriter, u agent.Usage) {
 // fail ends a response whose run failed (a fault, not an error report:
 // the agent's error reports are completed responses).
 func (o *responseWriter) fail(w http.ResponseWriter, err error) {
-	o.obj.Status, o.obj.Error = "failed", &responseError{Code: "server_error", Message: err.Error()}
+	o.obj.Status, o.obj.Error = "failed", &responseError{Code: "server_error", Message: o.s.publicMessage(err)}
 	if o.open {
 		o.obj.Output = []responseItem{o.item("completed")}
 		o.obj.Output[0].Status = "incomplete"

@@ -279,7 +279,8 @@ func TestResponsesErrorReportAndFailure(t *testing.T) {
 			failed = ev.Response
 		}
 	}
-	if s.Err() != nil || failed.Status != "failed" || !strings.Contains(failed.Error.Message, "run failed") {
+	// A server fault: a reference to the log, not the Go error.
+	if s.Err() != nil || failed.Status != "failed" || !strings.Contains(failed.Error.Message, "internal server error (reference ") || strings.Contains(failed.Error.Message, "unreachable") {
 		t.Fatalf("failed %+v %v", failed, s.Err())
 	}
 	_, err = c.Responses.New(ctx, respParams("please fail"))

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"iter"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/state"
-	"github.com/google/uuid"
 )
 
 // run is one execution of a turn (or a resume) on a thread. It runs in its
@@ -25,6 +27,14 @@ type run struct {
 	Started      time.Time
 
 	cancel context.CancelFunc
+	ctx    context.Context
+	// limited: counted against the owner's and the server's run limits.
+	limited bool
+	// recovering: a run RecoverRuns started.
+	recovering bool
+	// chat renders the events as the Chat Completions answer the run's
+	// record keeps for repeated requests (nil for other protocols).
+	chat *chatRenderer
 
 	mu       sync.Mutex
 	events   []agent.Event // events[i].Seq == first+i
@@ -37,6 +47,81 @@ type run struct {
 	max      int
 	// shutdown is set when the run was stopped by a server shutdown.
 	shutdown bool
+	// followers counts the requests answering with this run that cancel
+	// it when they leave (the one that started it, repeats that joined).
+	followers int
+	// begun is closed at the run's first event or its end.
+	begun chan struct{}
+	// detach cancels the run DetachGrace after its last follower left.
+	detach      *time.Timer
+	detachGrace time.Duration
+	// key is the run's record key when it was derived from the request
+	// (a repeat is a retry only until an answer was delivered), and
+	// recStatus the status finishRecord wrote.
+	implicitKey string
+	recStatus   checkpoint.RunStatus
+}
+
+// markBegun closes begun once (r.mu held).
+func (r *run) markBegun() {
+	if r.begun == nil {
+		return
+	}
+	select {
+	case <-r.begun:
+	default:
+		close(r.begun)
+	}
+}
+
+// began waits until the run has sent its first event or ended, and
+// reports whether it got going: false when it ended because another
+// process holds its thread.
+func (r *run) began(ctx context.Context) bool {
+	select {
+	case <-r.begun:
+	case <-ctx.Done():
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !(r.finished && len(r.events) == 0 && isThreadBusy(r.err))
+}
+
+// join counts a request that cancels the run when it leaves (leave).
+func (r *run) join() {
+	r.mu.Lock()
+	r.followers++
+	if r.detach != nil {
+		r.detach.Stop() // a repeat of the request came back in time
+		r.detach = nil
+	}
+	r.mu.Unlock()
+}
+
+// leave is a joined request going away. When the last one has gone, the
+// run is canceled after Config.DetachGrace unless a repeat of the request
+// (an SDK retrying after its timeout) joins it meanwhile.
+func (r *run) leave() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.followers--
+	if r.followers > 0 || r.detach != nil {
+		return
+	}
+	if r.detachGrace <= 0 {
+		r.cancel()
+		return
+	}
+	r.detach = time.AfterFunc(r.detachGrace, func() {
+		r.mu.Lock()
+		gone := r.followers <= 0
+		r.detach = nil
+		r.mu.Unlock()
+		if gone {
+			r.cancel()
+		}
+	})
 }
 
 // append adds ev (numbering it) and wakes followers.
@@ -58,6 +143,7 @@ func (r *run) append(ev agent.Event) {
 	if ev.Type == agent.EventDone {
 		r.status = ev.Status
 	}
+	r.markBegun()
 	close(r.notify)
 	r.notify = make(chan struct{})
 }
@@ -69,6 +155,7 @@ func (r *run) finish(err error, shutdown bool) {
 	if err != nil && r.status == "" {
 		r.status = agent.RunFailed
 	}
+	r.markBegun()
 	close(r.notify)
 	r.notify = make(chan struct{})
 }
@@ -95,6 +182,48 @@ func (r *run) result() (agent.RunStatus, error, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.status, r.err, r.shutdown
+}
+
+// retained reports whether the run has finished and how many events it
+// keeps.
+func (r *run) retained() (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.finished, len(r.events)
+}
+
+// result is what the run's record keeps for a repeated Chat Completions
+// request: the answer as the first request got it, or its failure when
+// the server was at fault. msg is the client's message of runErr.
+func (r *run) recordResult(s *Server, status agent.RunStatus, runErr error, msg string, shutdown bool) *runResult {
+	if r.chat == nil {
+		return nil
+	}
+	if runErr != nil && !answerable(runErr) {
+		st, _, code, _ := errorStatus(runErr)
+		return &runResult{Failure: &runFailure{Status: st, Code: code, Message: msg}}
+	}
+	rd := r.chat
+	content := rd.content.String()
+	if runErr != nil {
+		content = joinAnswer(content, msg)
+	}
+	if rd.approval != nil && status == agent.RunInterrupted {
+		content += approvalText(rd.approval, approvalToken(ownerKey(r.Owner), r.Thread, *rd.approval), rd.content.Len() > 0)
+	}
+	if shutdown {
+		content += shutdownNote
+	}
+	u := rd.usage
+	return &runResult{Content: content, Reasoning: rd.reasoning.String(), Usage: &u}
+}
+
+// joinAnswer appends a closing sentence to an answer's text.
+func joinAnswer(content, sentence string) string {
+	if content == "" {
+		return sentence
+	}
+	return content + "\n\n" + sentence
 }
 
 // runInfo is the JSON view of a run.
@@ -133,64 +262,117 @@ type runManager struct {
 	order    []string // run ids, oldest first, for eviction
 	active   map[string]int
 	byThread map[string]*run
+	// room is closed when a run ends (waitRoom), made again on demand.
+	room chan struct{}
 }
-
-const keepRuns = 1024
 
 func newRunManager(s *Server) *runManager {
 	base, stop := context.WithCancel(context.Background())
 	return &runManager{s: s, base: base, stopBase: stop, runs: map[string]*run{}, active: map[string]int{}, byThread: map[string]*run{}}
 }
 
-// start begins a run of fn on the internal thread.
-func (m *runManager) start(c caller, clientThread, thread string, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) (*run, error) {
-	return m.startRun(c, clientThread, thread, fn, true)
-}
-
-// startRun is start; limited=false skips the concurrency limits (for runs
-// the server recovers, which no client asked for).
-func (m *runManager) startRun(c caller, clientThread, thread string, fn func(ctx context.Context) iter.Seq2[agent.Event, error], limited bool) (*run, error) {
+// reserve registers a run of sp (limits and one run per thread checked)
+// without starting it; launch starts it, unreserve drops it.
+func (m *runManager) reserve(sp runSpec) (*run, error) {
+	c := sp.c
+	limited := !sp.recovering
 	limit := c.Principal.MaxConcurrentRuns
 	if limit == 0 {
 		limit = m.s.cfg.MaxConcurrentRuns
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.closed {
-		m.mu.Unlock()
 		return nil, &RequestError{Kind: ErrShuttingDown, Message: "the server is shutting down"}
 	}
-	if r, busy := m.byThread[thread]; busy {
-		m.mu.Unlock()
+	if r, busy := m.byThread[sp.thread]; busy {
 		return nil, &RequestError{Kind: ErrRunInProgress, Message: "run " + r.ID + " is still running on this thread"}
 	}
 	if limited && m.active[c.key()] >= limit {
-		m.mu.Unlock()
 		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "too many concurrent runs for this API key; try again later"}
 	}
 	if limited && m.s.cfg.MaxTotalRuns > 0 && len(m.byThread) >= m.s.cfg.MaxTotalRuns {
-		m.mu.Unlock()
 		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "the server runs as many runs as it may; try again later"}
 	}
 	ctx, cancel := context.WithTimeout(m.base, m.s.cfg.TurnTimeout)
-	r := &run{ID: "run-" + uuid.NewString(), Thread: thread, ClientThread: clientThread, Owner: c,
-		Started: m.s.cfg.Now(), cancel: cancel, notify: make(chan struct{}), max: m.s.cfg.EventLogSize}
-	m.active[c.key()]++
-	m.byThread[thread] = r
+	r := &run{ID: sp.id, Thread: sp.thread, ClientThread: sp.clientThread, Owner: c, limited: limited, recovering: sp.recovering,
+		Started: m.s.cfg.Now(), ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize,
+		detachGrace: m.s.cfg.DetachGrace}
+	if sp.chat {
+		r.chat = &chatRenderer{}
+	}
+	if strings.HasPrefix(sp.key, implicitKeyPrefix) {
+		r.implicitKey = sp.key
+	}
+	if limited {
+		m.active[c.key()]++
+	}
+	m.byThread[sp.thread] = r
 	m.runs[r.ID] = r
 	m.order = append(m.order, r.ID)
-	for len(m.order) > keepRuns {
-		old := m.runs[m.order[0]]
-		if old != nil && old.info().Finished {
-			delete(m.runs, m.order[0])
-		}
-		m.order = m.order[1:]
-	}
+	m.evict()
 	m.wg.Add(1)
-	m.mu.Unlock()
-	m.s.threads.setStatus(thread, "running", m.s.cfg.Now())
-
-	go m.execute(ctx, r, fn)
 	return r, nil
+}
+
+// unreserve drops a reserved run that did not start.
+func (m *runManager) unreserve(r *run) {
+	m.mu.Lock()
+	m.release(r)
+	delete(m.runs, r.ID)
+	m.mu.Unlock()
+	r.cancel()
+	m.wg.Done()
+}
+
+// release frees r's place in the limits and on its thread (m.mu held).
+func (m *runManager) release(r *run) {
+	if r.limited {
+		m.active[r.Owner.key()]--
+		if m.active[r.Owner.key()] <= 0 {
+			delete(m.active, r.Owner.key())
+		}
+	}
+	if m.byThread[r.Thread] == r {
+		delete(m.byThread, r.Thread)
+	}
+	m.signalRoom()
+}
+
+// Finished runs are kept for reconnecting clients, the newest first, up to
+// keepRuns runs holding at most keepEvents events together.
+const (
+	keepRuns   = 256
+	keepEvents = 64 * 1024
+)
+
+// evict drops the oldest finished runs beyond the retention (m.mu held).
+func (m *runManager) evict() {
+	events, finished := 0, 0
+	keep := make([]string, 0, len(m.order))
+	for i := len(m.order) - 1; i >= 0; i-- {
+		id := m.order[i]
+		r := m.runs[id]
+		if r == nil {
+			continue
+		}
+		if done, n := r.retained(); done {
+			finished++
+			events += n
+			if finished > keepRuns || events > keepEvents {
+				delete(m.runs, id)
+				continue
+			}
+		}
+		keep = append(keep, id)
+	}
+	slices.Reverse(keep)
+	m.order = keep
+}
+
+// launch starts a reserved run.
+func (m *runManager) launch(r *run, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) {
+	go m.execute(r.ctx, r, fn)
 }
 
 func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) {
@@ -220,19 +402,25 @@ func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Co
 	if status == "" {
 		status = agent.RunCanceled
 	}
-	// The thread is free (and shows its final status) before the run shows
-	// as finished: a client that saw it end may start the next run at once.
-	m.s.threads.setStatus(r.Thread, string(status), m.s.cfg.Now())
+	// The record says how the run ended before anyone sees it end, so a
+	// repeated request finds the result.
+	m.s.finishRecord(r, status, runErr, shutdown)
+	// The thread is free before the run shows as finished: a client that
+	// saw it end may start the next run at once.
+	r.mu.Lock()
+	noEvents := r.lastSeq == 0
+	r.mu.Unlock()
 	m.mu.Lock()
-	m.active[r.Owner.key()]--
-	if m.active[r.Owner.key()] <= 0 {
-		delete(m.active, r.Owner.key())
-	}
-	if m.byThread[r.Thread] == r {
-		delete(m.byThread, r.Thread)
+	m.release(r)
+	if r.recovering && isThreadBusy(runErr) && noEvents {
+		// Another process holds the thread: this was never a run here.
+		delete(m.runs, r.ID)
 	}
 	m.mu.Unlock()
 	r.finish(runErr, shutdown)
+	m.mu.Lock()
+	m.evict()
+	m.mu.Unlock()
 	log := m.s.cfg.Logger.With("run", r.ID, "thread", r.Thread, "principal", r.Owner.Principal.Name, "tenant", r.Owner.Principal.Tenant)
 	if runErr != nil {
 		log.Error("run failed", "error", runErr)
@@ -265,6 +453,9 @@ func (m *runManager) consume(ctx context.Context, r *run, aud *auditor, fn func(
 			continue
 		}
 		aud.observe(ctx, ev)
+		if r.chat != nil {
+			r.chat.render(ev)
+		}
 		r.append(ev)
 	}
 	return nil
@@ -279,6 +470,43 @@ func (m *runManager) get(c caller, id string) (*run, bool) {
 		return nil, false
 	}
 	return r, true
+}
+
+// byID returns a run of this process, finished or not.
+func (m *runManager) byID(id string) (*run, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.runs[id]
+	return r, ok
+}
+
+// signalRoom wakes those waiting for room (m.mu held).
+func (m *runManager) signalRoom() {
+	if m.room != nil {
+		close(m.room)
+		m.room = nil
+	}
+}
+
+// waitRoom waits until fewer than limit runs go on, or ctx ends.
+func (m *runManager) waitRoom(ctx context.Context, limit int) error {
+	for {
+		m.mu.Lock()
+		if len(m.byThread) < limit {
+			m.mu.Unlock()
+			return nil
+		}
+		if m.room == nil {
+			m.room = make(chan struct{})
+		}
+		ch := m.room
+		m.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // activeOn returns the running run of an internal thread.

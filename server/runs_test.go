@@ -62,7 +62,7 @@ func TestThreadIsFreeWhenTheRunShowsFinished(t *testing.T) {
 	m := env.srv.runs
 	c := caller{Principal: Principal{Name: "alice", Tenant: "lab"}}
 	release := make(chan struct{})
-	r, err := m.start(c, "quick", "internal-quick", func(ctx context.Context) iter.Seq2[agent.Event, error] {
+	r, err := startFn(m, c, "quick", "internal-quick", func(ctx context.Context) iter.Seq2[agent.Event, error] {
 		return func(yield func(agent.Event, error) bool) {
 			<-release
 			yield(agent.Event{Type: agent.EventDone, Status: agent.RunAnswered}, nil)
@@ -87,4 +87,14 @@ func TestThreadIsFreeWhenTheRunShowsFinished(t *testing.T) {
 	if _, busy := m.activeOn("internal-quick"); busy {
 		t.Fatal("a finished run still holds the thread")
 	}
+}
+
+// startFn starts a run of fn directly on the run manager (no record).
+func startFn(m *runManager, c caller, clientThread, thread string, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) (*run, error) {
+	r, err := m.reserve(runSpec{c: c, clientThread: clientThread, thread: thread, id: "run-" + clientThread})
+	if err != nil {
+		return nil, err
+	}
+	m.launch(r, fn)
+	return r, nil
 }

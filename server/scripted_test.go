@@ -10,6 +10,8 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -28,7 +30,11 @@ type scriptedRunner struct {
 	Runs    []agent.TurnRequest // every Run request
 	Resumes []agent.Answer      // every Resume answer
 	release chan struct{}
+	records *memory.Store // run records, as an agent's store keeps them
 }
+
+// RunStore makes the scripted runner keep run records like *agent.Agent.
+func (s *scriptedRunner) RunStore() checkpoint.RunStore { return s.records }
 
 type scriptedThread struct {
 	st     state.State
@@ -38,7 +44,7 @@ type scriptedThread struct {
 var errScriptedFatal = errors.New("scripted fatal failure: the checkpoint store is unreachable")
 
 func newScriptedRunner() *scriptedRunner {
-	return &scriptedRunner{threads: map[string]*scriptedThread{}, release: make(chan struct{})}
+	return &scriptedRunner{threads: map[string]*scriptedThread{}, release: make(chan struct{}), records: memory.New()}
 }
 
 // Release lets every waiting "slow" run finish.

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -182,9 +183,12 @@ func TestTooManyRunsOnTheServer(t *testing.T) {
 func TestIdentityHeadersOnlyFromTrustedKeys(t *testing.T) {
 	env := newTestEnv(t, nil)
 	hdr := []string{"X-OpenWebUI-Chat-Id", "chat-42", "X-OpenWebUI-User-Id", "u-7"}
-	for range 2 {
-		env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("hello")), hdr...)
-		env.do(t, "POST", "/v1/chat/completions", keyWebUI, chatBody("capgraph", false, user("hello")), hdr...)
+	for i := range 2 {
+		// Different messages: the same one again would be a retry of the
+		// first request (answered from its run, TestRetriedChatRequest…).
+		msg := fmt.Sprintf("hello %d", i)
+		env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user(msg)), hdr...)
+		env.do(t, "POST", "/v1/chat/completions", keyWebUI, chatBody("capgraph", false, user(msg)), hdr...)
 	}
 	runs := env.runner.runs()
 	if len(runs) != 4 {
@@ -324,23 +328,33 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
+// CAPGRAPH_API_KEYS keys meet the rule of the YAML file's keys
+// (apikey.Check): a 1-character key is refused, naming the entry but not
+// repeating the key.
 func TestParseAPIKeys(t *testing.T) {
+	const k1, k2 = "sk-first-0123456789", "sk-second-0123456789"
 	tests := []struct {
 		in      string
 		names   []string
-		wantErr bool
+		wantErr string
 	}{
-		{"", nil, false},
-		{"k1", []string{"key1"}, false},
-		{"ops=k1, webui = k2 ,", []string{"ops", "webui"}, false},
-		{"a=k1,a=k2", nil, true},
-		{"=k1", nil, true},
-		{"a=", nil, true},
+		{"", nil, ""},
+		{k1, []string{"key1"}, ""},
+		{"ops=" + k1 + ", webui = " + k2 + " ,", []string{"ops", "webui"}, ""},
+		{"a=" + k1 + ",a=" + k2, nil, "duplicate name"},
+		{"=" + k1, nil, "empty name or key"},
+		{"a=", nil, "empty name or key"},
+		{"k", nil, "entry 1 (key1): the key is 1 characters; use at least 16"},
+		{"ops=" + k1 + ",ci=short", nil, "entry 2 (ci): the key is 5 characters"},
+		{"ops=sk-0123456789\tabcdef", nil, "control or a non-ASCII character"},
 	}
 	for _, tc := range tests {
 		ps, err := ParseAPIKeys(tc.in)
-		if (err != nil) != tc.wantErr {
-			t.Fatalf("%q: err %v", tc.in, err)
+		if (err != nil) != (tc.wantErr != "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+			t.Fatalf("%q: err %v, want %q", tc.in, err, tc.wantErr)
+		}
+		if err != nil && strings.Contains(err.Error(), "short") {
+			t.Fatalf("%q: the error repeats the key: %v", tc.in, err)
 		}
 		var names []string
 		for _, p := range ps {
@@ -350,8 +364,8 @@ func TestParseAPIKeys(t *testing.T) {
 			t.Fatalf("%q: names %v", tc.in, names)
 		}
 	}
-	ps, _ := ParseAPIKeys("ops=secret")
-	if ps[0].KeySHA256 != HashKey("secret") || ps[0].Tenant != "default" {
+	ps, _ := ParseAPIKeys("ops=" + k1)
+	if ps[0].KeySHA256 != HashKey(k1) || ps[0].Tenant != "default" {
 		t.Fatalf("%+v", ps[0])
 	}
 }

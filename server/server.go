@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -16,6 +15,11 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
+// runStorer is implemented by *agent.Agent: the run records of its store.
+type runStorer interface {
+	RunStore() checkpoint.RunStore
+}
+
 // Server is capgraph's HTTP server. Create it with New, serve Handler on any
 // listener or call Run, and stop it with Shutdown.
 type Server struct {
@@ -25,6 +29,9 @@ type Server struct {
 	runs      *runManager
 	approvals *approvalStore
 	lister    ThreadLister
+	creator   ThreadCreator
+	counts    *threadCounts
+	records   checkpoint.RunStore
 	limiter   *rateLimiter
 	// transcripts names Chat Completions conversations without a chat id.
 	transcripts *transcriptIndex
@@ -49,6 +56,16 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, keys: newKeyring(cfg.Principals), threads: newThreadStore(), lister: cfg.Threads}
 	if s.lister == nil {
 		s.lister, _ = cfg.Runner.(ThreadLister)
+	}
+	s.creator, _ = cfg.Runner.(ThreadCreator)
+	s.counts = newThreadCounts(cfg.MaxThreads)
+	s.records = cfg.Runs
+	if rs, ok := cfg.Runner.(runStorer); ok && s.records == nil {
+		s.records = rs.RunStore()
+	}
+	if s.records == nil {
+		return nil, &ConfigError{Field: "Runs", Reason: "required: the Runner keeps no run records (an *agent.Agent does, in its store); " +
+			"set Config.Runs (memory.New() keeps them in this process only)"}
 	}
 	s.runs = newRunManager(s)
 	s.transcripts = newTranscriptIndex(transcriptIndexSize)
@@ -86,6 +103,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/threads/{thread}/state", oa(s.handleThreadState))
 	mux.HandleFunc("GET /api/threads/{thread}/plan", oa(s.handleThreadPlan))
 	mux.HandleFunc("POST /api/threads/{thread}/runs", oa(s.handleStartRun))
+	mux.HandleFunc("GET /api/threads/{thread}/runs", oa(s.handleListRuns))
 	mux.HandleFunc("POST /api/threads/{thread}/approval", oa(s.handleAnswerApproval))
 	mux.HandleFunc("GET /api/threads/{thread}/runs/{run}", oa(s.handleGetRun))
 	mux.HandleFunc("GET /api/threads/{thread}/runs/{run}/events", oa(s.handleRunEvents))
@@ -98,13 +116,19 @@ func (s *Server) routes() http.Handler {
 	s.mcpRoutes(mux, oa)
 	s.artifactRoutes(mux, oa)
 	if !s.cfg.DisableWebPage {
-		mux.Handle("GET /", s.pageSecurity(webHandler()))
+		mux.Handle(staticPattern, s.staticFiles(s.pageSecurity(webHandler())))
 	}
+	served := s.dispatch(mux)
 	return s.recoverPanics(s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		if r.Body != nil && r.Body != http.NoBody {
+			var whole time.Time
+			if s.cfg.ReadTimeout > 0 {
+				whole = time.Now().Add(s.cfg.ReadTimeout)
+			}
+			r.Body = http.MaxBytesReader(w, &idleBody{ReadCloser: r.Body, rc: http.NewResponseController(w),
+				idle: s.cfg.BodyIdleTimeout, deadline: whole}, s.cfg.MaxBodyBytes)
 		}
-		mux.ServeHTTP(w, r)
+		served.ServeHTTP(w, r)
 	})))
 }
 
@@ -133,11 +157,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.mu.Unlock()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
 	if s.cfg.RecoverEvery > 0 {
-		lctx, stop := context.WithCancel(ctx)
-		defer stop()
 		go s.recoverLoop(lctx)
 	}
+	go s.pruneLoop(lctx)
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {
@@ -205,6 +230,8 @@ func errorStatus(err error) (status int, typ, code string, retry bool) {
 		// A request asked for a safety setting looser than the
 		// configuration (agent.LoosenError names it).
 		return http.StatusForbidden, "permission_error", "option_not_allowed", false
+	case errors.Is(err, ErrQuota):
+		return http.StatusForbidden, "permission_error", "quota_exceeded", false
 	case errors.Is(err, ErrForbidden):
 		return http.StatusForbidden, "permission_error", "forbidden", false
 	case errors.Is(err, ErrUnknownModel):
@@ -213,6 +240,10 @@ func errorStatus(err error) (status int, typ, code string, retry bool) {
 		return http.StatusNotFound, "invalid_request_error", "not_found", false
 	case errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest, "invalid_request_error", "invalid_request", false
+	case errors.Is(err, ErrBodyTimeout):
+		return http.StatusRequestTimeout, "invalid_request_error", "request_timeout", false
+	case errors.Is(err, ErrMethodNotAllowed):
+		return http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", false
 	case errors.Is(err, ErrTooManyRuns):
 		return http.StatusTooManyRequests, "rate_limit_error", "too_many_runs", true
 	case errors.Is(err, ErrRateLimited):
@@ -221,6 +252,8 @@ func errorStatus(err error) (status int, typ, code string, retry bool) {
 		// graph.ErrThreadBusy: the agent found the thread running (here, or
 		// on another replica sharing the store).
 		return http.StatusConflict, "invalid_request_error", "run_in_progress", false
+	case errors.Is(err, ErrDuplicateInProgress):
+		return http.StatusConflict, "invalid_request_error", "duplicate_in_progress", true
 	case errors.Is(err, ErrConflict):
 		return http.StatusConflict, "invalid_request_error", "conflict", false
 	case errors.Is(err, agent.ErrUnknownThread):
@@ -233,7 +266,8 @@ func errorStatus(err error) (status int, typ, code string, retry bool) {
 	return http.StatusInternalServerError, "server_error", "internal_error", false
 }
 
-// writeError answers err in the OpenAI error shape. x-should-retry: false
+// writeError answers err in the OpenAI error shape, with a message meant
+// for the client (publicMessage: no internal detail). x-should-retry: false
 // tells the Stainless SDKs (openai-go, openai JS) not to repeat a request
 // whose repetition could repeat a side effect.
 func (s *Server) writeError(w http.ResponseWriter, err error) {
@@ -254,12 +288,7 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	if lh := (*checkpoint.LeaseHeldError)(nil); errors.As(err, &lh) {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(lh.RetryAfter(s.cfg.Now()))))
 	}
-	msg := err.Error()
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		msg = "request body exceeds " + strconv.FormatInt(mbe.Limit, 10) + " bytes"
-	}
-	e := apiError{Message: msg, Type: typ, Code: &code}
+	e := apiError{Message: s.publicMessage(err), Type: typ, Code: &code}
 	var re *RequestError
 	if errors.As(err, &re) && re.Param != "" {
 		e.Param = &re.Param
@@ -268,23 +297,4 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 		e.Param = &p
 	}
 	writeJSON(w, status, map[string]any{"error": e})
-}
-
-// decodeJSON reads a JSON body into v, mapping an oversized body to 413 and
-// malformed JSON to 400.
-func decodeJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return badRequest("body", "invalid JSON: %v", err)
-	}
-	// Read to EOF so net/http starts its background read, which notices a
-	// client that goes away (and cancels the request's context).
-	if _, err := io.Copy(io.Discard, r.Body); err != nil {
-		return err
-	}
-	return nil
 }

@@ -19,10 +19,13 @@ func TestShutdownGraceLetsRunsFinish(t *testing.T) {
 	body, br := startSlowStream(t, url)
 	stopped := make(chan error, 1)
 	go func() { stopped <- srv.Shutdown(context.Background()) }()
-	// New runs are refused while the grace lasts.
+	// New runs are refused while the grace lasts. (Not the same request
+	// again: that would be a retry, answered by the running run.)
+	_ = body
+	other, _ := json.Marshal(chatBody("capgraph", true, user("another question")))
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		r2, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
+		r2, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(string(other)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
-	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint"
@@ -12,11 +14,13 @@ import (
 
 // Threads outlive the server: the agent stores the turn's metadata with
 // every checkpoint, and the server writes who owns the thread and the
-// client's id for it there (turnMetadata). Listing and finding a thread
-// read the checkpoint store through a ThreadLister, so after a restart a
-// client finds its threads without registering them again. The in-memory
-// index (threadStore) only adds what the store cannot know yet: threads
-// created but never run, and the status of runs of this process.
+// client's id for it there (turnMetadata). A thread a client creates
+// before its first turn gets an initial checkpoint (ThreadCreator) before
+// the 201. Listing and finding a thread read the checkpoint store through
+// a ThreadLister, so after a restart a client finds its threads without
+// registering them again. Only for a runner that cannot create threads in
+// its store does an in-memory index (threadStore) keep the threads not yet
+// run.
 
 // ThreadLister lists threads of the agent's checkpoint store by metadata.
 // *agent.Agent implements it.
@@ -35,6 +39,13 @@ const (
 	// (POST /api/threads {"metadata"}).
 	MetaClientPrefix = "meta."
 )
+
+// ThreadCreator creates a thread in the agent's checkpoint store before
+// its first turn (*agent.Agent implements it), so a thread a client
+// created is durable before the server answers 201.
+type ThreadCreator interface {
+	CreateThread(ctx context.Context, thread string, metadata map[string]string) (created bool, err error)
+}
 
 // ownerFilter matches the metadata of c's threads.
 func ownerFilter(c caller) map[string]string {
@@ -60,7 +71,7 @@ func threadFromInfo(c caller, info checkpoint.ThreadInfo) (Thread, bool) {
 	if id == "" || internalThreadID(c, id) != info.ThreadID {
 		return Thread{}, false
 	}
-	th := Thread{ID: id, Created: info.Created, Updated: info.Updated, internal: info.ThreadID, owner: ownerKey(c)}
+	th := Thread{ID: id, Created: info.Created, Updated: info.Updated, internal: info.ThreadID, owner: ownerKey(c), latest: info.Latest}
 	for k, v := range info.Metadata {
 		if name, ok := strings.CutPrefix(k, MetaClientPrefix); ok {
 			if th.Metadata == nil {
@@ -72,8 +83,8 @@ func threadFromInfo(c caller, info checkpoint.ThreadInfo) (Thread, bool) {
 	return th, true
 }
 
-// findThread returns c's thread with the client id: from the index, else
-// from the checkpoint store (remembered in the index from then on).
+// findThread returns c's thread with the client id: from the checkpoint
+// store, else from the index of threads never run (threadStore).
 func (s *Server) findThread(ctx context.Context, c caller, id string) (Thread, bool, error) {
 	if th, ok := s.threads.get(c, id); ok {
 		return th, true, nil
@@ -83,68 +94,94 @@ func (s *Server) findThread(ctx context.Context, c caller, id string) (Thread, b
 	}
 	f := ownerFilter(c)
 	f[MetaThread] = id
-	infos, err := s.lister.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
+	infos, err := s.lister.Threads(ctx, checkpoint.ThreadFilter{Metadata: f, Limit: 8})
 	if err != nil {
 		return Thread{}, false, err
 	}
 	for _, info := range infos {
 		if th, ok := threadFromInfo(c, info); ok {
-			return s.threads.remember(th), true, nil
+			return th, true, nil
 		}
 	}
 	return Thread{}, false, nil
 }
 
-// openThread finds c's thread or creates it; created reports a new one.
-func (s *Server) openThread(ctx context.Context, c caller, id string, meta map[string]string) (th Thread, created bool, err error) {
-	if _, found, err := s.findThread(ctx, c, id); err != nil {
+// openThread finds c's thread or creates it; created reports a new one. A
+// new thread counts against c's Config.MaxThreads and is durable (in the
+// checkpoint store, through the ThreadCreator) when this returns.
+func (s *Server) openThread(ctx context.Context, c caller, id, source string, meta map[string]string) (th Thread, created bool, err error) {
+	if err := checkThreadID("thread", id); err != nil {
 		return Thread{}, false, err
-	} else if found {
-		th, _ = s.threads.touch(c, id, meta, s.cfg.Now())
-		return th, false, nil
 	}
-	th, created = s.threads.touch(c, id, meta, s.cfg.Now())
-	return th, created, nil
+	if th, found, err := s.findThread(ctx, c, id); err != nil || found {
+		return th, false, err
+	}
+	owner := ownerKey(c)
+	if err := s.counts.reserve(ctx, owner, func(ctx context.Context) (int, error) { return s.countThreads(ctx, c) }); err != nil {
+		return Thread{}, false, err
+	}
+	now := s.cfg.Now()
+	internal := internalThreadID(c, id)
+	if s.creator == nil || s.lister == nil {
+		return s.threads.add(c, id, meta, now), true, nil
+	}
+	created, err = s.creator.CreateThread(ctx, internal, s.turnMetadata(c, source, id, meta))
+	if err != nil || !created {
+		s.counts.release(owner) // not made here: a concurrent request (or a run) made it
+	}
+	if err != nil {
+		return Thread{}, false, err
+	}
+	return Thread{ID: id, Created: now, Updated: now, Metadata: meta, internal: internal, owner: owner}, created, nil
 }
 
-// listThreads returns c's threads, newest first: the store's and the
-// index's, merged.
-func (s *Server) listThreads(ctx context.Context, c caller) ([]Thread, error) {
-	out := s.threads.list(c)
+// listThreads returns a page of c's threads, newest first, and the cursor
+// of the next page ("" after the last).
+func (s *Server) listThreads(ctx context.Context, c caller, p page) ([]Thread, string, error) {
+	var out []Thread
+	if p.cursor == "" {
+		out = s.threads.list(c) // never run, no creator: only the first page has them
+	}
 	if s.lister == nil {
-		return out, nil
+		off := 0
+		if p.cursor != "" {
+			n, err := strconv.Atoi(strings.TrimPrefix(p.cursor, "o"))
+			if err != nil || n < 0 || !strings.HasPrefix(p.cursor, "o") {
+				return nil, "", badRequest("cursor", "is not a cursor this server gave")
+			}
+			off, out = n, s.threads.list(c)
+		}
+		if off > len(out) {
+			off = len(out)
+		}
+		out = out[off:]
+		if len(out) > p.limit {
+			return out[:p.limit], "o" + strconv.Itoa(off+p.limit), nil
+		}
+		return out, "", nil
 	}
-	infos, err := s.lister.Threads(ctx, checkpoint.ThreadFilter{Metadata: ownerFilter(c)})
+	f := checkpoint.ThreadFilter{Metadata: ownerFilter(c), Limit: p.limit}
+	if p.cursor != "" {
+		id, err := uuid.Parse(p.cursor)
+		if err != nil {
+			return nil, "", badRequest("cursor", "is not a cursor this server gave")
+		}
+		f.Before = id
+	}
+	infos, err := s.lister.Threads(ctx, f)
 	if err != nil {
-		return nil, err
-	}
-	at := map[string]int{}
-	for i, th := range out {
-		at[th.internal] = i
+		return nil, "", err
 	}
 	for _, info := range infos {
-		th, ok := threadFromInfo(c, info)
-		if !ok {
-			continue
-		}
-		i, seen := at[th.internal]
-		if !seen {
-			at[th.internal] = len(out)
+		if th, ok := threadFromInfo(c, info); ok {
 			out = append(out, th)
-			continue
-		}
-		if th.Created.Before(out[i].Created) {
-			out[i].Created = th.Created
-		}
-		if th.Updated.After(out[i].Updated) {
-			out[i].Updated = th.Updated
-		}
-		if out[i].Metadata == nil {
-			out[i].Metadata = th.Metadata
 		}
 	}
-	slices.SortFunc(out, func(a, b Thread) int { return b.Updated.Compare(a.Updated) })
-	return out, nil
+	next := ""
+	if len(infos) == p.limit {
+		next = infos[len(infos)-1].Latest.String()
+	}
+	return out, next, nil
 }
 
 // turnRequest is the agent request of a turn c starts on an internal

@@ -76,10 +76,14 @@ func TestThreadsSurviveRestart(t *testing.T) {
 	_, body = second.do(t, "GET", "/api/threads", keyAlice, nil)
 	got := threadIDs(t, body)
 	th, ok := got["beam"]
-	if !ok || len(got) != 1 || th.Metadata["title"] != "Beam" || th.Created.IsZero() || th.Status != "answered" {
-		// "never-run" had no checkpoint: only its creator process knew it.
+	if !ok || len(got) != 2 || th.Metadata["title"] != "Beam" || th.Created.IsZero() || th.Status != "answered" {
 		// The status of a thread known only from the store is read from it.
 		t.Fatalf("alice's threads after restart: %s", body)
+	}
+	// A thread created and never run is durable too (it has its initial
+	// checkpoint), without a status.
+	if nr, ok := got["never-run"]; !ok || nr.Status != "" || nr.Created.IsZero() {
+		t.Fatalf("never-run after restart: %s", body)
 	}
 	resp, body = second.do(t, "GET", "/api/threads/beam", keyAlice, nil)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"answered"`) {
@@ -117,7 +121,7 @@ func TestThreadsSurviveRestart(t *testing.T) {
 		t.Fatalf("delete: %d %s", resp.StatusCode, body)
 	}
 	_, body = second.do(t, "GET", "/api/threads", keyAlice, nil)
-	if got := threadIDs(t, body); len(got) != 0 {
+	if got := threadIDs(t, body); len(got) != 1 || got["never-run"].ID == "" {
 		t.Fatalf("after delete: %s", body)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,11 +31,14 @@ type Thread struct {
 
 	internal string
 	owner    string // caller key + user
+	latest   uuid.UUID
 }
 
-// threadStore remembers the threads this process has seen, by internal id:
-// threads not yet run, and run statuses. The checkpoint store is the
-// durable list (threadlist.go); ownership follows from the derived id itself.
+// threadStore keeps the threads created but never run, for a Runner that
+// cannot create threads in its store (no ThreadCreator: a test double, a
+// custom runner). With the agent every thread lives in the checkpoint
+// store and this index stays empty. It holds at most Config.MaxThreads per
+// owner.
 type threadStore struct {
 	mu sync.Mutex
 	m  map[string]*Thread
@@ -44,31 +48,17 @@ func newThreadStore() *threadStore { return &threadStore{m: map[string]*Thread{}
 
 func ownerKey(c caller) string { return c.key() + "\x00" + c.User }
 
-// touch records the thread, creating it when new, and returns a copy.
-func (t *threadStore) touch(c caller, clientID string, meta map[string]string, now time.Time) (Thread, bool) {
+// add records a new thread and returns a copy.
+func (t *threadStore) add(c caller, clientID string, meta map[string]string, now time.Time) Thread {
 	id := internalThreadID(c, clientID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	th, ok := t.m[id]
 	if !ok {
-		th = &Thread{ID: clientID, Created: now, Metadata: meta, internal: id, owner: ownerKey(c)}
+		th = &Thread{ID: clientID, Created: now, Updated: now, Metadata: meta, internal: id, owner: ownerKey(c)}
 		t.m[id] = th
 	}
-	th.Updated = now
-	return *th, !ok
-}
-
-// remember adds a thread found in the checkpoint store to the index,
-// unless it is there already, and returns the index's copy.
-func (t *threadStore) remember(th Thread) Thread {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if cur, ok := t.m[th.internal]; ok {
-		return *cur
-	}
-	cp := th
-	t.m[th.internal] = &cp
-	return cp
+	return *th
 }
 
 func (t *threadStore) get(c caller, clientID string) (Thread, bool) {
@@ -81,14 +71,7 @@ func (t *threadStore) get(c caller, clientID string) (Thread, bool) {
 	return *th, true
 }
 
-func (t *threadStore) setStatus(internal, status string, now time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if th, ok := t.m[internal]; ok {
-		th.Status, th.Updated = status, now
-	}
-}
-
+// list returns c's threads, newest first.
 func (t *threadStore) list(c caller) []Thread {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -98,8 +81,25 @@ func (t *threadStore) list(c caller) []Thread {
 			out = append(out, *th)
 		}
 	}
-	slices.SortFunc(out, func(a, b Thread) int { return b.Updated.Compare(a.Updated) })
+	slices.SortFunc(out, func(a, b Thread) int {
+		if d := b.Updated.Compare(a.Updated); d != 0 {
+			return d
+		}
+		return strings.Compare(b.internal, a.internal)
+	})
 	return out
+}
+
+func (t *threadStore) count(c caller) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, th := range t.m {
+		if th.owner == ownerKey(c) {
+			n++
+		}
+	}
+	return n
 }
 
 func (t *threadStore) delete(c caller, clientID string) bool {

@@ -283,7 +283,7 @@ func (r *Runtime) Logger(w interface{ Write([]byte) (int, error) }) (logging.Log
 // ServerConfig with the keys of CAPGRAPH_API_KEYS, the audit file of
 // server.audit_log (opened for appending; closed with the runtime), and,
 // on a PostgreSQL store shared by replicas, a look for cut runs to take
-// over every lease TTL (server.Config.RecoverEvery).
+// over every lease TTL (server.Config.RecoverEvery, RecoverGrace).
 func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (server.Config, error) {
 	a, err := r.Agent(ctx)
 	if err != nil {
@@ -304,8 +304,9 @@ func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (serv
 	}
 	if spec, _ := r.StoreSpec(); spec.Kind == StorePostgres {
 		// Replicas share a PostgreSQL store: a replica that died leaves its
-		// cut runs leased until the lease expires, so look again every TTL.
-		sc.RecoverEvery = a.LeaseTTL()
+		// cut runs leased until the lease expires, so look again every TTL;
+		// a run another live replica recorded a moment ago is its own.
+		sc.RecoverEvery, sc.RecoverGrace = a.LeaseTTL(), a.LeaseTTL()
 	}
 	return sc, nil
 }
@@ -371,6 +372,9 @@ func (r *Runtime) Check(ctx context.Context) []config.Problem {
 	}
 	sc, err := ServerConfig(cfg, runner, r.opts.Getenv(EnvAPIKeys), logging.Nop())
 	add(err)
+	if _, ok := runner.(noRunner); ok {
+		sc.Runs = memory.New() // the stand-in keeps no run records
+	}
 	if err == nil {
 		if _, err := server.New(sc); err != nil {
 			add(ServerError(cfg, err))

@@ -78,6 +78,11 @@ type ThreadFilter struct {
 	Metadata map[string]string
 	// Limit caps the number of results; 0 means no limit.
 	Limit int
+	// Before, when not uuid.Nil, keeps threads whose latest checkpoint is
+	// older than this checkpoint id: pass the Latest of the last thread of
+	// one page to get the next. A thread updated between two pages moves
+	// to the front and is not listed again.
+	Before uuid.UUID
 }
 
 // ThreadInfo summarises one thread.

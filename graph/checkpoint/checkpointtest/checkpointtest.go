@@ -23,8 +23,9 @@ import (
 const Precision = time.Microsecond
 
 // Run runs the conformance suite against the stores newStore returns,
-// including the lease cases (lease.go) when the store is a checkpoint.Leaser
-// and the record log cases (records.go) when it is a checkpoint.RecordLog. newStore
+// including the lease cases (lease.go) when the store is a checkpoint.Leaser,
+// the record log cases (records.go) when it is a checkpoint.RecordLog and
+// the run record cases (runs.go) when it is a checkpoint.RunStore. newStore
 // is called once per subtest and must return an empty store; it should register
 // its own cleanup with t.Cleanup.
 func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
@@ -55,6 +56,17 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 				return
 			}
 			tc.fn(t, s, rl)
+		})
+	}
+	// Run record cases run for stores that are a checkpoint.RunStore (all
+	// of ours; runs.go).
+	for _, tc := range runCases {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, ok := newStore(t).(checkpoint.RunStore)
+			if !ok {
+				return
+			}
+			tc.fn(t, rs)
 		})
 	}
 }
@@ -591,6 +603,11 @@ func testThreads(t *testing.T, s checkpoint.Store) {
 		{"bob limit", checkpoint.ThreadFilter{Metadata: bob, Limit: 2}, []string{"tc", "td"}},
 		{"two keys", checkpoint.ThreadFilter{Metadata: map[string]string{"owner": "alice", "title": "hello"}}, []string{"ta"}},
 		{"nobody", checkpoint.ThreadFilter{Metadata: map[string]string{"owner": "carol"}}, nil},
+		// Paging: the next page starts below the last thread's latest id.
+		{"before", checkpoint.ThreadFilter{Before: d1.ID}, []string{"ta", "tb"}},
+		{"before limit", checkpoint.ThreadFilter{Before: c2.ID, Limit: 2}, []string{"td", "ta"}},
+		{"bob before", checkpoint.ThreadFilter{Metadata: bob, Before: d1.ID}, []string{"tb"}},
+		{"before the oldest", checkpoint.ThreadFilter{Before: b1.ID}, nil},
 	} {
 		got, err := s.Threads(ctx, tc.f)
 		if err != nil {

@@ -27,6 +27,7 @@ type Store struct {
 	threads map[string]*thread
 
 	records recordLog // records.go
+	runs    runTable  // runs.go
 }
 
 type thread struct {
@@ -195,7 +196,7 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 			continue
 		}
 		last := t.cps[len(t.cps)-1]
-		if !checkpoint.MatchMetadata(last.metadata, f.Metadata) {
+		if !checkpoint.MatchMetadata(last.metadata, f.Metadata) || f.Before != uuid.Nil && compareUUID(last.id, f.Before) >= 0 {
 			continue
 		}
 		out = append(out, checkpoint.ThreadInfo{

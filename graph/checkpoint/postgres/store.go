@@ -327,6 +327,10 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 		args = append(args, m)
 		q.WriteString(` AND metadata @> $1::jsonb`)
 	}
+	if f.Before != uuid.Nil {
+		args = append(args, f.Before)
+		q.WriteString(` AND latest_id < $` + strconv.Itoa(len(args)))
+	}
 	q.WriteString(` ORDER BY latest_id DESC`)
 	if f.Limit > 0 {
 		args = append(args, f.Limit)

@@ -278,6 +278,10 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 		q.WriteString(matchSQL("metadata"))
 		args = append(args, m)
 	}
+	if f.Before != uuid.Nil {
+		q.WriteString(` AND latest_id < ?`)
+		args = append(args, f.Before[:])
+	}
 	q.WriteString(` ORDER BY latest_id DESC`)
 	if f.Limit > 0 {
 		q.WriteString(` LIMIT ?`)

@@ -1,0 +1,322 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/internal/sqlrow"
+)
+
+var _ checkpoint.RunStore = (*Store)(nil)
+
+// Run records (checkpoint.RunStore) have a table of their own, created on
+// first use under the migration lock, like the record log's. input and
+// result are bytea so their bytes come back unchanged; labels is jsonb for
+// containment filters; key is NULL when the record has none.
+var runsSchema = []string{
+	`CREATE TABLE IF NOT EXISTS {{runs}} (
+		seq       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		id        text        NOT NULL UNIQUE,
+		thread_id text        NOT NULL,
+		status    text        NOT NULL,
+		key       text        UNIQUE,
+		input     bytea,
+		result    bytea,
+		error     text        NOT NULL DEFAULT '',
+		labels    jsonb,
+		owner     text        NOT NULL DEFAULT '',
+		attempt   integer     NOT NULL DEFAULT 0,
+		created   timestamptz NOT NULL,
+		updated   timestamptz NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS {{runs_by_thread}} ON {{runs}} (thread_id, seq)`,
+	`CREATE INDEX IF NOT EXISTS {{runs_by_status}} ON {{runs}} (status, seq)`,
+}
+
+const runColumns = `seq, id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated`
+
+// runsReady remembers the stores whose runs table exists.
+var runsReady sync.Map // *Store → struct{}
+
+func (s *Store) runsSQL(stmt string) string {
+	for _, name := range []string{"runs_by_thread", "runs_by_status", "runs"} {
+		v := s.cfg.table(name)
+		if name != "runs" {
+			v = pgx.Identifier{name}.Sanitize() // an index name is never schema-qualified
+		}
+		stmt = strings.ReplaceAll(stmt, "{{"+name+"}}", v)
+	}
+	return stmt
+}
+
+func (s *Store) ensureRuns(ctx context.Context) error {
+	if _, ok := runsReady.Load(s); ok {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey(s.cfg.Schema)); err != nil {
+			return err
+		}
+		for _, stmt := range runsSchema {
+			if _, err := tx.Exec(ctx, s.runsSQL(stmt)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: create the runs table: %w", err)
+	}
+	runsReady.Store(s, struct{}{})
+	return nil
+}
+
+func scanRun(row pgx.Row) (checkpoint.RunRecord, error) {
+	var (
+		r                checkpoint.RunRecord
+		key              *string
+		input, result    []byte
+		labels           []byte
+		created, updated time.Time
+		status           string
+	)
+	if err := row.Scan(&r.Seq, &r.ID, &r.Thread, &status, &key, &input, &result, &r.Error, &labels, &r.Owner, &r.Attempt, &created, &updated); err != nil {
+		return r, err
+	}
+	r.Status = checkpoint.RunStatus(status)
+	if key != nil {
+		r.Key = *key
+	}
+	if len(input) > 0 {
+		r.Input = input
+	}
+	if len(result) > 0 {
+		r.Result = result
+	}
+	var err error
+	if r.Labels, err = scanMetadata(labels); err != nil {
+		return r, err
+	}
+	r.Created, r.Updated = created.UTC(), updated.UTC()
+	return r, nil
+}
+
+func keyArg(k string) any {
+	if k == "" {
+		return nil
+	}
+	return k
+}
+
+// CreateRun stores rec (see checkpoint.RunStore).
+func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkpoint.RunRecord, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.RunRecord{}, false, err
+	}
+	if err := checkpoint.ValidateRun(rec); err != nil {
+		return checkpoint.RunRecord{}, false, err
+	}
+	if err := s.ensureRuns(ctx); err != nil {
+		return checkpoint.RunRecord{}, false, err
+	}
+	if rec.Status == "" {
+		rec.Status = checkpoint.RunQueued
+	}
+	labels, err := sqlrow.MapArg(rec.Labels)
+	if err != nil {
+		return checkpoint.RunRecord{}, false, fmt.Errorf("postgres: encode run labels: %w", err)
+	}
+	byKey := s.runsSQL(`SELECT ` + runColumns + ` FROM {{runs}} WHERE key = $1`)
+	if rec.Key != "" {
+		if r, err := scanRun(s.pool.QueryRow(ctx, byKey, rec.Key)); err == nil {
+			return r, false, nil
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return checkpoint.RunRecord{}, false, fmt.Errorf("postgres: create run: %w", err)
+		}
+	}
+	now := time.UnixMicro(time.Now().UnixMicro()).UTC()
+	out, err := scanRun(s.pool.QueryRow(ctx, s.runsSQL(`INSERT INTO {{runs}} (id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) ON CONFLICT DO NOTHING RETURNING `+runColumns),
+		rec.ID, rec.Thread, string(rec.Status), keyArg(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now))
+	if err == nil {
+		return out, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return checkpoint.RunRecord{}, false, fmt.Errorf("postgres: create run: %w", err)
+	}
+	// Nothing inserted: a concurrent request took the key, or the id is in use.
+	if rec.Key != "" {
+		if r, err := scanRun(s.pool.QueryRow(ctx, byKey, rec.Key)); err == nil {
+			return r, false, nil
+		}
+	}
+	return checkpoint.RunRecord{}, false, &checkpoint.InvalidError{Field: "id", Reason: fmt.Sprintf("run %q exists", rec.ID)}
+}
+
+// UpdateRun applies u in one transaction, the record locked.
+func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate) (checkpoint.RunRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.RunRecord{}, err
+	}
+	if err := checkpoint.ValidateRunUpdate(u); err != nil {
+		return checkpoint.RunRecord{}, err
+	}
+	if err := s.ensureRuns(ctx); err != nil {
+		return checkpoint.RunRecord{}, err
+	}
+	var out checkpoint.RunRecord
+	var conflict bool
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		r, err := scanRun(tx.QueryRow(ctx, s.runsSQL(`SELECT `+runColumns+` FROM {{runs}} WHERE id = $1 FOR UPDATE`), id))
+		if err != nil {
+			return err
+		}
+		now := time.UnixMicro(max(time.Now().UnixMicro(), r.Updated.UnixMicro())).UTC()
+		nr, err := checkpoint.ApplyRunUpdate(r, u, now)
+		if err != nil {
+			out, conflict = r, true
+			return nil
+		}
+		if _, err := tx.Exec(ctx, s.runsSQL(`UPDATE {{runs}} SET status = $1, key = $2, result = $3, error = $4, owner = $5, attempt = $6, updated = $7 WHERE seq = $8`),
+			string(nr.Status), keyArg(nr.Key), blobArg(nr.Result), nr.Error, nr.Owner, nr.Attempt, now, nr.Seq); err != nil {
+			return err
+		}
+		out = nr
+		return nil
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return checkpoint.RunRecord{}, fmt.Errorf("%w: run %q", checkpoint.ErrNotFound, id)
+	case err != nil:
+		return checkpoint.RunRecord{}, fmt.Errorf("postgres: update run: %w", err)
+	case conflict:
+		return out, checkpoint.ErrRunConflict
+	}
+	return out, nil
+}
+
+// GetRun returns the record with the id.
+func (s *Store) GetRun(ctx context.Context, id string) (checkpoint.RunRecord, error) {
+	return s.getRun(ctx, `id = $1`, id, "run "+strconv.Quote(id))
+}
+
+// GetRunByKey returns the record holding key.
+func (s *Store) GetRunByKey(ctx context.Context, key string) (checkpoint.RunRecord, error) {
+	if key == "" {
+		return checkpoint.RunRecord{}, fmt.Errorf("%w: run key", checkpoint.ErrNotFound)
+	}
+	return s.getRun(ctx, `key = $1`, key, "run key")
+}
+
+func (s *Store) getRun(ctx context.Context, where string, arg any, what string) (checkpoint.RunRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.RunRecord{}, err
+	}
+	if err := s.ensureRuns(ctx); err != nil {
+		return checkpoint.RunRecord{}, err
+	}
+	r, err := scanRun(s.pool.QueryRow(ctx, s.runsSQL(`SELECT `+runColumns+` FROM {{runs}} WHERE `+where), arg))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return checkpoint.RunRecord{}, fmt.Errorf("%w: %s", checkpoint.ErrNotFound, what)
+	}
+	if err != nil {
+		return checkpoint.RunRecord{}, fmt.Errorf("postgres: get run: %w", err)
+	}
+	return r, nil
+}
+
+// ListRuns returns the records f keeps, newest first.
+func (s *Store) ListRuns(ctx context.Context, f checkpoint.RunFilter) ([]checkpoint.RunRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.ensureRuns(ctx); err != nil {
+		return nil, err
+	}
+	var (
+		q    strings.Builder
+		args []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	q.WriteString(`SELECT ` + runColumns + ` FROM {{runs}} WHERE true`)
+	if f.Thread != "" {
+		q.WriteString(` AND thread_id = ` + arg(f.Thread))
+	}
+	if len(f.Status) > 0 {
+		st := make([]string, len(f.Status))
+		for i, v := range f.Status {
+			st[i] = string(v)
+		}
+		q.WriteString(` AND status = ANY(` + arg(st) + `)`)
+	}
+	if f.Before > 0 {
+		q.WriteString(` AND seq < ` + arg(f.Before))
+	}
+	if !f.UpdatedBefore.IsZero() {
+		q.WriteString(` AND updated < ` + arg(f.UpdatedBefore))
+	}
+	if len(f.Labels) > 0 {
+		m, err := sqlrow.MapArg(f.Labels)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: encode filter: %w", err)
+		}
+		q.WriteString(` AND labels @> ` + arg(m) + `::jsonb`)
+	}
+	q.WriteString(` ORDER BY seq DESC`)
+	if f.Limit > 0 {
+		q.WriteString(` LIMIT ` + arg(f.Limit))
+	}
+	rows, err := s.pool.Query(ctx, s.runsSQL(q.String()), args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list runs: %w", err)
+	}
+	defer rows.Close()
+	return sqlrow.Collect(rows, func() (checkpoint.RunRecord, error) {
+		r, err := scanRun(rows)
+		if err != nil {
+			return r, fmt.Errorf("postgres: scan run: %w", err)
+		}
+		return r, nil
+	}, func(err error) error { return fmt.Errorf("postgres: list runs: %w", err) })
+}
+
+// DeleteRuns removes the thread's records.
+func (s *Store) DeleteRuns(ctx context.Context, thread string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.ensureRuns(ctx); err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, s.runsSQL(`DELETE FROM {{runs}} WHERE thread_id = $1`), thread); err != nil {
+		return fmt.Errorf("postgres: delete runs: %w", err)
+	}
+	return nil
+}
+
+// PruneRuns removes terminal records last updated before the time.
+func (s *Store) PruneRuns(ctx context.Context, before time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := s.ensureRuns(ctx); err != nil {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, s.runsSQL(`DELETE FROM {{runs}} WHERE status = ANY($1) AND updated < $2`),
+		[]string{string(checkpoint.RunDone), string(checkpoint.RunFailed), string(checkpoint.RunInterrupted), string(checkpoint.RunCanceled)}, before)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: prune runs: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -1,0 +1,307 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/internal/sqlrow"
+)
+
+var _ checkpoint.RunStore = (*Store)(nil)
+
+// Run records (checkpoint.RunStore) have a table of their own, created on
+// first use like the record log's, outside the checkpoint schema's
+// migrations. key is NULL when the record has none (UNIQUE allows many
+// NULLs); input and result are BLOBs so their bytes come back unchanged.
+var runsSchema = []string{
+	`CREATE TABLE IF NOT EXISTS runs (
+		seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+		id        TEXT    NOT NULL UNIQUE,
+		thread_id TEXT    NOT NULL,
+		status    TEXT    NOT NULL,
+		key       TEXT    UNIQUE,
+		input     BLOB,
+		result    BLOB,
+		error     TEXT    NOT NULL DEFAULT '',
+		labels    TEXT,
+		owner     TEXT    NOT NULL DEFAULT '',
+		attempt   INTEGER NOT NULL DEFAULT 0,
+		created   INTEGER NOT NULL,
+		updated   INTEGER NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS runs_by_thread ON runs (thread_id, seq)`,
+	`CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, seq)`,
+}
+
+const runColumns = `seq, id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated`
+
+// runsReady remembers the stores whose runs table exists.
+var runsReady sync.Map // *Store → struct{}
+
+func (s *Store) ensureRuns(ctx context.Context) error {
+	if _, ok := runsReady.Load(s); ok {
+		return nil
+	}
+	for _, stmt := range runsSchema {
+		if _, err := s.w.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("sqlite: create the runs table: %w", err)
+		}
+	}
+	runsReady.Store(s, struct{}{})
+	return nil
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanRun(row rowScanner) (checkpoint.RunRecord, error) {
+	var (
+		r                checkpoint.RunRecord
+		key              *string
+		input, result    []byte
+		labels           []byte
+		created, updated int64
+		status           string
+	)
+	if err := row.Scan(&r.Seq, &r.ID, &r.Thread, &status, &key, &input, &result, &r.Error, &labels, &r.Owner, &r.Attempt, &created, &updated); err != nil {
+		return r, err
+	}
+	r.Status = checkpoint.RunStatus(status)
+	if key != nil {
+		r.Key = *key
+	}
+	if len(input) > 0 {
+		r.Input = input
+	}
+	if len(result) > 0 {
+		r.Result = result
+	}
+	var err error
+	if r.Labels, err = scanMetadata(labels); err != nil {
+		return r, err
+	}
+	r.Created, r.Updated = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
+	return r, nil
+}
+
+func keyArg(k string) any {
+	if k == "" {
+		return nil
+	}
+	return k
+}
+
+// CreateRun stores rec in one durable transaction (see checkpoint.RunStore).
+func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkpoint.RunRecord, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.RunRecord{}, false, err
+	}
+	if err := checkpoint.ValidateRun(rec); err != nil {
+		return checkpoint.RunRecord{}, false, err
+	}
+	if err := s.ensureRuns(ctx); err != nil {
+		return checkpoint.RunRecord{}, false, err
+	}
+	if rec.Status == "" {
+		rec.Status = checkpoint.RunQueued
+	}
+	labels, err := sqlrow.MapArg(rec.Labels)
+	if err != nil {
+		return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: encode run labels: %w", err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: create run: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if rec.Key != "" {
+		r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE key = ?`, rec.Key))
+		if err == nil {
+			return r, false, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: create run: %w", err)
+		}
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, rec.ID).Scan(&n); err != nil {
+		return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: create run: %w", err)
+	}
+	if n > 0 {
+		return checkpoint.RunRecord{}, false, &checkpoint.InvalidError{Field: "id", Reason: fmt.Sprintf("run %q exists", rec.ID)}
+	}
+	now := time.Now().UnixMicro()
+	out, err := scanRun(tx.QueryRowContext(ctx, `INSERT INTO runs (id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+runColumns,
+		rec.ID, rec.Thread, string(rec.Status), keyArg(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now, now))
+	if err != nil {
+		return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: create run: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: commit run: %w", err)
+	}
+	return out, true, nil
+}
+
+// UpdateRun applies u in one durable transaction.
+func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate) (checkpoint.RunRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.RunRecord{}, err
+	}
+	if err := checkpoint.ValidateRunUpdate(u); err != nil {
+		return checkpoint.RunRecord{}, err
+	}
+	if err := s.ensureRuns(ctx); err != nil {
+		return checkpoint.RunRecord{}, err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return checkpoint.RunRecord{}, fmt.Errorf("sqlite: update run: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return checkpoint.RunRecord{}, fmt.Errorf("%w: run %q", checkpoint.ErrNotFound, id)
+	}
+	if err != nil {
+		return checkpoint.RunRecord{}, fmt.Errorf("sqlite: update run: %w", err)
+	}
+	// Microseconds, as stored; never before the last update.
+	now := time.UnixMicro(max(time.Now().UnixMicro(), r.Updated.UnixMicro())).UTC()
+	nr, err := checkpoint.ApplyRunUpdate(r, u, now)
+	if err != nil {
+		return r, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, key = ?, result = ?, error = ?, owner = ?, attempt = ?, updated = ? WHERE seq = ?`,
+		string(nr.Status), keyArg(nr.Key), blobArg(nr.Result), nr.Error, nr.Owner, nr.Attempt, now.UnixMicro(), nr.Seq); err != nil {
+		return checkpoint.RunRecord{}, fmt.Errorf("sqlite: update run: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return checkpoint.RunRecord{}, fmt.Errorf("sqlite: commit run: %w", err)
+	}
+	return nr, nil
+}
+
+// GetRun returns the record with the id.
+func (s *Store) GetRun(ctx context.Context, id string) (checkpoint.RunRecord, error) {
+	return s.getRun(ctx, `id = ?`, id, "run "+fmt.Sprintf("%q", id))
+}
+
+// GetRunByKey returns the record holding key.
+func (s *Store) GetRunByKey(ctx context.Context, key string) (checkpoint.RunRecord, error) {
+	if key == "" {
+		return checkpoint.RunRecord{}, fmt.Errorf("%w: run key", checkpoint.ErrNotFound)
+	}
+	return s.getRun(ctx, `key = ?`, key, "run key")
+}
+
+func (s *Store) getRun(ctx context.Context, where string, arg any, what string) (checkpoint.RunRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.RunRecord{}, err
+	}
+	if err := s.ensureRuns(ctx); err != nil {
+		return checkpoint.RunRecord{}, err
+	}
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE `+where, arg))
+	if errors.Is(err, sql.ErrNoRows) {
+		return checkpoint.RunRecord{}, fmt.Errorf("%w: %s", checkpoint.ErrNotFound, what)
+	}
+	if err != nil {
+		return checkpoint.RunRecord{}, fmt.Errorf("sqlite: get run: %w", err)
+	}
+	return r, nil
+}
+
+// ListRuns returns the records f keeps, newest first.
+func (s *Store) ListRuns(ctx context.Context, f checkpoint.RunFilter) ([]checkpoint.RunRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.ensureRuns(ctx); err != nil {
+		return nil, err
+	}
+	var (
+		q    strings.Builder
+		args []any
+	)
+	q.WriteString(`SELECT ` + runColumns + ` FROM runs WHERE 1 = 1`)
+	if f.Thread != "" {
+		q.WriteString(` AND thread_id = ?`)
+		args = append(args, f.Thread)
+	}
+	if len(f.Status) > 0 {
+		q.WriteString(` AND status IN (?` + strings.Repeat(`, ?`, len(f.Status)-1) + `)`)
+		for _, st := range f.Status {
+			args = append(args, string(st))
+		}
+	}
+	if f.Before > 0 {
+		q.WriteString(` AND seq < ?`)
+		args = append(args, f.Before)
+	}
+	if !f.UpdatedBefore.IsZero() {
+		q.WriteString(` AND updated < ?`)
+		args = append(args, f.UpdatedBefore.UnixMicro())
+	}
+	if len(f.Labels) > 0 {
+		m, err := sqlrow.MapArg(f.Labels)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: encode filter: %w", err)
+		}
+		q.WriteString(matchSQL("labels"))
+		args = append(args, m)
+	}
+	q.WriteString(` ORDER BY seq DESC`)
+	if f.Limit > 0 {
+		q.WriteString(` LIMIT ?`)
+		args = append(args, f.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list runs: %w", err)
+	}
+	defer rows.Close()
+	return sqlrow.Collect(rows, func() (checkpoint.RunRecord, error) {
+		r, err := scanRun(rows)
+		if err != nil {
+			return r, fmt.Errorf("sqlite: scan run: %w", err)
+		}
+		return r, nil
+	}, func(err error) error { return fmt.Errorf("sqlite: list runs: %w", err) })
+}
+
+// DeleteRuns removes the thread's records.
+func (s *Store) DeleteRuns(ctx context.Context, thread string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.ensureRuns(ctx); err != nil {
+		return err
+	}
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM runs WHERE thread_id = ?`, thread); err != nil {
+		return fmt.Errorf("sqlite: delete runs: %w", err)
+	}
+	return nil
+}
+
+// PruneRuns removes terminal records last updated before the time.
+func (s *Store) PruneRuns(ctx context.Context, before time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := s.ensureRuns(ctx); err != nil {
+		return 0, err
+	}
+	res, err := s.w.ExecContext(ctx, `DELETE FROM runs WHERE status IN (?, ?, ?, ?) AND updated < ?`,
+		string(checkpoint.RunDone), string(checkpoint.RunFailed), string(checkpoint.RunInterrupted), string(checkpoint.RunCanceled), before.UnixMicro())
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: prune runs: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

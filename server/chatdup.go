@@ -1,0 +1,132 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+// SDKs retry a Chat Completions request that failed or timed out (openai
+// and the AI SDK on 408, 409, 429, 5xx and dropped connections; LangChain
+// for up to a minute). A retry repeats the conversation byte for byte, so
+// the conversation names the run: a request repeating one the same caller
+// sent less than Config.DuplicateWindow after its run ended, or while it
+// still runs, is answered from that run instead of starting a second
+// (docs/reliability.md). An Idempotency-Key header names the run
+// explicitly, for as long as its record is kept.
+
+// ErrDuplicateInProgress: an identical request's run goes on elsewhere (in
+// recovery, or on another replica); 409 with Retry-After, which SDKs retry.
+var ErrDuplicateInProgress = errors.New("an identical request is being answered")
+
+// duplicateRetryAfter is the Retry-After of ErrDuplicateInProgress.
+const duplicateRetryAfter = 2
+
+// chatKey is the run key of a chat request: its Idempotency-Key, else the
+// conversation itself (model, forwarded chat id, every user and assistant
+// message) unless the window is off or the request answers an approval
+// (an approval token is answered once by its own bookkeeping).
+func (s *Server) chatKey(r *http.Request, c caller, t chatTurn, scope string) (key string, explicit bool) {
+	if r.Header.Get("Idempotency-Key") != "" {
+		return idempotencyKey(r, c, scope, "")
+	}
+	if s.cfg.DuplicateWindow < 0 {
+		return "", false
+	}
+	if _, ok := findApprovalToken(t.lastAssistant); ok || t.token != "" {
+		return "", false
+	}
+	return idempotencyKey(r, c, scope, t.model.ID+"\x00"+c.ChatID+"\x00"+t.thread+"\x00"+strconv.FormatBool(t.stream)+"\x00"+transcriptDigest(c, t.msgs))
+}
+
+// replayChat answers a repeated chat request from the first request's run
+// rec and reports true; false when rec is too old to count (its key is
+// released, and the caller starts a new run).
+func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, rec checkpoint.RunRecord, explicit bool) bool {
+	if ru, ok := s.runs.byID(rec.ID); ok && !ru.info().Finished {
+		// Join the run: the answer as it comes.
+		w.Header().Set(headerReplayed, "true")
+		rd := &chatRenderer{base: s.baseURL(r)}
+		if t.stream {
+			s.streamChat(w, r, t, c, ru, rd, "")
+		} else {
+			s.collectChat(w, r, t, c, ru, rd, "")
+		}
+		return true
+	}
+	if !rec.Status.Terminal() {
+		w.Header().Set("Retry-After", strconv.Itoa(duplicateRetryAfter))
+		s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
+		return true
+	}
+	var res runResult
+	if len(rec.Result) == 0 || json.Unmarshal(rec.Result, &res) != nil ||
+		!explicit && s.cfg.Now().Sub(rec.Updated) > s.cfg.DuplicateWindow {
+		// Not a retry of that run: a new question that happens to repeat
+		// an old conversation.
+		_, err := s.records.UpdateRun(r.Context(), rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{rec.Status}, Status: rec.Status, ReleaseKey: true})
+		if err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+			s.cfg.Logger.Warn("releasing a run key", "run", rec.ID, "error", err)
+		}
+		return false
+	}
+	w.Header().Set(headerReplayed, "true")
+	if f := res.Failure; f != nil {
+		typ := "server_error"
+		if f.Status < 500 {
+			typ = "invalid_request_error"
+		}
+		code := f.Code
+		w.Header().Set("x-should-retry", "false")
+		writeJSON(w, f.Status, map[string]any{"error": apiError{Message: f.Message, Type: typ, Code: &code}})
+		return true
+	}
+	var u agent.Usage
+	if res.Usage != nil {
+		u = *res.Usage
+	}
+	s.replyChatUsage(w, t, chatReply{Content: res.Content, Reasoning: res.Reasoning}, u)
+	if !explicit && http.NewResponseController(w).Flush() == nil {
+		s.releaseKey(rec.ID, rec.Status) // the retry got the answer
+	}
+	return true
+}
+
+// replayResponse is replayChat for the Responses API: the first request's
+// run to follow (st.ru) while it goes on here, its answer (st.reply) once
+// it has ended, or again when rec is too old to count (its key released:
+// start a new run). Otherwise it has answered (409 while the run goes on
+// elsewhere) and st is empty.
+func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *checkpoint.RunRecord, explicit bool) (st chatStart, again bool) {
+	if ru, ok := s.runs.byID(rec.ID); ok && !ru.info().Finished {
+		w.Header().Set(headerReplayed, "true")
+		return chatStart{ru: ru, clientThread: ru.ClientThread}, false
+	}
+	if !rec.Status.Terminal() {
+		w.Header().Set("Retry-After", strconv.Itoa(duplicateRetryAfter))
+		s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
+		return chatStart{}, false
+	}
+	var res runResult
+	if len(rec.Result) == 0 || json.Unmarshal(rec.Result, &res) != nil || res.Failure != nil ||
+		!explicit && s.cfg.Now().Sub(rec.Updated) > s.cfg.DuplicateWindow {
+		_, err := s.records.UpdateRun(r.Context(), rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{rec.Status}, Status: rec.Status, ReleaseKey: true})
+		if err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+			s.cfg.Logger.Warn("releasing a run key", "run", rec.ID, "error", err)
+		}
+		return chatStart{}, true
+	}
+	w.Header().Set(headerReplayed, "true")
+	st = chatStart{reply: &chatReply{Content: res.Content, Reasoning: res.Reasoning}, clientThread: rec.Labels[labelThread]}
+	if res.Usage != nil {
+		st.usage = *res.Usage
+	}
+	if !explicit {
+		st.replayed = rec // its key is released once the answer is delivered
+	}
+	return st, false
+}

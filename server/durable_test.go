@@ -1,0 +1,183 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+)
+
+// crashedRecord is the record a server that died right after
+// acknowledging a run leaves behind: running, owned by the dead process,
+// its input never started.
+func crashedRecord(t *testing.T, env *testEnv, id string, c caller, source, clientThread string, in runInput, key string) checkpoint.RunRecord {
+	t.Helper()
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := runSpec{c: c, source: source, clientThread: clientThread}
+	rec, created, err := env.srv.records.CreateRun(context.Background(), checkpoint.RunRecord{ID: id, Thread: internalThreadID(c, clientThread),
+		Status: checkpoint.RunRunning, Input: b, Labels: sp.labels(), Owner: "dead-process", Attempt: 1, Key: key})
+	if err != nil || !created {
+		t.Fatalf("record %s: %v", id, err)
+	}
+	return rec
+}
+
+func turnInput(env *testEnv, c caller, source, clientThread, input string, meta map[string]string) runInput {
+	req := env.srv.turnRequest(c, internalThreadID(c, clientThread), input, nil, env.srv.turnMetadata(c, source, clientThread, meta))
+	return runInput{Kind: kindTurn, Turn: &storedTurn{Input: req.Input, By: req.By, Metadata: req.Metadata}}
+}
+
+// Issue 13 item 2: after a crash every acknowledged input is answered or
+// marked failed with a reason the client can read — runs whose input never
+// reached the checkpoints are started from their record, a run a later
+// run on its thread replaced and an answer for a thread that is gone are
+// marked failed — and a retry of an acknowledged chat request gets the
+// recovered run's answer instead of a second run.
+func TestAcknowledgedRunsAreAnsweredAfterACrash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crash.db")
+	first := sqliteAgentEnv(t, path)
+	first.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "beam"})
+	first.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "older"})
+	a := crashedRecord(t, first, "run-a", alice, "native", "beam", turnInput(first, alice, "native", "beam", "What is the beam current?", nil), "")
+	older := crashedRecord(t, first, "run-older", alice, "native", "older", turnInput(first, alice, "native", "older", "What is the beam current?", nil), "")
+	newer := crashedRecord(t, first, "run-newer", alice, "native", "older", turnInput(first, alice, "native", "older", "And now?", nil), "")
+	gone := crashedRecord(t, first, "run-gone", alice, "native", "gone", runInput{Kind: kindAnswer, Answer: &storedAnswer{ApprovalID: "approval-1", Text: "yes"}}, "")
+	// A Chat Completions request acknowledged (its record written) just
+	// before the crash; the SDK retries it after the restart.
+	chatReq, _ := http.NewRequest("POST", "/v1/chat/completions", nil)
+	msgs := []transcriptMsg{{Role: "user", Text: "What is the beam current?"}}
+	key, _ := idempotencyKey(chatReq, alice, "chat", "capgraph\x00\x00\x00false\x00"+transcriptDigest(alice, msgs))
+	meta := first.srv.turnMetadata(alice, "openai", "chat-crashed", nil)
+	meta[MetaTranscript] = transcriptDigest(alice, msgs)
+	chat := crashedRecord(t, first, "run-chat", alice, "openai", "chat-crashed",
+		runInput{Kind: kindTurn, Turn: &storedTurn{Input: "What is the beam current?", By: "alice", Metadata: meta}}, key)
+	first.http.Close()
+
+	second := sqliteAgentEnv(t, path)
+	started, err := second.srv.RecoverAllRuns(context.Background())
+	if err != nil {
+		t.Fatalf("RecoverAllRuns: %v", err)
+	}
+	waitRuns(t, second)
+	if len(started) != 3 {
+		t.Fatalf("started %v; want the runs of beam, older (the newer one) and the chat", started)
+	}
+	get := func(thread, run string) runInfo {
+		t.Helper()
+		resp, body := second.do(t, "GET", "/api/threads/"+thread+"/runs/"+run, keyAlice, nil)
+		var ri runInfo
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &ri) != nil {
+			t.Fatalf("run %s: %d %s", run, resp.StatusCode, body)
+		}
+		return ri
+	}
+	if ri := get("beam", a.ID); !ri.Finished || ri.Status != agent.RunAnswered {
+		t.Fatalf("the never-started run: %+v", ri)
+	}
+	_, body := second.do(t, "GET", "/api/threads/beam/state", keyAlice, nil)
+	if !strings.Contains(string(body), "401.5") || !strings.Contains(string(body), "What is the beam current?") {
+		t.Fatalf("beam's state: %s", body)
+	}
+	if ri := get("older", older.ID); ri.Status != agent.RunFailed || !strings.Contains(ri.Error, "a later run on the thread replaced it") {
+		t.Fatalf("the replaced run: %+v", ri)
+	}
+	if ri := get("older", newer.ID); ri.Status != agent.RunAnswered {
+		t.Fatalf("the later run: %+v", ri)
+	}
+	if rec, err := second.srv.records.GetRun(context.Background(), gone.ID); err != nil || rec.Status != checkpoint.RunFailed || !strings.Contains(rec.Error, "no longer exists") {
+		t.Fatalf("the answer for a deleted thread: %+v, %v", rec, err)
+	}
+	// The SDK's retry of the acknowledged chat request: the recovered
+	// run's answer, no second run.
+	resp, body := second.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("What is the beam current?")))
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerReplayed) != "true" || !strings.Contains(string(body), "401.5") {
+		t.Fatalf("retried chat: %d %s %s", resp.StatusCode, resp.Header, body)
+	}
+	agentState, _, err := second.srv.cfg.Runner.State(context.Background(), chat.Thread)
+	if err != nil || agentState.Turn.Number != 1 {
+		t.Fatalf("the chat thread ran %d turns (%v); want 1", agentState.Turn.Number, err)
+	}
+	// Nothing acknowledged is left unanswered.
+	open, err := second.srv.records.ListRuns(context.Background(), checkpoint.RunFilter{Status: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}})
+	if err != nil || len(open) != 0 {
+		t.Fatalf("records still open: %+v %v", open, err)
+	}
+}
+
+// gatedRuns is a RunStore whose CreateRun waits for a gate (or fails).
+type gatedRuns struct {
+	*memory.Store
+	gate chan struct{}
+	fail bool
+}
+
+func (g *gatedRuns) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkpoint.RunRecord, bool, error) {
+	if g.fail {
+		return checkpoint.RunRecord{}, false, errors.New("database /var/lib/capgraph/state.db is locked")
+	}
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return checkpoint.RunRecord{}, false, ctx.Err()
+	}
+	return g.Store.CreateRun(ctx, rec)
+}
+
+// Issue 13 item 2: no acknowledgement — no status line, no stream byte —
+// leaves the server before the run's record is written, and a record that
+// cannot be written is a 500 (with a reference, not the store's error)
+// with nothing run.
+func TestNothingIsAcknowledgedBeforeTheRecord(t *testing.T) {
+	g := &gatedRuns{Store: memory.New(), gate: make(chan struct{})}
+	env := newTestEnv(t, func(c *Config) { c.Runs = g })
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "g"})
+	for _, tc := range []struct{ path, body string }{
+		{"/api/threads/g/runs", `{"input":"What is the beam current?","stream":true}`},
+		{"/api/threads/g/runs", `{"input":"What is the beam current? (202)"}`},
+		{"/v1/chat/completions", `{"model":"capgraph","stream":true,"messages":[{"role":"user","content":"What is the beam current?"}]}`},
+		{"/agui", `{"threadId":"g2","messages":[{"id":"u","role":"user","content":"What is the beam current?"}]}`},
+	} {
+		answered := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest("POST", env.http.URL+tc.path, strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+keyAlice)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answered <- -1
+				return
+			}
+			resp.Body.Close()
+			answered <- resp.StatusCode
+		}()
+		select {
+		case code := <-answered:
+			t.Fatalf("%s answered %d before its run was recorded", tc.path, code)
+		case <-time.After(300 * time.Millisecond):
+		}
+		g.gate <- struct{}{}
+		if code := <-answered; code != http.StatusOK && code != http.StatusAccepted {
+			t.Fatalf("%s after the record: %d", tc.path, code)
+		}
+	}
+	g.fail = true
+	before := len(env.runner.runs())
+	resp, body := env.do(t, "POST", "/api/threads/g/runs", keyAlice, map[string]any{"input": "What is the beam current? (again)"})
+	e := apiErrorOf(t, resp, string(body))
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(e.Message, "reference") || strings.Contains(e.Message, "/var/lib") {
+		t.Fatalf("record write failed: %d %s", resp.StatusCode, body)
+	}
+	if len(env.runner.runs()) != before {
+		t.Fatal("a run started without its record")
+	}
+}

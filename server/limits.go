@@ -1,0 +1,189 @@
+package server
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+// What one principal can make the server hold is bounded: its threads
+// (Config.MaxThreads per owner — the principal, or a trusted frontend's
+// forwarded user), each thread's metadata (Config.MaxMetadataKeys keys,
+// Config.MaxMetadataBytes bytes), and every list is read a page at a time
+// (Config.MaxPageSize). docs/reliability.md lists every limit.
+
+// Defaults of the limits above.
+const (
+	DefaultMaxThreads       = 10000
+	DefaultMaxMetadataKeys  = 64
+	DefaultMaxMetadataBytes = 16 << 10
+	DefaultPageSize         = 50
+	DefaultMaxPageSize      = 500
+	// metadataKeyMaxLen bounds one metadata key of the native API, in bytes.
+	metadataKeyMaxLen = 64
+)
+
+// ErrQuota: the caller holds as much as it may (threads); 403, not 429,
+// because waiting does not help: deleting does.
+var ErrQuota = errors.New("quota exceeded")
+
+// checkMetadata refuses client metadata the limits or the store would
+// refuse: too many keys or bytes, keys outside the thread-id alphabet,
+// values that are not UTF-8 or hold a NUL.
+func (s *Server) checkMetadata(meta map[string]string) error {
+	if len(meta) > s.cfg.MaxMetadataKeys {
+		return badRequest("metadata", "%d keys exceed the limit of %d", len(meta), s.cfg.MaxMetadataKeys)
+	}
+	size := 0
+	for k, v := range meta {
+		size += len(k) + len(v)
+		if len(k) > metadataKeyMaxLen || !validThreadID(k) {
+			return badRequest("metadata", "key %s: a metadata key is 1 to %d characters: ASCII letters, digits, '-', '_', '.' and ':', starting with a letter or digit",
+				quoteForClient(k), metadataKeyMaxLen)
+		}
+		if !utf8.ValidString(v) {
+			return badRequest("metadata."+k, "is not valid UTF-8")
+		}
+		for i := 0; i < len(v); i++ {
+			if v[i] == 0 {
+				return badRequest("metadata."+k, "holds a NUL character")
+			}
+		}
+	}
+	if size > s.cfg.MaxMetadataBytes {
+		return badRequest("metadata", "%d bytes exceed the limit of %d (keys and values together)", size, s.cfg.MaxMetadataBytes)
+	}
+	return nil
+}
+
+// page is a list request's paging: ?limit= and ?cursor=.
+type page struct {
+	limit  int
+	cursor string
+}
+
+// pageOf reads ?limit (1..MaxPageSize, default DefaultPageSize) and
+// ?cursor (the next_cursor of the previous page).
+func (s *Server) pageOf(r *http.Request) (page, error) {
+	p := page{limit: DefaultPageSize, cursor: r.URL.Query().Get("cursor")}
+	if p.limit > s.cfg.MaxPageSize {
+		p.limit = s.cfg.MaxPageSize
+	}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > s.cfg.MaxPageSize {
+			return p, badRequest("limit", "must be a whole number from 1 to %d, got %s", s.cfg.MaxPageSize, quoteForClient(v))
+		}
+		p.limit = n
+	}
+	if len(p.cursor) > 128 {
+		return p, badRequest("cursor", "is not a cursor this server gave")
+	}
+	return p, nil
+}
+
+// threadCounts knows how many threads each owner has, so a new thread can
+// be refused at Config.MaxThreads without listing the owner's threads
+// every time: an owner's count is read from the store when first needed
+// and then kept up to date by this process's creations and deletions.
+// Other replicas' creations are seen when the entry is read again (it is
+// dropped when the table is full, least recently used first).
+type threadCounts struct {
+	max int
+
+	mu    sync.Mutex
+	order *list.List // of *countEntry, most recently used first
+	by    map[string]*list.Element
+}
+
+type countEntry struct {
+	owner string
+	n     int
+}
+
+// threadCountOwners bounds the owners whose counts are kept.
+const threadCountOwners = 4096
+
+func newThreadCounts(max int) *threadCounts {
+	return &threadCounts{max: max, order: list.New(), by: map[string]*list.Element{}}
+}
+
+// reserve counts one more thread for owner, or reports ErrQuota. count
+// reads the owner's number of threads when it is not known.
+func (t *threadCounts) reserve(ctx context.Context, owner string, count func(ctx context.Context) (int, error)) error {
+	if t.max <= 0 {
+		return nil
+	}
+	t.mu.Lock()
+	el, ok := t.by[owner]
+	t.mu.Unlock()
+	if !ok {
+		n, err := count(ctx)
+		if err != nil {
+			return err
+		}
+		t.mu.Lock()
+		if el, ok = t.by[owner]; !ok {
+			el = t.order.PushFront(&countEntry{owner: owner, n: n})
+			t.by[owner] = el
+			for t.order.Len() > threadCountOwners {
+				old := t.order.Back()
+				delete(t.by, old.Value.(*countEntry).owner)
+				t.order.Remove(old)
+			}
+		}
+		t.mu.Unlock()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.order.MoveToFront(el)
+	e := el.Value.(*countEntry)
+	if e.n >= t.max {
+		return &RequestError{Kind: ErrQuota, Param: "thread", Message: "this API key (or forwarded user) has " + strconv.Itoa(e.n) +
+			" threads, the limit (server.limits.max_threads); delete threads (DELETE /api/threads/{id}) to start new ones"}
+	}
+	e.n++
+	return nil
+}
+
+// release uncounts a thread (deleted, or its creation failed).
+func (t *threadCounts) release(owner string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if el, ok := t.by[owner]; ok {
+		if e := el.Value.(*countEntry); e.n > 0 {
+			e.n--
+		}
+	}
+}
+
+// countThreads counts c's threads in the store, a page at a time.
+func (s *Server) countThreads(ctx context.Context, c caller) (int, error) {
+	if s.lister == nil {
+		return s.threads.count(c), nil
+	}
+	const batch = 1000
+	n := 0
+	f := checkpoint.ThreadFilter{Metadata: ownerFilter(c), Limit: batch}
+	for {
+		infos, err := s.lister.Threads(ctx, f)
+		if err != nil {
+			return 0, err
+		}
+		for _, info := range infos {
+			if _, ok := threadFromInfo(c, info); ok {
+				n++
+			}
+		}
+		if len(infos) < batch {
+			return n, nil
+		}
+		f.Before = infos[len(infos)-1].Latest
+	}
+}

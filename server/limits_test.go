@@ -1,0 +1,250 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capgraph/capgraph/agent"
+)
+
+// Issue 13 item 1: thread metadata is bounded in keys, bytes and alphabet
+// (the issue's 0.9 MB of metadata per thread is refused), and nothing of a
+// refused request is kept.
+func TestThreadMetadataLimits(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.MaxMetadataKeys = 4; c.MaxMetadataBytes = 64 })
+	big := strings.Repeat("x", 900_000)
+	many := map[string]string{}
+	for i := range 5 {
+		many[fmt.Sprintf("k%d", i)] = "v"
+	}
+	for _, tc := range []struct {
+		meta map[string]string
+		says string
+	}{
+		{map[string]string{"title": big}, "exceed the limit of 64"},
+		{many, "5 keys exceed the limit of 4"},
+		{map[string]string{"a b": "v"}, "a metadata key is 1 to 64 characters"},
+		{map[string]string{"": "v"}, "a metadata key"},
+		{map[string]string{"k": "a\x00b"}, "NUL"},
+		{map[string]string{"k": "\xc0\xae"}, ""}, // JSON turns invalid UTF-8 into U+FFFD: accepted as text
+	} {
+		resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "m", "metadata": tc.meta})
+		if tc.says == "" {
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("%v: %d %s", tc.meta, resp.StatusCode, body)
+			}
+			env.do(t, "DELETE", "/api/threads/m", keyAlice, nil)
+			continue
+		}
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), tc.says) {
+			t.Errorf("metadata %.40v: %d %.300s", tc.meta, resp.StatusCode, body)
+		}
+	}
+	if resp, _ := env.do(t, "GET", "/api/threads/m", keyAlice, nil); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a refused thread exists: %d", resp.StatusCode)
+	}
+	if resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "ok", "metadata": map[string]string{"title": "Beam", "area": "SR"}}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("within the limits: %d %s", resp.StatusCode, body)
+	}
+}
+
+// Issue 13 item 1: an owner's threads are bounded (403 quota_exceeded
+// beyond, on every API that makes threads), other owners are not touched,
+// and deleting makes room; over the store, the count survives a restart.
+func TestThreadLimitPerOwner(t *testing.T) {
+	for _, store := range []string{"memory index", "sqlite"} {
+		t.Run(store, func(t *testing.T) {
+			mod := func(c *Config) { c.MaxThreads = 3 }
+			var env *testEnv
+			path := filepath.Join(t.TempDir(), "limit.db")
+			if store == "sqlite" {
+				env = sqliteAgentEnvWith(t, path, mod)
+			} else {
+				env = newTestEnv(t, mod)
+			}
+			for i := range 3 {
+				if resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": fmt.Sprintf("t%d", i)}); resp.StatusCode != http.StatusCreated {
+					t.Fatalf("thread %d: %d %s", i, resp.StatusCode, body)
+				}
+			}
+			// An existing thread is no new thread.
+			if resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "t0"}); resp.StatusCode != http.StatusOK {
+				t.Fatalf("existing: %d %s", resp.StatusCode, body)
+			}
+			refused := func(what string, resp *http.Response, body []byte) {
+				t.Helper()
+				e := apiErrorOf(t, resp, string(body))
+				if resp.StatusCode != http.StatusForbidden || *e.Code != "quota_exceeded" || !strings.Contains(e.Message, "max_threads") {
+					t.Fatalf("%s beyond the limit: %d %s", what, resp.StatusCode, body)
+				}
+			}
+			resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "t3"})
+			refused("native", resp, body)
+			resp, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("a new chat")))
+			refused("chat", resp, body)
+			resp, body = env.do(t, "POST", "/agui", keyAlice, map[string]any{"threadId": "g1", "messages": []any{map[string]any{"id": "u", "role": "user", "content": "hi"}}})
+			refused("agui", resp, body)
+			if resp, body := env.do(t, "POST", "/api/threads", keyBob, map[string]any{"id": "t3"}); resp.StatusCode != http.StatusCreated {
+				t.Fatalf("bob is limited by alice's threads: %d %s", resp.StatusCode, body)
+			}
+			if resp, _ := env.do(t, "DELETE", "/api/threads/t1", keyAlice, nil); resp.StatusCode != http.StatusNoContent {
+				t.Fatal("delete")
+			}
+			if resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "t3"}); resp.StatusCode != http.StatusCreated {
+				t.Fatalf("after a delete: %d %s", resp.StatusCode, body)
+			}
+			if store == "sqlite" {
+				env.http.Close()
+				again := sqliteAgentEnvWith(t, path, mod)
+				resp, body := again.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "t4"})
+				refused("after a restart", resp, body)
+			}
+		})
+	}
+}
+
+// sqliteAgentEnvWith is sqliteAgentEnv with more configuration.
+func sqliteAgentEnvWith(t *testing.T, path string, mod func(*Config)) *testEnv {
+	t.Helper()
+	base := sqliteAgentEnv(t, path)
+	base.http.Close()
+	cfg := base.srv.cfg
+	mod(&cfg)
+	env := newTestEnv(t, func(c *Config) { *c = cfg })
+	return env
+}
+
+// Issue 13 item 1: every list is paged — threads (from the memory index
+// and from the store) and a thread's runs — with a cursor that visits
+// each item once, and refuses a limit beyond Config.MaxPageSize.
+func TestListsArePaged(t *testing.T) {
+	for _, store := range []string{"memory index", "sqlite"} {
+		t.Run(store, func(t *testing.T) {
+			mod := func(c *Config) { c.MaxPageSize = 50 }
+			var env *testEnv
+			if store == "sqlite" {
+				env = sqliteAgentEnvWith(t, filepath.Join(t.TempDir(), "pages.db"), mod)
+			} else {
+				env = newTestEnv(t, mod)
+			}
+			want := map[string]bool{}
+			for i := range 7 {
+				id := fmt.Sprintf("p%d", i)
+				want[id] = true
+				env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": id})
+			}
+			seen := map[string]int{}
+			cursor, pages := "", 0
+			for {
+				resp, body := env.do(t, "GET", "/api/threads?limit=3&cursor="+cursor, keyAlice, nil)
+				var page struct {
+					Threads    []Thread `json:"threads"`
+					HasMore    bool     `json:"has_more"`
+					NextCursor string   `json:"next_cursor"`
+				}
+				if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &page) != nil || len(page.Threads) > 3 {
+					t.Fatalf("page %d: %d %s", pages, resp.StatusCode, body)
+				}
+				pages++
+				for _, th := range page.Threads {
+					seen[th.ID]++
+				}
+				if !page.HasMore {
+					break
+				}
+				if pages > 10 || page.NextCursor == "" {
+					t.Fatalf("paging does not end: %s", body)
+				}
+				cursor = page.NextCursor
+			}
+			if len(seen) != len(want) {
+				t.Fatalf("pages listed %v; want %v", seen, want)
+			}
+			for id, n := range seen {
+				if n != 1 || !want[id] {
+					t.Fatalf("thread %s listed %d times", id, n)
+				}
+			}
+			for _, q := range []string{"limit=0", "limit=51", "limit=x", "cursor=not-a-cursor"} {
+				if resp, body := env.do(t, "GET", "/api/threads?"+q, keyAlice, nil); resp.StatusCode != http.StatusBadRequest {
+					t.Errorf("?%s: %d %s", q, resp.StatusCode, body)
+				}
+			}
+			// A thread's runs, newest first, a page at a time.
+			for i := range 5 {
+				resp, body := env.do(t, "POST", "/api/threads/p0/runs", keyAlice, map[string]any{"input": fmt.Sprintf("What is the beam current? (%d)", i), "stream": true})
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("run %d: %d %s", i, resp.StatusCode, body)
+				}
+			}
+			var ids []string
+			cursor = ""
+			for range 5 {
+				_, body := env.do(t, "GET", "/api/threads/p0/runs?limit=2&cursor="+cursor, keyAlice, nil)
+				var page struct {
+					Runs       []runInfo `json:"runs"`
+					NextCursor string    `json:"next_cursor"`
+				}
+				if err := json.Unmarshal(body, &page); err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range page.Runs {
+					if !r.Finished || r.Status != agent.RunAnswered || r.Thread != "p0" {
+						t.Fatalf("run %+v", r)
+					}
+					ids = append(ids, r.ID)
+				}
+				if page.NextCursor == "" {
+					break
+				}
+				cursor = page.NextCursor
+			}
+			if len(ids) != 5 {
+				t.Fatalf("listed runs %v; want 5", ids)
+			}
+			// Bob sees none of them.
+			if resp, _ := env.do(t, "GET", "/api/threads/p0/runs", keyBob, nil); resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("bob lists alice's runs: %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// Finished runs kept for reconnection are bounded in number and events.
+func TestFinishedRunsAreBounded(t *testing.T) {
+	env := newTestEnv(t, nil)
+	m := env.srv.runs
+	c := caller{Principal: Principal{Name: "alice", Tenant: "lab"}}
+	chatty := func(ctx context.Context) iter.Seq2[agent.Event, error] {
+		return func(yield func(agent.Event, error) bool) {
+			for range 2000 {
+				if !yield(agent.Event{Type: agent.EventToken, Text: "x"}, nil) {
+					return
+				}
+			}
+		}
+	}
+	for i := range 100 {
+		r, err := startFn(m, c, fmt.Sprintf("b%d", i), fmt.Sprintf("internal-b%d", i), chatty)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.srv.follow(context.Background(), r, 0, func(agent.Event) {}, nil)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	events := 0
+	for _, r := range m.runs {
+		_, n := r.retained()
+		events += n
+	}
+	if len(m.runs) > keepRuns || events > keepEvents+env.srv.cfg.EventLogSize {
+		t.Fatalf("kept %d runs with %d events; bounds %d runs, %d events", len(m.runs), events, keepRuns, keepEvents)
+	}
+}

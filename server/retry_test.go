@@ -1,0 +1,284 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	oa "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// interlockEnv serves a real agent whose only capability fails FATAL (a
+// tripped interlock), as a control system would.
+func interlockEnv(t *testing.T) *testEnv {
+	t.Helper()
+	read, err := capabilities.Define(capabilities.Definition{
+		Name: "read_beam_current", Description: "Read the beam current of the storage ring",
+		Provides: []string{"BEAM_CURRENT"},
+		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Output{}, errors.New("MPS: interlock SR:MPS:TRIP is active")
+		},
+		Classify: func(err error, ec capabilities.ErrorContext) capabilities.Classification {
+			return capabilities.Classification{Severity: capabilities.Fatal, Kind: "interlock", UserMessage: "the machine protection interlock is tripped"}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Registry: newRegistry(t, read)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newTestEnv(t, func(c *Config) { c.Runner = a })
+}
+
+// Issue 13 item 8: a turn that ends in a FATAL failure is an answer — 200
+// with what happened as the assistant's message, stream or not — so no SDK
+// retries it; the Go error (with its channel names) stays in the log.
+func TestFatalTurnIsAnAnswer(t *testing.T) {
+	env := interlockEnv(t)
+	ctx := context.Background()
+	c := openaiGoClient(env, keyAlice)
+	r, err := c.Chat.Completions.New(ctx, oa.ChatCompletionNewParams{Model: "capgraph",
+		Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("What is the beam current?")}})
+	if err != nil {
+		t.Fatalf("non-stream: %v", err)
+	}
+	content := r.Choices[0].Message.Content
+	if !strings.Contains(content, "machine protection interlock is tripped") || !strings.Contains(content, "Nothing more was done") || strings.Contains(content, "SR:MPS") {
+		t.Fatalf("non-stream answer: %q", content)
+	}
+	s := c.Chat.Completions.NewStreaming(ctx, oa.ChatCompletionNewParams{Model: "capgraph",
+		Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("What is the beam current now?")}})
+	var acc oa.ChatCompletionAccumulator
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if s.Err() != nil || !strings.Contains(acc.Choices[0].Message.Content, "machine protection interlock is tripped") {
+		t.Fatalf("stream: %v %q", s.Err(), acc.Choices[0].Message.Content)
+	}
+	// go-openai, which never retries, sees the same answer.
+	gr, err := goOpenAIClient(env, keyAlice).CreateChatCompletion(ctx, goopenai.ChatCompletionRequest{Model: "capgraph",
+		Messages: []goopenai.ChatCompletionMessage{{Role: "user", Content: "beam current please"}}})
+	if err != nil || !strings.Contains(gr.Choices[0].Message.Content, "interlock is tripped") {
+		t.Fatalf("go-openai: %v %+v", err, gr)
+	}
+}
+
+// countingServer serves env's handler on a listener of its own, counting
+// the chat requests that reach it.
+func countingServer(t *testing.T, env *testEnv) (url string, chats *atomic.Int32) {
+	t.Helper()
+	chats = &atomic.Int32{}
+	h := env.srv.Handler()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/chat/completions" {
+			chats.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL, chats
+}
+
+// releaseAfter lets the scripted runner's slow runs finish once n chat
+// requests have arrived (the client timed out and retried).
+func releaseAfter(env *testEnv, chats *atomic.Int32, n int32) {
+	go func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for chats.Load() < n && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		env.runner.Release()
+	}()
+}
+
+// droppingServer is countingServer whose first drop chat requests lose
+// their connection 300 ms in, before any byte of the answer reached the
+// client (a proxy timing out, a network fault): the server saw the client
+// go, the client sees a connection error and retries.
+func droppingServer(t *testing.T, env *testEnv, drop int32) (url string, chats *atomic.Int32) {
+	t.Helper()
+	chats = &atomic.Int32{}
+	h := env.srv.Handler()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if chats.Add(1) > drop {
+			h.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 300*time.Millisecond)
+		defer cancel()
+		h.ServeHTTP(httptest.NewRecorder(), r.WithContext(ctx))
+		panic(http.ErrAbortHandler) // the connection closes without an answer
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL, chats
+}
+
+// Issue 13 item 8: openai-go retries a request whose connection dropped;
+// the retry joins the first request's run (the run goes on for
+// DetachGrace after its client left), so however often the SDK retries,
+// one run answers.
+func TestOpenAIGoRetriesJoinTheFirstRun(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		env := newTestEnv(t, nil)
+		url, chats := droppingServer(t, env, 2)
+		c := oa.NewClient(option.WithBaseURL(url+"/v1"), option.WithAPIKey(keyAlice), option.WithMaxRetries(6))
+		releaseAfter(env, chats, 3)
+		params := oa.ChatCompletionNewParams{Model: "capgraph", Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("slow please")}}
+		var content string
+		if stream {
+			s := c.Chat.Completions.NewStreaming(context.Background(), params)
+			var acc oa.ChatCompletionAccumulator
+			for s.Next() {
+				acc.AddChunk(s.Current())
+			}
+			if s.Err() != nil {
+				t.Fatalf("stream: %v after %d requests", s.Err(), chats.Load())
+			}
+			content = acc.Choices[0].Message.Content
+		} else {
+			r, err := c.Chat.Completions.New(context.Background(), params)
+			if err != nil {
+				t.Fatalf("non-stream: %v after %d requests", err, chats.Load())
+			}
+			content = r.Choices[0].Message.Content
+		}
+		if !strings.Contains(content, "Done after waiting.") || chats.Load() < 3 {
+			t.Fatalf("stream %v: %q after %d requests", stream, content, chats.Load())
+		}
+		if n := len(env.runner.runs()); n != 1 {
+			t.Fatalf("stream %v: %d requests started %d runs; want 1", stream, chats.Load(), n)
+		}
+	}
+}
+
+// The same with the npm openai SDK (testdata/js/retry.test.mjs): its
+// retries after timeouts start no second run.
+func TestNodeOpenAIRetriesJoinTheFirstRun(t *testing.T) {
+	dir := filepath.Join("testdata", "js")
+	node := nodeOrSkip(t, dir)
+	env := newTestEnv(t, nil)
+	url, chats := countingServer(t, env)
+	releaseAfter(env, chats, 3)
+	cmd := exec.Command(node, "--test", "--test-reporter=spec", "retry.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CAPGRAPH_URL="+url, "CAPGRAPH_KEY="+keyAlice, "NODE_ENV=test")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test failed: %v\n%s", err, out)
+	}
+	if n := len(env.runner.runs()); n != 1 || chats.Load() < 3 {
+		t.Fatalf("%d chat requests started %d runs; want 1\n%s", chats.Load(), n, out)
+	}
+}
+
+// Issue 13 item 8: a repeated identical request whose first request never
+// got its answer (the client timed out, the run finished without it) gets
+// that run's answer, marked Idempotent-Replayed, within
+// Config.DuplicateWindow, and no second run. Once an answer was delivered
+// the same words are a new question (a regenerate, the same question in a
+// new chat), as they are after the window. An Idempotency-Key names the
+// run explicitly, on the native API too, for as long as its record is kept.
+func TestRepeatedRequestsAreAnsweredFromTheFirstRun(t *testing.T) {
+	now := time.Now()
+	clock := func() time.Time { return now }
+	env := newTestEnv(t, func(c *Config) { c.Now = clock })
+	body := chatBody("capgraph", false, user("slow please"))
+	// The first request gives up before the answer (an SDK timeout).
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("the slow request answered")
+	}
+	cancel()
+	waitFollowers(t, env, 0) // the server saw the client go
+	env.runner.Release()     // the run finishes without it
+	waitRuns(t, env)
+	resp, again := env.do(t, "POST", "/v1/chat/completions", keyAlice, body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerReplayed) != "true" || !strings.Contains(string(again), "Done after waiting.") {
+		t.Fatalf("the retry: %d %v %s (%d runs)", resp.StatusCode, resp.Header, again, len(env.runner.runs()))
+	}
+	if n := len(env.runner.runs()); n != 1 {
+		t.Fatalf("%d runs; want 1", n)
+	}
+	// That answer was delivered: the same words again are a new question.
+	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, body); resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 2 {
+		t.Fatalf("a request after a delivered answer was replayed (%d runs)", len(env.runner.runs()))
+	}
+	// An answered request, asked again at once: a new run too.
+	read := chatBody("capgraph", false, user("What is the beam current?"))
+	env.do(t, "POST", "/v1/chat/completions", keyAlice, read)
+	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, read); resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 4 {
+		t.Fatalf("the same question twice: %d runs, want 4", len(env.runner.runs()))
+	}
+	// Idempotency-Key: the same key is the same run, however long after.
+	k := []string{"Idempotency-Key", "order-7"}
+	env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Read SR:DCCT")), k...)
+	now = now.Add(time.Hour)
+	resp, b2 := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Read SR:DCCT")), k...)
+	if resp.Header.Get(headerReplayed) != "true" || len(env.runner.runs()) != 5 || !strings.Contains(string(b2), "500 mA") {
+		t.Fatalf("Idempotency-Key repeat: %v %s, %d runs", resp.Header, b2, len(env.runner.runs()))
+	}
+	// Another principal's key is its own.
+	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyBob, chatBody("capgraph", false, user("Read SR:DCCT")), k...); resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 6 {
+		t.Fatal("bob's request was answered from alice's run")
+	}
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "idem"})
+	resp, a := env.do(t, "POST", "/api/threads/idem/runs", keyAlice, map[string]any{"input": "slow please"}, k...)
+	resp2, c := env.do(t, "POST", "/api/threads/idem/runs", keyAlice, map[string]any{"input": "slow please"}, k...)
+	if resp.StatusCode != http.StatusAccepted || resp2.StatusCode != http.StatusAccepted || resp2.Header.Get(headerReplayed) != "true" ||
+		runID(t, a) != runID(t, c) || len(env.runner.runs()) != 7 {
+		t.Fatalf("native Idempotency-Key: %s / %s, %d runs", a, c, len(env.runner.runs()))
+	}
+}
+
+// waitFollowers waits until env's one run has n requests following it.
+func waitFollowers(t *testing.T, env *testEnv, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		env.srv.runs.mu.Lock()
+		var got []int
+		for _, r := range env.srv.runs.runs {
+			r.mu.Lock()
+			got = append(got, r.followers)
+			r.mu.Unlock()
+		}
+		env.srv.runs.mu.Unlock()
+		if len(got) == 1 && got[0] == n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("the run never had %d followers", n)
+}
+
+func runID(t *testing.T, body []byte) string {
+	t.Helper()
+	i := strings.Index(string(body), `"id":"run-`)
+	if i < 0 {
+		t.Fatalf("no run id in %s", body)
+	}
+	return string(body[i+6 : i+6+40])
+}

@@ -1,0 +1,372 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"net/http"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/state"
+	"github.com/google/uuid"
+)
+
+// Acknowledged work is durable: before the server answers 2xx to a request
+// that starts a run, or sends the first byte of its stream, it writes the
+// run's record (checkpoint.RunRecord) to the store the agent keeps its
+// checkpoints in — with everything needed to start the run again (the
+// user's input or answer, the options, who asked). A run carries its
+// record's id into the turn's metadata (MetaRun), so after a crash the
+// store says whether the run's input reached the checkpoints: RecoverRuns
+// starts the runs that never did, resumes those cut between two steps, and
+// marks the records of runs that ended meanwhile. A client reads the
+// record (GET /api/threads/{id}/runs/{run}) after a restart too.
+//
+// The record's key makes repeated requests idempotent: a request with an
+// Idempotency-Key header, or a Chat Completions request repeating the same
+// conversation (as SDKs retry), finds the first run's record instead of
+// starting a second run — it joins the run while it goes on, or gets its
+// result (the record's Result) once it has ended.
+
+// MetaRun is the metadata key of the server run whose turn wrote a thread's
+// latest checkpoints.
+const MetaRun = "run"
+
+// Labels of run records.
+const (
+	labelOwner  = "owner"
+	labelTenant = "tenant"
+	labelUser   = "user"
+	labelSource = "source"
+	labelThread = "thread" // the client's id of the thread
+)
+
+// runKind says how a recorded run starts.
+type runKind string
+
+const (
+	kindTurn   runKind = "turn"   // agent.Run with a new message
+	kindAnswer runKind = "answer" // agent.Resume with an approval's answer
+	kindResume runKind = "resume" // agent.Resume of a cut run (recovery)
+)
+
+// runInput is a run record's Input: everything needed to start it again.
+type runInput struct {
+	Kind   runKind       `json:"kind"`
+	Turn   *storedTurn   `json:"turn,omitempty"`
+	Answer *storedAnswer `json:"answer,omitempty"`
+}
+
+type storedTurn struct {
+	Input               string             `json:"input"`
+	Options             *agent.TurnOptions `json:"options,omitempty"`
+	MayRaise            []string           `json:"may_raise,omitempty"`
+	By                  string             `json:"by,omitempty"`
+	Metadata            map[string]string  `json:"metadata,omitempty"`
+	AllowedCapabilities []string           `json:"allowed_capabilities,omitempty"`
+}
+
+type storedAnswer struct {
+	ApprovalID string      `json:"approval_id"`
+	Text       string      `json:"text,omitempty"`
+	Approved   *bool       `json:"approved,omitempty"`
+	Plan       *state.Plan `json:"plan,omitempty"`
+	By         string      `json:"by,omitempty"`
+}
+
+// runResult is a record's Result: what a repeated request is answered.
+type runResult struct {
+	// Content and Reasoning are a Chat Completions answer.
+	Content   string       `json:"content,omitempty"`
+	Reasoning string       `json:"reasoning,omitempty"`
+	Usage     *agent.Usage `json:"usage,omitempty"`
+	// Failure is the error a failed run's request got (a server fault).
+	Failure *runFailure `json:"failure,omitempty"`
+}
+
+type runFailure struct {
+	Status  int    `json:"status"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// runSpec is a run to start.
+type runSpec struct {
+	c            caller
+	source       string // openai, native, agui, recovery
+	clientThread string
+	thread       string // internal id
+	kind         runKind
+	turn         *agent.TurnRequest
+	answer       *agent.Answer
+	// claimed is a cut run the agent claimed (recovery without a record).
+	claimed *agent.ClaimedRun
+	// key makes the run idempotent ("" none); see idempotencyKey.
+	key string
+	// id reuses a record's id (recovery); "" makes a new one.
+	id string
+	// recorded: the record exists (recovery took it); none is created.
+	recorded bool
+	// recovering: a run the server recovers; no client limits apply.
+	recovering bool
+	// chat renders the run as a Chat Completions answer for its record.
+	chat bool
+}
+
+// fn is the agent call that runs the spec.
+func (sp runSpec) fn(s *Server) func(ctx context.Context) iter.Seq2[agent.Event, error] {
+	switch {
+	case sp.claimed != nil:
+		return func(ctx context.Context) iter.Seq2[agent.Event, error] { return sp.claimed.Resume(ctx) }
+	case sp.kind == kindTurn:
+		req := *sp.turn
+		return func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
+	case sp.kind == kindAnswer:
+		ans := *sp.answer
+		return func(ctx context.Context) iter.Seq2[agent.Event, error] {
+			return s.cfg.Runner.Resume(ctx, sp.thread, ans)
+		}
+	}
+	return func(ctx context.Context) iter.Seq2[agent.Event, error] {
+		return s.cfg.Runner.Resume(ctx, sp.thread, agent.Answer{})
+	}
+}
+
+// input encodes the spec's record input.
+func (sp runSpec) input() (json.RawMessage, error) {
+	in := runInput{Kind: sp.kind}
+	if t := sp.turn; t != nil {
+		in.Turn = &storedTurn{Input: t.Input, Options: t.Options, MayRaise: t.MayRaise, By: t.By, Metadata: t.Metadata, AllowedCapabilities: t.AllowedCapabilities}
+	}
+	if a := sp.answer; a != nil {
+		in.Answer = &storedAnswer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By}
+	}
+	return json.Marshal(in)
+}
+
+// labels are the record's labels: who asked, from where, on which thread.
+func (sp runSpec) labels() map[string]string {
+	return map[string]string{labelOwner: sp.c.Principal.Name, labelTenant: sp.c.Principal.Tenant, labelUser: sp.c.User,
+		labelSource: sp.source, labelThread: sp.clientThread}
+}
+
+// submit records the run and starts it. A spec whose key a record holds
+// already starts nothing: dup is that record (the caller joins or replays
+// it). The record is durable when submit returns a run.
+func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *checkpoint.RunRecord, err error) {
+	if sp.id == "" {
+		sp.id = "run-" + uuid.NewString()
+	}
+	if sp.turn != nil {
+		t := *sp.turn
+		t.Metadata = maps.Clone(t.Metadata)
+		if t.Metadata == nil {
+			t.Metadata = map[string]string{}
+		}
+		t.Metadata[MetaRun] = sp.id
+		sp.turn = &t
+	}
+	r, err = s.runs.reserve(sp)
+	if err != nil {
+		// A repeat of a request whose run still holds the thread.
+		if sp.key != "" {
+			if rec, kerr := s.records.GetRunByKey(ctx, sp.key); kerr == nil {
+				return nil, &rec, nil
+			}
+		}
+		return nil, nil, err
+	}
+	if !sp.recorded {
+		in, err := sp.input()
+		if err != nil {
+			s.runs.unreserve(r)
+			return nil, nil, fmt.Errorf("encode the run's input: %w", err)
+		}
+		rec := checkpoint.RunRecord{ID: sp.id, Thread: sp.thread, Status: checkpoint.RunRunning, Key: sp.key, Input: in,
+			Labels: sp.labels(), Owner: s.cfg.Instance, Attempt: 1}
+		got, created, err := s.records.CreateRun(ctx, rec)
+		if err != nil {
+			s.runs.unreserve(r)
+			return nil, nil, fmt.Errorf("record the run: %w", err)
+		}
+		if !created {
+			s.runs.unreserve(r)
+			return nil, &got, nil
+		}
+	}
+	s.runs.launch(r, sp.fn(s))
+	return r, nil, nil
+}
+
+// finishRecord writes how the run ended into its record. A run stopped by
+// the server's shutdown keeps its record running: the next start resumes
+// it. A recovered run that found its thread held elsewhere leaves the
+// record to the holder.
+func (s *Server) finishRecord(r *run, status agent.RunStatus, runErr error, shutdown bool) {
+	u := checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}}
+	msg := ""
+	if runErr != nil {
+		msg = s.publicMessage(runErr)
+	}
+	switch {
+	case shutdown && status == agent.RunCanceled:
+		return
+	case r.recovering && isThreadBusy(runErr):
+		return
+	case status == agent.RunAnswered:
+		u.Status = checkpoint.RunDone
+	case status == agent.RunInterrupted:
+		u.Status = checkpoint.RunInterrupted
+	case status == agent.RunCanceled && runErr == nil:
+		// Not done: a repetition of the request may do it.
+		u.Status, u.ReleaseKey = checkpoint.RunCanceled, true
+	default:
+		u.Status = checkpoint.RunFailed
+		u.Error = msg
+		if runErr == nil {
+			u.Error = "the run ended without an answer"
+		}
+	}
+	if res := r.recordResult(s, status, runErr, msg, shutdown); res != nil {
+		if b, err := json.Marshal(res); err == nil {
+			u.Result = b
+		}
+	}
+	// The client may be gone: the record is written regardless.
+	ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
+	defer cancel()
+	if _, err := s.records.UpdateRun(ctx, r.ID, u); err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+		s.cfg.Logger.Error("run record update failed", "run", r.ID, "error", err)
+	}
+	r.mu.Lock()
+	r.recStatus = u.Status
+	r.mu.Unlock()
+}
+
+// delivered is called when a request got its run's answer (the last byte
+// handed to the connection): a later identical request is then a new
+// question, not a retry, so a key derived from the request is released.
+// An Idempotency-Key stays with its run.
+func (s *Server) delivered(r *run) {
+	r.mu.Lock()
+	key, st := r.implicitKey, r.recStatus
+	r.implicitKey = ""
+	r.mu.Unlock()
+	if key == "" || st == "" {
+		return
+	}
+	s.releaseKey(r.ID, st)
+}
+
+// releaseKey frees a record's key (the record stays).
+func (s *Server) releaseKey(id string, st checkpoint.RunStatus) {
+	ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
+	defer cancel()
+	_, err := s.records.UpdateRun(ctx, id, checkpoint.RunUpdate{From: []checkpoint.RunStatus{st}, Status: st, ReleaseKey: true})
+	if err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+		s.cfg.Logger.Warn("releasing a run key", "run", id, "error", err)
+	}
+}
+
+// implicitKeyPrefix marks keys derived from a request (idempotencyKey).
+const implicitKeyPrefix = "same:"
+
+// recordWriteTimeout bounds a record update that no request waits for.
+const recordWriteTimeout = 30 * time.Second
+
+func isThreadBusy(err error) bool { return errors.Is(err, graph.ErrThreadBusy) }
+
+// answerable reports whether a run's error is an answer to the client —
+// a FATAL failure the agent classified, or the turn's time limit — rather
+// than a failure of the request: a Chat Completions client gets it as the
+// assistant's message (200), so no SDK retries it into a second run.
+func answerable(err error) bool {
+	var (
+		fe *agent.FatalError
+		te *TurnTimeoutError
+	)
+	return errors.As(err, &fe) || errors.As(err, &te)
+}
+
+// idempotencyKey is the record key of a request's run: from its
+// Idempotency-Key header, else (implicit) the digest the caller passes
+// (a Chat Completions conversation); scoped to the caller so keys never
+// meet across principals.
+func idempotencyKey(r *http.Request, c caller, scope string, implicit string) (key string, explicit bool) {
+	if h := r.Header.Get("Idempotency-Key"); h != "" {
+		return "idem:" + digestHex(ownerKey(c), scope, h), true
+	}
+	if implicit == "" {
+		return "", false
+	}
+	return implicitKeyPrefix + digestHex(ownerKey(c), scope, implicit), false
+}
+
+func digestHex(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(fmt.Sprintf("%d:", len(p))))
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// checkIdempotencyKey refuses a header no client should send.
+func checkIdempotencyKey(r *http.Request) error {
+	h := r.Header.Get("Idempotency-Key")
+	if len(h) > 255 {
+		return badRequest("Idempotency-Key", "is %d characters; at most 255", len(h))
+	}
+	return nil
+}
+
+// recordStatus is the agent status a record's status stands for ("" while
+// it has not ended).
+func recordStatus(st checkpoint.RunStatus) agent.RunStatus {
+	switch st {
+	case checkpoint.RunDone:
+		return agent.RunAnswered
+	case checkpoint.RunInterrupted:
+		return agent.RunInterrupted
+	case checkpoint.RunFailed:
+		return agent.RunFailed
+	case checkpoint.RunCanceled:
+		return agent.RunCanceled
+	}
+	return ""
+}
+
+// recordInfo is a record as the native API shows a run.
+func recordInfo(rec checkpoint.RunRecord) runInfo {
+	return runInfo{ID: rec.ID, Thread: rec.Labels[labelThread], Started: rec.Created, Finished: rec.Status.Terminal(),
+		Status: recordStatus(rec.Status), Error: rec.Error}
+}
+
+// pruneLoop removes the records of runs that ended more than
+// Config.RunRetention ago, at start and then every tenth of the retention
+// (at most hourly), until ctx ends.
+func (s *Server) pruneLoop(ctx context.Context) {
+	every := min(s.cfg.RunRetention/10, time.Hour)
+	t := time.NewTicker(max(every, time.Second))
+	defer t.Stop()
+	for {
+		if n, err := s.records.PruneRuns(ctx, s.cfg.Now().Add(-s.cfg.RunRetention)); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("pruning run records", "error", err)
+		} else if n > 0 {
+			s.cfg.Logger.Info("pruned run records", "records", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
