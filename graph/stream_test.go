@@ -143,7 +143,7 @@ func TestEmitCustomEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	custom := eventsOf(res.Trace, graph.EventCustom)
+	custom := eventsOf(res.Trace.Events(), graph.EventCustom)
 	if len(custom) != 1+20*len(names) {
 		t.Fatalf("%d custom events", len(custom))
 	}
