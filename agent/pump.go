@@ -51,11 +51,17 @@ func (p *pump) fail(err error) {
 }
 
 func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
-	var runErr error
+	var (
+		runErr error
+		final  *state.State // the finished run's state, from its run_end
+	)
 	for ev, err := range events {
 		if err != nil {
 			runErr = err
 			break
+		}
+		if s, ok := ev.Payload.(state.State); ok && ev.Kind == graph.EventRunEnd {
+			final = &s
 		}
 		if p.runID == "" && ev.RunID.String() != "00000000-0000-0000-0000-000000000000" {
 			p.runID = ev.RunID.String()
@@ -78,12 +84,25 @@ func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
 		p.send(Event{Type: EventDone, Status: RunInterrupted}, nil)
 		return
 	}
-	s, _, err := p.a.g.State(context.WithoutCancel(ctx), p.thread)
-	if err != nil {
-		p.fail(err)
-		return
+	live := final != nil
+	if !live {
+		// Not a finished run (an interrupt is handled above): read what
+		// the last checkpoint holds.
+		s, _, err := p.a.g.State(context.WithoutCancel(ctx), p.thread)
+		if err != nil {
+			p.fail(err)
+			return
+		}
+		final = &s
 	}
+	s := *final
 	if m, ok := s.LastAssistant(); ok && m.Turn == s.Turn.Number && s.Turn.Done {
+		if live {
+			// The message as stored (times without a monotonic reading),
+			// as a later read of the thread gives it: a round trip of the
+			// message alone, not a decoding of the whole state.
+			m = storedForm(m)
+		}
 		if !p.send(Event{Type: EventMessage, Message: &m}, nil) {
 			return
 		}
@@ -92,6 +111,20 @@ func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
 		return
 	}
 	p.send(Event{Type: EventDone, Status: RunAnswered}, nil)
+}
+
+// storedForm returns m as the checkpoint store gives it back: the state's
+// JSON encoding of m, decoded.
+func storedForm(m state.Message) state.Message {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m
+	}
+	var out state.Message
+	if json.Unmarshal(b, &out) != nil {
+		return m
+	}
+	return out
 }
 
 func usageOf(s state.State) *Usage {

@@ -343,7 +343,13 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			status, err = StatusCanceled, ctx.Err()
 		}
 		res.Status, res.State, res.Checkpoint, res.Steps = status, *state, cp.ID, cp.Step
-		r.emit(&Event{Kind: EventRunEnd, Step: cp.Step, Err: err})
+		end := Event{Kind: EventRunEnd, Step: cp.Step, Err: err}
+		if status == StatusDone {
+			// The state of the last checkpoint, so that a Stream consumer
+			// need not read it back from the store and decode it.
+			end.Payload = *state
+		}
+		r.emit(&end)
 		return res, err
 	}
 

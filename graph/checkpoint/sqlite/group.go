@@ -213,6 +213,12 @@ func (s *Store) commit(ctx context.Context, batch []*pending) {
 		fail(fmt.Errorf("sqlite: commit write of %s: %w", batch[0].thread, err))
 		return
 	}
+	s.commits.Add(1)
+	for _, p := range batch {
+		if p.err == nil {
+			s.writes.Add(1)
+		}
+	}
 	if afterCommit != nil {
 		afterCommit(len(batch))
 	}

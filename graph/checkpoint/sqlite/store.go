@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -29,7 +30,23 @@ type Store struct {
 	maxBatch int
 	group    group       // Puts and PutWrites waiting for a commit
 	stmts    *writeStmts // their statements, prepared once
+
+	commits, writes atomic.Int64 // see Stats
 }
+
+// Stats counts what the store has committed since it was opened.
+type Stats struct {
+	// Commits counts the write transactions committed, each one fsync of
+	// the write-ahead log: group commits, DeleteThread, AppendRecords and
+	// prunes (migrations not included).
+	Commits int64
+	// Writes counts the Puts and PutWrites those commits held; Writes ÷
+	// Commits is the mean size of a group.
+	Writes int64
+}
+
+// Stats returns the store's commit counters.
+func (s *Store) Stats() Stats { return Stats{Commits: s.commits.Load(), Writes: s.writes.Load()} }
 
 var (
 	_ checkpoint.Store  = (*Store)(nil)
@@ -332,6 +349,7 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: delete thread %s: %w", threadID, err)
 	}
+	s.commits.Add(1)
 	return nil
 }
 

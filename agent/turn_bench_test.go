@@ -1,0 +1,158 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/llm/llmtest"
+	"github.com/capgraph/capgraph/state"
+)
+
+// The turn of docs/performance.md ("A turn without the model"): the real
+// infrastructure nodes (task extraction, the batched classifier, the
+// orchestrator, respond) over the scripted model, which answers at once
+// with the replies a model gives (the plan in a code fence after a sentence
+// of prose), and a three-step plan whose steps are plain Go functions, each
+// reading the one before: find → read → stats, then respond. Seven node
+// steps, eight checkpoints (the turn's input and one per step).
+const (
+	turnTask     = `{"task": "What is the mean beam current over the last hour?", "depends_on_chat_history": false}`
+	turnSelected = `{"capabilities": ["find_channel", "read_archive", "statistics"]}`
+	turnPlan     = "Here is the plan.\n```json\n" + `{"steps": [
+	 {"context_key": "ch", "capability": "find_channel", "task_objective": "find the beam current channel", "expected_output": "CHANNEL"},
+	 {"context_key": "hist", "capability": "read_archive", "task_objective": "read the last hour", "expected_output": "HISTORY", "inputs": [{"CHANNEL": "ch"}]},
+	 {"context_key": "mean", "capability": "statistics", "task_objective": "mean of the history", "expected_output": "STATS", "inputs": [{"HISTORY": "hist"}]},
+	 {"context_key": "answer", "capability": "respond", "task_objective": "answer with the mean"}]}` + "\n```"
+	turnAnswer = "The mean beam current over the last hour was 500.2 mA."
+	turnSteps  = 7
+)
+
+// turnAgent builds the agent of that turn over store.
+func turnAgent(tb testing.TB, store checkpoint.Store) (*agent.Agent, *llmtest.Model) {
+	tb.Helper()
+	reg := capabilities.NewRegistry()
+	for _, d := range []capabilities.Definition{
+		{Name: "find_channel", Description: "Finds a control-system channel by description.", Provides: []string{"CHANNEL"},
+			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+				return capabilities.Result("CHANNEL", "SR:DCCT:current", "the beam current channel"), nil
+			}},
+		{Name: "read_archive", Description: "Reads a channel's archived history.", Provides: []string{"HISTORY"},
+			Requires: []capabilities.Requirement{{Type: "CHANNEL"}},
+			Run: func(_ context.Context, s capabilities.Step) (capabilities.Output, error) {
+				if len(s.Resolved) != 1 || s.Resolved[0].Type != "CHANNEL" {
+					return capabilities.Output{}, fmt.Errorf("inputs %+v, want the channel", s.Resolved)
+				}
+				return capabilities.Result("HISTORY", []float64{500.1, 500.3, 500.2}, "60 minutes of the beam current"), nil
+			}},
+		{Name: "statistics", Description: "Computes statistics of a history.", Provides: []string{"STATS"},
+			Requires: []capabilities.Requirement{{Type: "HISTORY"}},
+			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+				return capabilities.Result("STATS", map[string]float64{"mean": 500.2}, "mean 500.2 mA"), nil
+			}},
+	} {
+		c, err := capabilities.Define(d)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := reg.Register(c); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	reply := func(s string) func(llm.Request) llmtest.Reply {
+		return func(llm.Request) llmtest.Reply { return llmtest.Text(s) }
+	}
+	m := llmtest.New().NoLog().
+		On(llmtest.RoleIs(llm.RoleTaskExtraction), reply(turnTask)).
+		On(llmtest.RoleIs(llm.RoleClassifier), reply(turnSelected)).
+		On(llmtest.RoleIs(llm.RoleOrchestrator), reply(turnPlan)).
+		On(llmtest.RoleIs(llm.RoleResponse), reply(turnAnswer))
+	a, err := agent.New(agent.Config{Registry: reg, Models: m.Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse), Store: store})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a, m
+}
+
+// oneTurn runs a turn on a new thread and checks that it was the turn meant:
+// answered with the scripted answer after the seven steps.
+func oneTurn(tb testing.TB, a *agent.Agent, thread string) {
+	tb.Helper()
+	answered := false
+	for ev, err := range a.Run(context.Background(), agent.TurnRequest{Thread: thread, Input: "whats the avg beam current last hr?"}) {
+		if err != nil {
+			tb.Fatalf("turn: %v", err)
+		}
+		if ev.Type == agent.EventMessage {
+			answered = ev.Message.Kind == state.KindAnswer && ev.Message.Content == turnAnswer
+		}
+	}
+	s, t, err := a.Graph().State(context.Background(), thread)
+	if err != nil || !answered || t.Checkpoint.Step != turnSteps || len(s.Turn.Plan.Steps) != 4 {
+		tb.Fatalf("turn: answered %v, %d steps, plan %+v, %v; want the scripted answer after %d steps", answered, t.Checkpoint.Step, s.Turn.Plan, err, turnSteps)
+	}
+}
+
+// BenchmarkTurnScriptedModel measures that turn end to end (agent.Run to
+// its last event) on a new thread each time, on the memory store and on
+// SQLite (a file in a temporary directory, the embedded default), where it
+// also reports the durable commits per node step.
+func BenchmarkTurnScriptedModel(b *testing.B) {
+	b.Run("memory", func(b *testing.B) {
+		a, _ := turnAgent(b, memory.New())
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			oneTurn(b, a, fmt.Sprint("bench-", i))
+		}
+	})
+	b.Run("sqlite", func(b *testing.B) {
+		store, err := sqlite.New(sqlite.Config{Path: filepath.Join(b.TempDir(), "turn.db")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+		a, _ := turnAgent(b, store)
+		b.ReportAllocs()
+		before := store.Stats()
+		i := 0
+		for b.Loop() {
+			i++
+			oneTurn(b, a, fmt.Sprint("bench-", i))
+		}
+		after := store.Stats()
+		b.ReportMetric(float64(after.Commits-before.Commits)/float64(i*turnSteps), "commits/step")
+	})
+}
+
+// TestTurnCommitsOncePerStep holds the agent to one durable commit per node
+// step on SQLite: a turn of seven sequential steps writes its input
+// checkpoint and one checkpoint per step, each one commit, and nothing else
+// (no pending writes, no second commit at the end of the turn).
+func TestTurnCommitsOncePerStep(t *testing.T) {
+	store, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "turn.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	a, m := turnAgent(t, store)
+	for i := range 3 {
+		before := store.Stats()
+		oneTurn(t, a, fmt.Sprint("t", i))
+		got := store.Stats()
+		if c, w := got.Commits-before.Commits, got.Writes-before.Writes; c != turnSteps+1 || w != turnSteps+1 {
+			t.Errorf("turn %d: %d commits holding %d writes, want %d each: the input checkpoint and one per step", i, c, w, turnSteps+1)
+		}
+	}
+	if m.Count() != 3*4 {
+		t.Errorf("%d model calls for 3 turns, want 12 (task, classifier, orchestrator, respond)", m.Count())
+	}
+}
