@@ -277,7 +277,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	}
 	usage := reply.Usage
 	if usage == (llm.Usage{}) {
-		usage = llm.Usage{PromptTokens: (len(joinMessages(req.Messages)) + 3) / 4, CompletionTokens: (len(text) + 3) / 4}
+		usage = llm.Usage{PromptTokens: (joinedLen(req.Messages) + 3) / 4, CompletionTokens: (len(text) + 3) / 4}
 	}
 	finish := reply.Finish
 	if finish == "" {
@@ -341,6 +341,15 @@ func (m *Model) Remaining() int {
 	n := len(m.anyRole)
 	for _, q := range m.scripts {
 		n += len(q)
+	}
+	return n
+}
+
+// joinedLen is len(joinMessages(msgs)), without joining them.
+func joinedLen(msgs []llm.Message) int {
+	n := max(len(msgs)-1, 0)
+	for _, m := range msgs {
+		n += len(m.Content)
 	}
 	return n
 }
