@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
@@ -38,8 +41,7 @@ const (
 // turnAgent builds the agent of that turn over store.
 func turnAgent(tb testing.TB, store checkpoint.Store) (*agent.Agent, *llmtest.Model) {
 	tb.Helper()
-	reg := capabilities.NewRegistry()
-	for _, d := range []capabilities.Definition{
+	return scriptedAgent(tb, store, turnSelected, turnPlan, []capabilities.Definition{
 		{Name: "find_channel", Description: "Finds a control-system channel by description.", Provides: []string{"CHANNEL"},
 			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Result("CHANNEL", "SR:DCCT:current", "the beam current channel"), nil
@@ -57,7 +59,16 @@ func turnAgent(tb testing.TB, store checkpoint.Store) (*agent.Agent, *llmtest.Mo
 			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Result("STATS", map[string]float64{"mean": 500.2}, "mean 500.2 mA"), nil
 			}},
-	} {
+	})
+}
+
+// scriptedAgent builds an agent over store with the real infrastructure
+// nodes, the capabilities defs, and the scripted model answering at once:
+// the task of turnTask, the selection and plan given, and turnAnswer.
+func scriptedAgent(tb testing.TB, store checkpoint.Store, selected, plan string, defs []capabilities.Definition) (*agent.Agent, *llmtest.Model) {
+	tb.Helper()
+	reg := capabilities.NewRegistry()
+	for _, d := range defs {
 		c, err := capabilities.Define(d)
 		if err != nil {
 			tb.Fatal(err)
@@ -71,8 +82,8 @@ func turnAgent(tb testing.TB, store checkpoint.Store) (*agent.Agent, *llmtest.Mo
 	}
 	m := llmtest.New().NoLog().
 		On(llmtest.RoleIs(llm.RoleTaskExtraction), reply(turnTask)).
-		On(llmtest.RoleIs(llm.RoleClassifier), reply(turnSelected)).
-		On(llmtest.RoleIs(llm.RoleOrchestrator), reply(turnPlan)).
+		On(llmtest.RoleIs(llm.RoleClassifier), reply(selected)).
+		On(llmtest.RoleIs(llm.RoleOrchestrator), reply(plan)).
 		On(llmtest.RoleIs(llm.RoleResponse), reply(turnAnswer))
 	a, err := agent.New(agent.Config{Registry: reg, Models: m.Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse), Store: store})
 	if err != nil {
@@ -85,6 +96,14 @@ func turnAgent(tb testing.TB, store checkpoint.Store) (*agent.Agent, *llmtest.Mo
 // was the turn meant: seven node steps, a plan of four steps, the scripted
 // answer, answered.
 func oneTurn(tb testing.TB, a *agent.Agent, thread string) {
+	tb.Helper()
+	checkTurn(tb, a, thread, turnSteps, 4)
+}
+
+// checkTurn runs a turn on a new thread and checks, from its events, that
+// it made the node steps and the plan of the size given and ended with the
+// scripted answer.
+func checkTurn(tb testing.TB, a *agent.Agent, thread string, wantSteps, wantPlan int) {
 	tb.Helper()
 	var (
 		answered     bool
@@ -106,8 +125,9 @@ func oneTurn(tb testing.TB, a *agent.Agent, thread string) {
 			status = ev.Status
 		}
 	}
-	if !answered || steps != turnSteps || total != 4 || status != agent.RunAnswered {
-		tb.Fatalf("turn: answered %v, %d steps, a plan of %d, %s; want the scripted answer after %d steps and a plan of 4", answered, steps, total, status, turnSteps)
+	if !answered || steps != wantSteps || total != wantPlan || status != agent.RunAnswered {
+		tb.Fatalf("turn: answered %v, %d node steps, a plan of %d, %s; want the scripted answer after %d node steps and a plan of %d",
+			answered, steps, total, status, wantSteps, wantPlan)
 	}
 }
 
@@ -165,5 +185,77 @@ func TestTurnCommitsOncePerStep(t *testing.T) {
 	}
 	if m.Count() != 3*4 {
 		t.Errorf("%d model calls for 3 turns, want 12 (task, classifier, orchestrator, respond)", m.Count())
+	}
+}
+
+// The turn of docs/performance.md ("Parallel steps"): a plan of four
+// independent steps of 200 ms each (a real sleep: the step's own time is
+// what the overhead is measured against), then respond.
+const (
+	parallelSelected = `{"capabilities": ["slow_a", "slow_b", "slow_c", "slow_d"]}`
+	parallelPlan     = `{"steps": [
+	 {"context_key": "a", "capability": "slow_a", "task_objective": "read a", "expected_output": "A"},
+	 {"context_key": "b", "capability": "slow_b", "task_objective": "read b", "expected_output": "B"},
+	 {"context_key": "c", "capability": "slow_c", "task_objective": "read c", "expected_output": "C"},
+	 {"context_key": "d", "capability": "slow_d", "task_objective": "read d", "expected_output": "D"},
+	 {"context_key": "answer", "capability": "respond", "task_objective": "answer"}]}`
+	parallelStep = 200 * time.Millisecond
+)
+
+// BenchmarkParallelSteps runs that turn (task extraction, classifier and
+// orchestrator with the scripted model answering at once, the four steps,
+// respond) and reports its wall time divided by the slowest step's own
+// time (wall/slowest; goal ≤ 1.1): 1 would mean the steps ran fully in
+// parallel and everything else took no time.
+func BenchmarkParallelSteps(b *testing.B) {
+	for _, name := range []string{"memory", "sqlite"} {
+		b.Run(name, func(b *testing.B) {
+			var store checkpoint.Store = memory.New()
+			if name == "sqlite" {
+				s, err := sqlite.New(sqlite.Config{Path: filepath.Join(b.TempDir(), "parallel.db")})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				store = s
+			}
+			var (
+				mu      sync.Mutex
+				slowest time.Duration // of the current turn
+			)
+			var defs []capabilities.Definition
+			for _, n := range []string{"a", "b", "c", "d"} {
+				defs = append(defs, capabilities.Definition{Name: "slow_" + n, Description: "Reads " + n + " slowly.", Provides: []string{strings.ToUpper(n)},
+					Run: func(ctx context.Context, _ capabilities.Step) (capabilities.Output, error) {
+						start := time.Now()
+						select {
+						case <-time.After(parallelStep):
+						case <-ctx.Done():
+							return capabilities.Output{}, ctx.Err()
+						}
+						took := time.Since(start)
+						mu.Lock()
+						slowest = max(slowest, took)
+						mu.Unlock()
+						return capabilities.Result(strings.ToUpper(n), n, n+" read"), nil
+					}})
+			}
+			a, _ := scriptedAgent(b, store, parallelSelected, parallelPlan, defs)
+			var ratio float64
+			i := 0
+			for b.Loop() {
+				i++
+				mu.Lock()
+				slowest = 0
+				mu.Unlock()
+				start := time.Now()
+				checkTurn(b, a, fmt.Sprint("parallel-", i), 8, 5)
+				wall := time.Since(start)
+				mu.Lock()
+				ratio += float64(wall) / float64(slowest)
+				mu.Unlock()
+			}
+			b.ReportMetric(ratio/float64(i), "wall/slowest")
+		})
 	}
 }
