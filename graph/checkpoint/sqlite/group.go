@@ -263,6 +263,7 @@ const (
 // connection's prepared statement.
 type writeStmts struct {
 	putCheckpoint, putThread, hasCheckpoint, putWrite *sql.Stmt
+	prunePick, pruneWrites, pruneCheckpoint           *sql.Stmt
 }
 
 func prepareWrites(w *sql.DB) (*writeStmts, error) {
@@ -273,6 +274,7 @@ func prepareWrites(w *sql.DB) (*writeStmts, error) {
 	}{
 		{&ws.putCheckpoint, sqlPutCheckpoint}, {&ws.putThread, sqlPutThread},
 		{&ws.hasCheckpoint, sqlHasCheckpoint}, {&ws.putWrite, sqlPutWrite},
+		{&ws.prunePick, sqlPrunePick}, {&ws.pruneWrites, sqlPruneWrites}, {&ws.pruneCheckpoint, sqlPruneCheckpoint},
 	} {
 		st, err := w.Prepare(p.sql)
 		if err != nil {
@@ -286,7 +288,7 @@ func prepareWrites(w *sql.DB) (*writeStmts, error) {
 
 func (ws *writeStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{ws.putCheckpoint, ws.putThread, ws.hasCheckpoint, ws.putWrite} {
+	for _, st := range []*sql.Stmt{ws.putCheckpoint, ws.putThread, ws.hasCheckpoint, ws.putWrite, ws.prunePick, ws.pruneWrites, ws.pruneCheckpoint} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

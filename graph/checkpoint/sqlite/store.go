@@ -130,6 +130,7 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
+	pruneOpts, prune := checkpoint.PruningFrom(ctx, cp)
 	return s.write(ctx, cp.ThreadID, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, s.stmts.putCheckpoint).ExecContext(ctx,
 			cp.ThreadID, cp.ID[:], idArg(cp.ParentID), idArg(cp.RunID), cp.Step, blobArg(cp.State),
@@ -140,6 +141,12 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		_, err = tx.StmtContext(ctx, s.stmts.putThread).ExecContext(ctx, cp.ThreadID, cp.ID[:], md, timeArg(cp.Created))
 		if err != nil {
 			return fmt.Errorf("sqlite: update thread %s: %w", cp.ThreadID, err)
+		}
+		if prune {
+			// In the same transaction: the run's end and its pruning
+			// commit together, with one fsync.
+			var res checkpoint.PruneResult
+			return s.pruneThread(ctx, tx, cp.ThreadID, pruneOpts, &res)
 		}
 		return nil
 	})
