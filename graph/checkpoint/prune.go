@@ -36,6 +36,10 @@ type Pruner interface {
 type PruneOptions struct {
 	// Thread limits pruning to one thread; empty means every thread.
 	Thread string
+	// Metadata limits pruning to the threads whose latest checkpoint has
+	// every key with the same value (as ThreadFilter.Metadata): an
+	// application's own threads in a store several share.
+	Metadata map[string]string
 	// FinishedBefore, when not zero, keeps the runs whose last checkpoint
 	// was created at or after this time (those that finished more recently).
 	FinishedBefore time.Time

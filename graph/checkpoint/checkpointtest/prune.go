@@ -173,8 +173,8 @@ func testPruneFinishedRuns(t *testing.T, s checkpoint.Store, p checkpoint.Pruner
 	}
 }
 
-// Thread limits Prune to one thread; FinishedBefore keeps runs that ended
-// at or after it.
+// Thread limits Prune to one thread, Metadata to the threads whose latest
+// checkpoint matches; FinishedBefore keeps runs that ended at or after it.
 func testPruneThreadsAndAge(t *testing.T, s checkpoint.Store, p checkpoint.Pruner) {
 	ra, rb := newRunner(t, s, "a"), newRunner(t, s, "b")
 	ra.start()
@@ -211,6 +211,37 @@ func testPruneThreadsAndAge(t *testing.T, s checkpoint.Store, p checkpoint.Prune
 	}
 	if got := keptIDs(t, s, "a"); !slices.Equal(got, []uuid.UUID{a2.ID, a5.ID}) {
 		t.Errorf("a kept %v, want each run's last", got)
+	}
+
+	// Metadata: only the threads whose latest checkpoint matches.
+	for _, c := range []struct {
+		thread, app string
+	}{{"x1", "x"}, {"x2", "x"}, {"y1", "y"}, {"none", ""}} {
+		r := newRunner(t, s, c.thread)
+		r.run = r.g.id()
+		for i := range 3 {
+			r.at = r.at.Add(time.Second)
+			cp := checkpoint.Checkpoint{ThreadID: c.thread, ID: r.g.id(), ParentID: r.last, RunID: r.run, Step: i, Next: []string{"n"}, Created: r.at}
+			if c.app != "" {
+				cp.Metadata = map[string]string{"application": c.app, "i": fmt.Sprint(i)}
+			}
+			if i == 2 {
+				cp.Next = nil
+			}
+			put(t, s, cp)
+			r.last = cp.ID
+		}
+	}
+	if res := prune(t, p, checkpoint.PruneOptions{Metadata: map[string]string{"application": "x"}}); res.Checkpoints != 4 {
+		t.Errorf("Prune of application x = %+v, want 2 threads' 2 each", res)
+	}
+	if res := prune(t, p, checkpoint.PruneOptions{Thread: "y1", Metadata: map[string]string{"application": "x"}}); res.Checkpoints != 0 {
+		t.Errorf("Prune of thread y1 with application x's metadata = %+v, want nothing", res)
+	}
+	for th, n := range map[string]int{"x1": 1, "x2": 1, "y1": 3, "none": 3} {
+		if got := len(keptIDs(t, s, th)); got != n {
+			t.Errorf("%s keeps %d checkpoints, want %d", th, got, n)
+		}
 	}
 }
 

@@ -20,14 +20,10 @@ func (s *Store) Prune(ctx context.Context, opts checkpoint.PruneOptions) (checkp
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var res checkpoint.PruneResult
-	if opts.Thread != "" {
-		if t := s.threads[opts.Thread]; t != nil {
+	for id, t := range s.threads {
+		if (opts.Thread == "" || id == opts.Thread) && len(t.cps) > 0 && checkpoint.MatchMetadata(t.cps[len(t.cps)-1].metadata, opts.Metadata) {
 			t.prune(opts, &res)
 		}
-		return res, nil
-	}
-	for _, t := range s.threads {
-		t.prune(opts, &res)
 	}
 	return res, nil
 }

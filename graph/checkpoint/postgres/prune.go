@@ -3,8 +3,10 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/internal/sqlrow"
 )
 
 var _ checkpoint.Pruner = (*Store)(nil)
@@ -48,8 +50,21 @@ func (s *Store) Prune(ctx context.Context, opts checkpoint.PruneOptions) (checkp
 		return checkpoint.PruneResult{}, err
 	}
 	threads := []string{opts.Thread}
-	if opts.Thread == "" {
-		rows, err := s.pool.Query(ctx, s.expand(`SELECT thread_id FROM {{threads}} ORDER BY thread_id`))
+	if opts.Thread == "" || len(opts.Metadata) > 0 {
+		q, args := s.expand(`SELECT thread_id FROM {{threads}} WHERE true`), []any{}
+		if opts.Thread != "" {
+			args = append(args, opts.Thread)
+			q += ` AND thread_id = $` + strconv.Itoa(len(args))
+		}
+		if len(opts.Metadata) > 0 {
+			m, err := sqlrow.MapArg(opts.Metadata)
+			if err != nil {
+				return checkpoint.PruneResult{}, fmt.Errorf("postgres: prune: encode filter: %w", err)
+			}
+			args = append(args, m)
+			q += ` AND metadata @> $` + strconv.Itoa(len(args)) + `::jsonb`
+		}
+		rows, err := s.pool.Query(ctx, q+` ORDER BY thread_id`, args...)
 		if err != nil {
 			return checkpoint.PruneResult{}, fmt.Errorf("postgres: prune: list threads: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/internal/sqlrow"
 )
 
 var _ checkpoint.Pruner = (*Store)(nil)
@@ -41,8 +42,21 @@ func (s *Store) Prune(ctx context.Context, opts checkpoint.PruneOptions) (checkp
 		return checkpoint.PruneResult{}, err
 	}
 	threads := []string{opts.Thread}
-	if opts.Thread == "" {
-		rows, err := s.r.QueryContext(ctx, `SELECT thread_id FROM threads ORDER BY thread_id`)
+	if opts.Thread == "" || len(opts.Metadata) > 0 {
+		q, args := `SELECT thread_id FROM threads WHERE 1 = 1`, []any{}
+		if opts.Thread != "" {
+			q += ` AND thread_id = ?`
+			args = append(args, opts.Thread)
+		}
+		if len(opts.Metadata) > 0 {
+			m, err := sqlrow.MapArg(opts.Metadata)
+			if err != nil {
+				return checkpoint.PruneResult{}, fmt.Errorf("sqlite: prune: encode filter: %w", err)
+			}
+			q += matchSQL("metadata")
+			args = append(args, m)
+		}
+		rows, err := s.r.QueryContext(ctx, q+` ORDER BY thread_id`, args...)
 		if err != nil {
 			return checkpoint.PruneResult{}, fmt.Errorf("sqlite: prune: list threads: %w", err)
 		}
