@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"strings"
-	"sync"
 
 	"github.com/google/uuid"
 
@@ -26,11 +25,8 @@ type Agent struct {
 	cfg Config
 	rc  router.Config
 	g   *graph.Compiled[state.State, state.Update]
-	// graphVersion identifies the registered capabilities (ownership.go).
+	// graphVersion identifies the registered capabilities (application.go).
 	graphVersion string
-
-	mu   sync.Mutex
-	busy map[string]bool // threads with a Run or Resume in progress here
 }
 
 var _ Runner = (*Agent)(nil)
@@ -94,10 +90,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	g.AddNode(state.NodeError, a.errorNode(a.cfg.ErrorNode))
 	g.SetTerminal(state.NodeError)
-	route := func(s state.State) graph.Route {
-		d := router.Decide(s, a.rc)
-		return graph.Route{To: d.Next, NotBefore: d.NotBefore}
-	}
+	// One route for every node: the router's decision, carried to the
+	// nodes it starts (router.Carried), so none of them decides again.
+	route := router.Route(a.rc)
 	for _, t := range targets[1:] {
 		// Named so that a drawing (Compiled.Topology) shows the one router.
 		g.AddNamedConditionalEdges(t, "router", route, targets...)
@@ -184,7 +179,7 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 			p.fail(err)
 			return
 		}
-		ctx, release, err := a.claim(ctx, req.Thread)
+		ctx, release, err := a.ownThread(ctx, req.Thread)
 		if err != nil {
 			p.fail(err)
 			return

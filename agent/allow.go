@@ -212,8 +212,10 @@ func (a *Agent) enforcePlan(ctx context.Context, s state.State, u state.Update) 
 func (a *Agent) refuseStep(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, now time.Time) state.Update {
 	msg := fmt.Sprintf("step %d uses %s, which this caller is not allowed to use; it was not run", idx+1, c.Name())
 	emit(ctx, Event{Type: EventDenied, Node: c.Name(), Step: idx, Capability: c.Name(), Text: msg})
-	cl := notAllowed(c.Name(), msg)
-	return a.stepFailure(ctx, s, c, idx, ps, cl, msg, ps.Attempts+1, now, now, 0, false)
+	f := a.stepFailure(s, c, idx, ps, now)
+	f.Classification, f.Message = notAllowed(c.Name(), msg), msg
+	u, _ := a.fail(ctx, s, f, nil) // no recovery: nothing but an update
+	return u
 }
 
 func providedByAny(reg *capabilities.Registry, names []string, typ string) bool {

@@ -15,7 +15,7 @@ type TurnRequest struct {
 	Input string
 	// Options are what the turn asks for; nil fields keep the configured
 	// ones (Config.Options), and a set field may only tighten them: a
-	// looser one fails the run with a *LoosenError (see options.go).
+	// looser one fails the run with a *LoosenError.
 	Options *TurnOptions
 	// MayRaise names the settings (state.RaisableSettings) this caller may raise
 	// above the configuration: a server fills it from the API key's
@@ -29,7 +29,8 @@ type TurnRequest struct {
 	Metadata map[string]string
 	// AllowedCapabilities, when non-nil, are the only capabilities this turn
 	// may select, plan and run (respond and clarify are always allowed);
-	// names must be registered. Nil allows every capability. See allow.go.
+	// names must be registered. Nil allows every capability. See
+	// docs/error-handling.md, "Capabilities a caller may not use".
 	AllowedCapabilities []string
 }
 

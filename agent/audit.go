@@ -15,7 +15,7 @@ import (
 )
 
 // Every attempt of a side-effecting step is a durable audit record in the
-// checkpoint store's record log (checkpoint.RecordLog, kind RecordKindAudit):
+// checkpoint store's record log (checkpoint.RecordLog, kind "audit"):
 // refused (and why), approved (by whom), rejected, executed (with the
 // capability's output: old → new, readback) or failed. The records are
 // written by the step wrapper itself, so every path that executes a step —
@@ -23,8 +23,8 @@ import (
 // them. An approval is recorded before its step runs; a step whose approval
 // cannot be recorded does not run.
 
-// RecordKindAudit is the checkpoint.Record kind of audit records.
-const RecordKindAudit = "audit"
+// recordKindAudit is the checkpoint.Record kind of audit records.
+const recordKindAudit = "audit"
 
 // Audit outcomes.
 const (
@@ -138,7 +138,7 @@ func (a *Agent) auditRecord(ctx context.Context, r AuditRecord) error {
 		}
 	}
 	// The record outlives a canceled run: it says what happened.
-	_, err = a.cfg.AuditLog.AppendRecords(context.WithoutCancel(ctx), checkpoint.Record{Kind: RecordKindAudit, Thread: r.Thread, Time: r.Time, Labels: labels, Data: data})
+	_, err = a.cfg.AuditLog.AppendRecords(context.WithoutCancel(ctx), checkpoint.Record{Kind: recordKindAudit, Thread: r.Thread, Time: r.Time, Labels: labels, Data: data})
 	if err != nil {
 		return fmt.Errorf("agent: write audit record: %w", err)
 	}
@@ -190,7 +190,7 @@ func ListAudit(ctx context.Context, log checkpoint.RecordLog, f AuditFilter) ([]
 			labels[k] = v
 		}
 	}
-	recs, err := log.Records(ctx, checkpoint.RecordFilter{Kind: RecordKindAudit, Thread: f.Thread, Since: f.Since, Until: f.Until,
+	recs, err := log.Records(ctx, checkpoint.RecordFilter{Kind: recordKindAudit, Thread: f.Thread, Since: f.Since, Until: f.Until,
 		Labels: labels, Newest: true, Limit: f.Limit})
 	if err != nil {
 		return nil, err

@@ -18,15 +18,19 @@ import (
 // turn's wall-clock limit has passed.
 const DefaultErrorNodeGrace = 30 * time.Second
 
-// DefaultInfraRetryPolicy is the retry policy of infrastructure nodes that
-// state none of their own: LLM calls are cheap to repeat but a user is
-// waiting, so the delays are shorter than the capability default.
-var DefaultInfraRetryPolicy = capabilities.RetryPolicy{
-	MaxAttempts:        3,
-	InitialInterval:    capabilities.Duration(500 * time.Millisecond),
-	BackoffCoefficient: 2,
-	MaxInterval:        capabilities.Duration(10 * time.Second),
-	Jitter:             capabilities.JitterFull,
+// DefaultInfraRetryPolicy returns the retry policy of infrastructure nodes
+// that state none of their own: 3 attempts, 500 ms doubling up to 10 s, full
+// jitter. LLM calls are cheap to repeat but a user is waiting, so the delays
+// are shorter than the capability default. Config.InfraRetry overrides it
+// per node, field by field.
+func DefaultInfraRetryPolicy() capabilities.RetryPolicy {
+	return capabilities.RetryPolicy{
+		MaxAttempts:        3,
+		InitialInterval:    capabilities.Duration(500 * time.Millisecond),
+		BackoffCoefficient: 2,
+		MaxInterval:        capabilities.Duration(10 * time.Second),
+		Jitter:             capabilities.JitterFull,
+	}
 }
 
 // Limits bound one turn: router.Limits, whose zero fields take the
@@ -38,7 +42,7 @@ type Limits = router.Limits
 type Config struct {
 	// Application names the application whose threads this agent runs. It
 	// is recorded with every thread the agent runs, and the agent refuses a
-	// thread another application recorded (see ownership.go). Empty: an
+	// thread another application recorded (see application.go). Empty: an
 	// unnamed application, which runs only threads no named one recorded.
 	Application string
 	// Registry holds the application's capabilities. Required; it is validated.
@@ -73,11 +77,11 @@ type Config struct {
 	// node's own policy (capabilities.RetryPolicyProvider) wins over it.
 	InfraRetry map[string]capabilities.RetryPolicy
 	// Options are the per-turn defaults and the ceiling of every turn: a
-	// TurnRequest's Options may only tighten them (see options.go), and
+	// TurnRequest's Options may only tighten them (see TurnRequest.Options), and
 	// WritesEnabled is the process's write switch, checked where a
 	// side-effecting step executes.
 	Options state.Options
-	// AuditLog keeps the audit records of side-effecting steps (audit.go).
+	// AuditLog keeps the audit records of side-effecting steps (ListAudit).
 	// Default: the Store, when it is a checkpoint.RecordLog (memory,
 	// SQLite and PostgreSQL are). New fails when a registered capability
 	// has side effects and there is none.

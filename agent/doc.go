@@ -5,11 +5,22 @@
 // (an answer, clarifying questions, an approval request or an error report),
 // or with a *FatalError.
 //
+// Every node of the graph is wrapped: the wrapper counts the step, bounds it
+// by the turn's wall clock and, when the node fails, describes the failure
+// to router.Record, which decides what it means (retry, fallback,
+// escalation to a human, FATAL abort, the error the router routes); the
+// router's decision that started a node is carried to it by the engine
+// (router.Carried). See docs/error-handling.md.
+//
 // Safety is enforced here, in code: the configured Options are the ceiling
-// of every turn (a request may only tighten them, options.go), and a step of
-// a capability with side effects runs only after the execution gate in the
-// step wrapper (gate.go) — this process's write switch, a human's approval
-// bound to the step's exact action, the user's intent and the caller's
-// allowed capabilities — with every attempt recorded in the store's audit
-// log (audit.go). See docs/safety.md.
+// of every turn (a request may only tighten them), and a step of a
+// capability with side effects runs only after the execution gate in the
+// step wrapper — this process's write switch, a human's approval bound to
+// the step's exact action, the user's intent and the caller's allowed
+// capabilities — with every attempt recorded in the store's audit log. See
+// docs/safety.md.
+//
+// A run owns its thread for as long as it lasts: the graph's hold in this
+// process and the store's lease across replicas (LeaseConfig). See
+// docs/architecture.md, "Thread ownership".
 package agent

@@ -27,7 +27,8 @@ const (
 	EventUsage            EventType = "usage"             // LLM tokens used so far this turn (Usage)
 	EventDone             EventType = "done"              // the turn ended (Status)
 	// EventDenied: a capability the caller may not use was refused
-	// (Capability; Step is the plan step or -1; Text says why). See allow.go.
+	// (Capability; Step is the plan step or -1; Text says why). See
+	// TurnRequest.AllowedCapabilities.
 	EventDenied EventType = "denied"
 	// EventAudit: an audit record of a side-effecting step was stored
 	// (Audit). A server copies it to its audit log file and does not show

@@ -39,9 +39,10 @@ const (
 // gateResult is what the gate decided for one attempt.
 type gateResult struct {
 	// update ends the attempt without running it (refused, or failed to
-	// describe the action); interrupt asks for approval instead.
-	update    *state.Update
-	interrupt error
+	// describe the action); err ends it with an interrupt (an approval,
+	// an escalation) or a FATAL error instead.
+	update *state.Update
+	err    error
 	// ps is the step to execute (with its grant), action what it does.
 	ps     state.PlanStep
 	action capabilities.Action
@@ -95,7 +96,12 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		msg := "the action could not be determined: " + err.Error()
 		rec.Outcome, rec.Reason, rec.Message = AuditFailed, cl.Kind, msg
 		a.auditBestEffort(ctx, rec)
-		u := a.stepFailure(ctx, s, c, idx, ps, cl, msg, attempt, firstAttempt(ps, now), now, 0, true)
+		f := a.stepFailure(s, c, idx, ps, now)
+		f.Classification, f.Message, f.Recover = cl, msg, true
+		u, err := a.fail(ctx, s, f, err)
+		if err != nil {
+			return gateResult{err: err}
+		}
 		return gateResult{update: &u}
 	}
 	var intent state.Intent
@@ -150,7 +156,7 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		// approval mode says, and the question names the exact action.
 		ap := a.stepApproval(apID, c, step, approvalSummary(c, step, action), now)
 		ap.Action, ap.ActionDigest = &action, digest
-		return gateResult{interrupt: graph.Interrupt(ap)}
+		return gateResult{err: graph.Interrupt(ap)}
 	}
 	return gateResult{ps: ps, action: action}
 }
@@ -171,14 +177,10 @@ func (a *Agent) refuse(ctx context.Context, s state.State, c capabilities.Capabi
 	if reason == RefusedWritesDisabled {
 		cl.Metadata[capabilities.MetaSuggestions] = []string{"an operator can enable writes with control_system.writes_enabled: true in the configuration of the process that runs the turn"}
 	}
-	return a.stepFailure(ctx, s, c, idx, ps, cl, msg, ps.Attempts+1, firstAttempt(ps, now), now, 0, false)
-}
-
-func firstAttempt(ps state.PlanStep, now time.Time) time.Time {
-	if ps.FirstAttemptAt.IsZero() {
-		return now
-	}
-	return ps.FirstAttemptAt
+	f := a.stepFailure(s, c, idx, ps, now)
+	f.Classification, f.Message = cl, msg
+	u, _ := a.fail(ctx, s, f, nil) // no recovery: nothing but an update
+	return u
 }
 
 // approvalSummary is what the human judges: the capability's own summary

@@ -16,10 +16,10 @@ import (
 )
 
 // infraNode wraps an infrastructure node: it counts the step, enforces the
-// wall clock, classifies a failure and records it with the retry decision in
-// the state (counted per node, so infrastructure retries are bounded like
-// capability retries), and on success clears the error and keeps the
-// recovery counters honest.
+// wall clock, classifies a failure and hands it to the failure pipeline
+// (failure.go; attempts are counted per node, so infrastructure retries are
+// bounded like capability retries), and on success clears the error and
+// keeps the recovery counters honest.
 func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update] {
 	name := n.Name()
 	return func(ctx context.Context, s state.State) (state.Update, error) {
@@ -27,20 +27,14 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 		if u, stop := a.overLimit(s, now); stop {
 			return u, nil
 		}
-		rs := s.Turn.Control.Retries[name]
-		if e := router.CurrentError(s); e == nil || e.Node != name || e.Classification.Severity != capabilities.Retriable {
-			// Not a retry of this node's failure but a fresh episode (a
-			// recovery route, or its first run): attempts start again. The
-			// episodes themselves are bounded by the budgets.
-			rs = state.RetryState{}
-		}
 		if ans, ok := answerOf(ctx); ok && !ans.Approved {
-			prev := s.Turn.Control.Blocked
 			cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: "the operation was blocked and a human gave up"}
-			if prev != nil {
+			if prev := s.Turn.Control.Blocked; prev != nil {
 				cl = prev.Classification
 			}
-			return a.recordInfraFailure(ctx, s, name, gaveUp(cl), "blocked: a human gave up", rs.Attempts+1, now, 0, false, time.Time{}, capabilities.RetryPolicy{}, ""), nil
+			f := a.nodeFailure(s, n, now)
+			f.Classification, f.Message = gaveUp(cl), "blocked: a human gave up"
+			return a.fail(ctx, s, f, nil)
 		}
 		in := s
 		if in.Turn.Control.Error == nil {
@@ -69,41 +63,18 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 		if ctx.Err() != nil {
 			return state.Update{}, ctx.Err() // the run was canceled; Resume continues
 		}
-		attempt := rs.Attempts + 1
-		firstAt := rs.FirstAt
-		if firstAt.IsZero() {
-			firstAt = now
-		}
-		cl := capabilities.Classify(n, err, capabilities.ErrorContext{Capability: name, StepIndex: -1, Attempt: attempt, Elapsed: end.Sub(now), Task: taskText(s)})
+		f := a.nodeFailure(s, n, now)
+		f.Elapsed, f.Message = end.Sub(now), err.Error()
+		f.Classification = capabilities.Classify(n, err, capabilities.ErrorContext{Capability: name, StepIndex: -1, Attempt: f.Attempt, Elapsed: f.Elapsed, Task: taskText(s)})
 		if a.timedOut(s, err) {
-			fu := a.recordInfraFailure(ctx, s, name, cl, err.Error(), attempt, now, end.Sub(now), false, time.Time{}, capabilities.RetryPolicy{}, router.LimitExecutionTime)
-			fu.Tokens = used
-			return fu, nil
+			f.Limit = router.LimitExecutionTime
+		} else {
+			f.Recover = true
 		}
-		switch {
-		case cl.Severity == capabilities.Fatal:
-			return state.Update{}, &FatalError{Node: name, StepIndex: -1, Classification: cl, Err: err}
-		case cl.Kind == capabilities.KindResourceExhausted:
-			return state.Update{}, a.escalate(name, "", -1, escalationID(name, planNumber(s), -1, attempt), cl, now)
-		}
-		p := a.infraPolicy(n)
-		retry, nb, limit := a.retryDecision(ctx, s, name, -1, p, cl, attempt, firstAt, now)
-		fu := a.recordInfraFailure(ctx, s, name, cl, err.Error(), attempt, firstAt, end.Sub(now), retry, nb, p, limit)
+		fu, ferr := a.fail(ctx, s, f, err)
 		fu.Tokens = used
-		return fu, nil
+		return fu, ferr
 	}
-}
-
-func (a *Agent) infraPolicy(n nodes.Node) capabilities.RetryPolicy {
-	var layers []capabilities.RetryPolicy
-	if pp, ok := n.(capabilities.RetryPolicyProvider); ok {
-		layers = append(layers, pp.RetryPolicy())
-	}
-	if p, ok := a.cfg.InfraRetry[n.Name()]; ok {
-		layers = append(layers, p)
-	}
-	layers = append(layers, DefaultInfraRetryPolicy)
-	return capabilities.MergeRetryPolicies(layers...)
 }
 
 func callInfra(ctx context.Context, n nodes.Node, s state.State) (u state.Update, err error) {
@@ -120,39 +91,6 @@ func taskText(s state.State) string {
 		return s.Turn.Task.Text
 	}
 	return s.Turn.Input
-}
-
-func planNumber(s state.State) int {
-	if s.Turn.Plan != nil {
-		return s.Turn.Plan.Number
-	}
-	return 0
-}
-
-// recordInfraFailure writes the failure into a copy of the turn.
-func (a *Agent) recordInfraFailure(ctx context.Context, s state.State, name string, cl capabilities.Classification, msg string,
-	attempt int, firstAt time.Time, elapsed time.Duration, retry bool, nb time.Time, p capabilities.RetryPolicy, limit string) state.Update {
-	now := a.cfg.Now()
-	t := s.Turn
-	t.Control.Retries = maps.Clone(t.Control.Retries)
-	if t.Control.Retries == nil {
-		t.Control.Retries = map[string]state.RetryState{}
-	}
-	t.Control.Retries[name] = state.RetryState{Attempts: attempt, FirstAt: firstAt, NotBefore: nb}
-	if p.MaxAttempts == 0 {
-		p = capabilities.MergeRetryPolicies(p)
-	}
-	info := &state.ErrorInfo{Node: name, StepIndex: -1, Classification: cl, Message: msg, Attempt: attempt,
-		At: now, Elapsed: elapsed, Policy: p, Retry: retry, NotBefore: nb}
-	t.Control.Error = info
-	t.Control.Blocked = nil
-	if name == state.NodeOrchestrator && cl.Severity == capabilities.Replanning {
-		// An invalid plan uses up a planning attempt, so repeated invalid
-		// plans end in the error node instead of looping.
-		t.Control.PlansCreated++
-	}
-	emitRetry(ctx, name, info, now)
-	return state.Update{Turn: &t, NodeSteps: 1, LimitExceeded: limit}
 }
 
 // infraSuccess normalises a successful infrastructure node's update.

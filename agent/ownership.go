@@ -2,154 +2,267 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
+	"os"
+	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
-// Which application owns a thread. Several applications may share one
-// store (one PostgreSQL database, or an SQLite file opened by two
-// programs); each agent runs only its own application's threads, and a run
-// in progress only with the graph that started it. Details in
-// docs/persistence.md, "Threads belong to one application".
+// Thread ownership: a Run, a Resume or a claimed recovery owns its thread
+// for as long as it lasts, in two layers:
+//
+//   - in this process, the graph's hold on the thread (graph.HoldThread):
+//     the engine's one busy-thread set, so that no other run of this agent's
+//     graph starts on it, and no store round trip is made when it is busy;
+//   - across processes, the store's lease (checkpoint.Leaser), renewed every
+//     TTL/3 and fencing the run's writes, so that replicas sharing the store
+//     never run one thread at once.
+//
+// An owner's runs go through the engine under the hold (graph.WithThreadHold)
+// and under the lease (checkpoint.WithLease), and stop when the lease is
+// lost. See docs/architecture.md, "Thread ownership".
 
-// The metadata keys the agent records with every checkpoint of a turn it
-// starts. A request's metadata cannot set them.
-const (
-	// MetaApplication names the application that owns the thread
-	// (Config.Application); absent for an unnamed application.
-	MetaApplication = "application"
-	// MetaGraphVersion is the version of the graph that runs the thread's
-	// current turn (Agent.GraphVersion).
-	MetaGraphVersion = "graph_version"
-)
+// DefaultLeaseTTL is how long a thread lease lasts without renewal. A run
+// renews it every TTL/3; a replica that dies leaves its threads to others
+// after at most this long.
+const DefaultLeaseTTL = 30 * time.Second
 
-// ErrForeignThread: the thread belongs to another application, or its run
-// in progress was started by another version of the graph. Errors of this
-// kind are *ForeignThreadError and also match ErrBadRequest.
-var ErrForeignThread = errors.New("agent: thread belongs to another application")
+// LeaseConfig configures thread leases. Every Run and Resume holds the
+// thread's lease (checkpoint.Leaser) for as long as it runs, so that agents
+// sharing one store, in this process or in other replicas, never run one
+// thread at once. A store that is no checkpoint.Leaser gets an in-process
+// lease table of the agent's own, which excludes nothing beyond this Agent;
+// so a wrapper around a store (a type embedding checkpoint.Store) must
+// forward the Leaser methods (and checkpoint.Claimer's) to keep replicas
+// apart. See docs/persistence.md, "Several replicas".
+type LeaseConfig struct {
+	// Owner names this agent in leases (and in the busy errors other
+	// replicas see). It must differ between replicas. Default: host name,
+	// process id and a random suffix, new for every Agent.
+	Owner string
+	// TTL is the lease duration, renewed every TTL/3 while a run lasts.
+	// Default DefaultLeaseTTL. A shorter TTL hands the threads of a dead
+	// replica over sooner but needs the store to answer a renewal within
+	// TTL/3 or so.
+	TTL time.Duration
 
-// ForeignThreadError is a thread this agent must not run or read.
-type ForeignThreadError struct {
-	Thread string
-	// Application is the thread's application ("" when none is recorded:
-	// an unnamed application's, or one written before applications were
-	// recorded); Want is this agent's.
-	Application, Want string
-	// GraphVersion and WantGraphVersion are set when the application is
-	// the same but the thread's run in progress was started by another
-	// graph (other capabilities, or capabilities declared differently).
-	GraphVersion, WantGraphVersion string
+	local *checkpoint.LocalLeases // for a store that is no Leaser
 }
 
-func (e *ForeignThreadError) Error() string {
-	if e.GraphVersion != "" {
-		return fmt.Sprintf("agent: thread %q has a run in progress started by another version of application %s's graph (%s; this agent's is %s: "+
-			"its capabilities or what they declare changed); finish it with the version that started it, or start a new turn",
-			e.Thread, appName(e.Want), e.GraphVersion, e.WantGraphVersion)
+func (c LeaseConfig) validate() error {
+	if c.TTL < 0 {
+		return &ConfigError{Field: "Leases.TTL", Problem: fmt.Sprintf("%s is negative", c.TTL)}
 	}
-	return fmt.Sprintf("agent: thread %q belongs to %s, not to %s; it can only be continued by its own application",
-		e.Thread, appName(e.Application), appName(e.Want))
-}
-
-// Unwrap makes the error match ErrForeignThread and ErrBadRequest.
-func (e *ForeignThreadError) Unwrap() []error { return []error{ErrForeignThread, ErrBadRequest} }
-
-func appName(app string) string {
-	if app == "" {
-		return "no named application (an unnamed agent, or a version that recorded none)"
-	}
-	return "application " + fmt.Sprintf("%q", app)
-}
-
-// Application names the application whose threads this agent runs
-// (Config.Application).
-func (a *Agent) Application() string { return a.cfg.Application }
-
-// GraphVersion identifies the agent's graph: a digest of the registered
-// capabilities' names and what each declares (provides, requires, side
-// effects). Agents of one application with the same capabilities have the
-// same version, so replicas share their runs in progress; a run in progress
-// is never continued by a graph whose capabilities differ.
-func (a *Agent) GraphVersion() string { return a.graphVersion }
-
-// graphVersion computes GraphVersion for the registered capabilities.
-func graphVersion(caps []capabilities.Capability) string {
-	lines := make([]string, 0, len(caps))
-	for _, c := range caps {
-		var req []string
-		for _, r := range c.Requires() {
-			card := r.Cardinality
-			if card == "" {
-				card = capabilities.Single
-			}
-			req = append(req, fmt.Sprintf("%s/%s", r.Type, card))
-		}
-		provides := slices.Clone(c.Provides())
-		slices.Sort(provides)
-		slices.Sort(req)
-		lines = append(lines, fmt.Sprintf("%s|%s|%s|%t", c.Name(), strings.Join(provides, ","), strings.Join(req, ","), capabilities.HasSideEffects(c)))
-	}
-	slices.Sort(lines)
-	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-	return hex.EncodeToString(sum[:8])
-}
-
-// withOwner records this agent's application and graph version in a new
-// turn's metadata, whatever the request's metadata says.
-func (a *Agent) withOwner(md map[string]string) map[string]string {
-	md = mergeMeta(md, map[string]string{MetaGraphVersion: a.graphVersion})
-	if a.cfg.Application == "" {
-		delete(md, MetaApplication)
-	} else {
-		md[MetaApplication] = a.cfg.Application
-	}
-	return md
-}
-
-// checkOwner returns a *ForeignThreadError unless the thread whose latest
-// checkpoint has metadata md belongs to this agent's application; with
-// inRun (the thread's run in progress is to be continued) also unless that
-// run was started by this graph. A checkpoint recording no graph version
-// (written before versions were recorded) is not held against it.
-func (a *Agent) checkOwner(thread string, md map[string]string, inRun bool) error {
-	if app := md[MetaApplication]; app != a.cfg.Application {
-		return &ForeignThreadError{Thread: thread, Application: app, Want: a.cfg.Application}
-	}
-	if g := md[MetaGraphVersion]; inRun && g != "" && g != a.graphVersion {
-		return &ForeignThreadError{Thread: thread, Application: a.cfg.Application, Want: a.cfg.Application, GraphVersion: g, WantGraphVersion: a.graphVersion}
+	if c.TTL > 0 && c.TTL < 3*time.Millisecond {
+		return &ConfigError{Field: "Leases.TTL", Problem: fmt.Sprintf("%s is too short to renew every TTL/3", c.TTL)}
 	}
 	return nil
 }
 
-// ownRun reads the thread's latest checkpoint and checks that this agent
-// may continue its run (checkOwner with inRun). A thread without a
-// checkpoint passes: what reads it next reports it unknown.
-func (a *Agent) ownRun(ctx context.Context, thread string) error {
-	t, err := a.cfg.Store.Get(ctx, thread, uuid.Nil)
-	if errors.Is(err, checkpoint.ErrNotFound) {
-		return nil
+func (c *LeaseConfig) defaults() {
+	if c.TTL == 0 {
+		c.TTL = DefaultLeaseTTL
 	}
-	if err != nil {
-		return fmt.Errorf("agent: read thread %q: %w", thread, err)
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		c.Owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
 	}
-	return a.checkOwner(thread, t.Checkpoint.Metadata, true)
+	c.local = &checkpoint.LocalLeases{}
 }
 
-// ownedFilter is the metadata a store can filter this agent's runs in
-// progress by (none for an unnamed application, whose threads record no
-// application: those are checked one by one).
-func (a *Agent) ownedFilter() map[string]string {
-	if a.cfg.Application == "" {
-		return nil
+// LeaseOwner returns the name this agent holds thread leases under.
+func (a *Agent) LeaseOwner() string { return a.cfg.Leases.Owner }
+
+// LeaseTTL returns the duration of this agent's thread leases.
+func (a *Agent) LeaseTTL() time.Duration { return a.cfg.Leases.TTL }
+
+// owned is a thread this agent owns: held in its graph, leased in the store
+// (or the agent's own lease table), the lease renewed in the background
+// until release.
+type owned struct {
+	a      *Agent
+	hold   *graph.ThreadHold
+	lr     checkpoint.Leaser
+	l      checkpoint.Lease // as acquired: fencing compares its token
+	fenced bool             // l came from the store, which can fence writes with it
+	// lost is canceled, with the *checkpoint.LeaseLostError as cause,
+	// when a renewal finds the lease lost or it runs out unrenewed.
+	lost   context.Context
+	cancel context.CancelCauseFunc
+	stop   chan struct{}
+	done   chan struct{}
+
+	mu       sync.Mutex
+	used     bool
+	released bool
+}
+
+// ownThread takes thread for one Run or Resume and returns the run's ctx
+// (see bind) and the release to call once when it ends. A busy thread is
+// graph.ErrThreadBusy; when another owner holds the lease the error also
+// wraps its *checkpoint.LeaseHeldError (holder, expiry).
+func (a *Agent) ownThread(ctx context.Context, thread string) (context.Context, func(), error) {
+	o, err := a.own(ctx, thread)
+	if err != nil {
+		return ctx, nil, err
 	}
-	return map[string]string{MetaApplication: a.cfg.Application, MetaGraphVersion: a.graphVersion}
+	o.use()
+	rctx, unbind := o.bind(ctx)
+	return rctx, func() {
+		unbind()
+		o.release()
+	}, nil
+}
+
+// own holds thread in the graph, then takes its lease from the store (or
+// the agent's own lease table); see ownThread for the busy errors.
+func (a *Agent) own(ctx context.Context, thread string) (*owned, error) {
+	hold, err := a.g.HoldThread(thread)
+	if err != nil {
+		return nil, err
+	}
+	lr, fromStore := a.cfg.Store.(checkpoint.Leaser)
+	if !fromStore {
+		lr = a.cfg.Leases.local
+	}
+	l, err := lr.AcquireLease(ctx, thread, a.cfg.Leases.Owner, a.cfg.Leases.TTL)
+	if err != nil {
+		hold.Release()
+		if errors.Is(err, checkpoint.ErrLeaseHeld) {
+			return nil, fmt.Errorf("%w: %q: %w", graph.ErrThreadBusy, thread, err)
+		}
+		return nil, fmt.Errorf("agent: lease thread %q: %w", thread, err)
+	}
+	return a.ownLeased(ctx, hold, lr, fromStore, l), nil
+}
+
+// ownLeased starts renewing lease l, whose thread this agent holds. The
+// renewals do not end with ctx (a claim outlives the call that made it),
+// only with release.
+func (a *Agent) ownLeased(ctx context.Context, hold *graph.ThreadHold, lr checkpoint.Leaser, fenced bool, l checkpoint.Lease) *owned {
+	lost, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	o := &owned{a: a, hold: hold, lr: lr, l: l, fenced: fenced, lost: lost, cancel: cancel,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		keepLease(lost, lr, l, a.cfg.Leases.TTL, o.stop, cancel)
+	}()
+	return o
+}
+
+// use marks the ownership as taken by a run or a Release; false if it was.
+func (o *owned) use() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.used {
+		return false
+	}
+	o.used = true
+	return true
+}
+
+// bind returns the run's ctx: it carries the graph hold (so the engine runs
+// the thread for this owner), the lease (so the store refuses the run's
+// writes once the lease is lost), and is canceled, with the loss as cause,
+// when the keeper finds the lease lost: the run stops at its next step
+// instead of computing work nobody can store. Call unbind when the run
+// ends, before release.
+func (o *owned) bind(ctx context.Context) (context.Context, func()) {
+	ctx = graph.WithThreadHold(ctx, o.hold)
+	// Only the store that granted the lease can fence writes with it; a
+	// store wrapped by something that is no Leaser would refuse a lease
+	// it never saw.
+	if o.fenced {
+		ctx = checkpoint.WithLease(ctx, o.l)
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(o.lost, func() { cancel(context.Cause(o.lost)) })
+	return rctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+// release stops renewing, releases the lease and the graph hold; later
+// calls do nothing.
+func (o *owned) release() {
+	o.mu.Lock()
+	if o.released {
+		o.mu.Unlock()
+		return
+	}
+	o.released = true
+	o.mu.Unlock()
+	close(o.stop)
+	<-o.done
+	o.cancel(nil)
+	// The lease would expire anyway; a release that fails only makes other
+	// replicas wait for the TTL.
+	rel, rcancel := context.WithTimeout(context.WithoutCancel(o.lost), o.a.cfg.Leases.TTL)
+	defer rcancel()
+	_ = o.lr.ReleaseLease(rel, o.l)
+	o.hold.Release()
+}
+
+// keepLease renews l every ttl/3 until stop is closed. A renewal that finds
+// the lease lost cancels the run with the loss as cause. A renewal that
+// merely failed (the database unreachable for a moment) is tried again next
+// tick, but when the lease runs out by the local clock before a renewal
+// succeeds, the run is canceled then, not at the next tick: from that moment
+// another replica may take the thread over.
+func keepLease(ctx context.Context, lr checkpoint.Leaser, l checkpoint.Lease, ttl time.Duration,
+	stop <-chan struct{}, cancel context.CancelCauseFunc) {
+	every := ttl / 3
+	// Measured from before the acquisition returned, so never later than the
+	// store's own expiry unless the clocks drift apart by more than the margin.
+	margin := every / 2
+	tick := time.NewTimer(every)
+	defer tick.Stop()
+	expire := time.NewTimer(ttl - margin)
+	defer expire.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-expire.C:
+			cancel(&checkpoint.LeaseLostError{Lease: l})
+			return
+		case <-tick.C:
+		}
+		start := time.Now()
+		rctx, rcancel := context.WithTimeout(ctx, every)
+		nl, err := lr.RenewLease(rctx, l, ttl)
+		rcancel()
+		switch {
+		case err == nil:
+			l = nl
+			expire.Reset(ttl - margin - time.Since(start))
+		case errors.Is(err, checkpoint.ErrLeaseLost):
+			cancel(err)
+			return
+		}
+		tick.Reset(every)
+	}
+}
+
+// leaseYield makes a run stopped by a lost lease say so: its error is the
+// context's, wrapped with the *checkpoint.LeaseLostError.
+func leaseYield(ctx context.Context, yield func(Event, error) bool) func(Event, error) bool {
+	return func(e Event, err error) bool {
+		if err != nil && isCtxErr(err) {
+			if cause := context.Cause(ctx); errors.Is(cause, checkpoint.ErrLeaseLost) {
+				err = fmt.Errorf("%w: %w", cause, err)
+				e.Err = err.Error()
+			}
+		}
+		return yield(e, err)
+	}
 }

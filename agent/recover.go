@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/google/uuid"
+
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
@@ -19,7 +21,7 @@ import (
 // replica) looks the same in the store and is listed too; RecoverRuns
 // tells them apart by the thread's lease. Only this agent's runs are
 // listed: threads of another application, and runs another version of the
-// graph started, are not (ownership.go).
+// graph started, are not (application.go).
 func (a *Agent) Unfinished(ctx context.Context) ([]string, error) {
 	infos, err := a.cfg.Store.Threads(ctx, checkpoint.ThreadFilter{Metadata: a.ownedFilter()})
 	if err != nil {
@@ -115,4 +117,150 @@ func (a *Agent) RecoveryLimit() int {
 		return a.cfg.MaxConcurrency
 	}
 	return 8
+}
+
+// ClaimedRun is an unfinished run (see Unfinished) whose thread this agent
+// has claimed: it holds the thread's lease, renewed until Resume's run ends
+// or Release is called, so no other agent or replica runs it meanwhile.
+// Call exactly one of Resume (and range over it) or Release.
+type ClaimedRun struct {
+	// Thread is the claimed thread.
+	Thread string
+
+	a     *Agent
+	owned *owned
+}
+
+// ClaimUnfinished claims the unfinished runs one at a time, as the caller
+// pulls them: each thread at most once per iteration, only threads nobody
+// else holds (a thread leased by another agent or replica is skipped, as is
+// one this agent runs right now), and only runs still unfinished once the
+// lease is held (read again under it: another replica may have finished the
+// run since it was listed). On a store that is a checkpoint.Claimer
+// (PostgreSQL) the store picks and leases each thread in one statement;
+// otherwise the unfinished threads are listed once when the iteration
+// starts and leased in turn. Pull only as many as you can run at once:
+// every claimed lease is renewed until its run ends. An error ends the
+// iteration.
+func (a *Agent) ClaimUnfinished(ctx context.Context) iter.Seq2[*ClaimedRun, error] {
+	return func(yield func(*ClaimedRun, error) bool) {
+		c, isClaimer := a.cfg.Store.(checkpoint.Claimer)
+		lr, isLeaser := a.cfg.Store.(checkpoint.Leaser)
+		if isClaimer && isLeaser {
+			var handled []string
+			for {
+				ls, err := c.ClaimResumable(ctx, a.cfg.Leases.Owner, a.cfg.Leases.TTL, checkpoint.ClaimOptions{Limit: 1, Skip: handled, Metadata: a.ownedFilter()})
+				if err != nil {
+					yield(nil, fmt.Errorf("agent: claim unfinished runs: %w", err))
+					return
+				}
+				if len(ls) == 0 {
+					return
+				}
+				l := ls[0]
+				handled = append(handled, l.Thread)
+				hold, err := a.g.HoldThread(l.Thread)
+				if err != nil {
+					// A Run or Resume of this agent is starting on it; it
+					// takes over the lease (same owner) and releases it.
+					continue
+				}
+				cr, ok, err := a.claimed(ctx, a.ownLeased(ctx, hold, lr, true, l))
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				if ok && !yield(cr, nil) {
+					return
+				}
+			}
+		}
+		threads, err := a.Unfinished(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for _, th := range threads {
+			o, err := a.own(ctx, th)
+			if errors.Is(err, graph.ErrThreadBusy) {
+				continue // another agent runs it, or will once its lease expires
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			cr, ok, err := a.claimed(ctx, o)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if ok && !yield(cr, nil) {
+				return
+			}
+		}
+	}
+}
+
+// claimed checks, under the lease held, that the thread's run is still
+// unfinished; if not (or on an error) it releases the lease.
+func (a *Agent) claimed(ctx context.Context, o *owned) (*ClaimedRun, bool, error) {
+	thread := o.l.Thread
+	ok, err := a.resumable(ctx, thread)
+	if err != nil || !ok {
+		o.release()
+		if err != nil {
+			return nil, false, fmt.Errorf("agent: recover thread %q: %w", thread, err)
+		}
+		return nil, false, nil
+	}
+	return &ClaimedRun{Thread: thread, a: a, owned: o}, true, nil
+}
+
+// resumable reads the thread's latest checkpoint and says whether its run
+// was cut between two steps.
+func (a *Agent) resumable(ctx context.Context, thread string) (bool, error) {
+	t, err := a.cfg.Store.Get(ctx, thread, uuid.Nil)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return false, nil // deleted meanwhile
+	}
+	if err != nil {
+		return false, fmt.Errorf("read thread: %w", err)
+	}
+	return graph.StatusOf(t) == graph.StatusCanceled && a.checkOwner(thread, t.Checkpoint.Metadata, true) == nil, nil
+}
+
+// Resume continues the claimed run from its last checkpoint under the lease
+// already held (see RecoverRuns for what a resumed run repeats), and
+// releases the lease when the run ends or the consumer stops. If the run is
+// no longer unfinished when read again (it cannot change while the lease is
+// held, except by a store deleting the thread), it yields nothing. A second
+// call, or one after Release, yields nothing either.
+func (c *ClaimedRun) Resume(ctx context.Context) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if !c.owned.use() {
+			return
+		}
+		defer c.owned.release()
+		ok, err := c.a.resumable(ctx, c.Thread)
+		if err != nil || !ok {
+			if err != nil {
+				p := &pump{a: c.a, thread: c.Thread, yield: yield}
+				p.fail(err)
+			}
+			return
+		}
+		rctx, unbind := c.owned.bind(ctx)
+		defer unbind()
+		p := &pump{a: c.a, thread: c.Thread, yield: leaseYield(rctx, yield)}
+		c.a.resume(rctx, p, c.Thread, Answer{})
+	}
+}
+
+// Release gives the claim up without running it: the lease is released, so
+// another agent may take the thread. It does nothing after Resume ran or a
+// first Release.
+func (c *ClaimedRun) Release() {
+	if c.owned.use() {
+		c.owned.release()
+	}
 }

@@ -29,7 +29,7 @@ func (a *Agent) Resume(ctx context.Context, thread string, ans Answer) iter.Seq2
 			p.fail(fmt.Errorf("%w: thread must not be empty", ErrBadRequest))
 			return
 		}
-		ctx, release, err := a.claim(ctx, thread)
+		ctx, release, err := a.ownThread(ctx, thread)
 		if err != nil {
 			p.fail(err)
 			return
@@ -44,7 +44,7 @@ func (a *Agent) Resume(ctx context.Context, thread string, ans Answer) iter.Seq2
 	}
 }
 
-// resume is Resume with the thread claimed (see claim).
+// resume is Resume with the thread owned (see ownThread).
 func (a *Agent) resume(ctx context.Context, p *pump, thread string, ans Answer) {
 	var value any
 	if !ans.zero() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,8 +14,8 @@ import (
 )
 
 // stepNode wraps a capability: it runs the plan step the router assigned to
-// it, stores the outputs in the context store, and records failures on the
-// step (attempts, not-before time, error) for the router to act on.
+// it (the decision carried to the node), stores the outputs in the context
+// store, and hands a failed attempt to the failure pipeline (failure.go).
 func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, state.Update] {
 	name := c.Name()
 	return func(ctx context.Context, s state.State) (state.Update, error) {
@@ -24,8 +23,7 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 		if u, stop := a.overLimit(s, now); stop {
 			return u, nil
 		}
-		d := router.Decide(s, a.rc)
-		idx, ok := d.Steps[name]
+		idx, ok := router.Carried(ctx, s, a.rc).Steps[name]
 		if !ok || s.Turn.Plan == nil || idx >= len(s.Turn.Plan.Steps) {
 			// The graph routed here but the state assigns no step: never guess.
 			t := s.Turn
@@ -46,11 +44,7 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			}
 			return u, nil
 		}
-		attempt := ps.Attempts + 1
-		firstAt := ps.FirstAttemptAt
-		if firstAt.IsZero() {
-			firstAt = now
-		}
+		attempt, firstAt := router.NextAttempt(s, name, idx, now)
 		escID := escalationID(name, plan.Number, idx, attempt)
 		apID := stepApprovalID(s.Turn.Number, plan.Number, idx, name)
 		ans, answered := answerOf(ctx)
@@ -61,7 +55,9 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			switch ans.ID {
 			case escID, escID + approvedSuffix:
 				cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: name + " was blocked and a human gave up"}
-				return a.stepFailure(ctx, s, c, idx, ps, gaveUp(cl), "blocked: a human gave up", attempt, firstAt, now, 0, false), nil
+				f := a.stepFailure(s, c, idx, ps, now)
+				f.Classification, f.Message = gaveUp(cl), "blocked: a human gave up"
+				return a.fail(ctx, s, f, nil)
 			case apID:
 				// The rejection names what the human was asked, not what
 				// the step might describe now.
@@ -98,8 +94,8 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 		if sideEffects && err == nil {
 			g := a.gate(ctx, s, c, idx, ps, a.stepFor(ctx, s, ps, idx, attempt, resolved), apID, ans, answered, now)
 			switch {
-			case g.interrupt != nil:
-				return state.Update{}, g.interrupt // asked before the step starts: nothing of it has run
+			case g.err != nil:
+				return state.Update{}, g.err // asked before the step starts: nothing of it has run
 			case g.update != nil:
 				return *g.update, nil
 			}
@@ -145,29 +141,17 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			return state.Update{}, ctx.Err() // the run was canceled; Resume continues
 		}
 		emit(ctx, Event{Type: EventStepEnd, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Duration: end.Sub(now), Err: err.Error(), Attempt: attempt})
-		cl := capabilities.Classify(c, err, capabilities.ErrorContext{Capability: name, StepIndex: idx, Attempt: attempt, Elapsed: end.Sub(now), Task: taskText(s)})
+		f := a.stepFailure(s, c, idx, ps, now)
+		f.Elapsed, f.Message = end.Sub(now), err.Error()
+		f.Classification = capabilities.Classify(c, err, capabilities.ErrorContext{Capability: name, StepIndex: idx, Attempt: attempt, Elapsed: f.Elapsed, Task: taskText(s)})
 		if a.timedOut(s, err) {
-			u := a.stepFailure(ctx, s, c, idx, ps, cl, err.Error(), attempt, firstAt, now, end.Sub(now), false)
-			u.LimitExceeded = router.LimitExecutionTime
-			return u, nil
+			f.Limit = router.LimitExecutionTime
+		} else {
+			f.Recover = true
 		}
-		switch {
-		case cl.Severity == capabilities.Fatal:
-			return state.Update{}, &FatalError{Node: name, Capability: name, StepIndex: idx, Classification: cl, Err: err}
-		case cl.Kind == capabilities.KindResourceExhausted:
-			if ps.Approved {
-				// The interrupt discards this update, so the step's approval
-				// travels in the escalation's id.
-				escID += approvedSuffix
-			}
-			return state.Update{}, a.escalate(name, name, idx, escID, cl, now)
-		}
-		return a.stepFailure(ctx, s, c, idx, ps, cl, err.Error(), attempt, firstAt, now, end.Sub(now), true), nil
+		return a.fail(ctx, s, f, err)
 	}
 }
-
-// approvedSuffix marks the escalation of a step a human had approved.
-const approvedSuffix = ":approved"
 
 // stepFor is what the capability receives for one attempt of a step.
 func (a *Agent) stepFor(ctx context.Context, s state.State, ps state.PlanStep, idx, attempt int, resolved []capabilities.ContextEntry) capabilities.Step {
@@ -176,77 +160,6 @@ func (a *Agent) stepFor(ctx context.Context, s state.State, ps state.PlanStep, i
 		IdempotencyKey: fmt.Sprintf("%s/%d/%d/%d/%d", threadOf(ctx), s.Turn.Number, s.Turn.Plan.Number, idx, attempt),
 		Resolved:       resolved, WritesEnabled: a.writesEnabled(s), Approved: ps.Approved,
 	}
-}
-
-// stepFailure records a failed attempt: a retry at its not-before time, a
-// switch to the next declared fallback, or the error the router escalates.
-func (a *Agent) stepFailure(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep,
-	cl capabilities.Classification, msg string, attempt int, firstAt, now time.Time, elapsed time.Duration, mayRecover bool) state.Update {
-	name := c.Name()
-	plan := s.Turn.Plan
-	p := capabilities.ResolveRetryPolicy(c, a.cfg.CapabilityRetry, a.cfg.RetryPolicy)
-	var (
-		retry bool
-		nb    time.Time
-		limit string
-	)
-	if mayRecover {
-		retry, nb, limit = a.retryDecision(ctx, s, name, idx, p, cl, attempt, firstAt, now)
-	}
-	result := &state.StepResult{StepIndex: idx, Capability: name, TaskObjective: ps.TaskObjective, Success: false,
-		Attempt: attempt, Duration: elapsed, Error: msg, Severity: cl.Severity.String(), At: now.Add(elapsed), Plan: plan.Number}
-	if !retry && mayRecover && limit == "" {
-		if fb := a.nextFallback(ps, cl, func(n string) bool { return allowed(s, n) }); fb != "" {
-			ps2 := ps
-			ps2.Fallback = fb
-			ps2.FallbacksTried = append(slices.Clip(ps.FallbacksTried), fb)
-			ps2.Attempts, ps2.FirstAttemptAt, ps2.NotBefore, ps2.Error, ps2.Recovered = 0, time.Time{}, time.Time{}, nil, false
-			ps2.Approved, ps2.Grant = false, nil // an approval is for one capability; the fallback asks for its own
-			emit(ctx, Event{Type: EventStatus, Node: name, Step: idx, Capability: name,
-				Text: fmt.Sprintf("%s failed (%s); trying the fallback %s", name, cl.UserMessage, fb)})
-			return state.Update{NodeSteps: 1, Step: &state.StepUpdate{Plan: plan.Number, Index: idx, Step: ps2, Result: result, ClearError: true}}
-		}
-	}
-	info := &state.ErrorInfo{Node: name, Capability: name, StepIndex: idx, Classification: cl, Message: msg,
-		Attempt: attempt, At: now, Elapsed: elapsed, Policy: p, Retry: retry, NotBefore: nb}
-	ps2 := ps
-	ps2.Attempts, ps2.FirstAttemptAt, ps2.NotBefore, ps2.Error = attempt, firstAt, nb, info
-	if !retry && cl.Severity != capabilities.Replanning && cl.Severity != capabilities.Reclassification {
-		ps2.Status = state.StepFailed
-	}
-	emitRetry(ctx, name, info, now)
-	return state.Update{NodeSteps: 1, LimitExceeded: limit, Step: &state.StepUpdate{Plan: plan.Number, Index: idx, Step: ps2, Result: result, Error: info}}
-}
-
-// nextFallback returns the next untried fallback of the step's original
-// capability, when the failure is one a different capability might avoid.
-func (a *Agent) nextFallback(ps state.PlanStep, cl capabilities.Classification, allow func(string) bool) string {
-	switch cl.Severity {
-	case capabilities.Retriable, capabilities.Replanning, capabilities.Critical:
-	default:
-		return ""
-	}
-	switch cl.Kind {
-	case capabilities.KindWritesDisabled, capabilities.KindResourceExhausted, capabilities.KindRejected, capabilities.KindLimitViolation:
-		return ""
-	}
-	orig, ok := a.cfg.Registry.Get(ps.Capability)
-	if !ok {
-		return ""
-	}
-	fp, ok := orig.(capabilities.FallbackProvider)
-	if !ok {
-		return ""
-	}
-	for _, fb := range fp.Fallbacks() {
-		if fb == ps.Capability || slices.Contains(ps.FallbacksTried, fb) || !allow(fb) {
-			continue
-		}
-		if _, ok := a.cfg.Registry.Get(fb); ok {
-			return fb
-		}
-	}
-	return ""
 }
 
 // execute runs the capability isolated: a panic or runtime.Goexit in it is

@@ -198,6 +198,18 @@ type Server struct {
 	// audit records of side-effecting steps are kept in the store whether
 	// or not it is set (`capgraph audit`, GET /api/audit).
 	AuditLog string `yaml:"audit_log"`
+	// StatusFrames says when Chat Completions streams carry Open WebUI's
+	// status frames (chunks without "choices" that strict clients such as
+	// the Vercel AI SDK report as errors): auto (default: only to requests
+	// from Open WebUI), on or off. A key's status_frames overrides it.
+	StatusFrames string `yaml:"status_frames"`
+	// CORSOrigins are the browser origins (https://host[:port], or "*" for
+	// any) whose pages may call the API; empty: none (the built-in page
+	// needs none). Credentials are never allowed: keys are bearer tokens.
+	CORSOrigins []string `yaml:"cors_origins"`
+	// FrameAncestors are the origins that may embed the built-in page in a
+	// frame; empty: none (frame-ancestors 'none').
+	FrameAncestors []string `yaml:"frame_ancestors"`
 }
 
 // APIKey is one accepted bearer key. Exactly one of Key and KeySHA256 is set.
@@ -226,6 +238,9 @@ type APIKey struct {
 	MayRaise []string `yaml:"may_raise"`
 	// Admin lets this key read the audit log (GET /api/audit) of every tenant.
 	Admin bool `yaml:"admin"`
+	// StatusFrames overrides server.status_frames for this key (auto, on
+	// or off); empty keeps the server's.
+	StatusFrames string `yaml:"status_frames"`
 }
 
 // ServerLimits are server-wide limits.
@@ -310,6 +325,13 @@ const (
 
 // The store values besides sqlite:PATH and postgres:// URLs.
 const StoreMemory = "memory"
+
+// Values of server.status_frames (and an API key's status_frames).
+const (
+	StatusFramesAuto = "auto"
+	StatusFramesOn   = "on"
+	StatusFramesOff  = "off"
+)
 
 // Default returns the configuration used when no file exists: offline,
 // writes disabled, the command's default store, and every setting the

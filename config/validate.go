@@ -367,6 +367,19 @@ func (d *decoder) validateServer(s Server) {
 	if d.set("server.lease_owner") && (s.LeaseOwner == "" || strings.TrimSpace(s.LeaseOwner) != s.LeaseOwner) {
 		d.bad("server.lease_owner", "must be a non-empty name without surrounding spaces, got %q", s.LeaseOwner)
 	}
+	if !oneOf(s.StatusFrames, "", StatusFramesAuto, StatusFramesOn, StatusFramesOff) {
+		d.bad("server.status_frames", "must be auto, on or off, got %q", s.StatusFrames)
+	}
+	for i, o := range s.CORSOrigins {
+		if o != "*" && !isOrigin(o) {
+			d.bad(fmt.Sprintf("server.cors_origins[%d]", i), "%q is not an origin: want scheme://host[:port] (e.g. https://portal.example.org) or \"*\"", o)
+		}
+	}
+	for i, o := range s.FrameAncestors {
+		if !isOrigin(o) {
+			d.bad(fmt.Sprintf("server.frame_ancestors[%d]", i), "%q is not an origin: want scheme://host[:port] (e.g. https://portal.example.org)", o)
+		}
+	}
 	names := map[string]string{}
 	for i, k := range s.APIKeys {
 		key := fmt.Sprintf("server.api_keys[%d]", i)
@@ -398,6 +411,9 @@ func (d *decoder) validateServer(s Server) {
 		if k.MaxConcurrentRuns < 0 {
 			d.bad(key+".max_concurrent_runs", "must not be negative, got %d", k.MaxConcurrentRuns)
 		}
+		if d.set(key+".status_frames") && !oneOf(k.StatusFrames, StatusFramesAuto, StatusFramesOn, StatusFramesOff) {
+			d.bad(key+".status_frames", "must be auto, on or off, got %q", k.StatusFrames)
+		}
 		for j, set := range k.MayRaise {
 			sub := fmt.Sprintf("%s.may_raise[%d]", key, j)
 			switch {
@@ -417,4 +433,12 @@ func roleNames() []string {
 		out = append(out, string(r))
 	}
 	return out
+}
+
+// isOrigin reports whether o is a browser origin: http(s)://host[:port],
+// nothing after it.
+func isOrigin(o string) bool {
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+		(u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" && !strings.ContainsAny(o, " ;,'\"")
 }

@@ -91,7 +91,8 @@ func (n *Node) Run(ctx context.Context, s state.State) (u state.Update, err erro
 				content, report = minimal(s, fmt.Errorf("panic while building the error report: %v", v)), nil
 			}
 		}()
-		r := BuildReport(s, n.cfg.Router, n.cfg.SideEffects, now)
+		// The decision that sent the turn here, carried by the engine.
+		r := buildReport(s, router.Carried(ctx, s, n.cfg.Router), n.cfg.SideEffects, now)
 		r.Explanation, r.ExplainedBy, tokens = n.explain(ctx, r)
 		content, report = Markdown(r), &r
 	}()

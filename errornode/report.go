@@ -47,7 +47,12 @@ var nodeWords = map[string]string{
 // of such capabilities are reported as changes. The explanation is left
 // empty: the node fills it.
 func BuildReport(s state.State, rc router.Config, sideEffects func(capability string) bool, now time.Time) state.ErrorReport {
-	d := router.Decide(s, rc)
+	return buildReport(s, router.Decide(s, rc), sideEffects, now)
+}
+
+// buildReport builds the report of state s, which decision d sent to the
+// error node.
+func buildReport(s state.State, d router.Decision, sideEffects func(capability string) bool, now time.Time) state.ErrorReport {
 	t := s.Turn
 	c := t.Control
 	r := state.ErrorReport{Time: now, Asked: t.Input, Failure: state.ReportFailure{Step: -1, Limit: d.Limit}}

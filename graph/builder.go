@@ -26,6 +26,12 @@ type Route struct {
 	// by default) honouring cancellation, and a resumed run waits only what
 	// is left.
 	NotBefore time.Time
+	// Meta is whatever the route wants the nodes it names to know (why they
+	// run, which part of the work is theirs), opaque to the engine: each
+	// node the route starts reads it with RouteMeta. It is not checkpointed:
+	// a node started by a resume gets none and computes it again from the
+	// state, which the route being a pure function of the state makes equal.
+	Meta any
 }
 
 // RouteFunc decides where a conditional edge goes. It must be a pure function

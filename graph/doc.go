@@ -24,6 +24,24 @@
 // a graphtest.Clock, whose waits move its virtual time forward at once; see
 // "Testing retry policies" in docs/error-handling.md.
 //
+// A route may carry metadata for the nodes it starts (Route.Meta: why they
+// run, which part of the work is theirs), opaque to the engine, which keeps it
+// with the next nodes until the step starts and hands it to each node through
+// its context (RouteMeta), so a node need not evaluate the routing again.
+// Metadata is not stored in checkpoints: a node started by Resume, in this
+// process or another, gets none, and computes it from the state it is given,
+// which is the state the route decided on (a route is a pure function of the
+// state, so the result is the same). Carrying it costs no allocation.
+//
+// One run at a time per thread of a Compiled graph: a run takes its thread
+// for its duration and another fails with ErrThreadBusy. This set of busy
+// threads is the process's one record of who runs what; a caller that does
+// several runs of a thread in a row without letting another in (the agent
+// package: read the state, end a waiting run, start the turn) holds the
+// thread with HoldThread and runs under the hold (WithThreadHold). Other
+// processes sharing the store are the caller's to exclude, with leases
+// (checkpoint.Leaser, checkpoint.WithLease).
+//
 // A node can interrupt the run with a payload (Interrupt); the run stops with
 // a checkpoint and no goroutine waits. Resume with a value stores the answer
 // in a checkpoint of its own and re-enters the node, which reads it with

@@ -66,11 +66,14 @@ type Event struct {
 type emitterKey struct{}
 
 // emitter is how a node's Emit reaches the run: base carries the step and
-// node of the task it belongs to. One-node steps share the run's emitter;
-// each concurrent branch has its own.
+// node of the task it belongs to, meta the Route.Meta that started it. One-node
+// steps share the run's emitter; each concurrent branch has its own. (The
+// route's metadata rides here because the node's context already carries the
+// emitter: handing it over costs no allocation.)
 type emitter struct {
 	emit func(Event)
 	base Event
+	meta any
 }
 
 // Emit sends a custom event from inside a node to whoever observes the run.
@@ -84,4 +87,18 @@ func Emit(ctx context.Context, payload any) {
 	ev.Kind = EventCustom
 	ev.Payload = payload
 	em.emit(ev) // the engine stamps Thread, RunID and Time (Config.Now)
+}
+
+// RouteMeta returns the Meta of the route that started the running node; ok
+// is false when there is none: the node is the run's entry, was named by a
+// route without Meta or a static edge, or was started by Resume (route
+// metadata is not checkpointed, so a resumed node, maybe in another process,
+// computes it again from the state). The value is the route's own, not a
+// copy: read it, do not change it.
+func RouteMeta(ctx context.Context) (meta any, ok bool) {
+	em, _ := ctx.Value(emitterKey{}).(*emitter)
+	if em == nil || em.meta == nil {
+		return nil, false
+	}
+	return em.meta, true
 }

@@ -16,25 +16,6 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
-func (c *Compiled[S, U]) lock(thread string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.busy == nil {
-		c.busy = make(map[string]bool)
-	}
-	if c.busy[thread] {
-		return false
-	}
-	c.busy[thread] = true
-	return true
-}
-
-func (c *Compiled[S, U]) unlock(thread string) {
-	c.mu.Lock()
-	delete(c.busy, thread)
-	c.mu.Unlock()
-}
-
 // runner holds the per-call mutable data of exec. It is allocated once per
 // call, so everything a step needs again and again lives here rather than in
 // per-step allocations.
@@ -67,6 +48,18 @@ type runner[S, U any] struct {
 	// nextDef is the node the last route named, when it named one: the next
 	// step's node if its name matches.
 	nextDef *nodeDef[S, U]
+	// nextMeta is the Route.Meta for every node of the next step (one route
+	// named them all), or nextMetas one per node (several routes did).
+	nextMeta  any
+	nextMetas []any
+}
+
+// metaOf returns the route metadata of the i-th node of the step.
+func (r *runner[S, U]) metaOf(i int) any {
+	if r.nextMetas != nil {
+		return r.nextMetas[i]
+	}
+	return r.nextMeta
 }
 
 type stateEncoder struct {
@@ -217,11 +210,12 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		res.Status = StatusCanceled
 		return res, cerr
 	}
-	if !c.lock(thread) {
+	hold, berr := c.threads.enter(ctx, thread)
+	if berr != nil {
 		res.Status = StatusFailed
-		return res, fmt.Errorf("%w: %q", ErrThreadBusy, thread)
+		return res, berr
 	}
-	defer c.unlock(thread)
+	defer c.threads.leave(thread, hold)
 
 	r := &runner[S, U]{c: c, thread: thread, yield: yield, trace: trace, attempts: make([]int32, len(c.order))}
 	defer r.release()
@@ -467,8 +461,10 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 	var (
 		next      []string
 		notBefore time.Time
-		shared    bool // next aliases a route's own slice; copy before appending
+		shared    bool  // next aliases a route's own slice; copy before appending
+		metas     []any // per node of next, once some route carries Meta
 	)
+	r.nextMeta, r.nextMetas = nil, nil
 	for i, name := range ran {
 		d := results[i].def
 		if d == nil {
@@ -477,6 +473,7 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 		var (
 			to   []string
 			nb   time.Time
+			meta any
 			dest *nodeDef[S, U] // the node of to[0]
 		)
 		switch d.edge {
@@ -489,7 +486,7 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 			if err != nil {
 				return nil, time.Time{}, err
 			}
-			to, nb = rt.To, rt.NotBefore
+			to, nb, meta = rt.To, rt.NotBefore, rt.Meta
 			if rt.NotBefore.After(notBefore) {
 				notBefore = rt.NotBefore
 			}
@@ -507,6 +504,7 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 		if len(ran) == 1 && clean(to) {
 			// The common case keeps the route's slice: no allocation.
 			next, shared = to, true
+			r.nextMeta = meta
 			if len(to) == 1 {
 				r.nextDef = dest // the next step's node, found without a lookup
 			}
@@ -520,8 +518,15 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 				next, shared = append([]string(nil), next...), false
 			}
 			next = append(next, t)
+			if meta != nil && metas == nil {
+				metas = make([]any, len(next)-1, len(next)) // the nodes named before carry none
+			}
+			if metas != nil {
+				metas = append(metas, meta) // a node named twice keeps the first route's
+			}
 		}
 	}
+	r.nextMetas = metas
 	return next, notBefore, nil
 }
 

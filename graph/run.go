@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"sync"
 	"sync/atomic"
 
 	"github.com/google/uuid"
@@ -16,10 +15,10 @@ import (
 )
 
 // ErrThreadBusy: another run holds the thread. The graph itself reports it
-// for a run of the same Compiled graph in progress on the thread; callers
-// that lease threads in a shared store (the agent package) wrap it too when
-// another process or replica holds the lease, with the holder in a
-// *checkpoint.LeaseHeldError.
+// for a run of the same Compiled graph in progress on the thread, or a
+// ThreadHold on it; callers that lease threads in a shared store (the agent
+// package) wrap it too when another process or replica holds the lease, with
+// the holder in a *checkpoint.LeaseHeldError.
 var ErrThreadBusy = errors.New("graph: a run is already in progress on this thread")
 
 // Status is how a run ended.
@@ -62,8 +61,7 @@ type Compiled[S, U any] struct {
 	order       []string
 	entry       []string
 
-	mu   sync.Mutex
-	busy map[string]bool // threads with a run in progress in this process
+	threads threadSet // threads running or held in this process (threads.go)
 
 	// traceHint is the length of the last trace, used as the capacity of the
 	// next one so that Run does not regrow its trace step after step.

@@ -27,6 +27,7 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 		if d == nil || d.name != next[0] {
 			d = c.nodes[next[0]]
 		}
+		r.em.meta = r.metaOf(0)
 		r.one[0] = c.runTask(ctx, r, step, cp.ID, d, state, nil, r.em)
 		return c.collect(r.one[:], next)
 	}
@@ -67,6 +68,7 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 	}
 	if len(work) == 1 && len(next) == 1 {
 		t := work[0]
+		r.em.meta = r.metaOf(t.i)
 		results[t.i] = c.runTask(ctx, r, step, cp.ID, c.nodes[next[t.i]], state, t.resume, r.em)
 		return c.collect(results, next)
 	}
@@ -121,7 +123,7 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 			name := next[t.i]
 			// Each branch has its own emitter, so Emit from inside the node
 			// goes through the buffer, tagged with the branch's node.
-			em := &emitter{emit: push}
+			em := &emitter{emit: push, meta: r.metaOf(t.i)}
 			bctx := context.WithValue(ctx, emitterKey{}, em)
 			res := c.runTask(bctx, r, step, cpID, c.nodes[name], state, t.resume, em)
 			if res.err == nil {

@@ -131,9 +131,6 @@ type Decision struct {
 	Steps map[string]int
 }
 
-// ToError reports whether the decision sends the turn to the error node.
-func (d Decision) ToError() bool { return len(d.Next) == 1 && d.Next[0] == state.NodeError }
-
 func to(cause Cause, next ...string) Decision { return Decision{Next: next, Cause: cause} }
 
 func toError(cause Cause, e *state.ErrorInfo, limit string) Decision {

@@ -200,6 +200,15 @@ func (a *approvalStore) approvalOf(token string) (string, bool) {
 	return t.ApprovalID, true
 }
 
+// releaseOnPanic, deferred by a request that claimed token, puts the token
+// back to pending when the request panics, then lets the panic go on.
+func (a *approvalStore) releaseOnPanic(token string) {
+	if v := recover(); v != nil {
+		a.settle(token, nil)
+		panic(v)
+	}
+}
+
 // settle records the outcome of a claimed token: done with a reply, or back
 // to pending when the resume could not start.
 func (a *approvalStore) settle(token string, reply *chatReply) {

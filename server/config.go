@@ -66,6 +66,9 @@ type Principal struct {
 	// Admin lets this principal read the audit log (GET /api/audit) of
 	// every tenant.
 	Admin bool `json:"admin,omitempty" yaml:"admin"`
+	// StatusFrames overrides Config.StatusFrames for this key; empty keeps
+	// the server's setting.
+	StatusFrames StatusFrames `json:"status_frames,omitempty" yaml:"status_frames"`
 }
 
 // Model is one model id served under /v1/models: an agent profile.
@@ -145,10 +148,17 @@ type Config struct {
 	// expire (set it to the agent's lease TTL). 0: off; negative is an
 	// error.
 	RecoverEvery time.Duration
-	// OpenWebUIEvents sends Open WebUI status frames ({"event":...}) in
-	// Chat Completions streams. They carry no "choices"; most clients skip
-	// them. Nil means on.
-	OpenWebUIEvents *bool
+	// StatusFrames says when Chat Completions streams carry Open WebUI
+	// status frames ({"event":...} chunks without "choices"): auto (the
+	// default) only to Open WebUI, on, off. A principal may override it.
+	StatusFrames StatusFrames
+	// CORSOrigins are the browser origins ("https://host[:port]", or "*"
+	// for any) allowed to call the API from another site (cors.go). None:
+	// no CORS headers are sent, so browsers only allow the page itself.
+	CORSOrigins []string
+	// FrameAncestors are the origins allowed to embed the built-in page in
+	// a frame (CSP frame-ancestors); none means no site may ('none').
+	FrameAncestors []string
 	// DisableTaskGuard lets Open WebUI's background task prompts (title,
 	// tags, follow-ups, search queries: "### Task: … <chat_history>") reach
 	// the agent. By default the server answers them itself, without running
@@ -239,6 +249,17 @@ func (cfg Config) withDefaults() (Config, error) {
 					Reason: fmt.Sprintf("%q cannot be raised (raisable: %s)", set, strings.Join(state.RaisableSettings(), ", "))}
 			}
 		}
+	}
+	if err := checkStatusFrames("StatusFrames", cfg.StatusFrames); err != nil {
+		return cfg, err
+	}
+	for i, p := range cfg.Principals {
+		if err := checkStatusFrames(fmt.Sprintf("Principals[%d].StatusFrames", i), p.StatusFrames); err != nil {
+			return cfg, err
+		}
+	}
+	if err := checkOrigins(&cfg); err != nil {
+		return cfg, err
 	}
 	if cfg.RecoverEvery < 0 {
 		return cfg, &ConfigError{Field: "RecoverEvery", Reason: fmt.Sprintf("%s is negative", cfg.RecoverEvery)}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -52,6 +53,16 @@ type chatTurn struct {
 	lastAssistant string
 	// msgs is the conversation as text, the new user message last.
 	msgs []transcriptMsg
+	// user is the request's "user" field, raw (detectOpenWebUI).
+	user json.RawMessage
+	// statuses: send Open WebUI status frames (sendStatusFrames).
+	statuses bool
+	// thread, when set, is the client id of the thread the turn continues
+	// (a Responses previous_response_id); token is then the approval token
+	// of the approval that thread waits for, if any.
+	thread, token string
+	// clientMeta is the client's metadata for the thread (Responses).
+	clientMeta map[string]string
 }
 
 func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
@@ -75,7 +86,7 @@ func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 	if len(req.Messages) > s.cfg.MaxMessages {
 		return chatTurn{}, badRequest("messages", "%d messages exceed the limit of %d", len(req.Messages), s.cfg.MaxMessages)
 	}
-	t := chatTurn{model: m, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+	t := chatTurn{model: m, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, user: req.User}
 	for i, msg := range req.Messages {
 		txt, err := msg.text()
 		if err != nil {
@@ -119,7 +130,46 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	t.statuses = s.sendStatusFrames(r, c, t.user)
+	st, err := s.startChat(r.Context(), c, t, "openai")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if st.reply != nil {
+		s.replyChat(w, t, *st.reply)
+		return
+	}
+	if st.token != "" {
+		// A claim that fails (a panic anywhere below) releases its
+		// token, so the approval can be answered again instead of
+		// staying "being carried out" until a restart.
+		defer s.approvals.releaseOnPanic(st.token)
+	}
+	rd := &chatRenderer{}
+	if t.stream {
+		s.streamChat(w, r, t, c, st.ru, rd, st.token)
+	} else {
+		s.collectChat(w, r, t, c, st.ru, rd, st.token)
+	}
+}
 
+// chatStart is how a Chat Completions (or Responses) turn started: its
+// run, or a reply to send without one (an approval answered before).
+type chatStart struct {
+	ru *run
+	// token is the approval token the run answers ("" for a new turn).
+	token string
+	// reply, when set, is the whole answer: no run started.
+	reply *chatReply
+	// clientThread is the thread's client id.
+	clientThread string
+}
+
+// startChat decides which thread a chat turn goes to, and whether it runs
+// a new turn or resumes an approval, then starts the run. source names the
+// protocol in the thread's metadata.
+func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source string) (chatStart, error) {
 	// Which thread, and run or resume?
 	var (
 		clientThread, thread string
@@ -127,36 +177,29 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		token                string
 		transcript           string
 	)
-	if tok, ok := findApprovalToken(t.lastAssistant); ok {
+	tok, ok := t.token, t.token != ""
+	if !ok && t.thread == "" {
+		tok, ok = findApprovalToken(t.lastAssistant)
+	}
+	if ok {
 		ticket, res := s.approvals.claim(ownerKey(c), tok, s.cfg.Now())
 		if res == claimNone {
 			// Not issued by this process (a restart, another replica):
 			// the checkpoint store knows it (approvaltoken.go).
 			var err error
-			if ticket, res, err = s.claimStored(r.Context(), c, tok); err != nil {
-				s.writeError(w, err)
-				return
+			if ticket, res, err = s.claimStored(ctx, c, tok); err != nil {
+				return chatStart{}, err
 			}
 		}
 		switch res {
 		case claimBusy:
-			s.writeError(w, &RequestError{Kind: ErrConflict, Message: "this approval is being carried out; wait for its answer"})
-			return
+			return chatStart{}, &RequestError{Kind: ErrConflict, Message: "this approval is being carried out; wait for its answer"}
 		case claimReplay:
 			// A repeated request (an SDK retry, a resent message): the
 			// approval was carried out once; say again what it answered.
-			s.replyChat(w, t, ticket.reply)
-			return
+			return chatStart{reply: &ticket.reply, clientThread: ticket.ClientThread}, nil
 		case claimOK:
-			// A claim that fails (a panic anywhere below) releases its
-			// token, so the approval can be answered again instead of
-			// staying "being carried out" until a restart.
-			defer func() {
-				if v := recover(); v != nil {
-					s.approvals.settle(tok, nil)
-					panic(v)
-				}
-			}()
+			defer s.approvals.releaseOnPanic(tok)
 			token, clientThread, thread = tok, ticket.ClientThread, ticket.Thread
 			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: answerText(t.input, tok), By: callerName(c)}
 			fn = func(ctx context.Context) iter.Seq2[agent.Event, error] {
@@ -166,19 +209,19 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if fn == nil {
 		switch {
+		case t.thread != "":
+			clientThread = t.thread
 		case c.ChatID != "":
 			clientThread = "openwebui:" + c.ChatID
-			if _, _, err := s.openThread(r.Context(), c, clientThread, nil); err != nil {
-				s.writeError(w, err)
-				return
+			if _, _, err := s.openThread(ctx, c, clientThread, nil); err != nil {
+				return chatStart{}, err
 			}
 		default:
 			// No chat id: the transcript names the conversation
 			// (transcript.go); a new one gets a new thread.
-			ct, ok, err := s.continuedThread(r.Context(), c, t.msgs)
+			ct, ok, err := s.continuedThread(ctx, c, t.msgs)
 			if err != nil {
-				s.writeError(w, err)
-				return
+				return chatStart{}, err
 			}
 			clientThread = ct
 			if !ok {
@@ -187,7 +230,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			transcript = transcriptDigest(c, t.msgs)
 		}
 		thread = internalThreadID(c, clientThread)
-		meta := s.turnMetadata(c, "openai", clientThread, nil)
+		meta := s.turnMetadata(c, source, clientThread, t.clientMeta)
 		meta[MetaApprovalKey] = approvalTokenKey(ownerKey(c), thread)
 		if transcript != "" {
 			meta[MetaTranscript] = transcript
@@ -200,8 +243,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			if errors.As(err, &le) {
 				err = &RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.model.ID, le.Error())}
 			}
-			s.writeError(w, err)
-			return
+			return chatStart{}, err
 		}
 		fn = func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
 	}
@@ -210,15 +252,9 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		if token != "" {
 			s.approvals.settle(token, nil)
 		}
-		s.writeError(w, err)
-		return
+		return chatStart{}, err
 	}
-	rd := &chatRenderer{}
-	if t.stream {
-		s.streamChat(w, r, t, c, ru, rd, token)
-	} else {
-		s.collectChat(w, r, t, c, ru, rd, token)
-	}
+	return chatStart{ru: ru, token: token, clientThread: clientThread}, nil
 }
 
 // allowedCapabilities is what the agent enforces for c: nil (no
@@ -361,7 +397,7 @@ type chunker struct {
 
 func (s *Server) newChunker(w http.ResponseWriter, t chatTurn) *chunker {
 	return &chunker{sse: startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), id: "chatcmpl-" + uuid.NewString(), created: s.cfg.Now().Unix(),
-		model: t.model.ID, usage: t.usage, statuses: s.cfg.OpenWebUIEvents == nil || *s.cfg.OpenWebUIEvents}
+		model: t.model.ID, usage: t.usage, statuses: t.statuses}
 }
 
 func (k *chunker) chunk(d *chatDelta, finish *string) {

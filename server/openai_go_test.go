@@ -66,7 +66,9 @@ func TestOpenAIGoNonStream(t *testing.T) {
 }
 
 func TestOpenAIGoStreamAccumulator(t *testing.T) {
-	env := newTestEnv(t, nil)
+	// Status frames forced on: openai-go delivers them as chunks without
+	// choices and still accumulates the answer (auto would not send them).
+	env := newTestEnv(t, func(c *Config) { c.StatusFrames = StatusFramesOn })
 	c := openaiGoClient(env, keyAlice)
 	s := c.Chat.Completions.NewStreaming(context.Background(), oa.ChatCompletionNewParams{
 		Model:         "capgraph",

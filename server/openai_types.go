@@ -16,6 +16,9 @@ type chatRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	N *int `json:"n"`
+	// User is a string per the spec; Open WebUI sends an object for
+	// pipeline models (detectOpenWebUI).
+	User json.RawMessage `json:"user"`
 }
 
 type chatMessage struct {

@@ -124,3 +124,37 @@ func TestRealAgentNativeAndAGUI(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 }
+
+// The Responses API on the real agent: an approval asked through one
+// server process is answered through another (a restart: nothing in
+// memory) by previous_response_id, found through the checkpoint store, and
+// carried out once.
+func TestRealAgentResponsesAcrossRestart(t *testing.T) {
+	env := newRealAgentEnv(t)
+	code, body := rawResponses(t, env.testEnv, keyAlice, map[string]any{"model": "capgraph", "input": "Save a snapshot of the settings"})
+	var ask responseObject
+	if err := json.Unmarshal([]byte(body), &ask); err != nil || code != http.StatusOK || ask.Status != "completed" ||
+		!strings.Contains(ask.Output[0].Content[0].Text, "Approval ID: AP-") {
+		t.Fatalf("%d %s", code, body)
+	}
+	// A second process over the same agent and store.
+	env2 := newTestEnv(t, func(c *Config) { c.Runner = env.srv.cfg.Runner })
+	yes := map[string]any{"model": "capgraph", "input": "yes", "previous_response_id": ask.ID, "stream": true}
+	code, body = rawResponses(t, env2, keyAlice, yes)
+	if code != http.StatusOK || !strings.Contains(body, "snap-7") || !strings.Contains(body, "event: response.completed") {
+		t.Fatalf("%d %s", code, body)
+	}
+	if code, body = rawResponses(t, env2, keyAlice, yes); code != http.StatusConflict {
+		t.Fatalf("retry %d %s", code, body)
+	}
+	// Bob cannot reach alice's thread in either process.
+	if code, _ = rawResponses(t, env2, keyBob, map[string]any{"model": "capgraph", "input": "yes", "previous_response_id": ask.ID}); code != http.StatusNotFound {
+		t.Fatalf("bob %d", code)
+	}
+	env.mu.Lock()
+	n := env.snapshots
+	env.mu.Unlock()
+	if n != 2 {
+		t.Fatalf("the capability ran %d times (1 failure + 1 after the approval expected)", n)
+	}
+}

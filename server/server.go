@@ -28,7 +28,9 @@ type Server struct {
 	limiter   *rateLimiter
 	// transcripts names Chat Completions conversations without a chat id.
 	transcripts *transcriptIndex
-	handler     http.Handler
+	// responses keeps Responses API objects for GET /v1/responses/{id}.
+	responses *responseStore
+	handler   http.Handler
 
 	mu   sync.Mutex
 	http *http.Server
@@ -48,6 +50,7 @@ func New(cfg Config) (*Server, error) {
 	s.transcripts = newTranscriptIndex(transcriptIndexSize)
 	s.limiter = newRateLimiter(cfg.RequestsPerMinute, cfg.Now)
 	s.approvals = newApprovalStore()
+	s.responses = newResponseStore()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -68,6 +71,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/models", oa(s.handleModels))
 	mux.HandleFunc("GET /v1/models/{id}", oa(s.handleModel))
 	mux.HandleFunc("POST /v1/chat/completions", oa(s.handleChatCompletions))
+	mux.HandleFunc("POST /v1/responses", oa(s.handleResponses))
+	mux.HandleFunc("GET /v1/responses/{id}", oa(s.handleGetResponse))
 
 	mux.HandleFunc("POST /api/threads", oa(s.handleCreateThread))
 	mux.HandleFunc("GET /api/threads", oa(s.handleListThreads))
@@ -87,14 +92,14 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/info", oa(s.handleInfo))
 	s.mcpRoutes(mux, oa)
 	if !s.cfg.DisableWebPage {
-		mux.Handle("GET /", webHandler())
+		mux.Handle("GET /", s.pageSecurity(webHandler()))
 	}
-	return s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.recoverPanics(s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		}
 		mux.ServeHTTP(w, r)
-	}))
+	})))
 }
 
 // Run listens on Config.Addr and serves until ctx is done or Shutdown is

@@ -77,7 +77,10 @@ func serveOnPort(t *testing.T, cfg Config) (srv *Server, url string, served chan
 func startSlowStream(t *testing.T, url string) (body []byte, br *bufio.Reader) {
 	t.Helper()
 	body, _ = json.Marshal(chatBody("capgraph", true, user("slow please")))
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
+	req, _ := http.NewRequest("POST", url+"/v1/chat/completions", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-OpenWebUI-User-Id", "u-1") // Open WebUI: status frames (the wait is one)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,21 @@ func (s *sseWriter) frame(id, event string, v any) {
 	s.flush()
 }
 
+// comment writes an SSE comment line, which every SSE parser skips: a
+// keep-alive for streams whose clients accept them (Responses; never Chat
+// Completions, where go-openai breaks on them).
+func (s *sseWriter) comment(text string) {
+	if s.err != nil {
+		return
+	}
+	s.deadline()
+	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
+		s.err = err
+		return
+	}
+	s.flush()
+}
+
 // deadline sets the write deadline of the next frame. A writer without
 // deadlines (a recorder) is fine: the error is ignored.
 func (s *sseWriter) deadline() {

@@ -192,6 +192,9 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 		MaxConcurrentRuns: cfg.Server.Limits.MaxConcurrentRuns,
 		RequestsPerMinute: cfg.Server.Limits.RequestsPerMinute,
 		TurnTimeout:       time.Duration(cfg.Server.Limits.RunTimeout),
+		StatusFrames:      server.StatusFrames(cfg.Server.StatusFrames),
+		CORSOrigins:       cfg.Server.CORSOrigins,
+		FrameAncestors:    cfg.Server.FrameAncestors,
 		Logger:            logger,
 	}
 	// Thread listing reads the agent's checkpoint store, so it survives a
@@ -224,7 +227,7 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 		sc.Principals = append(sc.Principals, server.Principal{
 			Name: k.Name, KeySHA256: digest, Tenant: k.Tenant, TrustedFrontend: k.TrustedFrontend,
 			AllowedCapabilities: k.AllowedCapabilities, MaxConcurrentRuns: k.MaxConcurrentRuns,
-			MayRaise: k.MayRaise, Admin: k.Admin,
+			MayRaise: k.MayRaise, Admin: k.Admin, StatusFrames: server.StatusFrames(k.StatusFrames),
 		})
 	}
 	if envKeys != "" {

@@ -163,6 +163,10 @@ func TestServerConfigFromFile(t *testing.T) {
       trusted_frontend: true
       allowed_capabilities: [beam]
       max_concurrent_runs: 2
+      status_frames: on
+  status_frames: off
+  cors_origins: [https://portal.example.org]
+  frame_ancestors: [https://portal.example.org]
   limits:
     max_concurrent_runs: 7
     requests_per_minute: 30
@@ -175,7 +179,8 @@ approval:
 		t.Fatal(err)
 	}
 	if sc.Addr != "127.0.0.1:9999" || sc.MaxBodyBytes != 2048 || sc.MaxConcurrentRuns != 7 || sc.MaxTotalRuns != 7 || sc.TurnTimeout != 45*time.Second || sc.ApprovalTTL != 2*time.Hour ||
-		sc.RequestsPerMinute != 30 || sc.Threads != nil {
+		sc.RequestsPerMinute != 30 || sc.Threads != nil || sc.StatusFrames != server.StatusFramesOff ||
+		len(sc.CORSOrigins) != 1 || len(sc.FrameAncestors) != 1 {
 		t.Errorf("%+v", sc)
 	}
 	// A runner that lists threads (the agent) is the server's thread lister.
@@ -187,7 +192,7 @@ approval:
 		t.Fatalf("principals %+v", sc.Principals)
 	}
 	p := sc.Principals[0]
-	if p.Name != "ops" || p.KeySHA256 != server.HashKey("0123456789abcdef0123") || p.Tenant != "acc" || !p.TrustedFrontend || p.MaxConcurrentRuns != 2 || len(p.AllowedCapabilities) != 1 {
+	if p.Name != "ops" || p.KeySHA256 != server.HashKey("0123456789abcdef0123") || p.Tenant != "acc" || !p.TrustedFrontend || p.MaxConcurrentRuns != 2 || len(p.AllowedCapabilities) != 1 || p.StatusFrames != server.StatusFramesOn {
 		t.Errorf("from file: %+v", p)
 	}
 	if q := sc.Principals[1]; q.Name != "ci" || q.KeySHA256 != server.HashKey("fedcba9876543210fedc") {

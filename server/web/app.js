@@ -7,9 +7,22 @@
 
 const $ = (s) => document.querySelector(s);
 const chat = $("#chat"), planEl = $("#plan"), stepsEl = $("#steps"), statusEl = $("#status");
-const keyEl = $("#key");
-keyEl.value = localStorage.getItem("capgraph-key") || "";
-keyEl.addEventListener("change", () => localStorage.setItem("capgraph-key", keyEl.value));
+const keyEl = $("#key"), rememberEl = $("#remember");
+
+// The API key stays in this tab (sessionStorage: gone when the tab
+// closes) unless the user ticks "Remember on this device"; only then is it
+// in localStorage. Unticking removes it from there.
+const KEY = "capgraph-key";
+const remembered = localStorage.getItem(KEY);
+keyEl.value = remembered || sessionStorage.getItem(KEY) || "";
+rememberEl.checked = remembered !== null;
+function storeKey() {
+  const [keep, drop] = rememberEl.checked ? [localStorage, sessionStorage] : [sessionStorage, localStorage];
+  drop.removeItem(KEY);
+  if (keyEl.value) keep.setItem(KEY, keyEl.value); else keep.removeItem(KEY);
+}
+keyEl.addEventListener("change", storeKey);
+rememberEl.addEventListener("change", storeKey);
 
 let threadId = newId();
 let messages = [];

@@ -7,7 +7,7 @@ import { chromium } from "playwright-core";
 
 const url = process.env.CAPGRAPH_URL;
 const key = process.env.CAPGRAPH_KEY;
-let browser, page;
+let browser, context, page;
 
 before(async () => {
   browser = await chromium.launch({
@@ -15,11 +15,24 @@ before(async () => {
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
       "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
   });
-  page = await browser.newPage();
+  context = await browser.newContext(); // one profile: its tabs share localStorage
+  page = await context.newPage();
   page.setDefaultTimeout(15000);
+  watchCSP(page);
 });
 
-after(async () => { await browser?.close(); });
+// Every Content-Security-Policy violation of a page (an inline script, a
+// request elsewhere) is collected; the page must have none.
+const violations = [];
+function watchCSP(p) {
+  p.on("console", (m) => { if (/Content Security Policy/i.test(m.text())) violations.push(m.text()); });
+  p.on("pageerror", (e) => { if (/Content Security Policy/i.test(e.message)) violations.push(e.message); });
+}
+
+after(async () => {
+  await browser?.close();
+  assert.deepEqual(violations, [], "CSP violations");
+});
 
 async function shot(name) {
   if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/${name}.png`, fullPage: true });
@@ -27,9 +40,12 @@ async function shot(name) {
 
 test("the page asks, shows the plan and the answer", async (t) => {
   try {
-    await page.goto(url + "/");
+    const resp = await page.goto(url + "/");
+    assert.match(resp.headers()["content-security-policy"], /script-src 'self'; .*connect-src 'self'/);
     await page.fill("#key", key);
     await page.dispatchEvent("#key", "change");
+    // The key stays in this tab only: sessionStorage, not localStorage.
+    assert.deepEqual(await storedKeys(page), { local: null, session: key });
     // An empty chat offers the server's demo questions; one click asks.
     const examples = page.locator("#examples .example");
     await examples.first().waitFor();
@@ -61,10 +77,40 @@ test("approval buttons resume the run", async () => {
   } catch (e) { await shot("approval-failed"); throw e; }
 });
 
+async function storedKeys(p) {
+  return p.evaluate(() => ({ local: localStorage.getItem("capgraph-key"), session: sessionStorage.getItem("capgraph-key") }));
+}
+
+test("the key is remembered only when asked", async () => {
+  // A reload keeps it for this tab.
+  await page.reload();
+  assert.equal(await page.inputValue("#key"), key);
+  assert.equal(await page.isChecked("#remember"), false);
+  // A new tab (same browser profile) does not have it.
+  const p2 = await context.newPage();
+  watchCSP(p2);
+  await p2.goto(url + "/");
+  assert.equal(await p2.inputValue("#key"), "");
+  // Ticked: in localStorage, so a new tab has it too.
+  await page.check("#remember");
+  assert.deepEqual(await storedKeys(page), { local: key, session: null });
+  await p2.reload();
+  assert.equal(await p2.inputValue("#key"), key);
+  assert.equal(await p2.isChecked("#remember"), true);
+  // Unticked: gone from localStorage again.
+  await p2.uncheck("#remember");
+  assert.deepEqual(await storedKeys(p2), { local: null, session: key });
+  const p3 = await context.newPage();
+  await p3.goto(url + "/");
+  assert.equal(await p3.inputValue("#key"), "");
+  await p2.close();
+  await p3.close();
+});
+
 test("a wrong key is explained", async () => {
   const p2 = await browser.newPage();
+  watchCSP(p2);
   await p2.goto(url + "/");
-  await p2.evaluate(() => localStorage.removeItem("capgraph-key"));
   await p2.fill("#key", "sk-wrong");
   await p2.fill("#q", "hello");
   await p2.click("#send");

@@ -1,0 +1,465 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/state"
+)
+
+// The OpenAI Responses API (POST /v1/responses, GET /v1/responses/{id}) on
+// the same threads and runs as Chat Completions (startChat): a response is
+// one run, its text is what Chat Completions would answer (an error
+// report included: a completed response, not a failed one; an approval
+// request with its token), and previous_response_id continues the
+// conversation on the agent's thread.
+//
+// Ids name their thread: "resp_<hex of the thread's client id>_<random>"
+// (and "msg_…" for the output message), so previous_response_id and
+// item_reference resolve through the caller's own threads — also after a
+// restart and on another replica — and another principal's id names a
+// thread the caller does not have: 404. Like an approval token, an id is a
+// pointer into the caller's threads, not a secret.
+
+const (
+	responseIDPrefix = "resp_"
+	messageIDPrefix  = "msg_"
+	// keepResponses bounds the response objects kept for GET.
+	keepResponses = 1024
+)
+
+// newItemID is an id with prefix naming clientThread.
+func newItemID(prefix, clientThread string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString([]byte(clientThread)) + "_" + hex.EncodeToString(b[:])
+}
+
+// threadOfItemID is the client thread id an id of ours names.
+func threadOfItemID(id string) (string, bool) {
+	for _, p := range []string{responseIDPrefix, messageIDPrefix} {
+		if rest, ok := strings.CutPrefix(id, p); ok {
+			h, _, ok := strings.Cut(rest, "_")
+			if !ok {
+				return "", false
+			}
+			b, err := hex.DecodeString(h)
+			if err != nil || len(b) == 0 || len(b) > maxThreadIDLen {
+				return "", false
+			}
+			return string(b), true
+		}
+	}
+	return "", false
+}
+
+// responseObject is the Responses API's response.
+type responseObject struct {
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	CreatedAt          int64             `json:"created_at"`
+	Status             string            `json:"status"`
+	CompletedAt        *int64            `json:"completed_at"`
+	Error              *responseError    `json:"error"`
+	IncompleteDetails  *struct{}         `json:"incomplete_details"`
+	Instructions       *string           `json:"instructions"`
+	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	Model              string            `json:"model"`
+	Output             []responseItem    `json:"output"`
+	ParallelToolCalls  bool              `json:"parallel_tool_calls"`
+	PreviousResponseID *string           `json:"previous_response_id"`
+	Store              bool              `json:"store"`
+	Temperature        float64           `json:"temperature"`
+	TopP               float64           `json:"top_p"`
+	ToolChoice         string            `json:"tool_choice"`
+	Tools              []struct{}        `json:"tools"`
+	Text               responseText      `json:"text"`
+	Truncation         string            `json:"truncation"`
+	Background         bool              `json:"background"`
+	Usage              *responseUsage    `json:"usage"`
+	User               *string           `json:"user"`
+	Metadata           map[string]string `json:"metadata"`
+}
+
+type responseError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type responseText struct {
+	Format struct {
+		Type string `json:"type"`
+	} `json:"format"`
+}
+
+type responseItem struct {
+	ID      string         `json:"id"`
+	Type    string         `json:"type"`
+	Status  string         `json:"status"`
+	Role    string         `json:"role"`
+	Content []responsePart `json:"content"`
+}
+
+type responsePart struct {
+	Type        string     `json:"type"`
+	Text        string     `json:"text"`
+	Annotations []struct{} `json:"annotations"`
+	Logprobs    []struct{} `json:"logprobs"`
+}
+
+type responseUsage struct {
+	InputTokens        int `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int `json:"total_tokens"`
+}
+
+func usageOf(u agent.Usage) *responseUsage {
+	return &responseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+}
+
+func textPart(text string) responsePart {
+	return responsePart{Type: "output_text", Text: text, Annotations: []struct{}{}, Logprobs: []struct{}{}}
+}
+
+// responseStore keeps this process's response objects for GET (the newest
+// keepResponses) and the latest response of each thread, so an old
+// previous_response_id (a branch, or a retried request whose run already
+// went on) is refused instead of continuing the thread as it stands now.
+type responseStore struct {
+	mu     sync.Mutex
+	objs   map[string]storedResponse
+	order  []string
+	latest map[string]string // internal thread → response id
+}
+
+type storedResponse struct {
+	owner  string
+	thread string
+	obj    responseObject
+}
+
+func newResponseStore() *responseStore {
+	return &responseStore{objs: map[string]storedResponse{}, latest: map[string]string{}}
+}
+
+func (rs *responseStore) put(owner, thread string, obj responseObject) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if _, ok := rs.objs[obj.ID]; !ok {
+		rs.order = append(rs.order, obj.ID)
+		rs.latest[thread] = obj.ID
+	}
+	rs.objs[obj.ID] = storedResponse{owner: owner, thread: thread, obj: obj}
+	for len(rs.order) > keepResponses {
+		old := rs.objs[rs.order[0]]
+		if rs.latest[old.thread] == rs.order[0] {
+			delete(rs.latest, old.thread)
+		}
+		delete(rs.objs, rs.order[0])
+		rs.order = rs.order[1:]
+	}
+}
+
+func (rs *responseStore) get(owner, id string) (responseObject, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r, ok := rs.objs[id]
+	if !ok || r.owner != owner {
+		return responseObject{}, false
+	}
+	return r.obj, true
+}
+
+// latestOf returns the newest response of an internal thread, if this
+// process knows it.
+func (rs *responseStore) latestOf(thread string) (string, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	id, ok := rs.latest[thread]
+	return id, ok
+}
+
+func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
+	obj, ok := s.responses.get(ownerKey(callerFrom(r.Context())), r.PathValue("id"))
+	if !ok {
+		s.writeError(w, &RequestError{Kind: ErrNotFound, Param: "id",
+			Message: "no such response (responses are kept in this server's memory, the newest " + fmt.Sprint(keepResponses) + ")"})
+		return
+	}
+	writeJSON(w, http.StatusOK, obj)
+}
+
+func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
+	c := callerFrom(r.Context())
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); !errors.As(err, &mbe) {
+			// Never the connection's details (addresses, timeouts).
+			err = badRequest("body", "the request body could not be read (shorter than its Content-Length, or too slow)")
+		}
+		s.writeError(w, err)
+		return
+	}
+	req, err := decodeResponsesRequest(body, responsesLimits{MaxItems: s.cfg.MaxMessages, MaxItemBytes: s.cfg.MaxMessageBytes})
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	m, ok := s.model(req.Model)
+	if !ok {
+		s.writeError(w, &RequestError{Kind: ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)})
+		return
+	}
+	t := chatTurn{model: m, stream: req.Stream, clientMeta: req.Metadata}
+	for _, it := range req.Items {
+		if it.Ref {
+			continue
+		}
+		if it.Role == "assistant" {
+			t.lastAssistant = it.Text
+		}
+		t.msgs = append(t.msgs, transcriptMsg{Role: it.Role, Text: it.Text})
+	}
+	t.input = req.Items[len(req.Items)-1].Text
+	if err := s.responsesThread(r.Context(), c, req, &t); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	st, err := s.startChat(r.Context(), c, t, "responses")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if st.token != "" {
+		defer s.approvals.releaseOnPanic(st.token)
+	}
+	// Known to this process at once (the store has it from the first
+	// checkpoint on), so the next request's previous_response_id finds it.
+	s.threads.touch(c, st.clientThread, nil, s.cfg.Now())
+	obj := responseObject{ID: newItemID(responseIDPrefix, st.clientThread), Object: "response", CreatedAt: s.cfg.Now().Unix(),
+		Status: "in_progress", Instructions: req.Instructions, Model: m.ID, Output: []responseItem{}, Store: true,
+		Temperature: 1, TopP: 1, ToolChoice: "auto", Tools: []struct{}{}, Truncation: "disabled", Metadata: req.Metadata}
+	obj.Text.Format.Type = "text"
+	if obj.Metadata == nil {
+		obj.Metadata = map[string]string{}
+	}
+	if req.PreviousResponseID != "" {
+		obj.PreviousResponseID = &req.PreviousResponseID
+	}
+	out := &responseWriter{s: s, obj: obj, msgID: newItemID(messageIDPrefix, st.clientThread), owner: ownerKey(c),
+		thread: internalThreadID(c, st.clientThread)}
+	s.responses.put(out.owner, out.thread, out.obj)
+	if t.stream {
+		out.sse = startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
+		out.event("response.created", map[string]any{"response": out.obj})
+		out.event("response.in_progress", map[string]any{"response": out.obj})
+	}
+	if st.reply != nil {
+		// An approval answered before (a retry): its answer again.
+		out.text(st.reply.Content)
+		out.complete(w, agent.Usage{})
+		return
+	}
+	rd := &chatRenderer{}
+	followed := s.follow(r.Context(), st.ru, 0, func(ev agent.Event) {
+		for _, p := range rd.render(ev) {
+			out.text(p.Content)
+		}
+	}, func() {
+		if out.sse != nil && out.sse.idle(s.cfg.Heartbeat) {
+			out.sse.comment("keep-alive")
+		}
+	})
+	left, runErr, shutdown, replay := s.chatRunEnd(r.Context(), c, st.ru, followed, st.token)
+	switch {
+	case left:
+		// The client went away; its run is canceled (chatRunEnd).
+		out.obj.Status = "cancelled"
+		s.responses.put(out.owner, out.thread, out.obj)
+		return
+	case replay != nil:
+		out.text(replay.Content)
+	case runErr != nil:
+		out.fail(w, fmt.Errorf("the run failed: %w", runErr))
+		return
+	default:
+		tail := s.finishApproval(c, st.ru, rd)
+		if shutdown {
+			tail += shutdownNote
+		}
+		out.text(tail)
+		rd.content.WriteString(tail)
+		if st.token != "" {
+			s.approvals.settle(st.token, &chatReply{Content: rd.content.String(), Reasoning: rd.reasoning.String()})
+		}
+		s.rememberTranscript(c, t, st.ru, rd.content.String())
+	}
+	out.complete(w, rd.usage)
+}
+
+// responsesThread names the thread a Responses request continues, when its
+// previous_response_id or an item it references names one, and the
+// approval that thread waits for (the input answers it, as a Chat
+// Completions reply to an approval does). Without either, startChat finds
+// the conversation as Chat Completions does (approval token, transcript).
+func (s *Server) responsesThread(ctx context.Context, c caller, req responsesRequest, t *chatTurn) error {
+	ref, param := req.PreviousResponseID, "previous_response_id"
+	if ref == "" {
+		for i, it := range slices.Backward(req.Items) {
+			if it.ID != "" {
+				if _, ok := threadOfItemID(it.ID); ok || it.Ref {
+					ref, param = it.ID, fmt.Sprintf("input[%d].id", i)
+					break
+				}
+			}
+		}
+	}
+	if ref == "" {
+		return nil
+	}
+	notFound := &RequestError{Kind: ErrNotFound, Param: param, Message: fmt.Sprintf("no response or item %q", ref)}
+	clientThread, ok := threadOfItemID(ref)
+	if !ok {
+		return notFound
+	}
+	th, found, err := s.findThread(ctx, c, clientThread)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return notFound
+	}
+	if req.PreviousResponseID != "" {
+		if latest, known := s.responses.latestOf(th.internal); known && latest != req.PreviousResponseID {
+			return &RequestError{Kind: ErrConflict, Param: param, Message: fmt.Sprintf(
+				"%s is not the latest response of its conversation (%s is): a conversation cannot branch; continue from the latest", ref, latest)}
+		}
+	}
+	t.thread = clientThread
+	tok, err := s.pendingToken(ctx, c, th.internal)
+	if err != nil {
+		return err
+	}
+	t.token = tok
+	return nil
+}
+
+// pendingToken is the approval token of the newest approval the thread
+// waits for, or "".
+func (s *Server) pendingToken(ctx context.Context, c caller, thread string) (string, error) {
+	st, status, err := s.cfg.Runner.State(ctx, thread)
+	if err != nil || status != agent.RunInterrupted {
+		return "", nil // no state yet (a thread never run), or nothing pending
+	}
+	var pending []state.Approval
+	if pl, ok := s.cfg.Runner.(pendingLister); ok {
+		if pending, err = pl.PendingApprovals(ctx, thread); err != nil {
+			return "", err
+		}
+	} else if st.Turn.PendingApproval != nil {
+		pending = []state.Approval{*st.Turn.PendingApproval}
+	}
+	if len(pending) == 0 {
+		return "", nil
+	}
+	newest := slices.MaxFunc(pending, func(a, b state.Approval) int { return a.Created.Compare(b.Created) })
+	return approvalToken(ownerKey(c), thread, newest), nil
+}
+
+// responseWriter builds one response: as SSE events when streaming, else
+// one JSON object at the end. The output message opens at its first text.
+type responseWriter struct {
+	s      *Server
+	sse    *sseWriter
+	seq    int
+	obj    responseObject
+	msgID  string
+	owner  string
+	thread string
+	open   bool
+	buf    strings.Builder
+}
+
+// event writes one Responses SSE event: "event: <type>" and the data with
+// its type and sequence number.
+func (o *responseWriter) event(typ string, fields map[string]any) {
+	if o.sse == nil {
+		return
+	}
+	fields["type"] = typ
+	fields["sequence_number"] = o.seq
+	o.seq++
+	o.sse.frame("", typ, fields)
+}
+
+func (o *responseWriter) item(status string) responseItem {
+	it := responseItem{ID: o.msgID, Type: "message", Status: status, Role: "assistant", Content: []responsePart{}}
+	if status == "completed" {
+		it.Content = []responsePart{textPart(o.buf.String())}
+	}
+	return it
+}
+
+// text appends answer text.
+func (o *responseWriter) text(s string) {
+	if s == "" {
+		return
+	}
+	if !o.open {
+		o.open = true
+		o.event("response.output_item.added", map[string]any{"output_index": 0, "item": o.item("in_progress")})
+		o.event("response.content_part.added", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "part": textPart("")})
+	}
+	o.buf.WriteString(s)
+	o.event("response.output_text.delta", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "delta": s, "logprobs": []struct{}{}})
+}
+
+// complete ends a response that has its answer.
+func (o *responseWriter) complete(w http.ResponseWriter, u agent.Usage) {
+	if o.open {
+		full := o.buf.String()
+		o.event("response.output_text.done", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "text": full, "logprobs": []struct{}{}})
+		o.event("response.content_part.done", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "part": textPart(full)})
+		o.event("response.output_item.done", map[string]any{"output_index": 0, "item": o.item("completed")})
+		o.obj.Output = []responseItem{o.item("completed")}
+	}
+	now := o.s.cfg.Now().Unix()
+	o.obj.Status, o.obj.CompletedAt, o.obj.Usage = "completed", &now, usageOf(u)
+	o.s.responses.put(o.owner, o.thread, o.obj)
+	if o.sse != nil {
+		o.event("response.completed", map[string]any{"response": o.obj})
+		return
+	}
+	writeJSON(w, http.StatusOK, o.obj)
+}
+
+// fail ends a response whose run failed (a fault, not an error report:
+// the agent's error reports are completed responses).
+func (o *responseWriter) fail(w http.ResponseWriter, err error) {
+	o.obj.Status, o.obj.Error = "failed", &responseError{Code: "server_error", Message: err.Error()}
+	if o.open {
+		o.obj.Output = []responseItem{o.item("completed")}
+		o.obj.Output[0].Status = "incomplete"
+	}
+	o.s.responses.put(o.owner, o.thread, o.obj)
+	if o.sse != nil {
+		o.event("response.failed", map[string]any{"response": o.obj})
+		return
+	}
+	o.s.writeError(w, err)
+}

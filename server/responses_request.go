@@ -1,0 +1,393 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// The OpenAI Responses API request, decoded by hand: every top-level field
+// is either used, accepted as a hint the agent has no use for (sampling,
+// caching, tracing), or refused with a 400 naming it — a field that would
+// change what the answer means (tools, structured output, background
+// runs, conversations, store:false) is never silently dropped. The decoder
+// is a pure function of the body, fuzzed by FuzzResponsesRequest.
+
+// responsesRequest is a decoded, validated POST /v1/responses body.
+type responsesRequest struct {
+	Model              string
+	Stream             bool
+	Instructions       *string
+	PreviousResponseID string
+	Metadata           map[string]string
+	// Items is the input; the last one is the user's new message.
+	Items []responsesItem
+}
+
+// responsesItem is one input item: a message as text, or a reference to
+// an output item of an earlier response (ID set, Ref true).
+type responsesItem struct {
+	Role string // user, assistant, system or developer; "" for a reference
+	Text string
+	ID   string
+	Ref  bool
+}
+
+// responsesLimits bound a request (Config.MaxMessages, MaxMessageBytes).
+type responsesLimits struct {
+	MaxItems     int
+	MaxItemBytes int
+}
+
+// OpenAI's metadata limits.
+const (
+	maxMetadataKeys     = 16
+	maxMetadataKeyLen   = 64
+	maxMetadataValueLen = 512
+	maxResponseIDLen    = 512
+)
+
+// responsesIgnored are fields accepted and not used: hints for a model's
+// sampling, caching or billing that an agent answering from capabilities
+// has no use for (Chat Completions ignores the same).
+var responsesIgnored = map[string]bool{
+	"temperature": true, "top_p": true, "top_logprobs": true, "max_output_tokens": true, "max_tool_calls": true,
+	"user": true, "safety_identifier": true, "prompt_cache_key": true, "prompt_cache_retention": true,
+	"prompt_cache_options": true, "service_tier": true, "parallel_tool_calls": true, "truncation": true,
+	"reasoning": true, "stream_options": true, "include": true,
+}
+
+// decodeResponsesRequest decodes and validates a Responses request body.
+// Every error is a *RequestError of kind ErrBadRequest naming the field.
+func decodeResponsesRequest(body []byte, lim responsesLimits) (responsesRequest, error) {
+	var req responsesRequest
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&fields); err != nil {
+		return req, badRequest("body", "invalid JSON: %v", jsonProblem(err))
+	}
+	if fields == nil {
+		return req, badRequest("body", "must be a JSON object")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return req, badRequest("body", "unexpected data after the JSON object")
+	}
+	var input json.RawMessage
+	for _, name := range sortedKeys(fields) {
+		raw := fields[name]
+		var err error
+		switch name {
+		case "model":
+			err = decodeString(raw, &req.Model)
+		case "input":
+			input = raw
+		case "instructions":
+			if !isNull(raw) {
+				var s string
+				if err = decodeString(raw, &s); err == nil {
+					req.Instructions = &s
+				}
+			}
+		case "previous_response_id":
+			err = decodeString(raw, &req.PreviousResponseID)
+			if err == nil && len(req.PreviousResponseID) > maxResponseIDLen {
+				err = fmt.Errorf("longer than %d bytes", maxResponseIDLen)
+			}
+		case "stream":
+			err = decodeBool(raw, &req.Stream)
+		case "store":
+			store := true
+			if err = decodeBool(raw, &store); err == nil && !store {
+				err = errors.New("false is not supported: the agent keeps every conversation in its checkpoint store " +
+					"(approvals, crash recovery and the audit log need it); leave store out or set it to true")
+			}
+		case "background":
+			var bg bool
+			if err = decodeBool(raw, &bg); err == nil && bg {
+				err = errors.New("background responses are not supported; use stream:true to follow a long answer")
+			}
+		case "metadata":
+			req.Metadata, err = decodeMetadata(raw)
+		case "tools":
+			var tools []json.RawMessage
+			if err = json.Unmarshal(raw, &tools); err != nil {
+				err = errors.New("must be an array")
+			} else if len(tools) > 0 {
+				err = errors.New("client tools are not supported: the agent runs its own capabilities (send no tools)")
+			}
+		case "tool_choice":
+			var choice string
+			if !isNull(raw) && (json.Unmarshal(raw, &choice) != nil || (choice != "auto" && choice != "none")) {
+				err = errors.New(`only "auto" or "none" is supported (the agent runs its own capabilities)`)
+			}
+		case "text":
+			err = checkTextFormat(raw)
+			if err != nil {
+				name = "text.format"
+			}
+		case "conversation":
+			if !isNull(raw) {
+				err = errors.New("the Conversations API is not supported; continue with previous_response_id")
+			}
+		case "prompt":
+			if !isNull(raw) {
+				err = errors.New("prompt templates are not supported; send input")
+			}
+		default:
+			if !responsesIgnored[name] {
+				err = errors.New("unknown or unsupported field")
+				name = fieldName(name)
+			}
+		}
+		if err != nil {
+			return responsesRequest{}, badRequest(name, "%v", err)
+		}
+	}
+	if strings.TrimSpace(req.Model) == "" {
+		return responsesRequest{}, badRequest("model", "required")
+	}
+	items, err := decodeInput(input, lim)
+	if err != nil {
+		return responsesRequest{}, err
+	}
+	req.Items = items
+	return req, nil
+}
+
+// decodeInput reads "input": a string (the user's message) or an array of
+// message and item_reference items ending with the user's message.
+func decodeInput(raw json.RawMessage, lim responsesLimits) ([]responsesItem, error) {
+	if len(raw) == 0 || isNull(raw) {
+		return nil, badRequest("input", "required")
+	}
+	var items []responsesItem
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, badRequest("input", "must be a string or an array of items")
+		}
+		items = []responsesItem{{Role: "user", Text: s}}
+	} else {
+		var arr []json.RawMessage
+		if err := json.Unmarshal(raw, &arr); err != nil {
+			return nil, badRequest("input", "must be a string or an array of items")
+		}
+		if len(arr) > lim.MaxItems {
+			return nil, badRequest("input", "%d items exceed the limit of %d", len(arr), lim.MaxItems)
+		}
+		for i, a := range arr {
+			it, err := decodeItem(a, fmt.Sprintf("input[%d]", i))
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, it)
+		}
+	}
+	if len(items) == 0 {
+		return nil, badRequest("input", "at least one item is required")
+	}
+	for i, it := range items {
+		if len(it.Text) > lim.MaxItemBytes {
+			return nil, badRequest(fmt.Sprintf("input[%d]", i), "%d bytes exceed the limit of %d", len(it.Text), lim.MaxItemBytes)
+		}
+	}
+	last := items[len(items)-1]
+	if last.Role != "user" {
+		return nil, badRequest(fmt.Sprintf("input[%d]", len(items)-1), "the last item must be the user's message")
+	}
+	if strings.TrimSpace(last.Text) == "" {
+		return nil, badRequest(fmt.Sprintf("input[%d]", len(items)-1), "the user's message is empty")
+	}
+	return items, nil
+}
+
+// decodeItem reads one input item at path.
+func decodeItem(raw json.RawMessage, path string) (responsesItem, error) {
+	var it struct {
+		Type    *string         `json:"type"`
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+		ID      *string         `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &it); err != nil {
+		return responsesItem{}, badRequest(path, "must be an object with type, role and content")
+	}
+	typ := "message"
+	if it.Type != nil {
+		typ = *it.Type
+	}
+	var id string
+	if it.ID != nil {
+		id = *it.ID
+		if id == "" || len(id) > maxResponseIDLen {
+			return responsesItem{}, badRequest(path+".id", "must be a non-empty id of at most %d bytes", maxResponseIDLen)
+		}
+	}
+	switch typ {
+	case "item_reference":
+		if id == "" {
+			return responsesItem{}, badRequest(path+".id", "required")
+		}
+		return responsesItem{ID: id, Ref: true}, nil
+	case "message":
+	default:
+		return responsesItem{}, badRequest(path+".type", "%q items are not supported (only messages and item_reference)", typ)
+	}
+	switch it.Role {
+	case "user", "assistant", "system", "developer":
+	case "":
+		return responsesItem{}, badRequest(path+".role", "required")
+	default:
+		return responsesItem{}, badRequest(path+".role", "unknown role %q (user, assistant, system or developer)", it.Role)
+	}
+	text, err := itemText(it.Content, path+".content")
+	if err != nil {
+		return responsesItem{}, err
+	}
+	return responsesItem{Role: it.Role, Text: text, ID: id}, nil
+}
+
+// itemText is a message's content as text: a string, or its text parts.
+// Images, files and audio would change the question, so they are refused.
+func itemText(raw json.RawMessage, path string) (string, error) {
+	if len(raw) == 0 || isNull(raw) {
+		return "", badRequest(path, "required")
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", badRequest(path, "must be a string or an array of content parts")
+		}
+		return s, nil
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", badRequest(path, "must be a string or an array of content parts")
+	}
+	var b strings.Builder
+	for j, p := range parts {
+		var part struct {
+			Type    string  `json:"type"`
+			Text    *string `json:"text"`
+			Refusal *string `json:"refusal"`
+		}
+		pp := fmt.Sprintf("%s[%d]", path, j)
+		if err := json.Unmarshal(p, &part); err != nil {
+			return "", badRequest(pp, "must be an object with type and text")
+		}
+		var t *string
+		switch part.Type {
+		case "input_text", "output_text", "text":
+			t = part.Text
+		case "refusal":
+			t = part.Refusal
+		case "input_image", "input_file", "input_audio":
+			return "", badRequest(pp+".type", "%s is not supported: the agent reads text only", part.Type)
+		default:
+			return "", badRequest(pp+".type", "unknown content part type %q", part.Type)
+		}
+		if t == nil {
+			return "", badRequest(pp+".text", "required")
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(*t)
+	}
+	return b.String(), nil
+}
+
+func decodeMetadata(raw json.RawMessage) (map[string]string, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, errors.New("must be an object of string values")
+	}
+	if len(m) > maxMetadataKeys {
+		return nil, fmt.Errorf("%d keys exceed the limit of %d", len(m), maxMetadataKeys)
+	}
+	for k, v := range m {
+		if k == "" || len(k) > maxMetadataKeyLen || !utf8.ValidString(k) {
+			return nil, fmt.Errorf("key %q: want 1 to %d bytes", k, maxMetadataKeyLen)
+		}
+		if len(v) > maxMetadataValueLen {
+			return nil, fmt.Errorf("value of %q: %d bytes exceed the limit of %d", k, len(v), maxMetadataValueLen)
+		}
+	}
+	return m, nil
+}
+
+// checkTextFormat accepts text.format {"type":"text"} (plain text, what the
+// agent writes) and text.verbosity; structured output is refused.
+func checkTextFormat(raw json.RawMessage) error {
+	if isNull(raw) {
+		return nil
+	}
+	var text struct {
+		Format *struct {
+			Type string `json:"type"`
+		} `json:"format"`
+	}
+	if err := json.Unmarshal(raw, &text); err != nil {
+		return errors.New("text must be an object")
+	}
+	if text.Format != nil && text.Format.Type != "text" {
+		return fmt.Errorf("%q is not supported: the agent answers in plain text", text.Format.Type)
+	}
+	return nil
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+func decodeString(raw json.RawMessage, s *string) error {
+	if isNull(raw) {
+		return nil
+	}
+	if err := json.Unmarshal(raw, s); err != nil {
+		return errors.New("must be a string")
+	}
+	return nil
+}
+
+func decodeBool(raw json.RawMessage, b *bool) error {
+	if isNull(raw) {
+		return nil
+	}
+	if err := json.Unmarshal(raw, b); err != nil {
+		return errors.New("must be true or false")
+	}
+	return nil
+}
+
+// jsonProblem is a decoding error without Go type names.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return "the body must be a JSON object"
+	}
+	return err.Error()
+}
+
+// sortedKeys makes the first refused field deterministic.
+func sortedKeys(m map[string]json.RawMessage) []string { return slices.Sorted(maps.Keys(m)) }
+
+// fieldName is an unknown field's name as an error's param: never empty,
+// at most 64 bytes of valid UTF-8.
+func fieldName(name string) string {
+	name = strings.ToValidUTF8(name, "\uFFFD")
+	if len(name) > 64 {
+		name = strings.ToValidUTF8(name[:64], "") + "…"
+	}
+	if name == "" {
+		return `""`
+	}
+	return name
+}
