@@ -167,7 +167,8 @@ func BenchmarkTurnScriptedModel(b *testing.B) {
 // TestTurnCommitsOncePerStep holds the agent to one durable commit per node
 // step on SQLite: a turn of seven sequential steps writes its input
 // checkpoint and one checkpoint per step, each one commit, and nothing else
-// (no pending writes, no second commit at the end of the turn).
+// (no pending writes, no second commit at the end of the turn: pruning its
+// intermediate checkpoints rides on the last).
 func TestTurnCommitsOncePerStep(t *testing.T) {
 	store, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "turn.db")})
 	if err != nil {
@@ -181,6 +182,10 @@ func TestTurnCommitsOncePerStep(t *testing.T) {
 		got := store.Stats()
 		if c, w := got.Commits-before.Commits, got.Writes-before.Writes; c != turnSteps+1 || w != turnSteps+1 {
 			t.Errorf("turn %d: %d commits holding %d writes, want %d each: the input checkpoint and one per step", i, c, w, turnSteps+1)
+		}
+		// The turn's intermediate checkpoints were pruned, in its last commit.
+		if cps, err := store.List(context.Background(), fmt.Sprint("t", i), checkpoint.ListOptions{}); err != nil || len(cps) != 1 {
+			t.Errorf("turn %d: %d checkpoints kept (%v), want the one it ended with", i, len(cps), err)
 		}
 	}
 	if m.Count() != 3*4 {
