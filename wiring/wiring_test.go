@@ -250,3 +250,25 @@ func TestServerConfigChecksAllowedCapabilities(t *testing.T) {
 		})
 	}
 }
+
+// checkpoints.keep_intermediate: false and 0 are the agent's default
+// (pruned when the turn ends), true keeps for good (negative for the
+// agent), a duration keeps that long; left out stays the default.
+func TestKeepIntermediateConverts(t *testing.T) {
+	reg := registry(t, "beam")
+	for in, want := range map[string]time.Duration{
+		"": 0,
+		"checkpoints:\n  keep_intermediate: false\n": 0,
+		"checkpoints:\n  keep_intermediate: 0\n":     0,
+		"checkpoints:\n  keep_intermediate: true\n":  -1,
+		"checkpoints:\n  keep_intermediate: 24h\n":   24 * time.Hour,
+	} {
+		ac, err := wiring.AgentConfig(parse(t, in), reg, memory.New(), llm.None)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ac.KeepIntermediate != want {
+			t.Errorf("%q: KeepIntermediate %v, want %v", in, ac.KeepIntermediate, want)
+		}
+	}
+}
