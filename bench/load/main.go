@@ -47,6 +47,7 @@ func main() {
 	latency := flag.Duration("latency", 200*time.Millisecond, "the scripted model's latency, per call")
 	duration := flag.Duration("duration", 30*time.Second, "measured load per store")
 	warmup := flag.Duration("warmup", 5*time.Second, "warm-up load per store, not counted")
+	keep := flag.String("keep-intermediate", "false", "checkpoints.keep_intermediate of the server: false (prune when a turn ends), true, or a duration")
 	store := flag.String("store", "memory", "internal (-serve): the store")
 	dir := flag.String("dir", "", "internal (-serve): the directory of the SQLite file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the server during each measured load to FILE.STORE")
@@ -54,8 +55,9 @@ func main() {
 	flag.Parse()
 	var err error
 	if *serve {
-		err = runServer(*store, *dir, *latency)
+		err = runServer(*store, *dir, *latency, *keep)
 	} else {
+		keepIntermediate = *keep
 		err = run(strings.Split(*stores, ","), *clients, *latency, *duration, *warmup, *cpuprofile, *heapprofile)
 	}
 	if err != nil {
@@ -80,6 +82,7 @@ type row struct {
 func run(stores []string, clients int, latency, duration, warmup time.Duration, cpuprofile, heapprofile string) error {
 	fmt.Printf("capgraph server under load: %d clients streaming Chat Completions, one new conversation per question\n", clients)
 	fmt.Printf("control-room application, scripted model answering each call after %v; %v measured after %v of warm-up, per store\n", latency, duration, warmup)
+	fmt.Printf("checkpoints.keep_intermediate: %s\n", keepIntermediate)
 	fmt.Printf("%s/%s, %d CPUs (%s), %s, GOMAXPROCS %d\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOMAXPROCS(0))
 	var rows []row
 	for _, st := range stores {
@@ -208,6 +211,9 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 	return r, nil
 }
 
+// keepIntermediate is the server's checkpoints.keep_intermediate.
+var keepIntermediate = "false"
+
 // apiKey is the one key of the server's configuration.
 const apiKey = "capgraph-load-0123456789abcdef"
 
@@ -224,7 +230,7 @@ func startServer(store, dir string, latency time.Duration) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "-serve", "-store", store, "-dir", dir, "-latency", latency.String())
+	cmd := exec.Command(exe, "-serve", "-store", store, "-dir", dir, "-latency", latency.String(), "-keep-intermediate", keepIntermediate)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -112,8 +112,8 @@ func scriptedModel(latency time.Duration) *timedModel {
 //	heapprofile FILE write a heap profile (after a garbage collection)
 //	profile FILE     start a CPU profile
 //	profile stop     stop it
-func runServer(store, dir string, latency time.Duration) error {
-	yaml := fmt.Sprintf("server:\n  api_keys:\n    - name: load\n      key: %s\n  limits:\n    max_concurrent_runs: 100000\nlogging:\n  level: warn\n", apiKey)
+func runServer(store, dir string, latency time.Duration, keep string) error {
+	yaml := fmt.Sprintf("server:\n  api_keys:\n    - name: load\n      key: %s\n  limits:\n    max_concurrent_runs: 100000\nlogging:\n  level: warn\ncheckpoints:\n  keep_intermediate: %s\n", apiKey, keep)
 	cfg, err := config.Parse([]byte(yaml), "load.yaml")
 	if err != nil {
 		return err

@@ -238,11 +238,11 @@ func unwrapRefusal(err error) error {
 // The statements of Put and PutWrites. A group commit runs them once per
 // write, and parsing them each time cost more than running them.
 const (
-	sqlPutCheckpoint = `INSERT INTO checkpoints (` + cpColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	sqlPutCheckpoint = `INSERT INTO checkpoints (` + cpColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (thread_id, id) DO UPDATE SET
 			parent_id = excluded.parent_id, run_id = excluded.run_id, step = excluded.step,
 			state = excluded.state, next = excluded.next, not_before = excluded.not_before,
-			metadata = excluded.metadata, created = excluded.created`
+			metadata = excluded.metadata, created = excluded.created, state_deflate = excluded.state_deflate`
 	// The summary follows the greatest id, whatever order Puts arrive in. SET
 	// expressions see the row's old values.
 	sqlPutThread = `INSERT INTO threads (thread_id, first_id, latest_id, metadata, created, updated)

@@ -110,7 +110,7 @@ func (s *Store) Close() error {
 	return errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
 }
 
-const cpColumns = `thread_id, id, parent_id, run_id, step, state, next, not_before, metadata, created`
+const cpColumns = `thread_id, id, parent_id, run_id, step, state, next, not_before, metadata, created, state_deflate`
 
 // Put stores a checkpoint (replacing one with the same thread and id) and
 // updates the thread summary, durably: it returns once the transaction
@@ -131,10 +131,12 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		return fmt.Errorf("sqlite: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
 	pruneOpts, prune := checkpoint.PruningFrom(ctx, cp)
+	state, deflated, release := deflateState(cp.State)
+	defer release()
 	return s.write(ctx, cp.ThreadID, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, s.stmts.putCheckpoint).ExecContext(ctx,
-			cp.ThreadID, cp.ID[:], idArg(cp.ParentID), idArg(cp.RunID), cp.Step, blobArg(cp.State),
-			next, timeArg(cp.NotBefore), md, timeArg(cp.Created))
+			cp.ThreadID, cp.ID[:], idArg(cp.ParentID), idArg(cp.RunID), cp.Step, blobArg(state),
+			next, timeArg(cp.NotBefore), md, timeArg(cp.Created), deflated)
 		if err != nil {
 			return fmt.Errorf("sqlite: put %s/%s: %w", cp.ThreadID, cp.ID, err)
 		}
@@ -369,10 +371,16 @@ func scanCheckpoint(sc scanner) (checkpoint.Checkpoint, error) {
 		state             []byte
 		next, md          []byte
 		notBefore, create *int64
+		deflated          bool
 		err               error
 	)
-	if err := sc.Scan(&cp.ThreadID, &id, &parent, &run, &cp.Step, &state, &next, &notBefore, &md, &create); err != nil {
+	if err := sc.Scan(&cp.ThreadID, &id, &parent, &run, &cp.Step, &state, &next, &notBefore, &md, &create, &deflated); err != nil {
 		return cp, err
+	}
+	if deflated {
+		if state, err = inflateState(state); err != nil {
+			return cp, err
+		}
 	}
 	if cp.ID, err = scanID(id); err != nil {
 		return cp, err
