@@ -152,7 +152,7 @@ func (t *Trace) to(to []string) uint32 {
 		}
 	}
 	if t.tos == nil {
-		t.tos = make([][]string, 0, 8)
+		t.tos = make([][]string, 0, 16)
 	}
 	t.tos = append(t.tos, to)
 	return uint32(len(t.tos) - 1)
