@@ -74,7 +74,9 @@ type row struct {
 	callsPerTurn               float64
 	p50, p99, p50add, p99add   time.Duration
 	p50model                   time.Duration
-	rssPerThread, storePerConv float64 // bytes; storePerConv < 0: not measured
+	late                       [2]time.Duration // the model's calls returning late: p50, p99
+	cpuPerTurn                 time.Duration    // the server process's CPU time per turn
+	rssPerThread, storePerConv float64          // bytes; storePerConv < 0: not measured
 	fileBytes, threads         int64
 	firstErrors                []string
 }
@@ -102,12 +104,19 @@ func run(stores []string, clients int, latency, duration, warmup time.Duration, 
 		fmt.Printf("%-7s %7d %8.1f %10.2f %10s %9s %9s %10s %10s %7d %9.2f KB %14s\n", r.store, r.turns, float64(r.turns)/r.elapsed.Seconds(), r.callsPerTurn,
 			ms(r.p50model), ms(r.p50), ms(r.p99), ms(r.p50add), ms(r.p99add), r.errors, r.rssPerThread/1024, perConv)
 	}
+	fmt.Println()
+	fmt.Printf("%-7s %18s %18s %16s\n", "store", "server CPU / turn", "model call late p50", "p99")
+	for _, r := range rows {
+		fmt.Printf("%-7s %18s %18s %16s\n", r.store, ms(r.cpuPerTurn), ms(r.late[0]), ms(r.late[1]))
+	}
 	for _, r := range rows {
 		for _, e := range r.firstErrors {
 			fmt.Printf("%s: error: %s\n", r.store, e)
 		}
 	}
 	fmt.Println("\nadded = a turn's latency at the client minus the time of its model calls, as the model measured them")
+	fmt.Println("late = how much later than asked the scripted model's timer woke it: the machine's scheduling delay, which")
+	fmt.Println("       every wake-up of a turn (its steps, its commits, its stream writes) pays as well")
 	return nil
 }
 
@@ -180,10 +189,11 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 	if ok := r.turns - r.errors; ok > 0 {
 		r.callsPerTurn = float64(after.calls-before.calls) / float64(r.turns)
 	}
-	modelTime, err := srv.modelTimes()
+	modelTime, late, err := srv.modelTimes()
 	if err != nil {
 		return r, err
 	}
+	r.late = late
 	var lat, added, model []time.Duration
 	for _, t := range res.Turns {
 		if t.Err != nil {
@@ -208,6 +218,9 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 		}
 	}
 	r.fileBytes, r.threads = after.fileBytes, after.threads
+	if r.turns > 0 {
+		r.cpuPerTurn = time.Duration((after.cpu - before.cpu) / int64(r.turns))
+	}
 	return r, nil
 }
 
@@ -289,24 +302,31 @@ func (s *child) command(c string) error {
 	return nil
 }
 
-// modelTimes asks for each turn's model time, by tag.
-func (s *child) modelTimes() (map[string]time.Duration, error) {
+// modelTimes asks for each turn's model time, by tag, and how late the
+// model's calls returned (p50, p99).
+func (s *child) modelTimes() (map[string]time.Duration, [2]time.Duration, error) {
+	var late [2]time.Duration
 	if _, err := fmt.Fprintln(s.in, "modeltime"); err != nil {
-		return nil, err
+		return nil, late, err
 	}
 	out := map[string]time.Duration{}
 	for {
 		line, err := s.reply()
 		if err != nil {
-			return nil, err
+			return nil, late, err
 		}
 		if line == "ok" {
-			return out, nil
+			return out, late, nil
+		}
+		var p50, p99 int64
+		if n, _ := fmt.Sscanf(line, "late %d %d", &p50, &p99); n == 2 {
+			late = [2]time.Duration{time.Duration(p50), time.Duration(p99)}
+			continue
 		}
 		i := strings.LastIndexByte(line, ' ')
 		ns, err := strconv.ParseInt(line[i+1:], 10, 64)
 		if i < 0 || err != nil {
-			return nil, fmt.Errorf("modeltime: %q", line)
+			return nil, late, fmt.Errorf("modeltime: %q", line)
 		}
 		out[line[:i]] = time.Duration(ns)
 	}
@@ -314,7 +334,7 @@ func (s *child) modelTimes() (map[string]time.Duration, error) {
 
 // snap is what the server reports of itself after a garbage collection.
 type snap struct {
-	rss, heap, threads, calls, storeBytes, fileBytes int64
+	rss, heap, threads, calls, storeBytes, fileBytes, cpu int64
 }
 
 func (s *child) snapshot() (snap, error) {
@@ -345,6 +365,8 @@ func (s *child) snapshot() (snap, error) {
 			sn.storeBytes = n
 		case "file_bytes":
 			sn.fileBytes = n
+		case "cpu":
+			sn.cpu = n
 		}
 	}
 	return sn, nil

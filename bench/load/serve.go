@@ -13,9 +13,11 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/capgraph/capgraph/config"
@@ -46,9 +48,11 @@ var tagged = regexp.MustCompile(`\[load \d+-\d+\]`)
 // the turn named by the tag in its prompt: a turn's model time as the model
 // saw it, timer overshoot on a busy machine included.
 type timedModel struct {
-	m     *llmtest.Model
-	mu    sync.Mutex
-	turns map[string]time.Duration
+	m       *llmtest.Model
+	latency time.Duration
+	mu      sync.Mutex
+	turns   map[string]time.Duration
+	late    []time.Duration // how much later than latency each call returned
 }
 
 func (t *timedModel) For(role llm.Role) (llm.Model, bool) {
@@ -68,11 +72,12 @@ func (c timedCall) Generate(ctx context.Context, req llm.Request) (llm.Response,
 	start := time.Now()
 	resp, err := c.m.Generate(ctx, req)
 	took := time.Since(start)
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	c.t.late = append(c.t.late, took-c.t.latency)
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if tag := tagged.FindString(req.Messages[i].Content); tag != "" {
-			c.t.mu.Lock()
 			c.t.turns[tag] += took
-			c.t.mu.Unlock()
 			break
 		}
 	}
@@ -100,7 +105,7 @@ func scriptedModel(latency time.Duration) *timedModel {
 		On(llmtest.RoleIs(llm.RoleOrchestrator), reply(planReply)).
 		On(llmtest.RoleIs(llm.RoleResponse), reply(Answer))
 	m.Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse)
-	return &timedModel{m: m, turns: map[string]time.Duration{}}
+	return &timedModel{m: m, latency: latency, turns: map[string]time.Duration{}}
 }
 
 // runServer serves the control-room application as `capgraph serve` does,
@@ -108,7 +113,8 @@ func scriptedModel(latency time.Duration) *timedModel {
 // answers commands on stdin until stdin closes:
 //
 //	snapshot         after a garbage collection: rss, heap, threads, model calls, store bytes
-//	modeltime        each tagged turn's model time: "TAG NANOSECONDS" lines, then "ok"
+//	modeltime        each tagged turn's model time: "TAG NANOSECONDS" lines, the
+//	                 p50 and p99 lateness of the calls since the last time ("late P50 P99"), then "ok"
 //	heapprofile FILE write a heap profile (after a garbage collection)
 //	profile FILE     start a CPU profile
 //	profile stop     stop it
@@ -174,7 +180,12 @@ func runServer(store, dir string, latency time.Duration, keep string) error {
 			for tag, d := range m.turns {
 				fmt.Printf("%s %d\n", strings.Trim(tag, "[]"), d.Nanoseconds())
 			}
+			late := slices.Sorted(slices.Values(m.late))
+			m.late = m.late[:0]
 			m.mu.Unlock()
+			if n := len(late); n > 0 {
+				fmt.Printf("late %d %d\n", late[n/2].Nanoseconds(), late[min(n-1, n*99/100)].Nanoseconds())
+			}
 			fmt.Println("ok")
 		case len(cmd) == 2 && cmd[0] == "heapprofile":
 			runtime.GC()
@@ -240,8 +251,13 @@ func snapshot(ctx context.Context, st checkpoint.Store, m *timedModel, dbPath st
 			}
 		}
 	}
-	return fmt.Sprintf("rss=%d heap=%d threads=%d calls=%d store_bytes=%d file_bytes=%d",
-		rss, ms.HeapAlloc, len(threads), m.m.Count(), storeBytes, fileBytes), nil
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return "", err
+	}
+	cpu := ru.Utime.Nano() + ru.Stime.Nano()
+	return fmt.Sprintf("rss=%d heap=%d threads=%d calls=%d store_bytes=%d file_bytes=%d cpu=%d",
+		rss, ms.HeapAlloc, len(threads), m.m.Count(), storeBytes, fileBytes, cpu), nil
 }
 
 // residentBytes reads VmRSS from /proc/self/status.
