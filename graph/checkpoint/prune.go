@@ -76,3 +76,12 @@ func PruningFrom(ctx context.Context, cp Checkpoint) (PruneOptions, bool) {
 	}
 	return opts, true
 }
+
+// Transient reports whether cp, Put under ctx, is an intermediate checkpoint
+// that the Put ending its run will prune at once (WithPruning with keep 0 and
+// cp has next nodes): a store may spend less on keeping it (SQLite does not
+// compress it).
+func Transient(ctx context.Context, cp Checkpoint) bool {
+	keep, ok := ctx.Value(pruneKey{}).(time.Duration)
+	return ok && keep == 0 && len(cp.Next) > 0
+}

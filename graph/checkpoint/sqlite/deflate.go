@@ -13,7 +13,9 @@ import (
 // more than half a page gets a page of its own, where compressed ones share
 // pages (docs/persistence.md, "What the store keeps"). DEFLATE at its
 // fastest level compresses a state of a few KiB to about a third in tens of
-// microseconds, on the caller's goroutine, before the write is queued.
+// microseconds, on the caller's goroutine, before the write is queued; a
+// step's checkpoint that the run's end will prune (checkpoint.Transient) is
+// not compressed.
 
 // deflateMin is the smallest state worth compressing: below it a row shares
 // its page with others anyway.

@@ -118,3 +118,33 @@ func TestMigrationFromVersion1(t *testing.T) {
 		t.Fatalf("List after migrating: %d, %v", len(l), err)
 	}
 }
+
+// Under pruning that keeps nothing of a finished run but its end, a step's
+// checkpoint is not compressed (it will be pruned), the run's end is.
+func TestTransientStatesAreNotCompressed(t *testing.T) {
+	s, err := New(Config{Path: filepath.Join(t.TempDir(), "t.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := checkpoint.WithPruning(context.Background(), 0)
+	state := []byte(`{"pad": "` + strings.Repeat("beam current 500 mA ", 100) + `"}`)
+	run := uuid.Must(uuid.NewV7())
+	step := checkpoint.Checkpoint{ThreadID: "t", ID: uuid.Must(uuid.NewV7()), RunID: run, Step: 1, State: state, Next: []string{"n"}}
+	end := checkpoint.Checkpoint{ThreadID: "t", ID: uuid.Must(uuid.NewV7()), RunID: run, Step: 2, State: state}
+	for _, c := range []struct {
+		cp       checkpoint.Checkpoint
+		deflated bool
+	}{{step, false}, {end, true}} {
+		if err := s.Put(ctx, c.cp); err != nil {
+			t.Fatal(err)
+		}
+		var deflated bool
+		if err := s.r.QueryRowContext(ctx, `SELECT state_deflate FROM checkpoints WHERE id = ?`, c.cp.ID[:]).Scan(&deflated); err != nil {
+			t.Fatal(err)
+		}
+		if deflated != c.deflated {
+			t.Errorf("step %d: deflated %v, want %v", c.cp.Step, deflated, c.deflated)
+		}
+	}
+}
