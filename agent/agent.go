@@ -27,6 +27,9 @@ type Agent struct {
 	g   *graph.Compiled[state.State, state.Update]
 	// graphVersion identifies the registered capabilities (application.go).
 	graphVersion string
+
+	pruner checkpoint.Pruner // the store, when it prunes (prune.go)
+	sweep  sweeper
 }
 
 var _ Runner = (*Agent)(nil)
@@ -54,6 +57,7 @@ func New(cfg Config) (*Agent, error) {
 		names[i] = c.Name()
 	}
 	a := &Agent{cfg: cfg, rc: routerConfig(cfg.Limits, names), graphVersion: graphVersion(caps)}
+	a.pruner, _ = cfg.Store.(checkpoint.Pruner)
 	if cfg.ErrorNode == nil {
 		en, err := errornode.New(errornode.Config{Models: cfg.Models, Overview: cfg.Registry.Overview(), Router: a.rc, Now: cfg.Now, Prompts: cfg.Nodes.Prompts,
 			Timeout: cfg.ErrorExplanationTimeout, SideEffects: a.sideEffects})
@@ -226,7 +230,8 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 		s.Metadata = mergeMeta(prev.Metadata, req.Metadata)
 		s.Metadata = withAllowed(s.Metadata, req.AllowedCapabilities)
 		s.Metadata = a.withOwner(s.Metadata)
-		p.run(ctx, a.g.Stream(withThread(ctx, req.Thread), req.Thread, s))
+		p.run(ctx, a.g.Stream(a.graphCtx(ctx, req.Thread), req.Thread, s))
+		a.afterTurn()
 	}
 }
 
@@ -242,7 +247,7 @@ func (a *Agent) supersede(ctx context.Context, thread string, ap state.Approval,
 	d := state.ApprovalDecision{ID: ap.ID, Kind: ap.Kind, Approved: false, Answer: answer, At: now, Asked: ap.Created,
 		Summary: ap.Summary, ActionDigest: ap.ActionDigest, By: by}
 	var runErr error
-	for _, err := range a.g.ResumeStream(withThread(ctx, thread), thread, d) {
+	for _, err := range a.g.ResumeStream(a.graphCtx(ctx, thread), thread, d) {
 		if err != nil {
 			runErr = err
 		}

@@ -106,6 +106,17 @@ type Config struct {
 	// ApprovalExpiry is how long a human can answer an approval.
 	// Default DefaultApprovalExpiry (1 h); negative: approvals never expire.
 	ApprovalExpiry time.Duration
+	// KeepIntermediate is how long a finished turn keeps the checkpoint of
+	// each of its steps, in a store that prunes (checkpoint.Pruner: memory,
+	// SQLite and PostgreSQL do). 0, the default: they are pruned when the
+	// turn ends, in the transaction of its last checkpoint, which is kept
+	// (the state the turn ended with: the conversation, the plan, the
+	// report). Positive: they are kept that long after the turn ended, then
+	// pruned when a later turn of the thread ends or by a sweep of the
+	// application's threads that ending turns start (see Prune). Negative:
+	// kept until the thread is deleted. See docs/persistence.md, "What the
+	// store keeps".
+	KeepIntermediate time.Duration
 	// Leases configures the thread leases that keep replicas sharing one
 	// store from running a thread twice (see LeaseConfig).
 	Leases LeaseConfig

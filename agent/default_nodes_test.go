@@ -35,7 +35,8 @@ func TestDefaultNodesOffline(t *testing.T) {
 	if err := reg.Register(c); err != nil {
 		t.Fatal(err)
 	}
-	a := mustAgent(t, agent.Config{Registry: reg})
+	// KeepIntermediate: checkReplay reads every step's checkpoint.
+	a := mustAgent(t, agent.Config{Registry: reg, KeepIntermediate: -1})
 	o := run(t, a, "t", "What is the beam current of the storage ring?")
 	if o.err != nil {
 		t.Fatal(o.err)

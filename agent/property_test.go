@@ -82,6 +82,7 @@ func TestPropertyEveryScriptEndsWell(t *testing.T) {
 		w.writes = map[string]bool{"read_b": true}
 		cfg := w.config(rt)
 		cfg.Options = state.Options{ApprovalMode: mode, PlanApproval: planApproval, WritesEnabled: true}
+		cfg.KeepIntermediate = -1 // checkAttempts and checkReplay read every step's checkpoint
 		cfg.Limits = agent.Limits{
 			MaxPlanningAttempts:  rapid.IntRange(1, 3).Draw(rt, "max_planning_attempts"),
 			MaxReclassifications: rapid.IntRange(-1, 2).Draw(rt, "max_reclassifications"),

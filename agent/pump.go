@@ -51,19 +51,24 @@ func (p *pump) fail(err error) {
 }
 
 func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
-	var runErr error
+	var (
+		runErr error
+		final  state.State // the finished run's state, from its run_end
+		live   bool        // final was set
+	)
 	for ev, err := range events {
 		if err != nil {
 			runErr = err
 			break
 		}
+		if ev.Kind == graph.EventRunEnd {
+			final, live = ev.Payload.(state.State)
+		}
 		if p.runID == "" && ev.RunID.String() != "00000000-0000-0000-0000-000000000000" {
 			p.runID = ev.RunID.String()
 		}
-		for _, e := range p.mapEvent(ev) {
-			if !p.send(e, nil) {
-				return // the consumer stopped; the graph cancels the run
-			}
+		if e, ok := p.mapEvent(ev); ok && !p.send(e, nil) {
+			return // the consumer stopped; the graph cancels the run
 		}
 	}
 	if runErr != nil {
@@ -78,12 +83,23 @@ func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
 		p.send(Event{Type: EventDone, Status: RunInterrupted}, nil)
 		return
 	}
-	s, _, err := p.a.g.State(context.WithoutCancel(ctx), p.thread)
-	if err != nil {
-		p.fail(err)
-		return
+	if !live {
+		// Not a finished run (an interrupt is handled above): read what
+		// the last checkpoint holds.
+		var err error
+		if final, _, err = p.a.g.State(context.WithoutCancel(ctx), p.thread); err != nil {
+			p.fail(err)
+			return
+		}
 	}
+	s := final
 	if m, ok := s.LastAssistant(); ok && m.Turn == s.Turn.Number && s.Turn.Done {
+		if live {
+			// The message as stored (times without a monotonic reading),
+			// as a later read of the thread gives it: a round trip of the
+			// message alone, not a decoding of the whole state.
+			m = storedForm(m)
+		}
 		if !p.send(Event{Type: EventMessage, Message: &m}, nil) {
 			return
 		}
@@ -94,31 +110,45 @@ func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
 	p.send(Event{Type: EventDone, Status: RunAnswered}, nil)
 }
 
+// storedForm returns m as the checkpoint store gives it back: the state's
+// JSON encoding of m, decoded.
+func storedForm(m state.Message) state.Message {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m
+	}
+	var out state.Message
+	if json.Unmarshal(b, &out) != nil {
+		return m
+	}
+	return out
+}
+
 func usageOf(s state.State) *Usage {
 	// The state counts total tokens per role; prompt/completion are not split there.
 	return &Usage{TotalTokens: s.Turn.Control.Tokens}
 }
 
-// mapEvent turns one graph event into zero or more agent events.
-func (p *pump) mapEvent(ev graph.Event) []Event {
+// mapEvent turns one graph event into an agent event, or none (ok false).
+func (p *pump) mapEvent(ev graph.Event) (Event, bool) {
 	base := Event{Time: ev.Time, Node: ev.Node}
 	switch ev.Kind {
 	case graph.EventRunStart:
 		base.Type = EventRunStart
-		return []Event{base}
+		return base, true
 	case graph.EventNodeStart:
 		base.Type = EventNodeStart
-		return []Event{base}
+		return base, true
 	case graph.EventNodeEnd:
 		base.Type, base.Duration = EventNodeEnd, ev.Duration
 		if ev.Err != nil {
 			base.Err = ev.Err.Error()
 		}
-		return []Event{base}
+		return base, true
 	case graph.EventWait:
 		base.Type = EventStatus
 		base.Text = "waiting until " + ev.NotBefore.UTC().Format(time.RFC3339Nano) + " before continuing (" + strings.Join(ev.To, ", ") + ")"
-		return []Event{base}
+		return base, true
 	case graph.EventInterrupt:
 		p.interrupted = true
 		base.Type = EventApprovalRequired
@@ -127,16 +157,16 @@ func (p *pump) mapEvent(ev graph.Event) []Event {
 			base.Approval = &ap
 			base.Text = ap.Summary
 		}
-		return []Event{base}
+		return base, true
 	case graph.EventCustom:
 		return mapPayload(base, ev.Payload)
 	}
-	return nil
+	return Event{}, false
 }
 
 // mapPayload maps what nodes emit with graph.Emit: agent events (from the
 // wrappers), status strings, and the payload types of the nodes package.
-func mapPayload(base Event, payload any) []Event {
+func mapPayload(base Event, payload any) (Event, bool) {
 	switch v := payload.(type) {
 	case Event:
 		if v.Node == "" {
@@ -145,20 +175,17 @@ func mapPayload(base Event, payload any) []Event {
 		if v.Time.IsZero() {
 			v.Time = base.Time
 		}
-		return []Event{v}
+		return v, true
 	case *Event:
 		if v == nil {
-			return nil
+			return Event{}, false
 		}
 		return mapPayload(base, *v)
 	case string:
 		base.Type, base.Text = EventStatus, v
-		return []Event{base}
+		return base, true
 	}
-	if e, ok := mapNodePayload(base, payload); ok {
-		return []Event{e}
-	}
-	return nil
+	return mapNodePayload(base, payload)
 }
 
 // mapNodePayload maps the nodes package's payloads. It is extended as the

@@ -55,7 +55,8 @@ func (a *Agent) resume(ctx context.Context, p *pump, thread string, ans Answer) 
 		}
 		value = d
 	}
-	p.run(ctx, a.g.ResumeStream(withThread(ctx, thread), thread, value))
+	p.run(ctx, a.g.ResumeStream(a.graphCtx(ctx, thread), thread, value))
+	a.afterTurn()
 }
 
 // checkAnswer turns an answer into the decision the interrupted node

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -302,6 +303,7 @@ func TestRoutes(t *testing.T) {
 				}
 			}
 			cfg := w.config(t)
+			cfg.KeepIntermediate = -1 // checkReplay reads every step's checkpoint
 			tc.setup(w, &cfg)
 			a := mustAgent(t, cfg)
 			o := run(t, a, "t", "do it")
@@ -319,6 +321,9 @@ func checkReplay(t tb, a *agent.Agent, thread string) {
 	cps, err := store.List(context.Background(), thread, checkpoint.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(cps, func(cp checkpoint.Checkpoint) bool { return cp.Step == 0 }) {
+		t.Fatalf("no input checkpoint among %d: pruned, but checkReplay needs every step's (Config.KeepIntermediate negative)", len(cps))
 	}
 	for _, cp := range cps {
 		if cp.Step == 0 {
@@ -345,6 +350,7 @@ func TestWallClockLimit(t *testing.T) {
 		w.caps["read_a"].errs = []error{errHang}
 		cfg := w.config(t)
 		cfg.Limits.MaxExecutionTime = 2 * time.Second
+		cfg.KeepIntermediate = -1 // checkReplay reads every step's checkpoint
 		a := mustAgent(t, cfg)
 		start := time.Now()
 		o := run(t, a, "t", "do it")
@@ -467,7 +473,9 @@ func TestIndependentStepsRunTogether(t *testing.T) {
 		return []state.PlanStep{step("read_a", "a"), step("read_b", "b"), step("combine", "c", 0, 1), step(state.NodeRespond, "r")}
 	}
 	w.caps["read_b"].errs = []error{errTimeout}
-	a := mustAgent(t, w.config(t))
+	cfg := w.config(t)
+	cfg.KeepIntermediate = -1 // the test reads every step's checkpoint
+	a := mustAgent(t, cfg)
 	o := run(t, a, "t", "x")
 	wantAnswer(t, o, "combine ok")
 	cps, _ := a.Graph().Store().List(context.Background(), "t", checkpoint.ListOptions{})

@@ -40,6 +40,8 @@ type Config struct {
 	// "postgres://…" URL. Empty means the application's default: SQLite in
 	// its own data directory (wiring.DefaultStorePath).
 	Store string `yaml:"store"`
+	// Checkpoints says what the store keeps of finished turns.
+	Checkpoints Checkpoints `yaml:"checkpoints"`
 	// Server configures `capgraph serve`.
 	Server Server `yaml:"server"`
 	// Logging configures the log output.
@@ -96,6 +98,23 @@ type Model struct {
 	// StreamUsage sends stream_options.include_usage on streamed calls
 	// (openai). Unset: sent, and left out once the server rejects it.
 	StreamUsage *bool `yaml:"stream_usage"`
+}
+
+// Checkpoints says what the store keeps of finished turns.
+type Checkpoints struct {
+	// KeepIntermediate is how long a finished turn keeps the checkpoint of
+	// each of its steps: false (the agent's default: pruned when the turn
+	// ends, keeping the one it ended with), true (kept until the thread is
+	// deleted) or a duration ("24h": kept that long after the turn ended).
+	// Nil when the file leaves it out.
+	KeepIntermediate *Retention `yaml:"keep_intermediate"`
+}
+
+// Retention is a keep_intermediate value: true (Forever), or false or a
+// duration (For; false and 0 are the same).
+type Retention struct {
+	Forever bool
+	For     Duration
 }
 
 // Classifier configures capability selection.

@@ -132,6 +132,30 @@ func TestParseFull(t *testing.T) {
 	}
 }
 
+func TestKeepIntermediate(t *testing.T) {
+	for in, want := range map[string]*config.Retention{
+		"":                             nil,
+		"keep_intermediate: false":     {},
+		"keep_intermediate: FALSE":     {},
+		"keep_intermediate: true":      {Forever: true},
+		"keep_intermediate: 0":         {},
+		"keep_intermediate: 24h":       {For: config.Duration(24 * time.Hour)},
+		"keep_intermediate: 90":        {For: config.Duration(90 * time.Second)},
+		"keep_intermediate: 1h30m":     {For: config.Duration(90 * time.Minute)},
+		"keep_intermediate: ${KEEP_X}": {For: config.Duration(36 * time.Hour)},
+	} {
+		t.Setenv("KEEP_X", "36h")
+		c, err := config.Parse([]byte("checkpoints:\n  "+in+"\n"), "k.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		got := c.Checkpoints.KeepIntermediate
+		if (got == nil) != (want == nil) || got != nil && *got != *want {
+			t.Errorf("%q parsed to %+v, want %+v", in, got, want)
+		}
+	}
+}
+
 func TestEmptyFileIsDefault(t *testing.T) {
 	for _, in := range []string{"", "# only a comment\n", "---\n"} {
 		c, err := config.Parse([]byte(in), "x.yaml")
@@ -238,6 +262,10 @@ func TestBadConfig(t *testing.T) {
 		{"retry unknown field", "retry:\n  default:\n    attempts: 2\n", 3, "retry.default.attempts", "did you mean"},
 		{"retry bad capability name", "retry:\n  capabilities:\n    ChannelRead: {}\n", 3, "retry.capabilities.ChannelRead", "lower_snake_case"},
 		{"approval mode", "approval:\n  global_mode: some\n", 2, "approval.global_mode", "disabled, selective or all_capabilities"},
+		{"keep_intermediate word", "checkpoints:\n  keep_intermediate: yes\n", 2, "checkpoints.keep_intermediate", `must be true, false or a duration such as "24h", got "yes"`},
+		{"keep_intermediate negative", "checkpoints:\n  keep_intermediate: -1h\n", 2, "checkpoints.keep_intermediate", "true, false or a duration"},
+		{"keep_intermediate list", "checkpoints:\n  keep_intermediate: [1h]\n", 2, "checkpoints.keep_intermediate", "single value"},
+		{"checkpoints typo", "checkpoints:\n  keep_intermediates: true\n", 2, "checkpoints.keep_intermediates", "did you mean keep_intermediate?"},
 		{"store scheme", "store: mysql://x\n", 1, "store", "memory, sqlite:PATH"},
 		{"store sqlite no path", "store: \"sqlite:\"\n", 1, "store", "file path"},
 		{"store postgres no host", "store: postgres://\n", 1, "store", "postgres:// URL"},

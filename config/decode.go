@@ -170,7 +170,10 @@ func kindName(n *yaml.Node) string {
 	return "something else"
 }
 
-var durationType = reflect.TypeOf(Duration(0))
+var (
+	durationType  = reflect.TypeOf(Duration(0))
+	retentionType = reflect.TypeOf(Retention{})
+)
 
 // fieldName is the key of a struct field: its yaml tag, else its json tag
 // (capabilities.RetryPolicy is reused as is, with its JSON names).
@@ -201,6 +204,26 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, key string) {
 			return
 		}
 		v.Set(reflect.ValueOf(dur))
+		return
+	case v.Type() == retentionType:
+		s, ok := d.scalar(n, key)
+		if !ok {
+			return
+		}
+		switch strings.ToLower(s) {
+		case "true":
+			v.Set(reflect.ValueOf(Retention{Forever: true}))
+			return
+		case "false":
+			v.Set(reflect.ValueOf(Retention{}))
+			return
+		}
+		dur, err := parseDuration(s)
+		if err != nil {
+			d.add(n.Line, key, "must be true, false or a duration such as \"24h\", got %q", s)
+			return
+		}
+		v.Set(reflect.ValueOf(Retention{For: dur}))
 		return
 	case v.Kind() == reflect.Pointer:
 		if isNull {

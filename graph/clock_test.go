@@ -105,12 +105,12 @@ func TestRetryScheduleWithVirtualClock(t *testing.T) {
 		t.Fatalf("run: %v, %+v after %d calls", err, res, *calls)
 	}
 	want := []time.Time{t0, t0.Add(time.Second), t0.Add(3 * time.Second)}
-	got, attempts := starts(res.Trace, "call")
+	got, attempts := starts(res.Trace.Events(), "call")
 	if !sameTimes(got, want) || !slices.Equal(attempts, []int{1, 2, 3}) {
 		t.Errorf("attempts started at %v (attempts %v), want %v (1, 2, 3)", got, attempts, want)
 	}
 	var waits []time.Time
-	for _, e := range eventsOf(res.Trace, graph.EventWait) {
+	for _, e := range eventsOf(res.Trace.Events(), graph.EventWait) {
 		waits = append(waits, e.NotBefore)
 	}
 	if !sameTimes(waits, want[1:]) || !sameTimes(clock.Waits(), want[1:]) {
@@ -202,7 +202,7 @@ func TestRetryScheduleInSynctestBubble(t *testing.T) {
 		if el := time.Since(start); el != 3*time.Second {
 			t.Errorf("the schedule took %v of virtual time, want 3s (1s + 2s)", el)
 		}
-		got, _ := starts(res.Trace, "call")
+		got, _ := starts(res.Trace.Events(), "call")
 		want := []time.Time{start, start.Add(time.Second), start.Add(3 * time.Second)}
 		if !sameTimes(got, want) {
 			t.Errorf("attempts started at %v, want %v", got, want)
@@ -220,7 +220,7 @@ func TestClockAndNow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range res.Trace {
+	for _, e := range res.Trace.All() {
 		if !e.Time.Equal(t0) {
 			t.Fatalf("%s event at %v, want the Clock's %v", e.Kind, e.Time, t0)
 		}
@@ -230,7 +230,7 @@ func TestClockAndNow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range res.Trace {
+	for _, e := range res.Trace.All() {
 		if !e.Time.Equal(other) {
 			t.Fatalf("%s event at %v, want Config.Now's %v", e.Kind, e.Time, other)
 		}

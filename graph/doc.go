@@ -48,7 +48,8 @@
 // ResumeValue.
 //
 // Runs are observed as an iter.Seq2[Event, error] (Stream) or as a Result with
-// the full trace (Run): failures are data, inspectable after the fact. Errors
+// the full trace (Run; a Trace, recorded compactly and materialised on
+// demand): failures are data, inspectable after the fact. Errors
 // are typed (*NodeError, *PanicError, *InvalidTransitionError,
 // *StepLimitError, *BuildError, each matching a sentinel with errors.Is), and
 // no panic in a node, route, Apply, Codec or Store crosses Run.

@@ -55,7 +55,10 @@ type Event struct {
 	NotBefore time.Time
 	// Checkpoint is the id written, on EventCheckpoint.
 	Checkpoint uuid.UUID
-	// Payload is set on EventCustom and EventInterrupt.
+	// Payload is set on EventCustom and EventInterrupt, and on the
+	// EventRunEnd of a run that finished (StatusDone), where it is the
+	// run's final state (an S: the state of its last checkpoint, as
+	// Result.State).
 	Payload any
 	Time    time.Time
 }

@@ -51,7 +51,7 @@ func Example() {
 		return
 	}
 	fmt.Println(res.Status, res.Steps, res.State.Lines)
-	for _, e := range res.Trace {
+	for _, e := range res.Trace.All() {
 		if e.Kind == graph.EventRoute {
 			fmt.Println(e.Node, "->", e.To)
 		}

@@ -24,7 +24,7 @@ type runner[S, U any] struct {
 	thread  string
 	runID   uuid.UUID
 	yield   func(Event) bool // the consumer of a Stream
-	trace   *[]Event         // the trace of a Run or Resume, when yield is nil
+	trace   *Trace           // the trace of a Run or Resume, when yield is nil
 	stopped bool             // the consumer stopped listening
 	inYield bool             // the consumer's code is running (a panic there is not ours)
 	em      *emitter
@@ -43,7 +43,7 @@ type runner[S, U any] struct {
 	// slices of a checkpoint after Put returns (checkpointtest checks it).
 	enc *stateEncoder
 
-	scratch Event // the event being built for a Stream (slot)
+	scratch Event // the event being built (slot)
 
 	// nextDef is the node the last route named, when it named one: the next
 	// step's node if its name matches.
@@ -100,64 +100,49 @@ func (r *runner[S, U]) release() {
 	r.enc = nil
 }
 
-// emit completes e and appends it to the trace (Run, Resume) or hands it to
+// emit completes e and adds it to the trace (Run, Resume) or hands it to
 // the consumer (Stream). Only the goroutine running exec calls it; concurrent
-// branches buffer their events (see runStep). e is a pointer so that an
-// event is built once, in place, and copied once, into the trace or to the
-// consumer: a long run emits four per step.
+// branches buffer their events (see runStep).
 func (r *runner[S, U]) emit(e *Event) {
 	if r.stopped {
 		return
 	}
 	e.Thread, e.RunID = r.thread, r.runID
-	if e.Time.IsZero() {
-		e.Time = r.c.clock.Now()
-	}
-	if r.trace != nil {
-		*r.trace = append(*r.trace, *e)
+	r.commit(e, -1)
+}
+
+// event hands on an event of the engine's own from exec's goroutine (a
+// node's start and end in a one-node step, a route, a checkpoint). Its
+// fields come as arguments, so that the trace records the common case
+// without building an Event: a long run emits four per step.
+func (r *runner[S, U]) event(kind EventKind, step int, d *nodeDef[S, U], attempt int, dur time.Duration, err error, to []string, nb time.Time, cp uuid.UUID, at time.Time) {
+	if r.stopped {
 		return
 	}
-	r.inYield = true
-	ok := r.yield(*e)
-	r.inYield = false
-	if !ok {
-		r.stopped = true
+	node := -1
+	if d != nil {
+		node = d.idx
 	}
+	if r.trace != nil && err == nil && nb.IsZero() && r.trace.rec(r.thread, r.runID, kind, step, node, attempt, dur, to, cp, at) {
+		return
+	}
+	r.scratch = Event{Kind: kind, Thread: r.thread, RunID: r.runID, Step: step, Attempt: attempt, To: to,
+		Duration: dur, Err: err, NotBefore: nb, Checkpoint: cp, Time: at}
+	if d != nil {
+		r.scratch.Node = d.name
+	}
+	r.commit(&r.scratch, node)
 }
 
-// slot returns where the next event is built, with Thread and RunID set:
-// its place at the end of the trace (Run, Resume), or a scratch event that
-// commit hands to the consumer (Stream); nil once the consumer stopped
-// listening. Building the events of a step in place saves copying them: a
-// trace holds four per step. Nothing may emit between slot and commit.
-func (r *runner[S, U]) slot() *Event {
-	if r.stopped {
-		return nil
-	}
-	var e *Event
-	if r.trace == nil {
-		r.scratch = Event{}
-		e = &r.scratch
-	} else {
-		t := *r.trace
-		if len(t) < cap(t) {
-			t = t[:len(t)+1] // past its length the trace was never written: still zero
-		} else {
-			t = append(t, Event{})
-		}
-		*r.trace = t
-		e = &t[len(t)-1]
-	}
-	e.Thread, e.RunID = r.thread, r.runID
-	return e
-}
-
-// commit completes the event built in a slot and hands it to the consumer.
-func (r *runner[S, U]) commit(e *Event) {
+// commit completes e and adds it to the trace, as a compact record when it
+// fits one (node is the index of e.Node when known, else -1), or hands it
+// to the consumer.
+func (r *runner[S, U]) commit(e *Event, node int) {
 	if e.Time.IsZero() {
 		e.Time = r.c.clock.Now()
 	}
 	if r.trace != nil {
+		r.trace.add(e, node)
 		return
 	}
 	r.inYield = true
@@ -215,7 +200,7 @@ type taskResult[S, U any] struct {
 
 // exec runs or resumes a run on thread, handing every event to yield, or,
 // when yield is nil, appending it to trace.
-func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], yield func(Event) bool, trace *[]Event) (res Result[S], err error) {
+func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], yield func(Event) bool, trace *Trace) (res Result[S], err error) {
 	res.Thread = thread
 	if thread == "" {
 		res.Status = StatusFailed
@@ -352,7 +337,13 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			status, err = StatusCanceled, ctx.Err()
 		}
 		res.Status, res.State, res.Checkpoint, res.Steps = status, *state, cp.ID, cp.Step
-		r.emit(&Event{Kind: EventRunEnd, Step: cp.Step, Err: err})
+		end := Event{Kind: EventRunEnd, Step: cp.Step, Err: err}
+		if status == StatusDone {
+			// The state of the last checkpoint, so that a Stream consumer
+			// need not read it back from the store and decode it.
+			end.Payload = *state
+		}
+		r.emit(&end)
 		return res, err
 	}
 
@@ -424,10 +415,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		}
 		cp, writes = ncp, nil
 		cp.State = nil // the encode buffer is reused by the next step
-		if e := r.slot(); e != nil {
-			e.Kind, e.Step, e.Checkpoint, e.Time = EventCheckpoint, step, cp.ID, now
-			r.commit(e)
-		}
+		r.event(EventCheckpoint, step, nil, 0, 0, nil, nil, time.Time{}, cp.ID, now)
 	}
 	return finish(StatusDone, nil)
 }
@@ -512,10 +500,7 @@ func (c *Compiled[S, U]) advance(r *runner[S, U], step int, now time.Time, state
 				}
 			}
 		}
-		if e := r.slot(); e != nil {
-			e.Kind, e.Step, e.Node, e.To, e.NotBefore, e.Time = EventRoute, step, name, to, nb, now
-			r.commit(e)
-		}
+		r.event(EventRoute, step, d, 0, 0, nil, to, nb, uuid.Nil, now)
 		if len(ran) == 1 && clean(to) {
 			// The common case keeps the route's slice: no allocation.
 			next, shared = to, true

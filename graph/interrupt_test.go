@@ -48,7 +48,7 @@ func TestInterruptThenResume(t *testing.T) {
 	if len(res.Interrupts) != 1 || res.Interrupts[0].Node != "b" || string(res.Interrupts[0].Payload) != `{"ask":"proceed?"}` {
 		t.Fatalf("interrupts %+v", res.Interrupts)
 	}
-	ev := eventsOf(res.Trace, graph.EventInterrupt)
+	ev := eventsOf(res.Trace.Events(), graph.EventInterrupt)
 	if len(ev) != 1 || ev[0].Node != "b" || ev[0].Step != 2 {
 		t.Fatalf("interrupt events %+v", ev)
 	}

@@ -76,7 +76,7 @@ func TestCancelInsideNode(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || res.Status != graph.StatusCanceled || res.Steps != 1 {
 		t.Fatalf("run: %v, %+v", err, res)
 	}
-	end := eventsOf(res.Trace, graph.EventNodeEnd)
+	end := eventsOf(res.Trace.Events(), graph.EventNodeEnd)
 	if len(end) != 2 || end[1].Node != "b" || !errors.Is(end[1].Err, context.Canceled) {
 		t.Fatalf("node_end events %+v", end)
 	}

@@ -45,8 +45,9 @@ type Result[S any] struct {
 	// Interrupts lists the pending interrupts when Status is StatusInterrupted.
 	Interrupts []*InterruptError
 	// Trace holds every event of this call (Run and Resume only; a Stream
-	// consumer sees the events itself).
-	Trace []Event
+	// consumer sees the events itself), recorded compactly: Trace.All and
+	// Trace.Events materialise them.
+	Trace Trace
 }
 
 // Compiled is a validated graph, safe for concurrent use on different threads.
@@ -69,14 +70,15 @@ type Compiled[S, U any] struct {
 
 // newTrace returns an empty trace for a Run or Resume, sized from the
 // previous one so that a long run does not regrow it step after step.
-func (c *Compiled[S, U]) newTrace() []Event {
-	return make([]Event, 0, min(c.traceHint.Load()+8, 4096))
+func (c *Compiled[S, U]) newTrace() *Trace {
+	n := min(c.traceHint.Load()+8, 4096)
+	return &Trace{nodes: c.order, recs: make([]traceRec, 0, n), cps: make([]uuid.UUID, 0, n/4+2)}
 }
 
 // keepTrace records the length of a finished trace as the next one's hint.
-func (c *Compiled[S, U]) keepTrace(trace []Event) []Event {
-	c.traceHint.Store(int64(len(trace)))
-	return trace
+func (c *Compiled[S, U]) keepTrace(trace *Trace) Trace {
+	c.traceHint.Store(int64(trace.Len()))
+	return *trace
 }
 
 func memoryStore() checkpoint.Store { return memory.New() }
@@ -94,7 +96,7 @@ func (c *Compiled[S, U]) Nodes() []string { return append([]string(nil), c.order
 // parents of the new one; Resume continues it instead.
 func (c *Compiled[S, U]) Run(ctx context.Context, thread string, input S) (Result[S], error) {
 	trace := c.newTrace()
-	res, err := c.exec(ctx, thread, start[S]{fresh: true, input: input}, nil, &trace)
+	res, err := c.exec(ctx, thread, start[S]{fresh: true, input: input}, nil, trace)
 	res.Trace = c.keepTrace(trace)
 	return res, err
 }
@@ -122,7 +124,7 @@ func (c *Compiled[S, U]) Resume(ctx context.Context, thread string, value any) (
 		return Result[S]{Thread: thread, Status: StatusFailed}, err
 	}
 	trace := c.newTrace()
-	res, err := c.exec(ctx, thread, st, nil, &trace)
+	res, err := c.exec(ctx, thread, st, nil, trace)
 	res.Trace = c.keepTrace(trace)
 	return res, err
 }

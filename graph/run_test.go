@@ -60,7 +60,7 @@ func TestFanOutMergesInRouteOrder(t *testing.T) {
 			t.Fatalf("run %d: %d steps, want 3", i, res.Steps)
 		}
 		// The hub's route event names the branches in route order.
-		routes := eventsOf(res.Trace, graph.EventRoute)
+		routes := eventsOf(res.Trace.Events(), graph.EventRoute)
 		if len(routes) != 5 || routes[0].Node != "hub" || !slices.Equal(routes[0].To, []string{"c", "a", "b"}) {
 			t.Fatalf("run %d: route events %+v", i, routes)
 		}
@@ -137,7 +137,7 @@ func TestInvalidTransition(t *testing.T) {
 		if res.Status != graph.StatusFailed || res.Steps != 0 {
 			t.Fatalf("to %q: status %s, steps %d", to, res.Status, res.Steps)
 		}
-		if end := res.Trace[len(res.Trace)-1]; end.Kind != graph.EventRunEnd || !errors.Is(end.Err, graph.ErrInvalidTransition) {
+		if end := res.Trace.At(res.Trace.Len() - 1); end.Kind != graph.EventRunEnd || !errors.Is(end.Err, graph.ErrInvalidTransition) {
 			t.Fatalf("to %q: last event %+v", to, end)
 		}
 	}
@@ -164,7 +164,7 @@ func TestStepLimit(t *testing.T) {
 	}
 	// Attempt counts the node's starts within the call.
 	var attempts []int
-	for _, e := range eventsOf(res.Trace, graph.EventNodeEnd) {
+	for _, e := range eventsOf(res.Trace.Events(), graph.EventNodeEnd) {
 		attempts = append(attempts, e.Attempt)
 	}
 	if !slices.Equal(attempts, []int{1, 2, 3, 4, 5}) {
@@ -202,9 +202,9 @@ func TestPanicInNode(t *testing.T) {
 		if st := graph.StatusOf(latest(t, c, "t")); st != graph.StatusFailed {
 			t.Fatalf("concurrent=%v: stored status %s", concurrent, st)
 		}
-		ends := eventsOf(res.Trace, graph.EventNodeEnd)
+		ends := eventsOf(res.Trace.Events(), graph.EventNodeEnd)
 		if !slices.ContainsFunc(ends, func(e graph.Event) bool { return e.Node == "boom" && errors.As(e.Err, &pe) }) {
-			t.Fatalf("no node_end with the panic: %v", kinds(res.Trace))
+			t.Fatalf("no node_end with the panic: %v", kinds(res.Trace.Events()))
 		}
 	}
 }
@@ -259,14 +259,14 @@ func TestFailedNodeThenResumeRetriesOnlyIt(t *testing.T) {
 	// The trace shows which node, which attempt, what error and how long.
 	want := []string{"run_start", "checkpoint", "node_start:a", "node_end:a", "route:a", "checkpoint",
 		"node_start:b", "node_end:b", "run_end"}
-	if got := kinds(res.Trace); !slices.Equal(got, want) {
+	if got := kinds(res.Trace.Events()); !slices.Equal(got, want) {
 		t.Fatalf("trace\n got %v\nwant %v", got, want)
 	}
-	end := res.Trace[7]
+	end := res.Trace.At(7)
 	if end.Attempt != 1 || end.Step != 2 || end.Duration != time.Millisecond || !errors.Is(end.Err, errFlaky) {
 		t.Fatalf("node_end of b: %+v", end)
 	}
-	for _, e := range res.Trace {
+	for _, e := range res.Trace.All() {
 		if e.Thread != "t" || e.RunID != res.RunID || e.Time.IsZero() {
 			t.Fatalf("event without thread, run id or time: %+v", e)
 		}
@@ -282,7 +282,7 @@ func TestFailedNodeThenResumeRetriesOnlyIt(t *testing.T) {
 	if res.Status != graph.StatusDone || !slices.Equal(res.State.Log, []string{"a", "b", "c"}) || res.Steps != 3 {
 		t.Fatalf("resumed result %+v", res)
 	}
-	if got := kinds(res.Trace); !slices.Equal(got, []string{"run_start", "node_start:b", "node_end:b", "route:b",
+	if got := kinds(res.Trace.Events()); !slices.Equal(got, []string{"run_start", "node_start:b", "node_end:b", "route:b",
 		"checkpoint", "node_start:c", "node_end:c", "checkpoint", "run_end"}) {
 		t.Fatalf("resumed trace %v", got)
 	}

@@ -211,9 +211,8 @@ func (c *Compiled[S, U]) runTask(ctx context.Context, r *runner[S, U], step int,
 	}
 	if !inline {
 		em.emit(Event{Kind: EventNodeStart, Step: step, Node: d.name, Attempt: attempt, Time: t0})
-	} else if e := r.slot(); e != nil {
-		e.Kind, e.Step, e.Node, e.Attempt, e.Time = EventNodeStart, step, d.name, attempt, t0
-		r.commit(e)
+	} else {
+		r.event(EventNodeStart, step, d, attempt, 0, nil, nil, time.Time{}, uuid.Nil, t0)
 	}
 	nctx := ctx
 	if resume != nil {
@@ -242,9 +241,8 @@ func (c *Compiled[S, U]) runTask(ctx context.Context, r *runner[S, U], step int,
 	}
 	if !inline {
 		em.emit(Event{Kind: EventNodeEnd, Step: step, Node: d.name, Attempt: attempt, Duration: dur, Err: err, Time: t1})
-	} else if e := r.slot(); e != nil {
-		e.Kind, e.Step, e.Node, e.Attempt, e.Duration, e.Err, e.Time = EventNodeEnd, step, d.name, attempt, dur, err, t1
-		r.commit(e)
+	} else {
+		r.event(EventNodeEnd, step, d, attempt, dur, err, nil, time.Time{}, uuid.Nil, t1)
 	}
 	return taskResult[S, U]{def: d, update: u, err: err, dur: dur, end: t1}
 }

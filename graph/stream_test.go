@@ -143,7 +143,7 @@ func TestEmitCustomEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	custom := eventsOf(res.Trace, graph.EventCustom)
+	custom := eventsOf(res.Trace.Events(), graph.EventCustom)
 	if len(custom) != 1+20*len(names) {
 		t.Fatalf("%d custom events", len(custom))
 	}
@@ -156,4 +156,32 @@ func TestEmitCustomEvents(t *testing.T) {
 		}
 	}
 	graph.Emit(context.Background(), "outside a run is a no-op")
+}
+
+// The run_end of a finished run carries its final state, the state of its
+// last checkpoint; a failed run's does not.
+func TestStreamRunEndCarriesTheFinalState(t *testing.T) {
+	cnt := newCounter()
+	c := chain(cnt, nil, logNode(cnt, "b"))
+	var end graph.Event
+	for ev, err := range c.Stream(context.Background(), "t", tstate{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		end = ev
+	}
+	stored, _, err := c.State(context.Background(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := end.Payload.(tstate); end.Kind != graph.EventRunEnd || !ok || !slices.Equal(s.Log, stored.Log) || s.N != stored.N || s.N != 3 {
+		t.Fatalf("last event %+v, want run_end with the stored state %+v", end, stored)
+	}
+
+	failing := chain(newCounter(), nil, func(context.Context, tstate) (tupd, error) { return tupd{}, errors.New("no") })
+	for ev, err := range failing.Stream(context.Background(), "t", tstate{}) {
+		if ev.Kind == graph.EventRunEnd && (err == nil || ev.Payload != nil) {
+			t.Fatalf("failed run_end %+v, %v: want the error and no state", ev, err)
+		}
+	}
 }

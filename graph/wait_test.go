@@ -48,12 +48,12 @@ func TestNotBeforeWaits(t *testing.T) {
 		if got := time.Since(epoch); got != 10*time.Second {
 			t.Fatalf("run took %v, want 10s", got)
 		}
-		waits := eventsOf(res.Trace, graph.EventWait)
+		waits := eventsOf(res.Trace.Events(), graph.EventWait)
 		if len(waits) != 1 || !waits[0].NotBefore.Equal(epoch.Add(10*time.Second)) || !slices.Equal(waits[0].To, []string{"second"}) {
 			t.Fatalf("wait events %+v", waits)
 		}
 		// The node after the wait started at the deadline, not before.
-		for _, e := range eventsOf(res.Trace, graph.EventNodeStart) {
+		for _, e := range eventsOf(res.Trace.Events(), graph.EventNodeStart) {
 			if e.Node == "second" && e.Time.Before(epoch.Add(10*time.Second)) {
 				t.Fatalf("second started at %v", e.Time)
 			}
@@ -96,8 +96,8 @@ func TestNotBeforeCanceledThenResumedWaitsTheRest(t *testing.T) {
 
 		// Past the deadline, a resume does not wait at all.
 		res, err = delayed(cnt, store).Run(context.Background(), "late", tstate{})
-		if err != nil || len(eventsOf(res.Trace, graph.EventWait)) != 0 {
-			t.Fatalf("run past the deadline: %v, waits %v", err, kinds(res.Trace))
+		if err != nil || len(eventsOf(res.Trace.Events(), graph.EventWait)) != 0 {
+			t.Fatalf("run past the deadline: %v, waits %v", err, kinds(res.Trace.Events()))
 		}
 	})
 }

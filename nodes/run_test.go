@@ -32,7 +32,7 @@ func runNode(t *testing.T, n Node, s state.State) (state.State, []any, error) {
 		t.Fatal(err)
 	}
 	var payloads []any
-	for _, e := range res.Trace {
+	for _, e := range res.Trace.All() {
 		if e.Kind == graph.EventCustom {
 			payloads = append(payloads, e.Payload)
 		}

@@ -55,6 +55,9 @@ type Options struct {
 	// Logger receives what capability sources log (MCP servers' restarts);
 	// nil discards.
 	Logger logging.Logger
+	// Models, when set, replaces the models the file configures: a scripted
+	// model (llm/llmtest) for tests and benchmarks of a whole application.
+	Models llm.Models
 }
 
 // Runtime builds what a configuration file describes for an App — its
@@ -186,6 +189,10 @@ func (r *Runtime) Registry(ctx context.Context) (*capabilities.Registry, error) 
 // configures none: offline).
 func (r *Runtime) Models() (llm.Models, error) {
 	if r.models != nil {
+		return r.models, nil
+	}
+	if r.opts.Models != nil {
+		r.models = r.opts.Models
 		return r.models, nil
 	}
 	m, err := Models(r.cfg, r.lookupEnv)

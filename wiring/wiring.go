@@ -111,6 +111,14 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 			ac.ApprovalExpiry = -1
 		}
 	}
+	// checkpoints.keep_intermediate: true keeps them for good, which the
+	// agent spells with a negative duration; false and 0 are its default.
+	if k := cfg.Checkpoints.KeepIntermediate; k != nil {
+		ac.KeepIntermediate = time.Duration(k.For)
+		if k.Forever {
+			ac.KeepIntermediate = -1
+		}
+	}
 	var problems []config.Problem
 	names := make([]string, 0, len(cfg.Retry.Capabilities))
 	for name := range cfg.Retry.Capabilities {

@@ -13,6 +13,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/logging"
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/wiring"
@@ -248,5 +249,48 @@ func TestServerConfigChecksAllowedCapabilities(t *testing.T) {
 				t.Fatalf("error %v, want a config problem at line 5 naming %s", err, tc.bad)
 			}
 		})
+	}
+}
+
+// checkpoints.keep_intermediate: false and 0 are the agent's default
+// (pruned when the turn ends), true keeps for good (negative for the
+// agent), a duration keeps that long; left out stays the default.
+func TestKeepIntermediateConverts(t *testing.T) {
+	reg := registry(t, "beam")
+	for in, want := range map[string]time.Duration{
+		"": 0,
+		"checkpoints:\n  keep_intermediate: false\n": 0,
+		"checkpoints:\n  keep_intermediate: 0\n":     0,
+		"checkpoints:\n  keep_intermediate: true\n":  -1,
+		"checkpoints:\n  keep_intermediate: 24h\n":   24 * time.Hour,
+	} {
+		ac, err := wiring.AgentConfig(parse(t, in), reg, memory.New(), llm.None)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ac.KeepIntermediate != want {
+			t.Errorf("%q: KeepIntermediate %v, want %v", in, ac.KeepIntermediate, want)
+		}
+	}
+}
+
+// Options.Models replaces the file's models: a whole application runs its
+// turns with a scripted model, the file's model roles left unbuilt.
+func TestOptionsModelsReplaceTheFiles(t *testing.T) {
+	reg := registry(t, "beam")
+	cfg := parse(t, "models:\n  default:\n    provider: openai\n    model: gpt-4o\n    api_key_env: NO_SUCH_KEY_SET\n")
+	m := llmtest.New()
+	rt, err := wiring.New(cfg, wiring.App{Capabilities: func(*config.Config) ([]capabilities.Capability, error) { return reg.All(), nil }},
+		wiring.Options{Store: "memory", Models: m, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	got, err := rt.Models()
+	if err != nil || got != llm.Models(m) {
+		t.Fatalf("Models() = %v, %v; want the scripted model (the file's role would fail: no API key)", got, err)
+	}
+	if _, err := rt.Agent(context.Background()); err != nil {
+		t.Fatalf("Agent over the scripted model: %v", err)
 	}
 }

@@ -41,7 +41,7 @@ func TestSameRunOnBothEngines(t *testing.T) {
 		t.Errorf("capgraph ended with %+v, eino with %+v", res.State, out)
 	}
 	var nodes []string
-	for _, e := range res.Trace {
+	for _, e := range res.Trace.All() {
 		if e.Kind == graph.EventNodeStart {
 			nodes = append(nodes, e.Node)
 		}

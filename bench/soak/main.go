@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/bench/load"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/demo/controlroom/plant"
 	"github.com/capgraph/capgraph/graph/checkpoint"
@@ -44,7 +43,7 @@ func main() {
 	key := flag.String("key", "", "the bearer key for -url")
 	flag.Parse()
 
-	cfg := load.Config{BaseURL: *url, Key: *key, Conversations: *conversations, Duration: *duration, Turns: *turns, Stream: true}
+	cfg := Config{BaseURL: *url, Key: *key, Conversations: *conversations, Duration: *duration, Turns: *turns, Stream: true}
 	for _, d := range plant.Demo {
 		if !strings.Contains(strings.ToLower(d.Question), "set ") {
 			cfg.Questions = append(cfg.Questions, d.Question)
@@ -62,12 +61,12 @@ func main() {
 	// A short warm-up, so the memory baseline is the server at work.
 	warm := cfg
 	warm.Duration, warm.Conversations = 2*time.Second, min(*conversations, 50)
-	if _, err := load.Run(context.Background(), warm); err != nil {
+	if _, err := Run(context.Background(), warm); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
 	heap0, rss0 := heapMB(), rssMB()
-	res, err := load.Run(context.Background(), cfg)
+	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)

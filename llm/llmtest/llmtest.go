@@ -30,6 +30,10 @@ type Reply struct {
 	// done, with the context's error (a provider that accepted the request
 	// and never replied). Everything else in the Reply is ignored.
 	Hang bool
+	// Delay is the model's latency: the call answers (or starts streaming)
+	// after this long, or fails with the context's error if the context
+	// ends first.
+	Delay time.Duration
 }
 
 // Text is a plain text reply.
@@ -123,6 +127,8 @@ type Model struct {
 	anyRole []Reply
 	rules   []rule
 	calls   []Call
+	count   int  // calls made, also those not logged
+	noLog   bool // see NoLog
 	only    map[llm.Role]bool
 }
 
@@ -168,6 +174,16 @@ func (m *Model) Only(roles ...llm.Role) *Model {
 	return m
 }
 
+// NoLog stops the call log: calls are counted (Count) but not kept, so
+// Calls and CallsFor report none made afterwards. For benchmarks and load
+// generators, which make calls by the million.
+func (m *Model) NoLog() *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.noLog = true
+	return m
+}
+
 // For implements llm.Models: the returned model records the role on calls
 // that do not set one.
 func (m *Model) For(role llm.Role) (llm.Model, bool) {
@@ -195,22 +211,26 @@ func (r roleModel) Generate(ctx context.Context, req llm.Request) (llm.Response,
 // script. It honours a canceled context like a real provider.
 func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, error) {
 	m.mu.Lock()
-	seq := len(m.calls) + 1
+	m.count++
+	seq := m.count
 	reply, ok := m.next(req)
 	if !ok {
 		reply = Reply{Err: &ExhaustedError{Role: req.Role, Seq: seq, LastUser: lastUser(req.Messages)}}
 	}
-	call := Call{Role: req.Role, Request: req, Reply: reply, Seq: seq}
-	if d, ok := ctx.Deadline(); ok {
-		call.TimeLeft = max(time.Until(d), time.Nanosecond)
+	if !m.noLog {
+		call := Call{Role: req.Role, Request: req, Reply: reply, Seq: seq}
+		if d, ok := ctx.Deadline(); ok {
+			call.TimeLeft = max(time.Until(d), time.Nanosecond)
+		}
+		m.calls = append(m.calls, call)
+		i := len(m.calls) - 1
+		defer func() {
+			m.mu.Lock()
+			m.calls[i].CtxErr = ctx.Err()
+			m.mu.Unlock()
+		}()
 	}
-	m.calls = append(m.calls, call)
 	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.calls[seq-1].CtxErr = ctx.Err()
-		m.mu.Unlock()
-	}()
 
 	if err := ctx.Err(); err != nil {
 		return llm.Response{}, err
@@ -218,6 +238,15 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	if reply.Hang {
 		<-ctx.Done()
 		return llm.Response{}, ctx.Err()
+	}
+	if reply.Delay > 0 {
+		t := time.NewTimer(reply.Delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return llm.Response{}, ctx.Err()
+		}
 	}
 	if reply.Err != nil {
 		if req.OnChunk != nil {
@@ -248,7 +277,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	}
 	usage := reply.Usage
 	if usage == (llm.Usage{}) {
-		usage = llm.Usage{PromptTokens: (len(joinMessages(req.Messages)) + 3) / 4, CompletionTokens: (len(text) + 3) / 4}
+		usage = llm.Usage{PromptTokens: (joinedLen(req.Messages) + 3) / 4, CompletionTokens: (len(text) + 3) / 4}
 	}
 	finish := reply.Finish
 	if finish == "" {
@@ -297,11 +326,11 @@ func (m *Model) CallsFor(role llm.Role) []Call {
 	return out
 }
 
-// Count returns the number of calls made.
+// Count returns the number of calls made (also while NoLog).
 func (m *Model) Count() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.calls)
+	return m.count
 }
 
 // Remaining returns how many scripted replies are unused (rules excluded),
@@ -312,6 +341,15 @@ func (m *Model) Remaining() int {
 	n := len(m.anyRole)
 	for _, q := range m.scripts {
 		n += len(q)
+	}
+	return n
+}
+
+// joinedLen is len(joinMessages(msgs)), without joining them.
+func joinedLen(msgs []llm.Message) int {
+	n := max(len(msgs)-1, 0)
+	for _, m := range msgs {
+		n += len(m.Content)
 	}
 	return n
 }

@@ -172,3 +172,50 @@ func TestHangUntilTheContextIsDone(t *testing.T) {
 		}
 	})
 }
+
+func TestDelayIsTheModelsLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := llmtest.New().On(llmtest.RoleIs(llm.RoleResponse), func(llm.Request) llmtest.Reply {
+			return llmtest.Reply{Chunks: []string{"a", "b"}, Delay: 200 * time.Millisecond}
+		})
+		model, _ := m.For(llm.RoleResponse)
+		start := time.Now()
+		var got []string
+		resp, err := model.Generate(context.Background(), llm.Request{OnChunk: func(_ context.Context, c string) error {
+			if el := time.Since(start); el != 200*time.Millisecond {
+				t.Errorf("chunk %q after %v, want after the delay", c, el)
+			}
+			got = append(got, c)
+			return nil
+		}})
+		if err != nil || resp.Text != "ab" || strings.Join(got, "|") != "a|b" {
+			t.Fatalf("reply %q, chunks %v, err %v", resp.Text, got, err)
+		}
+		// A context that ends during the delay ends the call with its error.
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		start = time.Now()
+		if _, err := model.Generate(ctx, llm.Request{}); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 50*time.Millisecond {
+			t.Fatalf("err %v after %v, want the deadline's error at 50ms", err, time.Since(start))
+		}
+	})
+}
+
+func TestNoLogCountsWithoutKeeping(t *testing.T) {
+	m := llmtest.New().ScriptAny(llmtest.Text("one"), llmtest.Text("two"), llmtest.Text("three"))
+	if _, err := ask(m, llm.RoleResponse, "first"); err != nil {
+		t.Fatal(err)
+	}
+	m.NoLog()
+	for range 2 {
+		if _, err := ask(m, llm.RoleResponse, "more"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls := m.Calls(); m.Count() != 3 || len(calls) != 1 || calls[0].Prompt() != "first" {
+		t.Fatalf("Count %d, calls %+v: want 3 counted and only the one made before NoLog kept", m.Count(), calls)
+	}
+	if _, err := ask(m, llm.RoleResponse, "exhausted"); err == nil || !strings.Contains(err.Error(), "call 4") {
+		t.Fatalf("the fourth call: %v, want the exhausted-script error numbering it 4", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -99,19 +100,50 @@ func scan(text string) (objs []object, firstErr error) {
 			i = start + 1
 			continue
 		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
-			i = start + 1
-			continue
-		}
-		o := object{raw: raw, brokenBefore: firstErr != nil && len(objs) == 0}
-		for k := range m {
-			o.keys = append(o.keys, k)
-		}
+		o := object{raw: raw, keys: topKeys(raw), brokenBefore: firstErr != nil && len(objs) == 0}
 		objs = append(objs, o)
 		i = start + int(dec.InputOffset())
 	}
 	return objs, firstErr
+}
+
+// topKeys returns the distinct keys of raw, a JSON object the decoder has
+// validated, without decoding its values: a reply's object is scanned for
+// its keys only, to pick the one the caller expects.
+func topKeys(raw []byte) []string {
+	var keys []string
+	depth, wantKey := 0, false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '{', '[':
+			depth++
+			wantKey = depth == 1 && c == '{'
+		case '}', ']':
+			depth--
+		case ',':
+			wantKey = depth == 1
+		case '"':
+			j, escaped := i+1, false
+			for ; j < len(raw) && raw[j] != '"'; j++ {
+				if raw[j] == '\\' {
+					j++
+					escaped = true
+				}
+			}
+			if depth == 1 && wantKey {
+				k := string(raw[i+1 : j])
+				if escaped {
+					_ = json.Unmarshal(raw[i:j+1], &k)
+				}
+				if !slices.Contains(keys, k) {
+					keys = append(keys, k)
+				}
+				wantKey = false
+			}
+			i = j
+		}
+	}
+	return keys
 }
 
 // score counts the expected keys an object has and the other keys it has.

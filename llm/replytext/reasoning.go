@@ -13,13 +13,14 @@ var reasoningTags = [][2]string{
 	{"<reasoning>", "</reasoning>"},
 }
 
-// maxCloseLen is the length of the longest closing tag.
-var maxCloseLen = func() int {
-	n := 0
+// maxCloseLen and maxOpenLen are the lengths of the longest closing and
+// opening tags.
+var maxCloseLen, maxOpenLen = func() (int, int) {
+	c, o := 0, 0
 	for _, t := range reasoningTags {
-		n = max(n, len(t[1]))
+		c, o = max(c, len(t[1])), max(o, len(t[0]))
 	}
-	return n
+	return c, o
 }()
 
 // Visible returns what a reply says to its reader: the reply without its
@@ -41,13 +42,12 @@ func Visible(reply string) string {
 // closing one: the chat template opened the block in the prompt, so the
 // reply starts with bare reasoning.
 func OpenedInPrompt(reply string) bool {
-	l := asciiLower(reply)
 	first, isClose := -1, false
 	for _, t := range reasoningTags {
-		if i := strings.Index(l, t[0]); i >= 0 && (first < 0 || i < first) {
+		if i := indexFold(reply, t[0]); i >= 0 && (first < 0 || i < first) {
 			first, isClose = i, false
 		}
-		if i := strings.Index(l, t[1]); i >= 0 && (first < 0 || i < first) {
+		if i := indexFold(reply, t[1]); i >= 0 && (first < 0 || i < first) {
 			first, isClose = i, true
 		}
 	}
@@ -56,9 +56,8 @@ func OpenedInPrompt(reply string) bool {
 
 // HasReasoning reports whether reply contains a reasoning block or tag.
 func HasReasoning(reply string) bool {
-	l := asciiLower(reply)
 	for _, t := range reasoningTags {
-		if strings.Contains(l, t[0]) || strings.Contains(l, t[1]) {
+		if indexFold(reply, t[0]) >= 0 || indexFold(reply, t[1]) >= 0 {
 			return true
 		}
 	}
@@ -66,10 +65,9 @@ func HasReasoning(reply string) bool {
 }
 
 func firstClose(s string) (at, length int) {
-	l := asciiLower(s)
 	at = -1
 	for _, t := range reasoningTags {
-		if i := strings.Index(l, t[1]); i >= 0 && (at < 0 || i < at) {
+		if i := indexFold(s, t[1]); i >= 0 && (at < 0 || i < at) {
 			at, length = i, len(t[1])
 		}
 	}
@@ -111,7 +109,7 @@ func (f *Filter) Write(chunk string) string {
 	var out strings.Builder
 	for f.held != "" {
 		if f.closing != "" {
-			i, n := strings.Index(asciiLower(f.held), f.closing), len(f.closing)
+			i, n := indexFold(f.held, f.closing), len(f.closing)
 			if f.anyTag {
 				i, n = firstClose(f.held)
 			}
@@ -174,7 +172,9 @@ func (f *Filter) emit(out *strings.Builder, s string) {
 // closing tag is returned) or with a prefix of one that more text may
 // complete.
 func openingTag(s string) (closing string, partial bool) {
-	l := asciiLower(s)
+	// Only the start can hold a tag: lowering the rest of the reply at
+	// every '<' would cost the square of its length.
+	l := asciiLower(s[:min(len(s), maxOpenLen)])
 	for _, t := range reasoningTags {
 		if strings.HasPrefix(l, t[0]) {
 			return t[1], false
@@ -193,6 +193,38 @@ func tagFor(closing string) [2]string {
 		}
 	}
 	return [2]string{}
+}
+
+// indexFold is strings.Index(asciiLower(s), tag) for a lowercase tag that
+// starts with '<' (every reasoning tag), without copying s.
+func indexFold(s, tag string) int {
+	for i := 0; ; i++ {
+		j := strings.IndexByte(s[i:], '<')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if len(s)-i < len(tag) {
+			return -1
+		}
+		if equalFoldASCII(s[i:i+len(tag)], tag) {
+			return i
+		}
+	}
+}
+
+// equalFoldASCII reports whether s, its ASCII letters lowered, is lower.
+func equalFoldASCII(s, lower string) bool {
+	for k := range len(s) {
+		c := s[k]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // asciiLower lowercases ASCII letters only, so byte offsets stay those of s.

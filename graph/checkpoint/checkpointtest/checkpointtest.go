@@ -25,7 +25,8 @@ const Precision = time.Microsecond
 // Run runs the conformance suite against the stores newStore returns,
 // including the lease cases (lease.go) when the store is a checkpoint.Leaser,
 // the record log cases (records.go) when it is a checkpoint.RecordLog and
-// the run record cases (runs.go) when it is a checkpoint.RunStore. newStore
+// the run record cases (runs.go) when it is a checkpoint.RunStore and
+// the pruning cases (prune.go) when it is a checkpoint.Pruner. newStore
 // is called once per subtest and must return an empty store; it should register
 // its own cleanup with t.Cleanup.
 func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
@@ -67,6 +68,18 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 				return
 			}
 			tc.fn(t, rs)
+		})
+	}
+	// Pruning cases run for stores that are a checkpoint.Pruner (all of
+	// ours; prune.go).
+	for _, tc := range pruneCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			p, ok := s.(checkpoint.Pruner)
+			if !ok {
+				return
+			}
+			tc.fn(t, s, p)
 		})
 	}
 }

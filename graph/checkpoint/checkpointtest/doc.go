@@ -30,4 +30,10 @@
 //     fails with ErrLeaseLost, also while racing the takeover.
 //   - For a checkpoint.Claimer: only cut runs without a live lease are
 //     claimed, and concurrent claims are disjoint.
+//   - For a checkpoint.Pruner: Prune deletes every checkpoint of a finished
+//     run (ended, or followed by a later run) but its last, with their
+//     writes, and nothing else (not the latest run while unfinished, not the
+//     thread summary, not records); Thread and FinishedBefore narrow it; a
+//     Put ending a run under checkpoint.WithPruning prunes its thread; and
+//     pruning beside a run in progress never fails or loses its writes.
 package checkpointtest

@@ -47,7 +47,8 @@ var latestCases = []struct {
 // instead: an earlier
 // checkpoint is gone once a newer one is Put (Get of its id and PutWrites on
 // it are ErrNotFound, and its writes go with it), a checkpoint older than
-// the latest is dropped, and List returns at most the latest.
+// the latest is dropped, and List returns at most the latest. A Pruner
+// without history prunes nothing.
 func RunLatestOnly(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 	t.Helper()
 	for _, tc := range cases {
@@ -74,6 +75,27 @@ func RunLatestOnly(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 				tc.fn(t, s, rl)
 			}
 		})
+	}
+	t.Run("LatestOnlyPrune", func(t *testing.T) {
+		s := newStore(t)
+		if p, ok := s.(checkpoint.Pruner); ok {
+			testLatestPrune(t, s, p)
+		}
+	})
+}
+
+// A store without history has nothing to prune: Prune and a Put under
+// WithPruning keep the latest checkpoint and its writes.
+func testLatestPrune(t *testing.T, s checkpoint.Store, p checkpoint.Pruner) {
+	r := newRunner(t, s, "t1")
+	r.start()
+	last := r.stepCtx(checkpoint.WithPruning(context.Background(), 0), 1, true)
+	r.write(last.ID, "w")
+	if res := prune(t, p, checkpoint.PruneOptions{}); res != (checkpoint.PruneResult{}) {
+		t.Errorf("Prune = %+v, want nothing", res)
+	}
+	if tu := get(t, s, "t1", uuid.Nil); tu.Checkpoint.ID != last.ID || len(tu.Writes) != 1 {
+		t.Errorf("latest after Prune: %s with %d writes, want %s with 1", tu.Checkpoint.ID, len(tu.Writes), last.ID)
 	}
 }
 

@@ -75,24 +75,33 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		t.putLatest(&cp)
 		return nil
 	}
+	t.put(&cp)
+	if opts, ok := checkpoint.PruningFrom(ctx, cp); ok {
+		var res checkpoint.PruneResult
+		t.prune(opts, &res)
+	}
+	return nil
+}
+
+// put keeps a copy of cp in the thread's checkpoints, in id order.
+func (t *thread) put(cp *checkpoint.Checkpoint) {
 	n := len(t.cps)
 	if t.cps == nil {
 		t.cps = make([]*entry, 0, minEntries*2)
 	}
 	if n == 0 || uuidLess(t.cps[n-1].id, cp.ID) {
 		// Common case: ids are time-ordered, so appending keeps the order.
-		t.cps = append(t.cps, t.mem.keep(&cp))
-		return nil
+		t.cps = append(t.cps, t.mem.keep(cp))
+		return
 	}
 	i, found := slices.BinarySearchFunc(t.cps, cp.ID, func(e *entry, id uuid.UUID) int {
 		return compareUUID(e.id, id)
 	})
 	if found {
-		t.cps[i] = t.mem.keep(&cp)
-		return nil
+		t.cps[i] = t.mem.keep(cp)
+		return
 	}
-	t.cps = slices.Insert(t.cps, i, t.mem.keep(&cp))
-	return nil
+	t.cps = slices.Insert(t.cps, i, t.mem.keep(cp))
 }
 
 // PutWrites stores pending writes, replacing any with the same task and kind.

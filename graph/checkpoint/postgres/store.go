@@ -32,6 +32,7 @@ var _ checkpoint.Store = (*Store)(nil)
 type queries struct {
 	threadLockShared, threadLock                                                                              string
 	put, fencedPut, checkWrite, putWrite, getLatest, getByID, deleteThreads, deleteCheckpoints, list, threads string
+	prune, prunePut                                                                                           string
 }
 
 // New connects to cfg.DSN and migrates the schema.
@@ -130,6 +131,10 @@ func (s *Store) prepare() {
 		deleteCheckpoints: s.expand(`DELETE FROM {{checkpoints}} WHERE thread_id = $1`), // writes cascade
 		list:              s.expand(`SELECT ` + cpColumns + ` FROM {{checkpoints}} WHERE thread_id = $1`),
 		threads:           s.expand(`SELECT thread_id, latest_id, metadata, created, updated FROM {{threads}} WHERE true`),
+		prune:             s.expand(pruneSQL("")),
+		// A Put's pruning, in its transaction: only once its checkpoint
+		// ($3) is written (a fenced Put may have written nothing).
+		prunePut: s.expand(pruneSQL(`AND EXISTS (SELECT 1 FROM {{checkpoints}} WHERE thread_id = ($1::text[])[1] AND id = $3)`)),
 	}
 }
 
@@ -162,14 +167,23 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	args := []any{cp.ThreadID, cp.ID, idArg(cp.ParentID), idArg(cp.RunID), cp.Step,
 		blobArg(cp.State), sliceArg(cp.Next), timeArg(cp.NotBefore), md, timeArg(cp.Created)}
 	lease, fenced := checkpoint.LeaseFrom(ctx, cp.ThreadID)
+	pruneOpts, prune := checkpoint.PruningFrom(ctx, cp)
+	queuePrune := func() {
+		if prune {
+			// The run's end and its pruning commit together.
+			b.Queue(s.q.prunePut, []string{cp.ThreadID}, timeArg(pruneOpts.FinishedBefore), cp.ID)
+		}
+	}
 	if !fenced {
 		b.Queue(s.q.put, args...)
+		queuePrune()
 		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("postgres: put %s/%s: %w", cp.ThreadID, cp.ID, err)
 		}
 		return nil
 	}
 	b.Queue(s.q.fencedPut, append(args, lease.Owner)...)
+	queuePrune()
 	br := s.pool.SendBatch(ctx, b)
 	_, err = br.Exec()
 	var tag pgconn.CommandTag

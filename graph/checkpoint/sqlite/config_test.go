@@ -83,8 +83,8 @@ func TestReopenKeepsDataAndSchema(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 1 {
-		t.Errorf("SchemaVersion = %d, %v; want 1", v, err)
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 2 {
+		t.Errorf("SchemaVersion = %d, %v; want 2", v, err)
 	}
 	tu, err := s.Get(ctx, "t", uuid.Nil)
 	if err != nil || tu.Checkpoint.ID != id {

@@ -213,6 +213,12 @@ func (s *Store) commit(ctx context.Context, batch []*pending) {
 		fail(fmt.Errorf("sqlite: commit write of %s: %w", batch[0].thread, err))
 		return
 	}
+	s.commits.Add(1)
+	for _, p := range batch {
+		if p.err == nil {
+			s.writes.Add(1)
+		}
+	}
 	if afterCommit != nil {
 		afterCommit(len(batch))
 	}
@@ -232,11 +238,11 @@ func unwrapRefusal(err error) error {
 // The statements of Put and PutWrites. A group commit runs them once per
 // write, and parsing them each time cost more than running them.
 const (
-	sqlPutCheckpoint = `INSERT INTO checkpoints (` + cpColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	sqlPutCheckpoint = `INSERT INTO checkpoints (` + cpColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (thread_id, id) DO UPDATE SET
 			parent_id = excluded.parent_id, run_id = excluded.run_id, step = excluded.step,
 			state = excluded.state, next = excluded.next, not_before = excluded.not_before,
-			metadata = excluded.metadata, created = excluded.created`
+			metadata = excluded.metadata, created = excluded.created, state_deflate = excluded.state_deflate`
 	// The summary follows the greatest id, whatever order Puts arrive in. SET
 	// expressions see the row's old values.
 	sqlPutThread = `INSERT INTO threads (thread_id, first_id, latest_id, metadata, created, updated)
@@ -257,6 +263,7 @@ const (
 // connection's prepared statement.
 type writeStmts struct {
 	putCheckpoint, putThread, hasCheckpoint, putWrite *sql.Stmt
+	prunePick, pruneWrites, pruneCheckpoint           *sql.Stmt
 }
 
 func prepareWrites(w *sql.DB) (*writeStmts, error) {
@@ -267,6 +274,7 @@ func prepareWrites(w *sql.DB) (*writeStmts, error) {
 	}{
 		{&ws.putCheckpoint, sqlPutCheckpoint}, {&ws.putThread, sqlPutThread},
 		{&ws.hasCheckpoint, sqlHasCheckpoint}, {&ws.putWrite, sqlPutWrite},
+		{&ws.prunePick, sqlPrunePick}, {&ws.pruneWrites, sqlPruneWrites}, {&ws.pruneCheckpoint, sqlPruneCheckpoint},
 	} {
 		st, err := w.Prepare(p.sql)
 		if err != nil {
@@ -280,7 +288,7 @@ func prepareWrites(w *sql.DB) (*writeStmts, error) {
 
 func (ws *writeStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{ws.putCheckpoint, ws.putThread, ws.hasCheckpoint, ws.putWrite} {
+	for _, st := range []*sql.Stmt{ws.putCheckpoint, ws.putThread, ws.hasCheckpoint, ws.putWrite, ws.prunePick, ws.pruneWrites, ws.pruneCheckpoint} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

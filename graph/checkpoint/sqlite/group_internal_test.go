@@ -152,6 +152,9 @@ func TestGroupCommitGroupsQueuedWrites(t *testing.T) {
 	if got := gt.commitSizes(); !slices.Equal(got, []int{1, 9}) {
 		t.Errorf("commit sizes %v, want [1 9]: the first write alone, the nine queued behind it together", got)
 	}
+	if st := gt.s.Stats(); st != (Stats{Commits: 2, Writes: 10}) {
+		t.Errorf("Stats %+v, want 2 commits holding 10 writes", st)
+	}
 	for _, cp := range cps {
 		if tu, err := gt.s.Get(ctx, cp.ThreadID, uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {
 			t.Errorf("%s after the group commit: %v, %v", cp.ThreadID, tu.Checkpoint.ID, err)

@@ -86,6 +86,7 @@ func (s *Store) AppendRecords(ctx context.Context, recs ...checkpoint.Record) ([
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("sqlite: commit records: %w", err)
 	}
+	s.commits.Add(1)
 	return out, nil
 }
 

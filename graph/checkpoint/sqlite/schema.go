@@ -56,6 +56,11 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX threads_by_latest ON threads (latest_id)`,
 	},
+	// 2: a state may be stored compressed (state_deflate = 1: raw DEFLATE,
+	// RFC 1951, of the state's bytes); rows written before are not.
+	{
+		`ALTER TABLE checkpoints ADD COLUMN state_deflate INTEGER NOT NULL DEFAULT 0`,
+	},
 }
 
 // migrate brings the database to the latest schema version in one IMMEDIATE

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -29,7 +30,23 @@ type Store struct {
 	maxBatch int
 	group    group       // Puts and PutWrites waiting for a commit
 	stmts    *writeStmts // their statements, prepared once
+
+	commits, writes atomic.Int64 // see Stats
 }
+
+// Stats counts what the store has committed since it was opened.
+type Stats struct {
+	// Commits counts the write transactions committed, each one fsync of
+	// the write-ahead log: group commits, DeleteThread, AppendRecords and
+	// prunes (migrations not included).
+	Commits int64
+	// Writes counts the Puts and PutWrites those commits held; Writes ÷
+	// Commits is the mean size of a group.
+	Writes int64
+}
+
+// Stats returns the store's commit counters.
+func (s *Store) Stats() Stats { return Stats{Commits: s.commits.Load(), Writes: s.writes.Load()} }
 
 var (
 	_ checkpoint.Store  = (*Store)(nil)
@@ -93,7 +110,7 @@ func (s *Store) Close() error {
 	return errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
 }
 
-const cpColumns = `thread_id, id, parent_id, run_id, step, state, next, not_before, metadata, created`
+const cpColumns = `thread_id, id, parent_id, run_id, step, state, next, not_before, metadata, created, state_deflate`
 
 // Put stores a checkpoint (replacing one with the same thread and id) and
 // updates the thread summary, durably: it returns once the transaction
@@ -113,16 +130,30 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
+	pruneOpts, prune := checkpoint.PruningFrom(ctx, cp)
+	state, deflated, release := cp.State, false, func() {}
+	if !checkpoint.Transient(ctx, cp) {
+		// Compressing costs tens of microseconds: spent only on what is
+		// kept, not on a step's checkpoint the run's end will prune.
+		state, deflated, release = deflateState(cp.State)
+	}
+	defer release()
 	return s.write(ctx, cp.ThreadID, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, s.stmts.putCheckpoint).ExecContext(ctx,
-			cp.ThreadID, cp.ID[:], idArg(cp.ParentID), idArg(cp.RunID), cp.Step, blobArg(cp.State),
-			next, timeArg(cp.NotBefore), md, timeArg(cp.Created))
+			cp.ThreadID, cp.ID[:], idArg(cp.ParentID), idArg(cp.RunID), cp.Step, blobArg(state),
+			next, timeArg(cp.NotBefore), md, timeArg(cp.Created), deflated)
 		if err != nil {
 			return fmt.Errorf("sqlite: put %s/%s: %w", cp.ThreadID, cp.ID, err)
 		}
 		_, err = tx.StmtContext(ctx, s.stmts.putThread).ExecContext(ctx, cp.ThreadID, cp.ID[:], md, timeArg(cp.Created))
 		if err != nil {
 			return fmt.Errorf("sqlite: update thread %s: %w", cp.ThreadID, err)
+		}
+		if prune {
+			// In the same transaction: the run's end and its pruning
+			// commit together, with one fsync.
+			var res checkpoint.PruneResult
+			return s.pruneThread(ctx, tx, cp.ThreadID, pruneOpts, &res)
 		}
 		return nil
 	})
@@ -336,6 +367,7 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: delete thread %s: %w", threadID, err)
 	}
+	s.commits.Add(1)
 	return nil
 }
 
@@ -348,10 +380,16 @@ func scanCheckpoint(sc scanner) (checkpoint.Checkpoint, error) {
 		state             []byte
 		next, md          []byte
 		notBefore, create *int64
+		deflated          bool
 		err               error
 	)
-	if err := sc.Scan(&cp.ThreadID, &id, &parent, &run, &cp.Step, &state, &next, &notBefore, &md, &create); err != nil {
+	if err := sc.Scan(&cp.ThreadID, &id, &parent, &run, &cp.Step, &state, &next, &notBefore, &md, &create, &deflated); err != nil {
 		return cp, err
+	}
+	if deflated {
+		if state, err = inflateState(state); err != nil {
+			return cp, err
+		}
 	}
 	if cp.ID, err = scanID(id); err != nil {
 		return cp, err

@@ -1,10 +1,11 @@
-// Package load drives a capgraph server from the client side, as chat
+// Conversations drives a capgraph server from the client side, as chat
 // frontends do: many concurrent conversations over the OpenAI Chat
-// Completions API, each sending its whole history every turn and reading
-// the streamed answer to its end. It counts what went wrong and how long
-// answers took. The soak command (../soak) uses it; a load generator can
-// too.
-package load
+// Completions API, each sending its whole history every turn (unlike
+// bench/loadgen, whose every question is a new conversation) and reading
+// the streamed answer to its end, counting what went wrong and how long
+// answers took.
+
+package main
 
 import (
 	"bufio"

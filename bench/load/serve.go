@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/capgraph/capgraph/config"
+	"github.com/capgraph/capgraph/demo/controlroom"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/llm/llmtest"
+	"github.com/capgraph/capgraph/server"
+	"github.com/capgraph/capgraph/wiring"
+)
+
+// The scripted model's replies, in the forms real models give them: the
+// plan after a reasoning block and a sentence, in a code fence.
+const (
+	taskReply   = `{"task": "What is the stored beam current in the storage ring?", "depends_on_chat_history": false, "intent": {"kind": "read", "changes": []}}`
+	selectReply = `{"capabilities": ["channel_finding", "channel_read"]}`
+	planReply   = "<think>The user asks for one value: find the channel, read it.</think>\nHere is the plan.\n```json\n" + `{"steps": [
+ {"context_key": "beam_channel", "capability": "channel_finding", "task_objective": "Find the storage ring beam current channel", "expected_output": "CHANNEL_ADDRESSES", "parameters": {"query": "storage ring beam current"}},
+ {"context_key": "beam_value", "capability": "channel_read", "task_objective": "Read the storage ring beam current", "expected_output": "CHANNEL_VALUES", "inputs": [{"CHANNEL_ADDRESSES": "beam_channel"}]},
+ {"context_key": "answer", "capability": "respond", "task_objective": "Answer with the beam current"}]}` + "\n```"
+)
+
+// tagged finds the tag a load client puts in its question ("[load 3-17]"),
+// which the task (and so every later prompt of the turn) repeats.
+var tagged = regexp.MustCompile(`\[load \d+-\d+\]`)
+
+// timedModel is the scripted model, timing each call and adding its time to
+// the turn named by the tag in its prompt: a turn's model time as the model
+// saw it, timer overshoot on a busy machine included.
+type timedModel struct {
+	m       *llmtest.Model
+	latency time.Duration
+	mu      sync.Mutex
+	turns   map[string]time.Duration
+	late    []time.Duration // how much later than latency each call returned
+}
+
+func (t *timedModel) For(role llm.Role) (llm.Model, bool) {
+	m, ok := t.m.For(role)
+	if !ok {
+		return nil, false
+	}
+	return timedCall{t, m}, true
+}
+
+type timedCall struct {
+	t *timedModel
+	m llm.Model
+}
+
+func (c timedCall) Generate(ctx context.Context, req llm.Request) (llm.Response, error) {
+	start := time.Now()
+	resp, err := c.m.Generate(ctx, req)
+	took := time.Since(start)
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	c.t.late = append(c.t.late, took-c.t.latency)
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if tag := tagged.FindString(req.Messages[i].Content); tag != "" {
+			c.t.turns[tag] += took
+			break
+		}
+	}
+	return resp, err
+}
+
+// scriptedModel answers the four roles of a turn after latency each (the
+// error node's role stays offline); the task repeats the question's tag.
+func scriptedModel(latency time.Duration) *timedModel {
+	reply := func(s string) func(llm.Request) llmtest.Reply {
+		return func(llm.Request) llmtest.Reply { return llmtest.Reply{Text: s, Delay: latency} }
+	}
+	task := func(req llm.Request) llmtest.Reply {
+		tag := ""
+		for _, m := range req.Messages {
+			if t := tagged.FindString(m.Content); t != "" {
+				tag = " " + t
+			}
+		}
+		return llmtest.Reply{Text: strings.Replace(taskReply, "ring?", "ring?"+tag, 1), Delay: latency}
+	}
+	m := llmtest.New().NoLog().
+		On(llmtest.RoleIs(llm.RoleTaskExtraction), task).
+		On(llmtest.RoleIs(llm.RoleClassifier), reply(selectReply)).
+		On(llmtest.RoleIs(llm.RoleOrchestrator), reply(planReply)).
+		On(llmtest.RoleIs(llm.RoleResponse), reply(Answer))
+	m.Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse)
+	return &timedModel{m: m, latency: latency, turns: map[string]time.Duration{}}
+}
+
+// runServer serves the control-room application as `capgraph serve` does,
+// over the scripted model, on a free loopback port it prints; then it
+// answers commands on stdin until stdin closes:
+//
+//	snapshot         after a garbage collection: rss, heap, threads, model calls, store bytes
+//	modeltime        each tagged turn's model time: "TAG NANOSECONDS" lines, the
+//	                 p50 and p99 lateness of the calls since the last time ("late P50 P99"), then "ok"
+//	heapprofile FILE write a heap profile (after a garbage collection)
+//	profile FILE     start a CPU profile
+//	profile stop     stop it
+func runServer(store, dir string, latency time.Duration, keep string) error {
+	yaml := fmt.Sprintf("server:\n  api_keys:\n    - name: load\n      key: %s\n  limits:\n    max_concurrent_runs: 100000\nlogging:\n  level: warn\ncheckpoints:\n  keep_intermediate: %s\n", apiKey, keep)
+	cfg, err := config.Parse([]byte(yaml), "load.yaml")
+	if err != nil {
+		return err
+	}
+	spec, dbPath := "memory", ""
+	if store == "sqlite" {
+		dbPath = filepath.Join(dir, "load.db")
+		spec = "sqlite:" + dbPath
+	} else if store != "memory" {
+		return fmt.Errorf("unknown store %q (want memory or sqlite)", store)
+	}
+	m := scriptedModel(latency)
+	app := controlroom.App()
+	rt, err := wiring.New(cfg, wiring.App{Name: app.Name, Capabilities: app.Capabilities}, wiring.Options{Store: spec, Models: m})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logger, err := rt.Logger(os.Stderr)
+	if err != nil {
+		return err
+	}
+	sc, err := rt.ServerConfig(ctx, logger)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(sc)
+	if err != nil {
+		return err
+	}
+	st, err := rt.Store(ctx)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	fmt.Println("listening", ln.Addr())
+
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		cmd := strings.Fields(in.Text())
+		switch {
+		case len(cmd) == 1 && cmd[0] == "snapshot":
+			s, err := snapshot(ctx, st, m, dbPath)
+			if err != nil {
+				fmt.Println("error:", err)
+				continue
+			}
+			fmt.Println(s)
+		case len(cmd) == 1 && cmd[0] == "modeltime":
+			m.mu.Lock()
+			for tag, d := range m.turns {
+				fmt.Printf("%s %d\n", strings.Trim(tag, "[]"), d.Nanoseconds())
+			}
+			late := slices.Sorted(slices.Values(m.late))
+			m.late = m.late[:0]
+			m.mu.Unlock()
+			if n := len(late); n > 0 {
+				fmt.Printf("late %d %d\n", late[n/2].Nanoseconds(), late[min(n-1, n*99/100)].Nanoseconds())
+			}
+			fmt.Println("ok")
+		case len(cmd) == 2 && cmd[0] == "heapprofile":
+			runtime.GC()
+			f, err := os.Create(cmd[1])
+			if err == nil {
+				err = pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Println("error:", err)
+				continue
+			}
+			fmt.Println("ok")
+		case len(cmd) == 2 && cmd[0] == "profile" && cmd[1] == "stop":
+			pprof.StopCPUProfile()
+			fmt.Println("ok")
+		case len(cmd) == 2 && cmd[0] == "profile":
+			f, err := os.Create(cmd[1])
+			if err == nil {
+				err = pprof.StartCPUProfile(f)
+			}
+			if err != nil {
+				fmt.Println("error:", err)
+				continue
+			}
+			fmt.Println("ok")
+		default:
+			fmt.Println("error: unknown command", strconv.Quote(in.Text()))
+		}
+	}
+	cancel()
+	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// snapshot collects garbage, gives freed memory back and reports the
+// process's resident memory, the live heap, the store's threads, the model
+// calls so far and, on SQLite, the bytes the database holds (its pages
+// less the free ones) and its files on disk.
+func snapshot(ctx context.Context, st checkpoint.Store, m *timedModel, dbPath string) (string, error) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	rss, err := residentBytes()
+	if err != nil {
+		return "", err
+	}
+	threads, err := st.Threads(ctx, checkpoint.ThreadFilter{})
+	if err != nil {
+		return "", err
+	}
+	var storeBytes, fileBytes int64
+	if dbPath != "" {
+		if storeBytes, err = usedBytes(ctx, dbPath); err != nil {
+			return "", err
+		}
+		for _, p := range []string{dbPath, dbPath + "-wal"} {
+			if fi, err := os.Stat(p); err == nil {
+				fileBytes += fi.Size()
+			}
+		}
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return "", err
+	}
+	cpu := ru.Utime.Nano() + ru.Stime.Nano()
+	return fmt.Sprintf("rss=%d heap=%d threads=%d calls=%d store_bytes=%d file_bytes=%d cpu=%d",
+		rss, ms.HeapAlloc, len(threads), m.m.Count(), storeBytes, fileBytes, cpu), nil
+}
+
+// residentBytes reads VmRSS from /proc/self/status.
+func residentBytes() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc/self/status")
+}
+
+// usedBytes is what an SQLite database holds: its pages, the write-ahead
+// log's included, less the free ones (which later writes reuse).
+func usedBytes(ctx context.Context, path string) (int64, error) {
+	db, err := sql.Open("sqlite", path+"?_pragma=query_only(1)")
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var pages, free, size int64
+	for _, q := range []struct {
+		pragma string
+		dst    *int64
+	}{{"page_count", &pages}, {"freelist_count", &free}, {"page_size", &size}} {
+		if err := db.QueryRowContext(ctx, "PRAGMA "+q.pragma).Scan(q.dst); err != nil {
+			return 0, fmt.Errorf("PRAGMA %s: %w", q.pragma, err)
+		}
+	}
+	return (pages - free) * size, nil
+}

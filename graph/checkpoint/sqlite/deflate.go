@@ -1,0 +1,71 @@
+package sqlite
+
+import (
+	"bytes"
+	"compress/flate"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// States are stored compressed when that saves space: a finished thread
+// keeps the state its last turn ended with, a few KiB of JSON, and a row of
+// more than half a page gets a page of its own, where compressed ones share
+// pages (docs/persistence.md, "What the store keeps"). DEFLATE at its
+// fastest level compresses a state of a few KiB to about a third in tens of
+// microseconds, on the caller's goroutine, before the write is queued; a
+// step's checkpoint that the run's end will prune (checkpoint.Transient) is
+// not compressed.
+
+// deflateMin is the smallest state worth compressing: below it a row shares
+// its page with others anyway.
+const deflateMin = 512
+
+var deflaters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, flate.BestSpeed)
+	return &deflater{w: w}
+}}
+
+type deflater struct {
+	buf bytes.Buffer
+	w   *flate.Writer
+}
+
+// deflateState returns what to store for state and whether it is
+// compressed: the compressed bytes when they are smaller by an eighth or
+// more, else state itself. The result is only valid until put is called.
+func deflateState(state []byte) (stored []byte, deflated bool, put func()) {
+	if len(state) < deflateMin {
+		return state, false, func() {}
+	}
+	d := deflaters.Get().(*deflater)
+	d.buf.Reset()
+	d.w.Reset(&d.buf)
+	if _, err := d.w.Write(state); err != nil || d.w.Close() != nil || d.buf.Len() > len(state)-len(state)/8 {
+		deflaters.Put(d)
+		return state, false, func() {}
+	}
+	return d.buf.Bytes(), true, func() {
+		if d.buf.Cap() <= 1<<20 {
+			deflaters.Put(d)
+		}
+	}
+}
+
+var inflaters sync.Pool
+
+// inflateState returns the state stored compressed as b.
+func inflateState(b []byte) ([]byte, error) {
+	r, _ := inflaters.Get().(io.ReadCloser)
+	if r == nil {
+		r = flate.NewReader(bytes.NewReader(b))
+	} else if err := r.(flate.Resetter).Reset(bytes.NewReader(b), nil); err != nil {
+		return nil, err
+	}
+	defer inflaters.Put(r)
+	out := bytes.NewBuffer(make([]byte, 0, 4*len(b)))
+	if _, err := io.Copy(out, r); err != nil {
+		return nil, fmt.Errorf("sqlite: corrupt compressed state: %w", err)
+	}
+	return out.Bytes(), nil
+}
