@@ -76,7 +76,9 @@ onUnauthorized((err) => {
   keyMessage.textContent = (keyEl.value ? "The server refused this API key" : "This server needs an API key") +
     ". Enter a valid key and press Use key." + (err.message && !/api key/i.test(err.message) ? " (" + err.message + ")" : "");
   keybar.classList.add("needed");
-  if (document.activeElement !== keyEl) keyEl.focus();
+  // Focus the key field, unless the user is typing somewhere else.
+  const a = document.activeElement;
+  if (!a || a === document.body || a.closest("#keybar, #top")) keyEl.focus();
 });
 
 function showWrites(info) {
@@ -233,6 +235,7 @@ function stopFollowing() {
 
 function clearChat() {
   chat.replaceChildren();
+  delete chat.dataset.loaded;
   app.pendingTitle = "";
 }
 
@@ -290,25 +293,60 @@ async function openThread(id) {
   }
   if (seq !== app.openSeq) return; // another conversation was opened meanwhile
   const st = ts.state;
-  if (!st || !st.turn || !st.turn.number) { showExamples(); return; }
+  if (!st || !st.turn || !st.turn.number) { showExamples(); chat.dataset.loaded = id; return; }
   const byTurn = new Map();
   for (const m of st.messages || []) {
     if (!byTurn.has(m.turn)) byTurn.set(m.turn, []);
     byTurn.get(m.turn).push(m);
   }
-  let latest = null;
+  let question = st.turn.input || "";
   for (const [n, ms] of [...byTurn.entries()].sort((a, b) => a[0] - b[0])) {
     const user = ms.find((m) => m.role === "user");
+    if (n === st.turn.number) { question = user ? user.content : question; continue; }
     const t = addTurn(user ? user.content : "");
-    if (n === st.turn.number) { latest = t; continue; }
     const answer = ms.filter((m) => m.role === "assistant").pop();
     if (answer) t.showMessage(answer);
     t.finished = true;
+    earlierArtifacts(id, n, t, seq);
   }
-  if (!latest) latest = addTurn(st.turn.input || "");
+  // The latest turn: from its runs' events when the server still has them
+  // (the timeline, each attempt's route), completed by the state (the
+  // context data, the approvals' decisions).
+  const { events, live } = await latestRuns(id, ts.status);
+  if (seq !== app.openSeq) return;
+  const latest = addTurn(question);
+  for (const ev of events) if (ev.type !== "token") latest.handle(ev);
+  if (live) {
+    chat.dataset.loaded = id;
+    scrollDown();
+    return followRun(id, latest, live.id, 0);
+  }
   latest.fromState(st, ts.status);
+  chat.dataset.loaded = id;
   scrollDown();
-  await replayLatest(id, latest, ts.status, seq);
+  if (ts.status === "running") pollRunning(id);
+}
+
+// earlierArtifacts shows an earlier turn's artifacts (charts, tables) once
+// the turn scrolls into view: GET …/artifacts?turn=N, kept with the turn's
+// checkpoints (a 404 when they were pruned, or a server without artifacts).
+const seen = window.IntersectionObserver ? new IntersectionObserver((entries) => {
+  for (const e of entries) {
+    if (!e.isIntersecting) continue;
+    seen.unobserve(e.target);
+    e.target.loadArtifacts?.();
+  }
+}, { rootMargin: "400px" }) : null;
+
+function earlierArtifacts(id, n, turn, seq) {
+  turn.root.loadArtifacts = async () => {
+    try {
+      const page = await api(threadPath(id, "artifacts") + "?turn=" + n);
+      if (seq !== app.openSeq) return;
+      for (const a of page.artifacts || []) turn.addArtifact(a);
+    } catch { /* none kept */ }
+  };
+  if (seen) seen.observe(turn.root); else turn.root.loadArtifacts();
 }
 
 // runsOf lists the thread's runs, newest first, when the server keeps them
@@ -323,18 +361,16 @@ async function runsOf(id, limit) {
   }
 }
 
-// replayLatest rebuilds the latest turn's timeline from its runs' events
-// (a turn and the resumes after its approvals), and follows a run that is
-// still going from where its events stand.
-async function replayLatest(id, turn, status, seq) {
-  const current = () => seq === app.openSeq;
-  let runs = await runsOf(id, 5);
+// latestRuns returns the events of the runs of the thread's latest turn
+// that have ended (the turn's first run and the resumes after its
+// approvals), oldest first, and the run still going, if any.
+async function latestRuns(id, status) {
+  let runs = await runsOf(id, 5).catch(() => []);
   if (runs === null) {
     // A server without the run list: this tab's own run, if any.
     const own = sessionStorage.getItem("capgraph-run:" + id);
     runs = own ? [{ id: own, finished: status !== "running" }] : [];
   }
-  if (!current()) return;
   const events = [];
   for (const r of runs) {
     if (!r.finished) continue;
@@ -345,24 +381,7 @@ async function replayLatest(id, turn, status, seq) {
     events.unshift(...evs);
     if (evs.some((e) => e.type === "task")) break; // the run that started the turn
   }
-  const live = runs.find((r) => !r.finished);
-  if (!current()) return;
-  if (events.length) {
-    const fresh = new Turn(app, turn.question);
-    app.turns.set(fresh.root, fresh);
-    for (const ev of events) if (ev.type !== "token") fresh.handle(ev);
-    if (!live) {
-      const ts = await api(threadPath(id, "state")).catch(() => null);
-      if (!current()) return;
-      if (ts && ts.state) fresh.fromState(ts.state, ts.status);
-    }
-    turn.root.replaceWith(fresh.root);
-    turn = fresh;
-  }
-  if (status === "running" || live) {
-    if (live) return followRun(id, turn, live.id, events.filter((e) => e.run_id === live.id).reduce((n, e) => Math.max(n, e.seq || 0), 0));
-    return pollRunning(id);
-  }
+  return { events, live: runs.find((r) => !r.finished) };
 }
 
 // pollRunning watches a thread whose run this page cannot follow (a server
@@ -506,6 +525,13 @@ stopBtn.addEventListener("click", async () => {
 
 // ---- the composer ----
 
+// The skip link focuses the question box without touching the URL (which
+// names the thread).
+document.querySelector(".skip").addEventListener("click", (e) => {
+  e.preventDefault();
+  q.focus();
+});
+
 function autosize() {
   q.style.height = "auto";
   q.style.height = Math.min(q.scrollHeight, 200) + "px";
@@ -525,6 +551,7 @@ $("#form").addEventListener("submit", (e) => {
 // ---- routing: the URL names the thread ----
 
 function route() {
+  if (location.hash && !location.hash.startsWith("#/")) return; // an anchor on the page, not a route
   const m = /^#\/t\/(.+)$/.exec(location.hash);
   const id = m ? decodeURIComponent(m[1]) : null;
   if (id && id === app.opening) { app.opening = null; return; } // the page named it itself

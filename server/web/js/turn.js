@@ -361,6 +361,7 @@ export class Turn {
         });
       }
     }
+    for (const r of results) for (const a of r.artifacts || []) this.addArtifact(a);
     if (st.messages) {
       const mine = st.messages.filter((m) => m.turn === turn.number);
       const q = mine.find((m) => m.role === "user");
