@@ -145,4 +145,3 @@ func splitChunks(s string, n int) []string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
-

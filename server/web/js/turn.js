@@ -20,7 +20,8 @@ const nextID = (p) => p + "-" + (++uid);
 export function duration(ms) {
   if (ms === null || ms === undefined || isNaN(ms)) return "";
   if (ms < 1) return "<1 ms";
-  if (ms < 1000) return Math.round(ms) + " ms";
+  if (ms < 100) return Math.round(ms) + " ms";
+  if (ms < 1000) return Math.round(ms / 10) * 10 + " ms";
   if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 1 : 0) + " s";
   const m = Math.floor(ms / 60000), s = Math.round((ms % 60000) / 1000);
   return m + " min" + (s ? " " + s + " s" : "");
