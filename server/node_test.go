@@ -120,7 +120,8 @@ func TestWebPage(t *testing.T) {
 	}
 	t.Logf("%s", out)
 	// What the browser did reached the machine exactly as the page showed:
-	// the approved write once, the stopped scan canceled.
+	// the approved write once (not the rejected or the expired one), the
+	// stopped scan canceled.
 	if w := env.plant.written(); len(w) != 1 || w[0] != 105 {
 		t.Errorf("written %v, want the approved 105 A once", w)
 	}

@@ -242,6 +242,35 @@ test("reload during a pending approval, approve, readback shown", run("approval"
   await shot(page, "approved");
 }));
 
+test("an approval ends Rejected, or Expired when nobody answered in time", run("approval-ends", async () => {
+  await newChat(page);
+  await ask(page, "Set the Q1 current to 99 A");
+  const card = page.locator("[data-approval-id]").last();
+  await card.waitFor();
+  await card.locator("button.reject").click();
+  await page.locator('[data-approval-id][data-state="rejected"]', { hasText: "Rejected by alice at" }).waitFor();
+  const turn = await answered(page, "to 99 A");
+  assert.equal(await turn.locator(".assistant").getAttribute("data-kind"), "rejected");
+  assert.match(await turn.locator(".assistant").innerText(), /Nothing was done/);
+  // A pending approval seen after its expiry has no buttons and says so.
+  await newChat(page);
+  await ask(page, "Set the Q1 current to 98 A");
+  await page.locator('[data-approval-id][data-state="pending"]').waitFor();
+  const id = await currentThread(page);
+  const later = await browser.newContext();
+  const p2 = await later.newPage();
+  watch(p2);
+  await p2.clock.setSystemTime(Date.now() + 2 * 3600 * 1000);
+  await withKey(p2);
+  await open(p2, id);
+  const expired = p2.locator('[data-approval-id][data-state="expired"]');
+  await expired.waitFor();
+  assert.match(await expired.innerText(), /Expired/);
+  assert.equal(await expired.locator("button.approve").isVisible(), false);
+  await shot(p2, "expired");
+  await later.close();
+}));
+
 test("stop cancels a slow run", run("stop", async () => {
   await newChat(page);
   await ask(page, "Run a slow orbit scan");

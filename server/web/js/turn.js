@@ -181,6 +181,13 @@ export class Turn {
     this.nodes.push(row);
     this.open.set(node, row);
     this.renderTimeline();
+    // A node that runs long grows on the timeline while it runs.
+    if (!this.ticker) {
+      this.ticker = setInterval(() => {
+        if (this.finished || !this.root.isConnected) { clearInterval(this.ticker); this.ticker = 0; return; }
+        if (this.open.size) this.renderTimeline();
+      }, 1000);
+    }
   }
 
   nodeEnd(node, t, dur, error) {
