@@ -98,6 +98,11 @@ type Config struct {
 	ErrorExplanationTimeout time.Duration
 	// MaxConcurrency caps steps running at once. Default 8.
 	MaxConcurrency int
+	// MaxArtifactBytes caps one artifact a step returns, JSON encoded
+	// (capabilities.Output.Artifacts). A larger one is replaced by a note
+	// saying it was left out and why; the step still succeeds. Default
+	// DefaultMaxArtifactBytes (1 MiB).
+	MaxArtifactBytes int
 	// ApprovalExpiry is how long a human can answer an approval.
 	// Default DefaultApprovalExpiry (1 h); negative: approvals never expire.
 	ApprovalExpiry time.Duration
@@ -237,6 +242,9 @@ func (c *Config) validate() error {
 	if c.ErrorNodeGrace < 0 || c.MaxConcurrency < 0 {
 		bad("ErrorNodeGrace/MaxConcurrency", "must not be negative")
 	}
+	if c.MaxArtifactBytes < 0 {
+		bad("MaxArtifactBytes", "must not be negative")
+	}
 	if c.ErrorExplanationTimeout < 0 {
 		bad("ErrorExplanationTimeout", "must not be negative")
 	}
@@ -260,6 +268,9 @@ func (c *Config) defaults() {
 	}
 	if c.ErrorNodeGrace == 0 {
 		c.ErrorNodeGrace = DefaultErrorNodeGrace
+	}
+	if c.MaxArtifactBytes == 0 {
+		c.MaxArtifactBytes = DefaultMaxArtifactBytes
 	}
 	if c.ApprovalExpiry == 0 {
 		c.ApprovalExpiry = DefaultApprovalExpiry

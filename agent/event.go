@@ -3,6 +3,7 @@ package agent
 import (
 	"time"
 
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -36,6 +37,12 @@ const (
 	// it to clients.
 	EventAudit EventType = "audit"
 )
+
+// EventArtifact: a renderable result of a plan step (Artifact; Step,
+// Capability, Attempt), one event per artifact, right after the step's
+// successful step_end. An id seen before replaces that artifact (a step run
+// again after a crash).
+const EventArtifact EventType = "artifact"
 
 // RunStatus is how a turn ended.
 type RunStatus string
@@ -108,4 +115,6 @@ type Event struct {
 	Duration     time.Duration   `json:"duration,omitempty"`
 	Err          string          `json:"error,omitempty"`
 	Audit        *AuditRecord    `json:"audit,omitempty"`
+	// Artifact is the artifact of an EventArtifact.
+	Artifact *capabilities.Artifact `json:"artifact,omitempty"`
 }

@@ -89,6 +89,7 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 		var (
 			out     capabilities.Output
 			entries []capabilities.ContextEntry
+			arts    []capabilities.Artifact
 		)
 		var action capabilities.Action
 		if sideEffects && err == nil {
@@ -118,6 +119,9 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			if err == nil {
 				entries, err = contextEntries(out, ps, name, s.Turn.Number, now)
 			}
+			if err == nil {
+				arts, err = a.stepArtifacts(out, name, s.Turn.Number, plan.Number, idx)
+			}
 		}
 		end := a.cfg.Now()
 		if sideEffects && action.Capability != "" {
@@ -128,10 +132,13 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			ps2.Status, ps2.Attempts, ps2.FirstAttemptAt, ps2.NotBefore, ps2.Error = state.StepDone, attempt, firstAt, time.Time{}, nil
 			ps2.Recovered = ps.Recovered || attempt > 1
 			emit(ctx, Event{Type: EventStepEnd, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Duration: end.Sub(now), Attempt: attempt})
+			for i := range arts {
+				emit(ctx, Event{Type: EventArtifact, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Attempt: attempt, Artifact: &arts[i]})
+			}
 			return state.Update{Context: entries, NodeSteps: 1, Step: &state.StepUpdate{
 				Plan: plan.Number, Index: idx, Step: ps2, ClearError: true,
 				Result: &state.StepResult{StepIndex: idx, Capability: name, TaskObjective: ps.TaskObjective, Success: true,
-					Attempt: attempt, Duration: end.Sub(now), At: end, Plan: plan.Number},
+					Attempt: attempt, Duration: end.Sub(now), At: end, Plan: plan.Number, Artifacts: arts},
 			}}, nil
 		}
 		if _, ok := graph.IsInterrupt(err); ok {

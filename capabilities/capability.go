@@ -157,6 +157,11 @@ type Output struct {
 	// Values are stored in the context store. A value whose Key is empty is
 	// stored under the step's context key.
 	Values []ContextValue
+	// Artifacts are renderable results beside the values: a time series,
+	// a table, a figure, a link (artifact.go). The agent validates them
+	// (an invalid one fails the step, CRITICAL), keeps them with the
+	// step's result and sends each to the frontends.
+	Artifacts []Artifact
 }
 
 // ContextValue is one output value of a step.

@@ -2,6 +2,7 @@ package capabilities_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -102,4 +103,37 @@ func ExampleDefaultClassify() {
 	// retriable timeout 0s
 	// critical writes_disabled 0s
 	// critical unknown 0s
+}
+
+// A capability returns artifacts beside its context data: here the
+// archived history of two channels as a time series, and their last values
+// as a table. The agent checks them (Validate), gives them ids and sends
+// them to every frontend.
+func ExampleOutput_With() {
+	start := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	cav1 := capabilities.Series{Name: "SR:RF:CAV1:VOLT", Units: "kV"}
+	cav2 := capabilities.Series{Name: "SR:RF:CAV2:VOLT", Units: "kV"}
+	for i, v := range []float64{601.8, 601.6, 601.4} {
+		cav1.Add(start.Add(time.Duration(i)*time.Minute), v)
+		cav2.Add(start.Add(time.Duration(i)*time.Minute), v-1)
+	}
+	out := capabilities.Result("ARCHIVER_DATA", map[string]int{"samples": 3}, "3 samples of 2 channels").With(
+		capabilities.NewTimeSeries("RF cavity voltage, last 3 minutes", cav1, cav2),
+		capabilities.NewTable("Last values",
+			[]capabilities.Column{{Name: "channel"}, {Name: "last", Units: "kV"}},
+			[]any{cav1.Name, 601.4}, []any{cav2.Name, 600.4}),
+	)
+	for _, a := range out.Artifacts {
+		fmt.Println(a.Kind, a.Title, a.Validate())
+	}
+	b, _ := json.Marshal(out.Artifacts[0].TimeSeries.Series[0])
+	fmt.Println(string(b))
+	// A mistake is named:
+	bad := capabilities.NewTimeSeries("", capabilities.Series{Name: "SR:X", TimesMs: []int64{1, 2}, Values: []float64{4.8}})
+	fmt.Println(bad.Validate())
+	// Output:
+	// timeseries RF cavity voltage, last 3 minutes <nil>
+	// table Last values <nil>
+	// {"name":"SR:RF:CAV1:VOLT","units":"kV","times_ms":[1795255200000,1795255260000,1795255320000],"values":[601.8,601.6,601.4]}
+	// invalid artifact: timeseries series "SR:X" has 2 times and 1 values
 }

@@ -130,6 +130,9 @@ func (ch *chat) turn(ctx context.Context, events iter.Seq2[agent.Event, error]) 
 		if out.Message != nil {
 			ch.out("%s\n", strings.TrimRight(out.Message.Content, "\n"))
 		}
+		if text := ch.c.artifactText(out.Artifacts); text != "" {
+			ch.out("\n%s", text)
+		}
 		if out.Status != agent.RunInterrupted || out.Approval == nil {
 			return nil
 		}

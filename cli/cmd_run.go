@@ -61,6 +61,9 @@ func printOutcome(c *cmdEnv, out Outcome) {
 	if out.Message != nil {
 		fmt.Fprintln(c.env.Stdout, strings.TrimRight(out.Message.Content, "\n"))
 	}
+	if text := c.artifactText(out.Artifacts); text != "" {
+		fmt.Fprint(c.env.Stdout, "\n"+text)
+	}
 	if out.Status == agent.RunInterrupted && out.Message == nil && out.Approval != nil {
 		fmt.Fprintf(c.env.Stdout, "Approval needed: %s\n", out.Approval.Summary)
 	}

@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -17,6 +18,8 @@ type Outcome struct {
 	Approval *state.Approval
 	Status   agent.RunStatus
 	Retries  int
+	// Artifacts are the renderable results the turn's steps returned.
+	Artifacts []capabilities.Artifact
 }
 
 // consume drains a turn's events into p and returns its outcome. A
@@ -36,6 +39,8 @@ func consume(events iter.Seq2[agent.Event, error], p progress) (Outcome, error) 
 			out.Approval = e.Approval
 		case agent.EventRetry:
 			out.Retries++
+		case agent.EventArtifact:
+			out.Artifacts = keepArtifact(out.Artifacts, e.Artifact)
 		case agent.EventDone:
 			out.Status = e.Status
 			if e.Err != "" && e.Status != agent.RunAnswered && e.Status != agent.RunInterrupted {

@@ -130,6 +130,10 @@ type Limits struct {
 	// that grace (default: the error node's, 30s); past it, the
 	// deterministic explanation is used.
 	ErrorExplanationTimeout Duration `yaml:"error_explanation_timeout"`
+	// MaxArtifactBytes caps one artifact a step returns, JSON encoded
+	// (default: the agent's, 1 MiB); a larger one is left out with a note
+	// saying so, and the step still succeeds.
+	MaxArtifactBytes int `yaml:"max_artifact_bytes"`
 }
 
 // Retry holds the global default retry policy and per-capability policies.
@@ -210,6 +214,17 @@ type Server struct {
 	// FrameAncestors are the origins that may embed the built-in page in a
 	// frame; empty: none (frame-ancestors 'none').
 	FrameAncestors []string `yaml:"frame_ancestors"`
+	// PublicURL is the address browsers reach the server at
+	// (https://capgraph.example.org); the artifact images of chat answers
+	// link there. Empty: the address each request came to.
+	PublicURL string `yaml:"public_url"`
+	// ArtifactSecret signs the artifact image URLs of chat answers (at
+	// least 16 characters, the same on every replica; use
+	// ${CAPGRAPH_ARTIFACT_SECRET}). Empty: derived from the API keys.
+	ArtifactSecret string `yaml:"artifact_secret"`
+	// ArtifactURLTTL is how long such a URL works (default: the server's,
+	// 7 days).
+	ArtifactURLTTL Duration `yaml:"artifact_url_ttl"`
 }
 
 // APIKey is one accepted bearer key. Exactly one of Key and KeySHA256 is set.

@@ -289,6 +289,7 @@ func (d *decoder) validateLimits(l Limits) {
 	atLeast("max_tokens_per_turn", l.MaxTokensPerTurn, 0)
 	atLeast("max_concurrent_classifications", l.MaxConcurrentClassifications, 1)
 	atLeast("step_concurrency", l.StepConcurrency, 1)
+	atLeast("max_artifact_bytes", l.MaxArtifactBytes, 1)
 	if d.set("limits.max_execution_time") && l.MaxExecutionTime == 0 {
 		d.bad("limits.max_execution_time", "must be longer than 0 (a turn needs time to run)")
 	}
@@ -374,6 +375,14 @@ func (d *decoder) validateServer(s Server) {
 		if o != "*" && !isOrigin(o) {
 			d.bad(fmt.Sprintf("server.cors_origins[%d]", i), "%q is not an origin: want scheme://host[:port] (e.g. https://portal.example.org) or \"*\"", o)
 		}
+	}
+	if d.set("server.public_url") {
+		if u, err := url.Parse(s.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			d.bad("server.public_url", "%q is not an absolute http(s) address without query (e.g. https://capgraph.example.org)", s.PublicURL)
+		}
+	}
+	if s.ArtifactSecret != "" && len(s.ArtifactSecret) < 16 {
+		d.bad("server.artifact_secret", "must be at least 16 characters (random), got %d", len(s.ArtifactSecret))
 	}
 	for i, o := range s.FrameAncestors {
 		if !isOrigin(o) {

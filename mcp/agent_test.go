@@ -52,6 +52,7 @@ type turn struct {
 	approval *state.Approval
 	status   agent.RunStatus
 	retries  []agent.RetryInfo
+	arts     []capabilities.Artifact
 	err      error
 }
 
@@ -70,6 +71,8 @@ func run(t *testing.T, events func(func(agent.Event, error) bool)) turn {
 			out.approval = ev.Approval
 		case agent.EventRetry:
 			out.retries = append(out.retries, *ev.Retry)
+		case agent.EventArtifact:
+			out.arts = append(out.arts, *ev.Artifact)
 		case agent.EventDone:
 			out.status = ev.Status
 		}
@@ -122,6 +125,40 @@ func TestTurnAnswersFromATool(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+const imagePlan = `{"steps": [
+  {"context_key": "logo", "capability": "everything_get_tiny_image", "task_objective": "Get the tiny image", "expected_output": "EVERYTHING_GET_TINY_IMAGE_RESULT", "parameters": {}, "inputs": []},
+  {"context_key": "answer", "capability": "respond", "task_objective": "Show the image", "parameters": {}, "inputs": [{"EVERYTHING_GET_TINY_IMAGE_RESULT": "logo"}]}
+]}`
+
+// A tool's image becomes a figure artifact of its step, sent as an event
+// and kept in the turn's state; the context store keeps only its size.
+func TestToolImageBecomesAFigureArtifact(t *testing.T) {
+	set := everythingSet(t, mcp.TransportStdio)
+	m := llmtest.New().Only(llm.RoleOrchestrator).Script(llm.RoleOrchestrator, modelReply(imagePlan))
+	a := newAgent(t, set, m, state.Options{})
+	tr := run(t, a.Run(context.Background(), agent.TurnRequest{Thread: "img", Input: "Show me the tiny image"}))
+	if tr.err != nil || tr.status != agent.RunAnswered {
+		t.Fatalf("%+v", tr)
+	}
+	if len(tr.arts) != 1 || tr.arts[0].Kind != capabilities.ArtifactFigure || tr.arts[0].ID != "t1.p1.s0.0" ||
+		tr.arts[0].Capability != "everything_get_tiny_image" || tr.arts[0].Figure.MediaType != "image/png" || len(tr.arts[0].Figure.Data) == 0 {
+		t.Fatalf("artifacts %+v", tr.arts)
+	}
+	arts, _, err := a.Artifacts(context.Background(), "img", 0)
+	if err != nil || len(arts) != 1 || string(arts[0].Figure.Data) != string(tr.arts[0].Figure.Data) {
+		t.Fatalf("stored artifacts %d, %v", len(arts), err)
+	}
+	st, _, err := a.State(context.Background(), "img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range st.Context.Entries() {
+		if e.Capability == "everything_get_tiny_image" && (strings.Contains(string(e.Value), `"data"`) || !strings.Contains(string(e.Value), `"figure":true`)) {
+			t.Fatalf("the context keeps the image's data: %s", e.Value)
+		}
 	}
 }
 

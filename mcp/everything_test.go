@@ -62,14 +62,21 @@ func tool(t *testing.T, set *Set, name string) *Tool {
 
 func call(t *testing.T, tl *Tool, params map[string]any) (ToolResult, error) {
 	t.Helper()
+	r, _, err := callOutput(t, tl, params)
+	return r, err
+}
+
+// callOutput is call with the step's artifacts.
+func callOutput(t *testing.T, tl *Tool, params map[string]any) (ToolResult, []capabilities.Artifact, error) {
+	t.Helper()
 	out, err := tl.Execute(context.Background(), capabilities.Step{PlannedStep: capabilities.PlannedStep{ContextKey: "r", Capability: tl.Name(), Parameters: params}})
 	if err != nil {
-		return ToolResult{}, err
+		return ToolResult{}, nil, err
 	}
 	if len(out.Values) != 1 || out.Values[0].Type != tl.ContextType() {
 		t.Fatalf("output %+v", out)
 	}
-	return out.Values[0].Value.(ToolResult), nil
+	return out.Values[0].Value.(ToolResult), out.Artifacts, nil
 }
 
 // classification returns the classification the agent would make of err.
@@ -140,20 +147,27 @@ func TestEverythingResults(t *testing.T) {
 	if st, ok := r.Structured.(map[string]any); !ok || st["conditions"] != "Light rain / drizzle" || st["temperature"] != 36.0 {
 		t.Fatalf("structured %#v", r.Structured)
 	}
-	r, err = call(t, tool(t, set, "everything_get_tiny_image"), nil)
+	// The image becomes a figure artifact; the context data keeps its
+	// type and size (later turns carry the context store).
+	r, figs, err := callOutput(t, tool(t, set, "everything_get_tiny_image"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Images) != 1 || r.Images[0].MediaType != "image/png" || r.Images[0].Bytes == 0 || string(r.Images[0].Data[1:4]) != "PNG" {
+	if len(r.Images) != 1 || r.Images[0].MediaType != "image/png" || r.Images[0].Bytes == 0 || !r.Images[0].Figure || r.Images[0].Data != nil {
 		t.Fatalf("images %+v", r.Images)
 	}
-	if s := r.Summary(); !strings.Contains(s, "The image above is the MCP logo.") || !strings.Contains(s, "returned an image (image/png") {
+	if len(figs) != 1 || figs[0].Kind != capabilities.ArtifactFigure || figs[0].Figure.MediaType != "image/png" ||
+		len(figs[0].Figure.Data) != r.Images[0].Bytes || string(figs[0].Figure.Data[1:4]) != "PNG" || figs[0].Validate() != nil {
+		t.Fatalf("figure artifacts %+v", figs)
+	}
+	if s := r.Summary(); !strings.Contains(s, "The image above is the MCP logo.") || !strings.Contains(s, "returned an image (image/png") ||
+		!strings.Contains(s, "shown to the user as a figure") {
 		t.Fatalf("summary %q", s)
 	}
 	// The stored value survives the context store's JSON.
 	b, _ := json.Marshal(r)
 	var back ToolResult
-	if err := json.Unmarshal(b, &back); err != nil || string(back.Images[0].Data) != string(r.Images[0].Data) {
+	if err := json.Unmarshal(b, &back); err != nil || !back.Images[0].Figure || back.Images[0].Bytes != r.Images[0].Bytes {
 		t.Fatalf("round trip: %v", err)
 	}
 	// An embedded resource (gzip of a data: URL, no network).

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capgraph/capgraph/capabilities"
 )
 
 // Size limits of a stored result: the context store is checkpointed with
@@ -25,12 +27,11 @@ type ToolResult struct {
 	Text string `json:"text,omitempty"`
 	// Structured is the tool's structured content, as JSON values.
 	Structured any `json:"structured,omitempty"`
-	// Images are the images the tool returned, with their media type.
-	//
-	// Hook for artifacts: they are kept here, in the context store, and
-	// only mentioned in the summary. Rendering them (the web page, /v1
-	// answers, the terminal) is the artifact work, which reads them from
-	// here; nothing else needs to change in this package.
+	// Images are the images the tool returned, with their media type. An
+	// image every frontend can show becomes a figure artifact of the step
+	// (Artifacts): its Data moves there (Figure set), so the context store,
+	// which later turns carry, keeps only its type and size. Others (an
+	// unknown type, bytes that are not what the type says) stay here.
 	Images []Media `json:"images,omitempty"`
 	// Audio is audio the tool returned.
 	Audio []Media `json:"audio,omitempty"`
@@ -47,6 +48,9 @@ type Media struct {
 	// size limit (Bytes still says how big it was).
 	Data  []byte `json:"data,omitempty"`
 	Bytes int    `json:"bytes"`
+	// Figure is set when the image became a figure artifact of the step,
+	// which holds its data.
+	Figure bool `json:"figure,omitempty"`
 }
 
 // Resource is an embedded resource or a link to one.
@@ -109,6 +113,30 @@ func newResult(server, tool string, res *sdk.CallToolResult) ToolResult {
 	return r
 }
 
+// figures moves the images every frontend can show into figure artifacts
+// (capabilities.NewFigure: a known image type whose bytes match it) and
+// returns them.
+func (r *ToolResult) figures() []capabilities.Artifact {
+	var out []capabilities.Artifact
+	for i := range r.Images {
+		m := &r.Images[i]
+		if len(m.Data) == 0 {
+			continue
+		}
+		title := fmt.Sprintf("%s: %s", r.Server, r.Tool)
+		if len(r.Images) > 1 {
+			title += fmt.Sprintf(" (image %d)", i+1)
+		}
+		a := capabilities.NewFigure(title, m.MediaType, m.Data, fmt.Sprintf("an image the tool %s of the MCP server %s returned", r.Tool, r.Server))
+		if a.Validate() != nil {
+			continue
+		}
+		out = append(out, a)
+		m.Data, m.Figure = nil, true
+	}
+	return out
+}
+
 func (r *ToolResult) media(mediaType string, data []byte) Media {
 	m := Media{MediaType: mediaType, Data: data, Bytes: len(data)}
 	if len(data) > maxMediaBytes {
@@ -130,6 +158,10 @@ func (r ToolResult) Summary() string {
 		parts = append(parts, trimText(string(b), maxSummaryText))
 	}
 	for _, m := range r.Images {
+		if m.Figure {
+			parts = append(parts, fmt.Sprintf("[The tool returned an image (%s, %s); it is shown to the user as a figure.]", m.MediaType, size(m.Bytes)))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("[The tool returned an image (%s, %s); it is kept with the result.]", m.MediaType, size(m.Bytes)))
 	}
 	for _, m := range r.Audio {

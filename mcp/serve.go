@@ -42,6 +42,9 @@ type Answer struct {
 	Status string
 	// Approval is the approval the thread now waits for, if any.
 	Approval *PendingApproval
+	// Images are the turn's pictures (its time series plotted, its image
+	// figures), sent as image content after the text.
+	Images []Media
 }
 
 // PendingApproval is what a human must approve before the turn goes on.
@@ -134,7 +137,11 @@ func NewHandler(a Asker, cfg HandlerConfig) http.Handler {
 				text = strings.TrimSpace(text + "\n\n" + fmt.Sprintf("APPROVAL NEEDED: %s\nTo answer, call ask with thread_id %q and the question \"yes\" to proceed or \"no\" to cancel.",
 					ans.Approval.Summary, ans.Thread))
 			}
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, out, nil
+			content := []sdk.Content{&sdk.TextContent{Text: text}}
+			for _, img := range ans.Images {
+				content = append(content, &sdk.ImageContent{MIMEType: img.MediaType, Data: img.Data})
+			}
+			return &sdk.CallToolResult{Content: content}, out, nil
 		})
 	sdk.AddTool(srv, &sdk.Tool{Name: ToolListThreads, Title: "List conversations", Description: "List your conversation threads with the " + name + " agent, newest first.",
 		Annotations: &sdk.ToolAnnotations{Title: "List conversations", ReadOnlyHint: true, OpenWorldHint: &closedWorld}},

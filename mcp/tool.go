@@ -239,7 +239,8 @@ func (t *Tool) Execute(ctx context.Context, step capabilities.Step) (capabilitie
 	if res.IsError {
 		return capabilities.Output{}, t.toolError(r)
 	}
-	return capabilities.Output{Values: []capabilities.ContextValue{{Type: t.contextType, Value: r, Summary: r.Summary()}}}, nil
+	figs := r.figures()
+	return capabilities.Output{Values: []capabilities.ContextValue{{Type: t.contextType, Value: r, Summary: r.Summary()}}, Artifacts: figs}, nil
 }
 
 // retrySafe reports whether a call whose outcome is unknown may be made

@@ -333,6 +333,11 @@ func (m *aguiMapper) event(ev agent.Event) {
 		}
 		m.emit(aguiEvent{Type: "TOOL_CALL_RESULT", MessageID: id + "-result", ToolCallID: id, Content: content, Role: "tool"})
 		m.setStatus(ev.Step, st)
+	case agent.EventArtifact:
+		if ev.Artifact != nil {
+			// The artifact as it is (docs/frontends.md, "Artifacts").
+			m.emit(aguiEvent{Type: "CUSTOM", Name: "artifact", Value: ev.Artifact})
+		}
 	case agent.EventRetry:
 		if ev.Retry != nil {
 			m.emit(aguiEvent{Type: "CUSTOM", Name: "retry", Value: ev.Retry})

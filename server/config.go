@@ -169,6 +169,18 @@ type Config struct {
 	// Examples are demo questions the web page offers on an empty chat
 	// (served by GET /api/info).
 	Examples []string
+	// PublicURL is the address browsers reach this server at
+	// ("https://capgraph.example.org"); artifact images in chat answers
+	// link there. Empty: the request's own scheme and Host.
+	PublicURL string
+	// ArtifactSecret signs the artifact image URLs of chat answers (at
+	// least 16 bytes; the same on every replica). Empty: a key derived
+	// from the API keys' digests, so URLs survive restarts but anyone who
+	// can read the digests could sign one.
+	ArtifactSecret []byte
+	// ArtifactURLTTL is how long a signed artifact URL works. Default
+	// DefaultArtifactURLTTL (7 days).
+	ArtifactURLTTL time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -259,6 +271,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 	}
 	if err := checkOrigins(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := cfg.artifactDefaults(); err != nil {
 		return cfg, err
 	}
 	if cfg.RecoverEvery < 0 {

@@ -91,6 +91,7 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 		return mcp.Answer{}, fmt.Errorf("the run failed: %w", runErr)
 	}
 	ans := mcp.Answer{Thread: th.ID, Text: strings.TrimSpace(rd.content.String()), Status: string(status)}
+	ans.Text, ans.Images = s.mcpArtifacts(ans.Text, rd.artifacts)
 	if rd.approval != nil && rd.status == agent.RunInterrupted {
 		ans.Approval = &mcp.PendingApproval{ID: rd.approval.ID, Summary: rd.approval.Summary}
 	}

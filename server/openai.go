@@ -146,7 +146,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		// staying "being carried out" until a restart.
 		defer s.approvals.releaseOnPanic(st.token)
 	}
-	rd := &chatRenderer{}
+	rd := &chatRenderer{base: s.baseURL(r)}
 	if t.stream {
 		s.streamChat(w, r, t, c, st.ru, rd, st.token)
 	} else {
@@ -277,16 +277,21 @@ func (s *Server) rememberTranscript(c caller, t chatTurn, ru *run, reply string)
 	s.transcripts.set(ru.ClientThread, ru.Thread, transcriptDigest(c, t.msgs), transcriptDigest(c, full))
 }
 
-// finishApproval issues a token when the run ended waiting for approval,
-// and returns the text to append to the answer.
+// finishApproval returns the text to append to the answer: the turn's
+// artifacts (artifacts.go), and when the run ended waiting for approval,
+// the token it issues.
 func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
+	arts := s.artifactMarkdown(rd.base, ru.Thread, rd.artifacts)
 	if rd.approval == nil || rd.status != agent.RunInterrupted {
-		return ""
+		return arts
 	}
 	tok := s.approvals.issue(approvalTicket{Token: approvalToken(ownerKey(c), ru.Thread, *rd.approval),
 		Owner: ownerKey(c), Thread: ru.Thread, ClientThread: ru.ClientThread,
 		ApprovalID: rd.approval.ID, Expires: s.tokenExpiry(*rd.approval, s.cfg.Now())}, s.cfg.Now())
-	return approvalText(rd.approval, tok, rd.content.Len() > 0)
+	if arts != "" && rd.content.Len() == 0 {
+		arts += "\n\n" // the approval's summary starts a paragraph of its own
+	}
+	return arts + approvalText(rd.approval, tok, rd.content.Len() > 0)
 }
 
 const shutdownNote = "\n\n(The server is shutting down: this run stopped at its last checkpoint. Send your message again to continue.)"

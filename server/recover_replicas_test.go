@@ -200,7 +200,9 @@ func TestServersRecoverEachCutRunOnce(t *testing.T) {
 // until the lease expires; a server with RecoverEvery then takes it over
 // by itself, as an audited server run.
 func TestServerTakesOverAfterTheLeaseTTL(t *testing.T) {
-	const ttl = 300 * time.Millisecond
+	// Long enough that a loaded machine cannot let the dead replica's lease
+	// expire before RecoverRuns is first asked (which must find nothing).
+	const ttl = 1500 * time.Millisecond
 	for _, be := range replicaBackends {
 		t.Run(be.Name, func(t *testing.T) {
 			s1, s2 := be.Open(t)

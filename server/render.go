@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -30,6 +31,10 @@ type chatRenderer struct {
 	status    agent.RunStatus
 	content   strings.Builder
 	reasoning strings.Builder
+	// artifacts are the turn's, shown after the answer (artifacts.go);
+	// base is the server's address their images link to.
+	artifacts []capabilities.Artifact
+	base      string
 }
 
 func (c *chatRenderer) render(ev agent.Event) []piece {
@@ -93,6 +98,8 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 			}
 		}
 		c.streamed.Reset()
+	case agent.EventArtifact:
+		c.artifacts = collectArtifact(c.artifacts, ev)
 	case agent.EventDenied:
 		out = append(out, piece{Reasoning: "⛔ " + ev.Text + "\n"})
 	case agent.EventApprovalRequired:

@@ -275,7 +275,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		out.complete(w, agent.Usage{})
 		return
 	}
-	rd := &chatRenderer{}
+	rd := &chatRenderer{base: s.baseURL(r)}
 	followed := s.follow(r.Context(), st.ru, 0, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {
 			out.text(p.Content)

@@ -30,7 +30,11 @@ type Server struct {
 	transcripts *transcriptIndex
 	// responses keeps Responses API objects for GET /v1/responses/{id}.
 	responses *responseStore
-	handler   http.Handler
+	// artifactKey signs artifact URLs; images caches drawn artifacts
+	// (artifacts.go).
+	artifactKey []byte
+	images      *imageCache
+	handler     http.Handler
 
 	mu   sync.Mutex
 	http *http.Server
@@ -51,6 +55,7 @@ func New(cfg Config) (*Server, error) {
 	s.limiter = newRateLimiter(cfg.RequestsPerMinute, cfg.Now)
 	s.approvals = newApprovalStore()
 	s.responses = newResponseStore()
+	s.artifactKey, s.images = artifactKey(cfg), newImageCache(imageCacheBytes)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -92,6 +97,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /agui", oa(s.handleAGUI))
 	mux.HandleFunc("GET /api/info", oa(s.handleInfo))
 	s.mcpRoutes(mux, oa)
+	s.artifactRoutes(mux, oa)
 	if !s.cfg.DisableWebPage {
 		mux.Handle("GET /", s.pageSecurity(webHandler()))
 	}

@@ -243,6 +243,11 @@ type StepResult struct {
 	Severity      string        `json:"severity,omitempty"`
 	At            time.Time     `json:"at"`
 	Plan          int           `json:"plan"`
+	// Artifacts are the renderable results of a successful execution
+	// (capabilities.Output.Artifacts, checked and given ids by the agent).
+	// They belong to the turn: the turn's later checkpoints carry them, and
+	// the next turn starts without them.
+	Artifacts []capabilities.Artifact `json:"artifacts,omitempty"`
 }
 
 // Grant is a human's approval of one side-effecting step's exact action.

@@ -92,6 +92,7 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 		MaxConcurrency:          l.StepConcurrency,
 		ErrorNodeGrace:          time.Duration(l.ErrorNodeGrace),
 		ErrorExplanationTimeout: time.Duration(l.ErrorExplanationTimeout),
+		MaxArtifactBytes:        l.MaxArtifactBytes,
 		Leases:                  agent.LeaseConfig{Owner: cfg.Server.LeaseOwner, TTL: time.Duration(cfg.Server.LeaseTTL)},
 	}
 	// The file's 0 forbids reclassification; the agent reads 0 as its
@@ -195,7 +196,12 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 		StatusFrames:      server.StatusFrames(cfg.Server.StatusFrames),
 		CORSOrigins:       cfg.Server.CORSOrigins,
 		FrameAncestors:    cfg.Server.FrameAncestors,
+		PublicURL:         cfg.Server.PublicURL,
+		ArtifactURLTTL:    time.Duration(cfg.Server.ArtifactURLTTL),
 		Logger:            logger,
+	}
+	if cfg.Server.ArtifactSecret != "" {
+		sc.ArtifactSecret = []byte(cfg.Server.ArtifactSecret)
 	}
 	// Thread listing reads the agent's checkpoint store, so it survives a
 	// restart (with a persistent store).

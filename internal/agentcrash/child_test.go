@@ -98,7 +98,7 @@ func newAgent(store checkpoint.Store, marker *os.File, round string) (*agent.Age
 			if err := record(st, name); err != nil {
 				return capabilities.Output{}, err
 			}
-			return capabilities.Result("OUT", st.IdempotencyKey, name+" ok"), nil
+			return capabilities.Result("OUT", st.IdempotencyKey, name+" ok").With(artifactsOf(name)...), nil
 		}
 		c, err := capabilities.Define(d)
 		if err != nil {
@@ -157,6 +157,25 @@ func newAgent(store checkpoint.Store, marker *os.File, round string) (*agent.Age
 		}},
 	})
 }
+
+// artifactsOf is what a capability returns beside its value: read_a a
+// time series of artifactPoints samples, read_c a table; checkFinal finds
+// them in every finished thread's state, whatever the kills interrupted.
+func artifactsOf(name string) []capabilities.Artifact {
+	switch name {
+	case "read_a":
+		s := capabilities.Series{Name: "A", Units: "mA"}
+		for i := range artifactPoints {
+			s.Add(time.UnixMilli(int64(i)*1000), float64(i)/2)
+		}
+		return []capabilities.Artifact{capabilities.NewTimeSeries("A history", s)}
+	case "read_c":
+		return []capabilities.Artifact{capabilities.NewTable("C", []capabilities.Column{{Name: "channel"}, {Name: "value", Units: "A"}}, []any{"C", 2.0})}
+	}
+	return nil
+}
+
+const artifactPoints = 50
 
 // ackStore reports what became durable: "ACK thread step id" after a Put
 // returned, "WAIT thread" when that checkpoint delays the next step, "ASK

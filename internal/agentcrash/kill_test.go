@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/internal/killtest"
 	"github.com/capgraph/capgraph/state"
@@ -224,6 +225,28 @@ func checkFinal(t *testing.T, dir string, threads []string) {
 		if st != agent.RunAnswered || !s.Turn.Done || len(msgs) != 1 || msgs[0].Kind != want {
 			t.Errorf("%s: status %s, done %v, messages %+v; want one %s", th, st, s.Turn.Done, msgs, want)
 		}
+		checkArtifacts(t, th, s)
+	}
+}
+
+// checkArtifacts: the artifacts of the steps that ran are in the finished
+// turn's state, whole: read_a's time series (step 0) always, read_c's table
+// (step 3) when the write was approved.
+func checkArtifacts(t *testing.T, th string, s state.State) {
+	t.Helper()
+	byID := map[string]capabilities.Artifact{}
+	for _, r := range s.Turn.Results {
+		for _, a := range r.Artifacts {
+			byID[a.ID] = a
+		}
+	}
+	ts, ok := byID[agent.ArtifactID(1, 1, 0, 0)]
+	if !ok || ts.TimeSeries == nil || len(ts.TimeSeries.Series) != 1 || len(ts.TimeSeries.Series[0].Values) != artifactPoints ||
+		ts.TimeSeries.Series[0].Values[artifactPoints-1] != float64(artifactPoints-1)/2 {
+		t.Errorf("%s: read_a's time series is not in the final state whole: %+v", th, ts)
+	}
+	if _, ok := byID[agent.ArtifactID(1, 1, 3, 0)]; ok == rejects(th) {
+		t.Errorf("%s: read_c's table present %v, write rejected %v", th, ok, rejects(th))
 	}
 }
 

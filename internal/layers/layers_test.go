@@ -114,14 +114,14 @@ func TestLayers(t *testing.T) {
 			func(p pkg) bool { return p.ImportPath == module+"/state" || p.ImportPath == module+"/config" },
 			func(p pkg) []string { return p.Deps },
 			func(d string) bool { return d == module+"/llm" || strings.HasPrefix(d, "github.com/tmc/langchaingo") }},
-		{"server uses only the agent's public API (agent and the types it speaks: state, capabilities, graph, checkpoint, logging; mcp for the MCP protocol, which pulls in no LLM code)",
+		{"server uses only the agent's public API (agent and the types it speaks: state, capabilities, graph, checkpoint, logging; mcp for the MCP protocol, which pulls in no LLM code; artifactview and its chart to show artifacts)",
 			func(p pkg) bool { return p.ImportPath == module+"/server" },
 			func(p pkg) []string { return p.Imports },
 			func(d string) bool {
 				if !strings.HasPrefix(d, module+"/") {
 					return false
 				}
-				for _, ok := range []string{"agent", "state", "capabilities", "graph", "graph/checkpoint", "logging", "mcp"} {
+				for _, ok := range []string{"agent", "state", "capabilities", "graph", "graph/checkpoint", "logging", "mcp", "artifactview", "artifactview/chart"} {
 					if d == module+"/"+ok {
 						return false
 					}
@@ -138,6 +138,23 @@ func TestLayers(t *testing.T) {
 			func(p pkg) bool { return p.ImportPath != module+"/mcp" },
 			func(p pkg) []string { return p.Imports },
 			func(d string) bool { return strings.HasPrefix(d, "github.com/modelcontextprotocol/go-sdk") }},
+		{"artifactview imports only the standard library and capabilities (the terminal and chat answers use it)",
+			func(p pkg) bool { return p.ImportPath == module+"/artifactview" },
+			func(p pkg) []string { return p.Deps },
+			func(d string) bool { return !isStd(d) && d != module+"/capabilities" }},
+		// gonum's plot embeds its fonts (about 8 MB): only the server,
+		// which draws artifacts for chat answers, links it in.
+		{"only artifactview/chart's code imports gonum.org/v1/plot",
+			func(p pkg) bool { return p.ImportPath != module+"/artifactview/chart" },
+			func(p pkg) []string { return p.Imports },
+			func(d string) bool { return strings.HasPrefix(d, "gonum.org/v1/plot") }},
+		{"only server (and programs) depend on artifactview/chart",
+			func(p pkg) bool {
+				return !program(p.ImportPath) && p.ImportPath != module+"/server" && !under(p.ImportPath, "artifactview/chart") &&
+					!under(p.ImportPath, "wiring") && !under(p.ImportPath, "cli") && !under(p.ImportPath, "internal")
+			},
+			func(p pkg) []string { return p.Deps },
+			func(d string) bool { return d == module+"/artifactview/chart" }},
 		{"only logging/logrusadapter's code imports logrus",
 			func(p pkg) bool { return p.ImportPath != module+"/logging/logrusadapter" },
 			func(p pkg) []string { return p.Imports },

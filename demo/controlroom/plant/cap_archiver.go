@@ -98,7 +98,7 @@ func (a *ArchiverRetrieval) Execute(ctx context.Context, step capabilities.Step)
 		}
 		out.Series = append(out.Series, s)
 	}
-	return capabilities.Result(ArchiverDataType, out, out.Summary()), nil
+	return capabilities.Result(ArchiverDataType, out, out.Summary()).With(out.Artifact()), nil
 }
 
 // RetryPolicy: archive queries are read-only; retry timeouts a few times.

@@ -49,7 +49,7 @@ func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capa
 		out.Values = append(out.Values, ChannelValue{Channel: name, Value: rd.Value, Text: c.FormatWithUnits(rd.Value),
 			Units: rd.Units, Time: rd.Time, Description: c.Description})
 	}
-	return capabilities.Result(ChannelValuesType, out, out.Summary()), nil
+	return capabilities.Result(ChannelValuesType, out, out.Summary()).With(out.Artifact(r.plant)), nil
 }
 
 // RetryPolicy: reads are cheap and safe to repeat; an unknown channel is

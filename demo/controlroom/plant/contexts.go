@@ -2,8 +2,11 @@ package plant
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
 )
 
 // Context types the control-room capabilities exchange.
@@ -112,6 +115,49 @@ func (d ArchiverData) Summary() string {
 			c.Format(st.First), c.Format(st.Last))
 	}
 	return b.String()
+}
+
+// Artifact is the retrieved history as a time series: every archived
+// sample of each channel, with its units, for charts.
+func (d ArchiverData) Artifact() capabilities.Artifact {
+	series := make([]capabilities.Series, 0, len(d.Series))
+	for _, s := range d.Series {
+		cs := capabilities.Series{Name: s.Channel, Units: s.Units,
+			TimesMs: make([]int64, 0, len(s.Samples)), Values: make([]float64, 0, len(s.Samples))}
+		for _, p := range s.Samples {
+			cs.Add(p.Time, p.Value)
+		}
+		series = append(series, cs)
+	}
+	title := "Archived values"
+	if d.Range.Phrase != "" {
+		title += ", " + d.Range.Phrase
+	}
+	return capabilities.NewTimeSeries(title, series...)
+}
+
+// Artifact is the read values as a table: channel, value (at the
+// channel's precision), units, status.
+func (v ChannelValues) Artifact(p *Plant) capabilities.Artifact {
+	rows := make([][]any, 0, len(v.Values))
+	for _, cv := range v.Values {
+		value, status := cv.Value, "ok"
+		if c, ok := p.Channel(cv.Channel); ok {
+			if f, err := strconv.ParseFloat(c.Format(cv.Value), 64); err == nil {
+				value = f
+			}
+			if c.Writable && (cv.Value < c.Low || cv.Value > c.High) {
+				status = "outside limits"
+			}
+		}
+		rows = append(rows, []any{cv.Channel, value, cv.Units, status})
+	}
+	title := "Channel values"
+	if len(v.Values) > 0 {
+		title += ", read at " + v.Values[0].Time.UTC().Format("15:04:05 UTC")
+	}
+	return capabilities.NewTable(title,
+		[]capabilities.Column{{Name: "channel"}, {Name: "value"}, {Name: "units"}, {Name: "status"}}, rows...)
 }
 
 // WriteResult is one completed write.
