@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,12 +114,23 @@ func newWebEnv(t *testing.T) *webEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	history, err := capabilities.Define(capabilities.Definition{
+		Name: "read_rf_history", Description: "Retrieve the archived RF cavity voltages over the last 2 hours", Provides: []string{"RF_HISTORY"},
+		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for the history of the RF cavity voltages.",
+			Examples: []capabilities.ClassifierExample{{Query: "Show me the RF cavity voltage over the last 2 hours", Result: true, Reason: "asks for archived values"}}},
+		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+			return rfHistory(time.Now()), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	m := llmtest.New().On(llmtest.All(llmtest.RoleIs(llm.RoleResponse), llmtest.PromptContains("as a table")), func(llm.Request) llmtest.Reply {
 		return llmtest.Stream(splitChunks(markdownAnswer, 24)...)
 	}).On(llmtest.RoleIs(llm.RoleResponse), func(llm.Request) llmtest.Reply {
 		return llmtest.Fail(fmt.Errorf("%w: connection refused", llm.ErrOffline))
 	}).Only(llm.RoleResponse)
-	a, err := agent.New(agent.Config{Registry: newRegistry(t, readBeamCurrent(t), p.capability(t), slow, gauge, archive), Store: store, Models: m,
+	a, err := agent.New(agent.Config{Registry: newRegistry(t, readBeamCurrent(t), p.capability(t), slow, gauge, archive, history), Store: store, Models: m,
 		Options: state.Options{WritesEnabled: true, ApprovalMode: state.ApprovalModeSelective}})
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +140,34 @@ func newWebEnv(t *testing.T) *webEnv {
 		c.Examples = []string{"What is the beam current?", "Set the Q1 current to 105 A"}
 	})
 	return &webEnv{testEnv: env, agent: a, plant: p, scans: scans}
+}
+
+// The archive of four RF cavity voltages: 120 samples each, one a minute
+// up to now, as an archiver returns them; the time series and a table of
+// the last values are the step's artifacts.
+var rfChannels = []string{"SR:RF:CAV1:VOLT", "SR:RF:CAV2:VOLT", "SR:RF:CAV3:VOLT", "SR:RF:CAV4:VOLT"}
+
+const rfSamples = 120
+
+func rfHistory(now time.Time) capabilities.Output {
+	end := now.Truncate(time.Minute)
+	var series []capabilities.Series
+	rows := make([][]any, 0, len(rfChannels))
+	var summary []string
+	for c, name := range rfChannels {
+		s := capabilities.Series{Name: name, Units: "kV"}
+		for i := range rfSamples {
+			v := math.Round((600+1.5*float64(c)+1.2*math.Sin(float64(i)/9+float64(c)))*10) / 10
+			s.Add(end.Add(time.Duration(i-rfSamples+1)*time.Minute), v)
+		}
+		series = append(series, s)
+		last := s.Values[len(s.Values)-1]
+		rows = append(rows, []any{name, last, s.Time(len(s.Values) - 1).Format("15:04 UTC")})
+		summary = append(summary, fmt.Sprintf("%s: %d samples, last %.1f kV", name, rfSamples, last))
+	}
+	return capabilities.Result("RF_HISTORY", map[string]any{"channels": rfChannels, "samples": rfSamples}, strings.Join(summary, "; ")).With(
+		capabilities.NewTimeSeries("RF cavity voltages, last 2 hours", series...),
+		capabilities.NewTable("Last archived values", []capabilities.Column{{Name: "Channel"}, {Name: "Value", Units: "kV"}, {Name: "Time"}}, rows...))
 }
 
 // splitChunks cuts s into chunks of n bytes (at rune boundaries), as a

@@ -5,83 +5,32 @@
 // shows some of them).
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
-import { historyEvents, HISTORY_CHANNELS, HISTORY_POINTS } from "./web.fixtures.mjs";
+import { url, key, launch, watch, violations, shot, withKey, ask, answered, open, newChat, currentThread, chartOf, contrastProblems } from "./pagekit.mjs";
 
-const url = process.env.CAPGRAPH_URL;
-const key = process.env.CAPGRAPH_KEY;
+// The archive read_rf_history returns (webenv_test.go).
+const HISTORY_CHANNELS = ["SR:RF:CAV1:VOLT", "SR:RF:CAV2:VOLT", "SR:RF:CAV3:VOLT", "SR:RF:CAV4:VOLT"];
+const HISTORY_POINTS = 120;
+
 let browser, context, page;
 
 before(async () => {
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
-  });
+  browser = await launch();
   context = await browser.newContext({ viewport: { width: 1200, height: 900 }, colorScheme: "light" });
   page = await context.newPage(); // one profile: its tabs share localStorage
   page.setDefaultTimeout(15000);
   watch(page);
 });
 
-// Every Content-Security-Policy violation (an inline script, a request
-// elsewhere) and every uncaught error of a page is collected; there must be
-// none.
-const violations = [];
-function watch(p) {
-  p.on("console", (m) => { if (/Content Security Policy/i.test(m.text())) violations.push(m.text()); });
-  p.on("pageerror", (e) => violations.push("page error: " + e.message));
-}
-
 after(async () => {
   await browser?.close();
   assert.deepEqual(violations, [], "CSP violations or page errors");
 });
-
-async function shot(p, name) {
-  if (process.env.SCREENSHOT_DIR) await p.screenshot({ path: `${process.env.SCREENSHOT_DIR}/${name}.png`, fullPage: false });
-}
 
 // run wraps a test so that a failure leaves a screenshot of the page.
 function run(name, fn) {
   return async () => {
     try { await fn(); } catch (e) { await shot(page, name + "-failed").catch(() => {}); throw e; }
   };
-}
-
-async function withKey(p) {
-  await p.goto(url + "/");
-  await p.fill("#key", key);
-  await p.click("#key-save");
-  await p.locator("#keybar").waitFor({ state: "hidden" });
-}
-
-async function ask(p, question) {
-  await p.fill("#q", question);
-  await p.click("#send");
-}
-
-// answered waits for the turn of question to end and returns its article.
-async function answered(p, question) {
-  const turn = p.locator("article.turn", { has: p.locator(".msg.user", { hasText: question }) }).last();
-  await turn.locator('.assistant[data-done="1"]').waitFor();
-  await p.locator("#stop").waitFor({ state: "hidden" });
-  return turn;
-}
-
-// open shows thread id in p, from a fresh load of the page, and waits
-// until the page has loaded it whole.
-async function open(p, id) {
-  await p.goto(url + "/#/t/" + encodeURIComponent(id));
-  await p.reload();
-  await p.locator(`#chat[data-loaded="${id}"]`).waitFor({ state: "attached" });
-}
-
-// newChat starts a new conversation (a new thread on the first question).
-async function newChat(p) {
-  if (!(await p.locator("#new").isVisible())) await p.click("#threads-toggle");
-  await p.click("#new");
-  await p.locator("#examples").waitFor();
 }
 
 async function storedKeys(p) {
@@ -91,7 +40,6 @@ async function storedKeys(p) {
 // The threads the tests made, by name, to come back to.
 const threads = {};
 
-const currentThread = (p) => p.evaluate(() => decodeURIComponent((/^#\/t\/(.+)$/.exec(location.hash) || [])[1] || ""));
 
 test("the page asks, shows the plan, each step and the answer", run("answer", async () => {
   const resp = await page.goto(url + "/");
@@ -315,21 +263,11 @@ test("threads: switch, rename, delete; the URL names the thread", run("threads",
   assert.equal(status, 404);
 }));
 
-// askHistory asks the history question with the run's events answered by
-// the fixture (the artifact shape of docs/frontends.md) and returns the turn.
+// askHistory asks the history question (read_rf_history returns the
+// archive as a time series and a table) and returns the turn.
 async function askHistory(p) {
-  await p.route("**/api/threads/*/runs", (r) => r.request().method() === "POST"
-    ? r.fulfill({ status: 202, contentType: "application/json", body: JSON.stringify({ run: { id: "run-fixture", finished: false }, events_url: "" }) })
-    : r.continue());
-  await p.route("**/api/threads/*/runs/run-fixture/events", (r) => r.fulfill({ status: 200, contentType: "text/event-stream", body: historyEvents() }));
-  // The thread's state as the server has it: the fixture's run never ran.
-  await p.route("**/api/threads/*/state", (r) => r.fulfill({ status: 200, contentType: "application/json", body: JSON.stringify({ thread_id: "fixture", state: null }) }));
   await ask(p, "Show me the RF cavity voltage over the last 2 hours");
-  const turn = await answered(p, "RF cavity voltage");
-  await p.unroute("**/api/threads/*/runs");
-  await p.unroute("**/api/threads/*/runs/run-fixture/events");
-  await p.unroute("**/api/threads/*/state");
-  return turn;
+  return answered(p, "RF cavity voltage");
 }
 
 test("a time series is drawn with the archived points of each channel", run("history", async () => {
@@ -342,8 +280,7 @@ test("a time series is drawn with the archived points of each channel", run("his
   assert.equal(await chart.locator(".chart canvas").count(), 1);
   const labels = await chart.locator(".u-legend .u-series .u-label").allTextContents();
   assert.deepEqual(labels.slice(1), HISTORY_CHANNELS);
-  assert.equal(await chart.evaluate((c) => c.querySelector(".chart").uplot.data.slice(1).map((s) => s.filter((v) => v !== null).length).join()),
-    HISTORY_CHANNELS.map(() => HISTORY_POINTS).join());
+  assert.deepEqual(await chartOf(chart), { series: HISTORY_CHANNELS, points: HISTORY_CHANNELS.map(() => HISTORY_POINTS), units: ["kV"] });
   // Hovering shows the values with their units; dragging zooms.
   const box = await chart.locator(".u-over").boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
@@ -363,7 +300,14 @@ test("a time series is drawn with the archived points of each channel", run("his
   const table = turn.locator('.artifact[data-kind="table"]');
   assert.deepEqual(await table.locator("thead th").allTextContents(), ["Channel", "Value (kV)", "Time"]);
   assert.equal(await table.locator("tbody tr").count(), HISTORY_CHANNELS.length);
-  await chart.scrollIntoViewIfNeeded();
+  // The run's events drew it; after a reload the thread's state does.
+  const id = await currentThread(page);
+  threads.history = id;
+  await open(page, id);
+  const again = page.locator('.artifact[data-kind="timeseries"]');
+  assert.deepEqual(await chartOf(again), { series: HISTORY_CHANNELS, points: HISTORY_CHANNELS.map(() => HISTORY_POINTS), units: ["kV"] });
+  assert.equal(await page.locator('.artifact[data-kind="table"] tbody tr').count(), HISTORY_CHANNELS.length);
+  await again.scrollIntoViewIfNeeded();
   await shot(page, "history");
 }));
 
@@ -419,42 +363,6 @@ test("dark mode follows the system", run("dark", async () => {
   await shot(p, "dark-chart");
   await dark.close();
 }));
-
-// contrastProblems lists the visible texts whose colour on their background
-// is below WCAG AA (4.5:1, 3:1 for large text); disabled controls are exempt.
-function contrastProblems(p) {
-  return p.evaluate(() => {
-    const parse = (c) => {
-      const m = /rgba?\(([^)]+)\)/.exec(c);
-      if (!m) return null;
-      const [r, g, b, a = 1] = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
-      return { r, g, b, a };
-    };
-    const lum = ({ r, g, b }) => {
-      const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
-    };
-    const bgOf = (el) => {
-      for (let e = el; e; e = e.parentElement) {
-        const c = parse(getComputedStyle(e).backgroundColor);
-        if (c && c.a > 0.9) return c;
-      }
-      return parse(getComputedStyle(document.documentElement).backgroundColor) || { r: 255, g: 255, b: 255 };
-    };
-    const out = [];
-    for (const e of document.querySelectorAll("body *")) {
-      if (!e.getClientRects().length || e.closest("[disabled], [hidden], .visually-hidden, .uplot canvas")) continue;
-      if (![...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
-      const cs = getComputedStyle(e);
-      if (cs.visibility === "hidden") continue;
-      const ratio = ((a, b) => (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05))(lum(parse(cs.color)), lum(bgOf(e)));
-      const size = parseFloat(cs.fontSize), bold = Number(cs.fontWeight) >= 700;
-      const need = size >= 24 || (size >= 18.66 && bold) ? 3 : 4.5;
-      if (ratio < need) out.push(`${e.tagName.toLowerCase()}.${e.className} "${e.textContent.trim().slice(0, 30)}" ${ratio.toFixed(2)}`);
-    }
-    return out;
-  });
-}
 
 test("every control is labelled and reachable by keyboard; text meets AA contrast in light and dark", run("a11y", async () => {
   for (const scheme of ["light", "dark"]) {
