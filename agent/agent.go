@@ -127,7 +127,7 @@ func (a *Agent) errorNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 	return func(ctx context.Context, s state.State) (state.Update, error) {
 		nctx, cancel := context.WithTimeout(ctx, a.cfg.ErrorNodeGrace)
 		defer cancel()
-		u, err := callInfra(nctx, n, s)
+		u, err := a.callInfra(nctx, n, s)
 		if err == nil && len(u.Messages) > 0 {
 			t := s.Turn
 			if u.Turn != nil {
@@ -226,7 +226,7 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 		s.Metadata = mergeMeta(prev.Metadata, req.Metadata)
 		s.Metadata = withAllowed(s.Metadata, req.AllowedCapabilities)
 		s.Metadata = a.withOwner(s.Metadata)
-		p.run(ctx, a.g.Stream(runContext(ctx, req.Thread), req.Thread, s))
+		p.run(ctx, a.g.Stream(withThread(ctx, req.Thread), req.Thread, s))
 	}
 }
 
@@ -242,7 +242,7 @@ func (a *Agent) supersede(ctx context.Context, thread string, ap state.Approval,
 	d := state.ApprovalDecision{ID: ap.ID, Kind: ap.Kind, Approved: false, Answer: answer, At: now, Asked: ap.Created,
 		Summary: ap.Summary, ActionDigest: ap.ActionDigest, By: by}
 	var runErr error
-	for _, err := range a.g.ResumeStream(runContext(ctx, thread), thread, d) {
+	for _, err := range a.g.ResumeStream(withThread(ctx, thread), thread, d) {
 		if err != nil {
 			runErr = err
 		}

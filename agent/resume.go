@@ -55,7 +55,7 @@ func (a *Agent) resume(ctx context.Context, p *pump, thread string, ans Answer) 
 		}
 		value = d
 	}
-	p.run(ctx, a.g.ResumeStream(runContext(ctx, thread), thread, value))
+	p.run(ctx, a.g.ResumeStream(withThread(ctx, thread), thread, value))
 }
 
 // checkAnswer turns an answer into the decision the interrupted node

@@ -8,7 +8,6 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
-	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/router"
 	"github.com/capgraph/capgraph/state"
 )
@@ -21,20 +20,6 @@ type threadKey struct{}
 
 func withThread(ctx context.Context, thread string) context.Context {
 	return context.WithValue(ctx, threadKey{}, thread)
-}
-
-// runContext is the context a run of thread goes through the graph with:
-// the thread, and an observer that reports every LLM call a node makes as
-// an EventModelCall of that node.
-func runContext(ctx context.Context, thread string) context.Context {
-	return llm.WithCallObserver(withThread(ctx, thread), func(ctx context.Context, c llm.Call) {
-		ev := Event{Type: EventModelCall, Duration: c.Duration, Call: &ModelCall{Role: string(c.Role), Model: c.Model,
-			Usage: Usage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens, TotalTokens: c.Usage.Total()}}}
-		if c.Err != nil {
-			ev.Err = c.Err.Error()
-		}
-		graph.Emit(ctx, ev)
-	})
 }
 
 func threadOf(ctx context.Context) string {
