@@ -26,7 +26,7 @@ const (
 	EventApprovalRequired EventType = "approval_required" // the run waits for a human (Approval)
 	EventMessage          EventType = "message"           // the turn's assistant message (Message)
 	EventUsage            EventType = "usage"             // LLM tokens used so far this turn (Usage)
-	EventModelCall        EventType = "model_call"        // a node's LLM call ended (Node, Call, Duration; Err on failure)
+	EventModelCall        EventType = "model_call"        // an LLM call of Node (Call, Duration; Err on failure), sent when the node returns
 	EventDone             EventType = "done"              // the turn ended (Status)
 	// EventDenied: a capability the caller may not use was refused
 	// (Capability; Step is the plan step or -1; Text says why). See
