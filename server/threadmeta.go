@@ -27,7 +27,7 @@ type updateThreadRequest struct {
 }
 
 func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
-	c, th, ok := s.thread(w, r)
+	_, th, ok := s.thread(w, r)
 	if !ok {
 		return
 	}
@@ -69,37 +69,39 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 	}
 	// The index carries the client's metadata into the thread's next turn
 	// (turnMetadata): it must not bring the old values back.
-	th = s.threads.setMetadata(c, th, set)
+	th = s.threads.setMetadata(th, set)
 	s.fillStatus(r.Context(), &th)
 	writeJSON(w, http.StatusOK, th)
 }
 
-// setMetadata applies a metadata change to the index's copy of th (adding
-// th when the index does not have it) and returns the updated thread.
-func (t *threadStore) setMetadata(c caller, th Thread, set map[string]string) Thread {
+// setMetadata applies a metadata change to the index's copy of th, when
+// the index has the thread (one created here and not yet in the store, or
+// one it remembers), and returns th changed likewise.
+func (t *threadStore) setMetadata(th Thread, set map[string]string) Thread {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cur, ok := t.m[th.internal]
-	if !ok {
-		cp := th
-		cp.owner = ownerKey(c)
-		cur = &cp
-		t.m[th.internal] = cur
+	if cur, ok := t.m[th.internal]; ok {
+		cur.Metadata = changed(cur.Metadata, set)
 	}
-	md := make(map[string]string, len(cur.Metadata)+len(set))
-	for k, v := range cur.Metadata {
-		md[k] = v
+	th.Metadata = changed(th.Metadata, set)
+	return th
+}
+
+// changed returns md with set applied: a key set to "" is removed.
+func changed(md, set map[string]string) map[string]string {
+	out := make(map[string]string, len(md)+len(set))
+	for k, v := range md {
+		out[k] = v
 	}
 	for k, v := range set {
 		if v == "" {
-			delete(md, k)
+			delete(out, k)
 		} else {
-			md[k] = v
+			out[k] = v
 		}
 	}
-	if len(md) == 0 {
-		md = nil
+	if len(out) == 0 {
+		return nil
 	}
-	cur.Metadata = md
-	return *cur
+	return out
 }
