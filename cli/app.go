@@ -65,6 +65,13 @@ type Env struct {
 	Terminal *bool
 	// Now is the clock of the status line; nil means time.Now.
 	Now func() time.Time
+	// Program is how the user runs the command, in usage and in the hints
+	// the commands print ("capgraph", "go run ./cmd/capgraph"); "" means
+	// App.Name. Main sets it from the process (Invocation).
+	Program string
+	// Width is the terminal's width in columns for the status line and
+	// for tables; 0 means ask the terminal (80 when it does not say).
+	Width int
 }
 
 // Main runs the command line of app with the process's arguments and
@@ -73,7 +80,7 @@ type Env struct {
 // checkpoint and can be resumed.
 func Main(app App) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := app.Run(ctx, Env{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	code := app.Run(ctx, Env{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Program: processInvocation()})
 	stop()
 	os.Exit(code)
 }
@@ -123,13 +130,16 @@ func (a App) Run(ctx context.Context, env Env) int {
 	if a.Name == "" {
 		a.Name = "capgraph"
 	}
+	if env.Program == "" {
+		env.Program = a.Name
+	}
 	err := a.dispatch(ctx, env)
 	if err == nil {
 		return ExitOK
 	}
 	var ue *UsageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(env.Stderr, "%s: %s\nRun '%s help' for usage.\n", a.Name, ue.Error(), a.Name)
+		fmt.Fprintf(env.Stderr, "%s: %s\nRun '%s help' for usage.\n", a.Name, ue.Error(), env.Program)
 		return ExitUsage
 	}
 	if errors.Is(err, errHelp) {
@@ -160,19 +170,19 @@ func (a App) dispatch(ctx context.Context, env Env) error {
 	g.register(pre)
 	if err := pre.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			a.usage(env.Stdout)
+			a.usage(env.Stdout, env.Program)
 			return errHelp
 		}
 		return &UsageError{Problem: err.Error()}
 	}
 	args = pre.Args()
 	if len(args) == 0 {
-		a.usage(env.Stderr)
+		a.usage(env.Stderr, env.Program)
 		return &UsageError{Problem: "no command given"}
 	}
 	name, rest := args[0], args[1:]
 	if name == "help" || name == "-h" || name == "--help" {
-		a.usage(env.Stdout)
+		a.usage(env.Stdout, env.Program)
 		return nil
 	}
 	for _, c := range a.commands() {
@@ -185,12 +195,12 @@ func (a App) dispatch(ctx context.Context, env Env) error {
 	return &UsageError{Problem: fmt.Sprintf("unknown command %q", name)}
 }
 
-func (a App) usage(w io.Writer) {
+func (a App) usage(w io.Writer, prog string) {
 	if a.Summary != "" {
 		fmt.Fprintln(w, a.Summary)
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "Usage: %s [--config FILE] [--store STORE] COMMAND [flags]\n\nCommands:\n", a.Name)
+	fmt.Fprintf(w, "Usage: %s [--config FILE] [--store STORE] COMMAND [flags]\n\nCommands:\n", prog)
 	for _, c := range a.commands() {
 		use := c.name
 		if c.args != "" {
@@ -205,7 +215,7 @@ Global flags:
 
 With nothing configured, the agent runs offline (no LLM) with a SQLite store.
 Run '%s COMMAND -h' for a command's flags.
-`, DefaultConfigFile, a.Name)
+`, DefaultConfigFile, prog)
 }
 
 type globalFlags struct {
@@ -253,16 +263,6 @@ func (e Env) lookupEnv(k string) (string, bool) {
 	return v, v != ""
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 // parseArgs parses fs over args with flags and positional arguments in any
 // order ("run 'q' --store memory" as well as "run --store memory 'q'").
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
@@ -290,7 +290,7 @@ func (c *cmdEnv) newFlags(usage string) *flag.FlagSet {
 	fs.SetOutput(c.env.Stderr)
 	c.global.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(c.env.Stderr, "Usage: %s %s %s\n\nFlags:\n", c.app.Name, c.name, usage)
+		fmt.Fprintf(c.env.Stderr, "Usage: %s %s %s\n\nFlags:\n", c.env.Program, c.name, usage)
 		fs.PrintDefaults()
 	}
 	return fs

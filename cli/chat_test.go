@@ -77,3 +77,20 @@ func TestChatResumesPendingApproval(t *testing.T) {
 	r = h.run("no\n", "chat", "--thread", m[1])
 	mustContain(t, "resumed chat", r.stdout, "A step waits for your approval: quota_hog is blocked", "a human gave up")
 }
+
+// chat starts by saying what it runs with: the configuration file, the
+// store, the models and the write switch (and how to enable writes).
+func TestChatBannerSaysWhatItRunsWith(t *testing.T) {
+	h := controlRoom(t)
+	r := h.run("/exit\n", "chat")
+	mustContain(t, "chat", r.stdout,
+		"  configuration: none: the built-in defaults (no capgraph.yaml here; --config FILE to use one)\n",
+		"  store:         sqlite:"+h.env["XDG_DATA_HOME"],
+		"  models:        none: offline mode",
+		"  writes:        disabled: channel_write is refused; to allow it, set control_system.writes_enabled: true in capgraph.yaml",
+		"/help for commands and demo questions, /exit to leave.")
+	cfg := h.writeConfig("capgraph.yaml", "control_system:\n  writes_enabled: true\n")
+	r = h.run("/exit\n", "--store", "memory", "chat")
+	mustContain(t, "chat", r.stdout, "  configuration: "+cfg+"\n", "  store:         memory\n",
+		"  writes:        enabled: channel_write may act, each change after a human's approval")
+}

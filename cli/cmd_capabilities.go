@@ -3,8 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
@@ -32,8 +32,9 @@ func cmdCapabilities(ctx context.Context, c *cmdEnv, args []string) error {
 	for name := range cfg.Retry.Capabilities {
 		configured[name], _ = cfg.RetryPolicyFor(name)
 	}
-	tw := tabwriter.NewWriter(c.env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPROVIDES\tREQUIRES\tRETRY\tAPPROVAL")
+	header := []string{"NAME", "PROVIDES", "REQUIRES", "RETRY", "APPROVAL"}
+	var rows [][]string
+	var descs []string
 	for _, capb := range reg.All() {
 		p := capabilities.ResolveRetryPolicy(capb, configured, cfg.Retry.Default)
 		src := "default"
@@ -42,16 +43,81 @@ func cmdCapabilities(ctx context.Context, c *cmdEnv, args []string) error {
 		} else if _, ok := configured[capb.Name()]; ok {
 			src = "config"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%s)\t%s\n", capb.Name(), list(capb.Provides()), requires(capb.Requires()), policyText(p), src, approvalText(capb, cfg.Approval.GlobalMode))
-		if *verbose {
-			fmt.Fprintf(tw, "  %s\t\t\t\t\n", capb.Description())
-		}
+		rows = append(rows, []string{capb.Name(), list(capb.Provides()), requires(capb.Requires()),
+			policyText(p) + " (" + src + ")", approvalText(capb, cfg.Approval.GlobalMode)})
+		descs = append(descs, oneLineText(capb.Description()))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if !*verbose {
+		descs = nil
 	}
+	writeTable(c.env.Stdout, c.env.width(), header, rows, descs)
 	c.printMCP(*verbose)
 	return nil
+}
+
+// writeTable prints rows under header as columns when they fit in width,
+// else one block per row with a labelled line per column, wrapped to width
+// (a table wider than the terminal would be wrapped by it, unreadably).
+// descs, when given, are printed under each row.
+func writeTable(w io.Writer, width int, header []string, rows [][]string, descs []string) {
+	widths := make([]int, len(header))
+	for _, r := range append([][]string{header}, rows...) {
+		for i, cell := range r {
+			widths[i] = max(widths[i], displayWidth(cell))
+		}
+	}
+	total := 2 * (len(widths) - 1)
+	for _, n := range widths {
+		total += n
+	}
+	if total <= width {
+		line := func(r []string) {
+			var b strings.Builder
+			for i, cell := range r {
+				b.WriteString(cell)
+				if i < len(r)-1 {
+					b.WriteString(strings.Repeat(" ", widths[i]-displayWidth(cell)+2))
+				}
+			}
+			fmt.Fprintln(w, b.String())
+		}
+		line(header)
+		for i, r := range rows {
+			line(r)
+			if descs != nil {
+				for _, l := range wrap(descs[i], width-2) {
+					fmt.Fprintln(w, "  "+l)
+				}
+			}
+		}
+		return
+	}
+	label := 0
+	for _, h := range header[1:] {
+		label = max(label, len(h))
+	}
+	indent := 2 + label + 2
+	for i, r := range rows {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w, r[0])
+		for j, cell := range r[1:] {
+			name := strings.ToLower(header[j+1])
+			for k, l := range wrap(cell, width-indent) {
+				if k == 0 {
+					fmt.Fprintf(w, "  %-*s  %s\n", label, name, l)
+				} else {
+					fmt.Fprintf(w, "%s%s\n", strings.Repeat(" ", indent), l)
+				}
+			}
+		}
+		if descs != nil {
+			for _, l := range wrap(descs[i], width-2) {
+				fmt.Fprintln(w, "  "+l)
+			}
+		}
+	}
 }
 
 func list(s []string) string {

@@ -61,11 +61,9 @@ func (ch *chat) loop(ctx context.Context) error {
 	if ch.thread == "" {
 		ch.thread = newThreadID()
 	}
-	mode := "offline mode (no LLM configured)"
-	if !ch.c.offline() {
-		mode = "with the configured models"
-	}
-	ch.out("%s chat — thread %s, store %s, %s. /help for commands, /exit to leave.\n", ch.c.app.Name, ch.thread, ch.c.spec, mode)
+	ch.out("%s chat — thread %s\n", ch.c.app.Name, ch.thread)
+	writeFacts(ch.c.env.Stdout, "  ", ch.c.facts(ctx), len("configuration:"))
+	ch.out("/help for commands and demo questions, /exit to leave.\n")
 	if resumed {
 		if err := ch.resumeThread(ctx); err != nil {
 			return err
@@ -93,7 +91,7 @@ func (ch *chat) loop(ctx context.Context) error {
 		for _, act := range r.Actions {
 			switch act {
 			case slashExit:
-				ch.out("bye — resume with: %s chat --thread %s\n", ch.c.app.Name, ch.thread)
+				ch.out("bye — resume with: %s chat --thread %s\n", ch.c.env.Program, ch.thread)
 				return nil
 			case slashHelp:
 				ch.help()
@@ -141,7 +139,7 @@ func (ch *chat) turn(ctx context.Context, events iter.Seq2[agent.Event, error]) 
 		}
 		ans, ok := ch.readLine("approve? [yes/no] ")
 		if !ok {
-			ch.out("(the approval stays pending; resume with: %s chat --thread %s)\n", ch.c.app.Name, ch.thread)
+			ch.out("(the approval stays pending; resume with: %s chat --thread %s)\n", ch.c.env.Program, ch.thread)
 			return nil
 		}
 		events = ch.a.Resume(ctx, ch.thread, agent.Answer{ApprovalID: out.Approval.ID, Text: ans, By: ch.c.who()})

@@ -68,13 +68,14 @@ func problemText(p config.Problem) string {
 	return s + " " + p.Problem
 }
 
-// checkConfig parses the file and then converts it the way the commands do
-// (wiring.Runtime.Check), so a problem only the conversion sees (a retry
-// policy for a capability that does not exist, a model role that cannot be
-// built, a bad store URL, an API key the server refuses) is reported too,
-// with its line.
+// checkConfig reads the file as far as it can (config.LoadPartial) and
+// converts the rest the way the commands do (wiring.Runtime.Check), so
+// every problem is reported at once, in line order: the file's own
+// (syntax aside, which stops the reading) and those only the conversion
+// sees (a retry policy for a capability that does not exist, a model role
+// that cannot be built, a bad store URL, an address the server refuses).
 func checkConfig(ctx context.Context, c *cmdEnv, path string) ([]config.Problem, error) {
-	cfg, err := config.Load(path)
+	cfg, err := config.LoadPartial(path)
 	var ce *config.Error
 	if errors.As(err, &ce) {
 		return ce.Problems, nil

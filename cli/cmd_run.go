@@ -40,18 +40,18 @@ func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
 	}
 	if err != nil {
 		if ctx.Err() != nil && c.spec.Kind != wiring.StoreMemory {
-			return fmt.Errorf("interrupted: the run stopped at its last checkpoint (finish it with: %s chat --thread %s)", c.app.Name, id)
+			return fmt.Errorf("interrupted: the run stopped at its last checkpoint (finish it with: %s chat --thread %s)", c.env.Program, id)
 		}
 		return runError(err)
 	}
 	printOutcome(c, out)
 	switch {
 	case out.Status == agent.RunInterrupted && c.spec.Kind == wiring.StoreMemory:
-		fmt.Fprintf(c.env.Stderr, "the run waits for approval, but --store memory keeps nothing: use --answer yes|no, or a persistent store and %s chat --thread ID\n", c.app.Name)
+		fmt.Fprintf(c.env.Stderr, "the run waits for approval, but --store memory keeps nothing: use --answer yes|no, or a persistent store and %s chat --thread ID\n", c.env.Program)
 	case out.Status == agent.RunInterrupted:
-		fmt.Fprintf(c.env.Stderr, "thread %s waits for approval (answer with: %s chat --thread %s)\n", id, c.app.Name, id)
+		fmt.Fprintf(c.env.Stderr, "thread %s waits for approval (answer with: %s chat --thread %s)\n", id, c.env.Program, id)
 	case c.spec.Kind != wiring.StoreMemory:
-		fmt.Fprintf(c.env.Stderr, "thread %s (continue with: %s chat --thread %s)\n", id, c.app.Name, id)
+		fmt.Fprintf(c.env.Stderr, "thread %s (continue with: %s chat --thread %s)\n", id, c.env.Program, id)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"syscall"
 
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/wiring"
@@ -47,14 +49,18 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 		sc.RecoverEvery = 0
 	}
 	srv, err := server.New(sc)
+	var se *server.ConfigError
+	if *addr != "" && errors.As(err, &se) && se.Field == "Addr" {
+		return fmt.Errorf("--addr %s %s", se.Reason, wiring.NoKeysHint)
+	}
 	if err != nil {
-		return err
+		return wiring.ServerError(c.cfg, err)
 	}
 	ln, err := net.Listen("tcp", sc.Addr)
 	if err != nil {
-		return err
+		return c.listenError(sc.Addr, err)
 	}
-	c.banner(ln.Addr().String(), len(sc.Principals) > 0)
+	c.banner(ctx, ln.Addr().String(), len(sc.Principals))
 	if *resume && c.spec.Kind != wiring.StoreMemory {
 		// The runs finish in the background, as server runs (audited,
 		// followable), while the server already answers. Each is claimed
@@ -78,7 +84,28 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	return nil
 }
 
-func (c *cmdEnv) banner(addr string, keys bool) {
+// listenError says what to do when the address cannot be had: which flag
+// and which key choose another (another program holds the port, or the
+// address is not this machine's).
+func (c *cmdEnv) listenError(addr string, err error) error {
+	file := DefaultConfigFile
+	if c.cfgPath != "" {
+		file = c.cfgPath
+	}
+	other := "127.0.0.1:8081"
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if p, err := strconv.Atoi(port); err == nil && p > 0 && p < 65535 {
+			other = net.JoinHostPort(host, strconv.Itoa(p+1))
+		}
+	}
+	why := err.Error()
+	if errors.Is(err, syscall.EADDRINUSE) {
+		why = "the port is in use (another " + c.env.Program + " serve, or another program)"
+	}
+	return fmt.Errorf("cannot listen on %s: %s; choose another address with --addr %s, or with server.addr in %s", addr, why, other, file)
+}
+
+func (c *cmdEnv) banner(ctx context.Context, addr string, keys int) {
 	base := "http://" + addr
 	w := c.env.Stdout
 	mode := "offline mode: no LLM configured"
@@ -86,13 +113,21 @@ func (c *cmdEnv) banner(addr string, keys bool) {
 		mode = "with the configured models"
 	}
 	fmt.Fprintf(w, "%s is serving (%s)\n", c.app.Name, mode)
-	fmt.Fprintf(w, "  web page:                     %s/\n", base)
-	fmt.Fprintf(w, "  OpenAI-compatible base URL:   %s/v1   (model %q)\n", base, server.DefaultModel)
-	fmt.Fprintf(w, "  native API:                   %s/api\n", base)
-	fmt.Fprintf(w, "  MCP server (streamable HTTP): %s/mcp\n", base)
-	fmt.Fprintf(w, "  store:                        %s\n", c.spec)
+	facts := []fact{
+		{"web page", base + "/"},
+		{"OpenAI-compatible base URL", fmt.Sprintf("%s/v1   (model %q)", base, server.DefaultModel)},
+		{"native API", base + "/api"},
+		{"MCP server (streamable HTTP)", base + "/mcp"},
+	}
+	facts = append(facts, c.facts(ctx)...)
+	apiKeys := "none: only clients on this machine (loopback) can connect"
+	if keys > 0 {
+		apiKeys = fmt.Sprintf("%d (server.api_keys, %s); every request needs one", keys, wiring.EnvAPIKeys)
+	}
+	facts = append(facts, fact{"API keys", apiKeys})
+	writeFacts(w, "  ", facts, len("MCP server (streamable HTTP):"))
 	auth := ""
-	if keys {
+	if keys > 0 {
 		auth = ` -H "Authorization: Bearer $KEY"`
 	}
 	q := "What is the beam current?"

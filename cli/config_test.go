@@ -114,3 +114,88 @@ func TestCommandsRefuseBadConfig(t *testing.T) {
 	}
 	mustContain(t, "stderr", r.stderr, "line 2: limits.max_stepz: unknown key")
 }
+
+// A file with a mistake of each phase — an unknown key, a misspelled
+// boolean, an unset API key variable, a retry policy for a capability the
+// application does not have, a public address without keys, an MCP server
+// that does not start — gets every problem in one run, in line order, each
+// once (issue 15: it took four runs).
+func TestConfigCheckReportsEveryPhaseAtOnce(t *testing.T) {
+	h := controlRoom(t)
+	h.writeConfig("capgraph.yaml", `models:
+  default:
+    provider: openai
+    model: gpt-4o-mini
+    api_key_env: CAPGRAPH_TEST_UNSET_KEY
+limits:
+  max_stepz: 40
+control_system:
+  writes_enabled: ture
+retry:
+  capabilities:
+    channel_reed:
+      max_attempts: 5
+mcp_servers:
+  wiki:
+    command: /nonexistent/capgraph-test-mcp-server
+server:
+  addr: 0.0.0.0:8080
+store: redis://localhost
+`)
+	r := h.run("", "config", "check")
+	if r.code != cli.ExitError {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	want := []string{
+		"capgraph.yaml:5: models.default.api_key_env: environment variable CAPGRAPH_TEST_UNSET_KEY is not set",
+		"capgraph.yaml:7: limits.max_stepz: unknown key (did you mean max_node_steps?)",
+		`capgraph.yaml:9: control_system.writes_enabled: must be true or false, got "ture"`,
+		`capgraph.yaml:12: retry.capabilities.channel_reed: no capability "channel_reed" is registered`,
+		"capgraph.yaml:15: mcp_servers.wiki",
+		"capgraph.yaml:18: server.addr: 0.0.0.0:8080 is not a loopback address; refusing to listen without API keys (give keys in server.api_keys or in CAPGRAPH_API_KEYS=name=key",
+		"capgraph.yaml:19: store: must be memory, sqlite:PATH or a postgres:// URL",
+		"7 problem(s)",
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), r.stdout)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d: %q, want it to contain %q", i+1, lines[i], w)
+		}
+	}
+
+	// The keys of CAPGRAPH_API_KEYS count, as they do for serve.
+	h.env["CAPGRAPH_API_KEYS"] = "ops=0123456789abcdef-ops"
+	r = h.run("", "config", "check")
+	if strings.Contains(r.stdout, "server.addr") || !strings.Contains(r.stdout, "6 problem(s)") {
+		t.Errorf("with CAPGRAPH_API_KEYS set:\n%s", r.stdout)
+	}
+}
+
+// A value both the file's rules and the conversion reject is reported once.
+func TestConfigCheckReportsAProblemOnce(t *testing.T) {
+	h := controlRoom(t)
+	h.writeConfig("capgraph.yaml", `models:
+  default:
+    provider: openaj
+    model: gpt-4o-mini
+  classifier:
+    temperature: 7
+server:
+  api_keys:
+    - name: ops
+      key: short
+`)
+	r := h.run("", "config", "check")
+	if r.code != cli.ExitError {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, key := range []string{"models.default.provider", "models.classifier.temperature", "server.api_keys[0]"} {
+		if n := strings.Count(r.stdout, ": "+key); n != 1 {
+			t.Errorf("%s reported %d times:\n%s", key, n, r.stdout)
+		}
+	}
+	mustContain(t, "config check", r.stdout, "3 problem(s)")
+}

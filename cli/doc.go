@@ -28,6 +28,12 @@
 // With nothing configured everything works: no models means offline mode,
 // the store is the default SQLite file.
 //
+// serve and chat say what they run with (the configuration file, the store,
+// the models, the write switch). Hints name the program the way the user
+// ran it (Env.Program, from Invocation: "capgraph", or "go run
+// ./cmd/capgraph" under go run). On a terminal a turn shows one status line
+// cut to the terminal's width; elsewhere one plain line per event.
+//
 // The translation from the configuration file to the models, the store, the
 // agent and the server lives in package wiring, which a front end without
 // a terminal (a server-only deployment) uses as well. App.Run takes its arguments, streams and

@@ -54,7 +54,8 @@ func ExampleApp_Run_capabilities() {
 		})
 		return []capabilities.Capability{c}, err
 	}}
-	app.Run(context.Background(), cli.Env{Args: []string{"capabilities"}, Stdout: os.Stdout})
+	// A table as wide as the terminal (Width; 80 when it does not say), else a block per capability.
+	app.Run(context.Background(), cli.Env{Args: []string{"capabilities"}, Stdout: os.Stdout, Width: 100})
 	// Output:
 	// NAME          PROVIDES      REQUIRES  RETRY                                          APPROVAL
 	// beam_current  BEAM_CURRENT  -         3 attempts, 1s ×2 ≤30s, full jitter (default)  no

@@ -30,6 +30,10 @@ type harness struct {
 	dir  string
 	env  map[string]string
 	term bool
+	// program is Env.Program ("" : the App's name).
+	program string
+	// width is Env.Width (0: 80, what an unknown terminal gets).
+	width int
 }
 
 func newHarness(t *testing.T, app cli.App) *harness {
@@ -54,7 +58,7 @@ func (h *harness) environment(stdin io.Reader, stdout, stderr io.Writer, args []
 	term := h.term
 	return cli.Env{
 		Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr, Dir: h.dir, Terminal: &term,
-		Getenv: func(k string) string { return h.env[k] },
+		Getenv: func(k string) string { return h.env[k] }, Program: h.program, Width: h.width,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/capgraph/capgraph/cli"
 )
@@ -57,6 +58,7 @@ var spaces = regexp.MustCompile(` {2,}`)
 // with where it comes from, and approval under the configured mode.
 func TestCapabilitiesTable(t *testing.T) {
 	h := controlRoom(t)
+	h.width = 200
 	r := h.run("", "capabilities")
 	if r.code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -87,4 +89,35 @@ func TestCapabilitiesTable(t *testing.T) {
 	h.writeConfig("capgraph.yaml", "retry:\n  capabilities:\n    channel_finding:\n      max_attempts: 5\n      initial_interval: 2s\napproval:\n  global_mode: disabled\n")
 	r = h.run("", "capabilities", "-v")
 	mustContain(t, "configured", r.stdout, "5 attempts, 2s ×2 ≤30s, full jitter (config)", "no (approval disabled)", "always (side effects)", "Find the control-system channel names")
+}
+
+// On a terminal narrower than the table (80 columns when the width is
+// unknown), capabilities prints a block per capability, wrapped: no line is
+// wider than the terminal, and nothing is lost.
+func TestCapabilitiesFitTheTerminal(t *testing.T) {
+	for _, width := range []int{0, 100, 60, 40} {
+		h := controlRoom(t)
+		h.width = width
+		r := h.run("", "capabilities", "-v")
+		if r.code != cli.ExitOK {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		limit := width
+		if limit == 0 {
+			limit = 80
+		}
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if n := utf8.RuneCountInString(l); n > limit {
+				t.Errorf("width %d: a line of %d columns: %q", width, n, l)
+			}
+		}
+		flat := strings.Join(strings.Fields(r.stdout), " ")
+		for _, want := range []string{"channel_write", "provides CHANNEL_WRITE_RESULTS", "requires CHANNEL_ADDRESSES(multiple)",
+			"retry 3 attempts, 500ms ×2 ≤5s, full jitter, never not_found/invalid_input (own)", "approval always (side effects)", "A human must approve first."} {
+			want = strings.ReplaceAll(want, "/ ", "/")
+			if !strings.Contains(strings.ReplaceAll(flat, "/ ", "/"), want) {
+				t.Errorf("width %d: %q missing:\n%s", width, want, r.stdout)
+			}
+		}
+	}
 }

@@ -67,7 +67,7 @@ func TestRunTerminalShowsLiveStatusLine(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	mustContain(t, "terminal output", r.stdout, "\r\033[K", "step 1 of 3: channel_finding", "step 2 of 3: channel_read",
-		"step 2 (channel_read) failed (attempt 1 of 3", "retrying in", "SR:DCCT:CURRENT")
+		"step 2 (channel_read) retrying in ", "s — attempt 1 of 3 failed: The control", "SR:DCCT:CURRENT")
 	// The line is erased before the answer.
 	last := r.stdout[strings.LastIndex(r.stdout, "\r\033[K"):]
 	if !strings.HasPrefix(last, "\r\033[K(Offline mode") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -105,7 +106,88 @@ func TestServeRefusesPublicAddressWithoutKeys(t *testing.T) {
 	if r.code != cli.ExitError {
 		t.Fatalf("exit %d", r.code)
 	}
-	mustContain(t, "stderr", r.stderr, "not a loopback address")
+	mustContain(t, "stderr", r.stderr, "--addr 0.0.0.0:0 is not a loopback address; refusing to listen without API keys",
+		"server.api_keys", "CAPGRAPH_API_KEYS=name=key")
+
+	// From the file: the key and its line are named.
+	h := controlRoom(t)
+	h.writeConfig("capgraph.yaml", "store: memory\nserver:\n  addr: 0.0.0.0:0\n")
+	r = h.run("", "serve")
+	if r.code != cli.ExitError {
+		t.Fatalf("exit %d", r.code)
+	}
+	mustContain(t, "stderr", r.stderr, "line 3: server.addr: 0.0.0.0:0 is not a loopback address", "CAPGRAPH_API_KEYS")
+}
+
+// A port another program holds: serve says so and names the flag and the
+// key that choose another.
+func TestServeBusyPortNamesFlagAndKey(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	r := controlRoom(t).run("", "--store", "memory", "serve", "--addr", addr)
+	if r.code != cli.ExitError {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "stderr", r.stderr, "cannot listen on "+addr+": the port is in use", "--addr 127.0.0.1:", "server.addr in capgraph.yaml")
+}
+
+// serve's banner says which configuration file, store, models and write
+// switch it runs with, and how to enable writes.
+func TestServeBannerSaysWhatItRunsWith(t *testing.T) {
+	banner := func(h *harness, args ...string) string {
+		t.Helper()
+		var stdout, stderr syncBuffer
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int, 1)
+		go func() {
+			done <- h.app.Run(ctx, h.environment(strings.NewReader(""), &stdout, &stderr, append(args, "serve", "--addr", "127.0.0.1:0")))
+		}()
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(stdout.String(), "Press Ctrl-C to stop.") {
+			select {
+			case code := <-done:
+				t.Fatalf("serve exited %d: %s", code, stderr.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no banner: %q", stdout.String())
+			}
+		}
+		cancel()
+		<-done
+		return stdout.String()
+	}
+	h := controlRoom(t)
+	out := banner(h)
+	mustContain(t, "default banner", out,
+		"  configuration:                none: the built-in defaults (no capgraph.yaml here",
+		"  store:                        sqlite:"+h.env["XDG_DATA_HOME"],
+		"  models:                       none: offline mode",
+		"  writes:                       disabled: channel_write is refused; to allow it, set control_system.writes_enabled: true in capgraph.yaml",
+		"  API keys:                     none: only clients on this machine")
+
+	h.env["CAPGRAPH_TEST_KEY"] = "sk-test"
+	h.env["CAPGRAPH_API_KEYS"] = "ops=0123456789abcdef-ops"
+	file := h.writeConfig("site.yaml", `models:
+  default: {provider: openai, model: gpt-4o-mini, api_key_env: CAPGRAPH_TEST_KEY}
+  response: {model: gpt-4o}
+fallback: offline
+control_system:
+  writes_enabled: true
+store: postgres://capgraph:secret-password@db.example:5432/capgraph
+`)
+	out = banner(h, "--config", file, "--store", "memory")
+	mustContain(t, "configured banner", out,
+		"configuration:                "+file,
+		"store:                        memory",
+		"models:                       openai gpt-4o-mini (task_extraction, classifier, orchestrator, approval, error); openai gpt-4o (response); offline answers when a provider cannot be reached",
+		"writes:                       enabled: channel_write may act, each change after a human's approval",
+		"API keys:                     1 (server.api_keys, CAPGRAPH_API_KEYS)",
+		`-H "Authorization: Bearer $KEY"`)
 }
 
 // A run cut between two steps (here: canceled while its second step runs,

@@ -25,7 +25,9 @@ type cmdEnv struct {
 	name   string
 
 	cfg *config.Config
-	rt  *wiring.Runtime
+	// cfgPath is the file cfg was loaded from ("" : the built-in defaults).
+	cfgPath string
+	rt      *wiring.Runtime
 	// spec is the store in use, once the store is opened.
 	spec    wiring.StoreSpec
 	closers []func() error
@@ -75,7 +77,7 @@ func (c *cmdEnv) config() (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.cfg = cfg
+	c.cfg, c.cfgPath = cfg, p
 	return cfg, nil
 }
 

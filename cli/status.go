@@ -21,7 +21,7 @@ type progress interface {
 // lines otherwise.
 func newProgress(env Env, terminal bool) progress {
 	if terminal {
-		return newLiveLine(env.Stdout, env.Now)
+		return newLiveLine(env.Stdout, env.Now, env.width)
 	}
 	return &eventLines{w: env.Stderr}
 }
@@ -79,7 +79,7 @@ type eventLines struct{ w io.Writer }
 
 func (p *eventLines) event(e agent.Event) {
 	if s := describe(e); s != "" {
-		fmt.Fprintln(p.w, "· "+s)
+		fmt.Fprintln(p.w, "· "+oneLineText(s))
 	}
 }
 
@@ -87,14 +87,18 @@ func (p *eventLines) stop() {}
 
 // liveLine keeps one status line up to date on a terminal: the current step
 // (n of m) and capability, a retry countdown, or that approval is needed.
+// The line is cut to the terminal's width: a line the terminal wrapped
+// could not be redrawn or erased with a carriage return.
 type liveLine struct {
-	w   io.Writer
-	now func() time.Time
+	w     io.Writer
+	now   func() time.Time
+	width func() int
 
 	mu       sync.Mutex
 	text     string    // the current status
 	retryAt  time.Time // when a scheduled retry starts (countdown)
-	retryMsg string
+	retryOf  string    // what is retried ("step 2 (channel_read)")
+	retryMsg string    // why ("attempt 1 of 3 failed: …")
 	shown    bool
 	done     chan struct{}
 	once     sync.Once
@@ -102,8 +106,8 @@ type liveLine struct {
 
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
-func newLiveLine(w io.Writer, now func() time.Time) *liveLine {
-	l := &liveLine{w: w, now: now, text: "thinking", done: make(chan struct{})}
+func newLiveLine(w io.Writer, now func() time.Time, width func() int) *liveLine {
+	l := &liveLine{w: w, now: now, width: width, text: "thinking", done: make(chan struct{})}
 	go l.tick()
 	return l
 }
@@ -132,9 +136,13 @@ func (l *liveLine) draw(spin string) {
 		if left < 0 {
 			left = 0
 		}
-		text = fmt.Sprintf("%s — retrying in %.1fs", l.retryMsg, left.Seconds())
+		// The countdown comes first: a narrow terminal cuts the reason.
+		text = fmt.Sprintf("%s retrying in %.1fs — %s", l.retryOf, left.Seconds(), l.retryMsg)
 	}
-	fmt.Fprintf(l.w, "\r\033[K%s %s", spin, text)
+	// One column is left free: a character in the last one puts some
+	// terminals in a pending wrap that the next carriage return undoes
+	// differently.
+	fmt.Fprintf(l.w, "\r\033[K%s", fit(spin+" "+oneLineText(text), l.width()-1))
 	l.shown = true
 }
 
@@ -160,7 +168,8 @@ func (l *liveLine) event(e agent.Event) {
 		}
 	case agent.EventRetry:
 		if e.Retry != nil {
-			l.retryMsg = fmt.Sprintf("%s failed (attempt %d of %d: %s)", e.Retry.What(), e.Retry.Attempt, e.Retry.Max, e.Retry.Reason)
+			l.retryOf = e.Retry.What()
+			l.retryMsg = fmt.Sprintf("attempt %d of %d failed: %s", e.Retry.Attempt, e.Retry.Max, e.Retry.Reason)
 			l.retryAt = e.Retry.NotBefore
 			if l.retryAt.IsZero() {
 				l.retryAt = l.now().Add(e.Retry.Delay)

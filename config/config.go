@@ -54,7 +54,13 @@ type Config struct {
 	lines  map[string]int
 	// warnings are things that are allowed but probably wrong.
 	warnings []Problem
+	// problems are what LoadPartial found wrong (always empty after Load).
+	problems []Problem
 }
+
+// Problems lists what LoadPartial found wrong with the file, in line
+// order; a Config from Load or Parse has none (they return an *Error).
+func (c *Config) Problems() []Problem { return c.problems }
 
 // Warnings lists what the file allows but probably did not mean (a
 // base_url an OpenAI-compatible server does not answer on), in line order.

@@ -40,6 +40,36 @@ func Parse(data []byte, filename string) (*Config, error) {
 }
 
 func parse(data []byte, filename string, lookup func(string) (string, bool)) (*Config, error) {
+	cfg, err := parsePartial(data, filename, lookup)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.problems) > 0 {
+		return nil, &Error{File: filename, Problems: cfg.problems}
+	}
+	return cfg, nil
+}
+
+// LoadPartial reads a file to check it: like Load, but a file with problems
+// still gives a Config — what the file says without what has a problem —
+// and the problems, in line order, in its Problems. A key with a problem
+// keeps its default; a model role, an MCP server or a capability's retry
+// policy with a problem is left out (all roles when models.default has
+// one). So the rest of the file can be checked further, and every problem
+// reported at once (wiring.Runtime.Check). Only a file that cannot be read,
+// or is not YAML, gives an error. To run with a file, use Load.
+func LoadPartial(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{File: path, Problems: []Problem{{Problem: "cannot read the file: " + unwrapPathError(err)}}}
+	}
+	return parsePartial(data, path, os.LookupEnv)
+}
+
+// parsePartial parses a file; the problems found go to the Config's
+// problems, and what has one is pruned (see LoadPartial). Only a syntax
+// error, or a document that is not a mapping, is returned as an error.
+func parsePartial(data []byte, filename string, lookup func(string) (string, bool)) (*Config, error) {
 	cfg := Default()
 	cfg.source = filename
 	d := &decoder{lookup: lookup, lines: cfg.lines}
@@ -77,12 +107,13 @@ func parse(data []byte, filename string, lookup func(string) (string, bool)) (*C
 			cfg.Server.APIKeys[i].Tenant = cfg.Server.APIKeys[i].Name
 		}
 	}
-	if len(d.problems) > 0 {
-		slices.SortStableFunc(d.problems, func(a, b Problem) int { return a.Line - b.Line })
-		return nil, &Error{File: filename, Problems: d.problems}
-	}
+	slices.SortStableFunc(d.problems, func(a, b Problem) int { return a.Line - b.Line })
 	slices.SortStableFunc(d.warnings, func(a, b Problem) int { return a.Line - b.Line })
 	cfg.warnings = d.warnings
+	cfg.problems = d.problems
+	for _, p := range d.problems {
+		cfg.prune(p.Key)
+	}
 	return cfg, nil
 }
 

@@ -282,3 +282,27 @@ func TestDocumentedReportIsWhatTheNodeWrites(t *testing.T) {
 		t.Errorf("docs/error-handling.md shows\n%s\nthe node writes\n%s", want, got)
 	}
 }
+
+// Running out of plans after a replanning failure advises rephrasing once,
+// not once per reason.
+func TestReportAdvisesRephrasingOnce(t *testing.T) {
+	s := failedTurn()
+	e := *s.Turn.Control.Error
+	e.Classification = capabilities.Classification{Severity: capabilities.Replanning, Kind: capabilities.KindInvalidInput, UserMessage: "the plan named no channel"}
+	s.Turn.Control.Error, s.Turn.Plan.Steps[1].Error = &e, &e
+	s.Turn.Plan.Steps[1].Status = state.StepPending
+	s.Turn.Control.PlansCreated = 2
+	r := errornode.BuildReport(s, rc, nil, now)
+	if r.Failure.Limit != router.LimitPlanning {
+		t.Fatalf("limit %q, want %q", r.Failure.Limit, router.LimitPlanning)
+	}
+	n := 0
+	for _, sg := range r.Suggestions {
+		if strings.HasPrefix(sg, "Rephrase the request") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("suggestions %q: want the advice to rephrase once", r.Suggestions)
+	}
+}

@@ -240,7 +240,10 @@ func suggestions(r state.ErrorReport) []string {
 	case capabilities.Retriable:
 		add("Try again in a few minutes.")
 	case capabilities.Replanning, capabilities.Reclassification:
-		add("Rephrase the request, naming exactly what you need.")
+		// Unless a budget's advice above already says to rephrase.
+		if !slices.ContainsFunc(out, func(s string) bool { return strings.HasPrefix(s, "Rephrase the request") }) {
+			add("Rephrase the request, naming exactly what you need.")
+		}
 	}
 	if len(out) == 0 || (len(out) == 1 && len(r.Changed()) > 0) {
 		add("Try again, or rephrase the request.")

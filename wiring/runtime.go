@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
@@ -18,6 +20,7 @@ import (
 	"github.com/capgraph/capgraph/logging"
 	"github.com/capgraph/capgraph/mcp"
 	"github.com/capgraph/capgraph/server"
+	"github.com/capgraph/capgraph/state"
 )
 
 // DefaultAppName names an App that names none: the capgraph command.
@@ -286,7 +289,7 @@ func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (serv
 	if err != nil {
 		return server.Config{}, err
 	}
-	sc, err := ServerConfig(r.cfg, a, r.opts.Getenv("CAPGRAPH_API_KEYS"), logger)
+	sc, err := ServerConfig(r.cfg, a, r.opts.Getenv(EnvAPIKeys), logger)
 	if err != nil {
 		return sc, err
 	}
@@ -314,60 +317,178 @@ func (r *Runtime) path(p string) string {
 	return filepath.Join(r.opts.Dir, p)
 }
 
-// Check converts the configuration the way the runtime does, without
-// opening the store, and lists every problem with its line: those only the
-// conversion sees (a retry policy for a capability that does not exist, a
-// model role that cannot be built, a bad store value, an API key the
-// server refuses) as well. A file the parser rejects never gets here.
+// Check lists every problem of the configuration at once, in line order:
+// the file's own (a Config from config.LoadPartial carries them) and those
+// only the conversion sees — a store value, a model role that cannot be
+// built (an unset API key variable), a retry policy for a capability that
+// does not exist, an MCP server that does not start or lacks a tool, an
+// allowed capability the agent does not have, an address the server
+// refuses without API keys. Each step checks what it can whatever the
+// others found; a problem already reported for a key is not repeated. The
+// store is not opened.
 func (r *Runtime) Check(ctx context.Context) []config.Problem {
 	cfg := r.cfg
-	var problems []config.Problem
+	var found []config.Problem
 	add := func(err error) {
 		var ce *config.Error
 		if errors.As(err, &ce) {
-			problems = append(problems, ce.Problems...)
+			found = append(found, ce.Problems...)
 		} else if err != nil {
-			problems = append(problems, config.Problem{Problem: oneLine(err)})
+			found = append(found, config.Problem{Problem: oneLine(err)})
 		}
 	}
 	if cfg.Store != "" {
 		if _, err := ParseStore(cfg.Store, r.app.Name, r.opts.Getenv); err != nil {
-			problems = append(problems, config.Problem{Line: cfg.Line("store"), Key: "store", Problem: oneLine(err)})
+			found = append(found, config.Problem{Line: cfg.Line("store"), Key: "store", Problem: oneLine(err)})
 		}
 	}
 	models, err := r.Models()
-	add(err)
-	reg, err := r.Registry(ctx)
 	if err != nil {
 		add(err)
-		return problems
+		models = llm.None // the rest is checked as if offline
 	}
-	ac, err := AgentConfig(cfg, reg, memory.New(), models)
-	ac.Application = r.app.Name
-	add(err)
-	if err != nil || models == nil {
-		return problems
-	}
-	a, err := agent.New(ac)
-	if err != nil {
+	// The server is checked with the agent when it can be built, else
+	// without it (only the capability names of API keys need it).
+	var runner agent.Runner = noRunner{}
+	if reg, err := r.Registry(ctx); err != nil {
 		add(err)
-		return problems
+		// The application's own capabilities still say which retry
+		// policies name nothing, but for names an MCP server that did not
+		// start may have provided.
+		if own, err := r.ownRegistry(); err == nil {
+			_, err := AgentConfig(cfg, own, memory.New(), models)
+			add(withoutMCPNames(cfg, err))
+		}
+	} else {
+		ac, err := AgentConfig(cfg, reg, memory.New(), models)
+		ac.Application = r.app.Name
+		add(err) // unknown capabilities' retry policies are left out of ac
+		if a, err := agent.New(ac); err != nil {
+			add(err)
+		} else {
+			runner = a
+		}
 	}
-	sc, err := ServerConfig(cfg, a, "", logging.Nop())
+	sc, err := ServerConfig(cfg, runner, r.opts.Getenv(EnvAPIKeys), logging.Nop())
 	add(err)
 	if err == nil {
 		if _, err := server.New(sc); err != nil {
-			var se *server.ConfigError
-			if errors.As(err, &se) {
-				key := serverKey(se.Field)
-				problems = append(problems, config.Problem{Line: lineOf(cfg, key), Key: key, Problem: se.Reason})
-			} else {
-				add(err)
-			}
+			add(ServerError(cfg, err))
 		}
 	}
-	return problems
+	return mergeProblems(cfg.Problems(), found)
 }
+
+// ownRegistry is the application's own capabilities, without the sources
+// the configuration adds.
+func (r *Runtime) ownRegistry() (*capabilities.Registry, error) {
+	caps, err := r.app.Capabilities(r.cfg)
+	if err != nil {
+		return nil, err
+	}
+	reg := capabilities.NewRegistry()
+	return reg, reg.Register(caps...)
+}
+
+// withoutMCPNames drops from a *config.Error the problems of retry policies
+// whose capability name starts with an MCP server's prefix.
+func withoutMCPNames(cfg *config.Config, err error) error {
+	var ce *config.Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	var keep []config.Problem
+	for _, p := range ce.Problems {
+		name := strings.TrimPrefix(p.Key, "retry.capabilities.")
+		if !slices.ContainsFunc(MCPServers(cfg), func(s mcp.ServerConfig) bool { return strings.HasPrefix(name, mcp.Prefix(s)+"_") }) {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	return &config.Error{File: ce.File, Problems: keep}
+}
+
+// EnvAPIKeys is the environment variable holding API keys beside the
+// file's server.api_keys ("name=key,name=key").
+const EnvAPIKeys = "CAPGRAPH_API_KEYS"
+
+// NoKeysHint follows the server's refusal to listen beyond loopback
+// without API keys: where keys come from.
+const NoKeysHint = "(give keys in server.api_keys or in " + EnvAPIKeys + "=name=key, or listen on 127.0.0.1)"
+
+// ServerError turns a server.ConfigError from server.New into a
+// *config.Error naming the file's key and line (and, for an address
+// refused without keys, how to give keys); other errors pass unchanged.
+func ServerError(cfg *config.Config, err error) error {
+	var se *server.ConfigError
+	if !errors.As(err, &se) {
+		return err
+	}
+	key := serverKey(se.Field)
+	msg := se.Reason
+	if se.Field == "Addr" {
+		msg += " " + NoKeysHint
+	}
+	return &config.Error{File: cfg.Source(), Problems: []config.Problem{{Line: lineOf(cfg, key), Key: key, Problem: msg}}}
+}
+
+// mergeProblems returns the file's problems and those found converting it,
+// in line order (the file's first on a line), without a converted problem
+// about a key the file already has one for.
+func mergeProblems(file, found []config.Problem) []config.Problem {
+	out := slices.Clone(file)
+	for _, p := range found {
+		dup := slices.ContainsFunc(out, func(q config.Problem) bool {
+			return q.Problem == p.Problem && q.Key == p.Key || p.Key != "" && slices.ContainsFunc(file, func(f config.Problem) bool { return sameSubject(f.Key, p.Key) })
+		})
+		if !dup {
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b config.Problem) int { return a.Line - b.Line })
+	return out
+}
+
+// sameSubject reports whether two keys are about the same thing: one
+// contains the other ("server.api_keys[0]" and "server.api_keys[0].key"),
+// or they are in the same list element.
+func sameSubject(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	within := func(k, in string) bool {
+		return k == in || strings.HasPrefix(k, in+".") || strings.HasPrefix(k, in+"[")
+	}
+	if within(a, b) || within(b, a) {
+		return true
+	}
+	elem := func(k string) string {
+		if i := strings.IndexByte(k, ']'); i >= 0 {
+			return k[:i+1]
+		}
+		return ""
+	}
+	return elem(a) != "" && elem(a) == elem(b)
+}
+
+// noRunner stands in for the agent when it cannot be built, so the
+// server's own rules are still checked.
+type noRunner struct{}
+
+var errNoAgent = errors.New("wiring: no agent (configuration check)")
+
+func (noRunner) Run(context.Context, agent.TurnRequest) iter.Seq2[agent.Event, error] {
+	return func(yield func(agent.Event, error) bool) { yield(agent.Event{}, errNoAgent) }
+}
+func (noRunner) Resume(context.Context, string, agent.Answer) iter.Seq2[agent.Event, error] {
+	return func(yield func(agent.Event, error) bool) { yield(agent.Event{}, errNoAgent) }
+}
+func (noRunner) State(context.Context, string) (state.State, agent.RunStatus, error) {
+	return state.State{}, "", errNoAgent
+}
+func (noRunner) DeleteThread(context.Context, string) error { return errNoAgent }
 
 var principalField = regexp.MustCompile(`^Principals\[(\d+)\]\.?(\w*)$`)
 

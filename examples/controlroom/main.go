@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
@@ -60,6 +61,11 @@ func demo(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "Simulated machine: %d channels. Offline mode: no LLM is used.\n", len(p.Channels()))
+	// Say why this demo writes while serve and chat refuse by default.
+	bi, _ := debug.ReadBuildInfo()
+	fmt.Fprintf(w, "Writes are enabled in this demo, each one approved by this program: the only thing written to\n"+
+		"is the simulated machine. The commands (%s serve|chat|run) refuse writes until\n"+
+		"control_system.writes_enabled: true is set in capgraph.yaml, and then ask a human to approve each change.\n", cli.Invocation(os.Args[0], bi))
 	for i, d := range plant.Demo {
 		thread := fmt.Sprintf("demo-%d", i)
 		fmt.Fprintf(w, "\n> %s\n", d.Question)

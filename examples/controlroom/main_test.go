@@ -19,6 +19,10 @@ func TestControlRoomDemoAnswersEveryQuestion(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	s := out.String()
+	// Why this demo writes while the commands refuse by default.
+	if !strings.Contains(s, "Writes are enabled in this demo") || !strings.Contains(s, "refuse writes until\ncontrol_system.writes_enabled: true") {
+		t.Errorf("the banner does not say why the demo writes:\n%s", s)
+	}
 	for i, d := range plant.Demo {
 		start := strings.Index(s, "> "+d.Question)
 		if start < 0 {

@@ -6,6 +6,14 @@
 // It runs offline: no LLM is needed.
 //
 //	go run ./examples/errortour
+//
+// With arguments it is the whole capgraph command line over the tour's
+// capabilities, so each scenario can be tried in a chat or on the web page
+// (the resource-exhaustion one asks you whether to try again):
+//
+//	go run ./examples/errortour chat
+//	go run ./examples/errortour serve
+//	go run ./examples/errortour run "Read the primary source"
 package main
 
 import (
@@ -15,15 +23,21 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/cli"
+	"github.com/capgraph/capgraph/config"
 	"github.com/capgraph/capgraph/examples/errortour/tour"
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		cli.Main(App())
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Stdout); err != nil {
@@ -77,5 +91,24 @@ func run(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(out.Message.Content))
 	}
 	fmt.Fprintln(w, strings.Repeat("─", 72))
+	bi, _ := debug.ReadBuildInfo()
+	fmt.Fprintf(w, "Try each scenario yourself: %s chat (or serve, for the web page).\n", cli.Invocation(os.Args[0], bi))
 	return nil
+}
+
+// App is the error tour as a capgraph application; its demo questions are
+// the scenarios' questions, one per severity.
+func App() cli.App {
+	questions := make([]string, len(tour.Scenarios))
+	for i, sc := range tour.Scenarios {
+		questions[i] = sc.Question
+	}
+	return cli.App{
+		Name:     "errortour",
+		Summary:  "errortour — every way a capgraph turn can fail, one question each: " + strings.Join(questions, "; ") + ".",
+		Examples: questions,
+		Capabilities: func(*config.Config) ([]capabilities.Capability, error) {
+			return tour.New().Capabilities()
+		},
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capgraph/capgraph/cli"
 	"github.com/capgraph/capgraph/examples/errortour/tour"
 )
 
@@ -47,5 +48,41 @@ func TestErrorTourShowsEverySeverity(t *testing.T) {
 	// Only FATAL ends without a message; every other stop has its answer or report.
 	if n := strings.Count(out.String(), "Your request could not be completed"); n != 3 {
 		t.Errorf("%d error reports, want 3 (dead, interlock, quota)", n)
+	}
+}
+
+// The tour's command line: every scenario can be tried from a chat — the
+// retry, the fallback, the escalation to a human (answered no here), the
+// fatal stop that ends the turn but not the conversation.
+func TestErrorTourAppInChat(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	var lines []string
+	for _, sc := range tour.Scenarios {
+		lines = append(lines, sc.Question)
+		if sc.Keyword == "quota" {
+			lines = append(lines, "no")
+		}
+	}
+	var out, errb bytes.Buffer
+	code := App().Run(ctx, cli.Env{Args: []string{"--store", "memory", "chat"}, Stdin: strings.NewReader(strings.Join(lines, "\n") + "\n/help\n/exit\n"),
+		Stdout: &out, Stderr: &errb, Dir: dir, Getenv: func(k string) string { return map[string]string{"HOME": dir}[k] }})
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	s := out.String()
+	for _, want := range []string{
+		"flaky_sensor answered 42.0 units on attempt 3", "flaky_sensor succeeded after 3 attempts",
+		"it persisted through 3 attempts (severity: retriable)", "moved_sensor answered", "misrouted_request answered",
+		"Stopped for safety: interlock active",
+		"FATAL: fatal error in corrupt_state",
+		"Approval needed: quota_hog is blocked", "approve? [yes/no]", "a human gave up",
+		"backup_sensor answered", "the fallback for primary_source",
+		"Try:\n  Read the flaky sensor", // /help offers the scenarios
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("chat lacks %q:\n%s", want, s)
+		}
 	}
 }

@@ -4,6 +4,14 @@
 // demo questions and shows the retries recovering.
 //
 //	go run ./examples/weather
+//
+// With arguments it is the whole capgraph command line over the same
+// capability and service, so the retries (and the failures no retry
+// fixes) can be tried in a chat or on the web page:
+//
+//	go run ./examples/weather chat
+//	go run ./examples/weather serve
+//	go run ./examples/weather run "Is it raining in London?"
 package main
 
 import (
@@ -12,11 +20,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/cli"
+	"github.com/capgraph/capgraph/config"
 	"github.com/capgraph/capgraph/examples/weather/weather"
 )
 
@@ -24,7 +35,16 @@ import (
 // demo questions meet several 503s.
 const seed = 7
 
+// appSeed is the service's seed for the commands (App): the first request
+// fails, so even a single `run` shows a retry; the sixth and seventh fail
+// too (two retries in a row, the second after the service's Retry-After).
+const appSeed = 12
+
 func main() {
+	if len(os.Args) > 1 {
+		cli.Main(App())
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Stdout, seed); err != nil {
@@ -68,7 +88,60 @@ func run(ctx context.Context, w io.Writer, seed int64) error {
 	}
 	reqs, fails := svc.Stats()
 	fmt.Fprintf(w, "\nThe service answered %d requests, %d of them with 503; every question got its answer.\n", reqs, fails)
+	fmt.Fprintf(w, "Try it yourself: %s chat (or serve, for the web page).\n", invocation())
 	return nil
+}
+
+// Questions for chat and the web page: the demo questions (503s the
+// retries absorb), then a city the service does not know (404: no retry,
+// an error report listing the known cities) and a question without a city
+// (the planner is asked again; offline it cannot find one, so the turn ends
+// with a report that says so).
+var questions = append(demoQuestions(), "What is the weather in Atlantis?", "What is the weather like?")
+
+func demoQuestions() []string {
+	out := make([]string, len(weather.Demo))
+	for i, d := range weather.Demo {
+		out[i] = d.Question
+	}
+	return out
+}
+
+// App is the weather example as a capgraph application: current_weather
+// over a mock service this process starts on a loopback port (on first
+// use, once), which fails 30% of requests with 503.
+func App() cli.App {
+	var (
+		once   sync.Once
+		client *weather.Client
+		err    error
+	)
+	return cli.App{
+		Name:     "weather",
+		Summary:  "weather — capgraph's hello world: a flaky mock weather service whose 503s the retries absorb.",
+		Examples: questions,
+		Capabilities: func(*config.Config) ([]capabilities.Capability, error) {
+			once.Do(func() {
+				var svc *weather.Service
+				// The service lives as long as the process: the commands
+				// end with it.
+				svc, err = weather.NewService(weather.ServiceConfig{Seed: appSeed})
+				if err == nil {
+					client = &weather.Client{BaseURL: svc.URL()}
+				}
+			})
+			if err != nil {
+				return nil, err
+			}
+			return []capabilities.Capability{weather.NewCapability(client)}, nil
+		},
+	}
+}
+
+// invocation is how this program was started, for the hint.
+func invocation() string {
+	bi, _ := debug.ReadBuildInfo()
+	return cli.Invocation(os.Args[0], bi)
 }
 
 func plural(n int, one, many string) string {

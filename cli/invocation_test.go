@@ -1,0 +1,61 @@
+package cli_test
+
+import (
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/capgraph/capgraph/cli"
+)
+
+// Hints name the program as the user ran it: the go run form for a binary
+// go run built (in its temporary work directory or, since Go 1.24, cached
+// in the build cache), else the name on the PATH.
+func TestInvocation(t *testing.T) {
+	local := &debug.BuildInfo{Path: "github.com/capgraph/capgraph/cmd/capgraph", Main: debug.Module{Path: "github.com/capgraph/capgraph", Version: "(devel)"}}
+	own := &debug.BuildInfo{Path: "example.com/myagent", Main: debug.Module{Path: "example.com/myagent", Version: "(devel)"}}
+	published := &debug.BuildInfo{Path: "github.com/capgraph/capgraph/cmd/capgraph", Main: debug.Module{Path: "github.com/capgraph/capgraph", Version: "v0.3.0"}}
+	cached := "/home/op/.cache/go-build/12/" + strings.Repeat("ab", 32) + "-d/capgraph"
+	tests := []struct {
+		arg0 string
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{"/tmp/go-build3915024420/b001/exe/capgraph", local, "go run ./cmd/capgraph"},
+		{cached, local, "go run ./cmd/capgraph"},
+		{"/tmp/go-build1/b001/exe/myagent", own, "go run ."},
+		{"/tmp/go-build1/b001/exe/capgraph", published, "go run github.com/capgraph/capgraph/cmd/capgraph@v0.3.0"},
+		{"/home/op/go/bin/capgraph", local, "capgraph"},
+		{"capgraph", local, "capgraph"},
+		{"./myagent", own, "myagent"},
+		{`C:\Users\op\go\bin\capgraph.exe`, local, "capgraph"},
+		{"/tmp/go-build1/b001/exe/capgraph", nil, "capgraph"},
+		// Not go run's: a directory that only looks a bit like it.
+		{"/opt/go-build/bin/capgraph", local, "capgraph"},
+	}
+	for _, tt := range tests {
+		if got := cli.Invocation(tt.arg0, tt.bi); got != tt.want {
+			t.Errorf("Invocation(%q) = %q, want %q", tt.arg0, got, tt.want)
+		}
+	}
+}
+
+// The usage text and every hint use Env.Program; bad usage exits 2.
+func TestHintsUseTheProgramsInvocation(t *testing.T) {
+	h := controlRoom(t)
+	h.program = "go run ./cmd/capgraph"
+	r := h.run("", "bogus")
+	if r.code != cli.ExitUsage {
+		t.Fatalf("exit %d, want %d", r.code, cli.ExitUsage)
+	}
+	mustContain(t, "stderr", r.stderr, `unknown command "bogus"`, "Run 'go run ./cmd/capgraph help' for usage.")
+	r = h.run("", "help")
+	mustContain(t, "help", r.stdout, "Usage: go run ./cmd/capgraph [--config FILE]")
+	r = h.run("", "run", "What is the beam current?")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "stderr", r.stderr, "(continue with: go run ./cmd/capgraph chat --thread ")
+	r = h.run("/exit\n", "chat")
+	mustContain(t, "chat", r.stdout, "bye — resume with: go run ./cmd/capgraph chat --thread ")
+}

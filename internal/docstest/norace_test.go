@@ -1,0 +1,6 @@
+//go:build !race
+
+package docstest
+
+// raceEnabled: the test binary runs under the race detector.
+const raceEnabled = false
