@@ -458,8 +458,12 @@ async function ask(text) {
       location.hash = "#/t/" + encodeURIComponent(id);
       renderThreads();
     }
+    // A message while an approval is pending answers it (a clear yes or no)
+    // or cancels it: the thread's state says which, once the run ends.
+    const pending = chat.querySelector('[data-approval-id][data-state="pending"]');
     const r = await api(threadPath(id, "runs"), { method: "POST", body: { input: text } });
     await followRun(id, turn, r.run.id, 0);
+    if (pending && app.threadId === id && !app.run) await openThread(id);
   } catch (e) {
     turn.root.remove();
     q.value = text; // not sent: the question stays in the box, nothing is resent by itself

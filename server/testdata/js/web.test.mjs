@@ -213,10 +213,17 @@ test("an approval ends Rejected, or Expired when nobody answered in time", run("
   await open(p2, id);
   const expired = p2.locator('[data-approval-id][data-state="expired"]');
   await expired.waitFor();
-  assert.match(await expired.innerText(), /Expired/);
+  assert.match(await expired.innerText(), /Expired — no answer came in time; nothing was done/);
   assert.equal(await expired.locator("button.approve").isVisible(), false);
   await shot(p2, "expired");
   await later.close();
+  // A new question instead of an answer cancels the approval: nothing is
+  // written, and no card is left waiting.
+  await ask(page, "What is the beam current?");
+  await answered(page, "What is the beam current?");
+  await page.locator(`#chat[data-loaded="${id}"]`).waitFor({ state: "attached" });
+  assert.equal(await page.locator('[data-approval-id][data-state="pending"]').count(), 0);
+  await page.locator(`#thread-list [data-thread-id="${id}"]:not([data-status="interrupted"])`).waitFor();
 }));
 
 test("stop cancels a slow run", run("stop", async () => {

@@ -581,8 +581,8 @@ export class Turn {
   showDecisions(decisions, pending, status) {
     for (const d of decisions) {
       const ap = { id: d.id, kind: d.kind, summary: d.summary, created: d.asked };
-      const expired = !d.approved && /^expired/.test(d.answer || "");
-      this.showApproval(ap, expired ? "expired" : d.approved ? "approved" : "rejected", d);
+      const ended = d.approved ? "approved" : /^expired/.test(d.answer || "") ? "expired" : /^superseded/.test(d.answer || "") ? "superseded" : "rejected";
+      this.showApproval(ap, ended, d);
     }
     if (pending && status === "interrupted") {
       this.showApproval(pending, "pending");
@@ -756,9 +756,10 @@ export function setApprovalState(card, state, decision) {
   const title = card.querySelector(".approval-title");
   title.textContent = state === "pending" || state === "answering" ? title.dataset.pending : "Approval";
   if (state === "pending") return;
-  const who = decision && decision.by ? " by " + decision.by : "";
+  // Who answered; an expired or superseded approval was answered by nobody.
+  const who = decision && decision.by && (state === "approved" || state === "rejected") ? " by " + decision.by : "";
   const when = decision && decision.at ? " at " + clock(decision.at) : "";
-  const text = { approved: "Approved", rejected: "Rejected", expired: "Expired", answering: "Sending your answer…" }[state] || state;
-  out.append(icon({ approved: "check", rejected: "cross", expired: "clock", answering: "running" }[state] || "info"), " ",
-    el("strong", { text }), state === "expired" && !when ? " — no answer came in time; ask again to start over" : who + when);
+  const text = { approved: "Approved", rejected: "Rejected", expired: "Expired", superseded: "Cancelled by a new message", answering: "Sending your answer…" }[state] || state;
+  out.append(icon({ approved: "check", rejected: "cross", expired: "clock", superseded: "skipped", answering: "running" }[state] || "info"), " ",
+    el("strong", { text }), state === "expired" ? when + " — no answer came in time; nothing was done" : state === "superseded" ? when + " — nothing was done" : who + when);
 }
