@@ -131,7 +131,7 @@ func (a *Agent) errorNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 	return func(ctx context.Context, s state.State) (state.Update, error) {
 		nctx, cancel := context.WithTimeout(ctx, a.cfg.ErrorNodeGrace)
 		defer cancel()
-		u, err := callInfra(nctx, n, s)
+		u, err := a.callInfra(nctx, n, s)
 		if err == nil && len(u.Messages) > 0 {
 			t := s.Turn
 			if u.Turn != nil {

@@ -26,6 +26,7 @@ const (
 	EventApprovalRequired EventType = "approval_required" // the run waits for a human (Approval)
 	EventMessage          EventType = "message"           // the turn's assistant message (Message)
 	EventUsage            EventType = "usage"             // LLM tokens used so far this turn (Usage)
+	EventModelCall        EventType = "model_call"        // an LLM call of Node (Call, Duration; Err on failure), sent when the node returns
 	EventDone             EventType = "done"              // the turn ended (Status)
 	// EventDenied: a capability the caller may not use was refused
 	// (Capability; Step is the plan step or -1; Text says why). See
@@ -68,6 +69,17 @@ type RetryInfo struct {
 	Step       int    `json:"step"`
 }
 
+// ModelCall is one LLM call a node made (EventModelCall): a turn's
+// timeline shows it under its node. A reply cut off by the token limit and
+// asked again is two calls.
+type ModelCall struct {
+	// Role is the model role called (llm.Role: "classifier", "response", …).
+	Role string `json:"role"`
+	// Model is the model that answered, as its provider named it.
+	Model string `json:"model,omitempty"`
+	Usage Usage  `json:"usage"`
+}
+
 // Usage is token use this turn.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
@@ -98,6 +110,7 @@ type Event struct {
 	Approval     *state.Approval `json:"approval,omitempty"`
 	Message      *state.Message  `json:"message,omitempty"`
 	Usage        *Usage          `json:"usage,omitempty"`
+	Call         *ModelCall      `json:"call,omitempty"`
 	Status       RunStatus       `json:"status,omitempty"`
 	Duration     time.Duration   `json:"duration,omitempty"`
 	Err          string          `json:"error,omitempty"`

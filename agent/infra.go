@@ -6,10 +6,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/router"
 	"github.com/capgraph/capgraph/state"
@@ -43,7 +45,7 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 			in.Turn.Control.Error = router.CurrentError(s)
 		}
 		nctx, cancel := context.WithDeadline(ctx, a.deadline(s))
-		u, err := callInfra(nctx, n, in)
+		u, err := a.callInfra(nctx, n, in)
 		cancel()
 		end := a.cfg.Now()
 		// A failed node still reports the tokens its model calls used.
@@ -77,13 +79,49 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 	}
 }
 
-func callInfra(ctx context.Context, n nodes.Node, s state.State) (u state.Update, err error) {
+// callInfra runs an infrastructure node (or the error node), turning a
+// panic into an error, and reports each LLM call it made as an
+// EventModelCall of the node once it returns.
+func (a *Agent) callInfra(ctx context.Context, n nodes.Node, s state.State) (u state.Update, err error) {
+	mc := &modelCalls{now: a.cfg.Now}
+	defer mc.emit(ctx)
 	defer func() {
 		if v := recover(); v != nil {
 			err = panicErr(v)
 		}
 	}()
-	return n.Run(ctx, s)
+	return n.Run(llm.WithCallObserver(ctx, mc.observe), s)
+}
+
+// modelCalls collects the LLM calls of one node run. A node may make them
+// from goroutines of its own (the classifier asks about capabilities
+// concurrently), and graph.Emit belongs to the node's goroutine: the calls
+// are kept, each with the time it ended, and emitted when the node returns.
+type modelCalls struct {
+	now   func() time.Time
+	mu    sync.Mutex
+	calls []Event
+}
+
+func (mc *modelCalls) observe(_ context.Context, c llm.Call) {
+	ev := Event{Type: EventModelCall, Time: mc.now(), Duration: c.Duration, Call: &ModelCall{Role: string(c.Role), Model: c.Model,
+		Usage: Usage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens, TotalTokens: c.Usage.Total()}}}
+	if c.Err != nil {
+		ev.Err = c.Err.Error()
+	}
+	mc.mu.Lock()
+	mc.calls = append(mc.calls, ev)
+	mc.mu.Unlock()
+}
+
+func (mc *modelCalls) emit(ctx context.Context) {
+	mc.mu.Lock()
+	calls := mc.calls
+	mc.calls = nil
+	mc.mu.Unlock()
+	for _, ev := range calls {
+		emit(ctx, ev)
+	}
 }
 
 func taskText(s state.State) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/llm/replytext"
@@ -57,10 +58,13 @@ type AskOptions struct {
 //     opts.KeepCut.
 //
 // Response.Usage counts every call Ask made, also when it returns an error.
+// Each call is reported to the context's call observer (WithCallObserver).
 func Ask(ctx context.Context, m Model, req Request, opts AskOptions) (Response, error) {
 	var total Usage
 	for attempt := 0; ; attempt++ {
+		start := time.Now()
 		resp, streamed, err := askOnce(ctx, m, req, opts)
+		observeCall(ctx, req.Role, start, resp, err)
 		total.PromptTokens += resp.Usage.PromptTokens
 		total.CompletionTokens += resp.Usage.CompletionTokens
 		resp.Usage = total

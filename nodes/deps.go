@@ -119,7 +119,7 @@ func dependencyPlan(reg *capabilities.Registry, active []string, store capabilit
 		keyOf[name] = key
 		objective := task
 		if !goal {
-			objective = fmt.Sprintf("Provide %s for: %s", strings.Join(c.Provides(), ", "), task)
+			objective = providerObjective(c, task)
 		}
 		out := ""
 		if p := c.Provides(); len(p) > 0 {
@@ -139,6 +139,53 @@ func dependencyPlan(reg *capabilities.Registry, active []string, store capabilit
 	}
 	steps = append(steps, respondStep(task))
 	return steps, skipped
+}
+
+// providerObjective is the objective of a step that only prepares another's
+// input, in words a user reads in the plan: what the capability does (the
+// lead clause of its description) or what it provides, then the task, kept
+// verbatim so capabilities that parse the objective still find it.
+func providerObjective(c capabilities.Capability, task string) string {
+	what := leadClause(c.Description())
+	if what == "" {
+		var kinds []string
+		for _, t := range c.Provides() {
+			kinds = append(kinds, typeInWords(t))
+		}
+		what = "Get the " + strings.Join(kinds, " and ")
+		if len(kinds) == 0 {
+			what = "Prepare"
+		}
+	}
+	return what + " for: " + task
+}
+
+// maxLeadClause bounds a description's lead clause used as a step's words;
+// a longer one is no short step line, and the provided types say it better.
+const maxLeadClause = 80
+
+// leadClause returns a description's first clause ("Find the channel
+// names" of "Find the channel names (addresses) that match…: …"), or "" when
+// it is empty or too long for a step line.
+func leadClause(desc string) string {
+	desc = strings.TrimSpace(desc)
+	cut := len(desc)
+	for _, sep := range []string{". ", ": ", "; ", " (", ", ", " such as ", " that ", " which "} {
+		if i := strings.Index(desc, sep); i >= 0 && i < cut {
+			cut = i
+		}
+	}
+	clause := strings.TrimRight(strings.TrimSpace(desc[:cut]), ".:;,")
+	if clause == "" || len([]rune(clause)) > maxLeadClause {
+		return ""
+	}
+	return clause
+}
+
+// typeInWords turns a context type name into words: CHANNEL_ADDRESSES →
+// "channel addresses".
+func typeInWords(t string) string {
+	return strings.ToLower(strings.Join(strings.FieldsFunc(t, func(r rune) bool { return r == '_' || r == '-' || r == ' ' }), " "))
 }
 
 func neededByOther(reg *capabilities.Registry, name string, active map[string]bool) bool {

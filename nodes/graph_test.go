@@ -265,6 +265,21 @@ func TestGraphClassifierCallFailingForOneCapability(t *testing.T) {
 	if caps := o.of(agent.EventCapabilities); len(caps) != 1 || !strings.Contains(strings.Join(caps[0].Capabilities, ","), "channel_finding") {
 		t.Errorf("capabilities %+v", caps)
 	}
+	// The classifier's concurrent calls are each a model_call event of the
+	// classifier node, the failed one with its error.
+	var calls, failed int
+	for _, e := range o.of(agent.EventModelCall) {
+		if e.Node != "classifier" || e.Call == nil || e.Call.Role != string(llm.RoleClassifier) {
+			continue
+		}
+		calls++
+		if strings.Contains(e.Err, "502") {
+			failed++
+		}
+	}
+	if n := len(m.CallsFor(llm.RoleClassifier)); calls != n || n < 2 || failed != 1 {
+		t.Errorf("%d classifier model_call events (%d failed) for %d calls", calls, failed, n)
+	}
 }
 
 func TestGraphOfflineAnswer(t *testing.T) {

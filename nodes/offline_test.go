@@ -201,3 +201,37 @@ func TestOfflineClarify(t *testing.T) {
 		t.Errorf("clarification %q", u.Messages[0].Content)
 	}
 }
+
+// A step that only prepares another's input is shown to users in the plan:
+// its objective says what it does in words (the lead clause of the
+// capability's description, else its provided types in words), never a
+// context type's identifier, and keeps the task verbatim for capabilities
+// that read it.
+func TestOfflinePlanProviderStepsInUsersWords(t *testing.T) {
+	reg := controlRoom(t)
+	for _, task := range []string{"Show me the RF cavity voltage over the last 2 hours", "wat is teh beam curent", "vacuum sector 3 and 4?"} {
+		steps, _ := dependencyPlan(reg, []string{"channel_finding", "archiver_retrieval", "respond"}, nil, task, 1, state.Intent{})
+		if len(steps) != 3 || steps[0].Capability != "channel_finding" {
+			t.Fatalf("%q: plan %+v", task, steps)
+		}
+		got := steps[0].TaskObjective
+		if got != "Find the control-system channel names for: "+task {
+			t.Errorf("%q: provider objective %q", task, got)
+		}
+		if steps[1].TaskObjective != task {
+			t.Errorf("%q: the goal step's objective is the task, got %q", task, steps[1].TaskObjective)
+		}
+	}
+	for _, tc := range []struct{ desc, want string }{
+		{"", "Get the channel addresses for: t"},
+		{"   ", "Get the channel addresses for: t"},
+		{"Looks up channels.", "Looks up channels for: t"},
+		{"Reads things: the beam, the vacuum.", "Reads things for: t"},
+		{strings.Repeat("very long description without any break at all ", 4), "Get the channel addresses for: t"},
+	} {
+		c := mustCap(t, capSpec{name: "finder", provides: []string{"CHANNEL_ADDRESSES"}, desc: tc.desc})
+		if got := providerObjective(c, "t"); got != tc.want {
+			t.Errorf("description %q: objective %q, want %q", tc.desc, got, tc.want)
+		}
+	}
+}

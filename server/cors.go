@@ -16,7 +16,7 @@ import (
 
 // corsMethods and corsHeaders are what a listed origin may use.
 const (
-	corsMethods = "GET, POST, DELETE, OPTIONS"
+	corsMethods = "GET, POST, PATCH, DELETE, OPTIONS"
 	corsMaxAge  = "600"
 	// corsExpose are the response headers the SDKs read (retry decisions).
 	corsExpose = "Retry-After, x-should-retry, Mcp-Session-Id"

@@ -31,7 +31,7 @@ func TestCORS(t *testing.T) {
 	resp := preflight(t, env, portal, "POST", "authorization, content-type, x-stainless-os, x-stainless-retry-count")
 	h := resp.Header
 	if resp.StatusCode != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != portal ||
-		h.Get("Access-Control-Allow-Methods") != "GET, POST, DELETE, OPTIONS" || !strings.Contains(h.Get("Access-Control-Allow-Headers"), "x-stainless-retry-count") ||
+		h.Get("Access-Control-Allow-Methods") != "GET, POST, PATCH, DELETE, OPTIONS" || !strings.Contains(h.Get("Access-Control-Allow-Headers"), "x-stainless-retry-count") ||
 		!strings.Contains(h.Get("Access-Control-Allow-Headers"), "authorization") || h.Get("Access-Control-Max-Age") == "" {
 		t.Fatalf("preflight %d %v", resp.StatusCode, h)
 	}

@@ -81,8 +81,9 @@ func nodeOrSkip(t *testing.T, dir string) string {
 }
 
 // TestWebPage drives the built-in page in headless Chromium
-// (testdata/js/web.test.mjs, playwright-core). Chromium comes from
-// scripts/setup/chromium.sh; in CI its absence is a failure.
+// (testdata/js/web.test.mjs, playwright-core) against a real agent
+// (webenv_test.go). Chromium comes from scripts/setup/chromium.sh; in CI its
+// absence is a failure. CAPGRAPH_SCREENSHOT_DIR keeps the screenshots.
 func TestWebPage(t *testing.T) {
 	dir := filepath.Join("testdata", "js")
 	chromium := os.Getenv("CAPGRAPH_CHROMIUM")
@@ -105,9 +106,7 @@ func TestWebPage(t *testing.T) {
 		}
 		t.Skip(missing)
 	}
-	env := newTestEnv(t, func(c *Config) {
-		c.Examples = []string{"What is the beam current?", "write 1.5 A to SR:HCM1"}
-	})
+	env := newWebEnv(t)
 	shots := os.Getenv("CAPGRAPH_SCREENSHOT_DIR") // to look at the page
 	if shots == "" {
 		shots = t.TempDir()
@@ -120,6 +119,17 @@ func TestWebPage(t *testing.T) {
 		t.Fatalf("web page test failed: %v (screenshots in %s)\n%s", err, shots, out)
 	}
 	t.Logf("%s", out)
+	// What the browser did reached the machine exactly as the page showed:
+	// the approved write once (not the rejected or the expired one), the
+	// stopped scan canceled.
+	if w := env.plant.written(); len(w) != 1 || w[0] != 105 {
+		t.Errorf("written %v, want the approved 105 A once", w)
+	}
+	env.scans.mu.Lock()
+	defer env.scans.mu.Unlock()
+	if env.scans.started != 1 || env.scans.canceled != 1 {
+		t.Errorf("slow scans started %d, canceled %d; want the one scan, stopped", env.scans.started, env.scans.canceled)
+	}
 }
 
 func fileExists(p string) bool {

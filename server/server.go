@@ -100,6 +100,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/threads", oa(s.handleListThreads))
 	mux.HandleFunc("GET /api/threads/{thread}", oa(s.handleGetThread))
 	mux.HandleFunc("DELETE /api/threads/{thread}", oa(s.handleDeleteThread))
+	mux.HandleFunc("PATCH /api/threads/{thread}", oa(s.handleUpdateThread))
 	mux.HandleFunc("GET /api/threads/{thread}/state", oa(s.handleThreadState))
 	mux.HandleFunc("GET /api/threads/{thread}/plan", oa(s.handleThreadPlan))
 	mux.HandleFunc("POST /api/threads/{thread}/runs", oa(s.handleStartRun))

@@ -15,15 +15,30 @@ func webHandler() http.Handler {
 	return http.FileServerFS(sub)
 }
 
-// info is what the web page needs to start: the model ids and the demo
-// questions it offers on an empty chat.
+// info is what the web page needs to start: the model ids, the demo
+// questions it offers on an empty chat, who the key is, and the safety
+// settings a turn of this caller runs with (its indicator of whether
+// writes are enabled).
 type info struct {
 	Models   []string `json:"models"`
 	Examples []string `json:"examples"`
+	// Principal names the caller as approvals record it.
+	Principal string `json:"principal"`
+	// WritesEnabled and ApprovalMode are the options a turn of this caller
+	// runs with when it asks for none (the configuration's); absent when
+	// the runner does not say.
+	WritesEnabled *bool  `json:"writes_enabled,omitempty"`
+	ApprovalMode  string `json:"approval_mode,omitempty"`
 }
 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
-	in := info{Models: make([]string, 0, len(s.cfg.Models)), Examples: s.cfg.Examples}
+	c := callerFrom(r.Context())
+	in := info{Models: make([]string, 0, len(s.cfg.Models)), Examples: s.cfg.Examples, Principal: callerName(c)}
+	if tc, ok := s.cfg.Runner.(turnChecker); ok {
+		if opts, err := tc.TurnOptions(s.turnRequest(c, "", "", nil, nil)); err == nil {
+			in.WritesEnabled, in.ApprovalMode = &opts.WritesEnabled, opts.Mode()
+		}
+	}
 	for _, m := range s.cfg.Models {
 		in.Models = append(in.Models, m.ID)
 	}

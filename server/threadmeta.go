@@ -1,0 +1,107 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/capgraph/capgraph/agent"
+)
+
+// PATCH /api/threads/{thread} changes a thread's metadata between turns:
+// the page renames a thread by setting its "title". The body is
+// {"metadata": {"key": "value", …}}; a key set to "" (or null) is removed,
+// keys not named keep their values. The limits are those of every client
+// metadata (16 keys of at most 64 bytes, values of at most 512 bytes).
+
+// metadataSetter changes a thread's metadata in the agent's store
+// (*agent.Agent implements it).
+type metadataSetter interface {
+	SetThreadMetadata(ctx context.Context, thread string, set map[string]string) error
+}
+
+type updateThreadRequest struct {
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
+	_, th, ok := s.thread(w, r)
+	if !ok {
+		return
+	}
+	var req updateThreadRequest
+	if err := decodeJSON(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if isNull(req.Metadata) {
+		s.writeError(w, badRequest("metadata", "required: an object of the keys to change"))
+		return
+	}
+	set, err := decodeMetadata(req.Metadata)
+	if err != nil {
+		s.writeError(w, badRequest("metadata", "%v", err))
+		return
+	}
+	for k, v := range set {
+		if strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
+			s.writeError(w, badRequest("metadata", "key %q: keys and values must not contain NUL", k))
+			return
+		}
+	}
+	if _, busy := s.runs.activeOn(th.internal); busy {
+		s.writeError(w, &RequestError{Kind: ErrRunInProgress, Message: "a run is in progress on this thread; change it when the run has ended"})
+		return
+	}
+	stored := make(map[string]string, len(set))
+	for k, v := range set {
+		stored[MetaClientPrefix+k] = v
+	}
+	if ms, ok := s.cfg.Runner.(metadataSetter); ok {
+		// A thread the store does not have yet (created here, never run)
+		// is changed in the index alone.
+		if err := ms.SetThreadMetadata(r.Context(), th.internal, stored); err != nil && !errors.Is(err, agent.ErrUnknownThread) {
+			s.writeError(w, err)
+			return
+		}
+	}
+	// The index carries the client's metadata into the thread's next turn
+	// (turnMetadata): it must not bring the old values back.
+	th = s.threads.setMetadata(th, set)
+	s.fillStatus(r.Context(), &th)
+	writeJSON(w, http.StatusOK, th)
+}
+
+// setMetadata applies a metadata change to the index's copy of th, when
+// the index has the thread (one created here and not yet in the store, or
+// one it remembers), and returns th changed likewise.
+func (t *threadStore) setMetadata(th Thread, set map[string]string) Thread {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if cur, ok := t.m[th.internal]; ok {
+		cur.Metadata = changed(cur.Metadata, set)
+	}
+	th.Metadata = changed(th.Metadata, set)
+	return th
+}
+
+// changed returns md with set applied: a key set to "" is removed.
+func changed(md, set map[string]string) map[string]string {
+	out := make(map[string]string, len(md)+len(set))
+	for k, v := range md {
+		out[k] = v
+	}
+	for k, v := range set {
+		if v == "" {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
