@@ -25,6 +25,20 @@ func TestOfflineTaskFollowUpChain(t *testing.T) {
 			[]string{"What is the beam current?", "…"}, "and now show me the RF cavity voltage over two hours", false},
 		{"a reference beyond twelve words is new", "please show me everything that the archive holds for the RF cavity voltage since yesterday",
 			[]string{"What is the beam current?", "…"}, "please show me everything that the archive holds for the RF cavity voltage since yesterday", false},
+		// The weather's and the clock's "it" names nothing said before.
+		{"weather it starts a new subject", "Is it raining in London?",
+			[]string{"What is the beam current?", "500 mA"}, "Is it raining in London?", false},
+		{"it's, contracted", "it's cold in Berlin, isn't it?",
+			[]string{"What is the beam current?", "500 mA"}, "it's cold in Berlin, isn't it?", false},
+		{"is it going to", "is it going to snow tomorrow",
+			[]string{"What is the beam current?", "500 mA"}, "is it going to snow tomorrow", false},
+		{"the clock's it", "what time is it",
+			[]string{"What is the beam current?", "500 mA"}, "what time is it", false},
+		// … while an "it" that names the last subject still follows up.
+		{"is it within limits", "Is it within limits?",
+			[]string{"What is the beam current?", "500 mA"}, "What is the beam current? — follow-up: Is it within limits?", true},
+		{"is it stable", "is it stable today?",
+			[]string{"Read the RF cavity voltage", "600 kV"}, "Read the RF cavity voltage — follow-up: is it stable today?", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

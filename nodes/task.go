@@ -239,9 +239,47 @@ var (
 // refersBack reports whether a message has a word referring back ("it",
 // "its", "those").
 func refersBack(msg string) bool {
-	for _, w := range tokenizeRaw(msg) {
-		if followUpRefs[w] {
+	words := tokenizeRaw(msg)
+	for i, w := range words {
+		if followUpRefs[w] && !expletiveIt(words, i) {
 			return true
+		}
+	}
+	return false
+}
+
+// impersonal: words after which "it" refers to nothing said before ("is it
+// raining", "what time is it"), so the message starts a new subject.
+var impersonal = map[string]bool{
+	"raining": true, "rain": true, "snowing": true, "snow": true, "sunny": true, "cloudy": true,
+	"windy": true, "foggy": true, "stormy": true, "cold": true, "hot": true, "warm": true,
+	"freezing": true, "humid": true, "dark": true, "night": true, "morning": true,
+	"today": true, "tomorrow": true, "time": true, "day": true, "date": true, "weather": true,
+}
+
+// expletiveIt reports whether words[i] is an "it" that names nothing: the
+// weather's or the clock's it ("is it raining in London?", "it's cold",
+// "what time is it"), or a tag question's ("isn't it?").
+func expletiveIt(words []string, i int) bool {
+	if w := words[i]; w != "it" && w != "it's" {
+		return false
+	}
+	// A tag question's it is the sentence's own subject ("…, isn't it?").
+	if i == len(words)-1 && i >= 1 && strings.HasSuffix(words[i-1], "n't") {
+		return true
+	}
+	// "what time is it", "what day is it": the question word comes first.
+	if i >= 2 && words[i-1] == "is" && impersonal[words[i-2]] {
+		return true
+	}
+	for j := i + 1; j < len(words) && j <= i+4; j++ {
+		switch w := words[j]; {
+		case impersonal[w]:
+			return true
+		case w == "is" || w == "was" || w == "be" || w == "will" || w == "going" || w == "to" || w == "gonna" || w == "getting" || w == "s":
+			continue // "it is going to be cold"
+		default:
+			return false
 		}
 	}
 	return false
@@ -257,8 +295,8 @@ func isFollowUp(msg string) bool {
 	// A word referring back makes a message of up to twice the short length
 	// a follow-up ("show its history over the last hour"); a continuation
 	// opener only a short one.
-	for _, w := range words {
-		if followUpRefs[w] {
+	for i, w := range words {
+		if followUpRefs[w] && !expletiveIt(words, i) {
 			return true
 		}
 	}
