@@ -78,42 +78,69 @@ func cmdAudit(ctx context.Context, c *cmdEnv, args []string) error {
 		fmt.Fprintln(c.env.Stderr, "no audit records match")
 		return nil
 	}
+	// A terminal gets each record as a block fitted to its width; a pipe
+	// or file one line per record, for grep.
+	term, width := *c.env.Terminal, c.env.width()
 	for _, r := range recs {
-		fmt.Fprintln(w, auditLine(r))
+		if !term {
+			fmt.Fprintln(w, strings.Join(auditParts(r), "  "))
+			continue
+		}
+		for i, part := range auditParts(r) {
+			indent, more := "", "    " // a part's lines, then its wrapped rest
+			if i > 0 {
+				indent, more = "    ", "      "
+			}
+			if displayWidth(part) <= width-len(indent) {
+				fmt.Fprintln(w, indent+part) // as is: the columns' spacing kept
+				continue
+			}
+			for j, l := range wrap(part, width-len(more)) {
+				if j == 0 {
+					fmt.Fprintln(w, indent+l)
+				} else {
+					fmt.Fprintln(w, more+l)
+				}
+			}
+		}
 	}
 	return nil
 }
 
-// auditLine is one record as a line: when, what became of it, what it was,
-// where, who, and why or with what result.
-func auditLine(r agent.AuditEntry) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %-8s  %s", r.Time.UTC().Format(time.RFC3339), r.Outcome, r.Capability)
+// auditParts is one record in parts: when, what became of it, what it was;
+// where; who; the approval; and why or with what result.
+func auditParts(r agent.AuditEntry) []string {
+	head := fmt.Sprintf("%s  %-8s  %s", r.Time.UTC().Format(time.RFC3339), r.Outcome, r.Capability)
 	if r.Summary != "" {
-		fmt.Fprintf(&b, ": %s", r.Summary)
+		head += ": " + r.Summary
 	}
-	fmt.Fprintf(&b, "  [thread %s turn %d step %d attempt %d", r.Thread, r.Turn, r.Step+1, r.Attempt)
+	where := fmt.Sprintf("[thread %s turn %d step %d attempt %d", r.Thread, r.Turn, r.Step+1, r.Attempt)
 	if r.Run != "" {
-		fmt.Fprintf(&b, " run %s", r.Run)
+		where += " run " + r.Run
 	}
-	b.WriteString("]")
+	parts := []string{head, where + "]"}
 	if r.Principal != "" || r.Tenant != "" {
-		fmt.Fprintf(&b, "  by key %s (tenant %s)", r.Principal, r.Tenant)
+		parts = append(parts, fmt.Sprintf("by key %s (tenant %s)", r.Principal, r.Tenant))
 	}
 	if r.ApprovalID != "" {
-		fmt.Fprintf(&b, "  approval %s", r.ApprovalID)
+		a := "approval " + r.ApprovalID
 		if r.ApprovedBy != "" {
-			fmt.Fprintf(&b, " by %s", r.ApprovedBy)
+			a += " by " + r.ApprovedBy
 		}
+		parts = append(parts, a)
 	}
+	var outcome string
 	switch {
 	case r.ResultSummary != "":
-		fmt.Fprintf(&b, "  → %s", r.ResultSummary)
+		outcome = "→ " + r.ResultSummary
 	case r.Message != "":
-		fmt.Fprintf(&b, "  — %s", r.Message)
+		outcome = "— " + r.Message
 	}
 	if r.Reason != "" {
-		fmt.Fprintf(&b, " (%s)", r.Reason)
+		outcome = strings.TrimSpace(outcome + " (" + r.Reason + ")")
 	}
-	return b.String()
+	if outcome != "" {
+		parts = append(parts, outcome)
+	}
+	return parts
 }

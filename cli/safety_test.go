@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/cli"
@@ -60,6 +61,16 @@ func TestAuditListsApprovedWrite(t *testing.T) {
 	}
 	mustContain(t, "approved line", lines[0], "approved", "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A", "by cli:anna")
 	mustContain(t, "executed line", lines[1], "executed", "→ Set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A (readback verified)")
+	// On a terminal each record is a block that fits its width.
+	h.term, h.width = true, 60
+	r = h.run("", "audit")
+	for _, l := range strings.Split(strings.TrimRight(r.stdout, "\n"), "\n") {
+		if n := utf8.RuneCountInString(l); n > 60 {
+			t.Errorf("a line of %d columns on a 60-column terminal: %q", n, l)
+		}
+	}
+	mustContain(t, "terminal audit", r.stdout, "approved", "executed", "by cli:anna", "\n    approval ", "readback verified")
+	h.term, h.width = false, 0
 	r = h.run("", "audit", "--json", "--outcome", "executed", "--since", "1h")
 	var e agent.AuditEntry
 	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &e); err != nil {
