@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/capgraph/capgraph/typo"
 )
 
 // Load reads and parses a configuration file.
@@ -456,29 +458,9 @@ func suggest(key string, names []string) string {
 		if len(key) >= 4 && (strings.HasSuffix(n, "_"+key) || strings.HasPrefix(n, key+"_")) {
 			return n
 		}
-		if d := levenshtein(key, n); d < bestD {
+		if d := typo.Distance(key, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
 	return best
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

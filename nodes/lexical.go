@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/typo"
 )
 
 // BM25 parameters (the usual values).
@@ -300,7 +301,7 @@ func init() {
 // matchUnknown replaces each task word that no capability uses by the
 // indexed word it abbreviates (the only indexed word of at least four
 // letters it starts: "temp", "vac", "quad") or misspells (the closest within
-// typoDistance, same first letter: "curent", "vaccum", "histroy"). Other
+// typo.MaxEdits, same first letter: "curent", "vaccum", "histroy"). Other
 // words are kept; they match nothing.
 func (ix *lexicalIndex) matchUnknown(q []string) []string {
 	out := make([]string, len(q))
@@ -336,25 +337,11 @@ func (ix *lexicalIndex) abbreviated(t string) (string, bool) {
 	return found, found != ""
 }
 
-// typoDistance is how many edits (insert, delete, substitute, swap two
-// neighbours) a misspelt word of n letters may have: none below five
-// letters (too many short words are one edit apart), one up to seven, then
-// two.
-func typoDistance(n int) int {
-	switch {
-	case n < 5:
-		return 0
-	case n < 8:
-		return 1
-	}
-	return 2
-}
-
-// closestWord returns the word of vocab within typoDistance of t that starts
+// closestWord returns the word of vocab within typo.MaxEdits of t that starts
 // with the same letter (typos rarely change the first), the nearest first,
 // then the most used (weight), then alphabetical.
 func closestWord(t string, vocab []string, weight func(string) int) (string, bool) {
-	limit := typoDistance(len(t))
+	limit := typo.MaxEdits(len(t))
 	if limit == 0 {
 		return "", false
 	}
@@ -363,7 +350,7 @@ func closestWord(t string, vocab []string, weight func(string) int) (string, boo
 		if w[0] != t[0] || abs(len(w)-len(t)) > limit {
 			continue
 		}
-		d := editDistance(t, w)
+		d := typo.Distance(t, w)
 		if d < bestD || d == bestD && weight(w) > weight(best) {
 			best, bestD = w, d
 		}
@@ -376,32 +363,6 @@ func abs(n int) int {
 		return -n
 	}
 	return n
-}
-
-// editDistance is the optimal-string-alignment distance of a and b (bytes):
-// insertions, deletions, substitutions and swaps of two neighbours.
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
 
 // negations start a phrase that says what a capability is NOT for.

@@ -81,20 +81,6 @@ func TestLexicalExampleWordsYieldToStatedWords(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		d    int
-	}{
-		{"curent", "current", 1}, {"vaccum", "vacuum", 1}, {"klystorn", "klystron", 1}, {"volatge", "voltage", 1},
-		{"", "abc", 3}, {"abc", "abc", 0}, {"ab", "ba", 1}, {"temprature", "temperature", 1}, {"kitten", "sitting", 3},
-	} {
-		if got := editDistance(tt.a, tt.b); got != tt.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.d)
-		}
-	}
-}
-
 func TestSplitNegated(t *testing.T) {
 	aff, neg := splitNegated("Live values (not their history, trend or average). Not for writes; temperatures.")
 	if !slices.Equal(aff, []string{"liv", "valu", "temperatur"}) {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/capgraph/capgraph/typo"
 )
 
 // DefaultMaxMatches caps the channels Find returns.
@@ -424,7 +426,7 @@ func (ix *searchIndex) known(t string) bool { return ix.df[t] > 0 }
 
 // fix reads an unknown word as the vocabulary word it abbreviates (the only
 // one it starts, three letters or more: "lifet", "circ") or misspells
-// (within typoDistance, same first letter: "curent", "vaccum",
+// (within typo.MaxEdits, same first letter: "curent", "vaccum",
 // "klystorn").
 func (ix *searchIndex) fix(w string) (string, bool) {
 	if len(w) >= 3 {
@@ -444,7 +446,7 @@ func (ix *searchIndex) fix(w string) (string, bool) {
 			return found, true
 		}
 	}
-	limit := typoDistance(len(w))
+	limit := typo.MaxEdits(len(w))
 	if limit == 0 {
 		return "", false
 	}
@@ -453,7 +455,7 @@ func (ix *searchIndex) fix(w string) (string, bool) {
 		if v[0] != w[0] || absInt(len(v)-len(w)) > limit {
 			continue
 		}
-		d := editDistance(w, v)
+		d := typo.Distance(w, v)
 		df := ix.df[canonical(v)]
 		if d < bestD || d == bestD && df > bestDF {
 			best, bestD, bestDF = v, d, df
@@ -462,51 +464,11 @@ func (ix *searchIndex) fix(w string) (string, bool) {
 	return best, best != ""
 }
 
-// typoDistance is how many edits (insert, delete, substitute, swap two
-// neighbours) a misspelt word of n letters may have: none below five
-// letters (too many short words are one edit apart), one up to seven, then
-// two.
-func typoDistance(n int) int {
-	switch {
-	case n < 5:
-		return 0
-	case n < 8:
-		return 1
-	}
-	return 2
-}
-
 func absInt(n int) int {
 	if n < 0 {
 		return -n
 	}
 	return n
-}
-
-// editDistance is the optimal-string-alignment distance of a and b (bytes):
-// insertions, deletions, substitutions and swaps of two neighbours.
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
 
 // phraseBonus rewards a whole synonym phrase found in the query.
