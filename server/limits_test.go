@@ -73,7 +73,7 @@ func TestThreadMetadataLimitsHoldAcrossPatches(t *testing.T) {
 		}
 		code, body := patch(set)
 		if code != http.StatusOK {
-			if code != http.StatusBadRequest || !strings.Contains(body, "exceed the limit") {
+			if code != http.StatusBadRequest || !strings.Contains(body, "the thread's metadata after this change: 33 keys exceed the limit of 20") {
 				t.Fatalf("patch %d: %d %s", i, code, body)
 			}
 			refusedAt = i

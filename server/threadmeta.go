@@ -136,7 +136,11 @@ func (s *Server) checkMetadataChange(old, set map[string]string) error {
 	if len(merged) <= len(old) && metadataSize(merged) <= metadataSize(old) {
 		return nil
 	}
-	return s.checkMetadata(merged)
+	err := s.checkMetadata(merged)
+	if re := (*RequestError)(nil); errors.As(err, &re) {
+		re.Message = "the thread's metadata after this change: " + re.Message
+	}
+	return err
 }
 
 // metadataSize counts the bytes of m's keys and values, as the limit does.
