@@ -119,6 +119,22 @@ func TestServeRefusesPublicAddressWithoutKeys(t *testing.T) {
 	mustContain(t, "stderr", r.stderr, "line 3: server.addr: 0.0.0.0:0 is not a loopback address", "CAPGRAPH_API_KEYS")
 }
 
+// Issue 13 item 12: a key of CAPGRAPH_API_KEYS meets the rule of the YAML
+// file's keys (16 characters at least); serve refuses a short one, naming
+// the variable once and the entry, without repeating the key.
+func TestServeRefusesShortEnvKey(t *testing.T) {
+	h := controlRoom(t)
+	h.env["CAPGRAPH_API_KEYS"] = "ops=0123456789abcdef-ops,ci=k3y"
+	r := h.run("", "--store", "memory", "serve", "--addr", "127.0.0.1:0")
+	if r.code != cli.ExitError {
+		t.Fatalf("exit %d", r.code)
+	}
+	mustContain(t, "stderr", r.stderr, "CAPGRAPH_API_KEYS: entry 2 (ci): the key is 3 characters; use at least 16")
+	if strings.Count(r.stderr, "CAPGRAPH_API_KEYS") != 1 || strings.Contains(r.stderr, "k3y") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+}
+
 // A port another program holds: serve says so and names the flag and the
 // key that choose another.
 func TestServeBusyPortNamesFlagAndKey(t *testing.T) {

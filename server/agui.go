@@ -172,6 +172,10 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if dup != nil {
+			if err := sameRequest(*dup, sp.requestDigest()); err != nil {
+				s.writeError(w, err)
+				return
+			}
 			w.Header().Set(headerReplayed, "true")
 			var joined bool
 			if ru, joined = s.runs.byID(dup.ID); !joined {

@@ -43,10 +43,20 @@ func (s *Server) chatKey(r *http.Request, c caller, t chatTurn, scope string) (k
 	return idempotencyKey(r, c, scope, t.model.ID+"\x00"+c.ChatID+"\x00"+t.thread+"\x00"+strconv.FormatBool(t.stream)+"\x00"+transcriptDigest(c, t.msgs))
 }
 
+// digest is what a chat request asks (runSpec.request): the conversation
+// chatKey derives an implicit key from.
+func (t chatTurn) digest(c caller) string {
+	return digestHex(t.model.ID, c.ChatID, t.thread, strconv.FormatBool(t.stream), transcriptDigest(c, t.msgs))
+}
+
 // replayChat answers a repeated chat request from the first request's run
 // rec and reports true; false when rec is too old to count (its key is
 // released, and the caller starts a new run).
 func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, rec checkpoint.RunRecord, explicit bool) bool {
+	if err := sameRequest(rec, t.digest(c)); err != nil {
+		s.writeError(w, err)
+		return true
+	}
 	if ru, ok := s.runs.byID(rec.ID); ok && !ru.info().Finished {
 		// Join the run: the answer as it comes.
 		w.Header().Set(headerReplayed, "true")

@@ -187,7 +187,7 @@ func TestRouteMissesInTheErrorShape(t *testing.T) {
 		{"GET", "/v1", 404, ""},
 		{"GET", "/v1/", 404, ""},
 		{"PUT", "/api/threads", 405, "GET, HEAD, POST"},
-		{"PATCH", "/api/threads/t1", 405, "GET, HEAD, DELETE"},
+		{"PUT", "/api/threads/t1", 405, "GET, HEAD, PATCH, DELETE"}, // PATCH renames (issue 14)
 		{"DELETE", "/api/threads/t1/runs", 405, "GET, HEAD, POST"},
 		{"GET", "/api/threads/t1/approval", 405, "POST"},
 		{"GET", "/api/nope", 404, ""},

@@ -91,7 +91,7 @@ func validBody(route, input string) []byte {
 	var v any
 	switch route {
 	case "/api/threads":
-		v = map[string]any{"id": "b1", "metadata": map[string]string{"title": "t"}}
+		v = map[string]any{"id": "b1", "metadata": map[string]string{"title": input}}
 	case "/api/threads/b1/runs":
 		v = map[string]any{"input": input}
 	case "/api/threads/b1/approval":
@@ -99,7 +99,7 @@ func validBody(route, input string) []byte {
 	case "/v1/chat/completions":
 		v = map[string]any{"model": "capgraph", "messages": []any{map[string]any{"role": "user", "content": input}}}
 	case "/v1/responses":
-		v = map[string]any{"model": "capgraph", "input": input}
+		v = map[string]any{"model": "capgraph", "input": input, "metadata": map[string]string{"topic": input}}
 	default:
 		v = map[string]any{"threadId": "b1", "runId": "r1", "messages": []any{map[string]any{"id": "u", "role": "user", "content": input}}}
 	}

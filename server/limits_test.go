@@ -54,6 +54,57 @@ func TestThreadMetadataLimits(t *testing.T) {
 	}
 }
 
+// Issue 13 item 1: PATCH /api/threads/{id} cannot grow a thread's metadata
+// past the limits one request at a time (each PATCH within its own limit
+// of 16 keys used to add to the last: 960 keys, 485 KB after 60), nor add
+// a key POST would refuse; a change that removes stays possible.
+func TestThreadMetadataLimitsHoldAcrossPatches(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.MaxMetadataKeys = 20; c.MaxMetadataBytes = 4 << 10 })
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "p", "metadata": map[string]string{"title": "Beam"}})
+	patch := func(set map[string]any) (int, string) {
+		resp, body := env.do(t, "PATCH", "/api/threads/p", keyAlice, map[string]any{"metadata": set})
+		return resp.StatusCode, string(body)
+	}
+	refusedAt := -1
+	for i := range 60 {
+		set := map[string]any{}
+		for j := range 16 {
+			set[fmt.Sprintf("k%d_%d", i, j)] = strings.Repeat("v", 200)
+		}
+		code, body := patch(set)
+		if code != http.StatusOK {
+			if code != http.StatusBadRequest || !strings.Contains(body, "the thread's metadata after this change: 33 keys exceed the limit of 20") {
+				t.Fatalf("patch %d: %d %s", i, code, body)
+			}
+			refusedAt = i
+			break
+		}
+	}
+	if refusedAt != 1 {
+		t.Fatalf("the patch that passes the limits was patch %d, want 1", refusedAt)
+	}
+	_, body := env.do(t, "GET", "/api/threads/p", keyAlice, nil)
+	var th Thread
+	if err := json.Unmarshal(body, &th); err != nil || len(th.Metadata) != 17 || metadataSize(th.Metadata) > 4<<10 {
+		t.Fatalf("after the refused patch: %d keys, %d bytes (%v)", len(th.Metadata), metadataSize(th.Metadata), err)
+	}
+	if code, body := patch(map[string]any{"a b": "v"}); code != http.StatusBadRequest || !strings.Contains(body, "a metadata key is 1 to 64 characters") {
+		t.Fatalf("a key POST refuses: %d %s", code, body)
+	}
+	// Over the limits (a lowered limit, an older thread): removing is allowed,
+	// adding is not.
+	env.srv.cfg.MaxMetadataKeys = 10
+	if code, body := patch(map[string]any{"k0_0": nil, "k0_1": ""}); code != http.StatusOK {
+		t.Fatalf("removing over the limit: %d %s", code, body)
+	}
+	if code, body := patch(map[string]any{"more": "x"}); code != http.StatusBadRequest {
+		t.Fatalf("adding over the limit: %d %s", code, body)
+	}
+	if code, body := patch(map[string]any{"title": "Beam current"}); code != http.StatusBadRequest {
+		t.Fatalf("a longer value over the limit: %d %s", code, body)
+	}
+}
+
 // Issue 13 item 1: an owner's threads are bounded (403 quota_exceeded
 // beyond, on every API that makes threads), other owners are not touched,
 // and deleting makes room; over the store, the count survives a restart.

@@ -279,7 +279,10 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
+	ans := agent.Answer{ApprovalID: req.ApprovalID, Text: req.Text, Approved: req.Approved, Plan: req.Plan, By: callerName(c)}
+	sp := runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindAnswer, answer: &ans}
 	key, _ := idempotencyKey(r, c, "approval:"+th.internal, "")
+	sp.key = key
 	if key == "" {
 		// Only an approval that is pending can be answered, so a repeated
 		// answer cannot resume (and execute) twice; a repetition with an
@@ -289,14 +292,17 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil {
+		if err := sameRequest(rec, sp.requestDigest()); err != nil {
+			s.writeError(w, err)
+			return
+		}
 		s.replayNative(w, r, req.Stream, rec)
 		return
 	} else if err := s.checkPending(r.Context(), th, req.ApprovalID); err != nil {
 		s.writeError(w, err)
 		return
 	}
-	ans := agent.Answer{ApprovalID: req.ApprovalID, Text: req.Text, Approved: req.Approved, Plan: req.Plan, By: callerName(c)}
-	s.startNative(w, r, req.Stream, runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindAnswer, answer: &ans, key: key})
+	s.startNative(w, r, req.Stream, sp)
 }
 
 // checkPending makes sure the thread waits for this approval, so a
@@ -332,6 +338,10 @@ func (s *Server) startNative(w http.ResponseWriter, r *http.Request, stream bool
 		return
 	}
 	if dup != nil {
+		if err := sameRequest(*dup, sp.requestDigest()); err != nil {
+			s.writeError(w, err)
+			return
+		}
 		s.replayNative(w, r, stream, *dup)
 		return
 	}

@@ -277,7 +277,7 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 		}
 		sp = runSpec{kind: kindTurn, turn: &req}
 	}
-	sp.c, sp.source, sp.clientThread, sp.thread, sp.key, sp.chat = c, source, clientThread, thread, key, true
+	sp.c, sp.source, sp.clientThread, sp.thread, sp.key, sp.chat, sp.request = c, source, clientThread, thread, key, true, t.digest(c)
 	ru, dup, err := s.submit(ctx, sp)
 	if err != nil || dup != nil {
 		if token != "" {

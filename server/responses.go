@@ -254,6 +254,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if st.dup != nil {
+		if err := sameRequest(*st.dup, t.digest(c)); err != nil {
+			s.writeError(w, err)
+			return
+		}
 		var again bool
 		if st, again = s.replayResponse(w, r, st.dup, explicit); again {
 			if st, err = s.startChat(r.Context(), c, t, "responses", key); err != nil {

@@ -321,6 +321,10 @@ func decodeMetadata(raw json.RawMessage) (map[string]string, error) {
 		if len(v) > maxMetadataValueLen {
 			return nil, fmt.Errorf("value of %q: %d bytes exceed the limit of %d", k, len(v), maxMetadataValueLen)
 		}
+		// The store keeps metadata as text, which holds no NUL.
+		if strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
+			return nil, fmt.Errorf("key %q: keys and values must not contain NUL", k)
+		}
 	}
 	return m, nil
 }

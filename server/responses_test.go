@@ -318,6 +318,8 @@ func TestResponsesRefusesUnsupported(t *testing.T) {
 		{"unknown model", map[string]any{"model": "gpt-9", "input": "hi"}, 404, "model"},
 		{"wrong type", map[string]any{"model": "capgraph", "input": "hi", "stream": "yes"}, 400, "stream"},
 		{"metadata too big", map[string]any{"model": "capgraph", "input": "hi", "metadata": map[string]any{"k": strings.Repeat("v", 513)}}, 400, "metadata"},
+		{"NUL in a metadata value", map[string]any{"model": "capgraph", "input": "hi", "metadata": map[string]any{"k": "a\x00b"}}, 400, "metadata"},
+		{"NUL in a metadata key", map[string]any{"model": "capgraph", "input": "hi", "metadata": map[string]any{"k\x00": "v"}}, 400, "metadata"},
 		{"garbage after JSON", `{"model":"capgraph","input":"hi"} {"x":1}`, 400, "body"},
 		{"array body", `[1,2]`, 400, "body"},
 		{"unknown previous response", map[string]any{"model": "capgraph", "input": "hi", "previous_response_id": "resp_zz"}, 404, "previous_response_id"},

@@ -282,3 +282,51 @@ func runID(t *testing.T, body []byte) string {
 	}
 	return string(body[i+6 : i+6+40])
 }
+
+// Issue 13 item 8: an Idempotency-Key names one request. Sent again with a
+// different request — another question, other options, another answer —
+// it is a 422 naming the header, on every API, and neither the first
+// request's answer nor a second run; sent again with the same request it
+// is still answered from the first run.
+func TestIdempotencyKeyReusedWithAnotherRequest(t *testing.T) {
+	env := newTestEnv(t, nil)
+	refused := func(what string, resp *http.Response, body []byte, runs int) {
+		t.Helper()
+		e := apiErrorOf(t, resp, string(body))
+		if resp.StatusCode != http.StatusUnprocessableEntity || *e.Code != "idempotency_key_reused" || e.Param == nil || *e.Param != "Idempotency-Key" ||
+			resp.Header.Get(headerReplayed) != "" || strings.Contains(string(body), "500 mA") {
+			t.Fatalf("%s: %d %s", what, resp.StatusCode, body)
+		}
+		if n := len(env.runner.runs()); n != runs {
+			t.Fatalf("%s: %d runs, want %d", what, n, runs)
+		}
+	}
+	k := []string{"Idempotency-Key", "order-8"}
+	env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Read SR:DCCT")), k...)
+	resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("What is the vacuum in sector 3?")), k...)
+	refused("chat, another question", resp, body, 1)
+	resp, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", true, user("Read SR:DCCT")), k...)
+	refused("chat, streamed this time", resp, body, 1)
+	if resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Read SR:DCCT")), k...); resp.Header.Get(headerReplayed) != "true" || !strings.Contains(string(body), "500 mA") {
+		t.Fatalf("the same request again: %d %s", resp.StatusCode, body)
+	}
+
+	r := []string{"Idempotency-Key", "resp-8"}
+	env.do(t, "POST", "/v1/responses", keyAlice, map[string]any{"model": "capgraph", "input": "Read SR:DCCT"}, r...)
+	resp, body = env.do(t, "POST", "/v1/responses", keyAlice, map[string]any{"model": "capgraph", "input": "Read SR:VAC"}, r...)
+	refused("responses, another question", resp, body, 2)
+
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "idem8"})
+	n := []string{"Idempotency-Key", "native-8"}
+	if resp, body := env.do(t, "POST", "/api/threads/idem8/runs", keyAlice, map[string]any{"input": "Read SR:DCCT"}, n...); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("native: %d %s", resp.StatusCode, body)
+	}
+	waitRuns(t, env)
+	resp, body = env.do(t, "POST", "/api/threads/idem8/runs", keyAlice, map[string]any{"input": "Read SR:VAC"}, n...)
+	refused("native, another input", resp, body, 3)
+	resp, body = env.do(t, "POST", "/api/threads/idem8/runs", keyAlice, map[string]any{"input": "Read SR:DCCT", "options": map[string]any{"approval_mode": "all_capabilities"}}, n...)
+	refused("native, other options", resp, body, 3)
+	if resp, body := env.do(t, "POST", "/api/threads/idem8/runs", keyAlice, map[string]any{"input": "Read SR:DCCT"}, n...); resp.StatusCode != http.StatusAccepted || resp.Header.Get(headerReplayed) != "true" {
+		t.Fatalf("native, the same request again: %d %s", resp.StatusCode, body)
+	}
+}

@@ -47,6 +47,9 @@ const (
 	labelUser   = "user"
 	labelSource = "source"
 	labelThread = "thread" // the client's id of the thread
+	// labelRequest is a digest of what the request asked (runSpec.request):
+	// an Idempotency-Key sent again with another request is refused.
+	labelRequest = "request"
 )
 
 // runKind says how a recorded run starts.
@@ -119,6 +122,9 @@ type runSpec struct {
 	recovering bool
 	// chat renders the run as a Chat Completions answer for its record.
 	chat bool
+	// request digests what the client asked (requestDigest, chatTurn.digest);
+	// "" derives it from the spec.
+	request string
 }
 
 // fn is the agent call that runs the spec.
@@ -154,8 +160,45 @@ func (sp runSpec) input() (json.RawMessage, error) {
 
 // labels are the record's labels: who asked, from where, on which thread.
 func (sp runSpec) labels() map[string]string {
-	return map[string]string{labelOwner: sp.c.Principal.Name, labelTenant: sp.c.Principal.Tenant, labelUser: sp.c.User,
+	l := map[string]string{labelOwner: sp.c.Principal.Name, labelTenant: sp.c.Principal.Tenant, labelUser: sp.c.User,
 		labelSource: sp.source, labelThread: sp.clientThread}
+	if sp.key != "" {
+		l[labelRequest] = sp.requestDigest()
+	}
+	return l
+}
+
+// requestDigest is sp.request, else a digest of what the spec asks: the
+// message and options of a turn, the answer to an approval (not the
+// metadata, which names the run).
+func (sp runSpec) requestDigest() string {
+	if sp.request != "" {
+		return sp.request
+	}
+	parts := []string{string(sp.kind)}
+	if t := sp.turn; t != nil {
+		opts, _ := json.Marshal(t.Options)
+		parts = append(parts, t.Input, string(opts))
+	}
+	if a := sp.answer; a != nil {
+		ans, _ := json.Marshal(storedAnswer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan})
+		parts = append(parts, string(ans))
+	}
+	return digestHex(parts...)
+}
+
+// ErrKeyReused: an Idempotency-Key sent again with a different request.
+// 422 (the IETF Idempotency-Key draft), never the first request's answer.
+var ErrKeyReused = errors.New("idempotency key reused with a different request")
+
+// sameRequest refuses to answer request from rec, the run its key started,
+// when rec was started by a different request. Records without the label
+// (written before it existed) are taken as the same request.
+func sameRequest(rec checkpoint.RunRecord, request string) error {
+	if got := rec.Labels[labelRequest]; got == "" || got == request {
+		return nil
+	}
+	return &RequestError{Kind: ErrKeyReused, Param: "Idempotency-Key", Message: "this key was first sent with a different request (run " + rec.ID + "); use a new key for a new request"}
 }
 
 // submit records the run and starts it. A spec whose key a record holds

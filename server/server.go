@@ -257,6 +257,8 @@ func errorStatus(err error) (status int, typ, code string, retry bool) {
 		return http.StatusConflict, "invalid_request_error", "duplicate_in_progress", true
 	case errors.Is(err, ErrConflict):
 		return http.StatusConflict, "invalid_request_error", "conflict", false
+	case errors.Is(err, ErrKeyReused):
+		return http.StatusUnprocessableEntity, "invalid_request_error", "idempotency_key_reused", false
 	case errors.Is(err, agent.ErrUnknownThread):
 		return http.StatusNotFound, "invalid_request_error", "not_found", false
 	case errors.Is(err, agent.ErrBadRequest):

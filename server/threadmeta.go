@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -13,8 +14,9 @@ import (
 // PATCH /api/threads/{thread} changes a thread's metadata between turns:
 // the page renames a thread by setting its "title". The body is
 // {"metadata": {"key": "value", …}}; a key set to "" (or null) is removed,
-// keys not named keep their values. The limits are those of every client
-// metadata (16 keys of at most 64 bytes, values of at most 512 bytes).
+// keys not named keep their values. One request sets at most 16 keys of at
+// most 64 bytes, values of at most 512 bytes; the thread's metadata after
+// it meets the limits of POST /api/threads (checkMetadataChange).
 
 // metadataSetter changes a thread's metadata in the agent's store
 // (*agent.Agent implements it).
@@ -50,6 +52,10 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, badRequest("metadata", "key %q: keys and values must not contain NUL", k))
 			return
 		}
+	}
+	if err := s.checkMetadataChange(th.Metadata, set); err != nil {
+		s.writeError(w, err)
+		return
 	}
 	if _, busy := s.runs.activeOn(th.internal); busy {
 		s.writeError(w, &RequestError{Kind: ErrRunInProgress, Message: "a run is in progress on this thread; change it when the run has ended"})
@@ -104,4 +110,44 @@ func changed(md, set map[string]string) map[string]string {
 		return nil
 	}
 	return out
+}
+
+// checkMetadataChange refuses a change that would leave a thread's
+// metadata over the limits of checkMetadata, so that repeated PATCHes
+// cannot grow it without bound. A change that leaves it no larger (a
+// removal) is allowed even over the limits, so such a thread can be
+// trimmed.
+func (s *Server) checkMetadataChange(old, set map[string]string) error {
+	merged := maps.Clone(old)
+	if merged == nil {
+		merged = map[string]string{}
+	}
+	added := map[string]string{}
+	for k, v := range set {
+		if v == "" {
+			delete(merged, k)
+			continue
+		}
+		merged[k], added[k] = v, v
+	}
+	if err := s.checkMetadata(added); err != nil {
+		return err
+	}
+	if len(merged) <= len(old) && metadataSize(merged) <= metadataSize(old) {
+		return nil
+	}
+	err := s.checkMetadata(merged)
+	if re := (*RequestError)(nil); errors.As(err, &re) {
+		re.Message = "the thread's metadata after this change: " + re.Message
+	}
+	return err
+}
+
+// metadataSize counts the bytes of m's keys and values, as the limit does.
+func metadataSize(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v)
+	}
+	return n
 }

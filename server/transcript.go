@@ -14,27 +14,8 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
-// A Chat Completions client without a chat id (LibreChat, an untrusted
-// Open WebUI key, a plain SDK) sends the whole conversation every time and
-// nothing else that names it. To continue the agent's thread instead of
-// starting a new one per message, the server recognises the conversation by
-// its transcript:
-//
-//   - when a turn starts, the digest of the request's messages (up to and
-//     including the new user message) is stored in the thread's metadata
-//     (MetaTranscript), so it survives a restart;
-//   - when a turn ends, the digest including the assistant's reply is kept
-//     in memory (transcriptIndex);
-//   - a request whose history (every message before its last user
-//     message) has the in-memory digest, or whose history without its
-//     trailing assistant reply has a thread's stored digest, continues that
-//     thread. Only the thread's latest digests count, so an edited or
-//     branched conversation starts a new thread.
-//
-// Digests are scoped to the principal and forwarded user, and cover only
-// user and assistant messages, canonicalised (canonicalText) because
-// frontends do not send our text back byte for byte. Identical
-// transcripts cannot be told apart: the most recent thread wins.
+// A chat request without a chat id names its conversation only by its
+// messages, so their digest finds the thread (docs/frontends.md, "Which thread?").
 
 // MetaTranscript is the metadata key of a Chat Completions thread's
 // transcript digest.

@@ -255,7 +255,7 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 	if envKeys != "" {
 		ps, err := server.ParseAPIKeys(envKeys)
 		if err != nil {
-			return sc, fmt.Errorf("CAPGRAPH_API_KEYS: %w", err)
+			return sc, err // a *server.ConfigError naming CAPGRAPH_API_KEYS
 		}
 		sc.Principals = append(sc.Principals, ps...)
 	}

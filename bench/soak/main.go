@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,7 @@ func main() {
 	storeSpec := flag.String("store", "memory", "the in-process server's store: memory or sqlite:PATH")
 	url := flag.String("url", "", "drive this server (its /v1 base URL) instead of one in this process")
 	key := flag.String("key", "", "the bearer key for -url")
+	memprofile := flag.String("memprofile", "", "write this process's heap profile here after the soak (go tool pprof)")
 	flag.Parse()
 
 	cfg := Config{BaseURL: *url, Key: *key, Conversations: *conversations, Duration: *duration, Turns: *turns, Stream: true}
@@ -72,6 +74,12 @@ func main() {
 		os.Exit(1)
 	}
 	heap1, rss1 := heapMB(), rssMB()
+	if *memprofile != "" {
+		if err := writeHeapProfile(*memprofile); err != nil {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			os.Exit(1)
+		}
+	}
 	if stop != nil {
 		stop()
 	}
@@ -177,4 +185,17 @@ func rssMB() float64 {
 		}
 	}
 	return 0
+}
+
+// writeHeapProfile writes the heap profile of what is live now.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

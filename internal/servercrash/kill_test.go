@@ -65,8 +65,8 @@ func TestKill9DuringStreams(t *testing.T) {
 		total += len(reqs)
 		acked, answered, failed, threads, recovered = acked+a, answered+an, failed+f, threads+th, recovered+rec
 	}
-	t.Logf("%d rounds, %d streams, %d acknowledged inputs: %d answered (%d of them by runs recovered after the restart), %d marked failed, %d lost; %d acknowledged threads, none lost; %s",
-		rounds, total, acked, answered, recovered, failed, acked-answered-failed, threads, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d rounds, %d streams, %d acknowledged inputs: %d answered, %d marked failed, %d lost; %d acknowledged threads, none lost; %d runs recovered after the restarts (unacknowledged inputs among them); %s",
+		rounds, total, acked, answered, failed, acked-answered-failed, threads, recovered, time.Since(start).Round(time.Millisecond))
 	if acked < busy/2 || recovered == 0 {
 		t.Errorf("%d inputs were acknowledged and %d runs recovered; the kills proved little", acked, recovered)
 	}
