@@ -33,23 +33,25 @@ type deflater struct {
 
 // deflateState returns what to store for state and whether it is
 // compressed: the compressed bytes when they are smaller by an eighth or
-// more, else state itself. The result is only valid until put is called.
-func deflateState(state []byte) (stored []byte, deflated bool, put func()) {
+// more, else state itself. The compressed bytes are a copy, so the writer
+// (about 0.8 MB, its hash tables) goes back to the pool at once: the pool
+// holds as many writers as compress at the same moment, not as many as
+// wait for their commit.
+func deflateState(state []byte) (stored []byte, deflated bool) {
 	if len(state) < deflateMin {
-		return state, false, func() {}
+		return state, false
 	}
 	d := deflaters.Get().(*deflater)
+	defer deflaters.Put(d)
 	d.buf.Reset()
 	d.w.Reset(&d.buf)
 	if _, err := d.w.Write(state); err != nil || d.w.Close() != nil || d.buf.Len() > len(state)-len(state)/8 {
-		deflaters.Put(d)
-		return state, false, func() {}
+		return state, false
 	}
-	return d.buf.Bytes(), true, func() {
-		if d.buf.Cap() <= 1<<20 {
-			deflaters.Put(d)
-		}
+	if d.buf.Cap() > 1<<20 {
+		d.buf = bytes.Buffer{} // an unusually large state's buffer is not kept
 	}
+	return bytes.Clone(d.buf.Bytes()), true
 }
 
 var inflaters sync.Pool

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,4 +148,36 @@ func TestTransientStatesAreNotCompressed(t *testing.T) {
 			t.Errorf("step %d: deflated %v, want %v", c.cp.Step, deflated, c.deflated)
 		}
 	}
+}
+
+// A compressed state is the caller's own: the writer that made it goes back
+// to the pool at once (not after the commit), and compressing more states
+// meanwhile, from many goroutines, leaves it unchanged.
+func TestCompressedStateOutlivesItsWriter(t *testing.T) {
+	state := func(i int) []byte {
+		return []byte(strings.Repeat(fmt.Sprintf(`{"n":%d,"text":"the RF cavity voltage over two hours"},`, i), 40))
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var kept [][]byte
+			for i := range 50 {
+				b, ok := deflateState(state(g*1000 + i))
+				if !ok {
+					t.Errorf("state %d not compressed", i)
+					return
+				}
+				kept = append(kept, b)
+			}
+			for i, b := range kept {
+				got, err := inflateState(b)
+				if err != nil || !bytes.Equal(got, state(g*1000+i)) {
+					t.Errorf("state %d of goroutine %d changed after later compressions (%v)", i, g, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

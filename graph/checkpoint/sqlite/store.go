@@ -131,13 +131,12 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		return fmt.Errorf("sqlite: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
 	pruneOpts, prune := checkpoint.PruningFrom(ctx, cp)
-	state, deflated, release := cp.State, false, func() {}
+	state, deflated := cp.State, false
 	if !checkpoint.Transient(ctx, cp) {
 		// Compressing costs tens of microseconds: spent only on what is
 		// kept, not on a step's checkpoint the run's end will prune.
-		state, deflated, release = deflateState(cp.State)
+		state, deflated = deflateState(cp.State)
 	}
-	defer release()
 	return s.write(ctx, cp.ThreadID, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, s.stmts.putCheckpoint).ExecContext(ctx,
 			cp.ThreadID, cp.ID[:], idArg(cp.ParentID), idArg(cp.RunID), cp.Step, blobArg(state),
