@@ -399,6 +399,9 @@ func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *checkpoin
 	if rec.Thread != internalThreadID(c, r.PathValue("thread")) || !recordOf(c, rec) {
 		return notFound()
 	}
+	if m := s.mirror(r.Context(), c, rec); m != nil {
+		return m, nil, true // another replica runs it (or ran it)
+	}
 	return nil, &rec, true
 }
 
@@ -424,7 +427,10 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !ok:
 	case ru != nil:
-		ru.cancel()
+		if err := s.cancelAnywhere(r.Context(), ru); err != nil {
+			s.writeError(w, err)
+			return
+		}
 		writeJSON(w, http.StatusAccepted, ru.info())
 	case rec.Status.Terminal():
 		writeJSON(w, http.StatusAccepted, recordInfo(*rec)) // nothing left to cancel

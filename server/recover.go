@@ -81,7 +81,11 @@ func (s *Server) recoverRuns(ctx context.Context, wait bool) ([]string, error) {
 		}
 		return s.runs.running() < limit
 	}
-	started, err := s.recoverRecorded(ctx, room)
+	recorded := s.recoverRecorded
+	if s.cluster != nil {
+		recorded = s.claimReady // the queue hands out the recorded runs
+	}
+	started, err := recorded(ctx, room)
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
@@ -219,7 +223,9 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 		}
 		return false, s.endRecord(ctx, rec, st, msg)
 	}
-	if _, err := s.records.UpdateRun(ctx, rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning},
+	if s.cluster != nil {
+		// Claimed from the queue already (claimReady).
+	} else if _, err := s.records.UpdateRun(ctx, rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning},
 		IfOwner: rec.Owner, Status: checkpoint.RunRunning, Owner: s.cfg.Instance, Start: true}); err != nil {
 		if errors.Is(err, checkpoint.ErrRunConflict) {
 			return false, nil // another process took it
