@@ -399,9 +399,6 @@ func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *checkpoin
 	if rec.Thread != internalThreadID(c, r.PathValue("thread")) || !recordOf(c, rec) {
 		return notFound()
 	}
-	if m := s.mirror(r.Context(), c, rec); m != nil {
-		return m, nil, true // another replica runs it (or ran it)
-	}
 	return nil, &rec, true
 }
 
@@ -424,6 +421,9 @@ func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 	ru, rec, ok := s.runOf(w, r)
+	if ok && ru == nil && !rec.Status.Terminal() {
+		ru = s.mirror(r.Context(), callerFrom(r.Context()), *rec) // another replica runs it
+	}
 	switch {
 	case !ok:
 	case ru != nil:
@@ -500,6 +500,9 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		after = n
+	}
+	if ru == nil {
+		ru = s.mirror(r.Context(), callerFrom(r.Context()), *rec) // another replica runs (or ran) it
 	}
 	if ru == nil {
 		// The run is not in this process: its record's ending.

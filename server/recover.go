@@ -108,7 +108,8 @@ func (s *Server) recoverRuns(ctx context.Context, wait bool) ([]string, error) {
 		}
 		if open, err := s.hasOpenRecord(ctx, cr.Thread); err != nil || open {
 			// Its record says who answers it (recoverRecorded, once the
-			// record is older than Config.RecoverGrace).
+			// record is older than Config.RecoverGrace), or it was
+			// canceled on request: a cancel is not undone.
 			cr.Release()
 			if err != nil {
 				errs = append(errs, err)
@@ -248,9 +249,10 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 
 // hasOpenRecord reports whether the thread has a run record that has not
 // ended.
+// or whose last run was canceled on request.
 func (s *Server) hasOpenRecord(ctx context.Context, thread string) (bool, error) {
-	recs, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: thread, Status: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}, Limit: 1})
-	return len(recs) > 0, err
+	recs, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: thread, Limit: 1})
+	return len(recs) > 0 && (!recs[0].Status.Terminal() || recs[0].Status == checkpoint.RunCanceled), err
 }
 
 // endRecord gives a record its final status, if no other process took it.

@@ -204,6 +204,11 @@ func (s *Server) holdLease(r *run) {
 		ctx, cancel := context.WithTimeout(r.ctx, cl.ttl/3)
 		defer cancel()
 		canceled, err := cl.q.RenewRun(ctx, r.ID, s.cfg.Instance, cl.ttl)
+		select {
+		case <-r.consumed:
+			return false // ended meanwhile: its record is not running any more
+		default:
+		}
 		switch {
 		case errors.Is(err, checkpoint.ErrRunConflict):
 			s.cfg.Logger.Warn("run lease lost: another replica took the run; stopping it here", "run", r.ID)
@@ -225,6 +230,8 @@ func (s *Server) holdLease(r *run) {
 	for {
 		select {
 		case <-r.ctx.Done():
+			return
+		case <-r.consumed:
 			return
 		case <-t.C:
 			if !renew() {

@@ -39,6 +39,9 @@ type run struct {
 	// runs (replicas.go); fenced: this replica lost the run's lease.
 	recorded, remote bool
 	fenced           atomic.Bool
+	// consumed is closed when the run has made its last event: its lease
+	// is no longer renewed (its record is written next).
+	consumed chan struct{}
 	// pub stores the events for other replicas (nil without a cluster).
 	pub *publisher
 	// chat renders the events as the Chat Completions answer the run's
@@ -397,11 +400,15 @@ func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Co
 				r.lastSeq = last + resumeSeqGap
 			}
 		}
+		r.consumed = make(chan struct{})
 		go m.s.holdLease(r)
 		r.pub = m.s.newPublisher(r)
 	}
 	aud := newAuditor(m.s, r)
 	runErr := m.consume(agent.WithRunID(ctx, r.ID), r, aud, fn)
+	if r.consumed != nil {
+		close(r.consumed)
+	}
 	shutdown := m.base.Err() != nil
 	switch {
 	case runErr != nil && errors.Is(runErr, context.Canceled) && ctx.Err() != nil:

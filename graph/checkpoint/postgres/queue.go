@@ -31,7 +31,7 @@ var (
 // provisionalLeaseSQL is the lease a record gets when it is made running
 // without a TTL (CreateRun, UpdateRun with Start): long enough for its
 // owner to start the run and renew with its own TTL.
-const provisionalLeaseSQL = `interval '1 minute'`
+const provisionalLeaseSQL = `interval '10 seconds'`
 
 
 // ClaimRun takes one ready run (see checkpoint.RunQueue).
