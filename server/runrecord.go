@@ -229,7 +229,9 @@ func (s *Server) finishRecord(r *run, status agent.RunStatus, runErr error, shut
 		case r.fenced.Load():
 			return
 		case shutdown && status == agent.RunCanceled:
-		case r.recovering && isThreadBusy(runErr):
+		case r.recovering && isThreadBusy(runErr), errors.Is(runErr, checkpoint.ErrLeaseLost):
+			// The thread's lease is still the dead owner's, or was lost
+			// (a renewal late under load): another attempt, a bit later.
 			requeue = s.cfg.Now().Add(s.cluster.ttl / 3)
 		default:
 			goto write

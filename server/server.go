@@ -35,7 +35,7 @@ type Server struct {
 	// cluster is the runs queue shared with other replicas (replicas.go);
 	// nil with a store for one process.
 	cluster *cluster
-	limiter   *rateLimiter
+	limiter *rateLimiter
 	// transcripts names Chat Completions conversations without a chat id.
 	transcripts *transcriptIndex
 	// responses keeps Responses API objects for GET /v1/responses/{id}.

@@ -104,7 +104,7 @@ func startReplicas(t *testing.T, dsn string, n int) []*replica {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cfg := fmt.Sprintf("store: %q\nserver:\n  lease_ttl: 1s\n  limits:\n    max_concurrent_runs: 1000\n    requests_per_minute: 100000\n", dsn)
+	cfg := fmt.Sprintf("store: %q\nserver:\n  lease_ttl: 3s\n  limits:\n    max_concurrent_runs: 1000\n    requests_per_minute: 100000\n", dsn)
 	if err := os.WriteFile(filepath.Join(dir, "capgraph.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -351,9 +351,16 @@ func TestThreeReplicasSIGKILL(t *testing.T) {
 		if cv.status != "answered" || !strings.Contains(cv.answer, "401.5") {
 			t.Errorf("conversation %d (run %s, streamed from %v): ended %q with answer %q; want answered with 401.5", cv.n, cv.run, cv.streamedFrom, cv.status, cv.answer)
 		}
-		var info struct{ Status string }
+		var info struct{ Status, Error string }
 		if _, err := c.json(ctx, 1, "GET", "/api/threads/"+cv.thread+"/runs/"+cv.run, nil, &info); err != nil || info.Status != "answered" {
-			t.Errorf("conversation %d: run %s record %q, %v; want answered", cv.n, cv.run, info.Status, err)
+			t.Errorf("conversation %d: run %s record %q (%s), %v; want answered", cv.n, cv.run, info.Status, info.Error, err)
+			for _, r := range reps {
+				for _, line := range strings.Split(r.logs(), "\n") {
+					if strings.Contains(line, cv.run) {
+						t.Logf("replica %d: %s", r.n, line)
+					}
+				}
+			}
 		}
 		if cv.streamedFrom[0] != cv.start {
 			crossed++
@@ -386,8 +393,16 @@ func tail(s string, n int) string {
 // follows it from cv.streamFrom. A request that fails before its answer
 // is made again with the same Idempotency-Key (on the next replica).
 func converse(ctx context.Context, c *client, cv *conv, ack func()) error {
-	if code, err := c.json(ctx, cv.start, "POST", "/api/threads", map[string]any{"id": cv.thread}, nil); err != nil || code != http.StatusCreated && code != http.StatusOK {
-		return fmt.Errorf("create thread: %d %v", code, err)
+	// 409 while a replica killed mid-creation still holds the thread.
+	for try := 0; ; try++ {
+		code, err := c.json(ctx, cv.start+try, "POST", "/api/threads", map[string]any{"id": cv.thread}, nil)
+		if err == nil && (code == http.StatusCreated || code == http.StatusOK) {
+			break
+		}
+		if try >= 20 || code != http.StatusConflict {
+			return fmt.Errorf("create thread: %d %v", code, err)
+		}
+		time.Sleep(300 * time.Millisecond)
 	}
 	var out struct {
 		Run struct{ ID string } `json:"run"`
