@@ -108,8 +108,8 @@ func (s *Server) recoverRuns(ctx context.Context, wait bool) ([]string, error) {
 		}
 		if open, err := s.hasOpenRecord(ctx, cr.Thread); err != nil || open {
 			// Its record says who answers it (recoverRecorded, once the
-			// record is older than Config.RecoverGrace), or it was
-			// canceled on request: a cancel is not undone.
+			// record is older than Config.RecoverGrace), or, with
+			// replicas, it was canceled on request.
 			cr.Release()
 			if err != nil {
 				errs = append(errs, err)
@@ -249,10 +249,15 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 
 // hasOpenRecord reports whether the thread has a run record that has not
 // ended.
-// or whose last run was canceled on request.
+// or, with replicas claiming every TTL/3, whose last run was canceled on
+// request (a cancel is not undone a moment later; a process alone resumes
+// a canceled run at its start, as before).
 func (s *Server) hasOpenRecord(ctx context.Context, thread string) (bool, error) {
 	recs, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: thread, Limit: 1})
-	return len(recs) > 0 && (!recs[0].Status.Terminal() || recs[0].Status == checkpoint.RunCanceled), err
+	if len(recs) == 0 {
+		return false, err
+	}
+	return !recs[0].Status.Terminal() || s.cluster != nil && recs[0].Status == checkpoint.RunCanceled, err
 }
 
 // endRecord gives a record its final status, if no other process took it.

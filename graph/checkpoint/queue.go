@@ -20,7 +20,8 @@ type RunQueue interface {
 	RunStore
 	// ClaimRun takes, for owner and ttl, one ready run: the oldest queued
 	// record whose NotBefore has passed, or a running record whose lease
-	// has expired (its owner died). Claimed, the record is running, owned
+	// has expired (its owner died) or that has none (recorded before the
+	// queue existed). Claimed, the record is running, owned
 	// by owner, its Attempt counted, its lease ending ttl from now. id,
 	// when not empty, claims that record only. ok is false when none is
 	// ready. Processes never claim one record at once.

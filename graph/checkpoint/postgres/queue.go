@@ -33,7 +33,6 @@ var (
 // owner to start the run and renew with its own TTL.
 const provisionalLeaseSQL = `interval '10 seconds'`
 
-
 // ClaimRun takes one ready run (see checkpoint.RunQueue).
 func (s *Store) ClaimRun(ctx context.Context, owner, id string, ttl time.Duration) (checkpoint.RunRecord, bool, error) {
 	if err := ctx.Err(); err != nil {
@@ -55,7 +54,7 @@ func (s *Store) ClaimRun(ctx context.Context, owner, id string, ttl time.Duratio
 	r, err := scanRun(s.pool.QueryRow(ctx, s.runsSQL(`WITH ready AS (
 			SELECT seq FROM {{runs}}
 			WHERE ((status = 'queued' AND (not_before IS NULL OR not_before <= now()))
-			    OR (status = 'running' AND lease_expires < now()))`+only+`
+			    OR (status = 'running' AND (lease_expires IS NULL OR lease_expires < now())))`+only+`
 			ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
 		UPDATE {{runs}} r SET status = 'running', owner = $1, attempt = r.attempt + 1,
 			lease_expires = now() + $2 * interval '1 microsecond', not_before = NULL,
