@@ -431,10 +431,16 @@ func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 	ru, rec, ok := s.runOf(w, r)
+	if ok && ru == nil && !rec.Status.Terminal() {
+		ru = s.mirror(r.Context(), callerFrom(r.Context()), *rec) // another replica runs it
+	}
 	switch {
 	case !ok:
 	case ru != nil:
-		ru.cancel()
+		if err := s.cancelAnywhere(r.Context(), ru); err != nil {
+			s.writeError(w, err)
+			return
+		}
 		writeJSON(w, http.StatusAccepted, ru.info())
 	case rec.Status.Terminal():
 		writeJSON(w, http.StatusAccepted, recordInfo(*rec)) // nothing left to cancel
@@ -504,6 +510,9 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		after = n
+	}
+	if ru == nil {
+		ru = s.mirror(r.Context(), callerFrom(r.Context()), *rec) // another replica runs (or ran) it
 	}
 	if ru == nil {
 		// The run is not in this process: its record's ending.

@@ -81,7 +81,11 @@ func (s *Server) recoverRuns(ctx context.Context, wait bool) ([]string, error) {
 		}
 		return s.runs.running() < limit
 	}
-	started, err := s.recoverRecorded(ctx, room)
+	recorded := s.recoverRecorded
+	if s.cluster != nil {
+		recorded = s.claimReady // the queue hands out the recorded runs
+	}
+	started, err := recorded(ctx, room)
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
@@ -104,7 +108,8 @@ func (s *Server) recoverRuns(ctx context.Context, wait bool) ([]string, error) {
 		}
 		if open, err := s.hasOpenRecord(ctx, cr.Thread); err != nil || open {
 			// Its record says who answers it (recoverRecorded, once the
-			// record is older than Config.RecoverGrace).
+			// record is older than Config.RecoverGrace), or, with
+			// replicas, it was canceled on request.
 			cr.Release()
 			if err != nil {
 				errs = append(errs, err)
@@ -219,7 +224,9 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 		}
 		return false, s.endRecord(ctx, rec, st, msg)
 	}
-	if _, err := s.records.UpdateRun(ctx, rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning},
+	if s.cluster != nil {
+		// Claimed from the queue already (claimReady).
+	} else if _, err := s.records.UpdateRun(ctx, rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning},
 		IfOwner: rec.Owner, Status: checkpoint.RunRunning, Owner: s.cfg.Instance, Start: true}); err != nil {
 		if errors.Is(err, checkpoint.ErrRunConflict) {
 			return false, nil // another process took it
@@ -242,9 +249,15 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 
 // hasOpenRecord reports whether the thread has a run record that has not
 // ended.
+// or, with replicas claiming every TTL/3, whose last run was canceled on
+// request (a cancel is not undone a moment later; a process alone resumes
+// a canceled run at its start, as before).
 func (s *Server) hasOpenRecord(ctx context.Context, thread string) (bool, error) {
-	recs, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: thread, Status: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}, Limit: 1})
-	return len(recs) > 0, err
+	recs, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: thread, Limit: 1})
+	if len(recs) == 0 {
+		return false, err
+	}
+	return !recs[0].Status.Terminal() || s.cluster != nil && recs[0].Status == checkpoint.RunCanceled, err
 }
 
 // endRecord gives a record its final status, if no other process took it.

@@ -217,6 +217,9 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *checkpoin
 		t.Metadata[MetaRun] = sp.id
 		sp.turn = &t
 	}
+	if err := s.clusterLimit(ctx, sp); err != nil {
+		return nil, nil, err
+	}
 	r, err = s.runs.reserve(sp)
 	if err != nil {
 		// A repeat of a request whose run still holds the thread.
@@ -259,6 +262,31 @@ func (s *Server) finishRecord(r *run, status agent.RunStatus, runErr error, shut
 	if runErr != nil {
 		msg = s.publicMessage(runErr)
 	}
+	if s.cluster != nil {
+		// Only the lease holder writes the record (a replica that lost the
+		// lease is fenced out); a run stopped by the shutdown, or one whose
+		// thread another replica still holds, goes back to the queue.
+		u.IfOwner = s.cfg.Instance
+		requeue := time.Time{}
+		switch {
+		case r.fenced.Load():
+			return
+		case shutdown && status == agent.RunCanceled:
+		case r.recovering && isThreadBusy(runErr), errors.Is(runErr, checkpoint.ErrLeaseLost):
+			// The thread's lease is still the dead owner's, or was lost
+			// (a renewal late under load): another attempt, a bit later.
+			requeue = s.cfg.Now().Add(s.cluster.ttl / 3)
+		default:
+			goto write
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
+		defer cancel()
+		if err := s.cluster.q.RequeueRun(ctx, r.ID, s.cfg.Instance, requeue); err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+			s.cfg.Logger.Error("giving a run back to the queue", "run", r.ID, "error", err)
+		}
+		return
+	}
+write:
 	switch {
 	case shutdown && status == agent.RunCanceled:
 		return

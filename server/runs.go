@@ -7,8 +7,10 @@ import (
 	"iter"
 	"runtime/debug"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
@@ -32,6 +34,16 @@ type run struct {
 	limited bool
 	// recovering: a run RecoverRuns started.
 	recovering bool
+	// recorded: the run's record existed before it started here (a
+	// recovered or claimed run); remote: a mirror of a run another replica
+	// runs (replicas.go); fenced: this replica lost the run's lease.
+	recorded, remote bool
+	fenced           atomic.Bool
+	// consumed is closed when the run has made its last event: its lease
+	// is no longer renewed (its record is written next).
+	consumed chan struct{}
+	// pub stores the events for other replicas (nil without a cluster).
+	pub *publisher
 	// chat renders the events as the Chat Completions answer the run's
 	// record keeps for repeated requests (nil for other protocols).
 	chat *chatRenderer
@@ -124,8 +136,8 @@ func (r *run) leave() {
 	})
 }
 
-// append adds ev (numbering it) and wakes followers.
-func (r *run) append(ev agent.Event) {
+// append adds ev (numbering it), wakes followers, and returns it numbered.
+func (r *run) append(ev agent.Event) agent.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lastSeq++
@@ -146,6 +158,7 @@ func (r *run) append(ev agent.Event) {
 	r.markBegun()
 	close(r.notify)
 	r.notify = make(chan struct{})
+	return ev
 }
 
 func (r *run) finish(err error, shutdown bool) {
@@ -166,10 +179,9 @@ func (r *run) finish(err error, shutdown bool) {
 func (r *run) since(after int) ([]agent.Event, <-chan struct{}, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	start := after + 1 - r.first
-	if start < 0 {
-		start = 0
-	}
+	// Numbers may have gaps (a run resumed on another replica numbers on
+	// from further up): search, do not index.
+	start := sort.Search(len(r.events), func(i int) bool { return r.events[i].Seq > after })
 	var out []agent.Event
 	if start < len(r.events) {
 		out = append(out, r.events[start:]...)
@@ -295,7 +307,7 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "the server runs as many runs as it may; try again later"}
 	}
 	ctx, cancel := context.WithTimeout(m.base, m.s.cfg.TurnTimeout)
-	r := &run{ID: sp.id, Thread: sp.thread, ClientThread: sp.clientThread, Owner: c, limited: limited, recovering: sp.recovering,
+	r := &run{ID: sp.id, Thread: sp.thread, ClientThread: sp.clientThread, Owner: c, limited: limited, recovering: sp.recovering, recorded: sp.recorded,
 		Started: m.s.cfg.Now(), ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize,
 		detachGrace: m.s.cfg.DetachGrace}
 	if sp.chat {
@@ -378,15 +390,35 @@ func (m *runManager) launch(r *run, fn func(ctx context.Context) iter.Seq2[agent
 func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) {
 	defer m.wg.Done()
 	defer r.cancel()
+	if m.s.cluster != nil {
+		if r.recorded {
+			if last := m.s.lastEventSeq(ctx, r.ID); last > 0 {
+				// Events the replica that ran it before sent to its
+				// clients but did not store yet are skipped over, so a
+				// client reconnecting with the last id it saw gets this
+				// attempt's events.
+				r.lastSeq = last + resumeSeqGap
+			}
+		}
+		r.consumed = make(chan struct{})
+		go m.s.holdLease(r)
+		r.pub = m.s.newPublisher(r)
+	}
 	aud := newAuditor(m.s, r)
 	runErr := m.consume(agent.WithRunID(ctx, r.ID), r, aud, fn)
+	if r.consumed != nil {
+		close(r.consumed)
+	}
 	shutdown := m.base.Err() != nil
 	switch {
 	case runErr != nil && errors.Is(runErr, context.Canceled) && ctx.Err() != nil:
 		// Canceled by a client, a cancel request or the shutdown: the run
 		// stopped at a checkpoint and can be resumed; that is no failure.
 		runErr = nil
-		r.append(agent.Event{Type: agent.EventDone, Status: agent.RunCanceled, Thread: r.Thread, Time: m.s.cfg.Now()})
+		ev := r.append(agent.Event{Type: agent.EventDone, Status: agent.RunCanceled, Thread: r.Thread, Time: m.s.cfg.Now()})
+		if r.pub != nil && !shutdown && !r.fenced.Load() {
+			r.pub.add(ev)
+		}
 	case runErr != nil && errors.Is(runErr, context.DeadlineExceeded) && ctx.Err() != nil:
 		runErr = &TurnTimeoutError{Limit: m.s.cfg.TurnTimeout, Err: runErr}
 	}
@@ -403,8 +435,15 @@ func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Co
 		status = agent.RunCanceled
 	}
 	// The record says how the run ended before anyone sees it end, so a
-	// repeated request finds the result.
+	// repeated request finds the result; with replicas, after its events
+	// are stored, and then the replicas following it are told.
+	if r.pub != nil {
+		r.pub.close()
+	}
 	m.s.finishRecord(r, status, runErr, shutdown)
+	if m.s.cluster != nil {
+		m.s.signal(checkpoint.SignalEvents, r.ID)
+	}
 	// The thread is free before the run shows as finished: a client that
 	// saw it end may start the next run at once.
 	r.mu.Lock()
@@ -456,7 +495,10 @@ func (m *runManager) consume(ctx context.Context, r *run, aud *auditor, fn func(
 		if r.chat != nil {
 			r.chat.render(ev)
 		}
-		r.append(ev)
+		ev = r.append(ev)
+		if r.pub != nil {
+			r.pub.add(ev)
+		}
 	}
 	return nil
 }
@@ -487,6 +529,20 @@ func (m *runManager) signalRoom() {
 		m.room = nil
 	}
 }
+
+// roomSignal returns a channel closed when a run ends.
+func (m *runManager) roomSignal() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.room == nil {
+		m.room = make(chan struct{})
+	}
+	return m.room
+}
+
+// resumeSeqGap is how far a run resumed on another replica numbers its
+// events beyond the last stored one (see execute).
+const resumeSeqGap = 1000
 
 // waitRoom waits until fewer than limit runs go on, or ctx ends.
 func (m *runManager) waitRoom(ctx context.Context, limit int) error {

@@ -32,7 +32,10 @@ type Server struct {
 	creator   ThreadCreator
 	counts    *threadCounts
 	records   checkpoint.RunStore
-	limiter   *rateLimiter
+	// cluster is the runs queue shared with other replicas (replicas.go);
+	// nil with a store for one process.
+	cluster *cluster
+	limiter *rateLimiter
 	// transcripts names Chat Completions conversations without a chat id.
 	transcripts *transcriptIndex
 	// responses keeps Responses API objects for GET /v1/responses/{id}.
@@ -67,6 +70,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, &ConfigError{Field: "Runs", Reason: "required: the Runner keeps no run records (an *agent.Agent does, in its store); " +
 			"set Config.Runs (memory.New() keeps them in this process only)"}
 	}
+	s.cluster = newCluster(s)
 	s.runs = newRunManager(s)
 	s.transcripts = newTranscriptIndex(transcriptIndexSize)
 	s.limiter = newRateLimiter(cfg.RequestsPerMinute, cfg.Now)
@@ -160,7 +164,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- hs.Serve(ln) }()
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
-	if s.cfg.RecoverEvery > 0 {
+	switch {
+	case s.cluster != nil:
+		// Replicas: listen to the others, and claim from the queue
+		// (which recovers cut runs too) unless recovery is off.
+		go s.listenLoop(lctx)
+		if s.cfg.RecoverEvery > 0 {
+			go s.claimLoop(lctx)
+		}
+	case s.cfg.RecoverEvery > 0:
 		go s.recoverLoop(lctx)
 	}
 	go s.pruneLoop(lctx)

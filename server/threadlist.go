@@ -132,6 +132,16 @@ func (s *Server) openThread(ctx context.Context, c caller, id, source string, me
 	if err != nil {
 		return Thread{}, false, err
 	}
+	if !created {
+		// Made by another request — or held by one that died before it
+		// made it (a replica killed mid-way; its lease runs out): say so
+		// only when the thread is there.
+		if th, found, err := s.findThread(ctx, c, id); err != nil || found {
+			return th, false, err
+		}
+		return Thread{}, false, &RequestError{Kind: ErrRunInProgress, Param: "id",
+			Message: "the thread is being created by another request (or a server that stopped, whose hold on it ends within the lease TTL); try again shortly"}
+	}
 	return Thread{ID: id, Created: now, Updated: now, Metadata: meta, internal: internal, owner: owner}, created, nil
 }
 

@@ -65,7 +65,7 @@ func under(path, dir string) bool {
 // program reports whether a package is a program or the demo application,
 // which may import anything; everything else is the library.
 func program(path string) bool {
-	return under(path, "cmd") || under(path, "examples") || under(path, "demo")
+	return under(path, "cmd") || under(path, "examples") || under(path, "demo") || under(path, "internal/replicas/replicaapp")
 }
 
 func isStd(path string) bool {

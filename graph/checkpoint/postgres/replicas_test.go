@@ -62,8 +62,8 @@ func TestReplicasShareOneSchema(t *testing.T) {
 		}
 		defer stores[i].Close()
 	}
-	if v, err := stores[0].SchemaVersion(ctx); err != nil || v != 2 {
-		t.Fatalf("SchemaVersion = %d, %v; want 2", v, err)
+	if v, err := stores[0].SchemaVersion(ctx); err != nil || v != 3 {
+		t.Fatalf("SchemaVersion = %d, %v; want 3", v, err)
 	}
 
 	// Pre-generate ids so the greatest is known, then write them from all

@@ -47,9 +47,9 @@ const runColumns = `seq, id, thread_id, status, key, input, result, error, label
 var runsReady sync.Map // *Store → struct{}
 
 func (s *Store) runsSQL(stmt string) string {
-	for _, name := range []string{"runs_by_thread", "runs_by_status", "runs"} {
+	for _, name := range []string{"runs_by_thread", "runs_by_status", "runs_ready", "run_events", "runs"} {
 		v := s.cfg.table(name)
-		if name != "runs" {
+		if name != "runs" && name != "run_events" {
 			v = pgx.Identifier{name}.Sanitize() // an index name is never schema-qualified
 		}
 		stmt = strings.ReplaceAll(stmt, "{{"+name+"}}", v)
@@ -143,8 +143,10 @@ func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkp
 		}
 	}
 	now := time.UnixMicro(time.Now().UnixMicro()).UTC()
-	out, err := scanRun(s.pool.QueryRow(ctx, s.runsSQL(`INSERT INTO {{runs}} (id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) ON CONFLICT DO NOTHING RETURNING `+runColumns),
+	// A record made running gets a provisional lease (provisionalLease)
+	// that its owner renews with its own TTL once the run starts.
+	out, err := scanRun(s.pool.QueryRow(ctx, s.runsSQL(`INSERT INTO {{runs}} (id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated, lease_expires)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, CASE WHEN $3 = 'running' THEN now() + `+provisionalLeaseSQL+` END) ON CONFLICT DO NOTHING RETURNING `+runColumns),
 		rec.ID, rec.Thread, string(rec.Status), keyArg(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now))
 	if err == nil {
 		return out, true, nil
@@ -185,8 +187,11 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 			out, conflict = r, true
 			return nil
 		}
-		if _, err := tx.Exec(ctx, s.runsSQL(`UPDATE {{runs}} SET status = $1, key = $2, result = $3, error = $4, owner = $5, attempt = $6, updated = $7 WHERE seq = $8`),
-			string(nr.Status), keyArg(nr.Key), blobArg(nr.Result), nr.Error, nr.Owner, nr.Attempt, now, nr.Seq); err != nil {
+		// A start takes a provisional lease; an ending drops the lease.
+		if _, err := tx.Exec(ctx, s.runsSQL(`UPDATE {{runs}} SET status = $1, key = $2, result = $3, error = $4, owner = $5, attempt = $6, updated = $7,
+			lease_expires = CASE WHEN $1 <> 'running' THEN NULL WHEN $9 THEN now() + `+provisionalLeaseSQL+` ELSE lease_expires END
+			WHERE seq = $8`),
+			string(nr.Status), keyArg(nr.Key), blobArg(nr.Result), nr.Error, nr.Owner, nr.Attempt, now, nr.Seq, u.Start); err != nil {
 			return err
 		}
 		out = nr

@@ -66,6 +66,24 @@ var migrations = [][]string{
 			acquired  timestamptz NOT NULL
 		)`,
 	},
+	// 3: the run records become the runs queue shared by replicas (see
+	// queue.go): a lease and its expiry, a not-before time, a cancel
+	// request; and the runs' events, so any replica streams any run. The
+	// records' table was created on first use before; it is made here when
+	// it does not exist yet.
+	append(append([]string{}, runsSchema...),
+		`ALTER TABLE {{runs}}
+			ADD COLUMN IF NOT EXISTS lease_expires    timestamptz,
+			ADD COLUMN IF NOT EXISTS not_before       timestamptz,
+			ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL DEFAULT false`,
+		`CREATE INDEX IF NOT EXISTS {{runs_ready}} ON {{runs}} (seq) WHERE status IN ('queued', 'running')`,
+		`CREATE TABLE IF NOT EXISTS {{run_events}} (
+			run_id text    NOT NULL REFERENCES {{runs}} (id) ON DELETE CASCADE,
+			seq    integer NOT NULL,
+			data   bytea   NOT NULL,
+			PRIMARY KEY (run_id, seq)
+		)`,
+	),
 }
 
 func (s *Store) expand(stmt string) string {
@@ -108,7 +126,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		for v := have + 1; v <= len(migrations); v++ {
 			for _, stmt := range migrations[v-1] {
-				if _, err := tx.Exec(ctx, s.expand(stmt)); err != nil {
+				if _, err := tx.Exec(ctx, s.runsSQL(s.expand(stmt))); err != nil {
 					return fmt.Errorf("postgres: migration %d: %w", v, err)
 				}
 			}
