@@ -510,6 +510,14 @@ func sortedKeys[V any](m map[string]V) []string {
 
 const hexDigits = "0123456789abcdef"
 
+// htmlSafe holds the ASCII bytes a string keeps as they are.
+var htmlSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := byte(0x20); c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString appends s quoted as encoding/json does with HTML escaping
 // (its default): <, > and & as \u003c…, control characters escaped, invalid
 // UTF-8 as \ufffd, U+2028 and U+2029 escaped.
@@ -518,7 +526,7 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if htmlSafe[c] {
 				i++
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -230,6 +231,50 @@ func FuzzAppendJSONString(f *testing.F) {
 		got, gerr := s.AppendJSON(nil)
 		if (werr != nil) != (gerr != nil) || !bytes.Equal(got, want) {
 			t.Fatalf("AppendJSON = %q, %v; json.Marshal = %q, %v", got, gerr, want, werr)
+		}
+	})
+}
+
+// turnState is the last state of the turn of docs/performance.md ("A turn
+// without the model"), as stored.
+func turnState(tb testing.TB) ([]byte, state.State) {
+	tb.Helper()
+	b, err := os.ReadFile("testdata/turn_state.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b = bytes.TrimSpace(b)
+	var s state.State
+	if err := json.Unmarshal(b, &s); err != nil {
+		tb.Fatal(err)
+	}
+	return b, s
+}
+
+// TestAppendJSONStoredTurn: the stored form of a whole turn's state is
+// written back byte for byte.
+func TestAppendJSONStoredTurn(t *testing.T) {
+	stored, s := turnState(t)
+	if got, err := s.AppendJSON(nil); err != nil || !bytes.Equal(got, stored) {
+		t.Fatalf("AppendJSON = %s, %v; want %s", got, err, stored)
+	}
+}
+
+// BenchmarkEncodeState: a turn's last state (3.2 KB) by AppendJSON and by
+// encoding/json.
+func BenchmarkEncodeState(b *testing.B) {
+	_, s := turnState(b)
+	b.Run("AppendJSON", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			buf, _ = s.AppendJSON(buf[:0])
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = json.Marshal(&s)
 		}
 	})
 }
