@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/capgraph/capgraph/state"
+)
+
+// TestStoredFormIsTheRoundTrip: the message an event carries is exactly
+// the one the store gives back, whichever way storedForm gets it.
+func TestStoredFormIsTheRoundTrip(t *testing.T) {
+	now := time.Now()
+	for _, m := range []state.Message{
+		{Role: state.RoleAssistant, Content: "The mean was 500.2 mA <ok> & done", Kind: state.KindAnswer, Turn: 3, Time: now.UTC()},
+		{Role: state.RoleAssistant, Content: "local time", Time: now},
+		{Role: state.RoleAssistant, Content: "zone", Time: now.In(time.FixedZone("CET", 3600))},
+		{Role: state.RoleAssistant, Content: "no time"},
+		{Role: state.RoleAssistant, Content: "broken \xff text", Time: now.UTC()},
+		{Role: state.RoleAssistant, Content: "report", Kind: state.KindErrorReport, Time: now.UTC(),
+			Report: &state.ErrorReport{}},
+	} {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want state.Message
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := storedForm(m); !reflect.DeepEqual(got, want) {
+			t.Errorf("storedForm(%+v) = %+v; the store gives back %+v", m, got, want)
+		}
+	}
+}
