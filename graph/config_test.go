@@ -121,7 +121,11 @@ func (s *appState) AppendJSON(b []byte) ([]byte, error) {
 // and each step's), and its checkpoints read back as json.Marshal's would.
 func TestJSONAppenderEncodesTheState(t *testing.T) {
 	g := graph.New(graph.Config[appState, int]{
-		Apply: func(s appState, u int) (appState, error) { s.N += u; s.Label = "after " + strconv.Itoa(s.N); return s, nil },
+		Apply: func(s appState, u int) (appState, error) {
+			s.N += u
+			s.Label = "after " + strconv.Itoa(s.N)
+			return s, nil
+		},
 	})
 	step := func(context.Context, appState) (int, error) { return 1, nil }
 	g.AddNode("a", step).AddEdge("a", "b").AddNode("b", step).SetTerminal("b").SetEntry("a")
