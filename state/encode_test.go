@@ -46,6 +46,9 @@ func (f *filler) time() time.Time {
 		return time.Unix(f.r.Int64N(4e9), f.r.Int64N(1e9)).In(time.FixedZone("X", (f.r.IntN(48)-24)*1800))
 	case 3:
 		return time.Unix(f.r.Int64N(4e9), 0).UTC()
+	case 4: // early years, a zone at offset zero that is not UTC, round fractions
+		return time.Date(f.r.IntN(1200), time.Month(1+f.r.IntN(12)), 1+f.r.IntN(28), f.r.IntN(24), f.r.IntN(60), f.r.IntN(60),
+			[]int{0, 5e8, 120e6, 1, 999999999}[f.r.IntN(5)], time.FixedZone("GMT", 0))
 	default:
 		return time.Unix(f.r.Int64N(4e9), f.r.Int64N(1e9)).UTC()
 	}
