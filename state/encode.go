@@ -165,7 +165,8 @@ func (e *encoder) state(s *State) {
 	if len(s.Metadata) > 0 {
 		e.key("metadata")
 		e.b = append(e.b, '{')
-		for _, k := range sortedKeys(s.Metadata) {
+		var buf [8]string
+		for _, k := range sortedKeys(buf[:], s.Metadata) {
 			e.key2(k)
 			e.str(s.Metadata[k])
 		}
@@ -207,7 +208,8 @@ func (e *encoder) message(m *Message) {
 
 func (e *encoder) context(cs capabilities.ContextStore) {
 	e.b = append(e.b, '{')
-	for _, t := range sortedKeys(cs) {
+	var types, keys [8]string
+	for _, t := range sortedKeys(types[:], cs) {
 		e.key2(t)
 		m := cs[t]
 		if m == nil {
@@ -215,7 +217,7 @@ func (e *encoder) context(cs capabilities.ContextStore) {
 			continue
 		}
 		e.b = append(e.b, '{')
-		for _, k := range sortedKeys(m) {
+		for _, k := range sortedKeys(keys[:], m) {
 			e.key2(k)
 			e.entry(m[k])
 		}
@@ -495,7 +497,8 @@ func (e *encoder) control(c *Control) {
 	if len(c.TokensByRole) > 0 {
 		e.key("tokens_by_role")
 		e.b = append(e.b, '{')
-		for _, k := range sortedKeys(c.TokensByRole) {
+		var buf [8]string
+		for _, k := range sortedKeys(buf[:], c.TokensByRole) {
 			e.key2(k)
 			e.num(int64(c.TokensByRole[k]))
 		}
@@ -546,9 +549,10 @@ func (e *encoder) result(r *StepResult) {
 	e.b = append(e.b, '}')
 }
 
-// sortedKeys returns a map's keys in encoding/json's order (byte-wise).
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys returns a map's keys in encoding/json's order (byte-wise), in
+// buf when they fit (a state's maps are small: no allocation).
+func sortedKeys[V any](buf []string, m map[string]V) []string {
+	keys := buf[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
