@@ -6,6 +6,7 @@ import (
 	"iter"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/nodes"
@@ -113,6 +114,13 @@ func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
 // storedForm returns m as the checkpoint store gives it back: the state's
 // JSON encoding of m, decoded.
 func storedForm(m state.Message) state.Message {
+	// The usual message needs no round trip: a time at offset zero comes
+	// back in UTC without its monotonic reading, valid UTF-8 as it is.
+	if _, off := m.Time.Zone(); off == 0 && m.Report == nil && m.Time.Year() >= 0 && m.Time.Year() <= 9999 &&
+		utf8.ValidString(m.Content) && utf8.ValidString(string(m.Role)) && utf8.ValidString(string(m.Kind)) {
+		m.Time = m.Time.UTC().Round(0)
+		return m
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return m

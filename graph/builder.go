@@ -52,9 +52,22 @@ type Codec interface {
 	Unmarshal(data []byte, v any) error
 }
 
+// JSONAppender is a state (or update) whose pointer encodes itself without
+// reflection. Under the default JSON Codec the engine calls AppendJSON
+// instead of json.Marshal; it must append exactly the bytes json.Marshal
+// gives, so the stored form does not depend on which encoded it.
+type JSONAppender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
 type jsonCodec struct{}
 
-func (jsonCodec) Marshal(v any) ([]byte, error)      { return json.Marshal(v) }
+func (jsonCodec) Marshal(v any) ([]byte, error) {
+	if a, ok := v.(JSONAppender); ok {
+		return a.AppendJSON(nil)
+	}
+	return json.Marshal(v)
+}
 func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
 
 // Config configures a graph. Apply is required; everything else has a default.

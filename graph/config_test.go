@@ -98,3 +98,51 @@ func TestStoreFailureThenResume(t *testing.T) {
 		t.Fatalf("State of a missing thread: %v", err)
 	}
 }
+
+// appState encodes itself (graph.JSONAppender), counting its calls.
+type appState struct {
+	N     int    `json:"n"`
+	Label string `json:"label"`
+}
+
+var appended atomic.Int32
+
+func (s *appState) AppendJSON(b []byte) ([]byte, error) {
+	appended.Add(1)
+	b = append(b, `{"n":`...)
+	b = strconv.AppendInt(b, int64(s.N), 10)
+	b = append(b, `,"label":`...)
+	b = strconv.AppendQuote(b, s.Label)
+	return append(b, '}'), nil
+}
+
+// TestJSONAppenderEncodesTheState: under the default codec, a state that
+// appends its own JSON is encoded by it for every checkpoint (the input's
+// and each step's), and its checkpoints read back as json.Marshal's would.
+func TestJSONAppenderEncodesTheState(t *testing.T) {
+	g := graph.New(graph.Config[appState, int]{
+		Apply: func(s appState, u int) (appState, error) {
+			s.N += u
+			s.Label = "after " + strconv.Itoa(s.N)
+			return s, nil
+		},
+	})
+	step := func(context.Context, appState) (int, error) { return 1, nil }
+	g.AddNode("a", step).AddEdge("a", "b").AddNode("b", step).SetTerminal("b").SetEntry("a")
+	c, err := g.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	appended.Store(0)
+	if _, err := c.Run(context.Background(), "t", appState{Label: "start"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := appended.Load(); got != 3 {
+		t.Fatalf("AppendJSON called %d times, want 3 (input state + 2 steps)", got)
+	}
+	_, tu, err := c.State(context.Background(), "t")
+	want, _ := json.Marshal(appState{N: 2, Label: "after 2"})
+	if err != nil || string(tu.Checkpoint.State) != string(want) {
+		t.Fatalf("stored %s, %v; want %s", tu.Checkpoint.State, err, want)
+	}
+}

@@ -65,6 +65,7 @@ func (r *runner[S, U]) metaOf(i int) any {
 type stateEncoder struct {
 	buf bytes.Buffer
 	enc *json.Encoder
+	app []byte // a JSONAppender's bytes
 }
 
 var encoders = sync.Pool{New: func() any {
@@ -82,6 +83,14 @@ func (r *runner[S, U]) encodeState(s *S) ([]byte, error) {
 	if r.enc == nil {
 		r.enc = encoders.Get().(*stateEncoder)
 	}
+	if a, ok := any(s).(JSONAppender); ok {
+		b, err := a.AppendJSON(r.enc.app[:0])
+		if err != nil {
+			return nil, err
+		}
+		r.enc.app = b
+		return b, nil
+	}
 	r.enc.buf.Reset()
 	if err := r.enc.enc.Encode(s); err != nil {
 		return nil, err
@@ -93,7 +102,7 @@ func (r *runner[S, U]) encodeState(s *S) ([]byte, error) {
 
 // release returns pooled resources; the runner is not used afterwards.
 func (r *runner[S, U]) release() {
-	if r.enc != nil && r.enc.buf.Cap() <= 1<<16 {
+	if r.enc != nil && r.enc.buf.Cap() <= 1<<16 && cap(r.enc.app) <= 1<<16 {
 		// Huge buffers are left to the GC rather than pinned in the pool.
 		encoders.Put(r.enc)
 	}

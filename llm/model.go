@@ -108,7 +108,8 @@ type Schema struct {
 	// (OpenAI strict mode). Only for schemas whose objects require every
 	// property and allow no other.
 	Strict bool
-	// Schema is the JSON schema document.
+	// Schema is the JSON schema document. It is shared between requests:
+	// a model reads it and never changes it.
 	Schema map[string]any
 }
 

@@ -20,7 +20,17 @@ func extractJSON(reply string, keys ...string) (json.RawMessage, error) {
 
 // strictObject decodes an object and rejects keys not in allowed. Keys are
 // compared exactly: encoding/json would fold "Capability" into "capability".
+// raw is valid JSON (extractJSON's object or a value within it), so an
+// object with only allowed keys is split into its members without decoding
+// them; anything else is decoded, for the error.
 func strictObject(raw json.RawMessage, where string, allowed ...string) (map[string]json.RawMessage, error) {
+	fast := make(map[string]json.RawMessage, len(allowed))
+	if members(raw, func(k string, v []byte) bool {
+		fast[k] = v
+		return slices.Contains(allowed, k)
+	}) {
+		return fast, nil
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("%s must be a JSON object: %w", where, err)
@@ -52,6 +62,18 @@ func field(m map[string]json.RawMessage, key, where string, v any) (bool, error)
 	raw, ok := m[key]
 	if !ok || string(raw) == "null" {
 		return false, nil
+	}
+	switch p := v.(type) { // the common cases, without a decoder
+	case *string:
+		if s, ok := jsonText(raw); ok {
+			*p = s
+			return true, nil
+		}
+	case *bool:
+		if string(raw) == "true" || string(raw) == "false" {
+			*p = string(raw) == "true"
+			return true, nil
+		}
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		var te *json.UnmarshalTypeError

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/state"
@@ -39,6 +40,15 @@ func parsePlan(reply string) ([]capabilities.PlannedStep, error) {
 	if err != nil {
 		return nil, err
 	}
+	if steps, ok := parsePlanValid(raw); ok {
+		return steps, nil
+	}
+	return parsePlanStrict(raw)
+}
+
+// parsePlanStrict parses the plan object of a reply, saying exactly what is
+// wrong with it.
+func parsePlanStrict(raw json.RawMessage) ([]capabilities.PlannedStep, error) {
 	top, err := strictObject(raw, "the plan", planReply.keys()...)
 	if err != nil {
 		return nil, err
@@ -71,18 +81,12 @@ func parsePlan(reply string) ([]capabilities.PlannedStep, error) {
 				return nil, err
 			}
 		}
-		st.Capability = strings.TrimSpace(st.Capability)
-		if isTerminal(strings.ToLower(st.Capability)) {
-			st.Capability = strings.ToLower(st.Capability)
-		}
+		normalizeStep(&st)
 		if st.Capability == "" {
 			return nil, fmt.Errorf(`%s has no "capability"`, where)
 		}
 		if st.ContextKey == "" {
-			if !isTerminal(st.Capability) {
-				return nil, fmt.Errorf(`%s has no "context_key"`, where)
-			}
-			st.ContextKey = st.Capability
+			return nil, fmt.Errorf(`%s has no "context_key"`, where)
 		}
 		if j, dup := seen[st.ContextKey]; dup {
 			return nil, fmt.Errorf("%s repeats the context_key %q of step %d (context keys must be unique)", where, st.ContextKey, j+1)
@@ -108,6 +112,101 @@ func parsePlan(reply string) ([]capabilities.PlannedStep, error) {
 		steps = append(steps, st)
 	}
 	return steps, nil
+}
+
+// normalizeStep trims the capability, writes respond and clarify in lower
+// case, and names a terminal step without a context key after itself.
+func normalizeStep(st *capabilities.PlannedStep) {
+	st.Capability = strings.TrimSpace(st.Capability)
+	if isTerminal(strings.ToLower(st.Capability)) {
+		st.Capability = strings.ToLower(st.Capability)
+	}
+	if st.ContextKey == "" && isTerminal(st.Capability) {
+		st.ContextKey = st.Capability
+	}
+}
+
+// fastStepKeys are the keys of a step parsePlanValid reads, in the order it
+// decodes them.
+var fastStepKeys = [...]string{"context_key", "capability", "task_objective", "success_criteria", "expected_output", "parameters", "inputs"}
+
+// parsePlanValid is parsePlan for a plan it would accept, in one pass over
+// raw (valid JSON) without building error messages: a step's keys are read
+// as encoding/json into a map would (the last of a repeated key wins, null
+// is absent). Anything parsePlan might reject makes it report false, and
+// parsePlan then says what is wrong (FuzzParsePlanValid checks they agree).
+func parsePlanValid(raw []byte) ([]capabilities.PlannedStep, bool) {
+	var rawSteps []byte
+	if !members(raw, func(k string, v []byte) bool {
+		rawSteps = v
+		return k == "steps"
+	}) || rawSteps == nil {
+		return nil, false
+	}
+	var steps []capabilities.PlannedStep
+	ok := elements(rawSteps, func(rs []byte) bool {
+		var vals [len(fastStepKeys)][]byte // the last value of each key
+		if !members(rs, func(k string, v []byte) bool {
+			i := slices.Index(fastStepKeys[:], k)
+			if i >= 0 {
+				vals[i] = v
+			}
+			return i >= 0 // another key, even one of stepKeys: parsePlanStrict
+		}) {
+			return false
+		}
+		var st capabilities.PlannedStep
+		for i, dst := range []*string{&st.ContextKey, &st.Capability, &st.TaskObjective, &st.SuccessCriteria, &st.ExpectedOutput} {
+			if v := vals[i]; v != nil && !isNull(v) {
+				s, ok := jsonText(v)
+				if !ok {
+					return false
+				}
+				*dst = s
+			}
+		}
+		if v := vals[5]; v != nil && !isNull(v) {
+			if v[0] != '{' || json.Unmarshal(v, &st.Parameters) != nil {
+				return false
+			}
+		}
+		if v := vals[6]; v != nil && !isNull(v) && !elements(v, func(in []byte) bool {
+			first := len(st.Inputs)
+			if !members(in, func(t string, key []byte) bool {
+				k, ok := jsonText(key)
+				if !ok || !utf8.ValidString(t) {
+					return false
+				}
+				for j := first; j < len(st.Inputs); j++ { // a repeated type: the last wins
+					if st.Inputs[j].Type == t {
+						st.Inputs[j].Key = k
+						return true
+					}
+				}
+				st.Inputs = append(st.Inputs, capabilities.InputRef{Type: t, Key: k})
+				return true
+			}) || len(st.Inputs) == first {
+				return false
+			}
+			slices.SortFunc(st.Inputs[first:], func(a, b capabilities.InputRef) int { return strings.Compare(a.Type, b.Type) })
+			return true
+		}) {
+			return false
+		}
+		normalizeStep(&st)
+		if st.Capability == "" || st.ContextKey == "" || slices.ContainsFunc(steps, func(p capabilities.PlannedStep) bool { return p.ContextKey == st.ContextKey }) {
+			return false
+		}
+		steps = append(steps, st)
+		return true
+	})
+	if !ok {
+		return nil, false
+	}
+	if steps == nil {
+		steps = []capabilities.PlannedStep{}
+	}
+	return steps, true
 }
 
 // planProblem is a plan that parsed but is rejected before running.

@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -79,4 +80,56 @@ func FuzzParsePlan(f *testing.F) {
 			t.Fatalf("round trip changed the plan:\n%s\n%s", a1, a2)
 		}
 	})
+}
+
+// FuzzParsePlanValid: the one-pass parser accepts only plans the strict
+// parser accepts, with the same steps; and the plans models write take the
+// one-pass path (so the benchmark measures it).
+func FuzzParsePlanValid(f *testing.F) {
+	for _, s := range []string{
+		`{"steps":[{"context_key":"bc","capability":"channel_read","task_objective":"read","parameters":{"channel":"SR:DCCT"}},{"capability":"respond"}]}`,
+		"{\"steps\": [\n {\"context_key\": \"a\", \"capability\": \" x \", \"inputs\": [{\"T\": \"b\", \"S\": \"c\"}, {\"T\": \"d\", \"T\": \"e\"}]}]}",
+		`{"steps":[{"context_key":"a","capability":"x","capability":null}]}`,
+		`{"steps":[{"context_key":"a","capability":"x","parameters":{"a":1},"parameters":{"b":2}}]}`,
+		`{"steps":[{"context_key":"\u00e9\"","capability":"Clarify","inputs":[{"T":null}]}], "steps": []}`,
+		`{"steps":[{"context_key":"a","capability":"x"},{"context_key":"a","capability":"y"}]}`,
+		`{"steps":[{"Capability":"x","context_key":"a"}]}`,
+		`{"steps":[{"context_key":"a","capability":"x","inputs":[{}]}]}`,
+		`{"steps":null}`, `{}`, `{"steps":[1]}`, `{"steps":[null]}`, `{"steps":[{"capability":"respond","inputs":[null]}]}`,
+		"{\"steps\":[{\"capability\":\"\xff\",\"context_key\":\"k\"}]}",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		raw, err := extractJSON(text, planReply.keys()...)
+		if err != nil {
+			return
+		}
+		fast, ok := parsePlanValid(raw)
+		strict, err := parsePlanStrict(raw)
+		if !ok {
+			return
+		}
+		if err != nil || !reflect.DeepEqual(fast, strict) {
+			t.Fatalf("%s:\none pass: %#v\nstrict:   %#v, %v", raw, fast, strict, err)
+		}
+	})
+}
+
+// TestPlanReplyTakesOnePass: a plan as models write it (fenced after
+// prose, spaces and newlines, inputs) is read in one pass.
+func TestPlanReplyTakesOnePass(t *testing.T) {
+	reply := "Here is the plan.\n```json\n" + `{"steps": [
+	 {"context_key": "ch", "capability": "find_channel", "task_objective": "find the beam current channel", "expected_output": "CHANNEL"},
+	 {"context_key": "hist", "capability": "read_archive", "task_objective": "read the last hour", "expected_output": "HISTORY", "inputs": [{"CHANNEL": "ch"}], "parameters": {"hours": 1}},
+	 {"context_key": "answer", "capability": "Respond", "task_objective": "answer with the mean"}]}` + "\n```"
+	raw, err := extractJSON(reply, planReply.keys()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, ok := parsePlanValid(raw)
+	want, err := parsePlanStrict(raw)
+	if !ok || err != nil || !reflect.DeepEqual(steps, want) || len(steps) != 3 || steps[2].Capability != "respond" {
+		t.Fatalf("one pass: %+v, %v; strict: %+v, %v", steps, ok, want, err)
+	}
 }

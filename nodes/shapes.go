@@ -13,6 +13,7 @@ import (
 type replyShape struct {
 	name   string
 	fields []shapeField
+	sch    *llm.Schema // built once: every call of the role sends it
 }
 
 // shapeField is one key of an object.
@@ -79,7 +80,10 @@ func jsonObject(fields ...shapeField) jsonType {
 }
 
 func newShape(name string, fields ...shapeField) replyShape {
-	return replyShape{name: name, fields: fields}
+	s := replyShape{name: name, fields: fields}
+	obj := jsonObject(fields...)
+	s.sch = &llm.Schema{Name: name, Strict: obj.closed, Schema: obj.schema}
+	return s
 }
 
 // keys are the top-level keys the reply may have.
@@ -91,20 +95,18 @@ func (s replyShape) keys() []string {
 	return out
 }
 
-// schema is the shape's JSON schema for structured output.
-func (s replyShape) schema() *llm.Schema {
-	obj := jsonObject(s.fields...)
-	return &llm.Schema{Name: s.name, Strict: obj.closed, Schema: obj.schema}
-}
+// schema is the shape's JSON schema for structured output, shared by every
+// request that sends it (llm.Schema is read-only).
+func (s replyShape) schema() *llm.Schema { return s.sch }
 
 // with returns the shape with the field of the same key replaced (a
 // selection whose names are limited to the registered capabilities).
 func (s replyShape) with(f shapeField) replyShape {
-	out := replyShape{name: s.name, fields: slices.Clone(s.fields)}
-	for i := range out.fields {
-		if out.fields[i].key == f.key {
-			out.fields[i] = f
+	fields := slices.Clone(s.fields)
+	for i := range fields {
+		if fields[i].key == f.key {
+			fields[i] = f
 		}
 	}
-	return out
+	return newShape(s.name, fields...)
 }

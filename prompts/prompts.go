@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 )
 
@@ -56,6 +57,9 @@ type Config struct {
 // Set is a parsed set of templates, safe for concurrent use.
 type Set struct {
 	tmpl map[string]*template.Template
+	// size is each template's last output size: the next rendering starts
+	// with a buffer that fits, rather than growing one write at a time.
+	size map[string]*atomic.Int64
 }
 
 var funcs = template.FuncMap{
@@ -118,7 +122,7 @@ func New(cfg Config) (*Set, error) {
 		}
 		src[name] = s
 	}
-	set := &Set{tmpl: map[string]*template.Template{}}
+	set := &Set{tmpl: map[string]*template.Template{}, size: map[string]*atomic.Int64{}}
 	for _, n := range Names() {
 		t, err := template.New(n).Funcs(funcs).Option("missingkey=error").Parse(src[n])
 		if err != nil {
@@ -126,6 +130,7 @@ func New(cfg Config) (*Set, error) {
 			continue
 		}
 		set.tmpl[n] = t
+		set.size[n] = new(atomic.Int64)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -140,8 +145,15 @@ func (s *Set) Render(name string, data any) (string, error) {
 		return "", &TemplateError{Name: name, Err: errors.New("no such template")}
 	}
 	var b strings.Builder
+	size := s.size[name]
+	if size != nil {
+		b.Grow(int(size.Load()) + 256)
+	}
 	if err := t.Execute(&b, data); err != nil {
 		return "", &TemplateError{Name: name, Err: err}
+	}
+	if size != nil {
+		size.Store(int64(b.Len()))
 	}
 	return strings.TrimSpace(b.String()), nil
 }

@@ -83,13 +83,26 @@ type object struct {
 // scan finds the top-level JSON objects of text: at each '{' not inside an
 // object already found, it decodes one value.
 func scan(text string) (objs []object, firstErr error) {
-	failed := 0
+	failed, unbalanced := 0, false
 	for i := 0; i < len(text) && failed < maxFailures; {
 		j := strings.IndexByte(text[i:], '{')
 		if j < 0 {
 			break
 		}
 		start := i + j
+		// A balanced object that is valid JSON is what the decoder would
+		// read; only the others need it (to say what is wrong). Once a
+		// brace balances nowhere, the decoder alone goes on, so a reply
+		// full of opening braces costs one scan more, not one per brace.
+		if !unbalanced {
+			if end := balancedEnd(text, start); end < 0 {
+				unbalanced = true
+			} else if raw := []byte(text[start:end]); json.Valid(raw) {
+				objs = append(objs, object{raw: raw, keys: topKeys(raw), brokenBefore: firstErr != nil && len(objs) == 0})
+				i = end
+				continue
+			}
+		}
 		dec := json.NewDecoder(strings.NewReader(text[start:]))
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
@@ -105,6 +118,29 @@ func scan(text string) (objs []object, firstErr error) {
 		i = start + int(dec.InputOffset())
 	}
 	return objs, firstErr
+}
+
+// balancedEnd returns the end of the object starting at text[start] where
+// its braces and brackets balance outside strings, or -1.
+func balancedEnd(text string, start int) int {
+	depth := 0
+	for i := start; i < len(text); i++ {
+		switch text[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case '"':
+			for i++; i < len(text) && text[i] != '"'; i++ {
+				if text[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // topKeys returns the distinct keys of raw, a JSON object the decoder has

@@ -27,6 +27,9 @@ type arena struct {
 	// written again) serves every checkpoint naming the same nodes.
 	recent [8][]string
 	turn   int
+	// meta is the last metadata copied: a run's checkpoints mostly carry
+	// the same, and the store never writes a map it keeps.
+	meta map[string]string
 }
 
 // entry is how the store keeps a checkpoint: without the thread id (the
@@ -69,7 +72,14 @@ func (e *entry) set(cp *checkpoint.Checkpoint, mem *arena) {
 		notBefore: micros(cp.NotBefore), created: micros(cp.Created)}
 	e.state = mem.copyBytes(cp.State)
 	e.next = mem.copyNames(cp.Next)
-	e.metadata = cloneMap(cp.Metadata)
+	e.metadata = mem.copyMeta(cp.Metadata)
+}
+
+func (a *arena) copyMeta(m map[string]string) map[string]string {
+	if len(m) == 0 || !maps.Equal(a.meta, m) {
+		a.meta = cloneMap(m)
+	}
+	return a.meta
 }
 
 // checkpoint returns e as a Checkpoint of thread, sharing e's slices and map:
