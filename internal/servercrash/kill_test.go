@@ -85,7 +85,7 @@ func killRound(t *testing.T, db string, round int) ([]*request, bool) {
 		Name:         fmt.Sprintf("round %d", round),
 		Env:          []string{envChild + "=1", envDB + "=" + db, fmt.Sprintf("%s=%d", envBusy, busy)},
 		Kill:         true,
-		AfterTrigger: 300 * time.Millisecond,
+		AfterTrigger: 20 * time.Millisecond, // soon after BUSY: some runs acknowledged, others not yet
 		Deadline:     2 * time.Minute,
 		Line: func(line string) bool {
 			switch {

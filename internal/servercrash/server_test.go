@@ -22,7 +22,7 @@ import (
 const (
 	envChild = "CAPGRAPH_SERVERCRASH_CHILD" // "1" selects child mode in TestMain
 	envDB    = "CAPGRAPH_SERVERCRASH_DB"
-	envBusy  = "CAPGRAPH_SERVERCRASH_BUSY" // run requests to receive before "BUSY"
+	envBusy  = "CAPGRAPH_SERVERCRASH_BUSY" // "BUSY" once a third of this many runs are acknowledged
 )
 
 // The keys of the two principals: an API client and a trusted frontend
@@ -75,8 +75,33 @@ func newServer(path string) (*server.Server, func(), error) {
 	return srv, func() { _ = store.Close() }, nil
 }
 
+// ackCounter calls ack when a 2xx status line is written (the run is
+// acknowledged); Unwrap keeps http.ResponseController's Flush working.
+type ackCounter struct {
+	http.ResponseWriter
+	ack  func()
+	once bool
+}
+
+func (a *ackCounter) WriteHeader(code int) {
+	if !a.once && code/100 == 2 {
+		a.once = true
+		a.ack()
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *ackCounter) Write(b []byte) (int, error) {
+	if !a.once {
+		a.WriteHeader(http.StatusOK)
+	}
+	return a.ResponseWriter.Write(b)
+}
+
+func (a *ackCounter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
 // childMain serves until it is killed: "LISTEN addr" once it listens,
-// "BUSY" once the BUSY-th request that starts a run has arrived.
+// "BUSY" once a third of BUSY requests that start a run are acknowledged.
 func childMain() int {
 	say := killtest.NewSayer(os.Stdout)
 	srv, closeStore, err := newServer(os.Getenv(envDB))
@@ -86,13 +111,18 @@ func childMain() int {
 	}
 	defer closeStore()
 	busy, _ := strconv.Atoi(os.Getenv(envBusy))
-	var arrived atomic.Int64
+	var acked atomic.Int64
 	h := srv.Handler()
 	counting := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/agui" || len(r.URL.Path) > len("/api/threads/") && r.URL.Path[len(r.URL.Path)-5:] == "/runs") {
-			if arrived.Add(1) == int64(busy) {
-				say.Say("BUSY")
-			}
+			// BUSY once a third of busy requests are acknowledged: the kill
+			// then cuts acknowledged runs and runs not yet acknowledged
+			// alike, however loaded the machine is.
+			w = &ackCounter{ResponseWriter: w, ack: func() {
+				if acked.Add(1) == int64(busy/3) {
+					say.Say("BUSY")
+				}
+			}}
 		}
 		h.ServeHTTP(w, r)
 	})
