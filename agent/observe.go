@@ -48,6 +48,9 @@ type RunInfo struct {
 	// Answer is the human's answer a resume carries, if any (approval wait
 	// time: Answer.At - Answer.Asked).
 	Answer *state.ApprovalDecision
+	// Trace is the run's own trace context when an observer before this
+	// one (telemetry.Join) traces the run: a log line carries its trace id.
+	Trace TraceContext
 }
 
 // TraceContext is a W3C trace context: the traceparent and tracestate
