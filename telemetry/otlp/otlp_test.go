@@ -138,4 +138,3 @@ func TestEnabled(t *testing.T) {
 		}
 	}
 }
-
