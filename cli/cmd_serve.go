@@ -24,6 +24,7 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	if len(pos) > 0 {
 		return &UsageError{Command: "serve", Problem: fmt.Sprintf("unexpected argument %q", pos[0])}
 	}
+	c.logRuns = true
 	if _, err := c.buildAgent(ctx, true); err != nil {
 		return err
 	}
@@ -60,7 +61,23 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	if err != nil {
 		return c.listenError(sc.Addr, err)
 	}
+	metricsAddr, err := c.rt.ServeMetrics(ctx)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	c.banner(ctx, ln.Addr().String(), len(sc.Principals))
+	if tel, _ := c.rt.Telemetry(ctx); tel != nil {
+		switch {
+		case metricsAddr != "":
+			fmt.Fprintf(c.env.Stdout, "  metrics: http://%s/metrics\n", metricsAddr)
+		case tel.Metrics != nil:
+			fmt.Fprintf(c.env.Stdout, "  metrics: http://%s/metrics (with an API key)\n", ln.Addr().String())
+		}
+		if tel.Tracing {
+			fmt.Fprintln(c.env.Stdout, "  traces: exported over OTLP (telemetry.traces)")
+		}
+	}
 	if *resume && c.spec.Kind != wiring.StoreMemory {
 		// The runs finish in the background, as server runs (audited,
 		// followable), while the server already answers. Each is claimed
