@@ -131,7 +131,7 @@ func (a *Agent) errorNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 	return func(ctx context.Context, s state.State) (state.Update, error) {
 		if a.cfg.Observer != nil {
 			d := router.Carried(ctx, s, a.rc)
-			emit(ctx, Event{Type: EventErrorCause, Text: string(d.Cause), Failure: &FailureInfo{Limit: d.Limit, Severity: severityOf(d.Error)}})
+			emit(ctx, Event{Type: EventErrorCause, Text: string(d.Cause), Detail: &Detail{Failure: FailureInfo{Limit: d.Limit, Severity: severityOf(d.Error)}}})
 		}
 		nctx, cancel := context.WithTimeout(ctx, a.cfg.ErrorNodeGrace)
 		defer cancel()
@@ -236,7 +236,9 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 		s.Metadata = a.withOwner(s.Metadata)
 		if a.cfg.Observer != nil {
 			a.startObserving(ctx, p, req.Thread, false, TraceContext{}, nil)
-			s.Turn.Trace = p.obs.TraceContext()
+			if tc := p.obs.TraceContext(); tc.TraceParent != "" {
+				s.Turn.Trace = &tc
+			}
 		}
 		p.run(ctx, a.g.Stream(a.graphCtx(ctx, req.Thread), req.Thread, s))
 		a.afterTurn()

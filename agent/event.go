@@ -117,8 +117,6 @@ type Event struct {
 	Audit        *AuditRecord    `json:"audit,omitempty"`
 	// Artifact is the artifact of an EventArtifact.
 	Artifact *capabilities.Artifact `json:"artifact,omitempty"`
-	// Failure describes an EventFailure, To the next nodes of an
-	// EventRoute: both are seen by Observers only (observe.go).
-	Failure *FailureInfo `json:"failure,omitempty"`
-	To      []string     `json:"to,omitempty"`
+	// Detail is what the observer-only events carry (observe.go).
+	Detail *Detail `json:"detail,omitempty"`
 }

@@ -167,7 +167,9 @@ func planNumber(s state.State) int {
 // emitFailure tells the observer of a failed attempt and what recording
 // it did (EventFailure).
 func emitFailure(ctx context.Context, f router.Failure, out router.Outcome, now time.Time, err error) {
-	fi := &FailureInfo{Severity: f.Classification.Severity.String(), Kind: f.Classification.Kind, Limit: f.Limit}
+	det := &Detail{}
+	fi := &det.Failure
+	*fi = FailureInfo{Severity: f.Classification.Severity.String(), Kind: f.Classification.Kind, Limit: f.Limit}
 	switch out.Action {
 	case router.Abort:
 		fi.Action = "abort"
@@ -186,7 +188,7 @@ func emitFailure(ctx context.Context, f router.Failure, out router.Outcome, now 
 			}
 		}
 	}
-	ev := Event{Type: EventFailure, Node: f.Node, Step: f.Step, Attempt: f.Attempt, Failure: fi}
+	ev := Event{Type: EventFailure, Node: f.Node, Step: f.Step, Attempt: f.Attempt, Detail: det}
 	if f.Step >= 0 {
 		ev.Capability = f.Node
 	}

@@ -79,16 +79,18 @@ func TraceContextFrom(ctx context.Context) TraceContext {
 // The observer-only events: the pump hands them to Config.Observer and never
 // to the caller of Run or Resume.
 const (
-	// EventFailure: a failed attempt was recorded (Failure; Node, Step,
-	// Capability, Attempt; Err the error text).
+	// EventFailure: a failed attempt was recorded (Detail.Failure; Node,
+	// Step, Capability, Attempt; Err the error text).
 	EventFailure EventType = "failure"
-	// EventRoute: the router's decision after Node: To holds the next nodes.
+	// EventRoute: the router's decision after Node: Detail.To holds the
+	// next nodes.
 	EventRoute EventType = "route"
 	// EventCommit: a checkpoint was written; Duration is the store's time.
 	EventCommit EventType = "commit"
 	// EventErrorCause: the error node starts; Text is the router's cause
-	// (router.Cause), Failure.Limit the limit or budget exhausted, if any,
-	// and Failure.Severity the severity of the failure it reports.
+	// (router.Cause), Detail.Failure.Limit the limit or budget exhausted,
+	// if any, and Detail.Failure.Severity the severity of the failure it
+	// reports.
 	EventErrorCause EventType = "error_cause"
 )
 
@@ -102,6 +104,16 @@ func severityOf(e *state.ErrorInfo) string {
 		return ""
 	}
 	return e.Classification.Severity.String()
+}
+
+// Detail is what an observer-only event carries: a failure (EventFailure,
+// EventErrorCause) or the router's next nodes (EventRoute). One pointer in
+// Event, so that the events every turn makes stay in their size class.
+type Detail struct {
+	// To holds the next nodes of an EventRoute.
+	To []string `json:"to,omitempty"`
+	// Failure describes an EventFailure or an EventErrorCause.
+	Failure FailureInfo `json:"failure,omitzero"`
 }
 
 // FailureInfo describes a failed attempt (EventFailure).
@@ -141,8 +153,8 @@ func (a *Agent) storedTrace(ctx context.Context, thread string) TraceContext {
 		return TraceContext{}
 	}
 	s, _, err := a.g.State(ctx, thread)
-	if err != nil {
+	if err != nil || s.Turn.Trace == nil {
 		return TraceContext{}
 	}
-	return s.Turn.Trace
+	return *s.Turn.Trace
 }

@@ -178,7 +178,7 @@ func (p *pump) mapEvent(ev graph.Event) (Event, bool) {
 		return mapPayload(base, ev.Payload)
 	case graph.EventRoute:
 		if p.obs != nil {
-			base.Type, base.To = EventRoute, ev.To
+			base.Type, base.Detail = EventRoute, &Detail{To: ev.To}
 			return base, true
 		}
 	case graph.EventCheckpoint:

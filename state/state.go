@@ -93,7 +93,7 @@ type Turn struct {
 	// Trace is the turn's trace context, stored so that a resume of the
 	// turn (in any process) continues its trace; empty unless the agent has
 	// an observer that traces (docs/observability.md).
-	Trace TraceContext `json:"trace,omitzero"`
+	Trace *TraceContext `json:"trace,omitempty"`
 
 	Task               *Task    `json:"task,omitempty"`
 	ActiveCapabilities []string `json:"active_capabilities,omitempty"`

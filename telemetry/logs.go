@@ -96,7 +96,7 @@ func (r *logRun) Event(e agent.Event) {
 		}
 		l.Info("step ended", kv...)
 	case agent.EventFailure:
-		f := e.Failure
+		f := detail(e).Failure
 		kv := append(where(e), "severity", f.Severity, "kind", f.Kind, "action", f.Action)
 		if f.Limit != "" {
 			kv = append(kv, "limit", f.Limit)
@@ -111,13 +111,11 @@ func (r *logRun) Event(e agent.Event) {
 		l.Warn("retry scheduled", kv...)
 	case agent.EventErrorCause:
 		kv := []any{"node", e.Node, "cause", e.Text}
-		if e.Failure != nil {
-			if e.Failure.Severity != "" {
-				kv = append(kv, "severity", e.Failure.Severity)
-			}
-			if e.Failure.Limit != "" {
-				kv = append(kv, "limit", e.Failure.Limit)
-			}
+		if f := detail(e).Failure; f.Severity != "" {
+			kv = append(kv, "severity", f.Severity)
+		}
+		if f := detail(e).Failure; f.Limit != "" {
+			kv = append(kv, "limit", f.Limit)
 		}
 		l.Warn("error report", kv...)
 	case agent.EventApprovalRequired:
@@ -182,4 +180,12 @@ func TraceID(tc agent.TraceContext) string {
 		return ""
 	}
 	return id
+}
+
+// detail is what an observer-only event carries (none: zero).
+func detail(e agent.Event) agent.Detail {
+	if e.Detail != nil {
+		return *e.Detail
+	}
+	return agent.Detail{}
 }

@@ -231,7 +231,7 @@ func (r *run) Event(e agent.Event) {
 		}
 		m.attempt.WithLabelValues(e.Capability, outcome).Observe(e.Duration.Seconds())
 	case agent.EventFailure:
-		f := e.Failure
+		f := detail(e).Failure
 		switch f.Action {
 		case "recorded":
 			r.pending[e.Node] = f.Severity
@@ -241,13 +241,13 @@ func (r *run) Event(e agent.Event) {
 	case agent.EventRoute:
 		if sev, ok := r.pending[e.Node]; ok {
 			delete(r.pending, e.Node)
-			m.failures.WithLabelValues(sev, recovery(e.Node, e.To)).Inc()
+			m.failures.WithLabelValues(sev, recovery(e.Node, detail(e).To)).Inc()
 		}
 	case agent.EventRetry:
 		m.retries.WithLabelValues(e.Node).Inc()
 	case agent.EventErrorCause:
-		if e.Failure != nil && e.Failure.Limit != "" {
-			m.limits.WithLabelValues(e.Failure.Limit).Inc()
+		if detail(e).Failure.Limit != "" {
+			m.limits.WithLabelValues(detail(e).Failure.Limit).Inc()
 		}
 	case agent.EventApprovalRequired:
 		if ap := e.Approval; ap != nil {
@@ -308,4 +308,12 @@ func (r *run) End() {
 		r.m.runs.WithLabelValues(string(agent.RunCanceled)).Inc()
 	}
 	r.m.runsActive.Dec()
+}
+
+// detail is what an observer-only event carries (none: zero).
+func detail(e agent.Event) agent.Detail {
+	if e.Detail != nil {
+		return *e.Detail
+	}
+	return agent.Detail{}
 }

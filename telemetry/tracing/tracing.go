@@ -217,7 +217,7 @@ func (r *run) Event(e agent.Event) {
 		}
 	case agent.EventRoute:
 		if n := r.nodes[e.Node]; n != nil {
-			n.span.SetAttributes(AttrRoute.String(strings.Join(e.To, ",")))
+			n.span.SetAttributes(AttrRoute.String(strings.Join(detail(e).To, ",")))
 			if n.ended {
 				r.endNode(e.Node)
 			}
@@ -238,7 +238,7 @@ func (r *run) Event(e agent.Event) {
 			st.ended, st.end = true, e.Time
 		}
 	case agent.EventFailure:
-		f := e.Failure
+		f := detail(e).Failure
 		attrs := []attribute.KeyValue{AttrSeverity.String(f.Severity), AttrErrorKind.String(f.Kind), AttrAction.String(f.Action), AttrAttempt.Int(e.Attempt)}
 		if f.Limit != "" {
 			attrs = append(attrs, AttrLimit.String(f.Limit))
@@ -261,11 +261,11 @@ func (r *run) Event(e agent.Event) {
 	case agent.EventErrorCause:
 		if n := r.nodes[e.Node]; n != nil {
 			attrs := []attribute.KeyValue{AttrCause.String(e.Text)}
-			if e.Failure != nil && e.Failure.Limit != "" {
-				attrs = append(attrs, AttrLimit.String(e.Failure.Limit))
+			if detail(e).Failure.Limit != "" {
+				attrs = append(attrs, AttrLimit.String(detail(e).Failure.Limit))
 			}
-			if e.Failure != nil && e.Failure.Severity != "" {
-				attrs = append(attrs, AttrSeverity.String(e.Failure.Severity))
+			if detail(e).Failure.Severity != "" {
+				attrs = append(attrs, AttrSeverity.String(detail(e).Failure.Severity))
 			}
 			n.span.SetAttributes(attrs...)
 		}
@@ -317,4 +317,12 @@ func (r *run) End() {
 		r.endNode(name)
 	}
 	r.span.End(trace.WithTimestamp(r.o.now()))
+}
+
+// detail is what an observer-only event carries (none: zero).
+func detail(e agent.Event) agent.Detail {
+	if e.Detail != nil {
+		return *e.Detail
+	}
+	return agent.Detail{}
 }
