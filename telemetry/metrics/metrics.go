@@ -63,14 +63,14 @@ type Metrics struct {
 
 	mu        sync.Mutex
 	threads   map[string]time.Time // thread → last turn start
-	approvals map[string]time.Time // pending approval id → expiry (zero: none)
+	approvals map[string]time.Time // pending approval (thread, id) → expiry (zero: none)
 }
 
 // Buckets of durations in seconds: from a millisecond (a store commit, a
 // capability reading a value) to ten minutes (a turn's model calls).
 var (
 	fastBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
-	slowBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+	slowBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 	waitBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600}
 )
 
@@ -179,7 +179,7 @@ func (m *Metrics) StartRun(_ context.Context, info agent.RunInfo) agent.RunObser
 	m.mu.Lock()
 	m.threads[info.Thread] = m.opts.Now()
 	if a := info.Answer; a != nil {
-		delete(m.approvals, a.ID)
+		delete(m.approvals, info.Thread+"\x00"+a.ID)
 	}
 	m.mu.Unlock()
 	if a := info.Answer; a != nil && !a.Asked.IsZero() {
@@ -189,11 +189,12 @@ func (m *Metrics) StartRun(_ context.Context, info agent.RunInfo) agent.RunObser
 		}
 		m.approvalWait.WithLabelValues(string(a.Kind), decision).Observe(a.At.Sub(a.Asked).Seconds())
 	}
-	return &run{m: m, pending: map[string]string{}}
+	return &run{m: m, thread: info.Thread, pending: map[string]string{}}
 }
 
 type run struct {
 	m       *Metrics
+	thread  string
 	kind    state.MessageKind
 	pending map[string]string // node → severity of a recorded failure awaiting its route
 	ended   bool
@@ -253,7 +254,7 @@ func (r *run) Event(e agent.Event) {
 		if ap := e.Approval; ap != nil {
 			m.approvalsAsk.WithLabelValues(string(ap.Kind)).Inc()
 			m.mu.Lock()
-			m.approvals[ap.ID] = ap.Expires
+			m.approvals[r.thread+"\x00"+ap.ID] = ap.Expires
 			m.mu.Unlock()
 		}
 	case agent.EventAudit:
