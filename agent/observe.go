@@ -35,6 +35,10 @@ type RunObserver interface {
 // RunInfo describes a run to an Observer.
 type RunInfo struct {
 	Thread string
+	// Run is the caller's id of the run (WithRunID: the server's run id,
+	// the one its API and audit records show); empty from the Go API. The
+	// engine's id of the run is in every Event (RunID).
+	Run string
 	// Resume is true for a resume of a turn started earlier (an approval's
 	// answer, a recovery after a crash), false for a new turn.
 	Resume bool
@@ -143,7 +147,7 @@ func (a *Agent) startObserving(ctx context.Context, p *pump, thread string, resu
 	if stored.TraceParent != "" {
 		parent = stored
 	}
-	p.obs = a.cfg.Observer.StartRun(ctx, RunInfo{Thread: thread, Resume: resume, Parent: parent, Caller: caller, Answer: ans})
+	p.obs = a.cfg.Observer.StartRun(ctx, RunInfo{Thread: thread, Run: runIDOf(ctx), Resume: resume, Parent: parent, Caller: caller, Answer: ans})
 }
 
 // storedTrace reads the trace context the thread's current turn was stored

@@ -66,18 +66,18 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 		ln.Close()
 		return err
 	}
-	c.banner(ctx, ln.Addr().String(), len(sc.Principals))
 	if tel, _ := c.rt.Telemetry(ctx); tel != nil {
 		switch {
 		case metricsAddr != "":
-			fmt.Fprintf(c.env.Stdout, "  metrics: http://%s/metrics\n", metricsAddr)
+			c.serveFacts = append(c.serveFacts, fact{"metrics", "http://" + metricsAddr + "/metrics"})
 		case tel.Metrics != nil:
-			fmt.Fprintf(c.env.Stdout, "  metrics: http://%s/metrics (with an API key)\n", ln.Addr().String())
+			c.serveFacts = append(c.serveFacts, fact{"metrics", "http://" + ln.Addr().String() + "/metrics (like the API: with a key when keys are set)"})
 		}
 		if tel.Tracing {
-			fmt.Fprintln(c.env.Stdout, "  traces: exported over OTLP (telemetry.traces)")
+			c.serveFacts = append(c.serveFacts, fact{"traces", "exported over OTLP (telemetry.traces, OTEL_*)"})
 		}
 	}
+	c.banner(ctx, ln.Addr().String(), len(sc.Principals))
 	if *resume && c.spec.Kind != wiring.StoreMemory {
 		// The runs finish in the background, as server runs (audited,
 		// followable), while the server already answers. Each is claimed
@@ -143,6 +143,7 @@ func (c *cmdEnv) banner(ctx context.Context, addr string, keys int) {
 		{"MCP server (streamable HTTP)", base + "/mcp"},
 	}
 	facts = append(facts, c.facts(ctx)...)
+	facts = append(facts, c.serveFacts...)
 	apiKeys := "none: only clients on this machine (loopback) can connect"
 	if keys > 0 {
 		apiKeys = fmt.Sprintf("%d (server.api_keys, %s); every request needs one", keys, wiring.EnvAPIKeys)

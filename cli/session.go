@@ -33,6 +33,8 @@ type cmdEnv struct {
 	closers []func() error
 	// logRuns logs each run's significant events (serve).
 	logRuns bool
+	// serveFacts are more lines of serve's banner (metrics, traces).
+	serveFacts []fact
 }
 
 func (c *cmdEnv) close() {

@@ -12,7 +12,9 @@ import (
 // event of a run (start and end, each node and plan step, a failure and
 // what recovery it gets, a retry, an approval asked for, a side effect, a
 // refused capability, an error report and its cause) through logger. Every
-// line carries thread, run and, when the run is traced, trace_id; a line
+// line carries thread, run (the caller's id of the run when it named one,
+// as the server and its audit records do; the engine's id is then
+// graph_run) and, when the run is traced, trace_id; a line
 // about a node or step adds node, step, capability, attempt and severity
 // where they apply. Lines at info and warn carry identifiers, names, kinds
 // and numbers only: error texts, which may quote the user or a remote
@@ -35,14 +37,18 @@ func (o logObserver) StartRun(_ context.Context, info agent.RunInfo) agent.RunOb
 	if id := TraceID(tc); id != "" {
 		kv = append(kv, "trace_id", id)
 	}
-	return &logRun{l: o.l.With(kv...), resume: info.Resume, answer: info.Answer}
+	if info.Run != "" {
+		kv = append(kv, "run", info.Run)
+	}
+	return &logRun{l: o.l.With(kv...), resume: info.Resume, answer: info.Answer != nil, named: info.Run != ""}
 }
 
 type logRun struct {
 	l      logging.Logger
-	run    string
+	run    string // the engine's run id, once seen
+	named  bool   // the caller named the run (RunInfo.Run)
 	resume bool
-	answer any
+	answer bool
 }
 
 func (r *logRun) TraceContext() agent.TraceContext { return agent.TraceContext{} }
@@ -69,13 +75,17 @@ func where(e agent.Event) []any {
 func (r *logRun) Event(e agent.Event) {
 	if r.run == "" && e.RunID != "" {
 		r.run = e.RunID
-		r.l = r.l.With("run", e.RunID)
+		key := "run"
+		if r.named {
+			key = "graph_run"
+		}
+		r.l = r.l.With(key, e.RunID)
 	}
 	l := r.l
 	switch e.Type {
 	case agent.EventRunStart:
 		kv := []any{"resume", r.resume}
-		if r.answer != nil {
+		if r.answer {
 			kv = append(kv, "answers_approval", true)
 		}
 		l.Info("run started", kv...)

@@ -73,6 +73,10 @@ func TestLogLinesOfATurn(t *testing.T) {
 			}
 		}
 		switch msg {
+		case "run started":
+			if l["resume"] != false || l["answers_approval"] != nil {
+				t.Errorf("a new turn's start: %v", l)
+			}
 		case "step failed", "step ended":
 			if l["node"] != "read_current" && l["node"] != "find_channel" || l["capability"] == nil || l["step"] == nil || l["attempt"] == nil {
 				t.Errorf("step line without node, step, capability and attempt: %v", l)

@@ -93,6 +93,12 @@ func TestTraceparentOfARequestIsTheParentOfTheRun(t *testing.T) {
 				t.Fatalf("run span's parent %s/%s (remote %v); in the caller's trace: %v, want %v",
 					parent.TraceID(), parent.SpanID(), parent.IsRemote(), got, tc.inCallers)
 			}
+			// The run is named as the server's API and audit records name it;
+			// the engine's id is beside it.
+			if !strings.HasPrefix(str(run, tracing.AttrRun), "run-") || str(run, tracing.AttrGraphRun) == "" {
+				t.Errorf("run span: capgraph.run %q, capgraph.graph_run %q; want the server's run id and the engine's",
+					str(run, tracing.AttrRun), str(run, tracing.AttrGraphRun))
+			}
 			if tc.inCallers && run.SpanContext.TraceState().Get("vendor") != "abc" {
 				t.Errorf("tracestate %q, want the caller's carried on", run.SpanContext.TraceState())
 			}

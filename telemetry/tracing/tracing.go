@@ -21,6 +21,7 @@ const ScopeName = "github.com/capgraph/capgraph"
 const (
 	AttrThread     = attribute.Key("capgraph.thread")
 	AttrRun        = attribute.Key("capgraph.run")
+	AttrGraphRun   = attribute.Key("capgraph.graph_run")
 	AttrResume     = attribute.Key("capgraph.resume")
 	AttrNode       = attribute.Key("capgraph.node")
 	AttrCapability = attribute.Key("capgraph.capability")
@@ -113,7 +114,10 @@ func (o *Observer) StartRun(ctx context.Context, info agent.RunInfo) agent.RunOb
 		}
 	}
 	rctx, span := o.tracer.Start(pctx, name, opts...)
-	r := &run{o: o, ctx: rctx, span: span, thread: info.Thread, nodes: map[string]*nodeSpan{}, steps: map[int]*stepSpan{}}
+	if info.Run != "" {
+		span.SetAttributes(AttrRun.String(info.Run))
+	}
+	r := &run{o: o, ctx: rctx, span: span, thread: info.Thread, named: info.Run, nodes: map[string]*nodeSpan{}, steps: map[int]*stepSpan{}}
 	if a := info.Answer; a != nil {
 		span.AddEvent("approval_answered", trace.WithAttributes(attribute.String("capgraph.approval", a.ID),
 			attribute.Bool("capgraph.approved", a.Approved), attribute.Float64("capgraph.approval.wait_ms", ms(a.At.Sub(a.Asked)))))
@@ -135,6 +139,8 @@ type run struct {
 	ctx    context.Context
 	span   trace.Span
 	thread string
+	named  string // the caller's id of the run (RunInfo.Run), if any
+	runID  string // the run's id on node spans: named, else the engine's
 	nodes  map[string]*nodeSpan
 	// steps are the capability attempts by plan step: an attempt's span
 	// ends with its node, so the failure recorded after the attempt ended
@@ -201,11 +207,17 @@ func setError(s trace.Span, msg string) {
 func (r *run) Event(e agent.Event) {
 	switch e.Type {
 	case agent.EventRunStart:
-		r.span.SetAttributes(AttrRun.String(e.RunID))
+		r.runID = r.named
+		if r.named == "" {
+			r.runID = e.RunID
+			r.span.SetAttributes(AttrRun.String(e.RunID))
+		} else {
+			r.span.SetAttributes(AttrGraphRun.String(e.RunID))
+		}
 	case agent.EventNodeStart:
 		r.endNode(e.Node) // a node run again before its route was seen
 		ctx, span := r.o.tracer.Start(r.ctx, "node "+e.Node, trace.WithTimestamp(e.Time),
-			trace.WithAttributes(AttrNode.String(e.Node), AttrThread.String(r.thread), AttrRun.String(e.RunID)))
+			trace.WithAttributes(AttrNode.String(e.Node), AttrThread.String(r.thread), AttrRun.String(r.runID)))
 		r.nodes[e.Node] = &nodeSpan{ctx: ctx, span: span}
 	case agent.EventNodeEnd:
 		r.endSteps(e.Node)
