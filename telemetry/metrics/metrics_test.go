@@ -196,3 +196,32 @@ func TestMetricsBehindAKey(t *testing.T) {
 		t.Errorf("refused scrapes counted %v, want 2", got)
 	}
 }
+
+// With the request observer in front, streams still stream: a streamed
+// chat answer arrives as server-sent events, flushed chunk by chunk, and is
+// counted once it ends.
+func TestStreamsPassTheRequestObserver(t *testing.T) {
+	m := metrics.New(metrics.Options{NoProcessMetrics: true})
+	a, _ := teletest.Agent(t, memory.New(), m, false)
+	srv, err := server.New(server.Config{Runner: a, Metrics: m.Handler(), ObserveRequest: m.ObserveRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	body := `{"model":"` + server.DefaultModel + `","stream":true,"messages":[{"role":"user","content":"` + teletest.Inputs[teletest.Answered] + `"}]}`
+	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" ||
+		!strings.Contains(string(b), "data: [DONE]") || !strings.Contains(string(b), "401.5") {
+		t.Fatalf("stream: %d %q\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	fams := scrape(t, ts.URL, "")
+	if got := value(fams, "capgraph_http_requests_total", "route=POST /v1/chat/completions,status=200"); got != 1 {
+		t.Errorf("streamed request counted %v times, want 1", got)
+	}
+}
