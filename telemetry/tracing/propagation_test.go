@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/capgraph/capgraph/agent"
@@ -181,5 +182,24 @@ func TestResumeInAnotherProcessContinuesTheTrace(t *testing.T) {
 	}
 	if !executed {
 		t.Errorf("no span of the approved write: %v", exp2.GetSpans())
+	}
+}
+
+// A Go program that traces on its own: a span in the context of Run is the
+// run's parent when no trace context was handed over.
+func TestSpanInTheContextIsTheParent(t *testing.T) {
+	obs, exp := newTracer(t)
+	a, _ := teletest.Agent(t, memory.New(), obs, false)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	ctx, app := tp.Tracer("app").Start(context.Background(), "shift handover")
+	for _, err := range a.Run(ctx, agent.TurnRequest{Thread: "op-4", Input: teletest.Inputs[teletest.Answered]}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	app.End()
+	run := byName(exp.GetSpans(), "capgraph.run")
+	if len(run) != 1 || run[0].Parent.SpanID() != app.SpanContext().SpanID() || run[0].SpanContext.TraceID() != app.SpanContext().TraceID() {
+		t.Fatalf("run spans %v, want one under the program's span %s", run, app.SpanContext().SpanID())
 	}
 }
