@@ -129,6 +129,10 @@ func (a *Agent) Graph() *graph.Compiled[state.State, state.Update] { return a.g 
 // ends with a message even if a custom error node fails.
 func (a *Agent) errorNode(n nodes.Node) graph.NodeFunc[state.State, state.Update] {
 	return func(ctx context.Context, s state.State) (state.Update, error) {
+		if a.cfg.Observer != nil {
+			d := router.Carried(ctx, s, a.rc)
+			emit(ctx, Event{Type: EventErrorCause, Text: string(d.Cause), Detail: &Detail{Failure: FailureInfo{Limit: d.Limit, Severity: severityOf(d.Error)}}})
+		}
 		nctx, cancel := context.WithTimeout(ctx, a.cfg.ErrorNodeGrace)
 		defer cancel()
 		u, err := a.callInfra(nctx, n, s)
@@ -230,6 +234,12 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 		s.Metadata = mergeMeta(prev.Metadata, req.Metadata)
 		s.Metadata = withAllowed(s.Metadata, req.AllowedCapabilities)
 		s.Metadata = a.withOwner(s.Metadata)
+		if a.cfg.Observer != nil {
+			a.startObserving(ctx, p, req.Thread, false, TraceContext{}, nil)
+			if tc := p.obs.TraceContext(); tc.TraceParent != "" {
+				s.Turn.Trace = &tc
+			}
+		}
 		p.run(ctx, a.g.Stream(a.graphCtx(ctx, req.Thread), req.Thread, s))
 		a.afterTurn()
 	}

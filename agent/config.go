@@ -127,6 +127,9 @@ type Config struct {
 	// the system clock. Tests replace it to run retry schedules without
 	// sleeping (see docs/error-handling.md, "Testing retry policies").
 	Clock graph.Clock
+	// Observer sees every run's events (traces, metrics, logs: see
+	// docs/observability.md). Default none, which costs nothing.
+	Observer Observer
 }
 
 // ErrConfig is the kind of every configuration error of New.

@@ -117,4 +117,6 @@ type Event struct {
 	Audit        *AuditRecord    `json:"audit,omitempty"`
 	// Artifact is the artifact of an EventArtifact.
 	Artifact *capabilities.Artifact `json:"artifact,omitempty"`
+	// Detail is what the observer-only events carry (observe.go).
+	Detail *Detail `json:"detail,omitempty"`
 }

@@ -25,6 +25,9 @@ import (
 func (a *Agent) fail(ctx context.Context, s state.State, f router.Failure, err error) (state.Update, error) {
 	now := a.cfg.Now()
 	u, out := router.Record(s, f, now, router.RetryRand(threadOf(ctx), s.Turn.Number, f.Node, f.Step, f.Attempt))
+	if a.cfg.Observer != nil {
+		emitFailure(ctx, f, out, now, err)
+	}
 	switch out.Action {
 	case router.Abort:
 		fe := &FatalError{Node: f.Node, StepIndex: f.Step, Classification: f.Classification, Err: err}
@@ -159,4 +162,38 @@ func planNumber(s state.State) int {
 		return s.Turn.Plan.Number
 	}
 	return 0
+}
+
+// emitFailure tells the observer of a failed attempt and what recording
+// it did (EventFailure).
+func emitFailure(ctx context.Context, f router.Failure, out router.Outcome, now time.Time, err error) {
+	det := &Detail{}
+	fi := &det.Failure
+	*fi = FailureInfo{Severity: f.Classification.Severity.String(), Kind: f.Classification.Kind, Limit: f.Limit}
+	switch out.Action {
+	case router.Abort:
+		fi.Action = "abort"
+	case router.Escalate:
+		fi.Action = "escalate"
+	case router.Fallback:
+		fi.Action = "fallback"
+	default:
+		fi.Action = "recorded"
+		if out.Error != nil {
+			if out.Error.Retry {
+				fi.Action, fi.Delay = "retry", out.Error.NotBefore.Sub(now)
+			}
+			if out.Error.Classification.Severity != f.Classification.Severity {
+				fi.Severity = out.Error.Classification.Severity.String()
+			}
+		}
+	}
+	ev := Event{Type: EventFailure, Node: f.Node, Step: f.Step, Attempt: f.Attempt, Detail: det}
+	if f.Step >= 0 {
+		ev.Capability = f.Node
+	}
+	if err != nil {
+		ev.Err = err.Error()
+	}
+	emit(ctx, ev)
 }

@@ -23,11 +23,21 @@ type pump struct {
 	seq         int
 	stopped     bool
 	interrupted bool
+	// obs observes the run (Config.Observer); nil when none.
+	obs RunObserver
 }
 
 func (p *pump) send(e Event, err error) bool {
 	if p.stopped {
 		return false
+	}
+	if p.obs != nil && observerOnly(e.Type) {
+		e.Thread, e.RunID = p.thread, p.runID
+		p.obs.Event(e)
+		return true
+	}
+	if observerOnly(e.Type) {
+		return true
 	}
 	p.seq++
 	e.Seq, e.Thread = p.seq, p.thread
@@ -36,6 +46,9 @@ func (p *pump) send(e Event, err error) bool {
 	}
 	if e.Time.IsZero() {
 		e.Time = p.a.cfg.Now()
+	}
+	if p.obs != nil {
+		p.obs.Event(e)
 	}
 	if !p.yield(e, err) {
 		p.stopped = true
@@ -52,6 +65,9 @@ func (p *pump) fail(err error) {
 }
 
 func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
+	if p.obs != nil {
+		defer p.obs.End()
+	}
 	var (
 		runErr error
 		final  state.State // the finished run's state, from its run_end
@@ -168,6 +184,16 @@ func (p *pump) mapEvent(ev graph.Event) (Event, bool) {
 		return base, true
 	case graph.EventCustom:
 		return mapPayload(base, ev.Payload)
+	case graph.EventRoute:
+		if p.obs != nil {
+			base.Type, base.Detail = EventRoute, &Detail{To: ev.To}
+			return base, true
+		}
+	case graph.EventCheckpoint:
+		if p.obs != nil {
+			base.Type, base.Duration = EventCommit, ev.Duration
+			return base, true
+		}
 	}
 	return Event{}, false
 }

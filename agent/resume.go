@@ -55,6 +55,14 @@ func (a *Agent) resume(ctx context.Context, p *pump, thread string, ans Answer) 
 		}
 		value = d
 	}
+	if a.cfg.Observer != nil {
+		d, _ := value.(state.ApprovalDecision)
+		var ans *state.ApprovalDecision
+		if value != nil {
+			ans = &d
+		}
+		a.startObserving(ctx, p, thread, true, a.storedTrace(ctx, thread), ans)
+	}
 	p.run(ctx, a.g.ResumeStream(a.graphCtx(ctx, thread), thread, value))
 	a.afterTurn()
 }

@@ -24,6 +24,7 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	if len(pos) > 0 {
 		return &UsageError{Command: "serve", Problem: fmt.Sprintf("unexpected argument %q", pos[0])}
 	}
+	c.logRuns = true
 	if _, err := c.buildAgent(ctx, true); err != nil {
 		return err
 	}
@@ -59,6 +60,22 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	ln, err := net.Listen("tcp", sc.Addr)
 	if err != nil {
 		return c.listenError(sc.Addr, err)
+	}
+	metricsAddr, err := c.rt.ServeMetrics(ctx)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if tel, _ := c.rt.Telemetry(ctx); tel != nil {
+		switch {
+		case metricsAddr != "":
+			c.serveFacts = append(c.serveFacts, fact{"metrics", "http://" + metricsAddr + "/metrics"})
+		case tel.Metrics != nil:
+			c.serveFacts = append(c.serveFacts, fact{"metrics", "http://" + ln.Addr().String() + "/metrics (like the API: with a key when keys are set)"})
+		}
+		if tel.Tracing {
+			c.serveFacts = append(c.serveFacts, fact{"traces", "exported over OTLP (telemetry.traces, OTEL_*)"})
+		}
 	}
 	c.banner(ctx, ln.Addr().String(), len(sc.Principals))
 	if *resume && c.spec.Kind != wiring.StoreMemory {
@@ -126,6 +143,7 @@ func (c *cmdEnv) banner(ctx context.Context, addr string, keys int) {
 		{"MCP server (streamable HTTP)", base + "/mcp"},
 	}
 	facts = append(facts, c.facts(ctx)...)
+	facts = append(facts, c.serveFacts...)
 	apiKeys := "none: only clients on this machine (loopback) can connect"
 	if keys > 0 {
 		apiKeys = fmt.Sprintf("%d (server.api_keys, %s); every request needs one", keys, wiring.EnvAPIKeys)

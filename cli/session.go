@@ -31,6 +31,10 @@ type cmdEnv struct {
 	// spec is the store in use, once the store is opened.
 	spec    wiring.StoreSpec
 	closers []func() error
+	// logRuns logs each run's significant events (serve).
+	logRuns bool
+	// serveFacts are more lines of serve's banner (metrics, traces).
+	serveFacts []fact
 }
 
 func (c *cmdEnv) close() {
@@ -99,7 +103,7 @@ func (c *cmdEnv) runtime(store string) (*wiring.Runtime, error) {
 		return nil, err
 	}
 	rt, err := wiring.New(cfg, wiring.App{Name: c.app.Name, Capabilities: c.app.Capabilities},
-		wiring.Options{Store: store, Getenv: c.env.Getenv, Dir: c.env.Dir, Logger: logger})
+		wiring.Options{Store: store, Getenv: c.env.Getenv, Dir: c.env.Dir, Logger: logger, LogRuns: c.logRuns})
 	if err != nil {
 		return nil, err
 	}

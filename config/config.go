@@ -46,6 +46,8 @@ type Config struct {
 	Server Server `yaml:"server"`
 	// Logging configures the log output.
 	Logging Logging `yaml:"logging"`
+	// Telemetry configures traces and metrics (docs/observability.md).
+	Telemetry Telemetry `yaml:"telemetry"`
 	// MCPServers are MCP servers whose tools become capabilities, by name
 	// (the name starts their capability names unless Prefix says otherwise).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
@@ -325,6 +327,47 @@ type Logging struct {
 	Level string `yaml:"level"`
 	// Format: text (the default) or json.
 	Format string `yaml:"format"`
+}
+
+// Telemetry configures traces and metrics; both are off by default.
+type Telemetry struct {
+	Traces  Traces  `yaml:"traces"`
+	Metrics Metrics `yaml:"metrics"`
+}
+
+// Traces configures the export of OpenTelemetry traces. The standard
+// OTEL_* variables apply to what the file leaves empty
+// (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS,
+// OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, …).
+type Traces struct {
+	// Exporter: none or otlp; empty means OTEL_TRACES_EXPORTER when it is
+	// otlp, else none.
+	Exporter string `yaml:"exporter"`
+	// Protocol: grpc or http/protobuf; empty means
+	// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else
+	// the otlp package's default (grpc).
+	Protocol string `yaml:"protocol"`
+	// Endpoint is the collector: host:port or a URL; empty means the
+	// OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variables, else localhost.
+	Endpoint string `yaml:"endpoint"`
+	// Insecure sends without TLS (a collector on the same host or network).
+	Insecure bool `yaml:"insecure"`
+	// ServiceName names the service in the traces; empty means
+	// OTEL_SERVICE_NAME, else the application's name.
+	ServiceName string `yaml:"service_name"`
+	// SampleRatio samples that share of new traces (a request's sampled
+	// flag is followed); nil means OTEL_TRACES_SAMPLER, else every trace.
+	SampleRatio *float64 `yaml:"sample_ratio"`
+}
+
+// Metrics configures the Prometheus metrics.
+type Metrics struct {
+	// Enabled serves the metrics.
+	Enabled bool `yaml:"enabled"`
+	// Listen, when set, serves /metrics on a listener of its own
+	// (host:port), without API keys; empty means at /metrics on the
+	// server's address, behind its API keys.
+	Listen string `yaml:"listen"`
 }
 
 // MCPServer configures one MCP server (docs/mcp.md). Zero fields take the

@@ -81,6 +81,37 @@ func (d *decoder) validate(c *Config) {
 		d.bad("logging.format", "must be text or json, got %q", c.Logging.Format)
 	}
 	d.validateMCP(c)
+	d.validateTelemetry(c.Telemetry)
+}
+
+func (d *decoder) validateTelemetry(t Telemetry) {
+	tr := t.Traces
+	if !oneOf(tr.Exporter, "", "none", "otlp") {
+		d.bad("telemetry.traces.exporter", "must be none or otlp, got %q", tr.Exporter)
+	}
+	if !oneOf(tr.Protocol, "", "grpc", "http/protobuf") {
+		d.bad("telemetry.traces.protocol", "must be grpc or http/protobuf, got %q", tr.Protocol)
+	}
+	if e := tr.Endpoint; e != "" {
+		if strings.Contains(e, "://") {
+			if u, err := url.Parse(e); err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https" {
+				d.bad("telemetry.traces.endpoint", "must be host:port or an http(s) URL, got %q", e)
+			}
+		} else if _, _, err := net.SplitHostPort(e); err != nil {
+			d.bad("telemetry.traces.endpoint", "must be host:port or an http(s) URL, got %q", e)
+		}
+	}
+	if r := tr.SampleRatio; r != nil && (*r < 0 || *r > 1 || *r != *r) {
+		d.bad("telemetry.traces.sample_ratio", "must be between 0 and 1, got %v", *r)
+	}
+	if l := t.Metrics.Listen; l != "" {
+		if _, port, err := net.SplitHostPort(l); err != nil || port == "" {
+			d.bad("telemetry.metrics.listen", "must be host:port (\"127.0.0.1:9464\", \":9464\"), got %q", l)
+		}
+		if !t.Metrics.Enabled {
+			d.warn("telemetry.metrics.listen", "is set but telemetry.metrics.enabled is not: no metrics are served")
+		}
+	}
 }
 
 var (

@@ -47,7 +47,8 @@ type Event struct {
 	Attempt int
 	// To holds the destinations of a route decision.
 	To []string
-	// Duration of a node, set on EventNodeEnd.
+	// Duration of a node, set on EventNodeEnd; on an EventCheckpoint after
+	// a step, how long the store took to write it.
 	Duration time.Duration
 	// Err is set on a failed EventNodeEnd and on a failed EventRunEnd.
 	Err error

@@ -417,14 +417,16 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newIDAt(now), ParentID: cp.ID, RunID: r.runID, Step: step,
 			State: enc, Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(*state)}
 		pctx, release := saveCtx(ctx)
+		putAt := r.now()
 		perr := c.cfg.Store.Put(pctx, ncp)
+		commit := r.now().Sub(putAt)
 		release()
 		if perr != nil {
 			return finish(StatusFailed, fmt.Errorf("graph: write checkpoint: %w", perr))
 		}
 		cp, writes = ncp, nil
 		cp.State = nil // the encode buffer is reused by the next step
-		r.event(EventCheckpoint, step, nil, 0, 0, nil, nil, time.Time{}, cp.ID, now)
+		r.event(EventCheckpoint, step, nil, 0, commit, nil, nil, time.Time{}, cp.ID, now)
 	}
 	return finish(StatusDone, nil)
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
+
+	"github.com/capgraph/capgraph/agent"
 )
 
 // Headers a trusted frontend (Open WebUI with
@@ -23,6 +25,9 @@ type caller struct {
 	User string
 	// ChatID is the chat id forwarded by a trusted frontend, else "".
 	ChatID string
+	// Trace is the request's W3C trace context (traceparent, tracestate):
+	// the runs the request starts belong to that trace.
+	Trace agent.TraceContext
 }
 
 // key identifies the principal for run limits.
@@ -106,6 +111,22 @@ func (s *Server) requireAuth(h http.HandlerFunc, onErr func(http.ResponseWriter,
 			onErr(w, &RateLimitError{Limit: s.cfg.RequestsPerMinute, RetryAfter: after})
 			return
 		}
+		c.Trace = traceOf(r)
 		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	}
+}
+
+// traceOf reads the request's W3C trace context headers. The tracing
+// observer parses them (an invalid one starts a new trace); oversized ones
+// are dropped here (the specification's traceparent is 55 characters, a
+// tracestate at most 512).
+func traceOf(r *http.Request) agent.TraceContext {
+	tc := agent.TraceContext{TraceParent: r.Header.Get("traceparent"), TraceState: r.Header.Get("tracestate")}
+	if len(tc.TraceParent) > 256 || tc.TraceParent == "" {
+		return agent.TraceContext{}
+	}
+	if len(tc.TraceState) > 512 {
+		tc.TraceState = ""
+	}
+	return tc
 }

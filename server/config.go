@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
@@ -114,6 +115,15 @@ type Config struct {
 	Audit AuditLog
 	// Logger; nil discards.
 	Logger logging.Logger
+	// Metrics, when set, is served at GET /metrics to callers with an API
+	// key (any key; loopback callers when there are none), like the rest
+	// of the API. A deployment that scrapes without a key serves it on a
+	// listener of its own instead (docs/observability.md).
+	Metrics http.Handler
+	// ObserveRequest, when set, is told of every answered request: its
+	// route pattern ("POST /v1/chat/completions"; "" when none matched),
+	// status code and duration (a stream: until it ended).
+	ObserveRequest func(route string, status int, d time.Duration)
 
 	MaxBodyBytes      int64
 	ReadHeaderTimeout time.Duration

@@ -306,7 +306,7 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 	if limited && m.s.cfg.MaxTotalRuns > 0 && len(m.byThread) >= m.s.cfg.MaxTotalRuns {
 		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "the server runs as many runs as it may; try again later"}
 	}
-	ctx, cancel := context.WithTimeout(m.base, m.s.cfg.TurnTimeout)
+	ctx, cancel := context.WithTimeout(agent.WithTraceContext(m.base, c.Trace), m.s.cfg.TurnTimeout)
 	r := &run{ID: sp.id, Thread: sp.thread, ClientThread: sp.clientThread, Owner: c, limited: limited, recovering: sp.recovering, recorded: sp.recorded,
 		Started: m.s.cfg.Now(), ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize,
 		detachGrace: m.s.cfg.DetachGrace}

@@ -118,13 +118,16 @@ func (s *Server) routes() http.Handler {
 
 	mux.HandleFunc("POST /agui", oa(s.handleAGUI))
 	mux.HandleFunc("GET /api/info", oa(s.handleInfo))
+	if s.cfg.Metrics != nil {
+		mux.Handle("GET /metrics", oa(s.cfg.Metrics.ServeHTTP))
+	}
 	s.mcpRoutes(mux, oa)
 	s.artifactRoutes(mux, oa)
 	if !s.cfg.DisableWebPage {
 		mux.Handle(staticPattern, s.staticFiles(s.pageSecurity(webHandler())))
 	}
 	served := s.dispatch(mux)
-	return s.recoverPanics(s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.observed(s.recoverPanics(s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
 			var whole time.Time
 			if s.cfg.ReadTimeout > 0 {
@@ -134,7 +137,7 @@ func (s *Server) routes() http.Handler {
 				idle: s.cfg.BodyIdleTimeout, deadline: whole}, s.cfg.MaxBodyBytes)
 		}
 		served.ServeHTTP(w, r)
-	})))
+	}))))
 }
 
 // Run listens on Config.Addr and serves until ctx is done or Shutdown is

@@ -288,6 +288,17 @@ func (e *encoder) turn(t *Turn) {
 		e.key("options")
 		e.options(t.Options)
 	}
+	if t.Trace != nil {
+		e.key("trace")
+		e.b = append(e.b, '{')
+		if t.Trace.TraceParent != "" {
+			e.strField("traceparent", t.Trace.TraceParent)
+		}
+		if t.Trace.TraceState != "" {
+			e.strField("tracestate", t.Trace.TraceState)
+		}
+		e.b = append(e.b, '}')
+	}
 	if t.Task != nil {
 		e.key("task")
 		e.task(t.Task)

@@ -90,6 +90,10 @@ type Turn struct {
 	// Input is the user message that started the turn.
 	Input   string  `json:"input"`
 	Options Options `json:"options,omitzero"`
+	// Trace is the turn's trace context, stored so that a resume of the
+	// turn (in any process) continues its trace; empty unless the agent has
+	// an observer that traces (docs/observability.md).
+	Trace *TraceContext `json:"trace,omitempty"`
 
 	Task               *Task    `json:"task,omitempty"`
 	ActiveCapabilities []string `json:"active_capabilities,omitempty"`
@@ -331,4 +335,11 @@ func (o Options) Mode() string {
 		return ApprovalModeSelective
 	}
 	return o.ApprovalMode
+}
+
+// TraceContext is a W3C trace context (https://www.w3.org/TR/trace-context/):
+// the traceparent and tracestate headers, as text.
+type TraceContext struct {
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 }

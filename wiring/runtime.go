@@ -58,6 +58,9 @@ type Options struct {
 	// Models, when set, replaces the models the file configures: a scripted
 	// model (llm/llmtest) for tests and benchmarks of a whole application.
 	Models llm.Models
+	// LogRuns logs one line per significant event of every run through
+	// Logger (`capgraph serve` does; see docs/observability.md).
+	LogRuns bool
 }
 
 // Runtime builds what a configuration file describes for an App — its
@@ -77,6 +80,8 @@ type Runtime struct {
 	agent   *agent.Agent
 	mcp     *mcp.Set
 	closers []func() error
+	// telemetry is built once (Telemetry).
+	telemetry *Telemetry
 }
 
 // New returns the runtime of app under cfg (nil cfg: config.Default()).
@@ -257,7 +262,15 @@ func (r *Runtime) AgentConfig(ctx context.Context, store checkpoint.Store) (agen
 	}
 	ac, err := AgentConfig(r.cfg, reg, store, models)
 	ac.Application = r.app.Name
-	return ac, err
+	if err != nil {
+		return ac, err
+	}
+	tel, err := r.Telemetry(ctx)
+	if err != nil {
+		return ac, err
+	}
+	ac.Observer = tel.Observer
+	return ac, nil
 }
 
 // Agent builds the agent once, over the runtime's store.
@@ -299,6 +312,14 @@ func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (serv
 	sc, err := ServerConfig(r.cfg, a, r.opts.Getenv(EnvAPIKeys), logger)
 	if err != nil {
 		return sc, err
+	}
+	if tel, err := r.Telemetry(ctx); err != nil {
+		return sc, err
+	} else if tel.Metrics != nil {
+		sc.ObserveRequest = tel.Metrics.ObserveRequest
+		if tel.MetricsListen == "" {
+			sc.Metrics = tel.Metrics.Handler()
+		}
 	}
 	if p := r.cfg.Server.AuditLog; p != "" {
 		f, err := server.OpenJSONLAuditFile(r.path(p))

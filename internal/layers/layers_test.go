@@ -159,6 +159,38 @@ func TestLayers(t *testing.T) {
 			func(p pkg) bool { return p.ImportPath != module+"/logging/logrusadapter" },
 			func(p pkg) []string { return p.Imports },
 			func(d string) bool { return strings.HasPrefix(d, "github.com/sirupsen/logrus") }},
+		// Telemetry: the agent emits events, the telemetry packages turn them
+		// into spans, metrics and log lines; nothing else links a telemetry
+		// library in. Tests may use the SDK's in-memory exporter.
+		{"only telemetry/tracing's and telemetry/otlp's code imports OpenTelemetry",
+			func(p pkg) bool {
+				return p.ImportPath != module+"/telemetry/tracing" && p.ImportPath != module+"/telemetry/otlp"
+			},
+			func(p pkg) []string { return p.Imports },
+			func(d string) bool { return strings.HasPrefix(d, "go.opentelemetry.io/") }},
+		{"only telemetry/metrics' code imports the Prometheus client",
+			func(p pkg) bool { return p.ImportPath != module+"/telemetry/metrics" },
+			func(p pkg) []string { return p.Imports },
+			func(d string) bool { return strings.HasPrefix(d, "github.com/prometheus/") }},
+		{"the library but telemetry and the command wiring depends on no telemetry library (OpenTelemetry, Prometheus, gRPC)",
+			func(p pkg) bool {
+				return !program(p.ImportPath) && !under(p.ImportPath, "telemetry") && !under(p.ImportPath, "wiring") &&
+					!under(p.ImportPath, "cli") && !under(p.ImportPath, "internal")
+			},
+			func(p pkg) []string { return p.Deps },
+			func(d string) bool {
+				return strings.HasPrefix(d, "go.opentelemetry.io/") || strings.HasPrefix(d, "github.com/prometheus/") || strings.HasPrefix(d, "google.golang.org/grpc")
+			}},
+		{"the telemetry root package (Join, Logs) depends on no telemetry library",
+			func(p pkg) bool { return p.ImportPath == module+"/telemetry" },
+			func(p pkg) []string { return p.Deps },
+			func(d string) bool {
+				return strings.HasPrefix(d, "go.opentelemetry.io/") || strings.HasPrefix(d, "github.com/prometheus/") || strings.HasPrefix(d, "google.golang.org/grpc")
+			}},
+		{"only telemetry/otlp brings in gRPC among the telemetry packages (tracing needs only the API)",
+			func(p pkg) bool { return under(p.ImportPath, "telemetry") && !under(p.ImportPath, "telemetry/otlp") },
+			func(p pkg) []string { return p.Deps },
+			func(d string) bool { return strings.HasPrefix(d, "google.golang.org/grpc") }},
 		{"no library package, nor its tests, imports examples/ or the demo application",
 			func(p pkg) bool { return !program(p.ImportPath) },
 			pkg.allImports,
@@ -191,6 +223,9 @@ func TestLayers(t *testing.T) {
 	// dependencies the rules look at.
 	if !slices.Contains(get("llm").Imports, "github.com/tmc/langchaingo/llms") {
 		t.Error("llm imports no langchaingo: the langchaingo rule would pass vacuously")
+	}
+	if !slices.Contains(get("telemetry/otlp").Deps, "google.golang.org/grpc") || !slices.Contains(get("wiring").Deps, module+"/telemetry/otlp") {
+		t.Error("telemetry/otlp does not bring gRPC or wiring does not use it: the telemetry rules' premise changed")
 	}
 	if !slices.Contains(get("agent").Deps, module+"/llm") {
 		t.Error("agent does not depend on llm: the server rule's premise changed")
