@@ -55,6 +55,7 @@ func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
 		runErr error
 		final  state.State // the finished run's state, from its run_end
 		live   bool        // final was set
+		parked time.Time   // the run parked until then (graph.StatusWaiting)
 	)
 	for ev, err := range events {
 		if err != nil {
@@ -63,6 +64,7 @@ func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
 		}
 		if ev.Kind == graph.EventRunEnd {
 			final, live = ev.Payload.(state.State)
+			parked = ev.NotBefore
 		}
 		if p.runID == "" && ev.RunID.String() != "00000000-0000-0000-0000-000000000000" {
 			p.runID = ev.RunID.String()
@@ -81,6 +83,10 @@ func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
 	}
 	if p.interrupted {
 		p.send(Event{Type: EventDone, Status: RunInterrupted}, nil)
+		return
+	}
+	if !parked.IsZero() {
+		p.send(Event{Type: EventDone, Status: RunWaiting, NotBefore: parked}, nil)
 		return
 	}
 	if !live {
