@@ -117,10 +117,10 @@ type Event struct {
 	Call         *ModelCall      `json:"call,omitempty"`
 	Status       RunStatus       `json:"status,omitempty"`
 	// NotBefore is when a waiting run (Status RunWaiting) goes on.
-	NotBefore time.Time `json:"not_before,omitzero"`
-	Duration     time.Duration   `json:"duration,omitempty"`
-	Err          string          `json:"error,omitempty"`
-	Audit        *AuditRecord    `json:"audit,omitempty"`
+	NotBefore time.Time     `json:"not_before,omitzero"`
+	Duration  time.Duration `json:"duration,omitempty"`
+	Err       string        `json:"error,omitempty"`
+	Audit     *AuditRecord  `json:"audit,omitempty"`
 	// Artifact is the artifact of an EventArtifact.
 	Artifact *capabilities.Artifact `json:"artifact,omitempty"`
 }
