@@ -139,3 +139,42 @@ func TestParkedRunResumedByAnotherReplica(t *testing.T) {
 		t.Fatalf("run on b: %s", body)
 	}
 }
+
+// Issue 18: RequestsPerMinute is counted in PostgreSQL, so two replicas
+// share one principal's budget instead of granting it each.
+func TestRequestRateSharedByReplicas(t *testing.T) {
+	stores := pgStores(t, 2)
+	var envs []*testEnv
+	for i, st := range stores {
+		a, err := agent.New(agent.Config{Registry: newRegistry(t), Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, newTestEnv(t, func(c *Config) {
+			c.Runner, c.Threads, c.RequestsPerMinute = a, a, 6
+			c.Instance = "replica-" + string(rune('a'+i))
+		}))
+	}
+	ok, limited := 0, 0
+	for i := range 10 {
+		resp, body := envs[i%2].do(t, "GET", "/api/threads", keyAlice, nil)
+		switch resp.StatusCode {
+		case http.StatusOK:
+			ok++
+		case http.StatusTooManyRequests:
+			limited++
+			if resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("429 without Retry-After: %s", body)
+			}
+		default:
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	}
+	if ok != 6 || limited != 4 {
+		t.Fatalf("%d answered, %d limited across two replicas; want 6 and 4 (one budget of 6 a minute)", ok, limited)
+	}
+	// Another principal has a budget of its own.
+	if resp, body := envs[1].do(t, "GET", "/api/threads", keyBob, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("bob: %d %s", resp.StatusCode, body)
+	}
+}
