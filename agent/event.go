@@ -52,6 +52,10 @@ const (
 	RunInterrupted RunStatus = "interrupted" // waiting for an approval
 	RunFailed      RunStatus = "failed"      // a FATAL error or an engine failure
 	RunCanceled    RunStatus = "canceled"    // the caller canceled; the run can be resumed
+	// RunWaiting (a done event only): a retry waits until the event's NotBefore, and the
+	// run parked instead of waiting (graph.WithParkAfter on the call's
+	// context): Resume with a zero Answer at that time continues it.
+	RunWaiting RunStatus = "waiting"
 )
 
 // RetryInfo describes a scheduled retry.
@@ -112,9 +116,11 @@ type Event struct {
 	Usage        *Usage          `json:"usage,omitempty"`
 	Call         *ModelCall      `json:"call,omitempty"`
 	Status       RunStatus       `json:"status,omitempty"`
-	Duration     time.Duration   `json:"duration,omitempty"`
-	Err          string          `json:"error,omitempty"`
-	Audit        *AuditRecord    `json:"audit,omitempty"`
+	// NotBefore is when a waiting run (Status RunWaiting) goes on.
+	NotBefore time.Time     `json:"not_before,omitzero"`
+	Duration  time.Duration `json:"duration,omitempty"`
+	Err       string        `json:"error,omitempty"`
+	Audit     *AuditRecord  `json:"audit,omitempty"`
 	// Artifact is the artifact of an EventArtifact.
 	Artifact *capabilities.Artifact `json:"artifact,omitempty"`
 	// Detail is what the observer-only events carry (observe.go).

@@ -72,6 +72,7 @@ func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
 		runErr error
 		final  state.State // the finished run's state, from its run_end
 		live   bool        // final was set
+		parked time.Time   // the run parked until then (graph.StatusWaiting)
 	)
 	for ev, err := range events {
 		if err != nil {
@@ -80,6 +81,7 @@ func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
 		}
 		if ev.Kind == graph.EventRunEnd {
 			final, live = ev.Payload.(state.State)
+			parked = ev.NotBefore
 		}
 		if p.runID == "" && ev.RunID.String() != "00000000-0000-0000-0000-000000000000" {
 			p.runID = ev.RunID.String()
@@ -98,6 +100,10 @@ func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
 	}
 	if p.interrupted {
 		p.send(Event{Type: EventDone, Status: RunInterrupted}, nil)
+		return
+	}
+	if !parked.IsZero() {
+		p.send(Event{Type: EventDone, Status: RunWaiting, NotBefore: parked}, nil)
 		return
 	}
 	if !live {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/state"
@@ -15,7 +17,9 @@ import (
 // an initial checkpoint with an empty conversation and metadata, so the
 // thread is listed (Threads) and found after a restart. The first Run on
 // it keeps the metadata. created is false when the thread exists already
-// (or a run holds it, here or on another replica); then nothing changes.
+// (a run holding it, here or on another replica, has written its first
+// checkpoint); then nothing changes. A thread a run holds before its
+// first checkpoint does not exist yet: graph.ErrThreadBusy.
 // State reports such a thread as answered with no turn (Turn.Number 0).
 // Like every turn's, its metadata names the agent's application.
 func (a *Agent) CreateThread(ctx context.Context, thread string, metadata map[string]string) (created bool, err error) {
@@ -24,7 +28,14 @@ func (a *Agent) CreateThread(ctx context.Context, thread string, metadata map[st
 	}
 	ctx, release, err := a.ownThread(ctx, thread)
 	if errors.Is(err, graph.ErrThreadBusy) {
-		return false, nil // a run holds it: it exists
+		// A run (or a hold) has it: it exists once it has a checkpoint;
+		// until then it does not, and saying it does would be a lie.
+		if _, gerr := a.cfg.Store.Get(ctx, thread, uuid.Nil); gerr == nil {
+			return false, nil
+		} else if !errors.Is(gerr, checkpoint.ErrNotFound) {
+			return false, fmt.Errorf("agent: read thread %q: %w", thread, gerr)
+		}
+		return false, err
 	}
 	if err != nil {
 		return false, err

@@ -2,9 +2,11 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 )
@@ -50,5 +52,32 @@ func TestCreateThreadBeforeTheFirstTurn(t *testing.T) {
 	}
 	if a.RunStore() == nil {
 		t.Fatal("the memory store keeps run records, but RunStore is nil")
+	}
+}
+
+// A thread held by a run that has not written its first checkpoint does
+// not exist yet: CreateThread says busy, not "exists"; once a checkpoint
+// is there, a busy thread exists.
+func TestCreateThreadOnAHeldThread(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld("read")
+	a := mustAgent(t, w.config(t, "read"))
+	h, err := a.Graph().HoldThread("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created, err := a.CreateThread(ctx, "t1", nil); created || !errors.Is(err, graph.ErrThreadBusy) {
+		t.Fatalf("CreateThread on a held thread without checkpoints = %v, %v; want ErrThreadBusy", created, err)
+	}
+	h.Release()
+	if created, err := a.CreateThread(ctx, "t1", nil); !created || err != nil {
+		t.Fatalf("CreateThread after the hold = %v, %v", created, err)
+	}
+	if h, err = a.Graph().HoldThread("t1"); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	if created, err := a.CreateThread(ctx, "t1", nil); created || err != nil {
+		t.Fatalf("CreateThread on a held thread that exists = %v, %v; want false, nil", created, err)
 	}
 }

@@ -52,7 +52,8 @@ type Event struct {
 	Duration time.Duration
 	// Err is set on a failed EventNodeEnd and on a failed EventRunEnd.
 	Err error
-	// NotBefore is set on EventWait.
+	// NotBefore is set on EventWait, and on the EventRunEnd of a run that
+	// parked (StatusWaiting, see WithParkAfter).
 	NotBefore time.Time
 	// Checkpoint is the id written, on EventCheckpoint.
 	Checkpoint uuid.UUID

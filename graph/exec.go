@@ -347,6 +347,9 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		}
 		res.Status, res.State, res.Checkpoint, res.Steps = status, *state, cp.ID, cp.Step
 		end := Event{Kind: EventRunEnd, Step: cp.Step, Err: err}
+		if status == StatusWaiting {
+			end.NotBefore = cp.NotBefore
+		}
 		if status == StatusDone {
 			// The state of the last checkpoint, so that a Stream consumer
 			// need not read it back from the store and decode it.
@@ -365,8 +368,13 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		if !cp.NotBefore.IsZero() {
 			// A durable delay: the time is in the checkpoint, so a resumed run
 			// waits only what is left of it.
-			if cp.NotBefore.After(c.clock.Now()) {
+			if now := c.clock.Now(); cp.NotBefore.After(now) {
 				r.emit(&Event{Kind: EventWait, Step: cp.Step, NotBefore: cp.NotBefore, To: cp.Next})
+				if park := parkAfter(ctx); park > 0 && cp.NotBefore.Sub(now) > park {
+					// Parked: the caller resumes the run at NotBefore.
+					res.NotBefore = cp.NotBefore
+					return finish(StatusWaiting, nil)
+				}
 				if werr := c.clock.WaitUntil(ctx, cp.NotBefore); werr != nil && ctx.Err() == nil {
 					// Not a cancellation (checked below): the Clock failed.
 					return finish(StatusFailed, fmt.Errorf("graph: wait until %s: %w", cp.NotBefore.Format(time.RFC3339Nano), werr))

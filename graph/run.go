@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -29,6 +30,9 @@ const (
 	StatusInterrupted Status = "interrupted" // a node asked a human; Resume continues
 	StatusFailed      Status = "failed"      // an error ended the run; Resume retries the failed step
 	StatusCanceled    Status = "canceled"    // ctx ended; Resume continues
+	// StatusWaiting: the run parked before a wait longer than WithParkAfter
+	// allows (Result.NotBefore); Resume continues it, at that time.
+	StatusWaiting Status = "waiting"
 )
 
 // Result describes a run after it returned, whatever the outcome.
@@ -44,6 +48,8 @@ type Result[S any] struct {
 	Steps int
 	// Interrupts lists the pending interrupts when Status is StatusInterrupted.
 	Interrupts []*InterruptError
+	// NotBefore is when a parked run (StatusWaiting) may go on.
+	NotBefore time.Time
 	// Trace holds every event of this call (Run and Resume only; a Stream
 	// consumer sees the events itself), recorded compactly: Trace.All and
 	// Trace.Events materialise them.

@@ -107,7 +107,7 @@ func (s *Server) requireAuth(h http.HandlerFunc, onErr func(http.ResponseWriter,
 			onErr(w, err)
 			return
 		}
-		if ok, after := s.limiter.allow(c.key()); !ok {
+		if ok, after := s.allowRequest(r.Context(), c); !ok {
 			onErr(w, &RateLimitError{Limit: s.cfg.RequestsPerMinute, RetryAfter: after})
 			return
 		}

@@ -42,6 +42,7 @@ const (
 	DefaultRunRetention       = 24 * time.Hour
 	DefaultDuplicateWindow    = time.Minute
 	DefaultDetachGrace        = 10 * time.Second
+	DefaultParkAfter          = 5 * time.Second
 )
 
 // Principal is who an API key stands for. Identity never comes from a
@@ -172,6 +173,13 @@ type Config struct {
 	// joins it instead of finding it canceled. Default 10 s; negative:
 	// cancel at once.
 	DetachGrace time.Duration
+	// ParkAfter: a run whose retry waits longer than this does not wait
+	// in a goroutine: it parks (graph.WithParkAfter) and is resumed at its
+	// not-before time — by any replica's claim from the runs queue
+	// (PostgreSQL), or by a timer of this process. Its clients keep
+	// following it under the same run id. Default 5 s; negative: every
+	// wait is waited in place.
+	ParkAfter time.Duration
 	// RecoverGrace: RecoverRuns leaves alone the runs another process
 	// recorded less than this long ago (it may be starting them). 0, for
 	// one process owning its store (SQLite): every unfinished run is
@@ -399,6 +407,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.RunRetention, DefaultRunRetention)
 	def(&cfg.DuplicateWindow, DefaultDuplicateWindow)
 	def(&cfg.DetachGrace, DefaultDetachGrace)
+	def(&cfg.ParkAfter, DefaultParkAfter)
 	if cfg.Instance == "" {
 		cfg.Instance = "server-" + uuid.NewString()[:8]
 	}

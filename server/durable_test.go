@@ -141,10 +141,15 @@ func (g *gatedRuns) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (ch
 func TestNothingIsAcknowledgedBeforeTheRecord(t *testing.T) {
 	g := &gatedRuns{Store: memory.New(), gate: make(chan struct{})}
 	env := newTestEnv(t, func(c *Config) { c.Runs = g })
-	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "g"})
+	// One thread per request: a streaming request that leaves without
+	// reading cancels its run, which may still be stopping when the next
+	// request comes (a 409 for that thread, rightly).
+	for _, id := range []string{"g", "g-b", "g-c"} {
+		env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": id})
+	}
 	for _, tc := range []struct{ path, body string }{
 		{"/api/threads/g/runs", `{"input":"What is the beam current?","stream":true}`},
-		{"/api/threads/g/runs", `{"input":"What is the beam current? (202)"}`},
+		{"/api/threads/g-b/runs", `{"input":"What is the beam current? (202)"}`},
 		{"/v1/chat/completions", `{"model":"capgraph","stream":true,"messages":[{"role":"user","content":"What is the beam current?"}]}`},
 		{"/agui", `{"threadId":"g2","messages":[{"id":"u","role":"user","content":"What is the beam current?"}]}`},
 	} {
@@ -172,7 +177,7 @@ func TestNothingIsAcknowledgedBeforeTheRecord(t *testing.T) {
 	}
 	g.fail = true
 	before := len(env.runner.runs())
-	resp, body := env.do(t, "POST", "/api/threads/g/runs", keyAlice, map[string]any{"input": "What is the beam current? (again)"})
+	resp, body := env.do(t, "POST", "/api/threads/g-c/runs", keyAlice, map[string]any{"input": "What is the beam current? (again)"})
 	e := apiErrorOf(t, resp, string(body))
 	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(e.Message, "reference") || strings.Contains(e.Message, "/var/lib") {
 		t.Fatalf("record write failed: %d %s", resp.StatusCode, body)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync"
@@ -13,6 +14,27 @@ import (
 // request finding it empty gets 429 with the seconds until the next token
 // in Retry-After. Forwarded end users of a trusted frontend share the
 // frontend's bucket: identity for limits is the key.
+
+// With replicas on PostgreSQL the buckets are rows of the database
+// (checkpoint.RateCounter), on its clock, so the limit holds across the
+// replicas; when the database does not answer, this process's bucket
+// counts meanwhile.
+
+// allowRequest takes a token of c's bucket, or says how long until one is
+// there.
+func (s *Server) allowRequest(ctx context.Context, c caller) (bool, time.Duration) {
+	if s.limiter == nil {
+		return true, 0
+	}
+	if s.rates != nil {
+		ok, wait, err := s.rates.TakeToken(ctx, "requests:"+digestHex(c.Principal.Tenant, c.Principal.Name), s.cfg.RequestsPerMinute)
+		if err == nil {
+			return ok, wait
+		}
+		s.cfg.Logger.Warn("counting a request in the database failed; counted in this replica", "error", err)
+	}
+	return s.limiter.allow(c.key())
+}
 
 type bucket struct {
 	tokens float64

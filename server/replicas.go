@@ -125,9 +125,16 @@ func (s *Server) listenLoop(ctx context.Context) {
 			case checkpoint.SignalQueued:
 				poke(cl.wake)
 			case checkpoint.SignalCancel:
-				if r, ok := s.runs.byID(sig.Run); ok && !r.remote {
+				if r, ok := s.runs.byID(sig.Run); ok && !r.remote.Load() {
 					r.cancel()
 				}
+				// A queued (parked) run is canceled in the store: its
+				// followers read its end.
+				cl.mu.Lock()
+				for ch := range cl.watches[sig.Run] {
+					poke(ch)
+				}
+				cl.mu.Unlock()
 			case checkpoint.SignalEvents:
 				cl.mu.Lock()
 				for ch := range cl.watches[sig.Run] {
@@ -390,7 +397,8 @@ func (m *runManager) addMirror(c caller, rec checkpoint.RunRecord) (*run, bool) 
 	}
 	ctx, cancel := context.WithTimeout(m.base, m.s.cfg.TurnTimeout+m.s.cluster.ttl)
 	r := &run{ID: rec.ID, Thread: rec.Thread, ClientThread: rec.Labels[labelThread], Owner: c, Started: rec.Created,
-		ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize, remote: true}
+		ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize}
+	r.remote.Store(true)
 	m.runs[r.ID] = r
 	m.order = append(m.order, r.ID)
 	m.evict()
@@ -435,7 +443,7 @@ func (r *run) finishMirror(status agent.RunStatus, err error) {
 // cancelAnywhere stops a run wherever it runs: here at once, elsewhere
 // through the store.
 func (s *Server) cancelAnywhere(ctx context.Context, r *run) error {
-	if !r.remote {
+	if !r.remote.Load() {
 		r.cancel()
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/state"
 )
@@ -37,8 +38,12 @@ type run struct {
 	// recorded: the run's record existed before it started here (a
 	// recovered or claimed run); remote: a mirror of a run another replica
 	// runs (replicas.go); fenced: this replica lost the run's lease.
-	recorded, remote bool
-	fenced           atomic.Bool
+	recorded bool
+	remote   atomic.Bool
+	fenced   atomic.Bool
+	// parkUntil is set when the run's agent call ended parked (a retry
+	// wait longer than Config.ParkAfter): it goes on then (park.go).
+	parkUntil time.Time
 	// consumed is closed when the run has made its last event: its lease
 	// is no longer renewed (its record is written next).
 	consumed chan struct{}
@@ -306,7 +311,9 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 	if limited && m.s.cfg.MaxTotalRuns > 0 && len(m.byThread) >= m.s.cfg.MaxTotalRuns {
 		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "the server runs as many runs as it may; try again later"}
 	}
-	ctx, cancel := context.WithTimeout(agent.WithTraceContext(m.base, c.Trace), m.s.cfg.TurnTimeout)
+	// The run's context lives as long as the run, across the agent calls
+	// of a parked run; each call has the turn's time limit (execute).
+	ctx, cancel := context.WithCancel(agent.WithTraceContext(m.base, c.Trace))
 	r := &run{ID: sp.id, Thread: sp.thread, ClientThread: sp.clientThread, Owner: c, limited: limited, recovering: sp.recovering, recorded: sp.recorded,
 		Started: m.s.cfg.Now(), ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize,
 		detachGrace: m.s.cfg.DetachGrace}
@@ -387,9 +394,17 @@ func (m *runManager) launch(r *run, fn func(ctx context.Context) iter.Seq2[agent
 	go m.execute(r.ctx, r, fn)
 }
 
-func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) {
+func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) {
 	defer m.wg.Done()
-	defer r.cancel()
+	ctx, cancelCall := context.WithTimeout(rctx, m.s.cfg.TurnTimeout)
+	defer cancelCall()
+	parked := false
+	defer func() {
+		if !parked {
+			r.cancel()
+		}
+	}()
+	r.parkUntil = time.Time{}
 	if m.s.cluster != nil {
 		if r.recorded {
 			if last := m.s.lastEventSeq(ctx, r.ID); last > 0 {
@@ -405,9 +420,19 @@ func (m *runManager) execute(ctx context.Context, r *run, fn func(ctx context.Co
 		r.pub = m.s.newPublisher(r)
 	}
 	aud := newAuditor(m.s, r)
-	runErr := m.consume(agent.WithRunID(ctx, r.ID), r, aud, fn)
+	cctx := agent.WithRunID(ctx, r.ID)
+	if m.s.cfg.ParkAfter > 0 {
+		cctx = graph.WithParkAfter(cctx, m.s.cfg.ParkAfter)
+	}
+	runErr := m.consume(cctx, r, aud, fn)
 	if r.consumed != nil {
 		close(r.consumed)
+	}
+	if !r.parkUntil.IsZero() && runErr == nil && ctx.Err() == nil {
+		aud.finish(ctx, agent.RunWaiting, m.s.cfg.Now())
+		parked = true
+		m.s.park(r)
+		return
 	}
 	shutdown := m.base.Err() != nil
 	switch {
@@ -489,6 +514,12 @@ func (m *runManager) consume(ctx context.Context, r *run, aud *auditor, fn func(
 			// Stored durably by the agent already; copied to the
 			// server's audit log, not shown to clients.
 			aud.action(ctx, ev.Audit)
+			continue
+		}
+		if ev.Type == agent.EventDone && ev.Status == agent.RunWaiting {
+			// Not the run's end: it goes on at NotBefore (park.go), and
+			// its followers keep following.
+			r.parkUntil = ev.NotBefore
 			continue
 		}
 		aud.observe(ctx, ev)

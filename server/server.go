@@ -36,6 +36,8 @@ type Server struct {
 	// nil with a store for one process.
 	cluster *cluster
 	limiter *rateLimiter
+	// rates counts the requests of every replica (cluster only).
+	rates checkpoint.RateCounter
 	// transcripts names Chat Completions conversations without a chat id.
 	transcripts *transcriptIndex
 	// responses keeps Responses API objects for GET /v1/responses/{id}.
@@ -74,6 +76,9 @@ func New(cfg Config) (*Server, error) {
 	s.runs = newRunManager(s)
 	s.transcripts = newTranscriptIndex(transcriptIndexSize)
 	s.limiter = newRateLimiter(cfg.RequestsPerMinute, cfg.Now)
+	if s.cluster != nil && s.limiter != nil {
+		s.rates, _ = s.records.(checkpoint.RateCounter)
+	}
 	s.approvals = newApprovalStore()
 	s.responses = newResponseStore()
 	s.artifactKey, s.images = artifactKey(cfg), newImageCache(imageCacheBytes)

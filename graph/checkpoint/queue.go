@@ -82,3 +82,13 @@ type RunSignals interface {
 	// closed then, or when the connection is lost (listen again).
 	ListenRuns(ctx context.Context) (<-chan RunSignal, error)
 }
+
+// RateCounter counts requests per key for every process sharing the store:
+// a token bucket per key holding up to perMinute tokens and refilling at
+// perMinute a minute, on the store's clock.
+type RateCounter interface {
+	// TakeToken takes a token from key's bucket (full at first use). ok
+	// false: the bucket is empty and nothing was taken; wait says when
+	// the next token is there.
+	TakeToken(ctx context.Context, key string, perMinute int) (ok bool, wait time.Duration, err error)
+}

@@ -62,8 +62,8 @@ func TestReplicasShareOneSchema(t *testing.T) {
 		}
 		defer stores[i].Close()
 	}
-	if v, err := stores[0].SchemaVersion(ctx); err != nil || v != 3 {
-		t.Fatalf("SchemaVersion = %d, %v; want 3", v, err)
+	if v, err := stores[0].SchemaVersion(ctx); err != nil || v != 4 {
+		t.Fatalf("SchemaVersion = %d, %v; want 4", v, err)
 	}
 
 	// Pre-generate ids so the greatest is known, then write them from all

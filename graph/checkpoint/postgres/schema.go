@@ -84,10 +84,19 @@ var migrations = [][]string{
 			PRIMARY KEY (run_id, seq)
 		)`,
 	),
+	// 4: request-rate buckets shared by replicas (see rate.go): one row per
+	// key, its tokens as of at.
+	{
+		`CREATE TABLE {{rate_buckets}} (
+			key    text             PRIMARY KEY,
+			tokens double precision NOT NULL,
+			at     timestamptz      NOT NULL
+		)`,
+	},
 }
 
 func (s *Store) expand(stmt string) string {
-	for _, name := range []string{"checkpoints", "writes", "threads", "leases", "schema_migrations"} {
+	for _, name := range []string{"checkpoints", "writes", "threads", "leases", "rate_buckets", "schema_migrations"} {
 		stmt = strings.ReplaceAll(stmt, "{{"+name+"}}", s.cfg.table(name))
 	}
 	return stmt

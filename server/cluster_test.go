@@ -1,0 +1,180 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/postgres/pgtest"
+)
+
+// replica is one server of a deployment on one PostgreSQL, served with
+// Serve (so it listens to the others and claims from the queue) on a
+// loopback port.
+type replica struct {
+	env   *testEnv
+	agent *agent.Agent
+	store checkpoint.Store
+	stop  context.CancelFunc
+	done  chan struct{}
+}
+
+// serveReplicas starts one server per store handle, each with its own
+// agent over reg (made per replica by mkReg) and the principals of
+// newTestEnv; mod adjusts replica i's config.
+func serveReplicas(t *testing.T, stores []checkpoint.Store, mkAgent func(store checkpoint.Store) *agent.Agent, mod func(i int, c *Config)) []*replica {
+	t.Helper()
+	var out []*replica
+	for i, st := range stores {
+		a := mkAgent(st)
+		env := newTestEnv(t, func(c *Config) {
+			c.Runner, c.Threads = a, a
+			c.Instance = "replica-" + string(rune('a'+i))
+			c.RecoverEvery, c.RecoverGrace = time.Second, time.Second
+			if mod != nil {
+				mod(i, c)
+			}
+		})
+		env.http.Close() // served below with Serve, as capgraph serve does
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.http.URL = "http://" + ln.Addr().String()
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &replica{env: env, agent: a, store: st, stop: cancel, done: make(chan struct{})}
+		go func() { defer close(r.done); _ = env.srv.Serve(ctx, ln) }()
+		t.Cleanup(func() { cancel(); <-r.done })
+		out = append(out, r)
+	}
+	return out
+}
+
+func pgStores(t *testing.T, n int) []checkpoint.Store {
+	var out []checkpoint.Store
+	for _, s := range pgtest.Replicas(t, n) {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Issue 18: a retry wait longer than ParkAfter goes back to the queue with
+// its not-before time; another replica claims it when due and finishes
+// it, and a client following the run on the first replica gets every
+// event, under the same run id.
+func TestParkedRunResumedByAnotherReplica(t *testing.T) {
+	var calls atomic.Int32
+	read, err := capabilities.Define(capabilities.Definition{
+		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
+		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+			if calls.Add(1) == 1 {
+				return capabilities.Output{}, context.DeadlineExceeded
+			}
+			return capabilities.Result("BEAM_CURRENT", 301.2, "beam current 301.2 mA"), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(st checkpoint.Store) *agent.Agent {
+		a, err := agent.New(agent.Config{Registry: newRegistry(t, read), Store: st, Leases: agent.LeaseConfig{TTL: 3 * time.Second},
+			RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(1500 * time.Millisecond), Jitter: capabilities.JitterNone}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	reps := serveReplicas(t, pgStores(t, 2), mk, func(i int, c *Config) {
+		c.ParkAfter = 100 * time.Millisecond
+		if i == 0 {
+			c.RecoverEvery = 0 // replica a never claims: b must resume the run
+		}
+	})
+	a, b := reps[0].env, reps[1].env
+	a.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "beam"})
+	resp, body := a.do(t, "POST", "/api/threads/beam/runs", keyAlice, map[string]any{"input": "What is the beam current?", "stream": true})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	frames := readSSE(t, strings.NewReader(string(body)))
+	last := frames[len(frames)-1]
+	if last.Event != "end" || !strings.Contains(last.Data, `"status":"answered"`) {
+		t.Fatalf("last frame %+v", last)
+	}
+	var runID string
+	waiting, answer := false, ""
+	for _, f := range frames[:len(frames)-1] {
+		var ev agent.Event
+		if err := json.Unmarshal([]byte(f.Data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if runID == "" {
+			runID = ev.RunID
+		}
+		if ev.RunID != runID {
+			t.Fatalf("event of run %q, want %q throughout", ev.RunID, runID)
+		}
+		waiting = waiting || ev.Type == agent.EventStatus && strings.Contains(ev.Text, "waiting until")
+		if ev.Type == agent.EventMessage {
+			answer = ev.Message.Content
+		}
+	}
+	if !waiting || !strings.Contains(answer, "301.2") || calls.Load() != 2 {
+		t.Fatalf("waiting said %v, answer %q, %d calls; want the wait, the answer, 2 calls", waiting, answer, calls.Load())
+	}
+	rec, err := reps[1].store.(checkpoint.RunStore).GetRun(context.Background(), runID)
+	if err != nil || rec.Owner != "replica-b" || rec.Status != checkpoint.RunDone || rec.Attempt != 2 {
+		t.Fatalf("record %+v (%v): want done by replica-b on its second attempt", rec, err)
+	}
+	// Followed from b too, the run shows the same end.
+	_, body = b.do(t, "GET", "/api/threads/beam/runs/"+runID, keyAlice, nil)
+	if !strings.Contains(string(body), `"status":"answered"`) {
+		t.Fatalf("run on b: %s", body)
+	}
+}
+
+// Issue 18: RequestsPerMinute is counted in PostgreSQL, so two replicas
+// share one principal's budget instead of granting it each.
+func TestRequestRateSharedByReplicas(t *testing.T) {
+	stores := pgStores(t, 2)
+	var envs []*testEnv
+	for i, st := range stores {
+		a, err := agent.New(agent.Config{Registry: newRegistry(t), Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, newTestEnv(t, func(c *Config) {
+			c.Runner, c.Threads, c.RequestsPerMinute = a, a, 6
+			c.Instance = "replica-" + string(rune('a'+i))
+		}))
+	}
+	ok, limited := 0, 0
+	for i := range 10 {
+		resp, body := envs[i%2].do(t, "GET", "/api/threads", keyAlice, nil)
+		switch resp.StatusCode {
+		case http.StatusOK:
+			ok++
+		case http.StatusTooManyRequests:
+			limited++
+			if resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("429 without Retry-After: %s", body)
+			}
+		default:
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	}
+	if ok != 6 || limited != 4 {
+		t.Fatalf("%d answered, %d limited across two replicas; want 6 and 4 (one budget of 6 a minute)", ok, limited)
+	}
+	// Another principal has a budget of its own.
+	if resp, body := envs[1].do(t, "GET", "/api/threads", keyBob, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("bob: %d %s", resp.StatusCode, body)
+	}
+}
