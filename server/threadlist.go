@@ -94,7 +94,9 @@ func (s *Server) findThread(ctx context.Context, c caller, id string) (Thread, b
 	}
 	f := ownerFilter(c)
 	f[MetaThread] = id
-	infos, err := s.lister.Threads(ctx, checkpoint.ThreadFilter{Metadata: f, Limit: 8})
+	// By the store's key (the internal id is derived from the caller and
+	// id): a new conversation must not read every thread to learn it is new.
+	infos, err := s.lister.Threads(ctx, checkpoint.ThreadFilter{ThreadID: internalThreadID(c, id), Metadata: f, Limit: 8})
 	if err != nil {
 		return Thread{}, false, err
 	}

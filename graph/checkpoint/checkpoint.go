@@ -74,6 +74,9 @@ type ListOptions struct {
 
 // ThreadFilter narrows Store.Threads.
 type ThreadFilter struct {
+	// ThreadID, when set, keeps only that thread: a lookup by the store's
+	// key, where a Metadata filter alone reads every thread.
+	ThreadID string
 	// Metadata keeps threads whose latest checkpoint has every key with the same value.
 	Metadata map[string]string
 	// Limit caps the number of results; 0 means no limit.

@@ -616,6 +616,12 @@ func testThreads(t *testing.T, s checkpoint.Store) {
 		{"bob limit", checkpoint.ThreadFilter{Metadata: bob, Limit: 2}, []string{"tc", "td"}},
 		{"two keys", checkpoint.ThreadFilter{Metadata: map[string]string{"owner": "alice", "title": "hello"}}, []string{"ta"}},
 		{"nobody", checkpoint.ThreadFilter{Metadata: map[string]string{"owner": "carol"}}, nil},
+		{"one thread", checkpoint.ThreadFilter{ThreadID: "td"}, []string{"td"}},
+		{"one thread and its owner", checkpoint.ThreadFilter{ThreadID: "tc", Metadata: bob}, []string{"tc"}},
+		{"one thread, another owner", checkpoint.ThreadFilter{ThreadID: "tc", Metadata: alice}, nil},
+		{"one thread, not there", checkpoint.ThreadFilter{ThreadID: "tz"}, nil},
+		{"one thread before", checkpoint.ThreadFilter{ThreadID: "ta", Before: d1.ID}, []string{"ta"}},
+		{"one thread, not before", checkpoint.ThreadFilter{ThreadID: "tc", Before: d1.ID}, nil},
 		// Paging: the next page starts below the last thread's latest id.
 		{"before", checkpoint.ThreadFilter{Before: d1.ID}, []string{"ta", "tb"}},
 		{"before limit", checkpoint.ThreadFilter{Before: c2.ID, Limit: 2}, []string{"td", "ta"}},

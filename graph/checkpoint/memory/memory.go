@@ -200,7 +200,14 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 	}
 	s.mu.RLock()
 	var out []checkpoint.ThreadInfo
-	for id, t := range s.threads {
+	threads := s.threads
+	if f.ThreadID != "" {
+		threads = nil
+		if t, ok := s.threads[f.ThreadID]; ok {
+			threads = map[string]*thread{f.ThreadID: t}
+		}
+	}
+	for id, t := range threads {
 		if len(t.cps) == 0 {
 			continue
 		}

@@ -341,6 +341,10 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 		args = append(args, m)
 		q.WriteString(` AND metadata @> $1::jsonb`)
 	}
+	if f.ThreadID != "" {
+		args = append(args, f.ThreadID)
+		q.WriteString(` AND thread_id = $` + strconv.Itoa(len(args)))
+	}
 	if f.Before != uuid.Nil {
 		args = append(args, f.Before)
 		q.WriteString(` AND latest_id < $` + strconv.Itoa(len(args)))

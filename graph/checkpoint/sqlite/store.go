@@ -300,6 +300,10 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 		args []any
 	)
 	q.WriteString(`SELECT thread_id, latest_id, metadata, created, updated FROM threads WHERE 1 = 1`)
+	if f.ThreadID != "" {
+		q.WriteString(` AND thread_id = ?`)
+		args = append(args, f.ThreadID)
+	}
 	if len(f.Metadata) > 0 {
 		m, err := sqlrow.MapArg(f.Metadata)
 		if err != nil {
