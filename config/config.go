@@ -119,6 +119,13 @@ type Retention struct {
 	For     Duration
 }
 
+// Threshold is a duration a key may also turn off: "never" (or a negative
+// duration) sets Never; 0 or absent leaves the library's default.
+type Threshold struct {
+	Never bool
+	After Duration
+}
+
 // Classifier configures capability selection.
 type Classifier struct {
 	// Mode: "batched" (one call selects the set; the default) or
@@ -316,6 +323,11 @@ type ServerLimits struct {
 	// DetachGrace: how long a run goes on after its client left, for the
 	// client's retry to join it; 0 means the default (10s), negative none.
 	DetachGrace Duration `yaml:"detach_grace"`
+	// ParkAfter: a retry wait longer than this goes back to the runs
+	// queue (any replica resumes the run when it is due) instead of
+	// holding a goroutine; 0 means the server's default (5s), "never"
+	// (or a negative duration) waits every retry in place.
+	ParkAfter Threshold `yaml:"park_after"`
 	// RunRetention: how long finished runs' records are kept; 0 means
 	// the default (24h).
 	RunRetention Duration `yaml:"run_retention"`

@@ -175,6 +175,7 @@ func kindName(n *yaml.Node) string {
 var (
 	durationType  = reflect.TypeOf(Duration(0))
 	retentionType = reflect.TypeOf(Retention{})
+	thresholdType = reflect.TypeOf(Threshold{})
 )
 
 // fieldName is the key of a struct field: its yaml tag, else its json tag
@@ -206,6 +207,28 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, key string) {
 			return
 		}
 		v.Set(reflect.ValueOf(dur))
+		return
+	case v.Type() == thresholdType:
+		s, ok := d.scalar(n, key)
+		if !ok {
+			return
+		}
+		if strings.EqualFold(s, "never") {
+			v.Set(reflect.ValueOf(Threshold{Never: true}))
+			return
+		}
+		if rest, neg := strings.CutPrefix(s, "-"); neg {
+			if _, err := parseDuration(rest); err == nil {
+				v.Set(reflect.ValueOf(Threshold{Never: true}))
+				return
+			}
+		}
+		dur, err := parseDuration(s)
+		if err != nil {
+			d.add(n.Line, key, "must be a duration such as \"30s\", 0 (the default) or \"never\", got %q", s)
+			return
+		}
+		v.Set(reflect.ValueOf(Threshold{After: dur}))
 		return
 	case v.Type() == retentionType:
 		s, ok := d.scalar(n, key)

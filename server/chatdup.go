@@ -57,7 +57,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		s.writeError(w, err)
 		return true
 	}
-	if ru, ok := s.runs.byID(rec.ID); ok && !ru.info().Finished {
+	if ru := s.joinable(r.Context(), c, rec); ru != nil {
 		// Join the run: the answer as it comes.
 		w.Header().Set(headerReplayed, "true")
 		rd := &chatRenderer{base: s.baseURL(r)}
@@ -112,7 +112,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 // start a new run). Otherwise it has answered (409 while the run goes on
 // elsewhere) and st is empty.
 func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *checkpoint.RunRecord, explicit bool) (st chatStart, again bool) {
-	if ru, ok := s.runs.byID(rec.ID); ok && !ru.info().Finished {
+	if ru := s.joinable(r.Context(), callerFrom(r.Context()), *rec); ru != nil {
 		w.Header().Set(headerReplayed, "true")
 		return chatStart{ru: ru, clientThread: ru.ClientThread}, false
 	}

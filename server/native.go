@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint"
@@ -318,6 +320,20 @@ func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if i := slices.IndexFunc(st.Turn.Approvals, func(d state.ApprovalDecision) bool { return d.ID == id }); i >= 0 {
+		// Answered before (here or on another replica): say so, rather
+		// than only that it is not pending.
+		d := st.Turn.Approvals[i]
+		verdict := "rejected"
+		if d.Approved {
+			verdict = "approved"
+		}
+		if d.By != "" {
+			verdict += " by " + d.By
+		}
+		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q was already answered (%s at %s); an answer is carried out once",
+			id, verdict, d.At.UTC().Format(time.RFC3339))}
 	}
 	if status != agent.RunInterrupted {
 		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread (status %s)", id, status)}

@@ -135,6 +135,10 @@ func (s *Server) listenLoop(ctx context.Context) {
 					poke(ch)
 				}
 				cl.mu.Unlock()
+			case checkpoint.SignalFollowed:
+				if r, ok := s.runs.byID(sig.Run); ok && !r.remote.Load() {
+					r.keepForRemote()
+				}
 			case checkpoint.SignalEvents:
 				cl.mu.Lock()
 				for ch := range cl.watches[sig.Run] {
@@ -338,6 +342,29 @@ func (s *Server) mirror(ctx context.Context, c caller, rec checkpoint.RunRecord)
 		go s.tail(r)
 	}
 	return r
+}
+
+// joinable returns the run a repeated request joins: this process's
+// run, else, while it goes on at another replica, a mirror of it — whose
+// owner is told it has a follower here, so that it does not stop it when
+// its own client has gone (an SDK's retry through the load balancer). nil
+// when the run has ended.
+func (s *Server) joinable(ctx context.Context, c caller, rec checkpoint.RunRecord) *run {
+	if ru, ok := s.runs.byID(rec.ID); ok && !ru.info().Finished {
+		if ru.remote.Load() {
+			s.signal(checkpoint.SignalFollowed, rec.ID)
+		}
+		return ru
+	}
+	if rec.Status.Terminal() {
+		return nil
+	}
+	ru := s.mirror(ctx, c, rec)
+	if ru == nil {
+		return nil
+	}
+	s.signal(checkpoint.SignalFollowed, rec.ID)
+	return ru
 }
 
 // tail feeds a mirror from the store until the run ends.

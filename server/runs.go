@@ -70,8 +70,11 @@ type run struct {
 	// begun is closed at the run's first event or its end.
 	begun chan struct{}
 	// detach cancels the run DetachGrace after its last follower left.
-	detach      *time.Timer
-	detachGrace time.Duration
+	detach *time.Timer
+	// followedElsewhere: a request on another replica follows the run
+	// (SignalFollowed), so it goes on when the followers here leave.
+	followedElsewhere bool
+	detachGrace       time.Duration
 	// key is the run's record key when it was derived from the request
 	// (a repeat is a retry only until an answer was delivered), and
 	// recStatus the status finishRecord wrote.
@@ -116,6 +119,18 @@ func (r *run) join() {
 	r.mu.Unlock()
 }
 
+// keepForRemote is SignalFollowed for a run of this process: it is not
+// canceled when its followers here have gone.
+func (r *run) keepForRemote() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.followedElsewhere = true
+	if r.detach != nil {
+		r.detach.Stop()
+		r.detach = nil
+	}
+}
+
 // leave is a joined request going away. When the last one has gone, the
 // run is canceled after Config.DetachGrace unless a repeat of the request
 // (an SDK retrying after its timeout) joins it meanwhile.
@@ -123,7 +138,7 @@ func (r *run) leave() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.followers--
-	if r.followers > 0 || r.detach != nil {
+	if r.followers > 0 || r.detach != nil || r.followedElsewhere {
 		return
 	}
 	if r.detachGrace <= 0 {

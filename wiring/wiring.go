@@ -209,6 +209,7 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 		DuplicateWindow:   time.Duration(cfg.Server.Limits.DuplicateWindow),
 		DetachGrace:       time.Duration(cfg.Server.Limits.DetachGrace),
 		RunRetention:      time.Duration(cfg.Server.Limits.RunRetention),
+		ParkAfter:         parkAfter(cfg.Server.Limits.ParkAfter),
 		StatusFrames:      server.StatusFrames(cfg.Server.StatusFrames),
 		CORSOrigins:       cfg.Server.CORSOrigins,
 		FrameAncestors:    cfg.Server.FrameAncestors,
@@ -295,4 +296,13 @@ func checkAllowedCapabilities(cfg *config.Config, runner agent.Runner) error {
 		return nil
 	}
 	return &config.Error{File: cfg.Source(), Problems: problems}
+}
+
+// parkAfter is server.limits.park_after as server.Config.ParkAfter:
+// negative never parks, 0 keeps the server's default.
+func parkAfter(t config.Threshold) time.Duration {
+	if t.Never {
+		return -1
+	}
+	return time.Duration(t.After)
 }

@@ -206,6 +206,33 @@ approval:
 	}
 }
 
+// server.limits.park_after: a duration, 0 (the server's default),
+// "never" or a negative duration (server.Config.ParkAfter negative: every
+// retry waited in place).
+func TestParkAfterFromFile(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want time.Duration
+	}{
+		{"", 0}, // the server's default, server.DefaultParkAfter
+		{"park_after: 0", 0},
+		{"park_after: 45s", 45 * time.Second},
+		{"park_after: 2.5", 2500 * time.Millisecond},
+		{"park_after: never", -1},
+		{"park_after: Never", -1},
+		{"park_after: -1s", -1},
+		{"park_after: -3", -1},
+	} {
+		sc, err := wiring.ServerConfig(parse(t, "server:\n  limits:\n    "+tc.yaml+"\n"), listingRunner{}, "", logging.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.ParkAfter != tc.want {
+			t.Errorf("%q: ParkAfter %v, want %v", tc.yaml, sc.ParkAfter, tc.want)
+		}
+	}
+}
+
 // listingRunner is a Runner that also lists threads, like *agent.Agent.
 type listingRunner struct{ agent.Runner }
 

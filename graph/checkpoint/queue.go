@@ -65,6 +65,11 @@ const (
 	SignalQueued SignalKind = "queued" // a run is ready to be claimed
 	SignalEvents SignalKind = "events" // a run has new events or a new status
 	SignalCancel SignalKind = "cancel" // a run is asked to stop
+	// SignalFollowed: a request on another process joined the run (an
+	// SDK's retry through the load balancer), so its owner keeps it going
+	// when its own clients leave. Lost, the run stops as if nobody
+	// followed it, and the follower is told it was canceled.
+	SignalFollowed SignalKind = "followed"
 )
 
 // RunSignal is a wake-up between processes; it carries no data of its own

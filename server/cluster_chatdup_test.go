@@ -1,0 +1,139 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+// heldRead is read_beam_current whose executions wait until released;
+// started says when one began.
+type heldRead struct {
+	runs    atomic.Int32
+	started chan struct{}
+	release chan struct{}
+}
+
+func (h *heldRead) capability(t *testing.T) capabilities.Capability {
+	c, err := capabilities.Define(capabilities.Definition{
+		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
+		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
+			Examples: []capabilities.ClassifierExample{{Query: "what is the beam current?", Result: true, Reason: "asks for the beam current"}}},
+		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+			h.runs.Add(1)
+			h.started <- struct{}{}
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+				return capabilities.Output{}, ctx.Err()
+			}
+			return capabilities.Result("BEAM_CURRENT", 377.4, "beam current is 377.4 mA"), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// postChat sends a Chat Completions request as an SDK does (an optional
+// Idempotency-Key) under ctx; the error is the client's (ctx ended).
+func postChat(ctx context.Context, env *testEnv, body map[string]any, idem string) (*http.Response, string, error) {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	req.Header.Set("Content-Type", "application/json")
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp, string(out), err
+}
+
+// Issue 18 with SDK retries: a Chat Completions request repeated (the
+// same conversation re-sent, or the same Idempotency-Key) through the load
+// balancer to another replica joins the first request's run while it goes
+// on — also when the first client gave up, for longer than DetachGrace —
+// and replays its answer once it has ended: the capability runs once.
+func TestRepeatedChatOnAnotherReplica(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		idem   string
+		stream bool
+	}{
+		{"conversation re-sent", "", false},
+		{"conversation re-sent, streaming", "", true},
+		{"Idempotency-Key", "retry-7f3a", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &heldRead{started: make(chan struct{}, 4), release: make(chan struct{})}
+			mk := func(st checkpoint.Store) *agent.Agent {
+				a, err := agent.New(agent.Config{Registry: newRegistry(t, h.capability(t)), Store: st})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return a
+			}
+			const grace = time.Second
+			reps := serveReplicas(t, pgStores(t, 2), mk, func(i int, c *Config) { c.DetachGrace = grace })
+			a, b := reps[0].env, reps[1].env
+			req := map[string]any{"model": "capgraph", "stream": tc.stream, "messages": []map[string]any{user("What is the beam current right now?")}}
+
+			// The first attempt reaches a, which starts the read; the
+			// client gives up (its timeout) and retries through b.
+			ctx, giveUp := context.WithCancel(context.Background())
+			first := make(chan error, 1)
+			go func() { _, _, err := postChat(ctx, a, req, tc.idem); first <- err }()
+			select {
+			case <-h.started:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the read never started")
+			}
+			giveUp()
+			<-first
+			type reply struct {
+				resp *http.Response
+				body string
+				err  error
+			}
+			second := make(chan reply, 1)
+			go func() {
+				resp, body, err := postChat(context.Background(), b, req, tc.idem)
+				second <- reply{resp, body, err}
+			}()
+			// Past a's DetachGrace with nobody following there: the run
+			// must go on, since the retry follows it on b.
+			time.Sleep(2 * grace)
+			close(h.release)
+			r := <-second
+			if r.err != nil || r.resp.StatusCode != http.StatusOK || !strings.Contains(r.body, "377.4") {
+				t.Fatalf("retry on b: %v %v %s", r.err, r.resp, r.body)
+			}
+			if n := h.runs.Load(); n != 1 {
+				t.Fatalf("the read ran %d times, want once", n)
+			}
+			// Re-sent again after the run ended, to the other replica: its answer.
+			resp, body, err := postChat(context.Background(), a, req, tc.idem)
+			if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, "377.4") || resp.Header.Get(headerReplayed) != "true" {
+				t.Fatalf("replay on a: %v %v %s", err, resp, body)
+			}
+			if n := h.runs.Load(); n != 1 {
+				t.Fatalf("the read ran %d times after the replay, want once", n)
+			}
+		})
+	}
+}
