@@ -404,13 +404,6 @@ func (m *runManager) evict() {
 	m.order = keep
 }
 
-// noEvents reports whether r has emitted nothing yet.
-func (r *run) noEvents() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastSeq == 0
-}
-
 // launch starts a reserved run.
 func (m *runManager) launch(r *run, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) {
 	go m.execute(r.ctx, r, fn)
@@ -456,16 +449,6 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 		m.s.park(r)
 		return
 	}
-	if m.s.cluster != nil && isThreadBusy(runErr) && ctx.Err() == nil && !r.fenced.Load() && r.noEvents() {
-		// Acknowledged, but another replica's lease still holds the thread
-		// (it died during a turn, or runs one): nothing ran here, so the
-		// run waits in the queue for the lease, as a parked run does, and
-		// its clients follow it from the store.
-		r.parkUntil = m.s.cfg.Now().Add(m.s.cluster.ttl / 3)
-		parked = true
-		m.s.park(r)
-		return
-	}
 	shutdown := m.base.Err() != nil
 	switch {
 	case runErr != nil && errors.Is(runErr, context.Canceled) && ctx.Err() != nil:
@@ -503,7 +486,9 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 	}
 	// The thread is free before the run shows as finished: a client that
 	// saw it end may start the next run at once.
-	noEvents := r.noEvents()
+	r.mu.Lock()
+	noEvents := r.lastSeq == 0
+	r.mu.Unlock()
 	m.mu.Lock()
 	m.release(r)
 	if r.recovering && isThreadBusy(runErr) && noEvents {
