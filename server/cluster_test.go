@@ -178,3 +178,49 @@ func TestRequestRateSharedByReplicas(t *testing.T) {
 		t.Fatalf("bob: %d %s", resp.StatusCode, body)
 	}
 }
+
+// A run acknowledged on a thread whose lease a dead replica still holds
+// (it died during a turn) is not failed: nothing ran, so it starts once
+// the lease expired, and its streaming client gets the answer.
+func TestRunWaitsForADeadReplicasLease(t *testing.T) {
+	var calls atomic.Int32
+	read, err := capabilities.Define(capabilities.Definition{
+		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
+		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+			calls.Add(1)
+			return capabilities.Result("BEAM_CURRENT", 301.2, "beam current 301.2 mA"), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(st checkpoint.Store) *agent.Agent {
+		a, err := agent.New(agent.Config{Registry: newRegistry(t, read), Store: st, Leases: agent.LeaseConfig{TTL: 3 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	reps := serveReplicas(t, pgStores(t, 2), mk, nil)
+	a := reps[0].env
+	a.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "beam"})
+	// The replica that "died" holds the thread for two more seconds.
+	held, err := reps[1].store.(checkpoint.Leaser).AcquireLease(context.Background(), internalThreadID(alice, "beam"), "vm/dead", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := a.do(t, "POST", "/api/threads/beam/runs", keyAlice, map[string]any{"input": "What is the beam current?", "stream": true})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	frames := readSSE(t, strings.NewReader(string(body)))
+	last := frames[len(frames)-1]
+	if last.Event != "end" || !strings.Contains(last.Data, `"status":"answered"`) || !strings.Contains(string(body), "301.2") {
+		t.Fatalf("the run did not wait for the lease and answer: last frame %+v\n%s", last, body)
+	}
+	if time.Now().Before(held.Expires) {
+		t.Errorf("answered before the dead replica's lease expired (%s)", held.Expires)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("the capability ran %d times, want once", calls.Load())
+	}
+}

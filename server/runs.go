@@ -404,6 +404,13 @@ func (m *runManager) evict() {
 	m.order = keep
 }
 
+// noEvents reports whether r has emitted nothing yet.
+func (r *run) noEvents() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastSeq == 0
+}
+
 // launch starts a reserved run.
 func (m *runManager) launch(r *run, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) {
 	go m.execute(r.ctx, r, fn)
@@ -440,6 +447,26 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 		cctx = graph.WithParkAfter(cctx, m.s.cfg.ParkAfter)
 	}
 	runErr := m.consume(cctx, r, aud, fn)
+	for backoff := 50 * time.Millisecond; m.s.cluster != nil && !r.recovering && r.noEvents() && ctx.Err() == nil; backoff *= 2 {
+		// Acknowledged, but another replica's lease holds the thread (it
+		// runs a turn there, or died during one): nothing ran, so the run
+		// starts again once the thread is free instead of failing —
+		// looking again soon (a live holder releases it when its turn
+		// ends), at the latest when the holder's lease expires.
+		lh := (*checkpoint.LeaseHeldError)(nil)
+		if !errors.As(runErr, &lh) {
+			break
+		}
+		wait := min(backoff, lh.RetryAfter(m.s.cfg.Now())+10*time.Millisecond)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		runErr = m.consume(cctx, r, aud, fn)
+	}
 	if r.consumed != nil {
 		close(r.consumed)
 	}
@@ -486,9 +513,7 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 	}
 	// The thread is free before the run shows as finished: a client that
 	// saw it end may start the next run at once.
-	r.mu.Lock()
-	noEvents := r.lastSeq == 0
-	r.mu.Unlock()
+	noEvents := r.noEvents()
 	m.mu.Lock()
 	m.release(r)
 	if r.recovering && isThreadBusy(runErr) && noEvents {

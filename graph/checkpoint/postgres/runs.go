@@ -109,13 +109,6 @@ func scanRun(row pgx.Row) (checkpoint.RunRecord, error) {
 	return r, nil
 }
 
-func keyArg(k string) any {
-	if k == "" {
-		return nil
-	}
-	return k
-}
-
 // CreateRun stores rec (see checkpoint.RunStore).
 func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkpoint.RunRecord, bool, error) {
 	if err := ctx.Err(); err != nil {
@@ -147,7 +140,7 @@ func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkp
 	// that its owner renews with its own TTL once the run starts.
 	out, err := scanRun(s.pool.QueryRow(ctx, s.runsSQL(`INSERT INTO {{runs}} (id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated, lease_expires)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, CASE WHEN $3 = 'running' THEN now() + `+provisionalLeaseSQL+` END) ON CONFLICT DO NOTHING RETURNING `+runColumns),
-		rec.ID, rec.Thread, string(rec.Status), keyArg(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now))
+		rec.ID, rec.Thread, string(rec.Status), sqlrow.OptionalString(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now))
 	if err == nil {
 		return out, true, nil
 	}
@@ -191,7 +184,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 		if _, err := tx.Exec(ctx, s.runsSQL(`UPDATE {{runs}} SET status = $1, key = $2, result = $3, error = $4, owner = $5, attempt = $6, updated = $7,
 			lease_expires = CASE WHEN $1 <> 'running' THEN NULL WHEN $9 THEN now() + `+provisionalLeaseSQL+` ELSE lease_expires END
 			WHERE seq = $8`),
-			string(nr.Status), keyArg(nr.Key), blobArg(nr.Result), nr.Error, nr.Owner, nr.Attempt, now, nr.Seq, u.Start); err != nil {
+			string(nr.Status), sqlrow.OptionalString(nr.Key), blobArg(nr.Result), nr.Error, nr.Owner, nr.Attempt, now, nr.Seq, u.Start); err != nil {
 			return err
 		}
 		out = nr

@@ -89,13 +89,6 @@ func scanRun(row rowScanner) (checkpoint.RunRecord, error) {
 	return r, nil
 }
 
-func keyArg(k string) any {
-	if k == "" {
-		return nil
-	}
-	return k
-}
-
 // CreateRun stores rec in one durable transaction (see checkpoint.RunStore).
 func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkpoint.RunRecord, bool, error) {
 	if err := ctx.Err(); err != nil {
@@ -138,7 +131,7 @@ func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkp
 	now := time.Now().UnixMicro()
 	out, err := scanRun(tx.QueryRowContext(ctx, `INSERT INTO runs (id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+runColumns,
-		rec.ID, rec.Thread, string(rec.Status), keyArg(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now, now))
+		rec.ID, rec.Thread, string(rec.Status), sqlrow.OptionalString(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now, now))
 	if err != nil {
 		return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: create run: %w", err)
 	}
@@ -178,7 +171,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 		return r, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, key = ?, result = ?, error = ?, owner = ?, attempt = ?, updated = ? WHERE seq = ?`,
-		string(nr.Status), keyArg(nr.Key), blobArg(nr.Result), nr.Error, nr.Owner, nr.Attempt, now.UnixMicro(), nr.Seq); err != nil {
+		string(nr.Status), sqlrow.OptionalString(nr.Key), blobArg(nr.Result), nr.Error, nr.Owner, nr.Attempt, now.UnixMicro(), nr.Seq); err != nil {
 		return checkpoint.RunRecord{}, fmt.Errorf("sqlite: update run: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

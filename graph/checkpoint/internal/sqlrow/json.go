@@ -59,3 +59,12 @@ func Strings(b []byte, column string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// OptionalString is s as a query argument, NULL when empty (an optional
+// key column: unique among the rows that have one).
+func OptionalString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
