@@ -197,6 +197,7 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted before this run finished, and a later run on the thread replaced it; nothing more of this run will be done")
 	}
 	st, status, err := s.cfg.Runner.State(ctx, rec.Thread)
+	st0 := st
 	unknown := errors.Is(err, agent.ErrUnknownThread)
 	if err != nil && !unknown {
 		return false, err
@@ -221,6 +222,9 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 		msg := ""
 		if st == "" {
 			st, msg = checkpoint.RunFailed, "the run failed before the server restarted"
+		}
+		if status == agent.RunAnswered {
+			return false, s.endAnswered(ctx, rec, sp.chat, st0)
 		}
 		return false, s.endRecord(ctx, rec, st, msg)
 	}
@@ -258,6 +262,64 @@ func (s *Server) hasOpenRecord(ctx context.Context, thread string) (bool, error)
 		return false, err
 	}
 	return !recs[0].Status.Terminal() || s.cluster != nil && recs[0].Status == checkpoint.RunCanceled, err
+}
+
+// endAnswered ends the record of a run whose turn was answered before a
+// crash cut its process, with what the run's followers need: with
+// replicas, the answer and the end as the run's last stored events (its
+// replica may have died before storing them, and a client following the
+// run from another replica would see it end without its answer); for a
+// Chat Completions request, the answer a repetition of it gets.
+func (s *Server) endAnswered(ctx context.Context, rec checkpoint.RunRecord, chat bool, st state.State) error {
+	m, ok := st.LastAssistant()
+	ok = ok && m.Turn == st.Turn.Number
+	if s.cluster != nil {
+		var evs []checkpoint.RunEvent
+		stored, err := s.cluster.ev.ListRunEvents(ctx, rec.ID, 0)
+		if err != nil {
+			return err
+		}
+		last, ended, told := 0, false, false
+		for _, e := range stored {
+			var ev agent.Event
+			if json.Unmarshal(e.Data, &ev) == nil {
+				ended = ended || ev.Type == agent.EventDone
+				told = told || ev.Type == agent.EventMessage
+			}
+			last = e.Seq
+		}
+		add := func(ev agent.Event) {
+			last += resumeSeqGap
+			ev.Seq, ev.RunID, ev.Thread, ev.Time = last, rec.ID, rec.Thread, s.cfg.Now()
+			if b, err := json.Marshal(ev); err == nil {
+				evs = append(evs, checkpoint.RunEvent{Seq: ev.Seq, Data: b})
+			}
+		}
+		if ok && !told && !ended {
+			add(agent.Event{Type: agent.EventMessage, Message: &m})
+		}
+		if !ended {
+			add(agent.Event{Type: agent.EventDone, Status: agent.RunAnswered})
+		}
+		if len(evs) > 0 {
+			if err := s.cluster.ev.AppendRunEvents(ctx, rec.ID, evs); err != nil {
+				return err
+			}
+		}
+	}
+	u := checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}, IfOwner: rec.Owner, Status: checkpoint.RunDone}
+	if chat && ok {
+		if b, err := json.Marshal(runResult{Content: m.Content}); err == nil {
+			u.Result = b
+		}
+	}
+	if _, err := s.records.UpdateRun(ctx, rec.ID, u); err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+		return err
+	}
+	if s.cluster != nil {
+		s.signal(checkpoint.SignalEvents, rec.ID)
+	}
+	return nil
 }
 
 // endRecord gives a record its final status, if no other process took it.

@@ -265,3 +265,104 @@ func TestServerTakesOverAfterTheLeaseTTL(t *testing.T) {
 		})
 	}
 }
+
+// A run claimed from the queue whose thread another replica holds only a
+// moment (its recovery checking the thread, then letting go) starts once
+// the thread is free, and RecoverRuns reports it, instead of going back
+// to the queue unreported (TestServersRecoverEachCutRunOnce failed 1 run
+// in 3 on it).
+func TestRecoveredRunWaitsOutABriefHold(t *testing.T) {
+	for _, be := range replicaBackends {
+		t.Run(be.Name, func(t *testing.T) {
+			s1, s2 := be.Open(t)
+			w := newScanWorld()
+			first, a := w.server(t, s1, agent.DefaultLeaseTTL, nil)
+			w.cut(t, first, "scan")
+			waitRuns(t, first)
+			first.http.Close()
+			internal, err := a.Unfinished(context.Background())
+			if err != nil || len(internal) != 1 {
+				t.Fatalf("Unfinished = %v, %v", internal, err)
+			}
+			hold, err := s1.AcquireLease(context.Background(), internal[0], "checking-replica", agent.DefaultLeaseTTL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.AfterFunc(120*time.Millisecond, func() { _ = s1.ReleaseLease(context.Background(), hold) })
+			live, _ := w.server(t, s2, agent.DefaultLeaseTTL, nil)
+			got, err := live.srv.RecoverRuns(context.Background())
+			if live.srv.cluster == nil {
+				// One process alone leaves a held thread to its holder.
+				if err != nil || len(got) != 0 {
+					t.Fatalf("RecoverRuns under a held lease: %v, %v; want nothing", got, err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, internal) {
+				t.Fatalf("RecoverRuns = %v, %v; want %v once the brief hold ends", got, err, internal)
+			}
+			waitRuns(t, live)
+			if n := w.finished.Load(); n != 1 {
+				t.Fatalf("slow_scan finished %d times; want once", n)
+			}
+			if st := runsOf(live.srv); st[agent.RunAnswered] != 1 || len(st) != 1 {
+				t.Fatalf("runs of the recovering server: %v; want one answered", st)
+			}
+		})
+	}
+}
+
+// A replica killed after its run's turn was answered, before it stored the
+// run's last events and ended its record, leaves followers on other
+// replicas the answer: the replica that takes the record over stores the
+// turn's message and the end, and the record ends done.
+func TestTakenOverAnsweredRunGivesFollowersTheAnswer(t *testing.T) {
+	r := pgtest.Replicas(t, 2)
+	w := newScanWorld()
+	first, _ := w.server(t, r[0], agent.DefaultLeaseTTL, nil)
+	first.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "scan"})
+	resp, body := first.do(t, "POST", "/api/threads/scan/runs", keyAlice, map[string]any{"input": "Scan the undulator gap"})
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("start: %d %s", resp.StatusCode, body)
+	}
+	waitRuns(t, first)
+	first.http.Close()
+	// What the killed replica left: the run's record running under its
+	// expired lease, none of its events stored.
+	b, err := json.Marshal(runInput{Kind: kindResume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := runSpec{c: alice, source: "native", clientThread: "scan"}
+	if _, created, err := first.srv.records.CreateRun(context.Background(), checkpoint.RunRecord{ID: "run-lost-events", Thread: internalThreadID(alice, "scan"),
+		Status: checkpoint.RunQueued, Input: b, Labels: sp.labels(), Owner: "killed-replica", Attempt: 1}); err != nil || !created {
+		t.Fatalf("record: %v", err)
+	}
+	if _, err := first.srv.records.UpdateRun(context.Background(), "run-lost-events", checkpoint.RunUpdate{Status: checkpoint.RunRunning}); err != nil {
+		t.Fatal(err) // running, its lease gone
+	}
+
+	live, _ := w.server(t, r[1], agent.DefaultLeaseTTL, nil)
+	if got, err := live.srv.RecoverRuns(context.Background()); err != nil || len(got) != 0 {
+		t.Fatalf("RecoverRuns = %v, %v; want nothing started (the turn was answered)", got, err)
+	}
+	if rec, err := live.srv.records.GetRun(context.Background(), "run-lost-events"); err != nil || rec.Status != checkpoint.RunDone {
+		t.Fatalf("record after RecoverRuns: %+v, %v; want done", rec, err)
+	}
+	if n := w.finished.Load(); n != 1 {
+		t.Fatalf("slow_scan ran %d times; want once (before the kill)", n)
+	}
+	other, _ := w.server(t, r[0], agent.DefaultLeaseTTL, nil)
+	for _, follower := range []*testEnv{live, other} {
+		resp, body = follower.do(t, "GET", "/api/threads/scan/runs/run-lost-events/events", keyAlice, nil)
+		text := string(body)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(text, "event: message") || !strings.Contains(text, "gap scanned") ||
+			!strings.Contains(text, `"status":"answered"`) {
+			t.Fatalf("a follower's stream of the taken-over run: %d\n%s\nwant the answer's message and the end", resp.StatusCode, text)
+		}
+	}
+	rec, err := live.srv.records.GetRun(context.Background(), "run-lost-events")
+	if err != nil || rec.Status != checkpoint.RunDone {
+		t.Fatalf("record %+v, %v; want done", rec, err)
+	}
+}

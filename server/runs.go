@@ -404,11 +404,13 @@ func (m *runManager) evict() {
 	m.order = keep
 }
 
-// noEvents reports whether r has emitted nothing yet.
+// noEvents reports whether r has emitted nothing yet in this process
+// (a run recovered from the queue numbers on from its earlier attempts'
+// events, so its sequence number does not say).
 func (r *run) noEvents() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.lastSeq == 0
+	return len(r.events) == 0
 }
 
 // launch starts a reserved run.
@@ -447,17 +449,27 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 		cctx = graph.WithParkAfter(cctx, m.s.cfg.ParkAfter)
 	}
 	runErr := m.consume(cctx, r, aud, fn)
-	for backoff := 50 * time.Millisecond; m.s.cluster != nil && !r.recovering && r.noEvents() && ctx.Err() == nil; backoff *= 2 {
-		// Acknowledged, but another replica's lease holds the thread (it
-		// runs a turn there, or died during one): nothing ran, so the run
-		// starts again once the thread is free instead of failing —
-		// looking again soon (a live holder releases it when its turn
-		// ends), at the latest when the holder's lease expires.
+	var waited time.Duration
+	for backoff := 50 * time.Millisecond; m.s.cluster != nil && r.noEvents() && ctx.Err() == nil; backoff *= 2 {
+		// Another replica's lease holds the thread (it runs a turn there,
+		// died during one, or checks the thread for recovery a moment):
+		// nothing ran, so the run starts again once the thread is free
+		// instead of failing — looking again soon (a live holder releases
+		// it when its turn ends), at the latest when the holder's lease
+		// expires. A recovered run looks for a third of a TTL, then goes
+		// back to the queue (finishRecord), holding no goroutine longer.
 		lh := (*checkpoint.LeaseHeldError)(nil)
 		if !errors.As(runErr, &lh) {
 			break
 		}
 		wait := min(backoff, lh.RetryAfter(m.s.cfg.Now())+10*time.Millisecond)
+		if r.recovering {
+			if waited >= m.s.cluster.ttl/3 {
+				break
+			}
+			wait = min(wait, m.s.cluster.ttl/3-waited)
+		}
+		waited += wait
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():

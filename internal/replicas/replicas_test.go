@@ -272,6 +272,14 @@ func (c *client) follow(ctx context.Context, prefer int, thread, run string) (st
 					var ev struct{ Text string }
 					_ = json.Unmarshal([]byte(data), &ev)
 					text.WriteString(ev.Text)
+				case "message":
+					// The whole answer, as the page shows it: also what a
+					// run taken over after its answer gives its followers.
+					var ev struct{ Message struct{ Content string } }
+					if json.Unmarshal([]byte(data), &ev) == nil && ev.Message.Content != "" {
+						text.Reset()
+						text.WriteString(ev.Message.Content)
+					}
 				case "end":
 					var end struct{ Status string }
 					_ = json.Unmarshal([]byte(data), &end)
