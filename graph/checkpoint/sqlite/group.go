@@ -295,3 +295,40 @@ func (ws *writeStmts) close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// readStmts are the reads every step or request makes, prepared on the
+// read pool (database/sql prepares them on each connection as it is used).
+type readStmts struct {
+	latest, checkpoint, writes, thread *sql.Stmt
+}
+
+func prepareReads(r *sql.DB) (*readStmts, error) {
+	rs := &readStmts{}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&rs.latest, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? ORDER BY id DESC LIMIT 1`},
+		{&rs.checkpoint, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND id = ?`},
+		{&rs.writes, `SELECT task, kind, value FROM writes WHERE thread_id = ? AND checkpoint_id = ? ORDER BY seq`},
+		{&rs.thread, `SELECT thread_id, latest_id, metadata, created, updated FROM threads WHERE thread_id = ?` + matchSQL("metadata")},
+	} {
+		st, err := r.Prepare(p.sql)
+		if err != nil {
+			rs.close() //nolint:errcheck // the prepare error says more
+			return nil, fmt.Errorf("sqlite: prepare statements: %w", err)
+		}
+		*p.dst = st
+	}
+	return rs, nil
+}
+
+func (rs *readStmts) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{rs.latest, rs.checkpoint, rs.writes, rs.thread} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

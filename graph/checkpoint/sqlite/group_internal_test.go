@@ -114,6 +114,19 @@ type result struct {
 	err  error
 }
 
+// noErrors waits for the writes started with goWrite and reports those
+// that failed.
+func noErrors(t *testing.T, wg *sync.WaitGroup, out chan result) {
+	t.Helper()
+	wg.Wait()
+	close(out)
+	for r := range out {
+		if r.err != nil {
+			t.Errorf("%s: %v", r.name, r.err)
+		}
+	}
+}
+
 func goWrite(wg *sync.WaitGroup, out chan<- result, name string, f func() error) {
 	wg.Go(func() { out <- result{name, f()} })
 }
@@ -142,13 +155,7 @@ func TestGroupCommitGroupsQueuedWrites(t *testing.T) {
 	default:
 	}
 	release()
-	wg.Wait()
-	close(out)
-	for r := range out {
-		if r.err != nil {
-			t.Errorf("%s: %v", r.name, r.err)
-		}
-	}
+	noErrors(t, &wg, out)
 	if got := gt.commitSizes(); !slices.Equal(got, []int{1, 9}) {
 		t.Errorf("commit sizes %v, want [1 9]: the first write alone, the nine queued behind it together", got)
 	}
@@ -176,13 +183,7 @@ func TestGroupCommitMaxBatch(t *testing.T) {
 	}
 	gt.waitQueued(10)
 	release()
-	wg.Wait()
-	close(out)
-	for r := range out {
-		if r.err != nil {
-			t.Errorf("%s: %v", r.name, r.err)
-		}
-	}
+	noErrors(t, &wg, out)
 	if got := gt.commitSizes(); !slices.Equal(got, []int{1, 4, 4, 2}) {
 		t.Errorf("commit sizes %v, want [1 4 4 2]", got)
 	}
@@ -350,13 +351,7 @@ func TestGroupCommitClose(t *testing.T) {
 	default:
 	}
 	release()
-	wg.Wait()
-	close(out)
-	for r := range out {
-		if r.err != nil {
-			t.Errorf("%s: %v", r.name, r.err)
-		}
-	}
+	noErrors(t, &wg, out)
 	if err := <-closed; err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -414,5 +409,76 @@ func TestGroupCommitPanic(t *testing.T) {
 	}
 	if err := gt.s.Put(ctx, groupCP("after-group")); err != nil {
 		t.Fatalf("Put after a group panicked: %v", err)
+	}
+}
+
+// Run records are written with the checkpoints' group commit: queued behind
+// a commit in flight, a new record, an update, a refused update (a status
+// it may not move from) and a duplicate id are one transaction with the
+// Puts beside them; the refusals fail alone and the rest is stored.
+func TestGroupCommitHoldsRunRecords(t *testing.T) {
+	gt := newGroupTest(t, Config{})
+	ctx := context.Background()
+	if _, _, err := gt.s.CreateRun(ctx, checkpoint.RunRecord{ID: "run-old", Thread: "t-old", Status: checkpoint.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	gt.mu.Lock()
+	gt.commits = nil
+	gt.mu.Unlock()
+	release := gt.hold()
+	var wg sync.WaitGroup
+	out := make(chan result, 8)
+	first := groupCP("t-first")
+	goWrite(&wg, out, "first put", func() error { return gt.s.Put(ctx, first) })
+	gt.waitBusy()
+	cp := groupCP("t-put")
+	goWrite(&wg, out, "put", func() error { return gt.s.Put(ctx, cp) })
+	goWrite(&wg, out, "create", func() error {
+		_, created, err := gt.s.CreateRun(ctx, checkpoint.RunRecord{ID: "run-new", Thread: "t-new", Key: "k-new"})
+		if err == nil && !created {
+			err = errors.New("not created")
+		}
+		return err
+	})
+	goWrite(&wg, out, "update", func() error {
+		_, err := gt.s.UpdateRun(ctx, "run-old", checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunRunning}, Status: checkpoint.RunDone})
+		return err
+	})
+	goWrite(&wg, out, "refused update", func() error {
+		_, err := gt.s.UpdateRun(ctx, "run-old", checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued}, Status: checkpoint.RunFailed})
+		if !errors.Is(err, checkpoint.ErrRunConflict) {
+			return fmt.Errorf("got %v, want ErrRunConflict", err)
+		}
+		return nil
+	})
+	goWrite(&wg, out, "duplicate id", func() error {
+		_, _, err := gt.s.CreateRun(ctx, checkpoint.RunRecord{ID: "run-old", Thread: "t-old"})
+		var inv *checkpoint.InvalidError
+		if !errors.As(err, &inv) {
+			return fmt.Errorf("got %v, want an InvalidError naming the id", err)
+		}
+		return nil
+	})
+	goWrite(&wg, out, "missing", func() error {
+		_, err := gt.s.UpdateRun(ctx, "run-none", checkpoint.RunUpdate{Status: checkpoint.RunDone})
+		if !errors.Is(err, checkpoint.ErrNotFound) {
+			return fmt.Errorf("got %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+	gt.waitQueued(6)
+	release()
+	noErrors(t, &wg, out)
+	if got := gt.commitSizes(); !slices.Equal(got, []int{1, 6}) {
+		t.Errorf("commit sizes %v, want [1 6]: the six writes queued behind the first in one transaction", got)
+	}
+	if r, err := gt.s.GetRun(ctx, "run-old"); err != nil || r.Status != checkpoint.RunDone {
+		t.Errorf("run-old: %+v, %v; want done (the refused update changed nothing)", r, err)
+	}
+	if r, err := gt.s.GetRunByKey(ctx, "k-new"); err != nil || r.ID != "run-new" || r.Status != checkpoint.RunQueued {
+		t.Errorf("run-new: %+v, %v", r, err)
+	}
+	if tu, err := gt.s.Get(ctx, cp.ThreadID, uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {
+		t.Errorf("the Put grouped with the records: %v, %v", tu.Checkpoint.ID, err)
 	}
 }

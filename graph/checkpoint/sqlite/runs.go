@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/capgraph/capgraph/graph/checkpoint"
@@ -41,11 +40,37 @@ var runsSchema = []string{
 
 const runColumns = `seq, id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated`
 
-// runsReady remembers the stores whose runs table exists.
-var runsReady sync.Map // *Store → struct{}
+// runStmts are the statements of CreateRun and UpdateRun, prepared on
+// the writer connection once the table exists: a run record is written
+// two or three times per turn, and parsing a statement cost more than
+// running it.
+type runStmts struct {
+	byID, byKey, insert, update *sql.Stmt // on the writer connection
+	readByID, readByKey         *sql.Stmt // on the read pool (GetRun, GetRunByKey)
+}
 
+func (rs *runStmts) close() error {
+	if rs == nil {
+		return nil
+	}
+	var errs []error
+	for _, st := range []*sql.Stmt{rs.byID, rs.byKey, rs.insert, rs.update, rs.readByID, rs.readByKey} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ensureRuns creates the runs table on first use and prepares its
+// statements.
 func (s *Store) ensureRuns(ctx context.Context) error {
-	if _, ok := runsReady.Load(s); ok {
+	if s.runStmts.Load() != nil {
+		return nil
+	}
+	s.runsMu.Lock()
+	defer s.runsMu.Unlock()
+	if s.runStmts.Load() != nil {
 		return nil
 	}
 	for _, stmt := range runsSchema {
@@ -53,7 +78,28 @@ func (s *Store) ensureRuns(ctx context.Context) error {
 			return fmt.Errorf("sqlite: create the runs table: %w", err)
 		}
 	}
-	runsReady.Store(s, struct{}{})
+	rs := &runStmts{}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		db  *sql.DB
+		sql string
+	}{
+		{&rs.readByID, s.r, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
+		{&rs.readByKey, s.r, `SELECT ` + runColumns + ` FROM runs WHERE key = ?`},
+		{&rs.byID, s.w, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
+		{&rs.byKey, s.w, `SELECT ` + runColumns + ` FROM runs WHERE key = ?`},
+		{&rs.insert, s.w, `INSERT INTO runs (id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ` + runColumns},
+		{&rs.update, s.w, `UPDATE runs SET status = ?, key = ?, result = ?, error = ?, owner = ?, attempt = ?, updated = ? WHERE seq = ?`},
+	} {
+		st, err := p.db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			rs.close() //nolint:errcheck // the prepare error says more
+			return fmt.Errorf("sqlite: prepare the runs statements: %w", err)
+		}
+		*p.dst = st
+	}
+	s.runStmts.Store(rs)
 	return nil
 }
 
@@ -107,38 +153,44 @@ func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkp
 	if err != nil {
 		return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: encode run labels: %w", err)
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: create run: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	if rec.Key != "" {
-		r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE key = ?`, rec.Key))
-		if err == nil {
-			return r, false, nil
+	var (
+		out     checkpoint.RunRecord
+		created bool
+	)
+	// Written with the checkpoints' group commit (durable on return, like
+	// a Put); an error that wrote nothing is a refusal, so the writes
+	// grouped with it stand.
+	err = s.write(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
+		rs := s.runStmts.Load()
+		out, created = checkpoint.RunRecord{}, false
+		if rec.Key != "" {
+			r, err := scanRun(tx.StmtContext(ctx, rs.byKey).QueryRowContext(ctx, rec.Key))
+			if err == nil {
+				out = r
+				return nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("sqlite: create run: %w", err)
+			}
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: create run: %w", err)
+		if _, err := scanRun(tx.StmtContext(ctx, rs.byID).QueryRowContext(ctx, rec.ID)); err == nil {
+			return refusal{&checkpoint.InvalidError{Field: "id", Reason: fmt.Sprintf("run %q exists", rec.ID)}}
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: create run: %w", err)
 		}
-	}
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, rec.ID).Scan(&n); err != nil {
-		return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: create run: %w", err)
-	}
-	if n > 0 {
-		return checkpoint.RunRecord{}, false, &checkpoint.InvalidError{Field: "id", Reason: fmt.Sprintf("run %q exists", rec.ID)}
-	}
-	now := time.Now().UnixMicro()
-	out, err := scanRun(tx.QueryRowContext(ctx, `INSERT INTO runs (id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+runColumns,
-		rec.ID, rec.Thread, string(rec.Status), sqlrow.OptionalString(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now, now))
+		now := time.Now().UnixMicro()
+		r, err := scanRun(tx.StmtContext(ctx, rs.insert).QueryRowContext(ctx,
+			rec.ID, rec.Thread, string(rec.Status), sqlrow.OptionalString(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now, now))
+		if err != nil {
+			return fmt.Errorf("sqlite: create run: %w", err)
+		}
+		out, created = r, true
+		return nil
+	})
 	if err != nil {
-		return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: create run: %w", err)
+		return checkpoint.RunRecord{}, false, err
 	}
-	if err := tx.Commit(); err != nil {
-		return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: commit run: %w", err)
-	}
-	return out, true, nil
+	return out, created, nil
 }
 
 // UpdateRun applies u in one durable transaction.
@@ -152,37 +204,44 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 	if err := s.ensureRuns(ctx); err != nil {
 		return checkpoint.RunRecord{}, err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return checkpoint.RunRecord{}, fmt.Errorf("sqlite: update run: %w", err)
+	var cur, out checkpoint.RunRecord
+	err := s.write(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
+		rs := s.runStmts.Load()
+		r, err := scanRun(tx.StmtContext(ctx, rs.byID).QueryRowContext(ctx, id))
+		cur, out = r, checkpoint.RunRecord{}
+		if errors.Is(err, sql.ErrNoRows) {
+			return refusal{fmt.Errorf("%w: run %q", checkpoint.ErrNotFound, id)}
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: update run: %w", err)
+		}
+		// Microseconds, as stored; never before the last update.
+		now := time.UnixMicro(max(time.Now().UnixMicro(), r.Updated.UnixMicro())).UTC()
+		nr, err := checkpoint.ApplyRunUpdate(r, u, now)
+		if err != nil {
+			return refusal{err}
+		}
+		if _, err := tx.StmtContext(ctx, rs.update).ExecContext(ctx,
+			string(nr.Status), sqlrow.OptionalString(nr.Key), blobArg(nr.Result), nr.Error, nr.Owner, nr.Attempt, now.UnixMicro(), nr.Seq); err != nil {
+			return fmt.Errorf("sqlite: update run: %w", err)
+		}
+		out = nr
+		return nil
+	})
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return checkpoint.RunRecord{}, err
+	case err != nil && cur.ID != "" && out.ID == "":
+		return cur, err // refused: the record as it is
+	case err != nil:
+		return checkpoint.RunRecord{}, err
 	}
-	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return checkpoint.RunRecord{}, fmt.Errorf("%w: run %q", checkpoint.ErrNotFound, id)
-	}
-	if err != nil {
-		return checkpoint.RunRecord{}, fmt.Errorf("sqlite: update run: %w", err)
-	}
-	// Microseconds, as stored; never before the last update.
-	now := time.UnixMicro(max(time.Now().UnixMicro(), r.Updated.UnixMicro())).UTC()
-	nr, err := checkpoint.ApplyRunUpdate(r, u, now)
-	if err != nil {
-		return r, err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, key = ?, result = ?, error = ?, owner = ?, attempt = ?, updated = ? WHERE seq = ?`,
-		string(nr.Status), sqlrow.OptionalString(nr.Key), blobArg(nr.Result), nr.Error, nr.Owner, nr.Attempt, now.UnixMicro(), nr.Seq); err != nil {
-		return checkpoint.RunRecord{}, fmt.Errorf("sqlite: update run: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return checkpoint.RunRecord{}, fmt.Errorf("sqlite: commit run: %w", err)
-	}
-	return nr, nil
+	return out, nil
 }
 
 // GetRun returns the record with the id.
 func (s *Store) GetRun(ctx context.Context, id string) (checkpoint.RunRecord, error) {
-	return s.getRun(ctx, `id = ?`, id, "run "+fmt.Sprintf("%q", id))
+	return s.getRun(ctx, func(rs *runStmts) *sql.Stmt { return rs.readByID }, id, "run "+fmt.Sprintf("%q", id))
 }
 
 // GetRunByKey returns the record holding key.
@@ -190,17 +249,17 @@ func (s *Store) GetRunByKey(ctx context.Context, key string) (checkpoint.RunReco
 	if key == "" {
 		return checkpoint.RunRecord{}, fmt.Errorf("%w: run key", checkpoint.ErrNotFound)
 	}
-	return s.getRun(ctx, `key = ?`, key, "run key")
+	return s.getRun(ctx, func(rs *runStmts) *sql.Stmt { return rs.readByKey }, key, "run key")
 }
 
-func (s *Store) getRun(ctx context.Context, where string, arg any, what string) (checkpoint.RunRecord, error) {
+func (s *Store) getRun(ctx context.Context, stmt func(*runStmts) *sql.Stmt, arg any, what string) (checkpoint.RunRecord, error) {
 	if err := ctx.Err(); err != nil {
 		return checkpoint.RunRecord{}, err
 	}
 	if err := s.ensureRuns(ctx); err != nil {
 		return checkpoint.RunRecord{}, err
 	}
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE `+where, arg))
+	r, err := scanRun(stmt(s.runStmts.Load()).QueryRowContext(ctx, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return checkpoint.RunRecord{}, fmt.Errorf("%w: %s", checkpoint.ErrNotFound, what)
 	}

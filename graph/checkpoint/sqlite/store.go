@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/google/uuid"
@@ -30,6 +31,10 @@ type Store struct {
 	maxBatch int
 	group    group       // Puts and PutWrites waiting for a commit
 	stmts    *writeStmts // their statements, prepared once
+	reads    *readStmts  // the reads of every step, prepared once
+
+	runsMu   sync.Mutex               // creating the runs table
+	runStmts atomic.Pointer[runStmts] // set once the runs table exists
 
 	commits, writes atomic.Int64 // see Stats
 }
@@ -37,11 +42,11 @@ type Store struct {
 // Stats counts what the store has committed since it was opened.
 type Stats struct {
 	// Commits counts the write transactions committed, each one fsync of
-	// the write-ahead log: group commits, DeleteThread, AppendRecords and
-	// prunes (migrations not included).
+	// the write-ahead log: group commits (of checkpoints and run records),
+	// DeleteThread, AppendRecords and prunes (migrations not included).
 	Commits int64
-	// Writes counts the Puts and PutWrites those commits held; Writes ÷
-	// Commits is the mean size of a group.
+	// Writes counts the Puts, PutWrites, CreateRuns and UpdateRuns those
+	// commits held; Writes ÷ Commits is the mean size of a group.
 	Writes int64
 }
 
@@ -100,14 +105,21 @@ func New(cfg Config) (*Store, error) {
 		r.Close()
 		return nil, err
 	}
-	return &Store{w: w, r: r, maxBatch: cfg.MaxBatch, stmts: stmts}, nil
+	reads, err := prepareReads(r)
+	if err != nil {
+		stmts.close() //nolint:errcheck // the prepare error says more
+		w.Close()
+		r.Close()
+		return nil, err
+	}
+	return &Store{w: w, r: r, maxBatch: cfg.MaxBatch, stmts: stmts, reads: reads}, nil
 }
 
 // Close refuses new writes, waits for those in progress or queued to be
 // committed, then closes both connection pools.
 func (s *Store) Close() error {
 	s.group.close()
-	return errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
+	return errors.Join(s.stmts.close(), s.reads.close(), s.runStmts.Load().close(), s.r.Close(), s.w.Close())
 }
 
 const cpColumns = `thread_id, id, parent_id, run_id, step, state, next, not_before, metadata, created, state_deflate`
@@ -201,9 +213,9 @@ func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpo
 	defer tx.Rollback() //nolint:errcheck // read-only
 	var row *sql.Row
 	if id == uuid.Nil {
-		row = tx.QueryRowContext(ctx, `SELECT `+cpColumns+` FROM checkpoints WHERE thread_id = ? ORDER BY id DESC LIMIT 1`, threadID)
+		row = tx.StmtContext(ctx, s.reads.latest).QueryRowContext(ctx, threadID)
 	} else {
-		row = tx.QueryRowContext(ctx, `SELECT `+cpColumns+` FROM checkpoints WHERE thread_id = ? AND id = ?`, threadID, id[:])
+		row = tx.StmtContext(ctx, s.reads.checkpoint).QueryRowContext(ctx, threadID, id[:])
 	}
 	cp, err := scanCheckpoint(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -215,8 +227,7 @@ func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpo
 	if err != nil {
 		return checkpoint.Tuple{}, fmt.Errorf("sqlite: get %s/%s: %w", threadID, id, err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT task, kind, value FROM writes WHERE thread_id = ? AND checkpoint_id = ? ORDER BY seq`,
-		threadID, cp.ID[:])
+	rows, err := tx.StmtContext(ctx, s.reads.writes).QueryContext(ctx, threadID, cp.ID[:])
 	if err != nil {
 		return checkpoint.Tuple{}, fmt.Errorf("sqlite: get writes of %s/%s: %w", threadID, cp.ID, err)
 	}
@@ -321,7 +332,24 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 		q.WriteString(` LIMIT ?`)
 		args = append(args, f.Limit)
 	}
-	rows, err := s.r.QueryContext(ctx, q.String(), args...)
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if f.ThreadID != "" && f.Before == uuid.Nil {
+		// One thread by its key, as a server asks for every request: the
+		// statement is prepared.
+		m, merr := sqlrow.MapArg(f.Metadata)
+		if merr != nil {
+			return nil, fmt.Errorf("sqlite: encode filter: %w", merr)
+		}
+		if m == nil {
+			m = "{}"
+		}
+		rows, err = s.reads.thread.QueryContext(ctx, f.ThreadID, m)
+	} else {
+		rows, err = s.r.QueryContext(ctx, q.String(), args...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list threads: %w", err)
 	}
