@@ -7,7 +7,12 @@
 // calls, the errors, the server's resident memory per idle thread and, on
 // SQLite, the store's growth per conversation.
 //
-//	cd bench && go run ./load [-stores memory,sqlite] [-clients 200] [-latency 200ms] [-duration 30s]
+//	cd bench && go run ./load [-stores floor,memory,sqlite] [-clients 200] [-latency 200ms] [-duration 30s]
+//
+// The floor is the same load against a bare handler that waits out the
+// turn's four model calls and streams as capgraph does, without capgraph:
+// what the client, HTTP and the machine's scheduling add by themselves, so
+// that each store's figures can be read beside it.
 //
 // The server runs in a process of its own (this program, started again
 // with -serve), so its resident memory is its own. Each store gets a
@@ -42,11 +47,12 @@ const Answer = "The stored beam current (SR:DCCT:CURRENT) is 500.2 mA."
 
 func main() {
 	serve := flag.Bool("serve", false, "internal: run the server and answer commands on stdin")
-	stores := flag.String("stores", "memory,sqlite", "stores to measure, in order: memory, sqlite")
+	stores := flag.String("stores", "floor,memory,sqlite", "stores to measure, in order: floor (the same load without capgraph), memory, sqlite")
 	clients := flag.Int("clients", 200, "concurrent clients")
 	latency := flag.Duration("latency", 200*time.Millisecond, "the scripted model's latency, per call")
 	duration := flag.Duration("duration", 30*time.Second, "measured load per store")
 	warmup := flag.Duration("warmup", 5*time.Second, "warm-up load per store, not counted")
+	ramp := flag.Duration("ramp", -1, "spread the clients' starts over this time (default: one turn's model time, 4 × latency; 0 starts them together, in step)")
 	keep := flag.String("keep-intermediate", "false", "checkpoints.keep_intermediate of the server: false (prune when a turn ends), true, or a duration")
 	store := flag.String("store", "memory", "internal (-serve): the store")
 	dir := flag.String("dir", "", "internal (-serve): the directory of the SQLite file")
@@ -58,6 +64,10 @@ func main() {
 		err = runServer(*store, *dir, *latency, *keep)
 	} else {
 		keepIntermediate = *keep
+		if *ramp < 0 {
+			*ramp = 4 * *latency
+		}
+		clientRamp = *ramp
 		err = run(strings.Split(*stores, ","), *clients, *latency, *duration, *warmup, *cpuprofile, *heapprofile)
 	}
 	if err != nil {
@@ -84,7 +94,7 @@ type row struct {
 func run(stores []string, clients int, latency, duration, warmup time.Duration, cpuprofile, heapprofile string) error {
 	fmt.Printf("capgraph server under load: %d clients streaming Chat Completions, one new conversation per question\n", clients)
 	fmt.Printf("control-room application, scripted model answering each call after %v; %v measured after %v of warm-up, per store\n", latency, duration, warmup)
-	fmt.Printf("checkpoints.keep_intermediate: %s\n", keepIntermediate)
+	fmt.Printf("checkpoints.keep_intermediate: %s; the clients' starts spread over %v\n", keepIntermediate, clientRamp)
 	fmt.Printf("%s/%s, %d CPUs (%s), %s, GOMAXPROCS %d\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOMAXPROCS(0))
 	var rows []row
 	for _, st := range stores {
@@ -114,7 +124,8 @@ func run(stores []string, clients int, latency, duration, warmup time.Duration, 
 			fmt.Printf("%s: error: %s\n", r.store, e)
 		}
 	}
-	fmt.Println("\nadded = a turn's latency at the client minus the time of its model calls, as the model measured them")
+	fmt.Println("\nfloor = the same clients against a bare handler that waits out four model calls and streams, without capgraph")
+	fmt.Println("added = a turn's latency at the client minus the time of its model calls, as the model measured them")
 	fmt.Println("late = how much later than asked the scripted model's timer woke it: the machine's scheduling delay, which")
 	fmt.Println("       every wake-up of a turn (its steps, its commits, its stream writes) pays as well")
 	return nil
@@ -135,7 +146,7 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 		return r, err
 	}
 	defer srv.stop()
-	cfg := loadgen.Config{BaseURL: "http://" + srv.addr, APIKey: apiKey, Clients: clients,
+	cfg := loadgen.Config{BaseURL: "http://" + srv.addr, APIKey: apiKey, Clients: clients, Ramp: clientRamp,
 		Timeout: 10*time.Minute + 10*latency,
 		// Each question is tagged, so the server's model can add up the
 		// time of each turn's calls.
@@ -155,6 +166,11 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 		}
 		if res.Errors() > 0 {
 			return r, fmt.Errorf("warm-up: %d of %d turns failed: %v", res.Errors(), len(res.Turns), res.FirstErrors(3))
+		}
+		// The measured load's clients number their turns from 0 again:
+		// the warm-up's model times must not add to theirs.
+		if _, _, err := srv.modelTimes(); err != nil {
+			return r, err
 		}
 	}
 	before, err := srv.snapshot()
@@ -223,6 +239,9 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 	}
 	return r, nil
 }
+
+// clientRamp is loadgen.Config.Ramp of every load.
+var clientRamp time.Duration
 
 // keepIntermediate is the server's checkpoints.keep_intermediate.
 var keepIntermediate = "false"

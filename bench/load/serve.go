@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,6 +55,7 @@ type timedModel struct {
 	mu      sync.Mutex
 	turns   map[string]time.Duration
 	late    []time.Duration // how much later than latency each call returned
+	calls   int64
 }
 
 func (t *timedModel) For(role llm.Role) (llm.Model, bool) {
@@ -72,16 +75,23 @@ func (c timedCall) Generate(ctx context.Context, req llm.Request) (llm.Response,
 	start := time.Now()
 	resp, err := c.m.Generate(ctx, req)
 	took := time.Since(start)
-	c.t.mu.Lock()
-	defer c.t.mu.Unlock()
-	c.t.late = append(c.t.late, took-c.t.latency)
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if tag := tagged.FindString(req.Messages[i].Content); tag != "" {
-			c.t.turns[tag] += took
-			break
-		}
+	tag := ""
+	for i := len(req.Messages) - 1; i >= 0 && tag == ""; i-- {
+		tag = tagged.FindString(req.Messages[i].Content)
 	}
+	c.t.record(tag, took)
 	return resp, err
+}
+
+// record adds a call of the turn tagged tag that took took.
+func (t *timedModel) record(tag string, took time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.calls++
+	t.late = append(t.late, took-t.latency)
+	if tag != "" {
+		t.turns[tag] += took
+	}
 }
 
 // scriptedModel answers the four roles of a turn after latency each (the
@@ -113,8 +123,8 @@ func scriptedModel(latency time.Duration) *timedModel {
 // answers commands on stdin until stdin closes:
 //
 //	snapshot         after a garbage collection: rss, heap, threads, model calls, store bytes
-//	modeltime        each tagged turn's model time: "TAG NANOSECONDS" lines, the
-//	                 p50 and p99 lateness of the calls since the last time ("late P50 P99"), then "ok"
+//	modeltime        each tagged turn's model time since the last time: "TAG NANOSECONDS"
+//	                 lines, the p50 and p99 lateness of the calls ("late P50 P99"), then "ok"
 //	heapprofile FILE write a heap profile (after a garbage collection)
 //	profile FILE     start a CPU profile
 //	profile stop     stop it
@@ -124,12 +134,16 @@ func runServer(store, dir string, latency time.Duration, keep string) error {
 	if err != nil {
 		return err
 	}
+	if store == "floor" {
+		m := &timedModel{latency: latency, turns: map[string]time.Duration{}}
+		return commands(context.Background(), floorHandler(m), nil, m, "")
+	}
 	spec, dbPath := "memory", ""
 	if store == "sqlite" {
 		dbPath = filepath.Join(dir, "load.db")
 		spec = "sqlite:" + dbPath
 	} else if store != "memory" {
-		return fmt.Errorf("unknown store %q (want memory or sqlite)", store)
+		return fmt.Errorf("unknown store %q (want floor, memory or sqlite)", store)
 	}
 	m := scriptedModel(latency)
 	app := controlroom.App()
@@ -156,12 +170,20 @@ func runServer(store, dir string, latency time.Duration, keep string) error {
 	if err != nil {
 		return err
 	}
+	return commands(ctx, srv.Serve, st, m, dbPath)
+}
+
+// commands serves on a free loopback port it prints, then answers the
+// commands on stdin (see runServer) until stdin closes.
+func commands(ctx context.Context, serve func(context.Context, net.Listener) error, st checkpoint.Store, m *timedModel, dbPath string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
+	go func() { served <- serve(ctx, ln) }()
 	fmt.Println("listening", ln.Addr())
 
 	in := bufio.NewScanner(os.Stdin)
@@ -182,6 +204,7 @@ func runServer(store, dir string, latency time.Duration, keep string) error {
 			}
 			late := slices.Sorted(slices.Values(m.late))
 			m.late = m.late[:0]
+			clear(m.turns) // the next load's clients number their turns from 0 again
 			m.mu.Unlock()
 			if n := len(late); n > 0 {
 				fmt.Printf("late %d %d\n", late[n/2].Nanoseconds(), late[min(n-1, n*99/100)].Nanoseconds())
@@ -236,9 +259,13 @@ func snapshot(ctx context.Context, st checkpoint.Store, m *timedModel, dbPath st
 	if err != nil {
 		return "", err
 	}
-	threads, err := st.Threads(ctx, checkpoint.ThreadFilter{})
-	if err != nil {
-		return "", err
+	threads := 0
+	if st != nil {
+		ts, err := st.Threads(ctx, checkpoint.ThreadFilter{})
+		if err != nil {
+			return "", err
+		}
+		threads = len(ts)
 	}
 	var storeBytes, fileBytes int64
 	if dbPath != "" {
@@ -256,8 +283,11 @@ func snapshot(ctx context.Context, st checkpoint.Store, m *timedModel, dbPath st
 		return "", err
 	}
 	cpu := ru.Utime.Nano() + ru.Stime.Nano()
+	m.mu.Lock()
+	calls := m.calls
+	m.mu.Unlock()
 	return fmt.Sprintf("rss=%d heap=%d threads=%d calls=%d store_bytes=%d file_bytes=%d cpu=%d",
-		rss, ms.HeapAlloc, len(threads), m.m.Count(), storeBytes, fileBytes, cpu), nil
+		rss, ms.HeapAlloc, threads, calls, storeBytes, fileBytes, cpu), nil
 }
 
 // residentBytes reads VmRSS from /proc/self/status.
@@ -293,4 +323,63 @@ func usedBytes(ctx context.Context, path string) (int64, error) {
 		}
 	}
 	return (pages - free) * size, nil
+}
+
+// floorHandler serves the floor: what a turn of the load costs without
+// capgraph — the same client, HTTP and stream, and a handler that waits for
+// the turn's four model calls one after another (timed like the scripted
+// model's) and streams a status line after each, then the answer, as
+// capgraph's Chat Completions stream does. Its added latency is the
+// machine's and the client's share of every row.
+func floorHandler(m *timedModel) func(context.Context, net.Listener) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+apiKey {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		tag := tagged.FindString(req.Messages[len(req.Messages)-1].Content)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		chunk := func(delta map[string]any, finish any) {
+			b, _ := json.Marshal(map[string]any{"id": "chatcmpl-floor", "object": "chat.completion.chunk", "model": "capgraph",
+				"choices": []map[string]any{{"index": 0, "delta": delta, "finish_reason": finish}}})
+			fmt.Fprintf(w, "data: %s\n\n", b)
+			fl.Flush()
+		}
+		chunk(map[string]any{"role": "assistant"}, nil)
+		for i := range 4 {
+			start := time.Now()
+			select {
+			case <-time.After(m.latency):
+			case <-r.Context().Done():
+				return
+			}
+			m.record(tag, time.Since(start))
+			chunk(map[string]any{"reasoning_content": fmt.Sprintf("call %d of 4 done\n", i+1)}, nil)
+		}
+		chunk(map[string]any{"content": Answer}, nil)
+		chunk(map[string]any{}, "stop")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		fl.Flush()
+	})
+	return func(ctx context.Context, ln net.Listener) error {
+		hs := &http.Server{Handler: mux}
+		go func() {
+			<-ctx.Done()
+			hs.Close()
+		}()
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
 }

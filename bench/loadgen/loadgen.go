@@ -45,6 +45,11 @@ type Config struct {
 	// Check, when set, judges each answer; an error counts the turn as
 	// failed.
 	Check func(answer string) error
+	// Ramp spreads the clients' starts: client c starts c×Ramp/Clients
+	// after the first. Clients started together stay in step when every
+	// turn takes as long, and their requests then arrive in bursts; a Ramp
+	// of one turn's duration makes them arrive evenly. Default 0.
+	Ramp time.Duration
 	// Timeout bounds one turn; default 2 minutes.
 	Timeout time.Duration
 }
@@ -110,6 +115,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if cfg.Ramp > 0 && c > 0 {
+				select {
+				case <-time.After(cfg.Ramp * time.Duration(c) / time.Duration(cfg.Clients)):
+				case <-ctx.Done():
+					return
+				}
+			}
 			for n := 0; ; n++ {
 				if ctx.Err() != nil || cfg.Turns > 0 && n >= cfg.Turns || cfg.Turns <= 0 && !time.Now().Before(stop) {
 					return
