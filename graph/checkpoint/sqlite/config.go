@@ -61,10 +61,18 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // writerDSN: WAL + FULL makes a commit durable when it returns; _txlock=immediate
-// takes the write lock at BEGIN so a transaction never has to upgrade.
+// takes the write lock at BEGIN so a transaction never has to upgrade. The
+// writer does not checkpoint the log itself (wal_autocheckpoint 0): a commit
+// that did would hold every write queued behind it; the store's checkpointer
+// does it on a connection of its own.
 func (c Config) writerDSN() string {
-	return fmt.Sprintf("%s?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_txlock=immediate",
+	return fmt.Sprintf("%s?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(0)&_txlock=immediate",
 		c.Path, c.BusyTimeout.Milliseconds())
+}
+
+// checkpointerDSN is the checkpointer's connection (see checkpointer).
+func (c Config) checkpointerDSN() string {
+	return fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=synchronous(FULL)&_pragma=wal_autocheckpoint(0)", c.Path, c.BusyTimeout.Milliseconds())
 }
 
 // readerDSN: query_only guards against a write slipping onto a read connection.

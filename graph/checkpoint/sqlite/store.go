@@ -32,6 +32,7 @@ type Store struct {
 	group    group       // Puts and PutWrites waiting for a commit
 	stmts    *writeStmts // their statements, prepared once
 	reads    *readStmts  // the reads of every step, prepared once
+	ck       *checkpointer
 
 	runsMu   sync.Mutex               // creating the runs table
 	runStmts atomic.Pointer[runStmts] // set once the runs table exists
@@ -112,14 +113,25 @@ func New(cfg Config) (*Store, error) {
 		r.Close()
 		return nil, err
 	}
-	return &Store{w: w, r: r, maxBatch: cfg.MaxBatch, stmts: stmts, reads: reads}, nil
+	ck, err := sql.Open("sqlite", cfg.checkpointerDSN())
+	if err != nil {
+		reads.close() //nolint:errcheck // the open error says more
+		stmts.close() //nolint:errcheck
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("sqlite: open %s for checkpoints: %w", cfg.Path, err)
+	}
+	ck.SetMaxOpenConns(1)
+	s := &Store{w: w, r: r, maxBatch: cfg.MaxBatch, stmts: stmts, reads: reads}
+	s.startCheckpointer(ck)
+	return s, nil
 }
 
 // Close refuses new writes, waits for those in progress or queued to be
 // committed, then closes both connection pools.
 func (s *Store) Close() error {
 	s.group.close()
-	return errors.Join(s.stmts.close(), s.reads.close(), s.runStmts.Load().close(), s.r.Close(), s.w.Close())
+	return errors.Join(s.ck.close(), s.stmts.close(), s.reads.close(), s.runStmts.Load().close(), s.r.Close(), s.w.Close())
 }
 
 const cpColumns = `thread_id, id, parent_id, run_id, step, state, next, not_before, metadata, created, state_deflate`

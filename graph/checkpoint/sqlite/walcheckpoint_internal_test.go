@@ -1,0 +1,71 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+// The writer never checkpoints the log itself (wal_autocheckpoint 0), so
+// without the checkpointer the database file would keep its first pages
+// and the log would grow without end: while the store is open, the log's
+// pages reach the file and the log restarts from its beginning.
+func TestCheckpointerCopiesTheLogIntoTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wal.db")
+	s, err := New(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	size := func(p string) int64 {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	start := size(path)
+	ctx := context.Background()
+	pad := make([]byte, 2000)
+	rand.Read(pad) // incompressible: the states fill pages
+	state := json.RawMessage(fmt.Sprintf(`{"pad":"%x"}`, pad))
+	put := func(n int) {
+		t.Helper()
+		for i := range n {
+			cp := checkpoint.Checkpoint{ThreadID: fmt.Sprintf("t%d", i%50), ID: uuid.Must(uuid.NewV7()), Step: i, State: state, Created: time.Now()}
+			if err := s.Put(ctx, cp); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(600) // more than 1 MB of states, in more than SQLite's own threshold of 1 000 pages
+	deadline := time.Now().Add(10 * time.Second)
+	for size(path) <= start+1<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the database file stayed at %d bytes (from %d) with a %d-byte log: nothing checkpointed it", size(path), start, size(path+"-wal"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Copied whole and unused, the log is written again from its start:
+	// more writes of the same size do not double it.
+	time.Sleep(3 * checkpointEvery)
+	wal := size(path + "-wal")
+	put(600)
+	time.Sleep(3 * checkpointEvery)
+	put(600)
+	if got := size(path + "-wal"); got > 2*wal+1<<20 {
+		t.Errorf("the log grew from %d to %d bytes over two more rounds of writes: it does not restart", wal, got)
+	}
+	if tu, err := s.Get(ctx, "t7", uuid.Nil); err != nil || tu.Checkpoint.ThreadID != "t7" {
+		t.Fatalf("Get after checkpoints: %+v, %v", tu.Checkpoint, err)
+	}
+}
