@@ -132,3 +132,55 @@ func TestKeepIntermediate(t *testing.T) {
 		})
 	})
 }
+
+// A thread made before its first turn (CreateThread, as the server makes
+// every thread before its 201) keeps one checkpoint once that turn has
+// ended, as a thread its first turn made: the creation checkpoint is the
+// first run's own and is pruned with its intermediate ones. The thread
+// keeps its metadata, its creation time and its place in the list.
+func TestCreatedThreadKeepsOneCheckpointPerTurn(t *testing.T) {
+	stores := map[string]func(t *testing.T) checkpoint.Store{
+		"memory": func(*testing.T) checkpoint.Store { return memory.New() },
+		"sqlite": func(t *testing.T) checkpoint.Store {
+			s, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "c.db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			store := open(t)
+			cfg := newWorld("read_a").config(t)
+			cfg.Store = store
+			a := mustAgent(t, cfg)
+			ctx := context.Background()
+			if created, err := a.CreateThread(ctx, "t", map[string]string{"owner": "alice", "title": "beam"}); err != nil || !created {
+				t.Fatalf("CreateThread = %v, %v", created, err)
+			}
+			before, err := store.Threads(ctx, checkpoint.ThreadFilter{ThreadID: "t"})
+			if err != nil || len(before) != 1 {
+				t.Fatalf("Threads after CreateThread: %v, %v", before, err)
+			}
+			wantAnswer(t, run(t, a, "t", "What is the beam current?"))
+			cps := listCPs(t, store, "t")
+			if len(cps) != 1 || len(cps[0].Next) != 0 {
+				t.Fatalf("after the first turn: %d checkpoints, want only the one it ended with", len(cps))
+			}
+			after, err := store.Threads(ctx, checkpoint.ThreadFilter{ThreadID: "t", Metadata: map[string]string{"owner": "alice"}})
+			if err != nil || len(after) != 1 || after[0].Metadata["title"] != "beam" || !after[0].Created.Equal(before[0].Created) {
+				t.Fatalf("Threads after the turn: %+v, %v; want the thread with its metadata, created at %v", after, err, before[0].Created)
+			}
+			wantAnswer(t, run(t, a, "t", "and now?"))
+			if cps := listCPs(t, store, "t"); len(cps) != 2 {
+				t.Fatalf("after two turns: %d checkpoints, want each turn's last", len(cps))
+			}
+			s, status, err := a.State(ctx, "t")
+			if err != nil || status != agent.RunAnswered || len(s.Messages) != 4 || s.Metadata["title"] != "beam" {
+				t.Fatalf("State: %v, %s, %d messages, metadata %v", err, status, len(s.Messages), s.Metadata)
+			}
+		})
+	}
+}

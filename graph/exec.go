@@ -254,12 +254,21 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 	}
 	if st.fresh {
 		parent := uuid.Nil
+		r.runID = uuid.Nil
 		if t, gerr := c.cfg.Store.Get(ctx, thread, uuid.Nil); gerr == nil {
 			parent = t.Checkpoint.ID
+			if isInitial(t.Checkpoint) {
+				// The thread's first run takes its Init checkpoint's run id:
+				// that checkpoint is then one of the run's own, pruned with
+				// its intermediate ones once it ends.
+				r.runID = t.Checkpoint.RunID
+			}
 		} else if !errors.Is(gerr, checkpoint.ErrNotFound) {
 			return fail(fmt.Errorf("graph: read thread %q: %w", thread, gerr))
 		}
-		r.runID = newID()
+		if r.runID == uuid.Nil {
+			r.runID = newID()
+		}
 		*state = st.input
 		enc, merr := c.cfg.Codec.Marshal(state)
 		if merr != nil {

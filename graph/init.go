@@ -13,7 +13,9 @@ import (
 // Init gives a thread that has no checkpoint its first one, holding s and
 // nothing to run (StatusDone), so the thread exists in the store — listed
 // by Store.Threads with s's metadata — before any run. A later Run starts
-// from it like from any finished run. created is false, and nothing is
+// from it like from any finished run, under its run id: the checkpoint is
+// then one of the first run's own, and a store that prunes a finished run's
+// intermediate checkpoints prunes it too. created is false, and nothing is
 // written, when the thread has a checkpoint already or a run of this graph
 // is in progress on it.
 func (c *Compiled[S, U]) Init(ctx context.Context, thread string, s S) (created bool, err error) {
@@ -40,4 +42,10 @@ func (c *Compiled[S, U]) Init(ctx context.Context, thread string, s S) (created 
 		return false, fmt.Errorf("graph: write checkpoint: %w", err)
 	}
 	return true, nil
+}
+
+// isInitial reports whether cp is what Init writes: step 0, nothing next,
+// no parent. A run's own first checkpoint names its entry node next.
+func isInitial(cp checkpoint.Checkpoint) bool {
+	return cp.Step == 0 && len(cp.Next) == 0 && cp.ParentID == uuid.Nil && cp.RunID != uuid.Nil
 }

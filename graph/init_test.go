@@ -51,4 +51,15 @@ func TestInitCreatesAThreadBeforeAnyRun(t *testing.T) {
 	if len(list) < 2 || list[len(list)-1].Next != nil || list[len(list)-2].ParentID != list[len(list)-1].ID || list[len(list)-1].ParentID != uuid.Nil {
 		t.Fatalf("checkpoints %+v", list)
 	}
+	// The first run takes the initial checkpoint's run id (so pruning its
+	// intermediate checkpoints takes the initial one too); the next has
+	// its own.
+	initial := list[len(list)-1]
+	if res.RunID != initial.RunID {
+		t.Fatalf("first run's id %s; want the initial checkpoint's %s", res.RunID, initial.RunID)
+	}
+	next, err := g.Run(ctx, "t1", res.State)
+	if err != nil || next.RunID == initial.RunID || next.RunID == uuid.Nil {
+		t.Fatalf("second run: id %s, %v; want a new run id", next.RunID, err)
+	}
 }

@@ -100,7 +100,9 @@ type RunUpdate struct {
 	Error  string
 	Result json.RawMessage
 	// ReleaseKey clears the record's Key, so a new record may take it
-	// (a repetition outside the caller's window starts a new run).
+	// (a repetition outside the caller's window starts a new run), and
+	// its Result, which only a repetition finding the record by its key
+	// reads: the answer is not kept twice.
 	ReleaseKey bool
 }
 
@@ -240,7 +242,7 @@ func ApplyRunUpdate(r RunRecord, u RunUpdate, now time.Time) (RunRecord, error) 
 		r.Result = slices.Clone(u.Result)
 	}
 	if u.ReleaseKey {
-		r.Key = ""
+		r.Key, r.Result = "", nil
 	}
 	return r, nil
 }

@@ -88,7 +88,7 @@ func testRunsCreateGet(t *testing.T, rs checkpoint.RunStore) {
 
 func testRunsKey(t *testing.T, rs checkpoint.RunStore) {
 	ctx := context.Background()
-	first := createRun(t, rs, checkpoint.RunRecord{ID: "r1", Thread: "t1", Key: "same", Input: json.RawMessage(`1`)})
+	first := createRun(t, rs, checkpoint.RunRecord{ID: "r1", Thread: "t1", Key: "same", Input: json.RawMessage(`1`), Result: json.RawMessage(`{"content":"500 mA"}`)})
 	again, created, err := rs.CreateRun(ctx, checkpoint.RunRecord{ID: "r2", Thread: "t2", Key: "same", Input: json.RawMessage(`2`)})
 	if err != nil || created || again.ID != "r1" || string(again.Input) != "1" || again.Seq != first.Seq {
 		t.Fatalf("repeated key: %+v created %v err %v", again, created, err)
@@ -107,8 +107,8 @@ func testRunsKey(t *testing.T, rs checkpoint.RunStore) {
 	if _, err := rs.UpdateRun(ctx, "r1", checkpoint.RunUpdate{Status: checkpoint.RunDone, ReleaseKey: true}); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := rs.GetRun(ctx, "r1"); r.Key != "" {
-		t.Errorf("released key still on r1: %q", r.Key)
+	if r, _ := rs.GetRun(ctx, "r1"); r.Key != "" || r.Result != nil || string(r.Input) != "1" {
+		t.Errorf("r1 released: key %q, result %s, input %s; want no key, no result (only a repetition by the key read it), the input kept", r.Key, r.Result, r.Input)
 	}
 	third := createRun(t, rs, checkpoint.RunRecord{ID: "r3", Thread: "t1", Key: "same"})
 	if k, err := rs.GetRunByKey(ctx, "same"); err != nil || k.ID != third.ID {
