@@ -192,7 +192,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ru.join()
-	ok := s.follow(r.Context(), ru, 0, m.event, func() {
+	ok := s.follow(r.Context(), ru, 0, sse, m.event, func() {
 		if sse.idle(s.cfg.Heartbeat) {
 			m.emit(aguiEvent{Type: "CUSTOM", Name: "heartbeat", Value: map[string]any{}})
 		}

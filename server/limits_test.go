@@ -286,7 +286,7 @@ func TestFinishedRunsAreBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env.srv.follow(context.Background(), r, 0, func(agent.Event) {}, nil)
+		env.srv.follow(context.Background(), r, 0, nil, func(agent.Event) {}, nil)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

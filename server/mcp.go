@@ -71,7 +71,7 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 	}
 	ru.join()
 	rd := &chatRenderer{}
-	if !s.follow(ctx, ru, 0, func(ev agent.Event) {
+	if !s.follow(ctx, ru, 0, nil, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {
 			if p.Status != nil && p.Status.Description != "" && q.Progress != nil {
 				q.Progress(p.Status.Description)

@@ -558,7 +558,7 @@ func (s *Server) streamRecord(w http.ResponseWriter, rec checkpoint.RunRecord) {
 // final "end" frame.
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, ru *run, after int) {
 	sse := startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
-	ok := s.follow(r.Context(), ru, after, func(ev agent.Event) {
+	ok := s.follow(r.Context(), ru, after, sse, func(ev agent.Event) {
 		sse.frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
 	}, func() {
 		if sse.idle(s.cfg.Heartbeat) {

@@ -329,7 +329,7 @@ const shutdownNote = "\n\n(The server is shutting down: this run stopped at its 
 
 func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
 	ru.join()
-	followed := s.follow(r.Context(), ru, 0, func(ev agent.Event) { rd.render(ev) }, nil)
+	followed := s.follow(r.Context(), ru, 0, nil, func(ev agent.Event) { rd.render(ev) }, nil)
 	left, runErr, shutdown, replay := s.chatRunEnd(r.Context(), c, ru, followed, token)
 	if left {
 		return
@@ -500,7 +500,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	ru.join()
 	k := s.newChunker(w, t)
 	k.role()
-	ok := s.follow(r.Context(), ru, 0, func(ev agent.Event) {
+	ok := s.follow(r.Context(), ru, 0, k.sse, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {
 			switch {
 			case p.Status != nil:

@@ -301,7 +301,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	st.ru.join()
 	rd := &chatRenderer{base: s.baseURL(r)}
-	followed := s.follow(r.Context(), st.ru, 0, func(ev agent.Event) {
+	followed := s.follow(r.Context(), st.ru, 0, out.sse, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {
 			out.text(p.Content)
 		}

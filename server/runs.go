@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"runtime/debug"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -202,11 +201,11 @@ func (r *run) since(after int) ([]agent.Event, <-chan struct{}, bool) {
 	// Numbers may have gaps (a run resumed on another replica numbers on
 	// from further up): search, do not index.
 	start := sort.Search(len(r.events), func(i int) bool { return r.events[i].Seq > after })
-	var out []agent.Event
-	if start < len(r.events) {
-		out = append(out, r.events[start:]...)
-	}
-	return out, r.notify, r.finished
+	// No copy: an event is never changed once in the log, an append writes
+	// past the end (the capacity is clipped, so not into the result) and
+	// dropping the oldest makes a new array.
+	n := len(r.events)
+	return r.events[start:n:n], r.notify, r.finished
 }
 
 // result returns how the run ended (valid once finished).
@@ -381,9 +380,11 @@ const (
 )
 
 // evict drops the oldest finished runs beyond the retention (m.mu held).
+// It compacts m.order in place, newest first from the end: it runs twice
+// per turn, and a new slice each time was a tenth of a turn's garbage.
 func (m *runManager) evict() {
 	events, finished := 0, 0
-	keep := make([]string, 0, len(m.order))
+	w := len(m.order) // m.order[w:] holds the ids kept, oldest first
 	for i := len(m.order) - 1; i >= 0; i-- {
 		id := m.order[i]
 		r := m.runs[id]
@@ -398,10 +399,11 @@ func (m *runManager) evict() {
 				continue
 			}
 		}
-		keep = append(keep, id)
+		w--
+		m.order[w] = id
 	}
-	slices.Reverse(keep)
-	m.order = keep
+	clear(m.order[:w]) // no stale ids pinned
+	m.order = m.order[w:]
 }
 
 // noEvents reports whether r has emitted nothing yet in this process

@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,14 +77,14 @@ func TestThreadIsFreeWhenTheRunShowsFinished(t *testing.T) {
 	m.mu.Lock()
 	close(release)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	sawEnd := env.srv.follow(ctx, r, 0, func(agent.Event) {}, nil)
+	sawEnd := env.srv.follow(ctx, r, 0, nil, func(agent.Event) {}, nil)
 	cancel()
 	_, busy := m.byThread["internal-quick"]
 	m.mu.Unlock()
 	if sawEnd && busy {
 		t.Fatal("the run shows finished but still holds the thread")
 	}
-	if !env.srv.follow(context.Background(), r, 0, func(agent.Event) {}, nil) {
+	if !env.srv.follow(context.Background(), r, 0, nil, func(agent.Event) {}, nil) {
 		t.Fatal("follow did not see the end")
 	}
 	if _, busy := m.activeOn("internal-quick"); busy {
@@ -97,4 +100,55 @@ func startFn(m *runManager, c caller, clientThread, thread string, fn func(ctx c
 	}
 	m.launch(r, fn)
 	return r, nil
+}
+
+// flushCounter is a ResponseWriter that counts the flushes reaching the
+// connection.
+type flushCounter struct {
+	*httptest.ResponseRecorder
+	flushes int
+}
+
+func (f *flushCounter) Flush() { f.flushes++ }
+
+// The frames of the events a follower finds waiting are written in one
+// flush, not one per event (a write system call each): a run of 50 token
+// events, followed after it ended, reaches the client in a handful of
+// flushes, every frame in order.
+func TestFollowFlushesTheEventsAtHandTogether(t *testing.T) {
+	env := newTestEnv(t, nil)
+	m := env.srv.runs
+	c := caller{Principal: Principal{Name: "alice", Tenant: "lab"}}
+	r, err := startFn(m, c, "tokens", "internal-tokens", func(ctx context.Context) iter.Seq2[agent.Event, error] {
+		return func(yield func(agent.Event, error) bool) {
+			for i := range 50 {
+				if !yield(agent.Event{Type: agent.EventToken, Text: fmt.Sprintf("t%d ", i)}, nil) {
+					return
+				}
+			}
+			yield(agent.Event{Type: agent.EventDone, Status: agent.RunAnswered}, nil)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !env.srv.follow(context.Background(), r, 0, nil, func(agent.Event) {}, nil) {
+		t.Fatal("the run did not end")
+	}
+	w := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+	sse := startSSE(w, time.Now, 0)
+	var n int
+	if !env.srv.follow(context.Background(), r, 0, sse, func(ev agent.Event) {
+		n++
+		sse.frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
+	}, nil) {
+		t.Fatal("follow did not see the end")
+	}
+	body := w.Body.String()
+	if n != 51 || strings.Count(body, "event: token") != 50 || !strings.Contains(body, "t0 ") || strings.Index(body, `"t49 "`) < strings.Index(body, `"t0 "`) {
+		t.Fatalf("%d events; body has %d token frames", n, strings.Count(body, "event: token"))
+	}
+	if w.flushes > 3 {
+		t.Errorf("%d flushes for 51 frames found waiting; want them flushed together (the headers, the batch)", w.flushes)
+	}
 }

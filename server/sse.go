@@ -17,6 +17,38 @@ type sseWriter struct {
 	// reading cannot hold the handler forever.
 	timeout time.Duration
 	err     error
+	// held: frames are written but not flushed until release (follow
+	// flushes the frames of the events at hand together).
+	held, dirty bool
+}
+
+// hold keeps the frames written from now on in the buffer until release.
+// A nil writer holds nothing.
+func (s *sseWriter) hold() {
+	if s != nil {
+		s.held = true
+	}
+}
+
+// release flushes the frames written since hold.
+func (s *sseWriter) release() {
+	if s == nil {
+		return
+	}
+	s.held = false
+	if s.dirty {
+		s.dirty = false
+		s.flush()
+	}
+}
+
+// flushFrame flushes a frame just written, unless the writer is held.
+func (s *sseWriter) flushFrame() {
+	if s.held {
+		s.dirty = true
+		return
+	}
+	s.flush()
 }
 
 // startSSE sends the stream headers.
@@ -80,7 +112,7 @@ func (s *sseWriter) frame(id, event string, v any) {
 		s.err = err
 		return
 	}
-	s.flush()
+	s.flushFrame()
 }
 
 // comment writes an SSE comment line, which every SSE parser skips: a
@@ -95,7 +127,7 @@ func (s *sseWriter) comment(text string) {
 		s.err = err
 		return
 	}
-	s.flush()
+	s.flushFrame()
 }
 
 // deadline sets the write deadline of the next frame. A writer without
