@@ -318,11 +318,12 @@ type ServerLimits struct {
 	BodyIdleTimeout Duration `yaml:"body_idle_timeout"`
 	// DuplicateWindow: a repeated identical chat request within it after
 	// the first run ended gets that run's answer; 0 means the default
-	// (1m), negative turns it off.
-	DuplicateWindow Duration `yaml:"duplicate_window"`
+	// (1m), "never" (or a negative duration) turns it off.
+	DuplicateWindow Threshold `yaml:"duplicate_window"`
 	// DetachGrace: how long a run goes on after its client left, for the
-	// client's retry to join it; 0 means the default (10s), negative none.
-	DetachGrace Duration `yaml:"detach_grace"`
+	// client's retry to join it; 0 means the default (10s), "never" (or a
+	// negative duration) cancels the run as soon as its client has gone.
+	DetachGrace Threshold `yaml:"detach_grace"`
 	// ParkAfter: a retry wait longer than this goes back to the runs
 	// queue (any replica resumes the run when it is due) instead of
 	// holding a goroutine; 0 means the server's default (5s), "never"

@@ -253,6 +253,29 @@ func TestRepeatedRequestsAreAnsweredFromTheFirstRun(t *testing.T) {
 	}
 }
 
+// A negative DuplicateWindow (server.limits.duplicate_window: never) turns
+// the replay off: the retry of a request whose client gave up before the
+// answer is a new run, not the first run's answer.
+func TestNegativeDuplicateWindowReplaysNothing(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.DuplicateWindow = -1 })
+	body := chatBody("capgraph", false, user("slow please"))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("the slow request answered")
+	}
+	cancel()
+	waitFollowers(t, env, 0)
+	env.runner.Release() // this run, and the retry's own, finish
+	waitRuns(t, env)
+	resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 2 {
+		t.Fatalf("the retry: %d, replayed %q, %d runs; want a new run", resp.StatusCode, resp.Header.Get(headerReplayed), len(env.runner.runs()))
+	}
+}
+
 // waitFollowers waits until env's one run has n requests following it.
 func waitFollowers(t *testing.T, env *testEnv, n int) {
 	t.Helper()

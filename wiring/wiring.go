@@ -206,10 +206,10 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 		MaxMetadataBytes:  cfg.Server.Limits.MaxMetadataBytes,
 		MaxPageSize:       cfg.Server.Limits.MaxPageSize,
 		BodyIdleTimeout:   time.Duration(cfg.Server.Limits.BodyIdleTimeout),
-		DuplicateWindow:   time.Duration(cfg.Server.Limits.DuplicateWindow),
-		DetachGrace:       time.Duration(cfg.Server.Limits.DetachGrace),
+		DuplicateWindow:   threshold(cfg.Server.Limits.DuplicateWindow),
+		DetachGrace:       threshold(cfg.Server.Limits.DetachGrace),
 		RunRetention:      time.Duration(cfg.Server.Limits.RunRetention),
-		ParkAfter:         parkAfter(cfg.Server.Limits.ParkAfter),
+		ParkAfter:         threshold(cfg.Server.Limits.ParkAfter),
 		StatusFrames:      server.StatusFrames(cfg.Server.StatusFrames),
 		CORSOrigins:       cfg.Server.CORSOrigins,
 		FrameAncestors:    cfg.Server.FrameAncestors,
@@ -298,9 +298,10 @@ func checkAllowedCapabilities(cfg *config.Config, runner agent.Runner) error {
 	return &config.Error{File: cfg.Source(), Problems: problems}
 }
 
-// parkAfter is server.limits.park_after as server.Config.ParkAfter:
-// negative never parks, 0 keeps the server's default.
-func parkAfter(t config.Threshold) time.Duration {
+// threshold is a config.Threshold as the server.Config duration it sets
+// (park_after, duplicate_window, detach_grace): "never" is negative (the
+// server's "off"), 0 keeps the server's default.
+func threshold(t config.Threshold) time.Duration {
 	if t.Never {
 		return -1
 	}

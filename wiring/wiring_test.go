@@ -206,29 +206,36 @@ approval:
 	}
 }
 
-// server.limits.park_after: a duration, 0 (the server's default),
-// "never" or a negative duration (server.Config.ParkAfter negative: every
-// retry waited in place).
-func TestParkAfterFromFile(t *testing.T) {
-	for _, tc := range []struct {
-		yaml string
-		want time.Duration
-	}{
-		{"", 0}, // the server's default, server.DefaultParkAfter
-		{"park_after: 0", 0},
-		{"park_after: 45s", 45 * time.Second},
-		{"park_after: 2.5", 2500 * time.Millisecond},
-		{"park_after: never", -1},
-		{"park_after: Never", -1},
-		{"park_after: -1s", -1},
-		{"park_after: -3", -1},
-	} {
-		sc, err := wiring.ServerConfig(parse(t, "server:\n  limits:\n    "+tc.yaml+"\n"), listingRunner{}, "", logging.Nop())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sc.ParkAfter != tc.want {
-			t.Errorf("%q: ParkAfter %v, want %v", tc.yaml, sc.ParkAfter, tc.want)
+// server.limits.park_after, duplicate_window and detach_grace: a duration,
+// 0 (the server's default), "never" or a negative duration (negative in
+// server.Config: never park, no replayed answers, cancel at once).
+func TestThresholdsFromFile(t *testing.T) {
+	for _, key := range []string{"park_after", "duplicate_window", "detach_grace"} {
+		for _, tc := range []struct {
+			value string
+			want  time.Duration
+		}{
+			{"", 0}, // the server's default
+			{"0", 0},
+			{"45s", 45 * time.Second},
+			{"2.5", 2500 * time.Millisecond},
+			{"never", -1},
+			{"Never", -1},
+			{"-1s", -1},
+			{"-3", -1},
+		} {
+			yaml := "server:\n  limits:\n    " + key + ": " + tc.value + "\n"
+			if tc.value == "" {
+				yaml = "server:\n  limits: {}\n"
+			}
+			sc, err := wiring.ServerConfig(parse(t, yaml), listingRunner{}, "", logging.Nop())
+			if err != nil {
+				t.Fatalf("%s: %q: %v", key, tc.value, err)
+			}
+			got := map[string]time.Duration{"park_after": sc.ParkAfter, "duplicate_window": sc.DuplicateWindow, "detach_grace": sc.DetachGrace}[key]
+			if got != tc.want {
+				t.Errorf("%s: %q: %v, want %v", key, tc.value, got, tc.want)
+			}
 		}
 	}
 }
