@@ -57,8 +57,31 @@ func (o *TurnOptions) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&p); err != nil {
 		return fmt.Errorf("options: %w", err)
 	}
+	if err := checkMode(p.ApprovalMode); err != nil {
+		return err
+	}
 	*o = TurnOptions(p)
 	return nil
+}
+
+// OptionError is a malformed option of a request, by its JSON name: a
+// server answers it as a 400 naming the option. It matches ErrBadRequest.
+type OptionError struct {
+	Option, Reason string
+}
+
+func (e *OptionError) Error() string { return "option " + e.Option + ": " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrBadRequest) true.
+func (e *OptionError) Unwrap() error { return ErrBadRequest }
+
+// checkMode refuses an approval mode that is none of the three.
+func checkMode(mode string) error {
+	if validMode(mode) {
+		return nil
+	}
+	return &OptionError{Option: "approval_mode", Reason: fmt.Sprintf("must be %q, %q or %q, got %q",
+		state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll, mode)}
 }
 
 // ErrLoosen is the kind of every *LoosenError.
@@ -119,9 +142,8 @@ func turnOptions(cfg state.Options, req *TurnOptions, mayRaise []string) (state.
 	if req == nil {
 		return out, nil
 	}
-	if !validMode(req.ApprovalMode) {
-		return cfg, fmt.Errorf("%w: approval mode must be %q, %q or %q, got %q", ErrBadRequest,
-			state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll, req.ApprovalMode)
+	if err := checkMode(req.ApprovalMode); err != nil {
+		return cfg, err
 	}
 	may := func(s string) bool { return slices.Contains(mayRaise, s) }
 	loosen := func(setting, configured, requested string) error {

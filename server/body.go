@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/capgraph/capgraph/agent"
 )
 
 // Request bodies are read whole, bounded in size (Config.MaxBodyBytes, 413
@@ -128,10 +130,13 @@ func jsonError(err error) error {
 		se *json.SyntaxError
 		te *json.UnmarshalTypeError
 		re *RequestError
+		oe *agent.OptionError
 	)
 	switch {
 	case errors.As(err, &re):
 		return re // a field's own decoder said what is wrong
+	case errors.As(err, &oe):
+		return badRequest("options."+oe.Option, "%s", oe.Reason)
 	case errors.As(err, &se):
 		return badRequest("body", "invalid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -140,6 +145,9 @@ func jsonError(err error) error {
 		field := te.Field
 		if field == "" {
 			field = "body"
+		}
+		if strings.HasPrefix(err.Error(), "options: ") {
+			field = "options." + field // decoded by agent.TurnOptions, which names its own fields only
 		}
 		return badRequest(field, "expected %s, got %s", jsonKind(te.Type), jsonValueName(te.Value))
 	}

@@ -226,7 +226,8 @@ func TestMalformedBodiesAreRefusedBeforeAnythingStarts(t *testing.T) {
 	}{
 		{"/api/threads/m1/runs", `{"input":"What is the beam current?"} garbage`, "body", "unexpected data after the JSON value"},
 		{"/api/threads/m1/runs", `{"input":"What is the beam current?"}{"input":"again"}`, "body", "exactly one JSON value"},
-		{"/api/threads/m1/runs", `{"input":"What is the beam current?","options":{"approval_mode":"bogus"}}`, "", "approval mode must be"},
+		{"/api/threads/m1/runs", `{"input":"What is the beam current?","options":{"approval_mode":"bogus"}}`, "options.approval_mode", `must be "disabled", "selective" or "all_capabilities", got "bogus"`},
+		{"/api/threads/m1/runs", `{"input":"What is the beam current?","options":{"writes_enabled":"yes"}}`, "options.writes_enabled", "expected true or false, got a string"},
 		{"/api/threads/m1/runs", `{"input":"What is the beam current?","options":{"writes_enable":false}}`, "options.writes_enable", "unknown field"},
 		{"/api/threads/m1/runs", `{"input":"What is the beam current?","strem":true}`, "strem", "unknown field"},
 		{"/api/threads/m1/runs", `{"input":42}`, "input", "expected a string, got a number"},
@@ -241,7 +242,7 @@ func TestMalformedBodiesAreRefusedBeforeAnythingStarts(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"capgraph","messages":[{"role":"user","content":"What is the beam current?"}]} trailing`, "body", "unexpected data"},
 		{"/v1/chat/completions", `{"model":"capgraph","messages":"hi"}`, "messages", "expected an array"},
 		{"/agui", `{"threadId":"m3","messages":[{"id":"u","role":"user","content":"What is the beam current?"}]}]`, "body", "unexpected data"},
-		{"/agui", `{"threadId":"m3","messages":[{"id":"u","role":"user","content":"What is the beam current?"}],"forwardedProps":{"options":{"approval_mode":"bogus"}}}`, "", "approval mode must be"},
+		{"/agui", `{"threadId":"m3","messages":[{"id":"u","role":"user","content":"What is the beam current?"}],"forwardedProps":{"options":{"approval_mode":"bogus"}}}`, "options.approval_mode", "must be"},
 	} {
 		resp, body := env.do(t, "POST", tc.path, keyAlice, tc.body)
 		e := apiErrorOf(t, resp, string(body))

@@ -40,7 +40,11 @@ func (s *Store) startCheckpointer(db *sql.DB) {
 				seen = n
 				// An error (the file busy with a migration) is retried at
 				// the next tick; the log only grows meanwhile.
-				db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`) //nolint:errcheck // retried
+				var busy, frames, copied int
+				err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
+				if err == nil && afterCheckpoint != nil {
+					afterCheckpoint(frames, copied)
+				}
 			}
 		}
 	}()
@@ -55,3 +59,7 @@ func (c *checkpointer) close() error {
 	<-c.done
 	return c.db.Close()
 }
+
+// afterCheckpoint, set by tests only, sees each checkpoint's frames in
+// the log and frames copied into the file.
+var afterCheckpoint func(frames, copied int)
