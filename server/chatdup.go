@@ -99,7 +99,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	if res.Usage != nil {
 		u = *res.Usage
 	}
-	s.replyChatUsage(w, t, chatReply{Content: res.Content, Reasoning: res.Reasoning}, u)
+	s.replyChatUsage(w, t, runCompletion(rec.ID, rec.Created), chatReply{Content: res.Content, Reasoning: res.Reasoning}, u)
 	if !explicit && http.NewResponseController(w).Flush() == nil {
 		s.releaseKey(rec.ID, rec.Status) // the retry got the answer
 	}

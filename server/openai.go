@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
@@ -335,7 +336,7 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 		return
 	}
 	if replay != nil {
-		s.writeCompletion(w, t, *replay, rd.usage)
+		s.writeCompletion(w, t, runCompletion(ru.ID, ru.Started), *replay, rd.usage)
 		return
 	}
 	if runErr != nil && !answerable(runErr) {
@@ -357,7 +358,7 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 		s.approvals.settle(token, &reply)
 	}
 	s.rememberTranscript(c, t, ru, content)
-	s.writeCompletion(w, t, reply, rd.usage)
+	s.writeCompletion(w, t, runCompletion(ru.ID, ru.Started), reply, rd.usage)
 	if http.NewResponseController(w).Flush() == nil {
 		s.delivered(ru)
 	}
@@ -407,18 +408,37 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 	return false, runErr, shutdown, nil
 }
 
-// replyChat answers with a stored reply, streaming or not.
-func (s *Server) replyChat(w http.ResponseWriter, t chatTurn, reply chatReply) {
-	s.replyChatUsage(w, t, reply, agent.Usage{})
+// completionIdent is a chat completion's id and creation time. An answer
+// of a run has its run's: the first response, a retry joining the run
+// and a replay of its answer are the same completion to the client.
+type completionIdent struct {
+	id      string
+	created int64
 }
 
-// replyChatUsage is replyChat with the usage of the run that wrote it.
-func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, reply chatReply, u agent.Usage) {
+// runCompletion is the completion identity of run id, started at started.
+func runCompletion(id string, started time.Time) completionIdent {
+	return completionIdent{id: "chatcmpl-" + strings.TrimPrefix(id, "run-"), created: started.Unix()}
+}
+
+// newCompletion is the identity of an answer no run wrote.
+func (s *Server) newCompletion() completionIdent {
+	return completionIdent{id: "chatcmpl-" + uuid.NewString(), created: s.cfg.Now().Unix()}
+}
+
+// replyChat answers with a stored reply no run wrote, streaming or not.
+func (s *Server) replyChat(w http.ResponseWriter, t chatTurn, reply chatReply) {
+	s.replyChatUsage(w, t, s.newCompletion(), reply, agent.Usage{})
+}
+
+// replyChatUsage is replyChat as completion ci, with the usage of the run
+// that wrote it.
+func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatReply, u agent.Usage) {
 	if !t.stream {
-		s.writeCompletion(w, t, reply, u)
+		s.writeCompletion(w, t, ci, reply, u)
 		return
 	}
-	cs := s.newChunker(w, t)
+	cs := s.newChunker(w, t, ci)
 	cs.role()
 	if reply.Reasoning != "" {
 		cs.delta(chatDelta{ReasoningContent: reply.Reasoning})
@@ -427,10 +447,10 @@ func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, reply chatRep
 	cs.finish(u)
 }
 
-func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, reply chatReply, u agent.Usage) {
+func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatReply, u agent.Usage) {
 	stop := "stop"
 	writeJSON(w, http.StatusOK, chatCompletion{
-		ID: "chatcmpl-" + uuid.NewString(), Object: "chat.completion", Created: s.cfg.Now().Unix(), Model: t.model.ID,
+		ID: ci.id, Object: "chat.completion", Created: ci.created, Model: t.model.ID,
 		Choices: []chatChoice{{Message: &chatOutMessage{Role: "assistant", Content: reply.Content, ReasoningContent: reply.Reasoning}, FinishReason: &stop}},
 		Usage:   &chatUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens},
 	})
@@ -446,8 +466,8 @@ type chunker struct {
 	statuses bool
 }
 
-func (s *Server) newChunker(w http.ResponseWriter, t chatTurn) *chunker {
-	return &chunker{sse: startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), id: "chatcmpl-" + uuid.NewString(), created: s.cfg.Now().Unix(),
+func (s *Server) newChunker(w http.ResponseWriter, t chatTurn, ci completionIdent) *chunker {
+	return &chunker{sse: startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), id: ci.id, created: ci.created,
 		model: t.model.ID, usage: t.usage, statuses: t.statuses}
 }
 
@@ -498,7 +518,7 @@ func (k *chunker) fail(s *Server, err error) {
 
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
 	ru.join()
-	k := s.newChunker(w, t)
+	k := s.newChunker(w, t, runCompletion(ru.ID, ru.Started))
 	k.role()
 	ok := s.follow(r.Context(), ru, 0, k.sse, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {

@@ -184,7 +184,7 @@ func (s *Server) recoverRecorded(ctx context.Context, room func() bool) ([]strin
 func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (started bool, err error) {
 	c := s.callerOf(rec.Labels)
 	sp := runSpec{c: c, source: rec.Labels[labelSource], clientThread: rec.Labels[labelThread], thread: rec.Thread,
-		id: rec.ID, recorded: true, recovering: true, chat: rec.Labels[labelSource] == "openai"}
+		id: rec.ID, recorded: true, recovering: true, chat: rec.Labels[labelSource] == "openai", started: rec.Created}
 	var in runInput
 	if err := json.Unmarshal(rec.Input, &in); err != nil {
 		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted and could not read this run's input")

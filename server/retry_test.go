@@ -353,3 +353,39 @@ func TestIdempotencyKeyReusedWithAnotherRequest(t *testing.T) {
 		t.Fatalf("native, the same request again: %d %s", resp.StatusCode, body)
 	}
 }
+
+// An answer replayed to a repeated request is the same completion as the
+// first response: the same id and creation time (a client that logs or
+// dedupes by id sees one answer), streamed or not.
+func TestReplayedAnswerKeepsItsCompletionID(t *testing.T) {
+	env := newTestEnv(t, nil)
+	k := []string{"Idempotency-Key", "same-answer-1"}
+	body := chatBody("capgraph", false, user("Read SR:DCCT"))
+	_, first := env.do(t, "POST", "/v1/chat/completions", keyAlice, body, k...)
+	resp, again := env.do(t, "POST", "/v1/chat/completions", keyAlice, body, k...)
+	var a, b struct {
+		ID      string
+		Created int64
+	}
+	if json.Unmarshal(first, &a) != nil || json.Unmarshal(again, &b) != nil || resp.Header.Get(headerReplayed) != "true" {
+		t.Fatalf("first %s; again %v %s", first, resp.Header, again)
+	}
+	if a.ID == "" || a.ID != b.ID || a.Created != b.Created {
+		t.Fatalf("first completion %s at %d, replayed as %s at %d; want the same", a.ID, a.Created, b.ID, b.Created)
+	}
+	ks := []string{"Idempotency-Key", "same-answer-2"}
+	streamed := chatBody("capgraph", true, user("Read SR:DCCT"))
+	_, s1 := env.do(t, "POST", "/v1/chat/completions", keyAlice, streamed, ks...)
+	_, s2 := env.do(t, "POST", "/v1/chat/completions", keyAlice, streamed, ks...)
+	id := func(b []byte) string {
+		_, rest, _ := strings.Cut(string(b), `"id":"`)
+		v, _, _ := strings.Cut(rest, `"`)
+		return v
+	}
+	if id(s1) == "" || id(s1) != id(s2) || id(s1) == a.ID || strings.Count(string(s2), `"id":"`+id(s1)+`"`) < 2 {
+		t.Fatalf("streamed: first %q, replayed %q (the other run's %q):\n%s", id(s1), id(s2), a.ID, s2)
+	}
+	if !strings.HasPrefix(a.ID, "chatcmpl-") {
+		t.Fatalf("completion id %q", a.ID)
+	}
+}

@@ -118,6 +118,9 @@ type runSpec struct {
 	id string
 	// recorded: the record exists (recovery took it); none is created.
 	recorded bool
+	// started is when the record was created (recovery); the zero time
+	// takes the record's once submit has created it.
+	started time.Time
 	// recovering: a run the server recovers; no client limits apply.
 	recovering bool
 	// chat renders the run as a Chat Completions answer for its record.
@@ -247,6 +250,11 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *checkpoin
 			s.runs.unreserve(r)
 			return nil, &got, nil
 		}
+		// The record's time is the run's start for every replica and
+		// every later request (a replayed answer's "created" included).
+		r.mu.Lock()
+		r.Started = got.Created
+		r.mu.Unlock()
 	}
 	s.runs.launch(r, sp.fn(s))
 	return r, nil, nil

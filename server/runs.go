@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -329,7 +330,7 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 	// of a parked run; each call has the turn's time limit (execute).
 	ctx, cancel := context.WithCancel(agent.WithTraceContext(m.base, c.Trace))
 	r := &run{ID: sp.id, Thread: sp.thread, ClientThread: sp.clientThread, Owner: c, limited: limited, recovering: sp.recovering, recorded: sp.recorded,
-		Started: m.s.cfg.Now(), ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize,
+		Started: cmp.Or(sp.started, m.s.cfg.Now()), ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize,
 		detachGrace: m.s.cfg.DetachGrace}
 	if sp.chat {
 		r.chat = &chatRenderer{}
