@@ -97,9 +97,7 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 	if rd.approval != nil && rd.status == agent.RunInterrupted {
 		ans.Approval = &mcp.PendingApproval{ID: rd.approval.ID, Summary: rd.approval.Summary}
 	}
-	if shutdown {
-		ans.Text += shutdownNote
-	}
+	ans.Text += endNote(status, shutdown)
 	return ans, nil
 }
 

@@ -328,6 +328,23 @@ func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
 
 const shutdownNote = "\n\n(The server is shutting down: this run stopped at its last checkpoint. Send your message again to continue.)"
 
+// canceledNote ends the answer of a run a cancel request stopped (the
+// operator's page, the API), so that a chat client waiting on it gets
+// more than an empty message.
+const canceledNote = "\n\n(This run was canceled before it finished. Send your message again to continue.)"
+
+// endNote is what an answer's text ends with for how its run ended: a
+// note when the shutdown or a cancel request stopped it, else nothing.
+func endNote(status agent.RunStatus, shutdown bool) string {
+	switch {
+	case shutdown:
+		return shutdownNote
+	case status == agent.RunCanceled:
+		return canceledNote
+	}
+	return ""
+}
+
 func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
 	ru.join()
 	followed := s.follow(r.Context(), ru, 0, nil, func(ev agent.Event) { rd.render(ev) }, nil)
@@ -350,9 +367,8 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 		content = joinAnswer(content, s.publicMessage(runErr))
 	}
 	content += s.finishApproval(c, ru, rd)
-	if shutdown {
-		content += shutdownNote
-	}
+	status, _, _ := ru.result()
+	content += endNote(status, shutdown)
 	reply := chatReply{Content: content, Reasoning: rd.reasoning.String()}
 	if token != "" {
 		s.approvals.settle(token, &reply)
@@ -556,9 +572,8 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 			tail = "\n\n" + tail
 		}
 	}
-	if shutdown {
-		tail += shutdownNote
-	}
+	status, _, _ := ru.result()
+	tail += endNote(status, shutdown)
 	k.content(tail)
 	rd.content.WriteString(tail)
 	k.status(statusData{Description: "", Done: true})

@@ -327,9 +327,8 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		out.text(joinAnswer("", s.publicMessage(runErr)))
 	default:
 		tail := s.finishApproval(c, st.ru, rd)
-		if shutdown {
-			tail += shutdownNote
-		}
+		status, _, _ := st.ru.result()
+		tail += endNote(status, shutdown)
 		out.text(tail)
 		rd.content.WriteString(tail)
 		if st.token != "" {

@@ -389,3 +389,42 @@ func TestReplayedAnswerKeepsItsCompletionID(t *testing.T) {
 		t.Fatalf("completion id %q", a.ID)
 	}
 }
+
+// A chat client whose run a cancel request stops (the operator's page, the
+// native API) gets an answer saying so, not an empty message.
+func TestCanceledChatRunSaysSo(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		env := newTestEnv(t, nil)
+		done := make(chan []byte, 1)
+		go func() {
+			_, b := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", stream, user("slow please")))
+			done <- b
+		}()
+		var ru *run
+		deadline := time.Now().Add(10 * time.Second)
+		for ru == nil {
+			if time.Now().After(deadline) {
+				t.Fatal("the chat run never started")
+			}
+			env.srv.runs.mu.Lock()
+			for _, r := range env.srv.runs.runs {
+				ru = r
+			}
+			env.srv.runs.mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+		}
+		resp, body := env.do(t, "POST", "/api/threads/"+ru.ClientThread+"/runs/"+ru.ID+"/cancel", keyAlice, nil)
+		if resp.StatusCode >= 300 {
+			t.Fatalf("cancel: %d %s", resp.StatusCode, body)
+		}
+		var b []byte
+		select {
+		case b = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer after the cancel")
+		}
+		if !strings.Contains(string(b), "canceled before it finished") {
+			t.Fatalf("stream %v: the answer of the canceled run: %s", stream, b)
+		}
+	}
+}

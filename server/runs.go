@@ -243,9 +243,7 @@ func (r *run) recordResult(s *Server, status agent.RunStatus, runErr error, msg 
 	if rd.approval != nil && status == agent.RunInterrupted {
 		content += approvalText(rd.approval, approvalToken(ownerKey(r.Owner), r.Thread, *rd.approval), rd.content.Len() > 0)
 	}
-	if shutdown {
-		content += shutdownNote
-	}
+	content += endNote(status, shutdown)
 	u := rd.usage
 	return &runResult{Content: content, Reasoning: rd.reasoning.String(), Usage: &u}
 }

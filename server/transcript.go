@@ -35,13 +35,14 @@ var (
 )
 
 // canonicalText is what a transcript digest covers of a message: without
-// folded reasoning, approval token lines and shutdown notes (the server's
+// folded reasoning, approval token lines and shutdown and cancel notes (the server's
 // own additions), and without any whitespace (clients trim, re-wrap and
 // strip it).
 func canonicalText(s string) string {
 	s = detailsRE.ReplaceAllString(s, "")
 	s = thinkRE.ReplaceAllString(s, "")
 	s = strings.ReplaceAll(s, strings.TrimSpace(shutdownNote), "")
+	s = strings.ReplaceAll(s, strings.TrimSpace(canceledNote), "")
 	var b strings.Builder
 	for _, line := range strings.Split(s, "\n") {
 		if approvalTokenRE.MatchString(line) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,21 @@ import (
 // and the log would grow without end: while the store is open, the log's
 // pages reach the file and the log restarts from its beginning.
 func TestCheckpointerCopiesTheLogIntoTheFile(t *testing.T) {
+	// The hook is in place before the checkpointer starts and removed after
+	// it stopped (Cleanup runs after the deferred Close).
+	type report struct{ frames, copied int }
+	reports := make(chan report, 64)
+	var watching atomic.Bool
+	afterCheckpoint = func(frames, copied int) {
+		if !watching.Load() {
+			return
+		}
+		select {
+		case reports <- report{frames, copied}:
+		default:
+		}
+	}
+	t.Cleanup(func() { afterCheckpoint = nil })
 	path := filepath.Join(t.TempDir(), "wal.db")
 	s, err := New(Config{Path: path})
 	if err != nil {
@@ -58,15 +74,7 @@ func TestCheckpointerCopiesTheLogIntoTheFile(t *testing.T) {
 	// Copied whole, the log is written again from its start: the next
 	// checkpoint after one more write finds a log of that write's frames,
 	// not the thousands before it.
-	type report struct{ frames, copied int }
-	reports := make(chan report, 64)
-	afterCheckpoint = func(frames, copied int) {
-		select {
-		case reports <- report{frames, copied}:
-		default:
-		}
-	}
-	defer func() { afterCheckpoint = nil }()
+	watching.Store(true)
 	next := func() report {
 		t.Helper()
 		select {
