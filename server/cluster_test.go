@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -222,5 +223,58 @@ func TestRunWaitsForADeadReplicasLease(t *testing.T) {
 	}
 	if calls.Load() != 1 {
 		t.Errorf("the capability ran %d times, want once", calls.Load())
+	}
+}
+
+// A Chat Completions client that leaves a run parked in the queue (for
+// longer than DetachGrace) cancels the queued record, as it cancels a run
+// waiting in a goroutine: no replica resumes a run nobody follows.
+func TestLeftParkedRunIsCanceledInTheQueue(t *testing.T) {
+	var calls atomic.Int32
+	read, err := capabilities.Define(capabilities.Definition{
+		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
+		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+			if calls.Add(1) == 1 {
+				return capabilities.Output{}, context.DeadlineExceeded
+			}
+			return capabilities.Result("BEAM_CURRENT", 301.2, "beam current 301.2 mA"), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wait = 1500 * time.Millisecond
+	mk := func(st checkpoint.Store) *agent.Agent {
+		a, err := agent.New(agent.Config{Registry: newRegistry(t, read), Store: st, Leases: agent.LeaseConfig{TTL: 3 * time.Second},
+			RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(wait), Jitter: capabilities.JitterNone}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	reps := serveReplicas(t, pgStores(t, 1), mk, func(i int, c *Config) {
+		c.ParkAfter, c.DetachGrace, c.RecoverEvery = 100*time.Millisecond, 50*time.Millisecond, 200*time.Millisecond
+	})
+	env := reps[0].env
+	// The client gives up while the retry waits in the queue.
+	ctx, cancel := context.WithTimeout(context.Background(), wait/3)
+	b, _ := json.Marshal(chatBody("capgraph", false, user("What is the beam current?")))
+	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the chat request answered (%d) during the retry wait", resp.StatusCode)
+	}
+	cancel()
+	if calls.Load() != 1 {
+		t.Fatalf("%d calls before the wait ended; want the first, failed one", calls.Load())
+	}
+	// Past the retry's due time and several claims: nothing resumed it.
+	time.Sleep(wait + time.Second)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the capability ran %d times: the run was resumed after its client left", n)
+	}
+	recs, err := reps[0].store.(checkpoint.RunStore).ListRuns(context.Background(), checkpoint.RunFilter{Limit: 10})
+	if err != nil || len(recs) != 1 || recs[0].Status != checkpoint.RunCanceled {
+		t.Fatalf("records %+v, %v; want the one run canceled", recs, err)
 	}
 }

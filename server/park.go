@@ -76,6 +76,21 @@ func (s *Server) parkInQueue(r *run, until time.Time) {
 	}
 	// Every replica's claim loop looks every TTL/3; this one looks when due.
 	time.AfterFunc(max(until.Sub(s.cfg.Now()), 0), func() { poke(cl.wake) })
+	// Canceled here while it waits in the queue — its client left for
+	// longer than DetachGrace, as a run in a goroutine would be canceled —
+	// the queued record is canceled too, so that no replica resumes a run
+	// nobody follows. A shutdown leaves it queued; a record that ended
+	// (the mirror saw it) has nothing to stop.
+	context.AfterFunc(r.ctx, func() {
+		if s.runs.base.Err() != nil || r.ended.Load() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
+		defer cancel()
+		if err := cl.q.RequestCancel(ctx, r.ID); err != nil {
+			s.cfg.Logger.Warn("canceling a parked run its client left", "run", r.ID, "error", err)
+		}
+	})
 	go s.tail(r)
 }
 

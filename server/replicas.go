@@ -402,6 +402,7 @@ func (s *Server) tail(r *run) {
 			if rec.Status == checkpoint.RunFailed {
 				runErr = errors.New(rec.Error)
 			}
+			r.ended.Store(true)
 			r.finishMirror(recordStatus(rec.Status), runErr)
 			return
 		}

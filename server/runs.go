@@ -41,6 +41,9 @@ type run struct {
 	recorded bool
 	remote   atomic.Bool
 	fenced   atomic.Bool
+	// ended: the run's record ended (a mirror saw it terminal), so
+	// canceling the mirror stops nothing elsewhere.
+	ended atomic.Bool
 	// parkUntil is set when the run's agent call ended parked (a retry
 	// wait longer than Config.ParkAfter): it goes on then (park.go).
 	parkUntil time.Time
