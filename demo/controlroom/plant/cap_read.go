@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
@@ -11,10 +12,20 @@ import (
 
 // ChannelRead is the channel_read capability: the current values of the
 // channels in its CHANNEL_ADDRESSES input (CHANNEL_VALUES).
-type ChannelRead struct{ plant *Plant }
+type ChannelRead struct {
+	plant *Plant
+	// machine names the plant's quantities and systems for the classifier
+	// guide, built once: the catalog is fixed when the plant is made, and
+	// the guide is read at every turn.
+	machine func() string
+}
 
 // NewChannelRead returns channel_read over p.
-func NewChannelRead(p *Plant) *ChannelRead { return &ChannelRead{plant: p} }
+func NewChannelRead(p *Plant) *ChannelRead {
+	return &ChannelRead{plant: p, machine: sync.OnceValue(func() string {
+		return "The machine's quantities: " + strings.Join(p.Quantities(), ", ") + ". Its systems: " + strings.Join(p.Systems(), ", ") + "."
+	})}
+}
 
 func (*ChannelRead) Name() string { return "channel_read" }
 func (*ChannelRead) Description() string {
@@ -102,7 +113,7 @@ func (r *ChannelRead) ClassifierGuide() *capabilities.ClassifierGuide {
 	return &capabilities.ClassifierGuide{
 		Instructions: "Select when the user names a machine quantity and wants its present, live value " +
 			"(not its history, trend, average or statistics over the last hours or since yesterday; not to set, change, adjust, raise or lower it; not a list of which channels exist). " +
-			"The machine's quantities: " + strings.Join(r.plant.Quantities(), ", ") + ". Its systems: " + strings.Join(r.plant.Systems(), ", ") + ".",
+			r.machine(),
 		Examples: []capabilities.ClassifierExample{
 			{Query: "What is the beam current?", Result: true, Reason: "asks for a live value"},
 			{Query: "What is the vacuum pressure in sector 3?", Result: true, Reason: "asks for live values"},
