@@ -353,7 +353,7 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 		return
 	}
 	if replay != nil {
-		s.writeCompletion(w, t, runCompletion(ru.ID, ru.Started), *replay, rd.usage)
+		s.writeCompletion(w, t, ru.completion(), *replay, rd.usage)
 		return
 	}
 	if runErr != nil && !answerable(runErr) {
@@ -374,7 +374,7 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 		s.approvals.settle(token, &reply)
 	}
 	s.rememberTranscript(c, t, ru, content)
-	s.writeCompletion(w, t, runCompletion(ru.ID, ru.Started), reply, rd.usage)
+	s.writeCompletion(w, t, ru.completion(), reply, rd.usage)
 	if http.NewResponseController(w).Flush() == nil {
 		s.delivered(ru)
 	}
@@ -435,6 +435,15 @@ type completionIdent struct {
 // runCompletion is the completion identity of run id, started at started.
 func runCompletion(id string, started time.Time) completionIdent {
 	return completionIdent{id: "chatcmpl-" + strings.TrimPrefix(id, "run-"), created: started.Unix()}
+}
+
+// completion is the identity of r's answer. Started is read under the
+// lock: submit sets it from the record after the run is registered, where
+// a repeated request may already have found it.
+func (r *run) completion() completionIdent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return runCompletion(r.ID, r.Started)
 }
 
 // newCompletion is the identity of an answer no run wrote.
@@ -534,7 +543,7 @@ func (k *chunker) fail(s *Server, err error) {
 
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
 	ru.join()
-	k := s.newChunker(w, t, runCompletion(ru.ID, ru.Started))
+	k := s.newChunker(w, t, ru.completion())
 	k.role()
 	ok := s.follow(r.Context(), ru, 0, k.sse, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {
