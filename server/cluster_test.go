@@ -242,7 +242,7 @@ func TestLeftParkedRunIsCanceledInTheQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const wait = 1500 * time.Millisecond
+	const wait = 3 * time.Second
 	mk := func(st checkpoint.Store) *agent.Agent {
 		a, err := agent.New(agent.Config{Registry: newRegistry(t, read), Store: st, Leases: agent.LeaseConfig{TTL: 3 * time.Second},
 			RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(wait), Jitter: capabilities.JitterNone}})
@@ -255,18 +255,32 @@ func TestLeftParkedRunIsCanceledInTheQueue(t *testing.T) {
 		c.ParkAfter, c.DetachGrace, c.RecoverEvery = 100*time.Millisecond, 50*time.Millisecond, 200*time.Millisecond
 	})
 	env := reps[0].env
-	// The client gives up while the retry waits in the queue.
-	ctx, cancel := context.WithTimeout(context.Background(), wait/3)
-	b, _ := json.Marshal(chatBody("capgraph", false, user("What is the beam current?")))
-	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+keyAlice)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
+	ctx, leave := context.WithCancel(context.Background())
+	answered := make(chan int, 1)
+	go func() {
+		b, _ := json.Marshal(chatBody("capgraph", false, user("What is the beam current?")))
+		req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+keyAlice)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- 0
+			return
+		}
 		resp.Body.Close()
-		t.Fatalf("the chat request answered (%d) during the retry wait", resp.StatusCode)
+		answered <- resp.StatusCode
+	}()
+	// The first call failed and the run waits in the queue: nothing of it
+	// runs in the process. Then the client gives up.
+	deadline := time.Now().Add(10 * time.Second)
+	for calls.Load() != 1 || env.srv.runs.running() != 0 {
+		if time.Now().After(deadline) || calls.Load() > 1 {
+			t.Fatalf("the run did not park after its first call (%d calls, %d running)", calls.Load(), env.srv.runs.running())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	cancel()
-	if calls.Load() != 1 {
-		t.Fatalf("%d calls before the wait ended; want the first, failed one", calls.Load())
+	leave()
+	if code := <-answered; code != 0 {
+		t.Fatalf("the chat request answered (%d) during the retry wait", code)
 	}
 	// Past the retry's due time and several claims: nothing resumed it.
 	time.Sleep(wait + time.Second)
