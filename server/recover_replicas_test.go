@@ -140,8 +140,13 @@ func TestServersRecoverEachCutRunOnce(t *testing.T) {
 			waitRuns(t, first)
 			first.http.Close()
 
-			b, _ := w.server(t, s1, agent.DefaultLeaseTTL, nil)
-			c, _ := w.server(t, s2, agent.DefaultLeaseTTL, nil)
+			// Processes sharing a store leave each other's fresh records
+			// alone (RecoverGrace, as capgraph serve sets it): without it,
+			// one took the record of a run the other had just started as a
+			// crashed one (1 run in 40 on the memory store).
+			grace := func(c *Config) { c.RecoverGrace = agent.DefaultLeaseTTL }
+			b, _ := w.server(t, s1, agent.DefaultLeaseTTL, grace)
+			c, _ := w.server(t, s2, agent.DefaultLeaseTTL, grace)
 			var (
 				wg    sync.WaitGroup
 				got   [2][]string
@@ -364,5 +369,86 @@ func TestTakenOverAnsweredRunGivesFollowersTheAnswer(t *testing.T) {
 	rec, err := live.srv.records.GetRun(context.Background(), "run-lost-events")
 	if err != nil || rec.Status != checkpoint.RunDone {
 		t.Fatalf("record %+v, %v; want done", rec, err)
+	}
+}
+
+// A recovered run whose thread stays held past a third of the TTL goes back
+// to the queue; a client that was following it on this replica follows it
+// from the store instead of seeing it fail, and gets its end once the run
+// is claimed again, after the holder let go.
+func TestRecoveredRunHandedBackKeepsItsFollowers(t *testing.T) {
+	const ttl = 900 * time.Millisecond
+	r := pgtest.Replicas(t, 2)
+	w := newScanWorld()
+	first, a := w.server(t, r[0], ttl, nil)
+	w.cut(t, first, "scan")
+	waitRuns(t, first)
+	first.http.Close()
+	internal, err := a.Unfinished(context.Background())
+	if err != nil || len(internal) != 1 {
+		t.Fatalf("Unfinished = %v, %v", internal, err)
+	}
+	recs, err := r[0].ListRuns(context.Background(), checkpoint.RunFilter{Thread: internal[0], Limit: 1})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("records: %v, %v", recs, err)
+	}
+	runID := recs[0].ID
+	// Another replica holds the thread for longer than the recovered run
+	// waits for it (TTL/3).
+	hold, err := r[0].AcquireLease(context.Background(), internal[0], "busy-replica", agent.DefaultLeaseTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, _ := w.server(t, r[1], ttl, func(c *Config) { c.RecoverEvery = ttl / 3 })
+	recovered := make(chan []string, 1)
+	go func() {
+		got, _ := live.srv.RecoverRuns(context.Background())
+		recovered <- got
+	}()
+	// A client follows the recovered run on this replica while it waits.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if ru, ok := live.srv.runs.byID(runID); ok && !ru.remote.Load() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the recovered run never started on the live server")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	streamed := make(chan string, 1)
+	go func() {
+		_, body := live.do(t, "GET", "/api/threads/scan/runs/"+runID+"/events", keyAlice, nil)
+		streamed <- string(body)
+	}()
+	if got := <-recovered; len(got) != 0 {
+		t.Fatalf("RecoverRuns reported %v; want nothing started while the thread is held", got)
+	}
+	// The holder lets go; the live server's claim loop takes the run again.
+	if err := r[0].ReleaseLease(context.Background(), hold); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- live.srv.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		<-served
+	}()
+	var body string
+	select {
+	case body = <-streamed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the follower's stream did not end after the run was claimed again")
+	}
+	if strings.Contains(body, "event: error") || !strings.Contains(body, `"status":"answered"`) || !strings.Contains(body, "gap scanned") {
+		t.Fatalf("the follower's stream:\n%s\nwant the run's answer and its end, no failure", body)
+	}
+	if n := w.finished.Load(); n != 1 {
+		t.Fatalf("slow_scan finished %d times; want once", n)
 	}
 }

@@ -72,6 +72,10 @@ type run struct {
 	followers int
 	// begun is closed at the run's first event or its end.
 	begun chan struct{}
+	// handedBack: a recovered run whose thread stayed held went back to
+	// the queue; its followers here follow it from the store (began says
+	// it did not get going here).
+	handedBack bool
 	// detach cancels the run DetachGrace after its last follower left.
 	detach *time.Timer
 	// followedElsewhere: a request on another replica follows the run
@@ -108,7 +112,7 @@ func (r *run) began(ctx context.Context) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return !(r.finished && len(r.events) == 0 && isThreadBusy(r.err))
+	return !(r.handedBack || r.finished && len(r.events) == 0 && isThreadBusy(r.err))
 }
 
 // join counts a request that cancels the run when it leaves (leave).
@@ -530,13 +534,29 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 	// The thread is free before the run shows as finished: a client that
 	// saw it end may start the next run at once.
 	noEvents := r.noEvents()
+	neverRan := r.recovering && isThreadBusy(runErr) && noEvents
+	handBack := neverRan && m.s.cluster != nil && !shutdown
 	m.mu.Lock()
 	m.release(r)
-	if r.recovering && isThreadBusy(runErr) && noEvents {
+	if neverRan && !handBack {
 		// Another process holds the thread: this was never a run here.
 		delete(m.runs, r.ID)
 	}
 	m.mu.Unlock()
+	if handBack {
+		// Back in the queue (finishRecord): whoever runs it next, the
+		// requests following it here follow it from the store, as a
+		// parked run's do, instead of seeing it fail.
+		r.mu.Lock()
+		r.handedBack = true
+		r.markBegun()
+		r.mu.Unlock()
+		r.remote.Store(true)
+		parked = true // r.ctx stays for the tail, which ends it
+		go m.s.tail(r)
+		m.s.cfg.Logger.Info("recovered run gave its held thread back to the queue", "run", r.ID, "thread", r.Thread)
+		return
+	}
 	r.finish(runErr, shutdown)
 	m.mu.Lock()
 	m.evict()
