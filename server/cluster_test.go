@@ -292,3 +292,45 @@ func TestLeftParkedRunIsCanceledInTheQueue(t *testing.T) {
 		t.Fatalf("records %+v, %v; want the one run canceled", recs, err)
 	}
 }
+
+// server.limits.max_threads holds across replicas: near the limit a
+// replica reads the owner's count from the store, so threads another
+// replica created (or deleted) count, where its own cached count would
+// have let a fourth thread through.
+func TestThreadLimitSharedByReplicas(t *testing.T) {
+	stores := pgStores(t, 2)
+	var envs []*testEnv
+	for i, st := range stores {
+		a, err := agent.New(agent.Config{Registry: newRegistry(t), Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, newTestEnv(t, func(c *Config) {
+			c.Runner, c.Threads, c.MaxThreads = a, a, 3
+			c.Instance = "replica-" + string(rune('a'+i))
+		}))
+	}
+	a, b := envs[0], envs[1]
+	create := func(env *testEnv, id string) int {
+		resp, _ := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": id})
+		return resp.StatusCode
+	}
+	for _, id := range []string{"t1", "t2"} {
+		if code := create(a, id); code != http.StatusCreated {
+			t.Fatalf("create %s on a: %d", id, code)
+		}
+	}
+	if code := create(b, "t3"); code != http.StatusCreated {
+		t.Fatalf("create t3 on b: %d", code)
+	}
+	if resp, body := a.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "t4"}); resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "quota_exceeded") {
+		t.Fatalf("a fourth thread on a: %d %s; want it refused (3 exist across the replicas)", resp.StatusCode, body)
+	}
+	// A deletion on b frees a place that a sees.
+	if resp, body := b.do(t, "DELETE", "/api/threads/t1", keyAlice, nil); resp.StatusCode >= 300 {
+		t.Fatalf("delete t1 on b: %d %s", resp.StatusCode, body)
+	}
+	if code := create(a, "t4"); code != http.StatusCreated {
+		t.Fatalf("t4 on a after a deletion on b: %d", code)
+	}
+}

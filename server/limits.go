@@ -92,10 +92,13 @@ func (s *Server) pageOf(r *http.Request) (page, error) {
 // be refused at Config.MaxThreads without listing the owner's threads
 // every time: an owner's count is read from the store when first needed
 // and then kept up to date by this process's creations and deletions.
-// Other replicas' creations are seen when the entry is read again (it is
-// dropped when the table is full, least recently used first).
+// With replicas (shared), other replicas' creations and deletions are seen
+// when the count is read again: at every creation that would leave the
+// owner less than a tenth of the limit free, so that replicas together
+// overshoot it by no more than the creations in flight.
 type threadCounts struct {
-	max int
+	max    int
+	shared bool
 
 	mu    sync.Mutex
 	order *list.List // of *countEntry, most recently used first
@@ -122,14 +125,17 @@ func (t *threadCounts) reserve(ctx context.Context, owner string, count func(ctx
 	}
 	t.mu.Lock()
 	el, ok := t.by[owner]
+	read := !ok || t.shared && el.Value.(*countEntry).n >= t.max-max(1, t.max/10)
 	t.mu.Unlock()
-	if !ok {
+	if read {
 		n, err := count(ctx)
 		if err != nil {
 			return err
 		}
 		t.mu.Lock()
-		if el, ok = t.by[owner]; !ok {
+		if el, ok = t.by[owner]; ok {
+			el.Value.(*countEntry).n = n // the store's, other replicas' changes included
+		} else {
 			el = t.order.PushFront(&countEntry{owner: owner, n: n})
 			t.by[owner] = el
 			for t.order.Len() > threadCountOwners {

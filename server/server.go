@@ -73,6 +73,7 @@ func New(cfg Config) (*Server, error) {
 			"set Config.Runs (memory.New() keeps them in this process only)"}
 	}
 	s.cluster = newCluster(s)
+	s.counts.shared = s.cluster != nil
 	s.runs = newRunManager(s)
 	s.transcripts = newTranscriptIndex(transcriptIndexSize)
 	s.limiter = newRateLimiter(cfg.RequestsPerMinute, cfg.Now)
