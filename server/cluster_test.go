@@ -67,12 +67,11 @@ func pgStores(t *testing.T, n int) []checkpoint.Store {
 	return out
 }
 
-// Issue 18: a retry wait longer than ParkAfter goes back to the queue with
-// its not-before time; another replica claims it when due and finishes
-// it, and a client following the run on the first replica gets every
-// event, under the same run id.
-func TestParkedRunResumedByAnotherReplica(t *testing.T) {
-	var calls atomic.Int32
+// flakyReadAgents makes, for each replica's store, an agent whose one
+// capability times out on its first call (RETRIABLE) and then answers; the
+// retry waits wait. calls counts the calls across the replicas.
+func flakyReadAgents(t *testing.T, calls *atomic.Int32, wait time.Duration) func(checkpoint.Store) *agent.Agent {
+	t.Helper()
 	read, err := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
@@ -84,14 +83,23 @@ func TestParkedRunResumedByAnotherReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mk := func(st checkpoint.Store) *agent.Agent {
+	return func(st checkpoint.Store) *agent.Agent {
 		a, err := agent.New(agent.Config{Registry: newRegistry(t, read), Store: st, Leases: agent.LeaseConfig{TTL: 3 * time.Second},
-			RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(1500 * time.Millisecond), Jitter: capabilities.JitterNone}})
+			RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(wait), Jitter: capabilities.JitterNone}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return a
 	}
+}
+
+// Issue 18: a retry wait longer than ParkAfter goes back to the queue with
+// its not-before time; another replica claims it when due and finishes
+// it, and a client following the run on the first replica gets every
+// event, under the same run id.
+func TestParkedRunResumedByAnotherReplica(t *testing.T) {
+	var calls atomic.Int32
+	mk := flakyReadAgents(t, &calls, 1500*time.Millisecond)
 	reps := serveReplicas(t, pgStores(t, 2), mk, func(i int, c *Config) {
 		c.ParkAfter = 100 * time.Millisecond
 		if i == 0 {
@@ -231,26 +239,8 @@ func TestRunWaitsForADeadReplicasLease(t *testing.T) {
 // waiting in a goroutine: no replica resumes a run nobody follows.
 func TestLeftParkedRunIsCanceledInTheQueue(t *testing.T) {
 	var calls atomic.Int32
-	read, err := capabilities.Define(capabilities.Definition{
-		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
-		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
-			if calls.Add(1) == 1 {
-				return capabilities.Output{}, context.DeadlineExceeded
-			}
-			return capabilities.Result("BEAM_CURRENT", 301.2, "beam current 301.2 mA"), nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const wait = 3 * time.Second
-	mk := func(st checkpoint.Store) *agent.Agent {
-		a, err := agent.New(agent.Config{Registry: newRegistry(t, read), Store: st, Leases: agent.LeaseConfig{TTL: 3 * time.Second},
-			RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(wait), Jitter: capabilities.JitterNone}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
+	mk := flakyReadAgents(t, &calls, wait)
 	reps := serveReplicas(t, pgStores(t, 1), mk, func(i int, c *Config) {
 		c.ParkAfter, c.DetachGrace, c.RecoverEvery = 100*time.Millisecond, 50*time.Millisecond, 200*time.Millisecond
 	})

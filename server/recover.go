@@ -197,7 +197,6 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted before this run finished, and a later run on the thread replaced it; nothing more of this run will be done")
 	}
 	st, status, err := s.cfg.Runner.State(ctx, rec.Thread)
-	st0 := st
 	unknown := errors.Is(err, agent.ErrUnknownThread)
 	if err != nil && !unknown {
 		return false, err
@@ -216,17 +215,17 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 		sp.kind, sp.answer = kindAnswer, &agent.Answer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By}
 	case status == agent.RunCanceled:
 		sp.kind = kindResume // cut between two steps
+	case status == agent.RunAnswered:
+		// Answered before the crash; only its record and last events did
+		// not say so.
+		return false, s.endAnswered(ctx, rec, sp.chat, st)
 	default:
 		// It ended before the crash; only its record did not say so.
-		st := map[agent.RunStatus]checkpoint.RunStatus{agent.RunAnswered: checkpoint.RunDone, agent.RunInterrupted: checkpoint.RunInterrupted}[status]
-		msg := ""
-		if st == "" {
-			st, msg = checkpoint.RunFailed, "the run failed before the server restarted"
+		end, msg := checkpoint.RunInterrupted, ""
+		if status != agent.RunInterrupted {
+			end, msg = checkpoint.RunFailed, "the run failed before the server restarted"
 		}
-		if status == agent.RunAnswered {
-			return false, s.endAnswered(ctx, rec, sp.chat, st0)
-		}
-		return false, s.endRecord(ctx, rec, st, msg)
+		return false, s.endRecord(ctx, rec, end, msg)
 	}
 	if s.cluster != nil {
 		// Claimed from the queue already (claimReady).
@@ -245,9 +244,9 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 		}
 		return false, err
 	}
-	// Another replica may hold the thread (it runs it, its record newer
-	// than this one's listing): then the run ends at once, and the record
-	// stays with the holder.
+	// Another process may hold the thread: with replicas the run waits
+	// for it up to a third of a TTL, then gives the record back to the
+	// queue; alone it ends at once. Either way it did not get going here.
 	return r.began(ctx), nil
 }
 

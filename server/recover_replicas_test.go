@@ -103,6 +103,40 @@ func (w *scanWorld) cut(t *testing.T, env *testEnv, threads ...string) {
 	}
 }
 
+// cutScan cuts a scan on thread "scan" on a first server over store, as a
+// crash leaves it, and returns the thread's internal id.
+func (w *scanWorld) cutScan(t *testing.T, store checkpoint.Store, ttl time.Duration) string {
+	t.Helper()
+	first, a := w.server(t, store, ttl, nil)
+	w.cut(t, first, "scan")
+	waitRuns(t, first)
+	first.http.Close()
+	internal, err := a.Unfinished(context.Background())
+	if err != nil || len(internal) != 1 {
+		t.Fatalf("Unfinished = %v, %v", internal, err)
+	}
+	return internal[0]
+}
+
+// serveInBackground runs env's server with Serve (its claim and recovery
+// loops included) until the test ends.
+func serveInBackground(t *testing.T, env *testEnv) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- env.srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+}
+
 // runsOf returns the runs a server started, by status.
 func runsOf(s *Server) map[agent.RunStatus]int {
 	s.runs.mu.Lock()
@@ -219,35 +253,16 @@ func TestServerTakesOverAfterTheLeaseTTL(t *testing.T) {
 		t.Run(be.Name, func(t *testing.T) {
 			s1, s2 := be.Open(t)
 			w := newScanWorld()
-			first, a := w.server(t, s1, ttl, nil)
-			w.cut(t, first, "scan")
-			waitRuns(t, first)
-			first.http.Close()
-			internal, err := a.Unfinished(context.Background())
-			if err != nil || len(internal) != 1 {
-				t.Fatalf("Unfinished = %v, %v", internal, err)
-			}
+			internal := w.cutScan(t, s1, ttl)
 			// The dead replica's lease, which nobody renews.
-			if _, err := s1.AcquireLease(context.Background(), internal[0], "dead-replica", ttl); err != nil {
+			if _, err := s1.AcquireLease(context.Background(), internal, "dead-replica", ttl); err != nil {
 				t.Fatal(err)
 			}
 			live, _ := w.server(t, s2, ttl, func(c *Config) { c.RecoverEvery = ttl / 3 })
 			if got, err := live.srv.RecoverRuns(context.Background()); err != nil || len(got) != 0 {
 				t.Fatalf("RecoverRuns under the dead replica's lease: %v, %v; want nothing", got, err)
 			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			served := make(chan error, 1)
-			go func() { served <- live.srv.Serve(ctx, ln) }()
-			defer func() {
-				cancel()
-				if err := <-served; err != nil {
-					t.Errorf("Serve: %v", err)
-				}
-			}()
+			serveInBackground(t, live)
 			deadline := time.Now().Add(20 * ttl)
 			for w.finished.Load() == 0 {
 				if time.Now().After(deadline) {
@@ -281,15 +296,8 @@ func TestRecoveredRunWaitsOutABriefHold(t *testing.T) {
 		t.Run(be.Name, func(t *testing.T) {
 			s1, s2 := be.Open(t)
 			w := newScanWorld()
-			first, a := w.server(t, s1, agent.DefaultLeaseTTL, nil)
-			w.cut(t, first, "scan")
-			waitRuns(t, first)
-			first.http.Close()
-			internal, err := a.Unfinished(context.Background())
-			if err != nil || len(internal) != 1 {
-				t.Fatalf("Unfinished = %v, %v", internal, err)
-			}
-			hold, err := s1.AcquireLease(context.Background(), internal[0], "checking-replica", agent.DefaultLeaseTTL)
+			internal := w.cutScan(t, s1, agent.DefaultLeaseTTL)
+			hold, err := s1.AcquireLease(context.Background(), internal, "checking-replica", agent.DefaultLeaseTTL)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -303,7 +311,7 @@ func TestRecoveredRunWaitsOutABriefHold(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !slices.Equal(got, internal) {
+			if err != nil || !slices.Equal(got, []string{internal}) {
 				t.Fatalf("RecoverRuns = %v, %v; want %v once the brief hold ends", got, err, internal)
 			}
 			waitRuns(t, live)
@@ -380,22 +388,15 @@ func TestRecoveredRunHandedBackKeepsItsFollowers(t *testing.T) {
 	const ttl = 900 * time.Millisecond
 	r := pgtest.Replicas(t, 2)
 	w := newScanWorld()
-	first, a := w.server(t, r[0], ttl, nil)
-	w.cut(t, first, "scan")
-	waitRuns(t, first)
-	first.http.Close()
-	internal, err := a.Unfinished(context.Background())
-	if err != nil || len(internal) != 1 {
-		t.Fatalf("Unfinished = %v, %v", internal, err)
-	}
-	recs, err := r[0].ListRuns(context.Background(), checkpoint.RunFilter{Thread: internal[0], Limit: 1})
+	internal := w.cutScan(t, r[0], ttl)
+	recs, err := r[0].ListRuns(context.Background(), checkpoint.RunFilter{Thread: internal, Limit: 1})
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("records: %v, %v", recs, err)
 	}
 	runID := recs[0].ID
 	// Another replica holds the thread for longer than the recovered run
 	// waits for it (TTL/3).
-	hold, err := r[0].AcquireLease(context.Background(), internal[0], "busy-replica", agent.DefaultLeaseTTL)
+	hold, err := r[0].AcquireLease(context.Background(), internal, "busy-replica", agent.DefaultLeaseTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,17 +429,7 @@ func TestRecoveredRunHandedBackKeepsItsFollowers(t *testing.T) {
 	if err := r[0].ReleaseLease(context.Background(), hold); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- live.srv.Serve(ctx, ln) }()
-	defer func() {
-		cancel()
-		<-served
-	}()
+	serveInBackground(t, live)
 	var body string
 	select {
 	case body = <-streamed:

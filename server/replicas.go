@@ -440,22 +440,7 @@ func (r *run) appendAt(ev agent.Event) {
 	if ev.Seq <= r.lastSeq {
 		return
 	}
-	r.lastSeq = ev.Seq
-	if len(r.events) == 0 {
-		r.first = ev.Seq
-	}
-	r.events = append(r.events, ev)
-	if len(r.events) > r.max {
-		drop := len(r.events) - r.max
-		r.events = append(r.events[:0:0], r.events[drop:]...)
-		r.first += drop
-	}
-	if ev.Type == agent.EventDone {
-		r.status = ev.Status
-	}
-	r.markBegun()
-	close(r.notify)
-	r.notify = make(chan struct{})
+	r.logLocked(ev)
 }
 
 // finishMirror ends a mirror with the run's status.

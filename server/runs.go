@@ -167,9 +167,16 @@ func (r *run) leave() {
 func (r *run) append(ev agent.Event) agent.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.lastSeq++
-	ev.Seq = r.lastSeq
+	ev.Seq = r.lastSeq + 1
 	ev.RunID = r.ID
+	r.logLocked(ev)
+	return ev
+}
+
+// logLocked adds a numbered event to the bounded log (r.mu held), dropping
+// the oldest beyond r.max, and wakes the followers.
+func (r *run) logLocked(ev agent.Event) {
+	r.lastSeq = ev.Seq
 	if len(r.events) == 0 {
 		r.first = ev.Seq
 	}
@@ -185,7 +192,6 @@ func (r *run) append(ev agent.Event) agent.Event {
 	r.markBegun()
 	close(r.notify)
 	r.notify = make(chan struct{})
-	return ev
 }
 
 func (r *run) finish(err error, shutdown bool) {

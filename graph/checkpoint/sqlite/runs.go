@@ -204,11 +204,14 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 	if err := s.ensureRuns(ctx); err != nil {
 		return checkpoint.RunRecord{}, err
 	}
-	var cur, out checkpoint.RunRecord
+	var (
+		out     checkpoint.RunRecord
+		refused error // ApplyRunUpdate's: out is then the record as it is
+	)
 	err := s.write(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
 		rs := s.runStmts.Load()
 		r, err := scanRun(tx.StmtContext(ctx, rs.byID).QueryRowContext(ctx, id))
-		cur, out = r, checkpoint.RunRecord{}
+		out, refused = r, nil
 		if errors.Is(err, sql.ErrNoRows) {
 			return refusal{fmt.Errorf("%w: run %q", checkpoint.ErrNotFound, id)}
 		}
@@ -219,6 +222,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 		now := time.UnixMicro(max(time.Now().UnixMicro(), r.Updated.UnixMicro())).UTC()
 		nr, err := checkpoint.ApplyRunUpdate(r, u, now)
 		if err != nil {
+			refused = err
 			return refusal{err}
 		}
 		if _, err := tx.StmtContext(ctx, rs.update).ExecContext(ctx,
@@ -229,10 +233,8 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 		return nil
 	})
 	switch {
-	case errors.Is(err, checkpoint.ErrNotFound):
-		return checkpoint.RunRecord{}, err
-	case err != nil && cur.ID != "" && out.ID == "":
-		return cur, err // refused: the record as it is
+	case refused != nil:
+		return out, refused
 	case err != nil:
 		return checkpoint.RunRecord{}, err
 	}
