@@ -133,9 +133,7 @@ func (s *Server) endParked(r *run, shutdown bool) {
 	r.append(agent.Event{Type: agent.EventDone, Status: agent.RunCanceled, Thread: r.Thread, Time: s.cfg.Now()})
 	s.finishRecord(r, agent.RunCanceled, nil, shutdown)
 	r.finish(nil, shutdown)
-	s.runs.mu.Lock()
-	s.runs.evict()
-	s.runs.mu.Unlock()
+	s.runs.evictAfterEnd()
 }
 
 // overtakenMessage says why a parked run ended without going on.
@@ -151,5 +149,6 @@ func (s *Server) endOvertaken(r *run) {
 	}
 	r.append(agent.Event{Type: agent.EventDone, Status: agent.RunFailed, Err: overtakenMessage, Thread: r.Thread, Time: s.cfg.Now()})
 	r.finish(errors.New(overtakenMessage), false)
+	s.runs.evictAfterEnd()
 	r.cancel()
 }

@@ -373,6 +373,7 @@ func (s *Server) tail(r *run) {
 	ch, unwatch := cl.watch(r.ID)
 	defer unwatch()
 	defer r.cancel()
+	defer s.runs.evictAfterEnd() // each way out finishes the mirror first
 	poll := time.NewTicker(max(cl.ttl/3, 10*time.Millisecond))
 	defer poll.Stop()
 	for {
@@ -425,11 +426,10 @@ func (m *runManager) addMirror(c caller, rec checkpoint.RunRecord) (*run, bool) 
 	}
 	ctx, cancel := context.WithTimeout(m.base, m.s.cfg.TurnTimeout+m.s.cluster.ttl)
 	r := &run{ID: rec.ID, Thread: rec.Thread, ClientThread: rec.Labels[labelThread], Owner: c, Started: rec.Created,
-		ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize}
+		ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize, sizeHint: &m.logSize}
 	r.remote.Store(true)
 	m.runs[r.ID] = r
-	m.order = append(m.order, r.ID)
-	m.evict()
+	m.order = append(m.order, r)
 	return r, true
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +42,63 @@ func TestRunEventLogIsBounded(t *testing.T) {
 	r.finish(nil, false)
 	if _, _, finished := r.since(5); !finished {
 		t.Fatal("not finished")
+	}
+}
+
+// A run past its bound keeps its last events at a constant cost per event
+// (the log was copied whole at every event beyond the bound, quadratic in a
+// long streamed answer), and what a follower was handed stays as it was.
+func TestRunEventLogPastItsBound(t *testing.T) {
+	const bound = 64
+	r := &run{ID: "r", notify: make(chan struct{}), max: bound}
+	for range 3 * bound {
+		r.append(agent.Event{Type: agent.EventToken, Text: "x"})
+	}
+	held, _, _ := r.since(0)
+	heldSeqs := func() []int {
+		var s []int
+		for _, e := range held {
+			s = append(s, e.Seq)
+		}
+		return s
+	}
+	before := heldSeqs()
+	allocs := testing.AllocsPerRun(10*bound, func() {
+		r.append(agent.Event{Type: agent.EventToken, Text: "x"})
+	})
+	// One allocation is the follower's wake-up channel; the array's copy
+	// comes once per bound events.
+	if allocs > 1.1 {
+		t.Errorf("%.2f allocations per event past the bound; want the wake-up channel's and a share of one copy per %d events", allocs, bound)
+	}
+	if got := heldSeqs(); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("events handed out changed under later appends: %v, were %v", got, before)
+	}
+	evs, _, _ := r.since(0)
+	last := r.lastSeq
+	if len(evs) != bound || evs[0].Seq != last-bound+1 || evs[bound-1].Seq != last {
+		t.Fatalf("kept %d events from %d to %d; want the last %d, %d to %d", len(evs), evs[0].Seq, evs[len(evs)-1].Seq, bound, last-bound+1, last)
+	}
+	for i := 1; i < len(evs); i++ {
+		if evs[i].Seq != evs[i-1].Seq+1 {
+			t.Fatalf("gap in the kept log at %d: %d then %d", i, evs[i-1].Seq, evs[i].Seq)
+		}
+	}
+}
+
+// A run's log starts as long as the last finished run's, so a turn's log
+// is not grown by doubling.
+func TestRunEventLogStartsAtTheLastRunsSize(t *testing.T) {
+	var hint atomic.Int64
+	first := &run{ID: "a", notify: make(chan struct{}), max: 4096, sizeHint: &hint}
+	for range 50 {
+		first.append(agent.Event{Type: agent.EventToken})
+	}
+	first.finish(nil, false)
+	next := &run{ID: "b", notify: make(chan struct{}), max: 4096, sizeHint: &hint}
+	next.append(agent.Event{Type: agent.EventToken})
+	if c := cap(next.events); c < 50 || c > 64 {
+		t.Fatalf("the next run's log starts with room for %d events; want the last run's 50 and a little more", c)
 	}
 }
 
