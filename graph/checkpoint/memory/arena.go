@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"maps"
 	"math"
 	"slices"
 	"time"
@@ -27,20 +26,21 @@ type arena struct {
 	// written again) serves every checkpoint naming the same nodes.
 	recent [8][]string
 	turn   int
-	// meta is the last metadata copied: a run's checkpoints mostly carry
-	// the same, and the store never writes a map it keeps.
-	meta map[string]string
+	// meta is the last metadata kept: a run's checkpoints mostly carry
+	// the same.
+	meta packedMeta
 }
 
 // entry is how the store keeps a checkpoint: without the thread id (the
-// thread's key) and with times as Unix microseconds, the precision every
-// store keeps; 128 bytes where a Checkpoint takes 176.
+// thread's key), with times as Unix microseconds, the precision every
+// store keeps, and the metadata packed; 136 bytes where a Checkpoint
+// takes 176.
 type entry struct {
 	id, parent, run    uuid.UUID
 	step               int
 	state              []byte
 	next               []string
-	metadata           map[string]string
+	metadata           packedMeta
 	notBefore, created int64 // Unix µs; noTime for the zero time
 }
 
@@ -75,18 +75,18 @@ func (e *entry) set(cp *checkpoint.Checkpoint, mem *arena) {
 	e.metadata = mem.copyMeta(cp.Metadata)
 }
 
-func (a *arena) copyMeta(m map[string]string) map[string]string {
-	if len(m) == 0 || !maps.Equal(a.meta, m) {
-		a.meta = cloneMap(m)
+func (a *arena) copyMeta(m map[string]string) packedMeta {
+	if !a.meta.equals(m) {
+		a.meta = packMeta(m)
 	}
 	return a.meta
 }
 
-// checkpoint returns e as a Checkpoint of thread, sharing e's slices and map:
-// callers handing it out clone it.
+// checkpoint returns a copy of e as a Checkpoint of thread, which the
+// caller owns: empty slices and metadata are nil.
 func (e *entry) checkpoint(thread string) checkpoint.Checkpoint {
 	return checkpoint.Checkpoint{ThreadID: thread, ID: e.id, ParentID: e.parent, RunID: e.run, Step: e.step,
-		State: e.state, Next: e.next, Metadata: e.metadata,
+		State: nilIfEmpty(slices.Clone(e.state)), Next: nilIfEmpty(slices.Clone(e.next)), Metadata: e.metadata.unpack(),
 		NotBefore: fromMicros(e.notBefore), Created: fromMicros(e.created)}
 }
 
@@ -155,11 +155,4 @@ func (a *arena) copyNames(s []string) []string {
 // and at least need.
 func grown(last, need, lo, hi int) int {
 	return max(need, min(max(2*last, lo), hi))
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	return maps.Clone(m)
 }

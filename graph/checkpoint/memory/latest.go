@@ -43,12 +43,15 @@ func (t *thread) putLatest(cp *checkpoint.Checkpoint) {
 		// The previous checkpoint goes, and with it its pending writes.
 		delete(t.writes, e.id)
 	}
-	state, next := e.state, e.next
+	state, next, meta := e.state, e.next, e.metadata
 	*e = entry{id: cp.ID, parent: cp.ParentID, run: cp.RunID, step: cp.Step,
 		notBefore: micros(cp.NotBefore), created: micros(cp.Created)}
 	e.state = reuse(state, cp.State)
 	e.next = reuse(next, cp.Next)
-	e.metadata = cloneMap(cp.Metadata)
+	e.metadata = meta
+	if !meta.equals(cp.Metadata) {
+		e.metadata = packMeta(cp.Metadata)
+	}
 }
 
 // reuse copies src into dst's memory when it fits (and dst is not much too

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -162,7 +161,7 @@ func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpo
 	for i := range ws {
 		ws[i].Value = slices.Clone(ws[i].Value)
 	}
-	return checkpoint.Tuple{Checkpoint: clone(cp), Writes: ws}, nil
+	return checkpoint.Tuple{Checkpoint: cp, Writes: ws}, nil
 }
 
 // List returns checkpoints newest first.
@@ -182,10 +181,10 @@ func (s *Store) List(ctx context.Context, threadID string, opts checkpoint.ListO
 		if opts.Before != uuid.Nil && compareUUID(e.id, opts.Before) >= 0 {
 			continue
 		}
-		if !checkpoint.MatchMetadata(e.metadata, opts.Filter) {
+		if !e.metadata.matches(opts.Filter) {
 			continue
 		}
-		out = append(out, clone(e.checkpoint(threadID)))
+		out = append(out, e.checkpoint(threadID))
 		if opts.Limit > 0 && len(out) == opts.Limit {
 			break
 		}
@@ -212,11 +211,11 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 			continue
 		}
 		last := t.cps[len(t.cps)-1]
-		if !checkpoint.MatchMetadata(last.metadata, f.Metadata) || f.Before != uuid.Nil && compareUUID(last.id, f.Before) >= 0 {
+		if !last.metadata.matches(f.Metadata) || f.Before != uuid.Nil && compareUUID(last.id, f.Before) >= 0 {
 			continue
 		}
 		out = append(out, checkpoint.ThreadInfo{
-			ThreadID: id, Latest: last.id, Metadata: maps.Clone(last.metadata),
+			ThreadID: id, Latest: last.id, Metadata: last.metadata.unpack(),
 			Created: t.created, Updated: fromMicros(last.created),
 		})
 	}
@@ -264,18 +263,6 @@ func compareUUID(a, b uuid.UUID) int {
 }
 
 func uuidLess(a, b uuid.UUID) bool { return compareUUID(a, b) < 0 }
-
-// clone deep-copies the slices and map of cp; empty ones become nil.
-func clone(cp checkpoint.Checkpoint) checkpoint.Checkpoint {
-	cp.State = nilIfEmpty(slices.Clone(cp.State))
-	cp.Next = nilIfEmpty(slices.Clone(cp.Next))
-	if len(cp.Metadata) == 0 {
-		cp.Metadata = nil
-	} else {
-		cp.Metadata = maps.Clone(cp.Metadata)
-	}
-	return cp
-}
 
 func nilIfEmpty[T any](s []T) []T {
 	if len(s) == 0 {

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -21,7 +22,7 @@ func (s *Store) Prune(ctx context.Context, opts checkpoint.PruneOptions) (checkp
 	defer s.mu.Unlock()
 	var res checkpoint.PruneResult
 	for id, t := range s.threads {
-		if (opts.Thread == "" || id == opts.Thread) && len(t.cps) > 0 && checkpoint.MatchMetadata(t.cps[len(t.cps)-1].metadata, opts.Metadata) {
+		if (opts.Thread == "" || id == opts.Thread) && len(t.cps) > 0 && t.cps[len(t.cps)-1].metadata.matches(opts.Metadata) {
 			t.prune(opts, &res)
 		}
 	}
@@ -58,4 +59,27 @@ func (t *thread) prune(opts checkpoint.PruneOptions, res *checkpoint.PruneResult
 	}
 	clear(t.cps[len(keep):])
 	t.cps = keep
+	if len(keep) < n {
+		t.compact()
+	}
+}
+
+// compact moves the kept checkpoints out of the blocks their run filled,
+// and the next run starts blocks of its own. Once a turn is pruned its
+// blocks hold mostly emptied entries, which an idle thread kept for good
+// and the garbage collector scanned at every cycle (a kilobyte per thread,
+// and a multi-turn thread's blocks grow to 64 entries).
+func (t *thread) compact() {
+	kept := make([]entry, len(t.cps))
+	cps := make([]*entry, len(t.cps), len(t.cps)+1)
+	for i, e := range t.cps {
+		kept[i] = *e
+		kept[i].next = slices.Clone(e.next)
+		if len(e.state) <= sharedBytes {
+			kept[i].state = slices.Clone(e.state) // not the run's whole block
+		}
+		cps[i] = &kept[i]
+	}
+	t.cps = cps
+	t.mem = arena{meta: t.mem.meta}
 }
