@@ -58,6 +58,7 @@ func main() {
 	dir := flag.String("dir", "", "internal (-serve): the directory of the SQLite file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the server during each measured load to FILE.STORE")
 	heapprofile := flag.String("heapprofile", "", "write a heap profile of the server after each measured load to FILE.STORE")
+	flag.StringVar(&traceFile, "trace", "", "write an execution trace of the server's first 5 s of each measured load to FILE.STORE (go tool trace)")
 	flag.Parse()
 	var err error
 	if *serve {
@@ -134,6 +135,9 @@ func run(stores []string, clients int, latency, duration, warmup time.Duration, 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/1e6) }
 
 // measure starts a server on store, loads it and takes its snapshots.
+// traceFile is the -trace flag.
+var traceFile string
+
 func measure(store string, clients int, latency, duration, warmup time.Duration, cpuprofile, heapprofile string) (row, error) {
 	r := row{store: store, storePerConv: -1}
 	dir, err := os.MkdirTemp("", "capgraph-load-")
@@ -179,6 +183,11 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 	}
 	if cpuprofile != "" {
 		if err := srv.command("profile " + cpuprofile + "." + store); err != nil {
+			return r, err
+		}
+	}
+	if traceFile != "" {
+		if err := srv.command("trace " + traceFile + "." + store + " 5s"); err != nil {
 			return r, err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,6 +153,7 @@ func runServer(store, dir string, latency time.Duration, keep string) error {
 		return err
 	}
 	defer rt.Close()
+	rt.SetGCPercent() // as capgraph serve does
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logger, err := rt.Logger(os.Stderr)
@@ -221,6 +223,21 @@ func commands(ctx context.Context, serve func(context.Context, net.Listener) err
 				fmt.Println("error:", err)
 				continue
 			}
+			fmt.Println("ok")
+		case len(cmd) == 3 && cmd[0] == "trace":
+			d, err := time.ParseDuration(cmd[2])
+			var f *os.File
+			if err == nil {
+				f, err = os.Create(cmd[1])
+			}
+			if err == nil {
+				err = trace.Start(f)
+			}
+			if err != nil {
+				fmt.Println("error:", err)
+				continue
+			}
+			time.AfterFunc(d, func() { trace.Stop(); f.Close() })
 			fmt.Println("ok")
 		case len(cmd) == 2 && cmd[0] == "profile" && cmd[1] == "stop":
 			pprof.StopCPUProfile()
