@@ -26,6 +26,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -79,15 +80,18 @@ func main() {
 
 // row is one store's measurement.
 type row struct {
-	store                      string
-	turns, errors              int
-	elapsed                    time.Duration
-	callsPerTurn               float64
-	p50, p99, p50add, p99add   time.Duration
-	p50model                   time.Duration
-	late                       [2]time.Duration // the model's calls returning late: p50, p99
-	cpuPerTurn                 time.Duration    // the server process's CPU time per turn
-	rssPerThread, storePerConv float64          // bytes; storePerConv < 0: not measured
+	store                    string
+	turns, errors            int
+	elapsed                  time.Duration
+	callsPerTurn             float64
+	p50, p99, p50add, p99add time.Duration
+	p50model                 time.Duration
+	late                     [2]time.Duration // the model's calls returning late: p50, p99
+	// medianPhases and slowPhases split the added time of the median turn
+	// and, on average, of the slowest 1 % (phases).
+	medianPhases, slowPhases   [3]time.Duration
+	cpuPerTurn                 time.Duration // the server process's CPU time per turn
+	rssPerThread, storePerConv float64       // bytes; storePerConv < 0: not measured
 	fileBytes, threads         int64
 	firstErrors                []string
 }
@@ -120,6 +124,12 @@ func run(stores []string, clients int, latency, duration, warmup time.Duration, 
 	for _, r := range rows {
 		fmt.Printf("%-7s %18s %18s %16s\n", r.store, ms(r.cpuPerTurn), ms(r.late[0]), ms(r.late[1]))
 	}
+	fmt.Println()
+	fmt.Printf("%-7s %-26s %15s %14s %16s\n", "store", "added time of", "before 1st call", "between calls", "after last call")
+	for _, r := range rows {
+		fmt.Printf("%-7s %-26s %15s %14s %16s\n", r.store, "the median turn", ms(r.medianPhases[0]), ms(r.medianPhases[1]), ms(r.medianPhases[2]))
+		fmt.Printf("%-7s %-26s %15s %14s %16s\n", "", "the slowest 1 % (mean)", ms(r.slowPhases[0]), ms(r.slowPhases[1]), ms(r.slowPhases[2]))
+	}
 	for _, r := range rows {
 		for _, e := range r.firstErrors {
 			fmt.Printf("%s: error: %s\n", r.store, e)
@@ -129,6 +139,8 @@ func run(stores []string, clients int, latency, duration, warmup time.Duration, 
 	fmt.Println("added = a turn's latency at the client minus the time of its model calls, as the model measured them")
 	fmt.Println("late = how much later than asked the scripted model's timer woke it: the machine's scheduling delay, which")
 	fmt.Println("       every wake-up of a turn (its steps, its commits, its stream writes) pays as well")
+	fmt.Println("before 1st call = request to the first model call: the request, the thread, the run, the turn's first step")
+	fmt.Println("between calls = the turn's steps and checkpoints; after last call = the answer's steps, stream and client")
 	return nil
 }
 
@@ -220,6 +232,11 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 	}
 	r.late = late
 	var lat, added, model []time.Duration
+	type split struct {
+		added  time.Duration
+		phases [3]time.Duration
+	}
+	var splits []split
 	for _, t := range res.Turns {
 		if t.Err != nil {
 			continue
@@ -228,7 +245,19 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 		if !ok {
 			return r, fmt.Errorf("no model time for turn %d of client %d", t.N, t.Client)
 		}
-		lat, added, model = append(lat, t.Latency), append(added, t.Latency-mt), append(model, mt)
+		lat, added, model = append(lat, t.Latency), append(added, t.Latency-mt.total), append(model, mt.total)
+		splits = append(splits, split{t.Latency - mt.total, phases(t, mt)})
+	}
+	// Where the added time of the slowest turns went, beside the median's.
+	slices.SortFunc(splits, func(a, b split) int { return cmp.Compare(a.added, b.added) })
+	if n := len(splits); n > 0 {
+		r.medianPhases = splits[n/2].phases
+		slow := splits[n*99/100:]
+		for _, sp := range slow {
+			for i, d := range sp.phases {
+				r.slowPhases[i] += d / time.Duration(len(slow))
+			}
+		}
 	}
 	for _, s := range [][]time.Duration{lat, added, model} {
 		slices.Sort(s)
@@ -330,14 +359,21 @@ func (s *child) command(c string) error {
 	return nil
 }
 
+// modelTurn is what the model saw of a turn: its calls' total time and each
+// call's start and end (Unix ns, in the order they ended).
+type modelTurn struct {
+	total time.Duration
+	spans []int64
+}
+
 // modelTimes asks for each turn's model time, by tag, and how late the
 // model's calls returned (p50, p99).
-func (s *child) modelTimes() (map[string]time.Duration, [2]time.Duration, error) {
+func (s *child) modelTimes() (map[string]modelTurn, [2]time.Duration, error) {
 	var late [2]time.Duration
 	if _, err := fmt.Fprintln(s.in, "modeltime"); err != nil {
 		return nil, late, err
 	}
-	out := map[string]time.Duration{}
+	out := map[string]modelTurn{}
 	for {
 		line, err := s.reply()
 		if err != nil {
@@ -351,13 +387,41 @@ func (s *child) modelTimes() (map[string]time.Duration, [2]time.Duration, error)
 			late = [2]time.Duration{time.Duration(p50), time.Duration(p99)}
 			continue
 		}
-		i := strings.LastIndexByte(line, ' ')
-		ns, err := strconv.ParseInt(line[i+1:], 10, 64)
-		if i < 0 || err != nil {
+		f := strings.Fields(line) // "load C-N" NANOS START END...
+		if len(f) < 3 || len(f)%2 == 0 {
 			return nil, late, fmt.Errorf("modeltime: %q", line)
 		}
-		out[line[:i]] = time.Duration(ns)
+		var nums []int64
+		for _, v := range f[2:] {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, late, fmt.Errorf("modeltime: %q", line)
+			}
+			nums = append(nums, n)
+		}
+		out[f[0]+" "+f[1]] = modelTurn{total: time.Duration(nums[0]), spans: nums[1:]}
 	}
+}
+
+// phases splits a turn's added time: before its first model call, between
+// its calls, and after its last, to the client's [DONE].
+func phases(t loadgen.Turn, mt modelTurn) [3]time.Duration {
+	type span struct{ start, end int64 }
+	var calls []span
+	for i := 0; i+1 < len(mt.spans); i += 2 {
+		calls = append(calls, span{mt.spans[i], mt.spans[i+1]})
+	}
+	if len(calls) == 0 {
+		return [3]time.Duration{}
+	}
+	slices.SortFunc(calls, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	start := t.Start.UnixNano()
+	var between int64
+	for i := 1; i < len(calls); i++ {
+		between += calls[i].start - calls[i-1].end
+	}
+	return [3]time.Duration{time.Duration(calls[0].start - start), time.Duration(between),
+		time.Duration(start + t.Latency.Nanoseconds() - calls[len(calls)-1].end)}
 }
 
 // snap is what the server reports of itself after a garbage collection.

@@ -55,7 +55,8 @@ type timedModel struct {
 	latency time.Duration
 	mu      sync.Mutex
 	turns   map[string]time.Duration
-	late    []time.Duration // how much later than latency each call returned
+	spans   map[string][]int64 // per tag: each call's start and end, Unix ns
+	late    []time.Duration    // how much later than latency each call returned
 	calls   int64
 }
 
@@ -80,18 +81,20 @@ func (c timedCall) Generate(ctx context.Context, req llm.Request) (llm.Response,
 	for i := len(req.Messages) - 1; i >= 0 && tag == ""; i-- {
 		tag = tagged.FindString(req.Messages[i].Content)
 	}
-	c.t.record(tag, took)
+	c.t.record(tag, start, took)
 	return resp, err
 }
 
-// record adds a call of the turn tagged tag that took took.
-func (t *timedModel) record(tag string, took time.Duration) {
+// record adds a call of the turn tagged tag that started at start and took
+// took.
+func (t *timedModel) record(tag string, start time.Time, took time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.calls++
 	t.late = append(t.late, took-t.latency)
 	if tag != "" {
 		t.turns[tag] += took
+		t.spans[tag] = append(t.spans[tag], start.UnixNano(), start.Add(took).UnixNano())
 	}
 }
 
@@ -116,7 +119,7 @@ func scriptedModel(latency time.Duration) *timedModel {
 		On(llmtest.RoleIs(llm.RoleOrchestrator), reply(planReply)).
 		On(llmtest.RoleIs(llm.RoleResponse), reply(Answer))
 	m.Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse)
-	return &timedModel{m: m, latency: latency, turns: map[string]time.Duration{}}
+	return &timedModel{m: m, latency: latency, turns: map[string]time.Duration{}, spans: map[string][]int64{}}
 }
 
 // runServer serves the control-room application as `capgraph serve` does,
@@ -124,8 +127,9 @@ func scriptedModel(latency time.Duration) *timedModel {
 // answers commands on stdin until stdin closes:
 //
 //	snapshot         after a garbage collection: rss, heap, threads, model calls, store bytes
-//	modeltime        each tagged turn's model time since the last time: "TAG NANOSECONDS"
-//	                 lines, the p50 and p99 lateness of the calls ("late P50 P99"), then "ok"
+//	modeltime        each tagged turn's model time since the last time and its calls'
+//	                 start and end times: "TAG NANOSECONDS START END START END..." lines
+//	                 (Unix ns), the p50 and p99 lateness of the calls ("late P50 P99"), then "ok"
 //	heapprofile FILE write a heap profile (after a garbage collection)
 //	profile FILE     start a CPU profile
 //	profile stop     stop it
@@ -136,7 +140,7 @@ func runServer(store, dir string, latency time.Duration, keep string) error {
 		return err
 	}
 	if store == "floor" {
-		m := &timedModel{latency: latency, turns: map[string]time.Duration{}}
+		m := &timedModel{latency: latency, turns: map[string]time.Duration{}, spans: map[string][]int64{}}
 		return commands(context.Background(), floorHandler(m), nil, m, "")
 	}
 	spec, dbPath := "memory", ""
@@ -202,8 +206,13 @@ func commands(ctx context.Context, serve func(context.Context, net.Listener) err
 		case len(cmd) == 1 && cmd[0] == "modeltime":
 			m.mu.Lock()
 			for tag, d := range m.turns {
-				fmt.Printf("%s %d\n", strings.Trim(tag, "[]"), d.Nanoseconds())
+				fmt.Printf("%s %d", strings.Trim(tag, "[]"), d.Nanoseconds())
+				for _, ns := range m.spans[tag] {
+					fmt.Printf(" %d", ns)
+				}
+				fmt.Println()
 			}
+			clear(m.spans)
 			late := slices.Sorted(slices.Values(m.late))
 			m.late = m.late[:0]
 			clear(m.turns) // the next load's clients number their turns from 0 again
@@ -380,7 +389,7 @@ func floorHandler(m *timedModel) func(context.Context, net.Listener) error {
 			case <-r.Context().Done():
 				return
 			}
-			m.record(tag, time.Since(start))
+			m.record(tag, start, time.Since(start))
 			chunk(map[string]any{"reasoning_content": fmt.Sprintf("call %d of 4 done\n", i+1)}, nil)
 		}
 		chunk(map[string]any{"content": Answer}, nil)
