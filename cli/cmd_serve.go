@@ -35,8 +35,6 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	for _, w := range c.cfg.Warnings() {
 		logger.Warn("configuration: "+w.Problem, "key", w.Key, "line", w.Line)
 	}
-	percent, from := c.rt.SetGCPercent()
-	logger.Debug("garbage collector target", "percent", percent, "from", from)
 	sc, err := c.rt.ServerConfig(ctx, logger)
 	if err != nil {
 		return err

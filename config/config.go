@@ -259,19 +259,7 @@ type Server struct {
 	// ArtifactURLTTL is how long such a URL works (default: the server's,
 	// 7 days).
 	ArtifactURLTTL Duration `yaml:"artifact_url_ttl"`
-	// GCPercent is the garbage collector's target in `capgraph serve`, as
-	// GOGC: a collection starts when the heap has grown this many percent
-	// over what the last one kept. 0 means DefaultGCPercent. A GOGC
-	// environment variable wins.
-	GCPercent int `yaml:"gc_percent"`
 }
-
-// DefaultGCPercent is server.gc_percent's default. Go's own, 100, makes a
-// server holding its threads in memory collect about once a second under
-// load, and on a few cores each collection's workers delay the turns
-// running meanwhile; 200 halves the collections for about 2 KB more per
-// idle thread (docs/performance.md#the-server-under-load).
-const DefaultGCPercent = 200
 
 // APIKey is one accepted bearer key. Exactly one of Key and KeySHA256 is set.
 type APIKey struct {

@@ -305,8 +305,6 @@ func TestBadConfig(t *testing.T) {
 		{"public url with query", "server:\n  public_url: https://cg.example.org/?a=1\n", 2, "server.public_url", "without query"},
 		{"artifact secret short", "server:\n  artifact_secret: s3cret\n", 2, "server.artifact_secret", "at least 16 characters"},
 		{"artifact url ttl", "server:\n  artifact_url_ttl: -1h\n", 2, "server.artifact_url_ttl", "negative"},
-		{"gc percent negative", "server:\n  gc_percent: -1\n", 2, "server.gc_percent", "must be 0 (the default, 200)"},
-		{"gc percent off", "server:\n  gc_percent: off\n", 2, "server.gc_percent", "must be a whole number"},
 		{"max artifact bytes", "limits:\n  max_artifact_bytes: 0\n", 2, "limits.max_artifact_bytes", "at least 1"},
 		{"old audit key", "server:\n  audit_logs: a.jsonl\n", 2, "server.audit_logs", "did you mean audit_log?"},
 		{"agent control typo", "agent_control:\n  skip_classifier: true\n", 2, "agent_control.skip_classifier", "known keys: skip_task_extraction, skip_classification"},

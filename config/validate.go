@@ -403,9 +403,6 @@ func (d *decoder) validateServer(s Server) {
 	if ttl := time.Duration(s.LeaseTTL); ttl != 0 && ttl < minLeaseTTL {
 		d.bad("server.lease_ttl", "must be 0 (the default, 30s) or at least %s, got %s", minLeaseTTL, ttl)
 	}
-	if s.GCPercent < 0 {
-		d.bad("server.gc_percent", "must be 0 (the default, %d) or a percentage above it, got %d", DefaultGCPercent, s.GCPercent)
-	}
 	if d.set("server.audit_log") && strings.TrimSpace(s.AuditLog) == "" {
 		d.bad("server.audit_log", "must be a file path (remove the key for no audit file)")
 	}
