@@ -157,7 +157,6 @@ func runServer(store, dir string, latency time.Duration, keep string) error {
 		return err
 	}
 	defer rt.Close()
-	rt.SetGCPercent() // as capgraph serve does
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logger, err := rt.Logger(os.Stderr)
