@@ -39,13 +39,16 @@ var (
 // own additions), and without any whitespace (clients trim, re-wrap and
 // strip it).
 func canonicalText(s string) string {
-	s = detailsRE.ReplaceAllString(s, "")
-	s = thinkRE.ReplaceAllString(s, "")
+	if strings.Contains(s, "<") { // the regular expressions were a 30th of a served turn's CPU
+		s = detailsRE.ReplaceAllString(s, "")
+		s = thinkRE.ReplaceAllString(s, "")
+	}
 	s = strings.ReplaceAll(s, strings.TrimSpace(shutdownNote), "")
 	s = strings.ReplaceAll(s, strings.TrimSpace(canceledNote), "")
 	var b strings.Builder
-	for _, line := range strings.Split(s, "\n") {
-		if approvalTokenRE.MatchString(line) {
+	b.Grow(len(s))
+	for line := range strings.SplitSeq(s, "\n") {
+		if strings.Contains(line, "AP-") && approvalTokenRE.MatchString(line) {
 			continue
 		}
 		for _, r := range line {
