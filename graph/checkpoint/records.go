@@ -13,10 +13,10 @@ import (
 // generic: Kind says what Data holds, Labels make records findable.
 // Records are never changed or deleted by the store; DeleteThread keeps them.
 type Record struct {
-	// Seq is assigned by the store on append: increasing in append order
-	// within one process (records appended concurrently by several
-	// replicas may commit in another order than their Seq). Ignored on
-	// append.
+	// Seq is assigned by the store on append, increasing in the order the
+	// appends commit, across processes too: a reader paging with
+	// RecordFilter.After never skips a record appended meanwhile. Ignored
+	// on append.
 	Seq int64 `json:"seq"`
 	// Kind says what the record is ("audit"); required.
 	Kind string `json:"kind"`

@@ -25,6 +25,7 @@ var recordCases = []struct {
 	{"RecordsInvalid", testRecordsInvalid},
 	{"RecordsOutliveThreads", testRecordsOutliveThreads},
 	{"RecordsConcurrent", testRecordsConcurrent},
+	{"RecordsPagingSeesEveryAppend", testRecordsPagingSeesEveryAppend},
 	{"RecordsCanceledContext", testRecordsCanceledContext},
 }
 
@@ -255,6 +256,69 @@ func testRecordsConcurrent(t *testing.T, _ checkpoint.Store, rl checkpoint.Recor
 				t.Fatalf("writer %d: record %d holds %s: one writer's records out of order", w, i, r.Data)
 			}
 		}
+	}
+}
+
+// A reader paging with After while writers append sees every record: a
+// record never commits below the Seq a reader has already passed (on
+// PostgreSQL, appends of several connections took their Seq in one order
+// and could commit in another, and a page could skip one for good).
+func testRecordsPagingSeesEveryAppend(t *testing.T, _ checkpoint.Store, rl checkpoint.RecordLog) {
+	const writers, each = 6, 40
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if _, err := rl.AppendRecords(context.Background(), checkpoint.Record{Kind: "paged", Thread: fmt.Sprint(w),
+					Data: json.RawMessage(fmt.Sprint(i))}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	seen := map[int64]bool{}
+	var after int64
+	page := func() int {
+		recs, err := rl.Records(context.Background(), checkpoint.RecordFilter{Kind: "paged", After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if seen[r.Seq] {
+				t.Fatalf("record %d paged twice", r.Seq)
+			}
+			seen[r.Seq] = true
+			after = max(after, r.Seq)
+		}
+		return len(recs)
+	}
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		page()
+	}
+	page() // what committed after the last look
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if all := listRecords(t, rl, checkpoint.RecordFilter{Kind: "paged"}); len(seen) != len(all) || len(all) != writers*each {
+		var missed []int64
+		for _, r := range all {
+			if !seen[r.Seq] {
+				missed = append(missed, r.Seq)
+			}
+		}
+		t.Fatalf("a reader paging with After saw %d of %d records; it skipped %v", len(seen), len(all), missed)
 	}
 }
 

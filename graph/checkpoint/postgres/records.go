@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,8 +32,8 @@ var recordsSchema = []string{
 	`CREATE INDEX IF NOT EXISTS {{records_by_thread}} ON {{records}} (thread_id, seq)`,
 }
 
-// recordsReady remembers the stores whose records table exists.
-var recordsReady sync.Map // *Store → struct{}
+// recordsLockKey is the advisory lock appends to schema's record log take.
+func recordsLockKey(schema string) int64 { return lockKey(schema + " records") }
 
 func (s *Store) recordsSQL(stmt string) string {
 	for _, name := range []string{"records_by_time", "records_by_thread", "records"} {
@@ -48,7 +47,7 @@ func (s *Store) recordsSQL(stmt string) string {
 }
 
 func (s *Store) ensureRecords(ctx context.Context) error {
-	if _, ok := recordsReady.Load(s); ok {
+	if s.recordsReady.Load() {
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -67,7 +66,7 @@ func (s *Store) ensureRecords(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: create the records table: %w", err)
 	}
-	recordsReady.Store(s, struct{}{})
+	s.recordsReady.Store(true)
 	return nil
 }
 
@@ -86,6 +85,15 @@ func (s *Store) AppendRecords(ctx context.Context, recs ...checkpoint.Record) ([
 	out := make([]checkpoint.Record, len(recs))
 	insert := s.recordsSQL(`INSERT INTO {{records}} (kind, thread_id, time, labels, data) VALUES ($1, $2, $3, $4, $5) RETURNING seq`)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Appends take turns, across replicas: a Seq is taken at the
+		// insert and becomes visible at the commit, so two appends at once
+		// could commit out of Seq order, and a reader paging with After
+		// would skip the lower one for good. Under the lock the order of
+		// Seqs is the order of commits. Appends are audit records of
+		// side-effecting steps: rare beside checkpoints.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, recordsLockKey(s.cfg.Schema)); err != nil {
+			return err
+		}
 		for i, r := range recs {
 			if r.Time.IsZero() {
 				r.Time = now

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,9 +42,6 @@ var runsSchema = []string{
 
 const runColumns = `seq, id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated`
 
-// runsReady remembers the stores whose runs table exists.
-var runsReady sync.Map // *Store → struct{}
-
 func (s *Store) runsSQL(stmt string) string {
 	for _, name := range []string{"runs_by_thread", "runs_by_status", "runs_ready", "run_events", "runs"} {
 		v := s.cfg.table(name)
@@ -58,7 +54,7 @@ func (s *Store) runsSQL(stmt string) string {
 }
 
 func (s *Store) ensureRuns(ctx context.Context) error {
-	if _, ok := runsReady.Load(s); ok {
+	if s.runsReady.Load() {
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -75,7 +71,7 @@ func (s *Store) ensureRuns(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: create the runs table: %w", err)
 	}
-	runsReady.Store(s, struct{}{})
+	s.runsReady.Store(true)
 	return nil
 }
 

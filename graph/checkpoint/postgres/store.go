@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,6 +26,9 @@ type Store struct {
 	q        queries
 	lq       leaseQueries
 	lockSeed int64 // mixes the schema into per-thread lock keys
+	// recordsReady and runsReady: the records and runs tables exist
+	// (created on first use, records.go and runs.go).
+	recordsReady, runsReady atomic.Bool
 }
 
 var _ checkpoint.Store = (*Store)(nil)
