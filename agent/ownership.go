@@ -95,8 +95,7 @@ type owned struct {
 	// when a renewal finds the lease lost or it runs out unrenewed.
 	lost   context.Context
 	cancel context.CancelCauseFunc
-	stop   chan struct{}
-	done   chan struct{}
+	keeper *leaseKeeper
 
 	mu       sync.Mutex
 	used     bool
@@ -147,13 +146,8 @@ func (a *Agent) own(ctx context.Context, thread string) (*owned, error) {
 // only with release.
 func (a *Agent) ownLeased(ctx context.Context, hold *graph.ThreadHold, lr checkpoint.Leaser, fenced bool, l checkpoint.Lease) *owned {
 	lost, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	o := &owned{a: a, hold: hold, lr: lr, l: l, fenced: fenced, lost: lost, cancel: cancel,
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(o.done)
-		keepLease(lost, lr, l, a.cfg.Leases.TTL, o.stop, cancel)
-	}()
-	return o
+	return &owned{a: a, hold: hold, lr: lr, l: l, fenced: fenced, lost: lost, cancel: cancel,
+		keeper: keepLease(lost, lr, l, a.cfg.Leases.TTL, cancel)}
 }
 
 // use marks the ownership as taken by a run or a Release; false if it was.
@@ -199,8 +193,7 @@ func (o *owned) release() {
 	}
 	o.released = true
 	o.mu.Unlock()
-	close(o.stop)
-	<-o.done
+	o.keeper.stop()
 	o.cancel(nil)
 	// The lease would expire anyway; a release that fails only makes other
 	// replicas wait for the TTL.
@@ -210,47 +203,109 @@ func (o *owned) release() {
 	o.hold.Release()
 }
 
-// keepLease renews l every ttl/3 until stop is closed. A renewal that finds
-// the lease lost cancels the run with the loss as cause. A renewal that
-// merely failed (the database unreachable for a moment) is tried again next
-// tick, but when the lease runs out by the local clock before a renewal
-// succeeds, the run is canceled then, not at the next tick: from that moment
-// another replica may take the thread over.
-func keepLease(ctx context.Context, lr checkpoint.Leaser, l checkpoint.Lease, ttl time.Duration,
-	stop <-chan struct{}, cancel context.CancelCauseFunc) {
+// leaseKeeper renews a lease every ttl/3 until stopped. A renewal that
+// finds the lease lost cancels the run with the loss as cause. A renewal
+// that merely failed (the database unreachable for a moment) is tried again
+// next tick, but when the lease runs out by the local clock before a
+// renewal succeeds, the run is canceled then, not at the next tick: from
+// that moment another replica may take the thread over.
+//
+// It runs on timers, not on a goroutine of its own: most turns end before
+// the first renewal is due, and a goroutine per run cost two hand-offs at
+// every run's end, on the way to its last event.
+type leaseKeeper struct {
+	lr     checkpoint.Leaser
+	ttl    time.Duration
+	ctx    context.Context // renewals stop with it
+	cancel context.CancelCauseFunc
+
+	mu          sync.Mutex
+	l           checkpoint.Lease
+	deadline    time.Time // when the lease runs out by the local clock
+	stopped     bool
+	tick, timer *time.Timer
+	renewing    sync.WaitGroup
+}
+
+func keepLease(ctx context.Context, lr checkpoint.Leaser, l checkpoint.Lease, ttl time.Duration, cancel context.CancelCauseFunc) *leaseKeeper {
+	k := &leaseKeeper{lr: lr, ttl: ttl, ctx: ctx, cancel: cancel, l: l}
 	every := ttl / 3
-	// Measured from before the acquisition returned, so never later than the
-	// store's own expiry unless the clocks drift apart by more than the margin.
-	margin := every / 2
-	tick := time.NewTimer(every)
-	defer tick.Stop()
-	expire := time.NewTimer(ttl - margin)
-	defer expire.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-expire.C:
-			cancel(&checkpoint.LeaseLostError{Lease: l})
-			return
-		case <-tick.C:
-		}
-		start := time.Now()
-		rctx, rcancel := context.WithTimeout(ctx, every)
-		nl, err := lr.RenewLease(rctx, l, ttl)
-		rcancel()
-		switch {
-		case err == nil:
-			l = nl
-			expire.Reset(ttl - margin - time.Since(start))
-		case errors.Is(err, checkpoint.ErrLeaseLost):
-			cancel(err)
-			return
-		}
-		tick.Reset(every)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.setDeadline(time.Now())
+	k.timer = time.AfterFunc(time.Until(k.deadline), k.expire)
+	k.tick = time.AfterFunc(every, k.renew)
+	return k
+}
+
+// setDeadline starts the lease's local expiry from start, a moment before
+// the store granted or renewed it: never later than the store's own expiry
+// unless the clocks drift apart by more than the margin (k.mu held).
+func (k *leaseKeeper) setDeadline(start time.Time) {
+	margin := k.ttl / 6
+	k.deadline = start.Add(k.ttl - margin)
+}
+
+// expire cancels the run when the lease ran out unrenewed.
+func (k *leaseKeeper) expire() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
 	}
+	if wait := time.Until(k.deadline); wait > 0 { // renewed meanwhile
+		k.timer.Reset(wait)
+		return
+	}
+	k.stopped = true
+	k.tick.Stop()
+	k.cancel(&checkpoint.LeaseLostError{Lease: k.l})
+}
+
+func (k *leaseKeeper) renew() {
+	k.mu.Lock()
+	if k.stopped || k.ctx.Err() != nil {
+		k.mu.Unlock()
+		return
+	}
+	k.renewing.Add(1)
+	l := k.l
+	k.mu.Unlock()
+	defer k.renewing.Done()
+
+	every := k.ttl / 3
+	start := time.Now()
+	rctx, rcancel := context.WithTimeout(k.ctx, every)
+	nl, err := k.lr.RenewLease(rctx, l, k.ttl)
+	rcancel()
+
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
+	}
+	switch {
+	case err == nil:
+		k.l = nl
+		k.setDeadline(start)
+		k.timer.Reset(time.Until(k.deadline))
+	case errors.Is(err, checkpoint.ErrLeaseLost):
+		k.stopped = true
+		k.timer.Stop()
+		k.cancel(err)
+		return
+	}
+	k.tick.Reset(every)
+}
+
+// stop ends the renewals; a renewal under way is waited for.
+func (k *leaseKeeper) stop() {
+	k.mu.Lock()
+	k.stopped = true
+	k.tick.Stop()
+	k.timer.Stop()
+	k.mu.Unlock()
+	k.renewing.Wait()
 }
 
 // leaseYield makes a run stopped by a lost lease say so: its error is the
