@@ -67,6 +67,25 @@ func pgStores(t *testing.T, n int) []checkpoint.Store {
 	return out
 }
 
+// agentReplicas starts n servers, each over an agent of its own on a
+// replica of one PostgreSQL store, named replica-a, replica-b…; mod sets
+// the rest of their configuration.
+func agentReplicas(t *testing.T, n int, mod func(*Config)) []*testEnv {
+	var envs []*testEnv
+	for i, st := range pgStores(t, n) {
+		a, err := agent.New(agent.Config{Registry: newRegistry(t), Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, newTestEnv(t, func(c *Config) {
+			c.Runner, c.Threads = a, a
+			c.Instance = "replica-" + string(rune('a'+i))
+			mod(c)
+		}))
+	}
+	return envs
+}
+
 // flakyReadAgents makes, for each replica's store, an agent whose one
 // capability times out on its first call (RETRIABLE) and then answers; the
 // retry waits wait. calls counts the calls across the replicas.
@@ -152,18 +171,7 @@ func TestParkedRunResumedByAnotherReplica(t *testing.T) {
 // Issue 18: RequestsPerMinute is counted in PostgreSQL, so two replicas
 // share one principal's budget instead of granting it each.
 func TestRequestRateSharedByReplicas(t *testing.T) {
-	stores := pgStores(t, 2)
-	var envs []*testEnv
-	for i, st := range stores {
-		a, err := agent.New(agent.Config{Registry: newRegistry(t), Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
-		envs = append(envs, newTestEnv(t, func(c *Config) {
-			c.Runner, c.Threads, c.RequestsPerMinute = a, a, 6
-			c.Instance = "replica-" + string(rune('a'+i))
-		}))
-	}
+	envs := agentReplicas(t, 2, func(c *Config) { c.RequestsPerMinute = 6 })
 	ok, limited := 0, 0
 	for i := range 10 {
 		resp, body := envs[i%2].do(t, "GET", "/api/threads", keyAlice, nil)
@@ -288,18 +296,7 @@ func TestLeftParkedRunIsCanceledInTheQueue(t *testing.T) {
 // replica created (or deleted) count, where its own cached count would
 // have let a fourth thread through.
 func TestThreadLimitSharedByReplicas(t *testing.T) {
-	stores := pgStores(t, 2)
-	var envs []*testEnv
-	for i, st := range stores {
-		a, err := agent.New(agent.Config{Registry: newRegistry(t), Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
-		envs = append(envs, newTestEnv(t, func(c *Config) {
-			c.Runner, c.Threads, c.MaxThreads = a, a, 3
-			c.Instance = "replica-" + string(rune('a'+i))
-		}))
-	}
+	envs := agentReplicas(t, 2, func(c *Config) { c.MaxThreads = 3 })
 	a, b := envs[0], envs[1]
 	create := func(env *testEnv, id string) int {
 		resp, _ := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": id})

@@ -345,10 +345,16 @@ func endNote(status agent.RunStatus, shutdown bool) string {
 	return ""
 }
 
+// endNote is the note for how r ended (valid once finished).
+func (r *run) endNote() string {
+	status, _, shutdown := r.result()
+	return endNote(status, shutdown)
+}
+
 func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
 	ru.join()
 	followed := s.follow(r.Context(), ru, 0, nil, func(ev agent.Event) { rd.render(ev) }, nil)
-	left, runErr, shutdown, replay := s.chatRunEnd(r.Context(), c, ru, followed, token)
+	left, runErr, replay := s.chatRunEnd(r.Context(), c, ru, followed, token)
 	if left {
 		return
 	}
@@ -367,8 +373,7 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 		content = joinAnswer(content, s.publicMessage(runErr))
 	}
 	content += s.finishApproval(c, ru, rd)
-	status, _, _ := ru.result()
-	content += endNote(status, shutdown)
+	content += ru.endNote()
 	reply := chatReply{Content: content, Reasoning: rd.reasoning.String()}
 	if token != "" {
 		s.approvals.settle(token, &reply)
@@ -382,34 +387,34 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 
 // chatRunEnd is how a followed chat run ended, for both answer forms: left
 // when the client went away (the run is canceled; nothing more is sent),
-// else the run's error and whether the server's shutdown stopped it. An
+// else the run's error (run.endNote says how it ended). An
 // approval answered by this request (token) whose run left or failed is
 // settled with a reply saying so, so a retried request gets it.
 //
 // An answer the agent refuses as already answered (ErrApprovalAnswered:
 // another replica carried it out between this request's lookup and its
 // resume) is no failure: replay is what the first answer became.
-func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed bool, token string) (left bool, runErr error, shutdown bool, replay *chatReply) {
+func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed bool, token string) (left bool, runErr error, replay *chatReply) {
 	if !followed {
 		ru.leave() // the client left; the run stops unless a repeat of the request follows it
 		if token != "" {
 			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
 		}
-		return true, nil, false, nil
+		return true, nil, nil
 	}
-	_, runErr, shutdown = ru.result()
+	_, runErr, _ = ru.result()
 	if runErr != nil && token != "" && errors.Is(runErr, agent.ErrApprovalAnswered) {
 		if sa, ok, err := s.resolveStoredToken(ctx, c, token); err == nil && ok && sa.answered != nil {
 			reply := answeredReply(token, *sa.answered, sa.st, sa.status)
 			s.approvals.settle(token, &reply)
-			return false, nil, false, &reply
+			return false, nil, &reply
 		}
 	}
 	if runErr != nil && token != "" && errors.Is(runErr, graph.ErrThreadBusy) {
 		// Not answered: another process holds the thread (it carries
 		// the same answer out, or another run). A retry looks again.
 		s.approvals.settle(token, nil)
-		return false, runErr, shutdown, nil
+		return false, runErr, nil
 	}
 	if runErr != nil && token != "" {
 		if s.stillPending(ctx, ru.Thread, token) {
@@ -421,7 +426,7 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 			s.approvals.settle(token, &chatReply{Content: "The run failed: " + s.publicMessage(runErr)})
 		}
 	}
-	return false, runErr, shutdown, nil
+	return false, runErr, nil
 }
 
 // completionIdent is a chat completion's id and creation time. An answer
@@ -561,7 +566,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 			k.heartbeat()
 		}
 	})
-	left, runErr, shutdown, replay := s.chatRunEnd(r.Context(), c, ru, ok, token)
+	left, runErr, replay := s.chatRunEnd(r.Context(), c, ru, ok, token)
 	if left {
 		return
 	}
@@ -581,8 +586,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 			tail = "\n\n" + tail
 		}
 	}
-	status, _, _ := ru.result()
-	tail += endNote(status, shutdown)
+	tail += ru.endNote()
 	k.content(tail)
 	rd.content.WriteString(tail)
 	k.status(statusData{Description: "", Done: true})

@@ -310,7 +310,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 			out.sse.comment("keep-alive")
 		}
 	})
-	left, runErr, shutdown, replay := s.chatRunEnd(r.Context(), c, st.ru, followed, st.token)
+	left, runErr, replay := s.chatRunEnd(r.Context(), c, st.ru, followed, st.token)
 	switch {
 	case left:
 		// The client went away; its run is canceled (chatRunEnd).
@@ -327,8 +327,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		out.text(joinAnswer("", s.publicMessage(runErr)))
 	default:
 		tail := s.finishApproval(c, st.ru, rd)
-		status, _, _ := st.ru.result()
-		tail += endNote(status, shutdown)
+		tail += st.ru.endNote()
 		out.text(tail)
 		rd.content.WriteString(tail)
 		if st.token != "" {

@@ -204,16 +204,8 @@ func TestRepeatedRequestsAreAnsweredFromTheFirstRun(t *testing.T) {
 	env := newTestEnv(t, func(c *Config) { c.Now = clock })
 	body := chatBody("capgraph", false, user("slow please"))
 	// The first request gives up before the answer (an SDK timeout).
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", strings.NewReader(string(b)))
-	req.Header.Set("Authorization", "Bearer "+keyAlice)
-	if _, err := http.DefaultClient.Do(req); err == nil {
-		t.Fatal("the slow request answered")
-	}
-	cancel()
-	waitFollowers(t, env, 0) // the server saw the client go
-	env.runner.Release()     // the run finishes without it
+	giveUpOnChat(t, env, body)
+	env.runner.Release() // the run finishes without it
 	waitRuns(t, env)
 	resp, again := env.do(t, "POST", "/v1/chat/completions", keyAlice, body)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerReplayed) != "true" || !strings.Contains(string(again), "Done after waiting.") {
@@ -259,15 +251,7 @@ func TestRepeatedRequestsAreAnsweredFromTheFirstRun(t *testing.T) {
 func TestNegativeDuplicateWindowReplaysNothing(t *testing.T) {
 	env := newTestEnv(t, func(c *Config) { c.DuplicateWindow = -1 })
 	body := chatBody("capgraph", false, user("slow please"))
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", strings.NewReader(string(b)))
-	req.Header.Set("Authorization", "Bearer "+keyAlice)
-	if _, err := http.DefaultClient.Do(req); err == nil {
-		t.Fatal("the slow request answered")
-	}
-	cancel()
-	waitFollowers(t, env, 0)
+	giveUpOnChat(t, env, body)
 	env.runner.Release() // this run, and the retry's own, finish
 	waitRuns(t, env)
 	resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, body)
@@ -427,4 +411,21 @@ func TestCanceledChatRunSaysSo(t *testing.T) {
 			t.Fatalf("stream %v: the answer of the canceled run: %s", stream, b)
 		}
 	}
+}
+
+// giveUpOnChat sends a chat request as alice and gives up on it before the
+// answer (an SDK timeout), then waits until the server saw the client go.
+func giveUpOnChat(t *testing.T, env *testEnv, body any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatal("the slow request answered")
+	}
+	cancel()
+	waitFollowers(t, env, 0)
 }

@@ -216,8 +216,10 @@ func testRecordsOutliveThreads(t *testing.T, s checkpoint.Store, rl checkpoint.R
 	}
 }
 
-func testRecordsConcurrent(t *testing.T, _ checkpoint.Store, rl checkpoint.RecordLog) {
-	const writers, each = 8, 10
+// appendConcurrently starts writers goroutines, each appending each
+// records of kind one at a time (Thread: the writer, Data: its count), and
+// returns a wait for them that reports the first error.
+func appendConcurrently(rl checkpoint.RecordLog, kind string, writers, each int) (wait func() error) {
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {
@@ -225,7 +227,7 @@ func testRecordsConcurrent(t *testing.T, _ checkpoint.Store, rl checkpoint.Recor
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				if _, err := rl.AppendRecords(context.Background(), checkpoint.Record{Kind: "audit", Thread: fmt.Sprint(w),
+				if _, err := rl.AppendRecords(context.Background(), checkpoint.Record{Kind: kind, Thread: fmt.Sprint(w),
 					Data: json.RawMessage(fmt.Sprint(i))}); err != nil {
 					errs <- err
 					return
@@ -233,9 +235,16 @@ func testRecordsConcurrent(t *testing.T, _ checkpoint.Store, rl checkpoint.Recor
 			}
 		}()
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	return func() error {
+		wg.Wait()
+		close(errs)
+		return <-errs
+	}
+}
+
+func testRecordsConcurrent(t *testing.T, _ checkpoint.Store, rl checkpoint.RecordLog) {
+	const writers, each = 8, 10
+	if err := appendConcurrently(rl, "audit", writers, each)(); err != nil {
 		t.Fatal(err)
 	}
 	got := listRecords(t, rl, checkpoint.RecordFilter{})
@@ -265,23 +274,10 @@ func testRecordsConcurrent(t *testing.T, _ checkpoint.Store, rl checkpoint.Recor
 // and could commit in another, and a page could skip one for good).
 func testRecordsPagingSeesEveryAppend(t *testing.T, _ checkpoint.Store, rl checkpoint.RecordLog) {
 	const writers, each = 6, 40
-	var wg sync.WaitGroup
+	wait := appendConcurrently(rl, "paged", writers, each)
 	done := make(chan struct{})
-	errs := make(chan error, writers)
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				if _, err := rl.AppendRecords(context.Background(), checkpoint.Record{Kind: "paged", Thread: fmt.Sprint(w),
-					Data: json.RawMessage(fmt.Sprint(i))}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(done) }()
+	var werr error
+	go func() { werr = wait(); close(done) }()
 	seen := map[int64]bool{}
 	var after int64
 	page := func() int {
@@ -307,9 +303,8 @@ func testRecordsPagingSeesEveryAppend(t *testing.T, _ checkpoint.Store, rl check
 		page()
 	}
 	page() // what committed after the last look
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	if werr != nil {
+		t.Fatal(werr)
 	}
 	if all := listRecords(t, rl, checkpoint.RecordFilter{Kind: "paged"}); len(seen) != len(all) || len(all) != writers*each {
 		var missed []int64

@@ -268,32 +268,18 @@ type writeStmts struct {
 
 func prepareWrites(w *sql.DB) (*writeStmts, error) {
 	ws := &writeStmts{}
-	for _, p := range []struct {
-		dst **sql.Stmt
-		sql string
-	}{
-		{&ws.putCheckpoint, sqlPutCheckpoint}, {&ws.putThread, sqlPutThread},
-		{&ws.hasCheckpoint, sqlHasCheckpoint}, {&ws.putWrite, sqlPutWrite},
-		{&ws.prunePick, sqlPrunePick}, {&ws.pruneWrites, sqlPruneWrites}, {&ws.pruneCheckpoint, sqlPruneCheckpoint},
-	} {
-		st, err := w.Prepare(p.sql)
-		if err != nil {
-			ws.close()
-			return nil, fmt.Errorf("sqlite: prepare statements: %w", err)
-		}
-		*p.dst = st
+	err := prepareAll(context.Background(), "statements",
+		stmtSpec{&ws.putCheckpoint, w, sqlPutCheckpoint}, stmtSpec{&ws.putThread, w, sqlPutThread},
+		stmtSpec{&ws.hasCheckpoint, w, sqlHasCheckpoint}, stmtSpec{&ws.putWrite, w, sqlPutWrite},
+		stmtSpec{&ws.prunePick, w, sqlPrunePick}, stmtSpec{&ws.pruneWrites, w, sqlPruneWrites}, stmtSpec{&ws.pruneCheckpoint, w, sqlPruneCheckpoint})
+	if err != nil {
+		return nil, err
 	}
 	return ws, nil
 }
 
 func (ws *writeStmts) close() error {
-	var errs []error
-	for _, st := range []*sql.Stmt{ws.putCheckpoint, ws.putThread, ws.hasCheckpoint, ws.putWrite, ws.prunePick, ws.pruneWrites, ws.pruneCheckpoint} {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
-	}
-	return errors.Join(errs...)
+	return closeAll(ws.putCheckpoint, ws.putThread, ws.hasCheckpoint, ws.putWrite, ws.prunePick, ws.pruneWrites, ws.pruneCheckpoint)
 }
 
 // readStmts are the reads every step or request makes, prepared on the
@@ -304,31 +290,17 @@ type readStmts struct {
 
 func prepareReads(r *sql.DB) (*readStmts, error) {
 	rs := &readStmts{}
-	for _, p := range []struct {
-		dst **sql.Stmt
-		sql string
-	}{
-		{&rs.latest, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? ORDER BY id DESC LIMIT 1`},
-		{&rs.checkpoint, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND id = ?`},
-		{&rs.writes, `SELECT task, kind, value FROM writes WHERE thread_id = ? AND checkpoint_id = ? ORDER BY seq`},
-		{&rs.thread, `SELECT thread_id, latest_id, metadata, created, updated FROM threads WHERE thread_id = ?` + matchSQL("metadata")},
-	} {
-		st, err := r.Prepare(p.sql)
-		if err != nil {
-			rs.close() //nolint:errcheck // the prepare error says more
-			return nil, fmt.Errorf("sqlite: prepare statements: %w", err)
-		}
-		*p.dst = st
+	err := prepareAll(context.Background(), "statements",
+		stmtSpec{&rs.latest, r, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? ORDER BY id DESC LIMIT 1`},
+		stmtSpec{&rs.checkpoint, r, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND id = ?`},
+		stmtSpec{&rs.writes, r, `SELECT task, kind, value FROM writes WHERE thread_id = ? AND checkpoint_id = ? ORDER BY seq`},
+		stmtSpec{&rs.thread, r, `SELECT thread_id, latest_id, metadata, created, updated FROM threads WHERE thread_id = ?` + matchSQL("metadata")})
+	if err != nil {
+		return nil, err
 	}
 	return rs, nil
 }
 
 func (rs *readStmts) close() error {
-	var errs []error
-	for _, st := range []*sql.Stmt{rs.latest, rs.checkpoint, rs.writes, rs.thread} {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
-	}
-	return errors.Join(errs...)
+	return closeAll(rs.latest, rs.checkpoint, rs.writes, rs.thread)
 }

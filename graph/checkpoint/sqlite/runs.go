@@ -53,13 +53,7 @@ func (rs *runStmts) close() error {
 	if rs == nil {
 		return nil
 	}
-	var errs []error
-	for _, st := range []*sql.Stmt{rs.byID, rs.byKey, rs.insert, rs.update, rs.readByID, rs.readByKey} {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
-	}
-	return errors.Join(errs...)
+	return closeAll(rs.byID, rs.byKey, rs.insert, rs.update, rs.readByID, rs.readByKey)
 }
 
 // ensureRuns creates the runs table on first use and prepares its
@@ -79,25 +73,16 @@ func (s *Store) ensureRuns(ctx context.Context) error {
 		}
 	}
 	rs := &runStmts{}
-	for _, p := range []struct {
-		dst **sql.Stmt
-		db  *sql.DB
-		sql string
-	}{
-		{&rs.readByID, s.r, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
-		{&rs.readByKey, s.r, `SELECT ` + runColumns + ` FROM runs WHERE key = ?`},
-		{&rs.byID, s.w, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
-		{&rs.byKey, s.w, `SELECT ` + runColumns + ` FROM runs WHERE key = ?`},
-		{&rs.insert, s.w, `INSERT INTO runs (id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated)
+	err := prepareAll(ctx, "the runs statements",
+		stmtSpec{&rs.readByID, s.r, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
+		stmtSpec{&rs.readByKey, s.r, `SELECT ` + runColumns + ` FROM runs WHERE key = ?`},
+		stmtSpec{&rs.byID, s.w, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
+		stmtSpec{&rs.byKey, s.w, `SELECT ` + runColumns + ` FROM runs WHERE key = ?`},
+		stmtSpec{&rs.insert, s.w, `INSERT INTO runs (id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ` + runColumns},
-		{&rs.update, s.w, `UPDATE runs SET status = ?, key = ?, result = ?, error = ?, owner = ?, attempt = ?, updated = ? WHERE seq = ?`},
-	} {
-		st, err := p.db.PrepareContext(ctx, p.sql)
-		if err != nil {
-			rs.close() //nolint:errcheck // the prepare error says more
-			return fmt.Errorf("sqlite: prepare the runs statements: %w", err)
-		}
-		*p.dst = st
+		stmtSpec{&rs.update, s.w, `UPDATE runs SET status = ?, key = ?, result = ?, error = ?, owner = ?, attempt = ?, updated = ? WHERE seq = ?`})
+	if err != nil {
+		return err
 	}
 	s.runStmts.Store(rs)
 	return nil

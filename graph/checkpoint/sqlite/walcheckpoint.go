@@ -38,8 +38,8 @@ func (s *Store) startCheckpointer(db *sql.DB) {
 			}
 			if n := s.commits.Load(); n != seen {
 				seen = n
-				// An error (the file busy with a migration) is retried at
-				// the next tick; the log only grows meanwhile.
+				// An error (the file busy with a migration) is retried
+				// after the next commit: until then the log does not grow.
 				var busy, frames, copied int
 				err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
 				if err == nil && afterCheckpoint != nil {
