@@ -63,16 +63,16 @@ A conditional, hesitant, off-topic or ambiguous reply is not an approval.`
 // anything but {"approved": true}.
 // It also returns the tokens the model call used, which count against the
 // turn's budget (ApprovalDecision.Tokens).
-func (a *Agent) interpret(ctx context.Context, ap state.Approval, text string) (bool, int) {
+func (a *Agent) interpret(ctx context.Context, ap state.Approval, text string) (bool, string, int) {
 	switch {
 	case ParseYes(text):
-		return true, 0
+		return true, state.AnswerKeyword, 0
 	case ParseNo(text), strings.TrimSpace(text) == "":
-		return false, 0
+		return false, state.AnswerKeyword, 0
 	}
 	m, ok := a.cfg.Models.For(llm.RoleApproval)
 	if !ok || m == nil {
-		return false, 0
+		return false, state.AnswerKeyword, 0
 	}
 	ctx, cancel := context.WithTimeout(ctx, approvalTimeout)
 	defer cancel()
@@ -82,9 +82,9 @@ func (a *Agent) interpret(ctx context.Context, ap state.Approval, text string) (
 			{Role: "user", Content: "Action: " + ap.Summary + "\n\nThe human's reply: " + text},
 		}}, llm.AskOptions{CutRetries: 1})
 	if err != nil {
-		return false, resp.Usage.Total()
+		return false, state.AnswerModel, resp.Usage.Total()
 	}
-	return approvedReply(resp.Text), resp.Usage.Total()
+	return approvedReply(resp.Text), state.AnswerModel, resp.Usage.Total()
 }
 
 // approvalMaxTokens caps the approval model's reply when

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -21,14 +23,23 @@ import (
 const DefaultApprovalExpiry = time.Hour
 
 // Approval ids are derived from where the approval is asked (turn, plan,
-// step), never random: a node re-entered after a crash asks the same
-// question under the same id, so an answer given meanwhile still fits.
-func stepApprovalID(turn, plan, step int, capability string) string {
-	return fmt.Sprintf("step:%d:%d:%d:%s", turn, plan, step, capability)
+// step) and end in a secret of the turn (idSecret), never random: a node
+// re-entered after a crash asks the same question under the same id, so an
+// answer given meanwhile still fits, and nobody outside the run can guess
+// the id of an approval they were not shown.
+func stepApprovalID(turn state.Turn, plan, step int, capability string) string {
+	return fmt.Sprintf("step:%d:%d:%d:%s:%s", turn.Number, plan, step, capability, idSecret(turn))
 }
 
-func planApprovalID(turn, plan int) string {
-	return fmt.Sprintf("plan:%d:%d", turn, plan)
+func planApprovalID(turn state.Turn, plan int) string {
+	return fmt.Sprintf("plan:%d:%d:%s", turn.Number, plan, idSecret(turn))
+}
+
+// idSecret is 48 bits derived from the turn's random id: the same for every
+// approval of the turn, unknown to anyone who has not seen one.
+func idSecret(turn state.Turn) string {
+	sum := sha256.Sum256([]byte("capgraph-approval:" + turn.ID))
+	return hex.EncodeToString(sum[:6])
 }
 
 // answerOf returns the human's decision when ctx re-enters a node after its

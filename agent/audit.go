@@ -10,31 +10,53 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/state"
 )
 
-// Every attempt of a side-effecting step is a durable audit record in the
-// checkpoint store's record log (checkpoint.RecordLog, kind "audit"):
-// refused (and why), approved (by whom), rejected, executed (with the
-// capability's output: old → new, readback) or failed. The records are
-// written by the step wrapper itself, so every path that executes a step —
-// a server run, the command line, RecoverRuns, another replica — writes
-// them. An approval is recorded before its step runs; a step whose approval
-// cannot be recorded does not run.
+// Every attempt of a side-effecting step is a sequence of durable audit
+// records in the checkpoint store's record log (checkpoint.RecordLog, kind
+// "audit"), in one vocabulary (the Audit* events below, the outcome a
+// capabilities.Outcome): planned, unrequested, refused (and why), asked,
+// approved or rejected (by whom, by which rule, in the human's words),
+// expired, started — written before the capability is called, the
+// write-ahead record that keeps a crash from running a change twice — and
+// ended (the outcome, with the readback). The records are written by the
+// step wrapper itself, so every path that executes a step — a server run,
+// the command line, RecoverRuns, another replica — writes them. A step whose
+// approval or start cannot be recorded does not run.
 
 // recordKindAudit is the checkpoint.Record kind of audit records.
 const recordKindAudit = "audit"
 
-// Audit outcomes.
+// Audit events: what a record says happened.
 const (
-	AuditRefused  = "refused"
+	// AuditPlanned: a plan holding a side-effecting step was accepted.
+	AuditPlanned = "planned"
+	// AuditUnrequested: a plan step was refused at planning because the
+	// user did not ask for that change (outcome unrequested).
+	AuditUnrequested = "unrequested"
+	// AuditRefused: the step was refused where it executes (outcome refused).
+	AuditRefused = "refused"
+	// AuditAsked: a human was asked to approve the action (Before holds the
+	// machine state the question showed).
+	AuditAsked = "asked"
+	// AuditApproved and AuditRejected: a human's answer (ApprovedBy, Rule,
+	// Answer).
 	AuditApproved = "approved"
 	AuditRejected = "rejected"
-	AuditExecuted = "executed"
-	AuditFailed   = "failed"
+	// AuditExpired: the approval's time ran out before a human answered.
+	AuditExpired = "expired"
+	// AuditStarted: the capability is about to be called. Written, durably,
+	// before it is: an attempt with a started record and no ended one is in
+	// doubt, and is reconciled, never called again blind.
+	AuditStarted = "started"
+	// AuditEnded: the attempt's outcome (Outcome; Readback, Result).
+	AuditEnded = "ended"
 )
+
+// AuditEvents lists the audit events in the order an attempt meets them.
+var AuditEvents = []string{AuditPlanned, AuditUnrequested, AuditRefused, AuditAsked, AuditApproved, AuditRejected, AuditExpired, AuditStarted, AuditEnded}
 
 // The metadata keys a frontend sets on a turn (TurnRequest.Metadata) to
 // name who runs it; the audit record copies them.
@@ -44,12 +66,15 @@ const (
 	MetaUser   = "user"   // the end user a trusted frontend forwarded
 )
 
-// AuditRecord is one attempt of a side-effecting step, as the audit log
-// keeps it (the record's JSON data).
+// AuditRecord is one event of an attempt of a side-effecting step, as the
+// audit log keeps it (the record's JSON data).
 type AuditRecord struct {
 	Time time.Time `json:"time"`
-	// Outcome is refused, approved, rejected, executed or failed.
-	Outcome string `json:"outcome"`
+	// Event is what happened (Audit* events).
+	Event string `json:"event"`
+	// Outcome is set on the records that end an attempt: refused,
+	// unrequested, and ended (failed, confirmed, mismatch, unconfirmed).
+	Outcome capabilities.Outcome `json:"outcome,omitempty"`
 	// Reason is the refusal reason (Refused* constants), or the error kind
 	// of a failure.
 	Reason string `json:"reason,omitempty"`
@@ -81,9 +106,23 @@ type AuditRecord struct {
 	ApprovalID string    `json:"approval_id,omitempty"`
 	ApprovedBy string    `json:"approved_by,omitempty"`
 	ApprovedAt time.Time `json:"approved_at,omitzero"`
+	// Rule is how a human's answer was read (state.Answer* rules); Answer
+	// is the human's literal words, when they typed any.
+	Rule   string `json:"rule,omitempty"`
+	Answer string `json:"answer,omitempty"`
 
-	// Result is the capability's output values (executed): what it
-	// changed, from what to what, and the readback it verified.
+	// Before is the machine state the approval was given against (asked,
+	// approved, started); Readback what was read after the attempt or when
+	// it was reconciled (ended).
+	Before   []capabilities.Reading `json:"before,omitempty"`
+	Readback []capabilities.Reading `json:"readback,omitempty"`
+	// Reconciled: the outcome of an attempt cut short (a crash, a replica
+	// taking the run over) was established afterwards, not seen.
+	Reconciled bool `json:"reconciled,omitempty"`
+
+	// Result is the capability's output (ended, confirmed): what it
+	// changed, from what to what. A repeated attempt with the same
+	// idempotency key returns it instead of acting again.
 	Result        json.RawMessage `json:"result,omitempty"`
 	ResultSummary string          `json:"result_summary,omitempty"`
 	Duration      time.Duration   `json:"duration_ns,omitempty"`
@@ -132,8 +171,9 @@ func (a *Agent) auditRecord(ctx context.Context, r AuditRecord) error {
 	if err != nil {
 		return fmt.Errorf("agent: encode audit record: %w", err)
 	}
-	labels := map[string]string{"outcome": r.Outcome, "capability": r.Capability}
-	for k, v := range map[string]string{"principal": r.Principal, "tenant": r.Tenant, "approval_id": r.ApprovalID} {
+	labels := map[string]string{"event": r.Event, "capability": r.Capability}
+	for k, v := range map[string]string{"outcome": string(r.Outcome), "principal": r.Principal, "tenant": r.Tenant,
+		"approval_id": r.ApprovalID, "idempotency_key": r.IdempotencyKey} {
 		if v != "" {
 			labels[k] = v
 		}
@@ -152,16 +192,20 @@ func (a *Agent) auditRecord(ctx context.Context, r AuditRecord) error {
 func (a *Agent) auditBestEffort(ctx context.Context, r AuditRecord) {
 	if err := a.auditRecord(ctx, r); err != nil {
 		emit(ctx, Event{Type: EventStatus, Node: r.Capability, Step: r.Step, Capability: r.Capability,
-			Text: "the audit record (" + r.Outcome + ") could not be written: " + err.Error()})
+			Text: "the audit record (" + r.Event + ") could not be written: " + err.Error()})
 	}
 }
 
 // AuditFilter narrows Agent.Audit.
 type AuditFilter struct {
-	Thread    string
-	Outcome   string
-	Principal string
-	Tenant    string
+	Thread string
+	// Event and Outcome keep records of one event (Audit*) or outcome.
+	Event   string
+	Outcome string
+	// IdempotencyKey keeps the records of one attempt.
+	IdempotencyKey string
+	Principal      string
+	Tenant         string
 	// Since and Until bound the records' time (Until exclusive).
 	Since, Until time.Time
 	// Limit keeps the newest Limit records (0: all); they are returned oldest first.
@@ -190,7 +234,8 @@ func ListAudit(ctx context.Context, log checkpoint.RecordLog, f AuditFilter) ([]
 		return nil, fmt.Errorf("agent: the store keeps no audit records")
 	}
 	labels := map[string]string{}
-	for k, v := range map[string]string{"outcome": f.Outcome, "principal": f.Principal, "tenant": f.Tenant} {
+	for k, v := range map[string]string{"event": f.Event, "outcome": f.Outcome, "principal": f.Principal, "tenant": f.Tenant,
+		"idempotency_key": f.IdempotencyKey} {
 		if v != "" {
 			labels[k] = v
 		}
@@ -212,47 +257,6 @@ func ListAudit(ctx context.Context, log checkpoint.RecordLog, f AuditFilter) ([]
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-// auditExecution records how an executed attempt of a side-effecting step
-// ended: executed with the capability's output, or failed.
-func (a *Agent) auditExecution(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, attempt int,
-	action capabilities.Action, out capabilities.Output, err error, took time.Duration, end time.Time) {
-	rec := a.auditBase(ctx, s, c.Name(), idx, ps, attempt, end)
-	rec.setAction(action)
-	rec.Duration = took
-	switch {
-	case err == nil:
-		rec.Outcome = AuditExecuted
-		type value struct {
-			Type    string `json:"type"`
-			Key     string `json:"key,omitempty"`
-			Value   any    `json:"value"`
-			Summary string `json:"summary,omitempty"`
-		}
-		vals := make([]value, len(out.Values))
-		sums := make([]string, 0, len(out.Values))
-		for i, v := range out.Values {
-			vals[i] = value{v.Type, v.Key, v.Value, v.Summary}
-			if v.Summary != "" {
-				sums = append(sums, v.Summary)
-			}
-		}
-		if b, jerr := json.Marshal(vals); jerr == nil {
-			rec.Result = b
-		}
-		rec.ResultSummary = strings.Join(sums, "; ")
-	case ctx.Err() != nil:
-		rec.Outcome, rec.Reason = AuditFailed, "canceled"
-		rec.Message = "the run was canceled while the step ran; when the run resumes it runs again with the same idempotency key"
-	default:
-		if _, ok := graph.IsInterrupt(err); ok {
-			return // the capability asks a human; the attempt goes on after the answer
-		}
-		cl := capabilities.Classify(c, err, capabilities.ErrorContext{Capability: c.Name(), StepIndex: idx, Attempt: attempt, Task: taskText(s)})
-		rec.Outcome, rec.Reason, rec.Message = AuditFailed, cl.Kind, err.Error()
-	}
-	a.auditBestEffort(ctx, rec)
 }
 
 // ParseAuditTime reads a time bound of an audit query: an RFC 3339 time

@@ -2,9 +2,13 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +38,9 @@ const (
 	RefusedActionChanged    = "action_changed"
 	RefusedApprovalExpired  = "approval_expired"
 	RefusedAuditUnavailable = "audit_unavailable"
+	// RefusedByApplication: the capability refuses the action whatever a
+	// human says (capabilities.ActionRefusedError without a reason).
+	RefusedByApplication = "refused_by_application"
 )
 
 // gateResult is what the gate decided for one attempt.
@@ -43,9 +50,12 @@ type gateResult struct {
 	// an escalation) or a FATAL error instead.
 	update *state.Update
 	err    error
-	// ps is the step to execute (with its grant), action what it does.
+	// ps is the step to execute (with its grant), action what it does,
+	// before the machine state it starts from (nil: the capability cannot
+	// read back).
 	ps     state.PlanStep
 	action capabilities.Action
+	before []capabilities.Reading
 }
 
 // writesEnabled is the effective write switch of a turn in this process.
@@ -53,11 +63,28 @@ func (a *Agent) writesEnabled(s state.State) bool {
 	return a.cfg.Options.WritesEnabled && s.Turn.Options.WritesEnabled
 }
 
+// ownAnswer reports whether approval id answers the step whose first
+// question was apID: that question, or one asked again after the machine
+// moved (reaskID).
+func ownAnswer(id, apID string) bool {
+	return id == apID || strings.HasPrefix(id, apID+"/")
+}
+
+// reaskID is the id of a step's question asked again (the machine moved
+// since the answer to prev): new for every machine state, the same when a
+// crash makes the node ask again from the same state.
+func reaskID(apID, prev string, now []capabilities.Reading) string {
+	b, _ := json.Marshal(now)
+	sum := sha256.Sum256(append([]byte(prev+"\x00"), b...))
+	return apID + "/" + hex.EncodeToString(sum[:4])
+}
+
 // gate runs checks 2–4 (the step wrapper made check 1) for one attempt of
 // a step of side-effecting capability c whose inputs resolved. ans is the
-// human's answer when the node was re-entered with one.
+// human's answer when the node was re-entered with one; log is what the
+// audit log holds of the attempt.
 func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep,
-	step capabilities.Step, apID string, ans state.ApprovalDecision, answered bool, now time.Time) gateResult {
+	step capabilities.Step, apID string, ans state.ApprovalDecision, answered bool, log attemptLog, now time.Time) gateResult {
 	name := c.Name()
 	attempt := step.Attempt
 	action, err := capabilities.DescribeAction(c, step)
@@ -70,13 +97,14 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		// changes nothing. A capability that describes no change must make none.
 		return gateResult{ps: ps, action: action}
 	}
+	mine := answered && ownAnswer(ans.ID, apID)
 	rec := a.auditBase(ctx, s, name, idx, ps, attempt, now)
 	rec.setAction(action)
 	refuse := func(reason, msg string) gateResult {
 		u := a.refuse(ctx, s, c, idx, ps, reason, msg, now)
-		rec.Outcome, rec.Reason, rec.Message = AuditRefused, reason, msg
-		if ans.ID == apID && answered {
-			rec.ApprovalID, rec.ApprovedBy = ans.ID, ans.By
+		rec.Event, rec.Outcome, rec.Reason, rec.Message = AuditRefused, capabilities.OutcomeRefused, reason, msg
+		if mine {
+			rec.ApprovalID, rec.ApprovedBy, rec.Rule, rec.Answer = ans.ID, ans.By, ans.Rule, ans.Answer
 		}
 		a.auditBestEffort(ctx, rec)
 		return gateResult{update: &u}
@@ -89,12 +117,19 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		return refuse(RefusedWritesDisabled, fmt.Sprintf("Writes are disabled by %s, so step %d (%s) was not carried out and nothing was changed.",
 			where, idx+1, describe(action, ps)))
 	}
+	if refusal, ok := errors.AsType[*capabilities.ActionRefusedError](err); ok {
+		// The application refuses this action whatever a human says (a
+		// limit, a read-only target): nobody is asked.
+		rec.setAction(action)
+		return refuse(nonEmpty(refusal.Reason, RefusedByApplication), fmt.Sprintf("Step %d was refused and not carried out: %s",
+			idx+1, strings.TrimSpace(refusal.Message)))
+	}
 	if err != nil {
 		// Nothing ran: the capability cannot say what it would do (an
 		// ambiguous value, say). Its classification decides the recovery.
 		cl := capabilities.Classify(c, err, capabilities.ErrorContext{Capability: name, StepIndex: idx, Attempt: attempt, Task: taskText(s)})
 		msg := "the action could not be determined: " + err.Error()
-		rec.Outcome, rec.Reason, rec.Message = AuditFailed, cl.Kind, msg
+		rec.Event, rec.Outcome, rec.Reason, rec.Message = AuditEnded, capabilities.OutcomeFailed, cl.Kind, msg
 		a.auditBestEffort(ctx, rec)
 		f := a.stepFailure(s, c, idx, ps, now)
 		f.Classification, f.Message, f.Recover = cl, msg, true
@@ -116,10 +151,24 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		return refuse(reason, fmt.Sprintf("Step %d (%s) was refused and not carried out: %v.", idx+1, action.Summary, err))
 	}
 	digest := action.Digest()
+	// ask puts the action to a human, showing the machine state before.
+	ask := func(id string, before []capabilities.Reading, why string) gateResult {
+		ap := a.stepApproval(id, c, step, approvalSummary(c, step, action), now)
+		ap.Action, ap.ActionDigest, ap.Before = &action, digest, before
+		if why != "" {
+			ap.Summary = "Asked again: " + why + " since the approval. " + ap.Summary
+		}
+		asked := rec
+		asked.Event, asked.ApprovalID, asked.Before, asked.Message = AuditAsked, id, before, why
+		a.auditBestEffort(ctx, asked)
+		return gateResult{err: graph.Interrupt(ap)}
+	}
+	var before []capabilities.Reading
 	switch {
-	case answered && ans.ID == apID && ans.Approved:
+	case mine && ans.Approved:
 		// The answer to this step's question: it approves the action that
-		// was asked, which must be the one the step describes now.
+		// was asked, which must be the one the step describes now, against
+		// the machine state it was shown.
 		if ans.ActionDigest != digest {
 			return refuse(RefusedActionChanged, fmt.Sprintf("Step %d was approved for another action than it would now carry out (%s); it was refused and nothing was changed.",
 				idx+1, action.Summary))
@@ -132,16 +181,26 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 			return refuse(RefusedApprovalExpired, fmt.Sprintf("The approval of step %d (%s) expired at %s before the step could run; nothing was changed.",
 				idx+1, action.Summary, g.Expires.UTC().Format(time.RFC3339)))
 		}
+		before = readBefore(ctx, c, action)
+		if why := drifted(action, ans.Before, before); why != "" {
+			return ask(reaskID(apID, ans.ID, before), before, why)
+		}
 		// The approval is on record before the action runs: without it,
 		// the step does not run.
-		rec.Outcome, rec.ApprovalID, rec.ApprovedBy, rec.ApprovedAt = AuditApproved, g.ApprovalID, g.By, g.At
-		if err := a.auditRecord(ctx, rec); err != nil {
-			return refuse(RefusedAuditUnavailable, fmt.Sprintf("Step %d (%s) was approved but its audit record could not be written (%v), so it was not carried out.",
-				idx+1, action.Summary, err))
+		if !slices.Contains(log.approved, ans.ID) {
+			rec.Event, rec.ApprovalID, rec.ApprovedBy, rec.ApprovedAt = AuditApproved, g.ApprovalID, g.By, g.At
+			rec.Rule, rec.Answer, rec.Before = ans.Rule, ans.Answer, ans.Before
+			if err := a.auditRecord(ctx, rec); err != nil {
+				return refuse(RefusedAuditUnavailable, fmt.Sprintf("Step %d (%s) was approved but its audit record could not be written (%v), so it was not carried out.",
+					idx+1, action.Summary, err))
+			}
 		}
+		g.Before = before
 		ps.Approved, ps.Grant = true, g
 	case ps.Grant != nil:
-		// Approved before (a retry of the approved step).
+		// Approved before (a retry of the approved step, known not to
+		// have taken effect): the grant holds while the action and the
+		// machine state it was given for do.
 		if ps.Grant.Digest != digest {
 			return refuse(RefusedActionChanged, fmt.Sprintf("Step %d was approved for another action than it would now carry out (%s); it was refused and nothing was changed.",
 				idx+1, action.Summary))
@@ -150,15 +209,18 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 			return refuse(RefusedApprovalExpired, fmt.Sprintf("The approval of step %d (%s) expired at %s before this attempt; nothing more was changed.",
 				idx+1, action.Summary, ps.Grant.Expires.UTC().Format(time.RFC3339)))
 		}
+		before = readBefore(ctx, c, action)
+		if why := drifted(action, ps.Grant.Before, before); why != "" {
+			return ask(reaskID(apID, ps.Grant.ApprovalID+"/"+strconv.Itoa(attempt), before), before, why)
+		}
 		ps.Approved = true
 	default:
 		// Side effects always need a human's approval, whatever the
 		// approval mode says, and the question names the exact action.
-		ap := a.stepApproval(apID, c, step, approvalSummary(c, step, action), now)
-		ap.Action, ap.ActionDigest = &action, digest
-		return gateResult{err: graph.Interrupt(ap)}
+		before = readBefore(ctx, c, action)
+		return ask(apID, before, "")
 	}
-	return gateResult{ps: ps, action: action}
+	return gateResult{ps: ps, action: action, before: before}
 }
 
 // refuse is a CRITICAL failure of a side-effecting step that did not run:

@@ -28,7 +28,7 @@ func (a *Agent) planApprovalNode() graph.NodeFunc[state.State, state.Update] {
 				Classification: capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindUnknown, UserMessage: "internal routing error: plan approval without a plan"}}
 			return state.Update{Turn: &t, NodeSteps: 1}, nil
 		}
-		id := planApprovalID(t.Number, t.Plan.Number)
+		id := planApprovalID(t, t.Plan.Number)
 		d, ok := answerOf(ctx)
 		if !ok || (d.ID != id && d.Approved) {
 			return state.Update{}, graph.Interrupt(a.planApproval(t.Plan, id, now))

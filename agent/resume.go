@@ -110,14 +110,14 @@ func (a *Agent) checkAnswer(ctx context.Context, thread string, ans Answer) (sta
 	}
 	now := a.cfg.Now()
 	d := state.ApprovalDecision{ID: id, Kind: ap.Kind, Answer: ans.Text, At: now, Asked: ap.Created, By: ans.By,
-		Summary: ap.Summary, ActionDigest: ap.ActionDigest}
+		Summary: ap.Summary, ActionDigest: ap.ActionDigest, Before: ap.Before}
 	switch {
 	case ans.Approved != nil:
-		d.Approved = *ans.Approved
+		d.Approved, d.Rule = *ans.Approved, state.AnswerExplicit
 	case ans.Plan != nil && strings.TrimSpace(ans.Text) == "":
-		d.Approved = true // sending an edited plan is approving it
+		d.Approved, d.Rule = true, state.AnswerPlan // sending an edited plan is approving it
 	default:
-		d.Approved, d.Tokens = a.interpret(ctx, ap, ans.Text)
+		d.Approved, d.Rule, d.Tokens = a.interpret(ctx, ap, ans.Text)
 	}
 	if ans.Plan != nil && d.Approved {
 		if ap.Kind != state.ApprovalPlan {

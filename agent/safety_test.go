@@ -84,7 +84,8 @@ func (w *gateWorld) setValue(t testing.TB) capabilities.Capability {
 			first := w.attempts == 1
 			w.mu.Unlock()
 			if w.failFirst && first {
-				return capabilities.Output{}, capabilities.NewError(capabilities.Retriable, capabilities.KindTimeout, "the controller did not answer", errors.New("timeout"))
+				// Known not applied: the framework may retry it under the grant.
+				return capabilities.Output{}, capabilities.NotApplied(capabilities.NewError(capabilities.Retriable, capabilities.KindTimeout, "the controller did not answer", errors.New("timeout")))
 			}
 			w.mu.Lock()
 			old := 92.0
@@ -233,7 +234,10 @@ func audits(t *testing.T, a *agent.Agent, f agent.AuditFilter) []agent.AuditEntr
 func outcomes(recs []agent.AuditEntry) string {
 	var out []string
 	for _, r := range recs {
-		s := r.Outcome
+		s := r.Event
+		if r.Outcome != "" && string(r.Outcome) != r.Event {
+			s += ":" + string(r.Outcome)
+		}
 		if r.Reason != "" {
 			s += "(" + r.Reason + ")"
 		}
@@ -264,15 +268,15 @@ func TestGateApprovedWriteRunsOnceAndIsAudited(t *testing.T) {
 		t.Fatalf("writes %v, want [105]", got)
 	}
 	recs := audits(t, a, agent.AuditFilter{Thread: "t"})
-	if outcomes(recs) != "approved executed" {
+	if outcomes(recs) != "asked approved started ended:confirmed" {
 		t.Fatalf("audit %s", outcomes(recs))
 	}
-	ex := recs[1]
+	ex := recs[3]
 	if ex.ApprovedBy != "op-anna" || ex.ApprovalID != ap.ID || ex.Principal != "ops" || ex.Tenant != "acc" || ex.Digest != ap.ActionDigest ||
 		!strings.Contains(ex.ResultSummary, "from 92 → 105") || !strings.Contains(string(ex.Result), `"readback":105`) || ex.Attempt != 1 {
 		t.Errorf("executed record %+v", ex)
 	}
-	if got := audits(t, a, agent.AuditFilter{Outcome: agent.AuditExecuted, Principal: "ops"}); len(got) != 1 {
+	if got := audits(t, a, agent.AuditFilter{Outcome: string(capabilities.OutcomeConfirmed), Principal: "ops"}); len(got) != 1 {
 		t.Errorf("filtered by outcome and principal: %d records", len(got))
 	}
 	s, _, _ := a.State(context.Background(), "t")
@@ -424,7 +428,7 @@ func TestGateSwitchOffBetweenApprovalAndExecution(t *testing.T) {
 		if len(w.written()) != 0 {
 			t.Fatal("written with the switch off")
 		}
-		recs := audits(t, off, agent.AuditFilter{Outcome: agent.AuditRefused})
+		recs := audits(t, off, agent.AuditFilter{Event: agent.AuditRefused})
 		if len(recs) != 1 || recs[0].ApprovalID != ap.ID || recs[0].ApprovedBy != "op" {
 			t.Fatalf("refusal record %+v", recs)
 		}
@@ -646,7 +650,7 @@ func TestGateApprovalForOneValueDoesNotWriteAnother(t *testing.T) {
 		if e := s.Turn.Plan.Steps[0].Error; e == nil || e.Classification.Metadata[capabilities.MetaSafetyAbortReason] != agent.RefusedActionChanged {
 			t.Fatalf("step error %+v", e)
 		}
-		if recs := audits(t, a, agent.AuditFilter{}); outcomes(recs) != "approved failed(timeout) refused(action_changed)" {
+		if recs := audits(t, a, agent.AuditFilter{}); outcomes(recs) != "asked approved started ended:failed(timeout) refused(action_changed)" {
 			t.Fatalf("audit %s", outcomes(recs))
 		}
 	})
@@ -758,7 +762,7 @@ func TestGateRejectionNamesTheApprovedAction(t *testing.T) {
 	if m := o.message(); !strings.Contains(m.Content, "set Q1 to 105 A") {
 		t.Errorf("rejection %q does not name the action", m.Content)
 	}
-	if recs := audits(t, a, agent.AuditFilter{}); outcomes(recs) != "rejected" || recs[0].ApprovedBy != "op" {
+	if recs := audits(t, a, agent.AuditFilter{}); outcomes(recs) != "asked rejected" || recs[1].ApprovedBy != "op" || recs[1].Answer != "no" {
 		t.Fatalf("audit %s %+v", outcomes(recs), recs)
 	}
 }

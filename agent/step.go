@@ -39,26 +39,26 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			u := a.refuseStep(ctx, s, c, idx, ps, now)
 			if sideEffects {
 				rec := a.auditBase(ctx, s, name, idx, ps, ps.Attempts+1, now)
-				rec.Outcome, rec.Reason, rec.Message = AuditRefused, RefusedNotAllowed, "this caller is not allowed to use "+name
+				rec.Event, rec.Outcome, rec.Reason, rec.Message = AuditRefused, capabilities.OutcomeRefused, RefusedNotAllowed, "this caller is not allowed to use "+name
 				a.auditBestEffort(ctx, rec)
 			}
 			return u, nil
 		}
 		attempt, firstAt := router.NextAttempt(s, name, idx, now)
 		escID := escalationID(name, plan.Number, idx, attempt)
-		apID := stepApprovalID(s.Turn.Number, plan.Number, idx, name)
+		apID := stepApprovalID(s.Turn, plan.Number, idx, name)
 		ans, answered := answerOf(ctx)
 		if answered && ans.ID == escID+approvedSuffix {
 			ps.Approved = true // approved, then blocked: the approval stands
 		}
 		if answered && !ans.Approved {
-			switch ans.ID {
-			case escID, escID + approvedSuffix:
+			switch {
+			case ans.ID == escID, ans.ID == escID+approvedSuffix:
 				cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: name + " was blocked and a human gave up"}
 				f := a.stepFailure(s, c, idx, ps, now)
 				f.Classification, f.Message = gaveUp(cl), "blocked: a human gave up"
 				return a.fail(ctx, s, f, nil)
-			case apID:
+			case ownAnswer(ans.ID, apID):
 				// The rejection names what the human was asked, not what
 				// the step might describe now.
 				summary := ans.Summary
@@ -68,8 +68,11 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 				}
 				if sideEffects {
 					rec := a.auditBase(ctx, s, name, idx, ps, attempt, now)
-					rec.Outcome, rec.Summary, rec.Digest, rec.ApprovalID, rec.ApprovedBy = AuditRejected, summary, ans.ActionDigest, ans.ID, ans.By
-					rec.Message = "a human rejected the step: " + ans.Answer
+					rec.Event, rec.Summary, rec.Digest, rec.ApprovalID, rec.ApprovedBy = AuditRejected, summary, ans.ActionDigest, ans.ID, ans.By
+					rec.Rule, rec.Answer, rec.Before, rec.Message = ans.Rule, ans.Answer, ans.Before, "a human rejected the step"
+					if ans.Rule == state.AnswerExpired {
+						rec.Event, rec.ApprovedBy, rec.Message = AuditExpired, "", "nobody answered the approval in time"
+					}
 					a.auditBestEffort(ctx, rec)
 				}
 				return a.rejectedStep(s, c, idx, ps, summary, true, now), nil
@@ -90,42 +93,55 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			out     capabilities.Output
 			entries []capabilities.ContextEntry
 			arts    []capabilities.Artifact
+			end     time.Time
 		)
-		var action capabilities.Action
 		if sideEffects && err == nil {
-			g := a.gate(ctx, s, c, idx, ps, a.stepFor(ctx, s, ps, idx, attempt, resolved), apID, ans, answered, now)
-			switch {
-			case g.err != nil:
-				return state.Update{}, g.err // asked before the step starts: nothing of it has run
-			case g.update != nil:
-				return *g.update, nil
-			}
-			ps, action = g.ps, g.action
-		} else if err == nil && !ps.Approved {
-			if need, summary := needsApproval(c, a.stepFor(ctx, s, ps, idx, attempt, resolved), s.Turn.Options); need {
-				if !answered || ans.ID != apID {
-					// Asked before the step starts: nothing of it has run.
-					return state.Update{}, graph.Interrupt(a.stepApproval(apID, c, a.stepFor(ctx, s, ps, idx, attempt, resolved), summary, now))
-				}
-				ps.Approved = true
-			}
-		}
-		emit(ctx, Event{Type: EventStepStart, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Text: ps.TaskObjective, Attempt: attempt})
-		if err == nil {
 			step := a.stepFor(ctx, s, ps, idx, attempt, resolved)
-			nctx, cancel := context.WithDeadline(ctx, a.deadline(s))
-			out, err = execute(nctx, c, step)
-			cancel()
+			res, settled := a.sideEffect(ctx, s, c, idx, ps, step, apID, ans, answered, now)
+			switch {
+			case res.stop != nil:
+				return res.stop.update, res.stop.err
+			case res.open:
+				return state.Update{}, ctx.Err() // the run was canceled; the attempt is reconciled when it resumes
+			case res.critical != nil:
+				f := a.stepFailure(s, c, idx, ps, now)
+				f.Classification, f.Message = *res.critical, res.critical.UserMessage
+				f.Elapsed = a.cfg.Now().Sub(now)
+				return a.fail(ctx, s, f, nil) // never retried, replanned or replaced: the error report says what to check
+			}
+			ps = settled
+			out, err = res.out, res.err
 			if err == nil {
 				entries, err = contextEntries(out, ps, name, s.Turn.Number, now)
 			}
 			if err == nil {
 				arts, err = a.stepArtifacts(out, name, s.Turn.Number, plan.Number, idx)
 			}
-		}
-		end := a.cfg.Now()
-		if sideEffects && action.Capability != "" {
-			a.auditExecution(ctx, s, c, idx, ps, attempt, action, out, err, end.Sub(now), end)
+			end = a.cfg.Now()
+		} else {
+			if err == nil && !ps.Approved {
+				if need, summary := needsApproval(c, a.stepFor(ctx, s, ps, idx, attempt, resolved), s.Turn.Options); need {
+					if !answered || ans.ID != apID {
+						// Asked before the step starts: nothing of it has run.
+						return state.Update{}, graph.Interrupt(a.stepApproval(apID, c, a.stepFor(ctx, s, ps, idx, attempt, resolved), summary, now))
+					}
+					ps.Approved = true
+				}
+			}
+			emit(ctx, Event{Type: EventStepStart, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Text: ps.TaskObjective, Attempt: attempt})
+			if err == nil {
+				step := a.stepFor(ctx, s, ps, idx, attempt, resolved)
+				nctx, cancel := context.WithDeadline(ctx, a.deadline(s))
+				out, err = execute(nctx, c, step)
+				cancel()
+				if err == nil {
+					entries, err = contextEntries(out, ps, name, s.Turn.Number, now)
+				}
+				if err == nil {
+					arts, err = a.stepArtifacts(out, name, s.Turn.Number, plan.Number, idx)
+				}
+			}
+			end = a.cfg.Now()
 		}
 		if err == nil {
 			ps2 := ps

@@ -17,6 +17,9 @@ const (
 	MetaReclassificationReason = "reclassification_reason"
 	MetaSafetyAbortReason      = "safety_abort_reason"
 	MetaRetryAfter             = "retry_after"
+	// MetaOutcome is the write outcome (Outcome) of a side-effecting step
+	// that ended mismatch or unconfirmed: the error report says what to check.
+	MetaOutcome = "outcome"
 )
 
 // Classification is the verdict on one failure: how to recover and what to

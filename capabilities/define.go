@@ -27,6 +27,14 @@ type Definition struct {
 	// Action describes what a step will do, without doing it (see
 	// ActionDescriber); used only when SideEffects is set.
 	Action func(step Step) (Action, error)
+	// Readback reads the action's targets now, without acting (see
+	// Readbacker); Reconcile tells whether an attempt cut short took effect
+	// (see Reconciler); Idempotent declares that running one attempt again
+	// with its idempotency key is harmless (see Idempotenter). Used only
+	// when SideEffects is set.
+	Readback   func(ctx context.Context, action Action) ([]Reading, error)
+	Reconcile  func(ctx context.Context, step Step, action Action) (Outcome, error)
+	Idempotent bool
 }
 
 // Define returns the capability a Definition describes.
@@ -82,6 +90,26 @@ func (c *defined) DescribeAction(s Step) (Action, error) {
 	a.Capability = c.d.Name
 	return a, err
 }
+
+// Readback uses the definition's Readback; without one it cannot read
+// (ErrNoReadback).
+func (c *defined) Readback(ctx context.Context, a Action) ([]Reading, error) {
+	if c.d.Readback == nil {
+		return nil, ErrNoReadback
+	}
+	return c.d.Readback(ctx, a)
+}
+
+// Reconcile uses the definition's Reconcile; without one it cannot tell
+// (OutcomeUnconfirmed), and the framework tries Readback.
+func (c *defined) Reconcile(ctx context.Context, s Step, a Action) (Outcome, error) {
+	if c.d.Reconcile == nil {
+		return OutcomeUnconfirmed, nil
+	}
+	return c.d.Reconcile(ctx, s, a)
+}
+
+func (c *defined) Idempotent() bool { return c.d.Idempotent }
 
 // HasOwnRetryPolicy reports whether c states a retry policy of its own (a
 // Definition without Retry does not).

@@ -30,6 +30,11 @@ type Change struct {
 	Value any `json:"value"`
 	// Unit of Value, if any ("A", "kV").
 	Unit string `json:"unit,omitempty"`
+	// Tolerance is how far a reading of Target may differ from a value and
+	// still count as that value (the channel's precision, in Unit): a
+	// readback within it confirms the change, a value before it that moved
+	// less than it since the approval still holds. Zero: exact.
+	Tolerance float64 `json:"tolerance,omitempty"`
 }
 
 // Action is what one execution of a side-effecting step will do, known

@@ -4,20 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
 // cmdAudit lists the audit records of side-effecting steps from the store.
 func cmdAudit(ctx context.Context, c *cmdEnv, args []string) error {
-	fs := c.newFlags("[--thread ID] [--since T] [--until T] [--outcome O] [--principal P] [--tenant T] [--limit N] [--json]")
+	fs := c.newFlags("[--thread ID] [--since T] [--until T] [--event E] [--outcome O] [--principal P] [--tenant T] [--limit N] [--json]")
 	thread := fs.String("thread", "", "only this thread (the internal id the records show)")
 	since := fs.String("since", "", "only records at or after T: an RFC 3339 time, a date (2026-05-01) or a duration before now (24h)")
 	until := fs.String("until", "", "only records before T (same forms as --since)")
-	outcome := fs.String("outcome", "", "only this outcome: refused, approved, rejected, executed or failed")
+	event := fs.String("event", "", "only this event: "+strings.Join(agent.AuditEvents, ", "))
+	outcome := fs.String("outcome", "", "only this outcome: "+outcomeList())
 	principal := fs.String("principal", "", "only this API key's records")
 	tenant := fs.String("tenant", "", "only this tenant's records")
 	limit := fs.Int("limit", 50, "at most the newest N records (0: all)")
@@ -29,15 +32,16 @@ func cmdAudit(ctx context.Context, c *cmdEnv, args []string) error {
 	if len(pos) > 0 {
 		return &UsageError{Command: "audit", Problem: fmt.Sprintf("unexpected argument %q", pos[0])}
 	}
-	switch *outcome {
-	case "", agent.AuditRefused, agent.AuditApproved, agent.AuditRejected, agent.AuditExecuted, agent.AuditFailed:
-	default:
-		return &UsageError{Command: "audit", Problem: fmt.Sprintf("--outcome %q: want refused, approved, rejected, executed or failed", *outcome)}
+	if *event != "" && !slices.Contains(agent.AuditEvents, *event) {
+		return &UsageError{Command: "audit", Problem: fmt.Sprintf("--event %q: want one of %s", *event, strings.Join(agent.AuditEvents, ", "))}
+	}
+	if *outcome != "" && !capabilities.Outcome(*outcome).Valid() {
+		return &UsageError{Command: "audit", Problem: fmt.Sprintf("--outcome %q: want one of %s", *outcome, outcomeList())}
 	}
 	if *limit < 0 {
 		return &UsageError{Command: "audit", Problem: "--limit must not be negative"}
 	}
-	f := agent.AuditFilter{Thread: *thread, Outcome: *outcome, Principal: *principal, Tenant: *tenant, Limit: *limit}
+	f := agent.AuditFilter{Thread: *thread, Event: *event, Outcome: *outcome, Principal: *principal, Tenant: *tenant, Limit: *limit}
 	now := c.env.Now()
 	for flag, v := range map[string]struct {
 		s   string
@@ -107,10 +111,22 @@ func cmdAudit(ctx context.Context, c *cmdEnv, args []string) error {
 	return nil
 }
 
+func outcomeList() string {
+	s := make([]string, len(capabilities.Outcomes))
+	for i, o := range capabilities.Outcomes {
+		s[i] = string(o)
+	}
+	return strings.Join(s, ", ")
+}
+
 // auditParts is one record in parts: when, what became of it, what it was;
 // where; who; the approval; and why or with what result.
 func auditParts(r agent.AuditEntry) []string {
-	head := fmt.Sprintf("%s  %-8s  %s", r.Time.UTC().Format(time.RFC3339), r.Outcome, r.Capability)
+	what := r.Event
+	if r.Outcome != "" && string(r.Outcome) != r.Event {
+		what += " " + strings.ToUpper(string(r.Outcome))
+	}
+	head := fmt.Sprintf("%s  %-8s  %s", r.Time.UTC().Format(time.RFC3339), what, r.Capability)
 	if r.Summary != "" {
 		head += ": " + r.Summary
 	}
@@ -127,7 +143,23 @@ func auditParts(r agent.AuditEntry) []string {
 		if r.ApprovedBy != "" {
 			a += " by " + r.ApprovedBy
 		}
+		if r.Rule != "" {
+			a += " (" + r.Rule
+			if r.Answer != "" {
+				a += fmt.Sprintf(": %q", r.Answer)
+			}
+			a += ")"
+		}
 		parts = append(parts, a)
+	}
+	if s := readings("before", r.Before); s != "" {
+		parts = append(parts, s)
+	}
+	if s := readings("readback", r.Readback); s != "" {
+		if r.Reconciled {
+			s += " (reconciled after an interruption)"
+		}
+		parts = append(parts, s)
 	}
 	var outcome string
 	switch {
@@ -143,4 +175,16 @@ func auditParts(r agent.AuditEntry) []string {
 		parts = append(parts, outcome)
 	}
 	return parts
+}
+
+// readings is "label: target value unit; …", or "" for none.
+func readings(label string, rs []capabilities.Reading) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = strings.TrimSpace(fmt.Sprintf("%s %v %s", r.Target, r.Value, r.Unit))
+	}
+	return label + ": " + strings.Join(parts, "; ")
 }

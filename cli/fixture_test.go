@@ -265,6 +265,20 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 			return capabilities.Action{Capability: "channel_write", Summary: "set " + w.text(),
 				Changes: []capabilities.Change{{Target: w.c.name, Value: w.target, Unit: w.c.units}}}, nil
 		},
+		Readback: func(_ context.Context, a capabilities.Action) ([]capabilities.Reading, error) {
+			var out []capabilities.Reading
+			for _, ch := range a.Changes {
+				r.mu.Lock()
+				v, ok := r.setpoints[ch.Target]
+				r.mu.Unlock()
+				if !ok {
+					c, _ := channelOf(ch.Target)
+					v = c.value
+				}
+				out = append(out, capabilities.Reading{Target: ch.Target, Value: v, Unit: ch.Unit})
+			}
+			return out, nil
+		},
 		Approval: func(st capabilities.Step) (bool, string) {
 			w, err := r.planWrite(st)
 			if err != nil {
@@ -278,11 +292,11 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 			}
 			w, err := r.planWrite(st)
 			if err != nil {
-				return capabilities.Output{}, capabilities.NewError(capabilities.Replanning, capabilities.KindInvalidInput, err.Error(), err)
+				return capabilities.Output{}, capabilities.NotApplied(capabilities.NewError(capabilities.Replanning, capabilities.KindInvalidInput, err.Error(), err))
 			}
 			if !w.c.writable || math.IsNaN(w.target) || w.target < w.c.low || w.target > w.c.high {
-				return capabilities.Output{}, capabilities.NewError(capabilities.Critical, capabilities.KindLimitViolation,
-					fmt.Sprintf("%.2f %s is outside the limits of %s.", w.target, w.c.units, w.c.name), nil)
+				return capabilities.Output{}, capabilities.NotApplied(capabilities.NewError(capabilities.Critical, capabilities.KindLimitViolation,
+					fmt.Sprintf("%.2f %s is outside the limits of %s.", w.target, w.c.units, w.c.name), nil))
 			}
 			r.mu.Lock()
 			r.setpoints[w.c.name] = w.target

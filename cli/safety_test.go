@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/cli"
 )
 
@@ -40,7 +41,7 @@ func TestRunApprovalAnsweredWithoutTheWriteSwitch(t *testing.T) {
 		t.Fatalf("written without the write switch:\n%s", r.stdout)
 	}
 	r = h.run("", "audit", "--thread", "w2")
-	mustContain(t, "audit", r.stdout, "refused", "channel_write", "writes_disabled", "approval step:1:1:1:channel_write by cli:")
+	mustContain(t, "audit", r.stdout, "refused", "channel_write", "writes_disabled", "approval step:1:1:1:channel_write:", " by cli:")
 }
 
 // An approved write is on record: approved (by whom), then executed with
@@ -56,11 +57,13 @@ func TestAuditListsApprovedWrite(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if len(lines) != 2 {
+	if len(lines) != 4 {
 		t.Fatalf("%d lines:\n%s", len(lines), r.stdout)
 	}
-	mustContain(t, "approved line", lines[0], "approved", "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A", "by cli:anna")
-	mustContain(t, "executed line", lines[1], "executed", "→ Set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A (readback verified)")
+	mustContain(t, "asked line", lines[0], "asked", "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A", "before: BTS:MAG:Q1:CURRENT 92 A")
+	mustContain(t, "approved line", lines[1], "approved", "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A", `by cli:anna (keyword: "yes")`, "before: BTS:MAG:Q1:CURRENT 92 A")
+	mustContain(t, "started line", lines[2], "started", "before: BTS:MAG:Q1:CURRENT 92 A")
+	mustContain(t, "ended line", lines[3], "ended CONFIRMED", "→ Set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A (readback verified)", "readback: BTS:MAG:Q1:CURRENT 105 A")
 	// On a terminal each record is a block that fits its width.
 	h.term, h.width = true, 60
 	r = h.run("", "audit")
@@ -69,20 +72,20 @@ func TestAuditListsApprovedWrite(t *testing.T) {
 			t.Errorf("a line of %d columns on a 60-column terminal: %q", n, l)
 		}
 	}
-	mustContain(t, "terminal audit", r.stdout, "approved", "executed", "by cli:anna", "\n    approval ", "readback verified")
+	mustContain(t, "terminal audit", r.stdout, "approved", "ended CONFIRMED", "cli:anna", "\n    approval ", "readback verified")
 	h.term, h.width = false, 0
-	r = h.run("", "audit", "--json", "--outcome", "executed", "--since", "1h")
+	r = h.run("", "audit", "--json", "--outcome", "confirmed", "--since", "1h")
 	var e agent.AuditEntry
 	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &e); err != nil {
 		t.Fatalf("--json: %v\n%s", err, r.stdout)
 	}
-	if e.Outcome != agent.AuditExecuted || len(e.Changes) != 1 || e.Changes[0].Target != "BTS:MAG:Q1:CURRENT" || e.Changes[0].Value != 105.0 ||
+	if e.Outcome != capabilities.OutcomeConfirmed || len(e.Changes) != 1 || e.Changes[0].Target != "BTS:MAG:Q1:CURRENT" || e.Changes[0].Value != 105.0 ||
 		e.ApprovedBy != "cli:anna" || !strings.Contains(string(e.Result), `"readback":105`) {
 		t.Errorf("executed record %+v", e)
 	}
 	r = h.run("", "audit", "--outcome", "refused")
 	mustContain(t, "no match", r.stderr, "no audit records match")
-	for _, bad := range [][]string{{"--outcome", "done"}, {"--since", "yesterday"}, {"--limit", "-1"}} {
+	for _, bad := range [][]string{{"--outcome", "done"}, {"--outcome", "executed"}, {"--event", "finished"}, {"--since", "yesterday"}, {"--limit", "-1"}} {
 		r = h.run("", append([]string{"audit"}, bad...)...)
 		if r.code != cli.ExitUsage {
 			t.Errorf("audit %v: exit %d, want a usage error: %s", bad, r.code, r.stderr)
@@ -162,7 +165,7 @@ server:
 	if code, body = call(t, "GET", base+"/api/audit", opKey, ""); code != http.StatusForbidden {
 		t.Fatalf("non-admin: %d %s", code, body)
 	}
-	code, body = call(t, "GET", base+"/api/audit?outcome=executed", opsKey, "")
+	code, body = call(t, "GET", base+"/api/audit?outcome=confirmed", opsKey, "")
 	var out struct{ Records []agent.AuditEntry }
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil || len(out.Records) != 1 || out.Records[0].ApprovedBy != "op" ||
 		out.Records[0].Principal != "op" {
@@ -172,8 +175,8 @@ server:
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, "audit file", string(lines), `"record":"step"`, `"record":"action","time"`, `"outcome":"approved"`, `"outcome":"executed"`, `"approved_by":"op"`)
+	mustContain(t, "audit file", string(lines), `"record":"step"`, `"record":"action","time"`, `"event":"approved"`, `"outcome":"confirmed"`, `"approved_by":"op"`)
 	// The same records from the command line, reading the store.
 	r := h.run("", "audit", "--thread", out.Records[0].Thread)
-	mustContain(t, "capgraph audit", r.stdout, "approved", "executed", "by key op (tenant op)")
+	mustContain(t, "capgraph audit", r.stdout, "approved", "ended CONFIRMED", "by key op (tenant op)")
 }

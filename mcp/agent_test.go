@@ -261,7 +261,7 @@ func TestSideEffectingToolNeedsApproval(t *testing.T) {
 		t.Fatalf("asked to approve with writes off: %+v", tr.approval)
 	}
 	recs, err := off.Audit(context.Background(), agent.AuditFilter{Thread: "w0"})
-	if err != nil || len(recs) != 1 || recs[0].Outcome != agent.AuditRefused || recs[0].Reason != agent.RefusedWritesDisabled {
+	if err != nil || len(recs) != 1 || recs[0].Event != agent.AuditRefused || recs[0].Reason != agent.RefusedWritesDisabled {
 		t.Fatalf("audit %+v %v", recs, err)
 	}
 
@@ -276,7 +276,7 @@ func TestSideEffectingToolNeedsApproval(t *testing.T) {
 		!strings.Contains(ap.Summary, "toggle-simulated-logging") {
 		t.Fatalf("approval %+v", ap)
 	}
-	if recs, _ := on.Audit(context.Background(), agent.AuditFilter{Thread: "w1", Outcome: agent.AuditExecuted}); len(recs) != 0 {
+	if recs, _ := on.Audit(context.Background(), agent.AuditFilter{Thread: "w1", Outcome: string(capabilities.OutcomeConfirmed)}); len(recs) != 0 {
 		t.Fatal("executed before the answer")
 	}
 	tr = run(t, on.Resume(context.Background(), "w1", agent.Answer{ApprovalID: ap.ID, Text: "yes", By: "operator"}))
@@ -284,7 +284,8 @@ func TestSideEffectingToolNeedsApproval(t *testing.T) {
 		t.Fatalf("after yes: %+v", tr)
 	}
 	recs, err = on.Audit(context.Background(), agent.AuditFilter{Thread: "w1"})
-	if err != nil || len(recs) != 2 || recs[0].Outcome != agent.AuditApproved || recs[1].Outcome != agent.AuditExecuted || recs[1].Digest != ap.ActionDigest {
+	if err != nil || len(recs) != 4 || recs[1].Event != agent.AuditApproved || recs[2].Event != agent.AuditStarted ||
+		recs[3].Outcome != capabilities.OutcomeConfirmed || recs[3].Digest != ap.ActionDigest {
 		t.Fatalf("audit %+v %v", recs, err)
 	}
 
@@ -294,7 +295,7 @@ func TestSideEffectingToolNeedsApproval(t *testing.T) {
 	if tr.approval != nil {
 		t.Fatalf("asked for a hypothetical: %+v", tr.approval)
 	}
-	if recs, _ := on.Audit(context.Background(), agent.AuditFilter{Thread: "w2", Outcome: agent.AuditExecuted}); len(recs) != 0 {
+	if recs, _ := on.Audit(context.Background(), agent.AuditFilter{Thread: "w2", Outcome: string(capabilities.OutcomeConfirmed)}); len(recs) != 0 {
 		t.Fatal("executed for a hypothetical")
 	}
 }

@@ -3,10 +3,13 @@ package server
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 )
 
 // AuditReader lists the agent's audit records of side-effecting steps.
@@ -22,7 +25,8 @@ const (
 )
 
 // handleAudit lists audit records (GET /api/audit) for an admin key:
-// ?thread= (internal id), outcome=, principal=, tenant=, since=, until=
+// ?thread= (internal id), event=, outcome=, key= (an attempt's idempotency
+// key), principal=, tenant=, since=, until=
 // (RFC 3339, a date, or a duration before now), limit= (newest first kept,
 // default 100, at most 1000). Records are returned oldest first.
 // ?cursor=<seq> pages forward: the records after that one, oldest first,
@@ -39,7 +43,16 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := agent.AuditFilter{Thread: q.Get("thread"), Outcome: q.Get("outcome"), Principal: q.Get("principal"), Tenant: q.Get("tenant"), Limit: defaultAuditLimit}
+	f := agent.AuditFilter{Thread: q.Get("thread"), Event: q.Get("event"), Outcome: q.Get("outcome"), IdempotencyKey: q.Get("key"),
+		Principal: q.Get("principal"), Tenant: q.Get("tenant"), Limit: defaultAuditLimit}
+	if f.Event != "" && !slices.Contains(agent.AuditEvents, f.Event) {
+		s.writeError(w, badRequest("event", "must be one of %s, got %q", strings.Join(agent.AuditEvents, ", "), f.Event))
+		return
+	}
+	if f.Outcome != "" && !capabilities.Outcome(f.Outcome).Valid() {
+		s.writeError(w, badRequest("outcome", "must be one of refused, failed, confirmed, mismatch, unconfirmed, unrequested, got %q", f.Outcome))
+		return
+	}
 	for param, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
 		if v := q.Get(param); v != "" {
 			t, err := agent.ParseAuditTime(v, s.cfg.Now())

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/state"
 )
@@ -97,10 +98,10 @@ func TestApprovalAnsweredOnAnotherReplica(t *testing.T) {
 		t.Fatalf("%d audit records, want approved and executed: %+v", len(recs), recs)
 	}
 	apr, ex := recs[0], recs[1]
-	if apr.Outcome != agent.AuditApproved || apr.ApprovalID != ap.ID || apr.ApprovedBy != "alice" || apr.Digest != ap.ActionDigest || apr.Run != runID {
+	if apr.Event != agent.AuditApproved || apr.ApprovalID != ap.ID || apr.ApprovedBy != "alice" || apr.Digest != ap.ActionDigest || apr.Run != runID {
 		t.Errorf("approval record %+v; want approved %s by alice, digest %s, run %s", apr.AuditRecord, ap.ID, ap.ActionDigest, runID)
 	}
-	if ex.Outcome != agent.AuditExecuted || ex.Digest != ap.ActionDigest || ex.Run != runID || ex.ResultSummary != "Q1 from 92 → 105 A" {
+	if ex.Outcome != capabilities.OutcomeConfirmed || ex.Digest != ap.ActionDigest || ex.Run != runID || ex.ResultSummary != "Q1 from 92 → 105 A" {
 		t.Errorf("execution record %+v; want executed, digest %s, run %s", ex.AuditRecord, ap.ActionDigest, runID)
 	}
 
@@ -152,7 +153,7 @@ func TestApprovalAnsweredOnAnotherReplica(t *testing.T) {
 	if w := p.written(); !slices.Equal(w, []float64{105, 107}) {
 		t.Fatalf("written %v: replica c wrote with its switch off", w)
 	}
-	recs, _ = reps[0].agent.Audit(ctx, agent.AuditFilter{Outcome: agent.AuditRefused})
+	recs, _ = reps[0].agent.Audit(ctx, agent.AuditFilter{Event: agent.AuditRefused})
 	if len(recs) != 1 || recs[0].Reason != agent.RefusedWritesDisabled || recs[0].ApprovalID != ap2.ID {
 		t.Fatalf("refusal records %+v; want one writes_disabled for %s", recs, ap2.ID)
 	}

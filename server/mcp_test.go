@@ -275,7 +275,7 @@ func TestMCPApproval(t *testing.T) {
 	if w := env.plant.written(); len(w) != 1 || w[0] != 105 {
 		t.Fatalf("writes %v", w)
 	}
-	recs, err := env.agent.Audit(context.Background(), agent.AuditFilter{Outcome: agent.AuditApproved})
+	recs, err := env.agent.Audit(context.Background(), agent.AuditFilter{Event: agent.AuditApproved})
 	if err != nil || len(recs) != 1 || recs[0].ApprovedBy != "alice" {
 		t.Fatalf("audit %+v %v", recs, err)
 	}

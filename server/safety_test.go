@@ -294,19 +294,19 @@ func TestAuditAPI(t *testing.T) {
 	}
 	resp, body = env.do(t, "GET", "/api/audit?since=1h&limit=10", keyAdmin, nil)
 	var out struct{ Records []agent.AuditEntry }
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &out) != nil || len(out.Records) != 2 {
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &out) != nil || len(out.Records) != 4 {
 		t.Fatalf("admin: status %d: %s", resp.StatusCode, body)
 	}
-	ap, ex := out.Records[0], out.Records[1]
-	if ap.Outcome != agent.AuditApproved || ap.ApprovedBy != "alice" || ap.Principal != "alice" || ap.Tenant != "lab" ||
-		ex.Outcome != agent.AuditExecuted || ex.Run == "" || !strings.HasPrefix(ex.Run, "run-") || ex.ResultSummary != "Q1 from 92 → 105 A" {
+	ap, ex := out.Records[1], out.Records[3]
+	if ap.Event != agent.AuditApproved || ap.ApprovedBy != "alice" || ap.Principal != "alice" || ap.Tenant != "lab" ||
+		ex.Outcome != capabilities.OutcomeConfirmed || ex.Run == "" || !strings.HasPrefix(ex.Run, "run-") || ex.ResultSummary != "Q1 from 92 → 105 A" {
 		t.Fatalf("records %+v", out.Records)
 	}
-	resp, body = env.do(t, "GET", "/api/audit?outcome=executed&thread="+ex.Thread, keyAdmin, nil)
+	resp, body = env.do(t, "GET", "/api/audit?outcome=confirmed&thread="+ex.Thread, keyAdmin, nil)
 	if json.Unmarshal(body, &out) != nil || len(out.Records) != 1 {
 		t.Fatalf("filtered: %d %s", resp.StatusCode, body)
 	}
-	for _, q := range []string{"since=yesterday", "limit=0", "limit=5000", "until=x"} {
+	for _, q := range []string{"since=yesterday", "limit=0", "limit=5000", "until=x", "outcome=executed", "event=done"} {
 		if resp, body := env.do(t, "GET", "/api/audit?"+q, keyAdmin, nil); resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("%s: status %d: %s", q, resp.StatusCode, body)
 		}
@@ -319,13 +319,13 @@ func TestAuditAPI(t *testing.T) {
 	sc := bufio.NewScanner(strings.NewReader(lines))
 	kinds := map[string]int{}
 	for sc.Scan() {
-		var l struct{ Record, Outcome string }
+		var l struct{ Record, Event, Outcome string }
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatal(err)
 		}
-		kinds[l.Record+"/"+l.Outcome]++
+		kinds[l.Record+"/"+l.Event+"/"+l.Outcome]++
 	}
-	if kinds["action/approved"] != 1 || kinds["action/executed"] != 1 || kinds["step/ok"] == 0 {
+	if kinds["action/approved/"] != 1 || kinds["action/ended/confirmed"] != 1 || kinds["step//ok"] == 0 {
 		t.Fatalf("audit file lines %v:\n%s", kinds, lines)
 	}
 }

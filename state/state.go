@@ -266,6 +266,10 @@ type Grant struct {
 	At time.Time `json:"at"`
 	// Expires is when the grant stops covering the step (zero: never).
 	Expires time.Time `json:"expires,omitzero"`
+	// Before is the machine state the grant holds for (read when the step
+	// last started): a retry whose targets moved beyond their tolerance
+	// since asks the human again.
+	Before []capabilities.Reading `json:"before,omitempty"`
 }
 
 // ApprovalKind says what is to be approved.
@@ -291,8 +295,12 @@ type Approval struct {
 	// still describes the same action.
 	Action       *capabilities.Action `json:"action,omitempty"`
 	ActionDigest string               `json:"action_digest,omitempty"`
-	Created      time.Time            `json:"created"`
-	Expires      time.Time            `json:"expires,omitzero"`
+	// Before is the machine state the question shows (the targets' values
+	// read when it was asked, capabilities.Readbacker): the approval holds
+	// only while the machine stays within the changes' tolerance of it.
+	Before  []capabilities.Reading `json:"before,omitempty"`
+	Created time.Time              `json:"created"`
+	Expires time.Time              `json:"expires,omitzero"`
 }
 
 // ApprovalDecision is a human's answer to an approval.
@@ -311,13 +319,37 @@ type ApprovalDecision struct {
 	By string `json:"by,omitempty"`
 	// Summary and ActionDigest are the answered approval's (copied when the
 	// answer is checked), so the node that asked reads what was approved.
-	Summary      string `json:"summary,omitempty"`
-	ActionDigest string `json:"action_digest,omitempty"`
+	Summary      string                 `json:"summary,omitempty"`
+	ActionDigest string                 `json:"action_digest,omitempty"`
+	Before       []capabilities.Reading `json:"before,omitempty"`
+	// Rule says how the answer was decided (Answer* rules); only a human's
+	// explicit answer approves.
+	Rule string `json:"rule,omitempty"`
 	// Tokens is what the approval model spent reading an unclear answer
 	// (role "approval"); Apply adds it to the turn's tokens once, when the
 	// decision is first recorded.
 	Tokens int `json:"tokens,omitempty"`
 }
+
+// How an answer to an approval was decided (ApprovalDecision.Rule, and the
+// audit record's rule). Only AnswerExplicit, AnswerToken, AnswerKeyword and
+// AnswerPlan can approve: a model may read a reply only as a rejection.
+const (
+	// AnswerExplicit: an API's approved flag (a button on the page, the
+	// native API's "approved", AG-UI's resume).
+	AnswerExplicit = "explicit"
+	// AnswerToken: a chat message naming the approval's token with a yes or no.
+	AnswerToken = "token"
+	// AnswerKeyword: the human's words are an explicit yes or no
+	// ("yes", "approve", "ja", "oui", "no", "abbrechen").
+	AnswerKeyword = "keyword"
+	// AnswerModel: the approval model read a free-text reply as a rejection.
+	AnswerModel = "model"
+	// AnswerPlan: an edited plan was sent in answer to a plan approval.
+	AnswerPlan = "edited_plan"
+	// AnswerExpired: nobody answered in time.
+	AnswerExpired = "expired"
+)
 
 // Approval modes (Options.ApprovalMode).
 const (

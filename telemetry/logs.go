@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/logging"
 )
 
@@ -139,15 +140,25 @@ func (r *logRun) Event(e agent.Event) {
 		l.Info("approval required", kv...)
 	case agent.EventAudit:
 		a := e.Audit
-		kv := append(where(e), "capability", a.Capability, "outcome", a.Outcome)
+		kv := append(where(e), "capability", a.Capability, "event", a.Event)
+		if a.Outcome != "" {
+			kv = append(kv, "outcome", string(a.Outcome))
+		}
 		if a.Reason != "" {
 			kv = append(kv, "reason", a.Reason)
 		}
-		if a.Outcome == "refused" || a.Outcome == "failed" {
-			l.Warn("side effect "+a.Outcome, kv...)
-			return
+		msg := "side effect " + a.Event
+		if a.Outcome != "" {
+			msg += ": " + string(a.Outcome)
 		}
-		l.Info("side effect "+a.Outcome, kv...)
+		switch a.Outcome {
+		case capabilities.OutcomeMismatch, capabilities.OutcomeUnconfirmed:
+			l.Error(msg, kv...)
+		case capabilities.OutcomeRefused, capabilities.OutcomeFailed, capabilities.OutcomeUnrequested:
+			l.Warn(msg, kv...)
+		default:
+			l.Info(msg, kv...)
+		}
 	case agent.EventDenied:
 		l.Warn("capability refused to this caller", where(e)...)
 	case agent.EventModelCall:

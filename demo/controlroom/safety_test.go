@@ -142,7 +142,7 @@ func (in *injected) setpoint(t *testing.T) float64 {
 
 func (in *injected) executed(t *testing.T) int {
 	t.Helper()
-	recs, err := in.a.Audit(context.Background(), agent.AuditFilter{Outcome: agent.AuditExecuted})
+	recs, err := in.a.Audit(context.Background(), agent.AuditFilter{Outcome: string(capabilities.OutcomeConfirmed)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func (in *injected) executed(t *testing.T) int {
 // (the thread's plan has no channel_write step).
 func (in *injected) stopped(t *testing.T, thread, reason string) {
 	t.Helper()
-	recs, err := in.a.Audit(context.Background(), agent.AuditFilter{Thread: thread, Outcome: agent.AuditRefused})
+	recs, err := in.a.Audit(context.Background(), agent.AuditFilter{Thread: thread, Event: agent.AuditRefused})
 	if err != nil {
 		t.Fatal(err)
 	}

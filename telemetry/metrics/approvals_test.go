@@ -60,7 +60,7 @@ func TestApprovalsAndSideEffectsOfAMixedLoad(t *testing.T) {
 		{"capgraph_approvals_pending", "", 2},
 		{"capgraph_approval_wait_seconds", "decision=approved,kind=step", 3},
 		{"capgraph_approval_wait_seconds", "decision=rejected,kind=step", 1},
-		{"capgraph_side_effects_total", "capability=set_current,outcome=executed", 3},
+		{"capgraph_side_effects_total", "capability=set_current,outcome=confirmed", 3},
 		{"capgraph_side_effects_total", "capability=set_current,outcome=refused", 3},
 		{"capgraph_runs_total", "outcome=interrupted", 6},
 		{"capgraph_runs_total", "outcome=rejected", 1},

@@ -52,6 +52,7 @@ type Metrics struct {
 	approvalsAsk  *prometheus.CounterVec
 	approvalWait  *prometheus.HistogramVec
 	sideEffects   *prometheus.CounterVec
+	effectEvents  *prometheus.CounterVec
 	denied        *prometheus.CounterVec
 	llmCalls      *prometheus.CounterVec
 	llmErrors     *prometheus.CounterVec
@@ -107,7 +108,8 @@ func New(opts Options) *Metrics {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "approvals_pending",
 		Help: "Approvals this process asked for that no run of this process has answered and that have not expired."}, m.pendingApprovals))
 	m.approvalWait = histogram("approval_wait_seconds", "Time from an approval's question to its answer, by kind and decision (approved, rejected).", waitBuckets, "kind", "decision")
-	m.sideEffects = counter("side_effects_total", "Attempts of side-effecting steps, by capability and audit outcome (executed, refused, approved, rejected, failed).", "capability", "outcome")
+	m.sideEffects = counter("side_effects_total", "Attempts of side-effecting steps that ended, by capability and write outcome (refused, failed, confirmed, mismatch, unconfirmed, unrequested).", "capability", "outcome")
+	m.effectEvents = counter("side_effect_events_total", "Audit events of side-effecting steps, by capability and event (planned, unrequested, refused, asked, approved, rejected, expired, started, ended).", "capability", "event")
 	m.denied = counter("capability_denied_total", "Capabilities refused to a caller that may not use them, by capability.", "capability")
 	m.llmCalls = counter("llm_calls_total", "LLM calls, by model role and provider.", "role", "provider")
 	m.llmErrors = counter("llm_errors_total", "LLM calls that failed, by model role and provider.", "role", "provider")
@@ -258,7 +260,10 @@ func (r *run) Event(e agent.Event) {
 			m.mu.Unlock()
 		}
 	case agent.EventAudit:
-		m.sideEffects.WithLabelValues(e.Audit.Capability, e.Audit.Outcome).Inc()
+		m.effectEvents.WithLabelValues(e.Audit.Capability, e.Audit.Event).Inc()
+		if e.Audit.Outcome != "" {
+			m.sideEffects.WithLabelValues(e.Audit.Capability, string(e.Audit.Outcome)).Inc()
+		}
 	case agent.EventDenied:
 		m.denied.WithLabelValues(e.Capability).Inc()
 	case agent.EventModelCall:

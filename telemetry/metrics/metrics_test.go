@@ -130,7 +130,7 @@ func TestMetricsAfterKnownRuns(t *testing.T) {
 		// The interlock and the refused write (writes disabled is CRITICAL).
 		{"capgraph_failures_total", "recovery=error_node,severity=critical", 2},
 		{"capgraph_side_effects_total", "capability=set_current,outcome=refused", 1},
-		{"capgraph_side_effects_total", "capability=set_current,outcome=executed", -1},
+		{"capgraph_side_effects_total", "capability=set_current,outcome=confirmed", -1},
 		{"capgraph_node_duration_seconds", "node=read_current", 3},
 		{"capgraph_node_duration_seconds", "node=task_extraction", 4},
 		{"capgraph_node_duration_seconds", "node=error", 2},

@@ -303,7 +303,8 @@ func (r *run) Event(e agent.Event) {
 	case agent.EventAudit:
 		if n := r.nodes[e.Node]; n != nil {
 			n.span.AddEvent("side_effect", trace.WithTimestamp(e.Time), trace.WithAttributes(
-				AttrCapability.String(e.Audit.Capability), AttrOutcome.String(e.Audit.Outcome), attribute.String("capgraph.reason", e.Audit.Reason)))
+				AttrCapability.String(e.Audit.Capability), attribute.String("capgraph.audit.event", e.Audit.Event),
+				AttrOutcome.String(string(e.Audit.Outcome)), attribute.String("capgraph.reason", e.Audit.Reason)))
 		}
 	case agent.EventMessage:
 		if e.Message != nil {

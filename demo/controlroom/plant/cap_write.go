@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
@@ -20,25 +19,25 @@ import (
 // or values (channel → number); otherwise the value is parsed from the
 // objective or task ("… to 105 A").
 //
-// It declares side effects (SideEffects) and says exactly what a step will
-// write (DescribeAction), so the framework refuses to run it unless this
-// process enables writes, a human approved exactly that change and the user
-// asked for it (docs/safety.md). Its own checks stay as defence in depth:
-// the global writes switch (step.WritesEnabled), the channel's writable
-// flag and limits (checked for every channel before anything is written),
-// and readback verification.
+// It declares side effects (SideEffects), says exactly what a step will
+// write (DescribeAction) and refuses there what it would refuse anyway — a
+// read-only channel, a value outside the limits — so nobody is asked to
+// approve it. The framework then runs it only if this process enables
+// writes, a human approved exactly that change and the user asked for it,
+// and at most once: it reads the channels back (Readback) to show the
+// value before on the approval card, to ask again when the machine moved,
+// to confirm a write and to reconcile one a crash cut short
+// (docs/safety.md). Its own checks stay as defence in depth: the global
+// writes switch (step.WritesEnabled), the channel's writable flag and
+// limits (checked for every channel before anything is written), and
+// readback verification.
 type ChannelWrite struct {
 	plant *Plant
-
-	// done remembers completed writes by idempotency key, so a step repeated
-	// after a crash reports the original write instead of writing again.
-	mu   sync.Mutex
-	done map[string]ChannelWriteResults
 }
 
 // NewChannelWrite returns channel_write over p.
 func NewChannelWrite(p *Plant) *ChannelWrite {
-	return &ChannelWrite{plant: p, done: map[string]ChannelWriteResults{}}
+	return &ChannelWrite{plant: p}
 }
 
 func (*ChannelWrite) Name() string { return "channel_write" }
@@ -153,11 +152,46 @@ func (w *ChannelWrite) DescribeAction(step capabilities.Step) (capabilities.Acti
 	a := capabilities.Action{Capability: w.Name()}
 	parts := make([]string, len(ops))
 	for i, o := range ops {
-		a.Changes = append(a.Changes, capabilities.Change{Target: o.channel.Name, Value: o.target, Unit: o.channel.Units})
+		a.Changes = append(a.Changes, capabilities.Change{Target: o.channel.Name, Value: o.target, Unit: o.channel.Units,
+			Tolerance: o.channel.Tolerance(o.target)})
 		parts[i] = "set " + o.text()
 	}
 	a.Summary = strings.Join(parts, "; ")
+	if err := refusal(ops); err != nil {
+		return a, err
+	}
 	return a, nil
+}
+
+// refusal is the write Execute would refuse whatever a human says: a
+// read-only channel, a value outside the limits (or not a number at all).
+func refusal(ops []writeOp) *capabilities.ActionRefusedError {
+	for _, o := range ops {
+		if !o.channel.Writable {
+			return &capabilities.ActionRefusedError{Reason: "read_only",
+				Message: fmt.Sprintf("%s is read-only; it cannot be set, so nobody was asked and nothing was written.", o.channel.Name)}
+		}
+		if math.IsNaN(o.target) || math.IsInf(o.target, 0) || o.target < o.channel.Low || o.target > o.channel.High {
+			return &capabilities.ActionRefusedError{Reason: "limits",
+				Message: fmt.Sprintf("%s is outside the limits of %s (%s), so nobody was asked and nothing was written.",
+					o.channel.FormatWithUnits(o.target), o.channel.Name, o.channel.Limits())}
+		}
+	}
+	return nil
+}
+
+// Readback reads each target's setpoint now, without writing.
+func (w *ChannelWrite) Readback(_ context.Context, a capabilities.Action) ([]capabilities.Reading, error) {
+	out := make([]capabilities.Reading, 0, len(a.Changes))
+	for _, ch := range a.Changes {
+		v, err := w.plant.Setpoint(ch.Target)
+		if err != nil {
+			return nil, err
+		}
+		c, _ := w.plant.Channel(ch.Target)
+		out = append(out, capabilities.Reading{Target: ch.Target, Value: v, Unit: c.Units})
+	}
+	return out, nil
 }
 
 // RequiresApproval is true for every write to the machine: a human approves
@@ -179,9 +213,6 @@ func (w *ChannelWrite) RequiresApproval(step capabilities.Step) (bool, string) {
 	parts := make([]string, len(ops))
 	for i, o := range ops {
 		parts[i] = "set " + o.text()
-		if o.target < o.channel.Low || o.target > o.channel.High {
-			parts[i] += fmt.Sprintf(" (OUTSIDE the limits %s: it will be refused)", o.channel.Limits())
-		}
 	}
 	return true, strings.Join(parts, "; ")
 }
@@ -197,51 +228,50 @@ func firstNonEmpty(ss ...string) string {
 
 // Execute writes after the safety checks and verifies by readback. When
 // channel finding found no channel there is nothing to write, whatever the
-// switch says, and the result says so.
+// switch says, and the result says so. An error before the first write is
+// marked capabilities.NotApplied: the framework then knows nothing changed.
 func (w *ChannelWrite) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
 	if _, err := stepChannels(step); errors.Is(err, errNothingFound) {
 		return capabilities.Result(ChannelWriteResultsType, ChannelWriteResults{Writes: []WriteResult{}}, nothingDone("written")), nil
 	}
 	if !step.WritesEnabled {
-		return capabilities.Output{}, &capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindWritesDisabled,
+		return capabilities.Output{}, capabilities.NotApplied(&capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindWritesDisabled,
 			UserMessage: "Control-system writes are disabled (control_system.writes_enabled is false), so nothing was written.",
 			Metadata: map[string]any{capabilities.MetaSafetyAbortReason: "writes disabled by configuration",
 				capabilities.MetaSuggestions: []string{"an operator can enable writes with control_system.writes_enabled: true"}},
-			Err: capabilities.ErrWritesDisabled}
-	}
-	if step.IdempotencyKey != "" {
-		w.mu.Lock()
-		prev, ok := w.done[step.IdempotencyKey]
-		w.mu.Unlock()
-		if ok {
-			return capabilities.Result(ChannelWriteResultsType, prev, prev.Summary()), nil
-		}
+			Err: capabilities.ErrWritesDisabled})
 	}
 	ops, err := w.plan(step)
 	if err != nil {
-		return capabilities.Output{}, err
+		return capabilities.Output{}, capabilities.NotApplied(err)
 	}
 	// Check every channel before writing any, so a refused request leaves
 	// the machine untouched.
 	for _, o := range ops {
 		if !o.channel.Writable {
-			return capabilities.Output{}, &ChannelError{Op: "write", Channel: o.channel.Name, Err: ErrNotWritable}
+			return capabilities.Output{}, capabilities.NotApplied(&ChannelError{Op: "write", Channel: o.channel.Name, Err: ErrNotWritable})
 		}
-		if math.IsNaN(o.target) || o.target < o.channel.Low || o.target > o.channel.High {
+		if math.IsNaN(o.target) || math.IsInf(o.target, 0) || o.target < o.channel.Low || o.target > o.channel.High {
 			le := &LimitError{Channel: o.channel.Name, Value: o.target, Low: o.channel.Low, High: o.channel.High, Units: o.channel.Units}
-			return capabilities.Output{}, limitViolation(le, o.channel)
+			return capabilities.Output{}, capabilities.NotApplied(limitViolation(le, o.channel))
 		}
 	}
 	var res ChannelWriteResults
-	for _, o := range ops {
+	for i, o := range ops {
 		if err := ctx.Err(); err != nil {
+			if i == 0 {
+				err = capabilities.NotApplied(err)
+			}
 			return capabilities.Output{}, err
 		}
 		old, err := w.plant.Write(o.channel.Name, o.target)
 		if err != nil {
 			var le *LimitError
 			if errors.As(err, &le) {
-				return capabilities.Output{}, limitViolation(le, o.channel)
+				err = limitViolation(le, o.channel)
+			}
+			if i == 0 && !errors.Is(err, ErrTimeout) {
+				err = capabilities.NotApplied(err) // refused before anything was written
 			}
 			return capabilities.Output{}, err
 		}
@@ -257,11 +287,6 @@ func (w *ChannelWrite) Execute(ctx context.Context, step capabilities.Step) (cap
 		res.Writes = append(res.Writes, WriteResult{Channel: o.channel.Name, Old: old, New: o.target, Readback: rb,
 			Units: o.channel.Units, Verified: true, Text: o.text()})
 	}
-	if step.IdempotencyKey != "" {
-		w.mu.Lock()
-		w.done[step.IdempotencyKey] = res
-		w.mu.Unlock()
-	}
 	return capabilities.Result(ChannelWriteResultsType, res, res.Summary()), nil
 }
 
@@ -273,8 +298,9 @@ func limitViolation(le *LimitError, c Channel) *capabilities.Error {
 		Err: le}
 }
 
-// RetryPolicy: only a timeout is worth one more try (a setpoint write is
-// absolute, so repeating it is safe); safety refusals never are.
+// RetryPolicy: only a timeout is worth one more try, and the framework
+// retries a write only when it knows the first one changed nothing (the
+// readback still shows the value before); safety refusals never are.
 func (*ChannelWrite) RetryPolicy() capabilities.RetryPolicy {
 	return capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: capabilities.Duration(time.Second),
 		BackoffCoefficient: 2, MaxInterval: capabilities.Duration(5 * time.Second),

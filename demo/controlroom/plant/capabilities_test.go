@@ -282,19 +282,30 @@ func TestChannelWrite(t *testing.T) {
 	if out.Values[0].Summary != "Set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A (readback verified)" {
 		t.Errorf("summary %q", out.Values[0].Summary)
 	}
-	// A repeat of the same attempt reports the original write.
-	again, err := w.Execute(context.Background(), st)
-	if err != nil || again.Values[0].Summary != out.Values[0].Summary {
-		t.Errorf("repeat: %+v, %v", again, err)
+	// The readback reads what was written, without writing.
+	act, err := w.DescribeAction(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb, err := w.Readback(context.Background(), act); err != nil || len(rb) != 1 || rb[0].Target != "BTS:MAG:Q1:CURRENT" || rb[0].Value != 105.0 || rb[0].Unit != "A" {
+		t.Errorf("readback %+v, %v", rb, err)
+	}
+	if act.Changes[0].Tolerance <= 0 {
+		t.Errorf("change %+v declares no tolerance", act.Changes[0])
 	}
 
-	// Outside the limits: refused with a non-retryable limit violation.
+	// Outside the limits: refused when described, so nobody is asked, and
+	// by Execute with a non-retryable limit violation known not applied.
 	over := stepWith("", map[string]any{"value": 180}, chans)
 	over.WritesEnabled = true
-	if _, s := w.RequiresApproval(over); !strings.Contains(s, "OUTSIDE the limits 0.00 to 150.00 A") {
-		t.Errorf("approval summary of an over-limit write: %q", s)
+	var refused *capabilities.ActionRefusedError
+	if _, err := w.DescribeAction(over); !errors.As(err, &refused) || refused.Reason != "limits" || !strings.Contains(refused.Message, "outside the limits") {
+		t.Errorf("describing an over-limit write: %v", err)
 	}
 	_, err = w.Execute(context.Background(), over)
+	if !errors.Is(err, capabilities.ErrNotApplied) {
+		t.Errorf("over-limit write error %v is not marked not applied", err)
+	}
 	c := w.ClassifyError(err, capabilities.ErrorContext{})
 	if c.Severity != capabilities.Critical || c.Kind != capabilities.KindLimitViolation || !strings.Contains(c.UserMessage, "180.00 A is outside the limits") {
 		t.Errorf("limit violation classified %+v", c)
