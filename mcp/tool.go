@@ -218,15 +218,20 @@ func (t *Tool) invalid(err error) *capabilities.Error {
 			capabilities.MetaSuggestions: []string{"give " + t.name + " parameters that fit its input schema"}}}
 }
 
-// Execute calls the tool with the step's parameters.
+// Execute calls the tool with the step's parameters. An error it knows
+// left the tool uncalled, or that the tool itself reported (isError: the
+// tool is taken at its word), is marked capabilities.NotApplied; any other
+// failure of a side-effecting, non-idempotent tool leaves its outcome
+// unknown, and the framework reports it unconfirmed instead of calling the
+// tool again.
 func (t *Tool) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
 	args, err := t.arguments(step)
 	if err != nil {
-		return capabilities.Output{}, err
+		return capabilities.Output{}, capabilities.NotApplied(err)
 	}
 	c, err := t.srv.session(ctx)
 	if err != nil {
-		return capabilities.Output{}, err // nothing was sent
+		return capabilities.Output{}, capabilities.NotApplied(err) // nothing was sent
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
@@ -237,7 +242,7 @@ func (t *Tool) Execute(ctx context.Context, step capabilities.Step) (capabilitie
 	t.srv.succeeded()
 	r := newResult(t.srv.cfg.Name, t.tool.Name, res)
 	if res.IsError {
-		return capabilities.Output{}, t.toolError(r)
+		return capabilities.Output{}, capabilities.NotApplied(t.toolError(r))
 	}
 	figs := r.figures()
 	return capabilities.Output{Values: []capabilities.ContextValue{{Type: t.contextType, Value: r, Summary: r.Summary()}}, Artifacts: figs}, nil
@@ -246,6 +251,12 @@ func (t *Tool) Execute(ctx context.Context, step capabilities.Step) (capabilitie
 // retrySafe reports whether a call whose outcome is unknown may be made
 // again: the tool changes nothing, or repeating it changes nothing more.
 func (t *Tool) retrySafe() bool { return !t.sideEffects || t.idempotent }
+
+// Idempotent reports whether calling the tool again with the same arguments
+// changes nothing more (the server's idempotentHint, or tools.NAME.idempotent
+// in the configuration): the framework may then call it again when the
+// outcome of a call is unknown (capabilities.Idempotenter).
+func (t *Tool) Idempotent() bool { return t.retrySafe() }
 
 func (t *Tool) meta(extra ...any) map[string]any {
 	md := map[string]any{MetaServer: t.srv.cfg.Name, MetaTool: t.tool.Name}
@@ -271,10 +282,10 @@ func (t *Tool) callError(ctx, cctx context.Context, c conn, err error) error {
 		errors.As(err, &werr)
 		switch werr.Code {
 		case jsonrpc.CodeInvalidParams:
-			return t.invalid(err)
+			return capabilities.NotApplied(t.invalid(err))
 		case jsonrpc.CodeMethodNotFound:
-			return &capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindNotFound, Err: err, Metadata: t.meta(),
-				UserMessage: fmt.Sprintf("the MCP server %q does not know the tool %s (any more)", t.srv.cfg.Name, t.tool.Name)}
+			return capabilities.NotApplied(&capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindNotFound, Err: err, Metadata: t.meta(),
+				UserMessage: fmt.Sprintf("the MCP server %q does not know the tool %s (any more)", t.srv.cfg.Name, t.tool.Name)})
 		}
 		return &capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindServerError, Metadata: t.meta(capabilities.MetaTechnicalDetails, err.Error()),
 			UserMessage: fmt.Sprintf("the MCP server %q failed to run the tool %s: %s", t.srv.cfg.Name, t.tool.Name, oneLine(werr.Message))}
@@ -298,6 +309,9 @@ func (t *Tool) callError(ctx, cctx context.Context, c conn, err error) error {
 	ue.Metadata[capabilities.MetaTechnicalDetails] = err.Error()
 	ue.UserMessage = fmt.Sprintf("the call of the tool %s failed: %s", t.tool.Name, ue.UserMessage)
 	ue.Metadata[MetaTool] = t.tool.Name
+	if neverSent(err, codes) {
+		return capabilities.NotApplied(ue)
+	}
 	return ue
 }
 
