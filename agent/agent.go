@@ -83,7 +83,11 @@ func New(cfg Config) (*Agent, error) {
 	infra := []nodes.Node{cfg.TaskExtraction, cfg.Classifier, cfg.Orchestrator, cfg.Respond, cfg.Clarify}
 	targets := []string{state.NodeError}
 	for _, n := range infra {
-		g.AddNode(n.Name(), a.withAnswer(a.infraNode(n)))
+		fn := a.infraNode(n)
+		if name := n.Name(); name == state.NodeRespond || name == state.NodeClarify {
+			fn = a.rejectionNode(fn)
+		}
+		g.AddNode(n.Name(), a.withAnswer(fn))
 		targets = append(targets, n.Name())
 	}
 	g.AddNode(state.NodePlanApproval, a.withAnswer(a.planApprovalNode()))

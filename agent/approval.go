@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/router"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -148,43 +149,114 @@ func (a *Agent) expires(now time.Time) time.Time {
 	return now.Add(a.cfg.ApprovalExpiry)
 }
 
-// rejectedStep ends the turn after a human rejected a step: the step is
-// skipped and, when message is set (the rejected approval was this step's),
-// the turn's one message says that nothing was done. A step whose approval
-// was pending beside a rejected one is skipped without a message.
-func (a *Agent) rejectedStep(s state.State, c capabilities.Capability, idx int, ps state.PlanStep, summary string, message bool, now time.Time) state.Update {
+// rejectedStep records that a human rejected step idx (summary is what
+// they were asked): the step does not run. Alone, it ends the turn with the
+// rejection; beside other steps of its layer — another write waiting for its
+// own approval — it leaves them to be answered on their own, and the router
+// sends the turn to respond once they are (rejectionNode says what was and
+// was not done). Nothing after the layer starts.
+func (a *Agent) rejectedStep(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, summary string, now time.Time) state.Update {
 	plan := s.Turn.Plan
 	ps2 := ps
-	ps2.Status, ps2.Error, ps2.NotBefore = state.StepSkipped, nil, time.Time{}
-	u := state.Update{NodeSteps: 1, Done: true, Step: &state.StepUpdate{Plan: plan.Number, Index: idx, Step: ps2, ClearError: true,
-		Result: &state.StepResult{StepIndex: idx, Capability: c.Name(), TaskObjective: ps.TaskObjective, Success: false,
-			Error: "rejected by a human", At: now, Plan: plan.Number}}}
-	if message {
-		u.Messages = []state.Message{{Role: state.RoleAssistant, Kind: state.KindRejected, Turn: s.Turn.Number, Time: now,
-			Content: rejectionText("step "+fmt.Sprint(idx+1)+" ("+summary+")", plan, idx)}}
+	ps2.Status, ps2.Error, ps2.NotBefore = state.StepRejected, nil, time.Time{}
+	res := state.StepResult{StepIndex: idx, Capability: c.Name(), TaskObjective: ps.TaskObjective, Success: false,
+		Error: rejectedBy + summary, At: now, Plan: plan.Number}
+	u := state.Update{NodeSteps: 1, Step: &state.StepUpdate{Plan: plan.Number, Index: idx, Step: ps2, ClearError: true, Result: &res}}
+	if len(router.Carried(ctx, s, a.rc).Steps) > 1 {
+		return u // siblings: respond speaks once they are done
 	}
+	t := s.Turn
+	p := *plan
+	p.Steps = slices.Clone(p.Steps)
+	p.Steps[idx] = ps2
+	t.Plan, t.Results = &p, append(slices.Clip(t.Results), res)
+	u.Done = true
+	u.Messages = []state.Message{{Role: state.RoleAssistant, Kind: state.KindRejected, Turn: s.Turn.Number, Time: now, Content: a.rejectionText(t)}}
 	return u
 }
 
-// rejectionText is the turn's message after a rejection. It names what was
-// rejected and says plainly that it was not done; steps that had already
-// finished (before the approval was asked) are listed, so "nothing was done"
-// is never read as "nothing ran".
-func rejectionText(what string, plan *state.Plan, except int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "You rejected %s. Nothing was done: it was not carried out, and the rest of the plan was cancelled.", what)
-	if plan != nil {
-		var done []string
-		for i, st := range plan.Steps {
-			if i != except && st.Status == state.StepDone {
-				done = append(done, fmt.Sprintf("%d (%s)", i+1, st.Effective()))
-			}
+// rejectedBy starts the result of a rejected step; the summary of what the
+// human was asked follows.
+const rejectedBy = "rejected by a human: "
+
+// rejectionNode wraps the respond and clarify nodes: after a human rejected
+// a step that ran beside others, the turn's one message says what was
+// rejected and what had run, in words no model chose.
+func (a *Agent) rejectionNode(fn graph.NodeFunc[state.State, state.Update]) graph.NodeFunc[state.State, state.Update] {
+	return func(ctx context.Context, s state.State) (state.Update, error) {
+		p := s.Turn.Plan
+		if p == nil || !slices.ContainsFunc(p.Steps, func(st state.PlanStep) bool { return st.Status == state.StepRejected }) {
+			return fn(ctx, s)
 		}
-		if len(done) > 0 {
-			fmt.Fprintf(&b, " Steps that had already finished before the approval was asked: %s.", strings.Join(done, ", "))
+		t := s.Turn
+		t.Done = true
+		msg := state.Message{Role: state.RoleAssistant, Kind: state.KindRejected, Turn: t.Number, Time: a.cfg.Now(), Content: a.rejectionText(t)}
+		return state.Update{Turn: &t, Messages: []state.Message{msg}, NodeSteps: 1}, nil
+	}
+}
+
+// rejectionText is the turn's message after a rejection. It names what was
+// rejected and says plainly that it was not done; steps that finished (before
+// the approval was asked, or beside it) are listed, so "not carried out" is
+// never read as "nothing ran", and a change made beside the rejected one is
+// never hidden behind "nothing was done".
+func (a *Agent) rejectionText(t state.Turn) string {
+	p := t.Plan
+	var rejected, done, failed []string
+	changed := false
+	for i, st := range p.Steps {
+		switch st.Status {
+		case state.StepRejected:
+			what := fmt.Sprintf("step %d", i+1)
+			for j := len(t.Results) - 1; j >= 0; j-- {
+				if r := t.Results[j]; r.StepIndex == i && r.Plan == p.Number && strings.HasPrefix(r.Error, rejectedBy) {
+					if summary := strings.TrimPrefix(r.Error, rejectedBy); summary != "" {
+						what += " (" + summary + ")"
+					}
+					break
+				}
+			}
+			rejected = append(rejected, what)
+		case state.StepDone:
+			c := st.Effective()
+			if c == state.NodeRespond || c == state.NodeClarify {
+				continue
+			}
+			entry := fmt.Sprintf("%d (%s)", i+1, c)
+			if a.sideEffects(c) {
+				entry, changed = fmt.Sprintf("%d (%s, a change)", i+1, c), true
+			}
+			done = append(done, entry)
+		case state.StepFailed:
+			what := fmt.Sprintf("step %d (%s) failed", i+1, st.Effective())
+			if st.Error != nil && st.Error.Classification.UserMessage != "" {
+				what += ": " + strings.TrimSuffix(st.Error.Classification.UserMessage, ".")
+			}
+			failed = append(failed, what)
 		}
 	}
+	it := "it was"
+	if len(rejected) > 1 {
+		it = "they were"
+	}
+	var b strings.Builder
+	if changed {
+		fmt.Fprintf(&b, "You rejected %s: %s not carried out, and the rest of the plan was cancelled.", strings.Join(rejected, " and "), it)
+	} else {
+		fmt.Fprintf(&b, "You rejected %s. Nothing was done: %s not carried out, and the rest of the plan was cancelled.", strings.Join(rejected, " and "), it)
+	}
+	if len(done) > 0 {
+		fmt.Fprintf(&b, " Steps that were carried out: %s.", strings.Join(done, ", "))
+	}
+	for _, f := range failed {
+		fmt.Fprintf(&b, " Beside it, %s.", f)
+	}
 	return b.String()
+}
+
+// planRejectionText is the turn's message after a human rejected the plan.
+func planRejectionText() string {
+	return "You rejected the plan. Nothing was done: no step of it was carried out."
 }
 
 // planSummary describes a plan for a human, one line per step.

@@ -642,17 +642,54 @@ func TestConcurrentApprovals(t *testing.T) {
 			t.Fatalf("%d effects, want 2", n)
 		}
 	})
-	t.Run("rejecting one cancels both", func(t *testing.T) {
-		w := twoWrites()
-		a := mustAgent(t, withOptions(w.config(t), writesOn))
-		run(t, a, "t", "x")
-		pend, _ := a.PendingApprovals(context.Background(), "t")
-		wantRejected(t, resume(t, a, "t", agent.Answer{ApprovalID: pend[0].ID, Text: "no"}))
-		s := finalState(t, a, "t") // exactly one message
-		if len(w.effects()) != 0 || s.Turn.Plan.Steps[0].Status != state.StepSkipped || s.Turn.Plan.Steps[1].Status != state.StepSkipped {
-			t.Fatalf("effects %d, steps %+v", len(w.effects()), s.Turn.Plan.Steps)
-		}
-	})
+	// Each card is answered on its own: a rejection of one leaves the other
+	// waiting for its own answer, in either order; nothing after the pair
+	// starts, and the one message says what was rejected and what ran.
+	for _, tc := range []struct {
+		name    string
+		answers []string // per pending index at the time: "yes"/"no"
+		effects int
+	}{
+		{"reject the first, approve the second", []string{"no", "yes"}, 1},
+		{"approve the first, reject the second", []string{"yes", "no"}, 1},
+		{"reject both", []string{"no", "no"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := twoWrites()
+			a := mustAgent(t, withOptions(w.config(t), writesOn))
+			run(t, a, "t", "x")
+			var o outcome
+			for i, text := range tc.answers {
+				pend, _ := a.PendingApprovals(context.Background(), "t")
+				if len(pend) != len(tc.answers)-i {
+					t.Fatalf("answer %d: %d pending, want %d", i+1, len(pend), len(tc.answers)-i)
+				}
+				o = resume(t, a, "t", agent.Answer{ApprovalID: pend[0].ID, Text: text})
+				if i < len(tc.answers)-1 {
+					if ap := approvalOf(t, o); ap.ID == pend[0].ID {
+						t.Fatalf("answer %d: the answered approval %s is asked again", i+1, ap.ID)
+					}
+				}
+			}
+			wantRejected(t, o)
+			s := finalState(t, a, "t") // exactly one message
+			if n := len(w.effects()); n != tc.effects {
+				t.Fatalf("%d effects, want %d", n, tc.effects)
+			}
+			rejected := 0
+			for _, st := range s.Turn.Plan.Steps[:2] {
+				if st.Status == state.StepRejected {
+					rejected++
+				}
+			}
+			if rejected != 2-tc.effects || s.Turn.Plan.Steps[2].Status == state.StepDone {
+				t.Fatalf("steps %+v", s.Turn.Plan.Steps)
+			}
+			if m := o.message().Content; tc.effects == 1 && !strings.Contains(m, "Steps that were carried out: ") {
+				t.Errorf("the message hides the approved step: %q", m)
+			}
+		})
+	}
 }
 
 func TestFallbackAsksForItsOwnApproval(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
@@ -75,16 +74,12 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 					}
 					a.auditBestEffort(ctx, rec)
 				}
-				return a.rejectedStep(s, c, idx, ps, summary, true, now), nil
+				return a.rejectedStep(ctx, s, c, idx, ps, summary, now), nil
 			default:
-				if ans.Kind == state.ApprovalStep || strings.HasPrefix(ans.ID, "step:") {
-					// Another step's approval, pending beside this step's
-					// question, was rejected: that ends the turn, and this
-					// step is cancelled with it.
-					return a.rejectedStep(s, c, idx, ps, "", false, now), nil
-				}
-				// A sibling's escalation was given up: that is not this
-				// step's answer; it runs (or asks) again below.
+				// Another step's approval, pending beside this step's
+				// question, was rejected, or a sibling's escalation was given
+				// up: that is not this step's answer. It runs, or asks its
+				// own question again, below.
 				answered = false
 			}
 		}

@@ -268,6 +268,8 @@ func stepNotes(t state.Turn) []prompts.StepNote {
 			out = append(out, prompts.StepNote{Capability: st.Capability, Note: "failed: " + lastError(t, i)})
 		case st.Status == state.StepSkipped:
 			out = append(out, prompts.StepNote{Capability: st.Capability, Note: "was skipped"})
+		case st.Status == state.StepRejected:
+			out = append(out, prompts.StepNote{Capability: st.Capability, Note: "was rejected by a human and not carried out"})
 		case st.Recovered:
 			out = append(out, prompts.StepNote{Capability: st.Capability,
 				Note: fmt.Sprintf("succeeded after %d attempts (recovered from a transient failure)", max(st.Attempts, 2))})

@@ -9,7 +9,8 @@
 // reclassifications, node steps, tokens, the wall-clock limit) is written into
 // the state by the node wrappers. Priority order (see docs/error-handling.md):
 //
-//  1. the turn is done → End
+//  1. the turn is done → End; a step rejected by a human → respond (the
+//     rest of the plan is cancelled; steps that ran beside it have finished)
 //  2. a limit was exceeded (wall clock, node steps, tokens) → error node
 //  3. a current error → by severity: RETRIABLE → the failed node at its
 //     not-before time while attempts remain; REPLANNING → orchestrator within

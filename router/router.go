@@ -110,6 +110,7 @@ const (
 	CausePlanApproval          Cause = "plan_approval"           // → plan_approval (the plan is not approved yet)
 	CauseSteps                 Cause = "steps"                   // → the ready steps
 	CausePlanFinished          Cause = "plan_finished"           // → respond
+	CauseRejected              Cause = "step_rejected"           // a human rejected a step: → respond, the rest of the plan is cancelled
 	CauseUnknownCapability     Cause = "unknown_capability"      // a step names no graph node
 	CauseStepFailed            Cause = "step_failed"             // a step failed for good without a current error
 	CauseStuck                 Cause = "stuck"                   // steps pending but none can run
@@ -145,6 +146,13 @@ func Decide(s state.State, cfg Config) Decision {
 	c := t.Control
 	if t.Done {
 		return to(CauseDone, End)
+	}
+	if t.Plan != nil && slices.ContainsFunc(t.Plan.Steps, func(st state.PlanStep) bool { return st.Status == state.StepRejected }) {
+		// A human rejected a step: nothing more of the plan starts (the
+		// steps that ran beside it have finished, or failed), and respond
+		// says what was and was not done — the human's decision ends the
+		// turn, whatever limit or failure came with it.
+		return to(CauseRejected, state.NodeRespond)
 	}
 	e := CurrentError(s)
 	switch {
@@ -276,7 +284,9 @@ func satisfied(p *state.Plan, i int) bool {
 	return true
 }
 
-func finished(st state.StepStatus) bool { return st == state.StepDone || st == state.StepSkipped }
+func finished(st state.StepStatus) bool {
+	return st == state.StepDone || st == state.StepSkipped || st == state.StepRejected
+}
 
 func allFinished(p *state.Plan, n int) bool {
 	for j := 0; j < n; j++ {

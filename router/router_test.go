@@ -27,6 +27,7 @@ const (
 	D = state.StepDone
 	F = state.StepFailed
 	S = state.StepSkipped
+	R = state.StepRejected
 )
 
 // planned is a turn with task, selection and a plan of the given steps.
@@ -59,6 +60,10 @@ func TestDecide(t *testing.T) {
 	}{
 		{"done", mod(planned(), func(s *state.State) { s.Turn.Done = true }), cfg, []string{router.End}, router.CauseDone, "", time.Time{}, nil},
 		{"done wins over an error", withErr(mod(planned(), func(s *state.State) { s.Turn.Done = true }), errInfo("read", 0, capabilities.Critical, 1, false)), cfg, []string{router.End}, router.CauseDone, "", time.Time{}, nil},
+		{"a rejected step ends the plan in respond", planned(st("write", R), st("plot", P), st(state.NodeRespond, P, 0, 1)), cfg, []string{state.NodeRespond}, router.CauseRejected, "", time.Time{}, nil},
+		{"a rejection wins over a sibling's error", withErr(planned(st("write", R), st("plot", F)), errInfo("plot", 1, capabilities.Critical, 1, false)), cfg, []string{state.NodeRespond}, router.CauseRejected, "", time.Time{}, nil},
+		{"a rejection wins over the node-step limit", mod(planned(st("write", R)), func(s *state.State) { s.Turn.Control.NodeSteps = 100 }), cfg, []string{state.NodeRespond}, router.CauseRejected, "", time.Time{}, nil},
+		{"done wins over a rejection", mod(planned(st("write", R)), func(s *state.State) { s.Turn.Done = true }), cfg, []string{router.End}, router.CauseDone, "", time.Time{}, nil},
 		{"recorded limit", mod(planned(st("read", P)), func(s *state.State) { s.Turn.Control.LimitExceeded = router.LimitExecutionTime }), cfg, []string{state.NodeError}, router.CauseLimit, router.LimitExecutionTime, time.Time{}, nil},
 		{"node steps", mod(planned(st("read", P)), func(s *state.State) { s.Turn.Control.NodeSteps = 100 }), cfg, []string{state.NodeError}, router.CauseLimit, router.LimitNodeSteps, time.Time{}, nil},
 		{"tokens", mod(planned(st("read", P)), func(s *state.State) { s.Turn.Control.Tokens = 500 }), router.Config{Limits: router.Limits{MaxTokensPerTurn: 500}, Capabilities: cfg.Capabilities}, []string{state.NodeError}, router.CauseLimit, router.LimitTokens, time.Time{}, nil},

@@ -124,8 +124,10 @@ type StepStatus string
 const (
 	StepPending StepStatus = "pending"
 	StepDone    StepStatus = "done"
-	StepFailed  StepStatus = "failed" // failed for good (after recovery was exhausted)
-	StepSkipped StepStatus = "skipped"
+	StepFailed  StepStatus = "failed"  // failed for good (after recovery was exhausted)
+	StepSkipped StepStatus = "skipped" // cancelled: a human rejected another step of the plan
+	// StepRejected: a human rejected the step's approval; it did not run.
+	StepRejected StepStatus = "rejected"
 )
 
 // Plan is the orchestrator's plan for the turn.
