@@ -507,4 +507,3 @@ func TestEffectParallelWritesApprovedOnTheirOwn(t *testing.T) {
 		})
 	}
 }
-
