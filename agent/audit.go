@@ -76,8 +76,10 @@ type AuditRecord struct {
 	// unrequested, and ended (failed, confirmed, mismatch, unconfirmed).
 	Outcome capabilities.Outcome `json:"outcome,omitempty"`
 	// Reason is the refusal reason (Refused* constants), or the error kind
-	// of a failure.
-	Reason string `json:"reason,omitempty"`
+	// of a failure; Severity is a failed attempt's severity (a repeat of the
+	// attempt after a crash routes as the first one did).
+	Reason   string `json:"reason,omitempty"`
+	Severity string `json:"severity,omitempty"`
 	// Message says what happened, for a human.
 	Message string `json:"message,omitempty"`
 

@@ -130,7 +130,7 @@ func (a *Agent) execEffect(ctx context.Context, deadline time.Time, c capabiliti
 		rec.setResult(out)
 	case capabilities.OutcomeFailed:
 		cl := capabilities.Classify(c, err, capabilities.ErrorContext{Capability: c.Name(), StepIndex: step.Index, Attempt: step.Attempt})
-		rec.Reason, rec.Message = cl.Kind, err.Error()
+		rec.Reason, rec.Severity, rec.Message = cl.Kind, cl.Severity.String(), err.Error()
 	default:
 		if err != nil {
 			rec.Reason, rec.Message = capabilities.DefaultClassify(err).Kind, err.Error()
@@ -308,11 +308,12 @@ func (a *Agent) resolveEffect(ctx context.Context, c capabilities.Capability, st
 				Text: "this attempt of " + c.Name() + " already ran (" + string(last.Outcome) + "); its recorded result is used, nothing runs again"})
 			return effectResult{out: out}, false
 		case last.Outcome == capabilities.OutcomeFailed:
-			cl := capabilities.Classification{Severity: capabilities.Retriable, Kind: last.Reason, UserMessage: last.Message}
-			if last.Reason == "" {
-				cl.Kind = capabilities.KindUnknown
+			// Failed before the crash: the same failure, routed as it was.
+			sev, err := capabilities.ParseSeverity(last.Severity)
+			if err != nil {
+				sev = capabilities.Critical
 			}
-			return effectResult{err: capabilities.NewError(cl.Severity, cl.Kind, last.Message, nil)}, false
+			return effectResult{err: capabilities.NewError(sev, nonEmpty(last.Reason, capabilities.KindUnknown), last.Message, nil)}, false
 		}
 		return a.effectEnd(c, step, action, last, capabilities.Output{}, errors.New(last.Message)), false
 	}

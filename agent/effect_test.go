@@ -507,3 +507,27 @@ func TestEffectParallelWritesApprovedOnTheirOwn(t *testing.T) {
 		})
 	}
 }
+
+// A re-entered attempt that had failed before the crash fails again as it
+// did, with its severity: a CRITICAL refusal is not turned into a retry.
+func TestEffectFailedIsReplayedWithItsSeverity(t *testing.T) {
+	store, _ := newSQLite(t)
+	m := newMachine()
+	a := m.agent(t, store, map[string]*writer{"set_q1": {target: "Q1", readback: true}}, plannedWrite{"set_q1", "Q1", 105})
+	ap := approvalOf(t, run(t, a, "t", "set Q1 to 105 A"))
+	seedStarted(t, store, "t", 0, "Q1", 105, 92)
+	seed(t, store, agent.AuditRecord{Event: agent.AuditEnded, Outcome: capabilities.OutcomeFailed, Thread: "t", Turn: 1, Plan: 1, Attempt: 1,
+		IdempotencyKey: "t/1/1/0/1", Capability: "set_q1", Reason: capabilities.KindLimitViolation, Severity: "critical",
+		Message: "105 A is outside the limits of Q1", Changes: []capabilities.Change{{Target: "Q1", Value: 105.0, Unit: "A"}}})
+	o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes"})
+	if n := len(m.effects()); n != 0 {
+		t.Fatalf("%d writes, want none", n)
+	}
+	if msg := o.message(); msg == nil || msg.Kind != state.KindErrorReport || !strings.Contains(msg.Content, "outside the limits") {
+		t.Fatalf("message %+v", msg)
+	}
+	s := finalState(t, a, "t")
+	if e := s.Turn.Plan.Steps[0].Error; e == nil || e.Retry || e.Classification.Severity != capabilities.Critical || e.Classification.Kind != capabilities.KindLimitViolation {
+		t.Fatalf("step error %+v", e)
+	}
+}
