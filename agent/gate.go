@@ -88,7 +88,8 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 	name := c.Name()
 	attempt := step.Attempt
 	action, err := capabilities.DescribeAction(c, step)
-	if err == nil && action.Summary == "" {
+	refusal, refused := errors.AsType[*capabilities.ActionRefusedError](err)
+	if (err == nil || refused) && action.Summary == "" {
 		action.Summary = actionSummary(action)
 	}
 	if err == nil && len(action.Changes) == 0 {
@@ -117,14 +118,7 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		return refuse(RefusedWritesDisabled, fmt.Sprintf("Writes are disabled by %s, so step %d (%s) was not carried out and nothing was changed.",
 			where, idx+1, describe(action, ps)))
 	}
-	if refusal, ok := errors.AsType[*capabilities.ActionRefusedError](err); ok {
-		// The application refuses this action whatever a human says (a
-		// limit, a read-only target): nobody is asked.
-		rec.setAction(action)
-		return refuse(nonEmpty(refusal.Reason, RefusedByApplication), fmt.Sprintf("Step %d was refused and not carried out: %s",
-			idx+1, strings.TrimSpace(refusal.Message)))
-	}
-	if err != nil {
+	if err != nil && !refused {
 		// Nothing ran: the capability cannot say what it would do (an
 		// ambiguous value, say). Its classification decides the recovery.
 		cl := capabilities.Classify(c, err, capabilities.ErrorContext{Capability: name, StepIndex: idx, Attempt: attempt, Task: taskText(s)})
@@ -149,6 +143,12 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 			reason = RefusedIntentMismatch
 		}
 		return refuse(reason, fmt.Sprintf("Step %d (%s) was refused and not carried out: %v.", idx+1, action.Summary, err))
+	}
+	if refused {
+		// The application refuses this action whatever a human says (a
+		// limit, a read-only target): nobody is asked.
+		return refuse(nonEmpty(refusal.Reason, RefusedByApplication), fmt.Sprintf("Step %d was refused and not carried out: %s",
+			idx+1, strings.TrimSpace(refusal.Message)))
 	}
 	digest := action.Digest()
 	// ask puts the action to a human, showing the machine state before.
