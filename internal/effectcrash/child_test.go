@@ -43,6 +43,9 @@ const (
 	// them (waiting for the dead replica's leases to expire) before it
 	// starts anything.
 	envAwait = "CAPGRAPH_EFFECTCRASH_AWAIT"
+	// envAgain plans second cuts, "QN=point,…": the awaited turn on QN is
+	// cut again at point of the attempt its recovery runs.
+	envAgain = "CAPGRAPH_EFFECTCRASH_AGAIN"
 	// envKills is the kill plan the MCP server gets: "QN=point,…".
 	envKills = "CAPGRAPH_EFFECTCRASH_KILLS"
 )
@@ -76,6 +79,10 @@ type turnSpec struct {
 	N       int
 	Point   string
 	Variant string
+	// Point2, when set, cuts the turn a second time: at that point of the
+	// attempt its recovery runs (the parent's plan; the child gets it in
+	// envAgain).
+	Point2 string
 }
 
 func (s turnSpec) String() string { return fmt.Sprintf("%d:%s:%s", s.N, s.Point, s.Variant) }
@@ -302,15 +309,18 @@ func filesFromEnv() files {
 }
 
 // childMain recovers the turns a kill left unfinished (envAwait: on
-// PostgreSQL once the dead replica's leases have expired), then starts the
-// turns of envStart, approves each with the human's "yes", and stops dead
-// at each turn's kill point. It prints
+// PostgreSQL once the dead replica's leases have expired), stopping dead
+// where envAgain says for a second cut; once it has claimed them all, it
+// starts the turns of envStart, approves each with the human's "yes", and
+// stops dead at each turn's kill point. It prints
 //
 //	HELD n          n awaited threads were still leased when it first looked
-//	RECOVERED tN    it resumed thread tN
+//	RECOVERED tN    it claimed thread tN and resumes it
+//	FINISHED tN     the resumed run of tN ended
 //	POINT point QN  the attempt on QN stopped at point (the parent kills once
-//	                every started turn has said so)
-//	DONE            nothing was started and everything awaited is finished
+//	                every planned stop was said and every other awaited
+//	                thread finished)
+//	DONE            nothing was planned to stop, and every awaited thread finished
 //	ERR …           anything unexpected
 func childMain() int {
 	sayer := killtest.NewSayer(os.Stdout)
@@ -320,7 +330,11 @@ func childMain() int {
 		say("ERR %v", err)
 		return 1
 	}
-	plan := killPlan{}
+	plan, err := parseKills(os.Getenv(envAgain))
+	if err != nil {
+		say("ERR %v", err)
+		return 1
+	}
 	for _, s := range specs {
 		plan[targetOf(s.N)] = s.Point
 	}
@@ -346,19 +360,21 @@ func childMain() int {
 		return 1
 	}
 	ctx := context.Background()
-	if err := recoverAwaited(ctx, a, strings.Split(os.Getenv(envAwait), ","), say); err != nil {
+	var resumes sync.WaitGroup
+	if err := claimAwaited(ctx, a, strings.Split(os.Getenv(envAwait), ","), say, &resumes); err != nil {
 		say("ERR recover: %v", err)
 		return 1
 	}
-	if len(specs) == 0 {
+	if len(plan) == 0 {
+		resumes.Wait()
+		if sayer.Failed() {
+			return 1
+		}
 		say("DONE")
 		return 0
 	}
-	var wg sync.WaitGroup
 	for _, s := range specs {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			if err := startTurn(ctx, a, s); err != nil {
 				say("ERR %s: %v", threadOf(s.N), err)
 				return
@@ -367,8 +383,7 @@ func childMain() int {
 			say("ERR %s: the turn ended (%s, %v) without stopping at %s", threadOf(s.N), st, err, s.Point)
 		}()
 	}
-	wg.Wait()
-	return 1
+	select {} // until the SIGKILL
 }
 
 // startTurn runs turn s to its approval and answers it as the operator
@@ -396,37 +411,50 @@ func startTurn(ctx context.Context, a *agent.Agent, s turnSpec) error {
 	return nil
 }
 
-// recoverAwaited resumes the unfinished runs until none of threads is
-// unfinished: at once on SQLite (the killed process's leases died with
-// it); on PostgreSQL, as another replica would, once the dead replica's
-// leases have expired.
-func recoverAwaited(ctx context.Context, a *agent.Agent, threads []string, say func(string, ...any)) error {
+// claimAwaited claims every thread of threads, as a replica's recovery
+// does (agent.ClaimUnfinished, the claim under RecoverRuns and the
+// server's recovery), and resumes each in the background: at once on
+// SQLite (the killed process's leases died with it); on PostgreSQL once the
+// dead replica's leases have expired. A resumed run may stop dead at a
+// second kill point, so nothing waits for them here.
+func claimAwaited(ctx context.Context, a *agent.Agent, threads []string, say func(string, ...any), resumes *sync.WaitGroup) error {
 	threads = slices.DeleteFunc(threads, func(s string) bool { return s == "" })
+	left := slices.Clone(threads)
 	deadline := time.Now().Add(recoverWithin)
-	for first := true; ; first = false {
-		resumed, err := a.RecoverRuns(ctx)
-		for _, th := range resumed {
-			say("RECOVERED %s", th)
+	for first := true; len(left) > 0; first = false {
+		for cr, err := range a.ClaimUnfinished(ctx) {
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(left, cr.Thread) {
+				cr.Release()
+				say("ERR %s: unfinished, and not a thread the parent left to recover", cr.Thread)
+				continue
+			}
+			left = slices.DeleteFunc(left, func(th string) bool { return th == cr.Thread })
+			say("RECOVERED %s", cr.Thread)
+			resumes.Add(1)
+			go func() {
+				defer resumes.Done()
+				for _, err := range cr.Resume(ctx) {
+					if err != nil {
+						say("ERR %s: resume: %v", cr.Thread, err)
+					}
+				}
+				say("FINISHED %s", cr.Thread)
+			}()
 		}
-		if err != nil {
-			return err
-		}
-		left, err := a.Unfinished(ctx)
-		if err != nil {
-			return err
-		}
-		left = slices.DeleteFunc(left, func(th string) bool { return !slices.Contains(threads, th) })
 		if first && len(left) > 0 {
 			say("HELD %d", len(left))
 		}
-		if len(left) == 0 {
-			return nil
+		if len(left) > 0 {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("threads %v still not claimed after %s", left, recoverWithin)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("threads %v still unfinished after %s", left, recoverWithin)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	return nil
 }
 
 // relaySignals forwards the MCP server's stop lines to the parent.

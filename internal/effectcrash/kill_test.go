@@ -71,6 +71,7 @@ type scenario struct {
 type childRun struct {
 	stopped   map[string]string // target → point it stopped at
 	recovered []string
+	finished  []string
 	held      int
 	done      bool
 	errs      []string
@@ -78,15 +79,20 @@ type childRun struct {
 	exit      error
 }
 
-// runChild starts a child that recovers await and starts specs; it is
-// killed once every started attempt stopped at its point (or at once when
-// it reports an error).
-func runChild(t *testing.T, sc scenario, dir string, round int, specs []turnSpec, await []string) childRun {
+// runChild starts a child that recovers await (cutting again the turns of
+// again at their Point2) and starts specs; it is killed once every planned
+// stop was said and every other awaited thread finished, or at once when it
+// reports an error.
+func runChild(t *testing.T, sc scenario, dir string, round int, specs, again []turnSpec, await []string) childRun {
 	t.Helper()
 	cr := childRun{stopped: map[string]string{}}
 	start := make([]string, len(specs))
 	for i, s := range specs {
 		start[i] = s.String()
+	}
+	second := killPlan{}
+	for _, s := range again {
+		second[targetOf(s.N)] = s.Point2
 	}
 	env := append(slices.Clone(sc.env),
 		envChild+"=1",
@@ -94,27 +100,41 @@ func runChild(t *testing.T, sc scenario, dir string, round int, specs []turnSpec
 		envCalls+"="+filepath.Join(dir, "calls.log"),
 		envSignals+"="+filepath.Join(dir, fmt.Sprintf("signals-%d.log", round)),
 		envStart+"="+strings.Join(start, ","),
+		envAgain+"="+second.String(),
 		envAwait+"="+strings.Join(await, ","),
 		envLeaseTTL+"="+pgLeaseTTL.String(),
 	)
+	stops, finishing := len(specs)+len(again), len(await)-len(again)
+	ready := func() bool { return len(cr.stopped) == stops && len(cr.finished) == finishing }
+	var lines []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("round %d: the child printed:\n%s", round, strings.Join(lines, "\n"))
+		}
+	}()
 	r := killtest.Run(t, killtest.Child{
 		Name:     fmt.Sprintf("round %d", round),
 		Env:      env,
-		Kill:     len(specs) > 0,
+		Kill:     stops > 0,
 		Deadline: childDeadline,
 		// Every stopped attempt blocks for good: the kill lands where it stopped.
 		AfterTrigger: 0,
 		Line: func(line string) bool {
+			lines = append(lines, line)
 			f := strings.Fields(line)
 			switch {
 			case len(f) == 3 && f[0] == "POINT":
 				if prev, ok := cr.stopped[f[2]]; ok {
 					cr.errs = append(cr.errs, fmt.Sprintf("%s stopped twice (%s, %s)", f[2], prev, f[1]))
+					return true
 				}
 				cr.stopped[f[2]] = f[1]
-				return len(cr.stopped) == len(specs)
+				return ready()
 			case len(f) == 2 && f[0] == "RECOVERED":
 				cr.recovered = append(cr.recovered, f[1])
+			case len(f) == 2 && f[0] == "FINISHED":
+				cr.finished = append(cr.finished, f[1])
+				return ready()
 			case len(f) == 2 && f[0] == "HELD":
 				cr.held, _ = strconv.Atoi(f[1])
 			case len(f) == 1 && f[0] == "DONE":
@@ -130,17 +150,33 @@ func runChild(t *testing.T, sc scenario, dir string, round int, specs []turnSpec
 	return cr
 }
 
+// reruns reports whether an attempt of variant cut before its effect runs
+// again after the restart (so that its recovery can be cut too).
+func reruns(variant string) bool {
+	switch variant {
+	case variantReadback, variantReconcile, variantIdempotent, variantMCPIdem:
+		return true
+	}
+	return false
+}
+
 // runScenario kills children round after round at every point of an
-// attempt and checks every turn once the next child has recovered it. It
-// returns the directory of the journal and the turns that ran.
+// attempt and checks every turn once a later child has recovered it. The
+// turns cut before their effect whose attempt runs again are cut a second
+// time, in the next round, while that attempt runs (at each point in turn,
+// round after round). It returns the directory of the journal and the
+// turns that ran.
 func runScenario(t *testing.T, sc scenario) (string, []turnSpec) {
 	t.Helper()
 	start := time.Now()
 	dir := t.TempDir()
 	n := 0
-	var prev []turnSpec
-	var all []turnSpec
-	held := 0
+	var (
+		all []turnSpec
+		// prev: started last round; carried: cut a second time last round.
+		prev, carried []turnSpec
+		held, seconds int
+	)
 	total, cut := sc.rounds, sc.points
 	if total == 0 {
 		total = rounds(t)
@@ -154,27 +190,45 @@ func runScenario(t *testing.T, sc scenario) (string, []turnSpec) {
 			for _, p := range cut {
 				for _, v := range sc.variants {
 					n++
-					specs = append(specs, turnSpec{N: n, Point: p, Variant: v})
+					s := turnSpec{N: n, Point: p, Variant: v}
+					if round < total && p == pointBeforeEffect && reruns(v) {
+						s.Point2 = points[(round-1)%len(points)]
+					}
+					specs = append(specs, s)
 				}
 			}
 		}
-		await := make([]string, len(prev))
-		for i, s := range prev {
-			await[i] = threadOf(s.N)
+		var again, final []turnSpec
+		for _, s := range prev {
+			if s.Point2 != "" {
+				again = append(again, s)
+			} else {
+				final = append(final, s)
+			}
 		}
-		cr := runChild(t, sc, dir, round, specs, await)
+		final = append(final, carried...)
+		var await []string
+		for _, s := range append(slices.Clone(prev), carried...) {
+			await = append(await, threadOf(s.N))
+		}
+		cr := runChild(t, sc, dir, round, specs, again, await)
 		for _, e := range cr.errs {
 			t.Errorf("round %d: child said: %s", round, e)
 		}
 		switch {
-		case len(specs) > 0 && !cr.killed:
+		case len(specs)+len(again) > 0 && !cr.killed:
 			t.Fatalf("round %d: the child was not killed (exit %v)", round, cr.exit)
-		case len(specs) == 0 && (cr.exit != nil || !cr.done):
+		case len(specs)+len(again) == 0 && (cr.exit != nil || !cr.done):
 			t.Fatalf("final round: the child failed: %v", cr.exit)
 		}
 		for _, s := range specs {
 			if got := cr.stopped[targetOf(s.N)]; got != s.Point {
 				t.Errorf("round %d: %s (%s) stopped at %q, want %s", round, threadOf(s.N), s.Variant, got, s.Point)
+			}
+		}
+		for _, s := range again {
+			if got := cr.stopped[targetOf(s.N)]; got != s.Point2 {
+				t.Errorf("round %d: the recovery of %s (%s) stopped at %q, want %s", round, threadOf(s.N), s.Variant, got, s.Point2)
 			}
 		}
 		if !slices.Equal(slices.Sorted(slices.Values(cr.recovered)), slices.Sorted(slices.Values(await))) {
@@ -186,19 +240,21 @@ func runScenario(t *testing.T, sc scenario) (string, []turnSpec) {
 		if t.Failed() {
 			t.FailNow()
 		}
-		checkTurns(t, sc, dir, prev)
+		checkTurns(t, sc, dir, final)
 		if t.Failed() {
 			t.FailNow()
 		}
 		all = append(all, specs...)
-		prev = specs
+		seconds += len(again)
+		prev, carried = specs, again
 	}
 	checkJournal(t, dir, all)
 	if sc.takeover && held == 0 {
 		t.Errorf("no child found the killed replica's leases still held: the takeover was never exercised")
 	}
-	t.Logf("%d rounds, %d kills, each cutting one attempt of each of %v at each of %v: %d attempts cut, %d per point and variant; %d takeovers waited for a lease; %s",
-		total+1, total, sc.variants, cut, len(all), total, held, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d rounds, %d kills, each cutting one attempt of each of %v at each of %v: %d attempts cut, %d per point and variant, "+
+		"and %d recoveries cut again; %d takeovers waited for a lease; %s",
+		total+1, total, sc.variants, cut, len(all), total, seconds, held, time.Since(start).Round(time.Millisecond))
 	return dir, all
 }
 
@@ -226,29 +282,43 @@ type want struct {
 //     (unconfirmed, never called again); an idempotent one is called again
 //     with the same key and deduplicates;
 //   - after the ended record, the recorded outcome is replayed.
-func expected(point, variant string) want {
-	switch point {
+//
+// A turn cut again while its attempt ran once more (Point2) adds what that
+// second cut leaves to settle.
+func expected(s turnSpec) want {
+	switch s.Point {
 	case pointBeforeStart:
 		return want{ended: []string{"confirmed"}, effects: 1, calls: 1}
 	case pointAfterEnd:
 		return want{ended: []string{"confirmed"}, effects: 1, calls: 1}
 	}
 	applied := 0
-	if point == pointAfterEffect {
+	if s.Point == pointAfterEffect {
 		applied = 1
 	}
-	switch variant {
+	switch s.Variant {
 	case variantReadback, variantReconcile:
-		if point == pointBeforeEffect {
-			return want{ended: []string{"failed*", "confirmed"}, effects: 1, calls: 2}
+		if s.Point == pointAfterEffect {
+			return want{ended: []string{"confirmed*"}, effects: 1, calls: 1}
 		}
-		return want{ended: []string{"confirmed*"}, effects: 1, calls: 1}
+		// Found not applied, and run again: as a turn cut at Point2.
+		switch s.Point2 {
+		case pointBeforeEffect:
+			return want{ended: []string{"failed*", "failed*", "confirmed"}, effects: 1, calls: 3}
+		case pointAfterEffect:
+			return want{ended: []string{"failed*", "confirmed*"}, effects: 1, calls: 2}
+		}
+		return want{ended: []string{"failed*", "confirmed"}, effects: 1, calls: 2}
 	case variantBlind, variantMCPOnce:
 		return want{ended: []string{"unconfirmed*"}, effects: applied, calls: 1, unconfirmed: true}
 	case variantIdempotent, variantMCPIdem:
-		return want{ended: []string{"confirmed"}, effects: 1, calls: 2, rerun: true}
+		calls := 2
+		if s.Point2 == pointBeforeEffect || s.Point2 == pointAfterEffect {
+			calls = 3 // the second call was cut too, and runs a third time
+		}
+		return want{ended: []string{"confirmed"}, effects: 1, calls: calls, rerun: true}
 	}
-	panic("unknown variant " + variant)
+	panic("unknown variant " + s.Variant)
 }
 
 // checkTurns checks every turn of specs, recovered by the last child.
@@ -276,8 +346,11 @@ func checkTurn(t *testing.T, store leasingStore, s turnSpec, journal, calls []en
 	t.Helper()
 	ctx := context.Background()
 	th, target := threadOf(s.N), targetOf(s.N)
-	w := expected(s.Point, s.Variant)
+	w := expected(s)
 	what := fmt.Sprintf("%s (%s cut %s)", th, s.Variant, s.Point)
+	if s.Point2 != "" {
+		what = fmt.Sprintf("%s (%s cut %s, then %s)", th, s.Variant, s.Point, s.Point2)
+	}
 
 	count := func(lines []entry) (n int) {
 		for _, e := range lines {
