@@ -338,7 +338,12 @@ func childMain() int {
 	for _, s := range specs {
 		plan[targetOf(s.N)] = s.Point
 	}
-	h := plan.hooks(func(point, target string) { say("POINT %s %s", point, target) })
+	slots := newSlots(startAtOnce)
+	stopped := func(point, target string) {
+		say("POINT %s %s", point, target)
+		slots.release(target)
+	}
+	h := plan.hooks(stopped)
 	store, err := openStore()
 	if err != nil {
 		say("ERR open store: %v", err)
@@ -346,7 +351,7 @@ func childMain() int {
 	}
 	defer store.Close()
 	fs := filesFromEnv()
-	go relaySignals(fs.signals, say)
+	go relaySignals(fs.signals, stopped)
 	caps, closeMCP, err := capabilitiesOf(fs, plan, h)
 	if err != nil {
 		say("ERR %v", err)
@@ -375,6 +380,8 @@ func childMain() int {
 	}
 	for _, s := range specs {
 		go func() {
+			slots.take(targetOf(s.N))
+			defer slots.release(targetOf(s.N))
 			if err := startTurn(ctx, a, s); err != nil {
 				say("ERR %s: %v", threadOf(s.N), err)
 				return
@@ -457,8 +464,38 @@ func claimAwaited(ctx context.Context, a *agent.Agent, threads []string, say fun
 	return nil
 }
 
-// relaySignals forwards the MCP server's stop lines to the parent.
-func relaySignals(path string, say func(string, ...any)) {
+// startAtOnce bounds the turns a child drives at once until they stop at
+// their kill points: two dozen turns starting together on a loaded machine
+// delay the lease renewals of all of them.
+const startAtOnce = 4
+
+// slots is a semaphore whose slots are named by target, released once.
+type slots struct {
+	sem  chan struct{}
+	mu   sync.Mutex
+	held map[string]bool
+}
+
+func newSlots(n int) *slots { return &slots{sem: make(chan struct{}, n), held: map[string]bool{}} }
+
+func (s *slots) take(target string) {
+	s.sem <- struct{}{}
+	s.mu.Lock()
+	s.held[target] = true
+	s.mu.Unlock()
+}
+
+func (s *slots) release(target string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[target] {
+		delete(s.held, target)
+		<-s.sem
+	}
+}
+
+// relaySignals forwards the MCP server's stops to stopped.
+func relaySignals(path string, stopped func(point, target string)) {
 	var off int64
 	for {
 		time.Sleep(5 * time.Millisecond)
@@ -475,7 +512,7 @@ func relaySignals(path string, say func(string, ...any)) {
 				}
 				off += int64(len(line))
 				point, target, _ := strings.Cut(strings.TrimSpace(line), " ")
-				say("POINT %s %s", point, target)
+				stopped(point, target)
 			}
 		}
 		f.Close()
