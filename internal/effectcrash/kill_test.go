@@ -534,27 +534,18 @@ func pgScenario(t *testing.T, variants []string) scenario {
 
 var allVariants = append(slices.Clone(journalVariants), mcpVariants...)
 
-// TestKill9DuringEffects: one process on SQLite, restarted after every
-// kill, recovering the cut turns with RecoverRuns.
-func TestKill9DuringEffects(t *testing.T) {
-	runScenario(t, sqliteScenario(t, allVariants))
-}
+// lanes: the rounds run in this many independent deployments (an SQLite
+// file, or a PostgreSQL schema, each) at once, sharing the rounds, so that
+// one lane's child works while another's waits for the disk or for a
+// killed replica's leases.
+const lanes = 2
 
-// pgLanes: the PostgreSQL rounds run in this many independent deployments
-// (a schema each) at once, sharing the rounds between them, so that one
-// lane's replica works while another's waits out the killed replica's
-// leases.
-const pgLanes = 2
-
-// TestKill9DuringEffectsReplicaTakeover: replicas on PostgreSQL; the one
-// killed leaves its turns leased, and the next takes them over once the
-// leases expire, through the agent's normal claim of unfinished runs
-// (agent.ClaimUnfinished, which RecoverRuns and the server's recovery use).
-func TestKill9DuringEffectsReplicaTakeover(t *testing.T) {
+// inLanes runs the rounds in lanes, each on the store open makes.
+func inLanes(t *testing.T, open func(t *testing.T) scenario) {
 	total := rounds(t)
-	for lane := range pgLanes {
-		n := total / pgLanes
-		if lane < total%pgLanes {
+	for lane := range lanes {
+		n := total / lanes
+		if lane < total%lanes {
 			n++
 		}
 		if n == 0 {
@@ -562,9 +553,23 @@ func TestKill9DuringEffectsReplicaTakeover(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("lane%d", lane+1), func(t *testing.T) {
 			t.Parallel()
-			sc := pgScenario(t, allVariants)
+			sc := open(t)
 			sc.rounds = n
 			runScenario(t, sc)
 		})
 	}
+}
+
+// TestKill9DuringEffects: one process on SQLite, restarted after every
+// kill, recovering the cut turns as it starts.
+func TestKill9DuringEffects(t *testing.T) {
+	inLanes(t, func(t *testing.T) scenario { return sqliteScenario(t, allVariants) })
+}
+
+// TestKill9DuringEffectsReplicaTakeover: replicas on PostgreSQL; the one
+// killed leaves its turns leased, and the next takes them over once the
+// leases expire, through the agent's normal claim of unfinished runs
+// (agent.ClaimUnfinished, which RecoverRuns and the server's recovery use).
+func TestKill9DuringEffectsReplicaTakeover(t *testing.T) {
+	inLanes(t, func(t *testing.T) scenario { return pgScenario(t, allVariants) })
 }
