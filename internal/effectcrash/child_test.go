@@ -21,6 +21,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/internal/killtest"
 	"github.com/capgraph/capgraph/mcp"
+	"github.com/capgraph/capgraph/mcp/mcptest"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -293,7 +294,7 @@ func capabilitiesOf(dir files, plan killPlan, h hooks) (caps []capabilities.Capa
 	set, err := mcp.Connect(context.Background(), []mcp.ServerConfig{{
 		Name: mcpServerName, Command: exe, Args: []string{"-test.run=^$"},
 		Env: map[string]string{envMCPServer: "1", envJournal: dir.journal, envCalls: dir.calls,
-			envSignals: dir.signals, envKills: plan.String()},
+			envSignals: dir.signals, envKills: plan.String(), mcptest.MarkerVar: os.Getenv(mcptest.MarkerVar)},
 	}}, mcp.Options{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect the MCP server: %w", err)

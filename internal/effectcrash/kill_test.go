@@ -22,6 +22,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint/postgres/pgtest"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/internal/killtest"
+	"github.com/capgraph/capgraph/mcp/mcptest"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -95,7 +96,9 @@ func runChild(t *testing.T, sc scenario, dir string, round int, specs, again []t
 	for _, s := range again {
 		second[targetOf(s.N)] = s.Point2
 	}
+	marker := mcptest.Marker(t)
 	env := append(slices.Clone(sc.env),
+		mcptest.MarkerVar+"="+marker,
 		envChild+"=1",
 		envJournal+"="+filepath.Join(dir, "journal.log"),
 		envCalls+"="+filepath.Join(dir, "calls.log"),
@@ -147,6 +150,11 @@ func runChild(t *testing.T, sc scenario, dir string, round int, specs, again []t
 		},
 	})
 	cr.killed, cr.exit = r.Killed, r.Exit
+	// The MCP server dies with the child (its parent-death signal): a
+	// server left running could finish a call after the restart.
+	if left := mcptest.Gone(marker, 10*time.Second); len(left) > 0 {
+		t.Errorf("round %d: processes of the child's MCP server outlived it: %v", round, left)
+	}
 	return cr
 }
 
