@@ -99,7 +99,7 @@ func parseSpecs(v string) ([]turnSpec, error) {
 			return nil, fmt.Errorf("bad turn %q", f)
 		}
 		n, err := strconv.Atoi(p[0])
-		if err != nil || !slices.Contains(points, p[1]) || capabilityOf(p[2]) == "" {
+		if err != nil || !slices.Contains(points, p[1]) || !slices.Contains(allVariants, p[2]) {
 			return nil, fmt.Errorf("bad turn %q", f)
 		}
 		out = append(out, turnSpec{N: n, Point: p[1], Variant: p[2]})
@@ -220,10 +220,10 @@ type node struct {
 func (n node) Name() string                                               { return n.name }
 func (n node) Run(_ context.Context, s state.State) (state.Update, error) { return n.run(s) }
 
-// newAgent is the agent of every child and of the parent's checks: the
-// journal capabilities and the MCP server's tools, task extraction,
-// classifier and planner scripted from the user's words (set QN to 2 A with
-// the capability named), the standard answer and error nodes.
+// newAgent is the agent every child runs: the journal capabilities and the
+// MCP server's tools; task extraction, classifier and planner scripted from
+// the user's words (set QN to 2 A, with the capability named); the standard
+// answer, clarification and error nodes, offline.
 func newAgent(store leasingStore, auditLog checkpoint.RecordLog, caps []capabilities.Capability, ttl time.Duration) (*agent.Agent, error) {
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(caps...); err != nil {

@@ -396,8 +396,15 @@ func checkTurn(t *testing.T, store leasingStore, s turnSpec, journal, calls []en
 		}
 	}
 	var trail []string
+	last := ""
 	for _, r := range recs {
 		trail = append(trail, r.Event+":"+string(r.Outcome))
+		if r.Event == agent.AuditStarted || r.Event == agent.AuditEnded {
+			last = r.Event
+		}
+	}
+	if last != agent.AuditEnded {
+		t.Errorf("%s: the attempt's last record is %q, want ended (audit %v)", what, last, trail)
 	}
 	if events[agent.AuditAsked] != 1 || events[agent.AuditApproved] != 1 || events[agent.AuditRefused] != 0 || events[agent.AuditRejected] != 0 {
 		t.Errorf("%s: audit %v; want asked and approved once each, nothing refused or rejected", what, trail)
