@@ -318,20 +318,21 @@ func (a *Agent) resolveEffect(ctx context.Context, c capabilities.Capability, st
 		return a.effectEnd(c, step, action, last, capabilities.Output{}, errors.New(last.Message)), false
 	}
 	// Started, never ended: in doubt.
-	if capabilities.IsIdempotent(c) {
-		return effectResult{}, true
-	}
 	outcome, readings := a.reconcile(ctx, c, step, action, last.Before)
+	rerun := outcome == capabilities.OutcomeUnconfirmed && capabilities.IsIdempotent(c)
 	rec := last
 	rec.Time, rec.Event, rec.Outcome, rec.Readback, rec.Reconciled, rec.Duration = a.cfg.Now(), AuditEnded, outcome, readings, true, 0
 	rec.Reason = "reconciled"
-	switch outcome {
-	case capabilities.OutcomeConfirmed:
+	switch {
+	case outcome == capabilities.OutcomeConfirmed:
 		rec.Message = "the run stopped during this attempt; the readback shows the change was made"
-	case capabilities.OutcomeFailed:
+	case outcome == capabilities.OutcomeFailed:
 		rec.Message = "the run stopped during this attempt; the readback shows nothing was changed"
-	case capabilities.OutcomeMismatch:
+	case outcome == capabilities.OutcomeMismatch:
 		rec.Message = "the run stopped during this attempt; the readback matches neither the value asked nor the value before"
+	case rerun:
+		rec.Reason = "reconciled_idempotent"
+		rec.Message = "the run stopped during this attempt and " + c.Name() + " cannot tell whether it took effect; it is idempotent, so it runs again with the same key"
 	default:
 		rec.Message = "the run stopped during this attempt and " + c.Name() + " cannot tell whether it took effect"
 	}
@@ -342,7 +343,7 @@ func (a *Agent) resolveEffect(ctx context.Context, c capabilities.Capability, st
 		return effectResult{critical: &cl}, false
 	}
 	emit(ctx, Event{Type: EventStatus, Node: c.Name(), Step: step.Index, Capability: c.Name(), Text: rec.Message + " (" + string(outcome) + ")"})
-	if outcome == capabilities.OutcomeFailed {
+	if outcome == capabilities.OutcomeFailed || rerun {
 		return effectResult{}, true
 	}
 	out := capabilities.Output{}

@@ -266,7 +266,7 @@ func TestEffectInDoubtIsReconciled(t *testing.T) {
 		{"the capability's reconciler says it happened", writer{reconcile: func(capabilities.Step) capabilities.Outcome { return capabilities.OutcomeConfirmed }}, 105, 0,
 			"ended:confirmed(reconciled)", "confirmed by readback after an interruption", state.KindAnswer},
 		{"an idempotent capability runs again with its key", writer{idempotent: true}, 105, 1,
-			"approved started ended:confirmed", "Q1 from 105 → 105 A", state.KindAnswer},
+			"ended:unconfirmed(reconciled_idempotent) approved started ended:confirmed", "Q1 from 105 → 105 A", state.KindAnswer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store, _ := newSQLite(t)

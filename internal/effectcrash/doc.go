@@ -47,7 +47,8 @@
 // or a schema each: 10 kills in each) that run at once, so that one works
 // while the other waits for the disk or a lease. CAPGRAPH_EFFECTCRASH_ROUNDS=N
 // makes N kills per test, CAPGRAPH_EFFECTCRASH_LEASE_TTL sets the
-// replicas' lease. The TestBug… tests pin defects found in code outside
-// this package and fail until they are fixed. The package has no non-test
+// replicas' lease. TestCutIdempotentAttemptHasItsEnd and
+// TestUnconfirmedReportDoesNotSayNothingWasDone keep two defects the crash
+// test found fixed. The package has no non-test
 // code.
 package effectcrash

@@ -11,17 +11,14 @@ import (
 )
 
 // Defects the crash test found in code outside this package, each pinned
-// by a test that fails until it is fixed (see the package doc).
+// by a test that keeps them fixed.
 
-// TestBugCutIdempotentAttemptHasNoEnd: an idempotent capability (or MCP
-// tool with idempotentHint) cut during its call is called again with the
-// same key after the restart, but the cut call never gets an ended record:
-// the audit shows started, started, ended — the first attempt's outcome
-// (in doubt, run again because the capability is idempotent) is in no
-// record. agent/effect.go resolveEffect returns again=true for an
-// Idempotenter without writing the ended record it writes for every other
-// attempt it settles.
-func TestBugCutIdempotentAttemptHasNoEnd(t *testing.T) {
+// TestCutIdempotentAttemptHasItsEnd: an idempotent capability (or MCP tool
+// with idempotentHint) cut during its call is called again with the same
+// key after the restart, and the cut call gets an ended record of its own
+// (unconfirmed, reconciled_idempotent) before the new start: every started
+// attempt ends in the audit.
+func TestCutIdempotentAttemptHasItsEnd(t *testing.T) {
 	sc := sqliteScenario(t, []string{variantIdempotent, variantMCPIdem})
 	sc.points, sc.rounds = []string{pointBeforeEffect, pointAfterEffect}, 1
 	_, specs := runScenario(t, sc)
@@ -57,14 +54,14 @@ func TestBugCutIdempotentAttemptHasNoEnd(t *testing.T) {
 	}
 }
 
-// TestBugUnconfirmedReportSaysNothingWasDone: a change cut after it took
+// TestUnconfirmedReportDoesNotSayNothingWasDone: a change cut after it took
 // effect, by a capability that cannot reconcile it, ends in an error report
 // that says the step may or may not have been carried out — and, above it,
 // "What was done: nothing — no step was completed", although the journal
 // holds the change. errornode/report.go Markdown lists only steps with
 // status done under "What was done", so an unconfirmed step reads as
 // nothing done.
-func TestBugUnconfirmedReportSaysNothingWasDone(t *testing.T) {
+func TestUnconfirmedReportDoesNotSayNothingWasDone(t *testing.T) {
 	sc := sqliteScenario(t, []string{variantBlind, variantMCPOnce})
 	sc.points, sc.rounds = []string{pointAfterEffect}, 1
 	dir, specs := runScenario(t, sc)

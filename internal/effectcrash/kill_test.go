@@ -278,7 +278,7 @@ type want struct {
 	unconfirmed bool
 	// rerun: an idempotent attempt in doubt that was called again. Only
 	// its last ended record is checked here (confirmed); whether the cut
-	// call gets an ended record of its own is TestBugCutIdempotentAttemptHasNoEnd's.
+	// call gets an ended record of its own is TestCutIdempotentAttemptHasItsEnd's.
 	rerun bool
 }
 
