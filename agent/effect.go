@@ -356,7 +356,7 @@ func (a *Agent) resolveEffect(ctx context.Context, c capabilities.Capability, st
 // outcomeClassification is the failure of an attempt whose outcome is
 // mismatch or unconfirmed: CRITICAL, never retried or replanned, with the
 // outcome in the metadata so the error report says what to check.
-func outcomeClassification(capability string, idx int, action capabilities.Action, rec AuditRecord) capabilities.Classification {
+func outcomeClassification(capability string, _ int, action capabilities.Action, rec AuditRecord) capabilities.Classification {
 	what := action.Summary
 	if what == "" {
 		what = actionSummary(action)
@@ -369,7 +369,7 @@ func outcomeClassification(capability string, idx int, action capabilities.Actio
 	var msg string
 	switch rec.Outcome {
 	case capabilities.OutcomeMismatch:
-		msg = fmt.Sprintf("Step %d (%s) was carried out, but the readback does not match what was asked", idx+1, what)
+		msg = fmt.Sprintf("%s was carried out, but the readback does not match what was asked", upperFirst(what))
 		if len(rec.Readback) > 0 {
 			var got []string
 			for _, r := range rec.Readback {
@@ -379,15 +379,22 @@ func outcomeClassification(capability string, idx int, action capabilities.Actio
 		}
 		msg += ". It was not retried."
 	default:
-		msg = fmt.Sprintf("Step %d (%s) may or may not have been carried out: %s, and %s cannot confirm the result. It was not retried.",
-			idx+1, what, strings.TrimSuffix(nonEmpty(rec.Message, "its outcome is unknown"), "."), capability)
+		msg = fmt.Sprintf("%s may or may not have been carried out: %s, and %s cannot confirm the result. It was not retried.",
+			upperFirst(what), strings.TrimSuffix(nonEmpty(rec.Message, "its outcome is unknown"), "."), capability)
 	}
 	cl := capabilities.Classification{Severity: capabilities.Critical, Kind: string(rec.Outcome), UserMessage: msg,
 		Metadata: map[string]any{
 			capabilities.MetaOutcome:     string(rec.Outcome),
-			capabilities.MetaSuggestions: []string{"check " + nonEmpty(check, "the target") + " on the machine before asking for the change again"},
+			capabilities.MetaSuggestions: []string{"check " + nonEmpty(check, "the target") + " before asking for the change again"},
 		}}
 	return cl
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func nonEmpty(s, alt string) string {
