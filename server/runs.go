@@ -637,9 +637,12 @@ func (m *runManager) consume(ctx context.Context, r *run, aud *auditor, fn func(
 		}
 		if ev.Type == agent.EventAudit {
 			// Stored durably by the agent already; copied to the
-			// server's audit log, not shown to clients.
+			// server's audit log. Clients see the outcomes only, without
+			// who or the approval id (outcomes.go).
 			aud.action(ctx, ev.Audit)
-			continue
+			if ev.Audit = publicOutcome(ev.Audit); ev.Audit == nil {
+				continue
+			}
 		}
 		if ev.Type == agent.EventDone && ev.Status == agent.RunWaiting {
 			// Not the run's end: it goes on at NotBefore (park.go), and

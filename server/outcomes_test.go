@@ -1,0 +1,157 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/internal/outcometest"
+	"github.com/capgraph/capgraph/state"
+)
+
+// outcomeEnv serves a real offline agent over SQLite whose one
+// side-effecting capability ends each way a change can end
+// (internal/outcometest): Q1 confirms, Q2 is interlocked (failed), Q3
+// drifts (mismatch), Q4 drops the connection (unconfirmed), and a value
+// above 120 A is refused.
+type outcomeEnv struct {
+	*testEnv
+	agent *agent.Agent
+	plant *outcometest.Plant
+}
+
+func newOutcomeEnv(t *testing.T, mod func(*Config)) *outcomeEnv {
+	t.Helper()
+	store, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "capgraph.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	p := outcometest.New()
+	caps, err := p.Capabilities()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Registry: newRegistry(t, caps...), Store: store,
+		Options: state.Options{WritesEnabled: true, ApprovalMode: state.ApprovalModeSelective}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newTestEnv(t, func(c *Config) {
+		c.Runner = a
+		if mod != nil {
+			mod(c)
+		}
+	})
+	return &outcomeEnv{testEnv: env, agent: a, plant: p}
+}
+
+// chatApproved asks for a change over Chat Completions, checks that the
+// approval request shows the value before, approves it with its token and
+// returns the answer.
+func (e *outcomeEnv) chatApproved(t *testing.T, ask string, stream bool) string {
+	t.Helper()
+	resp, body := e.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user(ask)))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %d %s", ask, resp.StatusCode, body)
+	}
+	question := chatContent(t, body)
+	tok, ok := findApprovalToken(question)
+	if !ok {
+		t.Fatalf("%s: no approval request: %q", ask, question)
+	}
+	if !strings.Contains(question, ": now 92.00 A → 105.00 A") {
+		t.Errorf("%s: the approval request does not show the value before: %q", ask, question)
+	}
+	hist := chatBody("capgraph", stream, user(ask), assistant(question), user("yes "+tok))
+	resp, body = e.do(t, "POST", "/v1/chat/completions", keyAlice, hist)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s, approved: %d %s", ask, resp.StatusCode, body)
+	}
+	if stream {
+		return parseLikeOpenWebUI(t, string(body)).Content
+	}
+	return chatContent(t, body)
+}
+
+// Every outcome of a change is said in the Chat Completions answer, in
+// words an operator acts on, streamed or not.
+func TestChatCompletionsSayEveryOutcome(t *testing.T) {
+	env := newOutcomeEnv(t, nil)
+	for _, tc := range []struct {
+		ask, want string
+		stream    bool
+	}{
+		{"Set the Q1 current to 105 A", "**confirmed** — set BTS:MAG:Q1:CURRENT 92.00 → 105.00 A (readback 105.00 A).", false},
+		{"Set the Q2 current to 105 A", "**failed** — set BTS:MAG:Q2:CURRENT 92.00 → 105.00 A was not applied: the Q2 interlock is open.", true},
+		{"Set the Q3 current to 105 A", "**MISMATCH** — set BTS:MAG:Q3:CURRENT 92.00 → 105.00 A was carried out, but the readback differs from what was asked (readback 97.50 A). It was not retried: check BTS:MAG:Q3:CURRENT on the machine.", false},
+		{"Set the Q4 current to 105 A", "**UNCONFIRMED** — set BTS:MAG:Q4:CURRENT 92.00 → 105.00 A may or may not have been applied (the connection to the Q4 supply broke after the request was sent). It was not retried: check BTS:MAG:Q4:CURRENT on the machine before asking for the change again.", true},
+	} {
+		got := env.chatApproved(t, tc.ask, tc.stream)
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s (stream %v): the answer does not say\n  %s\n%s", tc.ask, tc.stream, tc.want, got)
+		}
+	}
+	// Refused by the application's limits: nobody is asked, nothing is written.
+	resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Set the Q1 current to 150 A")))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	got := chatContent(t, body)
+	if _, asked := findApprovalToken(got); asked || !strings.Contains(got, "**refused** — set BTS:MAG:Q1:CURRENT to 150.00 A was not carried out: Step 1 was refused and not carried out: 150 A is above the Q1 supply's limit of 120 A.") {
+		t.Errorf("the refused change: %s", got)
+	}
+	if w := env.plant.Writes(); !slices.Equal(w, []string{"Q1=105", "Q3=105", "Q4=105"}) {
+		t.Errorf("writes %v", w)
+	}
+}
+
+// The Responses API ends its answer with the outcome too.
+func TestResponsesSayTheOutcome(t *testing.T) {
+	env := newOutcomeEnv(t, nil)
+	resp, body := env.do(t, "POST", "/v1/responses", keyAlice, map[string]any{"model": "capgraph", "input": "Set the Q3 current to 105 A"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	question := outputText(t, body)
+	if !strings.Contains(question, "BTS:MAG:Q3:CURRENT: now 92.00 A → 105.00 A") {
+		t.Fatalf("the approval request does not show the value before: %q", question)
+	}
+	id := responseID(t, body)
+	resp, body = env.do(t, "POST", "/v1/responses", keyAlice, map[string]any{"model": "capgraph", "input": "yes", "previous_response_id": id})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if got := outputText(t, body); !strings.Contains(got, "**MISMATCH** — set BTS:MAG:Q3:CURRENT 92.00 → 105.00 A was carried out, but the readback differs") {
+		t.Fatalf("answer %q", got)
+	}
+}
+
+func outputText(t *testing.T, body []byte) string {
+	t.Helper()
+	var r responseObject
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	var b strings.Builder
+	for _, it := range r.Output {
+		for _, c := range it.Content {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
+func responseID(t *testing.T, body []byte) string {
+	t.Helper()
+	var r responseObject
+	if err := json.Unmarshal(body, &r); err != nil || r.ID == "" {
+		t.Fatalf("no response id (%v): %s", err, body)
+	}
+	return r.ID
+}
