@@ -339,7 +339,7 @@ func TestReportOfAChangeInDoubt(t *testing.T) {
 		{capabilities.OutcomeUnconfirmed, "Step 1 (set BTS:MAG:Q1:CURRENT to 105.00 A) may or may not have been carried out: the connection broke, and channel_write cannot confirm the result. It was not retried.",
 			"**What was done:** Step 1 (set Q1 to 105 A) may or may not have changed the machine (**unconfirmed**).", "Whether the change was made is not known"},
 		{capabilities.OutcomeMismatch, "Step 1 (set BTS:MAG:Q1:CURRENT to 105.00 A) was carried out, but the readback does not match what was asked (BTS:MAG:Q1:CURRENT reads 97.5 A). It was not retried.",
-			"**What was done:** Step 1 (set Q1 to 105 A) was carried out, but the machine does not read what was asked (**mismatch**).", "the machine does not read what was asked"},
+			"**What was done:** Step 1 (set Q1 to 105 A) was carried out, but the machine does not read what was asked (**mismatch**).", "The machine does not read what was asked"},
 	} {
 		t.Run(string(tc.outcome), func(t *testing.T) {
 			m := llmtest.New().Script(llm.RoleError, llmtest.Text("The write's result is unknown. Check the magnet."))

@@ -410,6 +410,11 @@ func Explain(r state.ErrorReport) string {
 		why = "The request stopped because " + limitText[f.Limit] + "."
 	case f.Limit != "":
 		why = "The request stopped because the limit " + f.Limit + " was reached."
+	case inDoubt(r) == capabilities.OutcomeUnconfirmed:
+		// Instead of the severity's words: what the operator must do.
+		why = "Whether the change was made is not known: check the machine before asking for it again."
+	case inDoubt(r) == capabilities.OutcomeMismatch:
+		why = "The machine does not read what was asked: check the machine before asking for it again."
 	default:
 		why = severityWords(f) + "."
 	}
@@ -419,12 +424,6 @@ func Explain(r state.ErrorReport) string {
 		if f.Limit == "" {
 			s = upper(strings.TrimSuffix(oneLine(f.Reason), ".")) + "."
 		}
-	}
-	switch inDoubt(r) {
-	case capabilities.OutcomeUnconfirmed:
-		s += " Whether the change was made is not known, so it was not tried again: check the machine before asking for it again."
-	case capabilities.OutcomeMismatch:
-		s += " The change was sent, but the machine does not read what was asked, so it was not tried again: check the machine before asking for it again."
 	}
 	if ch := r.Changed(); len(ch) > 0 {
 		s += fmt.Sprintf(" Before that, %d change(s) were made; see what was done above.", len(ch))

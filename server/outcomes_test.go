@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -154,4 +156,59 @@ func responseID(t *testing.T, body []byte) string {
 		t.Fatalf("no response id (%v): %s", err, body)
 	}
 	return r.ID
+}
+
+// An approval given against a machine state that has moved since is asked
+// again, and the new question says so and shows the value now.
+func TestChatCompletionsAskAgainWhenTheMachineMoved(t *testing.T) {
+	env := newOutcomeEnv(t, nil)
+	ask := "Set the Q5 current to 105 A"
+	_, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user(ask)))
+	first := chatContent(t, body)
+	tok, ok := findApprovalToken(first)
+	if !ok || !strings.Contains(first, "BTS:MAG:Q5:CURRENT: now 92.00 A → 105.00 A") {
+		t.Fatalf("first question: %q", first)
+	}
+	hist := []map[string]any{user(ask), assistant(first), user("yes " + tok)}
+	_, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, hist...))
+	again := chatContent(t, body)
+	tok2, ok := findApprovalToken(again)
+	if !ok || tok2 == tok || !strings.Contains(again, "Asked again: BTS:MAG:Q5:CURRENT moved from 92 A to 94 A since the approval.") ||
+		!strings.Contains(again, "BTS:MAG:Q5:CURRENT: now 94.00 A → 105.00 A") {
+		t.Fatalf("the question asked again: %q", again)
+	}
+	if w := env.plant.Writes(); len(w) != 0 {
+		t.Fatalf("written before the second approval: %v", w)
+	}
+	hist = append(hist, assistant(again), user("yes "+tok2))
+	_, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, hist...))
+	if got := chatContent(t, body); !strings.Contains(got, "**confirmed** — set BTS:MAG:Q5:CURRENT 94.00 → 105.00 A (readback 105.00 A).") {
+		t.Fatalf("answer %q", got)
+	}
+}
+
+// TestWebPageOutcomes drives the built-in page in headless Chromium
+// (testdata/js/outcomes.test.mjs) over the outcome plant: every outcome a
+// change can have is made to happen and its badge read from the page.
+// CAPGRAPH_SCREENSHOT_DIR keeps the screenshots.
+func TestWebPageOutcomes(t *testing.T) {
+	dir := filepath.Join("testdata", "js")
+	node, chromium := chromiumOrSkip(t, dir)
+	env := newOutcomeEnv(t, nil)
+	shots := os.Getenv("CAPGRAPH_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	cmd := exec.Command(node, "--test", "--test-reporter=spec", "--test-concurrency=1", "outcomes.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CAPGRAPH_URL="+env.http.URL, "CAPGRAPH_KEY="+keyAlice, "CHROMIUM="+chromium, "SCREENSHOT_DIR="+shots)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("web page test failed: %v (screenshots in %s)\n%s", err, shots, out)
+	}
+	t.Logf("%s", out)
+	// What the page showed is what reached the machine.
+	if w := env.plant.Writes(); !slices.Equal(w, []string{"Q1=105", "Q3=105", "Q4=105", "Q5=105"}) {
+		t.Errorf("writes %v", w)
+	}
 }

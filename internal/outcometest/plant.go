@@ -21,6 +21,7 @@ type Magnet struct {
 	Value float64
 	// Behaviour is how a write to it ends.
 	Behaviour Behaviour
+	reads     int
 }
 
 // Behaviour is how a write to a Magnet ends.
@@ -37,6 +38,10 @@ const (
 	// Drops: the connection breaks after the request was sent and the
 	// channel cannot be read (unconfirmed).
 	Drops
+	// Wanders: the supply moves by itself to 94 A right after its value was
+	// first read (the value an approval is given against), then holds; a
+	// write applies. An approval given at 92 A is asked again.
+	Wanders
 )
 
 // Limit is the highest current the Plant accepts, in A; a higher value is
@@ -46,19 +51,19 @@ const Limit = 120.0
 // Capability is the name of the Plant's side-effecting capability.
 const Capability = "set_magnet_current"
 
-// Plant is a transfer line of four quadrupole supplies, one per Behaviour:
-// Q1 applies, Q2 is interlocked, Q3 drifts, Q4 drops the connection. Every
-// one starts at 92 A.
+// Plant is a transfer line of five quadrupole supplies, one per Behaviour:
+// Q1 applies, Q2 is interlocked, Q3 drifts, Q4 drops the connection, Q5
+// wanders. Every one starts at 92 A.
 type Plant struct {
 	mu      sync.Mutex
 	magnets []*Magnet
 	writes  []string
 }
 
-// New returns the Plant with its four magnets.
+// New returns the Plant with its five magnets.
 func New() *Plant {
 	p := &Plant{}
-	for i, b := range []Behaviour{Applies, Interlocked, Drifts, Drops} {
+	for i, b := range []Behaviour{Applies, Interlocked, Drifts, Drops, Wanders} {
 		n := fmt.Sprintf("Q%d", i+1)
 		p.magnets = append(p.magnets, &Magnet{Name: n, Target: "BTS:MAG:" + n + ":CURRENT", Value: 92, Behaviour: b})
 	}
@@ -101,7 +106,7 @@ func (p *Plant) magnet(name string) *Magnet {
 }
 
 var (
-	magnetName = regexp.MustCompile(`(?i)\b(Q[1-4])\b`)
+	magnetName = regexp.MustCompile(`(?i)\b(Q[1-5])\b`)
 	toValue    = regexp.MustCompile(`(?i)\bto\s+([0-9]+(?:\.[0-9]+)?)`)
 )
 
@@ -122,7 +127,7 @@ func (p *Plant) request(st capabilities.Step) (*Magnet, float64, error) {
 	}
 	switch {
 	case m == nil:
-		return nil, 0, errors.New("no magnet named (say Q1, Q2, Q3 or Q4)")
+		return nil, 0, errors.New("no magnet named (say Q1 to Q5)")
 	case !found:
 		return nil, 0, errors.New(`no value (say "to <number> A")`)
 	}
@@ -133,7 +138,7 @@ func (p *Plant) request(st capabilities.Step) (*Magnet, float64, error) {
 func (p *Plant) Capabilities() ([]capabilities.Capability, error) {
 	c, err := capabilities.Define(capabilities.Definition{
 		Name:        Capability,
-		Description: "Set the current of a quadrupole magnet power supply (Q1 to Q4) of the BTS transfer line",
+		Description: "Set the current of a quadrupole magnet power supply (Q1 to Q5) of the BTS transfer line",
 		Provides:    []string{"MAGNET_WRITE"},
 		SideEffects: true,
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to set a quadrupole magnet current.",
@@ -166,8 +171,11 @@ func (p *Plant) Capabilities() ([]capabilities.Capability, error) {
 				if m == nil {
 					return nil, capabilities.ErrNoReadback
 				}
-				if m.Behaviour == Drops && len(p.writes) > 0 && p.wrote(m) {
+				if m.Behaviour == Drops && p.wrote(m) {
 					return nil, errors.New(m.Target + " does not answer")
+				}
+				if m.reads++; m.Behaviour == Wanders && m.reads == 2 {
+					m.Value = 94
 				}
 				out = append(out, capabilities.Reading{Target: m.Target, Value: m.Value, Unit: "A"})
 			}
