@@ -212,3 +212,31 @@ func TestWebPageOutcomes(t *testing.T) {
 		t.Errorf("writes %v", w)
 	}
 }
+
+// AG-UI clients and native followers get each outcome as an event: the
+// outcome, the change and the values, never who ran it or the approval id.
+func TestOutcomeEvents(t *testing.T) {
+	env := newOutcomeEnv(t, nil)
+	_, body := env.do(t, "POST", "/agui", keyAlice, map[string]any{"threadId": "ag", "runId": "r1",
+		"messages": []map[string]any{{"id": "u1", "role": "user", "content": "Set the Q1 current to 150 A"}}})
+	var outcome map[string]any
+	for _, line := range strings.Split(string(body), "\n") {
+		var ev aguiEvent
+		if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil && ev.Name == "outcome" {
+			outcome, _ = ev.Value.(map[string]any)
+		}
+	}
+	if outcome == nil || outcome["outcome"] != "refused" || outcome["event"] != "refused" || outcome["reason"] != "limits" || outcome["capability"] != outcometest.Capability {
+		t.Fatalf("no CUSTOM outcome event: %s", body)
+	}
+	for _, k := range []string{"principal", "tenant", "approval_id", "idempotency_key", "result", "turn_id"} {
+		if _, ok := outcome[k]; ok {
+			t.Errorf("the outcome event shows %s: %v", k, outcome)
+		}
+	}
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "nat"})
+	_, body = env.do(t, "POST", "/api/threads/nat/runs", keyAlice, map[string]any{"input": "Set the Q2 current to 150 A", "stream": true})
+	if !strings.Contains(string(body), "event: audit\n") || !strings.Contains(string(body), `"outcome":"refused"`) || strings.Contains(string(body), `"principal"`) {
+		t.Fatalf("native stream: %s", body)
+	}
+}
