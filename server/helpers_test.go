@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/capgraph/capgraph/agent"
 )
 
 const (
@@ -38,18 +40,32 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.m.buf.Write(p)
 }
 
-func (m *memAudit) records(t *testing.T) []AuditRecord {
+// records returns every record the server wrote to its audit log.
+func (m *memAudit) records(t *testing.T) []agent.AuditRecord {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []AuditRecord
+	var out []agent.AuditRecord
 	dec := json.NewDecoder(bytes.NewReader(m.buf.Bytes()))
 	for dec.More() {
-		var r AuditRecord
+		var r agent.AuditRecord
 		if err := dec.Decode(&r); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, r)
+	}
+	return out
+}
+
+// steps returns the server's records of capability step attempts (event
+// agent.AuditStep), without the agent's records of side-effecting attempts.
+func (m *memAudit) steps(t *testing.T) []agent.AuditRecord {
+	t.Helper()
+	var out []agent.AuditRecord
+	for _, r := range m.records(t) {
+		if r.Event == agent.AuditStep {
+			out = append(out, r)
+		}
 	}
 	return out
 }
