@@ -56,3 +56,46 @@ func TestChatPrintsTheOutcome(t *testing.T) {
 		t.Errorf("the outcome is not printed after the answer:\n%s", r.stdout)
 	}
 }
+
+// `capgraph audit` lists every outcome the turns had, from the store.
+func TestAuditShowsEveryOutcome(t *testing.T) {
+	h := plantHarness(t)
+	for _, m := range []string{"Q1", "Q2", "Q3", "Q4"} {
+		if r := h.run("", "run", "--answer", "yes", "Set the "+m+" current to 105 A"); r.code != cli.ExitOK {
+			t.Fatalf("%s: exit %d: %s", m, r.code, r.stderr)
+		}
+	}
+	h.run("", "run", "Set the Q1 current to 150 A")
+	r := h.run("", "audit", "--limit", "0")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	has := func(parts ...string) bool {
+		for _, l := range lines {
+			ok := true
+			for _, p := range parts {
+				ok = ok && strings.Contains(l, p)
+			}
+			if ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, want := range [][]string{
+		{"ended CONFIRMED", "BTS:MAG:Q1:CURRENT", "readback: BTS:MAG:Q1:CURRENT 105 A"},
+		{"ended FAILED", "BTS:MAG:Q2:CURRENT", "the Q2 interlock is open"},
+		{"ended MISMATCH", "BTS:MAG:Q3:CURRENT", "readback: BTS:MAG:Q3:CURRENT 97.5 A"},
+		{"ended UNCONFIRMED", "BTS:MAG:Q4:CURRENT", "before: BTS:MAG:Q4:CURRENT 92 A"},
+		{"refused ", "150 A is above the Q1 supply's limit", "(limits)"},
+	} {
+		if !has(want...) {
+			t.Errorf("no audit line with %q:\n%s", want, r.stdout)
+		}
+	}
+	r = h.run("", "audit", "--outcome", "unconfirmed")
+	if n := strings.Count(strings.TrimSpace(r.stdout), "\n") + 1; r.code != cli.ExitOK || n != 1 || !strings.Contains(r.stdout, "UNCONFIRMED") {
+		t.Errorf("--outcome unconfirmed: %d lines:\n%s%s", n, r.stdout, r.stderr)
+	}
+}
