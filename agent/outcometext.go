@@ -161,7 +161,7 @@ func checkText(r AuditRecord) string {
 		ts = append(ts, ch.Target)
 	}
 	if len(ts) == 0 {
-		return "what " + r.Capability + " acts on"
+		return "the result of " + r.Capability
 	}
 	return strings.Join(ts, ", ")
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/internal/outcometest"
 	"github.com/capgraph/capgraph/state"
@@ -238,5 +239,30 @@ func TestOutcomeEvents(t *testing.T) {
 	_, body = env.do(t, "POST", "/api/threads/nat/runs", keyAlice, map[string]any{"input": "Set the Q2 current to 150 A", "stream": true})
 	if !strings.Contains(string(body), "event: audit\n") || !strings.Contains(string(body), `"outcome":"refused"`) || strings.Contains(string(body), `"principal"`) {
 		t.Fatalf("native stream: %s", body)
+	}
+}
+
+// Each outcome's line in a chat answer, unrequested and a reconciled
+// confirmation included (no turn of the test plant produces those).
+func TestOutcomeLines(t *testing.T) {
+	q1 := []capabilities.Change{{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}}
+	before := []capabilities.Reading{{Target: "BTS:MAG:Q1:CURRENT", Value: 92.0, Unit: "A"}}
+	back := []capabilities.Reading{{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}}
+	for _, tc := range []struct {
+		rec  agent.AuditRecord
+		want string
+	}{
+		{agent.AuditRecord{Outcome: capabilities.OutcomeConfirmed, Changes: q1, Before: before, Readback: back, Reconciled: true},
+			"**confirmed** — set BTS:MAG:Q1:CURRENT 92.00 → 105.00 A (readback 105.00 A), established by a readback after the run was interrupted."},
+		{agent.AuditRecord{Outcome: capabilities.OutcomeUnrequested, Changes: q1, Message: "the request reads as a question"},
+			"**unrequested** — set BTS:MAG:Q1:CURRENT to 105.00 A was not carried out: the request did not ask for this change (the request reads as a question)."},
+		{agent.AuditRecord{Outcome: capabilities.OutcomeRefused, Changes: q1, Message: "Writes are disabled by this turn's options, so step 1 was not carried out."},
+			"**refused** — set BTS:MAG:Q1:CURRENT to 105.00 A was not carried out: Writes are disabled by this turn's options, so step 1 was not carried out."},
+		{agent.AuditRecord{Outcome: capabilities.OutcomeUnconfirmed, Capability: "send_logbook_entry", Summary: "post the shift summary"},
+			"**UNCONFIRMED** — post the shift summary may or may not have been applied. It was not retried: check the result of send_logbook_entry on the machine before asking for the change again."},
+	} {
+		if got := outcomeLine(tc.rec); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
 	}
 }

@@ -57,7 +57,7 @@ function readbackText(rs) {
 export function outcomeSentence(r) {
   const changes = r.changes || [];
   const what = changes.length ? "set " + changes.map((c) => changeText(c, r.before)).join("; ") : r.summary || r.capability;
-  const targets = changes.map((c) => c.target).join(", ") || "what " + r.capability + " acts on";
+  const targets = changes.map((c) => c.target).join(", ") || "the result of " + r.capability;
   const msg = (r.message || "").trim().replace(/\.$/, "");
   const rb = readbackText(r.readback);
   switch (r.outcome) {
