@@ -57,19 +57,6 @@ func (m *memAudit) records(t *testing.T) []agent.AuditRecord {
 	return out
 }
 
-// steps returns the server's records of capability step attempts (event
-// agent.AuditStep), without the agent's records of side-effecting attempts.
-func (m *memAudit) steps(t *testing.T) []agent.AuditRecord {
-	t.Helper()
-	var out []agent.AuditRecord
-	for _, r := range m.records(t) {
-		if r.Event == agent.AuditStep {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 type testEnv struct {
 	srv    *Server
 	http   *httptest.Server

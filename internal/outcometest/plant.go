@@ -77,25 +77,6 @@ func (p *Plant) Writes() []string {
 	return append([]string(nil), p.writes...)
 }
 
-// Set moves a magnet by hand (the machine moving under an approval).
-func (p *Plant) Set(name string, v float64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if m := p.magnet(name); m != nil {
-		m.Value = v
-	}
-}
-
-// Value is a magnet's setpoint now.
-func (p *Plant) Value(name string) float64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if m := p.magnet(name); m != nil {
-		return m.Value
-	}
-	return 0
-}
-
 func (p *Plant) magnet(name string) *Magnet {
 	for _, m := range p.magnets {
 		if m.Name == name || m.Target == name {
