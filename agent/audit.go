@@ -55,6 +55,15 @@ const (
 	AuditEnded = "ended"
 )
 
+// AuditStep: one attempt of a capability step, of any capability, as a
+// server ran it. A server writes these to its audit log (server.AuditLog)
+// beside the records above; the store does not keep them. Outcome is the
+// side-effecting attempt's (from its ended record), failed for an attempt
+// that ended in an error, refused for a capability the caller may not use,
+// and empty for a step that changes nothing and ended without error;
+// Reason is "canceled" or "interrupted" for an attempt the run left open.
+const AuditStep = "step"
+
 // AuditEvents lists the audit events in the order an attempt meets them.
 var AuditEvents = []string{AuditPlanned, AuditUnrequested, AuditRefused, AuditAsked, AuditApproved, AuditRejected, AuditExpired, AuditStarted, AuditEnded}
 
@@ -84,8 +93,13 @@ type AuditRecord struct {
 	Message string `json:"message,omitempty"`
 
 	Capability string `json:"capability"`
+	// PlannedCapability is the plan's capability when a fallback
+	// (Capability) ran in its place (AuditStep records).
+	PlannedCapability string `json:"planned_capability,omitempty"`
 	// Summary, Changes and Digest describe the action (empty when it
-	// could not be described).
+	// could not be described). In an AuditStep record, Digest is the hex
+	// SHA-256 of the step's planned parameters and inputs, so arguments
+	// can be matched without storing them.
 	Summary string                `json:"summary,omitempty"`
 	Changes []capabilities.Change `json:"changes,omitempty"`
 	Digest  string                `json:"digest,omitempty"`

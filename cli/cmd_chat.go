@@ -131,11 +131,14 @@ func (ch *chat) turn(ctx context.Context, events iter.Seq2[agent.Event, error]) 
 		if text := ch.c.artifactText(out.Artifacts); text != "" {
 			ch.out("\n%s", text)
 		}
+		if text := outcomeLines(out.Outcomes); text != "" {
+			ch.out("\n%s", text)
+		}
 		if out.Status != agent.RunInterrupted || out.Approval == nil {
 			return nil
 		}
 		if out.Message == nil {
-			ch.out("Approval needed: %s\n", out.Approval.Summary)
+			ch.out("Approval needed: %s\n", approvalQuestion(out.Approval))
 		}
 		ans, ok := ch.readLine("approve? [yes/no] ")
 		if !ok {
@@ -168,7 +171,7 @@ func (ch *chat) resumeThread(ctx context.Context) error {
 		if ap == nil {
 			return nil
 		}
-		ch.out("A step waits for your approval: %s\n", ap.Summary)
+		ch.out("A step waits for your approval: %s\n", approvalQuestion(ap))
 		ans, ok := ch.readLine("approve? [yes/no] ")
 		if !ok {
 			return nil

@@ -35,7 +35,7 @@ func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
 	}
 	out, err := consume(a.Run(ctx, agent.TurnRequest{Thread: id, Input: question, By: c.who()}), newProgress(c.env, *c.env.Terminal))
 	for err == nil && *answer != "" && out.Status == agent.RunInterrupted && out.Approval != nil {
-		fmt.Fprintf(c.env.Stderr, "approval needed: %s — answering %q\n", out.Approval.Summary, *answer)
+		fmt.Fprintf(c.env.Stderr, "approval needed: %s\nanswering %q\n", approvalQuestion(out.Approval), *answer)
 		out, err = consume(a.Resume(ctx, id, agent.Answer{ApprovalID: out.Approval.ID, Text: *answer, By: c.who()}), newProgress(c.env, *c.env.Terminal))
 	}
 	if err != nil {
@@ -64,8 +64,11 @@ func printOutcome(c *cmdEnv, out Outcome) {
 	if text := c.artifactText(out.Artifacts); text != "" {
 		fmt.Fprint(c.env.Stdout, "\n"+text)
 	}
+	if text := outcomeLines(out.Outcomes); text != "" {
+		fmt.Fprint(c.env.Stdout, "\n"+text)
+	}
 	if out.Status == agent.RunInterrupted && out.Message == nil && out.Approval != nil {
-		fmt.Fprintf(c.env.Stdout, "Approval needed: %s\n", out.Approval.Summary)
+		fmt.Fprintf(c.env.Stdout, "Approval needed: %s\n", approvalQuestion(out.Approval))
 	}
 }
 

@@ -175,7 +175,13 @@ server:
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, "audit file", string(lines), `"record":"step"`, `"record":"action","time"`, `"event":"approved"`, `"outcome":"confirmed"`, `"approved_by":"op"`)
+	// The file: the same records (agent.AuditRecord), and a "step" record
+	// of every capability step attempt, the write's with its outcome.
+	mustContain(t, "audit file", string(lines), `"event":"approved"`, `"event":"started"`, `"event":"ended","outcome":"confirmed"`, `"approved_by":"op"`,
+		`"event":"step","outcome":"confirmed"`, `"event":"step","capability":"channel_finding"`)
+	if strings.Contains(string(lines), `"record":`) {
+		t.Errorf("audit file lines in the old step/action shape:\n%s", lines)
+	}
 	// The same records from the command line, reading the store.
 	r := h.run("", "audit", "--thread", out.Records[0].Thread)
 	mustContain(t, "capgraph audit", r.stdout, "approved", "ended CONFIRMED", "by key op (tenant op)")

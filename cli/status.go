@@ -65,6 +65,11 @@ func describe(e agent.Event) string {
 		return e.Text
 	case agent.EventDenied:
 		return "refused: " + e.Text
+	case agent.EventAudit:
+		if e.Audit == nil || e.Audit.Outcome == "" {
+			return ""
+		}
+		return fmt.Sprintf("step %d: %s — %s", e.Audit.Step+1, agent.OutcomeLabel(e.Audit.Outcome), agent.DescribeOutcome(*e.Audit))
 	case agent.EventDone:
 		if e.Err != "" {
 			return fmt.Sprintf("done: %s (%s)", e.Status, e.Err)

@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
+	"strings"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
@@ -20,6 +22,10 @@ type Outcome struct {
 	Retries  int
 	// Artifacts are the renderable results the turn's steps returned.
 	Artifacts []capabilities.Artifact
+	// Outcomes are the audit records of the turn's side-effecting attempts
+	// that ended (refused, failed, confirmed, mismatch, unconfirmed,
+	// unrequested), in order.
+	Outcomes []agent.AuditRecord
 }
 
 // consume drains a turn's events into p and returns its outcome. A
@@ -41,6 +47,10 @@ func consume(events iter.Seq2[agent.Event, error], p progress) (Outcome, error) 
 			out.Retries++
 		case agent.EventArtifact:
 			out.Artifacts = keepArtifact(out.Artifacts, e.Artifact)
+		case agent.EventAudit:
+			if e.Audit != nil && e.Audit.Outcome != "" {
+				out.Outcomes = append(out.Outcomes, *e.Audit)
+			}
 		case agent.EventDone:
 			out.Status = e.Status
 			if e.Err != "" && e.Status != agent.RunAnswered && e.Status != agent.RunInterrupted {
@@ -49,6 +59,27 @@ func consume(events iter.Seq2[agent.Event, error], p progress) (Outcome, error) 
 		}
 	}
 	return out, nil
+}
+
+// outcomeLines says what became of each change of a turn, one line each:
+// "step 1: confirmed — set BTS:MAG:Q1:CURRENT 92.00 → 105.00 A (readback
+// 105.00 A)." ("" when the turn changed nothing).
+func outcomeLines(recs []agent.AuditRecord) string {
+	var b strings.Builder
+	for _, r := range recs {
+		fmt.Fprintf(&b, "step %d: %s — %s\n", r.Step+1, agent.OutcomeLabel(r.Outcome), agent.DescribeOutcome(r))
+	}
+	return b.String()
+}
+
+// approvalQuestion is what the terminal shows of an approval: its summary
+// and each change beside the value its target has now.
+func approvalQuestion(a *state.Approval) string {
+	s := a.Summary
+	for _, l := range agent.DescribeBefore(a) {
+		s += "\n  " + l
+	}
+	return s
 }
 
 // fatalReason renders a FATAL failure as one line.

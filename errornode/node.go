@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/prompts"
 	"github.com/capgraph/capgraph/router"
@@ -175,6 +176,12 @@ func facts(r state.ErrorReport) string {
 	}
 	if len(done) > 0 {
 		out += "Done before the failure:\n" + strings.Join(done, "\n") + "\n"
+	}
+	switch inDoubt(r) {
+	case capabilities.OutcomeUnconfirmed:
+		out += "Outcome of the failed step: unconfirmed — the change may or may not have been made; it was not retried, and the machine must be checked before asking again\n"
+	case capabilities.OutcomeMismatch:
+		out += "Outcome of the failed step: mismatch — the change was sent but the readback differs from what was asked; it was not retried, and the machine must be checked\n"
 	}
 	return out + "\n" + r.Details.Classification.FormatForLLM()
 }

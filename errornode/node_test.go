@@ -306,3 +306,55 @@ func TestReportAdvisesRephrasingOnce(t *testing.T) {
 		t.Fatalf("suggestions %q: want the advice to rephrase once", r.Suggestions)
 	}
 }
+
+// inDoubtTurn: the one step, a write, ended with outcome o (mismatch or
+// unconfirmed): CRITICAL, with the outcome in the classification, as the
+// agent reports it.
+func inDoubtTurn(o capabilities.Outcome, msg string) state.State {
+	e := &state.ErrorInfo{Node: "channel_write", Capability: "channel_write", StepIndex: 0, Attempt: 1, Message: msg,
+		Classification: capabilities.Classification{Severity: capabilities.Critical, Kind: string(o), UserMessage: msg,
+			Metadata: map[string]any{capabilities.MetaOutcome: string(o),
+				capabilities.MetaSuggestions: []any{"check BTS:MAG:Q1:CURRENT on the machine before asking for the change again"}}}}
+	steps := []state.PlanStep{
+		{PlannedStep: capabilities.PlannedStep{Capability: "channel_write", TaskObjective: "set Q1 to 105 A"}, Status: state.StepFailed, Attempts: 1, Error: e},
+		{PlannedStep: capabilities.PlannedStep{Capability: "respond", TaskObjective: "answer"}, Status: state.StepPending},
+	}
+	return state.State{
+		Messages: []state.Message{{Role: state.RoleUser, Content: "Set Q1 to 105 A", Turn: 1}},
+		Turn: state.Turn{Number: 1, StartedAt: start, Input: "Set Q1 to 105 A", Task: &state.Task{Text: "Set Q1 to 105 A"},
+			Plan: &state.Plan{Number: 1, Steps: steps}, Control: state.Control{Error: e, PlansCreated: 1, NodeSteps: 5}},
+	}
+}
+
+// A write whose outcome is unknown or differs from what was asked is never
+// reported as "nothing was done": the report, the deterministic explanation
+// and the facts the model explains from say the change may have happened
+// and what to check.
+func TestReportOfAChangeInDoubt(t *testing.T) {
+	for _, tc := range []struct {
+		outcome      capabilities.Outcome
+		msg          string
+		done, reason string
+	}{
+		{capabilities.OutcomeUnconfirmed, "Step 1 (set BTS:MAG:Q1:CURRENT to 105.00 A) may or may not have been carried out: the connection broke, and channel_write cannot confirm the result. It was not retried.",
+			"**What was done:** Step 1 (set Q1 to 105 A) may or may not have changed the machine (**unconfirmed**).", "Whether the change was made is not known"},
+		{capabilities.OutcomeMismatch, "Step 1 (set BTS:MAG:Q1:CURRENT to 105.00 A) was carried out, but the readback does not match what was asked (BTS:MAG:Q1:CURRENT reads 97.5 A). It was not retried.",
+			"**What was done:** Step 1 (set Q1 to 105 A) was carried out, but the machine does not read what was asked (**mismatch**).", "The machine does not read what was asked"},
+	} {
+		t.Run(string(tc.outcome), func(t *testing.T) {
+			m := llmtest.New().Script(llm.RoleError, llmtest.Text("The write's result is unknown. Check the magnet."))
+			msg := run(t, m, inDoubtTurn(tc.outcome, tc.msg)).Messages[0]
+			if strings.Contains(msg.Content, "nothing") || !strings.Contains(msg.Content, tc.done) || !strings.Contains(msg.Content, tc.msg[:40]) ||
+				!strings.Contains(msg.Content, "Check BTS:MAG:Q1:CURRENT on the machine before asking for the change again.") {
+				t.Errorf("report:\n%s", msg.Content)
+			}
+			if p := m.Calls()[0].Prompt(); !strings.Contains(p, "Outcome of the failed step: "+string(tc.outcome)) {
+				t.Errorf("the model is not told the outcome:\n%s", p)
+			}
+			r := errornode.BuildReport(inDoubtTurn(tc.outcome, tc.msg), rc, nil, now)
+			if ex := errornode.Explain(r); !strings.Contains(ex, tc.reason) || !strings.Contains(ex, "check the machine before asking for it again") {
+				t.Errorf("explanation %q", ex)
+			}
+		})
+	}
+}

@@ -334,7 +334,10 @@ func Markdown(r state.ErrorReport) string {
 			notDone = append(notDone, st)
 		}
 	}
-	if len(done) == 0 {
+	doubt := inDoubt(r)
+	if len(done) == 0 && doubt != "" {
+		fmt.Fprintf(&b, "**What was done:** %s\n\n", doubtText(r, doubt))
+	} else if len(done) == 0 {
 		b.WriteString("**What was done:** nothing — no step was completed.\n\n")
 	} else {
 		b.WriteString("**What was done:**\n")
@@ -349,6 +352,9 @@ func Markdown(r state.ErrorReport) string {
 				line += ": " + st.Outcome
 			}
 			b.WriteString("- " + line + "\n")
+		}
+		if doubt != "" {
+			b.WriteString("- " + doubtText(r, doubt) + "\n")
 		}
 		b.WriteString("\n")
 	}
@@ -404,6 +410,11 @@ func Explain(r state.ErrorReport) string {
 		why = "The request stopped because " + limitText[f.Limit] + "."
 	case f.Limit != "":
 		why = "The request stopped because the limit " + f.Limit + " was reached."
+	case inDoubt(r) == capabilities.OutcomeUnconfirmed:
+		// Instead of the severity's words: what the operator must do.
+		why = "Whether the change was made is not known: check the machine before asking for it again."
+	case inDoubt(r) == capabilities.OutcomeMismatch:
+		why = "The machine does not read what was asked: check the machine before asking for it again."
 	default:
 		why = severityWords(f) + "."
 	}
@@ -418,6 +429,28 @@ func Explain(r state.ErrorReport) string {
 		s += fmt.Sprintf(" Before that, %d change(s) were made; see what was done above.", len(ch))
 	}
 	return s
+}
+
+// inDoubt is the outcome of a failed side-effecting step that may have
+// changed the machine (mismatch, unconfirmed: the classification's
+// capabilities.MetaOutcome), or "" for any other failure.
+func inDoubt(r state.ErrorReport) capabilities.Outcome {
+	o, _ := r.Details.Classification.Metadata[capabilities.MetaOutcome].(string)
+	switch capabilities.Outcome(o) {
+	case capabilities.OutcomeMismatch, capabilities.OutcomeUnconfirmed:
+		return capabilities.Outcome(o)
+	}
+	return ""
+}
+
+// doubtText says what became of the failed step whose outcome is in doubt,
+// for "What was done": never "nothing".
+func doubtText(r state.ErrorReport, o capabilities.Outcome) string {
+	what := upper(r.Failure.Operation)
+	if o == capabilities.OutcomeMismatch {
+		return what + " was carried out, but the machine does not read what was asked (**mismatch**)."
+	}
+	return what + " may or may not have changed the machine (**unconfirmed**)."
 }
 
 func upper(s string) string {

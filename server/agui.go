@@ -23,6 +23,7 @@ import (
 //	step_end                  → TOOL_CALL_RESULT (+ STATE_DELTA done/failed)
 //	token / message           → TEXT_MESSAGE_START/CONTENT/END
 //	approval_required         → RUN_FINISHED outcome interrupt (id = approval id)
+//	audit (an outcome)        → CUSTOM "outcome"
 //	fatal error               → RUN_ERROR
 //
 // A run with resume[] answers the pending approval.
@@ -362,6 +363,12 @@ func (m *aguiMapper) event(ev agent.Event) {
 	case agent.EventRetry:
 		if ev.Retry != nil {
 			m.emit(aguiEvent{Type: "CUSTOM", Name: "retry", Value: ev.Retry})
+		}
+	case agent.EventAudit:
+		// How a side-effecting attempt ended (outcomes.go): the outcome,
+		// the changes, the values before and the readback.
+		if ev.Audit != nil {
+			m.emit(aguiEvent{Type: "CUSTOM", Name: "outcome", Value: ev.Audit})
 		}
 	case agent.EventDenied:
 		m.emit(aguiEvent{Type: "CUSTOM", Name: "denied", Value: map[string]any{"capability": ev.Capability, "step": ev.Step, "text": ev.Text}})

@@ -82,10 +82,10 @@ func TestAllowedCapabilitiesOverServer(t *testing.T) {
 			}
 			denied := 0
 			for _, r := range env.audit.records(t) {
-				if r.Capability == "set_corrector_current" && r.Outcome != "denied" {
+				if r.Capability == "set_corrector_current" && r.Outcome != capabilities.OutcomeRefused {
 					t.Fatalf("audited a refused write as %+v", r)
 				}
-				if r.Outcome == "denied" && r.Principal == "alice" && r.Capability == "set_corrector_current" {
+				if r.Event == agent.AuditStep && r.Outcome == capabilities.OutcomeRefused && r.Principal == "alice" && r.Capability == "set_corrector_current" {
 					denied++
 				}
 			}

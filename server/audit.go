@@ -8,59 +8,27 @@ import (
 	"io"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/capgraph/capgraph/agent"
 )
 
-// AuditRecord is one capability execution (one attempt of a plan step),
-// as seen by the server.
-type AuditRecord struct {
-	// Record is "step" (a JSONLAudit file also holds "action" lines: the
-	// agent's records of side-effecting steps, see ActionAuditLog).
-	Record     string    `json:"record,omitempty"`
-	Time       time.Time `json:"time"`
-	Tenant     string    `json:"tenant"`
-	Principal  string    `json:"principal"`
-	User       string    `json:"user,omitempty"` // end user forwarded by a trusted frontend
-	Thread     string    `json:"thread"`         // internal thread id
-	Run        string    `json:"run"`
-	Capability string    `json:"capability"`
-	Step       int       `json:"step"`
-	// Attempt numbers the attempts of the step's capability from 1; a
-	// retry is a new record, a fallback starts again at 1.
-	Attempt int `json:"attempt,omitempty"`
-	// PlannedCapability is the plan's capability when a fallback
-	// (Capability) ran in its place.
-	PlannedCapability string `json:"planned_capability,omitempty"`
-	// ArgsDigest is the hex SHA-256 of the step's planned parameters and
-	// inputs (JSON), so arguments can be matched without storing them.
-	ArgsDigest string `json:"args_digest"`
-	// Outcome is "ok", "failed", or, for an attempt the run left open,
-	// "canceled" (the run was canceled or stopped; a resume runs the step
-	// again) or "interrupted" (the capability asked for approval).
-	Outcome  string        `json:"outcome"`
-	Error    string        `json:"error,omitempty"`
-	Duration time.Duration `json:"duration_ns,omitempty"`
-}
+// The server's audit log (Config.Audit; `server.audit_log` makes
+// `capgraph serve` write it to a file) holds records of one type,
+// agent.AuditRecord, in one vocabulary: the agent's records of every
+// side-effecting attempt (planned … started, ended with its outcome; the
+// store keeps them too and stays the record of truth), and one record with
+// event agent.AuditStep for every attempt of every capability step the
+// server ran, reads included (see auditor in runs.go).
 
-// AuditLog receives an AuditRecord for every capability step. Record must
-// be safe for concurrent use; a failure is logged, never fatal to the run.
+// AuditLog receives the audit records. Record must be safe for concurrent
+// use; a failure is logged, never fatal to the run.
 type AuditLog interface {
-	Record(ctx context.Context, r AuditRecord) error
-}
-
-// ActionAuditLog is an AuditLog that also keeps the agent's audit records
-// of side-effecting steps (refused, approved, rejected, executed, failed),
-// which the agent stores durably in the checkpoint store first. JSONLAudit
-// implements it.
-type ActionAuditLog interface {
-	RecordAction(ctx context.Context, r agent.AuditRecord) error
+	Record(ctx context.Context, r agent.AuditRecord) error
 }
 
 type nopAudit struct{}
 
-func (nopAudit) Record(context.Context, AuditRecord) error { return nil }
+func (nopAudit) Record(context.Context, agent.AuditRecord) error { return nil }
 
 // JSONLAudit writes one JSON object per line to W.
 type JSONLAudit struct {
@@ -95,24 +63,8 @@ func (a *JSONLAudit) Close() error {
 func NewJSONLAudit(w io.Writer) *JSONLAudit { return &JSONLAudit{w: w} }
 
 // Record writes r as one line.
-func (a *JSONLAudit) Record(_ context.Context, r AuditRecord) error {
+func (a *JSONLAudit) Record(_ context.Context, r agent.AuditRecord) error {
 	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	_, err = a.w.Write(b)
-	return err
-}
-
-// RecordAction writes r as one line, marked "record":"action".
-func (a *JSONLAudit) RecordAction(_ context.Context, r agent.AuditRecord) error {
-	b, err := json.Marshal(struct {
-		Record string `json:"record"`
-		agent.AuditRecord
-	}{"action", r})
 	if err != nil {
 		return err
 	}

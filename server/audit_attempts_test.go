@@ -81,7 +81,7 @@ func TestAuditEveryAttempt(t *testing.T) {
 				return []capabilities.Capability{defineRead(t, "archive_read", "Read the archived beam lifetime", "what was the beam lifetime yesterday?", nil, failing(timeout, timeout))}
 			},
 			"What was the beam lifetime yesterday?",
-			[]auditWant{{"archive_read", "", "failed", 1}, {"archive_read", "", "failed", 2}, {"archive_read", "", "ok", 3}}},
+			[]auditWant{{"archive_read", "", "failed", 1}, {"archive_read", "", "failed", 2}, {"archive_read", "", "", 3}}},
 		{"fallback: the planned capability and the one standing in",
 			func(t *testing.T) []capabilities.Capability {
 				return []capabilities.Capability{
@@ -90,7 +90,7 @@ func TestAuditEveryAttempt(t *testing.T) {
 				}
 			},
 			"What is the orbit?",
-			[]auditWant{{"primary_orbit", "", "failed", 1}, {"spare_monitor", "primary_orbit", "ok", 1}}},
+			[]auditWant{{"primary_orbit", "", "failed", 1}, {"spare_monitor", "primary_orbit", "", 1}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,12 +102,12 @@ func TestAuditEveryAttempt(t *testing.T) {
 			recs := env.audit.records(t)
 			var got []auditWant
 			for _, r := range recs {
-				got = append(got, auditWant{r.Capability, r.PlannedCapability, r.Outcome, r.Attempt})
-				if r.Principal != "alice" || r.Tenant != "lab" || r.Thread == "" || r.Run == "" || len(r.ArgsDigest) != 64 || r.ArgsDigest != recs[0].ArgsDigest {
+				got = append(got, auditWant{r.Capability, r.PlannedCapability, string(r.Outcome), r.Attempt})
+				if r.Event != agent.AuditStep || r.Principal != "alice" || r.Tenant != "lab" || r.Thread == "" || r.Run == "" || len(r.Digest) != 64 || r.Digest != recs[0].Digest {
 					t.Fatalf("record %+v", r)
 				}
-				if (r.Outcome == "failed") != (r.Error != "") {
-					t.Fatalf("outcome %q with error %q", r.Outcome, r.Error)
+				if (r.Outcome == capabilities.OutcomeFailed) != (r.Message != "") {
+					t.Fatalf("outcome %q with message %q", r.Outcome, r.Message)
 				}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
@@ -144,7 +144,7 @@ func TestAuditCanceledAttempt(t *testing.T) {
 	// The events stream ends when the run has finished (and was audited).
 	env.do(t, "GET", "/api/threads/scan/runs/"+info.Run.ID+"/events", keyAlice, nil)
 	recs := env.audit.records(t)
-	if len(recs) != 1 || recs[0].Capability != "slow_scan" || recs[0].Outcome != "canceled" || recs[0].Attempt != 1 || recs[0].Principal != "alice" {
+	if len(recs) != 1 || recs[0].Event != agent.AuditStep || recs[0].Capability != "slow_scan" || recs[0].Outcome != "" || recs[0].Reason != "canceled" || recs[0].Attempt != 1 || recs[0].Principal != "alice" {
 		t.Fatalf("audit %+v", recs)
 	}
 }

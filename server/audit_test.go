@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 )
 
 func TestJSONLAuditFile(t *testing.T) {
@@ -15,7 +18,7 @@ func TestJSONLAuditFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Record(t.Context(), AuditRecord{Principal: "alice", Capability: "channel_write", Step: i, Outcome: "ok", ArgsDigest: argsDigest(map[string]any{"value": 1.5})}); err != nil {
+		if err := a.Record(t.Context(), agent.AuditRecord{Event: agent.AuditStep, Principal: "alice", Capability: "channel_write", Step: i, Outcome: capabilities.OutcomeConfirmed, Digest: argsDigest(map[string]any{"value": 1.5})}); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.Close(); err != nil {
@@ -30,8 +33,8 @@ func TestJSONLAuditFile(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("%d lines: %s", len(lines), b)
 	}
-	var r AuditRecord
-	if err := json.Unmarshal([]byte(lines[1]), &r); err != nil || r.Step != 1 || r.Capability != "channel_write" || len(r.ArgsDigest) != 64 {
+	var r agent.AuditRecord
+	if err := json.Unmarshal([]byte(lines[1]), &r); err != nil || r.Event != agent.AuditStep || r.Step != 1 || r.Capability != "channel_write" || len(r.Digest) != 64 {
 		t.Fatalf("%+v %v", r, err)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {

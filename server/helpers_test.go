@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/capgraph/capgraph/agent"
 )
 
 const (
@@ -38,14 +40,15 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.m.buf.Write(p)
 }
 
-func (m *memAudit) records(t *testing.T) []AuditRecord {
+// records returns every record the server wrote to its audit log.
+func (m *memAudit) records(t *testing.T) []agent.AuditRecord {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []AuditRecord
+	var out []agent.AuditRecord
 	dec := json.NewDecoder(bytes.NewReader(m.buf.Bytes()))
 	for dec.More() {
-		var r AuditRecord
+		var r agent.AuditRecord
 		if err := dec.Decode(&r); err != nil {
 			t.Fatal(err)
 		}

@@ -86,26 +86,7 @@ func nodeOrSkip(t *testing.T, dir string) string {
 // absence is a failure. CAPGRAPH_SCREENSHOT_DIR keeps the screenshots.
 func TestWebPage(t *testing.T) {
 	dir := filepath.Join("testdata", "js")
-	chromium := os.Getenv("CAPGRAPH_CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	node, err := exec.LookPath("node")
-	missing := ""
-	switch {
-	case err != nil:
-		missing = "node is not installed"
-	case !fileExists(chromium):
-		missing = chromium + " is not installed (run: source scripts/setup/chromium.sh)"
-	case !fileExists(filepath.Join(dir, "node_modules", "playwright-core", "package.json")):
-		missing = "npm packages are not installed (run: source scripts/setup/npm.sh)"
-	}
-	if missing != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(missing)
-		}
-		t.Skip(missing)
-	}
+	node, chromium := chromiumOrSkip(t, dir)
 	env := newWebEnv(t)
 	shots := os.Getenv("CAPGRAPH_SCREENSHOT_DIR") // to look at the page
 	if shots == "" {
@@ -130,6 +111,33 @@ func TestWebPage(t *testing.T) {
 	if env.scans.started != 1 || env.scans.canceled != 1 {
 		t.Errorf("slow scans started %d, canceled %d; want the one scan, stopped", env.scans.started, env.scans.canceled)
 	}
+}
+
+// chromiumOrSkip returns node and Chromium when they and playwright-core
+// are installed; otherwise it skips (fails under CI=true).
+func chromiumOrSkip(t *testing.T, dir string) (node, chromium string) {
+	t.Helper()
+	chromium = os.Getenv("CAPGRAPH_CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	node, err := exec.LookPath("node")
+	missing := ""
+	switch {
+	case err != nil:
+		missing = "node is not installed"
+	case !fileExists(chromium):
+		missing = chromium + " is not installed (run: source scripts/setup/chromium.sh)"
+	case !fileExists(filepath.Join(dir, "node_modules", "playwright-core", "package.json")):
+		missing = "npm packages are not installed (run: source scripts/setup/npm.sh)"
+	}
+	if missing != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(missing)
+		}
+		t.Skip(missing)
+	}
+	return node, chromium
 }
 
 func fileExists(p string) bool {

@@ -67,7 +67,7 @@ func TestRealAgentChatCompletions(t *testing.T) {
 		t.Fatalf("stream %+v", v)
 	}
 	recs := env.audit.records(t)
-	if len(recs) == 0 || recs[0].Capability != "read_beam_current" || recs[0].Outcome != "ok" || recs[0].Principal != "alice" {
+	if len(recs) == 0 || recs[0].Capability != "read_beam_current" || recs[0].Event != agent.AuditStep || recs[0].Outcome != "" || recs[0].Principal != "alice" {
 		t.Fatalf("audit %+v", recs)
 	}
 }

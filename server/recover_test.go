@@ -104,7 +104,7 @@ func TestRecoverRunsThroughTheServer(t *testing.T) {
 		t.Fatalf("thread after recovery: %s", body)
 	}
 	recs := second.audit.records(t)
-	if len(recs) != 1 || recs[0].Principal != "alice" || recs[0].Tenant != "lab" || recs[0].Capability != "slow_scan" || recs[0].Outcome != "ok" {
+	if len(recs) != 1 || recs[0].Principal != "alice" || recs[0].Tenant != "lab" || recs[0].Capability != "slow_scan" || recs[0].Event != agent.AuditStep || recs[0].Outcome != "" || recs[0].Message != "" {
 		t.Fatalf("audit of the recovered run: %+v", recs)
 	}
 	// Nothing is left to recover.

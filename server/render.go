@@ -35,6 +35,11 @@ type chatRenderer struct {
 	// base is the server's address their images link to.
 	artifacts []capabilities.Artifact
 	base      string
+	// outcomes are the turn's side-effecting attempts that ended
+	// (outcomes.go), said at the end of the answer; answered is set once
+	// the answer's own text has come.
+	outcomes []agent.AuditRecord
+	answered bool
 }
 
 func (c *chatRenderer) render(ev agent.Event) []piece {
@@ -81,6 +86,7 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		}
 	case agent.EventToken:
 		if ev.Text != "" {
+			c.answered = true
 			c.streamed.WriteString(ev.Text)
 			out = append(out, piece{Content: ev.Text})
 		}
@@ -94,6 +100,7 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 	case agent.EventMessage:
 		if ev.Message != nil {
 			if rest := unstreamed(ev.Message.Content, c.streamed.String()); rest != "" {
+				c.answered = true
 				out = append(out, piece{Content: rest})
 			}
 		}
@@ -109,8 +116,15 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		if ev.Usage != nil {
 			c.usage = *ev.Usage
 		}
+	case agent.EventAudit:
+		if ev.Audit != nil && ev.Audit.Outcome != "" {
+			c.outcomes = append(c.outcomes, *ev.Audit)
+		}
 	case agent.EventDone:
 		c.status = ev.Status
+		if tail := c.closing(); tail != "" {
+			out = append(out, piece{Content: tail})
+		}
 	}
 	// Once the answer has started, later trace lines are dropped: Open WebUI
 	// would open a second reasoning block below the answer.
@@ -124,6 +138,35 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		kept = append(kept, p)
 	}
 	return kept
+}
+
+// closing is what the answer ends with when the run is done: the outcome
+// of each side-effecting attempt and, when the run waits for an approval,
+// what is to be approved with the values before (the approval token
+// follows, approvalText). The caller appends it to the content.
+func (c *chatRenderer) closing() string {
+	var parts []string
+	if md := outcomeMarkdown(c.outcomes); md != "" {
+		parts = append(parts, md)
+	}
+	if c.status == agent.RunInterrupted && c.approval != nil {
+		if c.answered {
+			// The answer asked already; the values before are still news.
+			if b := approvalBefore(c.approval); b != "" {
+				parts = append(parts, b)
+			}
+		} else {
+			parts = append(parts, approvalPrompt(c.approval))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	tail := strings.Join(parts, "\n\n")
+	if c.content.Len() > 0 {
+		tail = "\n\n" + tail
+	}
+	return tail
 }
 
 // answerResetNote marks streamed answer text that a failed attempt left
@@ -162,7 +205,7 @@ var nodeStatus = map[string]string{
 func approvalText(a *state.Approval, token string, hadContent bool) string {
 	var b strings.Builder
 	if !hadContent && a != nil {
-		b.WriteString(a.Summary)
+		b.WriteString(approvalPrompt(a))
 	}
 	fmt.Fprintf(&b, "\n\nApproval ID: %s — reply \"yes\" to proceed or \"no\" to cancel.", token)
 	return b.String()

@@ -275,7 +275,8 @@ func TestApprovalOutlivesNoSwitchOverAPI(t *testing.T) {
 }
 
 // Audit records of side-effecting steps: the admin API lists them; other
-// keys get 403; the server's audit log file gets them as "action" lines.
+// keys get 403; the server's audit log file gets them too, beside a step
+// record of every capability step attempt.
 func TestAuditAPI(t *testing.T) {
 	env := newSafetyEnv(t, state.Options{WritesEnabled: true})
 	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "w"})
@@ -311,22 +312,30 @@ func TestAuditAPI(t *testing.T) {
 			t.Errorf("%s: status %d: %s", q, resp.StatusCode, body)
 		}
 	}
-	// The file: every step as a "step" line, the side-effecting ones also
-	// as "action" lines.
+	// The file: the same records, one type and one vocabulary, and a
+	// "step" record for every capability step attempt, which for the write
+	// carries the attempt's outcome.
 	env.audit.mu.Lock()
 	lines := env.audit.buf.String()
 	env.audit.mu.Unlock()
 	sc := bufio.NewScanner(strings.NewReader(lines))
 	kinds := map[string]int{}
 	for sc.Scan() {
-		var l struct{ Record, Event, Outcome string }
+		var l map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatal(err)
 		}
-		kinds[l.Record+"/"+l.Event+"/"+l.Outcome]++
+		if _, old := l["record"]; old {
+			t.Errorf("a line in the old step/action shape: %s", sc.Bytes())
+		}
+		o, _ := l["outcome"].(string)
+		kinds[fmt.Sprint(l["event"], "/", o, "/", l["capability"])]++
 	}
-	if kinds["action/approved/"] != 1 || kinds["action/ended/confirmed"] != 1 || kinds["step//ok"] == 0 {
-		t.Fatalf("audit file lines %v:\n%s", kinds, lines)
+	want := map[string]int{"asked//set_q1": 1, "approved//set_q1": 1, "started//set_q1": 1, "ended/confirmed/set_q1": 1, "step/confirmed/set_q1": 1}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Fatalf("audit file lines %v, want %v among them:\n%s", kinds, want, lines)
+		}
 	}
 }
 

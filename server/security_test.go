@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/capgraph/capgraph/agent"
 )
 
 func TestAuthRequired(t *testing.T) {
@@ -245,13 +247,13 @@ func TestApprovalOverChatCompletions(t *testing.T) {
 			t.Fatalf("first %q replay %q", c1, c2)
 		}
 		recs := env.audit.records(t)
-		var write *AuditRecord
+		var write *agent.AuditRecord
 		for i := range recs {
 			if recs[i].Capability == "channel_write" {
 				write = &recs[i]
 			}
 		}
-		if write == nil || write.Principal != "alice" || write.Outcome != "ok" || write.ArgsDigest == argsDigest(nil) {
+		if write == nil || write.Principal != "alice" || write.Event != agent.AuditStep || write.Outcome != "" || write.Digest == argsDigest(nil) {
 			t.Fatalf("audit %+v", recs)
 		}
 	})

@@ -30,6 +30,7 @@ const PATHS = {
   table: ["M4 5h16v14H4z", "M4 10h16", "M4 15h16", "M10 5v14"],
   link: ["M10 14a4 4 0 006 0l3-3a4 4 0 00-6-6l-1 1", "M14 10a4 4 0 00-6 0l-3 3a4 4 0 006 6l1-1"],
   clock: ["c 12 12 9", "M12 7v5l3 2"],
+  unknown: ["c 12 12 9", "M9.5 9.5a2.5 2.5 0 115 0c0 1.7-2.5 2-2.5 4", "M12 17v.01"],
 };
 
 // icon returns an <svg> for name. With label it is an image with that

@@ -8,6 +8,7 @@
 import { el, icon } from "./icons.js";
 import { markdown, renderInto } from "./markdown.js";
 import { artifactView } from "./artifacts.js";
+import { outcomeBadge, outcomeItem, outcomeSentence, changeText } from "./outcomes.js";
 
 const NS = 1e6; // nanoseconds per millisecond (Go durations are nanoseconds)
 const INFRA = new Set(["respond", "clarify"]);
@@ -49,6 +50,7 @@ export class Turn {
     this.streamed = "";
     this.finished = false;
     this.runs = new Set();
+    this.outcomes = new Map(); // "plan:step" → the step's latest outcome record
 
     this.root = el("article", { class: "turn" });
     if (question !== undefined) this.setQuestion(question);
@@ -60,10 +62,12 @@ export class Turn {
     this.activity.append(this.summary, this.oldPlansEl, this.planEl, this.timelineEl);
     this.summary.addEventListener("click", () => { this.activity.dataset.touched = "1"; });
     this.artifactsEl = el("div", { class: "artifacts" });
+    // What became of each change, in view whether or not the steps are.
+    this.outcomesEl = el("ul", { class: "outcomes", "aria-label": "Changes to the machine", hidden: true });
     this.answerEl = null;
     this.cards = el("div", { class: "cards" });
     this.noteEl = el("p", { class: "turn-note", hidden: true });
-    this.root.append(this.activity, this.artifactsEl, this.cards, this.noteEl);
+    this.root.append(this.activity, this.artifactsEl, this.outcomesEl, this.cards, this.noteEl);
   }
 
   setQuestion(q) {
@@ -169,6 +173,9 @@ export class Turn {
       case "artifact":
         if (ev.artifact) this.addArtifact(ev.artifact);
         break;
+      case "audit":
+        if (ev.audit && ev.audit.outcome) this.addOutcome(ev.audit);
+        break;
       case "done":
         this.finish(ev.status, t);
         break;
@@ -249,7 +256,7 @@ export class Turn {
 
   step(i, capability) {
     if (!this.steps[i]) {
-      this.steps[i] = newStep(i, { capability, task_objective: "" });
+      this.steps[i] = newStep(i, { capability, task_objective: "" }, this.planNumber || 1);
       this.renderPlan();
     }
     return this.steps[i];
@@ -270,7 +277,7 @@ export class Turn {
     }
     this.planNumber = plan.number || this.planNumber || 1;
     this.steps = (plan.steps || []).map((ps, i) => {
-      const s = newStep(i, ps);
+      const s = newStep(i, ps, this.planNumber);
       const prev = this.steps[i];
       if (prev && prev.capability === ps.capability && this.oldPlans.every((p) => p.steps !== this.steps)) {
         s.attempts = prev.attempts;
@@ -328,13 +335,13 @@ export class Turn {
           if (!rs.length) continue;
           const steps = [];
           for (const r of rs) {
-            if (!steps[r.step_index]) steps[r.step_index] = newStep(r.step_index, { capability: r.capability, task_objective: r.task_objective, status: r.success ? "done" : "failed" });
+            if (!steps[r.step_index]) steps[r.step_index] = newStep(r.step_index, { capability: r.capability, task_objective: r.task_objective, status: r.success ? "done" : "failed" }, n);
             steps[r.step_index].attempts.push(attemptOf(r));
           }
           this.oldPlans.push({ number: n, steps: steps.filter(Boolean) });
         }
         this.planNumber = plan.number;
-        this.steps = (plan.steps || []).map((ps, i) => newStep(i, ps));
+        this.steps = (plan.steps || []).map((ps, i) => newStep(i, ps, plan.number));
       }
       plan.steps.forEach((ps, i) => {
         const s = this.steps[i];
@@ -443,9 +450,10 @@ export class Turn {
     let status = s.status || "pending";
     // A turn that ended (an error report, a stop) did not run what was left.
     if (status === "pending" && this.finished && this.status !== "interrupted") status = "not-run";
+    const outcome = this.outcomes.get(s.plan + ":" + s.index);
     const head = el("button", { type: "button", class: "step-head", "aria-expanded": open ? "true" : "false", "aria-controls": id },
       icon(statusIcon(status), statusLabel(status)),
-      el("span", { class: "step-obj", text: s.objective || s.capability }),
+      el("span", { class: "step-obj" }, s.objective || s.capability, outcome ? " " : null, outcome ? outcomeBadge(outcome) : null),
       el("span", { class: "step-cap", text: s.capability + (s.fallback ? " → " + s.fallback : "") }),
       el("span", { class: "step-dur", text: total ? duration(total) : "" }));
     const body = el("div", { class: "step-body", id, hidden: !open });
@@ -456,7 +464,7 @@ export class Turn {
       if (o && !body.childElementCount) this.fillStep(body, s);
     });
     if (open) this.fillStep(body, s);
-    return el("li", { class: "step", dataset: { status, index: String(s.index), capability: s.capability } }, head, body);
+    return el("li", { class: "step", dataset: { status, index: String(s.index), capability: s.capability, outcome: outcome ? outcome.outcome : undefined } }, head, body);
   }
 
   fillStep(body, s) {
@@ -482,6 +490,8 @@ export class Turn {
     const lastError = s.attempts.length ? s.attempts[s.attempts.length - 1].error : "";
     if (s.pendingError && s.pendingError.message && !(lastError || "").startsWith(s.pendingError.message)) row("Unresolved failure", s.pendingError.message);
     if (s.approved) row("Approval", "approved by a human before it ran");
+    const outcome = this.outcomes.get(s.plan + ":" + s.index);
+    if (outcome) row("Outcome", outcomeBadge(outcome), " " + outcomeSentence(outcome));
     body.appendChild(dl);
   }
 
@@ -551,6 +561,18 @@ export class Turn {
     this.streamed = "";
   }
 
+  // addOutcome shows how an attempt of a side-effecting step ended: a badge
+  // on its step, and a line in the turn's list of changes (the step's
+  // latest attempt).
+  addOutcome(r) {
+    const key = r.plan + ":" + r.step;
+    this.outcomes.set(key, r);
+    this.outcomesEl.replaceChildren(...[...this.outcomes.values()].map(outcomeItem));
+    this.outcomesEl.hidden = false;
+    const s = [...this.steps, ...this.oldPlans.flatMap((p) => p.steps)].find((x) => x && x.plan === r.plan && x.index === r.step);
+    if (s) this.renderStep(s);
+  }
+
   addArtifact(a) {
     const old = a.id ? this.artifactsEl.querySelector('[data-artifact-id="' + CSS.escape(a.id) + '"]') : null;
     const view = artifactView(a);
@@ -591,8 +613,8 @@ export class Turn {
   }
 }
 
-function newStep(i, ps) {
-  return { index: i, capability: ps.capability, objective: ps.task_objective || "", status: ps.status || "pending", attempts: [],
+function newStep(i, ps, plan) {
+  return { index: i, plan, capability: ps.capability, objective: ps.task_objective || "", status: ps.status || "pending", attempts: [],
     params: ps.parameters, inputs: ps.inputs, dependsOn: ps.depends_on, contextKey: ps.context_key };
 }
 
@@ -686,11 +708,18 @@ export function errorCard(m) {
   const row = (t, ...dd) => dl.append(el("dt", { text: t }), el("dd", {}, ...dd));
   if (r.asked) row("You asked", r.asked);
   const steps = r.steps || [];
+  // A change whose outcome is in doubt is never shown as merely failed.
+  const meta = ((r.details || {}).classification || {}).metadata || {};
+  const doubt = { mismatch: "carried out, but the machine does not read what was asked", unconfirmed: "may or may not have changed the machine" }[meta.outcome];
   if (steps.length) {
-    row("What was done", el("ul", { class: "report-steps" }, ...steps.map((s) => el("li", { dataset: { status: s.status } },
-      icon(statusIcon(s.status), statusLabel(s.status)), " ",
-      el("span", { text: "Step " + (s.step + 1) + " (" + (s.objective || s.capability) + ")" + (s.outcome ? ": " + s.outcome : s.status === "done" ? "" : ": " + statusLabel(s.status)) }),
-      s.side_effect && s.status === "done" ? el("span", { class: "badge changed", text: "changed the machine" }) : null))));
+    row("What was done", el("ul", { class: "report-steps" }, ...steps.map((s) => {
+      const inDoubt = doubt && s.step === f.step && s.status === "failed";
+      return el("li", { dataset: { status: s.status } },
+        icon(statusIcon(s.status), statusLabel(s.status)), " ",
+        el("span", { text: "Step " + (s.step + 1) + " (" + (s.objective || s.capability) + ")" + (inDoubt ? ": " + doubt : s.outcome ? ": " + s.outcome : s.status === "done" ? "" : ": " + statusLabel(s.status)) }),
+        inDoubt ? " " : null, inDoubt ? outcomeBadge({ outcome: meta.outcome }) : null,
+        s.side_effect && s.status === "done" ? el("span", { class: "badge changed", text: "changed the machine" }) : null);
+    })));
   } else {
     row("What was done", "Nothing was carried out.");
   }
@@ -720,10 +749,19 @@ function approvalCard(ap, app) {
   const card = el("section", { class: "msg approval", dataset: { approvalId: ap.id, done: "1" }, "aria-label": "Approval" });
   const kind = ap.kind === "plan" ? "Approve the plan" : ap.kind === "escalation" ? "A decision is needed" : "Approval needed";
   card.appendChild(el("header", {}, icon("hand"), el("h3", { class: "approval-title", text: kind, dataset: { pending: kind } })));
+  if (reasked(ap)) {
+    // The machine moved beyond the tolerance since the human approved:
+    // the same change is asked again against the values now.
+    card.appendChild(el("p", { class: "approval-moved", role: "note" }, icon("warning"),
+      el("strong", { text: "The machine moved since your approval." }), " Check the values now before you answer again."));
+  }
   card.appendChild(el("p", { class: "approval-summary", text: ap.summary || "The agent asks before it goes on." }));
   const changes = ap.action && ap.action.changes;
   if (changes && changes.length) {
-    card.appendChild(el("ul", { class: "changes" }, ...changes.map((c) => el("li", {}, el("strong", { text: c.target }), " → " + c.value + (c.unit ? " " + c.unit : "")))));
+    // Each change beside the value its target had when this was asked.
+    card.appendChild(el("ul", { class: "changes", "aria-label": "Changes (now → asked)" }, ...changes.map((c) => {
+      return el("li", { dataset: { target: c.target } }, el("strong", { text: c.target }), changeText(c, ap.before).slice(c.target.length));
+    })));
   }
   if (ap.plan && ap.plan.steps) {
     card.appendChild(el("ol", { class: "approval-plan" }, ...ap.plan.steps.map((s) => el("li", { text: (s.task_objective || s.capability) + " (" + s.capability + ")" }))));
@@ -741,6 +779,13 @@ function approvalCard(ap, app) {
   card.appendChild(buttons);
   card.appendChild(el("p", { class: "approval-outcome", role: "status" }));
   return card;
+}
+
+// reasked reports whether an approval is a question asked again after the
+// machine moved (its id is the first question's, which ends in the turn's
+// secret, then "/" and 8 hex digits of the machine state now).
+function reasked(ap) {
+  return ap.kind === "step" && /:[0-9a-f]{12}(\/[0-9a-f]{8})+$/.test(ap.id || "");
 }
 
 // setApprovalState ends (or reopens) a card: pending shows the buttons;
