@@ -31,6 +31,10 @@ import (
 // docs/safety.md, "At most once", states the promise; docs/persistence.md
 // what it costs.
 
+// reasonIdempotentRerun marks the ended record of an idempotent attempt
+// cut in doubt: it runs again with its key.
+const reasonIdempotentRerun = "reconciled_idempotent"
+
 // reconcileTimeout bounds one readback or reconciliation.
 const reconcileTimeout = 30 * time.Second
 
@@ -297,8 +301,8 @@ func (a *Agent) resolveEffect(ctx context.Context, c capabilities.Capability, st
 		switch {
 		case last.Outcome == "":
 			return effectResult{}, true // asked a human before acting
-		case last.Outcome == capabilities.OutcomeFailed && last.Reconciled:
-			return effectResult{}, true // cut, and found not applied
+		case last.Outcome == capabilities.OutcomeFailed && last.Reconciled, last.Reason == reasonIdempotentRerun:
+			return effectResult{}, true // cut, and found not applied (or harmless to run again)
 		case last.Outcome == capabilities.OutcomeConfirmed:
 			out, err := storedOutput(last.Result)
 			if err != nil {
@@ -331,7 +335,7 @@ func (a *Agent) resolveEffect(ctx context.Context, c capabilities.Capability, st
 	case outcome == capabilities.OutcomeMismatch:
 		rec.Message = "the run stopped during this attempt; the readback matches neither the value asked nor the value before"
 	case rerun:
-		rec.Reason = "reconciled_idempotent"
+		rec.Reason = reasonIdempotentRerun
 		rec.Message = "the run stopped during this attempt and " + c.Name() + " cannot tell whether it took effect; it is idempotent, so it runs again with the same key"
 	default:
 		rec.Message = "the run stopped during this attempt and " + c.Name() + " cannot tell whether it took effect"
