@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 )
 
 // SideEffecter is implemented by a capability that acts on the outside world
@@ -84,12 +87,71 @@ func StepAction(capability string, step Step) Action {
 }
 
 // DescribeAction returns what a step of side-effecting capability c will do:
-// c's own description when it is an ActionDescriber, else StepAction.
+// c's own description when it is an ActionDescriber, else StepAction. An
+// action holding a number that is not finite is refused (Validate's
+// *ActionRefusedError, unless c gave an error of its own) and comes back as
+// FiniteCopy writes it, so that the records of its refusal can be stored.
 func DescribeAction(c Capability, step Step) (Action, error) {
+	a, err := StepAction(c.Name(), step), error(nil)
 	if d, ok := c.(ActionDescriber); ok {
-		a, err := d.DescribeAction(step)
+		a, err = d.DescribeAction(step)
 		a.Capability = c.Name()
-		return a, err
 	}
-	return StepAction(c.Name(), step), nil
+	if bad := a.Validate(); bad != nil {
+		a.Changes = FiniteCopy(a.Changes).([]Change)
+		if err == nil {
+			err = bad
+		}
+	}
+	return a, err
+}
+
+// Validate returns an *ActionRefusedError with ReasonNotFinite when a
+// change's value or tolerance holds ±Inf or NaN (what "1e400" or "inf" in a
+// request become when read with strconv.ParseFloat): no target can take such
+// a value and no human can judge it, so nobody is asked. DescribeAction
+// applies it to every action.
+func (a Action) Validate() error {
+	for _, ch := range a.Changes {
+		var nf *NonFiniteError
+		if !errors.As(CheckFinite(ch), &nf) {
+			continue
+		}
+		target := ch.Target
+		if target == "" {
+			target = "the change"
+		}
+		var what string
+		switch {
+		case nf.Path == "value" || nf.Path == "tolerance":
+			what = fmt.Sprintf("The %s for %s is %s", nf.Path, target, nf.Number)
+		default:
+			what = fmt.Sprintf("The value for %s holds %s at %s", target, nf.Number, strings.TrimPrefix(nf.Path, "value."))
+		}
+		return &ActionRefusedError{Reason: ReasonNotFinite,
+			Message: what + ", which is not a finite number, so nobody was asked and nothing was changed."}
+	}
+	return nil
+}
+
+// ValidateReadings returns an *ActionRefusedError with ReasonNotFinite when
+// a reading of an action's targets (Readbacker) holds ±Inf or NaN: the state
+// a change would start from cannot be judged, and an approval given against
+// it could never be matched again (a NaN equals nothing), so nobody is
+// asked. The framework applies it to the readings an approval shows.
+func ValidateReadings(readings []Reading) error {
+	for _, r := range readings {
+		var nf *NonFiniteError
+		if !errors.As(CheckFinite(r), &nf) {
+			continue
+		}
+		target := r.Target
+		if target == "" {
+			target = "a target"
+		}
+		return &ActionRefusedError{Reason: ReasonNotFinite, Message: fmt.Sprintf(
+			"The reading of %s is %s, which is not a finite number, so the state the change would start from cannot be judged; nobody was asked and nothing was changed.",
+			target, nf.Number)}
+	}
+	return nil
 }

@@ -78,7 +78,9 @@ func (e notApplied) Unwrap() []error { return []error{e.err, ErrNotApplied} }
 // once with Reason and Message (outcome refused) and never asks a human to
 // approve it.
 type ActionRefusedError struct {
-	// Reason is a short machine-readable word ("limits", "read_only").
+	// Reason is a short machine-readable word ("limits", "read_only";
+	// ReasonNotFinite when DescribeAction refuses a value that is not a
+	// number).
 	Reason string
 	// Message says why, for the operator.
 	Message string

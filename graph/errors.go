@@ -24,6 +24,9 @@ var (
 	ErrNotInterrupted = errors.New("graph: thread is not interrupted")
 	// ErrNoThread: Run, Stream or Resume was called with an empty thread id.
 	ErrNoThread = errors.New("graph: thread id is empty")
+	// ErrEncode: a state, an update, an interrupt's payload or a resume
+	// value could not be encoded (see *EncodeError).
+	ErrEncode = errors.New("graph: cannot encode")
 )
 
 // BuildProblemKind classifies one problem found by Compile.
@@ -139,3 +142,19 @@ func (e *NodeError) Error() string {
 
 // Unwrap exposes both the kind and the cause.
 func (e *NodeError) Unwrap() []error { return []error{ErrNodeFailed, e.Err} }
+
+// EncodeError: the engine could not encode What ("the state after step
+// 3", "the interrupt payload") with the Codec (or, for payloads and
+// resume values, as JSON). A run ends with it as it ends with a node's
+// error: the checkpoint before stays the thread's last. A type that may hold
+// what its encoding refuses (for JSON, ±Inf and NaN) encodes it in a form
+// of its own instead (MarshalJSON, JSONAppender).
+type EncodeError struct {
+	What string
+	Err  error
+}
+
+func (e *EncodeError) Error() string { return "graph: encode " + e.What + ": " + e.Err.Error() }
+
+// Unwrap exposes both the kind and the cause.
+func (e *EncodeError) Unwrap() []error { return []error{ErrEncode, e.Err} }

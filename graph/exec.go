@@ -272,7 +272,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		*state = st.input
 		enc, merr := c.cfg.Codec.Marshal(state)
 		if merr != nil {
-			return fail(fmt.Errorf("graph: encode input state: %w", merr))
+			return fail(&EncodeError{What: "the input state", Err: merr})
 		}
 		cp = checkpoint.Checkpoint{ThreadID: thread, ID: newID(), ParentID: parent, RunID: r.runID, Step: 0,
 			State: enc, Next: c.entry, Created: c.clock.Now(), Metadata: c.metadata(*state)}
@@ -429,7 +429,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		}
 		enc, merr := r.encodeState(state)
 		if merr != nil {
-			return finish(StatusFailed, fmt.Errorf("graph: encode state after step %d: %w", step, merr))
+			return finish(StatusFailed, &EncodeError{What: fmt.Sprintf("the state after step %d", step), Err: merr})
 		}
 		ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newIDAt(now), ParentID: cp.ID, RunID: r.runID, Step: step,
 			State: enc, Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(*state)}

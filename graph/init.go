@@ -34,7 +34,7 @@ func (c *Compiled[S, U]) Init(ctx context.Context, thread string, s S) (created 
 	}
 	enc, err := c.cfg.Codec.Marshal(&s)
 	if err != nil {
-		return false, fmt.Errorf("graph: encode initial state: %w", err)
+		return false, &EncodeError{What: "the initial state", Err: err}
 	}
 	cp := checkpoint.Checkpoint{ThreadID: thread, ID: newID(), RunID: newID(), Step: 0, State: enc,
 		Created: c.clock.Now(), Metadata: c.metadata(s)}

@@ -20,14 +20,26 @@ func (e *InterruptError) Error() string {
 	return fmt.Sprintf("graph: node %q interrupted the run", e.Node)
 }
 
-// Interrupt returns the error a node returns to pause the run with payload.
-// A payload that cannot be encoded as JSON is an ordinary node error.
+// Interrupt returns the error a node returns to pause the run with payload,
+// encoded as JSON (by its AppendJSON when it is a JSONAppender). A payload
+// that cannot be encoded is an *EncodeError, which fails the node like any
+// error it returns; a payload type that may hold what JSON refuses (±Inf,
+// NaN) encodes it in a form of its own.
 func Interrupt(payload any) error {
-	b, err := json.Marshal(payload)
+	b, err := encodeValue(payload)
 	if err != nil {
-		return fmt.Errorf("graph: interrupt payload: %w", err)
+		return &EncodeError{What: "the interrupt payload", Err: err}
 	}
 	return &InterruptError{Payload: b}
+}
+
+// encodeValue encodes an interrupt's payload or a resume value: by its
+// AppendJSON when it is a JSONAppender, else with json.Marshal.
+func encodeValue(v any) ([]byte, error) {
+	if a, ok := v.(JSONAppender); ok {
+		return a.AppendJSON(nil)
+	}
+	return json.Marshal(v)
 }
 
 // IsInterrupt reports whether err is an interrupt and returns it.

@@ -169,9 +169,9 @@ func resumeStart[S any](value any) (start[S], error) {
 	if value == nil {
 		return start[S]{}, nil
 	}
-	b, err := json.Marshal(value)
+	b, err := encodeValue(value)
 	if err != nil {
-		return start[S]{}, fmt.Errorf("graph: resume value: %w", err)
+		return start[S]{}, &EncodeError{What: "the resume value", Err: err}
 	}
 	return start[S]{hasValue: true, value: b}, nil
 }

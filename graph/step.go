@@ -130,7 +130,9 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 				// Record the finished branch, so a resume after a crash, an
 				// interrupt or a sibling's failure does not run it again.
 				enc, err := c.cfg.Codec.Marshal(&res.update)
-				if err == nil {
+				if err != nil {
+					err = &EncodeError{What: fmt.Sprintf("the update of %q", name), Err: err}
+				} else {
 					sctx, release := saveCtx(ctx)
 					err = c.cfg.Store.PutWrites(sctx, r.thread, cpID, []checkpoint.Write{{Task: name, Kind: checkpoint.WriteUpdate, Value: enc}})
 					release()

@@ -42,7 +42,7 @@ func (c *Compiled[S, U]) UpdateState(ctx context.Context, thread string, fn func
 	}
 	enc, err := c.cfg.Codec.Marshal(&s)
 	if err != nil {
-		return fmt.Errorf("graph: encode state: %w", err)
+		return &EncodeError{What: "the state", Err: err}
 	}
 	cp := t.Checkpoint
 	cp.ParentID, cp.ID, cp.State, cp.Metadata, cp.Created = cp.ID, idAfter(cp.ID), enc, c.metadata(s), c.clock.Now()

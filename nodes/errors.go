@@ -92,7 +92,8 @@ func formatRetry(e *state.ErrorInfo, node string) prompts.FormatRetry {
 
 // PlanError is a plan that parsed but cannot run.
 type PlanError struct {
-	// Kind is ErrUnknownCapability, ErrInvalidInputKey or ErrUnrequestedChange.
+	// Kind is ErrUnknownCapability, ErrInvalidInputKey, ErrUnrequestedChange
+	// or ErrNotFinite.
 	Kind    error
 	Step    int
 	Problem string

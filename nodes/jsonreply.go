@@ -78,6 +78,9 @@ func field(m map[string]json.RawMessage, key, where string, v any) (bool, error)
 	if err := json.Unmarshal(raw, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
+			if problem, ok := outOfRange(te); ok {
+				return true, fmt.Errorf("%s: %q %s", where, key, problem)
+			}
 			return true, fmt.Errorf("%s: %q must be %s, got %s", where, key, te.Type, te.Value)
 		}
 		return true, fmt.Errorf("%s: %q: %w", where, key, err)

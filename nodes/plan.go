@@ -218,7 +218,8 @@ type planProblem struct {
 // validatePlan applies the plan rules: unknown capability →
 // reclassification; an input key that does not exist or is produced by the
 // same or a later step → replanning with the available keys; a respond or
-// clarify step before the end → rejected; a side-effecting step the user's
+// clarify step before the end → rejected; parameters holding a number that
+// is not finite (checkFinite) → replanning; a side-effecting step the user's
 // intent does not ask for (see checkIntent) → replanning; no terminal step →
 // respond appended; empty plan → a single respond step. It returns the steps
 // to run.
@@ -272,6 +273,9 @@ func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, 
 			return nil, &planProblem{plan: &PlanError{Kind: ErrInvalidInputKey, Step: i, Available: avail,
 				Problem: fmt.Sprintf("input {%q: %q} does not exist; available keys: %s", in.Type, in.Key, orNone(strings.Join(avail, ", ")))}}
 		}
+	}
+	if pe := checkFinite(steps); pe != nil {
+		return nil, &planProblem{plan: pe}
 	}
 	if pe := checkIntent(steps, reg, store, intent); pe != nil {
 		return nil, &planProblem{plan: pe}

@@ -13,8 +13,8 @@ import (
 // step the turn's intent does not ask for. turn gives the task and its
 // intent (a turn without a task is a read). It returns the steps to run,
 // with dependencies and a terminal respond step added as the orchestrator
-// adds them, or a *PlanError (unknown capability, invalid input key, an
-// unrequested change) or a *FormatError (a structural problem, e.g. respond
+// adds them, or a *PlanError (unknown capability, invalid input key, a
+// parameter that is not a finite number, an unrequested change) or a *FormatError (a structural problem, e.g. respond
 // before the last step).
 func ValidatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, turn state.Turn) ([]state.PlanStep, error) {
 	if reg == nil {

@@ -149,6 +149,11 @@ func jsonError(err error) error {
 		if strings.HasPrefix(err.Error(), "options: ") {
 			field = "options." + field // decoded by agent.TurnOptions, which names its own fields only
 		}
+		field = jsonPath(field)
+		if n, ok := strings.CutPrefix(te.Value, "number "); ok && jsonKind(te.Type) == "a number" {
+			// A number no float holds (1e400): "expected a number" would not say why.
+			return badRequest(field, "%s is beyond the range of a 64-bit float (about ±1.8e308); give a finite number", n)
+		}
 		return badRequest(field, "expected %s, got %s", jsonKind(te.Type), jsonValueName(te.Value))
 	}
 	msg := err.Error()
@@ -163,6 +168,23 @@ func jsonError(err error) error {
 	// Anything else a decoder reports (a field's UnmarshalJSON): its words,
 	// without Go's package prefixes.
 	return badRequest("body", "%s", strings.ReplaceAll(msg, "json: ", ""))
+}
+
+// jsonPath drops from a decoder's field path the names of embedded Go
+// structs ("plan.steps.PlannedStep.parameters"): the request's own names
+// are lower case.
+func jsonPath(field string) string {
+	parts := strings.Split(field, ".")
+	kept := parts[:0]
+	for _, p := range parts {
+		if p == "" || p[0] < 'A' || p[0] > 'Z' {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) == 0 {
+		return field
+	}
+	return strings.Join(kept, ".")
 }
 
 // jsonKind names a Go type as the JSON value it is decoded from.

@@ -238,6 +238,26 @@ func (g *hostileGen) next(i int) hostileCase {
 			c.method, c.body = "GET", nil
 		}
 		return c
+	case k == 19: // numbers that are not numbers: in a user's words, in a
+		// request's numbers, in an edited plan (issue 26, part 7)
+		route := g.pick(bodyRoutes...)
+		word := g.pick("1e400", "-1e400", "NaN", "nan", "inf", "-Infinity", "1e999999999", "0x1p2000")
+		b := validBody(route, "Set the Q1 current to "+word+" A")
+		switch g.rng.IntN(4) {
+		case 0: // a JSON number beyond a float64 in a field of its own
+			b = bytes.Replace(b, []byte(`{`), []byte(`{"n":1e400,"temperature":-1e400,"top_p":1e400,`), 1)
+		case 1: // a bare NaN or Infinity: not JSON
+			b = bytes.Replace(b, []byte(`{`), []byte(`{"temperature":`+g.pick("NaN", "Infinity", "-Infinity", "+Inf")+`,`), 1)
+		case 2: // an edited plan (or an AG-UI state) holding one
+			if route == "/api/threads/b1/approval" {
+				b = []byte(`{"approval_id":"approval-1","approved":true,"plan":{"steps":[{"context_key":"w","capability":"set_q1","parameters":{"value":` +
+					g.pick("1e400", "-1e400", "NaN", "Infinity") + `}}]}}`)
+			} else {
+				b = bytes.Replace(b, []byte(`{`), []byte(`{"state":{"value":1e400},`), 1)
+			}
+		}
+		return hostileCase{kind: "not a number", method: "POST", path: route, key: keyBob, body: b,
+			ok: []int{s200, s201, s202, s400, s404, s409, s429}}
 	default: // bob reads: lists, states, runs, audit without being admin
 		p := g.pick("/api/threads?limit=3", "/api/threads/b1", "/api/threads/b1/plan", "/api/threads/b1/runs?limit=2", "/v1/models/capgraph", "/api/info", "/api/audit")
 		return hostileCase{kind: "reads", method: "GET", path: p, key: keyBob, ok: []int{s200, s403, s404}}
@@ -410,6 +430,9 @@ func TestHostileRequests(t *testing.T) {
 			break
 		}
 		t.Error(b)
+	}
+	if n >= 20 && kinds["not a number"] == 0 {
+		t.Error("no request held a number that is not a number")
 	}
 	if p, ie := log.panics.Load(), log.internal.Load(); p != 0 || ie != 0 {
 		t.Errorf("%d handler panics, %d internal errors logged", p, ie)

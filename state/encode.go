@@ -25,6 +25,33 @@ func (s *State) AppendJSON(b []byte) ([]byte, error) {
 	return e.b, nil
 }
 
+// AppendJSON appends the update's JSON to b (the engine encodes the update
+// of each of several steps run together with it): json.Marshal's bytes, with
+// a number that is not finite written as capabilities.FiniteCopy writes it.
+func (u *Update) AppendJSON(b []byte) ([]byte, error) {
+	j, err := capabilities.MarshalFinite(u)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, j...), nil
+}
+
+// MarshalJSON encodes the step as its fields, parameters that are not
+// finite as capabilities.FiniteCopy writes them (an event or an approval
+// showing a plan never fails to encode).
+func (s PlanStep) MarshalJSON() ([]byte, error) {
+	type plain PlanStep
+	return capabilities.MarshalFinite(plain(s))
+}
+
+// MarshalJSON encodes the approval as its fields, arguments that are not
+// finite as capabilities.FiniteCopy writes them: an approval is an
+// interrupt's payload, and asking a human never fails to encode.
+func (a Approval) MarshalJSON() ([]byte, error) {
+	type plain Approval
+	return capabilities.MarshalFinite(plain(a))
+}
+
 // encoder appends JSON; the first error stops it.
 type encoder struct {
 	b   []byte
@@ -117,12 +144,14 @@ func appendPadded(b []byte, n, width int) []byte {
 }
 
 // marshal appends v as encoding/json does: the parts without a hand-written
-// encoding, and every error.
+// encoding, and every error but one: a number that is not finite (±Inf,
+// NaN), which is written as capabilities.FiniteCopy writes it, so that no
+// such number fails a turn (FuzzAppendJSONNonFinite).
 func (e *encoder) marshal(v any) {
 	if e.err != nil {
 		return
 	}
-	j, err := json.Marshal(v)
+	j, err := capabilities.MarshalFinite(v)
 	if err != nil {
 		e.err = err
 		return
