@@ -245,10 +245,12 @@ func TestNonFinitePlanApprovalIsAsked(t *testing.T) {
 	checkStoredFinite(t, store, "t")
 }
 
-// A reading that is not finite, from a capability's Readback, is shown as
-// the text it is; the approval is asked and can be answered.
-func TestNonFiniteReadingIsShownAsText(t *testing.T) {
+// A reading that is not finite, from a capability's Readback, cannot be
+// judged (nor matched again: NaN equals nothing): the step is refused,
+// nobody is asked, and the refusal and its audit say why.
+func TestNonFiniteReadingIsRefused(t *testing.T) {
 	store, _ := newSQLite(t)
+	written := 0
 	set := define(t, capabilities.Definition{Name: "set_q1", Description: "Set Q1", Provides: []string{"WRITE"}, SideEffects: true,
 		Action: func(capabilities.Step) (capabilities.Action, error) {
 			return capabilities.Action{Changes: []capabilities.Change{{Target: "Q1", Value: 105.0, Unit: "A"}}, Summary: "set Q1 to 105 A"}, nil
@@ -257,19 +259,21 @@ func TestNonFiniteReadingIsShownAsText(t *testing.T) {
 			return []capabilities.Reading{{Target: "Q1", Value: math.NaN(), Unit: "A"}}, nil
 		},
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			written++
 			return capabilities.Result("WRITE", 105.0, "Q1 set to 105 A"), nil
 		}})
 	a := finiteWorld(t, store, writesOnNoApproval, nil, set)
-	ap := approvalOf(t, runReq(t, a, agent.TurnRequest{Thread: "t", Input: setQ1}))
-	pending, err := a.PendingApprovals(context.Background(), "t")
-	if err != nil || len(pending) != 1 || len(pending[0].Before) != 1 || pending[0].Before[0].Value != "NaN" {
-		t.Fatalf("pending: %+v, %v (asked %+v)", pending, err, ap)
+	o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: setQ1})
+	if n := o.count(agent.EventApprovalRequired); n != 0 || written != 0 {
+		t.Fatalf("asked %d times, wrote %d times, with a NaN reading", n, written)
 	}
-	o := resume(t, a, "t", agent.Answer{ApprovalID: pending[0].ID, Approved: no()})
-	if o.err != nil {
-		t.Fatalf("answer: %v", o.err)
+	if m := o.message(); m == nil || m.Kind != state.KindErrorReport || !strings.Contains(m.Content, "not a finite number") {
+		t.Fatalf("message %+v", m)
 	}
-	wantRejected(t, o)
+	recs := audits(t, a, agent.AuditFilter{Thread: "t"})
+	if len(recs) != 1 || recs[0].Event != agent.AuditRefused || recs[0].Reason != capabilities.ReasonNotFinite {
+		t.Fatalf("audit %s", outcomes(recs))
+	}
 	checkStoredFinite(t, store, "t")
 }
 

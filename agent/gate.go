@@ -133,6 +133,10 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		}
 		return gateResult{update: &u}
 	}
+	if refused && refusal.Reason == capabilities.ReasonNotFinite {
+		// Not a number: it cannot even be compared with what the user asked.
+		return refuse(refusal.Reason, fmt.Sprintf("Step %d was refused and not carried out: %s", idx+1, strings.TrimSpace(refusal.Message)))
+	}
 	var intent state.Intent
 	if s.Turn.Task != nil {
 		intent = s.Turn.Task.Intent
@@ -163,6 +167,16 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		a.auditBestEffort(ctx, asked)
 		return gateResult{err: graph.Interrupt(ap)}
 	}
+	// read is the machine state now; a reading that is not a finite
+	// number cannot be judged (nor ever matched again), so nobody is asked.
+	read := func() ([]capabilities.Reading, *gateResult) {
+		now := readBefore(ctx, c, action)
+		if refusal, ok := errors.AsType[*capabilities.ActionRefusedError](capabilities.ValidateReadings(now)); ok {
+			g := refuse(refusal.Reason, fmt.Sprintf("Step %d (%s) was refused and not carried out: %s", idx+1, action.Summary, refusal.Message))
+			return nil, &g
+		}
+		return now, nil
+	}
 	var before []capabilities.Reading
 	switch {
 	case mine && ans.Approved:
@@ -181,7 +195,10 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 			return refuse(RefusedApprovalExpired, fmt.Sprintf("The approval of step %d (%s) expired at %s before the step could run; nothing was changed.",
 				idx+1, action.Summary, g.Expires.UTC().Format(time.RFC3339)))
 		}
-		before = readBefore(ctx, c, action)
+		var stop *gateResult
+		if before, stop = read(); stop != nil {
+			return *stop
+		}
 		if why := drifted(action, ans.Before, before); why != "" {
 			return ask(reaskID(apID, ans.ID, before), before, why)
 		}
@@ -209,7 +226,10 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 			return refuse(RefusedApprovalExpired, fmt.Sprintf("The approval of step %d (%s) expired at %s before this attempt; nothing more was changed.",
 				idx+1, action.Summary, ps.Grant.Expires.UTC().Format(time.RFC3339)))
 		}
-		before = readBefore(ctx, c, action)
+		var stop *gateResult
+		if before, stop = read(); stop != nil {
+			return *stop
+		}
 		if why := drifted(action, ps.Grant.Before, before); why != "" {
 			return ask(reaskID(apID, ps.Grant.ApprovalID+"/"+strconv.Itoa(attempt), before), before, why)
 		}
@@ -217,7 +237,10 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 	default:
 		// Side effects always need a human's approval, whatever the
 		// approval mode says, and the question names the exact action.
-		before = readBefore(ctx, c, action)
+		var stop *gateResult
+		if before, stop = read(); stop != nil {
+			return *stop
+		}
 		return ask(apID, before, "")
 	}
 	return gateResult{ps: ps, action: action, before: before}
