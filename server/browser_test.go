@@ -286,7 +286,7 @@ func TestWritesFromAnotherSiteAreRefused(t *testing.T) {
 					{"Origin", "null"},
 					{"Origin", "http://" + host + ".evil.example"},
 					{"Origin", "http://localhost:1", "Sec-Fetch-Site", "same-site"}, // another port of this machine
-					{"Origin", "http://" + host, "Sec-Fetch-Site", "cross-site"},  // the browser knows better
+					{"Origin", "http://" + host, "Sec-Fetch-Site", "cross-site"},    // the browser knows better
 				} {
 					resp, body := env.send(t, rt.method, rt.path, "", key, rt.body, hdr...)
 					wantRefused(t, rt.family+" from "+hdr[1], resp, body, http.StatusForbidden, "cross_origin", "Origin")
