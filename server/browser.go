@@ -83,7 +83,7 @@ func wildcardHost(host string) bool {
 func (s *Server) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hosts.hosts.Allows(r.Host) {
-			s.refuse(w, &RequestError{Kind: ErrUnknownHost, Param: "Host", Message: fmt.Sprintf(
+			s.refuse(w, r, &RequestError{Kind: ErrUnknownHost, Param: "Host", Message: fmt.Sprintf(
 				"%s is not a name of this server: it answers to localhost and the names in server.allowed_hosts (a guard against DNS rebinding)", quoteForClient(r.Host))})
 			return
 		}
@@ -91,11 +91,13 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 	})
 }
 
-// refuse answers a request the guards refuse and closes the connection,
-// so that its body is never read (net/http would drain it to keep the
-// connection).
-func (s *Server) refuse(w http.ResponseWriter, err error) {
-	w.Header().Set("Connection", "close")
+// refuse answers a request the guards refuse and, over HTTP/1, closes the
+// connection, so that its body is never read (net/http would drain it to
+// keep the connection). HTTP/2 streams end on their own.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
 	s.writeError(w, err)
 }
 
@@ -114,11 +116,11 @@ func (s *Server) checkWrite(next http.Handler) http.Handler {
 			return
 		}
 		if err := s.crossOrigin(r); err != nil {
-			s.refuse(w, err)
+			s.refuse(w, r, err)
 			return
 		}
 		if err := jsonBody(r); err != nil {
-			s.refuse(w, err)
+			s.refuse(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)
