@@ -25,6 +25,9 @@ func TestConfigCheckRejectsEachKindWithLine(t *testing.T) {
 		{"missing API key variable", "models:\n  default:\n    provider: openai\n    model: gpt-4o\n    api_key_env: CAPGRAPH_TEST_NO_SUCH_KEY\n",
 			[]string{"5: models.default.api_key_env: environment variable CAPGRAPH_TEST_NO_SUCH_KEY is not set"}},
 		{"public address without keys", "server:\n  addr: 0.0.0.0:8080\n", []string{"2: server.addr: 0.0.0.0:8080 is not a loopback address"}},
+		{"every interface without host names", "server:\n  addr: 0.0.0.0:8080\n  api_keys:\n    - {name: a, key: 0123456789abcdef0}\n",
+			[]string{"1: server.allowed_hosts: the server listens on 0.0.0.0:8080, beyond this machine, but answers only requests to localhost"}},
+		{"any origin without keys", "server:\n  cors_origins: [\"*\"]\n", []string{`2: server.cors_origins[0]: "*" needs API keys`}},
 		{"several at once, in line order", "limits:\n  max_stepz: 3\nserver:\n  api_keys:\n    - key: abc\n",
 			[]string{"2: limits.max_stepz", "5: server.api_keys[0].name: every API key needs a name", "5: server.api_keys[0].key: is 3 characters"}},
 		{"not YAML", "limits: [1, 2\n", []string{"bad.yaml:"}},
@@ -166,10 +169,12 @@ store: redis://localhost
 		}
 	}
 
-	// The keys of CAPGRAPH_API_KEYS count, as they do for serve.
+	// The keys of CAPGRAPH_API_KEYS count, as they do for serve; then the
+	// address on every interface needs the names clients use.
 	h.env["CAPGRAPH_API_KEYS"] = "ops=0123456789abcdef-ops"
 	r = h.run("", "config", "check")
-	if strings.Contains(r.stdout, "server.addr") || !strings.Contains(r.stdout, "6 problem(s)") {
+	if strings.Contains(r.stdout, "server.addr") || !strings.Contains(r.stdout, "17: server.allowed_hosts: the server listens on 0.0.0.0:8080") ||
+		!strings.Contains(r.stdout, "7 problem(s)") {
 		t.Errorf("with CAPGRAPH_API_KEYS set:\n%s", r.stdout)
 	}
 }

@@ -245,6 +245,13 @@ type Server struct {
 	// any) whose pages may call the API; empty: none (the built-in page
 	// needs none). Credentials are never allowed: keys are bearer tokens.
 	CORSOrigins []string `yaml:"cors_origins"`
+	// AllowedHosts are the names clients reach the server by (the Host
+	// header they send), beyond localhost, 127.0.0.1 and [::1]: host names
+	// or IP addresses with an optional port, "*" for any (only with API
+	// keys). Other Hosts get 421 on every route (a guard against DNS
+	// rebinding). A reverse proxy's name goes here; a server listening on
+	// a wildcard address (0.0.0.0:8080) needs at least one entry.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 	// FrameAncestors are the origins that may embed the built-in page in a
 	// frame; empty: none (frame-ancestors 'none').
 	FrameAncestors []string `yaml:"frame_ancestors"`

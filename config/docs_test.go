@@ -31,7 +31,7 @@ func TestDocumentedExampleParses(t *testing.T) {
 	if c.Store != "sqlite:/home/op/.local/share/capgraph/capgraph.db" || c.Models["default"].BaseURL != "https://api.openai.com/v1" ||
 		c.Server.APIKeys[0].Tenant != "open-webui" || c.Retry.Capabilities["channel_read"].MaxAttempts != 5 ||
 		c.Server.AuditLog != "/var/log/capgraph/audit.jsonl" || len(c.Server.APIKeys[1].MayRaise) != 1 || !c.Server.APIKeys[2].Admin ||
-		c.Server.StatusFrames != "auto" || c.Server.APIKeys[2].StatusFrames != "off" || len(c.Server.CORSOrigins) != 1 || len(c.Server.FrameAncestors) != 1 ||
+		c.Server.StatusFrames != "auto" || c.Server.APIKeys[2].StatusFrames != "off" || len(c.Server.CORSOrigins) != 1 || len(c.Server.AllowedHosts) != 1 || len(c.Server.FrameAncestors) != 1 ||
 		c.MCPServers["wiki"].HeadersEnv["Authorization"] != "WIKI_MCP_TOKEN" || c.MCPServers["files"].Tools["write_file"].IsErrorSeverity != "replanning" ||
 		c.MCPServers["files"].Args[2] != "/srv/shift-notes" || !c.MCPServers["files"].Optional ||
 		c.Limits.MaxArtifactBytes != 2_000_000 || c.Server.PublicURL != "https://capgraph.example.org" || time.Duration(c.Server.ArtifactURLTTL) != 72*time.Hour {

@@ -13,6 +13,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/llm/vocab"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/server/allowedhost"
 	"github.com/capgraph/capgraph/server/apikey"
 	"github.com/capgraph/capgraph/state"
 )
@@ -415,6 +416,11 @@ func (d *decoder) validateServer(s Server) {
 	for i, o := range s.CORSOrigins {
 		if o != "*" && !isOrigin(o) {
 			d.bad(fmt.Sprintf("server.cors_origins[%d]", i), "%q is not an origin: want scheme://host[:port] (e.g. https://portal.example.org) or \"*\"", o)
+		}
+	}
+	for i, h := range s.AllowedHosts {
+		if _, err := allowedhost.Parse(h); err != nil {
+			d.bad(fmt.Sprintf("server.allowed_hosts[%d]", i), "%v", err)
 		}
 	}
 	if d.set("server.public_url") {

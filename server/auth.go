@@ -95,6 +95,14 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 	if p.TrustedFrontend {
 		c.User = strings.TrimSpace(r.Header.Get(headerUserID))
 		c.ChatID = strings.TrimSpace(r.Header.Get(headerChatID))
+		// What the store keeps and threads are named by must be text:
+		// a 400 naming the header, not the store's failure later.
+		if err := checkForwarded(headerUserID, c.User); err != nil {
+			return caller{}, err
+		}
+		if err := checkForwarded(headerChatID, c.ChatID); err != nil {
+			return caller{}, err
+		}
 	}
 	return c, nil
 }

@@ -259,6 +259,7 @@ func TestLeftParkedRunIsCanceledInTheQueue(t *testing.T) {
 		b, _ := json.Marshal(chatBody("capgraph", false, user("What is the beam current?")))
 		req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", bytes.NewReader(b))
 		req.Header.Set("Authorization", "Bearer "+keyAlice)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			answered <- 0

@@ -227,6 +227,15 @@ type Config struct {
 	// for any) allowed to call the API from another site (cors.go). None:
 	// no CORS headers are sent, so browsers only allow the page itself.
 	CORSOrigins []string
+	// AllowedHosts are the names clients reach the server by, beyond
+	// localhost, 127.0.0.1 and [::1] (always allowed): host names or IP
+	// addresses with an optional port, "*" for any (only with Principals).
+	// A request whose Host header is none of them gets 421, on every route:
+	// a page whose host name an attacker points at the server (DNS
+	// rebinding) reaches nothing. The host of a specific listen Addr and of
+	// PublicURL are allowed too; a wildcard Addr (0.0.0.0:8080) needs an
+	// entry (browser.go).
+	AllowedHosts []string
 	// FrameAncestors are the origins allowed to embed the built-in page in
 	// a frame (CSP frame-ancestors); none means no site may ('none').
 	FrameAncestors []string

@@ -38,6 +38,9 @@ func checkOrigins(cfg *Config) error {
 			return &ConfigError{Field: fmt.Sprintf("CORSOrigins[%d]", i), Reason: err.Error()}
 		}
 		cfg.CORSOrigins[i] = n
+		if n == "*" && len(cfg.Principals) == 0 {
+			return &ConfigError{Field: fmt.Sprintf("CORSOrigins[%d]", i), Reason: `"*" needs API keys: without keys it would let every web page drive the agent; list the origins instead`}
+		}
 	}
 	for i, o := range cfg.FrameAncestors {
 		n, err := normalOrigin(o, false)

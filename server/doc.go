@@ -27,6 +27,12 @@
 // setting); admin keys read the agent's audit log (GET /api/audit). Every
 // handler recovers from a panic with a logged 500 (panics.go).
 //
+// No browser acts for the operator (browser.go), with or without keys:
+// every route answers only a Host that names the server (loopback names
+// and Config.AllowedHosts, rule in package allowedhost), and a request that
+// may change something is refused when a browser sent it for another
+// site's page, or when its body is not JSON.
+//
 // Approvals never hold a stream or a goroutine open: the run ends
 // interrupted, the client is told (an assistant message with an approval
 // token over Chat Completions, an interrupt outcome over AG-UI, an

@@ -157,6 +157,7 @@ func TestNothingIsAcknowledgedBeforeTheRecord(t *testing.T) {
 		go func() {
 			req, _ := http.NewRequest("POST", env.http.URL+tc.path, strings.NewReader(tc.body))
 			req.Header.Set("Authorization", "Bearer "+keyAlice)
+			req.Header.Set("Content-Type", "application/json")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				answered <- -1

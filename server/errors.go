@@ -22,6 +22,15 @@ var (
 	// ErrForbidden: the key may not do this (a loosening option, the
 	// audit log without admin); answered 403.
 	ErrForbidden = errors.New("forbidden")
+	// ErrUnknownHost: the Host header names no name of this server (a
+	// DNS-rebinding page); answered 421.
+	ErrUnknownHost = errors.New("unknown host")
+	// ErrCrossOrigin: a browser sent a request that may change something
+	// for another site's page; answered 403.
+	ErrCrossOrigin = errors.New("cross-origin request")
+	// ErrUnsupportedMediaType: a request body that is not JSON; answered
+	// 415.
+	ErrUnsupportedMediaType = errors.New("unsupported media type")
 )
 
 // ConfigError names a bad Config field.

@@ -45,7 +45,8 @@ func TestHeartbeatIsAnEmptyDeltaChunk(t *testing.T) {
 			t.Fatal(err)
 		}
 		body, _ := json.Marshal(chatBody("capgraph", true, user("slow please")))
-		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(string(body)))
+		req := httptest.NewRequest("POST", "http://localhost/v1/chat/completions", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
 		w := &syncWriter{h: http.Header{}}
 		done := make(chan struct{})
 		go func() {
@@ -150,6 +151,7 @@ func TestClientGoneCancelsRun(t *testing.T) {
 	body, _ := json.Marshal(chatBody("capgraph", false, user("slow please")))
 	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", strings.NewReader(string(body)))
 	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	req.Header.Set("Content-Type", "application/json")
 	if _, err := http.DefaultClient.Do(req); err == nil {
 		t.Fatal("the slow request answered")
 	}

@@ -76,7 +76,7 @@ func TestShortBodyIsRefusedQuickly(t *testing.T) {
 	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "short"})
 	for _, path := range []string{"/api/threads", "/api/threads/short/runs", "/api/threads/short/approval", "/v1/chat/completions", "/agui"} {
 		for _, body := range []string{`{"id":"t1"}`, `{"input":"wh`, ``} {
-			raw := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+			raw := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 				path, keyAlice, len(body)+100, body)
 			resp, got := rawExchange(t, env, raw, false)
 			e := apiErrorOf(t, resp, got)
@@ -106,7 +106,7 @@ func TestStaticPathsRefuseTraversal(t *testing.T) {
 		"/%c0%ae%c0%ae/%c0%ae%c0%ae/etc/passwd", "/%c0%ae%c0%ae/", "/%ff", "/..%2f..%2fetc%2fpasswd", "/%2e%2e/%2e%2e/etc/passwd",
 		"/.%2e/server.go", "/app.js%00.png", "/..\\..\\etc\\passwd", "/web/../../go.mod", "/%252e%252e/etc/passwd", "/nope.js", "/a//b",
 	} {
-		raw := "GET " + p + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+		raw := "GET " + p + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
 		resp, body := rawExchange(t, env, raw, false)
 		if resp.StatusCode >= 500 || strings.Contains(body, "root:") || strings.Contains(body, "module ") || strings.Contains(body, "package server") {
 			t.Errorf("GET %s: %d %s", p, resp.StatusCode, body)

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
@@ -46,7 +47,9 @@ type hostileCase struct {
 	hdr    []string
 	// raw, when set, is written to a connection as is (a short body).
 	raw string
-	ok  []int
+	// host, when set, is the Host header (else the server's address).
+	host string
+	ok   []int
 }
 
 type hostileGen struct {
@@ -115,7 +118,7 @@ const (
 )
 
 func (g *hostileGen) next(i int) hostileCase {
-	switch k := i % 20; {
+	switch k := i % 21; {
 	case k < 4: // malformed JSON on every body route
 		route := g.pick(bodyRoutes...)
 		return hostileCase{kind: "bad JSON", method: "POST", path: route, key: keyBob, body: g.mutate(validBody(route, "What is the beam current?")),
@@ -162,8 +165,12 @@ func (g *hostileGen) next(i int) hostileCase {
 			}
 			return r
 		}, bad)
+		ok := []int{s400, s404, s200, s201, s202, s409, s429}
+		if !utf8.ValidString(hv) {
+			ok = []int{s400} // the forwarded identity is refused, naming its header
+		}
 		return hostileCase{kind: "invalid UTF-8", method: "POST", path: route, key: keyWebUI, body: b,
-			hdr: []string{headerUserID, "u" + hv, headerChatID, "c" + hv}, ok: []int{s400, s404, s200, s201, s202, s409, s429}}
+			hdr: []string{headerUserID, "u" + hv, headerChatID, "c" + hv}, ok: ok}
 	case k == 8: // another principal's threads, runs and approval
 		paths := []string{"/api/threads/vault", "/api/threads/vault/state", "/api/threads/vault/plan", "/api/threads/vault/runs",
 			"/api/threads/victim/runs/" + g.aliceRun, "/api/threads/victim/runs/" + g.aliceRun + "/events", "/api/threads/victim"}
@@ -217,7 +224,7 @@ func (g *hostileGen) next(i int) hostileCase {
 		route := g.pick(bodyRoutes...)
 		b := validBody(route, "What is the beam current?")
 		b = b[:g.rng.IntN(len(b))]
-		raw := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		raw := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 			route, keyBob, len(b)+1+g.rng.IntN(1000), b)
 		return hostileCase{kind: "short body", raw: raw, ok: []int{s408, s404}}
 	case k == 15: // authentication
@@ -258,13 +265,49 @@ func (g *hostileGen) next(i int) hostileCase {
 		}
 		return hostileCase{kind: "not a number", method: "POST", path: route, key: keyBob, body: b,
 			ok: []int{s200, s201, s202, s400, s404, s409, s429}}
+	case k == 20: // what a browser sends for another site's page (browser.go)
+		return g.browser()
 	default: // bob reads: lists, states, runs, audit without being admin
 		p := g.pick("/api/threads?limit=3", "/api/threads/b1", "/api/threads/b1/plan", "/api/threads/b1/runs?limit=2", "/v1/models/capgraph", "/api/info", "/api/audit")
 		return hostileCase{kind: "reads", method: "GET", path: p, key: keyBob, ok: []int{s200, s403, s404}}
 	}
 }
 
-const s406, s415, s431 = http.StatusNotAcceptable, http.StatusUnsupportedMediaType, http.StatusRequestHeaderFieldsTooLarge
+const s406, s415, s421, s431 = http.StatusNotAcceptable, http.StatusUnsupportedMediaType, http.StatusMisdirectedRequest, http.StatusRequestHeaderFieldsTooLarge
+
+// browser is a request a page of another site makes the operator's browser
+// send: to a host name re-pointed at the server (DNS rebinding), from a
+// foreign origin, as a form or text/plain, or with a forwarded identity
+// that is no text. Each is refused before any handler runs.
+func (g *hostileGen) browser() hostileCase {
+	route := g.pick(bodyRoutes...)
+	body := validBody(route, "Set the Q1 current to 66 A")
+	switch g.rng.IntN(5) {
+	case 0:
+		m, p := g.pick("GET", "POST", "DELETE", "OPTIONS"), g.pick(append(slices.Clone(bodyRoutes), "/api/threads/vault/state", "/api/threads/vault/plan",
+			"/healthz", "/", "/app.js", "/mcp", "/v1/models", "/api/audit", "/api/info", "/api/threads/victim/runs/"+g.aliceRun+"/events")...)
+		c := hostileCase{kind: "browser", method: m, path: p, key: g.pick(keyBob, ""), host: g.pick("rebind.evil.example", "rebind.evil.example:80", "localhost.evil.example", "localhost.nip.io"), ok: []int{s421}}
+		if m == "POST" {
+			c.body = body
+		}
+		return c
+	case 1:
+		return hostileCase{kind: "browser", method: "POST", path: route, key: keyBob, body: body,
+			hdr: []string{"Origin", g.pick("https://evil.example", "null", "http://localhost:1"), "Sec-Fetch-Site", g.pick("cross-site", "same-site", "")}, ok: []int{s403}}
+	case 2:
+		return hostileCase{kind: "browser", method: "POST", path: route, key: keyBob, body: body, hdr: []string{"Sec-Fetch-Site", "cross-site"}, ok: []int{s403}}
+	case 3:
+		return hostileCase{kind: "browser", method: "POST", path: g.pick(append(slices.Clone(bodyRoutes), "/mcp")...), key: keyBob, body: body,
+			hdr: []string{"Content-Type", g.pick("text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "", "application/jsonx", "json")}, ok: []int{s415}}
+	}
+	bad := g.pick("\xff", "\xc0\xae", "ok\xed\xa0\x80")
+	c := hostileCase{kind: "browser", method: "GET", path: g.pick("/api/threads", "/v1/models", "/api/info"), key: keyWebUI,
+		hdr: []string{g.pick(headerUserID, headerChatID), bad}, ok: []int{s400}}
+	if g.rng.IntN(2) == 0 {
+		c.method, c.path, c.body = "POST", route, body
+	}
+	return c
+}
 
 // countLogger counts the log lines that must never appear.
 type countLogger struct {
@@ -483,6 +526,12 @@ func hostileDo(client *http.Client, host, base string, c hostileCase) (int, []by
 	}
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	if len(c.body) > 0 {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.host != "" {
+		req.Host = c.host
 	}
 	for i := 0; i+1 < len(c.hdr); i += 2 {
 		req.Header[http.CanonicalHeaderKey(c.hdr[i])] = []string{c.hdr[i+1]}

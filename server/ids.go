@@ -72,23 +72,24 @@ func threadPath(id string, parts ...string) string {
 	return p
 }
 
-// maxUserIDLen bounds the end-user id a trusted frontend forwards
-// (X-OpenWebUI-User-Id), which is stored in every turn's metadata.
-const maxUserIDLen = 256
+// maxForwardedLen bounds the identities a trusted frontend forwards
+// (X-OpenWebUI-User-Id, X-OpenWebUI-Chat-Id): the user id is stored in
+// every turn's metadata, the chat id names a thread.
+const maxForwardedLen = 256
 
-// checkForwardedUser refuses a forwarded user id the store could not keep
-// or that no frontend sends: longer than maxUserIDLen, not UTF-8, or with
-// control characters.
-func checkForwardedUser(user string) error {
-	if len(user) > maxUserIDLen {
-		return badRequest(headerUserID, "is %d bytes; at most %d", len(user), maxUserIDLen)
+// checkForwarded refuses a forwarded identity the store could not keep or
+// that no frontend sends: longer than maxForwardedLen, not UTF-8, or with
+// control characters. header names the header in the 400.
+func checkForwarded(header, value string) error {
+	if len(value) > maxForwardedLen {
+		return badRequest(header, "is %d bytes; at most %d", len(value), maxForwardedLen)
 	}
-	if !utf8.ValidString(user) {
-		return badRequest(headerUserID, "is not valid UTF-8")
+	if !utf8.ValidString(value) {
+		return badRequest(header, "is not valid UTF-8")
 	}
-	for _, r := range user {
+	for _, r := range value {
 		if r < ' ' || r == 0x7f {
-			return badRequest(headerUserID, "holds a control character")
+			return badRequest(header, "holds a control character")
 		}
 	}
 	return nil

@@ -31,6 +31,12 @@ type mcpEnv struct {
 
 func newMCPEnv(t *testing.T, opts state.Options) *mcpEnv {
 	t.Helper()
+	return newMCPEnvWith(t, opts, nil)
+}
+
+// newMCPEnvWith is newMCPEnv with mod applied to the server's config.
+func newMCPEnvWith(t *testing.T, opts state.Options, mod func(*Config)) *mcpEnv {
+	t.Helper()
 	p := &q1Plant{}
 	reg := newRegistry(t, p.capability(t), readBeamCurrent(t))
 	store, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "capgraph.db")})
@@ -46,6 +52,9 @@ func newMCPEnv(t *testing.T, opts state.Options) *mcpEnv {
 		c.Runner = a
 		c.Examples = []string{"What is the beam current?"}
 		c.Principals = append(c.Principals, Principal{Name: "carol", KeySHA256: HashKey(keyCarol), Tenant: "other-lab"})
+		if mod != nil {
+			mod(c)
+		}
 	})
 	return &mcpEnv{testEnv: env, agent: a, plant: p}
 }

@@ -51,8 +51,9 @@ func fuzzServer(tb testing.TB) *Server {
 // answer must be: no 5xx, and a 4xx in the JSON error shape.
 func serveFuzz(t *testing.T, srv *Server, method, target string, body []byte, hdr ...string) *httptest.ResponseRecorder {
 	t.Helper()
-	req := httptest.NewRequest(method, "http://capgraph"+target, bytes.NewReader(body))
+	req := httptest.NewRequest(method, "http://localhost"+target, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}

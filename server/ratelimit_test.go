@@ -51,7 +51,7 @@ func TestRequestsPerMinuteOverHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		get := func(path, key string) *httptest.ResponseRecorder {
-			req := httptest.NewRequest("GET", path, nil)
+			req := httptest.NewRequest("GET", "http://localhost"+path, nil)
 			if key != "" {
 				req.Header.Set("Authorization", "Bearer "+key)
 			}

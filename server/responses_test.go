@@ -347,6 +347,7 @@ func TestResponsesKeepAlive(t *testing.T) {
 	body, _ := json.Marshal(map[string]any{"model": "capgraph", "stream": true, "input": "slow please"})
 	req, _ := http.NewRequest("POST", env.http.URL+"/v1/responses", strings.NewReader(string(body)))
 	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -380,7 +381,7 @@ func TestResponsesShortBody(t *testing.T) {
 	}
 	defer conn.Close()
 	body := `{"model":"capgraph","input":"hi"`
-	fmt.Fprintf(conn, "POST /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+	fmt.Fprintf(conn, "POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		keyAlice, len(body)+50, body)
 	_ = conn.(*net.TCPConn).CloseWrite()
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)

@@ -308,6 +308,10 @@ func TestConfigValidation(t *testing.T) {
 		{"same key twice", Config{Runner: r, Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}, {Name: "b", KeySHA256: HashKey("k")}}}, "Principals[1].KeySHA256"},
 		{"empty model id", Config{Runner: r, Models: []Model{{}}}, "Models[0].ID"},
 		{"negative recovery interval", Config{Runner: r, RecoverEvery: -time.Second}, "RecoverEvery"},
+		{"all interfaces, no names", Config{Runner: r, Addr: "0.0.0.0:8080", Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}}, "AllowedHosts"},
+		{"any host without keys", Config{Runner: r, AllowedHosts: []string{"*"}}, "AllowedHosts"},
+		{"a URL as host", Config{Runner: r, AllowedHosts: []string{"capgraph.example.org", "https://capgraph.example.org"}}, "AllowedHosts[1]"},
+		{"any origin without keys", Config{Runner: r, CORSOrigins: []string{"*"}}, "CORSOrigins[0]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -322,7 +326,10 @@ func TestConfigValidation(t *testing.T) {
 		{Runner: r},
 		{Runner: r, Addr: "localhost:9000"},
 		{Runner: r, Addr: "[::1]:9000"},
-		{Runner: r, Addr: "0.0.0.0:8080", Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}},
+		{Runner: r, Addr: "0.0.0.0:8080", AllowedHosts: []string{"capgraph.example.org"}, Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}},
+		{Runner: r, Addr: ":8080", AllowedHosts: []string{"*"}, Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}},
+		{Runner: r, Addr: "0.0.0.0:8080", PublicURL: "https://capgraph.example.org", Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}},
+		{Runner: r, Addr: "10.0.0.5:8080", Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}},
 	} {
 		if _, err := New(ok); err != nil {
 			t.Errorf("%+v: %v", ok.Addr, err)

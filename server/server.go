@@ -46,7 +46,9 @@ type Server struct {
 	// (artifacts.go).
 	artifactKey []byte
 	images      *imageCache
-	handler     http.Handler
+	// hosts are the names the server answers to (browser.go).
+	hosts   *hostGuard
+	handler http.Handler
 
 	mu   sync.Mutex
 	http *http.Server
@@ -58,7 +60,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, keys: newKeyring(cfg.Principals), threads: newThreadStore(), lister: cfg.Threads}
+	hosts, err := newHostGuard(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, keys: newKeyring(cfg.Principals), threads: newThreadStore(), lister: cfg.Threads, hosts: hosts}
 	if s.lister == nil {
 		s.lister, _ = cfg.Runner.(ThreadLister)
 	}
@@ -133,7 +139,9 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(staticPattern, s.staticFiles(s.pageSecurity(webHandler())))
 	}
 	served := s.dispatch(mux)
-	return s.observed(s.recoverPanics(s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The Host check comes first (a preflight too); the write check after
+	// CORS, so a listed page can read why its request was refused.
+	return s.observed(s.recoverPanics(s.checkHost(s.cors(s.checkWrite(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
 			var whole time.Time
 			if s.cfg.ReadTimeout > 0 {
@@ -143,7 +151,7 @@ func (s *Server) routes() http.Handler {
 				idle: s.cfg.BodyIdleTimeout, deadline: whole}, s.cfg.MaxBodyBytes)
 		}
 		served.ServeHTTP(w, r)
-	}))))
+	}))))))
 }
 
 // Run listens on Config.Addr and serves until ctx is done or Shutdown is
@@ -256,6 +264,12 @@ func errorStatus(err error) (status int, typ, code string, retry bool) {
 		return http.StatusForbidden, "permission_error", "quota_exceeded", false
 	case errors.Is(err, ErrForbidden):
 		return http.StatusForbidden, "permission_error", "forbidden", false
+	case errors.Is(err, ErrCrossOrigin):
+		return http.StatusForbidden, "permission_error", "cross_origin", false
+	case errors.Is(err, ErrUnknownHost):
+		return http.StatusMisdirectedRequest, "invalid_request_error", "unknown_host", false
+	case errors.Is(err, ErrUnsupportedMediaType):
+		return http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type", false
 	case errors.Is(err, ErrUnknownModel):
 		return http.StatusNotFound, "invalid_request_error", "model_not_found", false
 	case errors.Is(err, ErrNotFound):

@@ -525,6 +525,12 @@ func (noRunner) DeleteThread(context.Context, string) error { return errNoAgent 
 var principalField = regexp.MustCompile(`^Principals\[(\d+)\]\.?(\w*)$`)
 
 // serverKey maps a server.Config field to the file's key.
+// listField is a server.Config list field, whole or one entry
+// ("AllowedHosts", "CORSOrigins[1]"); listKeys are their YAML keys.
+var listField = regexp.MustCompile(`^(AllowedHosts|CORSOrigins|FrameAncestors)(\[\d+\])?$`)
+
+var listKeys = map[string]string{"AllowedHosts": "server.allowed_hosts", "CORSOrigins": "server.cors_origins", "FrameAncestors": "server.frame_ancestors"}
+
 func serverKey(field string) string {
 	if m := principalField.FindStringSubmatch(field); m != nil {
 		key := "server.api_keys[" + m[1] + "]"
@@ -539,6 +545,11 @@ func serverKey(field string) string {
 			return key + ".max_concurrent_runs"
 		}
 		return key
+	}
+	if m := listField.FindStringSubmatch(field); m != nil {
+		if key, ok := listKeys[m[1]]; ok {
+			return key + m[2]
+		}
 	}
 	switch field {
 	case "Addr":

@@ -212,6 +212,7 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 		ParkAfter:         threshold(cfg.Server.Limits.ParkAfter),
 		StatusFrames:      server.StatusFrames(cfg.Server.StatusFrames),
 		CORSOrigins:       cfg.Server.CORSOrigins,
+		AllowedHosts:      cfg.Server.AllowedHosts,
 		FrameAncestors:    cfg.Server.FrameAncestors,
 		PublicURL:         cfg.Server.PublicURL,
 		ArtifactURLTTL:    time.Duration(cfg.Server.ArtifactURLTTL),

@@ -184,7 +184,7 @@ func checkRound(t *testing.T, db string, reqs []*request) (acked, answered, fail
 	recovered = len(started)
 	h := srv.Handler()
 	get := func(path, key string, hdr ...string) (int, []byte) {
-		req := httptest.NewRequest("GET", path, nil)
+		req := httptest.NewRequest("GET", "http://localhost"+path, nil)
 		req.Header.Set("Authorization", "Bearer "+key)
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
