@@ -114,14 +114,14 @@ func TestLayers(t *testing.T) {
 			func(p pkg) bool { return p.ImportPath == module+"/state" || p.ImportPath == module+"/config" },
 			func(p pkg) []string { return p.Deps },
 			func(d string) bool { return d == module+"/llm" || strings.HasPrefix(d, "github.com/tmc/langchaingo") }},
-		{"server uses only the agent's public API (agent and the types it speaks: state, capabilities, graph, checkpoint, logging; mcp for the MCP protocol, which pulls in no LLM code; artifactview and its chart to show artifacts; its own server/apikey)",
+		{"server uses only the agent's public API (agent and the types it speaks: state, capabilities, graph, checkpoint, logging; mcp for the MCP protocol, which pulls in no LLM code; artifactview and its chart to show artifacts; its own server/apikey and server/allowedhost)",
 			func(p pkg) bool { return p.ImportPath == module+"/server" },
 			func(p pkg) []string { return p.Imports },
 			func(d string) bool {
 				if !strings.HasPrefix(d, module+"/") {
 					return false
 				}
-				for _, ok := range []string{"agent", "state", "capabilities", "graph", "graph/checkpoint", "logging", "mcp", "artifactview", "artifactview/chart", "server/apikey"} {
+				for _, ok := range []string{"agent", "state", "capabilities", "graph", "graph/checkpoint", "logging", "mcp", "artifactview", "artifactview/chart", "server/apikey", "server/allowedhost"} {
 					if d == module+"/"+ok {
 						return false
 					}
