@@ -47,6 +47,9 @@ type Server struct {
 	artifactKey []byte
 	images      *imageCache
 	handler     http.Handler
+	// next notes the threads with a recorded run waiting for the run on
+	// the thread to end (answers.go).
+	next nextRuns
 
 	mu   sync.Mutex
 	http *http.Server

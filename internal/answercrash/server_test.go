@@ -38,42 +38,54 @@ const keyClient = "sk-answer-client-0123456789"
 // reports their acknowledgements ("ACK") and nothing else's.
 const headerAnswer = "X-Test-Answer"
 
-// journal is the plant: set_q1 appends one line per write it carries out,
-// "value idempotency-key", to a file that outlives the process.
+// journal is the plant: set_q1 and set_q2 append one line per write they
+// carry out, "target value idempotency-key", to a file that outlives the
+// process.
 type journal struct {
 	path string
 	mu   sync.Mutex
 }
 
-var toValue = regexp.MustCompile(`(?i)\bto\s+([0-9]+(?:\.[0-9]+)?)`)
-
-func stepValue(st capabilities.Step) (float64, error) {
+// stepValue reads the value the user gave for target ("… the Q2 current
+// to 80 A").
+func stepValue(target string, st capabilities.Step) (float64, error) {
+	re := regexp.MustCompile(`(?i)\b` + target + `\b[^0-9]*?\bto\s+([0-9]+(?:\.[0-9]+)?)`)
 	for _, s := range []string{st.TaskObjective, st.Task} {
-		if m := toValue.FindStringSubmatch(s); m != nil {
+		if m := re.FindStringSubmatch(s); m != nil {
 			return strconv.ParseFloat(m[1], 64)
 		}
 	}
-	return 0, errors.New(`no value (say "to <number>")`)
+	return 0, fmt.Errorf(`no value for %s (say "the %s current to <number>")`, target, target)
 }
 
 // write appends a line with one write(2): it is in the file the moment the
 // call returns, whatever happens to the process next.
-func (j *journal) write(v float64, key string) error {
+func (j *journal) write(w write, key string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	f, err := os.OpenFile(j.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(f, "%g %s\n", v, key)
+	_, err = fmt.Fprintf(f, "%s %g %s\n", w.target, w.value, key)
 	return errors.Join(err, f.Close())
 }
 
-// lines reads the journal: value → the idempotency keys written with it.
-func (j *journal) lines() (map[float64][]string, error) {
+// write is one setpoint a thread asks for: unique in a round, it names
+// the thread's approval in the journal and the audit log.
+type write struct {
+	target string
+	value  float64
+}
+
+func (w write) String() string { return fmt.Sprintf("%s=%g A", w.target, w.value) }
+
+// lines reads the journal: each write → the idempotency keys it was
+// carried out with.
+func (j *journal) lines() (map[write][]string, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	out := map[float64][]string{}
+	out := map[write][]string{}
 	f, err := os.Open(j.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return out, nil
@@ -84,34 +96,37 @@ func (j *journal) lines() (map[float64][]string, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		v, key, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 {
 			return nil, fmt.Errorf("journal line %q", sc.Text())
 		}
-		n, err := strconv.ParseFloat(v, 64)
+		n, err := strconv.ParseFloat(f[1], 64)
 		if err != nil {
 			return nil, fmt.Errorf("journal line %q", sc.Text())
 		}
-		out[n] = append(out[n], key)
+		w := write{f[0], n}
+		out[w] = append(out[w], f[2])
 	}
 	return out, sc.Err()
 }
 
-// capability is set_q1: a write the human approves, carried out by
-// appending to the journal after a short while (so that kills land during
-// writes too). It reconciles an attempt a crash cut by looking its
-// idempotency key up in the journal, as a message system would.
-func (j *journal) capability() (capabilities.Capability, error) {
+// capability is set_<target> (set_q1, set_q2): a write the human
+// approves, carried out by appending to the journal after a short while
+// (so that kills land during writes too). It reconciles an attempt a crash
+// cut by looking its idempotency key up in the journal, as a message
+// system would. A request naming both targets plans both writes, in
+// parallel, each with its own approval.
+func (j *journal) capability(target string) (capabilities.Capability, error) {
 	return capabilities.Define(capabilities.Definition{
-		Name: "set_q1", Description: "Set the Q1 quadrupole current to a value", Provides: []string{"Q1_WRITE"}, SideEffects: true,
-		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to set the Q1 current.",
-			Examples: []capabilities.ClassifierExample{{Query: "Set the Q1 current to 105 A", Result: true, Reason: "a setpoint change"}}},
+		Name: "set_" + strings.ToLower(target), Description: "Set the " + target + " quadrupole current to a value", Provides: []string{target + "_WRITE"}, SideEffects: true,
+		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to set the " + target + " current.",
+			Examples: []capabilities.ClassifierExample{{Query: "Set the " + target + " current to 105 A", Result: true, Reason: "a setpoint change"}}},
 		Action: func(st capabilities.Step) (capabilities.Action, error) {
-			v, err := stepValue(st)
-			return capabilities.Action{Changes: []capabilities.Change{{Target: "Q1", Value: v, Unit: "A"}}, Summary: fmt.Sprintf("set Q1 to %g A", v)}, err
+			v, err := stepValue(target, st)
+			return capabilities.Action{Changes: []capabilities.Change{{Target: target, Value: v, Unit: "A"}}, Summary: fmt.Sprintf("set %s to %g A", target, v)}, err
 		},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
-			v, err := stepValue(st)
+			v, err := stepValue(target, st)
 			if err != nil {
 				return capabilities.Output{}, capabilities.NotApplied(err)
 			}
@@ -120,10 +135,10 @@ func (j *journal) capability() (capabilities.Capability, error) {
 			case <-ctx.Done():
 				return capabilities.Output{}, capabilities.NotApplied(ctx.Err())
 			}
-			if err := j.write(v, st.IdempotencyKey); err != nil {
+			if err := j.write(write{target, v}, st.IdempotencyKey); err != nil {
 				return capabilities.Output{}, err
 			}
-			return capabilities.Result("Q1_WRITE", map[string]any{"new": v}, fmt.Sprintf("Q1 set to %g A", v)), nil
+			return capabilities.Result(target+"_WRITE", map[string]any{"new": v}, fmt.Sprintf("%s set to %g A", target, v)), nil
 		},
 		Reconcile: func(ctx context.Context, st capabilities.Step, _ capabilities.Action) (capabilities.Outcome, error) {
 			all, err := j.lines()
@@ -159,15 +174,16 @@ func newApp(db, journalPath string) (*app, error) {
 		return nil, err
 	}
 	j := &journal{path: journalPath}
-	c, err := j.capability()
-	if err != nil {
-		_ = store.Close()
-		return nil, err
-	}
 	reg := capabilities.NewRegistry()
-	if err := reg.Register(c); err != nil {
-		_ = store.Close()
-		return nil, err
+	for _, target := range []string{"Q1", "Q2"} {
+		c, err := j.capability(target)
+		if err == nil {
+			err = reg.Register(c)
+		}
+		if err != nil {
+			_ = store.Close()
+			return nil, err
+		}
 	}
 	a, err := agent.New(agent.Config{Registry: reg, Store: store, MaxConcurrency: 64,
 		Options: state.Options{WritesEnabled: true, ApprovalMode: state.ApprovalModeSelective}})
