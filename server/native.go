@@ -347,6 +347,13 @@ func (s *Server) admitAnswer(ctx context.Context, th Thread, id string) (beside 
 	if !errors.As(err, &re) {
 		return nil, false, err
 	}
+	// Queued only while a run goes on (the thread stands between two
+	// steps), for an approval not answered already.
+	st, status, serr := s.cfg.Runner.State(ctx, th.internal)
+	if _, busy := s.runs.activeOn(th.internal); serr != nil || !busy && status != agent.RunCanceled ||
+		slices.ContainsFunc(st.Turn.Approvals, func(d state.ApprovalDecision) bool { return d.ID == id }) {
+		return nil, false, err
+	}
 	beside, queue, qerr := s.queueable(ctx, th.internal, id)
 	if qerr != nil {
 		return nil, false, qerr

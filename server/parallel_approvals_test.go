@@ -193,6 +193,46 @@ func TestParallelApprovals(t *testing.T) {
 			e.done(t, "w", asked["set_q1"].ID, asked["set_q2"].ID)
 		})
 	}
+	for _, shownFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("agui, the interrupt's card first %v", shownFirst), func(t *testing.T) {
+			testAGUIParallel(t, shownFirst)
+		})
+	}
+	t.Run("chat completions, each card its token", func(t *testing.T) {
+		// A Chat Completions answer shows one card at a time: its token
+		// answers it, and the answer's reply carries the other card's.
+		e := newParallelEnv(t)
+		msgs := []map[string]any{user(setBoth)}
+		var tokens []string
+		for range 3 {
+			resp, body := e.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, msgs...))
+			var out struct {
+				Choices []struct {
+					Message struct {
+						Content string `json:"content"`
+					} `json:"message"`
+				} `json:"choices"`
+			}
+			if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &out) != nil || len(out.Choices) != 1 {
+				t.Fatalf("%d %s", resp.StatusCode, body)
+			}
+			reply := out.Choices[0].Message.Content
+			tok, ok := findApprovalToken(reply)
+			if !ok {
+				break
+			}
+			tokens = append(tokens, tok)
+			msgs = append(msgs, assistant(reply), user("yes "+tok))
+		}
+		if len(tokens) != 2 || tokens[0] == tokens[1] {
+			t.Fatalf("tokens %v, want one per card", tokens)
+		}
+		th, ok, err := e.srv.threadOfToken(context.Background(), alice, tokens[0])
+		if err != nil || !ok {
+			t.Fatalf("thread of %s: %v %v", tokens[0], ok, err)
+		}
+		e.done(t, th)
+	})
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("native, both at once, stream %v", stream), func(t *testing.T) {
 			// The second answer arrives while the first is carried out: it
@@ -226,7 +266,7 @@ func TestParallelApprovals(t *testing.T) {
 // waitIdle waits until the thread's runs have all ended.
 func (e *parallelEnv) waitIdle(t *testing.T, clientThread string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		recs, err := e.srv.records.ListRuns(context.Background(), checkpoint.RunFilter{Thread: internalThreadID(alice, clientThread),
 			Status: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}})
@@ -320,4 +360,88 @@ func TestQueuedAnswerAfterACrash(t *testing.T) {
 			second.done(t, "w", q1, q2)
 		})
 	}
+}
+
+// Two replicas answer the two parallel approvals at once, one each: the
+// answer that finds the other being carried out waits for it (its run
+// waits for the thread's lease, or it is queued and claimed from the
+// runs queue), and each write is carried out once.
+func TestParallelApprovalsOnTwoReplicas(t *testing.T) {
+	p := &magnetPlant{}
+	mk := func(st checkpoint.Store) *agent.Agent {
+		a, err := agent.New(agent.Config{Registry: newRegistry(t, p.capability(t, "Q1"), p.capability(t, "Q2")), Store: st,
+			Options: state.Options{WritesEnabled: true}, Leases: agent.LeaseConfig{TTL: 3 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	reps := serveReplicas(t, pgStores(t, 2), mk, nil)
+	a, b := reps[0].env, reps[1].env
+	a.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "w"})
+	if resp, body := a.do(t, "POST", "/api/threads/w/runs", keyAlice, map[string]any{"input": setBoth, "stream": true}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("turn: %d %s", resp.StatusCode, body)
+	}
+	e := &parallelEnv{testEnv: a, agent: reps[0].agent, plant: p}
+	asked := e.pending(t, "w")
+	var wg sync.WaitGroup
+	for i, env := range []*testEnv{a, b} {
+		cap := []string{"set_q1", "set_q2"}[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, body := env.do(t, "POST", "/api/threads/w/approval", keyAlice, map[string]any{"approval_id": asked[cap].ID, "approved": true})
+			if resp.StatusCode != http.StatusAccepted {
+				t.Errorf("answer to %s: %d %s", cap, resp.StatusCode, body)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, env := range []*testEnv{a, b} {
+		(&parallelEnv{testEnv: env}).waitIdle(t, "w")
+	}
+	e.done(t, "w", asked["set_q1"].ID, asked["set_q2"].ID)
+}
+
+// testAGUIParallel: both cards come as CUSTOM approval_required events;
+// the run's RUN_FINISHED names one interrupt. Each card is answered by its
+// interruptId, the interrupt's card first or the other one.
+func testAGUIParallel(t *testing.T, shownFirst bool) {
+	e := newParallelEnv(t)
+	in := func(run string) map[string]any {
+		return map[string]any{"threadId": "g", "runId": run, "state": map[string]any{}, "tools": []any{}, "context": []any{}, "messages": []any{}}
+	}
+	turn := in("r1")
+	turn["messages"] = []map[string]any{{"id": "u1", "role": "user", "content": setBoth}}
+	_, body := e.do(t, "POST", "/agui", keyAlice, turn)
+	evs := verifyAGUI(t, string(body))
+	var cards []string
+	for _, ev := range evs {
+		if ev["type"] == "CUSTOM" && ev["name"] == "approval_required" {
+			cards = append(cards, ev["value"].(map[string]any)["id"].(string))
+		}
+	}
+	out, _ := evs[len(evs)-1]["outcome"].(map[string]any)
+	if len(cards) != 2 || out["type"] != "interrupt" {
+		t.Fatalf("cards %v, outcome %v", cards, out)
+	}
+	shown := out["interrupts"].([]any)[0].(map[string]any)["id"].(string)
+	other := cards[0]
+	if other == shown {
+		other = cards[1]
+	}
+	order := []string{other, shown}
+	if shownFirst {
+		order = []string{shown, other}
+	}
+	for i, id := range order {
+		r := in(fmt.Sprintf("r%d", i+2))
+		r["resume"] = []map[string]any{{"interruptId": id, "status": "resolved", "payload": map[string]any{"approved": true}}}
+		_, body := e.do(t, "POST", "/agui", keyAlice, r)
+		evs := verifyAGUI(t, string(body))
+		if last := evs[len(evs)-1]; last["type"] != "RUN_FINISHED" {
+			t.Fatalf("resume %d (%s): %s", i+1, id, body)
+		}
+	}
+	e.done(t, "g", cards...)
 }

@@ -193,12 +193,16 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 	// went on); its input is never run again. A later answer does not
 	// overtake an answer: concurrent steps' approvals are answered one
 	// after the other.
-	later, before, err := s.neighbours(ctx, rec)
-	if err != nil {
+	if newest, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: rec.Thread, Limit: 1}); err != nil {
 		return false, err
-	}
-	if slices.ContainsFunc(later, func(k runKind) bool { return k != kindAnswer || in.Kind != kindAnswer }) {
-		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted before this run finished, and a later run on the thread replaced it; nothing more of this run will be done")
+	} else if len(newest) > 0 && newest[0].Seq > rec.Seq {
+		later, _, err := s.neighbours(ctx, rec)
+		if err != nil {
+			return false, err
+		}
+		if slices.ContainsFunc(later, func(k runKind) bool { return k != kindAnswer || in.Kind != kindAnswer }) {
+			return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted before this run finished, and a later run on the thread replaced it; nothing more of this run will be done")
+		}
 	}
 	st, status, err := s.cfg.Runner.State(ctx, rec.Thread)
 	unknown := errors.Is(err, agent.ErrUnknownThread)
@@ -213,7 +217,7 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 		t := in.Turn
 		sp.kind, sp.turn = kindTurn, &agent.TurnRequest{Thread: rec.Thread, Input: t.Input, Options: t.Options, MayRaise: t.MayRaise,
 			By: t.By, Metadata: t.Metadata, AllowedCapabilities: t.AllowedCapabilities}
-	case in.Kind == kindAnswer && in.Answer != nil && status == agent.RunCanceled && before == checkpoint.RunCanceled:
+	case in.Kind == kindAnswer && in.Answer != nil && status == agent.RunCanceled && s.behindCanceled(ctx, rec):
 		// Queued behind a run that was canceled on request: the turn
 		// stopped there, and this answer does not start it again.
 		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the run this answer waited for was canceled, so the answer was not carried out; answer again to go on")
@@ -291,6 +295,13 @@ func (s *Server) neighbours(ctx context.Context, rec checkpoint.RunRecord) (late
 		}
 		f.Before = recs[len(recs)-1].Seq
 	}
+}
+
+// behindCanceled reports whether the run recorded just before rec on its
+// thread was canceled on request.
+func (s *Server) behindCanceled(ctx context.Context, rec checkpoint.RunRecord) bool {
+	_, before, err := s.neighbours(ctx, rec)
+	return err == nil && before == checkpoint.RunCanceled
 }
 
 // hasOpenRecord reports whether the thread has a run record that has not

@@ -101,7 +101,7 @@ func TestKill9WhileAnswering(t *testing.T) {
 		acked += a
 		total += n
 	}
-	t.Logf("%d rounds, %d answers, %d acknowledged before the kill: none lost, nobody asked again, every write once; %s",
+	t.Logf("%d rounds, %d answers, %d acknowledged before the kill: no acknowledged answer lost or asked again, every write once; %s",
 		rounds(t), total, acked, time.Since(start).Round(time.Millisecond))
 }
 
