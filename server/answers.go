@@ -7,7 +7,6 @@ import (
 	"iter"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint"
@@ -228,7 +227,3 @@ func (s *Server) startNext(thread string) {
 		}
 	}
 }
-
-// answerDeadline bounds how long a request that answered with a queued
-// answer and asked for its stream waits for the run to start.
-const answerDeadline = 10 * time.Minute
