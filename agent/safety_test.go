@@ -516,6 +516,17 @@ func (s *cancelStore) PutWrites(ctx context.Context, thread string, id uuid.UUID
 	return err
 }
 
+// PutTuple is how the engine stores an answer with SQLite.
+func (s *cancelStore) PutTuple(ctx context.Context, t checkpoint.Tuple) error {
+	err := s.Store.PutTuple(ctx, t)
+	for _, w := range t.Writes {
+		if w.Kind == checkpoint.WriteResume {
+			s.cancel()
+		}
+	}
+	return err
+}
+
 func recoverWith(t *testing.T, a *agent.Agent, via string) {
 	t.Helper()
 	if via == "RecoverRuns" {

@@ -44,8 +44,9 @@
 //
 // A node can interrupt the run with a payload (Interrupt); the run stops with
 // a checkpoint and no goroutine waits. Resume with a value stores the answer
-// in a checkpoint of its own and re-enters the node, which reads it with
-// ResumeValue.
+// in a checkpoint of its own, written with it in one transaction when the
+// store is a checkpoint.TuplePutter (every store of this module), and
+// re-enters the node, which reads it with ResumeValue.
 //
 // Runs are observed as an iter.Seq2[Event, error] (Stream) or as a Result with
 // the full trace (Run; a Trace, recorded compactly and materialised on

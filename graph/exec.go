@@ -332,11 +332,8 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			for _, p := range pending {
 				carried = append(carried, checkpoint.Write{Task: p.Node, Kind: checkpoint.WriteResume, Value: st.value})
 			}
-			if perr := c.cfg.Store.Put(ctx, ncp); perr != nil {
-				return fail(fmt.Errorf("graph: write checkpoint: %w", perr))
-			}
-			if perr := c.cfg.Store.PutWrites(ctx, thread, ncp.ID, carried); perr != nil {
-				return fail(fmt.Errorf("graph: write resume value: %w", perr))
+			if perr := c.putAnswer(ctx, ncp, carried); perr != nil {
+				return fail(perr)
 			}
 			cp, writes = ncp, carried
 			res.Checkpoint = cp.ID
@@ -446,6 +443,28 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		r.event(EventCheckpoint, step, nil, 0, commit, nil, nil, time.Time{}, cp.ID, now)
 	}
 	return finish(StatusDone, nil)
+}
+
+// putAnswer stores the checkpoint that answers an interrupt with its writes
+// (the resume values, the updates of finished branches). A store that is a
+// checkpoint.TuplePutter writes them in one transaction, so a crash keeps
+// the answer whole or leaves the thread interrupted as it was; with any
+// other store a crash between the two writes loses the answer (the thread
+// then reads as cut, and Resume re-enters the node without it).
+func (c *Compiled[S, U]) putAnswer(ctx context.Context, cp checkpoint.Checkpoint, writes []checkpoint.Write) error {
+	if tp, ok := c.cfg.Store.(checkpoint.TuplePutter); ok {
+		if err := tp.PutTuple(ctx, checkpoint.Tuple{Checkpoint: cp, Writes: writes}); err != nil {
+			return fmt.Errorf("graph: write resume value: %w", err)
+		}
+		return nil
+	}
+	if err := c.cfg.Store.Put(ctx, cp); err != nil {
+		return fmt.Errorf("graph: write checkpoint: %w", err)
+	}
+	if err := c.cfg.Store.PutWrites(ctx, cp.ThreadID, cp.ID, writes); err != nil {
+		return fmt.Errorf("graph: write resume value: %w", err)
+	}
+	return nil
 }
 
 // recordError records err against the checkpoint for each of nodes, so that

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 )
 
 type question struct {
@@ -206,5 +208,72 @@ func TestInterruptPayloadMustEncode(t *testing.T) {
 	}
 	if _, ok := graph.IsInterrupt(err); ok {
 		t.Fatal("an unencodable interrupt counts as an interrupt")
+	}
+}
+
+// crashingStore is the memory store whose PutTuple crashes once: before
+// its transaction commits (nothing stored) or after (all stored), the
+// error being all the engine sees either way.
+type crashingStore struct {
+	*memory.Store
+	crash       atomic.Bool
+	afterCommit bool
+}
+
+var errCrash = errors.New("the process died")
+
+func (s *crashingStore) PutTuple(ctx context.Context, t checkpoint.Tuple) error {
+	if !s.crash.CompareAndSwap(true, false) {
+		return s.Store.PutTuple(ctx, t)
+	}
+	if s.afterCommit {
+		_ = s.Store.PutTuple(ctx, t)
+	}
+	return errCrash
+}
+
+// An answer is stored whole or not at all: a crash while it is written
+// leaves the thread interrupted with its question (answer it again), or
+// cut with the answer stored (Resume(nil) re-enters the node with it);
+// never cut without the answer, which would re-enter the node as if
+// nobody had answered.
+func TestAnswerStoredWholeOrNotAtAll(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		t.Run(map[bool]string{false: "before commit", true: "after commit"}[after], func(t *testing.T) {
+			store := &crashingStore{Store: memory.New(), afterCommit: after}
+			cnt := newCounter()
+			c := chain(cnt, store, asker(cnt, "b", "proceed?"))
+			ctx := context.Background()
+			if res, err := c.Run(ctx, "t", tstate{}); err != nil || res.Status != graph.StatusInterrupted {
+				t.Fatalf("run: %v, %+v", err, res)
+			}
+			store.crash.Store(true)
+			if _, err := c.Resume(ctx, "t", "yes"); !errors.Is(err, errCrash) {
+				t.Fatalf("resume during the crash: %v", err)
+			}
+			tu := latest(t, c, "t")
+			var res graph.Result[tstate]
+			var err error
+			if after {
+				if graph.StatusOf(tu) != graph.StatusCanceled || len(tu.Writes) != 1 || tu.Writes[0].Kind != checkpoint.WriteResume {
+					t.Fatalf("after a crash once the answer was stored: status %s, writes %+v", graph.StatusOf(tu), tu.Writes)
+				}
+				if _, err := c.Resume(ctx, "t", "yes"); !errors.Is(err, graph.ErrNotInterrupted) {
+					t.Fatalf("answering again: %v", err)
+				}
+				res, err = c.Resume(ctx, "t", nil)
+			} else {
+				if graph.StatusOf(tu) != graph.StatusInterrupted || len(graph.Interrupts(tu)) != 1 {
+					t.Fatalf("after a crash before the answer was stored: status %s, writes %+v", graph.StatusOf(tu), tu.Writes)
+				}
+				res, err = c.Resume(ctx, "t", "yes")
+			}
+			if err != nil || res.Status != graph.StatusDone || res.State.Answer != "yes" {
+				t.Fatalf("resume after the crash: %v, %+v", err, res)
+			}
+			if cnt.get("b") != 2 {
+				t.Fatalf("b ran %d times, want 2 (asked, then answered once)", cnt.get("b"))
+			}
+		})
 	}
 }

@@ -120,8 +120,9 @@ func (c *Compiled[S, U]) Stream(ctx context.Context, thread string, input S) ite
 // siblings that had finished are not run again), or after an interrupt, in
 // which case value (encoded as JSON) is the human's answer and the interrupted
 // node is re-entered with it (see ResumeValue). The answer is first stored in
-// a new checkpoint with the same step, so a crash after answering loses
-// nothing. value nil on an interrupted thread returns the interrupted result
+// a new checkpoint with the same step, the checkpoint and the answer in one
+// transaction (checkpoint.TuplePutter), so a crash after answering loses
+// nothing and a crash before leaves the question pending. value nil on an interrupted thread returns the interrupted result
 // without running anything; a value on a thread that is not interrupted is
 // ErrNotInterrupted.
 func (c *Compiled[S, U]) Resume(ctx context.Context, thread string, value any) (Result[S], error) {

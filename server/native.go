@@ -285,31 +285,139 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 	sp := runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindAnswer, answer: &ans}
 	key, _ := idempotencyKey(r, c, "approval:"+th.internal, "")
 	sp.key = key
-	if key == "" {
-		// Only an approval that is pending can be answered, so a repeated
-		// answer cannot resume (and execute) twice; a repetition with an
-		// Idempotency-Key finds the first answer's run instead.
-		if err := s.checkPending(r.Context(), th, req.ApprovalID); err != nil {
-			s.writeError(w, err)
+	if key != "" {
+		// A repetition with an Idempotency-Key finds the first answer's
+		// run.
+		if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil {
+			if err := sameRequest(rec, sp.requestDigest()); err != nil {
+				s.writeError(w, err)
+				return
+			}
+			s.replayNative(w, r, req.Stream, rec)
 			return
 		}
-	} else if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil {
-		if err := sameRequest(rec, sp.requestDigest()); err != nil {
-			s.writeError(w, err)
-			return
-		}
-		s.replayNative(w, r, req.Stream, rec)
-		return
-	} else if err := s.checkPending(r.Context(), th, req.ApprovalID); err != nil {
+	}
+	// Only an approval that is pending can be answered, so a repeated
+	// answer cannot resume (and execute) twice.
+	beside, queue, err := s.admitAnswer(r.Context(), th, req.ApprovalID)
+	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	s.startNative(w, r, req.Stream, sp)
+	sp.beside = beside
+	if !queue {
+		ru, dup, err := s.submit(r.Context(), sp)
+		var re *RequestError
+		if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
+			// Another answer's run took the thread since: queued behind
+			// it, if the approval is pending beside that answer.
+			if sp.beside, queue, _ = s.queueable(r.Context(), th.internal, req.ApprovalID); !queue {
+				s.writeError(w, err)
+				return
+			}
+		} else {
+			s.answerStarted(w, r, req.Stream, sp, ru, dup, err)
+			return
+		}
+	}
+	s.queueNative(w, r, req.Stream, sp)
 }
 
-// checkPending makes sure the thread waits for this approval, so a
-// repeated answer cannot resume (and execute) twice: once answered, the
-// thread is no longer interrupted.
+// admitAnswer decides whether an answer to approval id may be carried
+// out: now (the thread waits for it; beside are the approvals pending
+// with it), or queued (it is pending beside an answer being carried out).
+// Otherwise the error says why not (checkPending).
+func (s *Server) admitAnswer(ctx context.Context, th Thread, id string) (beside []string, queue bool, err error) {
+	err = s.checkPending(ctx, th, id)
+	if err == nil {
+		if pl, ok := s.cfg.Runner.(pendingLister); ok {
+			aps, perr := pl.PendingApprovals(ctx, th.internal)
+			if perr != nil {
+				return nil, false, perr
+			}
+			for _, ap := range aps {
+				if ap.ID != id {
+					beside = append(beside, ap.ID)
+				}
+			}
+		}
+		return beside, false, nil
+	}
+	var re *RequestError
+	if !errors.As(err, &re) {
+		return nil, false, err
+	}
+	// Queued only while a run goes on (the thread stands between two
+	// steps), for an approval not answered already.
+	st, status, serr := s.cfg.Runner.State(ctx, th.internal)
+	if _, busy := s.runs.activeOn(th.internal); serr != nil || !busy && status != agent.RunCanceled ||
+		slices.ContainsFunc(st.Turn.Approvals, func(d state.ApprovalDecision) bool { return d.ID == id }) {
+		return nil, false, err
+	}
+	beside, queue, qerr := s.queueable(ctx, th.internal, id)
+	if qerr != nil {
+		return nil, false, qerr
+	}
+	if !queue {
+		return nil, false, err
+	}
+	return beside, true, nil
+}
+
+// queueNative records a queued answer and acknowledges it: 202 with its
+// run, or its stream, which follows the run once it starts.
+func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool, sp runSpec) {
+	rec, dup, err := s.queueAnswer(r.Context(), sp)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if dup != nil {
+		if err := sameRequest(*dup, sp.requestDigest()); err != nil {
+			s.writeError(w, err)
+			return
+		}
+		s.replayNative(w, r, stream, *dup)
+		return
+	}
+	if !wantsStream(r, stream) {
+		writeJSON(w, http.StatusAccepted, map[string]any{"run": recordInfo(rec), "queued": true,
+			"events_url": threadPath(rec.Labels[labelThread], "runs", rec.ID, "events")})
+		return
+	}
+	// The stream's first byte acknowledges the answer (it is recorded);
+	// its events follow once the run it waits for has ended.
+	sse := startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
+	sse.frame("", "queued", map[string]any{"run_id": rec.ID, "thread_id": rec.Labels[labelThread]})
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if ru, ok := s.runs.byID(rec.ID); ok {
+			s.followRun(r, sse, ru, 0)
+			return
+		}
+		if ru := s.mirror(r.Context(), sp.c, rec); ru != nil {
+			s.followRun(r, sse, ru, 0)
+			return
+		}
+		if cur, err := s.records.GetRun(r.Context(), rec.ID); err == nil && cur.Status.Terminal() {
+			s.recordEnd(sse, cur)
+			return
+		}
+		if sse.idle(s.cfg.Heartbeat) {
+			sse.frame("", "heartbeat", "{}")
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// checkPending makes sure the thread waits for this approval (one of the
+// approvals it waits for), so a repeated answer cannot resume (and
+// execute) twice: once answered, the approval is no longer pending.
 func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 	if _, busy := s.runs.activeOn(th.internal); busy {
 		return &RequestError{Kind: ErrRunInProgress, Message: "a run is in progress on this thread"}
@@ -338,7 +446,9 @@ func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 	if status != agent.RunInterrupted {
 		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread (status %s)", id, status)}
 	}
-	if p := st.Turn.PendingApproval; p != nil && p.ID != id {
+	// Any of the approvals the run waits for (concurrent steps each ask):
+	// they are answered independently, in any order.
+	if !s.stillPendingID(ctx, th.internal, id) {
 		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread", id)}
 	}
 	return nil
@@ -349,6 +459,12 @@ func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 // Idempotency-Key) is answered with the first request's run.
 func (s *Server) startNative(w http.ResponseWriter, r *http.Request, stream bool, sp runSpec) {
 	ru, dup, err := s.submit(r.Context(), sp)
+	s.answerStarted(w, r, stream, sp, ru, dup, err)
+}
+
+// answerStarted answers a request whose run submit started (ru), found
+// started before (dup) or refused (err).
+func (s *Server) answerStarted(w http.ResponseWriter, r *http.Request, stream bool, sp runSpec, ru *run, dup *checkpoint.RunRecord, err error) {
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -545,7 +661,11 @@ func (s *Server) streamRecord(w http.ResponseWriter, rec checkpoint.RunRecord) {
 		s.writeError(w, &RequestError{Kind: ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
 		return
 	}
-	sse := startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
+	s.recordEnd(startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), rec)
+}
+
+// recordEnd writes the ending frames of a run known from its record.
+func (s *Server) recordEnd(sse *sseWriter, rec checkpoint.RunRecord) {
 	if rec.Status == checkpoint.RunFailed {
 		code := "run_failed"
 		sse.frame("", "error", map[string]any{"error": apiError{Message: rec.Error, Type: "server_error", Code: &code}})
@@ -557,7 +677,11 @@ func (s *Server) streamRecord(w http.ResponseWriter, rec checkpoint.RunRecord) {
 // the agent.Event as data; then an "error" frame if the run failed and a
 // final "end" frame.
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, ru *run, after int) {
-	sse := startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
+	s.followRun(r, startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), ru, after)
+}
+
+// followRun is streamRun on a stream already started.
+func (s *Server) followRun(r *http.Request, sse *sseWriter, ru *run, after int) {
 	ok := s.follow(r.Context(), ru, after, sse, func(ev agent.Event) {
 		sse.frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
 	}, func() {

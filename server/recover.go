@@ -189,12 +189,20 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 	if err := json.Unmarshal(rec.Input, &in); err != nil {
 		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted and could not read this run's input")
 	}
-	// A later run on the thread means this one was overtaken (the client
-	// went on); its input is never run again.
+	// A later turn on the thread means this run was overtaken (the client
+	// went on); its input is never run again. A later answer does not
+	// overtake an answer: concurrent steps' approvals are answered one
+	// after the other.
 	if newest, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: rec.Thread, Limit: 1}); err != nil {
 		return false, err
 	} else if len(newest) > 0 && newest[0].Seq > rec.Seq {
-		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted before this run finished, and a later run on the thread replaced it; nothing more of this run will be done")
+		later, _, err := s.neighbours(ctx, rec)
+		if err != nil {
+			return false, err
+		}
+		if slices.ContainsFunc(later, func(k runKind) bool { return k != kindAnswer || in.Kind != kindAnswer }) {
+			return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted before this run finished, and a later run on the thread replaced it; nothing more of this run will be done")
+		}
 	}
 	st, status, err := s.cfg.Runner.State(ctx, rec.Thread)
 	unknown := errors.Is(err, agent.ErrUnknownThread)
@@ -209,8 +217,15 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 		t := in.Turn
 		sp.kind, sp.turn = kindTurn, &agent.TurnRequest{Thread: rec.Thread, Input: t.Input, Options: t.Options, MayRaise: t.MayRaise,
 			By: t.By, Metadata: t.Metadata, AllowedCapabilities: t.AllowedCapabilities}
-	case in.Kind == kindAnswer && in.Answer != nil && status == agent.RunInterrupted && s.stillPendingID(ctx, rec.Thread, in.Answer.ApprovalID):
-		// The answer was never taken.
+	case in.Kind == kindAnswer && in.Answer != nil && status == agent.RunCanceled && s.behindCanceled(ctx, rec):
+		// Queued behind a run that was canceled on request: the turn
+		// stopped there, and this answer does not start it again.
+		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the run this answer waited for was canceled, so the answer was not carried out; answer again to go on")
+	case in.Kind == kindAnswer && in.Answer != nil && (status == agent.RunCanceled ||
+		status == agent.RunInterrupted && s.stillPendingID(ctx, rec.Thread, in.Answer.ApprovalID)):
+		// The answer was never taken, or taken and cut short (the
+		// checkpoint holds it): carryOut continues either way, never
+		// resuming without the answer.
 		a := in.Answer
 		sp.kind, sp.answer = kindAnswer, &agent.Answer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By}
 	case status == agent.RunCanceled:
@@ -240,7 +255,12 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 	if err != nil {
 		var re *RequestError
 		if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
-			return false, nil // a client's run of this server got there first
+			// A run of this server got there first (a client's, another
+			// recovered one): this one starts when it ends.
+			if s.cluster == nil {
+				s.waitFor(rec.Thread)
+			}
+			return false, nil
 		}
 		return false, err
 	}
@@ -248,6 +268,40 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 	// for it up to a third of a TTL, then gives the record back to the
 	// queue; alone it ends at once. Either way it did not get going here.
 	return r.began(ctx), nil
+}
+
+// neighbours reads the thread's other run records around rec: the kinds
+// of those made after it, and the status of the one made just before it
+// ("" when none).
+func (s *Server) neighbours(ctx context.Context, rec checkpoint.RunRecord) (later []runKind, before checkpoint.RunStatus, err error) {
+	f := checkpoint.RunFilter{Thread: rec.Thread, Limit: recoverPage}
+	for {
+		recs, err := s.records.ListRuns(ctx, f)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, o := range recs { // newest first
+			switch {
+			case o.Seq > rec.Seq:
+				var in runInput
+				_ = json.Unmarshal(o.Input, &in)
+				later = append(later, in.Kind)
+			case o.Seq < rec.Seq:
+				return later, o.Status, nil
+			}
+		}
+		if len(recs) < recoverPage {
+			return later, "", nil
+		}
+		f.Before = recs[len(recs)-1].Seq
+	}
+}
+
+// behindCanceled reports whether the run recorded just before rec on its
+// thread was canceled on request.
+func (s *Server) behindCanceled(ctx context.Context, rec checkpoint.RunRecord) bool {
+	_, before, err := s.neighbours(ctx, rec)
+	return err == nil && before == checkpoint.RunCanceled
 }
 
 // hasOpenRecord reports whether the thread has a run record that has not

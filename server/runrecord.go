@@ -83,6 +83,11 @@ type storedAnswer struct {
 	Approved   *bool       `json:"approved,omitempty"`
 	Plan       *state.Plan `json:"plan,omitempty"`
 	By         string      `json:"by,omitempty"`
+	// Beside lists the other approvals the thread waited for when this
+	// answer was accepted (concurrent steps each ask): an answer to one of
+	// them that arrives while this one is carried out is queued behind it
+	// (queueAnswer) rather than refused.
+	Beside []string `json:"beside,omitempty"`
 }
 
 // runResult is a record's Result: what a repeated request is answered.
@@ -128,6 +133,9 @@ type runSpec struct {
 	// request digests what the client asked (requestDigest, chatTurn.digest);
 	// "" derives it from the spec.
 	request string
+	// beside: for an answer, the other approvals pending beside it
+	// (storedAnswer.Beside).
+	beside []string
 }
 
 // fn is the agent call that runs the spec.
@@ -141,7 +149,7 @@ func (sp runSpec) fn(s *Server) func(ctx context.Context) iter.Seq2[agent.Event,
 	case sp.kind == kindAnswer:
 		ans := *sp.answer
 		return func(ctx context.Context) iter.Seq2[agent.Event, error] {
-			return s.cfg.Runner.Resume(ctx, sp.thread, ans)
+			return s.carryOut(ctx, sp.thread, ans)
 		}
 	}
 	return func(ctx context.Context) iter.Seq2[agent.Event, error] {
@@ -156,7 +164,7 @@ func (sp runSpec) input() (json.RawMessage, error) {
 		in.Turn = &storedTurn{Input: t.Input, Options: t.Options, MayRaise: t.MayRaise, By: t.By, Metadata: t.Metadata, AllowedCapabilities: t.AllowedCapabilities}
 	}
 	if a := sp.answer; a != nil {
-		in.Answer = &storedAnswer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By}
+		in.Answer = &storedAnswer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By, Beside: sp.beside}
 	}
 	return json.Marshal(in)
 }

@@ -92,6 +92,11 @@ type run struct {
 	// recStatus the status finishRecord wrote.
 	implicitKey string
 	recStatus   checkpoint.RunStatus
+	// answering is the approval an answer's run carries out, beside the
+	// approvals pending with it (storedAnswer.Beside), for an answer to
+	// one of them that arrives before the run's record is read.
+	answering string
+	beside    []string
 }
 
 // markBegun closes begun once (r.mu held).
@@ -249,6 +254,13 @@ func (r *run) since(after int) ([]agent.Event, <-chan struct{}, bool) {
 	return r.events[start:n:n], r.notify, r.finished
 }
 
+// isFinished reports whether the run has ended.
+func (r *run) isFinished() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.finished
+}
+
 // result returns how the run ended (valid once finished).
 func (r *run) result() (agent.RunStatus, error, bool) {
 	r.mu.Lock()
@@ -378,6 +390,9 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 	}
 	if strings.HasPrefix(sp.key, implicitKeyPrefix) {
 		r.implicitKey = sp.key
+	}
+	if sp.kind == kindAnswer && sp.answer != nil {
+		r.answering, r.beside = sp.answer.ApprovalID, sp.beside
 	}
 	if limited {
 		m.active[c.key()]++
@@ -595,6 +610,9 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 		m.drop(r)
 	}
 	m.mu.Unlock()
+	if m.s.cluster == nil && !shutdown {
+		m.s.afterRun(r.Thread) // a queued answer goes on (answers.go)
+	}
 	if handBack {
 		// Back in the queue (finishRecord): whoever runs it next, the
 		// requests following it here follow it from the store, as a

@@ -49,6 +49,9 @@ type Server struct {
 	// hosts are the names the server answers to (browser.go).
 	hosts   *hostGuard
 	handler http.Handler
+	// next notes the threads with a recorded run waiting for the run on
+	// the thread to end (answers.go).
+	next nextRuns
 
 	mu   sync.Mutex
 	http *http.Server

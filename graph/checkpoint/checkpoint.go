@@ -116,6 +116,20 @@ type Store interface {
 	DeleteThread(ctx context.Context, threadID string) error
 }
 
+// TuplePutter is implemented by a Store that can write a checkpoint and
+// pending writes against it in one durable transaction: after a crash both
+// are there or neither is, and no reader sees the checkpoint without them.
+// The engine stores a human's answer to an interrupt so (the answer's
+// checkpoint and its resume writes); with a Store that lacks it, a crash
+// between the checkpoint and its writes loses the answer, and the thread
+// reads as cut rather than interrupted. Every store of this module
+// implements it; so must a wrapper around one (forward the method).
+type TuplePutter interface {
+	// PutTuple stores t.Checkpoint as Put does and t.Writes against it as
+	// PutWrites does, all or nothing.
+	PutTuple(ctx context.Context, t Tuple) error
+}
+
 // MatchMetadata reports whether md contains every key of filter with the same value.
 func MatchMetadata(md, filter map[string]string) bool {
 	for k, v := range filter {

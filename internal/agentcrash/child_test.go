@@ -192,7 +192,10 @@ type leasingStore interface {
 	checkpoint.Leaser
 }
 
-var _ checkpoint.Leaser = ackStore{}
+var (
+	_ checkpoint.Leaser      = ackStore{}
+	_ checkpoint.TuplePutter = ackStore{}
+)
 
 func (s ackStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err := s.leasingStore.Put(ctx, cp); err != nil {
@@ -202,6 +205,17 @@ func (s ackStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if cp.NotBefore.After(time.Now()) {
 		s.say("WAIT %s", cp.ThreadID)
 	}
+	return nil
+}
+
+// PutTuple stores an answer with its checkpoint in one transaction, as
+// the SQLite store does under the agent; the checkpoint is acknowledged
+// once both are.
+func (s ackStore) PutTuple(ctx context.Context, t checkpoint.Tuple) error {
+	if err := s.leasingStore.(checkpoint.TuplePutter).PutTuple(ctx, t); err != nil {
+		return err
+	}
+	s.say("ACK %s %d %s", t.Checkpoint.ThreadID, t.Checkpoint.Step, t.Checkpoint.ID)
 	return nil
 }
 

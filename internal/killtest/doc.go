@@ -1,5 +1,5 @@
 // Package killtest is the harness the kill -9 tests share (internal/crashtest,
-// internal/agentcrash): the parent re-executes the test binary as a child with
+// internal/agentcrash, internal/servercrash, internal/answercrash): the parent re-executes the test binary as a child with
 // an environment, reads the child's stdout line by line, SIGKILLs it at a
 // random moment (now and then soon after start, otherwise soon after the first
 // trigger line) and reports whether the kill landed; the child prints whole

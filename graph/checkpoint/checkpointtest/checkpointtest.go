@@ -25,7 +25,8 @@ const Precision = time.Microsecond
 // Run runs the conformance suite against the stores newStore returns,
 // including the lease cases (lease.go) when the store is a checkpoint.Leaser,
 // the record log cases (records.go) when it is a checkpoint.RecordLog and
-// the run record cases (runs.go) when it is a checkpoint.RunStore and
+// the run record cases (runs.go) when it is a checkpoint.RunStore, the
+// tuple cases (tuple.go) when it is a checkpoint.TuplePutter and
 // the pruning cases (prune.go) when it is a checkpoint.Pruner. newStore
 // is called once per subtest and must return an empty store; it should register
 // its own cleanup with t.Cleanup.
@@ -68,6 +69,18 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 				return
 			}
 			tc.fn(t, rs)
+		})
+	}
+	// Tuple cases run for stores that are a checkpoint.TuplePutter (all of
+	// ours; tuple.go).
+	for _, tc := range tupleCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			tp, ok := s.(checkpoint.TuplePutter)
+			if !ok {
+				return
+			}
+			tc.fn(t, s, tp)
 		})
 	}
 	// Pruning cases run for stores that are a checkpoint.Pruner (all of

@@ -43,8 +43,9 @@ type thread struct {
 func New() *Store { return &Store{threads: make(map[string]*thread)} }
 
 var (
-	_ checkpoint.Store  = (*Store)(nil)
-	_ checkpoint.Leaser = (*Store)(nil)
+	_ checkpoint.Store       = (*Store)(nil)
+	_ checkpoint.Leaser      = (*Store)(nil)
+	_ checkpoint.TuplePutter = (*Store)(nil)
 )
 
 // Put stores a copy of a checkpoint, normalised like the durable stores do
@@ -59,6 +60,11 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.putLocked(ctx, cp)
+}
+
+// putLocked is Put with s.mu held.
+func (s *Store) putLocked(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err := s.Fence(ctx, cp.ThreadID); err != nil {
 		return err
 	}
@@ -113,6 +119,32 @@ func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, wr
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.putWritesLocked(ctx, threadID, id, writes)
+}
+
+// PutTuple stores a checkpoint and its pending writes under one lock: no
+// reader sees the checkpoint without them.
+func (s *Store) PutTuple(ctx context.Context, tu checkpoint.Tuple) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cp := tu.Checkpoint
+	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateWrites(cp.ThreadID, cp.ID, tu.Writes); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.putLocked(ctx, cp); err != nil {
+		return err
+	}
+	return s.putWritesLocked(ctx, cp.ThreadID, cp.ID, tu.Writes)
+}
+
+// putWritesLocked is PutWrites with s.mu held.
+func (s *Store) putWritesLocked(ctx context.Context, threadID string, id uuid.UUID, writes []checkpoint.Write) error {
 	if err := s.Fence(ctx, threadID); err != nil {
 		return err
 	}

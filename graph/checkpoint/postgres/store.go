@@ -31,7 +31,10 @@ type Store struct {
 	recordsReady, runsReady atomic.Bool
 }
 
-var _ checkpoint.Store = (*Store)(nil)
+var (
+	_ checkpoint.Store       = (*Store)(nil)
+	_ checkpoint.TuplePutter = (*Store)(nil)
+)
 
 type queries struct {
 	threadLockShared, threadLock                                                                              string
@@ -253,6 +256,66 @@ func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, wr
 	}
 	return nil
 }
+
+// PutTuple stores a checkpoint and its pending writes in one transaction:
+// after a crash both are there or neither is. Fenced (checkpoint.WithLease)
+// like Put: a lost lease writes nothing.
+func (s *Store) PutTuple(ctx context.Context, t checkpoint.Tuple) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cp := t.Checkpoint
+	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateWrites(cp.ThreadID, cp.ID, t.Writes); err != nil {
+		return err
+	}
+	md, err := sqlrow.MapArg(cp.Metadata)
+	if err != nil {
+		return fmt.Errorf("postgres: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	args := []any{cp.ThreadID, cp.ID, idArg(cp.ParentID), idArg(cp.RunID), cp.Step,
+		blobArg(cp.State), sliceArg(cp.Next), timeArg(cp.NotBefore), md, timeArg(cp.Created)}
+	lease, fenced := checkpoint.LeaseFrom(ctx, cp.ThreadID)
+	pruneOpts, prune := checkpoint.PruningFrom(ctx, cp)
+	var lost bool
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.q.threadLockShared, cp.ThreadID, s.lockSeed); err != nil {
+			return err
+		}
+		if fenced {
+			tag, err := tx.Exec(ctx, s.q.fencedPut, append(args, lease.Owner)...)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				lost = true
+				return errLeaseLost
+			}
+		} else if _, err := tx.Exec(ctx, s.q.put, args...); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		for _, w := range t.Writes {
+			b.Queue(s.q.putWrite, cp.ThreadID, cp.ID, w.Task, string(w.Kind), blobArg(w.Value))
+		}
+		if prune {
+			b.Queue(s.q.prunePut, []string{cp.ThreadID}, timeArg(pruneOpts.FinishedBefore), cp.ID)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	switch {
+	case lost:
+		return s.lost(ctx, lease)
+	case err != nil:
+		return fmt.Errorf("postgres: put %s/%s with its writes: %w", cp.ThreadID, cp.ID, err)
+	}
+	return nil
+}
+
+// errLeaseLost rolls back a PutTuple whose fenced put wrote nothing.
+var errLeaseLost = errors.New("postgres: lease lost")
 
 // Get returns a checkpoint and its pending writes; uuid.Nil means the latest.
 func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpoint.Tuple, error) {

@@ -55,8 +55,9 @@ type Stats struct {
 func (s *Store) Stats() Stats { return Stats{Commits: s.commits.Load(), Writes: s.writes.Load()} }
 
 var (
-	_ checkpoint.Store  = (*Store)(nil)
-	_ checkpoint.Leaser = (*Store)(nil)
+	_ checkpoint.Store       = (*Store)(nil)
+	_ checkpoint.Leaser      = (*Store)(nil)
+	_ checkpoint.TuplePutter = (*Store)(nil)
 )
 
 // New opens (creating if needed) the database at cfg.Path and migrates its schema.
@@ -146,13 +147,47 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
 		return err
 	}
+	apply, err := s.putCheckpoint(ctx, cp)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, cp.ThreadID, apply)
+}
+
+// PutTuple stores a checkpoint and its pending writes in one transaction:
+// after a crash both are there or neither is.
+func (s *Store) PutTuple(ctx context.Context, t checkpoint.Tuple) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cp := t.Checkpoint
+	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateWrites(cp.ThreadID, cp.ID, t.Writes); err != nil {
+		return err
+	}
+	put, err := s.putCheckpoint(ctx, cp)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, cp.ThreadID, func(ctx context.Context, tx *sql.Tx) error {
+		if err := put(ctx, tx); err != nil {
+			return err
+		}
+		return s.putWrites(ctx, tx, cp.ThreadID, cp.ID, t.Writes)
+	})
+}
+
+// putCheckpoint encodes cp and returns what writes it in a transaction.
+func (s *Store) putCheckpoint(ctx context.Context, cp checkpoint.Checkpoint) (func(context.Context, *sql.Tx) error, error) {
 	next, err := sqlrow.JSONArg(cp.Next)
 	if err != nil {
-		return fmt.Errorf("sqlite: encode next of %s/%s: %w", cp.ThreadID, cp.ID, err)
+		return nil, fmt.Errorf("sqlite: encode next of %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
 	md, err := sqlrow.MapArg(cp.Metadata)
 	if err != nil {
-		return fmt.Errorf("sqlite: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
+		return nil, fmt.Errorf("sqlite: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
 	pruneOpts, prune := checkpoint.PruningFrom(ctx, cp)
 	state, deflated := cp.State, false
@@ -161,7 +196,7 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		// kept, not on a step's checkpoint the run's end will prune.
 		state, deflated = deflateState(cp.State)
 	}
-	return s.write(ctx, cp.ThreadID, func(ctx context.Context, tx *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, s.stmts.putCheckpoint).ExecContext(ctx,
 			cp.ThreadID, cp.ID[:], idArg(cp.ParentID), idArg(cp.RunID), cp.Step, blobArg(state),
 			next, timeArg(cp.NotBefore), md, timeArg(cp.Created), deflated)
@@ -179,7 +214,7 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 			return s.pruneThread(ctx, tx, cp.ThreadID, pruneOpts, &res)
 		}
 		return nil
-	})
+	}, nil
 }
 
 // PutWrites stores pending writes against an existing checkpoint; a write
@@ -203,14 +238,19 @@ func (s *Store) PutWrites(ctx context.Context, threadID string, id uuid.UUID, wr
 		if err != nil {
 			return fmt.Errorf("sqlite: put writes %s/%s: %w", threadID, id, err)
 		}
-		for _, w := range writes {
-			_, err := tx.StmtContext(ctx, s.stmts.putWrite).ExecContext(ctx, threadID, id[:], w.Task, string(w.Kind), blobArg(w.Value))
-			if err != nil {
-				return fmt.Errorf("sqlite: put write %s/%s of %s/%s: %w", w.Task, w.Kind, threadID, id, err)
-			}
-		}
-		return nil
+		return s.putWrites(ctx, tx, threadID, id, writes)
 	})
+}
+
+// putWrites inserts pending writes of a checkpoint in tx.
+func (s *Store) putWrites(ctx context.Context, tx *sql.Tx, threadID string, id uuid.UUID, writes []checkpoint.Write) error {
+	for _, w := range writes {
+		_, err := tx.StmtContext(ctx, s.stmts.putWrite).ExecContext(ctx, threadID, id[:], w.Task, string(w.Kind), blobArg(w.Value))
+		if err != nil {
+			return fmt.Errorf("sqlite: put write %s/%s of %s/%s: %w", w.Task, w.Kind, threadID, id, err)
+		}
+	}
+	return nil
 }
 
 // Get returns a checkpoint and its pending writes from one read snapshot.
