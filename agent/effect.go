@@ -42,8 +42,10 @@ const reconcileTimeout = 30 * time.Second
 type attemptLog struct {
 	// last is the latest started or ended record (nil: none).
 	last *AuditRecord
-	// approved lists the approval ids already recorded as approved.
+	// approved lists the approval ids already recorded as approved; asked
+	// maps each approval id asked to when it was first asked.
 	approved []string
+	asked    map[string]time.Time
 }
 
 // attemptRecords reads the audit records of the attempt with key.
@@ -63,6 +65,13 @@ func (a *Agent) attemptRecords(ctx context.Context, thread, key string) (attempt
 			l.last = &r
 		case AuditApproved:
 			l.approved = append(l.approved, r.ApprovalID)
+		case AuditAsked:
+			if _, ok := l.asked[r.ApprovalID]; !ok {
+				if l.asked == nil {
+					l.asked = map[string]time.Time{}
+				}
+				l.asked[r.ApprovalID] = r.Time
+			}
 		}
 	}
 	return l, nil

@@ -494,6 +494,9 @@ func TestEffectParallelWritesApprovedOnTheirOwn(t *testing.T) {
 				t.Errorf("the rejection hides what was written: %q", msg.Content)
 			}
 			finalState(t, a, "t")
+			if asked := audits(t, a, agent.AuditFilter{Thread: "t", Event: agent.AuditAsked}); len(asked) != 2 {
+				t.Errorf("%d asked records, want one per card (a card asked again after its sibling's answer is the same question)", len(asked))
+			}
 			for target, answer := range tc.answers {
 				want := map[string]string{"yes": "approved", "no": "rejected"}[answer]
 				recs := audits(t, a, agent.AuditFilter{Thread: "t", Event: want})

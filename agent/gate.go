@@ -162,6 +162,13 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		if why != "" {
 			ap.Summary = "Asked again: " + why + " since the approval. " + ap.Summary
 		}
+		if first, ok := log.asked[id]; ok {
+			// The same question again (a sibling's answer re-entered this
+			// step, or a crash did): it keeps the time it was first asked,
+			// so its expiry and a chat's token stay, and is on record once.
+			ap.Created, ap.Expires = first, a.expires(first)
+			return gateResult{err: graph.Interrupt(ap)}
+		}
 		asked := rec
 		asked.Event, asked.ApprovalID, asked.Before, asked.Message = AuditAsked, id, before, why
 		a.auditBestEffort(ctx, asked)
