@@ -14,6 +14,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -139,13 +140,17 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		}
 		return gateResult{update: &u}
 	}
-	var intent state.Intent
+	var asked intent.Intent
 	if s.Turn.Task != nil {
-		intent = s.Turn.Task.Intent
+		asked = s.Turn.Task.Intent
 	}
-	if err := intent.Permits(action); err != nil {
+	var current []capabilities.Reading // a relative change is judged against the value now
+	if asked.Relative() {
+		current = readBefore(ctx, c, action)
+	}
+	if err := asked.Permits(action, current); err != nil {
 		reason := RefusedNoChangeIntent
-		if errors.Is(err, state.ErrIntentMismatch) {
+		if errors.Is(err, intent.ErrMismatch) {
 			reason = RefusedIntentMismatch
 		}
 		return refuse(reason, fmt.Sprintf("Step %d (%s) was refused and not carried out: %v.", idx+1, action.Summary, err))

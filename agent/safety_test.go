@@ -20,6 +20,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
@@ -37,7 +38,7 @@ type gateWorld struct {
 	mu       sync.Mutex
 	writes   []float64 // values set_value wrote
 	planned  float64
-	intentOf func(input string) state.Intent
+	intentOf func(input string) intent.Intent
 	// failFirst makes set_value's first execution fail RETRIABLE (after
 	// which the approved step is tried again).
 	failFirst bool
@@ -51,12 +52,12 @@ var changeRE = regexp.MustCompile(`(?i)^set .* to ([0-9.]+)`)
 
 // statedIntent is what a task extraction would state: "set … to N" is a
 // change to N, anything else a read.
-func statedIntent(input string) state.Intent {
+func statedIntent(input string) intent.Intent {
 	if m := changeRE.FindStringSubmatch(input); m != nil {
 		v, _ := strconv.ParseFloat(m[1], 64)
-		return state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{{Target: "Q1", Value: &v, Unit: "A"}}}
+		return intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Value: &v, Unit: "A"}}}
 	}
-	return state.Intent{Kind: state.IntentRead}
+	return intent.Intent{Kind: intent.KindRead}
 }
 
 func newGateWorld(planned float64) *gateWorld {
@@ -602,7 +603,7 @@ func (s *cancelLeasing) PutWrites(ctx context.Context, thread string, id uuid.UU
 // An approval binds to the action's digest: an approval for 105 A does not
 // write 150 A, however the step came to describe another value.
 func TestGateApprovalForOneValueDoesNotWriteAnother(t *testing.T) {
-	anyValue := func(string) state.Intent { return state.Intent{Kind: state.IntentChange} } // "raise Q1 a bit": no value stated
+	anyValue := func(string) intent.Intent { return intent.Intent{Kind: intent.KindChange} } // "raise Q1 a bit": no value stated
 	t.Run("step parameters changed in the checkpoint after the question", func(t *testing.T) {
 		for _, noAction := range []bool{false, true} {
 			store, _ := newSQLite(t)

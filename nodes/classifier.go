@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/prompts"
 	"github.com/capgraph/capgraph/state"
@@ -135,7 +136,7 @@ func reclassReason(e *state.ErrorInfo) string {
 // candidates are the capabilities the classifier decides on: all but the
 // always-active ones, and without side effects unless the user asks for a
 // change (the model is not even asked about them).
-func (n *ClassifierNode) candidates(intent state.Intent) []capabilities.Capability {
+func (n *ClassifierNode) candidates(intent intent.Intent) []capabilities.Capability {
 	allow := allowedFor(n.cfg.Registry, intent)
 	var out []capabilities.Capability
 	for _, c := range n.cfg.Registry.All() {
@@ -160,7 +161,7 @@ func (n *ClassifierNode) info(c capabilities.Capability) prompts.ClassifierCapab
 // classify selects from the candidates the intent allows; retry is the
 // previous attempt's format error (for retryCap's question in
 // per-capability mode).
-func (n *ClassifierNode) classify(ctx context.Context, task, input, previous string, retry prompts.FormatRetry, retryCap string, intent state.Intent) (selected []string, calls []call, offline bool, err error) {
+func (n *ClassifierNode) classify(ctx context.Context, task, input, previous string, retry prompts.FormatRetry, retryCap string, intent intent.Intent) (selected []string, calls []call, offline bool, err error) {
 	cands := n.candidates(intent)
 	if len(cands) == 0 {
 		return nil, nil, !n.online(llm.RoleClassifier), nil
@@ -256,7 +257,7 @@ func parseMatch(reply string) (bool, error) {
 // (with a NotSelected event) unless its failure is CRITICAL or FATAL (a
 // rejected key fails every call alike) or every call failed: then the
 // classifier fails.
-func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previous string, cands []capabilities.Capability, retry prompts.FormatRetry, retryCap string, intent state.Intent) ([]string, []call, bool, error) {
+func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previous string, cands []capabilities.Capability, retry prompts.FormatRetry, retryCap string, intent intent.Intent) ([]string, []call, bool, error) {
 	type result struct {
 		match bool
 		calls []call
@@ -360,7 +361,7 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 // allows; a follow-up that refers back is classified by its own words
 // (docs/models.md, "Offline mode", and docs/safety.md, "Selection and
 // planning").
-func (n *ClassifierNode) offlineSelect(task, input string, intent state.Intent) []string {
+func (n *ClassifierNode) offlineSelect(task, input string, intent intent.Intent) []string {
 	ix := n.lexical(intent)
 	text := task
 	if msg, ok := followUpText(task, input); ok {
@@ -371,7 +372,7 @@ func (n *ClassifierNode) offlineSelect(task, input string, intent state.Intent) 
 	return n.withChange(ix, text, ix.selectLexical(text, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), intent)
 }
 
-func (n *ClassifierNode) withChange(ix *lexicalIndex, text string, sel []string, intent state.Intent) []string {
+func (n *ClassifierNode) withChange(ix *lexicalIndex, text string, sel []string, intent intent.Intent) []string {
 	if !intent.IsChange() {
 		return sel
 	}
@@ -404,7 +405,7 @@ func followUpText(task, input string) (string, bool) {
 // lexical indexes the registry as it is now (building it takes microseconds,
 // and capabilities registered after the node was built are included),
 // without the capabilities the intent does not allow.
-func (n *ClassifierNode) lexical(intent state.Intent) *lexicalIndex {
+func (n *ClassifierNode) lexical(intent intent.Intent) *lexicalIndex {
 	allow := allowedFor(n.cfg.Registry, intent)
 	return newLexicalIndex(slices.DeleteFunc(n.cfg.Registry.All(), func(c capabilities.Capability) bool { return !allow(c.Name()) }))
 }

@@ -3,10 +3,11 @@ package nodes
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/state"
+	"github.com/capgraph/capgraph/intent"
 )
 
 // expandDependencies adds, transitively, the provider of every context type
@@ -70,8 +71,8 @@ func providedBy(reg *capabilities.Registry, in map[string]bool, typ string) bool
 // and reported in skipped. A side-effecting capability is planned only when
 // the intent is a change (the classifier withholds it otherwise; this is
 // the backstop).
-func dependencyPlan(reg *capabilities.Registry, active []string, store capabilities.ContextStore, task string, turn int, intent state.Intent) (steps []capabilities.PlannedStep, skipped []string) {
-	allow := allowedFor(reg, intent)
+func dependencyPlan(reg *capabilities.Registry, active []string, store capabilities.ContextStore, task string, turn int, in intent.Intent) (steps []capabilities.PlannedStep, skipped []string) {
+	allow := allowedFor(reg, in)
 	activeSet := map[string]bool{}
 	for _, n := range active {
 		if allow(n) {
@@ -121,6 +122,13 @@ func dependencyPlan(reg *capabilities.Registry, active []string, store capabilit
 		if !goal {
 			objective = providerObjective(c, task)
 		}
+		if capabilities.HasSideEffects(c) {
+			// The change in the user's own words, not the task's (a model
+			// may have written it): "Set Q1 to 105 A".
+			if o, ok := changeObjective(in); ok {
+				objective = o
+			}
+		}
 		out := ""
 		if p := c.Provides(); len(p) > 0 {
 			out = p[0]
@@ -139,6 +147,25 @@ func dependencyPlan(reg *capabilities.Registry, active []string, store capabilit
 	}
 	steps = append(steps, respondStep(task))
 	return steps, skipped
+}
+
+// changeObjective states the one change of an intent as a side-effecting
+// step's objective, in the words capabilities parse ("Set Q1 to 105 A");
+// false for several changes or one without a value.
+func changeObjective(in intent.Intent) (string, bool) {
+	if !in.IsChange() || len(in.Changes) != 1 || in.Changes[0].Value == nil {
+		return "", false
+	}
+	c := in.Changes[0]
+	target := c.Target
+	if c.Refers != "" {
+		target += " (" + c.Refers + ")"
+	}
+	v := strconv.FormatFloat(*c.Value, 'g', -1, 64)
+	if c.Unit != "" {
+		v += " " + c.Unit
+	}
+	return "Set " + target + " to " + v, true
 }
 
 // providerObjective is the objective of a step that only prepares another's
@@ -225,7 +252,7 @@ func latest(store capabilities.ContextStore, typ string) (capabilities.ContextEn
 
 // allowedFor admits every capability when the intent is a change, and only
 // those without side effects otherwise.
-func allowedFor(reg *capabilities.Registry, intent state.Intent) func(string) bool {
+func allowedFor(reg *capabilities.Registry, intent intent.Intent) func(string) bool {
 	return func(name string) bool {
 		if intent.IsChange() {
 			return true
@@ -237,7 +264,7 @@ func allowedFor(reg *capabilities.Registry, intent state.Intent) func(string) bo
 
 // withholdSideEffects removes the side-effecting capabilities from a
 // selection when the user did not ask for a change.
-func withholdSideEffects(reg *capabilities.Registry, selected []string, intent state.Intent) (kept, withheld []string) {
+func withholdSideEffects(reg *capabilities.Registry, selected []string, intent intent.Intent) (kept, withheld []string) {
 	allow := allowedFor(reg, intent)
 	for _, n := range selected {
 		if allow(n) {

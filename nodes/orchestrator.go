@@ -7,6 +7,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/prompts"
 	"github.com/capgraph/capgraph/state"
@@ -129,7 +130,7 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 
 // intentForPlanner says the intent in the planner's prompt: what a step
 // that changes the outside world may do.
-func intentForPlanner(in state.Intent) string {
+func intentForPlanner(in intent.Intent) string {
 	if !in.IsChange() {
 		return fmt.Sprintf("%s. The user did not ask to change anything: plan no step with a capability that changes the outside world (such a plan is rejected).", in.Summary())
 	}
@@ -137,9 +138,9 @@ func intentForPlanner(in state.Intent) string {
 }
 
 // intentOf is the turn's intent (a read when no task was extracted).
-func intentOf(t state.Turn) state.Intent {
+func intentOf(t state.Turn) intent.Intent {
 	if t.Task == nil {
-		return state.Intent{}
+		return intent.Intent{}
 	}
 	return t.Task.Intent
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/prompts"
 	"github.com/capgraph/capgraph/state"
@@ -288,7 +289,7 @@ func lastError(t state.Turn, step int) string {
 // hypotheticalNote ends an offline answer to a hypothetical question: the
 // template responder cannot predict, so it says so and that nothing changed.
 func hypotheticalNote(t state.Turn) string {
-	if intentOf(t).Kind != state.IntentHypothetical {
+	if intentOf(t).Kind != intent.KindHypothetical {
 		return ""
 	}
 	return "\n\nNothing was changed: you asked what would happen, which offline mode cannot predict; the results above (if any) show the present state."
