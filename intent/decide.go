@@ -56,6 +56,21 @@ func Decide(rules Finding, model *Intent) (Intent, string) {
 		strings.Join(differ, "; "), strings.TrimPrefix(in.Summary(), "change: "))
 }
 
+// Includes reports whether c is one of the intent's changes: the same
+// numbered names each way, and the same value (in its units) or amount. A
+// model's task text is held to it (only the user's changes may be in it).
+func (i Intent) Includes(c RequestedChange) bool {
+	if !i.IsChange() {
+		return false
+	}
+	for _, rc := range i.Changes {
+		if sameTarget(rc, c.named()) && sameStated(rc, c) {
+			return true
+		}
+	}
+	return false
+}
+
 // sameTarget: the model's target and the user's name the same numbered
 // things, each way.
 func sameTarget(rc RequestedChange, target string) bool {
@@ -70,7 +85,7 @@ func sameStated(rc, mc RequestedChange) bool {
 	case rc.Value != nil:
 		return mc.Value != nil && sameQuantity(*rc.Value, rc.Unit, *mc.Value, mc.Unit)
 	case rc.By != nil:
-		return mc.Value == nil && (mc.By == nil || *mc.By == *rc.By)
+		return mc.Value == nil && (mc.By == nil || *mc.By == *rc.By && mc.Unit == rc.Unit)
 	}
 	return mc.Value == nil && mc.By == nil
 }

@@ -149,7 +149,7 @@ next:
 		for _, rc := range fit {
 			switch {
 			case rc.Value != nil:
-				if sameQuantity(*rc.Value, rc.Unit, v.value, v.unit) {
+				if sameQuantity(*rc.Value, rc.Unit, v.value, v.unit) || !final && v.unit == "" && prefixedSame(*rc.Value, rc.Unit, v.value) {
 					continue next
 				}
 			case rc.By != nil:
@@ -170,6 +170,25 @@ next:
 		return fmt.Errorf("%w: %s would be set to %s, the user asked for %s", ErrMismatch, shortTarget(ch.Target), v, statedValues(fit))
 	}
 	return nil
+}
+
+// prefixedSame: a planned value without a unit (the planner wrote the
+// number in the target's own unit, which the plan does not say) is the
+// stated value in one of its unit's SI prefixes: 105 for "0.105 kA"
+// (105 A), 610 for "0.61 MV" (610 kV). The gate checks it again in the
+// units the capability states.
+func prefixedSame(want float64, wantUnit string, got float64) bool {
+	u, ok := lookupUnit(wantUnit)
+	if !ok {
+		return false
+	}
+	base := want * u.scale
+	for _, f := range siPrefixes {
+		if sameQuantity(base/f, "", got, "") {
+			return true
+		}
+	}
+	return sameQuantity(base, "", got, "")
 }
 
 // named is the text a change's target is matched by: the target and the

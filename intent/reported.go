@@ -109,8 +109,8 @@ func maskReported(msg string) (string, reportedText) {
 			switch {
 			case reportVerbs[lw]:
 				after = w[1]
-			case w[1] < len(text) && text[w[1]] == ':' && (w[1]+1 == len(text) || text[w[1]+1] == ' ' || text[w[1]+1] == '\n') && labelReports(text, words[:k+1]):
-				after = w[1] + 1
+			case colonAfter(text, w[1]) > 0 && labelReports(text, words[:k+1]):
+				after = colonAfter(text, w[1])
 			default:
 				for _, p := range reportPreps {
 					if k+len(p) <= len(words) && wordsEqual(text, words[k:k+len(p)], p) {
@@ -126,6 +126,22 @@ func maskReported(msg string) (string, reportedText) {
 		}
 	}
 	return string(b), rep
+}
+
+// colonAfter returns the place after a label's colon at i (French puts a
+// space before it: "Note de relève : …"), or -1; a colon inside a word
+// ("BTS:MAG:Q1", "10:30") is none.
+func colonAfter(text string, i int) int {
+	for i < len(text) && text[i] == ' ' {
+		i++
+	}
+	if i >= len(text) || text[i] != ':' {
+		return -1
+	}
+	if i+1 < len(text) && text[i+1] != ' ' && text[i+1] != '\n' {
+		return -1
+	}
+	return i + 1
 }
 
 // labelReports reports whether a label before a colon names a report:

@@ -370,13 +370,18 @@ func shorten(s string) string {
 
 // negatedChange: a negation followed within five words by a change word
 // ("don't change anything", "without changing", "no changes", "do not
-// touch", "ne change rien"), or a change word followed by a negation
-// ("change nothing", "ändere nichts"), in one clause.
+// touch", "ne change rien"), or a change word followed within three words
+// by a negation ("change nothing", "setze Q1 nicht auf…"), in one clause.
 func negatedChange(clauses []clause) bool {
 	for _, c := range clauses {
 		for i, t := range c.toks {
-			if changeWords[t.w] && i+1 < len(c.toks) && afterNegations[c.toks[i+1].w] {
-				return true
+			if changeWords[t.w] || verbOf(t.w) != "" {
+				// "change nothing", "setze Q1 nicht auf…", "ne change rien"
+				for j := i + 1; j < len(c.toks) && j <= i+3; j++ {
+					if afterNegations[c.toks[j].w] {
+						return true
+					}
+				}
 			}
 			if !negationWords[t.w] && !(t.w == "do" && i+1 < len(c.toks) && c.toks[i+1].w == "not") && !strings.HasPrefix(t.w, "n'") {
 				continue

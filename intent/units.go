@@ -204,3 +204,14 @@ func sameQuantity(want float64, wantUnit string, got float64, gotUnit string) bo
 	}
 	return math.Abs(want-got) <= 1e-9*math.Max(1, math.Max(math.Abs(want), math.Abs(got)))
 }
+
+// Convert expresses v, in unit from, in unit to ("0.105 kA" is 105 A);
+// false when either unit is unknown or they measure different things.
+func Convert(v float64, from, to string) (float64, bool) {
+	fu, fok := lookupUnit(strings.TrimSpace(from))
+	tu, tok := lookupUnit(strings.TrimSpace(to))
+	if !fok || !tok || fu.dim != tu.dim {
+		return 0, false
+	}
+	return v * fu.scale / tu.scale, true
+}

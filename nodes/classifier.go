@@ -388,6 +388,18 @@ func (n *ClassifierNode) withChange(ix *lexicalIndex, text string, sel []string,
 			return append(sel, sc.Capability)
 		}
 	}
+	// The words match none (another language than the descriptions'): the
+	// user's change goes to the one capability that changes anything, if
+	// there is one.
+	var changers []string
+	for _, name := range n.cfg.Registry.Names() {
+		if sideEffects(name) {
+			changers = append(changers, name)
+		}
+	}
+	if len(changers) == 1 {
+		return append(sel, changers[0])
+	}
 	return sel
 }
 

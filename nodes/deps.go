@@ -122,11 +122,12 @@ func dependencyPlan(reg *capabilities.Registry, active []string, store capabilit
 		if !goal {
 			objective = providerObjective(c, task)
 		}
+		var params map[string]any
 		if capabilities.HasSideEffects(c) {
-			// The change in the user's own words, not the task's (a model
-			// may have written it): "Set Q1 to 105 A".
-			if o, ok := changeObjective(in); ok {
-				objective = o
+			// The change the user's words ask for, not the task's (a model
+			// may have written it): "Set Q1 to 105 A", "Change Q1 by +5 A".
+			if o, p, ok := changeObjective(in); ok {
+				objective, params = o, p
 			}
 		}
 		out := ""
@@ -134,7 +135,7 @@ func dependencyPlan(reg *capabilities.Registry, active []string, store capabilit
 			out = p[0]
 		}
 		steps = append(steps, capabilities.PlannedStep{ContextKey: key, Capability: name, TaskObjective: objective,
-			ExpectedOutput: out, Inputs: inputs})
+			ExpectedOutput: out, Inputs: inputs, Parameters: params})
 		visited[name] = 2
 		return true
 	}
@@ -150,22 +151,35 @@ func dependencyPlan(reg *capabilities.Registry, active []string, store capabilit
 }
 
 // changeObjective states the one change of an intent as a side-effecting
-// step's objective, in the words capabilities parse ("Set Q1 to 105 A");
-// false for several changes or one without a value.
-func changeObjective(in intent.Intent) (string, bool) {
-	if !in.IsChange() || len(in.Changes) != 1 || in.Changes[0].Value == nil {
-		return "", false
+// step's objective, in the words capabilities parse ("Set Q1 to 105 A"), or
+// for a relative change with parameters by and unit ("Change Q1 by +5 A":
+// the capability works out the value from the value now, and the gate
+// checks it against its own reading); false for several changes or one
+// without a value or amount.
+func changeObjective(in intent.Intent) (string, map[string]any, bool) {
+	if !in.IsChange() || len(in.Changes) != 1 {
+		return "", nil, false
 	}
 	c := in.Changes[0]
 	target := c.Target
 	if c.Refers != "" {
 		target += " (" + c.Refers + ")"
 	}
-	v := strconv.FormatFloat(*c.Value, 'g', -1, 64)
+	unit := ""
 	if c.Unit != "" {
-		v += " " + c.Unit
+		unit = " " + c.Unit
 	}
-	return "Set " + target + " to " + v, true
+	switch {
+	case c.Value != nil:
+		return "Set " + target + " to " + strconv.FormatFloat(*c.Value, 'g', -1, 64) + unit, nil, true
+	case c.By != nil:
+		by := strconv.FormatFloat(*c.By, 'g', -1, 64)
+		if *c.By >= 0 {
+			by = "+" + by
+		}
+		return "Change " + target + " by " + by + unit, map[string]any{"by": *c.By, "unit": c.Unit}, true
+	}
+	return "", nil, false
 }
 
 // providerObjective is the objective of a step that only prepares another's

@@ -134,6 +134,10 @@ func intentForPlanner(in intent.Intent) string {
 	if !in.IsChange() {
 		return fmt.Sprintf("%s. The user did not ask to change anything: plan no step with a capability that changes the outside world (such a plan is rejected).", in.Summary())
 	}
+	if in.Relative() {
+		return fmt.Sprintf("%s. A step that changes the outside world must change exactly what the user stated (target and amount), nothing else. "+
+			"A change by an amount is relative: read the value now in an earlier step and set it to that value plus the amount (it is checked against a fresh reading before anyone is asked).", in.Summary())
+	}
 	return fmt.Sprintf("%s. A step that changes the outside world must change exactly what the user stated (target and value), nothing else.", in.Summary())
 }
 

@@ -72,15 +72,21 @@ func (n *RespondNode) Run(ctx context.Context, s state.State) (state.Update, err
 		calls = append(calls, c)
 		text = strings.TrimSpace(c.text)
 		if c.offline {
-			text = offlineAnswer(data) + hypotheticalNote(t)
+			text = offlineAnswer(data) + hypotheticalNote(t) + understoodNote(t)
 			graph.Emit(ctx, Token{Node: n.name, Text: text})
-		} else if note := finishNote(c); note != "" && text != "" {
-			// Never passed off as complete: the note is streamed and stored with it.
-			graph.Emit(ctx, Token{Node: n.name, Text: "\n\n" + note})
-			text += "\n\n" + note
+		} else {
+			if note := finishNote(c); note != "" && text != "" {
+				// Never passed off as complete: the note is streamed and stored with it.
+				graph.Emit(ctx, Token{Node: n.name, Text: "\n\n" + note})
+				text += "\n\n" + note
+			}
+			if note := understoodNote(t); note != "" && text != "" {
+				graph.Emit(ctx, Token{Node: n.name, Text: note})
+				text += note
+			}
 		}
 	} else {
-		text = offlineAnswer(data) + hypotheticalNote(t)
+		text = offlineAnswer(data) + hypotheticalNote(t) + understoodNote(t)
 		graph.Emit(ctx, Token{Node: n.name, Text: text})
 	}
 	if text == "" {
@@ -293,6 +299,17 @@ func hypotheticalNote(t state.Turn) string {
 		return ""
 	}
 	return "\n\nNothing was changed: you asked what would happen, which offline mode cannot predict; the results above (if any) show the present state."
+}
+
+// understoodNote ends an answer when the user's words sounded like a change
+// the rules would not carry out (no value, a question mark, reported words,
+// a value to restore): what they understood, in the framework's words, so
+// a model's answer cannot leave it out (intent.Intent.Note).
+func understoodNote(t state.Turn) string {
+	if note := intentOf(t).Note; note != "" {
+		return "\n\n" + note
+	}
+	return ""
 }
 
 // offlineAnswer is the template responder: the offline notice, then the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/llm"
@@ -206,22 +205,15 @@ func (n *TaskExtractionNode) resolveIntent(ctx context.Context, s state.State, t
 }
 
 // taskAgrees reports whether a model's task text asks for no change the
-// intent does not: read by the same rules, a change in it must be one the
-// intent permits (its targets named, its values stated).
+// intent does not: read by the same rules, each change in it must be one
+// of the intent's (intent.Intent.Includes: its targets, its values).
 func taskAgrees(text string, in intent.Intent) bool {
 	f := intent.FromMessage(text)
 	if !f.Intent.IsChange() {
 		return true
 	}
-	if !in.IsChange() {
-		return false
-	}
 	for _, c := range f.Intent.Changes {
-		ch := capabilities.Change{Target: c.Target, Unit: c.Unit}
-		if c.Value != nil {
-			ch.Value = *c.Value
-		}
-		if in.PermitsPlanned(capabilities.Action{Changes: []capabilities.Change{ch}}) != nil {
+		if !in.Includes(c) {
 			return false
 		}
 	}
@@ -293,7 +285,8 @@ const followUpJoin = " — follow-up: "
 
 var (
 	followUpStarts = []string{"and ", "and,", "what about", "how about", "also", "same ", "now ", "then ", "ok ", "okay "}
-	followUpRefs   = map[string]bool{"it": true, "its": true, "that": true, "those": true, "them": true, "this": true, "these": true, "there": true, "same": true}
+	followUpRefs   = map[string]bool{"it": true, "its": true, "that": true, "those": true, "them": true, "this": true, "these": true, "there": true, "same": true,
+		"ihn": true, "ihm": true, "dessen": true, "davon": true, "cela": true}
 )
 
 // refersBack reports whether a message has a word referring back ("it",
