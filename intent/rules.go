@@ -43,6 +43,7 @@ const (
 	ReasonUnclear      = "unclear: a change verb without a value the rules can use"
 	ReasonRestore      = "restore: a change back to an earlier value, which the message does not state"
 	ReasonNoChange     = "read: no imperative change with a value"
+	ReasonTooLong      = "read: the message is longer than a change request (MaxChangeMessage)"
 )
 
 // token is one word of a message, lower-cased, with its place in the
@@ -280,8 +281,22 @@ var restorePattern = regexp.MustCompile(`\b(?:restore|revert|undo|roll ?back|(?:
 	`zurücksetzen|zuruecksetzen|zurück|zurueck|wiederherstellen|rückgängig|rueckgaengig|vorherigen wert|` +
 	`restaure|restaurer|rétablis|rétablir|retablis|remets|remettre|annule|annuler|valeur précédente|valeur d'hier)`)
 
+// MaxChangeMessage bounds the messages the rules read a change from (in
+// bytes): an operator asks for a change in a sentence or two, and a longer
+// message (a pasted log, a report) is read as no change — which also keeps
+// the rules' cost bounded whatever is sent.
+const MaxChangeMessage = 4000
+
 // FromMessage applies the rules to one user message.
 func FromMessage(msg string) Finding {
+	if len(msg) > MaxChangeMessage {
+		in := Intent{Kind: KindRead}
+		if hasChangeVerb(msg) {
+			in.Note = "Your message is too long to be read as a change request, so nothing will be changed. " +
+				"To change a setting, ask for it in a short message of its own, for example \"set Q1 to 105 A\"."
+		}
+		return Finding{Intent: in, Reason: ReasonTooLong}
+	}
 	masked, reported := maskReported(msg)
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
 	clauses := scan(masked)
@@ -332,7 +347,7 @@ func FromMessage(msg string) Finding {
 	}
 	in := Intent{Kind: KindRead}
 	switch {
-	case restore && (changed || unclear != ""):
+	case restore && (changed || unclear != "" || !question):
 		in.Note = "You asked to go back to an earlier value. Nothing will be changed, because a value to set must be in your own words: " +
 			"look up the value (for example its history), then ask for it, for example \"set Q1 to 92 A\"."
 		return Finding{Intent: in, Reason: ReasonRestore}
