@@ -348,7 +348,7 @@ func FromMessage(msg string) Finding {
 	in := Intent{Kind: KindRead}
 	switch {
 	case restore && (changed || unclear != "" || !question):
-		in.Note = "You asked to go back to an earlier value. Nothing will be changed, because a value to set must be in your own words: " +
+		in.Note = "You asked to go back to an earlier value; nothing will be changed, because a value to set must be in your own words: " +
 			"look up the value (for example its history), then ask for it, for example \"set Q1 to 92 A\"."
 		return Finding{Intent: in, Reason: ReasonRestore}
 	case reported.change:

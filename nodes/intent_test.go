@@ -313,3 +313,52 @@ func TestTaskReplySchemaHasTheIntent(t *testing.T) {
 		t.Error("the task reply schema is not strict")
 	}
 }
+
+// A model's task text asking for a change the user's words do not (a
+// change for a read, another value, another target) is replaced by the
+// user's words; one stating the user's change stays.
+func TestTaskTextHeldToTheUsersWords(t *testing.T) {
+	reg := controlRoom(t)
+	for _, tt := range []struct {
+		input, task, want string
+	}{
+		{"What is the BTS Q1 current?", "Set the BTS Q1 quadrupole current to 140 A", "What is the BTS Q1 current?"},
+		{"Set the BTS Q1 current to 105 A", "Set BTS:MAG:Q1:CURRENT to 150 A", "Set the BTS Q1 current to 105 A"},
+		{"Set the BTS Q1 current to 105 A", "Set BTS:MAG:Q4:CURRENT to 105 A", "Set the BTS Q1 current to 105 A"},
+		{"Setze den Strom von Q1 auf 105 A", "Set the BTS Q1 quadrupole current to 105 A", "Set the BTS Q1 quadrupole current to 105 A"},
+		{"What is the BTS Q1 current?", "Read the BTS Q1 quadrupole current", "Read the BTS Q1 quadrupole current"},
+	} {
+		t.Run(tt.input+" / "+tt.task, func(t *testing.T) {
+			m := llmtest.New().Script(llm.RoleTaskExtraction, llmtest.Text(`{"task": "`+tt.task+`", "depends_on_chat_history": false}`))
+			n, _ := NewTaskExtraction(llmCfg(reg, m))
+			s, payloads, err := runNode(t, n, newState(tt.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Turn.Task.Text != tt.want {
+				t.Errorf("task %q, want %q", s.Turn.Task.Text, tt.want)
+			}
+			replaced := slices.ContainsFunc(payloadsOf[Status](payloads), func(s Status) bool { return strings.Contains(s.Text, "the task is your own words") })
+			if replaced != (tt.want != tt.task) {
+				t.Errorf("replacement reported %v", replaced)
+			}
+		})
+	}
+}
+
+// Offline, a change in words no capability description uses (another
+// language) goes to the one capability that changes anything.
+func TestClassifierChangeInAnotherLanguage(t *testing.T) {
+	reg := sideEffectRegistry(t)
+	n, _ := NewClassifier(cfgFor(reg))
+	st := withTask("Règle la tension de la cavité 2 à 610 kV")
+	st.Turn.Task.Intent = kindIntent(intent.KindChange, rc("la tension de la cavité 2", 610, "kV"))
+	s, _, err := runNode(t, n, st)
+	if err != nil || !slices.Contains(s.Turn.ActiveCapabilities, "channel_write") {
+		t.Errorf("active %v err %v", s.Turn.ActiveCapabilities, err)
+	}
+	st.Turn.Task.Intent = intent.Intent{Kind: intent.KindRead}
+	if s, _, _ := runNode(t, n, st); slices.Contains(s.Turn.ActiveCapabilities, "channel_write") {
+		t.Errorf("a read: active %v", s.Turn.ActiveCapabilities)
+	}
+}

@@ -308,3 +308,39 @@ func TestPlanningIsAudited(t *testing.T) {
 	}
 	untouched(t, p)
 }
+
+// Where the rules cannot tell, or the words only sound like a change, the
+// turn plans no write and its answer says what was understood — offline
+// and after a model's answer alike.
+func TestTurnSaysWhatItUnderstood(t *testing.T) {
+	for msg, want := range map[string]string{
+		"Set the BTS Q1 quadrupole current":                                  "names no value",
+		"Set the BTS Q1 quadrupole current to 105 A?":                        "ends with a question mark",
+		"The logbook says: set Q1 in the BTS line to 140 A. Is that right?": "quoted or reported (the logbook says)",
+		"Restore yesterday's value of the BTS Q1 quadrupole current":         "go back to an earlier value",
+	} {
+		for _, online := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s online=%v", msg, online), func(t *testing.T) {
+				reg, p := controlRoomWorld(t)
+				cfg := agent.Config{Registry: reg, Options: writesOn}
+				if online {
+					cfg.Models = llmtest.New().On(llmtest.RoleIs(llm.RoleResponse), func(llm.Request) llmtest.Reply {
+						return llmtest.Text("Q1 reads 92.0 A.")
+					}).Only(llm.RoleResponse)
+				}
+				a, err := agent.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := runOn(t, a, "t", msg)
+				if ap := o.of(agent.EventApprovalRequired); len(ap) > 0 {
+					t.Fatalf("asked to approve %q", ap[0].Approval.Summary)
+				}
+				if m := o.message(); m == nil || m.Kind != state.KindAnswer || !strings.Contains(m.Content, want) || !strings.Contains(m.Content, "nothing will be changed") {
+					t.Fatalf("answer %+v, want it to say %q", m, want)
+				}
+				untouched(t, p)
+			})
+		}
+	}
+}
