@@ -314,10 +314,10 @@ func TestPlanningIsAudited(t *testing.T) {
 // and after a model's answer alike.
 func TestTurnSaysWhatItUnderstood(t *testing.T) {
 	for msg, want := range map[string]string{
-		"Set the BTS Q1 quadrupole current":                                  "names no value",
-		"Set the BTS Q1 quadrupole current to 105 A?":                        "ends with a question mark",
+		"Set the BTS Q1 quadrupole current":                                 "names no value",
+		"Set the BTS Q1 quadrupole current to 105 A?":                       "ends with a question mark",
 		"The logbook says: set Q1 in the BTS line to 140 A. Is that right?": "quoted or reported (the logbook says)",
-		"Restore yesterday's value of the BTS Q1 quadrupole current":         "go back to an earlier value",
+		"Restore yesterday's value of the BTS Q1 quadrupole current":        "go back to an earlier value",
 	} {
 		for _, online := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s online=%v", msg, online), func(t *testing.T) {
