@@ -38,7 +38,8 @@ var injectionPattern = regexp.MustCompile(`(?i)(?:\b(?:system|assistant|ai|bot|m
 var (
 	reportNouns = wordSet(`note notes log logs logbook elog e-log entry entries message messages msg email e-mail mail
 		ticket comment comments memo handover instruction instructions quote remark remarks chat procedure checklist
-		colleague operator operators coordinator boss someone somebody he she they reply answer report
+		colleague operator operators coordinator boss someone somebody he she they reply answer report reminder todo
+		to-do agenda schedule
 		notiz notizen logbuch eintrag nachricht hinweis anweisung übergabe protokoll kollege kollegin schichtleiter
 		journal cahier entrée consigne consignes relève commentaire courriel collègue rapport`)
 	reportSuffixes = []string{"note", "notiz", "log", "buch", "eintrag", "protokoll"}

@@ -44,6 +44,7 @@ const (
 	ReasonRestore      = "restore: a change back to an earlier value, which the message does not state"
 	ReasonNoChange     = "read: no imperative change with a value"
 	ReasonTooLong      = "read: the message is longer than a change request (MaxChangeMessage)"
+	ReasonLater        = "later: a change on a condition or for a later time, not now"
 )
 
 // token is one word of a message, lower-cased, with its place in the
@@ -287,6 +288,36 @@ var restorePattern = regexp.MustCompile(`\b(?:restore|revert|undo|roll ?back|(?:
 // the rules' cost bounded whatever is sent.
 const MaxChangeMessage = 4000
 
+// laterPattern: a change for later ("at 14:00", "tomorrow", "as soon as",
+// "dès que", "morgen") is not a change to make now; nor is one on a
+// condition (conditionWords): the rules cannot tell when, so nothing is
+// changed.
+var laterPattern = regexp.MustCompile(`\b(?:as soon as|at \d{1,2}[:h.]\d{2}|at \d{1,2} ?(?:am|pm|o'clock)|tomorrow|tonight|later|` +
+	`next (?:shift|fill|week|run)|in \d+ (?:min|minutes|hours?|h)\b|morgen|später|heute abend|um \d{1,2}[:.]\d{2}|um \d{1,2} uhr|` +
+	`dès que|des que|tant que|demain|plus tard|ce soir|à \d{1,2}h\d{0,2})\b`)
+
+// conditionWords start a condition ("if the beam is stable", "sobald",
+// "si le faisceau…"), unless a read verb comes before ("check if…",
+// "vérifie si…": a question about the machine).
+var conditionWords = wordSet(`if unless once when whenever until wenn falls sobald nachdem si quand lorsque`)
+
+// onCondition reports a condition in the clauses.
+func onCondition(clauses []clause) bool {
+	for _, c := range clauses {
+		for i, t := range c.toks {
+			if !conditionWords[t.w] {
+				continue
+			}
+			if i > 0 && (readVerbs[c.toks[i-1].w] || c.toks[i-1].w == "see" || c.toks[i-1].w == "know" || c.toks[i-1].w == "ask" ||
+				c.toks[i-1].w == "prüfe" || c.toks[i-1].w == "ob") {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}
+
 // FromMessage applies the rules to one user message.
 func FromMessage(msg string) Finding {
 	if len(msg) > MaxChangeMessage {
@@ -342,11 +373,16 @@ func FromMessage(msg string) Finding {
 		prev = false
 	}
 	restore := restorePattern.MatchString(norm)
-	if changed && !(restore && !hasAbsolute(changes)) {
+	later := changed && (laterPattern.MatchString(norm) || onCondition(clauses))
+	if changed && !(restore && !hasAbsolute(changes)) && !later {
 		return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonChange}
 	}
 	in := Intent{Kind: KindRead}
 	switch {
+	case later:
+		in.Note = "Your change depends on a condition or a time (\"if…\", \"when…\", \"at 14:00\"), which I cannot wait for, so nothing will be changed now. " +
+			"Ask for the change when it should happen, for example \"set Q1 to 105 A\"."
+		return Finding{Intent: in, Reason: ReasonLater}
 	case restore && (changed || unclear != "" || !question):
 		in.Note = "You asked to go back to an earlier value; nothing will be changed, because a value to set must be in your own words: " +
 			"look up the value (for example its history), then ask for it, for example \"set Q1 to 92 A\"."
@@ -414,9 +450,17 @@ func negatedChange(clauses []clause) bool {
 	return false
 }
 
+// frenchPronouns end a French imperative ("règle-le", "mets-la").
+var frenchPronouns = []string{"-le", "-la", "-les", "-lui", "-leur"}
+
 // verbOf returns the change verb a word is, typos of the English ones
 // tolerated, or "".
 func verbOf(w string) string {
+	for _, p := range frenchPronouns {
+		if v, ok := strings.CutSuffix(w, p); ok && valueVerbs[v] {
+			return v
+		}
+	}
 	if valueVerbs[w] || toggleVerbs[w] || particleVerbs[w] {
 		return w
 	}
