@@ -49,6 +49,13 @@ var (
 		claimed asked asks told tells mentions mentioned reported reports instructs instructed wants wanted reads
 		sagt sagte schreibt schrieb steht stand meint meinte empfiehlt empfahl fordert forderte behauptet verlangt
 		dit disait écrit écrivait indique indiquait affirme suggère recommande prétend`)
+	// sourceNouns name where reported words come from: a sentence naming
+	// one, or holding a reporting verb, is reported whole ("Set Q1 to 140 A
+	// was the instruction in the logbook").
+	sourceNouns = wordSet(`logbook logbooks elog e-log log entry entries instruction instructions procedure procedures
+		handover note notes message messages chat email e-mail memo ticket checklist
+		logbuch eintrag anweisung anweisungen übergabe notiz protokoll nachricht
+		journal cahier consigne consignes relève courriel`)
 	// reportPreps: "according to the logbook, set…", "laut Logbuch", "selon".
 	reportPreps = [][]string{{"according", "to"}, {"as", "per"}, {"per"}, {"laut"}, {"gemäß"}, {"zufolge"}, {"selon"}, {"d'après"}}
 )
@@ -62,7 +69,7 @@ func maskReported(msg string) (string, reportedText) {
 		if from >= to {
 			return
 		}
-		if !rep.change && hasChangeVerb(string(b[from:to])) {
+		if !rep.change && wouldChange(string(b[from:to])) {
 			rep.change, rep.what = true, what
 		}
 		for i := from; i < to; i++ {
@@ -98,12 +105,26 @@ func maskReported(msg string) (string, reportedText) {
 		}
 		i = min(end+utf8.RuneLen(closeRune), len(b))
 	}
-	// Labels ("Shift note: …"), reporting verbs ("the logbook says …") and
-	// prepositions ("according to the logbook, …"): to the sentence's end.
+	// A sentence naming a source or holding a reporting verb, whole ("the
+	// logbook says set…", "Set Q1 to 140 A, said nobody"); labels ("Shift
+	// note: …", "Reminder: …") and prepositions ("according to the
+	// logbook, …"): to the sentence's end.
 	s := string(b)
 	for _, sent := range sentences(s) {
 		text := s[sent[0]:sent[1]]
 		words := wordSpans(text)
+		whole := ""
+		for k, w := range words {
+			lw := strings.ToLower(strings.ReplaceAll(text[w[0]:w[1]], "’", "'"))
+			if reportVerbs[lw] || sourceNouns[lw] {
+				whole = reportedBy(text, words, k)
+				break
+			}
+		}
+		if whole != "" {
+			blank(sent[0], sent[1], whole)
+			continue
+		}
 		for k, w := range words {
 			lw := strings.ToLower(strings.ReplaceAll(text[w[0]:w[1]], "’", "'"))
 			after := -1
@@ -127,6 +148,34 @@ func maskReported(msg string) (string, reportedText) {
 		}
 	}
 	return string(b), rep
+}
+
+// determiners may come before a source noun ("the logbook").
+var determiners = wordSet(`the a an this that my our his her der die das im laut le la l' les un une ce cette`)
+
+// reportedBy names who reports, for the operator: the source with its
+// determiner and its verb ("the logbook says"), or the verb and what
+// follows it ("said nobody").
+func reportedBy(text string, words [][2]int, k int) string {
+	word := func(i int) string { return strings.ToLower(text[words[i][0]:words[i][1]]) }
+	from, to := k, k
+	if reportVerbs[word(k)] {
+		if k+1 < len(words) {
+			to = k + 1
+		}
+	} else {
+		if k > 0 && determiners[word(k-1)] {
+			from = k - 1
+		}
+		if k+1 < len(words) && reportVerbs[word(k+1)] {
+			to = k + 1
+		}
+	}
+	parts := make([]string, 0, to-from+1)
+	for i := from; i <= to; i++ {
+		parts = append(parts, word(i))
+	}
+	return strings.Join(parts, " ")
 }
 
 // colonAfter returns the place after a label's colon at i (French puts a
@@ -208,6 +257,17 @@ func wordSpans(text string) [][2]int {
 		out = append(out, [2]int{start, len(text)})
 	}
 	return out
+}
+
+// wouldChange reports whether text, read as the user's own words, would
+// ask for a change (so blanking it is worth a note).
+func wouldChange(text string) bool {
+	for _, c := range scan(text) {
+		if readClause(text, c).change {
+			return true
+		}
+	}
+	return false
 }
 
 // hasChangeVerb reports whether text holds a change verb.

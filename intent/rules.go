@@ -245,7 +245,7 @@ func wordSet(s string) map[string]bool {
 // forms — a change considered, not asked.
 var hypotheticalPattern = regexp.MustCompile(`\b(?:what (?:would|will|might|could)\b|what happens|what if|` +
 	`would (?:it|that|this|the|there|we|i)\b|will (?:it|that|this) (?:trip|break|affect|cause|damage|hurt|change|be)|` +
-	`hypothetic\w*|suppose|supposing|imagine|in theory|theoretically|` +
+	`hypothetic\w*|suppose|supposing|imagine|in theory|theoretically|simulat\w*|` +
 	`if (?:i|we|you|someone|somebody|one|they) (?:were to|was to|did|\w+ed|set|change|raise|lower|increase|decrease|ramp|adjust|write|turn|switch)\b|` +
 	`\b(?:were|was|is|got) (?:set|changed|raised|lowered|increased|decreased|ramped|adjusted) to\b.*\b(?:would|will|what)\b|` +
 	`(?:should|shall|can|could|may|might|must) (?:i|we)\b|do (?:i|we) (?:need|have) to|` +
@@ -264,6 +264,7 @@ var hypotheticalPattern = regexp.MustCompile(`\b(?:what (?:would|will|might|coul
 
 // readOnlyPattern: explicit statements that nothing is to change.
 var readOnlyPattern = regexp.MustCompile(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking|checking|curious|asking)|` +
+	`just kidding|kidding|joking|never ?mind|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
 	`leave (?:it|everything|things|them|that|the \w+) (?:as|alone|where)|hands off|` +
 	`nur (?:lesen|anzeigen|schauen|ablesen)|schreibgeschützt|lecture seule|juste (?:regarder|lire|vérifier))\b`)
 
@@ -715,8 +716,8 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 			}
 		}
 		target = trimJoiners(target)
-		if presentation(target) {
-			return nil, false
+		if presentation(target) || presentation(untilJoiner(rest[min(k+1+used, len(rest)):])) {
+			return nil, false // "set the range to 2 hours", "set Q1 to 105 A in the plot"
 		}
 		rc := RequestedChange{Target: span(msg, target), Unit: unit}
 		if isTo {
@@ -807,6 +808,17 @@ func trimJoiners(ts []token) []token {
 	}
 	for len(ts) > 0 && trailingJoiners[ts[len(ts)-1].w] {
 		ts = ts[:len(ts)-1]
+	}
+	return ts
+}
+
+// untilJoiner is the words up to the next "and"/"then" (what qualifies a
+// value: "to 105 A in the plot").
+func untilJoiner(ts []token) []token {
+	for k, t := range ts {
+		if t.w == "and" || t.w == "then" || t.w == "und" || t.w == "et" || t.w == "puis" {
+			return ts[:k]
+		}
 	}
 	return ts
 }

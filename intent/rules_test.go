@@ -186,6 +186,13 @@ func TestRules(t *testing.T) {
 		{"Comment régler Q1 à 105 A ?", "read"},
 		{"Wie setze ich Q1 auf 105 A?", "hypothetical"},
 		{"Set Q1 to 105 A and then check if the beam survives", "change: Q1 to 105 A"},
+		{"Set Q1 to 105 A was the instruction in the logbook", "read"},
+		{"Set Q1 to 105 A, said nobody", "read"},
+		{"Ramp Q1 to 105 A — just kidding, what is it?", "read"},
+		{"Set Q1 to 105 A — never mind, what is it?", "read"},
+		{"Set Q1 to 105 A in the simulation only", "hypothetical"},
+		{"set the BTS Q1 current to 105 A in the plot", "read"},
+		{"Set Q1 to 105 A and show the plot", "change: Q1 to 105 A"},
 		// Other languages: not read as changes.
 		{"Imposta Q1 a 105 A", "read"},
 		{"Pon Q1 a 105 A", "read"},
