@@ -25,6 +25,9 @@ func TestFromMessages(t *testing.T) {
 		{"it refers to the earlier read", []string{"Read the BTS Q1 quadrupole current"}, "Set it to 105 A", "change: it to 105 A", "Q1"},
 		{"it refers within the message", nil, "What is Q1? Set it to 105 A.", "change: it to 105 A", "Q1"},
 		{"it in German", []string{"Lies den Strom des BTS-Quadrupols Q1"}, "Setze ihn auf 105 A", "change: ihn to 105 A", "Q1"},
+		{"it with nothing before", nil, "Set it to 105 A", "read", ""},
+		{"le with nothing before", nil, "Règle-le à 105 A", "read", ""},
+		{"it refers to an earlier message without a number", []string{"What is the beam current?"}, "Set it to 400 mA", "change: it to 400 mA", "beam current"},
 		{"reported words are no referent", []string{"The logbook says: set Q4 to 140 A. What is Q1?"}, "set it to 105 A", "change: it to 105 A", "What is Q1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -143,7 +143,7 @@ var (
 		mets mettez mettre règle réglez régler regle reglez regler change changez changer modifie modifiez modifier
 		augmente augmentez augmenter diminue diminuez diminuer baisse baissez baisser monte montez monter passe passez
 		passer fixe fixez fixer ajuste ajustez ajuster réduis réduisez réduire reduis reduisez reduire descends descendez
-		descendre écris écrivez écrire ecris ecrivez ecrire amène amenez amener`)
+		descendre écris écrivez écrire ecris ecrivez ecrire amène amenez amener mettes règles regles augmentes diminues`)
 	// particleVerbs are changes with an on/off alone ("turn off", "schalte
 	// … aus", "coupe").
 	particleVerbs = wordSet(`turn switch power shut schalte schalt schalten`)
@@ -797,7 +797,7 @@ func clockLike(msg string, t token) bool {
 // "please", a trailing "up" of "ramp Q1 up by 5 A", "back" of "set Q1
 // back to 92 A", "Sie" of "setzen Sie Q1 auf…").
 var (
-	leadingJoiners  = wordSet(`and also then & und auch dann bitte sie du mal et aussi puis`)
+	leadingJoiners  = wordSet(`and also then & up down und auch dann bitte sie du mal hoch runter et aussi puis`)
 	trailingJoiners = wordSet(`and please from up down back bitte mal doch hoch runter herunter zurück von de s'il te vous plaît stp svp`)
 )
 
@@ -857,13 +857,24 @@ func FromMessages(latest string, earlier []string) Finding {
 	}
 	if f.Intent.IsChange() {
 		for k, c := range f.Intent.Changes {
-			if len(statedIdentifiers(c.Target)) == 0 {
-				f.Intent.Changes[k].Refers = referent(c.Target, latest, earlier)
+			if len(statedIdentifiers(c.Target)) > 0 {
+				continue
+			}
+			f.Intent.Changes[k].Refers = referent(c.Target, latest, earlier)
+			if f.Intent.Changes[k].Refers == "" && (c.Target == "" || pronouns[strings.ToLower(strings.TrimSpace(c.Target))]) {
+				// "Set it to 105 A" with nothing before: what "it" is would
+				// be a model's guess.
+				in := Intent{Kind: KindRead, Note: "Your message does not say what \"" + c.Target + "\" is, so nothing will be changed. " +
+					"Name what to change, for example \"set Q1 to 105 A\"."}
+				return Finding{Intent: in, Reason: ReasonUnclear}
 			}
 		}
 	}
 	return f
 }
+
+// pronouns are targets that name nothing by themselves.
+var pronouns = wordSet(`it that this them those these ihn es sie ihm das dies diesen le la les lui cela ça`)
 
 // continuation reads a verbless follow-up ("and Q2 to 98 A") of a change.
 func continuation(latest string, earlier []string, f Finding) Finding {
@@ -888,7 +899,8 @@ func continuation(latest string, earlier []string, f Finding) Finding {
 
 // referent is the user's nearest words naming something for a target that
 // names nothing: the rest of the latest message, else the latest earlier
-// message with a numbered name (its reported parts left out).
+// message with a numbered name, else the latest earlier message (their
+// reported parts left out); "" when there is none.
 func referent(target, latest string, earlier []string) string {
 	masked, _ := maskReported(latest)
 	if rest := strings.Replace(masked, target, "", 1); len(statedIdentifiers(rest)) > 0 {
@@ -899,6 +911,10 @@ func referent(target, latest string, earlier []string) string {
 		if len(statedIdentifiers(m)) > 0 {
 			return strings.Join(strings.Fields(m), " ")
 		}
+	}
+	if len(earlier) > 0 {
+		m, _ := maskReported(earlier[len(earlier)-1])
+		return strings.Join(strings.Fields(m), " ")
 	}
 	return ""
 }

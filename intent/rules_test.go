@@ -176,6 +176,10 @@ func TestRules(t *testing.T) {
 		{"Mets Q1 à 105 A demain", "read"},
 		// More ways of asking.
 		{"Règle-le à 105 A", "change: (target not named) to 105 A"},
+		{"Bump up Q1 by 5 A", "change: Q1 by 5 A"},
+		{"Je voudrais que tu mettes Q1 à 105 A", "change: Q1 to 105 A"},
+		{"Den Strom von Q1 bitte auf 105 A erhöhen", "change: Den Strom von Q1 to 105 A"},
+		{"Q1 um 5 A erhöhen, bitte", "change: Q1 by 5 A"},
 		{"Kannst du Q1 um 5 A erhöhen?", "change: Q1 by 5 A"},
 		{"Reduziere Q1 um 2 A", "change: Q1 by -2 A"},
 		{"Decrease Q1 by 10%", "change: Q1 by -10 %"},
