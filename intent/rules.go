@@ -275,13 +275,18 @@ var historyPattern = regexp.MustCompile(`\b(?:(?:over|in|during|within|for|acros
 	`yesterday|last (?:night|week|shift|run|fill|hour|day)|earlier today|this morning|` +
 	`seit|gestern|vorhin|in den letzten|während|depuis|pendant les|au cours d)\b`)
 
-// restorePattern: a change back to an earlier value ("restore yesterday's
-// value", "undo the last change", "setze Q1 zurück"); the value is not in
-// the words, so it is no change the rules can carry out.
-var restorePattern = regexp.MustCompile(`\b(?:restore|revert|undo|roll ?back|(?:put|set|bring|change|turn) (?:\S+ ){0,6}back\b|go back to|` +
-	`previous value|old value|original value|yesterday's value|value (?:of|from) yesterday|` +
-	`zurücksetzen|zuruecksetzen|zurück|zurueck|wiederherstellen|rückgängig|rueckgaengig|vorherigen wert|` +
-	`restaure|restaurer|rétablis|rétablir|retablis|remets|remettre|annule|annuler|valeur précédente|valeur d'hier)`)
+// restoreVerbs and restoreValues: a change back to an earlier value
+// ("restore yesterday's value", "undo the last change", "set Q1 back to
+// what it was", "setze Q1 zurück"); the value is not in the words, so it is
+// no change the rules can carry out. A value phrase alone ("show
+// yesterday's value") is a read.
+var (
+	restoreVerbs = regexp.MustCompile(`\b(?:restore|revert|undo|roll ?back|(?:put|set|bring|change|turn) (?:\S+ ){0,6}back\b|go back to|` +
+		`zurücksetzen|zuruecksetzen|zurück|zurueck|wiederherstellen|rückgängig|rueckgaengig|` +
+		`restaure|restaurer|rétablis|rétablir|retablis|remets|remettre|annule|annuler)`)
+	restoreValues = regexp.MustCompile(`\b(?:previous value|old value|original value|yesterday's value|value (?:of|from) yesterday|` +
+		`vorherigen wert|alten wert|wert von gestern|valeur précédente|ancienne valeur|valeur d'hier)`)
+)
 
 // MaxChangeMessage bounds the messages the rules read a change from (in
 // bytes): an operator asks for a change in a sentence or two, and a longer
@@ -373,7 +378,7 @@ func FromMessage(msg string) Finding {
 		}
 		prev = false
 	}
-	restore := restorePattern.MatchString(norm)
+	restore := !question && restoreVerbs.MatchString(norm) || (changed || unclear != "") && restoreValues.MatchString(norm)
 	later := changed && (laterPattern.MatchString(norm) || onCondition(clauses))
 	if changed && !(restore && !hasAbsolute(changes)) && !later {
 		return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonChange}
@@ -384,7 +389,7 @@ func FromMessage(msg string) Finding {
 		in.Note = "Your change depends on a condition or a time (\"if…\", \"when…\", \"at 14:00\"), which I cannot wait for, so nothing will be changed now. " +
 			"Ask for the change when it should happen, for example \"set Q1 to 105 A\"."
 		return Finding{Intent: in, Reason: ReasonLater}
-	case restore && (changed || unclear != "" || !question):
+	case restore:
 		in.Note = "You asked to go back to an earlier value; nothing will be changed, because a value to set must be in your own words: " +
 			"look up the value (for example its history), then ask for it, for example \"set Q1 to 92 A\"."
 		return Finding{Intent: in, Reason: ReasonRestore}
