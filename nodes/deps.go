@@ -266,9 +266,9 @@ func latest(store capabilities.ContextStore, typ string) (capabilities.ContextEn
 
 // allowedFor admits every capability when the intent is a change, and only
 // those without side effects otherwise.
-func allowedFor(reg *capabilities.Registry, intent intent.Intent) func(string) bool {
+func allowedFor(reg *capabilities.Registry, in intent.Intent) func(string) bool {
 	return func(name string) bool {
-		if intent.IsChange() {
+		if in.IsChange() {
 			return true
 		}
 		c, ok := reg.Get(name)
@@ -278,8 +278,8 @@ func allowedFor(reg *capabilities.Registry, intent intent.Intent) func(string) b
 
 // withholdSideEffects removes the side-effecting capabilities from a
 // selection when the user did not ask for a change.
-func withholdSideEffects(reg *capabilities.Registry, selected []string, intent intent.Intent) (kept, withheld []string) {
-	allow := allowedFor(reg, intent)
+func withholdSideEffects(reg *capabilities.Registry, selected []string, in intent.Intent) (kept, withheld []string) {
+	allow := allowedFor(reg, in)
 	for _, n := range selected {
 		if allow(n) {
 			kept = append(kept, n)

@@ -223,7 +223,7 @@ type planProblem struct {
 // intent does not ask for (see checkIntent) → replanning; no terminal step →
 // respond appended; empty plan → a single respond step. It returns the steps
 // to run.
-func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, task string, intent intent.Intent) ([]capabilities.PlannedStep, *planProblem) {
+func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, task string, in intent.Intent) ([]capabilities.PlannedStep, *planProblem) {
 	if len(steps) == 0 {
 		return []capabilities.PlannedStep{respondStep(task)}, nil
 	}
@@ -274,7 +274,7 @@ func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, 
 				Problem: fmt.Sprintf("input {%q: %q} does not exist; available keys: %s", in.Type, in.Key, orNone(strings.Join(avail, ", ")))}}
 		}
 	}
-	if pe := checkIntent(steps, reg, store, intent); pe != nil {
+	if pe := checkIntent(steps, reg, store, in); pe != nil {
 		return nil, &planProblem{plan: pe}
 	}
 	if !isTerminal(steps[len(steps)-1].Capability) {
