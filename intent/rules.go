@@ -245,7 +245,7 @@ func wordSet(s string) map[string]bool {
 // forms — a change considered, not asked.
 var hypotheticalPattern = regexp.MustCompile(`\b(?:what (?:would|will|might|could)\b|what happens|what if|` +
 	`would (?:it|that|this|the|there|we|i)\b|will (?:it|that|this) (?:trip|break|affect|cause|damage|hurt|change|be)|` +
-	`hypothetic\w*|suppose|supposing|imagine|in theory|theoretically|simulat\w*|` +
+	`hypothetic\w*|suppose|supposing|imagine|in theory|theoretically|in (?:the |a )?simulation\b|simulate\b|` +
 	`if (?:i|we|you|someone|somebody|one|they) (?:were to|was to|did|\w+ed|set|change|raise|lower|increase|decrease|ramp|adjust|write|turn|switch)\b|` +
 	`\b(?:were|was|is|got) (?:set|changed|raised|lowered|increased|decreased|ramped|adjusted) to\b.*\b(?:would|will|what)\b|` +
 	`(?:should|shall|can|could|may|might|must) (?:i|we)\b|do (?:i|we) (?:need|have) to|` +
@@ -273,7 +273,7 @@ var readOnlyPattern = regexp.MustCompile(`\b(?:read[- ]?only|dry[- ]?run|just (?
 // whatever verb it has.
 var historyPattern = regexp.MustCompile(`\b(?:(?:over|in|during|within|for|across) the (?:last|past|previous)|ago|since|` +
 	`yesterday|last (?:night|week|shift|run|fill|hour|day)|earlier today|this morning|` +
-	`seit|gestern|vorhin|in den letzten|während|depuis|pendant les|au cours d)\b`)
+	`seit|gestern|vorhin|in den letzten|während|depuis|pendant les|au cours d\w*)\b`)
 
 // restoreVerbs and restoreValues: a change back to an earlier value
 // ("restore yesterday's value", "undo the last change", "set Q1 back to
@@ -300,7 +300,7 @@ const MaxChangeMessage = 4000
 // changed.
 var laterPattern = regexp.MustCompile(`\b(?:as soon as|at \d{1,2}[:h.]\d{2}|at \d{1,2} ?(?:am|pm|o'clock)|tomorrow|tonight|later|` +
 	`next (?:shift|fill|week|run)|in \d+ (?:min|minutes|hours?|h)\b|morgen|später|heute abend|um \d{1,2}[:.]\d{2}|um \d{1,2} uhr|` +
-	`dès que|des que|tant que|demain|plus tard|ce soir|à \d{1,2}h\d{0,2})\b`)
+	`dès que|des que|tant que|demain|plus tard|ce soir)\b|(?:^|\s)à \d{1,2}h\d{0,2}\b`)
 
 // conditionWords start a condition ("if the beam is stable", "sobald",
 // "si le faisceau…"), unless a read verb comes before ("check if…",

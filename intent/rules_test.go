@@ -174,6 +174,9 @@ func TestRules(t *testing.T) {
 		{"Setze Q1 auf 105 A, sobald der Strahl stabil ist", "read"},
 		{"Mets Q1 à 105 A si le faisceau est stable", "read"},
 		{"Mets Q1 à 105 A demain", "read"},
+		{"Mets Q1 à 105 A à 14h30", "read"},
+		{"Augmentation de Q1 à 105 A au cours des 2 dernières heures", "read"},
+		{"Monte Q1 à 105 A au cours des 2 dernières heures", "read"},
 		// More ways of asking.
 		{"Règle-le à 105 A", "change: (target not named) to 105 A"},
 		{"Bump up Q1 by 5 A", "change: Q1 by 5 A"},
@@ -195,6 +198,8 @@ func TestRules(t *testing.T) {
 		{"Ramp Q1 to 105 A — just kidding, what is it?", "read"},
 		{"Set Q1 to 105 A — never mind, what is it?", "read"},
 		{"Set Q1 to 105 A in the simulation only", "hypothetical"},
+		{"Simulate setting Q1 to 105 A", "hypothetical"},
+		{"Turn on the simulated logging", "change: the simulated logging"},
 		{"set the BTS Q1 current to 105 A in the plot", "read"},
 		{"Set Q1 to 105 A and show the plot", "change: Q1 to 105 A"},
 		// Other languages: not read as changes.
