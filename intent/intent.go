@@ -143,6 +143,14 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 		}
 		return fmt.Errorf("%w: %s would be set to %q, the user asked for %s", ErrMismatch, shortTarget(ch.Target), other, statedValues(fit))
 	}
+	// An opaque action's amount (parameters.by) must be the user's amount.
+	for _, a := range opaqueAmounts(ch.Value, ch.Unit) {
+		if !slices.ContainsFunc(fit, func(rc RequestedChange) bool {
+			return rc.By != nil && (a.unit == "" && *rc.By == a.value || sameQuantity(*rc.By, rc.Unit, a.value, a.unit))
+		}) {
+			return fmt.Errorf("%w: %s would be changed by %s, the user asked for %s", ErrMismatch, shortTarget(ch.Target), a, statedValues(fit))
+		}
+	}
 	reading, haveReading := readingOf(before, ch.Target)
 next:
 	for _, v := range vals {
@@ -342,6 +350,24 @@ func describeChange(ch capabilities.Change) (text string, vals []quantity, other
 		vals = opaqueValues(v, ch.Unit)
 	}
 	return text, vals, other
+}
+
+// opaqueAmounts are the amounts an opaque action changes by
+// (parameters.by, in parameters.unit or the change's unit).
+func opaqueAmounts(v any, unit string) []quantity {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	params, _ := m["parameters"].(map[string]any)
+	f, ok := number(params["by"])
+	if !ok {
+		return nil
+	}
+	if u, ok := params["unit"].(string); ok && strings.TrimSpace(u) != "" {
+		unit = CanonicalUnit(u)
+	}
+	return []quantity{{f, unit}}
 }
 
 func opaqueValues(v any, unit string) []quantity {

@@ -19,6 +19,13 @@ func act(changes ...capabilities.Change) capabilities.Action {
 	return capabilities.Action{Capability: "channel_write", Changes: changes}
 }
 
+// opaqueBy is a step action of a capability that describes nothing,
+// changing BTS Q1 by an amount.
+func opaqueBy(by float64) capabilities.Action {
+	return capabilities.StepAction("channel_write", capabilities.Step{PlannedStep: capabilities.PlannedStep{
+		ContextKey: "w", TaskObjective: "Change the BTS Q1 current", Parameters: map[string]any{"by": by, "unit": "A"}}})
+}
+
 // q1Now is the machine state the relative changes are judged against.
 var q1Now = []capabilities.Reading{{Target: "BTS:MAG:Q1:CURRENT", Value: 92.0, Unit: "A"}, {Target: "BTS:MAG:Q4:CURRENT", Value: 80.0, Unit: "A"}}
 
@@ -98,6 +105,9 @@ func TestPermits(t *testing.T) {
 		{"relative: amount in mA", milli, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 92.5, Unit: "A"}), nil, ""},
 		{"relative: another target", up5, act(capabilities.Change{Target: "BTS:MAG:Q4:CURRENT", Value: 97.0, Unit: "A"}), intent.ErrMismatch, "Q1 is not its target"},
 		{"relative: no reading", up5, act(capabilities.Change{Target: "SR:RF:CAV9:VOLT", Value: 97.0, Unit: "A"}), intent.ErrMismatch, "Q1 is not its target"},
+		{"opaque amount the user's", up5, opaqueBy(5), nil, ""},
+		{"opaque amount another", up5, opaqueBy(140), intent.ErrMismatch, "changed by 140 A"},
+		{"opaque amount for an absolute change", q1, opaqueBy(5), intent.ErrMismatch, "changed by 5 A"},
 		{"refers to an earlier message", refers, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}), nil, ""},
 		{"refers: another device", refers, act(capabilities.Change{Target: "BTS:MAG:Q4:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "Q1 is not its target"},
 		{"unnamed target", unnamed, act(capabilities.Change{Target: "SR:DCCT:CURRENT", Value: 105.0}), nil, ""},
