@@ -24,15 +24,10 @@ type corpusCase struct {
 	write   bool
 	channel string
 	value   float64
-	turns   []string // the last is judged
-}
-
-// relative reports whether the case's last message asks for a change by
-// an amount (the value is worked out from the value now).
-func (c corpusCase) relative() bool {
-	l := strings.ToLower(c.turns[len(c.turns)-1])
-	return strings.Contains(l, " by ") || strings.Contains(l, " um ") ||
-		strings.Contains(l, " de 5 a") || strings.Contains(l, " de 2 a")
+	// relative: the change is by an amount (the value is worked out from
+	// the value now); marked "by" after the value.
+	relative bool
+	turns    []string // the last is judged
 }
 
 func readCorpus(t *testing.T) []corpusCase {
@@ -58,7 +53,9 @@ func readCorpus(t *testing.T) []corpusCase {
 		case "read":
 		case "write":
 			c.write = true
-			if c.value, err = strconv.ParseFloat(strings.TrimSpace(parts[2]), 64); err != nil || c.channel == "" {
+			value, by := strings.CutSuffix(strings.TrimSpace(parts[2]), " by")
+			c.relative = by
+			if c.value, err = strconv.ParseFloat(value, 64); err != nil || c.channel == "" {
 				t.Fatalf("line %d: a write needs a channel and a value: %q", n, line)
 			}
 		default:
@@ -214,7 +211,7 @@ func runCorpusCase(t *testing.T, c corpusCase, model func(corpusCase) *llmtest.M
 		}
 		return
 	}
-	if m, ok := cfg.Models.(*llmtest.Model); ok && c.relative() && len(m.CallsFor(llm.RoleOrchestrator)) > 0 {
+	if m, ok := cfg.Models.(*llmtest.Model); ok && c.relative && len(m.CallsFor(llm.RoleOrchestrator)) > 0 {
 		// A relative change is checked against the value now at the gate,
 		// not at planning: the planner's 140 A is refused there.
 		if len(ap) > 0 {
@@ -240,7 +237,7 @@ func runCorpusCase(t *testing.T, c corpusCase, model func(corpusCase) *llmtest.M
 	}
 	// Planned offline, a relative change is carried out as an amount, and
 	// the card shows how the value was worked out ("(92.00 A + 5 A)").
-	if m, _ := cfg.Models.(*llmtest.Model); c.relative() && (m == nil || len(m.CallsFor(llm.RoleOrchestrator)) == 0) &&
+	if m, _ := cfg.Models.(*llmtest.Model); c.relative && (m == nil || len(m.CallsFor(llm.RoleOrchestrator)) == 0) &&
 		!derivation.MatchString(ap[0].Approval.Summary) {
 		t.Errorf("the card %q does not show the derivation", ap[0].Approval.Summary)
 	}
