@@ -14,6 +14,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
@@ -153,10 +154,10 @@ func (m *machine) agent(t testing.TB, store checkpoint.Store, caps map[string]*w
 	return mustAgent(t, agent.Config{
 		Registry: reg, Store: store, Options: state.Options{WritesEnabled: true},
 		TaskExtraction: node(state.NodeTaskExtraction, func(ctx context.Context, s state.State) (state.Update, error) {
-			in := state.Intent{Kind: state.IntentChange}
+			in := intent.Intent{Kind: intent.KindChange}
 			for _, p := range plan {
 				v := p.value
-				in.Changes = append(in.Changes, state.RequestedChange{Target: p.target, Value: &v, Unit: "A"})
+				in.Changes = append(in.Changes, intent.RequestedChange{Target: p.target, Value: &v, Unit: "A"})
 			}
 			t := s.Turn
 			t.Task = &state.Task{Text: s.Turn.Input, Intent: in}

@@ -12,6 +12,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
@@ -101,8 +102,8 @@ func finiteWorld(t *testing.T, store checkpoint.Store, opts state.Options, param
 		Registry: reg, Store: store, Options: opts, RetryPolicy: fastPolicy(),
 		TaskExtraction: node(state.NodeTaskExtraction, func(ctx context.Context, s state.State) (state.Update, error) {
 			tu := s.Turn
-			tu.Task = &state.Task{Text: s.Turn.Input, Intent: state.Intent{Kind: state.IntentChange,
-				Changes: []state.RequestedChange{{Target: "Q1", Value: &v, Unit: "A"}}}}
+			tu.Task = &state.Task{Text: s.Turn.Input, Intent: intent.Intent{Kind: intent.KindChange,
+				Changes: []intent.RequestedChange{{Target: "Q1", Value: &v, Unit: "A"}}}}
 			return state.Update{Turn: &tu}, nil
 		}),
 		Classifier: node(state.NodeClassifier, func(ctx context.Context, s state.State) (state.Update, error) {

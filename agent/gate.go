@@ -14,6 +14,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -137,13 +138,17 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		// Not a number: it cannot even be compared with what the user asked.
 		return refuse(refusal.Reason, fmt.Sprintf("Step %d was refused and not carried out: %s", idx+1, strings.TrimSpace(refusal.Message)))
 	}
-	var intent state.Intent
+	var asked intent.Intent
 	if s.Turn.Task != nil {
-		intent = s.Turn.Task.Intent
+		asked = s.Turn.Task.Intent
 	}
-	if err := intent.Permits(action); err != nil {
+	var current []capabilities.Reading // a relative change is judged against the value now
+	if asked.Relative() {
+		current = readBefore(ctx, c, action)
+	}
+	if err := asked.Permits(action, current); err != nil {
 		reason := RefusedNoChangeIntent
-		if errors.Is(err, state.ErrIntentMismatch) {
+		if errors.Is(err, intent.ErrMismatch) {
 			reason = RefusedIntentMismatch
 		}
 		return refuse(reason, fmt.Sprintf("Step %d (%s) was refused and not carried out: %v.", idx+1, action.Summary, err))
@@ -169,9 +174,9 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 			ap.Created, ap.Expires = first, a.expires(first)
 			return gateResult{err: graph.Interrupt(ap)}
 		}
-		asked := rec
-		asked.Event, asked.ApprovalID, asked.Before, asked.Message = AuditAsked, id, before, why
-		a.auditBestEffort(ctx, asked)
+		q := rec
+		q.Event, q.ApprovalID, q.Before, q.Message = AuditAsked, id, before, why
+		a.auditBestEffort(ctx, q)
 		return gateResult{err: graph.Interrupt(ap)}
 	}
 	// read is the machine state now; a reading that is not a finite

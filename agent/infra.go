@@ -56,6 +56,9 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 		if err == nil {
 			u = a.enforceAllowed(ctx, s, name, u)
 		}
+		if name == state.NodeOrchestrator {
+			a.auditPlanning(ctx, s, u, err, now)
+		}
 		if err == nil {
 			return u, nil
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/errornode"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/router"
@@ -264,7 +265,7 @@ func changeWorld(t *testing.T, w *world) agent.Config {
 	cfg.TaskExtraction = &fnNode{name: state.NodeTaskExtraction, sc: &script{}, run: func(_ context.Context, s state.State) (state.Update, error) {
 		tu := s.Turn
 		tu.Task = &state.Task{Text: "Set the BTS Q1 current to 105 A, then read the beam current",
-			Intent: state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{{Target: "BTS Q1 current", Value: &v, Unit: "A"}}}}
+			Intent: intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "BTS Q1 current", Value: &v, Unit: "A"}}}}
 		return state.Update{Turn: &tu}, nil
 	}}
 	w.plan = func(int, state.State) []state.PlanStep {

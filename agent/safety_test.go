@@ -20,6 +20,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
@@ -37,7 +38,7 @@ type gateWorld struct {
 	mu       sync.Mutex
 	writes   []float64 // values set_value wrote
 	planned  float64
-	intentOf func(input string) state.Intent
+	intentOf func(input string) intent.Intent
 	// failFirst makes set_value's first execution fail RETRIABLE (after
 	// which the approved step is tried again).
 	failFirst bool
@@ -51,12 +52,12 @@ var changeRE = regexp.MustCompile(`(?i)^set .* to ([0-9.]+)`)
 
 // statedIntent is what a task extraction would state: "set … to N" is a
 // change to N, anything else a read.
-func statedIntent(input string) state.Intent {
+func statedIntent(input string) intent.Intent {
 	if m := changeRE.FindStringSubmatch(input); m != nil {
 		v, _ := strconv.ParseFloat(m[1], 64)
-		return state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{{Target: "Q1", Value: &v, Unit: "A"}}}
+		return intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Value: &v, Unit: "A"}}}
 	}
-	return state.Intent{Kind: state.IntentRead}
+	return intent.Intent{Kind: intent.KindRead}
 }
 
 func newGateWorld(planned float64) *gateWorld {
@@ -268,10 +269,10 @@ func TestGateApprovedWriteRunsOnceAndIsAudited(t *testing.T) {
 		t.Fatalf("writes %v, want [105]", got)
 	}
 	recs := audits(t, a, agent.AuditFilter{Thread: "t"})
-	if outcomes(recs) != "asked approved started ended:confirmed" {
+	if outcomes(recs) != "planned asked approved started ended:confirmed" {
 		t.Fatalf("audit %s", outcomes(recs))
 	}
-	ex := recs[3]
+	ex := recs[4]
 	if ex.ApprovedBy != "op-anna" || ex.ApprovalID != ap.ID || ex.Principal != "ops" || ex.Tenant != "acc" || ex.Digest != ap.ActionDigest ||
 		!strings.Contains(ex.ResultSummary, "from 92 → 105") || !strings.Contains(string(ex.Result), `"readback":105`) || ex.Attempt != 1 {
 		t.Errorf("executed record %+v", ex)
@@ -311,7 +312,7 @@ func TestGateWritesOffRefusesWithoutAsking(t *testing.T) {
 			if len(w.written()) != 0 {
 				t.Fatal("written")
 			}
-			if recs := audits(t, a, agent.AuditFilter{}); outcomes(recs) != "refused(writes_disabled)" {
+			if recs := audits(t, a, agent.AuditFilter{}); outcomes(recs) != "planned refused(writes_disabled)" {
 				t.Fatalf("audit %s", outcomes(recs))
 			}
 		})
@@ -613,7 +614,12 @@ func (s *cancelLeasing) PutWrites(ctx context.Context, thread string, id uuid.UU
 // An approval binds to the action's digest: an approval for 105 A does not
 // write 150 A, however the step came to describe another value.
 func TestGateApprovalForOneValueDoesNotWriteAnother(t *testing.T) {
-	anyValue := func(string) state.Intent { return state.Intent{Kind: state.IntentChange} } // "raise Q1 a bit": no value stated
+	// The intent permits both values (two stated changes of Q1), so only
+	// the approval's digest tells them apart.
+	anyValue := func(string) intent.Intent {
+		v1, v2 := 105.0, 150.0
+		return intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Value: &v1, Unit: "A"}, {Target: "Q1", Value: &v2, Unit: "A"}}}
+	}
 	t.Run("step parameters changed in the checkpoint after the question", func(t *testing.T) {
 		for _, noAction := range []bool{false, true} {
 			store, _ := newSQLite(t)
@@ -661,7 +667,7 @@ func TestGateApprovalForOneValueDoesNotWriteAnother(t *testing.T) {
 		if e := s.Turn.Plan.Steps[0].Error; e == nil || e.Classification.Metadata[capabilities.MetaSafetyAbortReason] != agent.RefusedActionChanged {
 			t.Fatalf("step error %+v", e)
 		}
-		if recs := audits(t, a, agent.AuditFilter{}); outcomes(recs) != "asked approved started ended:failed(timeout) refused(action_changed)" {
+		if recs := audits(t, a, agent.AuditFilter{}); outcomes(recs) != "planned asked approved started ended:failed(timeout) refused(action_changed)" {
 			t.Fatalf("audit %s", outcomes(recs))
 		}
 	})
@@ -773,7 +779,7 @@ func TestGateRejectionNamesTheApprovedAction(t *testing.T) {
 	if m := o.message(); !strings.Contains(m.Content, "set Q1 to 105 A") {
 		t.Errorf("rejection %q does not name the action", m.Content)
 	}
-	if recs := audits(t, a, agent.AuditFilter{}); outcomes(recs) != "asked rejected" || recs[1].ApprovedBy != "op" || recs[1].Answer != "no" {
+	if recs := audits(t, a, agent.AuditFilter{}); outcomes(recs) != "planned asked rejected" || recs[2].ApprovedBy != "op" || recs[2].Answer != "no" {
 		t.Fatalf("audit %s %+v", outcomes(recs), recs)
 	}
 }

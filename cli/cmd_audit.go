@@ -130,7 +130,10 @@ func auditParts(r agent.AuditEntry) []string {
 	if r.Summary != "" {
 		head += ": " + r.Summary
 	}
-	where := fmt.Sprintf("[thread %s turn %d step %d attempt %d", r.Thread, r.Turn, r.Step+1, r.Attempt)
+	where := fmt.Sprintf("[thread %s turn %d step %d", r.Thread, r.Turn, r.Step+1)
+	if r.Attempt > 0 { // planned and unrequested records are of no attempt
+		where += fmt.Sprintf(" attempt %d", r.Attempt)
+	}
 	if r.Run != "" {
 		where += " run " + r.Run
 	}

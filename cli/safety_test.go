@@ -57,9 +57,11 @@ func TestAuditListsApprovedWrite(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if len(lines) != 4 {
+	if len(lines) != 5 {
 		t.Fatalf("%d lines:\n%s", len(lines), r.stdout)
 	}
+	mustContain(t, "planned line", lines[0], "planned", "channel_write: Set the quadrupole Q1 current in the BTS line to 105 A", "step 2]")
+	lines = lines[1:]
 	mustContain(t, "asked line", lines[0], "asked", "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A", "before: BTS:MAG:Q1:CURRENT 92 A")
 	mustContain(t, "approved line", lines[1], "approved", "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A", `by cli:anna (keyword: "yes")`, "before: BTS:MAG:Q1:CURRENT 92 A")
 	mustContain(t, "started line", lines[2], "started", "before: BTS:MAG:Q1:CURRENT 92 A")

@@ -261,7 +261,7 @@ func TestSideEffectingToolNeedsApproval(t *testing.T) {
 		t.Fatalf("asked to approve with writes off: %+v", tr.approval)
 	}
 	recs, err := off.Audit(context.Background(), agent.AuditFilter{Thread: "w0"})
-	if err != nil || len(recs) != 1 || recs[0].Event != agent.AuditRefused || recs[0].Reason != agent.RefusedWritesDisabled {
+	if err != nil || len(recs) != 2 || recs[0].Event != agent.AuditPlanned || recs[1].Event != agent.AuditRefused || recs[1].Reason != agent.RefusedWritesDisabled {
 		t.Fatalf("audit %+v %v", recs, err)
 	}
 
@@ -284,8 +284,8 @@ func TestSideEffectingToolNeedsApproval(t *testing.T) {
 		t.Fatalf("after yes: %+v", tr)
 	}
 	recs, err = on.Audit(context.Background(), agent.AuditFilter{Thread: "w1"})
-	if err != nil || len(recs) != 4 || recs[1].Event != agent.AuditApproved || recs[2].Event != agent.AuditStarted ||
-		recs[3].Outcome != capabilities.OutcomeConfirmed || recs[3].Digest != ap.ActionDigest {
+	if err != nil || len(recs) != 5 || recs[2].Event != agent.AuditApproved || recs[3].Event != agent.AuditStarted ||
+		recs[4].Outcome != capabilities.OutcomeConfirmed || recs[4].Digest != ap.ActionDigest {
 		t.Fatalf("audit %+v %v", recs, err)
 	}
 

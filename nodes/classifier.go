@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/prompts"
 	"github.com/capgraph/capgraph/state"
@@ -135,8 +136,8 @@ func reclassReason(e *state.ErrorInfo) string {
 // candidates are the capabilities the classifier decides on: all but the
 // always-active ones, and without side effects unless the user asks for a
 // change (the model is not even asked about them).
-func (n *ClassifierNode) candidates(intent state.Intent) []capabilities.Capability {
-	allow := allowedFor(n.cfg.Registry, intent)
+func (n *ClassifierNode) candidates(in intent.Intent) []capabilities.Capability {
+	allow := allowedFor(n.cfg.Registry, in)
 	var out []capabilities.Capability
 	for _, c := range n.cfg.Registry.All() {
 		if !isTerminal(c.Name()) && allow(c.Name()) {
@@ -160,16 +161,16 @@ func (n *ClassifierNode) info(c capabilities.Capability) prompts.ClassifierCapab
 // classify selects from the candidates the intent allows; retry is the
 // previous attempt's format error (for retryCap's question in
 // per-capability mode).
-func (n *ClassifierNode) classify(ctx context.Context, task, input, previous string, retry prompts.FormatRetry, retryCap string, intent state.Intent) (selected []string, calls []call, offline bool, err error) {
-	cands := n.candidates(intent)
+func (n *ClassifierNode) classify(ctx context.Context, task, input, previous string, retry prompts.FormatRetry, retryCap string, in intent.Intent) (selected []string, calls []call, offline bool, err error) {
+	cands := n.candidates(in)
 	if len(cands) == 0 {
 		return nil, nil, !n.online(llm.RoleClassifier), nil
 	}
 	if !n.online(llm.RoleClassifier) {
-		return n.offlineSelect(task, input, intent), nil, true, nil
+		return n.offlineSelect(task, input, in), nil, true, nil
 	}
 	if n.cfg.ClassifierMode == PerCapability {
-		return n.perCapability(ctx, task, input, previous, cands, retry, retryCap, intent)
+		return n.perCapability(ctx, task, input, previous, cands, retry, retryCap, in)
 	}
 	infos := make([]prompts.ClassifierCapability, len(cands))
 	for i, c := range cands {
@@ -188,7 +189,7 @@ func (n *ClassifierNode) classify(ctx context.Context, task, input, previous str
 		return nil, []call{c}, false, err
 	}
 	if c.offline {
-		return n.offlineSelect(task, input, intent), nil, true, nil
+		return n.offlineSelect(task, input, in), nil, true, nil
 	}
 	names, err := parseSelection(c.text)
 	if err != nil {
@@ -256,7 +257,7 @@ func parseMatch(reply string) (bool, error) {
 // (with a NotSelected event) unless its failure is CRITICAL or FATAL (a
 // rejected key fails every call alike) or every call failed: then the
 // classifier fails.
-func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previous string, cands []capabilities.Capability, retry prompts.FormatRetry, retryCap string, intent state.Intent) ([]string, []call, bool, error) {
+func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previous string, cands []capabilities.Capability, retry prompts.FormatRetry, retryCap string, in intent.Intent) ([]string, []call, bool, error) {
 	type result struct {
 		match bool
 		calls []call
@@ -345,7 +346,7 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 		}
 	}
 	if offline {
-		return n.offlineSelect(task, input, intent), nil, true, nil
+		return n.offlineSelect(task, input, in), nil, true, nil
 	}
 	if format != nil {
 		return nil, calls, false, format
@@ -360,19 +361,19 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 // allows; a follow-up that refers back is classified by its own words
 // (docs/models.md, "Offline mode", and docs/safety.md, "Selection and
 // planning").
-func (n *ClassifierNode) offlineSelect(task, input string, intent state.Intent) []string {
-	ix := n.lexical(intent)
+func (n *ClassifierNode) offlineSelect(task, input string, in intent.Intent) []string {
+	ix := n.lexical(in)
 	text := task
 	if msg, ok := followUpText(task, input); ok {
 		if sel := ix.selectLexical(msg, n.cfg.OfflineThreshold, n.cfg.OfflineRelative); len(sel) > 0 {
-			return n.withChange(ix, msg, sel, intent)
+			return n.withChange(ix, msg, sel, in)
 		}
 	}
-	return n.withChange(ix, text, ix.selectLexical(text, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), intent)
+	return n.withChange(ix, text, ix.selectLexical(text, n.cfg.OfflineThreshold, n.cfg.OfflineRelative), in)
 }
 
-func (n *ClassifierNode) withChange(ix *lexicalIndex, text string, sel []string, intent state.Intent) []string {
-	if !intent.IsChange() {
+func (n *ClassifierNode) withChange(ix *lexicalIndex, text string, sel []string, in intent.Intent) []string {
+	if !in.IsChange() {
 		return sel
 	}
 	sideEffects := func(name string) bool {
@@ -386,6 +387,18 @@ func (n *ClassifierNode) withChange(ix *lexicalIndex, text string, sel []string,
 		if sc.Score > 0 && sideEffects(sc.Capability) {
 			return append(sel, sc.Capability)
 		}
+	}
+	// The words match none (another language than the descriptions'): the
+	// user's change goes to the one capability that changes anything, if
+	// there is one.
+	var changers []string
+	for _, name := range n.cfg.Registry.Names() {
+		if sideEffects(name) {
+			changers = append(changers, name)
+		}
+	}
+	if len(changers) == 1 {
+		return append(sel, changers[0])
 	}
 	return sel
 }
@@ -404,7 +417,7 @@ func followUpText(task, input string) (string, bool) {
 // lexical indexes the registry as it is now (building it takes microseconds,
 // and capabilities registered after the node was built are included),
 // without the capabilities the intent does not allow.
-func (n *ClassifierNode) lexical(intent state.Intent) *lexicalIndex {
-	allow := allowedFor(n.cfg.Registry, intent)
+func (n *ClassifierNode) lexical(in intent.Intent) *lexicalIndex {
+	allow := allowedFor(n.cfg.Registry, in)
 	return newLexicalIndex(slices.DeleteFunc(n.cfg.Registry.All(), func(c capabilities.Capability) bool { return !allow(c.Name()) }))
 }

@@ -3,10 +3,11 @@ package nodes
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/state"
+	"github.com/capgraph/capgraph/intent"
 )
 
 // expandDependencies adds, transitively, the provider of every context type
@@ -70,8 +71,8 @@ func providedBy(reg *capabilities.Registry, in map[string]bool, typ string) bool
 // and reported in skipped. A side-effecting capability is planned only when
 // the intent is a change (the classifier withholds it otherwise; this is
 // the backstop).
-func dependencyPlan(reg *capabilities.Registry, active []string, store capabilities.ContextStore, task string, turn int, intent state.Intent) (steps []capabilities.PlannedStep, skipped []string) {
-	allow := allowedFor(reg, intent)
+func dependencyPlan(reg *capabilities.Registry, active []string, store capabilities.ContextStore, task string, turn int, in intent.Intent) (steps []capabilities.PlannedStep, skipped []string) {
+	allow := allowedFor(reg, in)
 	activeSet := map[string]bool{}
 	for _, n := range active {
 		if allow(n) {
@@ -121,12 +122,20 @@ func dependencyPlan(reg *capabilities.Registry, active []string, store capabilit
 		if !goal {
 			objective = providerObjective(c, task)
 		}
+		var params map[string]any
+		if capabilities.HasSideEffects(c) {
+			// The change the user's words ask for, not the task's (a model
+			// may have written it): "Set Q1 to 105 A", "Change Q1 by +5 A".
+			if o, p, ok := changeObjective(in); ok {
+				objective, params = o, p
+			}
+		}
 		out := ""
 		if p := c.Provides(); len(p) > 0 {
 			out = p[0]
 		}
 		steps = append(steps, capabilities.PlannedStep{ContextKey: key, Capability: name, TaskObjective: objective,
-			ExpectedOutput: out, Inputs: inputs})
+			ExpectedOutput: out, Inputs: inputs, Parameters: params})
 		visited[name] = 2
 		return true
 	}
@@ -139,6 +148,38 @@ func dependencyPlan(reg *capabilities.Registry, active []string, store capabilit
 	}
 	steps = append(steps, respondStep(task))
 	return steps, skipped
+}
+
+// changeObjective states the one change of an intent as a side-effecting
+// step's objective, in the words capabilities parse ("Set Q1 to 105 A"), or
+// for a relative change with parameters by and unit ("Change Q1 by +5 A":
+// the capability works out the value from the value now, and the gate
+// checks it against its own reading); false for several changes or one
+// without a value or amount.
+func changeObjective(in intent.Intent) (string, map[string]any, bool) {
+	if !in.IsChange() || len(in.Changes) != 1 {
+		return "", nil, false
+	}
+	c := in.Changes[0]
+	target := c.Target
+	if c.Refers != "" {
+		target += " (" + c.Refers + ")"
+	}
+	unit := ""
+	if c.Unit != "" {
+		unit = " " + c.Unit
+	}
+	switch {
+	case c.Value != nil:
+		return "Set " + target + " to " + strconv.FormatFloat(*c.Value, 'g', -1, 64) + unit, nil, true
+	case c.By != nil:
+		by := strconv.FormatFloat(*c.By, 'g', -1, 64)
+		if *c.By >= 0 {
+			by = "+" + by
+		}
+		return "Change " + target + " by " + by + unit, map[string]any{"by": *c.By, "unit": c.Unit}, true
+	}
+	return "", nil, false
 }
 
 // providerObjective is the objective of a step that only prepares another's
@@ -225,9 +266,9 @@ func latest(store capabilities.ContextStore, typ string) (capabilities.ContextEn
 
 // allowedFor admits every capability when the intent is a change, and only
 // those without side effects otherwise.
-func allowedFor(reg *capabilities.Registry, intent state.Intent) func(string) bool {
+func allowedFor(reg *capabilities.Registry, in intent.Intent) func(string) bool {
 	return func(name string) bool {
-		if intent.IsChange() {
+		if in.IsChange() {
 			return true
 		}
 		c, ok := reg.Get(name)
@@ -237,8 +278,8 @@ func allowedFor(reg *capabilities.Registry, intent state.Intent) func(string) bo
 
 // withholdSideEffects removes the side-effecting capabilities from a
 // selection when the user did not ask for a change.
-func withholdSideEffects(reg *capabilities.Registry, selected []string, intent state.Intent) (kept, withheld []string) {
-	allow := allowedFor(reg, intent)
+func withholdSideEffects(reg *capabilities.Registry, selected []string, in intent.Intent) (kept, withheld []string) {
+	allow := allowedFor(reg, in)
 	for _, n := range selected {
 		if allow(n) {
 			kept = append(kept, n)

@@ -24,7 +24,7 @@ var (
 	// ErrUnrequestedChange: a plan has a side-effecting step the user did not
 	// ask for, or one that changes another target or value than the user
 	// stated (REPLANNING). The PlanError's Cause wraps
-	// state.ErrNoChangeIntent or state.ErrIntentMismatch.
+	// intent.ErrNoChange or intent.ErrMismatch.
 	ErrUnrequestedChange = errors.New("nodes: plan changes what the user did not ask to change")
 	// ErrNoTask: a node needing a task ran before task extraction.
 	ErrNoTask = errors.New("nodes: no task")
@@ -100,8 +100,13 @@ type PlanError struct {
 	// Unknown lists unknown capabilities; Available lists usable context keys.
 	Unknown   []string
 	Available []string
-	// Cause is the underlying error, if any (state.ErrNoChangeIntent…).
+	// Cause is the underlying error, if any (intent.ErrNoChange…).
 	Cause error
+	// Operator says an ErrUnrequestedChange to the operator in plain words
+	// (Problem is the instruction to the planning model); Action is the
+	// refused step's action as far as the plan says.
+	Operator string
+	Action   capabilities.Action
 }
 
 func (e *PlanError) Error() string {
@@ -124,11 +129,14 @@ func (e *PlanError) capabilityError() *capabilities.Error {
 				MetaUnknown:                             e.Unknown}}
 	}
 	meta := map[string]any{capabilities.MetaReplanningReason: e.Problem}
-	if !errors.Is(e.Kind, ErrUnrequestedChange) {
+	user := e.Error()
+	if errors.Is(e.Kind, ErrUnrequestedChange) {
+		user = e.Operator
+	} else {
 		meta[MetaAvailableKeys] = e.Available
 	}
 	return &capabilities.Error{Severity: capabilities.Replanning, Kind: capabilities.KindInvalidInput,
-		UserMessage: e.Error(), Err: e, Metadata: meta}
+		UserMessage: user, Err: e, Metadata: meta}
 }
 
 func truncate(s string, n int) string {

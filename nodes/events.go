@@ -1,6 +1,9 @@
 package nodes
 
-import "github.com/capgraph/capgraph/state"
+import (
+	"github.com/capgraph/capgraph/intent"
+	"github.com/capgraph/capgraph/state"
+)
 
 // Payloads the nodes emit with graph.Emit for frontends. The agent maps them
 // to its events; they are small values, safe to copy.
@@ -32,7 +35,7 @@ type TaskExtracted struct {
 	Task             string
 	DependsOnHistory bool
 	Offline          bool
-	Intent           state.Intent
+	Intent           intent.Intent
 }
 
 // CapabilitiesSelected carries the classifier's selection, after dependency

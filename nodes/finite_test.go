@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/state"
@@ -20,7 +21,7 @@ import (
 
 func TestValidatePlanRefusesNonFiniteParameters(t *testing.T) {
 	reg := controlRoom(t)
-	turn := state.Turn{Task: &state.Task{Text: "Read the beam current", Intent: state.Intent{Kind: state.IntentRead}}}
+	turn := state.Turn{Task: &state.Task{Text: "Read the beam current", Intent: intent.Intent{Kind: intent.KindRead}}}
 	for _, tc := range []struct {
 		params map[string]any
 		want   string

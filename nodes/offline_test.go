@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -84,7 +85,7 @@ func TestOfflineWeatherQuestions(t *testing.T) {
 
 func TestOfflinePlanSharesProvidersAndRunsIndependentStepsTogether(t *testing.T) {
 	reg := controlRoom(t)
-	steps, skipped := dependencyPlan(reg, []string{"channel_finding", "channel_read", "archiver_retrieval", "respond"}, nil, "beam current now and over the last hour", 3, state.Intent{})
+	steps, skipped := dependencyPlan(reg, []string{"channel_finding", "channel_read", "archiver_retrieval", "respond"}, nil, "beam current now and over the last hour", 3, intent.Intent{})
 	if len(skipped) != 0 {
 		t.Fatalf("skipped %v", skipped)
 	}
@@ -110,11 +111,11 @@ func TestOfflinePlanReusesStoredContextAndSkipsUnsatisfiable(t *testing.T) {
 	reg := controlRoom(t)
 	store := capabilities.ContextStore{}.Put(capabilities.ContextEntry{Type: "CHANNEL_ADDRESSES", Key: "old", Turn: 1},
 		capabilities.ContextEntry{Type: "CHANNEL_ADDRESSES", Key: "newer", Turn: 2})
-	steps, skipped := dependencyPlan(reg, []string{"channel_read"}, store, "read them again", 3, state.Intent{})
+	steps, skipped := dependencyPlan(reg, []string{"channel_read"}, store, "read them again", 3, intent.Intent{})
 	if len(skipped) != 0 || len(steps) != 2 || steps[0].Inputs[0].Key != "newer" {
 		t.Errorf("steps %+v skipped %v: want channel_read reading the latest stored addresses", steps, skipped)
 	}
-	steps, skipped = dependencyPlan(reg, []string{"channel_read"}, nil, "read", 1, state.Intent{})
+	steps, skipped = dependencyPlan(reg, []string{"channel_read"}, nil, "read", 1, intent.Intent{})
 	if !slices.Equal(skipped, []string{"channel_read"}) || len(steps) != 1 || steps[0].Capability != "respond" {
 		t.Errorf("steps %+v skipped %v: an unsatisfiable step is left out", steps, skipped)
 	}
@@ -210,7 +211,7 @@ func TestOfflineClarify(t *testing.T) {
 func TestOfflinePlanProviderStepsInUsersWords(t *testing.T) {
 	reg := controlRoom(t)
 	for _, task := range []string{"Show me the RF cavity voltage over the last 2 hours", "wat is teh beam curent", "vacuum sector 3 and 4?"} {
-		steps, _ := dependencyPlan(reg, []string{"channel_finding", "archiver_retrieval", "respond"}, nil, task, 1, state.Intent{})
+		steps, _ := dependencyPlan(reg, []string{"channel_finding", "archiver_retrieval", "respond"}, nil, task, 1, intent.Intent{})
 		if len(steps) != 3 || steps[0].Capability != "channel_finding" {
 			t.Fatalf("%q: plan %+v", task, steps)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/prompts"
 	"github.com/capgraph/capgraph/state"
@@ -129,17 +130,21 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 
 // intentForPlanner says the intent in the planner's prompt: what a step
 // that changes the outside world may do.
-func intentForPlanner(in state.Intent) string {
+func intentForPlanner(in intent.Intent) string {
 	if !in.IsChange() {
 		return fmt.Sprintf("%s. The user did not ask to change anything: plan no step with a capability that changes the outside world (such a plan is rejected).", in.Summary())
+	}
+	if in.Relative() {
+		return fmt.Sprintf("%s. A step that changes the outside world must change exactly what the user stated (target and amount), nothing else. "+
+			"A change by an amount is relative: read the value now in an earlier step and set it to that value plus the amount (it is checked against a fresh reading before anyone is asked).", in.Summary())
 	}
 	return fmt.Sprintf("%s. A step that changes the outside world must change exactly what the user stated (target and value), nothing else.", in.Summary())
 }
 
 // intentOf is the turn's intent (a read when no task was extracted).
-func intentOf(t state.Turn) state.Intent {
+func intentOf(t state.Turn) intent.Intent {
 	if t.Task == nil {
-		return state.Intent{}
+		return intent.Intent{}
 	}
 	return t.Task.Intent
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -223,7 +224,7 @@ type planProblem struct {
 // intent does not ask for (see checkIntent) → replanning; no terminal step →
 // respond appended; empty plan → a single respond step. It returns the steps
 // to run.
-func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, task string, intent state.Intent) ([]capabilities.PlannedStep, *planProblem) {
+func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, task string, in intent.Intent) ([]capabilities.PlannedStep, *planProblem) {
 	if len(steps) == 0 {
 		return []capabilities.PlannedStep{respondStep(task)}, nil
 	}
@@ -277,7 +278,7 @@ func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, 
 	if pe := checkFinite(steps); pe != nil {
 		return nil, &planProblem{plan: pe}
 	}
-	if pe := checkIntent(steps, reg, store, intent); pe != nil {
+	if pe := checkIntent(steps, reg, store, in); pe != nil {
 		return nil, &planProblem{plan: pe}
 	}
 	if !isTerminal(steps[len(steps)-1].Capability) {
@@ -288,30 +289,47 @@ func validatePlan(steps []capabilities.PlannedStep, reg *capabilities.Registry, 
 
 // checkIntent rejects a step of a side-effecting capability unless the user
 // asked for a change, and one whose target or value differs from the change
-// the user stated (state.Intent.Permits on the step's planned action, see
-// plannedAction). The rejection is REPLANNING: the reason is shown to the
-// planner, and a plan that keeps proposing the change uses up the planning
-// budget and ends in an error report saying why.
-func checkIntent(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, intent state.Intent) *PlanError {
+// the user stated (intent.Intent.PermitsPlanned on the step's planned
+// action, see plannedAction). The rejection is REPLANNING: the reason is
+// shown to the planner (Problem, an instruction to the model), and a plan
+// that keeps proposing the change uses up the planning budget and ends in
+// an error report; the operator reads Operator, in plain words. The agent
+// audits every rejection (event and outcome unrequested).
+func checkIntent(steps []capabilities.PlannedStep, reg *capabilities.Registry, store capabilities.ContextStore, in intent.Intent) *PlanError {
 	for i, st := range steps {
 		c, ok := reg.Get(st.Capability)
 		if !ok || !capabilities.HasSideEffects(c) {
 			continue
 		}
-		err := intent.Permits(plannedAction(st, steps[:i], store))
+		action := plannedAction(st, steps[:i], store)
+		err := in.PermitsPlanned(action)
 		if err == nil {
 			continue
 		}
-		problem := fmt.Sprintf("step %d (%s) would change the outside world, but the user did not ask for a change "+
-			"(the request reads as %s). Plan only steps that read or look up; never change anything for this request",
-			i+1, st.Capability, intent.Summary())
-		if intent.IsChange() {
-			problem = fmt.Sprintf("step %d (%s) is not the change the user asked for: %v. Change exactly the target the user named, to the value the user stated",
+		pe := &PlanError{Kind: ErrUnrequestedChange, Step: i, Cause: err, Action: action}
+		if in.IsChange() {
+			pe.Problem = fmt.Sprintf("step %d (%s) is not the change the user asked for: %v. Change exactly the target the user named, to the value the user stated",
 				i+1, st.Capability, err)
+			pe.Operator = fmt.Sprintf("The plan's step %d (%s) was not the change you asked for (%s), so it was refused and nothing was changed.",
+				i+1, st.Capability, strings.TrimPrefix(in.Summary(), "change: "))
+		} else {
+			pe.Problem = fmt.Sprintf("step %d (%s) would change the outside world, but the user did not ask for a change "+
+				"(the request reads as %s). Plan only steps that read or look up; never change anything for this request",
+				i+1, st.Capability, in.Summary())
+			pe.Operator = fmt.Sprintf("You did not ask for a change (your request %s), so nothing will be changed: "+
+				"the plan's step %d (%s), which would have changed the machine, was refused.", askedAs(in), i+1, st.Capability)
 		}
-		return &PlanError{Kind: ErrUnrequestedChange, Step: i, Problem: problem, Cause: err}
+		return pe
 	}
 	return nil
+}
+
+// askedAs says in plain words how a request that changes nothing reads.
+func askedAs(in intent.Intent) string {
+	if in.Kind == intent.KindHypothetical {
+		return "asks what would happen"
+	}
+	return "asks to read or look something up"
 }
 
 // plannedAction is what a planned side-effecting step will do, as far as the
@@ -345,11 +363,11 @@ func plannedAction(st capabilities.PlannedStep, earlier []capabilities.PlannedSt
 	ch := capabilities.Change{Target: strings.Join(slices.DeleteFunc(texts, func(s string) bool { return s == "" }), " | "), Unit: paramUnit(st)}
 	switch v := st.Parameters["value"].(type) {
 	case nil:
-		if f, u, ok := state.StatedValue(st.TaskObjective); ok {
+		if f, u, ok := intent.StatedValue(st.TaskObjective); ok {
 			ch.Value, ch.Unit = f, u
 		}
 	case string:
-		if f, u, ok := state.ParseQuantity(v); ok {
+		if f, u, ok := intent.ParseQuantity(v); ok {
 			ch.Value = f
 			if u != "" {
 				ch.Unit = u
@@ -366,10 +384,10 @@ func plannedAction(st capabilities.PlannedStep, earlier []capabilities.PlannedSt
 
 func paramUnit(st capabilities.PlannedStep) string {
 	if u, ok := st.Parameters["unit"].(string); ok {
-		return state.CanonicalUnit(u)
+		return intent.CanonicalUnit(u)
 	}
 	if u, ok := st.Parameters["units"].(string); ok {
-		return state.CanonicalUnit(u)
+		return intent.CanonicalUnit(u)
 	}
 	return ""
 }

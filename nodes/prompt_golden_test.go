@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/state"
@@ -124,7 +125,7 @@ func TestNodePromptsGolden(t *testing.T) {
 		wreg := sideEffectRegistry(t)
 		s := withTask("Set the quadrupole Q1 current in the BTS line to 105 A", "channel_finding", "channel_write", "respond", "clarify")
 		v := 105.0
-		s.Turn.Task.Intent = state.Intent{Kind: state.IntentChange, Changes: []state.RequestedChange{{Target: "the quadrupole Q1 current in the BTS line", Value: &v, Unit: "A"}}}
+		s.Turn.Task.Intent = intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "the quadrupole Q1 current in the BTS line", Value: &v, Unit: "A"}}}
 		p := systemPrompt(t, wreg, 1, llm.RoleOrchestrator, `{"steps": []}`, s, orchestratorNode)
 		goldenPrompt(t, "orchestrator_change_intent", p)
 		for _, want := range []string{"USER INTENT: change: the quadrupole Q1 current in the BTS line to 105 A.",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/prompts"
 	"github.com/capgraph/capgraph/state"
@@ -71,15 +72,21 @@ func (n *RespondNode) Run(ctx context.Context, s state.State) (state.Update, err
 		calls = append(calls, c)
 		text = strings.TrimSpace(c.text)
 		if c.offline {
-			text = offlineAnswer(data) + hypotheticalNote(t)
+			text = offlineAnswer(data) + hypotheticalNote(t) + understoodNote(t)
 			graph.Emit(ctx, Token{Node: n.name, Text: text})
-		} else if note := finishNote(c); note != "" && text != "" {
-			// Never passed off as complete: the note is streamed and stored with it.
-			graph.Emit(ctx, Token{Node: n.name, Text: "\n\n" + note})
-			text += "\n\n" + note
+		} else {
+			if note := finishNote(c); note != "" && text != "" {
+				// Never passed off as complete: the note is streamed and stored with it.
+				graph.Emit(ctx, Token{Node: n.name, Text: "\n\n" + note})
+				text += "\n\n" + note
+			}
+			if note := understoodNote(t); note != "" && text != "" {
+				graph.Emit(ctx, Token{Node: n.name, Text: note})
+				text += note
+			}
 		}
 	} else {
-		text = offlineAnswer(data) + hypotheticalNote(t)
+		text = offlineAnswer(data) + hypotheticalNote(t) + understoodNote(t)
 		graph.Emit(ctx, Token{Node: n.name, Text: text})
 	}
 	if text == "" {
@@ -290,10 +297,21 @@ func lastError(t state.Turn, step int) string {
 // hypotheticalNote ends an offline answer to a hypothetical question: the
 // template responder cannot predict, so it says so and that nothing changed.
 func hypotheticalNote(t state.Turn) string {
-	if intentOf(t).Kind != state.IntentHypothetical {
+	if intentOf(t).Kind != intent.KindHypothetical {
 		return ""
 	}
 	return "\n\nNothing was changed: you asked what would happen, which offline mode cannot predict; the results above (if any) show the present state."
+}
+
+// understoodNote ends an answer when the user's words sounded like a change
+// the rules would not carry out (no value, a question mark, reported words,
+// a value to restore): what they understood, in the framework's words, so
+// a model's answer cannot leave it out (intent.Intent.Note).
+func understoodNote(t state.Turn) string {
+	if note := intentOf(t).Note; note != "" {
+		return "\n\n" + note
+	}
+	return ""
 }
 
 // offlineAnswer is the template responder: the offline notice, then the

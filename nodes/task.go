@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/prompts"
 	"github.com/capgraph/capgraph/state"
@@ -14,8 +15,9 @@ import (
 
 // taskShape is the reply task extraction expects. "intent" says whether the
 // user asks to read, to change or hypothetically, and for a change each
-// target, value (a number or null) and unit; a reply without it is read by
-// the offline intent rules.
+// target, value (a number or null) and unit. The rules decide from the
+// user's words whatever it says; it may only normalise what they found
+// (intent.Decide).
 const taskShape = `{"task": "<self-contained task>", "depends_on_chat_history": true|false, ` +
 	`"intent": {"kind": "read"|"change"|"hypothetical", "changes": [{"target": "<as the user named it>", "value": <number>|null, "unit": "<unit>"}]}}`
 
@@ -31,7 +33,7 @@ var taskReply = newShape("task_reply",
 // each of its "changes".
 var (
 	changeFields = []shapeField{required("target", jsonString()), optional("value", jsonNumber()), optional("unit", jsonString())}
-	intentFields = []shapeField{required("kind", jsonEnum(string(state.IntentRead), string(state.IntentChange), string(state.IntentHypothetical))),
+	intentFields = []shapeField{required("kind", jsonEnum(string(intent.KindRead), string(intent.KindChange), string(intent.KindHypothetical))),
 		optional("changes", jsonArray(jsonObject(changeFields...)))}
 )
 
@@ -128,25 +130,25 @@ func parseTask(reply string) (*state.Task, error) {
 
 // parseIntent parses the reply's "intent" strictly. Changes stated for a
 // read or a hypothetical are dropped: only a change has any.
-func parseIntent(raw json.RawMessage) (state.Intent, error) {
+func parseIntent(raw json.RawMessage) (intent.Intent, error) {
 	const where = `"intent"`
 	m, err := strictObject(raw, where, fieldKeys(intentFields)...)
 	if err != nil {
-		return state.Intent{}, err
+		return intent.Intent{}, err
 	}
 	var kind string
 	if _, err := field(m, "kind", where, &kind); err != nil {
-		return state.Intent{}, err
+		return intent.Intent{}, err
 	}
-	in := state.Intent{Kind: state.IntentKind(strings.ToLower(strings.TrimSpace(kind)))}
+	in := intent.Intent{Kind: intent.Kind(strings.ToLower(strings.TrimSpace(kind)))}
 	switch in.Kind {
-	case state.IntentRead, state.IntentChange, state.IntentHypothetical:
+	case intent.KindRead, intent.KindChange, intent.KindHypothetical:
 	default:
-		return state.Intent{}, fmt.Errorf(`"intent.kind" must be "read", "change" or "hypothetical", got %q`, kind)
+		return intent.Intent{}, fmt.Errorf(`"intent.kind" must be "read", "change" or "hypothetical", got %q`, kind)
 	}
 	var rawChanges []json.RawMessage
 	if _, err := field(m, "changes", where, &rawChanges); err != nil {
-		return state.Intent{}, err
+		return intent.Intent{}, err
 	}
 	if !in.IsChange() {
 		return in, nil
@@ -155,42 +157,92 @@ func parseIntent(raw json.RawMessage) (state.Intent, error) {
 		at := fmt.Sprintf(`"intent.changes[%d]"`, i)
 		cm, err := strictObject(rc, at, fieldKeys(changeFields)...)
 		if err != nil {
-			return state.Intent{}, err
+			return intent.Intent{}, err
 		}
-		var c state.RequestedChange
+		var c intent.RequestedChange
 		if _, err := field(cm, "target", at, &c.Target); err != nil {
-			return state.Intent{}, err
+			return intent.Intent{}, err
 		}
 		var v float64
 		if ok, err := field(cm, "value", at, &v); err != nil {
-			return state.Intent{}, fmt.Errorf("%s: \"value\" must be a number or null (put the unit in \"unit\")", at)
+			return intent.Intent{}, fmt.Errorf("%s: \"value\" must be a number or null (put the unit in \"unit\")", at)
 		} else if ok {
 			c.Value = &v
 		}
 		if _, err := field(cm, "unit", at, &c.Unit); err != nil {
-			return state.Intent{}, err
+			return intent.Intent{}, err
 		}
-		c.Target, c.Unit = strings.TrimSpace(c.Target), state.CanonicalUnit(c.Unit)
+		c.Target, c.Unit = strings.TrimSpace(c.Target), intent.CanonicalUnit(c.Unit)
 		in.Changes = append(in.Changes, c)
 	}
 	return in, nil
 }
 
-// resolveIntent sets the task's intent: the model's when it gave one,
-// unless the user's message says explicitly that nothing is to change; the
-// offline rules' otherwise (see decideIntent).
+// resolveIntent sets the task's intent from the user's own words (the
+// rules, intent.FromMessages); a model's reading only normalises it
+// (intent.Decide), and where the model read otherwise an event says so.
+// A model's task text that asks for another change than the user's words
+// (a change for a read, another value) is replaced by the user's words, so
+// no later node plans from it.
 func (n *TaskExtractionNode) resolveIntent(ctx context.Context, s state.State, task *state.Task) {
-	var model *state.Intent
+	var model *intent.Intent
 	if task.Intent.Kind != "" {
 		in := task.Intent
 		model = &in
 	}
-	rules := messageIntent(s)
-	in, overruled := decideIntent(model, rules)
-	if overruled {
-		graph.Emit(ctx, Status{Node: n.name, Text: fmt.Sprintf("The model read a change, but the message does not ask for one (%s); nothing will be changed.", rules.reason)})
+	rules := intent.FromMessages(latestUserMessage(s), earlierUserMessages(s))
+	in, differs := intent.Decide(rules, model)
+	if differs != "" {
+		graph.Emit(ctx, Status{Node: n.name, Text: differs})
+	}
+	if !taskAgrees(task.Text, in) {
+		own := offlineTask(s)
+		graph.Emit(ctx, Status{Node: n.name, Text: "The model's task asked for a change your words do not; the task is your own words: " + own.Text})
+		task.Text = own.Text
+		task.DependsOnHistory = task.DependsOnHistory || own.DependsOnHistory
 	}
 	task.Intent = in
+}
+
+// taskAgrees reports whether a model's task text asks for no change the
+// intent does not: read by the same rules, each change in it must be one
+// of the intent's (intent.Intent.Includes: its targets, its values).
+func taskAgrees(text string, in intent.Intent) bool {
+	f := intent.FromMessage(text)
+	if !f.Intent.IsChange() {
+		return true
+	}
+	for _, c := range f.Intent.Changes {
+		if !in.Includes(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// latestUserMessage is the turn's user message.
+func latestUserMessage(s state.State) string {
+	if msg := strings.TrimSpace(s.Turn.Input); msg != "" {
+		return msg
+	}
+	for i := len(s.Messages) - 1; i >= 0; i-- {
+		if s.Messages[i].Role == state.RoleUser {
+			return strings.TrimSpace(s.Messages[i].Content)
+		}
+	}
+	return ""
+}
+
+// earlierUserMessages are the user's messages before this turn's, oldest
+// first: only the user's own words, never a model's or a tool's.
+func earlierUserMessages(s state.State) []string {
+	var out []string
+	for _, m := range s.History() {
+		if m.Role == state.RoleUser {
+			out = append(out, m.Content)
+		}
+	}
+	return out
 }
 
 // offlineTask: the last user message; a short follow-up is joined with the
@@ -233,7 +285,8 @@ const followUpJoin = " — follow-up: "
 
 var (
 	followUpStarts = []string{"and ", "and,", "what about", "how about", "also", "same ", "now ", "then ", "ok ", "okay "}
-	followUpRefs   = map[string]bool{"it": true, "its": true, "that": true, "those": true, "them": true, "this": true, "these": true, "there": true, "same": true}
+	followUpRefs   = map[string]bool{"it": true, "its": true, "that": true, "those": true, "them": true, "this": true, "these": true, "there": true, "same": true,
+		"ihn": true, "ihm": true, "dessen": true, "davon": true, "cela": true}
 )
 
 // refersBack reports whether a message has a word referring back ("it",

@@ -295,10 +295,10 @@ func TestAuditAPI(t *testing.T) {
 	}
 	resp, body = env.do(t, "GET", "/api/audit?since=1h&limit=10", keyAdmin, nil)
 	var out struct{ Records []agent.AuditEntry }
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &out) != nil || len(out.Records) != 4 {
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &out) != nil || len(out.Records) != 5 || out.Records[0].Event != agent.AuditPlanned {
 		t.Fatalf("admin: status %d: %s", resp.StatusCode, body)
 	}
-	ap, ex := out.Records[1], out.Records[3]
+	ap, ex := out.Records[2], out.Records[4]
 	if ap.Event != agent.AuditApproved || ap.ApprovedBy != "alice" || ap.Principal != "alice" || ap.Tenant != "lab" ||
 		ex.Outcome != capabilities.OutcomeConfirmed || ex.Run == "" || !strings.HasPrefix(ex.Run, "run-") || ex.ResultSummary != "Q1 from 92 → 105 A" {
 		t.Fatalf("records %+v", out.Records)

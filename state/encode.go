@@ -397,9 +397,9 @@ func (e *encoder) task(t *Task) {
 		e.key("depends_on_history")
 		e.boolean(true)
 	}
-	if t.Intent.Kind != "" || t.Intent.Changes != nil { // omitzero
+	if t.Intent.Kind != "" || t.Intent.Changes != nil || t.Intent.Note != "" { // omitzero
 		e.key("intent")
-		if len(t.Intent.Changes) > 0 {
+		if len(t.Intent.Changes) > 0 || t.Intent.Note != "" {
 			e.marshal(&t.Intent) // floats: encoding/json's formatting
 		} else {
 			e.b = append(e.b, '{')

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -202,7 +203,7 @@ func TestAppendJSONTurnState(t *testing.T) {
 	at := time.Date(2026, 11, 24, 3, 16, 20, 95254341, time.UTC)
 	s := state.NewTurn(state.State{}, "whats the avg beam current last hr?", state.Options{}, at)
 	s.Metadata = map[string]string{"graph_version": "710eb0ec0e025d77", "owner": "ops"}
-	s.Turn.Task = &state.Task{Text: "What is the mean beam current?", Intent: state.Intent{Kind: state.IntentRead}}
+	s.Turn.Task = &state.Task{Text: "What is the mean beam current?", Intent: intent.Intent{Kind: intent.KindRead}}
 	s.Turn.Control.TokensByRole = map[string]int{"task_extraction": 314, "classifier": 156}
 	want, err := json.Marshal(&s)
 	if err != nil {

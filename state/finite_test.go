@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -105,8 +106,8 @@ func spoiledState(seed uint64, bad, p float64) state.State {
 	f.fill(reflect.ValueOf(&s).Elem())
 	spoil(f.r, reflect.ValueOf(&s).Elem(), bad, p)
 	v := bad
-	s.Turn.Task = &state.Task{Text: "Set Q1 to 1e400 A", Intent: state.Intent{Kind: state.IntentChange,
-		Changes: []state.RequestedChange{{Target: "Q1", Value: &v, Unit: "A"}}}}
+	s.Turn.Task = &state.Task{Text: "Set Q1 to 1e400 A", Intent: intent.Intent{Kind: intent.KindChange,
+		Changes: []intent.RequestedChange{{Target: "Q1", Value: &v, Unit: "A"}}}}
 	step := state.PlanStep{Status: state.StepPending}
 	step.Capability, step.ContextKey, step.Parameters = "set_q1", "q1", map[string]any{"value": bad, "ramp": []any{1.0, bad}}
 	if s.Turn.Plan == nil {
@@ -182,8 +183,8 @@ func FuzzAppendJSONNonFinite(f *testing.F) {
 func TestAppendJSONNonFiniteForms(t *testing.T) {
 	inf, ninf, nan := math.Inf(1), math.Inf(-1), math.NaN()
 	s := state.State{Turn: state.Turn{Number: 1, Input: "Set Q1 to 1e400 A",
-		Task: &state.Task{Text: "Set Q1 to 1e400 A", Intent: state.Intent{Kind: state.IntentChange,
-			Changes: []state.RequestedChange{{Target: "Q1", Value: &inf, Unit: "A"}}}},
+		Task: &state.Task{Text: "Set Q1 to 1e400 A", Intent: intent.Intent{Kind: intent.KindChange,
+			Changes: []intent.RequestedChange{{Target: "Q1", Value: &inf, Unit: "A"}}}},
 		Plan: &state.Plan{Number: 1, Steps: []state.PlanStep{{PlannedStep: capabilities.PlannedStep{ContextKey: "q1", Capability: "set_q1",
 			Parameters: map[string]any{"value": inf, "list": []any{ninf, 2.5}}}, Status: state.StepFailed,
 			Error: &state.ErrorInfo{Node: "set_q1", Classification: capabilities.Classification{Severity: capabilities.Critical,

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/intent"
 )
 
 // MessageRole says who wrote a chat message (not to be confused with a model
@@ -115,7 +116,7 @@ type Task struct {
 	DependsOnHistory bool   `json:"depends_on_history,omitempty"`
 	// Intent says whether the user asks to read, to change, or
 	// hypothetically; a side-effecting step runs only for a change.
-	Intent Intent `json:"intent,omitzero"`
+	Intent intent.Intent `json:"intent,omitzero"`
 }
 
 // StepStatus is the state of a plan step.

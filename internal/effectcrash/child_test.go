@@ -19,6 +19,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/postgres"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/internal/killtest"
 	"github.com/capgraph/capgraph/mcp"
 	"github.com/capgraph/capgraph/mcp/mcptest"
@@ -247,8 +248,8 @@ func newAgent(store leasingStore, auditLog checkpoint.RecordLog, caps []capabili
 				return state.Update{}, err
 			}
 			t := s.Turn
-			t.Task = &state.Task{Text: s.Turn.Input, Intent: state.Intent{Kind: state.IntentChange,
-				Changes: []state.RequestedChange{{Target: target, Value: &two, Unit: "A"}}}}
+			t.Task = &state.Task{Text: s.Turn.Input, Intent: intent.Intent{Kind: intent.KindChange,
+				Changes: []intent.RequestedChange{{Target: target, Value: &two, Unit: "A"}}}}
 			return state.Update{Turn: &t}, nil
 		}},
 		Classifier: node{state.NodeClassifier, func(s state.State) (state.Update, error) {

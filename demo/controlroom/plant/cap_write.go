@@ -11,13 +11,16 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/intent"
 )
 
 // ChannelWrite is the channel_write capability: it sets channels in its
 // CHANNEL_ADDRESSES input to new values and verifies them by readback
-// (CHANNEL_WRITE_RESULTS). Parameters: value (one number for one channel)
-// or values (channel → number); otherwise the value is parsed from the
-// objective or task ("… to 105 A").
+// (CHANNEL_WRITE_RESULTS). Parameters: value (one number for one channel),
+// values (channel → number), or by (an amount for one channel, with unit;
+// "%" of the value now): the value now plus the amount; otherwise the value
+// is parsed from the objective or task ("… to 105 A", "to 0.105 kA" in the
+// channel's units).
 //
 // It declares side effects (SideEffects), says exactly what a step will
 // write (DescribeAction) and refuses there what it would refuse anyway — a
@@ -55,10 +58,16 @@ type writeOp struct {
 	channel Channel
 	target  float64
 	old     float64
+	// by is the amount of a relative write ("by 5 A"), shown with it.
+	by string
 }
 
 func (o writeOp) text() string {
-	return fmt.Sprintf("%s from %s → %s", o.channel.Name, o.channel.Format(o.old), o.channel.FormatWithUnits(o.target))
+	t := fmt.Sprintf("%s from %s → %s", o.channel.Name, o.channel.Format(o.old), o.channel.FormatWithUnits(o.target))
+	if o.by != "" {
+		t += " (" + o.channel.FormatWithUnits(o.old) + " " + o.by + ")"
+	}
+	return t
 }
 
 // valuePattern finds "to 105", "to -3.5e2", "= 105" in a request.
@@ -78,7 +87,21 @@ func (w *ChannelWrite) plan(step capabilities.Step) ([]writeOp, error) {
 	for k, v := range values {
 		targets[strings.ToUpper(k)] = v
 	}
-	if len(targets) == 0 {
+	unit := "" // the unit the value is stated in, when not the channel's
+	by, relative := 0.0, false
+	if raw, ok := step.Parameters["by"]; ok && raw != nil && len(targets) == 0 {
+		// A relative write: the value now plus the amount, per channel.
+		if by, err = capabilities.Param(step, "by", 0.0); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrAmbiguousWrite, err)
+		}
+		relative = true
+		unit, _ = capabilities.Param(step, "unit", "")
+		unit = intent.CanonicalUnit(unit)
+		if len(chans) != 1 {
+			return nil, fmt.Errorf("%w: one amount for %d channels (%s); say which channel gets it", ErrAmbiguousWrite, len(chans), strings.Join(chans, ", "))
+		}
+	}
+	if len(targets) == 0 && !relative {
 		var v float64
 		found := false
 		if raw, ok := step.Parameters["value"]; ok && raw != nil {
@@ -88,8 +111,9 @@ func (w *ChannelWrite) plan(step capabilities.Step) ([]writeOp, error) {
 			found = true
 		} else {
 			for _, t := range stepTexts(step) {
-				if m := valuePattern.FindStringSubmatch(t); m != nil {
-					v, _ = strconv.ParseFloat(m[1], 64)
+				if m := valuePattern.FindStringSubmatchIndex(t); m != nil {
+					v, _ = strconv.ParseFloat(t[m[2]:m[3]], 64)
+					_, unit, _ = intent.ParseQuantity(t[m[2]:])
 					found = true
 					break
 				}
@@ -106,6 +130,9 @@ func (w *ChannelWrite) plan(step capabilities.Step) ([]writeOp, error) {
 	var ops []writeOp
 	for _, name := range chans {
 		v, ok := targets[name]
+		if relative {
+			v, ok = by, true
+		}
 		if !ok {
 			continue
 		}
@@ -117,7 +144,27 @@ func (w *ChannelWrite) plan(step capabilities.Step) ([]writeOp, error) {
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, writeOp{channel: c, target: v, old: old})
+		op := writeOp{channel: c, old: old}
+		if relative {
+			op.by = fmt.Sprintf("%+g %s", by, unit)
+			if unit == "%" {
+				op.by, v, unit = fmt.Sprintf("%+g%%", by), old*by/100, ""
+			}
+			op.by = strings.TrimSpace(strings.Replace(strings.Replace(op.by, "+", "+ ", 1), "-", "− ", 1))
+		}
+		if unit != "" && unit != c.Units {
+			// "to 0.105 kA" on a channel in A is 105 A; amperes never become volts.
+			cv, ok := intent.Convert(v, unit, c.Units)
+			if !ok {
+				return nil, fmt.Errorf("%w: %s is in %s, the value is given in %s", ErrAmbiguousWrite, name, c.Units, unit)
+			}
+			v = cv
+		}
+		if relative {
+			v += old
+		}
+		op.target = v
+		ops = append(ops, op)
 	}
 	for name := range targets {
 		if !containsString(chans, name) {

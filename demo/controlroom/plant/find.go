@@ -172,6 +172,14 @@ var synonyms = map[string]string{
 	"x": "horizontal", "horiz": "horizontal", "hor": "horizontal", "y": "vertical", "vert": "vertical",
 	"dipole": "bend", "dipoles": "bend", "bends": "bend",
 	"lifetimes": "lifetime", "life": "lifetime",
+	// German and French, the other languages operators ask in.
+	"spannung": "volt", "tension": "volt", "strom": "current", "stroms": "current", "courant": "current",
+	"quadrupol": "quad", "quadrupols": "quad", "quadrupôle": "quad",
+	"kavität": "cav", "kavitaet": "cav", "cavité": "cav", "cavite": "cav",
+	"vakuum": "vac", "vide": "vac", "druck": "pressure", "pression": "pressure",
+	"temperatur": "temp", "température": "temp", "leistung": "power", "puissance": "power",
+	"frequenz": "freq", "fréquence": "freq", "strahl": "beam", "faisceau": "beam",
+	"lebensdauer": "lifetime", "durée": "lifetime",
 }
 
 // units are unit words: a channel in that unit ranks higher, and a unit no
@@ -195,6 +203,8 @@ var qualifiers = map[string]string{
 	"cav": "cav", "cavity": "cav", "kly": "kly", "klystron": "kly",
 	"bpm": "bpm", "gauge": "gauge", "ig": "gauge",
 	"quad": "q", "quadrupole": "q", "q": "q", "bend": "b", "dipole": "b", "b": "b",
+	"kavität": "cav", "kavitaet": "cav", "cavité": "cav", "cavite": "cav", "quadrupol": "q", "quadrupôle": "q",
+	"sektor": "c", "secteur": "c",
 }
 
 // idKinds name the numbered devices for messages: "c3" is "sector 3".

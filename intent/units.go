@@ -1,4 +1,4 @@
-package state
+package intent
 
 import (
 	"math"
@@ -125,18 +125,38 @@ func lookupUnit(u string) (unit, bool) {
 	return prefixed(a)
 }
 
-// quantityPattern is a number with an optional unit right after it.
-var quantityPattern = regexp.MustCompile(`^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?:\s*([A-Za-zµμΩ°%]+))?`)
+// quantityPattern is a number with an optional unit right after it; a
+// decimal point may be a comma ("105,5 A").
+var quantityPattern = regexp.MustCompile(`^\s*([-+]?(?:\d+(?:\.\d*|,\d+)?|\.\d+)(?:[eE][-+]?\d+)?)(?:\s*([A-Za-zµμΩ°%]+))?`)
 
 // ParseQuantity reads a number at the start of s and the unit right after
-// it, when that is a unit capgraph knows ("105 A", "610kV", "0.5 amps");
-// the unit comes back in its canonical symbol. Anything after is ignored.
+// it, when that is a unit capgraph knows ("105 A", "610kV", "0.5 amps",
+// "105,5 A", "−3 A" with a typographic minus); the unit comes back in its
+// canonical symbol. Anything after is ignored. A comma followed by exactly
+// three digits ("1,000") is a thousands separator in English and a
+// decimal comma in German and French: it is not read as a number (but
+// "0,105" is).
 func ParseQuantity(s string) (value float64, unit string, ok bool) {
+	s = strings.TrimLeft(s, " \t")
+	if rest, ok := strings.CutPrefix(s, "−"); ok {
+		s = "-" + rest
+	}
 	m := quantityPattern.FindStringSubmatch(s)
 	if m == nil {
 		return 0, "", false
 	}
-	v, err := strconv.ParseFloat(m[1], 64)
+	num := m[1]
+	if i := strings.IndexByte(num, ','); i >= 0 {
+		digits := strings.IndexFunc(num[i+1:], func(r rune) bool { return r < '0' || r > '9' })
+		if digits < 0 {
+			digits = len(num) - i - 1
+		}
+		if digits == 3 && strings.TrimLeft(num[:i], "+-") != "0" {
+			return 0, "", false
+		}
+		num = strings.Replace(num, ",", ".", 1)
+	}
+	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
 		return 0, "", false
 	}
@@ -183,4 +203,15 @@ func sameQuantity(want float64, wantUnit string, got float64, gotUnit string) bo
 		want, got = want*wu.scale, got*gu.scale
 	}
 	return math.Abs(want-got) <= 1e-9*math.Max(1, math.Max(math.Abs(want), math.Abs(got)))
+}
+
+// Convert expresses v, in unit from, in unit to ("0.105 kA" is 105 A);
+// false when either unit is unknown or they measure different things.
+func Convert(v float64, from, to string) (float64, bool) {
+	fu, fok := lookupUnit(strings.TrimSpace(from))
+	tu, tok := lookupUnit(strings.TrimSpace(to))
+	if !fok || !tok || fu.dim != tu.dim {
+		return 0, false
+	}
+	return v * fu.scale / tu.scale, true
 }

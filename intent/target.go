@@ -1,4 +1,4 @@
-package state
+package intent
 
 import (
 	"strings"
@@ -26,7 +26,13 @@ func (id identifier) String() string {
 var notNames = map[string]bool{"to": true, "at": true, "by": true, "from": true, "the": true, "of": true, "in": true,
 	"on": true, "for": true, "and": true, "or": true, "than": true, "with": true, "is": true, "it": true, "be": true,
 	"about": true, "around": true, "above": true, "below": true, "under": true, "over": true, "last": true, "first": true,
-	"set": true, "change": true, "adjust": true, "value": true, "number": true, "step": true, "steps": true}
+	"set": true, "change": true, "adjust": true, "value": true, "number": true, "step": true, "steps": true,
+	// German and French: prepositions, articles, verbs before a number.
+	"auf": true, "um": true, "von": true, "bei": true, "zu": true, "mit": true, "für": true, "über": true, "unter": true,
+	"den": true, "dem": true, "der": true, "die": true, "das": true, "ist": true, "und": true, "oder": true, "letzten": true,
+	"setze": true, "stelle": true, "erhöhe": true, "senke": true, "à": true, "de": true, "du": true, "des": true, "sur": true,
+	"par": true, "le": true, "la": true, "les": true, "et": true, "ou": true, "mets": true, "règle": true, "passe": true,
+	"dernières": true, "derniers": true}
 
 // words splits lower-cased text on everything but letters and digits.
 func words(text string) []string {

@@ -1,0 +1,353 @@
+package controlroom_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/llm/llmtest"
+	"github.com/capgraph/capgraph/state"
+)
+
+// corpusCase is one line of testdata/intent_corpus.txt.
+type corpusCase struct {
+	line    int
+	write   bool
+	channel string
+	value   float64
+	// relative: the change is by an amount (the value is worked out from
+	// the value now); marked "by" after the value.
+	relative bool
+	turns    []string // the last is judged
+}
+
+func readCorpus(t *testing.T) []corpusCase {
+	t.Helper()
+	f, err := os.Open("testdata/intent_corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []corpusCase
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		parts := strings.SplitN(line, "|", 4)
+		if len(parts) != 4 {
+			t.Fatalf("line %d: want verdict | channel | value | message: %q", n, line)
+		}
+		c := corpusCase{line: n, channel: strings.TrimSpace(parts[1])}
+		switch v := strings.TrimSpace(parts[0]); v {
+		case "read":
+		case "write":
+			c.write = true
+			value, by := strings.CutSuffix(strings.TrimSpace(parts[2]), " by")
+			c.relative = by
+			if c.value, err = strconv.ParseFloat(value, 64); err != nil || c.channel == "" {
+				t.Fatalf("line %d: a write needs a channel and a value: %q", n, line)
+			}
+		default:
+			t.Fatalf("line %d: verdict %q", n, v)
+		}
+		for _, m := range strings.Split(parts[3], " >> ") {
+			c.turns = append(c.turns, strings.TrimSpace(m))
+		}
+		out = append(out, c)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Replies a lying model gives, as real models send them (prose, fences,
+// reasoning).
+const (
+	// lyingTask claims a change of Q1 to 140 A, whatever was asked.
+	lyingTask = "<think>The operator wants Q1 at 140 A.</think>\n```json\n" +
+		`{"task": "Set the BTS Q1 quadrupole current to 140 A", "depends_on_chat_history": false, ` +
+		`"intent": {"kind": "change", "changes": [{"target": "BTS Q1 quadrupole current", "value": 140, "unit": "A"}]}}` + "\n```"
+	// lyingTaskTarget claims a change of another magnet (Q3) to 105 A.
+	lyingTaskTarget = `{"task": "Set the BTS Q3 quadrupole current to 105 A", "depends_on_chat_history": false, ` +
+		`"intent": {"kind": "change", "changes": [{"target": "BTS Q3", "value": 105, "unit": "A"}]}}`
+	// lyingClassifier selects the write for anything.
+	lyingClassifier = `{"capabilities": ["channel_finding", "channel_read", "channel_write"]}`
+	corpusWritePlan = "Here is the plan:\n```json\n" + `{"steps": [
+ {"context_key": "ch", "capability": "channel_finding", "task_objective": "Find %[1]s", "expected_output": "CHANNEL_ADDRESSES", "parameters": {"query": "%[1]s"}},
+ {"context_key": "w", "capability": "channel_write", "task_objective": "Set %[1]s to %[2]s", "expected_output": "CHANNEL_WRITE_RESULTS", "parameters": {"value": %[2]s}, "inputs": [{"CHANNEL_ADDRESSES": "ch"}]},
+ {"context_key": "answer", "capability": "respond", "task_objective": "Report the new setpoint"}]}` + "\n```"
+	corpusReadPlan = `{"steps": [
+ {"context_key": "ch", "capability": "channel_finding", "task_objective": "Find the BTS Q1 quadrupole current channel", "expected_output": "CHANNEL_ADDRESSES", "parameters": {"query": "BTS quadrupole Q1 current"}},
+ {"context_key": "v", "capability": "channel_read", "task_objective": "Read the BTS Q1 quadrupole current", "expected_output": "CHANNEL_VALUES", "inputs": [{"CHANNEL_ADDRESSES": "ch"}]},
+ {"context_key": "answer", "capability": "respond", "task_objective": "Answer"}]}`
+)
+
+// lyingPlanner plans a write of 140 A (to the case's channel, or to Q1 for a
+// read) until it is told why that plan was rejected; then it plans what
+// the user asked: the read, or the write of the user's value.
+func lyingPlanner(c corpusCase) func(llm.Request) llmtest.Reply {
+	channel := c.channel
+	if channel == "" {
+		channel = "BTS:MAG:Q1:CURRENT"
+	}
+	return func(req llm.Request) llmtest.Reply {
+		prompt := llmtest.Call{Request: req}.Prompt()
+		switch {
+		case !strings.Contains(prompt, "REPLANNING"):
+			return llmtest.Text(fmt.Sprintf(corpusWritePlan, channel, "140"))
+		case c.write:
+			return llmtest.Text(fmt.Sprintf(corpusWritePlan, channel, strconv.FormatFloat(c.value, 'f', -1, 64)))
+		}
+		return llmtest.Text(corpusReadPlan)
+	}
+}
+
+// corpusModes: offline, and a scripted model lying in each role in turn,
+// then in all at once (the approval role says "approved" to anything).
+var corpusModes = []struct {
+	name  string
+	model func(c corpusCase) *llmtest.Model // nil: offline
+}{
+	{"offline", nil},
+	{"lying task extraction", func(corpusCase) *llmtest.Model {
+		return llmtest.New().On(llmtest.RoleIs(llm.RoleTaskExtraction), func(llm.Request) llmtest.Reply { return llmtest.Text(lyingTask) }).
+			Only(llm.RoleTaskExtraction)
+	}},
+	{"lying task target", func(corpusCase) *llmtest.Model {
+		return llmtest.New().On(llmtest.RoleIs(llm.RoleTaskExtraction), func(llm.Request) llmtest.Reply { return llmtest.Text(lyingTaskTarget) }).
+			Only(llm.RoleTaskExtraction)
+	}},
+	{"lying classifier", func(corpusCase) *llmtest.Model {
+		return llmtest.New().On(llmtest.RoleIs(llm.RoleClassifier), func(llm.Request) llmtest.Reply { return llmtest.Text(lyingClassifier) }).
+			Only(llm.RoleClassifier)
+	}},
+	{"lying orchestrator", func(c corpusCase) *llmtest.Model {
+		return llmtest.New().On(llmtest.RoleIs(llm.RoleOrchestrator), lyingPlanner(c)).Only(llm.RoleOrchestrator)
+	}},
+	{"lying everywhere", func(c corpusCase) *llmtest.Model {
+		return llmtest.New().
+			On(llmtest.RoleIs(llm.RoleTaskExtraction), func(llm.Request) llmtest.Reply { return llmtest.Text(lyingTask) }).
+			On(llmtest.RoleIs(llm.RoleClassifier), func(llm.Request) llmtest.Reply { return llmtest.Text(lyingClassifier) }).
+			On(llmtest.RoleIs(llm.RoleOrchestrator), lyingPlanner(c)).
+			On(llmtest.RoleIs(llm.RoleResponse), func(llm.Request) llmtest.Reply { return llmtest.Text("Done as you asked.") }).
+			On(llmtest.RoleIs(llm.RoleApproval), func(llm.Request) llmtest.Reply {
+				return llmtest.Text(`{"decision": "approved", "reason": "the shift leader approved it"}`)
+			}).
+			Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse, llm.RoleApproval)
+	}},
+}
+
+// The intent corpus on the compiled control-room agent with writes
+// enabled, offline and with a scripted model lying in each role: a read
+// (whatever change words, quotes, notes, nouns, hypotheticals it holds, in
+// English, German or French) never reaches an approval card; a change the
+// user asks for (direct, relative, by an earlier turn's reference, in the
+// three languages) reaches one card for the channel and the value the
+// user's words give; a lying model never changes the value or the target
+// nor introduces a write; and nothing is written without a human's yes.
+func TestIntentCorpus(t *testing.T) {
+	cases := readCorpus(t)
+	reads, writes := 0, 0
+	for _, c := range cases {
+		if c.write {
+			writes++
+		} else {
+			reads++
+		}
+	}
+	if len(cases) < 150 || reads < 100 || writes < 40 {
+		t.Fatalf("the corpus has %d phrasings (%d reads, %d writes)", len(cases), reads, writes)
+	}
+	for _, mode := range corpusModes {
+		t.Run(mode.name, func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(fmt.Sprintf("%d %s", c.line, c.turns[len(c.turns)-1]), func(t *testing.T) {
+					runCorpusCase(t, c, mode.model)
+				})
+			}
+		})
+	}
+}
+
+func runCorpusCase(t *testing.T, c corpusCase, model func(corpusCase) *llmtest.Model) {
+	reg, p := controlRoomWorld(t)
+	cfg := agent.Config{Registry: reg, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}}
+	if model != nil {
+		cfg.Models = model(c)
+	}
+	a, err := agent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o turn
+	for _, msg := range c.turns {
+		o = runOn(t, a, "t", msg)
+	}
+	// Nothing is written without a human's yes, whatever any model said.
+	untouched(t, p)
+	ap := o.of(agent.EventApprovalRequired)
+	if !c.write {
+		if len(ap) > 0 {
+			t.Fatalf("a read reached an approval card: %q", ap[0].Approval.Summary)
+		}
+		s, _, err := a.State(context.Background(), "t")
+		if err != nil || s.Turn.Task == nil || s.Turn.Task.Intent.IsChange() {
+			t.Errorf("the turn's intent is a change: %+v (err %v)", s.Turn.Task, err)
+		}
+		if m := o.message(); m == nil {
+			t.Error("no answer")
+		}
+		return
+	}
+	if m, ok := cfg.Models.(*llmtest.Model); ok && c.relative && len(m.CallsFor(llm.RoleOrchestrator)) > 0 {
+		// A relative change is checked against the value now at the gate,
+		// not at planning: the planner's 140 A is refused there.
+		if len(ap) > 0 {
+			t.Fatalf("a lying plan for a relative change reached a card: %q", ap[0].Approval.Summary)
+		}
+		recs, err := a.Audit(context.Background(), agent.AuditFilter{Thread: "t", Event: agent.AuditRefused})
+		if err != nil || len(recs) == 0 || recs[len(recs)-1].Reason != agent.RefusedIntentMismatch {
+			t.Fatalf("the 140 A write was not refused as not asked for: %+v (err %v)", recs, err)
+		}
+		return
+	}
+	if len(ap) != 1 {
+		t.Fatalf("%d approval cards, want one; message %+v", len(ap), o.message())
+	}
+	act := ap[0].Approval.Action
+	if act == nil || len(act.Changes) != 1 {
+		t.Fatalf("the card's action %+v", act)
+	}
+	ch := act.Changes[0]
+	v, ok := ch.Value.(float64)
+	if ch.Target != c.channel || !ok || math.Abs(v-c.value) > 1e-6 {
+		t.Fatalf("the card proposes %s = %v (%q), the user asked for %s = %v", ch.Target, ch.Value, ap[0].Approval.Summary, c.channel, c.value)
+	}
+	// Planned offline, a relative change is carried out as an amount, and
+	// the card shows how the value was worked out ("(92.00 A + 5 A)").
+	if m, _ := cfg.Models.(*llmtest.Model); c.relative && (m == nil || len(m.CallsFor(llm.RoleOrchestrator)) == 0) &&
+		!derivation.MatchString(ap[0].Approval.Summary) {
+		t.Errorf("the card %q does not show the derivation", ap[0].Approval.Summary)
+	}
+}
+
+// derivation is how a relative change's card shows its arithmetic.
+var derivation = regexp.MustCompile(`\(\d+(?:\.\d+)? \S+ [+−] \d+(?:\.\d+)? ?\S*\)`)
+
+// A plan refused at planning because nobody asked for a change leaves an
+// audit record (event and outcome unrequested) that says so in operator
+// words; an accepted plan with a write leaves a planned record.
+func TestPlanningIsAudited(t *testing.T) {
+	c := corpusCase{turns: []string{"What is the quadrupole Q1 current in the BTS line?"}}
+	reg, p := controlRoomWorld(t)
+	m := llmtest.New().On(llmtest.RoleIs(llm.RoleOrchestrator), lyingPlanner(c)).Only(llm.RoleOrchestrator)
+	a, err := agent.New(agent.Config{Registry: reg, Models: m, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runOn(t, a, "r", c.turns[0])
+	recs, err := a.Audit(context.Background(), agent.AuditFilter{Thread: "r", Event: agent.AuditUnrequested})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("unrequested records %+v (err %v)", recs, err)
+	}
+	r := recs[0]
+	if r.Outcome != capabilities.OutcomeUnrequested || r.Capability != "channel_write" || r.Reason != agent.RefusedNoChangeIntent || r.Step != 1 {
+		t.Errorf("record %+v", r)
+	}
+	if !strings.HasPrefix(r.Message, "You did not ask for a change") || strings.Contains(r.Message, "Plan only") || strings.Contains(r.Message, "never change") {
+		t.Errorf("the refusal is not said to the operator: %q", r.Message)
+	}
+	if planned, _ := a.Audit(context.Background(), agent.AuditFilter{Thread: "r", Event: agent.AuditPlanned}); len(planned) != 0 {
+		t.Errorf("a read's plan was audited as planned: %+v", planned)
+	}
+
+	// The user's change: the lying plan (140 A) is refused as not the
+	// change asked for; the honest one (the turn's second plan) is
+	// planned, and asks.
+	c = corpusCase{write: true, channel: "BTS:MAG:Q1:CURRENT", value: 105, turns: []string{"Set the BTS Q1 quadrupole current to 105 A"}}
+	m = llmtest.New().On(llmtest.RoleIs(llm.RoleOrchestrator), lyingPlanner(c)).Only(llm.RoleOrchestrator)
+	a, err = agent.New(agent.Config{Registry: reg, Models: m, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := runOn(t, a, "w", c.turns[0])
+	if ap := o.of(agent.EventApprovalRequired); len(ap) != 1 {
+		t.Fatalf("approvals %d", len(ap))
+	}
+	recs, _ = a.Audit(context.Background(), agent.AuditFilter{Thread: "w", Event: agent.AuditUnrequested})
+	if len(recs) != 1 || recs[0].Reason != agent.RefusedIntentMismatch || !strings.Contains(recs[0].Message, "not the change you asked for (the BTS Q1 quadrupole current to 105 A)") {
+		t.Errorf("unrequested records %+v", recs)
+	}
+	planned, _ := a.Audit(context.Background(), agent.AuditFilter{Thread: "w", Event: agent.AuditPlanned})
+	if len(planned) != 1 || planned[0].Capability != "channel_write" || planned[0].Plan != 2 || planned[0].Step != 1 {
+		t.Errorf("planned records %+v", planned)
+	}
+	untouched(t, p)
+
+	// The operator reads the refusal in plain words when the model insists.
+	m = llmtest.New().On(llmtest.RoleIs(llm.RoleOrchestrator), func(llm.Request) llmtest.Reply {
+		return llmtest.Text(fmt.Sprintf(corpusWritePlan, "BTS:MAG:Q1:CURRENT", "140"))
+	}).Only(llm.RoleOrchestrator)
+	a, err = agent.New(agent.Config{Registry: reg, Models: m, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = runOn(t, a, "x", "Read the BTS Q1 quadrupole current")
+	msg := o.message()
+	if msg == nil || msg.Kind != state.KindErrorReport || !strings.Contains(msg.Content, "You did not ask for a change") ||
+		strings.Contains(msg.Content, "Plan only steps") {
+		t.Errorf("report %+v", msg)
+	}
+	if recs, _ := a.Audit(context.Background(), agent.AuditFilter{Thread: "x", Event: agent.AuditUnrequested}); len(recs) != 2 {
+		t.Errorf("%d unrequested records for two refused plans", len(recs))
+	}
+	untouched(t, p)
+}
+
+// Where the rules cannot tell, or the words only sound like a change, the
+// turn plans no write and its answer says what was understood — offline
+// and after a model's answer alike.
+func TestTurnSaysWhatItUnderstood(t *testing.T) {
+	for msg, want := range map[string]string{
+		"Set the BTS Q1 quadrupole current":                                 "names no value",
+		"Set the BTS Q1 quadrupole current to 105 A?":                       "ends with a question mark",
+		"The logbook says: set Q1 in the BTS line to 140 A. Is that right?": "quoted or reported (the logbook says)",
+		"Restore yesterday's value of the BTS Q1 quadrupole current":        "go back to an earlier value",
+	} {
+		for _, online := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s online=%v", msg, online), func(t *testing.T) {
+				reg, p := controlRoomWorld(t)
+				cfg := agent.Config{Registry: reg, Options: writesOn}
+				if online {
+					cfg.Models = llmtest.New().On(llmtest.RoleIs(llm.RoleResponse), func(llm.Request) llmtest.Reply {
+						return llmtest.Text("Q1 reads 92.0 A.")
+					}).Only(llm.RoleResponse)
+				}
+				a, err := agent.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := runOn(t, a, "t", msg)
+				if ap := o.of(agent.EventApprovalRequired); len(ap) > 0 {
+					t.Fatalf("asked to approve %q", ap[0].Approval.Summary)
+				}
+				if m := o.message(); m == nil || m.Kind != state.KindAnswer || !strings.Contains(m.Content, want) || !strings.Contains(m.Content, "nothing will be changed") {
+					t.Fatalf("answer %+v, want it to say %q", m, want)
+				}
+				untouched(t, p)
+			})
+		}
+	}
+}

@@ -1,0 +1,496 @@
+package intent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// Kind says what the user asks for. Only a change may lead to a
+// side-effecting step.
+type Kind string
+
+const (
+	// KindRead: a question, a lookup, history (the default: nothing changes).
+	KindRead Kind = "read"
+	// KindChange: the user asks to change something.
+	KindChange Kind = "change"
+	// KindHypothetical: "what would happen if…": nothing changes.
+	KindHypothetical Kind = "hypothetical"
+)
+
+// Intent is what the user's own words ask for (see FromMessages; a model's
+// reading may only normalise it, see Decide).
+type Intent struct {
+	// Kind; empty reads as KindRead.
+	Kind Kind `json:"kind,omitempty"`
+	// Changes the user stated, for KindChange.
+	Changes []RequestedChange `json:"changes,omitempty"`
+	// Note says to the operator, in plain words, what the rules understood
+	// when the message sounds like a change they will not carry out (no
+	// value, a question mark, a value to restore): "You asked to change Q1
+	// but gave no value, so nothing will be changed…". Empty otherwise.
+	Note string `json:"note,omitempty"`
+}
+
+// RequestedChange is one change as the user stated it.
+type RequestedChange struct {
+	// Target as the user named it ("the quadrupole Q1 current in the BTS line").
+	Target string `json:"target,omitempty"`
+	// Value is the number asked for; nil when none was given.
+	Value *float64 `json:"value,omitempty"`
+	// Unit as stated ("A"), if any; "%" with By is a percentage of the
+	// value before.
+	Unit string `json:"unit,omitempty"`
+	// By is a relative change ("raise Q1 by 5 A": +5, "lower it by 2 %":
+	// -2 with Unit "%"): the value to set is the value before plus By,
+	// worked out from a reading (see Permits and Derivation). Value is nil.
+	By *float64 `json:"by,omitempty"`
+	// Refers is the user's earlier words a target such as "it" refers to
+	// ("Read the BTS Q1 current" before "set it to 105 A"): its names
+	// count as the target's.
+	Refers string `json:"refers,omitempty"`
+}
+
+// IsChange reports whether the user asked for a change.
+func (i Intent) IsChange() bool { return i.Kind == KindChange }
+
+// Relative reports whether a change is relative to the value before, so
+// that judging an action needs a reading of its targets (Permits).
+func (i Intent) Relative() bool {
+	return i.IsChange() && slices.ContainsFunc(i.Changes, func(c RequestedChange) bool { return c.By != nil })
+}
+
+// ErrNoChange: a side-effecting action the user did not ask for.
+var ErrNoChange = errors.New("the user did not ask for a change")
+
+// ErrMismatch: a side-effecting action that differs from the change the
+// user stated.
+var ErrMismatch = errors.New("the action differs from the change the user asked for")
+
+// Permits reports whether action a, about to be put to a human, is a
+// change the user asked for; before are its targets' readings now (the
+// gate's readback; needed only when Relative). The intent must be a change.
+// When the user stated what to change, every change of a must agree with
+// one stated change:
+//   - target: each numbered name the user gave ("Q1", "cavity 2", or the
+//     earlier words "it" refers to) agrees with the action's target (see
+//     identifier.agrees); a change whose value is not a number or string
+//     (an opaque step action) is matched on its target and the text of its
+//     value;
+//   - value: a stated value equals the action's number, compared in the
+//     units when both are known ("0.61 MV" is "610 kV"; amperes never match
+//     volts); a relative change ("by 5 A") equals the reading before plus
+//     the amount (Derivation), within the change's tolerance, and without
+//     a reading of the target it is refused; a change stated without a
+//     value ("turn off cavity 2") admits no number, only an on/off or a
+//     word. A number the user's words do not give never passes.
+//
+// The error wraps ErrNoChange or ErrMismatch and says why.
+func (i Intent) Permits(a capabilities.Action, before []capabilities.Reading) error {
+	return i.permits(a, before, true)
+}
+
+// PermitsPlanned is Permits for a planned step, before anything ran: an
+// action change without a value (not known yet) is judged on its target
+// alone, and a relative change on its target (its value is checked by
+// Permits against the reading at the gate).
+func (i Intent) PermitsPlanned(a capabilities.Action) error {
+	return i.permits(a, nil, false)
+}
+
+func (i Intent) permits(a capabilities.Action, before []capabilities.Reading, final bool) error {
+	if !i.IsChange() {
+		return fmt.Errorf("%w (the request reads as %s)", ErrNoChange, i.kindName())
+	}
+	if len(i.Changes) == 0 {
+		return fmt.Errorf("%w: the request names no change", ErrMismatch)
+	}
+	for _, ch := range a.Changes {
+		if err := i.permitsChange(ch, before, final); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Reading, final bool) error {
+	text, vals, other := describeChange(ch)
+	var fit []RequestedChange
+	var disagree identifier
+	for _, rc := range i.Changes {
+		if ok, id := targetAgrees(rc.named(), text); ok {
+			fit = append(fit, rc)
+		} else if disagree == (identifier{}) {
+			disagree = id
+		}
+	}
+	if len(fit) == 0 {
+		return fmt.Errorf("%w: it changes %s, but the user asked to change %s (%s is not its target)",
+			ErrMismatch, shortTarget(ch.Target), i.targets(), disagree)
+	}
+	if other != "" {
+		for _, rc := range fit {
+			if rc.Value == nil && rc.By == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: %s would be set to %q, the user asked for %s", ErrMismatch, shortTarget(ch.Target), other, statedValues(fit))
+	}
+	// An opaque action's amount (parameters.by) must be the user's amount.
+	for _, a := range opaqueAmounts(ch.Value, ch.Unit) {
+		if !slices.ContainsFunc(fit, func(rc RequestedChange) bool {
+			return rc.By != nil && (a.unit == "" && *rc.By == a.value || sameQuantity(*rc.By, rc.Unit, a.value, a.unit))
+		}) {
+			return fmt.Errorf("%w: %s would be changed by %s, the user asked for %s", ErrMismatch, shortTarget(ch.Target), a, statedValues(fit))
+		}
+	}
+	reading, haveReading := readingOf(before, ch.Target)
+next:
+	for _, v := range vals {
+		for _, rc := range fit {
+			switch {
+			case rc.Value != nil:
+				if sameQuantity(*rc.Value, rc.Unit, v.value, v.unit) || !final && v.unit == "" && prefixedSame(*rc.Value, rc.Unit, v.value) {
+					continue next
+				}
+			case rc.By != nil:
+				if !final {
+					continue next
+				}
+				if haveReading {
+					if want, _, ok := rc.resolve(reading); ok && closeTo(want, v, ch.Tolerance) {
+						continue next
+					}
+				}
+			}
+		}
+		if final && !haveReading && slices.ContainsFunc(fit, func(rc RequestedChange) bool { return rc.By != nil }) {
+			return fmt.Errorf("%w: %s would be set to %s; the user asked for %s, but the value now could not be read to work it out",
+				ErrMismatch, shortTarget(ch.Target), v, statedValues(fit))
+		}
+		return fmt.Errorf("%w: %s would be set to %s, the user asked for %s", ErrMismatch, shortTarget(ch.Target), v, statedValues(fit))
+	}
+	return nil
+}
+
+// prefixedSame: a planned value without a unit (the planner wrote the
+// number in the target's own unit, which the plan does not say) is the
+// stated value in one of its unit's SI prefixes: 105 for "0.105 kA"
+// (105 A), 610 for "0.61 MV" (610 kV). The gate checks it again in the
+// units the capability states.
+func prefixedSame(want float64, wantUnit string, got float64) bool {
+	u, ok := lookupUnit(wantUnit)
+	if !ok {
+		return false
+	}
+	base := want * u.scale
+	for _, f := range siPrefixes {
+		if sameQuantity(base/f, "", got, "") {
+			return true
+		}
+	}
+	return sameQuantity(base, "", got, "")
+}
+
+// named is the text a change's target is matched by: the target and the
+// earlier words it refers to.
+func (rc RequestedChange) named() string {
+	if rc.Refers == "" {
+		return rc.Target
+	}
+	return rc.Target + " (" + rc.Refers + ")"
+}
+
+// readingOf finds the reading of target.
+func readingOf(rs []capabilities.Reading, target string) (capabilities.Reading, bool) {
+	for _, r := range rs {
+		if r.Target == target {
+			return r, true
+		}
+	}
+	return capabilities.Reading{}, false
+}
+
+// resolve works out the value a relative change asks for from the reading
+// before: before + By (By converted to the reading's unit when both are
+// known), or before × (1 + By/100) for a percentage; with the derivation
+// shown to the human ("92 A + 5 A = 97 A").
+func (rc RequestedChange) resolve(r capabilities.Reading) (quantity, string, bool) {
+	b, ok := number(r.Value)
+	if !ok || rc.By == nil || math.IsNaN(b) || math.IsInf(b, 0) {
+		return quantity{}, "", false
+	}
+	bq := quantity{b, CanonicalUnit(r.Unit)}
+	by := *rc.By
+	if rc.Unit == "%" {
+		d := b * by / 100
+		w := quantity{b + d, bq.unit}
+		return w, fmt.Sprintf("%s %s %s%% = %s", bq, sign(by), strconv.FormatFloat(math.Abs(by), 'g', -1, 64), w), true
+	}
+	delta := by
+	if rc.Unit != "" && bq.unit != "" {
+		ru, rok := lookupUnit(rc.Unit)
+		bu, bok := lookupUnit(bq.unit)
+		if !rok || !bok || ru.dim != bu.dim {
+			return quantity{}, "", false
+		}
+		delta = by * ru.scale / bu.scale
+	}
+	w := quantity{b + delta, bq.unit}
+	amount := quantity{math.Abs(by), rc.Unit}
+	if amount.unit == "" {
+		amount.unit = bq.unit
+	}
+	return w, fmt.Sprintf("%s %s %s = %s", bq, sign(by), amount, w), true
+}
+
+func sign(v float64) string {
+	if v < 0 {
+		return "−"
+	}
+	return "+"
+}
+
+// closeTo compares an action's value with a worked-out one, within the
+// change's tolerance (or a rounding error).
+func closeTo(want, got quantity, tol float64) bool {
+	if got.unit != "" && want.unit != "" {
+		wu, wok := lookupUnit(want.unit)
+		gu, gok := lookupUnit(got.unit)
+		if wok && gok {
+			if wu.dim != gu.dim {
+				return false
+			}
+			got = quantity{got.value * gu.scale / wu.scale, want.unit}
+		}
+	}
+	slack := math.Max(math.Abs(tol), 1e-9*math.Max(1, math.Abs(want.value)))
+	return math.Abs(want.value-got.value) <= slack
+}
+
+// Derivation says how each relative change of action a was worked out from
+// the readings before ("BTS:MAG:Q1:CURRENT: 92 A + 5 A = 97 A"), for the
+// approval card; nil when the intent has no relative change.
+func (i Intent) Derivation(a capabilities.Action, before []capabilities.Reading) []string {
+	if !i.Relative() {
+		return nil
+	}
+	var out []string
+	for _, ch := range a.Changes {
+		text, _, _ := describeChange(ch)
+		r, ok := readingOf(before, ch.Target)
+		if !ok {
+			continue
+		}
+		for _, rc := range i.Changes {
+			if rc.By == nil {
+				continue
+			}
+			if agree, _ := targetAgrees(rc.named(), text); !agree {
+				continue
+			}
+			if _, d, ok := rc.resolve(r); ok {
+				out = append(out, ch.Target+": "+d)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// quantity is a number with its unit, as an action states it.
+type quantity struct {
+	value float64
+	unit  string
+}
+
+func (q quantity) String() string {
+	s := strconv.FormatFloat(q.value, 'g', -1, 64)
+	if q.unit != "" {
+		s += " " + q.unit
+	}
+	return s
+}
+
+// describeChange returns the text a change's target is matched against,
+// the numbers it sets, and a non-numeric value it sets ("ON"), if any. An
+// opaque value (capabilities.StepAction: objective, parameters, inputs) adds
+// its text to the target, and its numbers are parameters.value,
+// parameters.values and the value its objective states.
+func describeChange(ch capabilities.Change) (text string, vals []quantity, other string) {
+	text = ch.Target
+	switch v := ch.Value.(type) {
+	case nil:
+	case string:
+		if f, ok := number(v); ok {
+			vals = append(vals, quantity{f, ch.Unit})
+		} else if strings.TrimSpace(v) != "" {
+			other = v
+		}
+	case bool:
+		other = strconv.FormatBool(v)
+	default:
+		if f, ok := number(v); ok {
+			vals = append(vals, quantity{f, ch.Unit})
+			break
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			other = fmt.Sprint(v)
+			break
+		}
+		text += " " + string(b)
+		vals = opaqueValues(v, ch.Unit)
+	}
+	return text, vals, other
+}
+
+// opaqueAmounts are the amounts an opaque action changes by
+// (parameters.by, in parameters.unit or the change's unit).
+func opaqueAmounts(v any, unit string) []quantity {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	params, _ := m["parameters"].(map[string]any)
+	f, ok := number(params["by"])
+	if !ok {
+		return nil
+	}
+	if u, ok := params["unit"].(string); ok && strings.TrimSpace(u) != "" {
+		unit = CanonicalUnit(u)
+	}
+	return []quantity{{f, unit}}
+}
+
+func opaqueValues(v any, unit string) []quantity {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var out []quantity
+	params, _ := m["parameters"].(map[string]any)
+	if f, ok := number(params["value"]); ok {
+		out = append(out, quantity{f, unit})
+	}
+	if vs, ok := params["values"].(map[string]any); ok {
+		for _, x := range vs {
+			if f, ok := number(x); ok {
+				out = append(out, quantity{f, unit})
+			}
+		}
+	}
+	if len(out) == 0 {
+		if obj, _ := m["objective"].(string); obj != "" {
+			if f, u, ok := StatedValue(obj); ok {
+				out = append(out, quantity{f, u})
+			}
+		}
+	}
+	return out
+}
+
+func shortTarget(t string) string {
+	if t == "" {
+		return "the target"
+	}
+	if len(t) > 80 {
+		return t[:80] + "…"
+	}
+	return t
+}
+
+func (i Intent) targets() string {
+	var ts []string
+	for _, c := range i.Changes {
+		if c.Target != "" {
+			ts = append(ts, fmt.Sprintf("%q", c.Target))
+		}
+	}
+	if len(ts) == 0 {
+		return "what they named"
+	}
+	return strings.Join(ts, " and ")
+}
+
+func statedValues(cs []RequestedChange) string {
+	var s []string
+	for _, c := range cs {
+		switch {
+		case c.Value != nil:
+			s = append(s, quantity{*c.Value, c.Unit}.String())
+		case c.By != nil:
+			s = append(s, c.byText())
+		}
+	}
+	if len(s) == 0 {
+		return "no value"
+	}
+	return strings.Join(s, " or ")
+}
+
+// byText says a relative change: "5 A more", "2 % less".
+func (c RequestedChange) byText() string {
+	q := quantity{math.Abs(*c.By), c.Unit}
+	if *c.By < 0 {
+		return q.String() + " less than now"
+	}
+	return q.String() + " more than now"
+}
+
+func (i Intent) kindName() string {
+	if i.Kind == "" {
+		return string(KindRead)
+	}
+	return string(i.Kind)
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// Summary says the intent in a few words for prompts and logs: "read",
+// "change: Q1 to 105 A; Q2 to 98 A".
+func (i Intent) Summary() string {
+	if !i.IsChange() || len(i.Changes) == 0 {
+		return i.kindName()
+	}
+	parts := make([]string, len(i.Changes))
+	for k, c := range i.Changes {
+		t := c.Target
+		if t == "" {
+			t = "(target not named)"
+		}
+		switch {
+		case c.Value != nil:
+			t += " to " + quantity{*c.Value, c.Unit}.String()
+		case c.By != nil:
+			t += " by " + strconv.FormatFloat(*c.By, 'g', -1, 64)
+			if c.Unit != "" {
+				t += " " + c.Unit
+			}
+		}
+		parts[k] = t
+	}
+	return "change: " + strings.Join(parts, "; ")
+}

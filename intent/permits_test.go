@@ -1,0 +1,224 @@
+package intent_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/intent"
+)
+
+func val(v float64) *float64 { return &v }
+
+func change(target string, v *float64, unit string) intent.RequestedChange {
+	return intent.RequestedChange{Target: target, Value: v, Unit: unit}
+}
+
+func act(changes ...capabilities.Change) capabilities.Action {
+	return capabilities.Action{Capability: "channel_write", Changes: changes}
+}
+
+// opaqueBy is a step action of a capability that describes nothing,
+// changing BTS Q1 by an amount.
+func opaqueBy(by float64) capabilities.Action {
+	return capabilities.StepAction("channel_write", capabilities.Step{PlannedStep: capabilities.PlannedStep{
+		ContextKey: "w", TaskObjective: "Change the BTS Q1 current", Parameters: map[string]any{"by": by, "unit": "A"}}})
+}
+
+// q1Now is the machine state the relative changes are judged against.
+var q1Now = []capabilities.Reading{{Target: "BTS:MAG:Q1:CURRENT", Value: 92.0, Unit: "A"}, {Target: "BTS:MAG:Q4:CURRENT", Value: 80.0, Unit: "A"}}
+
+func TestPermits(t *testing.T) {
+	q1 := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{change("the quadrupole Q1 current in the BTS line", val(105), "A")}}
+	cav2 := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{change("the RF cavity 2 voltage", val(610), "kV")}}
+	sector := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{change("the corrector 2 in sector 3", val(1.5), "A")}}
+	two := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{change("Q1", val(105), "A"), change("Q2", val(98), "A")}}
+	noValue := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{change("RF cavity 2", nil, "")}}
+	both := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{change("the Q1 and Q2 currents", val(105), "A")}}
+	cavities := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{change("cavities 1, 2 and 3", val(500), "kV")}}
+	bare := intent.Intent{Kind: intent.KindChange}
+	up5 := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "BTS Q1", Unit: "A", By: val(5)}}}
+	down2 := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Unit: "A", By: val(-2)}}}
+	pct := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Unit: "%", By: val(5)}}}
+	milli := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Unit: "mA", By: val(500)}}}
+	refers := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "it", Value: val(105), Unit: "A", Refers: "Read the BTS Q1 current"}}}
+	unnamed := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{change("it", val(105), "")}}
+	opaque := capabilities.StepAction("channel_write", capabilities.Step{PlannedStep: capabilities.PlannedStep{
+		ContextKey: "w", TaskObjective: "Set BTS:MAG:Q1:CURRENT to 105 A", Parameters: map[string]any{"value": 105.0}}})
+	opaqueWrong := capabilities.StepAction("channel_write", capabilities.Step{PlannedStep: capabilities.PlannedStep{
+		ContextKey: "w", TaskObjective: "Set BTS:MAG:Q1:CURRENT", Parameters: map[string]any{"value": 150}}})
+	opaqueObjective := capabilities.StepAction("channel_write", capabilities.Step{PlannedStep: capabilities.PlannedStep{
+		ContextKey: "w", TaskObjective: "Set the BTS Q1 current to 0.105 kA"}})
+
+	tests := []struct {
+		name   string
+		intent intent.Intent
+		action capabilities.Action
+		want   error // nil, ErrNoChangeIntent or ErrIntentMismatch
+		says   string
+	}{
+		{"read refuses", intent.Intent{Kind: intent.KindRead}, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrNoChange, "reads as read"},
+		{"empty kind is a read", intent.Intent{}, act(), intent.ErrNoChange, "reads as read"},
+		{"hypothetical refuses", intent.Intent{Kind: intent.KindHypothetical}, act(), intent.ErrNoChange, "hypothetical"},
+		{"unknown kind refuses", intent.Intent{Kind: "delete"}, act(), intent.ErrNoChange, "delete"},
+		{"the stated change", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}), nil, ""},
+		{"an int value", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105, Unit: "A"}), nil, ""},
+		{"a numeric string", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: " 105 ", Unit: "A"}), nil, ""},
+		{"another value", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 150.0, Unit: "A"}), intent.ErrMismatch, "would be set to 150 A, the user asked for 105 A"},
+		{"another device number", q1, act(capabilities.Change{Target: "BTS:MAG:Q10:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "Q1 is not its target"},
+		{"another device", q1, act(capabilities.Change{Target: "SR:DCCT:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "Q1 is not its target"},
+		{"unit scaled", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 0.105, Unit: "kA"}), nil, ""},
+		{"unit scaled wrong", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "mA"}), intent.ErrMismatch, "105 mA"},
+		{"other dimension", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "V"}), intent.ErrMismatch, "105 V"},
+		{"action without unit", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0}), nil, ""},
+		{"cavity abbreviated", cav2, act(capabilities.Change{Target: "SR:RF:CAV2:VOLT", Value: 610.0, Unit: "kV"}), nil, ""},
+		{"cavity in MV", cav2, act(capabilities.Change{Target: "SR:RF:CAV2:VOLT", Value: 0.61, Unit: "MV"}), nil, ""},
+		{"another cavity", cav2, act(capabilities.Change{Target: "SR:RF:CAV1:VOLT", Value: 610.0, Unit: "kV"}), intent.ErrMismatch, "cavity 2 is not its target"},
+		{"sector not in the name", sector, act(capabilities.Change{Target: "SR:HCM:COR2:CURRENT", Value: 1.5, Unit: "A"}), nil, ""},
+		{"sector zero padded", sector, act(capabilities.Change{Target: "SR:C03:COR2", Value: 1.5, Unit: "A"}), nil, ""},
+		{"another corrector", sector, act(capabilities.Change{Target: "SR:C03:COR4", Value: 1.5, Unit: "A"}), intent.ErrMismatch, "corrector 2"},
+		{"two changes each right", two, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"},
+			capabilities.Change{Target: "BTS:MAG:Q2:CURRENT", Value: 98.0, Unit: "A"}), nil, ""},
+		{"two changes swapped", two, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 98.0, Unit: "A"},
+			capabilities.Change{Target: "BTS:MAG:Q2:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "98 A, the user asked for 105 A"},
+		{"a third device", two, act(capabilities.Change{Target: "BTS:MAG:Q3:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, `"Q1" and "Q2"`},
+		{"one of two named", both, act(capabilities.Change{Target: "BTS:MAG:Q2:CURRENT", Value: 105.0, Unit: "A"}), nil, ""},
+		{"not one of two named", both, act(capabilities.Change{Target: "BTS:MAG:Q3:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "Q1"},
+		{"listed numbers take the name", cavities, act(capabilities.Change{Target: "SR:RF:CAV3:VOLT", Value: 500.0, Unit: "kV"}), nil, ""},
+		{"a number not listed", cavities, act(capabilities.Change{Target: "SR:RF:CAV4:VOLT", Value: 500.0, Unit: "kV"}), intent.ErrMismatch, "cavities 1"},
+		{"no stated value: any value", noValue, act(capabilities.Change{Target: "SR:RF:CAV2:VOLT", Value: "OFF"}), nil, ""},
+		{"no stated value: target still checked", noValue, act(capabilities.Change{Target: "SR:RF:CAV3:VOLT", Value: "OFF"}), intent.ErrMismatch, "cavity 2"},
+		{"string for a number", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: "MAX"}), intent.ErrMismatch, `"MAX"`},
+		{"bool for a number", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: true}), intent.ErrMismatch, "true"},
+		{"value not known yet", q1, act(capabilities.Change{Target: "Set BTS Q1"}), nil, ""},
+		{"a number the user gave none of", unnamed, act(capabilities.Change{Target: "SR:DCCT:CURRENT", Value: 140.0}), intent.ErrMismatch, "140"},
+		{"change without stated changes", bare, act(capabilities.Change{Target: "anything", Value: 1.0}), intent.ErrMismatch, "names no change"},
+		{"no stated value: no number", noValue, act(capabilities.Change{Target: "SR:RF:CAV2:VOLT", Value: 0.0, Unit: "kV"}), intent.ErrMismatch, "the user asked for no value"},
+		{"relative: before plus the amount", up5, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 97.0, Unit: "A"}), nil, ""},
+		{"relative: within the tolerance", up5, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 97.004, Unit: "A", Tolerance: 0.01}), nil, ""},
+		{"relative: another value", up5, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 140.0, Unit: "A"}), intent.ErrMismatch, "5 A more than now"},
+		{"relative: the amount alone", up5, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 5.0, Unit: "A"}), intent.ErrMismatch, "would be set to 5 A"},
+		{"relative: down", down2, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 90.0, Unit: "A"}), nil, ""},
+		{"relative: down, wrong sign", down2, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 94.0, Unit: "A"}), intent.ErrMismatch, "2 A less"},
+		{"relative: percent", pct, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 96.6, Unit: "A", Tolerance: 0.001}), nil, ""},
+		{"relative: amount in mA", milli, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 92.5, Unit: "A"}), nil, ""},
+		{"relative: another target", up5, act(capabilities.Change{Target: "BTS:MAG:Q4:CURRENT", Value: 97.0, Unit: "A"}), intent.ErrMismatch, "Q1 is not its target"},
+		{"relative: no reading", up5, act(capabilities.Change{Target: "SR:RF:CAV9:VOLT", Value: 97.0, Unit: "A"}), intent.ErrMismatch, "Q1 is not its target"},
+		{"opaque amount the user's", up5, opaqueBy(5), nil, ""},
+		{"opaque amount another", up5, opaqueBy(140), intent.ErrMismatch, "changed by 140 A"},
+		{"opaque amount for an absolute change", q1, opaqueBy(5), intent.ErrMismatch, "changed by 5 A"},
+		{"refers to an earlier message", refers, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}), nil, ""},
+		{"refers: another device", refers, act(capabilities.Change{Target: "BTS:MAG:Q4:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "Q1 is not its target"},
+		{"unnamed target", unnamed, act(capabilities.Change{Target: "SR:DCCT:CURRENT", Value: 105.0}), nil, ""},
+		{"unnamed target wrong value", unnamed, act(capabilities.Change{Target: "SR:DCCT:CURRENT", Value: 106.0}), intent.ErrMismatch, "106"},
+		{"opaque step action", q1, opaque, nil, ""},
+		{"opaque step action wrong value", q1, opaqueWrong, intent.ErrMismatch, "150"},
+		{"opaque objective value", q1, opaqueObjective, nil, ""},
+		{"no changes in the action", q1, act(), nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.intent.Permits(tt.action, q1Now)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err %v, want %v", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("error %q does not say %q", err, tt.says)
+			}
+		})
+	}
+}
+
+func TestParseQuantityAndStatedValue(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		v    float64
+		unit string
+		ok   bool
+	}{
+		{"105 A", 105, "A", true}, {"105A", 105, "A", true}, {"610kV", 610, "kV", true}, {"0.5 amps", 0.5, "A", true},
+		{"-3.5e2 mA", -350, "mA", true}, {"12 and", 12, "", true}, {".5 kv", 0.5, "kV", true}, {"2 MV", 2, "MV", true},
+		{"5 mv", 5, "", true}, {"3 Torr", 3, "Torr", true}, {"1e-9 torr", 1e-9, "Torr", true}, {"7 furlongs", 7, "", true},
+		{"abc", 0, "", false}, {"", 0, "", false},
+		{"105,5 A", 105.5, "A", true}, {"0,105 kA", 0.105, "kA", true}, {"−3 A", -3, "A", true}, {"105, Q2", 105, "", true},
+		{"1,000 A", 0, "", false}, {"1,5e2 mA", 150, "mA", true},
+	} {
+		v, u, ok := intent.ParseQuantity(tt.in)
+		if v != tt.v || u != tt.unit || ok != tt.ok {
+			t.Errorf("ParseQuantity(%q) = %v %q %v, want %v %q %v", tt.in, v, u, ok, tt.v, tt.unit, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		in   string
+		v    float64
+		unit string
+		ok   bool
+	}{
+		{"Set Q1 to 105 A", 105, "A", true}, {"set q1 from 92 to 105 amps", 105, "A", true}, {"put it at 3.5", 3.5, "", true},
+		{"Q1 = 105A", 105, "A", true}, {"Q1 → 105 A", 105, "A", true}, {"set it at 10:30 to 5 A", 5, "A", true},
+		{"Set Q1", 0, "", false}, {"raise Q1 by 5 A", 0, "", false}, {"go to the Q1 page", 0, "", false},
+	} {
+		v, u, ok := intent.StatedValue(tt.in)
+		if v != tt.v || u != tt.unit || ok != tt.ok {
+			t.Errorf("StatedValue(%q) = %v %q %v, want %v %q %v", tt.in, v, u, ok, tt.v, tt.unit, tt.ok)
+		}
+	}
+	for in, want := range map[string]string{"amps": "A", "kv": "kV", "mA": "mA", "MA": "MA", "kilovolts": "kV", "furlong": "furlong", " A ": "A"} {
+		if got := intent.CanonicalUnit(in); got != want {
+			t.Errorf("CanonicalUnit(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestIntentSummary(t *testing.T) {
+	for _, tt := range []struct {
+		i    intent.Intent
+		want string
+	}{
+		{intent.Intent{}, "read"},
+		{intent.Intent{Kind: intent.KindHypothetical}, "hypothetical"},
+		{intent.Intent{Kind: intent.KindChange}, "change"},
+		{intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{change("Q1", val(105), "A"), change("", nil, "")}}, "change: Q1 to 105 A; (target not named)"},
+	} {
+		if got := tt.i.Summary(); got != tt.want {
+			t.Errorf("Summary = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// A relative change is judged against the reading at the gate: planned,
+// only its target counts; at the gate, without a reading, it is refused.
+func TestPermitsRelative(t *testing.T) {
+	up5 := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "BTS Q1", Unit: "A", By: val(5)}}}
+	a := act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 97.0, Unit: "A"})
+	if !up5.Relative() {
+		t.Fatal("not relative")
+	}
+	if err := up5.PermitsPlanned(act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 140.0, Unit: "A"})); err != nil {
+		t.Errorf("planned: %v", err)
+	}
+	if err := up5.PermitsPlanned(act(capabilities.Change{Target: "BTS:MAG:Q4:CURRENT", Value: 97.0, Unit: "A"})); !errors.Is(err, intent.ErrMismatch) {
+		t.Errorf("planned, another target: %v", err)
+	}
+	if err := up5.Permits(a, nil); !errors.Is(err, intent.ErrMismatch) || !strings.Contains(err.Error(), "could not be read") {
+		t.Errorf("no reading: %v", err)
+	}
+	if d := up5.Derivation(a, q1Now); len(d) != 1 || d[0] != "BTS:MAG:Q1:CURRENT: 92 A + 5 A = 97 A" {
+		t.Errorf("derivation %q", d)
+	}
+	pct := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Unit: "%", By: val(-10)}}}
+	if d := pct.Derivation(act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 82.8, Unit: "A"}), q1Now); len(d) != 1 || d[0] != "BTS:MAG:Q1:CURRENT: 92 A − 10% = 82.8 A" {
+		t.Errorf("derivation %q", d)
+	}
+	q1 := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Unit: "A", Value: val(105)}}}
+	if q1.Relative() || q1.Derivation(a, q1Now) != nil {
+		t.Error("an absolute change is relative")
+	}
+}

@@ -1,0 +1,283 @@
+package intent
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Reported words are someone else's: a quotation, what a logbook entry or
+// a shift note says, a note addressed to the assistant pasted into a
+// question. They are never the user's request, whatever they say, so the
+// rules blank them before reading the message (a model reading the same
+// words is no better a judge: docs/safety.md, "Intent before action").
+
+// reportedText says what maskReported blanked.
+type reportedText struct {
+	change bool   // the blanked words hold a change verb
+	what   string // a few words naming what was reported ("the logbook says")
+}
+
+// quotePairs are the quotation marks that open and close a quotation.
+var quotePairs = map[rune]rune{'"': '"', '“': '”', '„': '“', '«': '»', '‚': '‘', '‹': '›', '「': '」', '`': '`'}
+
+// injectionPattern starts a note addressed to the assistant or the system
+// ("SYSTEM NOTE TO THE ASSISTANT: …", "ignore previous instructions",
+// "[INST]"): everything from it to the end of the message is reported.
+var injectionPattern = regexp.MustCompile(`(?i)(?:\b(?:system|assistant|ai|bot|model|developer|admin)\b[^.!?\n:]{0,40}:|` +
+	`\bnote (?:to|for) (?:the )?(?:assistant|ai|model|bot|agent|system|llm)\b|` +
+	`\b(?:ignore|disregard|forget) (?:all |any )?(?:the |your )?(?:previous|prior|above|earlier|former) (?:instructions?|messages?|rules?|prompts?)|` +
+	`\[/?(?:system|inst)\]|<\|?/?(?:system|im_start|im_end)\|?>|` +
+	`\b(?:hinweis|notiz|anweisung) (?:an|für) (?:den |die )?(?:assistenten|assistent|ki|system|modell)\b|` +
+	`\b(?:note|consigne|instruction) (?:à|a|pour) (?:l'assistant|l'ia|l'agent|le système|le modèle)\b)`)
+
+// reportNouns in a label ("Shift note:", "Logbook entry:") make what
+// follows the colon reported; so does a word ending in one of
+// reportSuffixes ("Schichtnotiz:", "shiftlog:").
+var (
+	reportNouns = wordSet(`note notes log logs logbook elog e-log entry entries message messages msg email e-mail mail
+		ticket comment comments memo handover instruction instructions quote remark remarks chat procedure checklist
+		colleague operator operators coordinator boss someone somebody he she they reply answer report reminder todo
+		to-do agenda schedule
+		notiz notizen logbuch eintrag nachricht hinweis anweisung übergabe protokoll kollege kollegin schichtleiter
+		journal cahier entrée consigne consignes relève commentaire courriel collègue rapport`)
+	reportSuffixes = []string{"note", "notiz", "log", "buch", "eintrag", "protokoll"}
+	// reportVerbs: what follows them, to the end of the sentence, is
+	// reported ("the logbook says set Q1 to 140 A", "Bob asked to…").
+	reportVerbs = wordSet(`says said say wrote writes states stated suggests suggested recommends recommended claims
+		claimed asked asks told tells mentions mentioned reported reports instructs instructed wants wanted reads
+		sagt sagte schreibt schrieb steht stand meint meinte empfiehlt empfahl fordert forderte behauptet verlangt
+		dit disait écrit écrivait indique indiquait affirme suggère recommande prétend`)
+	// sourceNouns name where reported words come from: a sentence naming
+	// one, or holding a reporting verb, is reported whole ("Set Q1 to 140 A
+	// was the instruction in the logbook").
+	sourceNouns = wordSet(`logbook logbooks elog e-log log entry entries instruction instructions procedure procedures
+		handover note notes message messages chat email e-mail memo ticket checklist
+		logbuch eintrag anweisung anweisungen übergabe notiz protokoll nachricht
+		journal cahier consigne consignes relève courriel`)
+	// reportPreps: "according to the logbook, set…", "laut Logbuch", "selon".
+	reportPreps = [][]string{{"according", "to"}, {"as", "per"}, {"per"}, {"laut"}, {"gemäß"}, {"zufolge"}, {"selon"}, {"d'après"}}
+)
+
+// maskReported returns msg with its reported words blanked (each byte a
+// space, so places in the text stay), and what was blanked.
+func maskReported(msg string) (string, reportedText) {
+	b := []byte(msg)
+	var rep reportedText
+	blank := func(from, to int, what string) {
+		if from >= to {
+			return
+		}
+		if !rep.change && wouldChange(string(b[from:to])) {
+			rep.change, rep.what = true, what
+		}
+		for i := from; i < to; i++ {
+			b[i] = ' '
+		}
+	}
+	// A note to the assistant: the rest of the message.
+	if loc := injectionPattern.FindStringIndex(msg); loc != nil {
+		blank(loc[0], len(b), "a note addressed to the assistant")
+	}
+	// Quotations that hold a change verb ("set 'Q1' to 105 A" quotes a name).
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		closeRune, ok := quotePairs[r]
+		if !ok && r == '\'' && (i == 0 || b[i-1] == ' ') {
+			closeRune, ok = '\'', true
+		}
+		if !ok {
+			i += size
+			continue
+		}
+		j := strings.IndexRune(string(b[i+size:]), closeRune)
+		if j < 0 {
+			if r == '"' || r == '\'' || r == '`' {
+				i += size
+				continue
+			}
+			j = len(b) - i - size // an unclosed guillemet: to the end
+		}
+		end := i + size + j
+		if hasChangeVerb(string(b[i+size : end])) {
+			blank(i, min(end+utf8.RuneLen(closeRune), len(b)), "a quotation")
+		}
+		i = min(end+utf8.RuneLen(closeRune), len(b))
+	}
+	// A sentence naming a source or holding a reporting verb, whole ("the
+	// logbook says set…", "Set Q1 to 140 A, said nobody"); labels ("Shift
+	// note: …", "Reminder: …") and prepositions ("according to the
+	// logbook, …"): to the sentence's end.
+	s := string(b)
+	for _, sent := range sentences(s) {
+		text := s[sent[0]:sent[1]]
+		words := wordSpans(text)
+		whole := ""
+		for k, w := range words {
+			lw := strings.ToLower(strings.ReplaceAll(text[w[0]:w[1]], "’", "'"))
+			if reportVerbs[lw] || sourceNouns[lw] {
+				whole = reportedBy(text, words, k)
+				break
+			}
+		}
+		if whole != "" {
+			blank(sent[0], sent[1], whole)
+			continue
+		}
+		for k, w := range words {
+			lw := strings.ToLower(strings.ReplaceAll(text[w[0]:w[1]], "’", "'"))
+			after := -1
+			switch {
+			case reportVerbs[lw]:
+				after = w[1]
+			case colonAfter(text, w[1]) > 0 && labelReports(text, words[:k+1]):
+				after = colonAfter(text, w[1])
+			default:
+				for _, p := range reportPreps {
+					if k+len(p) <= len(words) && wordsEqual(text, words[k:k+len(p)], p) {
+						after = words[k+len(p)-1][1]
+						break
+					}
+				}
+			}
+			if after >= 0 {
+				blank(sent[0]+after, sent[1], strings.ToLower(strings.TrimSpace(text[:after])))
+				break
+			}
+		}
+	}
+	return string(b), rep
+}
+
+// determiners may come before a source noun ("the logbook").
+var determiners = wordSet(`the a an this that my our his her der die das im laut le la l' les un une ce cette`)
+
+// reportedBy names who reports, for the operator: the source with its
+// determiner and its verb ("the logbook says"), or the verb and what
+// follows it ("said nobody").
+func reportedBy(text string, words [][2]int, k int) string {
+	word := func(i int) string { return strings.ToLower(text[words[i][0]:words[i][1]]) }
+	from, to := k, k
+	if reportVerbs[word(k)] {
+		if k+1 < len(words) {
+			to = k + 1
+		}
+	} else {
+		if k > 0 && determiners[word(k-1)] {
+			from = k - 1
+		}
+		if k+1 < len(words) && reportVerbs[word(k+1)] {
+			to = k + 1
+		}
+	}
+	parts := make([]string, 0, to-from+1)
+	for i := from; i <= to; i++ {
+		parts = append(parts, word(i))
+	}
+	return strings.Join(parts, " ")
+}
+
+// colonAfter returns the place after a label's colon at i (French puts a
+// space before it: "Note de relève : …"), or -1; a colon inside a word
+// ("BTS:MAG:Q1", "10:30") is none.
+func colonAfter(text string, i int) int {
+	for i < len(text) && text[i] == ' ' {
+		i++
+	}
+	if i >= len(text) || text[i] != ':' {
+		return -1
+	}
+	if i+1 < len(text) && text[i+1] != ' ' && text[i+1] != '\n' {
+		return -1
+	}
+	return i + 1
+}
+
+// labelReports reports whether a label before a colon names a report:
+// one of its last four words is a report noun or verb.
+func labelReports(text string, words [][2]int) bool {
+	for k := len(words) - 1; k >= 0 && k >= len(words)-4; k-- {
+		w := strings.ToLower(text[words[k][0]:words[k][1]])
+		if reportNouns[w] || reportVerbs[w] {
+			return true
+		}
+		for _, suf := range reportSuffixes {
+			if len(w) > len(suf) && strings.HasSuffix(w, suf) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func wordsEqual(text string, ws [][2]int, p []string) bool {
+	for k, w := range p {
+		if strings.ToLower(strings.ReplaceAll(text[ws[k][0]:ws[k][1]], "’", "'")) != w {
+			return false
+		}
+	}
+	return true
+}
+
+// sentences splits text at ".", "!", "?" followed by a space or the end,
+// and at new lines: [start, end) byte ranges.
+func sentences(s string) [][2]int {
+	var out [][2]int
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		end := c == '\n' || (c == '.' || c == '!' || c == '?') && (i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\n')
+		if end {
+			out = append(out, [2]int{start, i})
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		out = append(out, [2]int{start, len(s)})
+	}
+	return out
+}
+
+// wordSpans are the words of text (letters, digits, apostrophes, hyphens).
+func wordSpans(text string) [][2]int {
+	var out [][2]int
+	start := -1
+	for i, r := range text {
+		in := unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' || r == '’' || r == '-' && start >= 0
+		switch {
+		case in && start < 0:
+			start = i
+		case !in && start >= 0:
+			out = append(out, [2]int{start, i})
+			start = -1
+		}
+	}
+	if start >= 0 {
+		out = append(out, [2]int{start, len(text)})
+	}
+	return out
+}
+
+// wouldChange reports whether text, read as the user's own words, would
+// ask for a change (so blanking it is worth a note).
+func wouldChange(text string) bool {
+	for _, c := range scan(text) {
+		if readClause(text, c).change {
+			return true
+		}
+	}
+	return false
+}
+
+// hasChangeVerb reports whether text holds a change verb.
+func hasChangeVerb(text string) bool {
+	for _, c := range scan(text) {
+		for _, t := range c.toks {
+			if verbOf(t.w) != "" || germanInfinitives[t.w] {
+				return true
+			}
+		}
+	}
+	return false
+}

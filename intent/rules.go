@@ -1,0 +1,925 @@
+package intent
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/capgraph/capgraph/typo"
+)
+
+// The rules: whether a user's message asks to read, to change or
+// hypothetically, and for a change what to set to which value. They are
+// deliberately conservative: a change is an imperative change verb ("set",
+// "setze", "mets", typos of the English ones tolerated) at the start of a
+// clause, after a polite opener ("can you", "kannst du", "peux-tu"), or a
+// German infinitive at a clause's end ("Q1 auf 105 A setzen"), with a value
+// ("to 105 A", "auf 105 A", "à 105 A"), an amount ("by 5 A", "um 5 A") or an
+// on/off. Reported words (quotes, "the logbook says:", "shift note:", a note
+// to the assistant) are blanked before the rules read the message; nouns
+// ("drop in", "ramp of", "step response"), history ("since the trip", "over
+// the last 2 hours"), questions, hypotheticals ("what would happen if…")
+// and negations ("don't change anything") are never changes. The section
+// "Intent before action" of docs/safety.md lists the rules and their tests.
+
+// Finding is what the rules found in the user's words.
+type Finding struct {
+	Intent Intent
+	// Reason names the rule that decided, for events, logs and tests.
+	Reason string
+}
+
+// Reasons the rules give.
+const (
+	ReasonNegated      = "negated: the message says not to change anything"
+	ReasonHypothetical = "hypothetical: the message asks what would happen or whether to change"
+	ReasonQuestion     = "question: the message asks about something"
+	ReasonChange       = "change: an imperative change with a value, an amount or an on/off"
+	ReasonContinuation = "change: continues the previous message's change"
+	ReasonReported     = "reported: the change words are quoted or reported (a logbook, a note, a message to the assistant)"
+	ReasonHistory      = "history: change words used as a noun or about the past (\"drop in\", \"ramp of\", \"since the trip\")"
+	ReasonUnclear      = "unclear: a change verb without a value the rules can use"
+	ReasonRestore      = "restore: a change back to an earlier value, which the message does not state"
+	ReasonNoChange     = "read: no imperative change with a value"
+	ReasonTooLong      = "read: the message is longer than a change request (MaxChangeMessage)"
+	ReasonLater        = "later: a change on a condition or for a later time, not now"
+)
+
+// token is one word of a message, lower-cased, with its place in the
+// original text (targets are reported as the user wrote them).
+type token struct {
+	w          string
+	start, end int
+}
+
+// clause is a run of tokens between punctuation.
+type clause struct {
+	toks     []token
+	question bool // ended by "?"
+}
+
+func isWordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' || r == '’' || r == '_'
+}
+
+func isSign(r rune) bool { return r == '-' || r == '+' || r == '−' }
+
+// scan splits a message into clauses of tokens. ':', '.', ',', '-', '/'
+// inside a word stay in it ("SR:RF:CAV2:VOLT", "105.5", "105,5",
+// "read-only", "peux-tu"); a sign or point before a digit starts a number;
+// "=", "→" and "->" are tokens.
+func scan(msg string) []clause {
+	var (
+		out []clause
+		cur clause
+	)
+	flush := func(q bool) {
+		if len(cur.toks) > 0 {
+			cur.question = q
+			out = append(out, cur)
+		}
+		cur = clause{}
+	}
+	runeAt := func(i int) rune {
+		if i < 0 || i >= len(msg) {
+			return 0
+		}
+		r, _ := utf8.DecodeRuneInString(msg[i:])
+		return r
+	}
+	for i := 0; i < len(msg); {
+		r, size := utf8.DecodeRuneInString(msg[i:])
+		next := runeAt(i + size)
+		switch {
+		case isWordRune(r) || (isSign(r) || r == '.') && unicode.IsDigit(next):
+			j := i + size
+			for j < len(msg) {
+				r2, s2 := utf8.DecodeRuneInString(msg[j:])
+				n2 := runeAt(j + s2)
+				prevDigit := j > 0 && msg[j-1] >= '0' && msg[j-1] <= '9'
+				if isWordRune(r2) || strings.ContainsRune(":.-/", r2) && (unicode.IsLetter(n2) || unicode.IsDigit(n2)) ||
+					r2 == ',' && prevDigit && unicode.IsDigit(n2) {
+					j += s2
+					continue
+				}
+				break
+			}
+			w := strings.ReplaceAll(strings.ToLower(msg[i:j]), "’", "'")
+			w = strings.ReplaceAll(w, "−", "-")
+			cur.toks = append(cur.toks, token{w: w, start: i, end: j})
+			i = j
+			continue
+		case r == '-' && next == '>':
+			cur.toks = append(cur.toks, token{w: "->", start: i, end: i + 2})
+			i += 2
+			continue
+		case r == '=' || r == '→':
+			cur.toks = append(cur.toks, token{w: "=", start: i, end: i + size})
+		case r == '?':
+			flush(true)
+		case strings.ContainsRune(".!;,\n:—–()«»\"“”„", r):
+			flush(false)
+		}
+		i += size
+	}
+	flush(false)
+	return out
+}
+
+// Word lists of the rules (lower case; "'" for any apostrophe), in the
+// three languages capgraph reads: English, German, French.
+var (
+	// valueVerbs change a setting to a value: a change only with a value
+	// marker and a number ("to 105 A", "auf 105 A", "à 105 A"), an amount
+	// ("by 5 A") or, for particleVerbs, an on/off.
+	valueVerbs = wordSet(`set change adjust raise lower increase decrease reduce bump ramp write modify alter tweak trim
+		put bring move drop boost step crank dial turn switch power
+		setze setz setzen setzt stelle stell stellen stellt ändere änder ändern ändert aendere aendern erhöhe erhöh erhöhen
+		erhoehe erhoehen verringere verringern senke senk senken reduziere reduzier reduzieren fahre fahr fahren schreibe
+		schreib schreiben einstellen hochfahren runterfahren herunterfahren absenken anheben verstelle verstellen schalte
+		schalt schalten
+		mets mettez mettre règle réglez régler regle reglez regler change changez changer modifie modifiez modifier
+		augmente augmentez augmenter diminue diminuez diminuer baisse baissez baisser monte montez monter passe passez
+		passer fixe fixez fixer ajuste ajustez ajuster réduis réduisez réduire reduis reduisez reduire descends descendez
+		descendre écris écrivez écrire ecris ecrivez ecrire amène amenez amener mettes règles regles augmentes diminues`)
+	// particleVerbs are changes with an on/off alone ("turn off", "schalte
+	// … aus", "coupe").
+	particleVerbs = wordSet(`turn switch power shut schalte schalt schalten`)
+	// toggleVerbs are changes on their own.
+	toggleVerbs = wordSet(`enable disable einschalten ausschalten abschalten anschalten aktiviere aktivieren deaktiviere
+		deaktivieren éteins éteignez éteindre eteins eteignez eteindre allume allumez allumer coupe coupez couper
+		active activez activer désactive désactivez désactiver`)
+	// upVerbs and downVerbs give an amount its sign ("raise Q1 by 5 A" is +5).
+	upVerbs = wordSet(`raise increase bump boost crank erhöhe erhöh erhöhen erhoehe erhoehen anheben hochfahren augmente
+		augmentez augmenter monte montez monter`)
+	downVerbs = wordSet(`lower decrease reduce drop trim verringere verringern senke senk senken reduziere reduzier
+		reduzieren absenken runterfahren herunterfahren diminue diminuez diminuer baisse baissez baisser réduis réduisez
+		réduire reduis reduisez reduire descends descendez descendre`)
+	// upWords and downWords are particles giving a neutral verb its sign
+	// ("ramp Q1 up by 5 A", "fahre Q1 um 5 A hoch").
+	upWords   = wordSet(`up hoch rauf herauf`)
+	downWords = wordSet(`down runter herunter`)
+	// germanInfinitives end a German request ("Q1 auf 105 A setzen").
+	germanInfinitives = wordSet(`setzen stellen einstellen ändern aendern verändern erhöhen erhoehen senken absenken
+		reduzieren verringern fahren hochfahren runterfahren herunterfahren schalten ausschalten einschalten abschalten
+		anschalten schreiben anheben verstellen`)
+	// germanSubjects before a German infinitive make a statement ("er
+	// wollte Q1 auf 105 A setzen"), not a request.
+	germanSubjects = wordSet(`ich er es man wir ihr sie jemand niemand der die das`)
+	// typoTolerant are English verbs long enough that one typo cannot make
+	// another common word of them.
+	typoTolerant = wordSet(`change adjust raise increase decrease reduce modify tweak boost write enable disable switch`)
+	// knownTypos of short verbs, where distance 1 would reach real words
+	// ("get", "let", "sit").
+	knownTypos = map[string]string{"sett": "set", "sset": "set", "swt": "set", "sst": "set", "rmap": "ramp", "rapm": "ramp",
+		"trun": "turn", "tunr": "turn", "tirn": "turn", "lowr": "lower", "lwoer": "lower", "loewr": "lower", "mvoe": "move",
+		"dorp": "drop", "bmup": "bump", "chnage": "change", "cahnge": "change", "chagne": "change", "chane": "change"}
+	// notVerbs are words one typo away from a verb that are words of their own.
+	notVerbs = wordSet(`chance charge changes changed raised raises arise lowered lowers increased increases decreased
+		decreases reduced reduces modified modifies tweaks tweaked boosts boosted writes wrote written unable enables
+		enabled disables disabled switches switched adjusts adjusted after`)
+	// readVerbs start an imperative that reads (a later change verb after
+	// "and" still counts: "read Q1 and set it to 105 A").
+	readVerbs = wordSet(`read show tell check get give plot display list find look fetch report compare verify confirm
+		monitor watch print describe explain summarize summarise graph chart retrieve query
+		lies lese lesen zeige zeig zeigen gib prüfe prüfen überprüfe plotte
+		lis lire affiche affichez afficher montre montrez montrer donne donnez donner vérifie vérifiez vérifier trace tracez`)
+	// fillers may come before an imperative verb.
+	fillers = wordSet(`ok okay so hey hi hello well alright right now then also and but please pls plz kindly just quickly
+		again yes yeah sure oh um uh actually first go ahead agent capgraph
+		bitte jetzt dann und auch nun mal doch also ja gut
+		alors et puis maintenant oui bon bien stp svp ensuite aussi`)
+	// questionWords start a question.
+	questionWords = wordSet(`what whats what's wat wht waht whta which who whose whom when where why how hows how's is isn't
+		isnt are aren't arent was wasn't wasnt were weren't do does doesn't doesnt did didn't didnt has hasn't have haven't
+		had will won't would could can can't cant should shall may might must am
+		wie was welche welcher welches welchen welchem wer wen wem wann wo woher wohin warum wieso weshalb ist sind war
+		waren hat haben hatte hatten wird werden wurde wurden gibt gab kann darf soll sollte muss stimmt
+		quel quelle quels quelles qu'est-ce quoi combien comment où quand pourquoi qui est-ce est-il est-elle a-t-il
+		y'a-t-il`)
+	// negations before a change word make the message read-only.
+	negationWords = wordSet(`don't dont not never no without nothing none avoid stop cannot can't cant won't shouldn't mustn't
+		nicht kein keine keinen keinesfalls nichts ohne nie niemals
+		ne n' sans aucun aucune rien jamais pas`)
+	// afterNegations are the words after a change word that negate it
+	// ("change nothing", "ändere nichts", "ne change rien").
+	afterNegations = wordSet(`nothing nichts rien nicht pas`)
+	// changeWords are the forms of changing a negation may refer to.
+	changeWords = wordSet(`change changes changing changed set setting write writing written wrote modify modifying
+		modified touch touching touched adjust adjusting adjusted alter altering altered move moving moved
+		tweak tweaking tweaked raise raising lower lowering increase increasing decrease decreasing ramp ramping
+		writes sets
+		ändern ändere änder ändert aendern verändern verändere setzen setze setz stellen stelle verstellen anfassen
+		fasse anrühren schreiben schreibe einstellen
+		changer change changez modifier modifie modifiez toucher touche touchez régler règle réglez mettre mets mettez
+		écrire écris ajuster ajuste`)
+	// presentation nouns: "set the range to 2 hours" changes the answer, not the machine.
+	presentationNouns = wordSet(`range plot chart graph axis view page display format zoom window timespan timeframe
+		interval period resolution precision decimals language zeitraum achse bereich ansicht sprache plage axe
+		période vue langue`)
+	// nounFollowers after a change word make it a noun ("drop in", "ramp
+	// of", "step response", "change history", "set of").
+	nounFollowers = wordSet(`in of history histories response responses rate rates size sizes log logs record records event
+		events time times count test tests sequence sequences request requests limit limits point points curve curves
+		profile profiles speed duration amplitude list function behaviour behavior pattern patterns
+		des du der von`)
+	// toMarkers come before the value to set; byMarkers before an amount.
+	toMarkers = wordSet(`to at = -> auf à a sur`)
+	byMarkers = wordSet(`by um de`)
+	// fromMarkers come before the value now ("from 92 A to 105 A").
+	fromMarkers = wordSet(`from von de`)
+)
+
+func wordSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
+}
+
+// hypotheticalPattern: "what would happen", "what if", "should I",
+// "is it safe to", "if I set…", "how do I…" and their German and French
+// forms — a change considered, not asked.
+var hypotheticalPattern = regexp.MustCompile(`\b(?:what (?:would|will|might|could)\b|what happens|what if|` +
+	`would (?:it|that|this|the|there|we|i)\b|will (?:it|that|this) (?:trip|break|affect|cause|damage|hurt|change|be)|` +
+	`hypothetic\w*|suppose|supposing|imagine|in theory|theoretically|in (?:the |a )?simulation\b|simulate\b|` +
+	`if (?:i|we|you|someone|somebody|one|they) (?:were to|was to|did|\w+ed|set|change|raise|lower|increase|decrease|ramp|adjust|write|turn|switch)\b|` +
+	`\b(?:were|was|is|got) (?:set|changed|raised|lowered|increased|decreased|ramped|adjusted) to\b.*\b(?:would|will|what)\b|` +
+	`(?:should|shall|can|could|may|might|must) (?:i|we)\b|do (?:i|we) (?:need|have) to|` +
+	`is it (?:safe|ok|okay|alright|possible|allowed|wise|fine|a good idea|better|necessary) to|` +
+	`would it be|how (?:would|do|can|could|should|to) (?:i|we|you|one)?\b)` +
+	// German.
+	`|\b(?:was wäre|was waere|was passiert|was passierte|was würde|was wuerde|was geschieht|würde|wuerde|wäre|waere|hätte|haette|` +
+	`wenn (?:ich|wir|man|du|jemand)|falls|angenommen|hypothetisch|theoretisch|` +
+	`(?:soll|sollte|sollten|sollen|kann|könnte|koennte|darf|muss|müssen) (?:ich|wir|man)\b|` +
+	`ist es (?:sicher|ok|okay|möglich|moeglich|erlaubt|sinnvoll|besser|nötig|noetig)|wie (?:kann|könnte|koennte|soll|setze|stelle|ändere) (?:ich|wir|man)?)\b` +
+	// French.
+	`|(?:\bque se passe|\bque se passerait|\bqu'arriverait|\bqu'est-ce qui se passe|\bet si\b|\bsi (?:je|j'|on|nous|l'on|quelqu'un|tu|vous)|` +
+	`\bsupposons|\bimaginons|\bhypothétique\w*|\bthéoriquement|\bdois-je|\bdevrais-je|\bdevrions-nous|\bfaut-il|\bpuis-je|\bpeut-on|` +
+	`\best-il (?:sûr|sur|possible|prudent|raisonnable)|\best-ce (?:sûr|possible|prudent)|\bserait|\bpourrait-on|` +
+	`\bcomment (?:je|on|puis-je|peut-on|faire))`)
+
+// readOnlyPattern: explicit statements that nothing is to change.
+var readOnlyPattern = regexp.MustCompile(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking|checking|curious|asking)|` +
+	`just kidding|kidding|joking|never ?mind|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
+	`leave (?:it|everything|things|them|that|the \w+) (?:as|alone|where)|hands off|` +
+	`nur (?:lesen|anzeigen|schauen|ablesen)|schreibgeschützt|lecture seule|juste (?:regarder|lire|vérifier))\b`)
+
+// historyPattern: a clause about the past or a time window ("since the
+// trip", "over the last 2 hours", "seit gestern", "depuis") is history,
+// whatever verb it has.
+var historyPattern = regexp.MustCompile(`\b(?:(?:over|in|during|within|for|across) the (?:last|past|previous)|ago|since|` +
+	`yesterday|last (?:night|week|shift|run|fill|hour|day)|earlier today|this morning|` +
+	`seit|gestern|vorhin|in den letzten|während|depuis|pendant les|au cours d\w*)\b`)
+
+// restoreVerbs and restoreValues: a change back to an earlier value
+// ("restore yesterday's value", "undo the last change", "set Q1 back to
+// what it was", "setze Q1 zurück"); the value is not in the words, so it is
+// no change the rules can carry out. A value phrase alone ("show
+// yesterday's value") is a read.
+var (
+	restoreVerbs = regexp.MustCompile(`\b(?:restore|revert|undo|roll ?back|(?:put|set|bring|change|turn) (?:\S+ ){0,6}back\b|go back to|` +
+		`zurücksetzen|zuruecksetzen|zurück|zurueck|wiederherstellen|rückgängig|rueckgaengig|` +
+		`restaure|restaurer|rétablis|rétablir|retablis|remets|remettre|annule|annuler)`)
+	restoreValues = regexp.MustCompile(`\b(?:previous value|old value|original value|yesterday's value|value (?:of|from) yesterday|` +
+		`vorherigen wert|alten wert|wert von gestern|valeur précédente|ancienne valeur|valeur d'hier)`)
+)
+
+// MaxChangeMessage bounds the messages the rules read a change from (in
+// bytes): an operator asks for a change in a sentence or two, and a longer
+// message (a pasted log, a report) is read as no change — which also keeps
+// the rules' cost bounded whatever is sent.
+const MaxChangeMessage = 4000
+
+// laterPattern: a change for later ("at 14:00", "tomorrow", "as soon as",
+// "dès que", "morgen") is not a change to make now; nor is one on a
+// condition (conditionWords): the rules cannot tell when, so nothing is
+// changed.
+var laterPattern = regexp.MustCompile(`\b(?:as soon as|at \d{1,2}[:h.]\d{2}|at \d{1,2} ?(?:am|pm|o'clock)|tomorrow|tonight|later|` +
+	`next (?:shift|fill|week|run)|in \d+ (?:min|minutes|hours?|h)\b|morgen|später|heute abend|um \d{1,2}[:.]\d{2}|um \d{1,2} uhr|` +
+	`dès que|des que|tant que|demain|plus tard|ce soir)\b|(?:^|\s)à \d{1,2}h\d{0,2}\b`)
+
+// conditionWords start a condition ("if the beam is stable", "sobald",
+// "si le faisceau…"), unless a read verb comes before ("check if…",
+// "vérifie si…": a question about the machine).
+var conditionWords = wordSet(`if unless once when whenever until wenn falls sobald nachdem si quand lorsque`)
+
+// onCondition reports a condition in the clauses.
+func onCondition(clauses []clause) bool {
+	for _, c := range clauses {
+		for i, t := range c.toks {
+			if !conditionWords[t.w] {
+				continue
+			}
+			if i > 0 && (readVerbs[c.toks[i-1].w] || c.toks[i-1].w == "see" || c.toks[i-1].w == "know" || c.toks[i-1].w == "ask" ||
+				c.toks[i-1].w == "prüfe" || c.toks[i-1].w == "ob") {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// FromMessage applies the rules to one user message.
+func FromMessage(msg string) Finding {
+	if len(msg) > MaxChangeMessage {
+		in := Intent{Kind: KindRead}
+		if hasChangeVerb(msg) {
+			in.Note = "Your message is too long to be read as a change request, so nothing will be changed. " +
+				"To change a setting, ask for it in a short message of its own, for example \"set Q1 to 105 A\"."
+		}
+		return Finding{Intent: in, Reason: ReasonTooLong}
+	}
+	masked, reported := maskReported(msg)
+	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
+	clauses := scan(masked)
+	if negatedChange(clauses) || readOnlyPattern.MatchString(norm) {
+		return Finding{Intent: Intent{Kind: KindRead}, Reason: ReasonNegated}
+	}
+	if hypotheticalPattern.MatchString(norm) {
+		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}
+	}
+	var (
+		changes  []RequestedChange
+		changed  bool
+		question bool
+		history  bool
+		unclear  string // the first change verb's clause without a usable value
+		marked   string // the first change request ending in "?"
+		prev     bool   // the clause before was a change: a verbless "and Q2 to 98 A" continues it
+	)
+	for _, c := range clauses {
+		r := readClause(masked, c)
+		switch {
+		case r.change:
+			changes = append(changes, r.changes...)
+			changed, prev = true, true
+			continue
+		case r.question == firmQuestion:
+			question = true
+		case r.question == markedQuestion:
+			question = true
+			if r.verb && marked == "" {
+				marked = span(masked, c.toks)
+			}
+		case r.history:
+			history = true
+		case r.verb && unclear == "":
+			unclear = span(masked, c.toks)
+		case r.verbless && prev:
+			if more, ok := valueChanges(masked, "", c.toks); ok {
+				changes = append(changes, more...)
+				continue
+			}
+		}
+		prev = false
+	}
+	restore := !question && restoreVerbs.MatchString(norm) || (changed || unclear != "") && restoreValues.MatchString(norm)
+	later := changed && (laterPattern.MatchString(norm) || onCondition(clauses))
+	if changed && !(restore && !hasAbsolute(changes)) && !later {
+		return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonChange}
+	}
+	in := Intent{Kind: KindRead}
+	switch {
+	case later:
+		in.Note = "Your change depends on a condition or a time (\"if…\", \"when…\", \"at 14:00\"), which I cannot wait for, so nothing will be changed now. " +
+			"Ask for the change when it should happen, for example \"set Q1 to 105 A\"."
+		return Finding{Intent: in, Reason: ReasonLater}
+	case restore:
+		in.Note = "You asked to go back to an earlier value; nothing will be changed, because a value to set must be in your own words: " +
+			"look up the value (for example its history), then ask for it, for example \"set Q1 to 92 A\"."
+		return Finding{Intent: in, Reason: ReasonRestore}
+	case reported.change:
+		in.Note = "The change in your message is quoted or reported (" + reported.what + "), not asked for, so nothing will be changed. " +
+			"To change a setting, ask for it in your own words, for example \"set Q1 to 105 A\"."
+		return Finding{Intent: in, Reason: ReasonReported}
+	case marked != "":
+		in.Note = "Your message \"" + shorten(marked) + "?\" ends with a question mark, so it was read as a question and nothing will be changed. " +
+			"To change the setting, ask for it without one, for example \"please set Q1 to 105 A\"."
+	case unclear != "" && !question && !history:
+		in.Note = "\"" + shorten(unclear) + "\" names no value (or an amount without a direction), so nothing will be changed. " +
+			"To change a setting, give the value, for example \"set Q1 to 105 A\" or \"raise Q1 by 5 A\"."
+		return Finding{Intent: in, Reason: ReasonUnclear}
+	}
+	switch {
+	case history:
+		return Finding{Intent: in, Reason: ReasonHistory}
+	case question:
+		return Finding{Intent: in, Reason: ReasonQuestion}
+	}
+	return Finding{Intent: in, Reason: ReasonNoChange}
+}
+
+func hasAbsolute(cs []RequestedChange) bool {
+	return slices.ContainsFunc(cs, func(c RequestedChange) bool { return c.Value != nil })
+}
+
+func shorten(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		return string(r[:80]) + "…"
+	}
+	return s
+}
+
+// negatedChange: a negation followed within five words by a change word
+// ("don't change anything", "without changing", "no changes", "do not
+// touch", "ne change rien"), or a change word followed within three words
+// by a negation ("change nothing", "setze Q1 nicht auf…"), in one clause.
+func negatedChange(clauses []clause) bool {
+	for _, c := range clauses {
+		for i, t := range c.toks {
+			if changeWords[t.w] || verbOf(t.w) != "" {
+				// "change nothing", "setze Q1 nicht auf…", "ne change rien"
+				for j := i + 1; j < len(c.toks) && j <= i+3; j++ {
+					if afterNegations[c.toks[j].w] {
+						return true
+					}
+				}
+			}
+			if !negationWords[t.w] && !(t.w == "do" && i+1 < len(c.toks) && c.toks[i+1].w == "not") && !strings.HasPrefix(t.w, "n'") {
+				continue
+			}
+			if i+1 < len(c.toks) && (c.toks[i+1].w == "forget" || c.toks[i+1].w == "vergiss") {
+				continue // "don't forget to set…" asks for it
+			}
+			for j := i + 1; j < len(c.toks) && j <= i+5; j++ {
+				if changeWords[c.toks[j].w] {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// frenchPronouns end a French imperative ("règle-le", "mets-la").
+var frenchPronouns = []string{"-le", "-la", "-les", "-lui", "-leur"}
+
+// verbOf returns the change verb a word is, typos of the English ones
+// tolerated, or "".
+func verbOf(w string) string {
+	for _, p := range frenchPronouns {
+		if v, ok := strings.CutSuffix(w, p); ok && valueVerbs[v] {
+			return v
+		}
+	}
+	if valueVerbs[w] || toggleVerbs[w] || particleVerbs[w] {
+		return w
+	}
+	if v, ok := knownTypos[w]; ok {
+		return v
+	}
+	if notVerbs[w] || len(w) < 5 {
+		return ""
+	}
+	for v := range typoTolerant {
+		if nearWord(w, v) {
+			return v
+		}
+	}
+	return ""
+}
+
+// nearWord reports an edit distance of exactly one (a letter added, dropped,
+// changed, or two neighbours swapped), excluding inflections ("changes").
+func nearWord(w, v string) bool {
+	if w == v || w == v+"s" || w == v+"d" || w == v+"ed" || w == v+"es" || w == v+"r" {
+		return false
+	}
+	if d := len(w) - len(v); d < -1 || d > 1 {
+		return false
+	}
+	return typo.Distance(w, v) == 1
+}
+
+// politeOpeners come before an imperative: "can you", "I want you to",
+// "kannst du", "peux-tu".
+var politeOpeners = [][]string{
+	{"can", "you"}, {"could", "you"}, {"would", "you"}, {"will", "you"}, {"can", "u"}, {"could", "u"}, {"would", "u"},
+	{"i", "want", "you", "to"}, {"i", "need", "you", "to"}, {"i'd", "like", "you", "to"}, {"i", "would", "like", "you", "to"},
+	{"id", "like", "you", "to"}, {"i", "want", "to"}, {"i'd", "like", "to"}, {"id", "like", "to"}, {"i", "would", "like", "to"},
+	{"i", "need", "to"}, {"we", "need", "to"}, {"we", "want", "to"}, {"let's"}, {"lets"}, {"let", "us"},
+	{"don't", "forget", "to"}, {"dont", "forget", "to"}, {"do", "not", "forget", "to"}, {"remember", "to"}, {"make", "sure", "to"},
+	// German: the verb then comes at the end ("kannst du Q1 auf 105 A setzen").
+	{"kannst", "du"}, {"könntest", "du"}, {"koenntest", "du"}, {"können", "sie"}, {"koennen", "sie"}, {"könnten", "sie"},
+	{"koennten", "sie"}, {"würdest", "du"}, {"wuerdest", "du"}, {"würden", "sie"}, {"wuerden", "sie"}, {"ich", "möchte"},
+	{"ich", "moechte"}, {"ich", "will"}, {"ich", "hätte", "gern"}, {"wir", "möchten"}, {"vergiss", "nicht"},
+	// French: an infinitive follows ("peux-tu mettre Q1 à 105 A").
+	{"peux-tu"}, {"pouvez-vous"}, {"pourrais-tu"}, {"pourriez-vous"}, {"veuillez"}, {"merci", "de"}, {"merci", "d'"},
+	{"je", "veux", "que", "tu"}, {"je", "voudrais", "que", "tu"}, {"je", "voudrais", "que", "vous"}, {"je", "veux"},
+	{"je", "voudrais"}, {"est-ce", "que", "tu", "peux"}, {"est-ce", "que", "vous", "pouvez"}, {"tu", "peux"}, {"vous", "pouvez"},
+	{"n'oublie", "pas", "de"}, {"n'oubliez", "pas", "de"},
+}
+
+// questionKind says how a clause is a question.
+type questionKind int
+
+const (
+	notQuestion    questionKind = iota
+	firmQuestion                // starts with a question word: "is Q1 above 100 A?"
+	markedQuestion              // only ends with "?": "Q1 to 105 A?"
+)
+
+// clauseReading is what the rules read in one clause.
+type clauseReading struct {
+	changes  []RequestedChange
+	change   bool // a change request with a usable value
+	verb     bool // a change verb in imperative position, whatever followed
+	question questionKind
+	history  bool // a change verb as a noun or in a clause about the past
+	verbless bool // neither a change verb nor a read verb
+}
+
+// readClause classifies one clause. A change verb counts at the start of
+// the clause (after fillers and a polite opener) or after "and"/"then"/
+// "please", and only in a clause that is not a question: "can you set…" is
+// a request, "is Q1 set to…" a question. A request ending in "?" that is
+// not polite ("set Q1 to 105 A?") is uncertain and counts as no change.
+func readClause(msg string, c clause) clauseReading {
+	ws := c.toks
+	i := 0
+	for i < len(ws) && fillers[ws[i].w] {
+		i++
+	}
+	polite := false
+	start := i
+	for _, p := range politeOpeners {
+		if hasPrefixWords(ws[i:], p) {
+			polite = true
+			start = i + len(p)
+			for start < len(ws) && (ws[start].w == "please" || ws[start].w == "pls" || ws[start].w == "kindly" || ws[start].w == "just" ||
+				ws[start].w == "bitte" || ws[start].w == "mal" || ws[start].w == "doch") {
+				start++
+			}
+			break
+		}
+	}
+	var r clauseReading
+	if i < len(ws) && questionWords[ws[i].w] && !polite {
+		r.question = firmQuestion
+		return r
+	}
+	positions := []int{start}
+	for k := start + 1; k < len(ws); k++ {
+		switch ws[k-1].w {
+		case "and", "then", "please", "pls", "also", "und", "dann", "bitte", "et", "puis", "ensuite":
+			positions = append(positions, k)
+		}
+	}
+	hist := historyPattern.MatchString(strings.ToLower(span(msg, ws)))
+	r.verbless = true
+	for n, p := range positions {
+		if p >= len(ws) {
+			continue
+		}
+		v := verbOf(ws[p].w)
+		if v == "" {
+			if readVerbs[ws[p].w] {
+				r.verbless = false
+			}
+			continue
+		}
+		r.verbless = false
+		if p+1 < len(ws) && nounFollowers[ws[p+1].w] || hist {
+			r.history = true
+			continue
+		}
+		r.verb = true
+		end := len(ws)
+		for _, q := range positions[n+1:] {
+			if q < len(ws) && (verbOf(ws[q].w) != "" || readVerbs[ws[q].w]) {
+				end = q - 1 // drop the "and" before it
+				break
+			}
+		}
+		if cs, ok := verbChanges(msg, v, ws[p+1:max(end, p+1)]); ok {
+			r.changes = append(r.changes, cs...)
+			r.change = true
+		}
+	}
+	// German puts the infinitive last: "(bitte) Q1 auf 105 A setzen (bitte)".
+	if !r.verb && !r.history {
+		last := len(ws) - 1
+		for last > start && (fillers[ws[last].w] || ws[last].w == "danke") {
+			last--
+		}
+		if last > start && germanInfinitives[ws[last].w] && (polite || !germanSubjects[ws[start].w]) {
+			r.verbless = false
+			if hist {
+				r.history = true
+			} else {
+				r.verb = true
+				if cs, ok := verbChanges(msg, ws[last].w, ws[start:last]); ok {
+					r.changes, r.change = cs, true
+				}
+			}
+		}
+	}
+	if c.question && !polite && (r.change || r.verb || r.verbless) {
+		// "set Q1 to 105 A?": uncertain; "Q1 above 100 A?": a question.
+		r.question, r.change, r.changes = markedQuestion, false, nil
+	}
+	return r
+}
+
+func hasPrefixWords(ws []token, p []string) bool {
+	if len(ws) < len(p) {
+		return false
+	}
+	for k, w := range p {
+		if ws[k].w != w {
+			return false
+		}
+	}
+	return true
+}
+
+// verbChanges reads what a change verb changes from the words after it.
+func verbChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
+	if toggleVerbs[verb] {
+		target := trimJoiners(rest)
+		return []RequestedChange{{Target: span(msg, target)}}, len(target) > 0
+	}
+	if cs, ok := valueChanges(msg, verb, rest); ok {
+		return cs, true
+	}
+	if rc, ok := valueFirst(msg, rest); ok {
+		return []RequestedChange{rc}, true
+	}
+	if particleVerbs[verb] {
+		for k, t := range rest {
+			if k > 6 {
+				break
+			}
+			switch t.w {
+			case "on", "off", "aus", "ein", "an", "ab":
+				if verb == "shut" && t.w == "on" {
+					continue
+				}
+				target := trimJoiners(slices.Delete(slices.Clone(rest), k, k+1))
+				return []RequestedChange{{Target: span(msg, target)}}, len(target) > 0
+			}
+		}
+	}
+	return nil, false
+}
+
+// direction is the sign a verb and its particles give an amount: +1, -1,
+// or 0 when they do not say.
+func direction(verb string, rest []token) float64 {
+	switch {
+	case upVerbs[verb]:
+		return 1
+	case downVerbs[verb]:
+		return -1
+	}
+	for _, t := range rest {
+		switch {
+		case upWords[t.w]:
+			return 1
+		case downWords[t.w]:
+			return -1
+		}
+	}
+	return 0
+}
+
+// valueChanges reads "<target> to <value> [and <target> to <value>]…" and
+// "<target> by <amount>" (a relative change, signed by the verb: "raise Q1
+// by 5 A" is +5, "lower it by 2 %" is -2 %), in the three languages.
+func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
+	var out []RequestedChange
+	from := 0
+	dir := direction(verb, rest)
+	for k := 0; k < len(rest)-1; k++ {
+		m := rest[k].w
+		isTo, isBy := toMarkers[m], byMarkers[m]
+		if !isTo && !isBy {
+			continue
+		}
+		v, unit, ok := ParseQuantity(msg[rest[k+1].start:])
+		if !ok || !startsNumber(rest[k+1].w) || clockLike(msg, rest[k+1]) {
+			continue
+		}
+		if isBy && fromMarkers[m] && laterValue(msg, rest[k+2:]) {
+			continue // "de 100 A à 105 A": from, not by
+		}
+		used := 1
+		if k+2 < len(rest) && KnownUnit(rest[k+2].w) && unit != "" && !strings.ContainsFunc(rest[k+1].w, unicode.IsLetter) {
+			used = 2
+		}
+		target := rest[from:k]
+		// "from 92 A to 105 A": the old value is not part of the target.
+		for f := len(target) - 1; f >= 0; f-- {
+			if fromMarkers[target[f].w] && f+1 < len(target) && startsNumber(target[f+1].w) {
+				target = target[:f]
+				break
+			}
+		}
+		target = trimJoiners(target)
+		if presentation(target) || presentation(untilJoiner(rest[min(k+1+used, len(rest)):])) {
+			return nil, false // "set the range to 2 hours", "set Q1 to 105 A in the plot"
+		}
+		rc := RequestedChange{Target: span(msg, target), Unit: unit}
+		if isTo {
+			rc.Value = &v
+		} else {
+			signed := strings.ContainsAny(rest[k+1].w[:1], "+-")
+			switch {
+			case signed && dir == 0:
+			case !signed && dir != 0:
+				v *= dir
+			case signed && dir != 0 && (v < 0) == (dir < 0):
+			default:
+				// No direction ("change Q1 by 5 A"), or one the sign
+				// contradicts ("raise Q1 by -5 A"): unclear.
+				from = k + 1 + used
+				k = from - 1
+				continue
+			}
+			rc.By = &v
+		}
+		out = append(out, rc)
+		from = k + 1 + used
+		k = from - 1
+	}
+	return out, len(out) > 0
+}
+
+// laterValue reports whether a to-marker and a number follow.
+func laterValue(msg string, rest []token) bool {
+	for k := 0; k+1 < len(rest); k++ {
+		if toMarkers[rest[k].w] && startsNumber(rest[k+1].w) {
+			return true
+		}
+	}
+	return false
+}
+
+// valueFirst reads "<value> to|on|into|for <target>" ("write 105 A to Q1").
+func valueFirst(msg string, rest []token) (RequestedChange, bool) {
+	if len(rest) < 3 || !startsNumber(rest[0].w) || clockLike(msg, rest[0]) {
+		return RequestedChange{}, false
+	}
+	v, unit, ok := ParseQuantity(msg[rest[0].start:])
+	if !ok {
+		return RequestedChange{}, false
+	}
+	k := 1
+	if unit != "" && !strings.ContainsFunc(rest[0].w, unicode.IsLetter) {
+		k = 2
+	}
+	if k >= len(rest)-1 {
+		return RequestedChange{}, false
+	}
+	switch rest[k].w {
+	case "to", "on", "into", "for", "in", "auf", "à", "sur", "dans":
+	default:
+		return RequestedChange{}, false
+	}
+	target := trimJoiners(rest[k+1:])
+	if len(target) == 0 || presentation(target) {
+		return RequestedChange{}, false
+	}
+	return RequestedChange{Target: span(msg, target), Value: &v, Unit: unit}, true
+}
+
+func startsNumber(w string) bool {
+	w = strings.TrimLeft(w, "+-.")
+	return w != "" && w[0] >= '0' && w[0] <= '9'
+}
+
+// clockLike: "at 10:30" is a time, not a value.
+func clockLike(msg string, t token) bool {
+	return strings.Contains(msg[t.start:t.end], ":")
+}
+
+// joiners are words around a target that are not part of it ("and",
+// "please", a trailing "up" of "ramp Q1 up by 5 A", "back" of "set Q1
+// back to 92 A", "Sie" of "setzen Sie Q1 auf…").
+var (
+	leadingJoiners  = wordSet(`and also then & up down und auch dann bitte sie du mal hoch runter et aussi puis`)
+	trailingJoiners = wordSet(`and please from up down back bitte mal doch hoch runter herunter zurück von de s'il te vous plaît stp svp`)
+)
+
+// trimJoiners drops joining words around a target.
+func trimJoiners(ts []token) []token {
+	for len(ts) > 0 && leadingJoiners[ts[0].w] {
+		ts = ts[1:]
+	}
+	for len(ts) > 0 && trailingJoiners[ts[len(ts)-1].w] {
+		ts = ts[:len(ts)-1]
+	}
+	return ts
+}
+
+// untilJoiner is the words up to the next "and"/"then" (what qualifies a
+// value: "to 105 A in the plot").
+func untilJoiner(ts []token) []token {
+	for k, t := range ts {
+		if t.w == "and" || t.w == "then" || t.w == "und" || t.w == "et" || t.w == "puis" {
+			return ts[:k]
+		}
+	}
+	return ts
+}
+
+func presentation(ts []token) bool {
+	for _, t := range ts {
+		if presentationNouns[t.w] {
+			return true
+		}
+	}
+	return false
+}
+
+// span is the original text of a run of tokens.
+func span(msg string, ts []token) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	return strings.TrimSpace(msg[ts[0].start:ts[len(ts)-1].end])
+}
+
+// FromMessages is the intent of the latest user message in a conversation;
+// earlier holds the user's earlier messages, oldest first (only the user's
+// own words count, never a model's task or a capability's result). A
+// short follow-up without a verb that states a value ("and Q2 to 98 A")
+// continues the previous message's change; a change whose target names
+// nothing ("set it to 105 A") refers to the names of the nearest message
+// that has some (Refers).
+func FromMessages(latest string, earlier []string) Finding {
+	f := FromMessage(latest)
+	if !f.Intent.IsChange() && f.Reason != ReasonQuestion && f.Reason != ReasonNoChange {
+		return f
+	}
+	if !f.Intent.IsChange() {
+		f = continuation(latest, earlier, f)
+	}
+	if f.Intent.IsChange() {
+		for k, c := range f.Intent.Changes {
+			if len(statedIdentifiers(c.Target)) > 0 {
+				continue
+			}
+			f.Intent.Changes[k].Refers = referent(c.Target, latest, earlier)
+			if f.Intent.Changes[k].Refers == "" && (c.Target == "" || pronouns[strings.ToLower(strings.TrimSpace(c.Target))]) {
+				// "Set it to 105 A" with nothing before: what "it" is would
+				// be a model's guess.
+				in := Intent{Kind: KindRead, Note: "Your message does not say what \"" + c.Target + "\" is, so nothing will be changed. " +
+					"Name what to change, for example \"set Q1 to 105 A\"."}
+				return Finding{Intent: in, Reason: ReasonUnclear}
+			}
+		}
+	}
+	return f
+}
+
+// pronouns are targets that name nothing by themselves.
+var pronouns = wordSet(`it that this them those these ihn es sie ihm das dies diesen le la les lui cela ça`)
+
+// continuation reads a verbless follow-up ("and Q2 to 98 A") of a change.
+func continuation(latest string, earlier []string, f Finding) Finding {
+	if len(earlier) == 0 || !FromMessage(earlier[len(earlier)-1]).Intent.IsChange() || len(strings.Fields(latest)) > 12 {
+		return f
+	}
+	masked, _ := maskReported(latest)
+	var changes []RequestedChange
+	for _, c := range scan(masked) {
+		if r := readClause(masked, c); r.question != notQuestion || !r.verbless {
+			return f // "verify that Q1 was set to 105 A" is no continuation
+		}
+		if cs, ok := valueChanges(masked, "", c.toks); ok {
+			changes = append(changes, cs...)
+		}
+	}
+	if len(changes) == 0 {
+		return f
+	}
+	return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonContinuation}
+}
+
+// referent is the user's nearest words naming something for a target that
+// names nothing: the rest of the latest message, else the latest earlier
+// message with a numbered name, else the latest earlier message (their
+// reported parts left out); "" when there is none.
+func referent(target, latest string, earlier []string) string {
+	masked, _ := maskReported(latest)
+	if rest := strings.Replace(masked, target, "", 1); len(statedIdentifiers(rest)) > 0 {
+		return strings.Join(strings.Fields(rest), " ")
+	}
+	for i := len(earlier) - 1; i >= 0; i-- {
+		m, _ := maskReported(earlier[i])
+		if len(statedIdentifiers(m)) > 0 {
+			return strings.Join(strings.Fields(m), " ")
+		}
+	}
+	if len(earlier) > 0 {
+		m, _ := maskReported(earlier[len(earlier)-1])
+		return strings.Join(strings.Fields(m), " ")
+	}
+	return ""
+}
