@@ -198,10 +198,11 @@ func (m *machine) agent(t testing.TB, store checkpoint.Store, caps map[string]*w
 	})
 }
 
-// events renders the thread's audit records "event[:outcome]", in order.
+// events renders the thread's audit records of the attempts
+// "event[:outcome]", in order (the plan's "planned" record left out).
 func events(t *testing.T, a *agent.Agent, thread string) string {
 	t.Helper()
-	return outcomes(audits(t, a, agent.AuditFilter{Thread: thread}))
+	return strings.TrimPrefix(outcomes(audits(t, a, agent.AuditFilter{Thread: thread})), agent.AuditPlanned+" ")
 }
 
 // seedStarted writes the started record a process that died during the

@@ -56,10 +56,10 @@ func TestNonFiniteActionIsRefusedWithReportAndAudit(t *testing.T) {
 					t.Fatalf("written: %v", w.written())
 				}
 				recs := audits(t, a, agent.AuditFilter{Thread: "t"})
-				if got := outcomes(recs); got != "refused(not_finite)" {
+				if got := outcomes(recs); got != "planned refused(not_finite)" {
 					t.Fatalf("audit: %s", got)
 				}
-				b, _ := json.Marshal(recs[0].Changes)
+				b, _ := json.Marshal(recs[1].Changes)
 				if !strings.Contains(string(b), `"`+text+`"`) {
 					t.Errorf("the audit record's changes %s do not name %s", b, text)
 				}
@@ -77,7 +77,7 @@ func TestNonFiniteActionWritesOffIsAudited(t *testing.T) {
 	a := w.agent(t, store, writesOff)
 	o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: setQ1})
 	refusal(t, a, "t", o, capabilities.KindWritesDisabled, agent.RefusedWritesDisabled)
-	if got := outcomes(audits(t, a, agent.AuditFilter{Thread: "t"})); got != "refused(writes_disabled)" {
+	if got := outcomes(audits(t, a, agent.AuditFilter{Thread: "t"})); got != "planned refused(writes_disabled)" {
 		t.Fatalf("audit: %s", got)
 	}
 }
@@ -220,7 +220,7 @@ func TestNonFiniteApprovalArgumentsAreAsked(t *testing.T) {
 	if !strings.Contains(string(b), `"+Inf"`) || !strings.Contains(string(b), `"NaN"`) {
 		t.Fatalf("the stored question's arguments: %s", b)
 	}
-	if got := outcomes(audits(t, a, agent.AuditFilter{Thread: "t"})); got != "asked" {
+	if got := outcomes(audits(t, a, agent.AuditFilter{Thread: "t"})); got != "planned asked" {
 		t.Fatalf("audit: %s", got)
 	}
 	checkStoredFinite(t, store, "t")
@@ -272,7 +272,7 @@ func TestNonFiniteReadingIsRefused(t *testing.T) {
 		t.Fatalf("message %+v", m)
 	}
 	recs := audits(t, a, agent.AuditFilter{Thread: "t"})
-	if len(recs) != 1 || recs[0].Event != agent.AuditRefused || recs[0].Reason != capabilities.ReasonNotFinite {
+	if len(recs) != 2 || recs[1].Event != agent.AuditRefused || recs[1].Reason != capabilities.ReasonNotFinite {
 		t.Fatalf("audit %s", outcomes(recs))
 	}
 	checkStoredFinite(t, store, "t")

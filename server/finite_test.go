@@ -170,7 +170,7 @@ func TestNonFiniteActionRefusedOnEveryAPI(t *testing.T) {
 		}
 	}
 	waitRuns(t, env.testEnv)
-	recs, err := env.agent.Audit(context.Background(), agent.AuditFilter{})
+	recs, err := env.agent.Audit(context.Background(), agent.AuditFilter{Event: agent.AuditRefused})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func TestDemoModelNonFiniteWrite(t *testing.T) {
 	if len(o.of(agent.EventApprovalRequired)) != 0 {
 		t.Error("a human was asked to approve +Inf A")
 	}
-	recs, err := a.Audit(context.Background(), agent.AuditFilter{Thread: "u"})
+	recs, err := a.Audit(context.Background(), agent.AuditFilter{Thread: "u", Event: agent.AuditRefused})
 	if err != nil || len(recs) != 1 || recs[0].Event != agent.AuditRefused || recs[0].Reason != "limits" ||
 		len(recs[0].Changes) != 1 || recs[0].Changes[0].Value != "+Inf" {
 		t.Fatalf("audit %+v, %v; want one refusal (limits) naming +Inf", recs, err)
