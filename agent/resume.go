@@ -149,7 +149,7 @@ func (a *Agent) checkAnswer(ctx context.Context, thread string, ans Answer) (sta
 		if r == readUnclear {
 			a.auditUnclear(ctx, thread, s, ap, d)
 			e := aerr(ErrApprovalUnclear, id, fmt.Sprintf("the answer %q is neither a yes nor a no, so nothing was decided and the approval is still pending: reply yes or no", ans.Text))
-			e.Approval = &ap
+			e.Approval, e.Answer = &ap, ans.Text
 			return state.ApprovalDecision{}, e
 		}
 		d.Approved = r == readYes
@@ -324,6 +324,8 @@ type ApprovalError struct {
 	// Approval is the approval answered, when it was pending: for an
 	// unclear answer, the question to ask again.
 	Approval *state.Approval
+	// Answer is the answer's text, for an unclear answer.
+	Answer string
 	// Err is the plan validation error, for ErrInvalidPlan.
 	Err error
 	// ends is the decision that ends an expired approval (Resume

@@ -85,7 +85,7 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 	status, runErr, shutdown := ru.result()
 	if ae, ok := errors.AsType[*agent.ApprovalError](runErr); ok && errors.Is(ae, agent.ErrApprovalUnclear) && ae.Approval != nil {
 		return mcp.Answer{Thread: th.ID, Status: string(agent.RunInterrupted),
-			Text: fmt.Sprintf("The answer %q is neither a yes nor a no, so nothing was decided: the approval is still waiting.\n\n%s\n\nReply \"yes\" to proceed or \"no\" to cancel.", ae.Answer, ae.Approval.Summary),
+			Text:     fmt.Sprintf("The answer %q is neither a yes nor a no, so nothing was decided: the approval is still waiting.\n\n%s\n\nReply \"yes\" to proceed or \"no\" to cancel.", ae.Answer, ae.Approval.Summary),
 			Approval: &mcp.PendingApproval{ID: ae.Approval.ID, Summary: ae.Approval.Summary}}, nil
 	}
 	if runErr != nil && !answerable(runErr) {
