@@ -250,6 +250,9 @@ func (s *Server) pendingApprovals(ctx context.Context, thread string) ([]state.A
 // and a question stays one: answerText trims the punctuation around the
 // token, "?" among it, but "ok? AP-…" asks, it does not approve.
 func tokenAnswer(input, tok string) string {
+	if tok == "" {
+		return input
+	}
 	text := answerText(input, tok)
 	if strings.Contains(input, "?") && !strings.Contains(text, "?") {
 		text += "?"
@@ -312,15 +315,19 @@ func foreignTokenReply(tok string) chatReply {
 // assistant message named when it matched no waiting approval ("" when
 // it named none). A non-nil reply is the whole answer (no run):
 //
-//   - an approval whose token the server no longer accepts (Config.ApprovalTTL
-//     passed, for an approval without an expiry of its own) is ended as
-//     expired first, so no yes reaches it;
+//   - an approval whose token the server no longer accepts (its expiry, or
+//     Config.ApprovalTTL for one without) is ended as expired first
+//     (Agent.ExpireApproval), so no yes reaches it;
 //   - with a stale token, a yes or no answers nothing: the reply says so and
 //     shows again the approval the conversation waits for, with its token.
 //
 // Anything but a yes or no is a new question, which supersedes the approval.
 func (s *Server) guardAnswer(ctx context.Context, c caller, thread, clientThread, input, stale string) (*chatReply, error) {
-	if !agent.ParseYes(input) && !agent.ParseNo(input) {
+	words := input
+	if stale != "" {
+		words = tokenAnswer(input, stale) // "yes AP-…" is a yes to that token
+	}
+	if !agent.ParseYes(words) && !agent.ParseNo(words) {
 		return nil, nil
 	}
 	pending, err := s.pendingApprovals(ctx, thread)
@@ -334,30 +341,26 @@ func (s *Server) guardAnswer(ctx context.Context, c caller, thread, clientThread
 		expired bool // the stale token is an approval's that expired
 	)
 	for _, ap := range pending {
-		switch {
-		case !ap.Expires.IsZero() && !now.Before(ap.Expires):
-			// Expired in the agent too: Run ends it as expired.
-		case now.After(s.tokenExpiry(ap, ap.Created)):
-			// Only the token expired (ApprovalTTL): end the approval too,
-			// as an expiry, so that no yes reaches it.
-			ex, ok := s.cfg.Runner.(approvalExpirer)
-			if !ok {
-				return &chatReply{Content: fmt.Sprintf("The approval (%s) expired before your answer, so nothing was done. Send a new message to start again.", ap.Summary)}, nil
-			}
-			if err := ex.ExpireApproval(ctx, thread, ap.ID); err != nil && !errors.Is(err, agent.ErrApprovalAnswered) &&
-				!errors.Is(err, agent.ErrApprovalExpired) && !errors.Is(err, agent.ErrApprovalNotPending) {
-				return nil, err
-			}
-		default:
+		if now.Before(s.tokenExpiry(ap, ap.Created)) {
 			open = append(open, ap)
 			continue
+		}
+		// Its time is over (the agent's expiry, or only the token's,
+		// ApprovalTTL): end it now as an expiry, so that no yes reaches it.
+		ex, ok := s.cfg.Runner.(approvalExpirer)
+		if !ok {
+			return &chatReply{Content: fmt.Sprintf("The approval (%s) expired before your answer, so nothing was done. Send a new message to start again.", ap.Summary)}, nil
+		}
+		if err := ex.ExpireApproval(ctx, thread, ap.ID); err != nil && !errors.Is(err, agent.ErrApprovalAnswered) &&
+			!errors.Is(err, agent.ErrApprovalExpired) && !errors.Is(err, agent.ErrApprovalNotPending) {
+			return nil, err
 		}
 		expired = expired || stale != "" && approvalToken(owner, thread, ap) == stale
 	}
 	if stale == "" {
 		return nil, nil // the conversation shows no token: a yes answers the approval it waits for
 	}
-	reply := staleTokenReply(stale, input)
+	reply := staleTokenReply(stale, words)
 	if expired {
 		reply = chatReply{Content: fmt.Sprintf("Approval %s expired before your answer, so it was not carried out and nothing was done.", stale)}
 	}
@@ -369,6 +372,20 @@ func (s *Server) guardAnswer(ctx context.Context, c caller, thread, clientThread
 		ApprovalID: ap.ID, Expires: s.tokenExpiry(ap, ap.Created)}, now)
 	reply.Content += "\n\nThis conversation waits for your answer to:\n\n" + strings.TrimPrefix(approvalText(&ap, tok, false), "\n\n")
 	return &reply, nil
+}
+
+// staleAnswerReply is the reply to input when it is a yes or no next to
+// stale, a token that matches no approval waiting for the caller; nil
+// when there is no such token or input is anything else.
+func staleAnswerReply(input, stale string) *chatReply {
+	if stale == "" {
+		return nil
+	}
+	if words := tokenAnswer(input, stale); agent.ParseYes(words) || agent.ParseNo(words) {
+		reply := staleTokenReply(stale, words)
+		return &reply
+	}
+	return nil
 }
 
 // staleTokenReply answers a yes or no next to a token that matches no

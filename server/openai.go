@@ -271,6 +271,9 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			}
 			clientThread, fresh = ct, !ok
 			if !ok {
+				if reply := staleAnswerReply(t.input, stale); reply != nil {
+					return chatStart{reply: reply}, nil // no conversation to open for it
+				}
 				clientThread = "chat-" + uuid.NewString()
 				if _, _, err := s.openThread(ctx, c, clientThread, source, t.clientMeta); err != nil {
 					return chatStart{}, err
@@ -285,10 +288,10 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			if reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.input, stale); err != nil || reply != nil {
 				return chatStart{reply: reply, clientThread: clientThread}, err
 			}
-		} else if stale != "" && (agent.ParseYes(t.input) || agent.ParseNo(t.input)) {
-			// Nothing waits in a new conversation: the token named nothing.
-			reply := staleTokenReply(stale, t.input)
-			return chatStart{reply: &reply, clientThread: clientThread}, nil
+		} else if reply := staleAnswerReply(t.input, stale); reply != nil {
+			// Nothing waits in a new conversation: a yes or no next to
+			// the token answered nothing.
+			return chatStart{reply: reply, clientThread: clientThread}, nil
 		}
 		meta := s.turnMetadata(c, source, clientThread, t.clientMeta)
 		meta[MetaApprovalKey] = approvalTokenKey(ownerKey(c), thread)
