@@ -318,3 +318,38 @@ func FuzzTokenAnswer(f *testing.F) {
 		}
 	})
 }
+
+// The native API: an approval answered with words that are neither a yes
+// nor a no ends that run with the unclear error and decides nothing; the
+// button's explicit answer then approves.
+func TestNativeNonAnswerDecidesNothing(t *testing.T) {
+	e := newOnlyHumanEnv(t, nil, nil)
+	e.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "q1"})
+	_, body := e.do(t, "POST", "/api/threads/q1/runs", keyAlice, map[string]any{"input": setQ1To105, "stream": true})
+	var id string
+	for _, f := range readSSE(t, strings.NewReader(string(body))) {
+		if f.Event == "approval_required" {
+			var ev struct {
+				Approval struct{ ID string } `json:"approval"`
+			}
+			if err := json.Unmarshal([]byte(f.Data), &ev); err != nil {
+				t.Fatal(err)
+			}
+			id = ev.Approval.ID
+		}
+	}
+	if id == "" {
+		t.Fatalf("no approval: %s", body)
+	}
+	_, body = e.do(t, "POST", "/api/threads/q1/approval", keyAlice, map[string]any{"approval_id": id, "text": "hmm, what would that do to the beam?", "stream": true})
+	if !strings.Contains(string(body), "approval answer is unclear") || len(e.plant.written()) != 0 {
+		t.Fatalf("non-answer: %s, writes %v", body, e.plant.written())
+	}
+	resp, body := e.do(t, "POST", "/api/threads/q1/approval", keyAlice, map[string]any{"approval_id": id, "approved": true, "stream": true})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Q1 from 92 → 105 A") || len(e.plant.written()) != 1 {
+		t.Fatalf("button: %d %s, writes %v", resp.StatusCode, body, e.plant.written())
+	}
+	if got := e.auditTrail(t); !strings.HasPrefix(got, `asked unclear(model: "hmm, what would that do to the beam?" by "alice") approved(explicit: "" by "alice")`) {
+		t.Fatalf("audit %s", got)
+	}
+}
