@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest/openaitest"
 	"github.com/capgraph/capgraph/state"
@@ -271,5 +272,57 @@ func TestSupersededApprovalIsAudited(t *testing.T) {
 	// The new turn asks for no change: its plan's write is refused.
 	if got := auditOf(t, a, "t"); got != `asked rejected(superseded: "`+humanWords+`" by "op-anna") refused` {
 		t.Fatalf("audit %s", got)
+	}
+}
+
+// A blocked infrastructure node asks whether to retry; when nobody
+// answers in time, the failure says so — not that a human gave up.
+func TestBlockedNodeExpiryIsNoHumansDecision(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer func(a *agent.Agent, clk *clock, id string) error
+		reason string
+	}{
+		{"a human's no", func(a *agent.Agent, _ *clock, id string) error {
+			return resume(t, a, "t", agent.Answer{ApprovalID: id, Text: "nein"}).err
+		}, "a human chose to give up"},
+		{"too late", func(a *agent.Agent, clk *clock, id string) error {
+			clk.Add(2 * time.Hour)
+			if err := resume(t, a, "t", agent.Answer{ApprovalID: id, Text: "yes"}).err; !errors.Is(err, agent.ErrApprovalExpired) {
+				return fmt.Errorf("late yes: %v", err)
+			}
+			return nil
+		}, "nobody answered in time"},
+		{"a frontend's deadline", func(a *agent.Agent, _ *clock, id string) error {
+			return a.ExpireApproval(context.Background(), "t", id)
+		}, "nobody answered in time"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld("read_a")
+			w.orchestrate.errs = []error{errResource}
+			clk := newClock()
+			cfg := w.config(t)
+			cfg.Now = clk.Now
+			a := mustAgent(t, cfg)
+			ap := approvalOf(t, run(t, a, "t", "x"))
+			if ap.Kind != state.ApprovalEscalation {
+				t.Fatalf("approval %+v, want an escalation", ap)
+			}
+			if err := tc.answer(a, clk, ap.ID); err != nil {
+				t.Fatal(err)
+			}
+			s, _, _ := a.State(context.Background(), "t")
+			m, _ := s.LastAssistant()
+			if m.Kind != state.KindErrorReport || w.caps["read_a"].count() != 0 {
+				t.Fatalf("turn ended with %+v, read_a ran %d times", m, w.caps["read_a"].count())
+			}
+			e := s.Turn.Control.Error
+			if e == nil {
+				t.Fatal("no error recorded")
+			}
+			if got, _ := e.Classification.Metadata[capabilities.MetaSafetyAbortReason].(string); !strings.Contains(got, tc.reason) {
+				t.Fatalf("reason %q, want %q", got, tc.reason)
+			}
+		})
 	}
 }
