@@ -83,6 +83,8 @@ type storedAnswer struct {
 	Approved   *bool       `json:"approved,omitempty"`
 	Plan       *state.Plan `json:"plan,omitempty"`
 	By         string      `json:"by,omitempty"`
+	// Token is the chat approval token the answer named (agent.Answer.Token).
+	Token string `json:"token,omitempty"`
 }
 
 // runResult is a record's Result: what a repeated request is answered.
@@ -156,7 +158,7 @@ func (sp runSpec) input() (json.RawMessage, error) {
 		in.Turn = &storedTurn{Input: t.Input, Options: t.Options, MayRaise: t.MayRaise, By: t.By, Metadata: t.Metadata, AllowedCapabilities: t.AllowedCapabilities}
 	}
 	if a := sp.answer; a != nil {
-		in.Answer = &storedAnswer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By}
+		in.Answer = &storedAnswer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By, Token: a.Token}
 	}
 	return json.Marshal(in)
 }
