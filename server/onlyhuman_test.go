@@ -127,7 +127,7 @@ func (e *onlyHumanEnv) askQ1(t *testing.T, stream bool, question string) (string
 // do to the beam?" (and "ok?") with the token approves nothing, whatever
 // the approval model says; the reply asks again with the same token; the
 // human's explicit yes then writes, once, by rule token.
-func TestChatNonAnswerIsAskedAgain(t *testing.T) {
+func TestChatCompletionsNonAnswerIsAskedAgain(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			e := newOnlyHumanEnv(t, nil, nil)
