@@ -19,7 +19,7 @@ import (
 // cancellation; otherwise with the answer to its pending approval, which
 // the interrupted node receives as a state.ApprovalDecision through
 // graph.ResumeValue. An answer that cannot be used fails with an
-// *ApprovalError and is carried out never: its kind says why
+// *ApprovalError and is never carried out: its kind says why
 // (ErrApprovalUnclear, ErrApprovalNotPending, ErrApprovalAnswered,
 // ErrApprovalExpired or ErrInvalidPlan). All of them but an expiry change
 // nothing (the approval stays pending); an answer that came too late ends
