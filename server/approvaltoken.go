@@ -267,17 +267,20 @@ func tokenAnswer(input, tok string) string {
 // history answers nothing there. A conversation whose transcript names no
 // thread (a client that rewrites our answers, a restart after an approved
 // run) is named by the token alone (docs/frontends.md, "Which thread?").
-func (s *Server) tokenFits(ctx context.Context, c caller, t chatTurn, ticket approvalTicket) (bool, error) {
+// When it does not fit, own is the client id of the conversation's own
+// thread ("" when the transcript names several or none).
+func (s *Server) tokenFits(ctx context.Context, c caller, t chatTurn, ticket approvalTicket) (fits bool, own string, err error) {
 	switch {
 	case t.thread != "":
-		return true, nil // the token is the one the thread named by the request waits for (Responses)
+		return true, "", nil // the token is the one the thread named by the request waits for (Responses)
 	case c.ChatID != "":
-		return ticket.ClientThread == "openwebui:"+c.ChatID, nil
+		own = "openwebui:" + c.ChatID
+		return ticket.ClientThread == own, own, nil
 	}
 	hist := t.msgs[:len(t.msgs)-1]
 	full, prefix := transcriptDigest(c, hist), transcriptDigest(c, withoutTrailingReply(hist))
 	if s.transcripts.holds(ticket.Thread, full) || s.transcripts.holds(ticket.Thread, prefix) {
-		return true, nil
+		return true, "", nil
 	}
 	named := map[string]bool{}
 	for _, d := range []string{full, prefix} {
@@ -290,7 +293,7 @@ func (s *Server) tokenFits(ctx context.Context, c caller, t chatTurn, ticket app
 		f[MetaTranscript] = prefix
 		infos, err := s.lister.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
 		for _, info := range infos {
 			if th, ok := threadFromInfo(c, info); ok {
@@ -298,14 +301,37 @@ func (s *Server) tokenFits(ctx context.Context, c caller, t chatTurn, ticket app
 			}
 		}
 	}
-	return len(named) == 0 || named[ticket.ClientThread], nil
+	if len(named) == 0 || named[ticket.ClientThread] {
+		return true, "", nil
+	}
+	if len(named) == 1 {
+		for ct := range named {
+			own = ct
+		}
+	}
+	return false, own, nil
 }
+
+// remember makes reply, a reply no run wrote, part of the conversation of
+// t on the caller's thread clientThread, so that the conversation's next
+// request still names that thread by its transcript.
+func (s *Server) remember(c caller, t chatTurn, clientThread string, reply chatReply) {
+	if c.ChatID != "" || clientThread == "" {
+		return // a chat id names the thread; nothing to remember
+	}
+	full := append(slices.Clip(t.msgs), transcriptMsg{Role: "assistant", Text: reply.Content})
+	s.transcripts.add(clientThread, internalThreadID(c, clientThread), transcriptDigest(c, full))
+}
+
+// The replies below name no token: the next request reads the token of
+// the conversation from its last assistant message, which is then this
+// reply (the one that did not fit stays out of it).
 
 // foreignTokenReply answers a conversation whose last assistant message
 // holds another conversation's approval token.
-func foreignTokenReply(tok string) chatReply {
-	return chatReply{Content: fmt.Sprintf("The approval %s belongs to another conversation, so this message answered nothing and nothing was done. "+
-		"Answer it in the conversation that asked for it.", tok)}
+func foreignTokenReply() chatReply {
+	return chatReply{Content: "The approval token in this conversation belongs to another conversation, so this message answered nothing and nothing was done. " +
+		"Answer it in the conversation that asked for it."}
 }
 
 // guardAnswer decides, before a chat message on thread starts a turn,
@@ -360,9 +386,9 @@ func (s *Server) guardAnswer(ctx context.Context, c caller, thread, clientThread
 	if stale == "" {
 		return nil, nil // the conversation shows no token: a yes answers the approval it waits for
 	}
-	reply := staleTokenReply(stale, words)
+	reply := staleTokenReply(words)
 	if expired {
-		reply = chatReply{Content: fmt.Sprintf("Approval %s expired before your answer, so it was not carried out and nothing was done.", stale)}
+		reply = chatReply{Content: "The approval expired before your answer, so it was not carried out and nothing was done."}
 	}
 	if len(open) == 0 {
 		return &reply, nil
@@ -382,7 +408,7 @@ func staleAnswerReply(input, stale string) *chatReply {
 		return nil
 	}
 	if words := tokenAnswer(input, stale); agent.ParseYes(words) || agent.ParseNo(words) {
-		reply := staleTokenReply(stale, words)
+		reply := staleTokenReply(words)
 		return &reply
 	}
 	return nil
@@ -390,9 +416,9 @@ func staleAnswerReply(input, stale string) *chatReply {
 
 // staleTokenReply answers a yes or no next to a token that matches no
 // approval waiting for the caller.
-func staleTokenReply(stale, input string) chatReply {
-	return chatReply{Content: fmt.Sprintf("The approval token %s matches no approval waiting for your answer (it is unknown, expired or not yours), "+
-		"so your %q answered nothing and nothing was done.", stale, input)}
+func staleTokenReply(input string) chatReply {
+	return chatReply{Content: fmt.Sprintf("The approval token in this conversation matches no approval waiting for your answer (it is unknown, expired or not yours), "+
+		"so your %q answered nothing and nothing was done.", input)}
 }
 
 // unclearReply asks again for the approval with token tok, whose answer
@@ -405,12 +431,12 @@ func unclearReply(tok string, ae *agent.ApprovalError) chatReply {
 	return chatReply{Content: text + fmt.Sprintf("\n\nApproval ID: %s — reply \"yes\" to proceed or \"no\" to cancel.", tok)}
 }
 
-// expiredReply says that the answer with token tok came too late: the
-// agent ended the approval as expired (agent.ErrApprovalExpired).
-func expiredReply(tok string, ae *agent.ApprovalError) chatReply {
+// expiredReply says that the answer came too late: the agent ended the
+// approval as expired (agent.ErrApprovalExpired).
+func expiredReply(ae *agent.ApprovalError) chatReply {
 	when := ""
 	if !ae.Expires.IsZero() {
 		when = " at " + ae.Expires.UTC().Format(time.RFC3339)
 	}
-	return chatReply{Content: fmt.Sprintf("Approval %s expired%s before your answer, so it was not carried out and nothing was done.", tok, when)}
+	return chatReply{Content: fmt.Sprintf("The approval expired%s before your answer, so it was not carried out and nothing was done.", when)}
 }

@@ -232,14 +232,15 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			return chatStart{reply: &ticket.reply, clientThread: ticket.ClientThread}, nil
 		case claimOK:
 			defer s.approvals.releaseOnPanic(tok)
-			fits, err := s.tokenFits(ctx, c, t, ticket)
+			fits, own, err := s.tokenFits(ctx, c, t, ticket)
 			if err != nil || !fits {
 				s.approvals.settle(tok, nil) // still unanswered, for its own conversation
 				if err != nil {
 					return chatStart{}, err
 				}
-				reply := foreignTokenReply(tok)
-				return chatStart{reply: &reply}, nil
+				reply := foreignTokenReply()
+				s.remember(c, t, own, reply)
+				return chatStart{reply: &reply, clientThread: own}, nil
 			}
 			token, clientThread, thread = tok, ticket.ClientThread, ticket.Thread
 			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: tokenAnswer(t.input, tok), Token: tok, By: callerName(c)}
@@ -285,8 +286,13 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 		if !fresh {
 			// A thread that may wait for an approval: see what this
 			// message may answer.
-			if reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.input, stale); err != nil || reply != nil {
-				return chatStart{reply: reply, clientThread: clientThread}, err
+			reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.input, stale)
+			if err != nil {
+				return chatStart{}, err
+			}
+			if reply != nil {
+				s.remember(c, t, clientThread, *reply)
+				return chatStart{reply: reply, clientThread: clientThread}, nil
 			}
 		} else if reply := staleAnswerReply(t.input, stale); reply != nil {
 			// Nothing waits in a new conversation: a yes or no next to
@@ -444,7 +450,7 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 			reply := unclearReply(token, ae)
 			return false, nil, &reply
 		case errors.Is(ae, agent.ErrApprovalExpired):
-			reply := expiredReply(token, ae)
+			reply := expiredReply(ae)
 			s.approvals.settle(token, &reply)
 			return false, nil, &reply
 		}
