@@ -249,29 +249,18 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 	}
 }
 
-// supersede ends a run waiting for approval ap as rejected, so that its turn
-// ends with a message saying nothing was done, and returns the thread's state
-// afterwards.
+// supersede ends the run waiting for approval ap, which input does not
+// answer, so that its turn ends with a message saying nothing was done,
+// and returns the thread's state afterwards. The decision says why: the
+// approval had expired (rule state.AnswerExpired), or the new message
+// replaced the question (rule state.AnswerSuperseded, with its words).
 func (a *Agent) supersede(ctx context.Context, thread string, ap state.Approval, input, by string, expired bool) (state.State, error) {
-	now := a.cfg.Now()
-	answer := "superseded by a new message: " + input
+	d := state.ApprovalDecision{ID: ap.ID, Kind: ap.Kind, Approved: false, At: a.cfg.Now(), Asked: ap.Created,
+		Summary: ap.Summary, ActionDigest: ap.ActionDigest, Before: ap.Before, Rule: state.AnswerSuperseded, Answer: input, By: by}
 	if expired {
-		answer = "expired"
+		d.Rule, d.Answer, d.By = state.AnswerExpired, "", ""
 	}
-	d := state.ApprovalDecision{ID: ap.ID, Kind: ap.Kind, Approved: false, Answer: answer, At: now, Asked: ap.Created,
-		Summary: ap.Summary, ActionDigest: ap.ActionDigest, By: by}
-	var runErr error
-	for _, err := range a.g.ResumeStream(a.graphCtx(ctx, thread), thread, d) {
-		if err != nil {
-			runErr = err
-		}
-	}
-	var fe *FatalError
-	if runErr != nil && !errors.As(runErr, &fe) {
-		return state.State{}, fmt.Errorf("agent: end the run waiting for approval %q: %w", ap.ID, runErr)
-	}
-	s, _, err := a.g.State(ctx, thread)
-	return s, err
+	return a.endApproval(ctx, thread, d)
 }
 
 // State returns the thread's latest state and how its last run ended. While

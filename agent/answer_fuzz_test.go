@@ -11,7 +11,8 @@ import (
 // yes and a no, and does not depend on surrounding space or letter case.
 // The seed corpus is in testdata/fuzz/FuzzParseAnswer.
 func FuzzParseAnswer(f *testing.F) {
-	for _, s := range []string{"yes", "ɐ yes", "Yes!", "no.", "İ", "ſure", "go ahead", "don't", "\xff yes", "YES\u00a0", "y e s"} {
+	for _, s := range []string{"yes", "ɐ yes", "Yes!", "no.", "İ", "ſure", "go ahead", "don't", "\xff yes", "YES\u00a0", "y e s",
+		"ok?", "yes...", "d’accord", "approuve\u0301", "ja, bitte", "Non merci !", "yes , retry", ",", "!", "."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -38,9 +38,16 @@ type TurnRequest struct {
 type Answer struct {
 	// ApprovalID must match the pending approval's id.
 	ApprovalID string
-	// Text is the human's words; parsed deterministically (yes/no), anything
-	// unclear is a rejection unless Approved is set explicitly.
+	// Text is the human's words. Only an explicit yes approves (ParseYes);
+	// a no (ParseNo), or a reply the approval model reads as a refusal,
+	// rejects; anything else decides nothing: Resume fails with
+	// ErrApprovalUnclear and the approval stays pending, to be asked again.
+	// Approved, when set, wins over Text. See docs/approvals.md.
 	Text string
+	// Token is the approval token a chat message named (a frontend's own
+	// pointer to this approval, server Chat Completions and Responses):
+	// a yes or no in Text is then decided by rule state.AnswerToken.
+	Token string
 	// Approved, when non-nil, states the decision explicitly (a button).
 	Approved *bool
 	// Plan is an edited plan, for plan approvals.

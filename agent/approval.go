@@ -155,12 +155,12 @@ func (a *Agent) expires(now time.Time) time.Time {
 // own approval — it leaves them to be answered on their own, and the router
 // sends the turn to respond once they are (rejectionNode says what was and
 // was not done). Nothing after the layer starts.
-func (a *Agent) rejectedStep(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, summary string, now time.Time) state.Update {
+func (a *Agent) rejectedStep(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, summary, rule string, now time.Time) state.Update {
 	plan := s.Turn.Plan
 	ps2 := ps
 	ps2.Status, ps2.Error, ps2.NotBefore = state.StepRejected, nil, time.Time{}
 	res := state.StepResult{StepIndex: idx, Capability: c.Name(), TaskObjective: ps.TaskObjective, Success: false,
-		Error: rejectedBy + summary, At: now, Plan: plan.Number}
+		Error: notApprovedPrefix(rule) + summary, At: now, Plan: plan.Number}
 	u := state.Update{NodeSteps: 1, Step: &state.StepUpdate{Plan: plan.Number, Index: idx, Step: ps2, ClearError: true, Result: &res}}
 	if len(router.Carried(ctx, s, a.rc).Steps) > 1 {
 		return u // siblings: respond speaks once they are done
@@ -175,9 +175,24 @@ func (a *Agent) rejectedStep(ctx context.Context, s state.State, c capabilities.
 	return u
 }
 
-// rejectedBy starts the result of a rejected step; the summary of what the
-// human was asked follows.
-const rejectedBy = "rejected by a human: "
+// The result of a step whose approval did not approve starts with how
+// (a human's no, an expiry, a new message in its place); the summary of
+// what the human was asked follows.
+const (
+	rejectedBy   = "rejected by a human: "
+	expiredBy    = "expired unanswered: "
+	supersededBy = "replaced by a new message: "
+)
+
+func notApprovedPrefix(rule string) string {
+	switch rule {
+	case state.AnswerExpired:
+		return expiredBy
+	case state.AnswerSuperseded:
+		return supersededBy
+	}
+	return rejectedBy
+}
 
 // rejectionNode wraps the respond and clarify nodes: after a human rejected
 // a step that ran beside others, the turn's one message says what was
@@ -207,14 +222,29 @@ func (a *Agent) rejectionText(t state.Turn) string {
 	for i, st := range p.Steps {
 		switch st.Status {
 		case state.StepRejected:
-			what := fmt.Sprintf("step %d", i+1)
+			what, how := fmt.Sprintf("step %d", i+1), rejectedBy
 			for j := len(t.Results) - 1; j >= 0; j-- {
-				if r := t.Results[j]; r.StepIndex == i && r.Plan == p.Number && strings.HasPrefix(r.Error, rejectedBy) {
-					if summary := strings.TrimPrefix(r.Error, rejectedBy); summary != "" {
-						what += " (" + summary + ")"
-					}
-					break
+				r := t.Results[j]
+				if r.StepIndex != i || r.Plan != p.Number {
+					continue
 				}
+				for _, prefix := range []string{rejectedBy, expiredBy, supersededBy} {
+					if summary, ok := strings.CutPrefix(r.Error, prefix); ok {
+						how = prefix
+						if summary != "" {
+							what += " (" + summary + ")"
+						}
+					}
+				}
+				break
+			}
+			switch how {
+			case expiredBy:
+				what = "nobody answered the approval of " + what + " in time: it expired"
+			case supersededBy:
+				what = "your new message replaced the approval of " + what
+			default:
+				what = "you rejected " + what
 			}
 			rejected = append(rejected, what)
 		case state.StepDone:
@@ -240,10 +270,11 @@ func (a *Agent) rejectionText(t state.Turn) string {
 		it = "they were"
 	}
 	var b strings.Builder
+	lead := upperFirst(strings.Join(rejected, "; "))
 	if changed {
-		fmt.Fprintf(&b, "You rejected %s: %s not carried out, and the rest of the plan was cancelled.", strings.Join(rejected, " and "), it)
+		fmt.Fprintf(&b, "%s: %s not carried out, and the rest of the plan was cancelled.", lead, it)
 	} else {
-		fmt.Fprintf(&b, "You rejected %s. Nothing was done: %s not carried out, and the rest of the plan was cancelled.", strings.Join(rejected, " and "), it)
+		fmt.Fprintf(&b, "%s. Nothing was done: %s not carried out, and the rest of the plan was cancelled.", lead, it)
 	}
 	if len(done) > 0 {
 		fmt.Fprintf(&b, " Steps that were carried out: %s.", strings.Join(done, ", "))
@@ -254,9 +285,18 @@ func (a *Agent) rejectionText(t state.Turn) string {
 	return b.String()
 }
 
-// planRejectionText is the turn's message after a human rejected the plan.
-func planRejectionText() string {
-	return "You rejected the plan. Nothing was done: no step of it was carried out."
+// planNotApprovedText is the turn's message when decision d did not
+// approve the plan: a human's no, an expiry or a new message in its place,
+// each said as what it was.
+func planNotApprovedText(d state.ApprovalDecision) string {
+	lead := "You rejected the plan."
+	switch d.Rule {
+	case state.AnswerExpired:
+		lead = "Nobody answered the approval of the plan in time: it expired."
+	case state.AnswerSuperseded:
+		lead = "Your new message replaced the approval of the plan."
+	}
+	return lead + " Nothing was done: no step of it was carried out."
 }
 
 // planSummary describes a plan for a human, one line per step.

@@ -110,6 +110,23 @@ func approvalOf(t *testing.T, o outcome) *state.Approval {
 	return ap
 }
 
+// wantUnclear checks that an answer decided nothing: the resume failed
+// with ErrApprovalUnclear naming the approval, which is still pending.
+func wantUnclear(t *testing.T, a *agent.Agent, thread string, ap *state.Approval, o outcome) {
+	t.Helper()
+	var ae *agent.ApprovalError
+	if !errors.Is(o.err, agent.ErrApprovalUnclear) || !errors.As(o.err, &ae) || ae.Approval == nil || ae.Approval.ID != ap.ID {
+		t.Fatalf("err %v, want ErrApprovalUnclear with the approval", o.err)
+	}
+	if len(o.events) != 1 {
+		t.Fatalf("an unclear answer ran something: %d events", len(o.events))
+	}
+	pend, err := a.PendingApprovals(context.Background(), thread)
+	if err != nil || len(pend) != 1 || pend[0].ID != ap.ID {
+		t.Fatalf("pending after an unclear answer: %+v %v", pend, err)
+	}
+}
+
 func wantRejected(t *testing.T, o outcome) {
 	t.Helper()
 	if o.err != nil {
@@ -134,8 +151,8 @@ func TestStepApprovalApproveAndReject(t *testing.T) {
 		{"button yes", agent.Answer{Approved: yes()}, true},
 		{"no in words", agent.Answer{Text: "nope."}, false},
 		{"button no", agent.Answer{Approved: no(), Text: "yes"}, false},
-		{"unclear is no", agent.Answer{Text: "yes but only tomorrow"}, false},
-		{"empty text is no", agent.Answer{ApprovalID: "set below"}, false},
+		{"German yes", agent.Answer{Text: "Ja."}, true},
+		{"French no", agent.Answer{Text: "Non merci"}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -286,53 +303,85 @@ func TestDoubleAnswerExecutesOnce(t *testing.T) {
 	}
 }
 
+// An approval expires: a "yes" that comes too late is no approval, and
+// the approval ends as expired (rule expired, not a human's rejection);
+// a new message on a thread whose approval expired ends it the same way.
 func TestApprovalExpiry(t *testing.T) {
-	w := writeWorld()
-	clk := newClock()
-	cfg := withOptions(w.config(t), writesOn)
-	cfg.Now, cfg.ApprovalExpiry = clk.Now, 10*time.Minute
-	a := mustAgent(t, cfg)
-	ap := approvalOf(t, run(t, a, "t", "x"))
-	if !ap.Expires.Equal(clk.Now().Add(10 * time.Minute)) {
-		t.Fatalf("expires %v", ap.Expires)
-	}
-	clk.Add(10 * time.Minute)
-	o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes"})
-	var ae *agent.ApprovalError
-	if !errors.Is(o.err, agent.ErrApprovalExpired) || !errors.As(o.err, &ae) || !ae.Expires.Equal(ap.Expires) {
-		t.Fatalf("expired answer: %v", o.err)
-	}
-	if _, st, _ := a.State(context.Background(), "t"); st != agent.RunInterrupted || len(w.effects()) != 0 {
-		t.Fatalf("after an expired answer: status %s, %d effects", st, len(w.effects()))
-	}
-	// A new message on the thread ends the expired approval and starts a
-	// new turn, even a "yes".
-	o = run(t, a, "t", "yes")
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	if o.events[0].Type != agent.EventStatus || !strings.Contains(o.events[0].Text, "expired") {
-		t.Fatalf("first event %+v, want a status about the expired approval", o.events[0])
-	}
-	s, _, _ := a.State(context.Background(), "t")
-	if s.Turn.Number != 2 || countAssistant(s, 1) != 1 || len(w.effects()) != 0 {
-		t.Fatalf("turn %d, turn-1 messages %d, effects %d", s.Turn.Number, countAssistant(s, 1), len(w.effects()))
-	}
-	if m := s.Messages[1]; m.Kind != state.KindRejected {
-		t.Fatalf("turn 1 ended with %+v, want the rejection", m)
-	}
+	t.Run("answered too late", func(t *testing.T) {
+		w := writeWorld()
+		clk := newClock()
+		cfg := withOptions(w.config(t), writesOn)
+		cfg.Now, cfg.ApprovalExpiry = clk.Now, 10*time.Minute
+		a := mustAgent(t, cfg)
+		ap := approvalOf(t, run(t, a, "t", "x"))
+		if !ap.Expires.Equal(clk.Now().Add(10 * time.Minute)) {
+			t.Fatalf("expires %v", ap.Expires)
+		}
+		clk.Add(10 * time.Minute)
+		o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes", By: "op-anna"})
+		var ae *agent.ApprovalError
+		if !errors.Is(o.err, agent.ErrApprovalExpired) || !errors.As(o.err, &ae) || !ae.Expires.Equal(ap.Expires) {
+			t.Fatalf("expired answer: %v", o.err)
+		}
+		s, st, _ := a.State(context.Background(), "t")
+		if st != agent.RunAnswered || len(w.effects()) != 0 {
+			t.Fatalf("after an expired answer: status %s, %d effects; want the run ended, nothing done", st, len(w.effects()))
+		}
+		if len(s.Turn.Approvals) != 1 || s.Turn.Approvals[0].Rule != state.AnswerExpired || s.Turn.Approvals[0].Approved {
+			t.Fatalf("decision %+v, want an expiry", s.Turn.Approvals)
+		}
+		if m, _ := s.LastAssistant(); m.Kind != state.KindRejected || !strings.Contains(m.Content, "Nothing was done") {
+			t.Fatalf("the turn ended with %q, want it to say nothing was done", m.Content)
+		}
+		// A second late answer is told the same, and nothing runs.
+		if o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes"}); !errors.Is(o.err, agent.ErrApprovalExpired) || len(w.effects()) != 0 {
+			t.Fatalf("second late answer: %v, %d effects", o.err, len(w.effects()))
+		}
+	})
+	t.Run("a new message", func(t *testing.T) {
+		w := writeWorld()
+		clk := newClock()
+		cfg := withOptions(w.config(t), writesOn)
+		cfg.Now, cfg.ApprovalExpiry = clk.Now, 10*time.Minute
+		a := mustAgent(t, cfg)
+		approvalOf(t, run(t, a, "t", "x"))
+		clk.Add(10 * time.Minute)
+		// A new message on the thread ends the expired approval and starts
+		// a new turn, even a "yes".
+		o := run(t, a, "t", "yes")
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		if o.events[0].Type != agent.EventStatus || !strings.Contains(o.events[0].Text, "expired") {
+			t.Fatalf("first event %+v, want a status about the expired approval", o.events[0])
+		}
+		s, _, _ := a.State(context.Background(), "t")
+		if s.Turn.Number != 2 || countAssistant(s, 1) != 1 || len(w.effects()) != 0 {
+			t.Fatalf("turn %d, turn-1 messages %d, effects %d", s.Turn.Number, countAssistant(s, 1), len(w.effects()))
+		}
+		if m := s.Messages[1]; m.Kind != state.KindRejected {
+			t.Fatalf("turn 1 ended with %+v, want nothing done", m)
+		}
+		if d := s.Turn.Approvals; len(d) != 0 {
+			t.Fatalf("turn 2 holds decisions %+v", d)
+		}
+	})
 }
 
+// The approval model reads a free-text answer into a rejection or
+// nothing: whatever it replies — even an approval — it never approves,
+// and an answer it does not reject stays unanswered (ErrApprovalUnclear).
 func TestUnclearAnswerWithApprovalModel(t *testing.T) {
 	tests := []struct {
 		name     string
 		reply    llmtest.Reply
-		approved bool
+		rejected bool
 	}{
-		{"model says yes", llmtest.Text(`{"approved": true}`), true},
-		{"model says no", llmtest.Text(`{"approved": false}`), false},
-		{"model unclear", llmtest.Text(`I think they probably agree`), false},
-		{"model string true", llmtest.Text(`{"approved": "true"}`), false},
+		{"model rejects", llmtest.Text(`{"decision": "reject"}`), true},
+		{"model unclear", llmtest.Text(`{"decision": "unclear"}`), false},
+		{"model says approved", llmtest.Text(`{"approved": true}`), false},
+		{"model says approve", llmtest.Text(`{"decision": "approve"}`), false},
+		{"model prose", llmtest.Text(`I think they probably agree`), false},
 		{"model fails", llmtest.Fail(errors.New("connection refused")), false},
 	}
 	for _, tc := range tests {
@@ -344,10 +393,13 @@ func TestUnclearAnswerWithApprovalModel(t *testing.T) {
 			a := mustAgent(t, cfg)
 			ap := approvalOf(t, run(t, a, "t", "x"))
 			o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "sure thing, go for it"})
-			if tc.approved {
-				wantAnswer(t, o, "write_x ok")
-			} else {
+			if tc.rejected {
 				wantRejected(t, o)
+			} else {
+				wantUnclear(t, a, "t", ap, o)
+			}
+			if len(w.effects()) != 0 {
+				t.Fatalf("written after %q read by the model", "sure thing, go for it")
 			}
 			calls := m.Calls()
 			if len(calls) != 1 || calls[0].Request.Role != llm.RoleApproval || !strings.Contains(calls[0].Prompt(), "SR:RF:VOLT") {
@@ -379,7 +431,7 @@ func TestPlanApproval(t *testing.T) {
 	}{
 		{"approve", agent.Answer{Text: "yes"}, nil, "answer", []string{"read_a", "write_x"}},
 		{"reject", agent.Answer{Text: "no"}, nil, "rejected", nil},
-		{"unclear", agent.Answer{Text: "hmm, what does step 2 do?"}, nil, "rejected", nil},
+		{"unclear", agent.Answer{Text: "hmm, what does step 2 do?"}, agent.ErrApprovalUnclear, "", nil},
 		{"edited plan", agent.Answer{Plan: edited(step("read_a", "only_a"))}, nil, "answer", []string{"read_a"}},
 		{"edited plan with words", agent.Answer{Text: "yes", Plan: edited(step("read_a", "only_a"))}, nil, "answer", []string{"read_a"}},
 		{"edited plan, unknown capability", agent.Answer{Plan: edited(step("launch_rocket", "r"))}, agent.ErrInvalidPlan, "", nil},

@@ -18,6 +18,7 @@ import (
 // records in the checkpoint store's record log (checkpoint.RecordLog, kind
 // "audit"), in one vocabulary (the Audit* events below, the outcome a
 // capabilities.Outcome): planned, unrequested, refused (and why), asked,
+// unclear (an answer that decided nothing, in the human's words),
 // approved or rejected (by whom, by which rule, in the human's words),
 // expired, started — written before the capability is called, the
 // write-ahead record that keeps a crash from running a change twice — and
@@ -41,6 +42,10 @@ const (
 	// AuditAsked: a human was asked to approve the action (Before holds the
 	// machine state the question showed).
 	AuditAsked = "asked"
+	// AuditUnclear: a human's answer that decides nothing (neither a yes
+	// nor a no; ApprovedBy is who answered, Rule and Answer how it was
+	// read and what it said): the approval stays pending, asked again.
+	AuditUnclear = "unclear"
 	// AuditApproved and AuditRejected: a human's answer (ApprovedBy, Rule,
 	// Answer).
 	AuditApproved = "approved"
@@ -65,7 +70,7 @@ const (
 const AuditStep = "step"
 
 // AuditEvents lists the audit events in the order an attempt meets them.
-var AuditEvents = []string{AuditPlanned, AuditUnrequested, AuditRefused, AuditAsked, AuditApproved, AuditRejected, AuditExpired, AuditStarted, AuditEnded}
+var AuditEvents = []string{AuditPlanned, AuditUnrequested, AuditRefused, AuditAsked, AuditUnclear, AuditApproved, AuditRejected, AuditExpired, AuditStarted, AuditEnded}
 
 // The metadata keys a frontend sets on a turn (TurnRequest.Metadata) to
 // name who runs it; the audit record copies them.

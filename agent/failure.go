@@ -141,6 +141,19 @@ func gaveUp(cl capabilities.Classification) capabilities.Classification {
 	return cl
 }
 
+// notRetried is the failure recorded, and its message, when decision d
+// did not retry a blocked operation: gaveUp for a human's no; for an
+// approval nobody answered in time, the reason says that instead (never
+// that a human gave up).
+func notRetried(cl capabilities.Classification, d state.ApprovalDecision) (capabilities.Classification, string) {
+	cl = gaveUp(cl)
+	if d.Rule != state.AnswerExpired {
+		return cl, "blocked: a human gave up"
+	}
+	cl.Metadata[capabilities.MetaSafetyAbortReason] = "nobody answered in time whether to retry the blocked operation (the approval expired)"
+	return cl, "blocked: nobody answered in time whether to retry (the approval expired)"
+}
+
 // emitRetry announces a scheduled retry; Delay is what is left of it at now.
 func emitRetry(ctx context.Context, info *state.ErrorInfo, now time.Time) {
 	if info == nil || !info.Retry {

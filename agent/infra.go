@@ -31,11 +31,14 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 		}
 		if ans, ok := answerOf(ctx); ok && !ans.Approved {
 			cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: "the operation was blocked and a human gave up"}
+			if ans.Rule == state.AnswerExpired {
+				cl.UserMessage = "the operation was blocked and nobody answered in time whether to retry it"
+			}
 			if prev := s.Turn.Control.Blocked; prev != nil {
 				cl = prev.Classification
 			}
 			f := a.nodeFailure(s, n, now)
-			f.Classification, f.Message = gaveUp(cl), "blocked: a human gave up"
+			f.Classification, f.Message = notRetried(cl, ans)
 			return a.fail(ctx, s, f, nil)
 		}
 		in := s

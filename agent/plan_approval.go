@@ -36,7 +36,7 @@ func (a *Agent) planApprovalNode() graph.NodeFunc[state.State, state.Update] {
 		if !d.Approved {
 			t.Done = true
 			msg := state.Message{Role: state.RoleAssistant, Kind: state.KindRejected, Turn: t.Number, Time: now,
-				Content: planRejectionText()}
+				Content: planNotApprovedText(d)}
 			return state.Update{Turn: &t, Messages: []state.Message{msg}, NodeSteps: 1}, nil
 		}
 		p := *t.Plan

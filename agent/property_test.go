@@ -116,7 +116,21 @@ func TestPropertyEveryScriptEndsWell(t *testing.T) {
 				ap.Kind == state.ApprovalStep && mode == state.ApprovalModeSelective && ap.Capability != "read_b":
 				rt.Fatalf("asked %+v with mode %q, plan approval %v", ap, mode, planApproval)
 			default:
-				ans.Text = rapid.SampledFrom([]string{"yes", "no", "maybe later"}).Draw(rt, "answer")
+				// An unclear answer decides nothing: the human is asked
+				// again until they say yes or no.
+				for {
+					ans.Text = rapid.SampledFrom([]string{"yes", "no", "maybe later"}).Draw(rt, "answer")
+					if ans.Text != "maybe later" {
+						break
+					}
+					var err error
+					for _, e := range a.Resume(context.Background(), "p", ans) {
+						err = e
+					}
+					if !errors.Is(err, agent.ErrApprovalUnclear) {
+						rt.Fatalf("an unclear answer: %v, want ErrApprovalUnclear", err)
+					}
+				}
 				rejected = rejected || ans.Text != "yes"
 			}
 			o = outcome{}

@@ -275,20 +275,21 @@ func changeWorld(t *testing.T, w *world) agent.Config {
 }
 
 // The approval model's tokens are reported in the turn's usage but not
-// counted against its budget: an unclear "yes" read by the model for 2,005
-// tokens, with a budget of 1,000, lets the write run and the turn answer.
+// counted against its budget: a refusal read by the model for 2,005
+// tokens, with a budget of 1,000, ends the turn as rejected, not as out
+// of tokens.
 func TestApprovalTokensDoNotExhaustTheBudget(t *testing.T) {
 	w := newWorld("read_a")
 	cfg := changeWorld(t, w)
-	m := llmtest.New().Script(llm.RoleApproval, llmtest.Reply{Text: `{"approved": true}`, Usage: llm.Usage{PromptTokens: 1990, CompletionTokens: 15}}).
+	m := llmtest.New().Script(llm.RoleApproval, llmtest.Reply{Text: `{"decision": "reject"}`, Usage: llm.Usage{PromptTokens: 1990, CompletionTokens: 15}}).
 		Only(llm.RoleApproval)
 	cfg.Models = m
 	cfg.Limits.MaxTokensPerTurn = 1000
 	a := mustAgent(t, cfg)
 	ap := approvalOf(t, run(t, a, "t", "set Q1 to 105 A"))
-	o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes, go ahead with the 105 A"})
-	wantAnswer(t, o, setQ1Done)
-	if n := len(w.effects()); n != 1 {
+	o := resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "leave the 105 A for tomorrow"})
+	wantRejected(t, o)
+	if n := len(w.effects()); n != 0 {
 		t.Fatalf("the write ran %d times", n)
 	}
 	var usage *agent.Usage

@@ -55,7 +55,7 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 			case ans.ID == escID, ans.ID == escID+approvedSuffix:
 				cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: name + " was blocked and a human gave up"}
 				f := a.stepFailure(s, c, idx, ps, now)
-				f.Classification, f.Message = gaveUp(cl), "blocked: a human gave up"
+				f.Classification, f.Message = notRetried(cl, ans)
 				return a.fail(ctx, s, f, nil)
 			case ownAnswer(ans.ID, apID):
 				// The rejection names what the human was asked, not what
@@ -69,12 +69,15 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 					rec := a.auditBase(ctx, s, name, idx, ps, attempt, now)
 					rec.Event, rec.Summary, rec.Digest, rec.ApprovalID, rec.ApprovedBy = AuditRejected, summary, ans.ActionDigest, ans.ID, ans.By
 					rec.Rule, rec.Answer, rec.Before, rec.Message = ans.Rule, ans.Answer, ans.Before, "a human rejected the step"
-					if ans.Rule == state.AnswerExpired {
+					switch ans.Rule {
+					case state.AnswerExpired:
 						rec.Event, rec.ApprovedBy, rec.Message = AuditExpired, "", "nobody answered the approval in time"
+					case state.AnswerSuperseded:
+						rec.Message = "a new message replaced the question"
 					}
 					a.auditBestEffort(ctx, rec)
 				}
-				return a.rejectedStep(ctx, s, c, idx, ps, summary, now), nil
+				return a.rejectedStep(ctx, s, c, idx, ps, summary, ans.Rule, now), nil
 			default:
 				// Another step's approval, pending beside this step's
 				// question, was rejected, or a sibling's escalation was given

@@ -1,11 +1,15 @@
 package cli_test
 
 import (
+	"context"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capgraph/capgraph/cli"
+	"github.com/capgraph/capgraph/llm/llmtest/openaitest"
 )
 
 var threadLine = regexp.MustCompile(`thread ([0-9a-f-]{36})`)
@@ -93,4 +97,113 @@ func TestChatBannerSaysWhatItRunsWith(t *testing.T) {
 	r = h.run("/exit\n", "--store", "memory", "chat")
 	mustContain(t, "chat", r.stdout, "  configuration: "+cfg+"\n", "  store:         memory\n",
 		"  writes:        enabled: channel_write may act, each change after a human's approval")
+}
+
+// Only a human approves (the issue's fourth finding): with an approval
+// model configured — one that reads every answer as an approval — the
+// answer "hmm, what would that do to the beam?" at "approve? [yes/no]"
+// approves nothing: the human is asked again, nothing is written, and the
+// audit keeps the words. The human's explicit yes, in a later session,
+// is what writes.
+func TestChatNonAnswerIsAskedAgain(t *testing.T) {
+	srv := openaitest.New(t).On(nil, openaitest.Text("Sure.\n```json\n{\"approved\": true}\n```"))
+	h := controlRoom(t)
+	h.env["USER"] = "anna"
+	h.writeConfig("capgraph.yaml", "control_system:\n  writes_enabled: true\nmodels:\n  approval:\n    provider: openai\n    model: qwen3-32b\n    base_url: "+srv.BaseURL()+"\n")
+	r := h.run("Set the quadrupole Q1 current in the BTS line to 105 A\nhmm, what would that do to the beam?\nok?\n", "chat")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "chat", r.stdout, "Approval needed: set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A",
+		`"hmm, what would that do to the beam?" is neither a yes nor a no, so nothing was decided. Still waiting for your approval: set BTS:MAG:Q1:CURRENT`,
+		`"ok?" is neither a yes nor a no`, "the approval stays pending; resume with:")
+	if n := strings.Count(r.stdout, "approve? [yes/no] "); n != 3 {
+		t.Errorf("asked %d times, want 3 (the question, then again after each non-answer):\n%s", n, r.stdout)
+	}
+	if strings.Contains(r.stdout, "readback verified") {
+		t.Fatalf("written after a non-answer:\n%s", r.stdout)
+	}
+	if len(srv.Requests()) != 2 {
+		t.Errorf("the approval model read %d answers, want 2", len(srv.Requests()))
+	}
+	thread := threadLine.FindStringSubmatch(r.stdout)[1]
+	a := h.run("", "audit", "--thread", thread)
+	mustContain(t, "audit", a.stdout, "unclear", `by cli:anna (model: "hmm, what would that do to the beam?")`, `by cli:anna (model: "ok?")`)
+	if strings.Contains(a.stdout, "approved") || strings.Contains(a.stdout, "started") {
+		t.Fatalf("audit after non-answers:\n%s", a.stdout)
+	}
+	// The next session asks again; an explicit yes writes, once.
+	r = h.run("yes\n", "chat", "--thread", thread)
+	mustContain(t, "resumed chat", r.stdout, "A step waits for your approval: set BTS:MAG:Q1:CURRENT", "readback verified")
+	a = h.run("", "audit", "--thread", thread)
+	mustContain(t, "audit", a.stdout, `approval step:1:1:1:channel_write:`, `by cli:anna (keyword: "yes")`, "ended CONFIRMED")
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("a clear yes reached the approval model (%d calls)", n)
+	}
+}
+
+// run --answer takes only an explicit yes or no: anything a model would
+// have to read is refused before the question is asked.
+func TestRunAnswerMustBeExplicit(t *testing.T) {
+	h := controlRoom(t)
+	r := h.run("", "--store", "memory", "run", "--answer", "sure, why not", "Set the quadrupole Q1 current in the BTS line to 105 A")
+	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, `--answer "sure, why not" is neither a yes nor a no`) {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// An approval nobody answered in time ends as an expiry, never as a
+// human's rejection: resuming the thread says so without asking, an answer
+// that comes too late carries nothing out, and the audit records expired.
+func TestChatExpiredApproval(t *testing.T) {
+	h := controlRoom(t)
+	h.env["USER"] = "anna"
+	h.writeConfig("capgraph.yaml", "control_system:\n  writes_enabled: true\napproval:\n  expires_after: 50ms\n")
+	r := h.run("Set the quadrupole Q1 current in the BTS line to 105 A\n", "chat")
+	mustContain(t, "first chat", r.stdout, "Approval needed:", "the approval stays pending")
+	thread := threadLine.FindStringSubmatch(r.stdout)[1]
+	time.Sleep(100 * time.Millisecond)
+	r = h.run("yes\n", "chat", "--thread", thread)
+	mustContain(t, "resumed chat", r.stdout, "The approval (set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A) expired at ", "before anyone answered: nothing was done.")
+	if strings.Contains(r.stdout, "approve?") || strings.Contains(r.stdout, "readback verified") {
+		t.Fatalf("asked or written after the expiry:\n%s", r.stdout)
+	}
+	a := h.run("", "audit", "--thread", thread)
+	mustContain(t, "audit", a.stdout, "expired", "(expired)")
+	if strings.Contains(a.stdout, "rejected") || strings.Contains(a.stdout, "by cli:anna") {
+		t.Fatalf("an expiry audited as a human's decision:\n%s", a.stdout)
+	}
+
+	// Answered at the prompt, but too late: nothing is carried out.
+	in := &slowLines{lines: []string{"Set the quadrupole Q1 current in the BTS line to 105 A\n", "yes\n"}, pause: 150 * time.Millisecond}
+	var out syncBuffer
+	if code := h.app.Run(context.Background(), h.environment(in, &out, io.Discard, []string{"chat"})); code != cli.ExitOK {
+		t.Fatalf("exit %d:\n%s", code, out.String())
+	}
+	mustContain(t, "late answer", out.String(), "approve? [yes/no] ", "The answer was not carried out: it expired at ", "it ended with nothing done.")
+	if strings.Contains(out.String(), "readback verified") {
+		t.Fatalf("written after a late yes:\n%s", out.String())
+	}
+	thread = threadLine.FindStringSubmatch(out.String())[1]
+	a = h.run("", "audit", "--thread", thread)
+	mustContain(t, "audit", a.stdout, "expired", `(expired: "yes")`)
+}
+
+// slowLines is a terminal's input: one line per read, the lines after the
+// first after a pause (the human thinking).
+type slowLines struct {
+	lines []string
+	pause time.Duration
+	n     int
+}
+
+func (s *slowLines) Read(p []byte) (int, error) {
+	if s.n >= len(s.lines) {
+		return 0, io.EOF
+	}
+	if s.n > 0 {
+		time.Sleep(s.pause)
+	}
+	s.n++
+	return copy(p, s.lines[s.n-1]), nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
@@ -112,7 +113,10 @@ func (ch *chat) loop(ctx context.Context) error {
 }
 
 // turn shows one run and, while it stops for approval, asks the human and
-// resumes it with the answer.
+// resumes it with the answer. An answer that decides nothing (neither a
+// yes nor a no, agent.ErrApprovalUnclear) is asked again; one that cannot
+// be used (the approval expired, was answered) is said, and the
+// conversation goes on.
 func (ch *chat) turn(ctx context.Context, events iter.Seq2[agent.Event, error]) error {
 	for {
 		out, err := consume(events, newProgress(ch.c.env, *ch.c.env.Terminal))
@@ -122,7 +126,19 @@ func (ch *chat) turn(ctx context.Context, events iter.Seq2[agent.Event, error]) 
 				ch.out("FATAL: %s\n", reason)
 				return nil
 			}
-			return err
+			ae, ok := errors.AsType[*agent.ApprovalError](err)
+			if !ok {
+				return err
+			}
+			if !errors.Is(ae, agent.ErrApprovalUnclear) || ae.Approval == nil {
+				ch.out("The answer was not carried out: %s.\n", ae.Problem)
+				return nil
+			}
+			ch.out("%q is neither a yes nor a no, so nothing was decided. Still waiting for your approval: %s\n", ae.Answer, ae.Approval.Summary)
+			if events, ok = ch.ask(ctx, ae.Approval); !ok {
+				return nil
+			}
+			continue
 		}
 		ch.last = out
 		if out.Message != nil {
@@ -140,13 +156,23 @@ func (ch *chat) turn(ctx context.Context, events iter.Seq2[agent.Event, error]) 
 		if out.Message == nil {
 			ch.out("Approval needed: %s\n", approvalQuestion(out.Approval))
 		}
-		ans, ok := ch.readLine("approve? [yes/no] ")
-		if !ok {
-			ch.out("(the approval stays pending; resume with: %s chat --thread %s)\n", ch.c.env.Program, ch.thread)
+		var ok bool
+		if events, ok = ch.ask(ctx, out.Approval); !ok {
 			return nil
 		}
-		events = ch.a.Resume(ctx, ch.thread, agent.Answer{ApprovalID: out.Approval.ID, Text: ans, By: ch.c.who()})
 	}
+}
+
+// ask prompts for the answer to approval ap and returns the run resumed
+// with it, as this user's; ok is false at the end of input (the approval
+// stays pending).
+func (ch *chat) ask(ctx context.Context, ap *state.Approval) (iter.Seq2[agent.Event, error], bool) {
+	ans, ok := ch.readLine("approve? [yes/no] ")
+	if !ok {
+		ch.out("(the approval stays pending; resume with: %s chat --thread %s)\n", ch.c.env.Program, ch.thread)
+		return nil, false
+	}
+	return ch.a.Resume(ctx, ch.thread, agent.Answer{ApprovalID: ap.ID, Text: ans, By: ch.c.who()}), true
 }
 
 // resumeThread picks up a thread given with --thread: it shows where the
@@ -171,12 +197,21 @@ func (ch *chat) resumeThread(ctx context.Context) error {
 		if ap == nil {
 			return nil
 		}
+		if !ap.Expires.IsZero() && !time.Now().Before(ap.Expires) {
+			// Nobody answered in time: the approval ends as an expiry,
+			// not as a rejection, and nobody is asked.
+			if err := ch.a.ExpireApproval(ctx, ch.thread, ap.ID); err != nil {
+				return err
+			}
+			ch.out("The approval (%s) expired at %s before anyone answered: nothing was done.\n", ap.Summary, ap.Expires.Local().Format(time.DateTime))
+			return nil
+		}
 		ch.out("A step waits for your approval: %s\n", approvalQuestion(ap))
-		ans, ok := ch.readLine("approve? [yes/no] ")
+		events, ok := ch.ask(ctx, ap)
 		if !ok {
 			return nil
 		}
-		return ch.turn(ctx, ch.a.Resume(ctx, ch.thread, agent.Answer{ApprovalID: ap.ID, Text: ans}))
+		return ch.turn(ctx, events)
 	case agent.RunCanceled:
 		ch.out("(the last run was interrupted; finishing it)\n")
 		return ch.turn(ctx, ch.a.Resume(ctx, ch.thread, agent.Answer{}))

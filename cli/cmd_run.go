@@ -21,6 +21,11 @@ func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *answer != "" && !agent.ParseYes(*answer) && !agent.ParseNo(*answer) {
+		// Only an explicit yes approves: an answer given in advance must
+		// be one (or a no), never words a model would have to read.
+		return &UsageError{Command: "run", Problem: fmt.Sprintf("--answer %q is neither a yes nor a no (say yes or no)", *answer)}
+	}
 	question := strings.TrimSpace(strings.Join(pos, " "))
 	if question == "" {
 		return &UsageError{Command: "run", Problem: `a question is required, e.g. run "What is the beam current?"`}

@@ -112,7 +112,9 @@ func Ask(ctx context.Context, r agent.Runner, req agent.TurnRequest, events io.W
 }
 
 // Answer resumes a turn waiting for approval with the human's words
-// ("yes", "no"), like Ask.
+// ("yes", "no"), like Ask. Words that are neither a yes nor a no decide
+// nothing: the error is an *agent.ApprovalError of kind
+// agent.ErrApprovalUnclear, and the approval stays pending.
 func Answer(ctx context.Context, r agent.Runner, thread string, approval *state.Approval, text string, events io.Writer) (Outcome, error) {
 	if events == nil {
 		events = io.Discard

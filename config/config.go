@@ -185,9 +185,9 @@ type Approval struct {
 	GlobalMode string `yaml:"global_mode"`
 	// PlanApproval asks a human to approve every plan before steps run.
 	PlanApproval bool `yaml:"plan_approval"`
-	// ExpiresAfter: a pending approval older than this is treated as denied
-	// (default: the agent's, 1h). Nil when the file leaves it out; 0 means
-	// approvals never expire.
+	// ExpiresAfter: a pending approval older than this ends as expired,
+	// with nothing done (default: the agent's, 1h). Nil when the file
+	// leaves it out; 0 means approvals never expire.
 	ExpiresAfter *Duration `yaml:"expires_after"`
 }
 

@@ -90,8 +90,8 @@ func TestEveryCallCountsInTheTurnsTokens(t *testing.T) {
 	})
 }
 
-// The approval model reading an unclear answer is paid from the turn's
-// budget too, once.
+// The approval model's reading of a free-text answer, when it decides (a
+// refusal), counts in the turn's tokens, once.
 func TestApprovalInterpretationCountsInTheTurnsTokens(t *testing.T) {
 	reg := smallPlant(t)
 	write, err := capabilities.Define(capabilities.Definition{Name: "channel_write", Provides: []string{"WRITE_RESULT"},
@@ -110,8 +110,7 @@ func TestApprovalInterpretationCountsInTheTurnsTokens(t *testing.T) {
 		Script(llm.RoleTaskExtraction, used(llmtest.Text(`{"task": "set Q1 to 105 A", "depends_on_chat_history": false}`), 10)).
 		Script(llm.RoleClassifier, used(llmtest.Text(`{"capabilities": ["channel_write"]}`), 20)).
 		Script(llm.RoleOrchestrator, used(llmtest.Text(`{"steps": [{"context_key": "w", "capability": "channel_write", "task_objective": "set Q1 to 105 A", "expected_output": "WRITE_RESULT"}, {"context_key": "a", "capability": "respond", "task_objective": "answer"}]}`), 200)).
-		Script(llm.RoleApproval, used(llmtest.Text(`{"approved": true}`), 30)).
-		Script(llm.RoleResponse, used(llmtest.Text("Q1 is set to 105 A."), 40))
+		Script(llm.RoleApproval, used(llmtest.Text(`{"decision": "reject"}`), 30))
 	cfg := config(reg, m, "")
 	cfg.Models = m.Only(append(nodeRoles, llm.RoleApproval)...)
 	a, err := agent.New(cfg)
@@ -122,13 +121,15 @@ func TestApprovalInterpretationCountsInTheTurnsTokens(t *testing.T) {
 	if last := ev[len(ev)-1]; last.Status != agent.RunInterrupted {
 		t.Fatalf("want the run to wait for approval, ended %+v", last)
 	}
-	drain(t, a.Resume(context.Background(), "t", agent.Answer{Text: "sure, as long as the beam is off, go on"}))
+	// The model may only read a free-text answer as a refusal (or as
+	// nothing): here it refuses, and its reading counts.
+	drain(t, a.Resume(context.Background(), "t", agent.Answer{Text: "not while the beam is on, leave it"}))
 	s := finalState(t, a, "t")
-	if m, _ := s.LastAssistant(); m.Kind != state.KindAnswer {
+	if m, _ := s.LastAssistant(); m.Kind != state.KindRejected {
 		t.Fatalf("message %+v", m)
 	}
-	if c := s.Turn.Control; c.TokensByRole["approval"] != 30 || c.Tokens != 300 {
-		t.Errorf("tokens %d by role %v, want approval 30 and 300 in all", c.Tokens, c.TokensByRole)
+	if c := s.Turn.Control; c.TokensByRole["approval"] != 30 || c.Tokens != 260 {
+		t.Errorf("tokens %d by role %v, want approval 30 and 260 in all", c.Tokens, c.TokensByRole)
 	}
 	if len(m.CallsFor(llm.RoleApproval)) != 1 {
 		t.Errorf("approval calls %d", len(m.CallsFor(llm.RoleApproval)))

@@ -146,3 +146,13 @@ type ErrorData struct {
 	// CapabilityOverview lists what the assistant can do ("• name: description").
 	CapabilityOverview string
 }
+
+// ApprovalData feeds the approval template: what a human was asked to
+// approve. The human's reply goes to the model as the user message, never
+// into the system prompt.
+type ApprovalData struct {
+	// Kind is the approval's kind: plan, step or escalation.
+	Kind string
+	// Summary is the question the human was shown.
+	Summary string
+}

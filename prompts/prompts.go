@@ -24,11 +24,14 @@ const (
 	Response          = "response"
 	Clarify           = "clarify"
 	ErrorExplanation  = "error"
+	// Approval reads a human's free-text answer to an approval, which it
+	// may only call a rejection or unclear (docs/approvals.md).
+	Approval = "approval"
 )
 
 // Names lists every template name.
 func Names() []string {
-	return []string{TaskExtraction, Classifier, ClassifierBatched, Orchestrator, Response, Clarify, ErrorExplanation}
+	return []string{TaskExtraction, Classifier, ClassifierBatched, Orchestrator, Response, Clarify, ErrorExplanation, Approval}
 }
 
 //go:embed templates/*.tmpl

@@ -109,6 +109,8 @@ func TestGoldenPrompts(t *testing.T) {
 		{"response_conversational", prompts.Response, prompts.ResponseData{Task: "hello", Conversational: true, History: hist,
 			CapabilityOverview: "• channel_read: Read live values."}},
 		{"clarify", prompts.Clarify, prompts.ClarifyData{Task: "show the vacuum", Reason: "which sector", CapabilityOverview: "• channel_read: Read live values."}},
+		{"approval", prompts.Approval, prompts.ApprovalData{Kind: "step", Summary: "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A"}},
+		{"approval_plan", prompts.Approval, prompts.ApprovalData{Kind: "plan", Summary: "Approve this plan of 2 steps before any of them runs?\n1. channel_write — set Q1"}},
 		{"error", prompts.ErrorExplanation, prompts.ErrorData{Task: "What is the beam current?", Report: "Failed operation: step 1: read the beam current\nSeverity: retriable", CapabilityOverview: "• channel_read: Read live values."}},
 	}
 	for _, tt := range tests {

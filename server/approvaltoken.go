@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
@@ -153,6 +155,12 @@ func answeredReply(tok string, d state.ApprovalDecision, st state.State, status 
 		verdict = "approved"
 	}
 	text := fmt.Sprintf("Approval %s was already answered (%s); it is carried out once.", tok, verdict)
+	switch d.Rule {
+	case state.AnswerExpired:
+		text = fmt.Sprintf("Approval %s had expired before it was answered; nothing was done.", tok)
+	case state.AnswerSuperseded:
+		text = fmt.Sprintf("Approval %s was replaced by a new message before it was answered; nothing was done.", tok)
+	}
 	if status == agent.RunCanceled {
 		// Between two steps of the resumed run, here or on another
 		// replica (or cut by a crash, until the run is recovered).
@@ -203,4 +211,232 @@ func (s *Server) tokenExpiry(ap state.Approval, from time.Time) time.Time {
 		return ap.Expires
 	}
 	return from.Add(s.cfg.ApprovalTTL)
+}
+
+// A chat message answers an approval only through the approval's own token
+// (docs/approvals.md, "Only a human approves"; docs/frontends.md,
+// "Approvals"): a token that matches no approval waiting in this
+// conversation — made up, mistyped, expired, another principal's, another
+// conversation's — answers nothing, and a yes or no next to it is never
+// carried to another approval.
+
+// approvalExpirer is implemented by *agent.Agent: it ends an approval as
+// expired (rule expired) when the server's deadline for its token passed.
+type approvalExpirer interface {
+	ExpireApproval(ctx context.Context, thread, id string) error
+}
+
+// pendingApprovals lists what thread waits for (none for a thread that
+// does not exist or does not wait).
+func (s *Server) pendingApprovals(ctx context.Context, thread string) ([]state.Approval, error) {
+	st, status, err := s.cfg.Runner.State(ctx, thread)
+	if errors.Is(err, agent.ErrUnknownThread) || err == nil && status != agent.RunInterrupted {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if pl, ok := s.cfg.Runner.(pendingLister); ok {
+		return pl.PendingApprovals(ctx, thread)
+	}
+	if st.Turn.PendingApproval != nil {
+		return []state.Approval{*st.Turn.PendingApproval}, nil
+	}
+	return nil, nil
+}
+
+// tokenAnswer is what the agent reads of a chat message answering the
+// approval with token tok: the message without the token (answerText) —
+// and a question stays one: answerText trims the punctuation around the
+// token, "?" among it, but "ok? AP-…" asks, it does not approve.
+func tokenAnswer(input, tok string) string {
+	if tok == "" {
+		return input
+	}
+	text := answerText(input, tok)
+	if strings.Contains(input, "?") && !strings.Contains(text, "?") {
+		text += "?"
+	}
+	return text
+}
+
+// tokenFits reports whether the conversation of t may answer the approval
+// of ticket, found by the token in its last assistant message: the token
+// must belong to the thread the conversation is (its Open WebUI chat id,
+// else its transcript), so a token pasted into another conversation's
+// history answers nothing there. A conversation whose transcript names no
+// thread (a client that rewrites our answers, a restart after an approved
+// run) is named by the token alone (docs/frontends.md, "Which thread?").
+// When it does not fit, own is the client id of the conversation's own
+// thread ("" when the transcript names several or none).
+func (s *Server) tokenFits(ctx context.Context, c caller, t chatTurn, ticket approvalTicket) (fits bool, own string, err error) {
+	switch {
+	case t.thread != "":
+		return true, "", nil // the token is the one the thread named by the request waits for (Responses)
+	case c.ChatID != "":
+		own = "openwebui:" + c.ChatID
+		return ticket.ClientThread == own, own, nil
+	}
+	hist := t.msgs[:len(t.msgs)-1]
+	full, prefix := transcriptDigest(c, hist), transcriptDigest(c, withoutTrailingReply(hist))
+	if s.transcripts.holds(ticket.Thread, full) || s.transcripts.holds(ticket.Thread, prefix) {
+		return true, "", nil
+	}
+	named := map[string]bool{}
+	for _, d := range []string{full, prefix} {
+		if ct, ok := s.transcripts.get(d); ok {
+			named[ct] = true
+		}
+	}
+	if s.lister != nil {
+		f := ownerFilter(c)
+		f[MetaTranscript] = prefix
+		infos, err := s.lister.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
+		if err != nil {
+			return false, "", err
+		}
+		for _, info := range infos {
+			if th, ok := threadFromInfo(c, info); ok {
+				named[th.ID] = true
+			}
+		}
+	}
+	if len(named) == 0 || named[ticket.ClientThread] {
+		return true, "", nil
+	}
+	if len(named) == 1 {
+		for ct := range named {
+			own = ct
+		}
+	}
+	return false, own, nil
+}
+
+// remember makes reply, a reply no run wrote, part of the conversation of
+// t on the caller's thread clientThread, so that the conversation's next
+// request still names that thread by its transcript.
+func (s *Server) remember(c caller, t chatTurn, clientThread string, reply chatReply) {
+	if c.ChatID != "" || clientThread == "" {
+		return // a chat id names the thread; nothing to remember
+	}
+	full := append(slices.Clip(t.msgs), transcriptMsg{Role: "assistant", Text: reply.Content})
+	s.transcripts.add(clientThread, internalThreadID(c, clientThread), transcriptDigest(c, full))
+}
+
+// The replies below name no token: the next request reads the token of
+// the conversation from its last assistant message, which is then this
+// reply (the one that did not fit stays out of it).
+
+// foreignTokenReply answers a conversation whose last assistant message
+// holds another conversation's approval token.
+func foreignTokenReply() chatReply {
+	return chatReply{Content: "The approval token in this conversation belongs to another conversation, so this message answered nothing and nothing was done. " +
+		"Answer it in the conversation that asked for it."}
+}
+
+// guardAnswer decides, before a chat message on thread starts a turn,
+// whether it may: agent.Run takes a clear yes or no as the answer to the
+// approval the thread waits for, which only a message answering that
+// approval's own token may be. stale is the token the conversation's last
+// assistant message named when it matched no waiting approval ("" when
+// it named none). A non-nil reply is the whole answer (no run):
+//
+//   - an approval whose token the server no longer accepts (its expiry, or
+//     Config.ApprovalTTL for one without) is ended as expired first
+//     (Agent.ExpireApproval), so no yes reaches it;
+//   - with a stale token, a yes or no answers nothing: the reply says so and
+//     shows again the approval the conversation waits for, with its token.
+//
+// Anything but a yes or no is a new question, which supersedes the approval.
+func (s *Server) guardAnswer(ctx context.Context, c caller, thread, clientThread, input, stale string) (*chatReply, error) {
+	words := input
+	if stale != "" {
+		words = tokenAnswer(input, stale) // "yes AP-…" is a yes to that token
+	}
+	if !agent.ParseYes(words) && !agent.ParseNo(words) {
+		return nil, nil
+	}
+	pending, err := s.pendingApprovals(ctx, thread)
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now()
+	owner := ownerKey(c)
+	var (
+		open    []state.Approval
+		expired bool // the stale token is an approval's that expired
+	)
+	for _, ap := range pending {
+		if now.Before(s.tokenExpiry(ap, ap.Created)) {
+			open = append(open, ap)
+			continue
+		}
+		// Its time is over (the agent's expiry, or only the token's,
+		// ApprovalTTL): end it now as an expiry, so that no yes reaches it.
+		ex, ok := s.cfg.Runner.(approvalExpirer)
+		if !ok {
+			return &chatReply{Content: fmt.Sprintf("The approval (%s) expired before your answer, so nothing was done. Send a new message to start again.", ap.Summary)}, nil
+		}
+		if err := ex.ExpireApproval(ctx, thread, ap.ID); err != nil && !errors.Is(err, agent.ErrApprovalAnswered) &&
+			!errors.Is(err, agent.ErrApprovalExpired) && !errors.Is(err, agent.ErrApprovalNotPending) {
+			return nil, err
+		}
+		expired = expired || stale != "" && approvalToken(owner, thread, ap) == stale
+	}
+	if stale == "" {
+		return nil, nil // the conversation shows no token: a yes answers the approval it waits for
+	}
+	reply := staleTokenReply(words)
+	if expired {
+		reply = chatReply{Content: "The approval expired before your answer, so it was not carried out and nothing was done."}
+	}
+	if len(open) == 0 {
+		return &reply, nil
+	}
+	ap := slices.MaxFunc(open, func(a, b state.Approval) int { return a.Created.Compare(b.Created) })
+	tok := s.approvals.issue(approvalTicket{Token: approvalToken(owner, thread, ap), Owner: owner, Thread: thread, ClientThread: clientThread,
+		ApprovalID: ap.ID, Expires: s.tokenExpiry(ap, ap.Created)}, now)
+	reply.Content += "\n\nThis conversation waits for your answer to:\n\n" + strings.TrimPrefix(approvalText(&ap, tok, false), "\n\n")
+	return &reply, nil
+}
+
+// staleAnswerReply is the reply to input when it is a yes or no next to
+// stale, a token that matches no approval waiting for the caller; nil
+// when there is no such token or input is anything else.
+func staleAnswerReply(input, stale string) *chatReply {
+	if stale == "" {
+		return nil
+	}
+	if words := tokenAnswer(input, stale); agent.ParseYes(words) || agent.ParseNo(words) {
+		reply := staleTokenReply(words)
+		return &reply
+	}
+	return nil
+}
+
+// staleTokenReply answers a yes or no next to a token that matches no
+// approval waiting for the caller.
+func staleTokenReply(input string) chatReply {
+	return chatReply{Content: fmt.Sprintf("The approval token in this conversation matches no approval waiting for your answer (it is unknown, expired or not yours), "+
+		"so your %q answered nothing and nothing was done.", input)}
+}
+
+// unclearReply asks again for the approval with token tok, whose answer
+// decided nothing (agent.ErrApprovalUnclear).
+func unclearReply(tok string, ae *agent.ApprovalError) chatReply {
+	text := fmt.Sprintf("Your answer %q is neither a yes nor a no, so nothing was decided: the approval is still waiting.", ae.Answer)
+	if ae.Approval != nil {
+		return chatReply{Content: text + "\n\n" + strings.TrimPrefix(approvalText(ae.Approval, tok, false), "\n\n")}
+	}
+	return chatReply{Content: text + fmt.Sprintf("\n\nApproval ID: %s — reply \"yes\" to proceed or \"no\" to cancel.", tok)}
+}
+
+// expiredReply says that the answer came too late: the agent ended the
+// approval as expired (agent.ErrApprovalExpired).
+func expiredReply(ae *agent.ApprovalError) chatReply {
+	when := ""
+	if !ae.Expires.IsZero() {
+		when = " at " + ae.Expires.UTC().Format(time.RFC3339)
+	}
+	return chatReply{Content: fmt.Sprintf("The approval expired%s before your answer, so it was not carried out and nothing was done.", when)}
 }

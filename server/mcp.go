@@ -62,8 +62,9 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 	}
 	sp := runSpec{c: c, source: "mcp", clientThread: th.ID, thread: th.internal}
 	if st, status, err := s.cfg.Runner.State(ctx, th.internal); err == nil && status == agent.RunInterrupted && st.Turn.PendingApproval != nil {
-		// The thread waits for a human: this question is the answer
-		// (yes proceeds; anything unclear is a no).
+		// The thread waits for a human: this question is the answer (a
+		// yes proceeds, a no cancels; anything else decides nothing and
+		// the question is asked again).
 		ans := agent.Answer{ApprovalID: st.Turn.PendingApproval.ID, Text: q.Text, By: callerName(c)}
 		sp.kind, sp.answer = kindAnswer, &ans
 	} else {
@@ -90,6 +91,11 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 		return mcp.Answer{}, ctx.Err()
 	}
 	status, runErr, shutdown := ru.result()
+	if ae, ok := errors.AsType[*agent.ApprovalError](runErr); ok && errors.Is(ae, agent.ErrApprovalUnclear) && ae.Approval != nil {
+		return mcp.Answer{Thread: th.ID, Status: string(agent.RunInterrupted),
+			Text:     fmt.Sprintf("The answer %q is neither a yes nor a no, so nothing was decided: the approval is still waiting.\n\n%s\n\nReply \"yes\" to proceed or \"no\" to cancel.", ae.Answer, ae.Approval.Summary),
+			Approval: &mcp.PendingApproval{ID: ae.Approval.ID, Summary: ae.Approval.Summary}}, nil
+	}
 	if runErr != nil && !answerable(runErr) {
 		if errors.Is(runErr, agent.ErrApprovalAnswered) {
 			return mcp.Answer{}, fmt.Errorf("%w: this approval was answered already", mcp.ErrBadQuestion)

@@ -289,13 +289,24 @@ func TestMCPApproval(t *testing.T) {
 		t.Fatalf("audit %+v %v", recs, err)
 	}
 
-	// "no" (or anything unclear) cancels.
+	// Anything but a yes or a no decides nothing: the question is asked
+	// again; "no" cancels.
 	out, _, _ = ask(t, alice, map[string]any{"question": "Set the Q1 current to 110 A", "thread_id": "q1"})
 	if out.Approval == nil {
 		t.Fatalf("%+v", out)
 	}
-	ask(t, alice, map[string]any{"question": "hmm, what is that?", "thread_id": "q1"})
+	again, text, _ := ask(t, alice, map[string]any{"question": "hmm, what is that?", "thread_id": "q1"})
+	if again.Approval == nil || again.Approval.ID != out.Approval.ID || again.Status != string(agent.RunInterrupted) ||
+		!strings.Contains(text, "neither a yes nor a no") {
+		t.Fatalf("an unclear answer: %+v\n%s", again, text)
+	}
 	if w := env.plant.written(); len(w) != 1 {
 		t.Fatalf("written after an unclear answer: %v", w)
+	}
+	if out, text, _ = ask(t, alice, map[string]any{"question": "no", "thread_id": "q1"}); out.Approval != nil || !strings.Contains(text, "Nothing was done") {
+		t.Fatalf("no: %+v\n%s", out, text)
+	}
+	if w := env.plant.written(); len(w) != 1 {
+		t.Fatalf("written after no: %v", w)
 	}
 }

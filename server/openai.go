@@ -203,11 +203,16 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 		sp                   runSpec
 		token                string
 		transcript           string
+		// fresh: the conversation's thread was created by this request.
+		fresh bool
 	)
 	tok, ok := t.token, t.token != ""
 	if !ok && t.thread == "" {
 		tok, ok = findApprovalToken(t.lastAssistant)
 	}
+	// stale is a token that matches no approval waiting for this caller:
+	// the message then answers nothing (guardAnswer).
+	var stale string
 	if ok {
 		ticket, res := s.approvals.claim(ownerKey(c), tok, s.cfg.Now())
 		if res == claimNone {
@@ -227,9 +232,21 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			return chatStart{reply: &ticket.reply, clientThread: ticket.ClientThread}, nil
 		case claimOK:
 			defer s.approvals.releaseOnPanic(tok)
+			fits, own, err := s.tokenFits(ctx, c, t, ticket)
+			if err != nil || !fits {
+				s.approvals.settle(tok, nil) // still unanswered, for its own conversation
+				if err != nil {
+					return chatStart{}, err
+				}
+				reply := foreignTokenReply()
+				s.remember(c, t, own, reply)
+				return chatStart{reply: &reply, clientThread: own}, nil
+			}
 			token, clientThread, thread = tok, ticket.ClientThread, ticket.Thread
-			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: answerText(t.input, tok), By: callerName(c)}
+			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: tokenAnswer(t.input, tok), Token: tok, By: callerName(c)}
 			sp = runSpec{kind: kindAnswer, answer: &ans}
+		default:
+			stale = tok
 		}
 	}
 	if sp.kind == "" {
@@ -241,9 +258,11 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			if err := checkThreadID(headerChatID, clientThread); err != nil {
 				return chatStart{}, err
 			}
-			if _, _, err := s.openThread(ctx, c, clientThread, source, nil); err != nil {
+			_, created, err := s.openThread(ctx, c, clientThread, source, nil)
+			if err != nil {
 				return chatStart{}, err
 			}
+			fresh = created
 		default:
 			// No chat id: the transcript names the conversation
 			// (transcript.go); a new one gets a new thread.
@@ -251,8 +270,11 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			if err != nil {
 				return chatStart{}, err
 			}
-			clientThread = ct
+			clientThread, fresh = ct, !ok
 			if !ok {
+				if reply := staleAnswerReply(t.input, stale); reply != nil {
+					return chatStart{reply: reply}, nil // no conversation to open for it
+				}
 				clientThread = "chat-" + uuid.NewString()
 				if _, _, err := s.openThread(ctx, c, clientThread, source, t.clientMeta); err != nil {
 					return chatStart{}, err
@@ -261,6 +283,22 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			transcript = transcriptDigest(c, t.msgs)
 		}
 		thread = internalThreadID(c, clientThread)
+		if !fresh {
+			// A thread that may wait for an approval: see what this
+			// message may answer.
+			reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.input, stale)
+			if err != nil {
+				return chatStart{}, err
+			}
+			if reply != nil {
+				s.remember(c, t, clientThread, *reply)
+				return chatStart{reply: reply, clientThread: clientThread}, nil
+			}
+		} else if reply := staleAnswerReply(t.input, stale); reply != nil {
+			// Nothing waits in a new conversation: a yes or no next to
+			// the token answered nothing.
+			return chatStart{reply: reply, clientThread: clientThread}, nil
+		}
 		meta := s.turnMetadata(c, source, clientThread, t.clientMeta)
 		meta[MetaApprovalKey] = approvalTokenKey(ownerKey(c), thread)
 		if transcript != "" {
@@ -403,6 +441,20 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 		return true, nil, nil
 	}
 	_, runErr, _ = ru.result()
+	if ae, ok := errors.AsType[*agent.ApprovalError](runErr); ok && token != "" {
+		switch {
+		case errors.Is(ae, agent.ErrApprovalUnclear):
+			// Nothing was decided: the token stays open, and the human
+			// is asked again with it.
+			s.approvals.settle(token, nil)
+			reply := unclearReply(token, ae)
+			return false, nil, &reply
+		case errors.Is(ae, agent.ErrApprovalExpired):
+			reply := expiredReply(ae)
+			s.approvals.settle(token, &reply)
+			return false, nil, &reply
+		}
+	}
 	if runErr != nil && token != "" && errors.Is(runErr, agent.ErrApprovalAnswered) {
 		if sa, ok, err := s.resolveStoredToken(ctx, c, token); err == nil && ok && sa.answered != nil {
 			reply := answeredReply(token, *sa.answered, sa.st, sa.status)

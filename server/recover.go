@@ -227,7 +227,7 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 		// checkpoint holds it): carryOut continues either way, never
 		// resuming without the answer.
 		a := in.Answer
-		sp.kind, sp.answer = kindAnswer, &agent.Answer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By}
+		sp.kind, sp.answer = kindAnswer, &agent.Answer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By, Token: a.Token}
 	case status == agent.RunCanceled:
 		sp.kind = kindResume // cut between two steps
 	case status == agent.RunAnswered:

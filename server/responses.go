@@ -399,20 +399,9 @@ func (s *Server) responsesThread(ctx context.Context, c caller, req responsesReq
 // pendingToken is the approval token of the newest approval the thread
 // waits for, or "".
 func (s *Server) pendingToken(ctx context.Context, c caller, thread string) (string, error) {
-	st, status, err := s.cfg.Runner.State(ctx, thread)
-	if err != nil || status != agent.RunInterrupted {
-		return "", nil // no state yet (a thread never run), or nothing pending
-	}
-	var pending []state.Approval
-	if pl, ok := s.cfg.Runner.(pendingLister); ok {
-		if pending, err = pl.PendingApprovals(ctx, thread); err != nil {
-			return "", err
-		}
-	} else if st.Turn.PendingApproval != nil {
-		pending = []state.Approval{*st.Turn.PendingApproval}
-	}
-	if len(pending) == 0 {
-		return "", nil
+	pending, err := s.pendingApprovals(ctx, thread)
+	if err != nil || len(pending) == 0 {
+		return "", err
 	}
 	newest := slices.MaxFunc(pending, func(a, b state.Approval) int { return a.Created.Compare(b.Created) })
 	return approvalToken(ownerKey(c), thread, newest), nil

@@ -88,6 +88,8 @@ type storedAnswer struct {
 	// them that arrives while this one is carried out is queued behind it
 	// (queueAnswer) rather than refused.
 	Beside []string `json:"beside,omitempty"`
+	// Token is the chat approval token the answer named (agent.Answer.Token).
+	Token string `json:"token,omitempty"`
 }
 
 // runResult is a record's Result: what a repeated request is answered.
@@ -164,7 +166,7 @@ func (sp runSpec) input() (json.RawMessage, error) {
 		in.Turn = &storedTurn{Input: t.Input, Options: t.Options, MayRaise: t.MayRaise, By: t.By, Metadata: t.Metadata, AllowedCapabilities: t.AllowedCapabilities}
 	}
 	if a := sp.answer; a != nil {
-		in.Answer = &storedAnswer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By, Beside: sp.beside}
+		in.Answer = &storedAnswer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By, Beside: sp.beside, Token: a.Token}
 	}
 	return json.Marshal(in)
 }

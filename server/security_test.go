@@ -278,7 +278,7 @@ func TestApprovalOverChatCompletions(t *testing.T) {
 			t.Fatalf("writes %d", env.runner.writes())
 		}
 	})
-	t.Run("expired token starts a new turn", func(t *testing.T) {
+	t.Run("a yes with an expired token answers nothing", func(t *testing.T) {
 		var offset atomic.Int64 // the test's clock runs ahead by this much
 		env := newTestEnv(t, func(c *Config) {
 			c.ApprovalTTL = time.Minute
@@ -286,7 +286,12 @@ func TestApprovalOverChatCompletions(t *testing.T) {
 		})
 		ask := approvalRound(t, env, keyAlice)
 		offset.Store(int64(2 * time.Minute))
-		env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("write"), assistant(ask), user("yes")))
+		_, b := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("write 1.5 A to SR:HCM1"), assistant(ask), user("yes")))
+		if env.runner.writes() != 0 || len(env.runner.runs()) != 1 || len(env.runner.resumes()) != 0 || !strings.Contains(chatContent(t, b), "expired") {
+			t.Fatalf("writes %d runs %d resumes %d: %s", env.runner.writes(), len(env.runner.runs()), len(env.runner.resumes()), b)
+		}
+		// Anything else is a new question.
+		env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("write 1.5 A to SR:HCM1"), assistant(ask), user("what is the beam current?")))
 		if env.runner.writes() != 0 || len(env.runner.runs()) != 2 {
 			t.Fatalf("writes %d runs %d", env.runner.writes(), len(env.runner.runs()))
 		}

@@ -161,6 +161,16 @@ func (x *transcriptIndex) add(clientThread, internal, digest string) {
 	x.set(clientThread, internal, append(ds, digest)...)
 }
 
+// holds reports whether digest is one of the internal thread's current
+// digests (identical conversations share a digest; get names only the
+// latest of them).
+func (x *transcriptIndex) holds(internal, digest string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e, ok := x.byThread[internal]
+	return ok && slices.Contains(e.digests, digest)
+}
+
 func (x *transcriptIndex) get(digest string) (clientThread string, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()

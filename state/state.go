@@ -336,7 +336,8 @@ type ApprovalDecision struct {
 
 // How an answer to an approval was decided (ApprovalDecision.Rule, and the
 // audit record's rule). Only AnswerExplicit, AnswerToken, AnswerKeyword and
-// AnswerPlan can approve: a model may read a reply only as a rejection.
+// AnswerPlan can approve: a model may read a reply only as a rejection
+// (or as unclear, which is no decision: the human is asked again).
 const (
 	// AnswerExplicit: an API's approved flag (a button on the page, the
 	// native API's "approved", AG-UI's resume).
@@ -350,8 +351,12 @@ const (
 	AnswerModel = "model"
 	// AnswerPlan: an edited plan was sent in answer to a plan approval.
 	AnswerPlan = "edited_plan"
-	// AnswerExpired: nobody answered in time.
+	// AnswerExpired: nobody answered in time (a late answer, the agent's
+	// own expiry or a frontend's, agent.Agent.ExpireApproval).
 	AnswerExpired = "expired"
+	// AnswerSuperseded: a new message that is not an answer replaced the
+	// question (agent.Agent.Run); the approval ends with nothing done.
+	AnswerSuperseded = "superseded"
 )
 
 // Approval modes (Options.ApprovalMode).
