@@ -247,7 +247,9 @@ func (s *scriptedRunner) State(_ context.Context, thread string) (state.State, a
 	defer s.mu.Unlock()
 	th, ok := s.threads[thread]
 	if !ok {
-		return state.State{}, "", errors.New("no such thread")
+		// Created (the server made it) and not yet run: an empty thread,
+		// as the agent's store has it. A 202 run may not have started yet.
+		return state.State{}, "", nil
 	}
 	return th.st, th.status, nil
 }
