@@ -164,6 +164,11 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 	ask := func(id string, before []capabilities.Reading, why string) gateResult {
 		ap := a.stepApproval(id, c, step, approvalSummary(c, step, action), now)
 		ap.Action, ap.ActionDigest, ap.Before = &action, digest, before
+		if d := asked.Derivation(action, before); len(d) > 0 {
+			// A relative change: the value comes from a reading, and the
+			// human sees how ("BTS:MAG:Q1:CURRENT: 92 A + 5 A = 97 A").
+			ap.Summary += " (" + strings.Join(d, "; ") + ")"
+		}
 		if why != "" {
 			ap.Summary = "Asked again: " + why + " since the approval. " + ap.Summary
 		}

@@ -236,7 +236,8 @@ func runCorpusCase(t *testing.T, c corpusCase, model func(corpusCase) *llmtest.M
 		t.Fatalf("the card proposes %s = %v (%q), the user asked for %s = %v", ch.Target, ch.Value, ap[0].Approval.Summary, c.channel, c.value)
 	}
 	// Planned offline, a relative change is carried out as an amount, and
-	// the card shows how the value was worked out ("(92.00 A + 5 A)").
+	// the card shows how the framework worked the value out from a reading
+	// ("BTS:MAG:Q1:CURRENT: 92 A + 5 A = 97 A").
 	if m, _ := cfg.Models.(*llmtest.Model); c.relative && (m == nil || len(m.CallsFor(llm.RoleOrchestrator)) == 0) &&
 		!derivation.MatchString(ap[0].Approval.Summary) {
 		t.Errorf("the card %q does not show the derivation", ap[0].Approval.Summary)
@@ -244,7 +245,7 @@ func runCorpusCase(t *testing.T, c corpusCase, model func(corpusCase) *llmtest.M
 }
 
 // derivation is how a relative change's card shows its arithmetic.
-var derivation = regexp.MustCompile(`\(\d+(?:\.\d+)? \S+ [+−] \d+(?:\.\d+)? ?\S*\)`)
+var derivation = regexp.MustCompile(`[A-Z0-9:]+: -?\d+(?:\.\d+)? \S+ [+−-] \d+(?:\.\d+)? ?\S* = -?\d`)
 
 // A plan refused at planning because nobody asked for a change leaves an
 // audit record (event and outcome unrequested) that says so in operator

@@ -58,16 +58,13 @@ type writeOp struct {
 	channel Channel
 	target  float64
 	old     float64
-	// by is the amount of a relative write ("by 5 A"), shown with it.
+	// by is the amount of a relative write ("by 5 A"); the framework
+	// shows the derivation on the approval card.
 	by string
 }
 
 func (o writeOp) text() string {
-	t := fmt.Sprintf("%s from %s → %s", o.channel.Name, o.channel.Format(o.old), o.channel.FormatWithUnits(o.target))
-	if o.by != "" {
-		t += " (" + o.channel.FormatWithUnits(o.old) + " " + o.by + ")"
-	}
-	return t
+	return fmt.Sprintf("%s from %s → %s", o.channel.Name, o.channel.Format(o.old), o.channel.FormatWithUnits(o.target))
 }
 
 // valuePattern finds "to 105", "to -3.5e2", "= 105" in a request.
