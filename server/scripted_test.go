@@ -26,6 +26,7 @@ import (
 type scriptedRunner struct {
 	mu      sync.Mutex
 	threads map[string]*scriptedThread
+	deleted map[string]bool
 	Writes  int                 // executions of the write step
 	Runs    []agent.TurnRequest // every Run request
 	Resumes []agent.Answer      // every Resume answer
@@ -246,7 +247,10 @@ func (s *scriptedRunner) State(_ context.Context, thread string) (state.State, a
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	th, ok := s.threads[thread]
-	if !ok {
+	switch {
+	case !ok && s.deleted[thread]:
+		return state.State{}, "", errors.New("no such thread")
+	case !ok:
 		// Created (the server made it) and not yet run: an empty thread,
 		// as the agent's store has it. A 202 run may not have started yet.
 		return state.State{}, "", nil
@@ -258,6 +262,10 @@ func (s *scriptedRunner) DeleteThread(_ context.Context, thread string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.threads, thread)
+	if s.deleted == nil {
+		s.deleted = map[string]bool{}
+	}
+	s.deleted[thread] = true
 	return nil
 }
 
