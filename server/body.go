@@ -48,6 +48,70 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// unreadBodies bounds, on every route, what a request body the handler
+// did not read to its end can hold up. net/http reads such a body after
+// the handler (to reuse the connection) before it sends the answer, bounded
+// only by ReadTimeout: a 401, a 404 or a refusal of the MCP handler to a
+// body shorter than its Content-Length came after 30 s. An answer written
+// before the body's end closes the connection instead (the body is never
+// read), and whatever is read after the handler gets BodyIdleTimeout.
+func (s *Server) unreadBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body := &endSeen{ReadCloser: r.Body}
+		r.Body = body
+		next.ServeHTTP(&closeUnread{ResponseWriter: w, body: body, proto1: r.ProtoMajor == 1}, r)
+		if !body.ended {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyIdleTimeout))
+		}
+	})
+}
+
+// endSeen notes whether a body was read to its end.
+type endSeen struct {
+	io.ReadCloser
+	ended bool
+}
+
+func (b *endSeen) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.ended = true // at its end, or failed: nothing more is read
+	}
+	return n, err
+}
+
+// closeUnread asks, over HTTP/1, to close the connection after an answer
+// whose status is written before the request's body was read to its end.
+type closeUnread struct {
+	http.ResponseWriter
+	body   *endSeen
+	proto1 bool
+	wrote  bool
+}
+
+func (w *closeUnread) WriteHeader(code int) {
+	if !w.wrote && code >= 200 {
+		w.wrote = true
+		if w.proto1 && !w.body.ended {
+			w.Header().Set("Connection", "close")
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *closeUnread) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *closeUnread) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // bodyError turns a failed body read into what the client is told: 413
 // for an oversized body, 408 for one that stopped arriving, 400 for one
 // that ended early — never the network error, which names addresses.

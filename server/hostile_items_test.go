@@ -97,6 +97,38 @@ func TestShortBodyIsRefusedQuickly(t *testing.T) {
 	}
 }
 
+// Issue 27: a body shorter than its Content-Length holds up no answer on
+// a route that does not read it — a wrong key (401), a path no route serves
+// (404), a method the path does not take (405), the MCP handler refusing
+// the request — for longer than the body idle timeout, as on the routes
+// that read it.
+func TestShortBodyOnRoutesThatDoNotReadIt(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.BodyIdleTimeout = 200 * time.Millisecond; c.ReadTimeout = time.Minute })
+	for _, tc := range []struct {
+		name, method, path, key, extra string
+		status                         int
+	}{
+		{"wrong key", "POST", "/api/threads", "sk-wrong-0123456789", "", http.StatusUnauthorized},
+		{"no such route", "POST", "/api/nothing", keyAlice, "", http.StatusNotFound},
+		{"no such method", "PUT", "/v1/chat/completions", keyAlice, "", http.StatusMethodNotAllowed},
+		{"mcp refuses", "POST", "/mcp", keyAlice, "Accept: text/plain\r\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"id":"t1"}`
+			raw := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s",
+				tc.method, tc.path, tc.key, strings.ReplaceAll(tc.extra, `\r\n`, "\r\n"), len(body)+100, body)
+			start := time.Now()
+			resp, got := rawExchange(t, env, raw, false)
+			if took := time.Since(start); took > 2*time.Second {
+				t.Fatalf("answered after %s (body idle timeout 200ms): %d %s", took, resp.StatusCode, got)
+			}
+			if resp.StatusCode < 400 || tc.status != 0 && resp.StatusCode != tc.status {
+				t.Fatalf("%d %s, want %d", resp.StatusCode, got, tc.status)
+			}
+		})
+	}
+}
+
 // Issue 13 item 4: traversal paths and invalid UTF-8 in the static page's
 // paths are a 404 in the JSON shape, never a 500 and never a file outside
 // the page.

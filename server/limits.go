@@ -92,73 +92,130 @@ func (s *Server) pageOf(r *http.Request) (page, error) {
 // be refused at Config.MaxThreads without listing the owner's threads
 // every time: an owner's count is read from the store when first needed
 // and then kept up to date by this process's creations and deletions.
-// With replicas (shared), other replicas' creations and deletions are seen
-// when the count is read again: at every creation that would leave the
-// owner less than a tenth of the limit free, so that replicas together
-// overshoot it by no more than the creations in flight.
+// A creation is counted from its reservation (reserve) to its end
+// (commit): concurrent creations of one owner never see the same free
+// place, and the count read from the store is read while none of this
+// process's creations is half-way, so the limit holds exactly within one
+// process. With replicas (shared), other replicas' creations and
+// deletions are seen when the count is read again: at every creation that
+// would leave the owner less than a tenth of the limit free, so that
+// replicas together overshoot it by no more than the creations other
+// replicas have in flight.
 type threadCounts struct {
 	max    int
 	shared bool
 
-	mu    sync.Mutex
-	order *list.List // of *countEntry, most recently used first
-	by    map[string]*list.Element
+	mu sync.Mutex
+	// changed is broadcast when an owner's count was read or a creation
+	// ended: reservations waiting for either look again.
+	changed *sync.Cond
+	order   *list.List // of *countEntry, most recently used first
+	by      map[string]*list.Element
 }
 
 type countEntry struct {
 	owner string
+	// n counts the owner's threads: the store's at the last read, with
+	// this process's creations and deletions since; known once read.
 	n     int
+	known bool
+	// inflight counts the reservations whose creation has not ended;
+	// reading is set while the store's count is read.
+	inflight int
+	reading  bool
 }
 
 // threadCountOwners bounds the owners whose counts are kept.
 const threadCountOwners = 4096
 
 func newThreadCounts(max int) *threadCounts {
-	return &threadCounts{max: max, order: list.New(), by: map[string]*list.Element{}}
+	t := &threadCounts{max: max, order: list.New(), by: map[string]*list.Element{}}
+	t.changed = sync.NewCond(&t.mu)
+	return t
 }
 
-// reserve counts one more thread for owner, or reports ErrQuota. count
-// reads the owner's number of threads when it is not known.
+// entry returns owner's entry, made unknown when missing, as the most
+// recently used (t.mu held). Entries in use are never evicted.
+func (t *threadCounts) entry(owner string) *countEntry {
+	if el, ok := t.by[owner]; ok {
+		t.order.MoveToFront(el)
+		return el.Value.(*countEntry)
+	}
+	e := &countEntry{owner: owner}
+	t.by[owner] = t.order.PushFront(e)
+	for el := t.order.Back(); t.order.Len() > threadCountOwners && el != nil; {
+		prev := el.Prev()
+		if old := el.Value.(*countEntry); old.inflight == 0 && !old.reading && old != e {
+			delete(t.by, old.owner)
+			t.order.Remove(el)
+		}
+		el = prev
+	}
+	return e
+}
+
+// reserve counts one more thread for owner, or reports ErrQuota; commit
+// ends the reservation. count reads the owner's number of threads when it
+// is not known.
 func (t *threadCounts) reserve(ctx context.Context, owner string, count func(ctx context.Context) (int, error)) error {
 	if t.max <= 0 {
 		return nil
 	}
 	t.mu.Lock()
-	el, ok := t.by[owner]
-	read := !ok || t.shared && el.Value.(*countEntry).n >= t.max-max(1, t.max/10)
-	t.mu.Unlock()
-	if read {
-		n, err := count(ctx)
-		if err != nil {
-			return err
+	defer t.mu.Unlock()
+	for {
+		e := t.entry(owner)
+		if e.reading {
+			t.changed.Wait()
+			continue
 		}
-		t.mu.Lock()
-		if el, ok = t.by[owner]; ok {
-			el.Value.(*countEntry).n = n // the store's, other replicas' changes included
-		} else {
-			el = t.order.PushFront(&countEntry{owner: owner, n: n})
-			t.by[owner] = el
-			for t.order.Len() > threadCountOwners {
-				old := t.order.Back()
-				delete(t.by, old.Value.(*countEntry).owner)
-				t.order.Remove(old)
+		if !e.known || t.shared && e.n+e.inflight >= t.max-max(1, t.max/10) {
+			if e.inflight > 0 {
+				// The store's count would hold some of them and not
+				// others: read it once they have ended.
+				t.changed.Wait()
+				continue
 			}
+			e.reading = true
+			t.mu.Unlock()
+			n, err := count(ctx)
+			t.mu.Lock()
+			e.reading = false
+			t.changed.Broadcast()
+			if err != nil {
+				return err
+			}
+			e.n, e.known = n, true
 		}
-		t.mu.Unlock()
+		if e.n+e.inflight >= t.max {
+			return &RequestError{Kind: ErrQuota, Param: "thread", Message: "this API key (or forwarded user) has " + strconv.Itoa(e.n+e.inflight) +
+				" threads, the limit (server.limits.max_threads); delete threads (DELETE /api/threads/{id}) to start new ones"}
+		}
+		e.inflight++
+		return nil
+	}
+}
+
+// commit ends a reservation of owner: the thread was created (counted
+// from now on) or not (a concurrent request made it, or the creation
+// failed).
+func (t *threadCounts) commit(owner string, created bool) {
+	if t.max <= 0 {
+		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.order.MoveToFront(el)
-	e := el.Value.(*countEntry)
-	if e.n >= t.max {
-		return &RequestError{Kind: ErrQuota, Param: "thread", Message: "this API key (or forwarded user) has " + strconv.Itoa(e.n) +
-			" threads, the limit (server.limits.max_threads); delete threads (DELETE /api/threads/{id}) to start new ones"}
+	e := t.entry(owner)
+	if e.inflight > 0 {
+		e.inflight--
 	}
-	e.n++
-	return nil
+	if created {
+		e.n++
+	}
+	t.changed.Broadcast()
 }
 
-// release uncounts a thread (deleted, or its creation failed).
+// release uncounts a deleted thread.
 func (t *threadCounts) release(owner string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -8,9 +8,13 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
 // Issue 13 item 1: thread metadata is bounded in keys, bytes and alphabet
@@ -158,6 +162,72 @@ func TestThreadLimitPerOwner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Issue 27: the thread limit holds exactly under concurrent creations: 16
+// creations at once leave the owner with max_threads threads, never more —
+// on a server that knows the owner's count, and on one that must read it
+// from the store first (after a restart), where each creation once took
+// the count it read and the limit was overshot.
+func TestThreadLimitExactUnderConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		restart bool
+	}{{"count known", false}, {"count read after a restart", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const limit, before, concurrent = 20, 10, 16
+			path := filepath.Join(t.TempDir(), "exact.db")
+			mod := func(c *Config) { c.MaxThreads = limit }
+			env := sqliteAgentEnvWith(t, path, mod)
+			for i := range before {
+				if resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": fmt.Sprintf("pre%d", i)}); resp.StatusCode != http.StatusCreated {
+					t.Fatalf("thread %d: %d %s", i, resp.StatusCode, body)
+				}
+			}
+			if tc.restart {
+				env.http.Close()
+				env = sqliteAgentEnvWith(t, path, mod)
+				// A store under load: the reads of the count overlap.
+				env.srv.lister = slowCount{env.srv.lister}
+			}
+			var (
+				wg               sync.WaitGroup
+				created, refused atomic.Int32
+			)
+			for i := range concurrent {
+				wg.Go(func() {
+					resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": fmt.Sprintf("c%d", i)})
+					switch resp.StatusCode {
+					case http.StatusCreated:
+						created.Add(1)
+					case http.StatusForbidden:
+						refused.Add(1)
+					default:
+						t.Errorf("thread c%d: %d %s", i, resp.StatusCode, body)
+					}
+				})
+			}
+			wg.Wait()
+			if created.Load() != limit-before || refused.Load() != concurrent-(limit-before) {
+				t.Fatalf("%d created and %d refused of %d concurrent creations with %d of %d threads made; want %d created", created.Load(), refused.Load(), concurrent, before, limit, limit-before)
+			}
+			n, err := env.srv.countThreads(context.Background(), caller{Principal: env.srv.cfg.Principals[0]})
+			if err != nil || n != limit {
+				t.Fatalf("the store holds %d threads of alice (%v), want %d", n, err, limit)
+			}
+		})
+	}
+}
+
+// slowCount is a ThreadLister whose listings by owner (the thread count)
+// take a while.
+type slowCount struct{ ThreadLister }
+
+func (l slowCount) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]checkpoint.ThreadInfo, error) {
+	if f.ThreadID == "" {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return l.ThreadLister.Threads(ctx, f)
 }
 
 // sqliteAgentEnvWith is sqliteAgentEnv with more configuration.

@@ -144,7 +144,7 @@ func (s *Server) routes() http.Handler {
 	served := s.dispatch(mux)
 	// The Host check comes first (a preflight too); the write check after
 	// CORS, so a listed page can read why its request was refused.
-	return s.observed(s.recoverPanics(s.checkHost(s.cors(s.checkWrite(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.observed(s.unreadBodies(s.recoverPanics(s.checkHost(s.cors(s.checkWrite(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
 			var whole time.Time
 			if s.cfg.ReadTimeout > 0 {
@@ -154,7 +154,7 @@ func (s *Server) routes() http.Handler {
 				idle: s.cfg.BodyIdleTimeout, deadline: whole}, s.cfg.MaxBodyBytes)
 		}
 		served.ServeHTTP(w, r)
-	}))))))
+	})))))))
 }
 
 // Run listens on Config.Addr and serves until ctx is done or Shutdown is

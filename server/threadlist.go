@@ -122,16 +122,18 @@ func (s *Server) openThread(ctx context.Context, c caller, id, source string, me
 	if err := s.counts.reserve(ctx, owner, func(ctx context.Context) (int, error) { return s.countThreads(ctx, c) }); err != nil {
 		return Thread{}, false, err
 	}
+	// Not made here when not created: a concurrent request (or a run)
+	// made it, or the creation failed.
+	defer func() { s.counts.commit(owner, created) }()
 	now := s.cfg.Now()
 	internal := internalThreadID(c, id)
 	if s.creator == nil || s.lister == nil {
-		return s.threads.add(c, id, meta, now), true, nil
+		th, created = s.threads.add(c, id, meta, now)
+		return th, created, nil
 	}
 	created, err = s.creator.CreateThread(ctx, internal, s.turnMetadata(c, source, id, meta))
-	if err != nil || !created {
-		s.counts.release(owner) // not made here: a concurrent request (or a run) made it
-	}
 	if err != nil {
+		created = false
 		return Thread{}, false, err
 	}
 	if !created {

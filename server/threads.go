@@ -48,8 +48,9 @@ func newThreadStore() *threadStore { return &threadStore{m: map[string]*Thread{}
 
 func ownerKey(c caller) string { return c.key() + "\x00" + c.User }
 
-// add records a new thread and returns a copy.
-func (t *threadStore) add(c caller, clientID string, meta map[string]string, now time.Time) Thread {
+// add records a new thread and returns a copy; created is false when a
+// concurrent request added it first.
+func (t *threadStore) add(c caller, clientID string, meta map[string]string, now time.Time) (Thread, bool) {
 	id := internalThreadID(c, clientID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -58,7 +59,7 @@ func (t *threadStore) add(c caller, clientID string, meta map[string]string, now
 		th = &Thread{ID: clientID, Created: now, Updated: now, Metadata: meta, internal: id, owner: ownerKey(c)}
 		t.m[id] = th
 	}
-	return *th
+	return *th, !ok
 }
 
 func (t *threadStore) get(c caller, clientID string) (Thread, bool) {
