@@ -157,7 +157,7 @@ func (s *Server) queueAnswer(ctx context.Context, sp runSpec) (rec checkpoint.Ru
 	s.waitFor(sp.thread)
 	if _, busy := s.runs.activeOn(sp.thread); !busy {
 		// The run it waited for ended meanwhile.
-		go s.startNext(sp.thread)
+		s.background.Go(func(context.Context) { s.startNext(sp.thread) })
 	}
 	return rec, nil, nil
 }
@@ -188,7 +188,7 @@ func (s *Server) afterRun(thread string) {
 	delete(s.next.threads, thread)
 	s.next.mu.Unlock()
 	if waiting {
-		go s.startNext(thread)
+		s.background.Go(func(context.Context) { s.startNext(thread) })
 	}
 }
 
@@ -214,7 +214,7 @@ func (s *Server) startNext(thread string) {
 	}
 	for i := len(recs) - 1; i >= 0; i-- { // oldest first
 		rec := recs[i]
-		started, err := s.recoverRecord(ctx, rec)
+		started, err := s.takeOver(ctx, rec)
 		if err != nil {
 			s.cfg.Logger.Error("starting the next run of a thread", "thread", thread, "run", rec.ID, "error", err)
 			return

@@ -3,12 +3,12 @@ package server
 import (
 	"context"
 	"errors"
-	"iter"
 	"sync/atomic"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 
 // Parked runs: a retry that waits longer than Config.ParkAfter does not
@@ -33,7 +33,7 @@ func (s *Server) park(r *run) {
 	m.release(r)
 	// A resumed run is not counted against its principal's limits again:
 	// it was admitted once (as a recovered run is).
-	r.limited = false
+	r.countedAs = ""
 	m.mu.Unlock()
 	until := r.parkUntil
 	s.cfg.Logger.Info("run parked until its retry is due", "run", r.ID, "thread", r.Thread, "not_before", until)
@@ -41,18 +41,24 @@ func (s *Server) park(r *run) {
 		s.parkInQueue(r, until)
 		return
 	}
+	m.must(r, lifecycle.Park)
+	// The timer and a cancellation race to take the parked run: the one
+	// that takes it first acts.
 	var taken atomic.Bool
-	timer := time.AfterFunc(max(until.Sub(s.cfg.Now()), 0), func() {
+	stopTimer := s.background.AfterFunc(max(until.Sub(s.cfg.Now()), 0), func(context.Context) {
 		if taken.CompareAndSwap(false, true) {
-			s.unpark(r)
+			s.resumeParked(r)
 		}
 	})
 	// Canceled while parked (by its client, a cancel request, the
 	// shutdown): it ends here, with no goroutine waiting for that either.
 	context.AfterFunc(r.ctx, func() {
 		if taken.CompareAndSwap(false, true) {
-			timer.Stop()
-			s.endParked(r, s.runs.base.Err() != nil)
+			stopTimer()
+			shutdown := s.runs.base.Err() != nil
+			if !s.background.Go(func(context.Context) { s.endParked(r, shutdown) }) {
+				s.endParked(r, true)
+			}
 		}
 	})
 }
@@ -64,8 +70,13 @@ func (s *Server) parkInQueue(r *run, until time.Time) {
 	if r.pub != nil {
 		r.pub.close()
 	}
-	r.remote.Store(true)
-	if !r.fenced.Load() {
+	r.mu.Lock()
+	fenced := r.life.State() == lifecycle.Fenced
+	if !fenced {
+		_ = s.runs.fireLocked(r, lifecycle.Requeue)
+	}
+	r.mu.Unlock()
+	if !fenced {
 		ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
 		err := cl.q.RequeueRun(ctx, r.ID, s.cfg.Instance, until)
 		cancel()
@@ -75,56 +86,56 @@ func (s *Server) parkInQueue(r *run, until time.Time) {
 		}
 	}
 	// Every replica's claim loop looks every TTL/3; this one looks when due.
-	time.AfterFunc(max(until.Sub(s.cfg.Now()), 0), func() { poke(cl.wake) })
+	s.background.AfterFunc(max(until.Sub(s.cfg.Now()), 0), func(context.Context) { poke(cl.wake) })
 	// Canceled here while it waits in the queue — its client left for
 	// longer than DetachGrace, as a run in a goroutine would be canceled —
 	// the queued record is canceled too, so that no replica resumes a run
 	// nobody follows. A shutdown leaves it queued; a record that ended
 	// (the mirror saw it) has nothing to stop.
 	context.AfterFunc(r.ctx, func() {
-		if s.runs.base.Err() != nil || r.ended.Load() {
+		if s.runs.base.Err() != nil || r.endedInStore() {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
-		defer cancel()
-		if err := cl.q.RequestCancel(ctx, r.ID); err != nil {
-			s.cfg.Logger.Warn("canceling a parked run its client left", "run", r.ID, "error", err)
-		}
+		s.background.Go(func(context.Context) {
+			ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
+			defer cancel()
+			if err := cl.q.RequestCancel(ctx, r.ID); err != nil {
+				s.cfg.Logger.Warn("canceling a parked run its client left", "run", r.ID, "error", err)
+			}
+		})
 	})
-	go s.tail(r)
+	s.startTail(r)
 }
 
-// unpark resumes r, parked in this process, when its wait is over.
-func (s *Server) unpark(r *run) {
-	m := s.runs
+// resumeParked takes r, parked in this process, over when its retry is
+// due, as any recorded run is taken over (takeOver): the run itself goes
+// on, with its followers and its log, unless its thread went on without it.
+func (s *Server) resumeParked(r *run) {
 	if r.ctx.Err() != nil {
-		s.endParked(r, m.base.Err() != nil)
+		s.endParked(r, s.runs.base.Err() != nil)
 		return
 	}
-	// A later run on the thread (the client went on) overtook it.
-	recs, err := s.records.ListRuns(r.ctx, checkpoint.RunFilter{Thread: r.Thread, Limit: 1})
-	if err == nil && len(recs) > 0 && recs[0].ID != r.ID {
-		s.endOvertaken(r)
-		return
+	ctx, cancel := context.WithTimeout(r.ctx, recordWriteTimeout)
+	defer cancel()
+	rec, err := s.records.GetRun(ctx, r.ID)
+	if err == nil {
+		_, err = s.takeOver(ctx, rec)
 	}
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	var re *RequestError
+	switch {
+	case err == nil:
+	case errors.As(err, &re) && errors.Is(re.Kind, ErrShuttingDown):
 		s.endParked(r, true)
-		return
+	case r.ctx.Err() != nil:
+		s.endParked(r, s.runs.base.Err() != nil)
+	default:
+		// Never left parked with nobody to end it.
+		s.cfg.Logger.Error("resuming a parked run", "run", r.ID, "error", err)
+		msg := "the run could not go on after its retry wait: " + s.publicMessage(err)
+		if err := s.endRecord(context.WithoutCancel(ctx), rec, checkpoint.RunFailed, msg); err != nil || rec.ID == "" {
+			s.endParkedAs(r.ID, agent.RunFailed, msg)
+		}
 	}
-	if other, busy := m.byThread[r.Thread]; busy && other != r {
-		m.mu.Unlock()
-		s.endOvertaken(r)
-		return
-	}
-	m.byThread[r.Thread] = r
-	m.wg.Add(1)
-	m.mu.Unlock()
-	thread := r.Thread
-	m.launch(r, func(ctx context.Context) iter.Seq2[agent.Event, error] {
-		return s.cfg.Runner.Resume(ctx, thread, agent.Answer{})
-	})
 }
 
 // endParked ends a run canceled while parked in this process; a shutdown
@@ -132,23 +143,30 @@ func (s *Server) unpark(r *run) {
 func (s *Server) endParked(r *run, shutdown bool) {
 	r.append(agent.Event{Type: agent.EventDone, Status: agent.RunCanceled, Thread: r.Thread, Time: s.cfg.Now()})
 	s.finishRecord(r, agent.RunCanceled, nil, shutdown)
-	r.finish(nil, shutdown)
+	cause := endedHere
+	if shutdown {
+		cause = endedByShutdown
+	}
+	s.runs.finish(r, nil, cause)
 	s.runs.evictAfterEnd()
+}
+
+// endParkedAs ends the run of id when it is parked in this process, as its
+// record now says: status, and msg for a failure.
+func (s *Server) endParkedAs(id string, status agent.RunStatus, msg string) {
+	r, ok := s.runs.byID(id)
+	if !ok || r.state() != lifecycle.Parked {
+		return
+	}
+	var err error
+	if status == agent.RunFailed {
+		err = errors.New(msg)
+	}
+	r.append(agent.Event{Type: agent.EventDone, Status: status, Err: msg, Thread: r.Thread, Time: s.cfg.Now()})
+	s.runs.finish(r, err, endedHere)
+	s.runs.evictAfterEnd()
+	r.cancel()
 }
 
 // overtakenMessage says why a parked run ended without going on.
 const overtakenMessage = "a later run on the thread replaced this one while it waited for its retry; nothing more of it will be done"
-
-func (s *Server) endOvertaken(r *run) {
-	ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
-	defer cancel()
-	_, err := s.records.UpdateRun(ctx, r.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning},
-		Status: checkpoint.RunFailed, Error: overtakenMessage})
-	if err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
-		s.cfg.Logger.Error("run record update failed", "run", r.ID, "error", err)
-	}
-	r.append(agent.Event{Type: agent.EventDone, Status: agent.RunFailed, Err: overtakenMessage, Thread: r.Thread, Time: s.cfg.Now()})
-	r.finish(errors.New(overtakenMessage), false)
-	s.runs.evictAfterEnd()
-	r.cancel()
-}

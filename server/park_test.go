@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 )
 
@@ -191,5 +193,100 @@ func TestParkedRunCanceled(t *testing.T) {
 	}
 	if calls.Load() != 1 {
 		t.Fatalf("the capability ran %d times, want 1", calls.Load())
+	}
+}
+
+// startParked starts a streamed run on thread beam of env and waits until
+// it parks; the stream's body comes on the returned channel when it ends.
+func startParked(t *testing.T, env *testEnv, a *agent.Agent, calls *atomic.Int32) (runID string, stream <-chan string) {
+	t.Helper()
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "beam"})
+	req, _ := http.NewRequest("POST", env.http.URL+"/api/threads/beam/runs", strings.NewReader(`{"input":"What is the beam current?","stream":true}`))
+	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string, 1)
+	go func() {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		out <- string(b)
+	}()
+	thread := internalThreadID(caller{Principal: Principal{Name: "alice", Tenant: "lab"}}, "beam")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, st, _ := a.State(context.Background(), thread); st == agent.RunCanceled && calls.Load() == 1 && env.srv.runs.running() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not park")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	recs, err := env.srv.records.ListRuns(context.Background(), checkpoint.RunFilter{Thread: thread, Limit: 1})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("records %v %v", recs, err)
+	}
+	return recs[0].ID, out
+}
+
+// Issue 27: a parked run is taken over when due like any recorded run; a
+// turn the client started on its thread meanwhile replaced it, so it ends
+// failed saying so, and its step is not run again.
+func TestParkedRunReplacedByALaterTurn(t *testing.T) {
+	var calls atomic.Int32
+	a := flakyReadAgent(t, 600*time.Millisecond, &calls)
+	env := newTestEnv(t, func(c *Config) { c.Runner, c.Threads, c.ParkAfter = a, a, 100*time.Millisecond })
+	runID, stream := startParked(t, env, a, &calls)
+	if resp, body := env.do(t, "POST", "/api/threads/beam/runs", keyAlice, map[string]any{"input": "What is the beam current now?", "stream": true}); resp.StatusCode != http.StatusOK ||
+		!strings.Contains(string(body), `"status":"answered"`) {
+		t.Fatalf("the later turn: %d %s", resp.StatusCode, body)
+	}
+	var body string
+	select {
+	case body = <-stream:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the parked run's stream did not end when its retry was due")
+	}
+	frames := readSSE(t, strings.NewReader(body))
+	last := frames[len(frames)-1]
+	if last.Event != "end" || !strings.Contains(last.Data, `"status":"failed"`) || !strings.Contains(body, "replaced this one while it waited for its retry") {
+		t.Fatalf("the replaced run's stream: %s", body)
+	}
+	_, rec := env.do(t, "GET", "/api/threads/beam/runs/"+runID, keyAlice, nil)
+	if !strings.Contains(string(rec), `"status":"failed"`) || !strings.Contains(string(rec), "replaced this one") {
+		t.Fatalf("the replaced run's record: %s", rec)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("the capability ran %d times; want 2 (the parked run's first try, the later turn's)", n)
+	}
+}
+
+// Issue 27: the shutdown ends a parked run at once (its stream says so),
+// leaves its record unfinished for the next start, and joins every
+// goroutine the server started.
+func TestShutdownEndsAParkedRun(t *testing.T) {
+	var calls atomic.Int32
+	a := flakyReadAgent(t, 30*time.Second, &calls)
+	env := newTestEnv(t, func(c *Config) { c.Runner, c.Threads, c.ParkAfter = a, a, 100*time.Millisecond })
+	runID, stream := startParked(t, env, a, &calls)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := env.srv.Shutdown(ctx); err != nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("Shutdown: %v after %s; want it at once (the run waits for its retry, it does not run)", err, time.Since(start))
+	}
+	body := <-stream
+	if !strings.Contains(body, `"shutdown":true`) {
+		t.Fatalf("the parked run's stream: %s", body)
+	}
+	rec, err := env.srv.records.GetRun(context.Background(), runID)
+	if err != nil || rec.Status != checkpoint.RunRunning {
+		t.Fatalf("the parked run's record after the shutdown: %+v %v; want it running, for the next start", rec, err)
+	}
+	if err := env.srv.background.stop(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

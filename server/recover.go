@@ -118,7 +118,7 @@ func (s *Server) recoverRuns(ctx context.Context, wait bool) ([]string, error) {
 			continue
 		}
 		c, clientThread := s.ownerOf(ctx, cr.Thread)
-		sp := runSpec{c: c, source: "recovery", clientThread: clientThread, thread: cr.Thread, kind: kindResume, claimed: cr, recovering: true}
+		sp := runSpec{c: c, source: "recovery", clientThread: clientThread, thread: cr.Thread, kind: kindResume, claimed: cr, origin: fromClaim}
 		if _, _, err := s.submit(ctx, sp); err != nil {
 			cr.Release()
 			var re *RequestError
@@ -153,13 +153,13 @@ func (s *Server) recoverRecorded(ctx context.Context, room func() bool) ([]strin
 			return started, errors.Join(append(errs, fmt.Errorf("server: list unfinished runs: %w", err))...)
 		}
 		for _, rec := range recs {
-			if _, ours := s.runs.byID(rec.ID); ours {
-				continue // running here
+			if ru, ours := s.runs.byID(rec.ID); ours && !ru.isFinished() {
+				continue // running or parked here
 			}
 			if !room() {
 				return started, errors.Join(append(errs, ctx.Err())...)
 			}
-			ok, err := s.recoverRecord(ctx, rec)
+			ok, err := s.takeOver(ctx, rec)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("server: recover run %s: %w", rec.ID, err))
 				var re *RequestError
@@ -179,12 +179,21 @@ func (s *Server) recoverRecorded(ctx context.Context, room func() bool) ([]strin
 	}
 }
 
-// recoverRecord takes over one recorded run and starts it, or marks its
-// record with how it ended; started reports a run started.
-func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (started bool, err error) {
+// takeOver is the one way a recorded run starts again, wherever it was
+// cut and whoever takes it: a run cut by a crash or a shutdown
+// (RecoverRuns), one claimed from the replicas' queue (claimReady, its
+// owner dead or its retry due there), a run parked in this process whose
+// retry is due (park.go), an answer queued behind the run that just ended
+// (startNext). It reads what the record asked and where the thread stands,
+// then either starts the run — from its input, carrying out its answer, or
+// resuming it between two steps — or writes how it ended into its record
+// (and ends it, when it is parked here). started reports a run started.
+// The lifecycle, and what each case means for a client: package
+// server/internal/run.
+func (s *Server) takeOver(ctx context.Context, rec checkpoint.RunRecord) (started bool, err error) {
 	c := s.callerOf(rec.Labels)
 	sp := runSpec{c: c, source: rec.Labels[labelSource], clientThread: rec.Labels[labelThread], thread: rec.Thread,
-		id: rec.ID, recorded: true, recovering: true, chat: rec.Labels[labelSource] == "openai", started: rec.Created}
+		id: rec.ID, origin: fromRecord, chat: rec.Labels[labelSource] == "openai", started: rec.Created}
 	var in runInput
 	if err := json.Unmarshal(rec.Input, &in); err != nil {
 		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted and could not read this run's input")
@@ -201,7 +210,11 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 			return false, err
 		}
 		if slices.ContainsFunc(later, func(k runKind) bool { return k != kindAnswer || in.Kind != kindAnswer }) {
-			return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted before this run finished, and a later run on the thread replaced it; nothing more of this run will be done")
+			msg := "the server restarted before this run finished, and a later run on the thread replaced it; nothing more of this run will be done"
+			if s.runs.parked(rec.ID) {
+				msg = overtakenMessage
+			}
+			return false, s.endRecord(ctx, rec, checkpoint.RunFailed, msg)
 		}
 	}
 	st, status, err := s.cfg.Runner.State(ctx, rec.Thread)
@@ -243,7 +256,8 @@ func (s *Server) recoverRecord(ctx context.Context, rec checkpoint.RunRecord) (s
 		return false, s.endRecord(ctx, rec, end, msg)
 	}
 	if s.cluster != nil {
-		// Claimed from the queue already (claimReady).
+		// Claimed from the queue already (claimReady). Alone, it is
+		// taken from whoever had it (this process, for a parked run).
 	} else if _, err := s.records.UpdateRun(ctx, rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning},
 		IfOwner: rec.Owner, Status: checkpoint.RunRunning, Owner: s.cfg.Instance, Start: true}); err != nil {
 		if errors.Is(err, checkpoint.ErrRunConflict) {
@@ -375,12 +389,16 @@ func (s *Server) endAnswered(ctx context.Context, rec checkpoint.RunRecord, chat
 	return nil
 }
 
-// endRecord gives a record its final status, if no other process took it.
+// endRecord gives a record its final status, if no other process took it,
+// and ends its run when it waits parked in this process.
 func (s *Server) endRecord(ctx context.Context, rec checkpoint.RunRecord, st checkpoint.RunStatus, msg string) error {
 	_, err := s.records.UpdateRun(ctx, rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning},
 		IfOwner: rec.Owner, Status: st, Error: msg})
 	if errors.Is(err, checkpoint.ErrRunConflict) {
 		return nil
+	}
+	if err == nil {
+		s.endParkedAs(rec.ID, recordStatus(st), msg)
 	}
 	return err
 }

@@ -409,7 +409,7 @@ func TestRecoveredRunHandedBackKeepsItsFollowers(t *testing.T) {
 	// A client follows the recovered run on this replica while it waits.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if ru, ok := live.srv.runs.byID(runID); ok && !ru.remote.Load() {
+		if ru, ok := live.srv.runs.byID(runID); ok && !ru.following() {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 
 // Replicas: when the store is a runs queue shared by processes
@@ -125,7 +126,7 @@ func (s *Server) listenLoop(ctx context.Context) {
 			case checkpoint.SignalQueued:
 				poke(cl.wake)
 			case checkpoint.SignalCancel:
-				if r, ok := s.runs.byID(sig.Run); ok && !r.remote.Load() {
+				if r, ok := s.runs.byID(sig.Run); ok && !r.following() {
 					r.cancel()
 				}
 				// A queued (parked) run is canceled in the store: its
@@ -136,7 +137,7 @@ func (s *Server) listenLoop(ctx context.Context) {
 				}
 				cl.mu.Unlock()
 			case checkpoint.SignalFollowed:
-				if r, ok := s.runs.byID(sig.Run); ok && !r.remote.Load() {
+				if r, ok := s.runs.byID(sig.Run); ok && !r.following() {
 					r.keepForRemote()
 				}
 			case checkpoint.SignalEvents:
@@ -188,7 +189,7 @@ func (s *Server) claimReady(ctx context.Context, room func() bool) ([]string, er
 		if !ok {
 			break
 		}
-		ok, err = s.recoverRecord(ctx, rec)
+		ok, err = s.takeOver(ctx, rec)
 		if err != nil {
 			errs = append(errs, err)
 			var re *RequestError
@@ -223,7 +224,7 @@ func (s *Server) holdLease(r *run) {
 		switch {
 		case errors.Is(err, checkpoint.ErrRunConflict):
 			s.cfg.Logger.Warn("run lease lost: another replica took the run; stopping it here", "run", r.ID)
-			r.fenced.Store(true)
+			_ = s.runs.fire(r, lifecycle.LoseLease) // unless it ended meanwhile
 			r.cancel()
 			return false
 		case err != nil:
@@ -339,7 +340,7 @@ func (s *Server) mirror(ctx context.Context, c caller, rec checkpoint.RunRecord)
 	}
 	r, fresh := s.runs.addMirror(c, rec)
 	if fresh {
-		go s.tail(r)
+		s.startTail(r)
 	}
 	return r
 }
@@ -351,7 +352,7 @@ func (s *Server) mirror(ctx context.Context, c caller, rec checkpoint.RunRecord)
 // when the run has ended.
 func (s *Server) joinable(ctx context.Context, c caller, rec checkpoint.RunRecord) *run {
 	if ru, ok := s.runs.byID(rec.ID); ok && !ru.info().Finished {
-		if ru.remote.Load() {
+		if ru.following() {
 			s.signal(checkpoint.SignalFollowed, rec.ID)
 		}
 		return ru
@@ -367,6 +368,15 @@ func (s *Server) joinable(ctx context.Context, c caller, rec checkpoint.RunRecor
 	return ru
 }
 
+// startTail follows r, a run of another replica (or one this process
+// gave back to the queue), in the store until it ends, in the background.
+func (s *Server) startTail(r *run) {
+	if !s.background.Go(func(context.Context) { s.tail(r) }) {
+		s.runs.finishMirror(r, "", &RequestError{Kind: ErrShuttingDown, Message: "the server is shutting down"}, endedFollowing)
+		r.cancel()
+	}
+}
+
 // tail feeds a mirror from the store until the run ends.
 func (s *Server) tail(r *run) {
 	cl := s.cluster
@@ -380,7 +390,7 @@ func (s *Server) tail(r *run) {
 		// The record first: when it has ended, every event is stored.
 		rec, err := s.records.GetRun(r.ctx, r.ID)
 		if err != nil {
-			r.finishMirror("", errors.New("the run is no longer recorded"))
+			s.runs.finishMirror(r, "", errors.New("the run is no longer recorded"), endedFollowing)
 			return
 		}
 		r.mu.Lock()
@@ -395,7 +405,7 @@ func (s *Server) tail(r *run) {
 				}
 			}
 		} else if r.ctx.Err() != nil {
-			r.finishMirror("", r.ctx.Err())
+			s.runs.finishMirror(r, "", r.ctx.Err(), endedFollowing)
 			return
 		}
 		if rec.Status.Terminal() {
@@ -403,15 +413,14 @@ func (s *Server) tail(r *run) {
 			if rec.Status == checkpoint.RunFailed {
 				runErr = errors.New(rec.Error)
 			}
-			r.ended.Store(true)
-			r.finishMirror(recordStatus(rec.Status), runErr)
+			s.runs.finishMirror(r, recordStatus(rec.Status), runErr, endedInStore)
 			return
 		}
 		select {
 		case <-ch:
 		case <-poll.C:
 		case <-r.ctx.Done():
-			r.finishMirror("", r.ctx.Err())
+			s.runs.finishMirror(r, "", r.ctx.Err(), endedFollowing)
 			return
 		}
 	}
@@ -425,9 +434,9 @@ func (m *runManager) addMirror(c caller, rec checkpoint.RunRecord) (*run, bool) 
 		return r, false
 	}
 	ctx, cancel := context.WithTimeout(m.base, m.s.cfg.TurnTimeout+m.s.cluster.ttl)
-	r := &run{ID: rec.ID, Thread: rec.Thread, ClientThread: rec.Labels[labelThread], Owner: c, Started: rec.Created,
+	r := &run{ID: rec.ID, Thread: rec.Thread, ClientThread: rec.Labels[labelThread], Owner: c, Started: rec.Created, origin: fromStore,
 		ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize, sizeHint: &m.logSize}
-	r.remote.Store(true)
+	m.must(r, lifecycle.Mirror)
 	m.runs[r.ID] = r
 	m.order = append(m.order, r)
 	return r, true
@@ -443,20 +452,29 @@ func (r *run) appendAt(ev agent.Event) {
 	r.logLocked(ev)
 }
 
-// finishMirror ends a mirror with the run's status.
-func (r *run) finishMirror(status agent.RunStatus, err error) {
+// finishMirror ends a followed run with the run's status ("" when not
+// known) and why following it ended.
+func (m *runManager) finishMirror(r *run, status agent.RunStatus, err error, cause endCause) {
 	r.mu.Lock()
 	if r.status == "" && status != "" {
 		r.status = status
 	}
 	r.mu.Unlock()
-	r.finish(err, false)
+	m.finish(r, err, cause)
+}
+
+// endedInStore reports whether the run, followed in the store, ended
+// there (rather than this process ceasing to follow it).
+func (r *run) endedInStore() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.life.State().Ended() && r.cause == endedInStore
 }
 
 // cancelAnywhere stops a run wherever it runs: here at once, elsewhere
 // through the store.
 func (s *Server) cancelAnywhere(ctx context.Context, r *run) error {
-	if !r.remote.Load() {
+	if !r.following() {
 		r.cancel()
 		return nil
 	}
@@ -468,7 +486,7 @@ func (s *Server) cancelAnywhere(ctx context.Context, r *run) error {
 // per-process count (runManager.reserve) stays for the runs not yet
 // recorded. Two replicas counting at the same moment may each admit one.
 func (s *Server) clusterLimit(ctx context.Context, sp runSpec) error {
-	if s.cluster == nil || sp.recovering {
+	if s.cluster == nil || sp.origin.recovered() {
 		return nil
 	}
 	limit := sp.c.Principal.MaxConcurrentRuns

@@ -15,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -117,19 +118,17 @@ type runSpec struct {
 	kind         runKind
 	turn         *agent.TurnRequest
 	answer       *agent.Answer
-	// claimed is a cut run the agent claimed (recovery without a record).
+	// origin is how the run comes: a request's, or a recovery's.
+	origin origin
+	// claimed is a cut run the agent claimed (origin fromClaim).
 	claimed *agent.ClaimedRun
 	// key makes the run idempotent ("" none); see idempotencyKey.
 	key string
 	// id reuses a record's id (recovery); "" makes a new one.
 	id string
-	// recorded: the record exists (recovery took it); none is created.
-	recorded bool
 	// started is when the record was created (recovery); the zero time
 	// takes the record's once submit has created it.
 	started time.Time
-	// recovering: a run the server recovers; no client limits apply.
-	recovering bool
 	// chat renders the run as a Chat Completions answer for its record.
 	chat bool
 	// request digests what the client asked (requestDigest, chatTurn.digest);
@@ -243,7 +242,7 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *checkpoin
 		}
 		return nil, nil, err
 	}
-	if !sp.recorded {
+	if sp.origin != fromRecord { // a taken-over record exists; the others are written now
 		in, err := sp.input()
 		if err != nil {
 			s.runs.unreserve(r)
@@ -287,10 +286,10 @@ func (s *Server) finishRecord(r *run, status agent.RunStatus, runErr error, shut
 		u.IfOwner = s.cfg.Instance
 		requeue := time.Time{}
 		switch {
-		case r.fenced.Load():
+		case r.state() == lifecycle.Fenced:
 			return
 		case shutdown && status == agent.RunCanceled:
-		case r.recovering && isThreadBusy(runErr), errors.Is(runErr, checkpoint.ErrLeaseLost):
+		case r.origin.recovered() && isThreadBusy(runErr), errors.Is(runErr, checkpoint.ErrLeaseLost):
 			// The thread's lease is still the dead owner's, or was lost
 			// (a renewal late under load): another attempt, a bit later.
 			requeue = s.cfg.Now().Add(s.cluster.ttl / 3)
@@ -308,7 +307,7 @@ write:
 	switch {
 	case shutdown && status == agent.RunCanceled:
 		return
-	case r.recovering && isThreadBusy(runErr):
+	case r.origin.recovered() && isThreadBusy(runErr):
 		return
 	case status == agent.RunAnswered:
 		u.Status = checkpoint.RunDone

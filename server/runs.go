@@ -14,15 +14,16 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
-	"github.com/capgraph/capgraph/state"
+	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 
 // run is one execution of a turn (or a resume) on a thread. It runs in its
 // own goroutine, detached from the request that started it, and keeps a
-// bounded log of its events so streams can follow it and reconnect.
+// bounded log of its events so streams can follow it and reconnect. Where
+// it stands is its lifecycle (life, package server/internal/run, which
+// says what each state means and how a run moves between them).
 type run struct {
 	ID           string
 	Thread       string // internal id
@@ -32,24 +33,15 @@ type run struct {
 
 	cancel context.CancelFunc
 	ctx    context.Context
-	// limited: counted against the owner's and the server's run limits.
-	limited bool
-	// recovering: a run RecoverRuns started.
-	recovering bool
-	// recorded: the run's record existed before it started here (a
-	// recovered or claimed run); remote: a mirror of a run another replica
-	// runs (replicas.go); fenced: this replica lost the run's lease.
-	recorded bool
-	remote   atomic.Bool
-	fenced   atomic.Bool
-	// ended: the run's record ended (a mirror saw it terminal), so
-	// canceling the mirror stops nothing elsewhere.
-	ended atomic.Bool
+	// origin is how the run came to this process.
+	origin origin
+	// countedAs is the owner key whose run limits count the run while it
+	// runs here; "" when none do (a recovered run, or one resumed after
+	// it parked: each was admitted once).
+	countedAs string
 	// parkUntil is set when the run's agent call ended parked (a retry
 	// wait longer than Config.ParkAfter): it goes on then (park.go).
 	parkUntil time.Time
-	// dropped: the manager forgot the run (guarded by runManager.mu).
-	dropped bool
 	// consumed is closed when the run has made its last event: its lease
 	// is no longer renewed (its record is written next).
 	consumed chan struct{}
@@ -59,34 +51,31 @@ type run struct {
 	// record keeps for repeated requests (nil for other protocols).
 	chat *chatRenderer
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// life is where the run stands; every move is one of the lifecycle's
+	// (runManager.fire).
+	life    lifecycle.Machine
 	events  []agent.Event // ascending by Seq
 	lastSeq int
 	// sizeHint is the length of the last finished run's log, shared by
 	// the manager's runs (regrow).
 	sizeHint *atomic.Int64
 	notify   chan struct{} // closed and replaced on every change
-	finished bool
 	status   agent.RunStatus
 	err      error
-	max      int
-	// shutdown is set when the run was stopped by a server shutdown.
-	shutdown bool
+	// cause says why the run ended (valid once it has).
+	cause endCause
+	max   int
 	// followers counts the requests answering with this run that cancel
-	// it when they leave (the one that started it, repeats that joined).
+	// it when they leave (the one that started it, repeats that joined),
+	// and one more, for good, once a request on another replica follows
+	// it (keepForRemote).
 	followers int
 	// begun is closed at the run's first event or its end.
 	begun chan struct{}
-	// handedBack: a recovered run whose thread stayed held went back to
-	// the queue; its followers here follow it from the store (began says
-	// it did not get going here).
-	handedBack bool
 	// detach cancels the run DetachGrace after its last follower left.
-	detach *time.Timer
-	// followedElsewhere: a request on another replica follows the run
-	// (SignalFollowed), so it goes on when the followers here leave.
-	followedElsewhere bool
-	detachGrace       time.Duration
+	detach      *time.Timer
+	detachGrace time.Duration
 	// key is the run's record key when it was derived from the request
 	// (a repeat is a retry only until an answer was delivered), and
 	// recStatus the status finishRecord wrote.
@@ -98,6 +87,55 @@ type run struct {
 	answering string
 	beside    []string
 }
+
+// origin is how a run came to this process.
+type origin uint8
+
+const (
+	// fromRequest: a client's request; its record is written when it is
+	// accepted, and it counts against its owner's run limits.
+	fromRequest origin = iota
+	// fromRecord: a recorded run taken over (recovered, claimed from the
+	// queue, resumed when its retry was due, started after the run it
+	// was queued behind).
+	fromRecord
+	// fromClaim: a run cut between two steps that the agent claimed
+	// (agent.ClaimUnfinished), recorded when it is accepted.
+	fromClaim
+	// fromStore: a run of another replica, followed in the store.
+	fromStore
+)
+
+// recovered reports whether the run was not asked for by a request.
+func (o origin) recovered() bool { return o == fromRecord || o == fromClaim }
+
+// endCause is why a run ended.
+type endCause uint8
+
+const (
+	// endedHere: its agent call ended (answered, interrupted, failed or
+	// canceled on request), or it was canceled while parked.
+	endedHere endCause = iota
+	// endedByShutdown: the server's shutdown stopped it; its record
+	// stays unfinished, for the next start (or replica) to resume.
+	endedByShutdown
+	// endedInStore: the run it followed in the store ended.
+	endedInStore
+	// endedFollowing: this process stopped following it (its followers
+	// left, or its record is gone).
+	endedFollowing
+)
+
+// state is where the run stands.
+func (r *run) state() lifecycle.State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.life.State()
+}
+
+// following reports whether another replica runs it (or the queue holds
+// it): this process follows its events in the store.
+func (r *run) following() bool { return r.state() == lifecycle.Following }
 
 // markBegun closes begun once (r.mu held).
 func (r *run) markBegun() {
@@ -122,7 +160,7 @@ func (r *run) began(ctx context.Context) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return !(r.handedBack || r.finished && len(r.events) == 0 && isThreadBusy(r.err))
+	return !(r.life.Saw(lifecycle.HandBack) || r.life.State().Ended() && len(r.events) == 0 && isThreadBusy(r.err))
 }
 
 // join counts a request that cancels the run when it leaves (leave).
@@ -136,17 +174,10 @@ func (r *run) join() {
 	r.mu.Unlock()
 }
 
-// keepForRemote is SignalFollowed for a run of this process: it is not
-// canceled when its followers here have gone.
-func (r *run) keepForRemote() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.followedElsewhere = true
-	if r.detach != nil {
-		r.detach.Stop()
-		r.detach = nil
-	}
-}
+// keepForRemote is SignalFollowed for a run of this process: a request
+// on another replica follows it, so it is not canceled when its followers
+// here have gone (that follower never leaves).
+func (r *run) keepForRemote() { r.join() }
 
 // leave is a joined request going away. When the last one has gone, the
 // run is canceled after Config.DetachGrace unless a repeat of the request
@@ -155,7 +186,7 @@ func (r *run) leave() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.followers--
-	if r.followers > 0 || r.detach != nil || r.followedElsewhere {
+	if r.followers > 0 || r.detach != nil {
 		return
 	}
 	if r.detachGrace <= 0 {
@@ -198,6 +229,11 @@ func (r *run) logLocked(ev agent.Event) {
 		r.status = ev.Status
 	}
 	r.markBegun()
+	r.wake()
+}
+
+// wake tells the followers the run changed (r.mu held).
+func (r *run) wake() {
 	close(r.notify)
 	r.notify = make(chan struct{})
 }
@@ -224,23 +260,8 @@ func (r *run) regrow() []agent.Event {
 	return next
 }
 
-func (r *run) finish(err error, shutdown bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.finished, r.err, r.shutdown = true, err, shutdown
-	if r.sizeHint != nil {
-		r.sizeHint.Store(int64(len(r.events)))
-	}
-	if err != nil && r.status == "" {
-		r.status = agent.RunFailed
-	}
-	r.markBegun()
-	close(r.notify)
-	r.notify = make(chan struct{})
-}
-
 // since returns the events after seq after, a channel closed on the next
-// change, and whether the run has finished (then the events are the last).
+// change, and whether the run has ended (then the events are the last).
 // Events dropped from the bounded log are skipped.
 func (r *run) since(after int) ([]agent.Event, <-chan struct{}, bool) {
 	r.mu.Lock()
@@ -251,21 +272,18 @@ func (r *run) since(after int) ([]agent.Event, <-chan struct{}, bool) {
 	// No copy: an event is never changed once in the log, and an append
 	// writes past the end (the capacity is clipped, so not into the result).
 	n := len(r.events)
-	return r.events[start:n:n], r.notify, r.finished
+	return r.events[start:n:n], r.notify, r.life.State().Ended()
 }
 
 // isFinished reports whether the run has ended.
-func (r *run) isFinished() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.finished
-}
+func (r *run) isFinished() bool { return r.state().Ended() }
 
-// result returns how the run ended (valid once finished).
+// result returns how the run ended (valid once finished): its status, its
+// error, and whether the server's shutdown stopped it.
 func (r *run) result() (agent.RunStatus, error, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.status, r.err, r.shutdown
+	return r.status, r.err, r.cause == endedByShutdown
 }
 
 // retained reports whether the run has finished and how many events it
@@ -273,7 +291,16 @@ func (r *run) result() (agent.RunStatus, error, bool) {
 func (r *run) retained() (bool, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.finished, len(r.events)
+	return r.life.State() == lifecycle.Finished, len(r.events)
+}
+
+// noEvents reports whether r has emitted nothing yet in this process
+// (a run recovered from the queue numbers on from its earlier attempts'
+// events, so its sequence number does not say).
+func (r *run) noEvents() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events) == 0
 }
 
 // result is what the run's record keeps for a repeated Chat Completions
@@ -322,7 +349,7 @@ type runInfo struct {
 func (r *run) info() runInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ri := runInfo{ID: r.ID, Thread: r.ClientThread, Started: r.Started, Finished: r.finished, Status: r.status, LastSeq: r.lastSeq}
+	ri := runInfo{ID: r.ID, Thread: r.ClientThread, Started: r.Started, Finished: r.life.State().Ended(), Status: r.status, LastSeq: r.lastSeq}
 	if r.err != nil {
 		ri.Error = r.err.Error()
 	}
@@ -330,13 +357,18 @@ func (r *run) info() runInfo {
 }
 
 // runManager starts runs, enforces per-principal concurrency and one active
-// run per thread, and keeps recent runs for reconnection.
+// run per thread, and keeps recent runs for reconnection. Every move of a
+// run's lifecycle goes through fire.
 type runManager struct {
 	s *Server
 
 	base     context.Context
 	stopBase context.CancelFunc
-	wg       sync.WaitGroup
+	// calls owns the goroutines of the runs' agent calls (execute).
+	calls *crew
+	// live counts the runs this process has to end: accepted, running,
+	// fenced or parked here (Shutdown waits for them).
+	live tally
 
 	mu     sync.Mutex
 	closed bool
@@ -353,14 +385,56 @@ type runManager struct {
 
 func newRunManager(s *Server) *runManager {
 	base, stop := context.WithCancel(context.Background())
-	return &runManager{s: s, base: base, stopBase: stop, runs: map[string]*run{}, active: map[string]int{}, byThread: map[string]*run{}}
+	return &runManager{s: s, base: base, stopBase: stop, calls: newCrew(), runs: map[string]*run{}, active: map[string]int{}, byThread: map[string]*run{}}
+}
+
+// ownedHere reports whether a run in state st is this process's to end.
+func ownedHere(st lifecycle.State) bool {
+	switch st {
+	case lifecycle.Accepted, lifecycle.Running, lifecycle.Fenced, lifecycle.Parked:
+		return true
+	}
+	return false
+}
+
+// fireLocked moves r by t (r.mu held), counting the runs this process has
+// to end. A move the lifecycle does not have changes nothing and is
+// returned: for two events racing to move a run (a parked run's timer and
+// its cancellation), the one that loses.
+func (m *runManager) fireLocked(r *run, t lifecycle.Trigger) error {
+	from := r.life.State()
+	if err := r.life.Fire(t); err != nil {
+		return err
+	}
+	switch to := r.life.State(); {
+	case !ownedHere(from) && ownedHere(to):
+		m.live.add()
+	case ownedHere(from) && !ownedHere(to):
+		m.live.done()
+	}
+	return nil
+}
+
+// fire is fireLocked taking r.mu.
+func (m *runManager) fire(r *run, t lifecycle.Trigger) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return m.fireLocked(r, t)
+}
+
+// must is fire for a move that cannot be refused; a refusal is a bug,
+// logged.
+func (m *runManager) must(r *run, t lifecycle.Trigger) {
+	if err := m.fire(r, t); err != nil {
+		m.s.cfg.Logger.Error("run lifecycle", "run", r.ID, "error", err)
+	}
 }
 
 // reserve registers a run of sp (limits and one run per thread checked)
-// without starting it; launch starts it, unreserve drops it.
+// without starting it: accepted; launch starts it, unreserve abandons it.
 func (m *runManager) reserve(sp runSpec) (*run, error) {
 	c := sp.c
-	limited := !sp.recovering
+	limited := !sp.origin.recovered()
 	limit := c.Principal.MaxConcurrentRuns
 	if limit == 0 {
 		limit = m.s.cfg.MaxConcurrentRuns
@@ -373,6 +447,12 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 	if r, busy := m.byThread[sp.thread]; busy {
 		return nil, &RequestError{Kind: ErrRunInProgress, Message: "run " + r.ID + " is still running on this thread"}
 	}
+	if r, ok := m.runs[sp.id]; ok && r.state() == lifecycle.Parked {
+		// Its own record taken over when its retry is due: the parked run
+		// goes on (launch resumes it), admitted before.
+		m.byThread[sp.thread] = r
+		return r, nil
+	}
 	if limited && m.active[c.key()] >= limit {
 		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "too many concurrent runs for this API key; try again later"}
 	}
@@ -382,7 +462,7 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 	// The run's context lives as long as the run, across the agent calls
 	// of a parked run; each call has the turn's time limit (execute).
 	ctx, cancel := context.WithCancel(agent.WithTraceContext(m.base, c.Trace))
-	r := &run{ID: sp.id, Thread: sp.thread, ClientThread: sp.clientThread, Owner: c, limited: limited, recovering: sp.recovering, recorded: sp.recorded,
+	r := &run{ID: sp.id, Thread: sp.thread, ClientThread: sp.clientThread, Owner: c, origin: sp.origin,
 		Started: cmp.Or(sp.started, m.s.cfg.Now()), ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize, sizeHint: &m.logSize,
 		detachGrace: m.s.cfg.DetachGrace}
 	if sp.chat {
@@ -395,31 +475,34 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 		r.answering, r.beside = sp.answer.ApprovalID, sp.beside
 	}
 	if limited {
-		m.active[c.key()]++
+		r.countedAs = c.key()
+		m.active[r.countedAs]++
 	}
+	m.must(r, lifecycle.Accept)
 	m.byThread[sp.thread] = r
 	m.runs[r.ID] = r
 	m.order = append(m.order, r)
-	m.wg.Add(1)
 	return r, nil
 }
 
-// unreserve drops a reserved run that did not start.
+// unreserve abandons an accepted run that did not start.
 func (m *runManager) unreserve(r *run) {
 	m.mu.Lock()
 	m.release(r)
-	m.drop(r)
+	if m.runs[r.ID] == r {
+		delete(m.runs, r.ID)
+	}
+	m.must(r, lifecycle.Abandon)
 	m.mu.Unlock()
 	r.cancel()
-	m.wg.Done()
 }
 
 // release frees r's place in the limits and on its thread (m.mu held).
 func (m *runManager) release(r *run) {
-	if r.limited {
-		m.active[r.Owner.key()]--
-		if m.active[r.Owner.key()] <= 0 {
-			delete(m.active, r.Owner.key())
+	if r.countedAs != "" {
+		m.active[r.countedAs]--
+		if m.active[r.countedAs] <= 0 {
+			delete(m.active, r.countedAs)
 		}
 	}
 	if m.byThread[r.Thread] == r {
@@ -443,34 +526,35 @@ func (m *runManager) evictAfterEnd() {
 	m.mu.Unlock()
 }
 
-// drop forgets r (m.mu held); evict then takes it out of m.order.
-func (m *runManager) drop(r *run) {
+// forget drops an ended run (m.mu held); evict then takes it out of
+// m.order.
+func (m *runManager) forget(r *run) {
 	if m.runs[r.ID] == r {
 		delete(m.runs, r.ID)
 	}
-	r.dropped = true
+	m.must(r, lifecycle.Forget)
 }
 
-// evict drops the oldest finished runs beyond the retention (m.mu held).
-// It compacts m.order in place, newest first from the end, and holds the
-// runs themselves: it runs at every end, over every run kept, and a new
-// slice or a map lookup per run each time was a tenth of a turn's garbage
-// and 4 % of its CPU.
+// evict forgets the oldest finished runs beyond the retention (m.mu
+// held). It compacts m.order in place, newest first from the end, and
+// holds the runs themselves: it runs at every end, over every run kept,
+// and a new slice or a map lookup per run each time was a tenth of a
+// turn's garbage and 4 % of its CPU.
 func (m *runManager) evict() {
 	events, finished := 0, 0
 	w := len(m.order) // m.order[w:] holds the runs kept, oldest first
 	for i := len(m.order) - 1; i >= 0; i-- {
 		r := m.order[i]
-		if r.dropped {
-			continue
-		}
-		if done, n := r.retained(); done {
+		done, n := r.retained()
+		if done {
 			finished++
 			events += n
 			if finished > keepRuns || events > keepEvents {
-				m.drop(r)
+				m.forget(r)
 				continue
 			}
+		} else if r.state() == lifecycle.Forgotten {
+			continue
 		}
 		w--
 		m.order[w] = r
@@ -479,43 +563,63 @@ func (m *runManager) evict() {
 	m.order = m.order[w:]
 }
 
-// noEvents reports whether r has emitted nothing yet in this process
-// (a run recovered from the queue numbers on from its earlier attempts'
-// events, so its sequence number does not say).
-func (r *run) noEvents() bool {
+// finish ends r, once: how it ended (its error, and why: cause) and
+// whatever status its events did not say.
+func (m *runManager) finish(r *run, err error, cause endCause) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.events) == 0
+	if ferr := m.fireLocked(r, lifecycle.End); ferr != nil {
+		m.s.cfg.Logger.Error("run lifecycle", "run", r.ID, "error", ferr)
+		return
+	}
+	r.err, r.cause = err, cause
+	if r.sizeHint != nil {
+		r.sizeHint.Store(int64(len(r.events)))
+	}
+	if err != nil && r.status == "" {
+		r.status = agent.RunFailed
+	}
+	r.markBegun()
+	r.wake()
 }
 
-// launch starts a reserved run.
+// launch starts an accepted run, or a parked one taken over when due.
 func (m *runManager) launch(r *run, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) {
-	go m.execute(r.ctx, r, fn)
+	t := lifecycle.Launch
+	if r.state() == lifecycle.Parked {
+		t = lifecycle.Resume
+	}
+	m.must(r, t)
+	if !m.calls.Go(func(context.Context) { m.execute(r.ctx, r, fn) }) {
+		// Shut down between the two: it ends as a shutdown would end it.
+		m.finish(r, nil, endedByShutdown)
+	}
 }
 
 func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) {
-	defer m.wg.Done()
 	ctx, cancelCall := context.WithTimeout(rctx, m.s.cfg.TurnTimeout)
 	defer cancelCall()
-	parked := false
+	kept := false // the run goes on without this call (parked, handed back)
 	defer func() {
-		if !parked {
+		if !kept {
 			r.cancel()
 		}
 	}()
 	r.parkUntil = time.Time{}
 	if m.s.cluster != nil {
-		if r.recorded {
+		if r.origin == fromRecord {
 			if last := m.s.lastEventSeq(ctx, r.ID); last > 0 {
 				// Events the replica that ran it before sent to its
 				// clients but did not store yet are skipped over, so a
 				// client reconnecting with the last id it saw gets this
 				// attempt's events.
-				r.lastSeq = last + resumeSeqGap
+				r.mu.Lock()
+				r.lastSeq = max(r.lastSeq, last+resumeSeqGap)
+				r.mu.Unlock()
 			}
 		}
 		r.consumed = make(chan struct{})
-		go m.s.holdLease(r)
+		m.s.background.Go(func(context.Context) { m.s.holdLease(r) })
 		r.pub = m.s.newPublisher(r)
 	}
 	aud := newAuditor(m.s, r)
@@ -538,7 +642,7 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 			break
 		}
 		wait := min(backoff, lh.RetryAfter(m.s.cfg.Now())+10*time.Millisecond)
-		if r.recovering {
+		if r.origin.recovered() {
 			if waited >= m.s.cluster.ttl/3 {
 				break
 			}
@@ -559,18 +663,19 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 	}
 	if !r.parkUntil.IsZero() && runErr == nil && ctx.Err() == nil {
 		aud.finish(ctx, agent.RunWaiting, m.s.cfg.Now())
-		parked = true
+		kept = true
 		m.s.park(r)
 		return
 	}
 	shutdown := m.base.Err() != nil
+	fenced := r.state() == lifecycle.Fenced
 	switch {
 	case runErr != nil && errors.Is(runErr, context.Canceled) && ctx.Err() != nil:
 		// Canceled by a client, a cancel request or the shutdown: the run
 		// stopped at a checkpoint and can be resumed; that is no failure.
 		runErr = nil
 		ev := r.append(agent.Event{Type: agent.EventDone, Status: agent.RunCanceled, Thread: r.Thread, Time: m.s.cfg.Now()})
-		if r.pub != nil && !shutdown && !r.fenced.Load() {
+		if r.pub != nil && !shutdown && !fenced {
 			r.pub.add(ev)
 		}
 	case runErr != nil && errors.Is(runErr, context.DeadlineExceeded) && ctx.Err() != nil:
@@ -580,7 +685,7 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 	// finds every attempt in the log.
 	endStatus, _, _ := r.result()
 	aud.finish(ctx, endStatus, m.s.cfg.Now())
-	// The same status r.finish gives the run.
+	// The same status finish gives the run.
 	status := endStatus
 	if status == "" && runErr != nil {
 		status = agent.RunFailed
@@ -600,15 +705,10 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 	}
 	// The thread is free before the run shows as finished: a client that
 	// saw it end may start the next run at once.
-	noEvents := r.noEvents()
-	neverRan := r.recovering && isThreadBusy(runErr) && noEvents
+	neverRan := r.origin.recovered() && isThreadBusy(runErr) && r.noEvents()
 	handBack := neverRan && m.s.cluster != nil && !shutdown
 	m.mu.Lock()
 	m.release(r)
-	if neverRan && !handBack {
-		// Another process holds the thread: this was never a run here.
-		m.drop(r)
-	}
 	m.mu.Unlock()
 	if m.s.cluster == nil && !shutdown {
 		m.s.afterRun(r.Thread) // a queued answer goes on (answers.go)
@@ -618,16 +718,26 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 		// requests following it here follow it from the store, as a
 		// parked run's do, instead of seeing it fail.
 		r.mu.Lock()
-		r.handedBack = true
+		_ = m.fireLocked(r, lifecycle.HandBack)
 		r.markBegun()
 		r.mu.Unlock()
-		r.remote.Store(true)
-		parked = true // r.ctx stays for the tail, which ends it
-		go m.s.tail(r)
+		kept = true // r.ctx stays for the tail, which ends it
+		m.s.startTail(r)
 		m.s.cfg.Logger.Info("recovered run gave its held thread back to the queue", "run", r.ID, "thread", r.Thread)
 		return
 	}
-	r.finish(runErr, shutdown)
+	cause := endedHere
+	if shutdown {
+		cause = endedByShutdown
+	}
+	m.finish(r, runErr, cause)
+	if neverRan {
+		// Another process holds the thread: this was never a run here,
+		// and its record stays for another attempt.
+		m.mu.Lock()
+		m.forget(r)
+		m.mu.Unlock()
+	}
 	m.evictAfterEnd()
 	log := m.s.cfg.Logger.With("run", r.ID, "thread", r.Thread, "principal", r.Owner.Principal.Name, "tenant", r.Owner.Principal.Tenant)
 	if runErr != nil {
@@ -690,6 +800,12 @@ func (m *runManager) get(c caller, id string) (*run, bool) {
 		return nil, false
 	}
 	return r, true
+}
+
+// parked reports whether the run of id is parked in this process.
+func (m *runManager) parked(id string) bool {
+	r, ok := m.byID(id)
+	return ok && r.state() == lifecycle.Parked
 }
 
 // byID returns a run of this process, finished or not.
@@ -759,136 +875,15 @@ func (m *runManager) refuse() {
 }
 
 // close refuses new runs and cancels the running ones (they stop at their
-// next checkpoint); wait for them with wait.
+// next checkpoint) and the parked ones; wait for them with wait.
 func (m *runManager) close() {
 	m.refuse()
 	m.stopBase()
 }
 
-func (m *runManager) wait(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// wait waits until every run this process has to end has ended.
+func (m *runManager) wait(ctx context.Context) error { return m.live.wait(ctx) }
 
-// auditor turns step events into audit records (agent.AuditRecord, event
-// agent.AuditStep): one per attempt of a capability (retries and fallbacks
-// included), written when the attempt ends, or when the run ends with the
-// attempt still open (the run was canceled, stopped, or the capability
-// asked for approval mid-way). It also copies the agent's own records of
-// side-effecting attempts to the log, and gives a step record the outcome
-// its attempt's ended record says.
-type auditor struct {
-	s    *Server
-	r    *run
-	plan *state.Plan
-	open map[int]agent.Event // step index → its step_start
-	// outcomes are the outcomes the agent recorded, by attempt.
-	outcomes map[attemptKey]capabilities.Outcome
-}
-
-type attemptKey struct {
-	step       int
-	capability string
-	attempt    int
-}
-
-func newAuditor(s *Server, r *run) *auditor {
-	return &auditor{s: s, r: r, open: map[int]agent.Event{}, outcomes: map[attemptKey]capabilities.Outcome{}}
-}
-
-func (a *auditor) observe(ctx context.Context, ev agent.Event) {
-	switch ev.Type {
-	case agent.EventPlan:
-		a.plan = ev.Plan
-	case agent.EventStepStart:
-		a.open[ev.Step] = ev
-	case agent.EventDenied:
-		// Not an execution: the capability was refused before it ran (the
-		// principal may not use it, or the gate refused the change).
-		// Audited so refusals can be reviewed.
-		rec := a.record(ctx, ev)
-		rec.Outcome, rec.Message = capabilities.OutcomeRefused, ev.Text
-		a.write(ctx, rec)
-	case agent.EventStepEnd:
-		rec := a.record(ctx, ev)
-		rec.Duration = ev.Duration
-		if st, ok := a.open[ev.Step]; ok && rec.Duration == 0 {
-			rec.Duration = ev.Time.Sub(st.Time)
-		}
-		delete(a.open, ev.Step)
-		if ev.Err != "" {
-			rec.Outcome, rec.Message = capabilities.OutcomeFailed, ev.Err
-		}
-		if o, ok := a.outcomes[attemptKey{ev.Step, ev.Capability, ev.Attempt}]; ok {
-			rec.Outcome = o // the side-effecting attempt's own outcome
-		}
-		a.write(ctx, rec)
-	}
-}
-
-// finish records the attempts still open when the run ended.
-func (a *auditor) finish(ctx context.Context, status agent.RunStatus, now time.Time) {
-	for _, st := range a.open {
-		rec := a.record(ctx, st)
-		rec.Time, rec.Duration = now, now.Sub(st.Time)
-		rec.Reason, rec.Message = "canceled", "the run was canceled or stopped during this attempt; a resume settles it"
-		if status == agent.RunInterrupted {
-			rec.Reason, rec.Message = "interrupted", "the capability asked a human before it went on"
-		}
-		a.write(context.WithoutCancel(ctx), rec)
-	}
-	clear(a.open)
-}
-
-// record fills who, where, what and with which arguments for a step event.
-func (a *auditor) record(ctx context.Context, ev agent.Event) agent.AuditRecord {
-	rec := agent.AuditRecord{Event: agent.AuditStep, Time: ev.Time, Tenant: a.r.Owner.Principal.Tenant, Principal: a.r.Owner.Principal.Name,
-		User: a.r.Owner.User, Thread: a.r.Thread, Run: a.r.ID, Capability: ev.Capability, Step: ev.Step, Attempt: ev.Attempt}
-	if a.plan == nil {
-		// A resumed run did not see the plan event: take the plan from
-		// the checkpointed state.
-		if st, _, err := a.s.cfg.Runner.State(context.WithoutCancel(ctx), a.r.Thread); err == nil {
-			a.plan = st.Turn.Plan
-		}
-	}
-	var args any
-	if a.plan != nil {
-		rec.Plan = a.plan.Number
-	}
-	if a.plan != nil && ev.Step >= 0 && ev.Step < len(a.plan.Steps) {
-		st := a.plan.Steps[ev.Step]
-		args = map[string]any{"parameters": st.Parameters, "inputs": st.Inputs}
-		if rec.Capability == "" {
-			rec.Capability = st.Effective()
-		}
-		if st.Capability != rec.Capability {
-			rec.PlannedCapability = st.Capability // a fallback stood in
-		}
-	}
-	rec.Digest = argsDigest(args)
-	return rec
-}
-
-// action copies an audit record of a side-effecting attempt to the audit
-// log, and keeps its outcome for the attempt's step record.
-func (a *auditor) action(ctx context.Context, rec *agent.AuditRecord) {
-	if rec == nil {
-		return
-	}
-	if rec.Outcome != "" {
-		a.outcomes[attemptKey{rec.Step, rec.Capability, rec.Attempt}] = rec.Outcome
-	}
-	a.write(context.WithoutCancel(ctx), *rec)
-}
-
-func (a *auditor) write(ctx context.Context, rec agent.AuditRecord) {
-	if err := a.s.cfg.Audit.Record(ctx, rec); err != nil {
-		a.s.cfg.Logger.Error("audit log write failed", "error", err, "run", a.r.ID)
-	}
-}
+// stop waits for the goroutines of the runs' agent calls to return
+// (close and wait first).
+func (m *runManager) stop(ctx context.Context) error { return m.calls.stop(ctx) }

@@ -13,10 +13,23 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/logging"
+	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 
+// logRuns is a manager of no server, to move the runs of the event log's
+// tests through their lifecycle.
+var logRuns = &runManager{s: &Server{cfg: Config{Logger: logging.Nop()}}}
+
+// started returns r, a run made for a test, running.
+func started(r *run) *run {
+	logRuns.must(r, lifecycle.Accept)
+	logRuns.must(r, lifecycle.Launch)
+	return r
+}
+
 func TestRunEventLogIsBounded(t *testing.T) {
-	r := &run{ID: "r", notify: make(chan struct{}), max: 3}
+	r := started(&run{ID: "r", notify: make(chan struct{}), max: 3})
 	for range 5 {
 		r.append(agent.Event{Type: agent.EventToken, Text: "x"})
 	}
@@ -39,7 +52,7 @@ func TestRunEventLogIsBounded(t *testing.T) {
 			t.Fatalf("after %d: %v, finished %v; want %v", tc.after, got, finished, tc.want)
 		}
 	}
-	r.finish(nil, false)
+	logRuns.finish(r, nil, endedHere)
 	if _, _, finished := r.since(5); !finished {
 		t.Fatal("not finished")
 	}
@@ -90,11 +103,11 @@ func TestRunEventLogPastItsBound(t *testing.T) {
 // is not grown by doubling.
 func TestRunEventLogStartsAtTheLastRunsSize(t *testing.T) {
 	var hint atomic.Int64
-	first := &run{ID: "a", notify: make(chan struct{}), max: 4096, sizeHint: &hint}
+	first := started(&run{ID: "a", notify: make(chan struct{}), max: 4096, sizeHint: &hint})
 	for range 50 {
 		first.append(agent.Event{Type: agent.EventToken})
 	}
-	first.finish(nil, false)
+	logRuns.finish(first, nil, endedHere)
 	next := &run{ID: "b", notify: make(chan struct{}), max: 4096, sizeHint: &hint}
 	next.append(agent.Event{Type: agent.EventToken})
 	if c := cap(next.events); c < 50 || c > 64 {

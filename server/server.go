@@ -52,6 +52,9 @@ type Server struct {
 	// next notes the threads with a recorded run waiting for the run on
 	// the thread to end (answers.go).
 	next nextRuns
+	// background owns the server's goroutines besides the runs' agent
+	// calls (crew.go); Shutdown stops and joins them.
+	background *crew
 
 	mu   sync.Mutex
 	http *http.Server
@@ -67,7 +70,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, keys: newKeyring(cfg.Principals), threads: newThreadStore(), lister: cfg.Threads, hosts: hosts}
+	s := &Server{cfg: cfg, keys: newKeyring(cfg.Principals), threads: newThreadStore(), lister: cfg.Threads, hosts: hosts, background: newCrew()}
 	if s.lister == nil {
 		s.lister, _ = cfg.Runner.(ThreadLister)
 	}
@@ -168,7 +171,9 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // Serve serves on ln like Run. With Config.RecoverEvery set, it also
-// recovers cut runs periodically (see RecoverRuns) while it serves.
+// recovers cut runs periodically (see RecoverRuns) while it serves. The
+// loops it starts are the server's (Shutdown joins them); they stop when
+// Serve returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.handler,
@@ -180,22 +185,36 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.mu.Lock()
 	s.http = hs
 	s.mu.Unlock()
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
 	lctx, stop := context.WithCancel(ctx)
+	var loops tally // this call's loops, joined when it returns
+	loop := func(fn func(context.Context)) {
+		loops.add()
+		if !s.background.Go(func(bctx context.Context) {
+			defer loops.done()
+			ctx, cancel := context.WithCancel(lctx)
+			defer cancel()
+			defer context.AfterFunc(bctx, cancel)() // Shutdown stops it too
+			fn(ctx)
+		}) {
+			loops.done()
+		}
+	}
+	defer func() { _ = loops.wait(context.Background()) }()
 	defer stop()
 	switch {
 	case s.cluster != nil:
 		// Replicas: listen to the others, and claim from the queue
 		// (which recovers cut runs too) unless recovery is off.
-		go s.listenLoop(lctx)
+		loop(s.listenLoop)
 		if s.cfg.RecoverEvery > 0 {
-			go s.claimLoop(lctx)
+			loop(s.claimLoop)
 		}
 	case s.cfg.RecoverEvery > 0:
-		go s.recoverLoop(lctx)
+		loop(s.recoverLoop)
 	}
-	go s.pruneLoop(lctx)
+	loop(s.pruneLoop)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }() // returns once hs is shut down (below)
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {
@@ -205,33 +224,48 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		return s.Shutdown(sctx)
+		err := s.Shutdown(sctx)
+		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
+		return err
 	}
 }
 
 // Shutdown stops accepting runs, lets the running ones go on for
 // Config.ShutdownGrace, then cancels those still running so they stop at
-// their next checkpoint (resumable later), lets every stream end with a
-// final frame, closes the listener and waits for open requests, all
+// their next checkpoint (resumable later) and ends the parked ones, lets
+// every stream end with a final frame, stops and joins the server's
+// goroutines, closes the listener and waits for open requests, all
 // bounded by ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.runs.refuse()
 	if s.cfg.ShutdownGrace > 0 {
+		// The agent calls going on may end; a parked run's wait is not
+		// waited for.
 		gctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
-		_ = s.runs.wait(gctx) // the runs still going are canceled below
+		_ = s.runs.calls.running.wait(gctx) // the runs still going are canceled below
 		cancel()
 	}
 	s.runs.close()
-	werr := s.runs.wait(ctx)
+	err := s.runs.wait(ctx)
+	// Every run has ended: their goroutines return, then the background
+	// (followers of other replicas' runs end with the base context).
+	if e := s.runs.stop(ctx); err == nil {
+		err = e
+	}
+	if e := s.background.stop(ctx); err == nil {
+		err = e
+	}
 	s.mu.Lock()
 	hs := s.http
 	s.mu.Unlock()
 	if hs != nil {
-		if err := hs.Shutdown(ctx); err != nil {
-			return err
+		if e := hs.Shutdown(ctx); e != nil {
+			return e
 		}
 	}
-	return werr
+	return err
 }
 
 // ---- JSON and errors ----
