@@ -21,18 +21,23 @@
 // that streams follow and reconnect to, the requests that follow it. Its
 // states (State) and moves (Trigger):
 //
-//	                 Accept          Launch
-//	   None ────────────────► Accepted ─────► Running ──LoseLease──► Fenced
-//	    │                        │            │  ▲ │                   │
-//	    │ Mirror         Abandon │       Park │  │ │ Requeue,          │
-//	    │                        ▼            ▼  │ │ HandBack          │
-//	    │                    Forgotten     Parked│ ▼                   │
-//	    │                        ▲          │ Resume                   │
-//	    └────────► Following ◄───┼──────────┼──────┘                   │
-//	                   │         │          │                          │
-//	                   └──End──► Finished ◄─┴──────────End─────────────┘
-//	                              │  ▲ End (from Running too)
-//	                              └──┘ Forget ──► Forgotten
+//	from                                 trigger    to
+//	None                                 Accept     Accepted
+//	None                                 Mirror     Following
+//	Accepted                             Abandon    Forgotten
+//	Accepted                             Launch     Running
+//	Running                              LoseLease  Fenced
+//	Running                              Park       Parked
+//	Running                              Requeue    Following
+//	Running                              HandBack   Following
+//	Parked                               Resume     Running
+//	Running, Fenced, Parked, Following   End        Finished
+//	Finished                             Forget     Forgotten
+//
+// The usual life is None → Accepted → Running → Finished → Forgotten; a
+// retry's long wait adds Running → Parked → Running (one process) or
+// Running → Following (replicas); the shutdown, a cancel request or a
+// client that left ends it from wherever it stands.
 //
 //   - Accepted: admitted — the owner's run limits counted, the thread
 //     taken (one run per thread in a process), the record being written.
