@@ -48,12 +48,6 @@ func digest32(parts ...string) string {
 	return base32.StdEncoding.EncodeToString(h.Sum(nil))
 }
 
-// pendingLister is implemented by *agent.Agent: every approval a thread
-// waits for, not only the first (Runner.State).
-type pendingLister interface {
-	PendingApprovals(ctx context.Context, thread string) ([]state.Approval, error)
-}
-
 // storedApproval is what the checkpoint store says about a token.
 type storedApproval struct {
 	ticket approvalTicket
@@ -71,13 +65,13 @@ type storedApproval struct {
 // store; ok is false when c has none (another principal's, an old turn's
 // or a made-up token).
 func (s *Server) resolveStoredToken(ctx context.Context, c caller, tok string) (storedApproval, bool, error) {
-	if s.lister == nil || len(tok) != len("AP-")+8 {
+	if s.features.threads == nil || len(tok) != len("AP-")+8 {
 		return storedApproval{}, false, nil
 	}
 	owner := ownerKey(c)
 	f := ownerFilter(c)
 	f[MetaApprovalKey] = tok[3:7]
-	infos, err := s.lister.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
+	infos, err := s.features.threads.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
 	if err != nil {
 		return storedApproval{}, false, err
 	}
@@ -92,7 +86,7 @@ func (s *Server) resolveStoredToken(ctx context.Context, c caller, tok string) (
 			return storedApproval{}, false, fmt.Errorf("read thread %s: %w", th.ID, err)
 		}
 		var pending []state.Approval
-		if pl, ok := s.cfg.Runner.(pendingLister); ok && status == agent.RunInterrupted {
+		if pl := s.features.approvals; pl != nil && status == agent.RunInterrupted {
 			if pending, err = pl.PendingApprovals(ctx, info.ThreadID); err != nil {
 				return storedApproval{}, false, fmt.Errorf("read thread %s: %w", th.ID, err)
 			}
@@ -185,7 +179,7 @@ func (s *Server) stillPending(ctx context.Context, thread, token string) bool {
 		return false
 	}
 	ctx = context.WithoutCancel(ctx)
-	if pl, ok := s.cfg.Runner.(pendingLister); ok {
+	if pl := s.features.approvals; pl != nil {
 		aps, err := pl.PendingApprovals(ctx, thread)
 		return err == nil && slices.ContainsFunc(aps, func(ap state.Approval) bool { return ap.ID == id })
 	}
@@ -220,12 +214,6 @@ func (s *Server) tokenExpiry(ap state.Approval, from time.Time) time.Time {
 // conversation's — answers nothing, and a yes or no next to it is never
 // carried to another approval.
 
-// approvalExpirer is implemented by *agent.Agent: it ends an approval as
-// expired (rule expired) when the server's deadline for its token passed.
-type approvalExpirer interface {
-	ExpireApproval(ctx context.Context, thread, id string) error
-}
-
 // pendingApprovals lists what thread waits for (none for a thread that
 // does not exist or does not wait).
 func (s *Server) pendingApprovals(ctx context.Context, thread string) ([]state.Approval, error) {
@@ -236,7 +224,7 @@ func (s *Server) pendingApprovals(ctx context.Context, thread string) ([]state.A
 	if err != nil {
 		return nil, err
 	}
-	if pl, ok := s.cfg.Runner.(pendingLister); ok {
+	if pl := s.features.approvals; pl != nil {
 		return pl.PendingApprovals(ctx, thread)
 	}
 	if st.Turn.PendingApproval != nil {
@@ -288,10 +276,10 @@ func (s *Server) tokenFits(ctx context.Context, c caller, t chatTurn, ticket app
 			named[ct] = true
 		}
 	}
-	if s.lister != nil {
+	if s.features.threads != nil {
 		f := ownerFilter(c)
 		f[MetaTranscript] = prefix
-		infos, err := s.lister.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
+		infos, err := s.features.threads.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
 		if err != nil {
 			return false, "", err
 		}
@@ -373,8 +361,8 @@ func (s *Server) guardAnswer(ctx context.Context, c caller, thread, clientThread
 		}
 		// Its time is over (the agent's expiry, or only the token's,
 		// ApprovalTTL): end it now as an expiry, so that no yes reaches it.
-		ex, ok := s.cfg.Runner.(approvalExpirer)
-		if !ok {
+		ex := s.features.approvals
+		if ex == nil {
 			return &chatReply{Content: fmt.Sprintf("The approval (%s) expired before your answer, so nothing was done. Send a new message to start again.", ap.Summary)}, nil
 		}
 		if err := ex.ExpireApproval(ctx, thread, ap.ID); err != nil && !errors.Is(err, agent.ErrApprovalAnswered) &&

@@ -89,18 +89,12 @@ func (s *Server) artifactRoutes(mux *http.ServeMux, oa func(http.HandlerFunc) ht
 	mux.HandleFunc("GET /v1/artifacts/{thread}/{file}", s.handleSignedArtifact)
 }
 
-// artifactReader is implemented by *agent.Agent: a turn's artifacts,
-// earlier turns included.
-type artifactReader interface {
-	Artifacts(ctx context.Context, thread string, turn int) ([]capabilities.Artifact, int, error)
-}
-
 var errNoArtifact = &RequestError{Kind: ErrNotFound, Param: "artifact", Message: "no such artifact"}
 
 // turnArtifacts are the artifacts of a turn of the internal thread (0: the
 // latest) and the turn's number.
 func (s *Server) turnArtifacts(ctx context.Context, thread string, turn int) ([]capabilities.Artifact, int, error) {
-	if ar, ok := s.cfg.Runner.(artifactReader); ok {
+	if ar := s.features.artifacts; ar != nil {
 		arts, n, err := ar.Artifacts(ctx, thread, turn)
 		if errors.Is(err, agent.ErrUnknownTurn) {
 			return nil, 0, &RequestError{Kind: ErrNotFound, Param: "turn", Message: err.Error()}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,12 +10,6 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 )
-
-// AuditReader lists the agent's audit records of side-effecting steps.
-// *agent.Agent implements it.
-type AuditReader interface {
-	Audit(ctx context.Context, f agent.AuditFilter) ([]agent.AuditEntry, error)
-}
 
 // Audit API limits.
 const (
@@ -37,8 +30,8 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, &RequestError{Kind: ErrForbidden, Message: "the audit log is readable only with an admin key (server.api_keys[].admin: true)"})
 		return
 	}
-	ar, ok := s.cfg.Runner.(AuditReader)
-	if !ok {
+	ar := s.features.audit
+	if ar == nil {
 		s.writeError(w, &RequestError{Kind: ErrNotFound, Message: "this server's agent keeps no audit log"})
 		return
 	}

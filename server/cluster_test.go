@@ -37,7 +37,7 @@ func serveReplicas(t *testing.T, stores []checkpoint.Store, mkAgent func(store c
 	for i, st := range stores {
 		a := mkAgent(st)
 		env := newTestEnv(t, func(c *Config) {
-			c.Runner, c.Threads = a, a
+			c.Runner = a
 			c.Instance = "replica-" + string(rune('a'+i))
 			c.RecoverEvery, c.RecoverGrace = time.Second, time.Second
 			if mod != nil {
@@ -78,7 +78,7 @@ func agentReplicas(t *testing.T, n int, mod func(*Config)) []*testEnv {
 			t.Fatal(err)
 		}
 		envs = append(envs, newTestEnv(t, func(c *Config) {
-			c.Runner, c.Threads = a, a
+			c.Runner = a
 			c.Instance = "replica-" + string(rune('a'+i))
 			mod(c)
 		}))

@@ -93,17 +93,14 @@ type Model struct {
 
 // Config configures a Server. Zero values take the defaults above.
 type Config struct {
-	// Runner is the agent (required).
-	Runner agent.Runner
-	// Threads lists threads from the agent's checkpoint store, so thread
-	// listing and lookup survive a restart. Nil: the Runner, when it is a
-	// ThreadLister (*agent.Agent is); else only threads this process saw.
-	Threads ThreadLister
+	// Runner is the agent (required): *agent.Agent, or any Agent (the
+	// optional features it has are used; agent.go).
+	Runner Agent
 	// Runs keeps a durable record of every run the server acknowledges,
 	// written before the acknowledgement (docs/reliability.md). Nil: the
-	// Runner's store, when the Runner has a RunStore method (*agent.Agent
-	// has; memory, SQLite and PostgreSQL keep records); a Runner without
-	// one needs it set.
+	// Runner's store, when the Runner is a RunRecorder (*agent.Agent is;
+	// memory, SQLite and PostgreSQL keep records); a Runner without one
+	// needs it set.
 	Runs checkpoint.RunStore
 	// Addr is the listen address for Run.
 	Addr string

@@ -9,7 +9,9 @@
 //   - AG-UI at POST /agui for the built-in web page served at GET /;
 //   - GET /healthz, the only route that needs no key when keys are set.
 //
-// The server knows the agent only through agent.Runner. Identity comes from
+// The server knows the agent through one interface, Agent, and the
+// optional features beside it (agent.go), which *agent.Agent all has — the
+// compiler checks it. Identity comes from
 // the API key alone (each key is a Principal); thread ids a client sends are
 // mapped to internal ids derived from (tenant, principal, client id), so one
 // principal can never address another's thread: it simply does not exist for

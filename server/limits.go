@@ -228,14 +228,14 @@ func (t *threadCounts) release(owner string) {
 
 // countThreads counts c's threads in the store, a page at a time.
 func (s *Server) countThreads(ctx context.Context, c caller) (int, error) {
-	if s.lister == nil {
+	if s.features.threads == nil {
 		return s.threads.count(c), nil
 	}
 	const batch = 1000
 	n := 0
 	f := checkpoint.ThreadFilter{Metadata: ownerFilter(c), Limit: batch}
 	for {
-		infos, err := s.lister.Threads(ctx, f)
+		infos, err := s.features.threads.Threads(ctx, f)
 		if err != nil {
 			return 0, err
 		}

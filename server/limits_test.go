@@ -188,7 +188,7 @@ func TestThreadLimitExactUnderConcurrency(t *testing.T) {
 				env.http.Close()
 				env = sqliteAgentEnvWith(t, path, mod)
 				// A store under load: the reads of the count overlap.
-				env.srv.lister = slowCount{env.srv.lister}
+				env.srv.features.threads = slowCount{env.srv.features.threads}
 			}
 			var (
 				wg               sync.WaitGroup
@@ -219,15 +219,15 @@ func TestThreadLimitExactUnderConcurrency(t *testing.T) {
 	}
 }
 
-// slowCount is a ThreadLister whose listings by owner (the thread count)
+// slowCount is a ThreadStore whose listings by owner (the thread count)
 // take a while.
-type slowCount struct{ ThreadLister }
+type slowCount struct{ ThreadStore }
 
 func (l slowCount) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]checkpoint.ThreadInfo, error) {
 	if f.ThreadID == "" {
 		time.Sleep(50 * time.Millisecond)
 	}
-	return l.ThreadLister.Threads(ctx, f)
+	return l.ThreadStore.Threads(ctx, f)
 }
 
 // sqliteAgentEnvWith is sqliteAgentEnv with more configuration.

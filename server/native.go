@@ -330,7 +330,7 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 func (s *Server) admitAnswer(ctx context.Context, th Thread, id string) (beside []string, queue bool, err error) {
 	err = s.checkPending(ctx, th, id)
 	if err == nil {
-		if pl, ok := s.cfg.Runner.(pendingLister); ok {
+		if pl := s.features.approvals; pl != nil {
 			aps, perr := pl.PendingApprovals(ctx, th.internal)
 			if perr != nil {
 				return nil, false, perr

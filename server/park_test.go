@@ -54,7 +54,7 @@ func flakyReadAgent(t *testing.T, delay time.Duration, calls *atomic.Int32) *age
 func TestParkedRetryIsResumedByATimer(t *testing.T) {
 	var calls atomic.Int32
 	a := flakyReadAgent(t, 800*time.Millisecond, &calls)
-	env := newTestEnv(t, func(c *Config) { c.Runner, c.Threads, c.ParkAfter = a, a, 100*time.Millisecond })
+	env := newTestEnv(t, func(c *Config) { c.Runner, c.ParkAfter = a, 100*time.Millisecond })
 	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "beam"})
 
 	type got struct {
@@ -158,7 +158,7 @@ func TestParkedRetryIsResumedByATimer(t *testing.T) {
 func TestParkedRunCanceled(t *testing.T) {
 	var calls atomic.Int32
 	a := flakyReadAgent(t, 30*time.Second, &calls)
-	env := newTestEnv(t, func(c *Config) { c.Runner, c.Threads, c.ParkAfter = a, a, 100*time.Millisecond })
+	env := newTestEnv(t, func(c *Config) { c.Runner, c.ParkAfter = a, 100*time.Millisecond })
 	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "beam"})
 	_, body := env.do(t, "POST", "/api/threads/beam/runs", keyAlice, map[string]any{"input": "What is the beam current?"})
 	var started struct {
@@ -238,7 +238,7 @@ func startParked(t *testing.T, env *testEnv, a *agent.Agent, calls *atomic.Int32
 func TestParkedRunReplacedByALaterTurn(t *testing.T) {
 	var calls atomic.Int32
 	a := flakyReadAgent(t, 600*time.Millisecond, &calls)
-	env := newTestEnv(t, func(c *Config) { c.Runner, c.Threads, c.ParkAfter = a, a, 100*time.Millisecond })
+	env := newTestEnv(t, func(c *Config) { c.Runner, c.ParkAfter = a, 100*time.Millisecond })
 	runID, stream := startParked(t, env, a, &calls)
 	if resp, body := env.do(t, "POST", "/api/threads/beam/runs", keyAlice, map[string]any{"input": "What is the beam current now?", "stream": true}); resp.StatusCode != http.StatusOK ||
 		!strings.Contains(string(body), `"status":"answered"`) {
@@ -270,7 +270,7 @@ func TestParkedRunReplacedByALaterTurn(t *testing.T) {
 func TestShutdownEndsAParkedRun(t *testing.T) {
 	var calls atomic.Int32
 	a := flakyReadAgent(t, 30*time.Second, &calls)
-	env := newTestEnv(t, func(c *Config) { c.Runner, c.Threads, c.ParkAfter = a, a, 100*time.Millisecond })
+	env := newTestEnv(t, func(c *Config) { c.Runner, c.ParkAfter = a, 100*time.Millisecond })
 	runID, stream := startParked(t, env, a, &calls)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -14,24 +14,12 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// RunClaimer claims the runs cut between two steps (a crash, a shutdown)
-// under the thread's lease, one at a time. *agent.Agent implements it.
-type RunClaimer interface {
-	ClaimUnfinished(ctx context.Context) iter.Seq2[*agent.ClaimedRun, error]
-}
-
-// ErrNoRecovery: the Runner cannot claim unfinished runs.
+// ErrNoRecovery: the Agent claims no unfinished runs (it is no Recoverer).
 var ErrNoRecovery = errors.New("server: the runner does not claim unfinished runs (no ClaimUnfinished method)")
 
 // recoveryPrincipal owns recovered runs of threads the server did not
 // create (no owner in their metadata), so their audit records say so.
 const recoveryPrincipal = "(recovery)"
-
-// RecoveryLimiter is a RunClaimer that says how many recovered runs may
-// go on at once. *agent.Agent implements it (its MaxConcurrency).
-type RecoveryLimiter interface {
-	RecoveryLimit() int
-}
 
 // defaultRecoveryLimit bounds recovery when neither Config.MaxTotalRuns nor
 // the runner gives a bound.
@@ -44,7 +32,7 @@ func (s *Server) recoveryLimit() int {
 	if s.cfg.MaxTotalRuns > 0 {
 		return s.cfg.MaxTotalRuns
 	}
-	if rl, ok := s.cfg.Runner.(RecoveryLimiter); ok && rl.RecoveryLimit() > 0 {
+	if rl := s.features.recovery; rl != nil && rl.RecoveryLimit() > 0 {
 		return rl.RecoveryLimit()
 	}
 	return defaultRecoveryLimit
@@ -90,8 +78,8 @@ func (s *Server) recoverRuns(ctx context.Context, wait bool) ([]string, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	rc, ok := s.cfg.Runner.(RunClaimer)
-	if !ok {
+	rc := s.features.recovery
+	if rc == nil {
 		return started, errors.Join(append(errs, ErrNoRecovery)...)
 	}
 	// Pulled one claim at a time: a claim not asked for is never made.
@@ -405,7 +393,7 @@ func (s *Server) endRecord(ctx context.Context, rec checkpoint.RunRecord, st che
 
 // stillPendingID reports whether the thread waits for the approval id.
 func (s *Server) stillPendingID(ctx context.Context, thread, id string) bool {
-	if pl, ok := s.cfg.Runner.(pendingLister); ok {
+	if pl := s.features.approvals; pl != nil {
 		aps, err := pl.PendingApprovals(ctx, thread)
 		return err == nil && slices.ContainsFunc(aps, func(a state.Approval) bool { return a.ID == id })
 	}

@@ -46,9 +46,6 @@ type cluster struct {
 	watches map[string]map[chan struct{}]struct{} // run id → mirrors waiting for its events
 }
 
-// leaseTTLer is implemented by *agent.Agent: how long its leases last.
-type leaseTTLer interface{ LeaseTTL() time.Duration }
-
 func newCluster(s *Server) *cluster {
 	q, ok1 := s.records.(checkpoint.RunQueue)
 	ev, ok2 := s.records.(checkpoint.RunEvents)
@@ -57,7 +54,7 @@ func newCluster(s *Server) *cluster {
 		return nil
 	}
 	ttl := agent.DefaultLeaseTTL
-	if lt, ok := s.cfg.Runner.(leaseTTLer); ok && lt.LeaseTTL() > 0 {
+	if lt := s.features.recovery; lt != nil && lt.LeaseTTL() > 0 {
 		ttl = lt.LeaseTTL()
 	}
 	return &cluster{q: q, ev: ev, sig: sig, ttl: ttl, wake: make(chan struct{}, 1), watches: map[string]map[chan struct{}]struct{}{}}

@@ -15,21 +15,16 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
-// runStorer is implemented by *agent.Agent: the run records of its store.
-type runStorer interface {
-	RunStore() checkpoint.RunStore
-}
-
 // Server is capgraph's HTTP server. Create it with New, serve Handler on any
 // listener or call Run, and stop it with Shutdown.
 type Server struct {
 	cfg       Config
 	keys      *keyring
-	threads   *threadStore
+	threads   *threadIndex
 	runs      *runManager
 	approvals *approvalStore
-	lister    ThreadLister
-	creator   ThreadCreator
+	// features are the optional interfaces of the Agent (agent.go).
+	features features
 	counts    *threadCounts
 	records   checkpoint.RunStore
 	// cluster is the runs queue shared with other replicas (replicas.go);
@@ -70,14 +65,10 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, keys: newKeyring(cfg.Principals), threads: newThreadStore(), lister: cfg.Threads, hosts: hosts, background: newCrew()}
-	if s.lister == nil {
-		s.lister, _ = cfg.Runner.(ThreadLister)
-	}
-	s.creator, _ = cfg.Runner.(ThreadCreator)
+	s := &Server{cfg: cfg, keys: newKeyring(cfg.Principals), threads: newThreadIndex(), features: featuresOf(cfg.Runner), hosts: hosts, background: newCrew()}
 	s.counts = newThreadCounts(cfg.MaxThreads)
 	s.records = cfg.Runs
-	if rs, ok := cfg.Runner.(runStorer); ok && s.records == nil {
+	if rs, ok := cfg.Runner.(RunRecorder); ok && s.records == nil {
 		s.records = rs.RunStore()
 	}
 	if s.records == nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint"
-	"github.com/capgraph/capgraph/state"
 )
 
 // Threads outlive the server: the agent stores the turn's metadata with
@@ -19,14 +18,8 @@ import (
 // the 201. Listing and finding a thread read the checkpoint store through
 // a ThreadLister, so after a restart a client finds its threads without
 // registering them again. Only for a runner that cannot create threads in
-// its store does an in-memory index (threadStore) keep the threads not yet
+// its store does an in-memory index (threadIndex) keep the threads not yet
 // run.
-
-// ThreadLister lists threads of the agent's checkpoint store by metadata.
-// *agent.Agent implements it.
-type ThreadLister interface {
-	Threads(ctx context.Context, filter checkpoint.ThreadFilter) ([]checkpoint.ThreadInfo, error)
-}
 
 // Metadata keys the server writes with every turn (agent.TurnRequest.Metadata).
 const (
@@ -39,13 +32,6 @@ const (
 	// (POST /api/threads {"metadata"}).
 	MetaClientPrefix = "meta."
 )
-
-// ThreadCreator creates a thread in the agent's checkpoint store before
-// its first turn (*agent.Agent implements it), so a thread a client
-// created is durable before the server answers 201.
-type ThreadCreator interface {
-	CreateThread(ctx context.Context, thread string, metadata map[string]string) (created bool, err error)
-}
 
 // ownerFilter matches the metadata of c's threads.
 func ownerFilter(c caller) map[string]string {
@@ -84,19 +70,19 @@ func threadFromInfo(c caller, info checkpoint.ThreadInfo) (Thread, bool) {
 }
 
 // findThread returns c's thread with the client id: from the checkpoint
-// store, else from the index of threads never run (threadStore).
+// store, else from the index of threads never run (threadIndex).
 func (s *Server) findThread(ctx context.Context, c caller, id string) (Thread, bool, error) {
 	if th, ok := s.threads.get(c, id); ok {
 		return th, true, nil
 	}
-	if s.lister == nil {
+	if s.features.threads == nil {
 		return Thread{}, false, nil
 	}
 	f := ownerFilter(c)
 	f[MetaThread] = id
 	// By the store's key (the internal id is derived from the caller and
 	// id): a new conversation must not read every thread to learn it is new.
-	infos, err := s.lister.Threads(ctx, checkpoint.ThreadFilter{ThreadID: internalThreadID(c, id), Metadata: f, Limit: 8})
+	infos, err := s.features.threads.Threads(ctx, checkpoint.ThreadFilter{ThreadID: internalThreadID(c, id), Metadata: f, Limit: 8})
 	if err != nil {
 		return Thread{}, false, err
 	}
@@ -127,11 +113,11 @@ func (s *Server) openThread(ctx context.Context, c caller, id, source string, me
 	defer func() { s.counts.commit(owner, created) }()
 	now := s.cfg.Now()
 	internal := internalThreadID(c, id)
-	if s.creator == nil || s.lister == nil {
+	if s.features.threads == nil {
 		th, created = s.threads.add(c, id, meta, now)
 		return th, created, nil
 	}
-	created, err = s.creator.CreateThread(ctx, internal, s.turnMetadata(c, source, id, meta))
+	created, err = s.features.threads.CreateThread(ctx, internal, s.turnMetadata(c, source, id, meta))
 	if err != nil {
 		created = false
 		return Thread{}, false, err
@@ -156,7 +142,7 @@ func (s *Server) listThreads(ctx context.Context, c caller, p page) ([]Thread, s
 	if p.cursor == "" {
 		out = s.threads.list(c) // never run, no creator: only the first page has them
 	}
-	if s.lister == nil {
+	if s.features.threads == nil {
 		off := 0
 		if p.cursor != "" {
 			n, err := strconv.Atoi(strings.TrimPrefix(p.cursor, "o"))
@@ -182,7 +168,7 @@ func (s *Server) listThreads(ctx context.Context, c caller, p page) ([]Thread, s
 		}
 		f.Before = id
 	}
-	infos, err := s.lister.Threads(ctx, f)
+	infos, err := s.features.threads.Threads(ctx, f)
 	if err != nil {
 		return nil, "", err
 	}
@@ -206,17 +192,11 @@ func (s *Server) turnRequest(c caller, thread, input string, opts *agent.TurnOpt
 		MayRaise: c.Principal.MayRaise, By: callerName(c)}
 }
 
-// turnChecker is implemented by *agent.Agent: the options a turn would run
-// with, or the *agent.LoosenError of a request that loosens them.
-type turnChecker interface {
-	TurnOptions(req agent.TurnRequest) (state.Options, error)
-}
-
 // checkTurn refuses a turn whose options the agent would refuse, before
 // any run starts: the caller gets the error (403 for a loosening option)
 // instead of a run that fails.
 func (s *Server) checkTurn(req agent.TurnRequest) error {
-	if tc, ok := s.cfg.Runner.(turnChecker); ok {
+	if tc := s.features.turns; tc != nil {
 		_, err := tc.TurnOptions(req)
 		return err
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -17,12 +16,6 @@ import (
 // keys not named keep their values. One request sets at most 16 keys of at
 // most 64 bytes, values of at most 512 bytes; the thread's metadata after
 // it meets the limits of POST /api/threads (checkMetadataChange).
-
-// metadataSetter changes a thread's metadata in the agent's store
-// (*agent.Agent implements it).
-type metadataSetter interface {
-	SetThreadMetadata(ctx context.Context, thread string, set map[string]string) error
-}
 
 type updateThreadRequest struct {
 	Metadata json.RawMessage `json:"metadata"`
@@ -65,7 +58,7 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 	for k, v := range set {
 		stored[MetaClientPrefix+k] = v
 	}
-	if ms, ok := s.cfg.Runner.(metadataSetter); ok {
+	if ms := s.features.threads; ms != nil {
 		// A thread the store does not have yet (created here, never run)
 		// is changed in the index alone.
 		if err := ms.SetThreadMetadata(r.Context(), th.internal, stored); err != nil && !errors.Is(err, agent.ErrUnknownThread) {
@@ -83,7 +76,7 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 // setMetadata applies a metadata change to the index's copy of th, when
 // the index has the thread (one created here and not yet in the store, or
 // one it remembers), and returns th changed likewise.
-func (t *threadStore) setMetadata(th Thread, set map[string]string) Thread {
+func (t *threadIndex) setMetadata(th Thread, set map[string]string) Thread {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if cur, ok := t.m[th.internal]; ok {

@@ -34,23 +34,23 @@ type Thread struct {
 	latest   uuid.UUID
 }
 
-// threadStore keeps the threads created but never run, for a Runner that
-// cannot create threads in its store (no ThreadCreator: a test double, a
+// threadIndex keeps the threads created but never run, for an Agent that
+// cannot create threads in its store (no ThreadStore: a test double, a
 // custom runner). With the agent every thread lives in the checkpoint
 // store and this index stays empty. It holds at most Config.MaxThreads per
 // owner.
-type threadStore struct {
+type threadIndex struct {
 	mu sync.Mutex
 	m  map[string]*Thread
 }
 
-func newThreadStore() *threadStore { return &threadStore{m: map[string]*Thread{}} }
+func newThreadIndex() *threadIndex { return &threadIndex{m: map[string]*Thread{}} }
 
 func ownerKey(c caller) string { return c.key() + "\x00" + c.User }
 
 // add records a new thread and returns a copy; created is false when a
 // concurrent request added it first.
-func (t *threadStore) add(c caller, clientID string, meta map[string]string, now time.Time) (Thread, bool) {
+func (t *threadIndex) add(c caller, clientID string, meta map[string]string, now time.Time) (Thread, bool) {
 	id := internalThreadID(c, clientID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -62,7 +62,7 @@ func (t *threadStore) add(c caller, clientID string, meta map[string]string, now
 	return *th, !ok
 }
 
-func (t *threadStore) get(c caller, clientID string) (Thread, bool) {
+func (t *threadIndex) get(c caller, clientID string) (Thread, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	th, ok := t.m[internalThreadID(c, clientID)]
@@ -73,7 +73,7 @@ func (t *threadStore) get(c caller, clientID string) (Thread, bool) {
 }
 
 // list returns c's threads, newest first.
-func (t *threadStore) list(c caller) []Thread {
+func (t *threadIndex) list(c caller) []Thread {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []Thread
@@ -91,7 +91,7 @@ func (t *threadStore) list(c caller) []Thread {
 	return out
 }
 
-func (t *threadStore) count(c caller) int {
+func (t *threadIndex) count(c caller) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0
@@ -103,7 +103,7 @@ func (t *threadStore) count(c caller) int {
 	return n
 }
 
-func (t *threadStore) delete(c caller, clientID string) bool {
+func (t *threadIndex) delete(c caller, clientID string) bool {
 	id := internalThreadID(c, clientID)
 	t.mu.Lock()
 	defer t.mu.Unlock()

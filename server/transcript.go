@@ -212,12 +212,12 @@ func (s *Server) continuedThread(ctx context.Context, c caller, msgs []transcrip
 	if ct, ok := s.transcripts.get(prefix); ok {
 		return ct, true, nil
 	}
-	if s.lister == nil {
+	if s.features.threads == nil {
 		return "", false, nil
 	}
 	f := ownerFilter(c)
 	f[MetaTranscript] = prefix
-	infos, err := s.lister.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
+	infos, err := s.features.threads.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
 	if err != nil {
 		return "", false, err
 	}

@@ -34,7 +34,7 @@ type info struct {
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
 	in := info{Models: make([]string, 0, len(s.cfg.Models)), Examples: s.cfg.Examples, Principal: callerName(c)}
-	if tc, ok := s.cfg.Runner.(turnChecker); ok {
+	if tc := s.features.turns; tc != nil {
 		if opts, err := tc.TurnOptions(s.turnRequest(c, "", "", nil, nil)); err == nil {
 			in.WritesEnabled, in.ApprovalMode = &opts.WritesEnabled, opts.Mode()
 		}

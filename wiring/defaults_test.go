@@ -65,7 +65,7 @@ func TestEmptyConfigYieldsTheLibraryDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := (server.Config{Runner: a, Threads: a}); !reflect.DeepEqual(sc, want) {
+		if want := (server.Config{Runner: a}); !reflect.DeepEqual(sc, want) {
 			t.Errorf("%q: server config %+v\nwant the zero config %+v", text, sc, want)
 		}
 

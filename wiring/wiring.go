@@ -221,11 +221,6 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 	if cfg.Server.ArtifactSecret != "" {
 		sc.ArtifactSecret = []byte(cfg.Server.ArtifactSecret)
 	}
-	// Thread listing reads the agent's checkpoint store, so it survives a
-	// restart (with a persistent store).
-	if tl, ok := runner.(server.ThreadLister); ok {
-		sc.Threads = tl
-	}
 	// Without run_timeout a run is bounded by the turn's limit (when the
 	// file sets one: the server's default equals the agent's).
 	if sc.TurnTimeout == 0 {

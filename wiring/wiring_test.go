@@ -180,14 +180,15 @@ approval:
 		t.Fatal(err)
 	}
 	if sc.Addr != "127.0.0.1:9999" || sc.MaxBodyBytes != 2048 || sc.MaxConcurrentRuns != 7 || sc.MaxTotalRuns != 7 || sc.TurnTimeout != 45*time.Second || sc.ApprovalTTL != 2*time.Hour ||
-		sc.RequestsPerMinute != 30 || sc.Threads != nil || sc.StatusFrames != server.StatusFramesOff ||
+		sc.RequestsPerMinute != 30 || sc.StatusFrames != server.StatusFramesOff ||
 		len(sc.CORSOrigins) != 1 || len(sc.FrameAncestors) != 1 {
 		t.Errorf("%+v", sc)
 	}
-	// A runner that lists threads (the agent) is the server's thread lister.
+	// A runner that lists threads (the agent) is the server's agent: the
+	// server lists threads through it (a server.ThreadStore).
 	lr := listingRunner{}
-	if sc, err := wiring.ServerConfig(cfg, lr, "", logging.Nop()); err != nil || sc.Threads != server.ThreadLister(lr) {
-		t.Errorf("threads lister %v %v", sc.Threads, err)
+	if sc, err := wiring.ServerConfig(cfg, lr, "", logging.Nop()); err != nil || sc.Runner != server.Agent(lr) {
+		t.Errorf("the server's agent %v %v", sc.Runner, err)
 	}
 	if len(sc.Principals) != 2 {
 		t.Fatalf("principals %+v", sc.Principals)
