@@ -25,8 +25,8 @@ type Server struct {
 	approvals *approvalStore
 	// features are the optional interfaces of the Agent (agent.go).
 	features features
-	counts    *threadCounts
-	records   checkpoint.RunStore
+	counts   *threadCounts
+	records  checkpoint.RunStore
 	// cluster is the runs queue shared with other replicas (replicas.go);
 	// nil with a store for one process.
 	cluster *cluster
