@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -44,10 +45,10 @@ func (a *Agent) CreateThread(ctx context.Context, thread string, metadata map[st
 	return a.g.Init(ctx, thread, state.State{Metadata: a.withOwner(mergeMeta(nil, metadata))})
 }
 
-// RunStore returns the store's run records (checkpoint.RunStore), or nil
+// RunStore returns the store's run records (runstore.Store), or nil
 // when the store keeps none. A server records every run it acknowledges
 // there before answering, so that a crash loses none.
-func (a *Agent) RunStore() checkpoint.RunStore {
-	rs, _ := a.cfg.Store.(checkpoint.RunStore)
+func (a *Agent) RunStore() runstore.Store {
+	rs, _ := a.cfg.Store.(runstore.Store)
 	return rs
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -54,7 +55,7 @@ type ThreadStore interface {
 // (docs/reliability.md); with a store shared by replicas, their runs
 // queue too (replicas.go). Without it, Config.Runs must be set.
 type RunRecorder interface {
-	RunStore() checkpoint.RunStore
+	RunStore() runstore.Store
 }
 
 // TurnChecker is an Agent that says which options a turn would run with,

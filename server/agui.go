@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -167,7 +167,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	sp.key, _ = idempotencyKey(r, c, "agui:"+th.internal, "")
 	var ru *run
 	if resumeErr == nil {
-		var dup *checkpoint.RunRecord
+		var dup *runstore.Record
 		if ru, dup, err = s.submit(r.Context(), sp); err != nil {
 			s.writeError(w, err)
 			return

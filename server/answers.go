@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/google/uuid"
 )
 
@@ -101,8 +101,8 @@ func (s *Server) answersAwaiting(ctx context.Context, thread string) (taken, off
 	if r, ok := s.runs.activeOn(thread); ok && r.answering != "" {
 		taken, offered = append(taken, r.answering), append(offered, r.beside...)
 	}
-	recs, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: thread,
-		Status: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}, Limit: recoverPage})
+	recs, err := s.records.ListRuns(ctx, runstore.Filter{Thread: thread,
+		Status: []runstore.Status{runstore.Queued, runstore.Running}, Limit: recoverPage})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,13 +137,13 @@ func (s *Server) queueable(ctx context.Context, thread, id string) (beside []str
 // being carried out, as a queued run: durable, acknowledged, and started
 // when the thread's run ends (startNext) or, with replicas, claimed from
 // the queue. dup is the record an equal request made before.
-func (s *Server) queueAnswer(ctx context.Context, sp runSpec) (rec checkpoint.RunRecord, dup *checkpoint.RunRecord, err error) {
+func (s *Server) queueAnswer(ctx context.Context, sp runSpec) (rec runstore.Record, dup *runstore.Record, err error) {
 	in, err := sp.input()
 	if err != nil {
 		return rec, nil, err
 	}
-	rec, created, err := s.records.CreateRun(ctx, checkpoint.RunRecord{ID: "run-" + uuid.NewString(), Thread: sp.thread,
-		Status: checkpoint.RunQueued, Key: sp.key, Input: in, Labels: sp.labels()})
+	rec, created, err := s.records.CreateRun(ctx, runstore.Record{ID: "run-" + uuid.NewString(), Thread: sp.thread,
+		Status: runstore.Queued, Key: sp.key, Input: in, Labels: sp.labels()})
 	if err != nil {
 		return rec, nil, err
 	}
@@ -151,7 +151,7 @@ func (s *Server) queueAnswer(ctx context.Context, sp runSpec) (rec checkpoint.Ru
 		return rec, &rec, nil
 	}
 	if s.cluster != nil {
-		s.signal(checkpoint.SignalQueued, rec.ID)
+		s.signal(runstore.SignalQueued, rec.ID)
 		return rec, nil, nil
 	}
 	s.waitFor(sp.thread)
@@ -198,8 +198,8 @@ func (s *Server) afterRun(thread string) {
 func (s *Server) startNext(thread string) {
 	ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
 	defer cancel()
-	recs, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: thread,
-		Status: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}, Limit: recoverPage})
+	recs, err := s.records.ListRuns(ctx, runstore.Filter{Thread: thread,
+		Status: []runstore.Status{runstore.Queued, runstore.Running}, Limit: recoverPage})
 	if err != nil {
 		s.cfg.Logger.Error("looking for the next run of a thread", "thread", thread, "error", err)
 		return

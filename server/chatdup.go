@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // SDKs retry a Chat Completions request that failed or timed out (openai
@@ -52,7 +52,7 @@ func (t chatTurn) digest(c caller) string {
 // replayChat answers a repeated chat request from the first request's run
 // rec and reports true; false when rec is too old to count (its key is
 // released, and the caller starts a new run).
-func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, rec checkpoint.RunRecord, explicit bool) bool {
+func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, rec runstore.Record, explicit bool) bool {
 	if err := sameRequest(rec, t.digest(c)); err != nil {
 		s.writeError(w, err)
 		return true
@@ -78,8 +78,8 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		!explicit && s.cfg.Now().Sub(rec.Updated) > s.cfg.DuplicateWindow {
 		// Not a retry of that run: a new question that happens to repeat
 		// an old conversation.
-		_, err := s.records.UpdateRun(r.Context(), rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{rec.Status}, Status: rec.Status, ReleaseKey: true})
-		if err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+		_, err := s.records.UpdateRun(r.Context(), rec.ID, runstore.Update{From: []runstore.Status{rec.Status}, Status: rec.Status, ReleaseKey: true})
+		if err != nil && !errors.Is(err, runstore.ErrConflict) {
 			s.cfg.Logger.Warn("releasing a run key", "run", rec.ID, "error", err)
 		}
 		return false
@@ -111,7 +111,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 // it has ended, or again when rec is too old to count (its key released:
 // start a new run). Otherwise it has answered (409 while the run goes on
 // elsewhere) and st is empty.
-func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *checkpoint.RunRecord, explicit bool) (st chatStart, again bool) {
+func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *runstore.Record, explicit bool) (st chatStart, again bool) {
 	if ru := s.joinable(r.Context(), callerFrom(r.Context()), *rec); ru != nil {
 		w.Header().Set(headerReplayed, "true")
 		return chatStart{ru: ru, clientThread: ru.ClientThread}, false
@@ -124,8 +124,8 @@ func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *che
 	var res runResult
 	if len(rec.Result) == 0 || json.Unmarshal(rec.Result, &res) != nil || res.Failure != nil ||
 		!explicit && s.cfg.Now().Sub(rec.Updated) > s.cfg.DuplicateWindow {
-		_, err := s.records.UpdateRun(r.Context(), rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{rec.Status}, Status: rec.Status, ReleaseKey: true})
-		if err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+		_, err := s.records.UpdateRun(r.Context(), rec.ID, runstore.Update{From: []runstore.Status{rec.Status}, Status: rec.Status, ReleaseKey: true})
+		if err != nil && !errors.Is(err, runstore.ErrConflict) {
 			s.cfg.Logger.Warn("releasing a run key", "run", rec.ID, "error", err)
 		}
 		return chatStart{}, true

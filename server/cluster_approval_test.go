@@ -12,6 +12,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -93,8 +94,8 @@ func TestApprovalAnsweredOnAnotherReplica(t *testing.T) {
 		t.Fatalf("written %v, want [105] once", w)
 	}
 	runID := runOf(t, body)
-	rec, err := reps[1].store.(checkpoint.RunStore).GetRun(ctx, runID)
-	if err != nil || rec.Owner != "replica-b" || rec.Status != checkpoint.RunDone {
+	rec, err := reps[1].store.(runstore.Store).GetRun(ctx, runID)
+	if err != nil || rec.Owner != "replica-b" || rec.Status != runstore.Done {
 		t.Fatalf("run %s: %+v (%v); want done by replica-b", runID, rec, err)
 	}
 	// The audit log every replica shares: planned and asked by the run on

@@ -15,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/postgres/pgtest"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // replica is one server of a deployment on one PostgreSQL, served with
@@ -157,8 +158,8 @@ func TestParkedRunResumedByAnotherReplica(t *testing.T) {
 	if !waiting || !strings.Contains(answer, "301.2") || calls.Load() != 2 {
 		t.Fatalf("waiting said %v, answer %q, %d calls; want the wait, the answer, 2 calls", waiting, answer, calls.Load())
 	}
-	rec, err := reps[1].store.(checkpoint.RunStore).GetRun(context.Background(), runID)
-	if err != nil || rec.Owner != "replica-b" || rec.Status != checkpoint.RunDone || rec.Attempt != 2 {
+	rec, err := reps[1].store.(runstore.Store).GetRun(context.Background(), runID)
+	if err != nil || rec.Owner != "replica-b" || rec.Status != runstore.Done || rec.Attempt != 2 {
 		t.Fatalf("record %+v (%v): want done by replica-b on its second attempt", rec, err)
 	}
 	// Followed from b too, the run shows the same end.
@@ -286,8 +287,8 @@ func TestLeftParkedRunIsCanceledInTheQueue(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("the capability ran %d times: the run was resumed after its client left", n)
 	}
-	recs, err := reps[0].store.(checkpoint.RunStore).ListRuns(context.Background(), checkpoint.RunFilter{Limit: 10})
-	if err != nil || len(recs) != 1 || recs[0].Status != checkpoint.RunCanceled {
+	recs, err := reps[0].store.(runstore.Store).ListRuns(context.Background(), runstore.Filter{Limit: 10})
+	if err != nil || len(recs) != 1 || recs[0].Status != runstore.Canceled {
 		t.Fatalf("records %+v, %v; want the one run canceled", recs, err)
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/apikey"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
@@ -101,7 +101,7 @@ type Config struct {
 	// Runner's store, when the Runner is a RunRecorder (*agent.Agent is;
 	// memory, SQLite and PostgreSQL keep records); a Runner without one
 	// needs it set.
-	Runs checkpoint.RunStore
+	Runs runstore.Store
 	// Addr is the listen address for Run.
 	Addr string
 	// Principals are the API keys. With none, no authentication is done,

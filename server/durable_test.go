@@ -11,22 +11,22 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // crashedRecord is the record a server that died right after
 // acknowledging a run leaves behind: running, owned by the dead process,
 // its input never started.
-func crashedRecord(t *testing.T, env *testEnv, id string, c caller, source, clientThread string, in runInput, key string) checkpoint.RunRecord {
+func crashedRecord(t *testing.T, env *testEnv, id string, c caller, source, clientThread string, in runInput, key string) runstore.Record {
 	t.Helper()
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sp := runSpec{c: c, source: source, clientThread: clientThread}
-	rec, created, err := env.srv.records.CreateRun(context.Background(), checkpoint.RunRecord{ID: id, Thread: internalThreadID(c, clientThread),
-		Status: checkpoint.RunRunning, Input: b, Labels: sp.labels(), Owner: "dead-process", Attempt: 1, Key: key})
+	rec, created, err := env.srv.records.CreateRun(context.Background(), runstore.Record{ID: id, Thread: internalThreadID(c, clientThread),
+		Status: runstore.Running, Input: b, Labels: sp.labels(), Owner: "dead-process", Attempt: 1, Key: key})
 	if err != nil || !created {
 		t.Fatalf("record %s: %v", id, err)
 	}
@@ -95,7 +95,7 @@ func TestAcknowledgedRunsAreAnsweredAfterACrash(t *testing.T) {
 	if ri := get("older", newer.ID); ri.Status != agent.RunAnswered {
 		t.Fatalf("the later run: %+v", ri)
 	}
-	if rec, err := second.srv.records.GetRun(context.Background(), gone.ID); err != nil || rec.Status != checkpoint.RunFailed || !strings.Contains(rec.Error, "no longer exists") {
+	if rec, err := second.srv.records.GetRun(context.Background(), gone.ID); err != nil || rec.Status != runstore.Failed || !strings.Contains(rec.Error, "no longer exists") {
 		t.Fatalf("the answer for a deleted thread: %+v, %v", rec, err)
 	}
 	// The SDK's retry of the acknowledged chat request: the recovered
@@ -109,7 +109,7 @@ func TestAcknowledgedRunsAreAnsweredAfterACrash(t *testing.T) {
 		t.Fatalf("the chat thread ran %d turns (%v); want 1", agentState.Turn.Number, err)
 	}
 	// Nothing acknowledged is left unanswered.
-	open, err := second.srv.records.ListRuns(context.Background(), checkpoint.RunFilter{Status: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}})
+	open, err := second.srv.records.ListRuns(context.Background(), runstore.Filter{Status: []runstore.Status{runstore.Queued, runstore.Running}})
 	if err != nil || len(open) != 0 {
 		t.Fatalf("records still open: %+v %v", open, err)
 	}
@@ -122,14 +122,14 @@ type gatedRuns struct {
 	fail bool
 }
 
-func (g *gatedRuns) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkpoint.RunRecord, bool, error) {
+func (g *gatedRuns) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Record, bool, error) {
 	if g.fail {
-		return checkpoint.RunRecord{}, false, errors.New("database /var/lib/capgraph/state.db is locked")
+		return runstore.Record{}, false, errors.New("database /var/lib/capgraph/state.db is locked")
 	}
 	select {
 	case <-g.gate:
 	case <-ctx.Done():
-		return checkpoint.RunRecord{}, false, ctx.Err()
+		return runstore.Record{}, false, ctx.Err()
 	}
 	return g.Store.CreateRun(ctx, rec)
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -464,7 +464,7 @@ func (s *Server) startNative(w http.ResponseWriter, r *http.Request, stream bool
 
 // answerStarted answers a request whose run submit started (ru), found
 // started before (dup) or refused (err).
-func (s *Server) answerStarted(w http.ResponseWriter, r *http.Request, stream bool, sp runSpec, ru *run, dup *checkpoint.RunRecord, err error) {
+func (s *Server) answerStarted(w http.ResponseWriter, r *http.Request, stream bool, sp runSpec, ru *run, dup *runstore.Record, err error) {
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -490,7 +490,7 @@ func (s *Server) answerNative(w http.ResponseWriter, r *http.Request, stream boo
 
 // replayNative answers a repeated request with the first request's run:
 // joined while it goes on in this process, else as its record says.
-func (s *Server) replayNative(w http.ResponseWriter, r *http.Request, stream bool, rec checkpoint.RunRecord) {
+func (s *Server) replayNative(w http.ResponseWriter, r *http.Request, stream bool, rec runstore.Record) {
 	w.Header().Set(headerReplayed, "true")
 	if ru, ok := s.runs.byID(rec.ID); ok {
 		s.answerNative(w, r, stream, ru)
@@ -510,10 +510,10 @@ const headerReplayed = "Idempotent-Replayed"
 // runOf finds the caller's run named in the path, on the path's thread:
 // a run of this process, else its record (a run of an earlier life of
 // the server, or of another replica).
-func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *checkpoint.RunRecord, bool) {
+func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *runstore.Record, bool) {
 	c := callerFrom(r.Context())
 	id := r.PathValue("run")
-	notFound := func() (*run, *checkpoint.RunRecord, bool) {
+	notFound := func() (*run, *runstore.Record, bool) {
 		s.writeError(w, &RequestError{Kind: ErrNotFound, Param: "run", Message: "no such run"})
 		return nil, nil, false
 	}
@@ -531,7 +531,7 @@ func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *checkpoin
 		return notFound()
 	}
 	rec, err := s.records.GetRun(r.Context(), id)
-	if errors.Is(err, checkpoint.ErrNotFound) {
+	if errors.Is(err, runstore.ErrNotFound) {
 		return notFound()
 	}
 	if err != nil {
@@ -545,7 +545,7 @@ func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *checkpoin
 }
 
 // recordOf reports whether c made the recorded run.
-func recordOf(c caller, rec checkpoint.RunRecord) bool {
+func recordOf(c caller, rec runstore.Record) bool {
 	l := rec.Labels
 	return l[labelOwner] == c.Principal.Name && l[labelTenant] == c.Principal.Tenant && l[labelUser] == c.User
 }
@@ -593,7 +593,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	f := checkpoint.RunFilter{Thread: th.internal, Limit: p.limit,
+	f := runstore.Filter{Thread: th.internal, Limit: p.limit,
 		Labels: map[string]string{labelOwner: c.Principal.Name, labelTenant: c.Principal.Tenant, labelUser: c.User}}
 	if p.cursor != "" {
 		n, err := strconv.ParseInt(p.cursor, 10, 64)
@@ -656,7 +656,7 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 
 // streamRecord answers an event stream request for a run known only from
 // its record: the ending frames, or 409 while it has not ended.
-func (s *Server) streamRecord(w http.ResponseWriter, rec checkpoint.RunRecord) {
+func (s *Server) streamRecord(w http.ResponseWriter, rec runstore.Record) {
 	if !rec.Status.Terminal() {
 		s.writeError(w, &RequestError{Kind: ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
 		return
@@ -665,8 +665,8 @@ func (s *Server) streamRecord(w http.ResponseWriter, rec checkpoint.RunRecord) {
 }
 
 // recordEnd writes the ending frames of a run known from its record.
-func (s *Server) recordEnd(sse *sseWriter, rec checkpoint.RunRecord) {
-	if rec.Status == checkpoint.RunFailed {
+func (s *Server) recordEnd(sse *sseWriter, rec runstore.Record) {
+	if rec.Status == runstore.Failed {
 		code := "run_failed"
 		sse.frame("", "error", map[string]any{"error": apiError{Message: rec.Error, Type: "server_error", Code: &code}})
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/google/uuid"
 )
 
@@ -185,11 +185,11 @@ type chatStart struct {
 	clientThread string
 	// dup, when set, is the run a request with the same key started: no
 	// run started (the caller joins or replays it).
-	dup *checkpoint.RunRecord
+	dup *runstore.Record
 	// usage goes with reply when it replays a run's answer; replayed is
 	// that run's record when its key was derived from the request.
 	usage    agent.Usage
-	replayed *checkpoint.RunRecord
+	replayed *runstore.Record
 }
 
 // startChat decides which thread a chat turn goes to, and whether it runs

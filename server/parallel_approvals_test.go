@@ -18,6 +18,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -268,8 +269,8 @@ func (e *parallelEnv) waitIdle(t *testing.T, clientThread string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		recs, err := e.srv.records.ListRuns(context.Background(), checkpoint.RunFilter{Thread: internalThreadID(alice, clientThread),
-			Status: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}})
+		recs, err := e.srv.records.ListRuns(context.Background(), runstore.Filter{Thread: internalThreadID(alice, clientThread),
+			Status: []runstore.Status{runstore.Queued, runstore.Running}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,13 +326,13 @@ func TestQueuedAnswerAfterACrash(t *testing.T) {
 			rec := crashedRecord(t, first.testEnv, "run-q1", alice, "native", "w", runInput{Kind: kindAnswer,
 				Answer: &storedAnswer{ApprovalID: q1, Approved: &yes, By: "alice", Beside: []string{q2}}}, "")
 			if tc == "first run canceled on request" {
-				if _, err := first.srv.records.UpdateRun(context.Background(), rec.ID, checkpoint.RunUpdate{Status: checkpoint.RunCanceled}); err != nil {
+				if _, err := first.srv.records.UpdateRun(context.Background(), rec.ID, runstore.Update{Status: runstore.Canceled}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			in, _ := json.Marshal(runInput{Kind: kindAnswer, Answer: &storedAnswer{ApprovalID: q2, Approved: &yes, By: "alice"}})
-			queued, _, err := first.srv.records.CreateRun(context.Background(), checkpoint.RunRecord{ID: "run-q2", Thread: thread,
-				Status: checkpoint.RunQueued, Input: in, Labels: runSpec{c: alice, source: "native", clientThread: "w"}.labels()})
+			queued, _, err := first.srv.records.CreateRun(context.Background(), runstore.Record{ID: "run-q2", Thread: thread,
+				Status: runstore.Queued, Input: in, Labels: runSpec{c: alice, source: "native", clientThread: "w"}.labels()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -349,12 +350,12 @@ func TestQueuedAnswerAfterACrash(t *testing.T) {
 			if tc == "first run canceled on request" {
 				// (One process alone resumes the canceled run at its start,
 				// as before, which writes Q1 and asks for Q2 again.)
-				if q2rec.Status != checkpoint.RunFailed || !strings.Contains(q2rec.Error, "was canceled") || slices.Contains(p.written(), "Q2=80") {
+				if q2rec.Status != runstore.Failed || !strings.Contains(q2rec.Error, "was canceled") || slices.Contains(p.written(), "Q2=80") {
 					t.Fatalf("the answer queued behind a canceled run: %s %q, written %v", q2rec.Status, q2rec.Error, p.written())
 				}
 				return
 			}
-			if q2rec.Status != checkpoint.RunDone && q2rec.Status != checkpoint.RunInterrupted {
+			if q2rec.Status != runstore.Done && q2rec.Status != runstore.Interrupted {
 				t.Fatalf("the queued answer's record: %+v", q2rec)
 			}
 			second.done(t, "w", q1, q2)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 
@@ -80,7 +80,7 @@ func (s *Server) parkInQueue(r *run, until time.Time) {
 		ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
 		err := cl.q.RequeueRun(ctx, r.ID, s.cfg.Instance, until)
 		cancel()
-		if err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+		if err != nil && !errors.Is(err, runstore.ErrConflict) {
 			// Its lease runs out and another claim resumes it: later.
 			s.cfg.Logger.Error("giving a parked run back to the queue", "run", r.ID, "error", err)
 		}
@@ -132,7 +132,7 @@ func (s *Server) resumeParked(r *run) {
 		// Never left parked with nobody to end it.
 		s.cfg.Logger.Error("resuming a parked run", "run", r.ID, "error", err)
 		msg := "the run could not go on after its retry wait: " + s.publicMessage(err)
-		if err := s.endRecord(context.WithoutCancel(ctx), rec, checkpoint.RunFailed, msg); err != nil || rec.ID == "" {
+		if err := s.endRecord(context.WithoutCancel(ctx), rec, runstore.Failed, msg); err != nil || rec.ID == "" {
 			s.endParkedAs(r.ID, agent.RunFailed, msg)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // flakyReadAgent is a real agent on SQLite whose one capability times out
@@ -225,7 +225,7 @@ func startParked(t *testing.T, env *testEnv, a *agent.Agent, calls *atomic.Int32
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	recs, err := env.srv.records.ListRuns(context.Background(), checkpoint.RunFilter{Thread: thread, Limit: 1})
+	recs, err := env.srv.records.ListRuns(context.Background(), runstore.Filter{Thread: thread, Limit: 1})
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("records %v %v", recs, err)
 	}
@@ -283,7 +283,7 @@ func TestShutdownEndsAParkedRun(t *testing.T) {
 		t.Fatalf("the parked run's stream: %s", body)
 	}
 	rec, err := env.srv.records.GetRun(context.Background(), runID)
-	if err != nil || rec.Status != checkpoint.RunRunning {
+	if err != nil || rec.Status != runstore.Running {
 		t.Fatalf("the parked run's record after the shutdown: %+v %v; want it running, for the next start", rec, err)
 	}
 	if err := env.srv.background.stop(context.Background()); err != nil {

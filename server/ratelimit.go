@@ -16,7 +16,7 @@ import (
 // frontend's bucket: identity for limits is the key.
 
 // With replicas on PostgreSQL the buckets are rows of the database
-// (checkpoint.RateCounter), on its clock, so the limit holds across the
+// (runstore.RateCounter), on its clock, so the limit holds across the
 // replicas; when the database does not answer, this process's bucket
 // counts meanwhile.
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -127,7 +127,7 @@ const recoverPage = 100
 // recoverRecorded handles the recorded runs that never ended (see
 // RecoverRuns).
 func (s *Server) recoverRecorded(ctx context.Context, room func() bool) ([]string, error) {
-	f := checkpoint.RunFilter{Status: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}, Limit: recoverPage}
+	f := runstore.Filter{Status: []runstore.Status{runstore.Queued, runstore.Running}, Limit: recoverPage}
 	if s.cfg.RecoverGrace > 0 {
 		f.UpdatedBefore = s.cfg.Now().Add(-s.cfg.RecoverGrace)
 	}
@@ -178,19 +178,19 @@ func (s *Server) recoverRecorded(ctx context.Context, room func() bool) ([]strin
 // (and ends it, when it is parked here). started reports a run started.
 // The lifecycle, and what each case means for a client: package
 // server/internal/run.
-func (s *Server) takeOver(ctx context.Context, rec checkpoint.RunRecord) (started bool, err error) {
+func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started bool, err error) {
 	c := s.callerOf(rec.Labels)
 	sp := runSpec{c: c, source: rec.Labels[labelSource], clientThread: rec.Labels[labelThread], thread: rec.Thread,
 		id: rec.ID, origin: fromRecord, chat: rec.Labels[labelSource] == "openai", started: rec.Created}
 	var in runInput
 	if err := json.Unmarshal(rec.Input, &in); err != nil {
-		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the server restarted and could not read this run's input")
+		return false, s.endRecord(ctx, rec, runstore.Failed, "the server restarted and could not read this run's input")
 	}
 	// A later turn on the thread means this run was overtaken (the client
 	// went on); its input is never run again. A later answer does not
 	// overtake an answer: concurrent steps' approvals are answered one
 	// after the other.
-	if newest, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: rec.Thread, Limit: 1}); err != nil {
+	if newest, err := s.records.ListRuns(ctx, runstore.Filter{Thread: rec.Thread, Limit: 1}); err != nil {
 		return false, err
 	} else if len(newest) > 0 && newest[0].Seq > rec.Seq {
 		later, _, err := s.neighbours(ctx, rec)
@@ -202,7 +202,7 @@ func (s *Server) takeOver(ctx context.Context, rec checkpoint.RunRecord) (starte
 			if s.runs.parked(rec.ID) {
 				msg = overtakenMessage
 			}
-			return false, s.endRecord(ctx, rec, checkpoint.RunFailed, msg)
+			return false, s.endRecord(ctx, rec, runstore.Failed, msg)
 		}
 	}
 	st, status, err := s.cfg.Runner.State(ctx, rec.Thread)
@@ -212,7 +212,7 @@ func (s *Server) takeOver(ctx context.Context, rec checkpoint.RunRecord) (starte
 	}
 	switch {
 	case unknown && in.Kind != kindTurn:
-		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the thread no longer exists")
+		return false, s.endRecord(ctx, rec, runstore.Failed, "the thread no longer exists")
 	case in.Kind == kindTurn && in.Turn != nil && (unknown || st.Metadata[MetaRun] != rec.ID):
 		// Acknowledged, but its input never reached the checkpoints.
 		t := in.Turn
@@ -221,7 +221,7 @@ func (s *Server) takeOver(ctx context.Context, rec checkpoint.RunRecord) (starte
 	case in.Kind == kindAnswer && in.Answer != nil && status == agent.RunCanceled && s.behindCanceled(ctx, rec):
 		// Queued behind a run that was canceled on request: the turn
 		// stopped there, and this answer does not start it again.
-		return false, s.endRecord(ctx, rec, checkpoint.RunFailed, "the run this answer waited for was canceled, so the answer was not carried out; answer again to go on")
+		return false, s.endRecord(ctx, rec, runstore.Failed, "the run this answer waited for was canceled, so the answer was not carried out; answer again to go on")
 	case in.Kind == kindAnswer && in.Answer != nil && (status == agent.RunCanceled ||
 		status == agent.RunInterrupted && s.stillPendingID(ctx, rec.Thread, in.Answer.ApprovalID)):
 		// The answer was never taken, or taken and cut short (the
@@ -237,18 +237,18 @@ func (s *Server) takeOver(ctx context.Context, rec checkpoint.RunRecord) (starte
 		return false, s.endAnswered(ctx, rec, sp.chat, st)
 	default:
 		// It ended before the crash; only its record did not say so.
-		end, msg := checkpoint.RunInterrupted, ""
+		end, msg := runstore.Interrupted, ""
 		if status != agent.RunInterrupted {
-			end, msg = checkpoint.RunFailed, "the run failed before the server restarted"
+			end, msg = runstore.Failed, "the run failed before the server restarted"
 		}
 		return false, s.endRecord(ctx, rec, end, msg)
 	}
 	if s.cluster != nil {
 		// Claimed from the queue already (claimReady). Alone, it is
 		// taken from whoever had it (this process, for a parked run).
-	} else if _, err := s.records.UpdateRun(ctx, rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning},
-		IfOwner: rec.Owner, Status: checkpoint.RunRunning, Owner: s.cfg.Instance, Start: true}); err != nil {
-		if errors.Is(err, checkpoint.ErrRunConflict) {
+	} else if _, err := s.records.UpdateRun(ctx, rec.ID, runstore.Update{From: []runstore.Status{runstore.Queued, runstore.Running},
+		IfOwner: rec.Owner, Status: runstore.Running, Owner: s.cfg.Instance, Start: true}); err != nil {
+		if errors.Is(err, runstore.ErrConflict) {
 			return false, nil // another process took it
 		}
 		return false, err
@@ -275,8 +275,8 @@ func (s *Server) takeOver(ctx context.Context, rec checkpoint.RunRecord) (starte
 // neighbours reads the thread's other run records around rec: the kinds
 // of those made after it, and the status of the one made just before it
 // ("" when none).
-func (s *Server) neighbours(ctx context.Context, rec checkpoint.RunRecord) (later []runKind, before checkpoint.RunStatus, err error) {
-	f := checkpoint.RunFilter{Thread: rec.Thread, Limit: recoverPage}
+func (s *Server) neighbours(ctx context.Context, rec runstore.Record) (later []runKind, before runstore.Status, err error) {
+	f := runstore.Filter{Thread: rec.Thread, Limit: recoverPage}
 	for {
 		recs, err := s.records.ListRuns(ctx, f)
 		if err != nil {
@@ -301,9 +301,9 @@ func (s *Server) neighbours(ctx context.Context, rec checkpoint.RunRecord) (late
 
 // behindCanceled reports whether the run recorded just before rec on its
 // thread was canceled on request.
-func (s *Server) behindCanceled(ctx context.Context, rec checkpoint.RunRecord) bool {
+func (s *Server) behindCanceled(ctx context.Context, rec runstore.Record) bool {
 	_, before, err := s.neighbours(ctx, rec)
-	return err == nil && before == checkpoint.RunCanceled
+	return err == nil && before == runstore.Canceled
 }
 
 // hasOpenRecord reports whether the thread has a run record that has not
@@ -312,11 +312,11 @@ func (s *Server) behindCanceled(ctx context.Context, rec checkpoint.RunRecord) b
 // request (a cancel is not undone a moment later; a process alone resumes
 // a canceled run at its start, as before).
 func (s *Server) hasOpenRecord(ctx context.Context, thread string) (bool, error) {
-	recs, err := s.records.ListRuns(ctx, checkpoint.RunFilter{Thread: thread, Limit: 1})
+	recs, err := s.records.ListRuns(ctx, runstore.Filter{Thread: thread, Limit: 1})
 	if len(recs) == 0 {
 		return false, err
 	}
-	return !recs[0].Status.Terminal() || s.cluster != nil && recs[0].Status == checkpoint.RunCanceled, err
+	return !recs[0].Status.Terminal() || s.cluster != nil && recs[0].Status == runstore.Canceled, err
 }
 
 // endAnswered ends the record of a run whose turn was answered before a
@@ -325,11 +325,11 @@ func (s *Server) hasOpenRecord(ctx context.Context, thread string) (bool, error)
 // replica may have died before storing them, and a client following the
 // run from another replica would see it end without its answer); for a
 // Chat Completions request, the answer a repetition of it gets.
-func (s *Server) endAnswered(ctx context.Context, rec checkpoint.RunRecord, chat bool, st state.State) error {
+func (s *Server) endAnswered(ctx context.Context, rec runstore.Record, chat bool, st state.State) error {
 	m, ok := st.LastAssistant()
 	ok = ok && m.Turn == st.Turn.Number
 	if s.cluster != nil {
-		var evs []checkpoint.RunEvent
+		var evs []runstore.Event
 		stored, err := s.cluster.ev.ListRunEvents(ctx, rec.ID, 0)
 		if err != nil {
 			return err
@@ -347,7 +347,7 @@ func (s *Server) endAnswered(ctx context.Context, rec checkpoint.RunRecord, chat
 			last += resumeSeqGap
 			ev.Seq, ev.RunID, ev.Thread, ev.Time = last, rec.ID, rec.Thread, s.cfg.Now()
 			if b, err := json.Marshal(ev); err == nil {
-				evs = append(evs, checkpoint.RunEvent{Seq: ev.Seq, Data: b})
+				evs = append(evs, runstore.Event{Seq: ev.Seq, Data: b})
 			}
 		}
 		if ok && !told && !ended {
@@ -362,27 +362,27 @@ func (s *Server) endAnswered(ctx context.Context, rec checkpoint.RunRecord, chat
 			}
 		}
 	}
-	u := checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}, IfOwner: rec.Owner, Status: checkpoint.RunDone}
+	u := runstore.Update{From: []runstore.Status{runstore.Queued, runstore.Running}, IfOwner: rec.Owner, Status: runstore.Done}
 	if chat && ok {
 		if b, err := json.Marshal(runResult{Content: m.Content}); err == nil {
 			u.Result = b
 		}
 	}
-	if _, err := s.records.UpdateRun(ctx, rec.ID, u); err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+	if _, err := s.records.UpdateRun(ctx, rec.ID, u); err != nil && !errors.Is(err, runstore.ErrConflict) {
 		return err
 	}
 	if s.cluster != nil {
-		s.signal(checkpoint.SignalEvents, rec.ID)
+		s.signal(runstore.SignalEvents, rec.ID)
 	}
 	return nil
 }
 
 // endRecord gives a record its final status, if no other process took it,
 // and ends its run when it waits parked in this process.
-func (s *Server) endRecord(ctx context.Context, rec checkpoint.RunRecord, st checkpoint.RunStatus, msg string) error {
-	_, err := s.records.UpdateRun(ctx, rec.ID, checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning},
+func (s *Server) endRecord(ctx context.Context, rec runstore.Record, st runstore.Status, msg string) error {
+	_, err := s.records.UpdateRun(ctx, rec.ID, runstore.Update{From: []runstore.Status{runstore.Queued, runstore.Running},
 		IfOwner: rec.Owner, Status: st, Error: msg})
-	if errors.Is(err, checkpoint.ErrRunConflict) {
+	if errors.Is(err, runstore.ErrConflict) {
 		return nil
 	}
 	if err == nil {

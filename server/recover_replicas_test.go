@@ -16,6 +16,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/postgres/pgtest"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // leasingStore is a store that grants thread leases (all of ours).
@@ -96,7 +97,7 @@ func (w *scanWorld) cut(t *testing.T, env *testEnv, threads ...string) {
 		if env.srv.cluster != nil {
 			// Replicas never resume a run canceled on request: make the
 			// record what a crash leaves, running under nobody's lease.
-			if _, err := env.srv.records.UpdateRun(context.Background(), out.Run.ID, checkpoint.RunUpdate{Status: checkpoint.RunRunning}); err != nil {
+			if _, err := env.srv.records.UpdateRun(context.Background(), out.Run.ID, runstore.Update{Status: runstore.Running}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -347,11 +348,11 @@ func TestTakenOverAnsweredRunGivesFollowersTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := runSpec{c: alice, source: "native", clientThread: "scan"}
-	if _, created, err := first.srv.records.CreateRun(context.Background(), checkpoint.RunRecord{ID: "run-lost-events", Thread: internalThreadID(alice, "scan"),
-		Status: checkpoint.RunQueued, Input: b, Labels: sp.labels(), Owner: "killed-replica", Attempt: 1}); err != nil || !created {
+	if _, created, err := first.srv.records.CreateRun(context.Background(), runstore.Record{ID: "run-lost-events", Thread: internalThreadID(alice, "scan"),
+		Status: runstore.Queued, Input: b, Labels: sp.labels(), Owner: "killed-replica", Attempt: 1}); err != nil || !created {
 		t.Fatalf("record: %v", err)
 	}
-	if _, err := first.srv.records.UpdateRun(context.Background(), "run-lost-events", checkpoint.RunUpdate{Status: checkpoint.RunRunning}); err != nil {
+	if _, err := first.srv.records.UpdateRun(context.Background(), "run-lost-events", runstore.Update{Status: runstore.Running}); err != nil {
 		t.Fatal(err) // running, its lease gone
 	}
 
@@ -359,7 +360,7 @@ func TestTakenOverAnsweredRunGivesFollowersTheAnswer(t *testing.T) {
 	if got, err := live.srv.RecoverRuns(context.Background()); err != nil || len(got) != 0 {
 		t.Fatalf("RecoverRuns = %v, %v; want nothing started (the turn was answered)", got, err)
 	}
-	if rec, err := live.srv.records.GetRun(context.Background(), "run-lost-events"); err != nil || rec.Status != checkpoint.RunDone {
+	if rec, err := live.srv.records.GetRun(context.Background(), "run-lost-events"); err != nil || rec.Status != runstore.Done {
 		t.Fatalf("record after RecoverRuns: %+v, %v; want done", rec, err)
 	}
 	if n := w.finished.Load(); n != 1 {
@@ -375,7 +376,7 @@ func TestTakenOverAnsweredRunGivesFollowersTheAnswer(t *testing.T) {
 		}
 	}
 	rec, err := live.srv.records.GetRun(context.Background(), "run-lost-events")
-	if err != nil || rec.Status != checkpoint.RunDone {
+	if err != nil || rec.Status != runstore.Done {
 		t.Fatalf("record %+v, %v; want done", rec, err)
 	}
 }
@@ -389,7 +390,7 @@ func TestRecoveredRunHandedBackKeepsItsFollowers(t *testing.T) {
 	r := pgtest.Replicas(t, 2)
 	w := newScanWorld()
 	internal := w.cutScan(t, r[0], ttl)
-	recs, err := r[0].ListRuns(context.Background(), checkpoint.RunFilter{Thread: internal, Limit: 1})
+	recs, err := r[0].ListRuns(context.Background(), runstore.Filter{Thread: internal, Limit: 1})
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("records: %v, %v", recs, err)
 	}

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 
 // Replicas: when the store is a runs queue shared by processes
-// (checkpoint.RunQueue, RunEvents and RunSignals — the PostgreSQL store),
+// (runstore.Queue, RunEvents and RunSignals — the PostgreSQL store),
 // every replica is a worker of one queue:
 //
 //   - a request's run is recorded running under this replica and a lease,
@@ -35,9 +35,9 @@ import (
 // runs start in this process, and RecoverRuns finishes what a crash cut.
 // docs/deployment.md says how to run replicas.
 type cluster struct {
-	q   checkpoint.RunQueue
-	ev  checkpoint.RunEvents
-	sig checkpoint.RunSignals
+	q   runstore.Queue
+	ev  runstore.Events
+	sig runstore.Signals
 	ttl time.Duration
 	// wake is signaled when a run is queued.
 	wake chan struct{}
@@ -47,9 +47,9 @@ type cluster struct {
 }
 
 func newCluster(s *Server) *cluster {
-	q, ok1 := s.records.(checkpoint.RunQueue)
-	ev, ok2 := s.records.(checkpoint.RunEvents)
-	sig, ok3 := s.records.(checkpoint.RunSignals)
+	q, ok1 := s.records.(runstore.Queue)
+	ev, ok2 := s.records.(runstore.Events)
+	sig, ok3 := s.records.(runstore.Signals)
 	if !ok1 || !ok2 || !ok3 {
 		return nil
 	}
@@ -87,10 +87,10 @@ func poke(ch chan struct{}) {
 }
 
 // signal sends a wake-up, logging a failure (a lost signal delays only).
-func (s *Server) signal(kind checkpoint.SignalKind, id string) {
+func (s *Server) signal(kind runstore.SignalKind, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
 	defer cancel()
-	if err := s.cluster.sig.Signal(ctx, checkpoint.RunSignal{Kind: kind, Run: id}); err != nil {
+	if err := s.cluster.sig.Signal(ctx, runstore.Signal{Kind: kind, Run: id}); err != nil {
 		s.cfg.Logger.Warn("signal to replicas", "kind", kind, "run", id, "error", err)
 	}
 }
@@ -120,9 +120,9 @@ func (s *Server) listenLoop(ctx context.Context) {
 		cl.mu.Unlock()
 		for sig := range sigs {
 			switch sig.Kind {
-			case checkpoint.SignalQueued:
+			case runstore.SignalQueued:
 				poke(cl.wake)
-			case checkpoint.SignalCancel:
+			case runstore.SignalCancel:
 				if r, ok := s.runs.byID(sig.Run); ok && !r.following() {
 					r.cancel()
 				}
@@ -133,11 +133,11 @@ func (s *Server) listenLoop(ctx context.Context) {
 					poke(ch)
 				}
 				cl.mu.Unlock()
-			case checkpoint.SignalFollowed:
+			case runstore.SignalFollowed:
 				if r, ok := s.runs.byID(sig.Run); ok && !r.following() {
 					r.keepForRemote()
 				}
-			case checkpoint.SignalEvents:
+			case runstore.SignalEvents:
 				cl.mu.Lock()
 				for ch := range cl.watches[sig.Run] {
 					poke(ch)
@@ -219,7 +219,7 @@ func (s *Server) holdLease(r *run) {
 		default:
 		}
 		switch {
-		case errors.Is(err, checkpoint.ErrRunConflict):
+		case errors.Is(err, runstore.ErrConflict):
 			s.cfg.Logger.Warn("run lease lost: another replica took the run; stopping it here", "run", r.ID)
 			_ = s.runs.fire(r, lifecycle.LoseLease) // unless it ended meanwhile
 			r.cancel()
@@ -256,7 +256,7 @@ type publisher struct {
 	s    *Server
 	r    *run
 	mu   sync.Mutex
-	buf  []checkpoint.RunEvent
+	buf  []runstore.Event
 	kick chan struct{}
 	done chan struct{}
 }
@@ -273,7 +273,7 @@ func (p *publisher) add(ev agent.Event) {
 		return
 	}
 	p.mu.Lock()
-	p.buf = append(p.buf, checkpoint.RunEvent{Seq: ev.Seq, Data: b})
+	p.buf = append(p.buf, runstore.Event{Seq: ev.Seq, Data: b})
 	p.mu.Unlock()
 	poke(p.kick)
 }
@@ -303,7 +303,7 @@ func (p *publisher) flush() {
 		p.s.cfg.Logger.Warn("storing run events", "run", p.r.ID, "error", err)
 		return
 	}
-	p.s.signal(checkpoint.SignalEvents, p.r.ID)
+	p.s.signal(runstore.SignalEvents, p.r.ID)
 }
 
 // close writes what is left and returns when it is stored.
@@ -326,7 +326,7 @@ func (s *Server) lastEventSeq(ctx context.Context, id string) int {
 // mirror returns a run of this process that follows a run another
 // replica runs (or ran), fed from the store; nil when there is nothing to
 // follow (no cluster, or an ended run without stored events).
-func (s *Server) mirror(ctx context.Context, c caller, rec checkpoint.RunRecord) *run {
+func (s *Server) mirror(ctx context.Context, c caller, rec runstore.Record) *run {
 	if s.cluster == nil {
 		return nil
 	}
@@ -347,10 +347,10 @@ func (s *Server) mirror(ctx context.Context, c caller, rec checkpoint.RunRecord)
 // owner is told it has a follower here, so that it does not stop it when
 // its own client has gone (an SDK's retry through the load balancer). nil
 // when the run has ended.
-func (s *Server) joinable(ctx context.Context, c caller, rec checkpoint.RunRecord) *run {
+func (s *Server) joinable(ctx context.Context, c caller, rec runstore.Record) *run {
 	if ru, ok := s.runs.byID(rec.ID); ok && !ru.info().Finished {
 		if ru.following() {
-			s.signal(checkpoint.SignalFollowed, rec.ID)
+			s.signal(runstore.SignalFollowed, rec.ID)
 		}
 		return ru
 	}
@@ -361,7 +361,7 @@ func (s *Server) joinable(ctx context.Context, c caller, rec checkpoint.RunRecor
 	if ru == nil {
 		return nil
 	}
-	s.signal(checkpoint.SignalFollowed, rec.ID)
+	s.signal(runstore.SignalFollowed, rec.ID)
 	return ru
 }
 
@@ -407,7 +407,7 @@ func (s *Server) tail(r *run) {
 		}
 		if rec.Status.Terminal() {
 			var runErr error
-			if rec.Status == checkpoint.RunFailed {
+			if rec.Status == runstore.Failed {
 				runErr = errors.New(rec.Error)
 			}
 			s.runs.finishMirror(r, recordStatus(rec.Status), runErr, endedInStore)
@@ -424,7 +424,7 @@ func (s *Server) tail(r *run) {
 }
 
 // addMirror registers a mirror of rec (fresh) or returns the one there is.
-func (m *runManager) addMirror(c caller, rec checkpoint.RunRecord) (*run, bool) {
+func (m *runManager) addMirror(c caller, rec runstore.Record) (*run, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.runs[rec.ID]; ok {

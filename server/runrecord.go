@@ -15,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
@@ -22,7 +23,7 @@ import (
 
 // Acknowledged work is durable: before the server answers 2xx to a request
 // that starts a run, or sends the first byte of its stream, it writes the
-// run's record (checkpoint.RunRecord) to the store the agent keeps its
+// run's record (runstore.Record) to the store the agent keeps its
 // checkpoints in — with everything needed to start the run again (the
 // user's input or answer, the options, who asked). A run carries its
 // record's id into the turn's metadata (MetaRun), so after a crash the
@@ -206,7 +207,7 @@ var ErrKeyReused = errors.New("idempotency key reused with a different request")
 // sameRequest refuses to answer request from rec, the run its key started,
 // when rec was started by a different request. Records without the label
 // (written before it existed) are taken as the same request.
-func sameRequest(rec checkpoint.RunRecord, request string) error {
+func sameRequest(rec runstore.Record, request string) error {
 	if got := rec.Labels[labelRequest]; got == "" || got == request {
 		return nil
 	}
@@ -216,7 +217,7 @@ func sameRequest(rec checkpoint.RunRecord, request string) error {
 // submit records the run and starts it. A spec whose key a record holds
 // already starts nothing: dup is that record (the caller joins or replays
 // it). The record is durable when submit returns a run.
-func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *checkpoint.RunRecord, err error) {
+func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *runstore.Record, err error) {
 	if sp.id == "" {
 		sp.id = "run-" + uuid.NewString()
 	}
@@ -248,7 +249,7 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *checkpoin
 			s.runs.unreserve(r)
 			return nil, nil, fmt.Errorf("encode the run's input: %w", err)
 		}
-		rec := checkpoint.RunRecord{ID: sp.id, Thread: sp.thread, Status: checkpoint.RunRunning, Key: sp.key, Input: in,
+		rec := runstore.Record{ID: sp.id, Thread: sp.thread, Status: runstore.Running, Key: sp.key, Input: in,
 			Labels: sp.labels(), Owner: s.cfg.Instance, Attempt: 1}
 		got, created, err := s.records.CreateRun(ctx, rec)
 		if err != nil {
@@ -274,7 +275,7 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *checkpoin
 // it. A recovered run that found its thread held elsewhere leaves the
 // record to the holder.
 func (s *Server) finishRecord(r *run, status agent.RunStatus, runErr error, shutdown bool) {
-	u := checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}}
+	u := runstore.Update{From: []runstore.Status{runstore.Queued, runstore.Running}}
 	msg := ""
 	if runErr != nil {
 		msg = s.publicMessage(runErr)
@@ -298,7 +299,7 @@ func (s *Server) finishRecord(r *run, status agent.RunStatus, runErr error, shut
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
 		defer cancel()
-		if err := s.cluster.q.RequeueRun(ctx, r.ID, s.cfg.Instance, requeue); err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+		if err := s.cluster.q.RequeueRun(ctx, r.ID, s.cfg.Instance, requeue); err != nil && !errors.Is(err, runstore.ErrConflict) {
 			s.cfg.Logger.Error("giving a run back to the queue", "run", r.ID, "error", err)
 		}
 		return
@@ -310,14 +311,14 @@ write:
 	case r.origin.recovered() && isThreadBusy(runErr):
 		return
 	case status == agent.RunAnswered:
-		u.Status = checkpoint.RunDone
+		u.Status = runstore.Done
 	case status == agent.RunInterrupted:
-		u.Status = checkpoint.RunInterrupted
+		u.Status = runstore.Interrupted
 	case status == agent.RunCanceled && runErr == nil:
 		// Not done: a repetition of the request may do it.
-		u.Status, u.ReleaseKey = checkpoint.RunCanceled, true
+		u.Status, u.ReleaseKey = runstore.Canceled, true
 	default:
-		u.Status = checkpoint.RunFailed
+		u.Status = runstore.Failed
 		u.Error = msg
 		if runErr == nil {
 			u.Error = "the run ended without an answer"
@@ -331,7 +332,7 @@ write:
 	// The client may be gone: the record is written regardless.
 	ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
 	defer cancel()
-	if _, err := s.records.UpdateRun(ctx, r.ID, u); err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+	if _, err := s.records.UpdateRun(ctx, r.ID, u); err != nil && !errors.Is(err, runstore.ErrConflict) {
 		s.cfg.Logger.Error("run record update failed", "run", r.ID, "error", err)
 	}
 	r.mu.Lock()
@@ -355,11 +356,11 @@ func (s *Server) delivered(r *run) {
 }
 
 // releaseKey frees a record's key (the record stays).
-func (s *Server) releaseKey(id string, st checkpoint.RunStatus) {
+func (s *Server) releaseKey(id string, st runstore.Status) {
 	ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
 	defer cancel()
-	_, err := s.records.UpdateRun(ctx, id, checkpoint.RunUpdate{From: []checkpoint.RunStatus{st}, Status: st, ReleaseKey: true})
-	if err != nil && !errors.Is(err, checkpoint.ErrRunConflict) {
+	_, err := s.records.UpdateRun(ctx, id, runstore.Update{From: []runstore.Status{st}, Status: st, ReleaseKey: true})
+	if err != nil && !errors.Is(err, runstore.ErrConflict) {
 		s.cfg.Logger.Warn("releasing a run key", "run", id, "error", err)
 	}
 }
@@ -418,22 +419,22 @@ func checkIdempotencyKey(r *http.Request) error {
 
 // recordStatus is the agent status a record's status stands for ("" while
 // it has not ended).
-func recordStatus(st checkpoint.RunStatus) agent.RunStatus {
+func recordStatus(st runstore.Status) agent.RunStatus {
 	switch st {
-	case checkpoint.RunDone:
+	case runstore.Done:
 		return agent.RunAnswered
-	case checkpoint.RunInterrupted:
+	case runstore.Interrupted:
 		return agent.RunInterrupted
-	case checkpoint.RunFailed:
+	case runstore.Failed:
 		return agent.RunFailed
-	case checkpoint.RunCanceled:
+	case runstore.Canceled:
 		return agent.RunCanceled
 	}
 	return ""
 }
 
 // recordInfo is a record as the native API shows a run.
-func recordInfo(rec checkpoint.RunRecord) runInfo {
+func recordInfo(rec runstore.Record) runInfo {
 	return runInfo{ID: rec.ID, Thread: rec.Labels[labelThread], Started: rec.Created, Finished: rec.Status.Terminal(),
 		Status: recordStatus(rec.Status), Error: rec.Error}
 }

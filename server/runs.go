@@ -16,6 +16,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 
@@ -80,7 +81,7 @@ type run struct {
 	// (a repeat is a retry only until an answer was delivered), and
 	// recStatus the status finishRecord wrote.
 	implicitKey string
-	recStatus   checkpoint.RunStatus
+	recStatus   runstore.Status
 	// answering is the approval an answer's run carries out, beside the
 	// approvals pending with it (storedAnswer.Beside), for an answer to
 	// one of them that arrives before the run's record is read.
@@ -701,7 +702,7 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 	}
 	m.s.finishRecord(r, status, runErr, shutdown)
 	if m.s.cluster != nil {
-		m.s.signal(checkpoint.SignalEvents, r.ID)
+		m.s.signal(runstore.SignalEvents, r.ID)
 	}
 	// The thread is free before the run shows as finished: a client that
 	// saw it end may start the next run at once.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -35,7 +35,7 @@ type scriptedRunner struct {
 }
 
 // RunStore makes the scripted runner keep run records like *agent.Agent.
-func (s *scriptedRunner) RunStore() checkpoint.RunStore { return s.records }
+func (s *scriptedRunner) RunStore() runstore.Store { return s.records }
 
 type scriptedThread struct {
 	st     state.State

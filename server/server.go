@@ -13,6 +13,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // Server is capgraph's HTTP server. Create it with New, serve Handler on any
@@ -26,13 +27,13 @@ type Server struct {
 	// features are the optional interfaces of the Agent (agent.go).
 	features features
 	counts   *threadCounts
-	records  checkpoint.RunStore
+	records  runstore.Store
 	// cluster is the runs queue shared with other replicas (replicas.go);
 	// nil with a store for one process.
 	cluster *cluster
 	limiter *rateLimiter
 	// rates counts the requests of every replica (cluster only).
-	rates checkpoint.RateCounter
+	rates runstore.RateCounter
 	// transcripts names Chat Completions conversations without a chat id.
 	transcripts *transcriptIndex
 	// responses keeps Responses API objects for GET /v1/responses/{id}.
@@ -81,7 +82,7 @@ func New(cfg Config) (*Server, error) {
 	s.transcripts = newTranscriptIndex(transcriptIndexSize)
 	s.limiter = newRateLimiter(cfg.RequestsPerMinute, cfg.Now)
 	if s.cluster != nil && s.limiter != nil {
-		s.rates, _ = s.records.(checkpoint.RateCounter)
+		s.rates, _ = s.records.(runstore.RateCounter)
 	}
 	s.approvals = newApprovalStore()
 	s.responses = newResponseStore()

@@ -25,6 +25,7 @@ import (
 	"github.com/capgraph/capgraph/demo/controlroom/plant"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/state"
 )
@@ -159,7 +160,7 @@ func snapshot(t *testing.T, a *agent.Agent, p *plant.Plant, o operator) world {
 		w.Threads = append(w.Threads, in.Metadata["thread"]+"@"+in.Latest.String())
 	}
 	slices.Sort(w.Threads)
-	runs, err := a.RunStore().ListRuns(ctx, checkpoint.RunFilter{})
+	runs, err := a.RunStore().ListRuns(ctx, runstore.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

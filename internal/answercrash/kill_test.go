@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/internal/killtest"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // threads per round: thirty wait for the approval of one write (ten each
@@ -393,8 +393,8 @@ func checkRound(t *testing.T, round int, db, journalPath string, ths []*thread) 
 		case agent.RunAnswered, agent.RunFailed:
 			return status, true
 		case agent.RunInterrupted:
-			recs, err := a.store.ListRuns(ctx, checkpoint.RunFilter{Thread: internal[th],
-				Status: []checkpoint.RunStatus{checkpoint.RunQueued, checkpoint.RunRunning}, Limit: 1})
+			recs, err := a.store.ListRuns(ctx, runstore.Filter{Thread: internal[th],
+				Status: []runstore.Status{runstore.Queued, runstore.Running}, Limit: 1})
 			return status, err == nil && len(recs) == 0
 		}
 		return status, false
@@ -419,7 +419,7 @@ func checkRound(t *testing.T, round int, db, journalPath string, ths []*thread) 
 		}
 		for _, th := range open {
 			st, _ := settled(th)
-			recs, _ := a.store.ListRuns(ctx, checkpoint.RunFilter{Thread: internal[th]})
+			recs, _ := a.store.ListRuns(ctx, runstore.Filter{Thread: internal[th]})
 			var rs []string
 			for _, r := range recs {
 				rs = append(rs, fmt.Sprintf("%s/%s/%s/%s", r.Status, r.Owner, r.Error, r.Input))

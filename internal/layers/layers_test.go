@@ -96,10 +96,14 @@ func TestLayers(t *testing.T) {
 		// … and bad says which of those break it.
 		bad func(dep string) bool
 	}{
-		{"graph knows nothing of agents: its packages depend on no capgraph package outside graph/",
+		{"graph knows nothing of agents: its packages depend on no capgraph package outside graph/ but runstore (the run records its stores keep beside the checkpoints)",
 			func(p pkg) bool { return under(p.ImportPath, "graph") && !strings.HasSuffix(p.ImportPath, "/pgtest") },
 			func(p pkg) []string { return p.Deps },
-			func(d string) bool { return strings.HasPrefix(d, module+"/") && !under(d, "graph") }},
+			func(d string) bool { return strings.HasPrefix(d, module+"/") && !under(d, "graph") && d != module+"/runstore" }},
+		{"runstore imports only the standard library (every store implements it, the engine's among them)",
+			func(p pkg) bool { return p.ImportPath == module+"/runstore" },
+			func(p pkg) []string { return p.Deps },
+			func(d string) bool { return !isStd(d) }},
 		{"capabilities and typo import only the standard library",
 			func(p pkg) bool { return p.ImportPath == module+"/capabilities" || p.ImportPath == module+"/typo" },
 			func(p pkg) []string { return p.Deps },
@@ -118,14 +122,17 @@ func TestLayers(t *testing.T) {
 			func(p pkg) bool { return p.ImportPath == module+"/state" || p.ImportPath == module+"/config" },
 			func(p pkg) []string { return p.Deps },
 			func(d string) bool { return d == module+"/llm" || strings.HasPrefix(d, "github.com/tmc/langchaingo") }},
-		{"server uses only the agent's public API (agent and the types it speaks: state, capabilities, graph, checkpoint, logging; mcp for the MCP protocol, which pulls in no LLM code; artifactview and its chart to show artifacts; its own server/apikey and server/allowedhost)",
+		{"server uses only the agent's public API (agent and the types it speaks: state, capabilities, graph, checkpoint, logging; runstore for its run records; mcp for the MCP protocol, which pulls in no LLM code; artifactview and its chart to show artifacts; its own server/apikey, server/allowedhost and server/internal packages)",
 			func(p pkg) bool { return p.ImportPath == module+"/server" },
 			func(p pkg) []string { return p.Imports },
 			func(d string) bool {
 				if !strings.HasPrefix(d, module+"/") {
 					return false
 				}
-				for _, ok := range []string{"agent", "state", "capabilities", "graph", "graph/checkpoint", "logging", "mcp", "artifactview", "artifactview/chart", "server/apikey", "server/allowedhost"} {
+				if under(d, "server/internal") {
+					return false
+				}
+				for _, ok := range []string{"agent", "state", "capabilities", "graph", "graph/checkpoint", "runstore", "logging", "mcp", "artifactview", "artifactview/chart", "server/apikey", "server/allowedhost"} {
 					if d == module+"/"+ok {
 						return false
 					}

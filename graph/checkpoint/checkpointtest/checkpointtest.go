@@ -24,8 +24,7 @@ const Precision = time.Microsecond
 
 // Run runs the conformance suite against the stores newStore returns,
 // including the lease cases (lease.go) when the store is a checkpoint.Leaser,
-// the record log cases (records.go) when it is a checkpoint.RecordLog and
-// the run record cases (runs.go) when it is a checkpoint.RunStore, the
+// the record log cases (records.go) when it is a checkpoint.RecordLog, the
 // tuple cases (tuple.go) when it is a checkpoint.TuplePutter and
 // the pruning cases (prune.go) when it is a checkpoint.Pruner. newStore
 // is called once per subtest and must return an empty store; it should register
@@ -58,17 +57,6 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 				return
 			}
 			tc.fn(t, s, rl)
-		})
-	}
-	// Run record cases run for stores that are a checkpoint.RunStore (all
-	// of ours; runs.go).
-	for _, tc := range runCases {
-		t.Run(tc.name, func(t *testing.T) {
-			rs, ok := newStore(t).(checkpoint.RunStore)
-			if !ok {
-				return
-			}
-			tc.fn(t, rs)
 		})
 	}
 	// Tuple cases run for stores that are a checkpoint.TuplePutter (all of

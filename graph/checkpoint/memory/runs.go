@@ -9,32 +9,32 @@ import (
 	"sync"
 	"time"
 
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 )
 
-var _ checkpoint.RunStore = (*Store)(nil)
+var _ runstore.Store = (*Store)(nil)
 
-// runTable holds the store's run records (checkpoint.RunStore).
+// runTable holds the store's run records (runstore.Store).
 type runTable struct {
 	mu    sync.Mutex
 	seq   int64
-	byID  map[string]*checkpoint.RunRecord
+	byID  map[string]*runstore.Record
 	byKey map[string]string // key → id
 }
 
 func (t *runTable) init() {
 	if t.byID == nil {
-		t.byID, t.byKey = map[string]*checkpoint.RunRecord{}, map[string]string{}
+		t.byID, t.byKey = map[string]*runstore.Record{}, map[string]string{}
 	}
 }
 
-// CreateRun stores a copy of rec (see checkpoint.RunStore).
-func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkpoint.RunRecord, bool, error) {
+// CreateRun stores a copy of rec (see runstore.Store).
+func (s *Store) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Record, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return checkpoint.RunRecord{}, false, err
+		return runstore.Record{}, false, err
 	}
-	if err := checkpoint.ValidateRun(rec); err != nil {
-		return checkpoint.RunRecord{}, false, err
+	if err := runstore.Validate(rec); err != nil {
+		return runstore.Record{}, false, err
 	}
 	t := &s.runs
 	t.mu.Lock()
@@ -46,14 +46,14 @@ func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkp
 		}
 	}
 	if _, ok := t.byID[rec.ID]; ok {
-		return checkpoint.RunRecord{}, false, &checkpoint.InvalidError{Field: "id", Reason: fmt.Sprintf("run %q exists", rec.ID)}
+		return runstore.Record{}, false, &runstore.InvalidError{Field: "id", Reason: fmt.Sprintf("run %q exists", rec.ID)}
 	}
 	now := storedTime(time.Now())
 	t.seq++
 	rec = cloneRun(rec)
 	rec.Seq, rec.Created, rec.Updated = t.seq, now, now
 	if rec.Status == "" {
-		rec.Status = checkpoint.RunQueued
+		rec.Status = runstore.Queued
 	}
 	t.byID[rec.ID] = &rec
 	if rec.Key != "" {
@@ -62,13 +62,13 @@ func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkp
 	return cloneRun(rec), true, nil
 }
 
-// UpdateRun applies u (see checkpoint.RunStore).
-func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate) (checkpoint.RunRecord, error) {
+// UpdateRun applies u (see runstore.Store).
+func (s *Store) UpdateRun(ctx context.Context, id string, u runstore.Update) (runstore.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return checkpoint.RunRecord{}, err
+		return runstore.Record{}, err
 	}
-	if err := checkpoint.ValidateRunUpdate(u); err != nil {
-		return checkpoint.RunRecord{}, err
+	if err := runstore.ValidateUpdate(u); err != nil {
+		return runstore.Record{}, err
 	}
 	t := &s.runs
 	t.mu.Lock()
@@ -76,10 +76,10 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 	t.init()
 	r, ok := t.byID[id]
 	if !ok {
-		return checkpoint.RunRecord{}, fmt.Errorf("%w: run %q", checkpoint.ErrNotFound, id)
+		return runstore.Record{}, fmt.Errorf("%w: run %q", runstore.ErrNotFound, id)
 	}
 	key := r.Key
-	nr, err := checkpoint.ApplyRunUpdate(cloneRun(*r), u, storedTime(time.Now()))
+	nr, err := runstore.Apply(cloneRun(*r), u, storedTime(time.Now()))
 	if err != nil {
 		return cloneRun(*r), err
 	}
@@ -91,50 +91,50 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 }
 
 // GetRun returns a copy of the record.
-func (s *Store) GetRun(ctx context.Context, id string) (checkpoint.RunRecord, error) {
+func (s *Store) GetRun(ctx context.Context, id string) (runstore.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return checkpoint.RunRecord{}, err
+		return runstore.Record{}, err
 	}
 	t := &s.runs
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r, ok := t.byID[id]
 	if !ok {
-		return checkpoint.RunRecord{}, fmt.Errorf("%w: run %q", checkpoint.ErrNotFound, id)
+		return runstore.Record{}, fmt.Errorf("%w: run %q", runstore.ErrNotFound, id)
 	}
 	return cloneRun(*r), nil
 }
 
 // GetRunByKey returns a copy of the record holding key.
-func (s *Store) GetRunByKey(ctx context.Context, key string) (checkpoint.RunRecord, error) {
+func (s *Store) GetRunByKey(ctx context.Context, key string) (runstore.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return checkpoint.RunRecord{}, err
+		return runstore.Record{}, err
 	}
 	t := &s.runs
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id, ok := t.byKey[key]
 	if !ok || key == "" {
-		return checkpoint.RunRecord{}, fmt.Errorf("%w: run key", checkpoint.ErrNotFound)
+		return runstore.Record{}, fmt.Errorf("%w: run key", runstore.ErrNotFound)
 	}
 	return cloneRun(*t.byID[id]), nil
 }
 
 // ListRuns returns the records f keeps, newest first.
-func (s *Store) ListRuns(ctx context.Context, f checkpoint.RunFilter) ([]checkpoint.RunRecord, error) {
+func (s *Store) ListRuns(ctx context.Context, f runstore.Filter) ([]runstore.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	t := &s.runs
 	t.mu.Lock()
-	var out []checkpoint.RunRecord
+	var out []runstore.Record
 	for _, r := range t.byID {
-		if checkpoint.MatchRun(*r, f) {
+		if runstore.Match(*r, f) {
 			out = append(out, cloneRun(*r))
 		}
 	}
 	t.mu.Unlock()
-	slices.SortFunc(out, func(a, b checkpoint.RunRecord) int { return cmp.Compare(b.Seq, a.Seq) })
+	slices.SortFunc(out, func(a, b runstore.Record) int { return cmp.Compare(b.Seq, a.Seq) })
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}
@@ -182,7 +182,7 @@ func (t *runTable) drop(id string) {
 	delete(t.byID, id)
 }
 
-func cloneRun(r checkpoint.RunRecord) checkpoint.RunRecord {
+func cloneRun(r runstore.Record) runstore.Record {
 	r.Input, r.Result = slices.Clone(r.Input), slices.Clone(r.Result)
 	if len(r.Labels) == 0 {
 		r.Labels = nil

@@ -10,14 +10,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/internal/sqlrow"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 var (
-	_ checkpoint.RunQueue   = (*Store)(nil)
-	_ checkpoint.RunEvents  = (*Store)(nil)
-	_ checkpoint.RunSignals = (*Store)(nil)
+	_ runstore.Queue   = (*Store)(nil)
+	_ runstore.Events  = (*Store)(nil)
+	_ runstore.Signals = (*Store)(nil)
 )
 
 // The runs queue is the runs table itself (migration 3): a ready run is a
@@ -33,16 +33,16 @@ var (
 // owner to start the run and renew with its own TTL.
 const provisionalLeaseSQL = `interval '10 seconds'`
 
-// ClaimRun takes one ready run (see checkpoint.RunQueue).
-func (s *Store) ClaimRun(ctx context.Context, owner, id string, ttl time.Duration) (checkpoint.RunRecord, bool, error) {
+// ClaimRun takes one ready run (see runstore.Queue).
+func (s *Store) ClaimRun(ctx context.Context, owner, id string, ttl time.Duration) (runstore.Record, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return checkpoint.RunRecord{}, false, err
+		return runstore.Record{}, false, err
 	}
 	if owner == "" || ttl <= 0 {
-		return checkpoint.RunRecord{}, false, &checkpoint.InvalidError{Field: "owner", Reason: "claims need an owner and a positive TTL"}
+		return runstore.Record{}, false, &runstore.InvalidError{Field: "owner", Reason: "claims need an owner and a positive TTL"}
 	}
 	if err := s.ensureRuns(ctx); err != nil {
-		return checkpoint.RunRecord{}, false, err
+		return runstore.Record{}, false, err
 	}
 	only := ""
 	args := []any{owner, micros(ttl)}
@@ -61,15 +61,15 @@ func (s *Store) ClaimRun(ctx context.Context, owner, id string, ttl time.Duratio
 			updated = greatest(r.updated, date_trunc('microseconds', now()))
 		FROM ready WHERE r.seq = ready.seq RETURNING `+cols), args...))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return checkpoint.RunRecord{}, false, nil
+		return runstore.Record{}, false, nil
 	}
 	if err != nil {
-		return checkpoint.RunRecord{}, false, fmt.Errorf("postgres: claim run: %w", err)
+		return runstore.Record{}, false, fmt.Errorf("postgres: claim run: %w", err)
 	}
 	return r, true, nil
 }
 
-// RenewRun extends owner's lease (see checkpoint.RunQueue).
+// RenewRun extends owner's lease (see runstore.Queue).
 func (s *Store) RenewRun(ctx context.Context, id, owner string, ttl time.Duration) (bool, error) {
 	if err := s.ensureRuns(ctx); err != nil {
 		return false, err
@@ -79,7 +79,7 @@ func (s *Store) RenewRun(ctx context.Context, id, owner string, ttl time.Duratio
 			updated = greatest(updated, date_trunc('microseconds', now()))
 		WHERE id = $1 AND owner = $2 AND status = 'running' RETURNING cancel_requested`), id, owner, micros(ttl)).Scan(&canceled)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, checkpoint.ErrRunConflict
+		return false, runstore.ErrConflict
 	}
 	if err != nil {
 		return false, fmt.Errorf("postgres: renew run lease: %w", err)
@@ -103,9 +103,9 @@ func (s *Store) RequeueRun(ctx context.Context, id, owner string, notBefore time
 		return fmt.Errorf("postgres: requeue run: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return checkpoint.ErrRunConflict
+		return runstore.ErrConflict
 	}
-	return s.Signal(ctx, checkpoint.RunSignal{Kind: checkpoint.SignalQueued, Run: id})
+	return s.Signal(ctx, runstore.Signal{Kind: runstore.SignalQueued, Run: id})
 }
 
 // RequestCancel marks a run to be stopped; a queued run is canceled at once.
@@ -119,7 +119,7 @@ func (s *Store) RequestCancel(ctx context.Context, id string) error {
 		WHERE id = $1 AND status IN ('queued', 'running')`), id); err != nil {
 		return fmt.Errorf("postgres: request cancel: %w", err)
 	}
-	return s.Signal(ctx, checkpoint.RunSignal{Kind: checkpoint.SignalCancel, Run: id})
+	return s.Signal(ctx, runstore.Signal{Kind: runstore.SignalCancel, Run: id})
 }
 
 // CountRunning counts running records with live leases and the labels.
@@ -139,8 +139,8 @@ func (s *Store) CountRunning(ctx context.Context, labels map[string]string) (int
 	return n, nil
 }
 
-// AppendRunEvents stores a run's events (see checkpoint.RunEvents).
-func (s *Store) AppendRunEvents(ctx context.Context, run string, events []checkpoint.RunEvent) error {
+// AppendRunEvents stores a run's events (see runstore.Events).
+func (s *Store) AppendRunEvents(ctx context.Context, run string, events []runstore.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -160,7 +160,7 @@ func (s *Store) AppendRunEvents(ctx context.Context, run string, events []checkp
 }
 
 // ListRunEvents returns the run's events after a seq.
-func (s *Store) ListRunEvents(ctx context.Context, run string, after int) ([]checkpoint.RunEvent, error) {
+func (s *Store) ListRunEvents(ctx context.Context, run string, after int) ([]runstore.Event, error) {
 	if err := s.ensureRuns(ctx); err != nil {
 		return nil, err
 	}
@@ -169,8 +169,8 @@ func (s *Store) ListRunEvents(ctx context.Context, run string, after int) ([]che
 		return nil, fmt.Errorf("postgres: list run events: %w", err)
 	}
 	defer rows.Close()
-	return sqlrow.Collect(rows, func() (checkpoint.RunEvent, error) {
-		var ev checkpoint.RunEvent
+	return sqlrow.Collect(rows, func() (runstore.Event, error) {
+		var ev runstore.Event
 		err := rows.Scan(&ev.Seq, &ev.Data)
 		return ev, err
 	}, func(err error) error { return fmt.Errorf("postgres: list run events: %w", err) })
@@ -184,7 +184,7 @@ func (s *Store) channel() string {
 }
 
 // Signal sends a wake-up to every process listening on the store.
-func (s *Store) Signal(ctx context.Context, sig checkpoint.RunSignal) error {
+func (s *Store) Signal(ctx context.Context, sig runstore.Signal) error {
 	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel(), string(sig.Kind)+":"+sig.Run); err != nil {
 		return fmt.Errorf("postgres: notify: %w", err)
 	}
@@ -192,7 +192,7 @@ func (s *Store) Signal(ctx context.Context, sig checkpoint.RunSignal) error {
 }
 
 // ListenRuns holds one connection of its own in LISTEN.
-func (s *Store) ListenRuns(ctx context.Context) (<-chan checkpoint.RunSignal, error) {
+func (s *Store) ListenRuns(ctx context.Context) (<-chan runstore.Signal, error) {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: listen: %w", err)
@@ -202,7 +202,7 @@ func (s *Store) ListenRuns(ctx context.Context) (<-chan checkpoint.RunSignal, er
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("postgres: listen: %w", err)
 	}
-	out := make(chan checkpoint.RunSignal, 256)
+	out := make(chan runstore.Signal, 256)
 	go func() {
 		defer close(out)
 		defer conn.Close(context.Background())
@@ -213,7 +213,7 @@ func (s *Store) ListenRuns(ctx context.Context) (<-chan checkpoint.RunSignal, er
 			}
 			kind, run, _ := strings.Cut(n.Payload, ":")
 			select {
-			case out <- checkpoint.RunSignal{Kind: checkpoint.SignalKind(kind), Run: run}:
+			case out <- runstore.Signal{Kind: runstore.SignalKind(kind), Run: run}:
 			case <-ctx.Done():
 				return
 			}

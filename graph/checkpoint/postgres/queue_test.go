@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/postgres/pgtest"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // TestRunQueueClaims: three replicas claiming fifty queued runs at once
@@ -22,7 +22,7 @@ func TestRunQueueClaims(t *testing.T) {
 	st := pgtest.Replicas(t, 3)
 	const n = 50
 	for i := range n {
-		if _, _, err := st[0].CreateRun(ctx, checkpoint.RunRecord{ID: fmt.Sprintf("q%d", i), Thread: fmt.Sprintf("t%d", i),
+		if _, _, err := st[0].CreateRun(ctx, runstore.Record{ID: fmt.Sprintf("q%d", i), Thread: fmt.Sprintf("t%d", i),
 			Labels: map[string]string{"owner": "alice"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestRunQueueClaims(t *testing.T) {
 				}
 				got[rec.ID] = owner
 				mu.Unlock()
-				if rec.Owner != owner || rec.Status != checkpoint.RunRunning || rec.Attempt != 1 {
+				if rec.Owner != owner || rec.Status != runstore.Running || rec.Attempt != 1 {
 					t.Errorf("claimed %+v", rec)
 				}
 			}
@@ -73,7 +73,7 @@ func TestRunQueueClaims(t *testing.T) {
 		t.Fatalf("claimed a leased run: %v %v", ok, err)
 	}
 	owner := got["q7"]
-	if _, err := st[0].RenewRun(ctx, "q7", "someone-else", time.Minute); !errors.Is(err, checkpoint.ErrRunConflict) {
+	if _, err := st[0].RenewRun(ctx, "q7", "someone-else", time.Minute); !errors.Is(err, runstore.ErrConflict) {
 		t.Errorf("renewal by a non-owner: %v, want ErrRunConflict", err)
 	}
 	// The owner "dies": its lease runs out.
@@ -85,7 +85,7 @@ func TestRunQueueClaims(t *testing.T) {
 	if err != nil || !ok || rec.ID != "q7" || rec.Attempt != 2 || rec.Owner != "heir" {
 		t.Fatalf("claim after expiry = %+v %v %v; want q7, attempt 2, owner heir", rec, ok, err)
 	}
-	if _, err := st[0].RenewRun(ctx, "q7", owner, time.Minute); !errors.Is(err, checkpoint.ErrRunConflict) {
+	if _, err := st[0].RenewRun(ctx, "q7", owner, time.Minute); !errors.Is(err, runstore.ErrConflict) {
 		t.Errorf("renewal by the dead owner: %v, want ErrRunConflict (fenced)", err)
 	}
 	if c, err := st[0].CountRunning(ctx, nil); err != nil || c != n {
@@ -104,19 +104,19 @@ func TestRunQueueNotBeforeCancelEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.CreateRun(ctx, checkpoint.RunRecord{ID: "w", Thread: "t"}); err != nil {
+	if _, _, err := a.CreateRun(ctx, runstore.Record{ID: "w", Thread: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := a.ClaimRun(ctx, "A", "w", time.Minute); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if err := a.RequeueRun(ctx, "w", "B", time.Time{}); !errors.Is(err, checkpoint.ErrRunConflict) {
+	if err := a.RequeueRun(ctx, "w", "B", time.Time{}); !errors.Is(err, runstore.ErrConflict) {
 		t.Errorf("requeue by a non-owner: %v", err)
 	}
 	if err := a.RequeueRun(ctx, "w", "A", time.Now().Add(400*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	waitSignal(t, sigs, checkpoint.SignalQueued, "w")
+	waitSignal(t, sigs, runstore.SignalQueued, "w")
 	if _, ok, _ := b.ClaimRun(ctx, "B", "", time.Minute); ok {
 		t.Fatal("claimed a run before its not-before time")
 	}
@@ -130,27 +130,27 @@ func TestRunQueueNotBeforeCancelEvents(t *testing.T) {
 	if err := a.RequestCancel(ctx, "w"); err != nil {
 		t.Fatal(err)
 	}
-	waitSignal(t, sigs, checkpoint.SignalCancel, "w")
+	waitSignal(t, sigs, runstore.SignalCancel, "w")
 	if c, err := b.RenewRun(ctx, "w", "B", time.Minute); !c || err != nil {
 		t.Fatalf("renew after a cancel request = %v, %v; want canceled", c, err)
 	}
 	// A queued run is canceled at once.
-	if _, _, err := a.CreateRun(ctx, checkpoint.RunRecord{ID: "q", Thread: "t2"}); err != nil {
+	if _, _, err := a.CreateRun(ctx, runstore.Record{ID: "q", Thread: "t2"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.RequestCancel(ctx, "q"); err != nil {
 		t.Fatal(err)
 	}
-	if rec, err := a.GetRun(ctx, "q"); err != nil || rec.Status != checkpoint.RunCanceled {
+	if rec, err := a.GetRun(ctx, "q"); err != nil || rec.Status != runstore.Canceled {
 		t.Fatalf("queued run after cancel: %+v %v", rec, err)
 	}
-	ev := func(i int) checkpoint.RunEvent {
-		return checkpoint.RunEvent{Seq: i, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+	ev := func(i int) runstore.Event {
+		return runstore.Event{Seq: i, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
 	}
-	if err := a.AppendRunEvents(ctx, "w", []checkpoint.RunEvent{ev(1), ev(2), ev(3)}); err != nil {
+	if err := a.AppendRunEvents(ctx, "w", []runstore.Event{ev(1), ev(2), ev(3)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.AppendRunEvents(ctx, "w", []checkpoint.RunEvent{ev(3), ev(4)}); err != nil {
+	if err := b.AppendRunEvents(ctx, "w", []runstore.Event{ev(3), ev(4)}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := b.ListRunEvents(ctx, "w", 1)
@@ -165,7 +165,7 @@ func TestRunQueueNotBeforeCancelEvents(t *testing.T) {
 	}
 }
 
-func waitSignal(t *testing.T, sigs <-chan checkpoint.RunSignal, kind checkpoint.SignalKind, run string) {
+func waitSignal(t *testing.T, sigs <-chan runstore.Signal, kind runstore.SignalKind, run string) {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {

@@ -8,10 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 )
 
-var _ checkpoint.RateCounter = (*Store)(nil)
+var _ runstore.RateCounter = (*Store)(nil)
 
 // TakeToken takes a token from key's bucket in one statement: the refill
 // since the bucket's time is computed on the database's clock, and the row

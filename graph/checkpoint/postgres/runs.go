@@ -10,13 +10,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/internal/sqlrow"
+	"github.com/capgraph/capgraph/runstore"
 )
 
-var _ checkpoint.RunStore = (*Store)(nil)
+var _ runstore.Store = (*Store)(nil)
 
-// Run records (checkpoint.RunStore) have a table of their own, created on
+// Run records (runstore.Store) have a table of their own, created on
 // first use under the migration lock, like the record log's. input and
 // result are bytea so their bytes come back unchanged; labels is jsonb for
 // containment filters; key is NULL when the record has none.
@@ -75,9 +75,9 @@ func (s *Store) ensureRuns(ctx context.Context) error {
 	return nil
 }
 
-func scanRun(row pgx.Row) (checkpoint.RunRecord, error) {
+func scanRun(row pgx.Row) (runstore.Record, error) {
 	var (
-		r                checkpoint.RunRecord
+		r                runstore.Record
 		key              *string
 		input, result    []byte
 		labels           []byte
@@ -87,7 +87,7 @@ func scanRun(row pgx.Row) (checkpoint.RunRecord, error) {
 	if err := row.Scan(&r.Seq, &r.ID, &r.Thread, &status, &key, &input, &result, &r.Error, &labels, &r.Owner, &r.Attempt, &created, &updated); err != nil {
 		return r, err
 	}
-	r.Status = checkpoint.RunStatus(status)
+	r.Status = runstore.Status(status)
 	if key != nil {
 		r.Key = *key
 	}
@@ -105,30 +105,30 @@ func scanRun(row pgx.Row) (checkpoint.RunRecord, error) {
 	return r, nil
 }
 
-// CreateRun stores rec (see checkpoint.RunStore).
-func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkpoint.RunRecord, bool, error) {
+// CreateRun stores rec (see runstore.Store).
+func (s *Store) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Record, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return checkpoint.RunRecord{}, false, err
+		return runstore.Record{}, false, err
 	}
-	if err := checkpoint.ValidateRun(rec); err != nil {
-		return checkpoint.RunRecord{}, false, err
+	if err := runstore.Validate(rec); err != nil {
+		return runstore.Record{}, false, err
 	}
 	if err := s.ensureRuns(ctx); err != nil {
-		return checkpoint.RunRecord{}, false, err
+		return runstore.Record{}, false, err
 	}
 	if rec.Status == "" {
-		rec.Status = checkpoint.RunQueued
+		rec.Status = runstore.Queued
 	}
 	labels, err := sqlrow.MapArg(rec.Labels)
 	if err != nil {
-		return checkpoint.RunRecord{}, false, fmt.Errorf("postgres: encode run labels: %w", err)
+		return runstore.Record{}, false, fmt.Errorf("postgres: encode run labels: %w", err)
 	}
 	byKey := s.runsSQL(`SELECT ` + runColumns + ` FROM {{runs}} WHERE key = $1`)
 	if rec.Key != "" {
 		if r, err := scanRun(s.pool.QueryRow(ctx, byKey, rec.Key)); err == nil {
 			return r, false, nil
 		} else if !errors.Is(err, pgx.ErrNoRows) {
-			return checkpoint.RunRecord{}, false, fmt.Errorf("postgres: create run: %w", err)
+			return runstore.Record{}, false, fmt.Errorf("postgres: create run: %w", err)
 		}
 	}
 	now := time.UnixMicro(time.Now().UnixMicro()).UTC()
@@ -141,7 +141,7 @@ func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkp
 		return out, true, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return checkpoint.RunRecord{}, false, fmt.Errorf("postgres: create run: %w", err)
+		return runstore.Record{}, false, fmt.Errorf("postgres: create run: %w", err)
 	}
 	// Nothing inserted: a concurrent request took the key, or the id is in use.
 	if rec.Key != "" {
@@ -149,21 +149,21 @@ func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkp
 			return r, false, nil
 		}
 	}
-	return checkpoint.RunRecord{}, false, &checkpoint.InvalidError{Field: "id", Reason: fmt.Sprintf("run %q exists", rec.ID)}
+	return runstore.Record{}, false, &runstore.InvalidError{Field: "id", Reason: fmt.Sprintf("run %q exists", rec.ID)}
 }
 
 // UpdateRun applies u in one transaction, the record locked.
-func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate) (checkpoint.RunRecord, error) {
+func (s *Store) UpdateRun(ctx context.Context, id string, u runstore.Update) (runstore.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return checkpoint.RunRecord{}, err
+		return runstore.Record{}, err
 	}
-	if err := checkpoint.ValidateRunUpdate(u); err != nil {
-		return checkpoint.RunRecord{}, err
+	if err := runstore.ValidateUpdate(u); err != nil {
+		return runstore.Record{}, err
 	}
 	if err := s.ensureRuns(ctx); err != nil {
-		return checkpoint.RunRecord{}, err
+		return runstore.Record{}, err
 	}
-	var out checkpoint.RunRecord
+	var out runstore.Record
 	var conflict bool
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		r, err := scanRun(tx.QueryRow(ctx, s.runsSQL(`SELECT `+runColumns+` FROM {{runs}} WHERE id = $1 FOR UPDATE`), id))
@@ -171,7 +171,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 			return err
 		}
 		now := time.UnixMicro(max(time.Now().UnixMicro(), r.Updated.UnixMicro())).UTC()
-		nr, err := checkpoint.ApplyRunUpdate(r, u, now)
+		nr, err := runstore.Apply(r, u, now)
 		if err != nil {
 			out, conflict = r, true
 			return nil
@@ -188,47 +188,47 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return checkpoint.RunRecord{}, fmt.Errorf("%w: run %q", checkpoint.ErrNotFound, id)
+		return runstore.Record{}, fmt.Errorf("%w: run %q", runstore.ErrNotFound, id)
 	case err != nil:
-		return checkpoint.RunRecord{}, fmt.Errorf("postgres: update run: %w", err)
+		return runstore.Record{}, fmt.Errorf("postgres: update run: %w", err)
 	case conflict:
-		return out, checkpoint.ErrRunConflict
+		return out, runstore.ErrConflict
 	}
 	return out, nil
 }
 
 // GetRun returns the record with the id.
-func (s *Store) GetRun(ctx context.Context, id string) (checkpoint.RunRecord, error) {
+func (s *Store) GetRun(ctx context.Context, id string) (runstore.Record, error) {
 	return s.getRun(ctx, `id = $1`, id, "run "+strconv.Quote(id))
 }
 
 // GetRunByKey returns the record holding key.
-func (s *Store) GetRunByKey(ctx context.Context, key string) (checkpoint.RunRecord, error) {
+func (s *Store) GetRunByKey(ctx context.Context, key string) (runstore.Record, error) {
 	if key == "" {
-		return checkpoint.RunRecord{}, fmt.Errorf("%w: run key", checkpoint.ErrNotFound)
+		return runstore.Record{}, fmt.Errorf("%w: run key", runstore.ErrNotFound)
 	}
 	return s.getRun(ctx, `key = $1`, key, "run key")
 }
 
-func (s *Store) getRun(ctx context.Context, where string, arg any, what string) (checkpoint.RunRecord, error) {
+func (s *Store) getRun(ctx context.Context, where string, arg any, what string) (runstore.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return checkpoint.RunRecord{}, err
+		return runstore.Record{}, err
 	}
 	if err := s.ensureRuns(ctx); err != nil {
-		return checkpoint.RunRecord{}, err
+		return runstore.Record{}, err
 	}
 	r, err := scanRun(s.pool.QueryRow(ctx, s.runsSQL(`SELECT `+runColumns+` FROM {{runs}} WHERE `+where), arg))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return checkpoint.RunRecord{}, fmt.Errorf("%w: %s", checkpoint.ErrNotFound, what)
+		return runstore.Record{}, fmt.Errorf("%w: %s", runstore.ErrNotFound, what)
 	}
 	if err != nil {
-		return checkpoint.RunRecord{}, fmt.Errorf("postgres: get run: %w", err)
+		return runstore.Record{}, fmt.Errorf("postgres: get run: %w", err)
 	}
 	return r, nil
 }
 
 // ListRuns returns the records f keeps, newest first.
-func (s *Store) ListRuns(ctx context.Context, f checkpoint.RunFilter) ([]checkpoint.RunRecord, error) {
+func (s *Store) ListRuns(ctx context.Context, f runstore.Filter) ([]runstore.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -276,7 +276,7 @@ func (s *Store) ListRuns(ctx context.Context, f checkpoint.RunFilter) ([]checkpo
 		return nil, fmt.Errorf("postgres: list runs: %w", err)
 	}
 	defer rows.Close()
-	return sqlrow.Collect(rows, func() (checkpoint.RunRecord, error) {
+	return sqlrow.Collect(rows, func() (runstore.Record, error) {
 		r, err := scanRun(rows)
 		if err != nil {
 			return r, fmt.Errorf("postgres: scan run: %w", err)
@@ -308,7 +308,7 @@ func (s *Store) PruneRuns(ctx context.Context, before time.Time) (int, error) {
 		return 0, err
 	}
 	tag, err := s.pool.Exec(ctx, s.runsSQL(`DELETE FROM {{runs}} WHERE status = ANY($1) AND updated < $2`),
-		[]string{string(checkpoint.RunDone), string(checkpoint.RunFailed), string(checkpoint.RunInterrupted), string(checkpoint.RunCanceled)}, before)
+		[]string{string(runstore.Done), string(runstore.Failed), string(runstore.Interrupted), string(runstore.Canceled)}, before)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: prune runs: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // groupTest is a store whose writer the test can hold, so that writes queue
@@ -419,7 +420,7 @@ func TestGroupCommitPanic(t *testing.T) {
 func TestGroupCommitHoldsRunRecords(t *testing.T) {
 	gt := newGroupTest(t, Config{})
 	ctx := context.Background()
-	if _, _, err := gt.s.CreateRun(ctx, checkpoint.RunRecord{ID: "run-old", Thread: "t-old", Status: checkpoint.RunRunning}); err != nil {
+	if _, _, err := gt.s.CreateRun(ctx, runstore.Record{ID: "run-old", Thread: "t-old", Status: runstore.Running}); err != nil {
 		t.Fatal(err)
 	}
 	gt.mu.Lock()
@@ -434,34 +435,34 @@ func TestGroupCommitHoldsRunRecords(t *testing.T) {
 	cp := groupCP("t-put")
 	goWrite(&wg, out, "put", func() error { return gt.s.Put(ctx, cp) })
 	goWrite(&wg, out, "create", func() error {
-		_, created, err := gt.s.CreateRun(ctx, checkpoint.RunRecord{ID: "run-new", Thread: "t-new", Key: "k-new"})
+		_, created, err := gt.s.CreateRun(ctx, runstore.Record{ID: "run-new", Thread: "t-new", Key: "k-new"})
 		if err == nil && !created {
 			err = errors.New("not created")
 		}
 		return err
 	})
 	goWrite(&wg, out, "update", func() error {
-		_, err := gt.s.UpdateRun(ctx, "run-old", checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunRunning}, Status: checkpoint.RunDone})
+		_, err := gt.s.UpdateRun(ctx, "run-old", runstore.Update{From: []runstore.Status{runstore.Running}, Status: runstore.Done})
 		return err
 	})
 	goWrite(&wg, out, "refused update", func() error {
-		_, err := gt.s.UpdateRun(ctx, "run-old", checkpoint.RunUpdate{From: []checkpoint.RunStatus{checkpoint.RunQueued}, Status: checkpoint.RunFailed})
-		if !errors.Is(err, checkpoint.ErrRunConflict) {
+		_, err := gt.s.UpdateRun(ctx, "run-old", runstore.Update{From: []runstore.Status{runstore.Queued}, Status: runstore.Failed})
+		if !errors.Is(err, runstore.ErrConflict) {
 			return fmt.Errorf("got %v, want ErrRunConflict", err)
 		}
 		return nil
 	})
 	goWrite(&wg, out, "duplicate id", func() error {
-		_, _, err := gt.s.CreateRun(ctx, checkpoint.RunRecord{ID: "run-old", Thread: "t-old"})
-		var inv *checkpoint.InvalidError
+		_, _, err := gt.s.CreateRun(ctx, runstore.Record{ID: "run-old", Thread: "t-old"})
+		var inv *runstore.InvalidError
 		if !errors.As(err, &inv) {
 			return fmt.Errorf("got %v, want an InvalidError naming the id", err)
 		}
 		return nil
 	})
 	goWrite(&wg, out, "missing", func() error {
-		_, err := gt.s.UpdateRun(ctx, "run-none", checkpoint.RunUpdate{Status: checkpoint.RunDone})
-		if !errors.Is(err, checkpoint.ErrNotFound) {
+		_, err := gt.s.UpdateRun(ctx, "run-none", runstore.Update{Status: runstore.Done})
+		if !errors.Is(err, runstore.ErrNotFound) {
 			return fmt.Errorf("got %v, want ErrNotFound", err)
 		}
 		return nil
@@ -472,10 +473,10 @@ func TestGroupCommitHoldsRunRecords(t *testing.T) {
 	if got := gt.commitSizes(); !slices.Equal(got, []int{1, 6}) {
 		t.Errorf("commit sizes %v, want [1 6]: the six writes queued behind the first in one transaction", got)
 	}
-	if r, err := gt.s.GetRun(ctx, "run-old"); err != nil || r.Status != checkpoint.RunDone {
+	if r, err := gt.s.GetRun(ctx, "run-old"); err != nil || r.Status != runstore.Done {
 		t.Errorf("run-old: %+v, %v; want done (the refused update changed nothing)", r, err)
 	}
-	if r, err := gt.s.GetRunByKey(ctx, "k-new"); err != nil || r.ID != "run-new" || r.Status != checkpoint.RunQueued {
+	if r, err := gt.s.GetRunByKey(ctx, "k-new"); err != nil || r.ID != "run-new" || r.Status != runstore.Queued {
 		t.Errorf("run-new: %+v, %v", r, err)
 	}
 	if tu, err := gt.s.Get(ctx, cp.ThreadID, uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {

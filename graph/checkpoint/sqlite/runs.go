@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/internal/sqlrow"
+	"github.com/capgraph/capgraph/runstore"
 )
 
-var _ checkpoint.RunStore = (*Store)(nil)
+var _ runstore.Store = (*Store)(nil)
 
-// Run records (checkpoint.RunStore) have a table of their own, created on
+// Run records (runstore.Store) have a table of their own, created on
 // first use like the record log's, outside the checkpoint schema's
 // migrations. key is NULL when the record has none (UNIQUE allows many
 // NULLs); input and result are BLOBs so their bytes come back unchanged.
@@ -90,9 +90,9 @@ func (s *Store) ensureRuns(ctx context.Context) error {
 
 type rowScanner interface{ Scan(dest ...any) error }
 
-func scanRun(row rowScanner) (checkpoint.RunRecord, error) {
+func scanRun(row rowScanner) (runstore.Record, error) {
 	var (
-		r                checkpoint.RunRecord
+		r                runstore.Record
 		key              *string
 		input, result    []byte
 		labels           []byte
@@ -102,7 +102,7 @@ func scanRun(row rowScanner) (checkpoint.RunRecord, error) {
 	if err := row.Scan(&r.Seq, &r.ID, &r.Thread, &status, &key, &input, &result, &r.Error, &labels, &r.Owner, &r.Attempt, &created, &updated); err != nil {
 		return r, err
 	}
-	r.Status = checkpoint.RunStatus(status)
+	r.Status = runstore.Status(status)
 	if key != nil {
 		r.Key = *key
 	}
@@ -120,26 +120,26 @@ func scanRun(row rowScanner) (checkpoint.RunRecord, error) {
 	return r, nil
 }
 
-// CreateRun stores rec in one durable transaction (see checkpoint.RunStore).
-func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkpoint.RunRecord, bool, error) {
+// CreateRun stores rec in one durable transaction (see runstore.Store).
+func (s *Store) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Record, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return checkpoint.RunRecord{}, false, err
+		return runstore.Record{}, false, err
 	}
-	if err := checkpoint.ValidateRun(rec); err != nil {
-		return checkpoint.RunRecord{}, false, err
+	if err := runstore.Validate(rec); err != nil {
+		return runstore.Record{}, false, err
 	}
 	if err := s.ensureRuns(ctx); err != nil {
-		return checkpoint.RunRecord{}, false, err
+		return runstore.Record{}, false, err
 	}
 	if rec.Status == "" {
-		rec.Status = checkpoint.RunQueued
+		rec.Status = runstore.Queued
 	}
 	labels, err := sqlrow.MapArg(rec.Labels)
 	if err != nil {
-		return checkpoint.RunRecord{}, false, fmt.Errorf("sqlite: encode run labels: %w", err)
+		return runstore.Record{}, false, fmt.Errorf("sqlite: encode run labels: %w", err)
 	}
 	var (
-		out     checkpoint.RunRecord
+		out     runstore.Record
 		created bool
 	)
 	// Written with the checkpoints' group commit (durable on return, like
@@ -147,7 +147,7 @@ func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkp
 	// grouped with it stand.
 	err = s.write(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
 		rs := s.runStmts.Load()
-		out, created = checkpoint.RunRecord{}, false
+		out, created = runstore.Record{}, false
 		if rec.Key != "" {
 			r, err := scanRun(tx.StmtContext(ctx, rs.byKey).QueryRowContext(ctx, rec.Key))
 			if err == nil {
@@ -159,7 +159,7 @@ func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkp
 			}
 		}
 		if _, err := scanRun(tx.StmtContext(ctx, rs.byID).QueryRowContext(ctx, rec.ID)); err == nil {
-			return refusal{&checkpoint.InvalidError{Field: "id", Reason: fmt.Sprintf("run %q exists", rec.ID)}}
+			return refusal{&runstore.InvalidError{Field: "id", Reason: fmt.Sprintf("run %q exists", rec.ID)}}
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: create run: %w", err)
 		}
@@ -173,24 +173,24 @@ func (s *Store) CreateRun(ctx context.Context, rec checkpoint.RunRecord) (checkp
 		return nil
 	})
 	if err != nil {
-		return checkpoint.RunRecord{}, false, err
+		return runstore.Record{}, false, err
 	}
 	return out, created, nil
 }
 
 // UpdateRun applies u in one durable transaction.
-func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate) (checkpoint.RunRecord, error) {
+func (s *Store) UpdateRun(ctx context.Context, id string, u runstore.Update) (runstore.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return checkpoint.RunRecord{}, err
+		return runstore.Record{}, err
 	}
-	if err := checkpoint.ValidateRunUpdate(u); err != nil {
-		return checkpoint.RunRecord{}, err
+	if err := runstore.ValidateUpdate(u); err != nil {
+		return runstore.Record{}, err
 	}
 	if err := s.ensureRuns(ctx); err != nil {
-		return checkpoint.RunRecord{}, err
+		return runstore.Record{}, err
 	}
 	var (
-		out     checkpoint.RunRecord
+		out     runstore.Record
 		refused error // ApplyRunUpdate's: out is then the record as it is
 	)
 	err := s.write(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
@@ -198,14 +198,14 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 		r, err := scanRun(tx.StmtContext(ctx, rs.byID).QueryRowContext(ctx, id))
 		out, refused = r, nil
 		if errors.Is(err, sql.ErrNoRows) {
-			return refusal{fmt.Errorf("%w: run %q", checkpoint.ErrNotFound, id)}
+			return refusal{fmt.Errorf("%w: run %q", runstore.ErrNotFound, id)}
 		}
 		if err != nil {
 			return fmt.Errorf("sqlite: update run: %w", err)
 		}
 		// Microseconds, as stored; never before the last update.
 		now := time.UnixMicro(max(time.Now().UnixMicro(), r.Updated.UnixMicro())).UTC()
-		nr, err := checkpoint.ApplyRunUpdate(r, u, now)
+		nr, err := runstore.Apply(r, u, now)
 		if err != nil {
 			refused = err
 			return refusal{err}
@@ -221,43 +221,43 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u checkpoint.RunUpdate
 	case refused != nil:
 		return out, refused
 	case err != nil:
-		return checkpoint.RunRecord{}, err
+		return runstore.Record{}, err
 	}
 	return out, nil
 }
 
 // GetRun returns the record with the id.
-func (s *Store) GetRun(ctx context.Context, id string) (checkpoint.RunRecord, error) {
+func (s *Store) GetRun(ctx context.Context, id string) (runstore.Record, error) {
 	return s.getRun(ctx, func(rs *runStmts) *sql.Stmt { return rs.readByID }, id, "run "+fmt.Sprintf("%q", id))
 }
 
 // GetRunByKey returns the record holding key.
-func (s *Store) GetRunByKey(ctx context.Context, key string) (checkpoint.RunRecord, error) {
+func (s *Store) GetRunByKey(ctx context.Context, key string) (runstore.Record, error) {
 	if key == "" {
-		return checkpoint.RunRecord{}, fmt.Errorf("%w: run key", checkpoint.ErrNotFound)
+		return runstore.Record{}, fmt.Errorf("%w: run key", runstore.ErrNotFound)
 	}
 	return s.getRun(ctx, func(rs *runStmts) *sql.Stmt { return rs.readByKey }, key, "run key")
 }
 
-func (s *Store) getRun(ctx context.Context, stmt func(*runStmts) *sql.Stmt, arg any, what string) (checkpoint.RunRecord, error) {
+func (s *Store) getRun(ctx context.Context, stmt func(*runStmts) *sql.Stmt, arg any, what string) (runstore.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return checkpoint.RunRecord{}, err
+		return runstore.Record{}, err
 	}
 	if err := s.ensureRuns(ctx); err != nil {
-		return checkpoint.RunRecord{}, err
+		return runstore.Record{}, err
 	}
 	r, err := scanRun(stmt(s.runStmts.Load()).QueryRowContext(ctx, arg))
 	if errors.Is(err, sql.ErrNoRows) {
-		return checkpoint.RunRecord{}, fmt.Errorf("%w: %s", checkpoint.ErrNotFound, what)
+		return runstore.Record{}, fmt.Errorf("%w: %s", runstore.ErrNotFound, what)
 	}
 	if err != nil {
-		return checkpoint.RunRecord{}, fmt.Errorf("sqlite: get run: %w", err)
+		return runstore.Record{}, fmt.Errorf("sqlite: get run: %w", err)
 	}
 	return r, nil
 }
 
 // ListRuns returns the records f keeps, newest first.
-func (s *Store) ListRuns(ctx context.Context, f checkpoint.RunFilter) ([]checkpoint.RunRecord, error) {
+func (s *Store) ListRuns(ctx context.Context, f runstore.Filter) ([]runstore.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func (s *Store) ListRuns(ctx context.Context, f checkpoint.RunFilter) ([]checkpo
 		return nil, fmt.Errorf("sqlite: list runs: %w", err)
 	}
 	defer rows.Close()
-	return sqlrow.Collect(rows, func() (checkpoint.RunRecord, error) {
+	return sqlrow.Collect(rows, func() (runstore.Record, error) {
 		r, err := scanRun(rows)
 		if err != nil {
 			return r, fmt.Errorf("sqlite: scan run: %w", err)
@@ -337,7 +337,7 @@ func (s *Store) PruneRuns(ctx context.Context, before time.Time) (int, error) {
 		return 0, err
 	}
 	res, err := s.w.ExecContext(ctx, `DELETE FROM runs WHERE status IN (?, ?, ?, ?) AND updated < ?`,
-		string(checkpoint.RunDone), string(checkpoint.RunFailed), string(checkpoint.RunInterrupted), string(checkpoint.RunCanceled), before.UnixMicro())
+		string(runstore.Done), string(runstore.Failed), string(runstore.Interrupted), string(runstore.Canceled), before.UnixMicro())
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: prune runs: %w", err)
 	}

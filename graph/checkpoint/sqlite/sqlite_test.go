@@ -7,6 +7,8 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/checkpointtest"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/runstore/runstoretest"
 )
 
 func newStore(t *testing.T) *sqlite.Store {
@@ -25,4 +27,10 @@ func newStore(t *testing.T) *sqlite.Store {
 
 func TestConformance(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Store { return newStore(t) })
+}
+
+// TestRunConformance runs the run record suite: the store keeps the
+// server's run records beside its checkpoints.
+func TestRunConformance(t *testing.T) {
+	runstoretest.Run(t, func(t *testing.T) runstore.Store { return newStore(t) })
 }

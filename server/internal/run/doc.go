@@ -7,7 +7,7 @@
 // # Two halves: the record and the run
 //
 // A run has a durable half and a live half. The durable half is its record
-// in the store beside the checkpoints (checkpoint.RunRecord), written
+// in the store beside the checkpoints (runstore.Record), written
 // before the server acknowledges anything (a 202, a stream's first byte):
 // what to run (the user's input, the answer, who asked) and where it
 // stands,

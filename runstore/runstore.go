@@ -1,4 +1,4 @@
-package checkpoint
+package runstore
 
 import (
 	"context"
@@ -6,49 +6,37 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
-// A run record is a unit of work a caller acknowledged to someone (a
-// client's "202 Accepted", the first byte of a stream): it is written
-// durably before the acknowledgement, with what starts the run, and moves
-// through
-//
-//	queued → running → done | failed | interrupted | canceled
-//
-// so that after a crash every acknowledged run can be found again and
-// either carried out or marked failed with a reason. The store knows
-// nothing of what a run does: Input and Result are the caller's JSON.
-// Records are kept beside the checkpoints, in the same database, and a
-// conditional update (RunUpdate.From) lets exactly one of several
-// processes take a queued run.
-
-// RunStatus is where a run record stands.
-type RunStatus string
+// Status is where a run record stands.
+type Status string
 
 const (
-	RunQueued      RunStatus = "queued"      // acknowledged, not started
-	RunRunning     RunStatus = "running"     // started; its checkpoints say how far it got
-	RunDone        RunStatus = "done"        // ended normally
-	RunFailed      RunStatus = "failed"      // ended with an error (RunRecord.Error)
-	RunInterrupted RunStatus = "interrupted" // waits for a human
-	RunCanceled    RunStatus = "canceled"    // stopped on request
+	Queued      Status = "queued"      // acknowledged, not started
+	Running     Status = "running"     // started; its checkpoints say how far it got
+	Done        Status = "done"        // ended normally
+	Failed      Status = "failed"      // ended with an error (Record.Error)
+	Interrupted Status = "interrupted" // waits for a human
+	Canceled    Status = "canceled"    // stopped on request
 )
 
 // Terminal reports whether the status is final (nothing more happens to
 // the run under this record).
-func (s RunStatus) Terminal() bool {
+func (s Status) Terminal() bool {
 	switch s {
-	case RunDone, RunFailed, RunInterrupted, RunCanceled:
+	case Done, Failed, Interrupted, Canceled:
 		return true
 	}
 	return false
 }
 
-func (s RunStatus) valid() bool { return s == RunQueued || s == RunRunning || s.Terminal() }
+func (s Status) valid() bool { return s == Queued || s == Running || s.Terminal() }
 
-// RunRecord is one run.
-type RunRecord struct {
+// Record is one run.
+type Record struct {
 	// ID names the run, unique in the store; chosen by the caller.
 	ID string `json:"id"`
 	// Seq is assigned by the store when the record is created: increasing
@@ -57,7 +45,7 @@ type RunRecord struct {
 	// Thread is the thread the run works on.
 	Thread string `json:"thread"`
 	// Status is where the run stands.
-	Status RunStatus `json:"status"`
+	Status Status `json:"status"`
 	// Key, when not empty, is unique among the records: creating a record
 	// with a key in use returns the record holding it instead (a repeated
 	// request finds its first run).
@@ -73,25 +61,25 @@ type RunRecord struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Owner names the process that took the run last.
 	Owner string `json:"owner,omitempty"`
-	// Attempt counts the updates that started the run (RunUpdate.Start).
+	// Attempt counts the updates that started the run (Update.Start).
 	Attempt int `json:"attempt"`
 	// Created and Updated are set by the store (UTC, whole microseconds).
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
 }
 
-// RunUpdate changes a run record.
-type RunUpdate struct {
+// Update changes a run record.
+type Update struct {
 	// From, when not empty, makes the update conditional: it applies only
 	// while the record's status is one of these, else the update fails
-	// with ErrRunConflict and changes nothing.
-	From []RunStatus
+	// with ErrConflict and changes nothing.
+	From []Status
 	// IfOwner, when not empty, makes the update conditional too: it
 	// applies only while the record's Owner is this one (a process taking
 	// over the run of one that died, ahead of any other).
 	IfOwner string
 	// Status is the new status (required).
-	Status RunStatus
+	Status Status
 	// Owner, when not empty, is the new owner.
 	Owner string
 	// Start counts an attempt (Attempt + 1).
@@ -106,11 +94,11 @@ type RunUpdate struct {
 	ReleaseKey bool
 }
 
-// RunFilter narrows RunStore.ListRuns. Zero fields do not filter.
-type RunFilter struct {
+// Filter narrows Store.ListRuns. Zero fields do not filter.
+type Filter struct {
 	Thread string
 	// Status keeps records with one of these statuses.
-	Status []RunStatus
+	Status []Status
 	// Labels keeps records whose labels contain every key with the same value.
 	Labels map[string]string
 	// Before keeps records with Seq < Before: pass the Seq of the last
@@ -122,28 +110,47 @@ type RunFilter struct {
 	Limit int
 }
 
-// ErrRunConflict: a conditional RunUpdate found the record in another status.
-var ErrRunConflict = errors.New("checkpoint: run record is in another status")
+// ErrConflict: a conditional Update found the record in another status.
+var ErrConflict = errors.New("runstore: run record is in another status")
 
-// RunStore keeps run records. A Store that is a RunStore (memory, SQLite
-// and PostgreSQL are) keeps them in the same database as its checkpoints.
-// Implementations must be safe for concurrent use; CreateRun and UpdateRun
-// are durable when they return.
-type RunStore interface {
-	// CreateRun stores a new record (Status RunQueued when empty) and
+// ErrNotFound: no record has the id or the key.
+var ErrNotFound = errors.New("runstore: not found")
+
+// ErrInvalid is the kind of every error a Store returns for input it
+// refuses; retrying such a call cannot succeed.
+var ErrInvalid = errors.New("runstore: invalid input")
+
+// InvalidError names the field a Store refused and why. It matches
+// ErrInvalid.
+type InvalidError struct {
+	Field  string // e.g. "id", "labels[\"owner\"]"
+	Reason string
+}
+
+func (e *InvalidError) Error() string { return "runstore: invalid " + e.Field + ": " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+// Store keeps run records. A checkpoint store that is a Store (memory,
+// SQLite and PostgreSQL are) keeps them in the same database as its
+// checkpoints. Implementations must be safe for concurrent use; CreateRun
+// and UpdateRun are durable when they return.
+type Store interface {
+	// CreateRun stores a new record (Status Queued when empty) and
 	// returns it with Seq, Created and Updated set, and created true. When
 	// rec.Key is in use, nothing is stored: the record holding the key is
 	// returned with created false. An ID in use is an *InvalidError.
-	CreateRun(ctx context.Context, rec RunRecord) (out RunRecord, created bool, err error)
+	CreateRun(ctx context.Context, rec Record) (out Record, created bool, err error)
 	// UpdateRun applies u to the record with the id and returns it; a
 	// missing record is ErrNotFound.
-	UpdateRun(ctx context.Context, id string, u RunUpdate) (RunRecord, error)
+	UpdateRun(ctx context.Context, id string, u Update) (Record, error)
 	// GetRun returns the record with the id, or ErrNotFound.
-	GetRun(ctx context.Context, id string) (RunRecord, error)
+	GetRun(ctx context.Context, id string) (Record, error)
 	// GetRunByKey returns the record holding the key, or ErrNotFound.
-	GetRunByKey(ctx context.Context, key string) (RunRecord, error)
+	GetRunByKey(ctx context.Context, key string) (Record, error)
 	// ListRuns returns the records f keeps, newest (highest Seq) first.
-	ListRuns(ctx context.Context, f RunFilter) ([]RunRecord, error)
+	ListRuns(ctx context.Context, f Filter) ([]Record, error)
 	// DeleteRuns removes the thread's records (when the thread is deleted).
 	DeleteRuns(ctx context.Context, thread string) error
 	// PruneRuns removes the records in a terminal status last updated
@@ -151,10 +158,10 @@ type RunStore interface {
 	PruneRuns(ctx context.Context, updatedBefore time.Time) (int, error)
 }
 
-// ValidateRun reports the first field of a new record a RunStore cannot
+// Validate reports the first field of a new record a Store cannot
 // accept: an empty id or thread, an unknown status, Input or Result that
 // is not one JSON value, or text that is not valid UTF-8 or holds a NUL.
-func ValidateRun(r RunRecord) error {
+func Validate(r Record) error {
 	switch {
 	case r.ID == "":
 		return &InvalidError{Field: "id", Reason: "empty"}
@@ -185,8 +192,8 @@ func ValidateRun(r RunRecord) error {
 	return nil
 }
 
-// ValidateRunUpdate reports the first field of u a RunStore cannot accept.
-func ValidateRunUpdate(u RunUpdate) error {
+// ValidateUpdate reports the first field of u a Store cannot accept.
+func ValidateUpdate(u Update) error {
 	switch {
 	case !u.Status.valid():
 		return &InvalidError{Field: "status", Reason: "unknown status " + strconv.Quote(string(u.Status))}
@@ -210,8 +217,8 @@ func ValidateRunUpdate(u RunUpdate) error {
 	return nil
 }
 
-// MatchRun reports whether f keeps r (for stores that filter in memory).
-func MatchRun(r RunRecord, f RunFilter) bool {
+// Match reports whether f keeps r (for stores that filter in memory).
+func Match(r Record, f Filter) bool {
 	switch {
 	case f.Thread != "" && r.Thread != f.Thread,
 		len(f.Status) > 0 && !slices.Contains(f.Status, r.Status),
@@ -219,14 +226,14 @@ func MatchRun(r RunRecord, f RunFilter) bool {
 		!f.UpdatedBefore.IsZero() && !r.Updated.Before(f.UpdatedBefore):
 		return false
 	}
-	return MatchMetadata(r.Labels, f.Labels)
+	return matchLabels(r.Labels, f.Labels)
 }
 
-// ApplyRunUpdate returns r changed by u at now, or ErrRunConflict (for
+// Apply returns r changed by u at now, or ErrConflict (for
 // stores that update in memory; the SQL stores do the same in SQL).
-func ApplyRunUpdate(r RunRecord, u RunUpdate, now time.Time) (RunRecord, error) {
+func Apply(r Record, u Update, now time.Time) (Record, error) {
 	if len(u.From) > 0 && !slices.Contains(u.From, r.Status) || u.IfOwner != "" && r.Owner != u.IfOwner {
-		return r, ErrRunConflict
+		return r, ErrConflict
 	}
 	r.Status, r.Updated = u.Status, now
 	if u.Owner != "" {
@@ -245,4 +252,27 @@ func ApplyRunUpdate(r RunRecord, u RunUpdate, now time.Time) (RunRecord, error) 
 		r.Key, r.Result = "", nil
 	}
 	return r, nil
+}
+
+// matchLabels reports whether labels hold every key of filter with the
+// same value.
+func matchLabels(labels, filter map[string]string) bool {
+	for k, v := range filter {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// textProblem says why s cannot be stored as text by every store, or "":
+// PostgreSQL text cannot hold NUL, and JSON would replace invalid UTF-8.
+func textProblem(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "not valid UTF-8"
+	case strings.IndexByte(s, 0) >= 0:
+		return "contains a NUL byte"
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package checkpoint
+package runstore
 
 import (
 	"context"
@@ -6,18 +6,9 @@ import (
 	"time"
 )
 
-// Several processes sharing one store share its run records as a queue
-// (RunQueue): a process claims a ready run under a lease it renews while
-// the run goes on; a run whose owner stopped renewing is ready again and
-// another process resumes it from its last checkpoint. The run's events are
-// kept beside it (RunEvents), so a process that does not run it streams it,
-// and processes wake each other (RunSignals) instead of polling. The
-// PostgreSQL store is all three; a store for one process needs none of
-// them. See docs/deployment.md.
-
-// RunQueue is a RunStore whose records several processes claim.
-type RunQueue interface {
-	RunStore
+// Queue is a Store whose records several processes claim.
+type Queue interface {
+	Store
 	// ClaimRun takes, for owner and ttl, one ready run: the oldest queued
 	// record whose NotBefore has passed, or a running record whose lease
 	// has expired (its owner died) or that has none (recorded before the
@@ -25,9 +16,9 @@ type RunQueue interface {
 	// by owner, its Attempt counted, its lease ending ttl from now. id,
 	// when not empty, claims that record only. ok is false when none is
 	// ready. Processes never claim one record at once.
-	ClaimRun(ctx context.Context, owner, id string, ttl time.Duration) (rec RunRecord, ok bool, err error)
+	ClaimRun(ctx context.Context, owner, id string, ttl time.Duration) (rec Record, ok bool, err error)
 	// RenewRun extends owner's lease of a running record by ttl from now.
-	// ErrRunConflict: the record is no longer running under owner (the
+	// ErrConflict: the record is no longer running under owner (the
 	// lease was lost; the run must stop). canceled reports that someone
 	// asked to stop the run (RequestCancel).
 	RenewRun(ctx context.Context, id, owner string, ttl time.Duration) (canceled bool, err error)
@@ -35,30 +26,30 @@ type RunQueue interface {
 	// at notBefore (zero: now), for any process to claim.
 	RequeueRun(ctx context.Context, id, owner string, notBefore time.Time) error
 	// RequestCancel marks the record so that its owner stops it (at its
-	// next renewal, or at once through RunSignals).
+	// next renewal, or at once through Signals).
 	RequestCancel(ctx context.Context, id string) error
 	// CountRunning counts the running records with unexpired leases whose
 	// labels contain every key of labels with the same value.
 	CountRunning(ctx context.Context, labels map[string]string) (int, error)
 }
 
-// RunEvent is one event of a run, as its process numbered it (Seq from 1,
+// Event is one event of a run, as its process numbered it (Seq from 1,
 // increasing across the attempts of the run).
-type RunEvent struct {
+type Event struct {
 	Seq  int             `json:"seq"`
 	Data json.RawMessage `json:"data"`
 }
 
-// RunEvents keeps the events of runs beside their records.
-type RunEvents interface {
+// Events keeps the events of runs beside their records.
+type Events interface {
 	// AppendRunEvents stores events of the run; a Seq already stored is
 	// kept as it was.
-	AppendRunEvents(ctx context.Context, run string, events []RunEvent) error
+	AppendRunEvents(ctx context.Context, run string, events []Event) error
 	// ListRunEvents returns the run's events with Seq > after, in order.
-	ListRunEvents(ctx context.Context, run string, after int) ([]RunEvent, error)
+	ListRunEvents(ctx context.Context, run string, after int) ([]Event, error)
 }
 
-// SignalKind says what a RunSignal is about.
+// SignalKind says what a Signal is about.
 type SignalKind string
 
 const (
@@ -72,20 +63,20 @@ const (
 	SignalFollowed SignalKind = "followed"
 )
 
-// RunSignal is a wake-up between processes; it carries no data of its own
+// Signal is a wake-up between processes; it carries no data of its own
 // (the store holds that), so a lost signal delays, and loses nothing.
-type RunSignal struct {
+type Signal struct {
 	Kind SignalKind
 	Run  string
 }
 
-// RunSignals sends wake-ups to every process sharing the store.
-type RunSignals interface {
+// Signals sends wake-ups to every process sharing the store.
+type Signals interface {
 	// Signal sends sig to every listener, this process's included.
-	Signal(ctx context.Context, sig RunSignal) error
+	Signal(ctx context.Context, sig Signal) error
 	// ListenRuns delivers the signals until ctx ends; the channel is
 	// closed then, or when the connection is lost (listen again).
-	ListenRuns(ctx context.Context) (<-chan RunSignal, error)
+	ListenRuns(ctx context.Context) (<-chan Signal, error)
 }
 
 // RateCounter counts requests per key for every process sharing the store:
