@@ -99,7 +99,9 @@ func TestLayers(t *testing.T) {
 		{"graph knows nothing of agents: its packages depend on no capgraph package outside graph/ but runstore (the run records its stores keep beside the checkpoints)",
 			func(p pkg) bool { return under(p.ImportPath, "graph") && !strings.HasSuffix(p.ImportPath, "/pgtest") },
 			func(p pkg) []string { return p.Deps },
-			func(d string) bool { return strings.HasPrefix(d, module+"/") && !under(d, "graph") && d != module+"/runstore" }},
+			func(d string) bool {
+				return strings.HasPrefix(d, module+"/") && !under(d, "graph") && d != module+"/runstore"
+			}},
 		{"runstore imports only the standard library (every store implements it, the engine's among them)",
 			func(p pkg) bool { return p.ImportPath == module+"/runstore" },
 			func(p pkg) []string { return p.Deps },
