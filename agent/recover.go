@@ -51,6 +51,11 @@ func (a *Agent) Unfinished(ctx context.Context) ([]string, error) {
 // other failures are joined. What it resumes, skips and repeats:
 // docs/persistence.md, "Agent runs after a crash".
 func (a *Agent) RecoverRuns(ctx context.Context) ([]string, error) {
+	ctx, end, err := a.life.join(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
 	limit := a.RecoveryLimit()
 	var (
 		mu      sync.Mutex
@@ -144,6 +149,10 @@ type ClaimedRun struct {
 // iteration.
 func (a *Agent) ClaimUnfinished(ctx context.Context) iter.Seq2[*ClaimedRun, error] {
 	return func(yield func(*ClaimedRun, error) bool) {
+		if a.life.isClosed() {
+			yield(nil, ErrClosed)
+			return
+		}
 		c, isClaimer := a.cfg.Store.(checkpoint.Claimer)
 		lr, isLeaser := a.cfg.Store.(checkpoint.Leaser)
 		if isClaimer && isLeaser {
@@ -165,7 +174,12 @@ func (a *Agent) ClaimUnfinished(ctx context.Context) iter.Seq2[*ClaimedRun, erro
 					// takes over the lease (same owner) and releases it.
 					continue
 				}
-				cr, ok, err := a.claimed(ctx, a.ownLeased(ctx, hold, lr, true, l))
+				o, err := a.ownLeased(ctx, hold, lr, true, l)
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				cr, ok, err := a.claimed(ctx, o)
 				if err != nil {
 					yield(nil, err)
 					return
@@ -238,6 +252,10 @@ func (a *Agent) resumable(ctx context.Context, thread string) (bool, error) {
 func (c *ClaimedRun) Resume(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !c.owned.use() {
+			if c.a.life.isClosed() {
+				p := &pump{a: c.a, thread: c.Thread, yield: yield}
+				p.fail(ErrClosed)
+			}
 			return
 		}
 		defer c.owned.release()
