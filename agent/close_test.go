@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,13 +78,33 @@ func startRun(a *agent.Agent, thread, input, capability string) (started <-chan 
 func TestCloseStopsARunAndJoinsItsGoroutines(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	store := memory.New()
-	w := newWorld("read_a")
-	w.caps["read_a"].errs = []error{errHang} // waits for its context
+	w := newWorld()
+	w.plan = func(int, state.State) []state.PlanStep {
+		return []state.PlanStep{step("read_a", "a"), step(state.NodeRespond, "answer")}
+	}
 	cfg := w.config(t)
 	cfg.Store = store
+	// The first call waits for its context; a later one (the recovery) answers.
+	entered := make(chan struct{})
+	var calls atomic.Int32
+	readA, err := capabilities.Define(capabilities.Definition{Name: "read_a", Description: "reads a", Provides: []string{"OUT"},
+		Run: func(ctx context.Context, _ capabilities.Step) (capabilities.Output, error) {
+			if calls.Add(1) == 1 {
+				close(entered)
+				<-ctx.Done()
+				return capabilities.Output{}, ctx.Err()
+			}
+			return capabilities.Result("OUT", 1, "read_a ok"), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Registry.Register(readA); err != nil {
+		t.Fatal(err)
+	}
 	a := mustAgent(t, cfg)
-	started, done := startRun(a, "t", "read a", "read_a")
-	<-started
+	_, done := startRun(a, "t", "read a", "read_a")
+	<-entered // the capability runs, on a goroutine of the agent's
 	if len(startedBy()) == 0 {
 		t.Fatal("no goroutine of the agent while its capability runs: the check would see none after Close either")
 	}
