@@ -100,6 +100,9 @@ type Model struct {
 	// StreamUsage sends stream_options.include_usage on streamed calls
 	// (openai). Unset: sent, and left out once the server rejects it.
 	StreamUsage *bool `yaml:"stream_usage"`
+	// PromptCache marks the system prompt for the provider's prompt cache
+	// (anthropic). Unset: on.
+	PromptCache *bool `yaml:"prompt_cache"`
 }
 
 // Checkpoints says what the store keeps of finished turns.
@@ -516,6 +519,9 @@ func (c *Config) ModelFor(role string) (m Model, ok bool) {
 	}
 	if r.JSONMode == "" {
 		r.JSONMode = def.JSONMode
+	}
+	if r.PromptCache == nil {
+		r.PromptCache = def.PromptCache
 	}
 	if r.StreamUsage == nil {
 		r.StreamUsage = def.StreamUsage

@@ -50,6 +50,7 @@ func LLMConfig(cfg *config.Config) llm.Config {
 			LegacyMaxTokens: m.LegacyMaxTokens,
 			JSONMode:        m.JSONMode,
 			StreamUsage:     m.StreamUsage,
+			PromptCache:     m.PromptCache,
 		}
 	}
 	return out

@@ -130,6 +130,9 @@ type Model struct {
 	count   int  // calls made, also those not logged
 	noLog   bool // see NoLog
 	only    map[llm.Role]bool
+	// cache holds the latest prompts when CachePrompts is on.
+	cache   []string
+	caching bool
 }
 
 // New returns a Model with no script: every call fails with an
@@ -184,6 +187,49 @@ func (m *Model) NoLog() *Model {
 	return m
 }
 
+// Prompt caching as CachePrompts simulates it: OpenAI's rule, a prefix of
+// at least cacheMinTokens tokens counted in steps of cacheStepTokens, over
+// the last cachedPrompts prompts.
+const (
+	cacheMinTokens  = 1024
+	cacheStepTokens = 128
+	cachedPrompts   = 64
+)
+
+// CachePrompts makes the estimated usage of a reply (Reply.Usage zero)
+// report cached prompt tokens as a provider with automatic prompt caching
+// does (OpenAI: the longest prefix the prompt shares with a recent one, at
+// least 1024 tokens, in steps of 128; a token per four characters), so a
+// benchmark shows what a prompt's stable prefix saves.
+func (m *Model) CachePrompts() *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.caching = true
+	return m
+}
+
+// cachedTokens is the prompt's prefix a recent prompt shares, in tokens
+// (see CachePrompts); it remembers the prompt. Called with m.mu held.
+func (m *Model) cachedTokens(prompt string) int {
+	best := 0
+	for _, p := range m.cache {
+		n := 0
+		for n < len(p) && n < len(prompt) && p[n] == prompt[n] {
+			n++
+		}
+		best = max(best, n)
+	}
+	if len(m.cache) == cachedPrompts {
+		m.cache = append(m.cache[:0], m.cache[1:]...)
+	}
+	m.cache = append(m.cache, prompt)
+	tokens := best / 4
+	if tokens < cacheMinTokens {
+		return 0
+	}
+	return tokens - tokens%cacheStepTokens
+}
+
 // For implements llm.Models: the returned model records the role on calls
 // that do not set one.
 func (m *Model) For(role llm.Role) (llm.Model, bool) {
@@ -216,6 +262,10 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	reply, ok := m.next(req)
 	if !ok {
 		reply = Reply{Err: &ExhaustedError{Role: req.Role, Seq: seq, LastUser: lastUser(req.Messages)}}
+	}
+	cached := 0
+	if m.caching && reply.Usage == (llm.Usage{}) && reply.Err == nil && !reply.Hang {
+		cached = m.cachedTokens(joinMessages(req.Messages))
 	}
 	if !m.noLog {
 		call := Call{Role: req.Role, Request: req, Reply: reply, Seq: seq}
@@ -277,7 +327,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	}
 	usage := reply.Usage
 	if usage == (llm.Usage{}) {
-		usage = llm.Usage{PromptTokens: (joinedLen(req.Messages) + 3) / 4, CompletionTokens: (len(text) + 3) / 4}
+		usage = llm.Usage{PromptTokens: (joinedLen(req.Messages) + 3) / 4, CompletionTokens: (len(text) + 3) / 4, CachedPromptTokens: cached}
 	}
 	finish := reply.Finish
 	if finish == "" {

@@ -219,3 +219,29 @@ func TestNoLogCountsWithoutKeeping(t *testing.T) {
 		t.Fatalf("the fourth call: %v, want the exhausted-script error numbering it 4", err)
 	}
 }
+
+// With CachePrompts a prompt sharing a long prefix with an earlier one
+// reports that prefix as cached, in OpenAI's steps: nothing under 1024
+// tokens, then multiples of 128.
+func TestCachePromptsReportsTheSharedPrefix(t *testing.T) {
+	m := llmtest.New().CachePrompts().On(func(llm.Request) bool { return true }, func(llm.Request) llmtest.Reply { return llmtest.Text("ok") })
+	stable := strings.Repeat("guide ", 1000) // 6000 characters: 1500 tokens
+	for _, tt := range []struct {
+		prompt string
+		cached int
+	}{
+		{stable + "first question", 0},                                  // nothing seen before
+		{stable + "second question", 1408},                              // 6000 characters shared: 1500 tokens → 1408
+		{"another system prompt " + stable, 0},                          // no common start
+		{strings.Repeat("guide ", 100) + "short", 0},                    // 600 shared characters: under 1024 tokens
+		{stable + "first question", (len(stable) + 14) / 4 / 128 * 128}, // the whole prompt again
+	} {
+		r, err := ask(m, llm.RoleOrchestrator, tt.prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Usage.CachedPromptTokens != tt.cached || r.Usage.PromptTokens != (len(tt.prompt)+3)/4 {
+			t.Errorf("%.30q…: usage %+v, want %d cached", tt.prompt, r.Usage, tt.cached)
+		}
+	}
+}
