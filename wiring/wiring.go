@@ -81,6 +81,9 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 		Nodes: nodes.Config{
 			ClassifierMode:               nodes.ClassifierMode(cfg.Classifier.Mode),
 			MaxConcurrentClassifications: l.MaxConcurrentClassifications,
+			TaskExtraction:               nodes.TaskExtractionMode(cfg.ModelCalls.TaskExtraction),
+			SelectAllWithinTokens:        cfg.ModelCalls.SelectAllWithinTokens,
+			SeparateTaskAndSelection:     cfg.ModelCalls.TaskWithSelection != nil && !*cfg.ModelCalls.TaskWithSelection,
 		},
 		Limits: agent.Limits{
 			MaxPlanningAttempts: l.MaxPlanningAttempts,
