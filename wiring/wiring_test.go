@@ -13,9 +13,9 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/llm"
-	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/wiring"
 )
