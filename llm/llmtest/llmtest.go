@@ -34,6 +34,9 @@ type Reply struct {
 	// after this long, or fails with the context's error if the context
 	// ends first.
 	Delay time.Duration
+	// ChunkDelay is the time between two streamed Chunks (a model's rate
+	// of tokens), so the first chunk reaches the caller before the last.
+	ChunkDelay time.Duration
 }
 
 // Text is a plain text reply.
@@ -289,14 +292,8 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 		<-ctx.Done()
 		return llm.Response{}, ctx.Err()
 	}
-	if reply.Delay > 0 {
-		t := time.NewTimer(reply.Delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return llm.Response{}, ctx.Err()
-		}
+	if err := sleep(ctx, reply.Delay); err != nil {
+		return llm.Response{}, err
 	}
 	if reply.Err != nil {
 		if req.OnChunk != nil {
@@ -314,7 +311,12 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 			text = strings.Join(reply.Chunks, "")
 		}
 		if req.OnChunk != nil {
-			for _, c := range reply.Chunks {
+			for i, c := range reply.Chunks {
+				if i > 0 && reply.ChunkDelay > 0 {
+					if err := sleep(ctx, reply.ChunkDelay); err != nil {
+						return llm.Response{}, err
+					}
+				}
 				if err := req.OnChunk(ctx, c); err != nil {
 					return llm.Response{}, fmt.Errorf("llmtest: streaming func returned an error: %w", err)
 				}
@@ -338,6 +340,21 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 		maxTok = req.DefaultMaxTokens
 	}
 	return llm.Response{Text: text, Usage: usage, Model: "llmtest", FinishReason: finish, MaxTokens: maxTok}, nil
+}
+
+// sleep waits d, or returns the context's error if it ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (m *Model) next(req llm.Request) (Reply, bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -244,4 +245,23 @@ func TestCachePromptsReportsTheSharedPrefix(t *testing.T) {
 			t.Errorf("%.30q…: usage %+v, want %d cached", tt.prompt, r.Usage, tt.cached)
 		}
 	}
+}
+
+// A streamed reply with ChunkDelay sends its first chunk after Delay and
+// each next one ChunkDelay later, as a model producing tokens does.
+func TestChunkDelayPacesTheStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := llmtest.New().Script(llm.RoleResponse, llmtest.Reply{Chunks: []string{"a", "b", "c"}, Delay: 300 * time.Millisecond, ChunkDelay: 50 * time.Millisecond})
+		model, _ := m.For(llm.RoleResponse)
+		start := time.Now()
+		var at []time.Duration
+		resp, err := model.Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "q"}},
+			OnChunk: func(context.Context, string) error { at = append(at, time.Since(start)); return nil }})
+		if err != nil || resp.Text != "abc" {
+			t.Fatalf("%q, %v", resp.Text, err)
+		}
+		if want := []time.Duration{300 * time.Millisecond, 350 * time.Millisecond, 400 * time.Millisecond}; !slices.Equal(at, want) {
+			t.Errorf("chunks at %v, want %v", at, want)
+		}
+	})
 }
