@@ -7,7 +7,6 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/state"
 )
@@ -41,7 +40,7 @@ type Agent interface {
 // created and not yet run are kept in this process's memory.
 type ThreadStore interface {
 	// Threads lists the threads the filter keeps.
-	Threads(ctx context.Context, filter checkpoint.ThreadFilter) ([]checkpoint.ThreadInfo, error)
+	Threads(ctx context.Context, filter agent.ThreadFilter) ([]agent.ThreadInfo, error)
 	// CreateThread creates a thread before its first turn, durably;
 	// created is false when it existed.
 	CreateThread(ctx context.Context, thread string, metadata map[string]string) (created bool, err error)

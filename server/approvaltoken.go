@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -71,7 +70,7 @@ func (s *Server) resolveStoredToken(ctx context.Context, c caller, tok string) (
 	owner := ownerKey(c)
 	f := ownerFilter(c)
 	f[MetaApprovalKey] = tok[3:7]
-	infos, err := s.features.threads.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
+	infos, err := s.features.threads.Threads(ctx, agent.ThreadFilter{Metadata: f})
 	if err != nil {
 		return storedApproval{}, false, err
 	}
@@ -279,7 +278,7 @@ func (s *Server) tokenFits(ctx context.Context, c caller, t chatTurn, ticket app
 	if s.features.threads != nil {
 		f := ownerFilter(c)
 		f[MetaTranscript] = prefix
-		infos, err := s.features.threads.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
+		infos, err := s.features.threads.Threads(ctx, agent.ThreadFilter{Metadata: f})
 		if err != nil {
 			return false, "", err
 		}

@@ -171,7 +171,7 @@ type Config struct {
 	// cancel at once.
 	DetachGrace time.Duration
 	// ParkAfter: a run whose retry waits longer than this does not wait
-	// in a goroutine: it parks (graph.WithParkAfter) and is resumed at its
+	// in a goroutine: it parks (agent.WithParkAfter) and is resumed at its
 	// not-before time — by any replica's claim from the runs queue
 	// (PostgreSQL), or by a timer of this process. Its clients keep
 	// following it under the same run id. Default 5 s; negative: every

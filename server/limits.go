@@ -9,7 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/agent"
 )
 
 // What one principal can make the server hold is bounded: its threads
@@ -233,7 +233,7 @@ func (s *Server) countThreads(ctx context.Context, c caller) (int, error) {
 	}
 	const batch = 1000
 	n := 0
-	f := checkpoint.ThreadFilter{Metadata: ownerFilter(c), Limit: batch}
+	f := agent.ThreadFilter{Metadata: ownerFilter(c), Limit: batch}
 	for {
 		infos, err := s.features.threads.Threads(ctx, f)
 		if err != nil {

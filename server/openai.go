@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/google/uuid"
 )
@@ -462,7 +461,7 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 			return false, nil, &reply
 		}
 	}
-	if runErr != nil && token != "" && errors.Is(runErr, graph.ErrThreadBusy) {
+	if runErr != nil && token != "" && errors.Is(runErr, agent.ErrThreadBusy) {
 		// Not answered: another process holds the thread (it carries
 		// the same answer out, or another run). A retry looks again.
 		s.approvals.settle(token, nil)

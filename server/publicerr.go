@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph"
 	"github.com/google/uuid"
 )
 
@@ -65,7 +64,7 @@ func clientMessage(err error) (string, bool) {
 		return te.Error(), true
 	case errors.As(err, &fe):
 		return fatalMessage(fe), true
-	case errors.Is(err, graph.ErrThreadBusy):
+	case errors.Is(err, agent.ErrThreadBusy):
 		return "a run is already in progress on this thread (here or on another replica); try again when it has ended", true
 	case errors.Is(err, agent.ErrUnknownThread):
 		return "no such thread", true

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/runstore"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 	"github.com/capgraph/capgraph/state"
@@ -290,7 +288,7 @@ func (s *Server) finishRecord(r *run, status agent.RunStatus, runErr error, shut
 		case r.state() == lifecycle.Fenced:
 			return
 		case shutdown && status == agent.RunCanceled:
-		case r.origin.recovered() && isThreadBusy(runErr), errors.Is(runErr, checkpoint.ErrLeaseLost):
+		case r.origin.recovered() && isThreadBusy(runErr), errors.Is(runErr, agent.ErrLeaseLost):
 			// The thread's lease is still the dead owner's, or was lost
 			// (a renewal late under load): another attempt, a bit later.
 			requeue = s.cfg.Now().Add(s.cluster.ttl / 3)
@@ -371,7 +369,7 @@ const implicitKeyPrefix = "same:"
 // recordWriteTimeout bounds a record update that no request waits for.
 const recordWriteTimeout = 30 * time.Second
 
-func isThreadBusy(err error) bool { return errors.Is(err, graph.ErrThreadBusy) }
+func isThreadBusy(err error) bool { return errors.Is(err, agent.ErrThreadBusy) }
 
 // answerable reports whether a run's error is an answer to the client —
 // a FATAL failure the agent classified, or the turn's time limit — rather

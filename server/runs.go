@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/runstore"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
@@ -626,7 +624,7 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 	aud := newAuditor(m.s, r)
 	cctx := agent.WithRunID(ctx, r.ID)
 	if m.s.cfg.ParkAfter > 0 {
-		cctx = graph.WithParkAfter(cctx, m.s.cfg.ParkAfter)
+		cctx = agent.WithParkAfter(cctx, m.s.cfg.ParkAfter)
 	}
 	runErr := m.consume(cctx, r, aud, fn)
 	var waited time.Duration
@@ -638,7 +636,7 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 		// it when its turn ends), at the latest when the holder's lease
 		// expires. A recovered run looks for a third of a TTL, then goes
 		// back to the queue (finishRecord), holding no goroutine longer.
-		lh := (*checkpoint.LeaseHeldError)(nil)
+		lh := (*agent.LeaseHeldError)(nil)
 		if !errors.As(runErr, &lh) {
 			break
 		}

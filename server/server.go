@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/runstore"
 )
 
@@ -313,8 +311,8 @@ func errorStatus(err error) (status int, typ, code string, retry bool) {
 		return http.StatusTooManyRequests, "rate_limit_error", "too_many_runs", true
 	case errors.Is(err, ErrRateLimited):
 		return http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", true
-	case errors.Is(err, ErrRunInProgress), errors.Is(err, graph.ErrThreadBusy):
-		// graph.ErrThreadBusy: the agent found the thread running (here, or
+	case errors.Is(err, ErrRunInProgress), errors.Is(err, agent.ErrThreadBusy):
+		// agent.ErrThreadBusy: the agent found the thread running (here, or
 		// on another replica sharing the store).
 		return http.StatusConflict, "invalid_request_error", "run_in_progress", false
 	case errors.Is(err, ErrDuplicateInProgress):
@@ -352,7 +350,7 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	}
 	// A thread busy on another replica: the holder's lease says when it
 	// can be taken over at the latest.
-	if lh := (*checkpoint.LeaseHeldError)(nil); errors.As(err, &lh) {
+	if lh := (*agent.LeaseHeldError)(nil); errors.As(err, &lh) {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(lh.RetryAfter(s.cfg.Now()))))
 	}
 	e := apiError{Message: s.publicMessage(err), Type: typ, Code: &code}

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
 // Threads outlive the server: the agent stores the turn's metadata with
@@ -52,7 +51,7 @@ func (s *Server) turnMetadata(c caller, source, clientThread string, clientMeta 
 // threadFromInfo is a stored thread as the native API shows it, if it is
 // c's: its id must derive from c and the client id in its metadata, so
 // metadata alone can never hand c another principal's thread.
-func threadFromInfo(c caller, info checkpoint.ThreadInfo) (Thread, bool) {
+func threadFromInfo(c caller, info agent.ThreadInfo) (Thread, bool) {
 	id := info.Metadata[MetaThread]
 	if id == "" || internalThreadID(c, id) != info.ThreadID {
 		return Thread{}, false
@@ -82,7 +81,7 @@ func (s *Server) findThread(ctx context.Context, c caller, id string) (Thread, b
 	f[MetaThread] = id
 	// By the store's key (the internal id is derived from the caller and
 	// id): a new conversation must not read every thread to learn it is new.
-	infos, err := s.features.threads.Threads(ctx, checkpoint.ThreadFilter{ThreadID: internalThreadID(c, id), Metadata: f, Limit: 8})
+	infos, err := s.features.threads.Threads(ctx, agent.ThreadFilter{ThreadID: internalThreadID(c, id), Metadata: f, Limit: 8})
 	if err != nil {
 		return Thread{}, false, err
 	}
@@ -160,7 +159,7 @@ func (s *Server) listThreads(ctx context.Context, c caller, p page) ([]Thread, s
 		}
 		return out, "", nil
 	}
-	f := checkpoint.ThreadFilter{Metadata: ownerFilter(c), Limit: p.limit}
+	f := agent.ThreadFilter{Metadata: ownerFilter(c), Limit: p.limit}
 	if p.cursor != "" {
 		id, err := uuid.Parse(p.cursor)
 		if err != nil {

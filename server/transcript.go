@@ -11,7 +11,7 @@ import (
 	"sync"
 	"unicode"
 
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/agent"
 )
 
 // A chat request without a chat id names its conversation only by its
@@ -217,7 +217,7 @@ func (s *Server) continuedThread(ctx context.Context, c caller, msgs []transcrip
 	}
 	f := ownerFilter(c)
 	f[MetaTranscript] = prefix
-	infos, err := s.features.threads.Threads(ctx, checkpoint.ThreadFilter{Metadata: f})
+	infos, err := s.features.threads.Threads(ctx, agent.ThreadFilter{Metadata: f})
 	if err != nil {
 		return "", false, err
 	}

@@ -1,0 +1,41 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+// The engine's names a caller of the agent meets (a thread listing, a busy
+// thread, a lost lease, a parked run), given here so that a caller such as
+// the server needs no graph package: each is the engine's own, not a copy,
+// so errors.Is and errors.As match either name.
+
+// ThreadFilter selects the threads Agent.Threads lists.
+type ThreadFilter = checkpoint.ThreadFilter
+
+// ThreadInfo is one thread Agent.Threads lists.
+type ThreadInfo = checkpoint.ThreadInfo
+
+// LeaseHeldError: another process holds the thread's lease (its holder
+// and expiry); a run on the thread fails with it, wrapped in
+// ErrThreadBusy.
+type LeaseHeldError = checkpoint.LeaseHeldError
+
+// ErrThreadBusy: a run goes on on the thread already, in this process or
+// in another sharing the store.
+var ErrThreadBusy = graph.ErrThreadBusy
+
+// ErrLeaseLost: the run's lease on its thread expired or another process
+// took it over; the run's writes under it were refused.
+var ErrLeaseLost = checkpoint.ErrLeaseLost
+
+// WithParkAfter makes a run started with ctx park instead of waiting
+// more than after for a step's NotBefore (a retry's wait): the run ends
+// with RunWaiting and its caller resumes it when due; after <= 0 always
+// waits (the default).
+func WithParkAfter(ctx context.Context, after time.Duration) context.Context {
+	return graph.WithParkAfter(ctx, after)
+}
