@@ -58,7 +58,11 @@ func DescribeOutcome(r AuditRecord) string {
 	case capabilities.OutcomeUnconfirmed:
 		s = what + " may or may not have been applied" + wrapped(msg) + ". It was not retried: check " + checkText(r) + " on the machine before asking for the change again"
 	case capabilities.OutcomeUnrequested:
-		s = what + " was not carried out: the request did not ask for this change" + wrapped(msg)
+		// Message is the operator's sentence, said in the answer already.
+		s = what + " was not carried out: the request did not ask for this change"
+		if r.Reason == RefusedIntentMismatch {
+			s = what + " was not carried out: it is not the change the request asked for"
+		}
 	default: // refused
 		s = what + " was not carried out" + prefixed(": ", msg)
 	}

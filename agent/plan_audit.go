@@ -37,6 +37,9 @@ func (a *Agent) auditPlanning(ctx context.Context, s state.State, u state.Update
 			rec.Reason = RefusedIntentMismatch
 		}
 		rec.setAction(pe.Action)
+		if rec.Summary == "" && len(rec.Changes) > 0 { // a planned action has no capability's summary
+			rec.Summary = changesText(rec.Changes, nil)
+		}
 		a.auditBestEffort(ctx, rec)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/capgraph/capgraph/cli"
 	"github.com/capgraph/capgraph/config"
 	"github.com/capgraph/capgraph/internal/outcometest"
+	"github.com/capgraph/capgraph/llm/llmtest/openaitest"
 )
 
 // plantHarness runs the commands over the outcome plant
@@ -66,6 +67,16 @@ func TestAuditShowsEveryOutcome(t *testing.T) {
 		}
 	}
 	h.run("", "run", "Set the Q1 current to 150 A")
+	// A planner that answers a question with a write (a model that lies):
+	// refused at planning, audited as unrequested.
+	srv := openaitest.New(t).
+		On(openaitest.UserContains("REPLANNING"), openaitest.Text(`{"steps": [{"context_key": "a", "capability": "respond", "task_objective": "Answer"}]}`)).
+		On(nil, openaitest.Text("Plan:\n```json\n"+`{"steps": [{"context_key": "w", "capability": "`+outcometest.Capability+
+			`", "task_objective": "Set the Q2 current to 105 A", "parameters": {"values": {"BTS:MAG:Q2:CURRENT": 105}, "unit": "A"}}]}`+"\n```"))
+	h.writeConfig("capgraph.yaml", "control_system:\n  writes_enabled: true\nmodels:\n  orchestrator:\n    provider: openai\n    model: qwen3-32b\n    base_url: "+srv.BaseURL()+"\n")
+	if r := h.run("", "run", outcometest.Read); r.code != cli.ExitOK || strings.Contains(r.stdout+r.stderr, "approval needed") {
+		t.Fatalf("the question: exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
 	r := h.run("", "audit", "--limit", "0")
 	if r.code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -89,6 +100,7 @@ func TestAuditShowsEveryOutcome(t *testing.T) {
 		{"ended MISMATCH", "BTS:MAG:Q3:CURRENT", "readback: BTS:MAG:Q3:CURRENT 97.5 A"},
 		{"ended UNCONFIRMED", "BTS:MAG:Q4:CURRENT", "before: BTS:MAG:Q4:CURRENT 92 A"},
 		{"refused ", "150 A is above the Q1 supply's limit", "(limits)"},
+		{"unrequested", "set_magnet_current: set BTS:MAG:Q2:CURRENT to 105.00 A", "You did not ask for a change", "(no_change_intent)"},
 	} {
 		if !has(want...) {
 			t.Errorf("no audit line with %q:\n%s", want, r.stdout)

@@ -14,6 +14,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/internal/outcometest"
+	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -30,6 +31,13 @@ type outcomeEnv struct {
 
 func newOutcomeEnv(t *testing.T, mod func(*Config)) *outcomeEnv {
 	t.Helper()
+	return newOutcomeEnvWith(t, llm.None, mod)
+}
+
+// newOutcomeEnvWith is newOutcomeEnv whose agent asks models (e.g.
+// outcometest.Planner, which turns a read into a write nobody asked for).
+func newOutcomeEnvWith(t *testing.T, models llm.Models, mod func(*Config)) *outcomeEnv {
+	t.Helper()
 	store, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "capgraph.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +48,7 @@ func newOutcomeEnv(t *testing.T, mod func(*Config)) *outcomeEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New(agent.Config{Registry: newRegistry(t, caps...), Store: store,
+	a, err := agent.New(agent.Config{Registry: newRegistry(t, caps...), Store: store, Models: models,
 		Options: state.Options{WritesEnabled: true, ApprovalMode: state.ApprovalModeSelective}})
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +118,28 @@ func TestChatCompletionsSayEveryOutcome(t *testing.T) {
 		t.Errorf("the refused change: %s", got)
 	}
 	if w := env.plant.Writes(); !slices.Equal(w, []string{"Q1=105", "Q3=105", "Q4=105"}) {
+		t.Errorf("writes %v", w)
+	}
+}
+
+// A model that plans a write for a question (outcometest.Planner): the plan
+// is refused at planning, nobody is asked to approve it, nothing is
+// written, and the answer says so with the outcome unrequested.
+func TestChatCompletionsSayUnrequested(t *testing.T) {
+	env := newOutcomeEnvWith(t, outcometest.Planner(), nil)
+	resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user(outcometest.Read)))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	got := chatContent(t, body)
+	if _, asked := findApprovalToken(got); asked || !strings.Contains(got, "**unrequested** — set BTS:MAG:Q2:CURRENT to 105.00 A was not carried out: the request did not ask for this change.") {
+		t.Errorf("the unrequested change: %s", got)
+	}
+	// The same planner plans what a change question asks for: written after the yes.
+	if got := env.chatApproved(t, "Set the Q1 current to 105 A", false); !strings.Contains(got, "**confirmed** — set BTS:MAG:Q1:CURRENT 92.00 → 105.00 A") {
+		t.Errorf("the planned change: %s", got)
+	}
+	if w := env.plant.Writes(); !slices.Equal(w, []string{"Q1=105"}) {
 		t.Errorf("writes %v", w)
 	}
 }
@@ -195,7 +225,8 @@ func TestChatCompletionsAskAgainWhenTheMachineMoved(t *testing.T) {
 func TestWebPageOutcomes(t *testing.T) {
 	dir := filepath.Join("testdata", "js")
 	node, chromium := chromiumOrSkip(t, dir)
-	env := newOutcomeEnv(t, nil)
+	// The planner plans each change as asked, and a write for the read.
+	env := newOutcomeEnvWith(t, outcometest.Planner(), nil)
 	shots := os.Getenv("CAPGRAPH_SCREENSHOT_DIR")
 	if shots == "" {
 		shots = t.TempDir()
@@ -254,8 +285,10 @@ func TestOutcomeLines(t *testing.T) {
 	}{
 		{agent.AuditRecord{Outcome: capabilities.OutcomeConfirmed, Changes: q1, Before: before, Readback: back, Reconciled: true},
 			"**confirmed** — set BTS:MAG:Q1:CURRENT 92.00 → 105.00 A (readback 105.00 A), established by a readback after the run was interrupted."},
-		{agent.AuditRecord{Outcome: capabilities.OutcomeUnrequested, Changes: q1, Message: "the request reads as a question"},
-			"**unrequested** — set BTS:MAG:Q1:CURRENT to 105.00 A was not carried out: the request did not ask for this change (the request reads as a question)."},
+		{agent.AuditRecord{Outcome: capabilities.OutcomeUnrequested, Changes: q1, Reason: agent.RefusedNoChangeIntent, Message: "You did not ask for a change, so nothing will be changed."},
+			"**unrequested** — set BTS:MAG:Q1:CURRENT to 105.00 A was not carried out: the request did not ask for this change."},
+		{agent.AuditRecord{Outcome: capabilities.OutcomeUnrequested, Changes: q1, Reason: agent.RefusedIntentMismatch, Message: "The plan's step 1 was not the change you asked for."},
+			"**unrequested** — set BTS:MAG:Q1:CURRENT to 105.00 A was not carried out: it is not the change the request asked for."},
 		{agent.AuditRecord{Outcome: capabilities.OutcomeRefused, Changes: q1, Message: "Writes are disabled by this turn's options, so step 1 was not carried out."},
 			"**refused** — set BTS:MAG:Q1:CURRENT to 105.00 A was not carried out: Writes are disabled by this turn's options, so step 1 was not carried out."},
 		{agent.AuditRecord{Outcome: capabilities.OutcomeUnconfirmed, Capability: "send_logbook_entry", Summary: "post the shift summary"},

@@ -3,7 +3,8 @@
 // matches), failed (known not applied), mismatch (the readback differs),
 // unconfirmed (the call broke off and nothing can read the target back)
 // and refused (a value beyond the target's limits, refused without asking
-// a human). The frontends' tests (the page, /v1, the terminal, /metrics)
+// a human); with its Planner, a scripted model that answers a question
+// with a write, unrequested too. The frontends' tests (the page, /v1, the terminal, /metrics)
 // drive it through a real agent to show every outcome; it is no mock of
 // the framework, only of a machine.
 package outcometest

@@ -40,7 +40,7 @@ func chatTurn(t *testing.T, url string, msgs ...map[string]string) string {
 }
 
 // Real turns through the server, one per outcome a change can have (the
-// outcome plant, internal/outcometest), then a scrape: each outcome is
+// outcome plant, internal/outcometest, and its lying planner), then a scrape: each outcome is
 // counted once under capgraph_side_effects_total.
 func TestSideEffectOutcomesAfterRealTurns(t *testing.T) {
 	m := metrics.New(metrics.Options{})
@@ -55,7 +55,8 @@ func TestSideEffectOutcomesAfterRealTurns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, err := agent.New(agent.Config{Registry: reg, Store: memory.New(), Observer: m,
+	// The planner plans each change as asked, and a write for a read.
+	a, err := agent.New(agent.Config{Registry: reg, Store: memory.New(), Observer: m, Models: outcometest.Planner(),
 		Options: state.Options{WritesEnabled: true}})
 	if err != nil {
 		t.Fatal(err)
@@ -77,8 +78,9 @@ func TestSideEffectOutcomesAfterRealTurns(t *testing.T) {
 		chatTurn(t, ts.URL, user(ask), map[string]string{"role": "assistant", "content": q}, user("yes "+id[1]))
 	}
 	chatTurn(t, ts.URL, user("Set the Q1 current to 150 A")) // refused by the limits
+	chatTurn(t, ts.URL, user(outcometest.Read))              // a write nobody asked for: unrequested
 	fams := scrape(t, ts.URL, "")
-	for _, o := range []string{"confirmed", "failed", "mismatch", "unconfirmed", "refused"} {
+	for _, o := range []string{"confirmed", "failed", "mismatch", "unconfirmed", "refused", "unrequested"} {
 		if v := value(fams, "capgraph_side_effects_total", "capability="+outcometest.Capability+",outcome="+o); v != 1 {
 			t.Errorf("capgraph_side_effects_total{outcome=%q} = %v, want 1", o, v)
 		}

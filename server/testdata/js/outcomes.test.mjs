@@ -114,9 +114,25 @@ test("an approval the machine moved away from is asked again, saying so", run("o
   assert.match(got.text, /^Step 1: set BTS:MAG:Q5:CURRENT 94\.00 A → 105\.00 A \(readback 105\.00 A\)\.$/);
 }));
 
+test("a write the model planned for a question is refused as unrequested, without asking", run("outcome-unrequested", async () => {
+  // outcometest.Planner turns this read into a write of 105 A.
+  const question = "What is the Q2 current?";
+  await ask(page, question);
+  const turn = await answered(page, question);
+  const item = turn.locator(".outcomes .outcome-item").last();
+  await item.waitFor();
+  assert.equal(await item.getAttribute("data-outcome"), "unrequested");
+  assert.equal((await item.locator(".badge.outcome").innerText()).trim(), "unrequested");
+  assert.equal(await item.locator(".outcome-text").innerText(),
+    "Step 1: set BTS:MAG:Q2:CURRENT → 105.00 A was not carried out: the request did not ask for this change.");
+  assert.equal(await turn.locator("[data-approval-id]").count(), 0, "nobody is asked to approve a change nobody asked for");
+  await turn.scrollIntoViewIfNeeded();
+  await shot(page, "outcome-unrequested");
+}));
+
 test("every outcome is on the page at once, legible", run("outcomes", async () => {
   const shown = await page.locator(".outcomes .outcome-item").evaluateAll((items) => items.map((i) => i.dataset.outcome));
-  assert.deepEqual(shown, ["confirmed", "failed", "mismatch", "unconfirmed", "refused", "confirmed"]);
+  assert.deepEqual(shown, ["confirmed", "failed", "mismatch", "unconfirmed", "refused", "confirmed", "unrequested"]);
   assert.deepEqual(await contrastProblems(page), []);
   await page.locator(".outcomes").nth(2).scrollIntoViewIfNeeded();
   await shot(page, "outcomes");

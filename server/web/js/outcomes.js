@@ -70,7 +70,7 @@ export function outcomeSentence(r) {
     case "unconfirmed":
       return what + " may or may not have been applied" + (msg ? " (" + msg + ")" : "") + ". It was not retried: check " + targets + " on the machine before asking for the change again.";
     case "unrequested":
-      return what + " was not carried out: the request did not ask for this change.";
+      return what + " was not carried out: " + (r.reason === "intent_mismatch" ? "it is not the change the request asked for." : "the request did not ask for this change.");
     default:
       return what + " was not carried out" + (msg ? ": " + msg : "") + ".";
   }
