@@ -142,12 +142,8 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, err)
 			return
 		}
-		if len(input) > s.cfg.MaxMessageBytes {
-			s.writeError(w, badRequest("messages", "%d bytes exceed the limit of %d", len(input), s.cfg.MaxMessageBytes))
-			return
-		}
-		req := s.turnRequest(c, internal, input, opts, s.turnMetadata(c, "agui", in.ThreadID, nil))
-		if err := s.checkTurn(req); err != nil {
+		req, err := s.openTurn(c, turnOpening{field: "messages", input: input, options: opts, source: "agui", clientThread: in.ThreadID, thread: internal})
+		if err != nil {
 			s.writeError(w, err)
 			return
 		}

@@ -68,8 +68,8 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 		ans := agent.Answer{ApprovalID: st.Turn.PendingApproval.ID, Text: q.Text, By: callerName(c)}
 		sp.kind, sp.answer = kindAnswer, &ans
 	} else {
-		req := s.turnRequest(c, th.internal, q.Text, nil, s.turnMetadata(c, "mcp", th.ID, nil))
-		if err := s.checkTurn(req); err != nil {
+		req, err := s.openTurn(c, turnOpening{field: "text", input: q.Text, source: "mcp", clientThread: th.ID, thread: th.internal})
+		if err != nil {
 			return mcp.Answer{}, err
 		}
 		sp.kind, sp.turn = kindTurn, &req

@@ -230,16 +230,12 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("input", "required"))
 		return
 	}
-	if len(req.Input) > s.cfg.MaxMessageBytes {
-		s.writeError(w, badRequest("input", "%d bytes exceed the limit of %d", len(req.Input), s.cfg.MaxMessageBytes))
-		return
-	}
 	if err := checkIdempotencyKey(r); err != nil {
 		s.writeError(w, err)
 		return
 	}
-	treq := s.turnRequest(c, th.internal, req.Input, req.Options, s.turnMetadata(c, "native", th.ID, th.Metadata))
-	if err := s.checkTurn(treq); err != nil {
+	treq, err := s.openTurn(c, turnOpening{field: "input", input: req.Input, options: req.Options, source: "native", clientThread: th.ID, thread: th.internal, clientMeta: th.Metadata})
+	if err != nil {
 		s.writeError(w, err)
 		return
 	}

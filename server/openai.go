@@ -298,13 +298,12 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			// the token answered nothing.
 			return chatStart{reply: reply, clientThread: clientThread}, nil
 		}
-		meta := s.turnMetadata(c, source, clientThread, t.clientMeta)
-		meta[MetaApprovalKey] = approvalTokenKey(ownerKey(c), thread)
+		extra := map[string]string{MetaApprovalKey: approvalTokenKey(ownerKey(c), thread)}
 		if transcript != "" {
-			meta[MetaTranscript] = transcript
+			extra[MetaTranscript] = transcript
 		}
-		req := s.turnRequest(c, thread, t.input, t.model.Options, meta)
-		if err := s.checkTurn(req); err != nil {
+		req, err := s.openTurn(c, turnOpening{field: "messages", input: t.input, options: t.model.Options, source: source, clientThread: clientThread, thread: thread, clientMeta: t.clientMeta, extraMeta: extra})
+		if err != nil {
 			// The profile asks for an option looser than the agent's
 			// configuration, which this key may not raise.
 			var le *agent.LoosenError

@@ -183,25 +183,6 @@ func (s *Server) listThreads(ctx context.Context, c caller, p page) ([]Thread, s
 	return out, next, nil
 }
 
-// turnRequest is the agent request of a turn c starts on an internal
-// thread: who asks (By), what the key may do (allowed capabilities, the
-// settings it may raise) and the options asked for.
-func (s *Server) turnRequest(c caller, thread, input string, opts *agent.TurnOptions, meta map[string]string) agent.TurnRequest {
-	return agent.TurnRequest{Thread: thread, Input: input, Options: opts, Metadata: meta, AllowedCapabilities: allowedCapabilities(c),
-		MayRaise: c.Principal.MayRaise, By: callerName(c)}
-}
-
-// checkTurn refuses a turn whose options the agent would refuse, before
-// any run starts: the caller gets the error (403 for a loosening option)
-// instead of a run that fails.
-func (s *Server) checkTurn(req agent.TurnRequest) error {
-	if tc := s.features.turns; tc != nil {
-		_, err := tc.TurnOptions(req)
-		return err
-	}
-	return nil
-}
-
 // callerName names c in approvals and audit records: the principal, and
 // the end user a trusted frontend forwarded.
 func callerName(c caller) string {
