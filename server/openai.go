@@ -390,7 +390,7 @@ func (r *run) endNote() string {
 func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
 	ru.join()
 	followed := s.follow(r.Context(), ru, 0, nil, func(ev agent.Event) { rd.render(ev) }, nil)
-	left, runErr, replay := s.chatRunEnd(r.Context(), c, ru, followed, token)
+	left, replay, runErr := s.chatRunEnd(r.Context(), c, ru, followed, token)
 	if left {
 		return
 	}
@@ -430,7 +430,7 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 // An answer the agent refuses as already answered (ErrApprovalAnswered:
 // another replica carried it out between this request's lookup and its
 // resume) is no failure: replay is what the first answer became.
-func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed bool, token string) (left bool, runErr error, replay *chatReply) {
+func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed bool, token string) (left bool, replay *chatReply, runErr error) {
 	if !followed {
 		ru.leave() // the client left; the run stops unless a repeat of the request follows it
 		if token != "" {
@@ -446,25 +446,25 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 			// is asked again with it.
 			s.approvals.settle(token, nil)
 			reply := unclearReply(token, ae)
-			return false, nil, &reply
+			return false, &reply, nil
 		case errors.Is(ae, agent.ErrApprovalExpired):
 			reply := expiredReply(ae)
 			s.approvals.settle(token, &reply)
-			return false, nil, &reply
+			return false, &reply, nil
 		}
 	}
 	if runErr != nil && token != "" && errors.Is(runErr, agent.ErrApprovalAnswered) {
 		if sa, ok, err := s.resolveStoredToken(ctx, c, token); err == nil && ok && sa.answered != nil {
 			reply := answeredReply(token, *sa.answered, sa.st, sa.status)
 			s.approvals.settle(token, &reply)
-			return false, nil, &reply
+			return false, &reply, nil
 		}
 	}
 	if runErr != nil && token != "" && errors.Is(runErr, agent.ErrThreadBusy) {
 		// Not answered: another process holds the thread (it carries
 		// the same answer out, or another run). A retry looks again.
 		s.approvals.settle(token, nil)
-		return false, runErr, nil
+		return false, nil, runErr
 	}
 	if runErr != nil && token != "" {
 		if s.stillPending(ctx, ru.Thread, token) {
@@ -476,7 +476,7 @@ func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed boo
 			s.approvals.settle(token, &chatReply{Content: "The run failed: " + s.publicMessage(runErr)})
 		}
 	}
-	return false, runErr, nil
+	return false, nil, runErr
 }
 
 // completionIdent is a chat completion's id and creation time. An answer
@@ -616,7 +616,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 			k.heartbeat()
 		}
 	})
-	left, runErr, replay := s.chatRunEnd(r.Context(), c, ru, ok, token)
+	left, replay, runErr := s.chatRunEnd(r.Context(), c, ru, ok, token)
 	if left {
 		return
 	}

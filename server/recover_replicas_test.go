@@ -19,9 +19,6 @@ import (
 	"github.com/capgraph/capgraph/runstore"
 )
 
-// leasingStore is a store that grants thread leases (all of ours).
-type leasingStore = pgtest.LeasingStore
-
 // replicaBackends return two handles on one shared store, as two replicas hold:
 // memory, and PostgreSQL (under CI=true a missing database fails the test).
 var replicaBackends = pgtest.ReplicaBackends()

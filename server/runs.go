@@ -433,7 +433,7 @@ func (m *runManager) must(r *run, t lifecycle.Trigger) {
 // without starting it: accepted; launch starts it, unreserve abandons it.
 func (m *runManager) reserve(sp runSpec) (*run, error) {
 	c := sp.c
-	limited := !sp.origin.recovered()
+	limited := sp.origin == fromRequest // a recovered run was counted when it was asked for
 	limit := c.Principal.MaxConcurrentRuns
 	if limit == 0 {
 		limit = m.s.cfg.MaxConcurrentRuns
