@@ -1,36 +1,38 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // Sentinel error kinds. Handlers map them to HTTP statuses in one place
-// (apiErrorFrom), never by reading messages.
+// (errorStatus), never by reading messages. They are the protocols' own
+// (package server/internal/apierror), given here under the same names.
 var (
-	ErrUnauthorized  = errors.New("missing or invalid API key")
-	ErrNotFound      = errors.New("not found")
-	ErrTooManyRuns   = errors.New("too many concurrent runs")
-	ErrBadRequest    = errors.New("invalid request")
-	ErrConflict      = errors.New("conflict")
-	ErrShuttingDown  = errors.New("server is shutting down")
-	ErrBodyTooLarge  = errors.New("request body too large")
-	ErrUnknownModel  = errors.New("unknown model")
-	ErrRunInProgress = errors.New("a run is already in progress on this thread")
-	ErrRateLimited   = errors.New("rate limit exceeded")
+	ErrUnauthorized  = apierror.ErrUnauthorized
+	ErrNotFound      = apierror.ErrNotFound
+	ErrTooManyRuns   = apierror.ErrTooManyRuns
+	ErrBadRequest    = apierror.ErrBadRequest
+	ErrConflict      = apierror.ErrConflict
+	ErrShuttingDown  = apierror.ErrShuttingDown
+	ErrBodyTooLarge  = apierror.ErrBodyTooLarge
+	ErrUnknownModel  = apierror.ErrUnknownModel
+	ErrRunInProgress = apierror.ErrRunInProgress
+	ErrRateLimited   = apierror.ErrRateLimited
 	// ErrForbidden: the key may not do this (a loosening option, the
 	// audit log without admin); answered 403.
-	ErrForbidden = errors.New("forbidden")
+	ErrForbidden = apierror.ErrForbidden
 	// ErrUnknownHost: the Host header names no name of this server (a
 	// DNS-rebinding page); answered 421.
-	ErrUnknownHost = errors.New("unknown host")
+	ErrUnknownHost = apierror.ErrUnknownHost
 	// ErrCrossOrigin: a browser sent a request that may change something
 	// for another site's page; answered 403.
-	ErrCrossOrigin = errors.New("cross-origin request")
+	ErrCrossOrigin = apierror.ErrCrossOrigin
 	// ErrUnsupportedMediaType: a request body that is not JSON; answered
 	// 415.
-	ErrUnsupportedMediaType = errors.New("unsupported media type")
+	ErrUnsupportedMediaType = apierror.ErrUnsupportedMediaType
 )
 
 // ConfigError names a bad Config field.
@@ -43,23 +45,10 @@ func (e *ConfigError) Error() string { return fmt.Sprintf("server config: %s: %s
 
 // RequestError is a rejected request: Kind is one of the sentinels above,
 // Param names the offending field when there is one.
-type RequestError struct {
-	Kind    error
-	Param   string
-	Message string
-}
-
-func (e *RequestError) Error() string {
-	if e.Param != "" {
-		return fmt.Sprintf("%s: %s", e.Param, e.Message)
-	}
-	return e.Message
-}
-
-func (e *RequestError) Unwrap() error { return e.Kind }
+type RequestError = apierror.RequestError
 
 func badRequest(param, format string, args ...any) error {
-	return &RequestError{Kind: ErrBadRequest, Param: param, Message: fmt.Sprintf(format, args...)}
+	return apierror.BadRequest(param, format, args...)
 }
 
 // TurnTimeoutError is a run stopped by Config.TurnTimeout.

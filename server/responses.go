@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -209,7 +210,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	req, err := decodeResponsesRequest(body, responsesLimits{MaxItems: s.cfg.MaxMessages, MaxItemBytes: s.cfg.MaxMessageBytes})
+	req, err := responses.Decode(body, responses.Limits{MaxItems: s.cfg.MaxMessages, MaxItemBytes: s.cfg.MaxMessageBytes})
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -354,7 +355,7 @@ func (o *responseWriter) delivered(w http.ResponseWriter) bool {
 // approval that thread waits for (the input answers it, as a Chat
 // Completions reply to an approval does). Without either, startChat finds
 // the conversation as Chat Completions does (approval token, transcript).
-func (s *Server) responsesThread(ctx context.Context, c caller, req responsesRequest, t *chatTurn) error {
+func (s *Server) responsesThread(ctx context.Context, c caller, req responses.Request, t *chatTurn) error {
 	ref, param := req.PreviousResponseID, "previous_response_id"
 	if ref == "" {
 		for i, it := range slices.Backward(req.Items) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/responses"
 )
 
 // PATCH /api/threads/{thread} changes a thread's metadata between turns:
@@ -31,11 +32,11 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	if isNull(req.Metadata) {
+	if responses.IsNull(req.Metadata) {
 		s.writeError(w, badRequest("metadata", "required: an object of the keys to change"))
 		return
 	}
-	set, err := decodeMetadata(req.Metadata)
+	set, err := responses.DecodeMetadata(req.Metadata)
 	if err != nil {
 		s.writeError(w, badRequest("metadata", "%v", err))
 		return

@@ -1,10 +1,12 @@
-package server
+package responses
 
 import (
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // FuzzResponsesRequest: whatever a client posts to /v1/responses, the
@@ -14,7 +16,7 @@ import (
 // user message, ids of bounded length, metadata within OpenAI's limits.
 // The seed corpus is in testdata/fuzz/FuzzResponsesRequest. Run longer:
 //
-//	go test -run '^$' -fuzz FuzzResponsesRequest -fuzztime 60s ./server/
+//	go test -run '^$' -fuzz FuzzResponsesRequest -fuzztime 60s ./server/internal/responses/
 func FuzzResponsesRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"capgraph","input":"What is the beam current?"}`,
@@ -33,12 +35,12 @@ func FuzzResponsesRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	lim := responsesLimits{MaxItems: 8, MaxItemBytes: 256}
+	lim := Limits{MaxItems: 8, MaxItemBytes: 256}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := decodeResponsesRequest(body, lim)
+		req, err := Decode(body, lim)
 		if err != nil {
-			var re *RequestError
-			if !errors.As(err, &re) || !errors.Is(err, ErrBadRequest) || re.Param == "" || re.Message == "" {
+			var re *apierror.RequestError
+			if !errors.As(err, &re) || !errors.Is(err, apierror.ErrBadRequest) || re.Param == "" || re.Message == "" {
 				t.Fatalf("decode(%q): %#v is not a 400 naming a field", body, err)
 			}
 			if strings.Contains(err.Error(), "json: cannot unmarshal") || strings.Contains(err.Error(), "Go value") {
@@ -67,7 +69,7 @@ func FuzzResponsesRequest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := decodeResponsesRequest(again, lim); err != nil {
+		if _, err := Decode(again, lim); err != nil {
 			t.Fatalf("decode(%q) ok, its re-encoding %s: %v", body, again, err)
 		}
 	})

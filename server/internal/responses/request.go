@@ -1,4 +1,4 @@
-package server
+package responses
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // The OpenAI Responses API request, decoded by hand: every top-level field
@@ -19,28 +21,29 @@ import (
 // runs, conversations, store:false) is never silently dropped. The decoder
 // is a pure function of the body, fuzzed by FuzzResponsesRequest.
 
-// responsesRequest is a decoded, validated POST /v1/responses body.
-type responsesRequest struct {
+// Request is a decoded, validated POST /v1/responses body.
+type Request struct {
 	Model              string
 	Stream             bool
 	Instructions       *string
 	PreviousResponseID string
 	Metadata           map[string]string
 	// Items is the input; the last one is the user's new message.
-	Items []responsesItem
+	Items []Item
 }
 
-// responsesItem is one input item: a message as text, or a reference to
+// Item is one input item: a message as text, or a reference to
 // an output item of an earlier response (ID set, Ref true).
-type responsesItem struct {
+type Item struct {
 	Role string // user, assistant, system or developer; "" for a reference
 	Text string
 	ID   string
 	Ref  bool
 }
 
-// responsesLimits bound a request (Config.MaxMessages, MaxMessageBytes).
-type responsesLimits struct {
+// Limits bound a request (the server's max_messages and
+// max_message_bytes).
+type Limits struct {
 	MaxItems     int
 	MaxItemBytes int
 }
@@ -63,20 +66,20 @@ var responsesIgnored = map[string]bool{
 	"reasoning": true, "stream_options": true, "include": true,
 }
 
-// decodeResponsesRequest decodes and validates a Responses request body.
-// Every error is a *RequestError of kind ErrBadRequest naming the field.
-func decodeResponsesRequest(body []byte, lim responsesLimits) (responsesRequest, error) {
-	var req responsesRequest
+// Decode decodes and validates a Responses request body. Every error is
+// an *apierror.RequestError of kind ErrBadRequest naming the field.
+func Decode(body []byte, lim Limits) (Request, error) {
+	var req Request
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&fields); err != nil {
-		return req, badRequest("body", "invalid JSON: %v", jsonProblem(err))
+		return req, apierror.BadRequest("body", "invalid JSON: %v", jsonProblem(err))
 	}
 	if fields == nil {
-		return req, badRequest("body", "must be a JSON object")
+		return req, apierror.BadRequest("body", "must be a JSON object")
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return req, badRequest("body", "unexpected data after the JSON object")
+		return req, apierror.BadRequest("body", "unexpected data after the JSON object")
 	}
 	var input json.RawMessage
 	for _, name := range sortedKeys(fields) {
@@ -88,7 +91,7 @@ func decodeResponsesRequest(body []byte, lim responsesLimits) (responsesRequest,
 		case "input":
 			input = raw
 		case "instructions":
-			if !isNull(raw) {
+			if !IsNull(raw) {
 				var s string
 				if err = decodeString(raw, &s); err == nil {
 					req.Instructions = &s
@@ -113,7 +116,7 @@ func decodeResponsesRequest(body []byte, lim responsesLimits) (responsesRequest,
 				err = errors.New("background responses are not supported; use stream:true to follow a long answer")
 			}
 		case "metadata":
-			req.Metadata, err = decodeMetadata(raw)
+			req.Metadata, err = DecodeMetadata(raw)
 		case "tools":
 			var tools []json.RawMessage
 			if err = json.Unmarshal(raw, &tools); err != nil {
@@ -123,7 +126,7 @@ func decodeResponsesRequest(body []byte, lim responsesLimits) (responsesRequest,
 			}
 		case "tool_choice":
 			var choice string
-			if !isNull(raw) && (json.Unmarshal(raw, &choice) != nil || (choice != "auto" && choice != "none")) {
+			if !IsNull(raw) && (json.Unmarshal(raw, &choice) != nil || (choice != "auto" && choice != "none")) {
 				err = errors.New(`only "auto" or "none" is supported (the agent runs its own capabilities)`)
 			}
 		case "text":
@@ -132,11 +135,11 @@ func decodeResponsesRequest(body []byte, lim responsesLimits) (responsesRequest,
 				name = "text.format"
 			}
 		case "conversation":
-			if !isNull(raw) {
+			if !IsNull(raw) {
 				err = errors.New("the Conversations API is not supported; continue with previous_response_id")
 			}
 		case "prompt":
-			if !isNull(raw) {
+			if !IsNull(raw) {
 				err = errors.New("prompt templates are not supported; send input")
 			}
 		default:
@@ -146,15 +149,15 @@ func decodeResponsesRequest(body []byte, lim responsesLimits) (responsesRequest,
 			}
 		}
 		if err != nil {
-			return responsesRequest{}, badRequest(name, "%v", err)
+			return Request{}, apierror.BadRequest(name, "%v", err)
 		}
 	}
 	if strings.TrimSpace(req.Model) == "" {
-		return responsesRequest{}, badRequest("model", "required")
+		return Request{}, apierror.BadRequest("model", "required")
 	}
 	items, err := decodeInput(input, lim)
 	if err != nil {
-		return responsesRequest{}, err
+		return Request{}, err
 	}
 	req.Items = items
 	return req, nil
@@ -162,24 +165,24 @@ func decodeResponsesRequest(body []byte, lim responsesLimits) (responsesRequest,
 
 // decodeInput reads "input": a string (the user's message) or an array of
 // message and item_reference items ending with the user's message.
-func decodeInput(raw json.RawMessage, lim responsesLimits) ([]responsesItem, error) {
-	if len(raw) == 0 || isNull(raw) {
-		return nil, badRequest("input", "required")
+func decodeInput(raw json.RawMessage, lim Limits) ([]Item, error) {
+	if len(raw) == 0 || IsNull(raw) {
+		return nil, apierror.BadRequest("input", "required")
 	}
-	var items []responsesItem
+	var items []Item
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, badRequest("input", "must be a string or an array of items")
+			return nil, apierror.BadRequest("input", "must be a string or an array of items")
 		}
-		items = []responsesItem{{Role: "user", Text: s}}
+		items = []Item{{Role: "user", Text: s}}
 	} else {
 		var arr []json.RawMessage
 		if err := json.Unmarshal(raw, &arr); err != nil {
-			return nil, badRequest("input", "must be a string or an array of items")
+			return nil, apierror.BadRequest("input", "must be a string or an array of items")
 		}
 		if len(arr) > lim.MaxItems {
-			return nil, badRequest("input", "%d items exceed the limit of %d", len(arr), lim.MaxItems)
+			return nil, apierror.BadRequest("input", "%d items exceed the limit of %d", len(arr), lim.MaxItems)
 		}
 		for i, a := range arr {
 			it, err := decodeItem(a, fmt.Sprintf("input[%d]", i))
@@ -190,25 +193,25 @@ func decodeInput(raw json.RawMessage, lim responsesLimits) ([]responsesItem, err
 		}
 	}
 	if len(items) == 0 {
-		return nil, badRequest("input", "at least one item is required")
+		return nil, apierror.BadRequest("input", "at least one item is required")
 	}
 	for i, it := range items {
 		if len(it.Text) > lim.MaxItemBytes {
-			return nil, badRequest(fmt.Sprintf("input[%d]", i), "%d bytes exceed the limit of %d", len(it.Text), lim.MaxItemBytes)
+			return nil, apierror.BadRequest(fmt.Sprintf("input[%d]", i), "%d bytes exceed the limit of %d", len(it.Text), lim.MaxItemBytes)
 		}
 	}
 	last := items[len(items)-1]
 	if last.Role != "user" {
-		return nil, badRequest(fmt.Sprintf("input[%d]", len(items)-1), "the last item must be the user's message")
+		return nil, apierror.BadRequest(fmt.Sprintf("input[%d]", len(items)-1), "the last item must be the user's message")
 	}
 	if strings.TrimSpace(last.Text) == "" {
-		return nil, badRequest(fmt.Sprintf("input[%d]", len(items)-1), "the user's message is empty")
+		return nil, apierror.BadRequest(fmt.Sprintf("input[%d]", len(items)-1), "the user's message is empty")
 	}
 	return items, nil
 }
 
 // decodeItem reads one input item at path.
-func decodeItem(raw json.RawMessage, path string) (responsesItem, error) {
+func decodeItem(raw json.RawMessage, path string) (Item, error) {
 	var it struct {
 		Type    *string         `json:"type"`
 		Role    string          `json:"role"`
@@ -216,7 +219,7 @@ func decodeItem(raw json.RawMessage, path string) (responsesItem, error) {
 		ID      *string         `json:"id"`
 	}
 	if err := json.Unmarshal(raw, &it); err != nil {
-		return responsesItem{}, badRequest(path, "must be an object with type, role and content")
+		return Item{}, apierror.BadRequest(path, "must be an object with type, role and content")
 	}
 	typ := "message"
 	if it.Type != nil {
@@ -226,49 +229,49 @@ func decodeItem(raw json.RawMessage, path string) (responsesItem, error) {
 	if it.ID != nil {
 		id = *it.ID
 		if id == "" || len(id) > maxResponseIDLen {
-			return responsesItem{}, badRequest(path+".id", "must be a non-empty id of at most %d bytes", maxResponseIDLen)
+			return Item{}, apierror.BadRequest(path+".id", "must be a non-empty id of at most %d bytes", maxResponseIDLen)
 		}
 	}
 	switch typ {
 	case "item_reference":
 		if id == "" {
-			return responsesItem{}, badRequest(path+".id", "required")
+			return Item{}, apierror.BadRequest(path+".id", "required")
 		}
-		return responsesItem{ID: id, Ref: true}, nil
+		return Item{ID: id, Ref: true}, nil
 	case "message":
 	default:
-		return responsesItem{}, badRequest(path+".type", "%q items are not supported (only messages and item_reference)", typ)
+		return Item{}, apierror.BadRequest(path+".type", "%q items are not supported (only messages and item_reference)", typ)
 	}
 	switch it.Role {
 	case "user", "assistant", "system", "developer":
 	case "":
-		return responsesItem{}, badRequest(path+".role", "required")
+		return Item{}, apierror.BadRequest(path+".role", "required")
 	default:
-		return responsesItem{}, badRequest(path+".role", "unknown role %q (user, assistant, system or developer)", it.Role)
+		return Item{}, apierror.BadRequest(path+".role", "unknown role %q (user, assistant, system or developer)", it.Role)
 	}
 	text, err := itemText(it.Content, path+".content")
 	if err != nil {
-		return responsesItem{}, err
+		return Item{}, err
 	}
-	return responsesItem{Role: it.Role, Text: text, ID: id}, nil
+	return Item{Role: it.Role, Text: text, ID: id}, nil
 }
 
 // itemText is a message's content as text: a string, or its text parts.
 // Images, files and audio would change the question, so they are refused.
 func itemText(raw json.RawMessage, path string) (string, error) {
-	if len(raw) == 0 || isNull(raw) {
-		return "", badRequest(path, "required")
+	if len(raw) == 0 || IsNull(raw) {
+		return "", apierror.BadRequest(path, "required")
 	}
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", badRequest(path, "must be a string or an array of content parts")
+			return "", apierror.BadRequest(path, "must be a string or an array of content parts")
 		}
 		return s, nil
 	}
 	var parts []json.RawMessage
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", badRequest(path, "must be a string or an array of content parts")
+		return "", apierror.BadRequest(path, "must be a string or an array of content parts")
 	}
 	var b strings.Builder
 	for j, p := range parts {
@@ -279,7 +282,7 @@ func itemText(raw json.RawMessage, path string) (string, error) {
 		}
 		pp := fmt.Sprintf("%s[%d]", path, j)
 		if err := json.Unmarshal(p, &part); err != nil {
-			return "", badRequest(pp, "must be an object with type and text")
+			return "", apierror.BadRequest(pp, "must be an object with type and text")
 		}
 		var t *string
 		switch part.Type {
@@ -288,12 +291,12 @@ func itemText(raw json.RawMessage, path string) (string, error) {
 		case "refusal":
 			t = part.Refusal
 		case "input_image", "input_file", "input_audio":
-			return "", badRequest(pp+".type", "%s is not supported: the agent reads text only", part.Type)
+			return "", apierror.BadRequest(pp+".type", "%s is not supported: the agent reads text only", part.Type)
 		default:
-			return "", badRequest(pp+".type", "unknown content part type %q", part.Type)
+			return "", apierror.BadRequest(pp+".type", "unknown content part type %q", part.Type)
 		}
 		if t == nil {
-			return "", badRequest(pp+".text", "required")
+			return "", apierror.BadRequest(pp+".text", "required")
 		}
 		if b.Len() > 0 {
 			b.WriteString("\n")
@@ -303,8 +306,11 @@ func itemText(raw json.RawMessage, path string) (string, error) {
 	return b.String(), nil
 }
 
-func decodeMetadata(raw json.RawMessage) (map[string]string, error) {
-	if isNull(raw) {
+// DecodeMetadata reads a metadata object within OpenAI's limits (16 keys
+// of up to 64 bytes, values of up to 512, no NUL); null is none. The error
+// says what is wrong, for the caller to name the field.
+func DecodeMetadata(raw json.RawMessage) (map[string]string, error) {
+	if IsNull(raw) {
 		return nil, nil
 	}
 	var m map[string]string
@@ -332,7 +338,7 @@ func decodeMetadata(raw json.RawMessage) (map[string]string, error) {
 // checkTextFormat accepts text.format {"type":"text"} (plain text, what the
 // agent writes) and text.verbosity; structured output is refused.
 func checkTextFormat(raw json.RawMessage) error {
-	if isNull(raw) {
+	if IsNull(raw) {
 		return nil
 	}
 	var text struct {
@@ -349,10 +355,11 @@ func checkTextFormat(raw json.RawMessage) error {
 	return nil
 }
 
-func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+// IsNull reports whether raw is JSON null.
+func IsNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
 func decodeString(raw json.RawMessage, s *string) error {
-	if isNull(raw) {
+	if IsNull(raw) {
 		return nil
 	}
 	if err := json.Unmarshal(raw, s); err != nil {
@@ -362,7 +369,7 @@ func decodeString(raw json.RawMessage, s *string) error {
 }
 
 func decodeBool(raw json.RawMessage, b *bool) error {
-	if isNull(raw) {
+	if IsNull(raw) {
 		return nil
 	}
 	if err := json.Unmarshal(raw, b); err != nil {
