@@ -299,11 +299,17 @@ func ParseAPIKeys(s string) ([]Principal, error) {
 	return out, nil
 }
 
-// withDefaults validates cfg and fills zero values.
+// withDefaults validates cfg and fills zero values. It fills and
+// normalises copies of the slices it changes (a principal's tenant, the
+// origins in lower case): the caller's Config stays as it was given.
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Runner == nil {
 		return cfg, &ConfigError{Field: "Runner", Reason: "required"}
 	}
+	cfg.Principals = slices.Clone(cfg.Principals)
+	cfg.CORSOrigins = slices.Clone(cfg.CORSOrigins)
+	cfg.FrameAncestors = slices.Clone(cfg.FrameAncestors)
+	cfg.AllowedHosts = slices.Clone(cfg.AllowedHosts)
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}

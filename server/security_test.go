@@ -342,6 +342,30 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
+// New fills its defaults into copies: the caller's principals and origins
+// are as given afterwards, so one Config can build several servers (the
+// replicas of a test, a restart) and be compared with what was read.
+func TestNewLeavesTheCallersConfigAlone(t *testing.T) {
+	principals := []Principal{{Name: "a", KeySHA256: HashKey("k")}}
+	cors := []string{"HTTPS://Chat.Example.org"}
+	frames := []string{"HTTPS://Portal.Example.org"}
+	hosts := []string{"capgraph.example.org"}
+	cfg := Config{Runner: newScriptedRunner(), Principals: principals, CORSOrigins: cors, FrameAncestors: frames, AllowedHosts: hosts}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.cfg.Principals[0].Tenant; got != "default" {
+		t.Fatalf("the server's principal has tenant %q, want default", got)
+	}
+	if got := srv.cfg.CORSOrigins[0]; got != "https://chat.example.org" {
+		t.Fatalf("the server's origin is %q, want it in lower case", got)
+	}
+	if principals[0].Tenant != "" || cors[0] != "HTTPS://Chat.Example.org" || frames[0] != "HTTPS://Portal.Example.org" || hosts[0] != "capgraph.example.org" {
+		t.Errorf("New wrote into the caller's slices: %+v %q %q %q", principals, cors, frames, hosts)
+	}
+}
+
 // CAPGRAPH_API_KEYS keys meet the rule of the YAML file's keys
 // (apikey.Check): a 1-character key is refused, naming the entry but not
 // repeating the key.
