@@ -188,12 +188,12 @@ func TestAllowedHostsRule(t *testing.T) {
 	}{
 		{"loopback only", Config{}, []string{"localhost", "localhost:1", "127.0.0.1:8080", "[::1]:8080", "127.9.9.9"},
 			[]string{"10.0.0.5", "localhost.", "evil.example", "", "[::ffff:127.0.0.1]x", "local host"}},
-		{"names with and without port", Config{AllowedHosts: []string{"capgraph.example.org", "proxy.lab:8443", "10.0.0.5", "[fd00::5]:8080"}},
+		{"names with and without port", Config{Auth: Auth{AllowedHosts: []string{"capgraph.example.org", "proxy.lab:8443", "10.0.0.5", "[fd00::5]:8080"}}},
 			[]string{"capgraph.example.org:9", "CAPGRAPH.example.org", "proxy.lab:8443", "10.0.0.5:8080", "[fd00::5]:8080"},
 			[]string{"proxy.lab", "proxy.lab:8080", "10.0.0.6", "[fd00::5]:8081", "x.capgraph.example.org", "capgraph.example.org.evil.example"}},
-		{"a specific listen address", Config{Addr: "10.0.0.5:8080", Principals: keys}, []string{"10.0.0.5:8080", "10.0.0.5"}, []string{"10.0.0.6:8080"}},
-		{"public URL", Config{PublicURL: "https://capgraph.example.org"}, []string{"capgraph.example.org", "capgraph.example.org:443"}, []string{"evil.example"}},
-		{"any", Config{AllowedHosts: []string{"*"}, Principals: keys}, []string{"evil.example", "anything.at.all:1"}, nil},
+		{"a specific listen address", Config{Addr: "10.0.0.5:8080", Auth: Auth{Principals: keys}}, []string{"10.0.0.5:8080", "10.0.0.5"}, []string{"10.0.0.6:8080"}},
+		{"public URL", Config{Artifacts: Artifacts{PublicURL: "https://capgraph.example.org"}}, []string{"capgraph.example.org", "capgraph.example.org:443"}, []string{"evil.example"}},
+		{"any", Config{Auth: Auth{AllowedHosts: []string{"*"}, Principals: keys}}, []string{"evil.example", "anything.at.all:1"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Runner = newScriptedRunner()
@@ -215,7 +215,7 @@ func TestAllowedHostsRule(t *testing.T) {
 	}
 	// A server on every interface with no name to answer to would refuse
 	// every client but this machine's: New says so, naming the setting.
-	_, err := New(Config{Runner: newScriptedRunner(), Addr: "0.0.0.0:8080", Principals: keys})
+	_, err := New(Config{Runner: newScriptedRunner(), Addr: "0.0.0.0:8080", Auth: Auth{Principals: keys}})
 	if err == nil || !strings.Contains(err.Error(), "AllowedHosts") || !strings.Contains(err.Error(), "server.allowed_hosts") {
 		t.Errorf("0.0.0.0 without allowed hosts: %v", err)
 	}

@@ -91,7 +91,10 @@ type Model struct {
 	Options *agent.TurnOptions `json:"options,omitempty"`
 }
 
-// Config configures a Server. Zero values take the defaults above.
+// Config configures a Server. Zero values take the defaults above. The
+// settings come in groups, each a struct of its own (Limits, Cluster,
+// Auth, Artifacts), embedded so that a group's field reads as the
+// Config's own (cfg.MaxThreads is cfg.Limits.MaxThreads).
 type Config struct {
 	// Runner is the agent (required): *agent.Agent, or any Agent (the
 	// optional features it has are used; agent.go).
@@ -104,9 +107,6 @@ type Config struct {
 	Runs runstore.Store
 	// Addr is the listen address for Run.
 	Addr string
-	// Principals are the API keys. With none, no authentication is done,
-	// which New allows only on a loopback Addr.
-	Principals []Principal
 	// Models are the profiles served; default one model "capgraph".
 	Models []Model
 	// Audit receives one record per capability step; nil discards.
@@ -123,6 +123,78 @@ type Config struct {
 	// status code and duration (a stream: until it ended).
 	ObserveRequest func(route string, status int, d time.Duration)
 
+	// Auth is who may call the server, and from where.
+	Auth
+	// Limits bound what a request, a principal and the server may hold.
+	Limits
+	// Cluster is how this process shares its store with other replicas.
+	Cluster
+	// Artifacts is how chat answers link artifact images.
+	Artifacts
+
+	// Heartbeat is the interval of keep-alive frames on idle streams.
+	Heartbeat time.Duration
+	// ParkAfter: a run whose retry waits longer than this does not wait
+	// in a goroutine: it parks (agent.WithParkAfter) and is resumed at its
+	// not-before time — by any replica's claim from the runs queue
+	// (PostgreSQL), or by a timer of this process. Its clients keep
+	// following it under the same run id. Default 5 s; negative: every
+	// wait is waited in place.
+	ParkAfter time.Duration
+	// ApprovalTTL is how long a Chat Completions approval token stays valid
+	// when the approval carries no expiry of its own (the agent's approval
+	// expiry wins when set). Default 30 min.
+	ApprovalTTL time.Duration
+	// ShutdownGrace is how long Shutdown lets running runs go on (no new
+	// ones start) before it cancels them; a canceled run stops at its next
+	// checkpoint, and the node it was in runs again when the run is
+	// resumed. Negative: cancel at once.
+	ShutdownGrace time.Duration
+	// StatusFrames says when Chat Completions streams carry Open WebUI
+	// status frames ({"event":...} chunks without "choices"): auto (the
+	// default) only to Open WebUI, on, off. A principal may override it.
+	StatusFrames StatusFrames
+	// DisableTaskGuard lets Open WebUI's background task prompts (title,
+	// tags, follow-ups, search queries: "### Task: … <chat_history>") reach
+	// the agent. By default the server answers them itself, without running
+	// the agent.
+	DisableTaskGuard bool
+	// DisableWebPage turns off the built-in page at GET /.
+	DisableWebPage bool
+	// Examples are demo questions the web page offers on an empty chat
+	// (served by GET /api/info).
+	Examples []string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Auth is who may call the server, and from where (Config.Auth).
+type Auth struct {
+	// Principals are the API keys. With none, no authentication is done,
+	// which New allows only on a loopback Addr.
+	Principals []Principal
+	// CORSOrigins are the browser origins ("https://host[:port]", or "*"
+	// for any) allowed to call the API from another site (cors.go). None:
+	// no CORS headers are sent, so browsers only allow the page itself.
+	CORSOrigins []string
+	// AllowedHosts are the names clients reach the server by, beyond
+	// localhost, 127.0.0.1 and [::1] (always allowed): host names or IP
+	// addresses with an optional port, "*" for any (only with Principals).
+	// A request whose Host header is none of them gets 421, on every route:
+	// a page whose host name an attacker points at the server (DNS
+	// rebinding) reaches nothing. The host of a specific listen Addr and of
+	// PublicURL are allowed too; a wildcard Addr (0.0.0.0:8080) needs an
+	// entry (browser.go).
+	AllowedHosts []string
+	// FrameAncestors are the origins allowed to embed the built-in page in
+	// a frame (CSP frame-ancestors); none means no site may ('none').
+	FrameAncestors []string
+}
+
+// Limits bound what a request, a principal and the server may hold
+// (Config.Limits); each has its default, and what a request beyond it
+// gets is in docs/reliability.md.
+type Limits struct {
 	MaxBodyBytes      int64
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a request (body included). Streams are not
@@ -142,6 +214,16 @@ type Config struct {
 	MaxMessageBytes int
 	// MaxConcurrentRuns is the per-principal default.
 	MaxConcurrentRuns int
+	// MaxTotalRuns bounds the runs of all principals at once on this
+	// server; beyond: 429 with Retry-After. 0 means no bound but the
+	// per-principal ones.
+	MaxTotalRuns int
+	// RequestsPerMinute limits each principal's authenticated requests
+	// (token bucket holding a minute's worth); beyond: 429 with
+	// Retry-After. 0 means unlimited.
+	RequestsPerMinute int
+	// RetryAfter is sent with 429 answers.
+	RetryAfter time.Duration
 	// MaxThreads bounds the threads of one owner (a principal, or a user a
 	// trusted frontend forwards); beyond, a new thread is refused with 403
 	// quota_exceeded. Default 10000; negative: no bound.
@@ -154,6 +236,10 @@ type Config struct {
 	// MaxPageSize bounds ?limit= of every list (threads, runs, audit);
 	// default 500. A list without ?limit= returns DefaultPageSize items.
 	MaxPageSize int
+	// TurnTimeout is a run's wall-clock limit.
+	TurnTimeout time.Duration
+	// EventLogSize bounds the events kept per run for reconnecting clients.
+	EventLogSize int
 	// RunRetention is how long the record of a finished run is kept (run
 	// lookups, idempotent replays); default 24 h.
 	RunRetention time.Duration
@@ -170,82 +256,29 @@ type Config struct {
 	// joins it instead of finding it canceled. Default 10 s; negative:
 	// cancel at once.
 	DetachGrace time.Duration
-	// ParkAfter: a run whose retry waits longer than this does not wait
-	// in a goroutine: it parks (agent.WithParkAfter) and is resumed at its
-	// not-before time — by any replica's claim from the runs queue
-	// (PostgreSQL), or by a timer of this process. Its clients keep
-	// following it under the same run id. Default 5 s; negative: every
-	// wait is waited in place.
-	ParkAfter time.Duration
+}
+
+// Cluster is how this process shares its store with other replicas
+// (Config.Cluster; docs/deployment.md).
+type Cluster struct {
+	// Instance names this server process in run records (their owner);
+	// default a random name.
+	Instance string
 	// RecoverGrace: RecoverRuns leaves alone the runs another process
 	// recorded less than this long ago (it may be starting them). 0, for
 	// one process owning its store (SQLite): every unfinished run is
 	// recovered at once. capgraph serve sets the lease TTL on PostgreSQL.
 	RecoverGrace time.Duration
-	// Instance names this server process in run records (their owner);
-	// default a random name.
-	Instance string
-	// MaxTotalRuns bounds the runs of all principals at once on this
-	// server; beyond: 429 with Retry-After. 0 means no bound but the
-	// per-principal ones.
-	MaxTotalRuns int
-	// RequestsPerMinute limits each principal's authenticated requests
-	// (token bucket holding a minute's worth); beyond: 429 with
-	// Retry-After. 0 means unlimited.
-	RequestsPerMinute int
-	// TurnTimeout is a run's wall-clock limit.
-	TurnTimeout time.Duration
-	// Heartbeat is the interval of keep-alive frames on idle streams.
-	Heartbeat time.Duration
-	// EventLogSize bounds the events kept per run for reconnecting clients.
-	EventLogSize int
-	// RetryAfter is sent with 429 answers.
-	RetryAfter time.Duration
-	// ApprovalTTL is how long a Chat Completions approval token stays valid
-	// when the approval carries no expiry of its own (the agent's approval
-	// expiry wins when set). Default 30 min.
-	ApprovalTTL time.Duration
-	// ShutdownGrace is how long Shutdown lets running runs go on (no new
-	// ones start) before it cancels them; a canceled run stops at its next
-	// checkpoint, and the node it was in runs again when the run is
-	// resumed. Negative: cancel at once.
-	ShutdownGrace time.Duration
 	// RecoverEvery, when positive, makes Serve call RecoverRuns this often
 	// while it serves, so that with several replicas on one store a live
 	// replica takes over the cut runs of one that died once their leases
 	// expire (set it to the agent's lease TTL). 0: off; negative is an
 	// error.
 	RecoverEvery time.Duration
-	// StatusFrames says when Chat Completions streams carry Open WebUI
-	// status frames ({"event":...} chunks without "choices"): auto (the
-	// default) only to Open WebUI, on, off. A principal may override it.
-	StatusFrames StatusFrames
-	// CORSOrigins are the browser origins ("https://host[:port]", or "*"
-	// for any) allowed to call the API from another site (cors.go). None:
-	// no CORS headers are sent, so browsers only allow the page itself.
-	CORSOrigins []string
-	// AllowedHosts are the names clients reach the server by, beyond
-	// localhost, 127.0.0.1 and [::1] (always allowed): host names or IP
-	// addresses with an optional port, "*" for any (only with Principals).
-	// A request whose Host header is none of them gets 421, on every route:
-	// a page whose host name an attacker points at the server (DNS
-	// rebinding) reaches nothing. The host of a specific listen Addr and of
-	// PublicURL are allowed too; a wildcard Addr (0.0.0.0:8080) needs an
-	// entry (browser.go).
-	AllowedHosts []string
-	// FrameAncestors are the origins allowed to embed the built-in page in
-	// a frame (CSP frame-ancestors); none means no site may ('none').
-	FrameAncestors []string
-	// DisableTaskGuard lets Open WebUI's background task prompts (title,
-	// tags, follow-ups, search queries: "### Task: … <chat_history>") reach
-	// the agent. By default the server answers them itself, without running
-	// the agent.
-	DisableTaskGuard bool
-	// DisableWebPage turns off the built-in page at GET /.
-	DisableWebPage bool
-	// Examples are demo questions the web page offers on an empty chat
-	// (served by GET /api/info).
-	Examples []string
+}
+
+// Artifacts is how chat answers link artifact images (Config.Artifacts).
+type Artifacts struct {
 	// PublicURL is the address browsers reach this server at
 	// ("https://capgraph.example.org"); artifact images in chat answers
 	// link there. Empty: the request's own scheme and Host.
@@ -258,8 +291,6 @@ type Config struct {
 	// ArtifactURLTTL is how long a signed artifact URL works. Default
 	// DefaultArtifactURLTTL (7 days).
 	ArtifactURLTTL time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 }
 
 // HashKey returns the hex SHA-256 digest of an API key, the form

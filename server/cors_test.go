@@ -86,11 +86,11 @@ func TestCORSDefaultsAndConfig(t *testing.T) {
 		t.Fatalf("star %v", resp.Header)
 	}
 	for _, bad := range []string{"portal.example.org", "https://portal.example.org/chat", "https://a.org https://b.org", "ftp://x.org", "https://u:p@x.org", "'self'"} {
-		if _, err := New(Config{Runner: newScriptedRunner(), CORSOrigins: []string{bad}}); err == nil || !strings.Contains(err.Error(), "CORSOrigins[0]") {
+		if _, err := New(Config{Runner: newScriptedRunner(), Auth: Auth{CORSOrigins: []string{bad}}}); err == nil || !strings.Contains(err.Error(), "CORSOrigins[0]") {
 			t.Errorf("%q accepted: %v", bad, err)
 		}
 	}
-	if _, err := New(Config{Runner: newScriptedRunner(), FrameAncestors: []string{"*"}}); err == nil {
+	if _, err := New(Config{Runner: newScriptedRunner(), Auth: Auth{FrameAncestors: []string{"*"}}}); err == nil {
 		t.Error("frame ancestors * accepted")
 	}
 }

@@ -4,10 +4,25 @@
 //   - the OpenAI Chat Completions API under /v1 (GET /v1/models,
 //     GET /v1/models/{id}, POST /v1/chat/completions, streaming and not), so
 //     Open WebUI, LibreChat and every OpenAI SDK can talk to the agent;
+//   - the OpenAI Responses API (POST /v1/responses, GET /v1/responses/{id};
+//     a conversation goes on with previous_response_id);
 //   - a native JSON + SSE API under /api (threads, runs with typed events and
 //     reconnection by Last-Event-ID, state, plan, approvals, cancellation);
 //   - AG-UI at POST /agui for the built-in web page served at GET /;
+//   - MCP at /mcp (streamable HTTP) for MCP clients: the agent's tools
+//     ask and list_threads (package mcp);
+//   - artifacts: a thread's artifacts under /api/threads/{thread}/artifacts,
+//     and the signed image links of chat answers under /v1/artifacts
+//     (Config.Artifacts);
+//   - the audit log at GET /api/audit (admin keys), GET /api/info for the
+//     page, GET /metrics when Config.Metrics is set;
 //   - GET /healthz, the only route that needs no key when keys are set.
+//
+// New checks a Config (its groups: Auth, Limits, Cluster, Artifacts) and
+// returns a Server; Run listens on Config.Addr until its context ends,
+// Handler serves on a listener of the caller's, Shutdown stops the runs
+// and joins every goroutine the server started. RecoverRuns answers the
+// runs a crash cut (docs/reliability.md).
 //
 // The server knows the agent through one interface, Agent, and the
 // optional features beside it (agent.go), which *agent.Agent all has — the

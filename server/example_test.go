@@ -43,9 +43,11 @@ func ExampleNew() {
 		return
 	}
 	srv, err := server.New(server.Config{
-		Runner:     ag,
-		Principals: []server.Principal{{Name: "ops", KeySHA256: server.HashKey("sk-ops")}},
-		Audit:      server.NewJSONLAudit(os.Stderr),
+		Runner: ag,
+		Audit:  server.NewJSONLAudit(os.Stderr),
+		Auth: server.Auth{
+			Principals: []server.Principal{{Name: "ops", KeySHA256: server.HashKey("sk-ops")}},
+		},
 	})
 	if err != nil {
 		fmt.Println(err)

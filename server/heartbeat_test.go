@@ -110,7 +110,7 @@ func TestShutdownEndsStreamsWithAFinalFrame(t *testing.T) {
 func TestLongRunOutlivesReadTimeout(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		runner := newScriptedRunner()
-		srv, err := New(Config{Runner: runner, ReadTimeout: 100 * time.Millisecond})
+		srv, err := New(Config{Runner: runner, Limits: Limits{ReadTimeout: 100 * time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -71,14 +71,16 @@ func newTestEnv(t testing.TB, mod func(*Config)) *testEnv {
 	t.Helper()
 	env := &testEnv{runner: newScriptedRunner(), audit: newMemAudit()}
 	cfg := Config{
-		Runner: env.runner,
-		Principals: []Principal{
-			{Name: "alice", KeySHA256: HashKey(keyAlice), Tenant: "lab"},
-			{Name: "bob", KeySHA256: HashKey(keyBob), Tenant: "lab"},
-			{Name: "webui", KeySHA256: HashKey(keyWebUI), Tenant: "lab", TrustedFrontend: true},
-		},
+		Runner:    env.runner,
 		Audit:     env.audit.j,
 		Heartbeat: time.Hour,
+		Auth: Auth{
+			Principals: []Principal{
+				{Name: "alice", KeySHA256: HashKey(keyAlice), Tenant: "lab"},
+				{Name: "bob", KeySHA256: HashKey(keyBob), Tenant: "lab"},
+				{Name: "webui", KeySHA256: HashKey(keyWebUI), Tenant: "lab", TrustedFrontend: true},
+			},
+		},
 	}
 	if mod != nil {
 		mod(&cfg)

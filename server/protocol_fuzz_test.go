@@ -38,9 +38,20 @@ func fuzzServer(tb testing.TB) *Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := New(Config{Runner: a, Principals: []Principal{{Name: "alice", KeySHA256: HashKey(keyAlice), Tenant: "lab"},
-		{Name: "webui", KeySHA256: HashKey(keyWebUI), Tenant: "lab", TrustedFrontend: true}},
-		MaxMessages: 8, MaxMessageBytes: 512, MaxBodyBytes: 8 << 10, MaxConcurrentRuns: 64, MaxThreads: -1})
+	srv, err := New(Config{
+		Runner: a,
+		Limits: Limits{
+			MaxMessages:       8,
+			MaxMessageBytes:   512,
+			MaxBodyBytes:      8 << 10,
+			MaxConcurrentRuns: 64,
+			MaxThreads:        -1,
+		},
+		Auth: Auth{
+			Principals: []Principal{{Name: "alice", KeySHA256: HashKey(keyAlice), Tenant: "lab"},
+				{Name: "webui", KeySHA256: HashKey(keyWebUI), Tenant: "lab", TrustedFrontend: true}},
+		},
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -45,8 +45,15 @@ func TestRateLimiterBucket(t *testing.T) {
 
 func TestRequestsPerMinuteOverHTTP(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := New(Config{Runner: newScriptedRunner(), RequestsPerMinute: 2,
-			Principals: []Principal{{Name: "alice", KeySHA256: HashKey(keyAlice)}, {Name: "bob", KeySHA256: HashKey(keyBob)}}})
+		srv, err := New(Config{
+			Runner: newScriptedRunner(),
+			Limits: Limits{
+				RequestsPerMinute: 2,
+			},
+			Auth: Auth{
+				Principals: []Principal{{Name: "alice", KeySHA256: HashKey(keyAlice)}, {Name: "bob", KeySHA256: HashKey(keyBob)}},
+			},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +93,7 @@ func TestRequestsPerMinuteOverHTTP(t *testing.T) {
 }
 
 func TestRequestsPerMinuteNegative(t *testing.T) {
-	if _, err := New(Config{Runner: newScriptedRunner(), RequestsPerMinute: -1}); err == nil {
+	if _, err := New(Config{Runner: newScriptedRunner(), Limits: Limits{RequestsPerMinute: -1}}); err == nil {
 		t.Fatal("negative RequestsPerMinute accepted")
 	}
 }

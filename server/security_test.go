@@ -308,15 +308,15 @@ func TestConfigValidation(t *testing.T) {
 		{"no runner", Config{}, "Runner"},
 		{"public without keys", Config{Runner: r, Addr: "0.0.0.0:8080"}, "Addr"},
 		{"all interfaces without keys", Config{Runner: r, Addr: ":8080"}, "Addr"},
-		{"bad digest", Config{Runner: r, Principals: []Principal{{Name: "a", KeySHA256: "abc"}}}, "Principals[0].KeySHA256"},
-		{"no name", Config{Runner: r, Principals: []Principal{{KeySHA256: HashKey("k")}}}, "Principals[0].Name"},
-		{"same key twice", Config{Runner: r, Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}, {Name: "b", KeySHA256: HashKey("k")}}}, "Principals[1].KeySHA256"},
+		{"bad digest", Config{Runner: r, Auth: Auth{Principals: []Principal{{Name: "a", KeySHA256: "abc"}}}}, "Principals[0].KeySHA256"},
+		{"no name", Config{Runner: r, Auth: Auth{Principals: []Principal{{KeySHA256: HashKey("k")}}}}, "Principals[0].Name"},
+		{"same key twice", Config{Runner: r, Auth: Auth{Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}, {Name: "b", KeySHA256: HashKey("k")}}}}, "Principals[1].KeySHA256"},
 		{"empty model id", Config{Runner: r, Models: []Model{{}}}, "Models[0].ID"},
-		{"negative recovery interval", Config{Runner: r, RecoverEvery: -time.Second}, "RecoverEvery"},
-		{"all interfaces, no names", Config{Runner: r, Addr: "0.0.0.0:8080", Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}}, "AllowedHosts"},
-		{"any host without keys", Config{Runner: r, AllowedHosts: []string{"*"}}, "AllowedHosts"},
-		{"a URL as host", Config{Runner: r, AllowedHosts: []string{"capgraph.example.org", "https://capgraph.example.org"}}, "AllowedHosts[1]"},
-		{"any origin without keys", Config{Runner: r, CORSOrigins: []string{"*"}}, "CORSOrigins[0]"},
+		{"negative recovery interval", Config{Runner: r, Cluster: Cluster{RecoverEvery: -time.Second}}, "RecoverEvery"},
+		{"all interfaces, no names", Config{Runner: r, Addr: "0.0.0.0:8080", Auth: Auth{Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}}}, "AllowedHosts"},
+		{"any host without keys", Config{Runner: r, Auth: Auth{AllowedHosts: []string{"*"}}}, "AllowedHosts"},
+		{"a URL as host", Config{Runner: r, Auth: Auth{AllowedHosts: []string{"capgraph.example.org", "https://capgraph.example.org"}}}, "AllowedHosts[1]"},
+		{"any origin without keys", Config{Runner: r, Auth: Auth{CORSOrigins: []string{"*"}}}, "CORSOrigins[0]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -331,10 +331,10 @@ func TestConfigValidation(t *testing.T) {
 		{Runner: r},
 		{Runner: r, Addr: "localhost:9000"},
 		{Runner: r, Addr: "[::1]:9000"},
-		{Runner: r, Addr: "0.0.0.0:8080", AllowedHosts: []string{"capgraph.example.org"}, Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}},
-		{Runner: r, Addr: ":8080", AllowedHosts: []string{"*"}, Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}},
-		{Runner: r, Addr: "0.0.0.0:8080", PublicURL: "https://capgraph.example.org", Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}},
-		{Runner: r, Addr: "10.0.0.5:8080", Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}},
+		{Runner: r, Addr: "0.0.0.0:8080", Auth: Auth{AllowedHosts: []string{"capgraph.example.org"}, Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}}},
+		{Runner: r, Addr: ":8080", Auth: Auth{AllowedHosts: []string{"*"}, Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}}},
+		{Runner: r, Addr: "0.0.0.0:8080", Auth: Auth{Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}}, Artifacts: Artifacts{PublicURL: "https://capgraph.example.org"}},
+		{Runner: r, Addr: "10.0.0.5:8080", Auth: Auth{Principals: []Principal{{Name: "a", KeySHA256: HashKey("k")}}}},
 	} {
 		if _, err := New(ok); err != nil {
 			t.Errorf("%+v: %v", ok.Addr, err)
@@ -350,7 +350,7 @@ func TestNewLeavesTheCallersConfigAlone(t *testing.T) {
 	cors := []string{"HTTPS://Chat.Example.org"}
 	frames := []string{"HTTPS://Portal.Example.org"}
 	hosts := []string{"capgraph.example.org"}
-	cfg := Config{Runner: newScriptedRunner(), Principals: principals, CORSOrigins: cors, FrameAncestors: frames, AllowedHosts: hosts}
+	cfg := Config{Runner: newScriptedRunner(), Auth: Auth{Principals: principals, CORSOrigins: cors, FrameAncestors: frames, AllowedHosts: hosts}}
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func TestSSEFramesHaveWriteDeadlines(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(Config{Runner: newScriptedRunner(), StreamWriteTimeout: -1}); err != nil {
+	if _, err := New(Config{Runner: newScriptedRunner(), Limits: Limits{StreamWriteTimeout: -1}}); err != nil {
 		t.Fatalf("a negative StreamWriteTimeout (none) is valid: %v", err)
 	}
 }

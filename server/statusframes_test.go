@@ -84,7 +84,7 @@ func TestStatusFramesSetting(t *testing.T) {
 	if _, err := New(Config{Runner: newScriptedRunner(), StatusFrames: "sometimes"}); err == nil || !strings.Contains(err.Error(), "StatusFrames") {
 		t.Fatalf("bad setting: %v", err)
 	}
-	if _, err := New(Config{Runner: newScriptedRunner(), Principals: []Principal{{Name: "a", KeySHA256: HashKey(keyAlice), StatusFrames: "yes"}}}); err == nil ||
+	if _, err := New(Config{Runner: newScriptedRunner(), Auth: Auth{Principals: []Principal{{Name: "a", KeySHA256: HashKey(keyAlice), StatusFrames: "yes"}}}}); err == nil ||
 		!strings.Contains(err.Error(), "Principals[0].StatusFrames") {
 		t.Fatalf("bad key setting: %v", err)
 	}

@@ -198,29 +198,35 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 	sc := server.Config{
 		Runner:       runner,
 		Addr:         cfg.Server.Addr,
-		MaxBodyBytes: cfg.Server.MaxBodyBytes,
-		// server.limits.max_concurrent_runs bounds the replica; a key
-		// without its own max_concurrent_runs is bound by that alone.
-		MaxTotalRuns:      cfg.Server.Limits.MaxConcurrentRuns,
-		MaxConcurrentRuns: cfg.Server.Limits.MaxConcurrentRuns,
-		RequestsPerMinute: cfg.Server.Limits.RequestsPerMinute,
-		TurnTimeout:       time.Duration(cfg.Server.Limits.RunTimeout),
-		MaxThreads:        cfg.Server.Limits.MaxThreads,
-		MaxMetadataKeys:   cfg.Server.Limits.MaxMetadataKeys,
-		MaxMetadataBytes:  cfg.Server.Limits.MaxMetadataBytes,
-		MaxPageSize:       cfg.Server.Limits.MaxPageSize,
-		BodyIdleTimeout:   time.Duration(cfg.Server.Limits.BodyIdleTimeout),
-		DuplicateWindow:   threshold(cfg.Server.Limits.DuplicateWindow),
-		DetachGrace:       threshold(cfg.Server.Limits.DetachGrace),
-		RunRetention:      time.Duration(cfg.Server.Limits.RunRetention),
-		ParkAfter:         threshold(cfg.Server.Limits.ParkAfter),
-		StatusFrames:      server.StatusFrames(cfg.Server.StatusFrames),
-		CORSOrigins:       cfg.Server.CORSOrigins,
-		AllowedHosts:      cfg.Server.AllowedHosts,
-		FrameAncestors:    cfg.Server.FrameAncestors,
-		PublicURL:         cfg.Server.PublicURL,
-		ArtifactURLTTL:    time.Duration(cfg.Server.ArtifactURLTTL),
-		Logger:            logger,
+		ParkAfter:    threshold(cfg.Server.Limits.ParkAfter),
+		StatusFrames: server.StatusFrames(cfg.Server.StatusFrames),
+		Logger:       logger,
+		Limits: server.Limits{
+			MaxBodyBytes: cfg.Server.MaxBodyBytes,
+			// server.limits.max_concurrent_runs bounds the replica; a key
+			// without its own max_concurrent_runs is bound by that alone.
+			MaxTotalRuns:      cfg.Server.Limits.MaxConcurrentRuns,
+			MaxConcurrentRuns: cfg.Server.Limits.MaxConcurrentRuns,
+			RequestsPerMinute: cfg.Server.Limits.RequestsPerMinute,
+			TurnTimeout:       time.Duration(cfg.Server.Limits.RunTimeout),
+			MaxThreads:        cfg.Server.Limits.MaxThreads,
+			MaxMetadataKeys:   cfg.Server.Limits.MaxMetadataKeys,
+			MaxMetadataBytes:  cfg.Server.Limits.MaxMetadataBytes,
+			MaxPageSize:       cfg.Server.Limits.MaxPageSize,
+			BodyIdleTimeout:   time.Duration(cfg.Server.Limits.BodyIdleTimeout),
+			DuplicateWindow:   threshold(cfg.Server.Limits.DuplicateWindow),
+			DetachGrace:       threshold(cfg.Server.Limits.DetachGrace),
+			RunRetention:      time.Duration(cfg.Server.Limits.RunRetention),
+		},
+		Auth: server.Auth{
+			CORSOrigins:    cfg.Server.CORSOrigins,
+			AllowedHosts:   cfg.Server.AllowedHosts,
+			FrameAncestors: cfg.Server.FrameAncestors,
+		},
+		Artifacts: server.Artifacts{
+			PublicURL:      cfg.Server.PublicURL,
+			ArtifactURLTTL: time.Duration(cfg.Server.ArtifactURLTTL),
+		},
 	}
 	if cfg.Server.ArtifactSecret != "" {
 		sc.ArtifactSecret = []byte(cfg.Server.ArtifactSecret)

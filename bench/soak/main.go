@@ -123,7 +123,7 @@ func serve(spec string, latency time.Duration, conversations int) (string, func(
 	if err != nil {
 		return "", nil, err
 	}
-	srv, err := server.New(server.Config{Runner: a, MaxConcurrentRuns: conversations, MaxTotalRuns: conversations, MaxThreads: -1})
+	srv, err := server.New(server.Config{Runner: a, Limits: server.Limits{MaxConcurrentRuns: conversations, MaxTotalRuns: conversations, MaxThreads: -1}})
 	if err != nil {
 		return "", nil, err
 	}

@@ -72,7 +72,7 @@ func (s *site) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Runner: a, Principals: keys, Now: func() time.Time { return s.now }})
+	srv, err := server.New(server.Config{Runner: a, Now: func() time.Time { return s.now }, Auth: server.Auth{Principals: keys}})
 	if err != nil {
 		t.Fatal(err)
 	}

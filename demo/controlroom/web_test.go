@@ -68,7 +68,7 @@ func TestWebPageControlRoom(t *testing.T) {
 	for i, d := range plant.Demo {
 		examples[i] = d.Question
 	}
-	srv, err := server.New(server.Config{Runner: a, Principals: keys, Examples: examples, Heartbeat: time.Hour})
+	srv, err := server.New(server.Config{Runner: a, Examples: examples, Heartbeat: time.Hour, Auth: server.Auth{Principals: keys}})
 	if err != nil {
 		t.Fatal(err)
 	}

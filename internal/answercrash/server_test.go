@@ -191,8 +191,17 @@ func newApp(db, journalPath string) (*app, error) {
 		_ = store.Close()
 		return nil, err
 	}
-	srv, err := server.New(server.Config{Runner: a, MaxConcurrentRuns: 400, MaxTotalRuns: 400, DetachGrace: time.Minute,
-		Principals: []server.Principal{{Name: "client", KeySHA256: server.HashKey(keyClient), Tenant: "lab"}}})
+	srv, err := server.New(server.Config{
+		Runner: a,
+		Limits: server.Limits{
+			MaxConcurrentRuns: 400,
+			MaxTotalRuns:      400,
+			DetachGrace:       time.Minute,
+		},
+		Auth: server.Auth{
+			Principals: []server.Principal{{Name: "client", KeySHA256: server.HashKey(keyClient), Tenant: "lab"}},
+		},
+	})
 	if err != nil {
 		_ = store.Close()
 		return nil, err

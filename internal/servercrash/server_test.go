@@ -63,11 +63,20 @@ func newServer(path string) (*server.Server, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := server.New(server.Config{Runner: a, MaxConcurrentRuns: 400, MaxTotalRuns: 400, DetachGrace: time.Minute,
-		Principals: []server.Principal{
-			{Name: "client", KeySHA256: server.HashKey(keyClient), Tenant: "lab"},
-			{Name: "webui", KeySHA256: server.HashKey(keyWebUI), Tenant: "lab", TrustedFrontend: true},
-		}})
+	srv, err := server.New(server.Config{
+		Runner: a,
+		Limits: server.Limits{
+			MaxConcurrentRuns: 400,
+			MaxTotalRuns:      400,
+			DetachGrace:       time.Minute,
+		},
+		Auth: server.Auth{
+			Principals: []server.Principal{
+				{Name: "client", KeySHA256: server.HashKey(keyClient), Tenant: "lab"},
+				{Name: "webui", KeySHA256: server.HashKey(keyWebUI), Tenant: "lab", TrustedFrontend: true},
+			},
+		},
+	})
 	if err != nil {
 		_ = store.Close()
 		return nil, nil, err

@@ -170,8 +170,14 @@ func TestMetricsAfterKnownRuns(t *testing.T) {
 func TestMetricsBehindAKey(t *testing.T) {
 	m := metrics.New(metrics.Options{})
 	a, _ := teletest.Agent(t, memory.New(), m, false)
-	srv, err := server.New(server.Config{Runner: a, Metrics: m.Handler(), ObserveRequest: m.ObserveRequest,
-		Principals: []server.Principal{{Name: "prometheus", KeySHA256: server.HashKey("scrape-key")}}})
+	srv, err := server.New(server.Config{
+		Runner:         a,
+		Metrics:        m.Handler(),
+		ObserveRequest: m.ObserveRequest,
+		Auth: server.Auth{
+			Principals: []server.Principal{{Name: "prometheus", KeySHA256: server.HashKey("scrape-key")}},
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
