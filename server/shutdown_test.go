@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -99,4 +101,65 @@ func startSlowStream(t *testing.T, url string) (body []byte, br *bufio.Reader) {
 		}
 	}
 	return body, br
+}
+
+// serverGoroutines returns the stacks of the goroutines that code of this
+// package started, by goroutine id.
+func serverGoroutines() map[string]string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	out := map[string]string{}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "\ncreated by github.com/capgraph/capgraph/server.") {
+			id, _, _ := strings.Cut(g, " [")
+			out[id] = g
+		}
+	}
+	return out
+}
+
+// TestShutdownJoinsEveryGoroutine: once Shutdown and Serve have returned,
+// no goroutine the server started is left — not a run's agent call, not
+// the recovery and prune loops, not a timer's body (docs/architecture.md,
+// "Who owns which goroutine"). Goroutines of servers other tests left
+// behind are not counted.
+func TestShutdownJoinsEveryGoroutine(t *testing.T) {
+	before := serverGoroutines()
+	srv, url, served := serveOnPort(t, Config{Runner: newScriptedRunner(), ShutdownGrace: -1, Cluster: Cluster{RecoverEvery: time.Hour}})
+	_, br := startSlowStream(t, url)
+	started := 0
+	for id := range serverGoroutines() {
+		if _, ok := before[id]; !ok {
+			started++
+		}
+	}
+	if started < 2 {
+		t.Fatalf("%d goroutines of this server while a run goes on; want its run and its loops", started)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The moment Shutdown returns, not a moment later.
+	var left []string
+	for id, g := range serverGoroutines() {
+		if _, ok := before[id]; !ok {
+			left = append(left, g)
+		}
+	}
+	if len(left) > 0 {
+		t.Fatalf("%d goroutines of the server outlive Shutdown:\n%s", len(left), strings.Join(left, "\n\n"))
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, br)
 }
