@@ -330,60 +330,29 @@ func ParseAPIKeys(s string) ([]Principal, error) {
 	return out, nil
 }
 
-// withDefaults validates cfg and fills zero values. It fills and
-// normalises copies of the slices it changes (a principal's tenant, the
-// origins in lower case): the caller's Config stays as it was given.
+// withDefaults validates cfg and fills zero values, group by group. It
+// fills and normalises copies of the slices it changes (a principal's
+// tenant, the origins in lower case): the caller's Config stays as it was
+// given.
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Runner == nil {
 		return cfg, &ConfigError{Field: "Runner", Reason: "required"}
 	}
-	cfg.Principals = slices.Clone(cfg.Principals)
-	cfg.CORSOrigins = slices.Clone(cfg.CORSOrigins)
-	cfg.FrameAncestors = slices.Clone(cfg.FrameAncestors)
-	cfg.AllowedHosts = slices.Clone(cfg.AllowedHosts)
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
 	if len(cfg.Principals) == 0 && !isLoopback(cfg.Addr) {
 		return cfg, &ConfigError{Field: "Addr", Reason: fmt.Sprintf("%s is not a loopback address; refusing to listen without API keys", cfg.Addr)}
 	}
-	seenName, seenKey := map[string]bool{}, map[string]bool{}
-	for i, p := range cfg.Principals {
-		if p.Name == "" {
-			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].Name", i), Reason: "required"}
-		}
-		d, err := hex.DecodeString(p.KeySHA256)
-		if err != nil || len(d) != sha256.Size {
-			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].KeySHA256", i), Reason: "must be 64 hex digits (use HashKey)"}
-		}
-		if p.Tenant == "" {
-			cfg.Principals[i].Tenant = "default"
-		}
-		id := cfg.Principals[i].Tenant + "/" + p.Name
-		if seenName[id] {
-			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].Name", i), Reason: fmt.Sprintf("duplicate principal %q", id)}
-		}
-		if seenKey[strings.ToLower(p.KeySHA256)] {
-			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].KeySHA256", i), Reason: "the same key is given twice"}
-		}
-		seenName[id], seenKey[strings.ToLower(p.KeySHA256)] = true, true
-		if p.MaxConcurrentRuns < 0 {
-			return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].MaxConcurrentRuns", i), Reason: "negative"}
-		}
-		for j, set := range p.MayRaise {
-			if !slices.Contains(state.RaisableSettings(), set) {
-				return cfg, &ConfigError{Field: fmt.Sprintf("Principals[%d].MayRaise[%d]", i, j),
-					Reason: fmt.Sprintf("%q cannot be raised (raisable: %s)", set, strings.Join(state.RaisableSettings(), ", "))}
-			}
-		}
+	cfg.Principals = slices.Clone(cfg.Principals)
+	cfg.CORSOrigins = slices.Clone(cfg.CORSOrigins)
+	cfg.FrameAncestors = slices.Clone(cfg.FrameAncestors)
+	cfg.AllowedHosts = slices.Clone(cfg.AllowedHosts)
+	if err := cfg.Auth.checkPrincipals(); err != nil {
+		return cfg, err
 	}
 	if err := checkStatusFrames("StatusFrames", cfg.StatusFrames); err != nil {
 		return cfg, err
-	}
-	for i, p := range cfg.Principals {
-		if err := checkStatusFrames(fmt.Sprintf("Principals[%d].StatusFrames", i), p.StatusFrames); err != nil {
-			return cfg, err
-		}
 	}
 	if err := checkOrigins(&cfg); err != nil {
 		return cfg, err
@@ -391,8 +360,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	if err := cfg.artifactDefaults(); err != nil {
 		return cfg, err
 	}
-	if cfg.RecoverEvery < 0 {
-		return cfg, &ConfigError{Field: "RecoverEvery", Reason: fmt.Sprintf("%s is negative", cfg.RecoverEvery)}
+	if err := cfg.Cluster.withDefaults(); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Limits.withDefaults(); err != nil {
+		return cfg, err
 	}
 	if len(cfg.Models) == 0 {
 		cfg.Models = []Model{{ID: DefaultModel}}
@@ -402,58 +374,10 @@ func (cfg Config) withDefaults() (Config, error) {
 			return cfg, &ConfigError{Field: fmt.Sprintf("Models[%d].ID", i), Reason: "required"}
 		}
 	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	def(&cfg.ReadTimeout, DefaultReadTimeout)
-	def(&cfg.IdleTimeout, DefaultIdleTimeout)
-	def(&cfg.TurnTimeout, DefaultTurnTimeout)
-	def(&cfg.Heartbeat, DefaultHeartbeat)
-	def(&cfg.RetryAfter, DefaultRetryAfter)
-	def(&cfg.ApprovalTTL, DefaultApprovalTTL)
-	def(&cfg.ShutdownGrace, DefaultShutdownGrace)
-	def(&cfg.StreamWriteTimeout, DefaultStreamWriteTimeout)
-	def(&cfg.BodyIdleTimeout, DefaultBodyIdleTimeout)
-	if cfg.MaxBodyBytes == 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.MaxHeaderBytes == 0 {
-		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	if cfg.MaxMessages == 0 {
-		cfg.MaxMessages = DefaultMaxMessages
-	}
-	if cfg.MaxMessageBytes == 0 {
-		cfg.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if cfg.MaxConcurrentRuns == 0 {
-		cfg.MaxConcurrentRuns = DefaultMaxConcurrentRuns
-	}
-	if cfg.EventLogSize == 0 {
-		cfg.EventLogSize = DefaultEventLogSize
-	}
-	if cfg.MaxThreads == 0 {
-		cfg.MaxThreads = DefaultMaxThreads
-	}
-	if cfg.MaxMetadataKeys == 0 {
-		cfg.MaxMetadataKeys = DefaultMaxMetadataKeys
-	}
-	if cfg.MaxMetadataBytes == 0 {
-		cfg.MaxMetadataBytes = DefaultMaxMetadataBytes
-	}
-	if cfg.MaxPageSize == 0 {
-		cfg.MaxPageSize = DefaultMaxPageSize
-	}
-	def(&cfg.RunRetention, DefaultRunRetention)
-	def(&cfg.DuplicateWindow, DefaultDuplicateWindow)
-	def(&cfg.DetachGrace, DefaultDetachGrace)
-	def(&cfg.ParkAfter, DefaultParkAfter)
-	if cfg.Instance == "" {
-		cfg.Instance = "server-" + uuid.NewString()[:8]
-	}
+	defaultDuration(&cfg.Heartbeat, DefaultHeartbeat)
+	defaultDuration(&cfg.ApprovalTTL, DefaultApprovalTTL)
+	defaultDuration(&cfg.ShutdownGrace, DefaultShutdownGrace)
+	defaultDuration(&cfg.ParkAfter, DefaultParkAfter)
 	if cfg.Audit == nil {
 		cfg.Audit = nopAudit{}
 	}
@@ -463,11 +387,105 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.MaxBodyBytes < 0 || cfg.MaxMessages < 0 || cfg.MaxMessageBytes < 0 || cfg.MaxConcurrentRuns < 0 || cfg.EventLogSize < 0 || cfg.RequestsPerMinute < 0 || cfg.MaxTotalRuns < 0 ||
-		cfg.MaxMetadataKeys < 0 || cfg.MaxMetadataBytes < 0 || cfg.MaxPageSize < 0 || cfg.RecoverGrace < 0 || cfg.BodyIdleTimeout < 0 {
-		return cfg, &ConfigError{Field: "limits", Reason: "negative limit"}
-	}
 	return cfg, nil
+}
+
+// checkPrincipals checks the principals (a's own copy) and fills their
+// default tenant.
+func (a *Auth) checkPrincipals() error {
+	seenName, seenKey := map[string]bool{}, map[string]bool{}
+	for i, p := range a.Principals {
+		if p.Name == "" {
+			return &ConfigError{Field: fmt.Sprintf("Principals[%d].Name", i), Reason: "required"}
+		}
+		d, err := hex.DecodeString(p.KeySHA256)
+		if err != nil || len(d) != sha256.Size {
+			return &ConfigError{Field: fmt.Sprintf("Principals[%d].KeySHA256", i), Reason: "must be 64 hex digits (use HashKey)"}
+		}
+		if p.Tenant == "" {
+			a.Principals[i].Tenant = "default"
+		}
+		id := a.Principals[i].Tenant + "/" + p.Name
+		if seenName[id] {
+			return &ConfigError{Field: fmt.Sprintf("Principals[%d].Name", i), Reason: fmt.Sprintf("duplicate principal %q", id)}
+		}
+		if seenKey[strings.ToLower(p.KeySHA256)] {
+			return &ConfigError{Field: fmt.Sprintf("Principals[%d].KeySHA256", i), Reason: "the same key is given twice"}
+		}
+		seenName[id], seenKey[strings.ToLower(p.KeySHA256)] = true, true
+		if p.MaxConcurrentRuns < 0 {
+			return &ConfigError{Field: fmt.Sprintf("Principals[%d].MaxConcurrentRuns", i), Reason: "negative"}
+		}
+		for j, set := range p.MayRaise {
+			if !slices.Contains(state.RaisableSettings(), set) {
+				return &ConfigError{Field: fmt.Sprintf("Principals[%d].MayRaise[%d]", i, j),
+					Reason: fmt.Sprintf("%q cannot be raised (raisable: %s)", set, strings.Join(state.RaisableSettings(), ", "))}
+			}
+		}
+		if err := checkStatusFrames(fmt.Sprintf("Principals[%d].StatusFrames", i), p.StatusFrames); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withDefaults checks the cluster settings and names the instance.
+func (c *Cluster) withDefaults() error {
+	if c.RecoverEvery < 0 {
+		return &ConfigError{Field: "RecoverEvery", Reason: fmt.Sprintf("%s is negative", c.RecoverEvery)}
+	}
+	if c.RecoverGrace < 0 {
+		return &ConfigError{Field: "limits", Reason: "negative limit"}
+	}
+	if c.Instance == "" {
+		c.Instance = "server-" + uuid.NewString()[:8]
+	}
+	return nil
+}
+
+// withDefaults fills the limits left zero and refuses a negative one
+// where negative means nothing.
+func (l *Limits) withDefaults() error {
+	defaultDuration(&l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	defaultDuration(&l.ReadTimeout, DefaultReadTimeout)
+	defaultDuration(&l.IdleTimeout, DefaultIdleTimeout)
+	defaultDuration(&l.TurnTimeout, DefaultTurnTimeout)
+	defaultDuration(&l.RetryAfter, DefaultRetryAfter)
+	defaultDuration(&l.StreamWriteTimeout, DefaultStreamWriteTimeout)
+	defaultDuration(&l.BodyIdleTimeout, DefaultBodyIdleTimeout)
+	defaultDuration(&l.RunRetention, DefaultRunRetention)
+	defaultDuration(&l.DuplicateWindow, DefaultDuplicateWindow)
+	defaultDuration(&l.DetachGrace, DefaultDetachGrace)
+	if l.MaxBodyBytes == 0 {
+		l.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	defaultInt(&l.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	defaultInt(&l.MaxMessages, DefaultMaxMessages)
+	defaultInt(&l.MaxMessageBytes, DefaultMaxMessageBytes)
+	defaultInt(&l.MaxConcurrentRuns, DefaultMaxConcurrentRuns)
+	defaultInt(&l.EventLogSize, DefaultEventLogSize)
+	defaultInt(&l.MaxThreads, DefaultMaxThreads)
+	defaultInt(&l.MaxMetadataKeys, DefaultMaxMetadataKeys)
+	defaultInt(&l.MaxMetadataBytes, DefaultMaxMetadataBytes)
+	defaultInt(&l.MaxPageSize, DefaultMaxPageSize)
+	if l.MaxBodyBytes < 0 || l.MaxMessages < 0 || l.MaxMessageBytes < 0 || l.MaxConcurrentRuns < 0 || l.EventLogSize < 0 || l.RequestsPerMinute < 0 || l.MaxTotalRuns < 0 ||
+		l.MaxMetadataKeys < 0 || l.MaxMetadataBytes < 0 || l.MaxPageSize < 0 || l.BodyIdleTimeout < 0 {
+		return &ConfigError{Field: "limits", Reason: "negative limit"}
+	}
+	return nil
+}
+
+// defaultDuration and defaultInt set *p to its default while it is zero.
+func defaultDuration(p *time.Duration, v time.Duration) {
+	if *p == 0 {
+		*p = v
+	}
+}
+
+func defaultInt(p *int, v int) {
+	if *p == 0 {
+		*p = v
+	}
 }
 
 // isLoopback reports whether addr ("host:port") only listens on loopback.
