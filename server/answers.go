@@ -154,12 +154,19 @@ func (s *Server) queueAnswer(ctx context.Context, sp runSpec) (rec runstore.Reco
 		s.signal(runstore.SignalQueued, rec.ID)
 		return rec, nil, nil
 	}
-	s.waitFor(sp.thread)
-	if _, busy := s.runs.activeOn(sp.thread); !busy {
-		// The run it waited for ended meanwhile.
-		s.background.Go(func(context.Context) { s.startNext(sp.thread) })
-	}
+	s.waitBehind(sp.thread)
 	return rec, nil, nil
+}
+
+// waitBehind makes a recorded run wait for the run on the thread: its end
+// starts the next (startNext), and if it ended already, the next starts
+// now.
+func (s *Server) waitBehind(thread string) {
+	s.waitFor(thread)
+	if _, busy := s.runs.activeOn(thread); !busy {
+		// The run it waited for ended meanwhile.
+		s.background.Go(func(context.Context) { s.startNext(thread) })
+	}
 }
 
 // nextRuns notes the threads with a recorded run waiting for the run on

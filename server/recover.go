@@ -205,6 +205,14 @@ func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started boo
 			return false, s.endRecord(ctx, rec, runstore.Failed, msg)
 		}
 	}
+	if ru, busy := s.runs.activeOn(rec.Thread); busy && ru.ID != rec.ID && s.cluster == nil {
+		// A run of this process goes on on the thread (another answer
+		// recovered just before this one, say): the thread's state is
+		// half-way through it and says nothing of this record yet. That
+		// run's end takes this record over.
+		s.waitBehind(rec.Thread)
+		return false, nil
+	}
 	st, status, err := s.cfg.Runner.State(ctx, rec.Thread)
 	unknown := errors.Is(err, agent.ErrUnknownThread)
 	if err != nil && !unknown {
@@ -260,7 +268,7 @@ func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started boo
 			// A run of this server got there first (a client's, another
 			// recovered one): this one starts when it ends.
 			if s.cluster == nil {
-				s.waitFor(rec.Thread)
+				s.waitBehind(rec.Thread)
 			}
 			return false, nil
 		}
