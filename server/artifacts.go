@@ -2,12 +2,7 @@ package server
 
 import (
 	"cmp"
-	"container/list"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
@@ -23,6 +17,7 @@ import (
 	"github.com/capgraph/capgraph/artifactview/chart"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/mcp"
+	"github.com/capgraph/capgraph/server/internal/artifacts"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -60,26 +55,6 @@ func (cfg *Config) artifactDefaults() error {
 		cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	}
 	return nil
-}
-
-// artifactKey is the key artifact URLs are signed with: Config.
-// ArtifactSecret, else one derived from the API keys' digests (stable
-// across restarts and replicas with the same keys; anyone who can read
-// the digests can sign, so set a secret where that matters).
-func artifactKey(cfg Config) []byte {
-	h := hmac.New(sha256.New, []byte("capgraph artifact urls"))
-	if len(cfg.ArtifactSecret) > 0 {
-		h.Write([]byte("secret\x00"))
-		h.Write(cfg.ArtifactSecret)
-		return h.Sum(nil)
-	}
-	digests := make([]string, 0, len(cfg.Principals))
-	for _, p := range cfg.Principals {
-		digests = append(digests, strings.ToLower(p.KeySHA256))
-	}
-	slices.Sort(digests)
-	h.Write([]byte("keys\x00" + strings.Join(digests, "\x00")))
-	return h.Sum(nil)
 }
 
 func (s *Server) artifactRoutes(mux *http.ServeMux, oa func(http.HandlerFunc) http.HandlerFunc) {
@@ -121,7 +96,7 @@ func (s *Server) turnArtifacts(ctx context.Context, thread string, turn int) ([]
 
 // findArtifact reads one artifact of the internal thread by id.
 func (s *Server) findArtifact(ctx context.Context, thread, id string) (capabilities.Artifact, error) {
-	turn, ok := artifactTurn(id)
+	turn, ok := artifacts.Turn(id)
 	if !ok {
 		return capabilities.Artifact{}, errNoArtifact
 	}
@@ -138,17 +113,6 @@ func (s *Server) findArtifact(ctx context.Context, thread, id string) (capabilit
 		}
 	}
 	return capabilities.Artifact{}, errNoArtifact
-}
-
-// artifactTurn is the turn an artifact id names ("t3.p1.s2.0" → 3).
-func artifactTurn(id string) (int, bool) {
-	rest, ok := strings.CutPrefix(id, "t")
-	if !ok {
-		return 0, false
-	}
-	num, _, ok := strings.Cut(rest, ".")
-	n, err := strconv.Atoi(num)
-	return n, ok && err == nil && n > 0
 }
 
 func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) {
@@ -188,7 +152,7 @@ func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id, ext := splitImageExt(r.PathValue("artifact"))
+	id, ext := artifacts.SplitImageExt(r.PathValue("artifact"))
 	a, err := s.findArtifact(r.Context(), th.internal, id)
 	if err != nil {
 		s.writeError(w, err)
@@ -206,11 +170,11 @@ func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) {
 // 404, as on every thread route.
 func (s *Server) handleSignedArtifact(w http.ResponseWriter, r *http.Request) {
 	thread := r.PathValue("thread")
-	id, ext := splitImageExt(r.PathValue("file"))
+	id, ext := artifacts.SplitImageExt(r.PathValue("file"))
 	q := r.URL.Query()
 	exp, err := strconv.ParseInt(q.Get("exp"), 10, 64)
 	notFound := &RequestError{Kind: ErrNotFound, Param: "artifact", Message: "no such artifact, or its link expired"}
-	if ext == "" || err != nil || !hmac.Equal([]byte(q.Get("sig")), []byte(s.artifactSig(thread, id, exp))) || s.cfg.Now().Unix() > exp {
+	if ext == "" || err != nil || !artifacts.Valid(s.artifactKey, thread, id, exp, q.Get("sig")) || s.cfg.Now().Unix() > exp {
 		s.writeError(w, notFound)
 		return
 	}
@@ -235,18 +199,10 @@ func (s *Server) handleSignedArtifact(w http.ResponseWriter, r *http.Request) {
 	s.serveArtifactImage(w, a, ext, "private, max-age="+strconv.FormatInt(age, 10))
 }
 
-// artifactSig signs thread, artifact and expiry: 22 characters of
-// base64url HMAC-SHA256 (128 bits).
-func (s *Server) artifactSig(thread, id string, exp int64) string {
-	h := hmac.New(sha256.New, s.artifactKey)
-	h.Write([]byte(thread + "\x00" + id + "\x00" + strconv.FormatInt(exp, 10)))
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))[:22]
-}
-
 // signedArtifactURL is the absolute signed URL of an artifact's picture.
 func (s *Server) signedArtifactURL(base, thread string, a capabilities.Artifact, ext string) string {
 	exp := s.cfg.Now().Add(s.cfg.ArtifactURLTTL).Unix()
-	return fmt.Sprintf("%s/v1/artifacts/%s/%s.%s?exp=%d&sig=%s", base, url.PathEscape(thread), url.PathEscape(a.ID), ext, exp, s.artifactSig(thread, a.ID, exp))
+	return fmt.Sprintf("%s/v1/artifacts/%s/%s.%s?exp=%d&sig=%s", base, url.PathEscape(thread), url.PathEscape(a.ID), ext, exp, artifacts.Sign(s.artifactKey, thread, a.ID, exp))
 }
 
 // baseURL is where clients reach this server: Config.PublicURL, else the
@@ -262,45 +218,15 @@ func (s *Server) baseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// imageExts are the picture suffixes, by the media type they serve.
-var imageExts = map[string]string{"svg": "image/svg+xml", "png": "image/png", "jpg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
-
-func splitImageExt(name string) (id, ext string) {
-	i := strings.LastIndexByte(name, '.')
-	if i < 0 {
-		return name, ""
-	}
-	if _, ok := imageExts[name[i+1:]]; ok {
-		return name[:i], name[i+1:]
-	}
-	return name, ""
-}
-
-// imageExt is the suffix of an artifact's picture for a Markdown image
-// ("" when it has none to serve).
-func imageExt(a capabilities.Artifact) string {
-	switch {
-	case a.TimeSeries != nil:
-		return string(chart.SVG)
-	case a.Figure != nil && len(a.Figure.Data) > 0:
-		for ext, mt := range imageExts {
-			if mt == a.Figure.MediaType {
-				return ext
-			}
-		}
-	}
-	return ""
-}
-
 func (s *Server) serveArtifactImage(w http.ResponseWriter, a capabilities.Artifact, ext, cache string) {
 	var (
 		data []byte
 		err  error
 	)
-	mt := imageExts[ext]
+	mt := artifacts.MediaType(ext)
 	switch {
 	case a.TimeSeries != nil && (ext == "svg" || ext == "png"):
-		data, err = s.images.draw(a, chart.Format(ext))
+		data, err = s.images.Draw(a, chart.Format(ext))
 	case a.Figure != nil && len(a.Figure.Data) > 0 && a.Figure.MediaType == mt:
 		data = a.Figure.Data
 	default:
@@ -332,7 +258,7 @@ func (s *Server) artifactMarkdown(base, thread string, arts []capabilities.Artif
 		return ""
 	}
 	return "\n\n" + strings.TrimRight(artifactview.Markdown(arts, func(a capabilities.Artifact) string {
-		ext := imageExt(a)
+		ext := artifacts.ImageExt(a)
 		if ext == "" {
 			return ""
 		}
@@ -352,7 +278,7 @@ func (s *Server) mcpArtifacts(text string, arts []capabilities.Artifact) (string
 	for _, a := range arts {
 		switch {
 		case a.TimeSeries != nil:
-			if data, err := s.images.draw(a, chart.PNG); err == nil {
+			if data, err := s.images.Draw(a, chart.PNG); err == nil {
 				imgs = append(imgs, mcp.Media{MediaType: "image/png", Data: data, Bytes: len(data)})
 			}
 		case a.Figure != nil && len(a.Figure.Data) > 0:
@@ -375,58 +301,15 @@ func collectArtifact(arts []capabilities.Artifact, ev agent.Event) []capabilitie
 	return append(arts, *ev.Artifact)
 }
 
-// imageCache keeps drawn pictures by the artifact's content, so repeated
-// loads of a chat (every browser showing it) draw once.
-type imageCache struct {
-	mu    sync.Mutex
-	max   int // bytes
-	size  int
-	order *list.List // of *cachedImage, most recent first
-	byKey map[string]*list.Element
-}
-
-type cachedImage struct {
-	key  string
-	data []byte
-}
-
+// imageCacheBytes bounds the drawn pictures kept (artifacts.Cache).
 const imageCacheBytes = 32 << 20
 
-func newImageCache(maxBytes int) *imageCache {
-	return &imageCache{max: maxBytes, order: list.New(), byKey: map[string]*list.Element{}}
-}
-
-func (c *imageCache) draw(a capabilities.Artifact, f chart.Format) ([]byte, error) {
-	b, err := json.Marshal(a.TimeSeries)
-	if err != nil {
-		return nil, err
+// keyDigests are the principals' key digests, which the artifact signing
+// key derives from when Config.ArtifactSecret is empty.
+func keyDigests(ps []Principal) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.KeySHA256
 	}
-	sum := sha256.Sum256(append([]byte(string(f)+"\x00"+a.Title+"\x00"), b...))
-	key := string(sum[:])
-	c.mu.Lock()
-	if e, ok := c.byKey[key]; ok {
-		c.order.MoveToFront(e)
-		data := e.Value.(*cachedImage).data
-		c.mu.Unlock()
-		return data, nil
-	}
-	c.mu.Unlock()
-	data, err := chart.Draw(a, f)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.byKey[key]; !ok && len(data) <= c.max/4 {
-		c.byKey[key] = c.order.PushFront(&cachedImage{key: key, data: data})
-		c.size += len(data)
-		for c.size > c.max {
-			e := c.order.Back()
-			ci := e.Value.(*cachedImage)
-			c.order.Remove(e)
-			delete(c.byKey, ci.key)
-			c.size -= len(ci.data)
-		}
-	}
-	return data, nil
+	return out
 }

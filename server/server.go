@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/artifacts"
 )
 
 // Server is capgraph's HTTP server. Create it with New, serve Handler on any
@@ -39,7 +40,7 @@ type Server struct {
 	// artifactKey signs artifact URLs; images caches drawn artifacts
 	// (artifacts.go).
 	artifactKey []byte
-	images      *imageCache
+	images      *artifacts.Cache
 	// hosts are the names the server answers to (browser.go).
 	hosts   *hostGuard
 	handler http.Handler
@@ -84,7 +85,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.approvals = newApprovalStore()
 	s.responses = newResponseStore()
-	s.artifactKey, s.images = artifactKey(cfg), newImageCache(imageCacheBytes)
+	s.artifactKey, s.images = artifacts.Key(cfg.ArtifactSecret, keyDigests(cfg.Principals)), artifacts.NewCache(imageCacheBytes)
 	s.handler = s.routes()
 	return s, nil
 }
