@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/intent"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -240,6 +241,34 @@ func readBefore(ctx context.Context, c capabilities.Capability, action capabilit
 		return nil
 	}
 	return readings
+}
+
+// readHistory is what the targets of action read at each time a dated
+// restore of in points to (capabilities.HistoryReader), each reading with
+// its time; nil when the capability cannot read its history (the restore
+// is then refused by intent.Intent.Permits).
+func readHistory(ctx context.Context, c capabilities.Capability, action capabilities.Action, in intent.Intent) []capabilities.Reading {
+	hr, ok := c.(capabilities.HistoryReader)
+	if !ok {
+		return nil
+	}
+	var out []capabilities.Reading
+	for _, rc := range in.Changes {
+		if rc.Ago <= 0 || rc.At.IsZero() {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileTimeout)
+		readings, err := isolated(func() ([]capabilities.Reading, error) { return hr.ReadAt(rctx, action, rc.At) })
+		cancel()
+		if err != nil || capabilities.ValidateReadings(readings) != nil {
+			continue
+		}
+		for _, r := range readings {
+			r.At = rc.At // the time asked for, whatever precision the archive has
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // agrees reports whether every change's target reads want(change) within

@@ -122,6 +122,11 @@ func (a *Agent) gate(ctx context.Context, at attempt, step capabilities.Step, lo
 	if g.asked.Relative() {
 		current = readBefore(ctx, c, action)
 	}
+	if g.asked.Restores() {
+		// A dated restore against the value its history gives for that time.
+		g.history = readHistory(ctx, c, action, g.asked)
+		current = append(current, g.history...)
+	}
 	if err := g.asked.Permits(action, current); err != nil {
 		reason := RefusedNoChangeIntent
 		if errors.Is(err, intent.ErrMismatch) {
@@ -166,6 +171,8 @@ type gating struct {
 	action capabilities.Action
 	digest string
 	asked  intent.Intent
+	// history is the targets' values at the times a dated restore names.
+	history []capabilities.Reading
 	// rec is the attempt's audit record with its action, for each event.
 	rec AuditRecord
 }
@@ -206,9 +213,10 @@ func (g *gating) ask(id string, before []capabilities.Reading, why string) gateR
 	a, at, action := g.a, g.at, g.action
 	ap := a.stepApproval(id, at.c, g.step, approvalSummary(at.c, g.step, action), at.now)
 	ap.Action, ap.ActionDigest, ap.Before = &action, g.digest, before
-	if d := g.asked.Derivation(action, before); len(d) > 0 {
-		// A relative change: the value comes from a reading, and the
-		// human sees how ("BTS:MAG:Q1:CURRENT: 92 A + 5 A = 97 A").
+	if d := g.asked.Derivation(action, append(slices.Clone(before), g.history...)); len(d) > 0 {
+		// A relative change or a dated restore: the value comes from a
+		// reading, and the human sees how ("BTS:MAG:Q1:CURRENT: 92 A + 5 A
+		// = 97 A", "…: its value of yesterday (…) was 92 A").
 		ap.Summary += " (" + strings.Join(d, "; ") + ")"
 	}
 	if why != "" {

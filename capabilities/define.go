@@ -3,6 +3,7 @@ package capabilities
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Definition builds a Capability from plain fields: the quickest way to write
@@ -28,11 +29,13 @@ type Definition struct {
 	// ActionDescriber); used only when SideEffects is set.
 	Action func(step Step) (Action, error)
 	// Readback reads the action's targets now, without acting (see
-	// Readbacker); Reconcile tells whether an attempt cut short took effect
+	// Readbacker); ReadAt reads their value at an earlier time (see
+	// HistoryReader); Reconcile tells whether an attempt cut short took effect
 	// (see Reconciler); Idempotent declares that running one attempt again
 	// with its idempotency key is harmless (see Idempotenter). Used only
 	// when SideEffects is set.
 	Readback   func(ctx context.Context, action Action) ([]Reading, error)
+	ReadAt     func(ctx context.Context, action Action, at time.Time) ([]Reading, error)
 	Reconcile  func(ctx context.Context, step Step, action Action) (Outcome, error)
 	Idempotent bool
 }
@@ -98,6 +101,15 @@ func (c *defined) Readback(ctx context.Context, a Action) ([]Reading, error) {
 		return nil, ErrNoReadback
 	}
 	return c.d.Readback(ctx, a)
+}
+
+// ReadAt uses the definition's ReadAt; without one it cannot read the
+// targets' history (ErrNoReadback).
+func (c *defined) ReadAt(ctx context.Context, a Action, at time.Time) ([]Reading, error) {
+	if c.d.ReadAt == nil {
+		return nil, ErrNoReadback
+	}
+	return c.d.ReadAt(ctx, a, at)
 }
 
 // Reconcile uses the definition's Reconcile; without one it cannot tell

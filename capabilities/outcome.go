@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"time"
 )
 
 // Outcome is how one attempt of a side-effecting step ended, as the
@@ -88,13 +89,29 @@ type ActionRefusedError struct {
 
 func (e *ActionRefusedError) Error() string { return e.Message }
 
-// Reading is the current value of one target of an action, read from the
-// outside world without acting (Readbacker).
+// Reading is the value of one target of an action, read from the outside
+// world without acting: now (Readbacker) or at an earlier time
+// (HistoryReader).
 type Reading struct {
 	Target string `json:"target"`
 	// Value is a number (float64) or a string, as in Change.Value.
 	Value any    `json:"value"`
 	Unit  string `json:"unit,omitempty"`
+	// At is the time the target had Value, for a reading of its history;
+	// zero for a reading now.
+	At time.Time `json:"at,omitzero"`
+}
+
+// HistoryReader is implemented by a side-effecting capability that can read
+// the value every target of an action had at an earlier time (an archive).
+// The framework then carries out a change back to the value at a time the
+// user names ("restore Q1 to yesterday's value"): the value to set must be
+// the one ReadAt returns for that time — never a model's — and the human
+// approving it sees the value with its time. ReadAt returns ErrNoReadback
+// when it cannot read this action's targets' history; such a restore is
+// refused.
+type HistoryReader interface {
+	ReadAt(ctx context.Context, action Action, at time.Time) ([]Reading, error)
 }
 
 // Readbacker is implemented by a side-effecting capability that can read

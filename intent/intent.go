@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
 )
@@ -52,6 +53,14 @@ type RequestedChange struct {
 	// -2 with Unit "%"): the value to set is the value before plus By,
 	// worked out from a reading (see Permits and Derivation). Value is nil.
 	By *float64 `json:"by,omitempty"`
+	// Ago is a change back to the value the target had this long before
+	// the request ("restore Q1 to yesterday's value": 24 h): the value to
+	// set is read from the target's history at At (capabilities.
+	// HistoryReader), never taken from a model. Value and By are nil.
+	Ago time.Duration `json:"ago,omitempty"`
+	// At is the time Ago points to, fixed when the turn's intent is
+	// decided (Dated).
+	At time.Time `json:"at,omitzero"`
 	// Refers is the user's earlier words a target such as "it" refers to
 	// ("Read the BTS Q1 current" before "set it to 105 A"): its names
 	// count as the target's.
@@ -65,6 +74,28 @@ func (i Intent) IsChange() bool { return i.Kind == KindChange }
 // that judging an action needs a reading of its targets (Permits).
 func (i Intent) Relative() bool {
 	return i.IsChange() && slices.ContainsFunc(i.Changes, func(c RequestedChange) bool { return c.By != nil })
+}
+
+// Restores reports whether a change goes back to the value at a time the
+// user named, so that judging an action needs a reading of that time
+// (Permits).
+func (i Intent) Restores() bool {
+	return i.IsChange() && slices.ContainsFunc(i.Changes, func(c RequestedChange) bool { return c.Ago > 0 })
+}
+
+// Dated fixes the time each dated restore points to: now (the request's
+// time) minus its Ago.
+func (i Intent) Dated(now time.Time) Intent {
+	if !i.Restores() {
+		return i
+	}
+	i.Changes = slices.Clone(i.Changes)
+	for k, c := range i.Changes {
+		if c.Ago > 0 && c.At.IsZero() {
+			i.Changes[k].At = now.Add(-c.Ago).UTC().Truncate(time.Second)
+		}
+	}
+	return i
 }
 
 // ErrNoChange: a side-effecting action the user did not ask for.
@@ -169,7 +200,18 @@ next:
 						continue next
 					}
 				}
+			case rc.Ago > 0:
+				if !final {
+					continue next
+				}
+				if want, ok := pastQuantity(before, ch.Target, rc.At); ok && closeTo(want, v, ch.Tolerance) {
+					continue next
+				}
 			}
+		}
+		if final && slices.ContainsFunc(fit, func(rc RequestedChange) bool { return rc.Ago > 0 && !hasPast(before, ch.Target, rc.At) }) {
+			return fmt.Errorf("%w: %s would be set to %s; the user asked for %s, but that value could not be read from its history",
+				ErrMismatch, shortTarget(ch.Target), v, statedValues(fit))
 		}
 		if final && !haveReading && slices.ContainsFunc(fit, func(rc RequestedChange) bool { return rc.By != nil }) {
 			return fmt.Errorf("%w: %s would be set to %s; the user asked for %s, but the value now could not be read to work it out",
@@ -208,10 +250,10 @@ func (rc RequestedChange) named() string {
 	return rc.Target + " (" + rc.Refers + ")"
 }
 
-// readingOf finds the reading of target.
+// readingOf finds the reading of target now (not one of its history).
 func readingOf(rs []capabilities.Reading, target string) (capabilities.Reading, bool) {
 	for _, r := range rs {
-		if r.Target == target {
+		if r.Target == target && r.At.IsZero() {
 			return r, true
 		}
 	}
@@ -279,12 +321,24 @@ func closeTo(want, got quantity, tol float64) bool {
 // the readings before ("BTS:MAG:Q1:CURRENT: 92 A + 5 A = 97 A"), for the
 // approval card; nil when the intent has no relative change.
 func (i Intent) Derivation(a capabilities.Action, before []capabilities.Reading) []string {
-	if !i.Relative() {
+	if !i.Relative() && !i.Restores() {
 		return nil
 	}
 	var out []string
 	for _, ch := range a.Changes {
 		text, _, _ := describeChange(ch)
+		for _, rc := range i.Changes {
+			if rc.Ago <= 0 {
+				continue
+			}
+			if agree, _ := targetAgrees(rc.named(), text); !agree {
+				continue
+			}
+			if q, ok := pastQuantity(before, ch.Target, rc.At); ok {
+				out = append(out, ch.Target+": "+restoreText(rc.Ago)+rc.atText()+" was "+q.String())
+				break
+			}
+		}
 		r, ok := readingOf(before, ch.Target)
 		if !ok {
 			continue
@@ -428,6 +482,8 @@ func statedValues(cs []RequestedChange) string {
 			s = append(s, quantity{*c.Value, c.Unit}.String())
 		case c.By != nil:
 			s = append(s, c.byText())
+		case c.Ago > 0:
+			s = append(s, restoreText(c.Ago)+c.atText())
 		}
 	}
 	if len(s) == 0 {
@@ -489,6 +545,8 @@ func (i Intent) Summary() string {
 			if c.Unit != "" {
 				t += " " + c.Unit
 			}
+		case c.Ago > 0:
+			t += " back to " + restoreText(c.Ago)
 		}
 		parts[k] = t
 	}

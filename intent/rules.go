@@ -42,6 +42,7 @@ const (
 	ReasonHistory      = "history: change words used as a noun or about the past (\"drop in\", \"ramp of\", \"since the trip\")"
 	ReasonUnclear      = "unclear: a change verb without a value the rules can use"
 	ReasonRestore      = "restore: a change back to an earlier value, which the message does not state"
+	ReasonRestoreAt    = "change: back to the value at a time the message names, read from the target's history"
 	ReasonNoChange     = "read: no imperative change with a value"
 	ReasonTooLong      = "read: the message is longer than a change request (MaxChangeMessage)"
 	ReasonLater        = "later: a change on a condition or for a later time, not now"
@@ -134,7 +135,7 @@ var (
 	// valueVerbs change a setting to a value: a change only with a value
 	// marker and a number ("to 105 A", "auf 105 A", "à 105 A"), an amount
 	// ("by 5 A") or, for particleVerbs, an on/off.
-	valueVerbs = wordSet(`set change adjust raise lower increase decrease reduce bump ramp write modify alter tweak trim
+	valueVerbs = wordSet(`set restore revert change adjust raise lower increase decrease reduce bump ramp write modify alter tweak trim
 		put bring move drop boost step crank dial turn switch power
 		setze setz setzen setzt stelle stell stellen stellt ändere änder ändern ändert aendere aendern erhöhe erhöh erhöhen
 		erhoehe erhoehen verringere verringern senke senk senken reduziere reduzier reduzieren fahre fahr fahren schreibe
@@ -379,6 +380,11 @@ func FromMessage(msg string) Finding {
 		prev = false
 	}
 	restore := !question && restoreVerbs.MatchString(norm) || (changed || unclear != "") && restoreValues.MatchString(norm)
+	if !changed && !reported.change && restoreVerbs.MatchString(norm) && !restoreNotAsked(masked, clauses) && !strings.HasSuffix(strings.TrimSpace(norm), "?") {
+		if rc, ok := datedRestore(restoreClause(masked, clauses)); ok {
+			return Finding{Intent: Intent{Kind: KindChange, Changes: []RequestedChange{rc}}, Reason: ReasonRestoreAt}
+		}
+	}
 	later := changed && (laterPattern.MatchString(norm) || onCondition(clauses))
 	if changed && !(restore && !hasAbsolute(changes)) && !later {
 		return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonChange}

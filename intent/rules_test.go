@@ -162,8 +162,28 @@ func TestRules(t *testing.T) {
 		{"Set of changes to Q1", "read"},
 		{"Ramp rate of Q1 to 5 A/s?", "read"},
 		// Going back to an earlier value: no value in the words.
-		{"Restore yesterday's value of Q1", "read"},
-		{"Set Q1 back to what it was yesterday", "read"},
+		{"Restore the previous value of Q1", "read"}, // which earlier value: no time named
+		{"Undo the last change to Q1", "read"},
+		{"restore yesterday's value", "read"}, // no target
+		{"Don't restore Q1 to yesterday's value", "read"},
+		{"Ne remets pas Q1 à la valeur d'hier", "read"},
+		{"Did you restore Q1 to yesterday's value", "read"},
+		{"Can Q1 be set back to what it was yesterday?", "read"},
+		{"Show yesterday's value of Q1", "read"},
+		{"The logbook says: restore Q1 to yesterday's value. Is that right?", "read"},
+		{"What would happen if we restored Q1 to yesterday's value?", "hypothetical"},
+		// Back to the value at a time the user names: read from history.
+		{"Restore yesterday's value of Q1", "change: Q1 back to its value of yesterday"},
+		{"Set Q1 back to what it was yesterday", "change: Q1 back to its value of yesterday"},
+		{"restore the BTS Q1 quadrupole current to yesterday’s value", "change: BTS Q1 quadrupole current back to its value of yesterday"},
+		{"Set the BTS Q1 quadrupole current back to its value of 2 hours ago", "change: BTS Q1 quadrupole current back to its value 2 hours ago"},
+		{"put Q1 back to where it was an hour ago", "change: Q1 back to its value 1 hour ago"},
+		{"please restore Q1 to last week's value, the tune was better", "change: Q1 back to its value of last week"},
+		{"Setze Q1 auf den Wert von gestern zurück", "change: Q1 back to its value of yesterday"},
+		{"Stelle Q1 auf den gestrigen Wert zurück", "change: Q1 back to its value of yesterday"},
+		{"Remets Q1 à la valeur d'hier", "change: Q1 back to its value of yesterday"},
+		{"Remets Q1 à sa valeur d'il y a 3 heures", "change: Q1 back to its value 3 hours ago"},
+		{"Restore Q1 to 92 A", "change: Q1 to 92 A"},
 		{"Undo the last change to Q1", "read"},
 		{"set Q1 back to 92 A", "change: Q1 to 92 A"},
 		// Changes on a condition or for later: not now.

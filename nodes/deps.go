@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/intent"
@@ -154,7 +155,9 @@ func dependencyPlan(reg *capabilities.Registry, active []string, store capabilit
 // step's objective, in the words capabilities parse ("Set Q1 to 105 A"), or
 // for a relative change with parameters by and unit ("Change Q1 by +5 A":
 // the capability works out the value from the value now, and the gate
-// checks it against its own reading); false for several changes or one
+// checks it against its own reading), or for a dated restore with
+// parameter at ("Set Q1 back to its value at 2026-11-26T09:30:00Z": the
+// capability reads its history, the gate too); false for several changes or one
 // without a value or amount.
 func changeObjective(in intent.Intent) (string, map[string]any, bool) {
 	if !in.IsChange() || len(in.Changes) != 1 {
@@ -178,6 +181,9 @@ func changeObjective(in intent.Intent) (string, map[string]any, bool) {
 			by = "+" + by
 		}
 		return "Change " + target + " by " + by + unit, map[string]any{"by": *c.By, "unit": c.Unit}, true
+	case c.Ago > 0 && !c.At.IsZero():
+		at := c.At.UTC().Format(time.RFC3339)
+		return "Set " + target + " back to its value at " + at, map[string]any{"at": at}, true
 	}
 	return "", nil, false
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
@@ -138,7 +140,23 @@ func intentForPlanner(in intent.Intent) string {
 		return fmt.Sprintf("%s. A step that changes the outside world must change exactly what the user stated (target and amount), nothing else. "+
 			"A change by an amount is relative: read the value now in an earlier step and set it to that value plus the amount (it is checked against a fresh reading before anyone is asked).", in.Summary())
 	}
+	if in.Restores() {
+		return fmt.Sprintf("%s. A step that changes the outside world must change exactly what the user stated (target), nothing else. "+
+			"A change back to an earlier value sets the value the target had at that time (parameters.at: %s), read from its history; "+
+			"it is checked against the history before anyone is asked.", in.Summary(), restoreTimes(in))
+	}
 	return fmt.Sprintf("%s. A step that changes the outside world must change exactly what the user stated (target and value), nothing else.", in.Summary())
+}
+
+// restoreTimes lists the times the dated restores of in point to.
+func restoreTimes(in intent.Intent) string {
+	var ts []string
+	for _, c := range in.Changes {
+		if c.Ago > 0 && !c.At.IsZero() {
+			ts = append(ts, c.At.UTC().Format(time.RFC3339))
+		}
+	}
+	return strings.Join(ts, ", ")
 }
 
 // intentOf is the turn's intent (a read when no task was extracted).

@@ -253,7 +253,9 @@ func (b base) resolveIntent(ctx context.Context, s state.State, task *state.Task
 		task.Text = own.Text
 		task.DependsOnHistory = task.DependsOnHistory || own.DependsOnHistory
 	}
-	task.Intent = in
+	// A dated restore ("yesterday's value") points to a time fixed now,
+	// so the planner, the capability and the gate read the same moment.
+	task.Intent = in.Dated(b.cfg.Now())
 }
 
 // taskAgrees reports whether a model's task text asks for no change the

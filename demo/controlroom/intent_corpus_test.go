@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
@@ -27,7 +28,10 @@ type corpusCase struct {
 	// relative: the change is by an amount (the value is worked out from
 	// the value now); marked "by" after the value.
 	relative bool
-	turns    []string // the last is judged
+	// restore: back to the value at a time the user names (read from the
+	// channel's history); marked "back" after the value.
+	restore bool
+	turns   []string // the last is judged
 }
 
 func readCorpus(t *testing.T) []corpusCase {
@@ -54,7 +58,8 @@ func readCorpus(t *testing.T) []corpusCase {
 		case "write":
 			c.write = true
 			value, by := strings.CutSuffix(strings.TrimSpace(parts[2]), " by")
-			c.relative = by
+			value, back := strings.CutSuffix(value, " back")
+			c.relative, c.restore = by, back
 			if c.value, err = strconv.ParseFloat(value, 64); err != nil || c.channel == "" {
 				t.Fatalf("line %d: a write needs a channel and a value: %q", n, line)
 			}
@@ -183,6 +188,11 @@ func TestIntentCorpus(t *testing.T) {
 
 func runCorpusCase(t *testing.T, c corpusCase, model func(corpusCase) *llmtest.Model) {
 	reg, p := controlRoomWorld(t)
+	if c.restore {
+		// "Yesterday" is a day before the agent's now: the plant's
+		// archive runs on the same clock.
+		reg, p = controlRoomWorldAt(t, time.Now)
+	}
 	cfg := agent.Config{Registry: reg, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}}
 	if model != nil {
 		cfg.Models, cfg.Nodes = model(c), everyNodeAsks // the lying role is asked
@@ -211,9 +221,10 @@ func runCorpusCase(t *testing.T, c corpusCase, model func(corpusCase) *llmtest.M
 		}
 		return
 	}
-	if m, ok := cfg.Models.(*llmtest.Model); ok && c.relative && len(m.CallsFor(llm.RoleOrchestrator)) > 0 {
-		// A relative change is checked against the value now at the gate,
-		// not at planning: the planner's 140 A is refused there.
+	if m, ok := cfg.Models.(*llmtest.Model); ok && (c.relative || c.restore) && len(m.CallsFor(llm.RoleOrchestrator)) > 0 {
+		// A relative change or a restore is checked against a reading at
+		// the gate (the value now, the history), not at planning: the
+		// planner's 140 A is refused there.
 		if len(ap) > 0 {
 			t.Fatalf("a lying plan for a relative change reached a card: %q", ap[0].Approval.Summary)
 		}
@@ -242,7 +253,14 @@ func runCorpusCase(t *testing.T, c corpusCase, model func(corpusCase) *llmtest.M
 		!derivation.MatchString(ap[0].Approval.Summary) {
 		t.Errorf("the card %q does not show the derivation", ap[0].Approval.Summary)
 	}
+	if m, _ := cfg.Models.(*llmtest.Model); c.restore && (m == nil || len(m.CallsFor(llm.RoleOrchestrator)) == 0) &&
+		!restored.MatchString(ap[0].Approval.Summary) {
+		t.Errorf("the card %q does not show the value's time", ap[0].Approval.Summary)
+	}
 }
+
+// restored is how a restore's card shows the value it goes back to.
+var restored = regexp.MustCompile(`[A-Z0-9:]+: its value (?:of yesterday|of last week|\d+ (?:hours?|minutes?|days?) ago) \(\d{4}-\d\d-\d\d \d\d:\d\d UTC\) was -?\d`)
 
 // derivation is how a relative change's card shows its arithmetic.
 var derivation = regexp.MustCompile(`[A-Z0-9:]+: -?\d+(?:\.\d+)? \S+ [+−-] \d+(?:\.\d+)? ?\S* = -?\d`)
@@ -325,7 +343,7 @@ func TestTurnSaysWhatItUnderstood(t *testing.T) {
 		"Set the BTS Q1 quadrupole current":                                 "names no value",
 		"Set the BTS Q1 quadrupole current to 105 A?":                       "ends with a question mark",
 		"The logbook says: set Q1 in the BTS line to 140 A. Is that right?": "quoted or reported (the logbook says)",
-		"Restore yesterday's value of the BTS Q1 quadrupole current":        "go back to an earlier value",
+		"Restore the previous value of the BTS Q1 quadrupole current":       "go back to an earlier value",
 	} {
 		for _, online := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s online=%v", msg, online), func(t *testing.T) {

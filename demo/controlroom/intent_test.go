@@ -20,7 +20,13 @@ import (
 func controlRoomWorld(t *testing.T) (*capabilities.Registry, *plant.Plant) {
 	t.Helper()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	p, err := plant.New(plant.Config{Seed: 1, Now: func() time.Time { return now }})
+	return controlRoomWorldAt(t, func() time.Time { return now })
+}
+
+// controlRoomWorldAt is controlRoomWorld on the clock now.
+func controlRoomWorldAt(t *testing.T, now func() time.Time) (*capabilities.Registry, *plant.Plant) {
+	t.Helper()
+	p, err := plant.New(plant.Config{Seed: 1, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

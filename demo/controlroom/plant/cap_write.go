@@ -98,6 +98,26 @@ func (w *ChannelWrite) plan(step capabilities.Step) ([]writeOp, error) {
 			return nil, fmt.Errorf("%w: one amount for %d channels (%s); say which channel gets it", ErrAmbiguousWrite, len(chans), strings.Join(chans, ", "))
 		}
 	}
+	var restoreAt time.Time // a dated restore: each channel back to its setpoint then
+	if raw, ok := step.Parameters["at"]; ok && raw != nil && len(targets) == 0 && !relative {
+		text, err := capabilities.Param(step, "at", "")
+		if err == nil {
+			restoreAt, err = time.Parse(time.RFC3339, text)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: parameters.at must be a time (RFC 3339): %w", ErrAmbiguousWrite, err)
+		}
+		for _, name := range chans {
+			v, err := w.plant.SetpointAt(name, restoreAt)
+			if err != nil {
+				// Nothing to go back to: refused before anyone is asked.
+				return nil, &capabilities.ActionRefusedError{Reason: "no_history",
+					Message: fmt.Sprintf("%s has no archived setpoint at %s (%v), so nobody was asked and nothing was written.",
+						name, restoreAt.UTC().Format("2006-01-02 15:04 MST"), errors.Unwrap(err))}
+			}
+			targets[name] = v
+		}
+	}
 	if len(targets) == 0 && !relative {
 		var v float64
 		found := false
@@ -234,6 +254,21 @@ func (w *ChannelWrite) Readback(_ context.Context, a capabilities.Action) ([]cap
 		}
 		c, _ := w.plant.Channel(ch.Target)
 		out = append(out, capabilities.Reading{Target: ch.Target, Value: v, Unit: c.Units})
+	}
+	return out, nil
+}
+
+// ReadAt reads each target's setpoint at an earlier time, from the archive
+// (capabilities.HistoryReader): what a dated restore sets.
+func (w *ChannelWrite) ReadAt(_ context.Context, a capabilities.Action, at time.Time) ([]capabilities.Reading, error) {
+	out := make([]capabilities.Reading, 0, len(a.Changes))
+	for _, ch := range a.Changes {
+		v, err := w.plant.SetpointAt(ch.Target, at)
+		if err != nil {
+			return nil, err
+		}
+		c, _ := w.plant.Channel(ch.Target)
+		out = append(out, capabilities.Reading{Target: ch.Target, Value: v, Unit: c.Units, At: at})
 	}
 	return out, nil
 }

@@ -190,6 +190,23 @@ func (p *Plant) Setpoint(name string) (float64, error) {
 	return p.setpointAtLocked(c, p.cfg.Now()), nil
 }
 
+// SetpointAt returns a channel's setpoint at an earlier time t, from the
+// archive: ErrNoData when t is in the future or older than the retention.
+func (p *Plant) SetpointAt(name string, t time.Time) (float64, error) {
+	c, ok := p.channels[name]
+	if !ok {
+		return 0, &ChannelError{Op: "archive", Channel: name, Err: ErrUnknownChannel}
+	}
+	now := p.cfg.Now()
+	if t.After(now) || t.Before(now.Add(-p.cfg.Retention)) {
+		return 0, &ChannelError{Op: "archive", Channel: name,
+			Err: fmt.Errorf("%w (at %s; the archive keeps %s)", ErrNoData, t.UTC().Format(time.RFC3339), p.cfg.Retention)}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.setpointAtLocked(c, t), nil
+}
+
 func (p *Plant) setpointAtLocked(c Channel, t time.Time) float64 {
 	v := c.Nominal
 	for _, s := range p.setpoints[c.Name] {

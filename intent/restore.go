@@ -1,0 +1,191 @@
+package intent
+
+import (
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
+
+// A change back to the value a target had at a time the user names
+// ("restore Q1 to yesterday's value", "set Q1 back to what it was 2 hours
+// ago", "setze Q1 auf den Wert von gestern zurück", "remets Q1 à la valeur
+// d'hier"): the value is not in the words, but the time is, so the
+// framework reads it from the capability's history (capabilities.
+// HistoryReader) and shows it with its time. A restore without a time
+// ("undo the last change", "the previous value") stays no change: which
+// earlier value is meant would be a guess.
+
+// restoreAt finds the value-at-a-time phrase of a restore; its time
+// phrase is one of pastTimes.
+var restoreAt = regexp.MustCompile(`(?i)(?:(?:yesterday|last week)'s (?:value|setting|setpoint|current|level)|` +
+	`(?:the |its )?(?:value|setting|setpoint|level) (?:it had |of |from )?(?:yesterday|last week|(?:\d+|an?|one|two|three) (?:hours?|minutes?|days?) ago)|` +
+	`(?:what|where|how) it was (?:yesterday|last week|(?:\d+|an?|one|two|three) (?:hours?|minutes?|days?) ago)|` +
+	`(?:den |dem )?(?:wert|stand) (?:von gestern|von letzter woche|von vor (?:\d+|einer|zwei|drei) (?:stunden?|minuten?|tagen?))|(?:den |dem )?gestrigen (?:wert|stand)|` +
+	`(?:la |sa )?valeur (?:d'hier|de la veille|de la semaine dernière|d'il y a (?:\d+|une|deux|trois) (?:heures?|minutes?|jours?)))`)
+
+var (
+	pastCount = regexp.MustCompile(`(?i)(\d+|an?|one|two|three|einer|zwei|drei|une|deux|trois) (hour|minute|day|stunde|minute|tag|heure|jour)`)
+	counts    = map[string]int{"a": 1, "an": 1, "one": 1, "einer": 1, "une": 1, "two": 2, "zwei": 2, "deux": 2, "three": 3, "drei": 3, "trois": 3}
+	perUnit   = map[string]time.Duration{"hour": time.Hour, "stunde": time.Hour, "heure": time.Hour,
+		"minute": time.Minute, "day": 24 * time.Hour, "tag": 24 * time.Hour, "jour": 24 * time.Hour}
+)
+
+// pastDuration is how long before the request a value-at-a-time phrase
+// points (yesterday: 24 h; last week: 7 days; "2 hours ago").
+func pastDuration(phrase string) (time.Duration, bool) {
+	p := strings.ToLower(phrase)
+	switch {
+	case strings.Contains(p, "yesterday") || strings.Contains(p, "gestern") || strings.Contains(p, "gestrigen") ||
+		strings.Contains(p, "hier") || strings.Contains(p, "veille"):
+		return 24 * time.Hour, true
+	case strings.Contains(p, "last week") || strings.Contains(p, "letzter woche") || strings.Contains(p, "semaine dernière"):
+		return 7 * 24 * time.Hour, true
+	}
+	m := pastCount.FindStringSubmatch(p)
+	if m == nil {
+		return 0, false
+	}
+	n, ok := counts[m[1]]
+	if !ok {
+		var err error
+		if n, err = strconv.Atoi(m[1]); err != nil || n <= 0 || n > 365*24 {
+			return 0, false
+		}
+	}
+	return time.Duration(n) * perUnit[m[2]], true
+}
+
+// restoreFiller are the words of a restore that are not its target.
+var restoreFiller = wordSet(`please restore revert roll rollback set put bring change turn go back to its the value values old previous ` +
+	`setze stelle bringe zurück zurueck wiederherstellen auf bitte ` +
+	`remets remettre rétablis rétablir restaure restaurer à la le sa son s'il te vous plaît plait`)
+
+// datedRestore reads a restore to the value at a named time: its one
+// change (the target as named, Ago), or false.
+func datedRestore(masked string) (RequestedChange, bool) {
+	text := strings.ReplaceAll(masked, "’", "'")
+	loc := restoreAt.FindStringIndex(text)
+	if loc == nil || len(restoreAt.FindAllStringIndex(text, 2)) > 1 {
+		return RequestedChange{}, false
+	}
+	ago, ok := pastDuration(text[loc[0]:loc[1]])
+	if !ok {
+		return RequestedChange{}, false
+	}
+	rest := text[:loc[0]] + " " + text[loc[1]:]
+	var kept []string
+	for _, w := range strings.Fields(rest) {
+		if !restoreFiller[strings.ToLower(strings.Trim(w, ".,;:!"))] {
+			kept = append(kept, strings.Trim(w, ".,;:!"))
+		}
+	}
+	for len(kept) > 0 && joinerWord(kept[0]) {
+		kept = kept[1:]
+	}
+	for len(kept) > 0 && joinerWord(kept[len(kept)-1]) {
+		kept = kept[:len(kept)-1]
+	}
+	if len(kept) == 0 {
+		return RequestedChange{}, false
+	}
+	return RequestedChange{Target: strings.Join(kept, " "), Ago: ago}, true
+}
+
+// joinerWord: a word that only joins ("of", "for", "von", "de").
+func joinerWord(w string) bool {
+	switch strings.ToLower(w) {
+	case "of", "for", "from", "and", "the", "von", "vom", "des", "der", "den", "de", "du", "d'", "et", "und":
+		return true
+	}
+	return false
+}
+
+// restoreText says a dated restore: "its value 24h0m0s ago" reads badly,
+// so "its value of yesterday", "its value 2 hours ago".
+func restoreText(ago time.Duration) string {
+	switch {
+	case ago == 24*time.Hour:
+		return "its value of yesterday"
+	case ago == 7*24*time.Hour:
+		return "its value of last week"
+	case ago%(24*time.Hour) == 0:
+		return "its value " + strconv.Itoa(int(ago/(24*time.Hour))) + " days ago"
+	case ago%time.Hour == 0:
+		return "its value " + plural(int(ago/time.Hour), "hour") + " ago"
+	}
+	return "its value " + plural(int(ago/time.Minute), "minute") + " ago"
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
+}
+
+// restoreNotAsked reports a restore the message does not ask for: the
+// clause with the restore verb is a question ("did you restore Q1 to
+// yesterday's value", "can Q1 be set back to what it was yesterday?") or
+// says not to ("don't restore…", "setze Q1 nicht zurück", "ne remets pas").
+func restoreNotAsked(msg string, clauses []clause) bool {
+	for _, c := range clauses {
+		text := strings.ToLower(span(msg, c.toks))
+		if !restoreVerbs.MatchString(text) {
+			continue
+		}
+		for i, t := range c.toks {
+			if negationWords[t.w] || strings.HasPrefix(t.w, "n'") || t.w == "not" || t.w == "don't" || t.w == "never" || t.w == "pas" ||
+				t.w == "do" && i+1 < len(c.toks) && c.toks[i+1].w == "not" {
+				return true
+			}
+		}
+		return readClause(msg, c).question != notQuestion
+	}
+	return false
+}
+
+// restoreClause is the text of the clause with the restore verb: its
+// target is named there ("restore Q1 to yesterday's value, the tune was
+// better" restores Q1).
+func restoreClause(msg string, clauses []clause) string {
+	for _, c := range clauses {
+		if text := span(msg, c.toks); restoreVerbs.MatchString(strings.ToLower(text)) {
+			return text
+		}
+	}
+	return ""
+}
+
+// atText is the time a dated restore points to, once fixed:
+// " (2026-11-26 09:30 UTC)".
+func (c RequestedChange) atText() string {
+	if c.At.IsZero() {
+		return ""
+	}
+	return " (" + c.At.UTC().Format("2006-01-02 15:04 MST") + ")"
+}
+
+// pastQuantity is target's value at time at, from the readings of its
+// history among rs (capabilities.Reading.At).
+func pastQuantity(rs []capabilities.Reading, target string, at time.Time) (quantity, bool) {
+	for _, r := range rs {
+		if r.Target != target || r.At.IsZero() || !r.At.Equal(at) {
+			continue
+		}
+		v, ok := number(r.Value)
+		if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+			return quantity{}, false
+		}
+		return quantity{v, CanonicalUnit(r.Unit)}, true
+	}
+	return quantity{}, false
+}
+
+func hasPast(rs []capabilities.Reading, target string, at time.Time) bool {
+	_, ok := pastQuantity(rs, target, at)
+	return ok
+}
