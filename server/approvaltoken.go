@@ -20,9 +20,9 @@ import (
 // works after a restart and on every replica: docs/frontends.md, "Tokens
 // survive restarts and work on every replica".
 
-// MetaApprovalKey is the metadata key of a Chat Completions thread's
+// metaApprovalKey is the metadata key of a Chat Completions thread's
 // approval token key (the first four characters of its tokens).
-const MetaApprovalKey = "approval_key"
+const metaApprovalKey = "approval_key"
 
 // approvalTokenKey is the thread part of thread's approval tokens.
 func approvalTokenKey(owner, thread string) string {
@@ -69,7 +69,7 @@ func (s *Server) resolveStoredToken(ctx context.Context, c caller, tok string) (
 	}
 	owner := ownerKey(c)
 	f := ownerFilter(c)
-	f[MetaApprovalKey] = tok[3:7]
+	f[metaApprovalKey] = tok[3:7]
 	infos, err := s.features.threads.Threads(ctx, agent.ThreadFilter{Metadata: f})
 	if err != nil {
 		return storedApproval{}, false, err
@@ -277,7 +277,7 @@ func (s *Server) tokenFits(ctx context.Context, c caller, t chatTurn, ticket app
 	}
 	if s.features.threads != nil {
 		f := ownerFilter(c)
-		f[MetaTranscript] = prefix
+		f[metaTranscript] = prefix
 		infos, err := s.features.threads.Threads(ctx, agent.ThreadFilter{Metadata: f})
 		if err != nil {
 			return false, "", err

@@ -59,7 +59,7 @@ func TestAcknowledgedRunsAreAnsweredAfterACrash(t *testing.T) {
 	msgs := []transcriptMsg{{Role: "user", Text: "What is the beam current?"}}
 	key, _ := idempotencyKey(chatReq, alice, "chat", "capgraph\x00\x00\x00false\x00"+transcriptDigest(alice, msgs))
 	meta := first.srv.turnMetadata(alice, "openai", "chat-crashed", nil)
-	meta[MetaTranscript] = transcriptDigest(alice, msgs)
+	meta[metaTranscript] = transcriptDigest(alice, msgs)
 	chat := crashedRecord(t, first, "run-chat", alice, "openai", "chat-crashed",
 		runInput{Kind: kindTurn, Turn: &storedTurn{Input: "What is the beam current?", By: "alice", Metadata: meta}}, key)
 	first.http.Close()

@@ -298,9 +298,9 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			// the token answered nothing.
 			return chatStart{reply: reply, clientThread: clientThread}, nil
 		}
-		extra := map[string]string{MetaApprovalKey: approvalTokenKey(ownerKey(c), thread)}
+		extra := map[string]string{metaApprovalKey: approvalTokenKey(ownerKey(c), thread)}
 		if transcript != "" {
-			extra[MetaTranscript] = transcript
+			extra[metaTranscript] = transcript
 		}
 		req, err := s.openTurn(c, turnOpening{field: "messages", input: t.input, options: t.model.Options, source: source, clientThread: clientThread, thread: thread, clientMeta: t.clientMeta, extraMeta: extra})
 		if err != nil {

@@ -221,7 +221,7 @@ func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started boo
 	switch {
 	case unknown && in.Kind != kindTurn:
 		return false, s.endRecord(ctx, rec, runstore.Failed, "the thread no longer exists")
-	case in.Kind == kindTurn && in.Turn != nil && (unknown || st.Metadata[MetaRun] != rec.ID):
+	case in.Kind == kindTurn && in.Turn != nil && (unknown || st.Metadata[metaRun] != rec.ID):
 		// Acknowledged, but its input never reached the checkpoints.
 		t := in.Turn
 		sp.kind, sp.turn = kindTurn, &agent.TurnRequest{Thread: rec.Thread, Input: t.Input, Options: t.Options, MayRaise: t.MayRaise,

@@ -24,7 +24,7 @@ import (
 // run's record (runstore.Record) to the store the agent keeps its
 // checkpoints in — with everything needed to start the run again (the
 // user's input or answer, the options, who asked). A run carries its
-// record's id into the turn's metadata (MetaRun), so after a crash the
+// record's id into the turn's metadata (metaRun), so after a crash the
 // store says whether the run's input reached the checkpoints: RecoverRuns
 // starts the runs that never did, resumes those cut between two steps, and
 // marks the records of runs that ended meanwhile. A client reads the
@@ -36,9 +36,9 @@ import (
 // starting a second run — it joins the run while it goes on, or gets its
 // result (the record's Result) once it has ended.
 
-// MetaRun is the metadata key of the server run whose turn wrote a thread's
+// metaRun is the metadata key of the server run whose turn wrote a thread's
 // latest checkpoints.
-const MetaRun = "run"
+const metaRun = "run"
 
 // Labels of run records.
 const (
@@ -225,7 +225,7 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *runstore.
 		if t.Metadata == nil {
 			t.Metadata = map[string]string{}
 		}
-		t.Metadata[MetaRun] = sp.id
+		t.Metadata[metaRun] = sp.id
 		sp.turn = &t
 	}
 	if err := s.clusterLimit(ctx, sp); err != nil {

@@ -17,9 +17,9 @@ import (
 // A chat request without a chat id names its conversation only by its
 // messages, so their digest finds the thread (docs/frontends.md, "Which thread?").
 
-// MetaTranscript is the metadata key of a Chat Completions thread's
+// metaTranscript is the metadata key of a Chat Completions thread's
 // transcript digest.
-const MetaTranscript = "transcript"
+const metaTranscript = "transcript"
 
 // transcriptMsg is one message of a chat request, as text.
 type transcriptMsg struct {
@@ -216,7 +216,7 @@ func (s *Server) continuedThread(ctx context.Context, c caller, msgs []transcrip
 		return "", false, nil
 	}
 	f := ownerFilter(c)
-	f[MetaTranscript] = prefix
+	f[metaTranscript] = prefix
 	infos, err := s.features.threads.Threads(ctx, agent.ThreadFilter{Metadata: f})
 	if err != nil {
 		return "", false, err
