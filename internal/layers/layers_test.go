@@ -158,7 +158,7 @@ func TestLayers(t *testing.T) {
 			func(d string) bool { return strings.HasPrefix(d, "gonum.org/v1/plot") }},
 		{"only server (and programs) depend on artifactview/chart",
 			func(p pkg) bool {
-				return !program(p.ImportPath) && p.ImportPath != module+"/server" && !under(p.ImportPath, "artifactview/chart") &&
+				return !program(p.ImportPath) && !under(p.ImportPath, "server") && !under(p.ImportPath, "artifactview/chart") &&
 					!under(p.ImportPath, "wiring") && !under(p.ImportPath, "cli") && !under(p.ImportPath, "internal")
 			},
 			func(p pkg) []string { return p.Deps },
