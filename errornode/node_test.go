@@ -178,7 +178,7 @@ func TestReportMarkdownGolden(t *testing.T) {
 				}
 			}
 			if tt.name != "token_limit" && (!strings.Contains(technical, "**Capability:** `read_pv`") || !strings.Contains(technical, "**Error message:** `read: i/o timeout`") || !strings.Contains(technical, "**Failed steps:** step 2 (`read_pv`), attempt 3 of 3") ||
-				!strings.Contains(technical, "```json\n{\n  \"") ) {
+				!strings.Contains(technical, "```json\n{\n  \"")) {
 				t.Errorf("the technical report lacks the error, the failed step or the metadata as JSON:\n%s", technical)
 			}
 		})
