@@ -401,3 +401,30 @@ func TestReportOfAChangeInDoubt(t *testing.T) {
 		})
 	}
 }
+
+// A step stopped after an attempt its retry policy would have repeated (a
+// parallel step still on attempt 1 of 4 when another failed for good) is
+// not reported as failed for good, and the step that only repeats what was
+// asked is named by its capability, so the question is said once.
+func TestNotCarriedOutSaysWhichAttemptFailed(t *testing.T) {
+	s := failedTurn()
+	e := &state.ErrorInfo{Node: "read_archive", Capability: "read_archive", StepIndex: 2, Attempt: 1, Message: "archive: timeout",
+		Classification: capabilities.Classification{Severity: capabilities.Retriable, Kind: capabilities.KindTimeout, UserMessage: "the archive timed out"},
+		Policy:         capabilities.RetryPolicy{MaxAttempts: 4}, Retry: true}
+	s.Turn.Plan.Steps = append(s.Turn.Plan.Steps[:2],
+		state.PlanStep{PlannedStep: capabilities.PlannedStep{Capability: "read_archive", TaskObjective: "Read the storage ring beam current"},
+			Status: state.StepPending, Attempts: 1, Error: e},
+		s.Turn.Plan.Steps[2])
+	r := errornode.BuildReport(s, rc, nil, now)
+	md := errornode.Markdown(r)
+	want := "- Step 3 (read archive) — attempt 1 of 4 failed; it was not tried again, because the request stopped"
+	if !strings.Contains(md, want) || strings.Contains(md, "also failed") {
+		t.Errorf("want %q:\n%s", want, md)
+	}
+	if st := r.Steps[2]; st.Objective != "" || st.Attempts != 1 || st.MaxAttempts != 4 || st.Error != "the archive timed out" {
+		t.Errorf("step %+v", st)
+	}
+	if n := strings.Count(md, "Read the storage ring beam current"); n != 1 {
+		t.Errorf("the question is said %d times:\n%s", n, md)
+	}
+}
