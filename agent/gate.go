@@ -112,7 +112,7 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		return gateResult{update: &u}
 	}
 	if !a.writesEnabled(s) {
-		where := "this process's configuration (control_system.writes_enabled is false)"
+		where := "the configuration (control_system.writes_enabled is false)"
 		if a.cfg.Options.WritesEnabled {
 			where = "this turn's options"
 		}
@@ -277,7 +277,7 @@ func (a *Agent) refuse(ctx context.Context, s state.State, c capabilities.Capabi
 	cl := capabilities.Classification{Severity: capabilities.Critical, Kind: kind, UserMessage: msg,
 		Metadata: map[string]any{capabilities.MetaSafetyAbortReason: reason}}
 	if reason == RefusedWritesDisabled {
-		cl.Metadata[capabilities.MetaSuggestions] = []string{"an operator can enable writes with control_system.writes_enabled: true in the configuration of the process that runs the turn"}
+		cl.Metadata[capabilities.MetaSuggestions] = []string{"an operator can enable writes by setting control_system.writes_enabled: true in the configuration file"}
 	}
 	f := a.stepFailure(s, c, idx, ps, now)
 	f.Classification, f.Message = cl, msg

@@ -374,8 +374,14 @@ func objectiveWords(objective, asked string) string {
 	if i < 0 {
 		return obj
 	}
-	rest := strings.TrimSpace(obj[:i] + obj[i+len(ask):])
-	return strings.TrimSpace(strings.TrimRight(rest, ":—-–,; "))
+	rest := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(obj[:i]+obj[i+len(ask):]), ":—-–,; "))
+	// "Find the channel names for" → "Find the channel names".
+	for _, w := range []string{" for", " about", " of", " in"} {
+		if strings.HasSuffix(strings.ToLower(rest), w) {
+			rest = strings.TrimSpace(rest[:len(rest)-len(w)])
+		}
+	}
+	return rest
 }
 
 // severityWords says what a severity means to an operator.
