@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"strconv"
 	"net/url"
 	"regexp"
 	"slices"
@@ -373,9 +374,18 @@ func checkStore(s string) string {
 	return fmt.Sprintf("must be memory, sqlite:PATH or a postgres:// URL, got %q", s)
 }
 
+// validPort: a TCP port number, 0 to 65535 (a name such as "http" is not
+// one: listeners here take numbers).
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 0 && n <= 65535 && strconv.Itoa(n) == p
+}
+
 func (d *decoder) validateServer(s Server) {
-	if _, _, err := net.SplitHostPort(s.Addr); d.set("server.addr") && err != nil {
+	if _, port, err := net.SplitHostPort(s.Addr); d.set("server.addr") && err != nil {
 		d.bad("server.addr", "must be host:port (e.g. 127.0.0.1:8080 or :8080), got %q", s.Addr)
+	} else if d.set("server.addr") && !validPort(port) {
+		d.bad("server.addr", "the port must be a number from 0 to 65535 (0: any free port), got %q in %q", port, s.Addr)
 	}
 	if d.set("server.max_body_bytes") && s.MaxBodyBytes < 1 {
 		d.bad("server.max_body_bytes", "must be at least 1, got %d", s.MaxBodyBytes)
