@@ -4,10 +4,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"strconv"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
