@@ -51,7 +51,7 @@ func (f *ChannelFinding) Execute(ctx context.Context, step capabilities.Step) (c
 	}
 	var miss *NoMatch
 	for _, q := range texts {
-		res, err := f.plant.Find(q, maxResults)
+		res, err := f.plant.Find(f.plant.ResolveFollowUps(q), maxResults)
 		if err != nil {
 			var nm *NoMatch
 			if !errors.As(err, &nm) {

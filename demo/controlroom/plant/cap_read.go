@@ -40,7 +40,7 @@ func (*ChannelRead) Requires() []capabilities.Requirement {
 // answer would look complete to the user). When channel finding found no
 // channel it reads nothing and says so.
 func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
-	chans, err := stepChannels(step)
+	chans, err := r.plant.readChannels(step)
 	if errors.Is(err, errNothingFound) {
 		return capabilities.Result(ChannelValuesType, ChannelValues{Values: []ChannelValue{}}, nothingDone("read")), nil
 	}
@@ -112,7 +112,8 @@ func classifyReadLike(err error, op string) capabilities.Classification {
 func (r *ChannelRead) ClassifierGuide() *capabilities.ClassifierGuide {
 	return &capabilities.ClassifierGuide{
 		Instructions: "Select when the user names a machine quantity and wants its present, live value " +
-			"(not its history, trend, average or statistics over the last hours or since yesterday; not to set, change, adjust, raise or lower it; not a list of which channels exist). " +
+			"(not its history, trend, average or statistics over the last hours or since yesterday; not a plot, chart or graph; not a comparison with yesterday or last week; " +
+			"not to set, change, adjust, raise or lower it; not a list of which channels exist nor how many there are). " +
 			r.machine(),
 		Examples: []capabilities.ClassifierExample{
 			{Query: "What is the beam current?", Result: true, Reason: "asks for a live value"},

@@ -2,6 +2,7 @@ package plant
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -95,6 +96,19 @@ type ArchiverData struct {
 	Series []Series  `json:"series"`
 	// Note explains a default the capability chose (no range given).
 	Note string `json:"note,omitempty"`
+	// Compare holds the same channels over an earlier window, when the
+	// user asked for a comparison ("compare with yesterday").
+	Compare *Comparison `json:"compare,omitempty"`
+	// Plot: the user asked for a chart ("plot it"); the answer says the
+	// chart is there.
+	Plot bool `json:"plot,omitempty"`
+}
+
+// Comparison is the same channels over a window shifted back.
+type Comparison struct {
+	Shift  Shift     `json:"shift"`
+	Range  TimeRange `json:"range"`
+	Series []Series  `json:"series"`
 }
 
 // Summary gives the range and each series' statistics.
@@ -107,14 +121,51 @@ func (d ArchiverData) Summary() string {
 	if d.Note != "" {
 		fmt.Fprintf(&b, "; %s", d.Note)
 	}
-	for _, s := range d.Series {
+	if d.Plot {
+		fmt.Fprintf(&b, "; the chart shows all %s", plural2(len(d.Series), "channel", "channels"))
+	}
+	if c := d.Compare; c != nil {
+		fmt.Fprintf(&b, "; compared with %s, %s to %s, side by side in one chart", c.Shift.Words,
+			c.Range.Start.UTC().Format("2006-01-02 15:04"), c.Range.End.UTC().Format("2006-01-02 15:04 MST"))
+	}
+	for i, s := range d.Series {
 		c := Channel{Precision: s.Precision}
 		st := s.Stats
 		fmt.Fprintf(&b, "; %s: %d samples, min %s, max %s, mean %s, std %s %s, first %s, last %s",
 			s.Channel, st.Count, c.Format(st.Min), c.Format(st.Max), c.Format(st.Mean), c.Format(st.Std), s.Units,
 			c.Format(st.First), c.Format(st.Last))
+		if cmp := d.Compare; cmp != nil && i < len(cmp.Series) {
+			was := cmp.Series[i].Stats
+			diff := st.Mean - was.Mean
+			fmt.Fprintf(&b, " — %s: mean %s, min %s, max %s %s; %s",
+				cmp.Shift.Words, c.Format(was.Mean), c.Format(was.Min), c.Format(was.Max), s.Units, meanChange(c, diff, st.Std+was.Std, s.Units))
+		}
 	}
 	return b.String()
+}
+
+// meanChange says how the mean moved between the windows and whether that
+// stands out from the noise (the two windows' spreads).
+func meanChange(c Channel, diff, spread float64, units string) string {
+	by := strings.TrimSpace(c.Format(math.Abs(diff)) + " " + units)
+	if v, err := strconv.ParseFloat(c.Format(math.Abs(diff)), 64); err == nil && v == 0 {
+		return "the mean is the same"
+	}
+	dir := "higher"
+	if diff < 0 {
+		dir = "lower"
+	}
+	if math.Abs(diff) <= spread {
+		return "the mean is " + by + " " + dir + " now, within the usual spread"
+	}
+	return "the mean is " + by + " " + dir + " now, more than the usual spread"
+}
+
+func plural2(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // Artifact is the retrieved history as a time series: every archived
@@ -132,6 +183,19 @@ func (d ArchiverData) Artifact() capabilities.Artifact {
 	title := "Archived values"
 	if d.Range.Phrase != "" {
 		title += ", " + d.Range.Phrase
+	}
+	if c := d.Compare; c != nil {
+		// The earlier window's samples moved onto the same hours, so both
+		// lie side by side in one chart.
+		for _, s := range c.Series {
+			cs := capabilities.Series{Name: s.Channel + " (" + c.Shift.Words + ")", Units: s.Units,
+				TimesMs: make([]int64, 0, len(s.Samples)), Values: make([]float64, 0, len(s.Samples))}
+			for _, p := range s.Samples {
+				cs.Add(p.Time.Add(c.Shift.By), p.Value)
+			}
+			series = append(series, cs)
+		}
+		title += ", compared with " + c.Shift.Words + " (moved onto the same hours)"
 	}
 	return capabilities.NewTimeSeries(title, series...)
 }

@@ -80,3 +80,32 @@ func stepTexts(step capabilities.Step) []string {
 	}
 	return out
 }
+
+// readChannels returns the channels a reading step (channel_read,
+// archiver_retrieval) works on: stepChannels, except when the request is a
+// follow-up whose latest message names another detail than the channels
+// the step was given (an earlier turn's, which the plan reused): "and the
+// temperature?" after "vacuum in sector 4" reads the sector 4
+// temperatures, not the vacuum again. Those channels are found for the
+// resolved request.
+func (p *Plant) readChannels(step capabilities.Step) ([]string, error) {
+	chans, err := stepChannels(step)
+	for _, t := range stepTexts(step) {
+		_, followUps := splitFollowUps(t)
+		if len(followUps) == 0 || len(p.index.details(followUps[len(followUps)-1])) == 0 {
+			continue
+		}
+		resolved := p.ResolveFollowUps(t)
+		addrs, _ := capabilities.Inputs[ChannelAddresses](step, ChannelAddressesType)
+		for _, a := range addrs {
+			if a.Query == resolved {
+				return chans, err
+			}
+		}
+		if res, ferr := p.Find(resolved, DefaultMaxMatches); ferr == nil && len(res.Channels) > 0 {
+			return res.Channels, nil
+		}
+		break
+	}
+	return chans, err
+}
