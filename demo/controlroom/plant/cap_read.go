@@ -60,6 +60,14 @@ func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capa
 		out.Values = append(out.Values, ChannelValue{Channel: name, Value: rd.Value, Text: c.FormatWithUnits(rd.Value),
 			Units: rd.Units, Time: rd.Time, Description: c.Description})
 	}
+	for _, t := range stepTexts(step) {
+		out.Counted = out.Counted || isCount(t)
+		if isVerdict(t) {
+			v := r.plant.judge(r.plant.subject(t), out.Values)
+			out.Verdict = &v
+			break
+		}
+	}
 	return capabilities.Result(ChannelValuesType, out, out.Summary()).With(out.Artifact(r.plant)), nil
 }
 
@@ -128,6 +136,8 @@ func (r *ChannelRead) ClassifierGuide() *capabilities.ClassifierGuide {
 			{Query: "Set the Q1 current to 105 A", Result: false, Reason: "a write, not a read"},
 			{Query: "Set the quadrupole Q1 current in the BTS line to 105 A", Result: false, Reason: "a write: channel_write"},
 			{Query: "What is a storage ring?", Result: false, Reason: "a general question, no channel involved"},
+			{Query: "How many quads are in the ring?", Result: false, Reason: "a count of channels: channel_finding"},
+			{Query: "How many BPMs are there?", Result: false, Reason: "a count of channels: channel_finding"},
 		},
 	}
 }

@@ -32,12 +32,26 @@ type ChannelAddresses struct {
 	// NotFound is set, and Channels empty, when no channel matches: it
 	// says what does not exist and what does.
 	NotFound *NoMatch `json:"not_found,omitempty"`
+	// Count: the user asked how many there are; the summary says the
+	// number first, for Subject (what was counted, in the user's words).
+	Count   bool   `json:"count,omitempty"`
+	Subject string `json:"subject,omitempty"`
 }
 
 // Summary lists the channels found, or says why none matches.
 func (a ChannelAddresses) Summary() string {
+	if a.NotFound != nil && a.NotFound.Unsupported != "" {
+		return a.NotFound.Explain()
+	}
 	if a.NotFound != nil {
 		return fmt.Sprintf("No channel matches %q. %s", a.Query, a.NotFound.Explain())
+	}
+	if a.Count {
+		return fmt.Sprintf("There are %d channel%s for %s: %s", len(a.Channels), plural(len(a.Channels)), a.Subject, strings.Join(groupNames(a.Channels), ", "))
+	}
+	if len(a.Channels) > DefaultMaxMatches {
+		// A verdict's many channels, by family.
+		return fmt.Sprintf("Found %d channels for %q: %s", len(a.Channels), a.Query, strings.Join(groupNames(a.Channels), ", "))
 	}
 	s := fmt.Sprintf("Found %d channel%s for %q", len(a.Channels), plural(len(a.Channels)), a.Query)
 	var notes []string
@@ -70,10 +84,26 @@ type ChannelValue struct {
 // ChannelValues is what channel_read read.
 type ChannelValues struct {
 	Values []ChannelValue `json:"values"`
+	// Verdict is set when the user asked whether something is all right.
+	Verdict *VerdictReport `json:"verdict,omitempty"`
+	// Counted: the user asked how many there are, not for the values; the
+	// summary leaves them to the table.
+	Counted bool `json:"counted,omitempty"`
 }
 
-// Summary gives every value with units, what it is and when it was read.
+// Summary gives every value with units, what it is and when it was read;
+// for a verdict, the verdict and the values that back it.
 func (v ChannelValues) Summary() string {
+	if v.Counted {
+		return fmt.Sprintf("The present values of the %d channels are in the table.", len(v.Values))
+	}
+	if v.Verdict != nil {
+		s := v.Verdict.Summary()
+		if len(v.Values) > 0 {
+			s += fmt.Sprintf("; read at %s", v.Values[0].Time.UTC().Format("2006-01-02 15:04:05 MST"))
+		}
+		return s
+	}
 	var b strings.Builder
 	for i, cv := range v.Values {
 		if i > 0 {
@@ -212,6 +242,8 @@ func (v ChannelValues) Artifact(p *Plant) capabilities.Artifact {
 			}
 			if c.Writable && (cv.Value < c.Low || cv.Value > c.High) {
 				status = "outside limits"
+			} else if c.Ranges != nil {
+				status = string(c.Ranges.Judge(cv.Value))
 			}
 		}
 		rows = append(rows, []any{cv.Channel, value, cv.Units, status})
