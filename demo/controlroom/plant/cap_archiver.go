@@ -78,7 +78,7 @@ func (a *ArchiverRetrieval) timeRange(step capabilities.Step) (TimeRange, string
 // Execute retrieves every channel's series. When channel finding found no
 // channel it retrieves nothing and says so.
 func (a *ArchiverRetrieval) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
-	chans, err := a.plant.readChannels(step)
+	chans, found, err := a.plant.readChannels(step)
 	if errors.Is(err, errNothingFound) {
 		return capabilities.Result(ArchiverDataType, ArchiverData{Series: []Series{}}, nothingDone("retrieved from the archive")), nil
 	}
@@ -117,7 +117,7 @@ func (a *ArchiverRetrieval) Execute(ctx context.Context, step capabilities.Step)
 			c.Series = append(c.Series, s)
 		}
 	}
-	return capabilities.Result(ArchiverDataType, out, out.Summary()).With(out.Artifact()), nil
+	return withFound(capabilities.Result(ArchiverDataType, out, out.Summary()).With(out.Artifact()), step, found), nil
 }
 
 // RetryPolicy: archive queries are read-only; retry timeouts a few times.

@@ -40,7 +40,7 @@ func (*ChannelRead) Requires() []capabilities.Requirement {
 // answer would look complete to the user). When channel finding found no
 // channel it reads nothing and says so.
 func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
-	chans, err := r.plant.readChannels(step)
+	chans, found, err := r.plant.readChannels(step)
 	if errors.Is(err, errNothingFound) {
 		return capabilities.Result(ChannelValuesType, ChannelValues{Values: []ChannelValue{}}, nothingDone("read")), nil
 	}
@@ -68,7 +68,7 @@ func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capa
 			break
 		}
 	}
-	return capabilities.Result(ChannelValuesType, out, out.Summary()).With(out.Artifact(r.plant)), nil
+	return withFound(capabilities.Result(ChannelValuesType, out, out.Summary()).With(out.Artifact(r.plant)), step, found), nil
 }
 
 // RetryPolicy: reads are cheap and safe to repeat; an unknown channel is

@@ -242,8 +242,8 @@ func (v ChannelValues) Artifact(p *Plant) capabilities.Artifact {
 			}
 			if c.Writable && (cv.Value < c.Low || cv.Value > c.High) {
 				status = "outside limits"
-			} else if c.Ranges != nil {
-				status = string(c.Ranges.Judge(cv.Value))
+			} else if c.Ranges != nil && c.Ranges.Judge(cv.Value) != capabilities.VerdictNormal {
+				status = string(c.Ranges.Judge(cv.Value)) // warning, alarm
 			}
 		}
 		rows = append(rows, []any{cv.Channel, value, cv.Units, status})

@@ -88,8 +88,12 @@ func stepTexts(step capabilities.Step) []string {
 // temperature?" after "vacuum in sector 4" reads the sector 4
 // temperatures, not the vacuum again. Those channels are found for the
 // resolved request.
-func (p *Plant) readChannels(step capabilities.Step) ([]string, error) {
-	chans, err := stepChannels(step)
+//
+// found is the finding made for the resolved request (nil when the step's
+// own channels are used): the step returns it too, so the answer and the
+// next follow-up see the channels it read.
+func (p *Plant) readChannels(step capabilities.Step) (chans []string, found *ChannelAddresses, err error) {
+	chans, err = stepChannels(step)
 	for _, t := range stepTexts(step) {
 		_, followUps := splitFollowUps(t)
 		if len(followUps) == 0 || len(p.index.details(followUps[len(followUps)-1])) == 0 {
@@ -99,13 +103,29 @@ func (p *Plant) readChannels(step capabilities.Step) ([]string, error) {
 		addrs, _ := capabilities.Inputs[ChannelAddresses](step, ChannelAddressesType)
 		for _, a := range addrs {
 			if a.Query == resolved {
-				return chans, err
+				return chans, nil, err
 			}
 		}
 		if res, ferr := p.Find(resolved, DefaultMaxMatches); ferr == nil && len(res.Channels) > 0 {
-			return res.Channels, nil
+			a := ChannelAddresses{Query: res.Query, Channels: res.Channels, Truncated: res.Truncated, Descriptions: map[string]string{}}
+			for _, c := range res.Channels {
+				if ch, ok := p.Channel(c); ok {
+					a.Descriptions[c] = ch.Description
+				}
+			}
+			return res.Channels, &a, nil
 		}
 		break
 	}
-	return chans, err
+	return chans, nil, err
+}
+
+// withFound adds a step's own finding to its output, under the step's
+// context key with "_channels" appended.
+func withFound(out capabilities.Output, step capabilities.Step, found *ChannelAddresses) capabilities.Output {
+	if found == nil {
+		return out
+	}
+	out.Values = append([]capabilities.ContextValue{{Type: ChannelAddressesType, Key: step.ContextKey + "_channels", Value: *found, Summary: found.Summary()}}, out.Values...)
+	return out
 }
