@@ -291,7 +291,7 @@ var (
 		// Another time window for the same thing: "over the last 3 hours",
 		// "since yesterday".
 		"over the", "for the last", "for the past", "in the last", "in the past", "since ", "during ", "yesterday", "today"}
-	followUpRefs   = map[string]bool{"it": true, "its": true, "that": true, "those": true, "them": true, "this": true, "these": true, "there": true, "same": true,
+	followUpRefs = map[string]bool{"it": true, "its": true, "that": true, "those": true, "them": true, "this": true, "these": true, "there": true, "same": true,
 		"ihn": true, "ihm": true, "dessen": true, "davon": true, "cela": true}
 )
 
