@@ -67,12 +67,31 @@ func (p *Plant) ResolveFollowUps(text string) string {
 		}
 		cur = append(kept, next...)
 	}
-	words := make([]string, 0, len(cur))
-	for _, w := range cur {
-		words = append(words, w.surface)
-	}
-	return strings.Join(words, " ")
+	return strings.Join(displayWords(cur), " ")
 }
+
+// displayWords are the words as an answer says them: a quantity by its
+// full name whatever the user typed ("vacum" → "vacuum"), a numbered
+// device by its label ("sector 4"), an acronym in capitals ("RF").
+func displayWords(ws []word) []string {
+	out := make([]string, 0, len(ws))
+	for _, w := range ws {
+		switch d, ok := display[w.term]; {
+		case isIdentifier(w.term):
+			out = append(out, w.surface)
+		case ok:
+			out = append(out, d)
+		default:
+			out = append(out, w.term)
+		}
+	}
+	return out
+}
+
+// display names the canonical terms ("vac") in full.
+var display = map[string]string{"vac": "vacuum", "temp": "temperature", "quad": "quadrupole", "cav": "cavity", "kly": "klystron",
+	"volt": "voltage", "freq": "frequency", "fwd": "forward", "refl": "reflected", "rf": "RF", "bpm": "BPM", "dcct": "DCCT",
+	"bts": "BTS", "sr": "SR", "br": "booster", "linac": "linac"}
 
 // details are the words of a text that name channels: numbered devices and
 // quantities (no time, no units, no fillers, no follow-up words).

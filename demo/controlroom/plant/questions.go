@@ -241,18 +241,9 @@ func upperFirst(s string) string {
 // subject names what a request asks about, in its own words ("the beam",
 // "the vacuum sector 3").
 func (p *Plant) subject(text string) string {
-	var words []string
-	for _, w := range p.index.details(p.ResolveFollowUps(text)) {
-		if a, ok := acronyms[w.surface]; ok {
-			w.surface = a
-		}
-		words = append(words, w.surface)
-	}
+	words := displayWords(p.index.details(p.ResolveFollowUps(text)))
 	if len(words) == 0 {
 		return "it"
 	}
 	return "the " + strings.Join(words, " ")
 }
-
-// acronyms are written in capitals in an answer ("the RF").
-var acronyms = map[string]string{"rf": "RF", "bpm": "BPM", "bpms": "BPMs", "dcct": "DCCT", "linac": "linac", "bts": "BTS", "sr": "SR", "br": "BR"}
