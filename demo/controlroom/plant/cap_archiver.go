@@ -80,7 +80,7 @@ func (a *ArchiverRetrieval) timeRange(step capabilities.Step) (TimeRange, string
 func (a *ArchiverRetrieval) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
 	chans, found, err := a.plant.readChannels(step)
 	if errors.Is(err, errNothingFound) {
-		return capabilities.Result(ArchiverDataType, ArchiverData{Series: []Series{}}, nothingDone("retrieved from the archive")), nil
+		return capabilities.Result(ArchiverDataType, ArchiverData{Series: []Series{}}, nothingDone("retrieved from the archive", err)), nil
 	}
 	if err != nil {
 		return capabilities.Output{}, err

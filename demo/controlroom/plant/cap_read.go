@@ -42,7 +42,7 @@ func (*ChannelRead) Requires() []capabilities.Requirement {
 func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
 	chans, found, err := r.plant.readChannels(step)
 	if errors.Is(err, errNothingFound) {
-		return capabilities.Result(ChannelValuesType, ChannelValues{Values: []ChannelValue{}}, nothingDone("read")), nil
+		return capabilities.Result(ChannelValuesType, ChannelValues{Values: []ChannelValue{}}, nothingDone("read", err)), nil
 	}
 	if err != nil {
 		return capabilities.Output{}, err

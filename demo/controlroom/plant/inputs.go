@@ -14,8 +14,16 @@ import (
 // result already tells the user what does not exist and what does.
 var errNothingFound = errors.New("no channel matches the request")
 
-// nothingDone is the summary of a step left with no channel to act on.
-func nothingDone(verb string) string {
+// errUnsupportedAction: the request asks for an action the application
+// does not offer; the finding result says so and what it can do.
+var errUnsupportedAction = errors.New("the request asks for an action the application does not offer")
+
+// nothingDone is the summary of a step left with no channel to act on
+// (err is stepChannels' errNothingFound).
+func nothingDone(verb string, err error) string {
+	if errors.Is(err, errUnsupportedAction) {
+		return "Nothing was " + verb + "."
+	}
 	return "Nothing was " + verb + ", since no channel matches the request."
 }
 
@@ -53,6 +61,9 @@ func stepChannels(step capabilities.Step) ([]string, error) {
 	}
 	if len(out) == 0 {
 		for _, a := range addrs {
+			if a.NotFound != nil && a.NotFound.Unsupported != "" {
+				return nil, fmt.Errorf("%w: %w", errNothingFound, errUnsupportedAction)
+			}
 			if a.NotFound != nil {
 				return nil, fmt.Errorf("%w: %s", errNothingFound, a.NotFound.Explain())
 			}
