@@ -30,6 +30,8 @@ type Agent struct {
 
 	pruner checkpoint.Pruner // the store, when it prunes (prune.go)
 	sweep  sweeper
+	// life is what the agent runs, for Close (close.go).
+	life *lifetime
 }
 
 var _ Runner = (*Agent)(nil)
@@ -56,7 +58,7 @@ func New(cfg Config) (*Agent, error) {
 	for i, c := range caps {
 		names[i] = c.Name()
 	}
-	a := &Agent{cfg: cfg, rc: routerConfig(cfg.Limits, names), graphVersion: graphVersion(caps)}
+	a := &Agent{cfg: cfg, rc: routerConfig(cfg.Limits, names), graphVersion: graphVersion(caps), life: newLifetime()}
 	a.pruner, _ = cfg.Store.(checkpoint.Pruner)
 	if cfg.ErrorNode == nil {
 		en, err := errornode.New(errornode.Config{Models: cfg.Models, Overview: cfg.Registry.Overview(), Router: a.rc, Now: cfg.Now, Prompts: cfg.Nodes.Prompts,
@@ -323,6 +325,11 @@ func blockedOf(ap state.Approval) *state.ErrorInfo {
 // thread is refused (*ForeignThreadError); a thread that does not exist is
 // no error.
 func (a *Agent) DeleteThread(ctx context.Context, thread string) error {
+	end, err := a.life.begin()
+	if err != nil {
+		return err
+	}
+	defer end()
 	t, err := a.cfg.Store.Get(ctx, thread, uuid.Nil)
 	switch {
 	case errors.Is(err, checkpoint.ErrNotFound):

@@ -209,12 +209,13 @@ func (a *Agent) enforcePlan(ctx context.Context, s state.State, u state.Update) 
 
 // refuseStep is the step wrapper's defence: a step whose capability is not
 // allowed fails CRITICAL without running (and without fallbacks).
-func (a *Agent) refuseStep(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, now time.Time) state.Update {
-	msg := fmt.Sprintf("step %d uses %s, which this caller is not allowed to use; it was not run", idx+1, c.Name())
-	emit(ctx, Event{Type: EventDenied, Node: c.Name(), Step: idx, Capability: c.Name(), Text: msg})
-	f := a.stepFailure(s, c, idx, ps, now)
-	f.Classification, f.Message = notAllowed(c.Name(), msg), msg
-	u, _ := a.fail(ctx, s, f, nil) // no recovery: nothing but an update
+func (a *Agent) refuseStep(ctx context.Context, at attempt) state.Update {
+	name := at.c.Name()
+	msg := fmt.Sprintf("step %d uses %s, which this caller is not allowed to use; it was not run", at.idx+1, name)
+	emit(ctx, Event{Type: EventDenied, Node: name, Step: at.idx, Capability: name, Text: msg})
+	f := a.stepFailure(at)
+	f.Classification, f.Message = notAllowed(name, msg), msg
+	u, _ := a.fail(ctx, at.s, f, nil) // no recovery: nothing but an update
 	return u
 }
 

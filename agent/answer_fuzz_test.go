@@ -23,7 +23,7 @@ func FuzzParseAnswer(f *testing.F) {
 		if agent.ParseYes(" "+s+"  ") != yes || agent.ParseNo("\t"+s+"\n") != no {
 			t.Fatalf("%q: surrounding space changes the reading", s)
 		}
-		if yes && !agent.ParseYes(strings.ToUpper(s)) && strings.ToUpper(s) == strings.ToUpper(strings.ToLower(s)) {
+		if yes && !agent.ParseYes(strings.ToUpper(s)) && strings.EqualFold(s, strings.ToLower(s)) {
 			t.Fatalf("%q: upper case changes the reading", s)
 		}
 	})

@@ -28,7 +28,7 @@ func TestParseYesNo(t *testing.T) {
 		"ok?": {false, false}, "yes?": {false, false}, "ja?": {false, false}, "yes...": {false, false}, "yes…": {false, false},
 		`"yes"`: {false, false}, "'yes'": {false, false}, "«oui»": {false, false}, "**yes**": {false, false}, "`yes`": {false, false},
 		"not yes": {false, false}, "hmm yes maybe": {false, false}, "yes but": {false, false}, "yes, but not now": {false, false},
-		"ɐ yes": {false, false}, "ｙｅｓ": {false, false}, "уes": {false, false}, "yes​": {false, false}, "y e s": {false, false},
+		"ɐ yes": {false, false}, "ｙｅｓ": {false, false}, "уes": {false, false}, "yes\u200b": {false, false}, "y e s": {false, false},
 		"no?": {false, false}, "no yes": {false, false}, "yes!?": {false, false}, "nicht genehmigt": {false, false}, "pas d'accord": {false, false},
 		"hmm, what would that do to the beam?": {false, false},
 	} {

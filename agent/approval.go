@@ -149,18 +149,20 @@ func (a *Agent) expires(now time.Time) time.Time {
 	return now.Add(a.cfg.ApprovalExpiry)
 }
 
-// rejectedStep records that a human rejected step idx (summary is what
-// they were asked): the step does not run. Alone, it ends the turn with the
+// rejectedStep records that a human rejected the attempt's step (summary
+// is what they were asked; the answer's rule says how): the step does not
+// run. Alone, it ends the turn with the
 // rejection; beside other steps of its layer — another write waiting for its
 // own approval — it leaves them to be answered on their own, and the router
 // sends the turn to respond once they are (rejectionNode says what was and
 // was not done). Nothing after the layer starts.
-func (a *Agent) rejectedStep(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, summary, rule string, now time.Time) state.Update {
+func (a *Agent) rejectedStep(ctx context.Context, at attempt, summary string) state.Update {
+	s, idx, ps, now := at.s, at.idx, at.ps, at.now
 	plan := s.Turn.Plan
 	ps2 := ps
 	ps2.Status, ps2.Error, ps2.NotBefore = state.StepRejected, nil, time.Time{}
-	res := state.StepResult{StepIndex: idx, Capability: c.Name(), TaskObjective: ps.TaskObjective, Success: false,
-		Error: notApprovedPrefix(rule) + summary, At: now, Plan: plan.Number}
+	res := state.StepResult{StepIndex: idx, Capability: at.c.Name(), TaskObjective: ps.TaskObjective, Success: false,
+		Error: notApprovedPrefix(at.ans.Rule) + summary, At: now, Plan: plan.Number}
 	u := state.Update{NodeSteps: 1, Step: &state.StepUpdate{Plan: plan.Number, Index: idx, Step: ps2, ClearError: true, Result: &res}}
 	if len(router.Carried(ctx, s, a.rc).Steps) > 1 {
 		return u // siblings: respond speaks once they are done

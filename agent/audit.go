@@ -170,7 +170,7 @@ func runIDOf(ctx context.Context) string {
 }
 
 // auditBase fills who, where and which attempt.
-func (a *Agent) auditBase(ctx context.Context, s state.State, capability string, idx int, ps state.PlanStep, attempt int, now time.Time) AuditRecord {
+func auditBase(ctx context.Context, s state.State, capability string, idx int, ps state.PlanStep, attempt int, now time.Time) AuditRecord {
 	r := AuditRecord{Time: now, Capability: capability, Thread: threadOf(ctx), Run: runIDOf(ctx), TurnID: s.Turn.ID, Turn: s.Turn.Number,
 		Step: idx, Attempt: attempt, Principal: s.Metadata[MetaOwner], Tenant: s.Metadata[MetaTenant], User: s.Metadata[MetaUser]}
 	if s.Turn.Plan != nil {

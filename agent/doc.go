@@ -23,4 +23,8 @@
 // A run owns its thread for as long as it lasts: the graph's hold in this
 // process and the store's lease across replicas (LeaseConfig). See
 // docs/architecture.md, "Thread ownership".
+//
+// Whoever creates an Agent closes it (Agent.Close) before closing its
+// store: Close stops the runs in progress and joins every goroutine the
+// agent started. See docs/architecture.md, "Who owns which goroutine".
 package agent

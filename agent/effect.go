@@ -502,47 +502,46 @@ type gateStop struct {
 // then — for a fresh attempt, or one known not to have taken effect — runs
 // the gate, writes the started record and calls the capability. It returns
 // the plan step as it ran (with its grant).
-func (a *Agent) sideEffect(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep,
-	step capabilities.Step, apID string, ans state.ApprovalDecision, answered bool, now time.Time) (sideEffectResult, state.PlanStep) {
-	name := c.Name()
+func (a *Agent) sideEffect(ctx context.Context, at attempt, step capabilities.Step) (sideEffectResult, state.PlanStep) {
+	c, name := at.c, at.c.Name()
 	log, err := a.attemptRecords(ctx, threadOf(ctx), step.IdempotencyKey)
 	if err != nil {
 		msg := fmt.Sprintf("Step %d (%s) was not carried out: the audit log cannot be read (%v), so whether it already ran cannot be known.",
-			idx+1, ps.Effective(), err)
-		u := a.refuse(ctx, s, c, idx, ps, RefusedAuditUnavailable, msg, now)
-		return sideEffectResult{stop: &gateStop{update: u}}, ps
+			at.idx+1, at.ps.Effective(), err)
+		u := a.refuse(ctx, at, RefusedAuditUnavailable, msg)
+		return sideEffectResult{stop: &gateStop{update: u}}, at.ps
 	}
 	if log.last != nil {
 		if res, again := a.resolveEffect(ctx, c, step, *log.last); !again {
-			return sideEffectResult{effectResult: res}, ps
+			return sideEffectResult{effectResult: res}, at.ps
 		}
 	}
-	g := a.gate(ctx, s, c, idx, ps, step, apID, ans, answered, log, now)
+	g := a.gate(ctx, at, step, log)
 	switch {
 	case g.err != nil:
-		return sideEffectResult{stop: &gateStop{err: g.err}}, ps // asked before the step starts: nothing of it has run
+		return sideEffectResult{stop: &gateStop{err: g.err}}, at.ps // asked before the step starts: nothing of it has run
 	case g.update != nil:
-		return sideEffectResult{stop: &gateStop{update: *g.update}}, ps
+		return sideEffectResult{stop: &gateStop{update: *g.update}}, at.ps
 	}
-	ps = g.ps
-	step.Approved = ps.Approved
-	plan := s.Turn.Plan
-	emit(ctx, Event{Type: EventStepStart, Node: name, Step: idx, Total: len(plan.Steps), Capability: name, Text: ps.TaskObjective, Attempt: step.Attempt})
+	at.ps = g.ps
+	step.Approved = at.ps.Approved
+	plan := at.s.Turn.Plan
+	emit(ctx, Event{Type: EventStepStart, Node: name, Step: at.idx, Total: len(plan.Steps), Capability: name, Text: at.ps.TaskObjective, Attempt: step.Attempt})
 	if len(g.action.Changes) == 0 {
 		// Nothing to change, nothing to guard: the capability says so.
-		nctx, cancel := context.WithDeadline(ctx, a.deadline(s))
+		nctx, cancel := context.WithDeadline(ctx, a.deadline(at.s))
 		defer cancel()
 		out, err := execute(nctx, c, step)
-		return sideEffectResult{effectResult: effectResult{out: out, err: err}}, ps
+		return sideEffectResult{effectResult: effectResult{out: out, err: err}}, at.ps
 	}
-	rec := a.auditBase(ctx, s, name, idx, ps, step.Attempt, now)
+	rec := at.record(ctx)
 	rec.setAction(g.action)
 	rec.Before = g.before
 	if err := a.startEffect(ctx, rec); err != nil {
 		msg := fmt.Sprintf("Step %d (%s) was not carried out: its start could not be recorded (%v), and a change is only made once its start is on record.",
-			idx+1, g.action.Summary, err)
-		u := a.refuse(ctx, s, c, idx, ps, RefusedAuditUnavailable, msg, now)
-		return sideEffectResult{stop: &gateStop{update: u}}, ps
+			at.idx+1, g.action.Summary, err)
+		u := a.refuse(ctx, at, RefusedAuditUnavailable, msg)
+		return sideEffectResult{stop: &gateStop{update: u}}, at.ps
 	}
-	return sideEffectResult{effectResult: a.execEffect(ctx, a.deadline(s), c, step, g.action, rec)}, ps
+	return sideEffectResult{effectResult: a.execEffect(ctx, a.deadline(at.s), c, step, g.action, rec)}, at.ps
 }

@@ -89,6 +89,9 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// CachedPromptTokens: of PromptTokens, those the provider read from its
+	// prompt cache (a model call's usage; llm.Usage.CachedPromptTokens).
+	CachedPromptTokens int `json:"cached_prompt_tokens,omitempty"`
 }
 
 // Event is one observable fact of a turn. Only the fields its Type names are set.

@@ -46,12 +46,13 @@ func (a *Agent) fail(ctx context.Context, s state.State, f router.Failure, err e
 	return u, nil
 }
 
-// stepFailure describes the failing attempt of plan step idx (ps, as the
-// attempt ran it) of capability c, started at start; the caller adds what
-// went wrong (Classification, Message, Elapsed) and Recover or Limit.
-func (a *Agent) stepFailure(s state.State, c capabilities.Capability, idx int, ps state.PlanStep, start time.Time) router.Failure {
-	attempt, firstAt := router.NextAttempt(s, c.Name(), idx, start)
-	return router.Failure{Node: c.Name(), Step: idx, Attempt: attempt, FirstAt: firstAt, At: start,
+// stepFailure describes the failing attempt (its plan step as the attempt
+// ran it); the caller adds what went wrong (Classification, Message,
+// Elapsed) and Recover or Limit.
+func (a *Agent) stepFailure(at attempt) router.Failure {
+	s, c, ps := at.s, at.c, at.ps
+	n, firstAt := router.NextAttempt(s, c.Name(), at.idx, at.now)
+	return router.Failure{Node: c.Name(), Step: at.idx, Attempt: n, FirstAt: firstAt, At: at.now,
 		Policy:   capabilities.ResolveRetryPolicy(c, a.cfg.CapabilityRetry, a.cfg.RetryPolicy),
 		Deadline: a.deadline(s), Fallbacks: a.fallbacks(s, ps), Approved: ps.Approved, Grant: ps.Grant}
 }

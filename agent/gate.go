@@ -80,14 +80,13 @@ func reaskID(apID, prev string, now []capabilities.Reading) string {
 	return apID + "/" + hex.EncodeToString(sum[:4])
 }
 
-// gate runs checks 2–4 (the step wrapper made check 1) for one attempt of
-// a step of side-effecting capability c whose inputs resolved. ans is the
-// human's answer when the node was re-entered with one; log is what the
-// audit log holds of the attempt.
-func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep,
-	step capabilities.Step, apID string, ans state.ApprovalDecision, answered bool, log attemptLog, now time.Time) gateResult {
-	name := c.Name()
-	attempt := step.Attempt
+// gate runs checks 2–4 (the step wrapper made check 1) for the attempt of
+// a step of a side-effecting capability whose inputs resolved; step is
+// what the capability would receive, log what the audit log holds of the
+// attempt. at.ans is the human's answer when the node was re-entered with
+// one.
+func (a *Agent) gate(ctx context.Context, at attempt, step capabilities.Step, log attemptLog) gateResult {
+	c, idx := at.c, at.idx
 	action, err := capabilities.DescribeAction(c, step)
 	refusal, refused := errors.AsType[*capabilities.ActionRefusedError](err)
 	if (err == nil || refused) && action.Summary == "" {
@@ -97,175 +96,218 @@ func (a *Agent) gate(ctx context.Context, s state.State, c capabilities.Capabili
 		// The capability found nothing to change (the target does not
 		// exist, say): no switch, intent or approval guards a step that
 		// changes nothing. A capability that describes no change must make none.
-		return gateResult{ps: ps, action: action}
+		return gateResult{ps: at.ps, action: action}
 	}
-	mine := answered && ownAnswer(ans.ID, apID)
-	rec := a.auditBase(ctx, s, name, idx, ps, attempt, now)
-	rec.setAction(action)
-	refuse := func(reason, msg string) gateResult {
-		u := a.refuse(ctx, s, c, idx, ps, reason, msg, now)
-		rec.Event, rec.Outcome, rec.Reason, rec.Message = AuditRefused, capabilities.OutcomeRefused, reason, msg
-		if mine {
-			rec.ApprovalID, rec.ApprovedBy, rec.Rule, rec.Answer = ans.ID, ans.By, ans.Rule, ans.Answer
-		}
-		a.auditBestEffort(ctx, rec)
-		return gateResult{update: &u}
-	}
-	if !a.writesEnabled(s) {
+	g := &gating{a: a, ctx: ctx, at: at, step: step, log: log, action: action, rec: at.record(ctx)}
+	g.rec.setAction(action)
+	if !a.writesEnabled(at.s) {
 		where := "the configuration (control_system.writes_enabled is false)"
 		if a.cfg.Options.WritesEnabled {
 			where = "this turn's options"
 		}
-		return refuse(RefusedWritesDisabled, fmt.Sprintf("Writes are disabled by %s, so step %d (%s) was not carried out and nothing was changed.",
-			where, idx+1, describe(action, ps)))
+		return g.refuse(RefusedWritesDisabled, fmt.Sprintf("Writes are disabled by %s, so step %d (%s) was not carried out and nothing was changed.",
+			where, idx+1, describe(action, at.ps)))
 	}
 	if err != nil && !refused {
-		// Nothing ran: the capability cannot say what it would do (an
-		// ambiguous value, say). Its classification decides the recovery.
-		cl := capabilities.Classify(c, err, capabilities.ErrorContext{Capability: name, StepIndex: idx, Attempt: attempt, Task: taskText(s)})
-		msg := "the action could not be determined: " + err.Error()
-		rec.Event, rec.Outcome, rec.Reason, rec.Message = AuditEnded, capabilities.OutcomeFailed, cl.Kind, msg
-		a.auditBestEffort(ctx, rec)
-		f := a.stepFailure(s, c, idx, ps, now)
-		f.Classification, f.Message, f.Recover = cl, msg, true
-		u, err := a.fail(ctx, s, f, err)
-		if err != nil {
-			return gateResult{err: err}
-		}
-		return gateResult{update: &u}
+		return g.undescribed(err)
 	}
 	if refused && refusal.Reason == capabilities.ReasonNotFinite {
 		// Not a number: it cannot even be compared with what the user asked.
-		return refuse(refusal.Reason, fmt.Sprintf("Step %d was refused and not carried out: %s", idx+1, strings.TrimSpace(refusal.Message)))
+		return g.refuse(refusal.Reason, fmt.Sprintf("Step %d was refused and not carried out: %s", idx+1, strings.TrimSpace(refusal.Message)))
 	}
-	var asked intent.Intent
-	if s.Turn.Task != nil {
-		asked = s.Turn.Task.Intent
+	if at.s.Turn.Task != nil {
+		g.asked = at.s.Turn.Task.Intent
 	}
 	var current []capabilities.Reading // a relative change is judged against the value now
-	if asked.Relative() {
+	if g.asked.Relative() {
 		current = readBefore(ctx, c, action)
 	}
-	if err := asked.Permits(action, current); err != nil {
+	if err := g.asked.Permits(action, current); err != nil {
 		reason := RefusedNoChangeIntent
 		if errors.Is(err, intent.ErrMismatch) {
 			reason = RefusedIntentMismatch
 		}
-		return refuse(reason, fmt.Sprintf("Step %d (%s) was refused and not carried out: %v.", idx+1, action.Summary, err))
+		return g.refuse(reason, fmt.Sprintf("Step %d (%s) was refused and not carried out: %v.", idx+1, action.Summary, err))
 	}
 	if refused {
 		// The application refuses this action whatever a human says (a
 		// limit, a read-only target): nobody is asked.
-		return refuse(nonEmpty(refusal.Reason, RefusedByApplication), fmt.Sprintf("Step %d was refused and not carried out: %s",
+		return g.refuse(nonEmpty(refusal.Reason, RefusedByApplication), fmt.Sprintf("Step %d was refused and not carried out: %s",
 			idx+1, strings.TrimSpace(refusal.Message)))
 	}
-	digest := action.Digest()
-	// ask puts the action to a human, showing the machine state before.
-	ask := func(id string, before []capabilities.Reading, why string) gateResult {
-		ap := a.stepApproval(id, c, step, approvalSummary(c, step, action), now)
-		ap.Action, ap.ActionDigest, ap.Before = &action, digest, before
-		if d := asked.Derivation(action, before); len(d) > 0 {
-			// A relative change: the value comes from a reading, and the
-			// human sees how ("BTS:MAG:Q1:CURRENT: 92 A + 5 A = 97 A").
-			ap.Summary += " (" + strings.Join(d, "; ") + ")"
-		}
-		if why != "" {
-			ap.Summary = "Asked again: " + why + " since the approval. " + ap.Summary
-		}
-		if first, ok := log.asked[id]; ok {
-			// The same question again (a sibling's answer re-entered this
-			// step, or a crash did): it keeps the time it was first asked,
-			// so its expiry and a chat's token stay, and is on record once.
-			ap.Created, ap.Expires = first, a.expires(first)
-			return gateResult{err: graph.Interrupt(ap)}
-		}
-		q := rec
-		q.Event, q.ApprovalID, q.Before, q.Message = AuditAsked, id, before, why
-		a.auditBestEffort(ctx, q)
+	g.digest = action.Digest()
+	switch {
+	case at.mine() && at.ans.Approved:
+		return g.approvedNow()
+	case at.ps.Grant != nil:
+		return g.approvedBefore()
+	}
+	// Side effects always need a human's approval, whatever the approval
+	// mode says, and the question names the exact action.
+	before, stop := g.read()
+	if stop != nil {
+		return *stop
+	}
+	return g.ask(at.apID, before, "")
+}
+
+// gating is one pass of an attempt through the gate, once the action it
+// would carry out is known: what its refusals, questions and approvals
+// record.
+type gating struct {
+	a    *Agent
+	ctx  context.Context
+	at   attempt
+	step capabilities.Step
+	log  attemptLog
+	// action is what the attempt would do, digest its digest (set once
+	// the checks before the approval have passed), asked what the user
+	// asked for.
+	action capabilities.Action
+	digest string
+	asked  intent.Intent
+	// rec is the attempt's audit record with its action, for each event.
+	rec AuditRecord
+}
+
+// refuse ends the attempt without running it, on the record.
+func (g *gating) refuse(reason, msg string) gateResult {
+	at, rec := g.at, g.rec
+	u := g.a.refuse(g.ctx, at, reason, msg)
+	rec.Event, rec.Outcome, rec.Reason, rec.Message = AuditRefused, capabilities.OutcomeRefused, reason, msg
+	if at.mine() {
+		rec.ApprovalID, rec.ApprovedBy, rec.Rule, rec.Answer = at.ans.ID, at.ans.By, at.ans.Rule, at.ans.Answer
+	}
+	g.a.auditBestEffort(g.ctx, rec)
+	return gateResult{update: &u}
+}
+
+// undescribed ends an attempt whose capability cannot say what it would do
+// (an ambiguous value, say): nothing ran, and err's classification decides
+// the recovery.
+func (g *gating) undescribed(err error) gateResult {
+	at, rec := g.at, g.rec
+	cl := capabilities.Classify(at.c, err, capabilities.ErrorContext{Capability: at.c.Name(), StepIndex: at.idx, Attempt: at.n, Task: taskText(at.s)})
+	msg := "the action could not be determined: " + err.Error()
+	rec.Event, rec.Outcome, rec.Reason, rec.Message = AuditEnded, capabilities.OutcomeFailed, cl.Kind, msg
+	g.a.auditBestEffort(g.ctx, rec)
+	f := g.a.stepFailure(at)
+	f.Classification, f.Message, f.Recover = cl, msg, true
+	u, err := g.a.fail(g.ctx, at.s, f, err)
+	if err != nil {
+		return gateResult{err: err}
+	}
+	return gateResult{update: &u}
+}
+
+// ask puts the action to a human as question id, showing the machine state
+// before it; why says why it is asked again, if it is.
+func (g *gating) ask(id string, before []capabilities.Reading, why string) gateResult {
+	a, at, action := g.a, g.at, g.action
+	ap := a.stepApproval(id, at.c, g.step, approvalSummary(at.c, g.step, action), at.now)
+	ap.Action, ap.ActionDigest, ap.Before = &action, g.digest, before
+	if d := g.asked.Derivation(action, before); len(d) > 0 {
+		// A relative change: the value comes from a reading, and the
+		// human sees how ("BTS:MAG:Q1:CURRENT: 92 A + 5 A = 97 A").
+		ap.Summary += " (" + strings.Join(d, "; ") + ")"
+	}
+	if why != "" {
+		ap.Summary = "Asked again: " + why + " since the approval. " + ap.Summary
+	}
+	if first, ok := g.log.asked[id]; ok {
+		// The same question again (a sibling's answer re-entered this
+		// step, or a crash did): it keeps the time it was first asked,
+		// so its expiry and a chat's token stay, and is on record once.
+		ap.Created, ap.Expires = first, a.expires(first)
 		return gateResult{err: graph.Interrupt(ap)}
 	}
-	// read is the machine state now; a reading that is not a finite
-	// number cannot be judged (nor ever matched again), so nobody is asked.
-	read := func() ([]capabilities.Reading, *gateResult) {
-		now := readBefore(ctx, c, action)
-		if refusal, ok := errors.AsType[*capabilities.ActionRefusedError](capabilities.ValidateReadings(now)); ok {
-			g := refuse(refusal.Reason, fmt.Sprintf("Step %d (%s) was refused and not carried out: %s", idx+1, action.Summary, refusal.Message))
-			return nil, &g
-		}
-		return now, nil
+	q := g.rec
+	q.Event, q.ApprovalID, q.Before, q.Message = AuditAsked, id, before, why
+	a.auditBestEffort(g.ctx, q)
+	return gateResult{err: graph.Interrupt(ap)}
+}
+
+// read is the machine state now; a reading that is not a finite number
+// cannot be judged (nor ever matched again), so nobody is asked: stop is
+// the refusal then.
+func (g *gating) read() (now []capabilities.Reading, stop *gateResult) {
+	now = readBefore(g.ctx, g.at.c, g.action)
+	if refusal, ok := errors.AsType[*capabilities.ActionRefusedError](capabilities.ValidateReadings(now)); ok {
+		r := g.refuse(refusal.Reason, fmt.Sprintf("Step %d (%s) was refused and not carried out: %s", g.at.idx+1, g.action.Summary, refusal.Message))
+		return nil, &r
 	}
-	var before []capabilities.Reading
-	switch {
-	case mine && ans.Approved:
-		// The answer to this step's question: it approves the action that
-		// was asked, which must be the one the step describes now, against
-		// the machine state it was shown.
-		if ans.ActionDigest != digest {
-			return refuse(RefusedActionChanged, fmt.Sprintf("Step %d was approved for another action than it would now carry out (%s); it was refused and nothing was changed.",
-				idx+1, action.Summary))
-		}
-		g := &state.Grant{ApprovalID: ans.ID, Digest: digest, By: ans.By, At: ans.At}
-		if a.cfg.ApprovalExpiry > 0 {
-			g.Expires = ans.At.Add(a.cfg.ApprovalExpiry)
-		}
-		if !g.Expires.IsZero() && !now.Before(g.Expires) {
-			return refuse(RefusedApprovalExpired, fmt.Sprintf("The approval of step %d (%s) expired at %s before the step could run; nothing was changed.",
-				idx+1, action.Summary, g.Expires.UTC().Format(time.RFC3339)))
-		}
-		var stop *gateResult
-		if before, stop = read(); stop != nil {
-			return *stop
-		}
-		if why := drifted(action, ans.Before, before); why != "" {
-			return ask(reaskID(apID, ans.ID, before), before, why)
-		}
-		// The approval is on record before the action runs: without it,
-		// the step does not run.
-		if !slices.Contains(log.approved, ans.ID) {
-			rec.Event, rec.ApprovalID, rec.ApprovedBy, rec.ApprovedAt = AuditApproved, g.ApprovalID, g.By, g.At
-			rec.Rule, rec.Answer, rec.Before = ans.Rule, ans.Answer, ans.Before
-			if err := a.auditRecord(ctx, rec); err != nil {
-				return refuse(RefusedAuditUnavailable, fmt.Sprintf("Step %d (%s) was approved but its audit record could not be written (%v), so it was not carried out.",
-					idx+1, action.Summary, err))
-			}
-		}
-		g.Before = before
-		ps.Approved, ps.Grant = true, g
-	case ps.Grant != nil:
-		// Approved before (a retry of the approved step, known not to
-		// have taken effect): the grant holds while the action and the
-		// machine state it was given for do.
-		if ps.Grant.Digest != digest {
-			return refuse(RefusedActionChanged, fmt.Sprintf("Step %d was approved for another action than it would now carry out (%s); it was refused and nothing was changed.",
-				idx+1, action.Summary))
-		}
-		if !ps.Grant.Expires.IsZero() && !now.Before(ps.Grant.Expires) {
-			return refuse(RefusedApprovalExpired, fmt.Sprintf("The approval of step %d (%s) expired at %s before this attempt; nothing more was changed.",
-				idx+1, action.Summary, ps.Grant.Expires.UTC().Format(time.RFC3339)))
-		}
-		var stop *gateResult
-		if before, stop = read(); stop != nil {
-			return *stop
-		}
-		if why := drifted(action, ps.Grant.Before, before); why != "" {
-			return ask(reaskID(apID, ps.Grant.ApprovalID+"/"+strconv.Itoa(attempt), before), before, why)
-		}
-		ps.Approved = true
-	default:
-		// Side effects always need a human's approval, whatever the
-		// approval mode says, and the question names the exact action.
-		var stop *gateResult
-		if before, stop = read(); stop != nil {
-			return *stop
-		}
-		return ask(apID, before, "")
+	return now, nil
+}
+
+// approvedNow is the answer to this step's question: it approves the
+// action that was asked, which must be the one the step describes now,
+// against the machine state it was shown. The approval is on record
+// before the action runs: without it, the step does not run.
+func (g *gating) approvedNow() gateResult {
+	a, at, action, ans := g.a, g.at, g.action, g.at.ans
+	if ans.ActionDigest != g.digest {
+		return g.refuse(RefusedActionChanged, fmt.Sprintf("Step %d was approved for another action than it would now carry out (%s); it was refused and nothing was changed.",
+			at.idx+1, action.Summary))
 	}
+	grant := &state.Grant{ApprovalID: ans.ID, Digest: g.digest, By: ans.By, At: ans.At}
+	if a.cfg.ApprovalExpiry > 0 {
+		grant.Expires = ans.At.Add(a.cfg.ApprovalExpiry)
+	}
+	if !grant.Expires.IsZero() && !at.now.Before(grant.Expires) {
+		return g.refuse(RefusedApprovalExpired, fmt.Sprintf("The approval of step %d (%s) expired at %s before the step could run; nothing was changed.",
+			at.idx+1, action.Summary, grant.Expires.UTC().Format(time.RFC3339)))
+	}
+	before, stop := g.read()
+	if stop != nil {
+		return *stop
+	}
+	if why := drifted(action, ans.Before, before); why != "" {
+		return g.ask(reaskID(at.apID, ans.ID, before), before, why)
+	}
+	if !slices.Contains(g.log.approved, ans.ID) {
+		// A refusal below keeps the approval's fields in its record.
+		g.rec.Event, g.rec.ApprovalID, g.rec.ApprovedBy, g.rec.ApprovedAt = AuditApproved, grant.ApprovalID, grant.By, grant.At
+		g.rec.Rule, g.rec.Answer, g.rec.Before = ans.Rule, ans.Answer, ans.Before
+		if err := a.auditRecord(g.ctx, g.rec); err != nil {
+			return g.refuse(RefusedAuditUnavailable, fmt.Sprintf("Step %d (%s) was approved but its audit record could not be written (%v), so it was not carried out.",
+				at.idx+1, action.Summary, err))
+		}
+	}
+	grant.Before = before
+	ps := at.ps
+	ps.Approved, ps.Grant = true, grant
+	return gateResult{ps: ps, action: action, before: before}
+}
+
+// approvedBefore is a retry of a step approved before, known not to have
+// taken effect: the grant holds while the action and the machine state it
+// was given for do.
+func (g *gating) approvedBefore() gateResult {
+	at, action, grant := g.at, g.action, g.at.ps.Grant
+	if grant.Digest != g.digest {
+		return g.refuse(RefusedActionChanged, fmt.Sprintf("Step %d was approved for another action than it would now carry out (%s); it was refused and nothing was changed.",
+			at.idx+1, action.Summary))
+	}
+	if !grant.Expires.IsZero() && !at.now.Before(grant.Expires) {
+		return g.refuse(RefusedApprovalExpired, fmt.Sprintf("The approval of step %d (%s) expired at %s before this attempt; nothing more was changed.",
+			at.idx+1, action.Summary, grant.Expires.UTC().Format(time.RFC3339)))
+	}
+	before, stop := g.read()
+	if stop != nil {
+		return *stop
+	}
+	if why := drifted(action, grant.Before, before); why != "" {
+		return g.ask(reaskID(at.apID, grant.ApprovalID+"/"+strconv.Itoa(at.n), before), before, why)
+	}
+	ps := at.ps
+	ps.Approved = true
 	return gateResult{ps: ps, action: action, before: before}
 }
 
 // refuse is a CRITICAL failure of a side-effecting step that did not run:
 // no retry, no fallback; the error node explains it.
-func (a *Agent) refuse(ctx context.Context, s state.State, c capabilities.Capability, idx int, ps state.PlanStep, reason, msg string, now time.Time) state.Update {
+func (a *Agent) refuse(ctx context.Context, at attempt, reason, msg string) state.Update {
+	c := at.c
 	kind := KindRefused
 	switch reason {
 	case RefusedWritesDisabled:
@@ -273,15 +315,15 @@ func (a *Agent) refuse(ctx context.Context, s state.State, c capabilities.Capabi
 	case RefusedNotAllowed:
 		kind = KindNotAllowed
 	}
-	emit(ctx, Event{Type: EventDenied, Node: c.Name(), Step: idx, Capability: c.Name(), Text: msg})
+	emit(ctx, Event{Type: EventDenied, Node: c.Name(), Step: at.idx, Capability: c.Name(), Text: msg})
 	cl := capabilities.Classification{Severity: capabilities.Critical, Kind: kind, UserMessage: msg,
 		Metadata: map[string]any{capabilities.MetaSafetyAbortReason: reason}}
 	if reason == RefusedWritesDisabled {
 		cl.Metadata[capabilities.MetaSuggestions] = []string{"an operator can enable writes by setting control_system.writes_enabled: true in the configuration file"}
 	}
-	f := a.stepFailure(s, c, idx, ps, now)
+	f := a.stepFailure(at)
 	f.Classification, f.Message = cl, msg
-	u, _ := a.fail(ctx, s, f, nil) // no recovery: nothing but an update
+	u, _ := a.fail(ctx, at.s, f, nil) // no recovery: nothing but an update
 	return u
 }
 

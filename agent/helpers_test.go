@@ -48,10 +48,9 @@ func (sc *script) count() int {
 
 // fnNode is a scripted infrastructure node.
 type fnNode struct {
-	name   string
-	sc     *script
-	run    func(ctx context.Context, s state.State) (state.Update, error)
-	policy *capabilities.RetryPolicy
+	name string
+	sc   *script
+	run  func(ctx context.Context, s state.State) (state.Update, error)
 }
 
 func (n *fnNode) Name() string { return n.name }
@@ -64,13 +63,6 @@ func (n *fnNode) Run(ctx context.Context, s state.State) (state.Update, error) {
 	}
 	return n.run(ctx, s)
 }
-
-// policyNode adds a retry policy to a node.
-type policyNode struct {
-	*fnNode
-}
-
-func (n policyNode) RetryPolicy() capabilities.RetryPolicy { return *n.policy }
 
 var errPanic = errors.New("panic please")
 
@@ -263,13 +255,30 @@ func (o outcome) count(typ agent.EventType) int {
 	return n
 }
 
+// mustAgent builds the agent of cfg; a test that can clean up closes it
+// when it ends, and fails if that does not stop everything the agent runs.
 func mustAgent(t tb, cfg agent.Config) *agent.Agent {
 	t.Helper()
 	a, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c, ok := t.(cleaner); ok {
+		c.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := a.Close(ctx); err != nil {
+				c.Errorf("closing the agent: %v", err)
+			}
+		})
+	}
 	return a
+}
+
+// cleaner is what mustAgent needs to close the agent when the test ends.
+type cleaner interface {
+	Cleanup(func())
+	Errorf(format string, args ...any)
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -96,6 +96,9 @@ func (a *Agent) callInfra(ctx context.Context, n nodes.Node, s state.State) (u s
 			err = panicErr(v)
 		}
 	}()
+	if _, restricted := allowedSet(s); restricted {
+		ctx = nodes.WithAllowed(ctx, func(name string) bool { return allowed(s, name) })
+	}
 	return n.Run(llm.WithCallObserver(ctx, mc.observe), s)
 }
 
@@ -111,7 +114,8 @@ type modelCalls struct {
 
 func (mc *modelCalls) observe(_ context.Context, c llm.Call) {
 	ev := Event{Type: EventModelCall, Time: mc.now(), Duration: c.Duration, Call: &ModelCall{Role: string(c.Role), Model: c.Model,
-		Usage: Usage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens, TotalTokens: c.Usage.Total()}}}
+		Usage: Usage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens, TotalTokens: c.Usage.Total(),
+			CachedPromptTokens: c.Usage.CachedPromptTokens}}}
 	if c.Err != nil {
 		ev.Err = c.Err.Error()
 	}

@@ -32,7 +32,12 @@ type TurnOptions struct {
 	// the mode.
 	ApprovalMode string `json:"approval_mode,omitempty"`
 	// SkipTaskExtraction and SkipClassification widen what runs (the raw
-	// message as the task, every capability active): true is looser.
+	// message as the task, every capability active): true is looser. They
+	// are unconditional; the bounded, automatic skips (a task extraction
+	// call only when the message needs the chat, no classifier call while
+	// the guides fit the planner's prompt) are node configuration
+	// (nodes.Config, model_calls), which no request changes: false keeps
+	// them as configured.
 	SkipTaskExtraction *bool `json:"skip_task_extraction,omitempty"`
 	SkipClassification *bool `json:"skip_classification,omitempty"`
 	// WritesEnabled: false turns writes off for the turn; true is allowed

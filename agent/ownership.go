@@ -111,7 +111,9 @@ func (a *Agent) ownThread(ctx context.Context, thread string) (context.Context, 
 	if err != nil {
 		return ctx, nil, err
 	}
-	o.use()
+	if !o.use() {
+		return ctx, nil, ErrClosed // Close released it meanwhile
+	}
 	rctx, unbind := o.bind(ctx)
 	return rctx, func() {
 		unbind()
@@ -122,6 +124,9 @@ func (a *Agent) ownThread(ctx context.Context, thread string) (context.Context, 
 // own holds thread in the graph, then takes its lease from the store (or
 // the agent's own lease table); see ownThread for the busy errors.
 func (a *Agent) own(ctx context.Context, thread string) (*owned, error) {
+	if a.life.isClosed() {
+		return nil, ErrClosed
+	}
 	hold, err := a.g.HoldThread(thread)
 	if err != nil {
 		return nil, err
@@ -138,16 +143,22 @@ func (a *Agent) own(ctx context.Context, thread string) (*owned, error) {
 		}
 		return nil, fmt.Errorf("agent: lease thread %q: %w", thread, err)
 	}
-	return a.ownLeased(ctx, hold, lr, fromStore, l), nil
+	return a.ownLeased(ctx, hold, lr, fromStore, l)
 }
 
 // ownLeased starts renewing lease l, whose thread this agent holds. The
 // renewals do not end with ctx (a claim outlives the call that made it),
-// only with release.
-func (a *Agent) ownLeased(ctx context.Context, hold *graph.ThreadHold, lr checkpoint.Leaser, fenced bool, l checkpoint.Lease) *owned {
+// only with release or Close. Once the agent is closed, the lease and the
+// hold are given up again and the error is ErrClosed.
+func (a *Agent) ownLeased(ctx context.Context, hold *graph.ThreadHold, lr checkpoint.Leaser, fenced bool, l checkpoint.Lease) (*owned, error) {
 	lost, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	return &owned{a: a, hold: hold, lr: lr, l: l, fenced: fenced, lost: lost, cancel: cancel,
+	o := &owned{a: a, hold: hold, lr: lr, l: l, fenced: fenced, lost: lost, cancel: cancel,
 		keeper: keepLease(lost, lr, l, a.cfg.Leases.TTL, cancel)}
+	if err := a.life.add(o); err != nil {
+		o.unlease()
+		return nil, err
+	}
+	return o, nil
 }
 
 // use marks the ownership as taken by a run or a Release; false if it was.
@@ -183,13 +194,20 @@ func (o *owned) bind(ctx context.Context) (context.Context, func()) {
 	}
 }
 
-// release stops renewing, releases the lease and the graph hold; later
-// calls do nothing.
+// release stops renewing, releases the lease and the graph hold, and
+// tells the agent the thread is no longer owned; later calls do nothing.
 func (o *owned) release() {
+	if o.unlease() {
+		o.a.life.remove(o)
+	}
+}
+
+// unlease is release but for the agent's lifetime; false if it ran before.
+func (o *owned) unlease() bool {
 	o.mu.Lock()
 	if o.released {
 		o.mu.Unlock()
-		return
+		return false
 	}
 	o.released = true
 	o.mu.Unlock()
@@ -201,6 +219,7 @@ func (o *owned) release() {
 	defer rcancel()
 	_ = o.lr.ReleaseLease(rel, o.l)
 	o.hold.Release()
+	return true
 }
 
 // leaseKeeper renews a lease every ttl/3 until stopped. A renewal that
@@ -308,12 +327,13 @@ func (k *leaseKeeper) stop() {
 	k.renewing.Wait()
 }
 
-// leaseYield makes a run stopped by a lost lease say so: its error is the
-// context's, wrapped with the *checkpoint.LeaseLostError.
+// leaseYield makes a run stopped by a lost lease, or by Close, say so: its
+// error is the context's, wrapped with the *checkpoint.LeaseLostError or
+// ErrClosed.
 func leaseYield(ctx context.Context, yield func(Event, error) bool) func(Event, error) bool {
 	return func(e Event, err error) bool {
 		if err != nil && isCtxErr(err) {
-			if cause := context.Cause(ctx); errors.Is(cause, checkpoint.ErrLeaseLost) {
+			if cause := context.Cause(ctx); errors.Is(cause, checkpoint.ErrLeaseLost) || errors.Is(cause, ErrClosed) {
 				err = fmt.Errorf("%w: %w", cause, err)
 				e.Err = err.Error()
 			}

@@ -28,7 +28,7 @@ func (a *Agent) auditPlanning(ctx context.Context, s state.State, u state.Update
 		if name == "" {
 			name = state.NodeOrchestrator
 		}
-		rec := a.auditBase(ctx, s, name, pe.Step, state.PlanStep{}, 0, now)
+		rec := auditBase(ctx, s, name, pe.Step, state.PlanStep{}, 0, now)
 		// The plan was never made: no plan number, no attempt to key.
 		rec.Plan, rec.IdempotencyKey = 0, ""
 		rec.Event, rec.Outcome, rec.Message = AuditUnrequested, capabilities.OutcomeUnrequested, pe.Operator
@@ -50,7 +50,7 @@ func (a *Agent) auditPlanning(ctx context.Context, s state.State, u state.Update
 		if !ok || !capabilities.HasSideEffects(c) {
 			continue
 		}
-		rec := a.auditBase(ctx, planned, ps.Capability, i, ps, 0, now)
+		rec := auditBase(ctx, planned, ps.Capability, i, ps, 0, now)
 		rec.IdempotencyKey = ""
 		rec.Event, rec.Summary = AuditPlanned, ps.TaskObjective
 		a.auditBestEffort(ctx, rec)

@@ -33,6 +33,16 @@ func (a *Agent) graphCtx(ctx context.Context, thread string) context.Context {
 // that, with a negative one none. A store that does not prune has nothing
 // to do. Safe while turns run, here and in other replicas.
 func (a *Agent) Prune(ctx context.Context) (checkpoint.PruneResult, error) {
+	ctx, end, err := a.life.join(ctx)
+	if err != nil {
+		return checkpoint.PruneResult{}, err
+	}
+	defer end()
+	return a.prune(ctx)
+}
+
+// prune is Prune, registered with the agent's lifetime by the caller.
+func (a *Agent) prune(ctx context.Context) (checkpoint.PruneResult, error) {
 	if a.pruner == nil || a.cfg.KeepIntermediate < 0 {
 		return checkpoint.PruneResult{}, nil
 	}
@@ -74,9 +84,16 @@ func (a *Agent) afterTurn() {
 		sw.mu.Unlock()
 		return
 	}
+	end, err := a.life.begin()
+	if err != nil {
+		sw.mu.Unlock()
+		return // closed: nothing starts any more
+	}
 	sw.running, sw.last = true, now
 	sw.mu.Unlock()
+	// The sweep is the agent's: Close cancels it and waits for it.
 	go func() {
+		defer end()
 		defer func() {
 			sw.mu.Lock()
 			sw.running = false
@@ -84,6 +101,6 @@ func (a *Agent) afterTurn() {
 		}()
 		// Best effort: a failed sweep is tried again by a later turn, and
 		// each turn's own thread is pruned when it ends anyway.
-		_, _ = a.Prune(context.Background())
+		_, _ = a.prune(a.life.ctx)
 	}()
 }

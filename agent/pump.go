@@ -248,6 +248,8 @@ func mapNodePayload(base Event, payload any) (Event, bool) {
 	case nodes.PlanMade:
 		p := v.Plan
 		base.Type, base.Plan, base.Total = EventPlan, &p, len(p.Steps)
+	case nodes.ModelDecision:
+		base.Type, base.Node, base.Text = EventStatus, v.Node, v.Text()
 	case nodes.OfflineFallback:
 		base.Type, base.Node = EventStatus, v.Node
 		base.Text = v.Node + " answered offline: " + v.Reason

@@ -51,6 +51,11 @@ func (a *Agent) Unfinished(ctx context.Context) ([]string, error) {
 // other failures are joined. What it resumes, skips and repeats:
 // docs/persistence.md, "Agent runs after a crash".
 func (a *Agent) RecoverRuns(ctx context.Context) ([]string, error) {
+	ctx, end, err := a.life.join(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
 	limit := a.RecoveryLimit()
 	var (
 		mu      sync.Mutex
@@ -144,59 +149,81 @@ type ClaimedRun struct {
 // iteration.
 func (a *Agent) ClaimUnfinished(ctx context.Context) iter.Seq2[*ClaimedRun, error] {
 	return func(yield func(*ClaimedRun, error) bool) {
+		if a.life.isClosed() {
+			yield(nil, ErrClosed)
+			return
+		}
 		c, isClaimer := a.cfg.Store.(checkpoint.Claimer)
 		lr, isLeaser := a.cfg.Store.(checkpoint.Leaser)
 		if isClaimer && isLeaser {
-			var handled []string
-			for {
-				ls, err := c.ClaimResumable(ctx, a.cfg.Leases.Owner, a.cfg.Leases.TTL, checkpoint.ClaimOptions{Limit: 1, Skip: handled, Metadata: a.ownedFilter()})
-				if err != nil {
-					yield(nil, fmt.Errorf("agent: claim unfinished runs: %w", err))
-					return
-				}
-				if len(ls) == 0 {
-					return
-				}
-				l := ls[0]
-				handled = append(handled, l.Thread)
-				hold, err := a.g.HoldThread(l.Thread)
-				if err != nil {
-					// A Run or Resume of this agent is starting on it; it
-					// takes over the lease (same owner) and releases it.
-					continue
-				}
-				cr, ok, err := a.claimed(ctx, a.ownLeased(ctx, hold, lr, true, l))
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-				if ok && !yield(cr, nil) {
-					return
-				}
-			}
+			a.claimFromStore(ctx, c, lr, yield)
+			return
 		}
-		threads, err := a.Unfinished(ctx)
+		a.claimListed(ctx, yield)
+	}
+}
+
+// claimFromStore is ClaimUnfinished on a store that picks and leases each
+// thread in one statement.
+func (a *Agent) claimFromStore(ctx context.Context, c checkpoint.Claimer, lr checkpoint.Leaser, yield func(*ClaimedRun, error) bool) {
+	var handled []string
+	for {
+		ls, err := c.ClaimResumable(ctx, a.cfg.Leases.Owner, a.cfg.Leases.TTL, checkpoint.ClaimOptions{Limit: 1, Skip: handled, Metadata: a.ownedFilter()})
+		if err != nil {
+			yield(nil, fmt.Errorf("agent: claim unfinished runs: %w", err))
+			return
+		}
+		if len(ls) == 0 {
+			return
+		}
+		l := ls[0]
+		handled = append(handled, l.Thread)
+		hold, err := a.g.HoldThread(l.Thread)
+		if err != nil {
+			// A Run or Resume of this agent is starting on it; it takes
+			// over the lease (same owner) and releases it.
+			continue
+		}
+		o, err := a.ownLeased(ctx, hold, lr, true, l)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		for _, th := range threads {
-			o, err := a.own(ctx, th)
-			if errors.Is(err, graph.ErrThreadBusy) {
-				continue // another agent runs it, or will once its lease expires
-			}
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			cr, ok, err := a.claimed(ctx, o)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if ok && !yield(cr, nil) {
-				return
-			}
+		cr, ok, err := a.claimed(ctx, o)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if ok && !yield(cr, nil) {
+			return
+		}
+	}
+}
+
+// claimListed is ClaimUnfinished on any other store: the unfinished
+// threads are listed once, then leased in turn.
+func (a *Agent) claimListed(ctx context.Context, yield func(*ClaimedRun, error) bool) {
+	threads, err := a.Unfinished(ctx)
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	for _, th := range threads {
+		o, err := a.own(ctx, th)
+		if errors.Is(err, graph.ErrThreadBusy) {
+			continue // another agent runs it, or will once its lease expires
+		}
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		cr, ok, err := a.claimed(ctx, o)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if ok && !yield(cr, nil) {
+			return
 		}
 	}
 }
@@ -238,6 +265,10 @@ func (a *Agent) resumable(ctx context.Context, thread string) (bool, error) {
 func (c *ClaimedRun) Resume(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !c.owned.use() {
+			if c.a.life.isClosed() {
+				p := &pump{a: c.a, thread: c.Thread, yield: yield}
+				p.fail(ErrClosed)
+			}
 			return
 		}
 		defer c.owned.release()

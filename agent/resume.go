@@ -180,7 +180,7 @@ func (a *Agent) auditUnclear(ctx context.Context, thread string, s state.State, 
 	if s.Turn.Plan != nil && ap.StepIndex >= 0 && ap.StepIndex < len(s.Turn.Plan.Steps) {
 		ps = s.Turn.Plan.Steps[ap.StepIndex]
 	}
-	rec := a.auditBase(withThread(ctx, thread), s, ap.Capability, ap.StepIndex, ps, ps.Attempts+1, d.At)
+	rec := auditBase(withThread(ctx, thread), s, ap.Capability, ap.StepIndex, ps, ps.Attempts+1, d.At)
 	if ap.Action != nil {
 		rec.setAction(*ap.Action)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
+	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -85,7 +86,11 @@ func scriptedAgent(tb testing.TB, store checkpoint.Store, selected, plan string,
 		On(llmtest.RoleIs(llm.RoleClassifier), reply(selected)).
 		On(llmtest.RoleIs(llm.RoleOrchestrator), reply(plan)).
 		On(llmtest.RoleIs(llm.RoleResponse), reply(turnAnswer))
-	a, err := agent.New(agent.Config{Registry: reg, Models: m.Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse), Store: store})
+	// Every node asks its model, as the turn of docs/performance.md ("A
+	// turn without the model") does: the default path leaves task
+	// extraction and the classifier out of this turn (nodes.Config).
+	a, err := agent.New(agent.Config{Registry: reg, Models: m.Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse), Store: store,
+		Nodes: nodes.Config{TaskExtraction: nodes.TaskAlways, SelectAllWithinTokens: -1, SeparateTaskAndSelection: true}})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -259,11 +259,6 @@ func (e Env) path(p string) string {
 	return filepath.Join(e.Dir, p)
 }
 
-func (e Env) lookupEnv(k string) (string, bool) {
-	v := e.Getenv(k)
-	return v, v != ""
-}
-
 // parseArgs parses fs over args with flags and positional arguments in any
 // order ("run 'q' --store memory" as well as "run --store memory 'q'").
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {

@@ -26,6 +26,9 @@ type Config struct {
 	Fallback string `yaml:"fallback"`
 	// Classifier configures capability selection.
 	Classifier Classifier `yaml:"classifier"`
+	// ModelCalls says which model calls a turn leaves out when it does not
+	// need them.
+	ModelCalls ModelCalls `yaml:"model_calls"`
 	// Limits bound one turn.
 	Limits Limits `yaml:"limits"`
 	// Retry holds retry policies.
@@ -100,6 +103,9 @@ type Model struct {
 	// StreamUsage sends stream_options.include_usage on streamed calls
 	// (openai). Unset: sent, and left out once the server rejects it.
 	StreamUsage *bool `yaml:"stream_usage"`
+	// PromptCache marks the system prompt for the provider's prompt cache
+	// (anthropic). Unset: on.
+	PromptCache *bool `yaml:"prompt_cache"`
 }
 
 // Checkpoints says what the store keeps of finished turns.
@@ -131,6 +137,25 @@ type Classifier struct {
 	// Mode: "batched" (one call selects the set; the default) or
 	// "per_capability" (one yes/no call per capability).
 	Mode string `yaml:"mode"`
+}
+
+// ModelCalls says which model calls a turn leaves out when it does not need
+// them (docs/models.md, "Fewer model calls"). A key left out takes the
+// library's default (package nodes).
+type ModelCalls struct {
+	// TaskExtraction: "needed" (the default: the task extraction model is
+	// asked only when the rules find the message needs the earlier turns)
+	// or "always".
+	TaskExtraction string `yaml:"task_extraction"`
+	// SelectAllWithinTokens: the classifier makes every capability it could
+	// choose active without a model call while the planner's prompt with
+	// all their guides takes at most this many tokens (0 or absent: the
+	// library's default, 4000); a negative number: it always asks.
+	SelectAllWithinTokens int `yaml:"select_all_within_tokens"`
+	// TaskWithSelection: where both the task and the selection need a
+	// model, one call asks for both (nil: the default, true); false asks
+	// in two calls.
+	TaskWithSelection *bool `yaml:"task_with_selection"`
 }
 
 // Limits bound one turn. Exceeding one ends the turn in the error node. The
@@ -516,6 +541,9 @@ func (c *Config) ModelFor(role string) (m Model, ok bool) {
 	}
 	if r.JSONMode == "" {
 		r.JSONMode = def.JSONMode
+	}
+	if r.PromptCache == nil {
+		r.PromptCache = def.PromptCache
 	}
 	if r.StreamUsage == nil {
 		r.StreamUsage = def.StreamUsage

@@ -250,6 +250,7 @@ func TestBadConfig(t *testing.T) {
 		{"duplicate key", "fallback: none\nfallback: offline\n", 2, "fallback", "set twice (first on line 1)"},
 		{"bad enum fallback", "fallback: sometimes\n", 1, "fallback", "none or offline"},
 		{"bad classifier mode", "classifier:\n  mode: fast\n", 2, "classifier.mode", "batched or per_capability"},
+		{"bad task extraction", "model_calls:\n  task_extraction: sometimes\n", 2, "model_calls.task_extraction", "needed or always"},
 		{"zero max_node_steps", "limits:\n  max_node_steps: 0\n", 2, "limits.max_node_steps", "at least 1"},
 		{"negative reclass", "limits:\n  max_reclassifications: -1\n", 2, "limits.max_reclassifications", "at least 0"},
 		{"zero planning", "limits:\n  max_planning_attempts: 0\n", 2, "limits.max_planning_attempts", "at least 1"},

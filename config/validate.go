@@ -60,6 +60,9 @@ func (d *decoder) validate(c *Config) {
 	if !oneOf(c.Classifier.Mode, "", vocab.ClassifierBatched, vocab.ClassifierPerCapability) {
 		d.bad("classifier.mode", "must be batched or per_capability, got %q", c.Classifier.Mode)
 	}
+	if !oneOf(c.ModelCalls.TaskExtraction, "", vocab.TaskExtractionWhenNeeded, vocab.TaskExtractionAlways) {
+		d.bad("model_calls.task_extraction", "must be needed or always, got %q", c.ModelCalls.TaskExtraction)
+	}
 	d.validateLimits(c.Limits)
 	d.validateRetry("retry.default", c.Retry.Default)
 	for name, p := range c.Retry.Capabilities {

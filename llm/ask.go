@@ -67,6 +67,7 @@ func Ask(ctx context.Context, m Model, req Request, opts AskOptions) (Response, 
 		observeCall(ctx, req.Role, start, resp, err)
 		total.PromptTokens += resp.Usage.PromptTokens
 		total.CompletionTokens += resp.Usage.CompletionTokens
+		total.CachedPromptTokens += resp.Usage.CachedPromptTokens
 		resp.Usage = total
 		if err != nil {
 			if streamed && opts.OnWithdraw != nil {

@@ -86,6 +86,12 @@ type RoleConfig struct {
 	// send it, and leave it out for good once the server rejects it
 	// (HTTP 400); false never sends it.
 	StreamUsage *bool `json:"stream_usage,omitempty" yaml:"stream_usage,omitempty"`
+	// PromptCache marks the system prompt, the part of every prompt that
+	// stays the same from turn to turn, for the provider's prompt cache
+	// (anthropic: cache_control "ephemeral" on the system prompt). nil means
+	// on; false sends no marker. OpenAI and most OpenAI-compatible servers
+	// cache a repeated prefix without one.
+	PromptCache *bool `json:"prompt_cache,omitempty" yaml:"prompt_cache,omitempty"`
 }
 
 // JSON modes of RoleConfig.JSONMode (vocab's; see there what each does).

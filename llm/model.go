@@ -53,8 +53,14 @@ type Request struct {
 
 // Usage is the token count of one call.
 type Usage struct {
+	// PromptTokens counts every prompt token, those read from the
+	// provider's prompt cache included.
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+	// CachedPromptTokens is how many of PromptTokens the provider read from
+	// its prompt cache (OpenAI prompt_tokens_details.cached_tokens,
+	// Anthropic cache_read_input_tokens); 0 when it says none or nothing.
+	CachedPromptTokens int `json:"cached_prompt_tokens,omitempty"`
 }
 
 // Total returns prompt + completion tokens.

@@ -259,6 +259,13 @@ func (p *providerModel) generateOnce(ctx context.Context, role Role, req Request
 			opts = append(opts, llms.WithJSONMode())
 		}
 	}
+	if p.cfg.Provider == ProviderAnthropic && (p.cfg.PromptCache == nil || *p.cfg.PromptCache) {
+		if sys := systemText(req.Messages); sys != "" {
+			// langchaingo sends the system prompt as a plain string, which
+			// takes no cache marker: send it as a marked text block.
+			tr.set["system"] = []any{map[string]any{"type": "text", "text": sys, "cache_control": map[string]any{"type": "ephemeral"}}}
+		}
+	}
 	if req.OnChunk != nil {
 		opts = append(opts, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
 			return req.OnChunk(ctx, string(chunk))
@@ -278,6 +285,18 @@ func (p *providerModel) generateOnce(ctx context.Context, role Role, req Request
 	}
 	return Response{Text: ch.Content, Reasoning: ch.ReasoningContent, FinishReason: normalizeFinish(finish),
 		MaxTokens: maxTok, Usage: usageOf(ch.GenerationInfo), Model: p.cfg.Model}, nil
+}
+
+// systemText is the system messages' text as langchaingo's anthropic
+// provider joins them into its system prompt.
+func systemText(msgs []Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		if m.Role == "system" {
+			b.WriteString(m.Content)
+		}
+	}
+	return b.String()
 }
 
 // normalizeFinish maps a provider's stop reason to a FinishReason; an
@@ -329,10 +348,17 @@ func usageOf(info map[string]any) Usage {
 		}
 		return 0
 	}
-	return Usage{
-		PromptTokens:     get("PromptTokens", "InputTokens", "input_tokens"),
-		CompletionTokens: get("CompletionTokens", "OutputTokens", "output_tokens"),
+	u := Usage{
+		PromptTokens:       get("PromptTokens", "InputTokens", "input_tokens"),
+		CompletionTokens:   get("CompletionTokens", "OutputTokens", "output_tokens"),
+		CachedPromptTokens: get("PromptCachedTokens", "CacheReadInputTokens"),
 	}
+	if _, anthropic := info["CacheReadInputTokens"]; anthropic {
+		// Anthropic's input_tokens leaves out the tokens read from and
+		// written to its cache; OpenAI's prompt_tokens counts them.
+		u.PromptTokens += u.CachedPromptTokens + get("CacheCreationInputTokens")
+	}
+	return u
 }
 
 // String describes the model for logs.

@@ -264,6 +264,8 @@ func parseErrorBody(body []byte) (code, msg string) {
 
 // kindOf decides the kind of a failed call from typed data, in order: the
 // caller's context, our HTTP and transport errors, and last the message text.
+//
+//lint:ignore ST1008 kind is the failure's class (one of the Err sentinels), not an error of kindOf
 func kindOf(ctx context.Context, err error) (kind error, status int, delay time.Duration, code string) {
 	if cerr := ctx.Err(); cerr != nil {
 		if errors.Is(cerr, context.DeadlineExceeded) {

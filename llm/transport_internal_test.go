@@ -85,10 +85,14 @@ func TestUsageOfProviders(t *testing.T) {
 		info map[string]any
 		want Usage
 	}{
-		{"openai", map[string]any{"PromptTokens": 11, "CompletionTokens": 3, "TotalTokens": 14}, Usage{11, 3}},
-		{"anthropic", map[string]any{"InputTokens": 20, "OutputTokens": 5}, Usage{20, 5}},
-		{"googleai int32", map[string]any{"PromptTokens": int32(7), "CompletionTokens": int32(2)}, Usage{7, 2}},
-		{"float", map[string]any{"PromptTokens": 4.0}, Usage{4, 0}},
+		{"openai", map[string]any{"PromptTokens": 11, "CompletionTokens": 3, "TotalTokens": 14}, Usage{PromptTokens: 11, CompletionTokens: 3}},
+		{"openai cached", map[string]any{"PromptTokens": 2000, "CompletionTokens": 3, "PromptCachedTokens": 1536}, Usage{2000, 3, 1536}},
+		{"anthropic", map[string]any{"InputTokens": 20, "OutputTokens": 5}, Usage{PromptTokens: 20, CompletionTokens: 5}},
+		// Anthropic counts cache reads and writes apart from input_tokens.
+		{"anthropic cached", map[string]any{"InputTokens": 20, "OutputTokens": 5, "CacheReadInputTokens": 1800, "CacheCreationInputTokens": 0}, Usage{1820, 5, 1800}},
+		{"anthropic cache write", map[string]any{"InputTokens": 20, "OutputTokens": 5, "CacheReadInputTokens": 0, "CacheCreationInputTokens": 1800}, Usage{1820, 5, 0}},
+		{"googleai int32", map[string]any{"PromptTokens": int32(7), "CompletionTokens": int32(2)}, Usage{PromptTokens: 7, CompletionTokens: 2}},
+		{"float", map[string]any{"PromptTokens": 4.0}, Usage{PromptTokens: 4}},
 		{"none", nil, Usage{}},
 	}
 	for _, tt := range tests {

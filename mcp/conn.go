@@ -47,7 +47,16 @@ type server struct {
 	// error kind (connection, auth).
 	last     string
 	lastKind string
+
+	// goroutines are the server's own: a connection's watcher, the
+	// closing of a dropped connection, a wait for a broken one to end.
+	// Each starts under mu while the server is open (goLocked), and close
+	// joins them, so none outlives the Set.
+	goroutines sync.WaitGroup
 }
+
+// goLocked runs f on a goroutine the server owns (s.mu held, s open).
+func (s *server) goLocked(f func()) { s.goroutines.Go(f) }
 
 // conn is the connection a call used, so a failure is charged to that
 // connection and not to one made since.
@@ -88,7 +97,7 @@ func (s *server) session(ctx context.Context) (conn, error) {
 	s.started = true
 	s.sess = sess
 	s.stderr.mark() // start-up chatter is no reason for a later failure
-	go s.watch(sess)
+	s.goLocked(func() { s.watch(sess) })
 	return conn{sess}, nil
 }
 
@@ -174,11 +183,19 @@ func (s *server) watch(sess *sdk.ClientSession) {
 	s.dropLocked(fmt.Errorf("the connection ended: %s", exitText(err)))
 }
 
-// ended waits up to d for a stdio connection a call found broken to end,
-// so the failure can name the server's exit rather than a pipe error.
-func (c conn) ended(d time.Duration) {
+// ended waits up to d for a stdio connection c a call found broken to
+// end, so the failure can name the server's exit rather than a pipe error.
+// The wait for the end goes on after d, until the connection is dropped
+// or the server closed.
+func (s *server) ended(c conn, d time.Duration) {
 	done := make(chan struct{})
-	go func() { _ = c.sess.Wait(); close(done) }()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.goLocked(func() { _ = c.sess.Wait(); close(done) })
+	s.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -202,10 +219,10 @@ func (s *server) dropLocked(cause error) {
 	sess, proc := s.sess, s.proc
 	s.sess, s.proc = nil, nil
 	s.failed(cause)
-	go func() {
+	s.goLocked(func() {
 		_ = sess.Close()
 		killGroup(proc)
-	}()
+	})
 }
 
 // succeeded resets the restart count after a call that worked.
@@ -216,7 +233,7 @@ func (s *server) succeeded() {
 }
 
 // close ends the connection and, for stdio, the server's whole process
-// group; later calls fail.
+// group, and waits for the server's goroutines to end; later calls fail.
 func (s *server) close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -228,6 +245,9 @@ func (s *server) close() error {
 		err = sess.Close()
 	}
 	killGroup(proc)
+	// The watcher ends with the connection just closed, a dropped
+	// connection's closing within its TerminateDuration.
+	s.goroutines.Wait()
 	if err != nil && proc != nil && (isExit(err) || errors.Is(err, exec.ErrWaitDelay)) {
 		// A child that exits with a status when its stdin closes, or
 		// leaves a process holding its pipes (killed with its group), is

@@ -299,7 +299,7 @@ func (t *Tool) callError(ctx, cctx context.Context, c conn, err error) error {
 	}
 	// The transport failed: the process died, the endpoint went away.
 	if t.srv.cfg.transport() == TransportStdio {
-		c.ended(500 * time.Millisecond)
+		t.srv.ended(c, 500*time.Millisecond)
 	}
 	t.srv.drop(c, err)
 	if !t.retrySafe() && !neverSent(err, codes) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
@@ -18,11 +19,13 @@ import (
 type base struct {
 	cfg  Config
 	name string
+	// sizes caches plannerTokens by set of capabilities.
+	sizes *sync.Map
 }
 
 func newBase(cfg Config, name string) (base, error) {
 	c, err := cfg.withDefaults()
-	return base{cfg: c, name: name}, err
+	return base{cfg: c, name: name, sizes: new(sync.Map)}, err
 }
 
 // Name implements Node.
@@ -111,14 +114,15 @@ func (b base) online(role llm.Role) bool {
 	return ok
 }
 
-func (b base) render(name string, data any) (string, error) {
-	s, err := b.cfg.Prompts.Render(name, data)
+// prompt renders a role's system prompt and turn message (prompts.Set.RenderPrompt).
+func (b base) prompt(name string, data any) (prompts.Prompt, error) {
+	p, err := b.cfg.Prompts.RenderPrompt(name, data)
 	if err != nil {
 		// A broken (overridden) template is a configuration defect: no retry helps.
-		return "", capabilities.NewError(capabilities.Critical, capabilities.KindInvalidInput,
+		return p, capabilities.NewError(capabilities.Critical, capabilities.KindInvalidInput,
 			"the prompt template "+name+" could not be rendered", err)
 	}
-	return s, nil
+	return p, nil
 }
 
 func tokens(role llm.Role, calls ...call) map[string]int {
@@ -130,6 +134,17 @@ func tokens(role llm.Role, calls ...call) map[string]int {
 		return nil
 	}
 	return map[string]int{string(role): n}
+}
+
+// addTokens adds the tokens of calls of role to m (a new map when m is nil).
+func addTokens(m map[string]int, role llm.Role, calls ...call) map[string]int {
+	for r, n := range tokens(role, calls...) {
+		if m == nil {
+			m = map[string]int{}
+		}
+		m[r] += n
+	}
+	return m
 }
 
 // history converts the messages before this turn for prompts.

@@ -15,7 +15,7 @@ import (
 // callsWorld is an agent over n synthetic capabilities, each with a
 // classifier guide, cap_00 the one relevant, and the scripted model
 // answering every role.
-func callsWorld(tb testing.TB, n int, mode nodes.ClassifierMode) (*agent.Agent, *llmtest.Model) {
+func callsWorld(tb testing.TB, n int, mode nodes.ClassifierMode, every bool) (*agent.Agent, *llmtest.Model) {
 	tb.Helper()
 	reg := capabilities.NewRegistry()
 	for i := range n {
@@ -42,7 +42,11 @@ func callsWorld(tb testing.TB, n int, mode nodes.ClassifierMode) (*agent.Agent, 
 		On(llmtest.RoleIs(llm.RoleClassifier), text(`{"capabilities": ["cap_00"]}`)).
 		On(llmtest.RoleIs(llm.RoleOrchestrator), text(`{"steps": [{"context_key": "r", "capability": "cap_00", "task_objective": "do topic 0", "expected_output": "TYPE_00"}]}`)).
 		On(llmtest.RoleIs(llm.RoleResponse), text("Topic 0 is done."))
-	a, err := agent.New(agent.Config{Registry: reg, Models: m, Nodes: nodes.Config{ClassifierMode: mode}})
+	nc := nodes.Config{ClassifierMode: mode}
+	if every {
+		nc = everyCall(nc)
+	}
+	a, err := agent.New(agent.Config{Registry: reg, Models: m, Nodes: nc})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -70,24 +74,40 @@ func callsTurn(tb testing.TB, a *agent.Agent, m *llmtest.Model, thread string) (
 }
 
 // llmCallsTable is the table of docs/performance.md ("LLM calls per turn"):
-// calls and tokens per turn by classifier mode and number of capabilities.
+// calls and tokens per turn by classifier mode and number of capabilities,
+// on the default path and with every node asking its model (everyCall).
 // The test holds the document to it, so neither can drift silently.
-var llmCallsTable = map[nodes.ClassifierMode]map[int][2]int{
-	nodes.Batched:       {3: {4, 959}, 10: {4, 1145}, 30: {4, 1685}},
-	nodes.PerCapability: {3: {6, 1069}, 10: {13, 1734}, 30: {33, 3634}},
+var llmCallsTable = map[bool]map[nodes.ClassifierMode]map[int][2]int{
+	false: {
+		nodes.Batched:       {3: {2, 534}, 10: {2, 622}, 30: {2, 877}},
+		nodes.PerCapability: {3: {2, 534}, 10: {2, 622}, 30: {2, 877}},
+	},
+	true: {
+		nodes.Batched:       {3: {4, 1002}, 10: {4, 1187}, 30: {4, 1727}},
+		nodes.PerCapability: {3: {6, 1127}, 10: {13, 1848}, 30: {33, 3908}},
+	},
+}
+
+func pathName(every bool) string {
+	if every {
+		return "every_call"
+	}
+	return "default"
 }
 
 func TestLLMCallsPerTurn(t *testing.T) {
-	for _, mode := range []nodes.ClassifierMode{nodes.Batched, nodes.PerCapability} {
-		for _, n := range []int{3, 10, 30} {
-			t.Run(fmt.Sprintf("%s/%d", mode, n), func(t *testing.T) {
-				a, m := callsWorld(t, n, mode)
-				w := llmCallsTable[mode][n]
-				if calls, tokens := callsTurn(t, a, m, "t"); calls != w[0] || tokens != w[1] {
-					t.Errorf("%d calls, %d tokens per turn; docs/performance.md says %d calls, %d tokens (update both if a prompt changed)",
-						calls, tokens, w[0], w[1])
-				}
-			})
+	for _, every := range []bool{false, true} {
+		for _, mode := range []nodes.ClassifierMode{nodes.Batched, nodes.PerCapability} {
+			for _, n := range []int{3, 10, 30} {
+				t.Run(fmt.Sprintf("%s/%s/%d", pathName(every), mode, n), func(t *testing.T) {
+					a, m := callsWorld(t, n, mode, every)
+					w := llmCallsTable[every][mode][n]
+					if calls, tokens := callsTurn(t, a, m, "t"); calls != w[0] || tokens != w[1] {
+						t.Errorf("%d calls, %d tokens per turn; docs/performance.md says %d calls, %d tokens (update both if a prompt changed)",
+							calls, tokens, w[0], w[1])
+					}
+				})
+			}
 		}
 	}
 }
@@ -95,22 +115,25 @@ func TestLLMCallsPerTurn(t *testing.T) {
 // BenchmarkLLMCallsPerTurn reports LLM calls per turn (llm_calls/turn) and
 // prompt+completion tokens per turn (tokens/turn, the scripted model's
 // estimate: a token per four characters) of whole turns on the compiled
-// agent graph, for 3, 10 and 30 capabilities in both classifier modes.
+// agent graph, for 3, 10 and 30 capabilities in both classifier modes, on
+// the default path and with every node asking its model.
 func BenchmarkLLMCallsPerTurn(b *testing.B) {
-	for _, n := range []int{3, 10, 30} {
-		for _, mode := range []nodes.ClassifierMode{nodes.Batched, nodes.PerCapability} {
-			b.Run(fmt.Sprintf("caps=%d/mode=%s", n, mode), func(b *testing.B) {
-				a, m := callsWorld(b, n, mode)
-				calls, tokens, i := 0, 0, 0
-				for b.Loop() {
-					i++
-					c, tok := callsTurn(b, a, m, fmt.Sprint("t", i))
-					calls += c
-					tokens += tok
-				}
-				b.ReportMetric(float64(calls)/float64(b.N), "llm_calls/turn")
-				b.ReportMetric(float64(tokens)/float64(b.N), "tokens/turn")
-			})
+	for _, every := range []bool{false, true} {
+		for _, n := range []int{3, 10, 30} {
+			for _, mode := range []nodes.ClassifierMode{nodes.Batched, nodes.PerCapability} {
+				b.Run(fmt.Sprintf("path=%s/caps=%d/mode=%s", pathName(every), n, mode), func(b *testing.B) {
+					a, m := callsWorld(b, n, mode, every)
+					calls, tokens, i := 0, 0, 0
+					for b.Loop() {
+						i++
+						c, tok := callsTurn(b, a, m, fmt.Sprint("t", i))
+						calls += c
+						tokens += tok
+					}
+					b.ReportMetric(float64(calls)/float64(b.N), "llm_calls/turn")
+					b.ReportMetric(float64(tokens)/float64(b.N), "tokens/turn")
+				})
+			}
 		}
 	}
 }

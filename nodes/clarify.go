@@ -42,11 +42,11 @@ func (n *ClarifyNode) Run(ctx context.Context, s state.State) (state.Update, err
 		offline   = true
 	)
 	if n.online(llm.RoleResponse) {
-		sys, err := n.render(prompts.Clarify, data)
+		p, err := n.prompt(prompts.Clarify, data)
 		if err != nil {
 			return state.Update{}, err
 		}
-		c, err := n.generate(ctx, llm.RoleResponse, sys, task, nil, nil)
+		c, err := n.generate(ctx, llm.RoleResponse, p.System, p.Turn, nil, nil)
 		if err != nil {
 			return state.Update{Tokens: tokens(llm.RoleResponse, c)}, err
 		}

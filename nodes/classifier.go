@@ -64,7 +64,10 @@ func NewClassifier(cfg Config) (*ClassifierNode, error) {
 // Run sets Turn.ActiveCapabilities (respond and clarify always included) and
 // clears the plan. After a reclassification error it counts the
 // reclassification, records why, and tells the model why the previous
-// selection failed.
+// selection failed. With a model it selects every candidate without a
+// call when their guides fit the planner's prompt (selectAll), and when
+// task extraction left the task to it (taskDeferred) it asks for the task
+// and the selection in one call (taskAndSelection).
 func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, error) {
 	t := cloneTurn(s.Turn)
 	task := taskText(t)
@@ -72,14 +75,17 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 		return state.Update{}, capabilities.NewError(capabilities.Critical, capabilities.KindInvalidInput,
 			"the classifier ran without a task", ErrNoTask)
 	}
+	reclassifying := t.Control.Reclassifications > 0
 	if e := t.Control.Error; e != nil && e.Classification.Severity == capabilities.Reclassification {
 		t.Control.Reclassifications++
 		t.Control.ReclassificationReason = reclassReason(e)
+		reclassifying = true
 	}
 	retry := formatRetry(t.Control.Error, n.name)
-	retryCap := ""
+	retryCap, part := "", ""
 	if t.Control.Error != nil {
 		retryCap, _ = t.Control.Error.Classification.Metadata[MetaCapability].(string)
+		part, _ = t.Control.Error.Classification.Metadata[MetaPart].(string)
 	}
 	t.Control.Error = nil
 	t.Plan = nil
@@ -87,18 +93,38 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 
 	var (
 		selected []string
-		calls    []call
+		used     map[string]int
 		offline  bool
 		err      error
 	)
 	switch {
 	case t.Options.SkipClassification:
 		selected = n.cfg.Registry.Names()
+	case !reclassifying && n.taskDeferred(ctx, s, intentOf(t)):
+		selected, used, offline, err = n.taskAndSelection(ctx, s, &t, retry, part)
+		if err != nil {
+			return state.Update{Tokens: used}, err
+		}
 	default:
+		if cands := n.candidates(intentOf(t)); n.online(llm.RoleClassifier) && len(cands) > 0 {
+			all, why := n.selectAll(ctx, s.Turn, cands)
+			if all {
+				for _, c := range cands {
+					selected = append(selected, c.Name())
+				}
+				graph.Emit(ctx, ModelDecision{Node: n.name, Skipped: true, Reason: why})
+				break
+			}
+			if why != "" {
+				graph.Emit(ctx, ModelDecision{Node: n.name, Reason: why})
+			}
+		}
+		var calls []call
 		selected, calls, offline, err = n.classify(ctx, task, t.Input, t.Control.ReclassificationReason, retry, retryCap, intentOf(t))
+		used = tokens(llm.RoleClassifier, calls...)
 		if err != nil {
 			// The calls made before the failure count against the budget.
-			return state.Update{Tokens: tokens(llm.RoleClassifier, calls...)}, err
+			return state.Update{Tokens: used}, err
 		}
 	}
 	// Online, context kept from earlier turns satisfies a requirement (the
@@ -120,7 +146,7 @@ func (n *ClassifierNode) Run(ctx context.Context, s state.State) (state.Update, 
 	}
 	t.ActiveCapabilities = all
 	graph.Emit(ctx, CapabilitiesSelected{Capabilities: all, Added: added, Offline: offline, Withheld: withheld})
-	return state.Update{Turn: &t, Tokens: tokens(llm.RoleClassifier, calls...)}, nil
+	return state.Update{Turn: &t, Tokens: used}, nil
 }
 
 func reclassReason(e *state.ErrorInfo) string {
@@ -131,20 +157,6 @@ func reclassReason(e *state.ErrorInfo) string {
 		return e.Classification.UserMessage
 	}
 	return e.Message
-}
-
-// candidates are the capabilities the classifier decides on: all but the
-// always-active ones, and without side effects unless the user asks for a
-// change (the model is not even asked about them).
-func (n *ClassifierNode) candidates(in intent.Intent) []capabilities.Capability {
-	allow := allowedFor(n.cfg.Registry, in)
-	var out []capabilities.Capability
-	for _, c := range n.cfg.Registry.All() {
-		if !isTerminal(c.Name()) && allow(c.Name()) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 func (n *ClassifierNode) info(c capabilities.Capability) prompts.ClassifierCapability {
@@ -179,12 +191,12 @@ func (n *ClassifierNode) classify(ctx context.Context, task, input, previous str
 	if retryCap != "" {
 		retry = prompts.FormatRetry{} // a per-capability question's error (the mode changed)
 	}
-	sys, err := n.render(prompts.ClassifierBatched, prompts.ClassifierBatchedData{Task: task, Capabilities: infos, PreviousFailure: previous, FormatRetry: retry})
+	p, err := n.prompt(prompts.ClassifierBatched, prompts.ClassifierBatchedData{Task: task, Capabilities: infos, PreviousFailure: previous, FormatRetry: retry})
 	if err != nil {
 		return nil, nil, false, err
 	}
 	shape := selectionFor(cands)
-	c, err := n.generate(ctx, llm.RoleClassifier, sys, "User request:\n"+task, &shape, nil)
+	c, err := n.generate(ctx, llm.RoleClassifier, p.System, p.Turn, &shape, nil)
 	if err != nil {
 		return nil, []call{c}, false, err
 	}
@@ -195,6 +207,14 @@ func (n *ClassifierNode) classify(ctx context.Context, task, input, previous str
 	if err != nil {
 		return nil, []call{c}, false, formatError(n.name, err.Error(), selectedShape, c.text, nil)
 	}
+	return n.registered(ctx, names), []call{c}, false, nil
+}
+
+// registered keeps the names a model selected that are registered
+// capabilities (not respond or clarify), once each; another name is
+// reported (NotSelected) and left out.
+func (n *ClassifierNode) registered(ctx context.Context, names []string) []string {
+	var selected []string
 	for _, name := range names {
 		if _, ok := n.cfg.Registry.Get(name); !ok || isTerminal(name) {
 			if !isTerminal(name) {
@@ -206,7 +226,7 @@ func (n *ClassifierNode) classify(ctx context.Context, task, input, previous str
 			selected = append(selected, name)
 		}
 	}
-	return selected, []call{c}, false, nil
+	return selected
 }
 
 func parseSelection(reply string) ([]string, error) {
@@ -282,12 +302,12 @@ func (n *ClassifierNode) perCapability(ctx context.Context, task, input, previou
 				fr = retry
 			}
 			for attempt := 1; ; attempt++ {
-				sys, err := n.render(prompts.Classifier, prompts.ClassifierData{Task: task, Capability: n.info(cp), PreviousFailure: previous, FormatRetry: fr})
+				p, err := n.prompt(prompts.Classifier, prompts.ClassifierData{Task: task, Capability: n.info(cp), PreviousFailure: previous, FormatRetry: fr})
 				if err != nil {
 					results[i].err = err
 					return
 				}
-				c, err := n.generate(ctx, llm.RoleClassifier, sys, "User request:\n"+task, &matchReply, nil)
+				c, err := n.generate(ctx, llm.RoleClassifier, p.System, p.Turn, &matchReply, nil)
 				results[i].calls = append(results[i].calls, c)
 				if err != nil {
 					results[i].err = err

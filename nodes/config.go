@@ -23,8 +23,25 @@ const (
 	PerCapability ClassifierMode = vocab.ClassifierPerCapability
 )
 
+// TaskExtractionMode says when task extraction asks its model.
+type TaskExtractionMode string
+
+const (
+	// TaskWhenNeeded asks only when the rules find that the message needs
+	// the earlier turns to be understood, or cannot tell (historyNeed);
+	// otherwise the message is the task. The default.
+	TaskWhenNeeded TaskExtractionMode = vocab.TaskExtractionWhenNeeded
+	// TaskAlways asks on every turn.
+	TaskAlways TaskExtractionMode = vocab.TaskExtractionAlways
+)
+
 // Defaults.
 const (
+	// DefaultSelectAllWithinTokens is the size of the planner's system
+	// prompt, in tokens, up to which the classifier makes every candidate
+	// active without asking its model (Config.SelectAllWithinTokens): about
+	// fifteen capabilities with guides like the control room's.
+	DefaultSelectAllWithinTokens        = 4000
 	DefaultMaxConcurrentClassifications = 5
 	// DefaultOfflineThreshold is the lowest lexical score that selects a
 	// capability offline when the task shares no word with its name,
@@ -50,6 +67,22 @@ type Config struct {
 	Prompts *prompts.Set
 	// ClassifierMode is batched (default) or per_capability.
 	ClassifierMode ClassifierMode
+	// TaskExtraction says when task extraction asks its model:
+	// TaskWhenNeeded (default) or TaskAlways.
+	TaskExtraction TaskExtractionMode
+	// SelectAllWithinTokens: when the orchestrator's system prompt with the
+	// guides of every capability the classifier would choose from takes at
+	// most this many tokens (estimated at four characters a token), the
+	// classifier makes them all active without a model call, and the
+	// planner chooses among them. 0 means DefaultSelectAllWithinTokens; a
+	// negative value means the classifier always asks its model.
+	SelectAllWithinTokens int
+	// SeparateTaskAndSelection asks task extraction and the classifier in
+	// two calls when both need their model; by default one call of the
+	// classifier's model returns the task and the selection together
+	// (prompts.TaskSelection), with the two calls as the fallback when its
+	// reply is unusable.
+	SeparateTaskAndSelection bool
 	// MaxConcurrentClassifications bounds per-capability calls in flight (default 5).
 	MaxConcurrentClassifications int
 	// Seed orders the classifier examples (default 1): prompts are reproducible.
@@ -81,6 +114,16 @@ func (c Config) withDefaults() (Config, error) {
 	case Batched, PerCapability:
 	default:
 		return c, fmt.Errorf("%w: classifier mode %q (want %q or %q)", ErrConfig, c.ClassifierMode, Batched, PerCapability)
+	}
+	switch c.TaskExtraction {
+	case "":
+		c.TaskExtraction = TaskWhenNeeded
+	case TaskWhenNeeded, TaskAlways:
+	default:
+		return c, fmt.Errorf("%w: task extraction %q (want %q or %q)", ErrConfig, c.TaskExtraction, TaskWhenNeeded, TaskAlways)
+	}
+	if c.SelectAllWithinTokens == 0 {
+		c.SelectAllWithinTokens = DefaultSelectAllWithinTokens
 	}
 	if c.MaxConcurrentClassifications < 0 {
 		return c, fmt.Errorf("%w: max_concurrent_classifications must be positive, got %d", ErrConfig, c.MaxConcurrentClassifications)

@@ -7,7 +7,15 @@
 // NewClarify; every node is a Node, a capabilities.ErrorClassifier and a
 // capabilities.RetryPolicyProvider, and reports its progress with
 // graph.Emit (Status, Token, AnswerReset, TaskExtracted,
-// CapabilitiesSelected, NotSelected, PlanMade, OfflineFallback).
+// CapabilitiesSelected, NotSelected, PlanMade, OfflineFallback,
+// ModelDecision).
+//
+// A turn asks only the models it needs (needs.go): task extraction only
+// when the message needs the earlier turns, the classifier only when the
+// candidates' guides do not fit the planner's prompt, and both in one call
+// where both are needed (combined.go). Every prompt is a system prompt that
+// stays the same from turn to turn, for the providers' prompt caches, and
+// the turn's content after it (prompts.Set.RenderPrompt).
 //
 // What each node does offline and with a model, the errors it returns and
 // the state it writes: docs/models.md, "The infrastructure nodes".

@@ -68,3 +68,17 @@ type OfflineFallback struct {
 	Node   string
 	Reason string
 }
+
+// ModelDecision says whether a node asks its model this turn, and why:
+// task extraction and the classifier decide by rules and the
+// configuration, before any call (docs/models.md, "Fewer model calls").
+type ModelDecision struct {
+	Node string
+	// Skipped: the node decides without a model call.
+	Skipped bool
+	Reason  string
+}
+
+// Text is the decision in a line: "classifier: all 4 capabilities fit the
+// planner's prompt (1 270 of 4 000 tokens), no model call".
+func (d ModelDecision) Text() string { return d.Node + ": " + d.Reason }

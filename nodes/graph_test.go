@@ -108,9 +108,20 @@ const (
 	answerReply = "The beam current is 500.2 mA."
 )
 
+// config is an agent over the scripted model whose infrastructure nodes
+// all ask their model on every turn (everyCall): these tests are about each
+// node's model calls; the turns that leave calls out have tests of their
+// own (shortpath_graph_test.go).
 func config(reg *capabilities.Registry, m *llmtest.Model, mode nodes.ClassifierMode) agent.Config {
-	return agent.Config{Registry: reg, Models: m.Only(nodeRoles...), Nodes: nodes.Config{ClassifierMode: mode},
+	return agent.Config{Registry: reg, Models: m.Only(nodeRoles...), Nodes: everyCall(nodes.Config{ClassifierMode: mode}),
 		InfraRetry: map[string]capabilities.RetryPolicy{}}
+}
+
+// everyCall makes task extraction and the classifier each ask their model
+// on every turn: the path of a turn before issue 29.
+func everyCall(c nodes.Config) nodes.Config {
+	c.TaskExtraction, c.SelectAllWithinTokens, c.SeparateTaskAndSelection = nodes.TaskAlways, -1, true
+	return c
 }
 
 func fastRetry() capabilities.RetryPolicy {

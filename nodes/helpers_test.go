@@ -150,6 +150,9 @@ func execute(t testing.TB, s state.State, summary func(step capabilities.Planned
 	return s
 }
 
+// cfgFor is a node config whose nodes ask their model (when they have
+// one) on every turn, as before issue 29: the unit tests of a node's model
+// calls; the decisions to leave calls out are tested in needs_test.go.
 func cfgFor(reg *capabilities.Registry) Config {
-	return Config{Registry: reg, Now: func() time.Time { return testNow }}
+	return Config{Registry: reg, Now: func() time.Time { return testNow }, TaskExtraction: TaskAlways, SelectAllWithinTokens: -1, SeparateTaskAndSelection: true}
 }

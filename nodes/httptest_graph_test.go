@@ -12,6 +12,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/nodes"
 )
 
 // TestGraphLoopbackOpenAIRateLimitReachesClassifier drives the classifier
@@ -46,7 +47,7 @@ func TestGraphLoopbackOpenAIRateLimitReachesClassifier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := runTurn(t, agent.Config{Registry: smallPlant(t), Models: models, InfraRetry: map[string]capabilities.RetryPolicy{}}, "What is the beam current?")
+	o := runTurn(t, agent.Config{Registry: smallPlant(t), Models: models, Nodes: everyCall(nodes.Config{}), InfraRetry: map[string]capabilities.RetryPolicy{}}, "What is the beam current?")
 	checkAnswer(t, o, "SR:DCCT:CURRENT = 500.2 mA")
 	retries := o.of(agent.EventRetry)
 	// The agent reports the delay left when it schedules the retry: at most

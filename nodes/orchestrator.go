@@ -71,11 +71,11 @@ func (n *OrchestratorNode) Run(ctx context.Context, s state.State) (state.Update
 		offline bool
 	)
 	if n.online(llm.RoleOrchestrator) {
-		sys, err := n.render(prompts.Orchestrator, data)
+		p, err := n.prompt(prompts.Orchestrator, data)
 		if err != nil {
 			return state.Update{}, err
 		}
-		c, err := n.generate(ctx, llm.RoleOrchestrator, sys, "TASK TO PLAN: "+task, &planReply, nil)
+		c, err := n.generate(ctx, llm.RoleOrchestrator, p.System, p.Turn, &planReply, nil)
 		if err != nil {
 			return state.Update{Tokens: tokens(llm.RoleOrchestrator, c)}, err
 		}

@@ -22,7 +22,7 @@ var (
 	batchedPrompt  = openaitest.SystemContains("Select every capability needed")
 	perCapPrompt   = openaitest.SystemContains("Decide whether the capability below is needed")
 	planPrompt     = openaitest.SystemContains("You are an expert execution planner")
-	responsePrompt = openaitest.SystemContains("Answer the user's task from the results below")
+	responsePrompt = openaitest.SystemContains("Answer the user's task from the results")
 	errorPrompt    = openaitest.SystemContains("why their request to an assistant failed")
 )
 
@@ -46,7 +46,7 @@ func realModels(t *testing.T, srv *openaitest.Server, rc func(llm.Role, *llm.Rol
 }
 
 func realConfig(ms llm.Models, mode nodes.ClassifierMode) agent.Config {
-	return agent.Config{Registry: nil, Models: ms, Nodes: nodes.Config{ClassifierMode: mode, RetryPolicy: fastRetry()}}
+	return agent.Config{Registry: nil, Models: ms, Nodes: everyCall(nodes.Config{ClassifierMode: mode, RetryPolicy: fastRetry()})}
 }
 
 // seen is everything the user saw: the streamed answer as a frontend shows
@@ -290,12 +290,18 @@ func TestGraphFormatErrorsReprompted(t *testing.T) {
 		if len(reqs) != 2 {
 			t.Fatalf("%s: %d calls", tc.name, len(reqs))
 		}
-		if reqs[0].System == reqs[1].System {
-			t.Errorf("%s: the retry's prompt is byte-identical to the first", tc.name)
+		// The failure is the turn's content: the system prompt stays the
+		// same bytes (the provider's cache still serves it), the user
+		// message says what was wrong.
+		if reqs[0].User == reqs[1].User {
+			t.Errorf("%s: the retry's user message is byte-identical to the first", tc.name)
+		}
+		if reqs[0].System != reqs[1].System {
+			t.Errorf("%s: the retry changed the system prompt", tc.name)
 		}
 		for _, want := range []string{"Your previous reply could not be used: ", tc.parseError, "in this shape: " + tc.shape, "Previous reply:\n", tc.previous} {
-			if !strings.Contains(reqs[1].System, want) {
-				t.Errorf("%s: retry prompt lacks %q:\n%s", tc.name, want, reqs[1].System)
+			if !strings.Contains(reqs[1].User, want) {
+				t.Errorf("%s: retry prompt lacks %q:\n%s", tc.name, want, reqs[1].User)
 			}
 		}
 	}
@@ -324,8 +330,8 @@ func TestGraphPerCapabilityMalformedReplyRetried(t *testing.T) {
 			t.Fatalf("reply %q: selection %v", bad.Content, caps)
 		}
 		reqs := srv.Matching(openaitest.SystemContains("Capability: channel_read"))
-		if len(reqs) != 2 || !strings.Contains(reqs[1].System, "Your previous reply could not be used") || !strings.Contains(reqs[1].System, nodes.MatchShape) {
-			t.Errorf("reply %q: channel_read asked %d times; retry prompt:\n%s", bad.Content, len(reqs), reqs[len(reqs)-1].System)
+		if len(reqs) != 2 || !strings.Contains(reqs[1].User, "Your previous reply could not be used") || !strings.Contains(reqs[1].User, nodes.MatchShape) {
+			t.Errorf("reply %q: channel_read asked %d times; retry prompt:\n%s", bad.Content, len(reqs), reqs[len(reqs)-1].User)
 		}
 		if n := len(srv.Matching(openaitest.SystemContains("Capability: channel_finding"))); n != 1 {
 			t.Errorf("channel_finding asked %d times, want once (only the bad reply is asked again)", n)
@@ -350,8 +356,8 @@ func TestGraphPerCapabilityStillMalformedFailsRetriable(t *testing.T) {
 		t.Fatalf("retries %+v", retries)
 	}
 	reqs := srv.Matching(openaitest.SystemContains("Capability: channel_read"))
-	if len(reqs) != 3 || !strings.Contains(reqs[2].System, "Previous reply:\nyes!") {
-		t.Errorf("channel_read asked %d times; the node's retry prompt:\n%s", len(reqs), reqs[len(reqs)-1].System)
+	if len(reqs) != 3 || !strings.Contains(reqs[2].User, "Previous reply:\nyes!") {
+		t.Errorf("channel_read asked %d times; the node's retry prompt:\n%s", len(reqs), reqs[len(reqs)-1].User)
 	}
 }
 
@@ -365,7 +371,7 @@ func (exploding) Generate(context.Context, llm.Request) (llm.Response, error) {
 
 // Errors of an application's own model name the role that failed.
 func TestGraphCustomModelErrorsNameTheRole(t *testing.T) {
-	cfg := agent.Config{Registry: smallPlant(t), Models: exploding{}, Nodes: nodes.Config{RetryPolicy: fastRetry()},
+	cfg := agent.Config{Registry: smallPlant(t), Models: exploding{}, Nodes: everyCall(nodes.Config{RetryPolicy: fastRetry()}),
 		InfraRetry: map[string]capabilities.RetryPolicy{}}
 	o := runTurn(t, cfg, "What is the beam current?")
 	m := o.message()
@@ -394,7 +400,7 @@ func TestGraphErrorRoleStripsReasoningAndUsesMaxTokens(t *testing.T) {
 				rc.MaxTokens = limit
 			}
 		}, llm.RoleTaskExtraction, llm.RoleError)
-		o := runTurn(t, agent.Config{Registry: smallPlant(t), Models: ms}, "What is the beam current?")
+		o := runTurn(t, agent.Config{Registry: smallPlant(t), Models: ms, Nodes: everyCall(nodes.Config{})}, "What is the beam current?")
 		m := o.message()
 		if m == nil || m.Kind != state.KindErrorReport || !strings.Contains(m.Content, "**Analysis:** The assistant could not reach its language model") {
 			t.Fatalf("message %+v", m)

@@ -56,11 +56,11 @@ func (n *RespondNode) Run(ctx context.Context, s state.State) (state.Update, err
 	var text string
 	var calls []call
 	if n.online(llm.RoleResponse) {
-		sys, err := n.render(prompts.Response, data)
+		p, err := n.prompt(prompts.Response, data)
 		if err != nil {
 			return state.Update{}, err
 		}
-		c, err := n.generate(ctx, llm.RoleResponse, sys, task, nil, func(ctx context.Context, chunk string) error {
+		c, err := n.generate(ctx, llm.RoleResponse, p.System, p.Turn, nil, func(ctx context.Context, chunk string) error {
 			if chunk != "" {
 				graph.Emit(ctx, Token{Node: n.name, Text: chunk})
 			}

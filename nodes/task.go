@@ -62,7 +62,12 @@ func NewTaskExtraction(cfg Config) (*TaskExtractionNode, error) {
 }
 
 // Run sets Turn.Task. With SkipTaskExtraction, or without a model, the task
-// is the user's message (joined with the previous one for a short follow-up).
+// is the user's message (joined with the previous one for a short
+// follow-up). With a model and TaskWhenNeeded, the model is asked only when
+// the message needs the earlier turns (historyNeed), and when the
+// classifier will ask its model too, the task is left to the classifier's
+// one call for both (taskDeferred): the task is the user's words until
+// then. Each decision is a ModelDecision event.
 func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Update, error) {
 	t := cloneTurn(s.Turn)
 	retry := formatRetry(t.Control.Error, n.name)
@@ -74,27 +79,69 @@ func (n *TaskExtractionNode) Run(ctx context.Context, s state.State) (state.Upda
 		graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: true, Intent: t.Task.Intent})
 		return state.Update{Turn: &t}, nil
 	}
-	sys, err := n.render(prompts.TaskExtraction, prompts.TaskExtractionData{History: history(s), Message: s.Turn.Input, FormatRetry: retry})
-	if err != nil {
-		return state.Update{}, err
+	if n.online(llm.RoleTaskExtraction) {
+		need, why := n.taskNeedsModel(s)
+		switch {
+		case !need:
+			t.Task = offlineTask(s)
+			n.resolveIntent(ctx, s, t.Task)
+			graph.Emit(ctx, ModelDecision{Node: n.name, Skipped: true, Reason: why + ", no model call"})
+			graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Intent: t.Task.Intent})
+			return state.Update{Turn: &t}, nil
+		case retry == (prompts.FormatRetry{}) && n.taskDeferred(ctx, s, rulesIntent(s)):
+			// The user's words stand in until the classifier's call returns
+			// the task with the selection.
+			t.Task = offlineTask(s)
+			t.Task.DependsOnHistory = true
+			n.resolveIntent(ctx, s, t.Task)
+			graph.Emit(ctx, ModelDecision{Node: n.name, Skipped: true, Reason: deferredReason(why)})
+			return state.Update{Turn: &t}, nil
+		case why != "":
+			graph.Emit(ctx, ModelDecision{Node: n.name, Reason: why + ": asking the model"})
+		}
 	}
-	c, err := n.generate(ctx, llm.RoleTaskExtraction, sys, s.Turn.Input, &taskReply, nil)
+	task, c, err := n.askTask(ctx, s, retry, n.name)
 	if err != nil {
 		return state.Update{Tokens: tokens(llm.RoleTaskExtraction, c)}, err
 	}
-	offline := c.offline
-	if offline {
-		t.Task = offlineTask(s)
-	} else {
-		task, err := parseTask(c.text)
-		if err != nil {
-			return state.Update{Tokens: tokens(llm.RoleTaskExtraction, c)}, formatError(n.name, err.Error(), taskShape, c.text, nil)
-		}
-		t.Task = task
-	}
+	t.Task = task
 	n.resolveIntent(ctx, s, t.Task)
-	graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: offline, Intent: t.Task.Intent})
+	graph.Emit(ctx, TaskExtracted{Task: t.Task.Text, DependsOnHistory: t.Task.DependsOnHistory, Offline: c.offline, Intent: t.Task.Intent})
 	return state.Update{Turn: &t, Tokens: tokens(llm.RoleTaskExtraction, c)}, nil
+}
+
+func deferredReason(why string) string {
+	const asked = "the task is asked together with the capability selection, in one call"
+	if why == "" {
+		return asked
+	}
+	return why + "; " + asked
+}
+
+// askTask asks the task extraction model for the task (the offline task
+// when it has none or cannot be reached); node names the node whose format
+// error an unusable reply is. The intent is not resolved yet.
+func (b base) askTask(ctx context.Context, s state.State, retry prompts.FormatRetry, node string, extra ...map[string]any) (*state.Task, call, error) {
+	p, err := b.prompt(prompts.TaskExtraction, prompts.TaskExtractionData{History: history(s), Message: s.Turn.Input, FormatRetry: retry})
+	if err != nil {
+		return nil, call{}, err
+	}
+	c, err := b.generate(ctx, llm.RoleTaskExtraction, p.System, p.Turn, &taskReply, nil)
+	if err != nil {
+		return nil, c, err
+	}
+	if c.offline {
+		return offlineTask(s), c, nil
+	}
+	task, err := parseTask(c.text)
+	if err != nil {
+		var md map[string]any
+		if len(extra) > 0 {
+			md = extra[0]
+		}
+		return nil, c, formatError(node, err.Error(), taskShape, c.text, md)
+	}
+	return task, c, nil
 }
 
 func parseTask(reply string) (*state.Task, error) {
@@ -106,6 +153,11 @@ func parseTask(reply string) (*state.Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	return taskFields(m)
+}
+
+// taskFields reads the task keys of a reply's object (taskReply's).
+func taskFields(m map[string]json.RawMessage) (*state.Task, error) {
 	var task state.Task
 	if _, err := field(m, "task", "the reply", &task.Text); err != nil {
 		return nil, err
@@ -184,7 +236,7 @@ func parseIntent(raw json.RawMessage) (intent.Intent, error) {
 // A model's task text that asks for another change than the user's words
 // (a change for a read, another value) is replaced by the user's words, so
 // no later node plans from it.
-func (n *TaskExtractionNode) resolveIntent(ctx context.Context, s state.State, task *state.Task) {
+func (b base) resolveIntent(ctx context.Context, s state.State, task *state.Task) {
 	var model *intent.Intent
 	if task.Intent.Kind != "" {
 		in := task.Intent
@@ -193,11 +245,11 @@ func (n *TaskExtractionNode) resolveIntent(ctx context.Context, s state.State, t
 	rules := intent.FromMessages(latestUserMessage(s), earlierUserMessages(s))
 	in, differs := intent.Decide(rules, model)
 	if differs != "" {
-		graph.Emit(ctx, Status{Node: n.name, Text: differs})
+		graph.Emit(ctx, Status{Node: b.name, Text: differs})
 	}
 	if !taskAgrees(task.Text, in) {
 		own := offlineTask(s)
-		graph.Emit(ctx, Status{Node: n.name, Text: "The model's task asked for a change your words do not; the task is your own words: " + own.Text})
+		graph.Emit(ctx, Status{Node: b.name, Text: "The model's task asked for a change your words do not; the task is your own words: " + own.Text})
 		task.Text = own.Text
 		task.DependsOnHistory = task.DependsOnHistory || own.DependsOnHistory
 	}

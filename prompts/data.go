@@ -25,6 +25,15 @@ type TaskExtractionData struct {
 	FormatRetry
 }
 
+// TaskSelectionData feeds the task_selection template (the capabilities, in
+// the system prompt) and its turn template, task_extraction_turn (the chat).
+type TaskSelectionData struct {
+	Capabilities []ClassifierCapability
+	History      []HistoryMessage
+	Message      string
+	FormatRetry
+}
+
 // Example is a classifier few-shot example.
 type Example struct {
 	Query  string

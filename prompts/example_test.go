@@ -21,5 +21,5 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// Ask about the vacuum in at most 16 characters.
-	// prompts: template "planner": unknown template (want one of task_extraction, classifier, classifier_batched, orchestrator, response, clarify, error, approval)
+	// prompts: template "planner": unknown template (want one of task_extraction, classifier, classifier_batched, task_selection, orchestrator, response, clarify, error, approval, task_extraction_turn, classifier_turn, orchestrator_turn, response_turn, clarify_turn)
 }

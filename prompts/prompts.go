@@ -15,23 +15,84 @@ import (
 )
 
 // Template names, one per role (the classifier has a per-capability and a
-// batched form).
+// batched form). A role's template renders its system prompt: the
+// instructions, capability guides and examples, the same from turn to turn
+// and thread to thread, so a provider's prompt cache serves them. Its turn
+// template (TurnOf) renders the turn's content — the task, the chat, the
+// results, a failure to avoid — sent after it as the user message.
 const (
 	TaskExtraction    = "task_extraction"
 	Classifier        = "classifier"
 	ClassifierBatched = "classifier_batched"
-	Orchestrator      = "orchestrator"
-	Response          = "response"
-	Clarify           = "clarify"
-	ErrorExplanation  = "error"
+	// TaskSelection asks for the task and the capability selection in one
+	// call, when both need a model (nodes: the classifier's combined call).
+	TaskSelection    = "task_selection"
+	Orchestrator     = "orchestrator"
+	Response         = "response"
+	Clarify          = "clarify"
+	ErrorExplanation = "error"
 	// Approval reads a human's free-text answer to an approval, which it
 	// may only call a rejection or unclear (docs/approvals.md).
 	Approval = "approval"
+
+	// The turn templates.
+	TaskExtractionTurn = "task_extraction_turn" // also TaskSelection's
+	ClassifierTurn     = "classifier_turn"      // both classifier forms'
+	OrchestratorTurn   = "orchestrator_turn"
+	ResponseTurn       = "response_turn"
+	ClarifyTurn        = "clarify_turn"
 )
 
 // Names lists every template name.
 func Names() []string {
-	return []string{TaskExtraction, Classifier, ClassifierBatched, Orchestrator, Response, Clarify, ErrorExplanation, Approval}
+	return []string{TaskExtraction, Classifier, ClassifierBatched, TaskSelection, Orchestrator, Response, Clarify, ErrorExplanation, Approval,
+		TaskExtractionTurn, ClassifierTurn, OrchestratorTurn, ResponseTurn, ClarifyTurn}
+}
+
+// TurnOf returns the turn template of a role's template, or "" when the
+// role has none (the error explanation and the approval reading, whose
+// user message is not templated).
+func TurnOf(name string) string {
+	switch name {
+	case TaskExtraction, TaskSelection:
+		return TaskExtractionTurn
+	case Classifier, ClassifierBatched:
+		return ClassifierTurn
+	case Orchestrator:
+		return OrchestratorTurn
+	case Response:
+		return ResponseTurn
+	case Clarify:
+		return ClarifyTurn
+	}
+	return ""
+}
+
+// Prompt is a role's two messages.
+type Prompt struct {
+	// System is the stable part, sent first: the same bytes for every turn
+	// of every thread while the capabilities and templates stay the same.
+	System string
+	// Turn is the turn's content, sent last as the user message.
+	Turn string
+}
+
+// RenderPrompt renders a role's template as the system prompt and its turn
+// template (TurnOf) as the turn's message, from the same data.
+func (s *Set) RenderPrompt(name string, data any) (Prompt, error) {
+	sys, err := s.Render(name, data)
+	if err != nil {
+		return Prompt{}, err
+	}
+	turn := TurnOf(name)
+	if turn == "" {
+		return Prompt{}, &TemplateError{Name: name, Err: errors.New("has no turn template")}
+	}
+	t, err := s.Render(turn, data)
+	if err != nil {
+		return Prompt{}, err
+	}
+	return Prompt{System: sys, Turn: t}, nil
 }
 
 //go:embed templates/*.tmpl

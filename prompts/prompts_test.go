@@ -79,6 +79,8 @@ func TestGoldenPrompts(t *testing.T) {
 		data     any
 	}{
 		{"task_extraction", prompts.TaskExtraction, prompts.TaskExtractionData{History: hist, Message: "and the lifetime?"}},
+		{"task_selection", prompts.TaskSelection, prompts.TaskSelectionData{History: hist, Message: "and the lifetime?",
+			Capabilities: []prompts.ClassifierCapability{cc, {Name: "archiver_retrieval", Description: "Retrieve history."}}}},
 		{"classifier", prompts.Classifier, prompts.ClassifierData{Task: "What is the beam current?", Capability: cc}},
 		{"classifier_reclassification", prompts.Classifier, prompts.ClassifierData{Task: "Dump the beam", Capability: cc,
 			PreviousFailure: "the plan needed beam_dump, which is not available"}},
@@ -115,12 +117,69 @@ func TestGoldenPrompts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := set.Render(tt.template, tt.data)
+			if prompts.TurnOf(tt.template) == "" {
+				got, err := set.Render(tt.template, tt.data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden(t, tt.name, got)
+				return
+			}
+			p, err := set.RenderPrompt(tt.template, tt.data)
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.name, got)
+			golden(t, tt.name, p.System+userMessageMark+p.Turn)
 		})
+	}
+}
+
+// userMessageMark separates a golden prompt's system message from its user
+// message.
+const userMessageMark = "\n\n=== user message ===\n"
+
+// A role's system prompt holds nothing of the turn: rendered for two
+// different turns — another task, chat, results, failure — it is the same
+// bytes, so a provider's prompt cache serves it; the turn's content is all
+// in the user message.
+func TestSystemPromptsHoldNothingOfTheTurn(t *testing.T) {
+	set := prompts.Default()
+	hist := []prompts.HistoryMessage{{Role: "user", Content: "What is the beam current?"}, {Role: "assistant", Content: "500 mA."}}
+	cc := []prompts.ClassifierCapability{{Name: "channel_read", Description: "Read live values.", Instructions: guide().Instructions, Examples: prompts.ShuffledExamples(guide(), 1)}}
+	pcs := prompts.PlannerCapabilities(caps(t))
+	turns := map[string][2]any{
+		prompts.TaskExtraction: {prompts.TaskExtractionData{Message: "What is the beam current?"},
+			prompts.TaskExtractionData{History: hist, Message: "and the lifetime?", FormatRetry: prompts.FormatRetry{FormatError: "no JSON", ExpectedShape: "{}", PreviousReply: "hm"}}},
+		prompts.TaskSelection: {prompts.TaskSelectionData{Capabilities: cc, Message: "What is the beam current?"},
+			prompts.TaskSelectionData{Capabilities: cc, History: hist, Message: "and the lifetime?"}},
+		prompts.Classifier: {prompts.ClassifierData{Task: "beam current", Capability: cc[0]},
+			prompts.ClassifierData{Task: "dump the beam", Capability: cc[0], PreviousFailure: "beam_dump is not available"}},
+		prompts.ClassifierBatched: {prompts.ClassifierBatchedData{Task: "beam current", Capabilities: cc},
+			prompts.ClassifierBatchedData{Task: "dump the beam", Capabilities: cc, PreviousFailure: "beam_dump is not available"}},
+		prompts.Orchestrator: {prompts.OrchestratorData{Task: "Read the beam current", Capabilities: pcs},
+			prompts.OrchestratorData{Task: "Set Q1 to 105 A", Capabilities: pcs, DependsOnHistory: true, History: hist, Intent: "change: Q1 to 105 A",
+				AvailableContext: []prompts.ContextItem{{Type: "CHANNEL_ADDRESSES", Key: "q1", Summary: "BTS:Q1", Turn: 1}}, ReplanReason: "no channel", FailedStep: "1"}},
+		prompts.Response: {prompts.ResponseData{Task: "beam current?", Context: []prompts.ContextItem{{Type: "V", Key: "v", Summary: "500 mA"}}},
+			prompts.ResponseData{Task: "and its history?", History: hist, Notes: []prompts.StepNote{{Capability: "x", Note: "failed"}},
+				EarlierContext: []prompts.ContextItem{{Type: "A", Key: "a", Summary: "SR:DCCT"}}}},
+		prompts.Clarify: {prompts.ClarifyData{Task: "show the vacuum", CapabilityOverview: "• channel_read"},
+			prompts.ClarifyData{Task: "plot it", History: hist, Reason: "which sector", CapabilityOverview: "• channel_read"}},
+	}
+	for name, pair := range turns {
+		a, err := set.RenderPrompt(name, pair[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := set.RenderPrompt(name, pair[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.System != b.System {
+			t.Errorf("%s: the system prompt changes with the turn:\n%s\n---\n%s", name, a.System, b.System)
+		}
+		if a.Turn == b.Turn {
+			t.Errorf("%s: the turn's message does not change with the turn: %q", name, a.Turn)
+		}
 	}
 }
 

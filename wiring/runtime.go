@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
@@ -273,7 +274,8 @@ func (r *Runtime) AgentConfig(ctx context.Context, store checkpoint.Store) (agen
 	return ac, nil
 }
 
-// Agent builds the agent once, over the runtime's store.
+// Agent builds the agent once, over the runtime's store. Close closes it
+// (agent.Agent.Close: its runs stop), before the store it runs on.
 func (r *Runtime) Agent(ctx context.Context) (*agent.Agent, error) {
 	if r.agent != nil {
 		return r.agent, nil
@@ -291,8 +293,18 @@ func (r *Runtime) Agent(ctx context.Context) (*agent.Agent, error) {
 		return nil, err
 	}
 	r.agent = a
+	r.closers = append(r.closers, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), agentCloseWait)
+		defer cancel()
+		return a.Close(ctx)
+	})
 	return a, nil
 }
+
+// agentCloseWait bounds how long Close waits for the agent's runs to stop
+// (a capability that ignores its context would otherwise hold the process
+// up); the store is closed after it all the same.
+const agentCloseWait = 30 * time.Second
 
 // Logger builds the logger the file configures, writing to w.
 func (r *Runtime) Logger(w interface{ Write([]byte) (int, error) }) (logging.Logger, error) {
@@ -396,6 +408,7 @@ func (r *Runtime) Check(ctx context.Context) []config.Problem {
 			add(err)
 		} else {
 			runner = a
+			defer a.Close(ctx) //nolint:errcheck // it ran nothing
 		}
 	}
 	sc, err := ServerConfig(cfg, runner, r.opts.Getenv(EnvAPIKeys), logging.Nop())

@@ -50,6 +50,7 @@ func LLMConfig(cfg *config.Config) llm.Config {
 			LegacyMaxTokens: m.LegacyMaxTokens,
 			JSONMode:        m.JSONMode,
 			StreamUsage:     m.StreamUsage,
+			PromptCache:     m.PromptCache,
 		}
 	}
 	return out
@@ -80,6 +81,9 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 		Nodes: nodes.Config{
 			ClassifierMode:               nodes.ClassifierMode(cfg.Classifier.Mode),
 			MaxConcurrentClassifications: l.MaxConcurrentClassifications,
+			TaskExtraction:               nodes.TaskExtractionMode(cfg.ModelCalls.TaskExtraction),
+			SelectAllWithinTokens:        cfg.ModelCalls.SelectAllWithinTokens,
+			SeparateTaskAndSelection:     cfg.ModelCalls.TaskWithSelection != nil && !*cfg.ModelCalls.TaskWithSelection,
 		},
 		Limits: agent.Limits{
 			MaxPlanningAttempts: l.MaxPlanningAttempts,

@@ -15,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/wiring"
 )
@@ -49,6 +50,10 @@ func registry(t *testing.T, names ...string) *capabilities.Registry {
 func TestAgentConfigFromFile(t *testing.T) {
 	cfg := parse(t, `classifier:
   mode: per_capability
+model_calls:
+  task_extraction: always
+  select_all_within_tokens: -1
+  task_with_selection: false
 limits:
   max_planning_attempts: 3
   max_reclassifications: 0
@@ -85,6 +90,9 @@ server:
 	}{
 		{"classifier mode", string(ac.Nodes.ClassifierMode), "per_capability"},
 		{"concurrent classifications", ac.Nodes.MaxConcurrentClassifications, 2},
+		{"task extraction", ac.Nodes.TaskExtraction, nodes.TaskAlways},
+		{"select all within", ac.Nodes.SelectAllWithinTokens, -1},
+		{"task and selection apart", ac.Nodes.SeparateTaskAndSelection, true},
 		{"planning attempts", ac.Limits.MaxPlanningAttempts, 3},
 		{"reclassifications 0 means none (negative for the agent)", ac.Limits.MaxReclassifications, -1},
 		{"execution time", ac.Limits.MaxExecutionTime, 90 * time.Second},

@@ -134,7 +134,13 @@ func serve(spec string, latency time.Duration, conversations int) (string, func(
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = srv.Serve(ctx, ln); close(done) }()
-	return "http://" + ln.Addr().String() + "/v1", func() { cancel(); <-done; closeStore() }, nil
+	stop := func() {
+		cancel()
+		<-done
+		_ = a.Close(context.Background()) // the agent's runs end before its store closes
+		closeStore()
+	}
+	return "http://" + ln.Addr().String() + "/v1", stop, nil
 }
 
 // scripted is the respond role's model: after its latency it streams an

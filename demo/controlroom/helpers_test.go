@@ -62,10 +62,18 @@ func runTurn(t *testing.T, cfg agent.Config, input string) turn {
 // stays offline so its report is deterministic.
 var nodeRoles = []llm.Role{llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse}
 
-// config is an agent over reg whose infrastructure nodes ask the scripted model m.
+// config is an agent over reg whose infrastructure nodes ask the scripted
+// model m, each of them on every turn (everyNodeAsks).
 func config(reg *capabilities.Registry, m *llmtest.Model, mode nodes.ClassifierMode) agent.Config {
-	return agent.Config{Registry: reg, Models: m.Only(nodeRoles...), Nodes: nodes.Config{ClassifierMode: mode},
+	n := everyNodeAsks
+	n.ClassifierMode = mode
+	return agent.Config{Registry: reg, Models: m.Only(nodeRoles...), Nodes: n,
 		InfraRetry: map[string]capabilities.RetryPolicy{}}
 }
+
+// everyNodeAsks makes task extraction and the classifier ask their model on
+// every turn, so a scripted model's reply in those roles (a lie, too) is
+// read; by default a turn leaves out the calls it does not need.
+var everyNodeAsks = nodes.Config{TaskExtraction: nodes.TaskAlways, SelectAllWithinTokens: -1, SeparateTaskAndSelection: true}
 
 func writeFile(p, text string) error { return os.WriteFile(p, []byte(text), 0o600) }

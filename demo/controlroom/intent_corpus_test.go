@@ -185,7 +185,7 @@ func runCorpusCase(t *testing.T, c corpusCase, model func(corpusCase) *llmtest.M
 	reg, p := controlRoomWorld(t)
 	cfg := agent.Config{Registry: reg, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}}
 	if model != nil {
-		cfg.Models = model(c)
+		cfg.Models, cfg.Nodes = model(c), everyNodeAsks // the lying role is asked
 	}
 	a, err := agent.New(cfg)
 	if err != nil {

@@ -60,6 +60,7 @@ func demo(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer a.Close(context.Background()) //nolint:errcheck // every turn has ended by then
 	fmt.Fprintf(w, "Simulated machine: %d channels. Offline mode: no LLM is used.\n", len(p.Channels()))
 	// Say why this demo writes while serve and chat refuse by default.
 	bi, _ := debug.ReadBuildInfo()

@@ -61,6 +61,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer a.Close(context.Background()) //nolint:errcheck // every turn has ended by then
 	for i, sc := range tour.Scenarios {
 		rule := strings.Repeat("─", 72)
 		fmt.Fprintf(w, "%s\n%d. %s — severity %s\n   %s\n   Expect: %s\n\n> %s\n", rule, i+1, sc.Capability, sc.Severity, sc.Description, sc.Outcome, sc.Question)

@@ -72,6 +72,7 @@ func run(ctx context.Context, w io.Writer, seed int64) error {
 	if err != nil {
 		return err
 	}
+	defer a.Close(context.Background()) //nolint:errcheck // every turn has ended by then
 	for i, d := range weather.Demo {
 		fmt.Fprintf(w, "\n> %s\n", d.Question)
 		out, err := cli.Ask(ctx, a, agent.TurnRequest{Thread: fmt.Sprintf("weather-%d", i), Input: d.Question}, w)

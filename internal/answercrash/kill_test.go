@@ -502,11 +502,3 @@ func checkRound(t *testing.T, round int, db, journalPath string, ths []*thread) 
 	t.Logf("round %d: %d acknowledged of %d answers; the parallel threads' other approval was asked %d more times", round, acked, total, reasked)
 	return acked, total
 }
-
-func acks(th *thread) []bool {
-	var out []bool
-	for _, a := range th.answers {
-		out = append(out, a.acked)
-	}
-	return out
-}

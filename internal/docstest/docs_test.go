@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,8 +56,14 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// goCmd is the go command of the toolchain running the test.
-func goCmd() string { return filepath.Join(runtime.GOROOT(), "bin", "go") }
+// goCmd is the go command of the toolchain running the test: go test puts
+// that toolchain's bin directory first in the test's PATH.
+func goCmd() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "go"
+}
 
 // goEnv reads a variable of `go env`, so the documents' go commands use
 // this machine's caches under their own HOME.
@@ -272,7 +277,7 @@ func newSession(t *testing.T, tools toolset) *session {
 	s.cmd = exec.Command("bash", "--noprofile", "--norc")
 	s.cmd.Dir = s.dir
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	path := strings.Join([]string{filepath.Join(s.home, "go", "bin"), tools.bin, filepath.Join(runtime.GOROOT(), "bin"), os.Getenv("PATH")}, string(os.PathListSeparator))
+	path := strings.Join([]string{filepath.Join(s.home, "go", "bin"), tools.bin, filepath.Dir(goCmd()), os.Getenv("PATH")}, string(os.PathListSeparator))
 	s.cmd.Env = append([]string{
 		"PATH=" + path, "HOME=" + s.home, "USER=docs", "LANG=C.UTF-8", "TERM=dumb", "TMPDIR=" + os.TempDir(),
 		"GOBIN=" + filepath.Join(s.home, "go", "bin"),

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -28,8 +26,8 @@ type pkg struct {
 // dependencies, Deps, and their tests' imports).
 func list(t *testing.T) map[string]pkg {
 	t.Helper()
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(goCmd, "list", "-json", module+"/...")
+	// go test puts the toolchain running the test first in its PATH.
+	cmd := exec.Command("go", "list", "-json", module+"/...")
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
 	if err != nil {

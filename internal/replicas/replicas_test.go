@@ -306,7 +306,6 @@ type conv struct {
 	status, answer    string
 	streamedFrom      []int
 	err               error
-	recordStatus      string
 }
 
 // TestThreeReplicasSIGKILL: three `capgraph serve` replicas on one

@@ -34,6 +34,9 @@ type Reply struct {
 	// after this long, or fails with the context's error if the context
 	// ends first.
 	Delay time.Duration
+	// ChunkDelay is the time between two streamed Chunks (a model's rate
+	// of tokens), so the first chunk reaches the caller before the last.
+	ChunkDelay time.Duration
 }
 
 // Text is a plain text reply.
@@ -130,6 +133,9 @@ type Model struct {
 	count   int  // calls made, also those not logged
 	noLog   bool // see NoLog
 	only    map[llm.Role]bool
+	// cache holds the latest prompts when CachePrompts is on.
+	cache   []string
+	caching bool
 }
 
 // New returns a Model with no script: every call fails with an
@@ -184,6 +190,49 @@ func (m *Model) NoLog() *Model {
 	return m
 }
 
+// Prompt caching as CachePrompts simulates it: OpenAI's rule, a prefix of
+// at least cacheMinTokens tokens counted in steps of cacheStepTokens, over
+// the last cachedPrompts prompts.
+const (
+	cacheMinTokens  = 1024
+	cacheStepTokens = 128
+	cachedPrompts   = 64
+)
+
+// CachePrompts makes the estimated usage of a reply (Reply.Usage zero)
+// report cached prompt tokens as a provider with automatic prompt caching
+// does (OpenAI: the longest prefix the prompt shares with a recent one, at
+// least 1024 tokens, in steps of 128; a token per four characters), so a
+// benchmark shows what a prompt's stable prefix saves.
+func (m *Model) CachePrompts() *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.caching = true
+	return m
+}
+
+// cachedTokens is the prompt's prefix a recent prompt shares, in tokens
+// (see CachePrompts); it remembers the prompt. Called with m.mu held.
+func (m *Model) cachedTokens(prompt string) int {
+	best := 0
+	for _, p := range m.cache {
+		n := 0
+		for n < len(p) && n < len(prompt) && p[n] == prompt[n] {
+			n++
+		}
+		best = max(best, n)
+	}
+	if len(m.cache) == cachedPrompts {
+		m.cache = append(m.cache[:0], m.cache[1:]...)
+	}
+	m.cache = append(m.cache, prompt)
+	tokens := best / 4
+	if tokens < cacheMinTokens {
+		return 0
+	}
+	return tokens - tokens%cacheStepTokens
+}
+
 // For implements llm.Models: the returned model records the role on calls
 // that do not set one.
 func (m *Model) For(role llm.Role) (llm.Model, bool) {
@@ -217,6 +266,10 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	if !ok {
 		reply = Reply{Err: &ExhaustedError{Role: req.Role, Seq: seq, LastUser: lastUser(req.Messages)}}
 	}
+	cached := 0
+	if m.caching && reply.Usage == (llm.Usage{}) && reply.Err == nil && !reply.Hang {
+		cached = m.cachedTokens(joinMessages(req.Messages))
+	}
 	if !m.noLog {
 		call := Call{Role: req.Role, Request: req, Reply: reply, Seq: seq}
 		if d, ok := ctx.Deadline(); ok {
@@ -239,14 +292,8 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 		<-ctx.Done()
 		return llm.Response{}, ctx.Err()
 	}
-	if reply.Delay > 0 {
-		t := time.NewTimer(reply.Delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return llm.Response{}, ctx.Err()
-		}
+	if err := sleep(ctx, reply.Delay); err != nil {
+		return llm.Response{}, err
 	}
 	if reply.Err != nil {
 		if req.OnChunk != nil {
@@ -264,7 +311,12 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 			text = strings.Join(reply.Chunks, "")
 		}
 		if req.OnChunk != nil {
-			for _, c := range reply.Chunks {
+			for i, c := range reply.Chunks {
+				if i > 0 && reply.ChunkDelay > 0 {
+					if err := sleep(ctx, reply.ChunkDelay); err != nil {
+						return llm.Response{}, err
+					}
+				}
 				if err := req.OnChunk(ctx, c); err != nil {
 					return llm.Response{}, fmt.Errorf("llmtest: streaming func returned an error: %w", err)
 				}
@@ -277,7 +329,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	}
 	usage := reply.Usage
 	if usage == (llm.Usage{}) {
-		usage = llm.Usage{PromptTokens: (joinedLen(req.Messages) + 3) / 4, CompletionTokens: (len(text) + 3) / 4}
+		usage = llm.Usage{PromptTokens: (joinedLen(req.Messages) + 3) / 4, CompletionTokens: (len(text) + 3) / 4, CachedPromptTokens: cached}
 	}
 	finish := reply.Finish
 	if finish == "" {
@@ -288,6 +340,21 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 		maxTok = req.DefaultMaxTokens
 	}
 	return llm.Response{Text: text, Usage: usage, Model: "llmtest", FinishReason: finish, MaxTokens: maxTok}, nil
+}
+
+// sleep waits d, or returns the context's error if it ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (m *Model) next(req llm.Request) (Reply, bool) {

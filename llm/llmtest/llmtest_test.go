@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -218,4 +219,49 @@ func TestNoLogCountsWithoutKeeping(t *testing.T) {
 	if _, err := ask(m, llm.RoleResponse, "exhausted"); err == nil || !strings.Contains(err.Error(), "call 4") {
 		t.Fatalf("the fourth call: %v, want the exhausted-script error numbering it 4", err)
 	}
+}
+
+// With CachePrompts a prompt sharing a long prefix with an earlier one
+// reports that prefix as cached, in OpenAI's steps: nothing under 1024
+// tokens, then multiples of 128.
+func TestCachePromptsReportsTheSharedPrefix(t *testing.T) {
+	m := llmtest.New().CachePrompts().On(func(llm.Request) bool { return true }, func(llm.Request) llmtest.Reply { return llmtest.Text("ok") })
+	stable := strings.Repeat("guide ", 1000) // 6000 characters: 1500 tokens
+	for _, tt := range []struct {
+		prompt string
+		cached int
+	}{
+		{stable + "first question", 0},                                  // nothing seen before
+		{stable + "second question", 1408},                              // 6000 characters shared: 1500 tokens → 1408
+		{"another system prompt " + stable, 0},                          // no common start
+		{strings.Repeat("guide ", 100) + "short", 0},                    // 600 shared characters: under 1024 tokens
+		{stable + "first question", (len(stable) + 14) / 4 / 128 * 128}, // the whole prompt again
+	} {
+		r, err := ask(m, llm.RoleOrchestrator, tt.prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Usage.CachedPromptTokens != tt.cached || r.Usage.PromptTokens != (len(tt.prompt)+3)/4 {
+			t.Errorf("%.30q…: usage %+v, want %d cached", tt.prompt, r.Usage, tt.cached)
+		}
+	}
+}
+
+// A streamed reply with ChunkDelay sends its first chunk after Delay and
+// each next one ChunkDelay later, as a model producing tokens does.
+func TestChunkDelayPacesTheStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := llmtest.New().Script(llm.RoleResponse, llmtest.Reply{Chunks: []string{"a", "b", "c"}, Delay: 300 * time.Millisecond, ChunkDelay: 50 * time.Millisecond})
+		model, _ := m.For(llm.RoleResponse)
+		start := time.Now()
+		var at []time.Duration
+		resp, err := model.Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "q"}},
+			OnChunk: func(context.Context, string) error { at = append(at, time.Since(start)); return nil }})
+		if err != nil || resp.Text != "abc" {
+			t.Fatalf("%q, %v", resp.Text, err)
+		}
+		if want := []time.Duration{300 * time.Millisecond, 350 * time.Millisecond, 400 * time.Millisecond}; !slices.Equal(at, want) {
+			t.Errorf("chunks at %v, want %v", at, want)
+		}
+	})
 }

@@ -78,3 +78,13 @@ const (
 	// concurrently (the reference design).
 	ClassifierPerCapability = "per_capability"
 )
+
+// When task extraction asks its model.
+const (
+	// TaskExtractionWhenNeeded: only when the rules find that the message
+	// needs the earlier turns to be understood, or cannot tell. The
+	// default.
+	TaskExtractionWhenNeeded = "needed"
+	// TaskExtractionAlways: on every turn.
+	TaskExtractionAlways = "always"
+)

@@ -341,6 +341,11 @@ func TestChannelWrite(t *testing.T) {
 	// Read-only channel.
 	ro := stepWith("", map[string]any{"value": 1, "channels": []any{"SR:DCCT:CURRENT"}})
 	ro.WritesEnabled = true
+	// Refused when described (reason read_only), so nobody is asked.
+	var roRefused *capabilities.ActionRefusedError
+	if _, err := w.DescribeAction(ro); !errors.As(err, &roRefused) || roRefused.Reason != "read_only" || !strings.Contains(roRefused.Message, "read-only") {
+		t.Errorf("describing a write to a read-only channel: %v", err)
+	}
 	_, err = w.Execute(context.Background(), ro)
 	if c := w.ClassifyError(err, capabilities.ErrorContext{}); c.Severity != capabilities.Critical || !errors.Is(err, plant.ErrNotWritable) {
 		t.Errorf("read-only: %v classified %+v", err, c)

@@ -768,7 +768,7 @@ func testDeleteWhileWriting(t *testing.T, s checkpoint.Store) {
 				cp := checkpoint.Checkpoint{ThreadID: "contested", ID: id, Step: i, State: json.RawMessage(`{}`),
 					Metadata: map[string]string{"writer": fmt.Sprint(w)}, Created: time.Now()}
 				if err := s.Put(ctx, cp); err != nil {
-					errs <- fmt.Errorf("Put: %w", err)
+					errs <- fmt.Errorf("put: %w", err)
 					return
 				}
 				err = s.PutWrites(ctx, "contested", id, []checkpoint.Write{{Task: "n", Kind: checkpoint.WriteUpdate, Value: json.RawMessage(`1`)}})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/capgraph/capgraph/graph/checkpoint"
@@ -30,11 +29,11 @@ var recordsSchema = []string{
 	`CREATE INDEX IF NOT EXISTS records_by_thread ON records (thread_id, seq)`,
 }
 
-// recordsReady remembers the stores whose records table exists.
-var recordsReady sync.Map // *Store → struct{}
-
+// ensureRecords creates the records table on the store's first use of it.
+// Creating it twice at once is harmless (IF NOT EXISTS); a failure is
+// tried again by the next call.
 func (s *Store) ensureRecords(ctx context.Context) error {
-	if _, ok := recordsReady.Load(s); ok {
+	if s.recordsReady.Load() {
 		return nil
 	}
 	for _, stmt := range recordsSchema {
@@ -42,7 +41,7 @@ func (s *Store) ensureRecords(ctx context.Context) error {
 			return fmt.Errorf("sqlite: create the records table: %w", err)
 		}
 	}
-	recordsReady.Store(s, struct{}{})
+	s.recordsReady.Store(true)
 	return nil
 }
 

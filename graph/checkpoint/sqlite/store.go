@@ -36,6 +36,9 @@ type Store struct {
 
 	runsMu   sync.Mutex               // creating the runs table
 	runStmts atomic.Pointer[runStmts] // set once the runs table exists
+	// recordsReady is set once the records table exists (records.go):
+	// state of this store, so nothing outside it refers to the store.
+	recordsReady atomic.Bool
 
 	commits, writes atomic.Int64 // see Stats
 }

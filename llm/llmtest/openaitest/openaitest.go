@@ -40,6 +40,9 @@ type Reply struct {
 	// PromptTokens and CompletionTokens are reported as usage; 0 means an
 	// estimate (a token per four characters).
 	PromptTokens, CompletionTokens int
+	// CachedTokens is reported as usage.prompt_tokens_details.cached_tokens:
+	// the prompt tokens the server read from its prompt cache.
+	CachedTokens int
 }
 
 // Text is a clean reply.
@@ -204,6 +207,9 @@ func (s *Server) handle(w http.ResponseWriter, hr *http.Request) {
 	usage := map[string]any{"prompt_tokens": cmpOr(reply.PromptTokens, (len(raw)+3)/4),
 		"completion_tokens": cmpOr(reply.CompletionTokens, (len(reply.Content)+len(reply.Reasoning)+3)/4)}
 	usage["total_tokens"] = usage["prompt_tokens"].(int) + usage["completion_tokens"].(int)
+	if reply.CachedTokens > 0 {
+		usage["prompt_tokens_details"] = map[string]any{"cached_tokens": reply.CachedTokens}
+	}
 	finish := reply.Finish
 	if finish == "" {
 		finish = "stop"

@@ -19,6 +19,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
+	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -188,7 +189,9 @@ func Config(t testing.TB, store checkpoint.Store, obs agent.Observer, writes boo
 	w.Model = m
 	cfg := agent.Config{Registry: reg, Store: store, Observer: obs,
 		Models:  m.Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse),
-		Options: state.Options{WritesEnabled: writes}}
+		Options: state.Options{WritesEnabled: writes},
+		// Every node asks its model, so a turn shows each role's call.
+		Nodes: nodes.Config{TaskExtraction: nodes.TaskAlways, SelectAllWithinTokens: -1, SeparateTaskAndSelection: true}}
 	return cfg, w
 }
 
