@@ -112,9 +112,16 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 	case agent.EventApprovalRequired:
 		c.approval = ev.Approval
 		out = append(out, piece{Status: &statusData{Description: "Waiting for your approval", Done: true}})
-	case agent.EventUsage:
-		if ev.Usage != nil {
-			c.usage = *ev.Usage
+	case agent.EventModelCall:
+		// The usage a client sums: the model calls this request's run made
+		// (a turn paused for approval reports each part once, in its own
+		// response); 0 when no model was called (offline).
+		if ev.Call != nil {
+			u := ev.Call.Usage
+			c.usage.PromptTokens += u.PromptTokens
+			c.usage.CompletionTokens += u.CompletionTokens
+			c.usage.TotalTokens += u.TotalTokens
+			c.usage.CachedPromptTokens += u.CachedPromptTokens
 		}
 	case agent.EventAudit:
 		if ev.Audit != nil && ev.Audit.Outcome != "" {

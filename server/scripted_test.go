@@ -155,7 +155,8 @@ func (s *scriptedRunner) answer(th *scriptedThread, ev func(agent.Event) bool, t
 	th.status = agent.RunAnswered
 	s.mu.Unlock()
 	_ = ev(agent.Event{Type: agent.EventMessage, Message: &msg}) &&
-		ev(agent.Event{Type: agent.EventUsage, Usage: &agent.Usage{PromptTokens: 10, CompletionTokens: 4, TotalTokens: 14}}) &&
+		ev(agent.Event{Type: agent.EventModelCall, Node: "respond", Call: &agent.ModelCall{Role: "response", Model: "scripted", Usage: agent.Usage{PromptTokens: 10, CompletionTokens: 4, TotalTokens: 14}}}) &&
+		ev(agent.Event{Type: agent.EventUsage, Usage: &agent.Usage{TotalTokens: 14}}) &&
 		ev(agent.Event{Type: agent.EventDone, Status: agent.RunAnswered})
 }
 
