@@ -1,0 +1,114 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// decodeAPIError reads an error body as Open WebUI and LibreChat do: the
+// JSON object's error.message is what they show the user.
+func decodeAPIError(t *testing.T, resp *http.Response, body []byte) apiErr {
+	t.Helper()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("content type %q: the UIs read the error from a JSON body: %s", ct, body)
+	}
+	e := decodeErr(t, body)
+	if e.Error.Message == "" {
+		t.Fatalf("no error.message: %s", body)
+	}
+	return e
+}
+
+// "Continue" (Open WebUI's "Continue Response", LibreChat's "Continue")
+// sends the conversation with the assistant's answer last. capgraph's
+// answers are whole: a 400 whose message both UIs display says so, before
+// any stream starts, and no run is made.
+func TestChatContinueIsA400TheUIsShow(t *testing.T) {
+	env := newTestEnv(t, nil)
+	answer := "Beam current is 500 mA."
+	owui := openWebUIRequest(nil, "What is the beam current?")
+	owui["messages"] = append(owui["messages"].([]map[string]any), assistant(answer))
+	libre := map[string]any{"model": "capgraph", "stream": true, "temperature": 1, "top_p": 1,
+		"messages": []map[string]any{user("What is the beam current?"), assistant(answer)}}
+	for name, req := range map[string]struct {
+		key  string
+		body map[string]any
+		hdr  []string
+	}{"Open WebUI": {keyWebUI, owui, openWebUIHeaders}, "LibreChat": {keyAlice, libre, nil}} {
+		resp, body := env.do(t, "POST", "/v1/chat/completions", req.key, req.body, req.hdr...)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("%s: %d %s", name, resp.StatusCode, body)
+		}
+		e := decodeAPIError(t, resp, body)
+		if !strings.Contains(e.Error.Message, "cannot continue an answer") || !strings.Contains(e.Error.Message, "Send a new message") ||
+			e.Error.Param == nil || !strings.HasSuffix(*e.Error.Param, ".role") {
+			t.Errorf("%s: %+v", name, e.Error)
+		}
+	}
+	if n := len(env.runner.runs()); n != 0 {
+		t.Fatalf("%d runs for a continue", n)
+	}
+}
+
+// An image (or file) part is not read: the answer to the text says so at
+// its end, streamed and not; a message of images alone is a 400 naming
+// why.
+func TestChatImagePartsAreNotedAsNotRead(t *testing.T) {
+	env := newTestEnv(t, nil)
+	withImage := func(stream bool, parts ...map[string]any) map[string]any {
+		return map[string]any{"model": "capgraph", "stream": stream, "messages": []map[string]any{{"role": "user", "content": parts}}}
+	}
+	text := map[string]any{"type": "text", "text": "What is the beam current?"}
+	img := map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,iVBORw0KGgo="}}
+	const note = "*(The image or file attached to your message was not read: capgraph reads only the text of a message.)*"
+
+	resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, withImage(false, text, img))
+	if c := chatContent(t, body); resp.StatusCode != http.StatusOK || c != "Beam current is 500 mA.\n\n"+note {
+		t.Fatalf("%d %q", resp.StatusCode, c)
+	}
+	_, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, withImage(true, text, img, img))
+	if v := parseLikeOpenWebUI(t, string(body)); !v.Done || !strings.HasPrefix(v.Content, "Beam current is 500 mA.\n\n") ||
+		!strings.HasSuffix(v.Content, "*(The 2 images or files attached to your message were not read: capgraph reads only the text of a message.)*") {
+		t.Fatalf("stream %+v", v)
+	}
+	// Without an image, no note.
+	_, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, withImage(false, text))
+	if c := chatContent(t, body); c != "Beam current is 500 mA." {
+		t.Fatalf("no image: %q", c)
+	}
+	resp, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, withImage(false, img))
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(decodeAPIError(t, resp, body).Error.Message, "reads only the text of a message, not images") {
+		t.Fatalf("image only: %d %s", resp.StatusCode, body)
+	}
+}
+
+// response_format: text is what the agent writes; a JSON format is
+// refused with a 400 naming it, never accepted and ignored.
+func TestChatResponseFormat(t *testing.T) {
+	env := newTestEnv(t, nil)
+	for _, tc := range []struct {
+		format map[string]any
+		status int
+	}{
+		{map[string]any{"type": "json_object"}, http.StatusBadRequest},
+		{map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"type": "object"}}}, http.StatusBadRequest},
+		{map[string]any{"type": "text"}, http.StatusOK},
+	} {
+		b := chatBody("capgraph", false, user("What is the beam current?"))
+		b["response_format"] = tc.format
+		resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, b)
+		if resp.StatusCode != tc.status {
+			t.Fatalf("%v: %d %s", tc.format, resp.StatusCode, body)
+		}
+		if tc.status == http.StatusOK {
+			continue
+		}
+		e := decodeAPIError(t, resp, body)
+		typ, _ := json.Marshal(tc.format["type"])
+		if e.Error.Param == nil || *e.Error.Param != "response_format" || !strings.Contains(e.Error.Message, string(typ)) {
+			t.Errorf("%v: %+v", tc.format, e.Error)
+		}
+	}
+}
