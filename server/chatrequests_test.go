@@ -112,3 +112,31 @@ func TestChatResponseFormat(t *testing.T) {
 		}
 	}
 }
+
+// One status line per phase: the line at a node's start and the node's
+// own status ("Planning", then "Planning…") are one line in Open WebUI,
+// on the real agent.
+func TestChatOneStatusLinePerPhase(t *testing.T) {
+	env := newWebEnv(t)
+	for _, q := range []string{"What is the beam current?", "how did the beam lifetime change in the last hour?", "what is the vacuum gauge pressure?"} {
+		resp, body := env.do(t, "POST", "/v1/chat/completions", keyWebUI, openWebUIRequest(nil, q), openWebUIHeaders...)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%q: %d %s", q, resp.StatusCode, body)
+		}
+		v := parseLikeOpenWebUI(t, string(body))
+		if len(v.Statuses) < 3 {
+			t.Fatalf("%q: statuses %+v", q, v.Statuses)
+		}
+		seen := map[string]bool{}
+		for i, st := range v.Statuses {
+			key := strings.TrimRight(st.Description, "…")
+			if i > 0 && key == strings.TrimRight(v.Statuses[i-1].Description, "…") {
+				t.Errorf("%q: status %q repeated: %+v", q, st.Description, v.Statuses)
+			}
+			seen[key] = true
+		}
+		if !seen["Writing the answer"] && !seen["Explaining what went wrong"] {
+			t.Errorf("%q: no answer phase in %+v", q, v.Statuses)
+		}
+	}
+}

@@ -40,6 +40,20 @@ type chatRenderer struct {
 	// the answer's own text has come.
 	outcomes []agent.AuditRecord
 	answered bool
+	// lastStatus is the status line shown last: a node that says what
+	// it does ("Planning…") as it starts is the line shown already.
+	lastStatus string
+}
+
+// repeatsStatus reports whether st says again the line shown last (one
+// line per phase, not "Planning" then "Planning…"), and remembers it.
+func (c *chatRenderer) repeatsStatus(st *statusData) bool {
+	key := strings.TrimRight(strings.TrimSpace(st.Description), "….")
+	if key == c.lastStatus && !st.Done {
+		return true
+	}
+	c.lastStatus = key
+	return false
 }
 
 func (c *chatRenderer) render(ev agent.Event) []piece {
@@ -138,6 +152,9 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 	kept := out[:0]
 	for _, p := range out {
 		if p.Reasoning != "" && c.content.Len() > 0 {
+			continue
+		}
+		if p.Status != nil && c.repeatsStatus(p.Status) {
 			continue
 		}
 		c.content.WriteString(p.Content)
