@@ -3,8 +3,12 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // decodeAPIError reads an error body as Open WebUI and LibreChat do: the
@@ -138,5 +142,117 @@ func TestChatOneStatusLinePerPhase(t *testing.T) {
 		if !seen["Writing the answer"] && !seen["Explaining what went wrong"] {
 			t.Errorf("%q: no answer phase in %+v", q, v.Statuses)
 		}
+	}
+}
+
+// librechatEndpoint is the part of a librechat.yaml custom endpoint that
+// decides what LibreChat sends.
+type librechatEndpoint struct {
+	Name    string `yaml:"name"`
+	BaseURL string `yaml:"baseURL"`
+	Models  struct {
+		Default []string `yaml:"default"`
+		Fetch   bool     `yaml:"fetch"`
+	} `yaml:"models"`
+	TitleConvo    bool     `yaml:"titleConvo"`
+	TitleModel    string   `yaml:"titleModel"`
+	TitleEndpoint string   `yaml:"titleEndpoint"`
+	DropParams    []string `yaml:"dropParams"`
+}
+
+// docSection returns the first fenced block of lang under heading in a doc.
+func docSection(t *testing.T, path, heading, lang string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, heading)
+	if i < 0 {
+		t.Fatalf("%s: no %q", path, heading)
+	}
+	doc = doc[i:]
+	start := strings.Index(doc, "```"+lang+"\n")
+	if start < 0 {
+		t.Fatalf("%s: no %s block under %q", path, lang, heading)
+	}
+	doc = doc[start+len("```"+lang+"\n"):]
+	return doc[:strings.Index(doc, "```")]
+}
+
+// The LibreChat section of docs/frontends.md, as LibreChat uses it: its
+// endpoint YAML read as LibreChat reads it, then what LibreChat sends with
+// it — the model list, a chat request with the default model and without
+// the dropped parameters, a continue — and no title request the agent
+// would answer (titleConvo off, or titles from another endpoint). The
+// setting the section warns against (titleModel alone on this endpoint)
+// is answered 404, as it says.
+func TestLibreChatSectionAsLibreChatSendsIt(t *testing.T) {
+	var cfg struct {
+		Endpoints struct {
+			Custom []librechatEndpoint `yaml:"custom"`
+		} `yaml:"endpoints"`
+	}
+	if err := yaml.Unmarshal([]byte(docSection(t, "../docs/frontends.md", "### LibreChat, step by step", "yaml")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Endpoints.Custom) != 1 {
+		t.Fatalf("endpoints %+v", cfg.Endpoints)
+	}
+	ep := cfg.Endpoints.Custom[0]
+	if !strings.HasSuffix(ep.BaseURL, "/v1") || len(ep.Models.Default) == 0 {
+		t.Fatalf("endpoint %+v", ep)
+	}
+	if ep.TitleConvo && (ep.TitleEndpoint == "" || ep.TitleEndpoint == ep.Name) {
+		t.Fatalf("titleConvo on with titles from this endpoint (%+v): LibreChat would ask capgraph for them", ep)
+	}
+	env := newTestEnv(t, nil)
+	resp, body := env.do(t, "GET", "/v1/models", keyAlice, nil)
+	var models struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &models); resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("models %d %s", resp.StatusCode, body)
+	}
+	for _, m := range ep.Models.Default {
+		if !slices.ContainsFunc(models.Data, func(d struct {
+			ID string `json:"id"`
+		}) bool {
+			return d.ID == m
+		}) {
+			t.Errorf("default model %q not in /v1/models %s", m, body)
+		}
+	}
+	// The chat request: LibreChat's parameters, less the dropped ones.
+	req := map[string]any{"model": ep.Models.Default[0], "stream": true, "user": "6650f0c0c0ffee", "stop": []string{"\n\nUser:"},
+		"temperature": 1, "top_p": 1, "presence_penalty": 0, "frequency_penalty": 0,
+		"messages": []map[string]any{user("What is the beam current?")}}
+	for _, p := range ep.DropParams {
+		delete(req, p)
+	}
+	if _, ok := req["user"]; ok {
+		t.Errorf("dropParams %v keep user: the end user's LibreChat id would be sent as the agent's user", ep.DropParams)
+	}
+	resp, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, req)
+	if v := parseLikeOpenWebUI(t, string(body)); resp.StatusCode != http.StatusOK || v.Content != "Beam current is 500 mA." || !v.Done {
+		t.Fatalf("chat %d %+v", resp.StatusCode, v)
+	}
+	// Continue: the answer last; a 400 LibreChat shows.
+	req["messages"] = []map[string]any{user("What is the beam current?"), assistant("Beam current is 500 mA.")}
+	resp, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, req)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(decodeAPIError(t, resp, body).Error.Message, "cannot continue an answer") {
+		t.Fatalf("continue %d %s", resp.StatusCode, body)
+	}
+	// The wrong setting: titleModel on this endpoint sends LibreChat's
+	// title request for that model here.
+	title := map[string]any{"model": "gpt-4o-mini", "temperature": 0.2, "max_tokens": 16, "messages": []map[string]any{
+		{"role": "system", "content": "Write a concise title for this conversation."},
+		{"role": "user", "content": "User: What is the beam current?\nAI: Beam current is 500 mA."}}}
+	resp, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, title)
+	if e := decodeErr(t, body); resp.StatusCode != http.StatusNotFound || e.Error.Code != "model_not_found" {
+		t.Fatalf("titleModel on capgraph: %d %s", resp.StatusCode, body)
 	}
 }
