@@ -301,6 +301,8 @@ func TestBadConfig(t *testing.T) {
 		{"admin not bool", "server:\n  api_keys:\n    - name: a\n      key: 0123456789abcdef0\n      admin: yes\n", 5, "server.api_keys[0].admin", "true or false"},
 		{"audit log empty", "server:\n  audit_log: \"\"\n", 2, "server.audit_log", "file path"},
 		{"status frames", "server:\n  status_frames: sometimes\n", 2, "server.status_frames", "auto, on or off"},
+		{"page time zone", "server:\n  page:\n    time_zone: Mars/Olympus\n", 3, "server.page.time_zone", "not a time zone"},
+		{"page logo not an image", "server:\n  page:\n    name: Control room\n    logo: logo.pdf\n", 4, "server.page.logo", "not an image file"},
 		{"key status frames", "server:\n  api_keys:\n    - name: a\n      key: 0123456789abcdef0\n      status_frames: always\n", 5, "server.api_keys[0].status_frames", "auto, on or off"},
 		{"cors origin with path", "server:\n  cors_origins: [\"https://portal.example.org/chat\"]\n", 2, "server.cors_origins[0]", "not an origin"},
 		{"cors origin without scheme", "server:\n  cors_origins:\n    - https://ok.example.org\n    - portal.example.org\n", 4, "server.cors_origins[1]", "not an origin"},

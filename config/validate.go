@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -439,6 +440,16 @@ func (d *decoder) validateServer(s Server) {
 	if d.set("server.public_url") {
 		if u, err := url.Parse(s.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			d.bad("server.public_url", "%q is not an absolute http(s) address without query (e.g. https://capgraph.example.org)", s.PublicURL)
+		}
+	}
+	if s.Page.TimeZone != "" {
+		if _, err := time.LoadLocation(s.Page.TimeZone); err != nil {
+			d.bad("server.page.time_zone", "%q is not a time zone this machine knows: want an IANA name such as UTC or Europe/Berlin", s.Page.TimeZone)
+		}
+	}
+	if s.Page.Logo != "" {
+		if _, ok := LogoTypes[strings.ToLower(filepath.Ext(s.Page.Logo))]; !ok {
+			d.bad("server.page.logo", "%q is not an image file the page shows: want .svg, .png, .jpg, .webp or .gif", s.Page.Logo)
 		}
 	}
 	if s.ArtifactSecret != "" && len(s.ArtifactSecret) < 16 {

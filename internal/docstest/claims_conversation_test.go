@@ -65,9 +65,10 @@ func TestApprovalShowsTheApprovalSummaryThenTheActions(t *testing.T) {
 	}
 }
 
-// What docs/web.md says of a conversation's title is what the page does:
-// the first question for a thread it created (stored as its "title"), else
-// "Conversation" and the id's first 8 characters.
+// What docs/web.md says of a conversation's title is what the page and
+// the server do: the first question whatever client started the thread
+// (the server stores it as its "title": server.TestThreadTitleFromFirstQuestion),
+// else "Conversation" and the id's first 8 characters.
 func TestWebTitleRuleIsThePagesRule(t *testing.T) {
 	repo := repoRoot(t)
 	doc, err := os.ReadFile(filepath.Join(repo, "docs", "web.md"))
@@ -78,13 +79,20 @@ func TestWebTitleRuleIsThePagesRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	goSrc, err := os.ReadFile(filepath.Join(repo, "server", "runrecord.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	claim := strings.Join(strings.Fields(string(doc)), " ")
-	if !strings.Contains(claim, `title (the first question, for a conversation started on the page; "Conversation" and the first 8 characters of its id for one another client started; until renamed)`) {
+	if !strings.Contains(claim, `title (the first question, whichever client started the conversation — the page, a chat client over `+"`/v1`"+`, AG-UI, MCP; "Conversation" and the first 8 characters of its id for one with no question yet; until renamed)`) {
 		t.Fatal("docs/web.md no longer states the title rule this test checks")
 	}
 	for _, code := range []string{`(th.metadata && th.metadata.title) || "Conversation " + th.id.slice(0, 8)`, `metadata: { title: app.pendingTitle }`} {
 		if !strings.Contains(string(js), code) {
 			t.Errorf("server/web/app.js no longer has %q: update docs/web.md's title rule", code)
 		}
+	}
+	if !strings.Contains(string(goSrc), "s.titleFromQuestion(ctx, sp, &t)") {
+		t.Error("server/runrecord.go no longer titles a thread with its first question: update docs/web.md's title rule")
 	}
 }
