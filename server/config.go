@@ -246,6 +246,8 @@ type Config struct {
 	DisableTaskGuard bool
 	// DisableWebPage turns off the built-in page at GET /.
 	DisableWebPage bool
+	// Page is the built-in page's identity and clock (GET /page.json).
+	Page Page
 	// Examples are demo questions the web page offers on an empty chat
 	// (served by GET /api/info).
 	Examples []string
@@ -433,8 +435,14 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.MaxMetadataKeys < 0 || cfg.MaxMetadataBytes < 0 || cfg.MaxPageSize < 0 || cfg.RecoverGrace < 0 || cfg.BodyIdleTimeout < 0 {
 		return cfg, &ConfigError{Field: "limits", Reason: "negative limit"}
 	}
+	if len(cfg.Page.Logo) > 0 && !slices.Contains(LogoTypes, cfg.Page.LogoType) {
+		return cfg, &ConfigError{Field: "Page.LogoType", Reason: fmt.Sprintf("%q is not an image type the page shows (%s)", cfg.Page.LogoType, strings.Join(LogoTypes, ", "))}
+	}
 	return cfg, nil
 }
+
+// LogoTypes are the media types of a page logo (Page.LogoType).
+var LogoTypes = []string{"image/svg+xml", "image/png", "image/jpeg", "image/webp", "image/gif"}
 
 // isLoopback reports whether addr ("host:port") only listens on loopback.
 // An empty host (":8080") means every interface.

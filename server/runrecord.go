@@ -228,6 +228,7 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *checkpoin
 			t.Metadata = map[string]string{}
 		}
 		t.Metadata[MetaRun] = sp.id
+		s.titleFromQuestion(ctx, sp, &t)
 		sp.turn = &t
 	}
 	if err := s.clusterLimit(ctx, sp); err != nil {

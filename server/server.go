@@ -139,6 +139,7 @@ func (s *Server) routes() http.Handler {
 	s.mcpRoutes(mux, oa)
 	s.artifactRoutes(mux, oa)
 	if !s.cfg.DisableWebPage {
+		s.pageRoutes(mux)
 		mux.Handle(staticPattern, s.staticFiles(s.pageSecurity(webHandler())))
 	}
 	served := s.dispatch(mux)
