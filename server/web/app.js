@@ -301,12 +301,18 @@ async function openThread(id) {
     byTurn.get(m.turn).push(m);
   }
   let question = st.turn.input || "";
+  // What became of each turn's changes, from the audit log: the badges
+  // outlive the runs' events and a restart.
+  const outcomes = await api(threadPath(id, "outcomes")).then((p) => p.outcomes || [], () => []);
+  if (seq !== app.openSeq) return;
+  const showOutcomes = (t, n) => { for (const r of outcomes) if (r.turn === n) t.addOutcome(r); };
   for (const [n, ms] of [...byTurn.entries()].sort((a, b) => a[0] - b[0])) {
     const user = ms.find((m) => m.role === "user");
     if (n === st.turn.number) { question = user ? user.content : question; continue; }
     const t = addTurn(user ? user.content : "");
     const answer = ms.filter((m) => m.role === "assistant").pop();
     if (answer) t.showMessage(answer);
+    showOutcomes(t, n);
     t.finished = true;
     earlierArtifacts(id, n, t, seq);
   }
@@ -316,6 +322,7 @@ async function openThread(id) {
   const { events, live } = await latestRuns(id, ts.status);
   if (seq !== app.openSeq) return;
   const latest = addTurn(question);
+  showOutcomes(latest, st.turn.number);
   for (const ev of events) if (ev.type !== "token") latest.handle(ev);
   if (live) {
     chat.dataset.loaded = id;
