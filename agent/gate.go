@@ -101,7 +101,7 @@ func (a *Agent) gate(ctx context.Context, at attempt, step capabilities.Step, lo
 	g := &gating{a: a, ctx: ctx, at: at, step: step, log: log, action: action, rec: at.record(ctx)}
 	g.rec.setAction(action)
 	if !a.writesEnabled(at.s) {
-		where := "this process's configuration (control_system.writes_enabled is false)"
+		where := "the configuration (control_system.writes_enabled is false)"
 		if a.cfg.Options.WritesEnabled {
 			where = "this turn's options"
 		}
@@ -327,7 +327,7 @@ func (a *Agent) refuse(ctx context.Context, at attempt, reason, msg string) stat
 	cl := capabilities.Classification{Severity: capabilities.Critical, Kind: kind, UserMessage: msg,
 		Metadata: map[string]any{capabilities.MetaSafetyAbortReason: reason}}
 	if reason == RefusedWritesDisabled {
-		cl.Metadata[capabilities.MetaSuggestions] = []string{"an operator can enable writes with control_system.writes_enabled: true in the configuration of the process that runs the turn"}
+		cl.Metadata[capabilities.MetaSuggestions] = []string{"an operator can enable writes by setting control_system.writes_enabled: true in the configuration file"}
 	}
 	f := a.stepFailure(at)
 	f.Classification, f.Message = cl, msg

@@ -132,3 +132,18 @@ func TestFormatForLLM(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// An error's text joins its message and its cause with one colon, whatever
+// punctuation ends the message ("…(attempt 3): sensor…", never "…(attempt
+// 3).: sensor…").
+func TestErrorTextJoinsMessageAndCause(t *testing.T) {
+	cause := errors.New("sensor did not answer in time")
+	for msg, want := range map[string]string{
+		"The dead sensor timed out (attempt 3).": "The dead sensor timed out (attempt 3): sensor did not answer in time",
+		"The dead sensor timed out":              "The dead sensor timed out: sensor did not answer in time",
+	} {
+		if got := capabilities.NewError(capabilities.Retriable, capabilities.KindTimeout, msg, cause).Error(); got != want {
+			t.Errorf("%q: got %q, want %q", msg, got, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package capabilities
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -52,7 +53,9 @@ type Error struct {
 func (e *Error) Error() string {
 	switch {
 	case e.Err != nil && e.UserMessage != "":
-		return e.UserMessage + ": " + e.Err.Error()
+		// "The sensor timed out (attempt 3): sensor did not answer", not
+		// "…(attempt 3).: sensor…".
+		return strings.TrimRight(e.UserMessage, ".") + ": " + e.Err.Error()
 	case e.Err != nil:
 		return e.Err.Error()
 	case e.UserMessage != "":

@@ -137,3 +137,12 @@ func ExampleOutput_With() {
 	// {"name":"SR:RF:CAV1:VOLT","units":"kV","times_ms":[1795255200000,1795255260000,1795255320000],"values":[601.8,601.6,601.4]}
 	// invalid artifact: timeseries series "SR:X" has 2 times and 1 values
 }
+
+// Series.Add takes a sample's time and value (docs/writing-capabilities.md,
+// "Artifacts"); the series keeps the time as Unix milliseconds.
+func ExampleSeries_Add() {
+	s := capabilities.Series{Name: "SR:DCCT:CURRENT", Units: "mA"}
+	s.Add(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), 500.12)
+	fmt.Println(s.TimesMs[0], s.Values[0], s.Time(0).Format(time.RFC3339))
+	// Output: 1795262400000 500.12 2026-11-21T12:00:00Z
+}

@@ -207,3 +207,34 @@ func (s *slowLines) Read(p []byte) (int, error) {
 	s.n++
 	return copy(p, s.lines[s.n-1]), nil
 }
+
+// At an approval prompt a slash command is a command, not an answer (the
+// issue's terminal finding: "/status" counted as "no" and gave the run
+// up): /status and /help are carried out and the question is asked again;
+// the approval is still open and a later "yes" writes; /exit leaves with
+// the approval pending.
+func TestChatSlashCommandAtApprovalPrompt(t *testing.T) {
+	h := controlRoom(t)
+	h.writeConfig("capgraph.yaml", "control_system:\n  writes_enabled: true\n")
+	r := h.run("Set the quadrupole Q1 current in the BTS line to 105 A\n/status\n/help\n/status yes\nyes\n", "--store", "memory", "chat")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "chat", r.stdout, "approve? [yes/no] ", "last run: interrupted", "Type a question and press Enter",
+		`("yes" was not taken as an answer: answer yes or no on a line of its own)`, "Still waiting for your approval: set BTS:MAG:Q1:CURRENT", "readback verified")
+	if n := strings.Count(r.stdout, "approve? [yes/no] "); n != 4 {
+		t.Errorf("asked %d times, want 4 (the question, then again after each command line):\n%s", n, r.stdout)
+	}
+	if strings.Contains(r.stdout, "rejected") || strings.Contains(r.stdout, "neither a yes nor a no") {
+		t.Errorf("a command was taken as an answer:\n%s", r.stdout)
+	}
+
+	r = h.run("Set the quadrupole Q1 current in the BTS line to 105 A\n/exit\nyes\n", "chat")
+	mustContain(t, "chat", r.stdout, "bye — resume with:")
+	if strings.Contains(r.stdout, "readback verified") || strings.Count(r.stdout, "approve? [yes/no] ") != 1 {
+		t.Fatalf("/exit at the approval prompt did not leave with the approval pending:\n%s", r.stdout)
+	}
+	thread := threadLine.FindStringSubmatch(r.stdout)[1]
+	r = h.run("yes\n", "chat", "--thread", thread)
+	mustContain(t, "resumed chat", r.stdout, "A step waits for your approval: set BTS:MAG:Q1:CURRENT", "readback verified")
+}

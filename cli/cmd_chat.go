@@ -43,6 +43,8 @@ type chat struct {
 	thread string
 	opts   state.Options
 	last   Outcome
+	// quit is set by /exit, also when typed at an approval prompt.
+	quit bool
 }
 
 func (ch *chat) out(format string, args ...any) { fmt.Fprintf(ch.c.env.Stdout, format, args...) }
@@ -70,46 +72,56 @@ func (ch *chat) loop(ctx context.Context) error {
 			return err
 		}
 	}
-	for {
+	for !ch.quit {
 		line, ok := ch.readLine("you> ")
 		if !ok {
 			return nil
 		}
-		r, err := parseSlash(line, ch.opts)
-		if err != nil {
-			ch.out("%v\n", err)
-			continue
-		}
-		// The configuration is the ceiling: a switch may only tighten it.
-		if _, err := ch.a.TurnOptions(agent.TurnRequest{Options: agent.Exactly(r.Options)}); err != nil {
-			ch.out("%v\n(nothing was changed or sent; change the configuration file to loosen a safety setting)\n", err)
-			continue
-		}
-		ch.opts = r.Options
-		for _, n := range r.Notes {
-			ch.out("(%s)\n", n)
-		}
-		for _, act := range r.Actions {
-			switch act {
-			case slashExit:
-				ch.out("bye — resume with: %s chat --thread %s\n", ch.c.env.Program, ch.thread)
-				return nil
-			case slashHelp:
-				ch.help()
-			case slashClear:
-				ch.thread, ch.last = newThreadID(), Outcome{}
-				ch.out("(new conversation: thread %s)\n", ch.thread)
-			case slashStatus:
-				ch.status(ctx)
-			}
-		}
-		if strings.TrimSpace(r.Message) == "" {
+		r, ok := ch.commands(ctx, line)
+		if !ok || ch.quit || strings.TrimSpace(r.Message) == "" {
 			continue
 		}
 		if err := ch.turn(ctx, ch.a.Run(ctx, agent.TurnRequest{Thread: ch.thread, Input: r.Message, Options: agent.Exactly(ch.opts), By: ch.c.who()})); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// commands carries out a line's slash commands and returns what is left
+// of it; ok is false when the line was refused (an unknown command, a
+// switch the configuration does not allow): nothing of it is sent then.
+func (ch *chat) commands(ctx context.Context, line string) (slashResult, bool) {
+	r, err := parseSlash(line, ch.opts)
+	if err != nil {
+		ch.out("%v\n", err)
+		return slashResult{}, false
+	}
+	// The configuration is the ceiling: a switch may only tighten it.
+	if _, err := ch.a.TurnOptions(agent.TurnRequest{Options: agent.Exactly(r.Options)}); err != nil {
+		ch.out("%v\n(nothing was changed or sent; change the configuration file to loosen a safety setting)\n", err)
+		return slashResult{}, false
+	}
+	ch.opts = r.Options
+	for _, n := range r.Notes {
+		ch.out("(%s)\n", n)
+	}
+	for _, act := range r.Actions {
+		switch act {
+		case slashExit:
+			ch.out("bye — resume with: %s chat --thread %s\n", ch.c.env.Program, ch.thread)
+			ch.quit = true
+			return r, true
+		case slashHelp:
+			ch.help()
+		case slashClear:
+			ch.thread, ch.last = newThreadID(), Outcome{}
+			ch.out("(new conversation: thread %s)\n", ch.thread)
+		case slashStatus:
+			ch.status(ctx)
+		}
+	}
+	return r, true
 }
 
 // turn shows one run and, while it stops for approval, asks the human and
@@ -142,7 +154,7 @@ func (ch *chat) turn(ctx context.Context, events iter.Seq2[agent.Event, error]) 
 		}
 		ch.last = out
 		if out.Message != nil {
-			ch.out("%s\n", strings.TrimRight(out.Message.Content, "\n"))
+			ch.out("%s\n", ch.c.message(out.Message.Content))
 		}
 		if text := ch.c.artifactText(out.Artifacts); text != "" {
 			ch.out("\n%s", text)
@@ -164,15 +176,33 @@ func (ch *chat) turn(ctx context.Context, events iter.Seq2[agent.Event, error]) 
 }
 
 // ask prompts for the answer to approval ap and returns the run resumed
-// with it, as this user's; ok is false at the end of input (the approval
-// stays pending).
+// with it, as this user's; ok is false at the end of input, after /exit or
+// /clear (the approval stays pending). A line starting with "/" is a
+// command, never an answer: it is carried out (/status, /help, a switch)
+// and the question is asked again.
 func (ch *chat) ask(ctx context.Context, ap *state.Approval) (iter.Seq2[agent.Event, error], bool) {
-	ans, ok := ch.readLine("approve? [yes/no] ")
-	if !ok {
-		ch.out("(the approval stays pending; resume with: %s chat --thread %s)\n", ch.c.env.Program, ch.thread)
-		return nil, false
+	thread := ch.thread
+	for {
+		ans, ok := ch.readLine("approve? [yes/no] ")
+		if !ok {
+			ch.out("(the approval stays pending; resume with: %s chat --thread %s)\n", ch.c.env.Program, thread)
+			return nil, false
+		}
+		if !strings.HasPrefix(strings.TrimSpace(ans), "/") {
+			return ch.a.Resume(ctx, thread, agent.Answer{ApprovalID: ap.ID, Text: ans, By: ch.c.who()}), true
+		}
+		r, _ := ch.commands(ctx, ans)
+		switch {
+		case ch.quit:
+			return nil, false
+		case ch.thread != thread:
+			ch.out("(the approval on thread %s stays pending; answer it with: %s chat --thread %s)\n", thread, ch.c.env.Program, thread)
+			return nil, false
+		case strings.TrimSpace(r.Message) != "":
+			ch.out("(%q was not taken as an answer: answer yes or no on a line of its own)\n", strings.TrimSpace(r.Message))
+		}
+		ch.out("Still waiting for your approval: %s\n", ap.Summary)
 	}
-	return ch.a.Resume(ctx, ch.thread, agent.Answer{ApprovalID: ap.ID, Text: ans, By: ch.c.who()}), true
 }
 
 // resumeThread picks up a thread given with --thread: it shows where the

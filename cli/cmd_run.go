@@ -64,7 +64,7 @@ func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
 // printOutcome prints the turn's assistant message to stdout.
 func printOutcome(c *cmdEnv, out Outcome) {
 	if out.Message != nil {
-		fmt.Fprintln(c.env.Stdout, strings.TrimRight(out.Message.Content, "\n"))
+		fmt.Fprintln(c.env.Stdout, c.message(out.Message.Content))
 	}
 	if text := c.artifactText(out.Artifacts); text != "" {
 		fmt.Fprint(c.env.Stdout, "\n"+text)
@@ -75,6 +75,12 @@ func printOutcome(c *cmdEnv, out Outcome) {
 	if out.Status == agent.RunInterrupted && out.Message == nil && out.Approval != nil {
 		fmt.Fprintf(c.env.Stdout, "Approval needed: %s\n", approvalQuestion(out.Approval))
 	}
+}
+
+// message renders an assistant message's Markdown for stdout: styled on a
+// terminal, plain text otherwise.
+func (c *cmdEnv) message(md string) string {
+	return renderMarkdown(strings.TrimRight(md, "\n"), *c.env.Terminal, c.env.width(), c.env.Getenv)
 }
 
 // runError turns a failed run into the command's error: a FATAL failure

@@ -40,6 +40,9 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 		return err
 	}
 	sc.Examples = c.app.Examples
+	if sc.Page.Name == "" {
+		sc.Page.Name = c.app.Name // the application's own page
+	}
 	if *addr != "" {
 		sc.Addr = *addr
 	}

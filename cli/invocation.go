@@ -10,8 +10,10 @@ import (
 
 // goRunExe matches where `go run` puts the program it builds: a temporary
 // work directory (".../go-build123/b001/exe/NAME") or, since Go 1.24, an
-// executable cached in the build cache (".../go-build/ab/<64 hex>-d/NAME").
-var goRunExe = regexp.MustCompile(`(^|/)go-build\d*/(b\d+/exe|[0-9a-f]{2}/[0-9a-f]{64}-d)/[^/]+$`)
+// executable cached in the build cache ("<GOCACHE>/ab/<64 hex>-d/NAME"),
+// wherever GOCACHE is (~/.cache/go-build by default, but any directory a
+// user or CI sets).
+var goRunExe = regexp.MustCompile(`((^|/)go-build\d*/b\d+/exe|(^|/)[0-9a-f]{2}/[0-9a-f]{64}-d)/[^/]+$`)
 
 // Invocation returns how the user ran this program, for the hints the
 // commands print ("continue with: capgraph chat --thread …"): the go run

@@ -23,6 +23,10 @@ func TestInvocation(t *testing.T) {
 	}{
 		{"/tmp/go-build3915024420/b001/exe/capgraph", local, "go run ./cmd/capgraph"},
 		{cached, local, "go run ./cmd/capgraph"},
+		// A build cache elsewhere (GOCACHE set by the user or CI), and a
+		// work directory under GOTMPDIR.
+		{"/var/cache/ci-go/7f/" + strings.Repeat("0c", 32) + "-d/capgraph", local, "go run ./cmd/capgraph"},
+		{"/scratch/tmp/go-build77/b001/exe/capgraph", local, "go run ./cmd/capgraph"},
 		{"/tmp/go-build1/b001/exe/myagent", own, "go run ."},
 		{"/tmp/go-build1/b001/exe/capgraph", published, "go run github.com/capgraph/capgraph/cmd/capgraph@v0.3.0"},
 		{"/home/op/go/bin/capgraph", local, "capgraph"},
@@ -30,8 +34,9 @@ func TestInvocation(t *testing.T) {
 		{"./myagent", own, "myagent"},
 		{`C:\Users\op\go\bin\capgraph.exe`, local, "capgraph"},
 		{"/tmp/go-build1/b001/exe/capgraph", nil, "capgraph"},
-		// Not go run's: a directory that only looks a bit like it.
+		// Not go run's: directories that only look a bit like it.
 		{"/opt/go-build/bin/capgraph", local, "capgraph"},
+		{"/opt/ab/" + strings.Repeat("ab", 31) + "-d/capgraph", local, "capgraph"},
 	}
 	for _, tt := range tests {
 		if got := cli.Invocation(tt.arg0, tt.bi); got != tt.want {

@@ -105,8 +105,12 @@ type liveLine struct {
 	retryOf  string    // what is retried ("step 2 (channel_read)")
 	retryMsg string    // why ("attempt 1 of 3 failed: …")
 	shown    bool
-	done     chan struct{}
-	once     sync.Once
+	// answer is the answer streamed so far: the line shows its latest
+	// words from the first token on (the whole answer, rendered, is
+	// printed once it is complete: Markdown needs all of it).
+	answer string
+	done   chan struct{}
+	once   sync.Once
 }
 
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -180,6 +184,13 @@ func (l *liveLine) event(e agent.Event) {
 				l.retryAt = l.now().Add(e.Retry.Delay)
 			}
 		}
+	case agent.EventToken:
+		l.retryAt = time.Time{}
+		l.answer += e.Text
+		l.text = "answering: " + tail(oneLineText(l.answer), l.width()-16)
+	case agent.EventAnswerReset:
+		l.answer = ""
+		l.text = "answering again"
 	case agent.EventApprovalRequired:
 		l.retryAt = time.Time{}
 		l.text = "approval needed"
@@ -201,4 +212,19 @@ func (l *liveLine) stop() {
 		}
 		l.mu.Unlock()
 	})
+}
+
+// tail is the end of s in at most w columns, "…" before it when cut: the
+// latest words of a streaming answer.
+func tail(s string, w int) string {
+	if displayWidth(s) <= w {
+		return s
+	}
+	rs := []rune(s)
+	n, i := 1, len(rs) // "…" takes one column
+	for i > 0 && n+runeWidth(rs[i-1]) <= w {
+		i--
+		n += runeWidth(rs[i])
+	}
+	return "…" + string(rs[i:])
 }

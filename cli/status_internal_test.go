@@ -241,3 +241,31 @@ func (ty *typist) Read(p []byte) (int, error) {
 	fmt.Fprint(ty.echo, line)
 	return copy(p, line), nil
 }
+
+// The answer shows on the status line from its first token (its latest
+// words, cut to the terminal), before the whole answer is printed; a reset
+// stream starts the line again; nothing stays after stop.
+func TestLiveLineStreamsTheAnswer(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	scr := newScreen(40)
+	l := newLiveLine(scr, func() time.Time { return now }, func() int { return 40 })
+	l.event(agent.Event{Type: agent.EventToken, Text: "Q1 reads "})
+	if row := scr.text()[0]; !strings.Contains(row, "answering: Q1 reads") {
+		t.Fatalf("after the first token: %q", row)
+	}
+	for _, tok := range []string{"92.0 A, ", "within its normal range ", "of 90 to 95 A."} {
+		l.event(agent.Event{Type: agent.EventToken, Text: tok})
+	}
+	row := scr.text()[0]
+	if !strings.HasSuffix(strings.TrimSpace(row), "of 90 to 95 A.") || !strings.Contains(row, "answering: …") || len(scr.wrapped) > 0 {
+		t.Fatalf("the latest words are not shown on one line: %q (wrapped %q)", row, scr.wrapped)
+	}
+	l.event(agent.Event{Type: agent.EventAnswerReset})
+	if row := scr.text()[0]; !strings.Contains(row, "answering again") || strings.Contains(row, "95 A") {
+		t.Fatalf("after a reset: %q", row)
+	}
+	l.stop()
+	if row := scr.text()[0]; row != "" {
+		t.Errorf("%q stays after stop", row)
+	}
+}

@@ -291,7 +291,25 @@ type Server struct {
 	// ArtifactURLTTL is how long such a URL works (default: the server's,
 	// 7 days).
 	ArtifactURLTTL Duration `yaml:"artifact_url_ttl"`
+	// Page is the built-in page's identity and clock.
+	Page Page `yaml:"page"`
 }
+
+// Page configures what the built-in page shows of the application.
+type Page struct {
+	// Name is the page's title and heading (default: the application's
+	// name, capgraph for capgraph itself).
+	Name string `yaml:"name"`
+	// Logo is an image file (.svg, .png, .jpg, .jpeg, .webp, .gif) shown
+	// beside the name; empty: capgraph's.
+	Logo string `yaml:"logo"`
+	// TimeZone is the IANA zone the page's times are in, on a 24-hour
+	// clock (default UTC), e.g. Europe/Berlin.
+	TimeZone string `yaml:"time_zone"`
+}
+
+// LogoTypes maps a page logo's file extension to its media type.
+var LogoTypes = map[string]string{".svg": "image/svg+xml", ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp", ".gif": "image/gif"}
 
 // APIKey is one accepted bearer key. Exactly one of Key and KeySHA256 is set.
 type APIKey struct {

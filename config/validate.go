@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -376,9 +378,18 @@ func checkStore(s string) string {
 	return fmt.Sprintf("must be memory, sqlite:PATH or a postgres:// URL, got %q", s)
 }
 
+// validPort: a TCP port number, 0 to 65535 (a name such as "http" is not
+// one: listeners here take numbers).
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 0 && n <= 65535 && strconv.Itoa(n) == p
+}
+
 func (d *decoder) validateServer(s Server) {
-	if _, _, err := net.SplitHostPort(s.Addr); d.set("server.addr") && err != nil {
+	if _, port, err := net.SplitHostPort(s.Addr); d.set("server.addr") && err != nil {
 		d.bad("server.addr", "must be host:port (e.g. 127.0.0.1:8080 or :8080), got %q", s.Addr)
+	} else if d.set("server.addr") && !validPort(port) {
+		d.bad("server.addr", "the port must be a number from 0 to 65535 (0: any free port), got %q in %q", port, s.Addr)
 	}
 	if d.set("server.max_body_bytes") && s.MaxBodyBytes < 1 {
 		d.bad("server.max_body_bytes", "must be at least 1, got %d", s.MaxBodyBytes)
@@ -429,6 +440,16 @@ func (d *decoder) validateServer(s Server) {
 	if d.set("server.public_url") {
 		if u, err := url.Parse(s.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			d.bad("server.public_url", "%q is not an absolute http(s) address without query (e.g. https://capgraph.example.org)", s.PublicURL)
+		}
+	}
+	if s.Page.TimeZone != "" {
+		if _, err := time.LoadLocation(s.Page.TimeZone); err != nil {
+			d.bad("server.page.time_zone", "%q is not a time zone this machine knows: want an IANA name such as UTC or Europe/Berlin", s.Page.TimeZone)
+		}
+	}
+	if s.Page.Logo != "" {
+		if _, ok := LogoTypes[strings.ToLower(filepath.Ext(s.Page.Logo))]; !ok {
+			d.bad("server.page.logo", "%q is not an image file the page shows: want .svg, .png, .jpg, .webp or .gif", s.Page.Logo)
 		}
 	}
 	if s.ArtifactSecret != "" && len(s.ArtifactSecret) < 16 {

@@ -165,7 +165,7 @@ func facts(r state.ErrorReport) string {
 		if st.Status != state.StepDone {
 			continue
 		}
-		line := "- " + stepLabel(st.Step, st.Objective)
+		line := "- " + stepLabel(st.Step, st.Objective, st.Capability)
 		if st.Outcome != "" {
 			line += ": " + st.Outcome
 		}

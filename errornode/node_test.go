@@ -64,12 +64,12 @@ func TestReport(t *testing.T) {
 	}
 	want := []state.ReportStep{
 		{Step: 0, Capability: "find_channels", Objective: "find the beam current channel", Status: state.StepDone, Outcome: "Found SR:DCCT:CURRENT"},
-		{Step: 1, Capability: "read_pv", Objective: "read the beam current", Status: state.StepFailed},
+		{Step: 1, Capability: "read_pv", Objective: "read the beam current", Status: state.StepFailed, Attempts: 3, MaxAttempts: 3, Error: "the operation timed out"},
 	}
 	if fmt.Sprint(r.Steps) != fmt.Sprint(want) {
 		t.Errorf("steps\n got %+v\nwant %+v", r.Steps, want)
 	}
-	if len(r.Suggestions) == 0 || r.Suggestions[0] != "Try again in a few minutes." {
+	if len(r.Suggestions) != 1 || r.Suggestions[0] != "Check that the system the step asks is running and not overloaded, then try again in a few minutes." {
 		t.Errorf("suggestions %q", r.Suggestions)
 	}
 }
@@ -84,8 +84,9 @@ func TestReportForLimitsWithoutError(t *testing.T) {
 		r.Failure.Operation != "the request" || r.Failure.Step != -1 {
 		t.Fatalf("%+v", r.Failure)
 	}
-	if !strings.Contains(errornode.Explain(r), "max_execution_time") {
-		t.Fatalf("explanation %q", errornode.Explain(r))
+	// The explanation adds how far the request got.
+	if ex := errornode.Explain(r); ex != "The request stopped because the request ran out of time (max_execution_time): by then it had taken 7 steps and used 0 model tokens in 12.5s. Nothing was changed, so asking again is safe." {
+		t.Fatalf("explanation %q", ex)
 	}
 	if r.Steps[1].Status != state.StepPending || !strings.Contains(errornode.Markdown(r), "**Not carried out:**\n- Step 2 (read the beam current)") {
 		t.Fatalf("a step that never ran is not reported as not carried out:\n%s", errornode.Markdown(r))
@@ -115,7 +116,7 @@ func TestReportNamesChangesBeforeTheFailure(t *testing.T) {
 	if !strings.HasPrefix(r.Suggestions[0], "Check the current state of what was changed") {
 		t.Errorf("suggestions %q", r.Suggestions)
 	}
-	if !strings.Contains(errornode.Explain(r), "1 change(s) were made") {
+	if !strings.Contains(errornode.Explain(r), "Before that, 1 change was made: asking again would make it again.") {
 		t.Errorf("explanation %q", errornode.Explain(r))
 	}
 }
@@ -157,10 +158,28 @@ func TestReportMarkdownGolden(t *testing.T) {
 				t.Fatalf("the message content is not the Markdown of its report: %+v", m)
 			}
 			golden(t, "testdata/"+tt.name+".golden", m.Content)
-			for _, dev := range []string{"Previous Execution Error", "Total operations", "Technical Details", "Suggestion: [", "ERROR REPORT", "i/o timeout", "retries_exhausted"} {
-				if strings.Contains(m.Content, dev) {
-					t.Errorf("the operator's report shows developer detail %q", dev)
+			operator, technical, ok := strings.Cut(m.Content, "<details>\n<summary>Technical report</summary>\n\n")
+			if !ok || !strings.HasSuffix(technical, "\n</details>") || !strings.Contains(operator, "\n**Analysis:** ") {
+				t.Fatalf("want the operator's part with its analysis, then the folded technical report:\n%s", m.Content)
+			}
+			for _, dev := range []string{"Previous Execution Error", "Total operations", "Technical Details", "Suggestion: [", "ERROR REPORT", "i/o timeout", "retries_exhausted", "Try again, or rephrase"} {
+				if strings.Contains(operator, dev) {
+					t.Errorf("the operator's part shows developer detail %q", dev)
 				}
+			}
+			if n := strings.Count(m.Content, m.Report.Asked); n != 1 {
+				t.Errorf("what was asked is said %d times, want once", n)
+			}
+			// The technical report carries the seed's fields.
+			for _, field := range []string{"**Error type:** ", "**Failed operation:** ", "**Execution statistics:** ",
+				"**Successful steps:** ", "**Explained by:** "} {
+				if !strings.Contains(technical, field) {
+					t.Errorf("the technical report lacks %q", field)
+				}
+			}
+			if tt.name != "token_limit" && (!strings.Contains(technical, "**Capability:** `read_pv`") || !strings.Contains(technical, "**Error message:** `read: i/o timeout`") || !strings.Contains(technical, "**Failed steps:** step 2 (`read_pv`), attempt 3 of 3") ||
+				!strings.Contains(technical, "```json\n{\n  \"")) {
+				t.Errorf("the technical report lacks the error, the failed step or the metadata as JSON:\n%s", technical)
 			}
 		})
 	}
@@ -206,7 +225,7 @@ func TestExplanationByTheModel(t *testing.T) {
 	u := run(t, m, failedTurn())
 	c := u.Messages[0].Content
 	if r := u.Messages[0].Report; r == nil || r.ExplainedBy != state.ExplainedByModel || r.Explanation != "The beam current channel did not answer in time. Try again in a minute." ||
-		!strings.Contains(c, "**Explanation:** The beam current channel did not answer in time. Try again in a minute.") {
+		!strings.Contains(c, "**Analysis:** The beam current channel did not answer in time. Try again in a minute.") {
 		t.Fatalf("report %+v, content:\n%s", u.Messages[0].Report, c)
 	}
 	if u.Tokens[string(llm.RoleError)] != 100 {
@@ -226,8 +245,11 @@ func TestDeterministicExplanation(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := run(t, models, failedTurn()).Messages[0]
-			want := "Step 2 (read the beam current) failed: the operation timed out. The request stopped because the operation kept failing after every allowed retry (max_attempts)."
-			if m.Report == nil || m.Report.Explanation != want || m.Report.ExplainedBy != state.ExplainedByRules || strings.Contains(m.Content, "**Explanation:**") {
+			// It adds what the report's lines do not say: what a timeout
+			// means, what recovery was tried, whether asking again is safe.
+			want := "A timeout means the system did not answer within the time allowed: it is busy, stuck or down, and another wording of the request would not change that. " +
+				"It was tried 3 times, the most its retry policy allows, waiting longer before each retry. Nothing was changed, so asking again is safe."
+			if m.Report == nil || m.Report.Explanation != want || m.Report.ExplainedBy != state.ExplainedByRules || !strings.Contains(m.Content, "**Analysis:** "+want) {
 				t.Fatalf("report %+v, content:\n%s", m.Report, m.Content)
 			}
 		})
@@ -260,11 +282,16 @@ func TestDocumentedReportIsWhatTheNodeWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(doc), "what failed and why, what was not carried out, what they can do — and leaves `details` out:\n\n```\n")
+	_, rest, ok := strings.Cut(string(doc), "explanation, visible, as **Analysis**:\n\n```\n")
 	if !ok {
 		t.Fatal("no report example in docs/error-handling.md")
 	}
-	want, _, _ := strings.Cut(rest, "\n```")
+	wantOperator, rest, _ := strings.Cut(rest, "\n```")
+	_, rest, ok = strings.Cut(rest, "metadata as a JSON block:\n\n```\n")
+	if !ok {
+		t.Fatal("no technical report example in docs/error-handling.md")
+	}
+	wantTechnical, _, _ := strings.Cut(rest, "\n```")
 	s := failedTurn()
 	s.Turn.Plan.Steps[0].PlannedStep = capabilities.PlannedStep{Capability: "channel_write", TaskObjective: "set the quadrupole current"}
 	s.Turn.Plan.Steps = append(s.Turn.Plan.Steps[:2], state.PlanStep{PlannedStep: capabilities.PlannedStep{Capability: "compare", TaskObjective: "compare the beam current with the reference"}, Status: state.StepPending},
@@ -278,8 +305,24 @@ func TestDocumentedReportIsWhatTheNodeWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, _ := n.Run(context.Background(), s)
-	if got := u.Messages[0].Content; got != want {
-		t.Errorf("docs/error-handling.md shows\n%s\nthe node writes\n%s", want, got)
+	got := u.Messages[0].Content
+	operator, technical, _ := strings.Cut(got, "\n\n<details>")
+	if operator != wantOperator {
+		t.Errorf("docs/error-handling.md shows\n%s\nthe node writes\n%s", wantOperator, operator)
+	}
+	// The technical report's lines, in order (the metadata's JSON block is
+	// shown as one line).
+	technical = "<details>" + technical
+	for _, l := range strings.Split(wantTechnical, "\n") {
+		if strings.Contains(l, "← as a ```json block") {
+			continue
+		}
+		i := strings.Index(technical, l)
+		if i < 0 {
+			t.Errorf("docs/error-handling.md's technical report shows %q; the node writes\n%s", l, got)
+			break
+		}
+		technical = technical[i+len(l):]
 	}
 }
 
@@ -337,9 +380,9 @@ func TestReportOfAChangeInDoubt(t *testing.T) {
 		done, reason string
 	}{
 		{capabilities.OutcomeUnconfirmed, "Step 1 (set BTS:MAG:Q1:CURRENT to 105.00 A) may or may not have been carried out: the connection broke, and channel_write cannot confirm the result. It was not retried.",
-			"**What was done:** Step 1 (set Q1 to 105 A) may or may not have changed the machine (**unconfirmed**).", "Whether the change was made is not known"},
+			"**What was done:** Step 1 (channel write) may or may not have changed the machine (**unconfirmed**).", "Whether the change was made is not known"},
 		{capabilities.OutcomeMismatch, "Step 1 (set BTS:MAG:Q1:CURRENT to 105.00 A) was carried out, but the readback does not match what was asked (BTS:MAG:Q1:CURRENT reads 97.5 A). It was not retried.",
-			"**What was done:** Step 1 (set Q1 to 105 A) was carried out, but the machine does not read what was asked (**mismatch**).", "The machine does not read what was asked"},
+			"**What was done:** Step 1 (channel write) was carried out, but the machine does not read what was asked (**mismatch**).", "The machine does not read what was asked"},
 	} {
 		t.Run(string(tc.outcome), func(t *testing.T) {
 			m := llmtest.New().Script(llm.RoleError, llmtest.Text("The write's result is unknown. Check the magnet."))
@@ -356,5 +399,32 @@ func TestReportOfAChangeInDoubt(t *testing.T) {
 				t.Errorf("explanation %q", ex)
 			}
 		})
+	}
+}
+
+// A step stopped after an attempt its retry policy would have repeated (a
+// parallel step still on attempt 1 of 4 when another failed for good) is
+// not reported as failed for good, and the step that only repeats what was
+// asked is named by its capability, so the question is said once.
+func TestNotCarriedOutSaysWhichAttemptFailed(t *testing.T) {
+	s := failedTurn()
+	e := &state.ErrorInfo{Node: "read_archive", Capability: "read_archive", StepIndex: 2, Attempt: 1, Message: "archive: timeout",
+		Classification: capabilities.Classification{Severity: capabilities.Retriable, Kind: capabilities.KindTimeout, UserMessage: "the archive timed out"},
+		Policy:         capabilities.RetryPolicy{MaxAttempts: 4}, Retry: true}
+	s.Turn.Plan.Steps = append(s.Turn.Plan.Steps[:2],
+		state.PlanStep{PlannedStep: capabilities.PlannedStep{Capability: "read_archive", TaskObjective: "Read the storage ring beam current"},
+			Status: state.StepPending, Attempts: 1, Error: e},
+		s.Turn.Plan.Steps[2])
+	r := errornode.BuildReport(s, rc, nil, now)
+	md := errornode.Markdown(r)
+	want := "- Step 3 (read archive) — attempt 1 of 4 failed; it was not tried again, because the request stopped"
+	if !strings.Contains(md, want) || strings.Contains(md, "also failed") {
+		t.Errorf("want %q:\n%s", want, md)
+	}
+	if st := r.Steps[2]; st.Objective != "" || st.Attempts != 1 || st.MaxAttempts != 4 || st.Error != "the archive timed out" {
+		t.Errorf("step %+v", st)
+	}
+	if n := strings.Count(md, "Read the storage ring beam current"); n != 1 {
+		t.Errorf("the question is said %d times:\n%s", n, md)
 	}
 }

@@ -49,7 +49,7 @@ func TestExplanationPromptFromTemplates(t *testing.T) {
 				t.Fatalf("%d calls, want %d", len(calls), tt.wantCalls)
 			}
 			if tt.wantCalls == 0 {
-				if r := u.Messages[0].Report; r == nil || r.ExplainedBy != state.ExplainedByRules || !strings.HasPrefix(r.Explanation, "Step 2 (read the beam current) failed: the operation timed out.") {
+				if r := u.Messages[0].Report; r == nil || r.ExplainedBy != state.ExplainedByRules || !strings.HasPrefix(r.Explanation, "A timeout means the system did not answer") {
 					t.Errorf("want the deterministic explanation: %+v", r)
 				}
 				return

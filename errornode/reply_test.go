@@ -16,7 +16,7 @@ func TestExplanationReadLikeEveryReply(t *testing.T) {
 	m := llmtest.New().Script(llm.RoleError, llmtest.Text("<think>\nThe timeout {\"maybe\": 1}.\n</think>\n\nThe beam current channel did not answer in time."))
 	msg := run(t, m, failedTurn()).Messages[0]
 	c := msg.Content
-	if msg.Report.Explanation != "The beam current channel did not answer in time." || !strings.Contains(c, "**Explanation:** The beam current channel did not answer in time.") || strings.Contains(c, "think") {
+	if msg.Report.Explanation != "The beam current channel did not answer in time." || !strings.Contains(c, "**Analysis:** The beam current channel did not answer in time.") || strings.Contains(c, "think") {
 		t.Fatalf("content:\n%s", c)
 	}
 	if got := m.Calls()[0].Request; got.MaxTokens != 0 || got.DefaultMaxTokens != 300 {

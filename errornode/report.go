@@ -1,6 +1,7 @@
 package errornode
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -80,6 +81,7 @@ func buildReport(s state.State, d router.Decision, sideEffects func(capability s
 		if e.Attempt > 1 {
 			f.Attempts = e.Attempt
 		}
+		f.MaxAttempts = e.Policy.MaxAttempts
 		if v, ok := e.Classification.Metadata[capabilities.MetaSafetyAbortReason]; ok {
 			f.SafetyStop = oneLine(fmt.Sprint(v))
 		}
@@ -89,9 +91,9 @@ func buildReport(s state.State, d router.Decision, sideEffects func(capability s
 		}
 		if e.StepIndex >= 0 {
 			f.Step = e.StepIndex
-			f.Operation = fmt.Sprintf("step %d", e.StepIndex+1)
+			f.Operation = stepLabel(e.StepIndex, "", e.Capability)
 			if t.Plan != nil && e.StepIndex < len(t.Plan.Steps) {
-				f.Operation = stepLabel(e.StepIndex, t.Plan.Steps[e.StepIndex].TaskObjective)
+				f.Operation = stepLabel(e.StepIndex, objectiveWords(t.Plan.Steps[e.StepIndex].TaskObjective, r.Asked), e.Capability)
 			}
 		}
 	}
@@ -123,7 +125,7 @@ func buildReport(s state.State, d router.Decision, sideEffects func(capability s
 			r.Details.RetryAttempts += max(st.Attempts-1, 0)
 		}
 	}
-	r.Steps = reportSteps(s, e, sideEffects)
+	r.Steps = reportSteps(s, e, sideEffects, r.Asked)
 	r.Suggestions = suggestions(r)
 	return r
 }
@@ -132,11 +134,11 @@ func buildReport(s state.State, d router.Decision, sideEffects func(capability s
 // plan of the turn (a change made under a replaced plan is still a
 // change), then the current plan's steps that failed or were not carried
 // out. Respond and clarify are left out.
-func reportSteps(s state.State, e *state.ErrorInfo, sideEffects func(string) bool) []state.ReportStep {
+func reportSteps(s state.State, e *state.ErrorInfo, sideEffects func(string) bool, asked string) []state.ReportStep {
 	t := s.Turn
 	acts := func(name string) bool { return sideEffects != nil && sideEffects(name) }
 	done := func(i int, capability, objective string) state.ReportStep {
-		return state.ReportStep{Step: i, Capability: capability, Objective: objective, Status: state.StepDone,
+		return state.ReportStep{Step: i, Capability: capability, Objective: objectiveWords(objective, asked), Status: state.StepDone,
 			Outcome: outcome(s, capability, objective), SideEffect: acts(capability)}
 	}
 	type key struct{ plan, step int }
@@ -163,14 +165,26 @@ func reportSteps(s state.State, e *state.ErrorInfo, sideEffects func(string) boo
 			continue
 		}
 		status := st.Status
-		if st.Error != nil || (e != nil && e.StepIndex == i) {
+		failure := st.Error
+		if failure == nil && e != nil && e.StepIndex == i {
+			failure = e
+		}
+		if failure != nil {
 			status = state.StepFailed
 		}
 		if status == "" {
 			status = state.StepPending
 		}
-		out = append(out, state.ReportStep{Step: i, Capability: st.Effective(), Objective: st.TaskObjective, Status: status,
-			SideEffect: acts(st.Effective())})
+		rs := state.ReportStep{Step: i, Capability: st.Effective(), Objective: objectiveWords(st.TaskObjective, asked), Status: status,
+			SideEffect: acts(st.Effective())}
+		if failure != nil {
+			rs.Attempts, rs.MaxAttempts = max(failure.Attempt, st.Attempts), failure.Policy.MaxAttempts
+			rs.Error = oneLine(failure.Classification.UserMessage)
+			if rs.Error == "" {
+				rs.Error = oneLine(failure.Message)
+			}
+		}
+		out = append(out, rs)
 	}
 	return out
 }
@@ -225,20 +239,32 @@ func suggestions(r state.ErrorReport) []string {
 	case router.LimitReclassification:
 		add("Rephrase the request, or ask what the assistant can do.")
 	}
+	kindAdvice := false
+	if len(own) == 0 {
+		// The capability gave no advice: advice by the kind of failure.
+		if a := adviceByKind(f); a != "" {
+			add(a)
+			kindAdvice = true
+		}
+	}
 	switch f.Kind {
 	case capabilities.KindAuth:
-		add("Ask an administrator to check the access rights or credentials" + forCapability(f.Capability) + ".")
+		if len(own) > 0 {
+			add("Ask an administrator to check the access rights or credentials" + forCapability(f.Capability) + ".")
+		}
 	case capabilities.KindWritesDisabled:
 		if len(own) > 0 {
 			break // the refusal says where the switch is
 		}
-		add("Writes to the control system are disabled; an operator can enable them (control_system.writes_enabled).")
+		add("Changes to the machine are switched off; an operator can switch them on (control_system.writes_enabled).")
 	case capabilities.KindPanic, capabilities.KindUnknown:
-		add("If it happens again, tell whoever maintains the assistant; the report's details say where it failed.")
+		add("If it happens again, tell whoever maintains the assistant; the technical report below says where it failed.")
 	}
 	switch f.Severity {
 	case capabilities.Retriable:
-		add("Try again in a few minutes.")
+		if !kindAdvice {
+			add("Try again in a few minutes.")
+		}
 	case capabilities.Replanning, capabilities.Reclassification:
 		// Unless a budget's advice above already says to rephrase.
 		if !slices.ContainsFunc(out, func(s string) bool { return strings.HasPrefix(s, "Rephrase the request") }) {
@@ -249,6 +275,34 @@ func suggestions(r state.ErrorReport) []string {
 		add("Try again, or rephrase the request.")
 	}
 	return out
+}
+
+// adviceByKind is what an operator can do about a failure of that kind
+// when the capability says nothing itself ("" for kinds with no advice of
+// their own).
+func adviceByKind(f state.ReportFailure) string {
+	const system = "the system the step asks"
+	switch f.Kind {
+	case capabilities.KindTimeout:
+		return "Check that " + system + " is running and not overloaded, then try again in a few minutes."
+	case capabilities.KindConnection:
+		return "Check that " + system + " is up and reachable from the assistant (network, address), then try again."
+	case capabilities.KindNotFound:
+		return "Ask what exists (for example \"which channels measure the vacuum?\"), then ask again with one of those names."
+	case capabilities.KindAuth:
+		return "Ask an administrator to check the access rights or credentials" + forCapability(f.Capability) + "."
+	case capabilities.KindRateLimit:
+		return "Wait a minute before asking again: the service limits how often it may be asked."
+	case capabilities.KindQuota, capabilities.KindResourceExhausted:
+		return "Wait until the quota or resource is available again, or ask an administrator to raise it."
+	case capabilities.KindLimitViolation:
+		return "Ask for a value within the allowed range (ask for the limits if you do not know them)."
+	case capabilities.KindServerError:
+		return "Try again later; if it keeps failing, tell whoever runs " + system + "."
+	case capabilities.KindInvalidInput, capabilities.KindFormat:
+		return "Rephrase the request, naming exactly what you need (a channel, a device, a time range)."
+	}
+	return ""
 }
 
 func forCapability(c string) string {
@@ -293,11 +347,41 @@ func sentence(s string) string {
 	return s
 }
 
-func stepLabel(i int, objective string) string {
-	if strings.TrimSpace(objective) == "" {
+// stepLabel names a step for people: "step 2 (read the beam current)",
+// by its objective, else by its capability in words ("step 2 (channel
+// read)").
+func stepLabel(i int, objective, capability string) string {
+	what := oneLine(objective)
+	if what == "" {
+		what = strings.ReplaceAll(capability, "_", " ")
+	}
+	if what == "" {
 		return fmt.Sprintf("step %d", i+1)
 	}
-	return fmt.Sprintf("step %d (%s)", i+1, oneLine(objective))
+	return fmt.Sprintf("step %d (%s)", i+1, what)
+}
+
+// objectiveWords is a step's objective without the words that repeat what
+// was asked: an offline plan's objectives are the task itself ("What is
+// the beam current?") or wrap it ("Find the channel names for: What is the
+// beam current?"), and the report says what was asked once.
+func objectiveWords(objective, asked string) string {
+	obj, ask := oneLine(objective), oneLine(asked)
+	if ask == "" || obj == "" {
+		return obj
+	}
+	i := strings.Index(strings.ToLower(obj), strings.ToLower(ask))
+	if i < 0 {
+		return obj
+	}
+	rest := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(obj[:i]+obj[i+len(ask):]), ":—-–,; "))
+	// "Find the channel names for" → "Find the channel names".
+	for _, w := range []string{" for", " about", " of", " in"} {
+		if strings.HasSuffix(strings.ToLower(rest), w) {
+			rest = strings.TrimSpace(rest[:len(rest)-len(w)])
+		}
+	}
+	return rest
 }
 
 // severityWords says what a severity means to an operator.
@@ -318,9 +402,16 @@ func severityWords(f state.ReportFailure) string {
 	return "It cannot be fixed automatically"
 }
 
-// Markdown renders the report for an operator: what was asked, what was
-// done (changes first and in bold), what failed and why, what was not
-// carried out, and what they can do. Details stay in the structured report.
+// Markdown renders the report for every frontend that shows text (Chat
+// Completions, Responses, MCP, the terminal). First the operator's part:
+// what was asked (once), what was done (changes first and in bold), what
+// failed and why, what was not carried out, what they can do, and the
+// explanation ("Analysis": the model's, or the deterministic one). Then the
+// technical report, folded in a <details> block (Open WebUI and LibreChat
+// render it folded): error type, failed operation, capability, error
+// message, cause, execution statistics, successful and failed steps, and
+// the classification's metadata as JSON. The message's Content is exactly
+// this; the structured report (Message.Report) carries the same fields.
 func Markdown(r state.ErrorReport) string {
 	var b strings.Builder
 	b.WriteString("⚠️ **Your request could not be completed.**\n\n")
@@ -342,7 +433,7 @@ func Markdown(r state.ErrorReport) string {
 	} else {
 		b.WriteString("**What was done:**\n")
 		for _, st := range done {
-			line := upper(stepLabel(st.Step, st.Objective))
+			line := upper(stepLabel(st.Step, st.Objective, st.Capability))
 			switch {
 			case st.SideEffect && st.Outcome != "":
 				line += ": **" + st.Outcome + "** — a change was made"
@@ -378,17 +469,10 @@ func Markdown(r state.ErrorReport) string {
 		b.WriteString(" The request stopped at the limit " + f.Limit + ".")
 	}
 	b.WriteString("\n\n")
-	if r.ExplainedBy == state.ExplainedByModel && strings.TrimSpace(r.Explanation) != "" {
-		fmt.Fprintf(&b, "**Explanation:** %s\n\n", strings.TrimSpace(r.Explanation))
-	}
 	if len(notDone) > 0 {
 		b.WriteString("**Not carried out:**\n")
 		for _, st := range notDone {
-			line := upper(stepLabel(st.Step, st.Objective))
-			if st.Status == state.StepFailed {
-				line += " — also failed"
-			}
-			b.WriteString("- " + line + "\n")
+			b.WriteString("- " + upper(stepLabel(st.Step, st.Objective, st.Capability)) + notDoneWords(st) + "\n")
 		}
 		b.WriteString("\n")
 	}
@@ -397,38 +481,221 @@ func Markdown(r state.ErrorReport) string {
 		for _, s := range r.Suggestions {
 			b.WriteString("- " + s + "\n")
 		}
+		b.WriteString("\n")
 	}
+	if ex := strings.TrimSpace(r.Explanation); ex != "" {
+		fmt.Fprintf(&b, "**Analysis:** %s\n\n", ex)
+	}
+	b.WriteString(Technical(r))
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// Explain is the deterministic explanation, used when no model explains.
-func Explain(r state.ErrorReport) string {
-	f := r.Failure
-	var why string
-	switch {
-	case f.Limit != "" && limitText[f.Limit] != "":
-		why = "The request stopped because " + limitText[f.Limit] + "."
-	case f.Limit != "":
-		why = "The request stopped because the limit " + f.Limit + " was reached."
-	case inDoubt(r) == capabilities.OutcomeUnconfirmed:
-		// Instead of the severity's words: what the operator must do.
-		why = "Whether the change was made is not known: check the machine before asking for it again."
-	case inDoubt(r) == capabilities.OutcomeMismatch:
-		why = "The machine does not read what was asked: check the machine before asking for it again."
-	default:
-		why = severityWords(f) + "."
-	}
-	s := fmt.Sprintf("%s failed: %s. %s", upper(f.Operation), strings.TrimSuffix(oneLine(f.Reason), "."), why)
-	if f.Node == "" {
-		s = why
-		if f.Limit == "" {
-			s = upper(strings.TrimSuffix(oneLine(f.Reason), ".")) + "."
+// TechnicalSummary is the summary line of the folded technical report.
+const TechnicalSummary = "Technical report"
+
+// Technical renders the technical report folded in a <details> block: the
+// facts a developer or a support engineer needs, which the operator's part
+// leaves out.
+func Technical(r state.ErrorReport) string {
+	f, d := r.Failure, r.Details
+	var b strings.Builder
+	b.WriteString("<details>\n<summary>" + TechnicalSummary + "</summary>\n\n")
+	field := func(name, value string) {
+		if value = strings.TrimSpace(value); value != "" {
+			fmt.Fprintf(&b, "- **%s:** %s\n", name, value)
 		}
 	}
-	if ch := r.Changed(); len(ch) > 0 {
-		s += fmt.Sprintf(" Before that, %d change(s) were made; see what was done above.", len(ch))
+	kind := f.Kind
+	switch {
+	case kind == "" && f.Limit != "":
+		kind = "limit"
+	case kind == "":
+		kind = capabilities.KindUnknown
 	}
-	return s
+	field("Error type", code(kind)+" (severity "+code(f.Severity.String())+")")
+	field("Failed operation", htmlSafe(f.Operation))
+	if f.Node != "" && f.Node != f.Capability {
+		field("Node", code(f.Node))
+	}
+	if f.Capability != "" {
+		field("Capability", code(f.Capability))
+	}
+	field("Error message", code(d.Error))
+	cause := code(d.Cause)
+	if f.Limit != "" {
+		cause += ", limit " + code(f.Limit)
+	}
+	field("Cause", cause)
+	stats := []string{plural(d.NodeSteps, "node step"), plural(d.Plans, "plan"), plural(d.Reclassifications, "reclassification"),
+		plural(d.RetryAttempts, "retry", "retries"), plural(d.Tokens, "token")}
+	if f.Attempts > 0 {
+		stats = append([]string{attemptsText(f.Attempts, f.MaxAttempts)}, stats...)
+	}
+	if d.Elapsed > 0 {
+		stats = append(stats, d.Elapsed.Round(time.Millisecond).String())
+	}
+	field("Execution statistics", strings.Join(stats, ", "))
+	var ok, failed []string
+	for _, st := range r.Steps {
+		label := fmt.Sprintf("step %d (%s)", st.Step+1, code(st.Capability))
+		switch st.Status {
+		case state.StepDone:
+			ok = append(ok, label)
+		case state.StepFailed:
+			if st.Attempts > 0 {
+				label += ", " + attemptsText(st.Attempts, st.MaxAttempts)
+			}
+			failed = append(failed, label)
+		}
+	}
+	if len(ok) == 0 {
+		ok = []string{"none"}
+	}
+	field("Successful steps", strings.Join(ok, "; "))
+	field("Failed steps", strings.Join(failed, "; "))
+	field("Explained by", r.ExplainedBy)
+	if md := d.Classification.Metadata; len(md) > 0 {
+		// json.Marshal escapes <, > and &: nothing in it can close the block.
+		if raw, err := json.MarshalIndent(md, "", "  "); err == nil {
+			b.WriteString("\n**Metadata:**\n\n```json\n" + string(raw) + "\n```\n")
+		}
+	}
+	b.WriteString("\n</details>\n")
+	return b.String()
+}
+
+// notDoneWords says what became of a step that was not carried out: a
+// step stopped after an attempt its policy would have repeated is not
+// "failed" for good.
+func notDoneWords(st state.ReportStep) string {
+	switch st.Status {
+	case state.StepFailed:
+		if st.MaxAttempts > st.Attempts && st.Attempts > 0 {
+			return fmt.Sprintf(" — %s failed; it was not tried again, because the request stopped", attemptsText(st.Attempts, st.MaxAttempts))
+		}
+		if st.Attempts > 1 {
+			return fmt.Sprintf(" — failed too, on all %d attempts", st.Attempts)
+		}
+		return " — failed too"
+	case state.StepSkipped:
+		return " — skipped"
+	case state.StepRejected:
+		return " — rejected"
+	}
+	return ""
+}
+
+// attemptsText: "attempt 1 of 4", "3 attempts".
+func attemptsText(n, max int) string {
+	if max > 0 && n <= max {
+		return fmt.Sprintf("attempt %d of %d", n, max)
+	}
+	return plural(n, "attempt")
+}
+
+func plural(n int, one string, many ...string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	if len(many) > 0 {
+		return fmt.Sprintf("%d %s", n, many[0])
+	}
+	return fmt.Sprintf("%d %ss", n, one)
+}
+
+// code renders text as inline code: one line, no backtick inside.
+func code(s string) string {
+	s = strings.ReplaceAll(oneLine(s), "`", "'")
+	if s == "" {
+		return ""
+	}
+	return "`" + s + "`"
+}
+
+// htmlSafe keeps text from opening or closing HTML inside the <details>
+// block.
+func htmlSafe(s string) string {
+	return strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(oneLine(s))
+}
+
+// Explain is the deterministic explanation, used when no model explains.
+// It adds what the report's lines do not say: what a failure of that kind
+// means, what recovery was tried before the report, and whether asking
+// again is safe.
+func Explain(r state.ErrorReport) string {
+	f := r.Failure
+	var parts []string
+	switch inDoubt(r) {
+	case capabilities.OutcomeUnconfirmed:
+		parts = append(parts, "Whether the change was made is not known: check the machine before asking for it again.")
+	case capabilities.OutcomeMismatch:
+		parts = append(parts, "The machine does not read what was asked: check the machine before asking for it again.")
+	}
+	if m := kindMeaning[f.Kind]; m != "" && inDoubt(r) == "" {
+		parts = append(parts, m)
+	}
+	if tried := recoveryTried(r); tried != "" {
+		parts = append(parts, tried)
+	}
+	switch ch := r.Changed(); {
+	case len(ch) > 0:
+		parts = append(parts, fmt.Sprintf("Before that, %s made: asking again would make %s again.", plural(len(ch), "change was", "changes were"), map[bool]string{true: "it", false: "them"}[len(ch) == 1]))
+	case inDoubt(r) == "" && f.Kind != capabilities.KindWritesDisabled:
+		parts = append(parts, "Nothing was changed, so asking again is safe.")
+	}
+	return strings.Join(parts, " ")
+}
+
+// kindMeaning says what a failure of each kind means, beyond its message.
+var kindMeaning = map[string]string{
+	capabilities.KindTimeout:           "A timeout means the system did not answer within the time allowed: it is busy, stuck or down, and another wording of the request would not change that.",
+	capabilities.KindConnection:        "The system could not be reached at all: it is down, or the network path to it is broken.",
+	capabilities.KindNotFound:          "What the step looked for does not exist under that name, so trying again unchanged cannot find it.",
+	capabilities.KindAuth:              "The system refused the assistant's credentials or access: the request itself is fine, the access is not.",
+	capabilities.KindRateLimit:         "The service refuses more requests for a while (a rate limit); it accepts them again after a pause.",
+	capabilities.KindQuota:             "A quota of the service is used up; it comes back when the quota resets or is raised.",
+	capabilities.KindResourceExhausted: "A resource the step needs (memory, disk, a budget) is used up; retrying at once would fail the same way.",
+	capabilities.KindLimitViolation:    "The value is outside what the system accepts, so it was refused before anything was written.",
+	capabilities.KindWritesDisabled:    "Changes to the machine are switched off in this assistant's configuration, so nothing was written.",
+	capabilities.KindServerError:       "The service failed on its own side; the request was not the problem.",
+	capabilities.KindInvalidInput:      "The step could not use what it was given: the request did not name what it needs clearly enough.",
+	capabilities.KindFormat:            "A reply came back in a shape the assistant could not read.",
+	capabilities.KindPanic:             "The capability crashed: a defect in its code, not in the request.",
+	capabilities.KindRejected:          "A human declined the step, so it was not carried out.",
+}
+
+// recoveryTried says what the framework did before giving up, from the
+// counters the report's lines leave out.
+func recoveryTried(r state.ErrorReport) string {
+	f, d := r.Failure, r.Details
+	switch f.Limit {
+	case router.LimitAttempts:
+		if f.Attempts > 1 {
+			if f.MaxAttempts == f.Attempts {
+				return fmt.Sprintf("It was tried %d times, the most its retry policy allows, waiting longer before each retry.", f.Attempts)
+			}
+			return fmt.Sprintf("It was tried %d times before the retries ran out.", f.Attempts)
+		}
+		return "The request stopped because " + limitText[f.Limit] + "."
+	case router.LimitPlanning:
+		return fmt.Sprintf("%s made, each with a different approach, and the planning budget (%s) allows no more.", plural(d.Plans, "plan was", "plans were"), router.LimitPlanning)
+	case router.LimitReclassification:
+		return fmt.Sprintf("The capabilities were chosen again %s, and the budget (%s) allows no more.", plural(d.Reclassifications, "time"), router.LimitReclassification)
+	case router.LimitExecutionTime, router.LimitTokens, router.LimitNodeSteps:
+		return fmt.Sprintf("The request stopped because %s: by then it had taken %s and used %s in %s.", limitText[f.Limit],
+			plural(d.NodeSteps, "step"), plural(d.Tokens, "model token"), d.Elapsed.Round(time.Millisecond))
+	case "":
+	default:
+		return "The request stopped because the limit " + f.Limit + " was reached."
+	}
+	switch {
+	case f.Node == "":
+	case f.Severity == capabilities.Critical || f.Severity == capabilities.Fatal:
+		return "It was not retried: a failure of this kind does not go away by trying again."
+	case f.Attempts > 1:
+		return fmt.Sprintf("It was tried %d times.", f.Attempts)
+	}
+	return ""
 }
 
 // inDoubt is the outcome of a failed side-effecting step that may have

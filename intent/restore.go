@@ -21,10 +21,10 @@ import (
 
 // restoreAt finds the value-at-a-time phrase of a restore; its time
 // phrase is one of pastTimes.
-var restoreAt = regexp.MustCompile(`(?i)(?:(?:yesterday|last week)'s (?:value|setting|setpoint|current|level)|` +
-	`(?:the |its )?(?:value|setting|setpoint|level) (?:it had |of |from )?(?:yesterday|last week|(?:\d+|an?|one|two|three) (?:hours?|minutes?|days?) ago)|` +
+var restoreAt = regexp.MustCompile(`(?i)(?:(?:yesterday|last week)'s (?:value|setting|setpoint|current|level)s?|` +
+	`(?:the |its |their )?(?:value|setting|setpoint|level)s? (?:it had |they had |of |from )?(?:yesterday|last week|(?:\d+|an?|one|two|three) (?:hours?|minutes?|days?) ago)|` +
 	`(?:what|where|how) it was (?:yesterday|last week|(?:\d+|an?|one|two|three) (?:hours?|minutes?|days?) ago)|` +
-	`(?:den |dem )?(?:wert|stand) (?:von gestern|von letzter woche|von vor (?:\d+|einer|zwei|drei) (?:stunden?|minuten?|tagen?))|(?:den |dem )?gestrigen (?:wert|stand)|` +
+	`(?:den |dem )?wert (?:von gestern|von letzter woche|von vor (?:\d+|einer|zwei|drei) (?:stunden?|minuten?|tagen?))|(?:den |dem )?gestrigen wert|` +
 	`(?:la |sa )?valeur (?:d'hier|de la veille|de la semaine dernière|d'il y a (?:\d+|une|deux|trois) (?:heures?|minutes?|jours?)))`)
 
 var (
@@ -60,8 +60,8 @@ func pastDuration(phrase string) (time.Duration, bool) {
 }
 
 // restoreFiller are the words of a restore that are not its target.
-var restoreFiller = wordSet(`please restore revert roll rollback set put bring change turn go back to its the value values old previous ` +
-	`setze stelle bringe zurück zurueck wiederherstellen auf bitte ` +
+var restoreFiller = wordSet(`ok okay can could would will you kindly just please restore revert roll rollback set put bring change turn go back to its the value values old previous ` +
+	`setze stelle bringe zurück zurueck wiederherstellen zurücksetzen zuruecksetzen zurückstellen zurueckstellen auf bitte kannst du ` +
 	`remets remettre rétablis rétablir restaure restaurer à la le sa son s'il te vous plaît plait`)
 
 // datedRestore reads a restore to the value at a named time: its one
@@ -143,9 +143,41 @@ func restoreNotAsked(msg string, clauses []clause) bool {
 				return true
 			}
 		}
-		return readClause(msg, c).question != notQuestion
+		return readClause(msg, c).question != notQuestion || !imperativeRestore(c.toks)
 	}
 	return false
+}
+
+// restoreStarts are the words an imperative restore starts with (after
+// fillers and a polite opener), besides the change verbs; restoreEnds the
+// German infinitives that end one ("Bitte Q1 auf den Wert von gestern
+// zurücksetzen").
+var (
+	restoreStarts = wordSet(`restore revert roll undo go rétablis rétablissez rétablir retablis remets remettez remettre restaure restaurez restaurer`)
+	restoreEnds   = wordSet(`zurücksetzen zuruecksetzen wiederherstellen zurückstellen zurueckstellen`)
+)
+
+// imperativeRestore: the clause tells the agent to go back ("restore Q1…",
+// "can you set Q1 back…", "setze Q1 … zurück"), not says someone did or
+// should ("I restored Q1…", "we should restore…").
+func imperativeRestore(ws []token) bool {
+	i := 0
+	for i < len(ws) && fillers[ws[i].w] && !restoreStarts[ws[i].w] {
+		i++
+	}
+	for _, p := range politeOpeners {
+		if hasPrefixWords(ws[i:], p) {
+			i += len(p)
+			for i < len(ws) && fillers[ws[i].w] {
+				i++
+			}
+			break
+		}
+	}
+	if i < len(ws) && (restoreStarts[ws[i].w] || verbOf(ws[i].w) != "") {
+		return true
+	}
+	return len(ws) > 0 && restoreEnds[ws[len(ws)-1].w]
 }
 
 // restoreClause is the text of the clause with the restore verb: its

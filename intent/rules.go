@@ -282,7 +282,7 @@ var historyPattern = regexp.MustCompile(`\b(?:(?:over|in|during|within|for|acros
 // no change the rules can carry out. A value phrase alone ("show
 // yesterday's value") is a read.
 var (
-	restoreVerbs = regexp.MustCompile(`\b(?:restore|revert|undo|roll ?back|(?:put|set|bring|change|turn) (?:\S+ ){0,6}back\b|go back to|` +
+	restoreVerbs = regexp.MustCompile(`\b(?:restore|revert|undo|roll ?back|(?:put|set|bring|change|turn|roll) (?:\S+ ){0,6}back\b|go back to|` +
 		`zurücksetzen|zuruecksetzen|zurück|zurueck|wiederherstellen|rückgängig|rueckgaengig|` +
 		`restaure|restaurer|rétablis|rétablir|retablis|remets|remettre|annule|annuler)`)
 	restoreValues = regexp.MustCompile(`\b(?:previous value|old value|original value|yesterday's value|value (?:of|from) yesterday|` +
@@ -380,7 +380,8 @@ func FromMessage(msg string) Finding {
 		prev = false
 	}
 	restore := !question && restoreVerbs.MatchString(norm) || (changed || unclear != "") && restoreValues.MatchString(norm)
-	if !changed && !reported.change && restoreVerbs.MatchString(norm) && !restoreNotAsked(masked, clauses) && !strings.HasSuffix(strings.TrimSpace(norm), "?") {
+	if !changed && !reported.change && restoreVerbs.MatchString(norm) && !restoreNotAsked(masked, clauses) && !strings.HasSuffix(strings.TrimSpace(norm), "?") &&
+		!laterPattern.MatchString(norm) && !onCondition(clauses) {
 		if rc, ok := datedRestore(restoreClause(masked, clauses)); ok {
 			return Finding{Intent: Intent{Kind: KindChange, Changes: []RequestedChange{rc}}, Reason: ReasonRestoreAt}
 		}

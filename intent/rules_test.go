@@ -184,6 +184,16 @@ func TestRules(t *testing.T) {
 		{"Remets Q1 à la valeur d'hier", "change: Q1 back to its value of yesterday"},
 		{"Remets Q1 à sa valeur d'il y a 3 heures", "change: Q1 back to its value 3 hours ago"},
 		{"Restore Q1 to 92 A", "change: Q1 to 92 A"},
+		{"go back to yesterday's setting for Q1", "change: Q1 back to its value of yesterday"},
+		{"roll Q1 back to its value from yesterday", "change: Q1 back to its value of yesterday"},
+		{"restore Q1 and Q2 to yesterday's values", "change: Q1 and Q2 back to its value of yesterday"},
+		{"can you restore Q1 to yesterday's value", "change: Q1 back to its value of yesterday"},
+		{"ok please set Q1 back to what it was yesterday", "change: Q1 back to its value of yesterday"},
+		{"Bitte Q1 auf den Wert von gestern zurücksetzen", "change: Q1 back to its value of yesterday"},
+		{"I restored Q1 to yesterday's value", "read"},                  // a statement
+		{"We should restore Q1 to yesterday's value", "read"},           // advice
+		{"restore Q1 to yesterday's value if the beam is lost", "read"}, // on a condition
+		{"restore Q1 to yesterday's value tomorrow morning", "read"},    // for later
 		{"Undo the last change to Q1", "read"},
 		{"set Q1 back to 92 A", "change: Q1 to 92 A"},
 		// Changes on a condition or for later: not now.

@@ -402,7 +402,7 @@ func TestGraphErrorRoleStripsReasoningAndUsesMaxTokens(t *testing.T) {
 		}, llm.RoleTaskExtraction, llm.RoleError)
 		o := runTurn(t, agent.Config{Registry: smallPlant(t), Models: ms, Nodes: everyCall(nodes.Config{})}, "What is the beam current?")
 		m := o.message()
-		if m == nil || m.Kind != state.KindErrorReport || !strings.Contains(m.Content, "**Explanation:** The assistant could not reach its language model") {
+		if m == nil || m.Kind != state.KindErrorReport || !strings.Contains(m.Content, "**Analysis:** The assistant could not reach its language model") {
 			t.Fatalf("message %+v", m)
 		}
 		noReasoningShown(t, o)

@@ -163,8 +163,9 @@ func stepsRan(t state.Turn) bool {
 // by the step whose context key (or capability and objective) made it, or
 // the step that read it when a replaced plan made it, then by creation. earlier is empty unless the task depends on history; then it
 // holds the earlier turns' entries that this turn's steps read as inputs, in
-// the order the steps read them. Other earlier results are not repeated: the
-// chat history already carries the answers given from them.
+// the order the steps read them, unless the step that read one made a
+// result of its type anew. Other earlier results are not repeated: the chat history
+// already carries the answers given from them.
 func answerContext(s state.State) (this, earlier []prompts.ContextItem) {
 	t := s.Turn
 	var steps []state.PlanStep
@@ -224,8 +225,15 @@ func answerContext(s state.State) (this, earlier []prompts.ContextItem) {
 		return this, nil
 	}
 	seen := map[[2]string]bool{}
+	remade := map[int]map[string]bool{} // step → types it made this turn
 	for _, r := range mine {
 		seen[[2]string{r.e.Type, r.e.Key}] = true
+		if i := producer(r.e); i >= 0 {
+			if remade[i] == nil {
+				remade[i] = map[string]bool{}
+			}
+			remade[i][r.e.Type] = true
+		}
 	}
 	for i := range steps {
 		if !done(i) {
@@ -233,7 +241,9 @@ func answerContext(s state.State) (this, earlier []prompts.ContextItem) {
 		}
 		for _, in := range steps[i].Inputs {
 			k := [2]string{in.Type, in.Key}
-			if seen[k] {
+			if seen[k] || remade[i][in.Type] {
+				// An earlier input the step made anew itself (a
+				// follow-up's channels found again) is not repeated.
 				continue
 			}
 			if e, ok := s.Context.Get(in.Type, in.Key); ok {

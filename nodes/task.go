@@ -338,8 +338,14 @@ func offlineTask(s state.State) *state.Task {
 const followUpJoin = " — follow-up: "
 
 var (
-	followUpStarts = []string{"and ", "and,", "what about", "how about", "also", "same ", "now ", "then ", "ok ", "okay "}
-	followUpRefs   = map[string]bool{"it": true, "its": true, "that": true, "those": true, "them": true, "this": true, "these": true, "there": true, "same": true,
+	followUpStarts = []string{"and ", "and,", "what about", "how about", "also", "same ", "now ", "then ", "ok ", "okay ",
+		// A comparison or a chart of what was just shown: "compare with
+		// yesterday", "vs last week", "plot it".
+		"compare", "vs ", "vs.", "versus", "plot", "chart", "graph",
+		// Another time window for the same thing: "over the last 3 hours",
+		// "since yesterday".
+		"over the", "for the last", "for the past", "in the last", "in the past", "since ", "during ", "yesterday", "today"}
+	followUpRefs = map[string]bool{"it": true, "its": true, "that": true, "those": true, "them": true, "this": true, "these": true, "there": true, "same": true,
 		"ihn": true, "ihm": true, "dessen": true, "davon": true, "cela": true}
 )
 

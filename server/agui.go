@@ -21,6 +21,8 @@ import (
 //	plan                      → STATE_SNAPSHOT {plan:[…]}
 //	step_start                → TOOL_CALL_START/ARGS/END (+ STATE_DELTA running)
 //	step_end                  → TOOL_CALL_RESULT (+ STATE_DELTA done/failed)
+//	end of the run            → STATE_DELTA for every step whose status the
+//	                            checkpointed plan has otherwise (respond)
 //	token / message           → TEXT_MESSAGE_START/CONTENT/END
 //	approval_required         → RUN_FINISHED outcome interrupt (id = approval id)
 //	audit (an outcome)        → CUSTOM "outcome"
@@ -200,6 +202,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	}
 	status, runErr, shutdown := ru.result()
 	m.closeOpen()
+	m.syncPlan()
 	switch {
 	case runErr != nil:
 		m.emit(aguiEvent{Type: "RUN_ERROR", Message: s.publicMessage(runErr), Code: "run_failed"})
@@ -464,6 +467,31 @@ func (m *aguiMapper) setStatus(step int, status string) {
 	}
 	m.plan[step].Status = status
 	m.emit(aguiEvent{Type: "STATE_DELTA", Delta: []map[string]any{{"op": "replace", "path": fmt.Sprintf("/plan/%d/status", step), "value": status}}})
+}
+
+// syncPlan brings the shared state's plan to the checkpointed one before
+// the run's last event: the agent closes some steps (respond) without a step
+// event, and the state must agree with GET /api/threads/{id}/plan.
+func (m *aguiMapper) syncPlan() {
+	st, _, err := m.s.cfg.Runner.State(context.Background(), m.thread)
+	if err != nil || st.Turn.Plan == nil {
+		return
+	}
+	p := st.Turn.Plan
+	if m.rawPlan == nil || m.rawPlan.Number != p.Number || len(m.plan) != len(p.Steps) {
+		m.event(agent.Event{Type: agent.EventPlan, Plan: p})
+		return
+	}
+	var ops []map[string]any
+	for i, step := range p.Steps {
+		if m.plan[i].Status != string(step.Status) {
+			m.plan[i].Status = string(step.Status)
+			ops = append(ops, map[string]any{"op": "replace", "path": fmt.Sprintf("/plan/%d/status", i), "value": step.Status})
+		}
+	}
+	if len(ops) > 0 {
+		m.emit(aguiEvent{Type: "STATE_DELTA", Delta: ops})
+	}
 }
 
 // args is the JSON text of a step's planned parameters.

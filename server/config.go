@@ -161,6 +161,8 @@ type Config struct {
 	DisableTaskGuard bool
 	// DisableWebPage turns off the built-in page at GET /.
 	DisableWebPage bool
+	// Page is the built-in page's identity and clock (GET /page.json).
+	Page Page
 	// Examples are demo questions the web page offers on an empty chat
 	// (served by GET /api/info).
 	Examples []string
@@ -387,8 +389,14 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if len(cfg.Page.Logo) > 0 && !slices.Contains(LogoTypes, cfg.Page.LogoType) {
+		return cfg, &ConfigError{Field: "Page.LogoType", Reason: fmt.Sprintf("%q is not an image type the page shows (%s)", cfg.Page.LogoType, strings.Join(LogoTypes, ", "))}
+	}
 	return cfg, nil
 }
+
+// LogoTypes are the media types of a page logo (Page.LogoType).
+var LogoTypes = []string{"image/svg+xml", "image/png", "image/jpeg", "image/webp", "image/gif"}
 
 // checkPrincipals checks the principals (a's own copy) and fills their
 // default tenant.

@@ -47,6 +47,22 @@ func rawExchange(t *testing.T, env *testEnv, raw string, halfClose bool) (*http.
 // body is not one.
 func apiErrorOf(t *testing.T, resp *http.Response, body string) apiError {
 	t.Helper()
+	// /mcp answers a JSON-RPC error object; its data carries the same fields.
+	var rpc struct {
+		JSONRPC string `json:"jsonrpc"`
+		Error   *struct {
+			Message string `json:"message"`
+			Data    struct {
+				Type  string  `json:"type"`
+				Param *string `json:"param"`
+				Code  *string `json:"code"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(body), &rpc) == nil && rpc.JSONRPC == "2.0" && rpc.Error != nil && rpc.Error.Data.Code != nil &&
+		strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && rpc.Error.Message != "" {
+		return apiError{Message: rpc.Error.Message, Type: rpc.Error.Data.Type, Param: rpc.Error.Data.Param, Code: rpc.Error.Data.Code}
+	}
 	var e struct {
 		Error *apiError `json:"error"`
 	}

@@ -21,16 +21,17 @@ import (
 // mcpRoutes registers /mcp behind auth (the server's authentication and
 // rate limit). GET and DELETE are answered too (405 from a stateless
 // server), so clients that probe them learn there is no session stream.
+// Every error is a JSON-RPC error object (rpcErrors).
 func (s *Server) mcpRoutes(mux *http.ServeMux, auth func(http.HandlerFunc) http.HandlerFunc) {
 	sdk := mcp.NewHandler(mcpAsker{s}, mcp.HandlerConfig{Examples: s.cfg.Examples})
-	h := auth(func(w http.ResponseWriter, r *http.Request) {
+	h := rpcErrors(auth(func(w http.ResponseWriter, r *http.Request) {
 		// The SDK refuses, on a loopback listener, every Host but
 		// localhost (its DNS-rebinding guard), which would lock out a
 		// reverse proxy on this machine. The server's own Host check
 		// (checkHost: localhost and server.allowed_hosts) has passed, so
 		// the SDK is not told the listener's address.
 		sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, nil)))
-	})
+	}))
 	for _, method := range []string{"GET", "POST", "DELETE"} {
 		mux.HandleFunc(method+" /mcp", h)
 	}

@@ -57,6 +57,9 @@ type chatTurn struct {
 	user json.RawMessage
 	// statuses: send Open WebUI status frames (sendStatusFrames).
 	statuses bool
+	// unread counts the last message's parts that are not text (images,
+	// files): the answer ends with unreadNote.
+	unread int
 	// thread, when set, is the client id of the thread the turn continues
 	// (a Responses previous_response_id); token is then the approval token
 	// of the approval that thread waits for, if any.
@@ -79,6 +82,9 @@ func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 	}
 	if req.N != nil && *req.N > 1 {
 		return chatTurn{}, badRequest("n", "only n=1 is supported")
+	}
+	if f := req.ResponseFormat; f != nil && f.Type != "" && f.Type != "text" {
+		return chatTurn{}, badRequest("response_format", "%q is not supported: capgraph answers in Markdown text, not JSON; leave response_format out or set it to {\"type\": \"text\"}", f.Type)
 	}
 	if len(req.Messages) == 0 {
 		return chatTurn{}, badRequest("messages", "at least one message is required")
@@ -105,16 +111,36 @@ func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 		}
 		t.msgs = append(t.msgs, transcriptMsg{Role: msg.Role, Text: txt})
 		if i == len(req.Messages)-1 {
+			if msg.Role == "assistant" {
+				// A client's "continue": capgraph's answers are whole, so
+				// there is nothing to continue; the UIs show this message.
+				return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "capgraph cannot continue an answer: its answers are complete, and the last message must come from the user. Send a new message instead")
+			}
 			if msg.Role != "user" {
 				return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "the last message must come from the user")
 			}
-			t.input = txt
+			t.input, t.unread = txt, msg.unreadParts()
 		}
 	}
 	if strings.TrimSpace(t.input) == "" {
+		if t.unread > 0 {
+			return chatTurn{}, badRequest("messages", "the last user message has no text: capgraph reads only the text of a message, not images or files")
+		}
 		return chatTurn{}, badRequest("messages", "the last user message is empty")
 	}
 	return t, nil
+}
+
+// unreadNote says that the parts of the last message that are not text
+// were not read ("" when it had none).
+func (t chatTurn) unreadNote() string {
+	switch {
+	case t.unread == 1:
+		return "*(The image or file attached to your message was not read: capgraph reads only the text of a message.)*"
+	case t.unread > 1:
+		return fmt.Sprintf("*(The %d images or files attached to your message were not read: capgraph reads only the text of a message.)*", t.unread)
+	}
+	return ""
 }
 
 func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -410,6 +436,9 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 	}
 	content += s.finishApproval(c, ru, rd)
 	content += ru.endNote()
+	if note := t.unreadNote(); note != "" {
+		content = joinAnswer(content, note)
+	}
 	reply := chatReply{Content: content, Reasoning: rd.reasoning.String()}
 	if token != "" {
 		s.approvals.settle(token, &reply)
@@ -637,6 +666,12 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		}
 	}
 	tail += ru.endNote()
+	if note := t.unreadNote(); note != "" {
+		if rd.content.Len() > 0 || tail != "" {
+			tail += "\n\n"
+		}
+		tail += note
+	}
 	k.content(tail)
 	rd.content.WriteString(tail)
 	k.status(statusData{Description: "", Done: true})

@@ -16,6 +16,11 @@ type chatRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	N *int `json:"n"`
+	// ResponseFormat: only {"type":"text"}; the agent answers in Markdown,
+	// so a JSON format is refused rather than ignored.
+	ResponseFormat *struct {
+		Type string `json:"type"`
+	} `json:"response_format"`
 	// User is a string per the spec; Open WebUI sends an object for
 	// pipeline models (detectOpenWebUI).
 	User json.RawMessage `json:"user"`
@@ -26,8 +31,26 @@ type chatMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
+// unreadParts counts the parts of an array content that are not text
+// (images, files, audio): the agent reads text only, and says so.
+func (m chatMessage) unreadParts() int {
+	var parts []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(m.Content, &parts) != nil {
+		return 0
+	}
+	n := 0
+	for _, p := range parts {
+		if p.Type != "text" && p.Type != "input_text" {
+			n++
+		}
+	}
+	return n
+}
+
 // text returns the message's text: a string content, or the text parts of
-// an array content (images and files are skipped).
+// an array content (images and files are skipped: see unreadParts).
 func (m chatMessage) text() (string, error) {
 	c := json.RawMessage(strings.TrimSpace(string(m.Content)))
 	if len(c) == 0 || string(c) == "null" {

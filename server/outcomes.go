@@ -1,6 +1,8 @@
 package server
 
 import (
+	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
@@ -61,4 +63,39 @@ func approvalBefore(a *state.Approval) string {
 		lines[i] = "- " + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// handleThreadOutcomes lists what became of the thread's changes (GET
+// /api/threads/{thread}/outcomes, ?turn=N for one turn): each attempt's
+// outcome as its followers saw it (publicOutcome), oldest first, from the
+// agent's audit log — so a page opened later, or after a restart, shows
+// the badges of every turn. The owner's, like the thread.
+func (s *Server) handleThreadOutcomes(w http.ResponseWriter, r *http.Request) {
+	_, th, ok := s.thread(w, r)
+	if !ok {
+		return
+	}
+	turn := 0
+	if q := r.URL.Query().Get("turn"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 {
+			s.writeError(w, badRequest("turn", "must be a turn number from 1"))
+			return
+		}
+		turn = n
+	}
+	out := []*agent.AuditRecord{}
+	if ar, ok := s.cfg.Runner.(AuditReader); ok {
+		recs, err := ar.Audit(r.Context(), agent.AuditFilter{Thread: th.internal, Limit: maxAuditLimit})
+		if err != nil {
+			s.writeError(w, err)
+			return
+		}
+		for _, e := range recs {
+			if p := publicOutcome(&e.AuditRecord); p != nil && (turn == 0 || p.Turn == turn) {
+				out = append(out, p)
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"thread_id": th.ID, "outcomes": out})
 }

@@ -299,3 +299,39 @@ func TestOutcomeLines(t *testing.T) {
 		}
 	}
 }
+
+// GET /api/threads/{id}/outcomes lists what became of the thread's changes,
+// for its owner only, by turn on request; a bad turn is a 400 naming it.
+func TestThreadOutcomesAfterwards(t *testing.T) {
+	env := newOutcomeEnv(t, nil)
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "plant"})
+	for _, ask := range []string{"Set the Q1 current to 150 A", "Set the Q2 current to 150 A"} {
+		// Streamed: the answer ends with the run.
+		if resp, body := env.do(t, "POST", "/api/threads/plant/runs", keyAlice, map[string]any{"input": ask, "stream": true}); resp.StatusCode >= 300 {
+			t.Fatalf("%s: %d %s", ask, resp.StatusCode, body)
+		}
+	}
+	var got struct {
+		ThreadID string              `json:"thread_id"`
+		Outcomes []agent.AuditRecord `json:"outcomes"`
+	}
+	resp, body := env.do(t, "GET", "/api/threads/plant/outcomes", keyAlice, nil)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &got) != nil || got.ThreadID != "plant" || len(got.Outcomes) != 2 ||
+		got.Outcomes[0].Turn != 1 || got.Outcomes[1].Turn != 2 || got.Outcomes[1].Outcome != capabilities.OutcomeRefused ||
+		!strings.Contains(got.Outcomes[1].Message, "Q2 supply's limit") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if strings.Contains(string(body), `"principal"`) || strings.Contains(string(body), `"idempotency_key"`) {
+		t.Errorf("the outcomes show who ran them or their keys: %s", body)
+	}
+	resp, body = env.do(t, "GET", "/api/threads/plant/outcomes?turn=2", keyAlice, nil)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &got) != nil || len(got.Outcomes) != 1 || got.Outcomes[0].Turn != 2 {
+		t.Fatalf("turn 2: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := env.do(t, "GET", "/api/threads/plant/outcomes?turn=x", keyAlice, nil); resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"turn"`) {
+		t.Errorf("a bad turn: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := env.do(t, "GET", "/api/threads/plant/outcomes", keyBob, nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("another key reads the outcomes: %d", resp.StatusCode)
+	}
+}

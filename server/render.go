@@ -40,6 +40,20 @@ type chatRenderer struct {
 	// the answer's own text has come.
 	outcomes []agent.AuditRecord
 	answered bool
+	// lastStatus is the status line shown last: a node that says what
+	// it does ("Planning…") as it starts is the line shown already.
+	lastStatus string
+}
+
+// repeatsStatus reports whether st says again the line shown last (one
+// line per phase, not "Planning" then "Planning…"), and remembers it.
+func (c *chatRenderer) repeatsStatus(st *statusData) bool {
+	key := strings.TrimRight(strings.TrimSpace(st.Description), "….")
+	if key == c.lastStatus && !st.Done {
+		return true
+	}
+	c.lastStatus = key
+	return false
 }
 
 func (c *chatRenderer) render(ev agent.Event) []piece {
@@ -112,9 +126,16 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 	case agent.EventApprovalRequired:
 		c.approval = ev.Approval
 		out = append(out, piece{Status: &statusData{Description: "Waiting for your approval", Done: true}})
-	case agent.EventUsage:
-		if ev.Usage != nil {
-			c.usage = *ev.Usage
+	case agent.EventModelCall:
+		// The usage a client sums: the model calls this request's run made
+		// (a turn paused for approval reports each part once, in its own
+		// response); 0 when no model was called (offline).
+		if ev.Call != nil {
+			u := ev.Call.Usage
+			c.usage.PromptTokens += u.PromptTokens
+			c.usage.CompletionTokens += u.CompletionTokens
+			c.usage.TotalTokens += u.TotalTokens
+			c.usage.CachedPromptTokens += u.CachedPromptTokens
 		}
 	case agent.EventAudit:
 		if ev.Audit != nil && ev.Audit.Outcome != "" {
@@ -131,6 +152,9 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 	kept := out[:0]
 	for _, p := range out {
 		if p.Reasoning != "" && c.content.Len() > 0 {
+			continue
+		}
+		if p.Status != nil && c.repeatsStatus(p.Status) {
 			continue
 		}
 		c.content.WriteString(p.Content)

@@ -118,10 +118,17 @@ func TestErrorReportAndRetriesReachEveryFrontend(t *testing.T) {
 	t.Run("chat completions", func(t *testing.T) {
 		_, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", true, user(beamQuestion)))
 		v := parseLikeOpenWebUI(t, string(body))
-		for _, want := range []string{"**What failed:** Step 1", "read access to SR:DCCT:CURRENT was denied", "- Ask an operator for read access."} {
+		// The operator's part, the analysis visible, then the technical
+		// report folded (Open WebUI and LibreChat render <details>).
+		for _, want := range []string{"**What failed:** Step 1", "read access to SR:DCCT:CURRENT was denied", "- Ask an operator for read access.",
+			"**Analysis:** ", "\n<details>\n<summary>Technical report</summary>\n", "**Error type:** `auth` (severity `critical`)",
+			"**Capability:** `read_beam_current`", "**Failed steps:** step 1 (`read_beam_current`), attempt 2 of 2", "```json\n{", "</details>"} {
 			if !strings.Contains(v.Content, want) {
 				t.Errorf("content lacks %q:\n%s", want, v.Content)
 			}
+		}
+		if a, d := strings.Index(v.Content, "**Analysis:**"), strings.Index(v.Content, "<details>"); a < 0 || d < a || strings.Count(v.Content, beamQuestion) != 1 {
+			t.Errorf("the analysis before the folded report, the question said once:\n%s", v.Content)
 		}
 		if !strings.Contains(v.Reasoning, "↻ step 1 (read_beam_current) — ") || !strings.Contains(v.Reasoning, "failed (attempt 1/2)") {
 			t.Errorf("reasoning lacks the retried step:\n%s", v.Reasoning)

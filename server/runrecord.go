@@ -226,6 +226,7 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *runstore.
 			t.Metadata = map[string]string{}
 		}
 		t.Metadata[metaRun] = sp.id
+		s.titleFromQuestion(ctx, sp, &t)
 		sp.turn = &t
 	}
 	if err := s.clusterLimit(ctx, sp); err != nil {

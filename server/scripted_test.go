@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +74,7 @@ func (s *scriptedRunner) Run(ctx context.Context, req agent.TurnRequest) iter.Se
 		s.mu.Unlock()
 		ev := func(e agent.Event) bool {
 			e.Thread = req.Thread
+			s.stepEnded(th, e)
 			return yield(e, nil)
 		}
 		if !ev(agent.Event{Type: agent.EventRunStart}) || !ev(agent.Event{Type: agent.EventStatus, Text: "Extracting the task"}) ||
@@ -153,8 +155,30 @@ func (s *scriptedRunner) answer(th *scriptedThread, ev func(agent.Event) bool, t
 	th.status = agent.RunAnswered
 	s.mu.Unlock()
 	_ = ev(agent.Event{Type: agent.EventMessage, Message: &msg}) &&
-		ev(agent.Event{Type: agent.EventUsage, Usage: &agent.Usage{PromptTokens: 10, CompletionTokens: 4, TotalTokens: 14}}) &&
+		ev(agent.Event{Type: agent.EventModelCall, Node: "respond", Call: &agent.ModelCall{Role: "response", Model: "scripted", Usage: agent.Usage{PromptTokens: 10, CompletionTokens: 4, TotalTokens: 14}}}) &&
+		ev(agent.Event{Type: agent.EventUsage, Usage: &agent.Usage{TotalTokens: 14}}) &&
 		ev(agent.Event{Type: agent.EventDone, Status: agent.RunAnswered})
+}
+
+// stepEnded records a step's end in the thread's plan, as the agent's
+// checkpoint does (a copy: the plan event shares the old one).
+func (s *scriptedRunner) stepEnded(th *scriptedThread, e agent.Event) {
+	if e.Type != agent.EventStepEnd {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := th.st.Turn.Plan
+	if old == nil || e.Step < 0 || e.Step >= len(old.Steps) {
+		return
+	}
+	p := *old
+	p.Steps = slices.Clone(old.Steps)
+	p.Steps[e.Step].Status = state.StepDone
+	if e.Err != "" {
+		p.Steps[e.Step].Status = state.StepFailed
+	}
+	th.st.Turn.Plan = &p
 }
 
 func (s *scriptedRunner) setStatus(th *scriptedThread, st agent.RunStatus) {
@@ -207,6 +231,7 @@ func (s *scriptedRunner) Resume(ctx context.Context, thread string, ans agent.An
 	return func(yield func(agent.Event, error) bool) {
 		ev := func(e agent.Event) bool {
 			e.Thread = thread
+			s.stepEnded(th, e)
 			return yield(e, nil)
 		}
 		s.mu.Lock()

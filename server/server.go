@@ -116,6 +116,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("PATCH /api/threads/{thread}", oa(s.handleUpdateThread))
 	mux.HandleFunc("GET /api/threads/{thread}/state", oa(s.handleThreadState))
 	mux.HandleFunc("GET /api/threads/{thread}/plan", oa(s.handleThreadPlan))
+	mux.HandleFunc("GET /api/threads/{thread}/outcomes", oa(s.handleThreadOutcomes))
 	mux.HandleFunc("POST /api/threads/{thread}/runs", oa(s.handleStartRun))
 	mux.HandleFunc("GET /api/threads/{thread}/runs", oa(s.handleListRuns))
 	mux.HandleFunc("POST /api/threads/{thread}/approval", oa(s.handleAnswerApproval))
@@ -133,6 +134,7 @@ func (s *Server) routes() http.Handler {
 	s.mcpRoutes(mux, oa)
 	s.artifactRoutes(mux, oa)
 	if !s.cfg.DisableWebPage {
+		s.pageRoutes(mux)
 		mux.Handle(staticPattern, s.staticFiles(s.pageSecurity(webHandler())))
 	}
 	served := s.dispatch(mux)

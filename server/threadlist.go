@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/google/uuid"
 
@@ -190,4 +191,52 @@ func callerName(c caller) string {
 		return c.Principal.Name + "/" + c.User
 	}
 	return c.Principal.Name
+}
+
+// MetaTitle is the client metadata key of a thread's title (the page
+// shows it; PATCH /api/threads/{id} renames).
+const MetaTitle = "title"
+
+// titleRunes bounds a title made from a question.
+const titleRunes = 80
+
+// titleFromQuestion titles an untitled thread with its first question,
+// whatever API started it (a /v1 or AG-UI conversation included), so no
+// thread is listed as "Conversation chat-7b6". A title the client set (at
+// creation, or by renaming) is kept.
+func (s *Server) titleFromQuestion(ctx context.Context, sp runSpec, t *agent.TurnRequest) {
+	if sp.kind != kindTurn || t.Metadata[MetaClientPrefix+MetaTitle] != "" || sp.clientThread == "" {
+		return
+	}
+	if th, found, err := s.findThread(ctx, sp.c, sp.clientThread); err != nil || found && th.Metadata[MetaTitle] != "" {
+		return
+	}
+	if st, _, err := s.cfg.Runner.State(ctx, sp.thread); err == nil && (st.Metadata[MetaClientPrefix+MetaTitle] != "" || len(st.Messages) > 0) {
+		return // titled, or not the first question
+	}
+	if title := questionTitle(t.Input); title != "" {
+		t.Metadata[MetaClientPrefix+MetaTitle] = title
+	}
+}
+
+// questionTitle is a question on one line, cut at a word near titleRunes;
+// control characters (NUL, which the store refuses in metadata) and
+// invalid UTF-8 are left out.
+func questionTitle(q string) string {
+	q = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(q, ""))
+	q = strings.Join(strings.Fields(q), " ")
+	r := []rune(q)
+	if len(r) <= titleRunes {
+		return q
+	}
+	cut := string(r[:titleRunes])
+	if i := strings.LastIndexByte(cut, ' '); i > titleRunes/2 {
+		cut = cut[:i]
+	}
+	return cut + "…"
 }

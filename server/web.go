@@ -4,6 +4,8 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strconv"
+	"time"
 )
 
 //go:embed web
@@ -46,4 +48,54 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 		in.Examples = []string{}
 	}
 	writeJSON(w, http.StatusOK, in)
+}
+
+// DefaultPageName is the page's name when Page.Name is empty.
+const DefaultPageName = "capgraph"
+
+// Page is what the built-in page shows of the application: its name and
+// logo instead of capgraph's, and the zone every time on the page is in
+// (24-hour ISO 8601, the zone shown in the header).
+type Page struct {
+	// Name is the application's name: the page's title and heading
+	// (default DefaultPageName).
+	Name string
+	// Logo is an image shown beside the name and as the tab's icon (SVG,
+	// PNG, JPEG, WebP or GIF; LogoType is its media type); none: capgraph's.
+	Logo     []byte
+	LogoType string
+	// TimeZone is the zone the page's times are in (default UTC).
+	TimeZone *time.Location
+}
+
+// pageInfo is GET /page.json: served without a key, so the page has its
+// name and clock before one is entered.
+type pageInfo struct {
+	Name     string `json:"name"`
+	Logo     string `json:"logo"`
+	TimeZone string `json:"time_zone"`
+}
+
+func (s *Server) pageRoutes(mux *http.ServeMux) {
+	p := s.cfg.Page
+	info := pageInfo{Name: p.Name, Logo: "favicon.svg", TimeZone: "UTC"}
+	if info.Name == "" {
+		info.Name = DefaultPageName
+	}
+	if p.TimeZone != nil {
+		info.TimeZone = p.TimeZone.String()
+	}
+	if len(p.Logo) > 0 {
+		info.Logo = "logo"
+		mux.Handle("GET /logo", s.pageSecurity(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", p.LogoType)
+			w.Header().Set("Content-Length", strconv.Itoa(len(p.Logo)))
+			w.Header().Set("Cache-Control", "no-cache")
+			_, _ = w.Write(p.Logo)
+		})))
+	}
+	mux.Handle("GET /page.json", s.pageSecurity(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		writeJSON(w, http.StatusOK, info)
+	})))
 }

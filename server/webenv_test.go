@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	_ "time/tzdata" // Europe/Berlin wherever the tests run
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
@@ -135,12 +136,23 @@ func newWebEnv(t *testing.T) *webEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := newTestEnv(t, func(c *Config) {
 		c.Runner = a
 		c.Examples = []string{"What is the beam current?", "Set the Q1 current to 105 A"}
+		// An application's own page: its name, its logo, its clock
+		// (web.test.mjs, "the application's name, logo and clock").
+		c.Page = Page{Name: "Control Room", Logo: []byte(webLogo), LogoType: "image/svg+xml", TimeZone: berlin}
 	})
 	return &webEnv{testEnv: env, agent: a, plant: p, scans: scans}
 }
+
+// webLogo is the test application's logo: a ring with a bunch in it.
+const webLogo = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24">` +
+	`<circle cx="12" cy="12" r="9" fill="none" stroke="#0f766e" stroke-width="3"/><circle cx="12" cy="3" r="2.5" fill="#f59e0b"/></svg>`
 
 // The archive of four RF cavity voltages: 120 samples each, one a minute
 // up to now, as an archiver returns them; the time series and a table of

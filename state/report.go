@@ -45,7 +45,9 @@ type ReportStep struct {
 	Step int `json:"step"`
 	// Capability ran the step (a fallback, when one stood in).
 	Capability string `json:"capability"`
-	Objective  string `json:"objective,omitempty"`
+	// Objective is the step's objective without the words that only repeat
+	// what was asked (Asked says it once); empty when nothing else is left.
+	Objective string `json:"objective,omitempty"`
 	// Status is done, failed, skipped or pending (not carried out).
 	Status StepStatus `json:"status"`
 	// Outcome says what a done step produced or changed, in the
@@ -54,6 +56,13 @@ type ReportStep struct {
 	// SideEffect marks a capability that acts on the outside world: a done
 	// step with SideEffect changed something.
 	SideEffect bool `json:"side_effect,omitempty"`
+	// Attempts of a step that failed or was cut short, and how many its
+	// retry policy allowed (0: not known), so a step stopped after its first
+	// attempt is not reported as having failed for good.
+	Attempts    int `json:"attempts,omitempty"`
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Error is the failed attempt's reason, for a step that failed.
+	Error string `json:"error,omitempty"`
 }
 
 // ReportFailure is what failed in a turn and why.
@@ -73,8 +82,10 @@ type ReportFailure struct {
 	Reason string `json:"reason"`
 	// Limit names the exhausted limit or budget (router.Limit…), if any.
 	Limit string `json:"limit,omitempty"`
-	// Attempts of the failed operation, when it was retried.
-	Attempts int `json:"attempts,omitempty"`
+	// Attempts of the failed operation, when it was retried, and how many
+	// its retry policy allowed (0: not known).
+	Attempts    int `json:"attempts,omitempty"`
+	MaxAttempts int `json:"max_attempts,omitempty"`
 	// SafetyStop says why the operation was stopped for safety (the
 	// classification's safety_abort_reason), if it was.
 	SafetyStop string `json:"safety_stop,omitempty"`

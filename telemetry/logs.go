@@ -12,7 +12,9 @@ import (
 // Logs returns an observer writing one structured line per significant
 // event of a run (start and end, each node and plan step, a failure and
 // what recovery it gets, a retry, an approval asked for, a side effect, a
-// refused capability, an error report and its cause) through logger. Every
+// refused capability, an error report and its cause) through logger. A
+// node pausing the run for an approval is logged at info ("node
+// interrupted"), not as a failure. Every
 // line carries thread, run (the caller's id of the run when it named one,
 // as the server and its audit records do; the engine's id is then
 // graph_run) and, when the run is traced, trace_id; a line
@@ -92,6 +94,11 @@ func (r *logRun) Event(e agent.Event) {
 		l.Info("run started", kv...)
 	case agent.EventNodeEnd:
 		kv := append(where(e), "duration_ms", ms(e.Duration))
+		if Interrupted(e) {
+			// Waiting for a human is normal operation: no warning to alert on.
+			l.Info("node interrupted", kv...)
+			return
+		}
 		if e.Err != "" {
 			l.Warn("node failed", kv...)
 			l.Debug("node failed: error", append(where(e), "error", e.Err)...)

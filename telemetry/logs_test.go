@@ -121,3 +121,29 @@ func TestDebugLinesHoldTheErrors(t *testing.T) {
 		t.Errorf("no debug line with the error text:\n%s", buf.b.String())
 	}
 }
+
+// A turn that stops for an approval logs no warning (alerts on warnings
+// fired in normal operation): the node that asked is "node interrupted" at
+// info, and the approval is "approval required".
+func TestApprovalPauseLogsNoWarning(t *testing.T) {
+	buf := &syncBuffer{}
+	logger, err := logrusadapter.New(logrusadapter.Config{Level: "info", Format: logrusadapter.FormatJSON, Output: buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := teletest.Agent(t, memory.New(), telemetry.Logs(logger), true)
+	teletest.Turn(t, a, "op-14", teletest.Approval)
+	count := map[string]int{}
+	for _, l := range lines(t, buf) {
+		count[l["msg"].(string)]++
+		if l["level"] != "info" {
+			t.Errorf("line at %v: %v", l["level"], l)
+		}
+		if l["msg"] == "node interrupted" && l["node"] != "set_current" {
+			t.Errorf("interrupted line names node %v, want set_current", l["node"])
+		}
+	}
+	if count["node interrupted"] != 1 || count["approval required"] != 1 || count["node failed"] != 0 {
+		t.Errorf("lines %v: want one node interrupted, one approval required, no node failed", count)
+	}
+}

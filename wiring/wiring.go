@@ -3,6 +3,8 @@ package wiring
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -231,6 +233,11 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 	if cfg.Server.ArtifactSecret != "" {
 		sc.ArtifactSecret = []byte(cfg.Server.ArtifactSecret)
 	}
+	page, err := pageConfig(cfg)
+	if err != nil {
+		return sc, err
+	}
+	sc.Page = page
 	// Without run_timeout a run is bounded by the turn's limit (when the
 	// file sets one: the server's default equals the agent's).
 	if sc.TurnTimeout == 0 {
@@ -312,4 +319,28 @@ func threshold(t config.Threshold) time.Duration {
 		return -1
 	}
 	return time.Duration(t.After)
+}
+
+// pageConfig is server.page for the built-in page: the name, the logo
+// file read, the zone loaded (config.Validate checked them).
+func pageConfig(cfg *config.Config) (server.Page, error) {
+	p := cfg.Server.Page
+	out := server.Page{Name: p.Name}
+	if p.TimeZone != "" {
+		loc, err := time.LoadLocation(p.TimeZone)
+		if err != nil {
+			return out, &config.Error{File: cfg.Source(), Problems: []config.Problem{{Line: cfg.Line("server.page.time_zone"), Key: "server.page.time_zone",
+				Problem: fmt.Sprintf("%q is not a time zone this machine knows: %v", p.TimeZone, err)}}}
+		}
+		out.TimeZone = loc
+	}
+	if p.Logo != "" {
+		b, err := os.ReadFile(p.Logo)
+		if err != nil {
+			return out, &config.Error{File: cfg.Source(), Problems: []config.Problem{{Line: cfg.Line("server.page.logo"), Key: "server.page.logo",
+				Problem: fmt.Sprintf("the logo cannot be read: %v", err)}}}
+		}
+		out.Logo, out.LogoType = b, config.LogoTypes[strings.ToLower(filepath.Ext(p.Logo))]
+	}
+	return out, nil
 }

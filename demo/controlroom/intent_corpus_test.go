@@ -325,8 +325,10 @@ func TestPlanningIsAudited(t *testing.T) {
 	}
 	o = runOn(t, a, "x", "Read the BTS Q1 quadrupole current")
 	msg := o.message()
-	if msg == nil || msg.Kind != state.KindErrorReport || !strings.Contains(msg.Content, "You did not ask for a change") ||
-		strings.Contains(msg.Content, "Plan only steps") {
+	// The model's instructions stay in the folded technical report.
+	operator, _, _ := strings.Cut(msg.Content, "<details>")
+	if msg == nil || msg.Kind != state.KindErrorReport || !strings.Contains(operator, "You did not ask for a change") ||
+		strings.Contains(operator, "Plan only steps") {
 		t.Errorf("report %+v", msg)
 	}
 	if recs, _ := a.Audit(context.Background(), agent.AuditFilter{Thread: "x", Event: agent.AuditUnrequested}); len(recs) != 2 {

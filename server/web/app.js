@@ -9,6 +9,7 @@
 import { api, follow, keys, setKey, AuthError, APIError, onUnauthorized, threadPath } from "./js/api.js";
 import { el, icon } from "./js/icons.js";
 import { Turn, setApprovalState } from "./js/turn.js";
+import { setZone, timeZone, date } from "./js/time.js";
 
 const $ = (s) => document.querySelector(s);
 const chat = $("#chat"), statusEl = $("#status"), q = $("#q"), sendBtn = $("#send"), stopBtn = $("#stop");
@@ -125,7 +126,7 @@ function ago(t) {
   if (s < 60) return "just now";
   if (s < 3600) return Math.floor(s / 60) + " min ago";
   if (s < 86400) return Math.floor(s / 3600) + " h ago";
-  return d.toLocaleDateString();
+  return date(d);
 }
 
 function titleOf(th) {
@@ -300,12 +301,18 @@ async function openThread(id) {
     byTurn.get(m.turn).push(m);
   }
   let question = st.turn.input || "";
+  // What became of each turn's changes, from the audit log: the badges
+  // outlive the runs' events and a restart.
+  const outcomes = await api(threadPath(id, "outcomes")).then((p) => p.outcomes || [], () => []);
+  if (seq !== app.openSeq) return;
+  const showOutcomes = (t, n) => { for (const r of outcomes) if (r.turn === n) t.addOutcome(r); };
   for (const [n, ms] of [...byTurn.entries()].sort((a, b) => a[0] - b[0])) {
     const user = ms.find((m) => m.role === "user");
     if (n === st.turn.number) { question = user ? user.content : question; continue; }
     const t = addTurn(user ? user.content : "");
     const answer = ms.filter((m) => m.role === "assistant").pop();
     if (answer) t.showMessage(answer);
+    showOutcomes(t, n);
     t.finished = true;
     earlierArtifacts(id, n, t, seq);
   }
@@ -315,6 +322,7 @@ async function openThread(id) {
   const { events, live } = await latestRuns(id, ts.status);
   if (seq !== app.openSeq) return;
   const latest = addTurn(question);
+  showOutcomes(latest, st.turn.number);
   for (const ev of events) if (ev.type !== "token") latest.handle(ev);
   if (live) {
     chat.dataset.loaded = id;
@@ -595,4 +603,19 @@ async function startOnce() {
 
 setInterval(() => { if (document.visibilityState === "visible" && app.info && !threadList.querySelector(".rename-input")) loadThreads(); }, 30000);
 if (matchMedia("(min-width: 800px)").matches) toggle($("#threads-toggle"), null, true);
-start();
+
+// loadPage applies the application's identity and clock (page.json, served
+// without a key: its name and logo, the zone the page's times are in).
+async function loadPage() {
+  try {
+    const r = await fetch("page.json");
+    if (r.ok) {
+      const p = await r.json();
+      if (p.time_zone) setZone(p.time_zone);
+      if (p.name) { document.title = p.name; $("#app-name").textContent = p.name; }
+      if (p.logo) $("#app-logo").src = p.logo;
+    }
+  } catch { /* the defaults: capgraph, UTC */ }
+  $("#zone").replaceChildren(icon("clock"), " " + timeZone());
+}
+loadPage().finally(start);

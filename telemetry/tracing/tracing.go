@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/telemetry"
 )
 
 // ScopeName is the instrumentation scope of capgraph's spans.
@@ -44,6 +45,11 @@ const (
 	AttrOutputTokens = attribute.Key("gen_ai.usage.output_tokens")
 	AttrOperation    = attribute.Key("gen_ai.operation.name")
 )
+
+// EventInterrupted is the span event of a node that paused the run for a
+// human (an approval): a pause, not a failure, so the span's status stays
+// Unset and no exception is recorded.
+const EventInterrupted = "interrupted"
 
 // Observer makes spans of the agent's runs (agent.Config.Observer).
 type Observer struct {
@@ -223,7 +229,10 @@ func (r *run) Event(e agent.Event) {
 		r.endSteps(e.Node)
 		if n := r.nodes[e.Node]; n != nil {
 			n.ended, n.end = true, e.Time
-			if e.Err != "" {
+			switch {
+			case telemetry.Interrupted(e):
+				n.span.AddEvent(EventInterrupted, trace.WithTimestamp(e.Time))
+			case e.Err != "":
 				setError(n.span, e.Err)
 			}
 		}

@@ -65,7 +65,9 @@ func (a *ArchiverRetrieval) timeRange(step capabilities.Step) (TimeRange, string
 		return TimeRange{Start: now.Add(-d), End: now, Phrase: "last " + d.String()}, "", nil
 	}
 	for _, t := range stepTexts(step) {
-		if r, err := ParseTimeRange(t, now); err == nil {
+		// The latest message that names a range: a follow-up's replaces the
+		// subject's.
+		if r, ok := latestTimeRange(t, now); ok {
 			return r, "", nil
 		}
 	}
@@ -76,9 +78,9 @@ func (a *ArchiverRetrieval) timeRange(step capabilities.Step) (TimeRange, string
 // Execute retrieves every channel's series. When channel finding found no
 // channel it retrieves nothing and says so.
 func (a *ArchiverRetrieval) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
-	chans, err := stepChannels(step)
+	chans, found, err := a.plant.readChannels(step)
 	if errors.Is(err, errNothingFound) {
-		return capabilities.Result(ArchiverDataType, ArchiverData{Series: []Series{}}, nothingDone("retrieved from the archive")), nil
+		return capabilities.Result(ArchiverDataType, ArchiverData{Series: []Series{}}, nothingDone("retrieved from the archive", err)), nil
 	}
 	if err != nil {
 		return capabilities.Output{}, err
@@ -88,6 +90,16 @@ func (a *ArchiverRetrieval) Execute(ctx context.Context, step capabilities.Step)
 		return capabilities.Output{}, err
 	}
 	out := ArchiverData{Range: r, Note: note}
+	texts := stepTexts(step)
+	for _, t := range texts {
+		if shift, ok := latestComparison(t); ok {
+			out.Compare = &Comparison{Shift: shift, Range: TimeRange{Start: r.Start.Add(-shift.By), End: r.End.Add(-shift.By), Phrase: shift.Words}}
+			break
+		}
+	}
+	for _, t := range texts {
+		out.Plot = out.Plot || wantsPlot(t)
+	}
 	for _, name := range chans {
 		if err := ctx.Err(); err != nil {
 			return capabilities.Output{}, err
@@ -97,8 +109,15 @@ func (a *ArchiverRetrieval) Execute(ctx context.Context, step capabilities.Step)
 			return capabilities.Output{}, err
 		}
 		out.Series = append(out.Series, s)
+		if c := out.Compare; c != nil {
+			s, err := a.plant.History(name, c.Range.Start, c.Range.End)
+			if err != nil {
+				return capabilities.Output{}, err
+			}
+			c.Series = append(c.Series, s)
+		}
 	}
-	return capabilities.Result(ArchiverDataType, out, out.Summary()).With(out.Artifact()), nil
+	return withFound(capabilities.Result(ArchiverDataType, out, out.Summary()).With(out.Artifact()), step, found), nil
 }
 
 // RetryPolicy: archive queries are read-only; retry timeouts a few times.
@@ -134,8 +153,11 @@ func (*ArchiverRetrieval) ClassifyError(err error, _ capabilities.ErrorContext) 
 
 func (*ArchiverRetrieval) ClassifierGuide() *capabilities.ClassifierGuide {
 	return &capabilities.ClassifierGuide{
-		Instructions: "Select when the user asks about the past: history, trends, statistics, or values over a time range.",
+		Instructions: "Select when the user asks about the past: history, trends, statistics, or values over a time range; " +
+			"a plot, chart or graph of values; a comparison with yesterday or last week.",
 		Examples: []capabilities.ClassifierExample{
+			{Query: "Plot the beam current", Result: true, Reason: "a chart shows values over time"},
+			{Query: "Compare the RF voltage with yesterday", Result: true, Reason: "the same window the day before"},
 			{Query: "Show me the RF cavity voltage over the last 2 hours", Result: true, Reason: "a time range in the past"},
 			{Query: "How did the beam lifetime change since yesterday?", Result: true, Reason: "a trend since yesterday"},
 			{Query: "What was the average vacuum pressure in sector 3 during the last day?", Result: true, Reason: "statistics over a range"},

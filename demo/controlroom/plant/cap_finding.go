@@ -49,9 +49,20 @@ func (f *ChannelFinding) Execute(ctx context.Context, step capabilities.Step) (c
 		return capabilities.Output{}, capabilities.NewError(capabilities.Replanning, capabilities.KindInvalidInput,
 			"Channel finding needs a description of the channels to look for.", ErrNoMatch)
 	}
+	for _, q := range texts {
+		if action := unsupportedAction(q); action != "" {
+			out := ChannelAddresses{Query: q, Channels: []string{}, NotFound: &NoMatch{Query: q, Unsupported: action}}
+			return capabilities.Result(ChannelAddressesType, out, out.Summary()), nil
+		}
+	}
+	count := len(texts) > 0 && isCount(texts[len(texts)-1])
+	if count || len(texts) > 0 && isVerdict(texts[len(texts)-1]) {
+		// Every channel counts, and a verdict judges them all.
+		maxResults = len(f.plant.names)
+	}
 	var miss *NoMatch
 	for _, q := range texts {
-		res, err := f.plant.Find(q, maxResults)
+		res, err := f.plant.Find(f.plant.ResolveFollowUps(q), maxResults)
 		if err != nil {
 			var nm *NoMatch
 			if !errors.As(err, &nm) {
@@ -63,7 +74,10 @@ func (f *ChannelFinding) Execute(ctx context.Context, step capabilities.Step) (c
 			continue
 		}
 		out := ChannelAddresses{Query: res.Query, Channels: res.Channels, Truncated: res.Truncated,
-			Corrected: res.Corrected, Ignored: res.Ignored, Descriptions: map[string]string{}}
+			Corrected: res.Corrected, Ignored: res.Ignored, Descriptions: map[string]string{}, Count: count}
+		if count {
+			out.Subject = f.plant.subject(q)
+		}
 		for _, c := range res.Channels {
 			if ch, ok := f.plant.Channel(c); ok {
 				out.Descriptions[c] = ch.Description
@@ -101,11 +115,13 @@ func (*ChannelFinding) ClassifyError(err error, _ capabilities.ErrorContext) cap
 
 func (*ChannelFinding) ClassifierGuide() *capabilities.ClassifierGuide {
 	return &capabilities.ClassifierGuide{
-		Instructions: "Select when the user refers to accelerator quantities or devices by description and their channel names must be found first, or asks which channels exist, or to list, search or name channels.",
+		Instructions: "Select when the user refers to accelerator quantities or devices by description and their channel names must be found first, or asks which channels exist, how many there are, or to list, search or name channels.",
 		Examples: []capabilities.ClassifierExample{
 			{Query: "What is the beam current?", Result: true, Reason: "the beam current channel must be found before it can be read"},
 			{Query: "Which channels measure the vacuum in sector 3?", Result: true, Reason: "asks for channel names"},
 			{Query: "Show me the RF cavity voltage over the last 2 hours", Result: true, Reason: "the RF cavity voltage channels must be found first"},
+			{Query: "How many quads are in the ring?", Result: true, Reason: "counts channels"},
+			{Query: "How many BPMs does sector 2 have?", Result: true, Reason: "counts channels"},
 			{Query: "Read SR:DCCT:CURRENT", Result: false, Reason: "the channel name is already given"},
 			{Query: "What is a storage ring?", Result: false, Reason: "a general question, no channel involved"},
 		},

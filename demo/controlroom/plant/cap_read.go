@@ -40,9 +40,9 @@ func (*ChannelRead) Requires() []capabilities.Requirement {
 // answer would look complete to the user). When channel finding found no
 // channel it reads nothing and says so.
 func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
-	chans, err := stepChannels(step)
+	chans, found, err := r.plant.readChannels(step)
 	if errors.Is(err, errNothingFound) {
-		return capabilities.Result(ChannelValuesType, ChannelValues{Values: []ChannelValue{}}, nothingDone("read")), nil
+		return capabilities.Result(ChannelValuesType, ChannelValues{Values: []ChannelValue{}}, nothingDone("read", err)), nil
 	}
 	if err != nil {
 		return capabilities.Output{}, err
@@ -60,7 +60,15 @@ func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capa
 		out.Values = append(out.Values, ChannelValue{Channel: name, Value: rd.Value, Text: c.FormatWithUnits(rd.Value),
 			Units: rd.Units, Time: rd.Time, Description: c.Description})
 	}
-	return capabilities.Result(ChannelValuesType, out, out.Summary()).With(out.Artifact(r.plant)), nil
+	for _, t := range stepTexts(step) {
+		out.Counted = out.Counted || isCount(t)
+		if isVerdict(t) {
+			v := r.plant.judge(r.plant.subject(t), out.Values)
+			out.Verdict = &v
+			break
+		}
+	}
+	return withFound(capabilities.Result(ChannelValuesType, out, out.Summary()).With(out.Artifact(r.plant)), step, found), nil
 }
 
 // RetryPolicy: reads are cheap and safe to repeat; an unknown channel is
@@ -112,7 +120,8 @@ func classifyReadLike(err error, op string) capabilities.Classification {
 func (r *ChannelRead) ClassifierGuide() *capabilities.ClassifierGuide {
 	return &capabilities.ClassifierGuide{
 		Instructions: "Select when the user names a machine quantity and wants its present, live value " +
-			"(not its history, trend, average or statistics over the last hours or since yesterday; not to set, change, adjust, raise or lower it; not a list of which channels exist). " +
+			"(not its history, trend, average or statistics over the last hours or since yesterday; not a plot, chart or graph; not a comparison with yesterday or last week; " +
+			"not to set, change, adjust, raise or lower it; not a list of which channels exist nor how many there are). " +
 			r.machine(),
 		Examples: []capabilities.ClassifierExample{
 			{Query: "What is the beam current?", Result: true, Reason: "asks for a live value"},
@@ -127,6 +136,8 @@ func (r *ChannelRead) ClassifierGuide() *capabilities.ClassifierGuide {
 			{Query: "Set the Q1 current to 105 A", Result: false, Reason: "a write, not a read"},
 			{Query: "Set the quadrupole Q1 current in the BTS line to 105 A", Result: false, Reason: "a write: channel_write"},
 			{Query: "What is a storage ring?", Result: false, Reason: "a general question, no channel involved"},
+			{Query: "How many quads are in the ring?", Result: false, Reason: "a count of channels: channel_finding"},
+			{Query: "How many BPMs are there?", Result: false, Reason: "a count of channels: channel_finding"},
 		},
 	}
 }

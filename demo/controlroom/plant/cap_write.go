@@ -311,7 +311,7 @@ func firstNonEmpty(ss ...string) string {
 // marked capabilities.NotApplied: the framework then knows nothing changed.
 func (w *ChannelWrite) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
 	if _, err := stepChannels(step); errors.Is(err, errNothingFound) {
-		return capabilities.Result(ChannelWriteResultsType, ChannelWriteResults{Writes: []WriteResult{}}, nothingDone("written")), nil
+		return capabilities.Result(ChannelWriteResultsType, ChannelWriteResults{Writes: []WriteResult{}}, nothingDone("written", err)), nil
 	}
 	if !step.WritesEnabled {
 		return capabilities.Output{}, capabilities.NotApplied(&capabilities.Error{Severity: capabilities.Critical, Kind: capabilities.KindWritesDisabled,

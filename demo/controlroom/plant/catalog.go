@@ -1,6 +1,11 @@
 package plant
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/capgraph/capgraph/capabilities"
+)
 
 // Catalog returns the simulated machine's channels (about 250): a 12-sector
 // storage ring (SR) with BPMs, quadrupoles, vacuum gauges, ion pumps and
@@ -121,5 +126,46 @@ func Catalog() []Channel {
 	}
 	add(Channel{Name: "BTS:CHARGE", Description: "injected bunch charge measured in the BTS transfer line", Units: "nC",
 		Nominal: 0.8, Noise: 0.02, Precision: 3, Synonyms: []string{"injected charge", "bunch charge", "injection efficiency"}})
+	for i := range cs {
+		cs[i].Ranges = rangesOf(cs[i])
+	}
 	return cs
+}
+
+// rangesOf gives the storage ring's beam, RF, vacuum and temperature
+// channels their normal and alarm ranges, the ones a verdict is made
+// from; other channels are not judged.
+func rangesOf(c Channel) *capabilities.Limits {
+	between, atMost, atLeast := capabilities.Between, capabilities.AtMost, capabilities.AtLeast
+	lim := func(normal, alarm capabilities.Range) *capabilities.Limits {
+		return &capabilities.Limits{Normal: normal, Alarm: alarm}
+	}
+	n := c.Name
+	switch {
+	case n == "SR:DCCT:CURRENT":
+		return lim(between(490, 510), between(400, 520))
+	case n == "SR:BEAM:LIFETIME":
+		return lim(atLeast(8), atLeast(5))
+	case n == "SR:BEAM:ENERGY":
+		return lim(between(1.895, 1.905), between(1.89, 1.91))
+	case n == "SR:BEAM:TUNE:X":
+		return lim(between(0.230, 0.240), between(0.225, 0.245))
+	case n == "SR:BEAM:TUNE:Y":
+		return lim(between(0.340, 0.350), between(0.335, 0.355))
+	case strings.HasPrefix(n, "SR:C") && strings.Contains(n, ":BPM"):
+		return lim(between(-0.1, 0.1), between(-0.5, 0.5))
+	case strings.HasPrefix(n, "SR:C") && strings.Contains(n, ":VAC:GAUGE"):
+		return lim(atMost(5e-9), atMost(1e-8))
+	case strings.HasSuffix(n, ":VOLT") && strings.HasPrefix(n, "SR:RF:CAV"):
+		return lim(between(580, 620), between(500, 700))
+	case strings.HasSuffix(n, ":REFL_POWER"):
+		return lim(atMost(3), atMost(10))
+	case strings.HasPrefix(n, "SR:RF:CAV") && strings.HasSuffix(n, ":TEMP"):
+		return lim(atMost(40), atMost(45))
+	case strings.HasSuffix(n, ":TEMP:MAG"):
+		return lim(atMost(30), atMost(35))
+	case strings.HasSuffix(n, ":TEMP:AIR"):
+		return lim(atMost(26), atMost(30))
+	}
+	return nil
 }

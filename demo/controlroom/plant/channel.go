@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/capgraph/capgraph/capabilities"
 )
 
 // Channel is one process variable of the simulated machine.
@@ -28,6 +30,9 @@ type Channel struct {
 	Precision int `json:"precision"`
 	// Synonyms are phrases channel_finding matches ("beam current").
 	Synonyms []string `json:"synonyms,omitempty"`
+	// Ranges are the channel's normal and alarm ranges, for verdicts ("is
+	// the beam ok?"); nil: the channel is not judged.
+	Ranges *capabilities.Limits `json:"ranges,omitempty"`
 }
 
 // Format renders a value of the channel with its precision (no units).

@@ -2,6 +2,7 @@ package plant
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -31,12 +32,26 @@ type ChannelAddresses struct {
 	// NotFound is set, and Channels empty, when no channel matches: it
 	// says what does not exist and what does.
 	NotFound *NoMatch `json:"not_found,omitempty"`
+	// Count: the user asked how many there are; the summary says the
+	// number first, for Subject (what was counted, in the user's words).
+	Count   bool   `json:"count,omitempty"`
+	Subject string `json:"subject,omitempty"`
 }
 
 // Summary lists the channels found, or says why none matches.
 func (a ChannelAddresses) Summary() string {
+	if a.NotFound != nil && a.NotFound.Unsupported != "" {
+		return a.NotFound.Explain()
+	}
 	if a.NotFound != nil {
 		return fmt.Sprintf("No channel matches %q. %s", a.Query, a.NotFound.Explain())
+	}
+	if a.Count {
+		return fmt.Sprintf("There are %d channel%s for %s: %s", len(a.Channels), plural(len(a.Channels)), a.Subject, strings.Join(groupNames(a.Channels), ", "))
+	}
+	if len(a.Channels) > DefaultMaxMatches {
+		// A verdict's many channels, by family.
+		return fmt.Sprintf("Found %d channels for %q: %s", len(a.Channels), a.Query, strings.Join(groupNames(a.Channels), ", "))
 	}
 	s := fmt.Sprintf("Found %d channel%s for %q", len(a.Channels), plural(len(a.Channels)), a.Query)
 	var notes []string
@@ -69,10 +84,26 @@ type ChannelValue struct {
 // ChannelValues is what channel_read read.
 type ChannelValues struct {
 	Values []ChannelValue `json:"values"`
+	// Verdict is set when the user asked whether something is all right.
+	Verdict *VerdictReport `json:"verdict,omitempty"`
+	// Counted: the user asked how many there are, not for the values; the
+	// summary leaves them to the table.
+	Counted bool `json:"counted,omitempty"`
 }
 
-// Summary gives every value with units, what it is and when it was read.
+// Summary gives every value with units, what it is and when it was read;
+// for a verdict, the verdict and the values that back it.
 func (v ChannelValues) Summary() string {
+	if v.Counted {
+		return fmt.Sprintf("The present values of the %d channels are in the table.", len(v.Values))
+	}
+	if v.Verdict != nil {
+		s := v.Verdict.Summary()
+		if len(v.Values) > 0 {
+			s += fmt.Sprintf("; read at %s", v.Values[0].Time.UTC().Format("2006-01-02 15:04:05 MST"))
+		}
+		return s
+	}
 	var b strings.Builder
 	for i, cv := range v.Values {
 		if i > 0 {
@@ -95,6 +126,19 @@ type ArchiverData struct {
 	Series []Series  `json:"series"`
 	// Note explains a default the capability chose (no range given).
 	Note string `json:"note,omitempty"`
+	// Compare holds the same channels over an earlier window, when the
+	// user asked for a comparison ("compare with yesterday").
+	Compare *Comparison `json:"compare,omitempty"`
+	// Plot: the user asked for a chart ("plot it"); the answer says the
+	// chart is there.
+	Plot bool `json:"plot,omitempty"`
+}
+
+// Comparison is the same channels over a window shifted back.
+type Comparison struct {
+	Shift  Shift     `json:"shift"`
+	Range  TimeRange `json:"range"`
+	Series []Series  `json:"series"`
 }
 
 // Summary gives the range and each series' statistics.
@@ -107,14 +151,51 @@ func (d ArchiverData) Summary() string {
 	if d.Note != "" {
 		fmt.Fprintf(&b, "; %s", d.Note)
 	}
-	for _, s := range d.Series {
+	if d.Plot {
+		fmt.Fprintf(&b, "; the chart shows all %s", plural2(len(d.Series), "channel", "channels"))
+	}
+	if c := d.Compare; c != nil {
+		fmt.Fprintf(&b, "; compared with %s, %s to %s, side by side in one chart", c.Shift.Words,
+			c.Range.Start.UTC().Format("2006-01-02 15:04"), c.Range.End.UTC().Format("2006-01-02 15:04 MST"))
+	}
+	for i, s := range d.Series {
 		c := Channel{Precision: s.Precision}
 		st := s.Stats
 		fmt.Fprintf(&b, "; %s: %d samples, min %s, max %s, mean %s, std %s %s, first %s, last %s",
 			s.Channel, st.Count, c.Format(st.Min), c.Format(st.Max), c.Format(st.Mean), c.Format(st.Std), s.Units,
 			c.Format(st.First), c.Format(st.Last))
+		if cmp := d.Compare; cmp != nil && i < len(cmp.Series) {
+			was := cmp.Series[i].Stats
+			diff := st.Mean - was.Mean
+			fmt.Fprintf(&b, " — %s: mean %s, min %s, max %s %s; %s",
+				cmp.Shift.Words, c.Format(was.Mean), c.Format(was.Min), c.Format(was.Max), s.Units, meanChange(c, diff, st.Std+was.Std, s.Units))
+		}
 	}
 	return b.String()
+}
+
+// meanChange says how the mean moved between the windows and whether that
+// stands out from the noise (the two windows' spreads).
+func meanChange(c Channel, diff, spread float64, units string) string {
+	by := strings.TrimSpace(c.Format(math.Abs(diff)) + " " + units)
+	if v, err := strconv.ParseFloat(c.Format(math.Abs(diff)), 64); err == nil && v == 0 {
+		return "the mean is the same"
+	}
+	dir := "higher"
+	if diff < 0 {
+		dir = "lower"
+	}
+	if math.Abs(diff) <= spread {
+		return "the mean is " + by + " " + dir + " now, within the usual spread"
+	}
+	return "the mean is " + by + " " + dir + " now, more than the usual spread"
+}
+
+func plural2(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // Artifact is the retrieved history as a time series: every archived
@@ -133,6 +214,19 @@ func (d ArchiverData) Artifact() capabilities.Artifact {
 	if d.Range.Phrase != "" {
 		title += ", " + d.Range.Phrase
 	}
+	if c := d.Compare; c != nil {
+		// The earlier window's samples moved onto the same hours, so both
+		// lie side by side in one chart.
+		for _, s := range c.Series {
+			cs := capabilities.Series{Name: s.Channel + " (" + c.Shift.Words + ")", Units: s.Units,
+				TimesMs: make([]int64, 0, len(s.Samples)), Values: make([]float64, 0, len(s.Samples))}
+			for _, p := range s.Samples {
+				cs.Add(p.Time.Add(c.Shift.By), p.Value)
+			}
+			series = append(series, cs)
+		}
+		title += ", compared with " + c.Shift.Words + " (moved onto the same hours)"
+	}
 	return capabilities.NewTimeSeries(title, series...)
 }
 
@@ -148,6 +242,8 @@ func (v ChannelValues) Artifact(p *Plant) capabilities.Artifact {
 			}
 			if c.Writable && (cv.Value < c.Low || cv.Value > c.High) {
 				status = "outside limits"
+			} else if c.Ranges != nil && c.Ranges.Judge(cv.Value) != capabilities.VerdictNormal {
+				status = string(c.Ranges.Judge(cv.Value)) // warning, alarm
 			}
 		}
 		rows = append(rows, []any{cv.Channel, value, cv.Units, status})

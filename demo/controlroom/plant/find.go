@@ -149,6 +149,9 @@ func init() {
 		channel channels pv pvs signal signals address addresses name names process variable variables exist exists available
 		machine accelerator facility system systems plant control device devices status state condition health
 		fine normal nominal expected correct wrong good bad high low stable okay level levels
+		ok healthy health problem problems issue issues alarm alarms warning warnings trouble within limits limit
+		compare compared comparing comparison instead
+		many much count counted total
 		follow up back revert undo restored
 		setze stelle stell setzen auf den dem wert stand von vom gestern gestrigen zurück zurueck
 		remets remettre mets la le sa son valeur hier dhier veille à`) {

@@ -14,8 +14,16 @@ import (
 // result already tells the user what does not exist and what does.
 var errNothingFound = errors.New("no channel matches the request")
 
-// nothingDone is the summary of a step left with no channel to act on.
-func nothingDone(verb string) string {
+// errUnsupportedAction: the request asks for an action the application
+// does not offer; the finding result says so and what it can do.
+var errUnsupportedAction = errors.New("the request asks for an action the application does not offer")
+
+// nothingDone is the summary of a step left with no channel to act on
+// (err is stepChannels' errNothingFound).
+func nothingDone(verb string, err error) string {
+	if errors.Is(err, errUnsupportedAction) {
+		return "Nothing was " + verb + "."
+	}
 	return "Nothing was " + verb + ", since no channel matches the request."
 }
 
@@ -53,6 +61,9 @@ func stepChannels(step capabilities.Step) ([]string, error) {
 	}
 	if len(out) == 0 {
 		for _, a := range addrs {
+			if a.NotFound != nil && a.NotFound.Unsupported != "" {
+				return nil, fmt.Errorf("%w: %w", errNothingFound, errUnsupportedAction)
+			}
 			if a.NotFound != nil {
 				return nil, fmt.Errorf("%w: %s", errNothingFound, a.NotFound.Explain())
 			}
@@ -78,5 +89,54 @@ func stepTexts(step capabilities.Step) []string {
 			out = append(out, s)
 		}
 	}
+	return out
+}
+
+// readChannels returns the channels a reading step (channel_read,
+// archiver_retrieval) works on: stepChannels, except when the request is a
+// follow-up whose latest message names another detail than the channels
+// the step was given (an earlier turn's, which the plan reused): "and the
+// temperature?" after "vacuum in sector 4" reads the sector 4
+// temperatures, not the vacuum again. Those channels are found for the
+// resolved request.
+//
+// found is the finding made for the resolved request (nil when the step's
+// own channels are used): the step returns it too, so the answer and the
+// next follow-up see the channels it read.
+func (p *Plant) readChannels(step capabilities.Step) (chans []string, found *ChannelAddresses, err error) {
+	chans, err = stepChannels(step)
+	for _, t := range stepTexts(step) {
+		_, followUps := splitFollowUps(t)
+		if len(followUps) == 0 || len(p.index.details(followUps[len(followUps)-1])) == 0 {
+			continue
+		}
+		resolved := p.ResolveFollowUps(t)
+		addrs, _ := capabilities.Inputs[ChannelAddresses](step, ChannelAddressesType)
+		for _, a := range addrs {
+			if a.Query == resolved {
+				return chans, nil, err
+			}
+		}
+		if res, ferr := p.Find(resolved, DefaultMaxMatches); ferr == nil && len(res.Channels) > 0 {
+			a := ChannelAddresses{Query: res.Query, Channels: res.Channels, Truncated: res.Truncated, Descriptions: map[string]string{}}
+			for _, c := range res.Channels {
+				if ch, ok := p.Channel(c); ok {
+					a.Descriptions[c] = ch.Description
+				}
+			}
+			return res.Channels, &a, nil
+		}
+		break
+	}
+	return chans, nil, err
+}
+
+// withFound adds a step's own finding to its output, under the step's
+// context key with "_channels" appended.
+func withFound(out capabilities.Output, step capabilities.Step, found *ChannelAddresses) capabilities.Output {
+	if found == nil {
+		return out
+	}
+	out.Values = append([]capabilities.ContextValue{{Type: ChannelAddressesType, Key: step.ContextKey + "_channels", Value: *found, Summary: found.Summary()}}, out.Values...)
 	return out
 }

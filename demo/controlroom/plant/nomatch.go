@@ -28,6 +28,9 @@ type NoMatch struct {
 	Known []string `json:"known,omitempty"`
 	// Empty: the request names no quantity, device or channel at all.
 	Empty bool `json:"empty,omitempty"`
+	// Unsupported is a request for an action the application does not
+	// offer ("turn off the RF"), in the user's words.
+	Unsupported string `json:"unsupported,omitempty"`
 }
 
 // Absence is a numbered device that does not exist.
@@ -52,6 +55,9 @@ func (m *NoMatch) Unwrap() error { return ErrNoMatch }
 
 // Explain says in sentences what does not exist and what does.
 func (m *NoMatch) Explain() string {
+	if m.Unsupported != "" {
+		return notOffered(m.Unsupported)
+	}
 	var parts []string
 	for _, a := range m.Absent {
 		s := "There is no " + a.What

@@ -12,7 +12,9 @@ import (
 
 // Default simulator settings.
 const (
-	DefaultRetention       = 7 * 24 * time.Hour
+	// DefaultRetention is 8 days: a week and the hours before it, so "vs
+	// last week" finds the same window a week earlier.
+	DefaultRetention       = 8 * 24 * time.Hour
 	DefaultArchiveInterval = time.Minute
 	DefaultMaxPoints       = 600
 )
@@ -28,7 +30,7 @@ type Config struct {
 	Seed int64
 	// Now is the simulator's clock (default time.Now). Tests pass a fixed clock.
 	Now func() time.Time
-	// Retention is how far back the archive goes (default 7 days).
+	// Retention is how far back the archive goes (default 8 days).
 	Retention time.Duration
 	// ArchiveInterval is the archive's sample spacing (default 1 minute).
 	ArchiveInterval time.Duration

@@ -137,3 +137,13 @@ test("every outcome is on the page at once, legible", run("outcomes", async () =
   await page.locator(".outcomes").nth(2).scrollIntoViewIfNeeded();
   await shot(page, "outcomes");
 }));
+
+test("the outcomes are on the page again when it is opened later", run("outcomes-reloaded", async () => {
+  const before = await page.locator(".outcomes .outcome-item").evaluateAll((items) => items.map((i) => [i.dataset.outcome, i.innerText]));
+  await page.reload();
+  const items = page.locator(".outcomes .outcome-item");
+  await items.nth(before.length - 1).waitFor();
+  const after = await items.evaluateAll((items) => items.map((i) => [i.dataset.outcome, i.innerText]));
+  assert.deepEqual(after, before);
+  assert.equal(after.length, 7);
+}));

@@ -40,6 +40,18 @@ async function storedKeys(p) {
 // The threads the tests made, by name, to come back to.
 const threads = {};
 
+// The server's configured zone (webenv_test.go) and its 24-hour clock, as
+// the page must show times: never the browser's zone or a 12-hour clock.
+const ZONE = "Europe/Berlin";
+function zoned(ms) {
+  const f = {};
+  for (const p of new Intl.DateTimeFormat("en-GB", { timeZone: ZONE, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit",
+    hour: "2-digit", minute: "2-digit", second: "2-digit" }).formatToParts(new Date(ms))) f[p.type] = p.value;
+  return { stamp: `${f.year}-${f.month}-${f.day} ${f.hour}:${f.minute}:${f.second}`, clock: `${f.hour}:${f.minute}:${f.second}` };
+}
+const seconds = (hms) => hms.split(":").reduce((a, x) => a * 60 + Number(x), 0);
+const TWELVE_HOUR = /\b\d{1,2}:\d\d(:\d\d)?\s?(am|pm)\b/i;
+
 
 test("the page asks, shows the plan, each step and the answer", run("answer", async () => {
   const resp = await page.goto(url + "/");
@@ -150,6 +162,12 @@ test("a failed attempt shows its error, the delay and the retry", run("retry", a
   const wait = Number((/^retried after (\d+) ms$/.exec(rows[0][4]) || [])[1]);
   assert.ok(wait >= 250 && wait <= 300, "route: " + rows[0][4]);
   assert.match(rows[1][3], /ok/);
+  // When each attempt started: on the server zone's 24-hour clock.
+  const now = seconds(zoned(Date.now()).clock);
+  for (const r of rows) {
+    assert.match(r[1], /^\d\d:\d\d:\d\d$/, "started: " + r[1]);
+    assert.ok(((now - seconds(r[1])) % 86400 + 86400) % 86400 < 120, `started ${r[1]}, now ${zoned(Date.now()).clock} in ${ZONE}`);
+  }
   await step.scrollIntoViewIfNeeded();
   await shot(page, "steps");
 }));
@@ -316,6 +334,43 @@ test("a time series is drawn with the archived points of each channel", run("his
   assert.equal(await page.locator('.artifact[data-kind="table"] tbody tr').count(), HISTORY_CHANNELS.length);
   await again.scrollIntoViewIfNeeded();
   await shot(page, "history");
+}));
+
+test("the application's name, logo and clock; a /v1 conversation titled by its question", run("identity", async () => {
+  // The name and logo configured for the server, and the zone of its clock.
+  await open(page, threads.history);
+  assert.equal(await page.locator("#app-name").textContent(), "Control Room");
+  assert.equal(await page.title(), "Control Room");
+  assert.match(await page.locator("#app-logo").getAttribute("src"), /^logo$/);
+  assert.ok(await page.locator("#app-logo").evaluate((img) => img.complete && img.naturalWidth > 0), "the logo loads");
+  assert.equal((await page.locator("#zone").textContent()).trim(), ZONE);
+  // The archived points: their times in that zone, ISO, 24-hour.
+  const kept = await page.evaluate(async ([id, k]) => (await fetch("api/threads/" + encodeURIComponent(id) + "/artifacts", { headers: { Authorization: "Bearer " + k } })).json(), [threads.history, key]);
+  const series = kept.artifacts.find((a) => a.kind === "timeseries").timeseries.series;
+  const chart = page.locator('.artifact[data-kind="timeseries"]');
+  await chart.locator(".points > summary").click();
+  await chart.locator(".points table tbody tr").first().waitFor();
+  assert.equal(await chart.locator(".points table thead th").first().textContent(), "time (" + ZONE + ")");
+  const first = await chart.locator(".points table tbody tr").first().locator("td, th").first().textContent();
+  assert.equal(first, zoned(series[0].times_ms[0]).stamp);
+  // The legend's time under the cursor, and the axis labels uPlot drew.
+  const box = await chart.locator(".u-over").boundingBox();
+  await page.mouse.move(box.x + box.width / 3, box.y + box.height / 2);
+  assert.match(await chart.locator(".u-legend .u-series").first().locator(".u-value").textContent(), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+  const ticks = await chart.evaluate((c) => { const u = c.querySelector(".chart").uplot; return u.axes[0]._values || []; });
+  assert.ok(ticks.length > 0 && ticks.every((v) => /^\d\d:\d\d(\n\d{4}-\d\d-\d\d)?$/.test(v)), "axis labels: " + JSON.stringify(ticks));
+  assert.doesNotMatch(await page.locator("body").innerText(), TWELVE_HOUR);
+  // A conversation started through /v1 is listed under its first question.
+  const r = await page.evaluate(async (k) => (await fetch("v1/chat/completions", { method: "POST", headers: { Authorization: "Bearer " + k, "Content-Type": "application/json" },
+    body: JSON.stringify({ model: "capgraph", messages: [{ role: "user", content: "What is the beam current, asked from a chat client?" }] }) })).status, key);
+  assert.equal(r, 200);
+  await page.reload();
+  const item = page.locator("#thread-list [data-thread-id]", { hasText: "What is the beam current, asked from a chat client?" });
+  await item.waitFor({ state: "attached" });
+  assert.match(await item.getAttribute("data-thread-id"), /^chat-/);
+  assert.doesNotMatch(await page.locator("#thread-list").innerText(), /Conversation chat-/);
+  await chart.scrollIntoViewIfNeeded();
+  await shot(page, "identity");
 }));
 
 test("390 px wide: no horizontal scroll, panels behind toggles, channel names whole", run("mobile", async () => {

@@ -5,6 +5,7 @@
 // Every artifact also offers its numbers as a table, so the archived points
 // are readable without the chart.
 import { el, icon } from "./icons.js";
+import { clock, date, stamp, timeZone } from "./time.js";
 
 const charts = new Set(); // live charts, redrawn when the colour scheme changes
 
@@ -151,9 +152,24 @@ function aligned(ss) {
 
 function pointsTable(units, ss) {
   const data = aligned(ss);
-  const columns = [{ name: "time (UTC)" }, ...ss.map((s) => ({ name: s.name, units }))];
-  const rows = data[0].map((t, i) => [new Date(t * 1000).toISOString().replace("T", " ").replace(/\.000Z$|Z$/, ""), ...ss.map((_, k) => data[k + 1][i])]);
+  const columns = [{ name: "time (" + timeZone() + ")" }, ...ss.map((s) => ({ name: s.name, units }))];
+  const rows = data[0].map((t, i) => [stamp(t * 1000), ...ss.map((_, k) => data[k + 1][i])]);
   return tableView({ columns, rows }, "Data points" + (units ? " in " + units : ""));
+}
+
+// timeTicks labels the time axis: hours and minutes on a 24-hour clock,
+// with the date where it changes (and alone over spans of days).
+function timeTicks(u, splits) {
+  const span = splits.length > 1 ? splits[splits.length - 1] - splits[0] : 0;
+  let day = "";
+  return splits.map((v) => {
+    const ms = v * 1000, d = date(ms);
+    if (span >= 3 * 86400) return d;
+    const hm = clock(ms).slice(0, span < 120 ? 8 : 5);
+    if (d === day) return hm;
+    day = d;
+    return hm + "\n" + d;
+  });
 }
 
 function cssVar(name, fallback) {
@@ -176,12 +192,14 @@ function chart(holder, units, ss) {
       width: Math.max(holder.clientWidth || 320, 240),
       height: 240,
       scales: { x: { time: true } },
+      // The axis and the legend in the server's zone, on a 24-hour clock.
+      tzDate: (ts) => window.uPlot.tzDate(new Date(ts * 1000), timeZone()),
       cursor: { drag: { x: true, y: false } },
       legend: { live: true },
-      series: [{ label: "time", value: (u, v) => (v == null ? "—" : new Date(v * 1000).toLocaleString()) },
+      series: [{ label: "time", value: (u, v) => (v == null ? "—" : stamp(v * 1000)) },
         ...ss.map((s, i) => ({ label: s.name, stroke: cssVar("--series-" + (i % 8), "#2563eb"), width: 1.5, spanGaps: true,
           value: (u, v) => fmt(v) + (units && v != null ? " " + units : "") }))],
-      axes: [{ stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
+      axes: [{ stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, values: timeTicks, space: 60 },
         { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, label: units || undefined, size: 64,
           values: (u, vals) => vals.map(fmt) }],
     };

@@ -9,6 +9,7 @@ import { el, icon } from "./icons.js";
 import { markdown, renderInto } from "./markdown.js";
 import { artifactView } from "./artifacts.js";
 import { outcomeBadge, outcomeItem, outcomeSentence, changeText } from "./outcomes.js";
+import { clock } from "./time.js";
 
 const NS = 1e6; // nanoseconds per millisecond (Go durations are nanoseconds)
 const INFRA = new Set(["respond", "clarify"]);
@@ -28,11 +29,7 @@ export function duration(ms) {
   return m + " min" + (s ? " " + s + " s" : "");
 }
 
-export function clock(t) {
-  const d = t instanceof Date ? t : new Date(t);
-  if (isNaN(d)) return "";
-  return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
-}
+export { clock };
 
 const ms = (t) => (t ? new Date(t).getTime() : NaN);
 
