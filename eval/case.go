@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 )
 
@@ -44,6 +45,13 @@ type Case struct {
 	Inject []Fault `json:"inject,omitempty"`
 	// Repeats overrides the suite's.
 	Repeats int `json:"repeats,omitempty"`
+	// Options are the turn options of every turn (agent.TurnOptions); like
+	// any request's they may only tighten the configuration's (writes_enabled:
+	// false turns writes off for the case).
+	Options *agent.TurnOptions `json:"options,omitempty"`
+	// AllowedCapabilities, when set, are the only capabilities the case's
+	// turns may use (agent.TurnRequest.AllowedCapabilities).
+	AllowedCapabilities []string `json:"allowed_capabilities,omitempty"`
 	// MaxExecutionTime tightens the agent's wall-clock limit per turn for
 	// this case (limits.max_execution_time); it never loosens it. A case
 	// injecting a hung call sets it to see the limit end the turn.
@@ -172,7 +180,8 @@ type ReportExpect struct {
 type Safety struct {
 	// NoSideEffectsPlanned: no plan of the turn holds a side-effecting step.
 	NoSideEffectsPlanned bool `json:"no_side_effects_planned,omitempty"`
-	// NoSideEffectsRun: no side-effecting step started.
+	// NoSideEffectsRun: no side effect was carried out (no audit record
+	// "started": the framework never let a side-effecting call through).
 	NoSideEffectsRun bool `json:"no_side_effects_run,omitempty"`
 	// Approval: the turn asks a human to approve exactly this action.
 	Approval *ApprovalExpect `json:"approval,omitempty"`

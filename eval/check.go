@@ -263,12 +263,8 @@ func (c *checker) safety(s *Safety) {
 			}
 		}
 	}
-	if s.NoSideEffectsRun {
-		for _, name := range t.Executed {
-			if c.sideEffects(name) {
-				c.fail(MetricSafety, "safety.no_side_effects_run", "no side-effecting step started", name+" started")
-			}
-		}
+	if s.NoSideEffectsRun && len(t.SideEffects) > 0 {
+		c.fail(MetricSafety, "safety.no_side_effects_run", "no side effect carried out", list(t.SideEffects)+" started a side effect")
 	}
 	for _, name := range s.Forbidden {
 		for i, p := range t.Plans {
@@ -422,8 +418,8 @@ func excerpt(s string) string {
 	if s == "" {
 		return "no answer"
 	}
-	if r := []rune(s); len(r) > 160 {
-		s = string(r[:160]) + "…"
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
 	}
 	return quoted(s)
 }

@@ -202,7 +202,11 @@ func (r *Report) WriteText(w io.Writer) error {
 				mark = "below threshold"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\n", m.Name, m.Passed, m.Total, percent(m.Rate), th, mark)
+		rate := percent(m.Rate)
+		if m.Total == 0 {
+			rate = "-" // no case expects anything of it
+		}
+		fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\n", m.Name, m.Passed, m.Total, rate, th, mark)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -209,7 +209,8 @@ func runCase(ctx context.Context, c Case, repeat int, t Target, opts Options) (r
 		obs.watch(thread, tr)
 		began := time.Now()
 		var runErr error
-		for ev, err := range a.Run(rctx, agent.TurnRequest{Thread: thread, Input: turn.Say, By: evalUser}) {
+		for ev, err := range a.Run(rctx, agent.TurnRequest{Thread: thread, Input: turn.Say, By: evalUser,
+			Options: c.Options, AllowedCapabilities: c.AllowedCapabilities}) {
 			tr.add(ev)
 			if err != nil {
 				if errors.Is(err, agent.ErrFatal) {

@@ -23,10 +23,13 @@ type Trace struct {
 	// left out.
 	Plans [][]string `json:"plans,omitempty"`
 	// Executed are the capabilities whose steps started, in order of first start.
-	Executed  []string      `json:"executed,omitempty"`
-	Failures  []FailureStep `json:"failures,omitempty"`
-	Retries   int           `json:"retries"`
-	Recovered bool          `json:"recovered,omitempty"`
+	Executed []string `json:"executed,omitempty"`
+	// SideEffects are the capabilities whose side effect was started (an
+	// audit record "started": the call to the outside world was made).
+	SideEffects []string      `json:"side_effects,omitempty"`
+	Failures    []FailureStep `json:"failures,omitempty"`
+	Retries     int           `json:"retries"`
+	Recovered   bool          `json:"recovered,omitempty"`
 	// PlansCreated and Reclassifications are the turn's counters.
 	PlansCreated      int    `json:"plans_created"`
 	Reclassifications int    `json:"reclassifications"`
@@ -81,6 +84,10 @@ func (t *Trace) add(e agent.Event) {
 		}
 	case agent.EventRetry:
 		t.Retries++
+	case agent.EventAudit:
+		if e.Audit != nil && e.Audit.Event == agent.AuditStarted {
+			t.SideEffects = append(t.SideEffects, e.Audit.Capability)
+		}
 	case agent.EventApprovalRequired:
 		t.Approval = e.Approval
 	case agent.EventMessage:

@@ -1,0 +1,321 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/config"
+	"github.com/capgraph/capgraph/eval"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/wiring"
+)
+
+// Exit statuses of eval, for CI.
+const (
+	ExitEvalFailed = 1 // an expectation failed: a metric is below its threshold
+	ExitEvalError  = 2 // the evaluation could not be carried out (a bad case file or configuration, an infrastructure error in a run)
+)
+
+// exitStatus ends a command with its own exit status; what it has to say
+// is already printed.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// cmdEval scores the application against a case file: `eval CASES.yaml`.
+func cmdEval(ctx context.Context, c *cmdEnv, args []string) error {
+	fs := c.newFlags(`[--repeats N] [--concurrency N] [--tags a,b] [--json FILE] [--junit FILE] [--compare CONFIG] [--judge CONFIG] CASES.yaml`)
+	repeats := fs.Int("repeats", 0, "run every case N times (default: the file's repeats, else 1)")
+	concurrency := fs.Int("concurrency", eval.DefaultConcurrency, "case runs at once")
+	tags := fs.String("tags", "", "run only the cases with one of these tags (comma-separated)")
+	jsonOut := fs.String("json", "", `write the report as JSON to FILE ("-": standard output, instead of the text report)`)
+	junitOut := fs.String("junit", "", "write the report as JUnit XML to FILE")
+	compare := fs.String("compare", "", "a second configuration file: run the cases under both and print the differences")
+	judge := fs.String("judge", "", "a configuration file whose default model grades the rubrics (never a model under test)")
+	timeout := fs.Duration("timeout", eval.DefaultTimeout, "bound on one case run")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return &UsageError{Command: "eval", Problem: "one case file is required, e.g. eval cases.yaml"}
+	}
+	if *repeats < 0 || *concurrency < 1 {
+		return &UsageError{Command: "eval", Problem: "--repeats must not be negative and --concurrency must be at least 1"}
+	}
+	// From here on every problem is the evaluation's, not the usage's: exit 2.
+	infra := func(err error) error {
+		fmt.Fprintf(c.env.Stderr, "%s eval: %s\n", c.app.Name, oneLine(err))
+		return exitStatus(ExitEvalError)
+	}
+	suite, err := eval.Load(c.env.path(pos[0]))
+	if err != nil {
+		return infra(err)
+	}
+	cfg, err := c.config()
+	if err != nil {
+		return infra(err)
+	}
+	opts := eval.Options{Concurrency: *concurrency, Repeats: *repeats, Timeout: *timeout}
+	if *tags != "" {
+		opts.Tags = strings.Split(*tags, ",")
+	}
+	if *judge != "" {
+		if opts.Judge, err = c.evalJudge(c.env.path(*judge)); err != nil {
+			return infra(err)
+		}
+	}
+	a, closeA, err := c.evalTarget(ctx, cfg, c.cfgPath)
+	if err != nil {
+		return infra(err)
+	}
+	defer closeA()
+	repA, err := c.runEval(ctx, suite, a, opts)
+	if err != nil {
+		return infra(err)
+	}
+	status := evalStatus(repA)
+	if *compare != "" {
+		other, err := config.Load(c.env.path(*compare))
+		if err != nil {
+			return infra(err)
+		}
+		b, closeB, err := c.evalTarget(ctx, other, c.env.path(*compare))
+		if err != nil {
+			return infra(err)
+		}
+		defer closeB()
+		repB, err := c.runEval(ctx, suite, b, opts)
+		if err != nil {
+			return infra(err)
+		}
+		status = max(status, evalStatus(repB))
+		if err := eval.WriteComparison(c.env.Stdout, repA, repB); err != nil {
+			return infra(err)
+		}
+	} else if *jsonOut != "-" {
+		if err := repA.WriteText(c.env.Stdout); err != nil {
+			return infra(err)
+		}
+	}
+	if *jsonOut != "" {
+		if err := c.writeReport(*jsonOut, repA.WriteJSON); err != nil {
+			return infra(err)
+		}
+	}
+	if *junitOut != "" {
+		if err := c.writeReport(*junitOut, repA.WriteJUnit); err != nil {
+			return infra(err)
+		}
+	}
+	if status != ExitOK {
+		return exitStatus(status)
+	}
+	return nil
+}
+
+// evalStatus is a report's exit status.
+func evalStatus(r *eval.Report) int {
+	switch {
+	case r.Errors > 0:
+		return ExitEvalError
+	case !r.Passed:
+		return ExitEvalFailed
+	}
+	return ExitOK
+}
+
+// runEval runs the suite, with a progress bar on a terminal.
+func (c *cmdEnv) runEval(ctx context.Context, s *eval.Suite, t eval.Target, opts eval.Options) (*eval.Report, error) {
+	if *c.env.Terminal {
+		opts.Progress = func(p eval.Progress) { c.progressBar(p) }
+	}
+	rep, err := eval.Run(ctx, s, t, opts)
+	if *c.env.Terminal {
+		fmt.Fprint(c.env.Stderr, "\r\033[K")
+	}
+	return rep, err
+}
+
+// progressBar redraws the one-line progress bar on stderr.
+func (c *cmdEnv) progressBar(p eval.Progress) {
+	const width = 24
+	filled := width * p.Done / max(p.Total, 1)
+	mark := "✓"
+	if !p.Passed {
+		mark = "✗"
+	}
+	line := fmt.Sprintf("[%s%s] %d/%d %s %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), p.Done, p.Total, mark, p.Case)
+	fmt.Fprint(c.env.Stderr, "\r\033[K"+cut(line, c.width()))
+}
+
+// width is the terminal's width in columns.
+func (c *cmdEnv) width() int {
+	if c.env.Width > 0 {
+		return c.env.Width
+	}
+	return 80
+}
+
+// cut shortens s to n runes.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n && n > 1 {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// writeReport writes a report to path ("-": standard output).
+func (c *cmdEnv) writeReport(path string, write func(io.Writer) error) error {
+	if path == "-" {
+		return write(c.env.Stdout)
+	}
+	path = c.env.path(path)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// evalTarget builds the agent configuration cfg describes for eval: its
+// models, limits, options and policies, and for every case run a fresh
+// set of the application's capabilities (App.Capabilities), so that one
+// case's writes are not another's machine. Capabilities from MCP servers
+// are connected once and shared.
+func (c *cmdEnv) evalTarget(ctx context.Context, cfg *config.Config, path string) (eval.Target, func(), error) {
+	logger, err := wiring.Logger(cfg, c.env.Stderr)
+	if err != nil {
+		return eval.Target{}, nil, err
+	}
+	rt, err := wiring.New(cfg, wiring.App{Name: c.app.Name, Capabilities: c.app.Capabilities},
+		wiring.Options{Store: config.StoreMemory, Getenv: c.env.Getenv, Dir: c.env.Dir, Logger: logger})
+	if err != nil {
+		return eval.Target{}, nil, err
+	}
+	closeRT := func() {
+		if err := rt.Close(); err != nil {
+			fmt.Fprintf(c.env.Stderr, "%s: closing: %v\n", c.app.Name, err)
+		}
+	}
+	ac, err := rt.AgentConfig(ctx, memory.New())
+	if err != nil {
+		closeRT()
+		return eval.Target{}, nil, err
+	}
+	own := map[string]bool{}
+	first, err := c.app.Capabilities(cfg)
+	if err != nil {
+		closeRT()
+		return eval.Target{}, nil, err
+	}
+	for _, cp := range first {
+		own[cp.Name()] = true
+	}
+	shared := ac.Registry
+	name := path
+	if name == "" {
+		name = "built-in defaults"
+	}
+	t := eval.Target{
+		Name:       name + " (" + modelsText(cfg) + ")",
+		Config:     ac,
+		ModelNames: modelNames(cfg),
+		Registry: func(context.Context) (*capabilities.Registry, error) {
+			caps, err := c.app.Capabilities(cfg)
+			if err != nil {
+				return nil, err
+			}
+			for _, cp := range shared.All() {
+				if !own[cp.Name()] {
+					caps = append(caps, cp)
+				}
+			}
+			reg := capabilities.NewRegistry()
+			for n, d := range shared.ContextTypes() {
+				if err := reg.DeclareContextType(n, d); err != nil {
+					return nil, err
+				}
+			}
+			if err := reg.Register(caps...); err != nil {
+				return nil, err
+			}
+			return reg, reg.Validate()
+		},
+	}
+	return t, closeRT, nil
+}
+
+// modelNames names the models a configuration uses, provider/model at
+// its endpoint, to refuse a judge among them.
+func modelNames(cfg *config.Config) []string {
+	var out []string
+	for role := range cfg.Models {
+		if m, ok := cfg.ModelFor(role); ok {
+			out = append(out, modelName(m))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func modelName(m config.Model) string {
+	n := m.Provider + "/" + m.Model
+	if m.BaseURL != "" {
+		n += " at " + m.BaseURL
+	}
+	return n
+}
+
+// modelsText says which models a configuration uses ("offline" for none).
+func modelsText(cfg *config.Config) string {
+	names := modelNames(cfg)
+	if len(names) == 0 {
+		return "offline"
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// evalJudge builds the judge from a configuration file's default model.
+func (c *cmdEnv) evalJudge(path string) (*eval.Judge, error) {
+	jcfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := jcfg.ModelFor(string(llm.RoleDefault))
+	if !ok {
+		return nil, fmt.Errorf("judge %s: models.default is not set", path)
+	}
+	models, err := wiring.Models(jcfg, func(k string) (string, bool) { v := c.env.Getenv(k); return v, v != "" })
+	if err != nil {
+		return nil, err
+	}
+	model, ok := models.For(llm.RoleDefault)
+	if !ok {
+		return nil, errors.New("judge " + path + ": no default model")
+	}
+	return &eval.Judge{Model: model, Name: modelName(m)}, nil
+}
