@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -96,6 +97,14 @@ func (r *Report) score() {
 		}
 		r.Metrics = append(r.Metrics, m)
 	}
+}
+
+// metricText is a metric's rate and counts, "-" when no run expected anything of it.
+func metricText(m Metric) string {
+	if m.Total == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%d/%d)", percent(m.Rate), m.Passed, m.Total)
 }
 
 func rate(n, total int) float64 {
@@ -370,7 +379,9 @@ func Compare(a, b *Report) []Difference {
 		ta, tb := firstLast(ca), firstLast(cb)
 		add("trajectory", list(ta.Plan()), list(tb.Plan()))
 		add("route", routeText(ta), routeText(tb))
-		add("answer", excerpt(ta.Answer()), excerpt(tb.Answer()))
+		if ta.Answer() != tb.Answer() {
+			out = append(out, Difference{Case: ca.ID, Field: "answer", A: shortText(ta.Answer()), B: shortText(tb.Answer())})
+		}
 		add("pass_rate", percent(ca.PassRate), percent(cb.PassRate))
 		callsA, tokensA, _ := ca.means()
 		callsB, tokensB, _ := cb.means()
@@ -384,6 +395,21 @@ func Compare(a, b *Report) []Difference {
 	}
 	return out
 }
+
+// shortText is an answer cut for a table cell.
+func shortText(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		return "no answer"
+	}
+	if r := []rune(s); len(r) > compareWidth {
+		s = string(r[:compareWidth]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// compareWidth is how much of an answer a comparison shows.
+const compareWidth = 60
 
 // firstLast is the last turn of a case's first run (an empty trace when none ran).
 func firstLast(cr *CaseResult) *Trace {
@@ -443,7 +469,7 @@ func WriteComparison(w io.Writer, a, b *Report) error {
 		mb[m.Name] = m
 	}
 	for _, m := range a.Metrics {
-		fmt.Fprintf(tw, "%s\t%s (%d/%d)\t%s (%d/%d)\n", m.Name, percent(m.Rate), m.Passed, m.Total, percent(mb[m.Name].Rate), mb[m.Name].Passed, mb[m.Name].Total)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, metricText(m), metricText(mb[m.Name]))
 	}
 	fmt.Fprintf(tw, "time\t%s\t%s\n", roundDuration(a.Duration), roundDuration(b.Duration))
 	return tw.Flush()
