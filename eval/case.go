@@ -241,13 +241,14 @@ type Limits struct {
 type Fault struct {
 	Capability string `json:"capability"`
 	// Fault: a severity (retriable, replanning, reclassification,
-	// critical, fatal), or timeout, rate_limit (HTTP 429), panic, hang.
+	// critical, fatal), or timeout, rate_limit (HTTP 429), unavailable
+	// (HTTP 503), panic, hang.
 	Fault string `json:"fault"`
 	// Call is the execution that fails first, from 1 (default 1).
 	Call int `json:"call,omitempty"`
 	// Times is how many executions in a row fail (default 1; -1: all).
 	Times int `json:"times,omitempty"`
-	// RetryAfter: the Retry-After of a rate_limit, or of an injected
+	// RetryAfter: the Retry-After of a rate_limit or unavailable, or of an injected
 	// severity (which replaces the retry policy's delay).
 	RetryAfter capabilities.Duration `json:"retry_after,omitempty"`
 	// Message is the error's text (default: "injected <fault>").
@@ -256,10 +257,11 @@ type Fault struct {
 
 // The injectable faults besides the severities.
 const (
-	FaultTimeout   = "timeout"    // the call's deadline passed (context.DeadlineExceeded)
-	FaultRateLimit = "rate_limit" // HTTP 429 with Retry-After
-	FaultPanic     = "panic"      // the capability panics
-	FaultHang      = "hang"       // the call never returns until its context ends
+	FaultTimeout     = "timeout"     // the call's deadline passed (context.DeadlineExceeded)
+	FaultRateLimit   = "rate_limit"  // HTTP 429 with Retry-After
+	FaultUnavailable = "unavailable" // HTTP 503, with Retry-After when given
+	FaultPanic       = "panic"       // the capability panics
+	FaultHang        = "hang"        // the call never returns until its context ends
 )
 
 // Metrics a threshold may name.
@@ -603,11 +605,11 @@ func (f Fault) validate() error {
 		return errors.New("call must be ≥ 1 and times ≥ 1 (or -1 for every call)")
 	}
 	switch f.Fault {
-	case FaultTimeout, FaultRateLimit, FaultPanic, FaultHang:
+	case FaultTimeout, FaultRateLimit, FaultUnavailable, FaultPanic, FaultHang:
 		return nil
 	}
 	if _, err := capabilities.ParseSeverity(f.Fault); err != nil || f.Fault == "" {
-		return fmt.Errorf("fault %q: want retriable, replanning, reclassification, critical, fatal, timeout, rate_limit, panic or hang", f.Fault)
+		return fmt.Errorf("fault %q: want retriable, replanning, reclassification, critical, fatal, timeout, rate_limit, unavailable, panic or hang", f.Fault)
 	}
 	return nil
 }

@@ -68,6 +68,8 @@ func fail(ctx context.Context, f Fault) error {
 		return fmt.Errorf("%s: %w", msg, context.DeadlineExceeded)
 	case FaultRateLimit:
 		return &capabilities.StatusError{Code: 429, Delay: f.RetryAfter.D(), Err: errors.New(msg)}
+	case FaultUnavailable:
+		return &capabilities.StatusError{Code: 503, Delay: f.RetryAfter.D(), Err: errors.New(msg)}
 	case FaultPanic:
 		panic(msg)
 	case FaultHang:
