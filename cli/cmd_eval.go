@@ -13,6 +13,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/config"
 	"github.com/capgraph/capgraph/eval"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/wiring"
@@ -41,9 +42,14 @@ func cmdEval(ctx context.Context, c *cmdEnv, args []string) error {
 	compare := fs.String("compare", "", "a second configuration file: run the cases under both and print the differences")
 	judge := fs.String("judge", "", "a configuration file whose default model grades the rubrics (never a model under test)")
 	timeout := fs.Duration("timeout", eval.DefaultTimeout, "bound on one case run")
+	record := fs.Bool("record", false, "record the result in the store (--store, the file's store, else the default SQLite file)")
+	history := fs.Int("history", 0, "list the last N runs recorded in the store (of the case file's suite, when one is given) and exit")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if *history > 0 && len(pos) <= 1 {
+		return c.evalHistory(ctx, pos, *history)
 	}
 	if len(pos) != 1 {
 		return &UsageError{Command: "eval", Problem: "one case file is required, e.g. eval cases.yaml"}
@@ -78,6 +84,7 @@ func cmdEval(ctx context.Context, c *cmdEnv, args []string) error {
 		return infra(err)
 	}
 	defer closeA()
+	var repB *eval.Report
 	repA, err := c.runEval(ctx, suite, a, opts)
 	if err != nil {
 		return infra(err)
@@ -93,7 +100,7 @@ func cmdEval(ctx context.Context, c *cmdEnv, args []string) error {
 			return infra(err)
 		}
 		defer closeB()
-		repB, err := c.runEval(ctx, suite, b, opts)
+		repB, err = c.runEval(ctx, suite, b, opts)
 		if err != nil {
 			return infra(err)
 		}
@@ -116,10 +123,69 @@ func cmdEval(ctx context.Context, c *cmdEnv, args []string) error {
 			return infra(err)
 		}
 	}
+	if *record {
+		reports := []*eval.Report{repA}
+		if repB != nil {
+			reports = append(reports, repB)
+		}
+		if err := c.recordEval(ctx, reports); err != nil {
+			return infra(err)
+		}
+	}
 	if status != ExitOK {
 		return exitStatus(status)
 	}
 	return nil
+}
+
+// recordLog opens the store's record log.
+func (c *cmdEnv) recordLog(ctx context.Context) (checkpoint.RecordLog, error) {
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	log, ok := st.(checkpoint.RecordLog)
+	if !ok {
+		return nil, fmt.Errorf("the store %s keeps no records", c.spec.Kind)
+	}
+	return log, nil
+}
+
+// recordEval records the reports' summaries in the store.
+func (c *cmdEnv) recordEval(ctx context.Context, reports []*eval.Report) error {
+	log, err := c.recordLog(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range reports {
+		if err := eval.Record(ctx, log, r); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(c.env.Stderr, "recorded in the store (list with: %s eval --history 10)\n", c.env.Program)
+	return nil
+}
+
+// evalHistory lists the last n runs recorded, of the suite of the case
+// file given, if any.
+func (c *cmdEnv) evalHistory(ctx context.Context, pos []string, n int) error {
+	suite := ""
+	if len(pos) == 1 {
+		s, err := eval.Load(c.env.path(pos[0]))
+		if err != nil {
+			return err
+		}
+		suite = s.Name
+	}
+	log, err := c.recordLog(ctx)
+	if err != nil {
+		return err
+	}
+	runs, err := eval.Recent(ctx, log, suite, n)
+	if err != nil {
+		return err
+	}
+	return eval.WriteHistory(c.env.Stdout, runs)
 }
 
 // evalStatus is a report's exit status.

@@ -154,3 +154,29 @@ func TestEvalCompare(t *testing.T) {
 		t.Fatalf("judge under test: exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// --record keeps each run's summary in the store; --history lists them,
+// newest first.
+func TestEvalRecordAndHistory(t *testing.T) {
+	h := controlRoom(t)
+	h.writeConfig("cases.yaml", evalCases)
+	h.writeConfig("wrong.yaml", "name: room\ncases:\n  - {id: wrong, turns: [\"What is the beam current?\"], expect: {route: {plans: 2}}}\n")
+	store := "sqlite:" + filepath.Join(h.dir, "evals.db")
+	if r := h.run("", "--store", store, "eval", "cases.yaml", "--record"); r.code != cli.ExitOK || !strings.Contains(r.stderr, "recorded in the store") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if r := h.run("", "--store", store, "eval", "wrong.yaml", "--record"); r.code != cli.ExitEvalFailed {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	r := h.run("", "--store", store, "eval", "--history", "5")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "room   FAIL") || !strings.HasSuffix(lines[1], "wrong") || !strings.Contains(lines[2], "room   PASS") {
+		t.Fatalf("history:\n%s", r.stdout)
+	}
+	if r := h.run("", "--store", "memory", "eval", "--history", "5"); r.code != cli.ExitOK || !strings.Contains(r.stdout, "No evaluation runs are recorded.") {
+		t.Fatalf("empty history: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+}
