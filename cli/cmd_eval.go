@@ -42,6 +42,8 @@ func cmdEval(ctx context.Context, c *cmdEnv, args []string) error {
 	compare := fs.String("compare", "", "a second configuration file: run the cases under both and print the differences")
 	judge := fs.String("judge", "", "a configuration file whose default model grades the rubrics (never a model under test)")
 	timeout := fs.Duration("timeout", eval.DefaultTimeout, "bound on one case run")
+	serverURL := fs.String("server", "", "evaluate a running server through its native API instead of an agent in this process")
+	keyEnv := fs.String("key-env", "CAPGRAPH_API_KEY", "with --server: the environment variable holding the server's API key")
 	record := fs.Bool("record", false, "record the result in the store (--store, the file's store, else the default SQLite file)")
 	history := fs.Int("history", 0, "list the last N runs recorded in the store (of the case file's suite, when one is given) and exit")
 	pos, err := c.parse(fs, args)
@@ -56,6 +58,9 @@ func cmdEval(ctx context.Context, c *cmdEnv, args []string) error {
 	}
 	if *repeats < 0 || *concurrency < 1 {
 		return &UsageError{Command: "eval", Problem: "--repeats must not be negative and --concurrency must be at least 1"}
+	}
+	if *serverURL != "" && *compare != "" {
+		return &UsageError{Command: "eval", Problem: "--compare runs two configurations in this process; it cannot be combined with --server"}
 	}
 	// From here on every problem is the evaluation's, not the usage's: exit 2.
 	infra := func(err error) error {
@@ -79,13 +84,17 @@ func cmdEval(ctx context.Context, c *cmdEnv, args []string) error {
 			return infra(err)
 		}
 	}
-	a, closeA, err := c.evalTarget(ctx, cfg, c.cfgPath)
-	if err != nil {
-		return infra(err)
+	var repA, repB *eval.Report
+	if *serverURL != "" {
+		repA, err = c.runServerEval(ctx, cfg, suite, *serverURL, *keyEnv, opts)
+	} else {
+		a, closeA, terr := c.evalTarget(ctx, cfg, c.cfgPath)
+		if terr != nil {
+			return infra(terr)
+		}
+		defer closeA()
+		repA, err = c.runEval(ctx, suite, a, opts)
 	}
-	defer closeA()
-	var repB *eval.Report
-	repA, err := c.runEval(ctx, suite, a, opts)
 	if err != nil {
 		return infra(err)
 	}
@@ -201,10 +210,30 @@ func evalStatus(r *eval.Report) int {
 
 // runEval runs the suite, with a progress bar on a terminal.
 func (c *cmdEnv) runEval(ctx context.Context, s *eval.Suite, t eval.Target, opts eval.Options) (*eval.Report, error) {
+	return c.withProgress(opts, func(opts eval.Options) (*eval.Report, error) { return eval.Run(ctx, s, t, opts) })
+}
+
+// runServerEval runs the suite against a running server; the
+// application's own capabilities say which act on the outside world.
+func (c *cmdEnv) runServerEval(ctx context.Context, cfg *config.Config, s *eval.Suite, url, keyEnv string, opts eval.Options) (*eval.Report, error) {
+	caps, err := c.app.Capabilities(cfg)
+	if err != nil {
+		return nil, err
+	}
+	writes := map[string]bool{}
+	for _, cp := range caps {
+		writes[cp.Name()] = capabilities.HasSideEffects(cp)
+	}
+	srv := eval.Server{URL: url, Key: c.env.Getenv(keyEnv), SideEffects: func(name string) bool { return writes[name] }}
+	return c.withProgress(opts, func(opts eval.Options) (*eval.Report, error) { return eval.RunServer(ctx, s, srv, opts) })
+}
+
+// withProgress runs an evaluation with a progress bar on a terminal.
+func (c *cmdEnv) withProgress(opts eval.Options, run func(eval.Options) (*eval.Report, error)) (*eval.Report, error) {
 	if *c.env.Terminal {
 		opts.Progress = func(p eval.Progress) { c.progressBar(p) }
 	}
-	rep, err := eval.Run(ctx, s, t, opts)
+	rep, err := run(opts)
 	if *c.env.Terminal {
 		fmt.Fprint(c.env.Stderr, "\r\033[K")
 	}

@@ -73,13 +73,18 @@ func Run(ctx context.Context, s *Suite, t Target, opts Options) (*Report, error)
 	if err := checkJudge(opts.Judge, t); err != nil {
 		return nil, err
 	}
+	return run(ctx, s, t.Name, openInProcess(t), opts), nil
+}
+
+// run runs the suite's cases, each run in a session open starts.
+func run(ctx context.Context, s *Suite, target string, open opener, opts Options) *Report {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	rep := &Report{Suite: s.Name, Target: t.Name, Started: time.Now(), Thresholds: s.thresholds()}
+	rep := &Report{Suite: s.Name, Target: target, Started: time.Now(), Thresholds: s.thresholds()}
 	type job struct{ c, repeat int }
 	var jobs []job
 	for i, c := range s.Cases {
@@ -112,7 +117,7 @@ func Run(ctx context.Context, s *Suite, t Target, opts Options) (*Report, error)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res := runCase(ctx, s.Cases[cr.index], j.repeat, t, opts)
+			res := runCase(ctx, s.Cases[cr.index], j.repeat, open, opts)
 			mu.Lock()
 			defer mu.Unlock()
 			cr.Runs[j.repeat] = res
@@ -125,7 +130,7 @@ func Run(ctx context.Context, s *Suite, t Target, opts Options) (*Report, error)
 	wg.Wait()
 	rep.Duration = time.Since(rep.Started)
 	rep.score()
-	return rep, nil
+	return rep
 }
 
 // RunResult is one run of a case.
@@ -157,7 +162,21 @@ func (r *RunResult) Last() *Trace {
 // speaking through its turns.
 const evalUser = "eval"
 
-func runCase(ctx context.Context, c Case, repeat int, t Target, opts Options) (res RunResult) {
+// session is one case run's conversation with the agent under test: in
+// this process (inProcess) or on a server (remoteSession).
+type session interface {
+	// turn sends one user message and returns what the turn did; an error
+	// is an infrastructure error.
+	turn(ctx context.Context, say string) (*Trace, error)
+	// sideEffects says whether a capability acts on the outside world.
+	sideEffects(name string) bool
+	close()
+}
+
+// opener starts the session of one case run.
+type opener func(ctx context.Context, c Case, repeat int) (session, error)
+
+func runCase(ctx context.Context, c Case, repeat int, open opener, opts Options) (res RunResult) {
 	res = RunResult{Repeat: repeat, metrics: map[string]bool{}}
 	start := time.Now()
 	defer func() {
@@ -168,77 +187,29 @@ func runCase(ctx context.Context, c Case, repeat int, t Target, opts Options) (r
 		res.Error = err.Error()
 		return res
 	}
-	reg := t.Config.Registry
-	if t.Registry != nil {
-		var err error
-		if reg, err = t.Registry(ctx); err != nil {
-			return infra(fmt.Errorf("registry: %w", err))
-		}
-	}
-	if reg == nil {
-		return infra(errors.New("the target has no registry"))
-	}
-	reg, err := injectFaults(reg, c.Inject)
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	sess, err := open(rctx, c, repeat)
 	if err != nil {
 		return infra(err)
 	}
-	cfg := t.Config
-	cfg.Registry = reg
-	cfg.Store = memory.New()
-	cfg.AuditLog = nil
-	if m := c.MaxExecutionTime.D(); m > 0 && (cfg.Limits.MaxExecutionTime == 0 || m < cfg.Limits.MaxExecutionTime) {
-		cfg.Limits.MaxExecutionTime = m
-	}
-	obs := &observer{next: t.Config.Observer, traces: map[string]*Trace{}}
-	cfg.Observer = obs
-	a, err := agent.New(cfg)
-	if err != nil {
-		return infra(fmt.Errorf("agent: %w", err))
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = a.Close(cctx)
-	}()
-	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	thread := "eval:" + c.ID + ":" + strconv.Itoa(repeat+1)
+	defer sess.close()
 	for i, turn := range c.Turns {
-		tr := &Trace{Input: turn.Say}
-		res.Turns = append(res.Turns, tr)
-		obs.watch(thread, tr)
-		began := time.Now()
-		var runErr error
-		for ev, err := range a.Run(rctx, agent.TurnRequest{Thread: thread, Input: turn.Say, By: evalUser,
-			Options: c.Options, AllowedCapabilities: c.AllowedCapabilities}) {
-			tr.add(ev)
-			if err != nil {
-				if errors.Is(err, agent.ErrFatal) {
-					tr.Fatal, tr.Status = err.Error(), agent.RunFailed
-				} else {
-					runErr = err
-				}
-			}
+		tr, err := sess.turn(rctx, turn.Say)
+		if tr != nil {
+			res.Turns = append(res.Turns, tr)
+			res.ModelCalls += tr.ModelCalls
+			res.Tokens += tr.Tokens
 		}
-		tr.Duration = time.Since(began)
-		res.ModelCalls += tr.ModelCalls
-		res.Tokens += tr.Tokens
 		if rctx.Err() != nil && ctx.Err() == nil {
 			res.Failures = append(res.Failures, Failure{Field: "timeout", Metric: MetricLimits,
 				Want: "the case ends within " + opts.Timeout.String(), Seen: fmt.Sprintf("turn %d still running", i+1)})
 			return res
 		}
-		if runErr != nil {
-			return infra(fmt.Errorf("turn %d: %w", i+1, runErr))
+		if err != nil {
+			return infra(fmt.Errorf("turn %d: %w", i+1, err))
 		}
-		if s, status, err := a.State(rctx, thread); err == nil {
-			tr.finish(s)
-			if tr.Status == "" {
-				tr.Status = status
-			}
-		}
-		ck := &checker{ctx: rctx, t: tr, judge: opts.Judge, metrics: res.metrics,
-			sideEffects: func(name string) bool { return sideEffecting(reg, name) }}
+		ck := &checker{ctx: rctx, t: tr, judge: opts.Judge, metrics: res.metrics, sideEffects: sess.sideEffects}
 		ck.prefix = fmt.Sprintf("turns[%d].expect", i)
 		ck.check(turn.Expect)
 		if i == len(c.Turns)-1 {
@@ -251,4 +222,85 @@ func runCase(ctx context.Context, c Case, repeat int, t Target, opts Options) (r
 		}
 	}
 	return res
+}
+
+// inProcess is a case run on an agent of its own in this process.
+type inProcess struct {
+	c      Case
+	a      *agent.Agent
+	reg    *capabilities.Registry
+	obs    *observer
+	thread string
+}
+
+// openInProcess builds the agent of one case run: t's configuration over
+// a fresh memory store and registry, the case's faults injected.
+func openInProcess(t Target) opener {
+	return func(ctx context.Context, c Case, repeat int) (session, error) {
+		reg := t.Config.Registry
+		if t.Registry != nil {
+			var err error
+			if reg, err = t.Registry(ctx); err != nil {
+				return nil, fmt.Errorf("registry: %w", err)
+			}
+		}
+		if reg == nil {
+			return nil, errors.New("the target has no registry")
+		}
+		reg, err := injectFaults(reg, c.Inject)
+		if err != nil {
+			return nil, err
+		}
+		cfg := t.Config
+		cfg.Registry = reg
+		cfg.Store = memory.New()
+		cfg.AuditLog = nil
+		if m := c.MaxExecutionTime.D(); m > 0 && (cfg.Limits.MaxExecutionTime == 0 || m < cfg.Limits.MaxExecutionTime) {
+			cfg.Limits.MaxExecutionTime = m
+		}
+		obs := &observer{next: t.Config.Observer, traces: map[string]*Trace{}}
+		cfg.Observer = obs
+		a, err := agent.New(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		return &inProcess{c: c, a: a, reg: reg, obs: obs, thread: "eval:" + c.ID + ":" + strconv.Itoa(repeat+1)}, nil
+	}
+}
+
+func (s *inProcess) turn(ctx context.Context, say string) (*Trace, error) {
+	tr := &Trace{Input: say}
+	s.obs.watch(s.thread, tr)
+	began := time.Now()
+	var runErr error
+	for ev, err := range s.a.Run(ctx, agent.TurnRequest{Thread: s.thread, Input: say, By: evalUser,
+		Options: s.c.Options, AllowedCapabilities: s.c.AllowedCapabilities}) {
+		tr.add(ev)
+		if err != nil {
+			if errors.Is(err, agent.ErrFatal) {
+				tr.Fatal, tr.Status = err.Error(), agent.RunFailed
+			} else {
+				runErr = err
+			}
+		}
+	}
+	tr.Duration = time.Since(began)
+	if runErr != nil {
+		return tr, runErr
+	}
+	if st, status, err := s.a.State(ctx, s.thread); err == nil {
+		tr.finish(st)
+		if tr.Status == "" {
+			tr.Status = status
+		}
+	}
+	return tr, nil
+}
+
+func (s *inProcess) sideEffects(name string) bool { return sideEffecting(s.reg, name) }
+
+func (s *inProcess) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = s.a.Close(ctx)
 }

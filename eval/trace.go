@@ -43,6 +43,9 @@ type Trace struct {
 	Duration   time.Duration `json:"duration"`
 	// Fatal is the text of a FATAL failure that ended the run.
 	Fatal string `json:"fatal,omitempty"`
+	// failuresUnknown: the events came from a server, which sends no
+	// failure events (Failures is empty whatever happened).
+	failuresUnknown bool
 	// pendingRoute: the failures recorded whose route is not seen yet.
 	pendingRoute []int
 }
@@ -85,8 +88,10 @@ func (t *Trace) add(e agent.Event) {
 	case agent.EventRetry:
 		t.Retries++
 	case agent.EventAudit:
-		if e.Audit != nil && e.Audit.Event == agent.AuditStarted {
-			t.SideEffects = append(t.SideEffects, e.Audit.Capability)
+		// A server sends the records that end an attempt ("ended"), the
+		// agent every record: either says the call was made.
+		if a := e.Audit; a != nil && (a.Event == agent.AuditStarted || a.Event == agent.AuditEnded) && !slices.Contains(t.SideEffects, a.Capability) {
+			t.SideEffects = append(t.SideEffects, a.Capability)
 		}
 	case agent.EventApprovalRequired:
 		t.Approval = e.Approval
