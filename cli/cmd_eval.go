@@ -98,6 +98,9 @@ func cmdEval(ctx context.Context, c *cmdEnv, args []string) error {
 	if err != nil {
 		return infra(err)
 	}
+	if len(repA.Cases) == 0 {
+		return infra(fmt.Errorf("no case of %s has the tags %s", pos[0], *tags))
+	}
 	status := evalStatus(repA)
 	if *compare != "" {
 		other, err := config.Load(c.env.path(*compare))

@@ -250,3 +250,11 @@ cases:
 		t.Fatalf("--server with --compare: exit %d", r.code)
 	}
 }
+
+func TestEvalTagsMatchingNothing(t *testing.T) {
+	h := controlRoom(t)
+	h.writeConfig("cases.yaml", evalCases)
+	if r := h.run("", "eval", "cases.yaml", "--tags", "nope"); r.code != cli.ExitEvalError || !strings.Contains(r.stderr, "no case of cases.yaml has the tags nope") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+}
