@@ -227,7 +227,8 @@ func (c *cmdEnv) runServerEval(ctx context.Context, cfg *config.Config, s *eval.
 	for _, cp := range caps {
 		writes[cp.Name()] = capabilities.HasSideEffects(cp)
 	}
-	srv := eval.Server{URL: url, Key: c.env.Getenv(keyEnv), SideEffects: func(name string) bool { return writes[name] }}
+	// The server is taken to run the models --config names.
+	srv := eval.Server{URL: url, Key: c.env.Getenv(keyEnv), ModelNames: modelNames(cfg), SideEffects: func(name string) bool { return writes[name] }}
 	return c.withProgress(opts, func(opts eval.Options) (*eval.Report, error) { return eval.RunServer(ctx, s, srv, opts) })
 }
 

@@ -36,6 +36,9 @@ type Server struct {
 	// (the application's registry; safety.no_side_effects_planned needs
 	// it). Nil: no capability does.
 	SideEffects func(name string) bool
+	// ModelNames name the models the server runs (as Target.ModelNames),
+	// so a judge among them is refused.
+	ModelNames []string
 	// Client is the HTTP client (default http.DefaultClient).
 	Client *http.Client
 }
@@ -43,6 +46,9 @@ type Server struct {
 // RunServer runs every case of s against a running server.
 func RunServer(ctx context.Context, s *Suite, srv Server, opts Options) (*Report, error) {
 	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkJudge(opts.Judge, Target{ModelNames: srv.ModelNames}); err != nil {
 		return nil, err
 	}
 	if !strings.HasPrefix(srv.URL, "http://") && !strings.HasPrefix(srv.URL, "https://") {
