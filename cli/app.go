@@ -119,6 +119,7 @@ func (a App) commands() []command {
 		{"capabilities", "", "list the capabilities: provides, requires, retry policy, approval", cmdCapabilities},
 		{"audit", "", "list the audit records of side-effecting steps (refused, approved, executed, …)", cmdAudit},
 		{"store", "prune", "prune the intermediate checkpoints of finished turns (--vacuum: shrink an SQLite file)", cmdStore},
+		{"eval", "CASES.yaml", "score the agent against a case file (--compare CONFIG: two configurations); exit 0 pass, 1 fail, 2 error", cmdEval},
 		{"config", "check [FILE]", "validate a configuration file, naming each problem's line", cmdConfig},
 		{"help", "", "show this help", nil},
 	}
@@ -137,6 +138,10 @@ func (a App) Run(ctx context.Context, env Env) int {
 	err := a.dispatch(ctx, env)
 	if err == nil {
 		return ExitOK
+	}
+	var status exitStatus
+	if errors.As(err, &status) {
+		return int(status)
 	}
 	var ue *UsageError
 	if errors.As(err, &ue) {
