@@ -3,6 +3,7 @@ package capabilities
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Definition builds a Capability from plain fields: the quickest way to write
@@ -35,6 +36,9 @@ type Definition struct {
 	Readback   func(ctx context.Context, action Action) ([]Reading, error)
 	Reconcile  func(ctx context.Context, step Step, action Action) (Outcome, error)
 	Idempotent bool
+	// Deadline bounds one attempt of Run (see Deadliner); 0 means the
+	// configured default, else DefaultDeadline.
+	Deadline time.Duration
 }
 
 // Define returns the capability a Definition describes.
@@ -110,6 +114,8 @@ func (c *defined) Reconcile(ctx context.Context, s Step, a Action) (Outcome, err
 }
 
 func (c *defined) Idempotent() bool { return c.d.Idempotent }
+
+func (c *defined) Deadline() time.Duration { return c.d.Deadline }
 
 // HasOwnRetryPolicy reports whether c states a retry policy of its own (a
 // Definition without Retry does not).

@@ -33,6 +33,8 @@ type Config struct {
 	Limits Limits `yaml:"limits"`
 	// Retry holds retry policies.
 	Retry Retry `yaml:"retry"`
+	// Deadlines bound one attempt of a capability.
+	Deadlines Deadlines `yaml:"deadlines"`
 	// Approval configures human approval.
 	Approval Approval `yaml:"approval"`
 	// ControlSystem holds the control-system safety switches.
@@ -201,6 +203,17 @@ type Limits struct {
 type Retry struct {
 	Default      capabilities.RetryPolicy            `yaml:"default"`
 	Capabilities map[string]capabilities.RetryPolicy `yaml:"capabilities"`
+}
+
+// Deadlines bound one attempt of a capability: past it the attempt is
+// cancelled and fails RETRIABLE, kind timeout (docs/operations.md).
+type Deadlines struct {
+	// Default bounds an attempt of every capability that states no deadline
+	// of its own (default: the library's, capabilities.DefaultDeadline, 60s).
+	Default Duration `yaml:"default"`
+	// Capabilities sets the deadline of single capabilities, by name; it
+	// wins over a capability's own deadline.
+	Capabilities map[string]Duration `yaml:"capabilities"`
 }
 
 // Approval configures human approval.

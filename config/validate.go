@@ -71,6 +71,18 @@ func (d *decoder) validate(c *Config) {
 		}
 		d.validateRetry(key, p)
 	}
+	if d.set("deadlines.default") && c.Deadlines.Default == 0 {
+		d.bad("deadlines.default", "must be longer than 0 (leave it out for the default 60s)")
+	}
+	for name, v := range c.Deadlines.Capabilities {
+		key := "deadlines.capabilities." + name
+		if !capabilityName.MatchString(name) {
+			d.bad(key, "is not a capability name (lower_snake_case)")
+		}
+		if v == 0 {
+			d.bad(key, "must be longer than 0")
+		}
+	}
 	if !oneOf(c.Approval.GlobalMode, "", state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll) {
 		d.bad("approval.global_mode", "must be disabled, selective or all_capabilities, got %q", c.Approval.GlobalMode)
 	}

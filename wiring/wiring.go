@@ -142,6 +142,24 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 		p, _ := cfg.RetryPolicyFor(name)
 		ac.CapabilityRetry[name] = p
 	}
+	ac.StepDeadline = time.Duration(cfg.Deadlines.Default)
+	names = names[:0]
+	for name := range cfg.Deadlines.Capabilities {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, ok := reg.Get(name); !ok {
+			key := "deadlines.capabilities." + name
+			problems = append(problems, config.Problem{Line: cfg.Line(key), Key: key,
+				Problem: fmt.Sprintf("no capability %q is registered (registered: %v)", name, reg.Names())})
+			continue
+		}
+		if ac.CapabilityDeadlines == nil {
+			ac.CapabilityDeadlines = map[string]time.Duration{}
+		}
+		ac.CapabilityDeadlines[name] = time.Duration(cfg.Deadlines.Capabilities[name])
+	}
 	if len(problems) > 0 {
 		return ac, &config.Error{File: cfg.Source(), Problems: problems}
 	}
