@@ -12,7 +12,9 @@ import (
 // The operator's per-capability deadline wins over the capability's own,
 // which wins over the configured default, which wins over the library's.
 func TestResolveDeadline(t *testing.T) {
-	run := func(context.Context, capabilities.Step) (capabilities.Output, error) { return capabilities.Output{}, nil }
+	run := func(context.Context, capabilities.Step) (capabilities.Output, error) {
+		return capabilities.Output{}, nil
+	}
 	own, _ := capabilities.Define(capabilities.Definition{Name: "slow_scan", Run: run, Deadline: 10 * time.Minute})
 	plain, _ := capabilities.Define(capabilities.Definition{Name: "read", Run: run})
 	for _, tc := range []struct {
