@@ -281,3 +281,48 @@ func brief(evs []agent.Event) string {
 	}
 	return b.String()
 }
+
+// A response model that stops streaming mid-reply: the idle watchdog
+// cancels the call, the status line says so, the tokens sent are
+// withdrawn, the call is retried under the node's policy and the turn
+// answers. Virtual time.
+func TestSilentModelStreamIsCancelledAndRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := capabilities.Define(capabilities.Definition{
+			Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
+			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+				return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := capabilities.NewRegistry()
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+		m := llmtest.New().Script(llm.RoleResponse,
+			llmtest.Reply{Chunks: []string{"The beam current ", "is 401.5 mA."}, ChunkDelay: time.Hour}, // silent after the first chunk
+			llmtest.Stream("The beam current ", "is 401.5 mA.")).Only(llm.RoleResponse)
+		a := mustAgent(t, agent.Config{Registry: reg, Models: llm.WatchModels(m, 20*time.Second)})
+		o := run(t, a, "t", "What is the beam current of the storage ring?")
+		if msg := o.message(); o.err != nil || msg == nil || msg.Kind != state.KindAnswer || !strings.Contains(msg.Content, "401.5") {
+			t.Fatalf("%v, %+v; want the answer", o.err, o.message())
+		}
+		var status string
+		for _, e := range o.events {
+			if e.Type == agent.EventStatus && e.Node == state.NodeRespond && strings.Contains(e.Text, "stopped sending") {
+				status = e.Text
+			}
+		}
+		if !strings.Contains(status, "no token for 20s") {
+			t.Fatalf("no status line saying the model went silent:\n%s", brief(o.events))
+		}
+		if r := retryReasons(o); len(r) != 1 || !strings.Contains(r[0], "stopped sending") {
+			t.Fatalf("retries %q, want one for the stalled stream", r)
+		}
+		if calls := m.CallsFor(llm.RoleResponse); len(calls) != 2 {
+			t.Fatalf("%d response calls, want 2", len(calls))
+		}
+	})
+}

@@ -95,6 +95,10 @@ type Model struct {
 	MaxTokens int `yaml:"max_tokens"`
 	// Timeout bounds one call; 0 means no timeout beyond the turn's.
 	Timeout Duration `yaml:"timeout"`
+	// IdleTimeout bounds a pause in a streamed reply: no token for this
+	// long and the call is cancelled and retried (default: the llm
+	// package's, 60s).
+	IdleTimeout Duration `yaml:"idle_timeout"`
 	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens
 	// (openai provider; for servers that only accept the old field).
 	LegacyMaxTokens bool `yaml:"legacy_max_tokens"`
@@ -548,6 +552,9 @@ func (c *Config) ModelFor(role string) (m Model, ok bool) {
 	}
 	if r.Timeout == 0 {
 		r.Timeout = def.Timeout
+	}
+	if r.IdleTimeout == 0 {
+		r.IdleTimeout = def.IdleTimeout
 	}
 	if !r.LegacyMaxTokens {
 		r.LegacyMaxTokens = def.LegacyMaxTokens

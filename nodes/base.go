@@ -96,6 +96,9 @@ func (b base) generate(ctx context.Context, role llm.Role, system, user string, 
 			graph.Emit(ctx, OfflineFallback{Node: b.name, Reason: err.Error()})
 			return call{offline: true, usage: resp.Usage}, nil
 		}
+		if errors.Is(err, llm.ErrStalled) {
+			graph.Emit(ctx, Status{Node: b.name, Text: fmt.Sprintf("The %s model stopped sending its reply (%v); the call was cancelled.", role, err)})
+		}
 		return c, llm.CapabilityError(err)
 	}
 	return c, nil

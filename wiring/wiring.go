@@ -47,6 +47,7 @@ func LLMConfig(cfg *config.Config) llm.Config {
 			Temperature:     m.Temperature,
 			MaxTokens:       m.MaxTokens,
 			Timeout:         m.Timeout,
+			IdleTimeout:     m.IdleTimeout,
 			LegacyMaxTokens: m.LegacyMaxTokens,
 			JSONMode:        m.JSONMode,
 			StreamUsage:     m.StreamUsage,

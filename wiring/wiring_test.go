@@ -160,6 +160,7 @@ func TestLLMConfigMergesRolesOverDefault(t *testing.T) {
     model: gpt-4o-mini
     api_key_env: MY_KEY
     max_tokens: 500
+    idle_timeout: 45s
   orchestrator:
     model: gpt-4o
 fallback: offline
@@ -169,7 +170,7 @@ fallback: offline
 		t.Fatalf("%+v", lc)
 	}
 	o := lc.Roles[llm.RoleOrchestrator]
-	if o.Provider != "openai" || o.Model != "gpt-4o" || o.APIKeyEnv != "MY_KEY" || o.MaxTokens != 500 {
+	if o.Provider != "openai" || o.Model != "gpt-4o" || o.APIKeyEnv != "MY_KEY" || o.MaxTokens != 500 || o.IdleTimeout.D() != 45*time.Second {
 		t.Errorf("orchestrator %+v", o)
 	}
 	if len(wiring.LLMConfig(config.Default()).Roles) != 0 {
