@@ -28,7 +28,7 @@ func TestIdleWatchdogCancelsAStalledStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		script := llmtest.New().Script(llm.RoleResponse,
 			llmtest.Reply{Chunks: []string{"The beam ", "current is 401.5 mA."}, ChunkDelay: time.Hour}, // stalls after the first chunk
-			llmtest.Reply{Chunks: []string{"a", "b", "c", "d", "e"}, ChunkDelay: 20 * time.Second},   // slow but steady: 80s in all
+			llmtest.Reply{Chunks: []string{"a", "b", "c", "d", "e"}, ChunkDelay: 20 * time.Second},      // slow but steady: 80s in all
 			llmtest.Reply{Text: "not streamed", Delay: 5 * time.Minute})
 		m, _ := llm.WatchModels(script, 30*time.Second).For(llm.RoleResponse)
 		var got []string
