@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -256,6 +257,67 @@ func TestStopInsideAHungWriteLeavesItUnconfirmed(t *testing.T) {
 		synctest.Wait()
 		if got := m.effects(); len(got) != 1 {
 			t.Fatalf("journal %+v, want the one late write", got)
+		}
+	})
+}
+
+// deafModel is a response model that ignores its context: its first call
+// blocks until release is closed, then every call answers. The other
+// roles run offline.
+type deafModel struct {
+	release chan struct{}
+	calls   atomic.Int32
+}
+
+func (d *deafModel) For(role llm.Role) (llm.Model, bool) { return d, role == llm.RoleResponse }
+
+func (d *deafModel) Generate(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if d.calls.Add(1) == 1 {
+		<-d.release
+	}
+	return llm.Response{Text: "The beam current is 401.5 mA.", FinishReason: llm.FinishStop}, nil
+}
+
+// Stop stops also inside a model call that ignores its context: the node
+// abandons it, the run ends canceled within a second, the thread answers
+// the next turn, and the abandoned call's late reply is dropped.
+func TestStopEndsTheRunInsideADeafModelCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := capabilities.Define(capabilities.Definition{
+			Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
+			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+				return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := capabilities.NewRegistry()
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+		m := &deafModel{release: make(chan struct{})}
+		defer close(m.release)
+		a := mustAgent(t, agent.Config{Registry: reg, Models: m, Options: state.Options{SkipTaskExtraction: true, SkipClassification: true}})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan outcome, 1)
+		go func() { done <- runCtx(ctx, a, "t", "What is the beam current of the storage ring?") }()
+		synctest.Wait() // the first model call of the turn does not return
+		stopped := time.Now()
+		cancel()
+		o := <-done
+		if took := time.Since(stopped); took > time.Second {
+			t.Fatalf("the run ended %s after the stop, want within 1s", took)
+		}
+		if last := o.last(); last.Type != agent.EventDone || last.Status != agent.RunCanceled {
+			t.Fatalf("last event %+v, want done, canceled", last)
+		}
+		o = run(t, a, "t", "What is the beam current of the storage ring?")
+		if msg := o.message(); o.err != nil || msg == nil || msg.Kind != state.KindAnswer {
+			t.Fatalf("the next turn: %v, %+v", o.err, msg)
+		}
+		if n := m.calls.Load(); n != 2 {
+			t.Fatalf("%d response calls, want 2 (the abandoned one, the next turn's)", n)
 		}
 	})
 }

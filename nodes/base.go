@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
@@ -89,7 +91,7 @@ func (b base) generate(ctx context.Context, role llm.Role, system, user string, 
 		req.JSON, req.Schema = true, shape.schema()
 		opts.CutRetries, opts.KeepCut = jsonCutRetries, false
 	}
-	resp, err := llm.Ask(ctx, m, req, opts)
+	resp, err := askAbandonable(ctx, m, req, opts)
 	c := call{text: resp.Text, raw: resp.Raw, usage: resp.Usage, finish: resp.FinishReason, maxTokens: resp.MaxTokens}
 	if err != nil {
 		if errors.Is(err, llm.ErrOffline) {
@@ -102,6 +104,67 @@ func (b base) generate(ctx context.Context, role llm.Role, system, user string, 
 		return c, llm.CapabilityError(err)
 	}
 	return c, nil
+}
+
+// abandonGrace is how long a model call has, once its context is done (the
+// run stopped, the turn's time ran out), to return; past it the node
+// returns the context's error and the call is abandoned — a provider or an
+// application's Model that ignores its context cannot keep a stop from
+// stopping. Its late chunks and reply are dropped.
+const abandonGrace = 250 * time.Millisecond
+
+// askAbandonable is llm.Ask, abandoned abandonGrace after ctx ends.
+func askAbandonable(ctx context.Context, m llm.Model, req llm.Request, opts llm.AskOptions) (llm.Response, error) {
+	var abandoned atomic.Bool
+	if onChunk := req.OnChunk; onChunk != nil {
+		req.OnChunk = func(ctx context.Context, chunk string) error {
+			if abandoned.Load() {
+				return context.Canceled
+			}
+			return onChunk(ctx, chunk)
+		}
+	}
+	type result struct {
+		resp     llm.Response
+		err      error
+		panicked any
+	}
+	ch := make(chan result, 1) // buffered: an abandoned call's reply is dropped with it
+	go func() {
+		r, returned := result{}, false
+		defer func() {
+			if v := recover(); v != nil {
+				r.panicked = v
+			} else if !returned {
+				r.err = errors.New("the model call exited its goroutine without returning (runtime.Goexit)")
+			}
+			ch <- r
+		}()
+		r.resp, r.err = llm.Ask(ctx, m, req, opts)
+		returned = true
+	}()
+	// A panic in the model is the node's, as if the call ran inline: the
+	// graph engine recovers it.
+	got := func(r result) (llm.Response, error) {
+		if r.panicked != nil {
+			panic(r.panicked)
+		}
+		return r.resp, r.err
+	}
+	select {
+	case r := <-ch:
+		return got(r)
+	case <-ctx.Done():
+	}
+	grace := time.NewTimer(abandonGrace)
+	defer grace.Stop()
+	select {
+	case r := <-ch:
+		return got(r)
+	case <-grace.C:
+		abandoned.Store(true)
+		return llm.Response{}, ctx.Err()
+	}
 }
 
 func tokenLimit(n int) string {
