@@ -383,6 +383,9 @@ func TestSilentModelStreamIsCancelledAndRetried(t *testing.T) {
 		if r := retryReasons(o); len(r) != 1 || !strings.Contains(r[0], "stopped sending") {
 			t.Fatalf("retries %q, want one for the stalled stream", r)
 		}
+		if o.count(agent.EventAnswerReset) != 1 {
+			t.Fatalf("the stalled stream's tokens were not withdrawn:\n%s", brief(o.events))
+		}
 		if calls := m.CallsFor(llm.RoleResponse); len(calls) != 2 {
 			t.Fatalf("%d response calls, want 2", len(calls))
 		}
