@@ -53,6 +53,9 @@ type Config struct {
 	Logging Logging `yaml:"logging"`
 	// Telemetry configures traces and metrics (docs/observability.md).
 	Telemetry Telemetry `yaml:"telemetry"`
+	// Schedules are runs `capgraph serve` starts at their due times, by
+	// name (docs/schedules.md).
+	Schedules map[string]Schedule `yaml:"schedules"`
 	// MCPServers are MCP servers whose tools become capabilities, by name
 	// (the name starts their capability names unless Prefix says otherwise).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
@@ -483,6 +486,35 @@ type MCPTool struct {
 	// Description replaces the server's description in prompts.
 	Description string `yaml:"description"`
 }
+
+// Schedule is one scheduled run (docs/schedules.md).
+type Schedule struct {
+	// Cron is when it runs: minute hour day-of-month month day-of-week
+	// ("0 7 * * 1-5"), or @hourly, @daily, …
+	Cron string `yaml:"cron"`
+	// Timezone the expression is read in: a zone name (default UTC).
+	Timezone string `yaml:"timezone"`
+	// Input is the message the run starts with.
+	Input string `yaml:"input"`
+	// Thread: "new" (the default: a thread per due time) or "keep" (one
+	// thread, each run a turn of it).
+	Thread string `yaml:"thread"`
+	// AllowedCapabilities are the only capabilities the run may use;
+	// empty means all.
+	AllowedCapabilities []string `yaml:"allowed_capabilities"`
+	// Writes lets the run's side-effecting steps go ahead under the
+	// configuration's write switch and approval policy (a write then waits
+	// for a human's approval); false (the default) turns writes off.
+	Writes bool `yaml:"writes"`
+	// WebhookURL, when set, receives the run's outcome as a JSON POST.
+	WebhookURL string `yaml:"webhook_url"`
+}
+
+// Values of a schedule's thread.
+const (
+	ScheduleThreadNew  = "new"
+	ScheduleThreadKeep = "keep"
+)
 
 // MCP transports.
 const (

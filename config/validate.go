@@ -13,6 +13,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/llm/vocab"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/schedule/spec"
 	"github.com/capgraph/capgraph/server/allowedhost"
 	"github.com/capgraph/capgraph/server/apikey"
 	"github.com/capgraph/capgraph/state"
@@ -98,6 +99,38 @@ func (d *decoder) validate(c *Config) {
 	}
 	d.validateMCP(c)
 	d.validateTelemetry(c.Telemetry)
+	d.validateSchedules(c.Schedules)
+}
+
+func (d *decoder) validateSchedules(schedules map[string]Schedule) {
+	for name, sc := range schedules {
+		key := "schedules." + name
+		if !capabilityName.MatchString(name) {
+			d.bad(key, "is not a schedule name (lower_snake_case)")
+		}
+		if err := spec.Expr(sc.Cron); err != nil {
+			d.bad(key+".cron", "%v", err)
+		}
+		if _, err := spec.Zone(sc.Timezone); err != nil {
+			d.bad(key+".timezone", "%v", err)
+		}
+		if strings.TrimSpace(sc.Input) == "" {
+			d.bad(key+".input", "is required: the message the run starts with")
+		}
+		if !oneOf(sc.Thread, "", ScheduleThreadNew, ScheduleThreadKeep) {
+			d.bad(key+".thread", "must be new or keep, got %q", sc.Thread)
+		}
+		for i, c := range sc.AllowedCapabilities {
+			if !capabilityName.MatchString(c) {
+				d.bad(fmt.Sprintf("%s.allowed_capabilities[%d]", key, i), "%q is not a capability name (lower_snake_case)", c)
+			}
+		}
+		if u := sc.WebhookURL; u != "" {
+			if pu, err := url.Parse(u); err != nil || pu.Host == "" || pu.Scheme != "http" && pu.Scheme != "https" {
+				d.bad(key+".webhook_url", "must be an http(s) URL, got %q", u)
+			}
+		}
+	}
 }
 
 func (d *decoder) validateTelemetry(t Telemetry) {
