@@ -144,6 +144,7 @@ func (a App) commands() []command {
 		{"graph", "", "print the agent graph (Mermaid or DOT); with --thread, a thread's last plan", cmdGraph},
 		{"capabilities", "", "list the capabilities: provides, requires, retry policy, approval", cmdCapabilities},
 		{"audit", "", "list the audit records of side-effecting steps (refused, approved, executed, …)", cmdAudit},
+		{"schedules", "", "list the configured schedules: when, next run, last outcome", cmdSchedules},
 		{"store", "prune", "prune the intermediate checkpoints of finished turns (--vacuum: shrink an SQLite file)", cmdStore},
 		{"config", "check [FILE]", "validate a configuration file, naming each problem's line", cmdConfig},
 		{"help", "", "show this help", nil},

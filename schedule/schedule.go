@@ -276,6 +276,16 @@ func (s *Scheduler) fire(ctx context.Context, sc Schedule, due time.Time) (Resul
 		}
 		return Result{}, false
 	}
+	// A store whose leases do not outlive the process (SQLite's are the
+	// process's own) forgets claims in a restart: the record says it ran.
+	ran, err := s.cfg.Store.Records(ctx, checkpoint.RecordFilter{Kind: RecordKind, Limit: 1,
+		Labels: map[string]string{"schedule": sc.Name, "event": EventFired, "due": due.UTC().Format(time.RFC3339)}})
+	if err != nil || len(ran) > 0 {
+		if err != nil {
+			log.Warn("schedule: cannot read the records", "error", err)
+		}
+		return Result{}, false
+	}
 	r := Result{Schedule: sc.Name, Due: due.UTC(), Thread: sc.ThreadOf(due)}
 	if err := s.record(ctx, EventFired, r); err != nil {
 		log.Warn("schedule: cannot record the run's start", "error", err)

@@ -17,6 +17,8 @@ import (
 	"github.com/capgraph/capgraph/logging/logrusadapter"
 	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/router"
+	"github.com/capgraph/capgraph/schedule"
+	"github.com/capgraph/capgraph/schedule/spec"
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/state"
 )
@@ -330,4 +332,49 @@ func threshold(t config.Threshold) time.Duration {
 		return -1
 	}
 	return time.Duration(t.After)
+}
+
+// Schedules converts the file's schedules (sorted by name). With reg, a
+// schedule's allowed capability that is not registered is a problem named
+// with its line; without, the names are not checked (listing schedules
+// needs no capabilities).
+func Schedules(cfg *config.Config, reg *capabilities.Registry) ([]schedule.Schedule, error) {
+	names := make([]string, 0, len(cfg.Schedules))
+	for name := range cfg.Schedules {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var (
+		out      []schedule.Schedule
+		problems []config.Problem
+	)
+	for _, name := range names {
+		c := cfg.Schedules[name]
+		key := "schedules." + name
+		when, err := spec.Parse(c.Cron, c.Timezone)
+		if err != nil {
+			problems = append(problems, config.Problem{Line: cfg.Line(key), Key: key, Problem: err.Error()})
+			continue
+		}
+		s := schedule.Schedule{Name: name, When: when, Input: c.Input, KeepThread: c.Thread == config.ScheduleThreadKeep,
+			Writes: c.Writes, WebhookURL: c.WebhookURL}
+		if len(c.AllowedCapabilities) > 0 {
+			s.AllowedCapabilities = append([]string(nil), c.AllowedCapabilities...)
+		}
+		for i, cap := range s.AllowedCapabilities {
+			if reg == nil {
+				break
+			}
+			if _, ok := reg.Get(cap); !ok {
+				k := fmt.Sprintf("%s.allowed_capabilities[%d]", key, i)
+				problems = append(problems, config.Problem{Line: cfg.Line(k), Key: k,
+					Problem: fmt.Sprintf("no capability %q is registered (registered: %v)", cap, reg.Names())})
+			}
+		}
+		out = append(out, s)
+	}
+	if len(problems) > 0 {
+		return out, &config.Error{File: cfg.Source(), Problems: problems}
+	}
+	return out, nil
 }

@@ -89,3 +89,11 @@ func (s Spec) String() string {
 	}
 	return s.expr + " (" + s.loc.String() + ")"
 }
+
+// Location is the zone the expression is read in.
+func (s Spec) Location() *time.Location {
+	if s.loc == nil {
+		return time.UTC
+	}
+	return s.loc
+}
