@@ -56,6 +56,9 @@ type Config struct {
 	// Schedules are runs `capgraph serve` starts at their due times, by
 	// name (docs/schedules.md).
 	Schedules map[string]Schedule `yaml:"schedules"`
+	// Triggers are webhooks that start runs, POST /api/triggers/{name}, by
+	// name (docs/triggers.md).
+	Triggers map[string]Trigger `yaml:"triggers"`
 	// MCPServers are MCP servers whose tools become capabilities, by name
 	// (the name starts their capability names unless Prefix says otherwise).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
@@ -508,6 +511,27 @@ type Schedule struct {
 	Writes bool `yaml:"writes"`
 	// WebhookURL, when set, receives the run's outcome as a JSON POST.
 	WebhookURL string `yaml:"webhook_url"`
+}
+
+// Trigger is one webhook trigger (docs/triggers.md).
+type Trigger struct {
+	// SecretEnv names the environment variable holding the HMAC secret
+	// (at least 16 bytes); the secret never appears in the file.
+	SecretEnv string `yaml:"secret_env"`
+	// Input is the run's message, a Go text/template over the JSON
+	// payload: "Alarm {{.alarm}} on {{.device}}".
+	Input string `yaml:"input"`
+	// AllowedCapabilities are the only capabilities the run may use;
+	// empty means all.
+	AllowedCapabilities []string `yaml:"allowed_capabilities"`
+	// Writes: as a schedule's.
+	Writes bool `yaml:"writes"`
+	// RatePerMinute bounds accepted calls (default: the trigger
+	// package's, 10).
+	RatePerMinute int `yaml:"rate_per_minute"`
+	// Tenant puts the runs' threads in this tenant (its API keys see
+	// them); empty: none.
+	Tenant string `yaml:"tenant"`
 }
 
 // Values of a schedule's thread.

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
@@ -100,6 +101,32 @@ func (d *decoder) validate(c *Config) {
 	d.validateMCP(c)
 	d.validateTelemetry(c.Telemetry)
 	d.validateSchedules(c.Schedules)
+	d.validateTriggers(c.Triggers)
+}
+
+func (d *decoder) validateTriggers(triggers map[string]Trigger) {
+	for name, tr := range triggers {
+		key := "triggers." + name
+		if !capabilityName.MatchString(name) {
+			d.bad(key, "is not a trigger name (lower_snake_case)")
+		}
+		if !envVarName.MatchString(tr.SecretEnv) {
+			d.bad(key+".secret_env", "is required: the name of the environment variable holding the HMAC secret, got %q", tr.SecretEnv)
+		}
+		if strings.TrimSpace(tr.Input) == "" {
+			d.bad(key+".input", "is required: the run's message, a template over the payload")
+		} else if _, err := template.New(name).Parse(tr.Input); err != nil {
+			d.bad(key+".input", "is not a template: %v", err)
+		}
+		if tr.RatePerMinute < 0 {
+			d.bad(key+".rate_per_minute", "must not be negative")
+		}
+		for i, c := range tr.AllowedCapabilities {
+			if !capabilityName.MatchString(c) {
+				d.bad(fmt.Sprintf("%s.allowed_capabilities[%d]", key, i), "%q is not a capability name (lower_snake_case)", c)
+			}
+		}
+	}
 }
 
 func (d *decoder) validateSchedules(schedules map[string]Schedule) {

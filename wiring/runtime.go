@@ -23,6 +23,7 @@ import (
 	"github.com/capgraph/capgraph/schedule"
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/state"
+	"github.com/capgraph/capgraph/trigger"
 )
 
 // DefaultAppName names an App that names none: the capgraph command.
@@ -372,6 +373,25 @@ func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (serv
 		r.closers = append(r.closers, f.Close)
 		sc.Audit = f
 	}
+	if len(r.cfg.Triggers) > 0 {
+		reg, err := r.Registry(ctx)
+		if err != nil {
+			return sc, err
+		}
+		triggers, err := Triggers(r.cfg, reg, r.opts.Getenv)
+		if err != nil {
+			return sc, err
+		}
+		tc := trigger.Config{Triggers: triggers, Starter: trigger.RunnerStarter(a, logger), Logger: logger}
+		if st, err := r.Store(ctx); err == nil {
+			tc.Rate, _ = st.(checkpoint.RateCounter) // replicas share the rate; else each counts its own
+		}
+		h, err := trigger.New(tc)
+		if err != nil {
+			return sc, err
+		}
+		sc.Triggers = h
+	}
 	if spec, _ := r.StoreSpec(); spec.Kind == StorePostgres {
 		// Replicas share a PostgreSQL store: a replica that died leaves its
 		// cut runs leased until the lease expires, so look again every TTL;
@@ -435,6 +455,8 @@ func (r *Runtime) Check(ctx context.Context) []config.Problem {
 		ac.Application = r.app.Name
 		add(err) // unknown capabilities' retry policies are left out of ac
 		_, err = Schedules(cfg, reg)
+		add(err)
+		_, err = Triggers(cfg, reg, r.opts.Getenv)
 		add(err)
 		if a, err := agent.New(ac); err != nil {
 			add(err)

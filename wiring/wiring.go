@@ -21,6 +21,7 @@ import (
 	"github.com/capgraph/capgraph/schedule/spec"
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/state"
+	"github.com/capgraph/capgraph/trigger"
 )
 
 // neverExpires stands in for approval.expires_after: 0 ("never") in the
@@ -372,6 +373,53 @@ func Schedules(cfg *config.Config, reg *capabilities.Registry) ([]schedule.Sched
 			}
 		}
 		out = append(out, s)
+	}
+	if len(problems) > 0 {
+		return out, &config.Error{File: cfg.Source(), Problems: problems}
+	}
+	return out, nil
+}
+
+// Triggers converts the file's triggers (sorted by name), reading each
+// secret from the environment variable its secret_env names. A secret not
+// set or shorter than 16 bytes, and with reg an allowed capability that is
+// not registered, is a problem named with its line.
+func Triggers(cfg *config.Config, reg *capabilities.Registry, getenv func(string) string) ([]trigger.Trigger, error) {
+	names := make([]string, 0, len(cfg.Triggers))
+	for name := range cfg.Triggers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var (
+		out      []trigger.Trigger
+		problems []config.Problem
+	)
+	bad := func(key, format string, args ...any) {
+		problems = append(problems, config.Problem{Line: cfg.Line(key), Key: key, Problem: fmt.Sprintf(format, args...)})
+	}
+	for _, name := range names {
+		c := cfg.Triggers[name]
+		key := "triggers." + name
+		secret := getenv(c.SecretEnv)
+		switch {
+		case secret == "":
+			bad(key+".secret_env", "the environment variable %s is not set (it holds the trigger's HMAC secret)", c.SecretEnv)
+		case len(secret) < 16:
+			bad(key+".secret_env", "the secret in %s has %d bytes; use at least 16", c.SecretEnv, len(secret))
+		}
+		t := trigger.Trigger{Name: name, Secret: []byte(secret), Input: c.Input, Writes: c.Writes, RatePerMinute: c.RatePerMinute, Tenant: c.Tenant}
+		if len(c.AllowedCapabilities) > 0 {
+			t.AllowedCapabilities = append([]string(nil), c.AllowedCapabilities...)
+		}
+		for i, cap := range t.AllowedCapabilities {
+			if reg == nil {
+				break
+			}
+			if _, ok := reg.Get(cap); !ok {
+				bad(fmt.Sprintf("%s.allowed_capabilities[%d]", key, i), "no capability %q is registered (registered: %v)", cap, reg.Names())
+			}
+		}
+		out = append(out, t)
 	}
 	if len(problems) > 0 {
 		return out, &config.Error{File: cfg.Source(), Problems: problems}
