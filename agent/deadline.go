@@ -9,18 +9,11 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 )
 
-// abandonGrace is how long a capability has, once its attempt's context
-// is done (its deadline, the turn's, or the run stopped), to return. Past
-// it the attempt is abandoned: the run moves on at once and a result the
-// capability returns later is discarded. Short, so that a stop stops
-// within a second even inside a capability that ignores its context.
-const abandonGrace = 250 * time.Millisecond
-
-// EventAbandoned: a capability did not return within abandonGrace of its
-// attempt's cancellation (its deadline passed, or the run stopped) and
-// was abandoned (Capability, Step, Attempt; Text says why). Its late
-// result is discarded; the metrics count it
-// (capgraph_capability_abandoned_total).
+// EventAbandoned: a capability did not return within
+// capabilities.AbandonGrace of its attempt's cancellation (its deadline
+// passed, or the run stopped) and was abandoned (Capability, Step,
+// Attempt; Text says why). Its late result is discarded; the metrics
+// count it (capgraph_capability_abandoned_total).
 const EventAbandoned EventType = "abandoned"
 
 // stepDeadline is the deadline of one attempt of c.
@@ -43,7 +36,7 @@ type bounded struct {
 // executeBounded runs one attempt of c under its deadline and the turn's
 // (turnDeadline), isolated (execute). An attempt past its own deadline
 // fails with a *capabilities.DeadlineError; one that does not return
-// within abandonGrace of its context's end is abandoned.
+// within capabilities.AbandonGrace of its context's end is abandoned.
 func (a *Agent) executeBounded(ctx context.Context, turnDeadline time.Time, c capabilities.Capability, step capabilities.Step) bounded {
 	limit := a.stepDeadline(c)
 	tctx, cancelTurn := context.WithDeadline(ctx, turnDeadline)
@@ -68,7 +61,7 @@ func (a *Agent) executeBounded(ctx context.Context, turnDeadline time.Time, c ca
 	select {
 	case r = <-ch:
 	case <-nctx.Done():
-		grace := time.NewTimer(abandonGrace)
+		grace := time.NewTimer(capabilities.AbandonGrace)
 		select {
 		case r = <-ch:
 		case <-grace.C:

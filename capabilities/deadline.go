@@ -13,6 +13,13 @@ import (
 // wall clock.
 const DefaultDeadline = 60 * time.Second
 
+// AbandonGrace is how long the framework waits, once an attempt's context
+// is done (its deadline passed, the run stopped), for a capability — or a
+// model call — to return before it abandons it and moves on; its late
+// result is discarded. Short, so that a stop stops within a second even
+// inside code that ignores its context.
+const AbandonGrace = 250 * time.Millisecond
+
 // Deadliner gives a capability its own per-attempt deadline (0: none
 // stated). The application's configuration for the capability wins over
 // it; it wins over the configured default.

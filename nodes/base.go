@@ -106,14 +106,10 @@ func (b base) generate(ctx context.Context, role llm.Role, system, user string, 
 	return c, nil
 }
 
-// abandonGrace is how long a model call has, once its context is done (the
-// run stopped, the turn's time ran out), to return; past it the node
-// returns the context's error and the call is abandoned — a provider or an
+// askAbandonable is llm.Ask, abandoned capabilities.AbandonGrace after
+// ctx ends (the run stopped, the turn's time ran out): a provider or an
 // application's Model that ignores its context cannot keep a stop from
 // stopping. Its late chunks and reply are dropped.
-const abandonGrace = 250 * time.Millisecond
-
-// askAbandonable is llm.Ask, abandoned abandonGrace after ctx ends.
 func askAbandonable(ctx context.Context, m llm.Model, req llm.Request, opts llm.AskOptions) (llm.Response, error) {
 	var abandoned atomic.Bool
 	if onChunk := req.OnChunk; onChunk != nil {
@@ -156,7 +152,7 @@ func askAbandonable(ctx context.Context, m llm.Model, req llm.Request, opts llm.
 		return got(r)
 	case <-ctx.Done():
 	}
-	grace := time.NewTimer(abandonGrace)
+	grace := time.NewTimer(capabilities.AbandonGrace)
 	defer grace.Stop()
 	select {
 	case r := <-ch:
