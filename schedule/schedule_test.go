@@ -254,3 +254,45 @@ func TestScheduledWritesAndAllowedCapabilities(t *testing.T) {
 		t.Fatalf("thread %s: %v, %v, want it waiting for an approval", th, status, err)
 	}
 }
+
+// thread: keep makes every run a turn of one thread; a due time older
+// than CatchUp (every replica was down) is skipped, the next runs.
+func TestKeptThreadAndMissedDueTimes(t *testing.T) {
+	var calls atomic.Int32
+	store := memory.New()
+	a, err := agent.New(agent.Config{Registry: beamReader(t, &calls), Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	clock := &fakeClock{now: time.Date(2026, 11, 27, 7, 0, 1, 0, time.UTC)}
+	sc := schedule.Schedule{Name: "beam", When: mustSpec(t, "0 * * * *", ""), Input: "What is the beam current?", KeepThread: true}
+	s, err := schedule.New(schedule.Config{Schedules: []schedule.Schedule{sc}, Runner: a, Store: store, Owner: "only", Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Tick(context.Background()); len(r) != 1 || r[0].Thread != "schedule-beam" || r[0].Outcome != schedule.OutcomeAnswered {
+		t.Fatalf("first: %+v", r)
+	}
+	clock.set(time.Date(2026, 11, 27, 9, 10, 0, 0, time.UTC)) // 08:00 missed, 09:00 ten minutes late
+	if r := s.Tick(context.Background()); len(r) != 0 {
+		t.Fatalf("a due time older than CatchUp ran: %+v", r)
+	}
+	clock.set(time.Date(2026, 11, 27, 10, 0, 2, 0, time.UTC))
+	if r := s.Tick(context.Background()); len(r) != 1 || r[0].Thread != "schedule-beam" {
+		t.Fatalf("next: %+v", r)
+	}
+	st, _, err := a.State(context.Background(), "schedule-beam")
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := 0
+	for _, m := range st.Messages {
+		if m.Role == state.RoleUser {
+			users++
+		}
+	}
+	if users != 2 || calls.Load() != 2 {
+		t.Fatalf("%d turns in the kept thread, %d reads; want 2 and 2", users, calls.Load())
+	}
+}
