@@ -25,12 +25,6 @@ const (
 	ExitEvalError  = 2 // the evaluation could not be carried out (a bad case file or configuration, an infrastructure error in a run)
 )
 
-// exitStatus ends a command with its own exit status; what it has to say
-// is already printed.
-type exitStatus int
-
-func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
 // cmdEval scores the application against a case file: `eval CASES.yaml`.
 func cmdEval(ctx context.Context, c *cmdEnv, args []string) error {
 	fs := c.newFlags(`[--repeats N] [--concurrency N] [--tags a,b] [--json FILE] [--junit FILE] [--compare CONFIG] [--judge CONFIG] CASES.yaml`)
@@ -65,7 +59,7 @@ func cmdEval(ctx context.Context, c *cmdEnv, args []string) error {
 	// From here on every problem is the evaluation's, not the usage's: exit 2.
 	infra := func(err error) error {
 		fmt.Fprintf(c.env.Stderr, "%s eval: %s\n", c.app.Name, oneLine(err))
-		return exitStatus(ExitEvalError)
+		return &exitError{code: ExitEvalError}
 	}
 	suite, err := eval.Load(c.env.path(pos[0]))
 	if err != nil {
@@ -145,7 +139,7 @@ func cmdEval(ctx context.Context, c *cmdEnv, args []string) error {
 		}
 	}
 	if status != ExitOK {
-		return exitStatus(status)
+		return &exitError{code: status}
 	}
 	return nil
 }
