@@ -73,6 +73,14 @@ type Config struct {
 	// CapabilityRetry holds per-capability policies from the application's
 	// config; a capability's own policy wins over them.
 	CapabilityRetry map[string]capabilities.RetryPolicy
+	// StepDeadline bounds one attempt of a capability that states no
+	// deadline of its own (capabilities.Deadliner); default
+	// capabilities.DefaultDeadline. CapabilityDeadlines overrides it, and a
+	// capability's own, per capability (the operator's word wins). Past its
+	// deadline an attempt is cancelled and fails RETRIABLE, kind timeout;
+	// one that ignores the cancellation is abandoned (deadline.go).
+	StepDeadline        time.Duration
+	CapabilityDeadlines map[string]time.Duration
 	// InfraRetry overrides DefaultInfraRetryPolicy per infrastructure node; a
 	// node's own policy (capabilities.RetryPolicyProvider) wins over it.
 	InfraRetry map[string]capabilities.RetryPolicy
@@ -261,6 +269,14 @@ func (c *Config) validate() error {
 	}
 	if c.ErrorExplanationTimeout < 0 {
 		bad("ErrorExplanationTimeout", "must not be negative")
+	}
+	if c.StepDeadline < 0 {
+		bad("StepDeadline", "must not be negative")
+	}
+	for name, d := range c.CapabilityDeadlines {
+		if d <= 0 {
+			bad("CapabilityDeadlines["+name+"]", "must be positive")
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -103,11 +103,13 @@ func (a *Agent) startEffect(ctx context.Context, rec AuditRecord) error {
 // its outcome. rec is the started record.
 func (a *Agent) execEffect(ctx context.Context, deadline time.Time, c capabilities.Capability, step capabilities.Step, action capabilities.Action, rec AuditRecord) effectResult {
 	start := a.cfg.Now()
-	nctx, cancel := context.WithDeadline(ctx, deadline)
-	out, err := execute(nctx, c, step)
-	cancel()
+	b := a.executeBounded(ctx, deadline, c, step)
+	out, err := b.out, b.err
 	end := a.cfg.Now()
 	rec.Time, rec.Duration = end, end.Sub(start)
+	if b.abandoned {
+		return a.abandonedEffect(ctx, c, step, action, rec, b)
+	}
 	if err != nil {
 		if _, ok := graph.IsInterrupt(err); ok {
 			// The capability asks a human before it acts: nothing happened.
@@ -558,10 +560,8 @@ func (a *Agent) sideEffect(ctx context.Context, at attempt, step capabilities.St
 	emit(ctx, Event{Type: EventStepStart, Node: name, Step: at.idx, Total: len(plan.Steps), Capability: name, Text: at.ps.TaskObjective, Attempt: step.Attempt})
 	if len(g.action.Changes) == 0 {
 		// Nothing to change, nothing to guard: the capability says so.
-		nctx, cancel := context.WithDeadline(ctx, a.deadline(at.s))
-		defer cancel()
-		out, err := execute(nctx, c, step)
-		return sideEffectResult{effectResult: effectResult{out: out, err: err}}, at.ps
+		b := a.executeBounded(ctx, a.deadline(at.s), c, step)
+		return sideEffectResult{effectResult: effectResult{out: b.out, err: b.err}}, at.ps
 	}
 	rec := at.record(ctx)
 	rec.setAction(g.action)

@@ -65,6 +65,9 @@ type writer struct {
 	writeOther     *float64
 	// refuse makes the action one the application refuses (a limit).
 	refuse bool
+	// block, when set, holds Execute until it is closed, ignoring the
+	// context (a driver stuck in a call); then it writes.
+	block chan struct{}
 }
 
 func (m *machine) capability(t testing.TB, name string, w *writer) capabilities.Capability {
@@ -95,6 +98,9 @@ func (m *machine) capability(t testing.TB, name string, w *writer) capabilities.
 			mu.Unlock()
 			if fail != nil && !w.failAfterWrite {
 				return capabilities.Output{}, fail
+			}
+			if w.block != nil {
+				<-w.block
 			}
 			if w.writeOther != nil {
 				v = *w.writeOther
@@ -142,6 +148,12 @@ type plannedWrite struct {
 // user asked for exactly those changes.
 func (m *machine) agent(t testing.TB, store checkpoint.Store, caps map[string]*writer, plan ...plannedWrite) *agent.Agent {
 	t.Helper()
+	return m.agentWith(t, store, nil, caps, plan...)
+}
+
+// agentWith is agent with tweak applied to its config (when not nil).
+func (m *machine) agentWith(t testing.TB, store checkpoint.Store, tweak func(*agent.Config), caps map[string]*writer, plan ...plannedWrite) *agent.Agent {
+	t.Helper()
 	reg := capabilities.NewRegistry()
 	for name, w := range caps {
 		if err := reg.Register(m.capability(t, name, w)); err != nil {
@@ -151,7 +163,7 @@ func (m *machine) agent(t testing.TB, store checkpoint.Store, caps map[string]*w
 	node := func(name string, run func(ctx context.Context, s state.State) (state.Update, error)) nodes.Node {
 		return &fnNode{name: name, run: run}
 	}
-	return mustAgent(t, agent.Config{
+	cfg := agent.Config{
 		Registry: reg, Store: store, Options: state.Options{WritesEnabled: true},
 		TaskExtraction: node(state.NodeTaskExtraction, func(ctx context.Context, s state.State) (state.Update, error) {
 			in := intent.Intent{Kind: intent.KindChange}
@@ -195,7 +207,11 @@ func (m *machine) agent(t testing.TB, store checkpoint.Store, caps map[string]*w
 			return state.Update{Messages: []state.Message{{Role: state.RoleAssistant, Content: "which?", Kind: state.KindClarification}}}, nil
 		}),
 		RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Millisecond), Jitter: capabilities.JitterNone},
-	})
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	return mustAgent(t, cfg)
 }
 
 // events renders the thread's audit records of the attempts

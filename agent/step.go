@@ -142,9 +142,8 @@ func (a *Agent) runAttempt(ctx context.Context, at attempt) (state.Update, error
 		name := at.c.Name()
 		emit(ctx, Event{Type: EventStepStart, Node: name, Step: at.idx, Total: len(at.s.Turn.Plan.Steps), Capability: name, Text: at.ps.TaskObjective, Attempt: at.n})
 		if err == nil {
-			nctx, cancel := context.WithDeadline(ctx, a.deadline(at.s))
-			out, err = execute(nctx, at.c, a.stepFor(ctx, at, resolved))
-			cancel()
+			b := a.executeBounded(ctx, a.deadline(at.s), at.c, a.stepFor(ctx, at, resolved))
+			out, err = b.out, b.err
 		}
 	}
 	var (
@@ -196,7 +195,11 @@ func (a *Agent) stepFailed(ctx context.Context, at attempt, end time.Time, err e
 	emit(ctx, Event{Type: EventStepEnd, Node: name, Step: at.idx, Total: len(at.s.Turn.Plan.Steps), Capability: name, Duration: end.Sub(at.now), Err: err.Error(), Attempt: at.n})
 	f := a.stepFailure(at)
 	f.Elapsed, f.Message = end.Sub(at.now), err.Error()
-	f.Classification = capabilities.Classify(at.c, err, capabilities.ErrorContext{Capability: name, StepIndex: at.idx, Attempt: at.n, Elapsed: f.Elapsed, Task: taskText(at.s)})
+	if deadlineFailure(err) {
+		f.Classification = capabilities.DefaultClassify(err)
+	} else {
+		f.Classification = capabilities.Classify(at.c, err, capabilities.ErrorContext{Capability: name, StepIndex: at.idx, Attempt: at.n, Elapsed: f.Elapsed, Task: taskText(at.s)})
+	}
 	if a.timedOut(at.s, err) {
 		f.Limit = router.LimitExecutionTime
 	} else {

@@ -38,6 +38,9 @@ type Definition struct {
 	ReadAt     func(ctx context.Context, action Action, at time.Time) ([]Reading, error)
 	Reconcile  func(ctx context.Context, step Step, action Action) (Outcome, error)
 	Idempotent bool
+	// Deadline bounds one attempt of Run (see Deadliner); 0 means the
+	// configured default, else DefaultDeadline.
+	Deadline time.Duration
 }
 
 // Define returns the capability a Definition describes.
@@ -122,6 +125,8 @@ func (c *defined) Reconcile(ctx context.Context, s Step, a Action) (Outcome, err
 }
 
 func (c *defined) Idempotent() bool { return c.d.Idempotent }
+
+func (c *defined) Deadline() time.Duration { return c.d.Deadline }
 
 // HasOwnRetryPolicy reports whether c states a retry policy of its own (a
 // Definition without Retry does not).

@@ -3,6 +3,7 @@ package capabilities
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -52,6 +53,14 @@ func (r *Registry) DeclareContextType(name, description string) error {
 	r.types[name] = description
 	r.mu.Unlock()
 	return nil
+}
+
+// ContextTypes returns the declared context types (DeclareContextType)
+// with their descriptions, so a copy of the registry can declare them too.
+func (r *Registry) ContextTypes() map[string]string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return maps.Clone(r.types)
 }
 
 // Register adds capabilities, checking each on its own (name, types,

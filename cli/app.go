@@ -24,10 +24,36 @@ const DefaultConfigFile = "capgraph.yaml"
 
 // Exit statuses.
 const (
-	ExitOK    = 0 // an answer, clarifying questions, an approval request or an error report
-	ExitError = 1 // a FATAL failure, a bad configuration, a store that cannot be opened
+	ExitOK    = 0 // done; for run: the question was answered
+	ExitError = 1 // a FATAL failure, a bad configuration, a store that cannot be opened (run: see ExitNotAnswered)
 	ExitUsage = 2 // bad usage: unknown command or flag, missing argument
 )
+
+// Exit statuses of `run`, for CI (docs/operations.md, "Headless runs"):
+// ExitOK when the turn answered; ExitNotAnswered when it ended without an
+// answer — the error report, a refusal, clarifying questions, or a wait
+// for an approval; ExitInfrastructure when it could not run or did not
+// end — bad usage, a bad configuration, a store or model that cannot be
+// used, a FATAL failure, an interrupt.
+const (
+	ExitNotAnswered    = 1
+	ExitInfrastructure = 2
+)
+
+// exitError ends a command with status code; err, when set, is printed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
 
 // App is an application built on capgraph: its name and its capabilities.
 // Main gives it every capgraph command.
@@ -118,7 +144,9 @@ func (a App) commands() []command {
 		{"graph", "", "print the agent graph (Mermaid or DOT); with --thread, a thread's last plan", cmdGraph},
 		{"capabilities", "", "list the capabilities: provides, requires, retry policy, approval", cmdCapabilities},
 		{"audit", "", "list the audit records of side-effecting steps (refused, approved, executed, …)", cmdAudit},
+		{"schedules", "", "list the configured schedules: when, next run, last outcome", cmdSchedules},
 		{"store", "prune", "prune the intermediate checkpoints of finished turns (--vacuum: shrink an SQLite file)", cmdStore},
+		{"eval", "CASES.yaml", "score the agent against a case file (--compare CONFIG: two configurations); exit 0 pass, 1 fail, 2 error", cmdEval},
 		{"config", "check [FILE]", "validate a configuration file, naming each problem's line", cmdConfig},
 		{"help", "", "show this help", nil},
 	}
@@ -137,6 +165,18 @@ func (a App) Run(ctx context.Context, env Env) int {
 	err := a.dispatch(ctx, env)
 	if err == nil {
 		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			var ce *config.Error
+			if errors.As(ee.err, &ce) {
+				fmt.Fprintf(env.Stderr, "%s: %s\n", a.Name, ce.Error())
+			} else {
+				fmt.Fprintf(env.Stderr, "%s: %s\n", a.Name, oneLine(ee.err))
+			}
+		}
+		return ee.code
 	}
 	var ue *UsageError
 	if errors.As(err, &ue) {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/state"
 	"github.com/capgraph/capgraph/wiring"
 )
 
@@ -32,7 +33,7 @@ func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
 	}
 	a, err := c.buildAgent(ctx, true)
 	if err != nil {
-		return err
+		return &exitError{code: ExitInfrastructure, err: err}
 	}
 	id := *thread
 	if id == "" {
@@ -45,9 +46,10 @@ func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
 	}
 	if err != nil {
 		if ctx.Err() != nil && c.spec.Kind != wiring.StoreMemory {
-			return fmt.Errorf("interrupted: the run stopped at its last checkpoint (finish it with: %s chat --thread %s)", c.env.Program, id)
+			err = fmt.Errorf("interrupted: the run stopped at its last checkpoint (finish it with: %s chat --thread %s)", c.env.Program, id)
+			return &exitError{code: ExitInfrastructure, err: err}
 		}
-		return runError(err)
+		return &exitError{code: ExitInfrastructure, err: runError(err)}
 	}
 	printOutcome(c, out)
 	switch {
@@ -57,6 +59,9 @@ func cmdRun(ctx context.Context, c *cmdEnv, args []string) error {
 		fmt.Fprintf(c.env.Stderr, "thread %s waits for approval (answer with: %s chat --thread %s)\n", id, c.env.Program, id)
 	case c.spec.Kind != wiring.StoreMemory:
 		fmt.Fprintf(c.env.Stderr, "thread %s (continue with: %s chat --thread %s)\n", id, c.env.Program, id)
+	}
+	if out.Message == nil || out.Message.Kind != state.KindAnswer {
+		return &exitError{code: ExitNotAnswered} // said on stdout already
 	}
 	return nil
 }

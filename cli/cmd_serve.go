@@ -80,6 +80,15 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 			c.serveFacts = append(c.serveFacts, fact{"traces", "exported over OTLP (telemetry.traces, OTEL_*)"})
 		}
 	}
+	sched, err := c.rt.Scheduler(ctx, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if sched != nil {
+		c.serveFacts = append(c.serveFacts, fact{"schedules", fmt.Sprintf("%d (list them: %s schedules)", len(c.cfg.Schedules), c.env.Program)})
+		go sched.Run(ctx) //nolint:errcheck // ends with ctx
+	}
 	c.banner(ctx, ln.Addr().String(), len(sc.Principals))
 	if *resume && c.spec.Kind != wiring.StoreMemory {
 		// The runs finish in the background, as server runs (audited,

@@ -112,7 +112,7 @@ func TestCommandsRefuseBadConfig(t *testing.T) {
 	h := controlRoom(t)
 	h.writeConfig("capgraph.yaml", "limits:\n  max_stepz: 3\nretry:\n  capabilities:\n    nope: {max_attempts: 2}\n")
 	r := h.run("", "--store", "memory", "run", "What is the beam current?")
-	if r.code != cli.ExitError {
+	if r.code != cli.ExitInfrastructure { // run: 2, it could not run
 		t.Fatalf("exit %d", r.code)
 	}
 	mustContain(t, "stderr", r.stderr, "line 2: limits.max_stepz: unknown key")

@@ -19,6 +19,8 @@
 //	graph               the agent graph as Mermaid or DOT; --thread: a thread's last plan
 //	capabilities        the registry: provides, requires, retry policy, approval
 //	config check [FILE] validate a configuration file, each problem with its line
+//	eval CASES.yaml     score the agent against a case file (package eval); --compare CONFIG
+//	                    runs it under a second configuration; exit 0 pass, 1 fail, 2 error
 //
 // Global flags: --config FILE (default capgraph.yaml in the working directory
 // when it exists) and --store memory | sqlite:PATH | postgres://… (default:
@@ -41,5 +43,7 @@
 // tested without a terminal. Exit statuses: 0 for an answer, clarifying
 // questions, an approval request or an error report; 1 for a FATAL failure
 // or a problem such as a bad configuration (one line on stderr); 2 for bad
-// usage.
+// usage. eval has its own for CI: 0 when every threshold holds, 1 when an
+// expectation failed below one, 2 when the evaluation could not be carried
+// out.
 package cli

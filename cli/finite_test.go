@@ -86,13 +86,13 @@ func rampRoomApp() cli.App {
 }
 
 // A careless capability's +Inf is refused before anyone is asked: the
-// command exits 0 with the report, capgraph audit shows the refusal, and
-// serve answers it over /v1 and the native API with 200.
+// command exits 1 (not answered) with the report, capgraph audit shows the
+// refusal, and serve answers it over /v1 and the native API with 200.
 func TestRunNonFiniteActionIsRefusedAndAudited(t *testing.T) {
 	h := newHarness(t, rampRoomApp())
 	h.writeConfig("capgraph.yaml", "control_system:\n  writes_enabled: true\n")
 	r := h.run("", "run", "--thread", "ramp", setQ1)
-	if r.code != cli.ExitOK {
+	if r.code != cli.ExitNotAnswered {
 		t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
 	}
 	mustContain(t, "run", r.stdout, "Your request could not be completed",

@@ -18,7 +18,7 @@ var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
 func TestRunPrintsTheErrorReportAsText(t *testing.T) {
 	h := controlRoom(t)
 	r := h.run("", "--store", "memory", "run", "Set the quadrupole Q1 current in the BTS line to 105 A")
-	if r.code != cli.ExitOK {
+	if r.code != cli.ExitNotAnswered { // an error report: not answered
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	mustContain(t, "plain report", r.stdout, "⚠️ Your request could not be completed.\n", "\nYou asked: Set the quadrupole Q1 current",

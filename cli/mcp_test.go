@@ -96,7 +96,7 @@ mcp_servers:
 	}
 	mustContain(t, "config check", r.stdout, `capgraph.yaml:7: mcp_servers.everything.tools.gzip-file-as-resourse: MCP server "everything" has no tool "gzip-file-as-resourse"`)
 	r = h.run("", "run", "What is the beam current?")
-	if r.code != cli.ExitError {
+	if r.code != cli.ExitInfrastructure {
 		t.Fatalf("run with a misspelt tool: %d", r.code)
 	}
 	mustContain(t, "stderr", r.stderr, "line 7: mcp_servers.everything.tools.gzip-file-as-resourse")
@@ -107,7 +107,7 @@ mcp_servers:
     command: /nonexistent/mcp-server
 `)
 	r = h.run("", "run", "What is the beam current?")
-	if r.code != cli.ExitError {
+	if r.code != cli.ExitInfrastructure {
 		t.Fatalf("run without its server: %d %s", r.code, r.stdout)
 	}
 	mustContain(t, "stderr", r.stderr, "line 3: mcp_servers.ghost:", "/nonexistent/mcp-server")

@@ -26,14 +26,17 @@ func plantHarness(t *testing.T) *harness {
 // shows the value before beside the change.
 func TestRunPrintsEveryOutcome(t *testing.T) {
 	h := plantHarness(t)
-	for _, tc := range []struct{ magnet, want string }{
-		{"Q1", "step 1: confirmed — set BTS:MAG:Q1:CURRENT 92.00 → 105.00 A (readback 105.00 A)."},
-		{"Q2", "step 1: failed — set BTS:MAG:Q2:CURRENT 92.00 → 105.00 A was not applied: the Q2 interlock is open."},
-		{"Q3", "step 1: MISMATCH — set BTS:MAG:Q3:CURRENT 92.00 → 105.00 A was carried out, but the readback differs from what was asked (readback 97.50 A). It was not retried: check BTS:MAG:Q3:CURRENT on the machine."},
-		{"Q4", "step 1: UNCONFIRMED — set BTS:MAG:Q4:CURRENT 92.00 → 105.00 A may or may not have been applied (the connection to the Q4 supply broke after the request was sent). It was not retried: check BTS:MAG:Q4:CURRENT on the machine before asking for the change again."},
+	for _, tc := range []struct {
+		magnet, want string
+		code         int
+	}{
+		{"Q1", "step 1: confirmed — set BTS:MAG:Q1:CURRENT 92.00 → 105.00 A (readback 105.00 A).", cli.ExitOK},
+		{"Q2", "step 1: failed — set BTS:MAG:Q2:CURRENT 92.00 → 105.00 A was not applied: the Q2 interlock is open.", cli.ExitNotAnswered},
+		{"Q3", "step 1: MISMATCH — set BTS:MAG:Q3:CURRENT 92.00 → 105.00 A was carried out, but the readback differs from what was asked (readback 97.50 A). It was not retried: check BTS:MAG:Q3:CURRENT on the machine.", cli.ExitNotAnswered},
+		{"Q4", "step 1: UNCONFIRMED — set BTS:MAG:Q4:CURRENT 92.00 → 105.00 A may or may not have been applied (the connection to the Q4 supply broke after the request was sent). It was not retried: check BTS:MAG:Q4:CURRENT on the machine before asking for the change again.", cli.ExitNotAnswered},
 	} {
 		r := h.run("", "--store", "memory", "run", "--answer", "yes", "Set the "+tc.magnet+" current to 105 A")
-		if r.code != cli.ExitOK {
+		if r.code != tc.code { // an answer, or the error report of a change that did not go as asked
 			t.Fatalf("%s: exit %d: %s", tc.magnet, r.code, r.stderr)
 		}
 		target := "BTS:MAG:" + tc.magnet + ":CURRENT"
@@ -62,7 +65,8 @@ func TestChatPrintsTheOutcome(t *testing.T) {
 func TestAuditShowsEveryOutcome(t *testing.T) {
 	h := plantHarness(t)
 	for _, m := range []string{"Q1", "Q2", "Q3", "Q4"} {
-		if r := h.run("", "run", "--answer", "yes", "Set the "+m+" current to 105 A"); r.code != cli.ExitOK {
+		// Q1 is answered; the others end in the error report (exit 1).
+		if r := h.run("", "run", "--answer", "yes", "Set the "+m+" current to 105 A"); r.code != cli.ExitOK && (m == "Q1" || r.code != cli.ExitNotAnswered) {
 			t.Fatalf("%s: exit %d: %s", m, r.code, r.stderr)
 		}
 	}

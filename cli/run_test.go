@@ -8,14 +8,14 @@ import (
 	"github.com/capgraph/capgraph/cli"
 )
 
-// A write stops for approval; without --answer the run ends there (exit 0)
-// and says how to answer; with --answer no nothing is written.
+// A write stops for approval; without --answer the run ends there (exit 1:
+// not answered) and says how to answer; with --answer no nothing is written.
 func TestRunApproval(t *testing.T) {
 	h := controlRoom(t)
 	h.writeConfig("capgraph.yaml", "control_system:\n  writes_enabled: true\n")
 	q := "Set the quadrupole Q1 current in the BTS line to 105 A"
 	r := h.run("", "run", "--thread", "w1", q)
-	if r.code != cli.ExitOK {
+	if r.code != cli.ExitNotAnswered {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	mustContain(t, "stdout", r.stdout, "Approval needed: set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A")
@@ -34,8 +34,8 @@ func TestRunApproval(t *testing.T) {
 
 func TestRunWritesDisabledByDefaultIsAnErrorReport(t *testing.T) {
 	r := controlRoom(t).run("", "--store", "memory", "run", "Set the quadrupole Q1 current in the BTS line to 105 A")
-	if r.code != cli.ExitOK {
-		t.Fatalf("an error report exits 0; got %d: %s", r.code, r.stderr)
+	if r.code != cli.ExitNotAnswered {
+		t.Fatalf("an error report exits 1; got %d: %s", r.code, r.stderr)
 	}
 	mustContain(t, "error report", r.stdout, "Your request could not be completed", "writes_enabled")
 }
@@ -88,11 +88,11 @@ func TestRunPlainRetryLines(t *testing.T) {
 	mustContain(t, "answer", r.stdout, "SR:DCCT:CURRENT", "mA")
 }
 
-// FATAL: non-zero exit with a one-line reason, nothing on stdout.
+// FATAL: exit 2 (the run did not end) with a one-line reason, nothing on stdout.
 func TestRunFatalExitsNonZeroWithOneLine(t *testing.T) {
 	r := newHarness(t, tourApp()).run("", "--store", "memory", "run", "Check the corrupt state")
-	if r.code != cli.ExitError {
-		t.Fatalf("exit %d, want %d\n%s", r.code, cli.ExitError, r.stderr)
+	if r.code != cli.ExitInfrastructure {
+		t.Fatalf("exit %d, want %d\n%s", r.code, cli.ExitInfrastructure, r.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 	last := lines[len(lines)-1]
@@ -123,8 +123,9 @@ func TestUsageErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := controlRoom(t).run("", tt.args...)
 			if tt.name == "bad store" {
-				// A bad --store value is a configuration problem, not usage.
-				if r.code != cli.ExitError || !strings.Contains(r.stderr, `"redis://x" is not memory, sqlite:PATH or postgres://`) {
+				// A bad --store value is a configuration problem, not usage;
+				// run exits 2 for either (it could not run).
+				if r.code != cli.ExitInfrastructure || !strings.Contains(r.stderr, `"redis://x" is not memory, sqlite:PATH or postgres://`) {
 					t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 				}
 				return
@@ -155,5 +156,44 @@ func TestAppWithoutCapabilities(t *testing.T) {
 	code := cli.App{}.Run(context.Background(), cli.Env{Args: []string{"capabilities"}})
 	if code != cli.ExitError {
 		t.Fatalf("exit %d", code)
+	}
+}
+
+// The exit statuses of run are what CI needs: 0 only for an answer; 1 for
+// a turn that ended without one (the error report, a refusal, a wait for
+// approval); 2 when it could not run or did not end (usage, configuration,
+// FATAL).
+func TestRunExitCodesForCI(t *testing.T) {
+	h := controlRoom(t)
+	writes := h.writeConfig("writes.yaml", "control_system:\n  writes_enabled: true\n")
+	bad := h.writeConfig("bad.yaml", "limits:\n  max_node_steps: 0\n")
+	q1 := "Set the quadrupole Q1 current in the BTS line to 105 A"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+		out  string // stdout or stderr contains
+	}{
+		{"answered", []string{"--store", "memory", "run", "What is the beam current?"}, cli.ExitOK, "SR:DCCT:CURRENT"},
+		{"approved and written", []string{"--store", "memory", "--config", writes, "run", "--answer", "yes", q1}, cli.ExitOK, "readback verified"},
+		{"error report", []string{"--store", "memory", "run", q1}, cli.ExitNotAnswered, "Your request could not be completed"},
+		{"refused by the human", []string{"--store", "memory", "--config", writes, "run", "--answer", "no", q1}, cli.ExitNotAnswered, ""},
+		{"waits for approval", []string{"--config", writes, "run", q1}, cli.ExitNotAnswered, "Approval needed"},
+		{"usage", []string{"run"}, cli.ExitInfrastructure, "a question is required"},
+		{"bad configuration", []string{"--config", bad, "run", "What is the beam current?"}, cli.ExitInfrastructure, "max_node_steps"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.run("", tc.args...)
+			if r.code != tc.want {
+				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", r.code, tc.want, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout+r.stderr, tc.out) {
+				t.Fatalf("output lacks %q:\nstdout %s\nstderr %s", tc.out, r.stdout, r.stderr)
+			}
+		})
+	}
+	r := newHarness(t, tourApp()).run("", "--store", "memory", "run", "Check the corrupt state")
+	if r.code != cli.ExitInfrastructure {
+		t.Fatalf("FATAL: exit %d, want %d", r.code, cli.ExitInfrastructure)
 	}
 }

@@ -27,13 +27,13 @@ func TestRunApprovalAnsweredWithoutTheWriteSwitch(t *testing.T) {
 	h := controlRoom(t)
 	h.writeConfig("w.yaml", "control_system:\n  writes_enabled: true\napproval:\n  global_mode: disabled\n")
 	r := h.run("", "--config", "w.yaml", "run", "--thread", "w2", setQ1)
-	if r.code != cli.ExitOK {
+	if r.code != cli.ExitNotAnswered { // waits for approval
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	// Side effects are approved whatever approval.global_mode says.
 	mustContain(t, "first run", r.stdout, "Approval needed: set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A")
 	r = h.run("", "run", "--thread", "w2", "--answer", "yes", "yes")
-	if r.code != cli.ExitOK {
+	if r.code != cli.ExitNotAnswered { // the error report
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	mustContain(t, "answer without the config", r.stdout, "Your request could not be completed", "Writes are disabled")

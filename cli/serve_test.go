@@ -252,7 +252,7 @@ func cutRun(t *testing.T, h *harness, started chan struct{}) {
 	defer cancel()
 	go func() { <-started; cancel() }()
 	var out, errb syncBuffer
-	if code := h.app.Run(ctx, h.environment(strings.NewReader(""), &out, &errb, []string{"run", "--thread", "cut", "read the beam sensor"})); code != cli.ExitError {
+	if code := h.app.Run(ctx, h.environment(strings.NewReader(""), &out, &errb, []string{"run", "--thread", "cut", "read the beam sensor"})); code != cli.ExitInfrastructure {
 		t.Fatalf("canceled run: exit %d %s", code, errb.String())
 	}
 	mustContain(t, "canceled run", errb.String(), "capgraph: interrupted: the run stopped at its last checkpoint (finish it with: capgraph chat --thread cut)")

@@ -33,6 +33,8 @@ type Config struct {
 	Limits Limits `yaml:"limits"`
 	// Retry holds retry policies.
 	Retry Retry `yaml:"retry"`
+	// Deadlines bound one attempt of a capability.
+	Deadlines Deadlines `yaml:"deadlines"`
 	// Approval configures human approval.
 	Approval Approval `yaml:"approval"`
 	// ControlSystem holds the control-system safety switches.
@@ -51,6 +53,12 @@ type Config struct {
 	Logging Logging `yaml:"logging"`
 	// Telemetry configures traces and metrics (docs/observability.md).
 	Telemetry Telemetry `yaml:"telemetry"`
+	// Schedules are runs `capgraph serve` starts at their due times, by
+	// name (docs/schedules.md).
+	Schedules map[string]Schedule `yaml:"schedules"`
+	// Triggers are webhooks that start runs, POST /api/triggers/{name}, by
+	// name (docs/triggers.md).
+	Triggers map[string]Trigger `yaml:"triggers"`
 	// MCPServers are MCP servers whose tools become capabilities, by name
 	// (the name starts their capability names unless Prefix says otherwise).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
@@ -93,6 +101,10 @@ type Model struct {
 	MaxTokens int `yaml:"max_tokens"`
 	// Timeout bounds one call; 0 means no timeout beyond the turn's.
 	Timeout Duration `yaml:"timeout"`
+	// IdleTimeout bounds a pause in a streamed reply: no token for this
+	// long and the call is cancelled and retried (default: the llm
+	// package's, 60s).
+	IdleTimeout Duration `yaml:"idle_timeout"`
 	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens
 	// (openai provider; for servers that only accept the old field).
 	LegacyMaxTokens bool `yaml:"legacy_max_tokens"`
@@ -201,6 +213,17 @@ type Limits struct {
 type Retry struct {
 	Default      capabilities.RetryPolicy            `yaml:"default"`
 	Capabilities map[string]capabilities.RetryPolicy `yaml:"capabilities"`
+}
+
+// Deadlines bound one attempt of a capability: past it the attempt is
+// cancelled and fails RETRIABLE, kind timeout (docs/operations.md).
+type Deadlines struct {
+	// Default bounds an attempt of every capability that states no deadline
+	// of its own (default: the library's, capabilities.DefaultDeadline, 60s).
+	Default Duration `yaml:"default"`
+	// Capabilities sets the deadline of single capabilities, by name; it
+	// wins over a capability's own deadline.
+	Capabilities map[string]Duration `yaml:"capabilities"`
 }
 
 // Approval configures human approval.
@@ -485,6 +508,56 @@ type MCPTool struct {
 	Description string `yaml:"description"`
 }
 
+// Schedule is one scheduled run (docs/schedules.md).
+type Schedule struct {
+	// Cron is when it runs: minute hour day-of-month month day-of-week
+	// ("0 7 * * 1-5"), or @hourly, @daily, …
+	Cron string `yaml:"cron"`
+	// Timezone the expression is read in: a zone name (default UTC).
+	Timezone string `yaml:"timezone"`
+	// Input is the message the run starts with.
+	Input string `yaml:"input"`
+	// Thread: "new" (the default: a thread per due time) or "keep" (one
+	// thread, each run a turn of it).
+	Thread string `yaml:"thread"`
+	// AllowedCapabilities are the only capabilities the run may use;
+	// empty means all.
+	AllowedCapabilities []string `yaml:"allowed_capabilities"`
+	// Writes lets the run's side-effecting steps go ahead under the
+	// configuration's write switch and approval policy (a write then waits
+	// for a human's approval); false (the default) turns writes off.
+	Writes bool `yaml:"writes"`
+	// WebhookURL, when set, receives the run's outcome as a JSON POST.
+	WebhookURL string `yaml:"webhook_url"`
+}
+
+// Trigger is one webhook trigger (docs/triggers.md).
+type Trigger struct {
+	// SecretEnv names the environment variable holding the HMAC secret
+	// (at least 16 bytes); the secret never appears in the file.
+	SecretEnv string `yaml:"secret_env"`
+	// Input is the run's message, a Go text/template over the JSON
+	// payload: "Alarm {{.alarm}} on {{.device}}".
+	Input string `yaml:"input"`
+	// AllowedCapabilities are the only capabilities the run may use;
+	// empty means all.
+	AllowedCapabilities []string `yaml:"allowed_capabilities"`
+	// Writes: as a schedule's.
+	Writes bool `yaml:"writes"`
+	// RatePerMinute bounds accepted calls (default: the trigger
+	// package's, 10).
+	RatePerMinute int `yaml:"rate_per_minute"`
+	// Tenant puts the runs' threads in this tenant (its API keys see
+	// them); empty: none.
+	Tenant string `yaml:"tenant"`
+}
+
+// Values of a schedule's thread.
+const (
+	ScheduleThreadNew  = "new"
+	ScheduleThreadKeep = "keep"
+)
+
 // MCP transports.
 const (
 	MCPStdio = "stdio"
@@ -553,6 +626,9 @@ func (c *Config) ModelFor(role string) (m Model, ok bool) {
 	}
 	if r.Timeout == 0 {
 		r.Timeout = def.Timeout
+	}
+	if r.IdleTimeout == 0 {
+		r.IdleTimeout = def.IdleTimeout
 	}
 	if !r.LegacyMaxTokens {
 		r.LegacyMaxTokens = def.LegacyMaxTokens

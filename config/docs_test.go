@@ -34,7 +34,9 @@ func TestDocumentedExampleParses(t *testing.T) {
 		c.Server.StatusFrames != "auto" || c.Server.APIKeys[2].StatusFrames != "off" || len(c.Server.CORSOrigins) != 1 || len(c.Server.AllowedHosts) != 1 || len(c.Server.FrameAncestors) != 1 ||
 		c.MCPServers["wiki"].HeadersEnv["Authorization"] != "WIKI_MCP_TOKEN" || c.MCPServers["files"].Tools["write_file"].IsErrorSeverity != "replanning" ||
 		c.MCPServers["files"].Args[2] != "/srv/shift-notes" || !c.MCPServers["files"].Optional ||
-		c.Limits.MaxArtifactBytes != 2_000_000 || c.Server.PublicURL != "https://capgraph.example.org" || time.Duration(c.Server.ArtifactURLTTL) != 72*time.Hour {
+		c.Limits.MaxArtifactBytes != 2_000_000 || time.Duration(c.Deadlines.Capabilities["channel_read"]) != 20*time.Second ||
+		time.Duration(c.Models["default"].IdleTimeout) != 30*time.Second || c.Schedules["morning_beam"].Timezone != "Europe/Berlin" ||
+		c.Triggers["beam_alarm"].SecretEnv != "BEAM_ALARM_SECRET" || c.Server.PublicURL != "https://capgraph.example.org" || time.Duration(c.Server.ArtifactURLTTL) != 72*time.Hour {
 		t.Errorf("example parsed to %+v", c)
 	}
 }

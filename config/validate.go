@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/llm/vocab"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/schedule/spec"
 	"github.com/capgraph/capgraph/server/allowedhost"
 	"github.com/capgraph/capgraph/server/apikey"
 	"github.com/capgraph/capgraph/state"
@@ -73,6 +75,18 @@ func (d *decoder) validate(c *Config) {
 		}
 		d.validateRetry(key, p)
 	}
+	if d.set("deadlines.default") && c.Deadlines.Default == 0 {
+		d.bad("deadlines.default", "must be longer than 0 (leave it out for the default 60s)")
+	}
+	for name, v := range c.Deadlines.Capabilities {
+		key := "deadlines.capabilities." + name
+		if !capabilityName.MatchString(name) {
+			d.bad(key, "is not a capability name (lower_snake_case)")
+		}
+		if v == 0 {
+			d.bad(key, "must be longer than 0")
+		}
+	}
 	if !oneOf(c.Approval.GlobalMode, "", state.ApprovalModeDisabled, state.ApprovalModeSelective, state.ApprovalModeAll) {
 		d.bad("approval.global_mode", "must be disabled, selective or all_capabilities, got %q", c.Approval.GlobalMode)
 	}
@@ -88,6 +102,64 @@ func (d *decoder) validate(c *Config) {
 	}
 	d.validateMCP(c)
 	d.validateTelemetry(c.Telemetry)
+	d.validateSchedules(c.Schedules)
+	d.validateTriggers(c.Triggers)
+}
+
+func (d *decoder) validateTriggers(triggers map[string]Trigger) {
+	for name, tr := range triggers {
+		key := "triggers." + name
+		if !capabilityName.MatchString(name) {
+			d.bad(key, "is not a trigger name (lower_snake_case)")
+		}
+		if !envVarName.MatchString(tr.SecretEnv) {
+			d.bad(key+".secret_env", "is required: the name of the environment variable holding the HMAC secret, got %q", tr.SecretEnv)
+		}
+		if strings.TrimSpace(tr.Input) == "" {
+			d.bad(key+".input", "is required: the run's message, a template over the payload")
+		} else if _, err := template.New(name).Parse(tr.Input); err != nil {
+			d.bad(key+".input", "is not a template: %v", err)
+		}
+		if tr.RatePerMinute < 0 {
+			d.bad(key+".rate_per_minute", "must not be negative")
+		}
+		for i, c := range tr.AllowedCapabilities {
+			if !capabilityName.MatchString(c) {
+				d.bad(fmt.Sprintf("%s.allowed_capabilities[%d]", key, i), "%q is not a capability name (lower_snake_case)", c)
+			}
+		}
+	}
+}
+
+func (d *decoder) validateSchedules(schedules map[string]Schedule) {
+	for name, sc := range schedules {
+		key := "schedules." + name
+		if !capabilityName.MatchString(name) {
+			d.bad(key, "is not a schedule name (lower_snake_case)")
+		}
+		if err := spec.Expr(sc.Cron); err != nil {
+			d.bad(key+".cron", "%v", err)
+		}
+		if _, err := spec.Zone(sc.Timezone); err != nil {
+			d.bad(key+".timezone", "%v", err)
+		}
+		if strings.TrimSpace(sc.Input) == "" {
+			d.bad(key+".input", "is required: the message the run starts with")
+		}
+		if !oneOf(sc.Thread, "", ScheduleThreadNew, ScheduleThreadKeep) {
+			d.bad(key+".thread", "must be new or keep, got %q", sc.Thread)
+		}
+		for i, c := range sc.AllowedCapabilities {
+			if !capabilityName.MatchString(c) {
+				d.bad(fmt.Sprintf("%s.allowed_capabilities[%d]", key, i), "%q is not a capability name (lower_snake_case)", c)
+			}
+		}
+		if u := sc.WebhookURL; u != "" {
+			if pu, err := url.Parse(u); err != nil || pu.Host == "" || pu.Scheme != "http" && pu.Scheme != "https" {
+				d.bad(key+".webhook_url", "must be an http(s) URL, got %q", u)
+			}
+		}
+	}
 }
 
 func (d *decoder) validateTelemetry(t Telemetry) {

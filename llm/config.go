@@ -74,6 +74,10 @@ type RoleConfig struct {
 	MaxTokens int `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
 	// Timeout bounds one call; 0 means no limit beyond the caller's context.
 	Timeout capabilities.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	// IdleTimeout bounds a pause in a streamed reply (before the first
+	// token, or between two): past it the call is cancelled with
+	// ErrStalled (RETRIABLE). 0 means DefaultIdleTimeout.
+	IdleTimeout capabilities.Duration `json:"idle_timeout,omitempty" yaml:"idle_timeout,omitempty"`
 	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens
 	// (openai provider; for servers that only accept the old field).
 	LegacyMaxTokens bool `json:"legacy_max_tokens,omitempty" yaml:"legacy_max_tokens,omitempty"`
@@ -153,6 +157,9 @@ func (rc RoleConfig) validate(role Role, lookup func(string) (string, bool)) (ke
 	}
 	if rc.Timeout < 0 {
 		errs = append(errs, &ConfigError{Role: role, Field: "timeout", Problem: "is negative"})
+	}
+	if rc.IdleTimeout < 0 {
+		errs = append(errs, &ConfigError{Role: role, Field: "idle_timeout", Problem: "is negative"})
 	}
 	if rc.JSONMode != "" && !slices.Contains(JSONModes(), rc.JSONMode) {
 		errs = append(errs, &ConfigError{Role: role, Field: "json_mode",

@@ -140,6 +140,10 @@ func (e *Error) Classification() capabilities.Classification {
 	case ErrTimeout:
 		c.Severity, c.Kind = capabilities.Retriable, capabilities.KindTimeout
 		c.UserMessage = fmt.Sprintf("the language model for %s timed out", who)
+	case ErrStalled:
+		c.Severity, c.Kind = capabilities.Retriable, capabilities.KindTimeout
+		c.UserMessage = fmt.Sprintf("the language model for %s stopped sending its reply", who)
+		c.RetryAfter = capabilities.Duration(e.Delay)
 	case ErrUnreachable:
 		c.Severity, c.Kind = capabilities.Retriable, capabilities.KindConnection
 		c.UserMessage = fmt.Sprintf("the language model provider for %s could not be reached", who)

@@ -98,7 +98,7 @@ func New(cfg Config) (*Set, error) {
 			errs = append(errs, err)
 			continue
 		}
-		var m Model = pm
+		m := Watch(pm, rc.IdleTimeout.D())
 		if cfg.Fallback == FallbackOffline {
 			m = offlineFallback{m}
 		}

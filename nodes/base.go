@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph"
@@ -89,16 +91,76 @@ func (b base) generate(ctx context.Context, role llm.Role, system, user string, 
 		req.JSON, req.Schema = true, shape.schema()
 		opts.CutRetries, opts.KeepCut = jsonCutRetries, false
 	}
-	resp, err := llm.Ask(ctx, m, req, opts)
+	resp, err := askAbandonable(ctx, m, req, opts)
 	c := call{text: resp.Text, raw: resp.Raw, usage: resp.Usage, finish: resp.FinishReason, maxTokens: resp.MaxTokens}
 	if err != nil {
 		if errors.Is(err, llm.ErrOffline) {
 			graph.Emit(ctx, OfflineFallback{Node: b.name, Reason: err.Error()})
 			return call{offline: true, usage: resp.Usage}, nil
 		}
+		if errors.Is(err, llm.ErrStalled) {
+			graph.Emit(ctx, Status{Node: b.name, Text: fmt.Sprintf("The %s model stopped sending its reply (%v); the call was cancelled.", role, err)})
+		}
 		return c, llm.CapabilityError(err)
 	}
 	return c, nil
+}
+
+// askAbandonable is llm.Ask, abandoned capabilities.AbandonGrace after
+// ctx ends (the run stopped, the turn's time ran out): a provider or an
+// application's Model that ignores its context cannot keep a stop from
+// stopping. Its late chunks and reply are dropped.
+func askAbandonable(ctx context.Context, m llm.Model, req llm.Request, opts llm.AskOptions) (llm.Response, error) {
+	var abandoned atomic.Bool
+	if onChunk := req.OnChunk; onChunk != nil {
+		req.OnChunk = func(ctx context.Context, chunk string) error {
+			if abandoned.Load() {
+				return context.Canceled
+			}
+			return onChunk(ctx, chunk)
+		}
+	}
+	type result struct {
+		resp     llm.Response
+		err      error
+		panicked any
+	}
+	ch := make(chan result, 1) // buffered: an abandoned call's reply is dropped with it
+	go func() {
+		r, returned := result{}, false
+		defer func() {
+			if v := recover(); v != nil {
+				r.panicked = v
+			} else if !returned {
+				r.err = errors.New("the model call exited its goroutine without returning (runtime.Goexit)")
+			}
+			ch <- r
+		}()
+		r.resp, r.err = llm.Ask(ctx, m, req, opts)
+		returned = true
+	}()
+	// A panic in the model is the node's, as if the call ran inline: the
+	// graph engine recovers it.
+	got := func(r result) (llm.Response, error) {
+		if r.panicked != nil {
+			panic(r.panicked)
+		}
+		return r.resp, r.err
+	}
+	select {
+	case r := <-ch:
+		return got(r)
+	case <-ctx.Done():
+	}
+	grace := time.NewTimer(capabilities.AbandonGrace)
+	defer grace.Stop()
+	select {
+	case r := <-ch:
+		return got(r)
+	case <-grace.C:
+		abandoned.Store(true)
+		return llm.Response{}, ctx.Err()
+	}
 }
 
 func tokenLimit(n int) string {

@@ -118,6 +118,10 @@ type Config struct {
 	// of the API. A deployment that scrapes without a key serves it on a
 	// listener of its own instead (docs/observability.md).
 	Metrics http.Handler
+	// Triggers, when set, serves POST /api/triggers/{name} (package
+	// trigger): callers authenticate by the trigger's HMAC signature, not
+	// by API keys.
+	Triggers http.Handler
 	// ObserveRequest, when set, is told of every answered request: its
 	// route pattern ("POST /v1/chat/completions"; "" when none matched),
 	// status code and duration (a stream: until it ended).

@@ -131,6 +131,9 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.Metrics != nil {
 		mux.Handle("GET /metrics", oa(s.cfg.Metrics.ServeHTTP))
 	}
+	if s.cfg.Triggers != nil {
+		mux.Handle("POST /api/triggers/{name}", s.cfg.Triggers)
+	}
 	s.mcpRoutes(mux, oa)
 	s.artifactRoutes(mux, oa)
 	if !s.cfg.DisableWebPage {

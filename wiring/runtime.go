@@ -20,8 +20,10 @@ import (
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/logging"
 	"github.com/capgraph/capgraph/mcp"
+	"github.com/capgraph/capgraph/schedule"
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/state"
+	"github.com/capgraph/capgraph/trigger"
 )
 
 // DefaultAppName names an App that names none: the capgraph command.
@@ -301,6 +303,35 @@ func (r *Runtime) Agent(ctx context.Context) (*agent.Agent, error) {
 	return a, nil
 }
 
+// Scheduler is the scheduler of the file's schedules over the runtime's
+// agent and store, logging to logger; nil when the file has none.
+func (r *Runtime) Scheduler(ctx context.Context, logger logging.Logger) (*schedule.Scheduler, error) {
+	if len(r.cfg.Schedules) == 0 {
+		return nil, nil
+	}
+	reg, err := r.Registry(ctx)
+	if err != nil {
+		return nil, err
+	}
+	schedules, err := Schedules(r.cfg, reg)
+	if err != nil {
+		return nil, err
+	}
+	a, err := r.Agent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := r.Store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ss, ok := st.(schedule.Store)
+	if !ok {
+		return nil, fmt.Errorf("the store keeps no leases or records, which schedules need")
+	}
+	return schedule.New(schedule.Config{Schedules: schedules, Runner: a, Store: ss, Owner: a.LeaseOwner(), Logger: logger})
+}
+
 // agentCloseWait bounds how long Close waits for the agent's runs to stop
 // (a capability that ignores its context would otherwise hold the process
 // up); the store is closed after it all the same.
@@ -341,6 +372,25 @@ func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (serv
 		}
 		r.closers = append(r.closers, f.Close)
 		sc.Audit = f
+	}
+	if len(r.cfg.Triggers) > 0 {
+		reg, err := r.Registry(ctx)
+		if err != nil {
+			return sc, err
+		}
+		triggers, err := Triggers(r.cfg, reg, r.opts.Getenv)
+		if err != nil {
+			return sc, err
+		}
+		tc := trigger.Config{Triggers: triggers, Starter: trigger.RunnerStarter(a, logger), Logger: logger}
+		if st, err := r.Store(ctx); err == nil {
+			tc.Rate, _ = st.(checkpoint.RateCounter) // replicas share the rate; else each counts its own
+		}
+		h, err := trigger.New(tc)
+		if err != nil {
+			return sc, err
+		}
+		sc.Triggers = h
 	}
 	if spec, _ := r.StoreSpec(); spec.Kind == StorePostgres {
 		// Replicas share a PostgreSQL store: a replica that died leaves its
@@ -404,6 +454,10 @@ func (r *Runtime) Check(ctx context.Context) []config.Problem {
 		ac, err := AgentConfig(cfg, reg, memory.New(), models)
 		ac.Application = r.app.Name
 		add(err) // unknown capabilities' retry policies are left out of ac
+		_, err = Schedules(cfg, reg)
+		add(err)
+		_, err = Triggers(cfg, reg, r.opts.Getenv)
+		add(err)
 		if a, err := agent.New(ac); err != nil {
 			add(err)
 		} else {

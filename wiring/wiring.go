@@ -19,8 +19,11 @@ import (
 	"github.com/capgraph/capgraph/logging/logrusadapter"
 	"github.com/capgraph/capgraph/nodes"
 	"github.com/capgraph/capgraph/router"
+	"github.com/capgraph/capgraph/schedule"
+	"github.com/capgraph/capgraph/schedule/spec"
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/state"
+	"github.com/capgraph/capgraph/trigger"
 )
 
 // neverExpires stands in for approval.expires_after: 0 ("never") in the
@@ -49,6 +52,7 @@ func LLMConfig(cfg *config.Config) llm.Config {
 			Temperature:     m.Temperature,
 			MaxTokens:       m.MaxTokens,
 			Timeout:         m.Timeout,
+			IdleTimeout:     m.IdleTimeout,
 			LegacyMaxTokens: m.LegacyMaxTokens,
 			JSONMode:        m.JSONMode,
 			StreamUsage:     m.StreamUsage,
@@ -143,6 +147,24 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 		}
 		p, _ := cfg.RetryPolicyFor(name)
 		ac.CapabilityRetry[name] = p
+	}
+	ac.StepDeadline = time.Duration(cfg.Deadlines.Default)
+	names = names[:0]
+	for name := range cfg.Deadlines.Capabilities {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, ok := reg.Get(name); !ok {
+			key := "deadlines.capabilities." + name
+			problems = append(problems, config.Problem{Line: cfg.Line(key), Key: key,
+				Problem: fmt.Sprintf("no capability %q is registered (registered: %v)", name, reg.Names())})
+			continue
+		}
+		if ac.CapabilityDeadlines == nil {
+			ac.CapabilityDeadlines = map[string]time.Duration{}
+		}
+		ac.CapabilityDeadlines[name] = time.Duration(cfg.Deadlines.Capabilities[name])
 	}
 	if len(problems) > 0 {
 		return ac, &config.Error{File: cfg.Source(), Problems: problems}
@@ -341,6 +363,98 @@ func pageConfig(cfg *config.Config) (server.Page, error) {
 				Problem: fmt.Sprintf("the logo cannot be read: %v", err)}}}
 		}
 		out.Logo, out.LogoType = b, config.LogoTypes[strings.ToLower(filepath.Ext(p.Logo))]
+	}
+	return out, nil
+}
+
+// Schedules converts the file's schedules (sorted by name). With reg, a
+// schedule's allowed capability that is not registered is a problem named
+// with its line; without, the names are not checked (listing schedules
+// needs no capabilities).
+func Schedules(cfg *config.Config, reg *capabilities.Registry) ([]schedule.Schedule, error) {
+	names := make([]string, 0, len(cfg.Schedules))
+	for name := range cfg.Schedules {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var (
+		out      []schedule.Schedule
+		problems []config.Problem
+	)
+	for _, name := range names {
+		c := cfg.Schedules[name]
+		key := "schedules." + name
+		when, err := spec.Parse(c.Cron, c.Timezone)
+		if err != nil {
+			problems = append(problems, config.Problem{Line: cfg.Line(key), Key: key, Problem: err.Error()})
+			continue
+		}
+		s := schedule.Schedule{Name: name, When: when, Input: c.Input, KeepThread: c.Thread == config.ScheduleThreadKeep,
+			Writes: c.Writes, WebhookURL: c.WebhookURL}
+		if len(c.AllowedCapabilities) > 0 {
+			s.AllowedCapabilities = append([]string(nil), c.AllowedCapabilities...)
+		}
+		for i, cap := range s.AllowedCapabilities {
+			if reg == nil {
+				break
+			}
+			if _, ok := reg.Get(cap); !ok {
+				k := fmt.Sprintf("%s.allowed_capabilities[%d]", key, i)
+				problems = append(problems, config.Problem{Line: cfg.Line(k), Key: k,
+					Problem: fmt.Sprintf("no capability %q is registered (registered: %v)", cap, reg.Names())})
+			}
+		}
+		out = append(out, s)
+	}
+	if len(problems) > 0 {
+		return out, &config.Error{File: cfg.Source(), Problems: problems}
+	}
+	return out, nil
+}
+
+// Triggers converts the file's triggers (sorted by name), reading each
+// secret from the environment variable its secret_env names. A secret not
+// set or shorter than 16 bytes, and with reg an allowed capability that is
+// not registered, is a problem named with its line.
+func Triggers(cfg *config.Config, reg *capabilities.Registry, getenv func(string) string) ([]trigger.Trigger, error) {
+	names := make([]string, 0, len(cfg.Triggers))
+	for name := range cfg.Triggers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var (
+		out      []trigger.Trigger
+		problems []config.Problem
+	)
+	bad := func(key, format string, args ...any) {
+		problems = append(problems, config.Problem{Line: cfg.Line(key), Key: key, Problem: fmt.Sprintf(format, args...)})
+	}
+	for _, name := range names {
+		c := cfg.Triggers[name]
+		key := "triggers." + name
+		secret := getenv(c.SecretEnv)
+		switch {
+		case secret == "":
+			bad(key+".secret_env", "the environment variable %s is not set (it holds the trigger's HMAC secret)", c.SecretEnv)
+		case len(secret) < 16:
+			bad(key+".secret_env", "the secret in %s has %d bytes; use at least 16", c.SecretEnv, len(secret))
+		}
+		t := trigger.Trigger{Name: name, Secret: []byte(secret), Input: c.Input, Writes: c.Writes, RatePerMinute: c.RatePerMinute, Tenant: c.Tenant}
+		if len(c.AllowedCapabilities) > 0 {
+			t.AllowedCapabilities = append([]string(nil), c.AllowedCapabilities...)
+		}
+		for i, cap := range t.AllowedCapabilities {
+			if reg == nil {
+				break
+			}
+			if _, ok := reg.Get(cap); !ok {
+				bad(fmt.Sprintf("%s.allowed_capabilities[%d]", key, i), "no capability %q is registered (registered: %v)", cap, reg.Names())
+			}
+		}
+		out = append(out, t)
+	}
+	if len(problems) > 0 {
+		return out, &config.Error{File: cfg.Source(), Problems: problems}
 	}
 	return out, nil
 }

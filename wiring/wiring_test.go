@@ -130,6 +130,29 @@ func TestAgentConfigNamesUnknownCapabilityLine(t *testing.T) {
 	}
 }
 
+// deadlines: the default and the per-capability overrides reach the
+// agent; an unregistered capability is named with its line; a file
+// without the key leaves the agent's default (zero here).
+func TestAgentConfigDeadlines(t *testing.T) {
+	cfg := parse(t, "deadlines:\n  default: 45s\n  capabilities:\n    beam: 2m\n")
+	ac, err := wiring.AgentConfig(cfg, registry(t, "beam"), memory.New(), llm.None)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ac.StepDeadline != 45*time.Second || ac.CapabilityDeadlines["beam"] != 2*time.Minute {
+		t.Fatalf("StepDeadline %v, CapabilityDeadlines %v", ac.StepDeadline, ac.CapabilityDeadlines)
+	}
+	ac, err = wiring.AgentConfig(parse(t, "store: memory\n"), registry(t, "beam"), memory.New(), llm.None)
+	if err != nil || ac.StepDeadline != 0 || ac.CapabilityDeadlines != nil {
+		t.Fatalf("no deadlines key: %v, %v, %v; want the agent's default", err, ac.StepDeadline, ac.CapabilityDeadlines)
+	}
+	_, err = wiring.AgentConfig(parse(t, "deadlines:\n  capabilities:\n    bogus: 5s\n"), registry(t, "beam"), memory.New(), llm.None)
+	var ce *config.Error
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Line != 3 || ce.Problems[0].Key != "deadlines.capabilities.bogus" {
+		t.Fatalf("%v", err)
+	}
+}
+
 func TestLLMConfigMergesRolesOverDefault(t *testing.T) {
 	cfg := parse(t, `models:
   default:
@@ -137,6 +160,7 @@ func TestLLMConfigMergesRolesOverDefault(t *testing.T) {
     model: gpt-4o-mini
     api_key_env: MY_KEY
     max_tokens: 500
+    idle_timeout: 45s
   orchestrator:
     model: gpt-4o
 fallback: offline
@@ -146,7 +170,7 @@ fallback: offline
 		t.Fatalf("%+v", lc)
 	}
 	o := lc.Roles[llm.RoleOrchestrator]
-	if o.Provider != "openai" || o.Model != "gpt-4o" || o.APIKeyEnv != "MY_KEY" || o.MaxTokens != 500 {
+	if o.Provider != "openai" || o.Model != "gpt-4o" || o.APIKeyEnv != "MY_KEY" || o.MaxTokens != 500 || o.IdleTimeout.D() != 45*time.Second {
 		t.Errorf("orchestrator %+v", o)
 	}
 	if len(wiring.LLMConfig(config.Default()).Roles) != 0 {

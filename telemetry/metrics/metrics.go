@@ -54,6 +54,7 @@ type Metrics struct {
 	sideEffects   *prometheus.CounterVec
 	effectEvents  *prometheus.CounterVec
 	denied        *prometheus.CounterVec
+	abandoned     *prometheus.CounterVec
 	llmCalls      *prometheus.CounterVec
 	llmErrors     *prometheus.CounterVec
 	llmTokens     *prometheus.CounterVec
@@ -111,6 +112,7 @@ func New(opts Options) *Metrics {
 	m.sideEffects = counter("side_effects_total", "Attempts of side-effecting steps that ended, by capability and write outcome (refused, failed, confirmed, mismatch, unconfirmed, unrequested).", "capability", "outcome")
 	m.effectEvents = counter("side_effect_events_total", "Audit events of side-effecting steps, by capability and event (planned, unrequested, refused, asked, approved, rejected, expired, started, ended).", "capability", "event")
 	m.denied = counter("capability_denied_total", "Capabilities refused to a caller that may not use them, by capability.", "capability")
+	m.abandoned = counter("capability_abandoned_total", "Capability attempts abandoned because they did not return once cancelled (their deadline passed, or the run stopped), by capability; a late result is discarded.", "capability")
 	m.llmCalls = counter("llm_calls_total", "LLM calls, by model role and provider.", "role", "provider")
 	m.llmErrors = counter("llm_errors_total", "LLM calls that failed, by model role and provider.", "role", "provider")
 	m.llmTokens = counter("llm_tokens_total", "LLM tokens, by model role, provider and direction (prompt, completion).", "role", "provider", "direction")
@@ -266,6 +268,8 @@ func (r *run) Event(e agent.Event) {
 		}
 	case agent.EventDenied:
 		m.denied.WithLabelValues(e.Capability).Inc()
+	case agent.EventAbandoned:
+		m.abandoned.WithLabelValues(e.Capability).Inc()
 	case agent.EventModelCall:
 		c := e.Call
 		p := m.provider(c.Role)
