@@ -15,7 +15,9 @@
 //     and the signed image links of chat answers under /v1/artifacts
 //     (Config.Artifacts);
 //   - the audit log at GET /api/audit (admin keys), GET /api/info for the
-//     page, GET /metrics when Config.Metrics is set;
+//     page, GET /metrics when Config.Metrics is set, and
+//     POST /api/triggers/{name} when Config.Triggers is set (package
+//     trigger: HMAC-signed calls that start a run);
 //   - GET /healthz, the only route that needs no key when keys are set.
 //
 // New checks a Config (its groups: Auth, Limits, Cluster, Artifacts) and

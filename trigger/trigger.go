@@ -23,8 +23,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // The request headers of a trigger call.
@@ -94,8 +94,8 @@ type Config struct {
 	Triggers []Trigger
 	Starter  Starter
 	// Rate counts calls across replicas when the store can
-	// (checkpoint.RateCounter: PostgreSQL); nil counts in this process.
-	Rate checkpoint.RateCounter
+	// (runstore.RateCounter: PostgreSQL); nil counts in this process.
+	Rate runstore.RateCounter
 	// Now is the clock (timestamps, the local rate); default time.Now.
 	Now func() time.Time
 	// MaxBodyBytes: default DefaultMaxBodyBytes.

@@ -20,6 +20,7 @@ import (
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/logging"
 	"github.com/capgraph/capgraph/mcp"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/schedule"
 	"github.com/capgraph/capgraph/server"
 	"github.com/capgraph/capgraph/state"
@@ -384,7 +385,7 @@ func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (serv
 		}
 		tc := trigger.Config{Triggers: triggers, Starter: trigger.RunnerStarter(a, logger), Logger: logger}
 		if st, err := r.Store(ctx); err == nil {
-			tc.Rate, _ = st.(checkpoint.RateCounter) // replicas share the rate; else each counts its own
+			tc.Rate, _ = st.(runstore.RateCounter) // replicas share the rate; else each counts its own
 		}
 		h, err := trigger.New(tc)
 		if err != nil {
