@@ -71,7 +71,17 @@ func TestThreadTitleFromFirstQuestion(t *testing.T) {
 		t.Fatalf("threads %v: want one chat thread (the follow-up continues it), agui-1, native-1, named", got)
 	}
 	// Renamed, it keeps the new title after another question.
-	env.do(t, "PATCH", "/api/threads/native-1", keyAlice, map[string]any{"metadata": map[string]string{"title": "Beam"}})
+	// (A run that has ended may still be handing over: the rename waits.)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, body := env.do(t, "PATCH", "/api/threads/native-1", keyAlice, map[string]any{"metadata": map[string]string{"title": "Beam"}})
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if resp.StatusCode != http.StatusConflict || time.Now().After(deadline) {
+			t.Fatalf("rename: %d %s", resp.StatusCode, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	env.do(t, "POST", "/api/threads/native-1/runs", keyAlice, map[string]any{"input": "and the lifetime?"})
 	waitIdle(t, env.testEnv, "native-1")
 	if got := titles()["native-1"]; got != "Beam" {
