@@ -113,24 +113,7 @@ func wantRefused(t *testing.T, what string, resp *http.Response, body []byte, st
 		t.Errorf("%s: %d %s, want %d", what, resp.StatusCode, body, status)
 		return
 	}
-	var rpc struct {
-		JSONRPC string `json:"jsonrpc"`
-		Error   struct {
-			Message string `json:"message"`
-			Data    struct {
-				Code  string  `json:"code"`
-				Param *string `json:"param"`
-			} `json:"data"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &rpc) == nil && rpc.JSONRPC == "2.0" {
-		// /mcp answers JSON-RPC errors (mcperrors.go), the server's code
-		// and param in their data.
-		if rpc.Error.Data.Code != code || rpc.Error.Data.Param == nil || *rpc.Error.Data.Param != param {
-			t.Errorf("%s: code %s param %v, want %s %s: %s", what, rpc.Error.Data.Code, rpc.Error.Data.Param, code, param, rpc.Error.Message)
-		}
-		return
-	}
+	// /mcp answers JSON-RPC errors (mcperrors.go); apiErrorOf reads their data.
 	e := apiErrorOf(t, resp, string(body))
 	if *e.Code != code || e.Param == nil || *e.Param != param {
 		t.Errorf("%s: code %s param %v, want %s %s: %s", what, *e.Code, e.Param, code, param, e.Message)
