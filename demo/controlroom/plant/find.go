@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/capgraph/capgraph/typo"
@@ -239,7 +240,7 @@ type word struct {
 // splitWords lower-cases text and splits it into words (apostrophes
 // dropped: "what's" → "whats").
 func splitWords(text string) []string {
-	text = strings.NewReplacer("'", "", "’", "").Replace(strings.ToLower(text))
+	text = apostrophes.Replace(strings.ToLower(text))
 	return strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
@@ -349,6 +350,35 @@ type searchIndex struct {
 	// vocab is every word a query may use (terms, synonyms, qualifiers,
 	// units, fillers), sorted, for typo correction.
 	vocab []string
+}
+
+// apostrophes are dropped from a query ("what's" → "whats").
+var apostrophes = strings.NewReplacer("'", "", "’", "")
+
+// indexes keeps each channel table's index (read-only once built): every
+// plant of a process with the same channels shares one, so a test that
+// makes a plant per case does not build it again.
+var indexes sync.Map // indexKey → *searchIndex
+
+// indexKey is what an index is built from: the channels' names, words and
+// units.
+func indexKey(names []string, chans map[string]Channel) string {
+	var b strings.Builder
+	for _, n := range names {
+		c := chans[n]
+		b.WriteString(n + "\x00" + c.Description + "\x00" + strings.Join(c.Synonyms, "\x01") + "\x00" + c.Units + "\x02")
+	}
+	return b.String()
+}
+
+// searchIndexFor returns the index of a channel table, built once.
+func searchIndexFor(names []string, chans map[string]Channel) *searchIndex {
+	key := indexKey(names, chans)
+	if ix, ok := indexes.Load(key); ok {
+		return ix.(*searchIndex)
+	}
+	ix, _ := indexes.LoadOrStore(key, newSearchIndex(names, chans))
+	return ix.(*searchIndex)
 }
 
 func newSearchIndex(names []string, chans map[string]Channel) *searchIndex {

@@ -105,7 +105,7 @@ func New(cfg Config) (*Plant, error) {
 	}
 	p.listed = slices.Clone(p.names)
 	sort.Strings(p.names)
-	p.index = newSearchIndex(p.names, p.channels)
+	p.index = searchIndexFor(p.names, p.channels)
 	return p, nil
 }
 
