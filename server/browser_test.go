@@ -49,6 +49,8 @@ func guardRoutes(id string) []guardRoute {
 		{"native plan", "GET", "/api/threads/" + id + "/plan", nil, 200},
 		{"native approval", "POST", "/api/threads/" + id + "/approval", map[string]any{"approval_id": "step:1:1:0:set_q1:000000000000", "approved": true}, 409},
 		{"native artifacts", "GET", "/api/threads/" + id + "/artifacts", nil, 200},
+		{"native outcomes", "GET", "/api/threads/" + id + "/outcomes", nil, 200},
+		{"evaluations", "GET", "/api/evaluations", nil, 200},
 		{"audit", "GET", "/api/audit", nil, 403},
 		{"info", "GET", "/api/info", nil, 200},
 		{"AG-UI", "POST", "/agui", map[string]any{"threadId": "agui-" + id, "messages": []any{map[string]any{"id": "u", "role": "user", "content": "What is the beam current?"}}}, 200},

@@ -122,6 +122,9 @@ type Config struct {
 	// trigger): callers authenticate by the trigger's HMAC signature, not
 	// by API keys.
 	Triggers http.Handler
+	// Evaluations, when set, lists the last evaluation runs recorded in the
+	// store (capgraph eval --record) at GET /api/evaluations, for the page.
+	Evaluations EvaluationLister
 	// ObserveRequest, when set, is told of every answered request: its
 	// route pattern ("POST /v1/chat/completions"; "" when none matched),
 	// status code and duration (a stream: until it ended).

@@ -125,6 +125,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/threads/{thread}/runs/{run}/cancel", oa(s.handleCancelRun))
 
 	mux.HandleFunc("GET /api/audit", oa(s.handleAudit))
+	mux.HandleFunc("GET /api/evaluations", oa(s.handleEvaluations))
 
 	mux.HandleFunc("POST /agui", oa(s.handleAGUI))
 	mux.HandleFunc("GET /api/info", oa(s.handleInfo))

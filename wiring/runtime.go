@@ -15,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/config"
+	"github.com/capgraph/capgraph/eval"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/llm"
@@ -374,6 +375,11 @@ func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (serv
 		r.closers = append(r.closers, f.Close)
 		sc.Audit = f
 	}
+	if st, err := r.Store(ctx); err == nil {
+		if log, ok := st.(checkpoint.RecordLog); ok {
+			sc.Evaluations = evaluations{log}
+		}
+	}
 	if len(r.cfg.Triggers) > 0 {
 		reg, err := r.Registry(ctx)
 		if err != nil {
@@ -650,4 +656,20 @@ func lineOf(cfg *config.Config, key string) int {
 // oneLine joins a multi-line error message into one line.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+// evaluations lists the evaluation runs recorded in a store's record log
+// (server.EvaluationLister).
+type evaluations struct{ log checkpoint.RecordLog }
+
+func (e evaluations) RecentEvaluations(ctx context.Context, limit int) ([]any, error) {
+	runs, err := eval.Recent(ctx, e.log, "", limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(runs))
+	for i, r := range runs {
+		out[i] = r
+	}
+	return out, nil
 }

@@ -9,7 +9,7 @@
 import { api, follow, keys, setKey, AuthError, APIError, onUnauthorized, threadPath } from "./js/api.js";
 import { el, icon } from "./js/icons.js";
 import { Turn, setApprovalState } from "./js/turn.js";
-import { setZone, timeZone, date } from "./js/time.js";
+import { setZone, timeZone, date, stamp } from "./js/time.js";
 
 const $ = (s) => document.querySelector(s);
 const chat = $("#chat"), statusEl = $("#status"), q = $("#q"), sendBtn = $("#send"), stopBtn = $("#stop");
@@ -598,7 +598,25 @@ async function startOnce() {
   toggle($("#key-toggle"), keybar, false);
   showWrites(app.info);
   await loadThreads();
+  loadEvaluations();
   route();
+}
+
+// loadEvaluations lists the last evaluation runs recorded in the store
+// (capgraph eval --record) under the conversations: when, which suite,
+// passed or not, and the cases that failed. Hidden when there are none.
+async function loadEvaluations() {
+  let page;
+  try { page = await api("api/evaluations?limit=10"); } catch { return; }
+  const runs = page.evaluations || [];
+  const box = $("#evaluations");
+  box.hidden = runs.length === 0;
+  $("#evaluation-list").replaceChildren(...runs.map((r) => el("li", { class: "evaluation", dataset: { passed: String(!!r.passed) } },
+    el("span", { class: "badge " + (r.passed ? "passed" : "failed") }, icon(r.passed ? "check" : "cross"), r.passed ? " passed" : " failed"),
+    " ", el("strong", { text: r.suite || "(unnamed)" }),
+    el("span", { class: "thread-meta" }, el("time", { datetime: r.started, text: stamp(r.started) }),
+      el("span", { text: r.cases + " cases, " + r.runs + " runs" + (r.errors ? ", " + r.errors + " errors" : "") })),
+    r.failed && r.failed.length ? el("span", { class: "evaluation-failed", text: "failed: " + r.failed.join(", ") }) : null)));
 }
 
 setInterval(() => { if (document.visibilityState === "visible" && app.info && !threadList.querySelector(".rename-input")) loadThreads(); }, 30000);
