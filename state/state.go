@@ -126,7 +126,7 @@ const (
 	StepPending StepStatus = "pending"
 	StepDone    StepStatus = "done"
 	StepFailed  StepStatus = "failed"  // failed for good (after recovery was exhausted)
-	StepSkipped StepStatus = "skipped" // cancelled: a human rejected another step of the plan
+	StepSkipped StepStatus = "skipped" // never started: the turn ended before it (a rejection, a failure)
 	// StepRejected: a human rejected the step's approval; it did not run.
 	StepRejected StepStatus = "rejected"
 )

@@ -104,6 +104,9 @@ func Apply(s State, u Update) (State, error) {
 	if u.Done {
 		s.Turn.Done = true
 	}
+	if s.Turn.Done {
+		s.Turn.Plan = closePlan(s.Turn.Plan)
+	}
 	if u.LimitExceeded != "" && s.Turn.Control.LimitExceeded == "" {
 		s.Turn.Control.LimitExceeded = u.LimitExceeded
 	}
@@ -153,4 +156,21 @@ func applyStep(t Turn, su StepUpdate) (Turn, error) {
 		}
 	}
 	return t, nil
+}
+
+// closePlan marks the steps of an ended turn's plan that never started
+// skipped (a rejection or a failure ended the turn before them), so every
+// face shows each step closed; the plan is copied when it changes.
+func closePlan(p *Plan) *Plan {
+	if p == nil || !slices.ContainsFunc(p.Steps, func(st PlanStep) bool { return st.Status == StepPending }) {
+		return p
+	}
+	c := *p
+	c.Steps = slices.Clone(p.Steps)
+	for i := range c.Steps {
+		if c.Steps[i].Status == StepPending {
+			c.Steps[i].Status = StepSkipped
+		}
+	}
+	return &c
 }

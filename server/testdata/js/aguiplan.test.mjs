@@ -54,7 +54,7 @@ test("an approved write: pending at the interrupt, done after the resume", async
 });
 
 // After a rejection or a failure the turn ends without running respond:
-// the native plan leaves it pending, and so does the shared state.
+// the native plan closes it as skipped, and so does the shared state.
 test("a rejected write: rejected in the shared state as in the native plan", async () => {
   const a = agent("plan-reject");
   assert.equal(await run(a, "Set the Q1 current to 106 A"), "interrupt");
@@ -63,7 +63,8 @@ test("a rejected write: rejected in the shared state as in the native plan", asy
   assert.equal(await run(a, null, [{ interruptId: intr.id, status: "resolved", payload: { approved: false } }]), "success");
   const plan = await agree(a);
   assert.ok(plan.some(([, st]) => st === "rejected"), JSON.stringify(plan));
-  assert.ok(plan.every(([, st]) => st !== "running"), JSON.stringify(plan));
+  assert.ok(plan.every(([, st]) => st !== "running" && st !== "pending"), JSON.stringify(plan));
+  assert.ok(plan.some(([, st]) => st === "skipped"), JSON.stringify(plan));
 });
 
 test("a failed step: failed in the shared state as in the native plan", async () => {
@@ -71,7 +72,7 @@ test("a failed step: failed in the shared state as in the native plan", async ()
   await run(a, "what is the vacuum gauge pressure?");
   const plan = await agree(a);
   assert.ok(plan.some(([, st]) => st === "failed"), JSON.stringify(plan));
-  assert.ok(plan.every(([, st]) => st !== "running"), JSON.stringify(plan));
+  assert.ok(plan.every(([, st]) => st !== "running" && st !== "pending"), JSON.stringify(plan));
 });
 
 test("a retried step: done once it succeeds", async () => {
