@@ -256,3 +256,26 @@ func TestLibreChatSectionAsLibreChatSendsIt(t *testing.T) {
 		t.Fatalf("titleModel on capgraph: %d %s", resp.StatusCode, body)
 	}
 }
+
+// The Responses API does the same: images and files beside the text are
+// answered with the note; a message of images alone is a 400.
+func TestResponsesImagePartsAreNotedAsNotRead(t *testing.T) {
+	env := newTestEnv(t, nil)
+	input := func(parts ...map[string]any) map[string]any {
+		return map[string]any{"model": "capgraph", "input": []any{map[string]any{"role": "user", "content": parts}}}
+	}
+	text := map[string]any{"type": "input_text", "text": "What is the beam current?"}
+	img := map[string]any{"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+	resp, body := env.do(t, "POST", "/v1/responses", keyAlice, input(text, img))
+	if got := outputText(t, body); resp.StatusCode != http.StatusOK ||
+		got != "Beam current is 500 mA.\n\n*(The image or file attached to your message was not read: capgraph reads only the text of a message.)*" {
+		t.Fatalf("%d %q", resp.StatusCode, got)
+	}
+	if _, body := env.do(t, "POST", "/v1/responses", keyAlice, input(text)); outputText(t, body) != "Beam current is 500 mA." {
+		t.Fatalf("no image: %s", body)
+	}
+	resp, body = env.do(t, "POST", "/v1/responses", keyAlice, input(img))
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "reads only the text of a message, not images") {
+		t.Fatalf("image only: %d %s", resp.StatusCode, body)
+	}
+}

@@ -230,7 +230,8 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		}
 		t.msgs = append(t.msgs, transcriptMsg{Role: it.Role, Text: it.Text})
 	}
-	t.input = req.Items[len(req.Items)-1].Text
+	last := req.Items[len(req.Items)-1]
+	t.input, t.unread = last.Text, last.Unread // an empty text was refused by Decode
 	if err := s.responsesThread(r.Context(), c, req, &t); err != nil {
 		s.writeError(w, err)
 		return
@@ -329,6 +330,9 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	default:
 		tail := s.finishApproval(c, st.ru, rd)
 		tail += st.ru.endNote()
+		if note := t.unreadNote(); note != "" {
+			tail += "\n\n" + note
+		}
 		out.text(tail)
 		rd.content.WriteString(tail)
 		if st.token != "" {

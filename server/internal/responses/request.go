@@ -39,6 +39,9 @@ type Item struct {
 	Text string
 	ID   string
 	Ref  bool
+	// Unread counts the content parts that are not text (images, files,
+	// audio): the agent reads text only, and its answer says so.
+	Unread int
 }
 
 // Limits bound a request (the server's max_messages and
@@ -204,6 +207,10 @@ func decodeInput(raw json.RawMessage, lim Limits) ([]Item, error) {
 	if last.Role != "user" {
 		return nil, apierror.BadRequest(fmt.Sprintf("input[%d]", len(items)-1), "the last item must be the user's message")
 	}
+	if strings.TrimSpace(last.Text) == "" && last.Unread > 0 {
+		return nil, apierror.BadRequest(fmt.Sprintf("input[%d]", len(items)-1),
+			"the user's message has no text: capgraph reads only the text of a message, not images or files")
+	}
 	if strings.TrimSpace(last.Text) == "" {
 		return nil, apierror.BadRequest(fmt.Sprintf("input[%d]", len(items)-1), "the user's message is empty")
 	}
@@ -249,29 +256,29 @@ func decodeItem(raw json.RawMessage, path string) (Item, error) {
 	default:
 		return Item{}, apierror.BadRequest(path+".role", "unknown role %q (user, assistant, system or developer)", it.Role)
 	}
-	text, err := itemText(it.Content, path+".content")
+	text, unread, err := itemText(it.Content, path+".content")
 	if err != nil {
 		return Item{}, err
 	}
-	return Item{Role: it.Role, Text: text, ID: id}, nil
+	return Item{Role: it.Role, Text: text, ID: id, Unread: unread}, nil
 }
 
-// itemText is a message's content as text: a string, or its text parts.
-// Images, files and audio would change the question, so they are refused.
-func itemText(raw json.RawMessage, path string) (string, error) {
+// itemText is a message's content as text: a string, or its text parts;
+// unread counts its images, files and audio, which the agent does not read.
+func itemText(raw json.RawMessage, path string) (text string, unread int, err error) {
 	if len(raw) == 0 || IsNull(raw) {
-		return "", apierror.BadRequest(path, "required")
+		return "", 0, apierror.BadRequest(path, "required")
 	}
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", apierror.BadRequest(path, "must be a string or an array of content parts")
+			return "", 0, apierror.BadRequest(path, "must be a string or an array of content parts")
 		}
-		return s, nil
+		return s, 0, nil
 	}
 	var parts []json.RawMessage
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", apierror.BadRequest(path, "must be a string or an array of content parts")
+		return "", 0, apierror.BadRequest(path, "must be a string or an array of content parts")
 	}
 	var b strings.Builder
 	for j, p := range parts {
@@ -282,7 +289,7 @@ func itemText(raw json.RawMessage, path string) (string, error) {
 		}
 		pp := fmt.Sprintf("%s[%d]", path, j)
 		if err := json.Unmarshal(p, &part); err != nil {
-			return "", apierror.BadRequest(pp, "must be an object with type and text")
+			return "", 0, apierror.BadRequest(pp, "must be an object with type and text")
 		}
 		var t *string
 		switch part.Type {
@@ -291,19 +298,20 @@ func itemText(raw json.RawMessage, path string) (string, error) {
 		case "refusal":
 			t = part.Refusal
 		case "input_image", "input_file", "input_audio":
-			return "", apierror.BadRequest(pp+".type", "%s is not supported: the agent reads text only", part.Type)
+			unread++
+			continue
 		default:
-			return "", apierror.BadRequest(pp+".type", "unknown content part type %q", part.Type)
+			return "", 0, apierror.BadRequest(pp+".type", "unknown content part type %q", part.Type)
 		}
 		if t == nil {
-			return "", apierror.BadRequest(pp+".text", "required")
+			return "", 0, apierror.BadRequest(pp+".text", "required")
 		}
 		if b.Len() > 0 {
 			b.WriteString("\n")
 		}
 		b.WriteString(*t)
 	}
-	return b.String(), nil
+	return b.String(), unread, nil
 }
 
 // DecodeMetadata reads a metadata object within OpenAI's limits (16 keys
