@@ -187,6 +187,10 @@ func (l *liveLine) event(e agent.Event) {
 	case agent.EventToken:
 		l.retryAt = time.Time{}
 		l.answer += e.Text
+		if len(l.answer) > maxStatusAnswer {
+			// Only the latest words are shown: keep their tail, not the whole answer.
+			l.answer = strings.ToValidUTF8(l.answer[len(l.answer)-maxStatusAnswer:], "")
+		}
 		l.text = "answering: " + tail(oneLineText(l.answer), l.width()-16)
 	case agent.EventAnswerReset:
 		l.answer = ""
@@ -213,6 +217,10 @@ func (l *liveLine) stop() {
 		l.mu.Unlock()
 	})
 }
+
+// maxStatusAnswer bounds the streamed answer the status line keeps (bytes):
+// more than any terminal's width, so redrawing it per token stays cheap.
+const maxStatusAnswer = 1024
 
 // tail is the end of s in at most w columns, "…" before it when cut: the
 // latest words of a streaming answer.

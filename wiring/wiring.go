@@ -3,6 +3,7 @@ package wiring
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,19 +130,8 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 			ac.KeepIntermediate = -1
 		}
 	}
-	var problems []config.Problem
-	names := make([]string, 0, len(cfg.Retry.Capabilities))
-	for name := range cfg.Retry.Capabilities {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if _, ok := reg.Get(name); !ok {
-			key := "retry.capabilities." + name
-			problems = append(problems, config.Problem{Line: cfg.Line(key), Key: key,
-				Problem: fmt.Sprintf("no capability %q is registered (registered: %v)", name, reg.Names())})
-			continue
-		}
+	retried, problems := registeredNames(cfg, reg, "retry.capabilities.", cfg.Retry.Capabilities)
+	for _, name := range retried {
 		if ac.CapabilityRetry == nil {
 			ac.CapabilityRetry = map[string]capabilities.RetryPolicy{}
 		}
@@ -149,18 +139,9 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 		ac.CapabilityRetry[name] = p
 	}
 	ac.StepDeadline = time.Duration(cfg.Deadlines.Default)
-	names = names[:0]
-	for name := range cfg.Deadlines.Capabilities {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if _, ok := reg.Get(name); !ok {
-			key := "deadlines.capabilities." + name
-			problems = append(problems, config.Problem{Line: cfg.Line(key), Key: key,
-				Problem: fmt.Sprintf("no capability %q is registered (registered: %v)", name, reg.Names())})
-			continue
-		}
+	deadlined, more := registeredNames(cfg, reg, "deadlines.capabilities.", cfg.Deadlines.Capabilities)
+	problems = append(problems, more...)
+	for _, name := range deadlined {
 		if ac.CapabilityDeadlines == nil {
 			ac.CapabilityDeadlines = map[string]time.Duration{}
 		}
@@ -457,4 +438,21 @@ func Triggers(cfg *config.Config, reg *capabilities.Registry, getenv func(string
 		return out, &config.Error{File: cfg.Source(), Problems: problems}
 	}
 	return out, nil
+}
+
+// registeredNames returns the keys of m, sorted, that name a registered
+// capability, and a problem (at key prefix+name) for each that does not.
+func registeredNames[V any](cfg *config.Config, reg *capabilities.Registry, prefix string, m map[string]V) ([]string, []config.Problem) {
+	var known []string
+	var problems []config.Problem
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		if _, ok := reg.Get(name); !ok {
+			key := prefix + name
+			problems = append(problems, config.Problem{Line: cfg.Line(key), Key: key,
+				Problem: fmt.Sprintf("no capability %q is registered (registered: %v)", name, reg.Names())})
+			continue
+		}
+		known = append(known, name)
+	}
+	return known, problems
 }
