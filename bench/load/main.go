@@ -4,15 +4,26 @@
 // (package wiring), on loopback — whose model is the scripted one
 // (llm/llmtest) answering every call after a fixed latency. It prints, per
 // store, turns per second, the p50 and p99 latency a turn adds to its model
-// calls, the errors, the server's resident memory per idle thread and, on
-// SQLite, the store's growth per conversation.
+// calls, the errors, the server's CPU per turn, its peak resident memory
+// and memory per live conversation, per idle thread and, on SQLite, the
+// store's growth per conversation — as Markdown tables that paste into
+// docs/performance.md.
 //
-//	cd bench && go run ./load [-stores floor,memory,sqlite] [-clients 200] [-latency 200ms] [-duration 30s]
+//	cd bench && go run ./load [-stores floor,memory,sqlite] [-clients 200] [-latency 200ms] [-duration 30s] [-runs 5] [-users 0]
 //
 // The floor is the same load against a bare handler that waits out the
 // turn's four model calls and streams as capgraph does, without capgraph:
-// what the client, HTTP and the machine's scheduling add by themselves, so
-// that each store's figures can be read beside it.
+// what the client, HTTP and the machine's scheduling add by themselves.
+// Every server figure is printed beside the floor row measured in the same
+// run (a ratio or a difference), because on a shared machine absolute
+// figures move with the load; the load average is printed before and after
+// each run. -runs repeats the whole sequence and ends with each figure's
+// min, median and max and every run's value.
+//
+// -users N makes the key a trusted frontend's and spreads the clients over
+// N forwarded users, each question a new chat, as Open WebUI sends them:
+// the thread quota (server.limits.max_threads) counts per forwarded user,
+// so a load of many conversations measures the server, not the quota.
 //
 // The server runs in a process of its own (this program, started again
 // with -serve), so its resident memory is its own. Each store gets a
@@ -31,6 +42,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -60,17 +72,23 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the server during each measured load to FILE.STORE")
 	heapprofile := flag.String("heapprofile", "", "write a heap profile of the server after each measured load to FILE.STORE")
 	flag.StringVar(&traceFile, "trace", "", "write an execution trace of the server's first 5 s of each measured load to FILE.STORE (go tool trace)")
+	runs := flag.Int("runs", 5, "runs of every store, each with its own floor row; the figures' min, median and max are printed after them")
+	users := flag.Int("users", 0, "0: the clients share one API key; N: the key is a trusted frontend's and client c forwards user c mod N with a new chat id per question (X-OpenWebUI-User-Id, X-OpenWebUI-Chat-Id), as Open WebUI does")
 	flag.Parse()
 	var err error
 	if *serve {
-		err = runServer(*store, *dir, *latency, *keep)
+		err = runServer(*store, *dir, *latency, *keep, *users > 0)
+	} else if *runs < 1 || *clients < 1 || *users < 0 {
+		err = fmt.Errorf("-runs and -clients must be at least 1 and -users at least 0")
 	} else {
+		trustedFrontend = *users > 0
 		keepIntermediate = *keep
 		if *ramp < 0 {
 			*ramp = 4 * *latency
 		}
 		clientRamp = *ramp
-		err = run(strings.Split(*stores, ","), *clients, *latency, *duration, *warmup, *cpuprofile, *heapprofile)
+		err = run(strings.Split(*stores, ","), options{clients: *clients, latency: *latency, duration: *duration, warmup: *warmup,
+			cpuprofile: *cpuprofile, heapprofile: *heapprofile, runs: *runs, users: *users})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
@@ -92,56 +110,202 @@ type row struct {
 	medianPhases, slowPhases   [3]time.Duration
 	cpuPerTurn                 time.Duration // the server process's CPU time per turn
 	rssPerThread, storePerConv float64       // bytes; storePerConv < 0: not measured
-	fileBytes, threads         int64
-	firstErrors                []string
+	// peakRSS is the server's resident high-water mark during the
+	// measured load; rssPerLive is peakRSS less the RSS before it, per
+	// client (each has a conversation in flight).
+	peakRSS            int64
+	rssPerLive         float64
+	fileBytes, threads int64
+	firstErrors        []string
 }
 
-func run(stores []string, clients int, latency, duration, warmup time.Duration, cpuprofile, heapprofile string) error {
-	fmt.Printf("capgraph server under load: %d clients streaming Chat Completions, one new conversation per question\n", clients)
-	fmt.Printf("control-room application, scripted model answering each call after %v; %v measured after %v of warm-up, per store\n", latency, duration, warmup)
-	fmt.Printf("checkpoints.keep_intermediate: %s; the clients' starts spread over %v\n", keepIntermediate, clientRamp)
-	fmt.Printf("%s/%s, %d CPUs (%s), %s, GOMAXPROCS %d\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOMAXPROCS(0))
-	var rows []row
-	for _, st := range stores {
-		r, err := measure(strings.TrimSpace(st), clients, latency, duration, warmup, cpuprofile, heapprofile)
-		if err != nil {
-			return fmt.Errorf("%s: %w", st, err)
-		}
-		rows = append(rows, r)
+// options are the load's settings beyond the stores.
+type options struct {
+	clients                   int
+	latency, duration, warmup time.Duration
+	cpuprofile, heapprofile   string
+	runs, users               int
+}
+
+func run(stores []string, o options) error {
+	who := "one API key, every question a new conversation (a new thread)"
+	if o.users > 0 {
+		who = fmt.Sprintf("one trusted frontend key forwarding %d users (X-OpenWebUI-User-Id, client c is user c mod %d), every question a new chat (X-OpenWebUI-Chat-Id)", o.users, o.users)
 	}
-	fmt.Printf("%-7s %7s %8s %10s %10s %9s %9s %10s %10s %7s %12s %14s\n", "store", "turns", "turns/s", "calls/turn", "p50 model",
-		"p50 turn", "p99 turn", "p50 added", "p99 added", "errors", "RSS/idle thr", "store/conv")
+	fmt.Printf("capgraph server under load: `go run ./load %s`\n\n", strings.Join(os.Args[1:], " "))
+	fmt.Printf("- %d clients streaming Chat Completions; %s\n", o.clients, who)
+	fmt.Printf("- control-room application, scripted model answering each call after %v; %v measured after %v of warm-up, per store; %d runs\n", o.latency, o.duration, o.warmup, o.runs)
+	fmt.Printf("- checkpoints.keep_intermediate: %s; the clients' starts spread over %v\n", keepIntermediate, clientRamp)
+	fmt.Printf("- %s/%s, %d CPUs (%s), %s, GOMAXPROCS %d\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOMAXPROCS(0))
+	fmt.Printf("- load average (1, 5, 15 min) at start: %s\n\n", loadavg())
+	var runs [][]row
+	for i := range o.runs {
+		before := loadavg()
+		var rows []row
+		for _, st := range stores {
+			r, err := measure(strings.TrimSpace(st), o)
+			if err != nil {
+				return fmt.Errorf("run %d: %s: %w", i+1, st, err)
+			}
+			rows = append(rows, r)
+		}
+		runs = append(runs, rows)
+		fmt.Printf("### Run %d of %d (load average before %s, after %s)\n\n", i+1, o.runs, before, loadavg())
+		printRun(rows)
+	}
+	if o.runs > 1 {
+		printSummary(stores, runs)
+	}
+	fmt.Printf("load average at the end: %s\n\n", loadavg())
+	fmt.Println("floor = the same clients against a bare handler that waits out four model calls and streams, without capgraph;")
+	fmt.Println("every × floor and − floor is against the floor row of the same run.")
+	fmt.Println("added = a turn's latency at the client minus the time of its model calls, as the model measured them.")
+	fmt.Println("late = how much later than asked the scripted model's timer woke it: the machine's scheduling delay, which")
+	fmt.Println("every wake-up of a turn (its steps, its commits, its stream writes) pays as well.")
+	fmt.Println("before 1st call = request to the first model call: the request, the thread, the run, the turn's first step;")
+	fmt.Println("between calls = the turn's steps and checkpoints; after last call = the answer's steps, stream and client.")
+	fmt.Println("peak RSS = the server's resident high-water mark during the measured load (warm-up excluded);")
+	fmt.Println("RSS/live conv = (peak RSS − RSS before the measured load) ÷ clients: every client has a turn in flight,")
+	fmt.Println("so it bounds a live streaming conversation's memory from above (the idle threads the load leaves count in it).")
+	return nil
+}
+
+// floorOf returns the floor row among rows, if measured.
+func floorOf(rows []row) (row, bool) {
+	for _, r := range rows {
+		if r.store == "floor" {
+			return r, true
+		}
+	}
+	return row{}, false
+}
+
+// printRun prints one run's rows as Markdown tables, each server figure
+// beside the floor's of the same run.
+func printRun(rows []row) {
+	fl, hasFloor := floorOf(rows)
+	vs := func(f func(row) string) func(row) string {
+		return func(r row) string {
+			if !hasFloor || r.store == "floor" {
+				return "—"
+			}
+			return f(r)
+		}
+	}
+	fmt.Println("| store | turns | × floor | errors | p50 added | − floor | p99 added | × floor's p99 | CPU/turn | − floor | peak RSS | RSS/live conv | RSS/idle thread | store/conv |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range rows {
 		perConv := "—"
 		if r.storePerConv >= 0 {
 			perConv = fmt.Sprintf("%.2f KB", r.storePerConv/1024)
 		}
-		fmt.Printf("%-7s %7d %8.1f %10.2f %10s %9s %9s %10s %10s %7d %9.2f KB %14s\n", r.store, r.turns, float64(r.turns)/r.elapsed.Seconds(), r.callsPerTurn,
-			ms(r.p50model), ms(r.p50), ms(r.p99), ms(r.p50add), ms(r.p99add), r.errors, r.rssPerThread/1024, perConv)
+		fmt.Printf("| %s | %d | %s | %d | %s | %s | %s | %s | %s | %s | %.0f MB | %.0f KB | %.2f KB | %s |\n", r.store, r.turns,
+			vs(func(r row) string { return fmt.Sprintf("%.3f", float64(r.turns)/float64(max(fl.turns, 1))) })(r), r.errors,
+			ms(r.p50add), vs(func(r row) string { return ms(r.p50add - fl.p50add) })(r),
+			ms(r.p99add), vs(func(r row) string { return fmt.Sprintf("%.1f", float64(r.p99add)/float64(max(fl.p99add, 1))) })(r),
+			ms(r.cpuPerTurn), vs(func(r row) string { return ms(r.cpuPerTurn - fl.cpuPerTurn) })(r),
+			float64(r.peakRSS)/(1<<20), r.rssPerLive/1024, r.rssPerThread/1024, perConv)
 	}
 	fmt.Println()
-	fmt.Printf("%-7s %18s %18s %16s\n", "store", "server CPU / turn", "model call late p50", "p99")
+	fmt.Println("| store | added time of | before 1st call | between calls | after last call | model late p50 | p99 |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range rows {
-		fmt.Printf("%-7s %18s %18s %16s\n", r.store, ms(r.cpuPerTurn), ms(r.late[0]), ms(r.late[1]))
+		fmt.Printf("| %s | the median turn | %s | %s | %s | %s | %s |\n", r.store, ms(r.medianPhases[0]), ms(r.medianPhases[1]), ms(r.medianPhases[2]), ms(r.late[0]), ms(r.late[1]))
+		fmt.Printf("| | the slowest 1 %% (mean) | %s | %s | %s | | |\n", ms(r.slowPhases[0]), ms(r.slowPhases[1]), ms(r.slowPhases[2]))
 	}
 	fmt.Println()
-	fmt.Printf("%-7s %-26s %15s %14s %16s\n", "store", "added time of", "before 1st call", "between calls", "after last call")
-	for _, r := range rows {
-		fmt.Printf("%-7s %-26s %15s %14s %16s\n", r.store, "the median turn", ms(r.medianPhases[0]), ms(r.medianPhases[1]), ms(r.medianPhases[2]))
-		fmt.Printf("%-7s %-26s %15s %14s %16s\n", "", "the slowest 1 % (mean)", ms(r.slowPhases[0]), ms(r.slowPhases[1]), ms(r.slowPhases[2]))
-	}
 	for _, r := range rows {
 		for _, e := range r.firstErrors {
 			fmt.Printf("%s: error: %s\n", r.store, e)
 		}
 	}
-	fmt.Println("\nfloor = the same clients against a bare handler that waits out four model calls and streams, without capgraph")
-	fmt.Println("added = a turn's latency at the client minus the time of its model calls, as the model measured them")
-	fmt.Println("late = how much later than asked the scripted model's timer woke it: the machine's scheduling delay, which")
-	fmt.Println("       every wake-up of a turn (its steps, its commits, its stream writes) pays as well")
-	fmt.Println("before 1st call = request to the first model call: the request, the thread, the run, the turn's first step")
-	fmt.Println("between calls = the turn's steps and checkpoints; after last call = the answer's steps, stream and client")
-	return nil
+}
+
+// printSummary prints, per store and figure, the min, median and max over
+// the runs and every run's value in order.
+func printSummary(stores []string, runs [][]row) {
+	type figure struct {
+		name  string
+		value func(r, floor row) (float64, bool)
+		unit  string
+	}
+	msOf := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	figures := []figure{
+		{"turns × floor", func(r, f row) (float64, bool) { return float64(r.turns) / float64(max(f.turns, 1)), r.store != "floor" }, "×"},
+		{"errors", func(r, f row) (float64, bool) { return float64(r.errors), true }, ""},
+		{"p50 added", func(r, f row) (float64, bool) { return msOf(r.p50add), true }, "ms"},
+		{"p50 added − floor", func(r, f row) (float64, bool) { return msOf(r.p50add - f.p50add), r.store != "floor" }, "ms"},
+		{"p99 added", func(r, f row) (float64, bool) { return msOf(r.p99add), true }, "ms"},
+		{"p99 added × floor's p99 added", func(r, f row) (float64, bool) {
+			return float64(r.p99add) / float64(max(f.p99add, 1)), r.store != "floor"
+		}, "×"},
+		{"CPU per turn", func(r, f row) (float64, bool) { return msOf(r.cpuPerTurn), true }, "ms"},
+		{"CPU per turn − floor", func(r, f row) (float64, bool) { return msOf(r.cpuPerTurn - f.cpuPerTurn), r.store != "floor" }, "ms"},
+		{"peak RSS", func(r, f row) (float64, bool) { return float64(r.peakRSS) / (1 << 20), true }, "MB"},
+		{"RSS per live conversation", func(r, f row) (float64, bool) { return r.rssPerLive / 1024, r.store != "floor" }, "KB"},
+	}
+	fmt.Printf("### Summary of %d runs: min / median / max (every run, in order)\n\n", len(runs))
+	fmt.Println("| store | figure | min | median | max | runs |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- |")
+	for _, st := range stores {
+		st = strings.TrimSpace(st)
+		for _, fg := range figures {
+			var vals []float64
+			for _, rows := range runs {
+				fl, hasFloor := floorOf(rows)
+				for _, r := range rows {
+					if r.store != st {
+						continue
+					}
+					if v, ok := fg.value(r, fl); ok && (hasFloor || !strings.Contains(fg.name, "floor")) {
+						vals = append(vals, v)
+					}
+				}
+			}
+			if len(vals) == 0 {
+				continue
+			}
+			all := make([]string, len(vals))
+			for i, v := range vals {
+				all[i] = num(v)
+			}
+			sorted := slices.Sorted(slices.Values(vals))
+			fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", st, fg.name+unitSuffix(fg.unit), num(sorted[0]), num(sorted[len(sorted)/2]), num(sorted[len(sorted)-1]), strings.Join(all, ", "))
+		}
+	}
+	fmt.Println()
+}
+
+func unitSuffix(u string) string {
+	if u == "" || u == "×" {
+		return ""
+	}
+	return " (" + u + ")"
+}
+
+// num prints a figure with three significant digits or so.
+func num(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 100 || v == math.Trunc(v):
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// loadavg is /proc/loadavg's three load averages.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/1e6) }
@@ -150,7 +314,8 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/1e6) }
 // traceFile is the -trace flag.
 var traceFile string
 
-func measure(store string, clients int, latency, duration, warmup time.Duration, cpuprofile, heapprofile string) (row, error) {
+func measure(store string, o options) (row, error) {
+	clients, latency, duration, warmup, cpuprofile, heapprofile := o.clients, o.latency, o.duration, o.warmup, o.cpuprofile, o.heapprofile
 	r := row{store: store, storePerConv: -1}
 	dir, err := os.MkdirTemp("", "capgraph-load-")
 	if err != nil {
@@ -173,6 +338,11 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 			}
 			return nil
 		}}
+	if o.users > 0 {
+		cfg.Headers = func(c, n int) http.Header {
+			return http.Header{"X-Openwebui-User-Id": {fmt.Sprintf("user-%d", c%o.users)}, "X-Openwebui-Chat-Id": {fmt.Sprintf("chat-%d-%d-%d", c, n, time.Now().UnixNano())}}
+		}
+	}
 	ctx := context.Background()
 	if warmup > 0 {
 		cfg.Duration = warmup
@@ -191,6 +361,9 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 	}
 	before, err := srv.snapshot()
 	if err != nil {
+		return r, err
+	}
+	if err := srv.command("resetpeak"); err != nil {
 		return r, err
 	}
 	if cpuprofile != "" {
@@ -272,6 +445,8 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 		}
 	}
 	r.fileBytes, r.threads = after.fileBytes, after.threads
+	r.peakRSS = after.peak
+	r.rssPerLive = float64(after.peak-before.rss) / float64(clients)
 	if r.turns > 0 {
 		r.cpuPerTurn = time.Duration((after.cpu - before.cpu) / int64(r.turns))
 	}
@@ -280,6 +455,9 @@ func measure(store string, clients int, latency, duration, warmup time.Duration,
 
 // clientRamp is loadgen.Config.Ramp of every load.
 var clientRamp time.Duration
+
+// trustedFrontend makes the server's key a trusted frontend's (-users).
+var trustedFrontend bool
 
 // keepIntermediate is the server's checkpoints.keep_intermediate.
 var keepIntermediate = "false"
@@ -300,7 +478,11 @@ func startServer(store, dir string, latency time.Duration) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "-serve", "-store", store, "-dir", dir, "-latency", latency.String(), "-keep-intermediate", keepIntermediate)
+	args := []string{"-serve", "-store", store, "-dir", dir, "-latency", latency.String(), "-keep-intermediate", keepIntermediate}
+	if trustedFrontend {
+		args = append(args, "-users", "1")
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -426,7 +608,7 @@ func phases(t loadgen.Turn, mt modelTurn) [3]time.Duration {
 
 // snap is what the server reports of itself after a garbage collection.
 type snap struct {
-	rss, heap, threads, calls, storeBytes, fileBytes, cpu int64
+	rss, peak, heap, threads, calls, storeBytes, fileBytes, cpu int64
 }
 
 func (s *child) snapshot() (snap, error) {
@@ -447,6 +629,8 @@ func (s *child) snapshot() (snap, error) {
 		switch k {
 		case "rss":
 			sn.rss = n
+		case "peak":
+			sn.peak = n
 		case "heap":
 			sn.heap = n
 		case "threads":

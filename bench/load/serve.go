@@ -130,15 +130,16 @@ func scriptedModel(latency time.Duration) *timedModel {
 //	modeltime        each tagged turn's model time since the last time and its calls'
 //	                 start and end times: "TAG NANOSECONDS START END START END..." lines
 //	                 (Unix ns), the p50 and p99 lateness of the calls ("late P50 P99"), then "ok"
+//	resetpeak        reset the resident high-water mark that snapshot reports as peak
 //	heapprofile FILE write a heap profile (after a garbage collection)
 //	profile FILE     start a CPU profile
 //	profile stop     stop it
-func runServer(store, dir string, latency time.Duration, keep string) error {
+func runServer(store, dir string, latency time.Duration, keep string, trustedFrontend bool) error {
 	// Every node asks its model (model_calls), so a turn makes the four
 	// calls the floor waits out, as when the figures of docs/performance.md
 	// were first measured; the default path would make two.
-	yaml := fmt.Sprintf("server:\n  api_keys:\n    - name: load\n      key: %s\n  limits:\n    max_concurrent_runs: 100000\nlogging:\n  level: warn\ncheckpoints:\n  keep_intermediate: %s\n"+
-		"model_calls:\n  task_extraction: always\n  select_all_within_tokens: -1\n  task_with_selection: false\n", apiKey, keep)
+	yaml := fmt.Sprintf("server:\n  api_keys:\n    - name: load\n      key: %s\n      trusted_frontend: %t\n  limits:\n    max_concurrent_runs: 100000\nlogging:\n  level: warn\ncheckpoints:\n  keep_intermediate: %s\n"+
+		"model_calls:\n  task_extraction: always\n  select_all_within_tokens: -1\n  task_with_selection: false\n", apiKey, trustedFrontend, keep)
 	cfg, err := config.Parse([]byte(yaml), "load.yaml")
 	if err != nil {
 		return err
@@ -224,6 +225,14 @@ func commands(ctx context.Context, serve func(context.Context, net.Listener) err
 				fmt.Printf("late %d %d\n", late[n/2].Nanoseconds(), late[min(n-1, n*99/100)].Nanoseconds())
 			}
 			fmt.Println("ok")
+		case len(cmd) == 1 && cmd[0] == "resetpeak":
+			// Linux: writing 5 to clear_refs resets the resident
+			// high-water mark (VmHWM) to the present RSS.
+			if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+				fmt.Println("error:", err)
+				continue
+			}
+			fmt.Println("ok")
 		case len(cmd) == 2 && cmd[0] == "heapprofile":
 			runtime.GC()
 			f, err := os.Create(cmd[1])
@@ -284,7 +293,11 @@ func snapshot(ctx context.Context, st checkpoint.Store, m *timedModel, dbPath st
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	rss, err := residentBytes()
+	rss, err := statusBytes("VmRSS:")
+	if err != nil {
+		return "", err
+	}
+	peak, err := statusBytes("VmHWM:")
 	if err != nil {
 		return "", err
 	}
@@ -315,23 +328,23 @@ func snapshot(ctx context.Context, st checkpoint.Store, m *timedModel, dbPath st
 	m.mu.Lock()
 	calls := m.calls
 	m.mu.Unlock()
-	return fmt.Sprintf("rss=%d heap=%d threads=%d calls=%d store_bytes=%d file_bytes=%d cpu=%d",
-		rss, ms.HeapAlloc, threads, calls, storeBytes, fileBytes, cpu), nil
+	return fmt.Sprintf("rss=%d peak=%d heap=%d threads=%d calls=%d store_bytes=%d file_bytes=%d cpu=%d",
+		rss, peak, ms.HeapAlloc, threads, calls, storeBytes, fileBytes, cpu), nil
 }
 
-// residentBytes reads VmRSS from /proc/self/status.
-func residentBytes() (int64, error) {
+// statusBytes reads a size (VmRSS:, VmHWM:) from /proc/self/status.
+func statusBytes(field string) (int64, error) {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb * 1024, err
 		}
 	}
-	return 0, errors.New("no VmRSS in /proc/self/status")
+	return 0, fmt.Errorf("no %s in /proc/self/status", field)
 }
 
 // usedBytes is what an SQLite database holds: its pages, the write-ahead

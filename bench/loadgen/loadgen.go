@@ -52,6 +52,9 @@ type Config struct {
 	Ramp time.Duration
 	// Timeout bounds one turn; default 2 minutes.
 	Timeout time.Duration
+	// Headers, when set, returns the headers a client adds to its n-th
+	// request: a trusted frontend's forwarded user and chat, say.
+	Headers func(client, n int) http.Header
 }
 
 // Turn is one question and its answer.
@@ -126,7 +129,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				if ctx.Err() != nil || cfg.Turns > 0 && n >= cfg.Turns || cfg.Turns <= 0 && !time.Now().Before(stop) {
 					return
 				}
-				t := ask(ctx, hc, cfg, c, cfg.Question(c, n))
+				t := ask(ctx, hc, cfg, c, n, cfg.Question(c, n))
 				t.N = n
 				mu.Lock()
 				turns = append(turns, t)
@@ -139,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 }
 
 // ask sends one question as a new conversation and reads the stream.
-func ask(ctx context.Context, hc *http.Client, cfg Config, client int, q string) Turn {
+func ask(ctx context.Context, hc *http.Client, cfg Config, client, n int, q string) Turn {
 	t := Turn{Client: client, Start: time.Now()}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
@@ -156,6 +159,11 @@ func ask(ctx context.Context, hc *http.Client, cfg Config, client int, q string)
 	req.Header.Set("Accept", "text/event-stream")
 	if cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+cfg.APIKey)
+	}
+	if cfg.Headers != nil {
+		for k, vs := range cfg.Headers(client, n) {
+			req.Header[http.CanonicalHeaderKey(k)] = vs
+		}
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -111,8 +111,8 @@ func run(count int, load time.Duration, clients int, latency time.Duration) erro
 	if load > 0 {
 		fmt.Println("# The server under load")
 		fmt.Println()
-		fmt.Printf("go run ./load -clients %d -latency %s -duration %s\n\n", clients, latency, load)
-		cmd := exec.Command("go", "run", "./load", "-clients", strconv.Itoa(clients), "-latency", latency.String(), "-duration", load.String())
+		fmt.Printf("go run ./load -clients %d -latency %s -duration %s -runs %d\n\n", clients, latency, load, count)
+		cmd := exec.Command("go", "run", "./load", "-clients", strconv.Itoa(clients), "-latency", latency.String(), "-duration", load.String(), "-runs", strconv.Itoa(count))
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
 		if err != nil {
