@@ -200,55 +200,71 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 		}
 		defer release()
 		p.yield = leaseYield(ctx, p.yield)
-		prev, t, err := a.g.State(ctx, req.Thread)
-		if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
-			p.fail(fmt.Errorf("agent: read thread %q: %w", req.Thread, err))
+		s, ok := a.startTurn(ctx, p, req, opts)
+		if !ok {
 			return
 		}
-		if err == nil {
-			// Another application's thread is refused; a run waiting for
-			// approval is continued (or ended) below, which only the graph
-			// that started it may do.
-			if err := a.checkOwner(req.Thread, t.Checkpoint.Metadata, graph.StatusOf(t) == graph.StatusInterrupted); err != nil {
-				p.fail(err)
-				return
-			}
-		}
-		if err == nil && graph.StatusOf(t) == graph.StatusInterrupted {
-			if aps := approvalsOf(graph.Interrupts(t)); len(aps) > 0 {
-				ap := aps[0]
-				expired := a.expired(ap)
-				if !expired && (ParseYes(req.Input) || ParseNo(req.Input)) {
-					a.resume(ctx, p, req.Thread, Answer{ApprovalID: ap.ID, Text: req.Input, By: req.By})
-					return
-				}
-				if prev, err = a.supersede(ctx, req.Thread, ap, req.Input, req.By, expired); err != nil {
-					p.fail(err)
-					return
-				}
-				why := "your new message replaced it"
-				if expired {
-					why = "it had expired"
-				}
-				if !p.send(Event{Type: EventStatus, Text: fmt.Sprintf("The pending approval (%s) was cancelled because %s: nothing was done.", ap.Summary, why)}, nil) {
-					return
-				}
-			}
-		}
-		s := state.NewTurn(prev, req.Input, opts, a.cfg.Now())
-		s.Turn.ID = newID()
-		s.Metadata = mergeMeta(prev.Metadata, req.Metadata)
-		s.Metadata = withAllowed(s.Metadata, req.AllowedCapabilities)
-		s.Metadata = a.withOwner(s.Metadata)
-		if a.cfg.Observer != nil {
-			a.startObserving(ctx, p, req.Thread, false, TraceContext{}, nil)
-			if tc := p.obs.TraceContext(); tc.TraceParent != "" {
-				s.Turn.Trace = &tc
-			}
-		}
-		p.run(ctx, a.g.Stream(a.graphCtx(ctx, req.Thread), req.Thread, s))
+		p.run(ctx, a.g.Stream(a.graphCtx(ctx, req.Thread), req.Thread, *s))
 		a.afterTurn()
 	}
+}
+
+// startTurn reads the thread and returns the state its turn starts from,
+// or ends the run (ok false): an approval the input answers is resumed,
+// one it does not is ended first. A function of its own, so that the run's
+// goroutine does not keep its locals (states, the checkpoint, the
+// approval: kilobytes) on its stack for the whole turn — a live
+// conversation's stack stays small enough for the collector to shrink it.
+//
+//go:noinline
+func (a *Agent) startTurn(ctx context.Context, p *pump, req TurnRequest, opts state.Options) (*state.State, bool) {
+	prev, t, err := a.g.State(ctx, req.Thread)
+	if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+		p.fail(fmt.Errorf("agent: read thread %q: %w", req.Thread, err))
+		return nil, false
+	}
+	if err == nil {
+		// Another application's thread is refused; a run waiting for
+		// approval is continued (or ended) below, which only the graph
+		// that started it may do.
+		if err := a.checkOwner(req.Thread, t.Checkpoint.Metadata, graph.StatusOf(t) == graph.StatusInterrupted); err != nil {
+			p.fail(err)
+			return nil, false
+		}
+	}
+	if err == nil && graph.StatusOf(t) == graph.StatusInterrupted {
+		if aps := approvalsOf(graph.Interrupts(t)); len(aps) > 0 {
+			ap := aps[0]
+			expired := a.expired(ap)
+			if !expired && (ParseYes(req.Input) || ParseNo(req.Input)) {
+				a.resume(ctx, p, req.Thread, Answer{ApprovalID: ap.ID, Text: req.Input, By: req.By})
+				return nil, false
+			}
+			if prev, err = a.supersede(ctx, req.Thread, ap, req.Input, req.By, expired); err != nil {
+				p.fail(err)
+				return nil, false
+			}
+			why := "your new message replaced it"
+			if expired {
+				why = "it had expired"
+			}
+			if !p.send(Event{Type: EventStatus, Text: fmt.Sprintf("The pending approval (%s) was cancelled because %s: nothing was done.", ap.Summary, why)}, nil) {
+				return nil, false
+			}
+		}
+	}
+	s := state.NewTurn(prev, req.Input, opts, a.cfg.Now())
+	s.Turn.ID = newID()
+	s.Metadata = mergeMeta(prev.Metadata, req.Metadata)
+	s.Metadata = withAllowed(s.Metadata, req.AllowedCapabilities)
+	s.Metadata = a.withOwner(s.Metadata)
+	if a.cfg.Observer != nil {
+		a.startObserving(ctx, p, req.Thread, false, TraceContext{}, nil)
+		if tc := p.obs.TraceContext(); tc.TraceParent != "" {
+			s.Turn.Trace = &tc
+		}
+	}
+	return &s, true
 }
 
 // supersede ends the run waiting for approval ap, which input does not

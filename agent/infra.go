@@ -30,16 +30,7 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 			return u, nil
 		}
 		if ans, ok := answerOf(ctx); ok && !ans.Approved {
-			cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: "the operation was blocked and a human gave up"}
-			if ans.Rule == state.AnswerExpired {
-				cl.UserMessage = "the operation was blocked and nobody answered in time whether to retry it"
-			}
-			if prev := s.Turn.Control.Blocked; prev != nil {
-				cl = prev.Classification
-			}
-			f := a.nodeFailure(s, n, now)
-			f.Classification, f.Message = notRetried(cl, ans)
-			return a.fail(ctx, s, f, nil)
+			return a.infraNotRetried(ctx, s, n, ans, now)
 		}
 		in := s
 		if in.Turn.Control.Error == nil {
@@ -71,18 +62,45 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 		if ctx.Err() != nil {
 			return state.Update{}, ctx.Err() // the run was canceled; Resume continues
 		}
-		f := a.nodeFailure(s, n, now)
-		f.Elapsed, f.Message = end.Sub(now), err.Error()
-		f.Classification = capabilities.Classify(n, err, capabilities.ErrorContext{Capability: name, StepIndex: -1, Attempt: f.Attempt, Elapsed: f.Elapsed, Task: taskText(s)})
-		if a.timedOut(s, err) {
-			f.Limit = router.LimitExecutionTime
-		} else {
-			f.Recover = true
-		}
-		fu, ferr := a.fail(ctx, s, f, err)
-		fu.Tokens = used
-		return fu, ferr
+		return a.infraFailed(ctx, s, n, err, now, end, used)
 	}
+}
+
+// infraNotRetried ends an infrastructure node whose blocked failure a
+// human declined to retry (or nobody answered in time). It and
+// infraFailed are functions of their own so that the node's frame, on the
+// run's stack while its model answers, holds none of their locals.
+//
+//go:noinline
+func (a *Agent) infraNotRetried(ctx context.Context, s state.State, n nodes.Node, ans state.ApprovalDecision, now time.Time) (state.Update, error) {
+	cl := capabilities.Classification{Severity: capabilities.Critical, Kind: capabilities.KindResourceExhausted, UserMessage: "the operation was blocked and a human gave up"}
+	if ans.Rule == state.AnswerExpired {
+		cl.UserMessage = "the operation was blocked and nobody answered in time whether to retry it"
+	}
+	if prev := s.Turn.Control.Blocked; prev != nil {
+		cl = prev.Classification
+	}
+	f := a.nodeFailure(s, n, now)
+	f.Classification, f.Message = notRetried(cl, ans)
+	return a.fail(ctx, s, f, nil)
+}
+
+// infraFailed records the failure err of an infrastructure node that ran
+// from now to end, its model calls having used tokens.
+//
+//go:noinline
+func (a *Agent) infraFailed(ctx context.Context, s state.State, n nodes.Node, err error, now, end time.Time, used map[string]int) (state.Update, error) {
+	f := a.nodeFailure(s, n, now)
+	f.Elapsed, f.Message = end.Sub(now), err.Error()
+	f.Classification = capabilities.Classify(n, err, capabilities.ErrorContext{Capability: n.Name(), StepIndex: -1, Attempt: f.Attempt, Elapsed: f.Elapsed, Task: taskText(s)})
+	if a.timedOut(s, err) {
+		f.Limit = router.LimitExecutionTime
+	} else {
+		f.Recover = true
+	}
+	fu, ferr := a.fail(ctx, s, f, err)
+	fu.Tokens = used
+	return fu, ferr
 }
 
 // callInfra runs an infrastructure node (or the error node), turning a

@@ -86,10 +86,31 @@ func (p *pump) run(ctx context.Context, events iter.Seq2[graph.Event, error]) {
 		if p.runID == "" && ev.RunID.String() != "00000000-0000-0000-0000-000000000000" {
 			p.runID = ev.RunID.String()
 		}
-		if e, ok := p.mapEvent(ev); ok && !p.send(e, nil) {
+		if !p.forward(ev) {
 			return // the consumer stopped; the graph cancels the run
 		}
 	}
+	p.finish(ctx, runErr, final, live, parked)
+}
+
+// forward sends the agent event of a graph event, if it maps to one, and
+// reports whether the consumer goes on. It and finish are functions of
+// their own so that the run's goroutine, which waits in the loop above for
+// a whole turn, keeps none of their locals (events of 300 bytes each) on
+// its stack: a live conversation's stack stays small enough for the
+// collector to shrink it.
+//
+//go:noinline
+func (p *pump) forward(ev graph.Event) bool {
+	e, ok := p.mapEvent(ev)
+	return !ok || p.send(e, nil)
+}
+
+// finish ends the run's events after the graph's: its failure, or its
+// message, usage and end.
+//
+//go:noinline
+func (p *pump) finish(ctx context.Context, runErr error, final state.State, live bool, parked time.Time) {
 	if runErr != nil {
 		p.fail(runErr)
 		return

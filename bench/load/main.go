@@ -70,7 +70,7 @@ func main() {
 	store := flag.String("store", "memory", "internal (-serve): the store")
 	dir := flag.String("dir", "", "internal (-serve): the directory of the SQLite file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the server during each measured load to FILE.STORE")
-	heapprofile := flag.String("heapprofile", "", "write a heap profile of the server after each measured load to FILE.STORE")
+	heapprofile := flag.String("heapprofile", "", "write a heap profile of the server halfway through each measured load (every client with a conversation in flight) to FILE.STORE, and its goroutines to FILE.STORE.goroutines")
 	flag.StringVar(&traceFile, "trace", "", "write an execution trace of the server's first 5 s of each measured load to FILE.STORE (go tool trace)")
 	runs := flag.Int("runs", 5, "runs of every store, each with its own floor row; the figures' min, median and max are printed after them")
 	users := flag.Int("users", 0, "0: the clients share one API key; N: the key is a trusted frontend's and client c forwards user c mod N with a new chat id per question (X-OpenWebUI-User-Id, X-OpenWebUI-Chat-Id), as Open WebUI does")
@@ -377,9 +377,21 @@ func measure(store string, o options) (row, error) {
 		}
 	}
 	cfg.Duration = duration
+	// The heap profile is taken halfway through the measured load, when
+	// every client has a conversation in flight.
+	var profiled chan error
+	if heapprofile != "" {
+		profiled = make(chan error, 1)
+		time.AfterFunc(duration/2, func() { profiled <- srv.command("heapprofile " + heapprofile + "." + store) })
+	}
 	res, err := loadgen.Run(ctx, cfg)
 	if err != nil {
 		return r, err
+	}
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return r, err
+		}
 	}
 	if cpuprofile != "" {
 		if err := srv.command("profile stop"); err != nil {
@@ -389,11 +401,6 @@ func measure(store string, o options) (row, error) {
 	after, err := srv.snapshot()
 	if err != nil {
 		return r, err
-	}
-	if heapprofile != "" {
-		if err := srv.command("heapprofile " + heapprofile + "." + store); err != nil {
-			return r, err
-		}
 	}
 	r.turns, r.errors, r.elapsed, r.firstErrors = len(res.Turns), res.Errors(), res.Elapsed, res.FirstErrors(3)
 	if ok := r.turns - r.errors; ok > 0 {

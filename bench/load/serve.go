@@ -131,7 +131,8 @@ func scriptedModel(latency time.Duration) *timedModel {
 //	                 start and end times: "TAG NANOSECONDS START END START END..." lines
 //	                 (Unix ns), the p50 and p99 lateness of the calls ("late P50 P99"), then "ok"
 //	resetpeak        reset the resident high-water mark that snapshot reports as peak
-//	heapprofile FILE write a heap profile (after a garbage collection)
+//	heapprofile FILE write a heap profile (after a garbage collection) the goroutines to FILE.goroutines,
+//	                 memory statistics to FILE.memstats
 //	profile FILE     start a CPU profile
 //	profile stop     stop it
 func runServer(store, dir string, latency time.Duration, keep string, trustedFrontend bool) error {
@@ -239,6 +240,19 @@ func commands(ctx context.Context, serve func(context.Context, net.Listener) err
 			if err == nil {
 				err = pprof.Lookup("heap").WriteTo(f, 0)
 				f.Close()
+			}
+			if err == nil {
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				rss, _ := statusBytes("VmRSS:")
+				err = os.WriteFile(cmd[1]+".memstats", fmt.Appendf(nil, "rss %d\nheap_alloc %d\nheap_inuse %d\nheap_idle %d\nheap_released %d\nstack_inuse %d\ngoroutines %d\nnext_gc %d\nsys %d\n",
+					rss, ms.HeapAlloc, ms.HeapInuse, ms.HeapIdle, ms.HeapReleased, ms.StackInuse, runtime.NumGoroutine(), ms.NextGC, ms.Sys), 0o644)
+			}
+			if err == nil {
+				if f, err = os.Create(cmd[1] + ".goroutines"); err == nil {
+					err = pprof.Lookup("goroutine").WriteTo(f, 1)
+					f.Close()
+				}
 			}
 			if err != nil {
 				fmt.Println("error:", err)
