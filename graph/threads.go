@@ -13,29 +13,48 @@ import (
 // across them with HoldThread and runs under the hold. Other processes are
 // kept out by the caller's leases, not here (see checkpoint.Leaser).
 
-// threadSet is the set of threads held in one Compiled graph.
+// threadSet is the set of threads held in one Compiled graph, in shards:
+// every run takes and drops its thread, and under load a single lock's
+// holder, preempted by the machine, made every other run wait.
 type threadSet struct {
+	shards [threadShards]threadShard
+}
+
+const threadShards = 32
+
+type threadShard struct {
 	mu   sync.Mutex
 	busy map[string]bool
+	_    [48]byte // a shard per cache line (64 bytes)
+}
+
+func (ts *threadSet) shard(thread string) *threadShard {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(thread); i++ {
+		h = (h ^ uint32(thread[i])) * 16777619
+	}
+	return &ts.shards[h%threadShards]
 }
 
 func (ts *threadSet) take(thread string) bool {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.busy == nil {
-		ts.busy = make(map[string]bool)
+	sh := ts.shard(thread)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.busy == nil {
+		sh.busy = make(map[string]bool)
 	}
-	if ts.busy[thread] {
+	if sh.busy[thread] {
 		return false
 	}
-	ts.busy[thread] = true
+	sh.busy[thread] = true
 	return true
 }
 
 func (ts *threadSet) drop(thread string) {
-	ts.mu.Lock()
-	delete(ts.busy, thread)
-	ts.mu.Unlock()
+	sh := ts.shard(thread)
+	sh.mu.Lock()
+	delete(sh.busy, thread)
+	sh.mu.Unlock()
 }
 
 // enter takes thread for one run: under the caller's hold when ctx carries

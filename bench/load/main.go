@@ -70,6 +70,7 @@ func main() {
 	store := flag.String("store", "memory", "internal (-serve): the store")
 	dir := flag.String("dir", "", "internal (-serve): the directory of the SQLite file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the server during each measured load to FILE.STORE")
+	flag.StringVar(&contentionFile, "contention", "", "write mutex and block profiles of the server during each measured load to FILE.STORE.mutex and FILE.STORE.block")
 	heapprofile := flag.String("heapprofile", "", "write a heap profile of the server halfway through each measured load (every client with a conversation in flight) to FILE.STORE, and its goroutines to FILE.STORE.goroutines")
 	flag.StringVar(&traceFile, "trace", "", "write an execution trace of the server's first 5 s of each measured load to FILE.STORE (go tool trace)")
 	runs := flag.Int("runs", 5, "runs of every store, each with its own floor row; the figures' min, median and max are printed after them")
@@ -311,8 +312,8 @@ func loadavg() string {
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/1e6) }
 
 // measure starts a server on store, loads it and takes its snapshots.
-// traceFile is the -trace flag.
-var traceFile string
+// traceFile and contentionFile are the -trace and -contention flags.
+var traceFile, contentionFile string
 
 func measure(store string, o options) (row, error) {
 	clients, latency, duration, warmup, cpuprofile, heapprofile := o.clients, o.latency, o.duration, o.warmup, o.cpuprofile, o.heapprofile
@@ -371,6 +372,11 @@ func measure(store string, o options) (row, error) {
 			return r, err
 		}
 	}
+	if contentionFile != "" {
+		if err := srv.command("contention start"); err != nil {
+			return r, err
+		}
+	}
 	if traceFile != "" {
 		if err := srv.command("trace " + traceFile + "." + store + " 5s"); err != nil {
 			return r, err
@@ -395,6 +401,11 @@ func measure(store string, o options) (row, error) {
 	}
 	if cpuprofile != "" {
 		if err := srv.command("profile stop"); err != nil {
+			return r, err
+		}
+	}
+	if contentionFile != "" {
+		if err := srv.command("contention stop " + contentionFile + "." + store); err != nil {
 			return r, err
 		}
 	}

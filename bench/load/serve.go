@@ -135,6 +135,8 @@ func scriptedModel(latency time.Duration) *timedModel {
 //	                 memory statistics to FILE.memstats
 //	profile FILE     start a CPU profile
 //	profile stop     stop it
+//	contention start sample lock contention and blocking (1 in 10 contended locks, blocking over 100 µs)
+//	contention stop FILE  stop, and write the profiles to FILE.mutex and FILE.block
 func runServer(store, dir string, latency time.Duration, keep string, trustedFrontend bool) error {
 	// Every node asks its model (model_calls), so a turn makes the four
 	// calls the floor waits out, as when the figures of docs/performance.md
@@ -273,6 +275,27 @@ func commands(ctx context.Context, serve func(context.Context, net.Listener) err
 				continue
 			}
 			time.AfterFunc(d, func() { trace.Stop(); f.Close() })
+			fmt.Println("ok")
+		case len(cmd) == 2 && cmd[0] == "contention" && cmd[1] == "start":
+			runtime.SetMutexProfileFraction(10)
+			runtime.SetBlockProfileRate(int(100 * time.Microsecond))
+			fmt.Println("ok")
+		case len(cmd) == 3 && cmd[0] == "contention" && cmd[1] == "stop":
+			runtime.SetMutexProfileFraction(0)
+			runtime.SetBlockProfileRate(0)
+			var err error
+			for _, name := range []string{"mutex", "block"} {
+				var f *os.File
+				if f, err = os.Create(cmd[2] + "." + name); err != nil {
+					break
+				}
+				err = pprof.Lookup(name).WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Println("error:", err)
+				continue
+			}
 			fmt.Println("ok")
 		case len(cmd) == 2 && cmd[0] == "profile" && cmd[1] == "stop":
 			pprof.StopCPUProfile()

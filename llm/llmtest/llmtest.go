@@ -125,7 +125,10 @@ func (e *ExhaustedError) Unwrap() error { return ErrExhausted }
 
 // Model is the scripted fake. It implements llm.Model and llm.Models.
 type Model struct {
-	mu      sync.Mutex
+	// mu is read-locked by For, which every node calls to learn whether
+	// its role is scripted: under load, a node asking must not wait for
+	// another node's call to pick its reply.
+	mu      sync.RWMutex
 	scripts map[llm.Role][]Reply
 	anyRole []Reply
 	rules   []rule
@@ -236,8 +239,8 @@ func (m *Model) cachedTokens(prompt string) int {
 // For implements llm.Models: the returned model records the role on calls
 // that do not set one.
 func (m *Model) For(role llm.Role) (llm.Model, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	if m.only != nil && !m.only[role] {
 		return nil, false
 	}
