@@ -405,6 +405,10 @@ type ServerLimits struct {
 	// RunRetention: how long finished runs' records are kept; 0 means
 	// the default (24h).
 	RunRetention Duration `yaml:"run_retention"`
+	// ThreadRetention: a thread not updated for this long is deleted
+	// (its checkpoints and run records), making room in its owner's
+	// max_threads; 0 (the default) keeps threads until they are deleted.
+	ThreadRetention Duration `yaml:"thread_retention"`
 }
 
 // Logging configures the log output.

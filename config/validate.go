@@ -480,7 +480,7 @@ func (d *decoder) validateServer(s Server) {
 			d.bad("server.limits."+key, "must not be negative, got %d", v)
 		}
 	}
-	for key, v := range map[string]Duration{"body_idle_timeout": s.Limits.BodyIdleTimeout, "run_retention": s.Limits.RunRetention} {
+	for key, v := range map[string]Duration{"body_idle_timeout": s.Limits.BodyIdleTimeout, "run_retention": s.Limits.RunRetention, "thread_retention": s.Limits.ThreadRetention} {
 		if v < 0 {
 			d.bad("server.limits."+key, "must not be negative, got %s", time.Duration(v))
 		}

@@ -252,6 +252,12 @@ type Limits struct {
 	// RunRetention is how long the record of a finished run is kept (run
 	// lookups, idempotent replays); default 24 h.
 	RunRetention time.Duration
+	// ThreadRetention, when positive, is how long a thread is kept after
+	// its last update: older threads are deleted as DELETE
+	// /api/threads/{id} deletes one (checkpoints, run records), so that
+	// their owners' MaxThreads counts make room. Default 0: kept until
+	// deleted.
+	ThreadRetention time.Duration
 	// DuplicateWindow is how long after a Chat Completions run ended a
 	// repeated identical request (the same conversation from the same
 	// caller, as SDKs retry) gets that run's answer instead of starting a
@@ -484,7 +490,7 @@ func (l *Limits) withDefaults() error {
 	defaultInt(&l.MaxMetadataBytes, DefaultMaxMetadataBytes)
 	defaultInt(&l.MaxPageSize, DefaultMaxPageSize)
 	if l.MaxBodyBytes < 0 || l.MaxMessages < 0 || l.MaxMessageBytes < 0 || l.MaxConcurrentRuns < 0 || l.EventLogSize < 0 || l.RequestsPerMinute < 0 || l.MaxTotalRuns < 0 ||
-		l.MaxMetadataKeys < 0 || l.MaxMetadataBytes < 0 || l.MaxPageSize < 0 || l.BodyIdleTimeout < 0 {
+		l.MaxMetadataKeys < 0 || l.MaxMetadataBytes < 0 || l.MaxPageSize < 0 || l.BodyIdleTimeout < 0 || l.ThreadRetention < 0 {
 		return &ConfigError{Field: "limits", Reason: "negative limit"}
 	}
 	return nil

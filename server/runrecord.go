@@ -439,10 +439,14 @@ func recordInfo(rec runstore.Record) runInfo {
 }
 
 // pruneLoop removes the records of runs that ended more than
-// Config.RunRetention ago, at start and then every tenth of the retention
-// (at most hourly), until ctx ends.
+// Config.RunRetention ago and, with Config.ThreadRetention, the threads
+// last updated longer ago than that: at start and then every tenth of the
+// shorter retention (at most hourly), until ctx ends.
 func (s *Server) pruneLoop(ctx context.Context) {
 	every := min(s.cfg.RunRetention/10, time.Hour)
+	if s.cfg.ThreadRetention > 0 {
+		every = min(every, s.cfg.ThreadRetention/10)
+	}
 	t := time.NewTicker(max(every, time.Second))
 	defer t.Stop()
 	for {
@@ -451,10 +455,65 @@ func (s *Server) pruneLoop(ctx context.Context) {
 		} else if n > 0 {
 			s.cfg.Logger.Info("pruned run records", "records", n)
 		}
+		if s.cfg.ThreadRetention > 0 {
+			if n, err := s.expireThreads(ctx, s.cfg.Now().Add(-s.cfg.ThreadRetention)); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn("deleting expired threads", "error", err, "deleted", n)
+			} else if n > 0 {
+				s.cfg.Logger.Info("deleted expired threads", "threads", n, "retention", s.cfg.ThreadRetention)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// expireThreads deletes the threads of the store last updated before
+// cutoff, as DELETE /api/threads/{id} does (checkpoints, run records, the
+// owner's count), except those with a run in progress, and returns how many
+// it deleted. Threads never run and kept only in this process's index
+// (a runner that cannot list its threads) are not expired.
+func (s *Server) expireThreads(ctx context.Context, cutoff time.Time) (int, error) {
+	if s.features.threads == nil {
+		return 0, nil
+	}
+	const batch = 500
+	var old []agent.ThreadInfo
+	f := agent.ThreadFilter{Limit: batch}
+	for {
+		infos, err := s.features.threads.Threads(ctx, f)
+		if err != nil {
+			return 0, err
+		}
+		for _, info := range infos {
+			if info.Updated.Before(cutoff) {
+				old = append(old, info)
+			}
+		}
+		if len(infos) < batch {
+			break
+		}
+		f.Before = infos[len(infos)-1].Latest
+	}
+	deleted := 0
+	for _, info := range old {
+		if _, busy := s.runs.activeOn(info.ThreadID); busy {
+			continue
+		}
+		if err := s.cfg.Runner.DeleteThread(ctx, info.ThreadID); errors.Is(err, agent.ErrForeignThread) {
+			continue // another application's thread in a shared store: its own server expires it
+		} else if err != nil && !errors.Is(err, agent.ErrUnknownThread) {
+			return deleted, err
+		}
+		if err := s.records.DeleteRuns(ctx, info.ThreadID); err != nil {
+			return deleted, err
+		}
+		owner := caller{Principal: Principal{Tenant: info.Metadata[MetaTenant], Name: info.Metadata[MetaOwner]}, User: info.Metadata[MetaUser]}
+		s.counts.release(ownerKey(owner))
+		s.transcripts.forget(info.ThreadID)
+		deleted++
+	}
+	return deleted, nil
 }

@@ -222,6 +222,7 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 			DuplicateWindow:   threshold(cfg.Server.Limits.DuplicateWindow),
 			DetachGrace:       threshold(cfg.Server.Limits.DetachGrace),
 			RunRetention:      time.Duration(cfg.Server.Limits.RunRetention),
+			ThreadRetention:   time.Duration(cfg.Server.Limits.ThreadRetention),
 		},
 		Auth: server.Auth{
 			CORSOrigins:    cfg.Server.CORSOrigins,
