@@ -112,7 +112,7 @@ type row struct {
 	cpuPerTurn                 time.Duration // the server process's CPU time per turn
 	rssPerThread, storePerConv float64       // bytes; storePerConv < 0: not measured
 	// peakRSS is the server's resident high-water mark during the
-	// measured load; rssPerLive is peakRSS less the RSS before it, per
+	// measured load; rssPerLive is peakRSS less the RSS after it, per
 	// client (each has a conversation in flight).
 	peakRSS            int64
 	rssPerLive         float64
@@ -166,8 +166,9 @@ func run(stores []string, o options) error {
 	fmt.Println("before 1st call = request to the first model call: the request, the thread, the run, the turn's first step;")
 	fmt.Println("between calls = the turn's steps and checkpoints; after last call = the answer's steps, stream and client.")
 	fmt.Println("peak RSS = the server's resident high-water mark during the measured load (warm-up excluded);")
-	fmt.Println("RSS/live conv = (peak RSS − RSS before the measured load) ÷ clients: every client has a turn in flight,")
-	fmt.Println("so it bounds a live streaming conversation's memory from above (the idle threads the load leaves count in it).")
+	fmt.Println("RSS/live conv = (peak RSS − RSS after the measured load, once its garbage is collected) ÷ clients: every")
+	fmt.Println("client has a turn in flight at the peak, and the idle threads the load leaves are in both; the collector's")
+	fmt.Println("headroom (Go lets the heap grow to twice what is live) counts in it.")
 	return nil
 }
 
@@ -464,7 +465,10 @@ func measure(store string, o options) (row, error) {
 	}
 	r.fileBytes, r.threads = after.fileBytes, after.threads
 	r.peakRSS = after.peak
-	r.rssPerLive = float64(after.peak-before.rss) / float64(clients)
+	// The threads the load left behind are in both peak and after (the
+	// RSS once the load is over and its garbage collected): what is left
+	// is what the conversations in flight held, their garbage included.
+	r.rssPerLive = float64(after.peak-after.rss) / float64(clients)
 	if r.turns > 0 {
 		r.cpuPerTurn = time.Duration((after.cpu - before.cpu) / int64(r.turns))
 	}
