@@ -26,9 +26,9 @@ const DefaultErrorNodeGrace = 30 * time.Second
 func DefaultInfraRetryPolicy() capabilities.RetryPolicy {
 	return capabilities.RetryPolicy{
 		MaxAttempts:        3,
-		InitialInterval:    capabilities.Duration(500 * time.Millisecond),
+		InitialInterval:    500 * time.Millisecond,
 		BackoffCoefficient: 2,
-		MaxInterval:        capabilities.Duration(10 * time.Second),
+		MaxInterval:        10 * time.Second,
 		Jitter:             capabilities.JitterFull,
 	}
 }

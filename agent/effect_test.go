@@ -206,7 +206,7 @@ func (m *machine) agentWith(t testing.TB, store checkpoint.Store, tweak func(*ag
 		Clarify: node(state.NodeClarify, func(ctx context.Context, s state.State) (state.Update, error) {
 			return state.Update{Messages: []state.Message{{Role: state.RoleAssistant, Content: "which?", Kind: state.KindClarification}}}, nil
 		}),
-		RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Millisecond), Jitter: capabilities.JitterNone},
+		RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Millisecond, Jitter: capabilities.JitterNone},
 	}
 	if tweak != nil {
 		tweak(&cfg)

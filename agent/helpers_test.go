@@ -93,8 +93,8 @@ func (w *world) effects() []capabilities.Step {
 }
 
 func fastPolicy() capabilities.RetryPolicy {
-	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Millisecond),
-		MaxInterval: capabilities.Duration(4 * time.Millisecond), Jitter: capabilities.JitterNone}
+	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Millisecond,
+		MaxInterval: 4 * time.Millisecond, Jitter: capabilities.JitterNone}
 }
 
 func step(capability, key string, deps ...int) state.PlanStep {

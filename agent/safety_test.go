@@ -642,7 +642,7 @@ func TestGateApprovalForOneValueDoesNotWriteAnother(t *testing.T) {
 		w.intentOf, w.failFirst = anyValue, true
 		cfg := w.config(t, store, writesOnNoApproval)
 		cfg.Now, cfg.ApprovalExpiry, cfg.Limits.MaxExecutionTime = clk.Now, 24*time.Hour, 24*time.Hour
-		cfg.CapabilityRetry = map[string]capabilities.RetryPolicy{"set_value": {MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Minute), Jitter: capabilities.JitterNone}}
+		cfg.CapabilityRetry = map[string]capabilities.RetryPolicy{"set_value": {MaxAttempts: 3, InitialInterval: time.Minute, Jitter: capabilities.JitterNone}}
 		a := mustAgent(t, cfg)
 		ap := approvalOf(t, runReq(t, a, agent.TurnRequest{Thread: "t", Input: "raise Q1 a bit"}))
 		// The first attempt fails RETRIABLE; the run stops while it waits

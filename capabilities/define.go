@@ -16,8 +16,11 @@ type Definition struct {
 	Run         func(ctx context.Context, step Step) (Output, error)
 
 	// Optional behaviour; nil means "use the defaults".
-	Classify          func(err error, ec ErrorContext) Classification
-	Retry             *RetryPolicy
+	Classify func(err error, ec ErrorContext) Classification
+	// Retry is the capability's own retry policy; its zero fields are
+	// filled from the configured policies. The zero value is no policy of
+	// its own; MaxAttempts 1 says "never retry".
+	Retry             RetryPolicy
 	ClassifierGuide   *ClassifierGuide
 	OrchestratorGuide *OrchestratorGuide
 	Fallbacks         []string
@@ -68,12 +71,7 @@ func (c *defined) ClassifyError(err error, ec ErrorContext) Classification {
 	return c.d.Classify(err, ec)
 }
 
-func (c *defined) RetryPolicy() RetryPolicy {
-	if c.d.Retry == nil {
-		return RetryPolicy{}
-	}
-	return *c.d.Retry
-}
+func (c *defined) RetryPolicy() RetryPolicy { return c.d.Retry }
 
 func (c *defined) ClassifierGuide() *ClassifierGuide     { return c.d.ClassifierGuide }
 func (c *defined) OrchestratorGuide() *OrchestratorGuide { return c.d.OrchestratorGuide }
@@ -128,17 +126,14 @@ func (c *defined) Idempotent() bool { return c.d.Idempotent }
 
 func (c *defined) Deadline() time.Duration { return c.d.Deadline }
 
-// HasOwnRetryPolicy reports whether c states a retry policy of its own (a
-// Definition without Retry does not).
+// HasOwnRetryPolicy reports whether c states a retry policy of its own: it
+// is a RetryPolicyProvider whose policy sets at least one field (a
+// Definition without Retry gives the zero policy, which is none).
 func HasOwnRetryPolicy(c Capability) (RetryPolicy, bool) {
-	if d, ok := c.(*defined); ok {
-		if d.d.Retry == nil {
-			return RetryPolicy{}, false
-		}
-		return *d.d.Retry, true
-	}
 	if p, ok := c.(RetryPolicyProvider); ok {
-		return p.RetryPolicy(), true
+		if own := p.RetryPolicy(); !own.IsZero() {
+			return own, true
+		}
 	}
 	return RetryPolicy{}, false
 }

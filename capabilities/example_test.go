@@ -31,7 +31,7 @@ func ExampleDefine() {
 			}
 			return capabilities.Classification{} // unset: the default classifier decides
 		},
-		Retry: &capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: capabilities.Duration(500 * time.Millisecond)},
+		Retry: capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: 500 * time.Millisecond},
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -67,7 +67,7 @@ var errNoSuchChannel = errors.New("no such channel")
 // Next is pure: the attempt that failed, the time and a random source give
 // the delay before the next attempt, or ok=false when the policy is spent.
 func ExampleRetryPolicy_Next() {
-	p := capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: capabilities.Duration(time.Second), Jitter: capabilities.JitterNone}
+	p := capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: time.Second, Jitter: capabilities.JitterNone}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for attempt := 1; ; attempt++ {
 		d, ok := p.Next(capabilities.Attempt{Number: attempt}, now, rand.New(rand.NewPCG(1, 2)))

@@ -190,8 +190,8 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 				{Query: "Show me the beam current over the last day", Result: false, Reason: "history"},
 				{Query: "Set the Q1 current to 105 A", Result: false, Reason: "a write"},
 			}},
-		Retry: &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(500 * time.Millisecond), BackoffCoefficient: 2,
-			MaxInterval: capabilities.Duration(5 * time.Second), NonRetryable: []string{capabilities.KindNotFound, capabilities.KindInvalidInput}},
+		Retry: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2,
+			MaxInterval: 5 * time.Second, NonRetryable: []string{capabilities.KindNotFound, capabilities.KindInvalidInput}},
 		Classify: func(err error, _ capabilities.ErrorContext) capabilities.Classification {
 			if errors.Is(err, errReadTimeout) {
 				return capabilities.Classification{Severity: capabilities.Retriable, Kind: capabilities.KindTimeout, UserMessage: "The control system did not answer the read in time."}
@@ -330,9 +330,9 @@ func controlRoom(t *testing.T) *harness { return newHarness(t, roomApp(0)) }
 // twice, then answers), corrupt_state (FATAL), quota_hog (exhausts a
 // resource: the run asks a human).
 func tourApp() cli.App {
-	quick := func(n int) *capabilities.RetryPolicy {
-		return &capabilities.RetryPolicy{MaxAttempts: n, InitialInterval: capabilities.Duration(time.Millisecond),
-			MaxInterval: capabilities.Duration(5 * time.Millisecond), Jitter: capabilities.JitterNone}
+	quick := func(n int) capabilities.RetryPolicy {
+		return capabilities.RetryPolicy{MaxAttempts: n, InitialInterval: time.Millisecond,
+			MaxInterval: 5 * time.Millisecond, Jitter: capabilities.JitterNone}
 	}
 	def := func(name, keyword, question, desc string) capabilities.Definition {
 		return capabilities.Definition{Name: name, Description: desc, Provides: []string{"READING"},

@@ -201,8 +201,8 @@ func flakyApp(reason string) func(*config.Config) ([]capabilities.Capability, er
 	return func(*config.Config) ([]capabilities.Capability, error) {
 		flaky, err := capabilities.Define(capabilities.Definition{
 			Name: "flaky_sensor", Description: "Reads the flaky sensor.", Provides: []string{"READING"},
-			Retry: &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(400 * time.Millisecond),
-				MaxInterval: capabilities.Duration(400 * time.Millisecond), Jitter: capabilities.JitterNone},
+			Retry: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 400 * time.Millisecond,
+				MaxInterval: 400 * time.Millisecond, Jitter: capabilities.JitterNone},
 			Run: func(_ context.Context, s capabilities.Step) (capabilities.Output, error) {
 				if s.Attempt < 2 {
 					return capabilities.Output{}, capabilities.NewError(capabilities.Retriable, capabilities.KindTimeout, reason, nil)

@@ -94,7 +94,7 @@ func TestParseFull(t *testing.T) {
 		{"fallback", c.Fallback, "offline"},
 		{"classifier", c.Classifier.Mode, "per_capability"},
 		{"limits", c.Limits, config.Limits{MaxPlanningAttempts: 3, MaxReclassifications: &zeroInt, MaxExecutionTime: config.Duration(10 * time.Minute), MaxNodeSteps: 50, MaxTokensPerTurn: 100000, MaxConcurrentClassifications: 8, StepConcurrency: 2}},
-		{"retry default", c.Retry.Default, capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: capabilities.Duration(500 * time.Millisecond), BackoffCoefficient: 1.5, MaxInterval: capabilities.Duration(10 * time.Second)}},
+		{"retry default", c.Retry.Default, capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 1.5, MaxInterval: 10 * time.Second}},
 		{"retry write", c.Retry.Capabilities["channel_write"], capabilities.RetryPolicy{MaxAttempts: 1, NonRetryable: []string{"limit_violation", "writes_disabled"}}},
 		{"approval", c.Approval, config.Approval{GlobalMode: "all_capabilities", PlanApproval: true, ExpiresAfter: &twoHours}},
 		{"writes", c.ControlSystem.WritesEnabled, true},
@@ -124,7 +124,7 @@ func TestParseFull(t *testing.T) {
 		t.Errorf("ModelFor(response) = %+v, %v; want the default role", m, ok)
 	}
 	p, ok := c.RetryPolicyFor("channel_write")
-	if !ok || p.MaxAttempts != 1 || p.InitialInterval != capabilities.Duration(500*time.Millisecond) || p.BackoffCoefficient != 1.5 {
+	if !ok || p.MaxAttempts != 1 || p.InitialInterval != 500*time.Millisecond || p.BackoffCoefficient != 1.5 {
 		t.Errorf("RetryPolicyFor(channel_write) = %+v, %v", p, ok)
 	}
 	if p, ok := c.RetryPolicyFor("channel_read"); ok || p.MaxAttempts != 4 || p.Jitter != capabilities.JitterFull {

@@ -18,7 +18,7 @@ func TestFaultWrapperKeepsOptionalInterfaces(t *testing.T) {
 	var plain capabilities.Capability = bare{}
 	policy := capabilities.RetryPolicy{MaxAttempts: 7}
 	rich, err := capabilities.Define(capabilities.Definition{Name: "rich", Description: "d", Run: run, SideEffects: true, Idempotent: true,
-		Retry:    &policy,
+		Retry:    policy,
 		Readback: func(context.Context, capabilities.Action) ([]capabilities.Reading, error) { return nil, nil },
 		Reconcile: func(context.Context, capabilities.Step, capabilities.Action) (capabilities.Outcome, error) {
 			return "", nil

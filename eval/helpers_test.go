@@ -26,7 +26,7 @@ func fixture(t *testing.T) *capabilities.Registry {
 	read, err := capabilities.Define(capabilities.Definition{
 		Name: "read_value", Description: "read the current value of a channel such as the beam current",
 		Provides: []string{"VALUE"}, Requires: []capabilities.Requirement{{Type: "CHANNEL"}},
-		Retry: &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(1e6), Jitter: capabilities.JitterNone},
+		Retry: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 1e6, Jitter: capabilities.JitterNone},
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("VALUE", 500.7, "SR:CURRENT = 500.7 mA"), nil
 		},

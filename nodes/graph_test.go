@@ -125,7 +125,7 @@ func everyCall(c nodes.Config) nodes.Config {
 }
 
 func fastRetry() capabilities.RetryPolicy {
-	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Millisecond), Jitter: capabilities.JitterNone}
+	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Millisecond, Jitter: capabilities.JitterNone}
 }
 
 func checkAnswer(t *testing.T, o turn, want string) {

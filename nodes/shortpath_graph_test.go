@@ -340,7 +340,7 @@ func routesPlant(t *testing.T, fail func(attempt int) error) *capabilities.Regis
 	read, err := capabilities.Define(capabilities.Definition{Name: "channel_read", Provides: []string{"CHANNEL_VALUES"},
 		Requires:    []capabilities.Requirement{{Type: "CHANNEL_ADDRESSES"}},
 		Description: "Read the present live value of control-system channels.",
-		Retry:       &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Millisecond), Jitter: capabilities.JitterNone},
+		Retry:       capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Millisecond, Jitter: capabilities.JitterNone},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			mu.Lock()
 			attempts++

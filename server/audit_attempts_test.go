@@ -19,7 +19,7 @@ import (
 func auditAgentEnv(t *testing.T, caps ...capabilities.Capability) *testEnv {
 	t.Helper()
 	a, err := agent.New(agent.Config{Registry: newRegistry(t, caps...), RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3,
-		InitialInterval: capabilities.Duration(time.Millisecond), MaxInterval: capabilities.Duration(2 * time.Millisecond), Jitter: capabilities.JitterNone}})
+		InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond, Jitter: capabilities.JitterNone}})
 	if err != nil {
 		t.Fatal(err)
 	}

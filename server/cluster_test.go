@@ -105,7 +105,7 @@ func flakyReadAgents(t *testing.T, calls *atomic.Int32, wait time.Duration) func
 	}
 	return func(st checkpoint.Store) *agent.Agent {
 		a, err := agent.New(agent.Config{Registry: newRegistry(t, read), Store: st, Leases: agent.LeaseConfig{TTL: 3 * time.Second},
-			RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(wait), Jitter: capabilities.JitterNone}})
+			RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: wait, Jitter: capabilities.JitterNone}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func flakyReadAgent(t *testing.T, delay time.Duration, calls *atomic.Int32) *age
 	}
 	t.Cleanup(func() { store.Close() })
 	a, err := agent.New(agent.Config{Registry: newRegistry(t, read), Store: store,
-		RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(delay), Jitter: capabilities.JitterNone}})
+		RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: delay, Jitter: capabilities.JitterNone}})
 	if err != nil {
 		t.Fatal(err)
 	}

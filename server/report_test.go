@@ -23,7 +23,7 @@ func newFailingReadEnv(t *testing.T) *testEnv {
 		Provides: []string{"BEAM_CURRENT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
 			Examples: []capabilities.ClassifierExample{{Query: "what is the beam current?", Result: true, Reason: "asks for the beam current"}}},
-		Retry: &capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: capabilities.Duration(time.Millisecond), Jitter: capabilities.JitterNone},
+		Retry: capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond, Jitter: capabilities.JitterNone},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			if st.Attempt == 1 {
 				return capabilities.Output{}, capabilities.NewError(capabilities.Retriable, capabilities.KindTimeout, "the DCCT did not answer in time", nil)

@@ -100,7 +100,7 @@ func newWebEnv(t *testing.T) *webEnv {
 		Name: "read_lifetime_archive", Description: "Read the archived beam lifetime of the last hour", Provides: []string{"LIFETIME_HISTORY"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for the beam lifetime history.",
 			Examples: []capabilities.ClassifierExample{{Query: "how did the beam lifetime change in the last hour?", Result: true, Reason: "asks for history"}}},
-		Retry: &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(300 * time.Millisecond), Jitter: capabilities.JitterNone},
+		Retry: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 300 * time.Millisecond, Jitter: capabilities.JitterNone},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			amu.Lock()
 			archiveCalls++

@@ -109,7 +109,7 @@ func newAgent(store checkpoint.Store, marker *os.File, round string) (*agent.Age
 	err := errors.Join(
 		def("read_a", capabilities.Definition{}),
 		def("flaky_b", capabilities.Definition{
-			Retry: &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(retryDelay), Jitter: capabilities.JitterNone},
+			Retry: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: retryDelay, Jitter: capabilities.JitterNone},
 			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 				if st.Attempt == 1 {
 					return capabilities.Output{}, capabilities.NewError(capabilities.Retriable, capabilities.KindTimeout, "flaky_b timed out", nil)

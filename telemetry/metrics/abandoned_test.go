@@ -25,7 +25,7 @@ func TestAbandonedCapabilityIsCounted(t *testing.T) {
 	c, err := capabilities.Define(capabilities.Definition{
 		Name: "stuck_read", Description: "Read a value from a driver that can get stuck", Provides: []string{"VALUE"},
 		Deadline: 50 * time.Millisecond,
-		Retry:    &capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: capabilities.Duration(time.Millisecond), Jitter: capabilities.JitterNone},
+		Retry:    capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond, Jitter: capabilities.JitterNone},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			if calls.Add(1) == 1 {
 				<-release // stuck, deaf to its context

@@ -74,8 +74,8 @@ func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capa
 // RetryPolicy: reads are cheap and safe to repeat; an unknown channel is
 // never retried (a new plan is needed).
 func (*ChannelRead) RetryPolicy() capabilities.RetryPolicy {
-	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(500 * time.Millisecond),
-		BackoffCoefficient: 2, MaxInterval: capabilities.Duration(5 * time.Second),
+	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 500 * time.Millisecond,
+		BackoffCoefficient: 2, MaxInterval: 5 * time.Second,
 		NonRetryable: []string{capabilities.KindNotFound, capabilities.KindInvalidInput}}
 }
 

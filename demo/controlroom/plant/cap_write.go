@@ -381,8 +381,8 @@ func limitViolation(le *LimitError, c Channel) *capabilities.Error {
 // retries a write only when it knows the first one changed nothing (the
 // readback still shows the value before); safety refusals never are.
 func (*ChannelWrite) RetryPolicy() capabilities.RetryPolicy {
-	return capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: capabilities.Duration(time.Second),
-		BackoffCoefficient: 2, MaxInterval: capabilities.Duration(5 * time.Second),
+	return capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Second,
+		BackoffCoefficient: 2, MaxInterval: 5 * time.Second,
 		NonRetryable: []string{capabilities.KindLimitViolation, capabilities.KindWritesDisabled, capabilities.KindRejected, capabilities.KindNotFound}}
 }
 

@@ -73,9 +73,9 @@ func ok(name string, attempt int, note string) (capabilities.Output, error) {
 }
 
 // quick is a short retry policy so the tour does not keep users waiting.
-func quick(attempts int) *capabilities.RetryPolicy {
-	return &capabilities.RetryPolicy{MaxAttempts: attempts, InitialInterval: capabilities.Duration(100 * time.Millisecond),
-		BackoffCoefficient: 2, MaxInterval: capabilities.Duration(time.Second), Jitter: capabilities.JitterNone}
+func quick(attempts int) capabilities.RetryPolicy {
+	return capabilities.RetryPolicy{MaxAttempts: attempts, InitialInterval: 100 * time.Millisecond,
+		BackoffCoefficient: 2, MaxInterval: time.Second, Jitter: capabilities.JitterNone}
 }
 
 func guide(keyword, question string) *capabilities.ClassifierGuide {
