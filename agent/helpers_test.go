@@ -131,7 +131,7 @@ func (w *world) config(t tb, capNames ...string) agent.Config {
 	for name, sc := range w.caps {
 		sc := sc
 		name := name
-		c, err := capabilities.Define(capabilities.Definition{
+		c := capabilities.Define(capabilities.Definition{
 			Name: name, Description: "scripted " + name, Provides: []string{"OUT"},
 			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 				if w.writes[name] && !st.WritesEnabled {
@@ -160,9 +160,6 @@ func (w *world) config(t tb, capNames ...string) agent.Config {
 			Fallbacks: w.fallback[name],
 			Approval:  w.approval[name],
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := reg.Register(c); err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package capabilities
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -46,21 +45,34 @@ type Definition struct {
 	Deadline time.Duration
 }
 
-// Define returns the capability a Definition describes.
-func Define(d Definition) (Capability, error) {
+// Define returns the capability a Definition describes. What is wrong with
+// the definition (no Run, a name or a context type misspelt, a retry policy
+// that cannot work) is reported, with every other capability's problems, by
+// Registry.Register and agent.New.
+func Define(d Definition) Capability {
+	var problems []string
 	if d.Run == nil {
-		return nil, errors.New("capabilities: definition " + d.Name + " has no Run function")
+		problems = append(problems, "has no Run function")
 	}
-	return &defined{d: d}, nil
+	return &defined{d: d, problems: problems}
 }
 
-type defined struct{ d Definition }
+type defined struct {
+	d        Definition
+	problems []string // found by Define or New, reported by Register
+}
+
+// definitionProblems is what Register reports besides its own checks.
+func (c *defined) definitionProblems() []string { return c.problems }
 
 func (c *defined) Name() string            { return c.d.Name }
 func (c *defined) Description() string     { return c.d.Description }
 func (c *defined) Provides() []string      { return c.d.Provides }
 func (c *defined) Requires() []Requirement { return c.d.Requires }
 func (c *defined) Execute(ctx context.Context, s Step) (Output, error) {
+	if c.d.Run == nil { // unregistered: Register refuses it
+		return Output{}, NewError(Critical, KindUnknown, "capability "+c.d.Name+" has no Run function", nil)
+	}
 	return c.d.Run(ctx, s)
 }
 

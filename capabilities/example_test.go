@@ -15,7 +15,7 @@ import (
 // Classify and Retry are optional; without them the default classifier and
 // the application's retry policy apply.
 func ExampleDefine() {
-	readPV, err := capabilities.Define(capabilities.Definition{
+	readPV := capabilities.Define(capabilities.Definition{
 		Name:        "read_pv",
 		Description: "Read the current value of a control-system channel",
 		Provides:    []string{"PV_VALUE"},
@@ -33,11 +33,7 @@ func ExampleDefine() {
 		},
 		Retry: capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: 500 * time.Millisecond},
 	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	findChannels, _ := capabilities.Define(capabilities.Definition{
+	findChannels := capabilities.Define(capabilities.Definition{
 		Name: "find_channels", Description: "Find channel addresses from a description",
 		Provides: []string{"CHANNEL_ADDRESSES"},
 		Run: func(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {

@@ -64,7 +64,10 @@ func (r *Registry) ContextTypes() map[string]string {
 }
 
 // Register adds capabilities, checking each on its own (name, types,
-// duplicates). Cross-capability checks are in Validate.
+// duplicates, what Define found). It registers the good ones and returns
+// every problem of the others together (errors.Join of
+// *RegistrationError, each naming its capability). Cross-capability
+// checks are in Validate.
 func (r *Registry) Register(caps ...Capability) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -75,41 +78,47 @@ func (r *Registry) Register(caps ...Capability) error {
 			continue
 		}
 		name := c.Name()
-		switch {
-		case !namePattern.MatchString(name):
-			errs = append(errs, &RegistrationError{Capability: name, Problem: "name must be lower_snake_case"})
-			continue
-		case r.caps[name] != nil:
-			errs = append(errs, &RegistrationError{Capability: name, Problem: "registered twice"})
-			continue
-		case strings.TrimSpace(c.Description()) == "":
-			errs = append(errs, &RegistrationError{Capability: name, Problem: "description is empty"})
-			continue
+		label := name
+		if label == "" {
+			label = "<unnamed: " + c.Description() + ">"
 		}
-		bad := false
+		var problems []string
+		if dp, ok := c.(interface{ definitionProblems() []string }); ok {
+			problems = append(problems, dp.definitionProblems()...)
+		}
+		switch {
+		case name == "":
+			problems = append(problems, "has no name")
+		case !namePattern.MatchString(name):
+			problems = append(problems, "name must be lower_snake_case")
+		case r.caps[name] != nil:
+			problems = append(problems, "registered twice")
+		}
+		if strings.TrimSpace(c.Description()) == "" {
+			problems = append(problems, "description is empty")
+		}
 		for _, t := range c.Provides() {
 			if !typePattern.MatchString(t) {
-				errs = append(errs, &RegistrationError{Capability: name, Problem: fmt.Sprintf("provides context type %q, which is not UPPER_SNAKE_CASE", t)})
-				bad = true
+				problems = append(problems, fmt.Sprintf("provides context type %q, which is not UPPER_SNAKE_CASE", t))
 			}
 		}
 		for _, q := range c.Requires() {
 			if !typePattern.MatchString(q.Type) {
-				errs = append(errs, &RegistrationError{Capability: name, Problem: fmt.Sprintf("requires context type %q, which is not UPPER_SNAKE_CASE", q.Type)})
-				bad = true
+				problems = append(problems, fmt.Sprintf("requires context type %q, which is not UPPER_SNAKE_CASE", q.Type))
 			}
 			if q.Cardinality != "" && q.Cardinality != Single && q.Cardinality != Multiple {
-				errs = append(errs, &RegistrationError{Capability: name, Problem: fmt.Sprintf("requirement %s has cardinality %q (want single or multiple)", q.Type, q.Cardinality)})
-				bad = true
+				problems = append(problems, fmt.Sprintf("requirement %s has cardinality %q (want single or multiple)", q.Type, q.Cardinality))
 			}
 		}
 		if p, ok := HasOwnRetryPolicy(c); ok {
 			if err := p.Validate(); err != nil {
-				errs = append(errs, &RegistrationError{Capability: name, Problem: "retry policy: " + err.Error()})
-				bad = true
+				problems = append(problems, "retry policy: "+err.Error())
 			}
 		}
-		if bad {
+		for _, p := range problems {
+			errs = append(errs, &RegistrationError{Capability: label, Problem: p})
+		}
+		if len(problems) > 0 {
 			continue
 		}
 		r.caps[name] = c

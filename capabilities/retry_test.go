@@ -112,13 +112,10 @@ func TestRetryPolicyValidate(t *testing.T) {
 func TestResolveRetryPolicy(t *testing.T) {
 	own := capabilities.RetryPolicy{MaxAttempts: 1}
 	mk := func(name string, p capabilities.RetryPolicy) capabilities.Capability {
-		c, err := capabilities.Define(capabilities.Definition{Name: name, Description: "d", Retry: p,
+		c := capabilities.Define(capabilities.Definition{Name: name, Description: "d", Retry: p,
 			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Output{}, nil
 			}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		return c
 	}
 	configured := map[string]capabilities.RetryPolicy{
@@ -184,11 +181,11 @@ func TestHasOwnRetryPolicy(t *testing.T) {
 	run := func(context.Context, capabilities.Step) (capabilities.Output, error) {
 		return capabilities.Output{}, nil
 	}
-	none, _ := capabilities.Define(capabilities.Definition{Name: "none", Description: "d", Run: run})
+	none := capabilities.Define(capabilities.Definition{Name: "none", Description: "d", Run: run})
 	if _, ok := capabilities.HasOwnRetryPolicy(none); ok {
 		t.Fatal("a Definition without Retry has a policy of its own")
 	}
-	never, _ := capabilities.Define(capabilities.Definition{Name: "never", Description: "d", Run: run, Retry: capabilities.RetryPolicy{MaxAttempts: 1}})
+	never := capabilities.Define(capabilities.Definition{Name: "never", Description: "d", Run: run, Retry: capabilities.RetryPolicy{MaxAttempts: 1}})
 	if p, ok := capabilities.HasOwnRetryPolicy(never); !ok || p.MaxAttempts != 1 {
 		t.Fatalf("never: %+v %v", p, ok)
 	}

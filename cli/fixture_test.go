@@ -157,7 +157,7 @@ func (r *room) planWrite(st capabilities.Step) (roomWrite, error) {
 
 // capabilities returns the room's four capabilities.
 func (r *room) capabilities() ([]capabilities.Capability, error) {
-	finding, err := capabilities.Define(capabilities.Definition{
+	finding := capabilities.Define(capabilities.Definition{
 		Name:        "channel_finding",
 		Description: "Find the control-system channel names (process variable addresses) that match a description such as \"beam current\".",
 		Provides:    []string{"CHANNEL_ADDRESSES"},
@@ -175,11 +175,8 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 			return capabilities.Result("CHANNEL_ADDRESSES", chans, "found "+strings.Join(chans, ", ")), nil
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
 	multiple := []capabilities.Requirement{{Type: "CHANNEL_ADDRESSES", Cardinality: capabilities.Multiple}}
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name:        "channel_read",
 		Description: "Read the present live value of control-system channels now: the beam current, a magnet current or a voltage at this moment.",
 		Provides:    []string{"CHANNEL_VALUES"}, Requires: multiple,
@@ -217,10 +214,7 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 			return capabilities.Result("CHANNEL_VALUES", values, strings.Join(parts, "; ")), nil
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	archive, err := capabilities.Define(capabilities.Definition{
+	archive := capabilities.Define(capabilities.Definition{
 		Name:        "archiver_retrieval",
 		Description: "Retrieve the archived history of control-system channels over a time range: trends, statistics, how a value changed over the last hours.",
 		Provides:    []string{"ARCHIVER_DATA"}, Requires: multiple,
@@ -243,10 +237,7 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 			return capabilities.Result("ARCHIVER_DATA", parts, strings.Join(parts, "; ")), nil
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	write, err := capabilities.Define(capabilities.Definition{
+	write := capabilities.Define(capabilities.Definition{
 		Name:        "channel_write",
 		Description: "Write a new setpoint to a control-system channel: set, change or adjust a setting to a number the user gives. A human must approve first.",
 		Provides:    []string{"CHANNEL_WRITE_RESULTS"}, Requires: multiple,
@@ -305,9 +296,6 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 				"Set "+w.text()+" (readback verified)"), nil
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
 	return []capabilities.Capability{finding, read, archive, write}, nil
 }
 
@@ -361,10 +349,7 @@ func tourApp() cli.App {
 		}
 		var out []capabilities.Capability
 		for _, d := range []capabilities.Definition{flaky, corrupt, quota} {
-			c, err := capabilities.Define(d)
-			if err != nil {
-				return nil, err
-			}
+			c := capabilities.Define(d)
 			out = append(out, c)
 		}
 		return out, nil

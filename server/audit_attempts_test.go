@@ -33,7 +33,7 @@ func defineRead(t *testing.T, name, desc, query string, fallbacks []string, run 
 		guide = &capabilities.ClassifierGuide{Instructions: "Use for: " + desc,
 			Examples: []capabilities.ClassifierExample{{Query: query, Result: true, Reason: "fits"}}}
 	}
-	c, err := capabilities.Define(capabilities.Definition{Name: name, Description: desc, Provides: []string{strings.ToUpper(name)},
+	c := capabilities.Define(capabilities.Definition{Name: name, Description: desc, Provides: []string{strings.ToUpper(name)},
 		Fallbacks: fallbacks, ClassifierGuide: guide,
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			if err := run(ctx); err != nil {
@@ -41,9 +41,6 @@ func defineRead(t *testing.T, name, desc, query string, fallbacks []string, run 
 			}
 			return capabilities.Result(strings.ToUpper(name), 1, name+" read 1"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 

@@ -18,7 +18,7 @@ import (
 // suggestion): the turn ends in an error report.
 func newFailingReadEnv(t *testing.T) *testEnv {
 	t.Helper()
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring",
 		Provides: []string{"BEAM_CURRENT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
@@ -33,9 +33,6 @@ func newFailingReadEnv(t *testing.T) *testEnv {
 			return capabilities.Output{}, e
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	a, err := agent.New(agent.Config{Registry: newRegistry(t, read)})
 	if err != nil {
 		t.Fatal(err)

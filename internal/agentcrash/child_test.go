@@ -100,10 +100,7 @@ func newAgent(store checkpoint.Store, marker *os.File, round string) (*agent.Age
 			}
 			return capabilities.Result("OUT", st.IdempotencyKey, name+" ok").With(artifactsOf(name)...), nil
 		}
-		c, err := capabilities.Define(d)
-		if err != nil {
-			return err
-		}
+		c := capabilities.Define(d)
 		return reg.Register(c)
 	}
 	err := errors.Join(

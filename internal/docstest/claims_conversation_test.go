@@ -26,7 +26,7 @@ func TestApprovalShowsTheApprovalSummaryThenTheActions(t *testing.T) {
 		{"neither", "", "", "set_current: set BTS:MAG:Q1:CURRENT to 105 A"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := capabilities.Define(capabilities.Definition{
+			c := capabilities.Define(capabilities.Definition{
 				Name: "set_current", Description: "Set the quadrupole Q1 magnet current to a value.", Provides: []string{"WRITE_RESULT"}, SideEffects: true,
 				Action: func(capabilities.Step) (capabilities.Action, error) {
 					return capabilities.Action{Summary: tc.action, Changes: []capabilities.Change{{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}}}, nil
@@ -36,9 +36,6 @@ func TestApprovalShowsTheApprovalSummaryThenTheActions(t *testing.T) {
 					return capabilities.Result("WRITE_RESULT", 105.0, "Q1 set to 105 A"), nil
 				},
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
 			reg := capabilities.NewRegistry()
 			if err := reg.Register(c); err != nil {
 				t.Fatal(err)

@@ -181,10 +181,7 @@ func (t *Tour) Capabilities() ([]capabilities.Capability, error) {
 		}})
 	out := make([]capabilities.Capability, 0, len(defs))
 	for _, d := range defs {
-		c, err := capabilities.Define(d)
-		if err != nil {
-			return nil, err
-		}
+		c := capabilities.Define(d)
 		out = append(out, c)
 	}
 	return out, nil
