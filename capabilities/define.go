@@ -2,6 +2,7 @@ package capabilities
 
 import (
 	"context"
+	"reflect"
 	"time"
 )
 
@@ -59,8 +60,11 @@ func Define(d Definition) Capability {
 
 type defined struct {
 	d        Definition
-	problems []string // found by Define or New, reported by Register
+	problems []string                // found by Define or New, reported by Register
+	types    map[string]reflect.Type // what New provides, by context type
 }
+
+func (c *defined) ProvidedTypes() map[string]reflect.Type { return c.types }
 
 // definitionProblems is what Register reports besides its own checks.
 func (c *defined) definitionProblems() []string { return c.problems }

@@ -142,3 +142,29 @@ func ExampleSeries_Add() {
 	fmt.Println(s.TimesMs[0], s.Values[0], s.Time(0).Format(time.RFC3339))
 	// Output: 1795262400000 500.12 2026-11-21T12:00:00Z
 }
+
+// A typed capability: the parameters are a struct (the planner is shown
+// its JSON schema, and a step's parameters are checked against it before
+// run), the result a typed context value under a key declared once.
+func ExampleNew() {
+	type Args struct {
+		Magnet string `json:"magnet" jsonschema:"the magnet's name, e.g. Q1"`
+	}
+	setpoint := capabilities.Key[float64]("MAGNET_SETPOINT")
+	read := capabilities.New(capabilities.Definition{
+		Name: "magnet_setpoint", Description: "Read the present setpoint of a magnet in amperes.",
+		Retry: capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: 200 * time.Millisecond},
+	}, setpoint, func(ctx context.Context, step capabilities.Step, a Args) (float64, string, error) {
+		return 92, a.Magnet + " setpoint: 92.0 A", nil
+	})
+
+	step := capabilities.Step{PlannedStep: capabilities.PlannedStep{Parameters: map[string]any{"magnet": "Q1"}}}
+	out, err := read.Execute(context.Background(), step)
+	fmt.Println(out.Values[0].Type, out.Values[0].Value, out.Values[0].Summary, err)
+	step.Parameters = map[string]any{"name": "Q1"}
+	_, err = read.Execute(context.Background(), step)
+	fmt.Println(capabilities.Classify(read, err, capabilities.ErrorContext{}).Severity, "-", err)
+	// Output:
+	// MAGNET_SETPOINT 92 Q1 setpoint: 92.0 A <nil>
+	// replanning - The step's parameters are wrong: there is no parameter "name" (the parameters are magnet); parameter "magnet" is missing (a string: the magnet's name, e.g. Q1).
+}

@@ -101,7 +101,7 @@ func TestFiniteCopy(t *testing.T) {
 		t.Errorf("non-empty interface: %s %v", got, err)
 	}
 	// What JSON refuses for another reason is refused still.
-	if _, err := capabilities.MarshalFinite(map[string]any{"f": inf, "c": make(chan int)}); err == nil || capabilities.IsNonFiniteJSON(err) {
+	if _, err := capabilities.MarshalFinite(map[string]any{"f": inf, "c": make(chan int)}); err == nil || !strings.Contains(err.Error(), "chan") {
 		t.Errorf("a channel: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -128,7 +129,8 @@ func (r *Registry) Register(caps ...Capability) error {
 }
 
 // Validate checks the registry as a whole: every required context type has a
-// provider (or is declared), every fallback exists.
+// provider (or is declared), producers and consumers that state the values'
+// Go types (New, Key.Required) agree on them, every fallback exists.
 func (r *Registry) Validate() error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -139,11 +141,35 @@ func (r *Registry) Validate() error {
 			provided[t] = true
 		}
 	}
+	// The Go type each context type's values have, from the first typed
+	// provider (registration order); another provider or a consumer that
+	// says otherwise is a problem.
+	goTypes := map[string]reflect.Type{}
+	goTypeBy := map[string]string{}
+	for _, name := range r.order {
+		tp, ok := r.caps[name].(TypedProvider)
+		if !ok {
+			continue
+		}
+		types := tp.ProvidedTypes()
+		for _, ct := range slices.Sorted(maps.Keys(types)) {
+			gt := types[ct]
+			switch first, seen := goTypes[ct]; {
+			case !seen:
+				goTypes[ct], goTypeBy[ct] = gt, name
+			case first != gt:
+				errs = append(errs, &RegistrationError{Capability: name, Problem: fmt.Sprintf("provides %s as %s, but %s provides it as %s", ct, gt, goTypeBy[ct], first)})
+			}
+		}
+	}
 	for _, name := range r.order {
 		c := r.caps[name]
 		for _, q := range c.Requires() {
 			if !provided[q.Type] && r.types[q.Type] == "" {
 				errs = append(errs, &RegistrationError{Capability: name, Problem: fmt.Sprintf("requires %s, which no capability provides", q.Type)})
+			}
+			if gt, ok := goTypes[q.Type]; ok && q.goType != nil && q.goType != gt {
+				errs = append(errs, &RegistrationError{Capability: name, Problem: fmt.Sprintf("requires %s as %s, but %s provides it as %s", q.Type, q.goType, goTypeBy[q.Type], gt)})
 			}
 		}
 		if f, ok := c.(FallbackProvider); ok {

@@ -20,12 +20,13 @@ const (
 	JitterNone  Jitter = "none"  // exactly d
 )
 
-// Default retry policy values (Temporal's field meanings, AWS full jitter).
+// The built-in retry policy (Temporal's field meanings, AWS full jitter);
+// DefaultRetryPolicy returns it.
 const (
-	DefaultMaxAttempts        = 3
-	DefaultInitialInterval    = time.Second
-	DefaultBackoffCoefficient = 2.0
-	DefaultMaxInterval        = 30 * time.Second
+	defaultMaxAttempts        = 3
+	defaultInitialInterval    = time.Second
+	defaultBackoffCoefficient = 2.0
+	defaultMaxInterval        = 30 * time.Second
 )
 
 // RetryPolicy governs how a RETRIABLE failure is retried. It is plain data
@@ -94,16 +95,16 @@ func DefaultRetryPolicy() RetryPolicy { return RetryPolicy{}.WithDefaults() }
 // WithDefaults returns p with every zero field set to its default.
 func (p RetryPolicy) WithDefaults() RetryPolicy {
 	if p.MaxAttempts == 0 {
-		p.MaxAttempts = DefaultMaxAttempts
+		p.MaxAttempts = defaultMaxAttempts
 	}
 	if p.InitialInterval == 0 {
-		p.InitialInterval = DefaultInitialInterval
+		p.InitialInterval = defaultInitialInterval
 	}
 	if p.BackoffCoefficient == 0 {
-		p.BackoffCoefficient = DefaultBackoffCoefficient
+		p.BackoffCoefficient = defaultBackoffCoefficient
 	}
 	if p.MaxInterval == 0 {
-		p.MaxInterval = DefaultMaxInterval
+		p.MaxInterval = defaultMaxInterval
 		if p.InitialInterval > p.MaxInterval {
 			p.MaxInterval = p.InitialInterval
 		}

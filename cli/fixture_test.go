@@ -109,7 +109,7 @@ func find(text string) []string {
 
 // stepChannels are the channels of a step's CHANNEL_ADDRESSES inputs.
 func stepChannels(st capabilities.Step) ([]string, error) {
-	lists, err := capabilities.Inputs[[]string](st, "CHANNEL_ADDRESSES")
+	lists, err := capabilities.Key[[]string]("CHANNEL_ADDRESSES").Inputs(st)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func smallPlant(t *testing.T) *capabilities.Registry {
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Select for present values.",
 			Examples: []capabilities.ClassifierExample{{Query: "What is the beam current?", Result: true}}},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
-			chans, err := capabilities.Input[[]string](st, "CHANNEL_ADDRESSES")
+			chans, err := capabilities.Key[[]string]("CHANNEL_ADDRESSES").Input(st)
 			if err != nil {
 				return capabilities.Output{}, err
 			}

@@ -29,7 +29,7 @@ func (*ArchiverRetrieval) Description() string {
 }
 func (*ArchiverRetrieval) Provides() []string { return []string{ArchiverDataType} }
 func (*ArchiverRetrieval) Requires() []capabilities.Requirement {
-	return []capabilities.Requirement{{Type: ChannelAddressesType, Cardinality: capabilities.Multiple}}
+	return []capabilities.Requirement{ChannelAddressesKey.RequiredAll()}
 }
 
 // errBadRange marks invalid range parameters.

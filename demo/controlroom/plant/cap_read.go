@@ -33,7 +33,7 @@ func (*ChannelRead) Description() string {
 }
 func (*ChannelRead) Provides() []string { return []string{ChannelValuesType} }
 func (*ChannelRead) Requires() []capabilities.Requirement {
-	return []capabilities.Requirement{{Type: ChannelAddressesType, Cardinality: capabilities.Multiple}}
+	return []capabilities.Requirement{ChannelAddressesKey.RequiredAll()}
 }
 
 // Execute reads every channel; one failed read fails the step (a partial

@@ -49,7 +49,7 @@ func (*ChannelWrite) Description() string {
 }
 func (*ChannelWrite) Provides() []string { return []string{ChannelWriteResultsType} }
 func (*ChannelWrite) Requires() []capabilities.Requirement {
-	return []capabilities.Requirement{{Type: ChannelAddressesType, Cardinality: capabilities.Multiple}}
+	return []capabilities.Requirement{ChannelAddressesKey.RequiredAll()}
 }
 func (*ChannelWrite) SideEffects() bool { return true }
 

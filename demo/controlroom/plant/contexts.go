@@ -18,6 +18,11 @@ const (
 	ChannelWriteResultsType = "CHANNEL_WRITE_RESULTS"
 )
 
+// ChannelAddressesKey is CHANNEL_ADDRESSES with its Go type: channel_finding
+// provides it, the readers and the write require it, and the registry
+// checks that they agree.
+var ChannelAddressesKey = capabilities.Key[ChannelAddresses](ChannelAddressesType)
+
 // ChannelAddresses is what channel_finding found.
 type ChannelAddresses struct {
 	Query    string   `json:"query"`
