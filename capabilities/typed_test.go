@@ -87,7 +87,9 @@ func TestNewChecksParametersBeforeRun(t *testing.T) {
 // Producers and consumers that state Go types must agree: a capability
 // requiring SCAN as a string is refused where SCAN is a []float64.
 func TestRegistryComparesContextGoTypes(t *testing.T) {
-	run := func(context.Context, capabilities.Step) (capabilities.Output, error) { return capabilities.Output{}, nil }
+	run := func(context.Context, capabilities.Step) (capabilities.Output, error) {
+		return capabilities.Output{}, nil
+	}
 	wrong := capabilities.Define(capabilities.Definition{Name: "report", Description: "Report a scan", Run: run,
 		Requires: []capabilities.Requirement{capabilities.Key[string]("SCAN").Required()}})
 	right := capabilities.Define(capabilities.Definition{Name: "fit", Description: "Fit a scan", Run: run,
