@@ -236,9 +236,6 @@ func changeWorld(t *testing.T, w *world) agent.Config {
 	cfg := withOptions(w.config(t), writesOn)
 	set := capabilities.Define(capabilities.Definition{Name: "channel_write", Description: "Write a setpoint", Provides: []string{"WRITE_RESULT"},
 		SideEffects: true,
-		Approval: func(capabilities.Step) (bool, string) {
-			return true, "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A"
-		},
 		Action: func(capabilities.Step) (capabilities.Action, error) {
 			return capabilities.Action{Changes: []capabilities.Change{{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}},
 				Summary: "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A"}, nil

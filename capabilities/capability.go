@@ -115,7 +115,10 @@ type FallbackProvider interface {
 
 // ApprovalRequirer decides per step whether a human must approve it first
 // (in selective approval mode). summary says what will happen, in words a
-// human can judge ("set SR:RF:VOLT from 4.80 kV to 5.00 kV").
+// human can judge ("run the orbit feedback's calibration, which takes the
+// feedback off for a minute"). It is for capabilities without side effects:
+// a side effect (SideEffecter) is approved whatever the mode, and its
+// summary is the Action's (ActionDescriber), which the audit log records.
 type ApprovalRequirer interface {
 	RequiresApproval(step Step) (required bool, summary string)
 }

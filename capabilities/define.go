@@ -24,12 +24,19 @@ type Definition struct {
 	ClassifierGuide   *ClassifierGuide
 	OrchestratorGuide *OrchestratorGuide
 	Fallbacks         []string
-	Approval          func(step Step) (bool, string)
+	// Approval asks a human to approve a step of a capability without side
+	// effects, in selective approval mode, with a summary to judge (see
+	// ApprovalRequirer). A side-effecting capability leaves it out.
+	Approval func(step Step) (bool, string)
 	// SideEffects declares that Run acts on the outside world; the framework
-	// then guards every execution (see SideEffecter).
+	// then guards every execution (see SideEffecter), and a human approves
+	// every one, whatever the approval mode.
 	SideEffects bool
 	// Action describes what a step will do, without doing it (see
-	// ActionDescriber); used only when SideEffects is set.
+	// ActionDescriber); used only when SideEffects is set. Its Summary is
+	// the one summary of the side effect: the human approves it and the
+	// audit log records it (without one, the framework writes it from the
+	// changes).
 	Action func(step Step) (Action, error)
 	// Readback reads the action's targets now, without acting (see
 	// Readbacker); ReadAt reads their value at an earlier time (see
@@ -54,6 +61,9 @@ func Define(d Definition) Capability {
 	var problems []string
 	if d.Run == nil {
 		problems = append(problems, "has no Run function")
+	}
+	if d.SideEffects && d.Approval != nil {
+		problems = append(problems, "has SideEffects and Approval: a side effect is always approved, with the Action's Summary (leave Approval out)")
 	}
 	return &defined{d: d, problems: problems}
 }

@@ -270,13 +270,6 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 			}
 			return out, nil
 		},
-		Approval: func(st capabilities.Step) (bool, string) {
-			w, err := r.planWrite(st)
-			if err != nil {
-				return true, "write to the control system: " + st.TaskObjective
-			}
-			return true, "set " + w.text()
-		},
 		Run: func(_ context.Context, st capabilities.Step) (capabilities.Output, error) {
 			if !st.WritesEnabled {
 				return capabilities.Output{}, fmt.Errorf("channel_write: %w", capabilities.ErrWritesDisabled)
