@@ -68,7 +68,11 @@ func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capa
 			break
 		}
 	}
-	return withFound(capabilities.Result(ChannelValuesType, out, out.Summary()).With(out.Artifact(r.plant)), step, found), nil
+	result := capabilities.Result(ChannelValuesType, out, out.Summary()).With(out.Artifact(r.plant))
+	if orbit, ok := out.OrbitArtifact(r.plant); ok {
+		result = result.With(orbit) // BPMs along the ring: their profile
+	}
+	return withFound(result, step, found), nil
 }
 
 // RetryPolicy: reads are cheap and safe to repeat; an unknown channel is
