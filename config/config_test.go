@@ -434,3 +434,20 @@ func ExampleParse() {
 	//   line 2: limits.max_node_steps: must be at least 1, got 0
 	//   line 3: limits.max_planing_attempts: unknown key (did you mean max_planning_attempts?)
 }
+
+// A retry policy's intervals (time.Duration fields) read as duration
+// strings or numbers of seconds, as they always have; a bad one is a
+// problem naming its key.
+func TestRetryPolicyDurationsInYAML(t *testing.T) {
+	c, err := config.Parse([]byte("retry:\n  default:\n    initial_interval: 1.5\n    max_interval: 1m30s\n    max_elapsed: 10m\n"), "capgraph.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Retry.Default; p.InitialInterval != 1500*time.Millisecond || p.MaxInterval != 90*time.Second || p.MaxElapsed != 10*time.Minute {
+		t.Fatalf("retry.default = %+v", p)
+	}
+	_, err = config.Parse([]byte("retry:\n  default:\n    initial_interval: soon\n"), "capgraph.yaml")
+	if err == nil || !strings.Contains(err.Error(), "retry.default.initial_interval") {
+		t.Fatalf("a bad interval: %v", err)
+	}
+}
