@@ -20,8 +20,8 @@ const (
 	JitterNone  Jitter = "none"  // exactly d
 )
 
-// The built-in retry policy (Temporal's field meanings, AWS full jitter);
-// DefaultRetryPolicy returns it.
+// The built-in retry policy (Temporal's field meanings, AWS full jitter):
+// RetryPolicy{}.WithDefaults().
 const (
 	defaultMaxAttempts        = 3
 	defaultInitialInterval    = time.Second
@@ -88,9 +88,6 @@ func (p RetryPolicy) IsZero() bool {
 	return p.MaxAttempts == 0 && p.InitialInterval == 0 && p.BackoffCoefficient == 0 && p.MaxInterval == 0 &&
 		p.Jitter == "" && p.MaxElapsed == 0 && p.NonRetryable == nil
 }
-
-// DefaultRetryPolicy returns the global default policy.
-func DefaultRetryPolicy() RetryPolicy { return RetryPolicy{}.WithDefaults() }
 
 // WithDefaults returns p with every zero field set to its default.
 func (p RetryPolicy) WithDefaults() RetryPolicy {

@@ -71,7 +71,7 @@ func TestRetryJitterBounds(t *testing.T) {
 }
 
 func TestRetryPolicyDefaultsAndJSON(t *testing.T) {
-	p := capabilities.DefaultRetryPolicy()
+	p := capabilities.RetryPolicy{}.WithDefaults()
 	if p.MaxAttempts != 3 || p.InitialInterval != time.Second || p.BackoffCoefficient != 2 || p.MaxInterval != 30*time.Second || p.Jitter != capabilities.JitterFull {
 		t.Fatalf("defaults %+v", p)
 	}
@@ -104,7 +104,7 @@ func TestRetryPolicyValidate(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v, want an error naming %s", tc.p, err, tc.want)
 		}
 	}
-	if err := capabilities.DefaultRetryPolicy().Validate(); err != nil {
+	if err := (capabilities.RetryPolicy{}).WithDefaults().Validate(); err != nil {
 		t.Fatal(err)
 	}
 }
