@@ -255,7 +255,9 @@ func ExampleDefinition_sideEffects() {
 	// Approval beside SideEffects is refused: there is one summary.
 	both := capabilities.Define(capabilities.Definition{Name: "set_twice", Description: "d", SideEffects: true,
 		Approval: func(capabilities.Step) (bool, string) { return true, "other words" },
-		Run:      func(context.Context, capabilities.Step) (capabilities.Output, error) { return capabilities.Output{}, nil }})
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Output{}, nil
+		}})
 	fmt.Println(capabilities.NewRegistry().Register(both))
 	// Output:
 	// true set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A <nil>
