@@ -120,12 +120,14 @@ func New[Args, Result any](d Definition, provides Key[Result], run func(ctx cont
 		}
 		return provides.Result(v, summary), nil
 	}
-	guide := OrchestratorGuide{}
-	if d.OrchestratorGuide != nil {
-		guide = *d.OrchestratorGuide
+	if t := reflect.TypeFor[Args](); t.Kind() == reflect.Struct && len(fields(t)) > 0 {
+		guide := OrchestratorGuide{} // a copy: the caller's guide is not changed
+		if d.OrchestratorGuide != nil {
+			guide = *d.OrchestratorGuide
+		}
+		guide.Parameters = schema
+		d.OrchestratorGuide = &guide
 	}
-	guide.Parameters = schema
-	d.OrchestratorGuide = &guide
 	c := Define(d).(*defined)
 	c.problems = append(c.problems, problems...)
 	c.types = map[string]reflect.Type{string(provides): reflect.TypeFor[Result]()}
