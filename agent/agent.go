@@ -41,6 +41,7 @@ var _ Runner = (*Agent)(nil)
 // error node routed by the router.
 func New(cfg Config) (*Agent, error) {
 	cfg.defaults()
+	registration := cfg.registerCapabilities()
 	if err := cfg.fillNodes(); err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func New(cfg Config) (*Agent, error) {
 	if rl, ok := cfg.Store.(checkpoint.RecordLog); ok && cfg.AuditLog == nil {
 		cfg.AuditLog = rl
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.validate(registration); err != nil {
 		return nil, err
 	}
 	caps := cfg.Registry.All()

@@ -96,14 +96,11 @@ func TestAllowedCapabilities(t *testing.T) {
 // capability depends on ends the turn naming it.
 func TestAllowedCapabilitiesSelection(t *testing.T) {
 	def := func(name string, provides []string, requires []capabilities.Requirement, ran *int) capabilities.Capability {
-		c, err := capabilities.Define(capabilities.Definition{Name: name, Description: name, Provides: provides, Requires: requires,
+		c := capabilities.Define(capabilities.Definition{Name: name, Description: name, Provides: provides, Requires: requires,
 			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 				*ran++
 				return capabilities.Result(provides[0], 1, name+" ok"), nil
 			}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		return c
 	}
 	tests := []struct {

@@ -29,7 +29,7 @@ func rfSeries(name string, n int, base float64) capabilities.Series {
 // last values, and counts its executions.
 func historyCap(t testing.TB, runs *atomic.Int32, points int) capabilities.Capability {
 	t.Helper()
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name: "rf_history", Description: "Retrieve the archived history of the RF cavity voltage over a time range",
 		Provides: []string{"RF_HISTORY"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for the history of the RF cavity voltage.",
@@ -43,9 +43,6 @@ func historyCap(t testing.TB, runs *atomic.Int32, points int) capabilities.Capab
 					[]any{s1.Name, s1.Values[points-1]}, []any{s2.Name, s2.Values[points-1]})), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 
@@ -199,7 +196,7 @@ func TestArtifactOverTheLimitIsLeftOutWithANote(t *testing.T) {
 // with a message naming the problem, and the turn ends in an error report.
 func TestInvalidArtifactFailsTheStepCritical(t *testing.T) {
 	calls := 0
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name: "rf_history", Description: "Retrieve the archived history of the RF cavity voltage over a time range",
 		Provides: []string{"RF_HISTORY"},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
@@ -208,9 +205,6 @@ func TestInvalidArtifactFailsTheStepCritical(t *testing.T) {
 				capabilities.Series{Name: "SR:RF:CAV1:VOLT", TimesMs: []int64{1, 2, 3}, Values: []float64{4.8, 4.8}})), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	a := mustAgent(t, agent.Config{Registry: registry(t, c)})
 	o := run(t, a, "bad", "Show me the RF cavity voltage over the last 2 hours")
 	if o.err != nil {

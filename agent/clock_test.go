@@ -19,7 +19,7 @@ func TestRetryPolicyWithVirtualClock(t *testing.T) {
 	clock := graphtest.NewClock(start)
 	w := newWorld("read_a")
 	w.caps["read_a"].errs = repeat(errTimeout, 2)
-	w.policy = capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Second), Jitter: capabilities.JitterNone}
+	w.policy = capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Second, Jitter: capabilities.JitterNone}
 	cfg := w.config(t)
 	cfg.Clock = clock
 	a := mustAgent(t, cfg)

@@ -87,7 +87,7 @@ func TestCloseStopsARunAndJoinsItsGoroutines(t *testing.T) {
 	// The first call waits for its context; a later one (the recovery) answers.
 	entered := make(chan struct{})
 	var calls atomic.Int32
-	readA, err := capabilities.Define(capabilities.Definition{Name: "read_a", Description: "reads a", Provides: []string{"OUT"},
+	readA := capabilities.Define(capabilities.Definition{Name: "read_a", Description: "reads a", Provides: []string{"OUT"},
 		Run: func(ctx context.Context, _ capabilities.Step) (capabilities.Output, error) {
 			if calls.Add(1) == 1 {
 				close(entered)
@@ -96,9 +96,6 @@ func TestCloseStopsARunAndJoinsItsGoroutines(t *testing.T) {
 			}
 			return capabilities.Result("OUT", 1, "read_a ok"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := cfg.Registry.Register(readA); err != nil {
 		t.Fatal(err)
 	}
@@ -291,14 +288,11 @@ func TestCloseGivesUpAtItsContext(t *testing.T) {
 		return []state.PlanStep{step("stuck", "s"), step(state.NodeRespond, "answer")}
 	}
 	cfg := w.config(t)
-	stuck, err := capabilities.Define(capabilities.Definition{Name: "stuck", Description: "ignores its context", Provides: []string{"OUT"},
+	stuck := capabilities.Define(capabilities.Definition{Name: "stuck", Description: "ignores its context", Provides: []string{"OUT"},
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			<-release
 			return capabilities.Result("OUT", 1, "stuck ok"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := cfg.Registry.Register(stuck); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +302,7 @@ func TestCloseGivesUpAtItsContext(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err = a.Close(ctx)
+	err := a.Close(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 runs or background tasks did not end") {
 		t.Fatalf("Close with a run that does not stop: %v; want the deadline, naming one run", err)
 	}

@@ -26,9 +26,9 @@ const DefaultErrorNodeGrace = 30 * time.Second
 func DefaultInfraRetryPolicy() capabilities.RetryPolicy {
 	return capabilities.RetryPolicy{
 		MaxAttempts:        3,
-		InitialInterval:    capabilities.Duration(500 * time.Millisecond),
+		InitialInterval:    500 * time.Millisecond,
 		BackoffCoefficient: 2,
-		MaxInterval:        capabilities.Duration(10 * time.Second),
+		MaxInterval:        10 * time.Second,
 		Jitter:             capabilities.JitterFull,
 	}
 }
@@ -37,15 +37,22 @@ func DefaultInfraRetryPolicy() capabilities.RetryPolicy {
 // router's defaults (router.DefaultMaxNodeSteps, …).
 type Limits = router.Limits
 
-// Config assembles an agent. Registry and the infrastructure nodes are
-// required (until the nodes package provides defaults); the rest defaults.
+// Config assembles an agent. The capabilities (Capabilities or Registry)
+// are required; the rest defaults.
 type Config struct {
 	// Application names the application whose threads this agent runs. It
 	// is recorded with every thread the agent runs, and the agent refuses a
 	// thread another application recorded (see application.go). Empty: an
 	// unnamed application, which runs only threads no named one recorded.
 	Application string
-	// Registry holds the application's capabilities. Required; it is validated.
+	// Capabilities are the application's capabilities: New registers them
+	// in a registry of its own and reports every problem of every one
+	// together (each a *capabilities.RegistrationError naming it). Set
+	// either Capabilities or Registry.
+	Capabilities []capabilities.Capability
+	// Registry holds the application's capabilities, for an application
+	// that builds one itself (to declare context types, or to share it);
+	// it is validated. Set either Registry or Capabilities.
 	Registry *capabilities.Registry
 	// Store keeps the checkpoints. Default: an in-memory store.
 	Store checkpoint.Store
@@ -143,14 +150,53 @@ type Config struct {
 // ErrConfig is the kind of every configuration error of New.
 var ErrConfig = errors.New("agent: invalid config")
 
-// ConfigError names the field that is wrong.
+// ConfigError names the field that is wrong. Err, when set, is the cause
+// (a capability's *capabilities.RegistrationError), which errors.As finds.
 type ConfigError struct {
 	Field   string
 	Problem string
+	Err     error
 }
 
 func (e *ConfigError) Error() string { return fmt.Sprintf("agent: config %s: %s", e.Field, e.Problem) }
-func (e *ConfigError) Unwrap() error { return ErrConfig }
+
+// Unwrap gives ErrConfig and the cause.
+func (e *ConfigError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrConfig}
+	}
+	return []error{ErrConfig, e.Err}
+}
+
+// registerCapabilities builds the registry from Capabilities. It returns
+// the registration problems, which validate reports with the others.
+func (c *Config) registerCapabilities() []error {
+	if c.Capabilities == nil {
+		return nil
+	}
+	if c.Registry != nil {
+		return []error{&ConfigError{Field: "Capabilities", Problem: "set Capabilities or Registry, not both"}}
+	}
+	c.Registry = capabilities.NewRegistry()
+	return configErrors("Capabilities", c.Registry.Register(c.Capabilities...))
+}
+
+// configErrors turns the joined errors of a registry into one ConfigError
+// each, keeping each as the cause.
+func configErrors(field string, err error) []error {
+	if err == nil {
+		return nil
+	}
+	list := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	}
+	out := make([]error, len(list))
+	for i, e := range list {
+		out[i] = &ConfigError{Field: field, Problem: e.Error(), Err: e}
+	}
+	return out
+}
 
 // routerConfig is the router's view of the agent: its limits and capabilities.
 func routerConfig(l Limits, caps []string) router.Config {
@@ -197,13 +243,17 @@ func (c *Config) fillNodes() error {
 	return nil
 }
 
-func (c *Config) validate() error {
-	var errs []error
+func (c *Config) validate(registration []error) error {
+	errs := registration
 	bad := func(field, problem string) { errs = append(errs, &ConfigError{Field: field, Problem: problem}) }
+	regField := "Registry"
+	if c.Capabilities != nil {
+		regField = "Capabilities"
+	}
 	if c.Registry == nil {
-		bad("Registry", "is nil")
-	} else if err := c.Registry.Validate(); err != nil {
-		bad("Registry", err.Error())
+		bad("Capabilities", "none: set Capabilities (or Registry)")
+	} else {
+		errs = append(errs, configErrors(regField, c.Registry.Validate())...)
 	}
 	for _, slot := range []struct {
 		field, name string
@@ -226,7 +276,7 @@ func (c *Config) validate() error {
 		for _, n := range c.Registry.Names() {
 			switch n {
 			case state.NodeTaskExtraction, state.NodeClassifier, state.NodeOrchestrator, state.NodeRespond, state.NodeClarify, state.NodeError:
-				bad("Registry", fmt.Sprintf("capability %q uses the name of an infrastructure node", n))
+				bad(regField, fmt.Sprintf("capability %q uses the name of an infrastructure node", n))
 			}
 		}
 	}

@@ -180,15 +180,12 @@ func TestStopEndsTheRunInsideAHungCapability(t *testing.T) {
 
 func TestStopEndsTheRunInsideAHungModelCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, err := capabilities.Define(capabilities.Definition{
+		c := capabilities.Define(capabilities.Definition{
 			Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
 			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 			},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		reg := capabilities.NewRegistry()
 		if err := reg.Register(c); err != nil {
 			t.Fatal(err)
@@ -283,15 +280,12 @@ func (d *deafModel) Generate(ctx context.Context, req llm.Request) (llm.Response
 // the next turn, and the abandoned call's late reply is dropped.
 func TestStopEndsTheRunInsideADeafModelCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, err := capabilities.Define(capabilities.Definition{
+		c := capabilities.Define(capabilities.Definition{
 			Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
 			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 			},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		reg := capabilities.NewRegistry()
 		if err := reg.Register(c); err != nil {
 			t.Fatal(err)
@@ -350,15 +344,12 @@ func brief(evs []agent.Event) string {
 // answers. Virtual time.
 func TestSilentModelStreamIsCancelledAndRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, err := capabilities.Define(capabilities.Definition{
+		c := capabilities.Define(capabilities.Definition{
 			Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
 			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 			},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		reg := capabilities.NewRegistry()
 		if err := reg.Register(c); err != nil {
 			t.Fatal(err)

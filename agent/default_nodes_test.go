@@ -14,12 +14,12 @@ import (
 // model configured) with a capability that fails once with a timeout.
 func TestDefaultNodesOffline(t *testing.T) {
 	calls := 0
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring",
 		Provides: []string{"BEAM_CURRENT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
 			Examples: []capabilities.ClassifierExample{{Query: "what is the beam current?", Result: true, Reason: "asks for the beam current"}}},
-		Retry: &capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: capabilities.Duration(1), Jitter: capabilities.JitterNone},
+		Retry: capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: 1, Jitter: capabilities.JitterNone},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			calls++
 			if calls == 1 {
@@ -28,9 +28,6 @@ func TestDefaultNodesOffline(t *testing.T) {
 			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(c); err != nil {
 		t.Fatal(err)

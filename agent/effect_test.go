@@ -130,10 +130,7 @@ func (m *machine) capability(t testing.TB, name string, w *writer) capabilities.
 			return w.reconcile(st), nil
 		}
 	}
-	c, err := capabilities.Define(def)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := capabilities.Define(def)
 	return c
 }
 
@@ -206,7 +203,7 @@ func (m *machine) agentWith(t testing.TB, store checkpoint.Store, tweak func(*ag
 		Clarify: node(state.NodeClarify, func(ctx context.Context, s state.State) (state.Update, error) {
 			return state.Update{Messages: []state.Message{{Role: state.RoleAssistant, Content: "which?", Kind: state.KindClarification}}}, nil
 		}),
-		RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Millisecond), Jitter: capabilities.JitterNone},
+		RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Millisecond, Jitter: capabilities.JitterNone},
 	}
 	if tweak != nil {
 		tweak(&cfg)

@@ -15,7 +15,7 @@ import (
 // While claimed, no other agent on the store can claim or run the thread.
 func ExampleAgent_ClaimUnfinished() {
 	var calls atomic.Int32
-	read, _ := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current", Provides: []string{"BEAM_CURRENT"},
 		Run: func(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
 			if calls.Add(1) == 1 { // the first execution is cut

@@ -17,7 +17,7 @@ import (
 // postgres.Store per replica on one database). While replica-b holds a
 // thread's lease, replica-a finds the thread busy and learns who holds it.
 func ExampleLeaseConfig() {
-	echo, _ := capabilities.Define(capabilities.Definition{
+	echo := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current", Provides: []string{"BEAM_CURRENT"},
 		Run: func(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("BEAM_CURRENT", 401.5, "401.5 mA"), nil

@@ -15,7 +15,7 @@ import (
 // running offline (no model configured). The capability fails FATAL when
 // asked about the interlock, so the second turn ends with a typed error.
 func ExampleAgent_Run() {
-	beam, _ := capabilities.Define(capabilities.Definition{
+	beam := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring",
 		Provides: []string{"BEAM_CURRENT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Questions about the beam current or the interlock.",
@@ -27,12 +27,7 @@ func ExampleAgent_Run() {
 			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 		},
 	})
-	reg := capabilities.NewRegistry()
-	if err := reg.Register(beam); err != nil {
-		fmt.Println(err)
-		return
-	}
-	a, err := agent.New(agent.Config{Registry: reg})
+	a, err := agent.New(agent.Config{Capabilities: []capabilities.Capability{beam}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -61,7 +56,7 @@ func ExampleAgent_Run() {
 // the answer. Answering the same approval again is refused: the write runs once.
 func ExampleAgent_Resume() {
 	writes := 0
-	setpoint, _ := capabilities.Define(capabilities.Definition{
+	setpoint := capabilities.Define(capabilities.Definition{
 		Name: "set_rf_voltage", Description: "Set the RF voltage of the storage ring",
 		Provides: []string{"SETPOINT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Requests to set or change the RF voltage.",

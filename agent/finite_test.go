@@ -137,10 +137,7 @@ func finiteWorld(t *testing.T, store checkpoint.Store, opts state.Options, param
 
 func define(t *testing.T, d capabilities.Definition) capabilities.Capability {
 	t.Helper()
-	c, err := capabilities.Define(d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := capabilities.Define(d)
 	return c
 }
 

@@ -211,7 +211,7 @@ func (g *gating) undescribed(err error) gateResult {
 // before it; why says why it is asked again, if it is.
 func (g *gating) ask(id string, before []capabilities.Reading, why string) gateResult {
 	a, at, action := g.a, g.at, g.action
-	ap := a.stepApproval(id, at.c, g.step, approvalSummary(at.c, g.step, action), at.now)
+	ap := a.stepApproval(id, at.c, g.step, action.Summary, at.now)
 	ap.Action, ap.ActionDigest, ap.Before = &action, g.digest, before
 	if d := g.asked.Derivation(action, append(slices.Clone(before), g.history...)); len(d) > 0 {
 		// A relative change or a dated restore: the value comes from a
@@ -333,17 +333,6 @@ func (a *Agent) refuse(ctx context.Context, at attempt, reason, msg string) stat
 	f.Classification, f.Message = cl, msg
 	u, _ := a.fail(ctx, at.s, f, nil) // no recovery: nothing but an update
 	return u
-}
-
-// approvalSummary is what the human judges: the capability's own summary
-// when it gives one, else the action's.
-func approvalSummary(c capabilities.Capability, step capabilities.Step, action capabilities.Action) string {
-	if ar, ok := c.(capabilities.ApprovalRequirer); ok {
-		if _, summary := ar.RequiresApproval(step); strings.TrimSpace(summary) != "" {
-			return summary
-		}
-	}
-	return action.Summary
 }
 
 // actionSummary describes an action that has no summary of its own.

@@ -93,8 +93,8 @@ func (w *world) effects() []capabilities.Step {
 }
 
 func fastPolicy() capabilities.RetryPolicy {
-	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Millisecond),
-		MaxInterval: capabilities.Duration(4 * time.Millisecond), Jitter: capabilities.JitterNone}
+	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Millisecond,
+		MaxInterval: 4 * time.Millisecond, Jitter: capabilities.JitterNone}
 }
 
 func step(capability, key string, deps ...int) state.PlanStep {
@@ -131,7 +131,7 @@ func (w *world) config(t tb, capNames ...string) agent.Config {
 	for name, sc := range w.caps {
 		sc := sc
 		name := name
-		c, err := capabilities.Define(capabilities.Definition{
+		c := capabilities.Define(capabilities.Definition{
 			Name: name, Description: "scripted " + name, Provides: []string{"OUT"},
 			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 				if w.writes[name] && !st.WritesEnabled {
@@ -160,9 +160,6 @@ func (w *world) config(t tb, capNames ...string) agent.Config {
 			Fallbacks: w.fallback[name],
 			Approval:  w.approval[name],
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := reg.Register(c); err != nil {
 			t.Fatal(err)
 		}

@@ -19,7 +19,7 @@ import (
 // cut off by the token limit and asked again is two calls; a call that
 // fails carries its error. Nodes that run offline make none.
 func TestModelCallEvents(t *testing.T) {
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
 			Examples: []capabilities.ClassifierExample{{Query: "what is the beam current?", Result: true, Reason: "asks for the beam current"}}},
@@ -27,9 +27,6 @@ func TestModelCallEvents(t *testing.T) {
 			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(c); err != nil {
 		t.Fatal(err)

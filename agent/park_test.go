@@ -32,7 +32,7 @@ func TestParkedRetryResumesOnTheCompiledAgent(t *testing.T) {
 	clock := graphtest.NewClock(start)
 	w := newWorld("read_a")
 	w.caps["read_a"].errs = repeat(errTimeout, 2)
-	w.policy = capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Second), Jitter: capabilities.JitterNone}
+	w.policy = capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Second, Jitter: capabilities.JitterNone}
 	cfg := w.config(t)
 	cfg.Clock = clock
 	a := mustAgent(t, cfg)
@@ -87,7 +87,7 @@ func TestParkedWriteResumesThroughTheGate(t *testing.T) {
 	w := newWorld("set_a")
 	w.writes = map[string]bool{"set_a": true}
 	w.caps["set_a"].errs = repeat(errTimeout, 1)
-	w.policy = capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Minute), Jitter: capabilities.JitterNone}
+	w.policy = capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Minute, Jitter: capabilities.JitterNone}
 	cfg := w.config(t)
 	cfg.Clock = clock
 	cfg.Options.WritesEnabled = true

@@ -71,8 +71,8 @@ func TestPropertyEveryScriptEndsWell(t *testing.T) {
 		shape := plans[rapid.IntRange(0, len(plans)-1).Draw(rt, "plan")]
 		w.plan = func(int, state.State) []state.PlanStep { return append([]state.PlanStep(nil), shape...) }
 		maxAttempts := rapid.IntRange(1, 4).Draw(rt, "max_attempts")
-		w.policy = capabilities.RetryPolicy{MaxAttempts: maxAttempts, InitialInterval: capabilities.Duration(time.Microsecond),
-			MaxInterval: capabilities.Duration(4 * time.Microsecond), Jitter: capabilities.JitterFull}
+		w.policy = capabilities.RetryPolicy{MaxAttempts: maxAttempts, InitialInterval: time.Microsecond,
+			MaxInterval: 4 * time.Microsecond, Jitter: capabilities.JitterFull}
 		w.tokens = rapid.IntRange(0, 50).Draw(rt, "tokens")
 		// Approvals: read_b asks in selective mode; every step asks in
 		// all_capabilities mode; plans may need approval too.

@@ -149,14 +149,11 @@ func TestGoexitInACapabilityIsACleanFailure(t *testing.T) {
 		t.Run(fmt.Sprintf("parallel=%v", parallel), func(t *testing.T) {
 			w := newWorld("read_b")
 			cfg := w.config(t)
-			gx, err := capabilities.Define(capabilities.Definition{Name: "exits", Description: "calls runtime.Goexit", Provides: []string{"OUT"},
+			gx := capabilities.Define(capabilities.Definition{Name: "exits", Description: "calls runtime.Goexit", Provides: []string{"OUT"},
 				Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 					runtime.Goexit()
 					return capabilities.Output{}, nil
 				}})
-			if err != nil {
-				t.Fatal(err)
-			}
 			if err := cfg.Registry.Register(gx); err != nil {
 				t.Fatal(err)
 			}
@@ -237,11 +234,8 @@ const setQ1Done = "Set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A (readback veri
 func changeWorld(t *testing.T, w *world) agent.Config {
 	t.Helper()
 	cfg := withOptions(w.config(t), writesOn)
-	set, err := capabilities.Define(capabilities.Definition{Name: "channel_write", Description: "Write a setpoint", Provides: []string{"WRITE_RESULT"},
+	set := capabilities.Define(capabilities.Definition{Name: "channel_write", Description: "Write a setpoint", Provides: []string{"WRITE_RESULT"},
 		SideEffects: true,
-		Approval: func(capabilities.Step) (bool, string) {
-			return true, "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A"
-		},
 		Action: func(capabilities.Step) (capabilities.Action, error) {
 			return capabilities.Action{Changes: []capabilities.Change{{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}},
 				Summary: "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A"}, nil
@@ -255,9 +249,6 @@ func changeWorld(t *testing.T, w *world) agent.Config {
 			w.mu.Unlock()
 			return capabilities.Result("WRITE_RESULT", map[string]any{"channel": "BTS:MAG:Q1:CURRENT", "value": 105.0}, setQ1Done), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := cfg.Registry.Register(set); err != nil {
 		t.Fatal(err)
 	}

@@ -366,7 +366,7 @@ func TestRetryWaitsAreDurableData(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld("read_a")
 		w.caps["read_a"].errs = repeat(errTimeout, 2)
-		w.policy = capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Second), Jitter: capabilities.JitterNone}
+		w.policy = capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Second, Jitter: capabilities.JitterNone}
 		a := mustAgent(t, w.config(t))
 		start := time.Now()
 		o := run(t, a, "t", "x")
@@ -391,7 +391,7 @@ func TestCancelDuringWaitThenResume(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld("read_a")
 		w.caps["read_a"].errs = []error{errTimeout}
-		w.policy = capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(10 * time.Second), Jitter: capabilities.JitterNone}
+		w.policy = capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 10 * time.Second, Jitter: capabilities.JitterNone}
 		a := mustAgent(t, w.config(t))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

@@ -109,10 +109,7 @@ func (w *gateWorld) setValue(t testing.TB) capabilities.Capability {
 				Summary: fmt.Sprintf("set Q1 to %g A", v)}, nil
 		}
 	}
-	c, err := capabilities.Define(def)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := capabilities.Define(def)
 	return c
 }
 
@@ -642,7 +639,7 @@ func TestGateApprovalForOneValueDoesNotWriteAnother(t *testing.T) {
 		w.intentOf, w.failFirst = anyValue, true
 		cfg := w.config(t, store, writesOnNoApproval)
 		cfg.Now, cfg.ApprovalExpiry, cfg.Limits.MaxExecutionTime = clk.Now, 24*time.Hour, 24*time.Hour
-		cfg.CapabilityRetry = map[string]capabilities.RetryPolicy{"set_value": {MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Minute), Jitter: capabilities.JitterNone}}
+		cfg.CapabilityRetry = map[string]capabilities.RetryPolicy{"set_value": {MaxAttempts: 3, InitialInterval: time.Minute, Jitter: capabilities.JitterNone}}
 		a := mustAgent(t, cfg)
 		ap := approvalOf(t, runReq(t, a, agent.TurnRequest{Thread: "t", Input: "raise Q1 a bit"}))
 		// The first attempt fails RETRIABLE; the run stops while it waits

@@ -70,10 +70,7 @@ func scriptedAgent(tb testing.TB, store checkpoint.Store, selected, plan string,
 	tb.Helper()
 	reg := capabilities.NewRegistry()
 	for _, d := range defs {
-		c, err := capabilities.Define(d)
-		if err != nil {
-			tb.Fatal(err)
-		}
+		c := capabilities.Define(d)
 		if err := reg.Register(c); err != nil {
 			tb.Fatal(err)
 		}

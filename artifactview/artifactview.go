@@ -80,7 +80,9 @@ type ImageURL func(a capabilities.Artifact) string
 
 // Markdown writes the artifacts as Markdown, each under its title: a time
 // series as a table of its channels (points, min, max, last, units) and
-// the picture imageURL names; a table as a table (MaxRows rows); a figure
+// the picture imageURL names; an x–y artifact as a table of its series
+// (points, x from and to, y min and max, with the axes' units) and its
+// picture; a table as a table (MaxRows rows); a figure
 // as an image; a link as a link; an omitted artifact as its note.
 func Markdown(arts []capabilities.Artifact, imageURL ImageURL) string {
 	var b strings.Builder
@@ -108,6 +110,21 @@ func Markdown(arts []capabilities.Artifact, imageURL ImageURL) string {
 			if span := seriesSpan(a.TimeSeries.Series); span != "" {
 				fmt.Fprintf(&b, "\n%s\n", span)
 			}
+			if u := url(imageURL, a); u != "" {
+				fmt.Fprintf(&b, "\n![%s](%s)\n", alt(a), u)
+			}
+		case a.XY != nil:
+			rows := [][]string{}
+			for _, s := range a.XY.Series {
+				st := xyStats(s)
+				if st.count == 0 {
+					rows = append(rows, []string{s.Name, "0", "", "", "", ""})
+					continue
+				}
+				rows = append(rows, []string{s.Name, strconv.Itoa(st.count), Number(st.xFrom), Number(st.xTo), Number(st.yMin), Number(st.yMax)})
+			}
+			markdownTable(&b, []string{"series", "points", axisHead(a.XY.X, "from"), axisHead(a.XY.X, "to"), axisHead(a.XY.Y, "min"), axisHead(a.XY.Y, "max")},
+				[]bool{false, true, true, true, true, true}, rows, 0)
 			if u := url(imageURL, a); u != "" {
 				fmt.Fprintf(&b, "\n![%s](%s)\n", alt(a), u)
 			}
@@ -151,6 +168,35 @@ func Markdown(arts []capabilities.Artifact, imageURL ImageURL) string {
 		}
 	}
 	return b.String()
+}
+
+// axisHead is a column heading for an axis's statistic: "position from (m)".
+func axisHead(a capabilities.Axis, what string) string {
+	h := a.Label + " " + what
+	if a.Units != "" {
+		h += " (" + a.Units + ")"
+	}
+	return h
+}
+
+// xySummary summarises an x–y series (xyStats): its x range as measured (first to
+// last) and its y extremes.
+type xySummary struct {
+	count      int
+	xFrom, xTo float64
+	yMin, yMax float64
+}
+
+func xyStats(s capabilities.XYSeries) xySummary {
+	n := len(s.Y)
+	if n == 0 || len(s.X) != n {
+		return xySummary{}
+	}
+	st := xySummary{count: n, xFrom: s.X[0], xTo: s.X[n-1], yMin: math.Inf(1), yMax: math.Inf(-1)}
+	for _, v := range s.Y {
+		st.yMin, st.yMax = math.Min(st.yMin, v), math.Max(st.yMax, v)
+	}
+	return st
 }
 
 func url(f ImageURL, a capabilities.Artifact) string {
@@ -303,7 +349,8 @@ func Sparkline(values []float64, width int) string {
 
 // Text writes the artifacts for a terminal of the given width: a title
 // line each; a time series as a line per channel (sparkline, min, max,
-// last, units, points); a table as aligned columns (MaxRows rows); a figure
+// last, units, points); an x–y artifact as a line per series (sparkline of
+// y in x order, y min and max, x range, with units); a table as aligned columns (MaxRows rows); a figure
 // and a link as one line; an omitted artifact as its note.
 func Text(arts []capabilities.Artifact, width int) string {
 	if width <= 0 {
@@ -321,6 +368,8 @@ func Text(arts []capabilities.Artifact, width int) string {
 			fmt.Fprintf(&b, "  %s\n", clip(a.Omitted, width-2))
 		case a.TimeSeries != nil:
 			textSeries(&b, a.TimeSeries.Series, width)
+		case a.XY != nil:
+			textXY(&b, a.XY, width)
 		case a.Table != nil:
 			textTable(&b, a.Table, width)
 		case a.Figure != nil:
@@ -367,6 +416,36 @@ func textSeries(b *strings.Builder, ss []capabilities.Series, width int) {
 	}
 	if span := seriesSpan(ss); span != "" {
 		fmt.Fprintf(b, "  %s\n", clip(span, width-2))
+	}
+}
+
+func textXY(b *strings.Builder, xy *capabilities.XY, width int) {
+	nameW := 0
+	for _, s := range xy.Series {
+		nameW = max(nameW, utf8.RuneCountInString(s.Name))
+	}
+	nameW = min(nameW, 32)
+	unit := func(a capabilities.Axis) string {
+		if a.Units == "" {
+			return ""
+		}
+		return " " + a.Units
+	}
+	for _, s := range xy.Series {
+		st := xyStats(s)
+		name := padRight(clip(s.Name, nameW), nameW)
+		if st.count == 0 {
+			fmt.Fprintf(b, "  %s  (no data)\n", name)
+			continue
+		}
+		stats := fmt.Sprintf("%s %s to %s%s  (%d points, %s %s to %s%s)", xy.Y.Label, Number(st.yMin), Number(st.yMax), unit(xy.Y),
+			st.count, xy.X.Label, Number(st.xFrom), Number(st.xTo), unit(xy.X))
+		spark := max(0, min(24, width-nameW-utf8.RuneCountInString(stats)-6))
+		line := "  " + name
+		if spark >= 8 {
+			line += "  " + Sparkline(s.Y, spark)
+		}
+		fmt.Fprintf(b, "%s\n", clip(line+"  "+stats, width))
 	}
 }
 

@@ -154,3 +154,42 @@ func TestSparkline(t *testing.T) {
 		t.Errorf("empty: %q", got)
 	}
 }
+
+func orbit() capabilities.Artifact {
+	h := capabilities.XYSeries{Name: "horizontal"}
+	for i := range 48 {
+		h.X = append(h.X, 5.5+11*float64(i))
+		h.Y = append(h.Y, float64(i%7-3)/1000)
+	}
+	a := capabilities.NewXY("Orbit along the ring", capabilities.Axis{Label: "position", Units: "m"}, capabilities.Axis{Label: "beam position", Units: "mm"},
+		h, capabilities.XYSeries{Name: "vertical", X: []float64{}, Y: []float64{}})
+	a.ID = "t1.p1.s2.0"
+	return a
+}
+
+// An x–y artifact: a table of its series with the axes' labels and units,
+// and its picture; in the terminal a line per series.
+func TestXYMarkdownAndText(t *testing.T) {
+	a := orbit()
+	md := artifactview.Markdown([]capabilities.Artifact{a}, func(x capabilities.Artifact) string { return "https://cg.example.org/" + x.ID + ".svg" })
+	for _, want := range []string{
+		"**Orbit along the ring**",
+		"| series | points | position from (m) | position to (m) | beam position min (mm) | beam position max (mm) |",
+		"| horizontal | 48 | 5.5 | 522.5 | -0.003 | 0.003 |",
+		"| vertical | 0 |  |  |  |  |",
+		"![Orbit along the ring](https://cg.example.org/t1.p1.s2.0.svg)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	txt := artifactview.Text([]capabilities.Artifact{a}, 120)
+	for _, want := range []string{"Orbit along the ring\n", "beam position -0.003 to 0.003 mm  (48 points, position 5.5 to 522.5 m)", "vertical    (no data)"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("Text lacks %q:\n%s", want, txt)
+		}
+	}
+	if !strings.ContainsAny(txt, "▁▂▃▄▅▆▇█") {
+		t.Errorf("no sparkline:\n%s", txt)
+	}
+}

@@ -24,6 +24,7 @@ type ArtifactKind string
 
 const (
 	ArtifactTimeSeries ArtifactKind = "timeseries" // Artifact.TimeSeries
+	ArtifactXY         ArtifactKind = "xy"         // Artifact.XY
 	ArtifactTable      ArtifactKind = "table"      // Artifact.Table
 	ArtifactFigure     ArtifactKind = "figure"     // Artifact.Figure
 	ArtifactLink       ArtifactKind = "link"       // Artifact.Link
@@ -32,15 +33,16 @@ const (
 // ErrInvalidArtifact is the kind of every error of Artifact.Validate.
 var ErrInvalidArtifact = errors.New("invalid artifact")
 
-// Artifact is one renderable result. Build it with NewTimeSeries, NewTable,
-// NewFigure, NewFigureURL or NewLink, and return it in Output.Artifacts.
+// Artifact is one renderable result. Build it with NewTimeSeries, NewXY,
+// NewTable, NewFigure, NewFigureURL or NewLink, and return it in
+// Output.Artifacts.
 type Artifact struct {
 	// ID names the artifact within its thread, set by the agent (a
 	// capability leaves it empty): "t<turn>.p<plan>.s<step>.<n>", the n-th
 	// artifact of a plan step, from 0. A step run again after a crash gives
 	// its artifacts the same ids, so a frontend replaces what it showed.
 	ID string `json:"id,omitempty"`
-	// Kind says which of the four payload fields is set.
+	// Kind says which of the payload fields is set.
 	Kind ArtifactKind `json:"kind"`
 	// Title is a short heading ("SR:RF voltages, last 2 h"); optional.
 	Title string `json:"title,omitempty"`
@@ -53,6 +55,7 @@ type Artifact struct {
 	Capability string `json:"capability,omitempty"`
 
 	TimeSeries *TimeSeries `json:"timeseries,omitempty"`
+	XY         *XY         `json:"xy,omitempty"`
 	Table      *Table      `json:"table,omitempty"`
 	Figure     *Figure     `json:"figure,omitempty"`
 	Link       *Link       `json:"link,omitempty"`
@@ -91,6 +94,32 @@ func (s *Series) Add(t time.Time, v float64) {
 
 // Time returns the i-th sample's time.
 func (s Series) Time(i int) time.Time { return time.UnixMilli(s.TimesMs[i]).UTC() }
+
+// XY is one or more curves of a value against another that is not time: a
+// scan (a signal against a setpoint), a profile (the orbit against the
+// position along the ring). Each series has its own x values, in the order
+// measured.
+type XY struct {
+	// X and Y name the axes and their units.
+	X Axis `json:"x"`
+	Y Axis `json:"y"`
+	// Series are the curves (names unique within the artifact).
+	Series []XYSeries `json:"series"`
+}
+
+// Axis names an axis of an XY artifact: a label ("position along the
+// ring") and units ("m"; "" for none).
+type Axis struct {
+	Label string `json:"label"`
+	Units string `json:"units,omitempty"`
+}
+
+// XYSeries is one curve of an XY artifact: as many finite X as Y values.
+type XYSeries struct {
+	Name string    `json:"name"`
+	X    []float64 `json:"x"`
+	Y    []float64 `json:"y"`
+}
 
 // Table is rows of cells under named columns.
 type Table struct {
@@ -138,6 +167,12 @@ func NewTimeSeries(title string, series ...Series) Artifact {
 	return Artifact{Kind: ArtifactTimeSeries, Title: title, TimeSeries: &TimeSeries{Series: series}}
 }
 
+// NewXY returns an x–y artifact: the series' y against their x, on axes
+// x and y.
+func NewXY(title string, x, y Axis, series ...XYSeries) Artifact {
+	return Artifact{Kind: ArtifactXY, Title: title, XY: &XY{X: x, Y: y, Series: series}}
+}
+
 // NewTable returns a table artifact.
 func NewTable(title string, columns []Column, rows ...[]any) Artifact {
 	if rows == nil {
@@ -177,7 +212,7 @@ func (a Artifact) Validate() error {
 		return fmt.Errorf("%w: %s", ErrInvalidArtifact, fmt.Sprintf(format, args...))
 	}
 	set := 0
-	for _, p := range []bool{a.TimeSeries != nil, a.Table != nil, a.Figure != nil, a.Link != nil} {
+	for _, p := range []bool{a.TimeSeries != nil, a.XY != nil, a.Table != nil, a.Figure != nil, a.Link != nil} {
 		if p {
 			set++
 		}
@@ -186,7 +221,7 @@ func (a Artifact) Validate() error {
 		return nil
 	}
 	if set > 1 {
-		return bad("kind %q: more than one of timeseries, table, figure, link is set", a.Kind)
+		return bad("kind %q: more than one of timeseries, xy, table, figure, link is set", a.Kind)
 	}
 	switch a.Kind {
 	case ArtifactTimeSeries:
@@ -194,6 +229,11 @@ func (a Artifact) Validate() error {
 			return bad("kind timeseries without timeseries")
 		}
 		return a.TimeSeries.validate(bad)
+	case ArtifactXY:
+		if a.XY == nil {
+			return bad("kind xy without xy")
+		}
+		return a.XY.validate(bad)
 	case ArtifactTable:
 		if a.Table == nil {
 			return bad("kind table without table")
@@ -215,7 +255,7 @@ func (a Artifact) Validate() error {
 	case "":
 		return bad("no kind")
 	}
-	return bad("unknown kind %q (want timeseries, table, figure or link)", a.Kind)
+	return bad("unknown kind %q (want timeseries, xy, table, figure or link)", a.Kind)
 }
 
 func (ts *TimeSeries) validate(bad func(string, ...any) error) error {
@@ -240,6 +280,39 @@ func (ts *TimeSeries) validate(bad func(string, ...any) error) error {
 			}
 			if j > 0 && s.TimesMs[j] < s.TimesMs[j-1] {
 				return bad("timeseries series %q times_ms[%d] is before times_ms[%d] (times must not decrease)", s.Name, j, j-1)
+			}
+		}
+	}
+	return nil
+}
+
+func (xy *XY) validate(bad func(string, ...any) error) error {
+	if strings.TrimSpace(xy.X.Label) == "" || strings.TrimSpace(xy.Y.Label) == "" {
+		return bad("xy axes need labels (x %q, y %q)", xy.X.Label, xy.Y.Label)
+	}
+	if len(xy.Series) == 0 {
+		return bad("xy has no series")
+	}
+	names := make(map[string]bool, len(xy.Series))
+	for i, s := range xy.Series {
+		if strings.TrimSpace(s.Name) == "" {
+			return bad("xy series[%d] has no name", i)
+		}
+		if names[s.Name] {
+			return bad("xy has two series named %q", s.Name)
+		}
+		names[s.Name] = true
+		if len(s.X) != len(s.Y) {
+			return bad("xy series %q has %d x and %d y values", s.Name, len(s.X), len(s.Y))
+		}
+		for j := range s.X {
+			for _, v := range [2]struct {
+				axis string
+				v    float64
+			}{{"x", s.X[j]}, {"y", s.Y[j]}} {
+				if math.IsNaN(v.v) || math.IsInf(v.v, 0) {
+					return bad("xy series %q %s[%d] is %v (leave gaps out)", s.Name, v.axis, j, v.v)
+				}
 			}
 		}
 	}

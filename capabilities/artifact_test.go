@@ -24,6 +24,8 @@ func TestArtifactConstructorsAreValid(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\n....")
 	for _, a := range []capabilities.Artifact{
 		capabilities.NewTimeSeries("RF", s),
+		capabilities.NewXY("Q1 scan", capabilities.Axis{Label: "Q1 current", Units: "A"}, capabilities.Axis{Label: "beam size", Units: "µm"},
+			capabilities.XYSeries{Name: "up", X: []float64{90, 95, 100}, Y: []float64{41, 38, 44}}, capabilities.XYSeries{Name: "down", X: []float64{100, 90}, Y: []float64{45, 40}}),
 		capabilities.NewTable("reads", []capabilities.Column{{Name: "channel"}, {Name: "value"}, {Name: "units"}},
 			[]any{"SR:DCCT", 500.2, "mA"}, []any{"SR:VAC", nil, "Torr"}),
 		capabilities.NewTable("empty", []capabilities.Column{{Name: "channel"}}),
@@ -53,6 +55,7 @@ func TestArtifactConstructorsAreValid(t *testing.T) {
 func TestArtifactValidateNamesTheProblem(t *testing.T) {
 	good := capabilities.Series{Name: "A", TimesMs: []int64{1, 2}, Values: []float64{1, 2}}
 	cols := []capabilities.Column{{Name: "a"}, {Name: "b"}}
+	xa, ya := capabilities.Axis{Label: "position", Units: "m"}, capabilities.Axis{Label: "orbit", Units: "mm"}
 	cases := []struct {
 		name string
 		a    capabilities.Artifact
@@ -65,6 +68,13 @@ func TestArtifactValidateNamesTheProblem(t *testing.T) {
 		{"no series", capabilities.NewTimeSeries("t"), "no series"},
 		{"unnamed series", capabilities.NewTimeSeries("", capabilities.Series{TimesMs: []int64{}, Values: []float64{}}), "series[0] has no name"},
 		{"duplicate series", capabilities.NewTimeSeries("", good, good), `two series named "A"`},
+		{"xy lengths disagree", capabilities.NewXY("", xa, ya, capabilities.XYSeries{Name: "s", X: []float64{1, 2}, Y: []float64{1}}), `xy series "s" has 2 x and 1 y values`},
+		{"xy NaN x", capabilities.NewXY("", xa, ya, capabilities.XYSeries{Name: "s", X: []float64{math.NaN()}, Y: []float64{1}}), `xy series "s" x[0] is NaN`},
+		{"xy Inf y", capabilities.NewXY("", xa, ya, capabilities.XYSeries{Name: "s", X: []float64{1, 2}, Y: []float64{1, math.Inf(-1)}}), `xy series "s" y[1] is -Inf`},
+		{"xy unlabelled axis", capabilities.NewXY("", capabilities.Axis{Units: "m"}, ya, capabilities.XYSeries{Name: "s"}), "xy axes need labels"},
+		{"xy no series", capabilities.NewXY("", xa, ya), "xy has no series"},
+		{"xy duplicate series", capabilities.NewXY("", xa, ya, capabilities.XYSeries{Name: "s"}, capabilities.XYSeries{Name: "s"}), `xy has two series named "s"`},
+		{"xy kind without xy", capabilities.Artifact{Kind: capabilities.ArtifactXY}, "kind xy without xy"},
 		{"short row", capabilities.NewTable("", cols, []any{1}), "row[0] has 1 cells, the table has 2 columns"},
 		{"bad cell", capabilities.NewTable("", cols, []any{1, map[string]int{}}), `row[0] column "b": a map[string]int cell`},
 		{"NaN cell", capabilities.NewTable("", cols, []any{1, math.NaN()}), `column "b": the number NaN`},

@@ -2,6 +2,8 @@ package capabilities
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"time"
 )
 
@@ -13,10 +15,13 @@ const (
 	Multiple Cardinality = "multiple" // one or more values of the type
 )
 
-// Requirement is a context type a capability consumes.
+// Requirement is a context type a capability consumes. Key.Required
+// makes one that also states the values' Go type, which the registry
+// compares with the providers'.
 type Requirement struct {
 	Type        string      `json:"type"`
 	Cardinality Cardinality `json:"cardinality,omitempty"` // default Single
+	goType      reflect.Type
 }
 
 // Capability is one thing the agent can do. Execute receives the planned step
@@ -92,6 +97,9 @@ type OrchestratorGuide struct {
 	Instructions string                `json:"instructions"`
 	Examples     []OrchestratorExample `json:"examples,omitempty"`
 	Priority     int                   `json:"priority,omitempty"`
+	// Parameters is the JSON schema of a step's parameters, shown to the
+	// planner; New infers it from its Args struct.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
 }
 
 // OrchestratorGuideProvider supplies an orchestrator guide.
@@ -107,7 +115,10 @@ type FallbackProvider interface {
 
 // ApprovalRequirer decides per step whether a human must approve it first
 // (in selective approval mode). summary says what will happen, in words a
-// human can judge ("set SR:RF:VOLT from 4.80 kV to 5.00 kV").
+// human can judge ("run the orbit feedback's calibration, which takes the
+// feedback off for a minute"). It is for capabilities without side effects:
+// a side effect (SideEffecter) is approved whatever the mode, and its
+// summary is the Action's (ActionDescriber), which the audit log records.
 type ApprovalRequirer interface {
 	RequiresApproval(step Step) (required bool, summary string)
 }

@@ -16,7 +16,6 @@ const (
 	MetaReplanningReason       = "replanning_reason"
 	MetaReclassificationReason = "reclassification_reason"
 	MetaSafetyAbortReason      = "safety_abort_reason"
-	MetaRetryAfter             = "retry_after"
 	// MetaOutcome is the write outcome (Outcome) of a side-effecting step
 	// that ended mismatch or unconfirmed: the error report says what to check.
 	MetaOutcome = "outcome"

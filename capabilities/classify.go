@@ -79,7 +79,7 @@ func Classify(c any, err error, ec ErrorContext) Classification {
 //   - anything else → CRITICAL, kind unknown.
 //
 // Only errors that carry no type information at all are matched by text, in
-// KindFromText.
+// kindFromText.
 func DefaultClassify(err error) Classification {
 	if err == nil {
 		return Classification{Severity: Critical, Kind: KindUnknown, UserMessage: "an unknown failure occurred"}
@@ -168,7 +168,7 @@ func kindOf(err error) string {
 	if errors.As(err, &oe) && oe.Op == "dial" {
 		return KindConnection
 	}
-	if k, ok := KindFromText(err.Error()); ok {
+	if k, ok := kindFromText(err.Error()); ok {
 		return k
 	}
 	return KindUnknown
@@ -197,10 +197,10 @@ var textKinds = []struct{ substr, kind string }{
 	{"gateway timeout", KindTimeout},
 }
 
-// KindFromText maps the text of an untyped error to a kind, for errors that
+// kindFromText maps the text of an untyped error to a kind, for errors that
 // reach us flattened to strings. It recognises only a fixed table of phrases
 // (case-insensitive) and reports ok=false for anything else.
-func KindFromText(msg string) (kind string, ok bool) {
+func kindFromText(msg string) (kind string, ok bool) {
 	l := strings.ToLower(msg)
 	for _, t := range textKinds {
 		if strings.Contains(l, t.substr) {

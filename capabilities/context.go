@@ -89,46 +89,6 @@ func Decode[T any](e ContextEntry) (T, error) {
 	return v, nil
 }
 
-// Input returns the single resolved input of a context type as a T. It fails
-// with ErrMissingInput when the step has none and with an error naming the
-// type when it has several.
-func Input[T any](step Step, contextType string) (T, error) {
-	var zero T
-	var found []ContextEntry
-	for _, e := range step.Resolved {
-		if e.Type == contextType {
-			found = append(found, e)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return zero, fmt.Errorf("%w: step %q needs a %s input", ErrMissingInput, step.ContextKey, contextType)
-	case 1:
-		return Decode[T](found[0])
-	}
-	return zero, fmt.Errorf("step %q has %d %s inputs, expected one", step.ContextKey, len(found), contextType)
-}
-
-// Inputs returns every resolved input of a context type, in step order. It
-// fails with ErrMissingInput when there is none.
-func Inputs[T any](step Step, contextType string) ([]T, error) {
-	var out []T
-	for _, e := range step.Resolved {
-		if e.Type != contextType {
-			continue
-		}
-		v, err := Decode[T](e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: step %q needs a %s input", ErrMissingInput, step.ContextKey, contextType)
-	}
-	return out, nil
-}
-
 // Param returns a step parameter converted to T through JSON (so numbers
 // become int or float64 as T asks), or def when absent.
 func Param[T any](step Step, name string, def T) (T, error) {

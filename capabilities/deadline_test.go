@@ -15,8 +15,8 @@ func TestResolveDeadline(t *testing.T) {
 	run := func(context.Context, capabilities.Step) (capabilities.Output, error) {
 		return capabilities.Output{}, nil
 	}
-	own, _ := capabilities.Define(capabilities.Definition{Name: "slow_scan", Run: run, Deadline: 10 * time.Minute})
-	plain, _ := capabilities.Define(capabilities.Definition{Name: "read", Run: run})
+	own := capabilities.Define(capabilities.Definition{Name: "slow_scan", Run: run, Deadline: 10 * time.Minute})
+	plain := capabilities.Define(capabilities.Definition{Name: "read", Run: run})
 	for _, tc := range []struct {
 		name       string
 		c          capabilities.Capability

@@ -2,7 +2,7 @@ package capabilities
 
 import (
 	"context"
-	"errors"
+	"reflect"
 	"time"
 )
 
@@ -16,17 +16,27 @@ type Definition struct {
 	Run         func(ctx context.Context, step Step) (Output, error)
 
 	// Optional behaviour; nil means "use the defaults".
-	Classify          func(err error, ec ErrorContext) Classification
-	Retry             *RetryPolicy
+	Classify func(err error, ec ErrorContext) Classification
+	// Retry is the capability's own retry policy; its zero fields are
+	// filled from the configured policies. The zero value is no policy of
+	// its own; MaxAttempts 1 says "never retry".
+	Retry             RetryPolicy
 	ClassifierGuide   *ClassifierGuide
 	OrchestratorGuide *OrchestratorGuide
 	Fallbacks         []string
-	Approval          func(step Step) (bool, string)
+	// Approval asks a human to approve a step of a capability without side
+	// effects, in selective approval mode, with a summary to judge (see
+	// ApprovalRequirer). A side-effecting capability leaves it out.
+	Approval func(step Step) (bool, string)
 	// SideEffects declares that Run acts on the outside world; the framework
-	// then guards every execution (see SideEffecter).
+	// then guards every execution (see SideEffecter), and a human approves
+	// every one, whatever the approval mode.
 	SideEffects bool
 	// Action describes what a step will do, without doing it (see
-	// ActionDescriber); used only when SideEffects is set.
+	// ActionDescriber); used only when SideEffects is set. Its Summary is
+	// the one summary of the side effect: the human approves it and the
+	// audit log records it (without one, the framework writes it from the
+	// changes).
 	Action func(step Step) (Action, error)
 	// Readback reads the action's targets now, without acting (see
 	// Readbacker); ReadAt reads their value at an earlier time (see
@@ -43,21 +53,40 @@ type Definition struct {
 	Deadline time.Duration
 }
 
-// Define returns the capability a Definition describes.
-func Define(d Definition) (Capability, error) {
+// Define returns the capability a Definition describes. What is wrong with
+// the definition (no Run, a name or a context type misspelt, a retry policy
+// that cannot work) is reported, with every other capability's problems, by
+// Registry.Register and agent.New.
+func Define(d Definition) Capability {
+	var problems []string
 	if d.Run == nil {
-		return nil, errors.New("capabilities: definition " + d.Name + " has no Run function")
+		problems = append(problems, "has no Run function")
 	}
-	return &defined{d: d}, nil
+	if d.SideEffects && d.Approval != nil {
+		problems = append(problems, "has SideEffects and Approval: a side effect is always approved, with the Action's Summary (leave Approval out)")
+	}
+	return &defined{d: d, problems: problems}
 }
 
-type defined struct{ d Definition }
+type defined struct {
+	d        Definition
+	problems []string                // found by Define or New, reported by Register
+	types    map[string]reflect.Type // what New provides, by context type
+}
+
+func (c *defined) ProvidedTypes() map[string]reflect.Type { return c.types }
+
+// definitionProblems is what Register reports besides its own checks.
+func (c *defined) definitionProblems() []string { return c.problems }
 
 func (c *defined) Name() string            { return c.d.Name }
 func (c *defined) Description() string     { return c.d.Description }
 func (c *defined) Provides() []string      { return c.d.Provides }
 func (c *defined) Requires() []Requirement { return c.d.Requires }
 func (c *defined) Execute(ctx context.Context, s Step) (Output, error) {
+	if c.d.Run == nil { // unregistered: Register refuses it
+		return Output{}, NewError(Critical, KindUnknown, "capability "+c.d.Name+" has no Run function", nil)
+	}
 	return c.d.Run(ctx, s)
 }
 
@@ -68,12 +97,7 @@ func (c *defined) ClassifyError(err error, ec ErrorContext) Classification {
 	return c.d.Classify(err, ec)
 }
 
-func (c *defined) RetryPolicy() RetryPolicy {
-	if c.d.Retry == nil {
-		return RetryPolicy{}
-	}
-	return *c.d.Retry
-}
+func (c *defined) RetryPolicy() RetryPolicy { return c.d.Retry }
 
 func (c *defined) ClassifierGuide() *ClassifierGuide     { return c.d.ClassifierGuide }
 func (c *defined) OrchestratorGuide() *OrchestratorGuide { return c.d.OrchestratorGuide }
@@ -128,17 +152,14 @@ func (c *defined) Idempotent() bool { return c.d.Idempotent }
 
 func (c *defined) Deadline() time.Duration { return c.d.Deadline }
 
-// HasOwnRetryPolicy reports whether c states a retry policy of its own (a
-// Definition without Retry does not).
+// HasOwnRetryPolicy reports whether c states a retry policy of its own: it
+// is a RetryPolicyProvider whose policy sets at least one field (a
+// Definition without Retry gives the zero policy, which is none).
 func HasOwnRetryPolicy(c Capability) (RetryPolicy, bool) {
-	if d, ok := c.(*defined); ok {
-		if d.d.Retry == nil {
-			return RetryPolicy{}, false
-		}
-		return *d.d.Retry, true
-	}
 	if p, ok := c.(RetryPolicyProvider); ok {
-		return p.RetryPolicy(), true
+		if own := p.RetryPolicy(); !own.IsZero() {
+			return own, true
+		}
 	}
 	return RetryPolicy{}, false
 }

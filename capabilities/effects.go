@@ -47,7 +47,9 @@ type Action struct {
 	Capability string   `json:"capability"`
 	Changes    []Change `json:"changes,omitempty"`
 	// Summary says it in words a human can judge ("set SR:RF:VOLT from 4.80
-	// kV to 5.00 kV"); it is not part of the digest.
+	// kV to 5.00 kV"): the one summary of a side effect, shown to the human
+	// who approves it and recorded in the audit log. It is not part of the
+	// digest. Empty: the framework writes one from the changes.
 	Summary string `json:"-"`
 }
 

@@ -2,7 +2,6 @@ package capabilities
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 )
@@ -75,10 +74,4 @@ func (e *Error) Classification() Classification {
 // NewError returns an *Error with a severity and a message for the user.
 func NewError(sev Severity, kind, userMessage string, cause error) *Error {
 	return &Error{Severity: sev, Kind: kind, UserMessage: userMessage, Err: cause}
-}
-
-// Errorf is NewError with a formatted cause and no separate user message.
-func Errorf(sev Severity, kind, format string, args ...any) *Error {
-	err := fmt.Errorf(format, args...)
-	return &Error{Severity: sev, Kind: kind, UserMessage: err.Error(), Err: err}
 }

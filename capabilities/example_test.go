@@ -15,7 +15,7 @@ import (
 // Classify and Retry are optional; without them the default classifier and
 // the application's retry policy apply.
 func ExampleDefine() {
-	readPV, err := capabilities.Define(capabilities.Definition{
+	readPV := capabilities.Define(capabilities.Definition{
 		Name:        "read_pv",
 		Description: "Read the current value of a control-system channel",
 		Provides:    []string{"PV_VALUE"},
@@ -31,13 +31,9 @@ func ExampleDefine() {
 			}
 			return capabilities.Classification{} // unset: the default classifier decides
 		},
-		Retry: &capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: capabilities.Duration(500 * time.Millisecond)},
+		Retry: capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: 500 * time.Millisecond},
 	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	findChannels, _ := capabilities.Define(capabilities.Definition{
+	findChannels := capabilities.Define(capabilities.Definition{
 		Name: "find_channels", Description: "Find channel addresses from a description",
 		Provides: []string{"CHANNEL_ADDRESSES"},
 		Run: func(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
@@ -67,7 +63,7 @@ var errNoSuchChannel = errors.New("no such channel")
 // Next is pure: the attempt that failed, the time and a random source give
 // the delay before the next attempt, or ok=false when the policy is spent.
 func ExampleRetryPolicy_Next() {
-	p := capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: capabilities.Duration(time.Second), Jitter: capabilities.JitterNone}
+	p := capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: time.Second, Jitter: capabilities.JitterNone}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for attempt := 1; ; attempt++ {
 		d, ok := p.Next(capabilities.Attempt{Number: attempt}, now, rand.New(rand.NewPCG(1, 2)))
@@ -145,4 +141,126 @@ func ExampleSeries_Add() {
 	s.Add(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), 500.12)
 	fmt.Println(s.TimesMs[0], s.Values[0], s.Time(0).Format(time.RFC3339))
 	// Output: 1795262400000 500.12 2026-11-21T12:00:00Z
+}
+
+// device stands in for a control system.
+var device = fakeDevice{"Q1": 92, "Q2": 87.5}
+
+type fakeDevice map[string]float64
+
+func (d fakeDevice) Read(_ context.Context, name string) (float64, error) {
+	if v, ok := d[name]; ok {
+		return v, nil
+	}
+	return 0, capabilities.NewError(capabilities.Critical, capabilities.KindNotFound, "there is no magnet "+name, nil)
+}
+
+// A read capability with a retry policy (docs/writing-capabilities.md, "A
+// read capability in a dozen lines"): the parameters are a struct (the
+// planner is shown its JSON schema, and a step's parameters are checked
+// against it before the function runs), the result a typed context value
+// under a key declared once.
+func ExampleNew_readCapability() {
+	var Setpoint = capabilities.Key[float64]("MAGNET_SETPOINT")
+
+	type SetpointArgs struct {
+		Magnet string `json:"magnet" jsonschema:"the magnet's name, e.g. Q1"`
+	}
+
+	readSetpoint := capabilities.New(capabilities.Definition{
+		Name:        "magnet_setpoint",
+		Description: "Read the present setpoint of a magnet in amperes.",
+		Retry:       capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: 200 * time.Millisecond},
+	}, Setpoint, func(ctx context.Context, step capabilities.Step, a SetpointArgs) (float64, string, error) {
+		v, err := device.Read(ctx, a.Magnet)
+		return v, fmt.Sprintf("%s setpoint: %.1f A", a.Magnet, v), err
+	})
+
+	// What the planner is shown, and a step as it plans one.
+	guide := readSetpoint.(capabilities.OrchestratorGuideProvider).OrchestratorGuide()
+	fmt.Println(string(guide.Parameters))
+	step := capabilities.Step{PlannedStep: capabilities.PlannedStep{Parameters: map[string]any{"magnet": "Q1"}}}
+	out, err := readSetpoint.Execute(context.Background(), step)
+	fmt.Println(out.Values[0].Type, out.Values[0].Value, "-", out.Values[0].Summary, err)
+	// A consumer reads the value with the same key.
+	entry := capabilities.ContextEntry{Type: "MAGNET_SETPOINT", Key: "q1", Value: json.RawMessage(`92`)}
+	v, _ := Setpoint.Input(capabilities.Step{Resolved: []capabilities.ContextEntry{entry}})
+	fmt.Println(v + 1)
+	// Parameters that do not fit the struct never reach the function.
+	step.Parameters = map[string]any{"name": "Q1"}
+	_, err = readSetpoint.Execute(context.Background(), step)
+	fmt.Println(capabilities.Classify(readSetpoint, err, capabilities.ErrorContext{}).Severity, "-", err)
+	// Output:
+	// {"additionalProperties":false,"properties":{"magnet":{"description":"the magnet's name, e.g. Q1","type":"string"}},"required":["magnet"],"type":"object"}
+	// MAGNET_SETPOINT 92 - Q1 setpoint: 92.0 A <nil>
+	// 93
+	// replanning - The step's parameters are wrong: there is no parameter "name" (the parameters are magnet); parameter "magnet" is missing (a string: the magnet's name, e.g. Q1).
+}
+
+// Fallbacks: when a capability fails for good (its retries spent, or
+// REPLANNING or CRITICAL), the agent tries the capabilities it names, in
+// order, before replanning; they provide the same context types.
+func ExampleDefinition_fallbacks() {
+	primary := capabilities.Define(capabilities.Definition{
+		Name: "primary_source", Description: "Read the beam energy from the primary source.", Provides: []string{"ENERGY"},
+		Fallbacks: []string{"backup_source"},
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Output{}, capabilities.NewError(capabilities.Critical, capabilities.KindConnection, "the primary source is offline", nil)
+		},
+	})
+	backup := capabilities.Define(capabilities.Definition{
+		Name: "backup_source", Description: "Read the beam energy from the backup source.", Provides: []string{"ENERGY"},
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Result("ENERGY", 3.0, "beam energy 3.0 GeV (backup source)"), nil
+		},
+	})
+	reg := capabilities.NewRegistry()
+	fmt.Println(reg.Register(primary, backup), reg.Validate())
+	fmt.Println(primary.(capabilities.FallbackProvider).Fallbacks())
+	// A fallback that is not registered is reported, naming the capability.
+	lonely := capabilities.NewRegistry()
+	_ = lonely.Register(primary)
+	fmt.Println(lonely.Validate())
+	// Output:
+	// <nil> <nil>
+	// [backup_source]
+	// capability "primary_source": fallback "backup_source" is not registered
+}
+
+// A write: SideEffects makes every step wait for a human's approval
+// (whatever the approval mode), and the Action describes the change
+// before it runs. Its Summary is the one summary of the side effect: the
+// human approves it and the audit log records it.
+func ExampleDefinition_sideEffects() {
+	write := capabilities.Define(capabilities.Definition{
+		Name: "set_current", Description: "Set a magnet's current to a value the user gives.",
+		Provides: []string{"WRITE_RESULT"}, SideEffects: true,
+		Action: func(step capabilities.Step) (capabilities.Action, error) {
+			v, err := capabilities.Param(step, "value", 0.0)
+			return capabilities.Action{Summary: fmt.Sprintf("set BTS:MAG:Q1:CURRENT from 92.00 → %.2f A", v),
+				Changes: []capabilities.Change{{Target: "BTS:MAG:Q1:CURRENT", Value: v, Unit: "A", Tolerance: 0.05}}}, err
+		},
+		Run: func(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
+			if !step.WritesEnabled {
+				return capabilities.Output{}, capabilities.ErrWritesDisabled
+			}
+			v, _ := capabilities.Param(step, "value", 0.0)
+			return capabilities.Result("WRITE_RESULT", v, fmt.Sprintf("Q1 set to %.2f A", v)), nil
+		},
+	})
+	step := capabilities.Step{PlannedStep: capabilities.PlannedStep{Parameters: map[string]any{"value": 105}}}
+	a, err := capabilities.DescribeAction(write, step)
+	fmt.Println(capabilities.HasSideEffects(write), a.Summary, err)
+	fmt.Println(a.Changes[0].Target, a.Changes[0].Value, a.Changes[0].Unit)
+	// Approval beside SideEffects is refused: there is one summary.
+	both := capabilities.Define(capabilities.Definition{Name: "set_twice", Description: "d", SideEffects: true,
+		Approval: func(capabilities.Step) (bool, string) { return true, "other words" },
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Output{}, nil
+		}})
+	fmt.Println(capabilities.NewRegistry().Register(both))
+	// Output:
+	// true set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A <nil>
+	// BTS:MAG:Q1:CURRENT 105 A
+	// capability "set_twice": has SideEffects and Approval: a side effect is always approved, with the Action's Summary (leave Approval out)
 }

@@ -175,9 +175,9 @@ func FiniteCopy(v any) any {
 	return v
 }
 
-// IsNonFiniteJSON reports whether err is json.Marshal's error for ±Inf or
+// isNonFiniteJSON reports whether err is json.Marshal's error for ±Inf or
 // NaN (which FiniteCopy avoids).
-func IsNonFiniteJSON(err error) bool {
+func isNonFiniteJSON(err error) bool {
 	var uv *json.UnsupportedValueError
 	if !errors.As(err, &uv) {
 		return false
@@ -314,7 +314,7 @@ func finiteCopy(v reflect.Value, inInterface bool, depth int) (reflect.Value, bo
 // one gives exactly json.Marshal's bytes.
 func MarshalFinite(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
-	if err != nil && IsNonFiniteJSON(err) {
+	if err != nil && isNonFiniteJSON(err) {
 		return json.Marshal(FiniteCopy(v))
 	}
 	return b, err

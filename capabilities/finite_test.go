@@ -101,7 +101,7 @@ func TestFiniteCopy(t *testing.T) {
 		t.Errorf("non-empty interface: %s %v", got, err)
 	}
 	// What JSON refuses for another reason is refused still.
-	if _, err := capabilities.MarshalFinite(map[string]any{"f": inf, "c": make(chan int)}); err == nil || capabilities.IsNonFiniteJSON(err) {
+	if _, err := capabilities.MarshalFinite(map[string]any{"f": inf, "c": make(chan int)}); err == nil || !strings.Contains(err.Error(), "chan") {
 		t.Errorf("a channel: %v", err)
 	}
 }
@@ -137,23 +137,17 @@ func TestCarriersEncodeNonFinite(t *testing.T) {
 // (StepAction) — and returns the action as it can be recorded.
 func TestDescribeActionRefusesNonFinite(t *testing.T) {
 	value := 0.0
-	described, err := capabilities.Define(capabilities.Definition{Name: "set_q1", Description: "Set Q1", SideEffects: true,
+	described := capabilities.Define(capabilities.Definition{Name: "set_q1", Description: "Set Q1", SideEffects: true,
 		Action: func(capabilities.Step) (capabilities.Action, error) {
 			return capabilities.Action{Changes: []capabilities.Change{{Target: "BTS:Q1", Value: value, Unit: "A"}}, Summary: "set Q1"}, nil
 		},
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Output{}, nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := capabilities.Define(capabilities.Definition{Name: "set_any", Description: "Set anything", SideEffects: true,
+	plain := capabilities.Define(capabilities.Definition{Name: "set_any", Description: "Set anything", SideEffects: true,
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Output{}, nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, bad := range []float64{inf, ninf, nan} {
 		value = bad
 		text := map[bool]string{true: "NaN", false: map[bool]string{true: "+Inf", false: "-Inf"}[bad > 0]}[math.IsNaN(bad)]
@@ -193,16 +187,13 @@ func TestDescribeActionRefusesNonFinite(t *testing.T) {
 // still comes back in a form that can be recorded.
 func TestDescribeActionKeepsTheCapabilitysRefusal(t *testing.T) {
 	own := &capabilities.ActionRefusedError{Reason: "limits", Message: "+Inf A is outside the limits of Q1 (0–120 A)."}
-	c, err := capabilities.Define(capabilities.Definition{Name: "set_q1", Description: "Set Q1", SideEffects: true,
+	c := capabilities.Define(capabilities.Definition{Name: "set_q1", Description: "Set Q1", SideEffects: true,
 		Action: func(capabilities.Step) (capabilities.Action, error) {
 			return capabilities.Action{Changes: []capabilities.Change{{Target: "Q1", Value: inf}}}, own
 		},
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Output{}, nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	a, err := capabilities.DescribeAction(c, capabilities.Step{})
 	if err != own || a.Changes[0].Value != "+Inf" {
 		t.Fatalf("%+v, %v", a, err)

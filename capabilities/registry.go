@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -64,7 +65,10 @@ func (r *Registry) ContextTypes() map[string]string {
 }
 
 // Register adds capabilities, checking each on its own (name, types,
-// duplicates). Cross-capability checks are in Validate.
+// duplicates, what Define found). It registers the good ones and returns
+// every problem of the others together (errors.Join of
+// *RegistrationError, each naming its capability). Cross-capability
+// checks are in Validate.
 func (r *Registry) Register(caps ...Capability) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -75,41 +79,47 @@ func (r *Registry) Register(caps ...Capability) error {
 			continue
 		}
 		name := c.Name()
-		switch {
-		case !namePattern.MatchString(name):
-			errs = append(errs, &RegistrationError{Capability: name, Problem: "name must be lower_snake_case"})
-			continue
-		case r.caps[name] != nil:
-			errs = append(errs, &RegistrationError{Capability: name, Problem: "registered twice"})
-			continue
-		case strings.TrimSpace(c.Description()) == "":
-			errs = append(errs, &RegistrationError{Capability: name, Problem: "description is empty"})
-			continue
+		label := name
+		if label == "" {
+			label = "<unnamed: " + c.Description() + ">"
 		}
-		bad := false
+		var problems []string
+		if dp, ok := c.(interface{ definitionProblems() []string }); ok {
+			problems = append(problems, dp.definitionProblems()...)
+		}
+		switch {
+		case name == "":
+			problems = append(problems, "has no name")
+		case !namePattern.MatchString(name):
+			problems = append(problems, "name must be lower_snake_case")
+		case r.caps[name] != nil:
+			problems = append(problems, "registered twice")
+		}
+		if strings.TrimSpace(c.Description()) == "" {
+			problems = append(problems, "description is empty")
+		}
 		for _, t := range c.Provides() {
 			if !typePattern.MatchString(t) {
-				errs = append(errs, &RegistrationError{Capability: name, Problem: fmt.Sprintf("provides context type %q, which is not UPPER_SNAKE_CASE", t)})
-				bad = true
+				problems = append(problems, fmt.Sprintf("provides context type %q, which is not UPPER_SNAKE_CASE", t))
 			}
 		}
 		for _, q := range c.Requires() {
 			if !typePattern.MatchString(q.Type) {
-				errs = append(errs, &RegistrationError{Capability: name, Problem: fmt.Sprintf("requires context type %q, which is not UPPER_SNAKE_CASE", q.Type)})
-				bad = true
+				problems = append(problems, fmt.Sprintf("requires context type %q, which is not UPPER_SNAKE_CASE", q.Type))
 			}
 			if q.Cardinality != "" && q.Cardinality != Single && q.Cardinality != Multiple {
-				errs = append(errs, &RegistrationError{Capability: name, Problem: fmt.Sprintf("requirement %s has cardinality %q (want single or multiple)", q.Type, q.Cardinality)})
-				bad = true
+				problems = append(problems, fmt.Sprintf("requirement %s has cardinality %q (want single or multiple)", q.Type, q.Cardinality))
 			}
 		}
 		if p, ok := HasOwnRetryPolicy(c); ok {
 			if err := p.Validate(); err != nil {
-				errs = append(errs, &RegistrationError{Capability: name, Problem: "retry policy: " + err.Error()})
-				bad = true
+				problems = append(problems, "retry policy: "+err.Error())
 			}
 		}
-		if bad {
+		for _, p := range problems {
+			errs = append(errs, &RegistrationError{Capability: label, Problem: p})
+		}
+		if len(problems) > 0 {
 			continue
 		}
 		r.caps[name] = c
@@ -119,7 +129,8 @@ func (r *Registry) Register(caps ...Capability) error {
 }
 
 // Validate checks the registry as a whole: every required context type has a
-// provider (or is declared), every fallback exists.
+// provider (or is declared), producers and consumers that state the values'
+// Go types (New, Key.Required) agree on them, every fallback exists.
 func (r *Registry) Validate() error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -130,11 +141,35 @@ func (r *Registry) Validate() error {
 			provided[t] = true
 		}
 	}
+	// The Go type each context type's values have, from the first typed
+	// provider (registration order); another provider or a consumer that
+	// says otherwise is a problem.
+	goTypes := map[string]reflect.Type{}
+	goTypeBy := map[string]string{}
+	for _, name := range r.order {
+		tp, ok := r.caps[name].(TypedProvider)
+		if !ok {
+			continue
+		}
+		types := tp.ProvidedTypes()
+		for _, ct := range slices.Sorted(maps.Keys(types)) {
+			gt := types[ct]
+			switch first, seen := goTypes[ct]; {
+			case !seen:
+				goTypes[ct], goTypeBy[ct] = gt, name
+			case first != gt:
+				errs = append(errs, &RegistrationError{Capability: name, Problem: fmt.Sprintf("provides %s as %s, but %s provides it as %s", ct, gt, goTypeBy[ct], first)})
+			}
+		}
+	}
 	for _, name := range r.order {
 		c := r.caps[name]
 		for _, q := range c.Requires() {
 			if !provided[q.Type] && r.types[q.Type] == "" {
 				errs = append(errs, &RegistrationError{Capability: name, Problem: fmt.Sprintf("requires %s, which no capability provides", q.Type)})
+			}
+			if gt, ok := goTypes[q.Type]; ok && q.goType != nil && q.goType != gt {
+				errs = append(errs, &RegistrationError{Capability: name, Problem: fmt.Sprintf("requires %s as %s, but %s provides it as %s", q.Type, q.goType, goTypeBy[q.Type], gt)})
 			}
 		}
 		if f, ok := c.(FallbackProvider); ok {

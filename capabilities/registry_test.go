@@ -14,7 +14,7 @@ func def(name string, provides []string, requires []string, fallbacks ...string)
 	for _, r := range requires {
 		req = append(req, capabilities.Requirement{Type: r})
 	}
-	c, _ := capabilities.Define(capabilities.Definition{Name: name, Description: "does " + name, Provides: provides, Requires: req, Fallbacks: fallbacks,
+	c := capabilities.Define(capabilities.Definition{Name: name, Description: "does " + name, Provides: provides, Requires: req, Fallbacks: fallbacks,
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Output{}, nil
 		}})
@@ -50,7 +50,33 @@ func TestRegistryErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := capabilities.Define(capabilities.Definition{Name: "x"}); err == nil {
-		t.Fatal("Define without Run succeeded")
+}
+
+// Define reports nothing itself: Register reports every problem of every
+// capability together, each naming its capability, and registers the good
+// ones.
+func TestRegisterReportsEveryProblemTogether(t *testing.T) {
+	noRun := capabilities.Define(capabilities.Definition{Name: "no_run", Description: "has no Run"})
+	good := def("good", []string{"GOOD"}, nil)
+	r := capabilities.NewRegistry()
+	err := r.Register(noRun, def("Bad Name", []string{"lower"}, nil), good, def("good", nil, nil),
+		capabilities.Define(capabilities.Definition{Description: "nameless", Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Output{}, nil
+		}}))
+	for _, want := range []string{`"no_run": has no Run function`, `"Bad Name": name must be lower_snake_case`,
+		`"Bad Name": provides context type "lower"`, `"good": registered twice`, `"<unnamed: nameless>": has no name`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Register: %v\nwant %q", err, want)
+		}
+	}
+	var re *capabilities.RegistrationError
+	if !errors.As(err, &re) || !errors.Is(err, capabilities.ErrInvalidCapability) {
+		t.Errorf("not a *RegistrationError: %T", err)
+	}
+	if got := r.Names(); len(got) != 1 || got[0] != "good" {
+		t.Errorf("registered %v, want only good", got)
+	}
+	if _, err := noRun.Execute(context.Background(), capabilities.Step{}); err == nil {
+		t.Error("a capability without Run ran")
 	}
 }

@@ -1,6 +1,7 @@
 package capabilities
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -19,51 +20,88 @@ const (
 	JitterNone  Jitter = "none"  // exactly d
 )
 
-// Default retry policy values (Temporal's field meanings, AWS full jitter).
+// The built-in retry policy (Temporal's field meanings, AWS full jitter):
+// RetryPolicy{}.WithDefaults().
 const (
-	DefaultMaxAttempts        = 3
-	DefaultInitialInterval    = time.Second
-	DefaultBackoffCoefficient = 2.0
-	DefaultMaxInterval        = 30 * time.Second
+	defaultMaxAttempts        = 3
+	defaultInitialInterval    = time.Second
+	defaultBackoffCoefficient = 2.0
+	defaultMaxInterval        = 30 * time.Second
 )
 
-// RetryPolicy governs how a RETRIABLE failure is retried. It is plain data:
-// it is stored in checkpoints and configs as JSON. Zero fields take the
-// documented defaults (see WithDefaults).
+// RetryPolicy governs how a RETRIABLE failure is retried. It is plain data
+// with plain time.Duration fields; in checkpoints and configs it is JSON
+// (or YAML) with the intervals as duration strings ("1.5s"), and a number
+// of seconds is read too. Every zero field means "not set here": it is
+// filled from the next policy down (see ResolveRetryPolicy), then from the
+// built-in defaults (see WithDefaults). So the zero RetryPolicy is "no
+// policy of its own", and "never retry" is said with MaxAttempts 1.
 type RetryPolicy struct {
 	// MaxAttempts counts the first try: 1 means never retry. Default 3.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// InitialInterval is the delay before the first retry, before jitter. Default 1s.
-	InitialInterval Duration `json:"initial_interval,omitempty"`
+	InitialInterval time.Duration `json:"initial_interval,omitempty"`
 	// BackoffCoefficient multiplies the delay after each retry; at least 1. Default 2.
 	BackoffCoefficient float64 `json:"backoff_coefficient,omitempty"`
 	// MaxInterval caps the delay before jitter. Default 30s.
-	MaxInterval Duration `json:"max_interval,omitempty"`
+	MaxInterval time.Duration `json:"max_interval,omitempty"`
 	// Jitter: "full" (default), "equal" or "none".
 	Jitter Jitter `json:"jitter,omitempty"`
 	// MaxElapsed stops retrying once this long has passed since the first
 	// attempt (counting the next delay). 0 means no limit.
-	MaxElapsed Duration `json:"max_elapsed,omitempty"`
+	MaxElapsed time.Duration `json:"max_elapsed,omitempty"`
 	// NonRetryable lists error kinds never retried, whatever the severity.
 	NonRetryable []string `json:"non_retryable,omitempty"`
 }
 
-// DefaultRetryPolicy returns the global default policy.
-func DefaultRetryPolicy() RetryPolicy { return RetryPolicy{}.WithDefaults() }
+// retryPolicyJSON is RetryPolicy's encoded form: the intervals as duration
+// strings, as checkpoints and configs have always held them.
+type retryPolicyJSON struct {
+	MaxAttempts        int      `json:"max_attempts,omitempty"`
+	InitialInterval    Duration `json:"initial_interval,omitempty"`
+	BackoffCoefficient float64  `json:"backoff_coefficient,omitempty"`
+	MaxInterval        Duration `json:"max_interval,omitempty"`
+	Jitter             Jitter   `json:"jitter,omitempty"`
+	MaxElapsed         Duration `json:"max_elapsed,omitempty"`
+	NonRetryable       []string `json:"non_retryable,omitempty"`
+}
+
+// MarshalJSON writes the intervals as duration strings ("1.5s").
+func (p RetryPolicy) MarshalJSON() ([]byte, error) {
+	return json.Marshal(retryPolicyJSON{p.MaxAttempts, Duration(p.InitialInterval), p.BackoffCoefficient,
+		Duration(p.MaxInterval), p.Jitter, Duration(p.MaxElapsed), p.NonRetryable})
+}
+
+// UnmarshalJSON reads the intervals as duration strings or numbers of seconds.
+func (p *RetryPolicy) UnmarshalJSON(b []byte) error {
+	var j retryPolicyJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = RetryPolicy{j.MaxAttempts, time.Duration(j.InitialInterval), j.BackoffCoefficient,
+		time.Duration(j.MaxInterval), j.Jitter, time.Duration(j.MaxElapsed), j.NonRetryable}
+	return nil
+}
+
+// IsZero reports whether p sets nothing: no policy of its own.
+func (p RetryPolicy) IsZero() bool {
+	return p.MaxAttempts == 0 && p.InitialInterval == 0 && p.BackoffCoefficient == 0 && p.MaxInterval == 0 &&
+		p.Jitter == "" && p.MaxElapsed == 0 && p.NonRetryable == nil
+}
 
 // WithDefaults returns p with every zero field set to its default.
 func (p RetryPolicy) WithDefaults() RetryPolicy {
 	if p.MaxAttempts == 0 {
-		p.MaxAttempts = DefaultMaxAttempts
+		p.MaxAttempts = defaultMaxAttempts
 	}
 	if p.InitialInterval == 0 {
-		p.InitialInterval = Duration(DefaultInitialInterval)
+		p.InitialInterval = defaultInitialInterval
 	}
 	if p.BackoffCoefficient == 0 {
-		p.BackoffCoefficient = DefaultBackoffCoefficient
+		p.BackoffCoefficient = defaultBackoffCoefficient
 	}
 	if p.MaxInterval == 0 {
-		p.MaxInterval = Duration(DefaultMaxInterval)
+		p.MaxInterval = defaultMaxInterval
 		if p.InitialInterval > p.MaxInterval {
 			p.MaxInterval = p.InitialInterval
 		}
@@ -136,7 +174,7 @@ func (p RetryPolicy) Next(a Attempt, now time.Time, r *rand.Rand) (delay time.Du
 			delay = delay/2 + randDuration(r, delay-delay/2)
 		}
 	}
-	if p.MaxElapsed > 0 && !a.FirstAt.IsZero() && now.Add(delay).Sub(a.FirstAt) > time.Duration(p.MaxElapsed) {
+	if p.MaxElapsed > 0 && !a.FirstAt.IsZero() && now.Add(delay).Sub(a.FirstAt) > p.MaxElapsed {
 		return 0, false
 	}
 	return delay, true

@@ -13,7 +13,7 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func sec(f float64) capabilities.Duration { return capabilities.Duration(f * float64(time.Second)) }
+func sec(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 
 func TestRetryPolicyNext(t *testing.T) {
 	none := capabilities.RetryPolicy{Jitter: capabilities.JitterNone}
@@ -71,15 +71,15 @@ func TestRetryJitterBounds(t *testing.T) {
 }
 
 func TestRetryPolicyDefaultsAndJSON(t *testing.T) {
-	p := capabilities.DefaultRetryPolicy()
-	if p.MaxAttempts != 3 || p.InitialInterval.D() != time.Second || p.BackoffCoefficient != 2 || p.MaxInterval.D() != 30*time.Second || p.Jitter != capabilities.JitterFull {
+	p := capabilities.RetryPolicy{}.WithDefaults()
+	if p.MaxAttempts != 3 || p.InitialInterval != time.Second || p.BackoffCoefficient != 2 || p.MaxInterval != 30*time.Second || p.Jitter != capabilities.JitterFull {
 		t.Fatalf("defaults %+v", p)
 	}
 	var q capabilities.RetryPolicy
 	if err := json.Unmarshal([]byte(`{"max_attempts":4,"initial_interval":"250ms","backoff_coefficient":1.5,"max_interval":10,"jitter":"equal","non_retryable":["auth"]}`), &q); err != nil {
 		t.Fatal(err)
 	}
-	if q.MaxAttempts != 4 || q.InitialInterval.D() != 250*time.Millisecond || q.MaxInterval.D() != 10*time.Second || q.Jitter != capabilities.JitterEqual {
+	if q.MaxAttempts != 4 || q.InitialInterval != 250*time.Millisecond || q.MaxInterval != 10*time.Second || q.Jitter != capabilities.JitterEqual {
 		t.Fatalf("decoded %+v", q)
 	}
 	b, _ := json.Marshal(q)
@@ -104,21 +104,18 @@ func TestRetryPolicyValidate(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v, want an error naming %s", tc.p, err, tc.want)
 		}
 	}
-	if err := capabilities.DefaultRetryPolicy().Validate(); err != nil {
+	if err := (capabilities.RetryPolicy{}).WithDefaults().Validate(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestResolveRetryPolicy(t *testing.T) {
 	own := capabilities.RetryPolicy{MaxAttempts: 1}
-	mk := func(name string, p *capabilities.RetryPolicy) capabilities.Capability {
-		c, err := capabilities.Define(capabilities.Definition{Name: name, Description: "d", Retry: p,
+	mk := func(name string, p capabilities.RetryPolicy) capabilities.Capability {
+		c := capabilities.Define(capabilities.Definition{Name: name, Description: "d", Retry: p,
 			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Output{}, nil
 			}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		return c
 	}
 	configured := map[string]capabilities.RetryPolicy{
@@ -132,19 +129,67 @@ func TestResolveRetryPolicy(t *testing.T) {
 		initial, maximum time.Duration
 		coefficient      float64
 	}{
-		{mk("write_pv", &own), 1, 3 * time.Second, 30 * time.Second, 3}, // own wins, rest inherited
-		{mk("read_pv", nil), 5, 3 * time.Second, 30 * time.Second, 3},   // application config, then global
-		{mk("other", nil), 4, time.Second, 30 * time.Second, 3},         // global, then defaults
+		{mk("write_pv", own), 1, 3 * time.Second, 30 * time.Second, 3},                       // own wins, rest inherited
+		{mk("read_pv", capabilities.RetryPolicy{}), 5, 3 * time.Second, 30 * time.Second, 3}, // application config, then global
+		{mk("other", capabilities.RetryPolicy{}), 4, time.Second, 30 * time.Second, 3},       // global, then defaults
 	}
 	for _, tc := range tests {
 		p := capabilities.ResolveRetryPolicy(tc.c, configured, global)
-		if p.MaxAttempts != tc.attempts || p.InitialInterval.D() != tc.initial || p.MaxInterval.D() != tc.maximum || p.BackoffCoefficient != tc.coefficient {
+		if p.MaxAttempts != tc.attempts || p.InitialInterval != tc.initial || p.MaxInterval != tc.maximum || p.BackoffCoefficient != tc.coefficient {
 			t.Errorf("%s: %+v", tc.c.Name(), p)
 		}
 	}
 	// A raised initial interval lifts an inherited cap so the result is valid.
 	p := capabilities.MergeRetryPolicies(capabilities.RetryPolicy{InitialInterval: sec(60)}, capabilities.RetryPolicy{MaxInterval: sec(10)})
-	if err := p.Validate(); err != nil || p.MaxInterval.D() != time.Minute {
+	if err := p.Validate(); err != nil || p.MaxInterval != time.Minute {
 		t.Fatalf("merged %+v: %v", p, err)
+	}
+}
+
+// A policy encoded before its intervals were time.Duration (as
+// capabilities.Duration, duration strings) decodes to the same values, and
+// the policy encodes the same way: old checkpoints and configs still read.
+func TestRetryPolicyOldEncodingStillDecodes(t *testing.T) {
+	old := `{"max_attempts":4,"initial_interval":"200ms","backoff_coefficient":2,"max_interval":"2s","max_elapsed":"1m0s","non_retryable":["not_found"]}`
+	var p capabilities.RetryPolicy
+	if err := json.Unmarshal([]byte(old), &p); err != nil {
+		t.Fatal(err)
+	}
+	want := capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2,
+		MaxInterval: 2 * time.Second, MaxElapsed: time.Minute, NonRetryable: []string{"not_found"}}
+	if p.MaxAttempts != want.MaxAttempts || p.InitialInterval != want.InitialInterval || p.MaxInterval != want.MaxInterval ||
+		p.MaxElapsed != want.MaxElapsed || p.BackoffCoefficient != 2 || len(p.NonRetryable) != 1 {
+		t.Fatalf("decoded %+v, want %+v", p, want)
+	}
+	b, err := json.Marshal(want)
+	if err != nil || string(b) != old {
+		t.Fatalf("encoded %s (%v), want %s", b, err, old)
+	}
+	// Inside a larger value (a checkpointed map of policies) too.
+	var m map[string]capabilities.RetryPolicy
+	if err := json.Unmarshal([]byte(`{"read":{"initial_interval":1.5}}`), &m); err != nil || m["read"].InitialInterval != 1500*time.Millisecond {
+		t.Fatalf("seconds: %+v %v", m, err)
+	}
+	if err := json.Unmarshal([]byte(`{"initial_interval":"soon"}`), &p); err == nil || !strings.Contains(err.Error(), "soon") {
+		t.Fatalf("bad duration: %v", err)
+	}
+}
+
+// The zero policy is no policy of its own; MaxAttempts 1 is "never retry",
+// which is one.
+func TestHasOwnRetryPolicy(t *testing.T) {
+	run := func(context.Context, capabilities.Step) (capabilities.Output, error) {
+		return capabilities.Output{}, nil
+	}
+	none := capabilities.Define(capabilities.Definition{Name: "none", Description: "d", Run: run})
+	if _, ok := capabilities.HasOwnRetryPolicy(none); ok {
+		t.Fatal("a Definition without Retry has a policy of its own")
+	}
+	never := capabilities.Define(capabilities.Definition{Name: "never", Description: "d", Run: run, Retry: capabilities.RetryPolicy{MaxAttempts: 1}})
+	if p, ok := capabilities.HasOwnRetryPolicy(never); !ok || p.MaxAttempts != 1 {
+		t.Fatalf("never: %+v %v", p, ok)
+	}
+	if p := capabilities.ResolveRetryPolicy(never, nil, capabilities.RetryPolicy{MaxAttempts: 5}); p.MaxAttempts != 1 {
+		t.Fatalf("resolved %+v: the own MaxAttempts 1 must win", p)
 	}
 }

@@ -127,16 +127,13 @@ func checkDrawing(t *testing.T, top graph.Topology, d drawing) {
 
 func testCapability(t *testing.T, name string) capabilities.Capability {
 	t.Helper()
-	c, err := capabilities.Define(capabilities.Definition{Name: name, Description: "Test capability " + name,
+	c := capabilities.Define(capabilities.Definition{Name: name, Description: "Test capability " + name,
 		Provides: []string{strings.ToUpper(name)},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for " + name + ".",
 			Examples: []capabilities.ClassifierExample{{Query: "do " + name, Result: true, Reason: name}}},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result(strings.ToUpper(name), 1, "done"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 

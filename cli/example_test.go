@@ -16,7 +16,7 @@ func Example() {
 	app := cli.App{
 		Name: "greeter",
 		Capabilities: func(cfg *config.Config) ([]capabilities.Capability, error) {
-			greet, err := capabilities.Define(capabilities.Definition{
+			greet := capabilities.Define(capabilities.Definition{
 				Name:        "greeting",
 				Description: "Greet the user warmly",
 				Provides:    []string{"GREETING"},
@@ -28,7 +28,7 @@ func Example() {
 					return capabilities.Result("GREETING", "hello", "Hello from the greeting capability!"), nil
 				},
 			})
-			return []capabilities.Capability{greet}, err
+			return []capabilities.Capability{greet}, nil
 		},
 	}
 	app.Run(context.Background(), cli.Env{
@@ -46,13 +46,13 @@ func Example() {
 // Capabilities lists what an application registered.
 func ExampleApp_Run_capabilities() {
 	app := cli.App{Capabilities: func(*config.Config) ([]capabilities.Capability, error) {
-		c, err := capabilities.Define(capabilities.Definition{
+		c := capabilities.Define(capabilities.Definition{
 			Name: "beam_current", Description: "Read the beam current", Provides: []string{"BEAM_CURRENT"},
 			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Output{}, nil
 			},
 		})
-		return []capabilities.Capability{c}, err
+		return []capabilities.Capability{c}, nil
 	}}
 	// A table as wide as the terminal (Width; 80 when it does not say), else a block per capability.
 	app.Run(context.Background(), cli.Env{Args: []string{"capabilities"}, Stdout: os.Stdout, Width: 100})

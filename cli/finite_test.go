@@ -57,7 +57,7 @@ func rampRoomApp() cli.App {
 				return nil, err
 			}
 			rate := 0.0
-			write, err := capabilities.Define(capabilities.Definition{
+			write := capabilities.Define(capabilities.Definition{
 				Name:        "channel_write",
 				Description: "Write a new setpoint to a control-system channel, ramping it: set, change or adjust a setting to a number the user gives.",
 				Provides:    []string{"CHANNEL_WRITE_RESULTS"}, Requires: []capabilities.Requirement{{Type: "CHANNEL_ADDRESSES", Cardinality: capabilities.Multiple}},
@@ -77,9 +77,6 @@ func rampRoomApp() cli.App {
 					panic("channel_write ran")
 				},
 			})
-			if err != nil {
-				return nil, err
-			}
 			return append(caps[:3:3], write), nil
 		},
 	}

@@ -109,7 +109,7 @@ func find(text string) []string {
 
 // stepChannels are the channels of a step's CHANNEL_ADDRESSES inputs.
 func stepChannels(st capabilities.Step) ([]string, error) {
-	lists, err := capabilities.Inputs[[]string](st, "CHANNEL_ADDRESSES")
+	lists, err := capabilities.Key[[]string]("CHANNEL_ADDRESSES").Inputs(st)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func (r *room) planWrite(st capabilities.Step) (roomWrite, error) {
 
 // capabilities returns the room's four capabilities.
 func (r *room) capabilities() ([]capabilities.Capability, error) {
-	finding, err := capabilities.Define(capabilities.Definition{
+	finding := capabilities.Define(capabilities.Definition{
 		Name:        "channel_finding",
 		Description: "Find the control-system channel names (process variable addresses) that match a description such as \"beam current\".",
 		Provides:    []string{"CHANNEL_ADDRESSES"},
@@ -175,11 +175,8 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 			return capabilities.Result("CHANNEL_ADDRESSES", chans, "found "+strings.Join(chans, ", ")), nil
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
 	multiple := []capabilities.Requirement{{Type: "CHANNEL_ADDRESSES", Cardinality: capabilities.Multiple}}
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name:        "channel_read",
 		Description: "Read the present live value of control-system channels now: the beam current, a magnet current or a voltage at this moment.",
 		Provides:    []string{"CHANNEL_VALUES"}, Requires: multiple,
@@ -190,8 +187,8 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 				{Query: "Show me the beam current over the last day", Result: false, Reason: "history"},
 				{Query: "Set the Q1 current to 105 A", Result: false, Reason: "a write"},
 			}},
-		Retry: &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(500 * time.Millisecond), BackoffCoefficient: 2,
-			MaxInterval: capabilities.Duration(5 * time.Second), NonRetryable: []string{capabilities.KindNotFound, capabilities.KindInvalidInput}},
+		Retry: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2,
+			MaxInterval: 5 * time.Second, NonRetryable: []string{capabilities.KindNotFound, capabilities.KindInvalidInput}},
 		Classify: func(err error, _ capabilities.ErrorContext) capabilities.Classification {
 			if errors.Is(err, errReadTimeout) {
 				return capabilities.Classification{Severity: capabilities.Retriable, Kind: capabilities.KindTimeout, UserMessage: "The control system did not answer the read in time."}
@@ -217,10 +214,7 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 			return capabilities.Result("CHANNEL_VALUES", values, strings.Join(parts, "; ")), nil
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	archive, err := capabilities.Define(capabilities.Definition{
+	archive := capabilities.Define(capabilities.Definition{
 		Name:        "archiver_retrieval",
 		Description: "Retrieve the archived history of control-system channels over a time range: trends, statistics, how a value changed over the last hours.",
 		Provides:    []string{"ARCHIVER_DATA"}, Requires: multiple,
@@ -243,10 +237,7 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 			return capabilities.Result("ARCHIVER_DATA", parts, strings.Join(parts, "; ")), nil
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	write, err := capabilities.Define(capabilities.Definition{
+	write := capabilities.Define(capabilities.Definition{
 		Name:        "channel_write",
 		Description: "Write a new setpoint to a control-system channel: set, change or adjust a setting to a number the user gives. A human must approve first.",
 		Provides:    []string{"CHANNEL_WRITE_RESULTS"}, Requires: multiple,
@@ -279,13 +270,6 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 			}
 			return out, nil
 		},
-		Approval: func(st capabilities.Step) (bool, string) {
-			w, err := r.planWrite(st)
-			if err != nil {
-				return true, "write to the control system: " + st.TaskObjective
-			}
-			return true, "set " + w.text()
-		},
 		Run: func(_ context.Context, st capabilities.Step) (capabilities.Output, error) {
 			if !st.WritesEnabled {
 				return capabilities.Output{}, fmt.Errorf("channel_write: %w", capabilities.ErrWritesDisabled)
@@ -305,9 +289,6 @@ func (r *room) capabilities() ([]capabilities.Capability, error) {
 				"Set "+w.text()+" (readback verified)"), nil
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
 	return []capabilities.Capability{finding, read, archive, write}, nil
 }
 
@@ -330,9 +311,9 @@ func controlRoom(t *testing.T) *harness { return newHarness(t, roomApp(0)) }
 // twice, then answers), corrupt_state (FATAL), quota_hog (exhausts a
 // resource: the run asks a human).
 func tourApp() cli.App {
-	quick := func(n int) *capabilities.RetryPolicy {
-		return &capabilities.RetryPolicy{MaxAttempts: n, InitialInterval: capabilities.Duration(time.Millisecond),
-			MaxInterval: capabilities.Duration(5 * time.Millisecond), Jitter: capabilities.JitterNone}
+	quick := func(n int) capabilities.RetryPolicy {
+		return capabilities.RetryPolicy{MaxAttempts: n, InitialInterval: time.Millisecond,
+			MaxInterval: 5 * time.Millisecond, Jitter: capabilities.JitterNone}
 	}
 	def := func(name, keyword, question, desc string) capabilities.Definition {
 		return capabilities.Definition{Name: name, Description: desc, Provides: []string{"READING"},
@@ -361,10 +342,7 @@ func tourApp() cli.App {
 		}
 		var out []capabilities.Capability
 		for _, d := range []capabilities.Definition{flaky, corrupt, quota} {
-			c, err := capabilities.Define(d)
-			if err != nil {
-				return nil, err
-			}
+			c := capabilities.Define(d)
 			out = append(out, c)
 		}
 		return out, nil

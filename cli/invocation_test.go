@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -10,8 +12,15 @@ import (
 
 // Hints name the program as the user ran it: the go run form for a binary
 // go run built (in its temporary work directory or, since Go 1.24, cached
-// in the build cache), else the name on the PATH.
+// in the build cache), the name for one on the PATH, else the path as
+// typed, so a hint runs as printed.
 func TestInvocation(t *testing.T) {
+	bin := t.TempDir()
+	installed := filepath.Join(bin, "capgraph")
+	if err := os.WriteFile(installed, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
 	local := &debug.BuildInfo{Path: "github.com/capgraph/capgraph/cmd/capgraph", Main: debug.Module{Path: "github.com/capgraph/capgraph", Version: "(devel)"}}
 	own := &debug.BuildInfo{Path: "example.com/myagent", Main: debug.Module{Path: "example.com/myagent", Version: "(devel)"}}
 	published := &debug.BuildInfo{Path: "github.com/capgraph/capgraph/cmd/capgraph", Main: debug.Module{Path: "github.com/capgraph/capgraph", Version: "v0.3.0"}}
@@ -29,14 +38,17 @@ func TestInvocation(t *testing.T) {
 		{"/scratch/tmp/go-build77/b001/exe/capgraph", local, "go run ./cmd/capgraph"},
 		{"/tmp/go-build1/b001/exe/myagent", own, "go run ."},
 		{"/tmp/go-build1/b001/exe/capgraph", published, "go run github.com/capgraph/capgraph/cmd/capgraph@v0.3.0"},
-		{"/home/op/go/bin/capgraph", local, "capgraph"},
+		// go install's binary on the PATH, by its name or its full path.
+		{installed, local, "capgraph"},
 		{"capgraph", local, "capgraph"},
-		{"./myagent", own, "myagent"},
-		{`C:\Users\op\go\bin\capgraph.exe`, local, "capgraph"},
-		{"/tmp/go-build1/b001/exe/capgraph", nil, "capgraph"},
+		// A binary go build just made, run by its path: the path.
+		{"./myagent", own, "./myagent"},
+		{"/home/op/src/myagent/myagent", own, "/home/op/src/myagent/myagent"},
+		{`C:\Users\op\src\myagent.exe`, own, `C:\Users\op\src\myagent.exe`},
+		{"/tmp/go-build1/b001/exe/capgraph", nil, "/tmp/go-build1/b001/exe/capgraph"},
 		// Not go run's: directories that only look a bit like it.
-		{"/opt/go-build/bin/capgraph", local, "capgraph"},
-		{"/opt/ab/" + strings.Repeat("ab", 31) + "-d/capgraph", local, "capgraph"},
+		{"/opt/go-build/bin/capgraph", local, "/opt/go-build/bin/capgraph"},
+		{"/opt/ab/" + strings.Repeat("ab", 31) + "-d/capgraph", local, "/opt/ab/" + strings.Repeat("ab", 31) + "-d/capgraph"},
 	}
 	for _, tt := range tests {
 		if got := cli.Invocation(tt.arg0, tt.bi); got != tt.want {

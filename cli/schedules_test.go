@@ -46,7 +46,7 @@ schedules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := capabilities.Define(capabilities.Definition{Name: "read_beam_current", Description: "Read the beam current of the storage ring",
+	c := capabilities.Define(capabilities.Definition{Name: "read_beam_current", Description: "Read the beam current of the storage ring",
 		Provides: []string{"BEAM_CURRENT"}, Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 		}})

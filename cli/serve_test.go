@@ -218,17 +218,14 @@ func cutApp() (app cli.App, started chan struct{}, finds, reads *atomic.Int32) {
 	guide := &capabilities.ClassifierGuide{Instructions: "Use to read the beam sensor.",
 		Examples: []capabilities.ClassifierExample{{Query: "read the beam sensor", Result: true, Reason: "sensor"}}}
 	app = cli.App{Capabilities: func(*config.Config) ([]capabilities.Capability, error) {
-		find, err := capabilities.Define(capabilities.Definition{
+		find := capabilities.Define(capabilities.Definition{
 			Name: "find_sensor", Description: "Find the sensor of the beam", Provides: []string{"SENSOR"}, ClassifierGuide: guide,
 			Run: func(ctx context.Context, s capabilities.Step) (capabilities.Output, error) {
 				finds.Add(1)
 				return capabilities.Result("SENSOR", "S1", "sensor S1"), nil
 			},
 		})
-		if err != nil {
-			return nil, err
-		}
-		read, err := capabilities.Define(capabilities.Definition{
+		read := capabilities.Define(capabilities.Definition{
 			Name: "read_sensor", Description: "Read the beam sensor value", Provides: []string{"VALUE"},
 			Requires: []capabilities.Requirement{{Type: "SENSOR"}}, ClassifierGuide: guide,
 			Run: func(ctx context.Context, s capabilities.Step) (capabilities.Output, error) {
@@ -240,7 +237,7 @@ func cutApp() (app cli.App, started chan struct{}, finds, reads *atomic.Int32) {
 				return capabilities.Result("VALUE", 42.0, "sensor S1 reads 42.0"), nil
 			},
 		})
-		return []capabilities.Capability{find, read}, err
+		return []capabilities.Capability{find, read}, nil
 	}}
 	return app, started, finds, reads
 }

@@ -199,10 +199,10 @@ func TestChatStatusLineOnANarrowTerminal(t *testing.T) {
 // asks for approval with a long summary.
 func flakyApp(reason string) func(*config.Config) ([]capabilities.Capability, error) {
 	return func(*config.Config) ([]capabilities.Capability, error) {
-		flaky, err := capabilities.Define(capabilities.Definition{
+		flaky := capabilities.Define(capabilities.Definition{
 			Name: "flaky_sensor", Description: "Reads the flaky sensor.", Provides: []string{"READING"},
-			Retry: &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(400 * time.Millisecond),
-				MaxInterval: capabilities.Duration(400 * time.Millisecond), Jitter: capabilities.JitterNone},
+			Retry: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 400 * time.Millisecond,
+				MaxInterval: 400 * time.Millisecond, Jitter: capabilities.JitterNone},
 			Run: func(_ context.Context, s capabilities.Step) (capabilities.Output, error) {
 				if s.Attempt < 2 {
 					return capabilities.Output{}, capabilities.NewError(capabilities.Retriable, capabilities.KindTimeout, reason, nil)
@@ -210,10 +210,7 @@ func flakyApp(reason string) func(*config.Config) ([]capabilities.Capability, er
 				return capabilities.Result("READING", 42.0, "flaky sensor: 42"), nil
 			},
 		})
-		if err != nil {
-			return nil, err
-		}
-		valve, err := capabilities.Define(capabilities.Definition{
+		valve := capabilities.Define(capabilities.Definition{
 			Name: "valve_check", Description: "Checks the valve of the beamline front end.", Provides: []string{"VALVE"},
 			Approval: func(capabilities.Step) (bool, string) {
 				return true, "check the front-end valve FE:VLV:01 of beamline 7, which closes the beam shutter for up to 30 seconds while the check runs"
@@ -222,7 +219,7 @@ func flakyApp(reason string) func(*config.Config) ([]capabilities.Capability, er
 				return capabilities.Result("VALVE", "ok", "valve ok"), nil
 			},
 		})
-		return []capabilities.Capability{flaky, valve}, err
+		return []capabilities.Capability{flaky, valve}, nil
 	}
 }
 

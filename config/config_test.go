@@ -94,7 +94,7 @@ func TestParseFull(t *testing.T) {
 		{"fallback", c.Fallback, "offline"},
 		{"classifier", c.Classifier.Mode, "per_capability"},
 		{"limits", c.Limits, config.Limits{MaxPlanningAttempts: 3, MaxReclassifications: &zeroInt, MaxExecutionTime: config.Duration(10 * time.Minute), MaxNodeSteps: 50, MaxTokensPerTurn: 100000, MaxConcurrentClassifications: 8, StepConcurrency: 2}},
-		{"retry default", c.Retry.Default, capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: capabilities.Duration(500 * time.Millisecond), BackoffCoefficient: 1.5, MaxInterval: capabilities.Duration(10 * time.Second)}},
+		{"retry default", c.Retry.Default, capabilities.RetryPolicy{MaxAttempts: 4, InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 1.5, MaxInterval: 10 * time.Second}},
 		{"retry write", c.Retry.Capabilities["channel_write"], capabilities.RetryPolicy{MaxAttempts: 1, NonRetryable: []string{"limit_violation", "writes_disabled"}}},
 		{"approval", c.Approval, config.Approval{GlobalMode: "all_capabilities", PlanApproval: true, ExpiresAfter: &twoHours}},
 		{"writes", c.ControlSystem.WritesEnabled, true},
@@ -124,7 +124,7 @@ func TestParseFull(t *testing.T) {
 		t.Errorf("ModelFor(response) = %+v, %v; want the default role", m, ok)
 	}
 	p, ok := c.RetryPolicyFor("channel_write")
-	if !ok || p.MaxAttempts != 1 || p.InitialInterval != capabilities.Duration(500*time.Millisecond) || p.BackoffCoefficient != 1.5 {
+	if !ok || p.MaxAttempts != 1 || p.InitialInterval != 500*time.Millisecond || p.BackoffCoefficient != 1.5 {
 		t.Errorf("RetryPolicyFor(channel_write) = %+v, %v", p, ok)
 	}
 	if p, ok := c.RetryPolicyFor("channel_read"); ok || p.MaxAttempts != 4 || p.Jitter != capabilities.JitterFull {
@@ -433,4 +433,21 @@ func ExampleParse() {
 	// capgraph.yaml: 2 problems:
 	//   line 2: limits.max_node_steps: must be at least 1, got 0
 	//   line 3: limits.max_planing_attempts: unknown key (did you mean max_planning_attempts?)
+}
+
+// A retry policy's intervals (time.Duration fields) read as duration
+// strings or numbers of seconds, as they always have; a bad one is a
+// problem naming its key.
+func TestRetryPolicyDurationsInYAML(t *testing.T) {
+	c, err := config.Parse([]byte("retry:\n  default:\n    initial_interval: 1.5\n    max_interval: 1m30s\n    max_elapsed: 10m\n"), "capgraph.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Retry.Default; p.InitialInterval != 1500*time.Millisecond || p.MaxInterval != 90*time.Second || p.MaxElapsed != 10*time.Minute {
+		t.Fatalf("retry.default = %+v", p)
+	}
+	_, err = config.Parse([]byte("retry:\n  default:\n    initial_interval: soon\n"), "capgraph.yaml")
+	if err == nil || !strings.Contains(err.Error(), "retry.default.initial_interval") {
+		t.Fatalf("a bad interval: %v", err)
+	}
 }

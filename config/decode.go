@@ -174,6 +174,7 @@ func kindName(n *yaml.Node) string {
 
 var (
 	durationType  = reflect.TypeOf(Duration(0))
+	stdDuration   = reflect.TypeOf(time.Duration(0)) // capabilities.RetryPolicy's intervals
 	retentionType = reflect.TypeOf(Retention{})
 	thresholdType = reflect.TypeOf(Threshold{})
 )
@@ -196,7 +197,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, key string) {
 	}
 	isNull := n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 	switch {
-	case v.Type() == durationType:
+	case v.Type() == durationType || v.Type() == stdDuration:
 		s, ok := d.scalar(n, key)
 		if !ok {
 			return
@@ -206,7 +207,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, key string) {
 			d.add(n.Line, key, "%v", err)
 			return
 		}
-		v.Set(reflect.ValueOf(dur))
+		v.SetInt(int64(dur))
 		return
 	case v.Type() == thresholdType:
 		s, ok := d.scalar(n, key)

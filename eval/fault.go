@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/capgraph/capgraph/capabilities"
@@ -147,14 +148,28 @@ func (c *faulty) DescribeAction(step capabilities.Step) (capabilities.Action, er
 	return capabilities.DescribeAction(c.Capability, step)
 }
 
+// RetryPolicy forwards the capability's own policy; the zero policy, when
+// it states none, is no policy of its own (capabilities.HasOwnRetryPolicy).
+func (c *faulty) RetryPolicy() capabilities.RetryPolicy {
+	p, _ := capabilities.HasOwnRetryPolicy(c.Capability)
+	return p
+}
+
+// ProvidedTypes forwards the Go types of what the capability provides
+// (nil: none stated), which the registry compares with its consumers'.
+func (c *faulty) ProvidedTypes() map[string]reflect.Type {
+	if tp, ok := c.Capability.(capabilities.TypedProvider); ok {
+		return tp.ProvidedTypes()
+	}
+	return nil
+}
+
 // The optional interfaces whose mere presence changes what the agent does.
 type (
-	ownPolicy struct{ p capabilities.RetryPolicy }
 	readback  struct{ r capabilities.Readbacker }
 	reconcile struct{ r capabilities.Reconciler }
 )
 
-func (o ownPolicy) RetryPolicy() capabilities.RetryPolicy { return o.p }
 func (r readback) Readback(ctx context.Context, a capabilities.Action) ([]capabilities.Reading, error) {
 	return r.r.Readback(ctx, a)
 }
@@ -163,10 +178,6 @@ func (r reconcile) Reconcile(ctx context.Context, s capabilities.Step, a capabil
 }
 
 type (
-	faultyP struct {
-		*faulty
-		ownPolicy
-	}
 	faultyB struct {
 		*faulty
 		readback
@@ -175,24 +186,8 @@ type (
 		*faulty
 		reconcile
 	}
-	faultyPB struct {
-		*faulty
-		ownPolicy
-		readback
-	}
-	faultyPC struct {
-		*faulty
-		ownPolicy
-		reconcile
-	}
 	faultyBC struct {
 		*faulty
-		readback
-		reconcile
-	}
-	faultyPBC struct {
-		*faulty
-		ownPolicy
 		readback
 		reconcile
 	}
@@ -202,21 +197,12 @@ type (
 // its optional interfaces.
 func wrapCapability(c capabilities.Capability, in *injector) capabilities.Capability {
 	f := &faulty{Capability: c, in: in}
-	p, hasP := capabilities.HasOwnRetryPolicy(c)
 	rb, hasB := c.(capabilities.Readbacker)
 	rc, hasC := c.(capabilities.Reconciler)
-	op, b, r := ownPolicy{p}, readback{rb}, reconcile{rc}
+	b, r := readback{rb}, reconcile{rc}
 	switch {
-	case hasP && hasB && hasC:
-		return faultyPBC{f, op, b, r}
-	case hasP && hasB:
-		return faultyPB{f, op, b}
-	case hasP && hasC:
-		return faultyPC{f, op, r}
 	case hasB && hasC:
 		return faultyBC{f, b, r}
-	case hasP:
-		return faultyP{f, op}
 	case hasB:
 		return faultyB{f, b}
 	case hasC:

@@ -17,8 +17,8 @@ func TestFaultWrapperKeepsOptionalInterfaces(t *testing.T) {
 	}
 	var plain capabilities.Capability = bare{}
 	policy := capabilities.RetryPolicy{MaxAttempts: 7}
-	rich, err := capabilities.Define(capabilities.Definition{Name: "rich", Description: "d", Run: run, SideEffects: true, Idempotent: true,
-		Retry:    &policy,
+	rich := capabilities.Define(capabilities.Definition{Name: "rich", Description: "d", Run: run, SideEffects: true, Idempotent: true,
+		Retry:    policy,
 		Readback: func(context.Context, capabilities.Action) ([]capabilities.Reading, error) { return nil, nil },
 		Reconcile: func(context.Context, capabilities.Step, capabilities.Action) (capabilities.Outcome, error) {
 			return "", nil
@@ -26,9 +26,6 @@ func TestFaultWrapperKeepsOptionalInterfaces(t *testing.T) {
 		Approval:  func(capabilities.Step) (bool, string) { return true, "ask" },
 		Fallbacks: []string{"plain"},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := newInjector([]Fault{{Capability: "plain", Fault: "critical"}, {Capability: "rich", Fault: "critical"}})
 	wp, wr := wrapCapability(plain, in), wrapCapability(rich, in)
 
@@ -63,7 +60,7 @@ func TestFaultWrapperKeepsOptionalInterfaces(t *testing.T) {
 		t.Error("fallbacks lost")
 	}
 	// The first call fails with the injected severity, read as itself.
-	_, err = wr.Execute(context.Background(), capabilities.Step{})
+	_, err := wr.Execute(context.Background(), capabilities.Step{})
 	if cl := capabilities.Classify(wr, err, capabilities.ErrorContext{}); cl.Severity != capabilities.Critical || cl.Kind != KindInjected {
 		t.Errorf("classification %+v", cl)
 	}

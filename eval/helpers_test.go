@@ -13,27 +13,21 @@ import (
 // fixture is a two-capability application: find a channel, read it.
 func fixture(t *testing.T) *capabilities.Registry {
 	t.Helper()
-	find, err := capabilities.Define(capabilities.Definition{
+	find := capabilities.Define(capabilities.Definition{
 		Name: "find_channel", Description: "find the channel of a device such as the beam current",
 		Provides: []string{"CHANNEL"},
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("CHANNEL", "SR:CURRENT", "channel SR:CURRENT"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name: "read_value", Description: "read the current value of a channel such as the beam current",
 		Provides: []string{"VALUE"}, Requires: []capabilities.Requirement{{Type: "CHANNEL"}},
-		Retry: &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(1e6), Jitter: capabilities.JitterNone},
+		Retry: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 1e6, Jitter: capabilities.JitterNone},
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("VALUE", 500.7, "SR:CURRENT = 500.7 mA"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(find, read); err != nil {
 		t.Fatal(err)

@@ -88,7 +88,7 @@ func newAgent(t *testing.T, set *mcp.Set, m *llmtest.Model, opts state.Options) 
 	}
 	a, err := agent.New(agent.Config{Registry: reg, Store: memory.New(), Models: m, Options: opts,
 		// Retries after a few milliseconds: the waits are stored, not slept, and short here.
-		RetryPolicy: capabilities.RetryPolicy{InitialInterval: capabilities.Duration(10 * time.Millisecond), MaxInterval: capabilities.Duration(50 * time.Millisecond)}})
+		RetryPolicy: capabilities.RetryPolicy{InitialInterval: 10 * time.Millisecond, MaxInterval: 50 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

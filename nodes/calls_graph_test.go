@@ -19,15 +19,12 @@ func callsWorld(tb testing.TB, n int, mode nodes.ClassifierMode, every bool) (*a
 	tb.Helper()
 	reg := capabilities.NewRegistry()
 	for i := range n {
-		c, err := capabilities.Define(capabilities.Definition{Name: fmt.Sprintf("cap_%02d", i), Description: fmt.Sprintf("Capability number %d.", i),
+		c := capabilities.Define(capabilities.Definition{Name: fmt.Sprintf("cap_%02d", i), Description: fmt.Sprintf("Capability number %d.", i),
 			Provides:        []string{fmt.Sprintf("TYPE_%02d", i)},
 			ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Select for topic " + fmt.Sprint(i), Examples: []capabilities.ClassifierExample{{Query: "q", Result: true}}},
 			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Result(fmt.Sprintf("TYPE_%02d", i), i, fmt.Sprintf("topic %d done", i)), nil
 			}})
-		if err != nil {
-			tb.Fatal(err)
-		}
 		if err := reg.Register(c); err != nil {
 			tb.Fatal(err)
 		}

@@ -13,12 +13,12 @@ import (
 // With no model configured every node runs offline: the classifier matches
 // words, the planner follows provides/requires.
 func ExampleNew() {
-	finding, _ := capabilities.Define(capabilities.Definition{Name: "location_lookup", Provides: []string{"LOCATION"},
+	finding := capabilities.Define(capabilities.Definition{Name: "location_lookup", Provides: []string{"LOCATION"},
 		Description: "Resolve a city name to coordinates.",
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Output{}, nil
 		}})
-	weather, _ := capabilities.Define(capabilities.Definition{Name: "current_weather", Provides: []string{"WEATHER"},
+	weather := capabilities.Define(capabilities.Definition{Name: "current_weather", Provides: []string{"WEATHER"},
 		Requires:    []capabilities.Requirement{{Type: "LOCATION"}},
 		Description: "Current weather (temperature, wind, rain) at a location.",
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {

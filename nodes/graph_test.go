@@ -19,31 +19,25 @@ import (
 // plant is a small control room: finding → read, with deterministic values.
 func smallPlant(t *testing.T) *capabilities.Registry {
 	t.Helper()
-	finding, err := capabilities.Define(capabilities.Definition{Name: "channel_finding", Provides: []string{"CHANNEL_ADDRESSES"},
+	finding := capabilities.Define(capabilities.Definition{Name: "channel_finding", Provides: []string{"CHANNEL_ADDRESSES"},
 		Description: "Find the control-system channel names that match a description such as beam current.",
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Select when channel names must be found.",
 			Examples: []capabilities.ClassifierExample{{Query: "What is the beam current?", Result: true}}},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("CHANNEL_ADDRESSES", []string{"SR:DCCT:CURRENT"}, "found SR:DCCT:CURRENT"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	read, err := capabilities.Define(capabilities.Definition{Name: "channel_read", Provides: []string{"CHANNEL_VALUES"},
+	read := capabilities.Define(capabilities.Definition{Name: "channel_read", Provides: []string{"CHANNEL_VALUES"},
 		Requires:    []capabilities.Requirement{{Type: "CHANNEL_ADDRESSES"}},
 		Description: "Read the present live value of control-system channels: what is the beam current now.",
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Select for present values.",
 			Examples: []capabilities.ClassifierExample{{Query: "What is the beam current?", Result: true}}},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
-			chans, err := capabilities.Input[[]string](st, "CHANNEL_ADDRESSES")
+			chans, err := capabilities.Key[[]string]("CHANNEL_ADDRESSES").Input(st)
 			if err != nil {
 				return capabilities.Output{}, err
 			}
 			return capabilities.Result("CHANNEL_VALUES", 500.2, fmt.Sprintf("%s = 500.2 mA", chans[0])), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(finding, read); err != nil {
 		t.Fatal(err)
@@ -125,7 +119,7 @@ func everyCall(c nodes.Config) nodes.Config {
 }
 
 func fastRetry() capabilities.RetryPolicy {
-	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Millisecond), Jitter: capabilities.JitterNone}
+	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Millisecond, Jitter: capabilities.JitterNone}
 }
 
 func checkAnswer(t *testing.T, o turn, want string) {

@@ -26,14 +26,11 @@ func mustCap(t testing.TB, s capSpec) capabilities.Capability {
 	for _, r := range s.requires {
 		req = append(req, capabilities.Requirement{Type: r})
 	}
-	c, err := capabilities.Define(capabilities.Definition{Name: s.name, Description: s.desc, Provides: s.provides, Requires: req,
+	c := capabilities.Define(capabilities.Definition{Name: s.name, Description: s.desc, Provides: s.provides, Requires: req,
 		ClassifierGuide: s.guide, OrchestratorGuide: s.planGuide,
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Output{}, nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 

@@ -53,14 +53,11 @@ func TestPromptExamplesParseAsPlans(t *testing.T) {
 		ExpectedOutput: "CHANNEL_VALUES", Parameters: map[string]any{"n": 2.0},
 		Inputs: []capabilities.InputRef{{Type: "CHANNEL_ADDRESSES", Key: "bc_channels"}}}
 	// The step as the planner prompt shows it, from the capability's guide.
-	c, err := capabilities.Define(capabilities.Definition{Name: "channel_read", Description: "Read channels", Provides: []string{"CHANNEL_VALUES"},
+	c := capabilities.Define(capabilities.Definition{Name: "channel_read", Description: "Read channels", Provides: []string{"CHANNEL_VALUES"},
 		OrchestratorGuide: &capabilities.OrchestratorGuide{Examples: []capabilities.OrchestratorExample{{Step: st, Scenario: "read"}}},
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Output{}, nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	shown := prompts.PlannerCapabilities([]capabilities.Capability{c})[0].Examples[0].Step
 	got, err := parsePlan(`{"steps": [` + shown + `]}`)
 	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], st) {

@@ -169,14 +169,11 @@ func TestNodePromptsGolden(t *testing.T) {
 func sideEffectRegistry(t testing.TB) *capabilities.Registry {
 	t.Helper()
 	reg := capabilities.NewRegistry()
-	write, err := capabilities.Define(capabilities.Definition{Name: "channel_write", Description: "Write a new setpoint.", SideEffects: true,
+	write := capabilities.Define(capabilities.Definition{Name: "channel_write", Description: "Write a new setpoint.", SideEffects: true,
 		Provides: []string{"CHANNEL_WRITE_RESULTS"}, Requires: []capabilities.Requirement{{Type: "CHANNEL_ADDRESSES"}},
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Output{}, nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := reg.Register(mustCap(t, capSpec{name: "channel_finding", desc: "Find channel names.", provides: []string{"CHANNEL_ADDRESSES"}}), write); err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func bulkyCapabilities(t testing.TB, n int) []capabilities.Capability {
 	var out []capabilities.Capability
 	for i := range n {
 		name, typ := fmt.Sprintf("magnet_%02d_lookup", i), fmt.Sprintf("MAGNET_%02d_DATA", i)
-		c, err := capabilities.Define(capabilities.Definition{Name: name, Provides: []string{typ},
+		c := capabilities.Define(capabilities.Definition{Name: name, Provides: []string{typ},
 			Description: fmt.Sprintf("Look up the calibration, limits and interlock state of magnet family %d: excitation curves, "+
 				"current limits, the power supply's status and the last time it tripped, from the magnet database.", i),
 			ClassifierGuide: &capabilities.ClassifierGuide{Instructions: fmt.Sprintf("Select when the user asks about magnet family %d's calibration, limits or interlocks.", i),
@@ -116,9 +116,6 @@ func bulkyCapabilities(t testing.TB, n int) []capabilities.Capability {
 			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Result(typ, i, "looked up"), nil
 			}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		out = append(out, c)
 	}
 	return out
@@ -327,20 +324,17 @@ func seedThread(t *testing.T, a *agent.Agent, m *llmtest.Model) {
 // attempt (nil: succeeds), retried at once.
 func routesPlant(t *testing.T, fail func(attempt int) error) *capabilities.Registry {
 	t.Helper()
-	finding, err := capabilities.Define(capabilities.Definition{Name: "channel_finding", Provides: []string{"CHANNEL_ADDRESSES"},
+	finding := capabilities.Define(capabilities.Definition{Name: "channel_finding", Provides: []string{"CHANNEL_ADDRESSES"},
 		Description: "Find the control-system channel names that match a description such as beam current.",
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("CHANNEL_ADDRESSES", []string{"SR:DCCT:CURRENT"}, "found SR:DCCT:CURRENT"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	attempts := 0
-	read, err := capabilities.Define(capabilities.Definition{Name: "channel_read", Provides: []string{"CHANNEL_VALUES"},
+	read := capabilities.Define(capabilities.Definition{Name: "channel_read", Provides: []string{"CHANNEL_VALUES"},
 		Requires:    []capabilities.Requirement{{Type: "CHANNEL_ADDRESSES"}},
 		Description: "Read the present live value of control-system channels.",
-		Retry:       &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Millisecond), Jitter: capabilities.JitterNone},
+		Retry:       capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Millisecond, Jitter: capabilities.JitterNone},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			mu.Lock()
 			attempts++
@@ -351,9 +345,6 @@ func routesPlant(t *testing.T, fail func(attempt int) error) *capabilities.Regis
 			}
 			return capabilities.Result("CHANNEL_VALUES", 500.2, "SR:DCCT:CURRENT = 500.2 mA"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(finding, read); err != nil {
 		t.Fatal(err)
@@ -492,7 +483,7 @@ func TestShortPathSeverityRoutes(t *testing.T) {
 func writePlant(t *testing.T, mu *sync.Mutex, writes *[]float64) *capabilities.Registry {
 	t.Helper()
 	reg := smallPlant(t)
-	write, err := capabilities.Define(capabilities.Definition{Name: "channel_write", Provides: []string{"CHANNEL_WRITE_RESULTS"},
+	write := capabilities.Define(capabilities.Definition{Name: "channel_write", Provides: []string{"CHANNEL_WRITE_RESULTS"},
 		Requires:    []capabilities.Requirement{{Type: "CHANNEL_ADDRESSES"}},
 		Description: "Write a new setpoint to a control-system channel: set a setting to a number the user gives.", SideEffects: true,
 		Action: func(st capabilities.Step) (capabilities.Action, error) {
@@ -509,9 +500,6 @@ func writePlant(t *testing.T, mu *sync.Mutex, writes *[]float64) *capabilities.R
 			mu.Unlock()
 			return capabilities.Result("CHANNEL_WRITE_RESULTS", v, fmt.Sprintf("Q1 set to %g A", v)), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := reg.Register(write); err != nil {
 		t.Fatal(err)
 	}
@@ -580,7 +568,7 @@ func TestShortPathParallelSteps(t *testing.T) {
 	}
 	reg := capabilities.NewRegistry()
 	for _, name := range []string{"vacuum_read", "rf_read"} {
-		c, err := capabilities.Define(capabilities.Definition{Name: name, Provides: []string{strings.ToUpper(name)},
+		c := capabilities.Define(capabilities.Definition{Name: name, Provides: []string{strings.ToUpper(name)},
 			Description: "Read the " + strings.TrimSuffix(name, "_read") + " now.",
 			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 				if err := wait(name); err != nil {
@@ -588,9 +576,6 @@ func TestShortPathParallelSteps(t *testing.T) {
 				}
 				return capabilities.Result(strings.ToUpper(name), 1, name+" read"), nil
 			}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := reg.Register(c); err != nil {
 			t.Fatal(err)
 		}

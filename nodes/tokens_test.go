@@ -94,15 +94,12 @@ func TestEveryCallCountsInTheTurnsTokens(t *testing.T) {
 // refusal), counts in the turn's tokens, once.
 func TestApprovalInterpretationCountsInTheTurnsTokens(t *testing.T) {
 	reg := smallPlant(t)
-	write, err := capabilities.Define(capabilities.Definition{Name: "channel_write", Provides: []string{"WRITE_RESULT"},
+	write := capabilities.Define(capabilities.Definition{Name: "channel_write", Provides: []string{"WRITE_RESULT"},
 		Description: "Write a setpoint.",
 		Approval:    func(capabilities.Step) (bool, string) { return true, "write 105 A to Q1" },
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("WRITE_RESULT", true, "Q1 set to 105 A"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := reg.Register(write); err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,10 @@ type PlannerCapability struct {
 	Provides     []string
 	Requires     []string
 	Instructions string
-	Examples     []PlanExample
+	// Parameters is the JSON schema of a step's parameters, when the
+	// capability states one (capabilities.New infers it).
+	Parameters string
+	Examples   []PlanExample
 }
 
 // ContextItem is one value in the context store.

@@ -44,6 +44,7 @@ func PlannerCapabilities(caps []capabilities.Capability) []PlannerCapability {
 			if g := gp.OrchestratorGuide(); g != nil {
 				prio = g.Priority
 				pc.Instructions = g.Instructions
+				pc.Parameters = string(g.Parameters)
 				for i, ex := range g.Examples {
 					pc.Examples = append(pc.Examples, PlanExample{Number: i + 1, Scenario: ex.Scenario, Step: stepJSON(ex.Step), Notes: ex.Notes})
 				}

@@ -13,7 +13,7 @@ import (
 )
 
 // exact is a policy without jitter: delays 1 s, 2 s, ….
-var exact = capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Second), Jitter: capabilities.JitterNone}
+var exact = capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Second, Jitter: capabilities.JitterNone}
 
 func cls(sev capabilities.Severity, kind string) capabilities.Classification {
 	return capabilities.Classification{Severity: sev, Kind: kind, UserMessage: "it failed"}
@@ -261,7 +261,7 @@ func ExampleRecord() {
 		Plan: &state.Plan{Number: 1, Steps: []state.PlanStep{{PlannedStep: capabilities.PlannedStep{Capability: "read"}, Status: state.StepPending}}}}}
 	f := router.Failure{Node: "read", Step: 0, Attempt: 1, FirstAt: t0, At: t0, Recover: true,
 		Classification: capabilities.Classification{Severity: capabilities.Retriable, Kind: capabilities.KindTimeout},
-		Policy:         capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(2 * time.Second), Jitter: capabilities.JitterNone}}
+		Policy:         capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 2 * time.Second, Jitter: capabilities.JitterNone}}
 	u, out := router.Record(s, f, t0, router.RetryRand("thread", 1, "read", 0, 1))
 	s, _ = state.Apply(s, u)
 	d := router.Decide(s, router.Config{Capabilities: []string{"read"}})

@@ -206,7 +206,7 @@ func decideError(s state.State, cfg Config, e *state.ErrorInfo) Decision {
 	case capabilities.Retriable:
 		max := e.Policy.MaxAttempts
 		if max == 0 {
-			max = capabilities.DefaultMaxAttempts
+			max = capabilities.RetryPolicy{}.WithDefaults().MaxAttempts
 		}
 		if !e.Retry || e.Attempt >= max {
 			limit := ""

@@ -156,7 +156,7 @@ func ExampleDecide() {
 	s.Turn.Control.Error = &state.ErrorInfo{Node: "read", StepIndex: 0, Attempt: 1, Retry: true,
 		NotBefore:      time.Date(2026, 1, 1, 12, 0, 2, 0, time.UTC),
 		Classification: capabilities.Classification{Severity: capabilities.Retriable},
-		Policy:         capabilities.DefaultRetryPolicy()}
+		Policy:         capabilities.RetryPolicy{}.WithDefaults()}
 	d := router.Decide(s, router.Config{Capabilities: []string{"read"}})
 	fmt.Println(d.Next, d.Cause, d.NotBefore.Format(time.TimeOnly))
 

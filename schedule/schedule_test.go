@@ -43,7 +43,7 @@ func (c *fakeClock) set(t time.Time) {
 // beamReader is a read capability that counts its calls.
 func beamReader(t *testing.T, calls *atomic.Int32) *capabilities.Registry {
 	t.Helper()
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
 			Examples: []capabilities.ClassifierExample{{Query: "what is the beam current?", Result: true, Reason: "asks for the beam current"}}},
@@ -52,9 +52,6 @@ func beamReader(t *testing.T, calls *atomic.Int32) *capabilities.Registry {
 			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(c); err != nil {
 		t.Fatal(err)

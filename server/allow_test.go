@@ -20,7 +20,7 @@ func writeAgentEnv(t *testing.T) (*testEnv, *atomic.Int32) {
 	t.Helper()
 	var writes atomic.Int32
 	read := readBeamCurrent(t)
-	write, err := capabilities.Define(capabilities.Definition{
+	write := capabilities.Define(capabilities.Definition{
 		Name: "set_corrector_current", Description: "Set (write) the current of a corrector magnet",
 		Provides: []string{"SETPOINT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to set or write a corrector magnet current.",
@@ -30,9 +30,6 @@ func writeAgentEnv(t *testing.T) (*testEnv, *atomic.Int32) {
 			return capabilities.Result("SETPOINT", 1.5, "corrector current set to 1.5 A"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := newRegistry(t, read, write)
 	a, err := agent.New(agent.Config{Registry: reg, Options: state.Options{WritesEnabled: true, ApprovalMode: state.ApprovalModeDisabled}})
 	if err != nil {

@@ -45,7 +45,7 @@ func sqliteApprovalEnv(t *testing.T, path string, w *snapshotWrites) *testEnv {
 // approvalEnv is sqliteApprovalEnv's server on any store.
 func approvalEnv(t *testing.T, store checkpoint.Store, w *snapshotWrites) *testEnv {
 	t.Helper()
-	snap, err := capabilities.Define(capabilities.Definition{
+	snap := capabilities.Define(capabilities.Definition{
 		Name: "archive_snapshot", Description: "Save a snapshot of the machine settings to the archive",
 		Provides: []string{"SNAPSHOT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to save or archive a snapshot of the settings.",
@@ -61,9 +61,6 @@ func approvalEnv(t *testing.T, store checkpoint.Store, w *snapshotWrites) *testE
 			return capabilities.Result("SNAPSHOT", "snap-7", "snapshot snap-7 saved"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	a, err := agent.New(agent.Config{Registry: newRegistry(t, readBeamCurrent(t), snap), Store: store})
 	if err != nil {
 		t.Fatal(err)

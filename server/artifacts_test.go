@@ -27,7 +27,7 @@ var tinyPNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x0
 // text a hostile tool could return.
 func artifactEnv(t *testing.T, mod func(*Config)) *testEnv {
 	t.Helper()
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name: "rf_history", Description: "Retrieve the archived history of the RF cavity voltage over a time range",
 		Provides: []string{"RF_HISTORY"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for the history of the RF cavity voltage.",
@@ -52,9 +52,6 @@ func artifactEnv(t *testing.T, mod func(*Config)) *testEnv {
 			), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	a, err := agent.New(agent.Config{Registry: newRegistry(t, c), MaxArtifactBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)

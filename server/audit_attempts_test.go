@@ -19,7 +19,7 @@ import (
 func auditAgentEnv(t *testing.T, caps ...capabilities.Capability) *testEnv {
 	t.Helper()
 	a, err := agent.New(agent.Config{Registry: newRegistry(t, caps...), RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3,
-		InitialInterval: capabilities.Duration(time.Millisecond), MaxInterval: capabilities.Duration(2 * time.Millisecond), Jitter: capabilities.JitterNone}})
+		InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond, Jitter: capabilities.JitterNone}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func defineRead(t *testing.T, name, desc, query string, fallbacks []string, run 
 		guide = &capabilities.ClassifierGuide{Instructions: "Use for: " + desc,
 			Examples: []capabilities.ClassifierExample{{Query: query, Result: true, Reason: "fits"}}}
 	}
-	c, err := capabilities.Define(capabilities.Definition{Name: name, Description: desc, Provides: []string{strings.ToUpper(name)},
+	c := capabilities.Define(capabilities.Definition{Name: name, Description: desc, Provides: []string{strings.ToUpper(name)},
 		Fallbacks: fallbacks, ClassifierGuide: guide,
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			if err := run(ctx); err != nil {
@@ -41,9 +41,6 @@ func defineRead(t *testing.T, name, desc, query string, fallbacks []string, run 
 			}
 			return capabilities.Result(strings.ToUpper(name), 1, name+" read 1"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 

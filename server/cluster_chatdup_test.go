@@ -25,7 +25,7 @@ type heldRead struct {
 }
 
 func (h *heldRead) capability(t *testing.T) capabilities.Capability {
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
 			Examples: []capabilities.ClassifierExample{{Query: "what is the beam current?", Result: true, Reason: "asks for the beam current"}}},
@@ -39,9 +39,6 @@ func (h *heldRead) capability(t *testing.T) capabilities.Capability {
 			}
 			return capabilities.Result("BEAM_CURRENT", 377.4, "beam current is 377.4 mA"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 

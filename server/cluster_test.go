@@ -92,7 +92,7 @@ func agentReplicas(t *testing.T, n int, mod func(*Config)) []*testEnv {
 // retry waits wait. calls counts the calls across the replicas.
 func flakyReadAgents(t *testing.T, calls *atomic.Int32, wait time.Duration) func(checkpoint.Store) *agent.Agent {
 	t.Helper()
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			if calls.Add(1) == 1 {
@@ -100,12 +100,9 @@ func flakyReadAgents(t *testing.T, calls *atomic.Int32, wait time.Duration) func
 			}
 			return capabilities.Result("BEAM_CURRENT", 301.2, "beam current 301.2 mA"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return func(st checkpoint.Store) *agent.Agent {
 		a, err := agent.New(agent.Config{Registry: newRegistry(t, read), Store: st, Leases: agent.LeaseConfig{TTL: 3 * time.Second},
-			RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(wait), Jitter: capabilities.JitterNone}})
+			RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: wait, Jitter: capabilities.JitterNone}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,15 +199,12 @@ func TestRequestRateSharedByReplicas(t *testing.T) {
 // the lease expired, and its streaming client gets the answer.
 func TestRunWaitsForADeadReplicasLease(t *testing.T) {
 	var calls atomic.Int32
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			calls.Add(1)
 			return capabilities.Result("BEAM_CURRENT", 301.2, "beam current 301.2 mA"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mk := func(st checkpoint.Store) *agent.Agent {
 		a, err := agent.New(agent.Config{Registry: newRegistry(t, read), Store: st, Leases: agent.LeaseConfig{TTL: 3 * time.Second}})
 		if err != nil {

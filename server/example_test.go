@@ -29,7 +29,7 @@ func ExampleParseAPIKeys() {
 }
 
 func ExampleNew() {
-	hello, _ := capabilities.Define(capabilities.Definition{
+	hello := capabilities.Define(capabilities.Definition{
 		Name: "hello", Description: "Say hello", Provides: []string{"GREETING"},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("GREETING", "hello", "hello"), nil

@@ -132,7 +132,7 @@ func TestNonFiniteWordsOnEveryAPI(t *testing.T) {
 func rampQ1(t *testing.T, mu *sync.Mutex, runs *int) capabilities.Capability {
 	t.Helper()
 	rate := 0.0
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name: "ramp_q1", Description: "Set the Q1 quadrupole current to a value, ramping it", Provides: []string{"Q1_WRITE"}, SideEffects: true,
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to set the Q1 current.",
 			Examples: []capabilities.ClassifierExample{{Query: "Set the Q1 current to 105 A", Result: true, Reason: "a setpoint change"}}},
@@ -147,9 +147,6 @@ func rampQ1(t *testing.T, mu *sync.Mutex, runs *int) capabilities.Capability {
 			return capabilities.Result("Q1_WRITE", 105.0, "Q1 set to 105 A"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 

@@ -49,7 +49,7 @@ func (p *magnetPlant) capability(t testing.TB, target string) capabilities.Capab
 		return 0, fmt.Errorf("no value for %s", target)
 	}
 	name := "set_" + strings.ToLower(target)
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name: name, Description: "Set the " + target + " quadrupole current to a value", Provides: []string{target + "_WRITE"}, SideEffects: true,
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to set the " + target + " current.",
 			Examples: []capabilities.ClassifierExample{{Query: "Set the " + target + " current to 105 A", Result: true, Reason: "a setpoint change"}}},
@@ -68,9 +68,6 @@ func (p *magnetPlant) capability(t testing.TB, target string) capabilities.Capab
 			return capabilities.Result(target+"_WRITE", map[string]any{"new": v}, fmt.Sprintf("%s set to %g A", target, v)), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 

@@ -22,7 +22,7 @@ import (
 // on its first call (RETRIABLE) and then answers; the retry waits delay.
 func flakyReadAgent(t *testing.T, delay time.Duration, calls *atomic.Int32) *agent.Agent {
 	t.Helper()
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring",
 		Provides: []string{"BEAM_CURRENT"},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
@@ -32,16 +32,13 @@ func flakyReadAgent(t *testing.T, delay time.Duration, calls *atomic.Int32) *age
 			return capabilities.Result("BEAM_CURRENT", map[string]any{"mA": 301.2}, "beam current 301.2 mA"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	store, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "capgraph.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
 	a, err := agent.New(agent.Config{Registry: newRegistry(t, read), Store: store,
-		RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(delay), Jitter: capabilities.JitterNone}})
+		RetryPolicy: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: delay, Jitter: capabilities.JitterNone}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func newRealAgentEnv(t *testing.T) *realAgentEnv {
 	t.Helper()
 	re := &realAgentEnv{}
 	read := readBeamCurrent(t)
-	snap, err := capabilities.Define(capabilities.Definition{
+	snap := capabilities.Define(capabilities.Definition{
 		Name: "archive_snapshot", Description: "Save a snapshot of the machine settings to the archive",
 		Provides: []string{"SNAPSHOT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to save or archive a snapshot of the settings.",
@@ -40,9 +40,6 @@ func newRealAgentEnv(t *testing.T) *realAgentEnv {
 			return capabilities.Result("SNAPSHOT", "snap-7", "snapshot snap-7 saved"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := newRegistry(t, read, snap)
 	a, err := agent.New(agent.Config{Registry: reg})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // classifier pick it for "what is the beam current?".
 func readBeamCurrent(t *testing.T) capabilities.Capability {
 	t.Helper()
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring",
 		Provides: []string{"BEAM_CURRENT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
@@ -22,9 +22,6 @@ func readBeamCurrent(t *testing.T) capabilities.Capability {
 			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return read
 }
 

@@ -39,7 +39,7 @@ func newScanWorld() *scanWorld { return &scanWorld{started: make(chan string, 16
 // server returns a server whose agent works on store, leasing for ttl.
 func (w *scanWorld) server(t *testing.T, store checkpoint.Store, ttl time.Duration, mod func(*Config)) (*testEnv, *agent.Agent) {
 	t.Helper()
-	scan, err := capabilities.Define(capabilities.Definition{Name: "slow_scan", Description: "Scan the undulator gap slowly",
+	scan := capabilities.Define(capabilities.Definition{Name: "slow_scan", Description: "Scan the undulator gap slowly",
 		Provides: []string{"SCAN"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to scan the undulator gap.",
 			Examples: []capabilities.ClassifierExample{{Query: "scan the undulator gap", Result: true, Reason: "a scan"}}},
@@ -55,9 +55,6 @@ func (w *scanWorld) server(t *testing.T, store checkpoint.Store, ttl time.Durati
 			w.finished.Add(1)
 			return capabilities.Result("SCAN", 12.5, "gap scanned: optimum 12.5 mm"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := newRegistry(t, scan)
 	a, err := agent.New(agent.Config{Registry: reg, Store: store, Leases: agent.LeaseConfig{TTL: ttl}})
 	if err != nil {

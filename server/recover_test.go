@@ -29,7 +29,7 @@ func TestRecoverRunsThroughTheServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = store.Close() })
-		scan, err := capabilities.Define(capabilities.Definition{Name: "slow_scan", Description: "Scan the undulator gap slowly",
+		scan := capabilities.Define(capabilities.Definition{Name: "slow_scan", Description: "Scan the undulator gap slowly",
 			Provides: []string{"SCAN"},
 			ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to scan the undulator gap.",
 				Examples: []capabilities.ClassifierExample{{Query: "scan the undulator gap", Result: true, Reason: "a scan"}}},
@@ -45,9 +45,6 @@ func TestRecoverRunsThroughTheServer(t *testing.T) {
 				}
 				return capabilities.Result("SCAN", 12.5, "gap scanned: optimum 12.5 mm"), nil
 			}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		reg := newRegistry(t, scan)
 		a, err := agent.New(agent.Config{Registry: reg, Store: store})
 		if err != nil {
@@ -217,15 +214,12 @@ func TestRecoverRunsClaimsOnlyWhileThereIsRoom(t *testing.T) {
 // that only claims.
 func mustScan(t *testing.T) capabilities.Capability {
 	t.Helper()
-	scan, err := capabilities.Define(capabilities.Definition{Name: "slow_scan", Description: "Scan the undulator gap slowly",
+	scan := capabilities.Define(capabilities.Definition{Name: "slow_scan", Description: "Scan the undulator gap slowly",
 		Provides: []string{"SCAN"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to scan the undulator gap.",
 			Examples: []capabilities.ClassifierExample{{Query: "scan the undulator gap", Result: true, Reason: "a scan"}}},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("SCAN", 12.5, "gap scanned"), nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return scan
 }

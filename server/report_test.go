@@ -18,12 +18,12 @@ import (
 // suggestion): the turn ends in an error report.
 func newFailingReadEnv(t *testing.T) *testEnv {
 	t.Helper()
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring",
 		Provides: []string{"BEAM_CURRENT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
 			Examples: []capabilities.ClassifierExample{{Query: "what is the beam current?", Result: true, Reason: "asks for the beam current"}}},
-		Retry: &capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: capabilities.Duration(time.Millisecond), Jitter: capabilities.JitterNone},
+		Retry: capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond, Jitter: capabilities.JitterNone},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			if st.Attempt == 1 {
 				return capabilities.Output{}, capabilities.NewError(capabilities.Retriable, capabilities.KindTimeout, "the DCCT did not answer in time", nil)
@@ -33,9 +33,6 @@ func newFailingReadEnv(t *testing.T) *testEnv {
 			return capabilities.Output{}, e
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	a, err := agent.New(agent.Config{Registry: newRegistry(t, read)})
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ import (
 // tripped interlock), as a control system would.
 func interlockEnv(t *testing.T) *testEnv {
 	t.Helper()
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring",
 		Provides: []string{"BEAM_CURRENT"},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
@@ -36,9 +36,6 @@ func interlockEnv(t *testing.T) *testEnv {
 			return capabilities.Classification{Severity: capabilities.Fatal, Kind: "interlock", UserMessage: "the machine protection interlock is tripped"}
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	a, err := agent.New(agent.Config{Registry: newRegistry(t, read)})
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func (p *q1Plant) capability(t testing.TB) capabilities.Capability {
 		}
 		return 0, errors.New("no value (say \"to <number>\")")
 	}
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name: "set_q1", Description: "Set the Q1 quadrupole current to a value", Provides: []string{"Q1_WRITE"}, SideEffects: true,
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to set the Q1 current.",
 			Examples: []capabilities.ClassifierExample{{Query: "Set the Q1 current to 105 A", Result: true, Reason: "a setpoint change"}}},
@@ -71,9 +71,6 @@ func (p *q1Plant) capability(t testing.TB) capabilities.Capability {
 			return capabilities.Result("Q1_WRITE", map[string]any{"old": 92.0, "new": v, "readback": v}, fmt.Sprintf("Q1 from 92 → %g A", v)), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 

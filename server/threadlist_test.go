@@ -22,16 +22,13 @@ func sqliteAgentEnv(t *testing.T, path string) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring",
 		Provides: []string{"BEAM_CURRENT"},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := newRegistry(t, read)
 	a, err := agent.New(agent.Config{Registry: reg, Store: store})
 	if err != nil {

@@ -60,7 +60,7 @@ func newWebEnv(t *testing.T) *webEnv {
 	t.Cleanup(func() { _ = store.Close() })
 	p := &q1Plant{}
 	scans := &scanCounter{}
-	slow, err := capabilities.Define(capabilities.Definition{
+	slow := capabilities.Define(capabilities.Definition{
 		Name: "slow_scan", Description: "Run a slow orbit scan of the storage ring", Provides: []string{"ORBIT_SCAN"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use to run an orbit scan.",
 			Examples: []capabilities.ClassifierExample{{Query: "run a slow orbit scan", Result: true, Reason: "asks for a scan"}}},
@@ -79,10 +79,7 @@ func newWebEnv(t *testing.T) *webEnv {
 			}
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gauge, err := capabilities.Define(capabilities.Definition{
+	gauge := capabilities.Define(capabilities.Definition{
 		Name: "read_vacuum_gauge", Description: "Read the vacuum gauge pressure of sector 5", Provides: []string{"VACUUM"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for the vacuum gauge pressure.",
 			Examples: []capabilities.ClassifierExample{{Query: "what is the vacuum gauge pressure?", Result: true, Reason: "asks for the gauge"}}},
@@ -91,16 +88,13 @@ func newWebEnv(t *testing.T) *webEnv {
 				"the gauge controller of sector 5 does not answer", errors.New("dial tcp 10.0.5.17:5064: connect: no route to host"))
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var archiveCalls int
 	var amu sync.Mutex
-	archive, err := capabilities.Define(capabilities.Definition{
+	archive := capabilities.Define(capabilities.Definition{
 		Name: "read_lifetime_archive", Description: "Read the archived beam lifetime of the last hour", Provides: []string{"LIFETIME_HISTORY"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for the beam lifetime history.",
 			Examples: []capabilities.ClassifierExample{{Query: "how did the beam lifetime change in the last hour?", Result: true, Reason: "asks for history"}}},
-		Retry: &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(300 * time.Millisecond), Jitter: capabilities.JitterNone},
+		Retry: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 300 * time.Millisecond, Jitter: capabilities.JitterNone},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			amu.Lock()
 			archiveCalls++
@@ -112,10 +106,7 @@ func newWebEnv(t *testing.T) *webEnv {
 			return capabilities.Result("LIFETIME_HISTORY", map[string]any{"samples": 60, "min_h": 9.6, "max_h": 10.1}, "beam lifetime over the last hour: 60 samples, 9.6 to 10.1 h"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	history, err := capabilities.Define(capabilities.Definition{
+	history := capabilities.Define(capabilities.Definition{
 		Name: "read_rf_history", Description: "Retrieve the archived RF cavity voltages over the last 2 hours", Provides: []string{"RF_HISTORY"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for the history of the RF cavity voltages.",
 			Examples: []capabilities.ClassifierExample{{Query: "Show me the RF cavity voltage over the last 2 hours", Result: true, Reason: "asks for archived values"}}},
@@ -123,9 +114,6 @@ func newWebEnv(t *testing.T) *webEnv {
 			return rfHistory(time.Now()), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := llmtest.New().On(llmtest.All(llmtest.RoleIs(llm.RoleResponse), llmtest.PromptContains("as a table")), func(llm.Request) llmtest.Reply {
 		return llmtest.Stream(splitChunks(markdownAnswer, 24)...)
 	}).On(llmtest.RoleIs(llm.RoleResponse), func(llm.Request) llmtest.Reply {

@@ -56,7 +56,7 @@ func newRig(t *testing.T, triggers ...trigger.Trigger) *rig {
 		t.Fatal(err)
 	}
 	var reads atomic.Int32
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
 			Examples: []capabilities.ClassifierExample{{Query: "what is the beam current?", Result: true, Reason: "asks for the beam current"}}},
@@ -65,9 +65,6 @@ func newRig(t *testing.T, triggers ...trigger.Trigger) *rig {
 			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := capabilities.NewRegistry()
 	for _, c := range append(caps, read) {
 		if err := reg.Register(c); err != nil {

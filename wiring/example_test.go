@@ -19,7 +19,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	beam, _ := capabilities.Define(capabilities.Definition{Name: "beam_current", Description: "Read the beam current",
+	beam := capabilities.Define(capabilities.Definition{Name: "beam_current", Description: "Read the beam current",
 		Provides: []string{"BEAM_CURRENT"},
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("BEAM_CURRENT", 401.5, "the beam current is 401.5 mA"), nil

@@ -33,13 +33,10 @@ func registry(t *testing.T, names ...string) *capabilities.Registry {
 	t.Helper()
 	reg := capabilities.NewRegistry()
 	for _, n := range names {
-		c, err := capabilities.Define(capabilities.Definition{Name: n, Description: n, Provides: []string{strings.ToUpper(n) + "_OUT"},
+		c := capabilities.Define(capabilities.Definition{Name: n, Description: n, Provides: []string{strings.ToUpper(n) + "_OUT"},
 			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Output{}, nil
 			}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := reg.Register(c); err != nil {
 			t.Fatal(err)
 		}
@@ -281,13 +278,10 @@ func (listingRunner) Threads(context.Context, checkpoint.ThreadFilter) ([]checkp
 }
 
 func TestServerConfigChecksAllowedCapabilities(t *testing.T) {
-	beam, err := capabilities.Define(capabilities.Definition{Name: "beam", Description: "read the beam",
+	beam := capabilities.Define(capabilities.Definition{Name: "beam", Description: "read the beam",
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Output{}, nil
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(beam); err != nil {
 		t.Fatal(err)

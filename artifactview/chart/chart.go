@@ -1,4 +1,4 @@
-// Package chart draws a time-series artifact as an SVG or PNG image, for
+// Package chart draws a time-series or x–y artifact as an SVG or PNG image, for
 // frontends that show pictures but run no script (a Markdown image in a
 // Chat Completions answer). It uses gonum.org/v1/plot, which embeds its
 // fonts: about 8 MB of binary, so only the server imports this package
@@ -58,8 +58,8 @@ const (
 	dpi         = 120
 )
 
-// ErrNotTimeSeries: only time series are drawn.
-var ErrNotTimeSeries = errors.New("chart: the artifact is not a time series")
+// ErrNotChart: only time series and x–y artifacts are drawn.
+var ErrNotChart = errors.New("chart: the artifact is neither a time series nor an x–y series")
 
 // palette is Okabe and Ito's, distinguishable with the common colour
 // vision deficiencies, then repeated with dashes.
@@ -68,28 +68,50 @@ var palette = []color.RGBA{
 	{86, 180, 233, 255}, {230, 159, 0, 255}, {0, 0, 0, 255}, {240, 228, 66, 255},
 }
 
-// Draw renders a time-series artifact in the format: one panel per unit
-// (stacked, sharing the time axis), each series a line in its own colour,
-// named in its panel's legend, units on the value axis, times in UTC.
+// Draw renders a chart artifact in the format. A time series: one panel
+// per unit (stacked, sharing the time axis), each series a line in its own
+// colour, named in its panel's legend, units on the value axis, times in
+// UTC. An x–y artifact: one panel, each series a line through its points
+// in the order measured, both axes labelled with their units.
 func Draw(a capabilities.Artifact, f Format) ([]byte, error) {
-	if a.Kind != capabilities.ArtifactTimeSeries || a.TimeSeries == nil {
-		return nil, ErrNotTimeSeries
-	}
-	if err := a.Validate(); err != nil {
-		return nil, err
-	}
-	groups := byUnits(a.TimeSeries.Series)
-	lo, hi := timeRange(a.TimeSeries.Series)
-	plots := make([][]*plot.Plot, len(groups))
-	colour := 0
-	for i, g := range groups {
-		p, err := panel(g, lo, hi, i == len(groups)-1, &colour)
+	var (
+		plots [][]*plot.Plot
+		title = a.Title
+	)
+	switch {
+	case a.Kind == capabilities.ArtifactTimeSeries && a.TimeSeries != nil:
+		if err := a.Validate(); err != nil {
+			return nil, err
+		}
+		groups := byUnits(a.TimeSeries.Series)
+		lo, hi := timeRange(a.TimeSeries.Series)
+		colour := 0
+		for i, g := range groups {
+			p, err := panel(g, lo, hi, i == len(groups)-1, &colour)
+			if err != nil {
+				return nil, err
+			}
+			plots = append(plots, []*plot.Plot{p})
+		}
+		if title == "" {
+			title = names(a.TimeSeries.Series)
+		}
+	case a.Kind == capabilities.ArtifactXY && a.XY != nil:
+		if err := a.Validate(); err != nil {
+			return nil, err
+		}
+		p, err := xyPanel(a.XY)
 		if err != nil {
 			return nil, err
 		}
-		plots[i] = []*plot.Plot{p}
+		plots = [][]*plot.Plot{{p}}
+		if title == "" {
+			title = a.XY.Y.Label + " against " + a.XY.X.Label
+		}
+	default:
+		return nil, ErrNotChart
 	}
-	height := vg.Length(len(groups))*panelHeight + titleHeight
+	height := vg.Length(len(plots))*panelHeight + titleHeight
 	var c vg.CanvasWriterTo
 	switch f {
 	case SVG:
@@ -104,14 +126,10 @@ func Draw(a capabilities.Artifact, f Format) ([]byte, error) {
 		dc.SetColor(color.White)
 		dc.Fill(dc.Rectangle.Path())
 	}
-	title := a.Title
-	if title == "" {
-		title = names(a.TimeSeries.Series)
-	}
 	sty := draw.TextStyle{Color: color.Black, Font: font.From(sansFont, 13), XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.DefaultTextHandler}
 	dc.FillText(sty, vg.Point{X: width / 2, Y: height - 0.08*vg.Inch}, title)
 	dc.Max.Y -= titleHeight
-	tiles := draw.Tiles{Rows: len(groups), Cols: 1, PadY: 0.1 * vg.Inch}
+	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: 0.1 * vg.Inch}
 	for i, row := range plot.Align(plots, tiles, dc) {
 		plots[i][0].Draw(row[0])
 	}
@@ -209,6 +227,63 @@ func panel(g group, lo, hi float64, last bool, colour *int) (*plot.Plot, error) 
 		p.Legend.Add(s.Name, l)
 	}
 	headroom(p, g.series)
+	return p, nil
+}
+
+// axisLabel is an x–y axis's label with its units: "position (m)".
+func axisLabel(a capabilities.Axis) string {
+	if a.Units == "" {
+		return a.Label
+	}
+	return a.Label + " (" + a.Units + ")"
+}
+
+// xyPanel draws an x–y artifact: a line (and, for few points, a mark at
+// each) per series.
+func xyPanel(xy *capabilities.XY) (*plot.Plot, error) {
+	p := plot.New()
+	for _, t := range []*plot.Axis{&p.X, &p.Y} {
+		t.Label.TextStyle.Font = font.From(sansFont, 11)
+		t.Tick.Label.Font = font.From(sansFont, 9)
+		t.Tick.Marker = valueTicks{}
+	}
+	p.Legend.TextStyle.Font = font.From(sansFont, 9)
+	p.Legend.Top, p.Legend.Left = true, true
+	p.X.Label.Text, p.Y.Label.Text = axisLabel(xy.X), axisLabel(xy.Y)
+	p.Add(plotter.NewGrid())
+	var values []capabilities.Series // the y values, for headroom
+	for i, s := range xy.Series {
+		c := palette[i%len(palette)]
+		values = append(values, capabilities.Series{Values: s.Y})
+		if len(s.X) == 0 {
+			p.Legend.Add(s.Name + " (no data)")
+			continue
+		}
+		pts := make(plotter.XYs, len(s.X))
+		for j := range s.X {
+			pts[j] = plotter.XY{X: s.X[j], Y: s.Y[j]}
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, fmt.Errorf("chart: series %s: %w", s.Name, err)
+		}
+		l.Color, l.Width = c, vg.Points(1.5)
+		if i >= len(palette) {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+		p.Add(l)
+		if len(pts) <= 100 {
+			// A scan's points are measurements: mark each.
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, fmt.Errorf("chart: series %s: %w", s.Name, err)
+			}
+			sc.Color, sc.Radius, sc.Shape = c, vg.Points(2), draw.CircleGlyph{}
+			p.Add(sc)
+		}
+		p.Legend.Add(s.Name, l)
+	}
+	headroom(p, values)
 	return p, nil
 }
 

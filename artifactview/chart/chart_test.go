@@ -129,7 +129,7 @@ func TestDrawReducesLongSeriesKeepingExtremes(t *testing.T) {
 }
 
 func TestDrawRefusesWhatIsNotATimeSeries(t *testing.T) {
-	if _, err := chart.Draw(capabilities.NewLink("x", "https://x.org"), chart.SVG); !errors.Is(err, chart.ErrNotTimeSeries) {
+	if _, err := chart.Draw(capabilities.NewLink("x", "https://x.org"), chart.SVG); !errors.Is(err, chart.ErrNotChart) {
 		t.Errorf("a link: %v", err)
 	}
 	bad := capabilities.NewTimeSeries("", capabilities.Series{Name: "A", TimesMs: []int64{1}, Values: []float64{}})
@@ -186,5 +186,45 @@ func BenchmarkDraw(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// An x–y artifact (a profile: the orbit against the position along the
+// ring) is one panel: a line per series through its points, both axes
+// labelled with their units, positions as numbers (not times).
+func TestDrawXY(t *testing.T) {
+	var x, h, v []float64
+	for i := range 48 {
+		x = append(x, 5.5+11*float64(i))
+		h = append(h, 0.01*math.Sin(float64(i)/5))
+		v = append(v, 0.004*math.Cos(float64(i)/7))
+	}
+	a := capabilities.NewXY("Orbit along the ring", capabilities.Axis{Label: "position along the ring", Units: "m"},
+		capabilities.Axis{Label: "beam position", Units: "mm"},
+		capabilities.XYSeries{Name: "horizontal", X: x, Y: h}, capabilities.XYSeries{Name: "vertical", X: x, Y: v})
+	svg, err := chart.Draw(a, chart.SVG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lines(t, svg); len(got) != 2 || got[0] != 48 || got[1] != 48 {
+		t.Fatalf("data lines %v, want two of 48 points", got)
+	}
+	for _, label := range []string{"Orbit along the ring", "position along the ring (m)", "beam position (mm)", "horizontal", "vertical", "400"} {
+		if !bytes.Contains(svg, []byte(">"+label+"<")) {
+			t.Errorf("the SVG shows no %q", label)
+		}
+	}
+	if bytes.Contains(svg, []byte("time (UTC)")) {
+		t.Error("an x–y chart has a time axis")
+	}
+	if _, err := chart.Draw(capabilities.NewXY("bad", capabilities.Axis{}, capabilities.Axis{Label: "y"}, capabilities.XYSeries{Name: "s", X: []float64{1}, Y: []float64{2}}), chart.PNG); !errors.Is(err, capabilities.ErrInvalidArtifact) {
+		t.Errorf("an x axis without a label: %v", err)
+	}
+	p, err := chart.Draw(a, chart.PNG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(bytes.NewReader(p)); err != nil {
+		t.Fatal(err)
 	}
 }

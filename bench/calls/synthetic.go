@@ -16,7 +16,7 @@ func synthetic(n int) ([]capabilities.Capability, error) {
 	for i := range n {
 		system := systems[i%len(systems)]
 		name, typ := fmt.Sprintf("system_%02d_lookup", i), fmt.Sprintf("SYSTEM_%02d_DATA", i)
-		c, err := capabilities.Define(capabilities.Definition{Name: name, Provides: []string{typ},
+		c := capabilities.Define(capabilities.Definition{Name: name, Provides: []string{typ},
 			Description: fmt.Sprintf("Look up the configuration, limits and interlock state of %s group %d from the facility database: "+
 				"calibrations, limits, the status of its controller and the last time it tripped.", system, i),
 			ClassifierGuide: &capabilities.ClassifierGuide{
@@ -35,9 +35,6 @@ func synthetic(n int) ([]capabilities.Capability, error) {
 			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Result(typ, i, "looked up"), nil
 			}})
-		if err != nil {
-			return nil, err
-		}
 		out = append(out, c)
 	}
 	return out, nil

@@ -627,3 +627,64 @@ func TestHistoryPhrasingsGetAPlot(t *testing.T) {
 		}
 	}
 }
+
+// The orbit question returns the BPMs' profile along the ring beside the
+// table, an x–y artifact, and every frontend carries it: the native API's
+// artifact event whole (the page draws it: controlroom.test.mjs), Chat
+// Completions as a Markdown table of the series, the terminal as a line
+// per plane.
+func TestOrbitProfileReachesEveryFrontend(t *testing.T) {
+	s := newSite(t)
+	if status, _, body := s.do("POST", "/api/threads", opsKey, map[string]any{"id": "orbit"}); status != http.StatusCreated {
+		t.Fatalf("create thread: %d %s", status, body)
+	}
+	status, _, body := s.do("POST", "/api/threads/orbit/runs", opsKey, map[string]any{"input": "Is the orbit ok?", "stream": true})
+	if status != http.StatusOK {
+		t.Fatalf("run: %d %s", status, body)
+	}
+	var xy *capabilities.Artifact
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 8<<20)
+	for sc.Scan() {
+		var ev agent.Event
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil && ev.Artifact != nil && ev.Artifact.Kind == capabilities.ArtifactXY {
+			xy = ev.Artifact
+		}
+	}
+	if xy == nil || xy.Capability != "channel_read" || xy.XY.X.Units != "m" || xy.XY.Y.Units != "mm" || len(xy.XY.Series) != 2 {
+		t.Fatalf("no orbit artifact in the run's events: %+v", xy)
+	}
+	for _, sr := range xy.XY.Series {
+		if len(sr.X) != 48 || sr.X[0] != 5.5 || sr.X[47] != 522.5 {
+			t.Fatalf("series %s: %d points from %v", sr.Name, len(sr.X), sr.X)
+		}
+		for i, x := range sr.X {
+			if i > 0 && x <= sr.X[i-1] {
+				t.Fatalf("series %s: positions not along the ring: %v", sr.Name, sr.X)
+			}
+		}
+	}
+	if err := xy.Validate(); err != nil {
+		t.Fatal(err)
+	}
+
+	answer := s.chat(opsKey, "Is the orbit ok?", false)
+	for _, want := range []string{"**Orbit along the storage ring", "| series | points | position along the ring from (m) | position along the ring to (m) | beam position min (mm) | beam position max (mm) |",
+		"| horizontal | 48 | 5.5 | 522.5 |", "| vertical | 48 | 5.5 | 522.5 |"} {
+		if !strings.Contains(answer, want) {
+			t.Errorf("Chat Completions answer lacks %q:\n%s", want, answer)
+		}
+	}
+
+	h := controlRoom(t)
+	h.env["COLUMNS"] = "160"
+	r := h.run("", "--store", "memory", "run", "Is the orbit ok?")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, plane := range []string{"horizontal", "vertical  "} {
+		if !regexp.MustCompile(`(?m)^  ` + plane + `  [▁▂▃▄▅▆▇█]{8,24}  beam position -?[0-9.]+ to -?[0-9.]+ mm  \(48 points, position along the ring 5\.5 to 522\.5 m\)$`).MatchString(r.stdout) {
+			t.Errorf("no line for %s:\n%s", plane, r.stdout)
+		}
+	}
+}

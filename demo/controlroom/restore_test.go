@@ -98,7 +98,7 @@ func TestRestoreIsHeldToTheHistory(t *testing.T) {
 // the reason, nobody asked.
 func TestRestoreWithoutHistoryIsRefused(t *testing.T) {
 	var wrote []float64
-	setQ1, err := capabilities.Define(capabilities.Definition{
+	setQ1 := capabilities.Define(capabilities.Definition{
 		Name: "set_q1", Description: "Set the BTS Q1 quadrupole current (A); restore it", Provides: []string{"Q1_WRITE"},
 		SideEffects: true,
 		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Select to set or restore Q1.",
@@ -111,9 +111,6 @@ func TestRestoreWithoutHistoryIsRefused(t *testing.T) {
 			return capabilities.Result("Q1_WRITE", 92.0, "Q1 set to 92 A"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(setQ1); err != nil {
 		t.Fatal(err)

@@ -49,15 +49,12 @@ const logbookPlan = `{"steps": [
 // logbookRead returns an entry an attacker wrote.
 func logbookRead(t *testing.T) capabilities.Capability {
 	t.Helper()
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name: "logbook_read", Description: "Read the latest electronic logbook entry", Provides: []string{"LOGBOOK_ENTRY"},
 		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("LOGBOOK_ENTRY", map[string]any{"author": "unknown", "text": injection}, "latest BTS entry: "+injection), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 

@@ -24,7 +24,6 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/cli"
 	"github.com/capgraph/capgraph/demo/controlroom"
 	"github.com/capgraph/capgraph/demo/controlroom/plant"
@@ -52,11 +51,7 @@ func demo(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	reg := capabilities.NewRegistry()
-	if err := plant.Register(reg, p); err != nil {
-		return err
-	}
-	a, err := agent.New(agent.Config{Registry: reg, Options: state.Options{ApprovalMode: "selective", WritesEnabled: true}})
+	a, err := agent.New(agent.Config{Capabilities: plant.Capabilities(p), Options: state.Options{ApprovalMode: "selective", WritesEnabled: true}})
 	if err != nil {
 		return err
 	}

@@ -52,12 +52,7 @@ const approvalAnswer = "no"
 
 // run takes the whole tour, printing each stop.
 func run(ctx context.Context, w io.Writer) error {
-	t := tour.New()
-	reg := capabilities.NewRegistry()
-	if err := t.Register(reg); err != nil {
-		return err
-	}
-	a, err := agent.New(agent.Config{Registry: reg})
+	a, err := agent.New(agent.Config{Capabilities: tour.New().Capabilities()})
 	if err != nil {
 		return err
 	}
@@ -109,7 +104,7 @@ func App() cli.App {
 		Summary:  "errortour — every way a capgraph turn can fail, one question each: " + strings.Join(questions, "; ") + ".",
 		Examples: questions,
 		Capabilities: func(*config.Config) ([]capabilities.Capability, error) {
-			return tour.New().Capabilities()
+			return tour.New().Capabilities(), nil
 		},
 	}
 }

@@ -62,13 +62,9 @@ func run(ctx context.Context, w io.Writer, seed int64) error {
 	defer svc.Close()
 	fmt.Fprintf(w, "Mock weather service on %s (fails %.0f%% of requests with 503).\n", svc.URL(), weather.DefaultFailureRate*100)
 
-	reg := capabilities.NewRegistry()
-	if err := reg.Register(weather.NewCapability(&weather.Client{BaseURL: svc.URL()})); err != nil {
-		return err
-	}
 	// No models: the agent runs offline (lexical classifier, dependency
 	// planner, template answers). Threads live in memory.
-	a, err := agent.New(agent.Config{Registry: reg})
+	a, err := agent.New(agent.Config{Capabilities: []capabilities.Capability{weather.NewCapability(&weather.Client{BaseURL: svc.URL()})}})
 	if err != nil {
 		return err
 	}

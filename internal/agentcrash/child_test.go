@@ -100,16 +100,13 @@ func newAgent(store checkpoint.Store, marker *os.File, round string) (*agent.Age
 			}
 			return capabilities.Result("OUT", st.IdempotencyKey, name+" ok").With(artifactsOf(name)...), nil
 		}
-		c, err := capabilities.Define(d)
-		if err != nil {
-			return err
-		}
+		c := capabilities.Define(d)
 		return reg.Register(c)
 	}
 	err := errors.Join(
 		def("read_a", capabilities.Definition{}),
 		def("flaky_b", capabilities.Definition{
-			Retry: &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(retryDelay), Jitter: capabilities.JitterNone},
+			Retry: capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: retryDelay, Jitter: capabilities.JitterNone},
 			Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 				if st.Attempt == 1 {
 					return capabilities.Output{}, capabilities.NewError(capabilities.Retriable, capabilities.KindTimeout, "flaky_b timed out", nil)

@@ -154,7 +154,7 @@ func (j *journal) capability(target string) (capabilities.Capability, error) {
 			}
 			return capabilities.OutcomeFailed, nil
 		},
-	})
+	}), nil
 }
 
 // app is what every process of the test runs — the child before the kill,

@@ -14,43 +14,37 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
-// What docs/writing-capabilities.md says the human sees when a write asks
-// for approval, on a compiled agent: the Definition.Approval summary when
-// it gives one, else Action.Summary, else one written from the changes.
-func TestApprovalShowsTheApprovalSummaryThenTheActions(t *testing.T) {
+// What docs/writing-capabilities.md says of a side effect's summary, on a
+// compiled agent: there is one, the Action's (else one written from the
+// changes); the human approves it and the audit log records it; a
+// Definition that also gives Approval is refused at registration, naming
+// it.
+func TestApprovalShowsTheActionsSummaryAndTheAuditRecordsIt(t *testing.T) {
 	for _, tc := range []struct {
-		name, approval, action, want string
+		name, action, want string
 	}{
-		{"both", "set Q1 from 92 A to 105 A (approval's words)", "Q1 to 105 A (action's words)", "set Q1 from 92 A to 105 A (approval's words)"},
-		{"action only", "", "Q1 to 105 A (action's words)", "Q1 to 105 A (action's words)"},
-		{"neither", "", "", "set_current: set BTS:MAG:Q1:CURRENT to 105 A"},
+		{"action's summary", "Q1 to 105 A (action's words)", "Q1 to 105 A (action's words)"},
+		{"none", "", "set_current: set BTS:MAG:Q1:CURRENT to 105 A"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := capabilities.Define(capabilities.Definition{
+			d := capabilities.Definition{
 				Name: "set_current", Description: "Set the quadrupole Q1 magnet current to a value.", Provides: []string{"WRITE_RESULT"}, SideEffects: true,
 				Action: func(capabilities.Step) (capabilities.Action, error) {
 					return capabilities.Action{Summary: tc.action, Changes: []capabilities.Change{{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}}}, nil
 				},
-				Approval: func(capabilities.Step) (bool, string) { return true, tc.approval },
 				Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 					return capabilities.Result("WRITE_RESULT", 105.0, "Q1 set to 105 A"), nil
 				},
-			})
-			if err != nil {
-				t.Fatal(err)
 			}
-			reg := capabilities.NewRegistry()
-			if err := reg.Register(c); err != nil {
-				t.Fatal(err)
-			}
-			a, err := agent.New(agent.Config{Registry: reg, Options: state.Options{WritesEnabled: true}})
+			a, err := agent.New(agent.Config{Capabilities: []capabilities.Capability{capabilities.Define(d)}, Options: state.Options{WritesEnabled: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			thread := fmt.Sprint(time.Now().UnixNano())
 			var ap *state.Approval
-			for e, err := range a.Run(ctx, agent.TurnRequest{Thread: fmt.Sprint(time.Now().UnixNano()), Input: "Set the quadrupole Q1 magnet current to 105 A"}) {
+			for e, err := range a.Run(ctx, agent.TurnRequest{Thread: thread, Input: "Set the quadrupole Q1 magnet current to 105 A"}) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -60,6 +54,29 @@ func TestApprovalShowsTheApprovalSummaryThenTheActions(t *testing.T) {
 			}
 			if ap == nil || ap.Summary != tc.want {
 				t.Fatalf("approval %+v, want the summary %q", ap, tc.want)
+			}
+			records, err := a.Audit(ctx, agent.AuditFilter{Thread: thread})
+			if err != nil || len(records) == 0 {
+				t.Fatalf("audit: %v, %d records", err, len(records))
+			}
+			described := 0
+			for _, r := range records {
+				if r.Capability != "set_current" || len(r.Changes) == 0 {
+					continue // the plan's record ("planned") has the step's objective: no action is described yet
+				}
+				described++
+				if r.Summary != tc.want {
+					t.Errorf("audit record %s summary %q, want the approved %q", r.Event, r.Summary, tc.want)
+				}
+			}
+			if described == 0 {
+				t.Errorf("no audit record of the action among %+v", records)
+			}
+
+			d.Approval = func(capabilities.Step) (bool, string) { return true, "other words" }
+			if _, err := agent.New(agent.Config{Capabilities: []capabilities.Capability{capabilities.Define(d)}}); err == nil ||
+				!strings.Contains(err.Error(), `"set_current": has SideEffects and Approval`) {
+				t.Errorf("Approval beside SideEffects: %v", err)
 			}
 		})
 	}

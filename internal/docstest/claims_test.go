@@ -17,13 +17,10 @@ import (
 // one that does not.
 func TestCapabilityWithoutGuideIsSelectedByItsDescription(t *testing.T) {
 	define := func(name, desc, typ string) capabilities.Capability {
-		c, err := capabilities.Define(capabilities.Definition{Name: name, Description: desc, Provides: []string{typ},
+		c := capabilities.Define(capabilities.Definition{Name: name, Description: desc, Provides: []string{typ},
 			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
 				return capabilities.Result(typ, 1.0, name+" ran"), nil
 			}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		return c
 	}
 	reg := capabilities.NewRegistry()

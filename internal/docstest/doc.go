@@ -29,8 +29,9 @@
 // `go run ./cmd/capgraph` and `go run ./examples/NAME` run the programs
 // built once (placed where `go run` places them, so their hints read `go
 // run …` as they do for a user); `go install ./cmd/capgraph` installs from
-// the repository; `go get github.com/capgraph/capgraph@V` points the module
-// at the repository with a replace directive; a `serve` runs in the
+// the repository; `git clone https://github.com/capgraph/capgraph.git`
+// links the repository as ./capgraph (without network, with the tree under
+// test, not the published one); a `serve` runs in the
 // background on a free port, which replaces 8080 in the document's
 // requests, until the document ends.
 //

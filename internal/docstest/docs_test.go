@@ -439,7 +439,7 @@ func firstLine(s string) string {
 
 var (
 	goRun    = regexp.MustCompile(`\bgo run (\./cmd/capgraph|\./examples/[a-z]+)\b`)
-	goGet    = regexp.MustCompile(`\bgo get ` + regexp.QuoteMeta(module) + `@\S+`)
+	gitClone = regexp.MustCompile(`\bgit clone https://github\.com/capgraph/capgraph(\.git)?\b`)
 	goInst   = regexp.MustCompile(`\bgo install (\./cmd/capgraph)\b`)
 	port8080 = regexp.MustCompile(`\b(localhost|127\.0\.0\.1):8080\b`)
 	envWord  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=\S*$`)
@@ -447,7 +447,7 @@ var (
 )
 
 // rewrite turns a document's command into what runs here (see the package
-// doc): the programs built once, the repository for go install and go get,
+// doc): the programs built once, the repository for go install and git clone,
 // a serve in the background on a free port.
 func (s *session) rewrite(c string) (string, error) {
 	var err error
@@ -463,7 +463,7 @@ func (s *session) rewrite(c string) (string, error) {
 		return "", err
 	}
 	c = goInst.ReplaceAllString(c, `go install -C "$$CAPGRAPH_REPO" $1`)
-	c = goGet.ReplaceAllString(c, `go mod edit -require=`+module+`@v0.0.0-00010101000000-000000000000 -replace=`+module+`="$$CAPGRAPH_REPO"`)
+	c = gitClone.ReplaceAllString(c, `ln -s "$$CAPGRAPH_REPO" capgraph`)
 	if isServe(c) {
 		return s.serve(c), nil
 	}

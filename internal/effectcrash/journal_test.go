@@ -229,7 +229,7 @@ func journalCapability(variant string, m *machine, h hooks) (capabilities.Capabi
 	case variantIdempotent:
 		d.Idempotent = true
 	}
-	return capabilities.Define(d)
+	return capabilities.Define(d), nil
 }
 
 func targetValue(st capabilities.Step) (string, float64, error) {

@@ -117,7 +117,7 @@ func (p *Plant) request(st capabilities.Step) (*Magnet, float64, error) {
 
 // Capabilities returns the Plant's one capability, set_magnet_current.
 func (p *Plant) Capabilities() ([]capabilities.Capability, error) {
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name:        Capability,
 		Description: "Set the current of a quadrupole magnet power supply (Q1 to Q5) of the BTS transfer line",
 		Provides:    []string{"MAGNET_WRITE"},
@@ -187,9 +187,6 @@ func (p *Plant) Capabilities() ([]capabilities.Capability, error) {
 				fmt.Sprintf("%s from %.2f → %.2f A", m.Target, old, v)), nil
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
 	return []capabilities.Capability{c}, nil
 }
 

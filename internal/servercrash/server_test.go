@@ -40,7 +40,7 @@ func newServer(path string) (*server.Server, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	read, err := capabilities.Define(capabilities.Definition{
+	read := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			// Long enough that runs are in flight when the kill lands.
@@ -52,9 +52,6 @@ func newServer(path string) (*server.Server, func(), error) {
 			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 		},
 	})
-	if err != nil {
-		return nil, nil, err
-	}
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(read); err != nil {
 		return nil, nil, err

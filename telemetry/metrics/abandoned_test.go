@@ -22,10 +22,10 @@ func TestAbandonedCapabilityIsCounted(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	var calls atomic.Int32
-	c, err := capabilities.Define(capabilities.Definition{
+	c := capabilities.Define(capabilities.Definition{
 		Name: "stuck_read", Description: "Read a value from a driver that can get stuck", Provides: []string{"VALUE"},
 		Deadline: 50 * time.Millisecond,
-		Retry:    &capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: capabilities.Duration(time.Millisecond), Jitter: capabilities.JitterNone},
+		Retry:    capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond, Jitter: capabilities.JitterNone},
 		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 			if calls.Add(1) == 1 {
 				<-release // stuck, deaf to its context
@@ -33,9 +33,6 @@ func TestAbandonedCapabilityIsCounted(t *testing.T) {
 			return capabilities.Result("VALUE", 1.0, "value is 1"), nil
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(c); err != nil {
 		t.Fatal(err)

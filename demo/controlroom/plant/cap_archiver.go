@@ -29,7 +29,7 @@ func (*ArchiverRetrieval) Description() string {
 }
 func (*ArchiverRetrieval) Provides() []string { return []string{ArchiverDataType} }
 func (*ArchiverRetrieval) Requires() []capabilities.Requirement {
-	return []capabilities.Requirement{{Type: ChannelAddressesType, Cardinality: capabilities.Multiple}}
+	return []capabilities.Requirement{ChannelAddressesKey.RequiredAll()}
 }
 
 // errBadRange marks invalid range parameters.
@@ -122,8 +122,8 @@ func (a *ArchiverRetrieval) Execute(ctx context.Context, step capabilities.Step)
 
 // RetryPolicy: archive queries are read-only; retry timeouts a few times.
 func (*ArchiverRetrieval) RetryPolicy() capabilities.RetryPolicy {
-	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(500 * time.Millisecond),
-		BackoffCoefficient: 2, MaxInterval: capabilities.Duration(5 * time.Second),
+	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 500 * time.Millisecond,
+		BackoffCoefficient: 2, MaxInterval: 5 * time.Second,
 		NonRetryable: []string{capabilities.KindNotFound, capabilities.KindInvalidInput, capabilities.KindConnection}}
 }
 

@@ -3,6 +3,7 @@ package plant
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 
 	"github.com/capgraph/capgraph/capabilities"
@@ -20,7 +21,13 @@ func (*ChannelFinding) Name() string { return "channel_finding" }
 func (*ChannelFinding) Description() string {
 	return "Find the control-system channel names (process variable addresses) that match a description such as \"beam current\" or \"vacuum in sector 3\"."
 }
-func (*ChannelFinding) Provides() []string                   { return []string{ChannelAddressesType} }
+func (*ChannelFinding) Provides() []string { return []string{ChannelAddressesType} }
+
+// ProvidedTypes states the Go type of what it provides, which the registry
+// compares with what the readers and the write require.
+func (*ChannelFinding) ProvidedTypes() map[string]reflect.Type {
+	return map[string]reflect.Type{ChannelAddressesType: reflect.TypeFor[ChannelAddresses]()}
+}
 func (*ChannelFinding) Requires() []capabilities.Requirement { return nil }
 
 // Execute searches with the query parameter, else the objective, then the

@@ -33,7 +33,7 @@ func (*ChannelRead) Description() string {
 }
 func (*ChannelRead) Provides() []string { return []string{ChannelValuesType} }
 func (*ChannelRead) Requires() []capabilities.Requirement {
-	return []capabilities.Requirement{{Type: ChannelAddressesType, Cardinality: capabilities.Multiple}}
+	return []capabilities.Requirement{ChannelAddressesKey.RequiredAll()}
 }
 
 // Execute reads every channel; one failed read fails the step (a partial
@@ -68,14 +68,18 @@ func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capa
 			break
 		}
 	}
-	return withFound(capabilities.Result(ChannelValuesType, out, out.Summary()).With(out.Artifact(r.plant)), step, found), nil
+	result := capabilities.Result(ChannelValuesType, out, out.Summary()).With(out.Artifact(r.plant))
+	if orbit, ok := out.OrbitArtifact(r.plant); ok {
+		result = result.With(orbit) // BPMs along the ring: their profile
+	}
+	return withFound(result, step, found), nil
 }
 
 // RetryPolicy: reads are cheap and safe to repeat; an unknown channel is
 // never retried (a new plan is needed).
 func (*ChannelRead) RetryPolicy() capabilities.RetryPolicy {
-	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(500 * time.Millisecond),
-		BackoffCoefficient: 2, MaxInterval: capabilities.Duration(5 * time.Second),
+	return capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: 500 * time.Millisecond,
+		BackoffCoefficient: 2, MaxInterval: 5 * time.Second,
 		NonRetryable: []string{capabilities.KindNotFound, capabilities.KindInvalidInput}}
 }
 

@@ -49,7 +49,7 @@ func (*ChannelWrite) Description() string {
 }
 func (*ChannelWrite) Provides() []string { return []string{ChannelWriteResultsType} }
 func (*ChannelWrite) Requires() []capabilities.Requirement {
-	return []capabilities.Requirement{{Type: ChannelAddressesType, Cardinality: capabilities.Multiple}}
+	return []capabilities.Requirement{ChannelAddressesKey.RequiredAll()}
 }
 func (*ChannelWrite) SideEffects() bool { return true }
 
@@ -273,29 +273,6 @@ func (w *ChannelWrite) ReadAt(_ context.Context, a capabilities.Action, at time.
 	return out, nil
 }
 
-// RequiresApproval is true for every write to the machine: a human approves
-// it. The summary states each change ("set BTS:MAG:Q1:CURRENT from 92.00 →
-// 105.00 A"). With writes disabled no approval is asked: the write is refused
-// before anything is touched (the reference's first safety layer), and asking
-// a human to approve a change that cannot happen would only mislead.
-func (w *ChannelWrite) RequiresApproval(step capabilities.Step) (bool, string) {
-	if !step.WritesEnabled {
-		return false, ""
-	}
-	ops, err := w.plan(step)
-	if errors.Is(err, errNothingFound) {
-		return false, "" // no channel matched: nothing will be written
-	}
-	if err != nil {
-		return true, fmt.Sprintf("write to the control system: %s (the exact values could not be determined yet: %v)", firstNonEmpty(step.TaskObjective, step.Task), err)
-	}
-	parts := make([]string, len(ops))
-	for i, o := range ops {
-		parts[i] = "set " + o.text()
-	}
-	return true, strings.Join(parts, "; ")
-}
-
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {
 		if s != "" {
@@ -381,8 +358,8 @@ func limitViolation(le *LimitError, c Channel) *capabilities.Error {
 // retries a write only when it knows the first one changed nothing (the
 // readback still shows the value before); safety refusals never are.
 func (*ChannelWrite) RetryPolicy() capabilities.RetryPolicy {
-	return capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: capabilities.Duration(time.Second),
-		BackoffCoefficient: 2, MaxInterval: capabilities.Duration(5 * time.Second),
+	return capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Second,
+		BackoffCoefficient: 2, MaxInterval: 5 * time.Second,
 		NonRetryable: []string{capabilities.KindLimitViolation, capabilities.KindWritesDisabled, capabilities.KindRejected, capabilities.KindNotFound}}
 }
 

@@ -249,14 +249,12 @@ func TestChannelWrite(t *testing.T) {
 	w := plant.NewChannelWrite(p)
 
 	st := stepWith(task, nil, chans)
-	if req, _ := w.RequiresApproval(st); req {
-		t.Errorf("RequiresApproval with writes disabled = true; the write is refused before any approval")
+	// The one summary of the write: the human approves it, the audit records it.
+	if !capabilities.HasSideEffects(w) {
+		t.Error("channel_write does not declare side effects, so nothing asks a human")
 	}
-	enabled := st
-	enabled.WritesEnabled = true
-	req, summary := w.RequiresApproval(enabled)
-	if !req || summary != "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A" {
-		t.Errorf("RequiresApproval = %v, %q", req, summary)
+	if a, err := w.DescribeAction(st); err != nil || a.Summary != "set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A" {
+		t.Errorf("DescribeAction = %+v, %v", a, err)
 	}
 
 	// Writes disabled: refused, CRITICAL, nothing written.
@@ -389,10 +387,9 @@ func TestDemoQuestions(t *testing.T) {
 				}
 				st := stepWith(q.Question, nil, entries...)
 				st.WritesEnabled = q.NeedsWrites
-				if ar, ok := c.(capabilities.ApprovalRequirer); ok {
-					if req, _ := ar.RequiresApproval(st); req != q.NeedsApproval {
-						t.Errorf("%s requires approval = %v, want %v", name, req, q.NeedsApproval)
-					}
+				// A side effect is approved whenever writes are on (else refused first).
+				if capabilities.HasSideEffects(c) && st.WritesEnabled != q.NeedsApproval {
+					t.Errorf("%s requires approval = %v, want %v", name, st.WritesEnabled, q.NeedsApproval)
 				}
 				out, err := c.Execute(context.Background(), st)
 				if err != nil {

@@ -1,8 +1,11 @@
 package plant
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +20,11 @@ const (
 	ArchiverDataType        = "ARCHIVER_DATA"
 	ChannelWriteResultsType = "CHANNEL_WRITE_RESULTS"
 )
+
+// ChannelAddressesKey is CHANNEL_ADDRESSES with its Go type: channel_finding
+// provides it, the readers and the write require it, and the registry
+// checks that they agree.
+var ChannelAddressesKey = capabilities.Key[ChannelAddresses](ChannelAddressesType)
 
 // ChannelAddresses is what channel_finding found.
 type ChannelAddresses struct {
@@ -254,6 +262,72 @@ func (v ChannelValues) Artifact(p *Plant) capabilities.Artifact {
 	}
 	return capabilities.NewTable(title,
 		[]capabilities.Column{{Name: "channel"}, {Name: "value"}, {Name: "units"}, {Name: "status"}}, rows...)
+}
+
+// Storage-ring geometry for the orbit profile: 12 sectors of 44 m, four
+// BPMs in each, 11 m apart.
+const (
+	ringSectorLength = 44.0
+	bpmSpacing       = 11.0
+)
+
+var srBPM = regexp.MustCompile(`^SR:C(\d\d):BPM(\d):([XY])$`)
+
+// BPMPosition is where a storage-ring BPM sits along the ring, in metres
+// from the start of sector 1, and its plane ("X" or "Y"); ok is false for
+// any other channel.
+func BPMPosition(channel string) (s float64, plane string, ok bool) {
+	m := srBPM.FindStringSubmatch(channel)
+	if m == nil {
+		return 0, "", false
+	}
+	sector, _ := strconv.Atoi(m[1])
+	bpm, _ := strconv.Atoi(m[2])
+	return float64(sector-1)*ringSectorLength + (float64(bpm)-0.5)*bpmSpacing, m[3], true
+}
+
+// OrbitArtifact is the read storage-ring BPMs as an orbit profile: beam
+// position (at each BPM's precision) against the position along the ring,
+// a series per plane, when at least four BPMs of the ring were read (a
+// profile needs points to show a shape); ok is false otherwise.
+func (v ChannelValues) OrbitArtifact(p *Plant) (capabilities.Artifact, bool) {
+	type point struct{ s, y float64 }
+	planes := map[string][]point{}
+	n := 0
+	for _, cv := range v.Values {
+		if s, plane, ok := BPMPosition(cv.Channel); ok {
+			y := cv.Value
+			if c, ok := p.Channel(cv.Channel); ok {
+				if f, err := strconv.ParseFloat(c.Format(cv.Value), 64); err == nil {
+					y = f
+				}
+			}
+			planes[plane] = append(planes[plane], point{s, y})
+			n++
+		}
+	}
+	if n < 4 {
+		return capabilities.Artifact{}, false
+	}
+	var series []capabilities.XYSeries
+	for _, plane := range []struct{ axis, name string }{{"X", "horizontal"}, {"Y", "vertical"}} {
+		pts := planes[plane.axis]
+		if len(pts) == 0 {
+			continue
+		}
+		slices.SortFunc(pts, func(a, b point) int { return cmp.Compare(a.s, b.s) })
+		xy := capabilities.XYSeries{Name: plane.name}
+		for _, pt := range pts {
+			xy.X, xy.Y = append(xy.X, pt.s), append(xy.Y, pt.y)
+		}
+		series = append(series, xy)
+	}
+	title := "Orbit along the storage ring"
+	if len(v.Values) > 0 {
+		title += ", read at " + v.Values[0].Time.UTC().Format("15:04:05 UTC")
+	}
+	return capabilities.NewXY(title, capabilities.Axis{Label: "position along the ring", Units: "m"},
+		capabilities.Axis{Label: "beam position", Units: "mm"}, series...), true
 }
 
 // WriteResult is one completed write.

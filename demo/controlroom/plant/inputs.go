@@ -34,7 +34,7 @@ func nothingDone(verb string, err error) string {
 func stepChannels(step capabilities.Step) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
-	addrs, err := capabilities.Inputs[ChannelAddresses](step, ChannelAddressesType)
+	addrs, err := ChannelAddressesKey.Inputs(step)
 	if err != nil && !errors.Is(err, capabilities.ErrMissingInput) {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (p *Plant) readChannels(step capabilities.Step) (chans []string, found *Cha
 			continue
 		}
 		resolved := p.ResolveFollowUps(t)
-		addrs, _ := capabilities.Inputs[ChannelAddresses](step, ChannelAddressesType)
+		addrs, _ := ChannelAddressesKey.Inputs(step)
 		for _, a := range addrs {
 			if a.Query == resolved {
 				return chans, nil, err

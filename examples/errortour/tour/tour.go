@@ -73,9 +73,9 @@ func ok(name string, attempt int, note string) (capabilities.Output, error) {
 }
 
 // quick is a short retry policy so the tour does not keep users waiting.
-func quick(attempts int) *capabilities.RetryPolicy {
-	return &capabilities.RetryPolicy{MaxAttempts: attempts, InitialInterval: capabilities.Duration(100 * time.Millisecond),
-		BackoffCoefficient: 2, MaxInterval: capabilities.Duration(time.Second), Jitter: capabilities.JitterNone}
+func quick(attempts int) capabilities.RetryPolicy {
+	return capabilities.RetryPolicy{MaxAttempts: attempts, InitialInterval: 100 * time.Millisecond,
+		BackoffCoefficient: 2, MaxInterval: time.Second, Jitter: capabilities.JitterNone}
 }
 
 func guide(keyword, question string) *capabilities.ClassifierGuide {
@@ -99,7 +99,7 @@ func orch(name, keyword string) *capabilities.OrchestratorGuide {
 
 // Capabilities returns the tour's capabilities, one per scenario plus the
 // fallback backup_sensor.
-func (t *Tour) Capabilities() ([]capabilities.Capability, error) {
+func (t *Tour) Capabilities() []capabilities.Capability {
 	var defs []capabilities.Definition
 	for _, sc := range Scenarios {
 		d := capabilities.Definition{
@@ -166,9 +166,8 @@ func (t *Tour) Capabilities() ([]capabilities.Capability, error) {
 				return capabilities.Output{}, capabilities.NewError(capabilities.Critical, capabilities.KindConnection,
 					"The primary data source is offline.", ErrPrimary)
 			}
-		default:
-			return nil, fmt.Errorf("tour: scenario %q has no script", sc.Keyword)
 		}
+		// A scenario without a script has no Run: registration reports it.
 		defs = append(defs, d)
 	}
 	// The fallback has no classifier guide: it is reached only as a fallback.
@@ -181,20 +180,7 @@ func (t *Tour) Capabilities() ([]capabilities.Capability, error) {
 		}})
 	out := make([]capabilities.Capability, 0, len(defs))
 	for _, d := range defs {
-		c, err := capabilities.Define(d)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
+		out = append(out, capabilities.Define(d))
 	}
-	return out, nil
-}
-
-// Register adds the tour's capabilities to reg.
-func (t *Tour) Register(reg *capabilities.Registry) error {
-	caps, err := t.Capabilities()
-	if err != nil {
-		return err
-	}
-	return reg.Register(caps...)
+	return out
 }

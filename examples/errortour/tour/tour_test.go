@@ -16,7 +16,7 @@ func registry(t *testing.T) (*tour.Tour, *capabilities.Registry) {
 	t.Helper()
 	tr := tour.New()
 	reg := capabilities.NewRegistry()
-	if err := tr.Register(reg); err != nil {
+	if err := reg.Register(tr.Capabilities()...); err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.Validate(); err != nil {

@@ -83,8 +83,8 @@ func (c *CurrentWeather) Execute(ctx context.Context, step capabilities.Step) (c
 // RetryPolicy: the service is flaky (503s) but recovers quickly, so try up
 // to five times with short backoff; never retry what cannot change.
 func (*CurrentWeather) RetryPolicy() capabilities.RetryPolicy {
-	return capabilities.RetryPolicy{MaxAttempts: 5, InitialInterval: capabilities.Duration(200 * time.Millisecond),
-		BackoffCoefficient: 2, MaxInterval: capabilities.Duration(2 * time.Second),
+	return capabilities.RetryPolicy{MaxAttempts: 5, InitialInterval: 200 * time.Millisecond,
+		BackoffCoefficient: 2, MaxInterval: 2 * time.Second,
 		NonRetryable: []string{capabilities.KindNotFound, capabilities.KindInvalidInput, capabilities.KindAuth}}
 }
 

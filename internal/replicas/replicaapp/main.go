@@ -43,7 +43,7 @@ func main() {
 		Name:    "capgraph",
 		Summary: "capgraph replicas test application",
 		Capabilities: func(*config.Config) ([]capabilities.Capability, error) {
-			read, err := capabilities.Define(capabilities.Definition{
+			read := capabilities.Define(capabilities.Definition{
 				Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
 				Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 					started := time.Now()
@@ -67,9 +67,6 @@ func main() {
 					return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
 				},
 			})
-			if err != nil {
-				return nil, err
-			}
 			return []capabilities.Capability{read}, nil
 		},
 	})

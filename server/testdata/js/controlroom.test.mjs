@@ -46,6 +46,36 @@ test("the history question draws a chart with the archived points of each channe
   await shot(page, "controlroom-history");
 });
 
+test("the orbit question draws the BPMs' beam position along the ring", async () => {
+  await newChat(page);
+  await ask(page, "Is the orbit ok?");
+  const turn = await answered(page, "orbit");
+  const chart = turn.locator('.artifact[data-kind="xy"]');
+  // What channel_read returned, as the server keeps it: a profile per plane.
+  const kept = await served("api/threads/" + encodeURIComponent(await currentThread(page)) + "/artifacts");
+  const xy = kept.artifacts.find((a) => a.kind === "xy").xy;
+  assert.deepEqual(xy.x, { label: "position along the ring", units: "m" });
+  assert.deepEqual(xy.y, { label: "beam position", units: "mm" });
+  assert.deepEqual(xy.series.map((s) => [s.name, s.x.length]), [["horizontal", 48], ["vertical", 48]]);
+  // Both planes drawn with every point, the axes labelled with their units, positions as numbers.
+  assert.deepEqual(await chartOf(chart), { series: ["horizontal", "vertical"], points: [48, 48], units: ["beam position (mm)"] });
+  const axes = await chart.evaluate((c) => { const u = c.querySelector(".chart").uplot; return { x: u.axes[0].label, time: u.scales.x.time, min: u.scales.x.min, max: u.scales.x.max }; });
+  assert.equal(axes.x, "position along the ring (m)");
+  assert.equal(axes.time, false);
+  assert.ok(axes.min <= xy.series[0].x[0] && axes.max >= xy.series[0].x[47], JSON.stringify(axes));
+  // Hovering shows the beam position in mm; the points as a table, one row per position.
+  const box = await chart.locator(".u-over").boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  const values = await chart.locator(".u-legend .u-series .u-value").allTextContents();
+  assert.ok(values.slice(1).every((v) => / mm$/.test(v)), "hover values: " + values);
+  await chart.locator(".points > summary").click();
+  await chart.locator(".points table tbody tr").first().waitFor();
+  assert.equal(await chart.locator(".points table tbody tr").count(), 48);
+  assert.deepEqual(await chart.locator(".points table thead th").allTextContents(), ["position along the ring (m)", "horizontal (mm)", "vertical (mm)"]);
+  await chart.scrollIntoViewIfNeeded();
+  await shot(page, "controlroom-orbit");
+});
+
 test("a read shows a rendered table", async () => {
   await newChat(page);
   await ask(page, "What is the vacuum pressure in sector 3?");

@@ -1,7 +1,9 @@
 // Artifacts a step returned beside its context data (docs/frontends.md,
 // "Artifacts"): a time series drawn with uPlot (vendor/uPlot.iife.min.js:
 // drag to zoom, double-click to reset, hover values in the legend, one
-// chart per unit so every axis has its units), a table, a figure, a link.
+// chart per unit so every axis has its units), an x–y series (a scan, a
+// profile: one chart, both axes labelled with their units), a table, a
+// figure, a link.
 // Every artifact also offers its numbers as a table, so the archived points
 // are readable without the chart.
 import { el, icon } from "./icons.js";
@@ -22,6 +24,7 @@ export function artifactView(a) {
   try {
     switch (a.kind) {
       case "timeseries": timeSeries(box, a.timeseries, title); break;
+      case "xy": xySeries(box, a.xy, title); break;
       case "table": box.appendChild(tableView(a.table, title)); break;
       case "figure": figure(box, a.figure, title); break;
       case "link": box.appendChild(el("a", { href: safeURL(a.link && a.link.url), target: "_blank", rel: "noopener noreferrer", text: (a.link && a.link.url) || "" })); break;
@@ -34,11 +37,11 @@ export function artifactView(a) {
 }
 
 function defaultTitle(a) {
-  return { timeseries: "Time series", table: "Table", figure: "Figure", link: "Link" }[a.kind] || "Result";
+  return { timeseries: "Time series", xy: "Scan", table: "Table", figure: "Figure", link: "Link" }[a.kind] || "Result";
 }
 
 function kindIcon(kind) {
-  return { timeseries: "chart", table: "table", link: "link" }[kind] || "info";
+  return { timeseries: "chart", xy: "chart", table: "table", link: "link" }[kind] || "info";
 }
 
 function safeURL(u) {
@@ -220,6 +223,79 @@ function chart(holder, units, ss) {
       }
     }).observe(holder);
   }
+}
+
+// ---- x–y series ----
+
+// axisText is an axis's label with its units: "position along the ring (m)".
+function axisText(a) {
+  if (!a) return "";
+  return (a.label || "") + (a.units ? " (" + a.units + ")" : "");
+}
+
+// alignedXY joins the series on the union of their x values, ascending (a
+// series without a point at an x has null there; the line spans the gap).
+function alignedXY(ss) {
+  const xs = [...new Set(ss.flatMap((s) => s.x))].sort((a, b) => a - b);
+  const at = new Map(xs.map((x, i) => [x, i]));
+  return [xs, ...ss.map((s) => {
+    const col = new Array(xs.length).fill(null);
+    s.x.forEach((x, i) => { col[at.get(x)] = s.y[i]; });
+    return col;
+  })];
+}
+
+function xySeries(box, xy, title) {
+  const series = ((xy && xy.series) || []).filter((s) => Array.isArray(s.x) && Array.isArray(s.y));
+  const points = series.reduce((n, s) => n + s.y.length, 0);
+  const xAxis = (xy && xy.x) || {}, yAxis = (xy && xy.y) || {};
+  box.dataset.series = String(series.length);
+  box.dataset.points = String(points);
+  const holder = el("div", { class: "chart", role: "img",
+    "aria-label": title + ": " + axisText(yAxis) + " against " + axisText(xAxis) + ": " + series.map((s) => s.name + " (" + s.y.length + " points)").join(", ") });
+  box.appendChild(holder);
+  const data = alignedXY(series);
+  const build = () => {
+    holder.replaceChildren();
+    const axis = cssVar("--muted", "#555"), grid = cssVar("--grid", "#e5e7eb");
+    const u = new window.uPlot({
+      width: Math.max(holder.clientWidth || 320, 240),
+      height: 240,
+      scales: { x: { time: false } },
+      cursor: { drag: { x: true, y: false } },
+      legend: { live: true },
+      series: [{ label: axisText(xAxis), value: (u, v) => (v == null ? "—" : fmt(v)) },
+        ...series.map((s, i) => ({ label: s.name, stroke: cssVar("--series-" + (i % 8), "#2563eb"), width: 1.5, spanGaps: true,
+          points: { show: s.y.length <= 100 },
+          value: (u, v) => fmt(v) + (yAxis.units && v != null ? " " + yAxis.units : "") }))],
+      axes: [{ stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, label: axisText(xAxis), values: (u, vals) => vals.map(fmt) },
+        { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, label: axisText(yAxis), size: 64, values: (u, vals) => vals.map(fmt) }],
+    }, data, holder);
+    holder.uplot = u;
+    return u;
+  };
+  let u = build();
+  charts.add({ holder, rebuild: () => { u.destroy(); u = build(); } });
+  if (window.ResizeObserver) {
+    let w = holder.clientWidth;
+    new ResizeObserver(() => {
+      if (!holder.isConnected) return;
+      if (Math.abs(holder.clientWidth - w) > 4) {
+        w = holder.clientWidth;
+        u.setSize({ width: Math.max(w, 240), height: 240 });
+      }
+    }).observe(holder);
+  }
+  // The numbers themselves.
+  const details = el("details", { class: "points" }, el("summary", { text: "Data points (" + points + ")" }));
+  details.addEventListener("toggle", () => {
+    if (!details.open || details.dataset.filled) return;
+    details.dataset.filled = "1";
+    const columns = [{ name: xAxis.label || "x", units: xAxis.units }, ...series.map((s) => ({ name: s.name, units: yAxis.units }))];
+    const rows = data[0].map((x, i) => [x, ...series.map((_, k) => data[k + 1][i])]);
+    details.appendChild(tableView({ columns, rows }, "Data points"));
+  });
+  box.appendChild(details);
 }
 
 // Charts take their colours from the page's CSS (light or dark): redraw

@@ -107,8 +107,8 @@ func wordOf(text string) string {
 func Config(t testing.TB, store checkpoint.Store, obs agent.Observer, writes bool) (agent.Config, *World) {
 	t.Helper()
 	w := &World{reads: map[string]int{}, plans: map[string]int{}}
-	fast := &capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: capabilities.Duration(time.Millisecond),
-		MaxInterval: capabilities.Duration(2 * time.Millisecond), Jitter: capabilities.JitterNone}
+	fast := capabilities.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Millisecond,
+		MaxInterval: 2 * time.Millisecond, Jitter: capabilities.JitterNone}
 	defs := []capabilities.Definition{
 		{Name: "find_channel", Description: "Finds a control-system channel by description.", Provides: []string{"CHANNEL"},
 			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
@@ -145,10 +145,7 @@ func Config(t testing.TB, store checkpoint.Store, obs agent.Observer, writes boo
 	}
 	reg := capabilities.NewRegistry()
 	for _, d := range defs {
-		c, err := capabilities.Define(d)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := capabilities.Define(d)
 		if err := reg.Register(c); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,103 @@
+package docstest
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// checkedLine marks a Go fragment in the docs that is the body of an
+// example function, compiled and run with its output by go test:
+// <!-- checked: ExampleName in path/to/example_test.go -->.
+var checkedLine = regexp.MustCompile(`^<!--\s*checked:\s*(Example\w*) in (\S+_test\.go)\s*-->$`)
+
+// A fragment marked "checked" appears line for line (indentation aside) in
+// the example function it names, so the docs show code that compiles and
+// runs: TestDocsCheckedFragments fails when the two drift apart.
+func TestDocsCheckedFragments(t *testing.T) {
+	repo := repoRoot(t)
+	docs, err := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		for i := 0; i < len(lines); i++ {
+			m := checkedLine.FindStringSubmatch(strings.TrimSpace(lines[i]))
+			if m == nil {
+				continue
+			}
+			found++
+			where := filepath.Base(doc) + ":" + strconv.Itoa(i+1)
+			if i+1 >= len(lines) || !strings.HasPrefix(strings.TrimSpace(lines[i+1]), "```go") {
+				t.Errorf("%s: a checked marker not followed by a Go block", where)
+				continue
+			}
+			var fragment []string
+			j := i + 2
+			for ; j < len(lines) && strings.TrimSpace(lines[j]) != "```"; j++ {
+				fragment = append(fragment, strings.TrimSpace(lines[j]))
+			}
+			src, err := os.ReadFile(filepath.Join(repo, m[2]))
+			if err != nil {
+				t.Errorf("%s: %v", where, err)
+				continue
+			}
+			body := functionBody(string(src), m[1])
+			if body == nil {
+				t.Errorf("%s: no func %s in %s", where, m[1], m[2])
+				continue
+			}
+			if !containsLines(body, fragment) {
+				t.Errorf("%s: the fragment is not the code of %s in %s:\n%s", where, m[1], m[2], strings.Join(fragment, "\n"))
+			}
+			i = j
+		}
+	}
+	if found == 0 {
+		t.Fatal("no checked fragment in the docs (writing-capabilities.md shows one)")
+	}
+}
+
+// functionBody returns the trimmed lines of func name, up to the closing
+// brace at the start of a line.
+func functionBody(src, name string) []string {
+	lines := strings.Split(src, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "func "+name+"(") {
+			var out []string
+			for _, b := range lines[i+1:] {
+				if b == "}" {
+					return out
+				}
+				out = append(out, strings.TrimSpace(b))
+			}
+		}
+	}
+	return nil
+}
+
+// containsLines reports whether want appears as consecutive lines of have.
+func containsLines(have, want []string) bool {
+	for i := 0; i+len(want) <= len(have); i++ {
+		ok := true
+		for k := range want {
+			if have[i+k] != want[k] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
