@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -32,6 +33,9 @@ type Agent struct {
 	sweep  sweeper
 	// life is what the agent runs, for Close (close.go).
 	life *lifetime
+	// targetStarts makes counting a turn's writes on a target and starting
+	// one a single step (target.go), for parallel steps.
+	targetStarts sync.Mutex
 }
 
 var _ Runner = (*Agent)(nil)
