@@ -110,7 +110,7 @@ type AuditRecord struct {
 	// Target is the target system the attempt acted on (Config.Targets;
 	// empty when none is configured).
 	Target string `json:"target,omitempty"`
-	Digest  string                `json:"digest,omitempty"`
+	Digest string `json:"digest,omitempty"`
 
 	Principal string `json:"principal,omitempty"`
 	Tenant    string `json:"tenant,omitempty"`
