@@ -16,7 +16,7 @@ const (
 )
 
 // Targeter is implemented by a capability that can act on several named
-// targets: Targets lists them. A side-effecting capability that is not a
+// targets: Targets lists them (none: as if it were no Targeter). A side-effecting capability that is not a
 // Targeter acts only on the configured default target (the live machine,
 // as far as the framework can tell), so a turn on any other target — a
 // rehearsal on the simulator — is refused before it runs.
@@ -31,7 +31,7 @@ func ActsOn(c Capability, target, defaultTarget string) bool {
 	if target == "" {
 		return true
 	}
-	if t, ok := c.(Targeter); ok {
+	if t, ok := c.(Targeter); ok && len(t.Targets()) > 0 {
 		return slices.Contains(t.Targets(), target)
 	}
 	return target == defaultTarget
