@@ -241,7 +241,9 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 		}
 		s := state.NewTurn(prev, req.Input, opts, a.cfg.Now())
 		s.Turn.ID = newID()
+		s.Turn.Options = rehearsalOptions(prev.Metadata, req.Options, s.Turn.Options)
 		s.Metadata = mergeMeta(prev.Metadata, req.Metadata)
+		delete(s.Metadata, MetaForkInput) // the fork's edited message runs now
 		s.Metadata = withAllowed(s.Metadata, req.AllowedCapabilities)
 		s.Metadata = a.withOwner(s.Metadata)
 		if a.cfg.Observer != nil {
