@@ -27,8 +27,8 @@ type TurnReport struct {
 	// Status is how the turn stands: answered (ended with its message),
 	// interrupted (waits for a human), or canceled / failed.
 	Status string `json:"status"`
-	// Route is the capabilities that ran, in order ("name" or "name!" for
-	// a failed attempt), then the node that wrote the turn's message.
+	// Route is the plan steps that ran, in order ("name" or "name!" for a
+	// failed attempt), ending with the node that wrote the turn's message.
 	Route []string `json:"route"`
 	// Plans and Reclassifications count the plans made and the
 	// selections made again.
@@ -174,8 +174,8 @@ func (a *Agent) turnReport(ctx context.Context, thread string, m Moment) (TurnRe
 	if e := t.Control.Error; e != nil && e.StepIndex < 0 {
 		r.Severities = append(r.Severities, e.Classification.Severity.String())
 	}
-	if m.Kind == MomentEnded {
-		r.Route = append(r.Route, endNode(m.Outcome))
+	if end := endNode(m.Outcome); m.Kind == MomentEnded && (len(r.Route) == 0 || r.Route[len(r.Route)-1] != end) {
+		r.Route = append(r.Route, end) // the node that wrote the message, when no plan step did
 	}
 	for _, d := range t.Approvals {
 		r.Approvals = append(r.Approvals, fmt.Sprintf("%s (%s)", nonEmpty(d.Summary, d.ID), yesNo(d.Approved)))
