@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -147,9 +149,13 @@ func (s *Server) handleForkThread(w http.ResponseWriter, r *http.Request) {
 	}
 	created := false
 	defer func() { s.counts.commit(owner, created) }()
-	meta := th.Metadata
+	// The fork keeps the original's metadata, its title marked as a fork's,
+	// unless the request gives its own.
+	meta := maps.Clone(th.Metadata)
 	if req.Metadata != nil {
 		meta = req.Metadata
+	} else if t := meta["title"]; t != "" {
+		meta["title"] = forkTitle(t)
 	}
 	tr := s.turnRequest(c, "", "", nil, nil)
 	f, err := tt.Fork(r.Context(), agent.ForkRequest{Thread: th.internal, Checkpoint: req.Checkpoint, NewThread: internalThreadID(c, req.ID),
@@ -166,6 +172,17 @@ func (s *Server) handleForkThread(w http.ResponseWriter, r *http.Request) {
 	now := s.cfg.Now()
 	writeJSON(w, http.StatusCreated, forkResponse{Thread: Thread{ID: req.ID, Created: now, Updated: now, Metadata: meta},
 		From: th.ID, Checkpoint: f.Checkpoint, Input: f.Input, Resumable: f.Resumable, Target: f.Target, Writes: f.Writes})
+}
+
+// forkTitle is a fork's title: the original's, marked, within the 512
+// bytes a metadata value may have.
+func forkTitle(t string) string {
+	t = "Fork: " + t
+	for len(t) > 512 {
+		_, size := utf8.DecodeLastRuneInString(t)
+		t = t[:len(t)-size]
+	}
+	return t
 }
 
 // replayResponse is how a replay ended: the status, the turn's message,

@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +26,12 @@ import (
 // read back to see which one was written.
 func timeTravelEnv(t *testing.T) (*testEnv, plant.Targets) {
 	t.Helper()
+	return timeTravelEnvWith(t, nil)
+}
+
+// timeTravelEnvWith is timeTravelEnv with mod applied to the agent's config.
+func timeTravelEnvWith(t *testing.T, mod func(*agent.Config)) (*testEnv, plant.Targets) {
+	t.Helper()
 	targets := plant.Targets{}
 	for _, n := range []string{capabilities.TargetLive, capabilities.TargetSimulator} {
 		p, err := plant.New(plant.Config{Seed: 1})
@@ -41,12 +49,16 @@ func timeTravelEnv(t *testing.T) (*testEnv, plant.Targets) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	a, err := agent.New(agent.Config{Registry: newRegistry(t, caps...), Store: store,
+	cfg := agent.Config{Registry: newRegistry(t, caps...), Store: store,
 		Options: state.Options{WritesEnabled: true, Target: capabilities.TargetLive},
 		Targets: map[string]agent.TargetPolicy{
 			capabilities.TargetLive:      {WritesEnabled: true},
 			capabilities.TargetSimulator: {WritesEnabled: true, Simulated: true},
-		}})
+		}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	a, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,5 +201,33 @@ func TestTimeTravelAPI(t *testing.T) {
 	resp, _ = env.send(t, "POST", "/api/threads/orig/fork", "", keyAlice, map[string]any{}, "Origin", "https://evil.example")
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("a foreign origin forks: %d", resp.StatusCode)
+	}
+}
+
+// TestWebPageTimeTravel drives the built-in page in headless Chromium
+// (testdata/js/timetravel.test.mjs) over the control room with two plants:
+// what the page showed is what reached each plant. CAPGRAPH_SCREENSHOT_DIR
+// keeps the screenshots (docs/img/web-timeline.png, web-compare.png).
+func TestWebPageTimeTravel(t *testing.T) {
+	dir := filepath.Join("testdata", "js")
+	node, chromium := chromiumOrSkip(t, dir)
+	env, plants := timeTravelEnvWith(t, func(c *agent.Config) {
+		c.KeepIntermediate = -1
+		c.Targets[capabilities.TargetSimulator] = agent.TargetPolicy{WritesEnabled: true, Simulated: true, Approval: agent.TargetApprovalNone}
+	})
+	shots := os.Getenv("CAPGRAPH_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	cmd := exec.Command(node, "--test", "--test-reporter=spec", "--test-concurrency=1", "timetravel.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CAPGRAPH_URL="+env.http.URL, "CAPGRAPH_KEY="+keyAlice, "CHROMIUM="+chromium, "SCREENSHOT_DIR="+shots)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("web page test failed: %v (screenshots in %s)\n%s", err, shots, out)
+	}
+	t.Logf("%s", out)
+	if live, sim := q1(t, plants[capabilities.TargetLive]), q1(t, plants[capabilities.TargetSimulator]); live != 105 || sim != 107 {
+		t.Errorf("live Q1 %g, simulator Q1 %g; want 105 and 107", live, sim)
 	}
 }
