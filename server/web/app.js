@@ -10,7 +10,7 @@ import { api, follow, keys, setKey, AuthError, APIError, onUnauthorized, threadP
 import { el, icon } from "./js/icons.js";
 import { Turn, setApprovalState } from "./js/turn.js";
 import { setZone, timeZone, date, stamp } from "./js/time.js";
-import { showTargets, showTimelines } from "./js/timetravel.js";
+import { showTargets, showTimelines, targetOptions } from "./js/timetravel.js";
 
 const $ = (s) => document.querySelector(s);
 const chat = $("#chat"), statusEl = $("#status"), q = $("#q"), sendBtn = $("#send"), stopBtn = $("#stop");
@@ -473,7 +473,7 @@ async function ask(text) {
     // A message while an approval is pending answers it (a clear yes or no)
     // or cancels it: the thread's state says which, once the run ends.
     const pending = chat.querySelector('[data-approval-id][data-state="pending"]');
-    const r = await api(threadPath(id, "runs"), { method: "POST", body: { input: text } });
+    const r = await api(threadPath(id, "runs"), { method: "POST", body: { input: text, options: targetOptions() } });
     await followRun(id, turn, r.run.id, 0);
     if (pending && app.threadId === id && !app.run) await openThread(id);
   } catch (e) {

@@ -87,3 +87,17 @@ test("a live write names its target; its timeline forks onto the simulator", run
   assert.match(await fork.locator(".msg.user").innerText(), /107 A/);
   assert.equal(await fork.locator(".outcomes .outcome-item").last().getAttribute("data-target"), "simulator");
 }));
+
+test("a dry run: a question on the simulator, chosen in the header", run("dryrun", async () => {
+  await page.click("#new").catch(async () => { await page.click("#threads-toggle"); await page.click("#new"); });
+  await page.selectOption("#target-choice", "simulator");
+  const dry = "Set the BTS Q1 quadrupole current to 103 A";
+  await ask(page, dry);
+  const turn = await answered(page, dry);
+  const item = turn.locator(".outcomes .outcome-item").last();
+  await item.waitFor();
+  assert.equal(await item.getAttribute("data-target"), "simulator");
+  assert.match(await item.locator(".outcome-text").innerText(), /^Step 2: on the simulator target: set BTS:MAG:Q1:CURRENT 107\.00 A → 103\.00 A/);
+  assert.equal(await turn.locator("[data-approval-id]").count(), 0, "the simulator's policy asks no one");
+  await page.selectOption("#target-choice", "");
+}));

@@ -15,6 +15,7 @@ export async function showTargets() {
   let ts;
   try { ts = (await api("api/targets")).targets || []; } catch { return; }
   document.getElementById("targets")?.remove();
+  document.getElementById("target-choice")?.remove();
   if (!ts.length) return;
   const def = ts.find((t) => t.default) || ts[0];
   const posture = (t) => t.name + (t.simulated ? " (simulated)" : "") + ": " + (t.writes ? "writes on" : "writes off") +
@@ -23,7 +24,23 @@ export async function showTargets() {
     (t.rehearsal ? "; forks and replays write here" : "");
   const chip = el("span", { id: "targets", class: "pill", dataset: { target: def.name, writes: def.writes ? "on" : "off" },
     title: ts.map(posture).join("\n") }, icon(def.simulated ? "chart" : "bolt"), " Target: " + def.name + (def.writes ? "" : " (read-only)"));
-  document.getElementById("writes").after(chip);
+  // A human may choose the target of the next questions: a dry run on the
+  // simulator, or the live machine in a fork. Left as configured, a turn
+  // names none (a fork's turns then stay on its rehearsal target).
+  const choice = el("select", { id: "target-choice", "aria-label": "Target of the next questions" },
+    el("option", { value: "", text: "as configured" }),
+    ...ts.map((t) => el("option", { value: t.name, text: "on " + t.name })));
+  choice.value = chosen;
+  choice.addEventListener("change", () => { chosen = choice.value; });
+  document.getElementById("writes").after(chip, choice);
+}
+
+let chosen = "";
+
+// targetOptions are the run options of the next question: the target a
+// human chose, or none.
+export function targetOptions() {
+  return chosen ? { target: chosen } : undefined;
 }
 
 // momentItem is one kept checkpoint in a turn's timeline.
