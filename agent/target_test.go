@@ -66,6 +66,9 @@ func (p plants) journals() string {
 type targetedWrite struct {
 	name, channel string
 	plants        plants
+	// cut, when set, is closed after the write, which then waits for the
+	// run to be canceled: a process that died after the effect.
+	cut chan struct{}
 }
 
 func (w *targetedWrite) Name() string                         { return w.name }
@@ -106,7 +109,7 @@ func (w *targetedWrite) Readback(_ context.Context, a capabilities.Action) ([]ca
 	return []capabilities.Reading{{Target: w.channel, Value: m.get(w.channel), Unit: "A"}}, nil
 }
 
-func (w *targetedWrite) Execute(_ context.Context, st capabilities.Step) (capabilities.Output, error) {
+func (w *targetedWrite) Execute(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
 	v, err := capabilities.Param(st, "value", 0.0)
 	if err != nil {
 		return capabilities.Output{}, capabilities.NotApplied(err)
@@ -120,6 +123,11 @@ func (w *targetedWrite) Execute(_ context.Context, st capabilities.Step) (capabi
 	m.value[w.channel] = v
 	m.journal = append(m.journal, effect{st.IdempotencyKey, w.channel, v})
 	m.mu.Unlock()
+	if w.cut != nil {
+		close(w.cut)
+		<-ctx.Done()
+		return capabilities.Output{}, ctx.Err()
+	}
 	return capabilities.Result("WRITE", map[string]any{"old": old, "new": v}, fmt.Sprintf("%s from %g → %g A", w.channel, old, v)), nil
 }
 
@@ -396,5 +404,47 @@ func TestTargetIsPartOfTheDigest(t *testing.T) {
 	live.Target, sim.Target = capabilities.TargetLive, capabilities.TargetSimulator
 	if live.Digest() == sim.Digest() || a.Digest() == live.Digest() {
 		t.Fatal("the digest does not depend on the target")
+	}
+}
+
+// At most once per target: a simulator write cut after its effect (the run
+// canceled during the call) is reconciled by another replica from the
+// simulator's readback — confirmed, not run again — and the live machine,
+// whose Q1 still reads the value before, is never read as its outcome.
+func TestTargetInDoubtWriteReconciledOnItsTarget(t *testing.T) {
+	for _, st := range durableStores {
+		t.Run(st.name, func(t *testing.T) {
+			s1, s2 := st.open(t)
+			p := newPlants()
+			simNoApproval := func(cfg *agent.Config) {
+				cfg.Targets[capabilities.TargetSimulator] = agent.TargetPolicy{WritesEnabled: true, Simulated: true, Approval: agent.TargetApprovalNone}
+			}
+			cut := make(chan struct{})
+			a := targetAgent(t, s1, p, func(cfg *agent.Config) {
+				simNoApproval(cfg)
+				w, _ := cfg.Registry.Get("set_q1")
+				w.(*targetedWrite).cut = cut
+			}, plannedWrite{"set_q1", "Q1", 105})
+			b := targetAgent(t, s2, p, simNoApproval, plannedWrite{"set_q1", "Q1", 105})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for range a.Run(ctx, agent.TurnRequest{Thread: "sim", Input: "set Q1 to 105 A", Options: &agent.TurnOptions{Target: capabilities.TargetSimulator}}) {
+				}
+			}()
+			<-cut
+			cancel()
+			<-done
+			o := resume(t, b, "sim", agent.Answer{})
+			wantAnswer(t, o)
+			if got := p.journals(); got != "live=0 simulator=1" {
+				t.Fatalf("journals %s: the write in doubt ran again, or on live", got)
+			}
+			recs := audits(t, b, agent.AuditFilter{Thread: "sim", Event: agent.AuditEnded})
+			if len(recs) != 1 || !recs[0].Reconciled || recs[0].Outcome != capabilities.OutcomeConfirmed || recs[0].Target != capabilities.TargetSimulator {
+				t.Fatalf("ended records %+v, want one reconciled confirmed on the simulator", recs)
+			}
+		})
 	}
 }

@@ -407,3 +407,39 @@ func TestForkTarget(t *testing.T) {
 		})
 	}
 }
+
+// Every kept checkpoint of a turn that asked, was approved and wrote can be
+// forked and replayed to its end: a question the fork asks is answered in
+// the fork, and whatever it writes goes to the simulator.
+func TestForkEveryKeptCheckpoint(t *testing.T) {
+	for _, st := range durableStores {
+		t.Run(st.name, func(t *testing.T) {
+			store, _ := st.open(t)
+			p := newPlants()
+			a := targetAgent(t, store, p, keepAll, plannedWrite{"set_q1", "Q1", 105})
+			ap := approvalOf(t, runOn(t, a, "orig", capabilities.TargetLive))
+			wantAnswer(t, approveAll(t, a, "orig", resume(t, a, "orig", agent.Answer{ApprovalID: ap.ID, Text: "yes", By: "op"})))
+			for i, m := range history(t, a, "orig") {
+				id := "f" + string(rune('a'+i))
+				f := fork(t, a, agent.ForkRequest{Thread: "orig", Checkpoint: m.Checkpoint, NewThread: id})
+				if !f.Resumable {
+					if m.Kind != agent.MomentEnded {
+						t.Fatalf("fork at %s is not resumable", m.Kind)
+					}
+					continue
+				}
+				o := replay(t, a, id)
+				if o.err != nil {
+					t.Fatalf("replay of the fork at %s (%s): %v", m.Kind, m.Event, o.err)
+				}
+				wantAnswer(t, approveAll(t, a, id, o))
+			}
+			if live := len(p[capabilities.TargetLive].effects()); live != 1 {
+				t.Fatalf("live written %d times: the forks wrote it", live)
+			}
+			if sim := len(p[capabilities.TargetSimulator].effects()); sim == 0 {
+				t.Fatal("no fork wrote the simulator")
+			}
+		})
+	}
+}
