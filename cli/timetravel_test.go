@@ -31,7 +31,9 @@ const targetsConfig = `control_system:
 func TestTimeTravelCommands(t *testing.T) {
 	h := newHarness(t, controlroom.App())
 	h.writeConfig("capgraph.yaml", targetsConfig)
-	r := h.run("", "run", "--thread", "orig", "--answer", "yes", "Set the BTS Q1 quadrupole current to 105 A")
+	r := h.run("", "chat")
+	mustContain(t, "the chat's banner", r.stdout+r.stderr, "may act on the live target (live: writes on, every change approved; simulator (simulated): writes on, no approval)")
+	r = h.run("", "run", "--thread", "orig", "--answer", "yes", "Set the BTS Q1 quadrupole current to 105 A")
 	if r.code != cli.ExitOK {
 		t.Fatalf("run: exit %d: %s %s", r.code, r.stdout, r.stderr)
 	}
