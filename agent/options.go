@@ -49,11 +49,13 @@ type TurnOptions struct {
 	Target string `json:"target,omitempty"`
 }
 
-// Exactly returns TurnOptions asking for every field of o (the command
-// line's chat sends its whole option set this way).
+// Exactly returns TurnOptions asking for every switch of o (the command
+// line's chat sends its whole option set this way). The target is left out:
+// a turn that names none acts on the thread's (a fork's rehearsal target)
+// or the configured default, and only a human's explicit choice names one.
 func Exactly(o state.Options) *TurnOptions {
 	return &TurnOptions{PlanApproval: &o.PlanApproval, ApprovalMode: o.ApprovalMode, SkipTaskExtraction: &o.SkipTaskExtraction,
-		SkipClassification: &o.SkipClassification, WritesEnabled: &o.WritesEnabled, Target: o.Target}
+		SkipClassification: &o.SkipClassification, WritesEnabled: &o.WritesEnabled}
 }
 
 // UnmarshalJSON refuses unknown keys, so a misspelt option ("writes_enable")

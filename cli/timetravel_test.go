@@ -75,6 +75,14 @@ func TestTimeTravelCommands(t *testing.T) {
 		t.Fatalf("the fork's audit does not say simulator only:\n%s", r.stdout)
 	}
 
+	// The fork continued in a chat stays on the simulator: the chat names
+	// no target, so the fork's holds.
+	r = h.run("Set the BTS Q1 quadrupole current to 109 A\n", "chat", "--thread", "reh")
+	mustContain(t, "chat in the fork", r.stdout, "on the simulator target: set BTS:MAG:Q1:CURRENT")
+	if strings.Contains(r.stdout, "confirmed — on the live target") {
+		t.Fatalf("a chat in the fork wrote live:\n%s", r.stdout)
+	}
+
 	// Usage errors name what is wrong.
 	for _, bad := range [][]string{{"history"}, {"fork"}, {"compare", "orig"}, {"replay", "--answer", "maybe", "reh"}} {
 		if r := h.run("", bad...); r.code != cli.ExitUsage {
