@@ -231,3 +231,23 @@ func TestWebPageTimeTravel(t *testing.T) {
 		t.Errorf("live Q1 %g, simulator Q1 %g; want 105 and 103 (the dry run after the fork)", live, sim)
 	}
 }
+
+// A chat client (Chat Completions, as LibreChat sends it) reads the target
+// of a write in the approval it is asked and in the outcome line of the
+// answer.
+func TestChatNamesTheTarget(t *testing.T) {
+	env, plants := timeTravelEnv(t)
+	q := "Set the BTS Q1 quadrupole current to 105 A"
+	ask := sendLibreChat(t, env, keyAlice, user(q))
+	tok, ok := findApprovalToken(ask)
+	if !ok || !strings.Contains(ask, "on the live target: set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A") {
+		t.Fatalf("approval request %q does not name the live target", ask)
+	}
+	done := sendLibreChat(t, env, keyAlice, user(q), assistant(ask), user("yes "+tok))
+	if !strings.Contains(done, "**confirmed** — on the live target: set BTS:MAG:Q1:CURRENT 92.00 → 105.00 A (readback 105.00 A).") {
+		t.Fatalf("answer %q lacks the outcome line naming the target", done)
+	}
+	if q1(t, plants[capabilities.TargetLive]) != 105 || q1(t, plants[capabilities.TargetSimulator]) == 105 {
+		t.Fatal("the chat's write went to the wrong plant")
+	}
+}
