@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -32,6 +33,9 @@ type Agent struct {
 	sweep  sweeper
 	// life is what the agent runs, for Close (close.go).
 	life *lifetime
+	// targetStarts makes counting a turn's writes on a target and starting
+	// one a single step (target.go), for parallel steps.
+	targetStarts sync.Mutex
 }
 
 var _ Runner = (*Agent)(nil)
@@ -256,7 +260,9 @@ func (a *Agent) startTurn(ctx context.Context, p *pump, req TurnRequest, opts st
 	}
 	s := state.NewTurn(prev, req.Input, opts, a.cfg.Now())
 	s.Turn.ID = newID()
+	s.Turn.Options = rehearsalOptions(prev.Metadata, req.Options, s.Turn.Options)
 	s.Metadata = mergeMeta(prev.Metadata, req.Metadata)
+	delete(s.Metadata, MetaForkInput) // the fork's edited message runs now
 	s.Metadata = withAllowed(s.Metadata, req.AllowedCapabilities)
 	s.Metadata = a.withOwner(s.Metadata)
 	if a.cfg.Observer != nil {

@@ -107,7 +107,10 @@ type AuditRecord struct {
 	// can be matched without storing them.
 	Summary string                `json:"summary,omitempty"`
 	Changes []capabilities.Change `json:"changes,omitempty"`
-	Digest  string                `json:"digest,omitempty"`
+	// Target is the target system the attempt acted on (Config.Targets;
+	// empty when none is configured).
+	Target string `json:"target,omitempty"`
+	Digest string `json:"digest,omitempty"`
 
 	Principal string `json:"principal,omitempty"`
 	Tenant    string `json:"tenant,omitempty"`
@@ -172,7 +175,8 @@ func runIDOf(ctx context.Context) string {
 // auditBase fills who, where and which attempt.
 func auditBase(ctx context.Context, s state.State, capability string, idx int, ps state.PlanStep, attempt int, now time.Time) AuditRecord {
 	r := AuditRecord{Time: now, Capability: capability, Thread: threadOf(ctx), Run: runIDOf(ctx), TurnID: s.Turn.ID, Turn: s.Turn.Number,
-		Step: idx, Attempt: attempt, Principal: s.Metadata[MetaOwner], Tenant: s.Metadata[MetaTenant], User: s.Metadata[MetaUser]}
+		Step: idx, Attempt: attempt, Principal: s.Metadata[MetaOwner], Tenant: s.Metadata[MetaTenant], User: s.Metadata[MetaUser],
+		Target: s.Turn.Options.Target}
 	if s.Turn.Plan != nil {
 		r.Plan = s.Turn.Plan.Number
 		r.IdempotencyKey = fmt.Sprintf("%s/%d/%d/%d/%d", r.Thread, s.Turn.Number, s.Turn.Plan.Number, idx, attempt)
@@ -194,7 +198,7 @@ func (a *Agent) auditRecord(ctx context.Context, r AuditRecord) error {
 	}
 	labels := map[string]string{"event": r.Event, "capability": r.Capability}
 	for k, v := range map[string]string{"outcome": string(r.Outcome), "principal": r.Principal, "tenant": r.Tenant,
-		"approval_id": r.ApprovalID, "idempotency_key": r.IdempotencyKey} {
+		"approval_id": r.ApprovalID, "idempotency_key": r.IdempotencyKey, "target": r.Target} {
 		if v != "" {
 			labels[k] = v
 		}

@@ -96,6 +96,11 @@ type Config struct {
 	// WritesEnabled is the process's write switch, checked where a
 	// side-effecting step executes.
 	Options state.Options
+	// Targets are the named target systems side effects act on (the
+	// demo's "live" and "simulator") and each one's posture; Options.Target
+	// is the default. Empty: no targets, the write switch alone decides
+	// (target.go, docs/time-travel.md).
+	Targets map[string]TargetPolicy
 	// AuditLog keeps the audit records of side-effecting steps (ListAudit).
 	// Default: the Store, when it is a checkpoint.RecordLog (memory,
 	// SQLite and PostgreSQL are). New fails when a registered capability
@@ -308,6 +313,7 @@ func (c *Config) validate(registration []error) error {
 			}
 		}
 	}
+	errs = append(errs, c.validateTargets()...)
 	if err := c.Leases.validate(); err != nil {
 		errs = append(errs, err)
 	}

@@ -18,7 +18,14 @@
 // step wrapper — this process's write switch, a human's approval bound to
 // the step's exact action, the user's intent and the caller's allowed
 // capabilities — with every attempt recorded in the store's audit log. See
-// docs/safety.md.
+// docs/safety.md. A write acts on the turn's named target (the machine, a
+// simulator), whose posture is this process's configuration (target.go).
+//
+// A thread's kept checkpoints are its history (History); any of them can be
+// forked into a new thread (Fork), replayed under another configuration
+// (Replay, ReplayConversation) and compared with the original (Compare); a
+// fork writes to the simulated target unless a human names another. See
+// docs/time-travel.md.
 //
 // A run owns its thread for as long as it lasts: the graph's hold in this
 // process and the store's lease across replicas (LeaseConfig). See

@@ -336,7 +336,7 @@ func formatReading(v any, unit string) string {
 // replayed from its record; a started one is reconciled. again reports that
 // nothing of it took effect, so the attempt may run (again) under the gate.
 func (a *Agent) resolveEffect(ctx context.Context, c capabilities.Capability, step capabilities.Step, last AuditRecord) (res effectResult, again bool) {
-	action := capabilities.Action{Capability: last.Capability, Changes: last.Changes, Summary: last.Summary}
+	action := capabilities.Action{Capability: last.Capability, Target: last.Target, Changes: last.Changes, Summary: last.Summary}
 	if last.Event == AuditEnded {
 		switch {
 		case last.Outcome == "":
@@ -566,7 +566,13 @@ func (a *Agent) sideEffect(ctx context.Context, at attempt, step capabilities.St
 	rec := at.record(ctx)
 	rec.setAction(g.action)
 	rec.Before = g.before
-	if err := a.startEffect(ctx, rec); err != nil {
+	if reason, msg, err := a.startOnTarget(ctx, at, g.action, rec); reason != "" {
+		u := a.refuse(ctx, at, reason, msg)
+		refused := rec
+		refused.Event, refused.Outcome, refused.Reason, refused.Message = AuditRefused, capabilities.OutcomeRefused, reason, msg
+		a.auditBestEffort(ctx, refused)
+		return sideEffectResult{stop: &gateStop{update: u}}, at.ps
+	} else if err != nil {
 		msg := fmt.Sprintf("Step %d (%s) was not carried out: its start could not be recorded (%v), and a change is only made once its start is on record.",
 			at.idx+1, g.action.Summary, err)
 		u := a.refuse(ctx, at, RefusedAuditUnavailable, msg)

@@ -61,7 +61,7 @@ type gateResult struct {
 
 // writesEnabled is the effective write switch of a turn in this process.
 func (a *Agent) writesEnabled(s state.State) bool {
-	return a.cfg.Options.WritesEnabled && s.Turn.Options.WritesEnabled
+	return a.cfg.Options.WritesEnabled && s.Turn.Options.WritesEnabled && a.targetWrites(s)
 }
 
 // ownAnswer reports whether approval id answers the step whose first
@@ -88,6 +88,7 @@ func reaskID(apID, prev string, now []capabilities.Reading) string {
 func (a *Agent) gate(ctx context.Context, at attempt, step capabilities.Step, log attemptLog) gateResult {
 	c, idx := at.c, at.idx
 	action, err := capabilities.DescribeAction(c, step)
+	action.Target = at.s.Turn.Options.Target
 	refusal, refused := errors.AsType[*capabilities.ActionRefusedError](err)
 	if (err == nil || refused) && action.Summary == "" {
 		action.Summary = actionSummary(action)
@@ -102,11 +103,18 @@ func (a *Agent) gate(ctx context.Context, at attempt, step capabilities.Step, lo
 	g.rec.setAction(action)
 	if !a.writesEnabled(at.s) {
 		where := "the configuration (control_system.writes_enabled is false)"
-		if a.cfg.Options.WritesEnabled {
+		switch t := at.s.Turn.Options.Target; {
+		case !a.cfg.Options.WritesEnabled:
+		case !a.targetWrites(at.s):
+			where = fmt.Sprintf("the configuration of the %s target (targets.%s.writes_enabled is false)", t, t)
+		default:
 			where = "this turn's options"
 		}
 		return g.refuse(RefusedWritesDisabled, fmt.Sprintf("Writes are disabled by %s, so step %d (%s) was not carried out and nothing was changed.",
 			where, idx+1, describe(action, at.ps)))
+	}
+	if reason, msg := a.targetRefusal(ctx, at, action); reason != "" {
+		return g.refuse(reason, msg)
 	}
 	if err != nil && !refused {
 		return g.undescribed(err)
@@ -148,10 +156,14 @@ func (a *Agent) gate(ctx context.Context, at attempt, step capabilities.Step, lo
 		return g.approvedBefore()
 	}
 	// Side effects always need a human's approval, whatever the approval
-	// mode says, and the question names the exact action.
+	// mode says, and the question names the exact action — except on a
+	// simulated target whose configuration says none (target.go).
 	before, stop := g.read()
 	if stop != nil {
 		return *stop
+	}
+	if !a.targetAsks(at.s) {
+		return gateResult{ps: at.ps, action: action, before: before}
 	}
 	return g.ask(at.apID, before, "")
 }
@@ -211,7 +223,7 @@ func (g *gating) undescribed(err error) gateResult {
 // before it; why says why it is asked again, if it is.
 func (g *gating) ask(id string, before []capabilities.Reading, why string) gateResult {
 	a, at, action := g.a, g.at, g.action
-	ap := a.stepApproval(id, at.c, g.step, action.Summary, at.now)
+	ap := a.stepApproval(id, at.c, g.step, onTarget(action.Target, action.Summary), at.now)
 	ap.Action, ap.ActionDigest, ap.Before = &action, g.digest, before
 	if d := g.asked.Derivation(action, append(slices.Clone(before), g.history...)); len(d) > 0 {
 		// A relative change or a dated restore: the value comes from a

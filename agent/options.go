@@ -43,10 +43,16 @@ type TurnOptions struct {
 	// WritesEnabled: false turns writes off for the turn; true is allowed
 	// only when the configuration enables writes.
 	WritesEnabled *bool `json:"writes_enabled,omitempty"`
+	// Target names the target system the turn's side effects act on
+	// (Config.Targets); "" keeps the configured default. Each target's
+	// posture is the configuration's: choosing one loosens nothing.
+	Target string `json:"target,omitempty"`
 }
 
-// Exactly returns TurnOptions asking for every field of o (the command
-// line's chat sends its whole option set this way).
+// Exactly returns TurnOptions asking for every switch of o (the command
+// line's chat sends its whole option set this way). The target is left out:
+// a turn that names none acts on the thread's (a fork's rehearsal target)
+// or the configured default, and only a human's explicit choice names one.
 func Exactly(o state.Options) *TurnOptions {
 	return &TurnOptions{PlanApproval: &o.PlanApproval, ApprovalMode: o.ApprovalMode, SkipTaskExtraction: &o.SkipTaskExtraction,
 		SkipClassification: &o.SkipClassification, WritesEnabled: &o.WritesEnabled}
@@ -130,6 +136,11 @@ func approvalRank(mode string) int {
 // ones tightened by req.Options. A looser request is a *LoosenError unless
 // req.MayRaise names the setting; a malformed one matches ErrBadRequest.
 func (a *Agent) TurnOptions(req TurnRequest) (state.Options, error) {
+	if req.Options != nil {
+		if err := a.checkTarget(req.Options.Target); err != nil {
+			return a.cfg.Options, err
+		}
+	}
 	return turnOptions(a.cfg.Options, req.Options, req.MayRaise)
 }
 
@@ -164,6 +175,9 @@ func turnOptions(cfg state.Options, req *TurnOptions, mayRaise []string) (state.
 			return cfg, loosen(state.SettingWritesEnabled, "false", "true")
 		}
 		out.WritesEnabled = *v
+	}
+	if req.Target != "" {
+		out.Target = req.Target
 	}
 	if m := req.ApprovalMode; m != "" {
 		if approvalRank(m) < approvalRank(cfg.ApprovalMode) && !may(state.SettingApprovalMode) {

@@ -69,7 +69,7 @@ func DescribeOutcome(r AuditRecord) string {
 	if !strings.HasSuffix(s, ".") {
 		s += "."
 	}
-	return s
+	return onTarget(r.Target, s)
 }
 
 // DescribeBefore lists an approval's changes beside the value each target

@@ -214,7 +214,7 @@ func (a *Agent) stepFor(ctx context.Context, at attempt, resolved []capabilities
 	return capabilities.Step{
 		PlannedStep: ps.PlannedStep, Index: at.idx, Task: taskText(s), Attempt: at.n,
 		IdempotencyKey: fmt.Sprintf("%s/%d/%d/%d/%d", threadOf(ctx), s.Turn.Number, s.Turn.Plan.Number, at.idx, at.n),
-		Resolved:       resolved, WritesEnabled: a.writesEnabled(s), Approved: ps.Approved,
+		Resolved:       resolved, WritesEnabled: a.writesEnabled(s), Approved: ps.Approved, Target: s.Turn.Options.Target,
 	}
 }
 

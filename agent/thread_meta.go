@@ -10,7 +10,8 @@ import (
 
 // reservedMeta are the metadata keys that say whose a thread is and what
 // it may do; SetThreadMetadata leaves them to the turns that write them.
-var reservedMeta = []string{MetaOwner, MetaTenant, MetaUser, MetaApplication, MetaGraphVersion, MetaAllowedCapabilities}
+var reservedMeta = []string{MetaOwner, MetaTenant, MetaUser, MetaApplication, MetaGraphVersion, MetaAllowedCapabilities,
+	MetaForkedFrom, MetaForkedAt, MetaForkInput, MetaRehearsal}
 
 // SetThreadMetadata changes a thread's metadata between turns (a frontend
 // renames a thread): each key of set is stored, a key set to "" is removed,

@@ -161,6 +161,10 @@ type Step struct {
 	WritesEnabled bool
 	// Approved is true when a human approved this step before it ran.
 	Approved bool
+	// Target is the named target system the turn acts on ("live",
+	// "simulator"; empty when none is configured): a Targeter reads and
+	// writes that one (target.go).
+	Target string
 }
 
 // Output is what a successful step produces.

@@ -44,8 +44,14 @@ type Change struct {
 // before it runs. An approval is bound to its Digest: a step whose action
 // differs from the approved one does not run.
 type Action struct {
-	Capability string   `json:"capability"`
-	Changes    []Change `json:"changes,omitempty"`
+	Capability string `json:"capability"`
+	// Target is the named target system the action acts on ("live",
+	// "simulator": target.go), set by the framework from the turn; empty
+	// when the application configures no targets. It is part of the
+	// digest: an approval for the simulator never approves the live machine.
+	// (Each Change's Target is a channel on that system.)
+	Target  string   `json:"target,omitempty"`
+	Changes []Change `json:"changes,omitempty"`
 	// Summary says it in words a human can judge ("set SR:RF:VOLT from 4.80
 	// kV to 5.00 kV"): the one summary of a side effect, shown to the human
 	// who approves it and recorded in the audit log. It is not part of the
@@ -53,12 +59,14 @@ type Action struct {
 	Summary string `json:"-"`
 }
 
-// Digest is the hex SHA-256 of the action's capability and changes, in order.
+// Digest is the hex SHA-256 of the action's capability, target (when set)
+// and changes, in order.
 func (a Action) Digest() string {
 	b, err := json.Marshal(struct {
 		Capability string   `json:"capability"`
+		Target     string   `json:"target,omitempty"`
 		Changes    []Change `json:"changes"`
-	}{a.Capability, a.Changes})
+	}{a.Capability, a.Target, a.Changes})
 	if err != nil {
 		b = []byte("unserialisable:" + a.Capability)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/capgraph/capgraph/config"
 	"io"
 	"slices"
 	"strings"
@@ -98,9 +99,39 @@ func (c *cmdEnv) writesText(ctx context.Context) string {
 	switch {
 	case len(writers) == 0:
 		return "none of the capabilities writes"
+	case c.cfg.ControlSystem.WritesEnabled && len(c.cfg.ControlSystem.Targets) > 0:
+		return "enabled: " + names + " may act on the " + c.cfg.ControlSystem.Target + " target (" + targetsText(c.cfg.ControlSystem.Targets) + ")"
 	case c.cfg.ControlSystem.WritesEnabled:
 		return "enabled: " + names + " may act, each change after a human's approval"
 	}
 	return "disabled: " + names + " " + verb + " refused; to allow " + it + ", set control_system.writes_enabled: true in " + file +
 		" (each change still waits for a human's approval)"
+}
+
+// targetsText is each configured target's posture, by name: "live: writes
+// on, every change approved; simulator (simulated): writes on, no approval".
+func targetsText(ts map[string]config.Target) string {
+	names := make([]string, 0, len(ts))
+	for n := range ts {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		t := ts[n]
+		s := n
+		if t.Simulated {
+			s += " (simulated)"
+		}
+		switch {
+		case !t.WritesEnabled:
+			s += ": writes off"
+		case t.Approval == "none":
+			s += ": writes on, no approval"
+		default:
+			s += ": writes on, every change approved"
+		}
+		parts[i] = s
+	}
+	return strings.Join(parts, "; ")
 }

@@ -244,6 +244,26 @@ type ControlSystem struct {
 	// WritesEnabled is the master switch for capabilities that write to the
 	// control system (default false: they refuse).
 	WritesEnabled bool `yaml:"writes_enabled"`
+	// Targets are the named target systems writes act on (the demo's live
+	// machine and its simulator) and each one's posture; Target is the
+	// default of a turn that names none (required with targets). Empty:
+	// no targets, WritesEnabled alone decides. docs/time-travel.md.
+	Targets map[string]Target `yaml:"targets"`
+	Target  string            `yaml:"target"`
+}
+
+// Target is the posture of one target system (agent.TargetPolicy).
+type Target struct {
+	// WritesEnabled is the target's write switch; a write needs it and
+	// control_system.writes_enabled.
+	WritesEnabled bool `yaml:"writes_enabled"`
+	// Simulated marks a target that is not the real machine: replays and
+	// forks write to it unless a human chooses another.
+	Simulated bool `yaml:"simulated"`
+	// Approval is always (default) or none (only with simulated: true).
+	Approval string `yaml:"approval"`
+	// MaxWritesPerTurn caps the writes one turn makes on it (0: no cap).
+	MaxWritesPerTurn int `yaml:"max_writes_per_turn"`
 }
 
 // AgentControl holds the per-turn bypasses of infrastructure steps. They

@@ -104,6 +104,7 @@ func (d *decoder) validate(c *Config) {
 	d.validateTelemetry(c.Telemetry)
 	d.validateSchedules(c.Schedules)
 	d.validateTriggers(c.Triggers)
+	d.validateTargets(c.ControlSystem)
 }
 
 func (d *decoder) validateTriggers(triggers map[string]Trigger) {

@@ -24,7 +24,7 @@ func publicOutcome(r *agent.AuditRecord) *agent.AuditRecord {
 		return nil
 	}
 	return &agent.AuditRecord{Time: r.Time, Event: r.Event, Outcome: r.Outcome, Reason: r.Reason, Message: r.Message,
-		Capability: r.Capability, Summary: r.Summary, Changes: r.Changes, Turn: r.Turn, Plan: r.Plan, Step: r.Step, Attempt: r.Attempt,
+		Capability: r.Capability, Summary: r.Summary, Changes: r.Changes, Target: r.Target, Turn: r.Turn, Plan: r.Plan, Step: r.Step, Attempt: r.Attempt,
 		Before: r.Before, Readback: r.Readback, Reconciled: r.Reconciled, ResultSummary: r.ResultSummary, Duration: r.Duration}
 }
 

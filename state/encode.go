@@ -387,6 +387,9 @@ func (e *encoder) options(o Options) {
 		e.key(SettingWritesEnabled)
 		e.boolean(true)
 	}
+	if o.Target != "" {
+		e.strField(SettingTarget, o.Target)
+	}
 	e.b = append(e.b, '}')
 }
 

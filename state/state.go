@@ -65,6 +65,10 @@ type Options struct {
 	SkipClassification bool `json:"skip_classification,omitempty"`
 	// WritesEnabled is the global switch for side-effecting capabilities.
 	WritesEnabled bool `json:"writes_enabled,omitempty"`
+	// Target is the named target system the turn's side effects act on
+	// ("live", "simulator"); empty when none is configured. The posture of
+	// each target is the configuration's, read where a step executes.
+	Target string `json:"target,omitempty"`
 }
 
 // The safety settings of Options a request can name (their JSON names).
@@ -74,6 +78,7 @@ const (
 	SettingPlanApproval       = "plan_approval"
 	SettingSkipClassification = "skip_classification"
 	SettingSkipTaskExtraction = "skip_task_extraction"
+	SettingTarget             = "target"
 )
 
 // RaisableSettings are the settings a per-key permission may let a request

@@ -71,7 +71,21 @@ func AgentOptions(cfg *config.Config) state.Options {
 		WritesEnabled:      cfg.ControlSystem.WritesEnabled,
 		SkipTaskExtraction: cfg.AgentControl.SkipTaskExtraction,
 		SkipClassification: cfg.AgentControl.SkipClassification,
+		Target:             cfg.ControlSystem.Target,
 	}
+}
+
+// AgentTargets returns the target systems the file configures
+// (agent.Config.Targets), nil when it names none.
+func AgentTargets(cfg *config.Config) map[string]agent.TargetPolicy {
+	if len(cfg.ControlSystem.Targets) == 0 {
+		return nil
+	}
+	out := make(map[string]agent.TargetPolicy, len(cfg.ControlSystem.Targets))
+	for name, t := range cfg.ControlSystem.Targets {
+		out[name] = agent.TargetPolicy{WritesEnabled: t.WritesEnabled, Simulated: t.Simulated, Approval: t.Approval, MaxWritesPerTurn: t.MaxWritesPerTurn}
+	}
+	return out
 }
 
 // AgentConfig converts the file into an agent.Config over reg, store and
@@ -100,6 +114,7 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 		},
 		RetryPolicy:             cfg.Retry.Default,
 		Options:                 AgentOptions(cfg),
+		Targets:                 AgentTargets(cfg),
 		MaxConcurrency:          l.StepConcurrency,
 		ErrorNodeGrace:          time.Duration(l.ErrorNodeGrace),
 		ErrorExplanationTimeout: time.Duration(l.ErrorExplanationTimeout),

@@ -22,7 +22,9 @@ const Seed = 1
 
 // App returns the control-room application. Writes to the simulated machine
 // follow control_system.writes_enabled (off by default) and always ask a
-// human first.
+// human first. With control_system.targets, each target (the demo's live
+// and simulator) is a plant of its own, made alike: channel_read and
+// channel_write act on the turn's target (docs/time-travel.md).
 func App() cli.App {
 	examples := make([]string, len(plant.Demo))
 	for i, d := range plant.Demo {
@@ -32,7 +34,18 @@ func App() cli.App {
 		Name:     "capgraph",
 		Summary:  "capgraph — an agent for a (simulated) accelerator control room.",
 		Examples: examples,
-		Capabilities: func(*config.Config) ([]capabilities.Capability, error) {
+		Capabilities: func(cfg *config.Config) ([]capabilities.Capability, error) {
+			if cfg != nil && len(cfg.ControlSystem.Targets) > 0 {
+				targets := plant.Targets{}
+				for name := range cfg.ControlSystem.Targets {
+					p, err := plant.New(plant.Config{Seed: Seed})
+					if err != nil {
+						return nil, err
+					}
+					targets[name] = p
+				}
+				return plant.CapabilitiesOn(targets, cfg.ControlSystem.Target)
+			}
 			p, err := plant.New(plant.Config{Seed: Seed})
 			if err != nil {
 				return nil, err

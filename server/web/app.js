@@ -10,6 +10,7 @@ import { api, follow, keys, setKey, AuthError, APIError, onUnauthorized, threadP
 import { el, icon } from "./js/icons.js";
 import { Turn, setApprovalState } from "./js/turn.js";
 import { setZone, timeZone, date, stamp } from "./js/time.js";
+import { showTargets, showTimelines, targetOptions } from "./js/timetravel.js";
 
 const $ = (s) => document.querySelector(s);
 const chat = $("#chat"), statusEl = $("#status"), q = $("#q"), sendBtn = $("#send"), stopBtn = $("#stop");
@@ -310,6 +311,7 @@ async function openThread(id) {
     const user = ms.find((m) => m.role === "user");
     if (n === st.turn.number) { question = user ? user.content : question; continue; }
     const t = addTurn(user ? user.content : "");
+    t.root.dataset.turn = String(n);
     const answer = ms.filter((m) => m.role === "assistant").pop();
     if (answer) t.showMessage(answer);
     showOutcomes(t, n);
@@ -322,6 +324,7 @@ async function openThread(id) {
   const { events, live } = await latestRuns(id, ts.status);
   if (seq !== app.openSeq) return;
   const latest = addTurn(question);
+  latest.root.dataset.turn = String(st.turn.number);
   showOutcomes(latest, st.turn.number);
   for (const ev of events) if (ev.type !== "token") latest.handle(ev);
   if (live) {
@@ -333,6 +336,7 @@ async function openThread(id) {
   chat.dataset.loaded = id;
   scrollDown();
   if (ts.status === "running") pollRunning(id);
+  else showTimelines(chat, id, () => loadThreads());
 }
 
 // earlierArtifacts shows an earlier turn's artifacts (charts, tables) once
@@ -469,7 +473,7 @@ async function ask(text) {
     // A message while an approval is pending answers it (a clear yes or no)
     // or cancels it: the thread's state says which, once the run ends.
     const pending = chat.querySelector('[data-approval-id][data-state="pending"]');
-    const r = await api(threadPath(id, "runs"), { method: "POST", body: { input: text } });
+    const r = await api(threadPath(id, "runs"), { method: "POST", body: { input: text, options: targetOptions() } });
     await followRun(id, turn, r.run.id, 0);
     if (pending && app.threadId === id && !app.run) await openThread(id);
   } catch (e) {
@@ -597,6 +601,7 @@ async function startOnce() {
   }
   toggle($("#key-toggle"), keybar, false);
   showWrites(app.info);
+  showTargets();
   await loadThreads();
   loadEvaluations();
   route();

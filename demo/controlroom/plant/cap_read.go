@@ -14,6 +14,9 @@ import (
 // channels in its CHANNEL_ADDRESSES input (CHANNEL_VALUES).
 type ChannelRead struct {
 	plant *Plant
+	// targets, when set, are the plants it reads by the step's target
+	// (targets.go); plant is then the default one's.
+	targets Targets
 	// machine names the plant's quantities and systems for the classifier
 	// guide, built once: the catalog is fixed when the plant is made, and
 	// the guide is read at every turn.
@@ -40,7 +43,11 @@ func (*ChannelRead) Requires() []capabilities.Requirement {
 // answer would look complete to the user). When channel finding found no
 // channel it reads nothing and says so.
 func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
-	chans, found, err := r.plant.readChannels(step)
+	p, err := r.targets.on(r.plant, step.Target)
+	if err != nil {
+		return capabilities.Output{}, err
+	}
+	chans, found, err := p.readChannels(step)
 	if errors.Is(err, errNothingFound) {
 		return capabilities.Result(ChannelValuesType, ChannelValues{Values: []ChannelValue{}}, nothingDone("read", err)), nil
 	}
@@ -52,24 +59,24 @@ func (r *ChannelRead) Execute(ctx context.Context, step capabilities.Step) (capa
 		if err := ctx.Err(); err != nil {
 			return capabilities.Output{}, err
 		}
-		rd, err := r.plant.Read(name)
+		rd, err := p.Read(name)
 		if err != nil {
 			return capabilities.Output{}, err
 		}
-		c, _ := r.plant.Channel(name)
+		c, _ := p.Channel(name)
 		out.Values = append(out.Values, ChannelValue{Channel: name, Value: rd.Value, Text: c.FormatWithUnits(rd.Value),
 			Units: rd.Units, Time: rd.Time, Description: c.Description})
 	}
 	for _, t := range stepTexts(step) {
 		out.Counted = out.Counted || isCount(t)
 		if isVerdict(t) {
-			v := r.plant.judge(r.plant.subject(t), out.Values)
+			v := p.judge(p.subject(t), out.Values)
 			out.Verdict = &v
 			break
 		}
 	}
-	result := capabilities.Result(ChannelValuesType, out, out.Summary()).With(out.Artifact(r.plant))
-	if orbit, ok := out.OrbitArtifact(r.plant); ok {
+	result := capabilities.Result(ChannelValuesType, out, out.Summary()).With(out.Artifact(p))
+	if orbit, ok := out.OrbitArtifact(p); ok {
 		result = result.With(orbit) // BPMs along the ring: their profile
 	}
 	return withFound(result, step, found), nil

@@ -36,6 +36,9 @@ import (
 // readback verification.
 type ChannelWrite struct {
 	plant *Plant
+	// targets, when set, are the plants it acts on by the step's target
+	// (targets.go); plant is then the default one's.
+	targets Targets
 }
 
 // NewChannelWrite returns channel_write over p.
@@ -72,6 +75,10 @@ var valuePattern = regexp.MustCompile(`(?i)(?:\bto|=)\s*([-+]?\d+(?:\.\d+)?(?:e[
 
 // plan decides what the step will write, without writing.
 func (w *ChannelWrite) plan(step capabilities.Step) ([]writeOp, error) {
+	p, err := w.targets.on(w.plant, step.Target)
+	if err != nil {
+		return nil, err
+	}
 	chans, err := stepChannels(step)
 	if err != nil {
 		return nil, err
@@ -108,7 +115,7 @@ func (w *ChannelWrite) plan(step capabilities.Step) ([]writeOp, error) {
 			return nil, fmt.Errorf("%w: parameters.at must be a time (RFC 3339): %w", ErrAmbiguousWrite, err)
 		}
 		for _, name := range chans {
-			v, err := w.plant.SetpointAt(name, restoreAt)
+			v, err := p.SetpointAt(name, restoreAt)
 			if err != nil {
 				// Nothing to go back to: refused before anyone is asked.
 				return nil, &capabilities.ActionRefusedError{Reason: "no_history",
@@ -153,11 +160,11 @@ func (w *ChannelWrite) plan(step capabilities.Step) ([]writeOp, error) {
 		if !ok {
 			continue
 		}
-		c, ok := w.plant.Channel(name)
+		c, ok := p.Channel(name)
 		if !ok {
 			return nil, &ChannelError{Op: "write", Channel: name, Err: ErrUnknownChannel}
 		}
-		old, err := w.plant.Setpoint(name)
+		old, err := p.Setpoint(name)
 		if err != nil {
 			return nil, err
 		}
@@ -246,13 +253,17 @@ func refusal(ops []writeOp) *capabilities.ActionRefusedError {
 
 // Readback reads each target's setpoint now, without writing.
 func (w *ChannelWrite) Readback(_ context.Context, a capabilities.Action) ([]capabilities.Reading, error) {
+	p, err := w.targets.on(w.plant, a.Target)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]capabilities.Reading, 0, len(a.Changes))
 	for _, ch := range a.Changes {
-		v, err := w.plant.Setpoint(ch.Target)
+		v, err := p.Setpoint(ch.Target)
 		if err != nil {
 			return nil, err
 		}
-		c, _ := w.plant.Channel(ch.Target)
+		c, _ := p.Channel(ch.Target)
 		out = append(out, capabilities.Reading{Target: ch.Target, Value: v, Unit: c.Units})
 	}
 	return out, nil
@@ -261,13 +272,17 @@ func (w *ChannelWrite) Readback(_ context.Context, a capabilities.Action) ([]cap
 // ReadAt reads each target's setpoint at an earlier time, from the archive
 // (capabilities.HistoryReader): what a dated restore sets.
 func (w *ChannelWrite) ReadAt(_ context.Context, a capabilities.Action, at time.Time) ([]capabilities.Reading, error) {
+	p, err := w.targets.on(w.plant, a.Target)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]capabilities.Reading, 0, len(a.Changes))
 	for _, ch := range a.Changes {
-		v, err := w.plant.SetpointAt(ch.Target, at)
+		v, err := p.SetpointAt(ch.Target, at)
 		if err != nil {
 			return nil, err
 		}
-		c, _ := w.plant.Channel(ch.Target)
+		c, _ := p.Channel(ch.Target)
 		out = append(out, capabilities.Reading{Target: ch.Target, Value: v, Unit: c.Units, At: at})
 	}
 	return out, nil
@@ -297,6 +312,10 @@ func (w *ChannelWrite) Execute(ctx context.Context, step capabilities.Step) (cap
 				capabilities.MetaSuggestions: []string{"an operator can enable writes with control_system.writes_enabled: true"}},
 			Err: capabilities.ErrWritesDisabled})
 	}
+	p, err := w.targets.on(w.plant, step.Target)
+	if err != nil {
+		return capabilities.Output{}, capabilities.NotApplied(err)
+	}
 	ops, err := w.plan(step)
 	if err != nil {
 		return capabilities.Output{}, capabilities.NotApplied(err)
@@ -320,7 +339,7 @@ func (w *ChannelWrite) Execute(ctx context.Context, step capabilities.Step) (cap
 			}
 			return capabilities.Output{}, err
 		}
-		old, err := w.plant.Write(o.channel.Name, o.target)
+		old, err := p.Write(o.channel.Name, o.target)
 		if err != nil {
 			var le *LimitError
 			if errors.As(err, &le) {
@@ -332,7 +351,7 @@ func (w *ChannelWrite) Execute(ctx context.Context, step capabilities.Step) (cap
 			return capabilities.Output{}, err
 		}
 		o.old = old
-		rb, err := w.plant.Setpoint(o.channel.Name)
+		rb, err := p.Setpoint(o.channel.Name)
 		if err != nil {
 			return capabilities.Output{}, err
 		}

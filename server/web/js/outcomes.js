@@ -53,8 +53,14 @@ function readbackText(rs) {
 }
 
 // outcomeSentence says what became of the change and, for the outcomes a
-// human must act on, what to check.
+// human must act on, what to check; it names the target system the change
+// went to, when the server has targets ("on the simulator target: …").
 export function outcomeSentence(r) {
+  const s = outcomeWords(r);
+  return r.target ? "on the " + r.target + " target: " + s : s;
+}
+
+function outcomeWords(r) {
   const changes = r.changes || [];
   const what = changes.length ? "set " + changes.map((c) => changeText(c, r.before)).join("; ") : r.summary || r.capability;
   const targets = changes.map((c) => c.target).join(", ") || "the result of " + r.capability;
@@ -79,6 +85,6 @@ export function outcomeSentence(r) {
 // outcomeItem is one outcome as a list item: the badge, the step, what
 // became of it.
 export function outcomeItem(r) {
-  return el("li", { class: "outcome-item", dataset: { outcome: r.outcome, step: String(r.step) } },
+  return el("li", { class: "outcome-item", dataset: { outcome: r.outcome, step: String(r.step), target: r.target || "" } },
     outcomeBadge(r), " ", el("span", { class: "outcome-text", text: "Step " + (r.step + 1) + ": " + outcomeSentence(r) }));
 }
