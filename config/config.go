@@ -547,8 +547,12 @@ type Trigger struct {
 	// RatePerMinute bounds accepted calls (default: the trigger
 	// package's, 10).
 	RatePerMinute int `yaml:"rate_per_minute"`
-	// Tenant puts the runs' threads in this tenant (its API keys see
-	// them); empty: none.
+	// Principal names the API key (server.api_keys or CAPGRAPH_API_KEYS)
+	// the runs belong to: its holder lists their threads, streams them
+	// and answers their approvals. Empty: the keyless caller of a server
+	// without keys, else nobody's (docs/triggers.md).
+	Principal string `yaml:"principal"`
+	// Tenant is the tenant of Principal; empty: "default".
 	Tenant string `yaml:"tenant"`
 }
 

@@ -120,8 +120,10 @@ type Config struct {
 	Metrics http.Handler
 	// Triggers, when set, serves POST /api/triggers/{name} (package
 	// trigger): callers authenticate by the trigger's HMAC signature, not
-	// by API keys.
-	Triggers http.Handler
+	// by API keys. New calls it once with the server's StartFunc, so a
+	// trigger's run is one of the server's runs (listed, streamed,
+	// stopped and joined by Shutdown like any other).
+	Triggers func(start StartFunc) http.Handler
 	// Evaluations, when set, lists the last evaluation runs recorded in the
 	// store (capgraph eval --record) at GET /api/evaluations, for the page.
 	Evaluations EvaluationLister

@@ -26,6 +26,10 @@ type turnOpening struct {
 	// clientMeta is the metadata the client gave the thread; extraMeta is
 	// the protocol's own, stored beside it.
 	clientMeta, extraMeta map[string]string
+	// allowed, when not nil, narrows the key's allowed capabilities (a
+	// trigger's list); by, when set, names who asks instead of the key.
+	allowed []string
+	by      string
 }
 
 // openTurn checks a new turn and returns the agent's request for it: a
@@ -40,6 +44,10 @@ func (s *Server) openTurn(c caller, o turnOpening) (agent.TurnRequest, error) {
 		meta[k] = v
 	}
 	req := s.turnRequest(c, o.thread, o.input, o.options, meta)
+	req.AllowedCapabilities = narrowAllowed(req.AllowedCapabilities, o.allowed)
+	if o.by != "" {
+		req.By = o.by
+	}
 	if err := s.checkTurn(req); err != nil {
 		return agent.TurnRequest{}, err
 	}

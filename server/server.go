@@ -133,7 +133,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("GET /metrics", oa(s.cfg.Metrics.ServeHTTP))
 	}
 	if s.cfg.Triggers != nil {
-		mux.Handle("POST /api/triggers/{name}", s.cfg.Triggers)
+		mux.Handle("POST /api/triggers/{name}", s.cfg.Triggers(s.startFor))
 	}
 	s.mcpRoutes(mux, oa)
 	s.artifactRoutes(mux, oa)
