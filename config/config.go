@@ -393,8 +393,10 @@ type ServerLimits struct {
 	// the first run ended gets that run's answer; 0 means the default
 	// (1m), "never" (or a negative duration) turns it off.
 	DuplicateWindow Threshold `yaml:"duplicate_window"`
-	// DetachGrace: how long a run goes on after its client left, for the
-	// client's retry to join it; 0 means the default (10s), "never" (or a
+	// DetachGrace: how long a run goes on after its client left, when
+	// the client repeats requests (an Idempotency-Key, an SDK's retry
+	// header), for the retry to join it (any other client leaving stops
+	// its run at once); 0 means the default (10s), "never" (or a
 	// negative duration) cancels the run as soon as its client has gone.
 	DetachGrace Threshold `yaml:"detach_grace"`
 	// ParkAfter: a retry wait longer than this goes back to the runs

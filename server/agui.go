@@ -197,7 +197,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	if !ok {
-		ru.leave()
+		ru.leave(repeatable(r))
 		return
 	}
 	status, runErr, shutdown := ru.result()

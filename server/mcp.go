@@ -88,7 +88,7 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 			}
 		}
 	}, nil) {
-		ru.leave() // the client went away: the run stops at its next checkpoint
+		ru.leave(false) // the client went away (no repeat can join a run without a key): the run stops now
 		return mcp.Answer{}, ctx.Err()
 	}
 	status, runErr, shutdown := ru.result()

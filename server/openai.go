@@ -416,7 +416,7 @@ func (r *run) endNote() string {
 func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
 	ru.join()
 	followed := s.follow(r.Context(), ru, 0, nil, func(ev agent.Event) { rd.render(ev) }, nil)
-	left, replay, runErr := s.chatRunEnd(r.Context(), c, ru, followed, token)
+	left, replay, runErr := s.chatRunEnd(r, c, ru, followed, token)
 	if left {
 		return
 	}
@@ -459,9 +459,10 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 // An answer the agent refuses as already answered (ErrApprovalAnswered:
 // another replica carried it out between this request's lookup and its
 // resume) is no failure: replay is what the first answer became.
-func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed bool, token string) (left bool, replay *chatReply, runErr error) {
+func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, token string) (left bool, replay *chatReply, runErr error) {
+	ctx := r.Context()
 	if !followed {
-		ru.leave() // the client left; the run stops unless a repeat of the request follows it
+		ru.leave(repeatable(r)) // the client left; the run stops unless a repeat of the request follows it
 		if token != "" {
 			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
 		}
@@ -645,7 +646,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 			k.heartbeat()
 		}
 	})
-	left, replay, runErr := s.chatRunEnd(r.Context(), c, ru, ok, token)
+	left, replay, runErr := s.chatRunEnd(r, c, ru, ok, token)
 	if left {
 		return
 	}

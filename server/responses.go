@@ -312,7 +312,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 			out.sse.comment("keep-alive")
 		}
 	})
-	left, replay, runErr := s.chatRunEnd(r.Context(), c, st.ru, followed, st.token)
+	left, replay, runErr := s.chatRunEnd(r, c, st.ru, followed, st.token)
 	switch {
 	case left:
 		// The client went away; its run is canceled (chatRunEnd).

@@ -179,16 +179,18 @@ func (r *run) join() {
 func (r *run) keepForRemote() { r.join() }
 
 // leave is a joined request going away. When the last one has gone, the
-// run is canceled after Config.DetachGrace unless a repeat of the request
-// (an SDK retrying after its timeout) joins it meanwhile.
-func (r *run) leave() {
+// run is canceled: at once (a person pressed stop, closed the page), or,
+// when the request that left can be repeated (repeatable), after
+// Config.DetachGrace unless a repeat of it (an SDK retrying after its
+// timeout) joins the run meanwhile.
+func (r *run) leave(repeatable bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.followers--
 	if r.followers > 0 || r.detach != nil {
 		return
 	}
-	if r.detachGrace <= 0 {
+	if r.detachGrace <= 0 || !repeatable {
 		r.cancel()
 		return
 	}
