@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -123,64 +122,56 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("messages", "%d messages exceed the limit of %d", len(in.Messages), s.cfg.MaxMessages))
 		return
 	}
-	if err := checkIdempotencyKey(r); err != nil {
-		s.writeError(w, err)
-		return
-	}
 	if in.RunID == "" {
 		in.RunID = uuid.NewString()
 	}
-	// Everything is checked before the thread is created: a refused
-	// request leaves nothing behind.
-	internal := internalThreadID(c, in.ThreadID)
-	sp := runSpec{c: c, source: "agui", clientThread: in.ThreadID, thread: internal}
-	if len(in.Resume) == 0 {
-		var opts *agent.TurnOptions
-		if in.ForwardedProps != nil {
-			opts = in.ForwardedProps.Options
-		}
-		input, err := lastUserText(in.Messages)
-		if err != nil {
-			s.writeError(w, err)
-			return
-		}
-		req, err := s.openTurn(c, turnOpening{field: "messages", input: input, options: opts, source: "agui", clientThread: in.ThreadID, thread: internal})
-		if err != nil {
-			s.writeError(w, err)
-			return
-		}
-		sp.kind, sp.turn = kindTurn, &req
-	}
-	th, _, err := s.openThread(r.Context(), c, in.ThreadID, "agui", nil)
-	if err != nil {
-		s.writeError(w, err)
+	var (
+		th        Thread
+		resumeErr error // a resume that answers nothing: said in the stream
+	)
+	op, ok := s.open(opening{w: w, r: r, c: c, scope: "agui:" + internalThreadID(c, in.ThreadID),
+		spec: func(ctx context.Context, _ string) (*runSpec, error) {
+			// Everything is checked before the thread is created: a
+			// refused request leaves nothing behind.
+			sp := &runSpec{c: c, source: "agui", clientThread: in.ThreadID, thread: internalThreadID(c, in.ThreadID)}
+			if len(in.Resume) == 0 {
+				var opts *agent.TurnOptions
+				if in.ForwardedProps != nil {
+					opts = in.ForwardedProps.Options
+				}
+				input, err := lastUserText(in.Messages)
+				if err != nil {
+					return nil, err
+				}
+				req, err := s.openTurn(c, turnOpening{field: "messages", input: input, options: opts, source: "agui", clientThread: in.ThreadID, thread: sp.thread})
+				if err != nil {
+					return nil, err
+				}
+				sp.kind, sp.turn = kindTurn, &req
+			}
+			var err error
+			if th, _, err = s.openThread(ctx, c, in.ThreadID, "agui", nil); err != nil {
+				return nil, err
+			}
+			if len(in.Resume) > 0 {
+				var ans agent.Answer
+				if ans, resumeErr = s.aguiAnswer(ctx, th, in.Resume); resumeErr != nil {
+					return nil, nil
+				}
+				sp.kind, sp.answer = kindAnswer, &ans
+			}
+			return sp, nil
+		}})
+	if !ok {
 		return
 	}
-	var resumeErr error
-	if len(in.Resume) > 0 {
-		var ans agent.Answer
-		ans, resumeErr = s.aguiAnswer(r.Context(), th, in.Resume)
-		sp.kind, sp.answer = kindAnswer, &ans
-	}
-	sp.key, _ = idempotencyKey(r, c, "agui:"+th.internal, "")
-	var ru *run
-	if resumeErr == nil {
-		var dup *runstore.Record
-		if ru, dup, err = s.submit(r.Context(), sp); err != nil {
-			s.writeError(w, err)
+	ru := op.ru
+	if op.dup != nil {
+		w.Header().Set(headerReplayed, "true")
+		var joined bool
+		if ru, joined = s.runs.byID(op.dup.ID); !joined {
+			s.writeError(w, &RequestError{Kind: ErrConflict, Message: fmt.Sprintf("this Idempotency-Key started run %s, which ended as %s or runs elsewhere; read the thread's state", op.dup.ID, op.dup.Status)})
 			return
-		}
-		if dup != nil {
-			if err := sameRequest(*dup, sp.requestDigest()); err != nil {
-				s.writeError(w, err)
-				return
-			}
-			w.Header().Set(headerReplayed, "true")
-			var joined bool
-			if ru, joined = s.runs.byID(dup.ID); !joined {
-				s.writeError(w, &RequestError{Kind: ErrConflict, Message: fmt.Sprintf("this Idempotency-Key started run %s, which ended as %s or runs elsewhere; read the thread's state", dup.ID, dup.Status)})
-				return
-			}
 		}
 	}
 	sse := startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
@@ -191,7 +182,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ru.join()
-	ok := s.follow(r.Context(), ru, 0, sse, m.event, func() {
+	ok = s.follow(r.Context(), ru, 0, sse, m.event, func() {
 		if sse.idle(s.cfg.Heartbeat) {
 			m.emit(aguiEvent{Type: "CUSTOM", Name: "heartbeat", Value: map[string]any{}})
 		}

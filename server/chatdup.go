@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -26,21 +27,30 @@ var ErrDuplicateInProgress = errors.New("an identical request is being answered"
 // duplicateRetryAfter is the Retry-After of ErrDuplicateInProgress.
 const duplicateRetryAfter = 2
 
-// chatKey is the run key of a chat request: its Idempotency-Key, else the
+// chatOpening is the opening of a chat request (Chat Completions with
+// scope "chat", Responses with "responses"; source names the protocol in
+// the thread's metadata). The run's key is its Idempotency-Key, else the
 // conversation itself (model, forwarded chat id, every user and assistant
 // message) unless the window is off or the request answers an approval
-// (an approval token is answered once by its own bookkeeping).
-func (s *Server) chatKey(r *http.Request, c caller, t chatTurn, scope string) (key string, explicit bool) {
-	if r.Header.Get("Idempotency-Key") != "" {
-		return idempotencyKey(r, c, scope, "")
+// (an approval token is answered once by its own bookkeeping). The spec
+// (chatSpec) fills st; a token it claimed is settled when the run does
+// not start.
+func (s *Server) chatOpening(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, scope, source string, st *chatStart) opening {
+	implicit := ""
+	if _, ok := findApprovalToken(t.lastAssistant); s.cfg.DuplicateWindow >= 0 && !ok && t.token == "" {
+		implicit = t.model.ID + "\x00" + c.ChatID + "\x00" + t.thread + "\x00" + strconv.FormatBool(t.stream) + "\x00" + transcriptDigest(c, t.msgs)
 	}
-	if s.cfg.DuplicateWindow < 0 {
-		return "", false
-	}
-	if _, ok := findApprovalToken(t.lastAssistant); ok || t.token != "" {
-		return "", false
-	}
-	return idempotencyKey(r, c, scope, t.model.ID+"\x00"+c.ChatID+"\x00"+t.thread+"\x00"+strconv.FormatBool(t.stream)+"\x00"+transcriptDigest(c, t.msgs))
+	return opening{w: w, r: r, c: c, scope: scope, implicit: implicit, lookFirst: true, request: t.digest(c),
+		spec: func(ctx context.Context, _ string) (*runSpec, error) {
+			sp, started, err := s.chatSpec(ctx, c, t, source)
+			*st = started
+			return sp, err
+		},
+		refused: func() {
+			if st.token != "" {
+				s.approvals.settle(st.token, nil)
+			}
+		}}
 }
 
 // digest is what a chat request asks (runSpec.request): the conversation
@@ -50,13 +60,9 @@ func (t chatTurn) digest(c caller) string {
 }
 
 // replayChat answers a repeated chat request from the first request's run
-// rec and reports true; false when rec is too old to count (its key is
+// rec (the same request: opening checked it) and reports true; false when rec is too old to count (its key is
 // released, and the caller starts a new run).
 func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, rec runstore.Record, explicit bool) bool {
-	if err := sameRequest(rec, t.digest(c)); err != nil {
-		s.writeError(w, err)
-		return true
-	}
 	if ru := s.joinable(r.Context(), c, rec); ru != nil {
 		// Join the run: the answer as it comes.
 		w.Header().Set(headerReplayed, "true")

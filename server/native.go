@@ -230,17 +230,17 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("input", "required"))
 		return
 	}
-	if err := checkIdempotencyKey(r); err != nil {
-		s.writeError(w, err)
-		return
+	op, ok := s.open(opening{w: w, r: r, c: c, scope: "native:" + th.internal,
+		spec: func(context.Context, string) (*runSpec, error) {
+			treq, err := s.openTurn(c, turnOpening{field: "input", input: req.Input, options: req.Options, source: "native", clientThread: th.ID, thread: th.internal, clientMeta: th.Metadata})
+			if err != nil {
+				return nil, err
+			}
+			return &runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindTurn, turn: &treq}, nil
+		}})
+	if ok {
+		s.answerOpened(w, r, req.Stream, op)
 	}
-	treq, err := s.openTurn(c, turnOpening{field: "input", input: req.Input, options: req.Options, source: "native", clientThread: th.ID, thread: th.internal, clientMeta: th.Metadata})
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	key, _ := idempotencyKey(r, c, "native:"+th.internal, "")
-	s.startNative(w, r, req.Stream, runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindTurn, turn: &treq, key: key})
 }
 
 type approvalRequest struct {
@@ -273,50 +273,39 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("approved", "give approved (true/false) or text"))
 		return
 	}
-	if err := checkIdempotencyKey(r); err != nil {
-		s.writeError(w, err)
-		return
-	}
 	ans := agent.Answer{ApprovalID: req.ApprovalID, Text: req.Text, Approved: req.Approved, Plan: req.Plan, By: callerName(c)}
 	sp := runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindAnswer, answer: &ans}
-	key, _ := idempotencyKey(r, c, "approval:"+th.internal, "")
-	sp.key = key
-	if key != "" {
-		// A repetition with an Idempotency-Key finds the first answer's
-		// run.
-		if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil {
-			if err := sameRequest(rec, sp.requestDigest()); err != nil {
-				s.writeError(w, err)
-				return
+	// An answer is queued when the approval is pending beside an answer
+	// being carried out (admitAnswer), also when that answer's run took
+	// the thread a moment ago.
+	queue := false
+	op, ok := s.open(opening{w: w, r: r, c: c, scope: "approval:" + th.internal, lookFirst: true, request: sp.requestDigest(),
+		spec: func(ctx context.Context, key string) (*runSpec, error) {
+			// Only an approval that is pending can be answered, so a
+			// repeated answer cannot resume (and execute) twice.
+			beside, q, err := s.admitAnswer(ctx, th, req.ApprovalID)
+			if err != nil {
+				return nil, err
 			}
-			s.replayNative(w, r, req.Stream, rec)
-			return
-		}
-	}
-	// Only an approval that is pending can be answered, so a repeated
-	// answer cannot resume (and execute) twice.
-	beside, queue, err := s.admitAnswer(r.Context(), th, req.ApprovalID)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	sp.beside = beside
-	if !queue {
-		ru, dup, err := s.submit(r.Context(), sp)
-		var re *RequestError
-		if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
-			// Another answer's run took the thread since: queued behind
-			// it, if the approval is pending beside that answer.
-			if sp.beside, queue, _ = s.queueable(r.Context(), th.internal, req.ApprovalID); !queue {
-				s.writeError(w, err)
-				return
+			sp.beside, sp.key, queue = beside, key, q
+			if queue {
+				return nil, nil
 			}
-		} else {
-			s.answerStarted(w, r, req.Stream, sp, ru, dup, err)
-			return
-		}
+			return &sp, nil
+		},
+		failed: func(err error) bool {
+			var re *RequestError
+			if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
+				sp.beside, queue, _ = s.queueable(r.Context(), th.internal, req.ApprovalID)
+			}
+			return queue
+		}})
+	switch {
+	case queue:
+		s.queueNative(w, r, req.Stream, sp)
+	case ok:
+		s.answerOpened(w, r, req.Stream, op)
 	}
-	s.queueNative(w, r, req.Stream, sp)
 }
 
 // admitAnswer decides whether an answer to approval id may be carried
@@ -450,30 +439,14 @@ func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 	return nil
 }
 
-// startNative submits sp and answers with the run: its event stream, or
-// 202 with where to follow it. A repeated request (the same
-// Idempotency-Key) is answered with the first request's run.
-func (s *Server) startNative(w http.ResponseWriter, r *http.Request, stream bool, sp runSpec) {
-	ru, dup, err := s.submit(r.Context(), sp)
-	s.answerStarted(w, r, stream, sp, ru, dup, err)
-}
-
-// answerStarted answers a request whose run submit started (ru), found
-// started before (dup) or refused (err).
-func (s *Server) answerStarted(w http.ResponseWriter, r *http.Request, stream bool, sp runSpec, ru *run, dup *runstore.Record, err error) {
-	if err != nil {
-		s.writeError(w, err)
+// answerOpened answers a request with its run: the run it started, or
+// the one a request with the same key started before.
+func (s *Server) answerOpened(w http.ResponseWriter, r *http.Request, stream bool, op opened) {
+	if op.dup != nil {
+		s.replayNative(w, r, stream, *op.dup)
 		return
 	}
-	if dup != nil {
-		if err := sameRequest(*dup, sp.requestDigest()); err != nil {
-			s.writeError(w, err)
-			return
-		}
-		s.replayNative(w, r, stream, *dup)
-		return
-	}
-	s.answerNative(w, r, stream, ru)
+	s.answerNative(w, r, stream, op.ru)
 }
 
 func (s *Server) answerNative(w http.ResponseWriter, r *http.Request, stream bool, ru *run) {

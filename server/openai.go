@@ -157,29 +157,30 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	t.statuses = s.sendStatusFrames(r, c, t.user)
-	if err := checkIdempotencyKey(r); err != nil {
-		s.writeError(w, err)
+	// A repeated request (an SDK's retry) gets the first request's run.
+	var st chatStart
+	o := s.chatOpening(w, r, c, t, "chat", "openai", &st)
+	op, ok := s.open(o)
+	if !ok {
 		return
 	}
-	// A repeated request (an SDK's retry) gets the first request's run.
-	key, explicit := s.chatKey(r, c, t, "chat")
-	if key != "" {
-		if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil && s.replayChat(w, r, t, c, rec, explicit) {
+	if op.dup != nil && op.earlier {
+		if s.replayChat(w, r, t, c, *op.dup, op.explicit) {
+			return
+		}
+		o.lookFirst = false // too old to count (its key released): a new run
+		if op, ok = s.open(o); !ok {
 			return
 		}
 	}
-	st, err := s.startChat(r.Context(), c, t, "openai", key)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if st.dup != nil {
+	if op.dup != nil {
 		// Another request with the same key got there first.
-		if !s.replayChat(w, r, t, c, *st.dup, explicit) {
+		if !s.replayChat(w, r, t, c, *op.dup, op.explicit) {
 			s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request is being answered; try again shortly"})
 		}
 		return
 	}
+	st.ru = op.ru
 	if st.reply != nil {
 		s.replyChat(w, t, *st.reply)
 		return
@@ -217,11 +218,22 @@ type chatStart struct {
 	replayed *runstore.Record
 }
 
-// startChat decides which thread a chat turn goes to, and whether it runs
-// a new turn or resumes an approval, then records and starts the run (key
-// is its idempotency key, see chatKey). source names the protocol in the
-// thread's metadata.
-func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, key string) (chatStart, error) {
+// chatSpec decides which thread a chat turn goes to, and whether it runs
+// a new turn or resumes an approval: the run to start, with how it
+// started (its approval token, its thread), or no run and the reply to
+// send (st.reply). source names the protocol in the thread's metadata.
+// A token it claims is the caller's to settle when the run does not
+// start (opening.refused).
+func (s *Server) chatSpec(ctx context.Context, c caller, t chatTurn, source string) (sp *runSpec, st chatStart, err error) {
+	st, sp, err = s.chatRoute(ctx, c, t, source)
+	if sp != nil {
+		sp.c, sp.source, sp.clientThread, sp.chat, sp.request = c, source, st.clientThread, true, t.digest(c)
+	}
+	return sp, st, err
+}
+
+// chatRoute is chatSpec but for what every chat run has.
+func (s *Server) chatRoute(ctx context.Context, c caller, t chatTurn, source string) (chatStart, *runSpec, error) {
 	// Which thread, and run or resume?
 	var (
 		clientThread, thread string
@@ -245,27 +257,27 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			// the checkpoint store knows it (approvaltoken.go).
 			var err error
 			if ticket, res, err = s.claimStored(ctx, c, tok); err != nil {
-				return chatStart{}, err
+				return chatStart{}, nil, err
 			}
 		}
 		switch res {
 		case claimBusy:
-			return chatStart{}, &RequestError{Kind: ErrConflict, Message: "this approval is being carried out; wait for its answer"}
+			return chatStart{}, nil, &RequestError{Kind: ErrConflict, Message: "this approval is being carried out; wait for its answer"}
 		case claimReplay:
 			// A repeated request (an SDK retry, a resent message): the
 			// approval was carried out once; say again what it answered.
-			return chatStart{reply: &ticket.reply, clientThread: ticket.ClientThread}, nil
+			return chatStart{reply: &ticket.reply, clientThread: ticket.ClientThread}, nil, nil
 		case claimOK:
 			defer s.approvals.releaseOnPanic(tok)
 			fits, own, err := s.tokenFits(ctx, c, t, ticket)
 			if err != nil || !fits {
 				s.approvals.settle(tok, nil) // still unanswered, for its own conversation
 				if err != nil {
-					return chatStart{}, err
+					return chatStart{}, nil, err
 				}
 				reply := foreignTokenReply()
 				s.remember(c, t, own, reply)
-				return chatStart{reply: &reply, clientThread: own}, nil
+				return chatStart{reply: &reply, clientThread: own}, nil, nil
 			}
 			token, clientThread, thread = tok, ticket.ClientThread, ticket.Thread
 			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: tokenAnswer(t.input, tok), Token: tok, By: callerName(c)}
@@ -281,11 +293,11 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 		case c.ChatID != "":
 			clientThread = "openwebui:" + c.ChatID
 			if err := checkThreadID(headerChatID, clientThread); err != nil {
-				return chatStart{}, err
+				return chatStart{}, nil, err
 			}
 			_, created, err := s.openThread(ctx, c, clientThread, source, nil)
 			if err != nil {
-				return chatStart{}, err
+				return chatStart{}, nil, err
 			}
 			fresh = created
 		default:
@@ -293,16 +305,16 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			// (transcript.go); a new one gets a new thread.
 			ct, ok, err := s.continuedThread(ctx, c, t.msgs)
 			if err != nil {
-				return chatStart{}, err
+				return chatStart{}, nil, err
 			}
 			clientThread, fresh = ct, !ok
 			if !ok {
 				if reply := staleAnswerReply(t.input, stale); reply != nil {
-					return chatStart{reply: reply}, nil // no conversation to open for it
+					return chatStart{reply: reply}, nil, nil // no conversation to open for it
 				}
 				clientThread = "chat-" + uuid.NewString()
 				if _, _, err := s.openThread(ctx, c, clientThread, source, t.clientMeta); err != nil {
-					return chatStart{}, err
+					return chatStart{}, nil, err
 				}
 			}
 			transcript = transcriptDigest(c, t.msgs)
@@ -313,16 +325,16 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			// message may answer.
 			reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.input, stale)
 			if err != nil {
-				return chatStart{}, err
+				return chatStart{}, nil, err
 			}
 			if reply != nil {
 				s.remember(c, t, clientThread, *reply)
-				return chatStart{reply: reply, clientThread: clientThread}, nil
+				return chatStart{reply: reply, clientThread: clientThread}, nil, nil
 			}
 		} else if reply := staleAnswerReply(t.input, stale); reply != nil {
 			// Nothing waits in a new conversation: a yes or no next to
 			// the token answered nothing.
-			return chatStart{reply: reply, clientThread: clientThread}, nil
+			return chatStart{reply: reply, clientThread: clientThread}, nil, nil
 		}
 		extra := map[string]string{metaApprovalKey: approvalTokenKey(ownerKey(c), thread)}
 		if transcript != "" {
@@ -336,19 +348,12 @@ func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, ke
 			if errors.As(err, &le) {
 				err = &RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.model.ID, le.Error())}
 			}
-			return chatStart{}, err
+			return chatStart{}, nil, err
 		}
 		sp = runSpec{kind: kindTurn, turn: &req}
 	}
-	sp.c, sp.source, sp.clientThread, sp.thread, sp.key, sp.chat, sp.request = c, source, clientThread, thread, key, true, t.digest(c)
-	ru, dup, err := s.submit(ctx, sp)
-	if err != nil || dup != nil {
-		if token != "" {
-			s.approvals.settle(token, nil)
-		}
-		return chatStart{dup: dup}, err
-	}
-	return chatStart{ru: ru, token: token, clientThread: clientThread}, nil
+	sp.thread = thread
+	return chatStart{token: token, clientThread: clientThread}, &sp, nil
 }
 
 // allowedCapabilities is what the agent enforces for c: nil (no

@@ -236,35 +236,25 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	if err := checkIdempotencyKey(r); err != nil {
-		s.writeError(w, err)
-		return
-	}
 	// A repeated request (an SDK's retry) is answered by the first
 	// request's run: joined while it goes on, else from its record.
-	key, explicit := s.chatKey(r, c, t, "responses")
 	var st chatStart
-	if key != "" {
-		if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil {
-			st.dup = &rec
-		}
+	o := s.chatOpening(w, r, c, t, "responses", "responses", &st)
+	op, ok := s.open(o)
+	if !ok {
+		return
 	}
-	if st.dup == nil {
-		if st, err = s.startChat(r.Context(), c, t, "responses", key); err != nil {
-			s.writeError(w, err)
-			return
-		}
-	}
-	if st.dup != nil {
-		if err := sameRequest(*st.dup, t.digest(c)); err != nil {
-			s.writeError(w, err)
-			return
-		}
+	st.ru = op.ru
+	if op.dup != nil {
 		var again bool
-		if st, again = s.replayResponse(w, r, st.dup, explicit); again {
-			if st, err = s.startChat(r.Context(), c, t, "responses", key); err != nil {
-				s.writeError(w, err)
+		if st, again = s.replayResponse(w, r, op.dup, op.explicit); again {
+			o.lookFirst = false // too old to count (its key released): a new run
+			if op, ok = s.open(o); !ok {
 				return
+			}
+			st.ru = op.ru
+			if op.dup != nil {
+				st, _ = s.replayResponse(w, r, op.dup, op.explicit)
 			}
 		}
 		if st.ru == nil && st.reply == nil {
