@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"strings"
 	"time"
@@ -115,7 +116,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.RunID != "" && !validThreadID(in.RunID) {
-		s.writeError(w, badRequest("runId", "%s is not a valid run id: a run id is %s", quoteForClient(in.RunID), ThreadIDRule))
+		s.writeError(w, badRequest("runId", "%s is not a valid run id: a run id is %s", quoteForClient(in.RunID), threadIDRule))
 		return
 	}
 	if len(in.Messages) > s.cfg.MaxMessages {
@@ -170,7 +171,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(headerReplayed, "true")
 		var joined bool
 		if ru, joined = s.runs.byID(op.dup.ID); !joined {
-			s.writeError(w, &RequestError{Kind: ErrConflict, Message: fmt.Sprintf("this Idempotency-Key started run %s, which ended as %s or runs elsewhere; read the thread's state", op.dup.ID, op.dup.Status)})
+			s.writeError(w, &apierror.RequestError{Kind: apierror.ErrConflict, Message: fmt.Sprintf("this Idempotency-Key started run %s, which ended as %s or runs elsewhere; read the thread's state", op.dup.ID, op.dup.Status)})
 			return
 		}
 	}

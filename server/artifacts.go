@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"net/url"
 	"slices"
@@ -64,7 +65,7 @@ func (s *Server) artifactRoutes(mux *http.ServeMux, oa func(http.HandlerFunc) ht
 	mux.HandleFunc("GET /v1/artifacts/{thread}/{file}", s.handleSignedArtifact)
 }
 
-var errNoArtifact = &RequestError{Kind: ErrNotFound, Param: "artifact", Message: "no such artifact"}
+var errNoArtifact = &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "artifact", Message: "no such artifact"}
 
 // turnArtifacts are the artifacts of a turn of the internal thread (0: the
 // latest) and the turn's number.
@@ -72,7 +73,7 @@ func (s *Server) turnArtifacts(ctx context.Context, thread string, turn int) ([]
 	if ar := s.features.artifacts; ar != nil {
 		arts, n, err := ar.Artifacts(ctx, thread, turn)
 		if errors.Is(err, agent.ErrUnknownTurn) {
-			return nil, 0, &RequestError{Kind: ErrNotFound, Param: "turn", Message: err.Error()}
+			return nil, 0, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "turn", Message: err.Error()}
 		}
 		return arts, n, err
 	}
@@ -81,7 +82,7 @@ func (s *Server) turnArtifacts(ctx context.Context, thread string, turn int) ([]
 		return nil, 0, err
 	}
 	if turn != 0 && turn != st.Turn.Number {
-		return nil, 0, &RequestError{Kind: ErrNotFound, Param: "turn", Message: fmt.Sprintf("turn %d is not the thread's latest", turn)}
+		return nil, 0, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "turn", Message: fmt.Sprintf("turn %d is not the thread's latest", turn)}
 	}
 	rs := slices.Clone(st.Turn.Results)
 	slices.SortStableFunc(rs, func(x, y state.StepResult) int {
@@ -102,7 +103,7 @@ func (s *Server) findArtifact(ctx context.Context, thread, id string) (capabilit
 	}
 	arts, _, err := s.turnArtifacts(ctx, thread, turn)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) || errors.Is(err, agent.ErrUnknownThread) {
+		if errors.Is(err, apierror.ErrNotFound) || errors.Is(err, agent.ErrUnknownThread) {
 			return capabilities.Artifact{}, errNoArtifact
 		}
 		return capabilities.Artifact{}, err
@@ -173,7 +174,7 @@ func (s *Server) handleSignedArtifact(w http.ResponseWriter, r *http.Request) {
 	id, ext := artifacts.SplitImageExt(r.PathValue("file"))
 	q := r.URL.Query()
 	exp, err := strconv.ParseInt(q.Get("exp"), 10, 64)
-	notFound := &RequestError{Kind: ErrNotFound, Param: "artifact", Message: "no such artifact, or its link expired"}
+	notFound := &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "artifact", Message: "no such artifact, or its link expired"}
 	if ext == "" || err != nil || !artifacts.Valid(s.artifactKey, thread, id, exp, q.Get("sig")) || s.cfg.Now().Unix() > exp {
 		s.writeError(w, notFound)
 		return
@@ -185,7 +186,7 @@ func (s *Server) handleSignedArtifact(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		st, _, err := s.cfg.Runner.State(r.Context(), thread)
-		if err != nil || internalThreadID(c, st.Metadata[MetaThread]) != thread {
+		if err != nil || internalThreadID(c, st.Metadata[metaThread]) != thread {
 			s.writeError(w, notFound)
 			return
 		}
@@ -230,7 +231,7 @@ func (s *Server) serveArtifactImage(w http.ResponseWriter, a capabilities.Artifa
 	case a.Figure != nil && len(a.Figure.Data) > 0 && a.Figure.MediaType == mt:
 		data = a.Figure.Data
 	default:
-		s.writeError(w, &RequestError{Kind: ErrNotFound, Param: "artifact", Message: fmt.Sprintf("artifact %s has no .%s picture", a.ID, ext)})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "artifact", Message: fmt.Sprintf("artifact %s has no .%s picture", a.ID, ext)})
 		return
 	}
 	if err != nil {

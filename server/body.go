@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"io"
 	"net/http"
 	"os"
@@ -22,9 +23,6 @@ import (
 // until the request's ReadTimeout. Then the bytes must be exactly one JSON
 // value (whitespace around it allowed): anything after it is a 400, so a
 // truncated or concatenated request never runs.
-
-// ErrBodyTimeout: the request body stopped arriving before its end.
-var ErrBodyTimeout = errors.New("request body timeout")
 
 // idleBody sets a read deadline before every read of the body, so a
 // stalled body fails after idle without moving the request's overall
@@ -121,7 +119,7 @@ func bodyError(r *http.Request, read int64, err error) error {
 	case errors.As(err, &mbe):
 		return err
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return &RequestError{Kind: ErrBodyTimeout, Param: "body", Message: fmt.Sprintf(
+		return &apierror.RequestError{Kind: apierror.ErrBodyTimeout, Param: "body", Message: fmt.Sprintf(
 			"the request body stopped arriving after %d of the %s: send the whole body, or a Content-Length that matches it", read, announced(r))}
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("body", "the request body ended after %d of the %s", read, announced(r))
@@ -193,7 +191,7 @@ func jsonError(err error) error {
 	var (
 		se *json.SyntaxError
 		te *json.UnmarshalTypeError
-		re *RequestError
+		re *apierror.RequestError
 		oe *agent.OptionError
 	)
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"strconv"
 
@@ -20,11 +21,7 @@ import (
 // (docs/reliability.md). An Idempotency-Key header names the run
 // explicitly, for as long as its record is kept.
 
-// ErrDuplicateInProgress: an identical request's run goes on elsewhere (in
-// recovery, or on another replica); 409 with Retry-After, which SDKs retry.
-var ErrDuplicateInProgress = errors.New("an identical request is being answered")
-
-// duplicateRetryAfter is the Retry-After of ErrDuplicateInProgress.
+// duplicateRetryAfter is the Retry-After of apierror.ErrDuplicateInProgress.
 const duplicateRetryAfter = 2
 
 // chatOpening is the opening of a chat request (Chat Completions with
@@ -76,7 +73,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	}
 	if !rec.Status.Terminal() {
 		w.Header().Set("Retry-After", strconv.Itoa(duplicateRetryAfter))
-		s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
 		return true
 	}
 	var res runResult
@@ -124,7 +121,7 @@ func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *run
 	}
 	if !rec.Status.Terminal() {
 		w.Header().Set("Retry-After", strconv.Itoa(duplicateRetryAfter))
-		s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
 		return chatStart{}, false
 	}
 	var res runResult

@@ -55,7 +55,7 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 		q.Thread = "mcp-" + uuid.NewString()
 	}
 	if !validThreadID(q.Thread) {
-		return mcp.Answer{}, fmt.Errorf("%w: thread_id %s is not a valid thread id: a thread id is %s", mcp.ErrBadQuestion, quoteForClient(q.Thread), ThreadIDRule)
+		return mcp.Answer{}, fmt.Errorf("%w: thread_id %s is not a valid thread id: a thread id is %s", mcp.ErrBadQuestion, quoteForClient(q.Thread), threadIDRule)
 	}
 	th, _, err := s.openThread(ctx, c, q.Thread, "mcp", nil)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"slices"
 	"strconv"
@@ -120,7 +121,7 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, Thread,
 		return c, th, false
 	}
 	if !ok {
-		s.writeError(w, &RequestError{Kind: ErrNotFound, Param: "thread", Message: "no such thread"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "thread", Message: "no such thread"})
 	}
 	return c, th, ok
 }
@@ -138,7 +139,7 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ru, busy := s.runs.activeOn(th.internal); busy {
-		s.writeError(w, &RequestError{Kind: ErrRunInProgress, Message: "run " + ru.ID + " is still running; cancel it first"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "run " + ru.ID + " is still running; cancel it first"})
 		return
 	}
 	// Deleting a thread the store does not have is no error.
@@ -294,8 +295,8 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 			return &sp, nil
 		},
 		failed: func(err error) bool {
-			var re *RequestError
-			if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
+			var re *apierror.RequestError
+			if errors.As(err, &re) && errors.Is(re.Kind, apierror.ErrRunInProgress) {
 				sp.beside, queue, _ = s.queueable(r.Context(), th.internal, req.ApprovalID)
 			}
 			return queue
@@ -328,7 +329,7 @@ func (s *Server) admitAnswer(ctx context.Context, th Thread, id string) (beside 
 		}
 		return beside, false, nil
 	}
-	var re *RequestError
+	var re *apierror.RequestError
 	if !errors.As(err, &re) {
 		return nil, false, err
 	}
@@ -405,11 +406,11 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 // execute) twice: once answered, the approval is no longer pending.
 func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 	if _, busy := s.runs.activeOn(th.internal); busy {
-		return &RequestError{Kind: ErrRunInProgress, Message: "a run is in progress on this thread"}
+		return &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread"}
 	}
 	st, status, err := s.cfg.Runner.State(ctx, th.internal)
 	if errors.Is(err, agent.ErrUnknownThread) {
-		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: "the thread has no pending approval"}
+		return &apierror.RequestError{Kind: apierror.ErrConflict, Param: "approval_id", Message: "the thread has no pending approval"}
 	}
 	if err != nil {
 		return err
@@ -425,16 +426,16 @@ func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 		if d.By != "" {
 			verdict += " by " + d.By
 		}
-		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q was already answered (%s at %s); an answer is carried out once",
+		return &apierror.RequestError{Kind: apierror.ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q was already answered (%s at %s); an answer is carried out once",
 			id, verdict, d.At.UTC().Format(time.RFC3339))}
 	}
 	if status != agent.RunInterrupted {
-		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread (status %s)", id, status)}
+		return &apierror.RequestError{Kind: apierror.ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread (status %s)", id, status)}
 	}
 	// Any of the approvals the run waits for (concurrent steps each ask):
 	// they are answered independently, in any order.
 	if !s.stillPendingID(ctx, th.internal, id) {
-		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread", id)}
+		return &apierror.RequestError{Kind: apierror.ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread", id)}
 	}
 	return nil
 }
@@ -483,7 +484,7 @@ func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *runstore.
 	c := callerFrom(r.Context())
 	id := r.PathValue("run")
 	notFound := func() (*run, *runstore.Record, bool) {
-		s.writeError(w, &RequestError{Kind: ErrNotFound, Param: "run", Message: "no such run"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "run", Message: "no such run"})
 		return nil, nil, false
 	}
 	if err := checkThreadID("thread", r.PathValue("thread")); err != nil {
@@ -546,7 +547,7 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 	case rec.Status.Terminal():
 		writeJSON(w, http.StatusAccepted, recordInfo(*rec)) // nothing left to cancel
 	default:
-		s.writeError(w, &RequestError{Kind: ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
 	}
 }
 
@@ -627,7 +628,7 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 // its record: the ending frames, or 409 while it has not ended.
 func (s *Server) streamRecord(w http.ResponseWriter, rec runstore.Record) {
 	if !rec.Status.Terminal() {
-		s.writeError(w, &RequestError{Kind: ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
 		return
 	}
 	s.recordEnd(startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), rec)

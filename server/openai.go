@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"slices"
 	"strings"
@@ -28,7 +29,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	m, ok := s.model(r.PathValue("id"))
 	if !ok {
-		s.writeError(w, &RequestError{Kind: ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", r.PathValue("id"))})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", r.PathValue("id"))})
 		return
 	}
 	writeJSON(w, http.StatusOK, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
@@ -78,7 +79,7 @@ func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 	}
 	m, ok := s.model(req.Model)
 	if !ok {
-		return chatTurn{}, &RequestError{Kind: ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
+		return chatTurn{}, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
 	}
 	if req.N != nil && *req.N > 1 {
 		return chatTurn{}, badRequest("n", "only n=1 is supported")
@@ -176,7 +177,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	if op.dup != nil {
 		// Another request with the same key got there first.
 		if !s.replayChat(w, r, t, c, *op.dup, op.explicit) {
-			s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request is being answered; try again shortly"})
+			s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request is being answered; try again shortly"})
 		}
 		return
 	}
@@ -262,7 +263,7 @@ func (s *Server) chatRoute(ctx context.Context, c caller, t chatTurn, source str
 		}
 		switch res {
 		case claimBusy:
-			return chatStart{}, nil, &RequestError{Kind: ErrConflict, Message: "this approval is being carried out; wait for its answer"}
+			return chatStart{}, nil, &apierror.RequestError{Kind: apierror.ErrConflict, Message: "this approval is being carried out; wait for its answer"}
 		case claimReplay:
 			// A repeated request (an SDK retry, a resent message): the
 			// approval was carried out once; say again what it answered.
@@ -346,7 +347,7 @@ func (s *Server) chatRoute(ctx context.Context, c caller, t chatTurn, source str
 			// configuration, which this key may not raise.
 			var le *agent.LoosenError
 			if errors.As(err, &le) {
-				err = &RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.model.ID, le.Error())}
+				err = &apierror.RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.model.ID, le.Error())}
 			}
 			return chatStart{}, nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -112,7 +113,7 @@ func FuzzChatRequest(f *testing.F) {
 		req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
 		turn, err := srv.parseChat(req)
 		if err != nil {
-			var re *RequestError
+			var re *apierror.RequestError
 			status, _, _, _ := errorStatus(err)
 			if !errors.As(err, &re) || status != http.StatusBadRequest && status != http.StatusNotFound && status != http.StatusRequestEntityTooLarge {
 				t.Fatalf("parseChat(%q): %T %v (status %d)", body, err, err, status)
@@ -187,7 +188,7 @@ func FuzzAGUIInput(f *testing.F) {
 
 // FuzzThreadPaths: whatever method, path and thread id a client uses, no
 // answer is a 5xx and every error is in the JSON shape; a thread id is
-// refused (400) exactly when it breaks ThreadIDRule; and the URL the server
+// refused (400) exactly when it breaks threadIDRule; and the URL the server
 // builds for an id it accepts (threadPath) routes back to that very id. The
 // corpus is in testdata/fuzz/FuzzThreadPaths.
 func FuzzThreadPaths(f *testing.F) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"iter"
 	"slices"
 	"time"
@@ -109,8 +110,8 @@ func (s *Server) recoverRuns(ctx context.Context, wait bool) ([]string, error) {
 		sp := runSpec{c: c, source: "recovery", clientThread: clientThread, thread: cr.Thread, kind: kindResume, claimed: cr, origin: fromClaim}
 		if _, _, err := s.submit(ctx, sp); err != nil {
 			cr.Release()
-			var re *RequestError
-			if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
+			var re *apierror.RequestError
+			if errors.As(err, &re) && errors.Is(re.Kind, apierror.ErrRunInProgress) {
 				continue // a client's run of this server got there first
 			}
 			errs = append(errs, fmt.Errorf("server: recover thread %q: %w", cr.Thread, err))
@@ -150,8 +151,8 @@ func (s *Server) recoverRecorded(ctx context.Context, room func() bool) ([]strin
 			ok, err := s.takeOver(ctx, rec)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("server: recover run %s: %w", rec.ID, err))
-				var re *RequestError
-				if errors.As(err, &re) && errors.Is(re.Kind, ErrShuttingDown) {
+				var re *apierror.RequestError
+				if errors.As(err, &re) && errors.Is(re.Kind, apierror.ErrShuttingDown) {
 					return started, errors.Join(errs...)
 				}
 				continue
@@ -263,8 +264,8 @@ func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started boo
 	}
 	r, _, err := s.submit(ctx, sp)
 	if err != nil {
-		var re *RequestError
-		if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
+		var re *apierror.RequestError
+		if errors.As(err, &re) && errors.Is(re.Kind, apierror.ErrRunInProgress) {
 			// A run of this server got there first (a client's, another
 			// recovered one): this one starts when it ends.
 			if s.cluster == nil {
@@ -462,7 +463,7 @@ func (s *Server) ownerOf(ctx context.Context, thread string) (caller, string) {
 		return none, thread
 	}
 	md := st.Metadata
-	c := caller{Principal: Principal{Name: md[MetaOwner], Tenant: md[MetaTenant]}, User: md[MetaUser]}
+	c := caller{Principal: Principal{Name: md[metaOwner], Tenant: md[metaTenant]}, User: md[metaUser]}
 	for _, p := range s.keys.principals {
 		if p.Name == c.Principal.Name && p.Tenant == c.Principal.Tenant {
 			c.Principal = p
@@ -471,7 +472,7 @@ func (s *Server) ownerOf(ctx context.Context, thread string) (caller, string) {
 	if len(s.keys.principals) == 0 && c.Principal.Name == anonymous.Name && c.Principal.Tenant == anonymous.Tenant {
 		c.Principal = anonymous
 	}
-	id := md[MetaThread]
+	id := md[metaThread]
 	if c.Principal.Name == "" || id == "" || internalThreadID(c, id) != thread {
 		return none, thread
 	}

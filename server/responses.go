@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"slices"
 	"strings"
@@ -52,7 +53,7 @@ func threadOfItemID(id string) (string, bool) {
 				return "", false
 			}
 			b, err := hex.DecodeString(h)
-			if err != nil || len(b) == 0 || len(b) > MaxThreadIDLen {
+			if err != nil || len(b) == 0 || len(b) > maxThreadIDLen {
 				return "", false
 			}
 			return string(b), true
@@ -196,7 +197,7 @@ func (rs *responseStore) latestOf(thread string) (string, bool) {
 func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
 	obj, ok := s.responses.get(ownerKey(callerFrom(r.Context())), r.PathValue("id"))
 	if !ok {
-		s.writeError(w, &RequestError{Kind: ErrNotFound, Param: "id",
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "id",
 			Message: "no such response (responses are kept in this server's memory, the newest " + fmt.Sprint(keepResponses) + ")"})
 		return
 	}
@@ -217,7 +218,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	m, ok := s.model(req.Model)
 	if !ok {
-		s.writeError(w, &RequestError{Kind: ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)})
 		return
 	}
 	t := chatTurn{model: m, stream: req.Stream, clientMeta: req.Metadata}
@@ -364,7 +365,7 @@ func (s *Server) responsesThread(ctx context.Context, c caller, req responses.Re
 	if ref == "" {
 		return nil
 	}
-	notFound := &RequestError{Kind: ErrNotFound, Param: param, Message: fmt.Sprintf("no response or item %q", ref)}
+	notFound := &apierror.RequestError{Kind: apierror.ErrNotFound, Param: param, Message: fmt.Sprintf("no response or item %q", ref)}
 	clientThread, ok := threadOfItemID(ref)
 	if !ok {
 		return notFound
@@ -378,7 +379,7 @@ func (s *Server) responsesThread(ctx context.Context, c caller, req responses.Re
 	}
 	if req.PreviousResponseID != "" {
 		if latest, known := s.responses.latestOf(th.internal); known && latest != req.PreviousResponseID {
-			return &RequestError{Kind: ErrConflict, Param: param, Message: fmt.Sprintf(
+			return &apierror.RequestError{Kind: apierror.ErrConflict, Param: param, Message: fmt.Sprintf(
 				"%s is not the latest response of its conversation (%s is): a conversation cannot branch; continue from the latest", ref, latest)}
 		}
 	}

@@ -83,7 +83,7 @@ func TestResponsesOpenAIGoNonStream(t *testing.T) {
 		t.Fatalf("output %+v", resp.Output)
 	}
 	// The metadata is the thread's, like POST /api/threads metadata.
-	if runs := env.runner.runs(); runs[0].Metadata["meta.ticket"] != "OPS-42" || runs[0].Metadata[MetaSource] != "responses" {
+	if runs := env.runner.runs(); runs[0].Metadata["meta.ticket"] != "OPS-42" || runs[0].Metadata[metaSource] != "responses" {
 		t.Fatalf("turn metadata %v", runs[0].Metadata)
 	}
 	got, err := c.Responses.Get(ctx, resp.ID, responses.ResponseGetParams{})

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"iter"
 	"maps"
 	"net/http"
@@ -198,10 +199,6 @@ func (sp runSpec) requestDigest() string {
 	return digestHex(parts...)
 }
 
-// ErrKeyReused: an Idempotency-Key sent again with a different request.
-// 422 (the IETF Idempotency-Key draft), never the first request's answer.
-var ErrKeyReused = errors.New("idempotency key reused with a different request")
-
 // sameRequest refuses to answer request from rec, the run its key started,
 // when rec was started by a different request. Records without the label
 // (written before it existed) are taken as the same request.
@@ -209,7 +206,7 @@ func sameRequest(rec runstore.Record, request string) error {
 	if got := rec.Labels[labelRequest]; got == "" || got == request {
 		return nil
 	}
-	return &RequestError{Kind: ErrKeyReused, Param: "Idempotency-Key", Message: "this key was first sent with a different request (run " + rec.ID + "); use a new key for a new request"}
+	return &apierror.RequestError{Kind: apierror.ErrKeyReused, Param: "Idempotency-Key", Message: "this key was first sent with a different request (run " + rec.ID + "); use a new key for a new request"}
 }
 
 // submit records the run and starts it. A spec whose key a record holds
@@ -379,7 +376,7 @@ func isThreadBusy(err error) bool { return errors.Is(err, agent.ErrThreadBusy) }
 func answerable(err error) bool {
 	var (
 		fe *agent.FatalError
-		te *TurnTimeoutError
+		te *apierror.TurnTimeoutError
 	)
 	return errors.As(err, &fe) || errors.As(err, &te)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"iter"
 	"runtime/debug"
 	"sort"
@@ -443,10 +444,10 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return nil, &RequestError{Kind: ErrShuttingDown, Message: "the server is shutting down"}
+		return nil, &apierror.RequestError{Kind: apierror.ErrShuttingDown, Message: "the server is shutting down"}
 	}
 	if r, busy := m.byThread[sp.thread]; busy {
-		return nil, &RequestError{Kind: ErrRunInProgress, Message: "run " + r.ID + " is still running on this thread"}
+		return nil, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "run " + r.ID + " is still running on this thread"}
 	}
 	if r, ok := m.runs[sp.id]; ok && r.state() == lifecycle.Parked {
 		// Its own record taken over when its retry is due: the parked run
@@ -455,10 +456,10 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 		return r, nil
 	}
 	if limited && m.active[c.key()] >= limit {
-		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "too many concurrent runs for this API key; try again later"}
+		return nil, &apierror.RequestError{Kind: apierror.ErrTooManyRuns, Message: "too many concurrent runs for this API key; try again later"}
 	}
 	if limited && m.s.cfg.MaxTotalRuns > 0 && len(m.byThread) >= m.s.cfg.MaxTotalRuns {
-		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "the server runs as many runs as it may; try again later"}
+		return nil, &apierror.RequestError{Kind: apierror.ErrTooManyRuns, Message: "the server runs as many runs as it may; try again later"}
 	}
 	// The run's context lives as long as the run, across the agent calls
 	// of a parked run; each call has the turn's time limit (execute).
@@ -680,7 +681,7 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 			r.pub.add(ev)
 		}
 	case runErr != nil && errors.Is(runErr, context.DeadlineExceeded) && ctx.Err() != nil:
-		runErr = &TurnTimeoutError{Limit: m.s.cfg.TurnTimeout, Err: runErr}
+		runErr = &apierror.TurnTimeoutError{Limit: m.s.cfg.TurnTimeout, Err: runErr}
 	}
 	// Audit before the run shows as finished, so a client that saw it end
 	// finds every attempt in the log.

@@ -70,7 +70,7 @@ func (s *Server) startFor(ctx context.Context, o Owner, req agent.TurnRequest) (
 }
 
 // reservedTurnMeta are the metadata keys the server writes itself.
-var reservedTurnMeta = []string{MetaOwner, MetaTenant, MetaUser, MetaSource, MetaThread}
+var reservedTurnMeta = []string{metaOwner, metaTenant, metaUser, metaSource, metaThread}
 
 // errNoSuchOwner: an Owner names no configured principal.
 var errNoSuchOwner = errors.New("no API key of that name")

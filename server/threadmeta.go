@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"maps"
 	"net/http"
 	"strings"
@@ -52,12 +53,12 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, busy := s.runs.activeOn(th.internal); busy {
-		s.writeError(w, &RequestError{Kind: ErrRunInProgress, Message: "a run is in progress on this thread; change it when the run has ended"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread; change it when the run has ended"})
 		return
 	}
 	stored := make(map[string]string, len(set))
 	for k, v := range set {
-		stored[MetaClientPrefix+k] = v
+		stored[metaClientPrefix+k] = v
 	}
 	if ms := s.features.threads; ms != nil {
 		// A thread the store does not have yet (created here, never run)
@@ -131,7 +132,7 @@ func (s *Server) checkMetadataChange(old, set map[string]string) error {
 		return nil
 	}
 	err := s.checkMetadata(merged)
-	if re := (*RequestError)(nil); errors.As(err, &re) {
+	if re := (*apierror.RequestError)(nil); errors.As(err, &re) {
 		re.Message = "the thread's metadata after this change: " + re.Message
 	}
 	return err
