@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"net/http"
 	"strings"
 	"time"
@@ -175,7 +176,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sse := startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
+	sse := sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
 	m := &aguiMapper{s: s, sse: sse, threadID: in.ThreadID, runID: in.RunID, steps: map[string]bool{}, thread: th.internal}
 	m.emit(aguiEvent{Type: "RUN_STARTED", ThreadID: in.ThreadID, RunID: in.RunID})
 	if resumeErr != nil {
@@ -184,7 +185,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	}
 	ru.join()
 	ok = s.follow(r.Context(), ru, 0, sse, m.event, func() {
-		if sse.idle(s.cfg.Heartbeat) {
+		if sse.Idle(s.cfg.Heartbeat) {
 			m.emit(aguiEvent{Type: "CUSTOM", Name: "heartbeat", Value: map[string]any{}})
 		}
 	})
@@ -268,7 +269,7 @@ func lastUserText(msgs []aguiMessage) (string, error) {
 // before RUN_FINISHED, every tool call gets a result.
 type aguiMapper struct {
 	s        *Server
-	sse      *sseWriter
+	sse      *sse.Writer
 	threadID string
 	runID    string
 
@@ -287,7 +288,7 @@ type aguiMapper struct {
 
 func (m *aguiMapper) emit(e aguiEvent) {
 	e.Timestamp = m.s.cfg.Now().UnixMilli()
-	m.sse.data(e)
+	m.sse.Data(e)
 }
 
 func (m *aguiMapper) event(ev agent.Event) {

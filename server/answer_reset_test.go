@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ func TestChatRendererAnswerReset(t *testing.T) {
 func TestAGUIAnswerReset(t *testing.T) {
 	rec := httptest.NewRecorder()
 	s := &Server{cfg: Config{Now: time.Now}}
-	m := &aguiMapper{s: s, sse: startSSE(rec, time.Now, 0), steps: map[string]bool{}}
+	m := &aguiMapper{s: s, sse: sse.Start(rec, time.Now, 0), steps: map[string]bool{}}
 	for _, ev := range []agent.Event{
 		{Type: agent.EventToken, Text: "The be"},
 		{Type: agent.EventAnswerReset, Text: "stream failed"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"net/http"
 	"slices"
 	"strconv"
@@ -373,8 +374,8 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 	}
 	// The stream's first byte acknowledges the answer (it is recorded);
 	// its events follow once the run it waits for has ended.
-	sse := startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
-	sse.frame("", "queued", map[string]any{"run_id": rec.ID, "thread_id": rec.Labels[labelThread]})
+	sse := sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
+	sse.Frame("", "queued", map[string]any{"run_id": rec.ID, "thread_id": rec.Labels[labelThread]})
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -390,8 +391,8 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 			s.recordEnd(sse, cur)
 			return
 		}
-		if sse.idle(s.cfg.Heartbeat) {
-			sse.frame("", "heartbeat", "{}")
+		if sse.Idle(s.cfg.Heartbeat) {
+			sse.Frame("", "heartbeat", "{}")
 		}
 		select {
 		case <-r.Context().Done():
@@ -631,32 +632,32 @@ func (s *Server) streamRecord(w http.ResponseWriter, rec runstore.Record) {
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
 		return
 	}
-	s.recordEnd(startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), rec)
+	s.recordEnd(sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout), rec)
 }
 
 // recordEnd writes the ending frames of a run known from its record.
-func (s *Server) recordEnd(sse *sseWriter, rec runstore.Record) {
+func (s *Server) recordEnd(sse *sse.Writer, rec runstore.Record) {
 	if rec.Status == runstore.Failed {
 		code := "run_failed"
-		sse.frame("", "error", map[string]any{"error": apiError{Message: rec.Error, Type: "server_error", Code: &code}})
+		sse.Frame("", "error", map[string]any{"error": apiError{Message: rec.Error, Type: "server_error", Code: &code}})
 	}
-	sse.frame("", "end", map[string]any{"run_id": rec.ID, "status": recordStatus(rec.Status), "shutdown": false})
+	sse.Frame("", "end", map[string]any{"run_id": rec.ID, "status": recordStatus(rec.Status), "shutdown": false})
 }
 
 // streamRun writes the run's events as SSE: "id: <seq>", "event: <type>",
 // the agent.Event as data; then an "error" frame if the run failed and a
 // final "end" frame.
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, ru *run, after int) {
-	s.followRun(r, startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), ru, after)
+	s.followRun(r, sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout), ru, after)
 }
 
 // followRun is streamRun on a stream already started.
-func (s *Server) followRun(r *http.Request, sse *sseWriter, ru *run, after int) {
+func (s *Server) followRun(r *http.Request, sse *sse.Writer, ru *run, after int) {
 	ok := s.follow(r.Context(), ru, after, sse, func(ev agent.Event) {
-		sse.frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
+		sse.Frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
 	}, func() {
-		if sse.idle(s.cfg.Heartbeat) {
-			sse.frame("", "heartbeat", "{}")
+		if sse.Idle(s.cfg.Heartbeat) {
+			sse.Frame("", "heartbeat", "{}")
 		}
 	})
 	if !ok {
@@ -665,7 +666,7 @@ func (s *Server) followRun(r *http.Request, sse *sseWriter, ru *run, after int) 
 	status, runErr, shutdown := ru.result()
 	if runErr != nil {
 		code := "run_failed"
-		sse.frame("", "error", map[string]any{"error": apiError{Message: s.publicMessage(runErr), Type: "server_error", Code: &code}})
+		sse.Frame("", "error", map[string]any{"error": apiError{Message: s.publicMessage(runErr), Type: "server_error", Code: &code}})
 	}
-	sse.frame("", "end", map[string]any{"run_id": ru.ID, "status": status, "shutdown": shutdown})
+	sse.Frame("", "end", map[string]any{"run_id": ru.ID, "status": status, "shutdown": shutdown})
 }

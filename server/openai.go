@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"net/http"
 	"slices"
 	"strings"
@@ -574,7 +575,7 @@ func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, ci completio
 
 // chunker writes chat.completion.chunk frames of one stream.
 type chunker struct {
-	sse      *sseWriter
+	sse      *sse.Writer
 	id       string
 	created  int64
 	model    string
@@ -583,12 +584,12 @@ type chunker struct {
 }
 
 func (s *Server) newChunker(w http.ResponseWriter, t chatTurn, ci completionIdent) *chunker {
-	return &chunker{sse: startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), id: ci.id, created: ci.created,
+	return &chunker{sse: sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout), id: ci.id, created: ci.created,
 		model: t.model.ID, usage: t.usage, statuses: t.statuses}
 }
 
 func (k *chunker) chunk(d *chatDelta, finish *string) {
-	k.sse.data(chatCompletion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
+	k.sse.Data(chatCompletion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
 		Choices: []chatChoice{{Delta: d, FinishReason: finish}}})
 }
 
@@ -607,7 +608,7 @@ func (k *chunker) content(s string) {
 
 func (k *chunker) status(d statusData) {
 	if k.statuses {
-		k.sse.data(statusFrame{Event: statusEvent{Type: "status", Data: d}})
+		k.sse.Data(statusFrame{Event: statusEvent{Type: "status", Data: d}})
 	}
 }
 
@@ -619,17 +620,17 @@ func (k *chunker) finish(u agent.Usage) {
 	stop := "stop"
 	k.chunk(&chatDelta{}, &stop)
 	if k.usage {
-		k.sse.data(chatCompletion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
+		k.sse.Data(chatCompletion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
 			Choices: []chatChoice{}, Usage: &chatUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
 	}
-	k.sse.data("[DONE]")
+	k.sse.Data("[DONE]")
 }
 
 // fail ends the stream with an OpenAI error frame (no [DONE]), the way
 // compatible servers report a failure after the 200.
 func (k *chunker) fail(s *Server, err error) {
 	code := "run_failed"
-	k.sse.data(map[string]any{"error": apiError{Message: s.publicMessage(err), Type: "server_error", Code: &code}})
+	k.sse.Data(map[string]any{"error": apiError{Message: s.publicMessage(err), Type: "server_error", Code: &code}})
 }
 
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
@@ -648,7 +649,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 			}
 		}
 	}, func() {
-		if k.sse.idle(s.cfg.Heartbeat) {
+		if k.sse.Idle(s.cfg.Heartbeat) {
 			k.heartbeat()
 		}
 	})
@@ -687,7 +688,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	}
 	s.rememberTranscript(c, t, ru, rd.content.String())
 	k.finish(rd.usage)
-	if k.sse.err == nil {
+	if k.sse.Err() == nil {
 		s.delivered(ru)
 	}
 }

@@ -3,10 +3,10 @@ package server
 import (
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"time"
 )
 
 // errInternal is what a client sees of a handler's panic: the details go to
@@ -48,16 +48,16 @@ func (s *Server) recoverPanics(h http.Handler) http.Handler {
 func streamFailure(w http.ResponseWriter, path string) {
 	code := "internal_error"
 	e := apiError{Message: errInternal.Error(), Type: "server_error", Code: &code}
-	sse := &sseWriter{w: w, rc: http.NewResponseController(w), now: time.Now}
+	sse := sse.Continue(w)
 	switch {
 	case strings.HasPrefix(path, "/agui"):
-		sse.data(aguiEvent{Type: "RUN_ERROR", Message: e.Message, Code: code})
+		sse.Data(aguiEvent{Type: "RUN_ERROR", Message: e.Message, Code: code})
 	case strings.HasPrefix(path, "/v1/"):
-		sse.data(map[string]any{"error": e})
+		sse.Data(map[string]any{"error": e})
 	default:
-		sse.frame("", "error", map[string]any{"error": e})
+		sse.Frame("", "error", map[string]any{"error": e})
 	}
-	sse.flush()
+	sse.Flush()
 }
 
 // trackingWriter notes whether the response has started. Unwrap lets

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"net/http"
 	"slices"
 	"strings"
@@ -279,7 +280,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		thread: internalThreadID(c, st.clientThread)}
 	s.responses.put(out.owner, out.thread, out.obj)
 	if t.stream {
-		out.sse = startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
+		out.sse = sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
 		out.event("response.created", map[string]any{"response": out.obj})
 		out.event("response.in_progress", map[string]any{"response": out.obj})
 	}
@@ -299,8 +300,8 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 			out.text(p.Content)
 		}
 	}, func() {
-		if out.sse != nil && out.sse.idle(s.cfg.Heartbeat) {
-			out.sse.comment("keep-alive")
+		if out.sse != nil && out.sse.Idle(s.cfg.Heartbeat) {
+			out.sse.Comment("keep-alive")
 		}
 	})
 	left, replay, runErr := s.chatRunEnd(r, c, st.ru, followed, st.token)
@@ -340,7 +341,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 // delivered reports whether the answer reached the connection.
 func (o *responseWriter) delivered(w http.ResponseWriter) bool {
 	if o.sse != nil {
-		return o.sse.err == nil
+		return o.sse.Err() == nil
 	}
 	return http.NewResponseController(w).Flush() == nil
 }
@@ -407,7 +408,7 @@ func (s *Server) pendingToken(ctx context.Context, c caller, thread string) (str
 // one JSON object at the end. The output message opens at its first text.
 type responseWriter struct {
 	s      *Server
-	sse    *sseWriter
+	sse    *sse.Writer
 	seq    int
 	obj    responseObject
 	msgID  string
@@ -426,7 +427,7 @@ func (o *responseWriter) event(typ string, fields map[string]any) {
 	fields["type"] = typ
 	fields["sequence_number"] = o.seq
 	o.seq++
-	o.sse.frame("", typ, fields)
+	o.sse.Frame("", typ, fields)
 }
 
 func (o *responseWriter) item(status string) responseItem {

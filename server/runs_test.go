@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"iter"
 	"net/http/httptest"
 	"strconv"
@@ -207,11 +208,11 @@ func TestFollowFlushesTheEventsAtHandTogether(t *testing.T) {
 		t.Fatal("the run did not end")
 	}
 	w := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
-	sse := startSSE(w, time.Now, 0)
+	sse := sse.Start(w, time.Now, 0)
 	var n int
 	if !env.srv.follow(context.Background(), r, 0, sse, func(ev agent.Event) {
 		n++
-		sse.frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
+		sse.Frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
 	}, nil) {
 		t.Fatal("follow did not see the end")
 	}
