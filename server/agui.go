@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/apierror"
-	"github.com/capgraph/capgraph/server/internal/sse"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/reqbody"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -108,7 +109,7 @@ type aguiPlanStep struct {
 func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
 	var in aguiInput
-	if err := decodeJSON(r, &in); err != nil {
+	if err := reqbody.Decode(r, &in); err != nil {
 		s.writeError(w, err)
 		return
 	}

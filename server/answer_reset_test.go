@@ -2,13 +2,13 @@ package server
 
 import (
 	"encoding/json"
-	"github.com/capgraph/capgraph/server/internal/sse"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/capgraph/capgraph/state"
 )
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/capgraph/capgraph/artifactview/chart"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/mcp"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/artifacts"
 	"github.com/capgraph/capgraph/state"
 )

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // Audit API limits.

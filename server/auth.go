@@ -5,11 +5,11 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // Headers a trusted frontend (Open WebUI with

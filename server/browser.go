@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"mime"
 	"net"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/server/allowedhost"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // No browser acts for the operator (docs/safety.md). A page on another

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"strconv"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // SDKs retry a Chat Completions request that failed or timed out (openai

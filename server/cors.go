@@ -2,11 +2,12 @@ package server
 
 import (
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // Browser clients on other sites (a control-room portal calling the API

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"testing"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 func TestErrorStatus(t *testing.T) {

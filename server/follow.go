@@ -2,10 +2,10 @@ package server
 
 import (
 	"context"
-	"github.com/capgraph/capgraph/server/internal/sse"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/sse"
 )
 
 // follow hands the run's events after seq after to fn, in order, calling

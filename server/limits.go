@@ -3,13 +3,13 @@ package server
 import (
 	"container/list"
 	"context"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // What one principal can make the server hold is bounded: its threads

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/apierror"
-	"github.com/capgraph/capgraph/server/internal/sse"
 	"net/http"
 	"slices"
 	"strconv"
@@ -15,6 +13,9 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/reqbody"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -30,9 +31,9 @@ type createThreadRequest struct {
 func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
 	var req createThreadRequest
-	body, err := readBody(r)
+	body, err := reqbody.Read(r)
 	if err == nil && len(bytes.TrimSpace(body)) > 0 {
-		err = unmarshalRequest(body, &req, true)
+		err = reqbody.Unmarshal(body, &req, true)
 	}
 	if err != nil {
 		s.writeError(w, err)
@@ -224,7 +225,7 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req startRunRequest
-	if err := decodeStrictJSON(r, &req); err != nil {
+	if err := reqbody.DecodeStrict(r, &req); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -259,7 +260,7 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req approvalRequest
-	if err := decodeStrictJSON(r, &req); err != nil {
+	if err := reqbody.DecodeStrict(r, &req); err != nil {
 		s.writeError(w, err)
 		return
 	}

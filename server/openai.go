@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/apierror"
-	"github.com/capgraph/capgraph/server/internal/sse"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,6 +12,9 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/reqbody"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/google/uuid"
 )
 
@@ -72,7 +73,7 @@ type chatTurn struct {
 
 func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 	var req chatRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := reqbody.Decode(r, &req); err != nil {
 		return chatTurn{}, err
 	}
 	if req.Model == "" {

@@ -3,10 +3,11 @@ package server
 import (
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/sse"
 	"net/http"
 	"runtime/debug"
 	"strings"
+
+	"github.com/capgraph/capgraph/server/internal/sse"
 )
 
 // errInternal is what a client sees of a handler's panic: the details go to

@@ -3,12 +3,12 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"sync/atomic"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 

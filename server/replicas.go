@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"sync"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 

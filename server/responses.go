@@ -5,15 +5,16 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/apierror"
-	"github.com/capgraph/capgraph/server/internal/sse"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/responses"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -207,7 +208,7 @@ func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
-	body, err := readBody(r) // never the connection's details (addresses, timeouts)
+	body, err := reqbody.Read(r) // never the connection's details (addresses, timeouts)
 	if err != nil {
 		s.writeError(w, err)
 		return

@@ -1,12 +1,13 @@
 package server
 
 import (
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"io/fs"
 	"net/http"
 	"path"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // Every answer of the server is in its API's shape, the mux's own too: a

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"iter"
 	"maps"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"iter"
 	"runtime/debug"
 	"sort"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/sse"
 	"iter"
 	"net/http/httptest"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/logging"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
+	"github.com/capgraph/capgraph/server/internal/sse"
 )
 
 // logRuns is a manager of no server, to move the runs of the event log's

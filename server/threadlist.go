@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"strconv"
 	"strings"
 	"unicode"
@@ -10,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // Threads outlive the server: the agent stores the turn's metadata with

@@ -3,12 +3,13 @@ package server
 import (
 	"encoding/json"
 	"errors"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"maps"
 	"net/http"
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/responses"
 )
 
@@ -29,7 +30,7 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req updateThreadRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := reqbody.Decode(r, &req); err != nil {
 		s.writeError(w, err)
 		return
 	}
