@@ -98,6 +98,43 @@ type aguiInterrupt struct {
 	Metadata       map[string]any `json:"metadata,omitempty"`
 }
 
+// aguiSpec is the run an AG-UI request asks for: a turn with its last
+// user message, or, with resume, the answer to the thread's approval. It
+// opens the thread (th) after everything is checked, so a refused request
+// leaves nothing behind; a resume that answers nothing starts no run and
+// is told in the stream (resumeErr).
+func (s *Server) aguiSpec(ctx context.Context, c caller, in aguiInput, th *Thread, resumeErr *error) (*runSpec, error) {
+	sp := &runSpec{c: c, source: "agui", clientThread: in.ThreadID, thread: internalThreadID(c, in.ThreadID)}
+	if len(in.Resume) == 0 {
+		var opts *agent.TurnOptions
+		if in.ForwardedProps != nil {
+			opts = in.ForwardedProps.Options
+		}
+		input, err := lastUserText(in.Messages)
+		if err != nil {
+			return nil, err
+		}
+		req, err := s.openTurn(c, turnOpening{field: "messages", input: input, options: opts, source: "agui", clientThread: in.ThreadID, thread: sp.thread})
+		if err != nil {
+			return nil, err
+		}
+		sp.kind, sp.turn = kindTurn, &req
+	}
+	var err error
+	if *th, _, err = s.openThread(ctx, c, in.ThreadID, "agui", nil); err != nil {
+		return nil, err
+	}
+	if len(in.Resume) > 0 {
+		ans, err := s.aguiAnswer(ctx, *th, in.Resume)
+		if err != nil {
+			*resumeErr = err
+			return nil, nil
+		}
+		sp.kind, sp.answer = kindAnswer, &ans
+	}
+	return sp, nil
+}
+
 // aguiPlanStep is one entry of the plan in the AG-UI state.
 type aguiPlanStep struct {
 	Step       int    `json:"step"`
@@ -134,36 +171,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	)
 	op, ok := s.open(opening{w: w, r: r, c: c, scope: "agui:" + internalThreadID(c, in.ThreadID),
 		spec: func(ctx context.Context, _ string) (*runSpec, error) {
-			// Everything is checked before the thread is created: a
-			// refused request leaves nothing behind.
-			sp := &runSpec{c: c, source: "agui", clientThread: in.ThreadID, thread: internalThreadID(c, in.ThreadID)}
-			if len(in.Resume) == 0 {
-				var opts *agent.TurnOptions
-				if in.ForwardedProps != nil {
-					opts = in.ForwardedProps.Options
-				}
-				input, err := lastUserText(in.Messages)
-				if err != nil {
-					return nil, err
-				}
-				req, err := s.openTurn(c, turnOpening{field: "messages", input: input, options: opts, source: "agui", clientThread: in.ThreadID, thread: sp.thread})
-				if err != nil {
-					return nil, err
-				}
-				sp.kind, sp.turn = kindTurn, &req
-			}
-			var err error
-			if th, _, err = s.openThread(ctx, c, in.ThreadID, "agui", nil); err != nil {
-				return nil, err
-			}
-			if len(in.Resume) > 0 {
-				var ans agent.Answer
-				if ans, resumeErr = s.aguiAnswer(ctx, th, in.Resume); resumeErr != nil {
-					return nil, nil
-				}
-				sp.kind, sp.answer = kindAnswer, &ans
-			}
-			return sp, nil
+			return s.aguiSpec(ctx, c, in, &th, &resumeErr)
 		}})
 	if !ok {
 		return

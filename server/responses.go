@@ -208,78 +208,19 @@ func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
-	body, err := reqbody.Read(r) // never the connection's details (addresses, timeouts)
+	req, t, err := s.responsesTurn(r, c)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	req, err := responses.Decode(body, responses.Limits{MaxItems: s.cfg.MaxMessages, MaxItemBytes: s.cfg.MaxMessageBytes})
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	m, ok := s.model(req.Model)
+	st, ok := s.startResponse(w, r, c, t)
 	if !ok {
-		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)})
-		return
-	}
-	t := chatTurn{model: m, stream: req.Stream, clientMeta: req.Metadata}
-	for _, it := range req.Items {
-		if it.Ref {
-			continue
-		}
-		if it.Role == "assistant" {
-			t.lastAssistant = it.Text
-		}
-		t.msgs = append(t.msgs, transcriptMsg{Role: it.Role, Text: it.Text})
-	}
-	last := req.Items[len(req.Items)-1]
-	t.input, t.unread = last.Text, last.Unread // an empty text was refused by Decode
-	if err := s.responsesThread(r.Context(), c, req, &t); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	// A repeated request (an SDK's retry) is answered by the first
-	// request's run: joined while it goes on, else from its record.
-	var st chatStart
-	o := s.chatOpening(w, r, c, t, "responses", "responses", &st)
-	op, ok := s.open(o)
-	if !ok {
-		return
-	}
-	st.ru = op.ru
-	if op.dup != nil {
-		var again bool
-		if st, again = s.replayResponse(w, r, op.dup, op.explicit); again {
-			o.lookFirst = false // too old to count (its key released): a new run
-			if op, ok = s.open(o); !ok {
-				return
-			}
-			st.ru = op.ru
-			if op.dup != nil {
-				st, _ = s.replayResponse(w, r, op.dup, op.explicit)
-			}
-		}
-		if st.ru == nil && st.reply == nil {
-			return // answered
-		}
+		return // answered
 	}
 	if st.token != "" {
 		defer s.approvals.releaseOnPanic(st.token)
 	}
-	obj := responseObject{ID: newItemID(responseIDPrefix, st.clientThread), Object: "response", CreatedAt: s.cfg.Now().Unix(),
-		Status: "in_progress", Instructions: req.Instructions, Model: m.ID, Output: []responseItem{}, Store: true,
-		Temperature: 1, TopP: 1, ToolChoice: "auto", Tools: []struct{}{}, Truncation: "disabled", Metadata: req.Metadata}
-	obj.Text.Format.Type = "text"
-	if obj.Metadata == nil {
-		obj.Metadata = map[string]string{}
-	}
-	if req.PreviousResponseID != "" {
-		obj.PreviousResponseID = &req.PreviousResponseID
-	}
-	out := &responseWriter{s: s, obj: obj, msgID: newItemID(messageIDPrefix, st.clientThread), owner: ownerKey(c),
-		thread: internalThreadID(c, st.clientThread)}
-	s.responses.put(out.owner, out.thread, out.obj)
+	out := s.newResponseWriter(c, req, t.model, st.clientThread)
 	if t.stream {
 		out.sse = sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
 		out.event("response.created", map[string]any{"response": out.obj})
@@ -294,6 +235,91 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	s.followResponse(w, r, c, t, st, out)
+}
+
+// responsesTurn reads a Responses request as the chat turn it asks for:
+// its conversation (items referenced by id are the thread's own), its
+// model profile, and the thread it continues.
+func (s *Server) responsesTurn(r *http.Request, c caller) (responses.Request, chatTurn, error) {
+	body, err := reqbody.Read(r) // never the connection's details (addresses, timeouts)
+	if err != nil {
+		return responses.Request{}, chatTurn{}, err
+	}
+	req, err := responses.Decode(body, responses.Limits{MaxItems: s.cfg.MaxMessages, MaxItemBytes: s.cfg.MaxMessageBytes})
+	if err != nil {
+		return req, chatTurn{}, err
+	}
+	m, ok := s.model(req.Model)
+	if !ok {
+		return req, chatTurn{}, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
+	}
+	t := chatTurn{model: m, stream: req.Stream, clientMeta: req.Metadata}
+	for _, it := range req.Items {
+		if it.Ref {
+			continue
+		}
+		if it.Role == "assistant" {
+			t.lastAssistant = it.Text
+		}
+		t.msgs = append(t.msgs, transcriptMsg{Role: it.Role, Text: it.Text})
+	}
+	last := req.Items[len(req.Items)-1]
+	t.input, t.unread = last.Text, last.Unread // an empty text was refused by Decode
+	err = s.responsesThread(r.Context(), c, req, &t)
+	return req, t, err
+}
+
+// startResponse opens the request's run. A repeated request (an SDK's
+// retry) is answered by the first request's run: joined while it goes
+// on, else from its record. false when the request has been answered.
+func (s *Server) startResponse(w http.ResponseWriter, r *http.Request, c caller, t chatTurn) (chatStart, bool) {
+	var st chatStart
+	o := s.chatOpening(w, r, c, t, "responses", "responses", &st)
+	op, ok := s.open(o)
+	if !ok {
+		return st, false
+	}
+	st.ru = op.ru
+	if op.dup == nil {
+		return st, true
+	}
+	var again bool
+	if st, again = s.replayResponse(w, r, op.dup, op.explicit); again {
+		o.lookFirst = false // too old to count (its key released): a new run
+		if op, ok = s.open(o); !ok {
+			return st, false
+		}
+		st.ru = op.ru
+		if op.dup != nil {
+			st, _ = s.replayResponse(w, r, op.dup, op.explicit)
+		}
+	}
+	return st, st.ru != nil || st.reply != nil
+}
+
+// newResponseWriter starts the response object of a request on
+// clientThread, kept for GET /v1/responses/{id}.
+func (s *Server) newResponseWriter(c caller, req responses.Request, m Model, clientThread string) *responseWriter {
+	obj := responseObject{ID: newItemID(responseIDPrefix, clientThread), Object: "response", CreatedAt: s.cfg.Now().Unix(),
+		Status: "in_progress", Instructions: req.Instructions, Model: m.ID, Output: []responseItem{}, Store: true,
+		Temperature: 1, TopP: 1, ToolChoice: "auto", Tools: []struct{}{}, Truncation: "disabled", Metadata: req.Metadata}
+	obj.Text.Format.Type = "text"
+	if obj.Metadata == nil {
+		obj.Metadata = map[string]string{}
+	}
+	if req.PreviousResponseID != "" {
+		obj.PreviousResponseID = &req.PreviousResponseID
+	}
+	out := &responseWriter{s: s, obj: obj, msgID: newItemID(messageIDPrefix, clientThread), owner: ownerKey(c),
+		thread: internalThreadID(c, clientThread)}
+	s.responses.put(out.owner, out.thread, out.obj)
+	return out
+}
+
+// followResponse writes the run's answer into the response as it comes,
+// and completes it as the run ends.
+func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, st chatStart, out *responseWriter) {
 	st.ru.join()
 	rd := &chatRenderer{base: s.baseURL(r)}
 	followed := s.follow(r.Context(), st.ru, 0, out.sse, func(ev agent.Event) {
