@@ -235,128 +235,136 @@ func (s *Server) chatSpec(ctx context.Context, c caller, t chatTurn, source stri
 	return sp, st, err
 }
 
-// chatRoute is chatSpec but for what every chat run has.
+// chatRoute is chatSpec but for what every chat run has: the answer to
+// the approval a token in the conversation names, else a new turn.
 func (s *Server) chatRoute(ctx context.Context, c caller, t chatTurn, source string) (chatStart, *runSpec, error) {
-	// Which thread, and run or resume?
-	var (
-		clientThread, thread string
-		sp                   runSpec
-		token                string
-		transcript           string
-		// fresh: the conversation's thread was created by this request.
-		fresh bool
-	)
+	st, sp, stale, err := s.chatTokenAnswer(ctx, c, t)
+	if err != nil || sp != nil || st.reply != nil {
+		return st, sp, err
+	}
+	return s.chatNewTurn(ctx, c, t, source, stale)
+}
+
+// chatTokenAnswer is the run answering the approval whose token the
+// message carries (or the reply when it cannot: being carried out,
+// carried out before, another conversation's). stale is a token that
+// matches no approval waiting for this caller: the message then answers
+// nothing (guardAnswer). Without a token: nothing.
+func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatTurn) (st chatStart, sp *runSpec, stale string, err error) {
 	tok, ok := t.token, t.token != ""
 	if !ok && t.thread == "" {
 		tok, ok = findApprovalToken(t.lastAssistant)
 	}
-	// stale is a token that matches no approval waiting for this caller:
-	// the message then answers nothing (guardAnswer).
-	var stale string
-	if ok {
-		ticket, res := s.approvals.claim(ownerKey(c), tok, s.cfg.Now())
-		if res == claimNone {
-			// Not issued by this process (a restart, another replica):
-			// the checkpoint store knows it (approvaltoken.go).
-			var err error
-			if ticket, res, err = s.claimStored(ctx, c, tok); err != nil {
-				return chatStart{}, nil, err
-			}
-		}
-		switch res {
-		case claimBusy:
-			return chatStart{}, nil, &apierror.RequestError{Kind: apierror.ErrConflict, Message: "this approval is being carried out; wait for its answer"}
-		case claimReplay:
-			// A repeated request (an SDK retry, a resent message): the
-			// approval was carried out once; say again what it answered.
-			return chatStart{reply: &ticket.reply, clientThread: ticket.ClientThread}, nil, nil
-		case claimOK:
-			defer s.approvals.releaseOnPanic(tok)
-			fits, own, err := s.tokenFits(ctx, c, t, ticket)
-			if err != nil || !fits {
-				s.approvals.settle(tok, nil) // still unanswered, for its own conversation
-				if err != nil {
-					return chatStart{}, nil, err
-				}
-				reply := foreignTokenReply()
-				s.remember(c, t, own, reply)
-				return chatStart{reply: &reply, clientThread: own}, nil, nil
-			}
-			token, clientThread, thread = tok, ticket.ClientThread, ticket.Thread
-			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: tokenAnswer(t.input, tok), Token: tok, By: callerName(c)}
-			sp = runSpec{kind: kindAnswer, answer: &ans}
-		default:
-			stale = tok
+	if !ok {
+		return chatStart{}, nil, "", nil
+	}
+	ticket, res := s.approvals.claim(ownerKey(c), tok, s.cfg.Now())
+	if res == claimNone {
+		// Not issued by this process (a restart, another replica): the
+		// checkpoint store knows it (approvaltoken.go).
+		if ticket, res, err = s.claimStored(ctx, c, tok); err != nil {
+			return chatStart{}, nil, "", err
 		}
 	}
-	if sp.kind == "" {
-		switch {
-		case t.thread != "":
-			clientThread = t.thread
-		case c.ChatID != "":
-			clientThread = "openwebui:" + c.ChatID
-			if err := checkThreadID(headerChatID, clientThread); err != nil {
-				return chatStart{}, nil, err
-			}
-			_, created, err := s.openThread(ctx, c, clientThread, source, nil)
+	switch res {
+	case claimBusy:
+		return chatStart{}, nil, "", &apierror.RequestError{Kind: apierror.ErrConflict, Message: "this approval is being carried out; wait for its answer"}
+	case claimReplay:
+		// A repeated request (an SDK retry, a resent message): the
+		// approval was carried out once; say again what it answered.
+		return chatStart{reply: &ticket.reply, clientThread: ticket.ClientThread}, nil, "", nil
+	case claimOK:
+		defer s.approvals.releaseOnPanic(tok)
+		fits, own, err := s.tokenFits(ctx, c, t, ticket)
+		if err != nil || !fits {
+			s.approvals.settle(tok, nil) // still unanswered, for its own conversation
 			if err != nil {
-				return chatStart{}, nil, err
+				return chatStart{}, nil, "", err
 			}
-			fresh = created
-		default:
-			// No chat id: the transcript names the conversation
-			// (transcript.go); a new one gets a new thread.
-			ct, ok, err := s.continuedThread(ctx, c, t.msgs)
-			if err != nil {
-				return chatStart{}, nil, err
-			}
-			clientThread, fresh = ct, !ok
-			if !ok {
-				if reply := staleAnswerReply(t.input, stale); reply != nil {
-					return chatStart{reply: reply}, nil, nil // no conversation to open for it
-				}
-				clientThread = "chat-" + uuid.NewString()
-				if _, _, err := s.openThread(ctx, c, clientThread, source, t.clientMeta); err != nil {
-					return chatStart{}, nil, err
-				}
-			}
-			transcript = transcriptDigest(c, t.msgs)
+			reply := foreignTokenReply()
+			s.remember(c, t, own, reply)
+			return chatStart{reply: &reply, clientThread: own}, nil, "", nil
 		}
-		thread = internalThreadID(c, clientThread)
-		if !fresh {
-			// A thread that may wait for an approval: see what this
-			// message may answer.
-			reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.input, stale)
-			if err != nil {
-				return chatStart{}, nil, err
-			}
-			if reply != nil {
-				s.remember(c, t, clientThread, *reply)
-				return chatStart{reply: reply, clientThread: clientThread}, nil, nil
-			}
-		} else if reply := staleAnswerReply(t.input, stale); reply != nil {
-			// Nothing waits in a new conversation: a yes or no next to
-			// the token answered nothing.
-			return chatStart{reply: reply, clientThread: clientThread}, nil, nil
-		}
-		extra := map[string]string{metaApprovalKey: approvalTokenKey(ownerKey(c), thread)}
-		if transcript != "" {
-			extra[metaTranscript] = transcript
-		}
-		req, err := s.openTurn(c, turnOpening{field: "messages", input: t.input, options: t.model.Options, source: source, clientThread: clientThread, thread: thread, clientMeta: t.clientMeta, extraMeta: extra})
+		ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: tokenAnswer(t.input, tok), Token: tok, By: callerName(c)}
+		return chatStart{token: tok, clientThread: ticket.ClientThread}, &runSpec{kind: kindAnswer, answer: &ans, thread: ticket.Thread}, "", nil
+	}
+	return chatStart{}, nil, tok, nil
+}
+
+// chatNewTurn is the run of a new turn in the request's conversation, or
+// the reply when the message answers (or fails to answer) an approval the
+// thread waits for (guardAnswer) instead.
+func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, stale string) (chatStart, *runSpec, error) {
+	clientThread, fresh, transcript, reply, err := s.chatConversation(ctx, c, t, source, stale)
+	if err != nil || reply != nil {
+		return chatStart{reply: reply, clientThread: clientThread}, nil, err
+	}
+	thread := internalThreadID(c, clientThread)
+	if !fresh {
+		// A thread that may wait for an approval: see what this message
+		// may answer.
+		reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.input, stale)
 		if err != nil {
-			// The profile asks for an option looser than the agent's
-			// configuration, which this key may not raise.
-			var le *agent.LoosenError
-			if errors.As(err, &le) {
-				err = &apierror.RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.model.ID, le.Error())}
-			}
 			return chatStart{}, nil, err
 		}
-		sp = runSpec{kind: kindTurn, turn: &req}
+		if reply != nil {
+			s.remember(c, t, clientThread, *reply)
+			return chatStart{reply: reply, clientThread: clientThread}, nil, nil
+		}
+	} else if reply := staleAnswerReply(t.input, stale); reply != nil {
+		// Nothing waits in a new conversation: a yes or no next to the
+		// token answered nothing.
+		return chatStart{reply: reply, clientThread: clientThread}, nil, nil
 	}
-	sp.thread = thread
-	return chatStart{token: token, clientThread: clientThread}, &sp, nil
+	extra := map[string]string{metaApprovalKey: approvalTokenKey(ownerKey(c), thread)}
+	if transcript != "" {
+		extra[metaTranscript] = transcript
+	}
+	req, err := s.openTurn(c, turnOpening{field: "messages", input: t.input, options: t.model.Options, source: source, clientThread: clientThread, thread: thread, clientMeta: t.clientMeta, extraMeta: extra})
+	if err != nil {
+		// The profile asks for an option looser than the agent's
+		// configuration, which this key may not raise.
+		var le *agent.LoosenError
+		if errors.As(err, &le) {
+			err = &apierror.RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.model.ID, le.Error())}
+		}
+		return chatStart{}, nil, err
+	}
+	return chatStart{clientThread: clientThread}, &runSpec{kind: kindTurn, turn: &req, thread: thread}, nil
+}
+
+// chatConversation names the thread of the request's conversation: the
+// one it names, the forwarded chat id's, else the one its transcript
+// continues (transcript.go), or a new one. fresh: this request created
+// it. transcript is the digest that names it ("" for the others). A
+// message answering a stale token with no conversation to answer in gets
+// reply instead.
+func (s *Server) chatConversation(ctx context.Context, c caller, t chatTurn, source, stale string) (clientThread string, fresh bool, transcript string, reply *chatReply, err error) {
+	switch {
+	case t.thread != "":
+		return t.thread, false, "", nil, nil
+	case c.ChatID != "":
+		clientThread = "openwebui:" + c.ChatID
+		if err := checkThreadID(headerChatID, clientThread); err != nil {
+			return "", false, "", nil, err
+		}
+		_, created, err := s.openThread(ctx, c, clientThread, source, nil)
+		return clientThread, created, "", nil, err
+	}
+	ct, ok, err := s.continuedThread(ctx, c, t.msgs)
+	if err != nil {
+		return "", false, "", nil, err
+	}
+	if !ok {
+		if reply := staleAnswerReply(t.input, stale); reply != nil {
+			return "", false, "", reply, nil // no conversation to open for it
+		}
+		ct = "chat-" + uuid.NewString()
+		if _, _, err := s.openThread(ctx, c, ct, source, t.clientMeta); err != nil {
+			return "", false, "", nil, err
+		}
+	}
+	return ct, !ok, transcriptDigest(c, t.msgs), nil, nil
 }
 
 // allowedCapabilities is what the agent enforces for c: nil (no
