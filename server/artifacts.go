@@ -19,6 +19,7 @@ import (
 	"github.com/capgraph/capgraph/mcp"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/artifacts"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -134,7 +135,7 @@ func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if errors.Is(err, agent.ErrUnknownThread) && th.Status == "" && turn == 0 {
 			// Created, never run: no turn yet.
-			writeJSON(w, http.StatusOK, map[string]any{"thread_id": th.ID, "turn": 0, "artifacts": []capabilities.Artifact{}})
+			jsonreply.JSON(w, http.StatusOK, map[string]any{"thread_id": th.ID, "turn": 0, "artifacts": []capabilities.Artifact{}})
 			return
 		}
 		s.writeError(w, err)
@@ -143,7 +144,7 @@ func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) {
 	if arts == nil {
 		arts = []capabilities.Artifact{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"thread_id": th.ID, "turn": n, "artifacts": arts})
+	jsonreply.JSON(w, http.StatusOK, map[string]any{"thread_id": th.ID, "turn": n, "artifacts": arts})
 }
 
 // handleGetArtifact answers an artifact as JSON, or with a suffix its
@@ -160,7 +161,7 @@ func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ext == "" {
-		writeJSON(w, http.StatusOK, a)
+		jsonreply.JSON(w, http.StatusOK, a)
 		return
 	}
 	s.serveArtifactImage(w, a, ext, "private, no-cache")

@@ -10,6 +10,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
 )
 
 // Audit API limits.
@@ -86,5 +87,5 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 	if paging && len(recs) == f.Limit {
 		next = strconv.FormatInt(recs[len(recs)-1].Seq, 10)
 	}
-	writeJSON(w, http.StatusOK, listPage("records", recs, next))
+	jsonreply.JSON(w, http.StatusOK, listPage("records", recs, next))
 }

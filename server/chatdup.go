@@ -10,6 +10,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
 )
 
 // SDKs retry a Chat Completions request that failed or timed out (openai
@@ -95,7 +96,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		}
 		code := f.Code
 		w.Header().Set("x-should-retry", "false")
-		writeJSON(w, f.Status, map[string]any{"error": apiError{Message: f.Message, Type: typ, Code: &code}})
+		jsonreply.JSON(w, f.Status, map[string]any{"error": apiError{Message: f.Message, Type: typ, Code: &code}})
 		return true
 	}
 	var u agent.Usage

@@ -14,6 +14,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/capgraph/capgraph/state"
@@ -61,7 +62,7 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.fillStatus(r.Context(), &th)
 	}
-	writeJSON(w, status, th)
+	jsonreply.JSON(w, status, th)
 }
 
 func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
@@ -81,7 +82,7 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 	for i := range ths {
 		s.fillStatus(r.Context(), &ths[i])
 	}
-	writeJSON(w, http.StatusOK, listPage("threads", ths, next))
+	jsonreply.JSON(w, http.StatusOK, listPage("threads", ths, next))
 }
 
 // listPage is a page of a list: the items, whether more follow, and the
@@ -131,7 +132,7 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, Thread,
 func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 	if _, th, ok := s.thread(w, r); ok {
 		s.fillStatus(r.Context(), &th)
-		writeJSON(w, http.StatusOK, th)
+		jsonreply.JSON(w, http.StatusOK, th)
 	}
 }
 
@@ -189,7 +190,7 @@ func (s *Server) loadState(w http.ResponseWriter, r *http.Request) (threadState,
 
 func (s *Server) handleThreadState(w http.ResponseWriter, r *http.Request) {
 	if ts, ok := s.loadState(w, r); ok {
-		writeJSON(w, http.StatusOK, ts)
+		jsonreply.JSON(w, http.StatusOK, ts)
 	}
 }
 
@@ -203,7 +204,7 @@ func (s *Server) handleThreadPlan(w http.ResponseWriter, r *http.Request) {
 	if ts.State != nil {
 		plan, pending = ts.State.Turn.Plan, ts.State.Turn.PendingApproval
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"thread_id": ts.Thread, "plan": plan, "pending_approval": pending})
+	jsonreply.JSON(w, http.StatusOK, map[string]any{"thread_id": ts.Thread, "plan": plan, "pending_approval": pending})
 }
 
 type startRunRequest struct {
@@ -369,7 +370,7 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 		return
 	}
 	if !wantsStream(r, stream) {
-		writeJSON(w, http.StatusAccepted, map[string]any{"run": recordInfo(rec), "queued": true,
+		jsonreply.JSON(w, http.StatusAccepted, map[string]any{"run": recordInfo(rec), "queued": true,
 			"events_url": threadPath(rec.Labels[labelThread], "runs", rec.ID, "events")})
 		return
 	}
@@ -457,7 +458,7 @@ func (s *Server) answerNative(w http.ResponseWriter, r *http.Request, stream boo
 		s.streamRun(w, r, ru, 0)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"run": ru.info(), "events_url": threadPath(ru.ClientThread, "runs", ru.ID, "events")})
+	jsonreply.JSON(w, http.StatusAccepted, map[string]any{"run": ru.info(), "events_url": threadPath(ru.ClientThread, "runs", ru.ID, "events")})
 }
 
 // replayNative answers a repeated request with the first request's run:
@@ -472,7 +473,7 @@ func (s *Server) replayNative(w http.ResponseWriter, r *http.Request, stream boo
 		s.streamRecord(w, rec)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"run": recordInfo(rec),
+	jsonreply.JSON(w, http.StatusAccepted, map[string]any{"run": recordInfo(rec),
 		"events_url": threadPath(rec.Labels[labelThread], "runs", rec.ID, "events")})
 }
 
@@ -527,9 +528,9 @@ func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !ok:
 	case ru != nil:
-		writeJSON(w, http.StatusOK, ru.info())
+		jsonreply.JSON(w, http.StatusOK, ru.info())
 	default:
-		writeJSON(w, http.StatusOK, recordInfo(*rec))
+		jsonreply.JSON(w, http.StatusOK, recordInfo(*rec))
 	}
 }
 
@@ -545,9 +546,9 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, ru.info())
+		jsonreply.JSON(w, http.StatusAccepted, ru.info())
 	case rec.Status.Terminal():
-		writeJSON(w, http.StatusAccepted, recordInfo(*rec)) // nothing left to cancel
+		jsonreply.JSON(w, http.StatusAccepted, recordInfo(*rec)) // nothing left to cancel
 	default:
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
 	}
@@ -592,7 +593,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	if len(recs) == p.limit {
 		next = strconv.FormatInt(recs[len(recs)-1].Seq, 10)
 	}
-	writeJSON(w, http.StatusOK, listPage("runs", out, next))
+	jsonreply.JSON(w, http.StatusOK, listPage("runs", out, next))
 }
 
 // handleRunEvents streams a run's events; Last-Event-ID (or ?after=N)

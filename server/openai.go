@@ -13,6 +13,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/google/uuid"
@@ -25,7 +26,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	for _, m := range s.cfg.Models {
 		data = append(data, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	jsonreply.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
@@ -34,7 +35,7 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", r.PathValue("id"))})
 		return
 	}
-	writeJSON(w, http.StatusOK, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
+	jsonreply.JSON(w, http.StatusOK, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
 }
 
 func (s *Server) model(id string) (Model, bool) {
@@ -575,7 +576,7 @@ func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, ci completion
 
 func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatReply, u agent.Usage) {
 	stop := "stop"
-	writeJSON(w, http.StatusOK, chatCompletion{
+	jsonreply.JSON(w, http.StatusOK, chatCompletion{
 		ID: ci.id, Object: "chat.completion", Created: ci.created, Model: t.model.ID,
 		Choices: []chatChoice{{Message: &chatOutMessage{Role: "assistant", Content: reply.Content, ReasoningContent: reply.Reasoning}, FinishReason: &stop}},
 		Usage:   &chatUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/server/internal/sse"
@@ -203,7 +204,7 @@ func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
 			Message: "no such response (responses are kept in this server's memory, the newest " + fmt.Sprint(keepResponses) + ")"})
 		return
 	}
-	writeJSON(w, http.StatusOK, obj)
+	jsonreply.JSON(w, http.StatusOK, obj)
 }
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
@@ -495,7 +496,7 @@ func (o *responseWriter) complete(w http.ResponseWriter, u agent.Usage) {
 		o.event("response.completed", map[string]any{"response": o.obj})
 		return
 	}
-	writeJSON(w, http.StatusOK, o.obj)
+	jsonreply.JSON(w, http.StatusOK, o.obj)
 }
 
 // fail ends a response whose run failed (a fault, not an error report:

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/artifacts"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
 )
 
 // Server is capgraph's HTTP server. Create it with New, serve Handler on any
@@ -101,7 +101,7 @@ func (s *Server) Addr() string { return s.cfg.Addr }
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+		jsonreply.JSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})
 	oa := func(h http.HandlerFunc) http.HandlerFunc { return s.requireAuth(h, s.writeError) }
 	mux.HandleFunc("GET /v1/models", oa(s.handleModels))
@@ -268,12 +268,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // ---- JSON and errors ----
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // apiError is the OpenAI error body, used by every route.
 type apiError struct {
 	Message string  `json:"message"`
@@ -369,5 +363,5 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 		p := "options." + le.Setting
 		e.Param = &p
 	}
-	writeJSON(w, status, map[string]any{"error": e})
+	jsonreply.JSON(w, status, map[string]any{"error": e})
 }

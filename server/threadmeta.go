@@ -9,6 +9,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/responses"
 )
@@ -73,7 +74,7 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 	// (turnMetadata): it must not bring the old values back.
 	th = s.threads.setMetadata(th, set)
 	s.fillStatus(r.Context(), &th)
-	writeJSON(w, http.StatusOK, th)
+	jsonreply.JSON(w, http.StatusOK, th)
 }
 
 // setMetadata applies a metadata change to the index's copy of th, when
