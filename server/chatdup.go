@@ -64,7 +64,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	if ru := s.joinable(r.Context(), c, rec); ru != nil {
 		// Join the run: the answer as it comes.
 		w.Header().Set(headerReplayed, "true")
-		rd := &chatRenderer{base: s.baseURL(r)}
+		rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
 		if t.stream {
 			s.streamChat(w, r, t, c, ru, rd, "")
 		} else {

@@ -108,7 +108,7 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 		text = joinAnswer(text, s.publicMessage(runErr)) // a FATAL failure or the time limit: an answer
 	}
 	ans := mcp.Answer{Thread: th.ID, Text: strings.TrimSpace(text), Status: string(status)}
-	ans.Text, ans.Images = s.mcpArtifacts(ans.Text, rd.artifacts)
+	ans.Text, ans.Images = s.artifacts.ForMCP(ans.Text, rd.artifacts)
 	if rd.approval != nil && rd.status == agent.RunInterrupted {
 		ans.Approval = &mcp.PendingApproval{ID: rd.approval.ID, Summary: rd.approval.Summary}
 	}

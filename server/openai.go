@@ -195,7 +195,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		// staying "being carried out" until a restart.
 		defer s.approvals.releaseOnPanic(st.token)
 	}
-	rd := &chatRenderer{base: s.baseURL(r)}
+	rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
 	if t.stream {
 		s.streamChat(w, r, t, c, st.ru, rd, st.token)
 	} else {
@@ -392,7 +392,7 @@ func (s *Server) rememberTranscript(c caller, t chatTurn, ru *run, reply string)
 // artifacts (artifacts.go), and when the run ended waiting for approval,
 // the token it issues.
 func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
-	arts := s.artifactMarkdown(rd.base, ru.Thread, rd.artifacts)
+	arts := s.artifacts.Markdown(rd.base, ru.Thread, rd.artifacts)
 	if rd.approval == nil || rd.status != agent.RunInterrupted {
 		return arts
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/server/internal/artifacts"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -120,7 +121,7 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		}
 		c.streamed.Reset()
 	case agent.EventArtifact:
-		c.artifacts = collectArtifact(c.artifacts, ev)
+		c.artifacts = artifacts.Collect(c.artifacts, ev)
 	case agent.EventDenied:
 		out = append(out, piece{Reasoning: "⛔ " + ev.Text + "\n"})
 	case agent.EventApprovalRequired:

@@ -322,7 +322,7 @@ func (s *Server) newResponseWriter(c caller, req responses.Request, m Model, cli
 // and completes it as the run ends.
 func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, st chatStart, out *responseWriter) {
 	st.ru.join()
-	rd := &chatRenderer{base: s.baseURL(r)}
+	rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
 	followed := s.follow(r.Context(), st.ru, 0, out.sse, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {
 			out.text(p.Content)

@@ -38,10 +38,8 @@ type Server struct {
 	transcripts *transcriptIndex
 	// responses keeps Responses API objects for GET /v1/responses/{id}.
 	responses *responseStore
-	// artifactKey signs artifact URLs; images caches drawn artifacts
-	// (artifacts.go).
-	artifactKey []byte
-	images      *artifacts.Cache
+	// artifacts serves the artifact routes and links (artifacts.go).
+	artifacts *artifacts.Routes
 	// hosts are the names the server answers to (browser.go).
 	hosts   *hostGuard
 	handler http.Handler
@@ -86,7 +84,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.approvals = newApprovalStore()
 	s.responses = newResponseStore()
-	s.artifactKey, s.images = artifacts.Key(cfg.ArtifactSecret, keyDigests(cfg.Principals)), artifacts.NewCache(imageCacheBytes)
+	s.artifacts = s.artifactRoutes()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -137,7 +135,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("POST /api/triggers/{name}", s.cfg.Triggers(s.startFor))
 	}
 	s.mcpRoutes(mux, oa)
-	s.artifactRoutes(mux, oa)
+	s.artifacts.Register(mux, oa)
 	if !s.cfg.DisableWebPage {
 		s.pageRoutes(mux)
 		mux.Handle(staticPattern, s.staticFiles(s.pageSecurity(webHandler())))
