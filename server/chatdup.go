@@ -96,7 +96,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		}
 		code := f.Code
 		w.Header().Set("x-should-retry", "false")
-		jsonreply.JSON(w, f.Status, map[string]any{"error": apiError{Message: f.Message, Type: typ, Code: &code}})
+		jsonreply.JSON(w, f.Status, map[string]any{"error": apierror.Body{Message: f.Message, Type: typ, Code: &code}})
 		return true
 	}
 	var u agent.Usage

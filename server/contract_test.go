@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // openWebUIView is what Open WebUI's middleware makes of our stream
@@ -70,7 +72,7 @@ func parseLikeOpenWebUI(t *testing.T, body string) openWebUIView {
 			if _, has := f["choices"]; has {
 				t.Errorf("error frame with choices: %s", data)
 			}
-			var ae apiError
+			var ae apierror.Body
 			_ = json.Unmarshal(e, &ae)
 			v.Error = ae.Message
 			continue

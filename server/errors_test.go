@@ -36,7 +36,7 @@ func TestErrorStatus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%T %v", tc.err, tc.err), func(t *testing.T) {
-			status, _, code, retry := errorStatus(tc.err)
+			status, _, code, retry := apierror.Status(tc.err)
 			if status != tc.status || code != tc.code || retry != tc.retry {
 				t.Fatalf("got %d %s %v, want %d %s %v", status, code, retry, tc.status, tc.code, tc.retry)
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -45,7 +46,7 @@ func rawExchange(t *testing.T, env *testEnv, raw string, halfClose bool) (*http.
 
 // apiErrorOf decodes an error body in the API's shape, failing t when the
 // body is not one.
-func apiErrorOf(t *testing.T, resp *http.Response, body string) apiError {
+func apiErrorOf(t *testing.T, resp *http.Response, body string) apierror.Body {
 	t.Helper()
 	// /mcp answers a JSON-RPC error object; its data carries the same fields.
 	var rpc struct {
@@ -61,10 +62,10 @@ func apiErrorOf(t *testing.T, resp *http.Response, body string) apiError {
 	}
 	if json.Unmarshal([]byte(body), &rpc) == nil && rpc.JSONRPC == "2.0" && rpc.Error != nil && rpc.Error.Data.Code != nil &&
 		strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && rpc.Error.Message != "" {
-		return apiError{Message: rpc.Error.Message, Type: rpc.Error.Data.Type, Param: rpc.Error.Data.Param, Code: rpc.Error.Data.Code}
+		return apierror.Body{Message: rpc.Error.Message, Type: rpc.Error.Data.Type, Param: rpc.Error.Data.Param, Code: rpc.Error.Data.Code}
 	}
 	var e struct {
-		Error *apiError `json:"error"`
+		Error *apierror.Body `json:"error"`
 	}
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || json.Unmarshal([]byte(body), &e) != nil || e.Error == nil || e.Error.Message == "" || e.Error.Code == nil {
 		t.Fatalf("%d %q is not the JSON error shape: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)

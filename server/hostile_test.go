@@ -26,6 +26,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -444,7 +445,7 @@ func TestHostileRequests(t *testing.T) {
 					bad = append(bad, fmt.Sprintf("%s %s %s %.200q: %d %.300s", c.kind, c.method, c.path, c.body, status, body))
 				case status >= 400 && status != s431 && c.method != "HEAD" && c.path != "/mcp": // /mcp answers JSON-RPC's way
 					var e struct {
-						Error *apiError `json:"error"`
+						Error *apierror.Body `json:"error"`
 					}
 					if json.Unmarshal(body, &e) != nil || e.Error == nil || e.Error.Message == "" {
 						bad = append(bad, fmt.Sprintf("%s %s %s: %d not the JSON error shape: %.200s", c.kind, c.method, c.path, status, body))

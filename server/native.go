@@ -641,7 +641,7 @@ func (s *Server) streamRecord(w http.ResponseWriter, rec runstore.Record) {
 func (s *Server) recordEnd(sse *sse.Writer, rec runstore.Record) {
 	if rec.Status == runstore.Failed {
 		code := "run_failed"
-		sse.Frame("", "error", map[string]any{"error": apiError{Message: rec.Error, Type: "server_error", Code: &code}})
+		sse.Frame("", "error", map[string]any{"error": apierror.Body{Message: rec.Error, Type: "server_error", Code: &code}})
 	}
 	sse.Frame("", "end", map[string]any{"run_id": rec.ID, "status": recordStatus(rec.Status), "shutdown": false})
 }
@@ -668,7 +668,7 @@ func (s *Server) followRun(r *http.Request, sse *sse.Writer, ru *run, after int)
 	status, runErr, shutdown := ru.result()
 	if runErr != nil {
 		code := "run_failed"
-		sse.Frame("", "error", map[string]any{"error": apiError{Message: s.publicMessage(runErr), Type: "server_error", Code: &code}})
+		sse.Frame("", "error", map[string]any{"error": apierror.Body{Message: s.publicMessage(runErr), Type: "server_error", Code: &code}})
 	}
 	sse.Frame("", "end", map[string]any{"run_id": ru.ID, "status": status, "shutdown": shutdown})
 }

@@ -640,7 +640,7 @@ func (k *chunker) finish(u agent.Usage) {
 // compatible servers report a failure after the 200.
 func (k *chunker) fail(s *Server, err error) {
 	code := "run_failed"
-	k.sse.Data(map[string]any{"error": apiError{Message: s.publicMessage(err), Type: "server_error", Code: &code}})
+	k.sse.Data(map[string]any{"error": apierror.Body{Message: s.publicMessage(err), Type: "server_error", Code: &code}})
 }
 
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/sse"
 )
 
@@ -48,7 +49,7 @@ func (s *Server) recoverPanics(h http.Handler) http.Handler {
 // streamFailure ends a started event stream with its API's error frame.
 func streamFailure(w http.ResponseWriter, path string) {
 	code := "internal_error"
-	e := apiError{Message: errInternal.Error(), Type: "server_error", Code: &code}
+	e := apierror.Body{Message: errInternal.Error(), Type: "server_error", Code: &code}
 	sse := sse.Continue(w)
 	switch {
 	case strings.HasPrefix(path, "/agui"):

@@ -76,7 +76,7 @@ func serveFuzz(t *testing.T, srv *Server, method, target string, body []byte, hd
 	}
 	if w.Code >= 400 {
 		var e struct {
-			Error *apiError `json:"error"`
+			Error *apierror.Body `json:"error"`
 		}
 		if json.Unmarshal(w.Body.Bytes(), &e) != nil || e.Error == nil || e.Error.Message == "" {
 			t.Fatalf("%s %s %q: %d is not the JSON error shape: %s", method, target, body, w.Code, w.Body)
@@ -114,7 +114,7 @@ func FuzzChatRequest(f *testing.F) {
 		turn, err := srv.parseChat(req)
 		if err != nil {
 			var re *apierror.RequestError
-			status, _, _, _ := errorStatus(err)
+			status, _, _, _ := apierror.Status(err)
 			if !errors.As(err, &re) || status != http.StatusBadRequest && status != http.StatusNotFound && status != http.StatusRequestEntityTooLarge {
 				t.Fatalf("parseChat(%q): %T %v (status %d)", body, err, err, status)
 			}

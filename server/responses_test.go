@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/state"
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
@@ -328,7 +329,7 @@ func TestResponsesRefusesUnsupported(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := rawResponses(t, env, keyAlice, tc.body)
 			var e struct {
-				Error apiError `json:"error"`
+				Error apierror.Body `json:"error"`
 			}
 			if err := json.Unmarshal([]byte(body), &e); err != nil || code != tc.code || e.Error.Param == nil || *e.Error.Param != tc.param || e.Error.Message == "" {
 				t.Fatalf("%d %s", code, body)

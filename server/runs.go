@@ -313,7 +313,7 @@ func (r *run) recordResult(s *Server, status agent.RunStatus, runErr error, msg 
 		return nil
 	}
 	if runErr != nil && !answerable(runErr) {
-		st, _, code, _ := errorStatus(runErr)
+		st, _, code, _ := apierror.Status(runErr)
 		return &runResult{Failure: &runFailure{Status: st, Code: code, Message: msg}}
 	}
 	rd := r.chat

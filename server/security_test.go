@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 func TestAuthRequired(t *testing.T) {
@@ -127,7 +128,7 @@ func TestMessageLimits(t *testing.T) {
 				path = "/v1/chat/completions"
 			}
 			resp, body := env.do(t, "POST", path, keyAlice, tc.body)
-			var e struct{ Error apiError }
+			var e struct{ Error apierror.Body }
 			if err := json.Unmarshal(body, &e); err != nil {
 				t.Fatal(err)
 			}

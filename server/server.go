@@ -5,11 +5,9 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/artifacts"
@@ -264,102 +262,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// ---- JSON and errors ----
-
-// apiError is the OpenAI error body, used by every route.
-type apiError struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-// errorStatus maps an error to its HTTP status, OpenAI type and code, and
-// whether a client may retry it automatically. The only place that decides.
-func errorStatus(err error) (status int, typ, code string, retry bool) {
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe), errors.Is(err, apierror.ErrBodyTooLarge):
-		return http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", false
-	case errors.Is(err, apierror.ErrUnauthorized):
-		return http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", false
-	case errors.Is(err, agent.ErrLoosen):
-		// A request asked for a safety setting looser than the
-		// configuration (agent.LoosenError names it).
-		return http.StatusForbidden, "permission_error", "option_not_allowed", false
-	case errors.Is(err, apierror.ErrQuota):
-		return http.StatusForbidden, "permission_error", "quota_exceeded", false
-	case errors.Is(err, apierror.ErrForbidden):
-		return http.StatusForbidden, "permission_error", "forbidden", false
-	case errors.Is(err, apierror.ErrCrossOrigin):
-		return http.StatusForbidden, "permission_error", "cross_origin", false
-	case errors.Is(err, apierror.ErrUnknownHost):
-		return http.StatusMisdirectedRequest, "invalid_request_error", "unknown_host", false
-	case errors.Is(err, apierror.ErrUnsupportedMediaType):
-		return http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type", false
-	case errors.Is(err, apierror.ErrUnknownModel):
-		return http.StatusNotFound, "invalid_request_error", "model_not_found", false
-	case errors.Is(err, apierror.ErrNotFound):
-		return http.StatusNotFound, "invalid_request_error", "not_found", false
-	case errors.Is(err, apierror.ErrBadRequest):
-		return http.StatusBadRequest, "invalid_request_error", "invalid_request", false
-	case errors.Is(err, apierror.ErrBodyTimeout):
-		return http.StatusRequestTimeout, "invalid_request_error", "request_timeout", false
-	case errors.Is(err, apierror.ErrMethodNotAllowed):
-		return http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", false
-	case errors.Is(err, apierror.ErrTooManyRuns):
-		return http.StatusTooManyRequests, "rate_limit_error", "too_many_runs", true
-	case errors.Is(err, apierror.ErrRateLimited):
-		return http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", true
-	case errors.Is(err, apierror.ErrRunInProgress), errors.Is(err, agent.ErrThreadBusy):
-		// agent.ErrThreadBusy: the agent found the thread running (here, or
-		// on another replica sharing the store).
-		return http.StatusConflict, "invalid_request_error", "run_in_progress", false
-	case errors.Is(err, apierror.ErrDuplicateInProgress):
-		return http.StatusConflict, "invalid_request_error", "duplicate_in_progress", true
-	case errors.Is(err, apierror.ErrConflict):
-		return http.StatusConflict, "invalid_request_error", "conflict", false
-	case errors.Is(err, apierror.ErrKeyReused):
-		return http.StatusUnprocessableEntity, "invalid_request_error", "idempotency_key_reused", false
-	case errors.Is(err, agent.ErrUnknownThread):
-		return http.StatusNotFound, "invalid_request_error", "not_found", false
-	case errors.Is(err, agent.ErrBadRequest):
-		return http.StatusBadRequest, "invalid_request_error", "invalid_request", false
-	case errors.Is(err, apierror.ErrShuttingDown):
-		return http.StatusServiceUnavailable, "server_error", "shutting_down", true
-	}
-	return http.StatusInternalServerError, "server_error", "internal_error", false
-}
-
 // writeError answers err in the OpenAI error shape, with a message meant
-// for the client (publicMessage: no internal detail). x-should-retry: false
-// tells the Stainless SDKs (openai-go, openai JS) not to repeat a request
-// whose repetition could repeat a side effect.
+// for the client (publicMessage: no internal detail; apierror.Writer).
 func (s *Server) writeError(w http.ResponseWriter, err error) {
-	status, typ, code, retry := errorStatus(err)
-	if !retry {
-		w.Header().Set("x-should-retry", "false")
-	}
-	if status == http.StatusTooManyRequests {
-		after := s.cfg.RetryAfter
-		var rl *apierror.RateLimitError
-		if errors.As(err, &rl) {
-			after = rl.RetryAfter
-		}
-		w.Header().Set("Retry-After", strconv.Itoa(apierror.RetryAfterSeconds(after)))
-	}
-	// A thread busy on another replica: the holder's lease says when it
-	// can be taken over at the latest.
-	if lh := (*agent.LeaseHeldError)(nil); errors.As(err, &lh) {
-		w.Header().Set("Retry-After", strconv.Itoa(apierror.RetryAfterSeconds(lh.RetryAfter(s.cfg.Now()))))
-	}
-	e := apiError{Message: s.publicMessage(err), Type: typ, Code: &code}
-	var re *apierror.RequestError
-	if errors.As(err, &re) && re.Param != "" {
-		e.Param = &re.Param
-	} else if le := (*agent.LoosenError)(nil); errors.As(err, &le) {
-		p := "options." + le.Setting
-		e.Param = &p
-	}
-	jsonreply.JSON(w, status, map[string]any{"error": e})
+	apierror.Writer{Message: s.publicMessage, RetryAfter: s.cfg.RetryAfter, Now: s.cfg.Now}.Write(w, err)
 }
