@@ -15,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/internal/outcometest"
 	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/server/internal/agui"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -253,7 +254,7 @@ func TestOutcomeEvents(t *testing.T) {
 		"messages": []map[string]any{{"id": "u1", "role": "user", "content": "Set the Q1 current to 150 A"}}})
 	var outcome map[string]any
 	for _, line := range strings.Split(string(body), "\n") {
-		var ev aguiEvent
+		var ev agui.Event
 		if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil && ev.Name == "outcome" {
 			outcome, _ = ev.Value.(map[string]any)
 		}

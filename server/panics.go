@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/capgraph/capgraph/server/internal/agui"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/sse"
 )
@@ -53,7 +54,7 @@ func streamFailure(w http.ResponseWriter, path string) {
 	sse := sse.Continue(w)
 	switch {
 	case strings.HasPrefix(path, "/agui"):
-		sse.Data(aguiEvent{Type: "RUN_ERROR", Message: e.Message, Code: code})
+		sse.Data(agui.Event{Type: "RUN_ERROR", Message: e.Message, Code: code})
 	case strings.HasPrefix(path, "/v1/"):
 		sse.Data(map[string]any{"error": e})
 	default:

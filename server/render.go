@@ -7,6 +7,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/server/internal/answertext"
 	"github.com/capgraph/capgraph/server/internal/artifacts"
 	"github.com/capgraph/capgraph/state"
 )
@@ -88,7 +89,7 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		if ev.Err != "" {
 			out = append(out, piece{Reasoning: "✖ " + line + " — " + ev.Err + "\n"})
 		} else {
-			out = append(out, piece{Reasoning: "✔ " + line + durationNote(ev.Duration) + "\n"})
+			out = append(out, piece{Reasoning: "✔ " + line + answertext.DurationNote(ev.Duration) + "\n"})
 		}
 	case agent.EventRetry:
 		if ev.Retry != nil {
@@ -114,7 +115,7 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		c.streamed.Reset()
 	case agent.EventMessage:
 		if ev.Message != nil {
-			if rest := unstreamed(ev.Message.Content, c.streamed.String()); rest != "" {
+			if rest := answertext.Unstreamed(ev.Message.Content, c.streamed.String()); rest != "" {
 				c.answered = true
 				out = append(out, piece{Content: rest})
 			}
@@ -198,22 +199,6 @@ func (c *chatRenderer) closing() string {
 // behind, in frontends that cannot remove it.
 const answerResetNote = "\n\n*(The answer above was interrupted; it is written again below.)*\n\n"
 
-// unstreamed returns what of the final message content was not streamed as
-// tokens already: nothing when the stream carried it all, the remainder when
-// the stream carried its beginning, and the whole content otherwise (an
-// error report after a failed answer, for instance).
-func unstreamed(content, streamed string) string {
-	switch {
-	case streamed == "":
-		return content
-	case content == streamed:
-		return ""
-	case strings.HasPrefix(content, streamed):
-		return content[len(streamed):]
-	}
-	return "\n\n" + content
-}
-
 // nodeStatus is the status line shown while an infrastructure node runs
 // (capability steps get theirs from step_start).
 var nodeStatus = map[string]string{
@@ -261,11 +246,4 @@ func formatPlan(p *state.Plan) string {
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-func durationNote(d time.Duration) string {
-	if d <= 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (%s)", d.Round(time.Millisecond))
 }
