@@ -10,6 +10,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/agui"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/openai"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/capgraph/capgraph/state"
@@ -171,7 +172,7 @@ func lastUserText(msgs []agui.Message) (string, error) {
 		if msgs[i].Role != "user" {
 			continue
 		}
-		txt, err := chatMessage{Role: "user", Content: msgs[i].Content}.text()
+		txt, err := openai.ChatMessage{Role: "user", Content: msgs[i].Content}.Text()
 		if err != nil {
 			return "", badRequest(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts")
 		}

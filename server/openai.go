@@ -14,6 +14,7 @@ import (
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/openai"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/google/uuid"
@@ -22,9 +23,9 @@ import (
 const modelsCreated = 1767225600 // 2026-01-01, a fixed "created" for model objects
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	data := make([]modelObject, 0, len(s.cfg.Models))
+	data := make([]openai.ModelObject, 0, len(s.cfg.Models))
 	for _, m := range s.cfg.Models {
-		data = append(data, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
+		data = append(data, openai.ModelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
 	}
 	jsonreply.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
@@ -35,7 +36,7 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", r.PathValue("id"))})
 		return
 	}
-	jsonreply.JSON(w, http.StatusOK, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
+	jsonreply.JSON(w, http.StatusOK, openai.ModelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
 }
 
 func (s *Server) model(id string) (Model, bool) {
@@ -73,7 +74,7 @@ type chatTurn struct {
 }
 
 func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
-	var req chatRequest
+	var req openai.ChatRequest
 	if err := reqbody.Decode(r, &req); err != nil {
 		return chatTurn{}, err
 	}
@@ -98,7 +99,7 @@ func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 	}
 	t := chatTurn{model: m, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, user: req.User}
 	for i, msg := range req.Messages {
-		txt, err := msg.text()
+		txt, err := msg.Text()
 		if err != nil {
 			return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts")
 		}
@@ -123,7 +124,7 @@ func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 			if msg.Role != "user" {
 				return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "the last message must come from the user")
 			}
-			t.input, t.unread = txt, msg.unreadParts()
+			t.input, t.unread = txt, msg.UnreadParts()
 		}
 	}
 	if strings.TrimSpace(t.input) == "" {
@@ -568,7 +569,7 @@ func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, ci completion
 	cs := s.newChunker(w, t, ci)
 	cs.role()
 	if reply.Reasoning != "" {
-		cs.delta(chatDelta{ReasoningContent: reply.Reasoning})
+		cs.delta(openai.Delta{ReasoningContent: reply.Reasoning})
 	}
 	cs.content(reply.Content)
 	cs.finish(u)
@@ -576,10 +577,10 @@ func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, ci completion
 
 func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatReply, u agent.Usage) {
 	stop := "stop"
-	jsonreply.JSON(w, http.StatusOK, chatCompletion{
+	jsonreply.JSON(w, http.StatusOK, openai.Completion{
 		ID: ci.id, Object: "chat.completion", Created: ci.created, Model: t.model.ID,
-		Choices: []chatChoice{{Message: &chatOutMessage{Role: "assistant", Content: reply.Content, ReasoningContent: reply.Reasoning}, FinishReason: &stop}},
-		Usage:   &chatUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens},
+		Choices: []openai.Choice{{Message: &openai.OutMessage{Role: "assistant", Content: reply.Content, ReasoningContent: reply.Reasoning}, FinishReason: &stop}},
+		Usage:   &openai.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens},
 	})
 }
 
@@ -598,40 +599,40 @@ func (s *Server) newChunker(w http.ResponseWriter, t chatTurn, ci completionIden
 		model: t.model.ID, usage: t.usage, statuses: t.statuses}
 }
 
-func (k *chunker) chunk(d *chatDelta, finish *string) {
-	k.sse.Data(chatCompletion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
-		Choices: []chatChoice{{Delta: d, FinishReason: finish}}})
+func (k *chunker) chunk(d *openai.Delta, finish *string) {
+	k.sse.Data(openai.Completion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
+		Choices: []openai.Choice{{Delta: d, FinishReason: finish}}})
 }
 
 func (k *chunker) role() {
 	empty := ""
-	k.chunk(&chatDelta{Role: "assistant", Content: &empty}, nil)
+	k.chunk(&openai.Delta{Role: "assistant", Content: &empty}, nil)
 }
 
-func (k *chunker) delta(d chatDelta) { k.chunk(&d, nil) }
+func (k *chunker) delta(d openai.Delta) { k.chunk(&d, nil) }
 
 func (k *chunker) content(s string) {
 	if s != "" {
-		k.chunk(&chatDelta{Content: &s}, nil)
+		k.chunk(&openai.Delta{Content: &s}, nil)
 	}
 }
 
-func (k *chunker) status(d statusData) {
+func (k *chunker) status(d openai.StatusData) {
 	if k.statuses {
-		k.sse.Data(statusFrame{Event: statusEvent{Type: "status", Data: d}})
+		k.sse.Data(openai.StatusFrame{Event: openai.StatusEvent{Type: "status", Data: d}})
 	}
 }
 
 // heartbeat is an empty-delta chunk: every client treats it as a no-op,
 // unlike SSE comment lines, which break go-openai.
-func (k *chunker) heartbeat() { k.chunk(&chatDelta{}, nil) }
+func (k *chunker) heartbeat() { k.chunk(&openai.Delta{}, nil) }
 
 func (k *chunker) finish(u agent.Usage) {
 	stop := "stop"
-	k.chunk(&chatDelta{}, &stop)
+	k.chunk(&openai.Delta{}, &stop)
 	if k.usage {
-		k.sse.Data(chatCompletion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
-			Choices: []chatChoice{}, Usage: &chatUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
+		k.sse.Data(openai.Completion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
+			Choices: []openai.Choice{}, Usage: &openai.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
 	}
 	k.sse.Data("[DONE]")
 }
@@ -653,7 +654,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 			case p.Status != nil:
 				k.status(*p.Status)
 			case p.Reasoning != "":
-				k.delta(chatDelta{ReasoningContent: p.Reasoning})
+				k.delta(openai.Delta{ReasoningContent: p.Reasoning})
 			case p.Content != "":
 				k.content(p.Content)
 			}
@@ -692,7 +693,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	}
 	k.content(tail)
 	rd.content.WriteString(tail)
-	k.status(statusData{Description: "", Done: true})
+	k.status(openai.StatusData{Description: "", Done: true})
 	if token != "" {
 		s.approvals.settle(token, &chatReply{Content: rd.content.String(), Reasoning: rd.reasoning.String()})
 	}

@@ -9,13 +9,14 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/server/internal/answertext"
 	"github.com/capgraph/capgraph/server/internal/artifacts"
+	"github.com/capgraph/capgraph/server/internal/openai"
 	"github.com/capgraph/capgraph/state"
 )
 
 // piece is one output of the Chat Completions rendering of an event:
 // a status line, a reasoning (trace) fragment, or answer content.
 type piece struct {
-	Status    *statusData
+	Status    *openai.StatusData
 	Reasoning string
 	Content   string
 }
@@ -49,7 +50,7 @@ type chatRenderer struct {
 
 // repeatsStatus reports whether st says again the line shown last (one
 // line per phase, not "Planning" then "Planning…"), and remembers it.
-func (c *chatRenderer) repeatsStatus(st *statusData) bool {
+func (c *chatRenderer) repeatsStatus(st *openai.StatusData) bool {
 	key := strings.TrimRight(strings.TrimSpace(st.Description), "….")
 	if key == c.lastStatus && !st.Done {
 		return true
@@ -63,11 +64,11 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 	switch ev.Type {
 	case agent.EventNodeStart:
 		if text, ok := nodeStatus[ev.Node]; ok {
-			out = append(out, piece{Status: &statusData{Description: text}})
+			out = append(out, piece{Status: &openai.StatusData{Description: text}})
 		}
 	case agent.EventStatus:
 		if ev.Text != "" {
-			out = append(out, piece{Status: &statusData{Description: ev.Text}})
+			out = append(out, piece{Status: &openai.StatusData{Description: ev.Text}})
 		}
 	case agent.EventTask:
 		out = append(out, piece{Reasoning: "Task: " + ev.Text + "\n"})
@@ -83,7 +84,7 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		if obj := c.objective(ev.Step); obj != "" {
 			line += " — " + obj
 		}
-		out = append(out, piece{Status: &statusData{Description: "Step " + line}}, piece{Reasoning: "▶ " + line + "\n"})
+		out = append(out, piece{Status: &openai.StatusData{Description: "Step " + line}}, piece{Reasoning: "▶ " + line + "\n"})
 	case agent.EventStepEnd:
 		line := fmt.Sprintf("%d/%d %s", ev.Step+1, max(ev.Total, ev.Step+1), ev.Capability)
 		if ev.Err != "" {
@@ -127,7 +128,7 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		out = append(out, piece{Reasoning: "⛔ " + ev.Text + "\n"})
 	case agent.EventApprovalRequired:
 		c.approval = ev.Approval
-		out = append(out, piece{Status: &statusData{Description: "Waiting for your approval", Done: true}})
+		out = append(out, piece{Status: &openai.StatusData{Description: "Waiting for your approval", Done: true}})
 	case agent.EventModelCall:
 		// The usage a client sums: the model calls this request's run made
 		// (a turn paused for approval reports each part once, in its own

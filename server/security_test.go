@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/openai"
 )
 
 func TestAuthRequired(t *testing.T) {
@@ -214,7 +215,7 @@ func approvalRound(t *testing.T, env *testEnv, key string) string {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	var cc chatCompletion
+	var cc openai.Completion
 	if err := json.Unmarshal(body, &cc); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func approvalRound(t *testing.T, env *testEnv, key string) string {
 
 func chatContent(t *testing.T, body []byte) string {
 	t.Helper()
-	var cc chatCompletion
+	var cc openai.Completion
 	if err := json.Unmarshal(body, &cc); err != nil || len(cc.Choices) == 0 {
 		t.Fatalf("%v %s", err, body)
 	}
