@@ -16,6 +16,7 @@ import (
 	"github.com/capgraph/capgraph/internal/outcometest"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/server/internal/agui"
+	"github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -168,7 +169,7 @@ func TestResponsesSayTheOutcome(t *testing.T) {
 
 func outputText(t *testing.T, body []byte) string {
 	t.Helper()
-	var r responseObject
+	var r responses.Object
 	if err := json.Unmarshal(body, &r); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
@@ -183,7 +184,7 @@ func outputText(t *testing.T, body []byte) string {
 
 func responseID(t *testing.T, body []byte) string {
 	t.Helper()
-	var r responseObject
+	var r responses.Object
 	if err := json.Unmarshal(body, &r); err != nil || r.ID == "" {
 		t.Fatalf("no response id (%v): %s", err, body)
 	}

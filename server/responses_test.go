@@ -16,6 +16,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	responsesapi "github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/state"
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
@@ -230,7 +231,7 @@ func TestResponsesStatelessHistory(t *testing.T) {
 			if code != http.StatusOK {
 				t.Fatalf("%d %s", code, body)
 			}
-			var ask responseObject
+			var ask responsesapi.Object
 			_ = json.Unmarshal([]byte(body), &ask)
 			prev := map[string]any{"role": "assistant", "content": []map[string]any{{"type": "output_text", "text": ask.Output[0].Content[0].Text}}}
 			if ref {

@@ -12,6 +12,7 @@ import (
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/artifacts"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/responses"
 )
 
 // Server is capgraph's HTTP server. Create it with New, serve Handler on any
@@ -35,7 +36,7 @@ type Server struct {
 	// transcripts names Chat Completions conversations without a chat id.
 	transcripts *transcriptIndex
 	// responses keeps Responses API objects for GET /v1/responses/{id}.
-	responses *responseStore
+	responses *responses.Store
 	// artifacts serves the artifact routes and links (artifacts.go).
 	artifacts *artifacts.Routes
 	// hosts are the names the server answers to (browser.go).
@@ -81,7 +82,7 @@ func New(cfg Config) (*Server, error) {
 		s.rates, _ = s.records.(runstore.RateCounter)
 	}
 	s.approvals = newApprovalStore()
-	s.responses = newResponseStore()
+	s.responses = responses.NewStore()
 	s.artifacts = s.artifactRoutes()
 	s.handler = s.routes()
 	return s, nil

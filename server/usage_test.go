@@ -11,6 +11,7 @@ import (
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/server/internal/openai"
+	"github.com/capgraph/capgraph/server/internal/responses"
 )
 
 // The usage a chat client gets is the sum of the turn's model calls, with
@@ -56,7 +57,7 @@ func TestChatUsageSumsModelCalls(t *testing.T) {
 
 	resp, body = env.do(t, "POST", "/v1/responses", keyAlice, map[string]any{"model": "capgraph", "input": q})
 	var r struct {
-		Usage responseUsage `json:"usage"`
+		Usage responses.Usage `json:"usage"`
 	}
 	if err := json.Unmarshal(body, &r); resp.StatusCode != http.StatusOK || err != nil {
 		t.Fatalf("%d %v %s", resp.StatusCode, err, body)
