@@ -214,9 +214,6 @@ type chatStart struct {
 	reply *chatReply
 	// clientThread is the thread's client id.
 	clientThread string
-	// dup, when set, is the run a request with the same key started: no
-	// run started (the caller joins or replays it).
-	dup *runstore.Record
 	// usage goes with reply when it replays a run's answer; replayed is
 	// that run's record when its key was derived from the request.
 	usage    agent.Usage
