@@ -11,6 +11,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
 // Audit API limits.
@@ -87,5 +88,5 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 	if paging && len(recs) == f.Limit {
 		next = strconv.FormatInt(recs[len(recs)-1].Seq, 10)
 	}
-	jsonreply.JSON(w, http.StatusOK, listPage("records", recs, next))
+	jsonreply.JSON(w, http.StatusOK, native.ListPage("records", recs, next))
 }

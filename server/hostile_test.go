@@ -27,6 +27,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/logging"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -395,7 +396,7 @@ func TestHostileRequests(t *testing.T) {
 		// The run as the server shows it, from memory or (once evicted)
 		// from its record: what it is, not how it is kept.
 		_, body := hostile.do(t, "GET", "/api/threads/victim/runs/"+aliceRun, keyAlice, nil)
-		var ri runInfo
+		var ri native.RunInfo
 		_ = json.Unmarshal(body, &ri)
 		fmt.Fprintf(&b, "|run %s %s %v %s %q", ri.ID, ri.Thread, ri.Finished, ri.Status, ri.Error)
 		_, list := hostile.do(t, "GET", "/api/threads?limit=500", keyAlice, nil)

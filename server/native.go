@@ -15,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/capgraph/capgraph/state"
@@ -24,14 +25,9 @@ import (
 // The native API: threads and runs as JSON, run events as SSE with ids for
 // reconnection.
 
-type createThreadRequest struct {
-	ID       string            `json:"id"`
-	Metadata map[string]string `json:"metadata"`
-}
-
 func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
-	var req createThreadRequest
+	var req native.CreateThreadRequest
 	body, err := reqbody.Read(r)
 	if err == nil && len(bytes.TrimSpace(body)) > 0 {
 		err = reqbody.Unmarshal(body, &req, true)
@@ -82,17 +78,7 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 	for i := range ths {
 		s.fillStatus(r.Context(), &ths[i])
 	}
-	jsonreply.JSON(w, http.StatusOK, listPage("threads", ths, next))
-}
-
-// listPage is a page of a list: the items, whether more follow, and the
-// cursor of the next page.
-func listPage(name string, items any, next string) map[string]any {
-	out := map[string]any{name: items, "has_more": next != ""}
-	if next != "" {
-		out["next_cursor"] = next
-	}
-	return out
+	jsonreply.JSON(w, http.StatusOK, native.ListPage("threads", ths, next))
 }
 
 // fillStatus gives a thread the status of its latest run: running while a
@@ -160,26 +146,19 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// threadState is the state route's answer.
-type threadState struct {
-	Thread string          `json:"thread_id"`
-	Status agent.RunStatus `json:"status,omitempty"`
-	State  *state.State    `json:"state"`
-}
-
-func (s *Server) loadState(w http.ResponseWriter, r *http.Request) (threadState, bool) {
+func (s *Server) loadState(w http.ResponseWriter, r *http.Request) (native.ThreadState, bool) {
 	_, th, ok := s.thread(w, r)
 	if !ok {
-		return threadState{}, false
+		return native.ThreadState{}, false
 	}
-	out := threadState{Thread: th.ID}
+	out := native.ThreadState{Thread: th.ID}
 	st, status, err := s.cfg.Runner.State(r.Context(), th.internal)
 	if errors.Is(err, agent.ErrUnknownThread) {
 		return out, true // created, never run, not in the store: no state yet
 	}
 	if err != nil {
 		s.writeError(w, err)
-		return threadState{}, false
+		return native.ThreadState{}, false
 	}
 	if st.Turn.Number == 0 {
 		status = "" // created, never run
@@ -207,25 +186,12 @@ func (s *Server) handleThreadPlan(w http.ResponseWriter, r *http.Request) {
 	jsonreply.JSON(w, http.StatusOK, map[string]any{"thread_id": ts.Thread, "plan": plan, "pending_approval": pending})
 }
 
-type startRunRequest struct {
-	Input string `json:"input"`
-	// Options may only tighten the agent's configured options (403
-	// otherwise, unless the key may raise the setting).
-	Options *agent.TurnOptions `json:"options"`
-	// Stream answers with the run's SSE event stream instead of 202.
-	Stream bool `json:"stream"`
-}
-
-func wantsStream(r *http.Request, flag bool) bool {
-	return flag || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
-}
-
 func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	c, th, ok := s.thread(w, r)
 	if !ok {
 		return
 	}
-	var req startRunRequest
+	var req native.StartRunRequest
 	if err := reqbody.DecodeStrict(r, &req); err != nil {
 		s.writeError(w, err)
 		return
@@ -247,20 +213,12 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-type approvalRequest struct {
-	ApprovalID string      `json:"approval_id"`
-	Approved   *bool       `json:"approved"`
-	Text       string      `json:"text"`
-	Plan       *state.Plan `json:"plan"`
-	Stream     bool        `json:"stream"`
-}
-
 func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 	c, th, ok := s.thread(w, r)
 	if !ok {
 		return
 	}
-	var req approvalRequest
+	var req native.ApprovalRequest
 	if err := reqbody.DecodeStrict(r, &req); err != nil {
 		s.writeError(w, err)
 		return
@@ -369,7 +327,7 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 		s.replayNative(w, r, stream, *dup)
 		return
 	}
-	if !wantsStream(r, stream) {
+	if !native.WantsStream(r, stream) {
 		jsonreply.JSON(w, http.StatusAccepted, map[string]any{"run": recordInfo(rec), "queued": true,
 			"events_url": threadPath(rec.Labels[labelThread], "runs", rec.ID, "events")})
 		return
@@ -454,7 +412,7 @@ func (s *Server) answerOpened(w http.ResponseWriter, r *http.Request, stream boo
 }
 
 func (s *Server) answerNative(w http.ResponseWriter, r *http.Request, stream bool, ru *run) {
-	if wantsStream(r, stream) {
+	if native.WantsStream(r, stream) {
 		s.streamRun(w, r, ru, 0)
 		return
 	}
@@ -469,7 +427,7 @@ func (s *Server) replayNative(w http.ResponseWriter, r *http.Request, stream boo
 		s.answerNative(w, r, stream, ru)
 		return
 	}
-	if wantsStream(r, stream) {
+	if native.WantsStream(r, stream) {
 		s.streamRecord(w, rec)
 		return
 	}
@@ -581,7 +539,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	out := make([]runInfo, 0, len(recs))
+	out := make([]native.RunInfo, 0, len(recs))
 	for _, rec := range recs {
 		if ru, ok := s.runs.byID(rec.ID); ok {
 			out = append(out, ru.info())
@@ -593,7 +551,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	if len(recs) == p.limit {
 		next = strconv.FormatInt(recs[len(recs)-1].Seq, 10)
 	}
-	jsonreply.JSON(w, http.StatusOK, listPage("runs", out, next))
+	jsonreply.JSON(w, http.StatusOK, native.ListPage("runs", out, next))
 }
 
 // handleRunEvents streams a run's events; Last-Event-ID (or ?after=N)

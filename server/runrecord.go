@@ -15,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/native"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
@@ -446,8 +447,8 @@ func recordStatus(st runstore.Status) agent.RunStatus {
 }
 
 // recordInfo is a record as the native API shows a run.
-func recordInfo(rec runstore.Record) runInfo {
-	return runInfo{ID: rec.ID, Thread: rec.Labels[labelThread], Started: rec.Created, Finished: rec.Status.Terminal(),
+func recordInfo(rec runstore.Record) native.RunInfo {
+	return native.RunInfo{ID: rec.ID, Thread: rec.Labels[labelThread], Started: rec.Created, Finished: rec.Status.Terminal(),
 		Status: recordStatus(rec.Status), Error: rec.Error}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/native"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 
@@ -337,21 +338,10 @@ func joinAnswer(content, sentence string) string {
 	return content + "\n\n" + sentence
 }
 
-// runInfo is the JSON view of a run.
-type runInfo struct {
-	ID       string          `json:"id"`
-	Thread   string          `json:"thread_id"`
-	Started  time.Time       `json:"started_at"`
-	Finished bool            `json:"finished"`
-	Status   agent.RunStatus `json:"status,omitempty"`
-	Error    string          `json:"error,omitempty"`
-	LastSeq  int             `json:"last_seq"`
-}
-
-func (r *run) info() runInfo {
+func (r *run) info() native.RunInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ri := runInfo{ID: r.ID, Thread: r.ClientThread, Started: r.Started, Finished: r.life.State().Ended(), Status: r.status, LastSeq: r.lastSeq}
+	ri := native.RunInfo{ID: r.ID, Thread: r.ClientThread, Started: r.Started, Finished: r.life.State().Ended(), Status: r.status, LastSeq: r.lastSeq}
 	if r.err != nil {
 		ri.Error = r.err.Error()
 	}

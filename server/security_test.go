@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/openai"
 )
 
@@ -51,7 +52,7 @@ func TestForeignThreadIsNotFound(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("run %d %s", resp.StatusCode, body)
 	}
-	var started struct{ Run runInfo }
+	var started struct{ Run native.RunInfo }
 	if err := json.Unmarshal(body, &started); err != nil {
 		t.Fatal(err)
 	}

@@ -136,7 +136,7 @@ func TestLayers(t *testing.T) {
 				}
 				return true
 			}},
-		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, answertext): a protocol package (agui, artifacts, openai, responses) imports no other protocol package, and none imports server",
+		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, answertext): a protocol package (agui, artifacts, native, openai, responses) imports no other protocol package, and none imports server",
 			func(p pkg) bool { return under(p.ImportPath, "server/internal") },
 			func(p pkg) []string { return p.Imports },
 			func(d string) bool {
