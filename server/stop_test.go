@@ -122,7 +122,7 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // Stop stops (issue 33): a client that cannot repeat its request leaving —
-// Open WebUI's stop button closes the stream, the page's AG-UI stop aborts
+// Open WebUI's stop button closes the stream, an AG-UI client's stop aborts
 // its request — ends the run within a second, though the capability it is
 // in never returns, and the thread takes the next question at once. The
 // detach grace (10 s by default) is not waited for.
