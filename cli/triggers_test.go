@@ -15,7 +15,8 @@ import (
 
 // serve mounts the configured triggers at POST /api/triggers/{name}, with
 // API keys configured: a signed call gets 202 and a run id without a key;
-// an unsigned one 401; the thread answers the templated question.
+// an unsigned one 401; the run is the server's, its owner's (principal:
+// ops): the ops key streams it over the native API to its answer.
 func TestServeMountsTriggers(t *testing.T) {
 	h := controlRoom(t)
 	h.env["BEAM_ALARM_SECRET"] = "0123456789abcdef-alarm"
@@ -26,6 +27,7 @@ triggers:
     secret_env: BEAM_ALARM_SECRET
     input: "Alarm {{.alarm}}: what is the beam current?"
     allowed_capabilities: [channel_finding, channel_read]
+    principal: ops
 `)
 	sv := startServe(h, h.app, "--addr", "127.0.0.1:0")
 	stopped := false
@@ -64,6 +66,18 @@ triggers:
 	var acc trigger.Accepted
 	if code != http.StatusAccepted || json.Unmarshal([]byte(out), &acc) != nil || acc.RunID == "" {
 		t.Fatalf("signed: %d %s", code, out)
+	}
+	req, _ := http.NewRequest(http.MethodGet, base+"/api/threads/"+acc.Thread+"/runs/"+acc.RunID+"/events", nil)
+	req.Header.Set("Authorization", "Bearer 0123456789abcdef-ops")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(events), "event: run_start") ||
+		!strings.Contains(string(events), `"status":"answered"`) {
+		t.Fatalf("the trigger's run streamed to its owner: %d %s", resp.StatusCode, events)
 	}
 	stopped = true
 	if code := sv.stop(); code != cli.ExitOK {

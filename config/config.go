@@ -413,8 +413,10 @@ type ServerLimits struct {
 	// the first run ended gets that run's answer; 0 means the default
 	// (1m), "never" (or a negative duration) turns it off.
 	DuplicateWindow Threshold `yaml:"duplicate_window"`
-	// DetachGrace: how long a run goes on after its client left, for the
-	// client's retry to join it; 0 means the default (10s), "never" (or a
+	// DetachGrace: how long a run goes on after its client left, when
+	// the client repeats requests (an Idempotency-Key, an SDK's retry
+	// header), for the retry to join it (any other client leaving stops
+	// its run at once); 0 means the default (10s), "never" (or a
 	// negative duration) cancels the run as soon as its client has gone.
 	DetachGrace Threshold `yaml:"detach_grace"`
 	// ParkAfter: a retry wait longer than this goes back to the runs
@@ -571,8 +573,12 @@ type Trigger struct {
 	// RatePerMinute bounds accepted calls (default: the trigger
 	// package's, 10).
 	RatePerMinute int `yaml:"rate_per_minute"`
-	// Tenant puts the runs' threads in this tenant (its API keys see
-	// them); empty: none.
+	// Principal names the API key (server.api_keys or CAPGRAPH_API_KEYS)
+	// the runs belong to: its holder lists their threads, streams them
+	// and answers their approvals. Empty: the keyless caller of a server
+	// without keys, else nobody's (docs/triggers.md).
+	Principal string `yaml:"principal"`
+	// Tenant is the tenant of Principal; empty: "default".
 	Tenant string `yaml:"tenant"`
 }
 

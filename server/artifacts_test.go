@@ -166,7 +166,7 @@ func TestArtifactURLsUsePublicURLAndSurviveRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sig := artifacts.Sign(again.artifactKey, "th", "t1.p1.s0.0", 5); sig != artifacts.Sign(env.srv.artifactKey, "th", "t1.p1.s0.0", 5) {
+	if sig := artifacts.Sign(again.artifacts.Key, "th", "t1.p1.s0.0", 5); sig != artifacts.Sign(env.srv.artifacts.Key, "th", "t1.p1.s0.0", 5) {
 		t.Fatal("a server with the same keys signs differently")
 	}
 	cfg := env.srv.cfg
@@ -175,7 +175,7 @@ func TestArtifactURLsUsePublicURLAndSurviveRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if artifacts.Sign(other.artifactKey, "th", "t1.p1.s0.0", 5) == artifacts.Sign(env.srv.artifactKey, "th", "t1.p1.s0.0", 5) {
+	if artifacts.Sign(other.artifacts.Key, "th", "t1.p1.s0.0", 5) == artifacts.Sign(env.srv.artifacts.Key, "th", "t1.p1.s0.0", 5) {
 		t.Fatal("another secret signs the same")
 	}
 	if r, _ := env.do(t, "GET", path, "", nil); r.StatusCode != http.StatusOK {

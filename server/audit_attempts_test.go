@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
 // auditAgentEnv serves a real (offline) agent over caps, with a fast
@@ -133,7 +134,7 @@ func TestAuditCanceledAttempt(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the capability never started")
 	}
-	var info struct{ Run runInfo }
+	var info struct{ Run native.RunInfo }
 	if err := json.Unmarshal(body, &info); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,9 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
 // Audit API limits.
@@ -27,12 +30,12 @@ const (
 func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
 	if !c.Principal.Admin {
-		s.writeError(w, &RequestError{Kind: ErrForbidden, Message: "the audit log is readable only with an admin key (server.api_keys[].admin: true)"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrForbidden, Message: "the audit log is readable only with an admin key (server.api_keys[].admin: true)"})
 		return
 	}
 	ar := s.features.audit
 	if ar == nil {
-		s.writeError(w, &RequestError{Kind: ErrNotFound, Message: "this server's agent keeps no audit log"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Message: "this server's agent keeps no audit log"})
 		return
 	}
 	q := r.URL.Query()
@@ -50,7 +53,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		if v := q.Get(param); v != "" {
 			t, err := agent.ParseAuditTime(v, s.cfg.Now())
 			if err != nil {
-				s.writeError(w, &RequestError{Kind: ErrBadRequest, Param: param, Message: err.Error()})
+				s.writeError(w, &apierror.RequestError{Kind: apierror.ErrBadRequest, Param: param, Message: err.Error()})
 				return
 			}
 			*dst = t
@@ -85,5 +88,5 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 	if paging && len(recs) == f.Limit {
 		next = strconv.FormatInt(recs[len(recs)-1].Seq, 10)
 	}
-	writeJSON(w, http.StatusOK, listPage("records", recs, next))
+	jsonreply.JSON(w, http.StatusOK, native.ListPage("records", recs, next))
 }

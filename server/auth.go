@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // Headers a trusted frontend (Open WebUI with
@@ -75,7 +76,7 @@ func (k *keyring) lookup(key string) (Principal, bool) {
 // (loopback only). It is not a trusted frontend.
 var anonymous = Principal{Name: "local", Tenant: "default"}
 
-// authenticate resolves the caller of r, or reports ErrUnauthorized.
+// authenticate resolves the caller of r, or reports apierror.ErrUnauthorized.
 func (s *Server) authenticate(r *http.Request) (caller, error) {
 	var p Principal
 	if len(s.keys.principals) == 0 {
@@ -84,11 +85,11 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 		auth := r.Header.Get("Authorization")
 		scheme, key, ok := strings.Cut(auth, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
-			return caller{}, &RequestError{Kind: ErrUnauthorized, Message: "missing API key: send Authorization: Bearer <key>"}
+			return caller{}, &apierror.RequestError{Kind: apierror.ErrUnauthorized, Message: "missing API key: send Authorization: Bearer <key>"}
 		}
 		var found bool
 		if p, found = s.keys.lookup(strings.TrimSpace(key)); !found {
-			return caller{}, &RequestError{Kind: ErrUnauthorized, Message: "invalid API key"}
+			return caller{}, &apierror.RequestError{Kind: apierror.ErrUnauthorized, Message: "invalid API key"}
 		}
 	}
 	c := caller{Principal: p}
@@ -116,7 +117,7 @@ func (s *Server) requireAuth(h http.HandlerFunc, onErr func(http.ResponseWriter,
 			return
 		}
 		if ok, after := s.allowRequest(r.Context(), c); !ok {
-			onErr(w, &RateLimitError{Limit: s.cfg.RequestsPerMinute, RetryAfter: after})
+			onErr(w, &apierror.RateLimitError{Limit: s.cfg.RequestsPerMinute, RetryAfter: after})
 			return
 		}
 		c.Trace = traceOf(r)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/server/allowedhost"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // No browser acts for the operator (docs/safety.md). A page on another
@@ -83,7 +84,7 @@ func wildcardHost(host string) bool {
 func (s *Server) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hosts.hosts.Allows(r.Host) {
-			s.refuse(w, r, &RequestError{Kind: ErrUnknownHost, Param: "Host", Message: fmt.Sprintf(
+			s.refuse(w, r, &apierror.RequestError{Kind: apierror.ErrUnknownHost, Param: "Host", Message: fmt.Sprintf(
 				"%s is not a name of this server: it answers to localhost and the names in server.allowed_hosts (a guard against DNS rebinding)", quoteForClient(r.Host))})
 			return
 		}
@@ -143,13 +144,13 @@ func (s *Server) crossOrigin(r *http.Request) error {
 		if site == "" {
 			return nil
 		}
-		return &RequestError{Kind: ErrCrossOrigin, Param: "Sec-Fetch-Site", Message: fmt.Sprintf(
+		return &apierror.RequestError{Kind: apierror.ErrCrossOrigin, Param: "Sec-Fetch-Site", Message: fmt.Sprintf(
 			"a %s page without an Origin may not change anything here (%s)", quoteForClient(site), r.Method)}
 	}
 	if s.trustedOrigin(origin) || site == "" && sameHost(origin, r.Host) {
 		return nil
 	}
-	return &RequestError{Kind: ErrCrossOrigin, Param: "Origin", Message: fmt.Sprintf(
+	return &apierror.RequestError{Kind: apierror.ErrCrossOrigin, Param: "Origin", Message: fmt.Sprintf(
 		"a page on %s may not change anything here (%s): only this server's own page and the origins in server.cors_origins may", quoteForClient(origin), r.Method)}
 }
 
@@ -206,12 +207,12 @@ func jsonBody(r *http.Request) error {
 		if r.ContentLength == 0 {
 			return nil
 		}
-		return &RequestError{Kind: ErrUnsupportedMediaType, Param: "Content-Type", Message: fmt.Sprintf(
+		return &apierror.RequestError{Kind: apierror.ErrUnsupportedMediaType, Param: "Content-Type", Message: fmt.Sprintf(
 			"a %s body needs Content-Type: application/json", r.Method)}
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || !slices.Contains(jsonContentTypes, mt) {
-		return &RequestError{Kind: ErrUnsupportedMediaType, Param: "Content-Type", Message: fmt.Sprintf(
+		return &apierror.RequestError{Kind: apierror.ErrUnsupportedMediaType, Param: "Content-Type", Message: fmt.Sprintf(
 			"%s is not accepted: send the body as application/json", quoteForClient(ct))}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
 )
 
 // SDKs retry a Chat Completions request that failed or timed out (openai
@@ -19,28 +22,33 @@ import (
 // (docs/reliability.md). An Idempotency-Key header names the run
 // explicitly, for as long as its record is kept.
 
-// ErrDuplicateInProgress: an identical request's run goes on elsewhere (in
-// recovery, or on another replica); 409 with Retry-After, which SDKs retry.
-var ErrDuplicateInProgress = errors.New("an identical request is being answered")
-
-// duplicateRetryAfter is the Retry-After of ErrDuplicateInProgress.
+// duplicateRetryAfter is the Retry-After of apierror.ErrDuplicateInProgress.
 const duplicateRetryAfter = 2
 
-// chatKey is the run key of a chat request: its Idempotency-Key, else the
+// chatOpening is the opening of a chat request (Chat Completions with
+// scope "chat", Responses with "responses"; source names the protocol in
+// the thread's metadata). The run's key is its Idempotency-Key, else the
 // conversation itself (model, forwarded chat id, every user and assistant
 // message) unless the window is off or the request answers an approval
-// (an approval token is answered once by its own bookkeeping).
-func (s *Server) chatKey(r *http.Request, c caller, t chatTurn, scope string) (key string, explicit bool) {
-	if r.Header.Get("Idempotency-Key") != "" {
-		return idempotencyKey(r, c, scope, "")
+// (an approval token is answered once by its own bookkeeping). The spec
+// (chatSpec) fills st; a token it claimed is settled when the run does
+// not start.
+func (s *Server) chatOpening(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, scope, source string, st *chatStart) opening {
+	implicit := ""
+	if _, ok := findApprovalToken(t.lastAssistant); s.cfg.DuplicateWindow >= 0 && !ok && t.token == "" {
+		implicit = t.model.ID + "\x00" + c.ChatID + "\x00" + t.thread + "\x00" + strconv.FormatBool(t.stream) + "\x00" + transcriptDigest(c, t.msgs)
 	}
-	if s.cfg.DuplicateWindow < 0 {
-		return "", false
-	}
-	if _, ok := findApprovalToken(t.lastAssistant); ok || t.token != "" {
-		return "", false
-	}
-	return idempotencyKey(r, c, scope, t.model.ID+"\x00"+c.ChatID+"\x00"+t.thread+"\x00"+strconv.FormatBool(t.stream)+"\x00"+transcriptDigest(c, t.msgs))
+	return opening{w: w, r: r, c: c, scope: scope, implicit: implicit, lookFirst: true, request: t.digest(c),
+		spec: func(ctx context.Context, _ string) (*runSpec, error) {
+			sp, started, err := s.chatSpec(ctx, c, t, source)
+			*st = started
+			return sp, err
+		},
+		refused: func() {
+			if st.token != "" {
+				s.approvals.settle(st.token, nil)
+			}
+		}}
 }
 
 // digest is what a chat request asks (runSpec.request): the conversation
@@ -50,17 +58,13 @@ func (t chatTurn) digest(c caller) string {
 }
 
 // replayChat answers a repeated chat request from the first request's run
-// rec and reports true; false when rec is too old to count (its key is
+// rec (the same request: opening checked it) and reports true; false when rec is too old to count (its key is
 // released, and the caller starts a new run).
 func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, rec runstore.Record, explicit bool) bool {
-	if err := sameRequest(rec, t.digest(c)); err != nil {
-		s.writeError(w, err)
-		return true
-	}
 	if ru := s.joinable(r.Context(), c, rec); ru != nil {
 		// Join the run: the answer as it comes.
 		w.Header().Set(headerReplayed, "true")
-		rd := &chatRenderer{base: s.baseURL(r)}
+		rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
 		if t.stream {
 			s.streamChat(w, r, t, c, ru, rd, "")
 		} else {
@@ -70,7 +74,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	}
 	if !rec.Status.Terminal() {
 		w.Header().Set("Retry-After", strconv.Itoa(duplicateRetryAfter))
-		s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
 		return true
 	}
 	var res runResult
@@ -92,7 +96,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		}
 		code := f.Code
 		w.Header().Set("x-should-retry", "false")
-		writeJSON(w, f.Status, map[string]any{"error": apiError{Message: f.Message, Type: typ, Code: &code}})
+		jsonreply.JSON(w, f.Status, map[string]any{"error": apierror.Body{Message: f.Message, Type: typ, Code: &code}})
 		return true
 	}
 	var u agent.Usage
@@ -118,7 +122,7 @@ func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *run
 	}
 	if !rec.Status.Terminal() {
 		w.Header().Set("Retry-After", strconv.Itoa(duplicateRetryAfter))
-		s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
 		return chatStart{}, false
 	}
 	var res runResult

@@ -120,8 +120,10 @@ type Config struct {
 	Metrics http.Handler
 	// Triggers, when set, serves POST /api/triggers/{name} (package
 	// trigger): callers authenticate by the trigger's HMAC signature, not
-	// by API keys.
-	Triggers http.Handler
+	// by API keys. New calls it once with the server's StartFunc, so a
+	// trigger's run is one of the server's runs (listed, streamed,
+	// stopped and joined by Shutdown like any other).
+	Triggers func(start StartFunc) http.Handler
 	// Evaluations, when set, lists the last evaluation runs recorded in the
 	// store (capgraph eval --record) at GET /api/evaluations, for the page.
 	Evaluations EvaluationLister
@@ -265,11 +267,13 @@ type Limits struct {
 	// 1 min; negative: off. An Idempotency-Key header is honoured as long
 	// as the run's record is kept (RunRetention).
 	DuplicateWindow time.Duration
-	// DetachGrace is how long a Chat Completions or AG-UI run goes on
-	// after its client went away (a timeout, a dropped connection) before
-	// it is canceled, so that the client's retry of the same request
-	// joins it instead of finding it canceled. Default 10 s; negative:
-	// cancel at once.
+	// DetachGrace is how long a Chat Completions, Responses or AG-UI run
+	// goes on after its client went away (a timeout, a dropped
+	// connection) before it is canceled, when the request can be
+	// repeated (an Idempotency-Key, an SDK's X-Stainless-Retry-Count), so
+	// that the client's retry joins it instead of finding it canceled.
+	// Any other client leaving (a stop button) cancels its run at once.
+	// Default 10 s; negative: cancel at once.
 	DetachGrace time.Duration
 }
 

@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/openai"
 )
 
 // openWebUIView is what Open WebUI's middleware makes of our stream
@@ -16,8 +19,8 @@ import (
 // tool_calls would be executed by Open WebUI itself, so must never appear.
 type openWebUIView struct {
 	Content, Reasoning string
-	Statuses           []statusData
-	Usage              *chatUsage
+	Statuses           []openai.StatusData
+	Usage              *openai.Usage
 	Error              string
 	Done               bool
 	ReasoningBlocks    int // reasoning after content opens a new block
@@ -49,7 +52,7 @@ func parseLikeOpenWebUI(t *testing.T, body string) openWebUIView {
 			t.Fatalf("frame is not JSON: %s", data)
 		}
 		if ev, ok := f["event"]; ok {
-			var se statusEvent
+			var se openai.StatusEvent
 			if err := json.Unmarshal(ev, &se); err != nil || se.Type != "status" {
 				t.Errorf("bad event frame %s", ev)
 			}
@@ -70,13 +73,13 @@ func parseLikeOpenWebUI(t *testing.T, body string) openWebUIView {
 			if _, has := f["choices"]; has {
 				t.Errorf("error frame with choices: %s", data)
 			}
-			var ae apiError
+			var ae apierror.Body
 			_ = json.Unmarshal(e, &ae)
 			v.Error = ae.Message
 			continue
 		}
 		if u, ok := f["usage"]; ok && string(u) != "null" {
-			v.Usage = &chatUsage{}
+			v.Usage = &openai.Usage{}
 			_ = json.Unmarshal(u, v.Usage)
 		}
 		var ch struct {

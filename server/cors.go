@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // Browser clients on other sites (a control-room portal calling the API
@@ -110,11 +112,11 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request, allow string)
 	w.Header().Add("Vary", "Access-Control-Request-Headers")
 	method := r.Header.Get("Access-Control-Request-Method")
 	if allow == "" {
-		s.writeError(w, &RequestError{Kind: ErrForbidden, Param: "Origin", Message: "this origin may not call the API (server.cors_origins)"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrForbidden, Param: "Origin", Message: "this origin may not call the API (server.cors_origins)"})
 		return
 	}
 	if !strings.Contains(corsMethods, method) || strings.ContainsAny(method, ", ") {
-		s.writeError(w, &RequestError{Kind: ErrForbidden, Param: "Access-Control-Request-Method", Message: fmt.Sprintf("method %q is not allowed (%s)", method, corsMethods)})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrForbidden, Param: "Access-Control-Request-Method", Message: fmt.Sprintf("method %q is not allowed (%s)", method, corsMethods)})
 		return
 	}
 	var asked []string
@@ -124,7 +126,7 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request, allow string)
 			continue
 		}
 		if !corsHeaderAllowed(h) {
-			s.writeError(w, &RequestError{Kind: ErrForbidden, Param: "Access-Control-Request-Headers", Message: fmt.Sprintf("header %q is not allowed", h)})
+			s.writeError(w, &apierror.RequestError{Kind: apierror.ErrForbidden, Param: "Access-Control-Request-Headers", Message: fmt.Sprintf("header %q is not allowed", h)})
 			return
 		}
 		asked = append(asked, h)

@@ -13,6 +13,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
 // crashedRecord is the record a server that died right after
@@ -73,10 +74,10 @@ func TestAcknowledgedRunsAreAnsweredAfterACrash(t *testing.T) {
 	if len(started) != 3 {
 		t.Fatalf("started %v; want the runs of beam, older (the newer one) and the chat", started)
 	}
-	get := func(thread, run string) runInfo {
+	get := func(thread, run string) native.RunInfo {
 		t.Helper()
 		resp, body := second.do(t, "GET", "/api/threads/"+thread+"/runs/"+run, keyAlice, nil)
-		var ri runInfo
+		var ri native.RunInfo
 		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &ri) != nil {
 			t.Fatalf("run %s: %d %s", run, resp.StatusCode, body)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
 )
 
 // EvaluationLister lists the last evaluation runs a store keeps, newest
@@ -43,5 +45,5 @@ func (s *Server) handleEvaluations(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, runs...)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"evaluations": out})
+	jsonreply.JSON(w, http.StatusOK, map[string]any{"evaluations": out})
 }

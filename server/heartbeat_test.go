@@ -141,8 +141,9 @@ func TestLongRunOutlivesReadTimeout(t *testing.T) {
 }
 
 // TestClientGoneCancelsRun: a non-streaming client that disconnects cancels
-// its run (the body is read to EOF, so net/http watches the connection),
-// once Config.DetachGrace has passed without a retry of the request.
+// its run (the body is read to EOF, so net/http watches the connection):
+// at once, as it sends neither an Idempotency-Key nor an SDK's retry
+// header (stop_test.go: the grace for those that do).
 func TestClientGoneCancelsRun(t *testing.T) {
 	env := newTestEnv(t, func(c *Config) { c.DetachGrace = 50 * time.Millisecond })
 	defer env.runner.Release()

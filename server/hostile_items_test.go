@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -45,7 +46,7 @@ func rawExchange(t *testing.T, env *testEnv, raw string, halfClose bool) (*http.
 
 // apiErrorOf decodes an error body in the API's shape, failing t when the
 // body is not one.
-func apiErrorOf(t *testing.T, resp *http.Response, body string) apiError {
+func apiErrorOf(t *testing.T, resp *http.Response, body string) apierror.Body {
 	t.Helper()
 	// /mcp answers a JSON-RPC error object; its data carries the same fields.
 	var rpc struct {
@@ -61,10 +62,10 @@ func apiErrorOf(t *testing.T, resp *http.Response, body string) apiError {
 	}
 	if json.Unmarshal([]byte(body), &rpc) == nil && rpc.JSONRPC == "2.0" && rpc.Error != nil && rpc.Error.Data.Code != nil &&
 		strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && rpc.Error.Message != "" {
-		return apiError{Message: rpc.Error.Message, Type: rpc.Error.Data.Type, Param: rpc.Error.Data.Param, Code: rpc.Error.Data.Code}
+		return apierror.Body{Message: rpc.Error.Message, Type: rpc.Error.Data.Type, Param: rpc.Error.Data.Param, Code: rpc.Error.Data.Code}
 	}
 	var e struct {
-		Error *apiError `json:"error"`
+		Error *apierror.Body `json:"error"`
 	}
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || json.Unmarshal([]byte(body), &e) != nil || e.Error == nil || e.Error.Message == "" || e.Error.Code == nil {
 		t.Fatalf("%d %q is not the JSON error shape: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
@@ -180,7 +181,7 @@ func body2s(b []byte) string { return strings.ToLower(string(b)) }
 // route, and the URLs the server builds reach them.
 func TestThreadIDAlphabet(t *testing.T) {
 	env := newTestEnv(t, nil)
-	for _, id := range []string{"..", ".", "a?b", "a#b", "a b", "a/b", "-lead", ".hidden", "ünï", "a\x00b", strings.Repeat("x", MaxThreadIDLen+1), "a%2Fb", "a\\b"} {
+	for _, id := range []string{"..", ".", "a?b", "a#b", "a b", "a/b", "-lead", ".hidden", "ünï", "a\x00b", strings.Repeat("x", maxThreadIDLen+1), "a%2Fb", "a\\b"} {
 		resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": id})
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "ASCII letters, digits") || !strings.Contains(string(body), `"param":"id"`) {
 			t.Errorf("create %q: %d %s", id, resp.StatusCode, body)
@@ -201,7 +202,7 @@ func TestThreadIDAlphabet(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "X-OpenWebUI-Chat-Id") {
 		t.Errorf("chat id with a space: %d %s", resp.StatusCode, body)
 	}
-	for _, id := range []string{"a:b", "t.1", "A-b_c:d.e", "0", strings.Repeat("y", MaxThreadIDLen)} {
+	for _, id := range []string{"a:b", "t.1", "A-b_c:d.e", "0", strings.Repeat("y", maxThreadIDLen)} {
 		if resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": id}); resp.StatusCode != http.StatusCreated {
 			t.Fatalf("create %q: %d %s", id, resp.StatusCode, body)
 		}

@@ -26,6 +26,8 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -394,7 +396,7 @@ func TestHostileRequests(t *testing.T) {
 		// The run as the server shows it, from memory or (once evicted)
 		// from its record: what it is, not how it is kept.
 		_, body := hostile.do(t, "GET", "/api/threads/victim/runs/"+aliceRun, keyAlice, nil)
-		var ri runInfo
+		var ri native.RunInfo
 		_ = json.Unmarshal(body, &ri)
 		fmt.Fprintf(&b, "|run %s %s %v %s %q", ri.ID, ri.Thread, ri.Finished, ri.Status, ri.Error)
 		_, list := hostile.do(t, "GET", "/api/threads?limit=500", keyAlice, nil)
@@ -444,7 +446,7 @@ func TestHostileRequests(t *testing.T) {
 					bad = append(bad, fmt.Sprintf("%s %s %s %.200q: %d %.300s", c.kind, c.method, c.path, c.body, status, body))
 				case status >= 400 && status != s431 && c.method != "HEAD" && c.path != "/mcp": // /mcp answers JSON-RPC's way
 					var e struct {
-						Error *apiError `json:"error"`
+						Error *apierror.Body `json:"error"`
 					}
 					if json.Unmarshal(body, &e) != nil || e.Error == nil || e.Error.Message == "" {
 						bad = append(bad, fmt.Sprintf("%s %s %s: %d not the JSON error shape: %.200s", c.kind, c.method, c.path, status, body))

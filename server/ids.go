@@ -11,19 +11,19 @@ import (
 // events and in the store's metadata. So that every id a client may create
 // can also be reached, and no id changes meaning on the way (".." walking
 // up a path, "?" or "#" ending it, a space a proxy re-encodes), an id is
-// 1 to MaxThreadIDLen characters of the alphabet below, starting with a
+// 1 to maxThreadIDLen characters of the alphabet below, starting with a
 // letter or digit. UUIDs, "openwebui:<chat id>" and the server's own
 // "chat-<uuid>" ids all fit.
 
-// MaxThreadIDLen is the longest thread id, in characters.
-const MaxThreadIDLen = 128
+// maxThreadIDLen is the longest thread id, in characters.
+const maxThreadIDLen = 128
 
-// ThreadIDRule says in words what a thread id may be; every refusal quotes it.
-const ThreadIDRule = "1 to 128 characters: ASCII letters, digits, '-', '_', '.' and ':', starting with a letter or digit"
+// threadIDRule says in words what a thread id may be; every refusal quotes it.
+const threadIDRule = "1 to 128 characters: ASCII letters, digits, '-', '_', '.' and ':', starting with a letter or digit"
 
-// validThreadID reports whether id follows ThreadIDRule.
+// validThreadID reports whether id follows threadIDRule.
 func validThreadID(id string) bool {
-	if len(id) == 0 || len(id) > MaxThreadIDLen || !alnum(id[0]) {
+	if len(id) == 0 || len(id) > maxThreadIDLen || !alnum(id[0]) {
 		return false
 	}
 	for i := 1; i < len(id); i++ {
@@ -45,7 +45,7 @@ func checkThreadID(param, id string) error {
 	if validThreadID(id) {
 		return nil
 	}
-	return badRequest(param, "%s is not a valid thread id: a thread id is %s", quoteForClient(id), ThreadIDRule)
+	return badRequest(param, "%s is not a valid thread id: a thread id is %s", quoteForClient(id), threadIDRule)
 }
 
 // quoteForClient quotes what a client sent for an error message, cut to a

@@ -3,13 +3,13 @@ package server
 import (
 	"container/list"
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // What one principal can make the server hold is bounded: its threads
@@ -28,10 +28,6 @@ const (
 	// metadataKeyMaxLen bounds one metadata key of the native API, in bytes.
 	metadataKeyMaxLen = 64
 )
-
-// ErrQuota: the caller holds as much as it may (threads); 403, not 429,
-// because waiting does not help: deleting does.
-var ErrQuota = errors.New("quota exceeded")
 
 // checkMetadata refuses client metadata the limits or the store would
 // refuse: too many keys or bytes, keys outside the thread-id alphabet,
@@ -154,7 +150,7 @@ func (t *threadCounts) entry(owner string) *countEntry {
 	return e
 }
 
-// reserve counts one more thread for owner, or reports ErrQuota; commit
+// reserve counts one more thread for owner, or reports apierror.ErrQuota; commit
 // ends the reservation. count reads the owner's number of threads when it
 // is not known.
 func (t *threadCounts) reserve(ctx context.Context, owner string, count func(ctx context.Context) (int, error)) error {
@@ -188,7 +184,7 @@ func (t *threadCounts) reserve(ctx context.Context, owner string, count func(ctx
 			e.n, e.known = n, true
 		}
 		if e.n+e.inflight >= t.max {
-			return &RequestError{Kind: ErrQuota, Param: "thread", Message: "this API key (or forwarded user) has " + strconv.Itoa(e.n+e.inflight) +
+			return &apierror.RequestError{Kind: apierror.ErrQuota, Param: "thread", Message: "this API key (or forwarded user) has " + strconv.Itoa(e.n+e.inflight) +
 				" threads, the limit (server.limits.max_threads); delete threads (DELETE /api/threads/{id}) to start new ones"}
 		}
 		e.inflight++

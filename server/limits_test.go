@@ -15,6 +15,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
 // Issue 13 item 1: thread metadata is bounded in keys, bytes and alphabet
@@ -309,8 +310,8 @@ func TestListsArePaged(t *testing.T) {
 			for range 5 {
 				_, body := env.do(t, "GET", "/api/threads/p0/runs?limit=2&cursor="+cursor, keyAlice, nil)
 				var page struct {
-					Runs       []runInfo `json:"runs"`
-					NextCursor string    `json:"next_cursor"`
+					Runs       []native.RunInfo `json:"runs"`
+					NextCursor string           `json:"next_cursor"`
 				}
 				if err := json.Unmarshal(body, &page); err != nil {
 					t.Fatal(err)

@@ -55,7 +55,7 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 		q.Thread = "mcp-" + uuid.NewString()
 	}
 	if !validThreadID(q.Thread) {
-		return mcp.Answer{}, fmt.Errorf("%w: thread_id %s is not a valid thread id: a thread id is %s", mcp.ErrBadQuestion, quoteForClient(q.Thread), ThreadIDRule)
+		return mcp.Answer{}, fmt.Errorf("%w: thread_id %s is not a valid thread id: a thread id is %s", mcp.ErrBadQuestion, quoteForClient(q.Thread), threadIDRule)
 	}
 	th, _, err := s.openThread(ctx, c, q.Thread, "mcp", nil)
 	if err != nil {
@@ -88,7 +88,7 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 			}
 		}
 	}, nil) {
-		ru.leave() // the client went away: the run stops at its next checkpoint
+		ru.leave(false) // the client went away (no repeat can join a run without a key): the run stops now
 		return mcp.Answer{}, ctx.Err()
 	}
 	status, runErr, shutdown := ru.result()
@@ -108,7 +108,7 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 		text = joinAnswer(text, s.publicMessage(runErr)) // a FATAL failure or the time limit: an answer
 	}
 	ans := mcp.Answer{Thread: th.ID, Text: strings.TrimSpace(text), Status: string(status)}
-	ans.Text, ans.Images = s.mcpArtifacts(ans.Text, rd.artifacts)
+	ans.Text, ans.Images = s.artifacts.ForMCP(ans.Text, rd.artifacts)
 	if rd.approval != nil && rd.status == agent.RunInterrupted {
 		ans.Approval = &mcp.PendingApproval{ID: rd.approval.ID, Summary: rd.approval.Summary}
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // JSON-RPC 2.0 error codes an MCP client knows.
@@ -90,7 +92,7 @@ func (w *rpcErrorWriter) finish(id json.RawMessage) {
 	text := strings.TrimSpace(w.body.String())
 	code, data := rpcInvalidRequest, map[string]any{"http_status": w.status}
 	var api struct {
-		Error *apiError `json:"error"`
+		Error *apierror.Body `json:"error"`
 	}
 	switch {
 	case json.Unmarshal(w.body.Bytes(), &api) == nil && api.Error != nil:

@@ -13,6 +13,11 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/native"
+	"github.com/capgraph/capgraph/server/internal/reqbody"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -20,17 +25,12 @@ import (
 // The native API: threads and runs as JSON, run events as SSE with ids for
 // reconnection.
 
-type createThreadRequest struct {
-	ID       string            `json:"id"`
-	Metadata map[string]string `json:"metadata"`
-}
-
 func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
-	var req createThreadRequest
-	body, err := readBody(r)
+	var req native.CreateThreadRequest
+	body, err := reqbody.Read(r)
 	if err == nil && len(bytes.TrimSpace(body)) > 0 {
-		err = unmarshalRequest(body, &req, true)
+		err = reqbody.Unmarshal(body, &req, true)
 	}
 	if err != nil {
 		s.writeError(w, err)
@@ -58,7 +58,7 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.fillStatus(r.Context(), &th)
 	}
-	writeJSON(w, status, th)
+	jsonreply.JSON(w, status, th)
 }
 
 func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
@@ -78,17 +78,7 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 	for i := range ths {
 		s.fillStatus(r.Context(), &ths[i])
 	}
-	writeJSON(w, http.StatusOK, listPage("threads", ths, next))
-}
-
-// listPage is a page of a list: the items, whether more follow, and the
-// cursor of the next page.
-func listPage(name string, items any, next string) map[string]any {
-	out := map[string]any{name: items, "has_more": next != ""}
-	if next != "" {
-		out["next_cursor"] = next
-	}
-	return out
+	jsonreply.JSON(w, http.StatusOK, native.ListPage("threads", ths, next))
 }
 
 // fillStatus gives a thread the status of its latest run: running while a
@@ -120,7 +110,7 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, Thread,
 		return c, th, false
 	}
 	if !ok {
-		s.writeError(w, &RequestError{Kind: ErrNotFound, Param: "thread", Message: "no such thread"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "thread", Message: "no such thread"})
 	}
 	return c, th, ok
 }
@@ -128,7 +118,7 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, Thread,
 func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 	if _, th, ok := s.thread(w, r); ok {
 		s.fillStatus(r.Context(), &th)
-		writeJSON(w, http.StatusOK, th)
+		jsonreply.JSON(w, http.StatusOK, th)
 	}
 }
 
@@ -138,7 +128,7 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ru, busy := s.runs.activeOn(th.internal); busy {
-		s.writeError(w, &RequestError{Kind: ErrRunInProgress, Message: "run " + ru.ID + " is still running; cancel it first"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "run " + ru.ID + " is still running; cancel it first"})
 		return
 	}
 	// Deleting a thread the store does not have is no error.
@@ -156,26 +146,19 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// threadState is the state route's answer.
-type threadState struct {
-	Thread string          `json:"thread_id"`
-	Status agent.RunStatus `json:"status,omitempty"`
-	State  *state.State    `json:"state"`
-}
-
-func (s *Server) loadState(w http.ResponseWriter, r *http.Request) (threadState, bool) {
+func (s *Server) loadState(w http.ResponseWriter, r *http.Request) (native.ThreadState, bool) {
 	_, th, ok := s.thread(w, r)
 	if !ok {
-		return threadState{}, false
+		return native.ThreadState{}, false
 	}
-	out := threadState{Thread: th.ID}
+	out := native.ThreadState{Thread: th.ID}
 	st, status, err := s.cfg.Runner.State(r.Context(), th.internal)
 	if errors.Is(err, agent.ErrUnknownThread) {
 		return out, true // created, never run, not in the store: no state yet
 	}
 	if err != nil {
 		s.writeError(w, err)
-		return threadState{}, false
+		return native.ThreadState{}, false
 	}
 	if st.Turn.Number == 0 {
 		status = "" // created, never run
@@ -186,7 +169,7 @@ func (s *Server) loadState(w http.ResponseWriter, r *http.Request) (threadState,
 
 func (s *Server) handleThreadState(w http.ResponseWriter, r *http.Request) {
 	if ts, ok := s.loadState(w, r); ok {
-		writeJSON(w, http.StatusOK, ts)
+		jsonreply.JSON(w, http.StatusOK, ts)
 	}
 }
 
@@ -200,20 +183,7 @@ func (s *Server) handleThreadPlan(w http.ResponseWriter, r *http.Request) {
 	if ts.State != nil {
 		plan, pending = ts.State.Turn.Plan, ts.State.Turn.PendingApproval
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"thread_id": ts.Thread, "plan": plan, "pending_approval": pending})
-}
-
-type startRunRequest struct {
-	Input string `json:"input"`
-	// Options may only tighten the agent's configured options (403
-	// otherwise, unless the key may raise the setting).
-	Options *agent.TurnOptions `json:"options"`
-	// Stream answers with the run's SSE event stream instead of 202.
-	Stream bool `json:"stream"`
-}
-
-func wantsStream(r *http.Request, flag bool) bool {
-	return flag || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	jsonreply.JSON(w, http.StatusOK, map[string]any{"thread_id": ts.Thread, "plan": plan, "pending_approval": pending})
 }
 
 func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
@@ -221,8 +191,8 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req startRunRequest
-	if err := decodeStrictJSON(r, &req); err != nil {
+	var req native.StartRunRequest
+	if err := reqbody.DecodeStrict(r, &req); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -230,25 +200,17 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("input", "required"))
 		return
 	}
-	if err := checkIdempotencyKey(r); err != nil {
-		s.writeError(w, err)
-		return
+	op, ok := s.open(opening{w: w, r: r, c: c, scope: "native:" + th.internal,
+		spec: func(context.Context, string) (*runSpec, error) {
+			treq, err := s.openTurn(c, turnOpening{field: "input", input: req.Input, options: req.Options, source: "native", clientThread: th.ID, thread: th.internal, clientMeta: th.Metadata})
+			if err != nil {
+				return nil, err
+			}
+			return &runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindTurn, turn: &treq}, nil
+		}})
+	if ok {
+		s.answerOpened(w, r, req.Stream, op)
 	}
-	treq, err := s.openTurn(c, turnOpening{field: "input", input: req.Input, options: req.Options, source: "native", clientThread: th.ID, thread: th.internal, clientMeta: th.Metadata})
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	key, _ := idempotencyKey(r, c, "native:"+th.internal, "")
-	s.startNative(w, r, req.Stream, runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindTurn, turn: &treq, key: key})
-}
-
-type approvalRequest struct {
-	ApprovalID string      `json:"approval_id"`
-	Approved   *bool       `json:"approved"`
-	Text       string      `json:"text"`
-	Plan       *state.Plan `json:"plan"`
-	Stream     bool        `json:"stream"`
 }
 
 func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
@@ -256,8 +218,8 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req approvalRequest
-	if err := decodeStrictJSON(r, &req); err != nil {
+	var req native.ApprovalRequest
+	if err := reqbody.DecodeStrict(r, &req); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -273,50 +235,39 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("approved", "give approved (true/false) or text"))
 		return
 	}
-	if err := checkIdempotencyKey(r); err != nil {
-		s.writeError(w, err)
-		return
-	}
 	ans := agent.Answer{ApprovalID: req.ApprovalID, Text: req.Text, Approved: req.Approved, Plan: req.Plan, By: callerName(c)}
 	sp := runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindAnswer, answer: &ans}
-	key, _ := idempotencyKey(r, c, "approval:"+th.internal, "")
-	sp.key = key
-	if key != "" {
-		// A repetition with an Idempotency-Key finds the first answer's
-		// run.
-		if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil {
-			if err := sameRequest(rec, sp.requestDigest()); err != nil {
-				s.writeError(w, err)
-				return
+	// An answer is queued when the approval is pending beside an answer
+	// being carried out (admitAnswer), also when that answer's run took
+	// the thread a moment ago.
+	queue := false
+	op, ok := s.open(opening{w: w, r: r, c: c, scope: "approval:" + th.internal, lookFirst: true, request: sp.requestDigest(),
+		spec: func(ctx context.Context, key string) (*runSpec, error) {
+			// Only an approval that is pending can be answered, so a
+			// repeated answer cannot resume (and execute) twice.
+			beside, q, err := s.admitAnswer(ctx, th, req.ApprovalID)
+			if err != nil {
+				return nil, err
 			}
-			s.replayNative(w, r, req.Stream, rec)
-			return
-		}
-	}
-	// Only an approval that is pending can be answered, so a repeated
-	// answer cannot resume (and execute) twice.
-	beside, queue, err := s.admitAnswer(r.Context(), th, req.ApprovalID)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	sp.beside = beside
-	if !queue {
-		ru, dup, err := s.submit(r.Context(), sp)
-		var re *RequestError
-		if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
-			// Another answer's run took the thread since: queued behind
-			// it, if the approval is pending beside that answer.
-			if sp.beside, queue, _ = s.queueable(r.Context(), th.internal, req.ApprovalID); !queue {
-				s.writeError(w, err)
-				return
+			sp.beside, sp.key, queue = beside, key, q
+			if queue {
+				return nil, nil
 			}
-		} else {
-			s.answerStarted(w, r, req.Stream, sp, ru, dup, err)
-			return
-		}
+			return &sp, nil
+		},
+		failed: func(err error) bool {
+			var re *apierror.RequestError
+			if errors.As(err, &re) && errors.Is(re.Kind, apierror.ErrRunInProgress) {
+				sp.beside, queue, _ = s.queueable(r.Context(), th.internal, req.ApprovalID)
+			}
+			return queue
+		}})
+	switch {
+	case queue:
+		s.queueNative(w, r, req.Stream, sp)
+	case ok:
+		s.answerOpened(w, r, req.Stream, op)
 	}
-	s.queueNative(w, r, req.Stream, sp)
 }
 
 // admitAnswer decides whether an answer to approval id may be carried
@@ -339,7 +290,7 @@ func (s *Server) admitAnswer(ctx context.Context, th Thread, id string) (beside 
 		}
 		return beside, false, nil
 	}
-	var re *RequestError
+	var re *apierror.RequestError
 	if !errors.As(err, &re) {
 		return nil, false, err
 	}
@@ -376,15 +327,15 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 		s.replayNative(w, r, stream, *dup)
 		return
 	}
-	if !wantsStream(r, stream) {
-		writeJSON(w, http.StatusAccepted, map[string]any{"run": recordInfo(rec), "queued": true,
+	if !native.WantsStream(r, stream) {
+		jsonreply.JSON(w, http.StatusAccepted, map[string]any{"run": recordInfo(rec), "queued": true,
 			"events_url": threadPath(rec.Labels[labelThread], "runs", rec.ID, "events")})
 		return
 	}
 	// The stream's first byte acknowledges the answer (it is recorded);
 	// its events follow once the run it waits for has ended.
-	sse := startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
-	sse.frame("", "queued", map[string]any{"run_id": rec.ID, "thread_id": rec.Labels[labelThread]})
+	sse := sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
+	sse.Frame("", "queued", map[string]any{"run_id": rec.ID, "thread_id": rec.Labels[labelThread]})
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -400,8 +351,8 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 			s.recordEnd(sse, cur)
 			return
 		}
-		if sse.idle(s.cfg.Heartbeat) {
-			sse.frame("", "heartbeat", "{}")
+		if sse.Idle(s.cfg.Heartbeat) {
+			sse.Frame("", "heartbeat", "{}")
 		}
 		select {
 		case <-r.Context().Done():
@@ -416,11 +367,11 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 // execute) twice: once answered, the approval is no longer pending.
 func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 	if _, busy := s.runs.activeOn(th.internal); busy {
-		return &RequestError{Kind: ErrRunInProgress, Message: "a run is in progress on this thread"}
+		return &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread"}
 	}
 	st, status, err := s.cfg.Runner.State(ctx, th.internal)
 	if errors.Is(err, agent.ErrUnknownThread) {
-		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: "the thread has no pending approval"}
+		return &apierror.RequestError{Kind: apierror.ErrConflict, Param: "approval_id", Message: "the thread has no pending approval"}
 	}
 	if err != nil {
 		return err
@@ -436,52 +387,36 @@ func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 		if d.By != "" {
 			verdict += " by " + d.By
 		}
-		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q was already answered (%s at %s); an answer is carried out once",
+		return &apierror.RequestError{Kind: apierror.ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q was already answered (%s at %s); an answer is carried out once",
 			id, verdict, d.At.UTC().Format(time.RFC3339))}
 	}
 	if status != agent.RunInterrupted {
-		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread (status %s)", id, status)}
+		return &apierror.RequestError{Kind: apierror.ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread (status %s)", id, status)}
 	}
 	// Any of the approvals the run waits for (concurrent steps each ask):
 	// they are answered independently, in any order.
 	if !s.stillPendingID(ctx, th.internal, id) {
-		return &RequestError{Kind: ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread", id)}
+		return &apierror.RequestError{Kind: apierror.ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread", id)}
 	}
 	return nil
 }
 
-// startNative submits sp and answers with the run: its event stream, or
-// 202 with where to follow it. A repeated request (the same
-// Idempotency-Key) is answered with the first request's run.
-func (s *Server) startNative(w http.ResponseWriter, r *http.Request, stream bool, sp runSpec) {
-	ru, dup, err := s.submit(r.Context(), sp)
-	s.answerStarted(w, r, stream, sp, ru, dup, err)
-}
-
-// answerStarted answers a request whose run submit started (ru), found
-// started before (dup) or refused (err).
-func (s *Server) answerStarted(w http.ResponseWriter, r *http.Request, stream bool, sp runSpec, ru *run, dup *runstore.Record, err error) {
-	if err != nil {
-		s.writeError(w, err)
+// answerOpened answers a request with its run: the run it started, or
+// the one a request with the same key started before.
+func (s *Server) answerOpened(w http.ResponseWriter, r *http.Request, stream bool, op opened) {
+	if op.dup != nil {
+		s.replayNative(w, r, stream, *op.dup)
 		return
 	}
-	if dup != nil {
-		if err := sameRequest(*dup, sp.requestDigest()); err != nil {
-			s.writeError(w, err)
-			return
-		}
-		s.replayNative(w, r, stream, *dup)
-		return
-	}
-	s.answerNative(w, r, stream, ru)
+	s.answerNative(w, r, stream, op.ru)
 }
 
 func (s *Server) answerNative(w http.ResponseWriter, r *http.Request, stream bool, ru *run) {
-	if wantsStream(r, stream) {
+	if native.WantsStream(r, stream) {
 		s.streamRun(w, r, ru, 0)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"run": ru.info(), "events_url": threadPath(ru.ClientThread, "runs", ru.ID, "events")})
+	jsonreply.JSON(w, http.StatusAccepted, map[string]any{"run": ru.info(), "events_url": threadPath(ru.ClientThread, "runs", ru.ID, "events")})
 }
 
 // replayNative answers a repeated request with the first request's run:
@@ -492,11 +427,11 @@ func (s *Server) replayNative(w http.ResponseWriter, r *http.Request, stream boo
 		s.answerNative(w, r, stream, ru)
 		return
 	}
-	if wantsStream(r, stream) {
+	if native.WantsStream(r, stream) {
 		s.streamRecord(w, rec)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"run": recordInfo(rec),
+	jsonreply.JSON(w, http.StatusAccepted, map[string]any{"run": recordInfo(rec),
 		"events_url": threadPath(rec.Labels[labelThread], "runs", rec.ID, "events")})
 }
 
@@ -510,7 +445,7 @@ func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *runstore.
 	c := callerFrom(r.Context())
 	id := r.PathValue("run")
 	notFound := func() (*run, *runstore.Record, bool) {
-		s.writeError(w, &RequestError{Kind: ErrNotFound, Param: "run", Message: "no such run"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "run", Message: "no such run"})
 		return nil, nil, false
 	}
 	if err := checkThreadID("thread", r.PathValue("thread")); err != nil {
@@ -551,9 +486,9 @@ func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !ok:
 	case ru != nil:
-		writeJSON(w, http.StatusOK, ru.info())
+		jsonreply.JSON(w, http.StatusOK, ru.info())
 	default:
-		writeJSON(w, http.StatusOK, recordInfo(*rec))
+		jsonreply.JSON(w, http.StatusOK, recordInfo(*rec))
 	}
 }
 
@@ -569,11 +504,11 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, ru.info())
+		jsonreply.JSON(w, http.StatusAccepted, ru.info())
 	case rec.Status.Terminal():
-		writeJSON(w, http.StatusAccepted, recordInfo(*rec)) // nothing left to cancel
+		jsonreply.JSON(w, http.StatusAccepted, recordInfo(*rec)) // nothing left to cancel
 	default:
-		s.writeError(w, &RequestError{Kind: ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
 	}
 }
 
@@ -604,7 +539,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	out := make([]runInfo, 0, len(recs))
+	out := make([]native.RunInfo, 0, len(recs))
 	for _, rec := range recs {
 		if ru, ok := s.runs.byID(rec.ID); ok {
 			out = append(out, ru.info())
@@ -616,7 +551,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	if len(recs) == p.limit {
 		next = strconv.FormatInt(recs[len(recs)-1].Seq, 10)
 	}
-	writeJSON(w, http.StatusOK, listPage("runs", out, next))
+	jsonreply.JSON(w, http.StatusOK, native.ListPage("runs", out, next))
 }
 
 // handleRunEvents streams a run's events; Last-Event-ID (or ?after=N)
@@ -654,35 +589,35 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 // its record: the ending frames, or 409 while it has not ended.
 func (s *Server) streamRecord(w http.ResponseWriter, rec runstore.Record) {
 	if !rec.Status.Terminal() {
-		s.writeError(w, &RequestError{Kind: ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
 		return
 	}
-	s.recordEnd(startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), rec)
+	s.recordEnd(sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout), rec)
 }
 
 // recordEnd writes the ending frames of a run known from its record.
-func (s *Server) recordEnd(sse *sseWriter, rec runstore.Record) {
+func (s *Server) recordEnd(sse *sse.Writer, rec runstore.Record) {
 	if rec.Status == runstore.Failed {
 		code := "run_failed"
-		sse.frame("", "error", map[string]any{"error": apiError{Message: rec.Error, Type: "server_error", Code: &code}})
+		sse.Frame("", "error", map[string]any{"error": apierror.Body{Message: rec.Error, Type: "server_error", Code: &code}})
 	}
-	sse.frame("", "end", map[string]any{"run_id": rec.ID, "status": recordStatus(rec.Status), "shutdown": false})
+	sse.Frame("", "end", map[string]any{"run_id": rec.ID, "status": recordStatus(rec.Status), "shutdown": false})
 }
 
 // streamRun writes the run's events as SSE: "id: <seq>", "event: <type>",
 // the agent.Event as data; then an "error" frame if the run failed and a
 // final "end" frame.
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, ru *run, after int) {
-	s.followRun(r, startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), ru, after)
+	s.followRun(r, sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout), ru, after)
 }
 
 // followRun is streamRun on a stream already started.
-func (s *Server) followRun(r *http.Request, sse *sseWriter, ru *run, after int) {
+func (s *Server) followRun(r *http.Request, sse *sse.Writer, ru *run, after int) {
 	ok := s.follow(r.Context(), ru, after, sse, func(ev agent.Event) {
-		sse.frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
+		sse.Frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
 	}, func() {
-		if sse.idle(s.cfg.Heartbeat) {
-			sse.frame("", "heartbeat", "{}")
+		if sse.Idle(s.cfg.Heartbeat) {
+			sse.Frame("", "heartbeat", "{}")
 		}
 	})
 	if !ok {
@@ -691,7 +626,7 @@ func (s *Server) followRun(r *http.Request, sse *sseWriter, ru *run, after int) 
 	status, runErr, shutdown := ru.result()
 	if runErr != nil {
 		code := "run_failed"
-		sse.frame("", "error", map[string]any{"error": apiError{Message: s.publicMessage(runErr), Type: "server_error", Code: &code}})
+		sse.Frame("", "error", map[string]any{"error": apierror.Body{Message: s.publicMessage(runErr), Type: "server_error", Code: &code}})
 	}
-	sse.frame("", "end", map[string]any{"run_id": ru.ID, "status": status, "shutdown": shutdown})
+	sse.Frame("", "end", map[string]any{"run_id": ru.ID, "status": status, "shutdown": shutdown})
 }

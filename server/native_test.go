@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
 // sseFrame is one parsed SSE frame.
@@ -84,7 +85,7 @@ func TestNativeThreadsAndRuns(t *testing.T) {
 	}
 	// State and plan.
 	_, body = env.do(t, "GET", "/api/threads/beam/state", keyAlice, nil)
-	var ts threadState
+	var ts native.ThreadState
 	if err := json.Unmarshal(body, &ts); err != nil || ts.Status != agent.RunAnswered || ts.State == nil || len(ts.State.Messages) != 2 {
 		t.Fatalf("state %s", body)
 	}
@@ -115,8 +116,8 @@ func TestNativeReconnectWithLastEventID(t *testing.T) {
 	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "slow"})
 	_, body := env.do(t, "POST", "/api/threads/slow/runs", keyAlice, map[string]any{"input": "slow please"})
 	var started struct {
-		Run       runInfo `json:"run"`
-		EventsURL string  `json:"events_url"`
+		Run       native.RunInfo `json:"run"`
+		EventsURL string         `json:"events_url"`
 	}
 	if err := json.Unmarshal(body, &started); err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestNativeCancel(t *testing.T) {
 	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "c"})
 	_, body := env.do(t, "POST", "/api/threads/c/runs", keyAlice, map[string]any{"input": "slow please"})
 	var started struct {
-		Run runInfo `json:"run"`
+		Run native.RunInfo `json:"run"`
 	}
 	if err := json.Unmarshal(body, &started); err != nil {
 		t.Fatal(err)

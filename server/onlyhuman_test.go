@@ -15,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
+	"github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -241,16 +242,16 @@ func TestTokenOfAnotherConversationNeverApproves(t *testing.T) {
 // the yes that follows it writes once.
 func TestResponsesNonAnswerIsAskedAgain(t *testing.T) {
 	e := newOnlyHumanEnv(t, nil, nil)
-	send := func(body map[string]any) responseObject {
+	send := func(body map[string]any) responses.Object {
 		t.Helper()
 		code, b := rawResponses(t, e.testEnv, keyAlice, body)
-		var r responseObject
+		var r responses.Object
 		if err := json.Unmarshal([]byte(b), &r); err != nil || code != http.StatusOK || r.Status != "completed" {
 			t.Fatalf("%d %s", code, b)
 		}
 		return r
 	}
-	text := func(r responseObject) string { return r.Output[0].Content[0].Text }
+	text := func(r responses.Object) string { return r.Output[0].Content[0].Text }
 	ask := send(map[string]any{"model": "capgraph", "input": setQ1To105})
 	tok, ok := findApprovalToken(text(ask))
 	if !ok {

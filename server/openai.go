@@ -12,26 +12,31 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/openai"
+	"github.com/capgraph/capgraph/server/internal/reqbody"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/google/uuid"
 )
 
 const modelsCreated = 1767225600 // 2026-01-01, a fixed "created" for model objects
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	data := make([]modelObject, 0, len(s.cfg.Models))
+	data := make([]openai.ModelObject, 0, len(s.cfg.Models))
 	for _, m := range s.cfg.Models {
-		data = append(data, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
+		data = append(data, openai.ModelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	jsonreply.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	m, ok := s.model(r.PathValue("id"))
 	if !ok {
-		s.writeError(w, &RequestError{Kind: ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", r.PathValue("id"))})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", r.PathValue("id"))})
 		return
 	}
-	writeJSON(w, http.StatusOK, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
+	jsonreply.JSON(w, http.StatusOK, openai.ModelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
 }
 
 func (s *Server) model(id string) (Model, bool) {
@@ -69,8 +74,8 @@ type chatTurn struct {
 }
 
 func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
-	var req chatRequest
-	if err := decodeJSON(r, &req); err != nil {
+	var req openai.ChatRequest
+	if err := reqbody.Decode(r, &req); err != nil {
 		return chatTurn{}, err
 	}
 	if req.Model == "" {
@@ -78,7 +83,7 @@ func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 	}
 	m, ok := s.model(req.Model)
 	if !ok {
-		return chatTurn{}, &RequestError{Kind: ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
+		return chatTurn{}, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
 	}
 	if req.N != nil && *req.N > 1 {
 		return chatTurn{}, badRequest("n", "only n=1 is supported")
@@ -94,7 +99,7 @@ func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 	}
 	t := chatTurn{model: m, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, user: req.User}
 	for i, msg := range req.Messages {
-		txt, err := msg.text()
+		txt, err := msg.Text()
 		if err != nil {
 			return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts")
 		}
@@ -119,7 +124,7 @@ func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 			if msg.Role != "user" {
 				return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "the last message must come from the user")
 			}
-			t.input, t.unread = txt, msg.unreadParts()
+			t.input, t.unread = txt, msg.UnreadParts()
 		}
 	}
 	if strings.TrimSpace(t.input) == "" {
@@ -157,29 +162,30 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	t.statuses = s.sendStatusFrames(r, c, t.user)
-	if err := checkIdempotencyKey(r); err != nil {
-		s.writeError(w, err)
+	// A repeated request (an SDK's retry) gets the first request's run.
+	var st chatStart
+	o := s.chatOpening(w, r, c, t, "chat", "openai", &st)
+	op, ok := s.open(o)
+	if !ok {
 		return
 	}
-	// A repeated request (an SDK's retry) gets the first request's run.
-	key, explicit := s.chatKey(r, c, t, "chat")
-	if key != "" {
-		if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil && s.replayChat(w, r, t, c, rec, explicit) {
+	if op.dup != nil && op.earlier {
+		if s.replayChat(w, r, t, c, *op.dup, op.explicit) {
+			return
+		}
+		o.lookFirst = false // too old to count (its key released): a new run
+		if op, ok = s.open(o); !ok {
 			return
 		}
 	}
-	st, err := s.startChat(r.Context(), c, t, "openai", key)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if st.dup != nil {
+	if op.dup != nil {
 		// Another request with the same key got there first.
-		if !s.replayChat(w, r, t, c, *st.dup, explicit) {
-			s.writeError(w, &RequestError{Kind: ErrDuplicateInProgress, Message: "an identical request is being answered; try again shortly"})
+		if !s.replayChat(w, r, t, c, *op.dup, op.explicit) {
+			s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request is being answered; try again shortly"})
 		}
 		return
 	}
+	st.ru = op.ru
 	if st.reply != nil {
 		s.replyChat(w, t, *st.reply)
 		return
@@ -190,7 +196,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		// staying "being carried out" until a restart.
 		defer s.approvals.releaseOnPanic(st.token)
 	}
-	rd := &chatRenderer{base: s.baseURL(r)}
+	rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
 	if t.stream {
 		s.streamChat(w, r, t, c, st.ru, rd, st.token)
 	} else {
@@ -208,147 +214,156 @@ type chatStart struct {
 	reply *chatReply
 	// clientThread is the thread's client id.
 	clientThread string
-	// dup, when set, is the run a request with the same key started: no
-	// run started (the caller joins or replays it).
-	dup *runstore.Record
 	// usage goes with reply when it replays a run's answer; replayed is
 	// that run's record when its key was derived from the request.
 	usage    agent.Usage
 	replayed *runstore.Record
 }
 
-// startChat decides which thread a chat turn goes to, and whether it runs
-// a new turn or resumes an approval, then records and starts the run (key
-// is its idempotency key, see chatKey). source names the protocol in the
-// thread's metadata.
-func (s *Server) startChat(ctx context.Context, c caller, t chatTurn, source, key string) (chatStart, error) {
-	// Which thread, and run or resume?
-	var (
-		clientThread, thread string
-		sp                   runSpec
-		token                string
-		transcript           string
-		// fresh: the conversation's thread was created by this request.
-		fresh bool
-	)
+// chatSpec decides which thread a chat turn goes to, and whether it runs
+// a new turn or resumes an approval: the run to start, with how it
+// started (its approval token, its thread), or no run and the reply to
+// send (st.reply). source names the protocol in the thread's metadata.
+// A token it claims is the caller's to settle when the run does not
+// start (opening.refused).
+func (s *Server) chatSpec(ctx context.Context, c caller, t chatTurn, source string) (sp *runSpec, st chatStart, err error) {
+	st, sp, err = s.chatRoute(ctx, c, t, source)
+	if sp != nil {
+		sp.c, sp.source, sp.clientThread, sp.chat, sp.request = c, source, st.clientThread, true, t.digest(c)
+	}
+	return sp, st, err
+}
+
+// chatRoute is chatSpec but for what every chat run has: the answer to
+// the approval a token in the conversation names, else a new turn.
+func (s *Server) chatRoute(ctx context.Context, c caller, t chatTurn, source string) (chatStart, *runSpec, error) {
+	st, sp, stale, err := s.chatTokenAnswer(ctx, c, t)
+	if err != nil || sp != nil || st.reply != nil {
+		return st, sp, err
+	}
+	return s.chatNewTurn(ctx, c, t, source, stale)
+}
+
+// chatTokenAnswer is the run answering the approval whose token the
+// message carries (or the reply when it cannot: being carried out,
+// carried out before, another conversation's). stale is a token that
+// matches no approval waiting for this caller: the message then answers
+// nothing (guardAnswer). Without a token: nothing.
+func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatTurn) (st chatStart, sp *runSpec, stale string, err error) {
 	tok, ok := t.token, t.token != ""
 	if !ok && t.thread == "" {
 		tok, ok = findApprovalToken(t.lastAssistant)
 	}
-	// stale is a token that matches no approval waiting for this caller:
-	// the message then answers nothing (guardAnswer).
-	var stale string
-	if ok {
-		ticket, res := s.approvals.claim(ownerKey(c), tok, s.cfg.Now())
-		if res == claimNone {
-			// Not issued by this process (a restart, another replica):
-			// the checkpoint store knows it (approvaltoken.go).
-			var err error
-			if ticket, res, err = s.claimStored(ctx, c, tok); err != nil {
-				return chatStart{}, err
-			}
-		}
-		switch res {
-		case claimBusy:
-			return chatStart{}, &RequestError{Kind: ErrConflict, Message: "this approval is being carried out; wait for its answer"}
-		case claimReplay:
-			// A repeated request (an SDK retry, a resent message): the
-			// approval was carried out once; say again what it answered.
-			return chatStart{reply: &ticket.reply, clientThread: ticket.ClientThread}, nil
-		case claimOK:
-			defer s.approvals.releaseOnPanic(tok)
-			fits, own, err := s.tokenFits(ctx, c, t, ticket)
-			if err != nil || !fits {
-				s.approvals.settle(tok, nil) // still unanswered, for its own conversation
-				if err != nil {
-					return chatStart{}, err
-				}
-				reply := foreignTokenReply()
-				s.remember(c, t, own, reply)
-				return chatStart{reply: &reply, clientThread: own}, nil
-			}
-			token, clientThread, thread = tok, ticket.ClientThread, ticket.Thread
-			ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: tokenAnswer(t.input, tok), Token: tok, By: callerName(c)}
-			sp = runSpec{kind: kindAnswer, answer: &ans}
-		default:
-			stale = tok
+	if !ok {
+		return chatStart{}, nil, "", nil
+	}
+	ticket, res := s.approvals.claim(ownerKey(c), tok, s.cfg.Now())
+	if res == claimNone {
+		// Not issued by this process (a restart, another replica): the
+		// checkpoint store knows it (approvaltoken.go).
+		if ticket, res, err = s.claimStored(ctx, c, tok); err != nil {
+			return chatStart{}, nil, "", err
 		}
 	}
-	if sp.kind == "" {
-		switch {
-		case t.thread != "":
-			clientThread = t.thread
-		case c.ChatID != "":
-			clientThread = "openwebui:" + c.ChatID
-			if err := checkThreadID(headerChatID, clientThread); err != nil {
-				return chatStart{}, err
-			}
-			_, created, err := s.openThread(ctx, c, clientThread, source, nil)
+	switch res {
+	case claimBusy:
+		return chatStart{}, nil, "", &apierror.RequestError{Kind: apierror.ErrConflict, Message: "this approval is being carried out; wait for its answer"}
+	case claimReplay:
+		// A repeated request (an SDK retry, a resent message): the
+		// approval was carried out once; say again what it answered.
+		return chatStart{reply: &ticket.reply, clientThread: ticket.ClientThread}, nil, "", nil
+	case claimOK:
+		defer s.approvals.releaseOnPanic(tok)
+		fits, own, err := s.tokenFits(ctx, c, t, ticket)
+		if err != nil || !fits {
+			s.approvals.settle(tok, nil) // still unanswered, for its own conversation
 			if err != nil {
-				return chatStart{}, err
+				return chatStart{}, nil, "", err
 			}
-			fresh = created
-		default:
-			// No chat id: the transcript names the conversation
-			// (transcript.go); a new one gets a new thread.
-			ct, ok, err := s.continuedThread(ctx, c, t.msgs)
-			if err != nil {
-				return chatStart{}, err
-			}
-			clientThread, fresh = ct, !ok
-			if !ok {
-				if reply := staleAnswerReply(t.input, stale); reply != nil {
-					return chatStart{reply: reply}, nil // no conversation to open for it
-				}
-				clientThread = "chat-" + uuid.NewString()
-				if _, _, err := s.openThread(ctx, c, clientThread, source, t.clientMeta); err != nil {
-					return chatStart{}, err
-				}
-			}
-			transcript = transcriptDigest(c, t.msgs)
+			reply := foreignTokenReply()
+			s.remember(c, t, own, reply)
+			return chatStart{reply: &reply, clientThread: own}, nil, "", nil
 		}
-		thread = internalThreadID(c, clientThread)
-		if !fresh {
-			// A thread that may wait for an approval: see what this
-			// message may answer.
-			reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.input, stale)
-			if err != nil {
-				return chatStart{}, err
-			}
-			if reply != nil {
-				s.remember(c, t, clientThread, *reply)
-				return chatStart{reply: reply, clientThread: clientThread}, nil
-			}
-		} else if reply := staleAnswerReply(t.input, stale); reply != nil {
-			// Nothing waits in a new conversation: a yes or no next to
-			// the token answered nothing.
-			return chatStart{reply: reply, clientThread: clientThread}, nil
-		}
-		extra := map[string]string{metaApprovalKey: approvalTokenKey(ownerKey(c), thread)}
-		if transcript != "" {
-			extra[metaTranscript] = transcript
-		}
-		req, err := s.openTurn(c, turnOpening{field: "messages", input: t.input, options: t.model.Options, source: source, clientThread: clientThread, thread: thread, clientMeta: t.clientMeta, extraMeta: extra})
+		ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: tokenAnswer(t.input, tok), Token: tok, By: callerName(c)}
+		return chatStart{token: tok, clientThread: ticket.ClientThread}, &runSpec{kind: kindAnswer, answer: &ans, thread: ticket.Thread}, "", nil
+	}
+	return chatStart{}, nil, tok, nil
+}
+
+// chatNewTurn is the run of a new turn in the request's conversation, or
+// the reply when the message answers (or fails to answer) an approval the
+// thread waits for (guardAnswer) instead.
+func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, stale string) (chatStart, *runSpec, error) {
+	clientThread, fresh, transcript, reply, err := s.chatConversation(ctx, c, t, source, stale)
+	if err != nil || reply != nil {
+		return chatStart{reply: reply, clientThread: clientThread}, nil, err
+	}
+	thread := internalThreadID(c, clientThread)
+	if !fresh {
+		// A thread that may wait for an approval: see what this message
+		// may answer.
+		reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.input, stale)
 		if err != nil {
-			// The profile asks for an option looser than the agent's
-			// configuration, which this key may not raise.
-			var le *agent.LoosenError
-			if errors.As(err, &le) {
-				err = &RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.model.ID, le.Error())}
-			}
-			return chatStart{}, err
+			return chatStart{}, nil, err
 		}
-		sp = runSpec{kind: kindTurn, turn: &req}
-	}
-	sp.c, sp.source, sp.clientThread, sp.thread, sp.key, sp.chat, sp.request = c, source, clientThread, thread, key, true, t.digest(c)
-	ru, dup, err := s.submit(ctx, sp)
-	if err != nil || dup != nil {
-		if token != "" {
-			s.approvals.settle(token, nil)
+		if reply != nil {
+			s.remember(c, t, clientThread, *reply)
+			return chatStart{reply: reply, clientThread: clientThread}, nil, nil
 		}
-		return chatStart{dup: dup}, err
+	} else if reply := staleAnswerReply(t.input, stale); reply != nil {
+		// Nothing waits in a new conversation: a yes or no next to the
+		// token answered nothing.
+		return chatStart{reply: reply, clientThread: clientThread}, nil, nil
 	}
-	return chatStart{ru: ru, token: token, clientThread: clientThread}, nil
+	extra := map[string]string{metaApprovalKey: approvalTokenKey(ownerKey(c), thread)}
+	if transcript != "" {
+		extra[metaTranscript] = transcript
+	}
+	req, err := s.openTurn(c, turnOpening{field: "messages", input: t.input, options: t.model.Options, source: source, clientThread: clientThread, thread: thread, clientMeta: t.clientMeta, extraMeta: extra})
+	if err != nil {
+		// The profile asks for an option looser than the agent's
+		// configuration, which this key may not raise.
+		var le *agent.LoosenError
+		if errors.As(err, &le) {
+			err = &apierror.RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.model.ID, le.Error())}
+		}
+		return chatStart{}, nil, err
+	}
+	return chatStart{clientThread: clientThread}, &runSpec{kind: kindTurn, turn: &req, thread: thread}, nil
+}
+
+// chatConversation names the thread of the request's conversation: the
+// one it names, the forwarded chat id's, else the one its transcript
+// continues (transcript.go), or a new one. fresh: this request created
+// it. transcript is the digest that names it ("" for the others). A
+// message answering a stale token with no conversation to answer in gets
+// reply instead.
+func (s *Server) chatConversation(ctx context.Context, c caller, t chatTurn, source, stale string) (clientThread string, fresh bool, transcript string, reply *chatReply, err error) {
+	switch {
+	case t.thread != "":
+		return t.thread, false, "", nil, nil
+	case c.ChatID != "":
+		clientThread = "openwebui:" + c.ChatID
+		if err := checkThreadID(headerChatID, clientThread); err != nil {
+			return "", false, "", nil, err
+		}
+		_, created, err := s.openThread(ctx, c, clientThread, source, nil)
+		return clientThread, created, "", nil, err
+	}
+	ct, ok, err := s.continuedThread(ctx, c, t.msgs)
+	if err != nil {
+		return "", false, "", nil, err
+	}
+	if !ok {
+		if reply := staleAnswerReply(t.input, stale); reply != nil {
+			return "", false, "", reply, nil // no conversation to open for it
+		}
+		ct = "chat-" + uuid.NewString()
+		if _, _, err := s.openThread(ctx, c, ct, source, t.clientMeta); err != nil {
+			return "", false, "", nil, err
+		}
+	}
+	return ct, !ok, transcriptDigest(c, t.msgs), nil, nil
 }
 
 // allowedCapabilities is what the agent enforces for c: nil (no
@@ -375,7 +390,7 @@ func (s *Server) rememberTranscript(c caller, t chatTurn, ru *run, reply string)
 // artifacts (artifacts.go), and when the run ended waiting for approval,
 // the token it issues.
 func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
-	arts := s.artifactMarkdown(rd.base, ru.Thread, rd.artifacts)
+	arts := s.artifacts.Markdown(rd.base, ru.Thread, rd.artifacts)
 	if rd.approval == nil || rd.status != agent.RunInterrupted {
 		return arts
 	}
@@ -416,7 +431,7 @@ func (r *run) endNote() string {
 func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
 	ru.join()
 	followed := s.follow(r.Context(), ru, 0, nil, func(ev agent.Event) { rd.render(ev) }, nil)
-	left, replay, runErr := s.chatRunEnd(r.Context(), c, ru, followed, token)
+	left, replay, runErr := s.chatRunEnd(r, c, ru, followed, token)
 	if left {
 		return
 	}
@@ -459,9 +474,10 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 // An answer the agent refuses as already answered (ErrApprovalAnswered:
 // another replica carried it out between this request's lookup and its
 // resume) is no failure: replay is what the first answer became.
-func (s *Server) chatRunEnd(ctx context.Context, c caller, ru *run, followed bool, token string) (left bool, replay *chatReply, runErr error) {
+func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, token string) (left bool, replay *chatReply, runErr error) {
+	ctx := r.Context()
 	if !followed {
-		ru.leave() // the client left; the run stops unless a repeat of the request follows it
+		ru.leave(repeatable(r)) // the client left; the run stops unless a repeat of the request follows it
 		if token != "" {
 			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
 		}
@@ -550,7 +566,7 @@ func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, ci completion
 	cs := s.newChunker(w, t, ci)
 	cs.role()
 	if reply.Reasoning != "" {
-		cs.delta(chatDelta{ReasoningContent: reply.Reasoning})
+		cs.delta(openai.Delta{ReasoningContent: reply.Reasoning})
 	}
 	cs.content(reply.Content)
 	cs.finish(u)
@@ -558,16 +574,16 @@ func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, ci completion
 
 func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatReply, u agent.Usage) {
 	stop := "stop"
-	writeJSON(w, http.StatusOK, chatCompletion{
+	jsonreply.JSON(w, http.StatusOK, openai.Completion{
 		ID: ci.id, Object: "chat.completion", Created: ci.created, Model: t.model.ID,
-		Choices: []chatChoice{{Message: &chatOutMessage{Role: "assistant", Content: reply.Content, ReasoningContent: reply.Reasoning}, FinishReason: &stop}},
-		Usage:   &chatUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens},
+		Choices: []openai.Choice{{Message: &openai.OutMessage{Role: "assistant", Content: reply.Content, ReasoningContent: reply.Reasoning}, FinishReason: &stop}},
+		Usage:   &openai.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens},
 	})
 }
 
 // chunker writes chat.completion.chunk frames of one stream.
 type chunker struct {
-	sse      *sseWriter
+	sse      *sse.Writer
 	id       string
 	created  int64
 	model    string
@@ -576,53 +592,53 @@ type chunker struct {
 }
 
 func (s *Server) newChunker(w http.ResponseWriter, t chatTurn, ci completionIdent) *chunker {
-	return &chunker{sse: startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout), id: ci.id, created: ci.created,
+	return &chunker{sse: sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout), id: ci.id, created: ci.created,
 		model: t.model.ID, usage: t.usage, statuses: t.statuses}
 }
 
-func (k *chunker) chunk(d *chatDelta, finish *string) {
-	k.sse.data(chatCompletion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
-		Choices: []chatChoice{{Delta: d, FinishReason: finish}}})
+func (k *chunker) chunk(d *openai.Delta, finish *string) {
+	k.sse.Data(openai.Completion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
+		Choices: []openai.Choice{{Delta: d, FinishReason: finish}}})
 }
 
 func (k *chunker) role() {
 	empty := ""
-	k.chunk(&chatDelta{Role: "assistant", Content: &empty}, nil)
+	k.chunk(&openai.Delta{Role: "assistant", Content: &empty}, nil)
 }
 
-func (k *chunker) delta(d chatDelta) { k.chunk(&d, nil) }
+func (k *chunker) delta(d openai.Delta) { k.chunk(&d, nil) }
 
 func (k *chunker) content(s string) {
 	if s != "" {
-		k.chunk(&chatDelta{Content: &s}, nil)
+		k.chunk(&openai.Delta{Content: &s}, nil)
 	}
 }
 
-func (k *chunker) status(d statusData) {
+func (k *chunker) status(d openai.StatusData) {
 	if k.statuses {
-		k.sse.data(statusFrame{Event: statusEvent{Type: "status", Data: d}})
+		k.sse.Data(openai.StatusFrame{Event: openai.StatusEvent{Type: "status", Data: d}})
 	}
 }
 
 // heartbeat is an empty-delta chunk: every client treats it as a no-op,
 // unlike SSE comment lines, which break go-openai.
-func (k *chunker) heartbeat() { k.chunk(&chatDelta{}, nil) }
+func (k *chunker) heartbeat() { k.chunk(&openai.Delta{}, nil) }
 
 func (k *chunker) finish(u agent.Usage) {
 	stop := "stop"
-	k.chunk(&chatDelta{}, &stop)
+	k.chunk(&openai.Delta{}, &stop)
 	if k.usage {
-		k.sse.data(chatCompletion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
-			Choices: []chatChoice{}, Usage: &chatUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
+		k.sse.Data(openai.Completion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
+			Choices: []openai.Choice{}, Usage: &openai.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
 	}
-	k.sse.data("[DONE]")
+	k.sse.Data("[DONE]")
 }
 
 // fail ends the stream with an OpenAI error frame (no [DONE]), the way
 // compatible servers report a failure after the 200.
 func (k *chunker) fail(s *Server, err error) {
 	code := "run_failed"
-	k.sse.data(map[string]any{"error": apiError{Message: s.publicMessage(err), Type: "server_error", Code: &code}})
+	k.sse.Data(map[string]any{"error": apierror.Body{Message: s.publicMessage(err), Type: "server_error", Code: &code}})
 }
 
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
@@ -635,17 +651,17 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 			case p.Status != nil:
 				k.status(*p.Status)
 			case p.Reasoning != "":
-				k.delta(chatDelta{ReasoningContent: p.Reasoning})
+				k.delta(openai.Delta{ReasoningContent: p.Reasoning})
 			case p.Content != "":
 				k.content(p.Content)
 			}
 		}
 	}, func() {
-		if k.sse.idle(s.cfg.Heartbeat) {
+		if k.sse.Idle(s.cfg.Heartbeat) {
 			k.heartbeat()
 		}
 	})
-	left, replay, runErr := s.chatRunEnd(r.Context(), c, ru, ok, token)
+	left, replay, runErr := s.chatRunEnd(r, c, ru, ok, token)
 	if left {
 		return
 	}
@@ -674,13 +690,13 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	}
 	k.content(tail)
 	rd.content.WriteString(tail)
-	k.status(statusData{Description: "", Done: true})
+	k.status(openai.StatusData{Description: "", Done: true})
 	if token != "" {
 		s.approvals.settle(token, &chatReply{Content: rd.content.String(), Reasoning: rd.reasoning.String()})
 	}
 	s.rememberTranscript(c, t, ru, rd.content.String())
 	k.finish(rd.usage)
-	if k.sse.err == nil {
+	if k.sse.Err() == nil {
 		s.delivered(ru)
 	}
 }

@@ -1,7 +1,11 @@
 package server
 
 import (
+	"context"
+	"net/http"
+
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // A turn opens the same way on every protocol (Chat Completions,
@@ -26,6 +30,10 @@ type turnOpening struct {
 	// clientMeta is the metadata the client gave the thread; extraMeta is
 	// the protocol's own, stored beside it.
 	clientMeta, extraMeta map[string]string
+	// allowed, when not nil, narrows the key's allowed capabilities (a
+	// trigger's list); by, when set, names who asks instead of the key.
+	allowed []string
+	by      string
 }
 
 // openTurn checks a new turn and returns the agent's request for it: a
@@ -40,6 +48,10 @@ func (s *Server) openTurn(c caller, o turnOpening) (agent.TurnRequest, error) {
 		meta[k] = v
 	}
 	req := s.turnRequest(c, o.thread, o.input, o.options, meta)
+	req.AllowedCapabilities = narrowAllowed(req.AllowedCapabilities, o.allowed)
+	if o.by != "" {
+		req.By = o.by
+	}
 	if err := s.checkTurn(req); err != nil {
 		return agent.TurnRequest{}, err
 	}
@@ -63,4 +75,105 @@ func (s *Server) checkTurn(req agent.TurnRequest) error {
 		return err
 	}
 	return nil
+}
+
+// opening is how a request of any protocol (Chat Completions, Responses,
+// AG-UI, the native API) becomes a run, always in this order: the
+// Idempotency-Key header checked and the run's key made (the header's,
+// else the protocol's implicit one); with lookFirst, the run that key
+// started before looked up, so a repeat is answered by it before anything
+// is opened; then what the protocol opens for the run (spec: the thread,
+// the turn through openTurn, or an approval's answer); the run recorded
+// and started (submit); and a run the key started first checked to come
+// from the same request (sameRequest). What differs stays with the
+// protocol: its spec, and how it answers a repeat (opened.dup) — joined,
+// replayed or refused.
+type opening struct {
+	w http.ResponseWriter
+	r *http.Request
+	c caller
+	// scope names the protocol (and thread) the key is good for;
+	// implicit is the protocol's own key for a request without an
+	// Idempotency-Key ("" none; see idempotencyKey).
+	scope, implicit string
+	// lookFirst answers a repeat by the run its key started before
+	// anything is opened; request is then what the request asks
+	// (runSpec.requestDigest), to refuse a key sent with another request.
+	lookFirst bool
+	request   string
+	// spec opens what the run needs and returns it (its key is set by
+	// open); nil and no error when the protocol answers without a run.
+	spec func(ctx context.Context, key string) (*runSpec, error)
+	// refused, when set, is told that the run spec returned did not
+	// start (refused, or the key's run came first): it gives back what
+	// spec claimed (a chat approval token).
+	refused func()
+	// failed, when set, may answer the refusal of a run itself (true);
+	// otherwise the refusal is written as the error it is.
+	failed func(err error) bool
+}
+
+// opened is what an opening came to: the run it started (ru), or the run
+// a request with the same key started before, checked to be the same
+// request (dup), or neither when the protocol answers without a run.
+type opened struct {
+	ru  *run
+	dup *runstore.Record
+	// earlier: dup was found before anything was opened (lookFirst).
+	earlier bool
+	// key is the run's key; explicit when the client named it.
+	key      string
+	explicit bool
+}
+
+// open turns o's request into a run; false when the request has been
+// answered (with the error that refused it).
+func (s *Server) open(o opening) (opened, bool) {
+	fail := func(err error) (opened, bool) {
+		if o.failed == nil || !o.failed(err) {
+			s.writeError(o.w, err)
+		}
+		return opened{}, false
+	}
+	if err := checkIdempotencyKey(o.r); err != nil {
+		s.writeError(o.w, err)
+		return opened{}, false
+	}
+	ctx := o.r.Context()
+	var out opened
+	out.key, out.explicit = idempotencyKey(o.r, o.c, o.scope, o.implicit)
+	if o.lookFirst && out.key != "" {
+		if rec, err := s.records.GetRunByKey(ctx, out.key); err == nil {
+			if err := sameRequest(rec, o.request); err != nil {
+				s.writeError(o.w, err)
+				return opened{}, false
+			}
+			out.dup, out.earlier = &rec, true
+			return out, true
+		}
+	}
+	sp, err := o.spec(ctx, out.key)
+	if err != nil {
+		s.writeError(o.w, err)
+		return opened{}, false
+	}
+	if sp == nil {
+		return out, true
+	}
+	sp.key = out.key
+	ru, dup, err := s.submit(ctx, *sp)
+	if (err != nil || dup != nil) && o.refused != nil {
+		o.refused()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if dup != nil {
+		if err := sameRequest(*dup, sp.requestDigest()); err != nil {
+			s.writeError(o.w, err)
+			return opened{}, false
+		}
+	}
+	out.ru, out.dup = ru, dup
+	return out, true
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -97,5 +98,5 @@ func (s *Server) handleThreadOutcomes(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"thread_id": th.ID, "outcomes": out})
+	jsonreply.JSON(w, http.StatusOK, map[string]any{"thread_id": th.ID, "outcomes": out})
 }

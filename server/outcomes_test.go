@@ -15,6 +15,8 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/internal/outcometest"
 	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/server/internal/agui"
+	"github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -167,7 +169,7 @@ func TestResponsesSayTheOutcome(t *testing.T) {
 
 func outputText(t *testing.T, body []byte) string {
 	t.Helper()
-	var r responseObject
+	var r responses.Object
 	if err := json.Unmarshal(body, &r); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
@@ -182,7 +184,7 @@ func outputText(t *testing.T, body []byte) string {
 
 func responseID(t *testing.T, body []byte) string {
 	t.Helper()
-	var r responseObject
+	var r responses.Object
 	if err := json.Unmarshal(body, &r); err != nil || r.ID == "" {
 		t.Fatalf("no response id (%v): %s", err, body)
 	}
@@ -253,7 +255,7 @@ func TestOutcomeEvents(t *testing.T) {
 		"messages": []map[string]any{{"id": "u1", "role": "user", "content": "Set the Q1 current to 150 A"}}})
 	var outcome map[string]any
 	for _, line := range strings.Split(string(body), "\n") {
-		var ev aguiEvent
+		var ev agui.Event
 		if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil && ev.Name == "outcome" {
 			outcome, _ = ev.Value.(map[string]any)
 		}

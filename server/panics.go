@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"time"
+
+	"github.com/capgraph/capgraph/server/internal/agui"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/sse"
 )
 
 // errInternal is what a client sees of a handler's panic: the details go to
@@ -47,17 +50,17 @@ func (s *Server) recoverPanics(h http.Handler) http.Handler {
 // streamFailure ends a started event stream with its API's error frame.
 func streamFailure(w http.ResponseWriter, path string) {
 	code := "internal_error"
-	e := apiError{Message: errInternal.Error(), Type: "server_error", Code: &code}
-	sse := &sseWriter{w: w, rc: http.NewResponseController(w), now: time.Now}
+	e := apierror.Body{Message: errInternal.Error(), Type: "server_error", Code: &code}
+	sse := sse.Continue(w)
 	switch {
 	case strings.HasPrefix(path, "/agui"):
-		sse.data(aguiEvent{Type: "RUN_ERROR", Message: e.Message, Code: code})
+		sse.Data(agui.Event{Type: "RUN_ERROR", Message: e.Message, Code: code})
 	case strings.HasPrefix(path, "/v1/"):
-		sse.data(map[string]any{"error": e})
+		sse.Data(map[string]any{"error": e})
 	default:
-		sse.frame("", "error", map[string]any{"error": e})
+		sse.Frame("", "error", map[string]any{"error": e})
 	}
-	sse.flush()
+	sse.Flush()
 }
 
 // trackingWriter notes whether the response has started. Unwrap lets

@@ -8,6 +8,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 
@@ -121,10 +122,10 @@ func (s *Server) resumeParked(r *run) {
 	if err == nil {
 		_, err = s.takeOver(ctx, rec)
 	}
-	var re *RequestError
+	var re *apierror.RequestError
 	switch {
 	case err == nil:
-	case errors.As(err, &re) && errors.Is(re.Kind, ErrShuttingDown):
+	case errors.As(err, &re) && errors.Is(re.Kind, apierror.ErrShuttingDown):
 		s.endParked(r, true)
 	case r.ctx.Err() != nil:
 		s.endParked(r, s.runs.base.Err() != nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
 // flakyReadAgent is a real agent on SQLite whose one capability times out
@@ -159,7 +160,7 @@ func TestParkedRunCanceled(t *testing.T) {
 	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "beam"})
 	_, body := env.do(t, "POST", "/api/threads/beam/runs", keyAlice, map[string]any{"input": "What is the beam current?"})
 	var started struct {
-		Run runInfo `json:"run"`
+		Run native.RunInfo `json:"run"`
 	}
 	if err := json.Unmarshal(body, &started); err != nil || started.Run.ID == "" {
 		t.Fatalf("%s", body)

@@ -14,6 +14,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // fuzzServer is a server over the real (offline) agent on a memory store,
@@ -72,7 +73,7 @@ func serveFuzz(t *testing.T, srv *Server, method, target string, body []byte, hd
 	}
 	if w.Code >= 400 {
 		var e struct {
-			Error *apiError `json:"error"`
+			Error *apierror.Body `json:"error"`
 		}
 		if json.Unmarshal(w.Body.Bytes(), &e) != nil || e.Error == nil || e.Error.Message == "" {
 			t.Fatalf("%s %s %q: %d is not the JSON error shape: %s", method, target, body, w.Code, w.Body)
@@ -109,8 +110,8 @@ func FuzzChatRequest(f *testing.F) {
 		req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
 		turn, err := srv.parseChat(req)
 		if err != nil {
-			var re *RequestError
-			status, _, _, _ := errorStatus(err)
+			var re *apierror.RequestError
+			status, _, _, _ := apierror.Status(err)
 			if !errors.As(err, &re) || status != http.StatusBadRequest && status != http.StatusNotFound && status != http.StatusRequestEntityTooLarge {
 				t.Fatalf("parseChat(%q): %T %v (status %d)", body, err, err, status)
 			}
@@ -184,7 +185,7 @@ func FuzzAGUIInput(f *testing.F) {
 
 // FuzzThreadPaths: whatever method, path and thread id a client uses, no
 // answer is a 5xx and every error is in the JSON shape; a thread id is
-// refused (400) exactly when it breaks ThreadIDRule; and the URL the server
+// refused (400) exactly when it breaks threadIDRule; and the URL the server
 // builds for an id it accepts (threadPath) routes back to that very id. The
 // corpus is in testdata/fuzz/FuzzThreadPaths.
 func FuzzThreadPaths(f *testing.F) {

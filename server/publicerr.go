@@ -8,12 +8,13 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/google/uuid"
 )
 
 // What a client reads of an error is written by the server for the client:
 // the message of an error the server or the agent raised about the request
-// (RequestError, a refused option, an approval that cannot be answered …).
+// (apierror.RequestError, a refused option, an approval that cannot be answered …).
 // Anything else — a store, network or Go error, whose text may name
 // addresses, file paths and internal ids — is logged with a reference, and
 // the client gets the reference and a sentence saying so.
@@ -39,11 +40,11 @@ func (s *Server) logInternal(err error) string {
 func clientMessage(err error) (string, bool) {
 	var (
 		mbe *http.MaxBytesError
-		re  *RequestError
-		rl  *RateLimitError
+		re  *apierror.RequestError
+		rl  *apierror.RateLimitError
 		le  *agent.LoosenError
 		ae  *agent.ApprovalError
-		te  *TurnTimeoutError
+		te  *apierror.TurnTimeoutError
 		fe  *agent.FatalError
 	)
 	switch {

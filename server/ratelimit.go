@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -81,22 +80,4 @@ func (l *rateLimiter) allow(key string) (bool, time.Duration) {
 	}
 	wait := time.Duration((1 - b.tokens) / l.perMinute * float64(time.Minute))
 	return false, wait
-}
-
-// RateLimitError is a request refused by Config.RequestsPerMinute.
-type RateLimitError struct {
-	Limit int // requests per minute
-	// RetryAfter is when the next request will be accepted.
-	RetryAfter time.Duration
-}
-
-func (e *RateLimitError) Error() string {
-	return fmt.Sprintf("rate limit of %d requests per minute for this API key exceeded; retry in %d s", e.Limit, retryAfterSeconds(e.RetryAfter))
-}
-
-func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
-
-// retryAfterSeconds rounds up to whole seconds, at least 1.
-func retryAfterSeconds(d time.Duration) int {
-	return max(1, int(math.Ceil(d.Seconds())))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/server/internal/responses"
 )
 
 // realAgentEnv serves a real agent (offline: no LLM) over a small registry:
@@ -129,7 +130,7 @@ func TestRealAgentNativeAndAGUI(t *testing.T) {
 func TestRealAgentResponsesAcrossRestart(t *testing.T) {
 	env := newRealAgentEnv(t)
 	code, body := rawResponses(t, env.testEnv, keyAlice, map[string]any{"model": "capgraph", "input": "Save a snapshot of the settings"})
-	var ask responseObject
+	var ask responses.Object
 	if err := json.Unmarshal([]byte(body), &ask); err != nil || code != http.StatusOK || ask.Status != "completed" ||
 		!strings.Contains(ask.Output[0].Content[0].Text, "Approval ID: AP-") {
 		t.Fatalf("%d %s", code, body)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -109,8 +110,8 @@ func (s *Server) recoverRuns(ctx context.Context, wait bool) ([]string, error) {
 		sp := runSpec{c: c, source: "recovery", clientThread: clientThread, thread: cr.Thread, kind: kindResume, claimed: cr, origin: fromClaim}
 		if _, _, err := s.submit(ctx, sp); err != nil {
 			cr.Release()
-			var re *RequestError
-			if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
+			var re *apierror.RequestError
+			if errors.As(err, &re) && errors.Is(re.Kind, apierror.ErrRunInProgress) {
 				continue // a client's run of this server got there first
 			}
 			errs = append(errs, fmt.Errorf("server: recover thread %q: %w", cr.Thread, err))
@@ -150,8 +151,8 @@ func (s *Server) recoverRecorded(ctx context.Context, room func() bool) ([]strin
 			ok, err := s.takeOver(ctx, rec)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("server: recover run %s: %w", rec.ID, err))
-				var re *RequestError
-				if errors.As(err, &re) && errors.Is(re.Kind, ErrShuttingDown) {
+				var re *apierror.RequestError
+				if errors.As(err, &re) && errors.Is(re.Kind, apierror.ErrShuttingDown) {
 					return started, errors.Join(errs...)
 				}
 				continue
@@ -186,24 +187,8 @@ func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started boo
 	if err := json.Unmarshal(rec.Input, &in); err != nil {
 		return false, s.endRecord(ctx, rec, runstore.Failed, "the server restarted and could not read this run's input")
 	}
-	// A later turn on the thread means this run was overtaken (the client
-	// went on); its input is never run again. A later answer does not
-	// overtake an answer: concurrent steps' approvals are answered one
-	// after the other.
-	if newest, err := s.records.ListRuns(ctx, runstore.Filter{Thread: rec.Thread, Limit: 1}); err != nil {
+	if ended, err := s.endOvertaken(ctx, rec, in); ended || err != nil {
 		return false, err
-	} else if len(newest) > 0 && newest[0].Seq > rec.Seq {
-		later, _, err := s.neighbours(ctx, rec)
-		if err != nil {
-			return false, err
-		}
-		if slices.ContainsFunc(later, func(k runKind) bool { return k != kindAnswer || in.Kind != kindAnswer }) {
-			msg := "the server restarted before this run finished, and a later run on the thread replaced it; nothing more of this run will be done"
-			if s.runs.parked(rec.ID) {
-				msg = overtakenMessage
-			}
-			return false, s.endRecord(ctx, rec, runstore.Failed, msg)
-		}
 	}
 	if ru, busy := s.runs.activeOn(rec.Thread); busy && ru.ID != rec.ID && s.cluster == nil {
 		// A run of this process goes on on the thread (another answer
@@ -213,58 +198,16 @@ func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started boo
 		s.waitBehind(rec.Thread)
 		return false, nil
 	}
-	st, status, err := s.cfg.Runner.State(ctx, rec.Thread)
-	unknown := errors.Is(err, agent.ErrUnknownThread)
-	if err != nil && !unknown {
+	if goOn, err := s.recoveredWork(ctx, rec, in, &sp); !goOn || err != nil {
 		return false, err
 	}
-	switch {
-	case unknown && in.Kind != kindTurn:
-		return false, s.endRecord(ctx, rec, runstore.Failed, "the thread no longer exists")
-	case in.Kind == kindTurn && in.Turn != nil && (unknown || st.Metadata[metaRun] != rec.ID):
-		// Acknowledged, but its input never reached the checkpoints.
-		t := in.Turn
-		sp.kind, sp.turn = kindTurn, &agent.TurnRequest{Thread: rec.Thread, Input: t.Input, Options: t.Options, MayRaise: t.MayRaise,
-			By: t.By, Metadata: t.Metadata, AllowedCapabilities: t.AllowedCapabilities}
-	case in.Kind == kindAnswer && in.Answer != nil && status == agent.RunCanceled && s.behindCanceled(ctx, rec):
-		// Queued behind a run that was canceled on request: the turn
-		// stopped there, and this answer does not start it again.
-		return false, s.endRecord(ctx, rec, runstore.Failed, "the run this answer waited for was canceled, so the answer was not carried out; answer again to go on")
-	case in.Kind == kindAnswer && in.Answer != nil && (status == agent.RunCanceled ||
-		status == agent.RunInterrupted && s.stillPendingID(ctx, rec.Thread, in.Answer.ApprovalID)):
-		// The answer was never taken, or taken and cut short (the
-		// checkpoint holds it): carryOut continues either way, never
-		// resuming without the answer.
-		a := in.Answer
-		sp.kind, sp.answer = kindAnswer, &agent.Answer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By, Token: a.Token}
-	case status == agent.RunCanceled:
-		sp.kind = kindResume // cut between two steps
-	case status == agent.RunAnswered:
-		// Answered before the crash; only its record and last events did
-		// not say so.
-		return false, s.endAnswered(ctx, rec, sp.chat, st)
-	default:
-		// It ended before the crash; only its record did not say so.
-		end, msg := runstore.Interrupted, ""
-		if status != agent.RunInterrupted {
-			end, msg = runstore.Failed, "the run failed before the server restarted"
-		}
-		return false, s.endRecord(ctx, rec, end, msg)
-	}
-	if s.cluster != nil {
-		// Claimed from the queue already (claimReady). Alone, it is
-		// taken from whoever had it (this process, for a parked run).
-	} else if _, err := s.records.UpdateRun(ctx, rec.ID, runstore.Update{From: []runstore.Status{runstore.Queued, runstore.Running},
-		IfOwner: rec.Owner, Status: runstore.Running, Owner: s.cfg.Instance, Start: true}); err != nil {
-		if errors.Is(err, runstore.ErrConflict) {
-			return false, nil // another process took it
-		}
+	if claimed, err := s.claimRecord(ctx, rec); !claimed || err != nil {
 		return false, err
 	}
 	r, _, err := s.submit(ctx, sp)
 	if err != nil {
-		var re *RequestError
-		if errors.As(err, &re) && errors.Is(re.Kind, ErrRunInProgress) {
+		var re *apierror.RequestError
+		if errors.As(err, &re) && errors.Is(re.Kind, apierror.ErrRunInProgress) {
 			// A run of this server got there first (a client's, another
 			// recovered one): this one starts when it ends.
 			if s.cluster == nil {
@@ -278,6 +221,88 @@ func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started boo
 	// for it up to a third of a TTL, then gives the record back to the
 	// queue; alone it ends at once. Either way it did not get going here.
 	return r.began(ctx), nil
+}
+
+// endOvertaken ends rec when a later turn on the thread overtook it (the
+// client went on): its input is never run again. A later answer does not
+// overtake an answer: concurrent steps' approvals are answered one after
+// the other.
+func (s *Server) endOvertaken(ctx context.Context, rec runstore.Record, in runInput) (ended bool, err error) {
+	newest, err := s.records.ListRuns(ctx, runstore.Filter{Thread: rec.Thread, Limit: 1})
+	if err != nil || len(newest) == 0 || newest[0].Seq <= rec.Seq {
+		return false, err
+	}
+	later, _, err := s.neighbours(ctx, rec)
+	if err != nil {
+		return false, err
+	}
+	if !slices.ContainsFunc(later, func(k runKind) bool { return k != kindAnswer || in.Kind != kindAnswer }) {
+		return false, nil
+	}
+	msg := "the server restarted before this run finished, and a later run on the thread replaced it; nothing more of this run will be done"
+	if s.runs.parked(rec.ID) {
+		msg = overtakenMessage
+	}
+	return true, s.endRecord(ctx, rec, runstore.Failed, msg)
+}
+
+// recoveredWork decides from the thread's state what is left of rec's
+// run, and sets sp to do it: its turn (acknowledged, but its input never
+// reached the checkpoints), its answer (never taken, or taken and cut
+// short: carryOut continues either way, never resuming without the
+// answer), or a resume (cut between two steps). goOn is false when
+// nothing is left to run: the record was ended as the thread says.
+func (s *Server) recoveredWork(ctx context.Context, rec runstore.Record, in runInput, sp *runSpec) (goOn bool, err error) {
+	st, status, err := s.cfg.Runner.State(ctx, rec.Thread)
+	unknown := errors.Is(err, agent.ErrUnknownThread)
+	if err != nil && !unknown {
+		return false, err
+	}
+	switch {
+	case unknown && in.Kind != kindTurn:
+		return false, s.endRecord(ctx, rec, runstore.Failed, "the thread no longer exists")
+	case in.Kind == kindTurn && in.Turn != nil && (unknown || st.Metadata[metaRun] != rec.ID):
+		t := in.Turn
+		sp.kind, sp.turn = kindTurn, &agent.TurnRequest{Thread: rec.Thread, Input: t.Input, Options: t.Options, MayRaise: t.MayRaise,
+			By: t.By, Metadata: t.Metadata, AllowedCapabilities: t.AllowedCapabilities}
+	case in.Kind == kindAnswer && in.Answer != nil && status == agent.RunCanceled && s.behindCanceled(ctx, rec):
+		// Queued behind a run that was canceled on request: the turn
+		// stopped there, and this answer does not start it again.
+		return false, s.endRecord(ctx, rec, runstore.Failed, "the run this answer waited for was canceled, so the answer was not carried out; answer again to go on")
+	case in.Kind == kindAnswer && in.Answer != nil && (status == agent.RunCanceled ||
+		status == agent.RunInterrupted && s.stillPendingID(ctx, rec.Thread, in.Answer.ApprovalID)):
+		a := in.Answer
+		sp.kind, sp.answer = kindAnswer, &agent.Answer{ApprovalID: a.ApprovalID, Text: a.Text, Approved: a.Approved, Plan: a.Plan, By: a.By, Token: a.Token}
+	case status == agent.RunCanceled:
+		sp.kind = kindResume
+	case status == agent.RunAnswered:
+		// Answered before the crash; only its record and last events did
+		// not say so.
+		return false, s.endAnswered(ctx, rec, sp.chat, st)
+	default:
+		// It ended before the crash; only its record did not say so.
+		end, msg := runstore.Interrupted, ""
+		if status != agent.RunInterrupted {
+			end, msg = runstore.Failed, "the run failed before the server restarted"
+		}
+		return false, s.endRecord(ctx, rec, end, msg)
+	}
+	return true, nil
+}
+
+// claimRecord makes rec this process's: with replicas it was claimed from
+// the queue already (claimReady); alone, it is taken from whoever had it
+// (this process, for a parked run). false when another process took it.
+func (s *Server) claimRecord(ctx context.Context, rec runstore.Record) (bool, error) {
+	if s.cluster != nil {
+		return true, nil
+	}
+	_, err := s.records.UpdateRun(ctx, rec.ID, runstore.Update{From: []runstore.Status{runstore.Queued, runstore.Running},
+		IfOwner: rec.Owner, Status: runstore.Running, Owner: s.cfg.Instance, Start: true})
+	if errors.Is(err, runstore.ErrConflict) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // neighbours reads the thread's other run records around rec: the kinds
@@ -462,7 +487,7 @@ func (s *Server) ownerOf(ctx context.Context, thread string) (caller, string) {
 		return none, thread
 	}
 	md := st.Metadata
-	c := caller{Principal: Principal{Name: md[MetaOwner], Tenant: md[MetaTenant]}, User: md[MetaUser]}
+	c := caller{Principal: Principal{Name: md[metaOwner], Tenant: md[metaTenant]}, User: md[metaUser]}
 	for _, p := range s.keys.principals {
 		if p.Name == c.Principal.Name && p.Tenant == c.Principal.Tenant {
 			c.Principal = p
@@ -471,7 +496,7 @@ func (s *Server) ownerOf(ctx context.Context, thread string) (caller, string) {
 	if len(s.keys.principals) == 0 && c.Principal.Name == anonymous.Name && c.Principal.Tenant == anonymous.Tenant {
 		c.Principal = anonymous
 	}
-	id := md[MetaThread]
+	id := md[metaThread]
 	if c.Principal.Name == "" || id == "" || internalThreadID(c, id) != thread {
 		return none, thread
 	}

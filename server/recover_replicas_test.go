@@ -17,6 +17,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/postgres/pgtest"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
 // replicaBackends return two handles on one shared store, as two replicas hold:
@@ -77,7 +78,7 @@ func (w *scanWorld) cut(t *testing.T, env *testEnv, threads ...string) {
 	for _, th := range threads {
 		env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": th})
 		resp, body := env.do(t, "POST", "/api/threads/"+th+"/runs", keyAlice, map[string]any{"input": "Scan the undulator gap"})
-		var out struct{ Run runInfo }
+		var out struct{ Run native.RunInfo }
 		if resp.StatusCode != http.StatusAccepted || json.Unmarshal(body, &out) != nil {
 			t.Fatalf("start on %s: %d %s", th, resp.StatusCode, body)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
 // A run cut by a cancel is resumed by the next server on the same store as
@@ -55,7 +56,7 @@ func TestRecoverRunsThroughTheServer(t *testing.T) {
 	first := envOn()
 	first.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "scan"})
 	resp, body := first.do(t, "POST", "/api/threads/scan/runs", keyAlice, map[string]any{"input": "Scan the undulator gap"})
-	var out struct{ Run runInfo }
+	var out struct{ Run native.RunInfo }
 	if resp.StatusCode != http.StatusAccepted || json.Unmarshal(body, &out) != nil {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}

@@ -7,13 +7,16 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/server/internal/answertext"
+	"github.com/capgraph/capgraph/server/internal/artifacts"
+	"github.com/capgraph/capgraph/server/internal/openai"
 	"github.com/capgraph/capgraph/state"
 )
 
 // piece is one output of the Chat Completions rendering of an event:
 // a status line, a reasoning (trace) fragment, or answer content.
 type piece struct {
-	Status    *statusData
+	Status    *openai.StatusData
 	Reasoning string
 	Content   string
 }
@@ -47,7 +50,7 @@ type chatRenderer struct {
 
 // repeatsStatus reports whether st says again the line shown last (one
 // line per phase, not "Planning" then "Planning…"), and remembers it.
-func (c *chatRenderer) repeatsStatus(st *statusData) bool {
+func (c *chatRenderer) repeatsStatus(st *openai.StatusData) bool {
 	key := strings.TrimRight(strings.TrimSpace(st.Description), "….")
 	if key == c.lastStatus && !st.Done {
 		return true
@@ -61,11 +64,11 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 	switch ev.Type {
 	case agent.EventNodeStart:
 		if text, ok := nodeStatus[ev.Node]; ok {
-			out = append(out, piece{Status: &statusData{Description: text}})
+			out = append(out, piece{Status: &openai.StatusData{Description: text}})
 		}
 	case agent.EventStatus:
 		if ev.Text != "" {
-			out = append(out, piece{Status: &statusData{Description: ev.Text}})
+			out = append(out, piece{Status: &openai.StatusData{Description: ev.Text}})
 		}
 	case agent.EventTask:
 		out = append(out, piece{Reasoning: "Task: " + ev.Text + "\n"})
@@ -81,13 +84,13 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		if obj := c.objective(ev.Step); obj != "" {
 			line += " — " + obj
 		}
-		out = append(out, piece{Status: &statusData{Description: "Step " + line}}, piece{Reasoning: "▶ " + line + "\n"})
+		out = append(out, piece{Status: &openai.StatusData{Description: "Step " + line}}, piece{Reasoning: "▶ " + line + "\n"})
 	case agent.EventStepEnd:
 		line := fmt.Sprintf("%d/%d %s", ev.Step+1, max(ev.Total, ev.Step+1), ev.Capability)
 		if ev.Err != "" {
 			out = append(out, piece{Reasoning: "✖ " + line + " — " + ev.Err + "\n"})
 		} else {
-			out = append(out, piece{Reasoning: "✔ " + line + durationNote(ev.Duration) + "\n"})
+			out = append(out, piece{Reasoning: "✔ " + line + answertext.DurationNote(ev.Duration) + "\n"})
 		}
 	case agent.EventRetry:
 		if ev.Retry != nil {
@@ -113,19 +116,19 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 		c.streamed.Reset()
 	case agent.EventMessage:
 		if ev.Message != nil {
-			if rest := unstreamed(ev.Message.Content, c.streamed.String()); rest != "" {
+			if rest := answertext.Unstreamed(ev.Message.Content, c.streamed.String()); rest != "" {
 				c.answered = true
 				out = append(out, piece{Content: rest})
 			}
 		}
 		c.streamed.Reset()
 	case agent.EventArtifact:
-		c.artifacts = collectArtifact(c.artifacts, ev)
+		c.artifacts = artifacts.Collect(c.artifacts, ev)
 	case agent.EventDenied:
 		out = append(out, piece{Reasoning: "⛔ " + ev.Text + "\n"})
 	case agent.EventApprovalRequired:
 		c.approval = ev.Approval
-		out = append(out, piece{Status: &statusData{Description: "Waiting for your approval", Done: true}})
+		out = append(out, piece{Status: &openai.StatusData{Description: "Waiting for your approval", Done: true}})
 	case agent.EventModelCall:
 		// The usage a client sums: the model calls this request's run made
 		// (a turn paused for approval reports each part once, in its own
@@ -197,22 +200,6 @@ func (c *chatRenderer) closing() string {
 // behind, in frontends that cannot remove it.
 const answerResetNote = "\n\n*(The answer above was interrupted; it is written again below.)*\n\n"
 
-// unstreamed returns what of the final message content was not streamed as
-// tokens already: nothing when the stream carried it all, the remainder when
-// the stream carried its beginning, and the whole content otherwise (an
-// error report after a failed answer, for instance).
-func unstreamed(content, streamed string) string {
-	switch {
-	case streamed == "":
-		return content
-	case content == streamed:
-		return ""
-	case strings.HasPrefix(content, streamed):
-		return content[len(streamed):]
-	}
-	return "\n\n" + content
-}
-
 // nodeStatus is the status line shown while an infrastructure node runs
 // (capability steps get theirs from step_start).
 var nodeStatus = map[string]string{
@@ -260,11 +247,4 @@ func formatPlan(p *state.Plan) string {
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-func durationNote(d time.Duration) string {
-	if d <= 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (%s)", d.Round(time.Millisecond))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 
@@ -189,8 +190,8 @@ func (s *Server) claimReady(ctx context.Context, room func() bool) ([]string, er
 		ok, err = s.takeOver(ctx, rec)
 		if err != nil {
 			errs = append(errs, err)
-			var re *RequestError
-			if errors.As(err, &re) && errors.Is(re.Kind, ErrShuttingDown) {
+			var re *apierror.RequestError
+			if errors.As(err, &re) && errors.Is(re.Kind, apierror.ErrShuttingDown) {
 				break
 			}
 			continue
@@ -369,7 +370,7 @@ func (s *Server) joinable(ctx context.Context, c caller, rec runstore.Record) *r
 // gave back to the queue), in the store until it ends, in the background.
 func (s *Server) startTail(r *run) {
 	if !s.background.Go(func(context.Context) { s.tail(r) }) {
-		s.runs.finishMirror(r, "", &RequestError{Kind: ErrShuttingDown, Message: "the server is shutting down"}, endedFollowing)
+		s.runs.finishMirror(r, "", &apierror.RequestError{Kind: apierror.ErrShuttingDown, Message: "the server is shutting down"}, endedFollowing)
 		r.cancel()
 	}
 }
@@ -498,7 +499,7 @@ func (s *Server) clusterLimit(ctx context.Context, sp runSpec) error {
 		return fmt.Errorf("count the running runs: %w", err)
 	}
 	if n >= limit {
-		return &RequestError{Kind: ErrTooManyRuns, Message: "too many concurrent runs for this API key; try again later"}
+		return &apierror.RequestError{Kind: apierror.ErrTooManyRuns, Message: "too many concurrent runs for this API key; try again later"}
 	}
 	return nil
 }

@@ -8,10 +8,13 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/responses"
+	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -32,8 +35,6 @@ import (
 const (
 	responseIDPrefix = "resp_"
 	messageIDPrefix  = "msg_"
-	// keepResponses bounds the response objects kept for GET.
-	keepResponses = 1024
 )
 
 // newItemID is an id with prefix naming clientThread.
@@ -52,7 +53,7 @@ func threadOfItemID(id string) (string, bool) {
 				return "", false
 			}
 			b, err := hex.DecodeString(h)
-			if err != nil || len(b) == 0 || len(b) > MaxThreadIDLen {
+			if err != nil || len(b) == 0 || len(b) > maxThreadIDLen {
 				return "", false
 			}
 			return string(b), true
@@ -61,164 +62,63 @@ func threadOfItemID(id string) (string, bool) {
 	return "", false
 }
 
-// responseObject is the Responses API's response.
-type responseObject struct {
-	ID                 string            `json:"id"`
-	Object             string            `json:"object"`
-	CreatedAt          int64             `json:"created_at"`
-	Status             string            `json:"status"`
-	CompletedAt        *int64            `json:"completed_at"`
-	Error              *responseError    `json:"error"`
-	IncompleteDetails  *struct{}         `json:"incomplete_details"`
-	Instructions       *string           `json:"instructions"`
-	MaxOutputTokens    *int              `json:"max_output_tokens"`
-	Model              string            `json:"model"`
-	Output             []responseItem    `json:"output"`
-	ParallelToolCalls  bool              `json:"parallel_tool_calls"`
-	PreviousResponseID *string           `json:"previous_response_id"`
-	Store              bool              `json:"store"`
-	Temperature        float64           `json:"temperature"`
-	TopP               float64           `json:"top_p"`
-	ToolChoice         string            `json:"tool_choice"`
-	Tools              []struct{}        `json:"tools"`
-	Text               responseText      `json:"text"`
-	Truncation         string            `json:"truncation"`
-	Background         bool              `json:"background"`
-	Usage              *responseUsage    `json:"usage"`
-	User               *string           `json:"user"`
-	Metadata           map[string]string `json:"metadata"`
-}
-
-type responseError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-type responseText struct {
-	Format struct {
-		Type string `json:"type"`
-	} `json:"format"`
-}
-
-type responseItem struct {
-	ID      string         `json:"id"`
-	Type    string         `json:"type"`
-	Status  string         `json:"status"`
-	Role    string         `json:"role"`
-	Content []responsePart `json:"content"`
-}
-
-type responsePart struct {
-	Type        string     `json:"type"`
-	Text        string     `json:"text"`
-	Annotations []struct{} `json:"annotations"`
-	Logprobs    []struct{} `json:"logprobs"`
-}
-
-type responseUsage struct {
-	InputTokens        int `json:"input_tokens"`
-	InputTokensDetails struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"input_tokens_details"`
-	OutputTokens        int `json:"output_tokens"`
-	OutputTokensDetails struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"output_tokens_details"`
-	TotalTokens int `json:"total_tokens"`
-}
-
-func usageOf(u agent.Usage) *responseUsage {
-	return &responseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
-}
-
-func textPart(text string) responsePart {
-	return responsePart{Type: "output_text", Text: text, Annotations: []struct{}{}, Logprobs: []struct{}{}}
-}
-
-// responseStore keeps this process's response objects for GET (the newest
-// keepResponses) and the latest response of each thread, so an old
-// previous_response_id (a branch, or a retried request whose run already
-// went on) is refused instead of continuing the thread as it stands now.
-type responseStore struct {
-	mu     sync.Mutex
-	objs   map[string]storedResponse
-	order  []string
-	latest map[string]string // internal thread → response id
-}
-
-type storedResponse struct {
-	owner  string
-	thread string
-	obj    responseObject
-}
-
-func newResponseStore() *responseStore {
-	return &responseStore{objs: map[string]storedResponse{}, latest: map[string]string{}}
-}
-
-func (rs *responseStore) put(owner, thread string, obj responseObject) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if _, ok := rs.objs[obj.ID]; !ok {
-		rs.order = append(rs.order, obj.ID)
-		rs.latest[thread] = obj.ID
-	}
-	rs.objs[obj.ID] = storedResponse{owner: owner, thread: thread, obj: obj}
-	for len(rs.order) > keepResponses {
-		old := rs.objs[rs.order[0]]
-		if rs.latest[old.thread] == rs.order[0] {
-			delete(rs.latest, old.thread)
-		}
-		delete(rs.objs, rs.order[0])
-		rs.order = rs.order[1:]
-	}
-}
-
-func (rs *responseStore) get(owner, id string) (responseObject, bool) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	r, ok := rs.objs[id]
-	if !ok || r.owner != owner {
-		return responseObject{}, false
-	}
-	return r.obj, true
-}
-
-// latestOf returns the newest response of an internal thread, if this
-// process knows it.
-func (rs *responseStore) latestOf(thread string) (string, bool) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	id, ok := rs.latest[thread]
-	return id, ok
-}
-
 func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
-	obj, ok := s.responses.get(ownerKey(callerFrom(r.Context())), r.PathValue("id"))
+	obj, ok := s.responses.Get(ownerKey(callerFrom(r.Context())), r.PathValue("id"))
 	if !ok {
-		s.writeError(w, &RequestError{Kind: ErrNotFound, Param: "id",
-			Message: "no such response (responses are kept in this server's memory, the newest " + fmt.Sprint(keepResponses) + ")"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "id",
+			Message: "no such response (responses are kept in this server's memory, the newest " + fmt.Sprint(responses.KeepResponses) + ")"})
 		return
 	}
-	writeJSON(w, http.StatusOK, obj)
+	jsonreply.JSON(w, http.StatusOK, obj)
 }
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
-	body, err := readBody(r) // never the connection's details (addresses, timeouts)
+	req, t, err := s.responsesTurn(r, c)
 	if err != nil {
 		s.writeError(w, err)
 		return
+	}
+	st, ok := s.startResponse(w, r, c, t)
+	if !ok {
+		return // answered
+	}
+	if st.token != "" {
+		defer s.approvals.releaseOnPanic(st.token)
+	}
+	out := s.newResponseWriter(c, req, t.model, st.clientThread)
+	if t.stream {
+		out.sse = sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
+		out.event("response.created", map[string]any{"response": out.obj})
+		out.event("response.in_progress", map[string]any{"response": out.obj})
+	}
+	if st.reply != nil {
+		// An approval answered before (a retry): its answer again.
+		out.text(st.reply.Content)
+		out.complete(w, st.usage)
+		if st.replayed != nil && out.delivered(w) {
+			s.releaseKey(st.replayed.ID, st.replayed.Status) // the retry got the answer
+		}
+		return
+	}
+	s.followResponse(w, r, c, t, st, out)
+}
+
+// responsesTurn reads a Responses request as the chat turn it asks for:
+// its conversation (items referenced by id are the thread's own), its
+// model profile, and the thread it continues.
+func (s *Server) responsesTurn(r *http.Request, c caller) (responses.Request, chatTurn, error) {
+	body, err := reqbody.Read(r) // never the connection's details (addresses, timeouts)
+	if err != nil {
+		return responses.Request{}, chatTurn{}, err
 	}
 	req, err := responses.Decode(body, responses.Limits{MaxItems: s.cfg.MaxMessages, MaxItemBytes: s.cfg.MaxMessageBytes})
 	if err != nil {
-		s.writeError(w, err)
-		return
+		return req, chatTurn{}, err
 	}
 	m, ok := s.model(req.Model)
 	if !ok {
-		s.writeError(w, &RequestError{Kind: ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)})
-		return
+		return req, chatTurn{}, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
 	}
 	t := chatTurn{model: m, stream: req.Stream, clientMeta: req.Metadata}
 	for _, it := range req.Items {
@@ -232,50 +132,43 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	last := req.Items[len(req.Items)-1]
 	t.input, t.unread = last.Text, last.Unread // an empty text was refused by Decode
-	if err := s.responsesThread(r.Context(), c, req, &t); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if err := checkIdempotencyKey(r); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	// A repeated request (an SDK's retry) is answered by the first
-	// request's run: joined while it goes on, else from its record.
-	key, explicit := s.chatKey(r, c, t, "responses")
+	err = s.responsesThread(r.Context(), c, req, &t)
+	return req, t, err
+}
+
+// startResponse opens the request's run. A repeated request (an SDK's
+// retry) is answered by the first request's run: joined while it goes
+// on, else from its record. false when the request has been answered.
+func (s *Server) startResponse(w http.ResponseWriter, r *http.Request, c caller, t chatTurn) (chatStart, bool) {
 	var st chatStart
-	if key != "" {
-		if rec, err := s.records.GetRunByKey(r.Context(), key); err == nil {
-			st.dup = &rec
+	o := s.chatOpening(w, r, c, t, "responses", "responses", &st)
+	op, ok := s.open(o)
+	if !ok {
+		return st, false
+	}
+	st.ru = op.ru
+	if op.dup == nil {
+		return st, true
+	}
+	var again bool
+	if st, again = s.replayResponse(w, r, op.dup, op.explicit); again {
+		o.lookFirst = false // too old to count (its key released): a new run
+		if op, ok = s.open(o); !ok {
+			return st, false
+		}
+		st.ru = op.ru
+		if op.dup != nil {
+			st, _ = s.replayResponse(w, r, op.dup, op.explicit)
 		}
 	}
-	if st.dup == nil {
-		if st, err = s.startChat(r.Context(), c, t, "responses", key); err != nil {
-			s.writeError(w, err)
-			return
-		}
-	}
-	if st.dup != nil {
-		if err := sameRequest(*st.dup, t.digest(c)); err != nil {
-			s.writeError(w, err)
-			return
-		}
-		var again bool
-		if st, again = s.replayResponse(w, r, st.dup, explicit); again {
-			if st, err = s.startChat(r.Context(), c, t, "responses", key); err != nil {
-				s.writeError(w, err)
-				return
-			}
-		}
-		if st.ru == nil && st.reply == nil {
-			return // answered
-		}
-	}
-	if st.token != "" {
-		defer s.approvals.releaseOnPanic(st.token)
-	}
-	obj := responseObject{ID: newItemID(responseIDPrefix, st.clientThread), Object: "response", CreatedAt: s.cfg.Now().Unix(),
-		Status: "in_progress", Instructions: req.Instructions, Model: m.ID, Output: []responseItem{}, Store: true,
+	return st, st.ru != nil || st.reply != nil
+}
+
+// newResponseWriter starts the response object of a request on
+// clientThread, kept for GET /v1/responses/{id}.
+func (s *Server) newResponseWriter(c caller, req responses.Request, m Model, clientThread string) *responseWriter {
+	obj := responses.Object{ID: newItemID(responseIDPrefix, clientThread), Object: "response", CreatedAt: s.cfg.Now().Unix(),
+		Status: "in_progress", Instructions: req.Instructions, Model: m.ID, Output: []responses.OutputItem{}, Store: true,
 		Temperature: 1, TopP: 1, ToolChoice: "auto", Tools: []struct{}{}, Truncation: "disabled", Metadata: req.Metadata}
 	obj.Text.Format.Type = "text"
 	if obj.Metadata == nil {
@@ -284,40 +177,32 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if req.PreviousResponseID != "" {
 		obj.PreviousResponseID = &req.PreviousResponseID
 	}
-	out := &responseWriter{s: s, obj: obj, msgID: newItemID(messageIDPrefix, st.clientThread), owner: ownerKey(c),
-		thread: internalThreadID(c, st.clientThread)}
-	s.responses.put(out.owner, out.thread, out.obj)
-	if t.stream {
-		out.sse = startSSE(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
-		out.event("response.created", map[string]any{"response": out.obj})
-		out.event("response.in_progress", map[string]any{"response": out.obj})
-	}
-	if st.reply != nil {
-		// An approval answered before (a retry): its answer again.
-		out.text(st.reply.Content)
-		out.complete(w, st.usage)
-		if st.replayed != nil && out.delivered(w) {
-			s.releaseKey(st.replayed.ID, st.replayed.Status) // the retry got the answer
-		}
-		return
-	}
+	out := &responseWriter{s: s, obj: obj, msgID: newItemID(messageIDPrefix, clientThread), owner: ownerKey(c),
+		thread: internalThreadID(c, clientThread)}
+	s.responses.Put(out.owner, out.thread, out.obj)
+	return out
+}
+
+// followResponse writes the run's answer into the response as it comes,
+// and completes it as the run ends.
+func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, st chatStart, out *responseWriter) {
 	st.ru.join()
-	rd := &chatRenderer{base: s.baseURL(r)}
+	rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
 	followed := s.follow(r.Context(), st.ru, 0, out.sse, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {
 			out.text(p.Content)
 		}
 	}, func() {
-		if out.sse != nil && out.sse.idle(s.cfg.Heartbeat) {
-			out.sse.comment("keep-alive")
+		if out.sse != nil && out.sse.Idle(s.cfg.Heartbeat) {
+			out.sse.Comment("keep-alive")
 		}
 	})
-	left, replay, runErr := s.chatRunEnd(r.Context(), c, st.ru, followed, st.token)
+	left, replay, runErr := s.chatRunEnd(r, c, st.ru, followed, st.token)
 	switch {
 	case left:
 		// The client went away; its run is canceled (chatRunEnd).
 		out.obj.Status = "cancelled"
-		s.responses.put(out.owner, out.thread, out.obj)
+		s.responses.Put(out.owner, out.thread, out.obj)
 		return
 	case replay != nil:
 		out.text(replay.Content)
@@ -349,7 +234,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 // delivered reports whether the answer reached the connection.
 func (o *responseWriter) delivered(w http.ResponseWriter) bool {
 	if o.sse != nil {
-		return o.sse.err == nil
+		return o.sse.Err() == nil
 	}
 	return http.NewResponseController(w).Flush() == nil
 }
@@ -374,7 +259,7 @@ func (s *Server) responsesThread(ctx context.Context, c caller, req responses.Re
 	if ref == "" {
 		return nil
 	}
-	notFound := &RequestError{Kind: ErrNotFound, Param: param, Message: fmt.Sprintf("no response or item %q", ref)}
+	notFound := &apierror.RequestError{Kind: apierror.ErrNotFound, Param: param, Message: fmt.Sprintf("no response or item %q", ref)}
 	clientThread, ok := threadOfItemID(ref)
 	if !ok {
 		return notFound
@@ -387,8 +272,8 @@ func (s *Server) responsesThread(ctx context.Context, c caller, req responses.Re
 		return notFound
 	}
 	if req.PreviousResponseID != "" {
-		if latest, known := s.responses.latestOf(th.internal); known && latest != req.PreviousResponseID {
-			return &RequestError{Kind: ErrConflict, Param: param, Message: fmt.Sprintf(
+		if latest, known := s.responses.LatestOf(th.internal); known && latest != req.PreviousResponseID {
+			return &apierror.RequestError{Kind: apierror.ErrConflict, Param: param, Message: fmt.Sprintf(
 				"%s is not the latest response of its conversation (%s is): a conversation cannot branch; continue from the latest", ref, latest)}
 		}
 	}
@@ -416,9 +301,9 @@ func (s *Server) pendingToken(ctx context.Context, c caller, thread string) (str
 // one JSON object at the end. The output message opens at its first text.
 type responseWriter struct {
 	s      *Server
-	sse    *sseWriter
+	sse    *sse.Writer
 	seq    int
-	obj    responseObject
+	obj    responses.Object
 	msgID  string
 	owner  string
 	thread string
@@ -435,13 +320,13 @@ func (o *responseWriter) event(typ string, fields map[string]any) {
 	fields["type"] = typ
 	fields["sequence_number"] = o.seq
 	o.seq++
-	o.sse.frame("", typ, fields)
+	o.sse.Frame("", typ, fields)
 }
 
-func (o *responseWriter) item(status string) responseItem {
-	it := responseItem{ID: o.msgID, Type: "message", Status: status, Role: "assistant", Content: []responsePart{}}
+func (o *responseWriter) item(status string) responses.OutputItem {
+	it := responses.OutputItem{ID: o.msgID, Type: "message", Status: status, Role: "assistant", Content: []responses.OutputPart{}}
 	if status == "completed" {
-		it.Content = []responsePart{textPart(o.buf.String())}
+		it.Content = []responses.OutputPart{responses.TextPart(o.buf.String())}
 	}
 	return it
 }
@@ -454,7 +339,7 @@ func (o *responseWriter) text(s string) {
 	if !o.open {
 		o.open = true
 		o.event("response.output_item.added", map[string]any{"output_index": 0, "item": o.item("in_progress")})
-		o.event("response.content_part.added", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "part": textPart("")})
+		o.event("response.content_part.added", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "part": responses.TextPart("")})
 	}
 	o.buf.WriteString(s)
 	o.event("response.output_text.delta", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "delta": s, "logprobs": []struct{}{}})
@@ -465,29 +350,29 @@ func (o *responseWriter) complete(w http.ResponseWriter, u agent.Usage) {
 	if o.open {
 		full := o.buf.String()
 		o.event("response.output_text.done", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "text": full, "logprobs": []struct{}{}})
-		o.event("response.content_part.done", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "part": textPart(full)})
+		o.event("response.content_part.done", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "part": responses.TextPart(full)})
 		o.event("response.output_item.done", map[string]any{"output_index": 0, "item": o.item("completed")})
-		o.obj.Output = []responseItem{o.item("completed")}
+		o.obj.Output = []responses.OutputItem{o.item("completed")}
 	}
 	now := o.s.cfg.Now().Unix()
-	o.obj.Status, o.obj.CompletedAt, o.obj.Usage = "completed", &now, usageOf(u)
-	o.s.responses.put(o.owner, o.thread, o.obj)
+	o.obj.Status, o.obj.CompletedAt, o.obj.Usage = "completed", &now, responses.UsageOf(u)
+	o.s.responses.Put(o.owner, o.thread, o.obj)
 	if o.sse != nil {
 		o.event("response.completed", map[string]any{"response": o.obj})
 		return
 	}
-	writeJSON(w, http.StatusOK, o.obj)
+	jsonreply.JSON(w, http.StatusOK, o.obj)
 }
 
 // fail ends a response whose run failed (a fault, not an error report:
 // the agent's error reports are completed responses).
 func (o *responseWriter) fail(w http.ResponseWriter, err error) {
-	o.obj.Status, o.obj.Error = "failed", &responseError{Code: "server_error", Message: o.s.publicMessage(err)}
+	o.obj.Status, o.obj.Error = "failed", &responses.ObjectError{Code: "server_error", Message: o.s.publicMessage(err)}
 	if o.open {
-		o.obj.Output = []responseItem{o.item("completed")}
+		o.obj.Output = []responses.OutputItem{o.item("completed")}
 		o.obj.Output[0].Status = "incomplete"
 	}
-	o.s.responses.put(o.owner, o.thread, o.obj)
+	o.s.responses.Put(o.owner, o.thread, o.obj)
 	if o.sse != nil {
 		o.event("response.failed", map[string]any{"response": o.obj})
 		return

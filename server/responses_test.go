@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	responsesapi "github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/state"
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
@@ -83,7 +85,7 @@ func TestResponsesOpenAIGoNonStream(t *testing.T) {
 		t.Fatalf("output %+v", resp.Output)
 	}
 	// The metadata is the thread's, like POST /api/threads metadata.
-	if runs := env.runner.runs(); runs[0].Metadata["meta.ticket"] != "OPS-42" || runs[0].Metadata[MetaSource] != "responses" {
+	if runs := env.runner.runs(); runs[0].Metadata["meta.ticket"] != "OPS-42" || runs[0].Metadata[metaSource] != "responses" {
 		t.Fatalf("turn metadata %v", runs[0].Metadata)
 	}
 	got, err := c.Responses.Get(ctx, resp.ID, responses.ResponseGetParams{})
@@ -229,7 +231,7 @@ func TestResponsesStatelessHistory(t *testing.T) {
 			if code != http.StatusOK {
 				t.Fatalf("%d %s", code, body)
 			}
-			var ask responseObject
+			var ask responsesapi.Object
 			_ = json.Unmarshal([]byte(body), &ask)
 			prev := map[string]any{"role": "assistant", "content": []map[string]any{{"type": "output_text", "text": ask.Output[0].Content[0].Text}}}
 			if ref {
@@ -328,7 +330,7 @@ func TestResponsesRefusesUnsupported(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := rawResponses(t, env, keyAlice, tc.body)
 			var e struct {
-				Error apiError `json:"error"`
+				Error apierror.Body `json:"error"`
 			}
 			if err := json.Unmarshal([]byte(body), &e); err != nil || code != tc.code || e.Error.Param == nil || *e.Error.Param != tc.param || e.Error.Message == "" {
 				t.Fatalf("%d %s", code, body)

@@ -1,12 +1,13 @@
 package server
 
 import (
-	"errors"
 	"io/fs"
 	"net/http"
 	"path"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // Every answer of the server is in its API's shape, the mux's own too: a
@@ -15,9 +16,6 @@ import (
 // param, code}}, the OpenAI shape the native API shares) instead of
 // net/http's plain text. Paths under /v1/ and /api/ never fall through to
 // the static page.
-
-// ErrMethodNotAllowed: the path exists for other methods (405).
-var ErrMethodNotAllowed = errors.New("method not allowed")
 
 // probeMethods are the methods tried to tell a 405 from a 404.
 var probeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
@@ -38,10 +36,10 @@ func (s *Server) dispatch(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; apiPath(p) && path.Clean(p) != p && p != "/v1/" && p != "/api/" && p != "/agui/" {
 			if strings.HasPrefix(p, "/api/threads/") {
-				s.writeError(w, badRequest("thread", "the path %s is not a clean path: a thread id is %s", quotePath(p), ThreadIDRule))
+				s.writeError(w, badRequest("thread", "the path %s is not a clean path: a thread id is %s", quotePath(p), threadIDRule))
 				return
 			}
-			s.writeError(w, &RequestError{Kind: ErrNotFound, Message: "no such route: " + r.Method + " " + quotePath(p)})
+			s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Message: "no such route: " + r.Method + " " + quotePath(p)})
 			return
 		}
 		_, pattern := mux.Handler(r)
@@ -71,10 +69,10 @@ func (s *Server) routeMiss(mux *http.ServeMux, w http.ResponseWriter, r *http.Re
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		s.writeError(w, &RequestError{Kind: ErrMethodNotAllowed, Message: r.Method + " is not allowed here; use " + strings.Join(allow, " or ")})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrMethodNotAllowed, Message: r.Method + " is not allowed here; use " + strings.Join(allow, " or ")})
 		return
 	}
-	s.writeError(w, &RequestError{Kind: ErrNotFound, Message: "no such route: " + r.Method + " " + quotePath(r.URL.Path)})
+	s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Message: "no such route: " + r.Method + " " + quotePath(r.URL.Path)})
 }
 
 // quotePath shows a requested path in an error message, made printable.
@@ -91,7 +89,7 @@ func (s *Server) staticFiles(files http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := strings.TrimPrefix(r.URL.Path, "/")
 		if name != "" && (!utf8.ValidString(name) || !fs.ValidPath(name) || strings.ContainsAny(name, "\\\x00")) {
-			s.writeError(w, &RequestError{Kind: ErrNotFound, Message: "no such file: " + quotePath(r.URL.Path)})
+			s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Message: "no such file: " + quotePath(r.URL.Path)})
 			return
 		}
 		files.ServeHTTP(&staticErrors{ResponseWriter: w, s: s}, r)
@@ -114,7 +112,7 @@ func (e *staticErrors) WriteHeader(code int) {
 		h.Del("X-Content-Type-Options")
 		// Whatever the file server could not serve (a 500 for a name the
 		// embedded files refuse) is a file the page does not have.
-		e.s.writeError(e.ResponseWriter, &RequestError{Kind: ErrNotFound, Message: "no such file"})
+		e.s.writeError(e.ResponseWriter, &apierror.RequestError{Kind: apierror.ErrNotFound, Message: "no such file"})
 		return
 	}
 	e.ResponseWriter.WriteHeader(code)

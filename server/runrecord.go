@@ -14,6 +14,8 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/native"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
@@ -198,10 +200,6 @@ func (sp runSpec) requestDigest() string {
 	return digestHex(parts...)
 }
 
-// ErrKeyReused: an Idempotency-Key sent again with a different request.
-// 422 (the IETF Idempotency-Key draft), never the first request's answer.
-var ErrKeyReused = errors.New("idempotency key reused with a different request")
-
 // sameRequest refuses to answer request from rec, the run its key started,
 // when rec was started by a different request. Records without the label
 // (written before it existed) are taken as the same request.
@@ -209,7 +207,7 @@ func sameRequest(rec runstore.Record, request string) error {
 	if got := rec.Labels[labelRequest]; got == "" || got == request {
 		return nil
 	}
-	return &RequestError{Kind: ErrKeyReused, Param: "Idempotency-Key", Message: "this key was first sent with a different request (run " + rec.ID + "); use a new key for a new request"}
+	return &apierror.RequestError{Kind: apierror.ErrKeyReused, Param: "Idempotency-Key", Message: "this key was first sent with a different request (run " + rec.ID + "); use a new key for a new request"}
 }
 
 // submit records the run and starts it. A spec whose key a record holds
@@ -379,7 +377,7 @@ func isThreadBusy(err error) bool { return errors.Is(err, agent.ErrThreadBusy) }
 func answerable(err error) bool {
 	var (
 		fe *agent.FatalError
-		te *TurnTimeoutError
+		te *apierror.TurnTimeoutError
 	)
 	return errors.As(err, &fe) || errors.As(err, &te)
 }
@@ -405,6 +403,22 @@ func digestHex(parts ...string) string {
 		h.Write([]byte(p))
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// headerRetryCount is sent by the Stainless SDKs (openai-go, the openai
+// npm and Python packages) on every attempt, the first ("0") included:
+// the request comes from a client that repeats it when its connection
+// drops or times out.
+const headerRetryCount = "X-Stainless-Retry-Count"
+
+// repeatable reports whether the client may send r again after leaving:
+// it named the request with an Idempotency-Key, or it is an SDK that
+// retries. Such a client's run outlives its leaving by
+// Config.DetachGrace, for the repeat to join it (run.leave); any other
+// client leaving (Open WebUI's stop button closes the connection) stops
+// its run at once.
+func repeatable(r *http.Request) bool {
+	return r.Header.Get("Idempotency-Key") != "" || r.Header.Get(headerRetryCount) != ""
 }
 
 // checkIdempotencyKey refuses a header no client should send.
@@ -433,8 +447,8 @@ func recordStatus(st runstore.Status) agent.RunStatus {
 }
 
 // recordInfo is a record as the native API shows a run.
-func recordInfo(rec runstore.Record) runInfo {
-	return runInfo{ID: rec.ID, Thread: rec.Labels[labelThread], Started: rec.Created, Finished: rec.Status.Terminal(),
+func recordInfo(rec runstore.Record) native.RunInfo {
+	return native.RunInfo{ID: rec.ID, Thread: rec.Labels[labelThread], Started: rec.Created, Finished: rec.Status.Terminal(),
 		Status: recordStatus(rec.Status), Error: rec.Error}
 }
 
@@ -510,7 +524,7 @@ func (s *Server) expireThreads(ctx context.Context, cutoff time.Time) (int, erro
 		if err := s.records.DeleteRuns(ctx, info.ThreadID); err != nil {
 			return deleted, err
 		}
-		owner := caller{Principal: Principal{Tenant: info.Metadata[MetaTenant], Name: info.Metadata[MetaOwner]}, User: info.Metadata[MetaUser]}
+		owner := caller{Principal: Principal{Tenant: info.Metadata[metaTenant], Name: info.Metadata[metaOwner]}, User: info.Metadata[metaUser]}
 		s.counts.release(ownerKey(owner))
 		s.transcripts.forget(info.ThreadID)
 		deleted++

@@ -15,6 +15,8 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/native"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 )
 
@@ -179,16 +181,18 @@ func (r *run) join() {
 func (r *run) keepForRemote() { r.join() }
 
 // leave is a joined request going away. When the last one has gone, the
-// run is canceled after Config.DetachGrace unless a repeat of the request
-// (an SDK retrying after its timeout) joins it meanwhile.
-func (r *run) leave() {
+// run is canceled: at once (a person pressed stop, closed the page), or,
+// when the request that left can be repeated (repeatable), after
+// Config.DetachGrace unless a repeat of it (an SDK retrying after its
+// timeout) joins the run meanwhile.
+func (r *run) leave(repeatable bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.followers--
 	if r.followers > 0 || r.detach != nil {
 		return
 	}
-	if r.detachGrace <= 0 {
+	if r.detachGrace <= 0 || !repeatable {
 		r.cancel()
 		return
 	}
@@ -310,7 +314,7 @@ func (r *run) recordResult(s *Server, status agent.RunStatus, runErr error, msg 
 		return nil
 	}
 	if runErr != nil && !answerable(runErr) {
-		st, _, code, _ := errorStatus(runErr)
+		st, _, code, _ := apierror.Status(runErr)
 		return &runResult{Failure: &runFailure{Status: st, Code: code, Message: msg}}
 	}
 	rd := r.chat
@@ -334,21 +338,10 @@ func joinAnswer(content, sentence string) string {
 	return content + "\n\n" + sentence
 }
 
-// runInfo is the JSON view of a run.
-type runInfo struct {
-	ID       string          `json:"id"`
-	Thread   string          `json:"thread_id"`
-	Started  time.Time       `json:"started_at"`
-	Finished bool            `json:"finished"`
-	Status   agent.RunStatus `json:"status,omitempty"`
-	Error    string          `json:"error,omitempty"`
-	LastSeq  int             `json:"last_seq"`
-}
-
-func (r *run) info() runInfo {
+func (r *run) info() native.RunInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ri := runInfo{ID: r.ID, Thread: r.ClientThread, Started: r.Started, Finished: r.life.State().Ended(), Status: r.status, LastSeq: r.lastSeq}
+	ri := native.RunInfo{ID: r.ID, Thread: r.ClientThread, Started: r.Started, Finished: r.life.State().Ended(), Status: r.status, LastSeq: r.lastSeq}
 	if r.err != nil {
 		ri.Error = r.err.Error()
 	}
@@ -441,10 +434,10 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return nil, &RequestError{Kind: ErrShuttingDown, Message: "the server is shutting down"}
+		return nil, &apierror.RequestError{Kind: apierror.ErrShuttingDown, Message: "the server is shutting down"}
 	}
 	if r, busy := m.byThread[sp.thread]; busy {
-		return nil, &RequestError{Kind: ErrRunInProgress, Message: "run " + r.ID + " is still running on this thread"}
+		return nil, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "run " + r.ID + " is still running on this thread"}
 	}
 	if r, ok := m.runs[sp.id]; ok && r.state() == lifecycle.Parked {
 		// Its own record taken over when its retry is due: the parked run
@@ -453,10 +446,10 @@ func (m *runManager) reserve(sp runSpec) (*run, error) {
 		return r, nil
 	}
 	if limited && m.active[c.key()] >= limit {
-		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "too many concurrent runs for this API key; try again later"}
+		return nil, &apierror.RequestError{Kind: apierror.ErrTooManyRuns, Message: "too many concurrent runs for this API key; try again later"}
 	}
 	if limited && m.s.cfg.MaxTotalRuns > 0 && len(m.byThread) >= m.s.cfg.MaxTotalRuns {
-		return nil, &RequestError{Kind: ErrTooManyRuns, Message: "the server runs as many runs as it may; try again later"}
+		return nil, &apierror.RequestError{Kind: apierror.ErrTooManyRuns, Message: "the server runs as many runs as it may; try again later"}
 	}
 	// The run's context lives as long as the run, across the agent calls
 	// of a parked run; each call has the turn's time limit (execute).
@@ -595,6 +588,11 @@ func (m *runManager) launch(r *run, fn func(ctx context.Context) iter.Seq2[agent
 	}
 }
 
+// execute runs r's agent call on the run crew's goroutine, and ends the
+// run as the call ended: parked (its retry wait went back to the
+// queue), handed back to the queue (a recovered run whose thread another
+// process holds), or finished — its end audited, its record written, its
+// thread freed before it shows as finished.
 func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.Context) iter.Seq2[agent.Event, error]) {
 	ctx, cancelCall := context.WithTimeout(rctx, m.s.cfg.TurnTimeout)
 	defer cancelCall()
@@ -605,58 +603,14 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 		}
 	}()
 	r.parkUntil = time.Time{}
-	if m.s.cluster != nil {
-		if r.origin == fromRecord {
-			if last := m.s.lastEventSeq(ctx, r.ID); last > 0 {
-				// Events the replica that ran it before sent to its
-				// clients but did not store yet are skipped over, so a
-				// client reconnecting with the last id it saw gets this
-				// attempt's events.
-				r.mu.Lock()
-				r.lastSeq = max(r.lastSeq, last+resumeSeqGap)
-				r.mu.Unlock()
-			}
-		}
-		r.consumed = make(chan struct{})
-		m.s.background.Go(func(context.Context) { m.s.holdLease(r) })
-		r.pub = m.s.newPublisher(r)
-	}
+	m.shareWithReplicas(ctx, r)
 	aud := newAuditor(m.s, r)
 	cctx := agent.WithRunID(ctx, r.ID)
 	if m.s.cfg.ParkAfter > 0 {
 		cctx = agent.WithParkAfter(cctx, m.s.cfg.ParkAfter)
 	}
 	runErr := m.consume(cctx, r, aud, fn)
-	var waited time.Duration
-	for backoff := 50 * time.Millisecond; m.s.cluster != nil && r.noEvents() && ctx.Err() == nil; backoff *= 2 {
-		// Another replica's lease holds the thread (it runs a turn there,
-		// died during one, or checks the thread for recovery a moment):
-		// nothing ran, so the run starts again once the thread is free
-		// instead of failing — looking again soon (a live holder releases
-		// it when its turn ends), at the latest when the holder's lease
-		// expires. A recovered run looks for a third of a TTL, then goes
-		// back to the queue (finishRecord), holding no goroutine longer.
-		lh := (*agent.LeaseHeldError)(nil)
-		if !errors.As(runErr, &lh) {
-			break
-		}
-		wait := min(backoff, lh.RetryAfter(m.s.cfg.Now())+10*time.Millisecond)
-		if r.origin.recovered() {
-			if waited >= m.s.cluster.ttl/3 {
-				break
-			}
-			wait = min(wait, m.s.cluster.ttl/3-waited)
-		}
-		waited += wait
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		runErr = m.consume(cctx, r, aud, fn)
-	}
+	runErr = m.waitOutHeldThread(ctx, cctx, r, aud, fn, runErr)
 	if r.consumed != nil {
 		close(r.consumed)
 	}
@@ -667,62 +621,20 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 		return
 	}
 	shutdown := m.base.Err() != nil
-	fenced := r.state() == lifecycle.Fenced
-	switch {
-	case runErr != nil && errors.Is(runErr, context.Canceled) && ctx.Err() != nil:
-		// Canceled by a client, a cancel request or the shutdown: the run
-		// stopped at a checkpoint and can be resumed; that is no failure.
-		runErr = nil
-		ev := r.append(agent.Event{Type: agent.EventDone, Status: agent.RunCanceled, Thread: r.Thread, Time: m.s.cfg.Now()})
-		if r.pub != nil && !shutdown && !fenced {
-			r.pub.add(ev)
-		}
-	case runErr != nil && errors.Is(runErr, context.DeadlineExceeded) && ctx.Err() != nil:
-		runErr = &TurnTimeoutError{Limit: m.s.cfg.TurnTimeout, Err: runErr}
-	}
-	// Audit before the run shows as finished, so a client that saw it end
-	// finds every attempt in the log.
-	endStatus, _, _ := r.result()
-	aud.finish(ctx, endStatus, m.s.cfg.Now())
-	// The same status finish gives the run.
-	status := endStatus
-	if status == "" && runErr != nil {
-		status = agent.RunFailed
-	}
-	if status == "" {
-		status = agent.RunCanceled
-	}
-	// The record says how the run ended before anyone sees it end, so a
-	// repeated request finds the result; with replicas, after its events
-	// are stored, and then the replicas following it are told.
-	if r.pub != nil {
-		r.pub.close()
-	}
-	m.s.finishRecord(r, status, runErr, shutdown)
-	if m.s.cluster != nil {
-		m.s.signal(runstore.SignalEvents, r.ID)
-	}
+	runErr = m.endedBy(ctx, r, runErr, shutdown)
+	status := m.settle(ctx, r, aud, runErr, shutdown)
 	// The thread is free before the run shows as finished: a client that
 	// saw it end may start the next run at once.
 	neverRan := r.origin.recovered() && isThreadBusy(runErr) && r.noEvents()
-	handBack := neverRan && m.s.cluster != nil && !shutdown
 	m.mu.Lock()
 	m.release(r)
 	m.mu.Unlock()
 	if m.s.cluster == nil && !shutdown {
 		m.s.afterRun(r.Thread) // a queued answer goes on (answers.go)
 	}
-	if handBack {
-		// Back in the queue (finishRecord): whoever runs it next, the
-		// requests following it here follow it from the store, as a
-		// parked run's do, instead of seeing it fail.
-		r.mu.Lock()
-		_ = m.fireLocked(r, lifecycle.HandBack)
-		r.markBegun()
-		r.mu.Unlock()
+	if neverRan && m.s.cluster != nil && !shutdown {
 		kept = true // r.ctx stays for the tail, which ends it
-		m.s.startTail(r)
-		m.s.cfg.Logger.Info("recovered run gave its held thread back to the queue", "run", r.ID, "thread", r.Thread)
+		m.handBack(r)
 		return
 	}
 	cause := endedHere
@@ -744,6 +656,120 @@ func (m *runManager) execute(rctx context.Context, r *run, fn func(ctx context.C
 	} else {
 		log.Info("run finished", "status", status, "shutdown", shutdown)
 	}
+}
+
+// shareWithReplicas makes a run of a process with replicas theirs to
+// follow: its lease held, its events published, numbered on from those
+// the replica that ran it before stored.
+func (m *runManager) shareWithReplicas(ctx context.Context, r *run) {
+	if m.s.cluster == nil {
+		return
+	}
+	if r.origin == fromRecord {
+		if last := m.s.lastEventSeq(ctx, r.ID); last > 0 {
+			// Events the replica that ran it before sent to its clients
+			// but did not store yet are skipped over, so a client
+			// reconnecting with the last id it saw gets this attempt's
+			// events.
+			r.mu.Lock()
+			r.lastSeq = max(r.lastSeq, last+resumeSeqGap)
+			r.mu.Unlock()
+		}
+	}
+	r.consumed = make(chan struct{})
+	m.s.background.Go(func(context.Context) { m.s.holdLease(r) })
+	r.pub = m.s.newPublisher(r)
+}
+
+// waitOutHeldThread calls fn again while another replica's lease holds
+// the thread (it runs a turn there, died during one, or checks the thread
+// for recovery a moment) and nothing ran: the run starts once the thread
+// is free instead of failing — looking again soon (a live holder releases
+// it when its turn ends), at the latest when the holder's lease expires.
+// A recovered run looks for a third of a TTL, then goes back to the queue
+// (finishRecord), holding no goroutine longer. It returns the last call's
+// error.
+func (m *runManager) waitOutHeldThread(ctx, cctx context.Context, r *run, aud *auditor, fn func(ctx context.Context) iter.Seq2[agent.Event, error], runErr error) error {
+	var waited time.Duration
+	for backoff := 50 * time.Millisecond; m.s.cluster != nil && r.noEvents() && ctx.Err() == nil; backoff *= 2 {
+		lh := (*agent.LeaseHeldError)(nil)
+		if !errors.As(runErr, &lh) {
+			break
+		}
+		wait := min(backoff, lh.RetryAfter(m.s.cfg.Now())+10*time.Millisecond)
+		if r.origin.recovered() {
+			if waited >= m.s.cluster.ttl/3 {
+				break
+			}
+			wait = min(wait, m.s.cluster.ttl/3-waited)
+		}
+		waited += wait
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		runErr = m.consume(cctx, r, aud, fn)
+	}
+	return runErr
+}
+
+// endedBy is the run's error as its end tells it: none for a run canceled
+// by a client, a cancel request or the shutdown (it stopped at a
+// checkpoint and can be resumed; its done event is logged here), a
+// TurnTimeoutError for one past the turn's time limit.
+func (m *runManager) endedBy(ctx context.Context, r *run, runErr error, shutdown bool) error {
+	switch {
+	case runErr != nil && errors.Is(runErr, context.Canceled) && ctx.Err() != nil:
+		ev := r.append(agent.Event{Type: agent.EventDone, Status: agent.RunCanceled, Thread: r.Thread, Time: m.s.cfg.Now()})
+		if r.pub != nil && !shutdown && r.state() != lifecycle.Fenced {
+			r.pub.add(ev)
+		}
+		return nil
+	case runErr != nil && errors.Is(runErr, context.DeadlineExceeded) && ctx.Err() != nil:
+		return &apierror.TurnTimeoutError{Limit: m.s.cfg.TurnTimeout, Err: runErr}
+	}
+	return runErr
+}
+
+// settle audits the run's end and writes its record, before anyone sees
+// it end, so a client that saw it end finds every attempt in the log and
+// a repeated request finds the result; with replicas, after its events
+// are stored, and then the replicas following it are told. It returns the
+// status the run ended with (the one finish gives it).
+func (m *runManager) settle(ctx context.Context, r *run, aud *auditor, runErr error, shutdown bool) agent.RunStatus {
+	endStatus, _, _ := r.result()
+	aud.finish(ctx, endStatus, m.s.cfg.Now())
+	status := endStatus
+	if status == "" && runErr != nil {
+		status = agent.RunFailed
+	}
+	if status == "" {
+		status = agent.RunCanceled
+	}
+	if r.pub != nil {
+		r.pub.close()
+	}
+	m.s.finishRecord(r, status, runErr, shutdown)
+	if m.s.cluster != nil {
+		m.s.signal(runstore.SignalEvents, r.ID)
+	}
+	return status
+}
+
+// handBack puts a recovered run that found its thread held elsewhere back
+// in the queue (finishRecord did): whoever runs it next, the requests
+// following it here follow it from the store, as a parked run's do,
+// instead of seeing it fail.
+func (m *runManager) handBack(r *run) {
+	r.mu.Lock()
+	_ = m.fireLocked(r, lifecycle.HandBack)
+	r.markBegun()
+	r.mu.Unlock()
+	m.s.startTail(r)
+	m.s.cfg.Logger.Info("recovered run gave its held thread back to the queue", "run", r.ID, "thread", r.Thread)
 }
 
 // consume drains the run's events into its log. A panic of the run (the

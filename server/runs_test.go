@@ -15,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/logging"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
+	"github.com/capgraph/capgraph/server/internal/sse"
 )
 
 // logRuns is a manager of no server, to move the runs of the event log's
@@ -207,11 +208,11 @@ func TestFollowFlushesTheEventsAtHandTogether(t *testing.T) {
 		t.Fatal("the run did not end")
 	}
 	w := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
-	sse := startSSE(w, time.Now, 0)
+	sse := sse.Start(w, time.Now, 0)
 	var n int
 	if !env.srv.follow(context.Background(), r, 0, sse, func(ev agent.Event) {
 		n++
-		sse.frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
+		sse.Frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
 	}, nil) {
 		t.Fatal("follow did not see the end")
 	}

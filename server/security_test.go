@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/native"
+	"github.com/capgraph/capgraph/server/internal/openai"
 )
 
 func TestAuthRequired(t *testing.T) {
@@ -49,7 +52,7 @@ func TestForeignThreadIsNotFound(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("run %d %s", resp.StatusCode, body)
 	}
-	var started struct{ Run runInfo }
+	var started struct{ Run native.RunInfo }
 	if err := json.Unmarshal(body, &started); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +130,7 @@ func TestMessageLimits(t *testing.T) {
 				path = "/v1/chat/completions"
 			}
 			resp, body := env.do(t, "POST", path, keyAlice, tc.body)
-			var e struct{ Error apiError }
+			var e struct{ Error apierror.Body }
 			if err := json.Unmarshal(body, &e); err != nil {
 				t.Fatal(err)
 			}
@@ -213,7 +216,7 @@ func approvalRound(t *testing.T, env *testEnv, key string) string {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	var cc chatCompletion
+	var cc openai.Completion
 	if err := json.Unmarshal(body, &cc); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +229,7 @@ func approvalRound(t *testing.T, env *testEnv, key string) string {
 
 func chatContent(t *testing.T, body []byte) string {
 	t.Helper()
-	var cc chatCompletion
+	var cc openai.Completion
 	if err := json.Unmarshal(body, &cc); err != nil || len(cc.Choices) == 0 {
 		t.Fatalf("%v %s", err, body)
 	}

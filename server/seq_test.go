@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
 // checkIDs checks that frames carrying events have ids first, first+1, …,
@@ -42,8 +43,8 @@ func TestEventIDsAcrossApprovalResume(t *testing.T) {
 		t.Helper()
 		resp, b := env.do(t, "POST", path, keyAlice, body)
 		var out struct {
-			Run       runInfo `json:"run"`
-			EventsURL string  `json:"events_url"`
+			Run       native.RunInfo `json:"run"`
+			EventsURL string         `json:"events_url"`
 		}
 		if resp.StatusCode != http.StatusAccepted || json.Unmarshal(b, &out) != nil {
 			t.Fatalf("%d %s", resp.StatusCode, b)

@@ -2,17 +2,17 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/artifacts"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/responses"
 )
 
 // Server is capgraph's HTTP server. Create it with New, serve Handler on any
@@ -36,11 +36,9 @@ type Server struct {
 	// transcripts names Chat Completions conversations without a chat id.
 	transcripts *transcriptIndex
 	// responses keeps Responses API objects for GET /v1/responses/{id}.
-	responses *responseStore
-	// artifactKey signs artifact URLs; images caches drawn artifacts
-	// (artifacts.go).
-	artifactKey []byte
-	images      *artifacts.Cache
+	responses *responses.Store
+	// artifacts serves the artifact routes and links (artifacts.go).
+	artifacts *artifacts.Routes
 	// hosts are the names the server answers to (browser.go).
 	hosts   *hostGuard
 	handler http.Handler
@@ -84,8 +82,8 @@ func New(cfg Config) (*Server, error) {
 		s.rates, _ = s.records.(runstore.RateCounter)
 	}
 	s.approvals = newApprovalStore()
-	s.responses = newResponseStore()
-	s.artifactKey, s.images = artifacts.Key(cfg.ArtifactSecret, keyDigests(cfg.Principals)), artifacts.NewCache(imageCacheBytes)
+	s.responses = responses.NewStore()
+	s.artifacts = s.artifactRoutes()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -100,7 +98,7 @@ func (s *Server) Addr() string { return s.cfg.Addr }
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+		jsonreply.JSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})
 	oa := func(h http.HandlerFunc) http.HandlerFunc { return s.requireAuth(h, s.writeError) }
 	mux.HandleFunc("GET /v1/models", oa(s.handleModels))
@@ -138,10 +136,10 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("GET /metrics", oa(s.cfg.Metrics.ServeHTTP))
 	}
 	if s.cfg.Triggers != nil {
-		mux.Handle("POST /api/triggers/{name}", s.cfg.Triggers)
+		mux.Handle("POST /api/triggers/{name}", s.cfg.Triggers(s.startFor))
 	}
 	s.mcpRoutes(mux, oa)
-	s.artifactRoutes(mux, oa)
+	s.artifacts.Register(mux, oa)
 	if !s.cfg.DisableWebPage {
 		s.pageRoutes(mux)
 		mux.Handle(staticPattern, s.staticFiles(s.pageSecurity(webHandler())))
@@ -270,108 +268,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// ---- JSON and errors ----
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// apiError is the OpenAI error body, used by every route.
-type apiError struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-// errorStatus maps an error to its HTTP status, OpenAI type and code, and
-// whether a client may retry it automatically. The only place that decides.
-func errorStatus(err error) (status int, typ, code string, retry bool) {
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe), errors.Is(err, ErrBodyTooLarge):
-		return http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", false
-	case errors.Is(err, ErrUnauthorized):
-		return http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", false
-	case errors.Is(err, agent.ErrLoosen):
-		// A request asked for a safety setting looser than the
-		// configuration (agent.LoosenError names it).
-		return http.StatusForbidden, "permission_error", "option_not_allowed", false
-	case errors.Is(err, ErrQuota):
-		return http.StatusForbidden, "permission_error", "quota_exceeded", false
-	case errors.Is(err, ErrForbidden):
-		return http.StatusForbidden, "permission_error", "forbidden", false
-	case errors.Is(err, ErrCrossOrigin):
-		return http.StatusForbidden, "permission_error", "cross_origin", false
-	case errors.Is(err, ErrUnknownHost):
-		return http.StatusMisdirectedRequest, "invalid_request_error", "unknown_host", false
-	case errors.Is(err, ErrUnsupportedMediaType):
-		return http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type", false
-	case errors.Is(err, ErrUnknownModel):
-		return http.StatusNotFound, "invalid_request_error", "model_not_found", false
-	case errors.Is(err, ErrNotFound):
-		return http.StatusNotFound, "invalid_request_error", "not_found", false
-	case errors.Is(err, ErrBadRequest):
-		return http.StatusBadRequest, "invalid_request_error", "invalid_request", false
-	case errors.Is(err, ErrBodyTimeout):
-		return http.StatusRequestTimeout, "invalid_request_error", "request_timeout", false
-	case errors.Is(err, ErrMethodNotAllowed):
-		return http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", false
-	case errors.Is(err, ErrTooManyRuns):
-		return http.StatusTooManyRequests, "rate_limit_error", "too_many_runs", true
-	case errors.Is(err, ErrRateLimited):
-		return http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", true
-	case errors.Is(err, ErrRunInProgress), errors.Is(err, agent.ErrThreadBusy):
-		// agent.ErrThreadBusy: the agent found the thread running (here, or
-		// on another replica sharing the store).
-		return http.StatusConflict, "invalid_request_error", "run_in_progress", false
-	case errors.Is(err, ErrDuplicateInProgress):
-		return http.StatusConflict, "invalid_request_error", "duplicate_in_progress", true
-	case errors.Is(err, ErrConflict):
-		return http.StatusConflict, "invalid_request_error", "conflict", false
-	case errors.Is(err, ErrKeyReused):
-		return http.StatusUnprocessableEntity, "invalid_request_error", "idempotency_key_reused", false
-	case errors.Is(err, agent.ErrUnknownThread):
-		return http.StatusNotFound, "invalid_request_error", "not_found", false
-	case errors.Is(err, agent.ErrBadRequest):
-		return http.StatusBadRequest, "invalid_request_error", "invalid_request", false
-	case errors.Is(err, ErrShuttingDown):
-		return http.StatusServiceUnavailable, "server_error", "shutting_down", true
-	}
-	return http.StatusInternalServerError, "server_error", "internal_error", false
-}
-
 // writeError answers err in the OpenAI error shape, with a message meant
-// for the client (publicMessage: no internal detail). x-should-retry: false
-// tells the Stainless SDKs (openai-go, openai JS) not to repeat a request
-// whose repetition could repeat a side effect.
+// for the client (publicMessage: no internal detail; apierror.Writer).
 func (s *Server) writeError(w http.ResponseWriter, err error) {
-	status, typ, code, retry := errorStatus(err)
-	if !retry {
-		w.Header().Set("x-should-retry", "false")
-	}
-	if status == http.StatusTooManyRequests {
-		after := s.cfg.RetryAfter
-		var rl *RateLimitError
-		if errors.As(err, &rl) {
-			after = rl.RetryAfter
-		}
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(after)))
-	}
-	// A thread busy on another replica: the holder's lease says when it
-	// can be taken over at the latest.
-	if lh := (*agent.LeaseHeldError)(nil); errors.As(err, &lh) {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(lh.RetryAfter(s.cfg.Now()))))
-	}
-	e := apiError{Message: s.publicMessage(err), Type: typ, Code: &code}
-	var re *RequestError
-	if errors.As(err, &re) && re.Param != "" {
-		e.Param = &re.Param
-	} else if le := (*agent.LoosenError)(nil); errors.As(err, &le) {
-		p := "options." + le.Setting
-		e.Param = &p
-	}
-	writeJSON(w, status, map[string]any{"error": e})
+	apierror.Writer{Message: s.publicMessage, RetryAfter: s.cfg.RetryAfter, Now: s.cfg.Now}.Write(w, err)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 )
 
 // Threads outlive the server: the agent stores the turn's metadata with
@@ -23,28 +24,28 @@ import (
 
 // Metadata keys the server writes with every turn (agent.TurnRequest.Metadata).
 const (
-	MetaOwner  = agent.MetaOwner  // the principal's name
-	MetaTenant = agent.MetaTenant // the principal's tenant
-	MetaUser   = agent.MetaUser   // the end user a trusted frontend forwarded ("" when none)
-	MetaSource = "source"         // openai, native or agui
-	MetaThread = "thread"         // the client's id of the thread
-	// MetaClientPrefix prefixes the metadata a client gave the thread
+	metaOwner  = agent.MetaOwner  // the principal's name
+	metaTenant = agent.MetaTenant // the principal's tenant
+	metaUser   = agent.MetaUser   // the end user a trusted frontend forwarded ("" when none)
+	metaSource = "source"         // openai, native or agui
+	metaThread = "thread"         // the client's id of the thread
+	// metaClientPrefix prefixes the metadata a client gave the thread
 	// (POST /api/threads {"metadata"}).
-	MetaClientPrefix = "meta."
+	metaClientPrefix = "meta."
 )
 
 // ownerFilter matches the metadata of c's threads.
 func ownerFilter(c caller) map[string]string {
-	return map[string]string{MetaTenant: c.Principal.Tenant, MetaOwner: c.Principal.Name, MetaUser: c.User}
+	return map[string]string{metaTenant: c.Principal.Tenant, metaOwner: c.Principal.Name, metaUser: c.User}
 }
 
 // turnMetadata is stored with the thread's checkpoints: who owns it, the
 // client's id for it, and the client's metadata.
 func (s *Server) turnMetadata(c caller, source, clientThread string, clientMeta map[string]string) map[string]string {
 	m := ownerFilter(c)
-	m[MetaSource], m[MetaThread] = source, clientThread
+	m[metaSource], m[metaThread] = source, clientThread
 	for k, v := range clientMeta {
-		m[MetaClientPrefix+k] = v
+		m[metaClientPrefix+k] = v
 	}
 	return m
 }
@@ -53,13 +54,13 @@ func (s *Server) turnMetadata(c caller, source, clientThread string, clientMeta 
 // c's: its id must derive from c and the client id in its metadata, so
 // metadata alone can never hand c another principal's thread.
 func threadFromInfo(c caller, info agent.ThreadInfo) (Thread, bool) {
-	id := info.Metadata[MetaThread]
+	id := info.Metadata[metaThread]
 	if id == "" || internalThreadID(c, id) != info.ThreadID {
 		return Thread{}, false
 	}
 	th := Thread{ID: id, Created: info.Created, Updated: info.Updated, internal: info.ThreadID, owner: ownerKey(c), latest: info.Latest}
 	for k, v := range info.Metadata {
-		if name, ok := strings.CutPrefix(k, MetaClientPrefix); ok {
+		if name, ok := strings.CutPrefix(k, metaClientPrefix); ok {
 			if th.Metadata == nil {
 				th.Metadata = map[string]string{}
 			}
@@ -79,7 +80,7 @@ func (s *Server) findThread(ctx context.Context, c caller, id string) (Thread, b
 		return Thread{}, false, nil
 	}
 	f := ownerFilter(c)
-	f[MetaThread] = id
+	f[metaThread] = id
 	// By the store's key (the internal id is derived from the caller and
 	// id): a new conversation must not read every thread to learn it is new.
 	infos, err := s.features.threads.Threads(ctx, agent.ThreadFilter{ThreadID: internalThreadID(c, id), Metadata: f, Limit: 8})
@@ -129,7 +130,7 @@ func (s *Server) openThread(ctx context.Context, c caller, id, source string, me
 		if th, found, err := s.findThread(ctx, c, id); err != nil || found {
 			return th, false, err
 		}
-		return Thread{}, false, &RequestError{Kind: ErrRunInProgress, Param: "id",
+		return Thread{}, false, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Param: "id",
 			Message: "the thread is being created by another request (or a server that stopped, whose hold on it ends within the lease TTL); try again shortly"}
 	}
 	return Thread{ID: id, Created: now, Updated: now, Metadata: meta, internal: internal, owner: owner}, created, nil
@@ -193,9 +194,9 @@ func callerName(c caller) string {
 	return c.Principal.Name
 }
 
-// MetaTitle is the client metadata key of a thread's title (the page
+// metaTitle is the client metadata key of a thread's title (the page
 // shows it; PATCH /api/threads/{id} renames).
-const MetaTitle = "title"
+const metaTitle = "title"
 
 // titleRunes bounds a title made from a question.
 const titleRunes = 80
@@ -205,17 +206,17 @@ const titleRunes = 80
 // thread is listed as "Conversation chat-7b6". A title the client set (at
 // creation, or by renaming) is kept.
 func (s *Server) titleFromQuestion(ctx context.Context, sp runSpec, t *agent.TurnRequest) {
-	if sp.kind != kindTurn || t.Metadata[MetaClientPrefix+MetaTitle] != "" || sp.clientThread == "" {
+	if sp.kind != kindTurn || t.Metadata[metaClientPrefix+metaTitle] != "" || sp.clientThread == "" {
 		return
 	}
-	if th, found, err := s.findThread(ctx, sp.c, sp.clientThread); err != nil || found && th.Metadata[MetaTitle] != "" {
+	if th, found, err := s.findThread(ctx, sp.c, sp.clientThread); err != nil || found && th.Metadata[metaTitle] != "" {
 		return
 	}
-	if st, _, err := s.cfg.Runner.State(ctx, sp.thread); err == nil && (st.Metadata[MetaClientPrefix+MetaTitle] != "" || len(st.Messages) > 0) {
+	if st, _, err := s.cfg.Runner.State(ctx, sp.thread); err == nil && (st.Metadata[metaClientPrefix+metaTitle] != "" || len(st.Messages) > 0) {
 		return // titled, or not the first question
 	}
 	if title := questionTitle(t.Input); title != "" {
-		t.Metadata[MetaClientPrefix+MetaTitle] = title
+		t.Metadata[metaClientPrefix+metaTitle] = title
 	}
 }
 

@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/responses"
 )
 
@@ -28,7 +31,7 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req updateThreadRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := reqbody.Decode(r, &req); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -52,12 +55,12 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, busy := s.runs.activeOn(th.internal); busy {
-		s.writeError(w, &RequestError{Kind: ErrRunInProgress, Message: "a run is in progress on this thread; change it when the run has ended"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread; change it when the run has ended"})
 		return
 	}
 	stored := make(map[string]string, len(set))
 	for k, v := range set {
-		stored[MetaClientPrefix+k] = v
+		stored[metaClientPrefix+k] = v
 	}
 	if ms := s.features.threads; ms != nil {
 		// A thread the store does not have yet (created here, never run)
@@ -71,7 +74,7 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 	// (turnMetadata): it must not bring the old values back.
 	th = s.threads.setMetadata(th, set)
 	s.fillStatus(r.Context(), &th)
-	writeJSON(w, http.StatusOK, th)
+	jsonreply.JSON(w, http.StatusOK, th)
 }
 
 // setMetadata applies a metadata change to the index's copy of th, when
@@ -131,7 +134,7 @@ func (s *Server) checkMetadataChange(old, set map[string]string) error {
 		return nil
 	}
 	err := s.checkMetadata(merged)
-	if re := (*RequestError)(nil); errors.As(err, &re) {
+	if re := (*apierror.RequestError)(nil); errors.As(err, &re) {
 		re.Message = "the thread's metadata after this change: " + re.Message
 	}
 	return err

@@ -10,6 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -49,7 +52,7 @@ func (s *Server) timeTraveler(w http.ResponseWriter) TimeTraveler {
 	case TimeTraveler:
 		return a
 	}
-	s.writeError(w, &RequestError{Kind: ErrNotFound, Message: "this server's agent keeps no history"})
+	s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Message: "this server's agent keeps no history"})
 	return nil
 }
 
@@ -82,7 +85,7 @@ func (s *Server) handleThreadHistory(w http.ResponseWriter, r *http.Request) {
 	for i, m := range h {
 		out[i] = historyMoment(m)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"thread": th.ID, "history": out})
+	jsonreply.JSON(w, http.StatusOK, map[string]any{"thread": th.ID, "history": out})
 }
 
 // forkRequest is the body of POST /api/threads/{thread}/fork.
@@ -120,7 +123,7 @@ func (s *Server) handleForkThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req forkRequest
-	if err := decodeStrictJSON(r, &req); err != nil {
+	if err := reqbody.DecodeStrict(r, &req); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -137,7 +140,7 @@ func (s *Server) handleForkThread(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, found, err := s.findThread(r.Context(), c, req.ID); err != nil || found {
 		if err == nil {
-			err = &RequestError{Kind: ErrConflict, Param: "id", Message: "a thread with this id exists already"}
+			err = &apierror.RequestError{Kind: apierror.ErrConflict, Param: "id", Message: "a thread with this id exists already"}
 		}
 		s.writeError(w, err)
 		return
@@ -170,7 +173,7 @@ func (s *Server) handleForkThread(w http.ResponseWriter, r *http.Request) {
 	}
 	created = true
 	now := s.cfg.Now()
-	writeJSON(w, http.StatusCreated, forkResponse{Thread: Thread{ID: req.ID, Created: now, Updated: now, Metadata: meta},
+	jsonreply.JSON(w, http.StatusCreated, forkResponse{Thread: Thread{ID: req.ID, Created: now, Updated: now, Metadata: meta},
 		From: th.ID, Checkpoint: f.Checkpoint, Input: f.Input, Resumable: f.Resumable, Target: f.Target, Writes: f.Writes})
 }
 
@@ -209,7 +212,7 @@ func (s *Server) handleReplayThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, busy := s.runs.activeOn(th.internal); busy {
-		s.writeError(w, &RequestError{Kind: ErrRunInProgress, Message: "a run is in progress on this thread"})
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread"})
 		return
 	}
 	out := replayResponse{Thread: th.ID}
@@ -227,7 +230,7 @@ func (s *Server) handleReplayThread(w http.ResponseWriter, r *http.Request) {
 			out.Status = string(ev.Status)
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonreply.JSON(w, http.StatusOK, out)
 }
 
 // handleCompare sets two of the caller's threads side by side (GET
@@ -247,7 +250,7 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 		}
 		th, found, err := s.findThread(r.Context(), c, id)
 		if err == nil && !found {
-			err = &RequestError{Kind: ErrNotFound, Param: param, Message: "no such thread"}
+			err = &apierror.RequestError{Kind: apierror.ErrNotFound, Param: param, Message: "no such thread"}
 		}
 		if err != nil {
 			s.writeError(w, err)
@@ -268,7 +271,7 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, cmp)
+	jsonreply.JSON(w, http.StatusOK, cmp)
 }
 
 // handleTargets lists the target systems and their posture, for the page's
@@ -282,5 +285,5 @@ func (s *Server) handleTargets(w http.ResponseWriter, r *http.Request) {
 	if ts == nil {
 		ts = []agent.TargetInfo{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"targets": ts})
+	jsonreply.JSON(w, http.StatusOK, map[string]any{"targets": ts})
 }

@@ -25,7 +25,7 @@ func TestThreadTitleFromFirstQuestion(t *testing.T) {
 		}
 		out := map[string]string{}
 		for _, th := range list.Threads {
-			out[th.ID] = th.Metadata[MetaTitle]
+			out[th.ID] = th.Metadata[metaTitle]
 		}
 		return out
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
+	"github.com/capgraph/capgraph/server/internal/openai"
+	"github.com/capgraph/capgraph/server/internal/responses"
 )
 
 // The usage a chat client gets is the sum of the turn's model calls, with
@@ -33,11 +35,11 @@ func TestChatUsageSumsModelCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := newTestEnv(t, func(c *Config) { c.Runner = a })
-	want := chatUsage{PromptTokens: 240, CompletionTokens: 14, TotalTokens: 254}
+	want := openai.Usage{PromptTokens: 240, CompletionTokens: 14, TotalTokens: 254}
 	q := "What is the beam current of the storage ring?"
 
 	resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user(q)))
-	var cc chatCompletion
+	var cc openai.Completion
 	if err := json.Unmarshal(body, &cc); resp.StatusCode != http.StatusOK || err != nil || cc.Usage == nil {
 		t.Fatalf("%d %v %s", resp.StatusCode, err, body)
 	}
@@ -55,7 +57,7 @@ func TestChatUsageSumsModelCalls(t *testing.T) {
 
 	resp, body = env.do(t, "POST", "/v1/responses", keyAlice, map[string]any{"model": "capgraph", "input": q})
 	var r struct {
-		Usage responseUsage `json:"usage"`
+		Usage responses.Usage `json:"usage"`
 	}
 	if err := json.Unmarshal(body, &r); resp.StatusCode != http.StatusOK || err != nil {
 		t.Fatalf("%d %v %s", resp.StatusCode, err, body)
@@ -71,8 +73,8 @@ func TestChatUsageSumsModelCalls(t *testing.T) {
 	}
 	offEnv := newTestEnv(t, func(c *Config) { c.Runner = off })
 	_, body = offEnv.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user(q)))
-	cc = chatCompletion{}
-	if err := json.Unmarshal(body, &cc); err != nil || cc.Usage == nil || *cc.Usage != (chatUsage{}) {
+	cc = openai.Completion{}
+	if err := json.Unmarshal(body, &cc); err != nil || cc.Usage == nil || *cc.Usage != (openai.Usage{}) {
 		t.Errorf("offline usage %+v (%v): want 0", cc.Usage, err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/capgraph/capgraph/server/internal/jsonreply"
 )
 
 //go:embed web
@@ -47,7 +49,7 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	if in.Examples == nil {
 		in.Examples = []string{}
 	}
-	writeJSON(w, http.StatusOK, in)
+	jsonreply.JSON(w, http.StatusOK, in)
 }
 
 // DefaultPageName is the page's name when Page.Name is empty.
@@ -96,6 +98,6 @@ func (s *Server) pageRoutes(mux *http.ServeMux) {
 	}
 	mux.Handle("GET /page.json", s.pageSecurity(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
-		writeJSON(w, http.StatusOK, info)
+		jsonreply.JSON(w, http.StatusOK, info)
 	})))
 }

@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"regexp"
@@ -75,18 +77,39 @@ type Trigger struct {
 	Writes bool
 	// RatePerMinute bounds accepted calls; 0 means DefaultRatePerMinute.
 	RatePerMinute int
-	// Tenant, when set, puts the runs' threads in this tenant (the API
-	// keys of that tenant see them).
-	Tenant string
+	// Owner is whom the runs belong to: the API key whose holder lists
+	// their threads, streams them and answers their approvals (see
+	// Owner).
+	Owner Owner
 
 	tmpl *template.Template
 }
 
-// Starter starts a run in the background and returns its id, or an error
-// when it cannot start. A server passes its own, so that the run streams
-// like any other; RunnerStarter starts runs on an agent.Runner.
+// Owner names the API key (a server principal) a trigger's runs belong
+// to: Principal is the key's name, Tenant its tenant ("" is the server's
+// "default"). A zero Owner is the server's choice: the keyless caller of
+// a server without API keys, else a principal of the trigger's own that
+// no key holds.
+type Owner struct {
+	Tenant    string
+	Principal string
+}
+
+// Starter starts a run for owner in the background and returns its id,
+// or an error when it cannot start. A server passes its own
+// (server.Config.Triggers), so that the run is one of its runs: listed,
+// streamed and stopped like any other; RunnerStarter starts runs on an
+// agent.Runner alone.
 type Starter interface {
-	Start(ctx context.Context, req agent.TurnRequest) (runID string, err error)
+	Start(ctx context.Context, owner Owner, req agent.TurnRequest) (runID string, err error)
+}
+
+// StarterFunc is a function as a Starter.
+type StarterFunc func(ctx context.Context, owner Owner, req agent.TurnRequest) (runID string, err error)
+
+// Start calls f.
+func (f StarterFunc) Start(ctx context.Context, owner Owner, req agent.TurnRequest) (string, error) {
+	return f(ctx, owner, req)
 }
 
 // Config configures a Handler.
@@ -234,9 +257,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	thread := "trigger-" + t.Name + "-" + uuid.NewString()
 	req := agent.TurnRequest{Thread: thread, Input: input.String(), By: "trigger:" + t.Name,
 		Metadata: map[string]string{"trigger": t.Name}}
-	if t.Tenant != "" {
-		req.Metadata[agent.MetaTenant], req.Metadata[agent.MetaOwner] = t.Tenant, "trigger:"+t.Name
-	}
 	if t.AllowedCapabilities != nil {
 		req.AllowedCapabilities = slices.Clone(t.AllowedCapabilities)
 	}
@@ -244,7 +264,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		off := false
 		req.Options = &agent.TurnOptions{WritesEnabled: &off}
 	}
-	id, err := h.cfg.Starter.Start(context.WithoutCancel(r.Context()), req)
+	id, err := h.cfg.Starter.Start(context.WithoutCancel(r.Context()), t.Owner, req)
 	if err != nil {
 		h.refuse(w, http.StatusServiceUnavailable, "the run could not start: %v", err)
 		return
@@ -321,10 +341,13 @@ func (l *localRate) take(key string, perMinute int, now time.Time) (bool, time.D
 }
 
 // RunnerStarter starts runs on r, each on a goroutine of its own that
-// reads it to its end; the run id is the agent's (its run_start event).
-// Runs started so are not in a server's run registry: a server that
-// mounts the handler passes a Starter of its own to make them stream like
-// its other runs.
+// reads it to its end; the run id is the agent's (its run_start event),
+// the owner is written in the thread's metadata. Runs started so are not
+// in a server's run registry and nothing joins their goroutines: a
+// server that mounts the handler passes its own Starter
+// (server.Config.Triggers), so they stream, list and stop like its other
+// runs. RunnerStarter is for a handler without a server (tests, a
+// process of its own).
 func RunnerStarter(r agent.Runner, logger logging.Logger) Starter {
 	if logger == nil {
 		logger = logging.Nop()
@@ -337,7 +360,14 @@ type runnerStarter struct {
 	log logging.Logger
 }
 
-func (s runnerStarter) Start(ctx context.Context, req agent.TurnRequest) (string, error) {
+func (s runnerStarter) Start(ctx context.Context, owner Owner, req agent.TurnRequest) (string, error) {
+	if owner != (Owner{}) {
+		req.Metadata = maps.Clone(req.Metadata)
+		if req.Metadata == nil {
+			req.Metadata = map[string]string{}
+		}
+		req.Metadata[agent.MetaTenant], req.Metadata[agent.MetaOwner] = owner.Tenant, cmp.Or(owner.Principal, req.By)
+	}
 	started := make(chan struct {
 		id  string
 		err error

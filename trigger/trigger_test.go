@@ -29,9 +29,9 @@ type countingStarter struct {
 	n     atomic.Int32
 }
 
-func (c *countingStarter) Start(ctx context.Context, req agent.TurnRequest) (string, error) {
+func (c *countingStarter) Start(ctx context.Context, owner trigger.Owner, req agent.TurnRequest) (string, error) {
 	c.n.Add(1)
-	return c.inner.Start(ctx, req)
+	return c.inner.Start(ctx, owner, req)
 }
 
 // rig is a real agent (memory store, offline nodes) over the outcome plant

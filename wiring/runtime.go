@@ -1,10 +1,12 @@
 package wiring
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -389,7 +391,13 @@ func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (serv
 		if err != nil {
 			return sc, err
 		}
-		tc := trigger.Config{Triggers: triggers, Starter: trigger.RunnerStarter(a, logger), Logger: logger}
+		if err := checkTriggerOwners(r.cfg, triggers, sc.Principals); err != nil {
+			return sc, err
+		}
+		// The server starts the runs (server.Config.Triggers gives it the
+		// handler's starter once it exists), so they are its runs.
+		start := &serverStarter{}
+		tc := trigger.Config{Triggers: triggers, Starter: start, Logger: logger}
 		if st, err := r.Store(ctx); err == nil {
 			tc.Rate, _ = st.(runstore.RateCounter) // replicas share the rate; else each counts its own
 		}
@@ -397,7 +405,10 @@ func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (serv
 		if err != nil {
 			return sc, err
 		}
-		sc.Triggers = h
+		sc.Triggers = func(fn server.StartFunc) http.Handler {
+			start.fn = fn
+			return h
+		}
 	}
 	if spec, _ := r.StoreSpec(); spec.Kind == StorePostgres {
 		// Replicas share a PostgreSQL store: a replica that died leaves its
@@ -474,6 +485,9 @@ func (r *Runtime) Check(ctx context.Context) []config.Problem {
 	}
 	sc, err := ServerConfig(cfg, runner, r.opts.Getenv(EnvAPIKeys), logging.Nop())
 	add(err)
+	if triggers, terr := Triggers(cfg, nil, r.opts.Getenv); terr == nil && err == nil {
+		add(checkTriggerOwners(cfg, triggers, sc.Principals))
+	}
 	if _, ok := runner.(noRunner); ok {
 		sc.Runs = memory.New() // the stand-in keeps no run records
 	}
@@ -672,4 +686,39 @@ func (e evaluations) RecentEvaluations(ctx context.Context, limit int) ([]any, e
 		out[i] = r
 	}
 	return out, nil
+}
+
+// serverStarter starts trigger runs on the server, once the server has
+// given its StartFunc (server.Config.Triggers, called by server.New).
+type serverStarter struct{ fn server.StartFunc }
+
+func (s *serverStarter) Start(ctx context.Context, owner trigger.Owner, req agent.TurnRequest) (string, error) {
+	if s.fn == nil {
+		return "", errors.New("the server is not started")
+	}
+	return s.fn(ctx, server.Owner{Tenant: owner.Tenant, Principal: owner.Principal}, req)
+}
+
+// checkTriggerOwners reports a trigger whose principal names no API key
+// (its calls would all fail), and one naming a principal while the
+// server has no keys.
+func checkTriggerOwners(cfg *config.Config, triggers []trigger.Trigger, keys []server.Principal) error {
+	var problems []config.Problem
+	for _, t := range triggers {
+		o := t.Owner
+		if o.Principal == "" {
+			continue
+		}
+		tenant := cmp.Or(o.Tenant, "default")
+		if slices.ContainsFunc(keys, func(p server.Principal) bool { return p.Name == o.Principal && cmp.Or(p.Tenant, "default") == tenant }) {
+			continue
+		}
+		key := "triggers." + t.Name + ".principal"
+		problems = append(problems, config.Problem{Line: cfg.Line(key), Key: key,
+			Problem: fmt.Sprintf("no API key named %q in tenant %q (server.api_keys or %s name the keys)", o.Principal, tenant, EnvAPIKeys)})
+	}
+	if len(problems) > 0 {
+		return &config.Error{File: cfg.Source(), Problems: problems}
+	}
+	return nil
 }

@@ -436,7 +436,8 @@ func Triggers(cfg *config.Config, reg *capabilities.Registry, getenv func(string
 		case len(secret) < 16:
 			bad(key+".secret_env", "the secret in %s has %d bytes; use at least 16", c.SecretEnv, len(secret))
 		}
-		t := trigger.Trigger{Name: name, Secret: []byte(secret), Input: c.Input, Writes: c.Writes, RatePerMinute: c.RatePerMinute, Tenant: c.Tenant}
+		t := trigger.Trigger{Name: name, Secret: []byte(secret), Input: c.Input, Writes: c.Writes, RatePerMinute: c.RatePerMinute,
+			Owner: trigger.Owner{Tenant: c.Tenant, Principal: c.Principal}}
 		if len(c.AllowedCapabilities) > 0 {
 			t.AllowedCapabilities = append([]string(nil), c.AllowedCapabilities...)
 		}

@@ -136,6 +136,20 @@ func TestLayers(t *testing.T) {
 				}
 				return true
 			}},
+		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, answertext): a protocol package (agui, artifacts, native, openai, responses) imports no other protocol package, and none imports server",
+			func(p pkg) bool { return under(p.ImportPath, "server/internal") },
+			func(p pkg) []string { return p.Imports },
+			func(d string) bool {
+				if !under(d, "server") {
+					return false
+				}
+				for _, shared := range []string{"apierror", "jsonreply", "reqbody", "sse", "run", "answertext"} {
+					if d == module+"/server/internal/"+shared {
+						return false
+					}
+				}
+				return true
+			}},
 		// Tests may drive our server with langchaingo as a real client.
 		{"only llm's code imports langchaingo",
 			func(p pkg) bool { return p.ImportPath != module+"/llm" },
@@ -234,6 +248,9 @@ func TestLayers(t *testing.T) {
 	}
 	if !slices.Contains(get("telemetry/otlp").Deps, "google.golang.org/grpc") || !slices.Contains(get("wiring").Deps, module+"/telemetry/otlp") {
 		t.Error("telemetry/otlp does not bring gRPC or wiring does not use it: the telemetry rules' premise changed")
+	}
+	if !slices.Contains(get("server").Imports, module+"/server/internal/artifacts") || !slices.Contains(get("server/internal/artifacts").Imports, module+"/server/internal/jsonreply") {
+		t.Error("server does not use its artifacts package, or that package no shared one: the internal packages' rule's premise changed")
 	}
 	if !slices.Contains(get("agent").Deps, module+"/llm") {
 		t.Error("agent does not depend on llm: the server rule's premise changed")

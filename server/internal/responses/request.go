@@ -86,73 +86,8 @@ func Decode(body []byte, lim Limits) (Request, error) {
 	}
 	var input json.RawMessage
 	for _, name := range sortedKeys(fields) {
-		raw := fields[name]
-		var err error
-		switch name {
-		case "model":
-			err = decodeString(raw, &req.Model)
-		case "input":
-			input = raw
-		case "instructions":
-			if !IsNull(raw) {
-				var s string
-				if err = decodeString(raw, &s); err == nil {
-					req.Instructions = &s
-				}
-			}
-		case "previous_response_id":
-			err = decodeString(raw, &req.PreviousResponseID)
-			if err == nil && len(req.PreviousResponseID) > maxResponseIDLen {
-				err = fmt.Errorf("longer than %d bytes", maxResponseIDLen)
-			}
-		case "stream":
-			err = decodeBool(raw, &req.Stream)
-		case "store":
-			store := true
-			if err = decodeBool(raw, &store); err == nil && !store {
-				err = errors.New("false is not supported: the agent keeps every conversation in its checkpoint store " +
-					"(approvals, crash recovery and the audit log need it); leave store out or set it to true")
-			}
-		case "background":
-			var bg bool
-			if err = decodeBool(raw, &bg); err == nil && bg {
-				err = errors.New("background responses are not supported; use stream:true to follow a long answer")
-			}
-		case "metadata":
-			req.Metadata, err = DecodeMetadata(raw)
-		case "tools":
-			var tools []json.RawMessage
-			if err = json.Unmarshal(raw, &tools); err != nil {
-				err = errors.New("must be an array")
-			} else if len(tools) > 0 {
-				err = errors.New("client tools are not supported: the agent runs its own capabilities (send no tools)")
-			}
-		case "tool_choice":
-			var choice string
-			if !IsNull(raw) && (json.Unmarshal(raw, &choice) != nil || (choice != "auto" && choice != "none")) {
-				err = errors.New(`only "auto" or "none" is supported (the agent runs its own capabilities)`)
-			}
-		case "text":
-			err = checkTextFormat(raw)
-			if err != nil {
-				name = "text.format"
-			}
-		case "conversation":
-			if !IsNull(raw) {
-				err = errors.New("the Conversations API is not supported; continue with previous_response_id")
-			}
-		case "prompt":
-			if !IsNull(raw) {
-				err = errors.New("prompt templates are not supported; send input")
-			}
-		default:
-			if !responsesIgnored[name] {
-				err = errors.New("unknown or unsupported field")
-				name = fieldName(name)
-			}
-		}
-		if err != nil {
-			return Request{}, apierror.BadRequest(name, "%v", err)
+		if param, err := decodeField(name, fields[name], &req, &input); err != nil {
+			return Request{}, apierror.BadRequest(param, "%v", err)
 		}
 	}
 	if strings.TrimSpace(req.Model) == "" {
@@ -164,6 +99,75 @@ func Decode(body []byte, lim Limits) (Request, error) {
 	}
 	req.Items = items
 	return req, nil
+}
+
+// decodeField decodes the request's field name (raw) into req (input is
+// kept raw for decodeInput); param names the field an error is about.
+func decodeField(name string, raw json.RawMessage, req *Request, input *json.RawMessage) (param string, err error) {
+	switch name {
+	case "model":
+		err = decodeString(raw, &req.Model)
+	case "input":
+		*input = raw
+	case "instructions":
+		if !IsNull(raw) {
+			var s string
+			if err = decodeString(raw, &s); err == nil {
+				req.Instructions = &s
+			}
+		}
+	case "previous_response_id":
+		err = decodeString(raw, &req.PreviousResponseID)
+		if err == nil && len(req.PreviousResponseID) > maxResponseIDLen {
+			err = fmt.Errorf("longer than %d bytes", maxResponseIDLen)
+		}
+	case "stream":
+		err = decodeBool(raw, &req.Stream)
+	case "store":
+		store := true
+		if err = decodeBool(raw, &store); err == nil && !store {
+			err = errors.New("false is not supported: the agent keeps every conversation in its checkpoint store " +
+				"(approvals, crash recovery and the audit log need it); leave store out or set it to true")
+		}
+	case "background":
+		var bg bool
+		if err = decodeBool(raw, &bg); err == nil && bg {
+			err = errors.New("background responses are not supported; use stream:true to follow a long answer")
+		}
+	case "metadata":
+		req.Metadata, err = DecodeMetadata(raw)
+	case "tools":
+		var tools []json.RawMessage
+		if err = json.Unmarshal(raw, &tools); err != nil {
+			err = errors.New("must be an array")
+		} else if len(tools) > 0 {
+			err = errors.New("client tools are not supported: the agent runs its own capabilities (send no tools)")
+		}
+	case "tool_choice":
+		var choice string
+		if !IsNull(raw) && (json.Unmarshal(raw, &choice) != nil || (choice != "auto" && choice != "none")) {
+			err = errors.New(`only "auto" or "none" is supported (the agent runs its own capabilities)`)
+		}
+	case "text":
+		err = checkTextFormat(raw)
+		if err != nil {
+			name = "text.format"
+		}
+	case "conversation":
+		if !IsNull(raw) {
+			err = errors.New("the Conversations API is not supported; continue with previous_response_id")
+		}
+	case "prompt":
+		if !IsNull(raw) {
+			err = errors.New("prompt templates are not supported; send input")
+		}
+	default:
+		if !responsesIgnored[name] {
+			err = errors.New("unknown or unsupported field")
+			name = fieldName(name)
+		}
+	}
+	return name, err
 }
 
 // decodeInput reads "input": a string (the user's message) or an array of

@@ -37,7 +37,9 @@
 // The usual life is None → Accepted → Running → Finished → Forgotten; a
 // retry's long wait adds Running → Parked → Running (one process) or
 // Running → Following (replicas); the shutdown, a cancel request or a
-// client that left ends it from wherever it stands.
+// client that left ends it from wherever it stands (a client that left at
+// once, or, when it can repeat the request — an Idempotency-Key, a
+// retrying SDK — after DetachGrace with no repeat back).
 //
 //   - Accepted: admitted — the owner's run limits counted, the thread
 //     taken (one run per thread in a process), the record being written.
@@ -75,7 +77,8 @@
 //
 // Whatever cut a run — a crash, a shutdown, a dead replica, a retry's
 // wait, the run it was queued behind — it starts again one way: its record
-// is taken over (Server.takeOver). Who takes it:
+// is taken over (Server.takeOver in server/recover.go: endOvertaken,
+// recoveredWork, claimRecord, then submit). Who takes it:
 //
 //   - one process (SQLite, memory): RecoverRuns lists the unfinished
 //     records no run of the process holds (at start-up, and every

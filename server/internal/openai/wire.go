@@ -1,16 +1,16 @@
-package server
+package openai
 
 import (
 	"encoding/json"
 	"strings"
 )
 
-// chatRequest is the part of an OpenAI chat completion request the server
+// ChatRequest is the part of an OpenAI chat completion request the server
 // reads. Everything else (temperature, tools, user, metadata …) is
 // accepted and ignored: json.Unmarshal skips unknown fields.
-type chatRequest struct {
+type ChatRequest struct {
 	Model         string        `json:"model"`
-	Messages      []chatMessage `json:"messages"`
+	Messages      []ChatMessage `json:"messages"`
 	Stream        bool          `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
@@ -26,14 +26,14 @@ type chatRequest struct {
 	User json.RawMessage `json:"user"`
 }
 
-type chatMessage struct {
+type ChatMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 }
 
-// unreadParts counts the parts of an array content that are not text
+// UnreadParts counts the parts of an array content that are not text
 // (images, files, audio): the agent reads text only, and says so.
-func (m chatMessage) unreadParts() int {
+func (m ChatMessage) UnreadParts() int {
 	var parts []struct {
 		Type string `json:"type"`
 	}
@@ -49,9 +49,9 @@ func (m chatMessage) unreadParts() int {
 	return n
 }
 
-// text returns the message's text: a string content, or the text parts of
-// an array content (images and files are skipped: see unreadParts).
-func (m chatMessage) text() (string, error) {
+// Text returns the message's text: a string content, or the text parts of
+// an array content (images and files are skipped: see UnreadParts).
+func (m ChatMessage) Text() (string, error) {
 	c := json.RawMessage(strings.TrimSpace(string(m.Content)))
 	if len(c) == 0 || string(c) == "null" {
 		return "", nil
@@ -80,59 +80,59 @@ func (m chatMessage) text() (string, error) {
 	return b.String(), nil
 }
 
-type chatUsage struct {
+type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
 }
 
-type chatCompletion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   *chatUsage   `json:"usage,omitempty"`
+type Completion struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	Model   string   `json:"model"`
+	Choices []Choice `json:"choices"`
+	Usage   *Usage   `json:"usage,omitempty"`
 }
 
-type chatChoice struct {
+type Choice struct {
 	Index        int              `json:"index"`
-	Message      *chatOutMessage  `json:"message,omitempty"`
-	Delta        *chatDelta       `json:"delta,omitempty"`
+	Message      *OutMessage      `json:"message,omitempty"`
+	Delta        *Delta           `json:"delta,omitempty"`
 	FinishReason *string          `json:"finish_reason"`
 	Logprobs     *json.RawMessage `json:"logprobs"`
 }
 
-type chatOutMessage struct {
+type OutMessage struct {
 	Role             string  `json:"role"`
 	Content          string  `json:"content"`
 	Refusal          *string `json:"refusal"`
 	ReasoningContent string  `json:"reasoning_content,omitempty"`
 }
 
-type chatDelta struct {
+type Delta struct {
 	Role             string  `json:"role,omitempty"`
 	Content          *string `json:"content,omitempty"`
 	ReasoningContent string  `json:"reasoning_content,omitempty"`
 }
 
-// statusFrame is Open WebUI's status event: a live status line above the
+// StatusFrame is Open WebUI's status event: a live status line above the
 // message. It has no "choices"; clients that do not know it skip it.
-type statusFrame struct {
-	Event statusEvent `json:"event"`
+type StatusFrame struct {
+	Event StatusEvent `json:"event"`
 }
 
-type statusEvent struct {
+type StatusEvent struct {
 	Type string     `json:"type"`
-	Data statusData `json:"data"`
+	Data StatusData `json:"data"`
 }
 
-type statusData struct {
+type StatusData struct {
 	Description string `json:"description"`
 	Done        bool   `json:"done"`
 }
 
-type modelObject struct {
+type ModelObject struct {
 	ID      string `json:"id"`
 	Object  string `json:"object"`
 	Created int64  `json:"created"`

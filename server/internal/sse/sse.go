@@ -1,4 +1,4 @@
-package server
+package sse
 
 import (
 	"encoding/json"
@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// sseWriter writes Server-Sent Events frames and flushes each one.
-type sseWriter struct {
+// Writer writes Server-Sent Events frames and flushes each one.
+type Writer struct {
 	w         http.ResponseWriter
 	rc        *http.ResponseController
 	lastWrite time.Time
@@ -22,37 +22,37 @@ type sseWriter struct {
 	held, dirty bool
 }
 
-// hold keeps the frames written from now on in the buffer until release.
+// Hold keeps the frames written from now on in the buffer until release.
 // A nil writer holds nothing.
-func (s *sseWriter) hold() {
+func (s *Writer) Hold() {
 	if s != nil {
 		s.held = true
 	}
 }
 
-// release flushes the frames written since hold.
-func (s *sseWriter) release() {
+// Release flushes the frames written since hold.
+func (s *Writer) Release() {
 	if s == nil {
 		return
 	}
 	s.held = false
 	if s.dirty {
 		s.dirty = false
-		s.flush()
+		s.Flush()
 	}
 }
 
 // flushFrame flushes a frame just written, unless the writer is held.
-func (s *sseWriter) flushFrame() {
+func (s *Writer) flushFrame() {
 	if s.held {
 		s.dirty = true
 		return
 	}
-	s.flush()
+	s.Flush()
 }
 
-// startSSE sends the stream headers.
-func startSSE(w http.ResponseWriter, now func() time.Time, timeout time.Duration) *sseWriter {
+// Start sends the stream headers.
+func Start(w http.ResponseWriter, now func() time.Time, timeout time.Duration) *Writer {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -60,27 +60,27 @@ func startSSE(w http.ResponseWriter, now func() time.Time, timeout time.Duration
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	s := &sseWriter{w: w, rc: rc, now: now, timeout: timeout}
+	s := &Writer{w: w, rc: rc, now: now, timeout: timeout}
 	s.deadline()
-	s.flush()
+	s.Flush()
 	return s
 }
 
-func (s *sseWriter) flush() {
+func (s *Writer) Flush() {
 	if err := s.rc.Flush(); err != nil && s.err == nil {
 		s.err = err
 	}
 	s.lastWrite = s.now()
 }
 
-// data writes one "data: <json>" frame.
-func (s *sseWriter) data(v any) {
-	s.frame("", "", v)
+// Data writes one "data: <json>" frame.
+func (s *Writer) Data(v any) {
+	s.Frame("", "", v)
 }
 
-// frame writes an optional id and event name, then data as JSON (a string
+// Frame writes an optional id and event name, then data as JSON (a string
 // is written raw).
-func (s *sseWriter) frame(id, event string, v any) {
+func (s *Writer) Frame(id, event string, v any) {
 	if s.err != nil {
 		return
 	}
@@ -115,10 +115,10 @@ func (s *sseWriter) frame(id, event string, v any) {
 	s.flushFrame()
 }
 
-// comment writes an SSE comment line, which every SSE parser skips: a
+// Comment writes an SSE comment line, which every SSE parser skips: a
 // keep-alive for streams whose clients accept them (Responses; never Chat
 // Completions, where go-openai breaks on them).
-func (s *sseWriter) comment(text string) {
+func (s *Writer) Comment(text string) {
 	if s.err != nil {
 		return
 	}
@@ -132,12 +132,23 @@ func (s *sseWriter) comment(text string) {
 
 // deadline sets the write deadline of the next frame. A writer without
 // deadlines (a recorder) is fine: the error is ignored.
-func (s *sseWriter) deadline() {
+func (s *Writer) deadline() {
 	if s.timeout > 0 {
 		// A network deadline: the wall clock, not Config.Now.
 		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 	}
 }
 
-// idle reports whether nothing was written for at least d.
-func (s *sseWriter) idle(d time.Duration) bool { return s.now().Sub(s.lastWrite) >= d }
+// Idle reports whether nothing was written for at least d.
+func (s *Writer) Idle(d time.Duration) bool { return s.now().Sub(s.lastWrite) >= d }
+
+// Err is the first error writing the stream met (nil while the client
+// reads it): the frames after it were not sent.
+func (s *Writer) Err() error { return s.err }
+
+// Continue writes frames on a response already started (its status and
+// headers sent), without write deadlines, on the wall clock: the last
+// frame of a stream whose handler failed.
+func Continue(w http.ResponseWriter) *Writer {
+	return &Writer{w: w, rc: http.NewResponseController(w), now: time.Now}
+}

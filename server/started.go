@@ -1,0 +1,113 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/capgraph/capgraph/agent"
+)
+
+// Runs that start without a client's request (a webhook trigger's) are
+// the server's runs all the same: they belong to an Owner, whose key lists
+// their thread, streams the run at
+// /api/threads/{thread}/runs/{run}/events and answers its approvals; the
+// run manager runs them, so a cancel stops them and Shutdown joins them.
+
+// Owner is the principal a run started without a client's request
+// belongs to: the API key named Principal in Tenant ("" is "default").
+// An empty Principal is the keyless caller on a server without API keys;
+// on one with keys, a principal of its own named by the request's By,
+// which no key holds (its runs are not listed to anyone).
+type Owner struct {
+	Tenant    string
+	Principal string
+}
+
+// StartFunc starts a turn for owner on the owner's thread req.Thread
+// (created when new), as the owner's POST /api/threads/{thread}/runs
+// would: the same checks, a run record, the owner's run limits. The
+// turn's capabilities are those both req.AllowedCapabilities and the
+// owner's key allow. It returns the run's id once the run is recorded
+// and started; the run goes on without the caller.
+type StartFunc func(ctx context.Context, owner Owner, req agent.TurnRequest) (runID string, err error)
+
+// sourceStarted is the source (thread metadata, run label) of a run
+// started through a StartFunc.
+const sourceStarted = "trigger"
+
+// startFor is the server's StartFunc.
+func (s *Server) startFor(ctx context.Context, o Owner, req agent.TurnRequest) (string, error) {
+	c, err := s.ownerCaller(o, req.By)
+	if err != nil {
+		return "", err
+	}
+	th, _, err := s.openThread(ctx, c, req.Thread, sourceStarted, nil)
+	if err != nil {
+		return "", err
+	}
+	extra := map[string]string{}
+	for k, v := range req.Metadata {
+		if !slices.Contains(reservedTurnMeta, k) {
+			extra[k] = v
+		}
+	}
+	treq, err := s.openTurn(c, turnOpening{field: "input", input: req.Input, options: req.Options, source: sourceStarted,
+		clientThread: th.ID, thread: th.internal, clientMeta: th.Metadata, extraMeta: extra,
+		allowed: req.AllowedCapabilities, by: req.By})
+	if err != nil {
+		return "", err
+	}
+	ru, dup, err := s.submit(ctx, runSpec{c: c, source: sourceStarted, clientThread: th.ID, thread: th.internal, kind: kindTurn, turn: &treq})
+	if err != nil {
+		return "", err
+	}
+	if dup != nil {
+		return dup.ID, nil // no key is given, so this is not expected; the run is the recorded one
+	}
+	return ru.ID, nil
+}
+
+// reservedTurnMeta are the metadata keys the server writes itself.
+var reservedTurnMeta = []string{metaOwner, metaTenant, metaUser, metaSource, metaThread}
+
+// errNoSuchOwner: an Owner names no configured principal.
+var errNoSuchOwner = errors.New("no API key of that name")
+
+// ownerCaller is the caller o names.
+func (s *Server) ownerCaller(o Owner, by string) (caller, error) {
+	tenant := cmp.Or(o.Tenant, "default")
+	if o.Principal == "" {
+		if len(s.keys.principals) == 0 {
+			return caller{Principal: anonymous}, nil
+		}
+		return caller{Principal: Principal{Name: cmp.Or(by, sourceStarted), Tenant: tenant}}, nil
+	}
+	for _, p := range s.keys.principals {
+		if p.Name == o.Principal && p.Tenant == tenant {
+			return caller{Principal: p}, nil
+		}
+	}
+	if len(s.keys.principals) == 0 && o.Principal == anonymous.Name && tenant == anonymous.Tenant {
+		return caller{Principal: anonymous}, nil
+	}
+	return caller{}, &ConfigError{Field: "Owner", Reason: "principal " + tenant + "/" + o.Principal + ": " + errNoSuchOwner.Error()}
+}
+
+// narrowAllowed is the capabilities both lists allow (nil allows all).
+func narrowAllowed(a, b []string) []string {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	out := []string{}
+	for _, n := range a {
+		if slices.Contains(b, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
