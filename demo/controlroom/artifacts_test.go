@@ -631,7 +631,7 @@ func TestHistoryPhrasingsGetAPlot(t *testing.T) {
 // The orbit question returns the BPMs' profile along the ring beside the
 // table, an x–y artifact, and every frontend carries it: the native API's
 // artifact event whole (the page draws it: controlroom.test.mjs), Chat
-// Completions as a Markdown table of the series, the terminal as a line
+// Completions as a Markdown table of the series and its plot, the terminal as a line
 // per plane.
 func TestOrbitProfileReachesEveryFrontend(t *testing.T) {
 	s := newSite(t)
@@ -674,6 +674,17 @@ func TestOrbitProfileReachesEveryFrontend(t *testing.T) {
 		if !strings.Contains(answer, want) {
 			t.Errorf("Chat Completions answer lacks %q:\n%s", want, answer)
 		}
+	}
+	// Its picture, as for a time series: a signed link that serves the plot.
+	var drawn bool
+	for _, m := range markdownImage.FindAllStringSubmatch(answer, -1) {
+		if status, h, svg := s.do("GET", m[1], "", nil); status == http.StatusOK && h.Get("Content-Type") == "image/svg+xml" &&
+			bytes.Contains(svg, []byte(">horizontal</text>")) && bytes.Contains(svg, []byte(">vertical</text>")) {
+			drawn = true
+		}
+	}
+	if !drawn {
+		t.Errorf("Chat Completions answer has no served picture of the orbit:\n%s", answer)
 	}
 
 	h := controlRoom(t)

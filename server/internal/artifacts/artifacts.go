@@ -83,7 +83,7 @@ func SplitImageExt(name string) (id, ext string) {
 // ("" when it has none to serve).
 func ImageExt(a capabilities.Artifact) string {
 	switch {
-	case a.TimeSeries != nil:
+	case charted(a):
 		return string(chart.SVG)
 	case a.Figure != nil && len(a.Figure.Data) > 0:
 		for ext, mt := range imageExts {
@@ -116,10 +116,17 @@ func NewCache(maxBytes int) *Cache {
 	return &Cache{max: maxBytes, order: list.New(), byKey: map[string]*list.Element{}}
 }
 
-// Draw draws a time series artifact in format f, or returns the picture
-// drawn before.
+// charted reports whether package chart draws a's picture: a time series
+// or an x–y series (a scan, a profile).
+func charted(a capabilities.Artifact) bool { return a.TimeSeries != nil || a.XY != nil }
+
+// Draw draws a time series or x–y artifact in format f, or returns the
+// picture drawn before.
 func (c *Cache) Draw(a capabilities.Artifact, f chart.Format) ([]byte, error) {
-	b, err := json.Marshal(a.TimeSeries)
+	b, err := json.Marshal(struct {
+		TimeSeries *capabilities.TimeSeries `json:"t,omitempty"`
+		XY         *capabilities.XY         `json:"xy,omitempty"`
+	}{a.TimeSeries, a.XY})
 	if err != nil {
 		return nil, err
 	}

@@ -238,7 +238,7 @@ func (h *Routes) serveImage(w http.ResponseWriter, a capabilities.Artifact, ext,
 	)
 	mt := MediaType(ext)
 	switch {
-	case a.TimeSeries != nil && (ext == "svg" || ext == "png"):
+	case charted(a) && (ext == "svg" || ext == "png"):
 		data, err = h.Images.Draw(a, chart.Format(ext))
 	case a.Figure != nil && len(a.Figure.Data) > 0 && a.Figure.MediaType == mt:
 		data = a.Figure.Data
@@ -290,7 +290,7 @@ func (h *Routes) ForMCP(text string, arts []capabilities.Artifact) (string, []mc
 	var imgs []mcp.Media
 	for _, a := range arts {
 		switch {
-		case a.TimeSeries != nil:
+		case charted(a):
 			if data, err := h.Images.Draw(a, chart.PNG); err == nil {
 				imgs = append(imgs, mcp.Media{MediaType: "image/png", Data: data, Bytes: len(data)})
 			}
