@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"net/http"
 	"slices"
 
 	"github.com/capgraph/capgraph/agent"
@@ -37,8 +39,34 @@ type StartFunc func(ctx context.Context, owner Owner, req agent.TurnRequest) (ru
 // started through a StartFunc.
 const sourceStarted = "trigger"
 
-// startFor is the server's StartFunc.
+// startError is a StartFunc's error with the HTTP status a request
+// refused for the same reason gets (a trigger answers with it).
+type startError struct{ err error }
+
+func (e startError) Error() string { return e.err.Error() }
+func (e startError) Unwrap() error { return e.err }
+
+// StatusCode is the status of the reason when a client's request would
+// get a 4xx for it (403 for the owner's thread quota, 429 for its run
+// limit, …); anything else, the server's own trouble or its
+// configuration's (an owner no key names), is a 503.
+func (e startError) StatusCode() int {
+	if status, _, _, _ := apierror.Status(e.err); status >= 400 && status < 500 {
+		return status
+	}
+	return http.StatusServiceUnavailable
+}
+
+// startFor is the server's StartFunc; its errors have a StatusCode.
 func (s *Server) startFor(ctx context.Context, o Owner, req agent.TurnRequest) (string, error) {
+	id, err := s.startOwned(ctx, o, req)
+	if err != nil {
+		return "", startError{err}
+	}
+	return id, nil
+}
+
+func (s *Server) startOwned(ctx context.Context, o Owner, req agent.TurnRequest) (string, error) {
 	c, err := s.ownerCaller(o, req.By)
 	if err != nil {
 		return "", err

@@ -142,6 +142,32 @@ func TestTriggerOwnerMustBeAKey(t *testing.T) {
 	}
 }
 
+// TestTriggerBeyondItsOwnersQuota: a trigger's threads count against its
+// owner's max_threads, and a call beyond it is answered as the owner's
+// own request would be (403 quota_exceeded), not as a server fault.
+func TestTriggerBeyondItsOwnersQuota(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) {
+		c.Limits.MaxThreads = 1
+		triggerConfig(t, c, trigger.Owner{Tenant: "lab", Principal: "alice"})
+	})
+	callTrigger(t, env.http.URL, "fast")
+	body := []byte(`{"what":"fast"}`)
+	req, _ := http.NewRequest("POST", env.http.URL+"/api/triggers/beam_alarm", bytes.NewReader(body))
+	now := time.Now()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(trigger.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(trigger.HeaderSignature, trigger.Sign(triggerSecret, now, body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(out), "max_threads") {
+		t.Fatalf("a call beyond the owner's thread quota: %d %s", resp.StatusCode, out)
+	}
+}
+
 // TestShutdownJoinsTriggerRuns: a trigger's run is the server's to stop
 // and join: once Shutdown has returned, no goroutine of it is left.
 func TestShutdownJoinsTriggerRuns(t *testing.T) {

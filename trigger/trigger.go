@@ -104,6 +104,14 @@ type Starter interface {
 	Start(ctx context.Context, owner Owner, req agent.TurnRequest) (runID string, err error)
 }
 
+// StatusCoder is implemented by a Starter's error whose reason has an
+// HTTP status of its own (the owner's thread quota: 403, its run limit:
+// 429); the call is answered with it. Any other error is a 503.
+type StatusCoder interface {
+	error
+	StatusCode() int
+}
+
 // StarterFunc is a function as a Starter.
 type StarterFunc func(ctx context.Context, owner Owner, req agent.TurnRequest) (runID string, err error)
 
@@ -202,7 +210,8 @@ func (h *Handler) refuse(w http.ResponseWriter, code int, format string, args ..
 // started; 401 (nothing runs) for a missing or wrong signature or a stale
 // timestamp; 404 for an unknown trigger; 400 for a payload that is not a
 // JSON object or lacks what the input needs; 413 for a payload too large;
-// 429 with Retry-After past the rate limit.
+// 429 with Retry-After past the rate limit; when the run cannot start,
+// the status its error gives (StatusCoder), else 503.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -266,7 +275,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := h.cfg.Starter.Start(context.WithoutCancel(r.Context()), t.Owner, req)
 	if err != nil {
-		h.refuse(w, http.StatusServiceUnavailable, "the run could not start: %v", err)
+		code := http.StatusServiceUnavailable
+		if sc, ok := errors.AsType[StatusCoder](err); ok && sc.StatusCode() >= 400 && sc.StatusCode() < 600 {
+			code = sc.StatusCode()
+		}
+		h.refuse(w, code, "the run could not start: %v", err)
 		return
 	}
 	h.cfg.Logger.Info("trigger: run started", "trigger", t.Name, "run", id, "thread", thread)
