@@ -288,15 +288,6 @@ func (w *ChannelWrite) ReadAt(_ context.Context, a capabilities.Action, at time.
 	return out, nil
 }
 
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
 // Execute writes after the safety checks and verifies by readback. When
 // channel finding found no channel there is nothing to write, whatever the
 // switch says, and the result says so. An error before the first write is
