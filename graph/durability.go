@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/capgraph/capgraph/graph/checkpoint"
 )
@@ -24,7 +27,8 @@ const (
 	// before anything runs, as in sync. A crash may lose the checkpoints
 	// written since the last barrier: the run then resumes from an earlier
 	// step and runs again only steps that, not having called Flush, did
-	// nothing but read.
+	// nothing but read. An EventCheckpoint still means the checkpoint is
+	// durable: it comes once written, so after events of the next step.
 	DurabilityAsync Durability = "async"
 )
 
@@ -65,7 +69,26 @@ type asyncWriter struct {
 	running bool          // a drain goroutine is writing
 	idle    chan struct{} // closed when the drain goroutine stops
 	err     error
-	waits   int // barriers that found writes outstanding (see Result.Waits)
+	waits   int       // barriers that found writes outstanding (Result.CommitWaits)
+	written []written // durable, not yet reported by a checkpoint event
+}
+
+// written is a checkpoint the writer made durable: the run reports it with
+// an EventCheckpoint, which in every mode means the checkpoint is on disk.
+type written struct {
+	step    int
+	id      uuid.UUID
+	created time.Time
+	commit  time.Duration
+}
+
+// takeWritten returns the checkpoints written since the last call.
+func (w *asyncWriter) takeWritten() []written {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ws := w.written
+	w.written = nil
+	return ws
 }
 
 // queue hands cp (whose State the writer now owns) to the writer.
@@ -99,13 +122,17 @@ func (w *asyncWriter) drain() {
 		// Work already done is saved even if the run was canceled
 		// meanwhile, as a sync Put is (saveCtx).
 		pctx, release := saveCtx(w.ctx)
+		start := time.Now()
 		err := w.store.Put(pctx, cp)
+		commit := time.Since(start)
 		release()
+		w.mu.Lock()
 		if err != nil {
-			w.mu.Lock()
 			w.err = fmt.Errorf("graph: write checkpoint: %w", err)
-			w.mu.Unlock()
+		} else {
+			w.written = append(w.written, written{step: cp.Step, id: cp.ID, created: cp.Created, commit: commit})
 		}
+		w.mu.Unlock()
 	}
 }
 

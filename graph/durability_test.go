@@ -216,6 +216,32 @@ func TestAsyncCrashRepeatsOnlyReads(t *testing.T) {
 	}
 }
 
+// TestAsyncCheckpointEventMeansDurable: under async, as under sync, a
+// consumer that sees an EventCheckpoint finds the checkpoint in the store,
+// and sees one for every step before the run's end.
+func TestAsyncCheckpointEventMeansDurable(t *testing.T) {
+	store := &diskStore{Store: memory.New(), lag: 5 * time.Millisecond}
+	cnt := newCounter()
+	c := linear(t, store, graph.DurabilityAsync, logNode(cnt, "a"), logNode(cnt, "b"), logNode(cnt, "c"))
+	var steps []int
+	for ev, err := range c.Stream(context.Background(), "t", tstate{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case graph.EventCheckpoint:
+			if _, err := store.Get(context.Background(), "t", ev.Checkpoint); err != nil {
+				t.Errorf("checkpoint event of step %d: the store has no such checkpoint (%v)", ev.Step, err)
+			}
+			steps = append(steps, ev.Step)
+		case graph.EventRunEnd:
+			if !slices.Equal(steps, []int{0, 1, 2, 3}) {
+				t.Errorf("run end after checkpoint events of steps %v, want 0 1 2 3", steps)
+			}
+		}
+	}
+}
+
 // TestAsyncWriteFailure: a checkpoint that cannot be written fails the run
 // under async as under sync, and a Flush after it reports the error, so a
 // node does not act on a state that is not on disk.

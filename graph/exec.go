@@ -58,14 +58,31 @@ type runner[S, U any] struct {
 	async *asyncWriter
 	// waits counts the durable writes the run waited for (Result.CommitWaits).
 	waits int
+	// durableID and durableStep name the latest checkpoint known durable
+	// (DurabilityAsync), which a run whose write failed reports.
+	durableID   uuid.UUID
+	durableStep int
 }
 
 // flush waits for the run's pending checkpoint writes (DurabilityAsync).
+// Safe on any goroutine.
 func (r *runner[S, U]) flush() error {
 	if r.async == nil {
 		return nil
 	}
 	return r.async.flush()
+}
+
+// reportWritten emits an EventCheckpoint for each checkpoint the async
+// writer has made durable since the last call; on exec's goroutine.
+func (r *runner[S, U]) reportWritten() {
+	if r.async == nil {
+		return
+	}
+	for _, w := range r.async.takeWritten() {
+		r.durableID, r.durableStep = w.id, w.step
+		r.event(EventCheckpoint, w.step, nil, 0, w.commit, nil, nil, time.Time{}, w.id, w.created)
+	}
 }
 
 // metaOf returns the route metadata of the i-th node of the step.
@@ -308,6 +325,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			return fail(fmt.Errorf("graph: write checkpoint: %w", perr))
 		}
 		res.RunID = r.runID
+		r.durableID = cp.ID
 		r.emit(&Event{Kind: EventRunStart, Step: 0, To: cp.Next})
 		r.emit(&Event{Kind: EventCheckpoint, Step: 0, Checkpoint: cp.ID})
 	} else {
@@ -319,6 +337,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			return fail(fmt.Errorf("graph: read thread %q: %w", thread, gerr))
 		}
 		cp, writes = t.Checkpoint, t.Writes
+		r.durableID, r.durableStep = cp.ID, cp.Step
 		r.runID = cp.RunID
 		res.RunID = r.runID
 		if uerr := c.cfg.Codec.Unmarshal(cp.State, state); uerr != nil {
@@ -366,6 +385,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			}
 			cp, writes = ncp, carried
 			res.Checkpoint = cp.ID
+			r.durableID = cp.ID
 			r.emit(&Event{Kind: EventCheckpoint, Step: cp.Step, Checkpoint: cp.ID})
 		}
 	}
@@ -380,15 +400,23 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 	finish := func(status Status, err error) (Result[S], error) {
 		// Every checkpoint of the run is durable before its end is
 		// reported: a caller that saw the end finds it after a crash.
-		if ferr := r.flush(); ferr != nil && status != StatusFailed {
-			status, err = StatusFailed, ferr
+		ferr := r.flush()
+		r.reportWritten()
+		res.State, res.Checkpoint, res.Steps = *state, cp.ID, cp.Step
+		if ferr != nil {
+			// An async write failed: the checkpoints after the last durable
+			// one are not on disk, and Resume starts from that one.
+			res.Checkpoint, res.Steps = r.durableID, r.durableStep
+			if status != StatusFailed {
+				status, err = StatusFailed, ferr
+			}
 		}
 		if status == StatusFailed && ctx.Err() != nil && isCtxErr(err) {
 			// A store or node gave up because the run was canceled: the run
 			// did not fail, it stopped, and Resume continues it.
 			status, err = StatusCanceled, ctx.Err()
 		}
-		res.Status, res.State, res.Checkpoint, res.Steps = status, *state, cp.ID, cp.Step
+		res.Status = status
 		end := Event{Kind: EventRunEnd, Step: cp.Step, Err: err}
 		if status == StatusWaiting {
 			end.NotBefore = cp.NotBefore
@@ -447,6 +475,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			if ferr := r.flush(); ferr != nil {
 				return finish(StatusFailed, ferr)
 			}
+			r.reportWritten()
 			if perr := c.cfg.Store.PutWrites(ctx, thread, cp.ID, iw); perr != nil {
 				return finish(StatusFailed, fmt.Errorf("graph: write interrupt: %w", perr))
 			}
@@ -482,7 +511,8 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			}
 			cp, writes = ncp, nil
 			cp.State = nil
-			r.event(EventCheckpoint, step, nil, 0, 0, nil, nil, time.Time{}, cp.ID, now)
+			// Its EventCheckpoint follows once it is durable.
+			r.reportWritten()
 			continue
 		}
 		r.waits++
