@@ -83,6 +83,7 @@ func New(cfg Config) (*Agent, error) {
 		// engine's own cap is only a backstop above it.
 		MaxSteps:       a.rc.MaxNodeSteps + 10,
 		MaxConcurrency: cfg.MaxConcurrency,
+		Durability:     cfg.Durability,
 		Now:            cfg.Now,
 		Clock:          cfg.Clock,
 		Metadata:       func(s state.State) map[string]string { return s.Metadata },

@@ -118,6 +118,12 @@ type Config struct {
 	ErrorExplanationTimeout time.Duration
 	// MaxConcurrency caps steps running at once. Default 8.
 	MaxConcurrency int
+	// Durability says when a step's checkpoint must be durable (the graph's
+	// Config.Durability): before the next step (graph.DurabilitySync, the
+	// default, also "") or while it runs (graph.DurabilityAsync), in which
+	// case the step wrapper waits for every pending checkpoint before a
+	// side effect's started record (graph.Flush).
+	Durability graph.Durability
 	// MaxArtifactBytes caps one artifact a step returns, JSON encoded
 	// (capabilities.Output.Artifacts). A larger one is replaced by a note
 	// saying it was left out and why; the step still succeeds. Default
@@ -316,6 +322,9 @@ func (c *Config) validate(registration []error) error {
 	errs = append(errs, c.validateTargets()...)
 	if err := c.Leases.validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if !c.Durability.Valid() {
+		bad("Durability", fmt.Sprintf("%q is not a durability mode (want %q or %q)", c.Durability, graph.DurabilitySync, graph.DurabilityAsync))
 	}
 	if c.ErrorNodeGrace < 0 || c.MaxConcurrency < 0 {
 		bad("ErrorNodeGrace/MaxConcurrency", "must not be negative")

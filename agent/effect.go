@@ -93,8 +93,14 @@ type effectResult struct {
 }
 
 // startEffect writes the started record of a fresh attempt; it must be
-// durable before the capability is called.
+// durable before the capability is called. Every checkpoint of the run so
+// far is made durable first (graph.Flush; a no-op unless the graph writes
+// them asynchronously): after a crash the run resumes at this step, with
+// this attempt's key, never at an earlier one that could plan anew.
 func (a *Agent) startEffect(ctx context.Context, rec AuditRecord) error {
+	if err := graph.Flush(ctx); err != nil {
+		return err
+	}
 	rec.Event, rec.Outcome, rec.Reason, rec.Message = AuditStarted, "", "", "the capability is called now; its outcome follows in an ended record"
 	return a.auditRecord(ctx, rec)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
@@ -39,35 +40,50 @@ const (
 	turnSteps  = 7
 )
 
+// turnSetup varies the scripted turn: the model's latency per call and the
+// checkpoints' durability mode (zero: none, the default).
+type turnSetup struct {
+	delay      time.Duration
+	durability graph.Durability
+	onCall     func() // called as each model call starts
+}
+
 // turnAgent builds the agent of that turn over store.
-func turnAgent(tb testing.TB, store checkpoint.Store) (*agent.Agent, *llmtest.Model) {
+func turnAgent(tb testing.TB, store checkpoint.Store, setup ...turnSetup) (*agent.Agent, *llmtest.Model) {
 	tb.Helper()
-	return scriptedAgent(tb, store, turnSelected, turnPlan, []capabilities.Definition{
-		{Name: "find_channel", Description: "Finds a control-system channel by description.", Provides: []string{"CHANNEL"},
-			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
-				return capabilities.Result("CHANNEL", "SR:DCCT:current", "the beam current channel"), nil
-			}},
-		{Name: "read_archive", Description: "Reads a channel's archived history.", Provides: []string{"HISTORY"},
-			Requires: []capabilities.Requirement{{Type: "CHANNEL"}},
-			Run: func(_ context.Context, s capabilities.Step) (capabilities.Output, error) {
-				if len(s.Resolved) != 1 || s.Resolved[0].Type != "CHANNEL" {
-					return capabilities.Output{}, fmt.Errorf("inputs %+v, want the channel", s.Resolved)
-				}
-				return capabilities.Result("HISTORY", []float64{500.1, 500.3, 500.2}, "60 minutes of the beam current"), nil
-			}},
-		{Name: "statistics", Description: "Computes statistics of a history.", Provides: []string{"STATS"},
-			Requires: []capabilities.Requirement{{Type: "HISTORY"}},
-			Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
-				return capabilities.Result("STATS", map[string]float64{"mean": 500.2}, "mean 500.2 mA"), nil
-			}},
-	})
+	return scriptedAgent(tb, store, turnSelected, turnPlan, turnCapabilities, setup...)
+}
+
+// turnCapabilities are the three steps of that turn.
+var turnCapabilities = []capabilities.Definition{
+	{Name: "find_channel", Description: "Finds a control-system channel by description.", Provides: []string{"CHANNEL"},
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Result("CHANNEL", "SR:DCCT:current", "the beam current channel"), nil
+		}},
+	{Name: "read_archive", Description: "Reads a channel's archived history.", Provides: []string{"HISTORY"},
+		Requires: []capabilities.Requirement{{Type: "CHANNEL"}},
+		Run: func(_ context.Context, s capabilities.Step) (capabilities.Output, error) {
+			if len(s.Resolved) != 1 || s.Resolved[0].Type != "CHANNEL" {
+				return capabilities.Output{}, fmt.Errorf("inputs %+v, want the channel", s.Resolved)
+			}
+			return capabilities.Result("HISTORY", []float64{500.1, 500.3, 500.2}, "60 minutes of the beam current"), nil
+		}},
+	{Name: "statistics", Description: "Computes statistics of a history.", Provides: []string{"STATS"},
+		Requires: []capabilities.Requirement{{Type: "HISTORY"}},
+		Run: func(context.Context, capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Result("STATS", map[string]float64{"mean": 500.2}, "mean 500.2 mA"), nil
+		}},
 }
 
 // scriptedAgent builds an agent over store with the real infrastructure
 // nodes, the capabilities defs, and the scripted model answering at once:
 // the task of turnTask, the selection and plan given, and turnAnswer.
-func scriptedAgent(tb testing.TB, store checkpoint.Store, selected, plan string, defs []capabilities.Definition) (*agent.Agent, *llmtest.Model) {
+func scriptedAgent(tb testing.TB, store checkpoint.Store, selected, plan string, defs []capabilities.Definition, setup ...turnSetup) (*agent.Agent, *llmtest.Model) {
 	tb.Helper()
+	var ts turnSetup
+	if len(setup) > 0 {
+		ts = setup[0]
+	}
 	reg := capabilities.NewRegistry()
 	for _, d := range defs {
 		c := capabilities.Define(d)
@@ -76,7 +92,14 @@ func scriptedAgent(tb testing.TB, store checkpoint.Store, selected, plan string,
 		}
 	}
 	reply := func(s string) func(llm.Request) llmtest.Reply {
-		return func(llm.Request) llmtest.Reply { return llmtest.Text(s) }
+		return func(llm.Request) llmtest.Reply {
+			if ts.onCall != nil {
+				ts.onCall()
+			}
+			r := llmtest.Text(s)
+			r.Delay = ts.delay
+			return r
+		}
 	}
 	m := llmtest.New().NoLog().
 		On(llmtest.RoleIs(llm.RoleTaskExtraction), reply(turnTask)).
@@ -86,7 +109,7 @@ func scriptedAgent(tb testing.TB, store checkpoint.Store, selected, plan string,
 	// Every node asks its model, as the turn of docs/performance.md ("A
 	// turn without the model") does: the default path leaves task
 	// extraction and the classifier out of this turn (nodes.Config).
-	a, err := agent.New(agent.Config{Registry: reg, Models: m.Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse), Store: store,
+	a, err := agent.New(agent.Config{Registry: reg, Models: m.Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse), Store: store, Durability: ts.durability,
 		Nodes: nodes.Config{TaskExtraction: nodes.TaskAlways, SelectAllWithinTokens: -1, SeparateTaskAndSelection: true}})
 	if err != nil {
 		tb.Fatal(err)
@@ -178,13 +201,22 @@ func BenchmarkTurnScriptedModel(b *testing.B) {
 // checkpoint and one checkpoint per step, each one commit, and nothing else
 // (no pending writes, no second commit at the end of the turn: pruning its
 // intermediate checkpoints rides on the last).
+//
+// Under graph.DurabilityAsync the turn writes the same commits, only
+// without waiting for them one by one (TestTurnCommitWaits).
 func TestTurnCommitsOncePerStep(t *testing.T) {
+	for _, mode := range graph.Durabilities {
+		t.Run(string(mode), func(t *testing.T) { turnCommitsOncePerStep(t, mode) })
+	}
+}
+
+func turnCommitsOncePerStep(t *testing.T, mode graph.Durability) {
 	store, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "turn.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	a, m := turnAgent(t, store)
+	a, m := turnAgent(t, store, turnSetup{durability: mode})
 	for i := range 3 {
 		before := store.Stats()
 		oneTurn(t, a, fmt.Sprint("t", i))
@@ -199,6 +231,70 @@ func TestTurnCommitsOncePerStep(t *testing.T) {
 	}
 	if m.Count() != 3*4 {
 		t.Errorf("%d model calls for 3 turns, want 12 (task, classifier, orchestrator, respond)", m.Count())
+	}
+}
+
+// lagStore is a store whose every checkpoint takes lag to write, as a
+// commit on a busy disk does, and that keeps when each write ran.
+type lagStore struct {
+	checkpoint.Store
+	lag  time.Duration
+	mu   sync.Mutex
+	puts [][2]time.Time
+}
+
+func (l *lagStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	start := time.Now()
+	time.Sleep(l.lag)
+	err := l.Store.Put(ctx, cp)
+	l.mu.Lock()
+	l.puts = append(l.puts, [2]time.Time{start, time.Now()})
+	l.mu.Unlock()
+	return err
+}
+
+// TestTurnCommitWaits counts the commits the turn of TestTurnCommitsOncePerStep
+// waits for, with a model that takes 100 ms per call and commits that take
+// 5 ms: a commit is waited for when no model call was under way while it
+// ran (the turn had nothing else to do). Under sync every one of its eight
+// checkpoints is; under async only the input checkpoint (written before the
+// turn starts) and the last (written before the turn's end is reported) —
+// the others are written while the next model call runs.
+func TestTurnCommitWaits(t *testing.T) {
+	const delay, lag = 100 * time.Millisecond, 5 * time.Millisecond
+	for _, tc := range []struct {
+		mode  graph.Durability
+		waits int
+	}{{graph.DurabilitySync, turnSteps + 1}, {graph.DurabilityAsync, 2}} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			store := &lagStore{Store: memory.New(), lag: lag}
+			var (
+				mu    sync.Mutex
+				calls []time.Time
+			)
+			a, _ := turnAgent(t, store, turnSetup{delay: delay, durability: tc.mode, onCall: func() {
+				mu.Lock()
+				calls = append(calls, time.Now())
+				mu.Unlock()
+			}})
+			start := time.Now()
+			oneTurn(t, a, "t")
+			took := time.Since(start)
+			waited := 0
+			for _, p := range store.puts {
+				overlapped := false
+				for _, c := range calls {
+					overlapped = overlapped || (c.Before(p[1]) && c.Add(delay).After(p[0]))
+				}
+				if !overlapped {
+					waited++
+				}
+			}
+			if len(store.puts) != turnSteps+1 || waited != tc.waits {
+				t.Errorf("%d commits, %d waited for; want %d, %d", len(store.puts), waited, turnSteps+1, tc.waits)
+			}
+			t.Logf("%s: %d of %d commits waited for, turn %v", tc.mode, waited, len(store.puts), took.Round(time.Millisecond))
+		})
 	}
 }
 

@@ -128,6 +128,11 @@ type Checkpoints struct {
 	// deleted) or a duration ("24h": kept that long after the turn ended).
 	// Nil when the file leaves it out.
 	KeepIntermediate *Retention `yaml:"keep_intermediate"`
+	// Durability is when a step's checkpoint is durable: "sync" (before
+	// the next step starts; the default, also "") or "async" (while the
+	// next step runs, waited for before a side effect, an approval and the
+	// turn's end). docs/reliability.md says what each keeps over a crash.
+	Durability string `yaml:"durability"`
 }
 
 // Retention is a keep_intermediate value: true (Forever), or false or a

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/llm/vocab"
 	"github.com/capgraph/capgraph/logging"
 	"github.com/capgraph/capgraph/schedule/spec"
@@ -65,6 +66,9 @@ func (d *decoder) validate(c *Config) {
 	}
 	if !oneOf(c.ModelCalls.TaskExtraction, "", vocab.TaskExtractionWhenNeeded, vocab.TaskExtractionAlways) {
 		d.bad("model_calls.task_extraction", "must be needed or always, got %q", c.ModelCalls.TaskExtraction)
+	}
+	if !graph.Durability(c.Checkpoints.Durability).Valid() {
+		d.bad("checkpoints.durability", "must be %s or %s, got %q", graph.DurabilitySync, graph.DurabilityAsync, c.Checkpoints.Durability)
 	}
 	d.validateLimits(c.Limits)
 	d.validateRetry("retry.default", c.Retry.Default)

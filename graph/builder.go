@@ -79,6 +79,10 @@ type Config[S, U any] struct {
 	// Store must not keep the slices it is given after Put returns, as the
 	// checkpointtest conformance suite requires of every store.
 	Store checkpoint.Store
+	// Durability says when a step's checkpoint must be durable: before the
+	// next step starts (DurabilitySync, the default) or by the run's next
+	// barrier (DurabilityAsync; see Durability and Flush).
+	Durability Durability
 	// MaxSteps caps the steps of one run (a safety cap). Default 100.
 	MaxSteps int
 	// MaxConcurrency caps the nodes running at once in one step. Default 8.
@@ -238,6 +242,9 @@ func (g *Graph[S, U]) Compile() (*Compiled[S, U], error) {
 	problems := slices.Clone(g.problems)
 	if g.cfg.Apply == nil {
 		problems = append(problems, BuildProblem{Kind: ProblemNoApply})
+	}
+	if !g.cfg.Durability.Valid() {
+		problems = append(problems, BuildProblem{Kind: ProblemUnknownDurability, Target: string(g.cfg.Durability)})
 	}
 	switch {
 	case g.entry == "":

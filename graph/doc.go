@@ -12,7 +12,10 @@
 // before its siblings records its update as a pending write, so a run resumed
 // after a crash, a cancellation, a failure or an interrupt runs only the
 // unfinished branches. Resume continues a thread from its last checkpoint with
-// any engine instance sharing the store. A route may also name a NotBefore
+// any engine instance sharing the store. Config.Durability says whether a
+// step's checkpoint is durable before the next step starts (sync, the
+// default) or is written while it runs, the run waiting for it only at
+// Flush, an interrupt and its end (async). A route may also name a NotBefore
 // time: the engine waits on its Clock, honouring cancellation and holding no
 // goroutine, and since the time is in the checkpoint a resumed run waits only
 // what is left.

@@ -46,8 +46,11 @@ const (
 	// ProblemTwoEdgeKinds: a second outgoing edge on one node (static or
 	// conditional; a node has exactly one, fan-out is a conditional edge).
 	ProblemTwoEdgeKinds BuildProblemKind = "static_and_conditional"
-	ProblemNoApply      BuildProblemKind = "no_apply"  // Config.Apply is nil
-	ProblemNilRoute     BuildProblemKind = "nil_route" // AddConditionalEdges with a nil route
+	ProblemNoApply      BuildProblemKind = "no_apply" // Config.Apply is nil
+	// ProblemUnknownDurability: Config.Durability is neither sync nor async
+	// (Target holds it).
+	ProblemUnknownDurability BuildProblemKind = "unknown_durability"
+	ProblemNilRoute          BuildProblemKind = "nil_route" // AddConditionalEdges with a nil route
 )
 
 // BuildProblem is one thing wrong with a graph definition.

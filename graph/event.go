@@ -16,7 +16,7 @@ const (
 	EventNodeEnd                         // a node ended (Err set on failure)
 	EventRoute                           // a routing decision: Node → To
 	EventWait                            // the run waits until NotBefore before the next step
-	EventCheckpoint                      // a checkpoint was written
+	EventCheckpoint                      // a checkpoint is durable (under DurabilityAsync, reported once written: after the next step's first events)
 	EventInterrupt                       // a node interrupted the run (Payload)
 	EventCustom                          // a node emitted Payload with Emit
 	EventRunEnd                          // the run ended (Err set on failure)

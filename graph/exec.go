@@ -52,6 +52,37 @@ type runner[S, U any] struct {
 	// named them all), or nextMetas one per node (several routes did).
 	nextMeta  any
 	nextMetas []any
+
+	// async writes step checkpoints while the next step runs
+	// (DurabilityAsync); nil under DurabilitySync.
+	async *asyncWriter
+	// waits counts the durable writes the run waited for (Result.CommitWaits).
+	waits int
+	// durableID and durableStep name the latest checkpoint known durable
+	// (DurabilityAsync), which a run whose write failed reports.
+	durableID   uuid.UUID
+	durableStep int
+}
+
+// flush waits for the run's pending checkpoint writes (DurabilityAsync).
+// Safe on any goroutine.
+func (r *runner[S, U]) flush() error {
+	if r.async == nil {
+		return nil
+	}
+	return r.async.flush()
+}
+
+// reportWritten emits an EventCheckpoint for each checkpoint the async
+// writer has made durable since the last call; on exec's goroutine.
+func (r *runner[S, U]) reportWritten() {
+	if r.async == nil {
+		return
+	}
+	for _, w := range r.async.takeWritten() {
+		r.durableID, r.durableStep = w.id, w.step
+		r.event(EventCheckpoint, w.step, nil, 0, w.commit, nil, nil, time.Time{}, w.id, w.created)
+	}
 }
 
 // metaOf returns the route metadata of the i-th node of the step.
@@ -228,6 +259,17 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 
 	r := &runner[S, U]{c: c, thread: thread, yield: yield, trace: trace, attempts: make([]int32, len(c.order))}
 	defer r.release()
+	if c.cfg.Durability == DurabilityAsync {
+		r.async = &asyncWriter{store: c.cfg.Store, ctx: ctx}
+		defer func() {
+			// Whatever way the run ends (a panic included), no write is
+			// left running once the thread is released.
+			_ = r.async.flush()
+			res.CommitWaits = r.waits + r.async.waits
+		}()
+	} else {
+		defer func() { res.CommitWaits = r.waits }()
+	}
 	defer func() {
 		// Nodes, routes and Apply have their own recovery naming the node;
 		// this catches what is left (a Codec, the Metadata function, a
@@ -276,10 +318,14 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		}
 		cp = checkpoint.Checkpoint{ThreadID: thread, ID: newID(), ParentID: parent, RunID: r.runID, Step: 0,
 			State: enc, Next: c.entry, Created: c.clock.Now(), Metadata: c.metadata(*state)}
+		// The input checkpoint is durable before the run starts in every
+		// mode: a caller told that the run started can find it after a crash.
+		r.waits++
 		if perr := c.cfg.Store.Put(ctx, cp); perr != nil {
 			return fail(fmt.Errorf("graph: write checkpoint: %w", perr))
 		}
 		res.RunID = r.runID
+		r.durableID = cp.ID
 		r.emit(&Event{Kind: EventRunStart, Step: 0, To: cp.Next})
 		r.emit(&Event{Kind: EventCheckpoint, Step: 0, Checkpoint: cp.ID})
 	} else {
@@ -291,6 +337,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			return fail(fmt.Errorf("graph: read thread %q: %w", thread, gerr))
 		}
 		cp, writes = t.Checkpoint, t.Writes
+		r.durableID, r.durableStep = cp.ID, cp.Step
 		r.runID = cp.RunID
 		res.RunID = r.runID
 		if uerr := c.cfg.Codec.Unmarshal(cp.State, state); uerr != nil {
@@ -332,11 +379,13 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			for _, p := range pending {
 				carried = append(carried, checkpoint.Write{Task: p.Node, Kind: checkpoint.WriteResume, Value: st.value})
 			}
+			r.waits++
 			if perr := c.putAnswer(ctx, ncp, carried); perr != nil {
 				return fail(perr)
 			}
 			cp, writes = ncp, carried
 			res.Checkpoint = cp.ID
+			r.durableID = cp.ID
 			r.emit(&Event{Kind: EventCheckpoint, Step: cp.Step, Checkpoint: cp.ID})
 		}
 	}
@@ -344,14 +393,30 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 	r.emB.emit = r.emitValue
 	r.em = &r.emB
 	ctx = context.WithValue(ctx, emitterKey{}, r.em)
+	if r.async != nil {
+		ctx = context.WithValue(ctx, flushKey{}, r.async)
+	}
 
 	finish := func(status Status, err error) (Result[S], error) {
+		// Every checkpoint of the run is durable before its end is
+		// reported: a caller that saw the end finds it after a crash.
+		ferr := r.flush()
+		r.reportWritten()
+		res.State, res.Checkpoint, res.Steps = *state, cp.ID, cp.Step
+		if ferr != nil {
+			// An async write failed: the checkpoints after the last durable
+			// one are not on disk, and Resume starts from that one.
+			res.Checkpoint, res.Steps = r.durableID, r.durableStep
+			if status != StatusFailed {
+				status, err = StatusFailed, ferr
+			}
+		}
 		if status == StatusFailed && ctx.Err() != nil && isCtxErr(err) {
 			// A store or node gave up because the run was canceled: the run
 			// did not fail, it stopped, and Resume continues it.
 			status, err = StatusCanceled, ctx.Err()
 		}
-		res.Status, res.State, res.Checkpoint, res.Steps = status, *state, cp.ID, cp.Step
+		res.Status = status
 		end := Event{Kind: EventRunEnd, Step: cp.Step, Err: err}
 		if status == StatusWaiting {
 			end.NotBefore = cp.NotBefore
@@ -368,6 +433,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 	for len(cp.Next) > 0 {
 		if cp.Step >= c.cfg.MaxSteps {
 			serr := &StepLimitError{Limit: c.cfg.MaxSteps, Next: cp.Next}
+			_ = r.flush() // the error is written against cp, which must exist
 			c.recordError(ctx, thread, cp.ID, cp.Next, serr)
 			return finish(StatusFailed, serr)
 		}
@@ -404,6 +470,12 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			for i, ie := range interrupts {
 				iw[i] = checkpoint.Write{Task: ie.Node, Kind: checkpoint.WriteInterrupt, Value: ie.Payload}
 			}
+			// The question is reported only once the checkpoint it is
+			// asked against, and every one before, is durable.
+			if ferr := r.flush(); ferr != nil {
+				return finish(StatusFailed, ferr)
+			}
+			r.reportWritten()
 			if perr := c.cfg.Store.PutWrites(ctx, thread, cp.ID, iw); perr != nil {
 				return finish(StatusFailed, fmt.Errorf("graph: write interrupt: %w", perr))
 			}
@@ -430,6 +502,20 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 		}
 		ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newIDAt(now), ParentID: cp.ID, RunID: r.runID, Step: step,
 			State: enc, Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(*state)}
+		if r.async != nil {
+			// Written while the next step runs: the writer gets its own
+			// copy of the state, as the encode buffer is reused.
+			ncp.State = bytes.Clone(enc)
+			if qerr := r.async.queue(ncp); qerr != nil {
+				return finish(StatusFailed, qerr)
+			}
+			cp, writes = ncp, nil
+			cp.State = nil
+			// Its EventCheckpoint follows once it is durable.
+			r.reportWritten()
+			continue
+		}
+		r.waits++
 		pctx, release := saveCtx(ctx)
 		putAt := r.now()
 		perr := c.cfg.Store.Put(pctx, ncp)

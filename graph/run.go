@@ -50,6 +50,11 @@ type Result[S any] struct {
 	Interrupts []*InterruptError
 	// NotBefore is when a parked run (StatusWaiting) may go on.
 	NotBefore time.Time
+	// CommitWaits counts the durable writes this call waited for: every
+	// checkpoint under DurabilitySync; under DurabilityAsync the input
+	// checkpoint or answer and each barrier that found writes outstanding
+	// (see Durability).
+	CommitWaits int
 	// Trace holds every event of this call (Run and Resume only; a Stream
 	// consumer sees the events itself), recorded compactly: Trace.All and
 	// Trace.Events materialise them.

@@ -132,7 +132,7 @@ func (c *Compiled[S, U]) runStep(ctx context.Context, r *runner[S, U], step int,
 				enc, err := c.cfg.Codec.Marshal(&res.update)
 				if err != nil {
 					err = &EncodeError{What: fmt.Sprintf("the update of %q", name), Err: err}
-				} else {
+				} else if err = r.flush(); err == nil { // the write is against cpID, which must exist
 					sctx, release := saveCtx(ctx)
 					err = c.cfg.Store.PutWrites(sctx, r.thread, cpID, []checkpoint.Write{{Task: name, Kind: checkpoint.WriteUpdate, Value: enc}})
 					release()
@@ -238,6 +238,7 @@ func (c *Compiled[S, U]) runTask(ctx context.Context, r *runner[S, U], step int,
 			if !errors.As(err, &pe) {
 				err = &NodeError{Node: d.name, Step: step, Attempt: attempt, Err: err}
 			}
+			_ = r.flush() // the error is written against cpID, which must exist
 			c.recordError(ctx, r.thread, cpID, []string{d.name}, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/config"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/logging"
@@ -116,6 +117,7 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 		Options:                 AgentOptions(cfg),
 		Targets:                 AgentTargets(cfg),
 		MaxConcurrency:          l.StepConcurrency,
+		Durability:              graph.Durability(cfg.Checkpoints.Durability),
 		ErrorNodeGrace:          time.Duration(l.ErrorNodeGrace),
 		ErrorExplanationTimeout: time.Duration(l.ErrorExplanationTimeout),
 		MaxArtifactBytes:        l.MaxArtifactBytes,

@@ -10,6 +10,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/config"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/llm"
@@ -331,6 +332,25 @@ func TestKeepIntermediateConverts(t *testing.T) {
 		}
 		if ac.KeepIntermediate != want {
 			t.Errorf("%q: KeepIntermediate %v, want %v", in, ac.KeepIntermediate, want)
+		}
+	}
+}
+
+// checkpoints.durability reaches the agent as the graph's mode; left out,
+// the agent's default (sync).
+func TestDurabilityConverts(t *testing.T) {
+	reg := registry(t, "beam")
+	for in, want := range map[string]graph.Durability{
+		"":                                    "",
+		"checkpoints:\n  durability: sync\n":  graph.DurabilitySync,
+		"checkpoints:\n  durability: async\n": graph.DurabilityAsync,
+	} {
+		ac, err := wiring.AgentConfig(parse(t, in), reg, memory.New(), llm.None)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ac.Durability != want {
+			t.Errorf("%q: Durability %q, want %q", in, ac.Durability, want)
 		}
 	}
 }

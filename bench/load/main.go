@@ -60,7 +60,7 @@ const Answer = "The stored beam current (SR:DCCT:CURRENT) is 500.2 mA."
 
 func main() {
 	serve := flag.Bool("serve", false, "internal: run the server and answer commands on stdin")
-	stores := flag.String("stores", "floor,memory,sqlite", "stores to measure, in order: floor (the same load without capgraph), memory, sqlite")
+	stores := flag.String("stores", "floor,memory,sqlite", "stores to measure, in order: floor (the same load without capgraph), memory, sqlite; memory-async, sqlite-async: the same with checkpoints.durability: async")
 	clients := flag.Int("clients", 200, "concurrent clients")
 	latency := flag.Duration("latency", 200*time.Millisecond, "the scripted model's latency, per call")
 	duration := flag.Duration("duration", 30*time.Second, "measured load per store")
@@ -459,7 +459,7 @@ func measure(store string, o options) (row, error) {
 	r.p50model = loadgen.Percentile(model, 50)
 	if n := after.threads - before.threads; n > 0 {
 		r.rssPerThread = float64(after.rss-before.rss) / float64(n)
-		if store == "sqlite" {
+		if strings.HasPrefix(store, "sqlite") {
 			r.storePerConv = float64(after.storeBytes-before.storeBytes) / float64(n)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/internal/killtest"
 	"github.com/capgraph/capgraph/runstore"
 )
@@ -128,7 +129,7 @@ func killRound(t *testing.T, round int, db, journalPath string) ([]*thread, bool
 	)
 	r := killtest.Run(t, killtest.Child{
 		Name:         fmt.Sprintf("round %d", round),
-		Env:          []string{envChild + "=1", envDB + "=" + db, envJournal + "=" + journalPath},
+		Env:          []string{envChild + "=1", envDB + "=" + db, envJournal + "=" + journalPath, envDurability + "=" + string(durabilityOf(round))},
 		Kill:         true,
 		AfterTrigger: 3 * time.Millisecond,
 		Deadline:     2 * time.Minute,
@@ -341,6 +342,12 @@ func sendAnswers(base string, ths []*thread, wg *sync.WaitGroup) {
 	}
 }
 
+// durabilityOf is the checkpoint durability of a round: the rounds
+// alternate the modes, as every promise holds in both (docs/reliability.md).
+func durabilityOf(round int) graph.Durability {
+	return graph.Durabilities[(round-1)%len(graph.Durabilities)]
+}
+
 // checkRound starts a server on the file the killed one left, recovers,
 // and checks every answer: an acknowledged answer is carried out without
 // asking again; an answer the kill cut off is given again; each write
@@ -348,7 +355,7 @@ func sendAnswers(base string, ths []*thread, wg *sync.WaitGroup) {
 // answers.
 func checkRound(t *testing.T, round int, db, journalPath string, ths []*thread) (acked, total int) {
 	t.Helper()
-	a, err := newApp(db, journalPath)
+	a, err := newApp(db, journalPath, durabilityOf(round))
 	if err != nil {
 		t.Fatal(err)
 	}

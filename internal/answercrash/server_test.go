@@ -17,6 +17,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/internal/killtest"
 	"github.com/capgraph/capgraph/server"
@@ -28,6 +29,9 @@ const (
 	envChild   = "CAPGRAPH_ANSWERCRASH_CHILD" // "1" selects child mode in TestMain
 	envDB      = "CAPGRAPH_ANSWERCRASH_DB"
 	envJournal = "CAPGRAPH_ANSWERCRASH_JOURNAL"
+	// envDurability is the agent's checkpoint durability
+	// (graph.Durability): the rounds alternate sync and async.
+	envDurability = "CAPGRAPH_ANSWERCRASH_DURABILITY"
 )
 
 // keyClient is the API key of the one principal: an API client using
@@ -168,7 +172,7 @@ type app struct {
 	journal *journal
 }
 
-func newApp(db, journalPath string) (*app, error) {
+func newApp(db, journalPath string, durability graph.Durability) (*app, error) {
 	store, err := sqlite.New(sqlite.Config{Path: db})
 	if err != nil {
 		return nil, err
@@ -185,7 +189,7 @@ func newApp(db, journalPath string) (*app, error) {
 			return nil, err
 		}
 	}
-	a, err := agent.New(agent.Config{Registry: reg, Store: store, MaxConcurrency: 64,
+	a, err := agent.New(agent.Config{Registry: reg, Store: store, MaxConcurrency: 64, Durability: durability,
 		Options: state.Options{WritesEnabled: true, ApprovalMode: state.ApprovalModeSelective}})
 	if err != nil {
 		_ = store.Close()
@@ -241,7 +245,7 @@ func (a *ackCounter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 // parent gives up on a round).
 func childMain() int {
 	say := killtest.NewSayer(os.Stdout)
-	a, err := newApp(os.Getenv(envDB), os.Getenv(envJournal))
+	a, err := newApp(os.Getenv(envDB), os.Getenv(envJournal), graph.Durability(os.Getenv(envDurability)))
 	if err != nil {
 		say.Say("ERR open: %v", err)
 		return 1

@@ -16,6 +16,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/postgres"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
@@ -34,9 +35,12 @@ const (
 	envPGDSN     = "CAPGRAPH_EFFECTCRASH_PG_DSN"     // a PostgreSQL database and
 	envPGSchema  = "CAPGRAPH_EFFECTCRASH_PG_SCHEMA"  // the schema of the test
 	envLeaseTTL  = "CAPGRAPH_EFFECTCRASH_LEASE_TTL"
-	envJournal   = "CAPGRAPH_EFFECTCRASH_JOURNAL"
-	envCalls     = "CAPGRAPH_EFFECTCRASH_CALLS"
-	envSignals   = "CAPGRAPH_EFFECTCRASH_SIGNALS"
+	// envDurability is the agent's checkpoint durability (graph.Durability):
+	// the lanes of a test alternate sync and async.
+	envDurability = "CAPGRAPH_EFFECTCRASH_DURABILITY"
+	envJournal    = "CAPGRAPH_EFFECTCRASH_JOURNAL"
+	envCalls      = "CAPGRAPH_EFFECTCRASH_CALLS"
+	envSignals    = "CAPGRAPH_EFFECTCRASH_SIGNALS"
 	// envStart lists the turns to start, "n:point:variant" comma-separated:
 	// thread tN sets QN, with variant's capability, and the child stops
 	// dead at point of that attempt.
@@ -225,7 +229,7 @@ func (n node) Run(_ context.Context, s state.State) (state.Update, error) { retu
 // MCP server's tools; task extraction, classifier and planner scripted from
 // the user's words (set QN to 2 A, with the capability named); the standard
 // answer, clarification and error nodes, offline.
-func newAgent(store leasingStore, auditLog checkpoint.RecordLog, caps []capabilities.Capability, ttl time.Duration) (*agent.Agent, error) {
+func newAgent(store leasingStore, auditLog checkpoint.RecordLog, caps []capabilities.Capability, ttl time.Duration, durability graph.Durability) (*agent.Agent, error) {
 	reg := capabilities.NewRegistry()
 	if err := reg.Register(caps...); err != nil {
 		return nil, err
@@ -241,7 +245,7 @@ func newAgent(store leasingStore, auditLog checkpoint.RecordLog, caps []capabili
 	return agent.New(agent.Config{
 		Registry: reg, Store: store, AuditLog: auditLog,
 		Options: state.Options{WritesEnabled: true},
-		Leases:  agent.LeaseConfig{TTL: ttl},
+		Leases:  agent.LeaseConfig{TTL: ttl}, Durability: durability,
 		TaskExtraction: node{state.NodeTaskExtraction, func(s state.State) (state.Update, error) {
 			target, _, err := parse(s)
 			if err != nil {
@@ -361,7 +365,7 @@ func childMain() int {
 	}
 	defer closeMCP()
 	ttl, _ := time.ParseDuration(os.Getenv(envLeaseTTL))
-	a, err := newAgent(store, auditHooks{RecordLog: store, h: h}, caps, ttl)
+	a, err := newAgent(store, auditHooks{RecordLog: store, h: h}, caps, ttl, graph.Durability(os.Getenv(envDurability)))
 	if err != nil {
 		say("ERR agent: %v", err)
 		return 1

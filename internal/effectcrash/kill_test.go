@@ -566,10 +566,14 @@ func inLanes(t *testing.T, open func(t *testing.T) scenario) {
 		if n == 0 {
 			continue
 		}
-		t.Run(fmt.Sprintf("lane%d", lane+1), func(t *testing.T) {
+		// The lanes alternate the checkpoint durability modes: every
+		// promise holds in both (docs/reliability.md).
+		mode := graph.Durabilities[lane%len(graph.Durabilities)]
+		t.Run(fmt.Sprintf("lane%d-%s", lane+1, mode), func(t *testing.T) {
 			t.Parallel()
 			sc := open(t)
 			sc.rounds = n
+			sc.env = append(slices.Clone(sc.env), envDurability+"="+string(mode))
 			runScenario(t, sc)
 		})
 	}

@@ -1,0 +1,154 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
+)
+
+// Durability says when the checkpoint a step writes must be durable.
+type Durability string
+
+const (
+	// DurabilitySync (the default, also spelled ""): a step's checkpoint is
+	// durable before the next step starts. A crash loses no finished step.
+	DurabilitySync Durability = "sync"
+	// DurabilityAsync: a step's checkpoint is written while the next step
+	// runs, in step order, and the run waits for every pending write at its
+	// barriers: Flush (which a node calls before a side effect), an
+	// interrupt, a failure recorded against a checkpoint, a parallel
+	// branch's saved result, and the run's end (before the run_end event).
+	// The input checkpoint of a run and a resume's answer are written
+	// before anything runs, as in sync. A crash may lose the checkpoints
+	// written since the last barrier: the run then resumes from an earlier
+	// step and runs again only steps that, not having called Flush, did
+	// nothing but read. An EventCheckpoint still means the checkpoint is
+	// durable: it comes once written, so after events of the next step.
+	DurabilityAsync Durability = "async"
+)
+
+// Durabilities lists the valid values, for configuration errors.
+var Durabilities = []Durability{DurabilitySync, DurabilityAsync}
+
+// Valid reports whether d is a known mode ("" is sync).
+func (d Durability) Valid() bool { return d == "" || d == DurabilitySync || d == DurabilityAsync }
+
+type flushKey struct{}
+
+// Flush waits until every checkpoint the current run has written so far is
+// durable, and returns the error of a write that failed. A node calls it
+// before it does anything that must not be repeated (a side effect, or the
+// durable record that one starts): after a crash, the run resumes from a
+// checkpoint at least as recent as the one the node ran from, so the node
+// is re-entered with the same state rather than an earlier step running
+// again and deciding differently. Under DurabilitySync, or outside a run,
+// it returns nil at once.
+func Flush(ctx context.Context) error {
+	w, ok := ctx.Value(flushKey{}).(*asyncWriter)
+	if !ok {
+		return nil
+	}
+	return w.flush()
+}
+
+// asyncWriter writes one run's step checkpoints in order on a goroutine of
+// its own (DurabilityAsync). A failed write stops it: the checkpoints after
+// it are dropped (their parent may be missing) and every later queue or
+// flush returns the error.
+type asyncWriter struct {
+	store checkpoint.Store
+	ctx   context.Context // the run's: its values (pruning) go with each Put
+
+	mu      sync.Mutex
+	pending []checkpoint.Checkpoint
+	running bool          // a drain goroutine is writing
+	idle    chan struct{} // closed when the drain goroutine stops
+	err     error
+	waits   int       // barriers that found writes outstanding (Result.CommitWaits)
+	written []written // durable, not yet reported by a checkpoint event
+}
+
+// written is a checkpoint the writer made durable: the run reports it with
+// an EventCheckpoint, which in every mode means the checkpoint is on disk.
+type written struct {
+	step    int
+	id      uuid.UUID
+	created time.Time
+	commit  time.Duration
+}
+
+// takeWritten returns the checkpoints written since the last call.
+func (w *asyncWriter) takeWritten() []written {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ws := w.written
+	w.written = nil
+	return ws
+}
+
+// queue hands cp (whose State the writer now owns) to the writer.
+func (w *asyncWriter) queue(cp checkpoint.Checkpoint) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	w.pending = append(w.pending, cp)
+	if !w.running {
+		w.running, w.idle = true, make(chan struct{})
+		go w.drain()
+	}
+	return nil
+}
+
+func (w *asyncWriter) drain() {
+	for {
+		w.mu.Lock()
+		if len(w.pending) == 0 || w.err != nil {
+			w.pending, w.running = nil, false
+			close(w.idle)
+			w.mu.Unlock()
+			return
+		}
+		cp := w.pending[0]
+		w.pending[0] = checkpoint.Checkpoint{}
+		w.pending = w.pending[1:]
+		w.mu.Unlock()
+		// Work already done is saved even if the run was canceled
+		// meanwhile, as a sync Put is (saveCtx).
+		pctx, release := saveCtx(w.ctx)
+		start := time.Now()
+		err := w.store.Put(pctx, cp)
+		commit := time.Since(start)
+		release()
+		w.mu.Lock()
+		if err != nil {
+			w.err = fmt.Errorf("graph: write checkpoint: %w", err)
+		} else {
+			w.written = append(w.written, written{step: cp.Step, id: cp.ID, created: cp.Created, commit: commit})
+		}
+		w.mu.Unlock()
+	}
+}
+
+// flush waits for every queued write and returns the first failure.
+func (w *asyncWriter) flush() error {
+	w.mu.Lock()
+	if !w.running {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	w.waits++
+	idle := w.idle
+	w.mu.Unlock()
+	<-idle
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}

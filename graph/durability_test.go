@@ -1,0 +1,277 @@
+package graph_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/capgraph/capgraph/graph"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+)
+
+// errKilled is what a store returns once the process is "killed": nothing
+// more reaches its disk.
+var errKilled = errors.New("the process was killed")
+
+// diskStore is a store whose every checkpoint takes lag to become durable,
+// as an fsync on a busy disk does, and that can be "killed": from then on
+// no write lands, the ones in flight included (they were not on disk yet).
+type diskStore struct {
+	*memory.Store
+	lag      time.Duration
+	killed   atomic.Bool
+	inFlight atomic.Int32
+	failAt   int // the step whose checkpoint fails to write (0: none)
+}
+
+func (d *diskStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	d.inFlight.Add(1)
+	defer d.inFlight.Add(-1)
+	time.Sleep(d.lag)
+	if d.killed.Load() {
+		return errKilled
+	}
+	if d.failAt != 0 && cp.Step == d.failAt {
+		return errors.New("disk full")
+	}
+	return d.Store.Put(ctx, cp)
+}
+
+func (d *diskStore) PutWrites(ctx context.Context, thread string, id uuid.UUID, ws []checkpoint.Write) error {
+	if d.killed.Load() {
+		return errKilled
+	}
+	return d.Store.PutWrites(ctx, thread, id, ws)
+}
+
+func (d *diskStore) PutTuple(ctx context.Context, t checkpoint.Tuple) error {
+	if d.killed.Load() {
+		return errKilled
+	}
+	return d.Store.PutTuple(ctx, t)
+}
+
+// linear compiles nodes run one after another, in order, on store.
+func linear(t *testing.T, store checkpoint.Store, mode graph.Durability, nodes ...graph.NodeFunc[tstate, tupd]) *graph.Compiled[tstate, tupd] {
+	t.Helper()
+	g := graph.New(graph.Config[tstate, tupd]{Apply: tapply, Store: store, Durability: mode})
+	names := make([]string, len(nodes))
+	for i, fn := range nodes {
+		names[i] = string(rune('a' + i))
+		g.AddNode(names[i], fn)
+	}
+	g.SetEntry(names[0])
+	for i := range names {
+		to := graph.End
+		if i+1 < len(names) {
+			to = names[i+1]
+		}
+		g.AddEdge(names[i], to)
+	}
+	return compile(t, g)
+}
+
+// TestDurabilityCommitWaits counts the durable writes a run of four steps
+// waits for: under sync the input checkpoint and every step's; under async
+// the input checkpoint, the Flush of the step that acts (c) and the run's
+// end. In both, c runs only once the checkpoint it runs from is on disk,
+// and the run returns with every checkpoint on disk.
+func TestDurabilityCommitWaits(t *testing.T) {
+	for _, tc := range []struct {
+		mode  graph.Durability
+		waits int
+	}{{graph.DurabilitySync, 5}, {"", 5}, {graph.DurabilityAsync, 3}} {
+		t.Run(fmt.Sprintf("%q", tc.mode), func(t *testing.T) {
+			store := &diskStore{Store: memory.New(), lag: 20 * time.Millisecond}
+			cnt := newCounter()
+			var acted []string // the checkpoint c acted on, as the store had it
+			act := func(ctx context.Context, s tstate) (tupd, error) {
+				if err := graph.Flush(ctx); err != nil {
+					return tupd{}, err
+				}
+				if n := store.inFlight.Load(); n != 0 {
+					t.Errorf("%d checkpoint writes in flight after Flush", n)
+				}
+				tu, err := store.Get(ctx, "t", uuid.Nil)
+				if err != nil {
+					return tupd{}, err
+				}
+				acted = tu.Checkpoint.Next
+				return tupd{Log: "c", N: 1}, nil
+			}
+			c := linear(t, store, tc.mode, logNode(cnt, "a"), logNode(cnt, "b"), act, logNode(cnt, "d"))
+			res, err := c.Run(context.Background(), "t", tstate{})
+			if err != nil || res.Status != graph.StatusDone {
+				t.Fatalf("Run: %v, %v", res.Status, err)
+			}
+			if res.CommitWaits != tc.waits {
+				t.Errorf("the run waited for %d commits, want %d", res.CommitWaits, tc.waits)
+			}
+			if !slices.Equal(acted, []string{"c"}) {
+				t.Errorf("c acted while the store's latest checkpoint had next %v, want [c]: the one it runs from", acted)
+			}
+			cps, err := store.List(context.Background(), "t", checkpoint.ListOptions{})
+			if err != nil || len(cps) != 5 {
+				t.Fatalf("%d checkpoints on disk when Run returned (%v), want 5", len(cps), err)
+			}
+			for i, cp := range cps { // newest first, each the child of the next
+				if cp.Step != 4-i || (i+1 < len(cps) && cp.ParentID != cps[i+1].ID) {
+					t.Errorf("checkpoint %d: step %d, parent %v: not the chain of steps 4..0", i, cp.Step, cp.ParentID)
+				}
+			}
+			if got := strings.Join(res.State.Log, " "); got != "a b c d" {
+				t.Errorf("log %q, want a b c d", got)
+			}
+			if n := len(eventsOf(res.Trace.Events(), graph.EventCheckpoint)); n != 5 {
+				t.Errorf("%d checkpoint events, want 5", n)
+			}
+		})
+	}
+}
+
+// TestAsyncCrashRepeatsOnlyReads kills the process (the store writes
+// nothing more) while the checkpoints of c, which acted, and of d are still
+// in flight under DurabilityAsync. A new process resumes the run from the
+// checkpoint c ran from, which c's Flush made durable: a and b do not run
+// again, c finds its durable record of the attempt and does not act again,
+// and only d, a read, runs twice.
+func TestAsyncCrashRepeatsOnlyReads(t *testing.T) {
+	disk := memory.New()
+	var (
+		mu      sync.Mutex
+		started = map[string]bool{} // the durable log of attempts (an audit log)
+		effects int
+	)
+	cnt := newCounter()
+	act := func(ctx context.Context, s tstate) (tupd, error) {
+		cnt.inc("c")
+		key := fmt.Sprint("attempt-", s.N) // the same on every re-entry from the same checkpoint
+		mu.Lock()
+		seen := started[key]
+		mu.Unlock()
+		if seen {
+			return tupd{Log: "c(replayed)", N: 1}, nil
+		}
+		if err := graph.Flush(ctx); err != nil {
+			return tupd{}, err
+		}
+		mu.Lock()
+		started[key] = true
+		effects++
+		mu.Unlock()
+		return tupd{Log: "c", N: 1}, nil
+	}
+	var kill atomic.Pointer[diskStore] // set: e kills that store's process
+	e := func(ctx context.Context, s tstate) (tupd, error) {
+		cnt.inc("e")
+		if d := kill.Swap(nil); d != nil {
+			d.killed.Store(true)
+			return tupd{}, errKilled
+		}
+		return tupd{Log: "e", N: 1}, nil
+	}
+	nodes := []graph.NodeFunc[tstate, tupd]{logNode(cnt, "a"), logNode(cnt, "b"), act, logNode(cnt, "d"), e}
+
+	first := &diskStore{Store: disk, lag: 200 * time.Millisecond}
+	kill.Store(first)
+	res, err := linear(t, first, graph.DurabilityAsync, nodes...).Run(context.Background(), "t", tstate{})
+	if err == nil {
+		t.Fatalf("the killed run returned %v without an error", res.Status)
+	}
+	// What the disk holds: everything up to the checkpoint c ran from, not
+	// the in-flight checkpoints of c and d.
+	tu, err := disk.Get(context.Background(), "t", uuid.Nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tu.Checkpoint.Step != 2 || !slices.Equal(tu.Checkpoint.Next, []string{"c"}) {
+		t.Fatalf("after the kill the disk's latest checkpoint is step %d (next %v), want step 2 (next [c]): the test did not cut where it means to",
+			tu.Checkpoint.Step, tu.Checkpoint.Next)
+	}
+
+	second := &diskStore{Store: disk, lag: time.Millisecond}
+	res, err = linear(t, second, graph.DurabilityAsync, nodes...).Resume(context.Background(), "t", nil)
+	if err != nil || res.Status != graph.StatusDone {
+		t.Fatalf("Resume: %v, %v", res.Status, err)
+	}
+	if got := strings.Join(res.State.Log, " "); got != "a b c(replayed) d e" {
+		t.Errorf("log %q, want a b c(replayed) d e", got)
+	}
+	if effects != 1 {
+		t.Errorf("c acted %d times, want once", effects)
+	}
+	for name, want := range map[string]int{"a": 1, "b": 1, "c": 2, "d": 2, "e": 2} {
+		if got := cnt.get(name); got != want {
+			t.Errorf("%s ran %d times, want %d", name, got, want)
+		}
+	}
+}
+
+// TestAsyncCheckpointEventMeansDurable: under async, as under sync, a
+// consumer that sees an EventCheckpoint finds the checkpoint in the store,
+// and sees one for every step before the run's end.
+func TestAsyncCheckpointEventMeansDurable(t *testing.T) {
+	store := &diskStore{Store: memory.New(), lag: 5 * time.Millisecond}
+	cnt := newCounter()
+	c := linear(t, store, graph.DurabilityAsync, logNode(cnt, "a"), logNode(cnt, "b"), logNode(cnt, "c"))
+	var steps []int
+	for ev, err := range c.Stream(context.Background(), "t", tstate{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case graph.EventCheckpoint:
+			if _, err := store.Get(context.Background(), "t", ev.Checkpoint); err != nil {
+				t.Errorf("checkpoint event of step %d: the store has no such checkpoint (%v)", ev.Step, err)
+			}
+			steps = append(steps, ev.Step)
+		case graph.EventRunEnd:
+			if !slices.Equal(steps, []int{0, 1, 2, 3}) {
+				t.Errorf("run end after checkpoint events of steps %v, want 0 1 2 3", steps)
+			}
+		}
+	}
+}
+
+// TestAsyncWriteFailure: a checkpoint that cannot be written fails the run
+// under async as under sync, and a Flush after it reports the error, so a
+// node does not act on a state that is not on disk.
+func TestAsyncWriteFailure(t *testing.T) {
+	store := &diskStore{Store: memory.New(), failAt: 1}
+	cnt := newCounter()
+	var flushErr error
+	act := func(ctx context.Context, s tstate) (tupd, error) {
+		flushErr = graph.Flush(ctx)
+		if flushErr != nil {
+			return tupd{}, flushErr
+		}
+		cnt.inc("acted")
+		return tupd{Log: "b"}, nil
+	}
+	res, err := linear(t, store, graph.DurabilityAsync, logNode(cnt, "a"), act, logNode(cnt, "c")).Run(context.Background(), "t", tstate{})
+	if err == nil || !strings.Contains(err.Error(), "disk full") || res.Status != graph.StatusFailed {
+		t.Fatalf("Run: %v, %v; want failed with the write's error", res.Status, err)
+	}
+	if flushErr == nil || cnt.get("acted") != 0 || cnt.get("c") != 0 {
+		t.Errorf("Flush returned %v, acted %d times, c ran %d times: want the error, none, none", flushErr, cnt.get("acted"), cnt.get("c"))
+	}
+}
+
+// TestUnknownDurability: a mode the engine does not know is a build problem.
+func TestUnknownDurability(t *testing.T) {
+	_, err := graph.New(graph.Config[tstate, tupd]{Apply: tapply, Durability: "exit"}).
+		AddNode("a", logNode(newCounter(), "a")).SetEntry("a").SetTerminal("a").Compile()
+	var be *graph.BuildError
+	if !errors.As(err, &be) || !be.Has(graph.ProblemUnknownDurability) {
+		t.Fatalf("Compile: %v, want the unknown_durability problem", err)
+	}
+}
