@@ -1,4 +1,4 @@
-package cli_test
+package controlroom_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,6 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/cli"
-	"github.com/capgraph/capgraph/demo/controlroom"
 )
 
 // targetsConfig is the control room with its live machine and a simulator
@@ -29,7 +28,7 @@ const targetsConfig = `control_system:
 // store: a live write, its fork with the message edited, the replay on the
 // simulator (without asking, as its policy says), and the two side by side.
 func TestTimeTravelCommands(t *testing.T) {
-	h := newHarness(t, controlroom.App())
+	h := controlRoom(t)
 	h.writeConfig("capgraph.yaml", targetsConfig)
 	r := h.run("", "chat")
 	mustContain(t, "the chat's banner", r.stdout+r.stderr, "may act on the live target (live: writes on, every change approved; simulator (simulated): writes on, no approval)")

@@ -1,7 +1,7 @@
-//go:build !race
+//go:build race
 
-package wiring_test
+package controlroom_test
 
 // raceEnabled: the test binary runs under the race detector (its
 // instrumentation grows every stack frame and allocation).
-const raceEnabled = false
+const raceEnabled = true

@@ -1,4 +1,4 @@
-package wiring_test
+package controlroom_test
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capgraph/capgraph/config"
+	capconfig "github.com/capgraph/capgraph/config"
 	"github.com/capgraph/capgraph/demo/controlroom"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
@@ -94,7 +94,7 @@ func serveControlRoom(t *testing.T, models llm.Models) string {
 	t.Helper()
 	yaml := fmt.Sprintf("server:\n  api_keys:\n    - name: frontend\n      key: %s\n      trusted_frontend: true\n  limits:\n    max_concurrent_runs: 100000\n"+
 		"logging:\n  level: error\nmodel_calls:\n  task_extraction: always\n  select_all_within_tokens: -1\n  task_with_selection: false\n", liveKey)
-	cfg, err := config.Parse([]byte(yaml), "live.yaml")
+	cfg, err := capconfig.Parse([]byte(yaml), "live.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
