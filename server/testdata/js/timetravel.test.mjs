@@ -1,8 +1,9 @@
 // Time travel on the built-in page, in Debian Chromium through
-// playwright-core, against the offline control room with two plants (server
-// TestWebPageTimeTravel): the target chip, a live write approved on the
-// page, the timeline of its kept checkpoints, a fork of one of them with
-// another message, replayed on the simulator, and the comparison.
+// playwright-core, against the offline control room with two plants
+// (demo/controlroom TestWebPageTimeTravel): the target chip, a live write
+// approved on the page, the timeline of its kept checkpoints, a fork of one
+// of them with another message, replayed on the simulator, and the
+// comparison.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { launch, watch, violations, shot, withKey, ask, answered, open } from "./pagekit.mjs";
