@@ -362,8 +362,11 @@ func TestHostileRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The body idle timeout is short, so the short bodies end quickly, but
+	// not so short that a 900 KB body the client writes at once stalls past
+	// it under -race on a loaded machine (it did at 100 ms: a 408).
 	hostile := newTestEnv(t, func(c *Config) {
-		c.Runner, c.Logger, c.BodyIdleTimeout, c.MaxConcurrentRuns, c.MaxThreads, c.DetachGrace = a, log, 100*time.Millisecond, 8, 5000, -1
+		c.Runner, c.Logger, c.BodyIdleTimeout, c.MaxConcurrentRuns, c.MaxThreads, c.DetachGrace = a, log, 500*time.Millisecond, 8, 5000, -1
 	})
 
 	// Alice's data, which the attacks must leave unchanged: a thread with
