@@ -204,10 +204,10 @@ func planner(plans ...string) *llmtest.Model {
 	return llmtest.New().Script(llm.RoleOrchestrator, replies...).Only(llm.RoleOrchestrator)
 }
 
-// oneStep is a plan of one step of capability with its parameters, then
-// the answer.
-func oneStep(capability, parameters string) string {
-	return `{"steps": [{"context_key": "result", "capability": "` + capability + `", "task_objective": "do what the user asks", "parameters": ` + parameters + `},
+// oneStep is a plan of one step of capability with its objective and
+// parameters, then the answer.
+func oneStep(capability, objective, parameters string) string {
+	return `{"steps": [{"context_key": "result", "capability": "` + capability + `", "task_objective": "` + objective + `", "parameters": ` + parameters + `},
 	 {"context_key": "answer", "capability": "respond", "task_objective": "answer"}]}`
 }
 
@@ -230,6 +230,9 @@ func show(ev agent.Event, err error) {
 		fmt.Printf("retry: %s attempt %d of %d failed (%s)\n", ev.Retry.Node, ev.Retry.Attempt, ev.Retry.Max, ev.Retry.Reason)
 	case ev.Type == agent.EventApprovalRequired:
 		fmt.Println("approve?", ev.Approval.Summary)
+		for _, r := range ev.Approval.Before {
+			fmt.Printf("  %s is now %v %s\n", r.Target, r.Value, r.Unit)
+		}
 	case ev.Type == agent.EventMessage:
 		fmt.Printf("%s: %s\n", ev.Message.Kind, ev.Message.Content)
 	case ev.Type == agent.EventDone:
@@ -262,7 +265,7 @@ func ExampleNew_readCapability() {
 	// the device's busy answer (503) is retried by the capability's policy.
 	device.busy.Store(1)
 	a, err := agent.New(agent.Config{Capabilities: []capabilities.Capability{readSetpoint},
-		Models: planner(oneStep("magnet_setpoint", `{"magnet": "Q1"}`))})
+		Models: planner(oneStep("magnet_setpoint", "read the setpoint of Q1", `{"magnet": "Q1"}`))})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -367,7 +370,7 @@ func ExampleDefinition_sideEffects() {
 	})
 
 	a, err := agent.New(agent.Config{Capabilities: []capabilities.Capability{setSetpoint},
-		Models: planner(oneStep("set_magnet_setpoint", `{"magnet": "Q2", "value": 90}`)), Options: state.Options{WritesEnabled: true}})
+		Models: planner(oneStep("set_magnet_setpoint", "set Q2 to 90 A", `{"magnet": "Q2", "value": 90}`)), Options: state.Options{WritesEnabled: true}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -399,4 +402,56 @@ func ExampleDefinition_sideEffects() {
 	// done: answered
 	// Q2 after: 90
 	// capability "set_twice": has SideEffects and Approval: a side effect is always approved, with the Action's Summary (leave Approval out)
+}
+
+// A write that reads its target back: the approval shows the value before
+// ("from"), the framework asks again if the machine moved beyond the
+// change's Tolerance, and confirms the write after it. With no Summary the
+// framework writes one from the changes.
+func ExampleDefinition_readback() {
+	type Q1Args struct {
+		Value float64 `json:"value" jsonschema:"Q1's new setpoint in amperes"`
+	}
+	setQ1 := capabilities.New(capabilities.Definition{
+		Name: "set_q1_setpoint", Description: "Set magnet Q1's setpoint to a value the user gives.", SideEffects: true,
+		Action: func(step capabilities.Step) (capabilities.Action, error) {
+			p, err := capabilities.Params[Q1Args](step)
+			return capabilities.Action{Changes: []capabilities.Change{{Target: "Q1", Value: p.Value, Unit: "A", Tolerance: 0.05}}}, err
+		},
+		Readback: func(ctx context.Context, a capabilities.Action) ([]capabilities.Reading, error) {
+			v, err := device.Read(ctx, "Q1")
+			return []capabilities.Reading{{Target: "Q1", Value: v, Unit: "A"}}, err
+		},
+	}, capabilities.Key[float64]("Q1_WRITTEN"), func(ctx context.Context, step capabilities.Step, p Q1Args) (float64, string, error) {
+		return p.Value, fmt.Sprintf("Q1 set to %g A", p.Value), device.Write(ctx, "Q1", p.Value)
+	})
+
+	a, err := agent.New(agent.Config{Capabilities: []capabilities.Capability{setQ1},
+		Models: planner(oneStep("set_q1_setpoint", "set Q1 to 105 A", `{"value": 105}`)), Options: state.Options{WritesEnabled: true}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ask(a, "readback", "Set magnet Q1 to 105 A")
+	s, _, _ := a.State(context.Background(), "readback")
+	if s.Turn.PendingApproval == nil {
+		return
+	}
+	for ev, err := range a.Resume(context.Background(), "readback", agent.Answer{ApprovalID: s.Turn.PendingApproval.ID, Text: "yes"}) {
+		if ev.Type == agent.EventAudit && ev.Audit.Outcome != "" {
+			fmt.Println("audit:", ev.Audit.Outcome)
+		}
+		show(ev, err)
+	}
+	// Output:
+	// approve? set_q1_setpoint: set Q1 to 105 A
+	//   Q1 is now 92 A
+	// done: interrupted
+	// audit: confirmed
+	// answer: (Offline mode: no language model was used; this answer is assembled from the capability results.)
+	//
+	// Results for: Set magnet Q1 to 105 A
+	//
+	// • Q1 set to 105 A
+	// done: answered
 }
