@@ -412,8 +412,7 @@ func ExampleDefinition_readback() {
 	type Q1Args struct {
 		Value float64 `json:"value" jsonschema:"Q1's new setpoint in amperes"`
 	}
-	setQ1 := capabilities.New(capabilities.Definition{
-		Name: "set_q1_setpoint", Description: "Set magnet Q1's setpoint to a value the user gives.", SideEffects: true,
+	setQ1 := capabilities.New(capabilities.Definition{Name: "set_q1_setpoint", Description: "Set magnet Q1's setpoint to a value the user gives.", SideEffects: true,
 		Action: func(step capabilities.Step) (capabilities.Action, error) {
 			p, err := capabilities.Params[Q1Args](step)
 			return capabilities.Action{Changes: []capabilities.Change{{Target: "Q1", Value: p.Value, Unit: "A", Tolerance: 0.05}}}, err
