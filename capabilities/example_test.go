@@ -18,7 +18,9 @@ import (
 
 // A capability is a Definition: name, description, context types, and Run.
 // The rest is optional: without Classify and Retry the default classifier
-// and the application's retry policy apply.
+// and the application's retry policy apply. An application that wants the
+// registry itself (to share it, or to declare context types no capability
+// provides) gives it to the agent instead of the list.
 func ExampleDefine() {
 	readPV := capabilities.Define(capabilities.Definition{
 		Name:        "read_pv",
@@ -47,9 +49,23 @@ func ExampleDefine() {
 		return
 	}
 	fmt.Println(reg.Overview())
+	// The agent plans find_channels before read_pv, which requires its result.
+	a, err := agent.New(agent.Config{Registry: reg})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ask(a, "pv", "What is the current value of the channel for the beam current?")
 	// Output:
 	// • read_pv: Read the current value of a control-system channel
 	// • find_channels: Find channel addresses from a description
+	// answer: (Offline mode: no language model was used; this answer is assembled from the capability results.)
+	//
+	// Results for: What is the current value of the channel for the beam current?
+	//
+	// • 1 channel
+	// • SR:CURRENT = 401.5 mA
+	// done: answered
 }
 
 // A custom classification: a capability knows its own failures best. A
