@@ -18,7 +18,7 @@ const EventAbandoned EventType = "abandoned"
 
 // stepDeadline is the deadline of one attempt of c.
 func (a *Agent) stepDeadline(c capabilities.Capability) time.Duration {
-	return capabilities.ResolveDeadline(c, a.cfg.CapabilityDeadlines, a.cfg.StepDeadline)
+	return resolveDeadline(c, a.cfg.CapabilityDeadlines, a.cfg.StepDeadline)
 }
 
 // bounded is how one bounded attempt ended.

@@ -136,7 +136,7 @@ func (a *Agent) execEffect(ctx context.Context, deadline time.Time, c capabiliti
 		outcome, readings = a.confirm(ctx, c, action)
 	case errors.Is(err, capabilities.ErrNotApplied), errors.Is(err, capabilities.ErrWritesDisabled):
 		outcome = capabilities.OutcomeFailed
-	case capabilities.IsIdempotent(c):
+	case isIdempotent(c):
 		outcome = capabilities.OutcomeFailed // running it again is harmless
 	default:
 		// The call failed part-way, perhaps after the change: find out.
@@ -268,7 +268,7 @@ func readHistory(ctx context.Context, c capabilities.Capability, action capabili
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileTimeout)
 		readings, err := isolated(func() ([]capabilities.Reading, error) { return hr.ReadAt(rctx, action, rc.At) })
 		cancel()
-		if err != nil || capabilities.ValidateReadings(readings) != nil {
+		if err != nil || validateReadings(readings) != nil {
 			continue
 		}
 		for _, r := range readings {
@@ -291,7 +291,7 @@ func agrees(action capabilities.Action, readings []capabilities.Reading, want fu
 			return false
 		}
 		got := valueOf(readings, ch.Target)
-		if got == nil || !capabilities.Same(got, w, ch.Tolerance) {
+		if got == nil || !same(got, w, ch.Tolerance) {
 			return false
 		}
 	}
@@ -319,7 +319,7 @@ func drifted(action capabilities.Action, before, now []capabilities.Reading) str
 		if b == nil || n == nil {
 			continue
 		}
-		if !capabilities.Same(n, b, ch.Tolerance) {
+		if !same(n, b, ch.Tolerance) {
 			return fmt.Sprintf("%s moved from %s to %s", ch.Target, formatReading(b, ch.Unit), formatReading(n, ch.Unit))
 		}
 	}
@@ -369,7 +369,7 @@ func (a *Agent) resolveEffect(ctx context.Context, c capabilities.Capability, st
 	}
 	// Started, never ended: in doubt.
 	outcome, readings := a.reconcile(ctx, c, step, action, last.Before)
-	rerun := outcome == capabilities.OutcomeUnconfirmed && capabilities.IsIdempotent(c)
+	rerun := outcome == capabilities.OutcomeUnconfirmed && isIdempotent(c)
 	rec := last
 	rec.Time, rec.Event, rec.Outcome, rec.Readback, rec.Reconciled, rec.Duration = a.cfg.Now(), AuditEnded, outcome, readings, true, 0
 	rec.Reason = "reconciled"

@@ -252,7 +252,7 @@ func (g *gating) ask(id string, before []capabilities.Reading, why string) gateR
 // the refusal then.
 func (g *gating) read() (now []capabilities.Reading, stop *gateResult) {
 	now = readBefore(g.ctx, g.at.c, g.action)
-	if refusal, ok := errors.AsType[*capabilities.ActionRefusedError](capabilities.ValidateReadings(now)); ok {
+	if refusal, ok := errors.AsType[*capabilities.ActionRefusedError](validateReadings(now)); ok {
 		r := g.refuse(refusal.Reason, fmt.Sprintf("Step %d (%s) was refused and not carried out: %s", g.at.idx+1, g.action.Summary, refusal.Message))
 		return nil, &r
 	}

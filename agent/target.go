@@ -172,7 +172,7 @@ func (a *Agent) targetRefusal(ctx context.Context, at attempt, action capabiliti
 		return RefusedUnknownTarget, fmt.Sprintf("Step %d (%s) was refused and not carried out: its target %q is not configured in this process.",
 			at.idx+1, describe(action, at.ps), target)
 	}
-	if !capabilities.ActsOn(at.c, target, a.cfg.Options.Target) {
+	if !actsOn(at.c, target, a.cfg.Options.Target) {
 		return RefusedTargetUnsupported, fmt.Sprintf("Step %d (%s) was refused and not carried out: %s cannot act on the %s target.",
 			at.idx+1, describe(action, at.ps), at.c.Name(), target)
 	}

@@ -80,8 +80,8 @@ func (cs ContextStore) Entries() []ContextEntry {
 // Has reports whether any entry of the type exists.
 func (cs ContextStore) Has(typ string) bool { return len(cs[typ]) > 0 }
 
-// Decode decodes the entry's value into a T.
-func Decode[T any](e ContextEntry) (T, error) {
+// decode decodes the entry's value into a T.
+func decode[T any](e ContextEntry) (T, error) {
 	var v T
 	if err := json.Unmarshal(e.Value, &v); err != nil {
 		return v, fmt.Errorf("context %s.%s: decode: %w", e.Type, e.Key, err)

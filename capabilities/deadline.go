@@ -27,25 +27,6 @@ type Deadliner interface {
 	Deadline() time.Duration
 }
 
-// ResolveDeadline is the deadline of one attempt of c: configured[c's name]
-// (the operator's override), else c's own (Deadliner), else fallback (the
-// configured default), else DefaultDeadline. A zero or negative duration
-// at any level means "not set here".
-func ResolveDeadline(c Capability, configured map[string]time.Duration, fallback time.Duration) time.Duration {
-	if d := configured[c.Name()]; d > 0 {
-		return d
-	}
-	if dl, ok := c.(Deadliner); ok {
-		if d := dl.Deadline(); d > 0 {
-			return d
-		}
-	}
-	if fallback > 0 {
-		return fallback
-	}
-	return DefaultDeadline
-}
-
 // DeadlineError is an attempt that passed its deadline: its context was
 // cancelled and it either returned Err or, ignoring the cancellation, did
 // not return at all (Abandoned: its late result, should it come, is

@@ -143,25 +143,3 @@ func (a Action) Validate() error {
 	}
 	return nil
 }
-
-// ValidateReadings returns an *ActionRefusedError with ReasonNotFinite when
-// a reading of an action's targets (Readbacker) holds ±Inf or NaN: the state
-// a change would start from cannot be judged, and an approval given against
-// it could never be matched again (a NaN equals nothing), so nobody is
-// asked. The framework applies it to the readings an approval shows.
-func ValidateReadings(readings []Reading) error {
-	for _, r := range readings {
-		var nf *NonFiniteError
-		if !errors.As(CheckFinite(r), &nf) {
-			continue
-		}
-		target := r.Target
-		if target == "" {
-			target = "a target"
-		}
-		return &ActionRefusedError{Reason: ReasonNotFinite, Message: fmt.Sprintf(
-			"The reading of %s is %s, which is not a finite number, so the state the change would start from cannot be judged; nobody was asked and nothing was changed.",
-			target, nf.Number)}
-	}
-	return nil
-}

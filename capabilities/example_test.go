@@ -6,14 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
+	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/llm"
+	"github.com/capgraph/capgraph/llm/llmtest"
+	"github.com/capgraph/capgraph/state"
 )
 
 // A capability is a Definition: name, description, context types, and Run.
-// Classify and Retry are optional; without them the default classifier and
-// the application's retry policy apply.
+// The rest is optional: without Classify and Retry the default classifier
+// and the application's retry policy apply. An application that wants the
+// registry itself (to share it, or to declare context types no capability
+// provides) gives it to the agent instead of the list.
 func ExampleDefine() {
 	readPV := capabilities.Define(capabilities.Definition{
 		Name:        "read_pv",
@@ -22,14 +29,6 @@ func ExampleDefine() {
 		Requires:    []capabilities.Requirement{{Type: "CHANNEL_ADDRESSES"}},
 		Run: func(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
 			return capabilities.Result("PV_VALUE", 401.5, "SR:CURRENT = 401.5 mA"), nil
-		},
-		// A capability knows its own failures best.
-		Classify: func(err error, ec capabilities.ErrorContext) capabilities.Classification {
-			if errors.Is(err, errNoSuchChannel) {
-				return capabilities.Classification{Severity: capabilities.Replanning, UserMessage: "the channel does not exist",
-					Metadata: map[string]any{capabilities.MetaReplanningReason: "find the channel address first"}}
-			}
-			return capabilities.Classification{} // unset: the default classifier decides
 		},
 		Retry: capabilities.RetryPolicy{MaxAttempts: 2, InitialInterval: 500 * time.Millisecond},
 	})
@@ -50,15 +49,58 @@ func ExampleDefine() {
 		return
 	}
 	fmt.Println(reg.Overview())
-	cl := capabilities.Classify(readPV, fmt.Errorf("get: %w", errNoSuchChannel), capabilities.ErrorContext{Capability: "read_pv"})
-	fmt.Println(cl.Severity, "-", cl.UserMessage)
+	// The agent plans find_channels before read_pv, which requires its result.
+	a, err := agent.New(agent.Config{Registry: reg})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ask(a, "pv", "What is the current value of the channel for the beam current?")
 	// Output:
 	// • read_pv: Read the current value of a control-system channel
 	// • find_channels: Find channel addresses from a description
-	// replanning - the channel does not exist
+	// answer: (Offline mode: no language model was used; this answer is assembled from the capability results.)
+	//
+	// Results for: What is the current value of the channel for the beam current?
+	//
+	// • 1 channel
+	// • SR:CURRENT = 401.5 mA
+	// done: answered
 }
 
-var errNoSuchChannel = errors.New("no such channel")
+// A custom classification: a capability knows its own failures best. A
+// tripped interlock is no glitch to retry: Classify makes it FATAL, and the
+// turn ends at once with the capability's message to the user. Errors it
+// leaves unset go to the default classifier.
+func ExampleDefinition_classify() {
+	readVacuum := capabilities.Define(capabilities.Definition{
+		Name: "read_vacuum", Description: "Read the vacuum pressure of a storage ring sector", Provides: []string{"VACUUM"},
+		Run: func(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
+			return capabilities.Output{}, fmt.Errorf("gauge SR:VAC:G3: %w", errInterlock)
+		},
+		Classify: func(err error, ec capabilities.ErrorContext) capabilities.Classification {
+			if errors.Is(err, errInterlock) {
+				return capabilities.Classification{Severity: capabilities.Fatal, Kind: capabilities.KindLimitViolation,
+					UserMessage: "the vacuum interlock of sector 3 is tripped: call the vacuum expert"}
+			}
+			return capabilities.Classification{} // unset: the default classifier decides
+		},
+	})
+
+	a, err := agent.New(agent.Config{Capabilities: []capabilities.Capability{readVacuum}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ask(a, "vacuum", "What is the vacuum pressure of storage ring sector 3?")
+	cl := capabilities.Classify(readVacuum, errors.New("gauge timeout"), capabilities.ErrorContext{Capability: "read_vacuum"})
+	fmt.Println("another error:", cl.Severity, cl.Kind)
+	// Output:
+	// fatal: read_vacuum - the vacuum interlock of sector 3 is tripped: call the vacuum expert
+	// another error: critical unknown
+}
+
+var errInterlock = errors.New("interlock tripped")
 
 // Next is pure: the attempt that failed, the time and a random source give
 // the delay before the next attempt, or ok=false when the policy is spent.
@@ -143,16 +185,75 @@ func ExampleSeries_Add() {
 	// Output: 1795262400000 500.12 2026-11-21T12:00:00Z
 }
 
-// device stands in for a control system.
-var device = fakeDevice{"Q1": 92, "Q2": 87.5}
+// device stands in for a control system: a magnet's setpoint, read and
+// written; its server answers 503 (busy) to the first busy requests.
+var device = &fakeDevice{values: map[string]float64{"Q1": 92, "Q2": 87.5}}
 
-type fakeDevice map[string]float64
+type fakeDevice struct {
+	values map[string]float64
+	busy   atomic.Int32
+}
 
-func (d fakeDevice) Read(_ context.Context, name string) (float64, error) {
-	if v, ok := d[name]; ok {
+func (d *fakeDevice) Read(_ context.Context, name string) (float64, error) {
+	if d.busy.Add(-1) >= 0 {
+		return 0, &capabilities.StatusError{Code: 503}
+	}
+	if v, ok := d.values[name]; ok {
 		return v, nil
 	}
 	return 0, capabilities.NewError(capabilities.Critical, capabilities.KindNotFound, "there is no magnet "+name, nil)
+}
+
+func (d *fakeDevice) Write(_ context.Context, name string, v float64) error {
+	d.values[name] = v
+	return nil
+}
+
+// planner is a scripted model whose planner answers with the plans, in
+// order, as a chat model replies (prose around a fenced block); the other
+// roles run offline.
+func planner(plans ...string) *llmtest.Model {
+	replies := make([]llmtest.Reply, len(plans))
+	for i, p := range plans {
+		replies[i] = llmtest.Text("Here is the plan:\n```json\n" + p + "\n```")
+	}
+	return llmtest.New().Script(llm.RoleOrchestrator, replies...).Only(llm.RoleOrchestrator)
+}
+
+// oneStep is a plan of one step of capability with its objective and
+// parameters, then the answer.
+func oneStep(capability, objective, parameters string) string {
+	return `{"steps": [{"context_key": "result", "capability": "` + capability + `", "task_objective": "` + objective + `", "parameters": ` + parameters + `},
+	 {"context_key": "answer", "capability": "respond", "task_objective": "answer"}]}`
+}
+
+// ask runs one turn on the compiled agent and prints what the user sees:
+// the retries, the answer or the question asked, and how the turn ended.
+func ask(a *agent.Agent, thread, input string) {
+	for ev, err := range a.Run(context.Background(), agent.TurnRequest{Thread: thread, Input: input}) {
+		show(ev, err)
+	}
+}
+
+func show(ev agent.Event, err error) {
+	var fatal *agent.FatalError
+	switch {
+	case errors.As(err, &fatal):
+		fmt.Printf("fatal: %s - %s\n", fatal.Capability, fatal.Classification.UserMessage)
+	case err != nil:
+		fmt.Println("error:", err)
+	case ev.Type == agent.EventRetry:
+		fmt.Printf("retry: %s attempt %d of %d failed (%s)\n", ev.Retry.Node, ev.Retry.Attempt, ev.Retry.Max, ev.Retry.Reason)
+	case ev.Type == agent.EventApprovalRequired:
+		fmt.Println("approve?", ev.Approval.Summary)
+		for _, r := range ev.Approval.Before {
+			fmt.Printf("  %s is now %v %s\n", r.Target, r.Value, r.Unit)
+		}
+	case ev.Type == agent.EventMessage:
+		fmt.Printf("%s: %s\n", ev.Message.Kind, ev.Message.Content)
+	case ev.Type == agent.EventDone:
+		fmt.Println("done:", ev.Status)
+	}
 }
 
 // A read capability with a retry policy (docs/writing-capabilities.md, "A
@@ -176,6 +277,17 @@ func ExampleNew_readCapability() {
 		return v, fmt.Sprintf("%s setpoint: %.1f A", a.Magnet, v), err
 	})
 
+	// On the compiled agent: the planner writes the step's parameters, and
+	// the device's busy answer (503) is retried by the capability's policy.
+	device.busy.Store(1)
+	a, err := agent.New(agent.Config{Capabilities: []capabilities.Capability{readSetpoint},
+		Models: planner(oneStep("magnet_setpoint", "read the setpoint of Q1", `{"magnet": "Q1"}`))})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ask(a, "read", "What is the setpoint of magnet Q1?")
+
 	// What the planner is shown, and a step as it plans one.
 	guide := readSetpoint.(capabilities.OrchestratorGuideProvider).OrchestratorGuide()
 	fmt.Println(string(guide.Parameters))
@@ -191,6 +303,16 @@ func ExampleNew_readCapability() {
 	_, err = readSetpoint.Execute(context.Background(), step)
 	fmt.Println(capabilities.Classify(readSetpoint, err, capabilities.ErrorContext{}).Severity, "-", err)
 	// Output:
+	// retry: magnet_setpoint attempt 1 of 4 failed (a service is temporarily unavailable)
+	// answer: (Offline mode: no language model was used; this answer is assembled from the capability results.)
+	//
+	// Results for: What is the setpoint of magnet Q1?
+	//
+	// • Q1 setpoint: 92.0 A
+	//
+	// Notes:
+	// • magnet_setpoint succeeded after 2 attempts (recovered from a transient failure).
+	// done: answered
 	// {"additionalProperties":false,"properties":{"magnet":{"description":"the magnet's name, e.g. Q1","type":"string"}},"required":["magnet"],"type":"object"}
 	// MAGNET_SETPOINT 92 - Q1 setpoint: 92.0 A <nil>
 	// 93
@@ -214,44 +336,69 @@ func ExampleDefinition_fallbacks() {
 			return capabilities.Result("ENERGY", 3.0, "beam energy 3.0 GeV (backup source)"), nil
 		},
 	})
-	reg := capabilities.NewRegistry()
-	fmt.Println(reg.Register(primary, backup), reg.Validate())
-	fmt.Println(primary.(capabilities.FallbackProvider).Fallbacks())
+
+	a, err := agent.New(agent.Config{Capabilities: []capabilities.Capability{primary, backup},
+		Models: planner(`{"steps": [{"context_key": "energy", "capability": "primary_source", "task_objective": "read the beam energy"},
+		 {"context_key": "answer", "capability": "respond", "task_objective": "answer"}]}`)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ask(a, "energy", "What is the beam energy?")
 	// A fallback that is not registered is reported, naming the capability.
-	lonely := capabilities.NewRegistry()
-	_ = lonely.Register(primary)
-	fmt.Println(lonely.Validate())
+	_, err = agent.New(agent.Config{Capabilities: []capabilities.Capability{primary}})
+	fmt.Println(err)
 	// Output:
-	// <nil> <nil>
-	// [backup_source]
-	// capability "primary_source": fallback "backup_source" is not registered
+	// answer: (Offline mode: no language model was used; this answer is assembled from the capability results.)
+	//
+	// Results for: What is the beam energy?
+	//
+	// • beam energy 3.0 GeV (backup source)
+	//
+	// Notes:
+	// • primary_source failed; the result comes from the fallback backup_source.
+	// done: answered
+	// agent: config Capabilities: capability "primary_source": fallback "backup_source" is not registered
 }
 
-// A write: SideEffects makes every step wait for a human's approval
-// (whatever the approval mode), and the Action describes the change
-// before it runs. Its Summary is the one summary of the side effect: the
-// human approves it and the audit log records it.
+// A write with approval: SideEffects makes every step wait for a human's
+// approval (whatever the approval mode), and Action describes the change
+// before it runs, reading the same typed parameters as the function. Its
+// Summary is the one summary of the side effect: the human approves it and
+// the audit log records it. The write runs once, after the answer.
 func ExampleDefinition_sideEffects() {
-	write := capabilities.Define(capabilities.Definition{
-		Name: "set_current", Description: "Set a magnet's current to a value the user gives.",
-		Provides: []string{"WRITE_RESULT"}, SideEffects: true,
+	var Written = capabilities.Key[float64]("MAGNET_WRITTEN")
+
+	type SetArgs struct {
+		Magnet string  `json:"magnet" jsonschema:"the magnet's name, e.g. Q1"`
+		Value  float64 `json:"value" jsonschema:"the new setpoint in amperes"`
+	}
+
+	setSetpoint := capabilities.New(capabilities.Definition{
+		Name: "set_magnet_setpoint", Description: "Set a magnet's setpoint to a value the user gives.", SideEffects: true,
 		Action: func(step capabilities.Step) (capabilities.Action, error) {
-			v, err := capabilities.Param(step, "value", 0.0)
-			return capabilities.Action{Summary: fmt.Sprintf("set BTS:MAG:Q1:CURRENT from 92.00 → %.2f A", v),
-				Changes: []capabilities.Change{{Target: "BTS:MAG:Q1:CURRENT", Value: v, Unit: "A", Tolerance: 0.05}}}, err
+			a, err := capabilities.Params[SetArgs](step)
+			return capabilities.Action{Summary: fmt.Sprintf("set %s to %.2f A", a.Magnet, a.Value),
+				Changes: []capabilities.Change{{Target: a.Magnet, Value: a.Value, Unit: "A", Tolerance: 0.05}}}, err
 		},
-		Run: func(ctx context.Context, step capabilities.Step) (capabilities.Output, error) {
-			if !step.WritesEnabled {
-				return capabilities.Output{}, capabilities.ErrWritesDisabled
-			}
-			v, _ := capabilities.Param(step, "value", 0.0)
-			return capabilities.Result("WRITE_RESULT", v, fmt.Sprintf("Q1 set to %.2f A", v)), nil
-		},
+	}, Written, func(ctx context.Context, step capabilities.Step, a SetArgs) (float64, string, error) {
+		return a.Value, fmt.Sprintf("%s set to %.2f A", a.Magnet, a.Value), device.Write(ctx, a.Magnet, a.Value)
 	})
-	step := capabilities.Step{PlannedStep: capabilities.PlannedStep{Parameters: map[string]any{"value": 105}}}
-	a, err := capabilities.DescribeAction(write, step)
-	fmt.Println(capabilities.HasSideEffects(write), a.Summary, err)
-	fmt.Println(a.Changes[0].Target, a.Changes[0].Value, a.Changes[0].Unit)
+
+	a, err := agent.New(agent.Config{Capabilities: []capabilities.Capability{setSetpoint},
+		Models: planner(oneStep("set_magnet_setpoint", "set Q2 to 90 A", `{"magnet": "Q2", "value": 90}`)), Options: state.Options{WritesEnabled: true}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ask(a, "write", "Set magnet Q2 to 90 A")
+	fmt.Println("Q2 before the answer:", device.values["Q2"])
+	s, _, _ := a.State(context.Background(), "write")
+	for ev, err := range a.Resume(context.Background(), "write", agent.Answer{ApprovalID: s.Turn.PendingApproval.ID, Text: "yes"}) {
+		show(ev, err)
+	}
+	fmt.Println("Q2 after:", device.values["Q2"])
+
 	// Approval beside SideEffects is refused: there is one summary.
 	both := capabilities.Define(capabilities.Definition{Name: "set_twice", Description: "d", SideEffects: true,
 		Approval: func(capabilities.Step) (bool, string) { return true, "other words" },
@@ -260,7 +407,66 @@ func ExampleDefinition_sideEffects() {
 		}})
 	fmt.Println(capabilities.NewRegistry().Register(both))
 	// Output:
-	// true set BTS:MAG:Q1:CURRENT from 92.00 → 105.00 A <nil>
-	// BTS:MAG:Q1:CURRENT 105 A
+	// approve? set Q2 to 90.00 A
+	// done: interrupted
+	// Q2 before the answer: 87.5
+	// answer: (Offline mode: no language model was used; this answer is assembled from the capability results.)
+	//
+	// Results for: Set magnet Q2 to 90 A
+	//
+	// • Q2 set to 90.00 A
+	// done: answered
+	// Q2 after: 90
 	// capability "set_twice": has SideEffects and Approval: a side effect is always approved, with the Action's Summary (leave Approval out)
+}
+
+// A write that reads its target back: the approval shows the value before
+// ("from"), the framework asks again if the machine moved beyond the
+// change's Tolerance, and confirms the write after it. With no Summary the
+// framework writes one from the changes.
+func ExampleDefinition_readback() {
+	type Q1Args struct {
+		Value float64 `json:"value" jsonschema:"Q1's new setpoint in amperes"`
+	}
+	setQ1 := capabilities.New(capabilities.Definition{Name: "set_q1_setpoint", Description: "Set magnet Q1's setpoint to a value the user gives.", SideEffects: true,
+		Action: func(step capabilities.Step) (capabilities.Action, error) {
+			p, err := capabilities.Params[Q1Args](step)
+			return capabilities.Action{Changes: []capabilities.Change{{Target: "Q1", Value: p.Value, Unit: "A", Tolerance: 0.05}}}, err
+		},
+		Readback: func(ctx context.Context, a capabilities.Action) ([]capabilities.Reading, error) {
+			v, err := device.Read(ctx, "Q1")
+			return []capabilities.Reading{{Target: "Q1", Value: v, Unit: "A"}}, err
+		},
+	}, capabilities.Key[float64]("Q1_WRITTEN"), func(ctx context.Context, step capabilities.Step, p Q1Args) (float64, string, error) {
+		return p.Value, fmt.Sprintf("Q1 set to %g A", p.Value), device.Write(ctx, "Q1", p.Value)
+	})
+
+	a, err := agent.New(agent.Config{Capabilities: []capabilities.Capability{setQ1},
+		Models: planner(oneStep("set_q1_setpoint", "set Q1 to 105 A", `{"value": 105}`)), Options: state.Options{WritesEnabled: true}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ask(a, "readback", "Set magnet Q1 to 105 A")
+	s, _, _ := a.State(context.Background(), "readback")
+	if s.Turn.PendingApproval == nil {
+		return
+	}
+	for ev, err := range a.Resume(context.Background(), "readback", agent.Answer{ApprovalID: s.Turn.PendingApproval.ID, Text: "yes"}) {
+		if ev.Type == agent.EventAudit && ev.Audit.Outcome != "" {
+			fmt.Println("audit:", ev.Audit.Outcome)
+		}
+		show(ev, err)
+	}
+	// Output:
+	// approve? set_q1_setpoint: set Q1 to 105 A
+	//   Q1 is now 92 A
+	// done: interrupted
+	// audit: confirmed
+	// answer: (Offline mode: no language model was used; this answer is assembled from the capability results.)
+	//
+	// Results for: Set magnet Q1 to 105 A
+	//
+	// • Q1 set to 105 A
+	// done: answered
 }

@@ -199,19 +199,3 @@ func TestDescribeActionKeepsTheCapabilitysRefusal(t *testing.T) {
 		t.Fatalf("%+v, %v", a, err)
 	}
 }
-
-// A reading that is not finite is refused (the approval could not be held
-// against it); finite readings, and none, are not.
-func TestValidateReadings(t *testing.T) {
-	var refused *capabilities.ActionRefusedError
-	err := capabilities.ValidateReadings([]capabilities.Reading{{Target: "Q1", Value: 92.0}, {Target: "Q2", Value: nan}})
-	if !errors.As(err, &refused) || refused.Reason != capabilities.ReasonNotFinite || !strings.HasPrefix(refused.Message, "The reading of Q2 is NaN") {
-		t.Fatalf("%v", err)
-	}
-	if err := capabilities.ValidateReadings([]capabilities.Reading{{Target: "Q1", Value: 92.0}, {Target: "Q1:STATE", Value: "ON"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := capabilities.ValidateReadings(nil); err != nil {
-		t.Fatal(err)
-	}
-}

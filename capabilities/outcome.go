@@ -2,9 +2,7 @@ package capabilities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"math"
 	"time"
 )
 
@@ -152,44 +150,4 @@ type Reconciler interface {
 // attempt whose outcome is unknown may then simply run again with its key.
 type Idempotenter interface {
 	Idempotent() bool
-}
-
-// IsIdempotent reports whether c declared its effect idempotent.
-func IsIdempotent(c Capability) bool {
-	i, ok := c.(Idempotenter)
-	return ok && i.Idempotent()
-}
-
-// Same reports whether a reading agrees with a change's value: numbers
-// within tol of each other, anything else equal as JSON. A non-finite
-// number agrees with nothing.
-func Same(reading, value any, tol float64) bool {
-	a, aok := number(reading)
-	b, bok := number(value)
-	if aok || bok {
-		if !aok || !bok || math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
-			return false
-		}
-		return math.Abs(a-b) <= math.Abs(tol)
-	}
-	x, err1 := json.Marshal(reading)
-	y, err2 := json.Marshal(value)
-	return err1 == nil && err2 == nil && string(x) == string(y)
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }

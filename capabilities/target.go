@@ -1,7 +1,5 @@
 package capabilities
 
-import "slices"
-
 // Targets: a side-effecting capability acts on a named target system — for
 // the demo, "live" (the machine) and "simulator" (a virtual one beside it).
 // The configuration says, per target, whether writes are enabled, how they
@@ -22,17 +20,4 @@ const (
 // rehearsal on the simulator — is refused before it runs.
 type Targeter interface {
 	Targets() []string
-}
-
-// ActsOn reports whether c can act on target, where defaultTarget is the
-// target of a capability that names none. An empty target (no targets
-// configured) is every capability's.
-func ActsOn(c Capability, target, defaultTarget string) bool {
-	if target == "" {
-		return true
-	}
-	if t, ok := c.(Targeter); ok && len(t.Targets()) > 0 {
-		return slices.Contains(t.Targets(), target)
-	}
-	return target == defaultTarget
 }

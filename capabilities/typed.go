@@ -47,7 +47,7 @@ func (k Key[T]) Input(step Step) (T, error) {
 	case 0:
 		return zero, fmt.Errorf("%w: step %q needs a %s input", ErrMissingInput, step.ContextKey, k)
 	case 1:
-		return Decode[T](found[0])
+		return decode[T](found[0])
 	}
 	return zero, fmt.Errorf("step %q has %d %s inputs, expected one", step.ContextKey, len(found), k)
 }
@@ -60,7 +60,7 @@ func (k Key[T]) Inputs(step Step) ([]T, error) {
 		if e.Type != string(k) {
 			continue
 		}
-		v, err := Decode[T](e)
+		v, err := decode[T](e)
 		if err != nil {
 			return nil, err
 		}

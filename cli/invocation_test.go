@@ -17,8 +17,11 @@ import (
 func TestInvocation(t *testing.T) {
 	bin := t.TempDir()
 	installed := filepath.Join(bin, "capgraph")
-	if err := os.WriteFile(installed, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
+	ownInstalled := filepath.Join(bin, "myagent")
+	for _, f := range []string{installed, ownInstalled} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Setenv("PATH", bin)
 	local := &debug.BuildInfo{Path: "github.com/capgraph/capgraph/cmd/capgraph", Main: debug.Module{Path: "github.com/capgraph/capgraph", Version: "(devel)"}}
@@ -41,6 +44,12 @@ func TestInvocation(t *testing.T) {
 		// go install's binary on the PATH, by its name or its full path.
 		{installed, local, "capgraph"},
 		{"capgraph", local, "capgraph"},
+		// … installed from a published version (go install …/cmd/capgraph@v0.3.0),
+		// and a user's application installed with go install.
+		{installed, published, "capgraph"},
+		{"capgraph", published, "capgraph"},
+		{ownInstalled, own, "myagent"},
+		{"myagent", own, "myagent"},
 		// A binary go build just made, run by its path: the path.
 		{"./myagent", own, "./myagent"},
 		{"/home/op/src/myagent/myagent", own, "/home/op/src/myagent/myagent"},

@@ -142,7 +142,10 @@ func (c *faulty) RequiresApproval(step capabilities.Step) (bool, string) {
 
 func (c *faulty) SideEffects() bool { return capabilities.HasSideEffects(c.Capability) }
 
-func (c *faulty) Idempotent() bool { return capabilities.IsIdempotent(c.Capability) }
+func (c *faulty) Idempotent() bool {
+	i, ok := c.Capability.(capabilities.Idempotenter)
+	return ok && i.Idempotent()
+}
 
 func (c *faulty) DescribeAction(step capabilities.Step) (capabilities.Action, error) {
 	return capabilities.DescribeAction(c.Capability, step)

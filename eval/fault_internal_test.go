@@ -38,7 +38,7 @@ func TestFaultWrapperKeepsOptionalInterfaces(t *testing.T) {
 	if _, ok := wp.(capabilities.Reconciler); ok {
 		t.Error("a capability without a reconciler got one")
 	}
-	if capabilities.HasSideEffects(wp) || capabilities.IsIdempotent(wp) {
+	if capabilities.HasSideEffects(wp) || wp.(capabilities.Idempotenter).Idempotent() {
 		t.Error("a plain capability got side effects")
 	}
 	if p, ok := capabilities.HasOwnRetryPolicy(wr); !ok || p.MaxAttempts != 7 {
@@ -50,7 +50,7 @@ func TestFaultWrapperKeepsOptionalInterfaces(t *testing.T) {
 	if _, ok := wr.(capabilities.Reconciler); !ok {
 		t.Error("reconciler lost")
 	}
-	if !capabilities.HasSideEffects(wr) || !capabilities.IsIdempotent(wr) {
+	if !capabilities.HasSideEffects(wr) || !wr.(capabilities.Idempotenter).Idempotent() {
 		t.Error("side effects lost")
 	}
 	if req, sum := wr.(capabilities.ApprovalRequirer).RequiresApproval(capabilities.Step{}); !req || sum != "ask" {

@@ -67,6 +67,55 @@ func TestDocsCheckedFragments(t *testing.T) {
 	}
 }
 
+// capabilityCode marks a Go fragment that builds a capability (or, through
+// an MCP server, several).
+var capabilityCode = regexp.MustCompile(`capabilities\.(New|Define)\(|mcp\.Connect\(`)
+
+// maxCapabilityLines is what a capability's code takes at most in
+// writing-capabilities.md, its parameters' struct and key included (issue
+// 30: the reviewer's 48-line capability in at most 15).
+const maxCapabilityLines = 15
+
+// Every capability writing-capabilities.md shows is an example's code,
+// checked (TestDocsCheckedFragments) and run on the compiled agent with
+// its output, and takes at most maxCapabilityLines lines: a capability
+// written only in the page could drift from the API unseen.
+func TestDocsCapabilitiesAreExamples(t *testing.T) {
+	doc := filepath.Join(repoRoot(t), "docs", "writing-capabilities.md")
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	fragments := 0
+	for i := 0; i < len(lines); i++ {
+		if !strings.HasPrefix(strings.TrimSpace(lines[i]), "```go") {
+			continue
+		}
+		start := i
+		var code []string
+		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+			if strings.TrimSpace(lines[i]) != "" {
+				code = append(code, lines[i])
+			}
+		}
+		if !capabilityCode.MatchString(strings.Join(code, "\n")) {
+			continue
+		}
+		fragments++
+		where := "writing-capabilities.md:" + strconv.Itoa(start+1)
+		if start == 0 || !checkedLine.MatchString(strings.TrimSpace(lines[start-1])) {
+			t.Errorf("%s: a capability's code not marked <!-- checked: ExampleName in path_test.go --> (make it an example's body)", where)
+		}
+		if len(code) > maxCapabilityLines {
+			t.Errorf("%s: the capability's code takes %d lines, more than %d", where, len(code), maxCapabilityLines)
+		}
+	}
+	if fragments < 7 {
+		t.Errorf("writing-capabilities.md shows %d capabilities; the use cases are a read with a retry policy, plain fields, a custom classification, a fallback, a write with approval, a write with readback and an MCP tool", fragments)
+	}
+}
+
 // functionBody returns the trimmed lines of func name, up to the closing
 // brace at the start of a line.
 func functionBody(src, name string) []string {
