@@ -37,9 +37,9 @@ func triggerConfig(t *testing.T, cfg *Config, owner trigger.Owner) {
 	}
 }
 
-// callTrigger posts a signed call to beam_alarm on url and returns its
-// 202's body.
-func callTrigger(t *testing.T, url, what string) trigger.Accepted {
+// postTrigger posts a signed call to beam_alarm on url and returns the
+// answer's status and body.
+func postTrigger(t *testing.T, url, what string) (int, []byte) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"what": what})
 	req, _ := http.NewRequest("POST", url+"/api/triggers/beam_alarm", bytes.NewReader(body))
@@ -53,8 +53,16 @@ func callTrigger(t *testing.T, url, what string) trigger.Accepted {
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("trigger call: %d %s", resp.StatusCode, out)
+	return resp.StatusCode, out
+}
+
+// callTrigger posts a signed call to beam_alarm on url and returns its
+// 202's body.
+func callTrigger(t *testing.T, url, what string) trigger.Accepted {
+	t.Helper()
+	status, out := postTrigger(t, url, what)
+	if status != http.StatusAccepted {
+		t.Fatalf("trigger call: %d %s", status, out)
 	}
 	var acc trigger.Accepted
 	if err := json.Unmarshal(out, &acc); err != nil || acc.RunID == "" || acc.Thread == "" {
@@ -122,20 +130,9 @@ func TestTriggerOwnerMustBeAKey(t *testing.T) {
 	env := newTestEnv(t, func(c *Config) {
 		triggerConfig(t, c, trigger.Owner{Tenant: "lab", Principal: "carol"})
 	})
-	body := []byte(`{"what":"slow"}`)
-	req, _ := http.NewRequest("POST", env.http.URL+"/api/triggers/beam_alarm", bytes.NewReader(body))
-	now := time.Now()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(trigger.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set(trigger.HeaderSignature, trigger.Sign(triggerSecret, now, body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(out), "carol") {
-		t.Fatalf("%d %s", resp.StatusCode, out)
+	status, out := postTrigger(t, env.http.URL, "slow")
+	if status != http.StatusServiceUnavailable || !strings.Contains(string(out), "carol") {
+		t.Fatalf("%d %s", status, out)
 	}
 	if n := len(env.runner.Runs); n != 0 {
 		t.Fatalf("%d runs started", n)
@@ -151,20 +148,9 @@ func TestTriggerBeyondItsOwnersQuota(t *testing.T) {
 		triggerConfig(t, c, trigger.Owner{Tenant: "lab", Principal: "alice"})
 	})
 	callTrigger(t, env.http.URL, "fast")
-	body := []byte(`{"what":"fast"}`)
-	req, _ := http.NewRequest("POST", env.http.URL+"/api/triggers/beam_alarm", bytes.NewReader(body))
-	now := time.Now()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(trigger.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set(trigger.HeaderSignature, trigger.Sign(triggerSecret, now, body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(out), "max_threads") {
-		t.Fatalf("a call beyond the owner's thread quota: %d %s", resp.StatusCode, out)
+	status, out := postTrigger(t, env.http.URL, "fast")
+	if status != http.StatusForbidden || !strings.Contains(string(out), "max_threads") {
+		t.Fatalf("a call beyond the owner's thread quota: %d %s", status, out)
 	}
 }
 

@@ -44,15 +44,10 @@ func setpointOn(t *testing.T, c capabilities.Capability, target string) float64 
 	return rb[0].Value.(float64)
 }
 
-// The control room with targets from its configuration file, offline: a
-// write asked on the simulator sets the simulator's Q1 after a human's
-// yes, and the live machine's Q1 stays where it was; the approval and the
-// audit name the simulator.
-func TestControlRoomWriteOnTheSimulator(t *testing.T) {
-	cfg, err := cgconfig.Parse([]byte(targetsFile), "targets.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+// targetsWorld is the control room's capabilities for cfg (a plant per
+// target), its channel_write and a SQLite store in the test's directory.
+func targetsWorld(t *testing.T, cfg *cgconfig.Config) (*capabilities.Registry, capabilities.Capability, *sqlite.Store) {
+	t.Helper()
 	caps, err := controlroom.App().Capabilities(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +62,19 @@ func TestControlRoomWriteOnTheSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	return reg, write, store
+}
+
+// The control room with targets from its configuration file, offline: a
+// write asked on the simulator sets the simulator's Q1 after a human's
+// yes, and the live machine's Q1 stays where it was; the approval and the
+// audit name the simulator.
+func TestControlRoomWriteOnTheSimulator(t *testing.T) {
+	cfg, err := cgconfig.Parse([]byte(targetsFile), "targets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, write, store := targetsWorld(t, cfg)
 	ac, err := wiring.AgentConfig(cfg, reg, store, llm.None)
 	if err != nil {
 		t.Fatal(err)
@@ -118,20 +126,7 @@ func TestControlRoomReplayWithAnotherModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caps, err := controlroom.App().Capabilities(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := capabilities.NewRegistry()
-	if err := reg.Register(caps...); err != nil {
-		t.Fatal(err)
-	}
-	write, _ := reg.Get("channel_write")
-	store, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "t.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	reg, write, store := targetsWorld(t, cfg)
 	agentWith := func(m *llmtest.Model) *agent.Agent {
 		ac, err := wiring.AgentConfig(cfg, reg, store, m.Only(llm.RoleResponse))
 		if err != nil {
