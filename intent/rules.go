@@ -325,8 +325,21 @@ func onCondition(clauses []clause) bool {
 	return false
 }
 
-// FromMessage applies the rules to one user message.
+// FromMessage applies the rules to one user message. The rules are a pure
+// function of the message, and a turn asks them about the same message
+// several times (the task, the classifier, the plan's needs), so recent
+// findings are remembered (memo.go).
 func FromMessage(msg string) Finding {
+	if f, ok := findings.get(msg); ok {
+		return f
+	}
+	f := fromMessage(msg)
+	findings.put(msg, f)
+	return f.clone()
+}
+
+// fromMessage applies the rules.
+func fromMessage(msg string) Finding {
 	if len(msg) > MaxChangeMessage {
 		in := Intent{Kind: KindRead}
 		if hasChangeVerb(msg) {
