@@ -66,6 +66,7 @@ func main() {
 	duration := flag.Duration("duration", 30*time.Second, "measured load per store")
 	warmup := flag.Duration("warmup", 5*time.Second, "warm-up load per store, not counted")
 	ramp := flag.Duration("ramp", -1, "spread the clients' starts over this time (default: one turn's model time, 4 × latency; 0 starts them together, in step)")
+	flag.StringVar(&serverMemLimit, "gomemlimit", "", "the server process's GOMEMLIMIT (a soft limit near which its collector runs sooner, e.g. 900MiB); empty: this tool's environment's")
 	keep := flag.String("keep-intermediate", "false", "checkpoints.keep_intermediate of the server: false (prune when a turn ends), true, or a duration")
 	store := flag.String("store", "memory", "internal (-serve): the store")
 	dir := flag.String("dir", "", "internal (-serve): the directory of the SQLite file")
@@ -138,6 +139,11 @@ func run(stores []string, o options) error {
 	fmt.Printf("- control-room application, scripted model answering each call after %v; %v measured after %v of warm-up, per store; %d runs\n", o.latency, o.duration, o.warmup, o.runs)
 	fmt.Printf("- checkpoints.keep_intermediate: %s; the clients' starts spread over %v\n", keepIntermediate, clientRamp)
 	fmt.Printf("- %s/%s, %d CPUs (%s), %s, GOMAXPROCS %d\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOMAXPROCS(0))
+	if serverMemLimit != "" {
+		fmt.Printf("- the server runs with GOMEMLIMIT=%s\n", serverMemLimit)
+	} else if v := os.Getenv("GOMEMLIMIT"); v != "" {
+		fmt.Printf("- the server runs with GOMEMLIMIT=%s (from the environment)\n", v)
+	}
 	fmt.Printf("- load average (1, 5, 15 min) at start: %s\n\n", loadavg())
 	var runs [][]row
 	for i := range o.runs {
@@ -481,6 +487,9 @@ var clientRamp time.Duration
 // trustedFrontend makes the server's key a trusted frontend's (-users).
 var trustedFrontend bool
 
+// serverMemLimit is the server process's GOMEMLIMIT (-gomemlimit).
+var serverMemLimit string
+
 // keepIntermediate is the server's checkpoints.keep_intermediate.
 var keepIntermediate = "false"
 
@@ -506,6 +515,9 @@ func startServer(store, dir string, latency time.Duration) (*child, error) {
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stderr = os.Stderr
+	if serverMemLimit != "" {
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+serverMemLimit)
+	}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
