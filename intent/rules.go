@@ -1,7 +1,6 @@
 package intent
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -244,7 +243,7 @@ func wordSet(s string) map[string]bool {
 // hypotheticalPattern: "what would happen", "what if", "should I",
 // "is it safe to", "if I set…", "how do I…" and their German and French
 // forms — a change considered, not asked.
-var hypotheticalPattern = regexp.MustCompile(`\b(?:what (?:would|will|might|could)\b|what happens|what if|` +
+var hypotheticalPattern = mustFilter(`\b(?:what (?:would|will|might|could)\b|what happens|what if|` +
 	`would (?:it|that|this|the|there|we|i)\b|will (?:it|that|this) (?:trip|break|affect|cause|damage|hurt|change|be)|` +
 	`hypothetic\w*|suppose|supposing|imagine|in theory|theoretically|in (?:the |a )?simulation\b|simulate\b|` +
 	`if (?:i|we|you|someone|somebody|one|they) (?:were to|was to|did|\w+ed|set|change|raise|lower|increase|decrease|ramp|adjust|write|turn|switch)\b|` +
@@ -264,7 +263,7 @@ var hypotheticalPattern = regexp.MustCompile(`\b(?:what (?:would|will|might|coul
 	`\bcomment (?:je|on|puis-je|peut-on|faire))`)
 
 // readOnlyPattern: explicit statements that nothing is to change.
-var readOnlyPattern = regexp.MustCompile(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking|checking|curious|asking)|` +
+var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking|checking|curious|asking)|` +
 	`just kidding|kidding|joking|never ?mind|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
 	`leave (?:it|everything|things|them|that|the \w+) (?:as|alone|where)|hands off|` +
 	`nur (?:lesen|anzeigen|schauen|ablesen)|schreibgeschützt|lecture seule|juste (?:regarder|lire|vérifier))\b`)
@@ -272,7 +271,7 @@ var readOnlyPattern = regexp.MustCompile(`\b(?:read[- ]?only|dry[- ]?run|just (?
 // historyPattern: a clause about the past or a time window ("since the
 // trip", "over the last 2 hours", "seit gestern", "depuis") is history,
 // whatever verb it has.
-var historyPattern = regexp.MustCompile(`\b(?:(?:over|in|during|within|for|across) the (?:last|past|previous)|ago|since|` +
+var historyPattern = mustFilter(`\b(?:(?:over|in|during|within|for|across) the (?:last|past|previous)|ago|since|` +
 	`yesterday|last (?:night|week|shift|run|fill|hour|day)|earlier today|this morning|` +
 	`seit|gestern|vorhin|in den letzten|während|depuis|pendant les|au cours d\w*)\b`)
 
@@ -282,10 +281,10 @@ var historyPattern = regexp.MustCompile(`\b(?:(?:over|in|during|within|for|acros
 // no change the rules can carry out. A value phrase alone ("show
 // yesterday's value") is a read.
 var (
-	restoreVerbs = regexp.MustCompile(`\b(?:restore|revert|undo|roll ?back|(?:put|set|bring|change|turn|roll) (?:\S+ ){0,6}back\b|go back to|` +
+	restoreVerbs = mustFilter(`\b(?:restore|revert|undo|roll ?back|(?:put|set|bring|change|turn|roll) (?:\S+ ){0,6}back\b|go back to|` +
 		`zurücksetzen|zuruecksetzen|zurück|zurueck|wiederherstellen|rückgängig|rueckgaengig|` +
 		`restaure|restaurer|rétablis|rétablir|retablis|remets|remettre|annule|annuler)`)
-	restoreValues = regexp.MustCompile(`\b(?:previous value|old value|original value|yesterday's value|value (?:of|from) yesterday|` +
+	restoreValues = mustFilter(`\b(?:previous value|old value|original value|yesterday's value|value (?:of|from) yesterday|` +
 		`vorherigen wert|alten wert|wert von gestern|valeur précédente|ancienne valeur|valeur d'hier)`)
 )
 
@@ -299,7 +298,7 @@ const MaxChangeMessage = 4000
 // "dès que", "morgen") is not a change to make now; nor is one on a
 // condition (conditionWords): the rules cannot tell when, so nothing is
 // changed.
-var laterPattern = regexp.MustCompile(`\b(?:as soon as|at \d{1,2}[:h.]\d{2}|at \d{1,2} ?(?:am|pm|o'clock)|tomorrow|tonight|later|` +
+var laterPattern = mustFilter(`\b(?:as soon as|at \d{1,2}[:h.]\d{2}|at \d{1,2} ?(?:am|pm|o'clock)|tomorrow|tonight|later|` +
 	`next (?:shift|fill|week|run)|in \d+ (?:min|minutes|hours?|h)\b|morgen|später|heute abend|um \d{1,2}[:.]\d{2}|um \d{1,2} uhr|` +
 	`dès que|des que|tant que|demain|plus tard|ce soir)\b|(?:^|\s)à \d{1,2}h\d{0,2}\b`)
 
