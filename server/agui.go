@@ -91,7 +91,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	if op.dup != nil {
 		w.Header().Set(headerReplayed, "true")
 		var joined bool
-		if ru, joined = s.runs.byID(op.dup.ID); !joined {
+		if ru, joined = s.runs.ByID(op.dup.ID); !joined {
 			s.writeError(w, &apierror.RequestError{Kind: apierror.ErrConflict, Message: fmt.Sprintf("this Idempotency-Key started run %s, which ended as %s or runs elsewhere; read the thread's state", op.dup.ID, op.dup.Status)})
 			return
 		}
@@ -103,17 +103,17 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		m.Emit(agui.Event{Type: "RUN_ERROR", Message: s.publicMessage(resumeErr), Code: "invalid_resume"})
 		return
 	}
-	ru.join()
+	ru.Join()
 	ok = s.follow(r.Context(), ru, 0, sse, m.Event, func() {
 		if sse.Idle(s.cfg.Heartbeat) {
 			m.Emit(agui.Event{Type: "CUSTOM", Name: "heartbeat", Value: map[string]any{}})
 		}
 	})
 	if !ok {
-		ru.leave(repeatable(r))
+		ru.Leave(repeatable(r))
 		return
 	}
-	status, runErr, shutdown := ru.result()
+	status, runErr, shutdown := ru.Result()
 	m.CloseOpen()
 	m.SyncPlan()
 	switch {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -335,38 +334,5 @@ func TestListsArePaged(t *testing.T) {
 				t.Fatalf("bob lists alice's runs: %d", resp.StatusCode)
 			}
 		})
-	}
-}
-
-// Finished runs kept for reconnection are bounded in number and events.
-func TestFinishedRunsAreBounded(t *testing.T) {
-	env := newTestEnv(t, nil)
-	m := env.srv.runs
-	c := caller{Principal: Principal{Name: "alice", Tenant: "lab"}}
-	chatty := func(ctx context.Context) iter.Seq2[agent.Event, error] {
-		return func(yield func(agent.Event, error) bool) {
-			for range 2000 {
-				if !yield(agent.Event{Type: agent.EventToken, Text: "x"}, nil) {
-					return
-				}
-			}
-		}
-	}
-	for i := range 100 {
-		r, err := startFn(m, c, fmt.Sprintf("b%d", i), fmt.Sprintf("internal-b%d", i), chatty)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.srv.follow(context.Background(), r, 0, nil, func(agent.Event) {}, nil)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	events := 0
-	for _, r := range m.runs {
-		_, n := r.retained()
-		events += n
-	}
-	if len(m.runs) > keepRuns || events > keepEvents+env.srv.cfg.EventLogSize {
-		t.Fatalf("kept %d runs with %d events; bounds %d runs, %d events", len(m.runs), events, keepRuns, keepEvents)
 	}
 }

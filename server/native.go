@@ -86,7 +86,7 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 // read through the agent (one store read). A thread created but never run
 // has none.
 func (s *Server) fillStatus(ctx context.Context, th *Thread) {
-	if _, busy := s.runs.activeOn(th.internal); busy {
+	if _, busy := s.runs.ActiveOn(th.internal); busy {
 		th.Status = "running"
 		return
 	}
@@ -127,7 +127,7 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if ru, busy := s.runs.activeOn(th.internal); busy {
+	if ru, busy := s.runs.ActiveOn(th.internal); busy {
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "run " + ru.ID + " is still running; cancel it first"})
 		return
 	}
@@ -297,7 +297,7 @@ func (s *Server) admitAnswer(ctx context.Context, th Thread, id string) (beside 
 	// Queued only while a run goes on (the thread stands between two
 	// steps), for an approval not answered already.
 	st, status, serr := s.cfg.Runner.State(ctx, th.internal)
-	if _, busy := s.runs.activeOn(th.internal); serr != nil || !busy && status != agent.RunCanceled ||
+	if _, busy := s.runs.ActiveOn(th.internal); serr != nil || !busy && status != agent.RunCanceled ||
 		slices.ContainsFunc(st.Turn.Approvals, func(d state.ApprovalDecision) bool { return d.ID == id }) {
 		return nil, false, err
 	}
@@ -339,7 +339,7 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if ru, ok := s.runs.byID(rec.ID); ok {
+		if ru, ok := s.runs.ByID(rec.ID); ok {
 			s.followRun(r, sse, ru, 0)
 			return
 		}
@@ -366,7 +366,7 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 // approvals it waits for), so a repeated answer cannot resume (and
 // execute) twice: once answered, the approval is no longer pending.
 func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
-	if _, busy := s.runs.activeOn(th.internal); busy {
+	if _, busy := s.runs.ActiveOn(th.internal); busy {
 		return &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread"}
 	}
 	st, status, err := s.cfg.Runner.State(ctx, th.internal)
@@ -423,7 +423,7 @@ func (s *Server) answerNative(w http.ResponseWriter, r *http.Request, stream boo
 // joined while it goes on in this process, else as its record says.
 func (s *Server) replayNative(w http.ResponseWriter, r *http.Request, stream bool, rec runstore.Record) {
 	w.Header().Set(headerReplayed, "true")
-	if ru, ok := s.runs.byID(rec.ID); ok {
+	if ru, ok := s.runs.ByID(rec.ID); ok {
 		s.answerNative(w, r, stream, ru)
 		return
 	}
@@ -452,7 +452,7 @@ func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *runstore.
 		s.writeError(w, err)
 		return nil, nil, false
 	}
-	if ru, ok := s.runs.get(c, id); ok {
+	if ru, ok := s.runs.Get(ownerKey(c), id); ok {
 		if ru.ClientThread != r.PathValue("thread") {
 			return notFound()
 		}
@@ -541,7 +541,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]native.RunInfo, 0, len(recs))
 	for _, rec := range recs {
-		if ru, ok := s.runs.byID(rec.ID); ok {
+		if ru, ok := s.runs.ByID(rec.ID); ok {
 			out = append(out, ru.info())
 			continue
 		}
@@ -623,7 +623,7 @@ func (s *Server) followRun(r *http.Request, sse *sse.Writer, ru *run, after int)
 	if !ok {
 		return // the client left; the run goes on and can be followed again
 	}
-	status, runErr, shutdown := ru.result()
+	status, runErr, shutdown := ru.Result()
 	if runErr != nil {
 		code := "run_failed"
 		sse.Frame("", "error", map[string]any{"error": apierror.Body{Message: s.publicMessage(runErr), Type: "server_error", Code: &code}})

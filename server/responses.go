@@ -186,7 +186,7 @@ func (s *Server) newResponseWriter(c caller, req responses.Request, m Model, cli
 // followResponse writes the run's answer into the response as it comes,
 // and completes it as the run ends.
 func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, st chatStart, out *responseWriter) {
-	st.ru.join()
+	st.ru.Join()
 	rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
 	followed := s.follow(r.Context(), st.ru, 0, out.sse, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {

@@ -262,14 +262,10 @@ func waitFollowers(t *testing.T, env *testEnv, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		env.srv.runs.mu.Lock()
 		var got []int
-		for _, r := range env.srv.runs.runs {
-			r.mu.Lock()
-			got = append(got, r.followers)
-			r.mu.Unlock()
+		for _, r := range env.srv.runs.All() {
+			got = append(got, r.Followers())
 		}
-		env.srv.runs.mu.Unlock()
 		if len(got) == 1 && got[0] == n {
 			return
 		}
@@ -387,11 +383,9 @@ func TestCanceledChatRunSaysSo(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatal("the chat run never started")
 			}
-			env.srv.runs.mu.Lock()
-			for _, r := range env.srv.runs.runs {
+			for _, r := range env.srv.runs.All() {
 				ru = r
 			}
-			env.srv.runs.mu.Unlock()
 			time.Sleep(5 * time.Millisecond)
 		}
 		resp, body := env.do(t, "POST", "/api/threads/"+ru.ClientThread+"/runs/"+ru.ID+"/cancel", keyAlice, nil)

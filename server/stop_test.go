@@ -58,11 +58,9 @@ func newHungAgentEnv(t *testing.T, mod func(*Config)) *hungAgentEnv {
 
 // liveRuns counts the server's runs that have not ended.
 func liveRuns(s *Server) int {
-	s.runs.mu.Lock()
-	defer s.runs.mu.Unlock()
 	n := 0
-	for _, r := range s.runs.runs {
-		if !r.isFinished() {
+	for _, r := range s.runs.All() {
+		if !r.IsFinished() {
 			n++
 		}
 	}

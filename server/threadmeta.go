@@ -54,7 +54,7 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	if _, busy := s.runs.activeOn(th.internal); busy {
+	if _, busy := s.runs.ActiveOn(th.internal); busy {
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread; change it when the run has ended"})
 		return
 	}

@@ -211,7 +211,7 @@ func (s *Server) handleReplayThread(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, busy := s.runs.activeOn(th.internal); busy {
+	if _, busy := s.runs.ActiveOn(th.internal); busy {
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread"})
 		return
 	}
