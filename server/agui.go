@@ -22,7 +22,7 @@ import (
 // opens the thread (th) after everything is checked, so a refused request
 // leaves nothing behind; a resume that answers nothing starts no run and
 // is told in the stream (resumeErr).
-func (s *Server) aguiSpec(ctx context.Context, c caller, in agui.Input, th *Thread, resumeErr *error) (*runSpec, error) {
+func (s *Server) aguiSpec(ctx context.Context, c caller, in agui.Input, th *apiThread, resumeErr *error) (*runSpec, error) {
 	sp := &runSpec{c: c, source: "agui", clientThread: in.ThreadID, thread: internalThreadID(c, in.ThreadID)}
 	if len(in.Resume) == 0 {
 		var opts *agent.TurnOptions
@@ -77,7 +77,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		in.RunID = uuid.NewString()
 	}
 	var (
-		th        Thread
+		th        apiThread
 		resumeErr error // a resume that answers nothing: said in the stream
 	)
 	op, ok := s.open(opening{w: w, r: r, c: c, scope: "agui:" + internalThreadID(c, in.ThreadID),
@@ -133,7 +133,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 
 // aguiAnswer checks a resume against the thread's pending approval and
 // turns it into an agent.Answer. Mismatches are refused (RUN_ERROR).
-func (s *Server) aguiAnswer(ctx context.Context, th Thread, resume []agui.Resume) (agent.Answer, error) {
+func (s *Server) aguiAnswer(ctx context.Context, th apiThread, resume []agui.Resume) (agent.Answer, error) {
 	if len(resume) != 1 {
 		return agent.Answer{}, badRequest("resume", "must answer exactly the one pending interrupt, got %d entries", len(resume))
 	}

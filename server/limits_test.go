@@ -88,7 +88,7 @@ func TestThreadMetadataLimitsHoldAcrossPatches(t *testing.T) {
 		t.Fatalf("the patch that passes the limits was patch %d, want 1", refusedAt)
 	}
 	_, body := env.do(t, "GET", "/api/threads/p", keyAlice, nil)
-	var th Thread
+	var th apiThread
 	if err := json.Unmarshal(body, &th); err != nil || len(th.Metadata) != 17 || metadataSize(th.Metadata) > 4<<10 {
 		t.Fatalf("after the refused patch: %d keys, %d bytes (%v)", len(th.Metadata), metadataSize(th.Metadata), err)
 	}
@@ -265,9 +265,9 @@ func TestListsArePaged(t *testing.T) {
 			for {
 				resp, body := env.do(t, "GET", "/api/threads?limit=3&cursor="+cursor, keyAlice, nil)
 				var page struct {
-					Threads    []Thread `json:"threads"`
-					HasMore    bool     `json:"has_more"`
-					NextCursor string   `json:"next_cursor"`
+					Threads    []apiThread `json:"threads"`
+					HasMore    bool        `json:"has_more"`
+					NextCursor string      `json:"next_cursor"`
 				}
 				if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &page) != nil || len(page.Threads) > 3 {
 					t.Fatalf("page %d: %d %s", pages, resp.StatusCode, body)

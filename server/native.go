@@ -73,7 +73,7 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ths == nil {
-		ths = []Thread{}
+		ths = []apiThread{}
 	}
 	for i := range ths {
 		s.fillStatus(r.Context(), &ths[i])
@@ -85,7 +85,7 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 // run of this process goes on, else the status of its latest checkpoint,
 // read through the agent (one store read). A thread created but never run
 // has none.
-func (s *Server) fillStatus(ctx context.Context, th *Thread) {
+func (s *Server) fillStatus(ctx context.Context, th *apiThread) {
 	if _, busy := s.runs.ActiveOn(th.internal); busy {
 		th.Status = "running"
 		return
@@ -97,12 +97,12 @@ func (s *Server) fillStatus(ctx context.Context, th *Thread) {
 
 // thread finds the caller's thread named in the path, or answers 400 (an
 // id no thread can have) or 404.
-func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, Thread, bool) {
+func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, apiThread, bool) {
 	c := callerFrom(r.Context())
 	id := r.PathValue("thread")
 	if err := checkThreadID("thread", id); err != nil {
 		s.writeError(w, err)
-		return c, Thread{}, false
+		return c, apiThread{}, false
 	}
 	th, ok, err := s.findThread(r.Context(), c, id)
 	if err != nil {
@@ -274,7 +274,7 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 // out: now (the thread waits for it; beside are the approvals pending
 // with it), or queued (it is pending beside an answer being carried out).
 // Otherwise the error says why not (checkPending).
-func (s *Server) admitAnswer(ctx context.Context, th Thread, id string) (beside []string, queue bool, err error) {
+func (s *Server) admitAnswer(ctx context.Context, th apiThread, id string) (beside []string, queue bool, err error) {
 	err = s.checkPending(ctx, th, id)
 	if err == nil {
 		if pl := s.features.approvals; pl != nil {
@@ -365,7 +365,7 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 // checkPending makes sure the thread waits for this approval (one of the
 // approvals it waits for), so a repeated answer cannot resume (and
 // execute) twice: once answered, the approval is no longer pending.
-func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
+func (s *Server) checkPending(ctx context.Context, th apiThread, id string) error {
 	if _, busy := s.runs.ActiveOn(th.internal); busy {
 		return &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread"}
 	}

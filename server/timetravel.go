@@ -104,13 +104,13 @@ type forkRequest struct {
 
 // forkResponse is the fork made: the new thread, and what it waits for.
 type forkResponse struct {
-	Thread     Thread `json:"thread"`
-	From       string `json:"from"`
-	Checkpoint string `json:"checkpoint"`
-	Input      string `json:"input,omitempty"`
-	Resumable  bool   `json:"resumable,omitempty"`
-	Target     string `json:"target,omitempty"`
-	Writes     bool   `json:"writes"`
+	Thread     apiThread `json:"thread"`
+	From       string    `json:"from"`
+	Checkpoint string    `json:"checkpoint"`
+	Input      string    `json:"input,omitempty"`
+	Resumable  bool      `json:"resumable,omitempty"`
+	Target     string    `json:"target,omitempty"`
+	Writes     bool      `json:"writes"`
 }
 
 func (s *Server) handleForkThread(w http.ResponseWriter, r *http.Request) {
@@ -173,7 +173,7 @@ func (s *Server) handleForkThread(w http.ResponseWriter, r *http.Request) {
 	}
 	created = true
 	now := s.cfg.Now()
-	jsonreply.JSON(w, http.StatusCreated, forkResponse{Thread: Thread{ID: req.ID, Created: now, Updated: now, Metadata: meta},
+	jsonreply.JSON(w, http.StatusCreated, forkResponse{Thread: apiThread{ID: req.ID, Created: now, Updated: now, Metadata: meta},
 		From: th.ID, Checkpoint: f.Checkpoint, Input: f.Input, Resumable: f.Resumable, Target: f.Target, Writes: f.Writes})
 }
 
