@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"strings"
 
@@ -54,8 +55,8 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 	if q.Thread == "" {
 		q.Thread = "mcp-" + uuid.NewString()
 	}
-	if !validThreadID(q.Thread) {
-		return mcp.Answer{}, fmt.Errorf("%w: thread_id %s is not a valid thread id: a thread id is %s", mcp.ErrBadQuestion, quoteForClient(q.Thread), threadIDRule)
+	if !turns.ValidThreadID(q.Thread) {
+		return mcp.Answer{}, fmt.Errorf("%w: thread_id %s is not a valid thread id: a thread id is %s", mcp.ErrBadQuestion, turns.QuoteForClient(q.Thread), turns.ThreadIDRule)
 	}
 	th, _, err := s.openThread(ctx, c, q.Thread, "mcp", nil)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
 	"strconv"
@@ -39,7 +40,7 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 	if req.ID == "" {
 		req.ID = uuid.NewString()
 	}
-	if err := checkThreadID("id", req.ID); err != nil {
+	if err := turns.CheckThreadID("id", req.ID); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -100,7 +101,7 @@ func (s *Server) fillStatus(ctx context.Context, th *apiThread) {
 func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, apiThread, bool) {
 	c := callerFrom(r.Context())
 	id := r.PathValue("thread")
-	if err := checkThreadID("thread", id); err != nil {
+	if err := turns.CheckThreadID("thread", id); err != nil {
 		s.writeError(w, err)
 		return c, apiThread{}, false
 	}
@@ -275,7 +276,7 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 // with it), or queued (it is pending beside an answer being carried out).
 // Otherwise the error says why not (checkPending).
 func (s *Server) admitAnswer(ctx context.Context, th apiThread, id string) (beside []string, queue bool, err error) {
-	err = s.checkPending(ctx, th, id)
+	err = s.checkPending(ctx, th.internal, id)
 	if err == nil {
 		if pl := s.features.approvals; pl != nil {
 			aps, perr := pl.PendingApprovals(ctx, th.internal)
@@ -365,11 +366,11 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 // checkPending makes sure the thread waits for this approval (one of the
 // approvals it waits for), so a repeated answer cannot resume (and
 // execute) twice: once answered, the approval is no longer pending.
-func (s *Server) checkPending(ctx context.Context, th apiThread, id string) error {
-	if _, busy := s.runs.ActiveOn(th.internal); busy {
+func (s *Server) checkPending(ctx context.Context, thread, id string) error {
+	if _, busy := s.runs.ActiveOn(thread); busy {
 		return &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread"}
 	}
-	st, status, err := s.cfg.Runner.State(ctx, th.internal)
+	st, status, err := s.cfg.Runner.State(ctx, thread)
 	if errors.Is(err, agent.ErrUnknownThread) {
 		return &apierror.RequestError{Kind: apierror.ErrConflict, Param: "approval_id", Message: "the thread has no pending approval"}
 	}
@@ -395,7 +396,7 @@ func (s *Server) checkPending(ctx context.Context, th apiThread, id string) erro
 	}
 	// Any of the approvals the run waits for (concurrent steps each ask):
 	// they are answered independently, in any order.
-	if !s.stillPendingID(ctx, th.internal, id) {
+	if !s.stillPendingID(ctx, thread, id) {
 		return &apierror.RequestError{Kind: apierror.ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread", id)}
 	}
 	return nil
@@ -422,7 +423,7 @@ func (s *Server) answerNative(w http.ResponseWriter, r *http.Request, stream boo
 // replayNative answers a repeated request with the first request's run:
 // joined while it goes on in this process, else as its record says.
 func (s *Server) replayNative(w http.ResponseWriter, r *http.Request, stream bool, rec runstore.Record) {
-	w.Header().Set(headerReplayed, "true")
+	w.Header().Set(turns.HeaderReplayed, "true")
 	if ru, ok := s.runs.ByID(rec.ID); ok {
 		s.answerNative(w, r, stream, ru)
 		return
@@ -435,9 +436,6 @@ func (s *Server) replayNative(w http.ResponseWriter, r *http.Request, stream boo
 		"events_url": threadPath(rec.Labels[labelThread], "runs", rec.ID, "events")})
 }
 
-// headerReplayed marks an answer given from the first request's run.
-const headerReplayed = "Idempotent-Replayed"
-
 // runOf finds the caller's run named in the path, on the path's thread:
 // a run of this process, else its record (a run of an earlier life of
 // the server, or of another replica).
@@ -448,7 +446,7 @@ func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *runstore.
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "run", Message: "no such run"})
 		return nil, nil, false
 	}
-	if err := checkThreadID("thread", r.PathValue("thread")); err != nil {
+	if err := turns.CheckThreadID("thread", r.PathValue("thread")); err != nil {
 		s.writeError(w, err)
 		return nil, nil, false
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
 	"strings"
@@ -344,7 +345,7 @@ func (s *Server) chatConversation(ctx context.Context, c caller, t chatTurn, sou
 		return t.thread, false, "", nil, nil
 	case c.ChatID != "":
 		clientThread = "openwebui:" + c.ChatID
-		if err := checkThreadID(headerChatID, clientThread); err != nil {
+		if err := turns.CheckThreadID(headerChatID, clientThread); err != nil {
 			return "", false, "", nil, err
 		}
 		_, created, err := s.openThread(ctx, c, clientThread, source, nil)
@@ -477,7 +478,7 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, token string) (left bool, replay *chatReply, runErr error) {
 	ctx := r.Context()
 	if !followed {
-		ru.Leave(repeatable(r)) // the client left; the run stops unless a repeat of the request follows it
+		ru.Leave(turns.Repeatable(r)) // the client left; the run stops unless a repeat of the request follows it
 		if token != "" {
 			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
 		}

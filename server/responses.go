@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
 	"strings"
@@ -53,7 +54,7 @@ func threadOfItemID(id string) (string, bool) {
 				return "", false
 			}
 			b, err := hex.DecodeString(h)
-			if err != nil || len(b) == 0 || len(b) > maxThreadIDLen {
+			if err != nil || len(b) == 0 || len(b) > turns.MaxThreadIDLen {
 				return "", false
 			}
 			return string(b), true

@@ -404,22 +404,6 @@ func digestHex(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// headerRetryCount is sent by the Stainless SDKs (openai-go, the openai
-// npm and Python packages) on every attempt, the first ("0") included:
-// the request comes from a client that repeats it when its connection
-// drops or times out.
-const headerRetryCount = "X-Stainless-Retry-Count"
-
-// repeatable reports whether the client may send r again after leaving:
-// it named the request with an Idempotency-Key, or it is an SDK that
-// retries. Such a client's run outlives its leaving by
-// Config.DetachGrace, for the repeat to join it (Run.Leave); any other
-// client leaving (Open WebUI's stop button closes the connection) stops
-// its run at once.
-func repeatable(r *http.Request) bool {
-	return r.Header.Get("Idempotency-Key") != "" || r.Header.Get(headerRetryCount) != ""
-}
-
 // checkIdempotencyKey refuses a header no client should send.
 func checkIdempotencyKey(r *http.Request) error {
 	h := r.Header.Get("Idempotency-Key")

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/agui"
 	"net"
 	"net/http"
 	"sync"
@@ -131,7 +132,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/audit", oa(s.handleAudit))
 	mux.HandleFunc("GET /api/evaluations", oa(s.handleEvaluations))
 
-	mux.HandleFunc("POST /agui", oa(s.handleAGUI))
+	mux.HandleFunc("POST /agui", oa(agui.Handler(agui.Deps{Turns: serverTurns{s}, MaxMessages: s.cfg.MaxMessages, Now: s.cfg.Now,
+		StreamWriteTimeout: s.cfg.StreamWriteTimeout, Heartbeat: s.cfg.Heartbeat})))
 	mux.HandleFunc("GET /api/info", oa(s.handleInfo))
 	if s.cfg.Metrics != nil {
 		mux.Handle("GET /metrics", oa(s.cfg.Metrics.ServeHTTP))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"strconv"
 	"strings"
 	"unicode"
@@ -99,7 +100,7 @@ func (s *Server) findThread(ctx context.Context, c caller, id string) (apiThread
 // new thread counts against c's Config.MaxThreads and is durable (in the
 // checkpoint store, through the ThreadCreator) when this returns.
 func (s *Server) openThread(ctx context.Context, c caller, id, source string, meta map[string]string) (th apiThread, created bool, err error) {
-	if err := checkThreadID("thread", id); err != nil {
+	if err := turns.CheckThreadID("thread", id); err != nil {
 		return apiThread{}, false, err
 	}
 	if th, found, err := s.findThread(ctx, c, id); err != nil || found {

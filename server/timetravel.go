@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"maps"
 	"net/http"
 	"unicode/utf8"
@@ -130,7 +131,7 @@ func (s *Server) handleForkThread(w http.ResponseWriter, r *http.Request) {
 	if req.ID == "" {
 		req.ID = uuid.NewString()
 	}
-	if err := checkThreadID("id", req.ID); err != nil {
+	if err := turns.CheckThreadID("id", req.ID); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -244,7 +245,7 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 	var internal [2]string
 	for i, param := range []string{"left", "right"} {
 		id := r.URL.Query().Get(param)
-		if err := checkThreadID(param, id); err != nil {
+		if err := turns.CheckThreadID(param, id); err != nil {
 			s.writeError(w, err)
 			return
 		}

@@ -136,14 +136,14 @@ func TestLayers(t *testing.T) {
 				}
 				return true
 			}},
-		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, runs, crew, answertext): a protocol package (agui, artifacts, native, openai, responses) imports no other protocol package, and none imports server",
+		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, runs, crew, turns, msgtext, answertext): a protocol package (agui, artifacts, native, openai, responses) imports no other protocol package, and none imports server",
 			func(p pkg) bool { return under(p.ImportPath, "server/internal") },
 			func(p pkg) []string { return p.Imports },
 			func(d string) bool {
 				if !under(d, "server") {
 					return false
 				}
-				for _, shared := range []string{"apierror", "jsonreply", "reqbody", "sse", "run", "runs", "crew", "answertext"} {
+				for _, shared := range []string{"apierror", "jsonreply", "reqbody", "sse", "run", "runs", "crew", "turns", "msgtext", "answertext"} {
 					if d == module+"/server/internal/"+shared {
 						return false
 					}
@@ -267,6 +267,9 @@ func TestLayers(t *testing.T) {
 	}
 	if !slices.Contains(get("server").Imports, module+"/server/internal/artifacts") || !slices.Contains(get("server/internal/artifacts").Imports, module+"/server/internal/jsonreply") {
 		t.Error("server does not use its artifacts package, or that package no shared one: the internal packages' rule's premise changed")
+	}
+	if !slices.Contains(get("server/internal/agui").Imports, module+"/server/internal/turns") {
+		t.Error("the AG-UI package does not reach the server through turns: the internal packages' rule's premise changed")
 	}
 	if !slices.Contains(get("server/internal/runs").Imports, module+"/server/internal/run") || !slices.Contains(get("server").Imports, module+"/server/internal/runs") {
 		t.Error("server does not use its run manager, or the manager not its lifecycle: the run manager's rule's premise changed")
