@@ -112,8 +112,9 @@ func TestTheServersHooksSeeARunInOrder(t *testing.T) {
 }
 
 // A call that ends waiting for a retry parks the run: the server is told
-// when it goes on, nothing is settled, the thread is free and the run is
-// the process's to end (Wait does not return) until it is finished.
+// when it goes on (Hooks.Park, which frees the thread: ReleaseParked),
+// nothing is settled nor freed here, and the run is the process's to end
+// (Wait does not return) until it is finished.
 func TestAParkedRunIsNotSettled(t *testing.T) {
 	h := &recordingHooks{parks: make(chan time.Time, 1)}
 	m := newRecordingManager(h)
