@@ -98,7 +98,7 @@ func (s *Server) carryOut(ctx context.Context, thread string, ans agent.Answer) 
 // the approvals their answers are carried out for (taken), and those
 // pending beside them (offered), which a queued answer may answer.
 func (s *Server) answersAwaiting(ctx context.Context, thread string) (taken, offered []string, err error) {
-	if r, ok := s.runs.activeOn(thread); ok && r.answering != "" {
+	if r, ok := s.runs.ActiveOn(thread); ok && r.answering != "" {
 		taken, offered = append(taken, r.answering), append(offered, r.beside...)
 	}
 	recs, err := s.records.ListRuns(ctx, runstore.Filter{Thread: thread,
@@ -163,7 +163,7 @@ func (s *Server) queueAnswer(ctx context.Context, sp runSpec) (rec runstore.Reco
 // now.
 func (s *Server) waitBehind(thread string) {
 	s.waitFor(thread)
-	if _, busy := s.runs.activeOn(thread); !busy {
+	if _, busy := s.runs.ActiveOn(thread); !busy {
 		// The run it waited for ended meanwhile.
 		s.background.Go(func(context.Context) { s.startNext(thread) })
 	}
@@ -212,7 +212,7 @@ func (s *Server) startNext(thread string) {
 		return
 	}
 	for _, rec := range recs {
-		if r, ours := s.runs.byID(rec.ID); ours && !r.isFinished() {
+		if r, ours := s.runs.ByID(rec.ID); ours && !r.IsFinished() {
 			// A run of this process goes on (or waits, parked): its end
 			// looks again.
 			s.waitFor(thread)
@@ -229,7 +229,7 @@ func (s *Server) startNext(thread string) {
 		if started {
 			return
 		}
-		if _, busy := s.runs.activeOn(thread); busy {
+		if _, busy := s.runs.ActiveOn(thread); busy {
 			return // another run took the thread: its end looks again
 		}
 	}

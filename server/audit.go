@@ -21,7 +21,7 @@ import (
 // side-effecting attempt (planned … started, ended with its outcome; the
 // store keeps them too and stays the record of truth), and one record with
 // event agent.AuditStep for every attempt of every capability step the
-// server ran, reads included (see auditor in runs.go).
+// server ran, reads included (see auditor below).
 
 // AuditLog receives the audit records. Record must be safe for concurrent
 // use; a failure is logged, never fatal to the run.

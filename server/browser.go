@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"mime"
 	"net"
 	"net/http"
@@ -85,7 +86,7 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hosts.hosts.Allows(r.Host) {
 			s.refuse(w, r, &apierror.RequestError{Kind: apierror.ErrUnknownHost, Param: "Host", Message: fmt.Sprintf(
-				"%s is not a name of this server: it answers to localhost and the names in server.allowed_hosts (a guard against DNS rebinding)", quoteForClient(r.Host))})
+				"%s is not a name of this server: it answers to localhost and the names in server.allowed_hosts (a guard against DNS rebinding)", turns.QuoteForClient(r.Host))})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -145,13 +146,13 @@ func (s *Server) crossOrigin(r *http.Request) error {
 			return nil
 		}
 		return &apierror.RequestError{Kind: apierror.ErrCrossOrigin, Param: "Sec-Fetch-Site", Message: fmt.Sprintf(
-			"a %s page without an Origin may not change anything here (%s)", quoteForClient(site), r.Method)}
+			"a %s page without an Origin may not change anything here (%s)", turns.QuoteForClient(site), r.Method)}
 	}
 	if s.trustedOrigin(origin) || site == "" && sameHost(origin, r.Host) {
 		return nil
 	}
 	return &apierror.RequestError{Kind: apierror.ErrCrossOrigin, Param: "Origin", Message: fmt.Sprintf(
-		"a page on %s may not change anything here (%s): only this server's own page and the origins in server.cors_origins may", quoteForClient(origin), r.Method)}
+		"a page on %s may not change anything here (%s): only this server's own page and the origins in server.cors_origins may", turns.QuoteForClient(origin), r.Method)}
 }
 
 // trustedOrigin reports an origin whose pages may call every route: one
@@ -213,7 +214,7 @@ func jsonBody(r *http.Request) error {
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || !slices.Contains(jsonContentTypes, mt) {
 		return &apierror.RequestError{Kind: apierror.ErrUnsupportedMediaType, Param: "Content-Type", Message: fmt.Sprintf(
-			"%s is not accepted: send the body as application/json", quoteForClient(ct))}
+			"%s is not accepted: send the body as application/json", turns.QuoteForClient(ct))}
 	}
 	return nil
 }

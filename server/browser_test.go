@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -358,7 +359,7 @@ func TestForwardedIdentityMustBeText(t *testing.T) {
 		for _, bad := range []string{"\xff", "u\xc0\xae", "\xed\xa0\x80", "a\tb", strings.Repeat("u", 300)} {
 			for _, rt := range routes {
 				resp, body := env.send(t, rt.method, rt.path, "", keyWebUI, rt.body, header, bad)
-				wantRefused(t, rt.family+" "+header+" "+quoteForClient(bad), resp, body, http.StatusBadRequest, "invalid_request", header)
+				wantRefused(t, rt.family+" "+header+" "+turns.QuoteForClient(bad), resp, body, http.StatusBadRequest, "invalid_request", header)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"strconv"
 
@@ -63,7 +64,7 @@ func (t chatTurn) digest(c caller) string {
 func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, rec runstore.Record, explicit bool) bool {
 	if ru := s.joinable(r.Context(), c, rec); ru != nil {
 		// Join the run: the answer as it comes.
-		w.Header().Set(headerReplayed, "true")
+		w.Header().Set(turns.HeaderReplayed, "true")
 		rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
 		if t.stream {
 			s.streamChat(w, r, t, c, ru, rd, "")
@@ -88,7 +89,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		}
 		return false
 	}
-	w.Header().Set(headerReplayed, "true")
+	w.Header().Set(turns.HeaderReplayed, "true")
 	if f := res.Failure; f != nil {
 		typ := "server_error"
 		if f.Status < 500 {
@@ -117,7 +118,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 // elsewhere) and st is empty.
 func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *runstore.Record, explicit bool) (st chatStart, again bool) {
 	if ru := s.joinable(r.Context(), callerFrom(r.Context()), *rec); ru != nil {
-		w.Header().Set(headerReplayed, "true")
+		w.Header().Set(turns.HeaderReplayed, "true")
 		return chatStart{ru: ru, clientThread: ru.ClientThread}, false
 	}
 	if !rec.Status.Terminal() {
@@ -134,7 +135,7 @@ func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *run
 		}
 		return chatStart{}, true
 	}
-	w.Header().Set(headerReplayed, "true")
+	w.Header().Set(turns.HeaderReplayed, "true")
 	st = chatStart{reply: &chatReply{Content: res.Content, Reasoning: res.Reasoning}, clientThread: rec.Labels[labelThread]}
 	if res.Usage != nil {
 		st.usage = *res.Usage

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"io"
 	"net/http"
 	"strings"
@@ -51,7 +52,7 @@ func postChat(ctx context.Context, env *testEnv, body map[string]any, idem strin
 	req.Header.Set("Content-Type", "application/json")
 	// As the OpenAI SDKs send on every attempt: a client that repeats the
 	// request when it gives up (its run outlives it by DetachGrace).
-	req.Header.Set(headerRetryCount, "0")
+	req.Header.Set(turns.HeaderRetryCount, "0")
 	if idem != "" {
 		req.Header.Set("Idempotency-Key", idem)
 	}
@@ -128,7 +129,7 @@ func TestRepeatedChatOnAnotherReplica(t *testing.T) {
 			}
 			// Re-sent again after the run ended, to the other replica: its answer.
 			resp, body, err := postChat(context.Background(), a, req, tc.idem)
-			if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, "377.4") || resp.Header.Get(headerReplayed) != "true" {
+			if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, "377.4") || resp.Header.Get(turns.HeaderReplayed) != "true" {
 				t.Fatalf("replay on a: %v %v %s", err, resp, body)
 			}
 			if n := h.runs.Load(); n != 1 {

@@ -266,9 +266,9 @@ func TestLeftParkedRunIsCanceledInTheQueue(t *testing.T) {
 	// The first call failed and the run waits in the queue: nothing of it
 	// runs in the process. Then the client gives up.
 	deadline := time.Now().Add(10 * time.Second)
-	for calls.Load() != 1 || env.srv.runs.running() != 0 {
+	for calls.Load() != 1 || env.srv.runs.Running() != 0 {
 		if time.Now().After(deadline) || calls.Load() > 1 {
-			t.Fatalf("the run did not park after its first call (%d calls, %d running)", calls.Load(), env.srv.runs.running())
+			t.Fatalf("the run did not park after its first call (%d calls, %d running)", calls.Load(), env.srv.runs.Running())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

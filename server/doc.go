@@ -52,6 +52,15 @@
 // may change something is refused when a browser sent it for another
 // site's page, or when its body is not JSON.
 //
+// The parts (docs/architecture.md, "The server"): the run manager in
+// server/internal/runs (admission, a run's agent call, its event log and
+// followers) over the lifecycle in server/internal/run; every protocol's
+// wire format in its package under server/internal (AG-UI's handler too,
+// which reaches the server only through the turns.Turns this package
+// implements); the helpers they share (apierror, reqbody, sse, jsonreply,
+// turns). This package keeps Server, Config, the routing and the other
+// protocols' handlers.
+//
 // Approvals never hold a stream or a goroutine open: the run ends
 // interrupted, the client is told (an assistant message with an approval
 // token over Chat Completions, an interrupt outcome over AG-UI, an

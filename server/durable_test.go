@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -102,7 +103,7 @@ func TestAcknowledgedRunsAreAnsweredAfterACrash(t *testing.T) {
 	// The SDK's retry of the acknowledged chat request: the recovered
 	// run's answer, no second run.
 	resp, body := second.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("What is the beam current?")))
-	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerReplayed) != "true" || !strings.Contains(string(body), "401.5") {
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(turns.HeaderReplayed) != "true" || !strings.Contains(string(body), "401.5") {
 		t.Fatalf("retried chat: %d %s %s", resp.StatusCode, resp.Header, body)
 	}
 	agentState, _, err := second.srv.cfg.Runner.State(context.Background(), chat.Thread)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/sse"
@@ -13,27 +12,5 @@ import (
 // ends (false). The frames fn writes to sse (nil: none) for the events at
 // hand are flushed together, one write to the connection for all of them.
 func (s *Server) follow(ctx context.Context, r *run, after int, sse *sse.Writer, fn func(agent.Event), beat func()) bool {
-	t := time.NewTicker(s.cfg.Heartbeat)
-	defer t.Stop()
-	for {
-		evs, changed, finished := r.since(after)
-		sse.Hold()
-		for _, ev := range evs {
-			fn(ev)
-			after = ev.Seq
-		}
-		sse.Release()
-		if finished {
-			return true
-		}
-		select {
-		case <-changed:
-		case <-t.C:
-			if beat != nil {
-				beat()
-			}
-		case <-ctx.Done():
-			return false
-		}
-	}
+	return r.Follow(ctx, after, s.cfg.Heartbeat, sse, fn, beat)
 }

@@ -99,7 +99,7 @@ func TestShutdownEndsStreamsWithAFinalFrame(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := startFn(srv.runs, caller{Principal: anonymous}, "x", "x", nil); err == nil {
+	if _, err := startFn(srv, caller{Principal: anonymous}, "x", "x", nil); err == nil {
 		t.Fatal("a run started after shutdown")
 	}
 }

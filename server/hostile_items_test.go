@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net"
 	"net/http"
 	"net/url"
@@ -181,7 +182,7 @@ func body2s(b []byte) string { return strings.ToLower(string(b)) }
 // route, and the URLs the server builds reach them.
 func TestThreadIDAlphabet(t *testing.T) {
 	env := newTestEnv(t, nil)
-	for _, id := range []string{"..", ".", "a?b", "a#b", "a b", "a/b", "-lead", ".hidden", "ünï", "a\x00b", strings.Repeat("x", maxThreadIDLen+1), "a%2Fb", "a\\b"} {
+	for _, id := range []string{"..", ".", "a?b", "a#b", "a b", "a/b", "-lead", ".hidden", "ünï", "a\x00b", strings.Repeat("x", turns.MaxThreadIDLen+1), "a%2Fb", "a\\b"} {
 		resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": id})
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "ASCII letters, digits") || !strings.Contains(string(body), `"param":"id"`) {
 			t.Errorf("create %q: %d %s", id, resp.StatusCode, body)
@@ -202,7 +203,7 @@ func TestThreadIDAlphabet(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "X-OpenWebUI-Chat-Id") {
 		t.Errorf("chat id with a space: %d %s", resp.StatusCode, body)
 	}
-	for _, id := range []string{"a:b", "t.1", "A-b_c:d.e", "0", strings.Repeat("y", maxThreadIDLen)} {
+	for _, id := range []string{"a:b", "t.1", "A-b_c:d.e", "0", strings.Repeat("y", turns.MaxThreadIDLen)} {
 		if resp, body := env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": id}); resp.StatusCode != http.StatusCreated {
 			t.Fatalf("create %q: %d %s", id, resp.StatusCode, body)
 		}

@@ -403,7 +403,7 @@ func TestHostileRequests(t *testing.T) {
 		_ = json.Unmarshal(body, &ri)
 		fmt.Fprintf(&b, "|run %s %s %v %s %q", ri.ID, ri.Thread, ri.Finished, ri.Status, ri.Error)
 		_, list := hostile.do(t, "GET", "/api/threads?limit=500", keyAlice, nil)
-		var l struct{ Threads []Thread }
+		var l struct{ Threads []apiThread }
 		_ = json.Unmarshal(list, &l)
 		for _, th := range l.Threads {
 			fmt.Fprintf(&b, "|%s %s", th.ID, th.Updated)

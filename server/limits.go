@@ -3,6 +3,7 @@ package server
 import (
 	"container/list"
 	"context"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"strconv"
 	"sync"
@@ -39,9 +40,9 @@ func (s *Server) checkMetadata(meta map[string]string) error {
 	size := 0
 	for k, v := range meta {
 		size += len(k) + len(v)
-		if len(k) > metadataKeyMaxLen || !validThreadID(k) {
+		if len(k) > metadataKeyMaxLen || !turns.ValidThreadID(k) {
 			return badRequest("metadata", "key %s: a metadata key is 1 to %d characters: ASCII letters, digits, '-', '_', '.' and ':', starting with a letter or digit",
-				quoteForClient(k), metadataKeyMaxLen)
+				turns.QuoteForClient(k), metadataKeyMaxLen)
 		}
 		if !utf8.ValidString(v) {
 			return badRequest("metadata."+k, "is not valid UTF-8")
@@ -74,7 +75,7 @@ func (s *Server) pageOf(r *http.Request) (page, error) {
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > s.cfg.MaxPageSize {
-			return p, badRequest("limit", "must be a whole number from 1 to %d, got %s", s.cfg.MaxPageSize, quoteForClient(v))
+			return p, badRequest("limit", "must be a whole number from 1 to %d, got %s", s.cfg.MaxPageSize, turns.QuoteForClient(v))
 		}
 		p.limit = n
 	}

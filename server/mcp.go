@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"strings"
 
@@ -54,8 +55,8 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 	if q.Thread == "" {
 		q.Thread = "mcp-" + uuid.NewString()
 	}
-	if !validThreadID(q.Thread) {
-		return mcp.Answer{}, fmt.Errorf("%w: thread_id %s is not a valid thread id: a thread id is %s", mcp.ErrBadQuestion, quoteForClient(q.Thread), threadIDRule)
+	if !turns.ValidThreadID(q.Thread) {
+		return mcp.Answer{}, fmt.Errorf("%w: thread_id %s is not a valid thread id: a thread id is %s", mcp.ErrBadQuestion, turns.QuoteForClient(q.Thread), turns.ThreadIDRule)
 	}
 	th, _, err := s.openThread(ctx, c, q.Thread, "mcp", nil)
 	if err != nil {
@@ -79,7 +80,7 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 	if err != nil {
 		return mcp.Answer{}, err
 	}
-	ru.join()
+	ru.Join()
 	rd := &chatRenderer{}
 	if !s.follow(ctx, ru, 0, nil, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {
@@ -88,10 +89,10 @@ func (m mcpAsker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 			}
 		}
 	}, nil) {
-		ru.leave(false) // the client went away (no repeat can join a run without a key): the run stops now
+		ru.Leave(false) // the client went away (no repeat can join a run without a key): the run stops now
 		return mcp.Answer{}, ctx.Err()
 	}
-	status, runErr, shutdown := ru.result()
+	status, runErr, shutdown := ru.Result()
 	if ae, ok := errors.AsType[*agent.ApprovalError](runErr); ok && errors.Is(ae, agent.ErrApprovalUnclear) && ae.Approval != nil {
 		return mcp.Answer{Thread: th.ID, Status: string(agent.RunInterrupted),
 			Text:     fmt.Sprintf("The answer %q is neither a yes nor a no, so nothing was decided: the approval is still waiting.\n\n%s\n\nReply \"yes\" to proceed or \"no\" to cancel.", ae.Answer, ae.Approval.Summary),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
 	"strconv"
@@ -39,7 +40,7 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 	if req.ID == "" {
 		req.ID = uuid.NewString()
 	}
-	if err := checkThreadID("id", req.ID); err != nil {
+	if err := turns.CheckThreadID("id", req.ID); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -73,7 +74,7 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ths == nil {
-		ths = []Thread{}
+		ths = []apiThread{}
 	}
 	for i := range ths {
 		s.fillStatus(r.Context(), &ths[i])
@@ -85,8 +86,8 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 // run of this process goes on, else the status of its latest checkpoint,
 // read through the agent (one store read). A thread created but never run
 // has none.
-func (s *Server) fillStatus(ctx context.Context, th *Thread) {
-	if _, busy := s.runs.activeOn(th.internal); busy {
+func (s *Server) fillStatus(ctx context.Context, th *apiThread) {
+	if _, busy := s.runs.ActiveOn(th.internal); busy {
 		th.Status = "running"
 		return
 	}
@@ -97,12 +98,12 @@ func (s *Server) fillStatus(ctx context.Context, th *Thread) {
 
 // thread finds the caller's thread named in the path, or answers 400 (an
 // id no thread can have) or 404.
-func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, Thread, bool) {
+func (s *Server) thread(w http.ResponseWriter, r *http.Request) (caller, apiThread, bool) {
 	c := callerFrom(r.Context())
 	id := r.PathValue("thread")
-	if err := checkThreadID("thread", id); err != nil {
+	if err := turns.CheckThreadID("thread", id); err != nil {
 		s.writeError(w, err)
-		return c, Thread{}, false
+		return c, apiThread{}, false
 	}
 	th, ok, err := s.findThread(r.Context(), c, id)
 	if err != nil {
@@ -127,7 +128,7 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if ru, busy := s.runs.activeOn(th.internal); busy {
+	if ru, busy := s.runs.ActiveOn(th.internal); busy {
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "run " + ru.ID + " is still running; cancel it first"})
 		return
 	}
@@ -274,8 +275,8 @@ func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
 // out: now (the thread waits for it; beside are the approvals pending
 // with it), or queued (it is pending beside an answer being carried out).
 // Otherwise the error says why not (checkPending).
-func (s *Server) admitAnswer(ctx context.Context, th Thread, id string) (beside []string, queue bool, err error) {
-	err = s.checkPending(ctx, th, id)
+func (s *Server) admitAnswer(ctx context.Context, th apiThread, id string) (beside []string, queue bool, err error) {
+	err = s.checkPending(ctx, th.internal, id)
 	if err == nil {
 		if pl := s.features.approvals; pl != nil {
 			aps, perr := pl.PendingApprovals(ctx, th.internal)
@@ -297,7 +298,7 @@ func (s *Server) admitAnswer(ctx context.Context, th Thread, id string) (beside 
 	// Queued only while a run goes on (the thread stands between two
 	// steps), for an approval not answered already.
 	st, status, serr := s.cfg.Runner.State(ctx, th.internal)
-	if _, busy := s.runs.activeOn(th.internal); serr != nil || !busy && status != agent.RunCanceled ||
+	if _, busy := s.runs.ActiveOn(th.internal); serr != nil || !busy && status != agent.RunCanceled ||
 		slices.ContainsFunc(st.Turn.Approvals, func(d state.ApprovalDecision) bool { return d.ID == id }) {
 		return nil, false, err
 	}
@@ -339,7 +340,7 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if ru, ok := s.runs.byID(rec.ID); ok {
+		if ru, ok := s.runs.ByID(rec.ID); ok {
 			s.followRun(r, sse, ru, 0)
 			return
 		}
@@ -365,11 +366,11 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 // checkPending makes sure the thread waits for this approval (one of the
 // approvals it waits for), so a repeated answer cannot resume (and
 // execute) twice: once answered, the approval is no longer pending.
-func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
-	if _, busy := s.runs.activeOn(th.internal); busy {
+func (s *Server) checkPending(ctx context.Context, thread, id string) error {
+	if _, busy := s.runs.ActiveOn(thread); busy {
 		return &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread"}
 	}
-	st, status, err := s.cfg.Runner.State(ctx, th.internal)
+	st, status, err := s.cfg.Runner.State(ctx, thread)
 	if errors.Is(err, agent.ErrUnknownThread) {
 		return &apierror.RequestError{Kind: apierror.ErrConflict, Param: "approval_id", Message: "the thread has no pending approval"}
 	}
@@ -395,7 +396,7 @@ func (s *Server) checkPending(ctx context.Context, th Thread, id string) error {
 	}
 	// Any of the approvals the run waits for (concurrent steps each ask):
 	// they are answered independently, in any order.
-	if !s.stillPendingID(ctx, th.internal, id) {
+	if !s.stillPendingID(ctx, thread, id) {
 		return &apierror.RequestError{Kind: apierror.ErrConflict, Param: "approval_id", Message: fmt.Sprintf("approval %q is not pending on this thread", id)}
 	}
 	return nil
@@ -422,8 +423,8 @@ func (s *Server) answerNative(w http.ResponseWriter, r *http.Request, stream boo
 // replayNative answers a repeated request with the first request's run:
 // joined while it goes on in this process, else as its record says.
 func (s *Server) replayNative(w http.ResponseWriter, r *http.Request, stream bool, rec runstore.Record) {
-	w.Header().Set(headerReplayed, "true")
-	if ru, ok := s.runs.byID(rec.ID); ok {
+	w.Header().Set(turns.HeaderReplayed, "true")
+	if ru, ok := s.runs.ByID(rec.ID); ok {
 		s.answerNative(w, r, stream, ru)
 		return
 	}
@@ -435,9 +436,6 @@ func (s *Server) replayNative(w http.ResponseWriter, r *http.Request, stream boo
 		"events_url": threadPath(rec.Labels[labelThread], "runs", rec.ID, "events")})
 }
 
-// headerReplayed marks an answer given from the first request's run.
-const headerReplayed = "Idempotent-Replayed"
-
 // runOf finds the caller's run named in the path, on the path's thread:
 // a run of this process, else its record (a run of an earlier life of
 // the server, or of another replica).
@@ -448,11 +446,11 @@ func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *runstore.
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "run", Message: "no such run"})
 		return nil, nil, false
 	}
-	if err := checkThreadID("thread", r.PathValue("thread")); err != nil {
+	if err := turns.CheckThreadID("thread", r.PathValue("thread")); err != nil {
 		s.writeError(w, err)
 		return nil, nil, false
 	}
-	if ru, ok := s.runs.get(c, id); ok {
+	if ru, ok := s.runs.Get(ownerKey(c), id); ok {
 		if ru.ClientThread != r.PathValue("thread") {
 			return notFound()
 		}
@@ -541,7 +539,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]native.RunInfo, 0, len(recs))
 	for _, rec := range recs {
-		if ru, ok := s.runs.byID(rec.ID); ok {
+		if ru, ok := s.runs.ByID(rec.ID); ok {
 			out = append(out, ru.info())
 			continue
 		}
@@ -623,7 +621,7 @@ func (s *Server) followRun(r *http.Request, sse *sse.Writer, ru *run, after int)
 	if !ok {
 		return // the client left; the run goes on and can be followed again
 	}
-	status, runErr, shutdown := ru.result()
+	status, runErr, shutdown := ru.Result()
 	if runErr != nil {
 		code := "run_failed"
 		sse.Frame("", "error", map[string]any{"error": apierror.Body{Message: s.publicMessage(runErr), Type: "server_error", Code: &code}})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
 	"strings"
@@ -344,7 +345,7 @@ func (s *Server) chatConversation(ctx context.Context, c caller, t chatTurn, sou
 		return t.thread, false, "", nil, nil
 	case c.ChatID != "":
 		clientThread = "openwebui:" + c.ChatID
-		if err := checkThreadID(headerChatID, clientThread); err != nil {
+		if err := turns.CheckThreadID(headerChatID, clientThread); err != nil {
 			return "", false, "", nil, err
 		}
 		_, created, err := s.openThread(ctx, c, clientThread, source, nil)
@@ -424,12 +425,12 @@ func endNote(status agent.RunStatus, shutdown bool) string {
 
 // endNote is the note for how r ended (valid once finished).
 func (r *run) endNote() string {
-	status, _, shutdown := r.result()
+	status, _, shutdown := r.Result()
 	return endNote(status, shutdown)
 }
 
 func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
-	ru.join()
+	ru.Join()
 	followed := s.follow(r.Context(), ru, 0, nil, func(ev agent.Event) { rd.render(ev) }, nil)
 	left, replay, runErr := s.chatRunEnd(r, c, ru, followed, token)
 	if left {
@@ -477,13 +478,13 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, token string) (left bool, replay *chatReply, runErr error) {
 	ctx := r.Context()
 	if !followed {
-		ru.leave(repeatable(r)) // the client left; the run stops unless a repeat of the request follows it
+		ru.Leave(turns.Repeatable(r)) // the client left; the run stops unless a repeat of the request follows it
 		if token != "" {
 			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
 		}
 		return true, nil, nil
 	}
-	_, runErr, _ = ru.result()
+	_, runErr, _ = ru.Result()
 	if ae, ok := errors.AsType[*agent.ApprovalError](runErr); ok && token != "" {
 		switch {
 		case errors.Is(ae, agent.ErrApprovalUnclear):
@@ -642,7 +643,7 @@ func (k *chunker) fail(s *Server, err error) {
 }
 
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
-	ru.join()
+	ru.Join()
 	k := s.newChunker(w, t, ru.completion())
 	k.role()
 	ok := s.follow(r.Context(), ru, 0, k.sse, func(ev agent.Event) {

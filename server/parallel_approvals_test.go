@@ -271,7 +271,7 @@ func (e *parallelEnv) waitIdle(t *testing.T, clientThread string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, busy := e.srv.runs.activeOn(internalThreadID(alice, clientThread)); len(recs) == 0 && !busy {
+		if _, busy := e.srv.runs.ActiveOn(internalThreadID(alice, clientThread)); len(recs) == 0 && !busy {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/runs"
 	"sync/atomic"
 	"time"
 
@@ -27,22 +28,18 @@ import (
 // Which step runs next, its attempt and its delay are the router's, as
 // before: parking only moves the wait out of the process.
 
-// park handles r, whose agent call ended parked until r.parkUntil.
-func (s *Server) park(r *run) {
+// park handles r, whose agent call ended parked until until.
+func (s *Server) park(r *run, until time.Time) {
 	m := s.runs
-	m.mu.Lock()
-	m.release(r)
 	// A resumed run is not counted against its principal's limits again:
 	// it was admitted once (as a recovered run is).
-	r.countedAs = ""
-	m.mu.Unlock()
-	until := r.parkUntil
+	m.ReleaseParked(r.Run)
 	s.cfg.Logger.Info("run parked until its retry is due", "run", r.ID, "thread", r.Thread, "not_before", until)
 	if s.cluster != nil {
 		s.parkInQueue(r, until)
 		return
 	}
-	m.must(r, lifecycle.Park)
+	m.Must(r.Run, lifecycle.Park)
 	// The timer and a cancellation race to take the parked run: the one
 	// that takes it first acts.
 	var taken atomic.Bool
@@ -53,10 +50,10 @@ func (s *Server) park(r *run) {
 	})
 	// Canceled while parked (by its client, a cancel request, the
 	// shutdown): it ends here, with no goroutine waiting for that either.
-	context.AfterFunc(r.ctx, func() {
+	context.AfterFunc(r.Context(), func() {
 		if taken.CompareAndSwap(false, true) {
 			stopTimer()
-			shutdown := s.runs.base.Err() != nil
+			shutdown := s.runs.Stopping()
 			if !s.background.Go(func(context.Context) { s.endParked(r, shutdown) }) {
 				s.endParked(r, true)
 			}
@@ -71,13 +68,7 @@ func (s *Server) parkInQueue(r *run, until time.Time) {
 	if r.pub != nil {
 		r.pub.close()
 	}
-	r.mu.Lock()
-	fenced := r.life.State() == lifecycle.Fenced
-	if !fenced {
-		_ = s.runs.fireLocked(r, lifecycle.Requeue)
-	}
-	r.mu.Unlock()
-	if !fenced {
+	if s.runs.Requeue(r.Run) {
 		ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
 		err := cl.q.RequeueRun(ctx, r.ID, s.cfg.Instance, until)
 		cancel()
@@ -93,8 +84,8 @@ func (s *Server) parkInQueue(r *run, until time.Time) {
 	// the queued record is canceled too, so that no replica resumes a run
 	// nobody follows. A shutdown leaves it queued; a record that ended
 	// (the mirror saw it) has nothing to stop.
-	context.AfterFunc(r.ctx, func() {
-		if s.runs.base.Err() != nil || r.endedInStore() {
+	context.AfterFunc(r.Context(), func() {
+		if s.runs.Stopping() || r.EndedInStore() {
 			return
 		}
 		s.background.Go(func(context.Context) {
@@ -112,11 +103,11 @@ func (s *Server) parkInQueue(r *run, until time.Time) {
 // due, as any recorded run is taken over (takeOver): the run itself goes
 // on, with its followers and its log, unless its thread went on without it.
 func (s *Server) resumeParked(r *run) {
-	if r.ctx.Err() != nil {
-		s.endParked(r, s.runs.base.Err() != nil)
+	if r.Context().Err() != nil {
+		s.endParked(r, s.runs.Stopping())
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, recordWriteTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), recordWriteTimeout)
 	defer cancel()
 	rec, err := s.records.GetRun(ctx, r.ID)
 	if err == nil {
@@ -127,8 +118,8 @@ func (s *Server) resumeParked(r *run) {
 	case err == nil:
 	case errors.As(err, &re) && errors.Is(re.Kind, apierror.ErrShuttingDown):
 		s.endParked(r, true)
-	case r.ctx.Err() != nil:
-		s.endParked(r, s.runs.base.Err() != nil)
+	case r.Context().Err() != nil:
+		s.endParked(r, s.runs.Stopping())
 	default:
 		// Never left parked with nobody to end it.
 		s.cfg.Logger.Error("resuming a parked run", "run", r.ID, "error", err)
@@ -142,31 +133,31 @@ func (s *Server) resumeParked(r *run) {
 // endParked ends a run canceled while parked in this process; a shutdown
 // leaves its record running, for the next start to resume.
 func (s *Server) endParked(r *run, shutdown bool) {
-	r.append(agent.Event{Type: agent.EventDone, Status: agent.RunCanceled, Thread: r.Thread, Time: s.cfg.Now()})
+	r.Append(agent.Event{Type: agent.EventDone, Status: agent.RunCanceled, Thread: r.Thread, Time: s.cfg.Now()})
 	s.finishRecord(r, agent.RunCanceled, nil, shutdown)
-	cause := endedHere
+	cause := runs.EndedHere
 	if shutdown {
-		cause = endedByShutdown
+		cause = runs.EndedByShutdown
 	}
-	s.runs.finish(r, nil, cause)
-	s.runs.evictAfterEnd()
+	s.runs.Finish(r.Run, nil, cause)
+	s.runs.EvictAfterEnd()
 }
 
 // endParkedAs ends the run of id when it is parked in this process, as its
 // record now says: status, and msg for a failure.
 func (s *Server) endParkedAs(id string, status agent.RunStatus, msg string) {
-	r, ok := s.runs.byID(id)
-	if !ok || r.state() != lifecycle.Parked {
+	r, ok := s.runs.ByID(id)
+	if !ok || r.State() != lifecycle.Parked {
 		return
 	}
 	var err error
 	if status == agent.RunFailed {
 		err = errors.New(msg)
 	}
-	r.append(agent.Event{Type: agent.EventDone, Status: status, Err: msg, Thread: r.Thread, Time: s.cfg.Now()})
-	s.runs.finish(r, err, endedHere)
-	s.runs.evictAfterEnd()
-	r.cancel()
+	r.Append(agent.Event{Type: agent.EventDone, Status: status, Err: msg, Thread: r.Thread, Time: s.cfg.Now()})
+	s.runs.Finish(r.Run, err, runs.EndedHere)
+	s.runs.EvictAfterEnd()
+	r.Cancel()
 }
 
 // overtakenMessage says why a parked run ended without going on.

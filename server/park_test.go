@@ -91,14 +91,14 @@ func TestParkedRetryIsResumedByATimer(t *testing.T) {
 	thread := internalThreadID(caller{Principal: Principal{Name: "alice", Tenant: "lab"}}, "beam")
 	var parked bool
 	for time.Now().Before(deadline) && calls.Load() == 1 {
-		if _, st, err := a.State(context.Background(), thread); err == nil && st == agent.RunCanceled && env.srv.runs.running() == 0 {
+		if _, st, err := a.State(context.Background(), thread); err == nil && st == agent.RunCanceled && env.srv.runs.Running() == 0 {
 			parked = true
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	if !parked {
-		t.Fatalf("the run did not park during its 800 ms retry wait (calls %d, running %d)", calls.Load(), env.srv.runs.running())
+		t.Fatalf("the run did not park during its 800 ms retry wait (calls %d, running %d)", calls.Load(), env.srv.runs.Running())
 	}
 
 	var g got
@@ -168,7 +168,7 @@ func TestParkedRunCanceled(t *testing.T) {
 	thread := internalThreadID(caller{Principal: Principal{Name: "alice", Tenant: "lab"}}, "beam")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, st, _ := a.State(context.Background(), thread); st == agent.RunCanceled && env.srv.runs.running() == 0 {
+		if _, st, _ := a.State(context.Background(), thread); st == agent.RunCanceled && env.srv.runs.Running() == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -215,7 +215,7 @@ func startParked(t *testing.T, env *testEnv, a *agent.Agent, calls *atomic.Int32
 	thread := internalThreadID(caller{Principal: Principal{Name: "alice", Tenant: "lab"}}, "beam")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, st, _ := a.State(context.Background(), thread); st == agent.RunCanceled && calls.Load() == 1 && env.srv.runs.running() == 0 {
+		if _, st, _ := a.State(context.Background(), thread); st == agent.RunCanceled && calls.Load() == 1 && env.srv.runs.Running() == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -284,7 +284,7 @@ func TestShutdownEndsAParkedRun(t *testing.T) {
 	if err != nil || rec.Status != runstore.Running {
 		t.Fatalf("the parked run's record after the shutdown: %+v %v; want it running, for the next start", rec, err)
 	}
-	if err := env.srv.background.stop(context.Background()); err != nil {
+	if err := env.srv.background.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -211,12 +212,12 @@ func FuzzThreadPaths(f *testing.F) {
 		}
 		w := serveFuzz(t, srv, "GET", threadPath(id), nil)
 		switch {
-		case validThreadID(id) && w.Code != http.StatusNotFound && w.Code != http.StatusOK: // an earlier input may have made it
+		case turns.ValidThreadID(id) && w.Code != http.StatusNotFound && w.Code != http.StatusOK: // an earlier input may have made it
 			t.Fatalf("GET %s (valid id %q): %d %s", threadPath(id), id, w.Code, w.Body)
-		case !validThreadID(id) && w.Code != http.StatusBadRequest && w.Code != http.StatusNotFound && w.Code != http.StatusMovedPermanently:
+		case !turns.ValidThreadID(id) && w.Code != http.StatusBadRequest && w.Code != http.StatusNotFound && w.Code != http.StatusMovedPermanently:
 			t.Fatalf("GET %s (invalid id %q): %d %s", threadPath(id), id, w.Code, w.Body)
 		}
-		if validThreadID(id) {
+		if turns.ValidThreadID(id) {
 			// The id the server built a URL of routes back to itself.
 			b, _ := json.Marshal(map[string]string{"id": id})
 			serveFuzz(t, srv, "POST", "/api/threads", b)

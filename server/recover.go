@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/runs"
 	"iter"
 	"slices"
 	"time"
@@ -66,9 +67,9 @@ func (s *Server) recoverRuns(ctx context.Context, wait bool) ([]string, error) {
 	limit := s.recoveryLimit()
 	room := func() bool {
 		if wait {
-			return s.runs.waitRoom(ctx, limit) == nil
+			return s.runs.WaitRoom(ctx, limit) == nil
 		}
-		return s.runs.running() < limit
+		return s.runs.Running() < limit
 	}
 	recorded := s.recoverRecorded
 	if s.cluster != nil {
@@ -107,7 +108,7 @@ func (s *Server) recoverRuns(ctx context.Context, wait bool) ([]string, error) {
 			continue
 		}
 		c, clientThread := s.ownerOf(ctx, cr.Thread)
-		sp := runSpec{c: c, source: "recovery", clientThread: clientThread, thread: cr.Thread, kind: kindResume, claimed: cr, origin: fromClaim}
+		sp := runSpec{c: c, source: "recovery", clientThread: clientThread, thread: cr.Thread, kind: kindResume, claimed: cr, origin: runs.FromClaim}
 		if _, _, err := s.submit(ctx, sp); err != nil {
 			cr.Release()
 			var re *apierror.RequestError
@@ -142,7 +143,7 @@ func (s *Server) recoverRecorded(ctx context.Context, room func() bool) ([]strin
 			return started, errors.Join(append(errs, fmt.Errorf("server: list unfinished runs: %w", err))...)
 		}
 		for _, rec := range recs {
-			if ru, ours := s.runs.byID(rec.ID); ours && !ru.isFinished() {
+			if ru, ours := s.runs.ByID(rec.ID); ours && !ru.IsFinished() {
 				continue // running or parked here
 			}
 			if !room() {
@@ -182,7 +183,7 @@ func (s *Server) recoverRecorded(ctx context.Context, room func() bool) ([]strin
 func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started bool, err error) {
 	c := s.callerOf(rec.Labels)
 	sp := runSpec{c: c, source: rec.Labels[labelSource], clientThread: rec.Labels[labelThread], thread: rec.Thread,
-		id: rec.ID, origin: fromRecord, chat: rec.Labels[labelSource] == "openai", started: rec.Created}
+		id: rec.ID, origin: runs.FromRecord, chat: rec.Labels[labelSource] == "openai", started: rec.Created}
 	var in runInput
 	if err := json.Unmarshal(rec.Input, &in); err != nil {
 		return false, s.endRecord(ctx, rec, runstore.Failed, "the server restarted and could not read this run's input")
@@ -190,7 +191,7 @@ func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started boo
 	if ended, err := s.endOvertaken(ctx, rec, in); ended || err != nil {
 		return false, err
 	}
-	if ru, busy := s.runs.activeOn(rec.Thread); busy && ru.ID != rec.ID && s.cluster == nil {
+	if ru, busy := s.runs.ActiveOn(rec.Thread); busy && ru.ID != rec.ID && s.cluster == nil {
 		// A run of this process goes on on the thread (another answer
 		// recovered just before this one, say): the thread's state is
 		// half-way through it and says nothing of this record yet. That
@@ -220,7 +221,7 @@ func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started boo
 	// Another process may hold the thread: with replicas the run waits
 	// for it up to a third of a TTL, then gives the record back to the
 	// queue; alone it ends at once. Either way it did not get going here.
-	return r.began(ctx), nil
+	return r.Began(ctx), nil
 }
 
 // endOvertaken ends rec when a later turn on the thread overtook it (the
@@ -240,7 +241,7 @@ func (s *Server) endOvertaken(ctx context.Context, rec runstore.Record, in runIn
 		return false, nil
 	}
 	msg := "the server restarted before this run finished, and a later run on the thread replaced it; nothing more of this run will be done"
-	if s.runs.parked(rec.ID) {
+	if s.runs.Parked(rec.ID) {
 		msg = overtakenMessage
 	}
 	return true, s.endRecord(ctx, rec, runstore.Failed, msg)
@@ -447,13 +448,6 @@ func (s *Server) callerOf(labels map[string]string) caller {
 		c.Principal = anonymous
 	}
 	return c
-}
-
-// running counts the runs in progress on this server.
-func (m *runManager) running() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.byThread)
 }
 
 // recoverLoop calls RecoverRuns every Config.RecoverEvery until ctx is

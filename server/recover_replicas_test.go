@@ -135,11 +135,9 @@ func serveInBackground(t *testing.T, env *testEnv) {
 
 // runsOf returns the runs a server started, by status.
 func runsOf(s *Server) map[agent.RunStatus]int {
-	s.runs.mu.Lock()
-	defer s.runs.mu.Unlock()
 	out := map[agent.RunStatus]int{}
-	for _, r := range s.runs.runs {
-		st, _, _ := r.result()
+	for _, r := range s.runs.All() {
+		st, _, _ := r.Result()
 		out[st]++
 	}
 	return out
@@ -150,7 +148,7 @@ func waitRuns(t *testing.T, envs ...*testEnv) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, e := range envs {
-		if err := e.srv.runs.wait(ctx); err != nil {
+		if err := e.srv.runs.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -405,7 +403,7 @@ func TestRecoveredRunHandedBackKeepsItsFollowers(t *testing.T) {
 	// A client follows the recovered run on this replica while it waits.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if ru, ok := live.srv.runs.byID(runID); ok && !ru.following() {
+		if ru, ok := live.srv.runs.ByID(runID); ok && !ru.Following() {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -77,11 +77,9 @@ func TestRecoverRunsThroughTheServer(t *testing.T) {
 	// The owner can follow the recovered run like any run of hers (the
 	// stream ends with the run); another principal cannot.
 	var recovered *run
-	second.srv.runs.mu.Lock()
-	for _, r := range second.srv.runs.runs {
+	for _, r := range second.srv.runs.All() {
 		recovered = r
 	}
-	second.srv.runs.mu.Unlock()
 	if recovered == nil || recovered.ClientThread != "scan" || recovered.Owner.Principal.Name != "alice" {
 		t.Fatalf("recovered run %+v; want alice's run on scan", recovered)
 	}
@@ -94,7 +92,7 @@ func TestRecoverRunsThroughTheServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := second.srv.runs.wait(ctx); err != nil {
+	if err := second.srv.runs.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	_, body = second.do(t, "GET", "/api/threads/scan", keyAlice, nil)

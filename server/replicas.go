@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/runs"
 	"sync"
 	"time"
 
@@ -124,8 +125,8 @@ func (s *Server) listenLoop(ctx context.Context) {
 			case runstore.SignalQueued:
 				poke(cl.wake)
 			case runstore.SignalCancel:
-				if r, ok := s.runs.byID(sig.Run); ok && !r.following() {
-					r.cancel()
+				if r, ok := s.runs.ByID(sig.Run); ok && !r.Following() {
+					r.Cancel()
 				}
 				// A queued (parked) run is canceled in the store: its
 				// followers read its end.
@@ -135,8 +136,8 @@ func (s *Server) listenLoop(ctx context.Context) {
 				}
 				cl.mu.Unlock()
 			case runstore.SignalFollowed:
-				if r, ok := s.runs.byID(sig.Run); ok && !r.following() {
-					r.keepForRemote()
+				if r, ok := s.runs.ByID(sig.Run); ok && !r.Following() {
+					r.KeepForRemote()
 				}
 			case runstore.SignalEvents:
 				cl.mu.Lock()
@@ -168,7 +169,7 @@ func (s *Server) claimLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-cl.wake:
-		case <-s.runs.roomSignal():
+		case <-s.runs.RoomSignal():
 		}
 	}
 }
@@ -211,26 +212,26 @@ func (s *Server) holdLease(r *run) {
 	t := time.NewTicker(max(cl.ttl/3, 10*time.Millisecond))
 	defer t.Stop()
 	renew := func() bool {
-		ctx, cancel := context.WithTimeout(r.ctx, cl.ttl/3)
+		ctx, cancel := context.WithTimeout(r.Context(), cl.ttl/3)
 		defer cancel()
 		canceled, err := cl.q.RenewRun(ctx, r.ID, s.cfg.Instance, cl.ttl)
 		select {
-		case <-r.consumed:
+		case <-r.Consumed():
 			return false // ended meanwhile: its record is not running any more
 		default:
 		}
 		switch {
 		case errors.Is(err, runstore.ErrConflict):
 			s.cfg.Logger.Warn("run lease lost: another replica took the run; stopping it here", "run", r.ID)
-			_ = s.runs.fire(r, lifecycle.LoseLease) // unless it ended meanwhile
-			r.cancel()
+			_ = s.runs.Fire(r.Run, lifecycle.LoseLease) // unless it ended meanwhile
+			r.Cancel()
 			return false
 		case err != nil:
-			if r.ctx.Err() == nil {
+			if r.Context().Err() == nil {
 				s.cfg.Logger.Warn("renewing a run lease", "run", r.ID, "error", err)
 			}
 		case canceled:
-			r.cancel()
+			r.Cancel()
 		}
 		return true
 	}
@@ -239,9 +240,9 @@ func (s *Server) holdLease(r *run) {
 	}
 	for {
 		select {
-		case <-r.ctx.Done():
+		case <-r.Context().Done():
 			return
-		case <-r.consumed:
+		case <-r.Consumed():
 			return
 		case <-t.C:
 			if !renew() {
@@ -336,7 +337,9 @@ func (s *Server) mirror(ctx context.Context, c caller, rec runstore.Record) *run
 			return nil
 		}
 	}
-	r, fresh := s.runs.addMirror(c, rec)
+	sp := runs.Spec{ID: rec.ID, Thread: rec.Thread, ClientThread: rec.Labels[labelThread], Started: rec.Created, OwnerKey: ownerKey(c),
+		Log: []any{"principal", c.Principal.Name, "tenant", c.Principal.Tenant}}
+	r, fresh := s.runs.Mirror(sp, func(core *runs.Run[*run]) *run { return &run{Run: core, Owner: c} })
 	if fresh {
 		s.startTail(r)
 	}
@@ -349,8 +352,8 @@ func (s *Server) mirror(ctx context.Context, c caller, rec runstore.Record) *run
 // its own client has gone (an SDK's retry through the load balancer). nil
 // when the run has ended.
 func (s *Server) joinable(ctx context.Context, c caller, rec runstore.Record) *run {
-	if ru, ok := s.runs.byID(rec.ID); ok && !ru.info().Finished {
-		if ru.following() {
+	if ru, ok := s.runs.ByID(rec.ID); ok && !ru.info().Finished {
+		if ru.Following() {
 			s.signal(runstore.SignalFollowed, rec.ID)
 		}
 		return ru
@@ -370,8 +373,8 @@ func (s *Server) joinable(ctx context.Context, c caller, rec runstore.Record) *r
 // gave back to the queue), in the store until it ends, in the background.
 func (s *Server) startTail(r *run) {
 	if !s.background.Go(func(context.Context) { s.tail(r) }) {
-		s.runs.finishMirror(r, "", &apierror.RequestError{Kind: apierror.ErrShuttingDown, Message: "the server is shutting down"}, endedFollowing)
-		r.cancel()
+		s.runs.FinishMirror(r.Run, "", &apierror.RequestError{Kind: apierror.ErrShuttingDown, Message: "the server is shutting down"}, runs.EndedFollowing)
+		r.Cancel()
 	}
 }
 
@@ -380,30 +383,28 @@ func (s *Server) tail(r *run) {
 	cl := s.cluster
 	ch, unwatch := cl.watch(r.ID)
 	defer unwatch()
-	defer r.cancel()
-	defer s.runs.evictAfterEnd() // each way out finishes the mirror first
+	defer r.Cancel()
+	defer s.runs.EvictAfterEnd() // each way out finishes the mirror first
 	poll := time.NewTicker(max(cl.ttl/3, 10*time.Millisecond))
 	defer poll.Stop()
 	for {
 		// The record first: when it has ended, every event is stored.
-		rec, err := s.records.GetRun(r.ctx, r.ID)
+		rec, err := s.records.GetRun(r.Context(), r.ID)
 		if err != nil {
-			s.runs.finishMirror(r, "", errors.New("the run is no longer recorded"), endedFollowing)
+			s.runs.FinishMirror(r.Run, "", errors.New("the run is no longer recorded"), runs.EndedFollowing)
 			return
 		}
-		r.mu.Lock()
-		after := r.lastSeq
-		r.mu.Unlock()
-		if evs, err := cl.ev.ListRunEvents(r.ctx, r.ID, after); err == nil {
+		after := r.LastSeq()
+		if evs, err := cl.ev.ListRunEvents(r.Context(), r.ID, after); err == nil {
 			for _, e := range evs {
 				var ev agent.Event
 				if json.Unmarshal(e.Data, &ev) == nil {
 					ev.Seq = e.Seq
-					r.appendAt(ev)
+					r.AppendAt(ev)
 				}
 			}
-		} else if r.ctx.Err() != nil {
-			s.runs.finishMirror(r, "", r.ctx.Err(), endedFollowing)
+		} else if r.Context().Err() != nil {
+			s.runs.FinishMirror(r.Run, "", r.Context().Err(), runs.EndedFollowing)
 			return
 		}
 		if rec.Status.Terminal() {
@@ -411,69 +412,24 @@ func (s *Server) tail(r *run) {
 			if rec.Status == runstore.Failed {
 				runErr = errors.New(rec.Error)
 			}
-			s.runs.finishMirror(r, recordStatus(rec.Status), runErr, endedInStore)
+			s.runs.FinishMirror(r.Run, recordStatus(rec.Status), runErr, runs.EndedInStore)
 			return
 		}
 		select {
 		case <-ch:
 		case <-poll.C:
-		case <-r.ctx.Done():
-			s.runs.finishMirror(r, "", r.ctx.Err(), endedFollowing)
+		case <-r.Context().Done():
+			s.runs.FinishMirror(r.Run, "", r.Context().Err(), runs.EndedFollowing)
 			return
 		}
 	}
 }
 
-// addMirror registers a mirror of rec (fresh) or returns the one there is.
-func (m *runManager) addMirror(c caller, rec runstore.Record) (*run, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if r, ok := m.runs[rec.ID]; ok {
-		return r, false
-	}
-	ctx, cancel := context.WithTimeout(m.base, m.s.cfg.TurnTimeout+m.s.cluster.ttl)
-	r := &run{ID: rec.ID, Thread: rec.Thread, ClientThread: rec.Labels[labelThread], Owner: c, Started: rec.Created, origin: fromStore,
-		ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.s.cfg.EventLogSize, sizeHint: &m.logSize}
-	m.must(r, lifecycle.Mirror)
-	m.runs[r.ID] = r
-	m.order = append(m.order, r)
-	return r, true
-}
-
-// appendAt adds an event of a mirror with the number it has.
-func (r *run) appendAt(ev agent.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if ev.Seq <= r.lastSeq {
-		return
-	}
-	r.logLocked(ev)
-}
-
-// finishMirror ends a followed run with the run's status ("" when not
-// known) and why following it ended.
-func (m *runManager) finishMirror(r *run, status agent.RunStatus, err error, cause endCause) {
-	r.mu.Lock()
-	if r.status == "" && status != "" {
-		r.status = status
-	}
-	r.mu.Unlock()
-	m.finish(r, err, cause)
-}
-
-// endedInStore reports whether the run, followed in the store, ended
-// there (rather than this process ceasing to follow it).
-func (r *run) endedInStore() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.life.State().Ended() && r.cause == endedInStore
-}
-
 // cancelAnywhere stops a run wherever it runs: here at once, elsewhere
 // through the store.
 func (s *Server) cancelAnywhere(ctx context.Context, r *run) error {
-	if !r.following() {
-		r.cancel()
+	if !r.Following() {
+		r.Cancel()
 		return nil
 	}
 	return s.cluster.q.RequestCancel(ctx, r.ID)
@@ -481,10 +437,10 @@ func (s *Server) cancelAnywhere(ctx context.Context, r *run) error {
 
 // clusterLimit refuses a client's run when its principal runs as many as
 // it may across the replicas (the running records with live leases); the
-// per-process count (runManager.reserve) stays for the runs not yet
+// per-process count (runs.Manager.Reserve) stays for the runs not yet
 // recorded. Two replicas counting at the same moment may each admit one.
 func (s *Server) clusterLimit(ctx context.Context, sp runSpec) error {
-	if s.cluster == nil || sp.origin.recovered() {
+	if s.cluster == nil || sp.origin.Recovered() {
 		return nil
 	}
 	limit := sp.c.Principal.MaxConcurrentRuns

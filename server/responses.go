@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
 	"strings"
@@ -53,7 +54,7 @@ func threadOfItemID(id string) (string, bool) {
 				return "", false
 			}
 			b, err := hex.DecodeString(h)
-			if err != nil || len(b) == 0 || len(b) > maxThreadIDLen {
+			if err != nil || len(b) == 0 || len(b) > turns.MaxThreadIDLen {
 				return "", false
 			}
 			return string(b), true
@@ -186,7 +187,7 @@ func (s *Server) newResponseWriter(c caller, req responses.Request, m Model, cli
 // followResponse writes the run's answer into the response as it comes,
 // and completes it as the run ends.
 func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, st chatStart, out *responseWriter) {
-	st.ru.join()
+	st.ru.Join()
 	rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
 	followed := s.follow(r.Context(), st.ru, 0, out.sse, func(ev agent.Event) {
 		for _, p := range rd.render(ev) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -205,20 +206,20 @@ func TestRepeatedRequestsAreAnsweredFromTheFirstRun(t *testing.T) {
 	env.runner.Release() // the run finishes without it
 	waitRuns(t, env)
 	resp, again := env.do(t, "POST", "/v1/chat/completions", keyAlice, body)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerReplayed) != "true" || !strings.Contains(string(again), "Done after waiting.") {
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(turns.HeaderReplayed) != "true" || !strings.Contains(string(again), "Done after waiting.") {
 		t.Fatalf("the retry: %d %v %s (%d runs)", resp.StatusCode, resp.Header, again, len(env.runner.runs()))
 	}
 	if n := len(env.runner.runs()); n != 1 {
 		t.Fatalf("%d runs; want 1", n)
 	}
 	// That answer was delivered: the same words again are a new question.
-	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, body); resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 2 {
+	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, body); resp.Header.Get(turns.HeaderReplayed) != "" || len(env.runner.runs()) != 2 {
 		t.Fatalf("a request after a delivered answer was replayed (%d runs)", len(env.runner.runs()))
 	}
 	// An answered request, asked again at once: a new run too.
 	read := chatBody("capgraph", false, user("What is the beam current?"))
 	env.do(t, "POST", "/v1/chat/completions", keyAlice, read)
-	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, read); resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 4 {
+	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, read); resp.Header.Get(turns.HeaderReplayed) != "" || len(env.runner.runs()) != 4 {
 		t.Fatalf("the same question twice: %d runs, want 4", len(env.runner.runs()))
 	}
 	// Idempotency-Key: the same key is the same run, however long after.
@@ -226,17 +227,17 @@ func TestRepeatedRequestsAreAnsweredFromTheFirstRun(t *testing.T) {
 	env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Read SR:DCCT")), k...)
 	now = now.Add(time.Hour)
 	resp, b2 := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Read SR:DCCT")), k...)
-	if resp.Header.Get(headerReplayed) != "true" || len(env.runner.runs()) != 5 || !strings.Contains(string(b2), "500 mA") {
+	if resp.Header.Get(turns.HeaderReplayed) != "true" || len(env.runner.runs()) != 5 || !strings.Contains(string(b2), "500 mA") {
 		t.Fatalf("Idempotency-Key repeat: %v %s, %d runs", resp.Header, b2, len(env.runner.runs()))
 	}
 	// Another principal's key is its own.
-	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyBob, chatBody("capgraph", false, user("Read SR:DCCT")), k...); resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 6 {
+	if resp, _ := env.do(t, "POST", "/v1/chat/completions", keyBob, chatBody("capgraph", false, user("Read SR:DCCT")), k...); resp.Header.Get(turns.HeaderReplayed) != "" || len(env.runner.runs()) != 6 {
 		t.Fatal("bob's request was answered from alice's run")
 	}
 	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "idem"})
 	resp, a := env.do(t, "POST", "/api/threads/idem/runs", keyAlice, map[string]any{"input": "slow please"}, k...)
 	resp2, c := env.do(t, "POST", "/api/threads/idem/runs", keyAlice, map[string]any{"input": "slow please"}, k...)
-	if resp.StatusCode != http.StatusAccepted || resp2.StatusCode != http.StatusAccepted || resp2.Header.Get(headerReplayed) != "true" ||
+	if resp.StatusCode != http.StatusAccepted || resp2.StatusCode != http.StatusAccepted || resp2.Header.Get(turns.HeaderReplayed) != "true" ||
 		runID(t, a) != runID(t, c) || len(env.runner.runs()) != 7 {
 		t.Fatalf("native Idempotency-Key: %s / %s, %d runs", a, c, len(env.runner.runs()))
 	}
@@ -252,8 +253,8 @@ func TestNegativeDuplicateWindowReplaysNothing(t *testing.T) {
 	env.runner.Release() // this run, and the retry's own, finish
 	waitRuns(t, env)
 	resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, body)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerReplayed) != "" || len(env.runner.runs()) != 2 {
-		t.Fatalf("the retry: %d, replayed %q, %d runs; want a new run", resp.StatusCode, resp.Header.Get(headerReplayed), len(env.runner.runs()))
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(turns.HeaderReplayed) != "" || len(env.runner.runs()) != 2 {
+		t.Fatalf("the retry: %d, replayed %q, %d runs; want a new run", resp.StatusCode, resp.Header.Get(turns.HeaderReplayed), len(env.runner.runs()))
 	}
 }
 
@@ -262,14 +263,10 @@ func waitFollowers(t *testing.T, env *testEnv, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		env.srv.runs.mu.Lock()
 		var got []int
-		for _, r := range env.srv.runs.runs {
-			r.mu.Lock()
-			got = append(got, r.followers)
-			r.mu.Unlock()
+		for _, r := range env.srv.runs.All() {
+			got = append(got, r.Followers())
 		}
-		env.srv.runs.mu.Unlock()
 		if len(got) == 1 && got[0] == n {
 			return
 		}
@@ -298,7 +295,7 @@ func TestIdempotencyKeyReusedWithAnotherRequest(t *testing.T) {
 		t.Helper()
 		e := apiErrorOf(t, resp, string(body))
 		if resp.StatusCode != http.StatusUnprocessableEntity || *e.Code != "idempotency_key_reused" || e.Param == nil || *e.Param != "Idempotency-Key" ||
-			resp.Header.Get(headerReplayed) != "" || strings.Contains(string(body), "500 mA") {
+			resp.Header.Get(turns.HeaderReplayed) != "" || strings.Contains(string(body), "500 mA") {
 			t.Fatalf("%s: %d %s", what, resp.StatusCode, body)
 		}
 		if n := len(env.runner.runs()); n != runs {
@@ -311,7 +308,7 @@ func TestIdempotencyKeyReusedWithAnotherRequest(t *testing.T) {
 	refused("chat, another question", resp, body, 1)
 	resp, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", true, user("Read SR:DCCT")), k...)
 	refused("chat, streamed this time", resp, body, 1)
-	if resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Read SR:DCCT")), k...); resp.Header.Get(headerReplayed) != "true" || !strings.Contains(string(body), "500 mA") {
+	if resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Read SR:DCCT")), k...); resp.Header.Get(turns.HeaderReplayed) != "true" || !strings.Contains(string(body), "500 mA") {
 		t.Fatalf("the same request again: %d %s", resp.StatusCode, body)
 	}
 
@@ -330,7 +327,7 @@ func TestIdempotencyKeyReusedWithAnotherRequest(t *testing.T) {
 	refused("native, another input", resp, body, 3)
 	resp, body = env.do(t, "POST", "/api/threads/idem8/runs", keyAlice, map[string]any{"input": "Read SR:DCCT", "options": map[string]any{"approval_mode": "all_capabilities"}}, n...)
 	refused("native, other options", resp, body, 3)
-	if resp, body := env.do(t, "POST", "/api/threads/idem8/runs", keyAlice, map[string]any{"input": "Read SR:DCCT"}, n...); resp.StatusCode != http.StatusAccepted || resp.Header.Get(headerReplayed) != "true" {
+	if resp, body := env.do(t, "POST", "/api/threads/idem8/runs", keyAlice, map[string]any{"input": "Read SR:DCCT"}, n...); resp.StatusCode != http.StatusAccepted || resp.Header.Get(turns.HeaderReplayed) != "true" {
 		t.Fatalf("native, the same request again: %d %s", resp.StatusCode, body)
 	}
 }
@@ -348,7 +345,7 @@ func TestReplayedAnswerKeepsItsCompletionID(t *testing.T) {
 		ID      string
 		Created int64
 	}
-	if json.Unmarshal(first, &a) != nil || json.Unmarshal(again, &b) != nil || resp.Header.Get(headerReplayed) != "true" {
+	if json.Unmarshal(first, &a) != nil || json.Unmarshal(again, &b) != nil || resp.Header.Get(turns.HeaderReplayed) != "true" {
 		t.Fatalf("first %s; again %v %s", first, resp.Header, again)
 	}
 	if a.ID == "" || a.ID != b.ID || a.Created != b.Created {
@@ -387,11 +384,9 @@ func TestCanceledChatRunSaysSo(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatal("the chat run never started")
 			}
-			env.srv.runs.mu.Lock()
-			for _, r := range env.srv.runs.runs {
+			for _, r := range env.srv.runs.All() {
 				ru = r
 			}
-			env.srv.runs.mu.Unlock()
 			time.Sleep(5 * time.Millisecond)
 		}
 		resp, body := env.do(t, "POST", "/api/threads/"+ru.ClientThread+"/runs/"+ru.ID+"/cancel", keyAlice, nil)
@@ -420,7 +415,7 @@ func giveUpOnChat(t *testing.T, env *testEnv, body any) {
 	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", strings.NewReader(string(b)))
 	req.Header.Set("Authorization", "Bearer "+keyAlice)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(headerRetryCount, "0") // an SDK, which repeats the request (its run outlives it)
+	req.Header.Set(turns.HeaderRetryCount, "0") // an SDK, which repeats the request (its run outlives it)
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		resp.Body.Close()
 		t.Fatal("the slow request answered")

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"io/fs"
 	"net/http"
 	"path"
@@ -36,7 +37,7 @@ func (s *Server) dispatch(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; apiPath(p) && path.Clean(p) != p && p != "/v1/" && p != "/api/" && p != "/agui/" {
 			if strings.HasPrefix(p, "/api/threads/") {
-				s.writeError(w, badRequest("thread", "the path %s is not a clean path: a thread id is %s", quotePath(p), threadIDRule))
+				s.writeError(w, badRequest("thread", "the path %s is not a clean path: a thread id is %s", quotePath(p), turns.ThreadIDRule))
 				return
 			}
 			s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Message: "no such route: " + r.Method + " " + quotePath(p)})
@@ -77,7 +78,7 @@ func (s *Server) routeMiss(mux *http.ServeMux, w http.ResponseWriter, r *http.Re
 
 // quotePath shows a requested path in an error message, made printable.
 func quotePath(p string) string {
-	q := quoteForClient(p)
+	q := turns.QuoteForClient(p)
 	return q[1 : len(q)-1]
 }
 

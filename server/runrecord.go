@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/runs"
 	"iter"
 	"maps"
 	"net/http"
@@ -120,8 +121,8 @@ type runSpec struct {
 	turn         *agent.TurnRequest
 	answer       *agent.Answer
 	// origin is how the run comes: a request's, or a recovery's.
-	origin origin
-	// claimed is a cut run the agent claimed (origin fromClaim).
+	origin runs.Origin
+	// claimed is a cut run the agent claimed (origin runs.FromClaim).
 	claimed *agent.ClaimedRun
 	// key makes the run idempotent ("" none); see idempotencyKey.
 	key string
@@ -230,7 +231,7 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *runstore.
 	if err := s.clusterLimit(ctx, sp); err != nil {
 		return nil, nil, err
 	}
-	r, err = s.runs.reserve(sp)
+	r, err = s.reserve(sp)
 	if err != nil {
 		// A repeat of a request whose run still holds the thread.
 		if sp.key != "" {
@@ -240,30 +241,28 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *runstore.
 		}
 		return nil, nil, err
 	}
-	if sp.origin != fromRecord { // a taken-over record exists; the others are written now
+	if sp.origin != runs.FromRecord { // a taken-over record exists; the others are written now
 		in, err := sp.input()
 		if err != nil {
-			s.runs.unreserve(r)
+			s.runs.Unreserve(r.Run)
 			return nil, nil, fmt.Errorf("encode the run's input: %w", err)
 		}
 		rec := runstore.Record{ID: sp.id, Thread: sp.thread, Status: runstore.Running, Key: sp.key, Input: in,
 			Labels: sp.labels(), Owner: s.cfg.Instance, Attempt: 1}
 		got, created, err := s.records.CreateRun(ctx, rec)
 		if err != nil {
-			s.runs.unreserve(r)
+			s.runs.Unreserve(r.Run)
 			return nil, nil, fmt.Errorf("record the run: %w", err)
 		}
 		if !created {
-			s.runs.unreserve(r)
+			s.runs.Unreserve(r.Run)
 			return nil, &got, nil
 		}
 		// The record's time is the run's start for every replica and
 		// every later request (a replayed answer's "created" included).
-		r.mu.Lock()
-		r.Started = got.Created
-		r.mu.Unlock()
+		r.SetStarted(got.Created)
 	}
-	s.runs.launch(r, sp.fn(s))
+	s.runs.Launch(r.Run, sp.fn(s))
 	return r, nil, nil
 }
 
@@ -284,10 +283,10 @@ func (s *Server) finishRecord(r *run, status agent.RunStatus, runErr error, shut
 		u.IfOwner = s.cfg.Instance
 		requeue := time.Time{}
 		switch {
-		case r.state() == lifecycle.Fenced:
+		case r.State() == lifecycle.Fenced:
 			return
 		case shutdown && status == agent.RunCanceled:
-		case r.origin.recovered() && isThreadBusy(runErr), errors.Is(runErr, agent.ErrLeaseLost):
+		case r.Origin.Recovered() && isThreadBusy(runErr), errors.Is(runErr, agent.ErrLeaseLost):
 			// The thread's lease is still the dead owner's, or was lost
 			// (a renewal late under load): another attempt, a bit later.
 			requeue = s.cfg.Now().Add(s.cluster.ttl / 3)
@@ -305,7 +304,7 @@ write:
 	switch {
 	case shutdown && status == agent.RunCanceled:
 		return
-	case r.origin.recovered() && isThreadBusy(runErr):
+	case r.Origin.Recovered() && isThreadBusy(runErr):
 		return
 	case status == agent.RunAnswered:
 		u.Status = runstore.Done
@@ -405,22 +404,6 @@ func digestHex(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// headerRetryCount is sent by the Stainless SDKs (openai-go, the openai
-// npm and Python packages) on every attempt, the first ("0") included:
-// the request comes from a client that repeats it when its connection
-// drops or times out.
-const headerRetryCount = "X-Stainless-Retry-Count"
-
-// repeatable reports whether the client may send r again after leaving:
-// it named the request with an Idempotency-Key, or it is an SDK that
-// retries. Such a client's run outlives its leaving by
-// Config.DetachGrace, for the repeat to join it (run.leave); any other
-// client leaving (Open WebUI's stop button closes the connection) stops
-// its run at once.
-func repeatable(r *http.Request) bool {
-	return r.Header.Get("Idempotency-Key") != "" || r.Header.Get(headerRetryCount) != ""
-}
-
 // checkIdempotencyKey refuses a header no client should send.
 func checkIdempotencyKey(r *http.Request) error {
 	h := r.Header.Get("Idempotency-Key")
@@ -513,7 +496,7 @@ func (s *Server) expireThreads(ctx context.Context, cutoff time.Time) (int, erro
 	}
 	deleted := 0
 	for _, info := range old {
-		if _, busy := s.runs.activeOn(info.ThreadID); busy {
+		if _, busy := s.runs.ActiveOn(info.ThreadID); busy {
 			continue
 		}
 		if err := s.cfg.Runner.DeleteThread(ctx, info.ThreadID); errors.Is(err, agent.ErrForeignThread) {

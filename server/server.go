@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/agui"
 	"net"
 	"net/http"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/artifacts"
+	"github.com/capgraph/capgraph/server/internal/crew"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/responses"
 )
@@ -46,8 +48,8 @@ type Server struct {
 	// the thread to end (answers.go).
 	next nextRuns
 	// background owns the server's goroutines besides the runs' agent
-	// calls (crew.go); Shutdown stops and joins them.
-	background *crew
+	// calls (package crew); Shutdown stops and joins them.
+	background *crew.Crew
 
 	mu   sync.Mutex
 	http *http.Server
@@ -63,7 +65,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, keys: newKeyring(cfg.Principals), threads: newThreadIndex(), features: featuresOf(cfg.Runner), hosts: hosts, background: newCrew()}
+	s := &Server{cfg: cfg, keys: newKeyring(cfg.Principals), threads: newThreadIndex(), features: featuresOf(cfg.Runner), hosts: hosts, background: crew.New()}
 	s.counts = newThreadCounts(cfg.MaxThreads)
 	s.records = cfg.Runs
 	if rs, ok := cfg.Runner.(RunRecorder); ok && s.records == nil {
@@ -130,7 +132,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/audit", oa(s.handleAudit))
 	mux.HandleFunc("GET /api/evaluations", oa(s.handleEvaluations))
 
-	mux.HandleFunc("POST /agui", oa(s.handleAGUI))
+	mux.HandleFunc("POST /agui", oa(agui.Handler(agui.Deps{Turns: serverTurns{s}, MaxMessages: s.cfg.MaxMessages, Now: s.cfg.Now,
+		StreamWriteTimeout: s.cfg.StreamWriteTimeout, Heartbeat: s.cfg.Heartbeat})))
 	mux.HandleFunc("GET /api/info", oa(s.handleInfo))
 	if s.cfg.Metrics != nil {
 		mux.Handle("GET /metrics", oa(s.cfg.Metrics.ServeHTTP))
@@ -186,20 +189,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.http = hs
 	s.mu.Unlock()
 	lctx, stop := context.WithCancel(ctx)
-	var loops tally // this call's loops, joined when it returns
+	var loops crew.Tally // this call's loops, joined when it returns
 	loop := func(fn func(context.Context)) {
-		loops.add()
+		loops.Add()
 		if !s.background.Go(func(bctx context.Context) {
-			defer loops.done()
+			defer loops.Done()
 			ctx, cancel := context.WithCancel(lctx)
 			defer cancel()
 			defer context.AfterFunc(bctx, cancel)() // Shutdown stops it too
 			fn(ctx)
 		}) {
-			loops.done()
+			loops.Done()
 		}
 	}
-	defer func() { _ = loops.wait(context.Background()) }()
+	defer func() { _ = loops.Wait(context.Background()) }()
 	defer stop()
 	switch {
 	case s.cluster != nil:
@@ -239,22 +242,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // goroutines, closes the listener and waits for open requests, all
 // bounded by ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.runs.refuse()
+	s.runs.Refuse()
 	if s.cfg.ShutdownGrace > 0 {
 		// The agent calls going on may end; a parked run's wait is not
 		// waited for.
 		gctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
-		_ = s.runs.calls.running.wait(gctx) // the runs still going are canceled below
+		_ = s.runs.CallsEnded(gctx) // the runs still going are canceled below
 		cancel()
 	}
-	s.runs.close()
-	err := s.runs.wait(ctx)
+	s.runs.Close()
+	err := s.runs.Wait(ctx)
 	// Every run has ended: their goroutines return, then the background
 	// (followers of other replicas' runs end with the base context).
-	if e := s.runs.stop(ctx); err == nil {
+	if e := s.runs.Stop(ctx); err == nil {
 		err = e
 	}
-	if e := s.background.stop(ctx); err == nil {
+	if e := s.background.Stop(ctx); err == nil {
 		err = e
 	}
 	s.mu.Lock()

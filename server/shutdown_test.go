@@ -117,8 +117,11 @@ func serverGoroutines() map[string]string {
 	}
 	out := map[string]string{}
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		_, creator, ok := strings.Cut(g, "\ncreated by github.com/capgraph/capgraph/server.")
-		// Not the tests' own (a test's goroutine running Serve).
+		// Started by package server or one of its own (the run manager's
+		// crew in server/internal), not by the tests (a test's goroutine
+		// running Serve).
+		_, creator, ok := strings.Cut(g, "\ncreated by github.com/capgraph/capgraph/server")
+		ok = ok && (strings.HasPrefix(creator, ".") || strings.HasPrefix(creator, "/internal/"))
 		if ok && !strings.Contains(creator, "_test.go:") {
 			id, _, _ := strings.Cut(g, " [")
 			out[id] = g

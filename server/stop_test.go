@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -58,11 +59,9 @@ func newHungAgentEnv(t *testing.T, mod func(*Config)) *hungAgentEnv {
 
 // liveRuns counts the server's runs that have not ended.
 func liveRuns(s *Server) int {
-	s.runs.mu.Lock()
-	defer s.runs.mu.Unlock()
 	n := 0
-	for _, r := range s.runs.runs {
-		if !r.isFinished() {
+	for _, r := range s.runs.All() {
+		if !r.IsFinished() {
 			n++
 		}
 	}
@@ -154,7 +153,7 @@ func TestClientLeavingStopsTheRunAtOnce(t *testing.T) {
 // repeat to join it, and is canceled after it when nobody came back.
 func TestRepeatableClientLeavingKeepsTheGrace(t *testing.T) {
 	const grace = 2 * time.Second
-	for _, hdr := range [][]string{{headerRetryCount, "0"}, {"Idempotency-Key", "k-1"}} {
+	for _, hdr := range [][]string{{turns.HeaderRetryCount, "0"}, {"Idempotency-Key", "k-1"}} {
 		t.Run(hdr[0], func(t *testing.T) {
 			he := newHungAgentEnv(t, func(c *Config) { c.DetachGrace = grace })
 			leave := he.openHung(t, "/v1/chat/completions", chatBody("capgraph", true, user("What is the beam current of the storage ring?")), hdr...)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"strconv"
 	"strings"
 	"unicode"
@@ -53,12 +54,12 @@ func (s *Server) turnMetadata(c caller, source, clientThread string, clientMeta 
 // threadFromInfo is a stored thread as the native API shows it, if it is
 // c's: its id must derive from c and the client id in its metadata, so
 // metadata alone can never hand c another principal's thread.
-func threadFromInfo(c caller, info agent.ThreadInfo) (Thread, bool) {
+func threadFromInfo(c caller, info agent.ThreadInfo) (apiThread, bool) {
 	id := info.Metadata[metaThread]
 	if id == "" || internalThreadID(c, id) != info.ThreadID {
-		return Thread{}, false
+		return apiThread{}, false
 	}
-	th := Thread{ID: id, Created: info.Created, Updated: info.Updated, internal: info.ThreadID, owner: ownerKey(c), latest: info.Latest}
+	th := apiThread{ID: id, Created: info.Created, Updated: info.Updated, internal: info.ThreadID, owner: ownerKey(c), latest: info.Latest}
 	for k, v := range info.Metadata {
 		if name, ok := strings.CutPrefix(k, metaClientPrefix); ok {
 			if th.Metadata == nil {
@@ -72,12 +73,12 @@ func threadFromInfo(c caller, info agent.ThreadInfo) (Thread, bool) {
 
 // findThread returns c's thread with the client id: from the checkpoint
 // store, else from the index of threads never run (threadIndex).
-func (s *Server) findThread(ctx context.Context, c caller, id string) (Thread, bool, error) {
+func (s *Server) findThread(ctx context.Context, c caller, id string) (apiThread, bool, error) {
 	if th, ok := s.threads.get(c, id); ok {
 		return th, true, nil
 	}
 	if s.features.threads == nil {
-		return Thread{}, false, nil
+		return apiThread{}, false, nil
 	}
 	f := ownerFilter(c)
 	f[metaThread] = id
@@ -85,29 +86,29 @@ func (s *Server) findThread(ctx context.Context, c caller, id string) (Thread, b
 	// id): a new conversation must not read every thread to learn it is new.
 	infos, err := s.features.threads.Threads(ctx, agent.ThreadFilter{ThreadID: internalThreadID(c, id), Metadata: f, Limit: 8})
 	if err != nil {
-		return Thread{}, false, err
+		return apiThread{}, false, err
 	}
 	for _, info := range infos {
 		if th, ok := threadFromInfo(c, info); ok {
 			return th, true, nil
 		}
 	}
-	return Thread{}, false, nil
+	return apiThread{}, false, nil
 }
 
 // openThread finds c's thread or creates it; created reports a new one. A
 // new thread counts against c's Config.MaxThreads and is durable (in the
 // checkpoint store, through the ThreadCreator) when this returns.
-func (s *Server) openThread(ctx context.Context, c caller, id, source string, meta map[string]string) (th Thread, created bool, err error) {
-	if err := checkThreadID("thread", id); err != nil {
-		return Thread{}, false, err
+func (s *Server) openThread(ctx context.Context, c caller, id, source string, meta map[string]string) (th apiThread, created bool, err error) {
+	if err := turns.CheckThreadID("thread", id); err != nil {
+		return apiThread{}, false, err
 	}
 	if th, found, err := s.findThread(ctx, c, id); err != nil || found {
 		return th, false, err
 	}
 	owner := ownerKey(c)
 	if err := s.counts.reserve(ctx, owner, func(ctx context.Context) (int, error) { return s.countThreads(ctx, c) }); err != nil {
-		return Thread{}, false, err
+		return apiThread{}, false, err
 	}
 	// Not made here when not created: a concurrent request (or a run)
 	// made it, or the creation failed.
@@ -121,7 +122,7 @@ func (s *Server) openThread(ctx context.Context, c caller, id, source string, me
 	created, err = s.features.threads.CreateThread(ctx, internal, s.turnMetadata(c, source, id, meta))
 	if err != nil {
 		created = false
-		return Thread{}, false, err
+		return apiThread{}, false, err
 	}
 	if !created {
 		// Made by another request — or held by one that died before it
@@ -130,16 +131,16 @@ func (s *Server) openThread(ctx context.Context, c caller, id, source string, me
 		if th, found, err := s.findThread(ctx, c, id); err != nil || found {
 			return th, false, err
 		}
-		return Thread{}, false, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Param: "id",
+		return apiThread{}, false, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Param: "id",
 			Message: "the thread is being created by another request (or a server that stopped, whose hold on it ends within the lease TTL); try again shortly"}
 	}
-	return Thread{ID: id, Created: now, Updated: now, Metadata: meta, internal: internal, owner: owner}, created, nil
+	return apiThread{ID: id, Created: now, Updated: now, Metadata: meta, internal: internal, owner: owner}, created, nil
 }
 
 // listThreads returns a page of c's threads, newest first, and the cursor
 // of the next page ("" after the last).
-func (s *Server) listThreads(ctx context.Context, c caller, p page) ([]Thread, string, error) {
-	var out []Thread
+func (s *Server) listThreads(ctx context.Context, c caller, p page) ([]apiThread, string, error) {
+	var out []apiThread
 	if p.cursor == "" {
 		out = s.threads.list(c) // never run, no creator: only the first page has them
 	}

@@ -37,13 +37,13 @@ func sqliteAgentEnv(t *testing.T, path string) *testEnv {
 	return newTestEnv(t, func(c *Config) { c.Runner = a })
 }
 
-func threadIDs(t *testing.T, body []byte) map[string]Thread {
+func threadIDs(t *testing.T, body []byte) map[string]apiThread {
 	t.Helper()
-	var out struct{ Threads []Thread }
+	var out struct{ Threads []apiThread }
 	if err := json.Unmarshal(body, &out); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
-	m := map[string]Thread{}
+	m := map[string]apiThread{}
 	for _, th := range out.Threads {
 		m[th.ID] = th
 	}

@@ -54,7 +54,7 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	if _, busy := s.runs.activeOn(th.internal); busy {
+	if _, busy := s.runs.ActiveOn(th.internal); busy {
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread; change it when the run has ended"})
 		return
 	}
@@ -80,7 +80,7 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 // setMetadata applies a metadata change to the index's copy of th, when
 // the index has the thread (one created here and not yet in the store, or
 // one it remembers), and returns th changed likewise.
-func (t *threadIndex) setMetadata(th Thread, set map[string]string) Thread {
+func (t *threadIndex) setMetadata(th apiThread, set map[string]string) apiThread {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if cur, ok := t.m[th.internal]; ok {

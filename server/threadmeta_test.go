@@ -35,7 +35,7 @@ func TestRenameThread(t *testing.T) {
 	}
 
 	resp, body := env.do(t, "PATCH", "/api/threads/q1", keyAlice, map[string]any{"metadata": map[string]string{"title": "Q1 to 105 A — shift B"}})
-	var th Thread
+	var th apiThread
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &th) != nil || th.Metadata["title"] != "Q1 to 105 A — shift B" || th.Status != "interrupted" {
 		t.Fatalf("rename: %d %s", resp.StatusCode, body)
 	}
@@ -137,7 +137,7 @@ func threadTitles(t *testing.T, env *testEnv, key string) map[string]string {
 	t.Helper()
 	resp, body := env.do(t, "GET", "/api/threads", key, nil)
 	var list struct {
-		Threads []Thread `json:"threads"`
+		Threads []apiThread `json:"threads"`
 	}
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &list) != nil {
 		t.Fatalf("list: %d %s", resp.StatusCode, body)

@@ -20,8 +20,8 @@ func internalThreadID(c caller, clientID string) string {
 	return uuid.NewSHA1(threadNamespace, []byte(name)).String()
 }
 
-// Thread is a conversation as the native API shows it.
-type Thread struct {
+// apiThread is a conversation as the native API shows it.
+type apiThread struct {
 	ID       string            `json:"id"` // the client's id
 	Created  time.Time         `json:"created_at"`
 	Updated  time.Time         `json:"updated_at"`
@@ -41,48 +41,48 @@ type Thread struct {
 // owner.
 type threadIndex struct {
 	mu sync.Mutex
-	m  map[string]*Thread
+	m  map[string]*apiThread
 }
 
-func newThreadIndex() *threadIndex { return &threadIndex{m: map[string]*Thread{}} }
+func newThreadIndex() *threadIndex { return &threadIndex{m: map[string]*apiThread{}} }
 
 func ownerKey(c caller) string { return c.key() + "\x00" + c.User }
 
 // add records a new thread and returns a copy; created is false when a
 // concurrent request added it first.
-func (t *threadIndex) add(c caller, clientID string, meta map[string]string, now time.Time) (Thread, bool) {
+func (t *threadIndex) add(c caller, clientID string, meta map[string]string, now time.Time) (apiThread, bool) {
 	id := internalThreadID(c, clientID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	th, ok := t.m[id]
 	if !ok {
-		th = &Thread{ID: clientID, Created: now, Updated: now, Metadata: meta, internal: id, owner: ownerKey(c)}
+		th = &apiThread{ID: clientID, Created: now, Updated: now, Metadata: meta, internal: id, owner: ownerKey(c)}
 		t.m[id] = th
 	}
 	return *th, !ok
 }
 
-func (t *threadIndex) get(c caller, clientID string) (Thread, bool) {
+func (t *threadIndex) get(c caller, clientID string) (apiThread, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	th, ok := t.m[internalThreadID(c, clientID)]
 	if !ok {
-		return Thread{}, false
+		return apiThread{}, false
 	}
 	return *th, true
 }
 
 // list returns c's threads, newest first.
-func (t *threadIndex) list(c caller) []Thread {
+func (t *threadIndex) list(c caller) []apiThread {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []Thread
+	var out []apiThread
 	for _, th := range t.m {
 		if th.owner == ownerKey(c) {
 			out = append(out, *th)
 		}
 	}
-	slices.SortFunc(out, func(a, b Thread) int {
+	slices.SortFunc(out, func(a, b apiThread) int {
 		if d := b.Updated.Compare(a.Updated); d != 0 {
 			return d
 		}

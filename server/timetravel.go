@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"maps"
 	"net/http"
 	"unicode/utf8"
@@ -104,13 +105,13 @@ type forkRequest struct {
 
 // forkResponse is the fork made: the new thread, and what it waits for.
 type forkResponse struct {
-	Thread     Thread `json:"thread"`
-	From       string `json:"from"`
-	Checkpoint string `json:"checkpoint"`
-	Input      string `json:"input,omitempty"`
-	Resumable  bool   `json:"resumable,omitempty"`
-	Target     string `json:"target,omitempty"`
-	Writes     bool   `json:"writes"`
+	Thread     apiThread `json:"thread"`
+	From       string    `json:"from"`
+	Checkpoint string    `json:"checkpoint"`
+	Input      string    `json:"input,omitempty"`
+	Resumable  bool      `json:"resumable,omitempty"`
+	Target     string    `json:"target,omitempty"`
+	Writes     bool      `json:"writes"`
 }
 
 func (s *Server) handleForkThread(w http.ResponseWriter, r *http.Request) {
@@ -130,7 +131,7 @@ func (s *Server) handleForkThread(w http.ResponseWriter, r *http.Request) {
 	if req.ID == "" {
 		req.ID = uuid.NewString()
 	}
-	if err := checkThreadID("id", req.ID); err != nil {
+	if err := turns.CheckThreadID("id", req.ID); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -173,7 +174,7 @@ func (s *Server) handleForkThread(w http.ResponseWriter, r *http.Request) {
 	}
 	created = true
 	now := s.cfg.Now()
-	jsonreply.JSON(w, http.StatusCreated, forkResponse{Thread: Thread{ID: req.ID, Created: now, Updated: now, Metadata: meta},
+	jsonreply.JSON(w, http.StatusCreated, forkResponse{Thread: apiThread{ID: req.ID, Created: now, Updated: now, Metadata: meta},
 		From: th.ID, Checkpoint: f.Checkpoint, Input: f.Input, Resumable: f.Resumable, Target: f.Target, Writes: f.Writes})
 }
 
@@ -211,7 +212,7 @@ func (s *Server) handleReplayThread(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, busy := s.runs.activeOn(th.internal); busy {
+	if _, busy := s.runs.ActiveOn(th.internal); busy {
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread"})
 		return
 	}
@@ -244,7 +245,7 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 	var internal [2]string
 	for i, param := range []string{"left", "right"} {
 		id := r.URL.Query().Get(param)
-		if err := checkThreadID(param, id); err != nil {
+		if err := turns.CheckThreadID(param, id); err != nil {
 			s.writeError(w, err)
 			return
 		}

@@ -18,7 +18,7 @@ func TestThreadTitleFromFirstQuestion(t *testing.T) {
 		t.Helper()
 		resp, body := env.do(t, "GET", "/api/threads", keyAlice, nil)
 		var list struct {
-			Threads []Thread `json:"threads"`
+			Threads []apiThread `json:"threads"`
 		}
 		if err := json.Unmarshal(body, &list); resp.StatusCode != http.StatusOK || err != nil {
 			t.Fatalf("%d %v %s", resp.StatusCode, err, body)

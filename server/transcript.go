@@ -221,7 +221,7 @@ func (s *Server) continuedThread(ctx context.Context, c caller, msgs []transcrip
 	if err != nil {
 		return "", false, err
 	}
-	var best *Thread
+	var best *apiThread
 	for _, info := range infos {
 		if th, ok := threadFromInfo(c, info); ok && (best == nil || th.Updated.After(best.Updated)) {
 			best = &th

@@ -231,9 +231,11 @@ func chatAssistant(text string) map[string]string {
 // forkReply and replayReply are the parts of the server's fork and replay
 // answers these tests read.
 type forkReply struct {
-	Thread server.Thread `json:"thread"`
-	Target string        `json:"target"`
-	Writes bool          `json:"writes"`
+	Thread struct {
+		ID string `json:"id"`
+	} `json:"thread"`
+	Target string `json:"target"`
+	Writes bool   `json:"writes"`
 }
 
 type replayReply struct {

@@ -136,19 +136,35 @@ func TestLayers(t *testing.T) {
 				}
 				return true
 			}},
-		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, answertext): a protocol package (agui, artifacts, native, openai, responses) imports no other protocol package, and none imports server",
+		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, runs, crew, turns, msgtext, answertext): a protocol package (agui, artifacts, native, openai, responses) imports no other protocol package, and none imports server",
 			func(p pkg) bool { return under(p.ImportPath, "server/internal") },
 			func(p pkg) []string { return p.Imports },
 			func(d string) bool {
 				if !under(d, "server") {
 					return false
 				}
-				for _, shared := range []string{"apierror", "jsonreply", "reqbody", "sse", "run", "answertext"} {
+				for _, shared := range []string{"apierror", "jsonreply", "reqbody", "sse", "run", "runs", "crew", "turns", "msgtext", "answertext"} {
 					if d == module+"/server/internal/"+shared {
 						return false
 					}
 				}
 				return true
+			}},
+		{"the run manager (server/internal/runs, its lifecycle run, its goroutines' crew) depends on no protocol package and not on server",
+			func(p pkg) bool {
+				return p.ImportPath == module+"/server/internal/runs" || p.ImportPath == module+"/server/internal/run" || p.ImportPath == module+"/server/internal/crew"
+			},
+			func(p pkg) []string { return p.Deps },
+			func(d string) bool {
+				if d == module+"/server" {
+					return true
+				}
+				for _, proto := range []string{"agui", "artifacts", "native", "openai", "responses"} {
+					if d == module+"/server/internal/"+proto {
+						return true
+					}
+				}
+				return false
 			}},
 		// Tests may drive our server with langchaingo as a real client.
 		{"only llm's code imports langchaingo",
@@ -251,6 +267,12 @@ func TestLayers(t *testing.T) {
 	}
 	if !slices.Contains(get("server").Imports, module+"/server/internal/artifacts") || !slices.Contains(get("server/internal/artifacts").Imports, module+"/server/internal/jsonreply") {
 		t.Error("server does not use its artifacts package, or that package no shared one: the internal packages' rule's premise changed")
+	}
+	if !slices.Contains(get("server/internal/agui").Imports, module+"/server/internal/turns") {
+		t.Error("the AG-UI package does not reach the server through turns: the internal packages' rule's premise changed")
+	}
+	if !slices.Contains(get("server/internal/runs").Imports, module+"/server/internal/run") || !slices.Contains(get("server").Imports, module+"/server/internal/runs") {
+		t.Error("server does not use its run manager, or the manager not its lifecycle: the run manager's rule's premise changed")
 	}
 	if !slices.Contains(get("agent").Deps, module+"/llm") {
 		t.Error("agent does not depend on llm: the server rule's premise changed")

@@ -2,7 +2,7 @@ package openai
 
 import (
 	"encoding/json"
-	"strings"
+	"github.com/capgraph/capgraph/server/internal/msgtext"
 )
 
 // ChatRequest is the part of an OpenAI chat completion request the server
@@ -51,34 +51,7 @@ func (m ChatMessage) UnreadParts() int {
 
 // Text returns the message's text: a string content, or the text parts of
 // an array content (images and files are skipped: see UnreadParts).
-func (m ChatMessage) Text() (string, error) {
-	c := json.RawMessage(strings.TrimSpace(string(m.Content)))
-	if len(c) == 0 || string(c) == "null" {
-		return "", nil
-	}
-	if c[0] == '"' {
-		var s string
-		err := json.Unmarshal(c, &s)
-		return s, err
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(c, &parts); err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" || p.Type == "input_text" {
-			if b.Len() > 0 {
-				b.WriteString("\n")
-			}
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String(), nil
-}
+func (m ChatMessage) Text() (string, error) { return msgtext.Of(m.Content) }
 
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`

@@ -1,0 +1,149 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/logging"
+	lifecycle "github.com/capgraph/capgraph/server/internal/run"
+)
+
+// recordingHooks notes what the manager asks of the server, in order.
+type recordingHooks struct {
+	mu    sync.Mutex
+	calls []string
+	parks chan time.Time
+}
+
+func (h *recordingHooks) note(format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls = append(h.calls, fmt.Sprintf(format, args...))
+}
+
+func (h *recordingHooks) seen() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.calls)
+}
+
+func (h *recordingHooks) Begin(_ context.Context, r *testRun) Observer {
+	h.note("begin %s", r.ID)
+	return recordingObserver{h}
+}
+
+func (h *recordingHooks) Park(r *testRun, until time.Time) {
+	h.note("park %s", r.ID)
+	h.parks <- until
+}
+
+func (h *recordingHooks) Settle(r *testRun, status agent.RunStatus, err error, shutdown bool) {
+	h.note("settle %s %s %v %v", r.ID, status, err, shutdown)
+}
+
+func (h *recordingHooks) ThreadFreed(thread string) { h.note("freed %s", thread) }
+func (h *recordingHooks) HandedBack(r *testRun)     { h.note("handed back %s", r.ID) }
+
+type recordingObserver struct{ h *recordingHooks }
+
+func (o recordingObserver) Action(_ context.Context, rec *agent.AuditRecord) *agent.AuditRecord {
+	o.h.note("action %s", rec.Capability)
+	return nil // clients see nothing of it
+}
+func (o recordingObserver) Observe(_ context.Context, ev agent.Event) {
+	o.h.note("observe %s", ev.Type)
+}
+func (o recordingObserver) Logged(ev agent.Event) { o.h.note("logged %s %d", ev.Type, ev.Seq) }
+func (o recordingObserver) Finish(_ context.Context, status agent.RunStatus, _ time.Time) {
+	o.h.note("finish %s", status)
+}
+
+func newRecordingManager(h *recordingHooks) *Manager[*testRun] {
+	return New(Deps[*testRun]{Hooks: h, Logger: logging.Nop(), Now: time.Now, MaxConcurrentRuns: 4,
+		EventLogSize: 4096, TurnTimeout: time.Minute, ParkAfter: time.Second})
+}
+
+func events(evs ...agent.Event) Call {
+	return func(context.Context) iter.Seq2[agent.Event, error] {
+		return func(yield func(agent.Event, error) bool) {
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// A run's agent call goes through the server's hooks in order: begun,
+// each event observed before it is logged (an audited action is not
+// logged when the observer hides it), the end observed, the record
+// settled, the thread freed, and only then the run finished.
+func TestTheServersHooksSeeARunInOrder(t *testing.T) {
+	h := &recordingHooks{}
+	m := newRecordingManager(h)
+	r, err := startFn(m, "t", "internal-t", events(
+		agent.Event{Type: agent.EventToken, Text: "x"},
+		agent.Event{Type: agent.EventAudit, Audit: &agent.AuditRecord{Capability: "set_magnet"}},
+		agent.Event{Type: agent.EventDone, Status: agent.RunAnswered}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Follow(context.Background(), 0, time.Second, nil, func(agent.Event) {}, nil) {
+		t.Fatal("the run did not end")
+	}
+	want := []string{"begin run-t", "observe token", "logged token 1", "action set_magnet", "observe done", "logged done 2",
+		"finish answered", "settle run-t answered <nil> false", "freed internal-t"}
+	if got := h.seen(); !slices.Equal(got, want) {
+		t.Fatalf("hooks saw\n%q\nwant\n%q", got, want)
+	}
+	if st, err, _ := r.Result(); st != agent.RunAnswered || err != nil || r.State() != lifecycle.Finished {
+		t.Fatalf("run ended %s %v in %s", st, err, r.State())
+	}
+	if _, busy := m.ActiveOn("internal-t"); busy {
+		t.Fatal("the thread is still held")
+	}
+}
+
+// A call that ends waiting for a retry parks the run: the server is told
+// when it goes on (Hooks.Park, which frees the thread: ReleaseParked),
+// nothing is settled nor freed here, and the run is the process's to end
+// (Wait does not return) until it is finished.
+func TestAParkedRunIsNotSettled(t *testing.T) {
+	h := &recordingHooks{parks: make(chan time.Time, 1)}
+	m := newRecordingManager(h)
+	due := time.Now().Add(time.Hour)
+	r, err := startFn(m, "p", "internal-p", events(
+		agent.Event{Type: agent.EventToken, Text: "x"},
+		agent.Event{Type: agent.EventDone, Status: agent.RunWaiting, NotBefore: due}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if until := <-h.parks; !until.Equal(due) {
+		t.Fatalf("parked until %v; want %v", until, due)
+	}
+	m.Must(r, lifecycle.Park)
+	if r.State() != lifecycle.Parked || r.IsFinished() {
+		t.Fatalf("the parked run is %s", r.State())
+	}
+	for _, c := range h.seen() {
+		if c == "freed internal-p" || len(c) > 6 && c[:6] == "settle" {
+			t.Fatalf("a parked run was ended: %q", h.seen())
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := m.Wait(ctx); err == nil {
+		t.Fatal("Wait returned while a run was parked")
+	}
+	m.Finish(r, nil, EndedHere)
+	if err := m.Wait(context.Background()); err != nil || !r.IsFinished() {
+		t.Fatalf("Wait after the end: %v, finished %v", err, r.IsFinished())
+	}
+}

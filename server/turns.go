@@ -1,0 +1,77 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/turns"
+	"github.com/capgraph/capgraph/state"
+)
+
+// serverTurns is the server as the protocols' handlers see it
+// (turns.Turns): the caller is the request's.
+type serverTurns struct{ s *Server }
+
+var _ turns.Turns = serverTurns{}
+
+func (t serverTurns) Open(o turns.Opening) (turns.Opened, bool) {
+	c := callerFrom(o.R.Context())
+	op, ok := t.s.open(opening{w: o.W, r: o.R, c: c, scope: o.Scope,
+		spec: func(ctx context.Context, key string) (*runSpec, error) {
+			sp, err := o.Spec(ctx, key)
+			if sp == nil || err != nil {
+				return nil, err
+			}
+			rs := &runSpec{c: c, source: sp.Source, clientThread: sp.ClientThread, thread: sp.Thread}
+			switch {
+			case sp.Turn != nil:
+				rs.kind, rs.turn = kindTurn, sp.Turn
+			case sp.Answer != nil:
+				rs.kind, rs.answer = kindAnswer, sp.Answer
+			}
+			return rs, nil
+		}})
+	out := turns.Opened{Dup: op.dup}
+	if op.ru != nil {
+		out.Run = op.ru
+	}
+	return out, ok
+}
+
+func (t serverTurns) OpenTurn(ctx context.Context, o turns.TurnOpening) (agent.TurnRequest, error) {
+	return t.s.openTurn(callerFrom(ctx), turnOpening{field: o.Field, input: o.Input, options: o.Options, source: o.Source,
+		clientThread: o.ClientThread, thread: o.Thread})
+}
+
+func (t serverTurns) InternalThread(ctx context.Context, id string) string {
+	return internalThreadID(callerFrom(ctx), id)
+}
+
+func (t serverTurns) OpenThread(ctx context.Context, id, source string) (turns.Thread, error) {
+	th, _, err := t.s.openThread(ctx, callerFrom(ctx), id, source, nil)
+	return turns.Thread{ID: th.ID, Internal: th.internal}, err
+}
+
+func (t serverTurns) CheckPending(ctx context.Context, th turns.Thread, id string) error {
+	return t.s.checkPending(ctx, th.Internal, id)
+}
+
+func (t serverTurns) Who(ctx context.Context) string { return callerName(callerFrom(ctx)) }
+
+func (t serverTurns) RunByID(id string) (turns.Run, bool) {
+	ru, ok := t.s.runs.ByID(id)
+	if !ok {
+		return nil, false
+	}
+	return ru, true
+}
+
+func (t serverTurns) ThreadState(ctx context.Context, thread string) (state.State, error) {
+	st, _, err := t.s.cfg.Runner.State(ctx, thread)
+	return st, err
+}
+
+func (t serverTurns) WriteError(w http.ResponseWriter, err error) { t.s.writeError(w, err) }
+
+func (t serverTurns) PublicMessage(err error) string { return t.s.publicMessage(err) }
