@@ -330,7 +330,7 @@ func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, 
 		}
 		return chatStart{}, nil, err
 	}
-	return chatStart{clientThread: clientThread}, &runSpec{kind: kindTurn, turn: &req, thread: thread}, nil
+	return chatStart{clientThread: clientThread}, &runSpec{kind: kindTurn, turn: &req, thread: thread, fresh: fresh}, nil
 }
 
 // chatConversation names the thread of the request's conversation: the

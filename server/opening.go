@@ -143,6 +143,9 @@ func (s *Server) open(o opening) (opened, bool) {
 	var out opened
 	out.key, out.explicit = idempotencyKey(o.r, o.c, o.scope, o.implicit)
 	if o.lookFirst && out.key != "" {
+		if err := s.releases.wait(ctx, out.key); err != nil {
+			return fail(err)
+		}
 		if rec, err := s.records.GetRunByKey(ctx, out.key); err == nil {
 			if err := sameRequest(rec, o.request); err != nil {
 				s.writeError(o.w, err)

@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +23,8 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // interlockEnv serves a real agent whose only capability fails FATAL (a
@@ -422,4 +426,66 @@ func giveUpOnChat(t *testing.T, env *testEnv, body any) {
 	}
 	cancel()
 	waitFollowers(t, env, 0)
+}
+
+// heldReleases holds every key release (Server.delivered) until released,
+// and records the order of the record writes.
+type heldReleases struct {
+	runstore.Store
+	held chan struct{}
+	mu   sync.Mutex
+	log  []string
+}
+
+func (h *heldReleases) note(s string) {
+	h.mu.Lock()
+	h.log = append(h.log, s)
+	h.mu.Unlock()
+}
+
+func (h *heldReleases) UpdateRun(ctx context.Context, id string, u runstore.Update) (runstore.Record, error) {
+	if u.ReleaseKey && u.Status == runstore.Done {
+		<-h.held
+		defer h.note("released")
+	}
+	return h.Store.UpdateRun(ctx, id, u)
+}
+
+func (h *heldReleases) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Record, bool, error) {
+	h.note("created")
+	return h.Store.CreateRun(ctx, rec)
+}
+
+// An answered request's key is released after its response has ended (the
+// client does not wait for that commit), and the same request sent while
+// the release is still being written waits for it: a new question, a new
+// run, never the first run's answer replayed.
+func TestAnsweredKeyReleasedAfterTheResponse(t *testing.T) {
+	h := &heldReleases{Store: memory.New(), held: make(chan struct{})}
+	env := newTestEnv(t, func(c *Config) { c.Runs = h })
+	read := chatBody("capgraph", false, user("What is the beam current?"))
+	// The answer arrives while its key's release is held.
+	if resp, b := env.do(t, "POST", "/v1/chat/completions", keyAlice, read); resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "500 mA") {
+		t.Fatalf("the first request: %d %s", resp.StatusCode, b)
+	}
+	second := make(chan *http.Response, 1)
+	go func() {
+		resp, _ := env.do(t, "POST", "/v1/chat/completions", keyAlice, read)
+		second <- resp
+	}()
+	select {
+	case resp := <-second:
+		t.Fatalf("the same request was answered (%d, replayed %q) before the first one's key was released", resp.StatusCode, resp.Header.Get(turns.HeaderReplayed))
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(h.held)
+	resp := <-second
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(turns.HeaderReplayed) != "" || len(env.runner.runs()) != 2 {
+		t.Fatalf("the same request after the release: %d, replayed %q, %d runs; want a new run", resp.StatusCode, resp.Header.Get(turns.HeaderReplayed), len(env.runner.runs()))
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if want := []string{"created", "released", "created"}; !slices.Equal(h.log[:3], want) {
+		t.Errorf("record writes %v; want %v first", h.log, want)
+	}
 }

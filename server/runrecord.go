@@ -11,6 +11,7 @@ import (
 	"iter"
 	"maps"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
@@ -117,9 +118,12 @@ type runSpec struct {
 	source       string // openai, native, agui, recovery
 	clientThread string
 	thread       string // internal id
-	kind         runKind
-	turn         *agent.TurnRequest
-	answer       *agent.Answer
+	// fresh: this request created the thread, so it has no messages and
+	// no metadata but what the turn carries.
+	fresh  bool
+	kind   runKind
+	turn   *agent.TurnRequest
+	answer *agent.Answer
 	// origin is how the run comes: a request's, or a recovery's.
 	origin runs.Origin
 	// claimed is a cut run the agent claimed (origin runs.FromClaim).
@@ -215,6 +219,9 @@ func sameRequest(rec runstore.Record, request string) error {
 // already starts nothing: dup is that record (the caller joins or replays
 // it). The record is durable when submit returns a run.
 func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *runstore.Record, err error) {
+	if err := s.releases.wait(ctx, sp.key); err != nil {
+		return nil, nil, err
+	}
 	if sp.id == "" {
 		sp.id = "run-" + uuid.NewString()
 	}
@@ -348,7 +355,63 @@ func (s *Server) delivered(r *run) {
 	if key == "" || st == "" {
 		return
 	}
-	s.releaseKey(r.ID, st)
+	// Written after the response has ended, so that the client does not
+	// wait for the commit; a request with this key meanwhile waits for it
+	// (releases.wait), so it is a new question on this replica as before.
+	done := s.releases.start(key)
+	if !s.background.Go(func(context.Context) {
+		defer s.releases.end(key, done)
+		s.releaseKey(r.ID, st)
+	}) {
+		s.releaseKey(r.ID, st) // shutting down: as the request's own
+		s.releases.end(key, done)
+	}
+}
+
+// keyReleases are the keys whose release (Server.delivered) is being
+// written; a request carrying one waits until it is.
+type keyReleases struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+func (k *keyReleases) start(key string) chan struct{} {
+	done := make(chan struct{})
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = make(map[string]chan struct{})
+	}
+	k.m[key] = done
+	k.mu.Unlock()
+	return done
+}
+
+func (k *keyReleases) end(key string, done chan struct{}) {
+	k.mu.Lock()
+	if k.m[key] == done {
+		delete(k.m, key)
+	}
+	k.mu.Unlock()
+	close(done)
+}
+
+// wait returns once no release of key is being written, or ctx ends.
+func (k *keyReleases) wait(ctx context.Context, key string) error {
+	if key == "" {
+		return nil
+	}
+	k.mu.Lock()
+	done := k.m[key]
+	k.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // releaseKey frees a record's key (the record stays).

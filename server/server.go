@@ -50,6 +50,8 @@ type Server struct {
 	// background owns the server's goroutines besides the runs' agent
 	// calls (package crew); Shutdown stops and joins them.
 	background *crew.Crew
+	// releases are the request keys being released (delivered).
+	releases keyReleases
 
 	mu   sync.Mutex
 	http *http.Server

@@ -210,11 +210,13 @@ func (s *Server) titleFromQuestion(ctx context.Context, sp runSpec, t *agent.Tur
 	if sp.kind != kindTurn || t.Metadata[metaClientPrefix+metaTitle] != "" || sp.clientThread == "" {
 		return
 	}
-	if th, found, err := s.findThread(ctx, sp.c, sp.clientThread); err != nil || found && th.Metadata[metaTitle] != "" {
-		return
-	}
-	if st, _, err := s.cfg.Runner.State(ctx, sp.thread); err == nil && (st.Metadata[metaClientPrefix+metaTitle] != "" || len(st.Messages) > 0) {
-		return // titled, or not the first question
+	if !sp.fresh { // a thread this request made has neither: no reads
+		if th, found, err := s.findThread(ctx, sp.c, sp.clientThread); err != nil || found && th.Metadata[metaTitle] != "" {
+			return
+		}
+		if st, _, err := s.cfg.Runner.State(ctx, sp.thread); err == nil && (st.Metadata[metaClientPrefix+metaTitle] != "" || len(st.Messages) > 0) {
+			return // titled, or not the first question
+		}
 	}
 	if title := questionTitle(t.Input); title != "" {
 		t.Metadata[metaClientPrefix+metaTitle] = title
