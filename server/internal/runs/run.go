@@ -50,7 +50,7 @@ type Run[D any] struct {
 	// life is where the run stands; every move is one of the lifecycle's
 	// (Manager.Fire).
 	life    lifecycle.Machine
-	events  []agent.Event // ascending by Seq
+	events  []logEntry // ascending by Seq (eventlog.go)
 	lastSeq int
 	// sizeHint is the length of the last finished run's log, shared by
 	// the manager's runs (regrow).
@@ -268,7 +268,7 @@ func (r *Run[D]) logLocked(ev agent.Event) {
 	if len(r.events) == cap(r.events) {
 		r.events = r.regrow()
 	}
-	r.events = append(r.events, ev)
+	r.events = append(r.events, entryOf(ev, r.ID, r.Thread))
 	if drop := len(r.events) - r.max; drop > 0 {
 		r.events = r.events[drop:] // the array goes with the next regrow
 	}
@@ -290,7 +290,7 @@ func (r *Run[D]) wake() {
 // doubling, an event log was a tenth of a turn's garbage. A full log moves
 // into an array twice its bound, so the oldest event is dropped by slicing
 // and the log is copied once per r.max events, not at every event.
-func (r *Run[D]) regrow() []agent.Event {
+func (r *Run[D]) regrow() []logEntry {
 	n := len(r.events)
 	size := 2 * n
 	switch {
@@ -302,7 +302,7 @@ func (r *Run[D]) regrow() []agent.Event {
 	}
 	size = min(max(size, 8), 2*r.max)
 	keep := r.events[max(0, n-r.max+1):]
-	next := make([]agent.Event, len(keep), max(size, len(keep)+1))
+	next := make([]logEntry, len(keep), max(size, len(keep)+1))
 	copy(next, keep)
 	return next
 }
@@ -315,11 +315,15 @@ func (r *Run[D]) Since(after int) ([]agent.Event, <-chan struct{}, bool) {
 	defer r.mu.Unlock()
 	// Numbers may have gaps (a run resumed on another replica numbers on
 	// from further up): search, do not index.
-	start := sort.Search(len(r.events), func(i int) bool { return r.events[i].Seq > after })
-	// No copy: an event is never changed once in the log, and an append
-	// writes past the end (the capacity is clipped, so not into the result).
-	n := len(r.events)
-	return r.events[start:n:n], r.notify, r.life.State().Ended()
+	start := sort.Search(len(r.events), func(i int) bool { return r.events[i].seq > after })
+	var evs []agent.Event
+	if n := len(r.events) - start; n > 0 {
+		evs = make([]agent.Event, n)
+		for i := range evs {
+			evs[i] = r.events[start+i].event(r.ID, r.Thread)
+		}
+	}
+	return evs, r.notify, r.life.State().Ended()
 }
 
 // IsFinished reports whether the run has ended.
