@@ -68,27 +68,37 @@ func (a *Agent) withAnswer(fn graph.NodeFunc[state.State, state.Update]) graph.N
 		if !ok {
 			return fn(ctx, s)
 		}
-		var waited time.Duration
-		if !d.Asked.IsZero() && d.At.After(d.Asked) {
-			waited = d.At.Sub(d.Asked)
-		}
-		orig := s.Turn.Control.Paused
-		s.Turn.Control.Paused += waited
-		u, err := fn(ctx, s)
-		if err != nil {
-			return u, err
-		}
-		if u.Turn != nil {
-			// A node replacing the turn copied the raised pause; Apply adds
-			// u.Paused to the turn it replaced, so restore the original.
-			t := *u.Turn
-			t.Control.Paused = orig
-			u.Turn = &t
-		}
-		u.Paused += waited
-		u.Approvals = append(u.Approvals, d)
-		return u, nil
+		return answered(ctx, fn, s, d)
 	}
+}
+
+// answered runs fn on a turn resumed by the answer d, counting the time
+// the answer took as paused. A function of its own, so that withAnswer's
+// frame — on the run's stack while a node's model answers — holds none of
+// its locals (docs/performance.md, "Memory per live conversation").
+//
+//go:noinline
+func answered(ctx context.Context, fn graph.NodeFunc[state.State, state.Update], s state.State, d state.ApprovalDecision) (state.Update, error) {
+	var waited time.Duration
+	if !d.Asked.IsZero() && d.At.After(d.Asked) {
+		waited = d.At.Sub(d.Asked)
+	}
+	orig := s.Turn.Control.Paused
+	s.Turn.Control.Paused += waited
+	u, err := fn(ctx, s)
+	if err != nil {
+		return u, err
+	}
+	if u.Turn != nil {
+		// A node replacing the turn copied the raised pause; Apply adds
+		// u.Paused to the turn it replaced, so restore the original.
+		t := *u.Turn
+		t.Control.Paused = orig
+		u.Turn = &t
+	}
+	u.Paused += waited
+	u.Approvals = append(u.Approvals, d)
+	return u, nil
 }
 
 // needsApproval applies the approval mode to one step: disabled never asks,
@@ -205,11 +215,19 @@ func (a *Agent) rejectionNode(fn graph.NodeFunc[state.State, state.Update]) grap
 		if p == nil || !slices.ContainsFunc(p.Steps, func(st state.PlanStep) bool { return st.Status == state.StepRejected }) {
 			return fn(ctx, s)
 		}
-		t := s.Turn
-		t.Done = true
-		msg := state.Message{Role: state.RoleAssistant, Kind: state.KindRejected, Turn: t.Number, Time: a.cfg.Now(), Content: a.rejectionText(t)}
-		return state.Update{Turn: &t, Messages: []state.Message{msg}, NodeSteps: 1}, nil
+		return a.rejected(s), nil
 	}
+}
+
+// rejected ends the turn whose plan a human rejected a step of; a
+// function of its own for the reason answered is.
+//
+//go:noinline
+func (a *Agent) rejected(s state.State) state.Update {
+	t := s.Turn
+	t.Done = true
+	msg := state.Message{Role: state.RoleAssistant, Kind: state.KindRejected, Turn: t.Number, Time: a.cfg.Now(), Content: a.rejectionText(t)}
+	return state.Update{Turn: &t, Messages: []state.Message{msg}, NodeSteps: 1}
 }
 
 // rejectionText is the turn's message after a rejection. It names what was

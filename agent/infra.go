@@ -32,38 +32,47 @@ func (a *Agent) infraNode(n nodes.Node) graph.NodeFunc[state.State, state.Update
 		if ans, ok := answerOf(ctx); ok && !ans.Approved {
 			return a.infraNotRetried(ctx, s, n, ans, now)
 		}
-		in := s
-		if in.Turn.Control.Error == nil {
+		nctx, cancel := context.WithDeadline(ctx, a.deadline(s))
+		prev := s.Turn.Control.Error
+		if prev == nil {
 			// A recovery node (orchestrator, classifier) sees the step error it
 			// recovers from, even one parked on a step by a concurrent failure.
-			in.Turn.Control.Error = router.CurrentError(s)
+			s.Turn.Control.Error = router.CurrentError(s)
 		}
-		nctx, cancel := context.WithDeadline(ctx, a.deadline(s))
-		u, err := a.callInfra(nctx, n, in)
+		u, err := a.callInfra(nctx, n, s)
 		cancel()
-		end := a.cfg.Now()
-		// A failed node still reports the tokens its model calls used.
-		used := u.Tokens
-		if err == nil {
-			u, err = a.infraSuccess(s, name, u, now)
-		}
-		if err == nil {
-			u = a.enforceAllowed(ctx, s, name, u)
-		}
-		if name == state.NodeOrchestrator {
-			a.auditPlanning(ctx, s, u, err, now)
-		}
-		if err == nil {
-			return u, nil
-		}
-		if _, ok := graph.IsInterrupt(err); ok {
-			return state.Update{}, err // an approval the node asks for
-		}
-		if ctx.Err() != nil {
-			return state.Update{}, ctx.Err() // the run was canceled; Resume continues
-		}
-		return a.infraFailed(ctx, s, n, err, now, end, used)
+		s.Turn.Control.Error = prev
+		return a.infraDone(ctx, s, n, name, u, err, now, a.cfg.Now())
 	}
+}
+
+// infraDone finishes an infrastructure node's step from what the node
+// returned. A function of its own, so that the node's frame, on the run's
+// stack while its model answers, holds none of its locals.
+//
+//go:noinline
+func (a *Agent) infraDone(ctx context.Context, s state.State, n nodes.Node, name string, u state.Update, err error, now, end time.Time) (state.Update, error) {
+	// A failed node still reports the tokens its model calls used.
+	used := u.Tokens
+	if err == nil {
+		u, err = a.infraSuccess(s, name, u, now)
+	}
+	if err == nil {
+		u = a.enforceAllowed(ctx, s, name, u)
+	}
+	if name == state.NodeOrchestrator {
+		a.auditPlanning(ctx, s, u, err, now)
+	}
+	if err == nil {
+		return u, nil
+	}
+	if _, ok := graph.IsInterrupt(err); ok {
+		return state.Update{}, err // an approval the node asks for
+	}
+	if ctx.Err() != nil {
+		return state.Update{}, ctx.Err() // the run was canceled; Resume continues
+	}
+	return a.infraFailed(ctx, s, n, err, now, end, used)
 }
 
 // infraNotRetried ends an infrastructure node whose blocked failure a

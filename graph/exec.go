@@ -285,109 +285,10 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			r.emit(&Event{Kind: EventRunEnd, Err: err})
 		}
 	}()
-	var (
-		cp     checkpoint.Checkpoint
-		writes []checkpoint.Write
-		state  = &r.state
-	)
-	fail := func(err error) (Result[S], error) {
-		res.Status = StatusFailed
+	state := &r.state
+	cp, writes, stop, err := c.begin(ctx, r, thread, st, &res)
+	if stop {
 		return res, err
-	}
-	if st.fresh {
-		parent := uuid.Nil
-		r.runID = uuid.Nil
-		if t, gerr := c.cfg.Store.Get(ctx, thread, uuid.Nil); gerr == nil {
-			parent = t.Checkpoint.ID
-			if isInitial(t.Checkpoint) {
-				// The thread's first run takes its Init checkpoint's run id:
-				// that checkpoint is then one of the run's own, pruned with
-				// its intermediate ones once it ends.
-				r.runID = t.Checkpoint.RunID
-			}
-		} else if !errors.Is(gerr, checkpoint.ErrNotFound) {
-			return fail(fmt.Errorf("graph: read thread %q: %w", thread, gerr))
-		}
-		if r.runID == uuid.Nil {
-			r.runID = newID()
-		}
-		*state = st.input
-		enc, merr := c.cfg.Codec.Marshal(state)
-		if merr != nil {
-			return fail(&EncodeError{What: "the input state", Err: merr})
-		}
-		cp = checkpoint.Checkpoint{ThreadID: thread, ID: newID(), ParentID: parent, RunID: r.runID, Step: 0,
-			State: enc, Next: c.entry, Created: c.clock.Now(), Metadata: c.metadata(*state)}
-		// The input checkpoint is durable before the run starts in every
-		// mode: a caller told that the run started can find it after a crash.
-		r.waits++
-		if perr := c.cfg.Store.Put(ctx, cp); perr != nil {
-			return fail(fmt.Errorf("graph: write checkpoint: %w", perr))
-		}
-		res.RunID = r.runID
-		r.durableID = cp.ID
-		r.emit(&Event{Kind: EventRunStart, Step: 0, To: cp.Next})
-		r.emit(&Event{Kind: EventCheckpoint, Step: 0, Checkpoint: cp.ID})
-	} else {
-		t, gerr := c.cfg.Store.Get(ctx, thread, uuid.Nil)
-		if errors.Is(gerr, checkpoint.ErrNotFound) {
-			return fail(fmt.Errorf("%w: thread %q has no checkpoint", ErrNoRun, thread))
-		}
-		if gerr != nil {
-			return fail(fmt.Errorf("graph: read thread %q: %w", thread, gerr))
-		}
-		cp, writes = t.Checkpoint, t.Writes
-		r.durableID, r.durableStep = cp.ID, cp.Step
-		r.runID = cp.RunID
-		res.RunID = r.runID
-		if uerr := c.cfg.Codec.Unmarshal(cp.State, state); uerr != nil {
-			return fail(fmt.Errorf("graph: decode state of thread %q: %w", thread, uerr))
-		}
-		res.State, res.Checkpoint, res.Steps = *state, cp.ID, cp.Step
-		if len(cp.Next) == 0 {
-			res.Status = StatusDone
-			if st.hasValue {
-				return res, fmt.Errorf("%w: thread %q", ErrNotInterrupted, thread)
-			}
-			return res, fmt.Errorf("%w: the last run of thread %q finished", ErrNoRun, thread)
-		}
-		pending := Interrupts(t)
-		switch {
-		case len(pending) > 0 && !st.hasValue:
-			res.Status, res.Interrupts = StatusInterrupted, pending
-			return res, nil
-		case len(pending) == 0 && st.hasValue:
-			return fail(fmt.Errorf("%w: thread %q", ErrNotInterrupted, thread))
-		}
-		r.emit(&Event{Kind: EventRunStart, Step: cp.Step, To: cp.Next, Checkpoint: cp.ID})
-		if len(pending) > 0 {
-			// The answer goes into a new checkpoint (same step, state and next
-			// nodes) holding the resume values and the updates of branches that
-			// had finished. The interrupt writes stay behind on the parent, so
-			// the latest checkpoint never holds both a question and its answer:
-			// if the re-entered node interrupts again, its new interrupt is
-			// unambiguous, and if this run crashes, Resume(nil) re-enters the
-			// node with the answer already given.
-			ncp := cp
-			ncp.ID, ncp.ParentID, ncp.Created = newID(), cp.ID, c.clock.Now()
-			var carried []checkpoint.Write
-			for _, w := range writes {
-				if w.Kind == checkpoint.WriteUpdate {
-					carried = append(carried, w)
-				}
-			}
-			for _, p := range pending {
-				carried = append(carried, checkpoint.Write{Task: p.Node, Kind: checkpoint.WriteResume, Value: st.value})
-			}
-			r.waits++
-			if perr := c.putAnswer(ctx, ncp, carried); perr != nil {
-				return fail(perr)
-			}
-			cp, writes = ncp, carried
-			res.Checkpoint = cp.ID
-			r.durableID = cp.ID
-			r.emit(&Event{Kind: EventCheckpoint, Step: cp.Step, Checkpoint: cp.ID})
-		}
 	}
 
 	r.emB.emit = r.emitValue
@@ -466,69 +367,204 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 			return finish(StatusFailed, failure)
 		}
 		if len(interrupts) > 0 {
-			iw := make([]checkpoint.Write, len(interrupts))
-			for i, ie := range interrupts {
-				iw[i] = checkpoint.Write{Task: ie.Node, Kind: checkpoint.WriteInterrupt, Value: ie.Payload}
-			}
-			// The question is reported only once the checkpoint it is
-			// asked against, and every one before, is durable.
-			if ferr := r.flush(); ferr != nil {
-				return finish(StatusFailed, ferr)
-			}
-			r.reportWritten()
-			if perr := c.cfg.Store.PutWrites(ctx, thread, cp.ID, iw); perr != nil {
-				return finish(StatusFailed, fmt.Errorf("graph: write interrupt: %w", perr))
-			}
-			for _, ie := range interrupts {
-				r.emit(&Event{Kind: EventInterrupt, Step: step, Node: ie.Node, Payload: ie.Payload})
+			if ierr := c.interrupt(ctx, r, thread, cp.ID, step, interrupts); ierr != nil {
+				return finish(StatusFailed, ierr)
 			}
 			res.Interrupts = interrupts
 			return finish(StatusInterrupted, nil)
 		}
-
-		// One clock reading stamps the route events, the checkpoint and its id:
-		// in a one-node step, the one taken when the node returned.
-		now := results[0].end
-		if len(results) > 1 || results[0].done {
-			now = c.clock.Now()
-		}
-		next, notBefore, aerr := c.advance(r, step, now, state, cp.Next, results)
-		if aerr != nil {
-			return finish(StatusFailed, aerr)
-		}
-		enc, merr := r.encodeState(state)
-		if merr != nil {
-			return finish(StatusFailed, &EncodeError{What: fmt.Sprintf("the state after step %d", step), Err: merr})
-		}
-		ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newIDAt(now), ParentID: cp.ID, RunID: r.runID, Step: step,
-			State: enc, Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(*state)}
-		if r.async != nil {
-			// Written while the next step runs: the writer gets its own
-			// copy of the state, as the encode buffer is reused.
-			ncp.State = bytes.Clone(enc)
-			if qerr := r.async.queue(ncp); qerr != nil {
-				return finish(StatusFailed, qerr)
-			}
-			cp, writes = ncp, nil
-			cp.State = nil
-			// Its EventCheckpoint follows once it is durable.
-			r.reportWritten()
-			continue
-		}
-		r.waits++
-		pctx, release := saveCtx(ctx)
-		putAt := r.now()
-		perr := c.cfg.Store.Put(pctx, ncp)
-		commit := r.now().Sub(putAt)
-		release()
-		if perr != nil {
-			return finish(StatusFailed, fmt.Errorf("graph: write checkpoint: %w", perr))
+		ncp, cerr := c.commitStep(ctx, r, thread, step, state, cp, results)
+		if cerr != nil {
+			return finish(StatusFailed, cerr)
 		}
 		cp, writes = ncp, nil
-		cp.State = nil // the encode buffer is reused by the next step
-		r.event(EventCheckpoint, step, nil, 0, commit, nil, nil, time.Time{}, cp.ID, now)
 	}
 	return finish(StatusDone, nil)
+}
+
+// interrupt records the step's interrupts against checkpoint cpID, once it
+// and every checkpoint before it are durable, and reports them. A function
+// of its own for the reason begin is.
+//
+//go:noinline
+func (c *Compiled[S, U]) interrupt(ctx context.Context, r *runner[S, U], thread string, cpID uuid.UUID, step int, interrupts []*InterruptError) error {
+	iw := make([]checkpoint.Write, len(interrupts))
+	for i, ie := range interrupts {
+		iw[i] = checkpoint.Write{Task: ie.Node, Kind: checkpoint.WriteInterrupt, Value: ie.Payload}
+	}
+	// The question is reported only once the checkpoint it is
+	// asked against, and every one before, is durable.
+	if ferr := r.flush(); ferr != nil {
+		return ferr
+	}
+	r.reportWritten()
+	if perr := c.cfg.Store.PutWrites(ctx, thread, cpID, iw); perr != nil {
+		return fmt.Errorf("graph: write interrupt: %w", perr)
+	}
+	for _, ie := range interrupts {
+		r.emit(&Event{Kind: EventInterrupt, Step: step, Node: ie.Node, Payload: ie.Payload})
+	}
+	return nil
+}
+
+// commitStep applies a step's results to the state and writes its
+// checkpoint (under DurabilityAsync, queues it), returning it without its
+// state bytes. A function of its own for the reason begin is.
+//
+//go:noinline
+func (c *Compiled[S, U]) commitStep(ctx context.Context, r *runner[S, U], thread string, step int, state *S, cp checkpoint.Checkpoint, results []taskResult[S, U]) (checkpoint.Checkpoint, error) {
+	// One clock reading stamps the route events, the checkpoint and its id:
+	// in a one-node step, the one taken when the node returned.
+	now := results[0].end
+	if len(results) > 1 || results[0].done {
+		now = c.clock.Now()
+	}
+	next, notBefore, aerr := c.advance(r, step, now, state, cp.Next, results)
+	if aerr != nil {
+		return checkpoint.Checkpoint{}, aerr
+	}
+	enc, merr := r.encodeState(state)
+	if merr != nil {
+		return checkpoint.Checkpoint{}, &EncodeError{What: fmt.Sprintf("the state after step %d", step), Err: merr}
+	}
+	ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newIDAt(now), ParentID: cp.ID, RunID: r.runID, Step: step,
+		State: enc, Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(*state)}
+	if r.async != nil {
+		// Written while the next step runs: the writer gets its own
+		// copy of the state, as the encode buffer is reused.
+		ncp.State = bytes.Clone(enc)
+		if qerr := r.async.queue(ncp); qerr != nil {
+			return checkpoint.Checkpoint{}, qerr
+		}
+		ncp.State = nil
+		// Its EventCheckpoint follows once it is durable.
+		r.reportWritten()
+		return ncp, nil
+	}
+	r.waits++
+	pctx, release := saveCtx(ctx)
+	putAt := r.now()
+	perr := c.cfg.Store.Put(pctx, ncp)
+	commit := r.now().Sub(putAt)
+	release()
+	if perr != nil {
+		return checkpoint.Checkpoint{}, fmt.Errorf("graph: write checkpoint: %w", perr)
+	}
+	ncp.State = nil // the encode buffer is reused by the next step
+	r.event(EventCheckpoint, step, nil, 0, commit, nil, nil, time.Time{}, ncp.ID, now)
+	return ncp, nil
+}
+
+// begin reads or writes the checkpoint the run starts from: the input
+// checkpoint of a new run, or the latest one (with a resume value's answer
+// checkpoint) of a resumed one. stop: the run ends here, with res and err.
+// A function of its own, so that exec's frame — on the run's stack under
+// every node, while a model answers — holds none of its locals
+// (docs/performance.md, "Memory per live conversation").
+//
+//go:noinline
+func (c *Compiled[S, U]) begin(ctx context.Context, r *runner[S, U], thread string, st start[S], res *Result[S]) (cp checkpoint.Checkpoint, writes []checkpoint.Write, stop bool, err error) {
+	state := &r.state
+	fail := func(err error) (checkpoint.Checkpoint, []checkpoint.Write, bool, error) {
+		res.Status = StatusFailed
+		return cp, writes, true, err
+	}
+	if st.fresh {
+		parent := uuid.Nil
+		r.runID = uuid.Nil
+		if t, gerr := c.cfg.Store.Get(ctx, thread, uuid.Nil); gerr == nil {
+			parent = t.Checkpoint.ID
+			if isInitial(t.Checkpoint) {
+				// The thread's first run takes its Init checkpoint's run id:
+				// that checkpoint is then one of the run's own, pruned with
+				// its intermediate ones once it ends.
+				r.runID = t.Checkpoint.RunID
+			}
+		} else if !errors.Is(gerr, checkpoint.ErrNotFound) {
+			return fail(fmt.Errorf("graph: read thread %q: %w", thread, gerr))
+		}
+		if r.runID == uuid.Nil {
+			r.runID = newID()
+		}
+		*state = st.input
+		enc, merr := c.cfg.Codec.Marshal(state)
+		if merr != nil {
+			return fail(&EncodeError{What: "the input state", Err: merr})
+		}
+		cp = checkpoint.Checkpoint{ThreadID: thread, ID: newID(), ParentID: parent, RunID: r.runID, Step: 0,
+			State: enc, Next: c.entry, Created: c.clock.Now(), Metadata: c.metadata(*state)}
+		// The input checkpoint is durable before the run starts in every
+		// mode: a caller told that the run started can find it after a crash.
+		r.waits++
+		if perr := c.cfg.Store.Put(ctx, cp); perr != nil {
+			return fail(fmt.Errorf("graph: write checkpoint: %w", perr))
+		}
+		res.RunID = r.runID
+		r.durableID = cp.ID
+		r.emit(&Event{Kind: EventRunStart, Step: 0, To: cp.Next})
+		r.emit(&Event{Kind: EventCheckpoint, Step: 0, Checkpoint: cp.ID})
+	} else {
+		t, gerr := c.cfg.Store.Get(ctx, thread, uuid.Nil)
+		if errors.Is(gerr, checkpoint.ErrNotFound) {
+			return fail(fmt.Errorf("%w: thread %q has no checkpoint", ErrNoRun, thread))
+		}
+		if gerr != nil {
+			return fail(fmt.Errorf("graph: read thread %q: %w", thread, gerr))
+		}
+		cp, writes = t.Checkpoint, t.Writes
+		r.durableID, r.durableStep = cp.ID, cp.Step
+		r.runID = cp.RunID
+		res.RunID = r.runID
+		if uerr := c.cfg.Codec.Unmarshal(cp.State, state); uerr != nil {
+			return fail(fmt.Errorf("graph: decode state of thread %q: %w", thread, uerr))
+		}
+		res.State, res.Checkpoint, res.Steps = *state, cp.ID, cp.Step
+		if len(cp.Next) == 0 {
+			res.Status = StatusDone
+			if st.hasValue {
+				return cp, writes, true, fmt.Errorf("%w: thread %q", ErrNotInterrupted, thread)
+			}
+			return cp, writes, true, fmt.Errorf("%w: the last run of thread %q finished", ErrNoRun, thread)
+		}
+		pending := Interrupts(t)
+		switch {
+		case len(pending) > 0 && !st.hasValue:
+			res.Status, res.Interrupts = StatusInterrupted, pending
+			return cp, writes, true, nil
+		case len(pending) == 0 && st.hasValue:
+			return fail(fmt.Errorf("%w: thread %q", ErrNotInterrupted, thread))
+		}
+		r.emit(&Event{Kind: EventRunStart, Step: cp.Step, To: cp.Next, Checkpoint: cp.ID})
+		if len(pending) > 0 {
+			// The answer goes into a new checkpoint (same step, state and next
+			// nodes) holding the resume values and the updates of branches that
+			// had finished. The interrupt writes stay behind on the parent, so
+			// the latest checkpoint never holds both a question and its answer:
+			// if the re-entered node interrupts again, its new interrupt is
+			// unambiguous, and if this run crashes, Resume(nil) re-enters the
+			// node with the answer already given.
+			ncp := cp
+			ncp.ID, ncp.ParentID, ncp.Created = newID(), cp.ID, c.clock.Now()
+			var carried []checkpoint.Write
+			for _, w := range writes {
+				if w.Kind == checkpoint.WriteUpdate {
+					carried = append(carried, w)
+				}
+			}
+			for _, p := range pending {
+				carried = append(carried, checkpoint.Write{Task: p.Node, Kind: checkpoint.WriteResume, Value: st.value})
+			}
+			r.waits++
+			if perr := c.putAnswer(ctx, ncp, carried); perr != nil {
+				return fail(perr)
+			}
+			cp, writes = ncp, carried
+			res.Checkpoint = cp.ID
+			r.durableID = cp.ID
+			r.emit(&Event{Kind: EventCheckpoint, Step: cp.Step, Checkpoint: cp.ID})
+		}
+	}
+	return cp, writes, false, nil
 }
 
 // putAnswer stores the checkpoint that answers an interrupt with its writes

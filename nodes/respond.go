@@ -44,50 +44,81 @@ func NewRespond(cfg Config) (*RespondNode, error) {
 // streams again. An answer still cut off (or stopped by a content filter)
 // ends with a note saying so, streamed and stored with it.
 func (n *RespondNode) Run(ctx context.Context, s state.State) (state.Update, error) {
-	t := cloneTurn(s.Turn)
-	task := taskText(t)
-	graph.Emit(ctx, Status{Node: n.name, Text: "Writing the answer…"})
-	this, earlier := answerContext(s)
-	data := prompts.ResponseData{Task: task, Context: this, EarlierContext: earlier, Notes: stepNotes(t),
-		Conversational: !stepsRan(t), CapabilityOverview: n.cfg.Registry.Overview()}
-	if t.Task != nil && t.Task.DependsOnHistory || data.Conversational {
-		data.History = history(s)
+	a := n.prepare(ctx, s)
+	if !n.online(llm.RoleResponse) {
+		return n.written(ctx, a, call{offline: true}, false)
 	}
-	var text string
+	p, err := n.prompt(prompts.Response, a.data)
+	if err != nil {
+		return state.Update{}, err
+	}
+	c, err := n.generate(ctx, llm.RoleResponse, p.System, p.Turn, nil, a.stream)
+	if err != nil {
+		return state.Update{Tokens: tokens(llm.RoleResponse, c)}, err
+	}
+	return n.written(ctx, a, c, true)
+}
+
+// answering is what an answer is written from. It is kept on the heap, and
+// Run's own frame small, because Run waits in the model call for most of a
+// turn: a goroutine's stack is halved by the collector only while less than
+// a quarter of it is in use (docs/performance.md, "Memory per live
+// conversation").
+type answering struct {
+	name string
+	t    state.Turn
+	data prompts.ResponseData
+}
+
+// prepare gathers what the answer is written from.
+//
+//go:noinline
+func (n *RespondNode) prepare(ctx context.Context, s state.State) *answering {
+	a := &answering{name: n.name, t: cloneTurn(s.Turn)}
+	a.data = prompts.ResponseData{Task: taskText(a.t), Notes: stepNotes(a.t),
+		Conversational: !stepsRan(a.t), CapabilityOverview: n.cfg.Registry.Overview()}
+	graph.Emit(ctx, Status{Node: n.name, Text: "Writing the answer…"})
+	a.data.Context, a.data.EarlierContext = answerContext(s)
+	if a.t.Task != nil && a.t.Task.DependsOnHistory || a.data.Conversational {
+		a.data.History = history(s)
+	}
+	return a
+}
+
+// stream emits a chunk of the answer.
+func (a *answering) stream(ctx context.Context, chunk string) error {
+	if chunk != "" {
+		graph.Emit(ctx, Token{Node: a.name, Text: chunk})
+	}
+	return nil
+}
+
+// written finishes the turn with the answer of c (offline: assembled from
+// the capability results), or fails it when there is none. asked: a model
+// call was made (c counts).
+//
+//go:noinline
+func (n *RespondNode) written(ctx context.Context, a *answering, c call, asked bool) (state.Update, error) {
 	var calls []call
-	if n.online(llm.RoleResponse) {
-		p, err := n.prompt(prompts.Response, data)
-		if err != nil {
-			return state.Update{}, err
-		}
-		c, err := n.generate(ctx, llm.RoleResponse, p.System, p.Turn, nil, func(ctx context.Context, chunk string) error {
-			if chunk != "" {
-				graph.Emit(ctx, Token{Node: n.name, Text: chunk})
-			}
-			return nil
-		})
-		if err != nil {
-			return state.Update{Tokens: tokens(llm.RoleResponse, c)}, err
-		}
+	if asked {
 		calls = append(calls, c)
-		text = strings.TrimSpace(c.text)
-		if c.offline {
-			text = offlineAnswer(data) + hypotheticalNote(t) + understoodNote(t)
-			graph.Emit(ctx, Token{Node: n.name, Text: text})
-		} else {
-			if note := finishNote(c); note != "" && text != "" {
-				// Never passed off as complete: the note is streamed and stored with it.
-				graph.Emit(ctx, Token{Node: n.name, Text: "\n\n" + note})
-				text += "\n\n" + note
-			}
-			if note := understoodNote(t); note != "" && text != "" {
-				graph.Emit(ctx, Token{Node: n.name, Text: note})
-				text += note
-			}
-		}
-	} else {
-		text = offlineAnswer(data) + hypotheticalNote(t) + understoodNote(t)
+	}
+	text := strings.TrimSpace(c.text)
+	t := a.t
+	switch {
+	case c.offline:
+		text = offlineAnswer(a.data) + hypotheticalNote(t) + understoodNote(t)
 		graph.Emit(ctx, Token{Node: n.name, Text: text})
+	default:
+		if note := finishNote(c); note != "" && text != "" {
+			// Never passed off as complete: the note is streamed and stored with it.
+			graph.Emit(ctx, Token{Node: n.name, Text: "\n\n" + note})
+			text += "\n\n" + note
+		}
+		if note := understoodNote(t); note != "" && text != "" {
+			graph.Emit(ctx, Token{Node: n.name, Text: note})
+			text += note
+		}
 	}
 	if text == "" {
 		used := state.Update{Tokens: tokens(llm.RoleResponse, calls...)}
