@@ -263,7 +263,7 @@ const (
 // connection's prepared statement.
 type writeStmts struct {
 	putCheckpoint, putThread, hasCheckpoint, putWrite *sql.Stmt
-	prunePick, pruneWrites, pruneCheckpoint           *sql.Stmt
+	prunePick, pruneWrites, pruneCheckpoint, pruneRun *sql.Stmt
 }
 
 func prepareWrites(w *sql.DB) (*writeStmts, error) {
@@ -271,7 +271,8 @@ func prepareWrites(w *sql.DB) (*writeStmts, error) {
 	err := prepareAll(context.Background(), "statements",
 		stmtSpec{&ws.putCheckpoint, w, sqlPutCheckpoint}, stmtSpec{&ws.putThread, w, sqlPutThread},
 		stmtSpec{&ws.hasCheckpoint, w, sqlHasCheckpoint}, stmtSpec{&ws.putWrite, w, sqlPutWrite},
-		stmtSpec{&ws.prunePick, w, sqlPrunePick}, stmtSpec{&ws.pruneWrites, w, sqlPruneWrites}, stmtSpec{&ws.pruneCheckpoint, w, sqlPruneCheckpoint})
+		stmtSpec{&ws.prunePick, w, sqlPrunePick}, stmtSpec{&ws.pruneWrites, w, sqlPruneWrites}, stmtSpec{&ws.pruneCheckpoint, w, sqlPruneCheckpoint},
+		stmtSpec{&ws.pruneRun, w, sqlPruneRun})
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +280,7 @@ func prepareWrites(w *sql.DB) (*writeStmts, error) {
 }
 
 func (ws *writeStmts) close() error {
-	return closeAll(ws.putCheckpoint, ws.putThread, ws.hasCheckpoint, ws.putWrite, ws.prunePick, ws.pruneWrites, ws.pruneCheckpoint)
+	return closeAll(ws.putCheckpoint, ws.putThread, ws.hasCheckpoint, ws.putWrite, ws.prunePick, ws.pruneWrites, ws.pruneCheckpoint, ws.pruneRun)
 }
 
 // readStmts are the reads every step or request makes, prepared on the

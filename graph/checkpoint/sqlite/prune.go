@@ -27,6 +27,10 @@ const (
 		WHERE c.thread_id = ?1`
 	sqlPruneWrites     = `DELETE FROM writes WHERE thread_id = ? AND checkpoint_id = ?`
 	sqlPruneCheckpoint = `DELETE FROM checkpoints WHERE thread_id = ? AND id = ?`
+	// sqlPruneRun is the pruning that rides on a run's last checkpoint, in
+	// one statement: the writes go with their checkpoints (ON DELETE
+	// CASCADE), uncounted — nobody reads that count.
+	sqlPruneRun = `DELETE FROM checkpoints WHERE thread_id = ?1 AND id IN (` + sqlPrunePick + `)`
 )
 
 // pruneBatch is how many threads one transaction of a whole-store Prune
@@ -88,8 +92,16 @@ func (s *Store) Prune(ctx context.Context, opts checkpoint.PruneOptions) (checkp
 	return total, nil
 }
 
-// pruneThread prunes one thread in tx, adding what it deleted to res.
+// pruneThread prunes one thread in tx, adding what it deleted to res;
+// with res nil (the pruning a run's end does, checkpoint.WithPruning) in
+// one statement, counting nothing.
 func (s *Store) pruneThread(ctx context.Context, tx *sql.Tx, thread string, opts checkpoint.PruneOptions, res *checkpoint.PruneResult) error {
+	if res == nil {
+		if _, err := tx.StmtContext(ctx, s.stmts.pruneRun).ExecContext(ctx, thread, timeArg(opts.FinishedBefore)); err != nil {
+			return fmt.Errorf("sqlite: prune %s: %w", thread, err)
+		}
+		return nil
+	}
 	rows, err := tx.StmtContext(ctx, s.stmts.prunePick).QueryContext(ctx, thread, timeArg(opts.FinishedBefore))
 	if err != nil {
 		return fmt.Errorf("sqlite: prune %s: %w", thread, err)

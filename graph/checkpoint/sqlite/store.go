@@ -213,8 +213,7 @@ func (s *Store) putCheckpoint(ctx context.Context, cp checkpoint.Checkpoint) (fu
 		if prune {
 			// In the same transaction: the run's end and its pruning
 			// commit together, with one fsync.
-			var res checkpoint.PruneResult
-			return s.pruneThread(ctx, tx, cp.ThreadID, pruneOpts, &res)
+			return s.pruneThread(ctx, tx, cp.ThreadID, pruneOpts, nil)
 		}
 		return nil
 	}, nil
