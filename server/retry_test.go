@@ -241,6 +241,7 @@ func TestRepeatedRequestsAreAnsweredFromTheFirstRun(t *testing.T) {
 	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "idem"})
 	resp, a := env.do(t, "POST", "/api/threads/idem/runs", keyAlice, map[string]any{"input": "slow please"}, k...)
 	resp2, c := env.do(t, "POST", "/api/threads/idem/runs", keyAlice, map[string]any{"input": "slow please"}, k...)
+	waitRuns(t, env) // a native run is accepted (202) before its goroutine calls the agent
 	if resp.StatusCode != http.StatusAccepted || resp2.StatusCode != http.StatusAccepted || resp2.Header.Get(turns.HeaderReplayed) != "true" ||
 		runID(t, a) != runID(t, c) || len(env.runner.runs()) != 7 {
 		t.Fatalf("native Idempotency-Key: %s / %s, %d runs", a, c, len(env.runner.runs()))
