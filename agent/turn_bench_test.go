@@ -130,12 +130,21 @@ func oneTurn(tb testing.TB, a *agent.Agent, thread string) {
 // scripted answer.
 func checkTurn(tb testing.TB, a *agent.Agent, thread string, wantSteps, wantPlan int) {
 	tb.Helper()
+	checkTurnAsking(tb, a, thread, turnQuestion, wantSteps, wantPlan)
+}
+
+// turnQuestion is what the benchmarked turns ask.
+const turnQuestion = "whats the avg beam current last hr?"
+
+// checkTurnAsking is checkTurn asking input.
+func checkTurnAsking(tb testing.TB, a *agent.Agent, thread, input string, wantSteps, wantPlan int) {
+	tb.Helper()
 	var (
 		answered     bool
 		steps, total int
 		status       agent.RunStatus
 	)
-	for ev, err := range a.Run(context.Background(), agent.TurnRequest{Thread: thread, Input: "whats the avg beam current last hr?"}) {
+	for ev, err := range a.Run(context.Background(), agent.TurnRequest{Thread: thread, Input: input}) {
 		if err != nil {
 			tb.Fatalf("turn: %v", err)
 		}
@@ -162,21 +171,32 @@ func checkTurn(tb testing.TB, a *agent.Agent, thread string, wantSteps, wantPlan
 // temporary directory, the embedded default), where it also reports the
 // durable commits per node step.
 func BenchmarkTurnScriptedModel(b *testing.B) {
-	b.Run("memory", func(b *testing.B) {
-		a, _ := turnAgent(b, memory.New())
-		b.ReportAllocs()
-		i := 0
-		cpu0, ok := cpuTime()
-		for b.Loop() {
-			i++
-			oneTurn(b, a, fmt.Sprint("bench-", i))
+	memoryTurns := func(newQuestions bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			a, _ := turnAgent(b, memory.New())
+			b.ReportAllocs()
+			i := 0
+			cpu0, ok := cpuTime()
+			for b.Loop() {
+				i++
+				thread := fmt.Sprint("bench-", i)
+				if newQuestions {
+					checkTurnAsking(b, a, thread, turnQuestion+" ("+thread+")", turnSteps, 4)
+				} else {
+					oneTurn(b, a, thread)
+				}
+			}
+			if cpu1, ok1 := cpuTime(); ok && ok1 {
+				// CPU time, garbage collection on the other core included: a
+				// loaded machine inflates it much less than the wall time.
+				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(i), "cpu-µs/turn")
+			}
 		}
-		if cpu1, ok1 := cpuTime(); ok && ok1 {
-			// CPU time, garbage collection on the other core included: a
-			// loaded machine inflates it much less than the wall time.
-			b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(i), "cpu-µs/turn")
-		}
-	})
+	}
+	b.Run("memory", memoryTurns(false))
+	// The same question every turn is read by the intent rules once and
+	// remembered (intent.FromMessage); an operator's questions differ.
+	b.Run("memory-new-questions", memoryTurns(true))
 	b.Run("sqlite", func(b *testing.B) {
 		store, err := sqlite.New(sqlite.Config{Path: filepath.Join(b.TempDir(), "turn.db")})
 		if err != nil {
