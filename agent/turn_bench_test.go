@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,6 +134,9 @@ func checkTurn(tb testing.TB, a *agent.Agent, thread string, wantSteps, wantPlan
 	checkTurnAsking(tb, a, thread, turnQuestion, wantSteps, wantPlan)
 }
 
+// askedQuestions numbers the new questions of memory-new-questions.
+var askedQuestions atomic.Int64
+
 // turnQuestion is what the benchmarked turns ask.
 const turnQuestion = "whats the avg beam current last hr?"
 
@@ -181,7 +185,10 @@ func BenchmarkTurnScriptedModel(b *testing.B) {
 				i++
 				thread := fmt.Sprint("bench-", i)
 				if newQuestions {
-					checkTurnAsking(b, a, thread, turnQuestion+" ("+thread+")", turnSteps, 4)
+					// Numbered across the benchmark's rounds too: a question
+					// asked before in this process is remembered.
+					q := fmt.Sprintf("%s (question %d)", turnQuestion, askedQuestions.Add(1))
+					checkTurnAsking(b, a, thread, q, turnSteps, 4)
 				} else {
 					oneTurn(b, a, thread)
 				}
