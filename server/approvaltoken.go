@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"slices"
 	"strconv"
 	"strings"
@@ -383,7 +384,7 @@ func (s *Server) guardAnswer(ctx context.Context, c caller, thread, clientThread
 	ap := slices.MaxFunc(open, func(a, b state.Approval) int { return a.Created.Compare(b.Created) })
 	tok := s.approvals.issue(approvalTicket{Token: approvalToken(owner, thread, ap), Owner: owner, Thread: thread, ClientThread: clientThread,
 		ApprovalID: ap.ID, Expires: s.tokenExpiry(ap, ap.Created)}, now)
-	reply.Content += "\n\nThis conversation waits for your answer to:\n\n" + strings.TrimPrefix(approvalText(&ap, tok, false), "\n\n")
+	reply.Content += "\n\nThis conversation waits for your answer to:\n\n" + strings.TrimPrefix(chatanswer.ApprovalText(&ap, tok, false), "\n\n")
 	return &reply, nil
 }
 
@@ -413,7 +414,7 @@ func staleTokenReply(input string) chatReply {
 func unclearReply(tok string, ae *agent.ApprovalError) chatReply {
 	text := fmt.Sprintf("Your answer %q is neither a yes nor a no, so nothing was decided: the approval is still waiting.", ae.Answer)
 	if ae.Approval != nil {
-		return chatReply{Content: text + "\n\n" + strings.TrimPrefix(approvalText(ae.Approval, tok, false), "\n\n")}
+		return chatReply{Content: text + "\n\n" + strings.TrimPrefix(chatanswer.ApprovalText(ae.Approval, tok, false), "\n\n")}
 	}
 	return chatReply{Content: text + fmt.Sprintf("\n\nApproval ID: %s — reply \"yes\" to proceed or \"no\" to cancel.", tok)}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"strconv"
@@ -65,7 +66,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	if ru := s.joinable(r.Context(), c, rec); ru != nil {
 		// Join the run: the answer as it comes.
 		w.Header().Set(turns.HeaderReplayed, "true")
-		rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
+		rd := &chatanswer.Renderer{Base: s.artifacts.BaseURL(r)}
 		if t.stream {
 			s.streamChat(w, r, t, c, ru, rd, "")
 		} else {

@@ -55,11 +55,12 @@
 // The parts (docs/architecture.md, "The server"): the run manager in
 // server/internal/runs (admission, a run's agent call, its event log and
 // followers) over the lifecycle in server/internal/run; every protocol's
-// wire format in its package under server/internal (AG-UI's handler too,
-// which reaches the server only through the turns.Turns this package
-// implements); the helpers they share (apierror, reqbody, sse, jsonreply,
-// turns). This package keeps Server, Config, the routing and the other
-// protocols' handlers.
+// wire format in its package under server/internal (AG-UI's and MCP's
+// handlers too, which reach the server only through the turns.Turns this
+// package implements); the helpers they share (apierror, reqbody, sse,
+// jsonreply, turns, chatanswer: the chat answer a run's events make). This
+// package keeps Server, Config, the routing and the other protocols'
+// handlers.
 //
 // Approvals never hold a stream or a goroutine open: the run ends
 // interrupted, the client is told (an assistant message with an approval

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
@@ -197,7 +198,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		// staying "being carried out" until a restart.
 		defer s.approvals.releaseOnPanic(st.token)
 	}
-	rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
+	rd := &chatanswer.Renderer{Base: s.artifacts.BaseURL(r)}
 	if t.stream {
 		s.streamChat(w, r, t, c, st.ru, rd, st.token)
 	} else {
@@ -390,77 +391,52 @@ func (s *Server) rememberTranscript(c caller, t chatTurn, ru *run, reply string)
 // finishApproval returns the text to append to the answer: the turn's
 // artifacts (artifacts.go), and when the run ended waiting for approval,
 // the token it issues.
-func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
-	arts := s.artifacts.Markdown(rd.base, ru.Thread, rd.artifacts)
-	if rd.approval == nil || rd.status != agent.RunInterrupted {
+func (s *Server) finishApproval(c caller, ru *run, rd *chatanswer.Renderer) string {
+	arts := s.artifacts.Markdown(rd.Base, ru.Thread, rd.Artifacts)
+	if rd.Approval == nil || rd.Status != agent.RunInterrupted {
 		return arts
 	}
-	tok := s.approvals.issue(approvalTicket{Token: approvalToken(ownerKey(c), ru.Thread, *rd.approval),
+	tok := s.approvals.issue(approvalTicket{Token: approvalToken(ownerKey(c), ru.Thread, *rd.Approval),
 		Owner: ownerKey(c), Thread: ru.Thread, ClientThread: ru.ClientThread,
-		ApprovalID: rd.approval.ID, Expires: s.tokenExpiry(*rd.approval, s.cfg.Now())}, s.cfg.Now())
-	if arts != "" && rd.content.Len() == 0 {
+		ApprovalID: rd.Approval.ID, Expires: s.tokenExpiry(*rd.Approval, s.cfg.Now())}, s.cfg.Now())
+	if arts != "" && rd.Content.Len() == 0 {
 		arts += "\n\n" // the approval's summary starts a paragraph of its own
 	}
-	return arts + approvalText(rd.approval, tok, rd.content.Len() > 0)
+	return arts + chatanswer.ApprovalText(rd.Approval, tok, rd.Content.Len() > 0)
 }
 
-const shutdownNote = "\n\n(The server is shutting down: this run stopped at its last checkpoint. Send your message again to continue.)"
-
-// canceledNote ends the answer of a run a cancel request stopped (the
-// operator's page, the API), so that a chat client waiting on it gets
-// more than an empty message.
-const canceledNote = "\n\n(This run was canceled before it finished. Send your message again to continue.)"
-
-// endNote is what an answer's text ends with for how its run ended: a
-// note when the shutdown or a cancel request stopped it, else nothing.
-func endNote(status agent.RunStatus, shutdown bool) string {
-	switch {
-	case shutdown:
-		return shutdownNote
-	case status == agent.RunCanceled:
-		return canceledNote
-	}
-	return ""
-}
-
-// endNote is the note for how r ended (valid once finished).
-func (r *run) endNote() string {
-	status, _, shutdown := r.Result()
-	return endNote(status, shutdown)
-}
-
-func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
+func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatanswer.Renderer, token string) {
 	ru.Join()
-	followed := s.follow(r.Context(), ru, 0, nil, func(ev agent.Event) { rd.render(ev) }, nil)
+	followed := s.follow(r.Context(), ru, 0, nil, func(ev agent.Event) { rd.Render(ev) }, nil)
 	left, replay, runErr := s.chatRunEnd(r, c, ru, followed, token)
 	if left {
 		return
 	}
 	if replay != nil {
-		s.writeCompletion(w, t, ru.completion(), *replay, rd.usage)
+		s.writeCompletion(w, t, ru.completion(), *replay, rd.Usage)
 		return
 	}
-	if runErr != nil && !answerable(runErr) {
+	if runErr != nil && !chatanswer.Answerable(runErr) {
 		s.writeError(w, fmt.Errorf("the run failed: %w", runErr))
 		return
 	}
-	content := rd.content.String()
+	content := rd.Content.String()
 	if runErr != nil {
 		// A FATAL failure or the turn's time limit: said as the answer,
 		// so that no client retries it into a second run.
-		content = joinAnswer(content, s.publicMessage(runErr))
+		content = chatanswer.Join(content, s.publicMessage(runErr))
 	}
 	content += s.finishApproval(c, ru, rd)
 	content += ru.endNote()
 	if note := t.unreadNote(); note != "" {
-		content = joinAnswer(content, note)
+		content = chatanswer.Join(content, note)
 	}
-	reply := chatReply{Content: content, Reasoning: rd.reasoning.String()}
+	reply := chatReply{Content: content, Reasoning: rd.Reasoning.String()}
 	if token != "" {
 		s.approvals.settle(token, &reply)
 	}
 	s.rememberTranscript(c, t, ru, content)
-	s.writeCompletion(w, t, ru.completion(), reply, rd.usage)
+	s.writeCompletion(w, t, ru.completion(), reply, rd.Usage)
 	if http.NewResponseController(w).Flush() == nil {
 		s.delivered(ru)
 	}
@@ -642,15 +618,15 @@ func (k *chunker) fail(s *Server, err error) {
 	k.sse.Data(map[string]any{"error": apierror.Body{Message: s.publicMessage(err), Type: "server_error", Code: &code}})
 }
 
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatanswer.Renderer, token string) {
 	ru.Join()
 	k := s.newChunker(w, t, ru.completion())
 	k.role()
 	ok := s.follow(r.Context(), ru, 0, k.sse, func(ev agent.Event) {
-		for _, p := range rd.render(ev) {
+		for _, p := range rd.Render(ev) {
 			switch {
 			case p.Status != nil:
-				k.status(*p.Status)
+				k.status(openai.StatusData{Description: p.Status.Description, Done: p.Status.Done})
 			case p.Reasoning != "":
 				k.delta(openai.Delta{ReasoningContent: p.Reasoning})
 			case p.Content != "":
@@ -668,36 +644,42 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	}
 	if replay != nil {
 		k.content(replay.Content)
-		k.finish(rd.usage)
+		k.finish(rd.Usage)
 		return
 	}
-	if runErr != nil && !answerable(runErr) {
+	if runErr != nil && !chatanswer.Answerable(runErr) {
 		k.fail(s, runErr)
 		return
 	}
 	tail := s.finishApproval(c, ru, rd)
 	if runErr != nil {
-		tail = joinAnswer(tail, s.publicMessage(runErr))
-		if rd.content.Len() > 0 {
+		tail = chatanswer.Join(tail, s.publicMessage(runErr))
+		if rd.Content.Len() > 0 {
 			tail = "\n\n" + tail
 		}
 	}
 	tail += ru.endNote()
 	if note := t.unreadNote(); note != "" {
-		if rd.content.Len() > 0 || tail != "" {
+		if rd.Content.Len() > 0 || tail != "" {
 			tail += "\n\n"
 		}
 		tail += note
 	}
 	k.content(tail)
-	rd.content.WriteString(tail)
+	rd.Content.WriteString(tail)
 	k.status(openai.StatusData{Description: "", Done: true})
 	if token != "" {
-		s.approvals.settle(token, &chatReply{Content: rd.content.String(), Reasoning: rd.reasoning.String()})
+		s.approvals.settle(token, &chatReply{Content: rd.Content.String(), Reasoning: rd.Reasoning.String()})
 	}
-	s.rememberTranscript(c, t, ru, rd.content.String())
-	k.finish(rd.usage)
+	s.rememberTranscript(c, t, ru, rd.Content.String())
+	k.finish(rd.Usage)
 	if k.sse.Err() == nil {
 		s.delivered(ru)
 	}
+}
+
+// endNote is the note for how r ended (valid once finished).
+func (r *run) endNote() string {
+	status, _, shutdown := r.Result()
+	return chatanswer.EndNote(status, shutdown)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
@@ -188,9 +189,9 @@ func (s *Server) newResponseWriter(c caller, req responses.Request, m Model, cli
 // and completes it as the run ends.
 func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, st chatStart, out *responseWriter) {
 	st.ru.Join()
-	rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
+	rd := &chatanswer.Renderer{Base: s.artifacts.BaseURL(r)}
 	followed := s.follow(r.Context(), st.ru, 0, out.sse, func(ev agent.Event) {
-		for _, p := range rd.render(ev) {
+		for _, p := range rd.Render(ev) {
 			out.text(p.Content)
 		}
 	}, func() {
@@ -207,12 +208,12 @@ func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller
 		return
 	case replay != nil:
 		out.text(replay.Content)
-	case runErr != nil && !answerable(runErr):
+	case runErr != nil && !chatanswer.Answerable(runErr):
 		out.fail(w, fmt.Errorf("the run failed: %w", runErr))
 		return
 	case runErr != nil:
 		// A FATAL failure or the turn's time limit: said as the answer.
-		out.text(joinAnswer("", s.publicMessage(runErr)))
+		out.text(chatanswer.Join("", s.publicMessage(runErr)))
 	default:
 		tail := s.finishApproval(c, st.ru, rd)
 		tail += st.ru.endNote()
@@ -220,13 +221,13 @@ func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller
 			tail += "\n\n" + note
 		}
 		out.text(tail)
-		rd.content.WriteString(tail)
+		rd.Content.WriteString(tail)
 		if st.token != "" {
-			s.approvals.settle(st.token, &chatReply{Content: rd.content.String(), Reasoning: rd.reasoning.String()})
+			s.approvals.settle(st.token, &chatReply{Content: rd.Content.String(), Reasoning: rd.Reasoning.String()})
 		}
-		s.rememberTranscript(c, t, st.ru, rd.content.String())
+		s.rememberTranscript(c, t, st.ru, rd.Content.String())
 	}
-	out.complete(w, rd.usage)
+	out.complete(w, rd.Usage)
 	if out.delivered(w) {
 		s.delivered(st.ru)
 	}

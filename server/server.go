@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/capgraph/capgraph/server/internal/agui"
+	"github.com/capgraph/capgraph/server/internal/mcphttp"
 	"net"
 	"net/http"
 	"sync"
@@ -143,7 +144,8 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.Triggers != nil {
 		mux.Handle("POST /api/triggers/{name}", s.cfg.Triggers(s.startFor))
 	}
-	s.mcpRoutes(mux, oa)
+	mcphttp.Routes(mux, mcphttp.Deps{Turns: serverTurns{s}, Auth: oa, Examples: s.cfg.Examples, MaxMessageBytes: s.cfg.MaxMessageBytes,
+		Heartbeat: s.cfg.Heartbeat, Artifacts: s.artifacts.ForMCP})
 	s.artifacts.Register(mux, oa)
 	if !s.cfg.DisableWebPage {
 		s.pageRoutes(mux)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"regexp"
 	"slices"
 	"strings"
@@ -43,8 +44,8 @@ func canonicalText(s string) string {
 		s = detailsRE.ReplaceAllString(s, "")
 		s = thinkRE.ReplaceAllString(s, "")
 	}
-	s = strings.ReplaceAll(s, strings.TrimSpace(shutdownNote), "")
-	s = strings.ReplaceAll(s, strings.TrimSpace(canceledNote), "")
+	s = strings.ReplaceAll(s, strings.TrimSpace(chatanswer.ShutdownNote), "")
+	s = strings.ReplaceAll(s, strings.TrimSpace(chatanswer.CanceledNote), "")
 	var b strings.Builder
 	b.Grow(len(s))
 	for line := range strings.SplitSeq(s, "\n") {

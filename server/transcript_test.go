@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ func TestCanonicalText(t *testing.T) {
 		{"reasoning folded by Open WebUI", "<details type=\"reasoning\" done=\"true\" duration=\"2\">\n<summary>Thought for 2 seconds</summary>\n> Plan:\n> 1. read\n</details>\n" + sent, true, sent},
 		{"think block", "<think>plan…</think>" + sent, true, sent},
 		{"approval token line dropped", "Set SR:HCM1 to 1.5 A.", true, "Set SR:HCM1 to 1.5 A.\n\nApproval ID: AP-ABCDEFGH — reply \"yes\" to proceed or \"no\" to cancel."},
-		{"shutdown note dropped", sent, true, sent + shutdownNote},
+		{"shutdown note dropped", sent, true, sent + chatanswer.ShutdownNote},
 		{"different words", "The beam current is 402.5 mA. It was read from SR:DCCT.", false, sent},
 	}
 	for _, tc := range tests {

@@ -136,14 +136,14 @@ func TestLayers(t *testing.T) {
 				}
 				return true
 			}},
-		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, runs, crew, turns, msgtext, answertext): a protocol package (agui, artifacts, native, openai, responses) imports no other protocol package, and none imports server",
+		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, runs, crew, turns, msgtext, answertext, chatanswer): a protocol package (agui, artifacts, mcphttp, native, openai, responses) imports no other protocol package, and none imports server",
 			func(p pkg) bool { return under(p.ImportPath, "server/internal") },
 			func(p pkg) []string { return p.Imports },
 			func(d string) bool {
 				if !under(d, "server") {
 					return false
 				}
-				for _, shared := range []string{"apierror", "jsonreply", "reqbody", "sse", "run", "runs", "crew", "turns", "msgtext", "answertext"} {
+				for _, shared := range []string{"apierror", "jsonreply", "reqbody", "sse", "run", "runs", "crew", "turns", "msgtext", "answertext", "chatanswer"} {
 					if d == module+"/server/internal/"+shared {
 						return false
 					}
@@ -159,7 +159,7 @@ func TestLayers(t *testing.T) {
 				if d == module+"/server" {
 					return true
 				}
-				for _, proto := range []string{"agui", "artifacts", "native", "openai", "responses"} {
+				for _, proto := range []string{"agui", "artifacts", "mcphttp", "native", "openai", "responses"} {
 					if d == module+"/server/internal/"+proto {
 						return true
 					}

@@ -37,6 +37,15 @@ type Turns interface {
 	RunByID(id string) (Run, bool)
 	// ThreadState reads an internal thread's state (the agent's).
 	ThreadState(ctx context.Context, thread string) (state.State, error)
+	// WaitingApproval is the approval the internal thread waits for: nil
+	// when it waits for none (or its state cannot be read).
+	WaitingApproval(ctx context.Context, thread string) *state.Approval
+	// Start records and starts the run sp asks for, without an
+	// idempotency key (a protocol whose requests are not repeated: MCP).
+	Start(ctx context.Context, sp Spec) (Run, error)
+	// Threads is the caller's threads with their status, newest first:
+	// the first page (Config.MaxPageSize).
+	Threads(ctx context.Context) ([]ThreadSummary, error)
 	// WriteError answers err in the OpenAI error shape, with a message
 	// meant for the client; PublicMessage is that message.
 	WriteError(w http.ResponseWriter, err error)
@@ -60,6 +69,13 @@ type Run interface {
 // Thread is a caller's thread: the client's id and the internal one.
 type Thread struct {
 	ID, Internal string
+}
+
+// ThreadSummary is a thread as a list shows it: its client id, its
+// status (its last run's, "" before any) and when it last changed.
+type ThreadSummary struct {
+	ID, Status string
+	Updated    time.Time
 }
 
 // TurnOpening is what a protocol read from its request for a new turn.
