@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/capgraph/capgraph/state"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -4,15 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/capgraph/capgraph/server/internal/chatanswer"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"strconv"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/turns"
 )
 
 // SDKs retry a Chat Completions request that failed or timed out (openai
@@ -37,7 +38,7 @@ const duplicateRetryAfter = 2
 // not start.
 func (s *Server) chatOpening(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, scope, source string, st *chatStart) opening {
 	implicit := ""
-	if _, ok := findApprovalToken(t.lastAssistant); s.cfg.DuplicateWindow >= 0 && !ok && t.token == "" {
+	if _, ok := approvaltoken.Find(t.lastAssistant); s.cfg.DuplicateWindow >= 0 && !ok && t.token == "" {
 		implicit = t.model.ID + "\x00" + c.ChatID + "\x00" + t.thread + "\x00" + strconv.FormatBool(t.stream) + "\x00" + transcriptDigest(c, t.msgs)
 	}
 	return opening{w: w, r: r, c: c, scope: scope, implicit: implicit, lookFirst: true, request: t.digest(c),
@@ -48,7 +49,7 @@ func (s *Server) chatOpening(w http.ResponseWriter, r *http.Request, c caller, t
 		},
 		refused: func() {
 			if st.token != "" {
-				s.approvals.settle(st.token, nil)
+				s.approvals.Settle(st.token, nil)
 			}
 		}}
 }
@@ -105,7 +106,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	if res.Usage != nil {
 		u = *res.Usage
 	}
-	s.replyChatUsage(w, t, runCompletion(rec.ID, rec.Created), chatReply{Content: res.Content, Reasoning: res.Reasoning}, u)
+	s.replyChatUsage(w, t, runCompletion(rec.ID, rec.Created), chatanswer.Reply{Content: res.Content, Reasoning: res.Reasoning}, u)
 	if !explicit && http.NewResponseController(w).Flush() == nil {
 		s.releaseKey(rec.ID, rec.Status) // the retry got the answer
 	}
@@ -137,7 +138,7 @@ func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *run
 		return chatStart{}, true
 	}
 	w.Header().Set(turns.HeaderReplayed, "true")
-	st = chatStart{reply: &chatReply{Content: res.Content, Reasoning: res.Reasoning}, clientThread: rec.Labels[labelThread]}
+	st = chatStart{reply: &chatanswer.Reply{Content: res.Content, Reasoning: res.Reasoning}, clientThread: rec.Labels[labelThread]}
 	if res.Usage != nil {
 		st.usage = *res.Usage
 	}

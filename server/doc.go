@@ -58,9 +58,9 @@
 // wire format in its package under server/internal (AG-UI's and MCP's
 // handlers too, which reach the server only through the turns.Turns this
 // package implements); the helpers they share (apierror, reqbody, sse,
-// jsonreply, turns, chatanswer: the chat answer a run's events make). This
-// package keeps Server, Config, the routing and the other protocols'
-// handlers.
+// jsonreply, turns; for chat answers chatanswer, approvaltoken and
+// transcripts). This package keeps Server, Config, the routing and the
+// other protocols' handlers.
 //
 // Approvals never hold a stream or a goroutine open: the run ends
 // interrupted, the client is told (an assistant message with an approval

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/sse"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -143,7 +143,7 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	}
 	s.threads.delete(c, th.ID)
 	s.counts.release(ownerKey(c))
-	s.transcripts.forget(th.internal)
+	s.transcripts.Forget(th.internal)
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/chatanswer"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,10 +13,14 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/openai"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/sse"
+	"github.com/capgraph/capgraph/server/internal/transcripts"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/google/uuid"
 )
 
@@ -59,7 +61,7 @@ type chatTurn struct {
 	// lastAssistant is the text of the last assistant message (approval token).
 	lastAssistant string
 	// msgs is the conversation as text, the new user message last.
-	msgs []transcriptMsg
+	msgs []transcripts.Msg
 	// user is the request's "user" field, raw (detectOpenWebUI).
 	user json.RawMessage
 	// statuses: send Open WebUI status frames (sendStatusFrames).
@@ -116,7 +118,7 @@ func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
 		if msg.Role == "assistant" {
 			t.lastAssistant = txt
 		}
-		t.msgs = append(t.msgs, transcriptMsg{Role: msg.Role, Text: txt})
+		t.msgs = append(t.msgs, transcripts.Msg{Role: msg.Role, Text: txt})
 		if i == len(req.Messages)-1 {
 			if msg.Role == "assistant" {
 				// A client's "continue": capgraph's answers are whole, so
@@ -159,7 +161,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.cfg.DisableTaskGuard {
 		if reply, ok := frontendTask(t.input); ok {
-			s.replyChat(w, t, chatReply{Content: reply})
+			s.replyChat(w, t, chatanswer.Reply{Content: reply})
 			return
 		}
 	}
@@ -196,7 +198,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		// A claim that fails (a panic anywhere below) releases its
 		// token, so the approval can be answered again instead of
 		// staying "being carried out" until a restart.
-		defer s.approvals.releaseOnPanic(st.token)
+		defer s.approvals.ReleaseOnPanic(st.token)
 	}
 	rd := &chatanswer.Renderer{Base: s.artifacts.BaseURL(r)}
 	if t.stream {
@@ -213,7 +215,7 @@ type chatStart struct {
 	// token is the approval token the run answers ("" for a new turn).
 	token string
 	// reply, when set, is the whole answer: no run started.
-	reply *chatReply
+	reply *chatanswer.Reply
 	// clientThread is the thread's client id.
 	clientThread string
 	// usage goes with reply when it replays a run's answer; replayed is
@@ -254,13 +256,13 @@ func (s *Server) chatRoute(ctx context.Context, c caller, t chatTurn, source str
 func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatTurn) (st chatStart, sp *runSpec, stale string, err error) {
 	tok, ok := t.token, t.token != ""
 	if !ok && t.thread == "" {
-		tok, ok = findApprovalToken(t.lastAssistant)
+		tok, ok = approvaltoken.Find(t.lastAssistant)
 	}
 	if !ok {
 		return chatStart{}, nil, "", nil
 	}
-	ticket, res := s.approvals.claim(ownerKey(c), tok, s.cfg.Now())
-	if res == claimNone {
+	ticket, res := s.approvals.Claim(ownerKey(c), tok, s.cfg.Now())
+	if res == approvaltoken.ClaimNone {
 		// Not issued by this process (a restart, another replica): the
 		// checkpoint store knows it (approvaltoken.go).
 		if ticket, res, err = s.claimStored(ctx, c, tok); err != nil {
@@ -268,17 +270,17 @@ func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatTurn) (st 
 		}
 	}
 	switch res {
-	case claimBusy:
+	case approvaltoken.ClaimBusy:
 		return chatStart{}, nil, "", &apierror.RequestError{Kind: apierror.ErrConflict, Message: "this approval is being carried out; wait for its answer"}
-	case claimReplay:
+	case approvaltoken.ClaimReplay:
 		// A repeated request (an SDK retry, a resent message): the
 		// approval was carried out once; say again what it answered.
-		return chatStart{reply: &ticket.reply, clientThread: ticket.ClientThread}, nil, "", nil
-	case claimOK:
-		defer s.approvals.releaseOnPanic(tok)
+		return chatStart{reply: &ticket.Reply, clientThread: ticket.ClientThread}, nil, "", nil
+	case approvaltoken.ClaimOK:
+		defer s.approvals.ReleaseOnPanic(tok)
 		fits, own, err := s.tokenFits(ctx, c, t, ticket)
 		if err != nil || !fits {
-			s.approvals.settle(tok, nil) // still unanswered, for its own conversation
+			s.approvals.Settle(tok, nil) // still unanswered, for its own conversation
 			if err != nil {
 				return chatStart{}, nil, "", err
 			}
@@ -340,7 +342,7 @@ func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, 
 // it. transcript is the digest that names it ("" for the others). A
 // message answering a stale token with no conversation to answer in gets
 // reply instead.
-func (s *Server) chatConversation(ctx context.Context, c caller, t chatTurn, source, stale string) (clientThread string, fresh bool, transcript string, reply *chatReply, err error) {
+func (s *Server) chatConversation(ctx context.Context, c caller, t chatTurn, source, stale string) (clientThread string, fresh bool, transcript string, reply *chatanswer.Reply, err error) {
 	switch {
 	case t.thread != "":
 		return t.thread, false, "", nil, nil
@@ -384,8 +386,8 @@ func (s *Server) rememberTranscript(c caller, t chatTurn, ru *run, reply string)
 	if c.ChatID != "" {
 		return
 	}
-	full := append(slices.Clip(t.msgs), transcriptMsg{Role: "assistant", Text: reply})
-	s.transcripts.set(ru.ClientThread, ru.Thread, transcriptDigest(c, t.msgs), transcriptDigest(c, full))
+	full := append(slices.Clip(t.msgs), transcripts.Msg{Role: "assistant", Text: reply})
+	s.transcripts.Set(ru.ClientThread, ru.Thread, transcriptDigest(c, t.msgs), transcriptDigest(c, full))
 }
 
 // finishApproval returns the text to append to the answer: the turn's
@@ -396,7 +398,7 @@ func (s *Server) finishApproval(c caller, ru *run, rd *chatanswer.Renderer) stri
 	if rd.Approval == nil || rd.Status != agent.RunInterrupted {
 		return arts
 	}
-	tok := s.approvals.issue(approvalTicket{Token: approvalToken(ownerKey(c), ru.Thread, *rd.Approval),
+	tok := s.approvals.Issue(approvaltoken.Ticket{Token: approvalToken(ownerKey(c), ru.Thread, *rd.Approval),
 		Owner: ownerKey(c), Thread: ru.Thread, ClientThread: ru.ClientThread,
 		ApprovalID: rd.Approval.ID, Expires: s.tokenExpiry(*rd.Approval, s.cfg.Now())}, s.cfg.Now())
 	if arts != "" && rd.Content.Len() == 0 {
@@ -431,9 +433,9 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 	if note := t.unreadNote(); note != "" {
 		content = chatanswer.Join(content, note)
 	}
-	reply := chatReply{Content: content, Reasoning: rd.Reasoning.String()}
+	reply := chatanswer.Reply{Content: content, Reasoning: rd.Reasoning.String()}
 	if token != "" {
-		s.approvals.settle(token, &reply)
+		s.approvals.Settle(token, &reply)
 	}
 	s.rememberTranscript(c, t, ru, content)
 	s.writeCompletion(w, t, ru.completion(), reply, rd.Usage)
@@ -451,12 +453,12 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 // An answer the agent refuses as already answered (ErrApprovalAnswered:
 // another replica carried it out between this request's lookup and its
 // resume) is no failure: replay is what the first answer became.
-func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, token string) (left bool, replay *chatReply, runErr error) {
+func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, token string) (left bool, replay *chatanswer.Reply, runErr error) {
 	ctx := r.Context()
 	if !followed {
 		ru.Leave(turns.Repeatable(r)) // the client left; the run stops unless a repeat of the request follows it
 		if token != "" {
-			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
+			s.approvals.Settle(token, &chatanswer.Reply{Content: "(the client disconnected while this approval was carried out)"})
 		}
 		return true, nil, nil
 	}
@@ -466,26 +468,26 @@ func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, t
 		case errors.Is(ae, agent.ErrApprovalUnclear):
 			// Nothing was decided: the token stays open, and the human
 			// is asked again with it.
-			s.approvals.settle(token, nil)
+			s.approvals.Settle(token, nil)
 			reply := unclearReply(token, ae)
 			return false, &reply, nil
 		case errors.Is(ae, agent.ErrApprovalExpired):
 			reply := expiredReply(ae)
-			s.approvals.settle(token, &reply)
+			s.approvals.Settle(token, &reply)
 			return false, &reply, nil
 		}
 	}
 	if runErr != nil && token != "" && errors.Is(runErr, agent.ErrApprovalAnswered) {
 		if sa, ok, err := s.resolveStoredToken(ctx, c, token); err == nil && ok && sa.answered != nil {
 			reply := answeredReply(token, *sa.answered, sa.st, sa.status)
-			s.approvals.settle(token, &reply)
+			s.approvals.Settle(token, &reply)
 			return false, &reply, nil
 		}
 	}
 	if runErr != nil && token != "" && errors.Is(runErr, agent.ErrThreadBusy) {
 		// Not answered: another process holds the thread (it carries
 		// the same answer out, or another run). A retry looks again.
-		s.approvals.settle(token, nil)
+		s.approvals.Settle(token, nil)
 		return false, nil, runErr
 	}
 	if runErr != nil && token != "" {
@@ -493,9 +495,9 @@ func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, t
 			// The answer was never carried out (the run failed before it
 			// took it): the token is released, so the human can answer
 			// again instead of meeting "being carried out" (409).
-			s.approvals.settle(token, nil)
+			s.approvals.Settle(token, nil)
 		} else {
-			s.approvals.settle(token, &chatReply{Content: "The run failed: " + s.publicMessage(runErr)})
+			s.approvals.Settle(token, &chatanswer.Reply{Content: "The run failed: " + s.publicMessage(runErr)})
 		}
 	}
 	return false, nil, runErr
@@ -529,13 +531,13 @@ func (s *Server) newCompletion() completionIdent {
 }
 
 // replyChat answers with a stored reply no run wrote, streaming or not.
-func (s *Server) replyChat(w http.ResponseWriter, t chatTurn, reply chatReply) {
+func (s *Server) replyChat(w http.ResponseWriter, t chatTurn, reply chatanswer.Reply) {
 	s.replyChatUsage(w, t, s.newCompletion(), reply, agent.Usage{})
 }
 
 // replyChatUsage is replyChat as completion ci, with the usage of the run
 // that wrote it.
-func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatReply, u agent.Usage) {
+func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatanswer.Reply, u agent.Usage) {
 	if !t.stream {
 		s.writeCompletion(w, t, ci, reply, u)
 		return
@@ -549,7 +551,7 @@ func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, ci completion
 	cs.finish(u)
 }
 
-func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatReply, u agent.Usage) {
+func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatanswer.Reply, u agent.Usage) {
 	stop := "stop"
 	jsonreply.JSON(w, http.StatusOK, openai.Completion{
 		ID: ci.id, Object: "chat.completion", Created: ci.created, Model: t.model.ID,
@@ -669,7 +671,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	rd.Content.WriteString(tail)
 	k.status(openai.StatusData{Description: "", Done: true})
 	if token != "" {
-		s.approvals.settle(token, &chatReply{Content: rd.Content.String(), Reasoning: rd.Reasoning.String()})
+		s.approvals.Settle(token, &chatanswer.Reply{Content: rd.Content.String(), Reasoning: rd.Reasoning.String()})
 	}
 	s.rememberTranscript(c, t, ru, rd.Content.String())
 	k.finish(rd.Usage)

@@ -5,18 +5,19 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/chatanswer"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/server/internal/sse"
+	"github.com/capgraph/capgraph/server/internal/transcripts"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -86,7 +87,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return // answered
 	}
 	if st.token != "" {
-		defer s.approvals.releaseOnPanic(st.token)
+		defer s.approvals.ReleaseOnPanic(st.token)
 	}
 	out := s.newResponseWriter(c, req, t.model, st.clientThread)
 	if t.stream {
@@ -130,7 +131,7 @@ func (s *Server) responsesTurn(r *http.Request, c caller) (responses.Request, ch
 		if it.Role == "assistant" {
 			t.lastAssistant = it.Text
 		}
-		t.msgs = append(t.msgs, transcriptMsg{Role: it.Role, Text: it.Text})
+		t.msgs = append(t.msgs, transcripts.Msg{Role: it.Role, Text: it.Text})
 	}
 	last := req.Items[len(req.Items)-1]
 	t.input, t.unread = last.Text, last.Unread // an empty text was refused by Decode
@@ -223,7 +224,7 @@ func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller
 		out.text(tail)
 		rd.Content.WriteString(tail)
 		if st.token != "" {
-			s.approvals.settle(st.token, &chatReply{Content: rd.Content.String(), Reasoning: rd.Reasoning.String()})
+			s.approvals.Settle(st.token, &chatanswer.Reply{Content: rd.Content.String(), Reasoning: rd.Reasoning.String()})
 		}
 		s.rememberTranscript(c, t, st.ru, rd.Content.String())
 	}

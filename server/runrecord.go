@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/runs"
 	"iter"
 	"maps"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/native"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
+	"github.com/capgraph/capgraph/server/internal/runs"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -560,7 +560,7 @@ func (s *Server) expireThreads(ctx context.Context, cutoff time.Time) (int, erro
 		}
 		owner := caller{Principal: Principal{Tenant: info.Metadata[metaTenant], Name: info.Metadata[metaOwner]}, User: info.Metadata[metaUser]}
 		s.counts.release(ownerKey(owner))
-		s.transcripts.forget(info.ThreadID)
+		s.transcripts.Forget(info.ThreadID)
 		deleted++
 	}
 	return deleted, nil

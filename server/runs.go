@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"strings"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/runs"
 )

@@ -3,19 +3,21 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/capgraph/capgraph/server/internal/agui"
-	"github.com/capgraph/capgraph/server/internal/mcphttp"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/agui"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/server/internal/artifacts"
 	"github.com/capgraph/capgraph/server/internal/crew"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/mcphttp"
 	"github.com/capgraph/capgraph/server/internal/responses"
+	"github.com/capgraph/capgraph/server/internal/transcripts"
 )
 
 // Server is capgraph's HTTP server. Create it with New, serve Handler on any
@@ -25,7 +27,7 @@ type Server struct {
 	keys      *keyring
 	threads   *threadIndex
 	runs      *runManager
-	approvals *approvalStore
+	approvals *approvaltoken.Store
 	// features are the optional interfaces of the Agent (agent.go).
 	features features
 	counts   *threadCounts
@@ -37,7 +39,7 @@ type Server struct {
 	// rates counts the requests of every replica (cluster only).
 	rates runstore.RateCounter
 	// transcripts names Chat Completions conversations without a chat id.
-	transcripts *transcriptIndex
+	transcripts *transcripts.Index
 	// responses keeps Responses API objects for GET /v1/responses/{id}.
 	responses *responses.Store
 	// artifacts serves the artifact routes and links (artifacts.go).
@@ -81,12 +83,12 @@ func New(cfg Config) (*Server, error) {
 	s.cluster = newCluster(s)
 	s.counts.shared = s.cluster != nil
 	s.runs = newRunManager(s)
-	s.transcripts = newTranscriptIndex(transcriptIndexSize)
+	s.transcripts = transcripts.NewIndex(transcripts.IndexSize)
 	s.limiter = newRateLimiter(cfg.RequestsPerMinute, cfg.Now)
 	if s.cluster != nil && s.limiter != nil {
 		s.rates, _ = s.records.(runstore.RateCounter)
 	}
-	s.approvals = newApprovalStore()
+	s.approvals = approvaltoken.NewStore()
 	s.responses = responses.NewStore()
 	s.artifacts = s.artifactRoutes()
 	s.handler = s.routes()

@@ -11,6 +11,12 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
+// Reply is what a finished chat turn said: its answer and its trace.
+type Reply struct {
+	Content   string
+	Reasoning string
+}
+
 // outcomeLine is one attempt's outcome as a line of Markdown:
 //
 //	**confirmed** — set BTS:MAG:Q1:CURRENT 92.00 → 105.00 A (readback 105.00 A).
