@@ -15,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/server/internal/chatanswer"
+	"github.com/capgraph/capgraph/server/internal/chatturn"
 	"github.com/capgraph/capgraph/server/internal/transcripts"
 	"github.com/capgraph/capgraph/state"
 )
@@ -259,15 +260,15 @@ func tokenAnswer(input, tok string) string {
 // run) is named by the token alone (docs/frontends.md, "Which thread?").
 // When it does not fit, own is the client id of the conversation's own
 // thread ("" when the transcript names several or none).
-func (s *Server) tokenFits(ctx context.Context, c caller, t chatTurn, ticket approvaltoken.Ticket) (fits bool, own string, err error) {
+func (s *Server) tokenFits(ctx context.Context, c caller, t chatturn.Turn, ticket approvaltoken.Ticket) (fits bool, own string, err error) {
 	switch {
-	case t.thread != "":
+	case t.Thread != "":
 		return true, "", nil // the token is the one the thread named by the request waits for (Responses)
 	case c.ChatID != "":
 		own = "openwebui:" + c.ChatID
 		return ticket.ClientThread == own, own, nil
 	}
-	hist := t.msgs[:len(t.msgs)-1]
+	hist := t.Msgs[:len(t.Msgs)-1]
 	full, prefix := transcriptDigest(c, hist), transcriptDigest(c, transcripts.WithoutTrailingReply(hist))
 	if s.transcripts.Holds(ticket.Thread, full) || s.transcripts.Holds(ticket.Thread, prefix) {
 		return true, "", nil
@@ -305,11 +306,11 @@ func (s *Server) tokenFits(ctx context.Context, c caller, t chatTurn, ticket app
 // remember makes reply, a reply no run wrote, part of the conversation of
 // t on the caller's thread clientThread, so that the conversation's next
 // request still names that thread by its transcript.
-func (s *Server) remember(c caller, t chatTurn, clientThread string, reply chatanswer.Reply) {
+func (s *Server) remember(c caller, t chatturn.Turn, clientThread string, reply chatanswer.Reply) {
 	if c.ChatID != "" || clientThread == "" {
 		return // a chat id names the thread; nothing to remember
 	}
-	full := append(slices.Clip(t.msgs), transcripts.Msg{Role: "assistant", Text: reply.Content})
+	full := append(slices.Clip(t.Msgs), transcripts.Msg{Role: "assistant", Text: reply.Content})
 	s.transcripts.Add(clientThread, internalThreadID(c, clientThread), transcriptDigest(c, full))
 }
 

@@ -12,7 +12,9 @@ import (
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/server/internal/chatanswer"
+	"github.com/capgraph/capgraph/server/internal/chatturn"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/openai"
 	"github.com/capgraph/capgraph/server/internal/turns"
 )
 
@@ -36,12 +38,12 @@ const duplicateRetryAfter = 2
 // (an approval token is answered once by its own bookkeeping). The spec
 // (chatSpec) fills st; a token it claimed is settled when the run does
 // not start.
-func (s *Server) chatOpening(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, scope, source string, st *chatStart) opening {
+func (s *Server) chatOpening(w http.ResponseWriter, r *http.Request, c caller, t chatturn.Turn, scope, source string, st *chatStart) opening {
 	implicit := ""
-	if _, ok := approvaltoken.Find(t.lastAssistant); s.cfg.DuplicateWindow >= 0 && !ok && t.token == "" {
-		implicit = t.model.ID + "\x00" + c.ChatID + "\x00" + t.thread + "\x00" + strconv.FormatBool(t.stream) + "\x00" + transcriptDigest(c, t.msgs)
+	if _, ok := approvaltoken.Find(t.LastAssistant); s.cfg.DuplicateWindow >= 0 && !ok && t.Token == "" {
+		implicit = t.ModelID + "\x00" + c.ChatID + "\x00" + t.Thread + "\x00" + strconv.FormatBool(t.Stream) + "\x00" + transcriptDigest(c, t.Msgs)
 	}
-	return opening{w: w, r: r, c: c, scope: scope, implicit: implicit, lookFirst: true, request: t.digest(c),
+	return opening{w: w, r: r, c: c, scope: scope, implicit: implicit, lookFirst: true, request: chatDigest(c, t),
 		spec: func(ctx context.Context, _ string) (*runSpec, error) {
 			sp, started, err := s.chatSpec(ctx, c, t, source)
 			*st = started
@@ -54,21 +56,21 @@ func (s *Server) chatOpening(w http.ResponseWriter, r *http.Request, c caller, t
 		}}
 }
 
-// digest is what a chat request asks (runSpec.request): the conversation
+// chatDigest is what a chat request asks (runSpec.request): the conversation
 // chatKey derives an implicit key from.
-func (t chatTurn) digest(c caller) string {
-	return digestHex(t.model.ID, c.ChatID, t.thread, strconv.FormatBool(t.stream), transcriptDigest(c, t.msgs))
+func chatDigest(c caller, t chatturn.Turn) string {
+	return digestHex(t.ModelID, c.ChatID, t.Thread, strconv.FormatBool(t.Stream), transcriptDigest(c, t.Msgs))
 }
 
 // replayChat answers a repeated chat request from the first request's run
 // rec (the same request: opening checked it) and reports true; false when rec is too old to count (its key is
 // released, and the caller starts a new run).
-func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, rec runstore.Record, explicit bool) bool {
+func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatturn.Turn, c caller, rec runstore.Record, explicit bool) bool {
 	if ru := s.joinable(r.Context(), c, rec); ru != nil {
 		// Join the run: the answer as it comes.
 		w.Header().Set(turns.HeaderReplayed, "true")
 		rd := &chatanswer.Renderer{Base: s.artifacts.BaseURL(r)}
-		if t.stream {
+		if t.Stream {
 			s.streamChat(w, r, t, c, ru, rd, "")
 		} else {
 			s.collectChat(w, r, t, c, ru, rd, "")
@@ -106,7 +108,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 	if res.Usage != nil {
 		u = *res.Usage
 	}
-	s.replyChatUsage(w, t, runCompletion(rec.ID, rec.Created), chatanswer.Reply{Content: res.Content, Reasoning: res.Reasoning}, u)
+	s.replyChatUsage(w, t, openai.RunIdent(rec.ID, rec.Created), chatanswer.Reply{Content: res.Content, Reasoning: res.Reasoning}, u)
 	if !explicit && http.NewResponseController(w).Flush() == nil {
 		s.releaseKey(rec.ID, rec.Status) // the retry got the answer
 	}

@@ -2,23 +2,21 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/server/internal/chatanswer"
+	"github.com/capgraph/capgraph/server/internal/chatturn"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/openai"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
-	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/capgraph/capgraph/server/internal/transcripts"
 	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/google/uuid"
@@ -52,104 +50,67 @@ func (s *Server) model(id string) (Model, bool) {
 	return Model{}, false
 }
 
-// chatTurn is a validated chat request: what to run and where.
-type chatTurn struct {
-	model  Model
-	input  string
-	stream bool
-	usage  bool
-	// lastAssistant is the text of the last assistant message (approval token).
-	lastAssistant string
-	// msgs is the conversation as text, the new user message last.
-	msgs []transcripts.Msg
-	// user is the request's "user" field, raw (detectOpenWebUI).
-	user json.RawMessage
-	// statuses: send Open WebUI status frames (sendStatusFrames).
-	statuses bool
-	// unread counts the last message's parts that are not text (images,
-	// files): the answer ends with unreadNote.
-	unread int
-	// thread, when set, is the client id of the thread the turn continues
-	// (a Responses previous_response_id); token is then the approval token
-	// of the approval that thread waits for, if any.
-	thread, token string
-	// clientMeta is the client's metadata for the thread (Responses).
-	clientMeta map[string]string
-}
-
-func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
+func (s *Server) parseChat(r *http.Request) (chatturn.Turn, error) {
 	var req openai.ChatRequest
 	if err := reqbody.Decode(r, &req); err != nil {
-		return chatTurn{}, err
+		return chatturn.Turn{}, err
 	}
 	if req.Model == "" {
-		return chatTurn{}, badRequest("model", "required")
+		return chatturn.Turn{}, badRequest("model", "required")
 	}
 	m, ok := s.model(req.Model)
 	if !ok {
-		return chatTurn{}, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
+		return chatturn.Turn{}, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
 	}
 	if req.N != nil && *req.N > 1 {
-		return chatTurn{}, badRequest("n", "only n=1 is supported")
+		return chatturn.Turn{}, badRequest("n", "only n=1 is supported")
 	}
 	if f := req.ResponseFormat; f != nil && f.Type != "" && f.Type != "text" {
-		return chatTurn{}, badRequest("response_format", "%q is not supported: capgraph answers in Markdown text, not JSON; leave response_format out or set it to {\"type\": \"text\"}", f.Type)
+		return chatturn.Turn{}, badRequest("response_format", "%q is not supported: capgraph answers in Markdown text, not JSON; leave response_format out or set it to {\"type\": \"text\"}", f.Type)
 	}
 	if len(req.Messages) == 0 {
-		return chatTurn{}, badRequest("messages", "at least one message is required")
+		return chatturn.Turn{}, badRequest("messages", "at least one message is required")
 	}
 	if len(req.Messages) > s.cfg.MaxMessages {
-		return chatTurn{}, badRequest("messages", "%d messages exceed the limit of %d", len(req.Messages), s.cfg.MaxMessages)
+		return chatturn.Turn{}, badRequest("messages", "%d messages exceed the limit of %d", len(req.Messages), s.cfg.MaxMessages)
 	}
-	t := chatTurn{model: m, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, user: req.User}
+	t := chatturn.Turn{ModelID: m.ID, Options: m.Options, Stream: req.Stream, Usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, User: req.User}
 	for i, msg := range req.Messages {
 		txt, err := msg.Text()
 		if err != nil {
-			return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts")
+			return chatturn.Turn{}, badRequest(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts")
 		}
 		if len(txt) > s.cfg.MaxMessageBytes {
-			return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].content", i), "%d bytes exceed the limit of %d", len(txt), s.cfg.MaxMessageBytes)
+			return chatturn.Turn{}, badRequest(fmt.Sprintf("messages[%d].content", i), "%d bytes exceed the limit of %d", len(txt), s.cfg.MaxMessageBytes)
 		}
 		switch msg.Role {
 		case "system", "developer", "user", "assistant", "tool", "function":
 		default:
-			return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "unknown role %q", msg.Role)
+			return chatturn.Turn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "unknown role %q", msg.Role)
 		}
 		if msg.Role == "assistant" {
-			t.lastAssistant = txt
+			t.LastAssistant = txt
 		}
-		t.msgs = append(t.msgs, transcripts.Msg{Role: msg.Role, Text: txt})
+		t.Msgs = append(t.Msgs, transcripts.Msg{Role: msg.Role, Text: txt})
 		if i == len(req.Messages)-1 {
 			if msg.Role == "assistant" {
 				// A client's "continue": capgraph's answers are whole, so
 				// there is nothing to continue; the UIs show this message.
-				return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "capgraph cannot continue an answer: its answers are complete, and the last message must come from the user. Send a new message instead")
+				return chatturn.Turn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "capgraph cannot continue an answer: its answers are complete, and the last message must come from the user. Send a new message instead")
 			}
 			if msg.Role != "user" {
-				return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "the last message must come from the user")
+				return chatturn.Turn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "the last message must come from the user")
 			}
-			t.input, t.unread = txt, msg.UnreadParts()
+			t.Input, t.Unread = txt, msg.UnreadParts()
 		}
 	}
-	if strings.TrimSpace(t.input) == "" {
-		if t.unread > 0 {
-			return chatTurn{}, badRequest("messages", "the last user message has no text: capgraph reads only the text of a message, not images or files")
+	if strings.TrimSpace(t.Input) == "" {
+		if t.Unread > 0 {
+			return chatturn.Turn{}, badRequest("messages", "the last user message has no text: capgraph reads only the text of a message, not images or files")
 		}
-		return chatTurn{}, badRequest("messages", "the last user message is empty")
+		return chatturn.Turn{}, badRequest("messages", "the last user message is empty")
 	}
 	return t, nil
-}
-
-// unreadNote says that the parts of the last message that are not text
-// were not read ("" when it had none).
-func (t chatTurn) unreadNote() string {
-	switch {
-	case t.unread == 1:
-		return "*(The image or file attached to your message was not read: capgraph reads only the text of a message.)*"
-	case t.unread > 1:
-		return fmt.Sprintf("*(The %d images or files attached to your message were not read: capgraph reads only the text of a message.)*", t.unread)
-	}
-	return ""
 }
 
 func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -160,12 +121,12 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.cfg.DisableTaskGuard {
-		if reply, ok := frontendTask(t.input); ok {
+		if reply, ok := frontendTask(t.Input); ok {
 			s.replyChat(w, t, chatanswer.Reply{Content: reply})
 			return
 		}
 	}
-	t.statuses = s.sendStatusFrames(r, c, t.user)
+	t.Statuses = s.sendStatusFrames(r, c, t.User)
 	// A repeated request (an SDK's retry) gets the first request's run.
 	var st chatStart
 	o := s.chatOpening(w, r, c, t, "chat", "openai", &st)
@@ -201,7 +162,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		defer s.approvals.ReleaseOnPanic(st.token)
 	}
 	rd := &chatanswer.Renderer{Base: s.artifacts.BaseURL(r)}
-	if t.stream {
+	if t.Stream {
 		s.streamChat(w, r, t, c, st.ru, rd, st.token)
 	} else {
 		s.collectChat(w, r, t, c, st.ru, rd, st.token)
@@ -230,17 +191,17 @@ type chatStart struct {
 // send (st.reply). source names the protocol in the thread's metadata.
 // A token it claims is the caller's to settle when the run does not
 // start (opening.refused).
-func (s *Server) chatSpec(ctx context.Context, c caller, t chatTurn, source string) (sp *runSpec, st chatStart, err error) {
+func (s *Server) chatSpec(ctx context.Context, c caller, t chatturn.Turn, source string) (sp *runSpec, st chatStart, err error) {
 	st, sp, err = s.chatRoute(ctx, c, t, source)
 	if sp != nil {
-		sp.c, sp.source, sp.clientThread, sp.chat, sp.request = c, source, st.clientThread, true, t.digest(c)
+		sp.c, sp.source, sp.clientThread, sp.chat, sp.request = c, source, st.clientThread, true, chatDigest(c, t)
 	}
 	return sp, st, err
 }
 
 // chatRoute is chatSpec but for what every chat run has: the answer to
 // the approval a token in the conversation names, else a new turn.
-func (s *Server) chatRoute(ctx context.Context, c caller, t chatTurn, source string) (chatStart, *runSpec, error) {
+func (s *Server) chatRoute(ctx context.Context, c caller, t chatturn.Turn, source string) (chatStart, *runSpec, error) {
 	st, sp, stale, err := s.chatTokenAnswer(ctx, c, t)
 	if err != nil || sp != nil || st.reply != nil {
 		return st, sp, err
@@ -253,10 +214,10 @@ func (s *Server) chatRoute(ctx context.Context, c caller, t chatTurn, source str
 // carried out before, another conversation's). stale is a token that
 // matches no approval waiting for this caller: the message then answers
 // nothing (guardAnswer). Without a token: nothing.
-func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatTurn) (st chatStart, sp *runSpec, stale string, err error) {
-	tok, ok := t.token, t.token != ""
-	if !ok && t.thread == "" {
-		tok, ok = approvaltoken.Find(t.lastAssistant)
+func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatturn.Turn) (st chatStart, sp *runSpec, stale string, err error) {
+	tok, ok := t.Token, t.Token != ""
+	if !ok && t.Thread == "" {
+		tok, ok = approvaltoken.Find(t.LastAssistant)
 	}
 	if !ok {
 		return chatStart{}, nil, "", nil
@@ -288,7 +249,7 @@ func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatTurn) (st 
 			s.remember(c, t, own, reply)
 			return chatStart{reply: &reply, clientThread: own}, nil, "", nil
 		}
-		ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: tokenAnswer(t.input, tok), Token: tok, By: callerName(c)}
+		ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: tokenAnswer(t.Input, tok), Token: tok, By: callerName(c)}
 		return chatStart{token: tok, clientThread: ticket.ClientThread}, &runSpec{kind: kindAnswer, answer: &ans, thread: ticket.Thread}, "", nil
 	}
 	return chatStart{}, nil, tok, nil
@@ -297,7 +258,7 @@ func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatTurn) (st 
 // chatNewTurn is the run of a new turn in the request's conversation, or
 // the reply when the message answers (or fails to answer) an approval the
 // thread waits for (guardAnswer) instead.
-func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, stale string) (chatStart, *runSpec, error) {
+func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatturn.Turn, source, stale string) (chatStart, *runSpec, error) {
 	clientThread, fresh, transcript, reply, err := s.chatConversation(ctx, c, t, source, stale)
 	if err != nil || reply != nil {
 		return chatStart{reply: reply, clientThread: clientThread}, nil, err
@@ -306,7 +267,7 @@ func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, 
 	if !fresh {
 		// A thread that may wait for an approval: see what this message
 		// may answer.
-		reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.input, stale)
+		reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.Input, stale)
 		if err != nil {
 			return chatStart{}, nil, err
 		}
@@ -314,7 +275,7 @@ func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, 
 			s.remember(c, t, clientThread, *reply)
 			return chatStart{reply: reply, clientThread: clientThread}, nil, nil
 		}
-	} else if reply := staleAnswerReply(t.input, stale); reply != nil {
+	} else if reply := staleAnswerReply(t.Input, stale); reply != nil {
 		// Nothing waits in a new conversation: a yes or no next to the
 		// token answered nothing.
 		return chatStart{reply: reply, clientThread: clientThread}, nil, nil
@@ -323,13 +284,13 @@ func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, 
 	if transcript != "" {
 		extra[metaTranscript] = transcript
 	}
-	req, err := s.openTurn(c, turnOpening{field: "messages", input: t.input, options: t.model.Options, source: source, clientThread: clientThread, thread: thread, clientMeta: t.clientMeta, extraMeta: extra})
+	req, err := s.openTurn(c, turnOpening{field: "messages", input: t.Input, options: t.Options, source: source, clientThread: clientThread, thread: thread, clientMeta: t.ClientMeta, extraMeta: extra})
 	if err != nil {
 		// The profile asks for an option looser than the agent's
 		// configuration, which this key may not raise.
 		var le *agent.LoosenError
 		if errors.As(err, &le) {
-			err = &apierror.RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.model.ID, le.Error())}
+			err = &apierror.RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.ModelID, le.Error())}
 		}
 		return chatStart{}, nil, err
 	}
@@ -342,10 +303,10 @@ func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, 
 // it. transcript is the digest that names it ("" for the others). A
 // message answering a stale token with no conversation to answer in gets
 // reply instead.
-func (s *Server) chatConversation(ctx context.Context, c caller, t chatTurn, source, stale string) (clientThread string, fresh bool, transcript string, reply *chatanswer.Reply, err error) {
+func (s *Server) chatConversation(ctx context.Context, c caller, t chatturn.Turn, source, stale string) (clientThread string, fresh bool, transcript string, reply *chatanswer.Reply, err error) {
 	switch {
-	case t.thread != "":
-		return t.thread, false, "", nil, nil
+	case t.Thread != "":
+		return t.Thread, false, "", nil, nil
 	case c.ChatID != "":
 		clientThread = "openwebui:" + c.ChatID
 		if err := turns.CheckThreadID(headerChatID, clientThread); err != nil {
@@ -354,20 +315,20 @@ func (s *Server) chatConversation(ctx context.Context, c caller, t chatTurn, sou
 		_, created, err := s.openThread(ctx, c, clientThread, source, nil)
 		return clientThread, created, "", nil, err
 	}
-	ct, ok, err := s.continuedThread(ctx, c, t.msgs)
+	ct, ok, err := s.continuedThread(ctx, c, t.Msgs)
 	if err != nil {
 		return "", false, "", nil, err
 	}
 	if !ok {
-		if reply := staleAnswerReply(t.input, stale); reply != nil {
+		if reply := staleAnswerReply(t.Input, stale); reply != nil {
 			return "", false, "", reply, nil // no conversation to open for it
 		}
 		ct = "chat-" + uuid.NewString()
-		if _, _, err := s.openThread(ctx, c, ct, source, t.clientMeta); err != nil {
+		if _, _, err := s.openThread(ctx, c, ct, source, t.ClientMeta); err != nil {
 			return "", false, "", nil, err
 		}
 	}
-	return ct, !ok, transcriptDigest(c, t.msgs), nil, nil
+	return ct, !ok, transcriptDigest(c, t.Msgs), nil, nil
 }
 
 // allowedCapabilities is what the agent enforces for c: nil (no
@@ -382,12 +343,12 @@ func allowedCapabilities(c caller) []string {
 // rememberTranscript makes the conversation so far, reply included, name
 // the run's thread (transcript.go). Threads named by a trusted frontend's
 // chat id need no transcript.
-func (s *Server) rememberTranscript(c caller, t chatTurn, ru *run, reply string) {
+func (s *Server) rememberTranscript(c caller, t chatturn.Turn, ru *run, reply string) {
 	if c.ChatID != "" {
 		return
 	}
-	full := append(slices.Clip(t.msgs), transcripts.Msg{Role: "assistant", Text: reply})
-	s.transcripts.Set(ru.ClientThread, ru.Thread, transcriptDigest(c, t.msgs), transcriptDigest(c, full))
+	full := append(slices.Clip(t.Msgs), transcripts.Msg{Role: "assistant", Text: reply})
+	s.transcripts.Set(ru.ClientThread, ru.Thread, transcriptDigest(c, t.Msgs), transcriptDigest(c, full))
 }
 
 // finishApproval returns the text to append to the answer: the turn's
@@ -407,7 +368,7 @@ func (s *Server) finishApproval(c caller, ru *run, rd *chatanswer.Renderer) stri
 	return arts + chatanswer.ApprovalText(rd.Approval, tok, rd.Content.Len() > 0)
 }
 
-func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatanswer.Renderer, token string) {
+func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatturn.Turn, c caller, ru *run, rd *chatanswer.Renderer, token string) {
 	ru.Join()
 	followed := s.follow(r.Context(), ru, 0, nil, func(ev agent.Event) { rd.Render(ev) }, nil)
 	left, replay, runErr := s.chatRunEnd(r, c, ru, followed, token)
@@ -430,7 +391,7 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 	}
 	content += s.finishApproval(c, ru, rd)
 	content += ru.endNote()
-	if note := t.unreadNote(); note != "" {
+	if note := t.UnreadNote(); note != "" {
 		content = chatanswer.Join(content, note)
 	}
 	reply := chatanswer.Reply{Content: content, Reasoning: rd.Reasoning.String()}
@@ -503,141 +464,63 @@ func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, t
 	return false, nil, runErr
 }
 
-// completionIdent is a chat completion's id and creation time. An answer
-// of a run has its run's: the first response, a retry joining the run
-// and a replay of its answer are the same completion to the client.
-type completionIdent struct {
-	id      string
-	created int64
-}
-
-// runCompletion is the completion identity of run id, started at started.
-func runCompletion(id string, started time.Time) completionIdent {
-	return completionIdent{id: "chatcmpl-" + strings.TrimPrefix(id, "run-"), created: started.Unix()}
-}
-
 // completion is the identity of r's answer. Started is read under the
 // lock: submit sets it from the record after the run is registered, where
 // a repeated request may already have found it.
-func (r *run) completion() completionIdent {
+func (r *run) completion() openai.Ident {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return runCompletion(r.ID, r.Started)
-}
-
-// newCompletion is the identity of an answer no run wrote.
-func (s *Server) newCompletion() completionIdent {
-	return completionIdent{id: "chatcmpl-" + uuid.NewString(), created: s.cfg.Now().Unix()}
+	return openai.RunIdent(r.ID, r.Started)
 }
 
 // replyChat answers with a stored reply no run wrote, streaming or not.
-func (s *Server) replyChat(w http.ResponseWriter, t chatTurn, reply chatanswer.Reply) {
-	s.replyChatUsage(w, t, s.newCompletion(), reply, agent.Usage{})
+func (s *Server) replyChat(w http.ResponseWriter, t chatturn.Turn, reply chatanswer.Reply) {
+	s.replyChatUsage(w, t, openai.NewIdent(s.cfg.Now()), reply, agent.Usage{})
 }
 
 // replyChatUsage is replyChat as completion ci, with the usage of the run
 // that wrote it.
-func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatanswer.Reply, u agent.Usage) {
-	if !t.stream {
+func (s *Server) replyChatUsage(w http.ResponseWriter, t chatturn.Turn, ci openai.Ident, reply chatanswer.Reply, u agent.Usage) {
+	if !t.Stream {
 		s.writeCompletion(w, t, ci, reply, u)
 		return
 	}
 	cs := s.newChunker(w, t, ci)
-	cs.role()
+	cs.Role()
 	if reply.Reasoning != "" {
-		cs.delta(openai.Delta{ReasoningContent: reply.Reasoning})
+		cs.Delta(openai.Delta{ReasoningContent: reply.Reasoning})
 	}
-	cs.content(reply.Content)
-	cs.finish(u)
+	cs.Content(reply.Content)
+	cs.Finish(u)
 }
 
-func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatanswer.Reply, u agent.Usage) {
-	stop := "stop"
-	jsonreply.JSON(w, http.StatusOK, openai.Completion{
-		ID: ci.id, Object: "chat.completion", Created: ci.created, Model: t.model.ID,
-		Choices: []openai.Choice{{Message: &openai.OutMessage{Role: "assistant", Content: reply.Content, ReasoningContent: reply.Reasoning}, FinishReason: &stop}},
-		Usage:   &openai.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens},
-	})
+func (s *Server) writeCompletion(w http.ResponseWriter, t chatturn.Turn, ci openai.Ident, reply chatanswer.Reply, u agent.Usage) {
+	openai.WriteCompletion(w, t.ModelID, ci, reply.Content, reply.Reasoning, u)
 }
 
-// chunker writes chat.completion.chunk frames of one stream.
-type chunker struct {
-	sse      *sse.Writer
-	id       string
-	created  int64
-	model    string
-	usage    bool
-	statuses bool
+func (s *Server) newChunker(w http.ResponseWriter, t chatturn.Turn, ci openai.Ident) *openai.Chunker {
+	return openai.NewChunker(w, openai.ChunkerConfig{Model: t.ModelID, Usage: t.Usage, Statuses: t.Statuses,
+		Now: s.cfg.Now, WriteTimeout: s.cfg.StreamWriteTimeout}, ci)
 }
 
-func (s *Server) newChunker(w http.ResponseWriter, t chatTurn, ci completionIdent) *chunker {
-	return &chunker{sse: sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout), id: ci.id, created: ci.created,
-		model: t.model.ID, usage: t.usage, statuses: t.statuses}
-}
-
-func (k *chunker) chunk(d *openai.Delta, finish *string) {
-	k.sse.Data(openai.Completion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
-		Choices: []openai.Choice{{Delta: d, FinishReason: finish}}})
-}
-
-func (k *chunker) role() {
-	empty := ""
-	k.chunk(&openai.Delta{Role: "assistant", Content: &empty}, nil)
-}
-
-func (k *chunker) delta(d openai.Delta) { k.chunk(&d, nil) }
-
-func (k *chunker) content(s string) {
-	if s != "" {
-		k.chunk(&openai.Delta{Content: &s}, nil)
-	}
-}
-
-func (k *chunker) status(d openai.StatusData) {
-	if k.statuses {
-		k.sse.Data(openai.StatusFrame{Event: openai.StatusEvent{Type: "status", Data: d}})
-	}
-}
-
-// heartbeat is an empty-delta chunk: every client treats it as a no-op,
-// unlike SSE comment lines, which break go-openai.
-func (k *chunker) heartbeat() { k.chunk(&openai.Delta{}, nil) }
-
-func (k *chunker) finish(u agent.Usage) {
-	stop := "stop"
-	k.chunk(&openai.Delta{}, &stop)
-	if k.usage {
-		k.sse.Data(openai.Completion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
-			Choices: []openai.Choice{}, Usage: &openai.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
-	}
-	k.sse.Data("[DONE]")
-}
-
-// fail ends the stream with an OpenAI error frame (no [DONE]), the way
-// compatible servers report a failure after the 200.
-func (k *chunker) fail(s *Server, err error) {
-	code := "run_failed"
-	k.sse.Data(map[string]any{"error": apierror.Body{Message: s.publicMessage(err), Type: "server_error", Code: &code}})
-}
-
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatanswer.Renderer, token string) {
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatturn.Turn, c caller, ru *run, rd *chatanswer.Renderer, token string) {
 	ru.Join()
 	k := s.newChunker(w, t, ru.completion())
-	k.role()
-	ok := s.follow(r.Context(), ru, 0, k.sse, func(ev agent.Event) {
+	k.Role()
+	ok := s.follow(r.Context(), ru, 0, k.SSE, func(ev agent.Event) {
 		for _, p := range rd.Render(ev) {
 			switch {
 			case p.Status != nil:
-				k.status(openai.StatusData{Description: p.Status.Description, Done: p.Status.Done})
+				k.Status(openai.StatusData{Description: p.Status.Description, Done: p.Status.Done})
 			case p.Reasoning != "":
-				k.delta(openai.Delta{ReasoningContent: p.Reasoning})
+				k.Delta(openai.Delta{ReasoningContent: p.Reasoning})
 			case p.Content != "":
-				k.content(p.Content)
+				k.Content(p.Content)
 			}
 		}
 	}, func() {
-		if k.sse.Idle(s.cfg.Heartbeat) {
-			k.heartbeat()
+		if k.SSE.Idle(s.cfg.Heartbeat) {
+			k.Heartbeat()
 		}
 	})
 	left, replay, runErr := s.chatRunEnd(r, c, ru, ok, token)
@@ -645,12 +528,12 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		return
 	}
 	if replay != nil {
-		k.content(replay.Content)
-		k.finish(rd.Usage)
+		k.Content(replay.Content)
+		k.Finish(rd.Usage)
 		return
 	}
 	if runErr != nil && !chatanswer.Answerable(runErr) {
-		k.fail(s, runErr)
+		k.Fail(s.publicMessage(runErr))
 		return
 	}
 	tail := s.finishApproval(c, ru, rd)
@@ -661,21 +544,21 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		}
 	}
 	tail += ru.endNote()
-	if note := t.unreadNote(); note != "" {
+	if note := t.UnreadNote(); note != "" {
 		if rd.Content.Len() > 0 || tail != "" {
 			tail += "\n\n"
 		}
 		tail += note
 	}
-	k.content(tail)
+	k.Content(tail)
 	rd.Content.WriteString(tail)
-	k.status(openai.StatusData{Description: "", Done: true})
+	k.Status(openai.StatusData{Description: "", Done: true})
 	if token != "" {
 		s.approvals.Settle(token, &chatanswer.Reply{Content: rd.Content.String(), Reasoning: rd.Reasoning.String()})
 	}
 	s.rememberTranscript(c, t, ru, rd.Content.String())
-	k.finish(rd.Usage)
-	if k.sse.Err() == nil {
+	k.Finish(rd.Usage)
+	if k.SSE.Err() == nil {
 		s.delivered(ru)
 	}
 }

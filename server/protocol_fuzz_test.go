@@ -120,11 +120,11 @@ func FuzzChatRequest(f *testing.F) {
 				t.Fatalf("parseChat(%q): Go internals in %v", body, err)
 			}
 		} else {
-			last := turn.msgs[len(turn.msgs)-1]
-			if len(turn.msgs) > srv.cfg.MaxMessages || last.Role != "user" || strings.TrimSpace(turn.input) == "" || turn.input != last.Text {
+			last := turn.Msgs[len(turn.Msgs)-1]
+			if len(turn.Msgs) > srv.cfg.MaxMessages || last.Role != "user" || strings.TrimSpace(turn.Input) == "" || turn.Input != last.Text {
 				t.Fatalf("parseChat(%q) = %+v", body, turn)
 			}
-			for _, m := range turn.msgs {
+			for _, m := range turn.Msgs {
 				if len(m.Text) > srv.cfg.MaxMessageBytes {
 					t.Fatalf("parseChat(%q): a message of %d bytes", body, len(m.Text))
 				}

@@ -12,6 +12,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/chatanswer"
+	"github.com/capgraph/capgraph/server/internal/chatturn"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/responses"
@@ -89,8 +90,8 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if st.token != "" {
 		defer s.approvals.ReleaseOnPanic(st.token)
 	}
-	out := s.newResponseWriter(c, req, t.model, st.clientThread)
-	if t.stream {
+	out := s.newResponseWriter(c, req, t.ModelID, st.clientThread)
+	if t.Stream {
 		out.sse = sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
 		out.event("response.created", map[string]any{"response": out.obj})
 		out.event("response.in_progress", map[string]any{"response": out.obj})
@@ -110,31 +111,31 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 // responsesTurn reads a Responses request as the chat turn it asks for:
 // its conversation (items referenced by id are the thread's own), its
 // model profile, and the thread it continues.
-func (s *Server) responsesTurn(r *http.Request, c caller) (responses.Request, chatTurn, error) {
+func (s *Server) responsesTurn(r *http.Request, c caller) (responses.Request, chatturn.Turn, error) {
 	body, err := reqbody.Read(r) // never the connection's details (addresses, timeouts)
 	if err != nil {
-		return responses.Request{}, chatTurn{}, err
+		return responses.Request{}, chatturn.Turn{}, err
 	}
 	req, err := responses.Decode(body, responses.Limits{MaxItems: s.cfg.MaxMessages, MaxItemBytes: s.cfg.MaxMessageBytes})
 	if err != nil {
-		return req, chatTurn{}, err
+		return req, chatturn.Turn{}, err
 	}
 	m, ok := s.model(req.Model)
 	if !ok {
-		return req, chatTurn{}, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
+		return req, chatturn.Turn{}, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
 	}
-	t := chatTurn{model: m, stream: req.Stream, clientMeta: req.Metadata}
+	t := chatturn.Turn{ModelID: m.ID, Options: m.Options, Stream: req.Stream, ClientMeta: req.Metadata}
 	for _, it := range req.Items {
 		if it.Ref {
 			continue
 		}
 		if it.Role == "assistant" {
-			t.lastAssistant = it.Text
+			t.LastAssistant = it.Text
 		}
-		t.msgs = append(t.msgs, transcripts.Msg{Role: it.Role, Text: it.Text})
+		t.Msgs = append(t.Msgs, transcripts.Msg{Role: it.Role, Text: it.Text})
 	}
 	last := req.Items[len(req.Items)-1]
-	t.input, t.unread = last.Text, last.Unread // an empty text was refused by Decode
+	t.Input, t.Unread = last.Text, last.Unread // an empty text was refused by Decode
 	err = s.responsesThread(r.Context(), c, req, &t)
 	return req, t, err
 }
@@ -142,7 +143,7 @@ func (s *Server) responsesTurn(r *http.Request, c caller) (responses.Request, ch
 // startResponse opens the request's run. A repeated request (an SDK's
 // retry) is answered by the first request's run: joined while it goes
 // on, else from its record. false when the request has been answered.
-func (s *Server) startResponse(w http.ResponseWriter, r *http.Request, c caller, t chatTurn) (chatStart, bool) {
+func (s *Server) startResponse(w http.ResponseWriter, r *http.Request, c caller, t chatturn.Turn) (chatStart, bool) {
 	var st chatStart
 	o := s.chatOpening(w, r, c, t, "responses", "responses", &st)
 	op, ok := s.open(o)
@@ -169,9 +170,9 @@ func (s *Server) startResponse(w http.ResponseWriter, r *http.Request, c caller,
 
 // newResponseWriter starts the response object of a request on
 // clientThread, kept for GET /v1/responses/{id}.
-func (s *Server) newResponseWriter(c caller, req responses.Request, m Model, clientThread string) *responseWriter {
+func (s *Server) newResponseWriter(c caller, req responses.Request, modelID string, clientThread string) *responseWriter {
 	obj := responses.Object{ID: newItemID(responseIDPrefix, clientThread), Object: "response", CreatedAt: s.cfg.Now().Unix(),
-		Status: "in_progress", Instructions: req.Instructions, Model: m.ID, Output: []responses.OutputItem{}, Store: true,
+		Status: "in_progress", Instructions: req.Instructions, Model: modelID, Output: []responses.OutputItem{}, Store: true,
 		Temperature: 1, TopP: 1, ToolChoice: "auto", Tools: []struct{}{}, Truncation: "disabled", Metadata: req.Metadata}
 	obj.Text.Format.Type = "text"
 	if obj.Metadata == nil {
@@ -188,7 +189,7 @@ func (s *Server) newResponseWriter(c caller, req responses.Request, m Model, cli
 
 // followResponse writes the run's answer into the response as it comes,
 // and completes it as the run ends.
-func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, st chatStart, out *responseWriter) {
+func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller, t chatturn.Turn, st chatStart, out *responseWriter) {
 	st.ru.Join()
 	rd := &chatanswer.Renderer{Base: s.artifacts.BaseURL(r)}
 	followed := s.follow(r.Context(), st.ru, 0, out.sse, func(ev agent.Event) {
@@ -218,7 +219,7 @@ func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller
 	default:
 		tail := s.finishApproval(c, st.ru, rd)
 		tail += st.ru.endNote()
-		if note := t.unreadNote(); note != "" {
+		if note := t.UnreadNote(); note != "" {
 			tail += "\n\n" + note
 		}
 		out.text(tail)
@@ -247,7 +248,7 @@ func (o *responseWriter) delivered(w http.ResponseWriter) bool {
 // approval that thread waits for (the input answers it, as a Chat
 // Completions reply to an approval does). Without either, startChat finds
 // the conversation as Chat Completions does (approval token, transcript).
-func (s *Server) responsesThread(ctx context.Context, c caller, req responses.Request, t *chatTurn) error {
+func (s *Server) responsesThread(ctx context.Context, c caller, req responses.Request, t *chatturn.Turn) error {
 	ref, param := req.PreviousResponseID, "previous_response_id"
 	if ref == "" {
 		for i, it := range slices.Backward(req.Items) {
@@ -280,12 +281,12 @@ func (s *Server) responsesThread(ctx context.Context, c caller, req responses.Re
 				"%s is not the latest response of its conversation (%s is): a conversation cannot branch; continue from the latest", ref, latest)}
 		}
 	}
-	t.thread = clientThread
+	t.Thread = clientThread
 	tok, err := s.pendingToken(ctx, c, th.internal)
 	if err != nil {
 		return err
 	}
-	t.token = tok
+	t.Token = tok
 	return nil
 }
 

@@ -136,14 +136,14 @@ func TestLayers(t *testing.T) {
 				}
 				return true
 			}},
-		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, runs, crew, turns, msgtext, answertext, chatanswer, approvaltoken, transcripts): a protocol package (agui, artifacts, mcphttp, native, openai, responses) imports no other protocol package, and none imports server",
+		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, runs, crew, turns, msgtext, answertext, chatanswer, approvaltoken, transcripts, chatturn): a protocol package (agui, artifacts, mcphttp, native, openai, responses) imports no other protocol package, and none imports server",
 			func(p pkg) bool { return under(p.ImportPath, "server/internal") },
 			func(p pkg) []string { return p.Imports },
 			func(d string) bool {
 				if !under(d, "server") {
 					return false
 				}
-				for _, shared := range []string{"apierror", "jsonreply", "reqbody", "sse", "run", "runs", "crew", "turns", "msgtext", "answertext", "chatanswer", "approvaltoken", "transcripts"} {
+				for _, shared := range []string{"apierror", "jsonreply", "reqbody", "sse", "run", "runs", "crew", "turns", "msgtext", "answertext", "chatanswer", "approvaltoken", "transcripts", "chatturn"} {
 					if d == module+"/server/internal/"+shared {
 						return false
 					}
