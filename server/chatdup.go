@@ -7,14 +7,12 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/chatturn"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
-	"github.com/capgraph/capgraph/server/internal/openai"
 	"github.com/capgraph/capgraph/server/internal/turns"
 )
 
@@ -63,24 +61,20 @@ func chatDigest(c caller, t chatturn.Turn) string {
 }
 
 // replayChat answers a repeated chat request from the first request's run
-// rec (the same request: opening checked it) and reports true; false when rec is too old to count (its key is
-// released, and the caller starts a new run).
-func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatturn.Turn, c caller, rec runstore.Record, explicit bool) bool {
+// rec (the same request: opening checked it): the run to join, or its
+// answer to send (out), or the error written; answered is false when rec
+// is too old to count (its key is released, and the caller starts a new
+// run).
+func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, c caller, rec runstore.Record, explicit bool) (out chatturn.Opened, answered bool) {
 	if ru := s.joinable(r.Context(), c, rec); ru != nil {
 		// Join the run: the answer as it comes.
 		w.Header().Set(turns.HeaderReplayed, "true")
-		rd := &chatanswer.Renderer{Base: s.artifacts.BaseURL(r)}
-		if t.Stream {
-			s.streamChat(w, r, t, c, ru, rd, "")
-		} else {
-			s.collectChat(w, r, t, c, ru, rd, "")
-		}
-		return true
+		return chatturn.Opened{Run: ru}, true
 	}
 	if !rec.Status.Terminal() {
 		w.Header().Set("Retry-After", strconv.Itoa(duplicateRetryAfter))
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
-		return true
+		return chatturn.Opened{}, true
 	}
 	var res runResult
 	if len(rec.Result) == 0 || json.Unmarshal(rec.Result, &res) != nil ||
@@ -91,7 +85,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatturn.T
 		if err != nil && !errors.Is(err, runstore.ErrConflict) {
 			s.cfg.Logger.Warn("releasing a run key", "run", rec.ID, "error", err)
 		}
-		return false
+		return chatturn.Opened{}, false
 	}
 	w.Header().Set(turns.HeaderReplayed, "true")
 	if f := res.Failure; f != nil {
@@ -102,17 +96,16 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatturn.T
 		code := f.Code
 		w.Header().Set("x-should-retry", "false")
 		jsonreply.JSON(w, f.Status, map[string]any{"error": apierror.Body{Message: f.Message, Type: typ, Code: &code}})
-		return true
+		return chatturn.Opened{}, true
 	}
-	var u agent.Usage
+	out = chatturn.Opened{Reply: &chatanswer.Reply{Content: res.Content, Reasoning: res.Reasoning}, RunID: rec.ID, RunStarted: rec.Created}
 	if res.Usage != nil {
-		u = *res.Usage
+		out.Usage = *res.Usage
 	}
-	s.replyChatUsage(w, t, openai.RunIdent(rec.ID, rec.Created), chatanswer.Reply{Content: res.Content, Reasoning: res.Reasoning}, u)
-	if !explicit && http.NewResponseController(w).Flush() == nil {
-		s.releaseKey(rec.ID, rec.Status) // the retry got the answer
+	if !explicit {
+		out.Delivered = func() { s.releaseKey(rec.ID, rec.Status) } // the retry got the answer
 	}
-	return true
+	return out, true
 }
 
 // replayResponse is replayChat for the Responses API: the first request's

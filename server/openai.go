@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
@@ -14,31 +14,22 @@ import (
 	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/chatturn"
-	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/openai"
-	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/transcripts"
 	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/google/uuid"
 )
 
-const modelsCreated = 1767225600 // 2026-01-01, a fixed "created" for model objects
-
-func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	data := make([]openai.ModelObject, 0, len(s.cfg.Models))
-	for _, m := range s.cfg.Models {
-		data = append(data, openai.ModelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
+// chatCompletions is what the Chat Completions routes need (openai.Deps),
+// behind auth.
+func (s *Server) chatCompletions(auth func(http.HandlerFunc) http.HandlerFunc) openai.Deps {
+	models := make([]openai.Model, len(s.cfg.Models))
+	for i, m := range s.cfg.Models {
+		models[i] = openai.Model{ID: m.ID, Options: m.Options}
 	}
-	jsonreply.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
-}
-
-func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
-	m, ok := s.model(r.PathValue("id"))
-	if !ok {
-		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", r.PathValue("id"))})
-		return
-	}
-	jsonreply.JSON(w, http.StatusOK, openai.ModelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
+	return openai.Deps{Chats: serverChats{s}, Auth: auth, Models: models, MaxMessages: s.cfg.MaxMessages,
+		MaxMessageBytes: s.cfg.MaxMessageBytes, DisableTaskGuard: s.cfg.DisableTaskGuard, ArtifactBase: s.artifacts.BaseURL,
+		Now: s.cfg.Now, StreamWriteTimeout: s.cfg.StreamWriteTimeout, Heartbeat: s.cfg.Heartbeat}
 }
 
 func (s *Server) model(id string) (Model, bool) {
@@ -48,125 +39,6 @@ func (s *Server) model(id string) (Model, bool) {
 		}
 	}
 	return Model{}, false
-}
-
-func (s *Server) parseChat(r *http.Request) (chatturn.Turn, error) {
-	var req openai.ChatRequest
-	if err := reqbody.Decode(r, &req); err != nil {
-		return chatturn.Turn{}, err
-	}
-	if req.Model == "" {
-		return chatturn.Turn{}, badRequest("model", "required")
-	}
-	m, ok := s.model(req.Model)
-	if !ok {
-		return chatturn.Turn{}, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
-	}
-	if req.N != nil && *req.N > 1 {
-		return chatturn.Turn{}, badRequest("n", "only n=1 is supported")
-	}
-	if f := req.ResponseFormat; f != nil && f.Type != "" && f.Type != "text" {
-		return chatturn.Turn{}, badRequest("response_format", "%q is not supported: capgraph answers in Markdown text, not JSON; leave response_format out or set it to {\"type\": \"text\"}", f.Type)
-	}
-	if len(req.Messages) == 0 {
-		return chatturn.Turn{}, badRequest("messages", "at least one message is required")
-	}
-	if len(req.Messages) > s.cfg.MaxMessages {
-		return chatturn.Turn{}, badRequest("messages", "%d messages exceed the limit of %d", len(req.Messages), s.cfg.MaxMessages)
-	}
-	t := chatturn.Turn{ModelID: m.ID, Options: m.Options, Stream: req.Stream, Usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, User: req.User}
-	for i, msg := range req.Messages {
-		txt, err := msg.Text()
-		if err != nil {
-			return chatturn.Turn{}, badRequest(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts")
-		}
-		if len(txt) > s.cfg.MaxMessageBytes {
-			return chatturn.Turn{}, badRequest(fmt.Sprintf("messages[%d].content", i), "%d bytes exceed the limit of %d", len(txt), s.cfg.MaxMessageBytes)
-		}
-		switch msg.Role {
-		case "system", "developer", "user", "assistant", "tool", "function":
-		default:
-			return chatturn.Turn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "unknown role %q", msg.Role)
-		}
-		if msg.Role == "assistant" {
-			t.LastAssistant = txt
-		}
-		t.Msgs = append(t.Msgs, transcripts.Msg{Role: msg.Role, Text: txt})
-		if i == len(req.Messages)-1 {
-			if msg.Role == "assistant" {
-				// A client's "continue": capgraph's answers are whole, so
-				// there is nothing to continue; the UIs show this message.
-				return chatturn.Turn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "capgraph cannot continue an answer: its answers are complete, and the last message must come from the user. Send a new message instead")
-			}
-			if msg.Role != "user" {
-				return chatturn.Turn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "the last message must come from the user")
-			}
-			t.Input, t.Unread = txt, msg.UnreadParts()
-		}
-	}
-	if strings.TrimSpace(t.Input) == "" {
-		if t.Unread > 0 {
-			return chatturn.Turn{}, badRequest("messages", "the last user message has no text: capgraph reads only the text of a message, not images or files")
-		}
-		return chatturn.Turn{}, badRequest("messages", "the last user message is empty")
-	}
-	return t, nil
-}
-
-func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
-	c := callerFrom(r.Context())
-	t, err := s.parseChat(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if !s.cfg.DisableTaskGuard {
-		if reply, ok := frontendTask(t.Input); ok {
-			s.replyChat(w, t, chatanswer.Reply{Content: reply})
-			return
-		}
-	}
-	t.Statuses = s.sendStatusFrames(r, c, t.User)
-	// A repeated request (an SDK's retry) gets the first request's run.
-	var st chatStart
-	o := s.chatOpening(w, r, c, t, "chat", "openai", &st)
-	op, ok := s.open(o)
-	if !ok {
-		return
-	}
-	if op.dup != nil && op.earlier {
-		if s.replayChat(w, r, t, c, *op.dup, op.explicit) {
-			return
-		}
-		o.lookFirst = false // too old to count (its key released): a new run
-		if op, ok = s.open(o); !ok {
-			return
-		}
-	}
-	if op.dup != nil {
-		// Another request with the same key got there first.
-		if !s.replayChat(w, r, t, c, *op.dup, op.explicit) {
-			s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request is being answered; try again shortly"})
-		}
-		return
-	}
-	st.ru = op.ru
-	if st.reply != nil {
-		s.replyChat(w, t, *st.reply)
-		return
-	}
-	if st.token != "" {
-		// A claim that fails (a panic anywhere below) releases its
-		// token, so the approval can be answered again instead of
-		// staying "being carried out" until a restart.
-		defer s.approvals.ReleaseOnPanic(st.token)
-	}
-	rd := &chatanswer.Renderer{Base: s.artifacts.BaseURL(r)}
-	if t.Stream {
-		s.streamChat(w, r, t, c, st.ru, rd, st.token)
-	} else {
-		s.collectChat(w, r, t, c, st.ru, rd, st.token)
-	}
 }
 
 // chatStart is how a Chat Completions (or Responses) turn started: its
@@ -368,43 +240,6 @@ func (s *Server) finishApproval(c caller, ru *run, rd *chatanswer.Renderer) stri
 	return arts + chatanswer.ApprovalText(rd.Approval, tok, rd.Content.Len() > 0)
 }
 
-func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatturn.Turn, c caller, ru *run, rd *chatanswer.Renderer, token string) {
-	ru.Join()
-	followed := s.follow(r.Context(), ru, 0, nil, func(ev agent.Event) { rd.Render(ev) }, nil)
-	left, replay, runErr := s.chatRunEnd(r, c, ru, followed, token)
-	if left {
-		return
-	}
-	if replay != nil {
-		s.writeCompletion(w, t, ru.completion(), *replay, rd.Usage)
-		return
-	}
-	if runErr != nil && !chatanswer.Answerable(runErr) {
-		s.writeError(w, fmt.Errorf("the run failed: %w", runErr))
-		return
-	}
-	content := rd.Content.String()
-	if runErr != nil {
-		// A FATAL failure or the turn's time limit: said as the answer,
-		// so that no client retries it into a second run.
-		content = chatanswer.Join(content, s.publicMessage(runErr))
-	}
-	content += s.finishApproval(c, ru, rd)
-	content += ru.endNote()
-	if note := t.UnreadNote(); note != "" {
-		content = chatanswer.Join(content, note)
-	}
-	reply := chatanswer.Reply{Content: content, Reasoning: rd.Reasoning.String()}
-	if token != "" {
-		s.approvals.Settle(token, &reply)
-	}
-	s.rememberTranscript(c, t, ru, content)
-	s.writeCompletion(w, t, ru.completion(), reply, rd.Usage)
-	if http.NewResponseController(w).Flush() == nil {
-		s.delivered(ru)
-	}
-}
-
 // chatRunEnd is how a followed chat run ended, for both answer forms: left
 // when the client went away (the run is canceled; nothing more is sent),
 // else the run's error (run.endNote says how it ended). An
@@ -464,103 +299,13 @@ func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, t
 	return false, nil, runErr
 }
 
-// completion is the identity of r's answer. Started is read under the
-// lock: submit sets it from the record after the run is registered, where
-// a repeated request may already have found it.
-func (r *run) completion() openai.Ident {
+// Identity is the id of r and when it started (chatturn.Run). Started is
+// read under the lock: submit sets it from the record after the run is
+// registered, where a repeated request may already have found it.
+func (r *run) Identity() (string, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return openai.RunIdent(r.ID, r.Started)
-}
-
-// replyChat answers with a stored reply no run wrote, streaming or not.
-func (s *Server) replyChat(w http.ResponseWriter, t chatturn.Turn, reply chatanswer.Reply) {
-	s.replyChatUsage(w, t, openai.NewIdent(s.cfg.Now()), reply, agent.Usage{})
-}
-
-// replyChatUsage is replyChat as completion ci, with the usage of the run
-// that wrote it.
-func (s *Server) replyChatUsage(w http.ResponseWriter, t chatturn.Turn, ci openai.Ident, reply chatanswer.Reply, u agent.Usage) {
-	if !t.Stream {
-		s.writeCompletion(w, t, ci, reply, u)
-		return
-	}
-	cs := s.newChunker(w, t, ci)
-	cs.Role()
-	if reply.Reasoning != "" {
-		cs.Delta(openai.Delta{ReasoningContent: reply.Reasoning})
-	}
-	cs.Content(reply.Content)
-	cs.Finish(u)
-}
-
-func (s *Server) writeCompletion(w http.ResponseWriter, t chatturn.Turn, ci openai.Ident, reply chatanswer.Reply, u agent.Usage) {
-	openai.WriteCompletion(w, t.ModelID, ci, reply.Content, reply.Reasoning, u)
-}
-
-func (s *Server) newChunker(w http.ResponseWriter, t chatturn.Turn, ci openai.Ident) *openai.Chunker {
-	return openai.NewChunker(w, openai.ChunkerConfig{Model: t.ModelID, Usage: t.Usage, Statuses: t.Statuses,
-		Now: s.cfg.Now, WriteTimeout: s.cfg.StreamWriteTimeout}, ci)
-}
-
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatturn.Turn, c caller, ru *run, rd *chatanswer.Renderer, token string) {
-	ru.Join()
-	k := s.newChunker(w, t, ru.completion())
-	k.Role()
-	ok := s.follow(r.Context(), ru, 0, k.SSE, func(ev agent.Event) {
-		for _, p := range rd.Render(ev) {
-			switch {
-			case p.Status != nil:
-				k.Status(openai.StatusData{Description: p.Status.Description, Done: p.Status.Done})
-			case p.Reasoning != "":
-				k.Delta(openai.Delta{ReasoningContent: p.Reasoning})
-			case p.Content != "":
-				k.Content(p.Content)
-			}
-		}
-	}, func() {
-		if k.SSE.Idle(s.cfg.Heartbeat) {
-			k.Heartbeat()
-		}
-	})
-	left, replay, runErr := s.chatRunEnd(r, c, ru, ok, token)
-	if left {
-		return
-	}
-	if replay != nil {
-		k.Content(replay.Content)
-		k.Finish(rd.Usage)
-		return
-	}
-	if runErr != nil && !chatanswer.Answerable(runErr) {
-		k.Fail(s.publicMessage(runErr))
-		return
-	}
-	tail := s.finishApproval(c, ru, rd)
-	if runErr != nil {
-		tail = chatanswer.Join(tail, s.publicMessage(runErr))
-		if rd.Content.Len() > 0 {
-			tail = "\n\n" + tail
-		}
-	}
-	tail += ru.endNote()
-	if note := t.UnreadNote(); note != "" {
-		if rd.Content.Len() > 0 || tail != "" {
-			tail += "\n\n"
-		}
-		tail += note
-	}
-	k.Content(tail)
-	rd.Content.WriteString(tail)
-	k.Status(openai.StatusData{Description: "", Done: true})
-	if token != "" {
-		s.approvals.Settle(token, &chatanswer.Reply{Content: rd.Content.String(), Reasoning: rd.Reasoning.String()})
-	}
-	s.rememberTranscript(c, t, ru, rd.Content.String())
-	k.Finish(rd.Usage)
-	if k.SSE.Err() == nil {
-		s.delivered(ru)
-	}
+	return r.ID, r.Started
 }
 
 // endNote is the note for how r ended (valid once finished).

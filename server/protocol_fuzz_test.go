@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +15,8 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/chatturn"
+	"github.com/capgraph/capgraph/server/internal/turns"
 )
 
 // fuzzServer is a server over the real (offline) agent on a memory store,
@@ -255,4 +256,9 @@ func validMethod(m string) bool {
 		}
 	}
 	return true
+}
+
+// parseChat reads r as the Chat Completions route does.
+func (s *Server) parseChat(r *http.Request) (chatturn.Turn, error) {
+	return s.chatCompletions(nil).Parse(r)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/capgraph/capgraph/server/internal/crew"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/mcphttp"
+	"github.com/capgraph/capgraph/server/internal/openai"
 	"github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/server/internal/transcripts"
 )
@@ -108,9 +109,7 @@ func (s *Server) routes() http.Handler {
 		jsonreply.JSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})
 	oa := func(h http.HandlerFunc) http.HandlerFunc { return s.requireAuth(h, s.writeError) }
-	mux.HandleFunc("GET /v1/models", oa(s.handleModels))
-	mux.HandleFunc("GET /v1/models/{id}", oa(s.handleModel))
-	mux.HandleFunc("POST /v1/chat/completions", oa(s.handleChatCompletions))
+	openai.Routes(mux, s.chatCompletions(oa))
 	mux.HandleFunc("POST /v1/responses", oa(s.handleResponses))
 	mux.HandleFunc("GET /v1/responses/{id}", oa(s.handleGetResponse))
 
