@@ -107,38 +107,3 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, c caller, re
 	}
 	return out, true
 }
-
-// replayResponse is replayChat for the Responses API: the first request's
-// run to follow (st.ru) while it goes on here, its answer (st.reply) once
-// it has ended, or again when rec is too old to count (its key released:
-// start a new run). Otherwise it has answered (409 while the run goes on
-// elsewhere) and st is empty.
-func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *runstore.Record, explicit bool) (st chatStart, again bool) {
-	if ru := s.joinable(r.Context(), callerFrom(r.Context()), *rec); ru != nil {
-		w.Header().Set(turns.HeaderReplayed, "true")
-		return chatStart{ru: ru, clientThread: ru.ClientThread}, false
-	}
-	if !rec.Status.Terminal() {
-		w.Header().Set("Retry-After", strconv.Itoa(duplicateRetryAfter))
-		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
-		return chatStart{}, false
-	}
-	var res runResult
-	if len(rec.Result) == 0 || json.Unmarshal(rec.Result, &res) != nil || res.Failure != nil ||
-		!explicit && s.cfg.Now().Sub(rec.Updated) > s.cfg.DuplicateWindow {
-		_, err := s.records.UpdateRun(r.Context(), rec.ID, runstore.Update{From: []runstore.Status{rec.Status}, Status: rec.Status, ReleaseKey: true})
-		if err != nil && !errors.Is(err, runstore.ErrConflict) {
-			s.cfg.Logger.Warn("releasing a run key", "run", rec.ID, "error", err)
-		}
-		return chatStart{}, true
-	}
-	w.Header().Set(turns.HeaderReplayed, "true")
-	st = chatStart{reply: &chatanswer.Reply{Content: res.Content, Reasoning: res.Reasoning}, clientThread: rec.Labels[labelThread]}
-	if res.Usage != nil {
-		st.usage = *res.Usage
-	}
-	if !explicit {
-		st.replayed = rec // its key is released once the answer is delivered
-	}
-	return st, false
-}

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/chatturn"
+	"github.com/capgraph/capgraph/server/internal/turns"
 )
 
 // serverChats is the server as the chat protocols' handlers see it
@@ -20,9 +22,12 @@ func (h serverChats) StatusFrames(r *http.Request, user json.RawMessage) bool {
 	return h.s.sendStatusFrames(r, callerFrom(r.Context()), user)
 }
 
-// Open opens a Chat Completions turn: a repeated request (an SDK's retry)
-// gets the first request's run, or its answer.
-func (h serverChats) Open(w http.ResponseWriter, r *http.Request, t chatturn.Turn) (chatturn.Opened, bool) {
+// Open opens a chat turn: a repeated request (an SDK's retry) gets the
+// first request's run, or its answer.
+func (h serverChats) Open(w http.ResponseWriter, r *http.Request, t chatturn.Turn, p chatturn.Protocol) (chatturn.Opened, bool) {
+	if p == chatturn.Responses {
+		return h.s.openResponse(w, r, t)
+	}
 	s, c := h.s, callerFrom(r.Context())
 	var st chatStart
 	o := s.chatOpening(w, r, c, t, "chat", "openai", &st)
@@ -52,6 +57,17 @@ func (h serverChats) Open(w http.ResponseWriter, r *http.Request, t chatturn.Tur
 		return chatturn.Opened{Reply: st.reply}, true
 	}
 	return chatturn.Opened{Run: op.ru, Token: st.token}, true
+}
+
+func (h serverChats) Owner(ctx context.Context) string { return ownerKey(callerFrom(ctx)) }
+
+func (h serverChats) FindThread(ctx context.Context, id string) (turns.Thread, bool, error) {
+	th, found, err := h.s.findThread(ctx, callerFrom(ctx), id)
+	return turns.Thread{ID: th.ID, Internal: th.internal}, found, err
+}
+
+func (h serverChats) PendingToken(ctx context.Context, thread string) (string, error) {
+	return h.s.pendingToken(ctx, callerFrom(ctx), thread)
 }
 
 func (h serverChats) End(r *http.Request, ru chatturn.Run, followed bool, token string) (bool, *chatanswer.Reply, error) {

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/chatturn"
 	"github.com/capgraph/capgraph/server/internal/openai"
+	"github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/server/internal/transcripts"
 	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/google/uuid"
@@ -23,38 +23,40 @@ import (
 // chatCompletions is what the Chat Completions routes need (openai.Deps),
 // behind auth.
 func (s *Server) chatCompletions(auth func(http.HandlerFunc) http.HandlerFunc) openai.Deps {
-	models := make([]openai.Model, len(s.cfg.Models))
-	for i, m := range s.cfg.Models {
-		models[i] = openai.Model{ID: m.ID, Options: m.Options}
-	}
-	return openai.Deps{Chats: serverChats{s}, Auth: auth, Models: models, MaxMessages: s.cfg.MaxMessages,
+	return openai.Deps{Chats: serverChats{s}, Auth: auth, Models: s.chatModels(), MaxMessages: s.cfg.MaxMessages,
 		MaxMessageBytes: s.cfg.MaxMessageBytes, DisableTaskGuard: s.cfg.DisableTaskGuard, ArtifactBase: s.artifacts.BaseURL,
 		Now: s.cfg.Now, StreamWriteTimeout: s.cfg.StreamWriteTimeout, Heartbeat: s.cfg.Heartbeat}
 }
 
-func (s *Server) model(id string) (Model, bool) {
-	for _, m := range s.cfg.Models {
-		if m.ID == id {
-			return m, true
-		}
-	}
-	return Model{}, false
+// responsesAPI is what the Responses routes need (responses.Deps),
+// behind auth.
+func (s *Server) responsesAPI(auth func(http.HandlerFunc) http.HandlerFunc) responses.Deps {
+	return responses.Deps{Turns: serverTurns{s}, Chats: serverChats{s}, Auth: auth, Models: s.chatModels(), MaxMessages: s.cfg.MaxMessages,
+		MaxMessageBytes: s.cfg.MaxMessageBytes, ArtifactBase: s.artifacts.BaseURL,
+		Now: s.cfg.Now, StreamWriteTimeout: s.cfg.StreamWriteTimeout, Heartbeat: s.cfg.Heartbeat}
 }
 
-// chatStart is how a Chat Completions (or Responses) turn started: its
-// run, or a reply to send without one (an approval answered before).
+// chatModels is Config.Models as the chat handlers know them.
+func (s *Server) chatModels() []chatturn.Model {
+	models := make([]chatturn.Model, len(s.cfg.Models))
+	for i, m := range s.cfg.Models {
+		models[i] = chatturn.Model{ID: m.ID, Options: m.Options}
+	}
+	return models
+}
+
+// chatStart is how a Chat Completions (or Responses) turn started: the
+// approval its run answers, or a reply to send without a run (an approval
+// answered before).
 type chatStart struct {
-	ru *run
 	// token is the approval token the run answers ("" for a new turn).
 	token string
 	// reply, when set, is the whole answer: no run started.
 	reply *chatanswer.Reply
 	// clientThread is the thread's client id.
 	clientThread string
-	// usage goes with reply when it replays a run's answer; replayed is
-	// that run's record when its key was derived from the request.
-	usage    agent.Usage
-	replayed *runstore.Record
+	// usage goes with reply when it replays a run's answer.
+	usage agent.Usage
 }
 
 // chatSpec decides which thread a chat turn goes to, and whether it runs
@@ -306,10 +308,4 @@ func (r *run) Identity() (string, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.ID, r.Started
-}
-
-// endNote is the note for how r ended (valid once finished).
-func (r *run) endNote() string {
-	status, _, shutdown := r.Result()
-	return chatanswer.EndNote(status, shutdown)
 }

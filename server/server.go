@@ -41,8 +41,6 @@ type Server struct {
 	rates runstore.RateCounter
 	// transcripts names Chat Completions conversations without a chat id.
 	transcripts *transcripts.Index
-	// responses keeps Responses API objects for GET /v1/responses/{id}.
-	responses *responses.Store
 	// artifacts serves the artifact routes and links (artifacts.go).
 	artifacts *artifacts.Routes
 	// hosts are the names the server answers to (browser.go).
@@ -90,7 +88,6 @@ func New(cfg Config) (*Server, error) {
 		s.rates, _ = s.records.(runstore.RateCounter)
 	}
 	s.approvals = approvaltoken.NewStore()
-	s.responses = responses.NewStore()
 	s.artifacts = s.artifactRoutes()
 	s.handler = s.routes()
 	return s, nil
@@ -110,8 +107,7 @@ func (s *Server) routes() http.Handler {
 	})
 	oa := func(h http.HandlerFunc) http.HandlerFunc { return s.requireAuth(h, s.writeError) }
 	openai.Routes(mux, s.chatCompletions(oa))
-	mux.HandleFunc("POST /v1/responses", oa(s.handleResponses))
-	mux.HandleFunc("GET /v1/responses/{id}", oa(s.handleGetResponse))
+	responses.Routes(mux, s.responsesAPI(oa))
 
 	mux.HandleFunc("POST /api/threads", oa(s.handleCreateThread))
 	mux.HandleFunc("GET /api/threads", oa(s.handleListThreads))

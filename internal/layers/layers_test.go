@@ -271,8 +271,9 @@ func TestLayers(t *testing.T) {
 	if !slices.Contains(get("server/internal/agui").Imports, module+"/server/internal/turns") {
 		t.Error("the AG-UI package does not reach the server through turns: the internal packages' rule's premise changed")
 	}
-	if !slices.Contains(get("server/internal/mcphttp").Imports, module+"/server/internal/turns") || !slices.Contains(get("server/internal/openai").Imports, module+"/server/internal/chatturn") {
-		t.Error("the MCP package does not reach the server through turns, or Chat Completions' not through chatturn: the internal packages' rule's premise changed")
+	if !slices.Contains(get("server/internal/mcphttp").Imports, module+"/server/internal/turns") || !slices.Contains(get("server/internal/openai").Imports, module+"/server/internal/chatturn") ||
+		!slices.Contains(get("server/internal/responses").Imports, module+"/server/internal/chatturn") {
+		t.Error("the MCP package does not reach the server through turns, or Chat Completions' or Responses' not through chatturn: the internal packages' rule's premise changed")
 	}
 	if !slices.Contains(get("server/internal/runs").Imports, module+"/server/internal/run") || !slices.Contains(get("server").Imports, module+"/server/internal/runs") {
 		t.Error("server does not use its run manager, or the manager not its lifecycle: the run manager's rule's premise changed")

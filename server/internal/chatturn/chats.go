@@ -1,6 +1,7 @@
 package chatturn
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -19,9 +20,16 @@ type Chats interface {
 	// StatusFrames reports whether the answer to r carries Open WebUI
 	// status frames (user is the request's "user" field).
 	StatusFrames(r *http.Request, user json.RawMessage) bool
-	// Open opens t (the request's scope and source name the protocol);
-	// false when the request has been answered.
-	Open(w http.ResponseWriter, r *http.Request, t Turn) (Opened, bool)
+	// Open opens t as protocol p's; false when the request has been
+	// answered.
+	Open(w http.ResponseWriter, r *http.Request, t Turn, p Protocol) (Opened, bool)
+	// Owner is the caller's key of what it owns (its responses).
+	Owner(ctx context.Context) string
+	// FindThread finds the caller's thread id (false: it has none).
+	FindThread(ctx context.Context, id string) (turns.Thread, bool, error)
+	// PendingToken is the approval token of the newest approval the
+	// internal thread waits for, or "".
+	PendingToken(ctx context.Context, thread string) (string, error)
 	// End is how a followed run ended: left when the client went away
 	// (nothing more is sent), else replay (what an approval's answer
 	// became, to send instead) or the run's error. token is the approval
@@ -47,6 +55,17 @@ type Chats interface {
 	PublicMessage(err error) string
 }
 
+// Protocol is a chat protocol: how its turns are keyed, named in a
+// thread's metadata, and answered when repeated.
+type Protocol int
+
+const (
+	// ChatCompletions: a repeat of a failed run gets its failure again.
+	ChatCompletions Protocol = iota
+	// Responses: a repeat of a failed run starts a new one.
+	Responses
+)
+
 // Run is a chat turn's run.
 type Run interface {
 	turns.Run
@@ -63,6 +82,8 @@ type Opened struct {
 	Run   Run
 	Token string
 	Reply *chatanswer.Reply
+	// ClientThread is the thread's client id.
+	ClientThread string
 	// RunID and RunStarted, when set, are those of the run whose answer
 	// Reply repeats, with its Usage; Delivered, when set, is told once
 	// that answer reached the client.
@@ -70,4 +91,11 @@ type Opened struct {
 	RunStarted time.Time
 	Usage      agent.Usage
 	Delivered  func()
+}
+
+// EndNote is the note an answer ends with for how ru ended (valid once
+// finished): chatanswer.EndNote of its result.
+func EndNote(ru Run) string {
+	status, _, shutdown := ru.Result()
+	return chatanswer.EndNote(status, shutdown)
 }

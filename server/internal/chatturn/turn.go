@@ -8,6 +8,13 @@ import (
 	"github.com/capgraph/capgraph/server/internal/transcripts"
 )
 
+// Model is a model profile clients may name: its id and the turn options
+// it asks for (the server's Config.Models).
+type Model struct {
+	ID      string
+	Options *agent.TurnOptions
+}
+
 // Turn is a validated chat request (Chat Completions, Responses): what
 // to run and where.
 type Turn struct {

@@ -15,20 +15,13 @@ import (
 	"github.com/capgraph/capgraph/server/internal/transcripts"
 )
 
-// Model is a model profile clients may name: its id and the turn
-// options it asks for (the server's Config.Models).
-type Model struct {
-	ID      string
-	Options *agent.TurnOptions
-}
-
 // Deps is what the Chat Completions routes need of the server.
 type Deps struct {
 	Chats chatturn.Chats
 	// Auth wraps every route in the server's authentication and rate
 	// limit.
 	Auth   func(http.HandlerFunc) http.HandlerFunc
-	Models []Model
+	Models []chatturn.Model
 	// MaxMessages and MaxMessageBytes bound a request's messages.
 	MaxMessages, MaxMessageBytes int
 	// DisableTaskGuard runs Open WebUI's background tasks on the agent
@@ -58,12 +51,6 @@ func runIdent(ru chatturn.Run) Ident {
 	return RunIdent(id, started)
 }
 
-// endNote is the note for how ru ended (valid once finished).
-func endNote(ru chatturn.Run) string {
-	status, _, shutdown := ru.Result()
-	return chatanswer.EndNote(status, shutdown)
-}
-
 const modelsCreated = 1767225600 // 2026-01-01, a fixed "created" for model objects
 
 func (d Deps) handleModels(w http.ResponseWriter, r *http.Request) {
@@ -83,13 +70,13 @@ func (d Deps) handleModel(w http.ResponseWriter, r *http.Request) {
 	jsonreply.JSON(w, http.StatusOK, ModelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
 }
 
-func (d Deps) model(id string) (Model, bool) {
+func (d Deps) model(id string) (chatturn.Model, bool) {
 	for _, m := range d.Models {
 		if m.ID == id {
 			return m, true
 		}
 	}
-	return Model{}, false
+	return chatturn.Model{}, false
 }
 
 // Parse reads r as the chat completions route does: the turn it asks for,
@@ -171,7 +158,7 @@ func (d Deps) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	t.Statuses = d.Chats.StatusFrames(r, t.User)
 	// A repeated request (an SDK's retry) gets the first request's run.
-	op, ok := d.Chats.Open(w, r, t)
+	op, ok := d.Chats.Open(w, r, t, chatturn.ChatCompletions)
 	if !ok {
 		return
 	}
@@ -222,7 +209,7 @@ func (d Deps) collectChat(w http.ResponseWriter, r *http.Request, t chatturn.Tur
 		content = chatanswer.Join(content, d.Chats.PublicMessage(runErr))
 	}
 	content += d.Chats.Finish(r, ru, rd)
-	content += endNote(ru)
+	content += chatturn.EndNote(ru)
 	if note := t.UnreadNote(); note != "" {
 		content = chatanswer.Join(content, note)
 	}
@@ -307,7 +294,7 @@ func (d Deps) streamChat(w http.ResponseWriter, r *http.Request, t chatturn.Turn
 			tail = "\n\n" + tail
 		}
 	}
-	tail += endNote(ru)
+	tail += chatturn.EndNote(ru)
 	if note := t.UnreadNote(); note != "" {
 		if rd.Content.Len() > 0 || tail != "" {
 			tail += "\n\n"
