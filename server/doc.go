@@ -62,7 +62,7 @@
 // they share (apierror, reqbody, sse, jsonreply, turns; for chat answers
 // chatturn, chatanswer, approvaltoken and transcripts). This package keeps
 // Server, Config, the routing, the chat machinery behind chatturn.Chats
-// and the other protocols' handlers.
+// and the native API's handlers.
 //
 // Approvals never hold a stream or a goroutine open: the run ends
 // interrupted, the client is told (an assistant message with an approval

@@ -203,7 +203,7 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	}
 	op, ok := s.open(opening{w: w, r: r, c: c, scope: "native:" + th.internal,
 		spec: func(context.Context, string) (*runSpec, error) {
-			treq, err := s.openTurn(c, turnOpening{field: "input", input: req.Input, options: req.Options, source: "native", clientThread: th.ID, thread: th.internal, clientMeta: th.Metadata})
+			treq, err := s.openTurn(c, turns.TurnOpening{Field: "input", Input: req.Input, Options: req.Options, Source: "native", ClientThread: th.ID, Thread: th.internal, ClientMeta: th.Metadata})
 			if err != nil {
 				return nil, err
 			}

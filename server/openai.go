@@ -158,7 +158,7 @@ func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatturn.Turn, sou
 	if transcript != "" {
 		extra[metaTranscript] = transcript
 	}
-	req, err := s.openTurn(c, turnOpening{field: "messages", input: t.Input, options: t.Options, source: source, clientThread: clientThread, thread: thread, clientMeta: t.ClientMeta, extraMeta: extra})
+	req, err := s.openTurn(c, turns.TurnOpening{Field: "messages", Input: t.Input, Options: t.Options, Source: source, ClientThread: clientThread, Thread: thread, ClientMeta: t.ClientMeta, ExtraMeta: extra})
 	if err != nil {
 		// The profile asks for an option looser than the agent's
 		// configuration, which this key may not raise.

@@ -33,9 +33,12 @@ func (t serverTurns) Open(o turns.Opening) (turns.Opened, bool) {
 	return out, ok
 }
 
+// OpenTurn opens a protocol's turn: who asks and what the key may do are
+// the key's (Allowed and By are the server's own triggers'; a protocol's
+// are dropped).
 func (t serverTurns) OpenTurn(ctx context.Context, o turns.TurnOpening) (agent.TurnRequest, error) {
-	return t.s.openTurn(callerFrom(ctx), turnOpening{field: o.Field, input: o.Input, options: o.Options, source: o.Source,
-		clientThread: o.ClientThread, thread: o.Thread})
+	o.Allowed, o.By = nil, ""
+	return t.s.openTurn(callerFrom(ctx), o)
 }
 
 func (t serverTurns) InternalThread(ctx context.Context, id string) string {

@@ -88,6 +88,14 @@ type TurnOpening struct {
 	// Source names the protocol in the thread's metadata; ClientThread
 	// and Thread are the client's and the internal thread ids.
 	Source, ClientThread, Thread string
+	// ClientMeta is the metadata the client gave the thread; ExtraMeta is
+	// the protocol's own, stored beside it.
+	ClientMeta, ExtraMeta map[string]string
+	// Allowed, when not nil, narrows the key's allowed capabilities (a
+	// trigger's list); By, when set, names who asks instead of the key.
+	// Both are the server's own: Turns.OpenTurn drops a protocol's.
+	Allowed []string
+	By      string
 }
 
 // Spec is the run a protocol asks for: a turn, or an approval's answer.
