@@ -65,7 +65,7 @@ func (h *handler) model(id string) (chatturn.Model, bool) {
 }
 
 // The OpenAI Responses API (POST /v1/responses, GET /v1/responses/{id}) on
-// the same threads and runs as Chat Completions (startChat): a response is
+// the same threads and runs as Chat Completions (chatturn.Chats.Open): a response is
 // one run, its text is what Chat Completions would answer (an error
 // report included: a completed response, not a failed one; an approval
 // request with its token), and previous_response_id continues the
@@ -259,7 +259,7 @@ func (o *responseWriter) delivered(w http.ResponseWriter) bool {
 // thread names the thread a Responses request continues, when its
 // previous_response_id or an item it references names one, and the
 // approval that thread waits for (the input answers it, as a Chat
-// Completions reply to an approval does). Without either, startChat finds
+// Completions reply to an approval does). Without either, Chats.Open finds
 // the conversation as Chat Completions does (approval token, transcript).
 func (h *handler) thread(ctx context.Context, req Request, t *chatturn.Turn) error {
 	ref, param := req.PreviousResponseID, "previous_response_id"
