@@ -18,7 +18,7 @@
 //
 // As a server, NewHandler serves a capgraph agent over streamable HTTP to
 // MCP clients (desktop assistants, IDEs) through an Asker, which the HTTP
-// server implements behind its API keys and tenants (server/mcp.go).
+// server implements behind its API keys and tenants (server/internal/mcphttp).
 //
 // This is the only package that imports the MCP Go SDK. docs/mcp.md
 // describes configuration, safety and failures for users.

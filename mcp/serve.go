@@ -12,7 +12,7 @@ import (
 )
 
 // Asker is the agent as the MCP server's tools reach it. The HTTP server
-// implements it (server/mcp.go): every call runs as the authenticated
+// implements it (server/internal/mcphttp): every call runs as the authenticated
 // caller of the request, in that caller's threads.
 type Asker interface {
 	// Ask runs a turn on a thread (a new one when Question.Thread is

@@ -13,6 +13,10 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
+	"github.com/capgraph/capgraph/server/internal/chatturn"
+	"github.com/capgraph/capgraph/server/internal/transcripts"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -49,7 +53,7 @@ func digest32(parts ...string) string {
 
 // storedApproval is what the checkpoint store says about a token.
 type storedApproval struct {
-	ticket approvalTicket
+	ticket approvaltoken.Ticket
 	// answered is the decision when the approval was answered already.
 	answered *state.ApprovalDecision
 	st       state.State
@@ -92,7 +96,7 @@ func (s *Server) resolveStoredToken(ctx context.Context, c caller, tok string) (
 		} else if st.Turn.PendingApproval != nil {
 			pending = []state.Approval{*st.Turn.PendingApproval}
 		}
-		t := approvalTicket{Token: tok, Owner: owner, Thread: info.ThreadID, ClientThread: th.ID}
+		t := approvaltoken.Ticket{Token: tok, Owner: owner, Thread: info.ThreadID, ClientThread: th.ID}
 		for _, ap := range pending {
 			if approvalToken(owner, info.ThreadID, ap) == tok {
 				t.ApprovalID, t.Expires = ap.ID, s.tokenExpiry(ap, ap.Created)
@@ -101,7 +105,7 @@ func (s *Server) resolveStoredToken(ctx context.Context, c caller, tok string) (
 		}
 		for _, d := range st.Turn.Approvals {
 			if approvalToken(owner, info.ThreadID, state.Approval{ID: d.ID, Created: d.Asked}) == tok {
-				t.ApprovalID, t.state = d.ID, tokenDone
+				t.ApprovalID, t.State = d.ID, approvaltoken.Done
 				return storedApproval{ticket: t, answered: &d, st: st, status: status}, true, nil
 			}
 		}
@@ -118,31 +122,31 @@ func (s *Server) resolveStoredToken(ctx context.Context, c caller, tok string) (
 }
 
 // claimStored is claim for a token this process did not issue.
-func (s *Server) claimStored(ctx context.Context, c caller, tok string) (approvalTicket, claimResult, error) {
+func (s *Server) claimStored(ctx context.Context, c caller, tok string) (approvaltoken.Ticket, approvaltoken.ClaimResult, error) {
 	sa, ok, err := s.resolveStoredToken(ctx, c, tok)
 	if err != nil || !ok {
-		return approvalTicket{}, claimNone, err
+		return approvaltoken.Ticket{}, approvaltoken.ClaimNone, err
 	}
 	if sa.answered != nil {
-		sa.ticket.reply = answeredReply(tok, *sa.answered, sa.st, sa.status)
-		return sa.ticket, claimReplay, nil
+		sa.ticket.Reply = answeredReply(tok, *sa.answered, sa.st, sa.status)
+		return sa.ticket, approvaltoken.ClaimReplay, nil
 	}
 	if sa.between {
 		// Not a new question: starting a turn with "yes AP-…" once
 		// the resume ends would answer nothing. Let the client retry.
-		return sa.ticket, claimBusy, nil
+		return sa.ticket, approvaltoken.ClaimBusy, nil
 	}
 	if !sa.ticket.Expires.IsZero() && s.cfg.Now().After(sa.ticket.Expires) {
-		return approvalTicket{}, claimNone, nil
+		return approvaltoken.Ticket{}, approvaltoken.ClaimNone, nil
 	}
-	t, res := s.approvals.adopt(sa.ticket)
+	t, res := s.approvals.Adopt(sa.ticket)
 	return t, res, nil
 }
 
 // answeredReply is the reply to a repeated answer of an approval another
 // process (or an earlier life of this one) carried out: the agent carried
 // it out once, and this says what became of it.
-func answeredReply(tok string, d state.ApprovalDecision, st state.State, status agent.RunStatus) chatReply {
+func answeredReply(tok string, d state.ApprovalDecision, st state.State, status agent.RunStatus) chatanswer.Reply {
 	verdict := "rejected"
 	if d.Approved {
 		verdict = "approved"
@@ -167,13 +171,13 @@ func answeredReply(tok string, d state.ApprovalDecision, st state.State, status 
 			}
 		}
 	}
-	return chatReply{Content: text}
+	return chatanswer.Reply{Content: text}
 }
 
 // stillPending reports whether the thread still waits for the approval the
 // token answers: a run that failed before taking the answer left it so.
 func (s *Server) stillPending(ctx context.Context, thread, token string) bool {
-	id, ok := s.approvals.approvalOf(token)
+	id, ok := s.approvals.ApprovalOf(token)
 	if !ok {
 		return false
 	}
@@ -240,7 +244,7 @@ func tokenAnswer(input, tok string) string {
 	if tok == "" {
 		return input
 	}
-	text := answerText(input, tok)
+	text := approvaltoken.AnswerText(input, tok)
 	if strings.Contains(input, "?") && !strings.Contains(text, "?") {
 		text += "?"
 	}
@@ -256,22 +260,22 @@ func tokenAnswer(input, tok string) string {
 // run) is named by the token alone (docs/frontends.md, "Which thread?").
 // When it does not fit, own is the client id of the conversation's own
 // thread ("" when the transcript names several or none).
-func (s *Server) tokenFits(ctx context.Context, c caller, t chatTurn, ticket approvalTicket) (fits bool, own string, err error) {
+func (s *Server) tokenFits(ctx context.Context, c caller, t chatturn.Turn, ticket approvaltoken.Ticket) (fits bool, own string, err error) {
 	switch {
-	case t.thread != "":
+	case t.Thread != "":
 		return true, "", nil // the token is the one the thread named by the request waits for (Responses)
 	case c.ChatID != "":
 		own = "openwebui:" + c.ChatID
 		return ticket.ClientThread == own, own, nil
 	}
-	hist := t.msgs[:len(t.msgs)-1]
-	full, prefix := transcriptDigest(c, hist), transcriptDigest(c, withoutTrailingReply(hist))
-	if s.transcripts.holds(ticket.Thread, full) || s.transcripts.holds(ticket.Thread, prefix) {
+	hist := t.Msgs[:len(t.Msgs)-1]
+	full, prefix := transcriptDigest(c, hist), transcriptDigest(c, transcripts.WithoutTrailingReply(hist))
+	if s.transcripts.Holds(ticket.Thread, full) || s.transcripts.Holds(ticket.Thread, prefix) {
 		return true, "", nil
 	}
 	named := map[string]bool{}
 	for _, d := range []string{full, prefix} {
-		if ct, ok := s.transcripts.get(d); ok {
+		if ct, ok := s.transcripts.Get(d); ok {
 			named[ct] = true
 		}
 	}
@@ -302,12 +306,12 @@ func (s *Server) tokenFits(ctx context.Context, c caller, t chatTurn, ticket app
 // remember makes reply, a reply no run wrote, part of the conversation of
 // t on the caller's thread clientThread, so that the conversation's next
 // request still names that thread by its transcript.
-func (s *Server) remember(c caller, t chatTurn, clientThread string, reply chatReply) {
+func (s *Server) remember(c caller, t chatturn.Turn, clientThread string, reply chatanswer.Reply) {
 	if c.ChatID != "" || clientThread == "" {
 		return // a chat id names the thread; nothing to remember
 	}
-	full := append(slices.Clip(t.msgs), transcriptMsg{Role: "assistant", Text: reply.Content})
-	s.transcripts.add(clientThread, internalThreadID(c, clientThread), transcriptDigest(c, full))
+	full := append(slices.Clip(t.Msgs), transcripts.Msg{Role: "assistant", Text: reply.Content})
+	s.transcripts.Add(clientThread, internalThreadID(c, clientThread), transcriptDigest(c, full))
 }
 
 // The replies below name no token: the next request reads the token of
@@ -316,8 +320,8 @@ func (s *Server) remember(c caller, t chatTurn, clientThread string, reply chatR
 
 // foreignTokenReply answers a conversation whose last assistant message
 // holds another conversation's approval token.
-func foreignTokenReply() chatReply {
-	return chatReply{Content: "The approval token in this conversation belongs to another conversation, so this message answered nothing and nothing was done. " +
+func foreignTokenReply() chatanswer.Reply {
+	return chatanswer.Reply{Content: "The approval token in this conversation belongs to another conversation, so this message answered nothing and nothing was done. " +
 		"Answer it in the conversation that asked for it."}
 }
 
@@ -335,7 +339,7 @@ func foreignTokenReply() chatReply {
 //     shows again the approval the conversation waits for, with its token.
 //
 // Anything but a yes or no is a new question, which supersedes the approval.
-func (s *Server) guardAnswer(ctx context.Context, c caller, thread, clientThread, input, stale string) (*chatReply, error) {
+func (s *Server) guardAnswer(ctx context.Context, c caller, thread, clientThread, input, stale string) (*chatanswer.Reply, error) {
 	words := input
 	if stale != "" {
 		words = tokenAnswer(input, stale) // "yes AP-…" is a yes to that token
@@ -362,7 +366,7 @@ func (s *Server) guardAnswer(ctx context.Context, c caller, thread, clientThread
 		// ApprovalTTL): end it now as an expiry, so that no yes reaches it.
 		ex := s.features.approvals
 		if ex == nil {
-			return &chatReply{Content: fmt.Sprintf("The approval (%s) expired before your answer, so nothing was done. Send a new message to start again.", ap.Summary)}, nil
+			return &chatanswer.Reply{Content: fmt.Sprintf("The approval (%s) expired before your answer, so nothing was done. Send a new message to start again.", ap.Summary)}, nil
 		}
 		if err := ex.ExpireApproval(ctx, thread, ap.ID); err != nil && !errors.Is(err, agent.ErrApprovalAnswered) &&
 			!errors.Is(err, agent.ErrApprovalExpired) && !errors.Is(err, agent.ErrApprovalNotPending) {
@@ -375,22 +379,22 @@ func (s *Server) guardAnswer(ctx context.Context, c caller, thread, clientThread
 	}
 	reply := staleTokenReply(words)
 	if expired {
-		reply = chatReply{Content: "The approval expired before your answer, so it was not carried out and nothing was done."}
+		reply = chatanswer.Reply{Content: "The approval expired before your answer, so it was not carried out and nothing was done."}
 	}
 	if len(open) == 0 {
 		return &reply, nil
 	}
 	ap := slices.MaxFunc(open, func(a, b state.Approval) int { return a.Created.Compare(b.Created) })
-	tok := s.approvals.issue(approvalTicket{Token: approvalToken(owner, thread, ap), Owner: owner, Thread: thread, ClientThread: clientThread,
+	tok := s.approvals.Issue(approvaltoken.Ticket{Token: approvalToken(owner, thread, ap), Owner: owner, Thread: thread, ClientThread: clientThread,
 		ApprovalID: ap.ID, Expires: s.tokenExpiry(ap, ap.Created)}, now)
-	reply.Content += "\n\nThis conversation waits for your answer to:\n\n" + strings.TrimPrefix(approvalText(&ap, tok, false), "\n\n")
+	reply.Content += "\n\nThis conversation waits for your answer to:\n\n" + strings.TrimPrefix(chatanswer.ApprovalText(&ap, tok, false), "\n\n")
 	return &reply, nil
 }
 
 // staleAnswerReply is the reply to input when it is a yes or no next to
 // stale, a token that matches no approval waiting for the caller; nil
 // when there is no such token or input is anything else.
-func staleAnswerReply(input, stale string) *chatReply {
+func staleAnswerReply(input, stale string) *chatanswer.Reply {
 	if stale == "" {
 		return nil
 	}
@@ -403,27 +407,27 @@ func staleAnswerReply(input, stale string) *chatReply {
 
 // staleTokenReply answers a yes or no next to a token that matches no
 // approval waiting for the caller.
-func staleTokenReply(input string) chatReply {
-	return chatReply{Content: fmt.Sprintf("The approval token in this conversation matches no approval waiting for your answer (it is unknown, expired or not yours), "+
+func staleTokenReply(input string) chatanswer.Reply {
+	return chatanswer.Reply{Content: fmt.Sprintf("The approval token in this conversation matches no approval waiting for your answer (it is unknown, expired or not yours), "+
 		"so your %q answered nothing and nothing was done.", input)}
 }
 
 // unclearReply asks again for the approval with token tok, whose answer
 // decided nothing (agent.ErrApprovalUnclear).
-func unclearReply(tok string, ae *agent.ApprovalError) chatReply {
+func unclearReply(tok string, ae *agent.ApprovalError) chatanswer.Reply {
 	text := fmt.Sprintf("Your answer %q is neither a yes nor a no, so nothing was decided: the approval is still waiting.", ae.Answer)
 	if ae.Approval != nil {
-		return chatReply{Content: text + "\n\n" + strings.TrimPrefix(approvalText(ae.Approval, tok, false), "\n\n")}
+		return chatanswer.Reply{Content: text + "\n\n" + strings.TrimPrefix(chatanswer.ApprovalText(ae.Approval, tok, false), "\n\n")}
 	}
-	return chatReply{Content: text + fmt.Sprintf("\n\nApproval ID: %s — reply \"yes\" to proceed or \"no\" to cancel.", tok)}
+	return chatanswer.Reply{Content: text + fmt.Sprintf("\n\nApproval ID: %s — reply \"yes\" to proceed or \"no\" to cancel.", tok)}
 }
 
 // expiredReply says that the answer came too late: the agent ended the
 // approval as expired (agent.ErrApprovalExpired).
-func expiredReply(ae *agent.ApprovalError) chatReply {
+func expiredReply(ae *agent.ApprovalError) chatanswer.Reply {
 	when := ""
 	if !ae.Expires.IsZero() {
 		when = " at " + ae.Expires.UTC().Format(time.RFC3339)
 	}
-	return chatReply{Content: fmt.Sprintf("The approval expired%s before your answer, so it was not carried out and nothing was done.", when)}
+	return chatanswer.Reply{Content: fmt.Sprintf("The approval expired%s before your answer, so it was not carried out and nothing was done.", when)}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -87,7 +88,7 @@ const snapshotQ = "Save a snapshot of the settings"
 func askSnapshot(t *testing.T, env *testEnv) (ask, tok string) {
 	t.Helper()
 	ask = sendLibreChat(t, env, keyAlice, user(snapshotQ))
-	tok, ok := findApprovalToken(ask)
+	tok, ok := approvaltoken.Find(ask)
 	if !ok {
 		t.Fatalf("no approval request: %q", ask)
 	}
@@ -153,7 +154,7 @@ func TestApprovalTokenDerivation(t *testing.T) {
 	at := time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
 	ap := state.Approval{ID: "t1-p1-s0-write", Created: at}
 	base := approvalToken("alice", "th1", ap)
-	if !approvalTokenRE.MatchString(base) || len(base) != len("AP-")+8 {
+	if !approvaltoken.Contains(base) || len(base) != len("AP-")+8 {
 		t.Fatalf("token %q does not look like AP-XXXXXXXX", base)
 	}
 	if got := approvalToken("alice", "th1", state.Approval{ID: ap.ID, Created: at.In(time.FixedZone("x", 3600))}); got != base {

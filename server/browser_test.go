@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/capgraph/capgraph/state"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -116,7 +116,7 @@ func wantRefused(t *testing.T, what string, resp *http.Response, body []byte, st
 		t.Errorf("%s: %d %s, want %d", what, resp.StatusCode, body, status)
 		return
 	}
-	// /mcp answers JSON-RPC errors (mcperrors.go); apiErrorOf reads their data.
+	// /mcp answers JSON-RPC errors (mcphttp/rpcerrors.go); apiErrorOf reads their data.
 	e := apiErrorOf(t, resp, string(body))
 	if *e.Code != code || e.Param == nil || *e.Param != param {
 		t.Errorf("%s: code %s param %v, want %s %s: %s", what, *e.Code, e.Param, code, param, e.Message)

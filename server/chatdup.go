@@ -4,14 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"strconv"
 
-	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
+	"github.com/capgraph/capgraph/server/internal/chatturn"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/turns"
 )
 
 // SDKs retry a Chat Completions request that failed or timed out (openai
@@ -34,12 +36,12 @@ const duplicateRetryAfter = 2
 // (an approval token is answered once by its own bookkeeping). The spec
 // (chatSpec) fills st; a token it claimed is settled when the run does
 // not start.
-func (s *Server) chatOpening(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, scope, source string, st *chatStart) opening {
+func (s *Server) chatOpening(w http.ResponseWriter, r *http.Request, c caller, t chatturn.Turn, scope, source string, st *chatStart) opening {
 	implicit := ""
-	if _, ok := findApprovalToken(t.lastAssistant); s.cfg.DuplicateWindow >= 0 && !ok && t.token == "" {
-		implicit = t.model.ID + "\x00" + c.ChatID + "\x00" + t.thread + "\x00" + strconv.FormatBool(t.stream) + "\x00" + transcriptDigest(c, t.msgs)
+	if _, ok := approvaltoken.Find(t.LastAssistant); s.cfg.DuplicateWindow >= 0 && !ok && t.Token == "" {
+		implicit = t.ModelID + "\x00" + c.ChatID + "\x00" + t.Thread + "\x00" + strconv.FormatBool(t.Stream) + "\x00" + transcriptDigest(c, t.Msgs)
 	}
-	return opening{w: w, r: r, c: c, scope: scope, implicit: implicit, lookFirst: true, request: t.digest(c),
+	return opening{w: w, r: r, c: c, scope: scope, implicit: implicit, lookFirst: true, request: chatDigest(c, t),
 		spec: func(ctx context.Context, _ string) (*runSpec, error) {
 			sp, started, err := s.chatSpec(ctx, c, t, source)
 			*st = started
@@ -47,36 +49,32 @@ func (s *Server) chatOpening(w http.ResponseWriter, r *http.Request, c caller, t
 		},
 		refused: func() {
 			if st.token != "" {
-				s.approvals.settle(st.token, nil)
+				s.approvals.Settle(st.token, nil)
 			}
 		}}
 }
 
-// digest is what a chat request asks (runSpec.request): the conversation
+// chatDigest is what a chat request asks (runSpec.request): the conversation
 // chatKey derives an implicit key from.
-func (t chatTurn) digest(c caller) string {
-	return digestHex(t.model.ID, c.ChatID, t.thread, strconv.FormatBool(t.stream), transcriptDigest(c, t.msgs))
+func chatDigest(c caller, t chatturn.Turn) string {
+	return digestHex(t.ModelID, c.ChatID, t.Thread, strconv.FormatBool(t.Stream), transcriptDigest(c, t.Msgs))
 }
 
 // replayChat answers a repeated chat request from the first request's run
-// rec (the same request: opening checked it) and reports true; false when rec is too old to count (its key is
-// released, and the caller starts a new run).
-func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, rec runstore.Record, explicit bool) bool {
+// rec (the same request: opening checked it): the run to join, or its
+// answer to send (out), or the error written; answered is false when rec
+// is too old to count (its key is released, and the caller starts a new
+// run).
+func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, c caller, rec runstore.Record, explicit bool) (out chatturn.Opened, answered bool) {
 	if ru := s.joinable(r.Context(), c, rec); ru != nil {
 		// Join the run: the answer as it comes.
 		w.Header().Set(turns.HeaderReplayed, "true")
-		rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
-		if t.stream {
-			s.streamChat(w, r, t, c, ru, rd, "")
-		} else {
-			s.collectChat(w, r, t, c, ru, rd, "")
-		}
-		return true
+		return chatturn.Opened{Run: ru}, true
 	}
 	if !rec.Status.Terminal() {
 		w.Header().Set("Retry-After", strconv.Itoa(duplicateRetryAfter))
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
-		return true
+		return chatturn.Opened{}, true
 	}
 	var res runResult
 	if len(rec.Result) == 0 || json.Unmarshal(rec.Result, &res) != nil ||
@@ -87,7 +85,7 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		if err != nil && !errors.Is(err, runstore.ErrConflict) {
 			s.cfg.Logger.Warn("releasing a run key", "run", rec.ID, "error", err)
 		}
-		return false
+		return chatturn.Opened{}, false
 	}
 	w.Header().Set(turns.HeaderReplayed, "true")
 	if f := res.Failure; f != nil {
@@ -98,50 +96,14 @@ func (s *Server) replayChat(w http.ResponseWriter, r *http.Request, t chatTurn, 
 		code := f.Code
 		w.Header().Set("x-should-retry", "false")
 		jsonreply.JSON(w, f.Status, map[string]any{"error": apierror.Body{Message: f.Message, Type: typ, Code: &code}})
-		return true
+		return chatturn.Opened{}, true
 	}
-	var u agent.Usage
+	out = chatturn.Opened{Reply: &chatanswer.Reply{Content: res.Content, Reasoning: res.Reasoning}, RunID: rec.ID, RunStarted: rec.Created}
 	if res.Usage != nil {
-		u = *res.Usage
-	}
-	s.replyChatUsage(w, t, runCompletion(rec.ID, rec.Created), chatReply{Content: res.Content, Reasoning: res.Reasoning}, u)
-	if !explicit && http.NewResponseController(w).Flush() == nil {
-		s.releaseKey(rec.ID, rec.Status) // the retry got the answer
-	}
-	return true
-}
-
-// replayResponse is replayChat for the Responses API: the first request's
-// run to follow (st.ru) while it goes on here, its answer (st.reply) once
-// it has ended, or again when rec is too old to count (its key released:
-// start a new run). Otherwise it has answered (409 while the run goes on
-// elsewhere) and st is empty.
-func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *runstore.Record, explicit bool) (st chatStart, again bool) {
-	if ru := s.joinable(r.Context(), callerFrom(r.Context()), *rec); ru != nil {
-		w.Header().Set(turns.HeaderReplayed, "true")
-		return chatStart{ru: ru, clientThread: ru.ClientThread}, false
-	}
-	if !rec.Status.Terminal() {
-		w.Header().Set("Retry-After", strconv.Itoa(duplicateRetryAfter))
-		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
-		return chatStart{}, false
-	}
-	var res runResult
-	if len(rec.Result) == 0 || json.Unmarshal(rec.Result, &res) != nil || res.Failure != nil ||
-		!explicit && s.cfg.Now().Sub(rec.Updated) > s.cfg.DuplicateWindow {
-		_, err := s.records.UpdateRun(r.Context(), rec.ID, runstore.Update{From: []runstore.Status{rec.Status}, Status: rec.Status, ReleaseKey: true})
-		if err != nil && !errors.Is(err, runstore.ErrConflict) {
-			s.cfg.Logger.Warn("releasing a run key", "run", rec.ID, "error", err)
-		}
-		return chatStart{}, true
-	}
-	w.Header().Set(turns.HeaderReplayed, "true")
-	st = chatStart{reply: &chatReply{Content: res.Content, Reasoning: res.Reasoning}, clientThread: rec.Labels[labelThread]}
-	if res.Usage != nil {
-		st.usage = *res.Usage
+		out.Usage = *res.Usage
 	}
 	if !explicit {
-		st.replayed = rec // its key is released once the answer is delivered
+		out.Delivered = func() { s.releaseKey(rec.ID, rec.Status) } // the retry got the answer
 	}
-	return st, false
+	return out, true
 }

@@ -55,11 +55,14 @@
 // The parts (docs/architecture.md, "The server"): the run manager in
 // server/internal/runs (admission, a run's agent call, its event log and
 // followers) over the lifecycle in server/internal/run; every protocol's
-// wire format in its package under server/internal (AG-UI's handler too,
-// which reaches the server only through the turns.Turns this package
-// implements); the helpers they share (apierror, reqbody, sse, jsonreply,
-// turns). This package keeps Server, Config, the routing and the other
-// protocols' handlers.
+// wire format in its package under server/internal (AG-UI's, MCP's, Chat
+// Completions' and the Responses API's handlers too, which reach the
+// server only through the turns.Turns and chatturn.Chats this package
+// implements); the helpers
+// they share (apierror, reqbody, sse, jsonreply, turns; for chat answers
+// chatturn, chatanswer, approvaltoken and transcripts). This package keeps
+// Server, Config, the routing, the chat machinery behind chatturn.Chats
+// and the native API's handlers.
 //
 // Approvals never hold a stream or a goroutine open: the run ends
 // interrupted, the client is told (an assistant message with an approval

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/native"
+	"github.com/capgraph/capgraph/server/internal/transcripts"
+	"github.com/capgraph/capgraph/server/internal/turns"
 )
 
 // crashedRecord is the record a server that died right after
@@ -58,7 +59,7 @@ func TestAcknowledgedRunsAreAnsweredAfterACrash(t *testing.T) {
 	// A Chat Completions request acknowledged (its record written) just
 	// before the crash; the SDK retries it after the restart.
 	chatReq, _ := http.NewRequest("POST", "/v1/chat/completions", nil)
-	msgs := []transcriptMsg{{Role: "user", Text: "What is the beam current?"}}
+	msgs := []transcripts.Msg{{Role: "user", Text: "What is the beam current?"}}
 	key, _ := idempotencyKey(chatReq, alice, "chat", "capgraph\x00\x00\x00false\x00"+transcriptDigest(alice, msgs))
 	meta := first.srv.turnMetadata(alice, "openai", "chat-crashed", nil)
 	meta[metaTranscript] = transcriptDigest(alice, msgs)

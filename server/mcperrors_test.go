@@ -9,6 +9,13 @@ import (
 	"github.com/capgraph/capgraph/state"
 )
 
+// The JSON-RPC 2.0 error codes an MCP client knows.
+const (
+	rpcParseError     = -32700
+	rpcInvalidRequest = -32600
+	rpcMethodNotFound = -32601
+)
+
 // Every error /mcp answers is a JSON-RPC error object with the request's
 // id (when the request was read), a code an MCP client knows and a
 // message naming what is wrong; the HTTP status is kept.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"github.com/capgraph/capgraph/server/internal/sse"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -143,7 +143,7 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	}
 	s.threads.delete(c, th.ID)
 	s.counts.release(ownerKey(c))
-	s.transcripts.forget(th.internal)
+	s.transcripts.Forget(th.internal)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -203,7 +203,7 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	}
 	op, ok := s.open(opening{w: w, r: r, c: c, scope: "native:" + th.internal,
 		spec: func(context.Context, string) (*runSpec, error) {
-			treq, err := s.openTurn(c, turnOpening{field: "input", input: req.Input, options: req.Options, source: "native", clientThread: th.ID, thread: th.internal, clientMeta: th.Metadata})
+			treq, err := s.openTurn(c, turns.TurnOpening{Field: "input", Input: req.Input, Options: req.Options, Source: "native", ClientThread: th.ID, Thread: th.internal, ClientMeta: th.Metadata})
 			if err != nil {
 				return nil, err
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/state"
 )
@@ -119,7 +120,7 @@ const setQ1To105 = "Set the Q1 current to 105 A"
 func (e *onlyHumanEnv) askQ1(t *testing.T, stream bool, question string) (string, string) {
 	t.Helper()
 	ask := e.chat(t, stream, user(question))
-	tok, ok := findApprovalToken(ask)
+	tok, ok := approvaltoken.Find(ask)
 	if !ok {
 		t.Fatalf("no approval request: %q", ask)
 	}
@@ -253,7 +254,7 @@ func TestResponsesNonAnswerIsAskedAgain(t *testing.T) {
 	}
 	text := func(r responses.Object) string { return r.Output[0].Content[0].Text }
 	ask := send(map[string]any{"model": "capgraph", "input": setQ1To105})
-	tok, ok := findApprovalToken(text(ask))
+	tok, ok := approvaltoken.Find(text(ask))
 	if !ok {
 		t.Fatalf("no approval: %q", text(ask))
 	}

@@ -2,223 +2,61 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
-	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
+	"github.com/capgraph/capgraph/server/internal/chatturn"
 	"github.com/capgraph/capgraph/server/internal/openai"
-	"github.com/capgraph/capgraph/server/internal/reqbody"
-	"github.com/capgraph/capgraph/server/internal/sse"
+	"github.com/capgraph/capgraph/server/internal/responses"
+	"github.com/capgraph/capgraph/server/internal/transcripts"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/google/uuid"
 )
 
-const modelsCreated = 1767225600 // 2026-01-01, a fixed "created" for model objects
-
-func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	data := make([]openai.ModelObject, 0, len(s.cfg.Models))
-	for _, m := range s.cfg.Models {
-		data = append(data, openai.ModelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
-	}
-	jsonreply.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+// chatCompletions is what the Chat Completions routes need (openai.Deps),
+// behind auth.
+func (s *Server) chatCompletions(auth func(http.HandlerFunc) http.HandlerFunc) openai.Deps {
+	return openai.Deps{Chats: serverChats{s}, Auth: auth, Models: s.chatModels(), MaxMessages: s.cfg.MaxMessages,
+		MaxMessageBytes: s.cfg.MaxMessageBytes, DisableTaskGuard: s.cfg.DisableTaskGuard, ArtifactBase: s.artifacts.BaseURL,
+		Now: s.cfg.Now, StreamWriteTimeout: s.cfg.StreamWriteTimeout, Heartbeat: s.cfg.Heartbeat}
 }
 
-func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
-	m, ok := s.model(r.PathValue("id"))
-	if !ok {
-		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", r.PathValue("id"))})
-		return
-	}
-	jsonreply.JSON(w, http.StatusOK, openai.ModelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "capgraph"})
+// responsesAPI is what the Responses routes need (responses.Deps),
+// behind auth.
+func (s *Server) responsesAPI(auth func(http.HandlerFunc) http.HandlerFunc) responses.Deps {
+	return responses.Deps{Turns: serverTurns{s}, Chats: serverChats{s}, Auth: auth, Models: s.chatModels(), MaxMessages: s.cfg.MaxMessages,
+		MaxMessageBytes: s.cfg.MaxMessageBytes, ArtifactBase: s.artifacts.BaseURL,
+		Now: s.cfg.Now, StreamWriteTimeout: s.cfg.StreamWriteTimeout, Heartbeat: s.cfg.Heartbeat}
 }
 
-func (s *Server) model(id string) (Model, bool) {
-	for _, m := range s.cfg.Models {
-		if m.ID == id {
-			return m, true
-		}
+// chatModels is Config.Models as the chat handlers know them.
+func (s *Server) chatModels() []chatturn.Model {
+	models := make([]chatturn.Model, len(s.cfg.Models))
+	for i, m := range s.cfg.Models {
+		models[i] = chatturn.Model{ID: m.ID, Options: m.Options}
 	}
-	return Model{}, false
+	return models
 }
 
-// chatTurn is a validated chat request: what to run and where.
-type chatTurn struct {
-	model  Model
-	input  string
-	stream bool
-	usage  bool
-	// lastAssistant is the text of the last assistant message (approval token).
-	lastAssistant string
-	// msgs is the conversation as text, the new user message last.
-	msgs []transcriptMsg
-	// user is the request's "user" field, raw (detectOpenWebUI).
-	user json.RawMessage
-	// statuses: send Open WebUI status frames (sendStatusFrames).
-	statuses bool
-	// unread counts the last message's parts that are not text (images,
-	// files): the answer ends with unreadNote.
-	unread int
-	// thread, when set, is the client id of the thread the turn continues
-	// (a Responses previous_response_id); token is then the approval token
-	// of the approval that thread waits for, if any.
-	thread, token string
-	// clientMeta is the client's metadata for the thread (Responses).
-	clientMeta map[string]string
-}
-
-func (s *Server) parseChat(r *http.Request) (chatTurn, error) {
-	var req openai.ChatRequest
-	if err := reqbody.Decode(r, &req); err != nil {
-		return chatTurn{}, err
-	}
-	if req.Model == "" {
-		return chatTurn{}, badRequest("model", "required")
-	}
-	m, ok := s.model(req.Model)
-	if !ok {
-		return chatTurn{}, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
-	}
-	if req.N != nil && *req.N > 1 {
-		return chatTurn{}, badRequest("n", "only n=1 is supported")
-	}
-	if f := req.ResponseFormat; f != nil && f.Type != "" && f.Type != "text" {
-		return chatTurn{}, badRequest("response_format", "%q is not supported: capgraph answers in Markdown text, not JSON; leave response_format out or set it to {\"type\": \"text\"}", f.Type)
-	}
-	if len(req.Messages) == 0 {
-		return chatTurn{}, badRequest("messages", "at least one message is required")
-	}
-	if len(req.Messages) > s.cfg.MaxMessages {
-		return chatTurn{}, badRequest("messages", "%d messages exceed the limit of %d", len(req.Messages), s.cfg.MaxMessages)
-	}
-	t := chatTurn{model: m, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, user: req.User}
-	for i, msg := range req.Messages {
-		txt, err := msg.Text()
-		if err != nil {
-			return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts")
-		}
-		if len(txt) > s.cfg.MaxMessageBytes {
-			return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].content", i), "%d bytes exceed the limit of %d", len(txt), s.cfg.MaxMessageBytes)
-		}
-		switch msg.Role {
-		case "system", "developer", "user", "assistant", "tool", "function":
-		default:
-			return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "unknown role %q", msg.Role)
-		}
-		if msg.Role == "assistant" {
-			t.lastAssistant = txt
-		}
-		t.msgs = append(t.msgs, transcriptMsg{Role: msg.Role, Text: txt})
-		if i == len(req.Messages)-1 {
-			if msg.Role == "assistant" {
-				// A client's "continue": capgraph's answers are whole, so
-				// there is nothing to continue; the UIs show this message.
-				return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "capgraph cannot continue an answer: its answers are complete, and the last message must come from the user. Send a new message instead")
-			}
-			if msg.Role != "user" {
-				return chatTurn{}, badRequest(fmt.Sprintf("messages[%d].role", i), "the last message must come from the user")
-			}
-			t.input, t.unread = txt, msg.UnreadParts()
-		}
-	}
-	if strings.TrimSpace(t.input) == "" {
-		if t.unread > 0 {
-			return chatTurn{}, badRequest("messages", "the last user message has no text: capgraph reads only the text of a message, not images or files")
-		}
-		return chatTurn{}, badRequest("messages", "the last user message is empty")
-	}
-	return t, nil
-}
-
-// unreadNote says that the parts of the last message that are not text
-// were not read ("" when it had none).
-func (t chatTurn) unreadNote() string {
-	switch {
-	case t.unread == 1:
-		return "*(The image or file attached to your message was not read: capgraph reads only the text of a message.)*"
-	case t.unread > 1:
-		return fmt.Sprintf("*(The %d images or files attached to your message were not read: capgraph reads only the text of a message.)*", t.unread)
-	}
-	return ""
-}
-
-func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
-	c := callerFrom(r.Context())
-	t, err := s.parseChat(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if !s.cfg.DisableTaskGuard {
-		if reply, ok := frontendTask(t.input); ok {
-			s.replyChat(w, t, chatReply{Content: reply})
-			return
-		}
-	}
-	t.statuses = s.sendStatusFrames(r, c, t.user)
-	// A repeated request (an SDK's retry) gets the first request's run.
-	var st chatStart
-	o := s.chatOpening(w, r, c, t, "chat", "openai", &st)
-	op, ok := s.open(o)
-	if !ok {
-		return
-	}
-	if op.dup != nil && op.earlier {
-		if s.replayChat(w, r, t, c, *op.dup, op.explicit) {
-			return
-		}
-		o.lookFirst = false // too old to count (its key released): a new run
-		if op, ok = s.open(o); !ok {
-			return
-		}
-	}
-	if op.dup != nil {
-		// Another request with the same key got there first.
-		if !s.replayChat(w, r, t, c, *op.dup, op.explicit) {
-			s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request is being answered; try again shortly"})
-		}
-		return
-	}
-	st.ru = op.ru
-	if st.reply != nil {
-		s.replyChat(w, t, *st.reply)
-		return
-	}
-	if st.token != "" {
-		// A claim that fails (a panic anywhere below) releases its
-		// token, so the approval can be answered again instead of
-		// staying "being carried out" until a restart.
-		defer s.approvals.releaseOnPanic(st.token)
-	}
-	rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
-	if t.stream {
-		s.streamChat(w, r, t, c, st.ru, rd, st.token)
-	} else {
-		s.collectChat(w, r, t, c, st.ru, rd, st.token)
-	}
-}
-
-// chatStart is how a Chat Completions (or Responses) turn started: its
-// run, or a reply to send without one (an approval answered before).
+// chatStart is how a Chat Completions (or Responses) turn started: the
+// approval its run answers, or a reply to send without a run (an approval
+// answered before).
 type chatStart struct {
-	ru *run
 	// token is the approval token the run answers ("" for a new turn).
 	token string
 	// reply, when set, is the whole answer: no run started.
-	reply *chatReply
+	reply *chatanswer.Reply
 	// clientThread is the thread's client id.
 	clientThread string
-	// usage goes with reply when it replays a run's answer; replayed is
-	// that run's record when its key was derived from the request.
-	usage    agent.Usage
-	replayed *runstore.Record
+	// usage goes with reply when it replays a run's answer.
+	usage agent.Usage
 }
 
 // chatSpec decides which thread a chat turn goes to, and whether it runs
@@ -227,17 +65,17 @@ type chatStart struct {
 // send (st.reply). source names the protocol in the thread's metadata.
 // A token it claims is the caller's to settle when the run does not
 // start (opening.refused).
-func (s *Server) chatSpec(ctx context.Context, c caller, t chatTurn, source string) (sp *runSpec, st chatStart, err error) {
+func (s *Server) chatSpec(ctx context.Context, c caller, t chatturn.Turn, source string) (sp *runSpec, st chatStart, err error) {
 	st, sp, err = s.chatRoute(ctx, c, t, source)
 	if sp != nil {
-		sp.c, sp.source, sp.clientThread, sp.chat, sp.request = c, source, st.clientThread, true, t.digest(c)
+		sp.c, sp.source, sp.clientThread, sp.chat, sp.request = c, source, st.clientThread, true, chatDigest(c, t)
 	}
 	return sp, st, err
 }
 
 // chatRoute is chatSpec but for what every chat run has: the answer to
 // the approval a token in the conversation names, else a new turn.
-func (s *Server) chatRoute(ctx context.Context, c caller, t chatTurn, source string) (chatStart, *runSpec, error) {
+func (s *Server) chatRoute(ctx context.Context, c caller, t chatturn.Turn, source string) (chatStart, *runSpec, error) {
 	st, sp, stale, err := s.chatTokenAnswer(ctx, c, t)
 	if err != nil || sp != nil || st.reply != nil {
 		return st, sp, err
@@ -250,16 +88,16 @@ func (s *Server) chatRoute(ctx context.Context, c caller, t chatTurn, source str
 // carried out before, another conversation's). stale is a token that
 // matches no approval waiting for this caller: the message then answers
 // nothing (guardAnswer). Without a token: nothing.
-func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatTurn) (st chatStart, sp *runSpec, stale string, err error) {
-	tok, ok := t.token, t.token != ""
-	if !ok && t.thread == "" {
-		tok, ok = findApprovalToken(t.lastAssistant)
+func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatturn.Turn) (st chatStart, sp *runSpec, stale string, err error) {
+	tok, ok := t.Token, t.Token != ""
+	if !ok && t.Thread == "" {
+		tok, ok = approvaltoken.Find(t.LastAssistant)
 	}
 	if !ok {
 		return chatStart{}, nil, "", nil
 	}
-	ticket, res := s.approvals.claim(ownerKey(c), tok, s.cfg.Now())
-	if res == claimNone {
+	ticket, res := s.approvals.Claim(ownerKey(c), tok, s.cfg.Now())
+	if res == approvaltoken.ClaimNone {
 		// Not issued by this process (a restart, another replica): the
 		// checkpoint store knows it (approvaltoken.go).
 		if ticket, res, err = s.claimStored(ctx, c, tok); err != nil {
@@ -267,17 +105,17 @@ func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatTurn) (st 
 		}
 	}
 	switch res {
-	case claimBusy:
+	case approvaltoken.ClaimBusy:
 		return chatStart{}, nil, "", &apierror.RequestError{Kind: apierror.ErrConflict, Message: "this approval is being carried out; wait for its answer"}
-	case claimReplay:
+	case approvaltoken.ClaimReplay:
 		// A repeated request (an SDK retry, a resent message): the
 		// approval was carried out once; say again what it answered.
-		return chatStart{reply: &ticket.reply, clientThread: ticket.ClientThread}, nil, "", nil
-	case claimOK:
-		defer s.approvals.releaseOnPanic(tok)
+		return chatStart{reply: &ticket.Reply, clientThread: ticket.ClientThread}, nil, "", nil
+	case approvaltoken.ClaimOK:
+		defer s.approvals.ReleaseOnPanic(tok)
 		fits, own, err := s.tokenFits(ctx, c, t, ticket)
 		if err != nil || !fits {
-			s.approvals.settle(tok, nil) // still unanswered, for its own conversation
+			s.approvals.Settle(tok, nil) // still unanswered, for its own conversation
 			if err != nil {
 				return chatStart{}, nil, "", err
 			}
@@ -285,7 +123,7 @@ func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatTurn) (st 
 			s.remember(c, t, own, reply)
 			return chatStart{reply: &reply, clientThread: own}, nil, "", nil
 		}
-		ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: tokenAnswer(t.input, tok), Token: tok, By: callerName(c)}
+		ans := agent.Answer{ApprovalID: ticket.ApprovalID, Text: tokenAnswer(t.Input, tok), Token: tok, By: callerName(c)}
 		return chatStart{token: tok, clientThread: ticket.ClientThread}, &runSpec{kind: kindAnswer, answer: &ans, thread: ticket.Thread}, "", nil
 	}
 	return chatStart{}, nil, tok, nil
@@ -294,7 +132,7 @@ func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatTurn) (st 
 // chatNewTurn is the run of a new turn in the request's conversation, or
 // the reply when the message answers (or fails to answer) an approval the
 // thread waits for (guardAnswer) instead.
-func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, stale string) (chatStart, *runSpec, error) {
+func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatturn.Turn, source, stale string) (chatStart, *runSpec, error) {
 	clientThread, fresh, transcript, reply, err := s.chatConversation(ctx, c, t, source, stale)
 	if err != nil || reply != nil {
 		return chatStart{reply: reply, clientThread: clientThread}, nil, err
@@ -303,7 +141,7 @@ func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, 
 	if !fresh {
 		// A thread that may wait for an approval: see what this message
 		// may answer.
-		reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.input, stale)
+		reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.Input, stale)
 		if err != nil {
 			return chatStart{}, nil, err
 		}
@@ -311,7 +149,7 @@ func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, 
 			s.remember(c, t, clientThread, *reply)
 			return chatStart{reply: reply, clientThread: clientThread}, nil, nil
 		}
-	} else if reply := staleAnswerReply(t.input, stale); reply != nil {
+	} else if reply := staleAnswerReply(t.Input, stale); reply != nil {
 		// Nothing waits in a new conversation: a yes or no next to the
 		// token answered nothing.
 		return chatStart{reply: reply, clientThread: clientThread}, nil, nil
@@ -320,13 +158,13 @@ func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, 
 	if transcript != "" {
 		extra[metaTranscript] = transcript
 	}
-	req, err := s.openTurn(c, turnOpening{field: "messages", input: t.input, options: t.model.Options, source: source, clientThread: clientThread, thread: thread, clientMeta: t.clientMeta, extraMeta: extra})
+	req, err := s.openTurn(c, turns.TurnOpening{Field: "messages", Input: t.Input, Options: t.Options, Source: source, ClientThread: clientThread, Thread: thread, ClientMeta: t.ClientMeta, ExtraMeta: extra})
 	if err != nil {
 		// The profile asks for an option looser than the agent's
 		// configuration, which this key may not raise.
 		var le *agent.LoosenError
 		if errors.As(err, &le) {
-			err = &apierror.RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.model.ID, le.Error())}
+			err = &apierror.RequestError{Kind: le, Param: "model", Message: fmt.Sprintf("the model profile %q asks for %s", t.ModelID, le.Error())}
 		}
 		return chatStart{}, nil, err
 	}
@@ -339,10 +177,10 @@ func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatTurn, source, 
 // it. transcript is the digest that names it ("" for the others). A
 // message answering a stale token with no conversation to answer in gets
 // reply instead.
-func (s *Server) chatConversation(ctx context.Context, c caller, t chatTurn, source, stale string) (clientThread string, fresh bool, transcript string, reply *chatReply, err error) {
+func (s *Server) chatConversation(ctx context.Context, c caller, t chatturn.Turn, source, stale string) (clientThread string, fresh bool, transcript string, reply *chatanswer.Reply, err error) {
 	switch {
-	case t.thread != "":
-		return t.thread, false, "", nil, nil
+	case t.Thread != "":
+		return t.Thread, false, "", nil, nil
 	case c.ChatID != "":
 		clientThread = "openwebui:" + c.ChatID
 		if err := turns.CheckThreadID(headerChatID, clientThread); err != nil {
@@ -351,20 +189,20 @@ func (s *Server) chatConversation(ctx context.Context, c caller, t chatTurn, sou
 		_, created, err := s.openThread(ctx, c, clientThread, source, nil)
 		return clientThread, created, "", nil, err
 	}
-	ct, ok, err := s.continuedThread(ctx, c, t.msgs)
+	ct, ok, err := s.continuedThread(ctx, c, t.Msgs)
 	if err != nil {
 		return "", false, "", nil, err
 	}
 	if !ok {
-		if reply := staleAnswerReply(t.input, stale); reply != nil {
+		if reply := staleAnswerReply(t.Input, stale); reply != nil {
 			return "", false, "", reply, nil // no conversation to open for it
 		}
 		ct = "chat-" + uuid.NewString()
-		if _, _, err := s.openThread(ctx, c, ct, source, t.clientMeta); err != nil {
+		if _, _, err := s.openThread(ctx, c, ct, source, t.ClientMeta); err != nil {
 			return "", false, "", nil, err
 		}
 	}
-	return ct, !ok, transcriptDigest(c, t.msgs), nil, nil
+	return ct, !ok, transcriptDigest(c, t.Msgs), nil, nil
 }
 
 // allowedCapabilities is what the agent enforces for c: nil (no
@@ -379,91 +217,29 @@ func allowedCapabilities(c caller) []string {
 // rememberTranscript makes the conversation so far, reply included, name
 // the run's thread (transcript.go). Threads named by a trusted frontend's
 // chat id need no transcript.
-func (s *Server) rememberTranscript(c caller, t chatTurn, ru *run, reply string) {
+func (s *Server) rememberTranscript(c caller, t chatturn.Turn, ru *run, reply string) {
 	if c.ChatID != "" {
 		return
 	}
-	full := append(slices.Clip(t.msgs), transcriptMsg{Role: "assistant", Text: reply})
-	s.transcripts.set(ru.ClientThread, ru.Thread, transcriptDigest(c, t.msgs), transcriptDigest(c, full))
+	full := append(slices.Clip(t.Msgs), transcripts.Msg{Role: "assistant", Text: reply})
+	s.transcripts.Set(ru.ClientThread, ru.Thread, transcriptDigest(c, t.Msgs), transcriptDigest(c, full))
 }
 
 // finishApproval returns the text to append to the answer: the turn's
 // artifacts (artifacts.go), and when the run ended waiting for approval,
 // the token it issues.
-func (s *Server) finishApproval(c caller, ru *run, rd *chatRenderer) string {
-	arts := s.artifacts.Markdown(rd.base, ru.Thread, rd.artifacts)
-	if rd.approval == nil || rd.status != agent.RunInterrupted {
+func (s *Server) finishApproval(c caller, ru *run, rd *chatanswer.Renderer) string {
+	arts := s.artifacts.Markdown(rd.Base, ru.Thread, rd.Artifacts)
+	if rd.Approval == nil || rd.Status != agent.RunInterrupted {
 		return arts
 	}
-	tok := s.approvals.issue(approvalTicket{Token: approvalToken(ownerKey(c), ru.Thread, *rd.approval),
+	tok := s.approvals.Issue(approvaltoken.Ticket{Token: approvalToken(ownerKey(c), ru.Thread, *rd.Approval),
 		Owner: ownerKey(c), Thread: ru.Thread, ClientThread: ru.ClientThread,
-		ApprovalID: rd.approval.ID, Expires: s.tokenExpiry(*rd.approval, s.cfg.Now())}, s.cfg.Now())
-	if arts != "" && rd.content.Len() == 0 {
+		ApprovalID: rd.Approval.ID, Expires: s.tokenExpiry(*rd.Approval, s.cfg.Now())}, s.cfg.Now())
+	if arts != "" && rd.Content.Len() == 0 {
 		arts += "\n\n" // the approval's summary starts a paragraph of its own
 	}
-	return arts + approvalText(rd.approval, tok, rd.content.Len() > 0)
-}
-
-const shutdownNote = "\n\n(The server is shutting down: this run stopped at its last checkpoint. Send your message again to continue.)"
-
-// canceledNote ends the answer of a run a cancel request stopped (the
-// operator's page, the API), so that a chat client waiting on it gets
-// more than an empty message.
-const canceledNote = "\n\n(This run was canceled before it finished. Send your message again to continue.)"
-
-// endNote is what an answer's text ends with for how its run ended: a
-// note when the shutdown or a cancel request stopped it, else nothing.
-func endNote(status agent.RunStatus, shutdown bool) string {
-	switch {
-	case shutdown:
-		return shutdownNote
-	case status == agent.RunCanceled:
-		return canceledNote
-	}
-	return ""
-}
-
-// endNote is the note for how r ended (valid once finished).
-func (r *run) endNote() string {
-	status, _, shutdown := r.Result()
-	return endNote(status, shutdown)
-}
-
-func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
-	ru.Join()
-	followed := s.follow(r.Context(), ru, 0, nil, func(ev agent.Event) { rd.render(ev) }, nil)
-	left, replay, runErr := s.chatRunEnd(r, c, ru, followed, token)
-	if left {
-		return
-	}
-	if replay != nil {
-		s.writeCompletion(w, t, ru.completion(), *replay, rd.usage)
-		return
-	}
-	if runErr != nil && !answerable(runErr) {
-		s.writeError(w, fmt.Errorf("the run failed: %w", runErr))
-		return
-	}
-	content := rd.content.String()
-	if runErr != nil {
-		// A FATAL failure or the turn's time limit: said as the answer,
-		// so that no client retries it into a second run.
-		content = joinAnswer(content, s.publicMessage(runErr))
-	}
-	content += s.finishApproval(c, ru, rd)
-	content += ru.endNote()
-	if note := t.unreadNote(); note != "" {
-		content = joinAnswer(content, note)
-	}
-	reply := chatReply{Content: content, Reasoning: rd.reasoning.String()}
-	if token != "" {
-		s.approvals.settle(token, &reply)
-	}
-	s.rememberTranscript(c, t, ru, content)
-	s.writeCompletion(w, t, ru.completion(), reply, rd.usage)
-	if http.NewResponseController(w).Flush() == nil {
-		s.delivered(ru)
-	}
+	return arts + chatanswer.ApprovalText(rd.Approval, tok, rd.Content.Len() > 0)
 }
 
 // chatRunEnd is how a followed chat run ended, for both answer forms: left
@@ -475,12 +251,12 @@ func (s *Server) collectChat(w http.ResponseWriter, r *http.Request, t chatTurn,
 // An answer the agent refuses as already answered (ErrApprovalAnswered:
 // another replica carried it out between this request's lookup and its
 // resume) is no failure: replay is what the first answer became.
-func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, token string) (left bool, replay *chatReply, runErr error) {
+func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, token string) (left bool, replay *chatanswer.Reply, runErr error) {
 	ctx := r.Context()
 	if !followed {
 		ru.Leave(turns.Repeatable(r)) // the client left; the run stops unless a repeat of the request follows it
 		if token != "" {
-			s.approvals.settle(token, &chatReply{Content: "(the client disconnected while this approval was carried out)"})
+			s.approvals.Settle(token, &chatanswer.Reply{Content: "(the client disconnected while this approval was carried out)"})
 		}
 		return true, nil, nil
 	}
@@ -490,26 +266,26 @@ func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, t
 		case errors.Is(ae, agent.ErrApprovalUnclear):
 			// Nothing was decided: the token stays open, and the human
 			// is asked again with it.
-			s.approvals.settle(token, nil)
+			s.approvals.Settle(token, nil)
 			reply := unclearReply(token, ae)
 			return false, &reply, nil
 		case errors.Is(ae, agent.ErrApprovalExpired):
 			reply := expiredReply(ae)
-			s.approvals.settle(token, &reply)
+			s.approvals.Settle(token, &reply)
 			return false, &reply, nil
 		}
 	}
 	if runErr != nil && token != "" && errors.Is(runErr, agent.ErrApprovalAnswered) {
 		if sa, ok, err := s.resolveStoredToken(ctx, c, token); err == nil && ok && sa.answered != nil {
 			reply := answeredReply(token, *sa.answered, sa.st, sa.status)
-			s.approvals.settle(token, &reply)
+			s.approvals.Settle(token, &reply)
 			return false, &reply, nil
 		}
 	}
 	if runErr != nil && token != "" && errors.Is(runErr, agent.ErrThreadBusy) {
 		// Not answered: another process holds the thread (it carries
 		// the same answer out, or another run). A retry looks again.
-		s.approvals.settle(token, nil)
+		s.approvals.Settle(token, nil)
 		return false, nil, runErr
 	}
 	if runErr != nil && token != "" {
@@ -517,187 +293,19 @@ func (s *Server) chatRunEnd(r *http.Request, c caller, ru *run, followed bool, t
 			// The answer was never carried out (the run failed before it
 			// took it): the token is released, so the human can answer
 			// again instead of meeting "being carried out" (409).
-			s.approvals.settle(token, nil)
+			s.approvals.Settle(token, nil)
 		} else {
-			s.approvals.settle(token, &chatReply{Content: "The run failed: " + s.publicMessage(runErr)})
+			s.approvals.Settle(token, &chatanswer.Reply{Content: "The run failed: " + s.publicMessage(runErr)})
 		}
 	}
 	return false, nil, runErr
 }
 
-// completionIdent is a chat completion's id and creation time. An answer
-// of a run has its run's: the first response, a retry joining the run
-// and a replay of its answer are the same completion to the client.
-type completionIdent struct {
-	id      string
-	created int64
-}
-
-// runCompletion is the completion identity of run id, started at started.
-func runCompletion(id string, started time.Time) completionIdent {
-	return completionIdent{id: "chatcmpl-" + strings.TrimPrefix(id, "run-"), created: started.Unix()}
-}
-
-// completion is the identity of r's answer. Started is read under the
-// lock: submit sets it from the record after the run is registered, where
-// a repeated request may already have found it.
-func (r *run) completion() completionIdent {
+// Identity is the id of r and when it started (chatturn.Run). Started is
+// read under the lock: submit sets it from the record after the run is
+// registered, where a repeated request may already have found it.
+func (r *run) Identity() (string, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return runCompletion(r.ID, r.Started)
-}
-
-// newCompletion is the identity of an answer no run wrote.
-func (s *Server) newCompletion() completionIdent {
-	return completionIdent{id: "chatcmpl-" + uuid.NewString(), created: s.cfg.Now().Unix()}
-}
-
-// replyChat answers with a stored reply no run wrote, streaming or not.
-func (s *Server) replyChat(w http.ResponseWriter, t chatTurn, reply chatReply) {
-	s.replyChatUsage(w, t, s.newCompletion(), reply, agent.Usage{})
-}
-
-// replyChatUsage is replyChat as completion ci, with the usage of the run
-// that wrote it.
-func (s *Server) replyChatUsage(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatReply, u agent.Usage) {
-	if !t.stream {
-		s.writeCompletion(w, t, ci, reply, u)
-		return
-	}
-	cs := s.newChunker(w, t, ci)
-	cs.role()
-	if reply.Reasoning != "" {
-		cs.delta(openai.Delta{ReasoningContent: reply.Reasoning})
-	}
-	cs.content(reply.Content)
-	cs.finish(u)
-}
-
-func (s *Server) writeCompletion(w http.ResponseWriter, t chatTurn, ci completionIdent, reply chatReply, u agent.Usage) {
-	stop := "stop"
-	jsonreply.JSON(w, http.StatusOK, openai.Completion{
-		ID: ci.id, Object: "chat.completion", Created: ci.created, Model: t.model.ID,
-		Choices: []openai.Choice{{Message: &openai.OutMessage{Role: "assistant", Content: reply.Content, ReasoningContent: reply.Reasoning}, FinishReason: &stop}},
-		Usage:   &openai.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens},
-	})
-}
-
-// chunker writes chat.completion.chunk frames of one stream.
-type chunker struct {
-	sse      *sse.Writer
-	id       string
-	created  int64
-	model    string
-	usage    bool
-	statuses bool
-}
-
-func (s *Server) newChunker(w http.ResponseWriter, t chatTurn, ci completionIdent) *chunker {
-	return &chunker{sse: sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout), id: ci.id, created: ci.created,
-		model: t.model.ID, usage: t.usage, statuses: t.statuses}
-}
-
-func (k *chunker) chunk(d *openai.Delta, finish *string) {
-	k.sse.Data(openai.Completion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
-		Choices: []openai.Choice{{Delta: d, FinishReason: finish}}})
-}
-
-func (k *chunker) role() {
-	empty := ""
-	k.chunk(&openai.Delta{Role: "assistant", Content: &empty}, nil)
-}
-
-func (k *chunker) delta(d openai.Delta) { k.chunk(&d, nil) }
-
-func (k *chunker) content(s string) {
-	if s != "" {
-		k.chunk(&openai.Delta{Content: &s}, nil)
-	}
-}
-
-func (k *chunker) status(d openai.StatusData) {
-	if k.statuses {
-		k.sse.Data(openai.StatusFrame{Event: openai.StatusEvent{Type: "status", Data: d}})
-	}
-}
-
-// heartbeat is an empty-delta chunk: every client treats it as a no-op,
-// unlike SSE comment lines, which break go-openai.
-func (k *chunker) heartbeat() { k.chunk(&openai.Delta{}, nil) }
-
-func (k *chunker) finish(u agent.Usage) {
-	stop := "stop"
-	k.chunk(&openai.Delta{}, &stop)
-	if k.usage {
-		k.sse.Data(openai.Completion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
-			Choices: []openai.Choice{}, Usage: &openai.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
-	}
-	k.sse.Data("[DONE]")
-}
-
-// fail ends the stream with an OpenAI error frame (no [DONE]), the way
-// compatible servers report a failure after the 200.
-func (k *chunker) fail(s *Server, err error) {
-	code := "run_failed"
-	k.sse.Data(map[string]any{"error": apierror.Body{Message: s.publicMessage(err), Type: "server_error", Code: &code}})
-}
-
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t chatTurn, c caller, ru *run, rd *chatRenderer, token string) {
-	ru.Join()
-	k := s.newChunker(w, t, ru.completion())
-	k.role()
-	ok := s.follow(r.Context(), ru, 0, k.sse, func(ev agent.Event) {
-		for _, p := range rd.render(ev) {
-			switch {
-			case p.Status != nil:
-				k.status(*p.Status)
-			case p.Reasoning != "":
-				k.delta(openai.Delta{ReasoningContent: p.Reasoning})
-			case p.Content != "":
-				k.content(p.Content)
-			}
-		}
-	}, func() {
-		if k.sse.Idle(s.cfg.Heartbeat) {
-			k.heartbeat()
-		}
-	})
-	left, replay, runErr := s.chatRunEnd(r, c, ru, ok, token)
-	if left {
-		return
-	}
-	if replay != nil {
-		k.content(replay.Content)
-		k.finish(rd.usage)
-		return
-	}
-	if runErr != nil && !answerable(runErr) {
-		k.fail(s, runErr)
-		return
-	}
-	tail := s.finishApproval(c, ru, rd)
-	if runErr != nil {
-		tail = joinAnswer(tail, s.publicMessage(runErr))
-		if rd.content.Len() > 0 {
-			tail = "\n\n" + tail
-		}
-	}
-	tail += ru.endNote()
-	if note := t.unreadNote(); note != "" {
-		if rd.content.Len() > 0 || tail != "" {
-			tail += "\n\n"
-		}
-		tail += note
-	}
-	k.content(tail)
-	rd.content.WriteString(tail)
-	k.status(openai.StatusData{Description: "", Done: true})
-	if token != "" {
-		s.approvals.settle(token, &chatReply{Content: rd.content.String(), Reasoning: rd.reasoning.String()})
-	}
-	s.rememberTranscript(c, t, ru, rd.content.String())
-	k.finish(rd.usage)
-	if k.sse.Err() == nil {
-		s.delivered(ru)
-	}
+	return r.ID, r.Started
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/turns"
 )
 
 // A turn opens the same way on every protocol (Chat Completions,
@@ -17,40 +18,21 @@ import (
 // thread and its message, how it answers a repeated request) stays with
 // the protocol.
 
-// turnOpening is what a protocol read from its request for a new turn.
-type turnOpening struct {
-	// field names the request field the message came in, for the client.
-	field string
-	// input is the message; options the turn options asked for.
-	input   string
-	options *agent.TurnOptions
-	// source names the protocol in the thread's metadata; clientThread
-	// and thread are the client's and the internal thread ids.
-	source, clientThread, thread string
-	// clientMeta is the metadata the client gave the thread; extraMeta is
-	// the protocol's own, stored beside it.
-	clientMeta, extraMeta map[string]string
-	// allowed, when not nil, narrows the key's allowed capabilities (a
-	// trigger's list); by, when set, names who asks instead of the key.
-	allowed []string
-	by      string
-}
-
 // openTurn checks a new turn and returns the agent's request for it: a
-// 400 naming o.field for a message over the limit, the agent's refusal
+// 400 naming o.Field for a message over the limit, the agent's refusal
 // (403 for a loosening option) otherwise.
-func (s *Server) openTurn(c caller, o turnOpening) (agent.TurnRequest, error) {
-	if len(o.input) > s.cfg.MaxMessageBytes {
-		return agent.TurnRequest{}, badRequest(o.field, "%d bytes exceed the limit of %d", len(o.input), s.cfg.MaxMessageBytes)
+func (s *Server) openTurn(c caller, o turns.TurnOpening) (agent.TurnRequest, error) {
+	if len(o.Input) > s.cfg.MaxMessageBytes {
+		return agent.TurnRequest{}, badRequest(o.Field, "%d bytes exceed the limit of %d", len(o.Input), s.cfg.MaxMessageBytes)
 	}
-	meta := s.turnMetadata(c, o.source, o.clientThread, o.clientMeta)
-	for k, v := range o.extraMeta {
+	meta := s.turnMetadata(c, o.Source, o.ClientThread, o.ClientMeta)
+	for k, v := range o.ExtraMeta {
 		meta[k] = v
 	}
-	req := s.turnRequest(c, o.thread, o.input, o.options, meta)
-	req.AllowedCapabilities = narrowAllowed(req.AllowedCapabilities, o.allowed)
-	if o.by != "" {
-		req.By = o.by
+	req := s.turnRequest(c, o.Thread, o.Input, o.Options, meta)
+	req.AllowedCapabilities = narrowAllowed(req.AllowedCapabilities, o.Allowed)
+	if o.By != "" {
+		req.By = o.By
 	}
 	if err := s.checkTurn(req); err != nil {
 		return agent.TurnRequest{}, err

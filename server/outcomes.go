@@ -3,11 +3,9 @@ package server
 import (
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
-	"github.com/capgraph/capgraph/state"
 )
 
 // How an attempt of a side-effecting step ended (capabilities.Outcome) is
@@ -27,43 +25,6 @@ func publicOutcome(r *agent.AuditRecord) *agent.AuditRecord {
 	return &agent.AuditRecord{Time: r.Time, Event: r.Event, Outcome: r.Outcome, Reason: r.Reason, Message: r.Message,
 		Capability: r.Capability, Summary: r.Summary, Changes: r.Changes, Target: r.Target, Turn: r.Turn, Plan: r.Plan, Step: r.Step, Attempt: r.Attempt,
 		Before: r.Before, Readback: r.Readback, Reconciled: r.Reconciled, ResultSummary: r.ResultSummary, Duration: r.Duration}
-}
-
-// outcomeLine is one attempt's outcome as a line of Markdown:
-//
-//	**confirmed** — set BTS:MAG:Q1:CURRENT 92.00 → 105.00 A (readback 105.00 A).
-func outcomeLine(r agent.AuditRecord) string {
-	return "**" + agent.OutcomeLabel(r.Outcome) + "** — " + agent.DescribeOutcome(r)
-}
-
-// outcomeMarkdown is the outcomes of a turn's side-effecting steps, one
-// paragraph each, to end a chat answer with ("" when there were none).
-func outcomeMarkdown(recs []agent.AuditRecord) string {
-	lines := make([]string, len(recs))
-	for i, r := range recs {
-		lines[i] = outcomeLine(r)
-	}
-	return strings.Join(lines, "\n\n")
-}
-
-// approvalPrompt is what an approval request shows a human in a chat
-// answer: its summary and, for each change, the value now beside the value
-// asked ("- BTS:MAG:Q1:CURRENT: now 92.00 A → 105.00 A").
-func approvalPrompt(a *state.Approval) string {
-	if b := approvalBefore(a); b != "" {
-		return a.Summary + "\n\n" + b
-	}
-	return a.Summary
-}
-
-// approvalBefore is agent.DescribeBefore as a Markdown list ("" when the
-// capability cannot read its targets).
-func approvalBefore(a *state.Approval) string {
-	lines := agent.DescribeBefore(a)
-	for i, l := range lines {
-		lines[i] = "- " + l
-	}
-	return strings.Join(lines, "\n")
 }
 
 // handleThreadOutcomes lists what became of the thread's changes (GET

@@ -16,6 +16,7 @@ import (
 	"github.com/capgraph/capgraph/internal/outcometest"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/server/internal/agui"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/state"
 )
@@ -74,7 +75,7 @@ func (e *outcomeEnv) chatApproved(t *testing.T, ask string, stream bool) string 
 		t.Fatalf("%s: %d %s", ask, resp.StatusCode, body)
 	}
 	question := chatContent(t, body)
-	tok, ok := findApprovalToken(question)
+	tok, ok := approvaltoken.Find(question)
 	if !ok {
 		t.Fatalf("%s: no approval request: %q", ask, question)
 	}
@@ -116,7 +117,7 @@ func TestChatCompletionsSayEveryOutcome(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 	got := chatContent(t, body)
-	if _, asked := findApprovalToken(got); asked || !strings.Contains(got, "**refused** — set BTS:MAG:Q1:CURRENT to 150.00 A was not carried out: Step 1 was refused and not carried out: 150 A is above the Q1 supply's limit of 120 A.") {
+	if _, asked := approvaltoken.Find(got); asked || !strings.Contains(got, "**refused** — set BTS:MAG:Q1:CURRENT to 150.00 A was not carried out: Step 1 was refused and not carried out: 150 A is above the Q1 supply's limit of 120 A.") {
 		t.Errorf("the refused change: %s", got)
 	}
 	if w := env.plant.Writes(); !slices.Equal(w, []string{"Q1=105", "Q3=105", "Q4=105"}) {
@@ -134,7 +135,7 @@ func TestChatCompletionsSayUnrequested(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 	got := chatContent(t, body)
-	if _, asked := findApprovalToken(got); asked || !strings.Contains(got, "**unrequested** — set BTS:MAG:Q2:CURRENT to 105.00 A was not carried out: the request did not ask for this change.") {
+	if _, asked := approvaltoken.Find(got); asked || !strings.Contains(got, "**unrequested** — set BTS:MAG:Q2:CURRENT to 105.00 A was not carried out: the request did not ask for this change.") {
 		t.Errorf("the unrequested change: %s", got)
 	}
 	// The same planner plans what a change question asks for: written after the yes.
@@ -198,14 +199,14 @@ func TestChatCompletionsAskAgainWhenTheMachineMoved(t *testing.T) {
 	ask := "Set the Q5 current to 105 A"
 	_, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user(ask)))
 	first := chatContent(t, body)
-	tok, ok := findApprovalToken(first)
+	tok, ok := approvaltoken.Find(first)
 	if !ok || !strings.Contains(first, "BTS:MAG:Q5:CURRENT: now 92.00 A → 105.00 A") {
 		t.Fatalf("first question: %q", first)
 	}
 	hist := []map[string]any{user(ask), assistant(first), user("yes " + tok)}
 	_, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, hist...))
 	again := chatContent(t, body)
-	tok2, ok := findApprovalToken(again)
+	tok2, ok := approvaltoken.Find(again)
 	if !ok || tok2 == tok || !strings.Contains(again, "Asked again: BTS:MAG:Q5:CURRENT moved from 92 A to 94 A since the approval.") ||
 		!strings.Contains(again, "BTS:MAG:Q5:CURRENT: now 94.00 A → 105.00 A") {
 		t.Fatalf("the question asked again: %q", again)
@@ -272,33 +273,6 @@ func TestOutcomeEvents(t *testing.T) {
 	_, body = env.do(t, "POST", "/api/threads/nat/runs", keyAlice, map[string]any{"input": "Set the Q2 current to 150 A", "stream": true})
 	if !strings.Contains(string(body), "event: audit\n") || !strings.Contains(string(body), `"outcome":"refused"`) || strings.Contains(string(body), `"principal"`) {
 		t.Fatalf("native stream: %s", body)
-	}
-}
-
-// Each outcome's line in a chat answer, unrequested and a reconciled
-// confirmation included (no turn of the test plant produces those).
-func TestOutcomeLines(t *testing.T) {
-	q1 := []capabilities.Change{{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}}
-	before := []capabilities.Reading{{Target: "BTS:MAG:Q1:CURRENT", Value: 92.0, Unit: "A"}}
-	back := []capabilities.Reading{{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}}
-	for _, tc := range []struct {
-		rec  agent.AuditRecord
-		want string
-	}{
-		{agent.AuditRecord{Outcome: capabilities.OutcomeConfirmed, Changes: q1, Before: before, Readback: back, Reconciled: true},
-			"**confirmed** — set BTS:MAG:Q1:CURRENT 92.00 → 105.00 A (readback 105.00 A), established by a readback after the run was interrupted."},
-		{agent.AuditRecord{Outcome: capabilities.OutcomeUnrequested, Changes: q1, Reason: agent.RefusedNoChangeIntent, Message: "You did not ask for a change, so nothing will be changed."},
-			"**unrequested** — set BTS:MAG:Q1:CURRENT to 105.00 A was not carried out: the request did not ask for this change."},
-		{agent.AuditRecord{Outcome: capabilities.OutcomeUnrequested, Changes: q1, Reason: agent.RefusedIntentMismatch, Message: "The plan's step 1 was not the change you asked for."},
-			"**unrequested** — set BTS:MAG:Q1:CURRENT to 105.00 A was not carried out: it is not the change the request asked for."},
-		{agent.AuditRecord{Outcome: capabilities.OutcomeRefused, Changes: q1, Message: "Writes are disabled by this turn's options, so step 1 was not carried out."},
-			"**refused** — set BTS:MAG:Q1:CURRENT to 105.00 A was not carried out: Writes are disabled by this turn's options, so step 1 was not carried out."},
-		{agent.AuditRecord{Outcome: capabilities.OutcomeUnconfirmed, Capability: "send_logbook_entry", Summary: "post the shift summary"},
-			"**UNCONFIRMED** — post the shift summary may or may not have been applied. It was not retried: check the result of send_logbook_entry on the machine before asking for the change again."},
-	} {
-		if got := outcomeLine(tc.rec); got != tc.want {
-			t.Errorf("got  %s\nwant %s", got, tc.want)
-		}
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -215,7 +216,7 @@ func TestParallelApprovals(t *testing.T) {
 				t.Fatalf("%d %s", resp.StatusCode, body)
 			}
 			reply := out.Choices[0].Message.Content
-			tok, ok := findApprovalToken(reply)
+			tok, ok := approvaltoken.Find(reply)
 			if !ok {
 				break
 			}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +15,8 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/chatturn"
+	"github.com/capgraph/capgraph/server/internal/turns"
 )
 
 // fuzzServer is a server over the real (offline) agent on a memory store,
@@ -120,11 +121,11 @@ func FuzzChatRequest(f *testing.F) {
 				t.Fatalf("parseChat(%q): Go internals in %v", body, err)
 			}
 		} else {
-			last := turn.msgs[len(turn.msgs)-1]
-			if len(turn.msgs) > srv.cfg.MaxMessages || last.Role != "user" || strings.TrimSpace(turn.input) == "" || turn.input != last.Text {
+			last := turn.Msgs[len(turn.Msgs)-1]
+			if len(turn.Msgs) > srv.cfg.MaxMessages || last.Role != "user" || strings.TrimSpace(turn.Input) == "" || turn.Input != last.Text {
 				t.Fatalf("parseChat(%q) = %+v", body, turn)
 			}
-			for _, m := range turn.msgs {
+			for _, m := range turn.Msgs {
 				if len(m.Text) > srv.cfg.MaxMessageBytes {
 					t.Fatalf("parseChat(%q): a message of %d bytes", body, len(m.Text))
 				}
@@ -255,4 +256,9 @@ func validMethod(m string) bool {
 		}
 	}
 	return true
+}
+
+// parseChat reads r as the Chat Completions route does.
+func (s *Server) parseChat(r *http.Request) (chatturn.Turn, error) {
+	return s.chatCompletions(nil).Parse(r)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/server/internal/responses"
 )
 
@@ -74,10 +75,10 @@ func TestRealAgentApprovalOverChatCompletions(t *testing.T) {
 	env := newRealAgentEnv(t)
 	_, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("Save a snapshot of the settings")))
 	ask := chatContent(t, body)
-	if _, ok := findApprovalToken(ask); !ok || !strings.Contains(ask, `reply "yes"`) {
+	if _, ok := approvaltoken.Find(ask); !ok || !strings.Contains(ask, `reply "yes"`) {
 		t.Fatalf("no approval request: %q", ask)
 	}
-	tok, _ := findApprovalToken(ask)
+	tok, _ := approvaltoken.Find(ask)
 	hist := chatBody("capgraph", false, user("Save a snapshot of the settings"), assistant(ask), user("Yes "+tok))
 	_, b1 := env.do(t, "POST", "/v1/chat/completions", keyAlice, hist)
 	_, b2 := env.do(t, "POST", "/v1/chat/completions", keyAlice, hist)

@@ -2,289 +2,61 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-	"github.com/capgraph/capgraph/server/internal/turns"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
-	"strings"
+	"strconv"
 
-	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
-	"github.com/capgraph/capgraph/server/internal/jsonreply"
-	"github.com/capgraph/capgraph/server/internal/reqbody"
-	"github.com/capgraph/capgraph/server/internal/responses"
-	"github.com/capgraph/capgraph/server/internal/sse"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
+	"github.com/capgraph/capgraph/server/internal/chatturn"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/capgraph/capgraph/state"
 )
 
-// The OpenAI Responses API (POST /v1/responses, GET /v1/responses/{id}) on
-// the same threads and runs as Chat Completions (startChat): a response is
-// one run, its text is what Chat Completions would answer (an error
-// report included: a completed response, not a failed one; an approval
-// request with its token), and previous_response_id continues the
-// conversation on the agent's thread.
-//
-// Ids name their thread: "resp_<hex of the thread's client id>_<random>"
-// (and "msg_…" for the output message), so previous_response_id and
-// item_reference resolve through the caller's own threads — also after a
-// restart and on another replica — and another principal's id names a
-// thread the caller does not have: 404. Like an approval token, an id is a
-// pointer into the caller's threads, not a secret.
+// The OpenAI Responses API's handler is its package's
+// (server/internal/responses); this is the server's part of a Responses
+// turn behind chatturn.Chats: its opening and a repeat's replay.
 
-const (
-	responseIDPrefix = "resp_"
-	messageIDPrefix  = "msg_"
-)
-
-// newItemID is an id with prefix naming clientThread.
-func newItemID(prefix, clientThread string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString([]byte(clientThread)) + "_" + hex.EncodeToString(b[:])
-}
-
-// threadOfItemID is the client thread id an id of ours names.
-func threadOfItemID(id string) (string, bool) {
-	for _, p := range []string{responseIDPrefix, messageIDPrefix} {
-		if rest, ok := strings.CutPrefix(id, p); ok {
-			h, _, ok := strings.Cut(rest, "_")
-			if !ok {
-				return "", false
-			}
-			b, err := hex.DecodeString(h)
-			if err != nil || len(b) == 0 || len(b) > turns.MaxThreadIDLen {
-				return "", false
-			}
-			return string(b), true
-		}
-	}
-	return "", false
-}
-
-func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
-	obj, ok := s.responses.Get(ownerKey(callerFrom(r.Context())), r.PathValue("id"))
-	if !ok {
-		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "id",
-			Message: "no such response (responses are kept in this server's memory, the newest " + fmt.Sprint(responses.KeepResponses) + ")"})
-		return
-	}
-	jsonreply.JSON(w, http.StatusOK, obj)
-}
-
-func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
-	c := callerFrom(r.Context())
-	req, t, err := s.responsesTurn(r, c)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	st, ok := s.startResponse(w, r, c, t)
-	if !ok {
-		return // answered
-	}
-	if st.token != "" {
-		defer s.approvals.releaseOnPanic(st.token)
-	}
-	out := s.newResponseWriter(c, req, t.model, st.clientThread)
-	if t.stream {
-		out.sse = sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
-		out.event("response.created", map[string]any{"response": out.obj})
-		out.event("response.in_progress", map[string]any{"response": out.obj})
-	}
-	if st.reply != nil {
-		// An approval answered before (a retry): its answer again.
-		out.text(st.reply.Content)
-		out.complete(w, st.usage)
-		if st.replayed != nil && out.delivered(w) {
-			s.releaseKey(st.replayed.ID, st.replayed.Status) // the retry got the answer
-		}
-		return
-	}
-	s.followResponse(w, r, c, t, st, out)
-}
-
-// responsesTurn reads a Responses request as the chat turn it asks for:
-// its conversation (items referenced by id are the thread's own), its
-// model profile, and the thread it continues.
-func (s *Server) responsesTurn(r *http.Request, c caller) (responses.Request, chatTurn, error) {
-	body, err := reqbody.Read(r) // never the connection's details (addresses, timeouts)
-	if err != nil {
-		return responses.Request{}, chatTurn{}, err
-	}
-	req, err := responses.Decode(body, responses.Limits{MaxItems: s.cfg.MaxMessages, MaxItemBytes: s.cfg.MaxMessageBytes})
-	if err != nil {
-		return req, chatTurn{}, err
-	}
-	m, ok := s.model(req.Model)
-	if !ok {
-		return req, chatTurn{}, &apierror.RequestError{Kind: apierror.ErrUnknownModel, Param: "model", Message: fmt.Sprintf("the model `%s` does not exist", req.Model)}
-	}
-	t := chatTurn{model: m, stream: req.Stream, clientMeta: req.Metadata}
-	for _, it := range req.Items {
-		if it.Ref {
-			continue
-		}
-		if it.Role == "assistant" {
-			t.lastAssistant = it.Text
-		}
-		t.msgs = append(t.msgs, transcriptMsg{Role: it.Role, Text: it.Text})
-	}
-	last := req.Items[len(req.Items)-1]
-	t.input, t.unread = last.Text, last.Unread // an empty text was refused by Decode
-	err = s.responsesThread(r.Context(), c, req, &t)
-	return req, t, err
-}
-
-// startResponse opens the request's run. A repeated request (an SDK's
+// openResponse opens the request's run. A repeated request (an SDK's
 // retry) is answered by the first request's run: joined while it goes
 // on, else from its record. false when the request has been answered.
-func (s *Server) startResponse(w http.ResponseWriter, r *http.Request, c caller, t chatTurn) (chatStart, bool) {
+func (s *Server) openResponse(w http.ResponseWriter, r *http.Request, t chatturn.Turn) (chatturn.Opened, bool) {
+	c := callerFrom(r.Context())
 	var st chatStart
 	o := s.chatOpening(w, r, c, t, "responses", "responses", &st)
 	op, ok := s.open(o)
 	if !ok {
-		return st, false
+		return chatturn.Opened{}, false
 	}
-	st.ru = op.ru
 	if op.dup == nil {
-		return st, true
+		return st.opened(op.ru), true
 	}
-	var again bool
-	if st, again = s.replayResponse(w, r, op.dup, op.explicit); again {
+	out, again := s.replayResponse(w, r, op.dup, op.explicit)
+	if again {
 		o.lookFirst = false // too old to count (its key released): a new run
 		if op, ok = s.open(o); !ok {
-			return st, false
+			return chatturn.Opened{}, false
 		}
-		st.ru = op.ru
-		if op.dup != nil {
-			st, _ = s.replayResponse(w, r, op.dup, op.explicit)
+		if op.dup == nil {
+			out = st.opened(op.ru)
+			return out, out.Run != nil || out.Reply != nil
 		}
+		out, _ = s.replayResponse(w, r, op.dup, op.explicit)
 	}
-	return st, st.ru != nil || st.reply != nil
+	return out, out.Run != nil || out.Reply != nil
 }
 
-// newResponseWriter starts the response object of a request on
-// clientThread, kept for GET /v1/responses/{id}.
-func (s *Server) newResponseWriter(c caller, req responses.Request, m Model, clientThread string) *responseWriter {
-	obj := responses.Object{ID: newItemID(responseIDPrefix, clientThread), Object: "response", CreatedAt: s.cfg.Now().Unix(),
-		Status: "in_progress", Instructions: req.Instructions, Model: m.ID, Output: []responses.OutputItem{}, Store: true,
-		Temperature: 1, TopP: 1, ToolChoice: "auto", Tools: []struct{}{}, Truncation: "disabled", Metadata: req.Metadata}
-	obj.Text.Format.Type = "text"
-	if obj.Metadata == nil {
-		obj.Metadata = map[string]string{}
+// opened is how a chat turn started, for its handler: ru the run started
+// (nil: none).
+func (st chatStart) opened(ru *run) chatturn.Opened {
+	out := chatturn.Opened{Token: st.token, Reply: st.reply, ClientThread: st.clientThread, Usage: st.usage}
+	if ru != nil {
+		out.Run = ru
 	}
-	if req.PreviousResponseID != "" {
-		obj.PreviousResponseID = &req.PreviousResponseID
-	}
-	out := &responseWriter{s: s, obj: obj, msgID: newItemID(messageIDPrefix, clientThread), owner: ownerKey(c),
-		thread: internalThreadID(c, clientThread)}
-	s.responses.Put(out.owner, out.thread, out.obj)
 	return out
-}
-
-// followResponse writes the run's answer into the response as it comes,
-// and completes it as the run ends.
-func (s *Server) followResponse(w http.ResponseWriter, r *http.Request, c caller, t chatTurn, st chatStart, out *responseWriter) {
-	st.ru.Join()
-	rd := &chatRenderer{base: s.artifacts.BaseURL(r)}
-	followed := s.follow(r.Context(), st.ru, 0, out.sse, func(ev agent.Event) {
-		for _, p := range rd.render(ev) {
-			out.text(p.Content)
-		}
-	}, func() {
-		if out.sse != nil && out.sse.Idle(s.cfg.Heartbeat) {
-			out.sse.Comment("keep-alive")
-		}
-	})
-	left, replay, runErr := s.chatRunEnd(r, c, st.ru, followed, st.token)
-	switch {
-	case left:
-		// The client went away; its run is canceled (chatRunEnd).
-		out.obj.Status = "cancelled"
-		s.responses.Put(out.owner, out.thread, out.obj)
-		return
-	case replay != nil:
-		out.text(replay.Content)
-	case runErr != nil && !answerable(runErr):
-		out.fail(w, fmt.Errorf("the run failed: %w", runErr))
-		return
-	case runErr != nil:
-		// A FATAL failure or the turn's time limit: said as the answer.
-		out.text(joinAnswer("", s.publicMessage(runErr)))
-	default:
-		tail := s.finishApproval(c, st.ru, rd)
-		tail += st.ru.endNote()
-		if note := t.unreadNote(); note != "" {
-			tail += "\n\n" + note
-		}
-		out.text(tail)
-		rd.content.WriteString(tail)
-		if st.token != "" {
-			s.approvals.settle(st.token, &chatReply{Content: rd.content.String(), Reasoning: rd.reasoning.String()})
-		}
-		s.rememberTranscript(c, t, st.ru, rd.content.String())
-	}
-	out.complete(w, rd.usage)
-	if out.delivered(w) {
-		s.delivered(st.ru)
-	}
-}
-
-// delivered reports whether the answer reached the connection.
-func (o *responseWriter) delivered(w http.ResponseWriter) bool {
-	if o.sse != nil {
-		return o.sse.Err() == nil
-	}
-	return http.NewResponseController(w).Flush() == nil
-}
-
-// responsesThread names the thread a Responses request continues, when its
-// previous_response_id or an item it references names one, and the
-// approval that thread waits for (the input answers it, as a Chat
-// Completions reply to an approval does). Without either, startChat finds
-// the conversation as Chat Completions does (approval token, transcript).
-func (s *Server) responsesThread(ctx context.Context, c caller, req responses.Request, t *chatTurn) error {
-	ref, param := req.PreviousResponseID, "previous_response_id"
-	if ref == "" {
-		for i, it := range slices.Backward(req.Items) {
-			if it.ID != "" {
-				if _, ok := threadOfItemID(it.ID); ok || it.Ref {
-					ref, param = it.ID, fmt.Sprintf("input[%d].id", i)
-					break
-				}
-			}
-		}
-	}
-	if ref == "" {
-		return nil
-	}
-	notFound := &apierror.RequestError{Kind: apierror.ErrNotFound, Param: param, Message: fmt.Sprintf("no response or item %q", ref)}
-	clientThread, ok := threadOfItemID(ref)
-	if !ok {
-		return notFound
-	}
-	th, found, err := s.findThread(ctx, c, clientThread)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return notFound
-	}
-	if req.PreviousResponseID != "" {
-		if latest, known := s.responses.LatestOf(th.internal); known && latest != req.PreviousResponseID {
-			return &apierror.RequestError{Kind: apierror.ErrConflict, Param: param, Message: fmt.Sprintf(
-				"%s is not the latest response of its conversation (%s is): a conversation cannot branch; continue from the latest", ref, latest)}
-		}
-	}
-	t.thread = clientThread
-	tok, err := s.pendingToken(ctx, c, th.internal)
-	if err != nil {
-		return err
-	}
-	t.token = tok
-	return nil
 }
 
 // pendingToken is the approval token of the newest approval the thread
@@ -298,85 +70,37 @@ func (s *Server) pendingToken(ctx context.Context, c caller, thread string) (str
 	return approvalToken(ownerKey(c), thread, newest), nil
 }
 
-// responseWriter builds one response: as SSE events when streaming, else
-// one JSON object at the end. The output message opens at its first text.
-type responseWriter struct {
-	s      *Server
-	sse    *sse.Writer
-	seq    int
-	obj    responses.Object
-	msgID  string
-	owner  string
-	thread string
-	open   bool
-	buf    strings.Builder
-}
-
-// event writes one Responses SSE event: "event: <type>" and the data with
-// its type and sequence number.
-func (o *responseWriter) event(typ string, fields map[string]any) {
-	if o.sse == nil {
-		return
+// replayResponse is replayChat for the Responses API: the first request's
+// run to follow (out.Run) while it goes on here, its answer (out.Reply)
+// once it has ended, or again when rec is too old to count (its key
+// released: start a new run). Otherwise it has answered (409 while the
+// run goes on elsewhere) and out is empty.
+func (s *Server) replayResponse(w http.ResponseWriter, r *http.Request, rec *runstore.Record, explicit bool) (out chatturn.Opened, again bool) {
+	if ru := s.joinable(r.Context(), callerFrom(r.Context()), *rec); ru != nil {
+		w.Header().Set(turns.HeaderReplayed, "true")
+		return chatturn.Opened{Run: ru, ClientThread: ru.ClientThread}, false
 	}
-	fields["type"] = typ
-	fields["sequence_number"] = o.seq
-	o.seq++
-	o.sse.Frame("", typ, fields)
-}
-
-func (o *responseWriter) item(status string) responses.OutputItem {
-	it := responses.OutputItem{ID: o.msgID, Type: "message", Status: status, Role: "assistant", Content: []responses.OutputPart{}}
-	if status == "completed" {
-		it.Content = []responses.OutputPart{responses.TextPart(o.buf.String())}
+	if !rec.Status.Terminal() {
+		w.Header().Set("Retry-After", strconv.Itoa(duplicateRetryAfter))
+		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrDuplicateInProgress, Message: "an identical request's run (" + rec.ID + ") is still going on; try again shortly for its answer"})
+		return chatturn.Opened{}, false
 	}
-	return it
-}
-
-// text appends answer text.
-func (o *responseWriter) text(s string) {
-	if s == "" {
-		return
+	var res runResult
+	if len(rec.Result) == 0 || json.Unmarshal(rec.Result, &res) != nil || res.Failure != nil ||
+		!explicit && s.cfg.Now().Sub(rec.Updated) > s.cfg.DuplicateWindow {
+		_, err := s.records.UpdateRun(r.Context(), rec.ID, runstore.Update{From: []runstore.Status{rec.Status}, Status: rec.Status, ReleaseKey: true})
+		if err != nil && !errors.Is(err, runstore.ErrConflict) {
+			s.cfg.Logger.Warn("releasing a run key", "run", rec.ID, "error", err)
+		}
+		return chatturn.Opened{}, true
 	}
-	if !o.open {
-		o.open = true
-		o.event("response.output_item.added", map[string]any{"output_index": 0, "item": o.item("in_progress")})
-		o.event("response.content_part.added", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "part": responses.TextPart("")})
+	w.Header().Set(turns.HeaderReplayed, "true")
+	out = chatturn.Opened{Reply: &chatanswer.Reply{Content: res.Content, Reasoning: res.Reasoning}, ClientThread: rec.Labels[labelThread]}
+	if res.Usage != nil {
+		out.Usage = *res.Usage
 	}
-	o.buf.WriteString(s)
-	o.event("response.output_text.delta", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "delta": s, "logprobs": []struct{}{}})
-}
-
-// complete ends a response that has its answer.
-func (o *responseWriter) complete(w http.ResponseWriter, u agent.Usage) {
-	if o.open {
-		full := o.buf.String()
-		o.event("response.output_text.done", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "text": full, "logprobs": []struct{}{}})
-		o.event("response.content_part.done", map[string]any{"item_id": o.msgID, "output_index": 0, "content_index": 0, "part": responses.TextPart(full)})
-		o.event("response.output_item.done", map[string]any{"output_index": 0, "item": o.item("completed")})
-		o.obj.Output = []responses.OutputItem{o.item("completed")}
+	if !explicit {
+		out.Delivered = func() { s.releaseKey(rec.ID, rec.Status) } // its key is released once the answer is delivered
 	}
-	now := o.s.cfg.Now().Unix()
-	o.obj.Status, o.obj.CompletedAt, o.obj.Usage = "completed", &now, responses.UsageOf(u)
-	o.s.responses.Put(o.owner, o.thread, o.obj)
-	if o.sse != nil {
-		o.event("response.completed", map[string]any{"response": o.obj})
-		return
-	}
-	jsonreply.JSON(w, http.StatusOK, o.obj)
-}
-
-// fail ends a response whose run failed (a fault, not an error report:
-// the agent's error reports are completed responses).
-func (o *responseWriter) fail(w http.ResponseWriter, err error) {
-	o.obj.Status, o.obj.Error = "failed", &responses.ObjectError{Code: "server_error", Message: o.s.publicMessage(err)}
-	if o.open {
-		o.obj.Output = []responses.OutputItem{o.item("completed")}
-		o.obj.Output[0].Status = "incomplete"
-	}
-	o.s.responses.Put(o.owner, o.thread, o.obj)
-	if o.sse != nil {
-		o.event("response.failed", map[string]any{"response": o.obj})
-		return
-	}
-	o.s.writeError(w, err)
+	return out, false
 }

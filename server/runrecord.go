@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/capgraph/capgraph/server/internal/runs"
 	"iter"
 	"maps"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/native"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
+	"github.com/capgraph/capgraph/server/internal/runs"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -432,18 +432,6 @@ const recordWriteTimeout = 30 * time.Second
 
 func isThreadBusy(err error) bool { return errors.Is(err, agent.ErrThreadBusy) }
 
-// answerable reports whether a run's error is an answer to the client —
-// a FATAL failure the agent classified, or the turn's time limit — rather
-// than a failure of the request: a Chat Completions client gets it as the
-// assistant's message (200), so no SDK retries it into a second run.
-func answerable(err error) bool {
-	var (
-		fe *agent.FatalError
-		te *apierror.TurnTimeoutError
-	)
-	return errors.As(err, &fe) || errors.As(err, &te)
-}
-
 // idempotencyKey is the record key of a request's run: from its
 // Idempotency-Key header, else (implicit) the digest the caller passes
 // (a Chat Completions conversation); scoped to the caller so keys never
@@ -572,7 +560,7 @@ func (s *Server) expireThreads(ctx context.Context, cutoff time.Time) (int, erro
 		}
 		owner := caller{Principal: Principal{Tenant: info.Metadata[metaTenant], Name: info.Metadata[metaOwner]}, User: info.Metadata[metaUser]}
 		s.counts.release(ownerKey(owner))
-		s.transcripts.forget(info.ThreadID)
+		s.transcripts.Forget(info.ThreadID)
 		deleted++
 	}
 	return deleted, nil

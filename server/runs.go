@@ -9,6 +9,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/runs"
 )
@@ -23,7 +24,7 @@ type run struct {
 	pub *publisher
 	// chat renders the events as the Chat Completions answer the run's
 	// record keeps for repeated requests (nil for other protocols).
-	chat *chatRenderer
+	chat *chatanswer.Renderer
 	// answering is the approval an answer's run carries out, beside the
 	// approvals pending with it (storedAnswer.Beside), for an answer to
 	// one of them that arrives before the run's record is read.
@@ -68,7 +69,7 @@ func (s *Server) reserve(sp runSpec) (*run, error) {
 	return s.runs.Reserve(runSpecOf(sp), func(core *runs.Run[*run]) *run {
 		r := &run{Run: core, Owner: sp.c}
 		if sp.chat {
-			r.chat = &chatRenderer{}
+			r.chat = &chatanswer.Renderer{}
 		}
 		if strings.HasPrefix(sp.key, implicitKeyPrefix) {
 			r.implicitKey = sp.key
@@ -145,7 +146,7 @@ func (o runObserver) Action(ctx context.Context, rec *agent.AuditRecord) *agent.
 func (o runObserver) Observe(ctx context.Context, ev agent.Event) {
 	o.aud.observe(ctx, ev)
 	if o.r.chat != nil {
-		o.r.chat.render(ev)
+		o.r.chat.Render(ev)
 	}
 }
 
@@ -166,29 +167,21 @@ func (r *run) recordResult(s *Server, status agent.RunStatus, runErr error, msg 
 	if r.chat == nil {
 		return nil
 	}
-	if runErr != nil && !answerable(runErr) {
+	if runErr != nil && !chatanswer.Answerable(runErr) {
 		st, _, code, _ := apierror.Status(runErr)
 		return &runResult{Failure: &runFailure{Status: st, Code: code, Message: msg}}
 	}
 	rd := r.chat
-	content := rd.content.String()
+	content := rd.Content.String()
 	if runErr != nil {
-		content = joinAnswer(content, msg)
+		content = chatanswer.Join(content, msg)
 	}
-	if rd.approval != nil && status == agent.RunInterrupted {
-		content += approvalText(rd.approval, approvalToken(ownerKey(r.Owner), r.Thread, *rd.approval), rd.content.Len() > 0)
+	if rd.Approval != nil && status == agent.RunInterrupted {
+		content += chatanswer.ApprovalText(rd.Approval, approvalToken(ownerKey(r.Owner), r.Thread, *rd.Approval), rd.Content.Len() > 0)
 	}
-	content += endNote(status, shutdown)
-	u := rd.usage
-	return &runResult{Content: content, Reasoning: rd.reasoning.String(), Usage: &u}
-}
-
-// joinAnswer appends a closing sentence to an answer's text.
-func joinAnswer(content, sentence string) string {
-	if content == "" {
-		return sentence
-	}
-	return content + "\n\n" + sentence
+	content += chatanswer.EndNote(status, shutdown)
+	u := rd.Usage
+	return &runResult{Content: content, Reasoning: rd.Reasoning.String(), Usage: &u}
 }
 
 func (r *run) info() native.RunInfo {

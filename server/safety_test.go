@@ -16,13 +16,13 @@ import (
 	"sync"
 	"testing"
 
-	goopenai "github.com/sashabaranov/go-openai"
-
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/logging"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/state"
+	goopenai "github.com/sashabaranov/go-openai"
 )
 
 const keyAdmin = "sk-admin-0123456789"
@@ -399,7 +399,7 @@ func TestChatApprovalAnswerUnicode(t *testing.T) {
 			t.Fatal(err)
 		}
 		text := r.Choices[0].Message.Content
-		tok, ok := findApprovalToken(text)
+		tok, ok := approvaltoken.Find(text)
 		if !ok {
 			t.Fatalf("no token in %q", text)
 		}
@@ -446,7 +446,7 @@ func TestFailedClaimReleasesToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := r.Choices[0].Message.Content
-	tok, _ := findApprovalToken(q)
+	tok, _ := approvaltoken.Find(q)
 	msgs := []goopenai.ChatCompletionMessage{{Role: "user", Content: "write the corrector"}, {Role: "assistant", Content: q}, {Role: "user", Content: "yes " + tok}}
 	_, err = c.CreateChatCompletion(context.Background(), goopenai.ChatCompletionRequest{Model: "capgraph", Messages: msgs})
 	var ae *goopenai.APIError

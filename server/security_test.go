@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/openai"
 )
@@ -221,7 +222,7 @@ func approvalRound(t *testing.T, env *testEnv, key string) string {
 		t.Fatal(err)
 	}
 	msg := cc.Choices[0].Message.Content
-	if _, ok := findApprovalToken(msg); !ok || !strings.Contains(msg, "SR:HCM1") {
+	if _, ok := approvaltoken.Find(msg); !ok || !strings.Contains(msg, "SR:HCM1") {
 		t.Fatalf("no approval request: %q", msg)
 	}
 	return msg

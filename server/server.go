@@ -3,18 +3,22 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/capgraph/capgraph/server/internal/agui"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/agui"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
 	"github.com/capgraph/capgraph/server/internal/artifacts"
 	"github.com/capgraph/capgraph/server/internal/crew"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/mcphttp"
+	"github.com/capgraph/capgraph/server/internal/openai"
 	"github.com/capgraph/capgraph/server/internal/responses"
+	"github.com/capgraph/capgraph/server/internal/transcripts"
 )
 
 // Server is capgraph's HTTP server. Create it with New, serve Handler on any
@@ -24,7 +28,7 @@ type Server struct {
 	keys      *keyring
 	threads   *threadIndex
 	runs      *runManager
-	approvals *approvalStore
+	approvals *approvaltoken.Store
 	// features are the optional interfaces of the Agent (agent.go).
 	features features
 	counts   *threadCounts
@@ -36,9 +40,7 @@ type Server struct {
 	// rates counts the requests of every replica (cluster only).
 	rates runstore.RateCounter
 	// transcripts names Chat Completions conversations without a chat id.
-	transcripts *transcriptIndex
-	// responses keeps Responses API objects for GET /v1/responses/{id}.
-	responses *responses.Store
+	transcripts *transcripts.Index
 	// artifacts serves the artifact routes and links (artifacts.go).
 	artifacts *artifacts.Routes
 	// hosts are the names the server answers to (browser.go).
@@ -80,13 +82,12 @@ func New(cfg Config) (*Server, error) {
 	s.cluster = newCluster(s)
 	s.counts.shared = s.cluster != nil
 	s.runs = newRunManager(s)
-	s.transcripts = newTranscriptIndex(transcriptIndexSize)
+	s.transcripts = transcripts.NewIndex(transcripts.IndexSize)
 	s.limiter = newRateLimiter(cfg.RequestsPerMinute, cfg.Now)
 	if s.cluster != nil && s.limiter != nil {
 		s.rates, _ = s.records.(runstore.RateCounter)
 	}
-	s.approvals = newApprovalStore()
-	s.responses = responses.NewStore()
+	s.approvals = approvaltoken.NewStore()
 	s.artifacts = s.artifactRoutes()
 	s.handler = s.routes()
 	return s, nil
@@ -105,11 +106,8 @@ func (s *Server) routes() http.Handler {
 		jsonreply.JSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})
 	oa := func(h http.HandlerFunc) http.HandlerFunc { return s.requireAuth(h, s.writeError) }
-	mux.HandleFunc("GET /v1/models", oa(s.handleModels))
-	mux.HandleFunc("GET /v1/models/{id}", oa(s.handleModel))
-	mux.HandleFunc("POST /v1/chat/completions", oa(s.handleChatCompletions))
-	mux.HandleFunc("POST /v1/responses", oa(s.handleResponses))
-	mux.HandleFunc("GET /v1/responses/{id}", oa(s.handleGetResponse))
+	openai.Routes(mux, s.chatCompletions(oa))
+	responses.Routes(mux, s.responsesAPI(oa))
 
 	mux.HandleFunc("POST /api/threads", oa(s.handleCreateThread))
 	mux.HandleFunc("GET /api/threads", oa(s.handleListThreads))
@@ -143,7 +141,8 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.Triggers != nil {
 		mux.Handle("POST /api/triggers/{name}", s.cfg.Triggers(s.startFor))
 	}
-	s.mcpRoutes(mux, oa)
+	mcphttp.Routes(mux, mcphttp.Deps{Turns: serverTurns{s}, Auth: oa, Examples: s.cfg.Examples, MaxMessageBytes: s.cfg.MaxMessageBytes,
+		Heartbeat: s.cfg.Heartbeat, Artifacts: s.artifacts.ForMCP})
 	s.artifacts.Register(mux, oa)
 	if !s.cfg.DisableWebPage {
 		s.pageRoutes(mux)

@@ -4,11 +4,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"github.com/capgraph/capgraph/server/internal/apierror"
 	"net/http"
 	"slices"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/turns"
 )
 
 // Runs that start without a client's request (a webhook trigger's) are
@@ -81,9 +82,9 @@ func (s *Server) startOwned(ctx context.Context, o Owner, req agent.TurnRequest)
 			extra[k] = v
 		}
 	}
-	treq, err := s.openTurn(c, turnOpening{field: "input", input: req.Input, options: req.Options, source: sourceStarted,
-		clientThread: th.ID, thread: th.internal, clientMeta: th.Metadata, extraMeta: extra,
-		allowed: req.AllowedCapabilities, by: req.By})
+	treq, err := s.openTurn(c, turns.TurnOpening{Field: "input", Input: req.Input, Options: req.Options, Source: sourceStarted,
+		ClientThread: th.ID, Thread: th.internal, ClientMeta: th.Metadata, ExtraMeta: extra,
+		Allowed: req.AllowedCapabilities, By: req.By})
 	if err != nil {
 		return "", err
 	}

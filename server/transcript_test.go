@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capgraph/capgraph/server/internal/approvaltoken"
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
+	"github.com/capgraph/capgraph/server/internal/transcripts"
 )
 
 func TestCanonicalText(t *testing.T) {
@@ -21,26 +25,26 @@ func TestCanonicalText(t *testing.T) {
 		{"reasoning folded by Open WebUI", "<details type=\"reasoning\" done=\"true\" duration=\"2\">\n<summary>Thought for 2 seconds</summary>\n> Plan:\n> 1. read\n</details>\n" + sent, true, sent},
 		{"think block", "<think>plan…</think>" + sent, true, sent},
 		{"approval token line dropped", "Set SR:HCM1 to 1.5 A.", true, "Set SR:HCM1 to 1.5 A.\n\nApproval ID: AP-ABCDEFGH — reply \"yes\" to proceed or \"no\" to cancel."},
-		{"shutdown note dropped", sent, true, sent + shutdownNote},
+		{"shutdown note dropped", sent, true, sent + chatanswer.ShutdownNote},
 		{"different words", "The beam current is 402.5 mA. It was read from SR:DCCT.", false, sent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if eq := canonicalText(tc.got) == canonicalText(tc.sentText); eq != tc.same {
-				t.Fatalf("canonical(%q)=%q vs canonical(%q)=%q: equal %v, want %v", tc.got, canonicalText(tc.got), tc.sentText, canonicalText(tc.sentText), eq, tc.same)
+			if eq := transcripts.Canonical(tc.got) == transcripts.Canonical(tc.sentText); eq != tc.same {
+				t.Fatalf("canonical(%q)=%q vs canonical(%q)=%q: equal %v, want %v", tc.got, transcripts.Canonical(tc.got), tc.sentText, transcripts.Canonical(tc.sentText), eq, tc.same)
 			}
 		})
 	}
 	alice := caller{Principal: Principal{Name: "alice", Tenant: "lab"}}
 	bob := caller{Principal: Principal{Name: "bob", Tenant: "lab"}}
-	msgs := []transcriptMsg{{"system", "be brief"}, {"user", "hi"}, {"assistant", "hello"}}
+	msgs := []transcripts.Msg{{Role: "system", Text: "be brief"}, {Role: "user", Text: "hi"}, {Role: "assistant", Text: "hello"}}
 	if transcriptDigest(alice, msgs) == transcriptDigest(bob, msgs) {
 		t.Fatal("digests are not scoped to the principal")
 	}
 	if transcriptDigest(alice, msgs) != transcriptDigest(alice, msgs[1:]) {
 		t.Fatal("a system message changed the digest")
 	}
-	if transcriptDigest(alice, []transcriptMsg{{"user", "ab"}, {"user", "c"}}) == transcriptDigest(alice, []transcriptMsg{{"user", "a"}, {"user", "bc"}}) {
+	if transcriptDigest(alice, []transcripts.Msg{{Role: "user", Text: "ab"}, {Role: "user", Text: "c"}}) == transcriptDigest(alice, []transcripts.Msg{{Role: "user", Text: "a"}, {Role: "user", Text: "bc"}}) {
 		t.Fatal("message boundaries are not part of the digest")
 	}
 }
@@ -135,7 +139,7 @@ func TestTranscriptAfterApproval(t *testing.T) {
 	q1 := "Save a snapshot of the settings"
 	_, b := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user(q1)))
 	ask := chatContent(t, b)
-	tok, ok := findApprovalToken(ask)
+	tok, ok := approvaltoken.Find(ask)
 	if !ok {
 		t.Fatalf("no approval: %q", ask)
 	}
@@ -151,30 +155,5 @@ func TestTranscriptAfterApproval(t *testing.T) {
 	}
 	if _, turn, _ := onlyThreadTurn(t, env.testEnv, keyAlice); turn != 2 {
 		t.Fatalf("the question after the approval ran turn %d, want 2", turn)
-	}
-}
-
-func TestTranscriptIndex(t *testing.T) {
-	x := newTranscriptIndex(2)
-	x.set("a", "A", "d1")
-	x.add("a", "A", "d2")
-	if ct, ok := x.get("d1"); !ok || ct != "a" {
-		t.Fatal("d1")
-	}
-	x.set("a", "A", "d3") // the thread moved on: its old digests go
-	if _, ok := x.get("d1"); ok {
-		t.Fatal("an old digest still names the thread")
-	}
-	x.set("b", "B", "e1")
-	x.set("c", "C", "f1") // over the size: the oldest thread goes
-	if _, ok := x.get("d3"); ok {
-		t.Fatal("the oldest thread was kept")
-	}
-	if _, ok := x.get("e1"); !ok {
-		t.Fatal("a newer thread was dropped")
-	}
-	x.forget("B")
-	if _, ok := x.get("e1"); ok || len(x.byThread) != 1 || len(x.order) != 1 {
-		t.Fatalf("forget left %v %v", x.byThread, x.order)
 	}
 }

@@ -23,14 +23,8 @@ func (t serverTurns) Open(o turns.Opening) (turns.Opened, bool) {
 			if sp == nil || err != nil {
 				return nil, err
 			}
-			rs := &runSpec{c: c, source: sp.Source, clientThread: sp.ClientThread, thread: sp.Thread}
-			switch {
-			case sp.Turn != nil:
-				rs.kind, rs.turn = kindTurn, sp.Turn
-			case sp.Answer != nil:
-				rs.kind, rs.answer = kindAnswer, sp.Answer
-			}
-			return rs, nil
+			rs := protocolSpec(c, *sp)
+			return &rs, nil
 		}})
 	out := turns.Opened{Dup: op.dup}
 	if op.ru != nil {
@@ -39,9 +33,12 @@ func (t serverTurns) Open(o turns.Opening) (turns.Opened, bool) {
 	return out, ok
 }
 
+// OpenTurn opens a protocol's turn: who asks and what the key may do are
+// the key's (Allowed and By are the server's own triggers'; a protocol's
+// are dropped).
 func (t serverTurns) OpenTurn(ctx context.Context, o turns.TurnOpening) (agent.TurnRequest, error) {
-	return t.s.openTurn(callerFrom(ctx), turnOpening{field: o.Field, input: o.Input, options: o.Options, source: o.Source,
-		clientThread: o.ClientThread, thread: o.Thread})
+	o.Allowed, o.By = nil, ""
+	return t.s.openTurn(callerFrom(ctx), o)
 }
 
 func (t serverTurns) InternalThread(ctx context.Context, id string) string {
@@ -75,3 +72,44 @@ func (t serverTurns) ThreadState(ctx context.Context, thread string) (state.Stat
 func (t serverTurns) WriteError(w http.ResponseWriter, err error) { t.s.writeError(w, err) }
 
 func (t serverTurns) PublicMessage(err error) string { return t.s.publicMessage(err) }
+
+// protocolSpec is the server's spec of the run a protocol asks for as c.
+func protocolSpec(c caller, sp turns.Spec) runSpec {
+	rs := runSpec{c: c, source: sp.Source, clientThread: sp.ClientThread, thread: sp.Thread}
+	switch {
+	case sp.Turn != nil:
+		rs.kind, rs.turn = kindTurn, sp.Turn
+	case sp.Answer != nil:
+		rs.kind, rs.answer = kindAnswer, sp.Answer
+	}
+	return rs
+}
+
+func (t serverTurns) WaitingApproval(ctx context.Context, thread string) *state.Approval {
+	st, status, err := t.s.cfg.Runner.State(ctx, thread)
+	if err != nil || status != agent.RunInterrupted {
+		return nil
+	}
+	return st.Turn.PendingApproval
+}
+
+func (t serverTurns) Start(ctx context.Context, sp turns.Spec) (turns.Run, error) {
+	ru, _, err := t.s.submit(ctx, protocolSpec(callerFrom(ctx), sp))
+	if err != nil {
+		return nil, err
+	}
+	return ru, nil
+}
+
+func (t serverTurns) Threads(ctx context.Context) ([]turns.ThreadSummary, error) {
+	ths, _, err := t.s.listThreads(ctx, callerFrom(ctx), page{limit: t.s.cfg.MaxPageSize})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]turns.ThreadSummary, 0, len(ths))
+	for i := range ths {
+		t.s.fillStatus(ctx, &ths[i])
+		out = append(out, turns.ThreadSummary{ID: ths[i].ID, Status: ths[i].Status, Updated: ths[i].Updated})
+	}
+	return out, nil
+}

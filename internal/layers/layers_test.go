@@ -136,14 +136,14 @@ func TestLayers(t *testing.T) {
 				}
 				return true
 			}},
-		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, runs, crew, turns, msgtext, answertext): a protocol package (agui, artifacts, native, openai, responses) imports no other protocol package, and none imports server",
+		{"server's internal packages import no package of server but the shared ones (apierror, jsonreply, reqbody, sse, run, runs, crew, turns, msgtext, answertext, chatanswer, approvaltoken, transcripts, chatturn): a protocol package (agui, artifacts, mcphttp, native, openai, responses) imports no other protocol package, and none imports server",
 			func(p pkg) bool { return under(p.ImportPath, "server/internal") },
 			func(p pkg) []string { return p.Imports },
 			func(d string) bool {
 				if !under(d, "server") {
 					return false
 				}
-				for _, shared := range []string{"apierror", "jsonreply", "reqbody", "sse", "run", "runs", "crew", "turns", "msgtext", "answertext"} {
+				for _, shared := range []string{"apierror", "jsonreply", "reqbody", "sse", "run", "runs", "crew", "turns", "msgtext", "answertext", "chatanswer", "approvaltoken", "transcripts", "chatturn"} {
 					if d == module+"/server/internal/"+shared {
 						return false
 					}
@@ -159,7 +159,7 @@ func TestLayers(t *testing.T) {
 				if d == module+"/server" {
 					return true
 				}
-				for _, proto := range []string{"agui", "artifacts", "native", "openai", "responses"} {
+				for _, proto := range []string{"agui", "artifacts", "mcphttp", "native", "openai", "responses"} {
 					if d == module+"/server/internal/"+proto {
 						return true
 					}
@@ -270,6 +270,10 @@ func TestLayers(t *testing.T) {
 	}
 	if !slices.Contains(get("server/internal/agui").Imports, module+"/server/internal/turns") {
 		t.Error("the AG-UI package does not reach the server through turns: the internal packages' rule's premise changed")
+	}
+	if !slices.Contains(get("server/internal/mcphttp").Imports, module+"/server/internal/turns") || !slices.Contains(get("server/internal/openai").Imports, module+"/server/internal/chatturn") ||
+		!slices.Contains(get("server/internal/responses").Imports, module+"/server/internal/chatturn") {
+		t.Error("the MCP package does not reach the server through turns, or Chat Completions' or Responses' not through chatturn: the internal packages' rule's premise changed")
 	}
 	if !slices.Contains(get("server/internal/runs").Imports, module+"/server/internal/run") || !slices.Contains(get("server").Imports, module+"/server/internal/runs") {
 		t.Error("server does not use its run manager, or the manager not its lifecycle: the run manager's rule's premise changed")

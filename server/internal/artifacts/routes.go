@@ -300,16 +300,3 @@ func (h *Routes) ForMCP(text string, arts []capabilities.Artifact) (string, []mc
 	}
 	return strings.TrimSpace(text + "\n\n" + artifactview.Markdown(arts, nil)), imgs
 }
-
-// Collect keeps an artifact event's artifact, replacing one with the same
-// id (a step run again after a crash).
-func Collect(arts []capabilities.Artifact, ev agent.Event) []capabilities.Artifact {
-	if ev.Artifact == nil {
-		return arts
-	}
-	if i := slices.IndexFunc(arts, func(a capabilities.Artifact) bool { return a.ID == ev.Artifact.ID }); i >= 0 {
-		arts[i] = *ev.Artifact
-		return arts
-	}
-	return append(arts, *ev.Artifact)
-}

@@ -37,6 +37,15 @@ type Turns interface {
 	RunByID(id string) (Run, bool)
 	// ThreadState reads an internal thread's state (the agent's).
 	ThreadState(ctx context.Context, thread string) (state.State, error)
+	// WaitingApproval is the approval the internal thread waits for: nil
+	// when it waits for none (or its state cannot be read).
+	WaitingApproval(ctx context.Context, thread string) *state.Approval
+	// Start records and starts the run sp asks for, without an
+	// idempotency key (a protocol whose requests are not repeated: MCP).
+	Start(ctx context.Context, sp Spec) (Run, error)
+	// Threads is the caller's threads with their status, newest first:
+	// the first page (Config.MaxPageSize).
+	Threads(ctx context.Context) ([]ThreadSummary, error)
 	// WriteError answers err in the OpenAI error shape, with a message
 	// meant for the client; PublicMessage is that message.
 	WriteError(w http.ResponseWriter, err error)
@@ -62,6 +71,13 @@ type Thread struct {
 	ID, Internal string
 }
 
+// ThreadSummary is a thread as a list shows it: its client id, its
+// status (its last run's, "" before any) and when it last changed.
+type ThreadSummary struct {
+	ID, Status string
+	Updated    time.Time
+}
+
 // TurnOpening is what a protocol read from its request for a new turn.
 type TurnOpening struct {
 	// Field names the request field the message came in, for the client.
@@ -72,6 +88,14 @@ type TurnOpening struct {
 	// Source names the protocol in the thread's metadata; ClientThread
 	// and Thread are the client's and the internal thread ids.
 	Source, ClientThread, Thread string
+	// ClientMeta is the metadata the client gave the thread; ExtraMeta is
+	// the protocol's own, stored beside it.
+	ClientMeta, ExtraMeta map[string]string
+	// Allowed, when not nil, narrows the key's allowed capabilities (a
+	// trigger's list); By, when set, names who asks instead of the key.
+	// Both are the server's own: Turns.OpenTurn drops a protocol's.
+	Allowed []string
+	By      string
 }
 
 // Spec is the run a protocol asks for: a turn, or an approval's answer.

@@ -1,4 +1,4 @@
-package server
+package chatanswer
 
 import (
 	"strings"
@@ -27,19 +27,19 @@ func TestChatRendererAnswerReset(t *testing.T) {
 		{"message only", []agent.Event{msg("The beam is 500 mA.")}, "The beam is 500 mA."},
 		{"streamed beginning only", []agent.Event{tok("The beam "), msg("The beam is 500 mA.")}, "The beam is 500 mA."},
 		{"reset then full retry", []agent.Event{tok("The be"), reset, tok("The beam is 500 mA."), msg("The beam is 500 mA.")},
-			"The be" + answerResetNote + "The beam is 500 mA."},
+			"The be" + AnswerResetNote + "The beam is 500 mA."},
 		{"reset then error report", []agent.Event{tok("The be"), reset, msg("⚠️ ERROR REPORT: respond failed")},
-			"The be" + answerResetNote + "⚠️ ERROR REPORT: respond failed"},
+			"The be" + AnswerResetNote + "⚠️ ERROR REPORT: respond failed"},
 		{"error report after streamed text without reset", []agent.Event{tok("partial"), msg("⚠️ ERROR REPORT")},
 			"partial\n\n⚠️ ERROR REPORT"},
 		{"reset before any token", []agent.Event{reset, msg("answer")}, "answer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var c chatRenderer
+			var c Renderer
 			var got strings.Builder
 			for _, ev := range tt.events {
-				for _, p := range c.render(ev) {
+				for _, p := range c.Render(ev) {
 					got.WriteString(p.Content)
 				}
 			}

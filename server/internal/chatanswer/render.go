@@ -1,4 +1,4 @@
-package server
+package chatanswer
 
 import (
 	"fmt"
@@ -8,36 +8,42 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/server/internal/answertext"
-	"github.com/capgraph/capgraph/server/internal/artifacts"
-	"github.com/capgraph/capgraph/server/internal/openai"
 	"github.com/capgraph/capgraph/state"
 )
 
-// piece is one output of the Chat Completions rendering of an event:
-// a status line, a reasoning (trace) fragment, or answer content.
-type piece struct {
-	Status    *openai.StatusData
+// Piece is one output of the rendering of an event: a status line, a
+// reasoning (trace) fragment, or answer content.
+type Piece struct {
+	Status    *Status
 	Reasoning string
 	Content   string
 }
 
-// chatRenderer turns agent events into the three Chat Completions
-// channels (frontends.md §4): Open WebUI status frames, the plan and step
-// trace in reasoning_content, and the answer in content.
-type chatRenderer struct {
+// Status is a status line (Open WebUI's status frame): Done marks the
+// last one.
+type Status struct {
+	Description string
+	Done        bool
+}
+
+// Renderer turns agent events into the three Chat Completions channels
+// (frontends.md §4): Open WebUI status frames, the plan and step trace in
+// reasoning_content, and the answer in content. What it gathered is read
+// once the run ended.
+type Renderer struct {
 	plan *state.Plan
 	// streamed holds the answer text streamed since the last reset, so the
 	// final message repeats only what was not streamed already.
 	streamed  strings.Builder
-	approval  *state.Approval
-	usage     agent.Usage
-	status    agent.RunStatus
-	content   strings.Builder
-	reasoning strings.Builder
-	// artifacts are the turn's, shown after the answer (artifacts.go);
-	// base is the server's address their images link to.
-	artifacts []capabilities.Artifact
-	base      string
+	Approval  *state.Approval
+	Usage     agent.Usage
+	Status    agent.RunStatus
+	Content   strings.Builder
+	Reasoning strings.Builder
+	// Artifacts are the turn's, shown after the answer (artifacts.go);
+	// Base is the server's address their images link to.
+	Artifacts []capabilities.Artifact
+	Base      string
 	// outcomes are the turn's side-effecting attempts that ended
 	// (outcomes.go), said at the end of the answer; answered is set once
 	// the answer's own text has come.
@@ -50,7 +56,7 @@ type chatRenderer struct {
 
 // repeatsStatus reports whether st says again the line shown last (one
 // line per phase, not "Planning" then "Planning…"), and remembers it.
-func (c *chatRenderer) repeatsStatus(st *openai.StatusData) bool {
+func (c *Renderer) repeatsStatus(st *Status) bool {
 	key := strings.TrimRight(strings.TrimSpace(st.Description), "….")
 	if key == c.lastStatus && !st.Done {
 		return true
@@ -59,38 +65,39 @@ func (c *chatRenderer) repeatsStatus(st *openai.StatusData) bool {
 	return false
 }
 
-func (c *chatRenderer) render(ev agent.Event) []piece {
-	var out []piece
+// Render is what ev adds to the answer, in the order to send it.
+func (c *Renderer) Render(ev agent.Event) []Piece {
+	var out []Piece
 	switch ev.Type {
 	case agent.EventNodeStart:
 		if text, ok := nodeStatus[ev.Node]; ok {
-			out = append(out, piece{Status: &openai.StatusData{Description: text}})
+			out = append(out, Piece{Status: &Status{Description: text}})
 		}
 	case agent.EventStatus:
 		if ev.Text != "" {
-			out = append(out, piece{Status: &openai.StatusData{Description: ev.Text}})
+			out = append(out, Piece{Status: &Status{Description: ev.Text}})
 		}
 	case agent.EventTask:
-		out = append(out, piece{Reasoning: "Task: " + ev.Text + "\n"})
+		out = append(out, Piece{Reasoning: "Task: " + ev.Text + "\n"})
 	case agent.EventCapabilities:
 		if len(ev.Capabilities) > 0 {
-			out = append(out, piece{Reasoning: "Capabilities: " + strings.Join(ev.Capabilities, ", ") + "\n"})
+			out = append(out, Piece{Reasoning: "Capabilities: " + strings.Join(ev.Capabilities, ", ") + "\n"})
 		}
 	case agent.EventPlan:
 		c.plan = ev.Plan
-		out = append(out, piece{Reasoning: formatPlan(ev.Plan)})
+		out = append(out, Piece{Reasoning: formatPlan(ev.Plan)})
 	case agent.EventStepStart:
 		line := fmt.Sprintf("%d/%d %s", ev.Step+1, max(ev.Total, ev.Step+1), ev.Capability)
 		if obj := c.objective(ev.Step); obj != "" {
 			line += " — " + obj
 		}
-		out = append(out, piece{Status: &openai.StatusData{Description: "Step " + line}}, piece{Reasoning: "▶ " + line + "\n"})
+		out = append(out, Piece{Status: &Status{Description: "Step " + line}}, Piece{Reasoning: "▶ " + line + "\n"})
 	case agent.EventStepEnd:
 		line := fmt.Sprintf("%d/%d %s", ev.Step+1, max(ev.Total, ev.Step+1), ev.Capability)
 		if ev.Err != "" {
-			out = append(out, piece{Reasoning: "✖ " + line + " — " + ev.Err + "\n"})
+			out = append(out, Piece{Reasoning: "✖ " + line + " — " + ev.Err + "\n"})
 		} else {
-			out = append(out, piece{Reasoning: "✔ " + line + answertext.DurationNote(ev.Duration) + "\n"})
+			out = append(out, Piece{Reasoning: "✔ " + line + answertext.DurationNote(ev.Duration) + "\n"})
 		}
 	case agent.EventRetry:
 		if ev.Retry != nil {
@@ -98,70 +105,70 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 			if obj := c.objective(ev.Retry.Step); ev.Retry.Capability != "" && obj != "" {
 				what += " — " + obj
 			}
-			out = append(out, piece{Reasoning: fmt.Sprintf("↻ %s failed (attempt %d/%d), retrying in %s: %s\n",
+			out = append(out, Piece{Reasoning: fmt.Sprintf("↻ %s failed (attempt %d/%d), retrying in %s: %s\n",
 				what, ev.Retry.Attempt, ev.Retry.Max, ev.Retry.Delay.Round(time.Millisecond), ev.Retry.Reason)})
 		}
 	case agent.EventToken:
 		if ev.Text != "" {
 			c.answered = true
 			c.streamed.WriteString(ev.Text)
-			out = append(out, piece{Content: ev.Text})
+			out = append(out, Piece{Content: ev.Text})
 		}
 	case agent.EventAnswerReset:
 		// Chat Completions cannot take text back: say plainly that what
 		// was shown is void; the retry (or the error report) follows.
 		if c.streamed.Len() > 0 {
-			out = append(out, piece{Content: answerResetNote})
+			out = append(out, Piece{Content: AnswerResetNote})
 		}
 		c.streamed.Reset()
 	case agent.EventMessage:
 		if ev.Message != nil {
 			if rest := answertext.Unstreamed(ev.Message.Content, c.streamed.String()); rest != "" {
 				c.answered = true
-				out = append(out, piece{Content: rest})
+				out = append(out, Piece{Content: rest})
 			}
 		}
 		c.streamed.Reset()
 	case agent.EventArtifact:
-		c.artifacts = artifacts.Collect(c.artifacts, ev)
+		c.Artifacts = collectArtifact(c.Artifacts, ev)
 	case agent.EventDenied:
-		out = append(out, piece{Reasoning: "⛔ " + ev.Text + "\n"})
+		out = append(out, Piece{Reasoning: "⛔ " + ev.Text + "\n"})
 	case agent.EventApprovalRequired:
-		c.approval = ev.Approval
-		out = append(out, piece{Status: &openai.StatusData{Description: "Waiting for your approval", Done: true}})
+		c.Approval = ev.Approval
+		out = append(out, Piece{Status: &Status{Description: "Waiting for your approval", Done: true}})
 	case agent.EventModelCall:
 		// The usage a client sums: the model calls this request's run made
 		// (a turn paused for approval reports each part once, in its own
 		// response); 0 when no model was called (offline).
 		if ev.Call != nil {
 			u := ev.Call.Usage
-			c.usage.PromptTokens += u.PromptTokens
-			c.usage.CompletionTokens += u.CompletionTokens
-			c.usage.TotalTokens += u.TotalTokens
-			c.usage.CachedPromptTokens += u.CachedPromptTokens
+			c.Usage.PromptTokens += u.PromptTokens
+			c.Usage.CompletionTokens += u.CompletionTokens
+			c.Usage.TotalTokens += u.TotalTokens
+			c.Usage.CachedPromptTokens += u.CachedPromptTokens
 		}
 	case agent.EventAudit:
 		if ev.Audit != nil && ev.Audit.Outcome != "" {
 			c.outcomes = append(c.outcomes, *ev.Audit)
 		}
 	case agent.EventDone:
-		c.status = ev.Status
+		c.Status = ev.Status
 		if tail := c.closing(); tail != "" {
-			out = append(out, piece{Content: tail})
+			out = append(out, Piece{Content: tail})
 		}
 	}
 	// Once the answer has started, later trace lines are dropped: Open WebUI
 	// would open a second reasoning block below the answer.
 	kept := out[:0]
 	for _, p := range out {
-		if p.Reasoning != "" && c.content.Len() > 0 {
+		if p.Reasoning != "" && c.Content.Len() > 0 {
 			continue
 		}
 		if p.Status != nil && c.repeatsStatus(p.Status) {
 			continue
 		}
-		c.content.WriteString(p.Content)
-		c.reasoning.WriteString(p.Reasoning)
+		c.Content.WriteString(p.Content)
+		c.Reasoning.WriteString(p.Reasoning)
 		kept = append(kept, p)
 	}
 	return kept
@@ -171,34 +178,34 @@ func (c *chatRenderer) render(ev agent.Event) []piece {
 // of each side-effecting attempt and, when the run waits for an approval,
 // what is to be approved with the values before (the approval token
 // follows, approvalText). The caller appends it to the content.
-func (c *chatRenderer) closing() string {
+func (c *Renderer) closing() string {
 	var parts []string
-	if md := outcomeMarkdown(c.outcomes); md != "" {
+	if md := OutcomeMarkdown(c.outcomes); md != "" {
 		parts = append(parts, md)
 	}
-	if c.status == agent.RunInterrupted && c.approval != nil {
+	if c.Status == agent.RunInterrupted && c.Approval != nil {
 		if c.answered {
 			// The answer asked already; the values before are still news.
-			if b := approvalBefore(c.approval); b != "" {
+			if b := approvalBefore(c.Approval); b != "" {
 				parts = append(parts, b)
 			}
 		} else {
-			parts = append(parts, approvalPrompt(c.approval))
+			parts = append(parts, ApprovalPrompt(c.Approval))
 		}
 	}
 	if len(parts) == 0 {
 		return ""
 	}
 	tail := strings.Join(parts, "\n\n")
-	if c.content.Len() > 0 {
+	if c.Content.Len() > 0 {
 		tail = "\n\n" + tail
 	}
 	return tail
 }
 
-// answerResetNote marks streamed answer text that a failed attempt left
+// AnswerResetNote marks streamed answer text that a failed attempt left
 // behind, in frontends that cannot remove it.
-const answerResetNote = "\n\n*(The answer above was interrupted; it is written again below.)*\n\n"
+const AnswerResetNote = "\n\n*(The answer above was interrupted; it is written again below.)*\n\n"
 
 // nodeStatus is the status line shown while an infrastructure node runs
 // (capability steps get theirs from step_start).
@@ -211,18 +218,18 @@ var nodeStatus = map[string]string{
 	state.NodeError:          "Explaining what went wrong",
 }
 
-// approvalText is what ends an approval request: the token the next
+// ApprovalText is what ends an approval request: the token the next
 // request must carry, and how to answer.
-func approvalText(a *state.Approval, token string, hadContent bool) string {
+func ApprovalText(a *state.Approval, token string, hadContent bool) string {
 	var b strings.Builder
 	if !hadContent && a != nil {
-		b.WriteString(approvalPrompt(a))
+		b.WriteString(ApprovalPrompt(a))
 	}
 	fmt.Fprintf(&b, "\n\nApproval ID: %s — reply \"yes\" to proceed or \"no\" to cancel.", token)
 	return b.String()
 }
 
-func (c *chatRenderer) objective(step int) string {
+func (c *Renderer) objective(step int) string {
 	if c.plan == nil || step < 0 || step >= len(c.plan.Steps) {
 		return ""
 	}

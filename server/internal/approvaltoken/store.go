@@ -1,4 +1,4 @@
-package server
+package approvaltoken
 
 import (
 	"crypto/rand"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/capgraph/capgraph/server/internal/chatanswer"
 )
 
 // Chat Completions is stateless: the client sends the whole history each
@@ -16,12 +18,12 @@ import (
 // principal that received it and is used once. This in-memory store only
 // serves this process's own tokens quickly and replays their exact
 // replies; any process resolves a token through the checkpoint store
-// (approvaltoken.go).
+// (server/approvaltoken.go).
 
 var approvalTokenRE = regexp.MustCompile(`\bAP-[A-Z2-7]{8}\b`)
 
-// findApprovalToken returns the last approval token in text.
-func findApprovalToken(text string) (string, bool) {
+// Find returns the last approval token in text.
+func Find(text string) (string, bool) {
 	all := approvalTokenRE.FindAllString(text, -1)
 	if len(all) == 0 {
 		return "", false
@@ -29,14 +31,14 @@ func findApprovalToken(text string) (string, bool) {
 	return all[len(all)-1], true
 }
 
-// answerText is the user's answer without the approval token they may have
+// AnswerText is the user's answer without the approval token they may have
 // repeated ("yes AP-7F3KQ2ZD" → "yes", also in lower case), so the agent
 // reads a clear yes/no. The token is ASCII; it is matched byte by byte with
 // ASCII case folding on the input itself, never through a case-mapped copy
 // (whose byte offsets differ for text like "ɐ", which upper-cases to a
 // longer sequence). An ASCII byte never occurs inside a multi-byte UTF-8
 // sequence, so cutting at a match keeps the rest of the input intact.
-func answerText(input, token string) string {
+func AnswerText(input, token string) string {
 	var b strings.Builder
 	for i := 0; i < len(input); {
 		if i+len(token) <= len(input) && asciiEqualFold(input[i:i+len(token)], token) {
@@ -71,22 +73,25 @@ func asciiEqualFold(s, t string) bool {
 	return true
 }
 
-func newApprovalToken() string {
+// New makes a random token.
+func New() string {
 	var b [5]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
 	return "AP-" + base32.StdEncoding.EncodeToString(b[:])
 }
 
-type tokenState int
+// State is where a ticket is: pending an answer, being answered (a run
+// resumes the thread with it), or done.
+type State int
 
 const (
-	tokenPending tokenState = iota
-	tokenResuming
-	tokenDone
+	Pending State = iota
+	Resuming
+	Done
 )
 
-// approvalTicket is a pending approval as Chat Completions sees it.
-type approvalTicket struct {
+// Ticket is a pending approval as Chat Completions sees it.
+type Ticket struct {
 	Token        string
 	Owner        string // ownerKey of the principal it was issued to
 	Thread       string // internal thread id
@@ -94,54 +99,53 @@ type approvalTicket struct {
 	ApprovalID   string
 	Expires      time.Time
 
-	state tokenState
-	reply chatReply // the resumed run's reply, replayed to a repeated request
+	State State
+	Reply chatanswer.Reply // the resumed run's reply, replayed to a repeated request
 }
 
-// chatReply is what a finished Chat Completions turn said.
-type chatReply struct {
-	Content   string
-	Reasoning string
-}
-
-type claimResult int
+// ClaimResult is what a request carrying a token may do.
+type ClaimResult int
 
 const (
-	claimNone   claimResult = iota // unknown, expired or another principal's token
-	claimOK                        // the caller may resume; the ticket is now resuming
-	claimBusy                      // a resume with this token is running
-	claimReplay                    // already resumed: replay its reply
+	ClaimNone   ClaimResult = iota // unknown, expired or another principal's token
+	ClaimOK                        // the caller may resume; the ticket is now resuming
+	ClaimBusy                      // a resume with this token is running
+	ClaimReplay                    // already resumed: replay its reply
 )
 
-type approvalStore struct {
+// Store holds this process's tickets by token.
+type Store struct {
 	mu sync.Mutex
-	m  map[string]*approvalTicket
+	m  map[string]*Ticket
 }
 
-func newApprovalStore() *approvalStore { return &approvalStore{m: map[string]*approvalTicket{}} }
+// NewStore returns an empty store.
+func NewStore() *Store { return &Store{m: map[string]*Ticket{}} }
 
 // sweepAbove is the store size above which issue drops expired tickets.
 const sweepAbove = 1024
 
-func (a *approvalStore) issue(t approvalTicket, now time.Time) string {
+// Issue keeps t, its token made when it has none, and returns the token;
+// expired tickets are swept once the store holds sweepAbove.
+func (a *Store) Issue(t Ticket, now time.Time) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.m) > sweepAbove {
 		for tok, old := range a.m {
 			// A done ticket is kept for replays until it expires too.
-			if !old.Expires.IsZero() && now.After(old.Expires) && old.state != tokenResuming {
+			if !old.Expires.IsZero() && now.After(old.Expires) && old.State != Resuming {
 				delete(a.m, tok)
 			}
 		}
 	}
 	if t.Token == "" {
-		t.Token = newApprovalToken()
+		t.Token = New()
 		for a.m[t.Token] != nil {
-			t.Token = newApprovalToken()
+			t.Token = New()
 		}
 	}
-	if old, ok := a.m[t.Token]; ok && old.state != tokenPending {
-		// The same approval asked again (a derived token, approvaltoken.go)
+	if old, ok := a.m[t.Token]; ok && old.State != Pending {
+		// The same approval asked again (a derived token, server/approvaltoken.go)
 		// keeps its answer.
 		return t.Token
 	}
@@ -149,48 +153,48 @@ func (a *approvalStore) issue(t approvalTicket, now time.Time) string {
 	return t.Token
 }
 
-// adopt registers a ticket resolved through the checkpoint store
-// (approvaltoken.go) as claimed by the caller, unless this process knows
+// Adopt registers a ticket resolved through the checkpoint store
+// (server/approvaltoken.go) as claimed by the caller, unless this process knows
 // the token already: then the answer is what claim says.
-func (a *approvalStore) adopt(t approvalTicket) (approvalTicket, claimResult) {
+func (a *Store) Adopt(t Ticket) (Ticket, ClaimResult) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if old, ok := a.m[t.Token]; ok && old.Owner == t.Owner && old.state != tokenPending {
-		if old.state == tokenResuming {
-			return *old, claimBusy
+	if old, ok := a.m[t.Token]; ok && old.Owner == t.Owner && old.State != Pending {
+		if old.State == Resuming {
+			return *old, ClaimBusy
 		}
-		return *old, claimReplay
+		return *old, ClaimReplay
 	}
-	t.state = tokenResuming
+	t.State = Resuming
 	a.m[t.Token] = &t
-	return t, claimOK
+	return t, ClaimOK
 }
 
-// claim decides what a request carrying token may do. Tokens of other
+// Claim decides what a request carrying token may do. Tokens of other
 // principals look exactly like unknown ones.
-func (a *approvalStore) claim(owner, token string, now time.Time) (approvalTicket, claimResult) {
+func (a *Store) Claim(owner, token string, now time.Time) (Ticket, ClaimResult) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t, ok := a.m[token]
 	if !ok || t.Owner != owner {
-		return approvalTicket{}, claimNone
+		return Ticket{}, ClaimNone
 	}
-	switch t.state {
-	case tokenResuming:
-		return *t, claimBusy
-	case tokenDone:
-		return *t, claimReplay
+	switch t.State {
+	case Resuming:
+		return *t, ClaimBusy
+	case Done:
+		return *t, ClaimReplay
 	}
 	if !t.Expires.IsZero() && now.After(t.Expires) {
 		delete(a.m, token)
-		return approvalTicket{}, claimNone
+		return Ticket{}, ClaimNone
 	}
-	t.state = tokenResuming
-	return *t, claimOK
+	t.State = Resuming
+	return *t, ClaimOK
 }
 
-// approvalOf returns the approval id a token of this process stands for.
-func (a *approvalStore) approvalOf(token string) (string, bool) {
+// ApprovalOf returns the approval id a token of this process stands for.
+func (a *Store) ApprovalOf(token string) (string, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t, ok := a.m[token]
@@ -200,18 +204,18 @@ func (a *approvalStore) approvalOf(token string) (string, bool) {
 	return t.ApprovalID, true
 }
 
-// releaseOnPanic, deferred by a request that claimed token, puts the token
+// ReleaseOnPanic, deferred by a request that claimed token, puts the token
 // back to pending when the request panics, then lets the panic go on.
-func (a *approvalStore) releaseOnPanic(token string) {
+func (a *Store) ReleaseOnPanic(token string) {
 	if v := recover(); v != nil {
-		a.settle(token, nil)
+		a.Settle(token, nil)
 		panic(v)
 	}
 }
 
-// settle records the outcome of a claimed token: done with a reply, or back
+// Settle records the outcome of a claimed token: done with a reply, or back
 // to pending when the resume could not start.
-func (a *approvalStore) settle(token string, reply *chatReply) {
+func (a *Store) Settle(token string, reply *chatanswer.Reply) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t, ok := a.m[token]
@@ -219,8 +223,11 @@ func (a *approvalStore) settle(token string, reply *chatReply) {
 		return
 	}
 	if reply == nil {
-		t.state = tokenPending
+		t.State = Pending
 		return
 	}
-	t.state, t.reply = tokenDone, *reply
+	t.State, t.Reply = Done, *reply
 }
+
+// Contains reports whether text holds an approval token.
+func Contains(text string) bool { return approvalTokenRE.MatchString(text) }

@@ -1,4 +1,4 @@
-package server
+package approvaltoken
 
 import (
 	"strings"
@@ -17,15 +17,15 @@ func FuzzAnswerText(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		out := answerText(in, tok)
+		out := AnswerText(in, tok)
 		if asciiIndexFold(out, tok) >= 0 {
-			t.Fatalf("answerText(%q) = %q still holds the token", in, out)
+			t.Fatalf("AnswerText(%q) = %q still holds the token", in, out)
 		}
 		if utf8.ValidString(in) && !utf8.ValidString(out) {
-			t.Fatalf("answerText(%q) = %q is not valid UTF-8", in, out)
+			t.Fatalf("AnswerText(%q) = %q is not valid UTF-8", in, out)
 		}
 		if len(out) > len(in) {
-			t.Fatalf("answerText(%q) = %q grew", in, out)
+			t.Fatalf("AnswerText(%q) = %q grew", in, out)
 		}
 	})
 }
@@ -51,8 +51,8 @@ func TestAnswerTextCases(t *testing.T) {
 		"\u212a" + tok[1:] + " yes":    "\u212a" + tok[1:] + " yes", // the Kelvin sign is no K
 		"ok " + tok + " " + tok + " 👍": "ok 👍",
 	} {
-		if got := answerText(in, tok); got != want {
-			t.Errorf("answerText(%q) = %q, want %q", in, got, want)
+		if got := AnswerText(in, tok); got != want {
+			t.Errorf("AnswerText(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
