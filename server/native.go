@@ -24,7 +24,25 @@ import (
 )
 
 // The native API: threads and runs as JSON, run events as SSE with ids for
-// reconnection.
+// reconnection. The routes package native answers reach the server
+// through serverNative; the rest are still Server's methods.
+
+// serverNative is the server as the native API's package sees it
+// (native.Threads): the caller is the request's.
+type serverNative struct{ s *Server }
+
+var _ native.Threads = serverNative{}
+
+func (n serverNative) FindThread(ctx context.Context, id string) (turns.Thread, bool, error) {
+	th, found, err := n.s.findThread(ctx, callerFrom(ctx), id)
+	return turns.Thread{ID: th.ID, Internal: th.internal}, found, err
+}
+
+func (n serverNative) ThreadState(ctx context.Context, thread string) (state.State, agent.RunStatus, error) {
+	return n.s.cfg.Runner.State(ctx, thread)
+}
+
+func (n serverNative) WriteError(w http.ResponseWriter, err error) { n.s.writeError(w, err) }
 
 func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
@@ -145,46 +163,6 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	s.counts.release(ownerKey(c))
 	s.transcripts.Forget(th.internal)
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) loadState(w http.ResponseWriter, r *http.Request) (native.ThreadState, bool) {
-	_, th, ok := s.thread(w, r)
-	if !ok {
-		return native.ThreadState{}, false
-	}
-	out := native.ThreadState{Thread: th.ID}
-	st, status, err := s.cfg.Runner.State(r.Context(), th.internal)
-	if errors.Is(err, agent.ErrUnknownThread) {
-		return out, true // created, never run, not in the store: no state yet
-	}
-	if err != nil {
-		s.writeError(w, err)
-		return native.ThreadState{}, false
-	}
-	if st.Turn.Number == 0 {
-		status = "" // created, never run
-	}
-	out.Status, out.State = status, &st
-	return out, true
-}
-
-func (s *Server) handleThreadState(w http.ResponseWriter, r *http.Request) {
-	if ts, ok := s.loadState(w, r); ok {
-		jsonreply.JSON(w, http.StatusOK, ts)
-	}
-}
-
-func (s *Server) handleThreadPlan(w http.ResponseWriter, r *http.Request) {
-	ts, ok := s.loadState(w, r)
-	if !ok {
-		return
-	}
-	var plan *state.Plan
-	var pending *state.Approval
-	if ts.State != nil {
-		plan, pending = ts.State.Turn.Plan, ts.State.Turn.PendingApproval
-	}
-	jsonreply.JSON(w, http.StatusOK, map[string]any{"thread_id": ts.Thread, "plan": plan, "pending_approval": pending})
 }
 
 func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
