@@ -30,6 +30,9 @@ type Threads interface {
 // Deps is what the native routes are built from.
 type Deps struct {
 	Threads Threads
+	Runs    Runs
+	// Streams writes the run event streams.
+	Streams Streams
 	// Auth wraps every route: the API key's check and the caller it names.
 	Auth func(http.HandlerFunc) http.HandlerFunc
 }
@@ -39,6 +42,10 @@ func Routes(mux *http.ServeMux, d Deps) {
 	h := handlers{d}
 	mux.HandleFunc("GET /api/threads/{thread}/state", d.Auth(h.state))
 	mux.HandleFunc("GET /api/threads/{thread}/plan", d.Auth(h.plan))
+	mux.HandleFunc("GET /api/threads/{thread}/runs", d.Auth(h.listRuns))
+	mux.HandleFunc("GET /api/threads/{thread}/runs/{run}", d.Auth(h.getRun))
+	mux.HandleFunc("GET /api/threads/{thread}/runs/{run}/events", d.Auth(h.runEvents))
+	mux.HandleFunc("POST /api/threads/{thread}/runs/{run}/cancel", d.Auth(h.cancelRun))
 }
 
 type handlers struct{ Deps }
