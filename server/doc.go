@@ -59,7 +59,7 @@
 // Completions' and the Responses API's handlers too, which reach the
 // server only through the turns.Turns and chatturn.Chats this package
 // implements, and the native API's state, plan and run routes, through
-// native.Threads and native.Runs); the helpers
+// turns.Turns, native.Threads and native.Runs); the helpers
 // they share (apierror, reqbody, sse, jsonreply, turns; for chat answers
 // chatturn, chatanswer, approvaltoken and transcripts). This package keeps
 // Server, Config, the routing, the chat machinery behind chatturn.Chats

@@ -36,9 +36,9 @@ var (
 	_ native.Runs    = serverNative{}
 )
 
-func (n serverNative) FindThread(ctx context.Context, id string) (turns.Thread, bool, error) {
+func (n serverNative) FindThread(ctx context.Context, id string) (native.Thread, bool, error) {
 	th, found, err := n.s.findThread(ctx, callerFrom(ctx), id)
-	return turns.Thread{ID: th.ID, Internal: th.internal}, found, err
+	return native.Thread{Thread: turns.Thread{ID: th.ID, Internal: th.internal}, Metadata: th.Metadata}, found, err
 }
 
 func (n serverNative) ThreadState(ctx context.Context, thread string) (state.State, agent.RunStatus, error) {
@@ -166,33 +166,6 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	s.counts.release(ownerKey(c))
 	s.transcripts.Forget(th.internal)
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
-	c, th, ok := s.thread(w, r)
-	if !ok {
-		return
-	}
-	var req native.StartRunRequest
-	if err := reqbody.DecodeStrict(r, &req); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if strings.TrimSpace(req.Input) == "" {
-		s.writeError(w, badRequest("input", "required"))
-		return
-	}
-	op, ok := s.open(opening{w: w, r: r, c: c, scope: "native:" + th.internal,
-		spec: func(context.Context, string) (*runSpec, error) {
-			treq, err := s.openTurn(c, turns.TurnOpening{Field: "input", Input: req.Input, Options: req.Options, Source: "native", ClientThread: th.ID, Thread: th.internal, ClientMeta: th.Metadata})
-			if err != nil {
-				return nil, err
-			}
-			return &runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindTurn, turn: &treq}, nil
-		}})
-	if ok {
-		s.answerOpened(w, r, req.Stream, op)
-	}
 }
 
 func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
@@ -490,7 +463,7 @@ func (n serverNative) Page(r *http.Request) (int, string, error) {
 	return p.limit, p.cursor, err
 }
 
-func (n serverNative) PublicMessage(err error) string { return n.s.publicMessage(err) }
+func (n serverNative) RecordInfo(rec runstore.Record) native.RunInfo { return recordInfo(rec) }
 
 // nativeStreams is how the native API writes this server's event streams.
 func (s *Server) nativeStreams() native.Streams {

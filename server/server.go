@@ -110,7 +110,7 @@ func (s *Server) routes() http.Handler {
 	openai.Routes(mux, s.chatCompletions(oa))
 	responses.Routes(mux, s.responsesAPI(oa))
 
-	native.Routes(mux, native.Deps{Threads: serverNative{s}, Runs: serverNative{s}, Streams: s.nativeStreams(), Auth: oa})
+	native.Routes(mux, native.Deps{Turns: serverTurns{s}, Threads: serverNative{s}, Runs: serverNative{s}, Streams: s.nativeStreams(), Auth: oa})
 	mux.HandleFunc("POST /api/threads", oa(s.handleCreateThread))
 	mux.HandleFunc("GET /api/threads", oa(s.handleListThreads))
 	mux.HandleFunc("GET /api/threads/{thread}", oa(s.handleGetThread))
@@ -122,7 +122,6 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/threads/{thread}/replay", oa(s.handleReplayThread))
 	mux.HandleFunc("GET /api/compare", oa(s.handleCompare))
 	mux.HandleFunc("GET /api/targets", oa(s.handleTargets))
-	mux.HandleFunc("POST /api/threads/{thread}/runs", oa(s.handleStartRun))
 	mux.HandleFunc("POST /api/threads/{thread}/approval", oa(s.handleAnswerApproval))
 
 	mux.HandleFunc("GET /api/audit", oa(s.handleAudit))

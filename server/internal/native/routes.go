@@ -18,7 +18,7 @@ import (
 type Threads interface {
 	// FindThread is the caller's thread with the client's id; false when
 	// the caller has none by that id.
-	FindThread(ctx context.Context, id string) (turns.Thread, bool, error)
+	FindThread(ctx context.Context, id string) (Thread, bool, error)
 	// ThreadState reads an internal thread's state and the status of its
 	// latest run (agent.ErrUnknownThread when the store has no such thread).
 	ThreadState(ctx context.Context, thread string) (state.State, agent.RunStatus, error)
@@ -27,8 +27,16 @@ type Threads interface {
 	WriteError(w http.ResponseWriter, err error)
 }
 
+// Thread is a caller's thread with the metadata its client gave it.
+type Thread struct {
+	turns.Thread
+	Metadata map[string]string
+}
+
 // Deps is what the native routes are built from.
 type Deps struct {
+	// Turns opens the runs the native API starts.
+	Turns   turns.Turns
 	Threads Threads
 	Runs    Runs
 	// Streams writes the run event streams.
@@ -42,6 +50,7 @@ func Routes(mux *http.ServeMux, d Deps) {
 	h := handlers{d}
 	mux.HandleFunc("GET /api/threads/{thread}/state", d.Auth(h.state))
 	mux.HandleFunc("GET /api/threads/{thread}/plan", d.Auth(h.plan))
+	mux.HandleFunc("POST /api/threads/{thread}/runs", d.Auth(h.startRun))
 	mux.HandleFunc("GET /api/threads/{thread}/runs", d.Auth(h.listRuns))
 	mux.HandleFunc("GET /api/threads/{thread}/runs/{run}", d.Auth(h.getRun))
 	mux.HandleFunc("GET /api/threads/{thread}/runs/{run}/events", d.Auth(h.runEvents))
@@ -52,11 +61,11 @@ type handlers struct{ Deps }
 
 // thread finds the caller's thread named in the path, or answers 400 (an
 // id no thread can have) or 404.
-func (h handlers) thread(w http.ResponseWriter, r *http.Request) (turns.Thread, bool) {
+func (h handlers) thread(w http.ResponseWriter, r *http.Request) (Thread, bool) {
 	id := r.PathValue("thread")
 	if err := turns.CheckThreadID("thread", id); err != nil {
 		h.Threads.WriteError(w, err)
-		return turns.Thread{}, false
+		return Thread{}, false
 	}
 	th, ok, err := h.Threads.FindThread(r.Context(), id)
 	if err != nil {

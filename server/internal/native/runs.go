@@ -48,8 +48,8 @@ type Runs interface {
 	ListRuns(ctx context.Context, th turns.Thread, limit int, before int64) (_ []RunInfo, next string, _ error)
 	// Page reads a list request's ?limit and ?cursor.
 	Page(r *http.Request) (limit int, cursor string, _ error)
-	// PublicMessage is err's message meant for the client.
-	PublicMessage(err error) string
+	// RecordInfo is a run's record as the native API shows the run.
+	RecordInfo(rec runstore.Record) RunInfo
 }
 
 // Streams writes a run's event stream: the clock, each frame's write
@@ -136,7 +136,7 @@ func (h handlers) listRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		before = n
 	}
-	out, next, err := h.Runs.ListRuns(r.Context(), th, limit, before)
+	out, next, err := h.Runs.ListRuns(r.Context(), th.Thread, limit, before)
 	if err != nil {
 		h.Threads.WriteError(w, err)
 		return
