@@ -17,14 +17,35 @@ import (
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/reqbody"
-	"github.com/capgraph/capgraph/server/internal/sse"
 	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
 
 // The native API: threads and runs as JSON, run events as SSE with ids for
-// reconnection.
+// reconnection. The routes package native answers reach the server
+// through serverNative; the rest are still Server's methods.
+
+// serverNative is the server as the native API's package sees it
+// (native.Threads, native.Runs): the caller is the request's. The runs
+// it is handed back are the ones it gave (*run).
+type serverNative struct{ s *Server }
+
+var (
+	_ native.Threads = serverNative{}
+	_ native.Runs    = serverNative{}
+)
+
+func (n serverNative) FindThread(ctx context.Context, id string) (native.Thread, bool, error) {
+	th, found, err := n.s.findThread(ctx, callerFrom(ctx), id)
+	return native.Thread{Thread: turns.Thread{ID: th.ID, Internal: th.internal}, Metadata: th.Metadata}, found, err
+}
+
+func (n serverNative) ThreadState(ctx context.Context, thread string) (state.State, agent.RunStatus, error) {
+	return n.s.cfg.Runner.State(ctx, thread)
+}
+
+func (n serverNative) WriteError(w http.ResponseWriter, err error) { n.s.writeError(w, err) }
 
 func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
@@ -145,73 +166,6 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	s.counts.release(ownerKey(c))
 	s.transcripts.Forget(th.internal)
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) loadState(w http.ResponseWriter, r *http.Request) (native.ThreadState, bool) {
-	_, th, ok := s.thread(w, r)
-	if !ok {
-		return native.ThreadState{}, false
-	}
-	out := native.ThreadState{Thread: th.ID}
-	st, status, err := s.cfg.Runner.State(r.Context(), th.internal)
-	if errors.Is(err, agent.ErrUnknownThread) {
-		return out, true // created, never run, not in the store: no state yet
-	}
-	if err != nil {
-		s.writeError(w, err)
-		return native.ThreadState{}, false
-	}
-	if st.Turn.Number == 0 {
-		status = "" // created, never run
-	}
-	out.Status, out.State = status, &st
-	return out, true
-}
-
-func (s *Server) handleThreadState(w http.ResponseWriter, r *http.Request) {
-	if ts, ok := s.loadState(w, r); ok {
-		jsonreply.JSON(w, http.StatusOK, ts)
-	}
-}
-
-func (s *Server) handleThreadPlan(w http.ResponseWriter, r *http.Request) {
-	ts, ok := s.loadState(w, r)
-	if !ok {
-		return
-	}
-	var plan *state.Plan
-	var pending *state.Approval
-	if ts.State != nil {
-		plan, pending = ts.State.Turn.Plan, ts.State.Turn.PendingApproval
-	}
-	jsonreply.JSON(w, http.StatusOK, map[string]any{"thread_id": ts.Thread, "plan": plan, "pending_approval": pending})
-}
-
-func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
-	c, th, ok := s.thread(w, r)
-	if !ok {
-		return
-	}
-	var req native.StartRunRequest
-	if err := reqbody.DecodeStrict(r, &req); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if strings.TrimSpace(req.Input) == "" {
-		s.writeError(w, badRequest("input", "required"))
-		return
-	}
-	op, ok := s.open(opening{w: w, r: r, c: c, scope: "native:" + th.internal,
-		spec: func(context.Context, string) (*runSpec, error) {
-			treq, err := s.openTurn(c, turns.TurnOpening{Field: "input", Input: req.Input, Options: req.Options, Source: "native", ClientThread: th.ID, Thread: th.internal, ClientMeta: th.Metadata})
-			if err != nil {
-				return nil, err
-			}
-			return &runSpec{c: c, source: "native", clientThread: th.ID, thread: th.internal, kind: kindTurn, turn: &treq}, nil
-		}})
-	if ok {
-		s.answerOpened(w, r, req.Stream, op)
-	}
 }
 
 func (s *Server) handleAnswerApproval(w http.ResponseWriter, r *http.Request) {
@@ -335,21 +289,22 @@ func (s *Server) queueNative(w http.ResponseWriter, r *http.Request, stream bool
 	}
 	// The stream's first byte acknowledges the answer (it is recorded);
 	// its events follow once the run it waits for has ended.
-	sse := sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout)
+	st := s.nativeStreams()
+	sse := st.Start(w)
 	sse.Frame("", "queued", map[string]any{"run_id": rec.ID, "thread_id": rec.Labels[labelThread]})
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
 		if ru, ok := s.runs.ByID(rec.ID); ok {
-			s.followRun(r, sse, ru, 0)
+			st.Follow(r, sse, ru, 0)
 			return
 		}
 		if ru := s.mirror(r.Context(), sp.c, rec); ru != nil {
-			s.followRun(r, sse, ru, 0)
+			st.Follow(r, sse, ru, 0)
 			return
 		}
 		if cur, err := s.records.GetRun(r.Context(), rec.ID); err == nil && cur.Status.Terminal() {
-			s.recordEnd(sse, cur)
+			st.End(sse, recordInfo(cur))
 			return
 		}
 		if sse.Idle(s.cfg.Heartbeat) {
@@ -417,7 +372,7 @@ func (s *Server) answerNative(w http.ResponseWriter, r *http.Request, stream boo
 		s.streamRun(w, r, ru, 0)
 		return
 	}
-	jsonreply.JSON(w, http.StatusAccepted, map[string]any{"run": ru.info(), "events_url": threadPath(ru.ClientThread, "runs", ru.ID, "events")})
+	jsonreply.JSON(w, http.StatusAccepted, map[string]any{"run": ru.Info(), "events_url": threadPath(ru.ClientThread, "runs", ru.ID, "events")})
 }
 
 // replayNative answers a repeated request with the first request's run:
@@ -436,41 +391,30 @@ func (s *Server) replayNative(w http.ResponseWriter, r *http.Request, stream boo
 		"events_url": threadPath(rec.Labels[labelThread], "runs", rec.ID, "events")})
 }
 
-// runOf finds the caller's run named in the path, on the path's thread:
-// a run of this process, else its record (a run of an earlier life of
-// the server, or of another replica).
-func (s *Server) runOf(w http.ResponseWriter, r *http.Request) (*run, *runstore.Record, bool) {
-	c := callerFrom(r.Context())
-	id := r.PathValue("run")
-	notFound := func() (*run, *runstore.Record, bool) {
-		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Param: "run", Message: "no such run"})
-		return nil, nil, false
-	}
-	if err := turns.CheckThreadID("thread", r.PathValue("thread")); err != nil {
-		s.writeError(w, err)
-		return nil, nil, false
-	}
+// FindRun finds the caller's run id on its thread thread: a run of this
+// process, else its record.
+func (n serverNative) FindRun(ctx context.Context, thread, id string) (native.Found, bool, error) {
+	s, c := n.s, callerFrom(ctx)
 	if ru, ok := s.runs.Get(ownerKey(c), id); ok {
-		if ru.ClientThread != r.PathValue("thread") {
-			return notFound()
+		if ru.ClientThread != thread {
+			return native.Found{}, false, nil
 		}
-		return ru, nil, true
+		return native.Found{Live: ru}, true, nil
 	}
 	if len(id) > 64 {
-		return notFound()
+		return native.Found{}, false, nil
 	}
-	rec, err := s.records.GetRun(r.Context(), id)
+	rec, err := s.records.GetRun(ctx, id)
 	if errors.Is(err, runstore.ErrNotFound) {
-		return notFound()
+		return native.Found{}, false, nil
 	}
 	if err != nil {
-		s.writeError(w, err)
-		return nil, nil, false
+		return native.Found{}, false, err
 	}
-	if rec.Thread != internalThreadID(c, r.PathValue("thread")) || !recordOf(c, rec) {
-		return notFound()
+	if rec.Thread != internalThreadID(c, thread) || !recordOf(c, rec) {
+		return native.Found{}, false, nil
 	}
-	return nil, &rec, true
+	return native.Found{Record: rec, Info: recordInfo(rec)}, true, nil
 }
 
 // recordOf reports whether c made the recorded run.
@@ -479,108 +423,51 @@ func recordOf(c caller, rec runstore.Record) bool {
 	return l[labelOwner] == c.Principal.Name && l[labelTenant] == c.Principal.Tenant && l[labelUser] == c.User
 }
 
-func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
-	ru, rec, ok := s.runOf(w, r)
-	switch {
-	case !ok:
-	case ru != nil:
-		jsonreply.JSON(w, http.StatusOK, ru.info())
-	default:
-		jsonreply.JSON(w, http.StatusOK, recordInfo(*rec))
+func (n serverNative) Mirror(ctx context.Context, rec runstore.Record) native.Run {
+	if ru := n.s.mirror(ctx, callerFrom(ctx), rec); ru != nil {
+		return ru
 	}
+	return nil
 }
 
-func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
-	ru, rec, ok := s.runOf(w, r)
-	if ok && ru == nil && !rec.Status.Terminal() {
-		ru = s.mirror(r.Context(), callerFrom(r.Context()), *rec) // another replica runs it
-	}
-	switch {
-	case !ok:
-	case ru != nil:
-		if err := s.cancelAnywhere(r.Context(), ru); err != nil {
-			s.writeError(w, err)
-			return
-		}
-		jsonreply.JSON(w, http.StatusAccepted, ru.info())
-	case rec.Status.Terminal():
-		jsonreply.JSON(w, http.StatusAccepted, recordInfo(*rec)) // nothing left to cancel
-	default:
-		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
-	}
+func (n serverNative) Cancel(ctx context.Context, ru native.Run) error {
+	return n.s.cancelAnywhere(ctx, ru.(*run))
 }
 
-// handleListRuns lists the thread's runs from their records, newest
-// first, a page at a time (?limit, ?cursor).
-func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
-	c, th, ok := s.thread(w, r)
-	if !ok {
-		return
-	}
-	p, err := s.pageOf(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	f := runstore.Filter{Thread: th.internal, Limit: p.limit,
+// ListRuns lists the thread's runs from their records, newest first.
+func (n serverNative) ListRuns(ctx context.Context, th turns.Thread, limit int, before int64) ([]native.RunInfo, string, error) {
+	s, c := n.s, callerFrom(ctx)
+	f := runstore.Filter{Thread: th.Internal, Limit: limit, Before: before,
 		Labels: map[string]string{labelOwner: c.Principal.Name, labelTenant: c.Principal.Tenant, labelUser: c.User}}
-	if p.cursor != "" {
-		n, err := strconv.ParseInt(p.cursor, 10, 64)
-		if err != nil || n <= 0 {
-			s.writeError(w, badRequest("cursor", "is not a cursor this server gave"))
-			return
-		}
-		f.Before = n
-	}
-	recs, err := s.records.ListRuns(r.Context(), f)
+	recs, err := s.records.ListRuns(ctx, f)
 	if err != nil {
-		s.writeError(w, err)
-		return
+		return nil, "", err
 	}
 	out := make([]native.RunInfo, 0, len(recs))
 	for _, rec := range recs {
 		if ru, ok := s.runs.ByID(rec.ID); ok {
-			out = append(out, ru.info())
+			out = append(out, ru.Info())
 			continue
 		}
 		out = append(out, recordInfo(rec))
 	}
 	next := ""
-	if len(recs) == p.limit {
+	if len(recs) == limit {
 		next = strconv.FormatInt(recs[len(recs)-1].Seq, 10)
 	}
-	jsonreply.JSON(w, http.StatusOK, native.ListPage("runs", out, next))
+	return out, next, nil
 }
 
-// handleRunEvents streams a run's events; Last-Event-ID (or ?after=N)
-// resumes after the last event the client saw.
-func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
-	ru, rec, ok := s.runOf(w, r)
-	if !ok {
-		return
-	}
-	after := 0
-	last := r.Header.Get("Last-Event-ID")
-	if last == "" {
-		last = r.URL.Query().Get("after")
-	}
-	if last != "" {
-		n, err := strconv.Atoi(last)
-		if err != nil || n < 0 {
-			s.writeError(w, badRequest("Last-Event-ID", "must be a non-negative event number"))
-			return
-		}
-		after = n
-	}
-	if ru == nil {
-		ru = s.mirror(r.Context(), callerFrom(r.Context()), *rec) // another replica runs (or ran) it
-	}
-	if ru == nil {
-		// The run is not in this process: its record's ending.
-		s.streamRecord(w, *rec)
-		return
-	}
-	s.streamRun(w, r, ru, after)
+func (n serverNative) Page(r *http.Request) (int, string, error) {
+	p, err := n.s.pageOf(r)
+	return p.limit, p.cursor, err
+}
+
+func (n serverNative) RecordInfo(rec runstore.Record) native.RunInfo { return recordInfo(rec) }
+
+// nativeStreams is how the native API writes this server's event streams.
+func (s *Server) nativeStreams() native.Streams {
+	return native.Streams{Now: s.cfg.Now, WriteTimeout: s.cfg.StreamWriteTimeout, Heartbeat: s.cfg.Heartbeat, PublicMessage: s.publicMessage}
 }
 
 // streamRecord answers an event stream request for a run known only from
@@ -590,41 +477,12 @@ func (s *Server) streamRecord(w http.ResponseWriter, rec runstore.Record) {
 		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrConflict, Param: "run", Message: "the run is not running in this server process (it is being recovered, or runs on another replica); try again shortly"})
 		return
 	}
-	s.recordEnd(sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout), rec)
+	st := s.nativeStreams()
+	st.End(st.Start(w), recordInfo(rec))
 }
 
-// recordEnd writes the ending frames of a run known from its record.
-func (s *Server) recordEnd(sse *sse.Writer, rec runstore.Record) {
-	if rec.Status == runstore.Failed {
-		code := "run_failed"
-		sse.Frame("", "error", map[string]any{"error": apierror.Body{Message: rec.Error, Type: "server_error", Code: &code}})
-	}
-	sse.Frame("", "end", map[string]any{"run_id": rec.ID, "status": recordStatus(rec.Status), "shutdown": false})
-}
-
-// streamRun writes the run's events as SSE: "id: <seq>", "event: <type>",
-// the agent.Event as data; then an "error" frame if the run failed and a
-// final "end" frame.
+// streamRun writes the run's events as SSE (native.Streams.Follow).
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, ru *run, after int) {
-	s.followRun(r, sse.Start(w, s.cfg.Now, s.cfg.StreamWriteTimeout), ru, after)
-}
-
-// followRun is streamRun on a stream already started.
-func (s *Server) followRun(r *http.Request, sse *sse.Writer, ru *run, after int) {
-	ok := s.follow(r.Context(), ru, after, sse, func(ev agent.Event) {
-		sse.Frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
-	}, func() {
-		if sse.Idle(s.cfg.Heartbeat) {
-			sse.Frame("", "heartbeat", "{}")
-		}
-	})
-	if !ok {
-		return // the client left; the run goes on and can be followed again
-	}
-	status, runErr, shutdown := ru.Result()
-	if runErr != nil {
-		code := "run_failed"
-		sse.Frame("", "error", map[string]any{"error": apierror.Body{Message: s.publicMessage(runErr), Type: "server_error", Code: &code}})
-	}
-	sse.Frame("", "end", map[string]any{"run_id": ru.ID, "status": status, "shutdown": shutdown})
+	st := s.nativeStreams()
+	st.Follow(r, st.Start(w), ru, after)
 }

@@ -352,7 +352,7 @@ func (s *Server) mirror(ctx context.Context, c caller, rec runstore.Record) *run
 // its own client has gone (an SDK's retry through the load balancer). nil
 // when the run has ended.
 func (s *Server) joinable(ctx context.Context, c caller, rec runstore.Record) *run {
-	if ru, ok := s.runs.ByID(rec.ID); ok && !ru.info().Finished {
+	if ru, ok := s.runs.ByID(rec.ID); ok && !ru.Info().Finished {
 		if ru.Following() {
 			s.signal(runstore.SignalFollowed, rec.ID)
 		}

@@ -184,7 +184,8 @@ func (r *run) recordResult(s *Server, status agent.RunStatus, runErr error, msg 
 	return &runResult{Content: content, Reasoning: rd.Reasoning.String(), Usage: &u}
 }
 
-func (r *run) info() native.RunInfo {
+// Info is the run as the native API shows it.
+func (r *run) Info() native.RunInfo {
 	sn := r.Snapshot()
 	ri := native.RunInfo{ID: r.ID, Thread: r.ClientThread, Started: sn.Started, Finished: sn.Finished, Status: sn.Status, LastSeq: sn.LastSeq}
 	if sn.Err != nil {

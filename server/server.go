@@ -16,6 +16,7 @@ import (
 	"github.com/capgraph/capgraph/server/internal/crew"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/mcphttp"
+	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/openai"
 	"github.com/capgraph/capgraph/server/internal/responses"
 	"github.com/capgraph/capgraph/server/internal/transcripts"
@@ -109,25 +110,19 @@ func (s *Server) routes() http.Handler {
 	openai.Routes(mux, s.chatCompletions(oa))
 	responses.Routes(mux, s.responsesAPI(oa))
 
+	native.Routes(mux, native.Deps{Turns: serverTurns{s}, Threads: serverNative{s}, Runs: serverNative{s}, Streams: s.nativeStreams(), Auth: oa})
 	mux.HandleFunc("POST /api/threads", oa(s.handleCreateThread))
 	mux.HandleFunc("GET /api/threads", oa(s.handleListThreads))
 	mux.HandleFunc("GET /api/threads/{thread}", oa(s.handleGetThread))
 	mux.HandleFunc("DELETE /api/threads/{thread}", oa(s.handleDeleteThread))
 	mux.HandleFunc("PATCH /api/threads/{thread}", oa(s.handleUpdateThread))
-	mux.HandleFunc("GET /api/threads/{thread}/state", oa(s.handleThreadState))
-	mux.HandleFunc("GET /api/threads/{thread}/plan", oa(s.handleThreadPlan))
 	mux.HandleFunc("GET /api/threads/{thread}/outcomes", oa(s.handleThreadOutcomes))
 	mux.HandleFunc("GET /api/threads/{thread}/history", oa(s.handleThreadHistory))
 	mux.HandleFunc("POST /api/threads/{thread}/fork", oa(s.handleForkThread))
 	mux.HandleFunc("POST /api/threads/{thread}/replay", oa(s.handleReplayThread))
 	mux.HandleFunc("GET /api/compare", oa(s.handleCompare))
 	mux.HandleFunc("GET /api/targets", oa(s.handleTargets))
-	mux.HandleFunc("POST /api/threads/{thread}/runs", oa(s.handleStartRun))
-	mux.HandleFunc("GET /api/threads/{thread}/runs", oa(s.handleListRuns))
 	mux.HandleFunc("POST /api/threads/{thread}/approval", oa(s.handleAnswerApproval))
-	mux.HandleFunc("GET /api/threads/{thread}/runs/{run}", oa(s.handleGetRun))
-	mux.HandleFunc("GET /api/threads/{thread}/runs/{run}/events", oa(s.handleRunEvents))
-	mux.HandleFunc("POST /api/threads/{thread}/runs/{run}/cancel", oa(s.handleCancelRun))
 
 	mux.HandleFunc("GET /api/audit", oa(s.handleAudit))
 	mux.HandleFunc("GET /api/evaluations", oa(s.handleEvaluations))
