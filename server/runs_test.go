@@ -66,13 +66,13 @@ func TestFollowFlushesTheEventsAtHandTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !env.srv.follow(context.Background(), r, 0, nil, func(agent.Event) {}, nil) {
+	if !r.Follow(context.Background(), 0, env.srv.cfg.Heartbeat, nil, func(agent.Event) {}, nil) {
 		t.Fatal("the run did not end")
 	}
 	w := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
 	sse := sse.Start(w, time.Now, 0)
 	var n int
-	if !env.srv.follow(context.Background(), r, 0, sse, func(ev agent.Event) {
+	if !r.Follow(context.Background(), 0, env.srv.cfg.Heartbeat, sse, func(ev agent.Event) {
 		n++
 		sse.Frame(strconv.Itoa(ev.Seq), string(ev.Type), ev)
 	}, nil) {
