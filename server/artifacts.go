@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/native"
 	"net/http"
 	"net/url"
 	"strings"
@@ -59,10 +60,10 @@ func (s *Server) artifactRoutes() *artifacts.Routes {
 			return st, err
 		},
 		Thread: func(w http.ResponseWriter, r *http.Request) (artifacts.Thread, bool) {
-			_, th, ok := s.thread(w, r)
+			th, ok := native.PathThread(w, r, serverNative{s})
 			// th.Status is not filled here: "" is never run as far as the
 			// list's empty answer goes (the agent's unknown thread says).
-			return artifacts.Thread{ID: th.ID, Internal: th.internal, NeverRun: th.Status == ""}, ok
+			return artifacts.Thread{ID: th.ID, Internal: th.Internal, NeverRun: th.Status == ""}, ok
 		},
 		Owns: func(r *http.Request, thread string) (bool, error) {
 			c, err := s.authenticate(r)

@@ -63,7 +63,7 @@ func (h serverChats) Owner(ctx context.Context) string { return ownerKey(callerF
 
 func (h serverChats) FindThread(ctx context.Context, id string) (turns.Thread, bool, error) {
 	th, found, err := h.s.findThread(ctx, callerFrom(ctx), id)
-	return turns.Thread{ID: th.ID, Internal: th.internal}, found, err
+	return turns.Thread{ID: th.ID, Internal: th.Internal}, found, err
 }
 
 func (h serverChats) PendingToken(ctx context.Context, thread string) (string, error) {

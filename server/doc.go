@@ -58,12 +58,13 @@
 // wire format in its package under server/internal (AG-UI's, MCP's, Chat
 // Completions' and the Responses API's handlers too, which reach the
 // server only through the turns.Turns and chatturn.Chats this package
-// implements, and the native API's state, plan and run routes, through
-// turns.Turns, native.Threads and native.Runs); the helpers
-// they share (apierror, reqbody, sse, jsonreply, turns; for chat answers
-// chatturn, chatanswer, approvaltoken and transcripts). This package keeps
-// Server, Config, the routing, the chat machinery behind chatturn.Chats
-// and the native API's other handlers.
+// implements, and the native API's, through turns.Turns and the
+// native.Threads, native.Runs, native.Approvals and native.TimeTravel
+// native.go implements); the helpers they share (apierror, reqbody, sse,
+// jsonreply, turns; for chat answers chatturn, chatanswer, approvaltoken
+// and transcripts). This package keeps Server, Config, the routing, the
+// chat machinery behind chatturn.Chats, the threads, the run records and
+// the admin routes (audit, evaluations, info).
 //
 // Approvals never hold a stream or a goroutine open: the run ends
 // interrupted, the client is told (an assistant message with an approval

@@ -1,11 +1,10 @@
 package server
 
 import (
-	"net/http"
-	"strconv"
+	"context"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/server/internal/jsonreply"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
 // How an attempt of a side-effecting step ended (capabilities.Outcome) is
@@ -27,37 +26,24 @@ func publicOutcome(r *agent.AuditRecord) *agent.AuditRecord {
 		Before: r.Before, Readback: r.Readback, Reconciled: r.Reconciled, ResultSummary: r.ResultSummary, Duration: r.Duration}
 }
 
-// handleThreadOutcomes lists what became of the thread's changes (GET
-// /api/threads/{thread}/outcomes, ?turn=N for one turn): each attempt's
-// outcome as its followers saw it (publicOutcome), oldest first, from the
-// agent's audit log — so a page opened later, or after a restart, shows
-// the badges of every turn. The owner's, like the thread.
-func (s *Server) handleThreadOutcomes(w http.ResponseWriter, r *http.Request) {
-	_, th, ok := s.thread(w, r)
+// Outcomes lists what became of a thread's changes (GET
+// /api/threads/{thread}/outcomes): each attempt's outcome as its followers
+// saw it (publicOutcome), oldest first, from the agent's audit log — none
+// for an agent that keeps none.
+func (n serverNative) Outcomes(ctx context.Context, th native.Thread) ([]*agent.AuditRecord, error) {
+	ar, ok := n.s.cfg.Runner.(AuditReader)
 	if !ok {
-		return
+		return nil, nil
 	}
-	turn := 0
-	if q := r.URL.Query().Get("turn"); q != "" {
-		n, err := strconv.Atoi(q)
-		if err != nil || n < 1 {
-			s.writeError(w, badRequest("turn", "must be a turn number from 1"))
-			return
-		}
-		turn = n
+	recs, err := ar.Audit(ctx, agent.AuditFilter{Thread: th.Internal, Limit: maxAuditLimit})
+	if err != nil {
+		return nil, err
 	}
-	out := []*agent.AuditRecord{}
-	if ar, ok := s.cfg.Runner.(AuditReader); ok {
-		recs, err := ar.Audit(r.Context(), agent.AuditFilter{Thread: th.internal, Limit: maxAuditLimit})
-		if err != nil {
-			s.writeError(w, err)
-			return
-		}
-		for _, e := range recs {
-			if p := publicOutcome(&e.AuditRecord); p != nil && (turn == 0 || p.Turn == turn) {
-				out = append(out, p)
-			}
+	var out []*agent.AuditRecord
+	for _, e := range recs {
+		if p := publicOutcome(&e.AuditRecord); p != nil {
+			out = append(out, p)
 		}
 	}
-	jsonreply.JSON(w, http.StatusOK, map[string]any{"thread_id": th.ID, "outcomes": out})
+	return out, nil
 }

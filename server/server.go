@@ -110,20 +110,8 @@ func (s *Server) routes() http.Handler {
 	openai.Routes(mux, s.chatCompletions(oa))
 	responses.Routes(mux, s.responsesAPI(oa))
 
-	native.Routes(mux, native.Deps{Turns: serverTurns{s}, Threads: serverNative{s}, Runs: serverNative{s}, Streams: s.nativeStreams(), Auth: oa})
-	mux.HandleFunc("POST /api/threads", oa(s.handleCreateThread))
-	mux.HandleFunc("GET /api/threads", oa(s.handleListThreads))
-	mux.HandleFunc("GET /api/threads/{thread}", oa(s.handleGetThread))
-	mux.HandleFunc("DELETE /api/threads/{thread}", oa(s.handleDeleteThread))
-	mux.HandleFunc("PATCH /api/threads/{thread}", oa(s.handleUpdateThread))
-	mux.HandleFunc("GET /api/threads/{thread}/outcomes", oa(s.handleThreadOutcomes))
-	mux.HandleFunc("GET /api/threads/{thread}/history", oa(s.handleThreadHistory))
-	mux.HandleFunc("POST /api/threads/{thread}/fork", oa(s.handleForkThread))
-	mux.HandleFunc("POST /api/threads/{thread}/replay", oa(s.handleReplayThread))
-	mux.HandleFunc("GET /api/compare", oa(s.handleCompare))
-	mux.HandleFunc("GET /api/targets", oa(s.handleTargets))
-	mux.HandleFunc("POST /api/threads/{thread}/approval", oa(s.handleAnswerApproval))
-
+	native.Routes(mux, native.Deps{Turns: serverTurns{s}, Threads: serverNative{s}, Runs: serverNative{s}, Approvals: serverNative{s},
+		TimeTravel: s.timeTravel(), Streams: s.nativeStreams(), MaxMessageBytes: s.cfg.MaxMessageBytes, Auth: oa})
 	mux.HandleFunc("GET /api/audit", oa(s.handleAudit))
 	mux.HandleFunc("GET /api/evaluations", oa(s.handleEvaluations))
 

@@ -83,12 +83,12 @@ func (s *Server) startOwned(ctx context.Context, o Owner, req agent.TurnRequest)
 		}
 	}
 	treq, err := s.openTurn(c, turns.TurnOpening{Field: "input", Input: req.Input, Options: req.Options, Source: sourceStarted,
-		ClientThread: th.ID, Thread: th.internal, ClientMeta: th.Metadata, ExtraMeta: extra,
+		ClientThread: th.ID, Thread: th.Internal, ClientMeta: th.Metadata, ExtraMeta: extra,
 		Allowed: req.AllowedCapabilities, By: req.By})
 	if err != nil {
 		return "", err
 	}
-	ru, dup, err := s.submit(ctx, runSpec{c: c, source: sourceStarted, clientThread: th.ID, thread: th.internal, kind: kindTurn, turn: &treq})
+	ru, dup, err := s.submit(ctx, runSpec{c: c, source: sourceStarted, clientThread: th.ID, thread: th.Internal, kind: kindTurn, turn: &treq})
 	if err != nil {
 		return "", err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/turns"
 	"strconv"
 	"strings"
@@ -59,7 +60,7 @@ func threadFromInfo(c caller, info agent.ThreadInfo) (apiThread, bool) {
 	if id == "" || internalThreadID(c, id) != info.ThreadID {
 		return apiThread{}, false
 	}
-	th := apiThread{ID: id, Created: info.Created, Updated: info.Updated, internal: info.ThreadID, owner: ownerKey(c), latest: info.Latest}
+	th := apiThread{Thread: native.Thread{ID: id, Created: info.Created, Updated: info.Updated, Internal: info.ThreadID}, owner: ownerKey(c), latest: info.Latest}
 	for k, v := range info.Metadata {
 		if name, ok := strings.CutPrefix(k, metaClientPrefix); ok {
 			if th.Metadata == nil {
@@ -134,7 +135,7 @@ func (s *Server) openThread(ctx context.Context, c caller, id, source string, me
 		return apiThread{}, false, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Param: "id",
 			Message: "the thread is being created by another request (or a server that stopped, whose hold on it ends within the lease TTL); try again shortly"}
 	}
-	return apiThread{ID: id, Created: now, Updated: now, Metadata: meta, internal: internal, owner: owner}, created, nil
+	return apiThread{Thread: native.Thread{ID: id, Created: now, Updated: now, Metadata: meta, Internal: internal}, owner: owner}, created, nil
 }
 
 // listThreads returns a page of c's threads, newest first, and the cursor

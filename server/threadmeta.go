@@ -1,62 +1,27 @@
 package server
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"maps"
-	"net/http"
-	"strings"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/apierror"
-	"github.com/capgraph/capgraph/server/internal/jsonreply"
-	"github.com/capgraph/capgraph/server/internal/reqbody"
-	"github.com/capgraph/capgraph/server/internal/responses"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
-// PATCH /api/threads/{thread} changes a thread's metadata between turns:
-// the page renames a thread by setting its "title". The body is
-// {"metadata": {"key": "value", …}}; a key set to "" (or null) is removed,
-// keys not named keep their values. One request sets at most 16 keys of at
-// most 64 bytes, values of at most 512 bytes; the thread's metadata after
-// it meets the limits of POST /api/threads (checkMetadataChange).
-
-type updateThreadRequest struct {
-	Metadata json.RawMessage `json:"metadata"`
-}
-
-func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
-	_, th, ok := s.thread(w, r)
-	if !ok {
-		return
-	}
-	var req updateThreadRequest
-	if err := reqbody.Decode(r, &req); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if responses.IsNull(req.Metadata) {
-		s.writeError(w, badRequest("metadata", "required: an object of the keys to change"))
-		return
-	}
-	set, err := responses.DecodeMetadata(req.Metadata)
-	if err != nil {
-		s.writeError(w, badRequest("metadata", "%v", err))
-		return
-	}
-	for k, v := range set {
-		if strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
-			s.writeError(w, badRequest("metadata", "key %q: keys and values must not contain NUL", k))
-			return
-		}
-	}
+// SetMetadata changes a thread's metadata between turns (PATCH
+// /api/threads/{thread}): the change within the limits of POST
+// /api/threads (checkMetadataChange), in the store and in the index,
+// which carries the client's metadata into the thread's next turn
+// (turnMetadata) and must not bring the old values back.
+func (n serverNative) SetMetadata(ctx context.Context, th native.Thread, set map[string]string) (native.Thread, error) {
+	s := n.s
 	if err := s.checkMetadataChange(th.Metadata, set); err != nil {
-		s.writeError(w, err)
-		return
+		return th, err
 	}
-	if _, busy := s.runs.ActiveOn(th.internal); busy {
-		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread; change it when the run has ended"})
-		return
+	if _, busy := s.runs.ActiveOn(th.Internal); busy {
+		return th, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread; change it when the run has ended"}
 	}
 	stored := make(map[string]string, len(set))
 	for k, v := range set {
@@ -65,25 +30,20 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) {
 	if ms := s.features.threads; ms != nil {
 		// A thread the store does not have yet (created here, never run)
 		// is changed in the index alone.
-		if err := ms.SetThreadMetadata(r.Context(), th.internal, stored); err != nil && !errors.Is(err, agent.ErrUnknownThread) {
-			s.writeError(w, err)
-			return
+		if err := ms.SetThreadMetadata(ctx, th.Internal, stored); err != nil && !errors.Is(err, agent.ErrUnknownThread) {
+			return th, err
 		}
 	}
-	// The index carries the client's metadata into the thread's next turn
-	// (turnMetadata): it must not bring the old values back.
-	th = s.threads.setMetadata(th, set)
-	s.fillStatus(r.Context(), &th)
-	jsonreply.JSON(w, http.StatusOK, th)
+	return s.threads.setMetadata(th, set), nil
 }
 
 // setMetadata applies a metadata change to the index's copy of th, when
 // the index has the thread (one created here and not yet in the store, or
 // one it remembers), and returns th changed likewise.
-func (t *threadIndex) setMetadata(th apiThread, set map[string]string) apiThread {
+func (t *threadIndex) setMetadata(th native.Thread, set map[string]string) native.Thread {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if cur, ok := t.m[th.internal]; ok {
+	if cur, ok := t.m[th.Internal]; ok {
 		cur.Metadata = changed(cur.Metadata, set)
 	}
 	th.Metadata = changed(th.Metadata, set)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/capgraph/capgraph/server/internal/native"
 	"slices"
 	"strings"
 	"sync"
@@ -20,18 +21,12 @@ func internalThreadID(c caller, clientID string) string {
 	return uuid.NewSHA1(threadNamespace, []byte(name)).String()
 }
 
-// apiThread is a conversation as the native API shows it.
+// apiThread is a conversation as the native API shows it, with who owns
+// it and its latest checkpoint.
 type apiThread struct {
-	ID       string            `json:"id"` // the client's id
-	Created  time.Time         `json:"created_at"`
-	Updated  time.Time         `json:"updated_at"`
-	Metadata map[string]string `json:"metadata,omitempty"`
-	// Status is the last run's status ("" before any run, "running").
-	Status string `json:"status,omitempty"`
-
-	internal string
-	owner    string // caller key + user
-	latest   uuid.UUID
+	native.Thread
+	owner  string // caller key + user
+	latest uuid.UUID
 }
 
 // threadIndex keeps the threads created but never run, for an Agent that
@@ -56,7 +51,7 @@ func (t *threadIndex) add(c caller, clientID string, meta map[string]string, now
 	defer t.mu.Unlock()
 	th, ok := t.m[id]
 	if !ok {
-		th = &apiThread{ID: clientID, Created: now, Updated: now, Metadata: meta, internal: id, owner: ownerKey(c)}
+		th = &apiThread{Thread: native.Thread{ID: clientID, Created: now, Updated: now, Metadata: meta, Internal: id}, owner: ownerKey(c)}
 		t.m[id] = th
 	}
 	return *th, !ok
@@ -86,7 +81,7 @@ func (t *threadIndex) list(c caller) []apiThread {
 		if d := b.Updated.Compare(a.Updated); d != 0 {
 			return d
 		}
-		return strings.Compare(b.internal, a.internal)
+		return strings.Compare(b.Internal, a.Internal)
 	})
 	return out
 }

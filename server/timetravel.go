@@ -3,27 +3,16 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/capgraph/capgraph/server/internal/turns"
 	"maps"
-	"net/http"
 	"unicode/utf8"
-
-	"github.com/google/uuid"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/server/internal/apierror"
-	"github.com/capgraph/capgraph/server/internal/jsonreply"
-	"github.com/capgraph/capgraph/server/internal/reqbody"
-	"github.com/capgraph/capgraph/state"
+	"github.com/capgraph/capgraph/server/internal/native"
 )
 
-// Time travel over the native API (docs/time-travel.md): a thread's kept
-// checkpoints (GET /api/threads/{thread}/history), a fork of one into a
-// new thread of the caller's (POST /api/threads/{thread}/fork), the fork's
-// replay (POST /api/threads/{thread}/replay), two threads side by side
-// (GET /api/compare?left=&right=) and the targets' posture (GET
-// /api/targets). Every thread named is the caller's, as for the other
-// thread routes: another's is not found.
+// Time travel over the native API (docs/time-travel.md; the routes are
+// package native's).
 
 // TimeTraveler is an Agent that keeps its threads' history and can fork,
 // replay and compare them, and acts on configured targets. Without it,
@@ -45,137 +34,68 @@ func (a timeTravelAgent) Replay(ctx context.Context, thread, by string) func(yie
 	return a.Agent.Replay(ctx, thread, by)
 }
 
-// timeTraveler is the Runner's time travel, or nil (the route answers 404).
-func (s *Server) timeTraveler(w http.ResponseWriter) TimeTraveler {
+// timeTravel is the Runner's time travel as the native API's routes use
+// it, or nil (they answer 404).
+func (s *Server) timeTravel() native.TimeTravel {
 	switch a := s.cfg.Runner.(type) {
 	case *agent.Agent:
-		return timeTravelAgent{a}
+		return serverTimeTravel{s, timeTravelAgent{a}}
 	case TimeTraveler:
-		return a
+		return serverTimeTravel{s, a}
 	}
-	s.writeError(w, &apierror.RequestError{Kind: apierror.ErrNotFound, Message: "this server's agent keeps no history"})
 	return nil
 }
 
-// historyMoment is a moment as the API shows it: the agent's, with the
-// pending approval's id left out (it ends in a secret of the turn).
-func historyMoment(m agent.Moment) agent.Moment {
-	if m.Approval != nil {
-		ap := *m.Approval
-		ap.ID = ""
-		m.Approval = &ap
-	}
-	return m
+// serverTimeTravel is the agent's time travel on the caller's threads
+// (native.TimeTravel): the caller is the request's.
+type serverTimeTravel struct {
+	s  *Server
+	tt TimeTraveler
 }
 
-func (s *Server) handleThreadHistory(w http.ResponseWriter, r *http.Request) {
-	tt := s.timeTraveler(w)
-	if tt == nil {
-		return
-	}
-	_, th, ok := s.thread(w, r)
-	if !ok {
-		return
-	}
-	h, err := tt.History(r.Context(), th.internal)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	out := make([]agent.Moment, len(h))
-	for i, m := range h {
-		out[i] = historyMoment(m)
-	}
-	jsonreply.JSON(w, http.StatusOK, map[string]any{"thread": th.ID, "history": out})
+func (t serverTimeTravel) History(ctx context.Context, th native.Thread) ([]agent.Moment, error) {
+	return t.tt.History(ctx, th.Internal)
 }
 
-// forkRequest is the body of POST /api/threads/{thread}/fork.
-type forkRequest struct {
-	// ID is the fork's client id ("": a new one).
-	ID string `json:"id,omitempty"`
-	// Checkpoint is a checkpoint the history lists ("": the latest).
-	Checkpoint string `json:"checkpoint,omitempty"`
-	// Input and Plan edit the user message or the plan of its turn.
-	Input string      `json:"input,omitempty"`
-	Plan  *state.Plan `json:"plan,omitempty"`
-	// Target is where the fork's writes go ("": the rehearsal target).
-	Target   string            `json:"target,omitempty"`
-	Metadata map[string]string `json:"metadata,omitempty"`
-}
-
-// forkResponse is the fork made: the new thread, and what it waits for.
-type forkResponse struct {
-	Thread     apiThread `json:"thread"`
-	From       string    `json:"from"`
-	Checkpoint string    `json:"checkpoint"`
-	Input      string    `json:"input,omitempty"`
-	Resumable  bool      `json:"resumable,omitempty"`
-	Target     string    `json:"target,omitempty"`
-	Writes     bool      `json:"writes"`
-}
-
-func (s *Server) handleForkThread(w http.ResponseWriter, r *http.Request) {
-	tt := s.timeTraveler(w)
-	if tt == nil {
-		return
-	}
-	c, th, ok := s.thread(w, r)
-	if !ok {
-		return
-	}
-	var req forkRequest
-	if err := reqbody.DecodeStrict(r, &req); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if req.ID == "" {
-		req.ID = uuid.NewString()
-	}
-	if err := turns.CheckThreadID("id", req.ID); err != nil {
-		s.writeError(w, err)
-		return
-	}
+// Fork makes the fork as a new thread of the caller's, counted against
+// its Config.MaxThreads. It keeps the original's metadata, its title
+// marked as a fork's, unless the request gives its own.
+func (t serverTimeTravel) Fork(ctx context.Context, th native.Thread, req native.ForkRequest) (native.Thread, agent.Forked, error) {
+	s, c := t.s, callerFrom(ctx)
 	if err := s.checkMetadata(req.Metadata); err != nil {
-		s.writeError(w, err)
-		return
+		return native.Thread{}, agent.Forked{}, err
 	}
-	if _, found, err := s.findThread(r.Context(), c, req.ID); err != nil || found {
+	if _, found, err := s.findThread(ctx, c, req.ID); err != nil || found {
 		if err == nil {
 			err = &apierror.RequestError{Kind: apierror.ErrConflict, Param: "id", Message: "a thread with this id exists already"}
 		}
-		s.writeError(w, err)
-		return
+		return native.Thread{}, agent.Forked{}, err
 	}
 	owner := ownerKey(c)
-	if err := s.counts.reserve(r.Context(), owner, func(ctx context.Context) (int, error) { return s.countThreads(ctx, c) }); err != nil {
-		s.writeError(w, err)
-		return
+	if err := s.counts.reserve(ctx, owner, func(ctx context.Context) (int, error) { return s.countThreads(ctx, c) }); err != nil {
+		return native.Thread{}, agent.Forked{}, err
 	}
 	created := false
 	defer func() { s.counts.commit(owner, created) }()
-	// The fork keeps the original's metadata, its title marked as a fork's,
-	// unless the request gives its own.
 	meta := maps.Clone(th.Metadata)
 	if req.Metadata != nil {
 		meta = req.Metadata
-	} else if t := meta["title"]; t != "" {
-		meta["title"] = forkTitle(t)
+	} else if title := meta["title"]; title != "" {
+		meta["title"] = forkTitle(title)
 	}
 	tr := s.turnRequest(c, "", "", nil, nil)
-	f, err := tt.Fork(r.Context(), agent.ForkRequest{Thread: th.internal, Checkpoint: req.Checkpoint, NewThread: internalThreadID(c, req.ID),
+	f, err := t.tt.Fork(ctx, agent.ForkRequest{Thread: th.Internal, Checkpoint: req.Checkpoint, NewThread: internalThreadID(c, req.ID),
 		Input: req.Input, Plan: req.Plan, Target: req.Target, Metadata: s.turnMetadata(c, "native", req.ID, meta),
 		AllowedCapabilities: tr.AllowedCapabilities})
 	if oe := (*agent.OptionError)(nil); errors.As(err, &oe) {
 		err = badRequest(oe.Option, "%s", oe.Reason)
 	}
 	if err != nil {
-		s.writeError(w, err)
-		return
+		return native.Thread{}, agent.Forked{}, err
 	}
 	created = true
 	now := s.cfg.Now()
-	jsonreply.JSON(w, http.StatusCreated, forkResponse{Thread: apiThread{ID: req.ID, Created: now, Updated: now, Metadata: meta},
-		From: th.ID, Checkpoint: f.Checkpoint, Input: f.Input, Resumable: f.Resumable, Target: f.Target, Writes: f.Writes})
+	return native.Thread{ID: req.ID, Created: now, Updated: now, Metadata: meta}, f, nil
 }
 
 // forkTitle is a fork's title: the original's, marked, within the 512
@@ -189,102 +109,17 @@ func forkTitle(t string) string {
 	return t
 }
 
-// replayResponse is how a replay ended: the status, the turn's message,
-// and the approval it waits for (answered as any other, POST
-// /api/threads/{thread}/approval).
-type replayResponse struct {
-	Thread   string          `json:"thread"`
-	Status   string          `json:"status"`
-	Message  *state.Message  `json:"message,omitempty"`
-	Approval *state.Approval `json:"approval,omitempty"`
+// Replay replays a fork's turn as the caller, refused while a run goes on
+// on the thread.
+func (t serverTimeTravel) Replay(ctx context.Context, th native.Thread) (func(yield func(agent.Event, error) bool), error) {
+	if _, busy := t.s.runs.ActiveOn(th.Internal); busy {
+		return nil, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread"}
+	}
+	return t.tt.Replay(ctx, th.Internal, callerName(callerFrom(ctx))), nil
 }
 
-// handleReplayThread runs a fork's turn (its edited message, or its
-// unfinished turn) to its end or to the next question for a human, within
-// the request. A thread that is not a fork, or has nothing to replay, is a
-// 400.
-func (s *Server) handleReplayThread(w http.ResponseWriter, r *http.Request) {
-	tt := s.timeTraveler(w)
-	if tt == nil {
-		return
-	}
-	c, th, ok := s.thread(w, r)
-	if !ok {
-		return
-	}
-	if _, busy := s.runs.ActiveOn(th.internal); busy {
-		s.writeError(w, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread"})
-		return
-	}
-	out := replayResponse{Thread: th.ID}
-	for ev, err := range tt.Replay(r.Context(), th.internal, callerName(c)) {
-		if err != nil {
-			s.writeError(w, err)
-			return
-		}
-		switch ev.Type {
-		case agent.EventMessage:
-			out.Message = ev.Message
-		case agent.EventApprovalRequired:
-			out.Approval = ev.Approval
-		case agent.EventDone:
-			out.Status = string(ev.Status)
-		}
-	}
-	jsonreply.JSON(w, http.StatusOK, out)
+func (t serverTimeTravel) Compare(ctx context.Context, left, right native.Thread) (agent.Comparison, error) {
+	return t.tt.Compare(ctx, left.Internal, right.Internal)
 }
 
-// handleCompare sets two of the caller's threads side by side (GET
-// /api/compare?left=A&right=B, client ids).
-func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
-	tt := s.timeTraveler(w)
-	if tt == nil {
-		return
-	}
-	c := callerFrom(r.Context())
-	var internal [2]string
-	for i, param := range []string{"left", "right"} {
-		id := r.URL.Query().Get(param)
-		if err := turns.CheckThreadID(param, id); err != nil {
-			s.writeError(w, err)
-			return
-		}
-		th, found, err := s.findThread(r.Context(), c, id)
-		if err == nil && !found {
-			err = &apierror.RequestError{Kind: apierror.ErrNotFound, Param: param, Message: "no such thread"}
-		}
-		if err != nil {
-			s.writeError(w, err)
-			return
-		}
-		internal[i] = th.internal
-	}
-	cmp, err := tt.Compare(r.Context(), internal[0], internal[1])
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	cmp.Left, cmp.Right = r.URL.Query().Get("left"), r.URL.Query().Get("right")
-	for _, p := range cmp.Pairs {
-		for _, tr := range []*agent.TurnReport{p.Left, p.Right} {
-			if tr != nil {
-				tr.Thread = ""
-			}
-		}
-	}
-	jsonreply.JSON(w, http.StatusOK, cmp)
-}
-
-// handleTargets lists the target systems and their posture, for the page's
-// chip (GET /api/targets): an empty list when none is configured.
-func (s *Server) handleTargets(w http.ResponseWriter, r *http.Request) {
-	tt := s.timeTraveler(w)
-	if tt == nil {
-		return
-	}
-	ts := tt.Targets()
-	if ts == nil {
-		ts = []agent.TargetInfo{}
-	}
-	jsonreply.JSON(w, http.StatusOK, map[string]any{"targets": ts})
-}
+func (t serverTimeTravel) Targets() []agent.TargetInfo { return t.tt.Targets() }

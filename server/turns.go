@@ -17,7 +17,7 @@ var _ turns.Turns = serverTurns{}
 
 func (t serverTurns) Open(o turns.Opening) (turns.Opened, bool) {
 	c := callerFrom(o.R.Context())
-	op, ok := t.s.open(opening{w: o.W, r: o.R, c: c, scope: o.Scope,
+	op := opening{w: o.W, r: o.R, c: c, scope: o.Scope, failed: o.Failed,
 		spec: func(ctx context.Context, key string) (*runSpec, error) {
 			sp, err := o.Spec(ctx, key)
 			if sp == nil || err != nil {
@@ -25,10 +25,14 @@ func (t serverTurns) Open(o turns.Opening) (turns.Opened, bool) {
 			}
 			rs := protocolSpec(c, *sp)
 			return &rs, nil
-		}})
-	out := turns.Opened{Dup: op.dup}
-	if op.ru != nil {
-		out.Run = op.ru
+		}}
+	if o.LookFirst != nil {
+		op.lookFirst, op.request = true, protocolSpec(c, *o.LookFirst).requestDigest()
+	}
+	opened, ok := t.s.open(op)
+	out := turns.Opened{Dup: opened.dup}
+	if opened.ru != nil {
+		out.Run = opened.ru
 	}
 	return out, ok
 }
@@ -47,7 +51,7 @@ func (t serverTurns) InternalThread(ctx context.Context, id string) string {
 
 func (t serverTurns) OpenThread(ctx context.Context, id, source string) (turns.Thread, error) {
 	th, _, err := t.s.openThread(ctx, callerFrom(ctx), id, source, nil)
-	return turns.Thread{ID: th.ID, Internal: th.internal}, err
+	return turns.Thread{ID: th.ID, Internal: th.Internal}, err
 }
 
 func (t serverTurns) CheckPending(ctx context.Context, th turns.Thread, id string) error {
@@ -75,7 +79,7 @@ func (t serverTurns) PublicMessage(err error) string { return t.s.publicMessage(
 
 // protocolSpec is the server's spec of the run a protocol asks for as c.
 func protocolSpec(c caller, sp turns.Spec) runSpec {
-	rs := runSpec{c: c, source: sp.Source, clientThread: sp.ClientThread, thread: sp.Thread}
+	rs := runSpec{c: c, source: sp.Source, clientThread: sp.ClientThread, thread: sp.Thread, beside: sp.Beside}
 	switch {
 	case sp.Turn != nil:
 		rs.kind, rs.turn = kindTurn, sp.Turn
@@ -108,7 +112,7 @@ func (t serverTurns) Threads(ctx context.Context) ([]turns.ThreadSummary, error)
 	}
 	out := make([]turns.ThreadSummary, 0, len(ths))
 	for i := range ths {
-		t.s.fillStatus(ctx, &ths[i])
+		ths[i].Status = t.s.threadStatus(ctx, ths[i].Internal)
 		out = append(out, turns.ThreadSummary{ID: ths[i].ID, Status: ths[i].Status, Updated: ths[i].Updated})
 	}
 	return out, nil

@@ -1,10 +1,10 @@
-// Package native is the native API's wire format (docs/api.md): the
-// requests that create a thread, start a run and answer an approval, the
-// thread's state, a run as JSON, a page of a list, and when a request
-// asks for the event stream; and the routes of a thread's state and plan
-// and of its runs (start, get, list, follow the events, cancel), which
-// reach the server only through turns.Turns, Threads and Runs, with the event stream Streams
-// writes (the server's start and approval routes use it too). The other
-// routes' handlers, which open and follow runs, are still the server's
-// (server/native.go).
+// Package native is the native API (docs/api.md): threads (create, list,
+// get, PATCH their metadata, delete, their changes' outcomes), a thread's
+// state and plan, its runs (start, get, list, follow the events, cancel),
+// the answer to an approval (now, or queued beside an answer being
+// carried out), and time travel (history, fork, replay, compare, the
+// targets). Its handlers read and check what a client sends and write
+// what the client reads; they reach the server only through turns.Turns
+// and this package's Threads, Runs, Approvals and TimeTravel, with the
+// event stream Streams writes.
 package native

@@ -136,7 +136,7 @@ func (h handlers) listRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		before = n
 	}
-	out, next, err := h.Runs.ListRuns(r.Context(), th.Thread, limit, before)
+	out, next, err := h.Runs.ListRuns(r.Context(), th.Turns(), limit, before)
 	if err != nil {
 		h.Threads.WriteError(w, err)
 		return

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"io"
 	"maps"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/capgraph/capgraph/server/internal/apierror"
 )
@@ -51,12 +51,9 @@ type Limits struct {
 	MaxItemBytes int
 }
 
-// OpenAI's metadata limits.
+// OpenAI's limit of a previous_response_id.
 const (
-	maxMetadataKeys     = 16
-	maxMetadataKeyLen   = 64
-	maxMetadataValueLen = 512
-	maxResponseIDLen    = 512
+	maxResponseIDLen = 512
 )
 
 // responsesIgnored are fields accepted and not used: hints for a model's
@@ -110,7 +107,7 @@ func decodeField(name string, raw json.RawMessage, req *Request, input *json.Raw
 	case "input":
 		*input = raw
 	case "instructions":
-		if !IsNull(raw) {
+		if !reqbody.IsNull(raw) {
 			var s string
 			if err = decodeString(raw, &s); err == nil {
 				req.Instructions = &s
@@ -135,7 +132,7 @@ func decodeField(name string, raw json.RawMessage, req *Request, input *json.Raw
 			err = errors.New("background responses are not supported; use stream:true to follow a long answer")
 		}
 	case "metadata":
-		req.Metadata, err = DecodeMetadata(raw)
+		req.Metadata, err = reqbody.DecodeMetadata(raw)
 	case "tools":
 		var tools []json.RawMessage
 		if err = json.Unmarshal(raw, &tools); err != nil {
@@ -145,7 +142,7 @@ func decodeField(name string, raw json.RawMessage, req *Request, input *json.Raw
 		}
 	case "tool_choice":
 		var choice string
-		if !IsNull(raw) && (json.Unmarshal(raw, &choice) != nil || (choice != "auto" && choice != "none")) {
+		if !reqbody.IsNull(raw) && (json.Unmarshal(raw, &choice) != nil || (choice != "auto" && choice != "none")) {
 			err = errors.New(`only "auto" or "none" is supported (the agent runs its own capabilities)`)
 		}
 	case "text":
@@ -154,11 +151,11 @@ func decodeField(name string, raw json.RawMessage, req *Request, input *json.Raw
 			name = "text.format"
 		}
 	case "conversation":
-		if !IsNull(raw) {
+		if !reqbody.IsNull(raw) {
 			err = errors.New("the Conversations API is not supported; continue with previous_response_id")
 		}
 	case "prompt":
-		if !IsNull(raw) {
+		if !reqbody.IsNull(raw) {
 			err = errors.New("prompt templates are not supported; send input")
 		}
 	default:
@@ -173,7 +170,7 @@ func decodeField(name string, raw json.RawMessage, req *Request, input *json.Raw
 // decodeInput reads "input": a string (the user's message) or an array of
 // message and item_reference items ending with the user's message.
 func decodeInput(raw json.RawMessage, lim Limits) ([]Item, error) {
-	if len(raw) == 0 || IsNull(raw) {
+	if len(raw) == 0 || reqbody.IsNull(raw) {
 		return nil, apierror.BadRequest("input", "required")
 	}
 	var items []Item
@@ -270,7 +267,7 @@ func decodeItem(raw json.RawMessage, path string) (Item, error) {
 // itemText is a message's content as text: a string, or its text parts;
 // unread counts its images, files and audio, which the agent does not read.
 func itemText(raw json.RawMessage, path string) (text string, unread int, err error) {
-	if len(raw) == 0 || IsNull(raw) {
+	if len(raw) == 0 || reqbody.IsNull(raw) {
 		return "", 0, apierror.BadRequest(path, "required")
 	}
 	if raw[0] == '"' {
@@ -318,39 +315,10 @@ func itemText(raw json.RawMessage, path string) (text string, unread int, err er
 	return b.String(), unread, nil
 }
 
-// DecodeMetadata reads a metadata object within OpenAI's limits (16 keys
-// of up to 64 bytes, values of up to 512, no NUL); null is none. The error
-// says what is wrong, for the caller to name the field.
-func DecodeMetadata(raw json.RawMessage) (map[string]string, error) {
-	if IsNull(raw) {
-		return nil, nil
-	}
-	var m map[string]string
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, errors.New("must be an object of string values")
-	}
-	if len(m) > maxMetadataKeys {
-		return nil, fmt.Errorf("%d keys exceed the limit of %d", len(m), maxMetadataKeys)
-	}
-	for k, v := range m {
-		if k == "" || len(k) > maxMetadataKeyLen || !utf8.ValidString(k) {
-			return nil, fmt.Errorf("key %q: want 1 to %d bytes", k, maxMetadataKeyLen)
-		}
-		if len(v) > maxMetadataValueLen {
-			return nil, fmt.Errorf("value of %q: %d bytes exceed the limit of %d", k, len(v), maxMetadataValueLen)
-		}
-		// The store keeps metadata as text, which holds no NUL.
-		if strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
-			return nil, fmt.Errorf("key %q: keys and values must not contain NUL", k)
-		}
-	}
-	return m, nil
-}
-
 // checkTextFormat accepts text.format {"type":"text"} (plain text, what the
 // agent writes) and text.verbosity; structured output is refused.
 func checkTextFormat(raw json.RawMessage) error {
-	if IsNull(raw) {
+	if reqbody.IsNull(raw) {
 		return nil
 	}
 	var text struct {
@@ -367,11 +335,8 @@ func checkTextFormat(raw json.RawMessage) error {
 	return nil
 }
 
-// IsNull reports whether raw is JSON null.
-func IsNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
-
 func decodeString(raw json.RawMessage, s *string) error {
-	if IsNull(raw) {
+	if reqbody.IsNull(raw) {
 		return nil
 	}
 	if err := json.Unmarshal(raw, s); err != nil {
@@ -381,7 +346,7 @@ func decodeString(raw json.RawMessage, s *string) error {
 }
 
 func decodeBool(raw json.RawMessage, b *bool) error {
-	if IsNull(raw) {
+	if reqbody.IsNull(raw) {
 		return nil
 	}
 	if err := json.Unmarshal(raw, b); err != nil {

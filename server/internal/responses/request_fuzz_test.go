@@ -3,6 +3,7 @@ package responses
 import (
 	"encoding/json"
 	"errors"
+	"github.com/capgraph/capgraph/server/internal/reqbody"
 	"strings"
 	"testing"
 
@@ -60,7 +61,7 @@ func FuzzResponsesRequest(f *testing.F) {
 		if last.Role != "user" || strings.TrimSpace(last.Text) == "" {
 			t.Fatalf("decode(%q): last item %+v", body, last)
 		}
-		if len(req.Metadata) > maxMetadataKeys || len(req.PreviousResponseID) > maxResponseIDLen {
+		if len(req.Metadata) > reqbody.MaxMetadataKeys || len(req.PreviousResponseID) > maxResponseIDLen {
 			t.Fatalf("decode(%q): metadata or id out of bounds", body)
 		}
 		// A valid request stays valid once re-encoded: nothing depended on

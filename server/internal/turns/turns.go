@@ -103,6 +103,9 @@ type Spec struct {
 	Source, ClientThread, Thread string
 	Turn                         *agent.TurnRequest
 	Answer                       *agent.Answer
+	// Beside are the approvals pending beside Answer's (answered by
+	// other requests while its run goes on).
+	Beside []string
 }
 
 // Opening is how a request becomes a run (the server's open): the
@@ -115,7 +118,15 @@ type Opening struct {
 	R *http.Request
 	// Scope names the protocol (and thread) the key is good for.
 	Scope string
-	Spec  func(ctx context.Context, key string) (*Spec, error)
+	// LookFirst, when set, is what the request asks, known before
+	// anything is opened: a repeat (the same key) is answered by the run
+	// its key started first (Opened.Dup), checked to come from the same
+	// request, before Spec runs.
+	LookFirst *Spec
+	Spec      func(ctx context.Context, key string) (*Spec, error)
+	// Failed, when set, may answer the refusal of the run itself (true);
+	// otherwise the refusal is written as the error it is.
+	Failed func(err error) bool
 }
 
 // Opened is what an opening came to: the run it started (Run), or the
