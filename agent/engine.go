@@ -39,3 +39,14 @@ var ErrLeaseLost = checkpoint.ErrLeaseLost
 func WithParkAfter(ctx context.Context, after time.Duration) context.Context {
 	return graph.WithParkAfter(ctx, after)
 }
+
+// WithInputKept says that the caller of Run keeps the turn's request
+// durably and runs it again after a crash that cut the turn before its
+// input reached the store (the server's run record; docs/reliability.md).
+// Under checkpoints.durability async the turn's input checkpoint is then
+// written while its first step runs rather than before: a commit less
+// waited for. A side effect's step still runs only once every checkpoint
+// before it is on disk.
+func WithInputKept(ctx context.Context) context.Context {
+	return graph.WithInputKept(ctx)
+}

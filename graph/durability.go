@@ -40,6 +40,26 @@ func (d Durability) Valid() bool { return d == "" || d == DurabilitySync || d ==
 
 type flushKey struct{}
 
+type inputKeptKey struct{}
+
+// WithInputKept says that whoever starts the runs under ctx keeps each
+// run's input durably and starts the run again from it after a crash (a
+// server's run record). Under DurabilityAsync such a run's input
+// checkpoint is then written like a step's, while the first step runs,
+// instead of before it: a crash before it is on disk leaves the thread as
+// it was, and the caller runs the input again. The first barrier (a side
+// effect's Flush, an interrupt, the run's end) waits for it as for any
+// step's. Under DurabilitySync it changes nothing.
+func WithInputKept(ctx context.Context) context.Context {
+	return context.WithValue(ctx, inputKeptKey{}, true)
+}
+
+// inputKept reports WithInputKept.
+func inputKept(ctx context.Context) bool {
+	kept, _ := ctx.Value(inputKeptKey{}).(bool)
+	return kept
+}
+
 // Flush waits until every checkpoint the current run has written so far is
 // durable, and returns the error of a write that failed. A node calls it
 // before it does anything that must not be repeated (a side effect, or the

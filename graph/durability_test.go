@@ -266,6 +266,104 @@ func TestAsyncWriteFailure(t *testing.T) {
 	}
 }
 
+// TestInputKept: under WithInputKept, an async run's input checkpoint is
+// written while its first step runs (a commit less waited for), reported
+// once durable, and waited for by the first barrier; a sync run is as
+// without it. A crash before the input is on disk leaves the thread as it
+// was, nothing acted, and the caller's second Run of the same input acts
+// once.
+func TestInputKept(t *testing.T) {
+	for _, tc := range []struct {
+		mode  graph.Durability
+		waits int
+	}{{graph.DurabilitySync, 5}, {graph.DurabilityAsync, 2}} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			store := &diskStore{Store: memory.New(), lag: 20 * time.Millisecond}
+			cnt := newCounter()
+			var firstRan, acted int32 // checkpoints on disk when a ran; when c acted
+			first := func(ctx context.Context, s tstate) (tupd, error) {
+				cps, _ := store.List(ctx, "t", checkpoint.ListOptions{})
+				firstRan = int32(len(cps))
+				return tupd{Log: "a", N: 1}, nil
+			}
+			act := func(ctx context.Context, s tstate) (tupd, error) {
+				if err := graph.Flush(ctx); err != nil {
+					return tupd{}, err
+				}
+				cps, _ := store.List(ctx, "t", checkpoint.ListOptions{})
+				acted = int32(len(cps))
+				return tupd{Log: "c", N: 1}, nil
+			}
+			c := linear(t, store, tc.mode, first, logNode(cnt, "b"), act, logNode(cnt, "d"))
+			var checkpointed []int
+			for ev, err := range c.Stream(graph.WithInputKept(context.Background()), "t", tstate{}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev.Kind == graph.EventCheckpoint {
+					if _, err := store.Get(context.Background(), "t", ev.Checkpoint); err != nil {
+						t.Errorf("checkpoint event of step %d: not in the store (%v)", ev.Step, err)
+					}
+					checkpointed = append(checkpointed, ev.Step)
+				}
+			}
+			wantFirst := int32(1) // sync: the input is on disk before a runs
+			if tc.mode == graph.DurabilityAsync {
+				wantFirst = 0 // async, kept: a runs while it is written
+			}
+			if firstRan != wantFirst {
+				t.Errorf("%d checkpoints on disk when the first step ran, want %d", firstRan, wantFirst)
+			}
+			if acted != 3 {
+				t.Errorf("%d checkpoints on disk when c acted, want 3 (the input's, a's, b's)", acted)
+			}
+			if !slices.Equal(checkpointed, []int{0, 1, 2, 3, 4}) {
+				t.Errorf("checkpoint events of steps %v, want 0..4", checkpointed)
+			}
+			res, err := c.Run(graph.WithInputKept(context.Background()), "u", tstate{})
+			if err != nil || res.CommitWaits != tc.waits {
+				t.Errorf("Run: %v; waited for %d commits, want %d", err, res.CommitWaits, tc.waits)
+			}
+		})
+	}
+
+	t.Run("crash before the input is on disk", func(t *testing.T) {
+		disk := memory.New()
+		effects := 0
+		var kill atomic.Pointer[diskStore]
+		first := func(ctx context.Context, s tstate) (tupd, error) {
+			if d := kill.Swap(nil); d != nil {
+				d.killed.Store(true) // the input's write is still in flight
+			}
+			return tupd{Log: "a", N: 1}, nil
+		}
+		act := func(ctx context.Context, s tstate) (tupd, error) {
+			if err := graph.Flush(ctx); err != nil {
+				return tupd{}, err
+			}
+			effects++
+			return tupd{Log: "b", N: 1}, nil
+		}
+		dying := &diskStore{Store: disk, lag: 50 * time.Millisecond}
+		kill.Store(dying)
+		res, err := linear(t, dying, graph.DurabilityAsync, first, act).Run(graph.WithInputKept(context.Background()), "t", tstate{})
+		if err == nil || res.Status != graph.StatusFailed {
+			t.Fatalf("the killed run: %v, %v; want failed", res.Status, err)
+		}
+		if _, err := disk.Get(context.Background(), "t", uuid.Nil); !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Fatalf("the disk holds the thread after the kill (%v): the test did not cut where it means to", err)
+		}
+		if effects != 0 {
+			t.Fatalf("b acted %d times before its input was on disk", effects)
+		}
+		// The caller kept the input: a new process runs it again.
+		res, err = linear(t, &diskStore{Store: disk}, graph.DurabilityAsync, first, act).Run(graph.WithInputKept(context.Background()), "t", tstate{})
+		if err != nil || res.Status != graph.StatusDone || effects != 1 {
+			t.Fatalf("the input run again: %v, %v, acted %d times; want done, once", res.Status, err, effects)
+		}
+	})
+}
+
 // TestUnknownDurability: a mode the engine does not know is a build problem.
 func TestUnknownDurability(t *testing.T) {
 	_, err := graph.New(graph.Config[tstate, tupd]{Apply: tapply, Durability: "exit"}).

@@ -493,16 +493,26 @@ func (c *Compiled[S, U]) begin(ctx context.Context, r *runner[S, U], thread stri
 		}
 		cp = checkpoint.Checkpoint{ThreadID: thread, ID: newID(), ParentID: parent, RunID: r.runID, Step: 0,
 			State: enc, Next: c.entry, Created: c.clock.Now(), Metadata: c.metadata(*state)}
-		// The input checkpoint is durable before the run starts in every
-		// mode: a caller told that the run started can find it after a crash.
-		r.waits++
-		if perr := c.cfg.Store.Put(ctx, cp); perr != nil {
-			return fail(fmt.Errorf("graph: write checkpoint: %w", perr))
-		}
 		res.RunID = r.runID
-		r.durableID = cp.ID
-		r.emit(&Event{Kind: EventRunStart, Step: 0, To: cp.Next})
-		r.emit(&Event{Kind: EventCheckpoint, Step: 0, Checkpoint: cp.ID})
+		if r.async != nil && inputKept(ctx) {
+			// The caller keeps the input (WithInputKept): written while
+			// the first step runs, its EventCheckpoint once it is durable.
+			if qerr := r.async.queue(cp); qerr != nil {
+				return fail(qerr)
+			}
+			r.emit(&Event{Kind: EventRunStart, Step: 0, To: cp.Next})
+		} else {
+			// Otherwise the input checkpoint is durable before the run
+			// starts in every mode: a caller told that the run started can
+			// find it after a crash.
+			r.waits++
+			if perr := c.cfg.Store.Put(ctx, cp); perr != nil {
+				return fail(fmt.Errorf("graph: write checkpoint: %w", perr))
+			}
+			r.durableID = cp.ID
+			r.emit(&Event{Kind: EventRunStart, Step: 0, To: cp.Next})
+			r.emit(&Event{Kind: EventCheckpoint, Step: 0, Checkpoint: cp.ID})
+		}
 	} else {
 		t, gerr := c.cfg.Store.Get(ctx, thread, uuid.Nil)
 		if errors.Is(gerr, checkpoint.ErrNotFound) {

@@ -151,8 +151,11 @@ func (sp runSpec) fn(s *Server) func(ctx context.Context) iter.Seq2[agent.Event,
 	case sp.claimed != nil:
 		return func(ctx context.Context) iter.Seq2[agent.Event, error] { return sp.claimed.Resume(ctx) }
 	case sp.kind == kindTurn:
+		// The run's record holds the turn (submit wrote it, or recovery
+		// read it) and recovery runs it again if its input never reached
+		// the store (recoveredWork).
 		req := *sp.turn
-		return func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(ctx, req) }
+		return func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(agent.WithInputKept(ctx), req) }
 	case sp.kind == kindAnswer:
 		ans := *sp.answer
 		return func(ctx context.Context) iter.Seq2[agent.Event, error] {

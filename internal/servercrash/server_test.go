@@ -3,6 +3,7 @@ package servercrash
 import (
 	"context"
 	"fmt"
+	"github.com/capgraph/capgraph/graph"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -23,6 +24,9 @@ const (
 	envChild = "CAPGRAPH_SERVERCRASH_CHILD" // "1" selects child mode in TestMain
 	envDB    = "CAPGRAPH_SERVERCRASH_DB"
 	envBusy  = "CAPGRAPH_SERVERCRASH_BUSY" // "BUSY" once a third of this many runs are acknowledged
+	// envDurability is the agent's checkpoint durability
+	// (graph.Durability): the rounds alternate sync and async.
+	envDurability = "CAPGRAPH_SERVERCRASH_DURABILITY"
 )
 
 // The keys of the two principals: an API client and a trusted frontend
@@ -35,7 +39,7 @@ const (
 // newServer builds the server every process of the test runs — the child
 // before the kill, the parent after it — as `capgraph serve` builds it: the
 // offline agent on the SQLite file, its run records in the same file.
-func newServer(path string) (*server.Server, func(), error) {
+func newServer(path string, durability graph.Durability) (*server.Server, func(), error) {
 	store, err := sqlite.New(sqlite.Config{Path: path})
 	if err != nil {
 		return nil, nil, err
@@ -56,7 +60,7 @@ func newServer(path string) (*server.Server, func(), error) {
 	if err := reg.Register(read); err != nil {
 		return nil, nil, err
 	}
-	a, err := agent.New(agent.Config{Registry: reg, Store: store, MaxConcurrency: 32})
+	a, err := agent.New(agent.Config{Registry: reg, Store: store, MaxConcurrency: 32, Durability: durability})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,7 +114,7 @@ func (a *ackCounter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 // "BUSY" once a third of BUSY requests that start a run are acknowledged.
 func childMain() int {
 	say := killtest.NewSayer(os.Stdout)
-	srv, closeStore, err := newServer(os.Getenv(envDB))
+	srv, closeStore, err := newServer(os.Getenv(envDB), graph.Durability(os.Getenv(envDurability)))
 	if err != nil {
 		say.Say("ERR open: %v", err)
 		return 1
