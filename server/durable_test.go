@@ -190,3 +190,99 @@ func TestNothingIsAcknowledgedBeforeTheRecord(t *testing.T) {
 		t.Fatal("a run started without its record")
 	}
 }
+
+// heldEnds is a RunStore whose writes of a run's end wait for a word on
+// release: true writes it, false fails it — the process "dies" while the
+// record of a run whose client already has its answer is being written.
+type heldEnds struct {
+	runstore.Store
+	holding chan string // the run whose end's write waits
+	release chan bool
+}
+
+func (h *heldEnds) UpdateRun(ctx context.Context, id string, u runstore.Update) (runstore.Record, error) {
+	if !u.Status.Terminal() {
+		return h.Store.UpdateRun(ctx, id, u)
+	}
+	h.holding <- id
+	if <-h.release {
+		return h.Store.UpdateRun(ctx, id, u)
+	}
+	return runstore.Record{}, errors.New("the process was killed")
+}
+
+// On one process a client gets its run's end before the run's record says
+// so (a commit it does not wait for). A repeat of the request meanwhile
+// waits for the record and is answered from it. A crash before the record
+// is written loses nothing: the thread's last checkpoint was durable before
+// the end was reported, so recovery writes the record from it (the answer,
+// for the repeat after the restart), and the turn does not run again.
+func TestTheEndIsToldBeforeTheRecordIsWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "end.db")
+	first := sqliteAgentEnv(t, path)
+	held := &heldEnds{Store: first.srv.records, holding: make(chan string, 1), release: make(chan bool)}
+	first.srv.records = held
+	ask := func(env *testEnv, key, question string) (*http.Response, []byte) {
+		return env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user(question)), "Idempotency-Key", key)
+	}
+	const question = "What is the beam current?"
+	resp, body := ask(first, "ask-1", question)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "401.5") {
+		t.Fatalf("the answer: %d %s", resp.StatusCode, body)
+	}
+	var id string
+	select {
+	case id = <-held.holding:
+	default:
+		t.Fatal("the client had its answer, and the run's end was not being written: the test does not hold what it means to")
+	}
+	if rec, err := held.GetRun(context.Background(), id); err != nil || rec.Status != runstore.Running {
+		t.Fatalf("the record while its end is written: %+v, %v; want running", rec, err)
+	}
+	type answer struct {
+		resp *http.Response
+		body []byte
+	}
+	repeat := make(chan answer, 1)
+	go func() {
+		resp, body := ask(first, "ask-1", question)
+		repeat <- answer{resp, body}
+	}()
+	select {
+	case a := <-repeat:
+		t.Fatalf("the repeat was answered (%d %s) before the record was written", a.resp.StatusCode, a.body)
+	case <-time.After(100 * time.Millisecond):
+	}
+	held.release <- true
+	if a := <-repeat; a.resp.StatusCode != http.StatusOK || a.resp.Header.Get(turns.HeaderReplayed) != "true" || !strings.Contains(string(a.body), "401.5") {
+		t.Fatalf("the repeat once the record was written: %d %s %s", a.resp.StatusCode, a.resp.Header, a.body)
+	}
+
+	// The next question; the process dies while its end is written.
+	resp, body = ask(first, "ask-2", question)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "401.5") {
+		t.Fatalf("the second answer: %d %s", resp.StatusCode, body)
+	}
+	id = <-held.holding
+	held.release <- false
+	waitRuns(t, first)
+	first.http.Close()
+
+	second := sqliteAgentEnv(t, path)
+	if _, err := second.srv.RecoverAllRuns(context.Background()); err != nil {
+		t.Fatalf("RecoverAllRuns: %v", err)
+	}
+	waitRuns(t, second)
+	rec, err := second.srv.records.GetRun(context.Background(), id)
+	if err != nil || rec.Status != runstore.Done {
+		t.Fatalf("the record after the restart: %+v, %v; want done", rec, err)
+	}
+	resp, replayed := ask(second, "ask-2", question)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(turns.HeaderReplayed) != "true" || !strings.Contains(string(replayed), "401.5") {
+		t.Fatalf("the repeat after the restart: %d %s %s", resp.StatusCode, resp.Header, replayed)
+	}
+	st, _, err := second.srv.cfg.Runner.State(context.Background(), rec.Thread)
+	if err != nil || st.Turn.Number != 1 {
+		t.Fatalf("the thread ran %d turns (%v); want 1", st.Turn.Number, err)
+	}
+}

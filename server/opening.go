@@ -129,6 +129,7 @@ func (s *Server) open(o opening) (opened, bool) {
 			return fail(err)
 		}
 		if rec, err := s.records.GetRunByKey(ctx, out.key); err == nil {
+			rec = s.settledRecord(ctx, rec)
 			if err := sameRequest(rec, o.request); err != nil {
 				s.writeError(o.w, err)
 				return opened{}, false
@@ -154,6 +155,7 @@ func (s *Server) open(o opening) (opened, bool) {
 		return fail(err)
 	}
 	if dup != nil {
+		*dup = s.settledRecord(ctx, *dup)
 		if err := sameRequest(*dup, sp.requestDigest()); err != nil {
 			s.writeError(o.w, err)
 			return opened{}, false
@@ -161,4 +163,31 @@ func (s *Server) open(o opening) (opened, bool) {
 	}
 	out.ru, out.dup = ru, dup
 	return out, true
+}
+
+// settledRecord is rec once it says how its run ended, when the run has
+// ended in this process and its record is being written (its client was
+// told first: runs.Run.Settled) — a repeat of the request is then
+// answered as the record says, milliseconds later. Otherwise rec.
+func (s *Server) settledRecord(ctx context.Context, rec runstore.Record) runstore.Record {
+	if rec.Status.Terminal() {
+		return rec
+	}
+	ru, ok := s.runs.ByID(rec.ID)
+	if !ok {
+		return rec
+	}
+	settled := ru.Settled()
+	if settled == nil {
+		return rec
+	}
+	select {
+	case <-settled:
+	case <-ctx.Done():
+		return rec
+	}
+	if cur, err := s.records.GetRun(ctx, rec.ID); err == nil {
+		return cur
+	}
+	return rec
 }

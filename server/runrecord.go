@@ -338,7 +338,7 @@ write:
 	// The client may be gone: the record is written regardless.
 	ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
 	defer cancel()
-	if _, err := s.records.UpdateRun(ctx, r.ID, u); err != nil && !errors.Is(err, runstore.ErrConflict) {
+	if _, err := s.records.UpdateRun(ctx, r.ID, u); err != nil && !errors.Is(err, runstore.ErrConflict) && !errors.Is(err, runstore.ErrNotFound) {
 		s.cfg.Logger.Error("run record update failed", "run", r.ID, "error", err)
 	}
 	r.mu.Lock()
@@ -352,22 +352,32 @@ write:
 // An Idempotency-Key stays with its run.
 func (s *Server) delivered(r *run) {
 	r.mu.Lock()
-	key, st := r.implicitKey, r.recStatus
+	key := r.implicitKey
 	r.implicitKey = ""
 	r.mu.Unlock()
-	if key == "" || st == "" {
+	if key == "" {
 		return
 	}
 	// Written after the response has ended, so that the client does not
-	// wait for the commit; a request with this key meanwhile waits for it
-	// (releases.wait), so it is a new question on this replica as before.
+	// wait for the commit, and after the run's record is (the client may
+	// have seen the run end before: Run.Settled); a request with this key
+	// meanwhile waits for it (releases.wait), so it is a new question on
+	// this replica as before.
 	done := s.releases.start(key)
-	if !s.background.Go(func(context.Context) {
+	release := func() {
 		defer s.releases.end(key, done)
-		s.releaseKey(r.ID, st)
-	}) {
-		s.releaseKey(r.ID, st) // shutting down: as the request's own
-		s.releases.end(key, done)
+		if settled := r.Settled(); settled != nil {
+			<-settled
+		}
+		r.mu.Lock()
+		st := r.recStatus
+		r.mu.Unlock()
+		if st != "" {
+			s.releaseKey(r.ID, st)
+		}
+	}
+	if !s.background.Go(func(context.Context) { release() }) {
+		release() // shutting down: as the request's own
 	}
 }
 

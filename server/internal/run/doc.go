@@ -65,6 +65,11 @@
 //     human), failed or canceled, or stopped by the shutdown (its record
 //     then stays unfinished for the next start), or, followed, its record
 //     ended. Its log stays for reconnecting clients until it is evicted.
+//     On one process its record's end is written just after it finishes
+//     (its clients do not wait for that commit); until then the thread's
+//     next run and a repeat of its request wait for it, and a crash leaves
+//     a running record whose thread says the turn ended (taken over
+//     below: "the record says so").
 //
 // The promises, tested over random sequences of triggers: an agent call
 // starts only when none goes on (a run is never executed twice at once);

@@ -10,6 +10,8 @@
 // clock, and Hooks for the server's parts of an agent call — Begin (the
 // replicas' lease and publisher, and an Observer that audits the events and
 // renders them for the run's record), Park, Settle (the run's record
-// written before anyone sees it end), ThreadFreed and HandedBack. The
-// server's part of a run (its owner, its protocol's rendering) is Run.Ext.
+// written: with replicas before anyone sees the run end; on one process
+// just after, the thread's next run and Run.Settled waiting for it —
+// Manager.endThenSettle), ThreadFreed and HandedBack. The server's part
+// of a run (its owner, its protocol's rendering) is Run.Ext.
 package runs

@@ -49,7 +49,8 @@ type Hooks[D any] interface {
 	Begin(ctx context.Context, r D) Observer
 	// Park: the call ended parked until until; the run goes on then.
 	Park(r D, until time.Time)
-	// Settle writes how the run ended, before anyone sees it end.
+	// Settle writes how the run ended: before anyone sees it end, or on
+	// one process just after (Run.Settled; see endThenSettle).
 	Settle(r D, status agent.RunStatus, err error, shutdown bool)
 	// ThreadFreed: a run on thread ended (one process, not shutting
 	// down); what waits for the thread goes on.
@@ -194,8 +195,22 @@ func (m *Manager[D]) Reserve(sp Spec, wrap func(*Run[D]) D) (D, error) {
 	if m.closed {
 		return none, &apierror.RequestError{Kind: apierror.ErrShuttingDown, Message: "the server is shutting down"}
 	}
-	if r, busy := m.byThread[sp.Thread]; busy {
-		return none, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "run " + r.ID + " is still running on this thread"}
+	for {
+		r, busy := m.byThread[sp.Thread]
+		if !busy {
+			break
+		}
+		if r.settling == nil {
+			return none, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "run " + r.ID + " is still running on this thread"}
+		}
+		// It has ended; its record is being written: the next run on
+		// the thread starts once it is (a record write's time at most).
+		m.mu.Unlock()
+		<-r.settling
+		m.mu.Lock()
+		if m.closed {
+			return none, &apierror.RequestError{Kind: apierror.ErrShuttingDown, Message: "the server is shutting down"}
+		}
 	}
 	if r, ok := m.runs[sp.ID]; ok && r.State() == lifecycle.Parked {
 		// Its own record taken over when its retry is due: the parked run
@@ -413,10 +428,14 @@ func (m *Manager[D]) execute(rctx context.Context, r *Run[D], fn Call) {
 	}
 	shutdown := m.base.Err() != nil
 	runErr = m.endedBy(ctx, r, obs, runErr, shutdown)
+	neverRan := r.Origin.Recovered() && errors.Is(runErr, agent.ErrThreadBusy) && r.NoEvents()
+	if !m.d.Replicas && !shutdown && !neverRan {
+		m.endThenSettle(ctx, r, obs, runErr)
+		return
+	}
 	status := m.settle(ctx, r, obs, runErr, shutdown)
 	// The thread is free before the run shows as finished: a client that
 	// saw it end may start the next run at once.
-	neverRan := r.Origin.Recovered() && errors.Is(runErr, agent.ErrThreadBusy) && r.NoEvents()
 	m.mu.Lock()
 	m.release(r)
 	m.mu.Unlock()
@@ -441,6 +460,11 @@ func (m *Manager[D]) execute(rctx context.Context, r *Run[D], fn Call) {
 		m.mu.Unlock()
 	}
 	m.EvictAfterEnd()
+	m.logEnd(r, runErr, status, shutdown)
+}
+
+// logEnd logs how the run ended.
+func (m *Manager[D]) logEnd(r *Run[D], runErr error, status agent.RunStatus, shutdown bool) {
 	log := m.d.Logger.With("run", r.ID, "thread", r.Thread).With(r.logAttrs...)
 	if runErr != nil {
 		log.Error("run failed", "error", runErr)
@@ -508,6 +532,14 @@ func (m *Manager[D]) endedBy(ctx context.Context, r *Run[D], obs Observer, runEr
 // are stored, and then the replicas following it are told. It returns the
 // status the run ended with (the one Finish gives it).
 func (m *Manager[D]) settle(ctx context.Context, r *Run[D], obs Observer, runErr error, shutdown bool) agent.RunStatus {
+	status := m.finishAudit(ctx, r, obs, runErr)
+	m.d.Hooks.Settle(r.Ext, status, runErr, shutdown)
+	return status
+}
+
+// finishAudit audits the run's end (Observer.Finish) and returns the
+// status it ended with.
+func (m *Manager[D]) finishAudit(ctx context.Context, r *Run[D], obs Observer, runErr error) agent.RunStatus {
 	endStatus, _, _ := r.Result()
 	obs.Finish(ctx, endStatus, m.d.Now())
 	status := endStatus
@@ -517,8 +549,36 @@ func (m *Manager[D]) settle(ctx context.Context, r *Run[D], obs Observer, runErr
 	if status == "" {
 		status = agent.RunCanceled
 	}
-	m.d.Hooks.Settle(r.Ext, status, runErr, shutdown)
 	return status
+}
+
+// endThenSettle ends a run on one process: its end audited, its
+// followers told, then its record written and its thread freed — so the
+// client does not wait for the record's commit. Meanwhile this process
+// answers for the record: the run stays in memory (a repeated request
+// joins it), its thread's next run waits in Reserve until the record is
+// written, and so does a release of its key (Settled). A crash before
+// the record is written leaves it running, and recovery writes it from
+// the thread's last checkpoint, durable before the end was reported
+// (docs/reliability.md). With replicas, whose requests this process does
+// not see, the record is written first (execute).
+func (m *Manager[D]) endThenSettle(ctx context.Context, r *Run[D], obs Observer, runErr error) {
+	status := m.finishAudit(ctx, r, obs, runErr)
+	settled := make(chan struct{})
+	m.mu.Lock()
+	r.mu.Lock()
+	r.settling = settled
+	r.mu.Unlock()
+	m.mu.Unlock()
+	m.Finish(r, runErr, EndedHere)
+	defer close(settled) // whatever way the hooks return
+	m.d.Hooks.Settle(r.Ext, status, runErr, false)
+	m.mu.Lock()
+	m.release(r)
+	m.mu.Unlock()
+	m.d.Hooks.ThreadFreed(r.Thread) // a queued answer goes on
+	m.EvictAfterEnd()
+	m.logEnd(r, runErr, status, false)
 }
 
 // handBack puts a recovered run that found its thread held elsewhere back
@@ -659,14 +719,16 @@ func (m *Manager[D]) Running() int {
 	return len(m.byThread)
 }
 
-// ActiveOn returns the running run of an internal thread.
+// ActiveOn returns the running run of an internal thread (not one that
+// has ended and is writing its record: a request for the thread's next
+// run waits for that in Reserve).
 func (m *Manager[D]) ActiveOn(thread string) (D, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if r, ok := m.byThread[thread]; ok {
+	if r, ok := m.byThread[thread]; ok && r.settling == nil {
 		return r.Ext, true
 	}
-	var none D
+	var none D // none, or one that has ended and is writing its record
 	return none, false
 }
 

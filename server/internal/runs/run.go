@@ -45,6 +45,11 @@ type Run[D any] struct {
 	// consumed is closed when the run has made its last event: its lease
 	// is no longer renewed (its record is written next).
 	consumed chan struct{}
+	// settling is closed once the record of a run whose followers saw it
+	// end before it was written is written, and its thread freed (set,
+	// under the manager's mu and mu, just before that end; see
+	// Manager.execute); nil for every other run.
+	settling chan struct{}
 
 	mu sync.Mutex
 	// life is where the run stands; every move is one of the lifecycle's
@@ -376,4 +381,17 @@ func (r *Run[D]) EndedInStore() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.life.State().Ended() && r.cause == EndedInStore
+}
+
+// Settled returns a channel closed once the run's record says how it
+// ended and its thread is free, when its followers were told before (on
+// one process: see Manager.endThenSettle); nil when the record was
+// written before they were, or the run has not ended.
+func (r *Run[D]) Settled() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.settling == nil {
+		return nil
+	}
+	return r.settling
 }
