@@ -155,7 +155,9 @@ func (sp runSpec) fn(s *Server) func(ctx context.Context) iter.Seq2[agent.Event,
 		// read it) and recovery runs it again if its input never reached
 		// the store (recoveredWork).
 		req := *sp.turn
-		return func(ctx context.Context) iter.Seq2[agent.Event, error] { return s.cfg.Runner.Run(agent.WithInputKept(ctx), req) }
+		return func(ctx context.Context) iter.Seq2[agent.Event, error] {
+			return s.cfg.Runner.Run(agent.WithInputKept(ctx), req)
+		}
 	case sp.kind == kindAnswer:
 		ans := *sp.answer
 		return func(ctx context.Context) iter.Seq2[agent.Event, error] {
