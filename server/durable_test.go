@@ -16,6 +16,7 @@ import (
 	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/transcripts"
 	"github.com/capgraph/capgraph/server/internal/turns"
+	"github.com/capgraph/capgraph/state"
 )
 
 // crashedRecord is the record a server that died right after
@@ -284,5 +285,59 @@ func TestTheEndIsToldBeforeTheRecordIsWritten(t *testing.T) {
 	st, _, err := second.srv.cfg.Runner.State(context.Background(), rec.Thread)
 	if err != nil || st.Turn.Number != 1 {
 		t.Fatalf("the thread ran %d turns (%v); want 1", st.Turn.Number, err)
+	}
+}
+
+// threadWatch is a RunStore that notes, as a run's record is written,
+// whether its thread was in the checkpoint store then, and waits for it
+// to be there before the record is.
+type threadWatch struct {
+	runstore.Store
+	threads interface {
+		State(ctx context.Context, thread string) (state.State, agent.RunStatus, error)
+	}
+	absentAtRecord []string
+}
+
+func (w *threadWatch) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Record, bool, error) {
+	if _, _, err := w.threads.State(ctx, rec.Thread); errors.Is(err, agent.ErrUnknownThread) {
+		w.absentAtRecord = append(w.absentAtRecord, rec.Thread)
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if _, _, err := w.threads.State(ctx, rec.Thread); err == nil {
+				break
+			}
+		}
+	}
+	return w.Store.CreateRun(ctx, rec)
+}
+
+// A chat turn's new thread is made beside its run's record, not before it
+// (an embedded store commits the two together): the record's write starts
+// before the thread is in the store, and both are there, counted once,
+// when the answer comes. A thread already there is not made again.
+func TestANewChatThreadIsMadeBesideItsRecord(t *testing.T) {
+	env := sqliteAgentEnv(t, filepath.Join(t.TempDir(), "beside.db"))
+	w := &threadWatch{Store: env.srv.records, threads: env.srv.cfg.Runner}
+	env.srv.records = w
+	resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("What is the beam current?")))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "401.5") {
+		t.Fatalf("the answer: %d %s", resp.StatusCode, body)
+	}
+	if len(w.absentAtRecord) != 1 {
+		t.Fatalf("threads absent when their record was written: %v; want the new chat's", w.absentAtRecord)
+	}
+	_, list := env.do(t, "GET", "/api/threads", keyAlice, nil)
+	if ths := threadIDs(t, list); len(ths) != 1 {
+		t.Fatalf("threads after one new chat: %s", list)
+	}
+	n, err := env.srv.countThreads(context.Background(), alice)
+	if err != nil || n != 1 {
+		t.Fatalf("counted %d threads (%v); want 1", n, err)
+	}
+	// The conversation goes on in its thread: nothing new to make.
+	resp, body = env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false,
+		user("What is the beam current?"), assistant(chatContent(t, body)), user("And again?")))
+	if resp.StatusCode != http.StatusOK || len(w.absentAtRecord) != 1 {
+		t.Fatalf("the second turn: %d %s; absent at record %v", resp.StatusCode, body, w.absentAtRecord)
 	}
 }

@@ -132,13 +132,20 @@ func (s *Server) chatTokenAnswer(ctx context.Context, c caller, t chatturn.Turn)
 // chatNewTurn is the run of a new turn in the request's conversation, or
 // the reply when the message answers (or fails to answer) an approval the
 // thread waits for (guardAnswer) instead.
-func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatturn.Turn, source, stale string) (chatStart, *runSpec, error) {
+func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatturn.Turn, source, stale string) (_ chatStart, sp *runSpec, err error) {
 	clientThread, fresh, transcript, reply, err := s.chatConversation(ctx, c, t, source, stale)
 	if err != nil || reply != nil {
 		return chatStart{reply: reply, clientThread: clientThread}, nil, err
 	}
+	if fresh != nil {
+		defer func() {
+			if sp == nil {
+				fresh.drop() // no run: nothing to make it with
+			}
+		}()
+	}
 	thread := internalThreadID(c, clientThread)
-	if !fresh {
+	if fresh == nil {
 		// A thread that may wait for an approval: see what this message
 		// may answer.
 		reply, err := s.guardAnswer(ctx, c, thread, clientThread, t.Input, stale)
@@ -168,41 +175,42 @@ func (s *Server) chatNewTurn(ctx context.Context, c caller, t chatturn.Turn, sou
 		}
 		return chatStart{}, nil, err
 	}
-	return chatStart{clientThread: clientThread}, &runSpec{kind: kindTurn, turn: &req, thread: thread, fresh: fresh}, nil
+	return chatStart{clientThread: clientThread}, &runSpec{kind: kindTurn, turn: &req, thread: thread, fresh: fresh != nil, newThread: fresh}, nil
 }
 
 // chatConversation names the thread of the request's conversation: the
 // one it names, the forwarded chat id's, else the one its transcript
-// continues (transcript.go), or a new one. fresh: this request created
-// it. transcript is the digest that names it ("" for the others). A
+// continues (transcript.go), or a new one: fresh, to be made with the
+// turn's run (submit) or dropped. transcript is the digest that names it
+// ("" for the others). A
 // message answering a stale token with no conversation to answer in gets
 // reply instead.
-func (s *Server) chatConversation(ctx context.Context, c caller, t chatturn.Turn, source, stale string) (clientThread string, fresh bool, transcript string, reply *chatanswer.Reply, err error) {
+func (s *Server) chatConversation(ctx context.Context, c caller, t chatturn.Turn, source, stale string) (clientThread string, fresh *newThread, transcript string, reply *chatanswer.Reply, err error) {
 	switch {
 	case t.Thread != "":
-		return t.Thread, false, "", nil, nil
+		return t.Thread, nil, "", nil, nil
 	case c.ChatID != "":
 		clientThread = "openwebui:" + c.ChatID
 		if err := turns.CheckThreadID(headerChatID, clientThread); err != nil {
-			return "", false, "", nil, err
+			return "", nil, "", nil, err
 		}
-		_, created, err := s.openThread(ctx, c, clientThread, source, nil)
-		return clientThread, created, "", nil, err
+		_, fresh, err := s.prepareThread(ctx, c, clientThread, source, nil)
+		return clientThread, fresh, "", nil, err
 	}
 	ct, ok, err := s.continuedThread(ctx, c, t.Msgs)
 	if err != nil {
-		return "", false, "", nil, err
+		return "", nil, "", nil, err
 	}
 	if !ok {
 		if reply := staleAnswerReply(t.Input, stale); reply != nil {
-			return "", false, "", reply, nil // no conversation to open for it
+			return "", nil, "", reply, nil // no conversation to open for it
 		}
 		ct = "chat-" + uuid.NewString()
-		if _, _, err := s.openThread(ctx, c, ct, source, t.ClientMeta); err != nil {
-			return "", false, "", nil, err
+		if _, fresh, err = s.prepareThread(ctx, c, ct, source, t.ClientMeta); err != nil {
+			return "", nil, "", nil, err
 		}
 	}
-	return ct, !ok, transcriptDigest(c, t.Msgs), nil, nil
+	return ct, fresh, transcriptDigest(c, t.Msgs), nil, nil
 }
 
 // allowedCapabilities is what the agent enforces for c: nil (no

@@ -118,12 +118,14 @@ type runSpec struct {
 	source       string // openai, native, agui, recovery
 	clientThread string
 	thread       string // internal id
-	// fresh: this request created the thread, so it has no messages and
-	// no metadata but what the turn carries.
-	fresh  bool
-	kind   runKind
-	turn   *agent.TurnRequest
-	answer *agent.Answer
+	// fresh: this request creates the thread, so it has no messages and
+	// no metadata but what the turn carries; newThread, when set, is that
+	// creation, made beside the run's record (submit).
+	fresh     bool
+	newThread *newThread
+	kind      runKind
+	turn      *agent.TurnRequest
+	answer    *agent.Answer
 	// origin is how the run comes: a request's, or a recovery's.
 	origin runs.Origin
 	// claimed is a cut run the agent claimed (origin runs.FromClaim).
@@ -224,6 +226,12 @@ func sameRequest(rec runstore.Record, request string) error {
 // already starts nothing: dup is that record (the caller joins or replays
 // it). The record is durable when submit returns a run.
 func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *runstore.Record, err error) {
+	nt := sp.newThread // made with the record below; dropped on every other way out
+	defer func() {
+		if nt != nil {
+			nt.drop()
+		}
+	}()
 	if err := s.releases.wait(ctx, sp.key); err != nil {
 		return nil, nil, err
 	}
@@ -261,7 +269,10 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *runstore.
 		}
 		rec := runstore.Record{ID: sp.id, Thread: sp.thread, Status: runstore.Running, Key: sp.key, Input: in,
 			Labels: sp.labels(), Owner: s.cfg.Instance, Attempt: 1}
+		made := s.makeThreadBeside(ctx, nt)
+		nt = nil
 		got, created, err := s.records.CreateRun(ctx, rec)
+		made()
 		if err != nil {
 			s.runs.Unreserve(r.Run)
 			return nil, nil, fmt.Errorf("record the run: %w", err)
@@ -276,6 +287,26 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *runstore.
 	}
 	s.runs.Launch(r.Run, sp.fn(s))
 	return r, nil, nil
+}
+
+// makeThreadBeside starts making nt (nil: nothing to make) while the
+// caller writes the run's record: on an embedded store both wait for one
+// commit. The function it returns waits for the thread. A thread that
+// could not be made is no error: the record holds the turn, whose input
+// checkpoint makes the thread (a held one fails the run, as it would
+// have failed the request).
+func (s *Server) makeThreadBeside(ctx context.Context, nt *newThread) (wait func()) {
+	if nt == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, _, err := nt.make(ctx); err != nil {
+			s.cfg.Logger.Warn("a new thread was not made before its first run; the run makes it", "thread", nt.th.Internal, "error", err)
+		}
+	}()
+	return func() { <-done }
 }
 
 // finishRecord writes how the run ended into its record. A run stopped by

@@ -205,6 +205,13 @@ func TestLooseningOptionsForbiddenOnEveryAPI(t *testing.T) {
 		if w := env.plant.written(); len(w) != 0 {
 			t.Fatalf("written: %v", w)
 		}
+		// A refused request leaves nothing behind: no chat thread either.
+		_, body := env.do(t, "GET", "/api/threads", keyAlice, nil)
+		for id := range threadIDs(t, body) {
+			if strings.HasPrefix(id, "chat-") {
+				t.Fatalf("a refused chat left thread %s: %s", id, body)
+			}
+		}
 	})
 	t.Run("a key that may raise the approval mode", func(t *testing.T) {
 		env.do(t, "POST", "/api/threads", keyBob, map[string]any{"id": "b1"})

@@ -101,26 +101,55 @@ func (s *Server) findThread(ctx context.Context, c caller, id string) (apiThread
 // new thread counts against c's Config.MaxThreads and is durable (in the
 // checkpoint store, through the ThreadCreator) when this returns.
 func (s *Server) openThread(ctx context.Context, c caller, id, source string, meta map[string]string) (th apiThread, created bool, err error) {
+	th, nt, err := s.prepareThread(ctx, c, id, source, meta)
+	if err != nil || nt == nil {
+		return th, false, err
+	}
+	return nt.make(ctx)
+}
+
+// prepareThread finds c's thread, or counts a new one against c's
+// Config.MaxThreads: nt is then its creation, which the caller makes
+// (newThread.make) or drops, once.
+func (s *Server) prepareThread(ctx context.Context, c caller, id, source string, meta map[string]string) (th apiThread, nt *newThread, err error) {
 	if err := turns.CheckThreadID("thread", id); err != nil {
-		return apiThread{}, false, err
+		return apiThread{}, nil, err
 	}
 	if th, found, err := s.findThread(ctx, c, id); err != nil || found {
-		return th, false, err
+		return th, nil, err
 	}
 	owner := ownerKey(c)
 	if err := s.counts.reserve(ctx, owner, func(ctx context.Context) (int, error) { return s.countThreads(ctx, c) }); err != nil {
-		return apiThread{}, false, err
+		return apiThread{}, nil, err
 	}
+	now := s.cfg.Now()
+	th = apiThread{Thread: native.Thread{ID: id, Created: now, Updated: now, Metadata: meta, Internal: internalThreadID(c, id)}, owner: owner}
+	return th, &newThread{s: s, c: c, th: th, source: source}, nil
+}
+
+// newThread is a thread a request is about to create, counted against its
+// owner's Config.MaxThreads until made or dropped. A chat turn's new
+// thread is made beside its run's record (submit), so that an embedded
+// store commits the two in one transaction.
+type newThread struct {
+	s      *Server
+	c      caller
+	th     apiThread
+	source string
+}
+
+// make creates the thread; created is false when a concurrent request (or
+// a run) made it first, and th is then that thread.
+func (n *newThread) make(ctx context.Context) (th apiThread, created bool, err error) {
+	s := n.s
 	// Not made here when not created: a concurrent request (or a run)
 	// made it, or the creation failed.
-	defer func() { s.counts.commit(owner, created) }()
-	now := s.cfg.Now()
-	internal := internalThreadID(c, id)
+	defer func() { s.counts.commit(n.th.owner, created) }()
 	if s.features.threads == nil {
-		th, created = s.threads.add(c, id, meta, now)
+		th, created = s.threads.add(n.c, n.th.ID, n.th.Metadata, n.th.Created)
 		return th, created, nil
 	}
-	created, err = s.features.threads.CreateThread(ctx, internal, s.turnMetadata(c, source, id, meta))
+	created, err = s.features.threads.CreateThread(ctx, n.th.Internal, s.turnMetadata(n.c, n.source, n.th.ID, n.th.Metadata))
 	if err != nil {
 		created = false
 		return apiThread{}, false, err
@@ -129,14 +158,17 @@ func (s *Server) openThread(ctx context.Context, c caller, id, source string, me
 		// Made by another request — or held by one that died before it
 		// made it (a replica killed mid-way; its lease runs out): say so
 		// only when the thread is there.
-		if th, found, err := s.findThread(ctx, c, id); err != nil || found {
+		if th, found, err := s.findThread(ctx, n.c, n.th.ID); err != nil || found {
 			return th, false, err
 		}
 		return apiThread{}, false, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Param: "id",
 			Message: "the thread is being created by another request (or a server that stopped, whose hold on it ends within the lease TTL); try again shortly"}
 	}
-	return apiThread{Thread: native.Thread{ID: id, Created: now, Updated: now, Metadata: meta, Internal: internal}, owner: owner}, created, nil
+	return n.th, true, nil
 }
+
+// drop ends the count of a thread that was not made.
+func (n *newThread) drop() { n.s.counts.commit(n.th.owner, false) }
 
 // listThreads returns a page of c's threads, newest first, and the cursor
 // of the next page ("" after the last).
