@@ -117,3 +117,37 @@ func TestOverriddenTemplateIsExecuted(t *testing.T) {
 		t.Fatalf("Render(map) = %q, %v", got, err)
 	}
 }
+
+// BenchmarkRenderOrchestrator renders the planner's two messages for four
+// capabilities with guides and examples, as a turn does: through the Go
+// form and through the template.
+func BenchmarkRenderOrchestrator(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var d OrchestratorData
+	fill(r, reflect.ValueOf(&d).Elem())
+	d.ReplanReason, d.FormatError = "", ""
+	d.Capabilities = make([]PlannerCapability, 4)
+	for i := range d.Capabilities {
+		d.Capabilities[i] = PlannerCapability{Name: "channel_read", Description: "Read live values of channels.",
+			Provides: []string{"CHANNEL_VALUES"}, Requires: []string{"CHANNEL_ADDRESSES"}, Instructions: strings.Repeat("Use it for present values. ", 8),
+			Examples: []PlanExample{{Number: 1, Scenario: "read the beam current", Step: `{"context_key":"bc","capability":"channel_read","task_objective":"Read the beam current"}`}}}
+	}
+	set := Default()
+	b.Run("go", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := set.RenderPrompt(Orchestrator, d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("template", func(b *testing.B) {
+		for b.Loop() {
+			for _, name := range []string{Orchestrator, OrchestratorTurn} {
+				var s strings.Builder
+				if err := set.tmpl[name].Execute(&s, d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
