@@ -84,3 +84,12 @@ func BenchmarkFromMessage(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFromMessageQuestion: the rules on a question seen for the first
+// time (the load tool's, which tags each one), as every turn's first call
+// reads it.
+func BenchmarkFromMessageQuestion(b *testing.B) {
+	for b.Loop() {
+		fromMessage("whats the beam current right now? [load 17-42]")
+	}
+}

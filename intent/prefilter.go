@@ -20,6 +20,22 @@ import (
 type filtered struct {
 	re   *regexp.Regexp
 	need []string // nil: always tried
+	// byFirst holds need by first byte: one pass over the text finds any
+	// of a few hundred strings, where a search for each took longer than
+	// the regexp.
+	byFirst *[256][]string
+}
+
+// withNeed sets the strings a match needs.
+func (f filtered) withNeed(need []string) filtered {
+	f.need, f.byFirst = need, nil
+	if need != nil {
+		f.byFirst = new([256][]string)
+		for _, n := range need {
+			f.byFirst[n[0]] = append(f.byFirst[n[0]], n)
+		}
+	}
+	return f
 }
 
 // mustFilter compiles expr (case-sensitive: it is matched against
@@ -30,7 +46,7 @@ func mustFilter(expr string) filtered {
 	if err != nil {
 		panic(err)
 	}
-	return filtered{re: re, need: needed(parsed.Simplify())}
+	return filtered{re: re}.withNeed(needed(parsed.Simplify()))
 }
 
 // MatchString reports whether s holds a match.
@@ -43,12 +59,49 @@ func (f filtered) mayMatch(s string) bool {
 	if f.need == nil {
 		return true
 	}
-	for _, n := range f.need {
-		if strings.Contains(s, n) {
-			return true
+	for i := 0; i < len(s); i++ {
+		for _, n := range f.byFirst[s[i]] {
+			if strings.HasPrefix(s[i:], n) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// foldFiltered is a case-insensitive regexp ("(?i)…") tried only when the
+// text, case-folded (foldCase), holds one of the strings its matches need.
+type foldFiltered struct{ filtered }
+
+// mustFilterFold compiles expr, which must start with "(?i)" and set no
+// other flag, with the strings its matches need, lower case.
+func mustFilterFold(expr string) foldFiltered {
+	body, ok := strings.CutPrefix(expr, "(?i)")
+	if !ok || strings.Contains(strings.ReplaceAll(body, "(?:", ""), "(?") {
+		panic("intent: a case-insensitive filtered pattern starts with (?i) and sets no other flag: " + expr)
+	}
+	f := mustFilter(body) // the needed strings, as written: lower case
+	f.re = regexp.MustCompile(expr)
+	return foldFiltered{f}
+}
+
+// FindStringIndex is the regexp's, on a text that may hold a match.
+func (f foldFiltered) FindStringIndex(s string) []int {
+	if !f.mayMatch(foldCase(s)) {
+		return nil
+	}
+	return f.re.FindStringIndex(s)
+}
+
+// foldCase maps every letter that "(?i)" matches with a lower-case one to
+// that letter (TestFoldCaseCoversTheFoldOrbits): strings.ToLower does for
+// all but the long s, "ſ", which (?i) matches with "s".
+func foldCase(s string) string {
+	s = strings.ToLower(s)
+	if strings.Contains(s, "ſ") {
+		s = strings.ReplaceAll(s, "ſ", "s")
+	}
+	return s
 }
 
 // maxSet bounds the sets of strings worked out: beyond it a part of the

@@ -1,7 +1,6 @@
 package intent
 
 import (
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -25,7 +24,7 @@ var quotePairs = map[rune]rune{'"': '"', '“': '”', '„': '“', '«': '»',
 // injectionPattern starts a note addressed to the assistant or the system
 // ("SYSTEM NOTE TO THE ASSISTANT: …", "ignore previous instructions",
 // "[INST]"): everything from it to the end of the message is reported.
-var injectionPattern = regexp.MustCompile(`(?i)(?:\b(?:system|assistant|ai|bot|model|developer|admin)\b[^.!?\n:]{0,40}:|` +
+var injectionPattern = mustFilterFold(`(?i)(?:\b(?:system|assistant|ai|bot|model|developer|admin)\b[^.!?\n:]{0,40}:|` +
 	`\bnote (?:to|for) (?:the )?(?:assistant|ai|model|bot|agent|system|llm)\b|` +
 	`\b(?:ignore|disregard|forget) (?:all |any )?(?:the |your )?(?:previous|prior|above|earlier|former) (?:instructions?|messages?|rules?|prompts?)|` +
 	`\[/?(?:system|inst)\]|<\|?/?(?:system|im_start|im_end)\|?>|` +

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/capgraph/capgraph/typo"
 )
 
 // The rules: whether a user's message asks to read, to change or
@@ -506,13 +504,40 @@ func verbOf(w string) string {
 // nearWord reports an edit distance of exactly one (a letter added, dropped,
 // changed, or two neighbours swapped), excluding inflections ("changes").
 func nearWord(w, v string) bool {
-	if w == v || w == v+"s" || w == v+"d" || w == v+"ed" || w == v+"es" || w == v+"r" {
-		return false
+	if rest, ok := strings.CutPrefix(w, v); ok {
+		switch rest {
+		case "", "s", "d", "ed", "es", "r":
+			return false
+		}
 	}
-	if d := len(w) - len(v); d < -1 || d > 1 {
-		return false
+	return oneEdit(w, v)
+}
+
+// oneEdit reports whether a and b (bytes) are exactly one edit apart in
+// typo.Distance's sense — one insertion, deletion, substitution or swap of
+// two neighbours — in one pass, without the distance's table: verbOf asks
+// it of every longer word of a message against every typo-tolerant verb.
+func oneEdit(a, b string) bool {
+	if len(a) < len(b) {
+		a, b = b, a
 	}
-	return typo.Distance(w, v) == 1
+	i := 0
+	for i < len(b) && a[i] == b[i] {
+		i++
+	}
+	switch len(a) - len(b) {
+	case 0:
+		if i == len(a) {
+			return false // equal
+		}
+		if a[i+1:] == b[i+1:] {
+			return true // a substitution
+		}
+		return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+	case 1:
+		return a[i+1:] == b[i:] // a deletion from a
+	}
+	return false
 }
 
 // politeOpeners come before an imperative: "can you", "I want you to",

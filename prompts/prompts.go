@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"text/template"
+	"text/template/parse"
 )
 
 // Template names, one per role (the classifier has a per-capability and a
@@ -124,6 +125,11 @@ type Set struct {
 	// size is each template's last output size: the next rendering starts
 	// with a buffer that fits, rather than growing one write at a time.
 	size map[string]*atomic.Int64
+	// builtin holds the Go form of each embedded template that is not
+	// overridden (builtin.go); constant the output of each template without
+	// actions, which is the same for any data.
+	builtin  map[string]func(*strings.Builder, any) bool
+	constant map[string]string
 }
 
 var funcs = template.FuncMap{
@@ -148,13 +154,14 @@ func Default() *Set {
 // New parses the embedded templates with the configured overrides. Unknown
 // override names and unparsable templates are errors naming the template.
 func New(cfg Config) (*Set, error) {
-	src := map[string]string{}
+	src, embeddedSrc := map[string]string{}, map[string]string{}
 	for _, n := range Names() {
 		b, err := embedded.ReadFile("templates/" + n + ".tmpl")
 		if err != nil {
 			return nil, &TemplateError{Name: n, Err: err}
 		}
 		src[n] = string(b)
+		embeddedSrc[n] = string(b)
 	}
 	var errs []error
 	if cfg.Dir != "" {
@@ -186,7 +193,8 @@ func New(cfg Config) (*Set, error) {
 		}
 		src[name] = s
 	}
-	set := &Set{tmpl: map[string]*template.Template{}, size: map[string]*atomic.Int64{}}
+	set := &Set{tmpl: map[string]*template.Template{}, size: map[string]*atomic.Int64{},
+		builtin: map[string]func(*strings.Builder, any) bool{}, constant: map[string]string{}}
 	for _, n := range Names() {
 		t, err := template.New(n).Funcs(funcs).Option("missingkey=error").Parse(src[n])
 		if err != nil {
@@ -195,6 +203,11 @@ func New(cfg Config) (*Set, error) {
 		}
 		set.tmpl[n] = t
 		set.size[n] = new(atomic.Int64)
+		if text, ok := constantText(t); ok {
+			set.constant[n] = strings.TrimSpace(text)
+		} else if r := builtinRenderers[n]; r != nil && src[n] == embeddedSrc[n] {
+			set.builtin[n] = r
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -208,16 +221,37 @@ func (s *Set) Render(name string, data any) (string, error) {
 	if !ok {
 		return "", &TemplateError{Name: name, Err: errors.New("no such template")}
 	}
+	if text, ok := s.constant[name]; ok {
+		return text, nil
+	}
 	var b strings.Builder
 	size := s.size[name]
 	if size != nil {
 		b.Grow(int(size.Load()) + 256)
 	}
-	if err := t.Execute(&b, data); err != nil {
-		return "", &TemplateError{Name: name, Err: err}
+	if r := s.builtin[name]; r == nil || !r(&b, data) {
+		if err := t.Execute(&b, data); err != nil {
+			return "", &TemplateError{Name: name, Err: err}
+		}
 	}
 	if size != nil {
 		size.Store(int64(b.Len()))
 	}
 	return strings.TrimSpace(b.String()), nil
+}
+
+// constantText returns the text of a template made of text alone.
+func constantText(t *template.Template) (string, bool) {
+	if t.Tree == nil || t.Root == nil || len(t.Root.Nodes) == 0 || len(t.Templates()) > 1 {
+		return "", false
+	}
+	var b strings.Builder
+	for _, n := range t.Root.Nodes {
+		text, ok := n.(*parse.TextNode)
+		if !ok {
+			return "", false
+		}
+		b.Write(text.Text)
+	}
+	return b.String(), true
 }
