@@ -1,6 +1,7 @@
 package intent
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"unicode"
@@ -169,6 +170,9 @@ var (
 	// typoTolerant are English verbs long enough that one typo cannot make
 	// another common word of them.
 	typoTolerant = wordSet(`change adjust raise increase decrease reduce modify tweak boost write enable disable switch`)
+	// typoTolerantInOrder are they, sorted: a word one typo from two of
+	// them is always read as the same one.
+	typoTolerantInOrder = slices.Sorted(maps.Keys(typoTolerant))
 	// knownTypos of short verbs, where distance 1 would reach real words
 	// ("get", "let", "sit").
 	knownTypos = map[string]string{"sett": "set", "sset": "set", "swt": "set", "sst": "set", "rmap": "ramp", "rapm": "ramp",
@@ -493,7 +497,7 @@ func verbOf(w string) string {
 	if notVerbs[w] || len(w) < 5 {
 		return ""
 	}
-	for v := range typoTolerant {
+	for _, v := range typoTolerantInOrder {
 		if nearWord(w, v) {
 			return v
 		}

@@ -263,6 +263,17 @@ func attackFromBrowser(t *testing.T, node, chromium, dir string, withKeys bool) 
 	if token == "" {
 		t.Fatalf("no approval token in %q", asked)
 	}
+	// The store is read directly: wait for the records of the runs that
+	// ended (the client is told of the end before its record is written).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		open, err := a.RunStore().ListRuns(context.Background(), runstore.Filter{Status: []runstore.Status{runstore.Queued, runstore.Running}})
+		if err == nil && len(open) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runs still open after they ended: %+v, %v", open, err)
+		}
+	}
 	before := snapshot(t, a, p, o)
 	if !strings.Contains(before.Pending, ":channel_write:") {
 		t.Fatalf("pending %q, want the channel_write step", before.Pending)
