@@ -195,7 +195,9 @@ func emitFailure(ctx context.Context, f router.Failure, out router.Outcome, now 
 		fi.Action = "recorded"
 		if out.Error != nil {
 			if out.Error.Retry {
-				fi.Action, fi.Delay = "retry", out.Error.NotBefore.Sub(now)
+				// The wait scheduled from the failure (router.Record),
+				// not what is left of it now: a short one may be past.
+				fi.Action, fi.Delay = "retry", out.Error.NotBefore.Sub(out.Error.At.Add(out.Error.Elapsed))
 			}
 			if out.Error.Classification.Severity != f.Classification.Severity {
 				fi.Severity = out.Error.Classification.Severity.String()

@@ -262,24 +262,32 @@ func who(rq *request) (key string, hdr []string, thread string) {
 	return keyClient, nil, rq.thread
 }
 
-// holdsInput reports whether the thread's state holds input as a user's
-// message.
-func holdsInput(get func(path, key string, hdr ...string) (int, []byte), thread, key string, hdr []string, input string) bool {
+// message is a message of a thread's state.
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// messages reads the thread's messages (none before its first checkpoint).
+func messages(get func(path, key string, hdr ...string) (int, []byte), thread, key string, hdr []string) []message {
 	_, body := get("/api/threads/"+thread+"/state", key, hdr...)
 	var st struct {
 		State *struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
-			} `json:"messages"`
+			Messages []message `json:"messages"`
 		} `json:"state"`
 	}
-	_ = json.Unmarshal(body, &st)
-	if st.State != nil {
-		for _, m := range st.State.Messages {
-			if m.Role == "user" && m.Content == input {
-				return true
-			}
+	if json.Unmarshal(body, &st) != nil || st.State == nil {
+		return nil
+	}
+	return st.State.Messages
+}
+
+// holdsInput reports whether the thread's state holds input as a user's
+// message.
+func holdsInput(get func(path, key string, hdr ...string) (int, []byte), thread, key string, hdr []string, input string) bool {
+	for _, m := range messages(get, thread, key, hdr) {
+		if m.Role == "user" && m.Content == input {
+			return true
 		}
 	}
 	return false
@@ -289,25 +297,13 @@ func holdsInput(get func(path, key string, hdr ...string) (int, []byte), thread,
 // messages hold it followed by an answer, "failed" when a run of the
 // thread failed with a reason, "" otherwise (not yet, or lost).
 func outcome(get func(path, key string, hdr ...string) (int, []byte), thread, key string, hdr []string, input string) string {
-	_, body := get("/api/threads/"+thread+"/state", key, hdr...)
-	var st struct {
-		State *struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
-			} `json:"messages"`
-		} `json:"state"`
-	}
-	_ = json.Unmarshal(body, &st)
-	if st.State != nil {
-		for i, m := range st.State.Messages {
-			if m.Role == "user" && m.Content == input && i+1 < len(st.State.Messages) && st.State.Messages[i+1].Role == "assistant" &&
-				strings.Contains(st.State.Messages[i+1].Content, "401.5") {
-				return "answered"
-			}
+	msgs := messages(get, thread, key, hdr)
+	for i, m := range msgs {
+		if m.Role == "user" && m.Content == input && i+1 < len(msgs) && msgs[i+1].Role == "assistant" && strings.Contains(msgs[i+1].Content, "401.5") {
+			return "answered"
 		}
 	}
-	_, body = get("/api/threads/"+thread+"/runs?limit=50", key, hdr...)
+	_, body := get("/api/threads/"+thread+"/runs?limit=50", key, hdr...)
 	var runs struct {
 		Runs []struct {
 			Status string `json:"status"`

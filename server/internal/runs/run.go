@@ -390,8 +390,5 @@ func (r *Run[D]) EndedInStore() bool {
 func (r *Run[D]) Settled() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.settling == nil {
-		return nil
-	}
 	return r.settling
 }
