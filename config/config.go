@@ -129,9 +129,10 @@ type Checkpoints struct {
 	// Nil when the file leaves it out.
 	KeepIntermediate *Retention `yaml:"keep_intermediate"`
 	// Durability is when a step's checkpoint is durable: "sync" (before
-	// the next step starts; the default, also "") or "async" (while the
-	// next step runs, waited for before a side effect, an approval and the
-	// turn's end). docs/reliability.md says what each keeps over a crash.
+	// the next step starts) or "async" (while the next step runs, waited
+	// for before a side effect, an approval and the turn's end; the
+	// default when empty, wiring.DefaultDurability). docs/reliability.md
+	// says what each keeps over a crash.
 	Durability string `yaml:"durability"`
 }
 

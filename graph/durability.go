@@ -27,7 +27,9 @@ const (
 	// before anything runs, as in sync. A crash may lose the checkpoints
 	// written since the last barrier: the run then resumes from an earlier
 	// step and runs again only steps that, not having called Flush, did
-	// nothing but read. An EventCheckpoint still means the checkpoint is
+	// nothing but read. A step checkpoint the run's last will prune at once
+	// (checkpoint.Transient) is not written unless a barrier comes while it
+	// is the latest. An EventCheckpoint still means the checkpoint is
 	// durable: it comes once written, so after events of the next step.
 	DurabilityAsync Durability = "async"
 )
@@ -86,6 +88,10 @@ type asyncWriter struct {
 
 	mu      sync.Mutex
 	pending []checkpoint.Checkpoint
+	// held is the latest transient step checkpoint (queueStep), not yet
+	// handed to drain: written by the next barrier, or never, when the
+	// next step's replaces it or the run's last prunes it.
+	held    *checkpoint.Checkpoint
 	running bool          // a drain goroutine is writing
 	idle    chan struct{} // closed when the drain goroutine stops
 	err     error
@@ -118,12 +124,45 @@ func (w *asyncWriter) queue(cp checkpoint.Checkpoint) error {
 	if w.err != nil {
 		return w.err
 	}
+	if w.held != nil {
+		// A checkpoint is held only under pruning at once (Transient),
+		// so one that ends the run prunes it in its own Put: it need not
+		// be written. Any other goes after it, in step order.
+		if len(cp.Next) > 0 {
+			w.pending = append(w.pending, *w.held)
+		}
+		w.held = nil
+	}
 	w.pending = append(w.pending, cp)
-	if !w.running {
+	w.start()
+	return nil
+}
+
+// queueStep hands a step's checkpoint to the writer. A transient one (the
+// Put ending the run prunes it at once, checkpoint.Transient) is held
+// instead: the next barrier writes it, or the next step's replaces it
+// unwritten. A crash may lose what a barrier has not made durable in
+// either case; holding it makes a turn write the checkpoints its barriers
+// need and its last, not one per step.
+func (w *asyncWriter) queueStep(cp checkpoint.Checkpoint) error {
+	if !checkpoint.Transient(w.ctx, cp) {
+		return w.queue(cp)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	w.held = &cp
+	return nil
+}
+
+// start starts the drain goroutine unless it runs (w.mu held).
+func (w *asyncWriter) start() {
+	if !w.running && len(w.pending) > 0 {
 		w.running, w.idle = true, make(chan struct{})
 		go w.drain()
 	}
-	return nil
 }
 
 func (w *asyncWriter) drain() {
@@ -159,6 +198,11 @@ func (w *asyncWriter) drain() {
 // flush waits for every queued write and returns the first failure.
 func (w *asyncWriter) flush() error {
 	w.mu.Lock()
+	if w.held != nil && w.err == nil {
+		w.pending = append(w.pending, *w.held)
+		w.held = nil
+		w.start()
+	}
 	if !w.running {
 		err := w.err
 		w.mu.Unlock()

@@ -373,3 +373,179 @@ func TestUnknownDurability(t *testing.T) {
 		t.Fatalf("Compile: %v, want the unknown_durability problem", err)
 	}
 }
+
+// queueingStore is a store whose Put of step 1 waits, as a write queued
+// behind another commit does, until the run has been canceled, and then
+// gives up when its context is done — as SQLite's group commit does.
+type queueingStore struct {
+	*memory.Store
+	putting  chan struct{} // closed when step 1's Put starts
+	canceled chan struct{} // closed by the test once it canceled the run
+}
+
+func (q *queueingStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	if cp.Step == 1 {
+		close(q.putting)
+		<-q.canceled
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return q.Store.Put(ctx, cp)
+}
+
+// A run canceled while a finished step's checkpoint is being written keeps
+// that checkpoint: the save is not canceled with the run (under async the
+// next step runs meanwhile, and its start is what a Ctrl-C follows), so
+// Resume does not run the finished step again. In both modes.
+func TestACancelDuringAWriteKeepsTheFinishedStep(t *testing.T) {
+	for _, mode := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync} {
+		t.Run(string(mode), func(t *testing.T) {
+			store := &queueingStore{Store: memory.New(), putting: make(chan struct{}), canceled: make(chan struct{})}
+			cnt := newCounter()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				<-store.putting
+				cancel()
+				close(store.canceled)
+			}()
+			var resumed atomic.Bool
+			wait := func(nctx context.Context, s tstate) (tupd, error) {
+				cnt.inc("b")
+				if !resumed.Load() { // the first run: b is what the cancellation stops
+					<-nctx.Done()
+					return tupd{}, nctx.Err()
+				}
+				return tupd{Log: "b", N: 1}, nil
+			}
+			c := linear(t, store, mode, logNode(cnt, "a"), wait, logNode(cnt, "c"))
+			res, err := c.Run(ctx, "t", tstate{})
+			if !errors.Is(err, context.Canceled) || res.Status != graph.StatusCanceled {
+				t.Fatalf("run: %v, %v", res.Status, err)
+			}
+			if tu := latest(t, c, "t"); tu.Checkpoint.Step != 1 {
+				t.Fatalf("the store's latest checkpoint is step %d, want 1 (a's, written while the run was canceled)", tu.Checkpoint.Step)
+			}
+			resumed.Store(true)
+			res, err = c.Resume(context.Background(), "t", nil)
+			if err != nil || !slices.Equal(res.State.Log, []string{"a", "b", "c"}) {
+				t.Fatalf("resume: %v, %+v", err, res)
+			}
+			if cnt.get("a") != 1 {
+				t.Errorf("a ran %d times, want 1", cnt.get("a"))
+			}
+		})
+	}
+}
+
+// puttingStore records the step of every checkpoint Put and can be
+// "killed" (no write lands afterwards).
+type puttingStore struct {
+	*memory.Store
+	mu     sync.Mutex
+	steps  []int
+	killed atomic.Bool
+}
+
+func (p *puttingStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	if p.killed.Load() {
+		return errKilled
+	}
+	p.mu.Lock()
+	p.steps = append(p.steps, cp.Step)
+	p.mu.Unlock()
+	return p.Store.Put(ctx, cp)
+}
+
+func (p *puttingStore) written() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.steps)
+}
+
+// Under async with the run's intermediate checkpoints pruned when it ends
+// (checkpoint.WithPruning 0, a finished turn's default), a step checkpoint
+// no barrier needs is never written: a run of a, b, c (which acts, after
+// Flush), d writes its input, b's (the one c runs from, by c's Flush) and
+// d's (its last), not a's or c's. A crash after c acted resumes from b's,
+// so c is re-entered from the checkpoint it acted from. With intermediate
+// checkpoints kept, or under sync, every step's is written.
+func TestAsyncWritesOnlyTheCheckpointsABarrierNeeds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mode  graph.Durability
+		keep  time.Duration
+		steps []int
+	}{
+		{"async, pruned", graph.DurabilityAsync, 0, []int{0, 2, 4}},
+		{"async, kept", graph.DurabilityAsync, -1, []int{0, 1, 2, 3, 4}},
+		{"sync, pruned", graph.DurabilitySync, 0, []int{0, 1, 2, 3, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &puttingStore{Store: memory.New()}
+			cnt := newCounter()
+			var onDisk []string // the store's latest checkpoint's next when c acted
+			act := func(ctx context.Context, s tstate) (tupd, error) {
+				if err := graph.Flush(ctx); err != nil {
+					return tupd{}, err
+				}
+				tu, err := store.Get(ctx, "t", uuid.Nil)
+				if err != nil {
+					return tupd{}, err
+				}
+				onDisk = tu.Checkpoint.Next
+				cnt.inc("c")
+				return tupd{Log: "c", N: 1}, nil
+			}
+			c := linear(t, store, tc.mode, logNode(cnt, "a"), logNode(cnt, "b"), act, logNode(cnt, "d"))
+			ctx := checkpoint.WithPruning(context.Background(), tc.keep)
+			res, err := c.Run(ctx, "t", tstate{})
+			if err != nil || res.Status != graph.StatusDone || strings.Join(res.State.Log, " ") != "a b c d" {
+				t.Fatalf("Run: %v, %v, %v", res.Status, err, res.State.Log)
+			}
+			if got := store.written(); !slices.Equal(got, tc.steps) {
+				t.Errorf("checkpoints written for steps %v, want %v", got, tc.steps)
+			}
+			if !slices.Equal(onDisk, []string{"c"}) {
+				t.Errorf("c acted while the store's latest checkpoint had next %v, want [c]: the one it runs from", onDisk)
+			}
+			if n := len(eventsOf(res.Trace.Events(), graph.EventCheckpoint)); n != len(tc.steps) {
+				t.Errorf("%d checkpoint events, want one per checkpoint written (%d)", n, len(tc.steps))
+			}
+		})
+	}
+
+	// The crash: d's checkpoint never lands. The resumed run starts from
+	// b's, the one c acted from, and runs c and d again — c would find its
+	// own durable record of the attempt, as after any crash.
+	store := &puttingStore{Store: memory.New()}
+	cnt := newCounter()
+	act := func(ctx context.Context, s tstate) (tupd, error) {
+		if err := graph.Flush(ctx); err != nil {
+			return tupd{}, err
+		}
+		cnt.inc("c")
+		if cnt.get("c") == 1 {
+			store.killed.Store(true)
+		}
+		return tupd{Log: "c", N: 1}, nil
+	}
+	c := linear(t, store, graph.DurabilityAsync, logNode(cnt, "a"), logNode(cnt, "b"), act, logNode(cnt, "d"))
+	if res, err := c.Run(checkpoint.WithPruning(context.Background(), 0), "t", tstate{}); err == nil || res.Status != graph.StatusFailed {
+		t.Fatalf("the killed run: %v, %v", res.Status, err)
+	}
+	if tu := latest(t, c, "t"); !slices.Equal(tu.Checkpoint.Next, []string{"c"}) {
+		t.Fatalf("after the crash the latest checkpoint has next %v, want [c]", tu.Checkpoint.Next)
+	}
+	store.killed.Store(false)
+	res, err := c.Resume(checkpoint.WithPruning(context.Background(), 0), "t", nil)
+	if err != nil || strings.Join(res.State.Log, " ") != "a b c d" {
+		t.Fatalf("resume: %v, %v", err, res.State.Log)
+	}
+	if cnt.get("a") != 1 || cnt.get("b") != 1 || cnt.get("c") != 2 {
+		t.Errorf("executions %v, want a and b once, c re-entered once", cnt.n)
+	}
+}

@@ -433,7 +433,7 @@ func (c *Compiled[S, U]) commitStep(ctx context.Context, r *runner[S, U], thread
 		// Written while the next step runs: the writer gets its own
 		// copy of the state, as the encode buffer is reused.
 		ncp.State = bytes.Clone(enc)
-		if qerr := r.async.queue(ncp); qerr != nil {
+		if qerr := r.async.queueStep(ncp); qerr != nil {
 			return checkpoint.Checkpoint{}, qerr
 		}
 		ncp.State = nil
@@ -759,13 +759,19 @@ const saveGrace = 5 * time.Second
 // saveCtx is the context for saving work that is already done (a finished
 // step's checkpoint, a finished branch's update). A cancellation that arrives
 // after the node returned must not throw its result away, or Resume would run
-// the node (and its side effects) again; so once ctx is done the save gets a
-// short grace period of its own. The common, uncanceled case allocates nothing.
+// the node again; so the save is not canceled with ctx: once ctx is done,
+// before the save or during it (a store's write queued behind another
+// commit gives up on its context), it gets saveGrace of its own.
 func saveCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if ctx.Err() == nil {
-		return ctx, func() {}
+	if ctx.Err() != nil {
+		return context.WithTimeout(context.WithoutCancel(ctx), saveGrace)
 	}
-	return context.WithTimeout(context.WithoutCancel(ctx), saveGrace)
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(saveGrace, cancel) })
+	return sctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 func isCtxErr(err error) bool {

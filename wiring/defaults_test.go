@@ -19,7 +19,9 @@ import (
 // One source for each default: a configuration that sets nothing yields
 // exactly what a program configuring the libraries in Go with zero values
 // gets — the agent's, the router's, the nodes', the server's and the
-// models' own defaults, none restated by the configuration.
+// models' own defaults, none restated by the configuration — but for the
+// one setting whose application default is not the engine's: checkpoint
+// durability (wiring.DefaultDurability).
 func TestEmptyConfigYieldsTheLibraryDefaults(t *testing.T) {
 	for _, text := range []string{"", "limits:\nserver:\n  limits:\napproval:\n"} {
 		cfg := parse(t, text)
@@ -31,7 +33,7 @@ func TestEmptyConfigYieldsTheLibraryDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := (agent.Config{Registry: reg, Store: store, Models: llm.None}); !reflect.DeepEqual(ac, want) {
+		if want := (agent.Config{Registry: reg, Store: store, Models: llm.None, Durability: wiring.DefaultDurability}); !reflect.DeepEqual(ac, want) {
 			t.Errorf("%q: agent config %+v\nwant the zero config %+v", text, ac, want)
 		}
 		// Through the runtime, the same plus the application's name.
@@ -44,7 +46,7 @@ func TestEmptyConfigYieldsTheLibraryDefaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		rac.Registry = reg // rebuilt by the runtime from the same capabilities
-		if want := (agent.Config{Application: wiring.DefaultAppName, Registry: reg, Store: store, Models: llm.None}); !reflect.DeepEqual(rac, want) {
+		if want := (agent.Config{Application: wiring.DefaultAppName, Registry: reg, Store: store, Models: llm.None, Durability: wiring.DefaultDurability}); !reflect.DeepEqual(rac, want) {
 			t.Errorf("%q: runtime's agent config %+v", text, rac)
 		}
 		// The compiled agent routes with the router's defaults.

@@ -9,7 +9,9 @@
 // The conversions (AgentConfig, Models, LLMConfig, ServerConfig,
 // ParseStore) map every key onto the setting of the package that owns it.
 // A key the file leaves out stays zero, so that package's documented
-// default applies: one source for each default. Runtime builds the parts
+// default applies: one source for each default. The one exception is
+// checkpoints.durability, whose default for an application
+// (DefaultDurability, async) is not the engine's (sync). Runtime builds the parts
 // once, when first asked for, over an App (a name and its capabilities):
 // the application's name chooses its default store (DefaultStorePath) and
 // is recorded with every thread its agent runs (agent.Config.Application).

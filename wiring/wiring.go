@@ -89,9 +89,27 @@ func AgentTargets(cfg *config.Config) map[string]agent.TargetPolicy {
 	return out
 }
 
+// DefaultDurability is an application's checkpoint durability when its
+// file leaves checkpoints.durability out. It is async, where the engine's
+// own default is sync: an application's server keeps every turn's input in
+// the turn's run record (agent.WithInputKept), so a crash repeats at most
+// the reads since a side effect, an approval or the turn's end was made
+// durable, never a side effect, and a turn waits for 2 commits instead of
+// one per step (docs/reliability.md, "Checkpoint durability").
+const DefaultDurability = graph.DurabilityAsync
+
+// DurabilityOf is the checkpoint durability the file sets, DefaultDurability
+// when it sets none.
+func DurabilityOf(cfg *config.Config) graph.Durability {
+	if d := graph.Durability(cfg.Checkpoints.Durability); d != "" {
+		return d
+	}
+	return DefaultDurability
+}
+
 // AgentConfig converts the file into an agent.Config over reg, store and
 // models. A setting the file leaves out stays zero, so the agent's default
-// applies. Problems the file parser cannot see (a retry policy for a
+// applies (checkpoints.durability excepted: DefaultDurability). Problems the file parser cannot see (a retry policy for a
 // capability the application does not have) are returned as a
 // *config.Error naming the line.
 func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoint.Store, models llm.Models) (agent.Config, error) {
@@ -117,7 +135,7 @@ func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoin
 		Options:                 AgentOptions(cfg),
 		Targets:                 AgentTargets(cfg),
 		MaxConcurrency:          l.StepConcurrency,
-		Durability:              graph.Durability(cfg.Checkpoints.Durability),
+		Durability:              DurabilityOf(cfg),
 		ErrorNodeGrace:          time.Duration(l.ErrorNodeGrace),
 		ErrorExplanationTimeout: time.Duration(l.ErrorExplanationTimeout),
 		MaxArtifactBytes:        l.MaxArtifactBytes,

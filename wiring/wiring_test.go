@@ -337,13 +337,14 @@ func TestKeepIntermediateConverts(t *testing.T) {
 }
 
 // checkpoints.durability reaches the agent as the graph's mode; left out,
-// the agent's default (sync).
+// the application's default, async — not the engine's (sync).
 func TestDurabilityConverts(t *testing.T) {
 	reg := registry(t, "beam")
 	for in, want := range map[string]graph.Durability{
-		"":                                    "",
-		"checkpoints:\n  durability: sync\n":  graph.DurabilitySync,
-		"checkpoints:\n  durability: async\n": graph.DurabilityAsync,
+		"": graph.DurabilityAsync,
+		"checkpoints:\n  keep_intermediate: true\n": graph.DurabilityAsync,
+		"checkpoints:\n  durability: sync\n":        graph.DurabilitySync,
+		"checkpoints:\n  durability: async\n":       graph.DurabilityAsync,
 	} {
 		ac, err := wiring.AgentConfig(parse(t, in), reg, memory.New(), llm.None)
 		if err != nil {

@@ -60,7 +60,7 @@ const Answer = "The stored beam current (SR:DCCT:CURRENT) is 500.2 mA."
 
 func main() {
 	serve := flag.Bool("serve", false, "internal: run the server and answer commands on stdin")
-	stores := flag.String("stores", "floor,memory,sqlite", "stores to measure, in order: floor (the same load without capgraph), memory, sqlite; memory-async, sqlite-async: the same with checkpoints.durability: async")
+	stores := flag.String("stores", "floor,memory,sqlite", "stores to measure, in order: floor (the same load without capgraph), memory, sqlite (checkpoints.durability left to its default, async); memory-sync, sqlite-sync, memory-async, sqlite-async: the same with that durability")
 	clients := flag.Int("clients", 200, "concurrent clients")
 	latency := flag.Duration("latency", 200*time.Millisecond, "the scripted model's latency, per call")
 	duration := flag.Duration("duration", 30*time.Second, "measured load per store")

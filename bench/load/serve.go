@@ -141,13 +141,16 @@ func runServer(store, dir string, latency time.Duration, keep string, trustedFro
 	// Every node asks its model (model_calls), so a turn makes the four
 	// calls the floor waits out, as when the figures of docs/performance.md
 	// were first measured; the default path would make two.
-	// A store named with -async (sqlite-async) is that store with
-	// checkpoints.durability: async.
-	durability := "sync"
-	if base, ok := strings.CutSuffix(store, "-async"); ok {
-		store, durability = base, "async"
+	// A store named with -sync or -async (sqlite-sync) is that store with
+	// that checkpoints.durability; without, the file leaves it out (the
+	// application's default, wiring.DefaultDurability).
+	durability := ""
+	for _, mode := range []string{"sync", "async"} {
+		if base, ok := strings.CutSuffix(store, "-"+mode); ok {
+			store, durability = base, "  durability: "+mode+"\n"
+		}
 	}
-	yaml := fmt.Sprintf("server:\n  api_keys:\n    - name: load\n      key: %s\n      trusted_frontend: %t\n  limits:\n    max_concurrent_runs: 100000\nlogging:\n  level: warn\ncheckpoints:\n  keep_intermediate: %s\n  durability: %s\n"+
+	yaml := fmt.Sprintf("server:\n  api_keys:\n    - name: load\n      key: %s\n      trusted_frontend: %t\n  limits:\n    max_concurrent_runs: 100000\nlogging:\n  level: warn\ncheckpoints:\n  keep_intermediate: %s\n%s"+
 		"model_calls:\n  task_extraction: always\n  select_all_within_tokens: -1\n  task_with_selection: false\n", apiKey, trustedFrontend, keep, durability)
 	cfg, err := config.Parse([]byte(yaml), "load.yaml")
 	if err != nil {
@@ -162,7 +165,7 @@ func runServer(store, dir string, latency time.Duration, keep string, trustedFro
 		dbPath = filepath.Join(dir, "load.db")
 		spec = "sqlite:" + dbPath
 	} else if store != "memory" {
-		return fmt.Errorf("unknown store %q (want floor, memory or sqlite, the last two with -async for checkpoints.durability: async)", store)
+		return fmt.Errorf("unknown store %q (want floor, memory or sqlite, the last two with -sync or -async for that checkpoints.durability)", store)
 	}
 	m := scriptedModel(latency)
 	app := controlroom.App()
