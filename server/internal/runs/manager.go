@@ -228,7 +228,7 @@ func (m *Manager[D]) Reserve(sp Spec, wrap func(*Run[D]) D) (D, error) {
 	// of a parked run; each call has the turn's time limit (execute).
 	ctx, cancel := context.WithCancel(agent.WithTraceContext(m.base, sp.Trace))
 	r := &Run[D]{ID: sp.ID, Thread: sp.Thread, ClientThread: sp.ClientThread, ownerKey: sp.OwnerKey, logAttrs: sp.Log, Origin: sp.Origin,
-		Started: cmp.Or(sp.Started, m.d.Now()), ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.d.EventLogSize, sizeHint: &m.logSize,
+		Started: cmp.Or(sp.Started, m.d.Now()), ctx: ctx, cancel: cancel, begun: make(chan struct{}), max: m.d.EventLogSize, sizeHint: &m.logSize,
 		detachGrace: m.d.DetachGrace}
 	r.Ext = wrap(r)
 	if limited {
@@ -252,7 +252,7 @@ func (m *Manager[D]) Mirror(sp Spec, wrap func(*Run[D]) D) (d D, fresh bool) {
 	}
 	ctx, cancel := context.WithTimeout(m.base, m.d.TurnTimeout+m.d.LeaseTTL)
 	r := &Run[D]{ID: sp.ID, Thread: sp.Thread, ClientThread: sp.ClientThread, ownerKey: sp.OwnerKey, logAttrs: sp.Log, Started: sp.Started, Origin: FromStore,
-		ctx: ctx, cancel: cancel, notify: make(chan struct{}), begun: make(chan struct{}), max: m.d.EventLogSize, sizeHint: &m.logSize}
+		ctx: ctx, cancel: cancel, begun: make(chan struct{}), max: m.d.EventLogSize, sizeHint: &m.logSize}
 	r.Ext = wrap(r)
 	m.Must(r, lifecycle.Mirror)
 	m.runs[r.ID] = r

@@ -60,7 +60,7 @@ type Run[D any] struct {
 	// sizeHint is the length of the last finished run's log, shared by
 	// the manager's runs (regrow).
 	sizeHint *atomic.Int64
-	notify   chan struct{} // closed and replaced on every change
+	notify   chan struct{} // closed on the next change; nil until a follower asks (Since)
 	status   agent.RunStatus
 	err      error
 	// cause says why the run ended (valid once it has).
@@ -284,10 +284,14 @@ func (r *Run[D]) logLocked(ev agent.Event) {
 	r.wake()
 }
 
-// wake tells the followers the run changed (r.mu held).
+// wake tells the followers the run changed (r.mu held). The next channel
+// is made when a follower asks for it: a run's events come in bursts, and
+// a follower woken by the first asks again only after the burst.
 func (r *Run[D]) wake() {
-	close(r.notify)
-	r.notify = make(chan struct{})
+	if r.notify != nil {
+		close(r.notify)
+		r.notify = nil
+	}
 }
 
 // regrow returns the log in a new array with room for more (r.mu held). The
@@ -327,6 +331,9 @@ func (r *Run[D]) Since(after int) ([]agent.Event, <-chan struct{}, bool) {
 		for i := range evs {
 			evs[i] = r.events[start+i].event(r.ID, r.Thread)
 		}
+	}
+	if r.notify == nil {
+		r.notify = make(chan struct{})
 	}
 	return evs, r.notify, r.life.State().Ended()
 }
