@@ -28,6 +28,9 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 	if _, err := c.buildAgent(ctx, true); err != nil {
 		return err
 	}
+	// A serving process's collector: GOGC 400 unless the file or the
+	// environment says otherwise, within 90 % of a container's memory.
+	wiring.RuntimeTuningOf(c.cfg, c.env.Getenv, wiring.ContainerMemory()).Apply()
 	logger, err := c.rt.Logger(c.env.Stderr)
 	if err != nil {
 		return err

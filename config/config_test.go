@@ -281,6 +281,7 @@ func TestBadConfig(t *testing.T) {
 		{"approval mode", "approval:\n  global_mode: some\n", 2, "approval.global_mode", "disabled, selective or all_capabilities"},
 		{"keep_intermediate word", "checkpoints:\n  keep_intermediate: yes\n", 2, "checkpoints.keep_intermediate", `must be true, false or a duration such as "24h", got "yes"`},
 		{"bad durability", "checkpoints:\n  durability: exit\n", 2, "checkpoints.durability", `must be sync or async, got "exit"`},
+		{"negative gc_percent", "server:\n  gc_percent: -1\n", 2, "server.gc_percent", "must be positive (0: the default, 400), got -1"},
 		{"keep_intermediate negative", "checkpoints:\n  keep_intermediate: -1h\n", 2, "checkpoints.keep_intermediate", "true, false or a duration"},
 		{"keep_intermediate list", "checkpoints:\n  keep_intermediate: [1h]\n", 2, "checkpoints.keep_intermediate", "single value"},
 		{"checkpoints typo", "checkpoints:\n  keep_intermediates: true\n", 2, "checkpoints.keep_intermediates", "did you mean keep_intermediate?"},

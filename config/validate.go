@@ -468,6 +468,9 @@ func (d *decoder) validateServer(s Server) {
 	} else if d.set("server.addr") && !validPort(port) {
 		d.bad("server.addr", "the port must be a number from 0 to 65535 (0: any free port), got %q in %q", port, s.Addr)
 	}
+	if s.GCPercent < 0 {
+		d.bad("server.gc_percent", "must be positive (0: the default, 400), got %d; GOGC=off in the environment turns the collector off", s.GCPercent)
+	}
 	if d.set("server.max_body_bytes") && s.MaxBodyBytes < 1 {
 		d.bad("server.max_body_bytes", "must be at least 1, got %d", s.MaxBodyBytes)
 	}

@@ -167,6 +167,8 @@ func runServer(store, dir string, latency time.Duration, keep string, trustedFro
 	} else if store != "memory" {
 		return fmt.Errorf("unknown store %q (want floor, memory or sqlite, the last two with -sync or -async for that checkpoints.durability)", store)
 	}
+	// The collector as capgraph serve sets it up (the floor keeps Go's).
+	wiring.RuntimeTuningOf(cfg, os.Getenv, wiring.ContainerMemory()).Apply()
 	m := scriptedModel(latency)
 	app := controlroom.App()
 	rt, err := wiring.New(cfg, wiring.App{Name: app.Name, Capabilities: app.Capabilities}, wiring.Options{Store: spec, Models: m})
