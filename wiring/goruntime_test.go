@@ -19,11 +19,11 @@ func TestRuntimeTuning(t *testing.T) {
 		container int64
 		want      RuntimeTuning
 	}{
-		{"defaults, no container", "", nil, 0, RuntimeTuning{GCPercent: DefaultGCPercent}},
-		{"the file's gc_percent", "server:\n  gc_percent: 150\n", nil, 0, RuntimeTuning{GCPercent: 150}},
-		{"a container of 1 GiB", "", nil, gib, RuntimeTuning{GCPercent: DefaultGCPercent, MemoryLimit: gib * 9 / 10}},
+		{"defaults, no container", "", nil, 0, RuntimeTuning{GCPercent: DefaultGCPercent, Headroom: DefaultGCHeadroom}},
+		{"the file's gc_percent, as it says", "server:\n  gc_percent: 150\n", nil, 0, RuntimeTuning{GCPercent: 150}},
+		{"a container of 1 GiB", "", nil, gib, RuntimeTuning{GCPercent: DefaultGCPercent, Headroom: DefaultGCHeadroom, MemoryLimit: gib * 9 / 10}},
 		{"GOGC in the environment wins over the file", "server:\n  gc_percent: 150\n", map[string]string{"GOGC": "off"}, 0, RuntimeTuning{}},
-		{"GOMEMLIMIT in the environment wins over the container", "", map[string]string{"GOMEMLIMIT": "900MiB"}, gib, RuntimeTuning{GCPercent: DefaultGCPercent}},
+		{"GOMEMLIMIT in the environment wins over the container", "", map[string]string{"GOMEMLIMIT": "900MiB"}, gib, RuntimeTuning{GCPercent: DefaultGCPercent, Headroom: DefaultGCHeadroom}},
 	} {
 		cfg, err := config.Parse([]byte(tc.file), "test.yaml")
 		if err != nil {
@@ -57,6 +57,13 @@ func TestApplyRuntimeTuning(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != limit {
 		t.Errorf("memory limit %d after an empty Apply, want %d (unchanged)", got, limit)
 	}
+	// With a headroom the target follows the live heap at once (this test
+	// process's is far below 1 GiB ÷ 3, so the ceiling); last, as the
+	// tuner it starts keeps doing so.
+	RuntimeTuning{GCPercent: 300, Headroom: 1 << 30}.Apply()
+	if got := debug.SetGCPercent(300); got != 300 {
+		t.Errorf("GOGC %d after Apply with a headroom, want 300 (the ceiling, for a small live heap)", got)
+	}
 }
 
 func TestParseContainerMemory(t *testing.T) {
@@ -70,6 +77,33 @@ func TestParseContainerMemory(t *testing.T) {
 	} {
 		if got := parseContainerMemory(in); got != want {
 			t.Errorf("parseContainerMemory(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+// The default target lets a small live heap grow five times and a large
+// one by the headroom, never below Go's 100: 200 conversations (about
+// 60 MB live) collect at 400, 5,000 (about 350 MB) at 100.
+func TestGCPercentFor(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		live     uint64
+		ceiling  int
+		headroom int64
+		want     int
+	}{
+		{0, 400, DefaultGCHeadroom, 400},
+		{4 * mib, 400, DefaultGCHeadroom, 400},
+		{60 * mib, 400, DefaultGCHeadroom, 400},
+		{128 * mib, 400, DefaultGCHeadroom, 200},
+		{200 * mib, 400, DefaultGCHeadroom, 128},
+		{350 * mib, 400, DefaultGCHeadroom, 100},
+		{4096 * mib, 400, DefaultGCHeadroom, 100},
+		{4096 * mib, 50, DefaultGCHeadroom, 50}, // a ceiling below 100 stays the ceiling
+		{60 * mib, 400, 0, 400},
+	} {
+		if got := GCPercentFor(tc.live, tc.ceiling, tc.headroom); got != tc.want {
+			t.Errorf("GCPercentFor(%d MiB, %d, %d MiB) = %d, want %d", tc.live/mib, tc.ceiling, tc.headroom/mib, got, tc.want)
 		}
 	}
 }
