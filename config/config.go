@@ -293,8 +293,9 @@ type Server struct {
 	// MaxBodyBytes caps a request body (default: the server's, 4 MiB).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// GCPercent is the Go collector's target (GOGC) of a serving process:
-	// 0 means wiring.DefaultGCPercent (400); the environment's GOGC, when
-	// set, wins. docs/deployment.md, "Memory and the collector".
+	// 0 means wiring.DefaultGCPercent (400) within wiring.DefaultGCHeadroom
+	// of the live heap; the environment's GOGC, when set, wins.
+	// docs/deployment.md, "Memory and the collector".
 	GCPercent int `yaml:"gc_percent"`
 	// Limits are server-wide limits.
 	Limits ServerLimits `yaml:"limits"`
