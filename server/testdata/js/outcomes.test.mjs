@@ -106,7 +106,16 @@ test("an approval the machine moved away from is asked again, saying so", run("o
   await again.waitFor();
   assert.match(await again.locator(".approval-moved").innerText(), /The machine moved since your approval\./);
   assert.match(await again.locator(".approval-summary").innerText(), /moved from 92 A to 94 A/);
-  await again.scrollIntoViewIfNeeded();
+  // The page may redraw the card as the run's last events arrive (under
+  // async checkpoints they come a little later): scroll to the one drawn now.
+  for (let i = 0; ; i++) {
+    try {
+      await again.scrollIntoViewIfNeeded();
+      break;
+    } catch (e) {
+      if (i >= 4 || !/not attached/.test(String(e))) throw e;
+    }
+  }
   await shot(page, "approval-moved");
   await approve(["BTS:MAG:Q5:CURRENT 94.00 A → 105.00 A"]);
   const got = await outcomeOf(question);
