@@ -11,10 +11,11 @@
 // A key the file leaves out stays zero, so that package's documented
 // default applies: one source for each default. The one exception is
 // checkpoints.durability, whose default for an application
-// (DefaultDurability, async) is not the engine's (sync). Runtime builds the parts
-// once, when first asked for, over an App (a name and its capabilities):
-// the application's name chooses its default store (DefaultStorePath) and
-// is recorded with every thread its agent runs (agent.Config.Application).
+// (DefaultDurability, async) is not the engine's (sync). Runtime builds
+// the parts once, when first asked for, over an App (a name and its
+// capabilities): the application's name chooses its default store
+// (DefaultStorePath) and is recorded with every thread its agent runs
+// (agent.Config.Application).
 // Capabilities come from capability sources, the application's own first;
 // a section of the file that adds capabilities adds a source.
 package wiring

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/capgraph/capgraph/config"
@@ -78,8 +79,9 @@ func RuntimeTuningOf(cfg *config.Config, getenv func(string) string, containerMe
 	return t
 }
 
-// Apply sets the process's collector as t says. With a Headroom it starts
-// the process's one tuner, which follows the live heap every second.
+// Apply sets the process's collector as t says. With a Headroom the
+// process's one tuner follows the live heap every second under the tuning
+// applied last; without, it leaves the target as set.
 func (t RuntimeTuning) Apply() {
 	if t.MemoryLimit > 0 {
 		debug.SetMemoryLimit(t.MemoryLimit)
@@ -87,16 +89,10 @@ func (t RuntimeTuning) Apply() {
 	if t.GCPercent <= 0 {
 		return
 	}
+	applied.Store(&t)
 	if t.Headroom <= 0 {
 		debug.SetGCPercent(t.GCPercent)
 		return
-	}
-	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	tune := func() int {
-		metrics.Read(live)
-		p := GCPercentFor(live[0].Value.Uint64(), t.GCPercent, t.Headroom)
-		debug.SetGCPercent(p)
-		return p
 	}
 	tune()
 	tunerOnce.Do(func() {
@@ -108,8 +104,24 @@ func (t RuntimeTuning) Apply() {
 	})
 }
 
-// tunerOnce starts one tuner per process (tests serve several times).
-var tunerOnce sync.Once
+var (
+	// applied is the tuning Apply set last, which the tuner follows.
+	applied atomic.Pointer[RuntimeTuning]
+	// tunerOnce starts one tuner per process (tests serve several times).
+	tunerOnce sync.Once
+)
+
+// tune sets the target from the live heap under the tuning applied last,
+// when it has a headroom.
+func tune() {
+	t := applied.Load()
+	if t == nil || t.Headroom <= 0 {
+		return
+	}
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	debug.SetGCPercent(GCPercentFor(live[0].Value.Uint64(), t.GCPercent, t.Headroom))
+}
 
 // ContainerMemory is the memory limit of the process's cgroup in bytes
 // (cgroup v2 memory.max, else v1 memory.limit_in_bytes), 0 when there is

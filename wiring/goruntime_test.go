@@ -64,6 +64,13 @@ func TestApplyRuntimeTuning(t *testing.T) {
 	if got := debug.SetGCPercent(300); got != 300 {
 		t.Errorf("GOGC %d after Apply with a headroom, want 300 (the ceiling, for a small live heap)", got)
 	}
+	// A fixed target applied afterwards stays: the running tuner follows
+	// the tuning applied last, which has no headroom.
+	RuntimeTuning{GCPercent: 222}.Apply()
+	tune()
+	if got := debug.SetGCPercent(222); got != 222 {
+		t.Errorf("GOGC %d after a fixed Apply and a tuner pass, want 222", got)
+	}
 }
 
 func TestParseContainerMemory(t *testing.T) {

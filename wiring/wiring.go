@@ -109,9 +109,10 @@ func DurabilityOf(cfg *config.Config) graph.Durability {
 
 // AgentConfig converts the file into an agent.Config over reg, store and
 // models. A setting the file leaves out stays zero, so the agent's default
-// applies (checkpoints.durability excepted: DefaultDurability). Problems the file parser cannot see (a retry policy for a
-// capability the application does not have) are returned as a
-// *config.Error naming the line.
+// applies (checkpoints.durability excepted: DefaultDurability). Problems
+// the file parser cannot see (a retry policy for a capability the
+// application does not have) are returned as a *config.Error naming the
+// line.
 func AgentConfig(cfg *config.Config, reg *capabilities.Registry, store checkpoint.Store, models llm.Models) (agent.Config, error) {
 	l := cfg.Limits
 	ac := agent.Config{
