@@ -48,10 +48,12 @@ type inputKeptKey struct{}
 // run's input durably and starts the run again from it after a crash (a
 // server's run record). Under DurabilityAsync such a run's input
 // checkpoint is then written like a step's, while the first step runs,
-// instead of before it: a crash before it is on disk leaves the thread as
-// it was, and the caller runs the input again. The first barrier (a side
-// effect's Flush, an interrupt, the run's end) waits for it as for any
-// step's. Under DurabilitySync it changes nothing.
+// instead of before it, or not at all when the run's end prunes it and no
+// barrier comes before the next step's replaces it: a crash before it is
+// on disk leaves the thread as it was, and the caller runs the input
+// again. The first barrier (a side effect's Flush, an interrupt, the run's
+// end) waits for it as for any step's. Under DurabilitySync it changes
+// nothing.
 func WithInputKept(ctx context.Context) context.Context {
 	return context.WithValue(ctx, inputKeptKey{}, true)
 }

@@ -475,14 +475,17 @@ func (p *puttingStore) written() []int {
 // checkpoints kept, or under sync, every step's is written.
 func TestAsyncWritesOnlyTheCheckpointsABarrierNeeds(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		mode  graph.Durability
-		keep  time.Duration
-		steps []int
+		name      string
+		mode      graph.Durability
+		keep      time.Duration
+		inputKept bool
+		steps     []int
 	}{
-		{"async, pruned", graph.DurabilityAsync, 0, []int{0, 2, 4}},
-		{"async, kept", graph.DurabilityAsync, -1, []int{0, 1, 2, 3, 4}},
-		{"sync, pruned", graph.DurabilitySync, 0, []int{0, 1, 2, 3, 4}},
+		{"async, pruned", graph.DurabilityAsync, 0, false, []int{0, 2, 4}},
+		// The caller keeps the input: its checkpoint is held like a step's.
+		{"async, pruned, input kept", graph.DurabilityAsync, 0, true, []int{2, 4}},
+		{"async, kept", graph.DurabilityAsync, -1, true, []int{0, 1, 2, 3, 4}},
+		{"sync, pruned", graph.DurabilitySync, 0, true, []int{0, 1, 2, 3, 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &puttingStore{Store: memory.New()}
@@ -502,6 +505,9 @@ func TestAsyncWritesOnlyTheCheckpointsABarrierNeeds(t *testing.T) {
 			}
 			c := linear(t, store, tc.mode, logNode(cnt, "a"), logNode(cnt, "b"), act, logNode(cnt, "d"))
 			ctx := checkpoint.WithPruning(context.Background(), tc.keep)
+			if tc.inputKept {
+				ctx = graph.WithInputKept(ctx)
+			}
 			res, err := c.Run(ctx, "t", tstate{})
 			if err != nil || res.Status != graph.StatusDone || strings.Join(res.State.Log, " ") != "a b c d" {
 				t.Fatalf("Run: %v, %v, %v", res.Status, err, res.State.Log)

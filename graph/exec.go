@@ -496,8 +496,9 @@ func (c *Compiled[S, U]) begin(ctx context.Context, r *runner[S, U], thread stri
 		res.RunID = r.runID
 		if r.async != nil && inputKept(ctx) {
 			// The caller keeps the input (WithInputKept): written while
-			// the first step runs, its EventCheckpoint once it is durable.
-			if qerr := r.async.queue(cp); qerr != nil {
+			// the first step runs, its EventCheckpoint once it is durable;
+			// held like a step's when the run's end prunes it.
+			if qerr := r.async.queueStep(cp); qerr != nil {
 				return fail(qerr)
 			}
 			r.emit(&Event{Kind: EventRunStart, Step: 0, To: cp.Next})

@@ -62,9 +62,10 @@ type ChunkerConfig struct {
 	WriteTimeout time.Duration
 }
 
-// NewChunker starts the stream of completion ci.
+// NewChunker starts the stream of completion ci, held (sse.StartHeld):
+// its headers and first frames go out at the writer's first Release.
 func NewChunker(w http.ResponseWriter, cfg ChunkerConfig, ci Ident) *Chunker {
-	return &Chunker{SSE: sse.Start(w, cfg.Now, cfg.WriteTimeout), id: ci.ID, created: ci.Created,
+	return &Chunker{SSE: sse.StartHeld(w, cfg.Now, cfg.WriteTimeout), id: ci.ID, created: ci.Created,
 		model: cfg.Model, usage: cfg.Usage, statuses: cfg.Statuses}
 }
 

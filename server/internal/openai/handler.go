@@ -243,6 +243,7 @@ func (d Deps) replyChatUsage(w http.ResponseWriter, t chatturn.Turn, ci Ident, r
 	}
 	cs.Content(reply.Content)
 	cs.Finish(u)
+	cs.SSE.Release()
 }
 
 func writeCompletion(w http.ResponseWriter, t chatturn.Turn, ci Ident, reply chatanswer.Reply, u agent.Usage) {
@@ -256,7 +257,11 @@ func (d Deps) newChunker(w http.ResponseWriter, t chatturn.Turn, ci Ident) *Chun
 
 func (d Deps) streamChat(w http.ResponseWriter, r *http.Request, t chatturn.Turn, ru chatturn.Run, rd *chatanswer.Renderer, token string) {
 	ru.Join()
+	// The headers and the role go out with the first events (Follow
+	// releases the held writer); the frames after the run's end go out
+	// together.
 	k := d.newChunker(w, t, runIdent(ru))
+	defer k.SSE.Release()
 	k.Role()
 	ok := ru.Follow(r.Context(), 0, d.Heartbeat, k.SSE, func(ev agent.Event) {
 		for _, p := range rd.Render(ev) {
@@ -274,6 +279,7 @@ func (d Deps) streamChat(w http.ResponseWriter, r *http.Request, t chatturn.Turn
 			k.Heartbeat()
 		}
 	})
+	k.SSE.Hold()
 	left, replay, runErr := d.Chats.End(r, ru, ok, token)
 	if left {
 		return
@@ -309,6 +315,7 @@ func (d Deps) streamChat(w http.ResponseWriter, r *http.Request, t chatturn.Turn
 	}
 	d.Chats.Remember(r, t, ru, rd.Content.String())
 	k.Finish(rd.Usage)
+	k.SSE.Release()
 	if k.SSE.Err() == nil {
 		d.Chats.Delivered(ru)
 	}

@@ -108,7 +108,11 @@ type Manager[D any] struct {
 	mu     sync.Mutex
 	closed bool
 	runs   map[string]*Run[D]
-	order  []*Run[D] // runs, oldest first, for eviction
+	// ended holds the finished runs kept, in the order they ended, and
+	// endedEvents their events (each as it ended): eviction takes the
+	// oldest, whatever the number of live runs.
+	ended       []*Run[D]
+	endedEvents int
 	// logSize is the length of the last finished run's event log, the
 	// first size of the next one's (Run.regrow).
 	logSize  atomic.Int64
@@ -238,7 +242,6 @@ func (m *Manager[D]) Reserve(sp Spec, wrap func(*Run[D]) D) (D, error) {
 	m.Must(r, lifecycle.Accept)
 	m.byThread[sp.Thread] = r
 	m.runs[r.ID] = r
-	m.order = append(m.order, r)
 	return r.Ext, nil
 }
 
@@ -256,7 +259,6 @@ func (m *Manager[D]) Mirror(sp Spec, wrap func(*Run[D]) D) (d D, fresh bool) {
 	r.Ext = wrap(r)
 	m.Must(r, lifecycle.Mirror)
 	m.runs[r.ID] = r
-	m.order = append(m.order, r)
 	return r.Ext, true
 }
 
@@ -296,8 +298,8 @@ func (m *Manager[D]) ReleaseParked(r *Run[D]) {
 	r.countedAs = ""
 }
 
-// Finished runs are kept for reconnecting clients, the newest first, up to
-// keepRuns runs holding at most keepEvents events together.
+// Finished runs are kept for reconnecting clients, the last to end first, up
+// to keepRuns runs holding at most keepEvents events together.
 const (
 	keepRuns   = 256
 	keepEvents = 64 * 1024
@@ -311,61 +313,75 @@ func (m *Manager[D]) EvictAfterEnd() {
 	m.mu.Unlock()
 }
 
-// forget drops an ended run (m.mu held); evict then takes it out of
-// m.order.
+// forget drops an ended run (m.mu held), and its share of what is kept.
 func (m *Manager[D]) forget(r *Run[D]) {
 	if m.runs[r.ID] == r {
 		delete(m.runs, r.ID)
 	}
+	if r.kept {
+		r.kept = false
+		m.endedEvents -= r.keptEvents
+	}
 	m.Must(r, lifecycle.Forget)
 }
 
-// evict forgets the oldest finished runs beyond the retention (m.mu
-// held). It compacts m.order in place, newest first from the end, and
-// holds the runs themselves: it runs at every end, over every run kept,
-// and a new slice or a map lookup per run each time was a tenth of a
-// turn's garbage and 4 % of its CPU.
+// evict forgets the runs that ended first while more than keepRuns, or
+// runs holding more than keepEvents events, are kept (m.mu held). It looks
+// at the runs it forgets and no other: it runs at every end, and a walk
+// over every run (live ones too, thousands with as many conversations)
+// was 2 % of a turn's CPU at 200.
 func (m *Manager[D]) evict() {
-	events, finished := 0, 0
-	w := len(m.order) // m.order[w:] holds the runs kept, oldest first
-	for i := len(m.order) - 1; i >= 0; i-- {
-		r := m.order[i]
-		done, n := r.retained()
-		if done {
-			finished++
-			events += n
-			if finished > keepRuns || events > keepEvents {
-				m.forget(r)
-				continue
-			}
-		} else if r.State() == lifecycle.Forgotten {
-			continue
+	i := 0
+	for ; i < len(m.ended); i++ {
+		r := m.ended[i]
+		if !r.kept {
+			continue // forgotten meanwhile
 		}
-		w--
-		m.order[w] = r
+		if len(m.ended)-i <= keepRuns && m.endedEvents <= keepEvents {
+			break
+		}
+		m.forget(r)
 	}
-	clear(m.order[:w]) // no stale runs pinned
-	m.order = m.order[w:]
+	if i > 0 {
+		n := copy(m.ended, m.ended[i:])
+		clear(m.ended[n:]) // no stale runs pinned
+		m.ended = m.ended[:n]
+	}
+}
+
+// keep counts r, which has just ended, among the runs kept.
+func (m *Manager[D]) keep(r *Run[D], events int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r.State() != lifecycle.Finished || r.kept {
+		return // forgotten already
+	}
+	r.kept, r.keptEvents = true, events
+	m.ended = append(m.ended, r)
+	m.endedEvents += events
 }
 
 // Finish ends r, once: how it ended (its error, and why: cause) and
 // whatever status its events did not say.
 func (m *Manager[D]) Finish(r *Run[D], err error, cause Cause) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if ferr := m.fireLocked(r, lifecycle.End); ferr != nil {
+		r.mu.Unlock()
 		m.d.Logger.Error("run lifecycle", "run", r.ID, "error", ferr)
 		return
 	}
 	r.err, r.cause = err, cause
+	events := len(r.events)
 	if r.sizeHint != nil {
-		r.sizeHint.Store(int64(len(r.events)))
+		r.sizeHint.Store(int64(events))
 	}
 	if err != nil && r.status == "" {
 		r.status = agent.RunFailed
 	}
 	r.markBegun()
 	r.wake()
+	r.mu.Unlock()
+	m.keep(r, events) // after r.mu: m.mu comes first
 }
 
 // FinishMirror ends a followed run with the run's status ("" when not
@@ -386,7 +402,7 @@ func (m *Manager[D]) Launch(r *Run[D], fn Call) {
 		t = lifecycle.Resume
 	}
 	m.Must(r, t)
-	if !m.calls.Go(func(context.Context) { m.execute(r.ctx, r, fn) }) {
+	if !m.calls.Go(func(context.Context) { growStack(); m.execute(r.ctx, r, fn) }) {
 		// Shut down between the two: it ends as a shutdown would end it.
 		m.Finish(r, nil, EndedByShutdown)
 	}

@@ -211,3 +211,68 @@ func TestFinishedRunsAreBounded(t *testing.T) {
 		t.Fatalf("kept %d runs with %d events; bounds %d runs, %d events", len(m.runs), events, keepRuns, keepEvents)
 	}
 }
+
+// Beyond keepRuns, the runs that ended first are forgotten, one by one as
+// later ones end; a live run is never, however long it has run, and a run
+// forgotten on its own path (a run that never ran here) frees its place.
+func TestEvictionForgetsTheRunsThatEndedFirst(t *testing.T) {
+	m := newTestManager()
+	release := make(chan struct{})
+	live, err := startFn(m, "live", "internal-live", func(ctx context.Context) iter.Seq2[agent.Event, error] {
+		return func(yield func(agent.Event, error) bool) {
+			<-release
+			yield(agent.Event{Type: agent.EventToken, Text: "x"}, nil)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick := func(ctx context.Context) iter.Seq2[agent.Event, error] {
+		return func(yield func(agent.Event, error) bool) { yield(agent.Event{Type: agent.EventToken, Text: "x"}, nil) }
+	}
+	const extra = 10
+	var ended []*Run[*testRun]
+	for i := range keepRuns + extra {
+		r, err := startFn(m, fmt.Sprintf("q%d", i), fmt.Sprintf("internal-q%d", i), quick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Follow(context.Background(), 0, time.Second, nil, func(agent.Event) {}, nil)
+		waitFor(t, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return r.kept })
+		ended = append(ended, r)
+		if i == 0 {
+			// Forgotten on its own path: its place is free, and eviction
+			// passes over it.
+			m.mu.Lock()
+			m.forget(r)
+			m.mu.Unlock()
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, r := range ended {
+		// Run 0 was forgotten by hand, runs 1 to extra-1 by eviction: run
+		// 0's place was free, so one fewer had to go.
+		_, found := m.runs[r.ID]
+		if want := i >= extra; found != want {
+			t.Errorf("run %d (of %d ended in order): kept %v, want %v", i, len(ended), found, want)
+		}
+	}
+	if _, ok := m.runs[live.ID]; !ok {
+		t.Error("the live run was forgotten")
+	}
+	if len(m.ended) != keepRuns || m.endedEvents != keepRuns*len(ended[len(ended)-1].events) {
+		t.Errorf("%d ended runs kept with %d events, want %d runs", len(m.ended), m.endedEvents, keepRuns)
+	}
+	close(release)
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+	}
+}

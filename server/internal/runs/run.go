@@ -31,6 +31,11 @@ type Run[D any] struct {
 
 	cancel context.CancelFunc
 	ctx    context.Context
+
+	// kept: counted among the ended runs kept (Manager.keep), with
+	// keptEvents events; guarded by the manager's mu.
+	kept       bool
+	keptEvents int
 	// ownerKey is who may see the run (Manager.Get).
 	ownerKey string
 	// logAttrs name the run's owner in the log line of its end.

@@ -53,6 +53,14 @@ func (s *Writer) flushFrame() {
 
 // Start sends the stream headers.
 func Start(w http.ResponseWriter, now func() time.Time, timeout time.Duration) *Writer {
+	s := StartHeld(w, now, timeout)
+	s.Release()
+	return s
+}
+
+// StartHeld is Start for a stream whose first frames are at hand: the
+// headers go with them, in one write, at the first Release.
+func StartHeld(w http.ResponseWriter, now func() time.Time, timeout time.Duration) *Writer {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -60,9 +68,8 @@ func Start(w http.ResponseWriter, now func() time.Time, timeout time.Duration) *
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	s := &Writer{w: w, rc: rc, now: now, timeout: timeout}
+	s := &Writer{w: w, rc: rc, now: now, timeout: timeout, held: true, dirty: true}
 	s.deadline()
-	s.Flush()
 	return s
 }
 

@@ -50,3 +50,50 @@ func TestFramesHaveWriteDeadlines(t *testing.T) {
 		})
 	}
 }
+
+// flushCounter counts the flushes that reach the connection.
+type flushCounter struct {
+	*httptest.ResponseRecorder
+	flushes int
+	// bodyAtFirst is the body as the first flush sent it.
+	bodyAtFirst string
+}
+
+func (f *flushCounter) FlushError() error {
+	if f.flushes++; f.flushes == 1 {
+		f.bodyAtFirst = f.Body.String()
+	}
+	f.Flush()
+	return nil
+}
+
+// A held start sends the headers with the first frames, in one flush;
+// Start flushes the headers alone, then each frame.
+func TestStartHeldSendsTheHeadersWithTheFirstFrames(t *testing.T) {
+	held := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+	s := StartHeld(held, time.Now, time.Second)
+	s.Data("a")
+	s.Data("b")
+	if held.flushes != 0 || held.Code != 200 || held.Header().Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("before release: %d flushes, status %d, %q; want none yet, the headers set", held.flushes, held.Code, held.Header().Get("Content-Type"))
+	}
+	s.Release()
+	s.Release() // nothing new: no flush
+	if held.flushes != 1 || held.bodyAtFirst != "data: a\n\ndata: b\n\n" {
+		t.Fatalf("%d flushes, the first sending %q; want 1 with both frames", held.flushes, held.bodyAtFirst)
+	}
+	s.Data("c") // released: flushed at once
+	if held.flushes != 2 {
+		t.Fatalf("%d flushes after a frame written released, want 2", held.flushes)
+	}
+
+	plain := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+	s = Start(plain, time.Now, time.Second)
+	if plain.flushes != 1 || plain.bodyAtFirst != "" {
+		t.Fatalf("Start: %d flushes (first body %q), want the headers flushed alone", plain.flushes, plain.bodyAtFirst)
+	}
+	s.Data("a")
+	if plain.flushes != 2 {
+		t.Fatalf("%d flushes after a frame, want 2", plain.flushes)
+	}
+}
