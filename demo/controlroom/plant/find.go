@@ -63,11 +63,12 @@ func (p *Plant) Find(query string, max int) (FindResult, error) {
 		res.Channels = explicit
 		return res, nil
 	}
-	return p.index.find(query, max, p.kinds())
+	return p.index.find(query, max, p.kindNames)
 }
 
 // kinds names each kind of channel once: its first synonym ("beam
-// current", "rf voltage"), in catalog order.
+// current", "rf voltage"), in catalog order. New keeps it (kindNames):
+// the catalog does not change.
 func (p *Plant) kinds() []string {
 	var out []string
 	for _, n := range p.listed {
@@ -572,7 +573,7 @@ func (ix *searchIndex) find(query string, max int, quantities []string) (FindRes
 		if len(unknown) == 0 {
 			nm.Empty = true
 		}
-		nm.Known = quantities
+		nm.Known = slices.Clone(quantities) // the plant's own list stays as it is
 		return res, nm
 	}
 	// A numbered device the machine does not have.

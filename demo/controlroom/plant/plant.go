@@ -49,7 +49,9 @@ type Plant struct {
 	channels map[string]Channel
 	names    []string // sorted
 	listed   []string // as configured (catalog order)
-	index    *searchIndex
+	// kindNames is kinds(), made once.
+	kindNames []string
+	index     *searchIndex
 
 	mu        sync.Mutex
 	faults    Faults
@@ -104,6 +106,7 @@ func New(cfg Config) (*Plant, error) {
 		p.names = append(p.names, c.Name)
 	}
 	p.listed = slices.Clone(p.names)
+	p.kindNames = p.kinds()
 	sort.Strings(p.names)
 	p.index = searchIndexFor(p.names, p.channels)
 	return p, nil

@@ -77,8 +77,14 @@ func ParseTimeRange(text string, now time.Time) (TimeRange, error) {
 // StripTimeRange removes time-range phrases from text, so "RF voltage over
 // the last 2 hours" searches for "RF voltage" only.
 func StripTimeRange(text string) string {
+	if !mayMatch(text, timeRangeWords) {
+		return text
+	}
 	for _, re := range []*regexp.Regexp{lastPattern, sincePattern, yesterdayPattern, todayPattern} {
 		text = re.ReplaceAllString(text, " ")
 	}
 	return text
 }
+
+// timeRangeWords: every match of the time-range patterns holds one.
+var timeRangeWords = []string{"last", "past", "previous", "yesterday", "today", "morning"}
