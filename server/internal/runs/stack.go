@@ -4,7 +4,8 @@ package runs
 // it is still shallow. A run's goroutine reaches that depth in its first
 // step anyway (the graph, the agent, a node, a model call, JSON); grown in
 // steps from Go's 8 KB start, each doubling copies the stack and walks its
-// frames again — 3 % of the server's CPU under load (docs/performance.md).
+// frames again — 3 % of the server's CPU under load (docs/performance.md,
+// "after the fifth session's cuts").
 //
 //go:noinline
 func growStack() byte {
