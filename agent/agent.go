@@ -206,11 +206,11 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 		}
 		defer release()
 		p.yield = leaseYield(ctx, p.yield)
-		s, ok := a.startTurn(ctx, p, req, opts)
+		s, gctx, ok := a.startTurn(ctx, p, req, opts)
 		if !ok {
 			return
 		}
-		p.run(ctx, a.g.Stream(a.graphCtx(ctx, req.Thread), req.Thread, *s))
+		p.run(ctx, a.g.Stream(a.graphCtx(gctx, req.Thread), req.Thread, *s))
 		a.afterTurn()
 	}
 }
@@ -223,19 +223,22 @@ func (a *Agent) Run(ctx context.Context, req TurnRequest) iter.Seq2[Event, error
 // conversation's stack stays small enough for the collector to shrink it.
 //
 //go:noinline
-func (a *Agent) startTurn(ctx context.Context, p *pump, req TurnRequest, opts state.Options) (*state.State, bool) {
+func (a *Agent) startTurn(ctx context.Context, p *pump, req TurnRequest, opts state.Options) (*state.State, context.Context, bool) {
 	prev, t, err := a.g.State(ctx, req.Thread)
 	if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
 		p.fail(fmt.Errorf("agent: read thread %q: %w", req.Thread, err))
-		return nil, false
+		return nil, nil, false
 	}
+	// The lease (ownThread) holds the thread: what was read is still its
+	// latest checkpoint when the run starts, unless this turn writes first.
+	gctx := graph.WithLatest(ctx, req.Thread, t.Checkpoint, err == nil)
 	if err == nil {
 		// Another application's thread is refused; a run waiting for
 		// approval is continued (or ended) below, which only the graph
 		// that started it may do.
 		if err := a.checkOwner(req.Thread, t.Checkpoint.Metadata, graph.StatusOf(t) == graph.StatusInterrupted); err != nil {
 			p.fail(err)
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	if err == nil && graph.StatusOf(t) == graph.StatusInterrupted {
@@ -244,18 +247,19 @@ func (a *Agent) startTurn(ctx context.Context, p *pump, req TurnRequest, opts st
 			expired := a.expired(ap)
 			if !expired && (ParseYes(req.Input) || ParseNo(req.Input)) {
 				a.resume(ctx, p, req.Thread, Answer{ApprovalID: ap.ID, Text: req.Input, By: req.By})
-				return nil, false
+				return nil, nil, false
 			}
+			gctx = ctx // supersede writes the thread: the run reads it again
 			if prev, err = a.supersede(ctx, req.Thread, ap, req.Input, req.By, expired); err != nil {
 				p.fail(err)
-				return nil, false
+				return nil, nil, false
 			}
 			why := "your new message replaced it"
 			if expired {
 				why = "it had expired"
 			}
 			if !p.send(Event{Type: EventStatus, Text: fmt.Sprintf("The pending approval (%s) was cancelled because %s: nothing was done.", ap.Summary, why)}, nil) {
-				return nil, false
+				return nil, nil, false
 			}
 		}
 	}
@@ -272,7 +276,7 @@ func (a *Agent) startTurn(ctx context.Context, p *pump, req TurnRequest, opts st
 			s.Turn.Trace = &tc
 		}
 	}
-	return &s, true
+	return &s, gctx, true
 }
 
 // supersede ends the run waiting for approval ap, which input does not

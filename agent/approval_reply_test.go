@@ -8,8 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest/openaitest"
 	"github.com/capgraph/capgraph/state"
@@ -264,8 +268,14 @@ func TestApprovalExpiryIsAuditedAsExpiry(t *testing.T) {
 // A new message that is not an answer replaces the question: the audit
 // says so (rule superseded) with the message's words and sender — not an
 // approval, and not an expiry.
+//
+// The new turn's run starts from the thread as the supersession left it:
+// its input checkpoint's parent is the latest checkpoint when it is
+// written (the turn read the thread before it superseded the question, so
+// the run must not take its parent from that read: graph.WithLatest).
 func TestSupersededApprovalIsAudited(t *testing.T) {
-	store, _ := newSQLite(t)
+	sq, _ := newSQLite(t)
+	store := &parentCheck{Store: sq}
 	w := newGateWorld(105)
 	a := w.agent(t, store, writesOn)
 	approvalOf(t, runReq(t, a, agent.TurnRequest{Thread: "t", Input: setQ1}))
@@ -276,6 +286,27 @@ func TestSupersededApprovalIsAudited(t *testing.T) {
 	if got := auditOf(t, a, "t"); got != `asked rejected(superseded: "`+humanWords+`" by "op-anna") refused` {
 		t.Fatalf("audit %s", got)
 	}
+	if store.inputs != 2 || len(store.stale) > 0 {
+		t.Fatalf("%d runs' input checkpoints written, %d naming a parent that was not the latest: %v", store.inputs, len(store.stale), store.stale)
+	}
+}
+
+// parentCheck is a store that checks each run's input checkpoint (step 0,
+// a next node) against the thread's latest when it is written.
+type parentCheck struct {
+	*sqlite.Store
+	inputs int
+	stale  []string
+}
+
+func (p *parentCheck) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	if cp.Step == 0 && len(cp.Next) > 0 {
+		p.inputs++
+		if t, err := p.Store.Get(ctx, cp.ThreadID, uuid.Nil); err == nil && t.Checkpoint.ID != cp.ParentID {
+			p.stale = append(p.stale, fmt.Sprintf("parent %s, latest %s", cp.ParentID, t.Checkpoint.ID))
+		}
+	}
+	return p.Store.Put(ctx, cp)
 }
 
 // A blocked infrastructure node asks whether to retry; when nobody

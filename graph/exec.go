@@ -472,16 +472,22 @@ func (c *Compiled[S, U]) begin(ctx context.Context, r *runner[S, U], thread stri
 	if st.fresh {
 		parent := uuid.Nil
 		r.runID = uuid.Nil
-		if t, gerr := c.cfg.Store.Get(ctx, thread, uuid.Nil); gerr == nil {
-			parent = t.Checkpoint.ID
-			if isInitial(t.Checkpoint) {
+		latest, known := latestOf(ctx, thread)
+		if !known {
+			t, gerr := c.cfg.Store.Get(ctx, thread, uuid.Nil)
+			if gerr != nil && !errors.Is(gerr, checkpoint.ErrNotFound) {
+				return fail(fmt.Errorf("graph: read thread %q: %w", thread, gerr))
+			}
+			latest = latestRead{cp: t.Checkpoint, found: gerr == nil}
+		}
+		if latest.found {
+			parent = latest.cp.ID
+			if isInitial(latest.cp) {
 				// The thread's first run takes its Init checkpoint's run id:
 				// that checkpoint is then one of the run's own, pruned with
 				// its intermediate ones once it ends.
-				r.runID = t.Checkpoint.RunID
+				r.runID = latest.cp.RunID
 			}
-		} else if !errors.Is(gerr, checkpoint.ErrNotFound) {
-			return fail(fmt.Errorf("graph: read thread %q: %w", thread, gerr))
 		}
 		if r.runID == uuid.Nil {
 			r.runID = newID()
