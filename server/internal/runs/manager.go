@@ -8,6 +8,7 @@ import (
 	"github.com/capgraph/capgraph/logging"
 	"iter"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,6 +114,7 @@ type Manager[D any] struct {
 	// oldest, whatever the number of live runs.
 	ended       []*Run[D]
 	endedEvents int
+	endedKept   int // the runs of ended still kept (a run forgotten elsewhere stays in it, passed over)
 	// logSize is the length of the last finished run's event log, the
 	// first size of the next one's (Run.regrow).
 	logSize  atomic.Int64
@@ -320,6 +322,7 @@ func (m *Manager[D]) forget(r *Run[D]) {
 	}
 	if r.kept {
 		r.kept = false
+		m.endedKept--
 		m.endedEvents -= r.keptEvents
 	}
 	m.Must(r, lifecycle.Forget)
@@ -337,16 +340,19 @@ func (m *Manager[D]) evict() {
 		if !r.kept {
 			continue // forgotten meanwhile
 		}
-		if len(m.ended)-i <= keepRuns && m.endedEvents <= keepEvents {
+		if m.endedKept <= keepRuns && m.endedEvents <= keepEvents {
 			break
 		}
 		m.forget(r)
 	}
-	if i > 0 {
-		n := copy(m.ended, m.ended[i:])
-		clear(m.ended[n:]) // no stale runs pinned
-		m.ended = m.ended[:n]
+	rest := m.ended[i:]
+	if len(rest) > 2*max(m.endedKept, keepRuns/2) {
+		// Many runs forgotten elsewhere: drop them, not only those ahead.
+		rest = slices.DeleteFunc(rest, func(r *Run[D]) bool { return !r.kept })
 	}
+	n := copy(m.ended, rest)
+	clear(m.ended[n:]) // no stale runs pinned
+	m.ended = m.ended[:n]
 }
 
 // keep counts r, which has just ended, among the runs kept.
@@ -358,6 +364,7 @@ func (m *Manager[D]) keep(r *Run[D], events int) {
 	}
 	r.kept, r.keptEvents = true, events
 	m.ended = append(m.ended, r)
+	m.endedKept++
 	m.endedEvents += events
 }
 

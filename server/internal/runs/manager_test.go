@@ -261,8 +261,8 @@ func TestEvictionForgetsTheRunsThatEndedFirst(t *testing.T) {
 	if _, ok := m.runs[live.ID]; !ok {
 		t.Error("the live run was forgotten")
 	}
-	if len(m.ended) != keepRuns || m.endedEvents != keepRuns*len(ended[len(ended)-1].events) {
-		t.Errorf("%d ended runs kept with %d events, want %d runs", len(m.ended), m.endedEvents, keepRuns)
+	if len(m.ended) != keepRuns || m.endedKept != keepRuns || m.endedEvents != keepRuns*len(ended[len(ended)-1].events) {
+		t.Errorf("%d ended runs (%d counted) kept with %d events, want %d runs", len(m.ended), m.endedKept, m.endedEvents, keepRuns)
 	}
 	close(release)
 }
@@ -274,5 +274,29 @@ func waitFor(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out")
 		}
+	}
+}
+
+// Runs forgotten on their own paths after a kept one do not pile up in
+// the queue while nothing needs evicting.
+func TestEvictionDropsRunsForgottenElsewhere(t *testing.T) {
+	m := newTestManager()
+	finish := func(id string) *Run[*testRun] {
+		r := started(&Run[*testRun]{ID: id, notify: make(chan struct{}), max: 8})
+		m.Finish(r, nil, EndedHere)
+		return r
+	}
+	kept := finish("kept")
+	for i := range 3 * keepRuns {
+		r := finish(fmt.Sprint("gone", i))
+		m.mu.Lock()
+		m.forget(r)
+		m.mu.Unlock()
+	}
+	m.EvictAfterEnd()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.ended) != 1 || m.ended[0] != kept || m.endedKept != 1 {
+		t.Fatalf("%d runs queued (%d counted), want the one kept", len(m.ended), m.endedKept)
 	}
 }
