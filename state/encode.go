@@ -194,7 +194,7 @@ func (e *encoder) state(s *State) {
 	if len(s.Metadata) > 0 {
 		e.key("metadata")
 		e.b = append(e.b, '{')
-		var buf [8]string
+		var buf [16]string // a served thread's state carries about a dozen keys
 		for _, k := range sortedKeys(buf[:], s.Metadata) {
 			e.key2(k)
 			e.str(s.Metadata[k])
