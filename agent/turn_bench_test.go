@@ -143,12 +143,18 @@ const turnQuestion = "whats the avg beam current last hr?"
 // checkTurnAsking is checkTurn asking input.
 func checkTurnAsking(tb testing.TB, a *agent.Agent, thread, input string, wantSteps, wantPlan int) {
 	tb.Helper()
+	checkTurnIn(context.Background(), tb, a, thread, input, wantSteps, wantPlan)
+}
+
+// checkTurnIn is checkTurnAsking with the turn's context.
+func checkTurnIn(ctx context.Context, tb testing.TB, a *agent.Agent, thread, input string, wantSteps, wantPlan int) {
+	tb.Helper()
 	var (
 		answered     bool
 		steps, total int
 		status       agent.RunStatus
 	)
-	for ev, err := range a.Run(context.Background(), agent.TurnRequest{Thread: thread, Input: input}) {
+	for ev, err := range a.Run(ctx, agent.TurnRequest{Thread: thread, Input: input}) {
 		if err != nil {
 			tb.Fatalf("turn: %v", err)
 		}
@@ -233,7 +239,9 @@ func BenchmarkTurnScriptedModel(b *testing.B) {
 // no approval, writes two: its input checkpoint and its last; a step's
 // checkpoint the last would prune at once is written only when a barrier
 // needs it (graph's TestAsyncWritesOnlyTheCheckpointsABarrierNeeds), and
-// those two are not waited for one by one (TestTurnCommitWaits).
+// those two are not waited for one by one (TestTurnCommitWaits). When the
+// caller keeps the turn's input (agent.WithInputKept, as the server does),
+// the input checkpoint is held too, and the turn writes only its last.
 func TestTurnCommitsOncePerStep(t *testing.T) {
 	for _, mode := range graph.Durabilities {
 		t.Run(string(mode), func(t *testing.T) { turnCommitsOncePerStep(t, mode) })
@@ -247,12 +255,21 @@ func turnCommitsOncePerStep(t *testing.T, mode graph.Durability) {
 	}
 	defer store.Close()
 	a, m := turnAgent(t, store, turnSetup{durability: mode})
-	for i := range 3 {
+	for i := range 4 {
+		// The last turn's caller keeps its input, as the server does.
+		inputKept := i == 3
+		ctx := context.Background()
+		if inputKept {
+			ctx = agent.WithInputKept(ctx)
+		}
 		before := store.Stats()
-		oneTurn(t, a, fmt.Sprint("t", i))
+		checkTurnIn(ctx, t, a, fmt.Sprint("t", i), turnQuestion, turnSteps, 4)
 		got := store.Stats()
 		want, what := int64(turnSteps+1), "the input checkpoint and one per step"
-		if mode == graph.DurabilityAsync {
+		switch {
+		case mode == graph.DurabilityAsync && inputKept:
+			want, what = 1, "the last: the input, kept by the caller, is held like a step's"
+		case mode == graph.DurabilityAsync:
 			want, what = 2, "the input checkpoint and the last"
 		}
 		if c, w := got.Commits-before.Commits, got.Writes-before.Writes; c != want || w != want {
@@ -263,8 +280,8 @@ func turnCommitsOncePerStep(t *testing.T, mode graph.Durability) {
 			t.Errorf("turn %d: %d checkpoints kept (%v), want the one it ended with", i, len(cps), err)
 		}
 	}
-	if m.Count() != 3*4 {
-		t.Errorf("%d model calls for 3 turns, want 12 (task, classifier, orchestrator, respond)", m.Count())
+	if m.Count() != 4*4 {
+		t.Errorf("%d model calls for 4 turns, want 16 (task, classifier, orchestrator, respond)", m.Count())
 	}
 }
 

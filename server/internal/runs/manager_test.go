@@ -49,6 +49,22 @@ func startFn(m *Manager[*testRun], clientThread, thread string, fn func(ctx cont
 	return r.Run, nil
 }
 
+// startHeld starts a run on thread "internal-"+name that sends ev once
+// release is closed.
+func startHeld(t *testing.T, m *Manager[*testRun], name string, release <-chan struct{}, ev agent.Event) *Run[*testRun] {
+	t.Helper()
+	r, err := startFn(m, name, "internal-"+name, func(ctx context.Context) iter.Seq2[agent.Event, error] {
+		return func(yield func(agent.Event, error) bool) {
+			<-release
+			yield(ev, nil)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // logRuns is a manager of no runs, to move the runs of the event log's
 // tests through their lifecycle.
 var logRuns = newTestManager()
@@ -154,15 +170,7 @@ func TestRunEventLogStartsAtTheLastRunsSize(t *testing.T) {
 func TestThreadIsFreeWhenTheRunShowsFinished(t *testing.T) {
 	m := newTestManager()
 	release := make(chan struct{})
-	r, err := startFn(m, "quick", "internal-quick", func(ctx context.Context) iter.Seq2[agent.Event, error] {
-		return func(yield func(agent.Event, error) bool) {
-			<-release
-			yield(agent.Event{Type: agent.EventDone, Status: agent.RunAnswered}, nil)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := startHeld(t, m, "quick", release, agent.Event{Type: agent.EventDone, Status: agent.RunAnswered})
 	m.mu.Lock()
 	close(release)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -204,8 +212,9 @@ func TestFinishedRunsAreBounded(t *testing.T) {
 	defer m.mu.Unlock()
 	events := 0
 	for _, r := range m.runs {
-		_, n := r.retained()
-		events += n
+		r.mu.Lock()
+		events += len(r.events)
+		r.mu.Unlock()
 	}
 	if len(m.runs) > keepRuns || events > keepEvents+m.d.EventLogSize {
 		t.Fatalf("kept %d runs with %d events; bounds %d runs, %d events", len(m.runs), events, keepRuns, keepEvents)
@@ -218,15 +227,7 @@ func TestFinishedRunsAreBounded(t *testing.T) {
 func TestEvictionForgetsTheRunsThatEndedFirst(t *testing.T) {
 	m := newTestManager()
 	release := make(chan struct{})
-	live, err := startFn(m, "live", "internal-live", func(ctx context.Context) iter.Seq2[agent.Event, error] {
-		return func(yield func(agent.Event, error) bool) {
-			<-release
-			yield(agent.Event{Type: agent.EventToken, Text: "x"}, nil)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	live := startHeld(t, m, "live", release, agent.Event{Type: agent.EventToken, Text: "x"})
 	quick := func(ctx context.Context) iter.Seq2[agent.Event, error] {
 		return func(yield func(agent.Event, error) bool) { yield(agent.Event{Type: agent.EventToken, Text: "x"}, nil) }
 	}

@@ -370,14 +370,6 @@ func (r *Run[D]) Snapshot() Snapshot {
 	return Snapshot{Started: r.Started, Finished: r.life.State().Ended(), Status: r.status, Err: r.err, LastSeq: r.lastSeq}
 }
 
-// retained reports whether the run has finished and how many events it
-// keeps.
-func (r *Run[D]) retained() (bool, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.life.State() == lifecycle.Finished, len(r.events)
-}
-
 // NoEvents reports whether r has emitted nothing yet in this process
 // (a run recovered from the queue numbers on from its earlier attempts'
 // events, so its sequence number does not say).

@@ -10,10 +10,10 @@ package runs
 //go:noinline
 func growStack() byte {
 	var pad [16 << 10]byte
-	return keep(pad[:])
+	return lastByte(pad[:])
 }
 
-// keep uses b, so the compiler keeps growStack's frame.
+// lastByte uses b, so the compiler keeps growStack's frame.
 //
 //go:noinline
-func keep(b []byte) byte { return b[len(b)-1] }
+func lastByte(b []byte) byte { return b[len(b)-1] }
