@@ -96,6 +96,32 @@ func BenchPut(b *testing.B, s checkpoint.Store) {
 	lat.Report(b)
 }
 
+// BenchGet measures reading a thread's latest checkpoint, as a turn does
+// before it starts: a BenchState-sized checkpoint on a thread of 64, most
+// of them with no pending writes.
+func BenchGet(b *testing.B, s checkpoint.Store) {
+	ctx := context.Background()
+	parent := uuid.Nil
+	for i := range 64 {
+		cp := checkpoint.Checkpoint{ThreadID: "bench-get", ID: uuid.Must(uuid.NewV7()), ParentID: parent, Step: i,
+			State: BenchState, Next: []string{"node"}, Metadata: map[string]string{"owner": "bench"}, Created: time.Now()}
+		if err := s.Put(ctx, cp); err != nil {
+			b.Fatal(err)
+		}
+		parent = cp.ID
+	}
+	var lat Latencies
+	b.ResetTimer()
+	for b.Loop() {
+		lat.Time(func() {
+			if t, err := s.Get(ctx, "bench-get", uuid.Nil); err != nil || t.Checkpoint.ID != parent {
+				b.Fatalf("Get = %v, %v; want the latest, %v", t.Checkpoint.ID, err, parent)
+			}
+		})
+	}
+	lat.Report(b)
+}
+
 // BenchPutParallel measures write throughput with 8 goroutines per CPU
 // (b.SetParallelism), each on its own thread.
 func BenchPutParallel(b *testing.B, s checkpoint.Store) {

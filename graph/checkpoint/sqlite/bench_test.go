@@ -26,6 +26,7 @@ func benchStore(b *testing.B) *Store {
 
 func BenchmarkPut(b *testing.B)         { checkpointtest.BenchPut(b, benchStore(b)) }
 func BenchmarkPutParallel(b *testing.B) { checkpointtest.BenchPutParallel(b, benchStore(b)) }
+func BenchmarkGet(b *testing.B)         { checkpointtest.BenchGet(b, benchStore(b)) }
 func BenchmarkGraph8Nodes(b *testing.B) { checkpointtest.BenchGraph8(b, benchStore(b)) }
 
 // BenchmarkRawCommit is the floor for BenchmarkPut: one plain INSERT of a blob

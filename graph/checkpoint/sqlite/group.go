@@ -289,11 +289,15 @@ type readStmts struct {
 	latest, checkpoint, writes, thread *sql.Stmt
 }
 
+// hasWritesSQL is whether the checkpoint c has pending writes (Get reads
+// them in a transaction of their own only then).
+const hasWritesSQL = `EXISTS (SELECT 1 FROM writes w WHERE w.thread_id = c.thread_id AND w.checkpoint_id = c.id)`
+
 func prepareReads(r *sql.DB) (*readStmts, error) {
 	rs := &readStmts{}
 	err := prepareAll(context.Background(), "statements",
-		stmtSpec{&rs.latest, r, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? ORDER BY id DESC LIMIT 1`},
-		stmtSpec{&rs.checkpoint, r, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND id = ?`},
+		stmtSpec{&rs.latest, r, `SELECT ` + cpColumns + `, ` + hasWritesSQL + ` FROM checkpoints c WHERE thread_id = ? ORDER BY id DESC LIMIT 1`},
+		stmtSpec{&rs.checkpoint, r, `SELECT ` + cpColumns + `, ` + hasWritesSQL + ` FROM checkpoints c WHERE thread_id = ? AND id = ?`},
 		stmtSpec{&rs.writes, r, `SELECT task, kind, value FROM writes WHERE thread_id = ? AND checkpoint_id = ? ORDER BY seq`},
 		stmtSpec{&rs.thread, r, `SELECT thread_id, latest_id, metadata, created, updated FROM threads WHERE thread_id = ?` + matchSQL("metadata")})
 	if err != nil {

@@ -260,26 +260,22 @@ func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpo
 	if err := ctx.Err(); err != nil {
 		return checkpoint.Tuple{}, err
 	}
+	// One statement reads one snapshot: a checkpoint without pending writes,
+	// as most are, needs no transaction (whose begin and end cost as much
+	// as the read).
+	cp, hasWrites, err := s.getCheckpoint(ctx, nil, threadID, id)
+	if err != nil || !hasWrites {
+		return checkpoint.Tuple{Checkpoint: cp}, err
+	}
 	tx, err := s.r.BeginTx(ctx, nil)
 	if err != nil {
 		return checkpoint.Tuple{}, fmt.Errorf("sqlite: get %s: %w", threadID, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	var row *sql.Row
-	if id == uuid.Nil {
-		row = tx.StmtContext(ctx, s.reads.latest).QueryRowContext(ctx, threadID)
-	} else {
-		row = tx.StmtContext(ctx, s.reads.checkpoint).QueryRowContext(ctx, threadID, id[:])
-	}
-	cp, err := scanCheckpoint(row)
-	if errors.Is(err, sql.ErrNoRows) {
-		if id == uuid.Nil {
-			return checkpoint.Tuple{}, fmt.Errorf("%w: thread %q", checkpoint.ErrNotFound, threadID)
-		}
-		return checkpoint.Tuple{}, fmt.Errorf("%w: checkpoint %s of thread %q", checkpoint.ErrNotFound, id, threadID)
-	}
-	if err != nil {
-		return checkpoint.Tuple{}, fmt.Errorf("sqlite: get %s/%s: %w", threadID, id, err)
+	// Read again with its writes, in the snapshot they are read from (the
+	// latest may be a newer one by now).
+	if cp, _, err = s.getCheckpoint(ctx, tx, threadID, id); err != nil {
+		return checkpoint.Tuple{}, err
 	}
 	rows, err := tx.StmtContext(ctx, s.reads.writes).QueryContext(ctx, threadID, cp.ID[:])
 	if err != nil {
@@ -303,6 +299,28 @@ func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpo
 		return checkpoint.Tuple{}, fmt.Errorf("sqlite: read writes of %s/%s: %w", threadID, cp.ID, err)
 	}
 	return checkpoint.Tuple{Checkpoint: cp, Writes: ws}, nil
+}
+
+// getCheckpoint reads a checkpoint (the latest when id is Nil), in tx if
+// not nil, and whether it has pending writes.
+func (s *Store) getCheckpoint(ctx context.Context, tx *sql.Tx, threadID string, id uuid.UUID) (cp checkpoint.Checkpoint, hasWrites bool, err error) {
+	stmt, args := s.reads.latest, []any{threadID}
+	if id != uuid.Nil {
+		stmt, args = s.reads.checkpoint, []any{threadID, id[:]}
+	}
+	if tx != nil {
+		stmt = tx.StmtContext(ctx, stmt)
+	}
+	cp, err = scanCheckpoint(stmt.QueryRowContext(ctx, args...), &hasWrites)
+	switch {
+	case errors.Is(err, sql.ErrNoRows) && id == uuid.Nil:
+		return cp, false, fmt.Errorf("%w: thread %q", checkpoint.ErrNotFound, threadID)
+	case errors.Is(err, sql.ErrNoRows):
+		return cp, false, fmt.Errorf("%w: checkpoint %s of thread %q", checkpoint.ErrNotFound, id, threadID)
+	case err != nil:
+		return cp, false, fmt.Errorf("sqlite: get %s/%s: %w", threadID, id, err)
+	}
+	return cp, hasWrites, nil
 }
 
 // matchSQL keeps rows whose JSON metadata column col holds every key/value of
@@ -360,48 +378,41 @@ func (s *Store) Threads(ctx context.Context, f checkpoint.ThreadFilter) ([]check
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var (
-		q    strings.Builder
-		args []any
-	)
-	q.WriteString(`SELECT thread_id, latest_id, metadata, created, updated FROM threads WHERE 1 = 1`)
-	if f.ThreadID != "" {
-		q.WriteString(` AND thread_id = ?`)
-		args = append(args, f.ThreadID)
+	m, err := sqlrow.MapArg(f.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: encode filter: %w", err)
 	}
-	if len(f.Metadata) > 0 {
-		m, err := sqlrow.MapArg(f.Metadata)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: encode filter: %w", err)
-		}
-		q.WriteString(matchSQL("metadata"))
-		args = append(args, m)
-	}
-	if f.Before != uuid.Nil {
-		q.WriteString(` AND latest_id < ?`)
-		args = append(args, f.Before[:])
-	}
-	q.WriteString(` ORDER BY latest_id DESC`)
-	if f.Limit > 0 {
-		q.WriteString(` LIMIT ?`)
-		args = append(args, f.Limit)
-	}
-	var (
-		rows *sql.Rows
-		err  error
-	)
+	var rows *sql.Rows
 	if f.ThreadID != "" && f.Before == uuid.Nil {
 		// One thread by its key, as a server asks for every request: the
 		// statement is prepared.
-		m, merr := sqlrow.MapArg(f.Metadata)
-		if merr != nil {
-			return nil, fmt.Errorf("sqlite: encode filter: %w", merr)
-		}
 		if m == nil {
 			m = "{}"
 		}
 		rows, err = s.reads.thread.QueryContext(ctx, f.ThreadID, m)
 	} else {
+		var (
+			q    strings.Builder
+			args []any
+		)
+		q.WriteString(`SELECT thread_id, latest_id, metadata, created, updated FROM threads WHERE 1 = 1`)
+		if f.ThreadID != "" {
+			q.WriteString(` AND thread_id = ?`)
+			args = append(args, f.ThreadID)
+		}
+		if m != nil {
+			q.WriteString(matchSQL("metadata"))
+			args = append(args, m)
+		}
+		if f.Before != uuid.Nil {
+			q.WriteString(` AND latest_id < ?`)
+			args = append(args, f.Before[:])
+		}
+		q.WriteString(` ORDER BY latest_id DESC`)
+		if f.Limit > 0 {
+			q.WriteString(` LIMIT ?`)
+			args = append(args, f.Limit)
+		}
 		rows, err = s.r.QueryContext(ctx, q.String(), args...)
 	}
 	if err != nil {
@@ -458,7 +469,9 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string) error {
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanCheckpoint(sc scanner) (checkpoint.Checkpoint, error) {
+// scanCheckpoint scans the cpColumns, then into extra (columns selected
+// after them).
+func scanCheckpoint(sc scanner, extra ...any) (checkpoint.Checkpoint, error) {
 	var (
 		cp                checkpoint.Checkpoint
 		id, parent, run   []byte
@@ -468,7 +481,7 @@ func scanCheckpoint(sc scanner) (checkpoint.Checkpoint, error) {
 		deflated          bool
 		err               error
 	)
-	if err := sc.Scan(&cp.ThreadID, &id, &parent, &run, &cp.Step, &state, &next, &notBefore, &md, &create, &deflated); err != nil {
+	if err := sc.Scan(append([]any{&cp.ThreadID, &id, &parent, &run, &cp.Step, &state, &next, &notBefore, &md, &create, &deflated}, extra...)...); err != nil {
 		return cp, err
 	}
 	if deflated {
