@@ -93,7 +93,12 @@ type asyncWriter struct {
 	// held is the latest transient step checkpoint (queueStep), not yet
 	// handed to drain: written by the next barrier, or never, when the
 	// next step's replaces it or the run's last prunes it.
-	held    *checkpoint.Checkpoint
+	held *checkpoint.Checkpoint
+	// spare is the state buffer of a held checkpoint dropped unwritten,
+	// which nothing else refers to: the next step's state is copied into
+	// it (stateCopy) rather than into a new one, so a turn of one-node
+	// steps allocates one state buffer, not one per step.
+	spare   []byte
 	running bool          // a drain goroutine is writing
 	idle    chan struct{} // closed when the drain goroutine stops
 	err     error
@@ -132,6 +137,8 @@ func (w *asyncWriter) queue(cp checkpoint.Checkpoint) error {
 		// be written. Any other goes after it, in step order.
 		if len(cp.Next) > 0 {
 			w.pending = append(w.pending, *w.held)
+		} else {
+			w.spare = w.held.State
 		}
 		w.held = nil
 	}
@@ -155,8 +162,21 @@ func (w *asyncWriter) queueStep(cp checkpoint.Checkpoint) error {
 	if w.err != nil {
 		return w.err
 	}
+	if w.held != nil {
+		w.spare = w.held.State // replaced unwritten
+	}
 	w.held = &cp
 	return nil
+}
+
+// stateCopy returns a copy of enc for a checkpoint handed to the writer,
+// in the spare buffer when there is one.
+func (w *asyncWriter) stateCopy(enc []byte) []byte {
+	w.mu.Lock()
+	spare := w.spare
+	w.spare = nil
+	w.mu.Unlock()
+	return append(spare[:0], enc...)
 }
 
 // start starts the drain goroutine unless it runs (w.mu held).

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -490,7 +491,10 @@ func TestAsyncWritesOnlyTheCheckpointsABarrierNeeds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &puttingStore{Store: memory.New()}
 			cnt := newCounter()
-			var onDisk []string // the store's latest checkpoint's next when c acted
+			var (
+				onDisk   []string  // the store's latest checkpoint's next when c acted
+				onDiskID uuid.UUID // and its id
+			)
 			act := func(ctx context.Context, s tstate) (tupd, error) {
 				if err := graph.Flush(ctx); err != nil {
 					return tupd{}, err
@@ -499,11 +503,26 @@ func TestAsyncWritesOnlyTheCheckpointsABarrierNeeds(t *testing.T) {
 				if err != nil {
 					return tupd{}, err
 				}
-				onDisk = tu.Checkpoint.Next
+				onDisk, onDiskID = tu.Checkpoint.Next, tu.Checkpoint.ID
 				cnt.inc("c")
 				return tupd{Log: "c", N: 1}, nil
 			}
-			c := linear(t, store, tc.mode, logNode(cnt, "a"), logNode(cnt, "b"), act, logNode(cnt, "d"))
+			// d reads what the barrier wrote, after c's state was copied
+			// into the buffer of a checkpoint held and dropped before it.
+			var ranFrom []string
+			d := func(ctx context.Context, s tstate) (tupd, error) {
+				tu, err := store.Get(ctx, "t", onDiskID)
+				if err != nil {
+					return tupd{}, err
+				}
+				var st tstate
+				if err := json.Unmarshal(tu.Checkpoint.State, &st); err != nil {
+					return tupd{}, err
+				}
+				ranFrom = st.Log
+				return logNode(cnt, "d")(ctx, s)
+			}
+			c := linear(t, store, tc.mode, logNode(cnt, "a"), logNode(cnt, "b"), act, d)
 			ctx := checkpoint.WithPruning(context.Background(), tc.keep)
 			if tc.inputKept {
 				ctx = graph.WithInputKept(ctx)
@@ -517,6 +536,9 @@ func TestAsyncWritesOnlyTheCheckpointsABarrierNeeds(t *testing.T) {
 			}
 			if !slices.Equal(onDisk, []string{"c"}) {
 				t.Errorf("c acted while the store's latest checkpoint had next %v, want [c]: the one it runs from", onDisk)
+			}
+			if !slices.Equal(ranFrom, []string{"a", "b"}) {
+				t.Errorf("once c's step was committed, the checkpoint c ran from held the log %v, want [a b]", ranFrom)
 			}
 			if n := len(eventsOf(res.Trace.Events(), graph.EventCheckpoint)); n != len(tc.steps) {
 				t.Errorf("%d checkpoint events, want one per checkpoint written (%d)", n, len(tc.steps))

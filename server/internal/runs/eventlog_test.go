@@ -46,15 +46,15 @@ func TestRunLogGivesBackWhatItKept(t *testing.T) {
 	for _, ev := range in {
 		want = append(want, r.Append(ev))
 	}
-	got, _, _ := r.Since(0)
+	got, _, _ := r.Since(0, nil)
 	if !reflect.DeepEqual(got, want[len(want)-5:]) {
 		t.Fatalf("since(0) of a log bounded to 5:\n got %+v\nwant %+v", got, want[len(want)-5:])
 	}
-	got, _, _ = r.Since(want[4].Seq)
+	got, _, _ = r.Since(want[4].Seq, nil)
 	if !reflect.DeepEqual(got, want[5:]) {
 		t.Fatalf("since(%d): got %+v, want %+v", want[4].Seq, got, want[5:])
 	}
-	if got, _, _ := r.Since(want[len(want)-1].Seq); len(got) != 0 {
+	if got, _, _ := r.Since(want[len(want)-1].Seq, nil); len(got) != 0 {
 		t.Fatalf("since the last: %+v", got)
 	}
 	compact := 0

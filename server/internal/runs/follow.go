@@ -25,13 +25,19 @@ func (r *Run[D]) Follow(ctx context.Context, after int, heartbeat time.Duration,
 	}
 	t := time.NewTicker(heartbeat)
 	defer t.Stop()
+	var evs []agent.Event // reused: every wake-up copies the events at hand into it
 	for {
-		evs, changed, finished := r.Since(after)
+		var (
+			changed  <-chan struct{}
+			finished bool
+		)
+		evs, changed, finished = r.Since(after, evs)
 		b.Hold()
 		for _, ev := range evs {
 			fn(ev)
 			after = ev.Seq
 		}
+		clear(evs) // what fn was handed is not kept alive by the buffer
 		b.Release()
 		if finished {
 			return true

@@ -91,7 +91,7 @@ func TestRunEventLogIsBounded(t *testing.T) {
 		{9, nil},
 	}
 	for _, tc := range tests {
-		evs, _, finished := r.Since(tc.after)
+		evs, _, finished := r.Since(tc.after, nil)
 		var got []int
 		for _, e := range evs {
 			got = append(got, e.Seq)
@@ -101,7 +101,7 @@ func TestRunEventLogIsBounded(t *testing.T) {
 		}
 	}
 	logRuns.Finish(r, nil, EndedHere)
-	if _, _, finished := r.Since(5); !finished {
+	if _, _, finished := r.Since(5, nil); !finished {
 		t.Fatal("not finished")
 	}
 }
@@ -115,7 +115,7 @@ func TestRunEventLogPastItsBound(t *testing.T) {
 	for range 3 * bound {
 		r.Append(agent.Event{Type: agent.EventToken, Text: "x"})
 	}
-	held, _, _ := r.Since(0)
+	held, _, _ := r.Since(0, nil)
 	heldSeqs := func() []int {
 		var s []int
 		for _, e := range held {
@@ -135,7 +135,7 @@ func TestRunEventLogPastItsBound(t *testing.T) {
 	if got := heldSeqs(); fmt.Sprint(got) != fmt.Sprint(before) {
 		t.Fatalf("events handed out changed under later appends: %v, were %v", got, before)
 	}
-	evs, _, _ := r.Since(0)
+	evs, _, _ := r.Since(0, nil)
 	last := r.lastSeq
 	if len(evs) != bound || evs[0].Seq != last-bound+1 || evs[bound-1].Seq != last {
 		t.Fatalf("kept %d events from %d to %d; want the last %d, %d to %d", len(evs), evs[0].Seq, evs[len(evs)-1].Seq, bound, last-bound+1, last)

@@ -323,19 +323,17 @@ func (r *Run[D]) regrow() []logEntry {
 
 // Since returns the events after seq after, a channel closed on the next
 // change, and whether the run has ended (then the events are the last).
-// Events dropped from the bounded log are skipped.
-func (r *Run[D]) Since(after int) ([]agent.Event, <-chan struct{}, bool) {
+// Events dropped from the bounded log are skipped. The events are
+// appended to buf[:0] (nil: a new slice).
+func (r *Run[D]) Since(after int, buf []agent.Event) ([]agent.Event, <-chan struct{}, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// Numbers may have gaps (a run resumed on another replica numbers on
 	// from further up): search, do not index.
 	start := sort.Search(len(r.events), func(i int) bool { return r.events[i].seq > after })
-	var evs []agent.Event
-	if n := len(r.events) - start; n > 0 {
-		evs = make([]agent.Event, n)
-		for i := range evs {
-			evs[i] = r.events[start+i].event(r.ID, r.Thread)
-		}
+	evs := buf[:0]
+	for i := start; i < len(r.events); i++ {
+		evs = append(evs, r.events[i].event(r.ID, r.Thread))
 	}
 	if r.notify == nil {
 		r.notify = make(chan struct{})

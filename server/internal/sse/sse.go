@@ -16,6 +16,7 @@ type Writer struct {
 	// timeout bounds each frame's write (0: none): a client that stops
 	// reading cannot hold the handler forever.
 	timeout time.Duration
+	armed   time.Time // when the write deadline in force was set
 	err     error
 	// held: frames are written but not flushed until release (follow
 	// flushes the frames of the events at hand together).
@@ -137,13 +138,22 @@ func (s *Writer) Comment(text string) {
 	s.flushFrame()
 }
 
-// deadline sets the write deadline of the next frame. A writer without
-// deadlines (a recorder) is fine: the error is ignored.
+// deadline sets the write deadline of the next frame, unless the one in
+// force leaves it all but a 64th of the timeout: setting one resets a
+// runtime timer, and the frames of a burst (tokens, a turn's closing
+// frames) come microseconds apart. A writer without deadlines (a
+// recorder) is fine: the error is ignored.
 func (s *Writer) deadline() {
-	if s.timeout > 0 {
-		// A network deadline: the wall clock, not Config.Now.
-		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if s.timeout <= 0 {
+		return
 	}
+	// A network deadline: the wall clock, not Config.Now.
+	now := time.Now()
+	if now.Sub(s.armed) < s.timeout/64 {
+		return
+	}
+	s.armed = now
+	_ = s.rc.SetWriteDeadline(now.Add(s.timeout))
 }
 
 // Idle reports whether nothing was written for at least d.
