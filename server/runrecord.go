@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/native"
@@ -368,8 +369,9 @@ write:
 			u.Result = b
 		}
 	}
-	// The client may be gone: the record is written regardless.
-	ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
+	// The client may be gone: the record is written regardless. Nobody
+	// waits on it (the end was told), so it may wait for another commit.
+	ctx, cancel := context.WithTimeout(checkpoint.Deferrable(context.Background()), recordWriteTimeout)
 	defer cancel()
 	if _, err := s.records.UpdateRun(ctx, r.ID, u); err != nil && !errors.Is(err, runstore.ErrConflict) && !errors.Is(err, runstore.ErrNotFound) {
 		s.cfg.Logger.Error("run record update failed", "run", r.ID, "error", err)
@@ -462,7 +464,7 @@ func (k *keyReleases) wait(ctx context.Context, key string) error {
 
 // releaseKey frees a record's key (the record stays).
 func (s *Server) releaseKey(id string, st runstore.Status) {
-	ctx, cancel := context.WithTimeout(context.Background(), recordWriteTimeout)
+	ctx, cancel := context.WithTimeout(checkpoint.Deferrable(context.Background()), recordWriteTimeout)
 	defer cancel()
 	_, err := s.records.UpdateRun(ctx, id, runstore.Update{From: []runstore.Status{st}, Status: st, ReleaseKey: true})
 	if err != nil && !errors.Is(err, runstore.ErrConflict) {

@@ -18,7 +18,10 @@
 // each returns only once that commit has. A write whose ctx ended while it
 // was queued, or whose lease was lost, or a PutWrites on a missing
 // checkpoint, fails alone and stores nothing; any other database error rolls
-// the group back and its writes are retried one per transaction.
+// the group back and its writes are retried one per transaction. A write
+// under checkpoint.Deferrable (a server's run record, written after the
+// answer went out) does not commit alone: it waits, up to 5 ms, for another
+// commit to take it along.
 //
 // The schema is versioned in a schema_migrations table and upgraded by New.
 package sqlite

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
+
+	"github.com/capgraph/capgraph/graph/checkpoint"
 )
 
 // Group commit. SQLite has one writer, and a commit's cost is mostly its
@@ -17,6 +20,13 @@ import (
 // next commit takes all of them (up to Config.MaxBatch). Every caller returns
 // only once the commit holding its write has returned: the durability of
 // each write is that of a lone commit (WAL, synchronous=FULL).
+//
+// A deferrable write (checkpoint.Deferrable: a run's record, written after
+// its answer was sent) that finds the writer idle does not commit alone: it
+// waits in the queue for the next commit, which takes it along, or for
+// deferLimit, whichever comes first. Under load another commit comes within
+// a millisecond or two, so such writes cost no commit (and no fsync) of
+// their own.
 
 // group is the queue of writes waiting for a commit.
 type group struct {
@@ -24,8 +34,14 @@ type group struct {
 	busy   bool // a commit is in progress or about to start
 	closed bool // Close was called: no new writes
 	queue  []*pending
-	wg     sync.WaitGroup // writes in progress and the goroutine committing queued ones
+	wg     sync.WaitGroup // writes in progress, the goroutine committing queued ones, the deferred commit's timer
+	// deferred is set while only deferrable writes wait, the writer idle:
+	// its timer commits them at deferLimit unless a commit takes them first.
+	deferred *time.Timer
 }
+
+// deferLimit is the longest a deferrable write waits for another commit.
+const deferLimit = 5 * time.Millisecond
 
 // pending is one Put or PutWrites waiting for its commit.
 type pending struct {
@@ -64,11 +80,36 @@ func (s *Store) write(ctx context.Context, thread string, apply func(context.Con
 		g.mu.Unlock()
 		return errClosed
 	}
-	if !g.busy {
-		// The writer is idle: commit this write now, on this goroutine, with
-		// the caller's ctx, as a lone transaction would.
+	if !g.busy && !checkpoint.IsDeferrable(ctx) {
 		g.busy = true
 		g.wg.Add(1)
+		if len(g.queue) > 0 {
+			// Deferrable writes wait: this commit takes them along, as a
+			// group (no caller's ctx is the transaction's); any beyond
+			// MaxBatch follow it.
+			g.stopDeferred()
+			n := len(g.queue)
+			if s.maxBatch > 0 {
+				n = min(n, s.maxBatch-1)
+			}
+			batch := append(slices.Clone(g.queue[:n]), p)
+			g.queue = slices.Delete(g.queue, 0, n)
+			for _, q := range batch {
+				q.taken = true
+			}
+			g.mu.Unlock()
+			func() {
+				defer g.wg.Done()
+				defer s.handOff()
+				s.commitGroup(batch)
+				for _, q := range batch[:n] {
+					close(q.done)
+				}
+			}()
+			return unwrapRefusal(p.err)
+		}
+		// The writer is idle: commit this write now, on this goroutine, with
+		// the caller's ctx, as a lone transaction would.
 		g.mu.Unlock()
 		func() {
 			// Deferred, so that a panic (which reaches the caller, as it
@@ -81,6 +122,12 @@ func (s *Store) write(ctx context.Context, thread string, apply func(context.Con
 	}
 	p.done = make(chan struct{})
 	g.queue = append(g.queue, p)
+	if !g.busy && g.deferred == nil {
+		// A deferrable write, the writer idle: the next commit takes it,
+		// or this timer's at the latest.
+		g.wg.Add(1)
+		g.deferred = time.AfterFunc(deferLimit, s.commitDeferred)
+	}
 	g.mu.Unlock()
 	select {
 	case <-p.done:
@@ -100,6 +147,32 @@ func (s *Store) write(ctx context.Context, thread string, apply func(context.Con
 	return unwrapRefusal(p.err)
 }
 
+// stopDeferred stops the deferred commit's timer, if set, as a commit is
+// about to take its writes (g.mu held).
+func (g *group) stopDeferred() {
+	if g.deferred != nil && g.deferred.Stop() {
+		g.wg.Done() // its function will not run
+	}
+	g.deferred = nil
+}
+
+// commitDeferred commits the deferrable writes no commit took along within
+// deferLimit.
+func (s *Store) commitDeferred() {
+	g := &s.group
+	defer g.wg.Done()
+	g.mu.Lock()
+	g.deferred = nil
+	if g.busy || len(g.queue) == 0 {
+		// A commit started meanwhile: it takes them.
+		g.mu.Unlock()
+		return
+	}
+	g.busy = true
+	g.mu.Unlock()
+	s.drain()
+}
+
 // handOff ends a commit: writes queued meanwhile go to a goroutine that
 // commits them in groups until the queue is empty.
 func (s *Store) handOff() {
@@ -110,13 +183,18 @@ func (s *Store) handOff() {
 		g.busy = false
 		return
 	}
+	g.stopDeferred()
 	g.wg.Add(1)
-	go s.drain()
+	go func() {
+		defer g.wg.Done()
+		s.drain()
+	}()
 }
 
+// drain commits the queue in groups until it is empty, then marks the
+// writer idle (g.busy set by the caller).
 func (s *Store) drain() {
 	g := &s.group
-	defer g.wg.Done()
 	for {
 		g.mu.Lock()
 		n := len(g.queue)

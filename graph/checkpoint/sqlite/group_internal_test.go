@@ -483,3 +483,107 @@ func TestGroupCommitHoldsRunRecords(t *testing.T) {
 		t.Errorf("the Put grouped with the records: %v, %v", tu.Checkpoint.ID, err)
 	}
 }
+
+// A deferrable write (checkpoint.Deferrable) that finds the writer idle
+// waits for the next commit and rides in it; with none coming it commits
+// after deferLimit on its own. Either way it returns once durable, a
+// caller that gives up first leaves nothing written, and Close waits for
+// one still waiting.
+func TestGroupCommitDeferrableWrites(t *testing.T) {
+	later := checkpoint.Deferrable(context.Background())
+	now := context.Background()
+	t.Run("rides in the next commit", func(t *testing.T) {
+		gt := newGroupTest(t, Config{})
+		var wg sync.WaitGroup
+		out := make(chan result, 3)
+		goWrite(&wg, out, "d1", func() error { return gt.s.Put(later, groupCP("d1")) })
+		goWrite(&wg, out, "d2", func() error { return gt.s.Put(later, groupCP("d2")) })
+		gt.waitQueued(2)
+		goWrite(&wg, out, "now", func() error { return gt.s.Put(now, groupCP("now")) })
+		noErrors(t, &wg, out)
+		if got := gt.commitSizes(); len(got) != 1 || got[0] != 3 {
+			// The timer may fire before the third write arrives on a
+			// very slow machine; then the two deferred ones commit
+			// together and the third alone.
+			if !slices.Equal(got, []int{2, 1}) {
+				t.Errorf("commit sizes %v, want [3]: the two deferred writes in the commit of the one that came next", got)
+			}
+		}
+	})
+	t.Run("commits alone within the limit", func(t *testing.T) {
+		gt := newGroupTest(t, Config{})
+		cp := groupCP("alone")
+		if err := gt.s.Put(later, cp); err != nil {
+			t.Fatal(err)
+		}
+		if got := gt.commitSizes(); !slices.Equal(got, []int{1}) {
+			t.Errorf("commit sizes %v, want [1]", got)
+		}
+		if tu, err := gt.s.Get(now, "alone", uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {
+			t.Errorf("after the deferred write returned: %v, %v", tu.Checkpoint.ID, err)
+		}
+	})
+	t.Run("MaxBatch still caps the commit that takes them", func(t *testing.T) {
+		gt := newGroupTest(t, Config{MaxBatch: 2})
+		var wg sync.WaitGroup
+		out := make(chan result, 4)
+		for i := range 3 {
+			goWrite(&wg, out, fmt.Sprint("d", i), func() error { return gt.s.Put(later, groupCP(fmt.Sprint("d", i))) })
+		}
+		gt.waitQueued(3)
+		goWrite(&wg, out, "now", func() error { return gt.s.Put(now, groupCP("now")) })
+		noErrors(t, &wg, out)
+		for _, n := range gt.commitSizes() {
+			if n > 2 {
+				t.Errorf("commit sizes %v: one above MaxBatch 2", gt.commitSizes())
+			}
+		}
+		if st := gt.s.Stats(); st.Writes != 4 {
+			t.Errorf("Stats %+v, want 4 writes", st)
+		}
+	})
+	t.Run("a caller that gives up first", func(t *testing.T) {
+		gt := newGroupTest(t, Config{})
+		release := gt.hold() // the deferred commit waits behind it
+		ctx, cancel := context.WithCancel(later)
+		done := make(chan error, 1)
+		go func() { done <- gt.s.Put(ctx, groupCP("gave-up")) }()
+		gt.waitQueued(1)
+		cancel()
+		// Given up while queued, or taken by the deferred commit (waiting
+		// for the writer) and skipped there: canceled either way.
+		release()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Put = %v, want context.Canceled", err)
+		}
+		if _, err := gt.s.Get(now, "gave-up", uuid.Nil); !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Errorf("the write given up on: %v, want not found", err)
+		}
+	})
+	t.Run("Close waits for it", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "d.db")
+		s, err := New(Config{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gt := &groupTest{t: t, s: s}
+		done := make(chan error, 1)
+		cp := groupCP("at-close")
+		go func() { done <- s.Put(later, cp) }()
+		gt.waitQueued(1)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("the deferred write: %v", err)
+		}
+		s2, err := New(Config{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s2.Close()
+		if tu, err := s2.Get(now, "at-close", uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {
+			t.Errorf("after Close: %v, %v", tu.Checkpoint.ID, err)
+		}
+	})
+}
