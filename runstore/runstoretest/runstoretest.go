@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -80,6 +81,10 @@ func testRunsCreateGet(t *testing.T, rs runstore.Store) {
 		!back.Created.Equal(got.Created) || back.Result != nil || back.Error != "" {
 		t.Errorf("GetRun = %+v, want %+v", back, got)
 	}
+	// What CreateRun returned is the record as stored, field for field.
+	if !reflect.DeepEqual(back, got) {
+		t.Errorf("CreateRun returned %+v, GetRun reads %+v", got, back)
+	}
 	if k, err := rs.GetRunByKey(ctx, "k1"); err != nil || k.ID != "r1" {
 		t.Errorf("GetRunByKey = %+v, %v", k, err)
 	}
@@ -107,6 +112,11 @@ func testRunsKey(t *testing.T, rs runstore.Store) {
 	}
 	if _, err := rs.GetRun(ctx, "r2"); !errors.Is(err, runstore.ErrNotFound) {
 		t.Errorf("the repeated request stored a record: %v", err)
+	}
+	// The same record created again (a retry of a CreateRun whose
+	// outcome was lost): the record holding the key, not an id in use.
+	if again, created, err := rs.CreateRun(ctx, runstore.Record{ID: "r1", Thread: "t1", Key: "same", Input: json.RawMessage(`1`)}); err != nil || created || again.ID != "r1" || again.Seq != first.Seq {
+		t.Errorf("the same record again: %+v created %v err %v; want r1, not created", again, created, err)
 	}
 	// An id in use is refused, even with another key.
 	if _, _, err := rs.CreateRun(ctx, runstore.Record{ID: "r1", Thread: "t1", Key: "other"}); !errors.Is(err, runstore.ErrInvalid) {

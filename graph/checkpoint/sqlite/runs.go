@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -78,8 +80,10 @@ func (s *Store) ensureRuns(ctx context.Context) error {
 		stmtSpec{&rs.readByKey, s.r, `SELECT ` + runColumns + ` FROM runs WHERE key = ?`},
 		stmtSpec{&rs.byID, s.w, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
 		stmtSpec{&rs.byKey, s.w, `SELECT ` + runColumns + ` FROM runs WHERE key = ?`},
+		// A key in use stores nothing and returns no row; an id in use
+		// fails the statement (not the transaction).
 		stmtSpec{&rs.insert, s.w, `INSERT INTO runs (id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ` + runColumns},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING RETURNING seq`},
 		stmtSpec{&rs.update, s.w, `UPDATE runs SET status = ?, key = ?, result = ?, error = ?, owner = ?, attempt = ?, updated = ? WHERE seq = ?`})
 	if err != nil {
 		return err
@@ -148,6 +152,31 @@ func (s *Store) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Re
 	err = s.write(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
 		rs := s.runStmts.Load()
 		out, created = runstore.Record{}, false
+		// Inserted at once, in one statement: a key or an id in use is
+		// looked up only when the insert did not store the record.
+		now := time.Now().UnixMicro()
+		var seq int64
+		ierr := tx.StmtContext(ctx, rs.insert).QueryRowContext(ctx,
+			rec.ID, rec.Thread, string(rec.Status), sqlrow.OptionalString(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now, now).Scan(&seq)
+		if ierr == nil {
+			// The record as scanRun would read it back, sharing nothing
+			// with the caller's.
+			out, created = rec, true
+			out.Seq, out.Created, out.Updated = seq, time.UnixMicro(now).UTC(), time.UnixMicro(now).UTC()
+			out.Input, out.Result, out.Labels = nil, nil, nil
+			if len(rec.Input) > 0 {
+				out.Input = bytes.Clone(rec.Input)
+			}
+			if len(rec.Result) > 0 {
+				out.Result = bytes.Clone(rec.Result)
+			}
+			if len(rec.Labels) > 0 {
+				out.Labels = maps.Clone(rec.Labels)
+			}
+			return nil
+		}
+		// The record holding the key is the answer, even when the id is
+		// in use too (a repeated CreateRun); then an id in use.
 		if rec.Key != "" {
 			r, err := scanRun(tx.StmtContext(ctx, rs.byKey).QueryRowContext(ctx, rec.Key))
 			if err == nil {
@@ -163,14 +192,7 @@ func (s *Store) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Re
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: create run: %w", err)
 		}
-		now := time.Now().UnixMicro()
-		r, err := scanRun(tx.StmtContext(ctx, rs.insert).QueryRowContext(ctx,
-			rec.ID, rec.Thread, string(rec.Status), sqlrow.OptionalString(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now, now))
-		if err != nil {
-			return fmt.Errorf("sqlite: create run: %w", err)
-		}
-		out, created = r, true
-		return nil
+		return fmt.Errorf("sqlite: create run: %w", ierr)
 	})
 	if err != nil {
 		return runstore.Record{}, false, err
