@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -331,7 +332,7 @@ func (r *Run[D]) Since(after int, buf []agent.Event) ([]agent.Event, <-chan stru
 	// Numbers may have gaps (a run resumed on another replica numbers on
 	// from further up): search, do not index.
 	start := sort.Search(len(r.events), func(i int) bool { return r.events[i].seq > after })
-	evs := buf[:0]
+	evs := slices.Grow(buf[:0], len(r.events)-start)
 	for i := start; i < len(r.events); i++ {
 		evs = append(evs, r.events[i].event(r.ID, r.Thread))
 	}
