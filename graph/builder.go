@@ -60,6 +60,17 @@ type JSONAppender interface {
 	AppendJSON(b []byte) ([]byte, error)
 }
 
+// ValueState is a state type whose values are never modified in place:
+// its ApplyFunc returns a new value sharing with the old one only what it
+// did not change (as state.Apply does), and nodes do not modify the state
+// they are given (NodeFunc). Under DurabilityAsync the engine then holds
+// such a state, not its encoding, for a step's checkpoint that only a
+// barrier would write (checkpoint.Transient), and encodes it only if one
+// comes: a turn that meets no barrier encodes its last state alone.
+type ValueState interface {
+	ValueState()
+}
+
 type jsonCodec struct{}
 
 func (jsonCodec) Marshal(v any) ([]byte, error) {
@@ -289,6 +300,8 @@ func (g *Graph[S, U]) Compile() (*Compiled[S, U], error) {
 		return nil, &BuildError{Problems: problems}
 	}
 	c := &Compiled[S, U]{cfg: g.cfg, nodes: make(map[string]*nodeDef[S, U], len(g.nodes)), entry: []string{g.entry}}
+	var zero S
+	_, c.valueState = any(zero).(ValueState)
 	for k, v := range g.nodes {
 		cp := *v
 		c.nodes[k] = &cp

@@ -94,6 +94,9 @@ type asyncWriter struct {
 	// handed to drain: written by the next barrier, or never, when the
 	// next step's replaces it or the run's last prunes it.
 	held *checkpoint.Checkpoint
+	// encodeHeld, when set, encodes held's state, not encoded yet
+	// (holdValue): done only when a barrier writes it.
+	encodeHeld func() ([]byte, error)
 	// spare is the state buffer of a held checkpoint dropped unwritten,
 	// which nothing else refers to: the next step's state is copied into
 	// it (stateCopy) rather than into a new one, so a turn of one-node
@@ -136,11 +139,12 @@ func (w *asyncWriter) queue(cp checkpoint.Checkpoint) error {
 		// so one that ends the run prunes it in its own Put: it need not
 		// be written. Any other goes after it, in step order.
 		if len(cp.Next) > 0 {
-			w.pending = append(w.pending, *w.held)
+			if err := w.releaseHeldLocked(); err != nil {
+				return err
+			}
 		} else {
-			w.spare = w.held.State
+			w.dropHeldLocked()
 		}
-		w.held = nil
 	}
 	w.pending = append(w.pending, cp)
 	w.start()
@@ -162,10 +166,52 @@ func (w *asyncWriter) queueStep(cp checkpoint.Checkpoint) error {
 	if w.err != nil {
 		return w.err
 	}
-	if w.held != nil {
-		w.spare = w.held.State // replaced unwritten
-	}
+	w.dropHeldLocked() // replaced unwritten
 	w.held = &cp
+	return nil
+}
+
+// holdValue holds cp, a transient step checkpoint (checkpoint.Transient)
+// whose state encode encodes when a barrier is to write it (a ValueState:
+// the state it encodes is the step's, whatever runs meanwhile).
+func (w *asyncWriter) holdValue(cp checkpoint.Checkpoint, encode func() ([]byte, error)) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	w.dropHeldLocked()
+	w.held, w.encodeHeld = &cp, encode
+	return nil
+}
+
+// dropHeldLocked forgets the held checkpoint, unwritten; its state buffer,
+// if encoded, becomes the spare (w.mu held).
+func (w *asyncWriter) dropHeldLocked() {
+	if w.held != nil && w.encodeHeld == nil {
+		w.spare = w.held.State
+	}
+	w.held, w.encodeHeld = nil, nil
+}
+
+// releaseHeldLocked hands the held checkpoint, encoded now if it was not,
+// to the writer (w.mu held). An encoding that fails stops the writer.
+func (w *asyncWriter) releaseHeldLocked() error {
+	if w.held == nil {
+		return nil
+	}
+	cp := *w.held
+	if w.encodeHeld != nil {
+		enc, err := w.encodeHeld()
+		if err != nil {
+			w.err = err
+			w.held, w.encodeHeld = nil, nil
+			return err
+		}
+		cp.State = enc
+	}
+	w.pending = append(w.pending, cp)
+	w.held, w.encodeHeld = nil, nil
 	return nil
 }
 
@@ -220,9 +266,7 @@ func (w *asyncWriter) drain() {
 // flush waits for every queued write and returns the first failure.
 func (w *asyncWriter) flush() error {
 	w.mu.Lock()
-	if w.held != nil && w.err == nil {
-		w.pending = append(w.pending, *w.held)
-		w.held = nil
+	if w.held != nil && w.err == nil && w.releaseHeldLocked() == nil {
 		w.start()
 	}
 	if !w.running {

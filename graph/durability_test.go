@@ -577,3 +577,125 @@ func TestAsyncWritesOnlyTheCheckpointsABarrierNeeds(t *testing.T) {
 		t.Errorf("executions %v, want a and b once, c re-entered once", cnt.n)
 	}
 }
+
+// vstate is a graph.ValueState: vapply returns a new value, never writing
+// to the one it is given.
+type vstate struct {
+	Log []string `json:"log"`
+}
+
+func (vstate) ValueState() {}
+
+func vapply(s vstate, u tupd) (vstate, error) {
+	return vstate{Log: slices.Concat(s.Log, []string{u.Log})}, nil
+}
+
+// Under async, pruned and with the input kept (a server's turn), a state
+// that is a graph.ValueState is encoded only for the checkpoints written:
+// a run that meets no barrier encodes its last state alone, one whose c
+// calls Flush also the state c runs from — and that checkpoint holds b's
+// state, not what c and d made after. A state that is not a ValueState is
+// encoded at every step, as before.
+func TestValueStateIsEncodedOnlyForTheCheckpointsWritten(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		value   bool
+		flushAt string // the node that calls Flush ("": none)
+		encodes int32
+		written []int
+	}{
+		{"value, no barrier", true, "", 1, []int{4}},
+		{"value, c flushes", true, "c", 2, []int{2, 4}},
+		{"not a value, no barrier", false, "", 5, []int{4}},
+		{"not a value, c flushes", false, "c", 5, []int{2, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &puttingStore{Store: memory.New()}
+			codec := &countingCodec{}
+			var atFlush uuid.UUID // the store's latest checkpoint when the flushing node ran
+			var readBack []string // that checkpoint's log, read once the run went on
+			node := func(name string) func(ctx context.Context) (tupd, error) {
+				return func(ctx context.Context) (tupd, error) {
+					if name == tc.flushAt {
+						if err := graph.Flush(ctx); err != nil {
+							return tupd{}, err
+						}
+						tu, err := store.Get(ctx, "t", uuid.Nil)
+						if err != nil {
+							return tupd{}, err
+						}
+						atFlush = tu.Checkpoint.ID
+					}
+					if name == "d" && atFlush != uuid.Nil {
+						tu, err := store.Get(ctx, "t", atFlush)
+						if err != nil {
+							return tupd{}, err
+						}
+						var st vstate
+						if err := json.Unmarshal(tu.Checkpoint.State, &st); err != nil {
+							return tupd{}, err
+						}
+						readBack = st.Log
+					}
+					return tupd{Log: name}, nil
+				}
+			}
+			ctx := graph.WithInputKept(checkpoint.WithPruning(context.Background(), 0))
+			var logOf []string
+			if tc.value {
+				g := graph.New(graph.Config[vstate, tupd]{Apply: vapply, Store: store, Durability: graph.DurabilityAsync, Codec: codec})
+				addChain(g, "a", "b", "c", "d", func(name string) graph.NodeFunc[vstate, tupd] {
+					f := node(name)
+					return func(ctx context.Context, _ vstate) (tupd, error) { return f(ctx) }
+				})
+				c, err := g.Compile()
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := c.Run(ctx, "t", vstate{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				logOf = res.State.Log
+			} else {
+				g := graph.New(graph.Config[tstate, tupd]{Apply: tapply, Store: store, Durability: graph.DurabilityAsync, Codec: codec})
+				addChain(g, "a", "b", "c", "d", func(name string) graph.NodeFunc[tstate, tupd] {
+					f := node(name)
+					return func(ctx context.Context, _ tstate) (tupd, error) { return f(ctx) }
+				})
+				res, err := compile(t, g).Run(ctx, "t", tstate{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				logOf = res.State.Log
+			}
+			if strings.Join(logOf, " ") != "a b c d" {
+				t.Fatalf("the run's log %v, want a b c d", logOf)
+			}
+			if got := codec.marshal.Load(); got != tc.encodes {
+				t.Errorf("%d states encoded, want %d", got, tc.encodes)
+			}
+			if got := store.written(); !slices.Equal(got, tc.written) {
+				t.Errorf("checkpoints written for steps %v, want %v", got, tc.written)
+			}
+			if tc.flushAt != "" && !slices.Equal(readBack, []string{"a", "b"}) {
+				t.Errorf("the checkpoint c ran from holds the log %v, want [a b]", readBack)
+			}
+		})
+	}
+}
+
+// addChain adds the nodes names, made by node, as a chain from the entry
+// to the end.
+func addChain[S any](g *graph.Graph[S, tupd], a, b, c, d string, node func(string) graph.NodeFunc[S, tupd]) {
+	names := []string{a, b, c, d}
+	for i, n := range names {
+		g.AddNode(n, node(n))
+		to := graph.End
+		if i+1 < len(names) {
+			to = names[i+1]
+		}
+		g.AddEdge(n, to)
+	}
+	g.SetEntry(a)
+}

@@ -423,6 +423,18 @@ func (c *Compiled[S, U]) commitStep(ctx context.Context, r *runner[S, U], thread
 	if aerr != nil {
 		return checkpoint.Checkpoint{}, aerr
 	}
+	if r.async != nil && c.valueState {
+		ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newIDAt(now), ParentID: cp.ID, RunID: r.runID, Step: step,
+			Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(*state)}
+		if checkpoint.Transient(ctx, ncp) {
+			// Held as a value, encoded only if a barrier writes it.
+			if qerr := r.async.holdValue(ncp, c.encodeLater(*state, step)); qerr != nil {
+				return checkpoint.Checkpoint{}, qerr
+			}
+			r.reportWritten()
+			return ncp, nil
+		}
+	}
 	enc, merr := r.encodeState(state)
 	if merr != nil {
 		return checkpoint.Checkpoint{}, &EncodeError{What: fmt.Sprintf("the state after step %d", step), Err: merr}
@@ -453,6 +465,23 @@ func (c *Compiled[S, U]) commitStep(ctx context.Context, r *runner[S, U], thread
 	ncp.State = nil // the encode buffer is reused by the next step
 	r.event(EventCheckpoint, step, nil, 0, commit, nil, nil, time.Time{}, ncp.ID, now)
 	return ncp, nil
+}
+
+// encodeLater returns what encodes s, the state after step (0: the
+// input), when a barrier writes the checkpoint holding it (holdValue). s
+// is a ValueState: what runs meanwhile changes other values, not s.
+func (c *Compiled[S, U]) encodeLater(s S, step int) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		enc, err := c.cfg.Codec.Marshal(&s)
+		if err != nil {
+			what := fmt.Sprintf("the state after step %d", step)
+			if step == 0 {
+				what = "the input state"
+			}
+			return nil, &EncodeError{What: what, Err: err}
+		}
+		return enc, nil
+	}
 }
 
 // begin reads or writes the checkpoint the run starts from: the input
@@ -493,13 +522,23 @@ func (c *Compiled[S, U]) begin(ctx context.Context, r *runner[S, U], thread stri
 			r.runID = newID()
 		}
 		*state = st.input
+		cp = checkpoint.Checkpoint{ThreadID: thread, ID: newID(), ParentID: parent, RunID: r.runID, Step: 0,
+			Next: c.entry, Created: c.clock.Now(), Metadata: c.metadata(*state)}
+		res.RunID = r.runID
+		if r.async != nil && inputKept(ctx) && c.valueState && checkpoint.Transient(ctx, cp) {
+			// As a step's: held as a value, encoded only if a barrier
+			// writes it.
+			if qerr := r.async.holdValue(cp, c.encodeLater(*state, 0)); qerr != nil {
+				return fail(qerr)
+			}
+			r.emit(&Event{Kind: EventRunStart, Step: 0, To: cp.Next})
+			return cp, writes, false, nil
+		}
 		enc, merr := c.cfg.Codec.Marshal(state)
 		if merr != nil {
 			return fail(&EncodeError{What: "the input state", Err: merr})
 		}
-		cp = checkpoint.Checkpoint{ThreadID: thread, ID: newID(), ParentID: parent, RunID: r.runID, Step: 0,
-			State: enc, Next: c.entry, Created: c.clock.Now(), Metadata: c.metadata(*state)}
-		res.RunID = r.runID
+		cp.State = enc
 		if r.async != nil && inputKept(ctx) {
 			// The caller keeps the input (WithInputKept): written while
 			// the first step runs, its EventCheckpoint once it is durable;

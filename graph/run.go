@@ -71,6 +71,9 @@ type Compiled[S, U any] struct {
 	nodes       map[string]*nodeDef[S, U]
 	order       []string
 	entry       []string
+	// valueState: S is a ValueState, so a held checkpoint's state is
+	// encoded only when a barrier writes it.
+	valueState bool
 
 	threads threadSet // threads running or held in this process (threads.go)
 

@@ -65,6 +65,11 @@ const approvalRole = string(vocab.RoleApproval)
 // for "tokens" by the answer that let a side effect run.
 func (c Control) BudgetTokens() int { return c.Tokens - c.TokensByRole[approvalRole] }
 
+// ValueState says that a State is never modified in place (graph.ValueState):
+// Apply returns a new State sharing with s only what it did not change, and
+// nodes read the state they are given without writing to it.
+func (State) ValueState() {}
+
 // Apply merges u into s and returns the new state. s is not modified.
 func Apply(s State, u Update) (State, error) {
 	if u.Turn != nil {
