@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/native"
@@ -371,7 +370,7 @@ write:
 	}
 	// The client may be gone: the record is written regardless. Nobody
 	// waits on it (the end was told), so it may wait for another commit.
-	ctx, cancel := context.WithTimeout(checkpoint.Deferrable(context.Background()), recordWriteTimeout)
+	ctx, cancel := context.WithTimeout(runstore.Deferrable(context.Background()), recordWriteTimeout)
 	defer cancel()
 	if _, err := s.records.UpdateRun(ctx, r.ID, u); err != nil && !errors.Is(err, runstore.ErrConflict) && !errors.Is(err, runstore.ErrNotFound) {
 		s.cfg.Logger.Error("run record update failed", "run", r.ID, "error", err)
@@ -464,7 +463,7 @@ func (k *keyReleases) wait(ctx context.Context, key string) error {
 
 // releaseKey frees a record's key (the record stays).
 func (s *Server) releaseKey(id string, st runstore.Status) {
-	ctx, cancel := context.WithTimeout(checkpoint.Deferrable(context.Background()), recordWriteTimeout)
+	ctx, cancel := context.WithTimeout(runstore.Deferrable(context.Background()), recordWriteTimeout)
 	defer cancel()
 	_, err := s.records.UpdateRun(ctx, id, runstore.Update{From: []runstore.Status{st}, Status: st, ReleaseKey: true})
 	if err != nil && !errors.Is(err, runstore.ErrConflict) {

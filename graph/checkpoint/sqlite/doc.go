@@ -19,7 +19,7 @@
 // was queued, or whose lease was lost, or a PutWrites on a missing
 // checkpoint, fails alone and stores nothing; any other database error rolls
 // the group back and its writes are retried one per transaction. A write
-// under checkpoint.Deferrable (a server's run record, written after the
+// under runstore.Deferrable (a server's run record, written after the
 // answer went out) does not commit alone: it waits, up to 5 ms, for another
 // commit to take it along.
 //

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // Group commit. SQLite has one writer, and a commit's cost is mostly its
@@ -21,7 +21,7 @@ import (
 // only once the commit holding its write has returned: the durability of
 // each write is that of a lone commit (WAL, synchronous=FULL).
 //
-// A deferrable write (checkpoint.Deferrable: a run's record, written after
+// A deferrable write (runstore.Deferrable: a run's record, written after
 // its answer was sent) that finds the writer idle does not commit alone: it
 // waits in the queue for the next commit, which takes it along, or for
 // deferLimit, whichever comes first. Under load another commit comes within
@@ -80,7 +80,7 @@ func (s *Store) write(ctx context.Context, thread string, apply func(context.Con
 		g.mu.Unlock()
 		return errClosed
 	}
-	if !g.busy && !checkpoint.IsDeferrable(ctx) {
+	if !g.busy && !runstore.IsDeferrable(ctx) {
 		g.busy = true
 		g.wg.Add(1)
 		if len(g.queue) > 0 {

@@ -484,13 +484,13 @@ func TestGroupCommitHoldsRunRecords(t *testing.T) {
 	}
 }
 
-// A deferrable write (checkpoint.Deferrable) that finds the writer idle
+// A deferrable write (runstore.Deferrable) that finds the writer idle
 // waits for the next commit and rides in it; with none coming it commits
 // after deferLimit on its own. Either way it returns once durable, a
 // caller that gives up first leaves nothing written, and Close waits for
 // one still waiting.
 func TestGroupCommitDeferrableWrites(t *testing.T) {
-	later := checkpoint.Deferrable(context.Background())
+	later := runstore.Deferrable(context.Background())
 	now := context.Background()
 	t.Run("rides in the next commit", func(t *testing.T) {
 		gt := newGroupTest(t, Config{})
