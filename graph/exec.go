@@ -423,24 +423,21 @@ func (c *Compiled[S, U]) commitStep(ctx context.Context, r *runner[S, U], thread
 	if aerr != nil {
 		return checkpoint.Checkpoint{}, aerr
 	}
-	if r.async != nil && c.valueState {
-		ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newIDAt(now), ParentID: cp.ID, RunID: r.runID, Step: step,
-			Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(*state)}
-		if checkpoint.Transient(ctx, ncp) {
-			// Held as a value, encoded only if a barrier writes it.
-			if qerr := r.async.holdValue(ncp, c.encodeLater(*state, step)); qerr != nil {
-				return checkpoint.Checkpoint{}, qerr
-			}
-			r.reportWritten()
-			return ncp, nil
+	ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newIDAt(now), ParentID: cp.ID, RunID: r.runID, Step: step,
+		Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(*state)}
+	if r.async != nil && c.valueState && checkpoint.Transient(ctx, ncp) {
+		// Held as a value, encoded only if a barrier writes it.
+		if qerr := r.async.holdValue(ncp, c.encodeLater(*state, step)); qerr != nil {
+			return checkpoint.Checkpoint{}, qerr
 		}
+		r.reportWritten()
+		return ncp, nil
 	}
 	enc, merr := r.encodeState(state)
 	if merr != nil {
 		return checkpoint.Checkpoint{}, &EncodeError{What: fmt.Sprintf("the state after step %d", step), Err: merr}
 	}
-	ncp := checkpoint.Checkpoint{ThreadID: thread, ID: newIDAt(now), ParentID: cp.ID, RunID: r.runID, Step: step,
-		State: enc, Next: next, NotBefore: notBefore, Created: now, Metadata: c.metadata(*state)}
+	ncp.State = enc
 	if r.async != nil {
 		// Written while the next step runs: the writer gets its own
 		// copy of the state, as the encode buffer is reused.
