@@ -264,8 +264,11 @@ func (s *Store) Get(ctx context.Context, threadID string, id uuid.UUID) (checkpo
 	// as most are, needs no transaction (whose begin and end cost as much
 	// as the read).
 	cp, hasWrites, err := s.getCheckpoint(ctx, nil, threadID, id)
-	if err != nil || !hasWrites {
-		return checkpoint.Tuple{Checkpoint: cp}, err
+	if err != nil {
+		return checkpoint.Tuple{}, err
+	}
+	if !hasWrites {
+		return checkpoint.Tuple{Checkpoint: cp}, nil
 	}
 	tx, err := s.r.BeginTx(ctx, nil)
 	if err != nil {
