@@ -5,11 +5,13 @@ import "context"
 type deferrableKey struct{}
 
 // Deferrable marks the record writes made under ctx (CreateRun, UpdateRun)
-// as ones nobody is waiting on — a run's end written after its answer was
-// sent: a store that commits writes together may hold such a write for a
-// few milliseconds, until another commit takes it along, instead of
-// committing it alone (SQLite does). The call still returns only once the
-// write is durable.
+// as ones that need not commit at once — nobody waits on them (a run's end
+// written after its answer was sent), or another write the caller is about
+// to make will come within microseconds (a new thread's, beside its first
+// run's record): a store that commits writes together may hold such a
+// write for a few milliseconds, until another commit takes it along,
+// instead of committing it alone (SQLite does). The call still returns
+// only once the write is durable.
 func Deferrable(ctx context.Context) context.Context {
 	return context.WithValue(ctx, deferrableKey{}, true)
 }

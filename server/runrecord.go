@@ -270,8 +270,15 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *runstore.
 		rec := runstore.Record{ID: sp.id, Thread: sp.thread, Status: runstore.Running, Key: sp.key, Input: in,
 			Labels: sp.labels(), Owner: s.cfg.Instance, Attempt: 1}
 		made := s.makeThreadBeside(ctx, nt)
+		rctx := ctx
+		if nt != nil {
+			// The thread's write follows at once: the record waits for it
+			// (runstore.Deferrable), so that an embedded store commits the
+			// two together, with one fsync instead of one after the other.
+			rctx = runstore.Deferrable(ctx)
+		}
 		nt = nil
-		got, created, err := s.records.CreateRun(ctx, rec)
+		got, created, err := s.records.CreateRun(rctx, rec)
 		made()
 		if err != nil {
 			s.runs.Unreserve(r.Run)
