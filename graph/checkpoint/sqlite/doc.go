@@ -19,9 +19,10 @@
 // was queued, or whose lease was lost, or a PutWrites on a missing
 // checkpoint, fails alone and stores nothing; any other database error rolls
 // the group back and its writes are retried one per transaction. A write
-// under runstore.Deferrable (a server's run record, written after the
-// answer went out) does not commit alone: it waits, up to 5 ms, for another
-// commit to take it along.
+// under runstore.Deferrable (a server's run record: its end, written after
+// the answer went out, or a new thread's first, which the thread's write
+// follows) does not commit alone: it waits, up to 5 ms, for another commit
+// to take it along.
 //
 // The schema is versioned in a schema_migrations table and upgraded by New.
 package sqlite

@@ -22,7 +22,7 @@ import (
 // each write is that of a lone commit (WAL, synchronous=FULL).
 //
 // A deferrable write (runstore.Deferrable: a run's record, written after
-// its answer was sent) that finds the writer idle does not commit alone: it
+// its answer was sent or just before its thread's) that finds the writer idle does not commit alone: it
 // waits in the queue for the next commit, which takes it along, or for
 // deferLimit, whichever comes first. Under load another commit comes within
 // a millisecond or two, so such writes cost no commit (and no fsync) of
