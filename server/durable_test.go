@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -357,5 +360,88 @@ func TestANewChatThreadIsMadeBesideItsRecord(t *testing.T) {
 		user("What is the beam current?"), assistant(chatContent(t, body)), user("And again?")))
 	if resp.StatusCode != http.StatusOK || len(w.absentAtRecord) != 1 {
 		t.Fatalf("the second turn: %d %s; absent at record %v", resp.StatusCode, body, w.absentAtRecord)
+	}
+}
+
+// deferrableNotes is a RunStore that notes, for each record write, whether
+// it was made deferrable (runstore.Deferrable).
+type deferrableNotes struct {
+	runstore.Store
+	mu    sync.Mutex
+	notes []string // "create true", "end false", "release true", …
+	freed chan struct{}
+}
+
+func (d *deferrableNotes) note(what string, ctx context.Context) {
+	d.mu.Lock()
+	d.notes = append(d.notes, fmt.Sprintf("%s %t", what, runstore.IsDeferrable(ctx)))
+	d.mu.Unlock()
+}
+
+func (d *deferrableNotes) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Record, bool, error) {
+	d.note("create", ctx)
+	return d.Store.CreateRun(ctx, rec)
+}
+
+func (d *deferrableNotes) UpdateRun(ctx context.Context, id string, u runstore.Update) (runstore.Record, error) {
+	what := "end"
+	if u.ReleaseKey && len(u.From) == 1 && u.From[0] == u.Status {
+		what = "release"
+	}
+	d.note(what, ctx)
+	r, err := d.Store.UpdateRun(ctx, id, u)
+	if what == "release" {
+		d.freed <- struct{}{}
+	}
+	return r, err
+}
+
+func (d *deferrableNotes) take() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.notes
+	d.notes = nil
+	return out
+}
+
+// The record writes nobody waits on — a run's end, written after the
+// answer went out, and the release of the key derived from the request,
+// after it was delivered — are deferrable, and so is a new thread's first
+// run record, which the thread's write (made beside it) takes along on an
+// embedded store; the record of a turn on an existing thread is not: the
+// run waits for it and no other write follows.
+func TestRecordWritesNobodyWaitsOnAreDeferrable(t *testing.T) {
+	env := sqliteAgentEnv(t, filepath.Join(t.TempDir(), "deferrable.db"))
+	notes := &deferrableNotes{Store: env.srv.records, freed: make(chan struct{}, 4)}
+	env.srv.records = notes
+	turn := func(msgs ...map[string]any) string {
+		resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, msgs...))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		select {
+		case <-notes.freed: // the key derived from the request, released once delivered
+		case <-time.After(10 * time.Second):
+			t.Fatal("the request's key was not released")
+		}
+		var out struct {
+			Choices []struct {
+				Message struct {
+					Content string `json:"content"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(body, &out); err != nil || len(out.Choices) == 0 {
+			t.Fatalf("the answer %s: %v", body, err)
+		}
+		return out.Choices[0].Message.Content
+	}
+	first := turn(user("What is the beam current?"))
+	if got, want := notes.take(), []string{"create true", "end true", "release true"}; !slices.Equal(got, want) {
+		t.Errorf("a new conversation's record writes (deferrable?) %v, want %v", got, want)
+	}
+	turn(user("What is the beam current?"), assistant(first), user("And the vacuum in the injector?"))
+	if got, want := notes.take(), []string{"create false", "end true", "release true"}; !slices.Equal(got, want) {
+		t.Errorf("a follow-up's record writes (deferrable?) %v, want %v", got, want)
 	}
 }
