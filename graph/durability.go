@@ -97,16 +97,11 @@ type asyncWriter struct {
 	// encodeHeld, when set, encodes held's state, not encoded yet
 	// (holdValue): done only when a barrier writes it.
 	encodeHeld func() ([]byte, error)
-	// spare is the state buffer of a held checkpoint dropped unwritten,
-	// which nothing else refers to: the next step's state is copied into
-	// it (stateCopy) rather than into a new one, so a turn of one-node
-	// steps allocates one state buffer, not one per step.
-	spare   []byte
-	running bool          // a drain goroutine is writing
-	idle    chan struct{} // closed when the drain goroutine stops
-	err     error
-	waits   int       // barriers that found writes outstanding (Result.CommitWaits)
-	written []written // durable, not yet reported by a checkpoint event
+	running    bool          // a drain goroutine is writing
+	idle       chan struct{} // closed when the drain goroutine stops
+	err        error
+	waits      int       // barriers that found writes outstanding (Result.CommitWaits)
+	written    []written // durable, not yet reported by a checkpoint event
 }
 
 // written is a checkpoint the writer made durable: the run reports it with
@@ -185,14 +180,8 @@ func (w *asyncWriter) holdValue(cp checkpoint.Checkpoint, encode func() ([]byte,
 	return nil
 }
 
-// dropHeldLocked forgets the held checkpoint, unwritten; its state buffer,
-// if encoded, becomes the spare (w.mu held).
-func (w *asyncWriter) dropHeldLocked() {
-	if w.held != nil && w.encodeHeld == nil {
-		w.spare = w.held.State
-	}
-	w.held, w.encodeHeld = nil, nil
-}
+// dropHeldLocked forgets the held checkpoint, unwritten (w.mu held).
+func (w *asyncWriter) dropHeldLocked() { w.held, w.encodeHeld = nil, nil }
 
 // releaseHeldLocked hands the held checkpoint, encoded now if it was not,
 // to the writer (w.mu held). An encoding that fails stops the writer.
@@ -213,16 +202,6 @@ func (w *asyncWriter) releaseHeldLocked() error {
 	w.pending = append(w.pending, cp)
 	w.held, w.encodeHeld = nil, nil
 	return nil
-}
-
-// stateCopy returns a copy of enc for a checkpoint handed to the writer,
-// in the spare buffer when there is one.
-func (w *asyncWriter) stateCopy(enc []byte) []byte {
-	w.mu.Lock()
-	spare := w.spare
-	w.spare = nil
-	w.mu.Unlock()
-	return append(spare[:0], enc...)
 }
 
 // start starts the drain goroutine unless it runs (w.mu held).

@@ -64,7 +64,14 @@ func (d *diskStore) PutTuple(ctx context.Context, t checkpoint.Tuple) error {
 // linear compiles nodes run one after another, in order, on store.
 func linear(t *testing.T, store checkpoint.Store, mode graph.Durability, nodes ...graph.NodeFunc[tstate, tupd]) *graph.Compiled[tstate, tupd] {
 	t.Helper()
-	g := graph.New(graph.Config[tstate, tupd]{Apply: tapply, Store: store, Durability: mode})
+	return chainOf(t, graph.Config[tstate, tupd]{Apply: tapply, Store: store, Durability: mode}, nodes...)
+}
+
+// chainOf compiles a graph of cfg whose nodes (named a, b, c, …) run one
+// after the other.
+func chainOf[S any](t *testing.T, cfg graph.Config[S, tupd], nodes ...graph.NodeFunc[S, tupd]) *graph.Compiled[S, tupd] {
+	t.Helper()
+	g := graph.New(cfg)
 	names := make([]string, len(nodes))
 	for i, fn := range nodes {
 		names[i] = string(rune('a' + i))
@@ -78,7 +85,11 @@ func linear(t *testing.T, store checkpoint.Store, mode graph.Durability, nodes .
 		}
 		g.AddEdge(names[i], to)
 	}
-	return compile(t, g)
+	c, err := g.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestDurabilityCommitWaits counts the durable writes a run of four steps
@@ -507,19 +518,13 @@ func TestAsyncWritesOnlyTheCheckpointsABarrierNeeds(t *testing.T) {
 				cnt.inc("c")
 				return tupd{Log: "c", N: 1}, nil
 			}
-			// d reads what the barrier wrote, after c's state was copied
-			// into the buffer of a checkpoint held and dropped before it.
+			// d reads what the barrier wrote, once c's step is committed.
 			var ranFrom []string
 			d := func(ctx context.Context, s tstate) (tupd, error) {
-				tu, err := store.Get(ctx, "t", onDiskID)
-				if err != nil {
+				var err error
+				if ranFrom, err = logAt(ctx, store, onDiskID); err != nil {
 					return tupd{}, err
 				}
-				var st tstate
-				if err := json.Unmarshal(tu.Checkpoint.State, &st); err != nil {
-					return tupd{}, err
-				}
-				ranFrom = st.Log
 				return logNode(cnt, "d")(ctx, s)
 			}
 			c := linear(t, store, tc.mode, logNode(cnt, "a"), logNode(cnt, "b"), act, d)
@@ -627,15 +632,10 @@ func TestValueStateIsEncodedOnlyForTheCheckpointsWritten(t *testing.T) {
 						atFlush = tu.Checkpoint.ID
 					}
 					if name == "d" && atFlush != uuid.Nil {
-						tu, err := store.Get(ctx, "t", atFlush)
-						if err != nil {
+						var err error
+						if readBack, err = logAt(ctx, store, atFlush); err != nil {
 							return tupd{}, err
 						}
-						var st vstate
-						if err := json.Unmarshal(tu.Checkpoint.State, &st); err != nil {
-							return tupd{}, err
-						}
-						readBack = st.Log
 					}
 					return tupd{Log: name}, nil
 				}
@@ -643,27 +643,15 @@ func TestValueStateIsEncodedOnlyForTheCheckpointsWritten(t *testing.T) {
 			ctx := graph.WithInputKept(checkpoint.WithPruning(context.Background(), 0))
 			var logOf []string
 			if tc.value {
-				g := graph.New(graph.Config[vstate, tupd]{Apply: vapply, Store: store, Durability: graph.DurabilityAsync, Codec: codec})
-				addChain(g, "a", "b", "c", "d", func(name string) graph.NodeFunc[vstate, tupd] {
-					f := node(name)
-					return func(ctx context.Context, _ vstate) (tupd, error) { return f(ctx) }
-				})
-				c, err := g.Compile()
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := c.Run(ctx, "t", vstate{})
+				res, err := chainOf(t, graph.Config[vstate, tupd]{Apply: vapply, Store: store, Durability: graph.DurabilityAsync, Codec: codec},
+					nodesOf[vstate](node)...).Run(ctx, "t", vstate{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				logOf = res.State.Log
 			} else {
-				g := graph.New(graph.Config[tstate, tupd]{Apply: tapply, Store: store, Durability: graph.DurabilityAsync, Codec: codec})
-				addChain(g, "a", "b", "c", "d", func(name string) graph.NodeFunc[tstate, tupd] {
-					f := node(name)
-					return func(ctx context.Context, _ tstate) (tupd, error) { return f(ctx) }
-				})
-				res, err := compile(t, g).Run(ctx, "t", tstate{})
+				res, err := chainOf(t, graph.Config[tstate, tupd]{Apply: tapply, Store: store, Durability: graph.DurabilityAsync, Codec: codec},
+					nodesOf[tstate](node)...).Run(ctx, "t", tstate{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -685,17 +673,28 @@ func TestValueStateIsEncodedOnlyForTheCheckpointsWritten(t *testing.T) {
 	}
 }
 
-// addChain adds the nodes names, made by node, as a chain from the entry
-// to the end.
-func addChain[S any](g *graph.Graph[S, tupd], a, b, c, d string, node func(string) graph.NodeFunc[S, tupd]) {
-	names := []string{a, b, c, d}
-	for i, n := range names {
-		g.AddNode(n, node(n))
-		to := graph.End
-		if i+1 < len(names) {
-			to = names[i+1]
-		}
-		g.AddEdge(n, to)
+// nodesOf makes the nodes a, b, c, d of any state type from node, called
+// with each node's name.
+func nodesOf[S any](node func(name string) func(context.Context) (tupd, error)) []graph.NodeFunc[S, tupd] {
+	var out []graph.NodeFunc[S, tupd]
+	for _, name := range []string{"a", "b", "c", "d"} {
+		f := node(name)
+		out = append(out, func(ctx context.Context, _ S) (tupd, error) { return f(ctx) })
 	}
-	g.SetEntry(a)
+	return out
+}
+
+// logAt reads the log of the state checkpoint id of thread "t" holds.
+func logAt(ctx context.Context, store checkpoint.Store, id uuid.UUID) ([]string, error) {
+	tu, err := store.Get(ctx, "t", id)
+	if err != nil {
+		return nil, err
+	}
+	var st struct {
+		Log []string `json:"log"`
+	}
+	if err := json.Unmarshal(tu.Checkpoint.State, &st); err != nil {
+		return nil, err
+	}
+	return st.Log, nil
 }

@@ -441,7 +441,7 @@ func (c *Compiled[S, U]) commitStep(ctx context.Context, r *runner[S, U], thread
 	if r.async != nil {
 		// Written while the next step runs: the writer gets its own
 		// copy of the state, as the encode buffer is reused.
-		ncp.State = r.async.stateCopy(enc)
+		ncp.State = bytes.Clone(enc)
 		if qerr := r.async.queueStep(ncp); qerr != nil {
 			return checkpoint.Checkpoint{}, qerr
 		}
@@ -543,7 +543,6 @@ func (c *Compiled[S, U]) begin(ctx context.Context, r *runner[S, U], thread stri
 			if qerr := r.async.queueStep(cp); qerr != nil {
 				return fail(qerr)
 			}
-			cp.State = nil // the writer's now (its buffer may be reused)
 			r.emit(&Event{Kind: EventRunStart, Step: 0, To: cp.Next})
 		} else {
 			// Otherwise the input checkpoint is durable before the run

@@ -424,17 +424,7 @@ func TestRecordWritesNobodyWaitsOnAreDeferrable(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("the request's key was not released")
 		}
-		var out struct {
-			Choices []struct {
-				Message struct {
-					Content string `json:"content"`
-				} `json:"message"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal(body, &out); err != nil || len(out.Choices) == 0 {
-			t.Fatalf("the answer %s: %v", body, err)
-		}
-		return out.Choices[0].Message.Content
+		return chatContent(t, body)
 	}
 	first := turn(user("What is the beam current?"))
 	if got, want := notes.take(), []string{"create true", "end true", "release true"}; !slices.Equal(got, want) {

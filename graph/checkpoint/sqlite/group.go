@@ -88,21 +88,14 @@ func (s *Store) write(ctx context.Context, thread string, apply func(context.Con
 			// group (no caller's ctx is the transaction's); any beyond
 			// MaxBatch follow it.
 			g.stopDeferred()
-			n := len(g.queue)
-			if s.maxBatch > 0 {
-				n = min(n, s.maxBatch-1)
-			}
-			batch := append(slices.Clone(g.queue[:n]), p)
-			g.queue = slices.Delete(g.queue, 0, n)
-			for _, q := range batch {
-				q.taken = true
-			}
+			p.taken = true
+			batch := append(s.takeLocked(1), p)
 			g.mu.Unlock()
 			func() {
 				defer g.wg.Done()
 				defer s.handOff()
 				s.commitGroup(batch)
-				for _, q := range batch[:n] {
+				for _, q := range batch[:len(batch)-1] {
 					close(q.done)
 				}
 			}()
@@ -191,25 +184,33 @@ func (s *Store) handOff() {
 	}()
 }
 
+// takeLocked takes the queue's first writes into a group, leaving room
+// for reserved more within MaxBatch (g.mu held).
+func (s *Store) takeLocked(reserved int) []*pending {
+	g := &s.group
+	n := len(g.queue)
+	if s.maxBatch > 0 {
+		n = max(0, min(n, s.maxBatch-reserved))
+	}
+	batch := slices.Clone(g.queue[:n])
+	g.queue = slices.Delete(g.queue, 0, n)
+	for _, p := range batch {
+		p.taken = true
+	}
+	return batch
+}
+
 // drain commits the queue in groups until it is empty, then marks the
 // writer idle (g.busy set by the caller).
 func (s *Store) drain() {
 	g := &s.group
 	for {
 		g.mu.Lock()
-		n := len(g.queue)
-		if s.maxBatch > 0 {
-			n = min(n, s.maxBatch)
-		}
-		if n == 0 {
+		batch := s.takeLocked(0)
+		if len(batch) == 0 {
 			g.busy = false
 			g.mu.Unlock()
 			return
-		}
-		batch := slices.Clone(g.queue[:n])
-		g.queue = slices.Delete(g.queue, 0, n)
-		for _, p := range batch {
-			p.taken = true
 		}
 		g.mu.Unlock()
 		// The group's transaction is nobody's in particular: a caller giving

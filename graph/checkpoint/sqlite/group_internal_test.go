@@ -357,13 +357,20 @@ func TestGroupCommitClose(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	// Reopened, the file holds the three writes Close waited for.
-	s2, err := New(Config{Path: path})
+	reopenedHolds(t, path, cps...)
+}
+
+// reopenedHolds opens the store file at path again and checks that each
+// checkpoint is its thread's latest.
+func reopenedHolds(t *testing.T, path string, cps ...checkpoint.Checkpoint) {
+	t.Helper()
+	s, err := New(Config{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s2.Close()
+	defer s.Close()
 	for _, cp := range cps {
-		if tu, err := s2.Get(ctx, cp.ThreadID, uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {
+		if tu, err := s.Get(context.Background(), cp.ThreadID, uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {
 			t.Errorf("%s after Close: %v, %v", cp.ThreadID, tu.Checkpoint.ID, err)
 		}
 	}
@@ -577,13 +584,6 @@ func TestGroupCommitDeferrableWrites(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("the deferred write: %v", err)
 		}
-		s2, err := New(Config{Path: path})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s2.Close()
-		if tu, err := s2.Get(now, "at-close", uuid.Nil); err != nil || tu.Checkpoint.ID != cp.ID {
-			t.Errorf("after Close: %v, %v", tu.Checkpoint.ID, err)
-		}
+		reopenedHolds(t, path, cp)
 	})
 }

@@ -1,12 +1,10 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -83,7 +81,7 @@ func (s *Store) ensureRuns(ctx context.Context) error {
 		// A key in use stores nothing and returns no row; an id in use
 		// fails the statement (not the transaction).
 		stmtSpec{&rs.insert, s.w, `INSERT INTO runs (id, thread_id, status, key, input, result, error, labels, owner, attempt, created, updated)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING RETURNING seq`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING RETURNING ` + runColumns},
 		stmtSpec{&rs.update, s.w, `UPDATE runs SET status = ?, key = ?, result = ?, error = ?, owner = ?, attempt = ?, updated = ? WHERE seq = ?`})
 	if err != nil {
 		return err
@@ -155,24 +153,10 @@ func (s *Store) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Re
 		// Inserted at once, in one statement: a key or an id in use is
 		// looked up only when the insert did not store the record.
 		now := time.Now().UnixMicro()
-		var seq int64
-		ierr := tx.StmtContext(ctx, rs.insert).QueryRowContext(ctx,
-			rec.ID, rec.Thread, string(rec.Status), sqlrow.OptionalString(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now, now).Scan(&seq)
+		r, ierr := scanRun(tx.StmtContext(ctx, rs.insert).QueryRowContext(ctx,
+			rec.ID, rec.Thread, string(rec.Status), sqlrow.OptionalString(rec.Key), blobArg(rec.Input), blobArg(rec.Result), rec.Error, labels, rec.Owner, rec.Attempt, now, now))
 		if ierr == nil {
-			// The record as scanRun would read it back, sharing nothing
-			// with the caller's.
-			out, created = rec, true
-			out.Seq, out.Created, out.Updated = seq, time.UnixMicro(now).UTC(), time.UnixMicro(now).UTC()
-			out.Input, out.Result, out.Labels = nil, nil, nil
-			if len(rec.Input) > 0 {
-				out.Input = bytes.Clone(rec.Input)
-			}
-			if len(rec.Result) > 0 {
-				out.Result = bytes.Clone(rec.Result)
-			}
-			if len(rec.Labels) > 0 {
-				out.Labels = maps.Clone(rec.Labels)
-			}
+			out, created = r, true
 			return nil
 		}
 		// The record holding the key is the answer, even when the id is
