@@ -43,19 +43,12 @@ func (a *Agent) executeBounded(ctx context.Context, turnDeadline time.Time, c ca
 	defer cancelTurn()
 	nctx, cancel := context.WithTimeout(tctx, limit)
 	defer cancel()
-	type result struct {
-		out capabilities.Output
-		err error
-	}
-	// Buffered: an abandoned capability's late result lands here and is
-	// dropped with the channel.
-	ch := make(chan result, 1)
-	go func() {
-		out, err := execute(nctx, c, step)
-		ch <- result{out, err}
-	}()
+	// Isolated on its own goroutine (a panic or runtime.Goexit in it is a
+	// failure of the step), which an abandoned capability keeps: its late
+	// result is dropped with the channel.
+	ch := goIsolated(func() (capabilities.Output, error) { return c.Execute(nctx, step) })
 	var (
-		r         result
+		r         isolatedResult[capabilities.Output]
 		abandoned bool
 	)
 	select {
@@ -69,7 +62,7 @@ func (a *Agent) executeBounded(ctx context.Context, turnDeadline time.Time, c ca
 		}
 		grace.Stop()
 	}
-	b := bounded{out: r.out, err: r.err, abandoned: abandoned}
+	b := bounded{out: r.v, err: r.err, abandoned: abandoned}
 	b.ownDeadline = errors.Is(nctx.Err(), context.DeadlineExceeded) && tctx.Err() == nil
 	switch {
 	case b.ownDeadline && (abandoned || r.err != nil):

@@ -18,11 +18,22 @@ var errGoexit = errors.New("runtime.Goexit called instead of returning")
 // inline, it would end the graph's goroutine — for a one-node step, the
 // caller's, reading the turn's events — with no error and no done event.
 func isolated[T any](f func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
+	r := <-goIsolated(f)
+	return r.v, r.err
+}
+
+// isolatedResult is what f returned, or the *capabilities.PanicError of
+// its panic or runtime.Goexit.
+type isolatedResult[T any] struct {
+	v   T
+	err error
+}
+
+// goIsolated starts f as isolated runs it and returns the channel its
+// result arrives on, for a caller that may stop waiting (executeBounded):
+// the channel is buffered, so a result nobody takes is dropped with it.
+func goIsolated[T any](f func() (T, error)) <-chan isolatedResult[T] {
+	ch := make(chan isolatedResult[T], 1)
 	go func() {
 		returned := false
 		defer func() {
@@ -30,15 +41,14 @@ func isolated[T any](f func() (T, error)) (T, error) {
 				return
 			}
 			if v := recover(); v != nil {
-				ch <- result{err: panicErr(v)}
+				ch <- isolatedResult[T]{err: panicErr(v)}
 				return
 			}
-			ch <- result{err: &capabilities.PanicError{Value: errGoexit, Stack: string(debug.Stack())}}
+			ch <- isolatedResult[T]{err: &capabilities.PanicError{Value: errGoexit, Stack: string(debug.Stack())}}
 		}()
 		v, err := f()
 		returned = true
-		ch <- result{v, err}
+		ch <- isolatedResult[T]{v, err}
 	}()
-	r := <-ch
-	return r.v, r.err
+	return ch
 }

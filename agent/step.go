@@ -218,12 +218,6 @@ func (a *Agent) stepFor(ctx context.Context, at attempt, resolved []capabilities
 	}
 }
 
-// execute runs the capability isolated: a panic or runtime.Goexit in it is
-// a failure of the step, never of the caller.
-func execute(ctx context.Context, c capabilities.Capability, step capabilities.Step) (capabilities.Output, error) {
-	return isolated(func() (capabilities.Output, error) { return c.Execute(ctx, step) })
-}
-
 // resolveInputs reads the step's inputs from the context store, in order.
 func resolveInputs(cs capabilities.ContextStore, refs []capabilities.InputRef) ([]capabilities.ContextEntry, error) {
 	out := make([]capabilities.ContextEntry, 0, len(refs))
