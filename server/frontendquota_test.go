@@ -4,10 +4,14 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/runstore"
 )
 
 // Issue 34: behind one trusted frontend key (Open WebUI forwarding
@@ -65,6 +69,7 @@ func TestThreadQuotaBehindTrustedFrontend(t *testing.T) {
 
 	// Two hours on, every thread is past the retention and is deleted;
 	// Ann starts new chats again.
+	recordsSettled(t, env)
 	ahead.Store(int64(2 * time.Hour))
 	n, err := env.srv.expireThreads(context.Background(), env.srv.cfg.Now().Add(-env.srv.cfg.ThreadRetention))
 	if err != nil || n != 5 {
@@ -86,5 +91,127 @@ func TestThreadQuotaBehindTrustedFrontend(t *testing.T) {
 	ahead.Store(0)
 	if n, err := env.srv.expireThreads(context.Background(), env.srv.cfg.Now().Add(-env.srv.cfg.ThreadRetention)); err != nil || n != 0 {
 		t.Fatalf("expired %d threads updated half an hour ago (%v)", n, err)
+	}
+}
+
+// Issue 34: limits.thread_retention deletes idle threads, and a thread
+// waiting for a human is not idle. Past the retention, a thread whose
+// approval can still be answered is kept — the operator's yes then still
+// writes, once — and so is a thread with a run still owed an outcome (a
+// queued record); an answered read goes, and so does a waiting thread once
+// its approval expired, or once it was answered. On a real agent over
+// SQLite, whose approval model claims every answer is a yes.
+func TestThreadRetentionKeepsWhatWaitsForAHuman(t *testing.T) {
+	var ahead atomic.Int64 // how far the server's clock is ahead
+	e := newOnlyHumanEnv(t, func(c *agent.Config) { c.ApprovalExpiry = 3 * time.Hour }, func(c *Config) {
+		c.ThreadRetention = time.Hour
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	})
+	ctx := context.Background()
+	expire := func(at time.Duration) int {
+		t.Helper()
+		ahead.Store(int64(at))
+		n, err := e.srv.expireThreads(ctx, e.srv.cfg.Now().Add(-e.srv.cfg.ThreadRetention))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	titles := func() []string {
+		t.Helper()
+		infos, err := e.srv.features.threads.Threads(ctx, agent.ThreadFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, info := range infos {
+			out = append(out, info.Metadata[metaClientPrefix+metaTitle])
+		}
+		slices.Sort(out)
+		return out
+	}
+	threadTitled := func(prefix string) string {
+		t.Helper()
+		infos, err := e.srv.features.threads.Threads(ctx, agent.ThreadFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, info := range infos {
+			if strings.HasPrefix(info.Metadata[metaClientPrefix+metaTitle], prefix) {
+				return info.ThreadID
+			}
+		}
+		t.Fatalf("no thread titled %q in %v", prefix, titles())
+		return ""
+	}
+
+	ask, tok := e.askQ1(t, false, setQ1To105)
+	e.askQ1(t, false, "Please set the Q1 current to 110 A")
+	for _, q := range []string{"What is the beam current?", "And the storage ring's beam current now?"} {
+		if got := e.chat(t, false, user(q)); !strings.Contains(got, "401.5") {
+			t.Fatalf("%s: %q", q, got)
+		}
+	}
+	queued := runstore.Record{ID: "run-queued", Thread: threadTitled("And the storage ring"), Status: runstore.Queued, Created: time.Now()}
+	if _, _, err := e.srv.records.CreateRun(ctx, queued); err != nil {
+		t.Fatal(err)
+	}
+	if got := titles(); len(got) != 4 {
+		t.Fatalf("threads before the retention: %q", got)
+	}
+	recordsSettled(t, e.testEnv)
+
+	// Two hours on: the approvals (3 h) can still be answered.
+	if n := expire(2 * time.Hour); n != 1 {
+		t.Fatalf("expired %d threads, want the answered read alone; left %q", n, titles())
+	}
+	for _, want := range []string{"And the storage ring", "Please set the Q1", "Set the Q1"} {
+		if !slices.ContainsFunc(titles(), func(s string) bool { return strings.HasPrefix(s, want) }) {
+			t.Fatalf("%q was deleted: left %q", want, titles())
+		}
+	}
+	reply := e.chat(t, false, user(setQ1To105), assistant(ask), user("yes "+tok))
+	if w := e.plant.written(); len(w) != 1 || w[0] != 105 {
+		t.Fatalf("the yes after the retention: %q, writes %v", reply, w)
+	}
+	recordsSettled(t, e.testEnv)
+
+	// Four hours on: the other approval expired, the first was answered;
+	// the queued run is still owed its outcome.
+	if n := expire(4 * time.Hour); n != 2 {
+		t.Fatalf("expired %d threads, want the answered and the expired approval; left %q", n, titles())
+	}
+	if got := titles(); len(got) != 1 || !strings.HasPrefix(got[0], "And the storage ring") {
+		t.Fatalf("left %q, want the thread with the queued run", got)
+	}
+	if _, err := e.srv.records.UpdateRun(ctx, queued.ID, runstore.Update{From: []runstore.Status{runstore.Queued}, Status: runstore.Done}); err != nil {
+		t.Fatal(err)
+	}
+	if n := expire(4 * time.Hour); n != 1 || len(titles()) != 0 {
+		t.Fatalf("expired %d once the run ended; left %q", n, titles())
+	}
+	if w := e.plant.written(); len(w) != 1 {
+		t.Fatalf("writes %v", w)
+	}
+}
+
+// recordsSettled waits until no run record but the test's own says
+// running: a run's end is told before its record is written (on one
+// process), and a thread whose run is still owed its record is not expired.
+func recordsSettled(t *testing.T, env *testEnv) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		open, err := env.srv.records.ListRuns(context.Background(), runstore.Filter{Status: []runstore.Status{runstore.Running}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(open) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run records still running: %v", open)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -574,9 +574,10 @@ func (s *Server) pruneLoop(ctx context.Context) {
 
 // expireThreads deletes the threads of the store last updated before
 // cutoff, as DELETE /api/threads/{id} does (checkpoints, run records, the
-// owner's count), except those with a run in progress, and returns how many
-// it deleted. Threads never run and kept only in this process's index
-// (a runner that cannot list its threads) are not expired.
+// owner's count), except those with a run in progress or otherwise kept
+// (keptPastRetention), and returns how many it deleted. Threads never run
+// and kept only in this process's index (a runner that cannot list its
+// threads) are not expired.
 func (s *Server) expireThreads(ctx context.Context, cutoff time.Time) (int, error) {
 	if s.features.threads == nil {
 		return 0, nil
@@ -604,6 +605,11 @@ func (s *Server) expireThreads(ctx context.Context, cutoff time.Time) (int, erro
 		if _, busy := s.runs.ActiveOn(info.ThreadID); busy {
 			continue
 		}
+		if kept, err := s.keptPastRetention(ctx, info.ThreadID); err != nil {
+			return deleted, err
+		} else if kept {
+			continue
+		}
 		if err := s.cfg.Runner.DeleteThread(ctx, info.ThreadID); errors.Is(err, agent.ErrForeignThread) {
 			continue // another application's thread in a shared store: its own server expires it
 		} else if err != nil && !errors.Is(err, agent.ErrUnknownThread) {
@@ -618,4 +624,32 @@ func (s *Server) expireThreads(ctx context.Context, cutoff time.Time) (int, erro
 		deleted++
 	}
 	return deleted, nil
+}
+
+// keptPastRetention reports whether a thread past the retention is kept
+// all the same, because it is not idle: a run of it is still owed an
+// outcome (a record queued or running — parked in the queue, or left for
+// recovery to finish), or it waits for an approval a human can still give
+// (until the approval's expiry; one without expiry until it is answered
+// or the thread deleted). Deleting it would lose the run or the
+// operator's decision, not an idle conversation.
+func (s *Server) keptPastRetention(ctx context.Context, thread string) (bool, error) {
+	open, err := s.records.ListRuns(ctx, runstore.Filter{Thread: thread, Status: []runstore.Status{runstore.Queued, runstore.Running}, Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	if len(open) > 0 {
+		return true, nil
+	}
+	pending, err := s.pendingApprovals(ctx, thread)
+	if err != nil {
+		return false, err
+	}
+	now := s.cfg.Now()
+	for _, ap := range pending {
+		if ap.Expires.IsZero() || now.Before(ap.Expires) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
