@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/runstore"
 )
 
@@ -99,7 +102,8 @@ func TestThreadQuotaBehindTrustedFrontend(t *testing.T) {
 // approval can still be answered is kept — the operator's yes then still
 // writes, once — and so is a thread with a run still owed an outcome (a
 // queued record); an answered read goes, and so does a waiting thread once
-// its approval expired, or once it was answered. On a real agent over
+// its approval expired, or once it was answered. A thread that cannot be
+// read is kept, and the others expire all the same. On a real agent over
 // SQLite, whose approval model claims every answer is a yes.
 func TestThreadRetentionKeepsWhatWaitsForAHuman(t *testing.T) {
 	var ahead atomic.Int64 // how far the server's clock is ahead
@@ -156,7 +160,14 @@ func TestThreadRetentionKeepsWhatWaitsForAHuman(t *testing.T) {
 	if _, _, err := e.srv.records.CreateRun(ctx, queued); err != nil {
 		t.Fatal(err)
 	}
-	if got := titles(); len(got) != 4 {
+	// A thread whose state this agent cannot read (a damaged row) is not
+	// deleted unread, and does not hold up the others.
+	damaged := checkpoint.Checkpoint{ThreadID: "damaged", ID: uuid.Must(uuid.NewV7()), RunID: uuid.Must(uuid.NewV7()),
+		State: []byte("{not json"), Created: time.Now(), Metadata: map[string]string{metaClientPrefix + metaTitle: "Damaged"}}
+	if err := e.store.Put(ctx, damaged); err != nil {
+		t.Fatal(err)
+	}
+	if got := titles(); len(got) != 5 {
 		t.Fatalf("threads before the retention: %q", got)
 	}
 	recordsSettled(t, e.testEnv)
@@ -165,7 +176,7 @@ func TestThreadRetentionKeepsWhatWaitsForAHuman(t *testing.T) {
 	if n := expire(2 * time.Hour); n != 1 {
 		t.Fatalf("expired %d threads, want the answered read alone; left %q", n, titles())
 	}
-	for _, want := range []string{"And the storage ring", "Please set the Q1", "Set the Q1"} {
+	for _, want := range []string{"And the storage ring", "Damaged", "Please set the Q1", "Set the Q1"} {
 		if !slices.ContainsFunc(titles(), func(s string) bool { return strings.HasPrefix(s, want) }) {
 			t.Fatalf("%q was deleted: left %q", want, titles())
 		}
@@ -181,13 +192,13 @@ func TestThreadRetentionKeepsWhatWaitsForAHuman(t *testing.T) {
 	if n := expire(4 * time.Hour); n != 2 {
 		t.Fatalf("expired %d threads, want the answered and the expired approval; left %q", n, titles())
 	}
-	if got := titles(); len(got) != 1 || !strings.HasPrefix(got[0], "And the storage ring") {
-		t.Fatalf("left %q, want the thread with the queued run", got)
+	if got := titles(); len(got) != 2 || !strings.HasPrefix(got[0], "And the storage ring") || got[1] != "Damaged" {
+		t.Fatalf("left %q, want the thread with the queued run and the damaged one", got)
 	}
 	if _, err := e.srv.records.UpdateRun(ctx, queued.ID, runstore.Update{From: []runstore.Status{runstore.Queued}, Status: runstore.Done}); err != nil {
 		t.Fatal(err)
 	}
-	if n := expire(4 * time.Hour); n != 1 || len(titles()) != 0 {
+	if n := expire(4 * time.Hour); n != 1 || len(titles()) != 1 {
 		t.Fatalf("expired %d once the run ended; left %q", n, titles())
 	}
 	if w := e.plant.written(); len(w) != 1 {

@@ -39,6 +39,7 @@ var lyingReplies = []string{
 type onlyHumanEnv struct {
 	*testEnv
 	agent *agent.Agent
+	store *sqlite.Store
 	plant *q1Plant
 	// readings counts the approval model's calls.
 	readings atomic.Int32
@@ -53,7 +54,7 @@ func newOnlyHumanEnv(t *testing.T, cfgAgent func(*agent.Config), cfgServer func(
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	e := &onlyHumanEnv{plant: &q1Plant{}}
+	e := &onlyHumanEnv{plant: &q1Plant{}, store: store}
 	models := llmtest.New().On(llmtest.RoleIs(llm.RoleApproval), func(llm.Request) llmtest.Reply {
 		n := e.readings.Add(1)
 		return llmtest.Text(lyingReplies[int(n-1)%len(lyingReplies)])

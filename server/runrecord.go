@@ -632,7 +632,8 @@ func (s *Server) expireThreads(ctx context.Context, cutoff time.Time) (int, erro
 // recovery to finish), or it waits for an approval a human can still give
 // (until the approval's expiry; one without expiry until it is answered
 // or the thread deleted). Deleting it would lose the run or the
-// operator's decision, not an idle conversation.
+// operator's decision, not an idle conversation. Only the store's failure
+// to list records is an error.
 func (s *Server) keptPastRetention(ctx context.Context, thread string) (bool, error) {
 	open, err := s.records.ListRuns(ctx, runstore.Filter{Thread: thread, Status: []runstore.Status{runstore.Queued, runstore.Running}, Limit: 1})
 	if err != nil {
@@ -642,8 +643,14 @@ func (s *Server) keptPastRetention(ctx context.Context, thread string) (bool, er
 		return true, nil
 	}
 	pending, err := s.pendingApprovals(ctx, thread)
-	if err != nil {
-		return false, err
+	switch {
+	case errors.Is(err, agent.ErrForeignThread):
+		return false, nil // another application's: DeleteThread leaves it to that one
+	case err != nil:
+		// What cannot be read is not deleted unread: the next pass tries
+		// again, and one thread does not hold up the others.
+		s.cfg.Logger.Warn("a thread past its retention is kept: its state could not be read", "thread", thread, "error", err)
+		return true, nil
 	}
 	now := s.cfg.Now()
 	for _, ap := range pending {
