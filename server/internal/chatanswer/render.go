@@ -52,6 +52,9 @@ type Renderer struct {
 	// lastStatus is the status line shown last: a node that says what
 	// it does ("Planning…") as it starts is the line shown already.
 	lastStatus string
+	// pieces is the array Render returns its pieces in, reused by the
+	// next call: every event is rendered, and most make one piece or none.
+	pieces []Piece
 }
 
 // repeatsStatus reports whether st says again the line shown last (one
@@ -65,9 +68,10 @@ func (c *Renderer) repeatsStatus(st *Status) bool {
 	return false
 }
 
-// Render is what ev adds to the answer, in the order to send it.
+// Render is what ev adds to the answer, in the order to send it. The
+// pieces are valid until the next call.
 func (c *Renderer) Render(ev agent.Event) []Piece {
-	var out []Piece
+	out := c.pieces[:0]
 	switch ev.Type {
 	case agent.EventNodeStart:
 		if text, ok := nodeStatus[ev.Node]; ok {
@@ -171,6 +175,7 @@ func (c *Renderer) Render(ev agent.Event) []Piece {
 		c.Reasoning.WriteString(p.Reasoning)
 		kept = append(kept, p)
 	}
+	c.pieces = out[:0]
 	return kept
 }
 
