@@ -14,8 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/memory"
+	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/transcripts"
@@ -310,39 +314,68 @@ func TestTheEndIsToldBeforeTheRecordIsWritten(t *testing.T) {
 }
 
 // threadWatch is a RunStore that notes, as a run's record is written,
-// whether its thread was in the checkpoint store then, and waits for it
-// to be there before the record is.
+// whether its thread was in the checkpoint store then, and lets the
+// thread's first checkpoint (heldInit) be written only once a record's
+// write has started.
 type threadWatch struct {
 	runstore.Store
 	threads interface {
 		State(ctx context.Context, thread string) (state.State, agent.RunStatus, error)
 	}
 	absentAtRecord []string
+	recordStarted  chan struct{}
+	startOnce      sync.Once
 }
 
 func (w *threadWatch) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Record, bool, error) {
 	if _, _, err := w.threads.State(ctx, rec.Thread); errors.Is(err, agent.ErrUnknownThread) {
 		w.absentAtRecord = append(w.absentAtRecord, rec.Thread)
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if _, _, err := w.threads.State(ctx, rec.Thread); err == nil {
-				break
-			}
-		}
 	}
+	w.startOnce.Do(func() { close(w.recordStarted) })
 	return w.Store.CreateRun(ctx, rec)
+}
+
+// heldInit is a checkpoint store whose first thread-creating checkpoint
+// (graph.Init's: step 0, no parent, nothing next) waits until a run
+// record's write has started, or 5 s: a server that made the thread
+// before writing the record would wait them out (waitedOut).
+type heldInit struct {
+	*sqlite.Store
+	recordStarted <-chan struct{}
+	once          sync.Once
+	waitedOut     atomic.Bool
+}
+
+func (h *heldInit) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	if cp.Step == 0 && cp.ParentID == uuid.Nil && len(cp.Next) == 0 {
+		h.once.Do(func() {
+			select {
+			case <-h.recordStarted:
+			case <-time.After(5 * time.Second):
+				h.waitedOut.Store(true)
+			}
+		})
+	}
+	return h.Store.Put(ctx, cp)
 }
 
 // A chat turn's new thread is made beside its run's record, not before it
 // (an embedded store commits the two together): the record's write starts
-// before the thread is in the store, and both are there, counted once,
-// when the answer comes. A thread already there is not made again.
+// before the thread is in the store — the thread's first checkpoint is
+// held until it has — and both are there, counted once, when the answer
+// comes. A thread already there is not made again.
 func TestANewChatThreadIsMadeBesideItsRecord(t *testing.T) {
-	env := sqliteAgentEnv(t, filepath.Join(t.TempDir(), "beside.db"))
-	w := &threadWatch{Store: env.srv.records, threads: env.srv.cfg.Runner}
+	started := make(chan struct{})
+	store := &heldInit{Store: openSQLite(t, filepath.Join(t.TempDir(), "beside.db")), recordStarted: started}
+	env := agentEnvOver(t, store)
+	w := &threadWatch{Store: env.srv.records, threads: env.srv.cfg.Runner, recordStarted: started}
 	env.srv.records = w
 	resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("What is the beam current?")))
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "401.5") {
 		t.Fatalf("the answer: %d %s", resp.StatusCode, body)
+	}
+	if store.waitedOut.Load() {
+		t.Fatal("the new thread was made before its run's record was written")
 	}
 	if len(w.absentAtRecord) != 1 {
 		t.Fatalf("threads absent when their record was written: %v; want the new chat's", w.absentAtRecord)

@@ -101,7 +101,7 @@ func TestThreadQuotaBehindTrustedFrontend(t *testing.T) {
 // waiting for a human is not idle. Past the retention, a thread whose
 // approval can still be answered is kept — the operator's yes then still
 // writes, once — and so is a thread with a run still owed an outcome (a
-// queued record); an answered read goes, and so does a waiting thread once
+// queued record, then a running one); an answered read goes, and so does a waiting thread once
 // its approval expired, or once it was answered. A thread that cannot be
 // read is kept, and the others expire all the same. On a real agent over
 // SQLite, whose approval model claims every answer is a yes.
@@ -121,27 +121,28 @@ func TestThreadRetentionKeepsWhatWaitsForAHuman(t *testing.T) {
 		}
 		return n
 	}
-	titles := func() []string {
+	threads := func() []agent.ThreadInfo {
 		t.Helper()
 		infos, err := e.srv.features.threads.Threads(ctx, agent.ThreadFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		return infos
+	}
+	titleOf := func(info agent.ThreadInfo) string { return info.Metadata[metaClientPrefix+metaTitle] }
+	titles := func() []string {
+		t.Helper()
 		var out []string
-		for _, info := range infos {
-			out = append(out, info.Metadata[metaClientPrefix+metaTitle])
+		for _, info := range threads() {
+			out = append(out, titleOf(info))
 		}
 		slices.Sort(out)
 		return out
 	}
 	threadTitled := func(prefix string) string {
 		t.Helper()
-		infos, err := e.srv.features.threads.Threads(ctx, agent.ThreadFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, info := range infos {
-			if strings.HasPrefix(info.Metadata[metaClientPrefix+metaTitle], prefix) {
+		for _, info := range threads() {
+			if strings.HasPrefix(titleOf(info), prefix) {
 				return info.ThreadID
 			}
 		}
@@ -188,14 +189,17 @@ func TestThreadRetentionKeepsWhatWaitsForAHuman(t *testing.T) {
 	recordsSettled(t, e.testEnv)
 
 	// Four hours on: the other approval expired, the first was answered;
-	// the queued run is still owed its outcome.
+	// the queued run, started now, is still owed its outcome.
+	if _, err := e.srv.records.UpdateRun(ctx, queued.ID, runstore.Update{From: []runstore.Status{runstore.Queued}, Status: runstore.Running}); err != nil {
+		t.Fatal(err)
+	}
 	if n := expire(4 * time.Hour); n != 2 {
 		t.Fatalf("expired %d threads, want the answered and the expired approval; left %q", n, titles())
 	}
 	if got := titles(); len(got) != 2 || !strings.HasPrefix(got[0], "And the storage ring") || got[1] != "Damaged" {
 		t.Fatalf("left %q, want the thread with the queued run and the damaged one", got)
 	}
-	if _, err := e.srv.records.UpdateRun(ctx, queued.ID, runstore.Update{From: []runstore.Status{runstore.Queued}, Status: runstore.Done}); err != nil {
+	if _, err := e.srv.records.UpdateRun(ctx, queued.ID, runstore.Update{From: []runstore.Status{runstore.Running}, Status: runstore.Done}); err != nil {
 		t.Fatal(err)
 	}
 	if n := expire(4 * time.Hour); n != 1 || len(titles()) != 1 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
+	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 )
 
@@ -17,11 +18,24 @@ import (
 // path; the store is closed when the test ends.
 func sqliteAgentEnv(t *testing.T, path string) *testEnv {
 	t.Helper()
+	return agentEnvOver(t, openSQLite(t, path))
+}
+
+// openSQLite opens a SQLite store at path, closed when the test ends.
+func openSQLite(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
 	store, err := sqlite.New(sqlite.Config{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
+	return store
+}
+
+// agentEnvOver serves a real agent over store with one capability,
+// read_beam_current (401.5 mA).
+func agentEnvOver(t *testing.T, store checkpoint.Store) *testEnv {
+	t.Helper()
 	read := capabilities.Define(capabilities.Definition{
 		Name: "read_beam_current", Description: "Read the beam current of the storage ring",
 		Provides: []string{"BEAM_CURRENT"},
