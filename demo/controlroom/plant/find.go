@@ -110,6 +110,9 @@ func (p *Plant) Systems() []string {
 var addressPattern = regexp.MustCompile(`(?i)\b[a-z][a-z0-9_]*(?::[a-z0-9_]+)+\b`)
 
 func (p *Plant) explicitChannels(q string) []string {
+	if !strings.Contains(q, ":") {
+		return nil // every address has one; most questions name none
+	}
 	var out []string
 	seen := map[string]bool{}
 	for _, m := range addressPattern.FindAllString(q, -1) {
@@ -225,11 +228,31 @@ var idKinds = map[string]struct{ one, many, prefix string }{
 // "vacuum by sector" finds the sector gauges.
 var kindWords = map[string]string{"c": "sector"}
 
-// identifier splits "gauge1" into ("gauge", 1).
-var identifier = regexp.MustCompile(`^([a-z]+)0*([0-9]+)$`)
+// splitIdentifier splits "gauge1" into ("gauge", 1): lower-case ASCII
+// letters, then digits, and nothing else. Written out rather than as a
+// regular expression: every word of every query goes through it.
+func splitIdentifier(t string) (prefix string, n int, ok bool) {
+	i := 0
+	for i < len(t) && 'a' <= t[i] && t[i] <= 'z' {
+		i++
+	}
+	if i == 0 || i == len(t) {
+		return "", 0, false
+	}
+	for j := i; j < len(t); j++ {
+		if t[j] < '0' || '9' < t[j] {
+			return "", 0, false
+		}
+	}
+	n, _ = strconv.Atoi(t[i:])
+	return t[:i], n, true
+}
 
 // isIdentifier: a term with a number in it ("q1", "c3", "cav2").
-func isIdentifier(t string) bool { return identifier.MatchString(t) }
+func isIdentifier(t string) bool {
+	_, _, ok := splitIdentifier(t)
+	return ok
+}
 
 // word is one normalised word of a text.
 type word struct {
@@ -282,7 +305,7 @@ func normalise(text string, known func(string) bool, fix func(string) (string, b
 		_, num := number(w)
 		_, qual := qualifiers[w]
 		_, unit := units[w]
-		if fix == nil || num || qual || unit || fillers[w] || identifier.MatchString(w) || known(canonical(w)) {
+		if fix == nil || num || qual || unit || fillers[w] || isIdentifier(w) || known(canonical(w)) {
 			ws = append(ws, w)
 			continue
 		}
@@ -305,9 +328,7 @@ func normalise(text string, known func(string) bool, fix func(string) (string, b
 				continue
 			}
 		}
-		if m := identifier.FindStringSubmatch(w); m != nil {
-			n, _ := strconv.Atoi(m[2])
-			prefix := m[1]
+		if prefix, n, ok := splitIdentifier(w); ok {
 			if q, ok := qualifiers[prefix]; ok {
 				prefix = q
 			}
@@ -343,8 +364,9 @@ type searchIndex struct {
 	units   map[string]string          // channel → unit term
 	phrases map[string][][]string      // channel → multi-word synonyms, as terms
 	df      map[string]int
-	// postings lists, per term, the channels having it, in names' order.
-	postings map[string][]string
+	// postings lists, per term, the channels having it as indexes into
+	// names, ascending.
+	postings map[string][]int
 	// numbers holds, per identifier prefix ("c", "cav"), the numbers that
 	// exist ("sectors 1 to 12").
 	numbers map[string][]int
@@ -384,9 +406,9 @@ func searchIndexFor(names []string, chans map[string]Channel) *searchIndex {
 
 func newSearchIndex(names []string, chans map[string]Channel) *searchIndex {
 	ix := &searchIndex{names: names, terms: map[string]map[string]bool{}, units: map[string]string{},
-		phrases: map[string][][]string{}, df: map[string]int{}, postings: map[string][]string{}, numbers: map[string][]int{}}
+		phrases: map[string][][]string{}, df: map[string]int{}, postings: map[string][]int{}, numbers: map[string][]int{}}
 	all := func(string) bool { return true }
-	for _, n := range names {
+	for i, n := range names {
 		c := chans[n]
 		set := map[string]bool{}
 		text := strings.ReplaceAll(c.Name, ":", " ") + " " + c.Description + " " + strings.Join(c.Synonyms, " ")
@@ -396,16 +418,15 @@ func newSearchIndex(names []string, chans map[string]Channel) *searchIndex {
 				continue // "A" in a description is an article
 			}
 			set[w.term] = true
-			if m := identifier.FindStringSubmatch(w.term); m != nil {
-				n, _ := strconv.Atoi(m[2])
-				if !slices.Contains(ix.numbers[m[1]], n) {
-					ix.numbers[m[1]] = append(ix.numbers[m[1]], n)
+			if prefix, n, ok := splitIdentifier(w.term); ok {
+				if !slices.Contains(ix.numbers[prefix], n) {
+					ix.numbers[prefix] = append(ix.numbers[prefix], n)
 				}
 				// "gauge1" also answers to "gauge", "c3" to "sector".
-				if len(m[1]) >= 3 {
-					set[m[1]] = true
+				if len(prefix) >= 3 {
+					set[prefix] = true
 				}
-				if kw, ok := kindWords[m[1]]; ok {
+				if kw, ok := kindWords[prefix]; ok {
 					set[kw] = true
 				}
 			}
@@ -416,7 +437,7 @@ func newSearchIndex(names []string, chans map[string]Channel) *searchIndex {
 		ix.terms[n] = set
 		for t := range set {
 			ix.df[t]++
-			ix.postings[t] = append(ix.postings[t], n)
+			ix.postings[t] = append(ix.postings[t], i)
 		}
 		for _, s := range c.Synonyms {
 			if ws, _, _ := normalise(s, all, nil); len(ws) > 1 {
@@ -463,8 +484,8 @@ func phraseTerms(ws []word) []string {
 			continue
 		}
 		t := w.term
-		if m := identifier.FindStringSubmatch(t); m != nil {
-			t = m[1]
+		if prefix, _, ok := splitIdentifier(t); ok {
+			t = prefix
 		}
 		out = append(out, t)
 	}
@@ -581,10 +602,10 @@ func (ix *searchIndex) find(query string, max int, quantities []string) (FindRes
 		if ix.known(id.term) {
 			continue
 		}
-		m := identifier.FindStringSubmatch(id.term)
+		prefix, _, _ := splitIdentifier(id.term)
 		a := Absence{What: id.label}
-		if ns := ix.numbers[m[1]]; len(ns) > 0 {
-			a.Exists = idRange(m[1], ns)
+		if ns := ix.numbers[prefix]; len(ns) > 0 {
+			a.Exists = idRange(prefix, ns)
 		}
 		nm.Absent = append(nm.Absent, a)
 	}
@@ -646,14 +667,44 @@ func (ix *searchIndex) covering(cs []concept) []string {
 	if len(cs) == 0 {
 		return slices.Clone(ix.names)
 	}
-	// The rarest concept's channels are the candidates: a scan of every
-	// channel was a twentieth of a served turn's CPU.
-	rarest := slices.MinFunc(cs, func(a, b concept) int { return cmp.Compare(ix.df[a.term], ix.df[b.term]) })
-	var out []string
-	for _, n := range ix.postings[rarest.term] {
-		set := ix.terms[n]
-		if !slices.ContainsFunc(cs, func(c concept) bool { return !set[c.term] }) {
-			out = append(out, n)
+	// The concepts' postings intersected, rarest first: a scan of every
+	// channel was a twentieth of a served turn's CPU, and a lookup of every
+	// concept in each candidate's terms still a thirtieth of a demo turn's.
+	lists := make([][]int, len(cs))
+	for i, c := range cs {
+		lists[i] = ix.postings[c.term]
+	}
+	slices.SortFunc(lists, func(a, b []int) int { return cmp.Compare(len(a), len(b)) })
+	found := slices.Clone(lists[0])
+	for _, l := range lists[1:] {
+		found = intersectSorted(found, l)
+	}
+	out := make([]string, len(found))
+	for i, n := range found {
+		out[i] = ix.names[n]
+	}
+	return out
+}
+
+// intersectSorted keeps, in place, the elements of a (ascending) that b
+// (ascending) has.
+func intersectSorted(a, b []int) []int {
+	out, j := a[:0], 0
+	search := len(b) > 4*len(a) // a few candidates in a long list: seek, not walk
+	for _, x := range a {
+		if search {
+			k, _ := slices.BinarySearch(b[j:], x)
+			j += k
+		} else {
+			for j < len(b) && b[j] < x {
+				j++
+			}
+		}
+		if j == len(b) {
+			break
+		}
+		if b[j] == x {
+			out = append(out, x)
 		}
 	}
 	return out

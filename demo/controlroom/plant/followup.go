@@ -109,10 +109,8 @@ func (ix *searchIndex) details(text string) []word {
 
 // idKind is a numbered device's kind ("c" of "c3"), "" for other terms.
 func idKind(term string) string {
-	if m := identifier.FindStringSubmatch(term); m != nil {
-		return m[1]
-	}
-	return ""
+	prefix, _, _ := splitIdentifier(term)
+	return prefix
 }
 
 // latestTimeRange is the time range the latest message that names one
