@@ -287,18 +287,38 @@ func (e *encoder) raw(r json.RawMessage) {
 		e.null()
 		return
 	}
-	for _, c := range r {
-		switch c {
-		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2: // 0xE2 starts U+2028 and U+2029
-			e.marshal(r)
-			return
-		}
-	}
-	if !json.Valid(r) {
+	if !compactUnescaped(r) || !json.Valid(r) {
 		e.marshal(r)
 		return
 	}
 	e.b = append(e.b, r...)
+}
+
+// compactUnescaped reports whether r has no white space outside its
+// strings and no byte encoding/json escapes: json.Marshal's own output,
+// whose strings keep their spaces (a value a capability stored).
+func compactUnescaped(r []byte) bool {
+	inString, escaped := false, false
+	for _, c := range r {
+		switch {
+		case c == '<' || c == '>' || c == '&' || c == 0xE2: // 0xE2 starts U+2028 and U+2029
+			return false
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return false
+		}
+	}
+	return true
 }
 
 func (e *encoder) turn(t *Turn) {

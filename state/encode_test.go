@@ -225,6 +225,12 @@ func FuzzAppendJSONString(f *testing.F) {
 	for _, p := range pieces {
 		f.Add(p, []byte(`{"a": [1, "<x>"]}`))
 	}
+	// Values written as is: spaces inside strings only, an escaped quote
+	// or backslash before the string's end, and their near misses.
+	for _, raw := range []string{`{"a":"b c","d":[1,"e f"]}`, `"a\" b"`, `"a\\" `, `["x\\"," y"]`, `{"a":"\u003cb\u003e"}`,
+		`{"a" :1}`, `["\"", 1 ]`, "[1,\n2]", `"\"<"`, "\"\u2028\"", `"tab\tinside"`} {
+		f.Add("text", []byte(raw))
+	}
 	f.Fuzz(func(t *testing.T, text string, raw []byte) {
 		s := state.State{Messages: []state.Message{{Role: state.RoleUser, Content: text}},
 			Metadata: map[string]string{text: text}}
