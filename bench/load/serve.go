@@ -47,6 +47,23 @@ const (
 // which the task (and so every later prompt of the turn) repeats.
 var tagged = regexp.MustCompile(`\[load \d+-\d+\]`)
 
+// tagOf is the tag in text, or "". The tool's own work in the server
+// process counts against capgraph, not the floor: a prompt of several
+// kilobytes is searched for the tag's start before the pattern runs.
+func tagOf(text string) string {
+	for {
+		i := strings.Index(text, "[load ")
+		if i < 0 {
+			return ""
+		}
+		text = text[i:]
+		if t := tagged.FindString(text[:min(len(text), 32)]); t != "" && strings.HasPrefix(text, t) {
+			return t
+		}
+		text = text[1:]
+	}
+}
+
 // timedModel is the scripted model, timing each call and adding its time to
 // the turn named by the tag in its prompt: a turn's model time as the model
 // saw it, timer overshoot on a busy machine included.
@@ -79,7 +96,7 @@ func (c timedCall) Generate(ctx context.Context, req llm.Request) (llm.Response,
 	took := time.Since(start)
 	tag := ""
 	for i := len(req.Messages) - 1; i >= 0 && tag == ""; i-- {
-		tag = tagged.FindString(req.Messages[i].Content)
+		tag = tagOf(req.Messages[i].Content)
 	}
 	c.t.record(tag, start, took)
 	return resp, err
@@ -107,7 +124,7 @@ func scriptedModel(latency time.Duration) *timedModel {
 	task := func(req llm.Request) llmtest.Reply {
 		tag := ""
 		for _, m := range req.Messages {
-			if t := tagged.FindString(m.Content); t != "" {
+			if t := tagOf(m.Content); t != "" {
 				tag = " " + t
 			}
 		}
@@ -436,7 +453,7 @@ func floorHandler(m *timedModel) func(context.Context, net.Listener) error {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		tag := tagged.FindString(req.Messages[len(req.Messages)-1].Content)
+		tag := tagOf(req.Messages[len(req.Messages)-1].Content)
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
 		chunk := func(delta map[string]any, finish any) {

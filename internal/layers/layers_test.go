@@ -104,8 +104,10 @@ func TestLayers(t *testing.T) {
 			func(p pkg) bool { return p.ImportPath == module+"/runstore" },
 			func(p pkg) []string { return p.Deps },
 			func(d string) bool { return !isStd(d) }},
-		{"capabilities and typo import only the standard library",
-			func(p pkg) bool { return p.ImportPath == module+"/capabilities" || p.ImportPath == module+"/typo" },
+		{"capabilities, typo and internal/jsonquote import only the standard library",
+			func(p pkg) bool {
+				return p.ImportPath == module+"/capabilities" || p.ImportPath == module+"/typo" || p.ImportPath == module+"/internal/jsonquote"
+			},
 			func(p pkg) []string { return p.Deps },
 			func(d string) bool { return !isStd(d) }},
 		{"intent imports only the standard library, capabilities and typo (state imports it, not the reverse)",
@@ -122,14 +124,14 @@ func TestLayers(t *testing.T) {
 			func(p pkg) bool { return p.ImportPath == module+"/state" || p.ImportPath == module+"/config" },
 			func(p pkg) []string { return p.Deps },
 			func(d string) bool { return d == module+"/llm" || strings.HasPrefix(d, "github.com/tmc/langchaingo") }},
-		{"server uses only the agent's public API (agent and the types it speaks: state, capabilities, logging; runstore for its run records; mcp for the MCP protocol, which pulls in no LLM code; artifactview and its chart to show artifacts; its own packages) and no graph package: the engine's names it meets come through the agent",
+		{"server uses only the agent's public API (agent and the types it speaks: state, capabilities, logging; runstore for its run records; mcp for the MCP protocol, which pulls in no LLM code; artifactview and its chart to show artifacts; internal/jsonquote to write JSON strings; its own packages) and no graph package: the engine's names it meets come through the agent",
 			func(p pkg) bool { return under(p.ImportPath, "server") },
 			func(p pkg) []string { return p.Imports },
 			func(d string) bool {
 				if !strings.HasPrefix(d, module+"/") || under(d, "server") {
 					return false
 				}
-				for _, ok := range []string{"agent", "state", "capabilities", "runstore", "logging", "mcp", "artifactview", "artifactview/chart"} {
+				for _, ok := range []string{"agent", "state", "capabilities", "runstore", "logging", "mcp", "artifactview", "artifactview/chart", "internal/jsonquote"} {
 					if d == module+"/"+ok {
 						return false
 					}

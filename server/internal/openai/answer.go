@@ -2,10 +2,12 @@ package openai
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/internal/jsonquote"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/jsonreply"
 	"github.com/capgraph/capgraph/server/internal/sse"
@@ -49,6 +51,9 @@ type Chunker struct {
 	model    string
 	usage    bool
 	statuses bool
+	// head is every chunk's start, `{"id":…,"choices":[{"index":0`, and buf
+	// the chunk being written: a turn writes a chunk per event it shows.
+	head, buf []byte
 }
 
 // ChunkerConfig is what a stream's frames say beside the answer: its
@@ -69,9 +74,43 @@ func NewChunker(w http.ResponseWriter, cfg ChunkerConfig, ci Ident) *Chunker {
 		model: cfg.Model, usage: cfg.Usage, statuses: cfg.Statuses}
 }
 
+// chunk writes a chunk of one choice: json.Marshal's bytes for
+// Completion{…, Choices: []Choice{{Delta: d, FinishReason: finish}}}
+// (TestChunkIsCompletionsJSON), written by hand.
 func (k *Chunker) chunk(d *Delta, finish *string) {
-	k.SSE.Data(Completion{ID: k.id, Object: "chat.completion.chunk", Created: k.created, Model: k.model,
-		Choices: []Choice{{Delta: d, FinishReason: finish}}})
+	if k.head == nil {
+		h := append([]byte(`{"id":`), jsonquote.Append(nil, k.id)...)
+		h = append(h, `,"object":"chat.completion.chunk","created":`...)
+		h = strconv.AppendInt(h, k.created, 10)
+		h = append(append(h, `,"model":`...), jsonquote.Append(nil, k.model)...)
+		k.head = append(h, `,"choices":[{"index":0`...)
+	}
+	b := append(k.buf[:0], k.head...)
+	if d != nil {
+		b = append(b, `,"delta":{`...)
+		sep := ""
+		if d.Role != "" {
+			b = jsonquote.Append(append(b, `"role":`...), d.Role)
+			sep = ","
+		}
+		if d.Content != nil {
+			b = jsonquote.Append(append(append(b, sep...), `"content":`...), *d.Content)
+			sep = ","
+		}
+		if d.ReasoningContent != "" {
+			b = jsonquote.Append(append(append(b, sep...), `"reasoning_content":`...), d.ReasoningContent)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"finish_reason":`...)
+	if finish == nil {
+		b = append(b, "null"...)
+	} else {
+		b = jsonquote.Append(b, *finish)
+	}
+	b = append(b, `,"logprobs":null}]}`...)
+	k.buf = b
+	k.SSE.DataJSON(b)
 }
 
 // Role opens the assistant's message.

@@ -21,6 +21,7 @@ type Writer struct {
 	// held: frames are written but not flushed until release (follow
 	// flushes the frames of the events at hand together).
 	held, dirty bool
+	buf         []byte // the frame being written, reused
 }
 
 // Hold keeps the frames written from now on in the buffer until release.
@@ -92,31 +93,41 @@ func (s *Writer) Frame(id, event string, v any) {
 	if s.err != nil {
 		return
 	}
-	var b []byte
 	switch x := v.(type) {
 	case string:
-		b = []byte(x)
+		frame(s, id, event, x)
 	default:
-		var err error
-		if b, err = json.Marshal(v); err != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
 			s.err = err
 			return
 		}
+		frame(s, id, event, b)
 	}
-	s.deadline()
+}
+
+// DataJSON writes one "data: <json>" frame of JSON the caller encoded
+// (the Chat Completions chunks, written without reflection). It does not
+// keep b.
+func (s *Writer) DataJSON(b []byte) {
+	if s.err == nil {
+		frame(s, "", "", b)
+	}
+}
+
+// frame writes the frame in one Write, built in the writer's buffer.
+func frame[T string | []byte](s *Writer, id, event string, data T) {
+	b := s.buf[:0]
 	if id != "" {
-		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
-			s.err = err
-			return
-		}
+		b = append(append(append(b, "id: "...), id...), '\n')
 	}
 	if event != "" {
-		if _, err := fmt.Fprintf(s.w, "event: %s\n", event); err != nil {
-			s.err = err
-			return
-		}
+		b = append(append(append(b, "event: "...), event...), '\n')
 	}
-	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
+	b = append(append(append(b, "data: "...), data...), "\n\n"...)
+	s.buf = b
+	s.deadline()
+	if _, err := s.w.Write(b); err != nil {
 		s.err = err
 		return
 	}
