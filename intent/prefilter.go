@@ -24,18 +24,40 @@ type filtered struct {
 	// of a few hundred strings, where a search for each took longer than
 	// the regexp.
 	byFirst *[256][]string
+	// pairs marks the first two bytes of each of need (a need of one byte
+	// marks every pair it starts): most places in a text start no pair, and
+	// are passed over without comparing a string.
+	pairs *[1 << 16 / 64]uint64
 }
 
 // withNeed sets the strings a match needs.
 func (f filtered) withNeed(need []string) filtered {
-	f.need, f.byFirst = need, nil
+	f.need, f.byFirst, f.pairs = need, nil, nil
 	if need != nil {
 		f.byFirst = new([256][]string)
+		f.pairs = new([1 << 16 / 64]uint64)
 		for _, n := range need {
 			f.byFirst[n[0]] = append(f.byFirst[n[0]], n)
+			if len(n) == 1 {
+				for c := range 256 {
+					f.markPair(n[0], byte(c))
+				}
+			} else {
+				f.markPair(n[0], n[1])
+			}
 		}
 	}
 	return f
+}
+
+func (f filtered) markPair(a, b byte) {
+	p := uint(a)<<8 | uint(b)
+	f.pairs[p/64] |= 1 << (p % 64)
+}
+
+func (f filtered) hasPair(a, b byte) bool {
+	p := uint(a)<<8 | uint(b)
+	return f.pairs[p/64]&(1<<(p%64)) != 0
 }
 
 // mustFilter compiles expr (case-sensitive: it is matched against
@@ -60,6 +82,9 @@ func (f filtered) mayMatch(s string) bool {
 		return true
 	}
 	for i := 0; i < len(s); i++ {
+		if i+1 < len(s) && !f.hasPair(s[i], s[i+1]) {
+			continue
+		}
 		for _, n := range f.byFirst[s[i]] {
 			if strings.HasPrefix(s[i:], n) {
 				return true

@@ -1,6 +1,7 @@
 package intent
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -112,9 +113,12 @@ func maskReported(msg string) (string, reportedText) {
 	for _, sent := range sentences(s) {
 		text := s[sent[0]:sent[1]]
 		words := wordSpans(text)
-		whole := ""
+		lower := make([]string, len(words)) // each word once, not once per rule
 		for k, w := range words {
-			lw := strings.ToLower(strings.ReplaceAll(text[w[0]:w[1]], "’", "'"))
+			lower[k] = strings.ToLower(strings.ReplaceAll(text[w[0]:w[1]], "’", "'"))
+		}
+		whole := ""
+		for k, lw := range lower {
 			if reportVerbs[lw] || sourceNouns[lw] {
 				whole = reportedBy(text, words, k)
 				break
@@ -125,7 +129,7 @@ func maskReported(msg string) (string, reportedText) {
 			continue
 		}
 		for k, w := range words {
-			lw := strings.ToLower(strings.ReplaceAll(text[w[0]:w[1]], "’", "'"))
+			lw := lower[k]
 			after := -1
 			switch {
 			case reportVerbs[lw]:
@@ -134,7 +138,7 @@ func maskReported(msg string) (string, reportedText) {
 				after = colonAfter(text, w[1])
 			default:
 				for _, p := range reportPreps {
-					if k+len(p) <= len(words) && wordsEqual(text, words[k:k+len(p)], p) {
+					if k+len(p) <= len(words) && slices.Equal(lower[k:k+len(p)], p) {
 						after = words[k+len(p)-1][1]
 						break
 					}
@@ -208,15 +212,6 @@ func labelReports(text string, words [][2]int) bool {
 		}
 	}
 	return false
-}
-
-func wordsEqual(text string, ws [][2]int, p []string) bool {
-	for k, w := range p {
-		if strings.ToLower(strings.ReplaceAll(text[ws[k][0]:ws[k][1]], "’", "'")) != w {
-			return false
-		}
-	}
-	return true
 }
 
 // sentences splits text at ".", "!", "?" followed by a space or the end,
