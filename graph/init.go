@@ -27,10 +27,13 @@ func (c *Compiled[S, U]) Init(ctx context.Context, thread string, s S) (created 
 		return false, nil // a run in progress: the thread exists
 	}
 	defer c.threads.leave(thread, h)
-	if _, err := c.cfg.Store.Get(ctx, thread, uuid.Nil); err == nil {
-		return false, nil
-	} else if !errors.Is(err, checkpoint.ErrNotFound) {
-		return false, fmt.Errorf("graph: read thread %q: %w", thread, err)
+	first, firstPut := c.cfg.Store.(checkpoint.FirstPutter)
+	if !firstPut {
+		if _, err := c.cfg.Store.Get(ctx, thread, uuid.Nil); err == nil {
+			return false, nil
+		} else if !errors.Is(err, checkpoint.ErrNotFound) {
+			return false, fmt.Errorf("graph: read thread %q: %w", thread, err)
+		}
 	}
 	enc, err := c.cfg.Codec.Marshal(&s)
 	if err != nil {
@@ -38,10 +41,16 @@ func (c *Compiled[S, U]) Init(ctx context.Context, thread string, s S) (created 
 	}
 	cp := checkpoint.Checkpoint{ThreadID: thread, ID: newID(), RunID: newID(), Step: 0, State: enc,
 		Created: c.clock.Now(), Metadata: c.metadata(s)}
-	if err := c.cfg.Store.Put(ctx, cp); err != nil {
+	if firstPut {
+		// The check and the write in one step: no read of the thread first.
+		created, err = first.PutFirst(ctx, cp)
+	} else {
+		created, err = true, c.cfg.Store.Put(ctx, cp)
+	}
+	if err != nil {
 		return false, fmt.Errorf("graph: write checkpoint: %w", err)
 	}
-	return true, nil
+	return created, nil
 }
 
 // isInitial reports whether cp is what Init writes: step 0, nothing next,

@@ -13,10 +13,25 @@ import (
 )
 
 // Init makes a thread exist before any run: listed, done, and the start of
-// the first run, which sees its state; a second Init changes nothing.
+// the first run, which sees its state; a second Init changes nothing. So
+// over a store that checks and writes the first checkpoint in one step
+// (checkpoint.FirstPutter), and over one Init must read first.
 func TestInitCreatesAThreadBeforeAnyRun(t *testing.T) {
+	t.Run("FirstPutter", func(t *testing.T) { testInit(t, memory.New()) })
+	t.Run("read, then put", func(t *testing.T) {
+		var s checkpoint.Store = storeOnly{memory.New()}
+		if _, ok := s.(checkpoint.FirstPutter); ok {
+			t.Fatal("the wrapped store is a FirstPutter")
+		}
+		testInit(t, s)
+	})
+}
+
+// storeOnly is a store with the methods of checkpoint.Store only.
+type storeOnly struct{ checkpoint.Store }
+
+func testInit(t *testing.T, store checkpoint.Store) {
 	ctx := context.Background()
-	store := memory.New()
 	cnt := newCounter()
 	g := compile(t, graph.New(graph.Config[tstate, tupd]{Apply: tapply, Store: store,
 		Metadata: func(s tstate) map[string]string { return map[string]string{"answer": s.Answer} }}).

@@ -347,6 +347,17 @@ type heldInit struct {
 }
 
 func (h *heldInit) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	h.hold(cp)
+	return h.Store.Put(ctx, cp)
+}
+
+// PutFirst is how Init writes over a store that has it, as SQLite does.
+func (h *heldInit) PutFirst(ctx context.Context, cp checkpoint.Checkpoint) (bool, error) {
+	h.hold(cp)
+	return h.Store.PutFirst(ctx, cp)
+}
+
+func (h *heldInit) hold(cp checkpoint.Checkpoint) {
 	if cp.Step == 0 && cp.ParentID == uuid.Nil && len(cp.Next) == 0 {
 		h.once.Do(func() {
 			select {
@@ -356,7 +367,6 @@ func (h *heldInit) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 			}
 		})
 	}
-	return h.Store.Put(ctx, cp)
 }
 
 // A chat turn's new thread is made beside its run's record, not before it

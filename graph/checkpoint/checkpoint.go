@@ -130,6 +130,18 @@ type TuplePutter interface {
 	PutTuple(ctx context.Context, t Tuple) error
 }
 
+// FirstPutter is implemented by a Store that can store a thread's first
+// checkpoint in one step with the check that the thread has none: the
+// engine's Init then does not read the thread first, and two callers
+// initializing the same thread store one first checkpoint between them.
+// The SQLite and memory stores implement it; with a Store that lacks it,
+// Init reads the thread, then puts.
+type FirstPutter interface {
+	// PutFirst stores cp as Put does when cp's thread has no checkpoint, and
+	// reports whether it did; a thread that has one is left as it is.
+	PutFirst(ctx context.Context, cp Checkpoint) (stored bool, err error)
+}
+
 // MatchMetadata reports whether md contains every key of filter with the same value.
 func MatchMetadata(md, filter map[string]string) bool {
 	for k, v := range filter {

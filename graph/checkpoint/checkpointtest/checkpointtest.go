@@ -25,7 +25,8 @@ const Precision = time.Microsecond
 // Run runs the conformance suite against the stores newStore returns,
 // including the lease cases (lease.go) when the store is a checkpoint.Leaser,
 // the record log cases (records.go) when it is a checkpoint.RecordLog, the
-// tuple cases (tuple.go) when it is a checkpoint.TuplePutter and
+// tuple cases (tuple.go) when it is a checkpoint.TuplePutter, the
+// first-checkpoint cases (first.go) when it is a checkpoint.FirstPutter and
 // the pruning cases (prune.go) when it is a checkpoint.Pruner. newStore
 // is called once per subtest and must return an empty store; it should register
 // its own cleanup with t.Cleanup.
@@ -69,6 +70,18 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 				return
 			}
 			tc.fn(t, s, tp)
+		})
+	}
+	// First-checkpoint cases run for stores that are a
+	// checkpoint.FirstPutter (SQLite and memory; first.go).
+	for _, tc := range firstCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			fp, ok := s.(checkpoint.FirstPutter)
+			if !ok {
+				return
+			}
+			tc.fn(t, s, fp)
 		})
 	}
 	// Pruning cases run for stores that are a checkpoint.Pruner (all of

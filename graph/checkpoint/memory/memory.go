@@ -46,6 +46,7 @@ var (
 	_ checkpoint.Store       = (*Store)(nil)
 	_ checkpoint.Leaser      = (*Store)(nil)
 	_ checkpoint.TuplePutter = (*Store)(nil)
+	_ checkpoint.FirstPutter = (*Store)(nil)
 )
 
 // Put stores a copy of a checkpoint, normalised like the durable stores do
@@ -61,6 +62,26 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.putLocked(ctx, cp)
+}
+
+// PutFirst stores cp as Put does when its thread has no checkpoint, the
+// check and the write under one lock.
+func (s *Store) PutFirst(ctx context.Context, cp checkpoint.Checkpoint) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.Fence(ctx, cp.ThreadID); err != nil {
+		return false, err
+	}
+	if t := s.threads[cp.ThreadID]; t != nil && len(t.cps) > 0 {
+		return false, nil
+	}
+	return true, s.putLocked(ctx, cp)
 }
 
 // putLocked is Put with s.mu held.

@@ -333,6 +333,7 @@ const (
 			metadata  = CASE WHEN excluded.latest_id >= latest_id THEN excluded.metadata ELSE metadata END,
 			updated   = CASE WHEN excluded.latest_id >= latest_id THEN excluded.updated ELSE updated END`
 	sqlHasCheckpoint = `SELECT 1 FROM checkpoints WHERE thread_id = ? AND id = ?`
+	sqlHasThread     = `SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1`
 	sqlPutWrite      = `INSERT INTO writes (thread_id, checkpoint_id, task, kind, value) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (thread_id, checkpoint_id, task, kind) DO UPDATE SET value = excluded.value`
 )
@@ -341,7 +342,7 @@ const (
 // transaction uses them through Tx.StmtContext, which reuses the
 // connection's prepared statement.
 type writeStmts struct {
-	putCheckpoint, putThread, hasCheckpoint, putWrite *sql.Stmt
+	putCheckpoint, putThread, hasCheckpoint, hasThread, putWrite *sql.Stmt
 	prunePick, pruneWrites, pruneCheckpoint, pruneRun *sql.Stmt
 }
 
@@ -349,7 +350,7 @@ func prepareWrites(w *sql.DB) (*writeStmts, error) {
 	ws := &writeStmts{}
 	err := prepareAll(context.Background(), "statements",
 		stmtSpec{&ws.putCheckpoint, w, sqlPutCheckpoint}, stmtSpec{&ws.putThread, w, sqlPutThread},
-		stmtSpec{&ws.hasCheckpoint, w, sqlHasCheckpoint}, stmtSpec{&ws.putWrite, w, sqlPutWrite},
+		stmtSpec{&ws.hasCheckpoint, w, sqlHasCheckpoint}, stmtSpec{&ws.hasThread, w, sqlHasThread}, stmtSpec{&ws.putWrite, w, sqlPutWrite},
 		stmtSpec{&ws.prunePick, w, sqlPrunePick}, stmtSpec{&ws.pruneWrites, w, sqlPruneWrites}, stmtSpec{&ws.pruneCheckpoint, w, sqlPruneCheckpoint},
 		stmtSpec{&ws.pruneRun, w, sqlPruneRun})
 	if err != nil {
@@ -359,7 +360,7 @@ func prepareWrites(w *sql.DB) (*writeStmts, error) {
 }
 
 func (ws *writeStmts) close() error {
-	return closeAll(ws.putCheckpoint, ws.putThread, ws.hasCheckpoint, ws.putWrite, ws.prunePick, ws.pruneWrites, ws.pruneCheckpoint, ws.pruneRun)
+	return closeAll(ws.putCheckpoint, ws.putThread, ws.hasCheckpoint, ws.hasThread, ws.putWrite, ws.prunePick, ws.pruneWrites, ws.pruneCheckpoint, ws.pruneRun)
 }
 
 // readStmts are the reads every step or request makes, prepared on the

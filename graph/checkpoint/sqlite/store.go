@@ -61,6 +61,7 @@ var (
 	_ checkpoint.Store       = (*Store)(nil)
 	_ checkpoint.Leaser      = (*Store)(nil)
 	_ checkpoint.TuplePutter = (*Store)(nil)
+	_ checkpoint.FirstPutter = (*Store)(nil)
 )
 
 // New opens (creating if needed) the database at cfg.Path and migrates its schema.
@@ -155,6 +156,39 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 		return err
 	}
 	return s.write(ctx, cp.ThreadID, apply)
+}
+
+// errThreadExists is PutFirst's refusal: the thread has a checkpoint.
+var errThreadExists = errors.New("sqlite: the thread has a checkpoint")
+
+// PutFirst stores cp as Put does when its thread has no checkpoint, the
+// check inside the write transaction.
+func (s *Store) PutFirst(ctx context.Context, cp checkpoint.Checkpoint) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
+		return false, err
+	}
+	put, err := s.putCheckpoint(ctx, cp)
+	if err != nil {
+		return false, err
+	}
+	err = s.write(ctx, cp.ThreadID, func(ctx context.Context, tx *sql.Tx) error {
+		var one int
+		err := tx.StmtContext(ctx, s.stmts.hasThread).QueryRowContext(ctx, cp.ThreadID).Scan(&one)
+		switch {
+		case err == nil:
+			return refusal{errThreadExists}
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("sqlite: read thread %s: %w", cp.ThreadID, err)
+		}
+		return put(ctx, tx)
+	})
+	if errors.Is(err, errThreadExists) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // PutTuple stores a checkpoint and its pending writes in one transaction:
