@@ -111,6 +111,7 @@ type row struct {
 	// and, on average, of the slowest 1 % (phases).
 	medianPhases, slowPhases   [3]time.Duration
 	cpuPerTurn                 time.Duration // the server process's CPU time per turn
+	commitsPerTurn             float64       // SQLite's commits (each an fsync) per turn
 	rssPerThread, storePerConv float64       // bytes; storePerConv < 0: not measured
 	// peakRSS is the server's resident high-water mark during the
 	// measured load; rssPerLive is peakRSS less the RSS after it, per
@@ -249,6 +250,7 @@ func printSummary(stores []string, runs [][]row) {
 		}, "×"},
 		{"CPU per turn", func(r, f row) (float64, bool) { return msOf(r.cpuPerTurn), true }, "ms"},
 		{"CPU per turn − floor", func(r, f row) (float64, bool) { return msOf(r.cpuPerTurn - f.cpuPerTurn), r.store != "floor" }, "ms"},
+		{"commits (fsyncs) per turn", func(r, f row) (float64, bool) { return r.commitsPerTurn, strings.HasPrefix(r.store, "sqlite") }, ""},
 		{"peak RSS", func(r, f row) (float64, bool) { return float64(r.peakRSS) / (1 << 20), true }, "MB"},
 		{"RSS per live conversation", func(r, f row) (float64, bool) { return r.rssPerLive / 1024, r.store != "floor" }, "KB"},
 	}
@@ -477,6 +479,7 @@ func measure(store string, o options) (row, error) {
 	r.rssPerLive = float64(after.peak-after.rss) / float64(clients)
 	if r.turns > 0 {
 		r.cpuPerTurn = time.Duration((after.cpu - before.cpu) / int64(r.turns))
+		r.commitsPerTurn = float64(after.commits-before.commits) / float64(r.turns)
 	}
 	return r, nil
 }
@@ -642,7 +645,7 @@ func phases(t loadgen.Turn, mt modelTurn) [3]time.Duration {
 
 // snap is what the server reports of itself after a garbage collection.
 type snap struct {
-	rss, peak, heap, threads, calls, storeBytes, fileBytes, cpu int64
+	rss, peak, heap, threads, calls, storeBytes, fileBytes, cpu, commits int64
 }
 
 func (s *child) snapshot() (snap, error) {
@@ -677,6 +680,8 @@ func (s *child) snapshot() (snap, error) {
 			sn.fileBytes = n
 		case "cpu":
 			sn.cpu = n
+		case "commits":
+			sn.commits = n
 		}
 	}
 	return sn, nil

@@ -26,6 +26,7 @@ import (
 	"github.com/capgraph/capgraph/config"
 	"github.com/capgraph/capgraph/demo/controlroom"
 	"github.com/capgraph/capgraph/graph/checkpoint"
+	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/llm"
 	"github.com/capgraph/capgraph/llm/llmtest"
 	"github.com/capgraph/capgraph/server"
@@ -352,7 +353,7 @@ func commands(ctx context.Context, serve func(context.Context, net.Listener) err
 // snapshot collects garbage, gives freed memory back and reports the
 // process's resident memory, the live heap, the store's threads, the model
 // calls so far and, on SQLite, the bytes the database holds (its pages
-// less the free ones) and its files on disk.
+// less the free ones), its files on disk and its commits (each an fsync).
 func snapshot(ctx context.Context, st checkpoint.Store, m *timedModel, dbPath string) (string, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -393,8 +394,12 @@ func snapshot(ctx context.Context, st checkpoint.Store, m *timedModel, dbPath st
 	m.mu.Lock()
 	calls := m.calls
 	m.mu.Unlock()
-	return fmt.Sprintf("rss=%d peak=%d heap=%d threads=%d calls=%d store_bytes=%d file_bytes=%d cpu=%d",
-		rss, peak, ms.HeapAlloc, threads, calls, storeBytes, fileBytes, cpu), nil
+	var commits int64
+	if sq, ok := st.(*sqlite.Store); ok {
+		commits = sq.Stats().Commits
+	}
+	return fmt.Sprintf("rss=%d peak=%d heap=%d threads=%d calls=%d store_bytes=%d file_bytes=%d cpu=%d commits=%d",
+		rss, peak, ms.HeapAlloc, threads, calls, storeBytes, fileBytes, cpu, commits), nil
 }
 
 // statusBytes reads a size (VmRSS:, VmHWM:) from /proc/self/status.
