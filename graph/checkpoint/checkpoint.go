@@ -134,8 +134,9 @@ type TuplePutter interface {
 // checkpoint in one step with the check that the thread has none: the
 // engine's Init then does not read the thread first, and two callers
 // initializing the same thread store one first checkpoint between them.
-// The SQLite and memory stores implement it; with a Store that lacks it,
-// Init reads the thread, then puts.
+// Every store of this module implements it; with a Store that lacks it,
+// Init reads the thread, then puts (so a wrapper around one should forward
+// the method).
 type FirstPutter interface {
 	// PutFirst stores cp as Put does when cp's thread has no checkpoint, and
 	// reports whether it did; a thread that has one is left as it is.

@@ -73,7 +73,7 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 		})
 	}
 	// First-checkpoint cases run for stores that are a
-	// checkpoint.FirstPutter (SQLite and memory; first.go).
+	// checkpoint.FirstPutter (all of ours; first.go).
 	for _, tc := range firstCases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)

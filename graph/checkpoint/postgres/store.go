@@ -34,12 +34,13 @@ type Store struct {
 var (
 	_ checkpoint.Store       = (*Store)(nil)
 	_ checkpoint.TuplePutter = (*Store)(nil)
+	_ checkpoint.FirstPutter = (*Store)(nil)
 )
 
 type queries struct {
 	threadLockShared, threadLock                                                                              string
 	put, fencedPut, checkWrite, putWrite, getLatest, getByID, deleteThreads, deleteCheckpoints, list, threads string
-	prune, prunePut                                                                                           string
+	prune, prunePut, hasThread                                                                                string
 }
 
 // New connects to cfg.DSN and migrates the schema.
@@ -84,6 +85,7 @@ func (s *Store) prepare() {
 		// collision only serialises two threads briefly.
 		threadLockShared: `SELECT pg_advisory_xact_lock_shared(hashtextextended($1, $2))`,
 		threadLock:       `SELECT pg_advisory_xact_lock(hashtextextended($1, $2))`,
+		hasThread:        s.expand(`SELECT EXISTS (SELECT 1 FROM {{checkpoints}} WHERE thread_id = $1)`),
 		// One statement, hence one round trip and one implicit transaction:
 		// the checkpoint and the thread summary commit together. The summary
 		// follows the greatest id whatever order replicas write in; SET
@@ -312,6 +314,62 @@ func (s *Store) PutTuple(ctx context.Context, t checkpoint.Tuple) error {
 		return fmt.Errorf("postgres: put %s/%s with its writes: %w", cp.ThreadID, cp.ID, err)
 	}
 	return nil
+}
+
+// PutFirst stores cp as Put does when its thread has no checkpoint: the
+// check and the write in one transaction under the thread's lock taken
+// alone (as DeleteThread takes it), so replicas initializing one thread at
+// the same moment store one first checkpoint between them.
+func (s *Store) PutFirst(ctx context.Context, cp checkpoint.Checkpoint) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
+		return false, err
+	}
+	md, err := sqlrow.MapArg(cp.Metadata)
+	if err != nil {
+		return false, fmt.Errorf("postgres: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	args := []any{cp.ThreadID, cp.ID, idArg(cp.ParentID), idArg(cp.RunID), cp.Step,
+		blobArg(cp.State), sliceArg(cp.Next), timeArg(cp.NotBefore), md, timeArg(cp.Created)}
+	lease, fenced := checkpoint.LeaseFrom(ctx, cp.ThreadID)
+	pruneOpts, prune := checkpoint.PruningFrom(ctx, cp)
+	var lost, exists bool
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.q.threadLock, cp.ThreadID, s.lockSeed); err != nil {
+			return err
+		}
+		// Read after the lock: a first checkpoint committed by whoever held
+		// it before is seen (each statement reads the latest commits).
+		if err := tx.QueryRow(ctx, s.q.hasThread, cp.ThreadID).Scan(&exists); err != nil || exists {
+			return err
+		}
+		if fenced {
+			tag, err := tx.Exec(ctx, s.q.fencedPut, append(args, lease.Owner)...)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				lost = true
+				return errLeaseLost
+			}
+		} else if _, err := tx.Exec(ctx, s.q.put, args...); err != nil {
+			return err
+		}
+		if prune {
+			_, err := tx.Exec(ctx, s.q.prunePut, []string{cp.ThreadID}, timeArg(pruneOpts.FinishedBefore), cp.ID)
+			return err
+		}
+		return nil
+	})
+	switch {
+	case lost:
+		return false, s.lost(ctx, lease)
+	case err != nil:
+		return false, fmt.Errorf("postgres: put the first checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	return !exists, nil
 }
 
 // errLeaseLost rolls back a PutTuple whose fenced put wrote nothing.

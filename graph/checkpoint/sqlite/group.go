@@ -343,7 +343,7 @@ const (
 // connection's prepared statement.
 type writeStmts struct {
 	putCheckpoint, putThread, hasCheckpoint, hasThread, putWrite *sql.Stmt
-	prunePick, pruneWrites, pruneCheckpoint, pruneRun *sql.Stmt
+	prunePick, pruneWrites, pruneCheckpoint, pruneRun            *sql.Stmt
 }
 
 func prepareWrites(w *sql.DB) (*writeStmts, error) {

@@ -28,7 +28,9 @@ func TestChunkIsCompletionsJSON(t *testing.T) {
 		{"role", (*openai.Chunker).Role, &openai.Delta{Role: "assistant", Content: &empty}, nil},
 		{"content", func(k *openai.Chunker) { k.Content(text) }, &openai.Delta{Content: &text}, nil},
 		{"reasoning", func(k *openai.Chunker) { k.Delta(openai.Delta{ReasoningContent: text}) }, &openai.Delta{ReasoningContent: text}, nil},
-		{"every field", func(k *openai.Chunker) { k.Delta(openai.Delta{Role: "assistant", Content: &text, ReasoningContent: text}) },
+		{"every field", func(k *openai.Chunker) {
+			k.Delta(openai.Delta{Role: "assistant", Content: &text, ReasoningContent: text})
+		},
 			&openai.Delta{Role: "assistant", Content: &text, ReasoningContent: text}, nil},
 		{"content and reasoning", func(k *openai.Chunker) { k.Delta(openai.Delta{Content: &empty, ReasoningContent: "r"}) },
 			&openai.Delta{Content: &empty, ReasoningContent: "r"}, nil},
