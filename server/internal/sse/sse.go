@@ -126,6 +126,9 @@ func frame[T string | []byte](s *Writer, id, event string, data T) {
 	}
 	b = append(append(append(b, "data: "...), data...), "\n\n"...)
 	s.buf = b
+	if cap(b) > 64<<10 {
+		s.buf = nil // an unusually large frame's buffer is not kept for the stream's life
+	}
 	s.deadline()
 	if _, err := s.w.Write(b); err != nil {
 		s.err = err
