@@ -417,10 +417,20 @@ func (s *session) runBlock(b block) *runResult {
 			t.Fatalf("%s: %s: %v\n%s", b, firstLine(c), err, out)
 		}
 		if code != want {
-			t.Fatalf("%s: %s exited %d, want %d; it printed:\n%s", b, firstLine(c), code, want, out)
+			t.Fatalf("%s: %s exited %d, want %d; it printed:\n%s%s", b, firstLine(c), code, want, out, offlineHint(out))
 		}
 	}
 	return res
+}
+
+// offlineHint explains a go command that needed a module the cache lacks:
+// the documents' commands run offline (GOPROXY=off).
+func offlineHint(out string) string {
+	if !strings.Contains(out, "module lookup disabled by GOPROXY=off") {
+		return ""
+	}
+	return "\n(the module cache lacks modules of the module graph: the README's test command fills it," +
+		" or run `source scripts/setup/gomodules.sh` before this test)"
 }
 
 func notRunning(m marker, cmd string) (string, bool) {
