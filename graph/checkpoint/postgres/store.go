@@ -164,17 +164,15 @@ func (s *Store) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
 		return err
 	}
-	md, err := sqlrow.MapArg(cp.Metadata)
+	args, err := checkpointArgs(cp)
 	if err != nil {
-		return fmt.Errorf("postgres: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
+		return err
 	}
 	// A batch outside a transaction runs in one implicit transaction: the
 	// shared thread lock is held until the checkpoint is committed, and it
 	// costs no extra round trip.
 	b := &pgx.Batch{}
 	b.Queue(s.q.threadLockShared, cp.ThreadID, s.lockSeed)
-	args := []any{cp.ThreadID, cp.ID, idArg(cp.ParentID), idArg(cp.RunID), cp.Step,
-		blobArg(cp.State), sliceArg(cp.Next), timeArg(cp.NotBefore), md, timeArg(cp.Created)}
 	lease, fenced := checkpoint.LeaseFrom(ctx, cp.ThreadID)
 	pruneOpts, prune := checkpoint.PruningFrom(ctx, cp)
 	queuePrune := func() {
@@ -273,42 +271,19 @@ func (s *Store) PutTuple(ctx context.Context, t checkpoint.Tuple) error {
 	if err := checkpoint.ValidateWrites(cp.ThreadID, cp.ID, t.Writes); err != nil {
 		return err
 	}
-	md, err := sqlrow.MapArg(cp.Metadata)
+	args, err := checkpointArgs(cp)
 	if err != nil {
-		return fmt.Errorf("postgres: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
+		return err
 	}
-	args := []any{cp.ThreadID, cp.ID, idArg(cp.ParentID), idArg(cp.RunID), cp.Step,
-		blobArg(cp.State), sliceArg(cp.Next), timeArg(cp.NotBefore), md, timeArg(cp.Created)}
-	lease, fenced := checkpoint.LeaseFrom(ctx, cp.ThreadID)
-	pruneOpts, prune := checkpoint.PruningFrom(ctx, cp)
-	var lost bool
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, s.q.threadLockShared, cp.ThreadID, s.lockSeed); err != nil {
 			return err
 		}
-		if fenced {
-			tag, err := tx.Exec(ctx, s.q.fencedPut, append(args, lease.Owner)...)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				lost = true
-				return errLeaseLost
-			}
-		} else if _, err := tx.Exec(ctx, s.q.put, args...); err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		for _, w := range t.Writes {
-			b.Queue(s.q.putWrite, cp.ThreadID, cp.ID, w.Task, string(w.Kind), blobArg(w.Value))
-		}
-		if prune {
-			b.Queue(s.q.prunePut, []string{cp.ThreadID}, timeArg(pruneOpts.FinishedBefore), cp.ID)
-		}
-		return tx.SendBatch(ctx, b).Close()
+		return s.putIn(ctx, tx, cp, args, t.Writes)
 	})
 	switch {
-	case lost:
+	case errors.Is(err, errLeaseLost):
+		lease, _ := checkpoint.LeaseFrom(ctx, cp.ThreadID)
 		return s.lost(ctx, lease)
 	case err != nil:
 		return fmt.Errorf("postgres: put %s/%s with its writes: %w", cp.ThreadID, cp.ID, err)
@@ -327,15 +302,11 @@ func (s *Store) PutFirst(ctx context.Context, cp checkpoint.Checkpoint) (bool, e
 	if err := checkpoint.ValidateCheckpoint(cp); err != nil {
 		return false, err
 	}
-	md, err := sqlrow.MapArg(cp.Metadata)
+	args, err := checkpointArgs(cp)
 	if err != nil {
-		return false, fmt.Errorf("postgres: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
+		return false, err
 	}
-	args := []any{cp.ThreadID, cp.ID, idArg(cp.ParentID), idArg(cp.RunID), cp.Step,
-		blobArg(cp.State), sliceArg(cp.Next), timeArg(cp.NotBefore), md, timeArg(cp.Created)}
-	lease, fenced := checkpoint.LeaseFrom(ctx, cp.ThreadID)
-	pruneOpts, prune := checkpoint.PruningFrom(ctx, cp)
-	var lost, exists bool
+	var exists bool
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, s.q.threadLock, cp.ThreadID, s.lockSeed); err != nil {
 			return err
@@ -345,26 +316,11 @@ func (s *Store) PutFirst(ctx context.Context, cp checkpoint.Checkpoint) (bool, e
 		if err := tx.QueryRow(ctx, s.q.hasThread, cp.ThreadID).Scan(&exists); err != nil || exists {
 			return err
 		}
-		if fenced {
-			tag, err := tx.Exec(ctx, s.q.fencedPut, append(args, lease.Owner)...)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				lost = true
-				return errLeaseLost
-			}
-		} else if _, err := tx.Exec(ctx, s.q.put, args...); err != nil {
-			return err
-		}
-		if prune {
-			_, err := tx.Exec(ctx, s.q.prunePut, []string{cp.ThreadID}, timeArg(pruneOpts.FinishedBefore), cp.ID)
-			return err
-		}
-		return nil
+		return s.putIn(ctx, tx, cp, args, nil)
 	})
 	switch {
-	case lost:
+	case errors.Is(err, errLeaseLost):
+		lease, _ := checkpoint.LeaseFrom(ctx, cp.ThreadID)
 		return false, s.lost(ctx, lease)
 	case err != nil:
 		return false, fmt.Errorf("postgres: put the first checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
@@ -372,7 +328,47 @@ func (s *Store) PutFirst(ctx context.Context, cp checkpoint.Checkpoint) (bool, e
 	return !exists, nil
 }
 
-// errLeaseLost rolls back a PutTuple whose fenced put wrote nothing.
+// checkpointArgs are the put statements' arguments for cp ($1–$10).
+func checkpointArgs(cp checkpoint.Checkpoint) ([]any, error) {
+	md, err := sqlrow.MapArg(cp.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: encode metadata of %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	return []any{cp.ThreadID, cp.ID, idArg(cp.ParentID), idArg(cp.RunID), cp.Step,
+		blobArg(cp.State), sliceArg(cp.Next), timeArg(cp.NotBefore), md, timeArg(cp.Created)}, nil
+}
+
+// putIn writes cp (fenced by ctx's lease, if any), writes against it and,
+// when ctx asks, the pruning of its thread, in tx. Under a lease that was
+// lost it writes nothing and returns errLeaseLost, which rolls tx back.
+func (s *Store) putIn(ctx context.Context, tx pgx.Tx, cp checkpoint.Checkpoint, args []any, writes []checkpoint.Write) error {
+	if lease, fenced := checkpoint.LeaseFrom(ctx, cp.ThreadID); fenced {
+		tag, err := tx.Exec(ctx, s.q.fencedPut, append(args, lease.Owner)...)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return errLeaseLost
+		}
+	} else if _, err := tx.Exec(ctx, s.q.put, args...); err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	for _, w := range writes {
+		b.Queue(s.q.putWrite, cp.ThreadID, cp.ID, w.Task, string(w.Kind), blobArg(w.Value))
+	}
+	if pruneOpts, prune := checkpoint.PruningFrom(ctx, cp); prune {
+		// The run's end and its pruning commit together.
+		b.Queue(s.q.prunePut, []string{cp.ThreadID}, timeArg(pruneOpts.FinishedBefore), cp.ID)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// errLeaseLost rolls back a PutTuple or PutFirst whose fenced put wrote
+// nothing.
 var errLeaseLost = errors.New("postgres: lease lost")
 
 // Get returns a checkpoint and its pending writes; uuid.Nil means the latest.
