@@ -27,6 +27,10 @@ type Asker interface {
 type Question struct {
 	Thread string
 	Text   string
+	// RequestID is the client's key of the call ("" none): a call
+	// repeated with the same one (after a timeout, a lost connection)
+	// gets the first call's answer instead of asking again.
+	RequestID string
 	// Progress, when the client asked for progress, reports what the turn
 	// is doing ("Step 2/3 channel_read"); nil otherwise.
 	Progress func(message string)
@@ -45,6 +49,8 @@ type Answer struct {
 	// Images are the turn's pictures (its time series plotted, its image
 	// figures), sent as image content after the text.
 	Images []Media
+	// Replayed: the answer is the first call's with the same request_id.
+	Replayed bool
 }
 
 // PendingApproval is what a human must approve before the turn goes on.
@@ -82,8 +88,9 @@ const (
 
 // AskInput is the ask tool's arguments.
 type AskInput struct {
-	Question string `json:"question" jsonschema:"the question or request, in plain language; on a thread waiting for approval, the answer (yes or no)"`
-	ThreadID string `json:"thread_id,omitempty" jsonschema:"the thread to continue (from an earlier answer); leave it out to start a new conversation"`
+	Question  string `json:"question" jsonschema:"the question or request, in plain language; on a thread waiting for approval, the answer (yes or no)"`
+	ThreadID  string `json:"thread_id,omitempty" jsonschema:"the thread to continue (from an earlier answer); leave it out to start a new conversation"`
+	RequestID string `json:"request_id,omitempty" jsonschema:"optional: a new unique id for this call (a UUID); if the call times out or its connection drops, call again with the same request_id, question and thread_id to get the first call's answer instead of asking (and acting) twice"`
 }
 
 // AskOutput is the ask tool's structured result.
@@ -92,6 +99,9 @@ type AskOutput struct {
 	Status   string           `json:"status"`
 	Answer   string           `json:"answer"`
 	Approval *PendingApproval `json:"approval,omitempty"`
+	// Replayed: this is the answer of an earlier call with the same
+	// request_id; nothing was asked or done again.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // ThreadsOutput is the list_threads tool's structured result.
@@ -127,11 +137,11 @@ func NewHandler(a Asker, cfg HandlerConfig) http.Handler {
 	sdk.AddTool(srv, &sdk.Tool{Name: ToolAsk, Title: "Ask the agent", Description: desc,
 		Annotations: &sdk.ToolAnnotations{Title: "Ask the agent", OpenWorldHint: &openWorld}},
 		func(ctx context.Context, req *sdk.CallToolRequest, in AskInput) (*sdk.CallToolResult, AskOutput, error) {
-			ans, err := a.Ask(ctx, Question{Thread: in.ThreadID, Text: in.Question, Progress: progress(ctx, req)})
+			ans, err := a.Ask(ctx, Question{Thread: in.ThreadID, Text: in.Question, RequestID: in.RequestID, Progress: progress(ctx, req)})
 			if err != nil {
 				return nil, AskOutput{}, err
 			}
-			out := AskOutput{ThreadID: ans.Thread, Status: ans.Status, Answer: ans.Text, Approval: ans.Approval}
+			out := AskOutput{ThreadID: ans.Thread, Status: ans.Status, Answer: ans.Text, Approval: ans.Approval, Replayed: ans.Replayed}
 			text := ans.Text
 			if ans.Approval != nil {
 				text = strings.TrimSpace(text + "\n\n" + fmt.Sprintf("APPROVAL NEEDED: %s\nTo answer, call ask with thread_id %q and the question \"yes\" to proceed or \"no\" to cancel.",

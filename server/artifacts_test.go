@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -294,5 +295,23 @@ func TestMCPAnswerCarriesArtifacts(t *testing.T) {
 	}
 	if len(imgs) != 2 || imgs[0].MIMEType != "image/png" || !strings.HasPrefix(string(imgs[0].Data), "\x89PNG") || string(imgs[1].Data) != string(tinyPNG) {
 		t.Fatalf("%d images", len(imgs))
+	}
+
+	// A call repeated with its request_id, after its run ended, gets the
+	// same answer from the run's record: the text and every figure.
+	args := map[string]any{"question": historyQ, "request_id": "history-1"}
+	first, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: mcp.ToolAsk, Arguments: args})
+	if err != nil || first.IsError {
+		t.Fatalf("ask: %v %+v", err, first)
+	}
+	waitRuns(t, env.testEnv)
+	again, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: mcp.ToolAsk, Arguments: args})
+	if err != nil || again.IsError {
+		t.Fatalf("repeat: %v %+v", err, again)
+	}
+	a, _ := json.Marshal(first.Content)
+	b, _ := json.Marshal(again.Content)
+	if string(a) != string(b) || len(again.Content) != 3 || !strings.Contains(fmt.Sprint(again.StructuredContent), "replayed:true") {
+		t.Fatalf("the repeat's answer differs: %d items, %v\n%.300s\n%.300s", len(again.Content), again.StructuredContent, a, b)
 	}
 }

@@ -43,6 +43,23 @@ func (h *heldRead) capability(t *testing.T) capabilities.Capability {
 	return c
 }
 
+// replicaGrace is the DetachGrace of heldRead.replicas.
+const replicaGrace = time.Second
+
+// replicas serves two replicas over one PostgreSQL store, with agents
+// reading through h and a DetachGrace of replicaGrace.
+func (h *heldRead) replicas(t *testing.T) (a, b *testEnv) {
+	mk := func(st checkpoint.Store) *agent.Agent {
+		a, err := agent.New(agent.Config{Registry: newRegistry(t, h.capability(t)), Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	reps := serveReplicas(t, pgStores(t, 2), mk, func(i int, c *Config) { c.DetachGrace = replicaGrace })
+	return reps[0].env, reps[1].env
+}
+
 // postChat sends a Chat Completions request as an SDK does (an optional
 // Idempotency-Key) under ctx; the error is the client's (ctx ended).
 func postChat(ctx context.Context, env *testEnv, body map[string]any, idem string) (*http.Response, string, error) {
@@ -82,16 +99,7 @@ func TestRepeatedChatOnAnotherReplica(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &heldRead{started: make(chan struct{}, 4), release: make(chan struct{})}
-			mk := func(st checkpoint.Store) *agent.Agent {
-				a, err := agent.New(agent.Config{Registry: newRegistry(t, h.capability(t)), Store: st})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return a
-			}
-			const grace = time.Second
-			reps := serveReplicas(t, pgStores(t, 2), mk, func(i int, c *Config) { c.DetachGrace = grace })
-			a, b := reps[0].env, reps[1].env
+			a, b := h.replicas(t)
 			req := map[string]any{"model": "capgraph", "stream": tc.stream, "messages": []map[string]any{user("What is the beam current right now?")}}
 
 			// The first attempt reaches a, which starts the read; the
@@ -118,7 +126,7 @@ func TestRepeatedChatOnAnotherReplica(t *testing.T) {
 			}()
 			// Past a's DetachGrace with nobody following there: the run
 			// must go on, since the retry follows it on b.
-			time.Sleep(2 * grace)
+			time.Sleep(2 * replicaGrace)
 			close(h.release)
 			r := <-second
 			if r.err != nil || r.resp.StatusCode != http.StatusOK || !strings.Contains(r.body, "377.4") {
@@ -136,5 +144,51 @@ func TestRepeatedChatOnAnotherReplica(t *testing.T) {
 				t.Fatalf("the read ran %d times after the replay, want once", n)
 			}
 		})
+	}
+}
+
+// The same over MCP: a call repeated with its request_id through another
+// replica joins the first call's run, after the first client dropped its
+// connection and past the first replica's DetachGrace, and a repeat after
+// the run ended gets its answer from the record: the read runs once.
+func TestRepeatedMCPCallOnAnotherReplica(t *testing.T) {
+	h := &heldRead{started: make(chan struct{}, 4), release: make(chan struct{})}
+	a, b := h.replicas(t)
+	args := map[string]any{"question": "What is the beam current right now?", "request_id": "0b9e-beam-now"}
+
+	ctx, giveUp := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() { _, err := postMCP(ctx, a, args); first <- err }()
+	select {
+	case <-h.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the read never started")
+	}
+	giveUp()
+	<-first
+	type reply struct {
+		body string
+		err  error
+	}
+	second := make(chan reply, 1)
+	go func() {
+		body, err := postMCP(context.Background(), b, args)
+		second <- reply{body, err}
+	}()
+	time.Sleep(2 * replicaGrace)
+	close(h.release)
+	r := <-second
+	if r.err != nil || !strings.Contains(r.body, "377.4") || !strings.Contains(r.body, `"replayed":true`) {
+		t.Fatalf("repeat on b: %v %s", r.err, r.body)
+	}
+	if n := h.runs.Load(); n != 1 {
+		t.Fatalf("the read ran %d times, want once", n)
+	}
+	body, err := postMCP(context.Background(), a, args)
+	if err != nil || !strings.Contains(body, "377.4") || !strings.Contains(body, `"replayed":true`) {
+		t.Fatalf("repeat on a after the end: %v %s", err, body)
+	}
+	if n := h.runs.Load(); n != 1 {
+		t.Fatalf("the read ran %d times after the repeat, want once", n)
 	}
 }

@@ -267,10 +267,11 @@ type Limits struct {
 	// 1 min; negative: off. An Idempotency-Key header is honoured as long
 	// as the run's record is kept (RunRetention).
 	DuplicateWindow time.Duration
-	// DetachGrace is how long a Chat Completions, Responses or AG-UI run
-	// goes on after its client went away (a timeout, a dropped
+	// DetachGrace is how long a Chat Completions, Responses, AG-UI or MCP
+	// run goes on after its client went away (a timeout, a dropped
 	// connection) before it is canceled, when the request can be
-	// repeated (an Idempotency-Key, an SDK's X-Stainless-Retry-Count), so
+	// repeated (an Idempotency-Key, an SDK's X-Stainless-Retry-Count, an
+	// MCP call's request_id), so
 	// that the client's retry joins it instead of finding it canceled.
 	// Any other client leaving (a stop button) cancels its run at once.
 	// Default 10 s; negative: cancel at once.

@@ -1,16 +1,21 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/mcp"
 	"github.com/capgraph/capgraph/state"
@@ -37,8 +42,14 @@ func newMCPEnv(t *testing.T, opts state.Options) *mcpEnv {
 // newMCPEnvWith is newMCPEnv with mod applied to the server's config.
 func newMCPEnvWith(t *testing.T, opts state.Options, mod func(*Config)) *mcpEnv {
 	t.Helper()
+	return newMCPEnvCaps(t, opts, mod, readBeamCurrent(t))
+}
+
+// newMCPEnvCaps is newMCPEnvWith with caps beside the Q1 plant's.
+func newMCPEnvCaps(t *testing.T, opts state.Options, mod func(*Config), caps ...capabilities.Capability) *mcpEnv {
+	t.Helper()
 	p := &q1Plant{}
-	reg := newRegistry(t, p.capability(t), readBeamCurrent(t))
+	reg := newRegistry(t, append([]capabilities.Capability{p.capability(t)}, caps...)...)
 	store, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "capgraph.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -309,4 +320,187 @@ func TestMCPApproval(t *testing.T) {
 	if w := env.plant.written(); len(w) != 1 {
 		t.Fatalf("written after no: %v", w)
 	}
+}
+
+// A call with a request_id is carried out once: repeated (a client's
+// retry after a timeout), it gets the first call's answer — the same
+// thread, the same approval, the same result — and nothing is asked or
+// written again. The key is the caller's own, and is bound to its
+// question.
+func TestMCPRequestIDAnswersARepeatOnce(t *testing.T) {
+	env := newMCPEnv(t, state.Options{WritesEnabled: true})
+	alice, err := env.client(t, keyAlice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	change := map[string]any{"question": "Set the Q1 current to 105 A", "request_id": "4f1c0a6e-set-q1"}
+	first, firstText, isErr := ask(t, alice, change)
+	if isErr || first.Approval == nil || first.ThreadID == "" || first.Replayed {
+		t.Fatalf("first call: %+v\n%s", first, firstText)
+	}
+	again, againText, isErr := ask(t, alice, change)
+	if isErr || !again.Replayed || again.ThreadID != first.ThreadID || again.Approval == nil || again.Approval.ID != first.Approval.ID || againText != firstText {
+		t.Fatalf("repeat of the first call: %+v\n%s\nfirst: %+v\n%s", again, againText, first, firstText)
+	}
+	if ids := mcpThreads(t, alice); !slices.Equal(ids, []string{first.ThreadID}) {
+		t.Fatalf("a repeat opened another conversation: %v", ids)
+	}
+
+	yes := map[string]any{"question": "yes", "thread_id": first.ThreadID, "request_id": "4f1c0a6e-yes"}
+	done, doneText, isErr := ask(t, alice, yes)
+	if isErr || done.Status != string(agent.RunAnswered) || done.Replayed || !strings.Contains(doneText, "Q1 from 92 → 105 A") {
+		t.Fatalf("yes: %+v\n%s", done, doneText)
+	}
+	for range 3 {
+		again, againText, isErr := ask(t, alice, yes)
+		if isErr || !again.Replayed || again.Status != done.Status || againText != doneText {
+			t.Fatalf("repeat of the yes: %v %+v\n%s", isErr, again, againText)
+		}
+	}
+	if w := env.plant.written(); len(w) != 1 || w[0] != 105 {
+		t.Fatalf("writes %v: the write ran again", w)
+	}
+	recs, err := env.agent.Audit(context.Background(), agent.AuditFilter{Event: agent.AuditApproved})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("approvals audited %d (%v): one was answered", len(recs), err)
+	}
+
+	// The key names one request: another question, or the same one in
+	// another thread, with it is refused, and changes nothing.
+	for _, args := range []map[string]any{
+		{"question": "Set the Q1 current to 110 A", "thread_id": first.ThreadID, "request_id": "4f1c0a6e-yes"},
+		{"question": "yes", "thread_id": "elsewhere", "request_id": "4f1c0a6e-yes"},
+		{"question": "Set the Q1 current to 105 A", "thread_id": first.ThreadID, "request_id": "4f1c0a6e-set-q1"},
+	} {
+		if _, text, isErr := ask(t, alice, args); !isErr || !strings.Contains(text, "request_id") || !strings.Contains(text, "new request_id") {
+			t.Errorf("%v: %v %s", args, isErr, text)
+		}
+	}
+	if ids := mcpThreads(t, alice); !slices.Equal(ids, []string{first.ThreadID}) {
+		t.Fatalf("a refused call opened a conversation: %v", ids)
+	}
+	// Another tenant's key with the same request_id asks for itself.
+	carol, err := env.client(t, keyCarol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, text, isErr := ask(t, carol, change)
+	if isErr || theirs.Replayed || theirs.Approval == nil || theirs.Approval.ID == first.Approval.ID {
+		t.Fatalf("carol's call with alice's request_id: %+v\n%s", theirs, text)
+	}
+
+	// Keys no client should send.
+	for _, id := range []string{strings.Repeat("k", 256), "a\nb", "a\x00b"} {
+		if _, text, isErr := ask(t, alice, map[string]any{"question": "What is the beam current?", "request_id": id}); !isErr || !strings.Contains(text, "request_id") {
+			t.Errorf("request_id %q: %v %s", id, isErr, text)
+		}
+	}
+	if w := env.plant.written(); len(w) != 1 {
+		t.Fatalf("writes %v", w)
+	}
+}
+
+// A client that gives up on a call with a request_id (its timeout) does
+// not stop the run: the repeat of the call gets its answer, and the
+// capability ran once. Without a request_id, leaving stops the run.
+func TestMCPRequestIDOutlivesTheCallersTimeout(t *testing.T) {
+	var calls atomic.Int32
+	gate := make(chan struct{}, 1) // each send lets a capability call go on
+	slow := capabilities.Define(capabilities.Definition{
+		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
+		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
+			Examples: []capabilities.ClassifierExample{{Query: "what is the beam current?", Result: true, Reason: "asks for the beam current"}}},
+		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+			calls.Add(1)
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return capabilities.Output{}, ctx.Err()
+			}
+			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
+		},
+	})
+	env := newMCPEnvCaps(t, state.Options{}, nil, slow)
+	t.Cleanup(func() { close(gate) }) // before the server closes: no call is left waiting
+	alice, err := env.client(t, keyAlice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"question": "What is the beam current?", "request_id": "beam-7"}
+	giveUp := env.callAndGiveUp(t, args, func() bool { return calls.Load() == 1 })
+	giveUp()
+	waitFollowers(t, env.testEnv, 0) // the caller left; the run goes on
+	// The repeat comes while the run still waits in its capability, and
+	// joins it.
+	got := make(chan struct{})
+	var (
+		out  mcp.AskOutput
+		text string
+	)
+	go func() {
+		defer close(got)
+		out, text, _ = ask(t, alice, args)
+	}()
+	waitFollowers(t, env.testEnv, 1)
+	gate <- struct{}{}
+	<-got
+	if out.Status != string(agent.RunAnswered) || !out.Replayed || !strings.Contains(text, "401.5 mA") {
+		t.Fatalf("the repeat: %+v\n%s", out, text)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the capability ran %d times", n)
+	}
+	if ids := mcpThreads(t, alice); len(ids) != 1 {
+		t.Fatalf("threads %v", ids)
+	}
+
+	// Without a request_id the call cannot be repeated: leaving stops
+	// its run at once (the grace is 10 s).
+	giveUp = env.callAndGiveUp(t, map[string]any{"question": "What is the beam current?"}, func() bool { return calls.Load() == 2 })
+	giveUp()
+	waitNoRuns(t, env.srv, 5*time.Second)
+}
+
+// callAndGiveUp calls ask with args as alice in the background until
+// started reports the run under way, and returns the client giving up:
+// its request canceled, its connection dropped, as a timeout drops it.
+func (e *mcpEnv) callAndGiveUp(t *testing.T, args map[string]any, started func() bool) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	left := make(chan string, 1)
+	go func() {
+		body, _ := postMCP(ctx, e.testEnv, args)
+		left <- body
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !started() {
+		if time.Now().After(deadline) {
+			t.Fatal("the run never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return func() {
+		cancel()
+		if got := <-left; strings.Contains(got, "401.5") {
+			t.Fatalf("the call that gave up got an answer: %s", got)
+		}
+	}
+}
+
+// postMCP calls ask with args as alice under ctx, in one plain JSON-RPC
+// request (a stateless server needs no session; the SDK's client cannot
+// drop one call's stream), and returns the response's body.
+func postMCP(ctx context.Context, env *testEnv, args map[string]any) (string, error) {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": mcp.ToolAsk, "arguments": args}})
+	req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/mcp", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/capgraph/capgraph/agent"
@@ -111,58 +112,75 @@ type opened struct {
 // open turns o's request into a run; false when the request has been
 // answered (with the error that refused it).
 func (s *Server) open(o opening) (opened, bool) {
-	fail := func(err error) (opened, bool) {
-		if o.failed == nil || !o.failed(err) {
-			s.writeError(o.w, err)
-		}
-		return opened{}, false
-	}
 	if err := checkIdempotencyKey(o.r); err != nil {
 		s.writeError(o.w, err)
 		return opened{}, false
 	}
-	ctx := o.r.Context()
-	var out opened
-	out.key, out.explicit = idempotencyKey(o.r, o.c, o.scope, o.implicit)
-	if o.lookFirst && out.key != "" {
-		if err := s.releases.wait(ctx, out.key); err != nil {
-			return fail(err)
-		}
-		if rec, err := s.records.GetRunByKey(ctx, out.key); err == nil {
-			rec = s.settledRecord(ctx, rec)
-			if err := sameRequest(rec, o.request); err != nil {
-				s.writeError(o.w, err)
+	key, explicit := idempotencyKey(o.r, o.c, o.scope, o.implicit)
+	out, err := s.openKeyed(o.r.Context(), key, o)
+	if err != nil {
+		var refusal *runRefusal
+		if errors.As(err, &refusal) {
+			if o.failed != nil && o.failed(refusal.err) {
 				return opened{}, false
 			}
-			out.dup, out.earlier = &rec, true
-			return out, true
+			err = refusal.err
 		}
-	}
-	sp, err := o.spec(ctx, out.key)
-	if err != nil {
 		s.writeError(o.w, err)
 		return opened{}, false
 	}
-	if sp == nil {
-		return out, true
+	out.explicit = explicit
+	return out, true
+}
+
+// runRefusal is the refusal of the run itself (its key's release not
+// awaited, its limits, its record), apart from the request's errors: an
+// opening's failed may answer it in the protocol's own way.
+type runRefusal struct{ err error }
+
+func (e *runRefusal) Error() string { return e.err.Error() }
+func (e *runRefusal) Unwrap() error { return e.err }
+
+// openKeyed is open's work once the run's key is known ("" none): the
+// run that key started looked up first (o.lookFirst), what the protocol
+// opens (o.spec), the run recorded and started, and a run the key started
+// first checked to come from the same request. A refusal of the run
+// itself is a *runRefusal. o.w and o.r are not used.
+func (s *Server) openKeyed(ctx context.Context, key string, o opening) (opened, error) {
+	out := opened{key: key}
+	if o.lookFirst && key != "" {
+		if err := s.releases.wait(ctx, key); err != nil {
+			return opened{}, &runRefusal{err}
+		}
+		if rec, err := s.records.GetRunByKey(ctx, key); err == nil {
+			rec = s.settledRecord(ctx, rec)
+			if err := sameRequest(rec, o.request); err != nil {
+				return opened{}, err
+			}
+			out.dup, out.earlier = &rec, true
+			return out, nil
+		}
 	}
-	sp.key = out.key
+	sp, err := o.spec(ctx, key)
+	if err != nil || sp == nil {
+		return out, err
+	}
+	sp.key = key
 	ru, dup, err := s.submit(ctx, *sp)
 	if (err != nil || dup != nil) && o.refused != nil {
 		o.refused()
 	}
 	if err != nil {
-		return fail(err)
+		return opened{}, &runRefusal{err}
 	}
 	if dup != nil {
 		*dup = s.settledRecord(ctx, *dup)
 		if err := sameRequest(*dup, sp.requestDigest()); err != nil {
-			s.writeError(o.w, err)
-			return opened{}, false
+			return opened{}, err
 		}
 	}
 	out.ru, out.dup = ru, dup
-	return out, true
+	return out, nil
 }
 
 // settledRecord is rec once it says how its run ended, when the run has

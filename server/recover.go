@@ -13,6 +13,7 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/mcphttp"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -183,7 +184,8 @@ func (s *Server) recoverRecorded(ctx context.Context, room func() bool) ([]strin
 func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started bool, err error) {
 	c := s.callerOf(rec.Labels)
 	sp := runSpec{c: c, source: rec.Labels[labelSource], clientThread: rec.Labels[labelThread], thread: rec.Thread,
-		id: rec.ID, origin: runs.FromRecord, chat: rec.Labels[labelSource] == "openai", started: rec.Created}
+		id: rec.ID, origin: runs.FromRecord, started: rec.Created,
+		chat: rec.Labels[labelSource] == "openai" || rec.Labels[labelSource] == "mcp" && rec.Key != ""}
 	var in runInput
 	if err := json.Unmarshal(rec.Input, &in); err != nil {
 		return false, s.endRecord(ctx, rec, runstore.Failed, "the server restarted and could not read this run's input")
@@ -398,7 +400,11 @@ func (s *Server) endAnswered(ctx context.Context, rec runstore.Record, chat bool
 	}
 	u := runstore.Update{From: []runstore.Status{runstore.Queued, runstore.Running}, IfOwner: rec.Owner, Status: runstore.Done}
 	if chat && ok {
-		if b, err := json.Marshal(runResult{Content: m.Content}); err == nil {
+		res := runResult{Content: m.Content}
+		if rec.Labels[labelSource] == "mcp" {
+			res = runResult{MCP: &mcphttp.Result{Status: agent.RunAnswered, Text: m.Content}}
+		}
+		if b, err := json.Marshal(res); err == nil {
 			u.Result = b
 		}
 	}

@@ -16,9 +16,11 @@ import (
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
+	"github.com/capgraph/capgraph/server/internal/mcphttp"
 	"github.com/capgraph/capgraph/server/internal/native"
 	lifecycle "github.com/capgraph/capgraph/server/internal/run"
 	"github.com/capgraph/capgraph/server/internal/runs"
+	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
@@ -104,6 +106,8 @@ type runResult struct {
 	Usage     *agent.Usage `json:"usage,omitempty"`
 	// Failure is the error a failed run's request got (a server fault).
 	Failure *runFailure `json:"failure,omitempty"`
+	// MCP is the ask tool's answer, for a call with a request_id.
+	MCP *mcphttp.Result `json:"mcp,omitempty"`
 }
 
 type runFailure struct {
@@ -492,12 +496,18 @@ func isThreadBusy(err error) bool { return errors.Is(err, agent.ErrThreadBusy) }
 // meet across principals.
 func idempotencyKey(r *http.Request, c caller, scope string, implicit string) (key string, explicit bool) {
 	if h := r.Header.Get("Idempotency-Key"); h != "" {
-		return "idem:" + digestHex(ownerKey(c), scope, h), true
+		return explicitKey(c, scope, h), true
 	}
 	if implicit == "" {
 		return "", false
 	}
 	return implicitKeyPrefix + digestHex(ownerKey(c), scope, implicit), false
+}
+
+// explicitKey is the run key of a key the client named (the
+// Idempotency-Key header, an MCP call's request_id): c's own, in scope.
+func explicitKey(c caller, scope, key string) string {
+	return "idem:" + digestHex(ownerKey(c), scope, key)
 }
 
 func digestHex(parts ...string) string {
@@ -512,8 +522,8 @@ func digestHex(parts ...string) string {
 // checkIdempotencyKey refuses a header no client should send.
 func checkIdempotencyKey(r *http.Request) error {
 	h := r.Header.Get("Idempotency-Key")
-	if len(h) > 255 {
-		return badRequest("Idempotency-Key", "is %d characters; at most 255", len(h))
+	if len(h) > turns.MaxKeyLen {
+		return badRequest("Idempotency-Key", "is %d characters; at most %d", len(h), turns.MaxKeyLen)
 	}
 	return nil
 }

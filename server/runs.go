@@ -10,6 +10,7 @@ import (
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/chatanswer"
+	"github.com/capgraph/capgraph/server/internal/mcphttp"
 	"github.com/capgraph/capgraph/server/internal/native"
 	"github.com/capgraph/capgraph/server/internal/runs"
 )
@@ -25,6 +26,9 @@ type run struct {
 	// chat renders the events as the Chat Completions answer the run's
 	// record keeps for repeated requests (nil for other protocols).
 	chat *chatanswer.Renderer
+	// mcp: the record keeps the answer as MCP's ask tool gives it
+	// instead (a call with a request_id).
+	mcp bool
 	// answering is the approval an answer's run carries out, beside the
 	// approvals pending with it (storedAnswer.Beside), for an answer to
 	// one of them that arrives before the run's record is read.
@@ -70,6 +74,7 @@ func (s *Server) reserve(sp runSpec) (*run, error) {
 		r := &run{Run: core, Owner: sp.c}
 		if sp.chat {
 			r.chat = &chatanswer.Renderer{}
+			r.mcp = sp.source == "mcp"
 		}
 		if strings.HasPrefix(sp.key, implicitKeyPrefix) {
 			r.implicitKey = sp.key
@@ -166,6 +171,10 @@ func (o runObserver) Finish(ctx context.Context, status agent.RunStatus, now tim
 func (r *run) recordResult(s *Server, status agent.RunStatus, runErr error, msg string, shutdown bool) *runResult {
 	if r.chat == nil {
 		return nil
+	}
+	if r.mcp {
+		res := mcphttp.ResultOf(r.chat, status, runErr, msg, shutdown)
+		return &runResult{MCP: &res}
 	}
 	if runErr != nil && !chatanswer.Answerable(runErr) {
 		st, _, code, _ := apierror.Status(runErr)

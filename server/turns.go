@@ -31,6 +31,9 @@ func (t serverTurns) Open(o turns.Opening) (turns.Opened, bool) {
 	}
 	opened, ok := t.s.open(op)
 	out := turns.Opened{Dup: opened.dup}
+	if opened.dup != nil {
+		out.DupThread = opened.dup.Labels[labelThread]
+	}
 	if opened.ru != nil {
 		out.Run = opened.ru
 	}
@@ -97,12 +100,42 @@ func (t serverTurns) WaitingApproval(ctx context.Context, thread string) *state.
 	return st.Turn.PendingApproval
 }
 
-func (t serverTurns) Start(ctx context.Context, sp turns.Spec) (turns.Run, error) {
-	ru, _, err := t.s.submit(ctx, protocolSpec(callerFrom(ctx), sp))
-	if err != nil {
-		return nil, err
+func (t serverTurns) Start(ctx context.Context, o turns.Once) (turns.Opened, error) {
+	c := callerFrom(ctx)
+	key, request := "", ""
+	if o.Key != "" {
+		key, request = explicitKey(c, o.Scope, o.Key), digestHex(o.Request...)
 	}
-	return ru, nil
+	op, err := t.s.openKeyed(ctx, key, opening{c: c, lookFirst: key != "", request: request,
+		spec: func(ctx context.Context, _ string) (*runSpec, error) {
+			sp, err := o.Spec(ctx)
+			if err != nil {
+				return nil, err
+			}
+			rs := protocolSpec(c, sp)
+			if key != "" {
+				// The record keeps the answer for a repeat (runResult.MCP),
+				// and names the request as the client sent it.
+				rs.chat, rs.request = true, request
+			}
+			return &rs, nil
+		}})
+	if err != nil {
+		return turns.Opened{}, err
+	}
+	out := turns.Opened{Dup: op.dup}
+	if op.dup != nil {
+		out.DupThread = op.dup.Labels[labelThread]
+	}
+	switch {
+	case op.ru != nil:
+		out.Run = op.ru
+	case op.dup != nil:
+		if ru := t.s.joinable(ctx, c, *op.dup); ru != nil {
+			out.Run = ru
+		}
+	}
+	return out, nil
 }
 
 func (t serverTurns) Threads(ctx context.Context) ([]turns.ThreadSummary, error) {

@@ -2,15 +2,20 @@ package mcphttp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/capgraph/capgraph/agent"
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/mcp"
+	"github.com/capgraph/capgraph/runstore"
+	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/turns"
 	"github.com/google/uuid"
@@ -49,19 +54,41 @@ func Routes(mux *http.ServeMux, d Deps) {
 		// reverse proxy on this machine. The server's own Host check
 		// (checkHost: localhost and server.allowed_hosts) has passed, so
 		// the SDK is not told the listener's address.
-		sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, nil)))
+		ctx := context.WithValue(r.Context(), http.LocalAddrContextKey, nil)
+		sdk.ServeHTTP(w, r.WithContext(context.WithValue(ctx, requestContext{}, r.Context())))
 	}))
 	for _, method := range []string{"GET", "POST", "DELETE"} {
 		mux.HandleFunc(method+" /mcp", h)
 	}
 }
 
+// requestContext is the context key of the HTTP request's context. The
+// SDK runs a stateless server's tool call in a context of its own, which
+// a client dropping the connection does not cancel (before protocol
+// 2026-07-28); a call ends with its request (withRequest).
+type requestContext struct{}
+
+// withRequest is ctx, canceled as well when its HTTP request's context is:
+// the client went away.
+func withRequest(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if rc, ok := ctx.Value(requestContext{}).(context.Context); ok {
+		stop := context.AfterFunc(rc, cancel)
+		return ctx, func() { stop(); cancel() }
+	}
+	return ctx, cancel
+}
+
 // asker implements mcp.Asker over the server's threads and runs.
 type asker struct{ d Deps }
 
 // Ask runs a turn (or answers the thread's pending approval) as the
-// request's caller and waits for it, like a Chat Completions request.
+// request's caller and waits for it, like a Chat Completions request. A
+// call with a request_id the caller sent before starts nothing: it
+// follows that call's run, or gets its answer from the run's record.
 func (m asker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
+	ctx, cancel := withRequest(ctx)
+	defer cancel()
 	t := m.d.Turns
 	if strings.TrimSpace(q.Text) == "" {
 		return mcp.Answer{}, fmt.Errorf("%w: the question is empty", mcp.ErrBadQuestion)
@@ -69,33 +96,57 @@ func (m asker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 	if len(q.Text) > m.d.MaxMessageBytes {
 		return mcp.Answer{}, fmt.Errorf("%w: the question has %d bytes; the limit is %d", mcp.ErrBadQuestion, len(q.Text), m.d.MaxMessageBytes)
 	}
-	if q.Thread == "" {
-		q.Thread = "mcp-" + uuid.NewString()
+	if err := checkRequestID(q.RequestID); err != nil {
+		return mcp.Answer{}, err
 	}
-	if !turns.ValidThreadID(q.Thread) {
-		return mcp.Answer{}, fmt.Errorf("%w: thread_id %s is not a valid thread id: a thread id is %s", mcp.ErrBadQuestion, turns.QuoteForClient(q.Thread), turns.ThreadIDRule)
+	thread := q.Thread
+	if thread == "" {
+		thread = "mcp-" + uuid.NewString()
 	}
-	th, err := t.OpenThread(ctx, q.Thread, "mcp")
+	if !turns.ValidThreadID(thread) {
+		return mcp.Answer{}, fmt.Errorf("%w: thread_id %s is not a valid thread id: a thread id is %s", mcp.ErrBadQuestion, turns.QuoteForClient(thread), turns.ThreadIDRule)
+	}
+	var th turns.Thread
+	op, err := t.Start(ctx, turns.Once{Scope: "mcp", Key: q.RequestID, Request: []string{q.Thread, q.Text},
+		Spec: func(ctx context.Context) (turns.Spec, error) {
+			var err error
+			if th, err = t.OpenThread(ctx, thread, "mcp"); err != nil {
+				return turns.Spec{}, err
+			}
+			sp := turns.Spec{Source: "mcp", ClientThread: th.ID, Thread: th.Internal}
+			if ap := t.WaitingApproval(ctx, th.Internal); ap != nil {
+				// The thread waits for a human: this question is the
+				// answer (a yes proceeds, a no cancels; anything else
+				// decides nothing and the question is asked again).
+				sp.Answer = &agent.Answer{ApprovalID: ap.ID, Text: q.Text, By: t.Who(ctx)}
+				return sp, nil
+			}
+			req, err := t.OpenTurn(ctx, turns.TurnOpening{Field: "text", Input: q.Text, Source: "mcp", ClientThread: th.ID, Thread: th.Internal})
+			if err != nil {
+				return turns.Spec{}, err
+			}
+			sp.Turn = &req
+			return sp, nil
+		}})
+	if errors.Is(err, apierror.ErrKeyReused) {
+		return mcp.Answer{}, fmt.Errorf("%w: request_id %s was sent before with another question or thread; use a new request_id for a new request", mcp.ErrBadQuestion, turns.QuoteForClient(q.RequestID))
+	}
 	if err != nil {
 		return mcp.Answer{}, err
 	}
-	sp := turns.Spec{Source: "mcp", ClientThread: th.ID, Thread: th.Internal}
-	if ap := t.WaitingApproval(ctx, th.Internal); ap != nil {
-		// The thread waits for a human: this question is the answer (a
-		// yes proceeds, a no cancels; anything else decides nothing and
-		// the question is asked again).
-		sp.Answer = &agent.Answer{ApprovalID: ap.ID, Text: q.Text, By: t.Who(ctx)}
-	} else {
-		req, err := t.OpenTurn(ctx, turns.TurnOpening{Field: "text", Input: q.Text, Source: "mcp", ClientThread: th.ID, Thread: th.Internal})
-		if err != nil {
-			return mcp.Answer{}, err
-		}
-		sp.Turn = &req
+	if op.Dup != nil {
+		th = turns.Thread{ID: op.DupThread}
 	}
-	ru, err := t.Start(ctx, sp)
-	if err != nil {
-		return mcp.Answer{}, err
+	if op.Run == nil {
+		return m.replay(th.ID, *op.Dup)
 	}
+	ans, err := m.follow(ctx, th.ID, op.Run, q)
+	ans.Replayed = op.Dup != nil
+	return ans, err
+}
+
+// follow waits for ru, the run of a call, to end and returns its answer.
+func (m asker) follow(ctx context.Context, thread string, ru turns.Run, q mcp.Question) (mcp.Answer, error) {
 	ru.Join()
 	rd := &chatanswer.Renderer{}
 	if !ru.Follow(ctx, 0, m.d.Heartbeat, nil, func(ev agent.Event) {
@@ -105,32 +156,101 @@ func (m asker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 			}
 		}
 	}, nil) {
-		ru.Leave(false) // the client went away (no repeat can join a run without a key): the run stops now
+		// The client went away. A call it can repeat (a request_id) leaves
+		// the run a grace period for the repeat to join; any other stops
+		// it now.
+		ru.Leave(q.RequestID != "")
 		return mcp.Answer{}, ctx.Err()
 	}
 	status, runErr, shutdown := ru.Result()
+	return m.answer(thread, ResultOf(rd, status, runErr, m.d.Turns.PublicMessage(runErr), shutdown))
+}
+
+// replay answers a repeated call from the record of its first call's run,
+// which has ended (or runs where this process cannot follow it).
+func (m asker) replay(thread string, rec runstore.Record) (mcp.Answer, error) {
+	if !rec.Status.Terminal() {
+		return mcp.Answer{}, fmt.Errorf("the first call with this request_id (run %s) is still going on; call again shortly for its answer", rec.ID)
+	}
+	var kept struct {
+		MCP *Result `json:"mcp"` // server.runResult's
+	}
+	if json.Unmarshal(rec.Result, &kept) != nil || kept.MCP == nil {
+		// A run recovered after a crash, whose record kept no answer.
+		return mcp.Answer{Thread: thread, Status: string(rec.Status), Replayed: true,
+			Text: fmt.Sprintf("This request was carried out before (run %s, %s); its answer is in thread %s.", rec.ID, rec.Status, thread)}, nil
+	}
+	ans, err := m.answer(thread, *kept.MCP)
+	ans.Replayed = true
+	return ans, err
+}
+
+// answer is the ask tool's answer of res.
+func (m asker) answer(thread string, res Result) (mcp.Answer, error) {
+	if res.Error != "" {
+		if res.BadQuestion {
+			return mcp.Answer{}, fmt.Errorf("%w: %s", mcp.ErrBadQuestion, res.Error)
+		}
+		return mcp.Answer{}, errors.New(res.Error)
+	}
+	ans := mcp.Answer{Thread: thread, Text: res.Text, Status: string(res.Status), Approval: res.Approval}
+	ans.Text, ans.Images = m.d.Artifacts(ans.Text, res.Artifacts)
+	ans.Text += res.EndNote
+	return ans, nil
+}
+
+// Result is the ask tool's answer of a run that ended, before its
+// artifacts are added. The record of a run a call with a request_id
+// started keeps it (server's runResult.MCP), so a repeat of the call gets
+// the same answer.
+type Result struct {
+	Status    agent.RunStatus         `json:"status,omitempty"`
+	Text      string                  `json:"text,omitempty"`
+	EndNote   string                  `json:"end_note,omitempty"`
+	Approval  *mcp.PendingApproval    `json:"approval,omitempty"`
+	Artifacts []capabilities.Artifact `json:"artifacts,omitempty"`
+	// Error is the tool error the call got instead (BadQuestion: the
+	// question was at fault).
+	Error       string `json:"error,omitempty"`
+	BadQuestion bool   `json:"bad_question,omitempty"`
+}
+
+// ResultOf is the answer of a run that ended with status and runErr
+// (public: the client's message of runErr), rendered by rd.
+func ResultOf(rd *chatanswer.Renderer, status agent.RunStatus, runErr error, public string, shutdown bool) Result {
 	if ae, ok := errors.AsType[*agent.ApprovalError](runErr); ok && errors.Is(ae, agent.ErrApprovalUnclear) && ae.Approval != nil {
-		return mcp.Answer{Thread: th.ID, Status: string(agent.RunInterrupted),
+		return Result{Status: agent.RunInterrupted,
 			Text:     fmt.Sprintf("The answer %q is neither a yes nor a no, so nothing was decided: the approval is still waiting.\n\n%s\n\nReply \"yes\" to proceed or \"no\" to cancel.", ae.Answer, ae.Approval.Summary),
-			Approval: &mcp.PendingApproval{ID: ae.Approval.ID, Summary: ae.Approval.Summary}}, nil
+			Approval: &mcp.PendingApproval{ID: ae.Approval.ID, Summary: ae.Approval.Summary}}
 	}
 	if runErr != nil && !chatanswer.Answerable(runErr) {
 		if errors.Is(runErr, agent.ErrApprovalAnswered) {
-			return mcp.Answer{}, fmt.Errorf("%w: this approval was answered already", mcp.ErrBadQuestion)
+			return Result{Error: "this approval was answered already", BadQuestion: true}
 		}
-		return mcp.Answer{}, errors.New("the run failed: " + t.PublicMessage(runErr))
+		return Result{Error: "the run failed: " + public}
 	}
 	text := rd.Content.String()
 	if runErr != nil {
-		text = chatanswer.Join(text, t.PublicMessage(runErr)) // a FATAL failure or the time limit: an answer
+		text = chatanswer.Join(text, public) // a FATAL failure or the time limit: an answer
 	}
-	ans := mcp.Answer{Thread: th.ID, Text: strings.TrimSpace(text), Status: string(status)}
-	ans.Text, ans.Images = m.d.Artifacts(ans.Text, rd.Artifacts)
+	res := Result{Status: status, Text: strings.TrimSpace(text), Artifacts: rd.Artifacts, EndNote: chatanswer.EndNote(status, shutdown)}
 	if rd.Approval != nil && rd.Status == agent.RunInterrupted {
-		ans.Approval = &mcp.PendingApproval{ID: rd.Approval.ID, Summary: rd.Approval.Summary}
+		res.Approval = &mcp.PendingApproval{ID: rd.Approval.ID, Summary: rd.Approval.Summary}
 	}
-	ans.Text += chatanswer.EndNote(status, shutdown)
-	return ans, nil
+	return res
+}
+
+// checkRequestID refuses a request_id no client should send.
+func checkRequestID(id string) error {
+	if len(id) > turns.MaxKeyLen {
+		return fmt.Errorf("%w: request_id has %d bytes; at most %d", mcp.ErrBadQuestion, len(id), turns.MaxKeyLen)
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return fmt.Errorf("%w: request_id %s holds a control character or invalid UTF-8", mcp.ErrBadQuestion, turns.QuoteForClient(id))
+		}
+	}
+	return nil
 }
 
 // Threads lists the caller's threads.

@@ -40,9 +40,14 @@ type Turns interface {
 	// WaitingApproval is the approval the internal thread waits for: nil
 	// when it waits for none (or its state cannot be read).
 	WaitingApproval(ctx context.Context, thread string) *state.Approval
-	// Start records and starts the run sp asks for, without an
-	// idempotency key (a protocol whose requests are not repeated: MCP).
-	Start(ctx context.Context, sp Spec) (Run, error)
+	// Start records and starts the run o asks for, for a protocol whose
+	// requests carry no HTTP headers of their own (MCP): o.Key, the
+	// client's key in the request, makes it idempotent. A repeat (the
+	// same key and request) starts nothing: it gets the run its key
+	// started (Opened.Dup), and that run to follow while it goes on, here
+	// or on another replica (Opened.Run); a key first sent with another
+	// request is refused (apierror.ErrKeyReused).
+	Start(ctx context.Context, o Once) (Opened, error)
 	// Threads is the caller's threads with their status, newest first:
 	// the first page (Config.MaxPageSize).
 	Threads(ctx context.Context) ([]ThreadSummary, error)
@@ -108,6 +113,27 @@ type Spec struct {
 	Beside []string
 }
 
+// Once is a run a protocol asks for through Turns.Start.
+type Once struct {
+	// Scope names the protocol the key is good for.
+	Scope string
+	// Key is the client's key of the request ("" none; at most MaxKeyLen
+	// bytes): for as long as its run's record is kept, a repeat with the
+	// same key is answered by that run instead of starting another.
+	Key string
+	// Request is what the request asks, as the client sent it (before
+	// anything is opened): a key sent again with another request is
+	// refused.
+	Request []string
+	// Spec opens what the run needs (the thread, the turn or the
+	// approval's answer) and returns it; it is not called for a repeat.
+	Spec func(ctx context.Context) (Spec, error)
+}
+
+// MaxKeyLen is the longest idempotency key a client may send (the
+// Idempotency-Key header's limit too).
+const MaxKeyLen = 255
+
 // Opening is how a request becomes a run (the server's open): the
 // Idempotency-Key checked and the run's key made, what the protocol opens
 // for the run (Spec: nil and no error when the protocol answers without a
@@ -135,4 +161,6 @@ type Opening struct {
 type Opened struct {
 	Run Run
 	Dup *runstore.Record
+	// DupThread is the client's id of Dup's thread.
+	DupThread string
 }
