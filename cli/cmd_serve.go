@@ -83,7 +83,7 @@ func cmdServe(ctx context.Context, c *cmdEnv, args []string) error {
 			c.serveFacts = append(c.serveFacts, fact{"traces", "exported over OTLP (telemetry.traces, OTEL_*)"})
 		}
 	}
-	sched, err := c.rt.Scheduler(ctx, logger)
+	sched, err := c.rt.Scheduler(ctx, logger, srv)
 	if err != nil {
 		ln.Close()
 		return err

@@ -2,6 +2,9 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,4 +108,71 @@ func TestServeStartsTheSchedules(t *testing.T) {
 		t.Fatalf("serve exited %d: %s", code, stderr.String())
 	}
 	mustContain(t, "banner", stdout.String(), "schedules:", "1 (list them: capgraph schedules)")
+}
+
+// Under serve a schedule's runs are the server's, its principal's: the
+// ops key finds the run's thread in its list and its answered run; another
+// key sees nothing of it.
+func TestServeRunsSchedulesAsTheirPrincipal(t *testing.T) {
+	h := controlRoom(t)
+	h.env["CAPGRAPH_API_KEYS"] = "ops=0123456789abcdef-ops,guest=0123456789abcdef-guest"
+	h.writeConfig("capgraph.yaml", `store: memory
+schedules:
+  every_minute:
+    cron: "* * * * *"
+    input: What is the beam current?
+    principal: ops
+`)
+	sv := startServe(h, h.app, "--addr", "127.0.0.1:0")
+	defer sv.stop()
+	sv.waitFor(t, &sv.out, "web page:", "serve did not start")
+	m := pageLine.FindStringSubmatch(sv.out.String())
+	if m == nil {
+		t.Fatalf("no web page line: %s", sv.out.String())
+	}
+	get := func(path, key string) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, m[1]+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	// The minute's due time runs at once (it is less than CatchUp late).
+	var threads struct {
+		Threads []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"threads"`
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := json.Unmarshal([]byte(get("/api/threads", "0123456789abcdef-ops")), &threads); err != nil {
+			t.Fatal(err)
+		}
+		if len(threads.Threads) == 1 && threads.Threads[0].Status == "answered" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ops never saw the scheduled run answered: %+v", threads)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	th := threads.Threads[0].ID
+	if !strings.HasPrefix(th, "schedule-every_minute-") {
+		t.Fatalf("thread %q", th)
+	}
+	if st := get("/api/threads/"+th+"/state", "0123456789abcdef-ops"); !strings.Contains(st, "What is the beam current?") || !strings.Contains(st, "SR:DCCT:CURRENT") {
+		t.Fatalf("the scheduled turn's state: %.600s", st)
+	}
+	if got := get("/api/threads", "0123456789abcdef-guest"); strings.Contains(got, "schedule-") {
+		t.Fatalf("another key lists the scheduled thread: %s", got)
+	}
 }

@@ -566,6 +566,13 @@ type Schedule struct {
 	Writes bool `yaml:"writes"`
 	// WebhookURL, when set, receives the run's outcome as a JSON POST.
 	WebhookURL string `yaml:"webhook_url"`
+	// Principal names the API key (server.api_keys or CAPGRAPH_API_KEYS)
+	// the runs belong to under capgraph serve: its holder lists their
+	// threads, follows them and answers their approvals. Empty: the
+	// keyless caller of a server without keys, else nobody's.
+	Principal string `yaml:"principal"`
+	// Tenant is the tenant of Principal; empty: "default".
+	Tenant string `yaml:"tenant"`
 }
 
 // Trigger is one webhook trigger (docs/triggers.md).

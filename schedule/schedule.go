@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"slices"
 	"strings"
@@ -76,6 +77,11 @@ type Schedule struct {
 	Writes bool
 	// WebhookURL, when set, receives each run's Result as a JSON POST.
 	WebhookURL string
+	// Principal and Tenant name the API key the runs belong to when they
+	// run as a server's (Config.RunFor): its holder lists their threads,
+	// follows the runs and answers their approvals. Empty: the keyless
+	// caller on a server without keys, else nobody's key.
+	Principal, Tenant string
 }
 
 // ThreadOf is the thread of the run due at due.
@@ -96,8 +102,14 @@ type Store interface {
 // Config configures a Scheduler.
 type Config struct {
 	Schedules []Schedule
-	// Runner runs the turns (the agent).
+	// Runner runs the turns (the agent), unless RunFor is set.
 	Runner agent.Runner
+	// RunFor, when set, runs each turn instead of Runner, as a run of a
+	// server owned by the schedule's Principal (capgraph serve:
+	// server.Server.RunFor), so a write that waits for an approval can be
+	// answered with that key, on the page or the API. Its stream is
+	// agent.Runner's Run's.
+	RunFor func(ctx context.Context, s Schedule, req agent.TurnRequest) iter.Seq2[agent.Event, error]
 	// Store claims due times and keeps the records; shared by every
 	// replica, so each due time runs once across them.
 	Store Store
@@ -137,8 +149,8 @@ type Scheduler struct {
 
 // New checks cfg and returns its scheduler.
 func New(cfg Config) (*Scheduler, error) {
-	if cfg.Runner == nil || cfg.Store == nil {
-		return nil, errors.New("schedule: Config.Runner and Config.Store are required")
+	if cfg.Runner == nil && cfg.RunFor == nil || cfg.Store == nil {
+		return nil, errors.New("schedule: Config.Runner (or RunFor) and Config.Store are required")
 	}
 	if cfg.Owner == "" {
 		return nil, errors.New("schedule: Config.Owner is required (it names this replica in the claims)")
@@ -319,7 +331,15 @@ func (s *Scheduler) runTurn(ctx context.Context, sc Schedule, r *Result) {
 		status agent.RunStatus
 		runErr error
 	)
-	for ev, err := range s.cfg.Runner.Run(ctx, req) {
+	run := func(ctx context.Context, req agent.TurnRequest) iter.Seq2[agent.Event, error] {
+		return s.cfg.Runner.Run(ctx, req)
+	}
+	if s.cfg.RunFor != nil {
+		run = func(ctx context.Context, req agent.TurnRequest) iter.Seq2[agent.Event, error] {
+			return s.cfg.RunFor(ctx, sc, req)
+		}
+	}
+	for ev, err := range run(ctx, req) {
 		if err != nil {
 			runErr = err
 			continue

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"iter"
 	"net/http"
 	"slices"
 
@@ -36,9 +37,13 @@ type Owner struct {
 // and started; the run goes on without the caller.
 type StartFunc func(ctx context.Context, owner Owner, req agent.TurnRequest) (runID string, err error)
 
-// sourceStarted is the source (thread metadata, run label) of a run
-// started through a StartFunc.
-const sourceStarted = "trigger"
+// The sources (thread metadata, run label) of runs started without a
+// client's request: through a StartFunc (a trigger's), and by RunFor (a
+// schedule's).
+const (
+	sourceStarted   = "trigger"
+	sourceScheduled = "schedule"
+)
 
 // startError is a StartFunc's error with the HTTP status a request
 // refused for the same reason gets (a trigger answers with it).
@@ -60,21 +65,62 @@ func (e startError) StatusCode() int {
 
 // startFor is the server's StartFunc; its errors have a StatusCode.
 func (s *Server) startFor(ctx context.Context, o Owner, req agent.TurnRequest) (string, error) {
-	id, err := s.startOwned(ctx, o, req)
+	r, err := s.startOwned(ctx, o, req, sourceStarted)
 	if err != nil {
 		return "", startError{err}
 	}
-	return id, nil
+	return r.ID, nil
 }
 
-func (s *Server) startOwned(ctx context.Context, o Owner, req agent.TurnRequest) (string, error) {
+// RunFor runs a turn for owner as a StartFunc starts it (a run of the
+// server, owner's: listed, streamed, its approvals answered with owner's
+// key; the thread's client id is req.Thread) and streams its events until
+// it ends, as agent.Runner's Run does: the last event is EventDone, paired
+// with the run's error if it failed. The run is the server's: when ctx
+// ends first, the stream ends with ctx's error and the run goes on.
+// Package schedule runs a schedule's turns so under capgraph serve.
+func (s *Server) RunFor(ctx context.Context, owner Owner, req agent.TurnRequest) iter.Seq2[agent.Event, error] {
+	return func(yield func(agent.Event, error) bool) {
+		r, err := s.startOwned(ctx, owner, req, sourceScheduled)
+		if err != nil {
+			yield(agent.Event{}, err)
+			return
+		}
+		var (
+			done    *agent.Event
+			stopped bool
+		)
+		followed := r.Follow(ctx, 0, s.cfg.Heartbeat, nil, func(ev agent.Event) {
+			switch {
+			case stopped:
+			case ev.Type == agent.EventDone:
+				done = &ev // paired with the run's error below
+			default:
+				stopped = !yield(ev, nil)
+			}
+		}, nil)
+		switch {
+		case stopped:
+		case !followed:
+			yield(agent.Event{}, ctx.Err())
+		case done != nil:
+			_, runErr, _ := r.Result()
+			yield(*done, runErr)
+		default:
+			_, runErr, _ := r.Result()
+			yield(agent.Event{}, cmp.Or(runErr, errors.New("the run ended without an end")))
+		}
+	}
+}
+
+func (s *Server) startOwned(ctx context.Context, o Owner, req agent.TurnRequest, source string) (*run, error) {
 	c, err := s.ownerCaller(o, req.By)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	th, _, err := s.openThread(ctx, c, req.Thread, sourceStarted, nil)
+	th, _, err := s.openThread(ctx, c, req.Thread, source, nil)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	extra := map[string]string{}
 	for k, v := range req.Metadata {
@@ -82,20 +128,17 @@ func (s *Server) startOwned(ctx context.Context, o Owner, req agent.TurnRequest)
 			extra[k] = v
 		}
 	}
-	treq, err := s.openTurn(c, turns.TurnOpening{Field: "input", Input: req.Input, Options: req.Options, Source: sourceStarted,
+	treq, err := s.openTurn(c, turns.TurnOpening{Field: "input", Input: req.Input, Options: req.Options, Source: source,
 		ClientThread: th.ID, Thread: th.Internal, ClientMeta: th.Metadata, ExtraMeta: extra,
 		Allowed: req.AllowedCapabilities, By: req.By})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	ru, dup, err := s.submit(ctx, runSpec{c: c, source: sourceStarted, clientThread: th.ID, thread: th.Internal, kind: kindTurn, turn: &treq})
-	if err != nil {
-		return "", err
+	ru, _, err := s.submit(ctx, runSpec{c: c, source: source, clientThread: th.ID, thread: th.Internal, kind: kindTurn, turn: &treq})
+	if err == nil && ru == nil {
+		err = errors.New("no run was started") // only a key finds another's run, and there is none
 	}
-	if dup != nil {
-		return dup.ID, nil // no key is given, so this is not expected; the run is the recorded one
-	}
-	return ru.ID, nil
+	return ru, err
 }
 
 // reservedTurnMeta are the metadata keys the server writes itself.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -308,8 +309,10 @@ func (r *Runtime) Agent(ctx context.Context) (*agent.Agent, error) {
 }
 
 // Scheduler is the scheduler of the file's schedules over the runtime's
-// agent and store, logging to logger; nil when the file has none.
-func (r *Runtime) Scheduler(ctx context.Context, logger logging.Logger) (*schedule.Scheduler, error) {
+// agent and store, logging to logger; nil when the file has none. With
+// srv, the runs are srv's (server.Server.RunFor), each schedule's
+// principal's: its key lists their threads and answers their approvals.
+func (r *Runtime) Scheduler(ctx context.Context, logger logging.Logger, srv *server.Server) (*schedule.Scheduler, error) {
 	if len(r.cfg.Schedules) == 0 {
 		return nil, nil
 	}
@@ -333,7 +336,13 @@ func (r *Runtime) Scheduler(ctx context.Context, logger logging.Logger) (*schedu
 	if !ok {
 		return nil, fmt.Errorf("the store keeps no leases or records, which schedules need")
 	}
-	return schedule.New(schedule.Config{Schedules: schedules, Runner: a, Store: ss, Owner: a.LeaseOwner(), Logger: logger})
+	cfg := schedule.Config{Schedules: schedules, Runner: a, Store: ss, Owner: a.LeaseOwner(), Logger: logger}
+	if srv != nil {
+		cfg.RunFor = func(ctx context.Context, s schedule.Schedule, req agent.TurnRequest) iter.Seq2[agent.Event, error] {
+			return srv.RunFor(ctx, server.Owner{Tenant: s.Tenant, Principal: s.Principal}, req)
+		}
+	}
+	return schedule.New(cfg)
 }
 
 // agentCloseWait bounds how long Close waits for the agent's runs to stop
@@ -382,6 +391,9 @@ func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (serv
 			sc.Evaluations = evaluations{log}
 		}
 	}
+	if err := checkOwners(r.cfg, sc.Principals); err != nil {
+		return sc, err
+	}
 	if len(r.cfg.Triggers) > 0 {
 		reg, err := r.Registry(ctx)
 		if err != nil {
@@ -389,9 +401,6 @@ func (r *Runtime) ServerConfig(ctx context.Context, logger logging.Logger) (serv
 		}
 		triggers, err := Triggers(r.cfg, reg, r.opts.Getenv)
 		if err != nil {
-			return sc, err
-		}
-		if err := checkTriggerOwners(r.cfg, triggers, sc.Principals); err != nil {
 			return sc, err
 		}
 		// The server starts the runs (server.Config.Triggers gives it the
@@ -485,8 +494,8 @@ func (r *Runtime) Check(ctx context.Context) []config.Problem {
 	}
 	sc, err := ServerConfig(cfg, runner, r.opts.Getenv(EnvAPIKeys), logging.Nop())
 	add(err)
-	if triggers, terr := Triggers(cfg, nil, r.opts.Getenv); terr == nil && err == nil {
-		add(checkTriggerOwners(cfg, triggers, sc.Principals))
+	if err == nil {
+		add(checkOwners(cfg, sc.Principals))
 	}
 	if _, ok := runner.(noRunner); ok {
 		sc.Runs = memory.New() // the stand-in keeps no run records
@@ -699,23 +708,28 @@ func (s *serverStarter) Start(ctx context.Context, owner trigger.Owner, req agen
 	return s.fn(ctx, server.Owner{Tenant: owner.Tenant, Principal: owner.Principal}, req)
 }
 
-// checkTriggerOwners reports a trigger whose principal names no API key
-// (its calls would all fail), and one naming a principal while the
-// server has no keys.
-func checkTriggerOwners(cfg *config.Config, triggers []trigger.Trigger, keys []server.Principal) error {
+// checkOwners reports a trigger or schedule whose principal names no API
+// key (its runs would all fail).
+func checkOwners(cfg *config.Config, keys []server.Principal) error {
 	var problems []config.Problem
-	for _, t := range triggers {
-		o := t.Owner
+	check := func(key string, o server.Owner) {
 		if o.Principal == "" {
-			continue
+			return
 		}
 		tenant := cmp.Or(o.Tenant, "default")
 		if slices.ContainsFunc(keys, func(p server.Principal) bool { return p.Name == o.Principal && cmp.Or(p.Tenant, "default") == tenant }) {
-			continue
+			return
 		}
-		key := "triggers." + t.Name + ".principal"
 		problems = append(problems, config.Problem{Line: cfg.Line(key), Key: key,
 			Problem: fmt.Sprintf("no API key named %q in tenant %q (server.api_keys or %s name the keys)", o.Principal, tenant, EnvAPIKeys)})
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Triggers)) {
+		t := cfg.Triggers[name]
+		check("triggers."+name+".principal", server.Owner{Tenant: t.Tenant, Principal: t.Principal})
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Schedules)) {
+		sc := cfg.Schedules[name]
+		check("schedules."+name+".principal", server.Owner{Tenant: sc.Tenant, Principal: sc.Principal})
 	}
 	if len(problems) > 0 {
 		return &config.Error{File: cfg.Source(), Problems: problems}

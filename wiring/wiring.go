@@ -408,7 +408,7 @@ func Schedules(cfg *config.Config, reg *capabilities.Registry) ([]schedule.Sched
 			continue
 		}
 		s := schedule.Schedule{Name: name, When: when, Input: c.Input, KeepThread: c.Thread == config.ScheduleThreadKeep,
-			Writes: c.Writes, WebhookURL: c.WebhookURL}
+			Writes: c.Writes, WebhookURL: c.WebhookURL, Principal: c.Principal, Tenant: c.Tenant}
 		if len(c.AllowedCapabilities) > 0 {
 			s.AllowedCapabilities = append([]string(nil), c.AllowedCapabilities...)
 		}

@@ -1,0 +1,78 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/state"
+)
+
+// A turn run for an owner (a schedule's, under capgraph serve) is one of
+// the server's runs, the owner's: its stream is an agent run's, the owner
+// finds the thread in its list and answers the write's approval with its
+// key — the write runs once — and no other key sees or answers it.
+func TestRunForIsTheOwnersRun(t *testing.T) {
+	env := newMCPEnv(t, state.Options{WritesEnabled: true})
+	ctx := context.Background()
+	req := agent.TurnRequest{Thread: "schedule-q1_morning", Input: "Set the Q1 current to 105 A", By: "schedule:q1_morning",
+		Metadata: map[string]string{"schedule": "q1_morning"}}
+	var (
+		types []agent.EventType
+		last  agent.Event
+	)
+	for ev, err := range env.srv.RunFor(ctx, Owner{Tenant: "lab", Principal: "alice"}, req) {
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		types, last = append(types, ev.Type), ev
+	}
+	if last.Type != agent.EventDone || last.Status != agent.RunInterrupted || types[0] != agent.EventRunStart {
+		t.Fatalf("events %v, last %+v", types, last)
+	}
+	resp, body := env.do(t, "GET", "/api/threads", keyAlice, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"id":"schedule-q1_morning"`) || !strings.Contains(string(body), `"status":"interrupted"`) {
+		t.Fatalf("alice's threads: %d %s", resp.StatusCode, body)
+	}
+	resp, body = env.do(t, "GET", "/api/threads/schedule-q1_morning/state", keyAlice, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "set Q1 to 105 A") {
+		t.Fatalf("state: %d %s", resp.StatusCode, body)
+	}
+	st, _, err := env.agent.State(ctx, internalThreadID(caller{Principal: Principal{Name: "alice", Tenant: "lab"}}, "schedule-q1_morning"))
+	if err != nil || st.Turn.PendingApproval == nil {
+		t.Fatalf("pending approval: %v %+v", err, st.Turn.PendingApproval)
+	}
+	ap := st.Turn.PendingApproval.ID
+
+	// Bob (the same tenant, another key) neither lists nor answers it.
+	if _, body := env.do(t, "GET", "/api/threads", keyBob, nil); strings.Contains(string(body), "schedule-q1_morning") {
+		t.Fatalf("bob lists it: %s", body)
+	}
+	if resp, body := env.do(t, "POST", "/api/threads/schedule-q1_morning/approval", keyBob, map[string]any{"approval_id": ap, "approved": true}); resp.StatusCode < 400 {
+		t.Fatalf("bob answered: %d %s", resp.StatusCode, body)
+	}
+	if w := env.plant.written(); len(w) != 0 {
+		t.Fatalf("written before alice answered: %v", w)
+	}
+	resp, body = env.do(t, "POST", "/api/threads/schedule-q1_morning/approval", keyAlice, map[string]any{"approval_id": ap, "approved": true, "stream": true})
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"status":"answered"`) {
+		t.Fatalf("alice's answer: %d %s", resp.StatusCode, body)
+	}
+	if w := env.plant.written(); len(w) != 1 || w[0] != 105 {
+		t.Fatalf("writes %v", w)
+	}
+	recs, err := env.agent.Audit(ctx, agent.AuditFilter{Event: agent.AuditApproved})
+	if err != nil || len(recs) != 1 || recs[0].ApprovedBy != "alice" {
+		t.Fatalf("audit %+v %v", recs, err)
+	}
+
+	// An owner no key names is refused before anything runs.
+	for _, err := range env.srv.RunFor(ctx, Owner{Tenant: "lab", Principal: "mallory"}, agent.TurnRequest{Thread: "schedule-x", Input: "What is the beam current?"}) {
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "mallory") {
+			t.Fatalf("an unknown owner: %v", err)
+		}
+	}
+}
