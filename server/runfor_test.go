@@ -68,6 +68,16 @@ func TestRunForIsTheOwnersRun(t *testing.T) {
 		t.Fatalf("audit %+v %v", recs, err)
 	}
 
+	// A consumer that stops reading stops only its stream: the run is
+	// the server's and ends as it would.
+	for range env.srv.RunFor(ctx, Owner{Tenant: "lab", Principal: "alice"}, agent.TurnRequest{Thread: "schedule-beam", Input: "What is the beam current?"}) {
+		break
+	}
+	waitRuns(t, env.testEnv)
+	if _, status, err := env.agent.State(ctx, internalThreadID(caller{Principal: Principal{Name: "alice", Tenant: "lab"}}, "schedule-beam")); err != nil || status != agent.RunAnswered {
+		t.Fatalf("the run left by its consumer: %v %v", status, err)
+	}
+
 	// An owner no key names is refused before anything runs.
 	for _, err := range env.srv.RunFor(ctx, Owner{Tenant: "lab", Principal: "mallory"}, agent.TurnRequest{Thread: "schedule-x", Input: "What is the beam current?"}) {
 		var ce *ConfigError

@@ -90,13 +90,17 @@ func (s *Server) RunFor(ctx context.Context, owner Owner, req agent.TurnRequest)
 			done    *agent.Event
 			stopped bool
 		)
-		followed := r.Follow(ctx, 0, s.cfg.Heartbeat, nil, func(ev agent.Event) {
+		fctx, stop := context.WithCancel(ctx)
+		defer stop()
+		followed := r.Follow(fctx, 0, s.cfg.Heartbeat, nil, func(ev agent.Event) {
 			switch {
 			case stopped:
 			case ev.Type == agent.EventDone:
 				done = &ev // paired with the run's error below
 			default:
-				stopped = !yield(ev, nil)
+				if stopped = !yield(ev, nil); stopped {
+					stop() // the consumer is done; the run goes on
+				}
 			}
 		}, nil)
 		switch {
