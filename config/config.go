@@ -243,6 +243,10 @@ type Approval struct {
 	// with nothing done (default: the agent's, 1h). Nil when the file
 	// leaves it out; 0 means approvals never expire.
 	ExpiresAfter *Duration `yaml:"expires_after"`
+	// MCPAnswers lets an MCP client answer an approval through capgraph
+	// serve's ask tool, whose words the client's model writes (default
+	// false: a person answers on the page or through the API).
+	MCPAnswers bool `yaml:"mcp_answers"`
 }
 
 // ControlSystem holds the control-system safety switches.

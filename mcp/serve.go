@@ -78,6 +78,10 @@ type HandlerConfig struct {
 	// Examples are questions the agent answers well, shown in the ask
 	// tool's description.
 	Examples []string
+	// AnswersApprovals: a pending approval is answered by the next ask on
+	// its thread. Otherwise a person answers it elsewhere (Answer.Text says
+	// where), and the tools say so.
+	AnswersApprovals bool
 }
 
 // The tools of the MCP server.
@@ -120,16 +124,22 @@ func NewHandler(a Asker, cfg HandlerConfig) http.Handler {
 	if name == "" {
 		name = "capgraph"
 	}
+	approvals := "When an answer asks for an approval, show it to the user: they approve or reject it themselves, on the " + name + " page or through its API; it cannot be answered through this tool."
+	howToAnswer := "If the agent needs a human's approval before it acts, the result says so, what it would do and where the user answers it; " +
+		"show it to the user. It is not answered through this tool."
+	if cfg.AnswersApprovals {
+		approvals = "When an answer asks for an approval, show it to the user and call ask again on that thread with their answer (yes or no)."
+		howToAnswer = "If the agent needs a human's approval before it acts, the result says so and what it would do; " +
+			"call ask again with that thread_id and the user's answer (yes to proceed, no to cancel) as the question. Never answer an approval yourself."
+	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: version()}, &sdk.ServerOptions{
 		Instructions: "Use the ask tool to ask the " + name + " agent a question in plain language. " +
-			"Keep its thread_id to ask follow-up questions in the same conversation. When an answer asks for an approval, " +
-			"show it to the user and call ask again on that thread with their answer (yes or no).",
+			"Keep its thread_id to ask follow-up questions in the same conversation. " + approvals,
 		Capabilities: &sdk.ServerCapabilities{},
 	})
 	desc := "Ask the " + name + " agent a question or give it a request, in plain language, and get its answer. " +
 		"The answer includes a thread_id: pass it again to continue the conversation (follow-ups reuse what earlier turns found). " +
-		"If the agent needs a human's approval before it acts, the result says so and what it would do; " +
-		"call ask again with that thread_id and the user's answer (yes to proceed, no to cancel) as the question. Never answer an approval yourself."
+		howToAnswer
 	if len(cfg.Examples) > 0 {
 		desc += " Example questions: " + strings.Join(quote(cfg.Examples), ", ") + "."
 	}
@@ -144,8 +154,12 @@ func NewHandler(a Asker, cfg HandlerConfig) http.Handler {
 			out := AskOutput{ThreadID: ans.Thread, Status: ans.Status, Answer: ans.Text, Approval: ans.Approval, Replayed: ans.Replayed}
 			text := ans.Text
 			if ans.Approval != nil {
-				text = strings.TrimSpace(text + "\n\n" + fmt.Sprintf("APPROVAL NEEDED: %s\nTo answer, call ask with thread_id %q and the question \"yes\" to proceed or \"no\" to cancel.",
-					ans.Approval.Summary, ans.Thread))
+				how := fmt.Sprintf("The user approves or rejects it on the %s page (the conversation %s in its thread list) or with the API (POST /api/threads/%s/approval); it is not answered through this tool.",
+					name, ans.Thread, ans.Thread)
+				if cfg.AnswersApprovals {
+					how = fmt.Sprintf("To answer, call ask with thread_id %q and the question \"yes\" to proceed or \"no\" to cancel.", ans.Thread)
+				}
+				text = strings.TrimSpace(text + "\n\nAPPROVAL NEEDED: " + ans.Approval.Summary + "\n" + how)
 			}
 			content := []sdk.Content{&sdk.TextContent{Text: text}}
 			for _, img := range ans.Images {

@@ -150,6 +150,13 @@ type Config struct {
 	// following it under the same run id. Default 5 s; negative: every
 	// wait is waited in place.
 	ParkAfter time.Duration
+	// MCPAnswersApprovals lets an MCP client answer a pending approval
+	// through the ask tool. Off by default: an MCP client's model writes
+	// the tool's arguments, so a "yes" there is a model's reading of the
+	// person, not the person's answer; the ask result says where a human
+	// answers it (the page, the native API) instead. Turn it on for
+	// clients that show every tool call to the person before it is sent.
+	MCPAnswersApprovals bool
 	// ApprovalTTL is how long a Chat Completions approval token stays valid
 	// when the approval carries no expiry of its own (the agent's approval
 	// expiry wins when set). Default 30 min.

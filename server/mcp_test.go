@@ -266,10 +266,70 @@ func TestMCPTenantsAreSeparate(t *testing.T) {
 	}
 }
 
-// An approval surfaces as a tool result asking for the answer; the next ask
-// on the thread answers it. Another tenant cannot answer it.
-func TestMCPApproval(t *testing.T) {
+// answersOverMCP lets the ask tool answer approvals.
+func answersOverMCP(c *Config) { c.MCPAnswersApprovals = true }
+
+// By default an MCP client does not answer an approval: the words of a
+// tool call are its model's. The result names the approval and where a
+// person answers it; a "yes" through the tool runs nothing and is not
+// read; the person's answer through the API carries the write out once.
+// The tools say so.
+func TestMCPApprovalIsAPersonsByDefault(t *testing.T) {
 	env := newMCPEnv(t, state.Options{WritesEnabled: true})
+	alice, err := env.client(t, keyAlice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tl, err := range alice.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tl.Name == mcp.ToolAsk && (strings.Contains(tl.Description, "yes to proceed") || !strings.Contains(tl.Description, "not answered through this tool")) {
+			t.Errorf("ask's description invites an answer: %s", tl.Description)
+		}
+	}
+	out, text, _ := ask(t, alice, map[string]any{"question": "Set the Q1 current to 105 A", "thread_id": "q1"})
+	if out.Approval == nil || !strings.Contains(text, "APPROVAL NEEDED: set Q1 to 105 A") || !strings.Contains(text, "/api/threads/q1/approval") ||
+		strings.Contains(text, `"yes"`) {
+		t.Fatalf("%+v\n%s", out, text)
+	}
+	for _, yes := range []string{"yes", "Yes, go ahead", "approve"} {
+		again, text, isErr := ask(t, alice, map[string]any{"question": yes, "thread_id": "q1", "request_id": "yes-" + yes})
+		if isErr || again.Approval == nil || again.Approval.ID != out.Approval.ID || again.Status != string(agent.RunInterrupted) ||
+			!strings.Contains(text, "waits for a person's approval") {
+			t.Fatalf("%q through MCP: %v %+v\n%s", yes, isErr, again, text)
+		}
+	}
+	if w := env.plant.written(); len(w) != 0 {
+		t.Fatalf("written on an MCP client's yes: %v", w)
+	}
+	recs, err := env.agent.Audit(context.Background(), agent.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Event == agent.AuditApproved || r.Event == agent.AuditRejected {
+			t.Fatalf("decided through MCP: %+v", r)
+		}
+	}
+	resp, body := env.do(t, "POST", "/api/threads/q1/approval", keyAlice, map[string]any{"approval_id": out.Approval.ID, "approved": true, "stream": true})
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"status":"answered"`) {
+		t.Fatalf("alice's answer through the API: %d %s", resp.StatusCode, body)
+	}
+	if w := env.plant.written(); len(w) != 1 || w[0] != 105 {
+		t.Fatalf("writes %v", w)
+	}
+	// The thread goes on over MCP once nothing waits.
+	if out, text, _ := ask(t, alice, map[string]any{"question": "What is the beam current?", "thread_id": "q1"}); out.Status != string(agent.RunAnswered) || !strings.Contains(text, "401.5 mA") {
+		t.Fatalf("after the approval: %+v\n%s", out, text)
+	}
+}
+
+// With approval.mcp_answers on, an approval surfaces as a tool result
+// asking for the answer; the next ask on the thread answers it. Another
+// tenant cannot answer it.
+func TestMCPApproval(t *testing.T) {
+	env := newMCPEnvWith(t, state.Options{WritesEnabled: true}, answersOverMCP)
 	alice, err := env.client(t, keyAlice)
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +388,7 @@ func TestMCPApproval(t *testing.T) {
 // written again. The key is the caller's own, and is bound to its
 // question.
 func TestMCPRequestIDAnswersARepeatOnce(t *testing.T) {
-	env := newMCPEnv(t, state.Options{WritesEnabled: true})
+	env := newMCPEnvWith(t, state.Options{WritesEnabled: true}, answersOverMCP)
 	alice, err := env.client(t, keyAlice)
 	if err != nil {
 		t.Fatal(err)

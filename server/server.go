@@ -125,7 +125,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("POST /api/triggers/{name}", s.cfg.Triggers(s.startFor))
 	}
 	mcphttp.Routes(mux, mcphttp.Deps{Turns: serverTurns{s}, Auth: oa, Examples: s.cfg.Examples, MaxMessageBytes: s.cfg.MaxMessageBytes,
-		Heartbeat: s.cfg.Heartbeat, Artifacts: s.artifacts.ForMCP})
+		Heartbeat: s.cfg.Heartbeat, Artifacts: s.artifacts.ForMCP, AnswerApprovals: s.cfg.MCPAnswersApprovals})
 	s.artifacts.Register(mux, oa)
 	if !s.cfg.DisableWebPage {
 		s.pageRoutes(mux)

@@ -273,6 +273,7 @@ func ServerConfig(cfg *config.Config, runner agent.Runner, envKeys string, logge
 	if cfg.Server.ArtifactSecret != "" {
 		sc.ArtifactSecret = []byte(cfg.Server.ArtifactSecret)
 	}
+	sc.MCPAnswersApprovals = cfg.Approval.MCPAnswers
 	page, err := pageConfig(cfg)
 	if err != nil {
 		return sc, err

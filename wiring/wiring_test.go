@@ -204,12 +204,14 @@ func TestServerConfigFromFile(t *testing.T) {
     run_timeout: 45s
 approval:
   expires_after: 2h
+  mcp_answers: true
 `)
 	sc, err := wiring.ServerConfig(cfg, nil, "ci=fedcba9876543210fedc", logging.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sc.Addr != "127.0.0.1:9999" || sc.MaxBodyBytes != 2048 || sc.MaxConcurrentRuns != 7 || sc.MaxTotalRuns != 7 || sc.TurnTimeout != 45*time.Second || sc.ApprovalTTL != 2*time.Hour ||
+		!sc.MCPAnswersApprovals ||
 		sc.RequestsPerMinute != 30 || sc.StatusFrames != server.StatusFramesOff ||
 		len(sc.CORSOrigins) != 1 || len(sc.FrameAncestors) != 1 {
 		t.Errorf("%+v", sc)

@@ -18,6 +18,7 @@ import (
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/chatanswer"
 	"github.com/capgraph/capgraph/server/internal/turns"
+	"github.com/capgraph/capgraph/state"
 	"github.com/google/uuid"
 )
 
@@ -40,6 +41,10 @@ type Deps struct {
 	// Artifacts adds a turn's artifacts to its answer's text, and returns
 	// their images.
 	Artifacts func(text string, arts []capabilities.Artifact) (string, []mcp.Media)
+	// AnswerApprovals: the next ask on a thread waiting for an approval
+	// answers it (server.Config.MCPAnswersApprovals). Otherwise the ask is
+	// told that the approval waits for a person, and nothing runs.
+	AnswerApprovals bool
 }
 
 // Routes registers /mcp behind d.Auth. GET and DELETE are answered too
@@ -47,7 +52,7 @@ type Deps struct {
 // is no session stream. Every error is a JSON-RPC error object
 // (rpcErrors).
 func Routes(mux *http.ServeMux, d Deps) {
-	sdk := mcp.NewHandler(asker{d}, mcp.HandlerConfig{Examples: d.Examples})
+	sdk := mcp.NewHandler(asker{d}, mcp.HandlerConfig{Examples: d.Examples, AnswersApprovals: d.AnswerApprovals})
 	h := rpcErrors(d.Auth(func(w http.ResponseWriter, r *http.Request) {
 		// The SDK refuses, on a loopback listener, every Host but
 		// localhost (its DNS-rebinding guard), which would lock out a
@@ -115,6 +120,9 @@ func (m asker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 			}
 			sp := turns.Spec{Source: "mcp", ClientThread: th.ID, Thread: th.Internal}
 			if ap := t.WaitingApproval(ctx, th.Internal); ap != nil {
+				if !m.d.AnswerApprovals {
+					return turns.Spec{}, waitingHuman{ap}
+				}
 				// The thread waits for a human: this question is the
 				// answer (a yes proceeds, a no cancels; anything else
 				// decides nothing and the question is asked again).
@@ -128,6 +136,12 @@ func (m asker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 			sp.Turn = &req
 			return sp, nil
 		}})
+	if wh, ok := errors.AsType[waitingHuman](err); ok {
+		// Nothing ran: the approval waits for a person, elsewhere.
+		return mcp.Answer{Thread: th.ID, Status: string(agent.RunInterrupted), Approval: &mcp.PendingApproval{ID: wh.ap.ID, Summary: wh.ap.Summary},
+			Text: "This conversation waits for a person's approval, which this tool does not give: nothing was done, and your message was not read as an answer. " +
+				"Show the request to the user."}, nil
+	}
 	if errors.Is(err, apierror.ErrKeyReused) {
 		return mcp.Answer{}, fmt.Errorf("%w: request_id %s was sent before with another question or thread; use a new request_id for a new request", mcp.ErrBadQuestion, turns.QuoteForClient(q.RequestID))
 	}
@@ -239,6 +253,12 @@ func ResultOf(rd *chatanswer.Renderer, status agent.RunStatus, runErr error, pub
 	}
 	return res
 }
+
+// waitingHuman is a thread's pending approval, which an ask may not
+// answer (Deps.AnswerApprovals off).
+type waitingHuman struct{ ap *state.Approval }
+
+func (w waitingHuman) Error() string { return "the approval waits for a person" }
 
 // checkRequestID refuses a request_id no client should send.
 func checkRequestID(id string) error {
