@@ -91,6 +91,21 @@ func allowedSet(s state.State) (map[string]bool, bool) {
 	return set, true
 }
 
+// allowedList is the allowed set of the thread's turn as a request names
+// it: nil when there is no restriction.
+func allowedList(s state.State) []string {
+	set, restricted := allowedSet(s)
+	if !restricted {
+		return nil
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func alwaysAllowed(name string) bool {
 	return name == state.NodeRespond || name == state.NodeClarify
 }

@@ -217,3 +217,43 @@ func denials(o outcome) []agent.Event {
 	}
 	return out
 }
+
+// A fork made for a caller limited to some capabilities (the server forks
+// with the key's) stays limited when it is replayed: Replay runs the
+// fork's turn with the fork's allowed set, and ReplayConversation each turn
+// with its request's — never the unlimited set of a request without one.
+func TestReplayKeepsTheAllowedCapabilities(t *testing.T) {
+	ctx := context.Background()
+	w := writeWorld()
+	w.approval = nil
+	a := mustAgent(t, withOptions(w.config(t), state.Options{WritesEnabled: true, ApprovalMode: state.ApprovalModeDisabled}))
+	if o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: "set the voltage"}); o.err != nil || w.caps["read_a"].count() != 1 {
+		t.Fatalf("the original turn: %v, read_a ran %d times", o.err, w.caps["read_a"].count())
+	}
+	limited := []string{"write_x"} // the plan's read_a is not allowed
+	if _, err := a.Fork(ctx, agent.ForkRequest{Thread: "t", NewThread: "f", Input: "set the voltage", AllowedCapabilities: limited}); err != nil {
+		t.Fatal(err)
+	}
+	var o outcome
+	for ev, err := range a.Replay(ctx, "f", "bob") {
+		o.events = append(o.events, ev)
+		if err != nil {
+			o.err = err
+		}
+	}
+	if m := o.message(); o.err != nil || m == nil || !strings.Contains(m.Content, "not allowed") || w.caps["read_a"].count() != 1 {
+		t.Fatalf("replay: %v %+v; read_a ran %d times in all, want once (the original's)", o.err, m, w.caps["read_a"].count())
+	}
+	_, seq, err := a.ReplayConversation(ctx, agent.ForkRequest{Thread: "t", NewThread: "g", AllowedCapabilities: limited}, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := w.caps["read_a"].count(); n != 1 {
+		t.Fatalf("read_a ran %d times after the conversation's replay, want once (the original's)", n)
+	}
+}

@@ -29,7 +29,9 @@ func (a *Agent) Replay(ctx context.Context, thread, by string) iter.Seq2[Event, 
 		var run iter.Seq2[Event, error]
 		switch {
 		case s.Metadata[MetaForkInput] != "":
-			run = a.Run(ctx, TurnRequest{Thread: thread, Input: s.Metadata[MetaForkInput], By: by, Metadata: ownerOf(s.Metadata)})
+			// The fork's allowed set, which a request without one would lift.
+			run = a.Run(ctx, TurnRequest{Thread: thread, Input: s.Metadata[MetaForkInput], By: by, Metadata: ownerOf(s.Metadata),
+				AllowedCapabilities: allowedList(s)})
 		case status == RunCanceled || status == RunFailed:
 			run = a.Resume(ctx, thread, Answer{By: by})
 		default:
@@ -67,7 +69,7 @@ func (a *Agent) ReplayConversation(ctx context.Context, req ForkRequest, by stri
 	seq := func(yield func(Event, error) bool) {
 		for i, in := range inputs {
 			var last Event
-			for ev, err := range a.Run(ctx, TurnRequest{Thread: f.Thread, Input: in, By: by, Metadata: req.Metadata}) {
+			for ev, err := range a.Run(ctx, TurnRequest{Thread: f.Thread, Input: in, By: by, Metadata: req.Metadata, AllowedCapabilities: req.AllowedCapabilities}) {
 				last = ev
 				if !yield(ev, err) || err != nil {
 					return
