@@ -34,6 +34,8 @@ import (
 const (
 	aliceKey = "sk-alice-0123456789"
 	bobKey   = "sk-bob-0123456789"
+	// readerKey may only find and read channels.
+	readerKey = "sk-reader-0123456789"
 )
 
 // timeTravelSite is the server over the control room with its two
@@ -90,6 +92,7 @@ func newTimeTravelSiteWith(t *testing.T, mod func(*agent.Config)) *timeTravelSit
 	srv, err := server.New(server.Config{Runner: a, Heartbeat: time.Hour, Auth: server.Auth{Principals: []server.Principal{
 		{Name: "alice", KeySHA256: server.HashKey(aliceKey), Tenant: "lab"},
 		{Name: "bob", KeySHA256: server.HashKey(bobKey), Tenant: "lab"},
+		{Name: "reader", KeySHA256: server.HashKey(readerKey), Tenant: "lab", AllowedCapabilities: []string{"channel_finding", "channel_read"}},
 	}}})
 	if err != nil {
 		t.Fatal(err)
@@ -407,5 +410,30 @@ func TestChatNamesTheTarget(t *testing.T) {
 	}
 	if s.q1On(capabilities.TargetLive) != 105 || s.q1On(capabilities.TargetSimulator) == 105 {
 		t.Fatal("the chat's write went to the wrong plant")
+	}
+}
+
+// A key that may only read cannot write by way of a rehearsal: its fork of
+// a change request, replayed, is refused the write as the request was —
+// no approval asked, the simulator untouched.
+func TestReplayStaysWithinTheKeysCapabilities(t *testing.T) {
+	s := newTimeTravelSite(t)
+	sim := s.q1On(capabilities.TargetSimulator)
+	ask := "Set the BTS Q1 quadrupole current to 107 A"
+	s.do("POST", "/api/threads", readerKey, map[string]any{"id": "mine"})
+	if status, body := s.do("POST", "/api/threads/mine/runs", readerKey, map[string]any{"input": ask, "stream": true}); status != http.StatusOK ||
+		!strings.Contains(string(body), "not allowed") || strings.Contains(string(body), "approval_required") {
+		t.Fatalf("the reader's change request: %d %s", status, body)
+	}
+	if status, body := s.do("POST", "/api/threads/mine/fork", readerKey, map[string]any{"id": "rehearsal", "input": ask}); status != http.StatusCreated {
+		t.Fatalf("fork: %d %s", status, body)
+	}
+	status, body := s.do("POST", "/api/threads/rehearsal/replay", readerKey, map[string]any{})
+	var rr replayReply
+	if status != http.StatusOK || json.Unmarshal(body, &rr) != nil || rr.Approval != nil || rr.Status != string(agent.RunAnswered) {
+		t.Fatalf("the reader's replay: %d %s", status, body)
+	}
+	if got := s.q1On(capabilities.TargetSimulator); got != sim {
+		t.Fatalf("the simulator's Q1 went from %g to %g", sim, got)
 	}
 }
