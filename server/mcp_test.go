@@ -18,6 +18,7 @@ import (
 	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/mcp"
+	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/state"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -563,4 +564,37 @@ func postMCP(ctx context.Context, env *testEnv, args map[string]any) (string, er
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// A repeated call whose run a restart ended keeps no answer in its record:
+// the repeat says the run failed, with the record's reason, or that the
+// request was carried out and where its answer is — and runs nothing.
+func TestMCPRequestIDOfARunTheRestartEnded(t *testing.T) {
+	env := newMCPEnv(t, state.Options{})
+	alice, err := env.client(t, keyAlice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := caller{Principal: Principal{Name: "alice", Tenant: "lab"}}
+	ctx := context.Background()
+	for _, rec := range []runstore.Record{
+		{ID: "run-ended-failed", Key: explicitKey(c, "mcp", "cut-1"), Status: runstore.Failed, Error: "the run failed before the server restarted"},
+		{ID: "run-ended-done", Key: explicitKey(c, "mcp", "cut-2"), Status: runstore.Done},
+	} {
+		rec.Thread, rec.Labels = "t-internal", map[string]string{labelThread: "shift"}
+		if _, created, err := env.srv.records.CreateRun(ctx, rec); err != nil || !created {
+			t.Fatalf("%v %v", created, err)
+		}
+	}
+	_, text, isErr := ask(t, alice, map[string]any{"question": "What is the beam current?", "request_id": "cut-1"})
+	if !isErr || !strings.Contains(text, "failed before the server restarted") {
+		t.Fatalf("cut-1: %v %s", isErr, text)
+	}
+	out, text, isErr := ask(t, alice, map[string]any{"question": "What is the beam current?", "request_id": "cut-2"})
+	if isErr || !out.Replayed || out.ThreadID != "shift" || !strings.Contains(text, "carried out before (run run-ended-done") {
+		t.Fatalf("cut-2: %v %+v %s", isErr, out, text)
+	}
+	if ids := mcpThreads(t, alice); len(ids) != 0 {
+		t.Fatalf("a repeat ran: threads %v", ids)
+	}
 }

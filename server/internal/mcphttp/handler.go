@@ -190,9 +190,12 @@ func (m asker) replay(thread string, rec runstore.Record) (mcp.Answer, error) {
 		MCP *Result `json:"mcp"` // server.runResult's
 	}
 	if json.Unmarshal(rec.Result, &kept) != nil || kept.MCP == nil {
-		// A run recovered after a crash, whose record kept no answer.
-		return mcp.Answer{Thread: thread, Status: string(rec.Status), Replayed: true,
-			Text: fmt.Sprintf("This request was carried out before (run %s, %s); its answer is in thread %s.", rec.ID, rec.Status, thread)}, nil
+		// A run a restart ended, whose record kept no answer.
+		if rec.Error != "" {
+			return mcp.Answer{}, errors.New("the run failed: " + rec.Error)
+		}
+		return mcp.Answer{Thread: thread, Replayed: true,
+			Text: fmt.Sprintf("This request was carried out before (run %s, %s); its answer is in the conversation %s.", rec.ID, rec.Status, thread)}, nil
 	}
 	ans, err := m.answer(thread, *kept.MCP)
 	ans.Replayed = true
