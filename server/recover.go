@@ -268,6 +268,11 @@ func (s *Server) recoveredWork(ctx context.Context, rec runstore.Record, in runI
 		t := in.Turn
 		sp.kind, sp.turn = kindTurn, &agent.TurnRequest{Thread: rec.Thread, Input: t.Input, Options: t.Options, MayRaise: t.MayRaise,
 			By: t.By, Metadata: t.Metadata, AllowedCapabilities: t.AllowedCapabilities}
+	case in.Kind == kindReplay && st.Metadata[agent.MetaForkInput] != "":
+		// The fork's edited message never began (its turn's first
+		// checkpoint clears it, and is durable before any side effect):
+		// the replay runs.
+		sp.kind = kindReplay
 	case in.Kind == kindAnswer && in.Answer != nil && status == agent.RunCanceled && s.behindCanceled(ctx, rec):
 		// Queued behind a run that was canceled on request: the turn
 		// stopped there, and this answer does not start it again.

@@ -65,6 +65,7 @@ const (
 	kindTurn   runKind = "turn"   // agent.Run with a new message
 	kindAnswer runKind = "answer" // agent.Resume with an approval's answer
 	kindResume runKind = "resume" // agent.Resume of a cut run (recovery)
+	kindReplay runKind = "replay" // TimeTraveler.Replay of a fork (POST /api/threads/{id}/replay)
 )
 
 // runInput is a run record's Input: everything needed to start it again.
@@ -168,6 +169,11 @@ func (sp runSpec) fn(s *Server) func(ctx context.Context) iter.Seq2[agent.Event,
 		ans := *sp.answer
 		return func(ctx context.Context) iter.Seq2[agent.Event, error] {
 			return s.carryOut(ctx, sp.thread, ans)
+		}
+	case sp.kind == kindReplay:
+		if tt := s.timeTraveler(); tt != nil {
+			by := callerName(sp.c)
+			return func(ctx context.Context) iter.Seq2[agent.Event, error] { return tt.Replay(ctx, sp.thread, by) }
 		}
 	}
 	return func(ctx context.Context) iter.Seq2[agent.Event, error] {

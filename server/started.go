@@ -86,6 +86,20 @@ func (s *Server) RunFor(ctx context.Context, owner Owner, req agent.TurnRequest)
 			yield(agent.Event{}, err)
 			return
 		}
+		s.runEvents(ctx, r, false)(yield)
+	}
+}
+
+// runEvents streams r's events as agent.Runner's Run does: the last is
+// EventDone, paired with the run's error if it failed. When ctx ends
+// first the stream ends with ctx's error; a joined stream (join) then
+// cancels the run, as a client leaving its request does, else the run
+// goes on. A consumer that stops reading stops only the stream.
+func (s *Server) runEvents(ctx context.Context, r *run, join bool) iter.Seq2[agent.Event, error] {
+	return func(yield func(agent.Event, error) bool) {
+		if join {
+			r.Join()
+		}
 		var (
 			done    *agent.Event
 			stopped bool
@@ -99,10 +113,13 @@ func (s *Server) RunFor(ctx context.Context, owner Owner, req agent.TurnRequest)
 				done = &ev // paired with the run's error below
 			default:
 				if stopped = !yield(ev, nil); stopped {
-					stop() // the consumer is done; the run goes on
+					stop() // the consumer is done
 				}
 			}
 		}, nil)
+		if join && !followed {
+			r.Leave(false)
+		}
 		switch {
 		case stopped:
 		case !followed:
@@ -115,6 +132,16 @@ func (s *Server) RunFor(ctx context.Context, owner Owner, req agent.TurnRequest)
 			yield(agent.Event{}, cmp.Or(runErr, errors.New("the run ended without an end")))
 		}
 	}
+}
+
+// startRun records and starts sp's run (without a key, so it is always a
+// new one).
+func (s *Server) startRun(ctx context.Context, sp runSpec) (*run, error) {
+	ru, _, err := s.submit(ctx, sp)
+	if err == nil && ru == nil {
+		err = errors.New("no run was started") // only a key finds another's run, and there is none
+	}
+	return ru, err
 }
 
 func (s *Server) startOwned(ctx context.Context, o Owner, req agent.TurnRequest, source string) (*run, error) {
@@ -138,11 +165,7 @@ func (s *Server) startOwned(ctx context.Context, o Owner, req agent.TurnRequest,
 	if err != nil {
 		return nil, err
 	}
-	ru, _, err := s.submit(ctx, runSpec{c: c, source: source, clientThread: th.ID, thread: th.Internal, kind: kindTurn, turn: &treq})
-	if err == nil && ru == nil {
-		err = errors.New("no run was started") // only a key finds another's run, and there is none
-	}
-	return ru, err
+	return s.startRun(ctx, runSpec{c: c, source: source, clientThread: th.ID, thread: th.Internal, kind: kindTurn, turn: &treq})
 }
 
 // reservedTurnMeta are the metadata keys the server writes itself.

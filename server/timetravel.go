@@ -34,14 +34,22 @@ func (a timeTravelAgent) Replay(ctx context.Context, thread, by string) func(yie
 	return a.Agent.Replay(ctx, thread, by)
 }
 
+// timeTraveler is the Runner's time travel, or nil.
+func (s *Server) timeTraveler() TimeTraveler {
+	switch a := s.cfg.Runner.(type) {
+	case *agent.Agent:
+		return timeTravelAgent{a}
+	case TimeTraveler:
+		return a
+	}
+	return nil
+}
+
 // timeTravel is the Runner's time travel as the native API's routes use
 // it, or nil (they answer 404).
 func (s *Server) timeTravel() native.TimeTravel {
-	switch a := s.cfg.Runner.(type) {
-	case *agent.Agent:
-		return serverTimeTravel{s, timeTravelAgent{a}}
-	case TimeTraveler:
-		return serverTimeTravel{s, a}
+	if tt := s.timeTraveler(); tt != nil {
+		return serverTimeTravel{s, tt}
 	}
 	return nil
 }
@@ -109,13 +117,17 @@ func forkTitle(t string) string {
 	return t
 }
 
-// Replay replays a fork's turn as the caller, refused while a run goes on
-// on the thread.
+// Replay replays a fork's turn as the caller: one of the server's runs,
+// recorded before it starts (a restart resumes it), counted against the
+// caller's run limits, refused while another run goes on on the thread,
+// and canceled when the caller leaves before it ends. Its events are the
+// run's.
 func (t serverTimeTravel) Replay(ctx context.Context, th native.Thread) (func(yield func(agent.Event, error) bool), error) {
-	if _, busy := t.s.runs.ActiveOn(th.Internal); busy {
-		return nil, &apierror.RequestError{Kind: apierror.ErrRunInProgress, Message: "a run is in progress on this thread"}
+	r, err := t.s.startRun(ctx, runSpec{c: callerFrom(ctx), source: "native", clientThread: th.ID, thread: th.Internal, kind: kindReplay})
+	if err != nil {
+		return nil, err
 	}
-	return t.tt.Replay(ctx, th.Internal, callerName(callerFrom(ctx))), nil
+	return t.s.runEvents(ctx, r, true), nil
 }
 
 func (t serverTimeTravel) Compare(ctx context.Context, left, right native.Thread) (agent.Comparison, error) {

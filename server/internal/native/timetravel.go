@@ -1,6 +1,7 @@
 package native
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 
@@ -65,7 +66,9 @@ type forkResponse struct {
 // and the approval it waits for (answered as any other, POST
 // /api/threads/{thread}/approval).
 type replayResponse struct {
-	Thread   string          `json:"thread"`
+	Thread string `json:"thread"`
+	// Run is the replay's run (GET /api/threads/{thread}/runs/{run}).
+	Run      string          `json:"run_id,omitempty"`
 	Status   string          `json:"status"`
 	Message  *state.Message  `json:"message,omitempty"`
 	Approval *state.Approval `json:"approval,omitempty"`
@@ -166,6 +169,7 @@ func (h handlers) replayFork(w http.ResponseWriter, r *http.Request) {
 			h.Threads.WriteError(w, err)
 			return
 		}
+		out.Run = cmp.Or(out.Run, ev.RunID)
 		switch ev.Type {
 		case agent.EventMessage:
 			out.Message = ev.Message
