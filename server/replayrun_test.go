@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/capabilities"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/native"
 )
@@ -31,7 +33,10 @@ func TestReplayIsARecordedRun(t *testing.T) {
 			t.Fatalf("fork %s: %d %s", id, resp.StatusCode, body)
 		}
 	}
-	resp, body := first.do(t, "POST", "/api/threads/rehearsal/replay", keyAlice, map[string]any{})
+	if resp, body := first.do(t, "POST", "/api/threads/rehearsal/replay", keyAlice, map[string]any{"strem": true}); resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "strem") {
+		t.Fatalf("a replay with a field it does not take: %d %s", resp.StatusCode, body)
+	}
+	resp, body := first.do(t, "POST", "/api/threads/rehearsal/replay", keyAlice, nil)
 	var rr struct {
 		Run    string `json:"run_id"`
 		Status string `json:"status"`
@@ -78,4 +83,71 @@ func TestReplayIsARecordedRun(t *testing.T) {
 	if st2, _, _ := second.srv.cfg.Runner.State(context.Background(), again.Thread); st2.Turn.Number != st.Turn.Number {
 		t.Fatalf("the fork ran again: turn %d → %d", st.Turn.Number, st2.Turn.Number)
 	}
+}
+
+// While a replay runs it is the thread's run and counts against the key's
+// run limits: a second replay of the fork is refused (409), another run of
+// the key past its limit too (429); its client leaving cancels it.
+func TestReplayHoldsTheThreadAndTheKeysLimit(t *testing.T) {
+	var hold atomic.Bool
+	entered := make(chan struct{}, 4)
+	read := capabilities.Define(capabilities.Definition{
+		Name: "read_beam_current", Description: "Read the beam current of the storage ring", Provides: []string{"BEAM_CURRENT"},
+		ClassifierGuide: &capabilities.ClassifierGuide{Instructions: "Use for questions about the beam current.",
+			Examples: []capabilities.ClassifierExample{{Query: "what is the beam current?", Result: true, Reason: "asks for the beam current"}}},
+		Run: func(ctx context.Context, st capabilities.Step) (capabilities.Output, error) {
+			if hold.Load() {
+				entered <- struct{}{}
+				<-ctx.Done()
+				return capabilities.Output{}, ctx.Err()
+			}
+			return capabilities.Result("BEAM_CURRENT", 401.5, "beam current is 401.5 mA"), nil
+		},
+	})
+	a, err := agent.New(agent.Config{Registry: newRegistry(t, read)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	env := newTestEnv(t, func(c *Config) { c.Runner, c.MaxConcurrentRuns = a, 1 })
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "beam"})
+	if resp, body := env.do(t, "POST", "/api/threads/beam/runs", keyAlice, map[string]any{"input": "What is the beam current?", "stream": true}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if resp, body := env.do(t, "POST", "/api/threads/beam/fork", keyAlice, map[string]any{"id": "rehearsal", "input": "What is the beam current now?"}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("fork: %d %s", resp.StatusCode, body)
+	}
+	hold.Store(true)
+	ctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	replayed := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/api/threads/rehearsal/replay", strings.NewReader("{}"))
+		req.Header.Set("Authorization", "Bearer "+keyAlice)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			replayed <- 0
+			return
+		}
+		resp.Body.Close()
+		replayed <- resp.StatusCode
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the replay never reached its read")
+	}
+	if resp, body := env.do(t, "POST", "/api/threads/rehearsal/replay", keyAlice, map[string]any{}); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("a second replay of the fork: %d %s", resp.StatusCode, body)
+	}
+	env.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "other"})
+	if resp, body := env.do(t, "POST", "/api/threads/other/runs", keyAlice, map[string]any{"input": "What is the beam current?"}); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a run past the key's limit beside the replay: %d %s", resp.StatusCode, body)
+	}
+	leave()
+	if code := <-replayed; code != 0 {
+		t.Fatalf("the replay answered %d after its client left", code)
+	}
+	waitNoRuns(t, env.srv, 5*time.Second)
 }

@@ -1,6 +1,7 @@
 package native
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"net/http"
@@ -156,6 +157,17 @@ func (h handlers) replayFork(w http.ResponseWriter, r *http.Request) {
 	}
 	th, ok := h.thread(w, r)
 	if !ok {
+		return
+	}
+	// The body takes no fields, and may be left out. Read to its end, it
+	// also lets the server notice a client that leaves (the replay stops).
+	b, err := reqbody.Read(r)
+	if err == nil && len(bytes.TrimSpace(b)) > 0 {
+		var none struct{}
+		err = reqbody.Unmarshal(b, &none, true)
+	}
+	if err != nil {
+		h.Threads.WriteError(w, err)
 		return
 	}
 	events, err := tt.Replay(r.Context(), th)
