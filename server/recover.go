@@ -185,7 +185,7 @@ func (s *Server) takeOver(ctx context.Context, rec runstore.Record) (started boo
 	c := s.callerOf(rec.Labels)
 	sp := runSpec{c: c, source: rec.Labels[labelSource], clientThread: rec.Labels[labelThread], thread: rec.Thread,
 		id: rec.ID, origin: runs.FromRecord, started: rec.Created,
-		chat: rec.Labels[labelSource] == "openai" || rec.Labels[labelSource] == "mcp" && rec.Key != ""}
+		chat: rec.Labels[labelSource] == "openai" || rec.Labels[labelSource] == mcphttp.Source && rec.Key != ""}
 	var in runInput
 	if err := json.Unmarshal(rec.Input, &in); err != nil {
 		return false, s.endRecord(ctx, rec, runstore.Failed, "the server restarted and could not read this run's input")
@@ -406,7 +406,7 @@ func (s *Server) endAnswered(ctx context.Context, rec runstore.Record, chat bool
 	u := runstore.Update{From: []runstore.Status{runstore.Queued, runstore.Running}, IfOwner: rec.Owner, Status: runstore.Done}
 	if chat && ok {
 		res := runResult{Content: m.Content}
-		if rec.Labels[labelSource] == "mcp" {
+		if rec.Labels[labelSource] == mcphttp.Source {
 			res = runResult{MCP: &mcphttp.Result{Status: agent.RunAnswered, Text: m.Content}}
 		}
 		if b, err := json.Marshal(res); err == nil {

@@ -74,7 +74,7 @@ func (s *Server) reserve(sp runSpec) (*run, error) {
 		r := &run{Run: core, Owner: sp.c}
 		if sp.chat {
 			r.chat = &chatanswer.Renderer{}
-			r.mcp = sp.source == "mcp"
+			r.mcp = sp.source == mcphttp.Source
 		}
 		if strings.HasPrefix(sp.key, implicitKeyPrefix) {
 			r.implicitKey = sp.key

@@ -84,6 +84,10 @@ func withRequest(ctx context.Context) (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
+// Source names the protocol in a thread's metadata and a run's record
+// (and the scope of a call's request_id).
+const Source = "mcp"
+
 // asker implements mcp.Asker over the server's threads and runs.
 type asker struct{ d Deps }
 
@@ -112,13 +116,13 @@ func (m asker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 		return mcp.Answer{}, fmt.Errorf("%w: thread_id %s is not a valid thread id: a thread id is %s", mcp.ErrBadQuestion, turns.QuoteForClient(thread), turns.ThreadIDRule)
 	}
 	var th turns.Thread
-	op, err := t.Start(ctx, turns.Once{Scope: "mcp", Key: q.RequestID, Request: []string{q.Thread, q.Text},
+	op, err := t.Start(ctx, turns.Once{Scope: Source, Key: q.RequestID, Request: []string{q.Thread, q.Text},
 		Spec: func(ctx context.Context) (turns.Spec, error) {
 			var err error
-			if th, err = t.OpenThread(ctx, thread, "mcp"); err != nil {
+			if th, err = t.OpenThread(ctx, thread, Source); err != nil {
 				return turns.Spec{}, err
 			}
-			sp := turns.Spec{Source: "mcp", ClientThread: th.ID, Thread: th.Internal}
+			sp := turns.Spec{Source: Source, ClientThread: th.ID, Thread: th.Internal}
 			if ap := t.WaitingApproval(ctx, th.Internal); ap != nil {
 				if !m.d.AnswerApprovals {
 					return turns.Spec{}, waitingHuman{ap}
@@ -129,7 +133,7 @@ func (m asker) Ask(ctx context.Context, q mcp.Question) (mcp.Answer, error) {
 				sp.Answer = &agent.Answer{ApprovalID: ap.ID, Text: q.Text, By: t.Who(ctx)}
 				return sp, nil
 			}
-			req, err := t.OpenTurn(ctx, turns.TurnOpening{Field: "text", Input: q.Text, Source: "mcp", ClientThread: th.ID, Thread: th.Internal})
+			req, err := t.OpenTurn(ctx, turns.TurnOpening{Field: "text", Input: q.Text, Source: Source, ClientThread: th.ID, Thread: th.Internal})
 			if err != nil {
 				return turns.Spec{}, err
 			}
