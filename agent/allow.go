@@ -116,6 +116,33 @@ func allowed(s state.State, name string) bool {
 	return !restricted || alwaysAllowed(name) || set[name]
 }
 
+// narrowedKey is the context key of WithAllowedCapabilities' set.
+type narrowedKey struct{}
+
+// WithAllowedCapabilities narrows the capabilities a step run under ctx
+// may execute to names (respond and clarify always), beside the set the
+// thread's turn was started with; nil narrows nothing. A server passes
+// its caller's current set to every run, so a key's capabilities narrowed
+// in the configuration after a turn began hold when the turn goes on (an
+// approval's answer, a recovery, a replay): the step wrapper refuses the
+// step, CRITICAL, as it refuses one the turn's own set leaves out.
+func WithAllowedCapabilities(ctx context.Context, names []string) context.Context {
+	if names == nil {
+		return ctx
+	}
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return context.WithValue(ctx, narrowedKey{}, set)
+}
+
+// allowedNow reports whether the set ctx narrows to (if any) allows name.
+func allowedNow(ctx context.Context, name string) bool {
+	set, ok := ctx.Value(narrowedKey{}).(map[string]bool)
+	return !ok || alwaysAllowed(name) || set[name]
+}
+
 // notAllowedInfo is the CRITICAL failure of a turn that needs a capability
 // the caller may not use.
 func notAllowedInfo(node, capability string, step int, msg string, now time.Time) *state.ErrorInfo {

@@ -257,3 +257,40 @@ func TestReplayKeepsTheAllowedCapabilities(t *testing.T) {
 		t.Fatalf("read_a ran %d times after the conversation's replay, want once (the original's)", n)
 	}
 }
+
+// A run under WithAllowedCapabilities executes no step its set leaves out,
+// whatever the turn's own set: a caller's capabilities narrowed after the
+// turn began (the write's approval pending) hold when its approval is
+// answered — the write is refused, not run — while a set that allows it
+// lets it run.
+func TestNarrowedCapabilitiesHoldOnResume(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		now    []string
+		writes int
+	}{
+		{"narrowed to the read", []string{"read_a"}, 0},
+		{"still allowed", []string{"read_a", "write_x"}, 1},
+		{"no narrowing", nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := writeWorld()
+			a := mustAgent(t, withOptions(w.config(t), writesOn))
+			ap := approvalOf(t, run(t, a, "t", "raise the voltage"))
+			var o outcome
+			ctx := agent.WithAllowedCapabilities(context.Background(), tc.now)
+			for ev, err := range a.Resume(ctx, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes"}) {
+				o.events = append(o.events, ev)
+				if err != nil {
+					o.err = err
+				}
+			}
+			if n := w.caps["write_x"].count(); n != tc.writes {
+				t.Fatalf("write_x ran %d times, want %d", n, tc.writes)
+			}
+			if d := denials(o); (tc.writes == 0) != (len(d) > 0) {
+				t.Fatalf("denied events %+v", d)
+			}
+		})
+	}
+}

@@ -3,10 +3,13 @@ package server
 import (
 	"context"
 	"errors"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/capgraph/capgraph/agent"
+	"github.com/capgraph/capgraph/graph/checkpoint/sqlite"
 	"github.com/capgraph/capgraph/state"
 )
 
@@ -84,5 +87,47 @@ func TestRunForIsTheOwnersRun(t *testing.T) {
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "mallory") {
 			t.Fatalf("an unknown owner: %v", err)
 		}
+	}
+}
+
+// A key's capabilities narrowed in the configuration while its write waits
+// for approval hold when the approval is answered: the server started
+// again with alice limited to reading, her yes does not carry the write out.
+func TestNarrowedKeyHoldsWhenItsApprovalIsAnswered(t *testing.T) {
+	p := &q1Plant{}
+	store, err := sqlite.New(sqlite.Config{Path: filepath.Join(t.TempDir(), "narrow.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	a, err := agent.New(agent.Config{Registry: newRegistry(t, p.capability(t), readBeamCurrent(t)), Store: store, Options: state.Options{WritesEnabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := newTestEnv(t, func(c *Config) { c.Runner = a })
+	before.do(t, "POST", "/api/threads", keyAlice, map[string]any{"id": "q1"})
+	if resp, body := before.do(t, "POST", "/api/threads/q1/runs", keyAlice, map[string]any{"input": "Set the Q1 current to 105 A", "stream": true}); resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "approval_required") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	st, _, err := a.State(context.Background(), internalThreadID(caller{Principal: Principal{Name: "alice", Tenant: "lab"}}, "q1"))
+	if err != nil || st.Turn.PendingApproval == nil {
+		t.Fatalf("pending: %v", err)
+	}
+	before.http.Close()
+
+	after := newTestEnv(t, func(c *Config) {
+		c.Runner = a
+		for i := range c.Principals {
+			if c.Principals[i].Name == "alice" {
+				c.Principals[i].AllowedCapabilities = []string{"read_beam_current"}
+			}
+		}
+	})
+	resp, body := after.do(t, "POST", "/api/threads/q1/approval", keyAlice, map[string]any{"approval_id": st.Turn.PendingApproval.ID, "approved": true, "stream": true})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "not allowed") {
+		t.Fatalf("the answer: %d %s", resp.StatusCode, body)
+	}
+	if w := p.written(); len(w) != 0 {
+		t.Fatalf("written by a key no longer allowed to: %v", w)
 	}
 }

@@ -152,8 +152,18 @@ type runSpec struct {
 	beside []string
 }
 
-// fn is the agent call that runs the spec.
+// fn is the agent call that runs the spec, held to what the caller's key
+// may use now (agent.WithAllowedCapabilities): the configuration may have
+// narrowed it since the turn began (an answer, a recovery, a replay).
 func (sp runSpec) fn(s *Server) func(ctx context.Context) iter.Seq2[agent.Event, error] {
+	call, allowed := sp.call(s), allowedCapabilities(sp.c)
+	return func(ctx context.Context) iter.Seq2[agent.Event, error] {
+		return call(agent.WithAllowedCapabilities(ctx, allowed))
+	}
+}
+
+// call is the agent call of the spec.
+func (sp runSpec) call(s *Server) func(ctx context.Context) iter.Seq2[agent.Event, error] {
 	switch {
 	case sp.claimed != nil:
 		return func(ctx context.Context) iter.Seq2[agent.Event, error] { return sp.claimed.Resume(ctx) }
