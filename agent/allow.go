@@ -137,10 +137,18 @@ func WithAllowedCapabilities(ctx context.Context, names []string) context.Contex
 	return context.WithValue(ctx, narrowedKey{}, set)
 }
 
-// allowedNow reports whether the set ctx narrows to (if any) allows name.
-func allowedNow(ctx context.Context, name string) bool {
-	set, ok := ctx.Value(narrowedKey{}).(map[string]bool)
-	return !ok || alwaysAllowed(name) || set[name]
+// allowedIn reports whether a run under ctx may run capability name in
+// the turn of s: the turn's set and the set ctx narrows to both allow it.
+func allowedIn(ctx context.Context, s state.State, name string) bool {
+	set, narrowed := ctx.Value(narrowedKey{}).(map[string]bool)
+	return allowed(s, name) && (!narrowed || alwaysAllowed(name) || set[name])
+}
+
+// restrictedIn reports whether a run under ctx is held to some set.
+func restrictedIn(ctx context.Context, s state.State) bool {
+	_, restricted := allowedSet(s)
+	_, narrowed := ctx.Value(narrowedKey{}).(map[string]bool)
+	return restricted || narrowed
 }
 
 // notAllowedInfo is the CRITICAL failure of a turn that needs a capability
@@ -159,7 +167,7 @@ func notAllowed(capability, msg string) capabilities.Classification {
 // enforceAllowed applies the allowed set to a successful classifier or
 // orchestrator update (the other nodes select nothing).
 func (a *Agent) enforceAllowed(ctx context.Context, s state.State, node string, u state.Update) state.Update {
-	if _, restricted := allowedSet(s); !restricted || u.Turn == nil {
+	if !restrictedIn(ctx, s) || u.Turn == nil {
 		return u
 	}
 	switch node {
@@ -181,7 +189,7 @@ func (a *Agent) enforceSelection(ctx context.Context, s state.State, u state.Upd
 	t := *u.Turn
 	var kept, denied []string
 	for _, name := range t.ActiveCapabilities {
-		if allowed(s, name) {
+		if allowedIn(ctx, s, name) {
 			kept = append(kept, name)
 		} else {
 			denied = append(denied, name)
@@ -233,13 +241,13 @@ func (a *Agent) enforceSelection(ctx context.Context, s state.State, u state.Upd
 // before any of its steps runs.
 func (a *Agent) enforcePlan(ctx context.Context, s state.State, u state.Update) state.Update {
 	t := *u.Turn
-	t.ActiveCapabilities = slices.DeleteFunc(slices.Clone(t.ActiveCapabilities), func(n string) bool { return !allowed(s, n) })
+	t.ActiveCapabilities = slices.DeleteFunc(slices.Clone(t.ActiveCapabilities), func(n string) bool { return !allowedIn(ctx, s, n) })
 	u.Turn = &t
 	if t.Plan == nil {
 		return u
 	}
 	for i, st := range t.Plan.Steps {
-		if !allowed(s, st.Capability) {
+		if !allowedIn(ctx, s, st.Capability) {
 			msg := fmt.Sprintf("the plan's step %d uses %s, which this caller is not allowed to use", i+1, st.Capability)
 			emit(ctx, Event{Type: EventDenied, Node: state.NodeOrchestrator, Capability: st.Capability, Step: i, Text: msg})
 			t.Control.Error = notAllowedInfo(state.NodeOrchestrator, st.Capability, -1, msg, a.cfg.Now())

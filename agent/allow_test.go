@@ -294,3 +294,37 @@ func TestNarrowedCapabilitiesHoldOnResume(t *testing.T) {
 		})
 	}
 }
+
+// The narrowed set is the turn's as well as its steps': a plan naming a
+// capability outside it is refused before any step runs, as one outside
+// the turn's own set is.
+func TestNarrowedCapabilitiesHoldInThePlan(t *testing.T) {
+	w := writeWorld()
+	w.approval = nil
+	a := mustAgent(t, withOptions(w.config(t), state.Options{WritesEnabled: true, ApprovalMode: state.ApprovalModeDisabled}))
+	var o outcome
+	ctx := agent.WithAllowedCapabilities(context.Background(), []string{"write_x"})
+	for ev, err := range a.Run(ctx, agent.TurnRequest{Thread: "t", Input: "set the voltage"}) {
+		o.events = append(o.events, ev)
+		if err != nil {
+			o.err = err
+		}
+	}
+	if m := o.message(); o.err != nil || m == nil || !strings.Contains(m.Content, "not allowed") {
+		t.Fatalf("%v %+v", o.err, m)
+	}
+	for _, c := range []string{"read_a", "write_x"} {
+		if n := w.caps[c].count(); n != 0 || stepStarts(o, c) != 0 {
+			t.Fatalf("%s ran %d times (%d step starts): the plan should have been refused", c, n, stepStarts(o, c))
+		}
+	}
+	d := denials(o)
+	if len(d) == 0 {
+		t.Fatal("no denial")
+	}
+	for _, e := range d {
+		if e.Node != state.NodeClassifier && e.Node != state.NodeOrchestrator {
+			t.Fatalf("refused by %s, a step: the selection or the plan should have refused it", e.Node)
+		}
+	}
+}

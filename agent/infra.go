@@ -123,8 +123,9 @@ func (a *Agent) callInfra(ctx context.Context, n nodes.Node, s state.State) (u s
 			err = panicErr(v)
 		}
 	}()
-	if _, restricted := allowedSet(s); restricted {
-		ctx = nodes.WithAllowed(ctx, func(name string) bool { return allowed(s, name) })
+	if restrictedIn(ctx, s) {
+		run := ctx
+		ctx = nodes.WithAllowed(ctx, func(name string) bool { return allowedIn(run, s, name) })
 	}
 	return n.Run(llm.WithCallObserver(ctx, mc.observe), s)
 }

@@ -33,7 +33,7 @@ func (a *Agent) stepNode(c capabilities.Capability) graph.NodeFunc[state.State, 
 		}
 		plan := s.Turn.Plan
 		at := attempt{s: s, c: c, idx: idx, ps: plan.Steps[idx], now: now}
-		if !allowed(s, name) || !allowedNow(ctx, name) {
+		if !allowedIn(ctx, s, name) {
 			at.n = at.ps.Attempts + 1
 			return a.notAllowedStep(ctx, at), nil
 		}
