@@ -124,8 +124,8 @@ type narrowedKey struct{}
 // thread's turn was started with; nil narrows nothing. A server passes
 // its caller's current set to every run, so a key's capabilities narrowed
 // in the configuration after a turn began hold when the turn goes on (an
-// approval's answer, a recovery, a replay): the step wrapper refuses the
-// step, CRITICAL, as it refuses one the turn's own set leaves out.
+// approval's answer, a recovery, a replay). It is enforced where the
+// turn's own set is: the selection, the plan and the step wrapper.
 func WithAllowedCapabilities(ctx context.Context, names []string) context.Context {
 	if names == nil {
 		return ctx
