@@ -49,6 +49,9 @@ func TestReplayIsARecordedRun(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &ri) != nil || !ri.Finished || ri.Status != agent.RunAnswered {
 		t.Fatalf("the replay's run: %d %s", resp.StatusCode, body)
 	}
+	if resp, body := first.do(t, "GET", "/api/threads/rehearsal/runs", keyAlice, nil); resp.StatusCode != http.StatusOK || !strings.Contains(string(body), rr.Run) {
+		t.Fatalf("the thread's runs do not list the replay: %d %s", resp.StatusCode, body)
+	}
 	if resp, _ := first.do(t, "GET", "/api/threads/rehearsal/runs/"+rr.Run, keyBob, nil); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("bob reads alice's replay: %d", resp.StatusCode)
 	}
