@@ -97,6 +97,7 @@ type asyncWriter struct {
 	// encodeHeld, when set, encodes held's state, not encoded yet
 	// (holdValue): done only when a barrier writes it.
 	encodeHeld func() ([]byte, error)
+	inPlace    bool          // the store is in memory: written by start itself
 	running    bool          // a drain goroutine is writing
 	idle       chan struct{} // closed when the drain goroutine stops
 	err        error
@@ -204,42 +205,65 @@ func (w *asyncWriter) releaseHeldLocked() error {
 	return nil
 }
 
-// start starts the drain goroutine unless it runs (w.mu held).
+// start starts the drain goroutine unless it runs (w.mu held). A store in
+// memory (checkpoint.InMemory) is written in place, before start returns.
 func (w *asyncWriter) start() {
-	if !w.running && len(w.pending) > 0 {
-		w.running, w.idle = true, make(chan struct{})
-		go w.drain()
+	if w.running || len(w.pending) == 0 {
+		return
 	}
+	if w.inPlace {
+		for len(w.pending) > 0 && w.err == nil {
+			w.noteLocked(w.write(w.pop()))
+		}
+		w.pending = nil
+		return
+	}
+	w.running, w.idle = true, make(chan struct{})
+	go w.drain()
 }
 
 func (w *asyncWriter) drain() {
-	for {
-		w.mu.Lock()
-		if len(w.pending) == 0 || w.err != nil {
-			w.pending, w.running = nil, false
-			close(w.idle)
-			w.mu.Unlock()
-			return
-		}
-		cp := w.pending[0]
-		w.pending[0] = checkpoint.Checkpoint{}
-		w.pending = w.pending[1:]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.pending) > 0 && w.err == nil {
+		cp := w.pop()
 		w.mu.Unlock()
-		// Work already done is saved even if the run was canceled
-		// meanwhile, as a sync Put is (saveCtx).
-		pctx, release := saveCtx(w.ctx)
-		start := time.Now()
-		err := w.store.Put(pctx, cp)
-		commit := time.Since(start)
-		release()
+		wr, err := w.write(cp)
 		w.mu.Lock()
-		if err != nil {
-			w.err = fmt.Errorf("graph: write checkpoint: %w", err)
-		} else {
-			w.written = append(w.written, written{step: cp.Step, id: cp.ID, created: cp.Created, commit: commit})
-		}
-		w.mu.Unlock()
+		w.noteLocked(wr, err)
 	}
+	w.pending, w.running = nil, false
+	close(w.idle)
+}
+
+// pop takes the first pending checkpoint (w.mu held).
+func (w *asyncWriter) pop() checkpoint.Checkpoint {
+	cp := w.pending[0]
+	w.pending[0] = checkpoint.Checkpoint{}
+	w.pending = w.pending[1:]
+	return cp
+}
+
+// write stores cp. Work already done is saved even if the run was canceled
+// meanwhile, as a sync Put is (saveCtx).
+func (w *asyncWriter) write(cp checkpoint.Checkpoint) (written, error) {
+	pctx, release := saveCtx(w.ctx)
+	defer release()
+	start := time.Now()
+	if err := w.store.Put(pctx, cp); err != nil {
+		return written{}, fmt.Errorf("graph: write checkpoint: %w", err)
+	}
+	return written{step: cp.Step, id: cp.ID, created: cp.Created, commit: time.Since(start)}, nil
+}
+
+// noteLocked records how a write went (w.mu held): a failure stops the
+// writer.
+func (w *asyncWriter) noteLocked(wr written, err error) {
+	if err != nil {
+		w.err = err
+		return
+	}
+	w.written = append(w.written, wr)
 }
 
 // flush waits for every queued write and returns the first failure.

@@ -28,11 +28,16 @@ var errKilled = errors.New("the process was killed")
 // no write lands, the ones in flight included (they were not on disk yet).
 type diskStore struct {
 	*memory.Store
+	inMemory bool
 	lag      time.Duration
 	killed   atomic.Bool
 	inFlight atomic.Int32
 	failAt   int // the step whose checkpoint fails to write (0: none)
 }
+
+// InMemory is what the test says (checkpoint.InMemory): false, a write
+// of this store waits.
+func (d *diskStore) InMemory() bool { return d.inMemory }
 
 func (d *diskStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	d.inFlight.Add(1)
@@ -96,14 +101,17 @@ func chainOf[S any](t *testing.T, cfg graph.Config[S, tupd], nodes ...graph.Node
 // waits for: under sync the input checkpoint and every step's; under async
 // the input checkpoint, the Flush of the step that acts (c) and the run's
 // end. In both, c runs only once the checkpoint it runs from is on disk,
-// and the run returns with every checkpoint on disk.
+// and the run returns with every checkpoint on disk. A store in memory
+// (checkpoint.InMemory) is written in place under async: the input's write
+// is the one waited for, as under sync.
 func TestDurabilityCommitWaits(t *testing.T) {
 	for _, tc := range []struct {
-		mode  graph.Durability
-		waits int
-	}{{graph.DurabilitySync, 5}, {"", 5}, {graph.DurabilityAsync, 3}} {
-		t.Run(fmt.Sprintf("%q", tc.mode), func(t *testing.T) {
-			store := &diskStore{Store: memory.New(), lag: 20 * time.Millisecond}
+		mode     graph.Durability
+		inMemory bool
+		waits    int
+	}{{graph.DurabilitySync, false, 5}, {"", false, 5}, {graph.DurabilityAsync, false, 3}, {graph.DurabilityAsync, true, 1}} {
+		t.Run(fmt.Sprintf("%q in memory %t", tc.mode, tc.inMemory), func(t *testing.T) {
+			store := &diskStore{Store: memory.New(), inMemory: tc.inMemory, lag: 20 * time.Millisecond}
 			cnt := newCounter()
 			var acted []string // the checkpoint c acted on, as the store had it
 			act := func(ctx context.Context, s tstate) (tupd, error) {
@@ -395,6 +403,9 @@ type queueingStore struct {
 	canceled chan struct{} // closed by the test once it canceled the run
 }
 
+// InMemory: no, a write of this store waits (checkpoint.InMemory).
+func (*queueingStore) InMemory() bool { return false }
+
 func (q *queueingStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if cp.Step == 1 {
 		close(q.putting)
@@ -461,6 +472,9 @@ type puttingStore struct {
 	steps  []int
 	killed atomic.Bool
 }
+
+// InMemory: no, a write of this store waits (checkpoint.InMemory).
+func (*puttingStore) InMemory() bool { return false }
 
 func (p *puttingStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	if p.killed.Load() {

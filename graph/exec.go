@@ -260,7 +260,7 @@ func (c *Compiled[S, U]) exec(ctx context.Context, thread string, st start[S], y
 	r := &runner[S, U]{c: c, thread: thread, yield: yield, trace: trace, attempts: make([]int32, len(c.order))}
 	defer r.release()
 	if c.cfg.Durability == DurabilityAsync {
-		r.async = &asyncWriter{store: c.cfg.Store, ctx: ctx}
+		r.async = &asyncWriter{store: c.cfg.Store, ctx: ctx, inPlace: checkpoint.IsInMemory(c.cfg.Store)}
 		defer func() {
 			// Whatever way the run ends (a panic included), no write is
 			// left running once the thread is released.

@@ -124,6 +124,24 @@ type Model interface {
 	Generate(ctx context.Context, req Request) (Response, error)
 }
 
+// Cancelable is implemented by a Model whose Generate returns soon after
+// its context ends, whatever its provider does: every model New builds
+// (their requests carry the context) and llmtest's. A node calls such a
+// model in place; any other it calls on a goroutine of its own, abandoned
+// capabilities.AbandonGrace after the context ends, so that a model ignoring
+// its context cannot keep a stop from stopping (a goroutine and two
+// wake-ups a call that a Cancelable model does not need). A wrapper
+// reports its inner model's answer.
+type Cancelable interface {
+	Cancelable() bool
+}
+
+// IsCancelable reports whether m is a Cancelable model that says it is.
+func IsCancelable(m Model) bool {
+	c, ok := m.(Cancelable)
+	return ok && c.Cancelable()
+}
+
 // Models gives the model for a role; ok is false when neither the role nor
 // the default role is configured (the node then uses its offline strategy).
 type Models interface {

@@ -48,6 +48,7 @@ func (r roleBound) Generate(ctx context.Context, req Request) (Response, error) 
 }
 
 func (r roleBound) reasoningOpenedInPrompt() *atomic.Bool { return reasoningMemoOf(r.inner) }
+func (r roleBound) Cancelable() bool                      { return IsCancelable(r.inner) }
 
 // Configured lists the roles with a model of their own, in Roles order.
 func (s *Set) Configured() []Role {

@@ -34,6 +34,7 @@ func (o offlineFallback) Generate(ctx context.Context, req Request) (Response, e
 }
 
 func (o offlineFallback) reasoningOpenedInPrompt() *atomic.Bool { return reasoningMemoOf(o.inner) }
+func (o offlineFallback) Cancelable() bool                      { return IsCancelable(o.inner) }
 
 // OfflineError says a call should be answered offline; it matches ErrOffline
 // and keeps the provider's failure.

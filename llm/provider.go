@@ -38,6 +38,10 @@ type providerModel struct {
 
 func (p *providerModel) reasoningOpenedInPrompt() *atomic.Bool { return &p.opensInPrompt }
 
+// Cancelable: a langchaingo provider's request carries the call's context,
+// which net/http ends the request and its stream with.
+func (p *providerModel) Cancelable() bool { return true }
+
 func newProviderModel(role Role, rc RoleConfig, key, keyEnv string, client *http.Client, now func() time.Time) (*providerModel, error) {
 	var (
 		m   llms.Model

@@ -70,6 +70,7 @@ type watchdog struct {
 }
 
 func (w watchdog) reasoningOpenedInPrompt() *atomic.Bool { return reasoningMemoOf(w.inner) }
+func (w watchdog) Cancelable() bool                      { return IsCancelable(w.inner) }
 
 func (w watchdog) Generate(ctx context.Context, req Request) (Response, error) {
 	if req.OnChunk == nil {

@@ -109,8 +109,12 @@ func (b base) generate(ctx context.Context, role llm.Role, system, user string, 
 // askAbandonable is llm.Ask, abandoned capabilities.AbandonGrace after
 // ctx ends (the run stopped, the turn's time ran out): a provider or an
 // application's Model that ignores its context cannot keep a stop from
-// stopping. Its late chunks and reply are dropped.
+// stopping. Its late chunks and reply are dropped. A model that returns
+// when its context ends (llm.Cancelable) is asked in place.
 func askAbandonable(ctx context.Context, m llm.Model, req llm.Request, opts llm.AskOptions) (llm.Response, error) {
+	if llm.IsCancelable(m) {
+		return llm.Ask(ctx, m, req, opts)
+	}
 	var abandoned atomic.Bool
 	if onChunk := req.OnChunk; onChunk != nil {
 		req.OnChunk = func(ctx context.Context, chunk string) error {

@@ -325,7 +325,11 @@ type threadWatch struct {
 	absentAtRecord []string
 	recordStarted  chan struct{}
 	startOnce      sync.Once
+	inMemory       bool
 }
+
+// InMemory says what the wrapped store would (checkpoint.InMemory).
+func (w *threadWatch) InMemory() bool { return w.inMemory }
 
 func (w *threadWatch) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Record, bool, error) {
 	if _, _, err := w.threads.State(ctx, rec.Thread); errors.Is(err, agent.ErrUnknownThread) {
@@ -403,6 +407,26 @@ func TestANewChatThreadIsMadeBesideItsRecord(t *testing.T) {
 		user("What is the beam current?"), assistant(chatContent(t, body)), user("And again?")))
 	if resp.StatusCode != http.StatusOK || len(w.absentAtRecord) != 1 {
 		t.Fatalf("the second turn: %d %s; absent at record %v", resp.StatusCode, body, w.absentAtRecord)
+	}
+}
+
+// On a store in memory (checkpoint.InMemory) there is no commit to share:
+// a new chat's thread is made in place, before its run's record.
+func TestANewChatThreadIsMadeInPlaceInMemory(t *testing.T) {
+	env := agentEnvOver(t, memory.New())
+	w := &threadWatch{Store: env.srv.records, threads: env.srv.cfg.Runner, recordStarted: make(chan struct{}), inMemory: true}
+	env.srv.records = w
+	for range 3 {
+		resp, body := env.do(t, "POST", "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("What is the beam current?")))
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "401.5") {
+			t.Fatalf("the answer: %d %s", resp.StatusCode, body)
+		}
+	}
+	if len(w.absentAtRecord) != 0 {
+		t.Fatalf("threads absent when their record was written: %v; want none", w.absentAtRecord)
+	}
+	if n, err := env.srv.countThreads(context.Background(), alice); err != nil || n != 3 {
+		t.Fatalf("counted %d threads (%v); want 3", n, err)
 	}
 }
 

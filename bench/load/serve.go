@@ -91,6 +91,10 @@ type timedCall struct {
 	m llm.Model
 }
 
+// Cancelable is the scripted model's (llm.Cancelable): timing a call adds
+// nothing that waits.
+func (c timedCall) Cancelable() bool { return llm.IsCancelable(c.m) }
+
 func (c timedCall) Generate(ctx context.Context, req llm.Request) (llm.Response, error) {
 	start := time.Now()
 	resp, err := c.m.Generate(ctx, req)

@@ -155,6 +155,9 @@ func (m scripted) For(role llm.Role) (llm.Model, bool) {
 	return m, true
 }
 
+// Cancelable implements llm.Cancelable: a call returns once its context ends.
+func (m scripted) Cancelable() bool { return true }
+
 func (m scripted) Generate(ctx context.Context, req llm.Request) (llm.Response, error) {
 	select {
 	case <-time.After(m.latency):

@@ -143,6 +143,23 @@ type FirstPutter interface {
 	PutFirst(ctx context.Context, cp Checkpoint) (stored bool, err error)
 }
 
+// InMemory is implemented by a Store that keeps everything in the
+// process's memory (memory.New, memory.NewLatestOnly): a write waits for no
+// I/O, and nothing outlives the process. A caller that would overlap a
+// write with other work to hide its latency — the engine's writer under
+// graph.DurabilityAsync, a server making a new thread beside the run's
+// record — writes to such a store in place: a goroutine and its wake-ups
+// would cost more than the write.
+type InMemory interface {
+	InMemory() bool
+}
+
+// IsInMemory reports whether s is an InMemory store that says it is.
+func IsInMemory(s any) bool {
+	m, ok := s.(InMemory)
+	return ok && m.InMemory()
+}
+
 // MatchMetadata reports whether md contains every key of filter with the same value.
 func MatchMetadata(md, filter map[string]string) bool {
 	for k, v := range filter {

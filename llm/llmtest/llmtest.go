@@ -259,6 +259,13 @@ func (r roleModel) Generate(ctx context.Context, req llm.Request) (llm.Response,
 	return r.m.Generate(ctx, req)
 }
 
+// Cancelable implements llm.Cancelable: a call, a Hang's included, returns
+// once its context ends.
+func (m *Model) Cancelable() bool { return true }
+
+// Cancelable implements llm.Cancelable.
+func (r roleModel) Cancelable() bool { return true }
+
 // Generate answers from the rules, then the role's script, then the any-role
 // script. It honours a canceled context like a real provider.
 func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, error) {

@@ -47,7 +47,11 @@ var (
 	_ checkpoint.Leaser      = (*Store)(nil)
 	_ checkpoint.TuplePutter = (*Store)(nil)
 	_ checkpoint.FirstPutter = (*Store)(nil)
+	_ checkpoint.InMemory    = (*Store)(nil)
 )
+
+// InMemory implements checkpoint.InMemory: a write is a copy in memory.
+func (s *Store) InMemory() bool { return true }
 
 // Put stores a copy of a checkpoint, normalised like the durable stores do
 // (UTC microsecond times, nil for empty collections), so that tests against
