@@ -2,10 +2,11 @@ package sqlite
 
 import (
 	"bytes"
-	"compress/flate"
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/klauspost/compress/flate"
 )
 
 // States are stored compressed when that saves space: a finished thread
@@ -15,7 +16,8 @@ import (
 // fastest level compresses a state of a few KiB to about a third in tens of
 // microseconds, on the caller's goroutine, before the write is queued; a
 // step's checkpoint that the run's end will prune (checkpoint.Transient) is
-// not compressed.
+// not compressed. klauspost/compress writes the same format as
+// compress/flate in half the time, and reads what either wrote.
 
 // deflateMin is the smallest state worth compressing: below it a row shares
 // its page with others anyway.
@@ -34,7 +36,7 @@ type deflater struct {
 // deflateState returns what to store for state and whether it is
 // compressed: the compressed bytes when they are smaller by an eighth or
 // more, else state itself. The compressed bytes are a copy, so the writer
-// (about 0.8 MB, its hash tables) goes back to the pool at once: the pool
+// (about half a MB, its hash tables) goes back to the pool at once: the pool
 // holds as many writers as compress at the same moment, not as many as
 // wait for their commit.
 func deflateState(state []byte) (stored []byte, deflated bool) {

@@ -2,9 +2,11 @@ package sqlite
 
 import (
 	"bytes"
+	stdflate "compress/flate"
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -180,4 +182,48 @@ func TestCompressedStateOutlivesItsWriter(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// States are DEFLATE either way: one compressed by compress/flate (what a
+// store of an earlier version wrote) reads back, and one this store
+// compresses reads with compress/flate (what an earlier version would read).
+func TestCompressedStatesAreStandardDEFLATE(t *testing.T) {
+	s, err := New(Config{Path: filepath.Join(t.TempDir(), "d.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var conv strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&conv, `{"role":"assistant","content":"The beam current is %d.5 mA.","time":"2026-01-02T03:04:05Z"},`, 400+i)
+	}
+	state := []byte(`{"messages":[` + strings.TrimSuffix(conv.String(), ",") + `]}`)
+
+	ours := checkpoint.Checkpoint{ThreadID: "ours", ID: uuid.Must(uuid.NewV7()), State: state, Created: time.Now()}
+	if err := s.Put(ctx, ours); err != nil {
+		t.Fatal(err)
+	}
+	var stored []byte
+	if err := s.r.QueryRowContext(ctx, `SELECT state FROM checkpoints WHERE thread_id = 'ours' AND state_deflate`).Scan(&stored); err != nil {
+		t.Fatalf("the state was not stored compressed: %v", err)
+	}
+	if got, err := io.ReadAll(stdflate.NewReader(bytes.NewReader(stored))); err != nil || !bytes.Equal(got, state) {
+		t.Errorf("compress/flate read %d bytes (%v) of what the store wrote, want the %d put", len(got), err, len(state))
+	}
+
+	var old bytes.Buffer
+	w, _ := stdflate.NewWriter(&old, stdflate.BestSpeed)
+	w.Write(state)
+	w.Close()
+	theirs := checkpoint.Checkpoint{ThreadID: "theirs", ID: uuid.Must(uuid.NewV7()), State: []byte(`{}`), Created: time.Now()}
+	if err := s.Put(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.ExecContext(ctx, `UPDATE checkpoints SET state = ?, state_deflate = 1 WHERE thread_id = 'theirs'`, old.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if tu, err := s.Get(ctx, "theirs", uuid.Nil); err != nil || !bytes.Equal(tu.Checkpoint.State, state) {
+		t.Errorf("a state compress/flate compressed read back as %d bytes (%v), want the %d written", len(tu.Checkpoint.State), err, len(state))
+	}
 }
