@@ -68,6 +68,8 @@ func main() {
 	ramp := flag.Duration("ramp", -1, "spread the clients' starts over this time (default: one turn's model time, 4 × latency; 0 starts them together, in step)")
 	flag.StringVar(&serverMemLimit, "gomemlimit", "", "the server process's GOMEMLIMIT (a soft limit near which its collector runs sooner, e.g. 900MiB); empty: this tool's environment's")
 	keep := flag.String("keep-intermediate", "false", "checkpoints.keep_intermediate of the server: false (prune when a turn ends), true, or a duration")
+	modelWait := flag.String("model-wait", "timer", "how the scripted model's latency is waited out, in the server's process: timer (a timer of that process) or net (a reply over a loopback connection from this tool's process, as a provider's reply comes)")
+	delayAddr := flag.String("delay-addr", "", "internal (-serve): the address of this tool's delay server (-model-wait net)")
 	store := flag.String("store", "memory", "internal (-serve): the store")
 	dir := flag.String("dir", "", "internal (-serve): the directory of the SQLite file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the server during each measured load to FILE.STORE")
@@ -79,18 +81,25 @@ func main() {
 	flag.Parse()
 	var err error
 	if *serve {
-		err = runServer(*store, *dir, *latency, *keep, *users > 0)
+		err = runServer(*store, *dir, *latency, *keep, *users > 0, *delayAddr)
 	} else if *runs < 1 || *clients < 1 || *users < 0 {
 		err = fmt.Errorf("-runs and -clients must be at least 1 and -users at least 0")
+	} else if *modelWait != "timer" && *modelWait != "net" {
+		err = fmt.Errorf("-model-wait must be timer or net, got %q", *modelWait)
 	} else {
+		if *modelWait == "net" {
+			delayServerAddr, err = delayServer()
+		}
 		trustedFrontend = *users > 0
 		keepIntermediate = *keep
 		if *ramp < 0 {
 			*ramp = 4 * *latency
 		}
 		clientRamp = *ramp
-		err = run(strings.Split(*stores, ","), options{clients: *clients, latency: *latency, duration: *duration, warmup: *warmup,
-			cpuprofile: *cpuprofile, heapprofile: *heapprofile, runs: *runs, users: *users})
+		if err == nil {
+			err = run(strings.Split(*stores, ","), options{clients: *clients, latency: *latency, duration: *duration, warmup: *warmup,
+				cpuprofile: *cpuprofile, heapprofile: *heapprofile, runs: *runs, users: *users})
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
@@ -490,6 +499,10 @@ var clientRamp time.Duration
 // trustedFrontend makes the server's key a trusted frontend's (-users).
 var trustedFrontend bool
 
+// delayServerAddr is this tool's delay server's address (-model-wait net),
+// empty for timers.
+var delayServerAddr string
+
 // serverMemLimit is the server process's GOMEMLIMIT (-gomemlimit).
 var serverMemLimit string
 
@@ -515,6 +528,9 @@ func startServer(store, dir string, latency time.Duration) (*child, error) {
 	args := []string{"-serve", "-store", store, "-dir", dir, "-latency", latency.String(), "-keep-intermediate", keepIntermediate}
 	if trustedFrontend {
 		args = append(args, "-users", "1")
+	}
+	if delayServerAddr != "" {
+		args = append(args, "-delay-addr", delayServerAddr)
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stderr = os.Stderr

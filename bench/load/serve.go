@@ -71,11 +71,13 @@ func tagOf(text string) string {
 type timedModel struct {
 	m       *llmtest.Model
 	latency time.Duration
-	mu      sync.Mutex
-	turns   map[string]time.Duration
-	spans   map[string][]int64 // per tag: each call's start and end, Unix ns
-	late    []time.Duration    // how much later than latency each call returned
-	calls   int64
+	// wait waits out latency: on a timer, or over the network (-model-wait).
+	wait  func(ctx context.Context, d time.Duration) error
+	mu    sync.Mutex
+	turns map[string]time.Duration
+	spans map[string][]int64 // per tag: each call's start and end, Unix ns
+	late  []time.Duration    // how much later than latency each call returned
+	calls int64
 }
 
 func (t *timedModel) For(role llm.Role) (llm.Model, bool) {
@@ -97,6 +99,9 @@ func (c timedCall) Cancelable() bool { return llm.IsCancelable(c.m) }
 
 func (c timedCall) Generate(ctx context.Context, req llm.Request) (llm.Response, error) {
 	start := time.Now()
+	if err := c.t.wait(ctx, c.t.latency); err != nil {
+		return llm.Response{}, err
+	}
 	resp, err := c.m.Generate(ctx, req)
 	took := time.Since(start)
 	tag := ""
@@ -122,9 +127,9 @@ func (t *timedModel) record(tag string, start time.Time, took time.Duration) {
 
 // scriptedModel answers the four roles of a turn after latency each (the
 // error node's role stays offline); the task repeats the question's tag.
-func scriptedModel(latency time.Duration) *timedModel {
+func scriptedModel(latency time.Duration, wait func(context.Context, time.Duration) error) *timedModel {
 	reply := func(s string) func(llm.Request) llmtest.Reply {
-		return func(llm.Request) llmtest.Reply { return llmtest.Reply{Text: s, Delay: latency} }
+		return func(llm.Request) llmtest.Reply { return llmtest.Reply{Text: s} }
 	}
 	task := func(req llm.Request) llmtest.Reply {
 		tag := ""
@@ -133,7 +138,7 @@ func scriptedModel(latency time.Duration) *timedModel {
 				tag = " " + t
 			}
 		}
-		return llmtest.Reply{Text: strings.Replace(taskReply, "ring?", "ring?"+tag, 1), Delay: latency}
+		return llmtest.Reply{Text: strings.Replace(taskReply, "ring?", "ring?"+tag, 1)}
 	}
 	m := llmtest.New().NoLog().
 		On(llmtest.RoleIs(llm.RoleTaskExtraction), task).
@@ -141,7 +146,7 @@ func scriptedModel(latency time.Duration) *timedModel {
 		On(llmtest.RoleIs(llm.RoleOrchestrator), reply(planReply)).
 		On(llmtest.RoleIs(llm.RoleResponse), reply(Answer))
 	m.Only(llm.RoleTaskExtraction, llm.RoleClassifier, llm.RoleOrchestrator, llm.RoleResponse)
-	return &timedModel{m: m, latency: latency, turns: map[string]time.Duration{}, spans: map[string][]int64{}}
+	return &timedModel{m: m, latency: latency, wait: wait, turns: map[string]time.Duration{}, spans: map[string][]int64{}}
 }
 
 // runServer serves the control-room application as `capgraph serve` does,
@@ -159,7 +164,15 @@ func scriptedModel(latency time.Duration) *timedModel {
 //	profile stop     stop it
 //	contention start sample lock contention and blocking (1 in 10 contended locks, blocking over 100 µs)
 //	contention stop FILE  stop, and write the profiles to FILE.mutex and FILE.block
-func runServer(store, dir string, latency time.Duration, keep string, trustedFrontend bool) error {
+func runServer(store, dir string, latency time.Duration, keep string, trustedFrontend bool, delayAddr string) error {
+	wait := timerWait
+	if delayAddr != "" {
+		d, err := dialDelays(delayAddr)
+		if err != nil {
+			return err
+		}
+		wait = d.wait
+	}
 	// Every node asks its model (model_calls), so a turn makes the four
 	// calls the floor waits out, as when the figures of docs/performance.md
 	// were first measured; the default path would make two.
@@ -179,7 +192,7 @@ func runServer(store, dir string, latency time.Duration, keep string, trustedFro
 		return err
 	}
 	if store == "floor" {
-		m := &timedModel{latency: latency, turns: map[string]time.Duration{}, spans: map[string][]int64{}}
+		m := &timedModel{latency: latency, wait: wait, turns: map[string]time.Duration{}, spans: map[string][]int64{}}
 		return commands(context.Background(), floorHandler(m), nil, m, "")
 	}
 	spec, dbPath := "memory", ""
@@ -191,7 +204,7 @@ func runServer(store, dir string, latency time.Duration, keep string, trustedFro
 	}
 	// The collector as capgraph serve sets it up (the floor keeps Go's).
 	wiring.RuntimeTuningOf(cfg, os.Getenv, wiring.ContainerMemory()).Apply()
-	m := scriptedModel(latency)
+	m := scriptedModel(latency, wait)
 	app := controlroom.App()
 	rt, err := wiring.New(cfg, wiring.App{Name: app.Name, Capabilities: app.Capabilities}, wiring.Options{Store: spec, Models: m})
 	if err != nil {
@@ -474,9 +487,7 @@ func floorHandler(m *timedModel) func(context.Context, net.Listener) error {
 		chunk(map[string]any{"role": "assistant"}, nil)
 		for i := range 4 {
 			start := time.Now()
-			select {
-			case <-time.After(m.latency):
-			case <-r.Context().Done():
+			if m.wait(r.Context(), m.latency) != nil {
 				return
 			}
 			m.record(tag, start, time.Since(start))
