@@ -24,6 +24,14 @@ type ThreadInfo = checkpoint.ThreadInfo
 // ErrThreadBusy.
 type LeaseHeldError = checkpoint.LeaseHeldError
 
+// InMemory is implemented by a store that keeps everything in the
+// process's memory (checkpoint.InMemory): a caller writes to it in place
+// rather than overlapping the write with other work.
+type InMemory = checkpoint.InMemory
+
+// IsInMemory reports whether s is an InMemory store that says it is.
+func IsInMemory(s any) bool { return checkpoint.IsInMemory(s) }
+
 // ErrThreadBusy: a run goes on on the thread already, in this process or
 // in another sharing the store.
 var ErrThreadBusy = graph.ErrThreadBusy

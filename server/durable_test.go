@@ -328,7 +328,7 @@ type threadWatch struct {
 	inMemory       bool
 }
 
-// InMemory says what the wrapped store would (checkpoint.InMemory).
+// InMemory says what the wrapped store would (agent.InMemory).
 func (w *threadWatch) InMemory() bool { return w.inMemory }
 
 func (w *threadWatch) CreateRun(ctx context.Context, rec runstore.Record) (runstore.Record, bool, error) {
@@ -410,7 +410,7 @@ func TestANewChatThreadIsMadeBesideItsRecord(t *testing.T) {
 	}
 }
 
-// On a store in memory (checkpoint.InMemory) there is no commit to share:
+// On a store in memory (agent.InMemory) there is no commit to share:
 // a new chat's thread is made in place, before its run's record.
 func TestANewChatThreadIsMadeInPlaceInMemory(t *testing.T) {
 	env := agentEnvOver(t, memory.New())

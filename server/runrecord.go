@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/capgraph/capgraph/agent"
-	"github.com/capgraph/capgraph/graph/checkpoint"
 	"github.com/capgraph/capgraph/runstore"
 	"github.com/capgraph/capgraph/server/internal/apierror"
 	"github.com/capgraph/capgraph/server/internal/mcphttp"
@@ -320,7 +319,7 @@ func (s *Server) submit(ctx context.Context, sp runSpec) (r *run, dup *runstore.
 // makeThreadBeside starts making nt (nil: nothing to make) while the
 // caller writes the run's record: on an embedded store both wait for one
 // commit. The function it returns waits for the thread. A store in memory
-// (checkpoint.InMemory) has no commit to share: the thread is made in
+// (agent.InMemory) has no commit to share: the thread is made in
 // place. A thread that could not be made is no error: the record holds
 // the turn, whose input checkpoint makes the thread (a held one fails the
 // run, as it would have failed the request).
@@ -333,7 +332,7 @@ func (s *Server) makeThreadBeside(ctx context.Context, nt *newThread) (wait func
 			s.cfg.Logger.Warn("a new thread was not made before its first run; the run makes it", "thread", nt.th.Internal, "error", err)
 		}
 	}
-	if checkpoint.IsInMemory(s.records) {
+	if agent.IsInMemory(s.records) {
 		makeIt()
 		return func() {}
 	}
