@@ -46,6 +46,22 @@ func (h *heldRead) capability(t *testing.T) capabilities.Capability {
 // replicaGrace is the DetachGrace of heldRead.replicas.
 const replicaGrace = time.Second
 
+// giveUpOnceStarted makes a request with call, as a client that gives up
+// (its timeout) once the read has started, and returns when call has.
+func (h *heldRead) giveUpOnceStarted(t *testing.T, call func(ctx context.Context)) {
+	t.Helper()
+	ctx, giveUp := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { call(ctx); close(done) }()
+	select {
+	case <-h.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the read never started")
+	}
+	giveUp()
+	<-done
+}
+
 // replicas serves two replicas over one PostgreSQL store, with agents
 // reading through h and a DetachGrace of replicaGrace.
 func (h *heldRead) replicas(t *testing.T) (a, b *testEnv) {
@@ -104,16 +120,7 @@ func TestRepeatedChatOnAnotherReplica(t *testing.T) {
 
 			// The first attempt reaches a, which starts the read; the
 			// client gives up (its timeout) and retries through b.
-			ctx, giveUp := context.WithCancel(context.Background())
-			first := make(chan error, 1)
-			go func() { _, _, err := postChat(ctx, a, req, tc.idem); first <- err }()
-			select {
-			case <-h.started:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the read never started")
-			}
-			giveUp()
-			<-first
+			h.giveUpOnceStarted(t, func(ctx context.Context) { postChat(ctx, a, req, tc.idem) })
 			type reply struct {
 				resp *http.Response
 				body string
@@ -156,16 +163,7 @@ func TestRepeatedMCPCallOnAnotherReplica(t *testing.T) {
 	a, b := h.replicas(t)
 	args := map[string]any{"question": "What is the beam current right now?", "request_id": "0b9e-beam-now"}
 
-	ctx, giveUp := context.WithCancel(context.Background())
-	first := make(chan error, 1)
-	go func() { _, err := postMCP(ctx, a, args); first <- err }()
-	select {
-	case <-h.started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the read never started")
-	}
-	giveUp()
-	<-first
+	h.giveUpOnceStarted(t, func(ctx context.Context) { postMCP(ctx, a, args) })
 	type reply struct {
 		body string
 		err  error

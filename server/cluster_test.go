@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -249,20 +248,7 @@ func TestLeftParkedRunIsCanceledInTheQueue(t *testing.T) {
 	})
 	env := reps[0].env
 	ctx, leave := context.WithCancel(context.Background())
-	answered := make(chan int, 1)
-	go func() {
-		b, _ := json.Marshal(chatBody("capgraph", false, user("What is the beam current?")))
-		req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/chat/completions", bytes.NewReader(b))
-		req.Header.Set("Authorization", "Bearer "+keyAlice)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			answered <- 0
-			return
-		}
-		resp.Body.Close()
-		answered <- resp.StatusCode
-	}()
+	answered := env.postUntil(ctx, "/v1/chat/completions", keyAlice, chatBody("capgraph", false, user("What is the beam current?")))
 	// The first call failed and the run waits in the queue: nothing of it
 	// runs in the process. Then the client gives up.
 	deadline := time.Now().Add(10 * time.Second)

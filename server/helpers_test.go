@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -137,6 +138,27 @@ func (e *testEnv) do(t testing.TB, method, path, key string, body any, hdr ...st
 		t.Fatal(err)
 	}
 	return resp, b
+}
+
+// postUntil posts body as JSON with key in the background, as a client
+// that gives up when ctx ends; the channel gets the status, or 0 when the
+// request ended without a response.
+func (e *testEnv) postUntil(ctx context.Context, path, key string, body any) <-chan int {
+	status := make(chan int, 1)
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.http.URL+path, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	return status
 }
 
 func chatBody(model string, stream bool, msgs ...map[string]any) map[string]any {

@@ -123,19 +123,7 @@ func TestReplayHoldsTheThreadAndTheKeysLimit(t *testing.T) {
 	hold.Store(true)
 	ctx, leave := context.WithCancel(context.Background())
 	defer leave()
-	replayed := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/api/threads/rehearsal/replay", strings.NewReader("{}"))
-		req.Header.Set("Authorization", "Bearer "+keyAlice)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			replayed <- 0
-			return
-		}
-		resp.Body.Close()
-		replayed <- resp.StatusCode
-	}()
+	replayed := env.postUntil(ctx, "/api/threads/rehearsal/replay", keyAlice, map[string]any{})
 	select {
 	case <-entered:
 	case <-time.After(10 * time.Second):

@@ -14,26 +14,27 @@ import (
 	"github.com/capgraph/capgraph/graph/checkpoint/checkpointtest"
 )
 
-func benchStore(b *testing.B) *Store {
-	b.Helper()
-	s, err := New(Config{Path: filepath.Join(b.TempDir(), "bench.db")})
+// tempStore opens a store in a new file, closed when the test ends.
+func tempStore(tb testing.TB) *Store {
+	tb.Helper()
+	s, err := New(Config{Path: filepath.Join(tb.TempDir(), "store.db")})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { s.Close() })
+	tb.Cleanup(func() { s.Close() })
 	return s
 }
 
-func BenchmarkPut(b *testing.B)         { checkpointtest.BenchPut(b, benchStore(b)) }
-func BenchmarkPutParallel(b *testing.B) { checkpointtest.BenchPutParallel(b, benchStore(b)) }
-func BenchmarkGet(b *testing.B)         { checkpointtest.BenchGet(b, benchStore(b)) }
-func BenchmarkGraph8Nodes(b *testing.B) { checkpointtest.BenchGraph8(b, benchStore(b)) }
+func BenchmarkPut(b *testing.B)         { checkpointtest.BenchPut(b, tempStore(b)) }
+func BenchmarkPutParallel(b *testing.B) { checkpointtest.BenchPutParallel(b, tempStore(b)) }
+func BenchmarkGet(b *testing.B)         { checkpointtest.BenchGet(b, tempStore(b)) }
+func BenchmarkGraph8Nodes(b *testing.B) { checkpointtest.BenchGraph8(b, tempStore(b)) }
 
 // BenchmarkRawCommit is the floor for BenchmarkPut: one plain INSERT of a blob
 // of the same size per transaction, on the store's own writer connection
 // (same file, same WAL + synchronous=FULL settings).
 func BenchmarkRawCommit(b *testing.B) {
-	s := benchStore(b)
+	s := tempStore(b)
 	ctx := context.Background()
 	if _, err := s.w.ExecContext(ctx, `CREATE TABLE raw_bench (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
 		b.Fatal(err)
@@ -52,7 +53,7 @@ func BenchmarkRawCommit(b *testing.B) {
 }
 
 func BenchmarkPutVsRawCommit(b *testing.B) {
-	s := benchStore(b)
+	s := tempStore(b)
 	if _, err := s.w.Exec(`CREATE TABLE raw_bench (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
 		b.Fatal(err)
 	}
@@ -62,8 +63,8 @@ func BenchmarkPutVsRawCommit(b *testing.B) {
 	})
 }
 
-func BenchmarkLease(b *testing.B)     { checkpointtest.BenchLease(b, benchStore(b)) }
-func BenchmarkFencedPut(b *testing.B) { checkpointtest.BenchFencedPut(b, benchStore(b)) }
+func BenchmarkLease(b *testing.B)     { checkpointtest.BenchLease(b, tempStore(b)) }
+func BenchmarkFencedPut(b *testing.B) { checkpointtest.BenchFencedPut(b, tempStore(b)) }
 
 // BenchmarkGroupCommit compares, on one file and in one run, the checkpoints
 // per second of the single-commit loop (MaxBatch 1: one transaction and one
@@ -75,7 +76,7 @@ func BenchmarkFencedPut(b *testing.B) { checkpointtest.BenchFencedPut(b, benchSt
 func BenchmarkGroupCommit(b *testing.B) {
 	for _, threads := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
-			s := benchStore(b)
+			s := tempStore(b)
 			const perRound = 256
 			var single, grouped time.Duration
 			phase := func(maxBatch int, round int) time.Duration {

@@ -22,16 +22,9 @@ import (
 // A state of a few KiB is stored compressed and comes back byte for byte;
 // a small one, and one that does not compress, are stored as they are.
 func TestStatesAreStoredCompressed(t *testing.T) {
-	s, err := New(Config{Path: filepath.Join(t.TempDir(), "d.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := tempStore(t)
 	ctx := context.Background()
-	var conv strings.Builder
-	for i := range 30 {
-		fmt.Fprintf(&conv, `{"role":"user","content":"what is the beam current, question %d?","time":"2026-01-02T03:04:05Z"},`, i)
-	}
+	conv := conversation(30, `{"role":"user","content":"what is the beam current, question %d?","time":"2026-01-02T03:04:05Z"}`)
 	random := make([]byte, 4096)
 	_, _ = rand.NewChaCha8([32]byte{1}).Read(random)
 	for _, c := range []struct {
@@ -39,7 +32,7 @@ func TestStatesAreStoredCompressed(t *testing.T) {
 		state    []byte
 		deflated bool
 	}{
-		{"json of 4 KiB", []byte(`{"messages":[` + strings.TrimSuffix(conv.String(), ",") + `], "pad": "  "}`), true},
+		{"json of 4 KiB", []byte(`{"messages":[` + conv + `], "pad": "  "}`), true},
 		{"small", []byte(`{"n": 1}`), false},
 		{"incompressible", random, false},
 		{"empty", nil, false},
@@ -188,17 +181,9 @@ func TestCompressedStateOutlivesItsWriter(t *testing.T) {
 // store of an earlier version wrote) reads back, and one this store
 // compresses reads with compress/flate (what an earlier version would read).
 func TestCompressedStatesAreStandardDEFLATE(t *testing.T) {
-	s, err := New(Config{Path: filepath.Join(t.TempDir(), "d.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := tempStore(t)
 	ctx := context.Background()
-	var conv strings.Builder
-	for i := range 40 {
-		fmt.Fprintf(&conv, `{"role":"assistant","content":"The beam current is %d.5 mA.","time":"2026-01-02T03:04:05Z"},`, 400+i)
-	}
-	state := []byte(`{"messages":[` + strings.TrimSuffix(conv.String(), ",") + `]}`)
+	state := []byte(`{"messages":[` + conversation(40, `{"role":"assistant","content":"The beam current is 4%02d.5 mA.","time":"2026-01-02T03:04:05Z"}`) + `]}`)
 
 	ours := checkpoint.Checkpoint{ThreadID: "ours", ID: uuid.Must(uuid.NewV7()), State: state, Created: time.Now()}
 	if err := s.Put(ctx, ours); err != nil {
@@ -226,4 +211,13 @@ func TestCompressedStatesAreStandardDEFLATE(t *testing.T) {
 	if tu, err := s.Get(ctx, "theirs", uuid.Nil); err != nil || !bytes.Equal(tu.Checkpoint.State, state) {
 		t.Errorf("a state compress/flate compressed read back as %d bytes (%v), want the %d written", len(tu.Checkpoint.State), err, len(state))
 	}
+}
+
+// conversation is n messages, format filled with 0..n-1, joined by commas.
+func conversation(n int, format string) string {
+	msgs := make([]string, n)
+	for i := range msgs {
+		msgs[i] = fmt.Sprintf(format, i)
+	}
+	return strings.Join(msgs, ",")
 }
