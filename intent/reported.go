@@ -1,6 +1,7 @@
 package intent
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"unicode"
@@ -104,6 +105,19 @@ func maskReported(msg string) (string, reportedText) {
 			blank(i, min(end+utf8.RuneLen(closeRune), len(b)), "a quotation")
 		}
 		i = min(end+utf8.RuneLen(closeRune), len(b))
+	}
+	// Lines quoted in Markdown or e-mail ("> set Q1 to 140 A"), whole.
+	for start := 0; start < len(b); {
+		end := len(b)
+		if nl := bytes.IndexByte(b[start:], '\n'); nl >= 0 {
+			end = start + nl
+		}
+		if line := bytes.TrimLeft(b[start:end], " \t"); len(line) > 0 && line[0] == '>' {
+			if hasChangeVerb(string(line[1:])) {
+				blank(start, end, "a quoted line")
+			}
+		}
+		start = end + 1
 	}
 	// A sentence naming a source or holding a reporting verb, whole ("the
 	// logbook says set…", "Set Q1 to 140 A, said nobody"); labels ("Shift

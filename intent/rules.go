@@ -44,6 +44,7 @@ const (
 	ReasonNoChange     = "read: no imperative change with a value"
 	ReasonTooLong      = "read: the message is longer than a change request (MaxChangeMessage)"
 	ReasonLater        = "later: a change on a condition or for a later time, not now"
+	ReasonCorrected    = "corrected: the message corrects or takes back its change after stating it (\"no wait, 104 A\", \"I mean…\", \"actually no\")"
 )
 
 // token is one word of a message, lower-cased, with its place in the
@@ -270,6 +271,49 @@ var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking
 	`leave (?:it|everything|things|them|that|the \w+) (?:as|alone|where)|hands off|` +
 	`nur (?:lesen|anzeigen|schauen|ablesen)|schreibgeschützt|lecture seule|juste (?:regarder|lire|vérifier))\b`)
 
+// correctionPattern: words that correct or take back a change said
+// before them ("set Q1 to 105 A — no wait, 104 A", "…, I mean 104 A", "…;
+// actually no", "nein warte", "ich meine", "je veux dire", "ou plutôt").
+// Which change is meant would then be a guess. A bare "no" or "sorry"
+// corrects only after a break and before a number ("…, no, 104 A": "cavity
+// no 2" is a name), "wait" only with a break after it too ("…, wait, 104":
+// "…, wait 2 s, then…" is a sequence).
+var correctionPattern = mustFilter(`\b(?:no,? wait|wait,? no|actually,? no|i mean|i meant|make (?:that|it) [-+−]?\d+|or rather|oops|` +
+	`on second thought|belay that|typo|correction|(?:no|nah|nope)[,!]? (?:leave|keep) it|` +
+	`nein,? warte|warte,? nein|ich meine|ich meinte|oder (?:besser|vielmehr|lieber)|doch nicht|ach nee|ach nein|tippfehler|korrektur|` +
+	`non,? attends|attends,? non|je veux dire|je voulais dire|ou plutôt|en fait,? non|finalement,? non|faute de frappe)\b|` +
+	`[,;.!—–…-] *(?:no|nein|non|sorry|pardon)[,.!]* +[-+−]?\d|[,;.!—–…-] *(?:wait|warte|attends)[,.!]+ *[-+−]?\d`)
+
+// insisting: "I mean it", "ich meine es" insist on the change.
+var insisting = map[string]string{"i mean": "it", "ich meine": "es"}
+
+// corrects returns the words in text, a change and what follows it, that
+// correct or take it back ("" when none do).
+func corrects(text string) string {
+	lower := strings.ReplaceAll(strings.ToLower(text), "’", "'")
+	if !correctionPattern.mayMatch(lower) {
+		return ""
+	}
+	for _, loc := range correctionPattern.re.FindAllStringIndex(lower, -1) {
+		m := lower[loc[0]:loc[1]]
+		if it, ok := insisting[m]; ok {
+			if next := strings.Fields(lower[loc[1]:]); len(next) > 0 && strings.TrimRight(next[0], ".,!;") == it {
+				continue
+			}
+		}
+		return strings.Trim(m, ",;.!—–…-+− 0123456789")
+	}
+	return ""
+}
+
+// copulas make words after a change a statement of what is ("(it's at
+// 92 A now)", "Q2 is at 98 A", "il est à 92 A"), not more of the change.
+var copulas = wordSet(`is are was were it's that's he's she's there's ist sind war waren est sont était c'est`)
+
+func statesWhatIs(toks []token) bool {
+	return slices.ContainsFunc(toks, func(t token) bool { return copulas[t.w] })
+}
+
 // historyPattern: a clause about the past or a time window ("since the
 // trip", "over the last 2 hours", "seit gestern", "depuis") is history,
 // whatever verb it has.
@@ -366,11 +410,15 @@ func fromMessage(msg string) Finding {
 		unclear  string // the first change verb's clause without a usable value
 		marked   string // the first change request ending in "?"
 		prev     bool   // the clause before was a change: a verbless "and Q2 to 98 A" continues it
+		from     int    // where the first change request starts in masked
 	)
 	for _, c := range clauses {
 		r := readClause(masked, c)
 		switch {
 		case r.change:
+			if !changed {
+				from = c.toks[0].start
+			}
 			changes = append(changes, r.changes...)
 			changed, prev = true, true
 			continue
@@ -392,6 +440,13 @@ func fromMessage(msg string) Finding {
 			}
 		}
 		prev = false
+	}
+	if changed {
+		if words := corrects(masked[from:]); words != "" {
+			in := Intent{Kind: KindRead, Note: "Your message corrects or takes back its change (\"" + words + "\"), so nothing will be changed: " +
+				"ask for the change once, with the value you want, for example \"set Q1 to 105 A\"."}
+			return Finding{Intent: in, Reason: ReasonCorrected}
+		}
 	}
 	restore := !question && restoreVerbs.MatchString(norm) || (changed || unclear != "") && restoreValues.MatchString(norm)
 	if !changed && !reported.change && restoreVerbs.MatchString(norm) && !restoreNotAsked(masked, clauses) && !strings.HasSuffix(strings.TrimSpace(norm), "?") &&
@@ -769,6 +824,13 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 			}
 		}
 		target = trimJoiners(target)
+		if (len(out) > 0 || verb == "") && statesWhatIs(target) {
+			// After a change, or without a verb of its own ("…, it's at
+			// 92 A now", "(Q2 is at 98 A)"): what is, not a change.
+			from = k + 1 + used
+			k = from - 1
+			continue
+		}
 		if presentation(target) || presentation(untilJoiner(rest[min(k+1+used, len(rest)):])) {
 			return nil, false // "set the range to 2 hours", "set Q1 to 105 A in the plot"
 		}

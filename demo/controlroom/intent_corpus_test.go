@@ -67,7 +67,7 @@ func readCorpus(t *testing.T) []corpusCase {
 			t.Fatalf("line %d: verdict %q", n, v)
 		}
 		for _, m := range strings.Split(parts[3], " >> ") {
-			c.turns = append(c.turns, strings.TrimSpace(m))
+			c.turns = append(c.turns, strings.ReplaceAll(strings.TrimSpace(m), `\n`, "\n"))
 		}
 		out = append(out, c)
 	}
