@@ -45,6 +45,8 @@ const (
 	ReasonTooLong      = "read: the message is longer than a change request (MaxChangeMessage)"
 	ReasonLater        = "later: a change on a condition or for a later time, not now"
 	ReasonCorrected    = "corrected: the message corrects or takes back its change after stating it (\"no wait, 104 A\", \"I mean…\", \"actually no\")"
+	ReasonOpenValue    = "open: the message gives a setting no single value (\"105 or 140 A\", \"100 bis 105 A\", \"0x69\")"
+	ReasonHidden       = "hidden: invisible characters (zero-width, text direction) in the words, so what the message shows may not be what it says"
 )
 
 // token is one word of a message, lower-cased, with its place in the
@@ -393,6 +395,11 @@ func fromMessage(msg string) Finding {
 		}
 		return Finding{Intent: in, Reason: ReasonTooLong}
 	}
+	if hiddenIn(msg) && hasChangeVerb(strings.Map(dropHidden, msg)) {
+		in := Intent{Kind: KindRead, Note: "Your message holds invisible characters (zero-width spaces, text direction marks), " +
+			"so what it shows may not be what it says, and nothing will be changed. Type the request again, for example \"set Q1 to 105 A\"."}
+		return Finding{Intent: in, Reason: ReasonHidden}
+	}
 	masked, reported := maskReported(msg)
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
 	clauses := scan(masked)
@@ -408,6 +415,7 @@ func fromMessage(msg string) Finding {
 		question bool
 		history  bool
 		unclear  string // the first change verb's clause without a usable value
+		open     bool   // … because it leaves its value open ("105 or 140 A")
 		marked   string // the first change request ending in "?"
 		prev     bool   // the clause before was a change: a verbless "and Q2 to 98 A" continues it
 		from     int    // where the first change request starts in masked
@@ -432,7 +440,7 @@ func fromMessage(msg string) Finding {
 		case r.history:
 			history = true
 		case r.verb && unclear == "":
-			unclear = span(masked, c.toks)
+			unclear, open = span(masked, c.toks), leavesValueOpen(masked, c.toks)
 		case r.verbless && prev:
 			if more, ok := valueChanges(masked, "", c.toks); ok {
 				changes = append(changes, more...)
@@ -476,6 +484,10 @@ func fromMessage(msg string) Finding {
 	case marked != "":
 		in.Note = "Your message \"" + shorten(marked) + "?\" ends with a question mark, so it was read as a question and nothing will be changed. " +
 			"To change the setting, ask for it without one, for example \"please set Q1 to 105 A\"."
+	case unclear != "" && !question && !history && open:
+		in.Note = "\"" + shorten(unclear) + "\" gives no single value (two, a range, or one that is not a number), so nothing will be changed. " +
+			"Ask for the one value you want, for example \"set Q1 to 105 A\"."
+		return Finding{Intent: in, Reason: ReasonOpenValue}
 	case unclear != "" && !question && !history:
 		in.Note = "\"" + shorten(unclear) + "\" names no value (or an amount without a direction), so nothing will be changed. " +
 			"To change a setting, give the value, for example \"set Q1 to 105 A\" or \"raise Q1 by 5 A\"."
@@ -805,7 +817,7 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 			continue
 		}
 		v, unit, ok := ParseQuantity(msg[rest[k+1].start:])
-		if !ok || !startsNumber(rest[k+1].w) || clockLike(msg, rest[k+1]) {
+		if !ok || !startsNumber(rest[k+1].w) || clockLike(msg, rest[k+1]) || !numberToken(msg, rest[k+1]) {
 			continue
 		}
 		if isBy && fromMarkers[m] && laterValue(msg, rest[k+2:]) {
@@ -815,6 +827,9 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 		if k+2 < len(rest) && KnownUnit(rest[k+2].w) && unit != "" && !strings.ContainsFunc(rest[k+1].w, unicode.IsLetter) {
 			used = 2
 		}
+		if opensValue(rest, k+1, used) {
+			return nil, false // which value is meant would be a guess
+		}
 		target := rest[from:k]
 		// "from 92 A to 105 A": the old value is not part of the target.
 		for f := len(target) - 1; f >= 0; f-- {
@@ -822,6 +837,13 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 				target = target[:f]
 				break
 			}
+		}
+		if len(out) > 0 && len(trimJoiners(target)) == 0 && !slices.ContainsFunc(target, func(t token) bool { return sequenceWords[t.w] }) {
+			// Words about the change just read, not another one: "to 105 A
+			// at 2 A/s", "… = 5 A more" ("… then to 140 A" is a second).
+			from = k + 1 + used
+			k = from - 1
+			continue
 		}
 		target = trimJoiners(target)
 		if (len(out) > 0 || verb == "") && statesWhatIs(target) {
@@ -858,6 +880,89 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 		k = from - 1
 	}
 	return out, len(out) > 0
+}
+
+// numberToken reports whether a token is a number with a known unit or
+// none, and nothing else: "105", "105A", "0,105", "1e2"; not "0x69",
+// "105.0.1", "105-140", "2nd".
+func numberToken(msg string, t token) bool {
+	s := strings.Replace(msg[t.start:t.end], "−", "-", 1)
+	m := quantityPattern.FindStringSubmatch(s)
+	return m != nil && len(m[0]) == len(s) && (m[2] == "" || KnownUnit(m[2]))
+}
+
+// sequenceWords make a value after a change the next change of the same
+// target: "set Q1 to 105 A then to 140 A".
+var sequenceWords = wordSet(`then and dann und puis ensuite et`)
+
+// alternatives join a value to another one it leaves open: "105 or 140 A",
+// "Q1 and Q2 to 105 A and 98 A", "100 bis 105 A", "105 ou 110 A".
+var alternatives = wordSet(`or and to oder und bis ou et à`)
+
+// opensValue reports whether the value at rest[at], used tokens with its
+// unit, is followed by another value it leaves open: an alternative, a
+// second number ("105 A 140 A", "1 05 A", "105±2 A").
+func opensValue(rest []token, at, used int) bool {
+	n := at + used
+	return n < len(rest) && (startsNumber(rest[n].w) || n+1 < len(rest) && alternatives[rest[n].w] && startsNumber(rest[n+1].w))
+}
+
+// leavesValueOpen reports whether a clause's change leaves its value open
+// (opensValue after a to-marker), or gives a value that is no number
+// ("105-140 A", "0x69").
+func leavesValueOpen(msg string, toks []token) bool {
+	for k := 0; k+1 < len(toks); k++ {
+		if !toMarkers[toks[k].w] && !byMarkers[toks[k].w] || !startsNumber(toks[k+1].w) {
+			continue
+		}
+		used := 1
+		if k+2 < len(toks) && KnownUnit(toks[k+2].w) {
+			used = 2
+		}
+		if !numberToken(msg, toks[k+1]) || opensValue(toks, k+1, used) {
+			return true
+		}
+	}
+	return false
+}
+
+// hiddenIn reports an invisible character next to a letter or a digit,
+// or a text direction control anywhere: what the message shows is then
+// not what the rules would read ("1\u200b05" shows as 105). A joiner
+// between emoji ("👨‍🔧") shows nothing hidden.
+func hiddenIn(msg string) bool {
+	prev := rune(0)
+	for i, r := range msg {
+		switch {
+		case bidiControl(r):
+			return true
+		case zeroWidth(r):
+			next, _ := utf8.DecodeRuneInString(msg[i+utf8.RuneLen(r):])
+			if wordish(prev) || wordish(next) {
+				return true
+			}
+		}
+		prev = r
+	}
+	return false
+}
+
+func bidiControl(r rune) bool {
+	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 || r == 0x200E || r == 0x200F || r == 0x061C
+}
+
+func zeroWidth(r rune) bool {
+	return r >= 0x200B && r <= 0x200D || r == 0x2060 || r == 0xFEFF || r == 0x00AD
+}
+
+func wordish(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// dropHidden removes the characters hiddenIn looks for (strings.Map).
+func dropHidden(r rune) rune {
+	if bidiControl(r) || zeroWidth(r) {
+		return -1
+	}
+	return r
 }
 
 // laterValue reports whether a to-marker and a number follow.

@@ -127,10 +127,11 @@ func lookupUnit(u string) (unit, bool) {
 
 // quantityPattern is a number with an optional unit right after it; a
 // decimal point may be a comma ("105,5 A").
-var quantityPattern = regexp.MustCompile(`^\s*([-+]?(?:\d+(?:\.\d*|,\d+)?|\.\d+)(?:[eE][-+]?\d+)?)(?:\s*([A-Za-zµμΩ°%]+))?`)
+var quantityPattern = regexp.MustCompile(`^\s*([-+]?(?:\d+(?:\.\d*|,\d+)?|\.\d+)(?:[eE][-+]?\d+)?)(?:[\s\x{00A0}\x{202F}\x{2009}]*([A-Za-zµμΩ°%]+))?`)
 
 // ParseQuantity reads a number at the start of s and the unit right after
-// it, when that is a unit capgraph knows ("105 A", "610kV", "0.5 amps",
+// it (after a space, a no-break space or none), when that is a unit
+// capgraph knows ("105 A", "610kV", "0.5 amps",
 // "105,5 A", "−3 A" with a typographic minus); the unit comes back in its
 // canonical symbol. Anything after is ignored. A comma followed by exactly
 // three digits ("1,000") is a thousands separator in English and a
