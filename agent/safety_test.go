@@ -46,6 +46,9 @@ type gateWorld struct {
 	// noAction leaves set_value without an Action: the framework binds the
 	// approval to the whole step (capabilities.StepAction).
 	noAction bool
+	// valueAs is how set_value's Action gives the value it writes (nil:
+	// a float64).
+	valueAs func(v float64) any
 }
 
 var changeRE = regexp.MustCompile(`(?i)^set .* to ([0-9.]+)`)
@@ -105,7 +108,11 @@ func (w *gateWorld) setValue(t testing.TB) capabilities.Capability {
 			if err != nil {
 				return capabilities.Action{}, err
 			}
-			return capabilities.Action{Changes: []capabilities.Change{{Target: "Q1", Value: v, Unit: "A"}},
+			var value any = v
+			if w.valueAs != nil {
+				value = w.valueAs(v)
+			}
+			return capabilities.Action{Changes: []capabilities.Change{{Target: "Q1", Value: value, Unit: "A"}},
 				Summary: fmt.Sprintf("set Q1 to %g A", v)}, nil
 		}
 	}
@@ -337,6 +344,43 @@ func TestGateRefusesWithoutChangeIntent(t *testing.T) {
 				t.Fatal("asked to approve a write the user did not ask for")
 			}
 			refusal(t, a, "t", o, agent.KindRefused, tc.reason)
+			if len(w.written()) != 0 {
+				t.Fatal("written")
+			}
+		})
+	}
+}
+
+// Every number an application's action says it writes is held to the
+// user's words, whatever its Go type or shape (a list of setpoints, a
+// setting with fields): on the compiled agent, where the step executes.
+func TestGateChecksEveryNumberAnActionWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		valueAs func(v float64) any
+		refused bool
+	}{
+		{"an int32", func(v float64) any { return int32(v) + 35 }, true},
+		{"a list with another setpoint", func(v float64) any { return []float64{v, 140} }, true},
+		{"a setting with another number", func(v float64) any { return map[string]any{"setpoint": v, "ramp_to": 140.0} }, true},
+		{"a struct", func(v float64) any { return struct{ Setpoint, Limit float64 }{v, 140} }, true},
+		{"a list of the user's value", func(v float64) any { return []float64{v} }, false},
+		{"an int32 of the user's value", func(v float64) any { return int32(v) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newGateWorld(105)
+			w.valueAs = tc.valueAs
+			a := w.agent(t, memoryStore(), writesOnNoApproval)
+			o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: setQ1})
+			if !tc.refused {
+				ap := approvalOf(t, o)
+				resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes", By: "op-anna"})
+				if got := w.written(); len(got) != 1 || got[0] != 105 {
+					t.Fatalf("written %v, want [105]", got)
+				}
+				return
+			}
+			refusal(t, a, "t", o, agent.KindRefused, agent.RefusedIntentMismatch)
 			if len(w.written()) != 0 {
 				t.Fatal("written")
 			}

@@ -1,10 +1,13 @@
 package intent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -401,9 +404,59 @@ func describeChange(ch capabilities.Change) (text string, vals []quantity, other
 			break
 		}
 		text += " " + string(b)
-		vals = opaqueValues(v, ch.Unit)
+		if opaque(v) {
+			vals = opaqueValues(v, ch.Unit)
+			break
+		}
+		// A list, a map, a struct: every number in it is a value written,
+		// and each must be one the user gave; one without any is a word.
+		if vals = numbersIn(b, ch.Unit); len(vals) == 0 {
+			other = string(b)
+		}
 	}
 	return text, vals, other
+}
+
+// opaque reports the value of capabilities.StepAction's change: the
+// step's objective, parameters and inputs.
+func opaque(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	_, objective := m["objective"]
+	_, params := m["parameters"]
+	return objective || params
+}
+
+// numbersIn returns every number in a JSON document, in unit.
+func numbersIn(doc []byte, unit string) []quantity {
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return nil
+	}
+	var out []quantity
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case json.Number:
+			if f, err := x.Float64(); err == nil {
+				out = append(out, quantity{f, unit})
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
 }
 
 // opaqueAmounts are the amounts an opaque action changes by
@@ -438,6 +491,18 @@ func opaqueValues(v any, unit string) []quantity {
 		for _, x := range vs {
 			if f, ok := number(x); ok {
 				out = append(out, quantity{f, unit})
+			}
+		}
+	}
+	// Every other number among the parameters may be written too, as far
+	// as the framework can tell: it must be the user's as well (an amount,
+	// parameters.by, is checked as one: opaqueAmounts).
+	rest := maps.Clone(params)
+	delete(rest, "by")
+	if b, err := json.Marshal(rest); err == nil {
+		for _, q := range numbersIn(b, unit) {
+			if !slices.Contains(out, q) {
+				out = append(out, q)
 			}
 		}
 	}
@@ -510,17 +575,20 @@ func (i Intent) kindName() string {
 
 func number(v any) (float64, bool) {
 	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
 	case string:
 		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
 		return f, err == nil
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return r.Float(), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return float64(r.Int()), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return float64(r.Uint()), true
 	}
 	return 0, false
 }

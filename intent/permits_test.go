@@ -1,6 +1,7 @@
 package intent_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -116,6 +117,20 @@ func TestPermits(t *testing.T) {
 		{"opaque step action wrong value", q1, opaqueWrong, intent.ErrMismatch, "150"},
 		{"opaque objective value", q1, opaqueObjective, nil, ""},
 		{"no changes in the action", q1, act(), nil, ""},
+		// Every number an action writes is one the user gave, whatever its
+		// Go type or shape.
+		{"an int32 value", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: int32(140), Unit: "A"}), intent.ErrMismatch, "140 A"},
+		{"an int32 value the user's", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: int32(105), Unit: "A"}), nil, ""},
+		{"a uint64 value", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: uint64(140), Unit: "A"}), intent.ErrMismatch, "140 A"},
+		{"a json.Number value", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: json.Number("140"), Unit: "A"}), intent.ErrMismatch, "140 A"},
+		{"a list with another number", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: []any{105.0, 140.0}, Unit: "A"}), intent.ErrMismatch, "140 A"},
+		{"a list of the user's", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: []float64{105}, Unit: "A"}), nil, ""},
+		{"a map with another number", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: map[string]any{"value": 105.0, "ramp": 140.0}, Unit: "A"}), intent.ErrMismatch, "140 A"},
+		{"a struct with another number", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: struct{ SP float64 }{140}, Unit: "A"}), intent.ErrMismatch, "140 A"},
+		{"a map of words for a change without a value", noValue, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE", Value: map[string]any{"state": "off"}}), nil, ""},
+		{"a map with a number for a change without a value", noValue, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE", Value: map[string]any{"state": 0}}), intent.ErrMismatch, "would be set to 0"},
+		{"opaque step action with another number", q1, capabilities.StepAction("channel_write", capabilities.Step{PlannedStep: capabilities.PlannedStep{
+			ContextKey: "w", TaskObjective: "Set BTS:MAG:Q1:CURRENT to 105 A", Parameters: map[string]any{"value": 105.0, "current": 140.0}}}), intent.ErrMismatch, "140"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
