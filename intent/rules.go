@@ -1080,12 +1080,20 @@ func FromMessages(latest string, earlier []string) Finding {
 			if len(statedIdentifiers(c.Target)) > 0 {
 				continue
 			}
-			f.Intent.Changes[k].Refers = referent(c.Target, latest, earlier)
-			if f.Intent.Changes[k].Refers == "" && (c.Target == "" || pronouns[strings.ToLower(strings.TrimSpace(c.Target))]) {
-				// "Set it to 105 A" with nothing before: what "it" is would
-				// be a model's guess.
-				in := Intent{Kind: KindRead, Note: "Your message does not say what \"" + c.Target + "\" is, so nothing will be changed. " +
-					"Name what to change, for example \"set Q1 to 105 A\"."}
+			refers := referent(c.Target, latest, earlier)
+			f.Intent.Changes[k].Refers = refers
+			tw := strings.Fields(strings.ToLower(c.Target))
+			names := distinctNames(refers)
+			// "Set it to 105 A" with nothing before, "it" after "Q1 and
+			// Q2", "the other one": which is meant would be a model's guess.
+			if refers == "" && (c.Target == "" || pronouns[strings.Join(tw, " ")]) ||
+				slices.ContainsFunc(tw, func(w string) bool { return contrastWords[w] }) ||
+				len(tw) == 1 && singularPronouns[tw[0]] && len(names) > 1 {
+				note := "Your message does not say what \"" + c.Target + "\" is"
+				if len(names) > 1 && !slices.ContainsFunc(tw, func(w string) bool { return contrastWords[w] }) {
+					note += " (" + strings.Join(names, " or ") + ")"
+				}
+				in := Intent{Kind: KindRead, Note: note + ", so nothing will be changed. Name what to change, for example \"set Q1 to 105 A\"."}
 				return Finding{Intent: in, Reason: ReasonUnclear}
 			}
 		}
@@ -1093,8 +1101,26 @@ func FromMessages(latest string, earlier []string) Finding {
 	return f
 }
 
-// pronouns are targets that name nothing by themselves.
-var pronouns = wordSet(`it that this them those these ihn es sie ihm das dies diesen le la les lui cela ça`)
+// pronouns are targets that name nothing by themselves; singularPronouns
+// name one thing, so words naming several leave it open; contrastWords
+// name what the words before do not ("the other one", "den anderen").
+var (
+	pronouns         = wordSet(`it that this them those these ihn es sie ihm das dies diesen le la les lui cela ça`)
+	singularPronouns = wordSet(`it that this ihn es ihm das dies diesen le la lui cela ça`)
+	contrastWords    = wordSet(`other others another else anderen andere anderer anderes autre autres l'autre`)
+)
+
+// distinctNames are the different numbered names in text ("Q1", "Q2"),
+// in order.
+func distinctNames(text string) []string {
+	var out []string
+	for _, id := range statedIdentifiers(text) {
+		if n := id.String(); !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // continuation reads a verbless follow-up ("and Q2 to 98 A") of a change.
 func continuation(latest string, earlier []string, f Finding) Finding {
