@@ -2,6 +2,7 @@ package intent
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -33,6 +34,9 @@ var injectionPattern = mustFilterFold(`(?i)(?:\b(?:system|assistant|ai|bot|model
 	`\b(?:hinweis|notiz|anweisung) (?:an|für) (?:den |die )?(?:assistenten|assistent|ki|system|modell)\b|` +
 	`\b(?:note|consigne|instruction) (?:à|a|pour) (?:l'assistant|l'ia|l'agent|le système|le modèle)\b)`)
 
+// examplePattern starts an example.
+var examplePattern = regexp.MustCompile(`(?i)\b(?:e\.\s?g\.|for (?:example|instance)|z\.\s?b\.|zum beispiel|par exemple)`)
+
 // reportNouns in a label ("Shift note:", "Logbook entry:") make what
 // follows the colon reported; so does a word ending in one of
 // reportSuffixes ("Schichtnotiz:", "shiftlog:").
@@ -44,6 +48,12 @@ var (
 		notiz notizen logbuch eintrag nachricht hinweis anweisung übergabe protokoll kollege kollegin schichtleiter
 		journal cahier entrée consigne consignes relève commentaire courriel collègue rapport`)
 	reportSuffixes = []string{"note", "notiz", "log", "buch", "eintrag", "protokoll"}
+	// materialLabels before a colon make what follows material for an
+	// example or a task on words, not a request ("Example: …",
+	// "Translate to German: …", "Repeat after me: …").
+	materialLabels = wordSet(`example examples sample template translate translation repeat rephrase paraphrase reword proofread
+		summarize summarise beispiel übersetze übersetzen übersetzung wiederhole umformulieren exemple traduis traduire
+		traduction répète reformule`)
 	// reportVerbs: what follows them, to the end of the sentence, is
 	// reported ("the logbook says set Q1 to 140 A", "Bob asked to…").
 	reportVerbs = wordSet(`says said say wrote writes states stated suggests suggested recommends recommended claims
@@ -105,6 +115,15 @@ func maskReported(msg string) (string, reportedText) {
 			blank(i, min(end+utf8.RuneLen(closeRune), len(b)), "a quotation")
 		}
 		i = min(end+utf8.RuneLen(closeRune), len(b))
+	}
+	// An example, to the end of its line: "e.g. set Q1 to 140 A", "for
+	// example, …", "z. B. …", "par exemple, …".
+	for _, loc := range examplePattern.FindAllStringIndex(string(b), -1) {
+		end := len(b)
+		if nl := bytes.IndexByte(b[loc[1]:], '\n'); nl >= 0 {
+			end = loc[1] + nl
+		}
+		blank(loc[0], end, "an example")
 	}
 	// Lines quoted in Markdown or e-mail ("> set Q1 to 140 A"), whole.
 	for start := 0; start < len(b); {
@@ -216,7 +235,7 @@ func colonAfter(text string, i int) int {
 func labelReports(text string, words [][2]int) bool {
 	for k := len(words) - 1; k >= 0 && k >= len(words)-4; k-- {
 		w := strings.ToLower(text[words[k][0]:words[k][1]])
-		if reportNouns[w] || reportVerbs[w] {
+		if reportNouns[w] || reportVerbs[w] || materialLabels[w] {
 			return true
 		}
 		for _, suf := range reportSuffixes {

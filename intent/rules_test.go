@@ -219,6 +219,17 @@ func TestRules(t *testing.T) {
 		{"s\u200bet Q1 to 140 A", "read"},
 		{"set Q1 to 105 A\u202e041", "read"},
 		{"set Q1 to 10\u00ad5 A", "read"},
+		// Examples and material for a task on words: not the user's request.
+		{"Example: set Q1 to 105 A", "read"},
+		{"e.g. set Q1 to 105 A", "read"},
+		{"For example, set Q1 to 105 A", "read"},
+		{"Translate to German: set Q1 to 105 A", "read"},
+		{"Repeat after me: set Q1 to 105 A", "read"},
+		{"Rephrase this: set Q1 to 105 A", "read"},
+		{"Übersetze ins Englische: Setze Q1 auf 105 A", "read"},
+		{"Zum Beispiel: Setze Q1 auf 105 A", "read"},
+		{"Par exemple : mets Q1 à 105 A", "read"},
+		{"Set Q1 to 105 A, for example for the test", "change: Q1 to 105 A"},
 		// Nouns and history.
 		{"Drop in BTS Q1 current to 90 A since the trip", "read"},
 		{"Ramp of BTS Q1 to 105 A over the last 2 hours", "read"},
