@@ -267,6 +267,14 @@ var hypotheticalPattern = mustFilter(`\b(?:what (?:would|will|might|could)\b|wha
 	`\best-il (?:sûr|sur|possible|prudent|raisonnable)|\best-ce (?:sûr|possible|prudent)|\bserait|\bpourrait-on|` +
 	`\bcomment (?:je|on|puis-je|peut-on|faire))`)
 
+// adviceAfterChange: a question asking for a judgement of the change said
+// before it ("Set Q1 to 105 A. Is that safe?", "Ist das in Ordnung?",
+// "C'est bon ?"): the user asks for advice, not yet for the change.
+var adviceAfterChange = mustFilter(`\b(?:(?:is|are|would|will) (?:that|this|it) (?:be )?(?:safe|ok|okay|fine|alright|all right|right|correct|wise|allowed|a good idea)|` +
+	`what do you think|does (?:that|this) make sense|good idea\?|makes sense\?|` +
+	`ist (?:das|dies) (?:sicher|ok|okay|in ordnung|richtig|sinnvoll|erlaubt)|was meinst du|was denkst du|` +
+	`c'est (?:sûr|sur|bon|correct|ok|prudent) ?\?|qu'en penses-tu|qu'en pensez-vous)`)
+
 // readOnlyPattern: explicit statements that nothing is to change.
 var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking|checking|curious|asking)|` +
 	`just kidding|kidding|joking|never ?mind|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
@@ -347,6 +355,7 @@ const MaxChangeMessage = 4000
 // condition (conditionWords): the rules cannot tell when, so nothing is
 // changed.
 var laterPattern = mustFilter(`\b(?:as soon as|at \d{1,2}[:h.]\d{2}|at \d{1,2} ?(?:am|pm|o'clock)|tomorrow|tonight|later|` +
+	`(?:and )?then (?:back|put it back|set it back|restore)|und dann (?:zurück|wieder zurück)|puis (?:revenir|remettre)|` +
 	`next (?:shift|fill|week|run)|in \d+ (?:min|minutes|hours?|h)\b|morgen|später|heute abend|um \d{1,2}[:.]\d{2}|um \d{1,2} uhr|` +
 	`dès que|des que|tant que|demain|plus tard|ce soir)\b|(?:^|\s)à \d{1,2}h\d{0,2}\b`)
 
@@ -448,6 +457,9 @@ func fromMessage(msg string) Finding {
 			}
 		}
 		prev = false
+	}
+	if changed && adviceAfterChange.MatchString(norm) {
+		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}
 	}
 	if changed {
 		if words := corrects(masked[from:]); words != "" {

@@ -230,6 +230,14 @@ func TestRules(t *testing.T) {
 		{"Zum Beispiel: Setze Q1 auf 105 A", "read"},
 		{"Par exemple : mets Q1 à 105 A", "read"},
 		{"Set Q1 to 105 A, for example for the test", "change: Q1 to 105 A"},
+		// Advice asked about the change, and a change and its undoing later.
+		{"Set Q1 to 105 A. Is that safe?", "hypothetical"},
+		{"Set Q1 to 105 A. What do you think?", "hypothetical"},
+		{"Setze Q1 auf 105 A. Ist das in Ordnung?", "hypothetical"},
+		{"Mets Q1 à 105 A. C'est bon ?", "hypothetical"},
+		{"Set Q1 to 105 A. What is Q2?", "change: Q1 to 105 A"},
+		{"Set Q1 to 105 A for 10 minutes and then back", "read"},
+		{"Setze Q1 auf 105 A und dann zurück", "read"},
 		// Nouns and history.
 		{"Drop in BTS Q1 current to 90 A since the trip", "read"},
 		{"Ramp of BTS Q1 to 105 A over the last 2 hours", "read"},
