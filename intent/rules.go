@@ -208,6 +208,10 @@ var (
 	negationWords = wordSet(`don't dont not never no without nothing none avoid stop cannot can't cant won't shouldn't mustn't
 		nicht kein keine keinen keinesfalls nichts ohne nie niemals
 		ne n' sans aucun aucune rien jamais pas`)
+	// danglingNegations ending a clause negate the change in the clauses
+	// after it ("Do not, under any circumstances, set…", "Never, ever,
+	// set…"); a bare "No," answers something else ("No, set Q1 to…").
+	danglingNegations = wordSet(`not never don't dont nicht niemals nie keinesfalls jamais pas`)
 	// afterNegations are the words after a change word that negate it
 	// ("change nothing", "ändere nichts", "ne change rien").
 	afterNegations = wordSet(`nothing nichts rien nicht pas`)
@@ -217,6 +221,7 @@ var (
 		tweak tweaking tweaked raise raising lower lowering increase increasing decrease decreasing ramp ramping
 		writes sets
 		ändern ändere änder ändert aendern verändern verändere setzen setze setz stellen stelle verstellen anfassen
+		änderung änderungen
 		fasse anrühren schreiben schreibe einstellen
 		changer change changez modifier modifie modifiez toucher touche touchez régler règle réglez mettre mets mettez
 		écrire écris ajuster ajuste`)
@@ -277,6 +282,7 @@ var adviceAfterChange = mustFilter(`\b(?:(?:is|are|would|will) (?:that|this|it) 
 
 // readOnlyPattern: explicit statements that nothing is to change.
 var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking|checking|curious|asking)|` +
+	`under no circumstances|on no account|by no means|auf (?:gar )?keinen fall|unter keinen umständen|en aucun cas|sous aucun prétexte|` +
 	`just kidding|kidding|joking|never ?mind|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
 	`leave (?:it|everything|things|them|that|the \w+) (?:as|alone|where)|hands off|` +
 	`nur (?:lesen|anzeigen|schauen|ablesen)|schreibgeschützt|lecture seule|juste (?:regarder|lire|vérifier))\b`)
@@ -530,7 +536,14 @@ func shorten(s string) string {
 // touch", "ne change rien"), or a change word followed within three words
 // by a negation ("change nothing", "setze Q1 nicht auf…"), in one clause.
 func negatedChange(clauses []clause) bool {
+	dangling := false // the clause before ended in a negation: "Do not, under any circumstances, set…"
 	for _, c := range clauses {
+		if dangling && slices.ContainsFunc(c.toks, func(t token) bool { return changeWords[t.w] || verbOf(t.w) != "" }) {
+			return true
+		}
+		if n := len(c.toks); n > 0 && danglingNegations[c.toks[n-1].w] {
+			dangling = true
+		}
 		for i, t := range c.toks {
 			if changeWords[t.w] || verbOf(t.w) != "" {
 				// "change nothing", "setze Q1 nicht auf…", "ne change rien"
