@@ -2,7 +2,6 @@ package intent
 
 import (
 	"bytes"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -35,7 +34,7 @@ var injectionPattern = mustFilterFold(`(?i)(?:\b(?:system|assistant|ai|bot|model
 	`\b(?:note|consigne|instruction) (?:à|a|pour) (?:l'assistant|l'ia|l'agent|le système|le modèle)\b)`)
 
 // examplePattern starts an example.
-var examplePattern = regexp.MustCompile(`(?i)\b(?:e\.\s?g\.|for (?:example|instance)|z\.\s?b\.|zum beispiel|par exemple)`)
+var examplePattern = mustFilterFold(`(?i)\b(?:e\.\s?g\.|for (?:example|instance)|z\.\s?b\.|zum beispiel|par exemple)`)
 
 // reportNouns in a label ("Shift note:", "Logbook entry:") make what
 // follows the colon reported; so does a word ending in one of
@@ -118,12 +117,17 @@ func maskReported(msg string) (string, reportedText) {
 	}
 	// An example, to the end of its line: "e.g. set Q1 to 140 A", "for
 	// example, …", "z. B. …", "par exemple, …".
-	for _, loc := range examplePattern.FindAllStringIndex(string(b), -1) {
-		end := len(b)
-		if nl := bytes.IndexByte(b[loc[1]:], '\n'); nl >= 0 {
-			end = loc[1] + nl
+	for from := 0; from < len(b); {
+		loc := examplePattern.FindStringIndex(string(b[from:]))
+		if loc == nil {
+			break
 		}
-		blank(loc[0], end, "an example")
+		start, end := from+loc[0], len(b)
+		if nl := bytes.IndexByte(b[from+loc[1]:], '\n'); nl >= 0 {
+			end = from + loc[1] + nl
+		}
+		blank(start, end, "an example")
+		from = end + 1
 	}
 	// Lines quoted in Markdown or e-mail ("> set Q1 to 140 A"), whole.
 	for start := 0; start < len(b); {
