@@ -49,6 +49,8 @@ type gateWorld struct {
 	// valueAs is how set_value's Action gives the value it writes (nil:
 	// a float64).
 	valueAs func(v float64) any
+	// target is the target set_value's Action names ("": Q1).
+	target string
 }
 
 var changeRE = regexp.MustCompile(`(?i)^set .* to ([0-9.]+)`)
@@ -112,7 +114,11 @@ func (w *gateWorld) setValue(t testing.TB) capabilities.Capability {
 			if w.valueAs != nil {
 				value = w.valueAs(v)
 			}
-			return capabilities.Action{Changes: []capabilities.Change{{Target: "Q1", Value: value, Unit: "A"}},
+			target := "Q1"
+			if w.target != "" {
+				target = w.target
+			}
+			return capabilities.Action{Changes: []capabilities.Change{{Target: target, Value: value, Unit: "A"}},
 				Summary: fmt.Sprintf("set Q1 to %g A", v)}, nil
 		}
 	}
@@ -385,6 +391,19 @@ func TestGateChecksEveryNumberAnActionWrites(t *testing.T) {
 				t.Fatal("written")
 			}
 		})
+	}
+}
+
+// A target naming another device of the kind the user named, besides
+// the one asked for, is refused where the step executes.
+func TestGateRefusesATargetNamingAnotherDevice(t *testing.T) {
+	w := newGateWorld(105)
+	w.target = "BTS:MAG:Q1:CURRENT,BTS:MAG:Q2:CURRENT"
+	a := w.agent(t, memoryStore(), writesOnNoApproval)
+	o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: setQ1})
+	refusal(t, a, "t", o, agent.KindRefused, agent.RefusedIntentMismatch)
+	if len(w.written()) != 0 {
+		t.Fatal("written")
 	}
 }
 

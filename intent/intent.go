@@ -169,6 +169,12 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 		return fmt.Errorf("%w: it changes %s, but the user asked to change %s (%s is not its target)",
 			ErrMismatch, shortTarget(ch.Target), i.targets(), disagree)
 	}
+	if final {
+		if extra, ok := unstatedName(ch.Target, fit); ok {
+			return fmt.Errorf("%w: it changes %s, which names %s as well, but the user asked to change %s",
+				ErrMismatch, shortTarget(ch.Target), extra, i.targets())
+		}
+	}
 	if other != "" {
 		for _, rc := range fit {
 			if rc.Value == nil && rc.By == nil {

@@ -129,6 +129,10 @@ func TestPermits(t *testing.T) {
 		{"a struct with another number", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: struct{ SP float64 }{140}, Unit: "A"}), intent.ErrMismatch, "140 A"},
 		{"a map of words for a change without a value", noValue, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE", Value: map[string]any{"state": "off"}}), nil, ""},
 		{"a map with a number for a change without a value", noValue, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE", Value: map[string]any{"state": 0}}), intent.ErrMismatch, "would be set to 0"},
+		{"a target naming another of the same kind as well", two, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT,BTS:MAG:Q3:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "names Q3 as well"},
+		{"a target naming both stated", both, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT BTS:MAG:Q2:CURRENT", Value: 105.0, Unit: "A"}), nil, ""},
+		{"a target naming one stated and another", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT BTS:MAG:Q2:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "names Q2 as well"},
+		{"a target with a sector besides", sector, act(capabilities.Change{Target: "SR:S03:CORR02:I", Value: 1.5, Unit: "A"}), nil, ""},
 		{"opaque step action with another number", q1, capabilities.StepAction("channel_write", capabilities.Step{PlannedStep: capabilities.PlannedStep{
 			ContextKey: "w", TaskObjective: "Set BTS:MAG:Q1:CURRENT to 105 A", Parameters: map[string]any{"value": 105.0, "current": 140.0}}}), intent.ErrMismatch, "140"},
 	}

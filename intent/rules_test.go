@@ -241,6 +241,8 @@ func TestRules(t *testing.T) {
 		{"Übersetze ins Englische: Setze Q1 auf 105 A", "read"},
 		{"Zum Beispiel: Setze Q1 auf 105 A", "read"},
 		{"Par exemple : mets Q1 à 105 A", "read"},
+		{"Traduis en anglais : mets Q1 à 105 A", "read"},
+		{"z. B. Q1 auf 105 A setzen", "read"},
 		{"Set Q1 to 105 A, for example for the test", "change: Q1 to 105 A"},
 		// Advice asked about the change, and a change and its undoing later.
 		{"Set Q1 to 105 A. Is that safe?", "hypothetical"},

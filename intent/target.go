@@ -145,6 +145,30 @@ func (id identifier) agrees(cands []identifier) bool {
 	return !id.glued && !named
 }
 
+// unstatedName returns a name in the target an action executes on
+// (capabilities.Change.Target, the application's) of the same kind as one
+// the user stated but with another number: "set Q1…" and a target naming
+// "BTS:MAG:Q1:CURRENT,BTS:MAG:Q2:CURRENT" would change Q2 as well.
+func unstatedName(target string, fit []RequestedChange) (identifier, bool) {
+	var stated []identifier
+	for _, rc := range fit {
+		stated = append(stated, statedIdentifiers(rc.named())...)
+	}
+	for _, c := range candidateNames(target) {
+		kind, same := false, false
+		for _, id := range stated {
+			if sameName(id.letters, c.letters) {
+				kind = true
+				same = same || id.num == c.num
+			}
+		}
+		if kind && !same {
+			return c, true
+		}
+	}
+	return identifier{}, false
+}
+
 // targetAgrees reports whether the stated target agrees with the text, and
 // the first identifier that does not. Identifiers with the same name are
 // alternatives ("Q1 and Q2": either may be the target); names differing
