@@ -11,7 +11,8 @@ import (
 // change, a target or a value, and cannot turn the user's change into a
 // read either (its reading is not the user's words). What a model may do is
 // normalise a change the rules found: give the unit of a value stated
-// without one, when it states the same number for the same target. The
+// without one, when it states the same number for the same target and the
+// unit has no prefix (a model's "kA" would scale "105" a thousandfold). The
 // second result says, in operator language, where the model read otherwise
 // (empty when it agreed or gave nothing), for an event.
 func Decide(rules Finding, model *Intent) (Intent, string) {
@@ -38,7 +39,7 @@ func Decide(rules Finding, model *Intent) (Intent, string) {
 				continue
 			}
 			switch {
-			case rc.Value != nil && mc.Value != nil && *rc.Value == *mc.Value && rc.Unit == "" && KnownUnit(mc.Unit):
+			case rc.Value != nil && mc.Value != nil && *rc.Value == *mc.Value && rc.Unit == "" && unscaledUnit(mc.Unit):
 				in.Changes[k].Unit = CanonicalUnit(mc.Unit)
 				matched = true
 			case sameStated(rc, mc):
@@ -54,6 +55,14 @@ func Decide(rules Finding, model *Intent) (Intent, string) {
 	}
 	return in, fmt.Sprintf("The model read your request differently (%s); the change stays as you stated it: %s.",
 		strings.Join(differ, "; "), strings.TrimPrefix(in.Summary(), "change: "))
+}
+
+// unscaledUnit reports a known unit without a factor ("A", "V", "%",
+// not "kA", "mbar", "min"): a model's unit for a number stated without one
+// may name what it is, never scale it ("105" is not "105 kA").
+func unscaledUnit(u string) bool {
+	un, ok := lookupUnit(strings.TrimSpace(u))
+	return ok && un.scale == 1
 }
 
 // Includes reports whether c is one of the intent's changes: the same

@@ -24,6 +24,8 @@ func TestDecide(t *testing.T) {
 		{"the model agrees", "Set Q1 to 105 A", change("BTS Q1", v(105), "A"), "change: Q1 to 105 A", ""},
 		{"the model agrees in other units", "Set Q1 to 105 A", change("Q1", v(0.105), "kA"), "change: Q1 to 105 A", ""},
 		{"the model gives the unit", "Set Q1 to 105", change("Q1", v(105), "amps"), "change: Q1 to 105 A", ""},
+		{"the model's prefixed unit is not taken", "Set Q1 to 105", change("Q1", v(105), "kA"), "change: Q1 to 105", ""},
+		{"the model's scaled unit is not taken", "Set the vacuum setpoint to 2", change("the vacuum setpoint", v(2), "mbar"), "change: the vacuum setpoint to 2", ""},
 		{"the model claims a change for a question", "Wie hoch ist der Strom des Quadrupols Q1 in der BTS-Linie?",
 			change("BTS Q1", v(140), "A"), "read", "The model read a change (change: BTS Q1 to 140 A), but your words do not ask for one"},
 		{"the model claims a change for a read", "Read the quadrupole Q1 current in the BTS line", change("Q1", v(140), "A"), "read", "nothing will be changed"},
