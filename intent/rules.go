@@ -206,15 +206,15 @@ var (
 		y'a-t-il`)
 	// negations before a change word make the message read-only.
 	negationWords = wordSet(`don't dont not never no without nothing none avoid stop cannot can't cant won't shouldn't mustn't
-		nicht kein keine keinen keinesfalls nichts ohne nie niemals
+		nicht nich kein keine keinen keinesfalls nichts ohne nie niemals
 		ne n' sans aucun aucune rien jamais pas`)
 	// danglingNegations ending a clause negate the change in the clauses
 	// after it ("Do not, under any circumstances, set…", "Never, ever,
 	// set…"); a bare "No," answers something else ("No, set Q1 to…").
-	danglingNegations = wordSet(`not never don't dont nicht niemals nie keinesfalls jamais pas`)
+	danglingNegations = wordSet(`not never don't dont nicht nich niemals nie keinesfalls jamais pas`)
 	// afterNegations are the words after a change word that negate it
 	// ("change nothing", "ändere nichts", "ne change rien").
-	afterNegations = wordSet(`nothing nichts rien nicht pas`)
+	afterNegations = wordSet(`nothing nichts rien nicht nich pas`)
 	// changeWords are the forms of changing a negation may refer to.
 	changeWords = wordSet(`change changes changing changed set setting write writing written wrote modify modifying
 		modified touch touching touched adjust adjusting adjusted alter altering altered move moving moved

@@ -62,6 +62,7 @@ func TestRules(t *testing.T) {
 		{"Under no circumstances set Q1 to 105 A", "read"},
 		{"On no account ramp Q1 to 105 A", "read"},
 		{"Auf keinen Fall Q1 auf 105 A setzen", "read"},
+		{"setze Q1 nich auf 105 A", "read"},
 		{"Unter keinen Umständen Q1 auf 105 A setzen", "read"},
 		{"Keine Änderung: Q1 auf 105 A setzen", "read"},
 		{"En aucun cas mettre Q1 à 105 A", "read"},
