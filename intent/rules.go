@@ -213,8 +213,9 @@ var (
 	// set…"); a bare "No," answers something else ("No, set Q1 to…").
 	danglingNegations = wordSet(`not never don't dont nicht nich niemals nie keinesfalls jamais pas`)
 	// afterNegations are the words after a change word that negate it
-	// ("change nothing", "ändere nichts", "ne change rien").
-	afterNegations = wordSet(`nothing nichts rien nicht nich pas`)
+	// ("change nothing", "set Q1 not to…", "setze Q1 keinesfalls auf…",
+	// "ändere nichts", "ne change rien").
+	afterNegations = wordSet(`nothing not never nichts nicht nich nie niemals keinesfalls keineswegs rien pas jamais`)
 	// changeWords are the forms of changing a negation may refer to.
 	changeWords = wordSet(`change changes changing changed set setting write writing written wrote modify modifying
 		modified touch touching touched adjust adjusting adjusted alter altering altered move moving moved
@@ -546,9 +547,11 @@ func negatedChange(clauses []clause) bool {
 		}
 		for i, t := range c.toks {
 			if changeWords[t.w] || verbOf(t.w) != "" {
-				// "change nothing", "setze Q1 nicht auf…", "ne change rien"
-				for j := i + 1; j < len(c.toks) && j <= i+3; j++ {
-					if afterNegations[c.toks[j].w] {
+				// "change nothing", "setze Q1 nicht auf…", "ne change rien";
+				// before the value, however long the target: "set the BTS
+				// Q1 quadrupole current not to…", "setze … keinesfalls auf…".
+				for j := i + 1; j < len(c.toks); j++ {
+					if afterNegations[c.toks[j].w] && (j <= i+3 || j+1 < len(c.toks) && toMarkers[c.toks[j+1].w]) {
 						return true
 					}
 				}
