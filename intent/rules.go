@@ -296,7 +296,8 @@ var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking
 // no 2" is a name), "wait" only with a break after it too ("…, wait, 104":
 // "…, wait 2 s, then…" is a sequence).
 var correctionPattern = mustFilter(`\b(?:no,? wait|wait,? no|actually,? no|i mean|i meant|make (?:that|it) [-+−]?\d+|or rather|oops|` +
-	`on second thought|belay that|typo|correction|(?:no|nah|nope)[,!]? (?:leave|keep) it|` +
+	`on second thought|belay that|typo|correction|(?:no|nah|nope)[,!]? (?:leave|keep) it|(?:no|nah|nope)[,!.]* *(?:don't|dont|do not)|don't do (?:it|that)|` +
+	`(?:lieber|besser) nicht|nein[,!.]* *(?:nicht|lass)|plutôt pas|non[,!.]* *(?:ne (?:le|la) fais pas|pas ça)|` +
 	`nein,? warte|warte,? nein|ich meine|ich meinte|oder (?:besser|vielmehr|lieber)|doch nicht|ach nee|ach nein|tippfehler|korrektur|` +
 	`non,? attends|attends,? non|je veux dire|je voulais dire|ou plutôt|en fait,? non|finalement,? non|faute de frappe)\b|` +
 	`[,;.!—–…-] *(?:no|nein|non|sorry|pardon)[,.!]* +[-+−]?\d|[,;.!—–…-] *(?:wait|warte|attends)[,.!]+ *[-+−]?\d`)

@@ -201,6 +201,10 @@ func TestRules(t *testing.T) {
 		{"Mets Q1 à 105 A, je veux dire 104 A", "read"},
 		{"Mets Q1 à 105 A, ou plutôt 104 A", "read"},
 		{"Règle Q1 à 105 A… en fait non", "read"},
+		{"Set Q1 to 140 A — NO, don't", "read"},
+		{"set Q1 to 140 A. Don't do it.", "read"},
+		{"Setze Q1 auf 140 A, lieber nicht", "read"},
+		{"Mets Q1 à 140 A, non, plutôt pas", "read"},
 		// … but not before the change, nor as emphasis or a comparison.
 		{"Wait, set Q1 to 105 A", "change: Q1 to 105 A"},
 		{"Sorry to bother you, set Q1 to 105 A", "change: Q1 to 105 A"},
