@@ -852,10 +852,7 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 		if isBy && fromMarkers[m] && laterValue(msg, rest[k+2:]) {
 			continue // "de 100 A à 105 A": from, not by
 		}
-		used := 1
-		if k+2 < len(rest) && KnownUnit(rest[k+2].w) && unit != "" && !strings.ContainsFunc(rest[k+1].w, unicode.IsLetter) {
-			used = 2
-		}
+		used := valueWidth(rest, k+1, unit)
 		if opensValue(rest, k+1, used) {
 			return nil, false // which value is meant would be a guess
 		}
@@ -924,6 +921,16 @@ func numberToken(msg string, t token) bool {
 // target: "set Q1 to 105 A then to 140 A".
 var sequenceWords = wordSet(`then and dann und puis ensuite et`)
 
+// valueWidth is how many tokens the value at toks[at] takes: its number,
+// and its unit (as ParseQuantity read it) when that is a word of its own
+// ("105 A": 2, "105A": 1).
+func valueWidth(toks []token, at int, unit string) int {
+	if at+1 < len(toks) && KnownUnit(toks[at+1].w) && unit != "" && !strings.ContainsFunc(toks[at].w, unicode.IsLetter) {
+		return 2
+	}
+	return 1
+}
+
 // alternatives join a value to another one it leaves open: "105 or 140 A",
 // "Q1 and Q2 to 105 A and 98 A", "100 bis 105 A", "105 ou 110 A".
 var alternatives = wordSet(`or and to oder und bis ou et à`)
@@ -944,11 +951,8 @@ func leavesValueOpen(msg string, toks []token) bool {
 		if !toMarkers[toks[k].w] && !byMarkers[toks[k].w] || !startsNumber(toks[k+1].w) {
 			continue
 		}
-		used := 1
-		if k+2 < len(toks) && KnownUnit(toks[k+2].w) {
-			used = 2
-		}
-		if !numberToken(msg, toks[k+1]) || opensValue(toks, k+1, used) {
+		_, unit, _ := ParseQuantity(msg[toks[k+1].start:])
+		if !numberToken(msg, toks[k+1]) || opensValue(toks, k+1, valueWidth(toks, k+1, unit)) {
 			return true
 		}
 	}
