@@ -69,6 +69,9 @@ func TestNotes(t *testing.T) {
 		"Set Q1 to 105 A, no, 104 A":             "(\"no\")",
 		"set Q1 to 105 or 140 A":                 "gives no single value (two, a range",
 		"set Q1 to 0x69 A":                       "or one that is not a number",
+		"set Q1 to ~105 A":                       "a bound or an estimate",
+		"Set Q1 to 105 A. Sorry, wrong magnet.":  "(\"wrong magnet\")",
+		"Set Q1 to 105 A, but not yet":           "depends on a condition or a time",
 		"set Q1 to 1\u200b05 A":                  "invisible characters",
 		strings.Repeat("Set Q1 to 105 A. ", 300): "too long",
 		"What is Q1?":                            "",
@@ -87,7 +90,7 @@ func TestNotes(t *testing.T) {
 func FuzzRules(f *testing.F) {
 	for _, s := range []string{"Set the quadrupole Q1 current in the BTS line to 105 A", "Don't change anything", "ɐ set Q1 → 1e400 A",
 		"set -", "to to to 5", "write 5 to", "turn off", "\xff\xfeset Q1 to 5", "Set Q1 to 105 A and Q2 to 98 A, Q3 to 1.5e2 mA",
-		"what would happen if", "sett Q1=.5", "and Q2 to 98 A?", strings.Repeat("set Q1 to 1 and ", 200), "Setze Q1 auf 105,5 A",
+		"what would happen if", "sett Q1=.5", "Set Q1 to 10⁵ A. Er, no.", "Cancel:\nset Q1 to ~105 A for 5 min", "set Q1 to 105 A,,, um,", "and Q2 to 98 A?", strings.Repeat("set Q1 to 1 and ", 200), "Setze Q1 auf 105,5 A",
 		"Mets Q1 à −3 A", "« mets Q1 à 140 A", "Note : ", "\"unclosed set Q1 to 5", "Laut Logbuch: Q1 auf 140 A setzen",
 		"> set Q1 to 5\n>", ">", "set Q1 to 105 A, no, 104 A", "set Q1 to 5 A — nein, -3", "set Q1 to 5 (it's at 2)", "set Q1 to 5, i mean"} {
 		f.Add(s)

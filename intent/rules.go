@@ -1,7 +1,9 @@
 package intent
 
 import (
+	"cmp"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -278,13 +280,29 @@ var hypotheticalPattern = mustFilter(`\b(?:what (?:would|will|might|could)\b|wha
 // "C'est bon ?"): the user asks for advice, not yet for the change.
 var adviceAfterChange = mustFilter(`\b(?:(?:is|are|would|will) (?:that|this|it) (?:be )?(?:safe|ok|okay|fine|alright|all right|right|correct|wise|allowed|a good idea)|` +
 	`what do you think|does (?:that|this) make sense|good idea\?|makes sense\?|` +
+	`(?:ok|okay|alright|all right|right|correct|fine|good|agreed|yes|ja|gut|richtig|einverstanden|in ordnung|passt das|oui|bon|d'accord) ?\?|` +
 	`ist (?:das|dies) (?:sicher|ok|okay|in ordnung|richtig|sinnvoll|erlaubt)|was meinst du|was denkst du|` +
 	`c'est (?:sûr|sur|bon|correct|ok|prudent) ?\?|qu'en penses-tu|qu'en pensez-vous)`)
+
+// withdrawnLabel: a line labelled as withdrawn ("Cancel: set Q1 to
+// 105 A", "Storniert: …", "Annulé : …").
+var withdrawnLabel = regexp.MustCompile(`(?m)^[\s>*_#-]*(?:cancel|cancell?ed|abort|aborted|void|voided|withdrawn|obsolete|scrapped|ignore|disregard|` +
+	`storniert|stornieren|abgebrochen|hinfällig|ignorieren|verworfen|annul|annulé|annulée|annuler|ignorer|obsolète)[\s*_]*:`)
+
+// codeRequest: a request for code or a script that would change
+// something ("Write a script that sets Q1 to 105 A", "Schreib ein Skript,
+// das…", "Écris un script qui…") asks for text, not for the change.
+var codeRequest = mustFilter(`\b(?:write|generate|create|draft|give me|show me|produce|compose|schreib|schreibe|erstelle|erzeuge|` +
+	`écris|écrivez|génère|générez|rédige|donne-moi)\b[^.!?\n]{0,40}\b(?:script|scripts|code|program|programme|macro|function|snippet|routine|` +
+	`skript|programm|makro|funktion|fonction)\b`)
+
+// soonest: "as soon as possible" is now, not on a condition.
+var soonest = strings.NewReplacer("as soon as possible", "now", "dès que possible", "now", "so bald wie möglich", "now", "sobald wie möglich", "now")
 
 // readOnlyPattern: explicit statements that nothing is to change.
 var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking|checking|curious|asking)|` +
 	`under no circumstances|on no account|by no means|auf (?:gar )?keinen fall|unter keinen umständen|en aucun cas|sous aucun prétexte|` +
-	`just kidding|kidding|joking|never ?mind|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
+	`just kidding|kidding|joking|jk|never ?mind|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
 	`leave (?:it|everything|things|them|that|the \w+) (?:as|alone|where)|hands off|` +
 	`nur (?:lesen|anzeigen|schauen|ablesen)|schreibgeschützt|lecture seule|juste (?:regarder|lire|vérifier))\b`)
 
@@ -300,7 +318,67 @@ var correctionPattern = mustFilter(`\b(?:no,? wait|wait,? no|actually,? no|i mea
 	`(?:lieber|besser) nicht|nein[,!.]* *(?:nicht|lass)|plutôt pas|non[,!.]* *(?:ne (?:le|la) fais pas|pas ça)|` +
 	`nein,? warte|warte,? nein|ich meine|ich meinte|oder (?:besser|vielmehr|lieber)|doch nicht|ach nee|ach nein|tippfehler|korrektur|` +
 	`non,? attends|attends,? non|je veux dire|je voulais dire|ou plutôt|en fait,? non|finalement,? non|faute de frappe)\b|` +
+	`\s[-–—]+\s*(?:not|no|nope|nein|nicht|non|pas)[.!]*\s*$|` +
 	`[,;.!—–…-] *(?:no|nein|non|sorry|pardon)[,.!]* +[-+−]?\d|[,;.!—–…-] *(?:wait|warte|attends)[,.!]+ *[-+−]?\d`)
+
+// withdrawals are clauses that, on their own after a change, take it
+// back or doubt it ("Set Q1 to 105 A. No.", "…. Wrong one.", "…. Stop.",
+// "…, I guess?", "…, or maybe not", "…. Nein.", "…. Attends."), compared
+// without the hesitations before them (hesitations). A clause starting
+// with "wrong" ("Sorry, wrong magnet") is one too. A hesitation alone
+// between the change and more words ("…, er, Q2") corrects it.
+var (
+	withdrawals = wordPhrases(`no|nope|nah|not|no no|nein|nee|nö|non|wrong|that's wrong|that is wrong|not that|not that one|` +
+		`undo|abort|stop|cancel|cancel it|wait|hold on|hang on|hold it|disregard|disregard that|disregard this|ignore that|ignore this|` +
+		`ignore it|ignore the above|negative|my bad|my mistake|mistake|by mistake|sent by mistake|jk|lol jk|` +
+		`or not|maybe not|or maybe not|perhaps not|or perhaps not|better not|i guess|i suppose|i think|i believe|maybe|perhaps|probably|` +
+		`not sure|i'm not sure|im not sure|i don't know|dunno|` +
+		`falsch|das ist falsch|stopp|halt|abbrechen|abbruch|warte|moment|moment mal|ignorieren|ignoriere das|lass es|lass das|fehler|` +
+		`mein fehler|versehentlich|oder nicht|vielleicht|vielleicht nicht|wahrscheinlich|ich glaube|ich denke|oder so|weiß nicht|keine ahnung|` +
+		`pas ça|faux|c'est faux|stop|arrête|arrêtez|annule|annulez|annule ça|attends|attendez|oublie|oublie ça|oubliez|erreur|mon erreur|` +
+		`par erreur|ou pas|ou non|peut-être|peut-être pas|probablement|je crois|je pense|je ne sais pas`)
+	hesitations = wordSet(`hmm hm hmmm ugh uh um umm er erm ehm oh ah well sorry oops actually but ähm äh hm naja ach aber euh bof oh là mais`)
+	wrongWords  = wordSet(`wrong falsch falscher falsche falsches mauvais mauvaise`)
+	// hesitationSounds alone between a change and more words correct it.
+	hesitationSounds = wordSet(`er erm uh um umm ehm äh ähm euh hm hmm`)
+)
+
+// wordPhrases is the set of "|"-separated phrases, each its words joined
+// by one space.
+func wordPhrases(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, p := range strings.Split(s, "|") {
+		m[strings.Join(strings.Fields(p), " ")] = true
+	}
+	return m
+}
+
+// withdrawn returns the clause after text's first, a change, that
+// withdraws it (withdrawals), or "".
+func withdrawn(text string) string {
+	cs := scan(text)
+	for k := 1; k < len(cs); k++ {
+		toks := cs[k].toks
+		i := 0
+		for i < len(toks) && hesitations[toks[i].w] {
+			i++
+		}
+		if i == len(toks) {
+			if k+1 < len(cs) && slices.ContainsFunc(toks, func(t token) bool { return hesitationSounds[t.w] }) {
+				return span(text, toks) // "…, er, Q2"
+			}
+			continue
+		}
+		words := make([]string, 0, len(toks)-i)
+		for _, t := range toks[i:] {
+			words = append(words, t.w)
+		}
+		if withdrawals[strings.Join(words, " ")] || wrongWords[words[0]] {
+			return span(text, toks[i:])
+		}
+	}
+	return ""
+}
 
 // insisting: "I mean it", "ich meine es" insist on the change.
 var insisting = map[string]string{"i mean": "it", "ich meine": "es"}
@@ -326,7 +404,7 @@ func corrects(text string) string {
 
 // copulas make words after a change a statement of what is ("(it's at
 // 92 A now)", "Q2 is at 98 A", "il est à 92 A"), not more of the change.
-var copulas = wordSet(`is are was were it's that's he's she's there's ist sind war waren est sont était c'est`)
+var copulas = wordSet(`is are was were it's that's he's she's there's stays stay remains remain ist sind war waren bleibt bleiben est sont était c'est reste restent demeure`)
 
 func statesWhatIs(toks []token) bool {
 	return slices.ContainsFunc(toks, func(t token) bool { return copulas[t.w] })
@@ -366,6 +444,25 @@ var laterPattern = mustFilter(`\b(?:as soon as|at \d{1,2}[:h.]\d{2}|at \d{1,2} ?
 	`(?:and )?then (?:back|put it back|set it back|restore)|und dann (?:zurück|wieder zurück)|puis (?:revenir|remettre)|` +
 	`next (?:shift|fill|week|run)|in \d+ (?:min|minutes|hours?|h)\b|morgen|später|heute abend|um \d{1,2}[:.]\d{2}|um \d{1,2} uhr|` +
 	`dès que|des que|tant que|demain|plus tard|ce soir)\b|(?:^|\s)à \d{1,2}h\d{0,2}\b`)
+
+// laterNear: words for a while, an event, the user's word or a time span
+// that make a change for later ("… in a minute", "… after the
+// injection", "…, but not yet", "… on my signal", "… for 5 minutes": a
+// change to be undone, which the rules cannot do). Read from the change's
+// sentence on: "Q1 tripped after the quench. Set it to 105 A" is a
+// change now.
+var laterNear = mustFilter(`\b(?:in (?:a|one|an|\d+) (?:minute|moment|bit|while|sec|second|hour|s|secs|seconds|mins)|` +
+	`in a few (?:minutes|seconds|hours|moments)|soon|` +
+	`in \d+ (?:sekunden|minuten|stunden|std|sek)|gleich danach|bald|dans (?:une?|\d+) (?:minutes?|secondes?|heures?|instant|moment)|bientôt|` +
+	`after (?:i|we|you|the|a|an|next|each|every|lunch|midnight|noon|\d+)|nach (?:der|dem|den|einer|einem|\d+)|après (?:la|le|l'|les|une?|que|\d+)|` +
+	`at (?:the )?(?:next|end of|start of|beginning of) \w+|at (?:injection|refill|top-up)|during|between (?:the )?(?:fills?|injections?|runs?|shifts?|cycles?)|` +
+	`während (?:der|des|dem)|pendant (?:la|le|l')|entre (?:les|deux) \w+|` +
+	`not (?:yet|now|right now|today)|noch nicht|nicht jetzt|pas encore|pas maintenant|pas tout de suite|` +
+	`(?:but|only) wait|wait (?:for|till|until) (?:my|me|i)|(?:on|at|upon) my (?:signal|mark|go|command|word|call|cue)|` +
+	`when i (?:say|tell|give|confirm|ask)|until i|auf mein (?:zeichen|kommando)|wenn ich es sage|à mon signal|quand je (?:le )?dis|` +
+	`for (?:\d+|a|an|one|two|three|five|ten|a few|half an?) ?(?:s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|moment|while)|` +
+	`für (?:\d+|eine?n?|zwei|drei|fünf|zehn|ein paar) ?(?:s|sek|sekunden?|min|minuten?|h|std|stunden?|tage?|moment)|` +
+	`pendant (?:\d+|une?|deux|trois|cinq|dix|quelques) ?(?:s|secondes?|min|minutes?|h|heures?|jours?|instant))\b`)
 
 // conditionWords start a condition ("if the beam is stable", "sobald",
 // "si le faisceau…"), unless a read verb comes before ("check if…",
@@ -420,10 +517,10 @@ func fromMessage(msg string) Finding {
 	masked, reported := maskReported(msg)
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
 	clauses := scan(masked)
-	if negatedChange(clauses) || readOnlyPattern.MatchString(norm) {
+	if negatedChange(clauses) || readOnlyPattern.MatchString(norm) || withdrawnLabel.MatchString(norm) {
 		return Finding{Intent: Intent{Kind: KindRead}, Reason: ReasonNegated}
 	}
-	if hypotheticalPattern.MatchString(norm) {
+	if hypotheticalPattern.MatchString(norm) || codeRequest.MatchString(norm) {
 		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}
 	}
 	var (
@@ -470,7 +567,7 @@ func fromMessage(msg string) Finding {
 		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}
 	}
 	if changed {
-		if words := corrects(masked[from:]); words != "" {
+		if words := cmp.Or(corrects(masked[from:]), withdrawn(masked[from:])); words != "" {
 			in := Intent{Kind: KindRead, Note: "Your message corrects or takes back its change (\"" + words + "\"), so nothing will be changed: " +
 				"ask for the change once, with the value you want, for example \"set Q1 to 105 A\"."}
 			return Finding{Intent: in, Reason: ReasonCorrected}
@@ -483,7 +580,7 @@ func fromMessage(msg string) Finding {
 			return Finding{Intent: Intent{Kind: KindChange, Changes: []RequestedChange{rc}}, Reason: ReasonRestoreAt}
 		}
 	}
-	later := changed && (laterPattern.MatchString(norm) || onCondition(clauses))
+	later := changed && (laterPattern.MatchString(soonest.Replace(norm)) || onCondition(clauses) || laterNear.MatchString(soonest.Replace(norm[sentenceStart(masked, from):])))
 	if changed && !(restore && !hasAbsolute(changes)) && !later {
 		return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonChange}
 	}
@@ -505,7 +602,7 @@ func fromMessage(msg string) Finding {
 		in.Note = "Your message \"" + shorten(marked) + "?\" ends with a question mark, so it was read as a question and nothing will be changed. " +
 			"To change the setting, ask for it without one, for example \"please set Q1 to 105 A\"."
 	case unclear != "" && !question && !history && open:
-		in.Note = "\"" + shorten(unclear) + "\" gives no single value (two, a range, or one that is not a number), so nothing will be changed. " +
+		in.Note = "\"" + shorten(unclear) + "\" gives no single value (two, a range, a bound or an estimate, or one that is not a number), so nothing will be changed. " +
 			"Ask for the one value you want, for example \"set Q1 to 105 A\"."
 		return Finding{Intent: in, Reason: ReasonOpenValue}
 	case unclear != "" && !question && !history:
@@ -520,6 +617,18 @@ func fromMessage(msg string) Finding {
 		return Finding{Intent: in, Reason: ReasonQuestion}
 	}
 	return Finding{Intent: in, Reason: ReasonNoChange}
+}
+
+// sentenceStart returns where the sentence holding text[at] starts: after
+// the last ".", "!", "?" or ";" before it that a space follows, or a new
+// line.
+func sentenceStart(text string, at int) int {
+	for i := at - 1; i > 0; i-- {
+		if text[i] == '\n' || (text[i] == ' ' || text[i] == '\t') && strings.IndexByte(".!?;", text[i-1]) >= 0 {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 func hasAbsolute(cs []RequestedChange) bool {
@@ -853,7 +962,7 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 			continue // "de 100 A à 105 A": from, not by
 		}
 		used := valueWidth(rest, k+1, unit)
-		if opensValue(rest, k+1, used) {
+		if opensValue(rest, k+1, used) || boundedValue(msg, rest[k+1], rest[k+used].end) {
 			return nil, false // which value is meant would be a guess
 		}
 		target := rest[from:k]
@@ -943,6 +1052,29 @@ func opensValue(rest []token, at, used int) bool {
 	return n < len(rest) && (startsNumber(rest[n].w) || n+1 < len(rest) && alternatives[rest[n].w] && startsNumber(rest[n+1].w))
 }
 
+// Signs and words that make a value a bound or an estimate ("~105 A",
+// "< 105 A", "105 A or so", "105 A max", "105 A, roughly").
+var (
+	boundBefore = regexp.MustCompile(`(?:(?:^|[^-=])[~≈≃∼<>≤≥⩽⩾≲≳]|\b(?:ca|approx|circa|env)\.?)\s*$`)
+	boundAfter  = regexp.MustCompile(`^(?:\s*\S*-ish\b|` +
+		`[\s,;:(\[—–-]*(?:minimum|maximum|max|min|tops|maxi|mini|maximal|minimal)\s*(?:[.!,;)\]]|$)|` +
+		`[\s,;:(\[—–-]*(?:or so|or thereabouts|give or take|more or less|roughly|approx\w*|circa|ca|ish|` +
+		`at (?:most|least|the most)|or (?:less|more|lower|higher|below|above|under|over|so)|` +
+		`ungefähr|ungefaehr|etwa|zirka|mindestens|höchstens|hoechstens|oder (?:so|weniger|mehr|darunter|darüber|drunter|drüber)|` +
+		`environ|à peu près|au (?:moins|plus|maximum|minimum)|ou (?:moins|plus)|plus ou moins|grosso modo)\b)`)
+)
+
+// boundedValue reports whether the value whose number is t and which
+// ends at end is a bound or an estimate rather than a value (boundBefore,
+// boundAfter), or shows more than it reads: a superscript, a fraction or
+// a "+" against its number ("10⁵" reads as 10, "105½" as 105).
+func boundedValue(msg string, t token, end int) bool {
+	if r, _ := utf8.DecodeRuneInString(msg[t.end:]); unicode.Is(unicode.No, r) || r == '+' {
+		return true
+	}
+	return boundBefore.MatchString(msg[:t.start]) || boundAfter.MatchString(strings.ToLower(msg[end:]))
+}
+
 // leavesValueOpen reports whether a clause's change leaves its value open
 // (opensValue after a to-marker), or gives a value that is no number
 // ("105-140 A", "0x69").
@@ -952,7 +1084,8 @@ func leavesValueOpen(msg string, toks []token) bool {
 			continue
 		}
 		_, unit, _ := ParseQuantity(msg[toks[k+1].start:])
-		if !numberToken(msg, toks[k+1]) || opensValue(toks, k+1, valueWidth(toks, k+1, unit)) {
+		used := valueWidth(toks, k+1, unit)
+		if !numberToken(msg, toks[k+1]) || opensValue(toks, k+1, used) || boundedValue(msg, toks[k+1], toks[k+used].end) {
 			return true
 		}
 	}
