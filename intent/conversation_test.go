@@ -70,6 +70,7 @@ func TestNotes(t *testing.T) {
 		"set Q1 to 105 or 140 A":                 "gives no single value (two, a range",
 		"set Q1 to 0x69 A":                       "or one that is not a number",
 		"set Q1 to ~105 A":                       "a bound or an estimate",
+		"Set all quadrupoles except Q2 to 105 A": "by way of another device (\"except Q2\")",
 		"Set Q1 to 105 A. Sorry, wrong magnet.":  "(\"wrong magnet\")",
 		"Set Q1 to 105 A, but not yet":           "depends on a condition or a time",
 		"set Q1 to 1\u200b05 A":                  "invisible characters",

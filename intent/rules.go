@@ -33,22 +33,23 @@ type Finding struct {
 
 // Reasons the rules give.
 const (
-	ReasonNegated      = "negated: the message says not to change anything"
-	ReasonHypothetical = "hypothetical: the message asks what would happen or whether to change"
-	ReasonQuestion     = "question: the message asks about something"
-	ReasonChange       = "change: an imperative change with a value, an amount or an on/off"
-	ReasonContinuation = "change: continues the previous message's change"
-	ReasonReported     = "reported: the change words are quoted or reported (a logbook, a note, a message to the assistant)"
-	ReasonHistory      = "history: change words used as a noun or about the past (\"drop in\", \"ramp of\", \"since the trip\")"
-	ReasonUnclear      = "unclear: a change verb without a value the rules can use"
-	ReasonRestore      = "restore: a change back to an earlier value, which the message does not state"
-	ReasonRestoreAt    = "change: back to the value at a time the message names, read from the target's history"
-	ReasonNoChange     = "read: no imperative change with a value"
-	ReasonTooLong      = "read: the message is longer than a change request (MaxChangeMessage)"
-	ReasonLater        = "later: a change on a condition or for a later time, not now"
-	ReasonCorrected    = "corrected: the message corrects or takes back its change after stating it (\"no wait, 104 A\", \"I mean…\", \"actually no\")"
-	ReasonOpenValue    = "open: the message gives a setting no single value (\"105 or 140 A\", \"100 bis 105 A\", \"0x69\")"
-	ReasonHidden       = "hidden: invisible characters (zero-width, text direction) in the words, so what the message shows may not be what it says"
+	ReasonNegated       = "negated: the message says not to change anything"
+	ReasonHypothetical  = "hypothetical: the message asks what would happen or whether to change"
+	ReasonQuestion      = "question: the message asks about something"
+	ReasonChange        = "change: an imperative change with a value, an amount or an on/off"
+	ReasonContinuation  = "change: continues the previous message's change"
+	ReasonReported      = "reported: the change words are quoted or reported (a logbook, a note, a message to the assistant)"
+	ReasonHistory       = "history: change words used as a noun or about the past (\"drop in\", \"ramp of\", \"since the trip\")"
+	ReasonUnclear       = "unclear: a change verb without a value the rules can use"
+	ReasonRestore       = "restore: a change back to an earlier value, which the message does not state"
+	ReasonRestoreAt     = "change: back to the value at a time the message names, read from the target's history"
+	ReasonNoChange      = "read: no imperative change with a value"
+	ReasonTooLong       = "read: the message is longer than a change request (MaxChangeMessage)"
+	ReasonLater         = "later: a change on a condition or for a later time, not now"
+	ReasonCorrected     = "corrected: the message corrects or takes back its change after stating it (\"no wait, 104 A\", \"I mean…\", \"actually no\")"
+	ReasonOpenValue     = "open: the message gives a setting no single value (\"105 or 140 A\", \"100 bis 105 A\", \"0x69\")"
+	ReasonByOtherDevice = "target: the change's target is named by way of another device (\"all but Q2\", \"Q1 instead of Q2\", \"the corrector near Q2\")"
+	ReasonHidden        = "hidden: invisible characters (zero-width, text direction) in the words, so what the message shows may not be what it says"
 )
 
 // token is one word of a message, lower-cased, with its place in the
@@ -380,6 +381,32 @@ func withdrawn(text string) string {
 	return ""
 }
 
+// setApart: words before a name in a change's target that set the name
+// apart from the target or place the target by it ("all quadrupoles
+// except Q2", "Q1 instead of Q2", "the corrector near Q2", "alle außer
+// Q2", "tous sauf Q2"). The target would then name a device it is not,
+// and an action on that device would be permitted.
+var setApart = wordSet(`except excepting excluding but besides instead than unlike like not near beside behind upstream downstream
+	next before after between außer ausser ausgenommen statt anstatt anstelle ohne wie neben hinter vor nach zwischen nicht
+	sauf excepté hormis comme lieu plutôt près derrière avant après entre pas`)
+
+// byOtherDevice returns the words of a change's target from a setApart
+// word on, when more words follow it, or "".
+func byOtherDevice(cs []RequestedChange) string {
+	for _, c := range cs {
+		var toks []token
+		for _, cl := range scan(c.Target) {
+			toks = append(toks, cl.toks...)
+		}
+		for i, t := range toks {
+			if setApart[t.w] && i+1 < len(toks) {
+				return span(c.Target, toks[i:])
+			}
+		}
+	}
+	return ""
+}
+
 // insisting: "I mean it", "ich meine es" insist on the change.
 var insisting = map[string]string{"i mean": "it", "ich meine": "es"}
 
@@ -403,11 +430,23 @@ func corrects(text string) string {
 }
 
 // copulas make words after a change a statement of what is ("(it's at
-// 92 A now)", "Q2 is at 98 A", "il est à 92 A"), not more of the change.
-var copulas = wordSet(`is are was were it's that's he's she's there's stays stay remains remain ist sind war waren bleibt bleiben est sont était c'est reste restent demeure`)
+// 92 A now)", "Q2 is at 98 A", "il est à 92 A"), not more of the change;
+// so do words of a state, a reason or a comparison ("Q2 should be at…",
+// "because Q2 went to…", "Q2 sits at…", "like Q2 at…", "with Q2 at…",
+// "Q2 liegt bei…", "comme Q2 à…") and an English past tense ("Q2
+// dropped to 98 A").
+var (
+	copulas    = wordSet(`is are was were it's that's he's she's there's stays stay remains remain ist sind war waren bleibt bleiben est sont était c'est reste restent demeure`)
+	stateWords = wordSet(`should must needs need sits sit reads shows went goes gone fell rose has have had got gets became becomes
+		because as since while like with keeping kept unlike than
+		soll sollte muss liegt lag steht stand zeigt weil da während wie mit
+		doit devrait car puisque pendant avec comme`)
+)
 
 func statesWhatIs(toks []token) bool {
-	return slices.ContainsFunc(toks, func(t token) bool { return copulas[t.w] })
+	return slices.ContainsFunc(toks, func(t token) bool {
+		return copulas[t.w] || stateWords[t.w] || len(t.w) > 4 && strings.HasSuffix(t.w, "ed") && !strings.ContainsFunc(t.w, unicode.IsDigit)
+	})
 }
 
 // historyPattern: a clause about the past or a time window ("since the
@@ -567,6 +606,11 @@ func fromMessage(msg string) Finding {
 		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}
 	}
 	if changed {
+		if words := byOtherDevice(changes); words != "" {
+			in := Intent{Kind: KindRead, Note: "Your change names its target by way of another device (\"" + words + "\"), so nothing will be changed: " +
+				"which device is meant would be a guess. Name each device to change, for example \"set Q1 to 105 A\"."}
+			return Finding{Intent: in, Reason: ReasonByOtherDevice}
+		}
 		if words := cmp.Or(corrects(masked[from:]), withdrawn(masked[from:])); words != "" {
 			in := Intent{Kind: KindRead, Note: "Your message corrects or takes back its change (\"" + words + "\"), so nothing will be changed: " +
 				"ask for the change once, with the value you want, for example \"set Q1 to 105 A\"."}
