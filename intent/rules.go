@@ -1006,7 +1006,7 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 			continue // "de 100 A à 105 A": from, not by
 		}
 		used := valueWidth(rest, k+1, unit)
-		if opensValue(rest, k+1, used) || boundedValue(msg, rest[k+1], rest[k+used].end) {
+		if opensValue(rest, k+1, used) || boundedValue(msg, rest[k+1], rest[k+used].end) || isTo && boundsAmount(rest[from:k]) {
 			return nil, false // which value is meant would be a guess
 		}
 		target := rest[from:k]
@@ -1101,8 +1101,8 @@ func opensValue(rest []token, at, used int) bool {
 var (
 	boundBefore = regexp.MustCompile(`(?:(?:^|[^-=])[~≈≃∼<>≤≥⩽⩾≲≳]|\b(?:ca|approx|circa|env)\.?)\s*$`)
 	boundAfter  = regexp.MustCompile(`^(?:\s*\S*-ish\b|` +
-		`[\s,;:(\[—–-]*(?:minimum|maximum|max|min|tops|maxi|mini|maximal|minimal)\s*(?:[.!,;)\]]|$)|` +
-		`[\s,;:(\[—–-]*(?:or so|or thereabouts|give or take|more or less|roughly|approx\w*|circa|ca|ish|` +
+		`[\s,;:(\[—–%‰-]*(?:minimum|maximum|max|min|tops|maxi|mini|maximal|minimal)\s*(?:[.!,;)\]]|$)|` +
+		`[\s,;:(\[—–%‰-]*(?:or so|or thereabouts|give or take|more or less|roughly|approx\w*|circa|ca|ish|` +
 		`at (?:most|least|the most)|or (?:less|more|lower|higher|below|above|under|over|so)|` +
 		`ungefähr|ungefaehr|etwa|zirka|mindestens|höchstens|hoechstens|oder (?:so|weniger|mehr|darunter|darüber|drunter|drüber)|` +
 		`environ|à peu près|au (?:moins|plus|maximum|minimum)|ou (?:moins|plus)|plus ou moins|grosso modo)\b)`)
@@ -1119,6 +1119,17 @@ func boundedValue(msg string, t token, end int) bool {
 	return boundBefore.MatchString(msg[:t.start]) || boundAfter.MatchString(strings.ToLower(msg[end:]))
 }
 
+// boundsAmount reports whether the words before a to-marker end in a
+// by-marker ("raise Q1 by up to 5 A", "lower it by down to 5 A"): the
+// value bounds an amount, it is not the value to set.
+func boundsAmount(before []token) bool {
+	j := len(before) - 1
+	for j >= 0 && (upWords[before[j].w] || downWords[before[j].w]) {
+		j--
+	}
+	return j >= 0 && byMarkers[before[j].w]
+}
+
 // leavesValueOpen reports whether a clause's change leaves its value open
 // (opensValue after a to-marker), or gives a value that is no number
 // ("105-140 A", "0x69").
@@ -1129,7 +1140,8 @@ func leavesValueOpen(msg string, toks []token) bool {
 		}
 		_, unit, _ := ParseQuantity(msg[toks[k+1].start:])
 		used := valueWidth(toks, k+1, unit)
-		if !numberToken(msg, toks[k+1]) || opensValue(toks, k+1, used) || boundedValue(msg, toks[k+1], toks[k+used].end) {
+		if !numberToken(msg, toks[k+1]) || opensValue(toks, k+1, used) || boundedValue(msg, toks[k+1], toks[k+used].end) ||
+			toMarkers[toks[k].w] && boundsAmount(toks[:k]) {
 			return true
 		}
 	}

@@ -329,6 +329,11 @@ func TestRules(t *testing.T) {
 		{"Mets Q1 à 105 A environ", "read"},
 		{"Mets Q1 à 105 A au maximum", "read"},
 		{"Set Q1 -> 105 A", "change: Q1 to 105 A"},
+		{"Raise Q1 by up to 5 A", "read"},
+		{"Lower Q1 by down to 5 A", "read"},
+		{"Raise Q1 by 5 %, roughly", "read"},
+		{"Raise Q1 up to 105 A", "change: Q1 to 105 A"},
+		{"Raise Q1 by 5 A up to 105 A", "change: Q1 by 5 A"},
 		// … nor a number that shows more than it reads.
 		{"Set Q1 to 10⁵ A", "read"},
 		{"Set Q1 to 105½ A", "read"},
