@@ -175,6 +175,16 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 				ErrMismatch, shortTarget(ch.Target), extra, i.targets())
 		}
 	}
+	amounts := opaqueAmounts(ch.Value, ch.Unit)
+	if final && len(vals) == 0 && len(amounts) == 0 && other == "" {
+		// No value at all where the step executes (nil, an opaque step
+		// without one): permitted only where the user stated none either
+		// (an on/off). Planned, the value may not be known yet.
+		other = "no value"
+		if ch.Value != nil {
+			other = fmt.Sprint(ch.Value)
+		}
+	}
 	if other != "" {
 		for _, rc := range fit {
 			if rc.Value == nil && rc.By == nil {
@@ -184,7 +194,7 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 		return fmt.Errorf("%w: %s would be set to %q, the user asked for %s", ErrMismatch, shortTarget(ch.Target), other, statedValues(fit))
 	}
 	// An opaque action's amount (parameters.by) must be the user's amount.
-	for _, a := range opaqueAmounts(ch.Value, ch.Unit) {
+	for _, a := range amounts {
 		if !slices.ContainsFunc(fit, func(rc RequestedChange) bool {
 			return rc.By != nil && (a.unit == "" && *rc.By == a.value || sameQuantity(*rc.By, rc.Unit, a.value, a.unit))
 		}) {
@@ -447,8 +457,9 @@ func numbersIn(doc []byte, unit string) []quantity {
 	var walk func(any)
 	walk = func(v any) {
 		switch x := v.(type) {
-		case json.Number:
-			if f, err := x.Float64(); err == nil {
+		case json.Number, string:
+			// A numeric string counts: a capability may read "140" as 140.
+			if f, ok := number(x); ok {
 				out = append(out, quantity{f, unit})
 			}
 		case []any:
@@ -579,7 +590,14 @@ func (i Intent) kindName() string {
 	return string(i.Kind)
 }
 
+// number reads v as a finite number: a Go number of any kind, a
+// json.Number or a numeric string.
 func number(v any) (float64, bool) {
+	f, ok := anyNumber(v)
+	return f, ok && !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
+func anyNumber(v any) (float64, bool) {
 	switch x := v.(type) {
 	case string:
 		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)

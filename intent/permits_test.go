@@ -3,6 +3,7 @@ package intent_test
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -92,7 +93,16 @@ func TestPermits(t *testing.T) {
 		{"no stated value: target still checked", noValue, act(capabilities.Change{Target: "SR:RF:CAV3:VOLT", Value: "OFF"}), intent.ErrMismatch, "cavity 2"},
 		{"string for a number", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: "MAX"}), intent.ErrMismatch, `"MAX"`},
 		{"bool for a number", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: true}), intent.ErrMismatch, "true"},
-		{"value not known yet", q1, act(capabilities.Change{Target: "Set BTS Q1"}), nil, ""},
+		{"no value where it executes", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT"}), intent.ErrMismatch, `"no value"`},
+		{"an opaque step without a value", q1, capabilities.StepAction("channel_write", capabilities.Step{PlannedStep: capabilities.PlannedStep{
+			ContextKey: "w", TaskObjective: "Set BTS:MAG:Q1:CURRENT", Parameters: map[string]any{"channel": "BTS:MAG:Q1:CURRENT"}}}), intent.ErrMismatch, "the user asked for 105 A"},
+		{"no value for an on/off", noValue, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE"}), nil, ""},
+		{"a value that is not finite", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: "Infinity", Unit: "A"}), intent.ErrMismatch, `"Infinity"`},
+		{"an infinite float", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: math.Inf(1), Unit: "A"}), intent.ErrMismatch, "Inf"},
+		{"a unit capgraph does not know", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A/s"}), intent.ErrMismatch, "105 A/s"},
+		{"a numeric string in a list", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: []any{105.0, "140"}, Unit: "A"}), intent.ErrMismatch, "140 A"},
+		{"a numeric string in a map", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: map[string]any{"setpoint": "140"}, Unit: "A"}), intent.ErrMismatch, "140 A"},
+		{"a second number glued to the name", q1, act(capabilities.Change{Target: "BTS:MAG:Q1-2:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "names Q2 as well"},
 		{"a number the user gave none of", unnamed, act(capabilities.Change{Target: "SR:DCCT:CURRENT", Value: 140.0}), intent.ErrMismatch, "140"},
 		{"change without stated changes", bare, act(capabilities.Change{Target: "anything", Value: 1.0}), intent.ErrMismatch, "names no change"},
 		{"no stated value: no number", noValue, act(capabilities.Change{Target: "SR:RF:CAV2:VOLT", Value: 0.0, Unit: "kV"}), intent.ErrMismatch, "the user asked for no value"},
@@ -225,6 +235,10 @@ func TestPermitsRelative(t *testing.T) {
 	}
 	if err := up5.PermitsPlanned(act(capabilities.Change{Target: "BTS:MAG:Q4:CURRENT", Value: 97.0, Unit: "A"})); !errors.Is(err, intent.ErrMismatch) {
 		t.Errorf("planned, another target: %v", err)
+	}
+	if err := (intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Unit: "A", Value: val(105)}}}).
+		PermitsPlanned(act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT"})); err != nil {
+		t.Errorf("planned, value not known yet: %v", err)
 	}
 	if err := up5.Permits(a, nil); !errors.Is(err, intent.ErrMismatch) || !strings.Contains(err.Error(), "could not be read") {
 		t.Errorf("no reading: %v", err)

@@ -193,10 +193,18 @@ func clockTime(s string) bool {
 
 // sameQuantity compares a stated value with an action's value: scaled by
 // their units when both are known (a different dimension never matches),
-// else by their numbers.
+// else by their numbers. An action's unit capgraph does not know ("A/s")
+// is not the unit stated, and a value that is not finite is no value.
 func sameQuantity(want float64, wantUnit string, got float64, gotUnit string) bool {
-	wu, wok := lookupUnit(wantUnit)
+	if math.IsNaN(got) || math.IsInf(got, 0) || math.IsNaN(want) || math.IsInf(want, 0) {
+		return false
+	}
+	gotUnit = strings.TrimSpace(gotUnit)
+	wu, wok := lookupUnit(strings.TrimSpace(wantUnit))
 	gu, gok := lookupUnit(gotUnit)
+	if wok && gotUnit != "" && !gok {
+		return false
+	}
 	if wok && gok {
 		if wu.dim != gu.dim {
 			return false

@@ -96,9 +96,10 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // A model that plans the write with a value JSON cannot hold (1e400) is
 // told so and corrected; one that writes "to 1e400 A" into the step's
-// objective, which channel_write reads as +Inf, meets channel_write's own
-// refusal before anyone is asked, and the refusal is audited with the
-// value as text.
+// objective, which channel_write reads as +Inf, is refused where the step
+// executes as not the value the user asked for (+Inf is no value, not
+// 105 A) before anyone is asked, and the refusal is audited with the value
+// as text.
 func TestDemoModelNonFiniteWrite(t *testing.T) {
 	task := `{"task": "Set the BTS Q1 quadrupole current to 105 A", "depends_on_chat_history": false, "intent": {"kind": "change", "changes": [{"target": "BTS Q1 quadrupole", "value": 105, "unit": "A"}]}}`
 	a, m, p, _ := scriptedWorld(t, task, plan(writePlanTemplate, "1e400"), plan(writePlanTemplate, "105"))
@@ -114,16 +115,16 @@ func TestDemoModelNonFiniteWrite(t *testing.T) {
 	inObjective := strings.Replace(plan(writePlanTemplate, "1e400"), `"parameters": {"value": 1e400}, `, "", 1)
 	a, _, p, _ = scriptedWorld(t, task, inObjective)
 	o = runOn(t, a, "u", "Set the BTS Q1 quadrupole current to 105 A")
-	if msg := o.message(); msg == nil || msg.Kind != state.KindErrorReport || !strings.Contains(msg.Content, "outside the limits of BTS:MAG:Q1:CURRENT") {
+	if msg := o.message(); msg == nil || msg.Kind != state.KindErrorReport || !strings.Contains(msg.Content, `would be set to "+Inf", the user asked for 105 A`) {
 		t.Fatalf("message %+v", msg)
 	}
 	if len(o.of(agent.EventApprovalRequired)) != 0 {
 		t.Error("a human was asked to approve +Inf A")
 	}
 	recs, err := a.Audit(context.Background(), agent.AuditFilter{Thread: "u", Event: agent.AuditRefused})
-	if err != nil || len(recs) != 1 || recs[0].Event != agent.AuditRefused || recs[0].Reason != "limits" ||
+	if err != nil || len(recs) != 1 || recs[0].Event != agent.AuditRefused || recs[0].Reason != agent.RefusedIntentMismatch ||
 		len(recs[0].Changes) != 1 || recs[0].Changes[0].Value != "+Inf" {
-		t.Fatalf("audit %+v, %v; want one refusal (limits) naming +Inf", recs, err)
+		t.Fatalf("audit %+v, %v; want one refusal (intent_mismatch) naming +Inf", recs, err)
 	}
 	untouched(t, p)
 }
