@@ -370,6 +370,9 @@ func TestGateChecksEveryNumberAnActionWrites(t *testing.T) {
 		{"a list with another setpoint", func(v float64) any { return []float64{v, 140} }, true},
 		{"a setting with another number", func(v float64) any { return map[string]any{"setpoint": v, "ramp_to": 140.0} }, true},
 		{"a struct", func(v float64) any { return struct{ Setpoint, Limit float64 }{v, 140} }, true},
+		{"a numeric string in a list", func(v float64) any { return []any{v, "140"} }, true},
+		{"infinity as text", func(v float64) any { return "Infinity" }, true},
+		{"no value", func(v float64) any { return nil }, true},
 		{"a list of the user's value", func(v float64) any { return []float64{v} }, false},
 		{"an int32 of the user's value", func(v float64) any { return int32(v) }, false},
 	} {
