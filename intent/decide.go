@@ -9,10 +9,10 @@ import (
 // the same words (nil when the model gave none). The rules decide whether
 // anything changes, what and to which value; a model never introduces a
 // change, a target or a value, and cannot turn the user's change into a
-// read either (its reading is not the user's words). What a model may do is
-// normalise a change the rules found: give the unit of a value stated
-// without one, when it states the same number for the same target and the
-// unit has no prefix (a model's "kA" would scale "105" a thousandfold). The
+// read either (its reading is not the user's words). Nor does a model give
+// the unit of a value stated without one: any unit scales the number
+// ("610" read as 610 V would permit writing 0.61 kV to a device in kV), so
+// a value without a unit is compared with the device's own number. The
 // second result says, in operator language, where the model read otherwise
 // (empty when it agreed or gave nothing), for an event.
 func Decide(rules Finding, model *Intent) (Intent, string) {
@@ -34,15 +34,11 @@ func Decide(rules Finding, model *Intent) (Intent, string) {
 	}
 	for _, mc := range model.Changes {
 		matched := false
-		for k, rc := range in.Changes {
+		for _, rc := range in.Changes {
 			if !sameTarget(rc, mc.Target) {
 				continue
 			}
-			switch {
-			case rc.Value != nil && mc.Value != nil && *rc.Value == *mc.Value && rc.Unit == "" && unscaledUnit(mc.Unit):
-				in.Changes[k].Unit = CanonicalUnit(mc.Unit)
-				matched = true
-			case sameStated(rc, mc):
+			if sameStated(rc, mc) {
 				matched = true
 			}
 		}
@@ -55,14 +51,6 @@ func Decide(rules Finding, model *Intent) (Intent, string) {
 	}
 	return in, fmt.Sprintf("The model read your request differently (%s); the change stays as you stated it: %s.",
 		strings.Join(differ, "; "), strings.TrimPrefix(in.Summary(), "change: "))
-}
-
-// unscaledUnit reports a known unit without a factor ("A", "V", "%",
-// not "kA", "mbar", "min"): a model's unit for a number stated without one
-// may name what it is, never scale it ("105" is not "105 kA").
-func unscaledUnit(u string) bool {
-	un, ok := lookupUnit(strings.TrimSpace(u))
-	return ok && un.scale == 1
 }
 
 // Includes reports whether c is one of the intent's changes: the same

@@ -5,9 +5,8 @@ import (
 	"testing"
 )
 
-// The rules decide; a model's reading may only give a unit the user left
-// out, for the same target and number. Whatever else it says is reported,
-// never taken.
+// The rules decide; a model's reading is never taken, not even a unit the
+// user left out. Whatever else it says is reported.
 func TestDecide(t *testing.T) {
 	v := func(f float64) *float64 { return &f }
 	change := func(target string, value *float64, unit string) *Intent {
@@ -23,8 +22,9 @@ func TestDecide(t *testing.T) {
 		{"no model", "Set Q1 to 105 A", nil, "change: Q1 to 105 A", ""},
 		{"the model agrees", "Set Q1 to 105 A", change("BTS Q1", v(105), "A"), "change: Q1 to 105 A", ""},
 		{"the model agrees in other units", "Set Q1 to 105 A", change("Q1", v(0.105), "kA"), "change: Q1 to 105 A", ""},
-		{"the model gives the unit", "Set Q1 to 105", change("Q1", v(105), "amps"), "change: Q1 to 105 A", ""},
+		{"the model's unit is not taken", "Set Q1 to 105", change("Q1", v(105), "amps"), "change: Q1 to 105", ""},
 		{"the model's prefixed unit is not taken", "Set Q1 to 105", change("Q1", v(105), "kA"), "change: Q1 to 105", ""},
+		{"the model's smaller unit is not taken", "Set the RF cavity 2 voltage to 610", change("RF cavity 2", v(610), "V"), "change: the RF cavity 2 voltage to 610", ""},
 		{"the model's scaled unit is not taken", "Set the vacuum setpoint to 2", change("the vacuum setpoint", v(2), "mbar"), "change: the vacuum setpoint to 2", ""},
 		{"the model claims a change for a question", "Wie hoch ist der Strom des Quadrupols Q1 in der BTS-Linie?",
 			change("BTS Q1", v(140), "A"), "read", "The model read a change (change: BTS Q1 to 140 A), but your words do not ask for one"},

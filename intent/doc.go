@@ -2,7 +2,7 @@
 // a change, and which: the rules (FromMessages) read the user's messages in
 // English, German and French — reported words, nouns, history, questions,
 // hypotheticals and negations are never changes — and a model's reading
-// may only normalise what they found (Decide). Permits then holds every
+// is only compared with what they found (Decide). Permits then holds every
 // side-effecting action to that intent: its targets must be the ones the
 // user named and its values the ones the user stated, or worked out from a
 // reading for a relative change ("raise Q1 by 5 A"; Derivation shows how).

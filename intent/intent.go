@@ -30,7 +30,7 @@ const (
 )
 
 // Intent is what the user's own words ask for (see FromMessages; a model's
-// reading may only normalise it, see Decide).
+// reading is never taken into it, see Decide).
 type Intent struct {
 	// Kind; empty reads as KindRead.
 	Kind Kind `json:"kind,omitempty"`

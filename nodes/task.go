@@ -16,7 +16,7 @@ import (
 // taskShape is the reply task extraction expects. "intent" says whether the
 // user asks to read, to change or hypothetically, and for a change each
 // target, value (a number or null) and unit. The rules decide from the
-// user's words whatever it says; it may only normalise what they found
+// user's words whatever it says; where it reads otherwise an event says so
 // (intent.Decide).
 const taskShape = `{"task": "<self-contained task>", "depends_on_chat_history": true|false, ` +
 	`"intent": {"kind": "read"|"change"|"hypothetical", "changes": [{"target": "<as the user named it>", "value": <number>|null, "unit": "<unit>"}]}}`
@@ -231,7 +231,7 @@ func parseIntent(raw json.RawMessage) (intent.Intent, error) {
 }
 
 // resolveIntent sets the task's intent from the user's own words (the
-// rules, intent.FromMessages); a model's reading only normalises it
+// rules, intent.FromMessages); a model's reading is not taken into it
 // (intent.Decide), and where the model read otherwise an event says so.
 // A model's task text that asks for another change than the user's words
 // (a change for a read, another value) is replaced by the user's words, so

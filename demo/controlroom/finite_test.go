@@ -128,3 +128,26 @@ func TestDemoModelNonFiniteWrite(t *testing.T) {
 	}
 	untouched(t, p)
 }
+
+// A value stated without a unit is the device's own number: a task model
+// that reads "610" as 610 V cannot make 0.61 kV the user's value (its unit
+// is not taken), so a plan writing 0.61 kV to the cavity, whose unit is
+// kV, is refused and the model told; the plan writing 610 reaches the card.
+func TestModelUnitDoesNotScaleAUnitlessValue(t *testing.T) {
+	task := `{"task": "Set the RF cavity 2 voltage to 610 V", "depends_on_chat_history": false, "intent": {"kind": "change", "changes": [{"target": "RF cavity 2 voltage", "value": 610, "unit": "V"}]}}`
+	cavPlan := "```json\n" + `{"steps": [
+ {"context_key": "cav", "capability": "channel_finding", "task_objective": "Find the RF cavity 2 voltage channel", "expected_output": "CHANNEL_ADDRESSES", "parameters": {"query": "RF cavity 2 voltage"}},
+ {"context_key": "cav_write", "capability": "channel_write", "task_objective": "Set SR:RF:CAV2:VOLT to %s kV", "expected_output": "CHANNEL_WRITE_RESULTS", "parameters": {"value": %s}, "inputs": [{"CHANNEL_ADDRESSES": "cav"}]},
+ {"context_key": "answer", "capability": "respond", "task_objective": "Report the new setpoint"}]}` + "\n```"
+	a, m, p, _ := scriptedWorld(t, task, plan(cavPlan, "0.61"), plan(cavPlan, "610"))
+	o := runOn(t, a, "t", "Set the RF cavity 2 voltage to 610")
+	ap := o.of(agent.EventApprovalRequired)
+	if len(ap) != 1 || !strings.Contains(ap[0].Approval.Summary, "SR:RF:CAV2:VOLT") || !strings.Contains(ap[0].Approval.Summary, "610") ||
+		strings.Contains(ap[0].Approval.Summary, "0.61") {
+		t.Fatalf("approval %+v; message %+v", ap, o.message())
+	}
+	if calls := m.CallsFor(llm.RoleOrchestrator); len(calls) != 2 {
+		t.Errorf("%d plans, want the 0.61 kV plan refused and a second", len(calls))
+	}
+	untouched(t, p)
+}
