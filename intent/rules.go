@@ -260,6 +260,8 @@ func wordSet(s string) map[string]bool {
 var hypotheticalPattern = mustFilter(`\b(?:what (?:would|will|might|could)\b|what happens|what if|` +
 	`would (?:it|that|this|the|there|we|i)\b|will (?:it|that|this) (?:trip|break|affect|cause|damage|hurt|change|be)|` +
 	`hypothetic\w*|suppose|supposing|imagine|in theory|theoretically|in (?:the |a )?simulation\b|simulate\b|` +
+	`(?:in|on|with|using) (?:the |a )?(?:simulator|sim|digital twin|virtual machine|model of the machine)\b|` +
+	`(?:im|in der|auf dem|mit dem) (?:simulator|simulation)\b|(?:dans|sur|avec) (?:le |la )?(?:simulateur|simulation)\b|` +
 	`if (?:i|we|you|someone|somebody|one|they) (?:were to|was to|did|\w+ed|set|change|raise|lower|increase|decrease|ramp|adjust|write|turn|switch)\b|` +
 	`\b(?:were|was|is|got) (?:set|changed|raised|lowered|increased|decreased|ramped|adjusted) to\b.*\b(?:would|will|what)\b|` +
 	`(?:should|shall|can|could|may|might|must) (?:i|we)\b|do (?:i|we) (?:need|have) to|` +
@@ -288,6 +290,7 @@ var adviceAfterChange = mustFilter(`\b(?:(?:is|are|would|will) (?:that|this|it) 
 // withdrawnLabel: a line labelled as withdrawn ("Cancel: set Q1 to
 // 105 A", "Storniert: …", "Annulé : …").
 var withdrawnLabel = regexp.MustCompile(`(?m)^[\s>*_#-]*(?:cancel|cancell?ed|abort|aborted|void|voided|withdrawn|obsolete|scrapped|ignore|disregard|` +
+	`test|testing|test only|roleplay|role-play|role play|pretend|fake|dummy|mock|hypothetically|simulation|` +
 	`storniert|stornieren|abgebrochen|hinfällig|ignorieren|verworfen|annul|annulé|annulée|annuler|ignorer|obsolète)[\s*_]*:`)
 
 // codeRequest: a request for code or a script that would change
@@ -303,7 +306,8 @@ var soonest = strings.NewReplacer("as soon as possible", "now", "dès que possib
 // readOnlyPattern: explicit statements that nothing is to change.
 var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking|checking|curious|asking)|` +
 	`under no circumstances|on no account|by no means|auf (?:gar )?keinen fall|unter keinen umständen|en aucun cas|sous aucun prétexte|` +
-	`just kidding|kidding|joking|jk|never ?mind|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
+	`just kidding|kidding|joking|jk|never ?mind|just (?:a )?test(?:ing)?|(?:this is )?(?:only|just) a test|this is a test|test only|` +
+	`for testing|nur (?:ein |zum )?test|juste (?:un |pour )?test|c'est un test|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
 	`leave (?:it|everything|things|them|that|the \w+) (?:as|alone|where)|hands off|` +
 	`nur (?:lesen|anzeigen|schauen|ablesen)|schreibgeschützt|lecture seule|juste (?:regarder|lire|vérifier))\b`)
 
@@ -329,7 +333,7 @@ var correctionPattern = mustFilter(`\b(?:no,? wait|wait,? no|actually,? no|i mea
 // with "wrong" ("Sorry, wrong magnet") is one too. A hesitation alone
 // between the change and more words ("…, er, Q2") corrects it.
 var (
-	withdrawals = wordPhrases(`no|nope|nah|not|no no|nein|nee|nö|non|wrong|that's wrong|that is wrong|not that|not that one|` +
+	withdrawals = wordPhrases(`no|nope|nah|not|no no|nein|nee|nö|non|wrong|test|testing|just testing|a test|that's wrong|that is wrong|not that|not that one|` +
 		`undo|abort|stop|cancel|cancel it|wait|hold on|hang on|hold it|disregard|disregard that|disregard this|ignore that|ignore this|` +
 		`ignore it|ignore the above|negative|my bad|my mistake|mistake|by mistake|sent by mistake|jk|lol jk|` +
 		`or not|maybe not|or maybe not|perhaps not|or perhaps not|better not|i guess|i suppose|i think|i believe|maybe|perhaps|probably|` +
@@ -354,9 +358,17 @@ func wordPhrases(s string) map[string]bool {
 	return m
 }
 
+// negationSigns after a change take it back as "no" does ("Set Q1 to
+// 105 A ❌").
+const negationSigns = "❌🚫⛔👎🙅✖✗✘❎"
+
 // withdrawn returns the clause after text's first, a change, that
-// withdraws it (withdrawals), or "".
+// withdraws it (withdrawals), or a negation sign in text, or "".
 func withdrawn(text string) string {
+	if i := strings.IndexAny(text, negationSigns); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(text[i:])
+		return string(r)
+	}
 	cs := scan(text)
 	for k := 1; k < len(cs); k++ {
 		toks := cs[k].toks
@@ -501,7 +513,20 @@ var laterNear = mustFilter(`\b(?:in (?:a|one|an|\d+) (?:minute|moment|bit|while|
 	`when i (?:say|tell|give|confirm|ask)|until i|auf mein (?:zeichen|kommando)|wenn ich es sage|à mon signal|quand je (?:le )?dis|` +
 	`for (?:\d+|a|an|one|two|three|five|ten|a few|half an?) ?(?:s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|moment|while)|` +
 	`für (?:\d+|eine?n?|zwei|drei|fünf|zehn|ein paar) ?(?:s|sek|sekunden?|min|minuten?|h|std|stunden?|tage?|moment)|` +
-	`pendant (?:\d+|une?|deux|trois|cinq|dix|quelques) ?(?:s|secondes?|min|minutes?|h|heures?|jours?|instant))\b`)
+	`pendant (?:\d+|une?|deux|trois|cinq|dix|quelques) ?(?:s|secondes?|min|minutes?|h|heures?|jours?|instant)|` +
+	// On a day, at a time of day, by a time; again and again.
+	`on (?:mon|tues|wednes|thurs|fri|satur|sun)day|on (?:the )?\d{1,2}(?:st|nd|rd|th)?(?:[./]\d{1,2}[./]?| of \w+)|` +
+	`(?:am )?(?:montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag)|(?:lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche)|` +
+	`at (?:noon|midnight|midday|dawn|dusk|night|the weekend)|in the (?:morning|afternoon|evening|night)|this (?:afternoon|evening)|` +
+	`am (?:morgen|abend|nachmittag|vormittag|wochenende)|heute (?:früh|nachmittag|nacht)|ce matin|cet après-midi|à midi|à minuit|` +
+	`by (?:\d{1,2} ?(?:am|pm|h|o'clock|uhr)|noon|midnight|tonight|tomorrow|monday|friday|the (?:end|start|beginning)|end of|then)|` +
+	`bis (?:heute abend|morgen|mittag|\d{1,2} uhr)|avant (?:midi|ce soir|demain)|` +
+	`every (?:\d+ )?(?:s|secs?|seconds?|mins?|minutes?|h|hours?|days?|shift|fill|morning|evening|night|time|cycle|injection|week)|` +
+	`each (?:time|day|hour|morning|night|shift|fill|cycle)|periodically|regularly|repeatedly|again and again|over and over|` +
+	`alle \d+ (?:sekunden|minuten|stunden|tage)|jede[nrs]? (?:stunde|minute|nacht|tag|morgen|schicht|mal)|regelmäßig|immer wieder|` +
+	`chaque (?:heure|minute|jour|fois|matin|soir|nuit)|toutes les (?:\d+ )?(?:secondes|minutes|heures)|régulièrement|périodiquement)\b|` +
+	// "… at 8": a number without a unit ending the message is a time.
+	`\bat \d{1,2}(?:h| ?uhr)?\s*[.!]*\s*$`)
 
 // conditionWords start a condition ("if the beam is stable", "sobald",
 // "si le faisceau…"), unless a read verb comes before ("check if…",
