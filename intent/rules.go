@@ -627,19 +627,9 @@ func fromMessage(msg string) Finding {
 		}
 		prev = false
 	}
-	if changed && adviceAfterChange.MatchString(norm) {
-		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}
-	}
 	if changed {
-		if words := byOtherDevice(changes); words != "" {
-			in := Intent{Kind: KindRead, Note: "Your change names its target by way of another device (\"" + words + "\"), so nothing will be changed: " +
-				"which device is meant would be a guess. Name each device to change, for example \"set Q1 to 105 A\"."}
-			return Finding{Intent: in, Reason: ReasonByOtherDevice}
-		}
-		if words := cmp.Or(corrects(masked[from:]), withdrawn(masked[from:])); words != "" {
-			in := Intent{Kind: KindRead, Note: "Your message corrects or takes back its change (\"" + words + "\"), so nothing will be changed: " +
-				"ask for the change once, with the value you want, for example \"set Q1 to 105 A\"."}
-			return Finding{Intent: in, Reason: ReasonCorrected}
+		if f, held := heldBack(masked, norm, changes, from); held {
+			return f
 		}
 	}
 	restore := !question && restoreVerbs.MatchString(norm) || (changed || unclear != "") && restoreValues.MatchString(norm)
@@ -649,16 +639,14 @@ func fromMessage(msg string) Finding {
 			return Finding{Intent: Intent{Kind: KindChange, Changes: []RequestedChange{rc}}, Reason: ReasonRestoreAt}
 		}
 	}
-	later := changed && (laterPattern.MatchString(soonest.Replace(norm)) || onCondition(clauses) || laterNear.MatchString(soonest.Replace(norm[sentenceStart(masked, from):])))
+	later := changed && isLater(masked, norm, clauses, from)
 	if changed && !(restore && !hasAbsolute(changes)) && !later {
 		return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonChange}
 	}
 	in := Intent{Kind: KindRead}
 	switch {
 	case later:
-		in.Note = "Your change depends on a condition or a time (\"if…\", \"when…\", \"at 14:00\"), which I cannot wait for, so nothing will be changed now. " +
-			"Ask for the change when it should happen, for example \"set Q1 to 105 A\"."
-		return Finding{Intent: in, Reason: ReasonLater}
+		return laterFinding
 	case restore:
 		in.Note = "You asked to go back to an earlier value; nothing will be changed, because a value to set must be in your own words: " +
 			"look up the value (for example its history), then ask for it, for example \"set Q1 to 92 A\"."
@@ -699,6 +687,38 @@ func sentenceStart(text string, at int) int {
 	}
 	return 0
 }
+
+// heldBack returns what a message that states changes (masked, from
+// masked[from:] on) asks for instead, when its other words hold them back:
+// advice about them, a target named by way of another device, a
+// correction or a withdrawal.
+func heldBack(masked, norm string, changes []RequestedChange, from int) (Finding, bool) {
+	if adviceAfterChange.MatchString(norm) {
+		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}, true
+	}
+	if words := byOtherDevice(changes); words != "" {
+		in := Intent{Kind: KindRead, Note: "Your change names its target by way of another device (\"" + words + "\"), so nothing will be changed: " +
+			"which device is meant would be a guess. Name each device to change, for example \"set Q1 to 105 A\"."}
+		return Finding{Intent: in, Reason: ReasonByOtherDevice}, true
+	}
+	if words := cmp.Or(corrects(masked[from:]), withdrawn(masked[from:])); words != "" {
+		in := Intent{Kind: KindRead, Note: "Your message corrects or takes back its change (\"" + words + "\"), so nothing will be changed: " +
+			"ask for the change once, with the value you want, for example \"set Q1 to 105 A\"."}
+		return Finding{Intent: in, Reason: ReasonCorrected}, true
+	}
+	return Finding{}, false
+}
+
+// isLater reports whether a message stating a change (from masked[from:]
+// on) asks for it on a condition or for later.
+func isLater(masked, norm string, clauses []clause, from int) bool {
+	return laterPattern.MatchString(soonest.Replace(norm)) || onCondition(clauses) ||
+		laterNear.MatchString(soonest.Replace(norm[sentenceStart(masked, from):]))
+}
+
+var laterFinding = Finding{Reason: ReasonLater, Intent: Intent{Kind: KindRead,
+	Note: "Your change depends on a condition or a time (\"if…\", \"when…\", \"at 14:00\"), which I cannot wait for, so nothing will be changed now. " +
+		"Ask for the change when it should happen, for example \"set Q1 to 105 A\"."}}
 
 func hasAbsolute(cs []RequestedChange) bool {
 	return slices.ContainsFunc(cs, func(c RequestedChange) bool { return c.Value != nil })
@@ -1386,6 +1406,15 @@ func continuation(latest string, earlier []string, f Finding) Finding {
 	}
 	if len(changes) == 0 {
 		return f
+	}
+	// The follow-up's own words may hold its change back as a message's
+	// would ("and Q2 to 98 A tomorrow", "… No.").
+	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
+	if held, ok := heldBack(masked, norm, changes, 0); ok {
+		return held
+	}
+	if isLater(masked, norm, scan(masked), 0) {
+		return laterFinding
 	}
 	return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonContinuation}
 }
