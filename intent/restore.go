@@ -180,16 +180,17 @@ func imperativeRestore(ws []token) bool {
 	return len(ws) > 0 && restoreEnds[ws[len(ws)-1].w]
 }
 
-// restoreClause is the text of the clause with the restore verb: its
+// restoreClause is the text of the clause with the restore verb, and
+// where it starts in msg: its
 // target is named there ("restore Q1 to yesterday's value, the tune was
 // better" restores Q1).
-func restoreClause(msg string, clauses []clause) string {
+func restoreClause(msg string, clauses []clause) (text string, start int) {
 	for _, c := range clauses {
 		if text := span(msg, c.toks); restoreVerbs.MatchString(strings.ToLower(text)) {
-			return text
+			return text, c.toks[0].start
 		}
 	}
-	return ""
+	return "", 0
 }
 
 // atText is the time a dated restore points to, once fixed:

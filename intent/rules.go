@@ -635,7 +635,19 @@ func fromMessage(msg string) Finding {
 	restore := !question && restoreVerbs.MatchString(norm) || (changed || unclear != "") && restoreValues.MatchString(norm)
 	if !changed && !reported.change && restoreVerbs.MatchString(norm) && !restoreNotAsked(masked, clauses) && !strings.HasSuffix(strings.TrimSpace(norm), "?") &&
 		!laterPattern.MatchString(norm) && !onCondition(clauses) {
-		if rc, ok := datedRestore(restoreClause(masked, clauses)); ok {
+		text, start := restoreClause(masked, clauses)
+		if rc, ok := datedRestore(text); ok {
+			if isLater(masked, norm, clauses, start) {
+				return laterFinding
+			}
+			if openTime.MatchString(norm[start:]) {
+				in := Intent{Kind: KindRead, Note: "\"" + shorten(text) + "\" gives no single time to go back to (two, or an estimate), so nothing will be changed. " +
+					"Ask for one, for example \"restore Q1 to its value of 2 hours ago\"."}
+				return Finding{Intent: in, Reason: ReasonOpenValue}
+			}
+			if f, held := heldBack(masked, norm, []RequestedChange{rc}, start); held {
+				return f
+			}
 			return Finding{Intent: Intent{Kind: KindChange, Changes: []RequestedChange{rc}}, Reason: ReasonRestoreAt}
 		}
 	}
@@ -675,6 +687,11 @@ func fromMessage(msg string) Finding {
 	}
 	return Finding{Intent: in, Reason: ReasonNoChange}
 }
+
+// openTime: words that leave the time of a change back open ("yesterday's
+// value or so", "roughly…", "2 hours ago, or 3 hours ago").
+var openTime = mustFilter(`\b(?:or so|roughly|about|around|approx\w*|circa|give or take|more or less|or (?:\d|an?|one|two|three|maybe)|` +
+	`ungefähr|ungefaehr|etwa|zirka|oder (?:so|\d|eine?|zwei|drei)|environ|à peu près|ou (?:\d|une?|deux|trois))\b`)
 
 // sentenceStart returns where the sentence holding text[at] starts: after
 // the last ".", "!", "?" or ";" before it that a space follows, or a new

@@ -389,6 +389,18 @@ func TestRules(t *testing.T) {
 		{"The logbook says: restore Q1 to yesterday's value. Is that right?", "read"},
 		{"What would happen if we restored Q1 to yesterday's value?", "hypothetical"},
 		// Back to the value at a time the user names: read from history.
+		// Held back as any change is.
+		{"Restore Q1 to yesterday's value. No.", "read"},
+		{"Restore Q1 to yesterday's value ❌", "read"},
+		{"Restore Q1 to yesterday's value after the injection", "read"},
+		{"Restore Q1 to yesterday's value on Monday", "read"},
+		{"Restore Q1 to yesterday's value for 5 minutes", "read"},
+		{"Restore all quadrupoles except Q2 to yesterday's value", "read"},
+		{"Restore Q1 to yesterday's value — no wait, last week's", "read"},
+		{"Restore Q1 to yesterday's value or so", "read"},
+		{"Restore Q1 to roughly yesterday's value", "read"},
+		{"Restore Q1 to its value 2 hours ago, or 3 hours ago", "read"},
+		{"Setze Q1 auf den Wert von gestern zurück. Nein.", "read"},
 		{"Restore yesterday's value of Q1", "change: Q1 back to its value of yesterday"},
 		{"Set Q1 back to what it was yesterday", "change: Q1 back to its value of yesterday"},
 		{"restore the BTS Q1 quadrupole current to yesterday’s value", "change: BTS Q1 quadrupole current back to its value of yesterday"},
