@@ -397,6 +397,41 @@ func TestGateChecksEveryNumberAnActionWrites(t *testing.T) {
 	}
 }
 
+// An on/off change is held to the state the user's words ask for: "turn
+// off" never permits writing ON, a word meaning no state, or nothing.
+func TestGateHoldsAnOnOffToItsState(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		written any
+		refused bool
+	}{
+		{"on for off", "ON", true},
+		{"true for off", true, true},
+		{"another word", "STANDBY", true},
+		{"off", "OFF", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newGateWorld(105)
+			w.intentOf = func(input string) intent.Intent { return intent.FromMessage(input).Intent }
+			w.valueAs = func(float64) any { return tc.written }
+			a := w.agent(t, memoryStore(), writesOnNoApproval)
+			o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: "Turn off the Q1 power supply"})
+			if !tc.refused {
+				ap := approvalOf(t, o)
+				resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes", By: "op-anna"})
+				if len(w.written()) != 1 {
+					t.Fatalf("written %v, want one write", w.written())
+				}
+				return
+			}
+			refusal(t, a, "t", o, agent.KindRefused, agent.RefusedIntentMismatch)
+			if len(w.written()) != 0 {
+				t.Fatal("written")
+			}
+		})
+	}
+}
+
 // A target naming another device of the kind the user named, besides
 // the one asked for, is refused where the step executes.
 func TestGateRefusesATargetNamingAnotherDevice(t *testing.T) {

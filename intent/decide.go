@@ -84,7 +84,7 @@ func sameStated(rc, mc RequestedChange) bool {
 	case rc.By != nil:
 		return mc.Value == nil && (mc.By == nil || *mc.By == *rc.By && mc.Unit == rc.Unit)
 	}
-	return mc.Value == nil && mc.By == nil
+	return mc.Value == nil && mc.By == nil && (rc.State == "" || mc.State == "" || rc.State == mc.State)
 }
 
 func quantityText(c RequestedChange) string {

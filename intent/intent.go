@@ -64,6 +64,10 @@ type RequestedChange struct {
 	// At is the time Ago points to, fixed when the turn's intent is
 	// decided (Dated).
 	At time.Time `json:"at,omitzero"`
+	// State is the state an on/off change asks for, "on" or "off" ("turn
+	// off RF cavity 2", "enable…", "schalte … aus", "éteins…"); empty for
+	// other changes. An action's word must mean that state.
+	State string `json:"state,omitempty"`
 	// Refers is the user's earlier words a target such as "it" refers to
 	// ("Read the BTS Q1 current" before "set it to 105 A"): its names
 	// count as the target's.
@@ -187,7 +191,7 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 	}
 	if other != "" {
 		for _, rc := range fit {
-			if rc.Value == nil && rc.By == nil {
+			if rc.Value == nil && rc.By == nil && rc.Ago == 0 && (rc.State == "" || stateOf(other) == rc.State) {
 				return nil
 			}
 		}
@@ -590,6 +594,17 @@ func (i Intent) kindName() string {
 	return string(i.Kind)
 }
 
+// onOffWords are the words an action may write for an on/off change.
+var onOffWords = map[string]string{
+	"on": "on", "true": "on", "enable": "on", "enabled": "on", "ein": "on", "an": "on", "eingeschaltet": "on", "aktiv": "on",
+	"active": "on", "activé": "on", "actif": "on", "allumé": "on", "marche": "on",
+	"off": "off", "false": "off", "disable": "off", "disabled": "off", "aus": "off", "ausgeschaltet": "off", "inaktiv": "off",
+	"inactive": "off", "désactivé": "off", "inactif": "off", "éteint": "off", "arrêt": "off", "arret": "off",
+}
+
+// stateOf is the state ("on", "off") a word an action writes means, or "".
+func stateOf(word string) string { return onOffWords[strings.ToLower(strings.TrimSpace(word))] }
+
 // number reads v as a finite number: a Go number of any kind, a
 // json.Number or a numeric string.
 func number(v any) (float64, bool) {
@@ -639,6 +654,8 @@ func (i Intent) Summary() string {
 			}
 		case c.Ago > 0:
 			t += " back to " + restoreText(c.Ago)
+		case c.State != "":
+			t += " " + c.State
 		}
 		parts[k] = t
 	}

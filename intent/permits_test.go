@@ -40,6 +40,9 @@ func TestPermits(t *testing.T) {
 	both := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{change("the Q1 and Q2 currents", val(105), "A")}}
 	cavities := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{change("cavities 1, 2 and 3", val(500), "kV")}}
 	bare := intent.Intent{Kind: intent.KindChange}
+	cav2Off := intent.FromMessage("Turn off RF cavity 2").Intent
+	cav3On := intent.FromMessage("Enable the RF cavity 3").Intent
+	restore := intent.FromMessage("Restore Q1 to yesterday's value").Intent
 	up5 := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "BTS Q1", Unit: "A", By: val(5)}}}
 	down2 := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Unit: "A", By: val(-2)}}}
 	pct := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Unit: "%", By: val(5)}}}
@@ -97,6 +100,15 @@ func TestPermits(t *testing.T) {
 		{"an opaque step without a value", q1, capabilities.StepAction("channel_write", capabilities.Step{PlannedStep: capabilities.PlannedStep{
 			ContextKey: "w", TaskObjective: "Set BTS:MAG:Q1:CURRENT", Parameters: map[string]any{"channel": "BTS:MAG:Q1:CURRENT"}}}), intent.ErrMismatch, "the user asked for 105 A"},
 		{"no value for an on/off", noValue, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE"}), nil, ""},
+		{"off for off", cav2Off, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE", Value: "OFF"}), nil, ""},
+		{"false for off", cav2Off, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE", Value: false}), nil, ""},
+		{"on for off", cav2Off, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE", Value: "ON"}), intent.ErrMismatch, `"ON"`},
+		{"true for off", cav2Off, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE", Value: true}), intent.ErrMismatch, `"true"`},
+		{"another word for off", cav2Off, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE", Value: "STANDBY"}), intent.ErrMismatch, `"STANDBY"`},
+		{"no state for off", cav2Off, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE"}), intent.ErrMismatch, `"no value"`},
+		{"enabled for enable", cav3On, act(capabilities.Change{Target: "SR:RF:CAV3:ENABLE", Value: "enabled"}), nil, ""},
+		{"disabled for enable", cav3On, act(capabilities.Change{Target: "SR:RF:CAV3:ENABLE", Value: "disabled"}), intent.ErrMismatch, `"disabled"`},
+		{"a word for a change back", restore, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: "MAX"}), intent.ErrMismatch, `"MAX"`},
 		{"a value that is not finite", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: "Infinity", Unit: "A"}), intent.ErrMismatch, `"Infinity"`},
 		{"an infinite float", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: math.Inf(1), Unit: "A"}), intent.ErrMismatch, "Inf"},
 		{"a unit capgraph does not know", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A/s"}), intent.ErrMismatch, "105 A/s"},

@@ -152,6 +152,11 @@ var (
 	// particleVerbs are changes with an on/off alone ("turn off", "schalte
 	// … aus", "coupe").
 	particleVerbs = wordSet(`turn switch power shut schalte schalt schalten`)
+	// particleStates are the states the particles of particleVerbs ask for.
+	particleStates = map[string]string{"on": "on", "ein": "on", "an": "on", "off": "off", "aus": "off", "ab": "off"}
+	// offVerbs are the toggleVerbs that switch off (the others switch on).
+	offVerbs = wordSet(`disable ausschalten abschalten deaktiviere deaktivieren éteins éteignez éteindre eteins eteignez eteindre
+		coupe coupez couper désactive désactivez désactiver`)
 	// toggleVerbs are changes on their own.
 	toggleVerbs = wordSet(`enable disable einschalten ausschalten abschalten anschalten aktiviere aktivieren deaktiviere
 		deaktivieren éteins éteignez éteindre eteins eteignez eteindre allume allumez allumer coupe coupez couper
@@ -718,6 +723,11 @@ func heldBack(masked, norm string, changes []RequestedChange, from int) (Finding
 			"which device is meant would be a guess. Name each device to change, for example \"set Q1 to 105 A\"."}
 		return Finding{Intent: in, Reason: ReasonByOtherDevice}, true
 	}
+	if twoStates(masked[from:], changes) {
+		in := Intent{Kind: KindRead, Note: "Your message asks to switch the same thing both off and on, so nothing will be changed: " +
+			"ask for one state at a time, for example \"turn off RF cavity 2\"."}
+		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+	}
 	if words := cmp.Or(corrects(masked[from:]), withdrawn(masked[from:])); words != "" {
 		in := Intent{Kind: KindRead, Note: "Your message corrects or takes back its change (\"" + words + "\"), so nothing will be changed: " +
 			"ask for the change once, with the value you want, for example \"set Q1 to 105 A\"."}
@@ -725,6 +735,44 @@ func heldBack(masked, norm string, changes []RequestedChange, from int) (Finding
 	}
 	return Finding{}, false
 }
+
+// twoStates reports whether text, changes and what follows them, asks
+// for both states of one thing: two on/off changes of targets that agree
+// (or name nothing: "disable cavity 2 and switch it on"), or an on/off
+// change followed by a clause that is the other particle alone ("…, then
+// on").
+func twoStates(text string, changes []RequestedChange) bool {
+	for i, a := range changes {
+		for _, b := range changes[i+1:] {
+			if a.State == "" || b.State == "" || a.State == b.State {
+				continue
+			}
+			if len(statedIdentifiers(a.Target)) == 0 || len(statedIdentifiers(b.Target)) == 0 || sameTarget(a, b.Target) {
+				return true
+			}
+		}
+	}
+	cs := scan(text)
+	for k := 1; k < len(cs); k++ {
+		var rest []string
+		for _, t := range cs[k].toks {
+			if !sequenceWords[t.w] && !againWords[t.w] {
+				rest = append(rest, t.w)
+			}
+		}
+		if len(rest) != 1 || particleStates[rest[0]] == "" {
+			continue
+		}
+		if slices.ContainsFunc(changes, func(c RequestedChange) bool { return c.State != "" && c.State != particleStates[rest[0]] }) {
+			return true
+		}
+	}
+	return false
+}
+
+// againWords may come with a particle that switches back ("…, then on
+// again").
+var againWords = wordSet(`again back wieder zurück encore`)
 
 // isLater reports whether a message stating a change (from masked[from:]
 // on) asks for it on a condition or for later.
@@ -1001,7 +1049,14 @@ func hasPrefixWords(ws []token, p []string) bool {
 func verbChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 	if toggleVerbs[verb] {
 		target := trimJoiners(rest)
-		return []RequestedChange{{Target: span(msg, target)}}, len(target) > 0
+		state := "on"
+		if offVerbs[verb] {
+			state = "off"
+		}
+		if slices.ContainsFunc(target, func(t token) bool { return particleStates[t.w] != "" && particleStates[t.w] != state }) {
+			return nil, false // "enable it, then off": which state is meant?
+		}
+		return []RequestedChange{{Target: span(msg, target), State: state}}, len(target) > 0
 	}
 	if cs, ok := valueChanges(msg, verb, rest); ok {
 		return cs, true
@@ -1014,14 +1069,15 @@ func verbChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 			if k > 6 {
 				break
 			}
-			switch t.w {
-			case "on", "off", "aus", "ein", "an", "ab":
-				if verb == "shut" && t.w == "on" {
-					continue
-				}
-				target := trimJoiners(slices.Delete(slices.Clone(rest), k, k+1))
-				return []RequestedChange{{Target: span(msg, target)}}, len(target) > 0
+			state := particleStates[t.w]
+			if state == "" || verb == "shut" && state == "on" {
+				continue
 			}
+			target := trimJoiners(slices.Delete(slices.Clone(rest), k, k+1))
+			if slices.ContainsFunc(target, func(t token) bool { return particleStates[t.w] != "" && particleStates[t.w] != state }) {
+				return nil, false // "turn it off and on again": two states
+			}
+			return []RequestedChange{{Target: span(msg, target), State: state}}, len(target) > 0
 		}
 	}
 	return nil, false
