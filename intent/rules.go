@@ -723,6 +723,11 @@ func heldBack(masked, norm string, changes []RequestedChange, from int) (Finding
 			"which device is meant would be a guess. Name each device to change, for example \"set Q1 to 105 A\"."}
 		return Finding{Intent: in, Reason: ReasonByOtherDevice}, true
 	}
+	if words := targetLeftOpen(changes); words != "" {
+		in := Intent{Kind: KindRead, Note: "Your change leaves open which device to change (\"" + words + "\"), so nothing will be changed: " +
+			"name the one to change, for example \"set Q1 to 105 A\"."}
+		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+	}
 	if twoStates(masked[from:], changes) {
 		in := Intent{Kind: KindRead, Note: "Your message asks to switch the same thing both off and on, so nothing will be changed: " +
 			"ask for one state at a time, for example \"turn off RF cavity 2\"."}
@@ -734,6 +739,27 @@ func heldBack(masked, norm string, changes []RequestedChange, from int) (Finding
 		return Finding{Intent: in, Reason: ReasonCorrected}, true
 	}
 	return Finding{}, false
+}
+
+// choiceWords in a target leave the device to change open ("Q1 or Q2",
+// "cavity 2 and maybe 3", "entweder Q1 oder Q2").
+var choiceWords = wordSet(`or either maybe perhaps possibly oder entweder vielleicht eventuell ou soit peut-être`)
+
+// targetLeftOpen returns a change's target from a choiceWords word on,
+// when more words follow it, or "".
+func targetLeftOpen(cs []RequestedChange) string {
+	for _, c := range cs {
+		var toks []token
+		for _, cl := range scan(c.Target) {
+			toks = append(toks, cl.toks...)
+		}
+		for i, t := range toks {
+			if choiceWords[t.w] && i+1 < len(toks) {
+				return span(c.Target, toks[i:])
+			}
+		}
+	}
+	return ""
 }
 
 // twoStates reports whether text, changes and what follows them, asks
