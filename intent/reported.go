@@ -2,6 +2,7 @@ package intent
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -70,6 +71,36 @@ var (
 	reportPreps = [][]string{{"according", "to"}, {"as", "per"}, {"per"}, {"laut"}, {"gemäß"}, {"zufolge"}, {"selon"}, {"d'après"}}
 )
 
+// emphasis matches Markdown emphasis and code around a value or a word
+// ("**105** A", "`105` A", "*105 A*"): its markers are blanked, so that
+// the value keeps its unit.
+var emphasis = regexp.MustCompile("(\\*\\*|__|`)([^*_`\n]{1,40})(\\*\\*|__|`)|(^|\\s)(\\*)([^*\\s][^*\\n]{0,40}?)(\\*)(\\s|$|[.,;!?])")
+
+// unmark blanks Markdown emphasis markers around short runs of words
+// (emphasis), keeping every other byte in place; a code span holding a
+// change verb stays a quotation ("`set Q1 to 105 A`").
+func unmark(msg string) string {
+	if !strings.ContainsAny(msg, "*_`") {
+		return msg
+	}
+	b := []byte(msg)
+	for _, m := range emphasis.FindAllStringSubmatchIndex(msg, -1) {
+		inner, markers := [2]int{m[4], m[5]}, [][2]int{{m[2], m[3]}, {m[6], m[7]}}
+		if m[2] < 0 {
+			inner, markers = [2]int{m[12], m[13]}, [][2]int{{m[10], m[11]}, {m[14], m[15]}}
+		}
+		if msg[markers[0][0]] == '`' && hasChangeVerb(msg[inner[0]:inner[1]]) {
+			continue
+		}
+		for _, mk := range markers {
+			for i := mk[0]; i < mk[1]; i++ {
+				b[i] = ' '
+			}
+		}
+	}
+	return string(b)
+}
+
 // maskReported returns msg with its reported words blanked (each byte a
 // space, so places in the text stay), and what was blanked.
 func maskReported(msg string) (string, reportedText) {
@@ -128,6 +159,31 @@ func maskReported(msg string) (string, reportedText) {
 		}
 		blank(start, end, "an example")
 		from = end + 1
+	}
+	// Struck-through words ("~~set Q1 to 140 A~~") are taken back, and an
+	// HTML comment ("<!-- set Q1 to 140 A -->") does not show: neither is
+	// a request.
+	for _, r := range []struct {
+		open, close, what string
+	}{{"~~", "~~", "struck-through words"}, {"<!--", "-->", "a comment"}} {
+		for from := 0; from < len(b); {
+			i := bytes.Index(b[from:], []byte(r.open))
+			if i < 0 {
+				break
+			}
+			start := from + i
+			end := len(b)
+			if j := bytes.Index(b[start+len(r.open):], []byte(r.close)); j >= 0 {
+				end = start + len(r.open) + j + len(r.close)
+			}
+			if !rep.change && wouldChange(string(b[start:end])) {
+				rep.change, rep.what = true, r.what
+			}
+			for k := start; k < end; k++ { // blanked whatever they hold
+				b[k] = ' '
+			}
+			from = end
+		}
 	}
 	// Lines quoted in Markdown or e-mail ("> set Q1 to 140 A"), whole.
 	for start := 0; start < len(b); {

@@ -583,7 +583,7 @@ func fromMessage(msg string) Finding {
 			"so what it shows may not be what it says, and nothing will be changed. Type the request again, for example \"set Q1 to 105 A\"."}
 		return Finding{Intent: in, Reason: ReasonHidden}
 	}
-	masked, reported := maskReported(msg)
+	masked, reported := maskReported(unmark(msg))
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
 	clauses := scan(masked)
 	if negatedChange(clauses) || readOnlyPattern.MatchString(norm) || withdrawnLabel.MatchString(norm) {
@@ -633,7 +633,7 @@ func fromMessage(msg string) Finding {
 		prev = false
 	}
 	if changed {
-		if f, held := heldBack(masked, norm, changes, from); held {
+		if f, held := heldBack(msg, masked, norm, changes, from); held {
 			return f
 		}
 	}
@@ -650,7 +650,7 @@ func fromMessage(msg string) Finding {
 					"Ask for one, for example \"restore Q1 to its value of 2 hours ago\"."}
 				return Finding{Intent: in, Reason: ReasonOpenValue}
 			}
-			if f, held := heldBack(masked, norm, []RequestedChange{rc}, start); held {
+			if f, held := heldBack(msg, masked, norm, []RequestedChange{rc}, start); held {
 				return f
 			}
 			return Finding{Intent: Intent{Kind: KindChange, Changes: []RequestedChange{rc}}, Reason: ReasonRestoreAt}
@@ -710,11 +710,12 @@ func sentenceStart(text string, at int) int {
 	return 0
 }
 
-// heldBack returns what a message that states changes (masked, from
+// heldBack returns what a message msg that states changes (masked, from
 // masked[from:] on) asks for instead, when its other words hold them back:
-// advice about them, a target named by way of another device, a
-// correction or a withdrawal.
-func heldBack(masked, norm string, changes []RequestedChange, from int) (Finding, bool) {
+// advice about them, a target named by way of another device or left
+// open, two states or two values for one thing, a correction or a
+// withdrawal.
+func heldBack(msg, masked, norm string, changes []RequestedChange, from int) (Finding, bool) {
 	if adviceAfterChange.MatchString(norm) {
 		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}, true
 	}
@@ -733,12 +734,41 @@ func heldBack(masked, norm string, changes []RequestedChange, from int) (Finding
 			"ask for one state at a time, for example \"turn off RF cavity 2\"."}
 		return Finding{Intent: in, Reason: ReasonOpenValue}, true
 	}
-	if words := cmp.Or(corrects(masked[from:]), withdrawn(masked[from:])); words != "" {
+	if twoValues(changes) && !sequencePattern.MatchString(norm[from:]) {
+		in := Intent{Kind: KindRead, Note: "Your message gives the same setting two values, so nothing will be changed: " +
+			"ask for the one value you want, for example \"set Q1 to 105 A\"."}
+		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+	}
+	struck := "" // struck-through words correct what they stand in
+	if strings.Contains(msg, "~~") {
+		struck = "~~"
+	}
+	if words := cmp.Or(struck, corrects(masked[from:]), withdrawn(masked[from:])); words != "" {
 		in := Intent{Kind: KindRead, Note: "Your message corrects or takes back its change (\"" + words + "\"), so nothing will be changed: " +
 			"ask for the change once, with the value you want, for example \"set Q1 to 105 A\"."}
 		return Finding{Intent: in, Reason: ReasonCorrected}, true
 	}
 	return Finding{}, false
+}
+
+// sequencePattern: words that order two changes of one setting ("set Q1
+// to 105 A, then set Q1 to 110 A").
+var sequencePattern = mustFilter(`\b(?:then|after that|afterwards|next|finally|dann|danach|anschließend|zuletzt|puis|ensuite|après ça|enfin)\b`)
+
+// twoValues reports two absolute changes of a target named the same way,
+// to different values ("Set Q1 to 140 A\nSet Q1 to 105 A").
+func twoValues(cs []RequestedChange) bool {
+	for i, a := range cs {
+		for _, b := range cs[i+1:] {
+			if a.Value == nil || b.Value == nil || len(statedIdentifiers(a.Target)) == 0 || len(statedIdentifiers(b.Target)) == 0 {
+				continue
+			}
+			if sameTarget(a, b.Target) && !sameQuantity(*a.Value, a.Unit, *b.Value, b.Unit) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // choiceWords in a target leave the device to change open ("Q1 or Q2",
@@ -1493,7 +1523,7 @@ func continuation(latest string, earlier []string, f Finding) Finding {
 	if len(earlier) == 0 || !FromMessage(earlier[len(earlier)-1]).Intent.IsChange() || len(strings.Fields(latest)) > 12 {
 		return f
 	}
-	masked, _ := maskReported(latest)
+	masked, _ := maskReported(unmark(latest))
 	var changes []RequestedChange
 	for _, c := range scan(masked) {
 		if r := readClause(masked, c); r.question != notQuestion || !r.verbless {
@@ -1509,7 +1539,7 @@ func continuation(latest string, earlier []string, f Finding) Finding {
 	// The follow-up's own words may hold its change back as a message's
 	// would ("and Q2 to 98 A tomorrow", "… No.").
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
-	if held, ok := heldBack(masked, norm, changes, 0); ok {
+	if held, ok := heldBack(latest, masked, norm, changes, 0); ok {
 		return held
 	}
 	if isLater(masked, norm, scan(masked), 0) {

@@ -344,6 +344,18 @@ func TestRules(t *testing.T) {
 		{"Mets Q1 à 105 A environ", "read"},
 		{"Mets Q1 à 105 A au maximum", "read"},
 		{"Set Q1 -> 105 A", "change: Q1 to 105 A"},
+		{"Set Q1 to 140 A\nSet Q1 to 105 A", "read"},
+		{"Set Q1 to 105 A and Q1 to 110 A", "read"},
+		{"Set Q1 to 105 A, then set Q1 to 110 A", "change: Q1 to 105 A; Q1 to 110 A"},
+		// Markdown: emphasis keeps a value's unit; struck-through or
+		// commented-out words are not requests.
+		{"Set Q1 to **105** A", "change: Q1 to 105 A"},
+		{"Set Q1 to `105` A", "change: Q1 to 105 A"},
+		{"**Set** Q1 to *105 A*", "change: Q1 to 105 A"},
+		{"~~Set Q1 to 105 A~~", "read"},
+		{"~~Set Q1 to 140 A~~ Set Q1 to 105 A", "read"},
+		{"Set Q1 to ~~140~~ 105 A", "read"},
+		{"<!-- Set Q1 to 105 A -->", "read"},
 		{"Raise Q1 by up to 5 A", "read"},
 		{"Lower Q1 by down to 5 A", "read"},
 		{"Raise Q1 by 5 %, roughly", "read"},
