@@ -3,6 +3,7 @@ package intent
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -81,6 +82,14 @@ func BenchmarkFromMessage(b *testing.B) {
 	b.Run("remembered", func(b *testing.B) {
 		for b.Loop() {
 			FromMessage(msg)
+		}
+	})
+	// The longest message the rules read, a change in every clause: what
+	// a client can make them cost.
+	longest := strings.Repeat("set Q1 to 5 A, ", MaxChangeMessage/15)
+	b.Run("longest", func(b *testing.B) {
+		for b.Loop() {
+			fromMessage(longest)
 		}
 	})
 }

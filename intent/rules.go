@@ -367,14 +367,14 @@ func wordPhrases(s string) map[string]bool {
 // 105 A ❌").
 const negationSigns = "❌🚫⛔👎🙅✖✗✘❎"
 
-// withdrawn returns the clause after text's first, a change, that
-// withdraws it (withdrawals), or a negation sign in text, or "".
-func withdrawn(text string) string {
+// withdrawn returns the clause after text's first (of its clauses cs), a
+// change, that withdraws it (withdrawals), or a negation sign in text, or
+// "".
+func withdrawn(text string, cs []clause) string {
 	if i := strings.IndexAny(text, negationSigns); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(text[i:])
 		return string(r)
 	}
-	cs := scan(text)
 	for k := 1; k < len(cs); k++ {
 		toks := cs[k].toks
 		i := 0
@@ -409,14 +409,18 @@ var setApart = wordSet(`except excepting excluding but besides instead than unli
 
 // byOtherDevice returns the words of a change's target from a setApart
 // word on, when more words follow it, or "".
-func byOtherDevice(cs []RequestedChange) string {
+func byOtherDevice(cs []RequestedChange) string { return targetFrom(cs, setApart) }
+
+// targetFrom returns the words of a change's target from a word of set on,
+// when more words follow it, or "".
+func targetFrom(cs []RequestedChange, set map[string]bool) string {
 	for _, c := range cs {
 		var toks []token
 		for _, cl := range scan(c.Target) {
 			toks = append(toks, cl.toks...)
 		}
 		for i, t := range toks {
-			if setApart[t.w] && i+1 < len(toks) {
+			if set[t.w] && i+1 < len(toks) {
 				return span(c.Target, toks[i:])
 			}
 		}
@@ -496,10 +500,31 @@ const MaxChangeMessage = 4000
 // "dès que", "morgen") is not a change to make now; nor is one on a
 // condition (conditionWords): the rules cannot tell when, so nothing is
 // changed.
-var laterPattern = mustFilter(`\b(?:as soon as|at \d{1,2}[:h.]\d{2}|at \d{1,2} ?(?:am|pm|o'clock)|tomorrow|tonight|later|` +
-	`(?:and )?then (?:back|put it back|set it back|restore)|und dann (?:zurück|wieder zurück)|puis (?:revenir|remettre)|` +
-	`next (?:shift|fill|week|run)|in \d+ (?:min|minutes|hours?|h)\b|morgen|später|heute abend|um \d{1,2}[:.]\d{2}|um \d{1,2} uhr|` +
-	`dès que|des que|tant que|demain|plus tard|ce soir)\b|(?:^|\s)à \d{1,2}h\d{0,2}\b`)
+var laterPattern = mustFilterEach(
+	`\b(?:as soon as)\b`,
+	`\b(?:at \d{1,2}[:h.]\d{2})\b`,
+	`\b(?:at \d{1,2} ?(?:am|pm|o'clock))\b`,
+	`\b(?:tomorrow)\b`,
+	`\b(?:tonight)\b`,
+	`\b(?:later)\b`,
+	`\b(?:(?:and )?then (?:back|put it back|set it back|restore))\b`,
+	`\b(?:und dann (?:zurück|wieder zurück))\b`,
+	`\b(?:puis (?:revenir|remettre))\b`,
+	`\b(?:next (?:shift|fill|week|run))\b`,
+	`\b(?:in \d+ (?:min|minutes|hours?|h)\b)\b`,
+	`\b(?:morgen)\b`,
+	`\b(?:später)\b`,
+	`\b(?:heute abend)\b`,
+	`\b(?:um \d{1,2}[:.]\d{2})\b`,
+	`\b(?:um \d{1,2} uhr)\b`,
+	`\b(?:dès que)\b`,
+	`\b(?:des que)\b`,
+	`\b(?:tant que)\b`,
+	`\b(?:demain)\b`,
+	`\b(?:plus tard)\b`,
+	`\b(?:ce soir)\b`,
+	`(?:^|\s)à \d{1,2}h\d{0,2}\b`,
+)
 
 // laterNear: words for a while, an event, the user's word or a time span
 // that make a change for later ("… in a minute", "… after the
@@ -507,31 +532,76 @@ var laterPattern = mustFilter(`\b(?:as soon as|at \d{1,2}[:h.]\d{2}|at \d{1,2} ?
 // change to be undone, which the rules cannot do). Read from the change's
 // sentence on: "Q1 tripped after the quench. Set it to 105 A" is a
 // change now.
-var laterNear = mustFilter(`\b(?:in (?:a|one|an|\d+) (?:minute|moment|bit|while|sec|second|hour|s|secs|seconds|mins)|` +
-	`in a few (?:minutes|seconds|hours|moments)|soon|` +
-	`in \d+ (?:sekunden|minuten|stunden|std|sek)|gleich danach|bald|dans (?:une?|\d+) (?:minutes?|secondes?|heures?|instant|moment)|bientôt|` +
-	`after (?:i|we|you|the|a|an|next|each|every|lunch|midnight|noon|\d+)|nach (?:der|dem|den|einer|einem|\d+)|après (?:la|le|l'|les|une?|que|\d+)|` +
-	`at (?:the )?(?:next|end of|start of|beginning of) \w+|at (?:injection|refill|top-up)|during|between (?:the )?(?:fills?|injections?|runs?|shifts?|cycles?)|` +
-	`während (?:der|des|dem)|pendant (?:la|le|l')|entre (?:les|deux) \w+|` +
-	`not (?:yet|now|right now|today)|noch nicht|nicht jetzt|pas encore|pas maintenant|pas tout de suite|` +
-	`(?:but|only) wait|wait (?:for|till|until) (?:my|me|i)|(?:on|at|upon) my (?:signal|mark|go|command|word|call|cue)|` +
-	`when i (?:say|tell|give|confirm|ask)|until i|auf mein (?:zeichen|kommando)|wenn ich es sage|à mon signal|quand je (?:le )?dis|` +
-	`for (?:\d+|a|an|one|two|three|five|ten|a few|half an?) ?(?:s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|moment|while)|` +
-	`für (?:\d+|eine?n?|zwei|drei|fünf|zehn|ein paar) ?(?:s|sek|sekunden?|min|minuten?|h|std|stunden?|tage?|moment)|` +
-	`pendant (?:\d+|une?|deux|trois|cinq|dix|quelques) ?(?:s|secondes?|min|minutes?|h|heures?|jours?|instant)|` +
-	// On a day, at a time of day, by a time; again and again.
-	`on (?:mon|tues|wednes|thurs|fri|satur|sun)day|on (?:the )?\d{1,2}(?:st|nd|rd|th)?(?:[./]\d{1,2}[./]?| of \w+)|` +
-	`(?:am )?(?:montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag)|(?:lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche)|` +
-	`at (?:noon|midnight|midday|dawn|dusk|night|the weekend)|in the (?:morning|afternoon|evening|night)|this (?:afternoon|evening)|` +
-	`am (?:morgen|abend|nachmittag|vormittag|wochenende)|heute (?:früh|nachmittag|nacht)|ce matin|cet après-midi|à midi|à minuit|` +
-	`by (?:\d{1,2} ?(?:am|pm|h|o'clock|uhr)|noon|midnight|tonight|tomorrow|monday|friday|the (?:end|start|beginning)|end of|then)|` +
-	`bis (?:heute abend|morgen|mittag|\d{1,2} uhr)|avant (?:midi|ce soir|demain)|` +
-	`every (?:\d+ )?(?:s|secs?|seconds?|mins?|minutes?|h|hours?|days?|shift|fill|morning|evening|night|time|cycle|injection|week)|` +
-	`each (?:time|day|hour|morning|night|shift|fill|cycle)|periodically|regularly|repeatedly|again and again|over and over|` +
-	`alle \d+ (?:sekunden|minuten|stunden|tage)|jede[nrs]? (?:stunde|minute|nacht|tag|morgen|schicht|mal)|regelmäßig|immer wieder|` +
-	`chaque (?:heure|minute|jour|fois|matin|soir|nuit)|toutes les (?:\d+ )?(?:secondes|minutes|heures)|régulièrement|périodiquement)\b|` +
-	// "… at 8": a number without a unit ending the message is a time.
-	`\bat \d{1,2}(?:h| ?uhr)?\s*[.!]*\s*$`)
+var laterNear = mustFilterEach(
+	`\b(?:in (?:a|one|an|\d+) (?:minute|moment|bit|while|sec|second|hour|s|secs|seconds|mins))\b`,
+	`\b(?:in a few (?:minutes|seconds|hours|moments))\b`,
+	`\b(?:soon)\b`,
+	`\b(?:in \d+ (?:sekunden|minuten|stunden|std|sek))\b`,
+	`\b(?:gleich danach)\b`,
+	`\b(?:bald)\b`,
+	`\b(?:dans (?:une?|\d+) (?:minutes?|secondes?|heures?|instant|moment))\b`,
+	`\b(?:bientôt)\b`,
+	`\b(?:after (?:i|we|you|the|a|an|next|each|every|lunch|midnight|noon|\d+))\b`,
+	`\b(?:nach (?:der|dem|den|einer|einem|\d+))\b`,
+	`\b(?:après (?:la|le|l'|les|une?|que|\d+))\b`,
+	`\b(?:at (?:the )?(?:next|end of|start of|beginning of) \w+)\b`,
+	`\b(?:at (?:injection|refill|top-up))\b`,
+	`\b(?:during)\b`,
+	`\b(?:between (?:the )?(?:fills?|injections?|runs?|shifts?|cycles?))\b`,
+	`\b(?:während (?:der|des|dem))\b`,
+	`\b(?:pendant (?:la|le|l'))\b`,
+	`\b(?:entre (?:les|deux) \w+)\b`,
+	`\b(?:not (?:yet|now|right now|today))\b`,
+	`\b(?:noch nicht)\b`,
+	`\b(?:nicht jetzt)\b`,
+	`\b(?:pas encore)\b`,
+	`\b(?:pas maintenant)\b`,
+	`\b(?:pas tout de suite)\b`,
+	`\b(?:(?:but|only) wait)\b`,
+	`\b(?:wait (?:for|till|until) (?:my|me|i))\b`,
+	`\b(?:(?:on|at|upon) my (?:signal|mark|go|command|word|call|cue))\b`,
+	`\b(?:when i (?:say|tell|give|confirm|ask))\b`,
+	`\b(?:until i)\b`,
+	`\b(?:auf mein (?:zeichen|kommando))\b`,
+	`\b(?:wenn ich es sage)\b`,
+	`\b(?:à mon signal)\b`,
+	`\b(?:quand je (?:le )?dis)\b`,
+	`\b(?:for (?:\d+|a|an|one|two|three|five|ten|a few|half an?) ?(?:s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|moment|while))\b`,
+	`\b(?:für (?:\d+|eine?n?|zwei|drei|fünf|zehn|ein paar) ?(?:s|sek|sekunden?|min|minuten?|h|std|stunden?|tage?|moment))\b`,
+	`\b(?:pendant (?:\d+|une?|deux|trois|cinq|dix|quelques) ?(?:s|secondes?|min|minutes?|h|heures?|jours?|instant))\b`,
+	`\b(?:on (?:mon|tues|wednes|thurs|fri|satur|sun)day)\b`,
+	`\b(?:on (?:the )?\d{1,2}(?:st|nd|rd|th)?(?:[./]\d{1,2}[./]?| of \w+))\b`,
+	`\b(?:(?:am )?(?:montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag))\b`,
+	`\b(?:(?:lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche))\b`,
+	`\b(?:at (?:noon|midnight|midday|dawn|dusk|night|the weekend))\b`,
+	`\b(?:in the (?:morning|afternoon|evening|night))\b`,
+	`\b(?:this (?:afternoon|evening))\b`,
+	`\b(?:am (?:morgen|abend|nachmittag|vormittag|wochenende))\b`,
+	`\b(?:heute (?:früh|nachmittag|nacht))\b`,
+	`\b(?:ce matin)\b`,
+	`\b(?:cet après-midi)\b`,
+	`\b(?:à midi)\b`,
+	`\b(?:à minuit)\b`,
+	`\b(?:by (?:\d{1,2} ?(?:am|pm|h|o'clock|uhr)|noon|midnight|tonight|tomorrow|monday|friday|the (?:end|start|beginning)|end of|then))\b`,
+	`\b(?:bis (?:heute abend|morgen|mittag|\d{1,2} uhr))\b`,
+	`\b(?:avant (?:midi|ce soir|demain))\b`,
+	`\b(?:every (?:\d+ )?(?:s|secs?|seconds?|mins?|minutes?|h|hours?|days?|shift|fill|morning|evening|night|time|cycle|injection|week))\b`,
+	`\b(?:each (?:time|day|hour|morning|night|shift|fill|cycle))\b`,
+	`\b(?:periodically)\b`,
+	`\b(?:regularly)\b`,
+	`\b(?:repeatedly)\b`,
+	`\b(?:again and again)\b`,
+	`\b(?:over and over)\b`,
+	`\b(?:alle \d+ (?:sekunden|minuten|stunden|tage))\b`,
+	`\b(?:jede[nrs]? (?:stunde|minute|nacht|tag|morgen|schicht|mal))\b`,
+	`\b(?:regelmäßig)\b`,
+	`\b(?:immer wieder)\b`,
+	`\b(?:chaque (?:heure|minute|jour|fois|matin|soir|nuit))\b`,
+	`\b(?:toutes les (?:\d+ )?(?:secondes|minutes|heures))\b`,
+	`\b(?:régulièrement)\b`,
+	`\b(?:périodiquement)\b`,
+	`\bat \d{1,2}(?:h| ?uhr)?\s*[.!]*\s*$`,
+)
 
 // conditionWords start a condition ("if the beam is stable", "sobald",
 // "si le faisceau…"), unless a read verb comes before ("check if…",
@@ -586,7 +656,7 @@ func fromMessage(msg string) Finding {
 	masked, reported := maskReported(unmark(msg))
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
 	clauses := scan(masked)
-	if negatedChange(clauses) || readOnlyPattern.MatchString(norm) || withdrawnLabel.MatchString(norm) {
+	if negatedChange(clauses) || readOnlyPattern.MatchString(norm) || strings.Contains(norm, ":") && withdrawnLabel.MatchString(norm) {
 		return Finding{Intent: Intent{Kind: KindRead}, Reason: ReasonNegated}
 	}
 	if hypotheticalPattern.MatchString(norm) || codeRequest.MatchString(norm) {
@@ -729,7 +799,8 @@ func heldBack(msg, masked, norm string, changes []RequestedChange, from int) (Fi
 			"name the one to change, for example \"set Q1 to 105 A\"."}
 		return Finding{Intent: in, Reason: ReasonOpenValue}, true
 	}
-	if twoStates(masked[from:], changes) {
+	after := scan(masked[from:])
+	if twoStates(after, changes) {
 		in := Intent{Kind: KindRead, Note: "Your message asks to switch the same thing both off and on, so nothing will be changed: " +
 			"ask for one state at a time, for example \"turn off RF cavity 2\"."}
 		return Finding{Intent: in, Reason: ReasonOpenValue}, true
@@ -743,7 +814,7 @@ func heldBack(msg, masked, norm string, changes []RequestedChange, from int) (Fi
 	if strings.Contains(msg, "~~") {
 		struck = "~~"
 	}
-	if words := cmp.Or(struck, corrects(masked[from:]), withdrawn(masked[from:])); words != "" {
+	if words := cmp.Or(struck, corrects(masked[from:]), withdrawn(masked[from:], after)); words != "" {
 		in := Intent{Kind: KindRead, Note: "Your message corrects or takes back its change (\"" + words + "\"), so nothing will be changed: " +
 			"ask for the change once, with the value you want, for example \"set Q1 to 105 A\"."}
 		return Finding{Intent: in, Reason: ReasonCorrected}, true
@@ -755,17 +826,27 @@ func heldBack(msg, masked, norm string, changes []RequestedChange, from int) (Fi
 // to 105 A, then set Q1 to 110 A").
 var sequencePattern = mustFilter(`\b(?:then|after that|afterwards|next|finally|dann|danach|anschließend|zuletzt|puis|ensuite|après ça|enfin)\b`)
 
-// twoValues reports two absolute changes of a target named the same way,
-// to different values ("Set Q1 to 140 A\nSet Q1 to 105 A").
+// twoValues reports two absolute changes of a target named by the same
+// numbered names, to different values ("Set Q1 to 140 A\nSet Q1 to
+// 105 A"). Changes are grouped by their names, so a long message of
+// changes costs one pass.
 func twoValues(cs []RequestedChange) bool {
-	for i, a := range cs {
-		for _, b := range cs[i+1:] {
-			if a.Value == nil || b.Value == nil || len(statedIdentifiers(a.Target)) == 0 || len(statedIdentifiers(b.Target)) == 0 {
-				continue
-			}
-			if sameTarget(a, b.Target) && !sameQuantity(*a.Value, a.Unit, *b.Value, b.Unit) {
-				return true
-			}
+	first := map[string]RequestedChange{}
+	for _, c := range cs {
+		ids := statedIdentifiers(c.Target)
+		if c.Value == nil || len(ids) == 0 {
+			continue
+		}
+		names := make([]string, len(ids))
+		for k, id := range ids {
+			names[k] = id.letters + id.num
+		}
+		slices.Sort(names)
+		key := strings.Join(slices.Compact(names), " ")
+		if a, ok := first[key]; !ok {
+			first[key] = c
+		} else if !sameQuantity(*a.Value, a.Unit, *c.Value, c.Unit) {
+			return true
 		}
 	}
 	return false
@@ -777,27 +858,17 @@ var choiceWords = wordSet(`or either maybe perhaps possibly oder entweder vielle
 
 // targetLeftOpen returns a change's target from a choiceWords word on,
 // when more words follow it, or "".
-func targetLeftOpen(cs []RequestedChange) string {
-	for _, c := range cs {
-		var toks []token
-		for _, cl := range scan(c.Target) {
-			toks = append(toks, cl.toks...)
-		}
-		for i, t := range toks {
-			if choiceWords[t.w] && i+1 < len(toks) {
-				return span(c.Target, toks[i:])
-			}
-		}
-	}
-	return ""
-}
+func targetLeftOpen(cs []RequestedChange) string { return targetFrom(cs, choiceWords) }
 
-// twoStates reports whether text, changes and what follows them, asks
+// twoStates reports whether the clauses cs, changes and what follows them, ask
 // for both states of one thing: two on/off changes of targets that agree
 // (or name nothing: "disable cavity 2 and switch it on"), or an on/off
 // change followed by a clause that is the other particle alone ("…, then
 // on").
-func twoStates(text string, changes []RequestedChange) bool {
+func twoStates(cs []clause, changes []RequestedChange) bool {
+	if !slices.ContainsFunc(changes, func(c RequestedChange) bool { return c.State != "" }) {
+		return false
+	}
 	for i, a := range changes {
 		for _, b := range changes[i+1:] {
 			if a.State == "" || b.State == "" || a.State == b.State {
@@ -808,7 +879,6 @@ func twoStates(text string, changes []RequestedChange) bool {
 			}
 		}
 	}
-	cs := scan(text)
 	for k := 1; k < len(cs); k++ {
 		var rest []string
 		for _, t := range cs[k].toks {
@@ -1271,10 +1341,11 @@ func opensValue(rest []token, at, used int) bool {
 }
 
 // Signs and words that make a value a bound or an estimate ("~105 A",
-// "< 105 A", "105 A or so", "105 A max", "105 A, roughly").
+// "< 105 A", "105 A or so", "105 A max", "105 A, roughly"): boundBefore
+// (a function, since a pattern anchored at the end scans the whole text
+// before) and boundAfter.
 var (
-	boundBefore = regexp.MustCompile(`(?:(?:^|[^-=])[~≈≃∼<>≤≥⩽⩾≲≳]|\b(?:ca|approx|circa|env)\.?)\s*$`)
-	boundAfter  = regexp.MustCompile(`^(?:\s*\S*-ish\b|` +
+	boundAfter = regexp.MustCompile(`^(?:\s*\S*-ish\b|` +
 		`[\s,;:(\[—–%‰-]*(?:minimum|maximum|max|min|tops|maxi|mini|maximal|minimal)\s*(?:[.!,;)\]]|$)|` +
 		`[\s,;:(\[—–%‰-]*(?:or so|or thereabouts|give or take|more or less|roughly|approx\w*|circa|ca|ish|` +
 		`at (?:most|least|the most)|or (?:less|more|lower|higher|below|above|under|over|so)|` +
@@ -1290,7 +1361,34 @@ func boundedValue(msg string, t token, end int) bool {
 	if r, _ := utf8.DecodeRuneInString(msg[t.end:]); unicode.Is(unicode.No, r) || r == '+' {
 		return true
 	}
-	return boundBefore.MatchString(msg[:t.start]) || boundAfter.MatchString(strings.ToLower(msg[end:]))
+	after := msg[end:] // the words right after: a bound is said there ("…, roughly")
+	if len(after) > 48 {
+		cut := 48
+		for cut > 0 && !utf8.RuneStart(after[cut]) {
+			cut--
+		}
+		after = after[:cut]
+	}
+	return boundBefore(msg[:t.start]) || boundAfter.MatchString(strings.ToLower(after))
+}
+
+// boundBefore reports a sign or a word ending prefix, the text before a
+// value's number, that makes the value a bound or an estimate: "~", "<",
+// "≤" ("->" and "=>" are arrows), "ca.", "approx", "circa".
+func boundBefore(prefix string) bool {
+	p := strings.TrimRight(prefix, " \t\u00a0\u202f")
+	r, size := utf8.DecodeLastRuneInString(p)
+	if strings.ContainsRune("~≈≃∼<>≤≥⩽⩾≲≳", r) {
+		before, _ := utf8.DecodeLastRuneInString(p[:len(p)-size])
+		return before != '-' && before != '='
+	}
+	p = strings.TrimSuffix(p, ".")
+	word := p[strings.LastIndexFunc(p, func(r rune) bool { return !unicode.IsLetter(r) })+1:]
+	switch strings.ToLower(word) {
+	case "ca", "approx", "circa", "env":
+		return true
+	}
+	return false
 }
 
 // boundsAmount reports whether the words before a to-marker end in a
