@@ -288,7 +288,8 @@ var hypotheticalPattern = mustFilter(`\b(?:what (?:would|will|might|could)\b|wha
 // "C'est bon ?"): the user asks for advice, not yet for the change.
 var adviceAfterChange = mustFilter(`\b(?:(?:is|are|would|will) (?:that|this|it) (?:be )?(?:safe|ok|okay|fine|alright|all right|right|correct|wise|allowed|a good idea)|` +
 	`what do you think|does (?:that|this) make sense|good idea\?|makes sense\?|` +
-	`(?:ok|okay|alright|all right|right|correct|fine|good|agreed|yes|ja|gut|richtig|einverstanden|in ordnung|passt das|oui|bon|d'accord) ?\?|` +
+	`(?:ok|okay|alright|all right|right|correct|fine|good|agreed|yes|ja|gut|richtig|einverstanden|in ordnung|passt das|oder|gell|nicht wahr|` +
+	`oui|bon|d'accord|non|n'est-ce pas) ?\?|` +
 	`ist (?:das|dies) (?:sicher|ok|okay|in ordnung|richtig|sinnvoll|erlaubt)|was meinst du|was denkst du|` +
 	`c'est (?:sûr|sur|bon|correct|ok|prudent) ?\?|qu'en penses-tu|qu'en pensez-vous)`)
 
@@ -344,7 +345,8 @@ var (
 		`or not|maybe not|or maybe not|perhaps not|or perhaps not|better not|i guess|i suppose|i think|i believe|maybe|perhaps|probably|` +
 		`not sure|i'm not sure|im not sure|i don't know|dunno|` +
 		`falsch|das ist falsch|stopp|halt|abbrechen|abbruch|warte|moment|moment mal|ignorieren|ignoriere das|lass es|lass das|fehler|` +
-		`mein fehler|versehentlich|oder nicht|vielleicht|vielleicht nicht|wahrscheinlich|ich glaube|ich denke|oder so|weiß nicht|keine ahnung|` +
+		`mein fehler|versehentlich|oder nicht|vielleicht|vielleicht nicht|wahrscheinlich|ich glaube|ich denke|glaube ich|denke ich|` +
+		`schätze ich|oder so|weiß nicht|keine ahnung|il me semble|je suppose|` +
 		`pas ça|faux|c'est faux|stop|arrête|arrêtez|annule|annulez|annule ça|attends|attendez|oublie|oublie ça|oubliez|erreur|mon erreur|` +
 		`par erreur|ou pas|ou non|peut-être|peut-être pas|probablement|je crois|je pense|je ne sais pas`)
 	hesitations = wordSet(`hmm hm hmmm ugh uh um umm er erm ehm oh ah well sorry oops actually but ähm äh hm naja ach aber euh bof oh là mais`)
@@ -403,9 +405,10 @@ func withdrawn(text string, cs []clause) string {
 // except Q2", "Q1 instead of Q2", "the corrector near Q2", "alle außer
 // Q2", "tous sauf Q2"). The target would then name a device it is not,
 // and an action on that device would be permitted.
-var setApart = wordSet(`except excepting excluding but besides instead than unlike like not near beside behind upstream downstream
-	next before after between außer ausser ausgenommen statt anstatt anstelle ohne wie neben hinter vor nach zwischen nicht
-	sauf excepté hormis comme lieu plutôt près derrière avant après entre pas`)
+var setApart = wordSet(`except excepting excluding excl exception without w/o save apart minus but besides instead than unlike like
+	not near beside behind upstream downstream next before after between außer ausser ausgenommen bis statt anstatt anstelle
+	ohne wie neben hinter vor nach zwischen nicht exklusive sauf excepté hormis part sans comme lieu plutôt près derrière avant
+	après entre pas`)
 
 // byOtherDevice returns the words of a change's target from a setApart
 // word on, when more words follow it, or "".
@@ -536,6 +539,9 @@ var laterNear = mustFilterEach(
 	`\b(?:in (?:a|one|an|\d+) (?:minute|moment|bit|while|sec|second|hour|s|secs|seconds|mins))\b`,
 	`\b(?:in a few (?:minutes|seconds|hours|moments))\b`,
 	`\b(?:soon)\b`,
+	`\b(?:(?:around|about) \d{1,2}(?::\d{2})? ?(?:am|pm|o'clock|h))\b`,
+	`\b(?:gegen \d{1,2}(?:[:.]\d{2})? ?uhr)\b`,
+	`\b(?:vers \d{1,2} ?h(?:\d{2})?)\b`,
 	`\b(?:in \d+ (?:sekunden|minuten|stunden|std|sek))\b`,
 	`\b(?:gleich danach)\b`,
 	`\b(?:bald)\b`,
