@@ -191,7 +191,7 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 	}
 	if other != "" {
 		for _, rc := range fit {
-			if rc.Value == nil && rc.By == nil && rc.Ago == 0 && (rc.State == "" || stateOf(other) == rc.State) {
+			if rc.Value == nil && rc.By == nil && rc.Ago == 0 && (rc.State == "" || stateOf(other) == rc.State || opaque(ch.Value) && !opaqueSays(ch.Value, otherState(rc.State))) {
 				return nil
 			}
 		}
@@ -570,6 +570,8 @@ func statedValues(cs []RequestedChange) string {
 			s = append(s, c.byText())
 		case c.Ago > 0:
 			s = append(s, restoreText(c.Ago)+c.atText())
+		case c.State != "":
+			s = append(s, c.State)
 		}
 	}
 	if len(s) == 0 {
@@ -604,6 +606,36 @@ var onOffWords = map[string]string{
 
 // stateOf is the state ("on", "off") a word an action writes means, or "".
 func stateOf(word string) string { return onOffWords[strings.ToLower(strings.TrimSpace(word))] }
+
+// otherState is the state an on/off change does not ask for.
+func otherState(state string) string {
+	if state == "on" {
+		return "off"
+	}
+	return "on"
+}
+
+// opaqueSays reports whether an opaque action's objective or parameters
+// name state: a step whose capability does not describe its action (a
+// tool that toggles) is held to the user's state only where its words say
+// one ("Turn on the logging" for "turn off…" is refused).
+func opaqueSays(v any, state string) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	for _, c := range scan(strings.ToLower(string(b))) {
+		for _, t := range c.toks {
+			switch t.w {
+			case "on", "off", "true", "false", "enable", "enabled", "disable", "disabled":
+				if stateOf(t.w) == state {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
 
 // number reads v as a finite number: a Go number of any kind, a
 // json.Number or a numeric string.

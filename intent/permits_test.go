@@ -108,6 +108,12 @@ func TestPermits(t *testing.T) {
 		{"no state for off", cav2Off, act(capabilities.Change{Target: "SR:RF:CAV2:ENABLE"}), intent.ErrMismatch, `"no value"`},
 		{"enabled for enable", cav3On, act(capabilities.Change{Target: "SR:RF:CAV3:ENABLE", Value: "enabled"}), nil, ""},
 		{"disabled for enable", cav3On, act(capabilities.Change{Target: "SR:RF:CAV3:ENABLE", Value: "disabled"}), intent.ErrMismatch, `"disabled"`},
+		{"an opaque toggle for off", cav2Off, capabilities.StepAction("rf_toggle", capabilities.Step{PlannedStep: capabilities.PlannedStep{
+			ContextKey: "t", TaskObjective: "Toggle RF cavity 2"}}), nil, ""},
+		{"an opaque step saying on for off", cav2Off, capabilities.StepAction("rf_toggle", capabilities.Step{PlannedStep: capabilities.PlannedStep{
+			ContextKey: "t", TaskObjective: "Turn on RF cavity 2"}}), intent.ErrMismatch, "the user asked for off"},
+		{"an opaque step's parameter saying on for off", cav2Off, capabilities.StepAction("rf_toggle", capabilities.Step{PlannedStep: capabilities.PlannedStep{
+			ContextKey: "t", TaskObjective: "Switch RF cavity 2", Parameters: map[string]any{"enabled": true}}}), intent.ErrMismatch, "the user asked for off"},
 		{"a word for a change back", restore, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: "MAX"}), intent.ErrMismatch, `"MAX"`},
 		{"a value that is not finite", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: "Infinity", Unit: "A"}), intent.ErrMismatch, `"Infinity"`},
 		{"an infinite float", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: math.Inf(1), Unit: "A"}), intent.ErrMismatch, "Inf"},
