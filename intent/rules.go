@@ -1256,9 +1256,12 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 			continue // "de 100 A à 105 A": from, not by
 		}
 		used := valueWidth(rest, k+1, unit)
-		if opensValue(rest, k+1, used) || boundedValue(msg, rest[k+1], rest[k+used].end) || isTo && boundsAmount(rest[from:k]) {
+		if opensValue(rest, k+1, used) {
 			return nil, false // which value is meant would be a guess
 		}
+		// A bound, an estimate or an amount ("~105 A", "5 A above nominal",
+		// "to +5 A", "by up to 5 A") is no value to set.
+		bounded := boundedValue(msg, rest[k+1], rest[k+used].end) || isTo && (boundsAmount(rest[from:k]) || strings.HasPrefix(rest[k+1].w, "+"))
 		target := rest[from:k]
 		// "from 92 A to 105 A": the old value is not part of the target.
 		for f := len(target) - 1; f >= 0; f-- {
@@ -1273,6 +1276,9 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 			from = k + 1 + used
 			k = from - 1
 			continue
+		}
+		if bounded {
+			return nil, false
 		}
 		target = trimJoiners(target)
 		if (len(out) > 0 || verb == "") && statesWhatIs(target) {
@@ -1356,7 +1362,14 @@ var (
 		`[\s,;:(\[—–%‰-]*(?:or so|or thereabouts|give or take|more or less|roughly|approx\w*|circa|ca|ish|` +
 		`at (?:most|least|the most)|or (?:less|more|lower|higher|below|above|under|over|so)|` +
 		`ungefähr|ungefaehr|etwa|zirka|mindestens|höchstens|hoechstens|oder (?:so|weniger|mehr|darunter|darüber|drunter|drüber)|` +
-		`environ|à peu près|au (?:moins|plus|maximum|minimum)|ou (?:moins|plus)|plus ou moins|grosso modo)\b)`)
+		`environ|à peu près|au (?:moins|plus|maximum|minimum)|ou (?:moins|plus)|plus ou moins|grosso modo)\b|` +
+		// … or an amount against another value: "5 A above nominal", "5 A
+		// more", "105 A + offset", "2 x 52.5 A", "50 % of 210 A".
+		`[\s,;:(\[—–%‰-]*(?:above|below|beyond|more|less|fewer|higher|lower|extra|offset|relative|than|plus|minus|times|of|` +
+		`(?:over|under) (?:its|the|what|nominal|current|present)|from (?:the |its )?(?:nominal|current|present|now|here|where)|` +
+		`über|unter|mehr|weniger|höher|tiefer|niedriger|oberhalb|unterhalb|relativ|zusätzlich|` +
+		`de plus|de moins|au-dessus|au-dessous|en dessous|en plus|en moins|relatif|fois)\b|` +
+		`\s*(?:[+×*]|x\s*\d))`)
 )
 
 // boundedValue reports whether the value whose number is t and which
@@ -1419,7 +1432,7 @@ func leavesValueOpen(msg string, toks []token) bool {
 		_, unit, _ := ParseQuantity(msg[toks[k+1].start:])
 		used := valueWidth(toks, k+1, unit)
 		if !numberToken(msg, toks[k+1]) || opensValue(toks, k+1, used) || boundedValue(msg, toks[k+1], toks[k+used].end) ||
-			toMarkers[toks[k].w] && boundsAmount(toks[:k]) {
+			toMarkers[toks[k].w] && (boundsAmount(toks[:k]) || strings.HasPrefix(toks[k+1].w, "+")) {
 			return true
 		}
 	}
