@@ -1597,13 +1597,15 @@ func FromMessages(latest string, earlier []string) Finding {
 			f.Intent.Changes[k].Refers = refers
 			tw := strings.Fields(strings.ToLower(c.Target))
 			names := distinctNames(refers)
-			// "Set it to 105 A" with nothing before, "it" after "Q1 and
-			// Q2", "the other one": which is meant would be a model's guess.
-			if refers == "" && (c.Target == "" || pronouns[strings.Join(tw, " ")]) ||
-				slices.ContainsFunc(tw, func(w string) bool { return contrastWords[w] }) ||
-				len(tw) == 1 && singularPronouns[tw[0]] && len(names) > 1 {
+			picks := slices.ContainsFunc(tw, func(w string) bool { return contrastWords[w] || selectorWords[w] })
+			bare := slices.DeleteFunc(slices.Clone(tw), func(w string) bool { return w == "one" || w == "the" })
+			// "Set it to 105 A" with nothing before, "it" or "that one"
+			// after "Q1 and Q2", "the other one", "the first one", "the
+			// latter": which is meant would be a model's guess.
+			if refers == "" && (c.Target == "" || pronouns[strings.Join(tw, " ")]) || picks ||
+				len(bare) == 1 && singularPronouns[bare[0]] && len(names) > 1 || len(names) > 1 && !namesSeveral(tw) {
 				note := "Your message does not say what \"" + c.Target + "\" is"
-				if len(names) > 1 && !slices.ContainsFunc(tw, func(w string) bool { return contrastWords[w] }) {
+				if len(names) > 1 && !picks {
 					note += " (" + strings.Join(names, " or ") + ")"
 				}
 				in := Intent{Kind: KindRead, Note: note + ", so nothing will be changed. Name what to change, for example \"set Q1 to 105 A\"."}
@@ -1621,7 +1623,25 @@ var (
 	pronouns         = wordSet(`it that this them those these ihn es sie ihm das dies diesen le la les lui cela ça`)
 	singularPronouns = wordSet(`it that this ihn es ihm das dies diesen le la lui cela ça`)
 	contrastWords    = wordSet(`other others another else anderen andere anderer anderes autre autres l'autre`)
+	// severalWords name more than one thing ("both", "all of them").
+	severalWords = wordSet(`both all them each these those every beide beiden alle allen sie diese tous toutes les eux ces chacun chacune`)
+	// selectorWords pick one of the things named before by its place or
+	// its value ("the first one", "the latter", "the lower one", "its
+	// neighbour", "den ersten", "le dernier").
+	selectorWords = wordSet(`first second third fourth last latter former previous next lower higher upper bigger smaller larger
+		highest lowest neighbour neighbor neighbouring neighboring adjacent nearest
+		ersten erste zweiten zweite dritten letzten letzte letzteren ersteren vorigen nächsten nachbarn benachbarten oberen unteren
+		höheren niedrigeren premier première deuxième second seconde dernier dernière précédent suivant voisin voisine`)
 )
+
+// namesSeveral reports whether a target's words name more than one thing:
+// a word of severalWords or a plural ("the magnets"); "the magnet" after
+// "Q1 and Q2" does not say which.
+func namesSeveral(words []string) bool {
+	return slices.ContainsFunc(words, func(w string) bool {
+		return severalWords[w] || len(w) > 3 && (strings.HasSuffix(w, "s") || strings.HasSuffix(w, "x"))
+	})
+}
 
 // distinctNames are the different numbered names in text ("Q1", "Q2"),
 // in order.
