@@ -369,12 +369,12 @@ func wordPhrases(s string) map[string]bool {
 // 105 A ❌").
 const negationSigns = "❌🚫⛔👎🙅✖✗✘❎"
 
-// withdrawn returns the clause after text's first (of its clauses cs), a
-// change, that withdraws it (withdrawals), or a negation sign in text, or
-// "".
-func withdrawn(text string, cs []clause) string {
-	if i := strings.IndexAny(text, negationSigns); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(text[i:])
+// withdrawn returns the clause after the first of cs (text's clauses from
+// a change on, at from) that withdraws it (withdrawals), or a negation
+// sign in text[from:], or "".
+func withdrawn(text string, from int, cs []clause) string {
+	if i := strings.IndexAny(text[from:], negationSigns); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(text[from+i:])
 		return string(r)
 	}
 	for k := 1; k < len(cs); k++ {
@@ -415,17 +415,29 @@ var setApart = wordSet(`except excepting excluding excl exception without w/o sa
 func byOtherDevice(cs []RequestedChange) string { return targetFrom(cs, setApart) }
 
 // targetFrom returns the words of a change's target from a word of set on,
-// when more words follow it, or "".
+// when more words follow it, or "". It walks the target's words in place:
+// the rules ask it of every change.
 func targetFrom(cs []RequestedChange, set map[string]bool) string {
 	for _, c := range cs {
-		var toks []token
-		for _, cl := range scan(c.Target) {
-			toks = append(toks, cl.toks...)
-		}
-		for i, t := range toks {
-			if set[t.w] && i+1 < len(toks) {
-				return span(c.Target, toks[i:])
+		t := c.Target
+		for i := 0; i < len(t); {
+			r, size := utf8.DecodeRuneInString(t[i:])
+			if !isWordRune(r) {
+				i += size
+				continue
 			}
+			j := i + size
+			for j < len(t) {
+				r2, s2 := utf8.DecodeRuneInString(t[j:])
+				if !isWordRune(r2) && r2 != '/' && r2 != '-' {
+					break
+				}
+				j += s2
+			}
+			if set[strings.ToLower(t[i:j])] && strings.IndexFunc(t[j:], isWordRune) >= 0 {
+				return t[i:]
+			}
+			i = j
 		}
 	}
 	return ""
@@ -709,7 +721,7 @@ func fromMessage(msg string) Finding {
 		prev = false
 	}
 	if changed {
-		if f, held := heldBack(msg, masked, norm, changes, from); held {
+		if f, held := heldBack(msg, masked, norm, clauses, changes, from); held {
 			return f
 		}
 	}
@@ -726,7 +738,7 @@ func fromMessage(msg string) Finding {
 					"Ask for one, for example \"restore Q1 to its value of 2 hours ago\"."}
 				return Finding{Intent: in, Reason: ReasonOpenValue}
 			}
-			if f, held := heldBack(msg, masked, norm, []RequestedChange{rc}, start); held {
+			if f, held := heldBack(msg, masked, norm, clauses, []RequestedChange{rc}, start); held {
 				return f
 			}
 			return Finding{Intent: Intent{Kind: KindChange, Changes: []RequestedChange{rc}}, Reason: ReasonRestoreAt}
@@ -786,12 +798,12 @@ func sentenceStart(text string, at int) int {
 	return 0
 }
 
-// heldBack returns what a message msg that states changes (masked, from
-// masked[from:] on) asks for instead, when its other words hold them back:
+// heldBack returns what a message msg that states changes (masked, its
+// clauses, from masked[from:] on) asks for instead, when its other words hold them back:
 // advice about them, a target named by way of another device or left
 // open, two states or two values for one thing, a correction or a
 // withdrawal.
-func heldBack(msg, masked, norm string, changes []RequestedChange, from int) (Finding, bool) {
+func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedChange, from int) (Finding, bool) {
 	if adviceAfterChange.MatchString(norm) {
 		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}, true
 	}
@@ -805,7 +817,10 @@ func heldBack(msg, masked, norm string, changes []RequestedChange, from int) (Fi
 			"name the one to change, for example \"set Q1 to 105 A\"."}
 		return Finding{Intent: in, Reason: ReasonOpenValue}, true
 	}
-	after := scan(masked[from:])
+	var after []clause // the clauses from the change on
+	if i := slices.IndexFunc(clauses, func(c clause) bool { return c.toks[0].start >= from }); i >= 0 {
+		after = clauses[i:]
+	}
 	if twoStates(after, changes) {
 		in := Intent{Kind: KindRead, Note: "Your message asks to switch the same thing both off and on, so nothing will be changed: " +
 			"ask for one state at a time, for example \"turn off RF cavity 2\"."}
@@ -820,7 +835,7 @@ func heldBack(msg, masked, norm string, changes []RequestedChange, from int) (Fi
 	if strings.Contains(msg, "~~") {
 		struck = "~~"
 	}
-	if words := cmp.Or(struck, corrects(masked[from:]), withdrawn(masked[from:], after)); words != "" {
+	if words := cmp.Or(struck, corrects(masked[from:]), withdrawn(masked, from, after)); words != "" {
 		in := Intent{Kind: KindRead, Note: "Your message corrects or takes back its change (\"" + words + "\"), so nothing will be changed: " +
 			"ask for the change once, with the value you want, for example \"set Q1 to 105 A\"."}
 		return Finding{Intent: in, Reason: ReasonCorrected}, true
@@ -837,6 +852,9 @@ var sequencePattern = mustFilter(`\b(?:then|after that|afterwards|next|finally|d
 // 105 A"). Changes are grouped by their names, so a long message of
 // changes costs one pass.
 func twoValues(cs []RequestedChange) bool {
+	if len(cs) < 2 {
+		return false
+	}
 	first := map[string]RequestedChange{}
 	for _, c := range cs {
 		ids := statedIdentifiers(c.Target)
@@ -1662,7 +1680,7 @@ func continuation(latest string, earlier []string, f Finding) Finding {
 	}
 	masked, _ := maskReported(unmark(latest))
 	var changes []RequestedChange
-	for _, c := range scan(masked) {
+	for _, c := range scan(masked) { // scanned again below only when changes are found
 		if r := readClause(masked, c); r.question != notQuestion || !r.verbless {
 			return f // "verify that Q1 was set to 105 A" is no continuation
 		}
@@ -1676,10 +1694,11 @@ func continuation(latest string, earlier []string, f Finding) Finding {
 	// The follow-up's own words may hold its change back as a message's
 	// would ("and Q2 to 98 A tomorrow", "… No.").
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
-	if held, ok := heldBack(latest, masked, norm, changes, 0); ok {
+	clauses := scan(masked)
+	if held, ok := heldBack(latest, masked, norm, clauses, changes, 0); ok {
 		return held
 	}
-	if isLater(masked, norm, scan(masked), 0) {
+	if isLater(masked, norm, clauses, 0) {
 		return laterFinding
 	}
 	return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonContinuation}
