@@ -347,9 +347,9 @@ var (
 		`falsch|das ist falsch|stopp|halt|abbrechen|abbruch|warte|moment|moment mal|ignorieren|ignoriere das|lass es|lass das|fehler|` +
 		`mein fehler|versehentlich|oder nicht|vielleicht|vielleicht nicht|wahrscheinlich|ich glaube|ich denke|glaube ich|denke ich|` +
 		`schätze ich|oder so|weiß nicht|keine ahnung|il me semble|je suppose|` +
-		`pas ça|faux|c'est faux|stop|arrête|arrêtez|annule|annulez|annule ça|attends|attendez|oublie|oublie ça|oubliez|erreur|mon erreur|` +
+		`pas ça|faux|c'est faux|arrête|arrêtez|annule|annulez|annule ça|attends|attendez|oublie|oublie ça|oubliez|erreur|mon erreur|` +
 		`par erreur|ou pas|ou non|peut-être|peut-être pas|probablement|je crois|je pense|je ne sais pas`)
-	hesitations = wordSet(`hmm hm hmmm ugh uh um umm er erm ehm oh ah well sorry oops actually but ähm äh hm naja ach aber euh bof oh là mais`)
+	hesitations = wordSet(`hmm hm hmmm ugh uh um umm er erm ehm oh ah well sorry oops actually but ähm äh naja ach aber euh bof là mais`)
 	wrongWords  = wordSet(`wrong falsch falscher falsche falsches mauvais mauvaise`)
 	// hesitationSounds alone between a change and more words correct it.
 	hesitationSounds = wordSet(`er erm uh um umm ehm äh ähm euh hm hmm`)
