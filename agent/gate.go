@@ -126,8 +126,8 @@ func (a *Agent) gate(ctx context.Context, at attempt, step capabilities.Step, lo
 	if at.s.Turn.Task != nil {
 		g.asked = at.s.Turn.Task.Intent
 	}
-	var current []capabilities.Reading // a relative change is judged against the value now
-	if g.asked.Relative() {
+	var current []capabilities.Reading // a relative or directed change is judged against the value now
+	if g.asked.Relative() || g.asked.Directed() {
 		current = readBefore(ctx, c, action)
 	}
 	if g.asked.Restores() {

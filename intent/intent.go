@@ -64,6 +64,13 @@ type RequestedChange struct {
 	// At is the time Ago points to, fixed when the turn's intent is
 	// decided (Dated).
 	At time.Time `json:"at,omitzero"`
+	// Direction is +1 when the user's words raise the target to Value
+	// ("raise Q1 to 105 A", "bring it up to…"), −1 when they lower it
+	// ("lower Q1 to 90 A"), 0 when they do not say. Where the step executes,
+	// a reading of the target before that the value does not move away from
+	// in that direction refuses the action ("lower Q1 to 110 A" with Q1 at
+	// 92 A).
+	Direction int `json:"direction,omitempty"`
 	// State is the state an on/off change asks for, "on" or "off" ("turn
 	// off RF cavity 2", "enable…", "schalte … aus", "éteins…"); empty for
 	// other changes. An action's word must mean that state.
@@ -81,6 +88,12 @@ func (i Intent) IsChange() bool { return i.Kind == KindChange }
 // that judging an action needs a reading of its targets (Permits).
 func (i Intent) Relative() bool {
 	return i.IsChange() && slices.ContainsFunc(i.Changes, func(c RequestedChange) bool { return c.By != nil })
+}
+
+// Directed reports whether a change to a value says which way it goes
+// (Direction), so that judging an action needs a reading before (Permits).
+func (i Intent) Directed() bool {
+	return i.IsChange() && slices.ContainsFunc(i.Changes, func(c RequestedChange) bool { return c.Value != nil && c.Direction != 0 })
 }
 
 // Restores reports whether a change goes back to the value at a time the
@@ -208,10 +221,15 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 	reading, haveReading := readingOf(before, ch.Target)
 next:
 	for _, v := range vals {
+		var wrongWay *RequestedChange // the user's value, but against the user's direction
 		for _, rc := range fit {
 			switch {
 			case rc.Value != nil:
 				if sameQuantity(*rc.Value, rc.Unit, v.value, v.unit) || !final && v.unit == "" && prefixedSame(*rc.Value, rc.Unit, v.value) {
+					if final && rc.Direction != 0 && haveReading && !movesToward(reading, v, rc.Direction) {
+						wrongWay = &rc
+						continue
+					}
 					continue next
 				}
 			case rc.By != nil:
@@ -232,6 +250,14 @@ next:
 				}
 			}
 		}
+		if wrongWay != nil {
+			way := "raise"
+			if wrongWay.Direction < 0 {
+				way = "lower"
+			}
+			return fmt.Errorf("%w: %s would be set to %s, but the user asked to %s it to that value and it reads %v %s now",
+				ErrMismatch, shortTarget(ch.Target), v, way, reading.Value, reading.Unit)
+		}
 		if final && slices.ContainsFunc(fit, func(rc RequestedChange) bool { return rc.Ago > 0 && !hasPast(before, ch.Target, rc.At) }) {
 			return fmt.Errorf("%w: %s would be set to %s; the user asked for %s, but that value could not be read from its history",
 				ErrMismatch, shortTarget(ch.Target), v, statedValues(fit))
@@ -243,6 +269,21 @@ next:
 		return fmt.Errorf("%w: %s would be set to %s, the user asked for %s", ErrMismatch, shortTarget(ch.Target), v, statedValues(fit))
 	}
 	return nil
+}
+
+// movesToward reports whether setting v moves the target from its reading
+// r in direction dir (+1 up, −1 down); true when the reading is no number.
+func movesToward(r capabilities.Reading, v quantity, dir int) bool {
+	b, ok := number(r.Value)
+	if !ok {
+		return true
+	}
+	if ru, rok := lookupUnit(CanonicalUnit(r.Unit)); rok {
+		if vu, vok := lookupUnit(v.unit); vok && vu.dim == ru.dim {
+			v = quantity{v.value * vu.scale / ru.scale, r.Unit}
+		}
+	}
+	return (v.value-b)*float64(dir) > 1e-9*math.Max(1, math.Abs(b))
 }
 
 // prefixedSame: a planned value without a unit (the planner wrote the

@@ -43,6 +43,11 @@ func TestPermits(t *testing.T) {
 	cav2Off := intent.FromMessage("Turn off RF cavity 2").Intent
 	cav3On := intent.FromMessage("Enable the RF cavity 3").Intent
 	restore := intent.FromMessage("Restore Q1 to yesterday's value").Intent
+	lowerTo110 := intent.FromMessage("Lower the BTS Q1 current to 110 A").Intent
+	lowerTo90 := intent.FromMessage("Lower the BTS Q1 current to 90 A").Intent
+	raiseTo90 := intent.FromMessage("Raise Q1 to 90 A").Intent
+	raiseTo92 := intent.FromMessage("Raise Q1 to 92 A").Intent
+	upTo105 := intent.FromMessage("Bring Q1 up to 105 A").Intent
 	up5 := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "BTS Q1", Unit: "A", By: val(5)}}}
 	down2 := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Unit: "A", By: val(-2)}}}
 	pct := intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Unit: "%", By: val(5)}}}
@@ -114,6 +119,13 @@ func TestPermits(t *testing.T) {
 			ContextKey: "t", TaskObjective: "Turn on RF cavity 2"}}), intent.ErrMismatch, "the user asked for off"},
 		{"an opaque step's parameter saying on for off", cav2Off, capabilities.StepAction("rf_toggle", capabilities.Step{PlannedStep: capabilities.PlannedStep{
 			ContextKey: "t", TaskObjective: "Switch RF cavity 2", Parameters: map[string]any{"enabled": true}}}), intent.ErrMismatch, "the user asked for off"},
+		{"lowered to a value above the reading", lowerTo110, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 110.0, Unit: "A"}), intent.ErrMismatch, "asked to lower it"},
+		{"lowered to a value below the reading", lowerTo90, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 90.0, Unit: "A"}), nil, ""},
+		{"lowered, in other units", lowerTo90, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 0.09, Unit: "kA"}), nil, ""},
+		{"raised to a value below the reading", raiseTo90, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 90.0, Unit: "A"}), intent.ErrMismatch, "asked to raise it"},
+		{"raised up to a value above the reading", upTo105, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}), nil, ""},
+		{"raised to the value it reads", raiseTo92, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 92.0, Unit: "A"}), intent.ErrMismatch, "reads 92 A"},
+		{"set to a value: no direction", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}), nil, ""},
 		{"a word for a change back", restore, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: "MAX"}), intent.ErrMismatch, `"MAX"`},
 		{"a value that is not finite", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: "Infinity", Unit: "A"}), intent.ErrMismatch, `"Infinity"`},
 		{"an infinite float", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: math.Inf(1), Unit: "A"}), intent.ErrMismatch, "Inf"},
@@ -257,6 +269,13 @@ func TestPermitsRelative(t *testing.T) {
 	if err := (intent.Intent{Kind: intent.KindChange, Changes: []intent.RequestedChange{{Target: "Q1", Unit: "A", Value: val(105)}}}).
 		PermitsPlanned(act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT"})); err != nil {
 		t.Errorf("planned, value not known yet: %v", err)
+	}
+	lower := intent.FromMessage("Lower Q1 to 110 A").Intent
+	if !lower.Directed() || lower.Relative() {
+		t.Error("a lowering to a value is not directed")
+	}
+	if err := lower.Permits(act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 110.0, Unit: "A"}), nil); err != nil {
+		t.Errorf("directed, no reading: %v", err) // the value is the user's; the card shows it
 	}
 	if err := up5.Permits(a, nil); !errors.Is(err, intent.ErrMismatch) || !strings.Contains(err.Error(), "could not be read") {
 		t.Errorf("no reading: %v", err)

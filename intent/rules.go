@@ -1311,7 +1311,7 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 		}
 		rc := RequestedChange{Target: span(msg, target), Unit: unit}
 		if isTo {
-			rc.Value = &v
+			rc.Value, rc.Direction = &v, int(dir)
 		} else {
 			signed := strings.ContainsAny(rest[k+1].w[:1], "+-")
 			switch {

@@ -385,3 +385,30 @@ func TestModelWrongValueIsRejected(t *testing.T) {
 	}
 	untouched(t, p)
 }
+
+// "Lower Q1 to 110 A" with Q1 at 92 A raises it: the value is the user's,
+// the direction is not. The gate reads Q1 before and refuses; nobody is
+// asked and nothing is written. "Raise" to the same value is asked.
+func TestDirectionIsHeldToTheReading(t *testing.T) {
+	task := `{"task": "Set the BTS Q1 quadrupole current to 110 A", "depends_on_chat_history": false}`
+	a, _, p, _ := scriptedWorld(t, task, plan(writePlanTemplate, "110"))
+	o := runOn(t, a, "t", "Lower the BTS Q1 quadrupole current to 110 A")
+	if len(o.of(agent.EventApprovalRequired)) != 0 {
+		t.Fatal("a human was asked to approve raising Q1 for \"lower\"")
+	}
+	if msg := o.message(); msg == nil || !strings.Contains(msg.Content, "asked to lower it") {
+		t.Fatalf("message %+v", msg)
+	}
+	recs, err := a.Audit(context.Background(), agent.AuditFilter{Thread: "t", Event: agent.AuditRefused})
+	if err != nil || len(recs) != 1 || recs[0].Reason != agent.RefusedIntentMismatch {
+		t.Fatalf("audit %+v, %v", recs, err)
+	}
+	untouched(t, p)
+
+	a, _, p, _ = scriptedWorld(t, task, plan(writePlanTemplate, "110"))
+	o = runOn(t, a, "u", "Raise the BTS Q1 quadrupole current to 110 A")
+	if ap := o.of(agent.EventApprovalRequired); len(ap) != 1 || !strings.Contains(ap[0].Approval.Summary, "110") {
+		t.Fatalf("approval %+v; message %+v", ap, o.message())
+	}
+	untouched(t, p)
+}
