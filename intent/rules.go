@@ -826,6 +826,13 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 			"ask for one state at a time, for example \"turn off RF cavity 2\"."}
 		return Finding{Intent: in, Reason: ReasonOpenValue}, true
 	}
+	// Read in the words as typed: "per" starts a reported source ("per the
+	// logbook"), so masking blanks "per minute".
+	if slices.ContainsFunc(changes, func(c RequestedChange) bool { return c.By != nil }) && repeatedAmount.MatchString(strings.ToLower(msg[from:])) {
+		in := Intent{Kind: KindRead, Note: "Your message asks for its amount more than once or as a rate (\"twice\", \"another\", \"per minute\"), " +
+			"so nothing will be changed: ask for one step, for example \"raise Q1 by 5 A\", or for the value to reach."}
+		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+	}
 	if twoValues(changes) && !sequencePattern.MatchString(norm[from:]) {
 		in := Intent{Kind: KindRead, Note: "Your message gives the same setting two values, so nothing will be changed: " +
 			"ask for the one value you want, for example \"set Q1 to 105 A\"."}
@@ -842,6 +849,18 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 	}
 	return Finding{}, false
 }
+
+// repeatedAmount: words after a relative change that ask for its amount
+// more than once or as a rate ("raise Q1 by 5 A twice", "…, then by
+// another 5 A", "by 5 A per minute", "by 5 A/min", "in steps"): the one
+// step the rules would permit is not what was asked.
+var repeatedAmount = mustFilterEach(
+	`\b(?:twice|thrice|again|another|once more|repeatedly|in steps|step by step|zweimal|dreimal|nochmal|noch einmal|erneut|weitere[nmr]?|` +
+		`deux fois|trois fois|encore|à nouveau|de nouveau)\b`,
+	`\b(?:per|each|every|pro|jede|par|chaque) (?:s|sec|second|seconds|min|minute|minutes|h|hour|hours|step|sekunde|minute|stunde|schritt|seconde|heure|pas)\b`,
+	`[a-zµ%]\s*/\s*(?:s|sec|min|h)\b`,
+	`\b(?:then|dann|puis) (?:by |um |de |another |a further |weitere |encore )?[+\d]`,
+)
 
 // sequencePattern: words that order two changes of one setting ("set Q1
 // to 105 A, then set Q1 to 110 A").
