@@ -181,9 +181,8 @@ func imperativeRestore(ws []token) bool {
 }
 
 // restoreClause is the text of the clause with the restore verb, and
-// where it starts in msg: its
-// target is named there ("restore Q1 to yesterday's value, the tune was
-// better" restores Q1).
+// where it starts in msg: its target is named there ("restore Q1 to
+// yesterday's value, the tune was better" restores Q1).
 func restoreClause(msg string, clauses []clause) (text string, start int) {
 	for _, c := range clauses {
 		if text := span(msg, c.toks); restoreVerbs.MatchString(strings.ToLower(text)) {

@@ -855,7 +855,7 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 // another 5 A", "by 5 A per minute", "by 5 A/min", "in steps"): the one
 // step the rules would permit is not what was asked.
 var repeatedAmount = mustFilterEach(
-	`\b(?:twice|thrice|again|another|once more|repeatedly|in steps|step by step|zweimal|dreimal|nochmal|noch einmal|erneut|weitere[nmr]?|` +
+	`\b(?:twice|thrice|again|another|once more|repeatedly|in steps|step by step|zweimal|dreimal|nochmal|noch einmal|erneut|weitere[nmr]?|`+
 		`deux fois|trois fois|encore|à nouveau|de nouveau)\b`,
 	`\b(?:per|each|every|pro|jede|par|chaque) (?:s|sec|second|seconds|min|minute|minutes|h|hour|hours|step|sekunde|minute|stunde|schritt|seconde|heure|pas)\b`,
 	`[a-zµ%]\s*/\s*(?:s|sec|min|h)\b`,

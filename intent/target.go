@@ -108,9 +108,10 @@ func candidateNames(text string) []identifier {
 			id := identifier{num: trimZeros(w)}
 			if k > 0 && allLetters(ws[k-1]) {
 				id.letters = ws[k-1]
-			} else if l, _, ok := splitGlued(ws[max(k-1, 0)]); k > 0 && ok {
-				// "Q1-2", "Q1/2": the second number takes the name.
-				id.letters, id.glued = l, true
+			} else if k > 0 {
+				if l, _, ok := splitGlued(ws[k-1]); ok {
+					id.letters, id.glued = l, true // "Q1-2", "Q1/2": the second number takes the name
+				}
 			}
 			out = append(out, id)
 		}
