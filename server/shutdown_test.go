@@ -122,6 +122,11 @@ func serverGoroutines() map[string]string {
 		// running Serve).
 		_, creator, ok := strings.Cut(g, "\ncreated by github.com/capgraph/capgraph/server")
 		ok = ok && (strings.HasPrefix(creator, ".") || strings.HasPrefix(creator, "/internal/"))
+		// One whose function has returned and that is only exiting
+		// (runtime.goexit1 on top) is no goroutine left behind.
+		if _, stack, _ := strings.Cut(g, "\n"); strings.HasPrefix(stack, "runtime.goexit1(") {
+			ok = false
+		}
 		if ok && !strings.Contains(creator, "_test.go:") {
 			id, _, _ := strings.Cut(g, " [")
 			out[id] = g

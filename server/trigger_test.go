@@ -174,6 +174,9 @@ func TestShutdownJoinsTriggerRuns(t *testing.T) {
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := <-served; err != nil { // Serve's own goroutines end as it returns
+		t.Fatal(err)
+	}
 	var left []string
 	for id, g := range serverGoroutines() {
 		if _, ok := before[id]; !ok {
@@ -182,8 +185,5 @@ func TestShutdownJoinsTriggerRuns(t *testing.T) {
 	}
 	if len(left) > 0 {
 		t.Fatalf("%d goroutines of the server outlive Shutdown:\n%s", len(left), strings.Join(left, "\n\n"))
-	}
-	if err := <-served; err != nil {
-		t.Fatal(err)
 	}
 }
