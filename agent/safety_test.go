@@ -379,22 +379,30 @@ func TestGateChecksEveryNumberAnActionWrites(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newGateWorld(105)
 			w.valueAs = tc.valueAs
-			a := w.agent(t, memoryStore(), writesOnNoApproval)
-			o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: setQ1})
-			if !tc.refused {
-				ap := approvalOf(t, o)
-				resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes", By: "op-anna"})
-				if got := w.written(); len(got) != 1 || got[0] != 105 {
-					t.Fatalf("written %v, want [105]", got)
-				}
-				return
-			}
-			refusal(t, a, "t", o, agent.KindRefused, agent.RefusedIntentMismatch)
-			if len(w.written()) != 0 {
-				t.Fatal("written")
+			if got := gateVerdict(t, w, setQ1, tc.refused); !tc.refused && (len(got) != 1 || got[0] != 105) {
+				t.Fatalf("written %v, want [105]", got)
 			}
 		})
 	}
+}
+
+// gateVerdict runs input on w's compiled agent. Refused, it wants the
+// intent's refusal and nothing written; else it approves the one card
+// and returns what was written.
+func gateVerdict(t *testing.T, w *gateWorld, input string, refused bool) []float64 {
+	t.Helper()
+	a := w.agent(t, memoryStore(), writesOnNoApproval)
+	o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: input})
+	if refused {
+		refusal(t, a, "t", o, agent.KindRefused, agent.RefusedIntentMismatch)
+		if len(w.written()) != 0 {
+			t.Fatal("written")
+		}
+		return nil
+	}
+	ap := approvalOf(t, o)
+	resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes", By: "op-anna"})
+	return w.written()
 }
 
 // An on/off change is held to the state the user's words ask for: "turn
@@ -414,19 +422,8 @@ func TestGateHoldsAnOnOffToItsState(t *testing.T) {
 			w := newGateWorld(105)
 			w.intentOf = func(input string) intent.Intent { return intent.FromMessage(input).Intent }
 			w.valueAs = func(float64) any { return tc.written }
-			a := w.agent(t, memoryStore(), writesOnNoApproval)
-			o := runReq(t, a, agent.TurnRequest{Thread: "t", Input: "Turn off the Q1 power supply"})
-			if !tc.refused {
-				ap := approvalOf(t, o)
-				resume(t, a, "t", agent.Answer{ApprovalID: ap.ID, Text: "yes", By: "op-anna"})
-				if len(w.written()) != 1 {
-					t.Fatalf("written %v, want one write", w.written())
-				}
-				return
-			}
-			refusal(t, a, "t", o, agent.KindRefused, agent.RefusedIntentMismatch)
-			if len(w.written()) != 0 {
-				t.Fatal("written")
+			if got := gateVerdict(t, w, "Turn off the Q1 power supply", tc.refused); !tc.refused && len(got) != 1 {
+				t.Fatalf("written %v, want one write", got)
 			}
 		})
 	}

@@ -27,7 +27,6 @@ func Decide(rules Finding, model *Intent) (Intent, string) {
 		}
 		return in, ""
 	}
-	in.Changes = append([]RequestedChange(nil), in.Changes...)
 	var differ []string
 	if !model.IsChange() {
 		differ = append(differ, "as "+model.kindName())

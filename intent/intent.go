@@ -667,6 +667,8 @@ func opaqueSays(v any, state string) bool {
 	}
 	for _, c := range scan(strings.ToLower(string(b))) {
 		for _, t := range c.toks {
+			// Fewer words than onOffWords: "an", "ein", "aus" are common
+			// words in an objective's prose.
 			switch t.w {
 			case "on", "off", "true", "false", "enable", "enabled", "disable", "disabled":
 				if stateOf(t.w) == state {
