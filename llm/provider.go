@@ -276,6 +276,12 @@ func (p *providerModel) generateOnce(ctx context.Context, role Role, req Request
 		}))
 	}
 	resp, err := p.llm.GenerateContent(callCtx, msgs, opts...)
+	if err == nil && callCtx.Err() != nil {
+		// The call ended with its context: langchaingo's stream reader can
+		// take the cut body for the stream's end and return what arrived,
+		// which is no whole reply.
+		err = callCtx.Err()
+	}
 	if err != nil {
 		return Response{}, p.wrap(callCtx, role, err)
 	}
