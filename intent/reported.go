@@ -44,16 +44,19 @@ var (
 	reportNouns = wordSet(`note notes log logs logbook elog e-log entry entries message messages msg email e-mail mail
 		ticket comment comments memo handover instruction instructions quote remark remarks chat procedure checklist
 		colleague operator operators coordinator boss someone somebody he she they reply answer report reminder todo
-		to-do agenda schedule
+		to-do agenda schedule fyi
 		notiz notizen logbuch eintrag nachricht hinweis anweisung übergabe protokoll kollege kollegin schichtleiter
 		journal cahier entrée consigne consignes relève commentaire courriel collègue rapport`)
 	reportSuffixes = []string{"note", "notiz", "log", "buch", "eintrag", "protokoll"}
 	// materialLabels before a colon make what follows material for an
 	// example or a task on words, not a request ("Example: …",
-	// "Translate to German: …", "Repeat after me: …").
+	// "Translate to German: …", "Repeat after me: …", "Plan: …",
+	// "Validate this command: …").
 	materialLabels = wordSet(`example examples sample template translate translation repeat rephrase paraphrase reword proofread
 		summarize summarise beispiel übersetze übersetzen übersetzung wiederhole umformulieren exemple traduis traduire
-		traduction répète reformule`)
+		traduction répète reformule
+		plan draft proposal propose proposed suggestion describe explain document validate verify review critique evaluate assess
+		entwurf vorschlag beschreibe erkläre überprüfe bewerte brouillon proposition décris explique valide évalue`)
 	// reportVerbs: what follows them, to the end of the sentence, is
 	// reported ("the logbook says set Q1 to 140 A", "Bob asked to…").
 	reportVerbs = wordSet(`says said say wrote writes states stated suggests suggested recommends recommended claims

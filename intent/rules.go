@@ -315,7 +315,22 @@ var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking
 	`just kidding|kidding|joking|jk|never ?mind|just (?:a )?test(?:ing)?|(?:this is )?(?:only|just) a test|this is a test|test only|` +
 	`for testing|nur (?:ein |zum )?test|juste (?:un |pour )?test|c'est un test|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
 	`leave (?:it|everything|things|them|that|the \w+) (?:as|alone|where)|hands off|` +
-	`nur (?:lesen|anzeigen|schauen|ablesen)|schreibgeschützt|lecture seule|juste (?:regarder|lire|vérifier))\b`)
+	`nur (?:lesen|anzeigen|schauen|ablesen)|schreibgeschützt|lecture seule|juste (?:regarder|lire|vérifier)|` +
+	`(?:do not|don't|dont|never) (?:actually |really |yet )?do (?:it|this|that|anything)|` +
+	`no action (?:needed|required|necessary|wanted)|for (?:review|information|reference|discussion) only|` +
+	`nicht (?:ausführen|anwenden|durchführen|umsetzen|abschicken)|ohne (?:es |das |ihn )?(?:auszuführen|anzuwenden|durchzuführen)|` +
+	`(?:führ|führe) (?:es|das|ihn) (?:noch )?nicht aus|nur zur (?:info|information|ansicht|kenntnis)|` +
+	`ne pas (?:exécuter|appliquer|lancer|envoyer)|ne (?:l')?(?:exécute|exécutez|applique|appliquez|lance|lancez) pas|` +
+	`sans (?:l')?(?:exécuter|appliquer)|pour information|pour info)\b`)
+
+// notToRun: the message says its change is not to be carried out ("…
+// (don't execute)", "DO NOT APPLY: …", "…, without running it"). Its own
+// pattern, as it ends at punctuation, where readOnlyPattern's words end at
+// a word's end.
+var notToRun = mustFilter(`\b(?:do not|don't|dont|never|without|not to|must not|mustn't|should not|shouldn't) (?:actually |really |yet |just )?` +
+	`(?:execute|executing|run|running|apply|applying|perform|performing|carry out|carrying out|send|sending|commit|committing|implement|implementing|act|acting)` +
+	`(?: (?:it|this|that|them|the (?:change|changes|command|commands|write|writes)|anything|any of (?:it|this|that)|yet|now|for real|just yet))*` +
+	`(?:\s*[.,;:!?)\]—–-]|\s*$)`)
 
 // correctionPattern: words that correct or take back a change said
 // before them ("set Q1 to 105 A — no wait, 104 A", "…, I mean 104 A", "…;
@@ -549,7 +564,14 @@ var laterPattern = mustFilterEach(
 // change now.
 var laterNear = mustFilterEach(
 	`\b(?:in (?:a|one|an|\d+) (?:minute|moment|bit|while|sec|second|hour|s|secs|seconds|mins))\b`,
+	`\b(?:in (?:two|three|four|five|ten|fifteen|twenty|thirty|forty-five|sixty|a couple of|half an?) (?:minutes?|seconds?|hours?|mins?|secs?))\b`,
 	`\b(?:in a few (?:minutes|seconds|hours|moments))\b`,
+	`\b(?:in (?:zwei|drei|fünf|zehn|fünfzehn|zwanzig|dreißig|einer halben|ein paar) (?:sekunden|minuten|stunden?))\b`,
+	`\b(?:dans (?:deux|trois|cinq|dix|quinze|vingt|trente|une demi-?|quelques) (?:secondes|minutes|heures?))\b`,
+	`\b(?:eventually|next time|sometime|at some point|some day|one day|in the future|when(?:ever)? (?:you|it) (?:can|get a chance|have time))\b`,
+	`\b(?:irgendwann|demnächst|nächstes mal|beim nächsten mal|la prochaine fois|un jour|prochainement|un de ces jours)\b`,
+	`\b(?:temporarily|briefly|momentarily|for (?:a bit|a little while))\b`,
+	`\b(?:vorübergehend|kurzzeitig|temporär|temporairement|provisoirement|brièvement|un instant)\b`,
 	`\b(?:soon)\b`,
 	`\b(?:(?:around|about) \d{1,2}(?::\d{2})? ?(?:am|pm|o'clock|h))\b`,
 	`\b(?:gegen \d{1,2}(?:[:.]\d{2})? ?uhr)\b`,
@@ -674,7 +696,7 @@ func fromMessage(msg string) Finding {
 	masked, reported := maskReported(unmark(msg))
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
 	clauses := scan(masked)
-	if negatedChange(clauses) || readOnlyPattern.MatchString(norm) || strings.Contains(norm, ":") && withdrawnLabel.MatchString(norm) {
+	if negatedChange(clauses) || readOnlyPattern.MatchString(norm) || notToRun.MatchString(norm) || strings.Contains(norm, ":") && withdrawnLabel.MatchString(norm) {
 		return Finding{Intent: Intent{Kind: KindRead}, Reason: ReasonNegated}
 	}
 	if hypotheticalPattern.MatchString(norm) || codeRequest.MatchString(norm) {
