@@ -786,7 +786,7 @@ func fromMessage(msg string) Finding {
 		in.Note = "Your message \"" + shorten(marked) + "?\" ends with a question mark, so it was read as a question and nothing will be changed. " +
 			"To change the setting, ask for it without one, for example \"please set Q1 to 105 A\"."
 	case unclear != "" && !question && !history && open:
-		in.Note = "\"" + shorten(unclear) + "\" gives no single value (two, a range, a bound or an estimate, or one that is not a number), so nothing will be changed. " +
+		in.Note = "\"" + shorten(unclear) + "\" gives no single value (two, a range, a bound or an estimate, one that is not a number or a unit capgraph does not know), so nothing will be changed. " +
 			"Ask for the one value you want, for example \"set Q1 to 105 A\"."
 		return Finding{Intent: in, Reason: ReasonOpenValue}
 	case unclear != "" && !question && !history:
@@ -1336,7 +1336,7 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 			k = from - 1
 			continue
 		}
-		if bounded {
+		if bounded || unknownUnitAfter(msg, rest[k+used].end, unit) {
 			return nil, false
 		}
 		target = trimJoiners(target)
@@ -1398,6 +1398,51 @@ func valueWidth(toks []token, at int, unit string) int {
 	}
 	return 1
 }
+
+// unknownUnitAfter reports a unit capgraph does not know right after a
+// value that ends at end (unit is the one ParseQuantity read, "" for
+// none): a compound or a power of a known one ("105 A/s", "105 A²",
+// "105 A/2", "105 a.u."), a word or sign for another ("105 mTorr",
+// "20 °F", "105 ‰", "105 Å", "105 units", "105 Ампер"), an uncertainty
+// ("105(1) A"). Dropped, it would leave the number to be read in the
+// device's own unit: 20 °F as 20 °C.
+func unknownUnitAfter(msg string, end int, unit string) bool {
+	s := msg[end:]
+	if unit != "" {
+		// Past the unit as written, when the value's width left it ("A/s"
+		// is one word).
+		s = strings.TrimLeft(strings.TrimLeft(s, " \t\u00a0\u202f\u2009"), "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyzµμΩ°%")
+		r, _ := utf8.DecodeRuneInString(s)
+		return strings.ContainsRune("/·⋅∙²³^⁻", r) || strings.HasPrefix(s, ".u") ||
+			strings.HasPrefix(s, " squared") || strings.HasPrefix(s, " cubed")
+	}
+	if strings.HasPrefix(s, "(") && len(s) > 1 && s[1] >= '0' && s[1] <= '9' {
+		return true // "105(1) A"
+	}
+	s = strings.TrimLeft(s, " \t\u00a0\u202f\u2009")
+	r, _ := utf8.DecodeRuneInString(s)
+	switch {
+	case strings.ContainsRune("‰‱°℃℉′″", r):
+		return true
+	case !unicode.IsLetter(r):
+		return false
+	case !unicode.Is(unicode.Latin, r):
+		return true // another script's word: "Ампер", "安培"
+	}
+	word := s
+	if i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && r != '.' }); i >= 0 {
+		word = s[:i]
+	}
+	word = strings.TrimRight(word, ".")
+	return utf8.RuneCountInString(word) == 1 || unitWords[strings.ToLower(word)]
+}
+
+// unitWords are units capgraph does not convert, and words for a unit of
+// the device's own ("counts"): the number is not the value in any unit it
+// knows.
+var unitWords = wordSet(`units unit counts count cts arb arbitrary au a.u lsb lsbs dac adc bits bit ticks steps rpm
+	mtorr utorr ntorr psi psig atm ppm ppb db dbm fahrenheit coulomb gy sv msv usv kg mol lux sccm slm ml inch inches ft feet
+	mils amperio amperios amper ампер einheiten einheit schritte unités unité pas`)
 
 // alternatives join a value to another one it leaves open: "105 or 140 A",
 // "Q1 and Q2 to 105 A and 98 A", "100 bis 105 A", "105 ou 110 A".
@@ -1490,7 +1535,7 @@ func leavesValueOpen(msg string, toks []token) bool {
 		}
 		_, unit, _ := ParseQuantity(msg[toks[k+1].start:])
 		used := valueWidth(toks, k+1, unit)
-		if !numberToken(msg, toks[k+1]) || opensValue(toks, k+1, used) || boundedValue(msg, toks[k+1], toks[k+used].end) ||
+		if !numberToken(msg, toks[k+1]) || opensValue(toks, k+1, used) || unknownUnitAfter(msg, toks[k+used].end, unit) || boundedValue(msg, toks[k+1], toks[k+used].end) ||
 			toMarkers[toks[k].w] && (boundsAmount(toks[:k]) || strings.HasPrefix(toks[k+1].w, "+")) {
 			return true
 		}
@@ -1560,7 +1605,7 @@ func valueFirst(msg string, rest []token) (RequestedChange, bool) {
 	if unit != "" && !strings.ContainsFunc(rest[0].w, unicode.IsLetter) {
 		k = 2
 	}
-	if k >= len(rest)-1 {
+	if k >= len(rest)-1 || unknownUnitAfter(msg, rest[k-1].end, unit) {
 		return RequestedChange{}, false
 	}
 	switch rest[k].w {
