@@ -187,6 +187,10 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 			ErrMismatch, shortTarget(ch.Target), i.targets(), disagree)
 	}
 	if final {
+		if patternTarget(ch.Target) {
+			return fmt.Errorf("%w: its target %s is a pattern, which may name devices the user did not, but the user asked to change %s",
+				ErrMismatch, shortTarget(ch.Target), i.targets())
+		}
 		if extra, ok := unstatedName(ch.Target, fit); ok {
 			return fmt.Errorf("%w: it changes %s, which names %s as well, but the user asked to change %s",
 				ErrMismatch, shortTarget(ch.Target), extra, i.targets())

@@ -194,3 +194,30 @@ func targetAgrees(stated, text string) (bool, identifier) {
 	}
 	return true, identifier{}
 }
+
+// patternTarget reports a target that is a pattern rather than a name: a
+// wildcard ("BTS:MAG:Q*"), a character class or range ("Q[1-9]", "Q[^2]")
+// or alternatives ("Q{1,2}", "Q1|Q2"). An index ("WF[3]") is a name.
+func patternTarget(t string) bool {
+	if strings.ContainsAny(t, "*?|") {
+		return true
+	}
+	if i := strings.IndexByte(t, '{'); i >= 0 && strings.IndexByte(t[i:], '}') > 0 {
+		return true
+	}
+	for i := strings.IndexByte(t, '['); i >= 0; {
+		j := strings.IndexByte(t[i:], ']')
+		if j < 0 {
+			return false
+		}
+		if strings.ContainsFunc(t[i+1:i+j], func(r rune) bool { return r < '0' || r > '9' }) {
+			return true
+		}
+		next := strings.IndexByte(t[i+j:], '[')
+		if next < 0 {
+			return false
+		}
+		i += j + next
+	}
+	return false
+}
