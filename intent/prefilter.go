@@ -76,6 +76,14 @@ func (f filtered) MatchString(s string) bool {
 	return f.mayMatch(s) && f.re.MatchString(s)
 }
 
+// FindStringSubmatch is the pattern's, when its needed strings are there.
+func (f filtered) FindStringSubmatch(s string) []string {
+	if !f.mayMatch(s) {
+		return nil
+	}
+	return f.re.FindStringSubmatch(s)
+}
+
 // mayMatch reports whether s holds one of the strings a match needs.
 func (f filtered) mayMatch(s string) bool {
 	if f.need == nil {

@@ -44,7 +44,8 @@ var (
 	reportNouns = wordSet(`note notes log logs logbook elog e-log entry entries message messages msg email e-mail mail
 		ticket comment comments memo handover instruction instructions quote remark remarks chat procedure checklist
 		colleague operator operators coordinator boss someone somebody he she they reply answer report reminder todo
-		to-do agenda schedule fyi
+		to-do agenda schedule fyi error errors output result results response traceback exception warning
+		fehler fehlermeldung ausgabe ergebnis erreur sortie résultat
 		notiz notizen logbuch eintrag nachricht hinweis anweisung übergabe protokoll kollege kollegin schichtleiter
 		journal cahier entrée consigne consignes relève commentaire courriel collègue rapport`)
 	reportSuffixes = []string{"note", "notiz", "log", "buch", "eintrag", "protokoll"}

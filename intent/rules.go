@@ -829,6 +829,11 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 	if adviceAfterChange.MatchString(norm) {
 		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}, true
 	}
+	if m := outcomeAfterValue.FindStringSubmatch(norm[from:]); m != nil {
+		in := Intent{Kind: KindRead, Note: "Your message tells how the change went (\"" + m[1] + "\"), so nothing will be changed: " +
+			"to make the change, ask for it, for example \"set Q1 to 105 A\"."}
+		return Finding{Intent: in, Reason: ReasonHistory}, true
+	}
 	if words := byOtherDevice(changes); words != "" {
 		in := Intent{Kind: KindRead, Note: "Your change names its target by way of another device (\"" + words + "\"), so nothing will be changed: " +
 			"which device is meant would be a guess. Name each device to change, for example \"set Q1 to 105 A\"."}
@@ -871,6 +876,14 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 	}
 	return Finding{}, false
 }
+
+// outcomeAfterValue: an outcome right after a change's value ("set Q1 to
+// 105 A failed", "… timed out", "… didn't work", "… schlug fehl", "… a
+// échoué"): the words report a change, they do not ask for one.
+var outcomeAfterValue = mustFilter(`\d(?:\s*[a-zµ°%]+)?\s*(?:[,;:—–-]\s*)?\b(failed|fails|has failed|timed out|times out|didn't work|did not work|doesn't work|does not work|` +
+	`worked|succeeded|returned|errored|threw|crashed|hangs|hung|gave (?:an? )?error|ended with|is stuck|got stuck|was rejected|was refused|` +
+	`schlug fehl|ist fehlgeschlagen|hat nicht funktioniert|funktioniert nicht|ging nicht|hat geklappt|klappt nicht|` +
+	`a échoué|échoue|n'a pas marché|ne marche pas|n'a pas fonctionné|a marché|a fonctionné)(?:[^\pL]|$)`)
 
 // repeatedAmount: words after a relative change that ask for its amount
 // more than once or as a rate ("raise Q1 by 5 A twice", "…, then by
@@ -1205,7 +1218,9 @@ func readClause(msg string, c clause) clauseReading {
 		for last > start && (fillers[ws[last].w] || ws[last].w == "danke") {
 			last--
 		}
-		if last > start && germanInfinitives[ws[last].w] && (polite || !germanSubjects[ws[start].w]) {
+		// "zu setzen" depends on another clause ("Hör auf, Q1 auf 105 A zu
+		// setzen", "Es ist verboten, …"): no request of its own.
+		if last > start && germanInfinitives[ws[last].w] && ws[last-1].w != "zu" && (polite || !germanSubjects[ws[start].w]) {
 			r.verbless = false
 			if hist {
 				r.history = true
