@@ -312,7 +312,7 @@ var soonest = strings.NewReplacer("as soon as possible", "now", "dès que possib
 // readOnlyPattern: explicit statements that nothing is to change.
 var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking|checking|curious|asking)|` +
 	`under no circumstances|on no account|by no means|auf (?:gar )?keinen fall|unter keinen umständen|en aucun cas|sous aucun prétexte|` +
-	`just kidding|kidding|joking|jk|never ?mind|just (?:a )?test(?:ing)?|(?:this is )?(?:only|just) a test|this is a test|test only|` +
+	`just kidding|kidding|joking|jk|never ?mind|(?:war )?nur (?:ein )?spass|scherz|je plaisante|c'est une blague|pour rire|just (?:a )?test(?:ing)?|(?:this is )?(?:only|just) a test|this is a test|test only|` +
 	`for testing|nur (?:ein |zum )?test|juste (?:un |pour )?test|c'est un test|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
 	`leave (?:it|everything|things|them|that|the \w+) (?:as|alone|where)|hands off|` +
 	`nur (?:lesen|anzeigen|schauen|ablesen)|schreibgeschützt|lecture seule|juste (?:regarder|lire|vérifier)|` +
@@ -322,6 +322,10 @@ var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking
 	`(?:führ|führe) (?:es|das|ihn) (?:noch )?nicht aus|nur zur (?:info|information|ansicht|kenntnis)|` +
 	`ne pas (?:exécuter|appliquer|lancer|envoyer)|ne (?:l')?(?:exécute|exécutez|applique|appliquez|lance|lancez) pas|` +
 	`sans (?:l')?(?:exécuter|appliquer)|pour information|pour info)\b`)
+
+// onlyFun: "war nur Spaß" (just kidding), apart from readOnlyPattern as
+// "ß" is no word character to its \b.
+var onlyFun = mustFilter(`(?:war |ist |nur )+(?:ein )?spaß(?:[^\pL]|$)`)
 
 // notToRun: the message says its change is not to be carried out ("…
 // (don't execute)", "DO NOT APPLY: …", "…, without running it"). Its own
@@ -343,7 +347,7 @@ var correctionPattern = mustFilter(`\b(?:no,? wait|wait,? no|actually,? no|i mea
 	`on second thought|belay that|typo|correction|(?:no|nah|nope)[,!]? (?:leave|keep) it|(?:no|nah|nope)[,!.]* *(?:don't|dont|do not)|don't do (?:it|that)|` +
 	`(?:lieber|besser) nicht|nein[,!.]* *(?:nicht|lass)|plutôt pas|non[,!.]* *(?:ne (?:le|la) fais pas|pas ça)|` +
 	`nein,? warte|warte,? nein|ich meine|ich meinte|oder (?:besser|vielmehr|lieber)|doch nicht|ach nee|ach nein|tippfehler|korrektur|` +
-	`non,? attends|attends,? non|je veux dire|je voulais dire|ou plutôt|en fait,? non|finalement,? non|faute de frappe)\b|` +
+	`non,? attends|attends,? non|je veux dire|je voulais dire|ou plutôt|en fait,? non|finalement,? non|enfin,? non|faute de frappe)\b|` +
 	`\s[-–—]+\s*(?:not|no|nope|nein|nicht|non|pas)[.!]*\s*$|` +
 	`[,;.!—–…-] *(?:no|nein|non|sorry|pardon)[,.!]* +[-+−]?\d|[,;.!—–…-] *(?:wait|warte|attends)[,.!]+ *[-+−]?\d`)
 
@@ -570,7 +574,14 @@ var laterNear = mustFilterEach(
 	`\b(?:dans (?:deux|trois|cinq|dix|quinze|vingt|trente|une demi-?|quelques) (?:secondes|minutes|heures?))\b`,
 	`\b(?:eventually|next time|sometime|at some point|some day|one day|in the future|when(?:ever)? (?:you|it) (?:can|get a chance|have time))\b`,
 	`\b(?:irgendwann|demnächst|nächstes mal|beim nächsten mal|la prochaine fois|un jour|prochainement|un de ces jours)\b`,
-	`\b(?:temporarily|briefly|momentarily|for (?:a bit|a little while))\b`,
+	`\b(?:temporarily|briefly|momentarily|for (?:a bit|a little while)|overnight|(?:on|over|this|next) (?:the )?weekend|next (?:month|year))\b`,
+	`\b(?:at (?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|half past|quarter (?:past|to)))\b`,
+	`\b(?:\d{1,2}:\d{2}|\d{1,2} ?(?:am|pm))\b`,
+	`(?:^|[^\pL])übermorgen\b`,
+	`\b(?:nachher|nächste woche|nächsten (?:monat|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag)|in (?:einer|zwei|drei|ein paar) (?:minute|minuten|stunde|stunden))\b`,
+	`\b(?:probeweise|testweise|zum test|zum testen|zeitweise|kurz)\b`,
+	`\b(?:es sei denn|außer wenn|ausser wenn|à moins que)\b`,
+	`\b(?:tout à l'heure|la semaine prochaine|le mois prochain|ce week-end|cette nuit|après-demain)\b`,
 	`\b(?:vorübergehend|kurzzeitig|temporär|temporairement|provisoirement|brièvement|un instant)\b`,
 	`\b(?:soon)\b`,
 	`\b(?:(?:around|about) \d{1,2}(?::\d{2})? ?(?:am|pm|o'clock|h))\b`,
@@ -696,7 +707,7 @@ func fromMessage(msg string) Finding {
 	masked, reported := maskReported(unmark(msg))
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
 	clauses := scan(masked)
-	if negatedChange(clauses) || readOnlyPattern.MatchString(norm) || notToRun.MatchString(norm) || strings.Contains(norm, ":") && withdrawnLabel.MatchString(norm) {
+	if negatedChange(clauses) || readOnlyPattern.MatchString(norm) || notToRun.MatchString(norm) || onlyFun.MatchString(norm) || strings.Contains(norm, ":") && withdrawnLabel.MatchString(norm) {
 		return Finding{Intent: Intent{Kind: KindRead}, Reason: ReasonNegated}
 	}
 	if hypotheticalPattern.MatchString(norm) || codeRequest.MatchString(norm) {
