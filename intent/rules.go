@@ -581,6 +581,7 @@ var laterNear = mustFilterEach(
 	`\b(?:nachher|nächste woche|nächsten (?:monat|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag)|in (?:einer|zwei|drei|ein paar) (?:minute|minuten|stunde|stunden))\b`,
 	`\b(?:probeweise|testweise|zum test|zum testen|zeitweise|kurz)\b`,
 	`\b(?:es sei denn|außer wenn|ausser wenn|à moins que)\b`,
+	`\b(?:notfalls|gegebenenfalls|ggf|bei bedarf|im notfall|falls nötig|as needed|if need be|au besoin|le cas échéant|si besoin)\b`,
 	`\b(?:tout à l'heure|la semaine prochaine|le mois prochain|ce week-end|cette nuit|après-demain)\b`,
 	`\b(?:vorübergehend|kurzzeitig|temporär|temporairement|provisoirement|brièvement|un instant)\b`,
 	`\b(?:soon)\b`,
@@ -840,6 +841,11 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 	if adviceAfterChange.MatchString(norm) {
 		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}, true
 	}
+	if m := hedge.FindStringSubmatch(norm[sentenceStart(norm, from):]); m != nil {
+		in := Intent{Kind: KindRead, Note: "Your message doubts its change (\"" + m[1] + "\"), so nothing will be changed: " +
+			"when you are sure, ask for it, for example \"set Q1 to 105 A\"."}
+		return Finding{Intent: in, Reason: ReasonCorrected}, true
+	}
 	if m := outcomeAfterValue.FindStringSubmatch(norm[from:]); m != nil {
 		in := Intent{Kind: KindRead, Note: "Your message tells how the change went (\"" + m[1] + "\"), so nothing will be changed: " +
 			"to make the change, ask for it, for example \"set Q1 to 105 A\"."}
@@ -887,6 +893,12 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 	}
 	return Finding{}, false
 }
+
+// hedge: words in a change's sentence that doubt it ("Set Q1 maybe to
+// 105 A", "Setze Q1 vielleicht auf 105 A", "…, I think", "Mets Q1
+// peut-être à 105 A").
+var hedge = mustFilter(`(?:^|[^\pL])(maybe|perhaps|possibly|probably|i think|i guess|i suppose|i believe|not sure|vielleicht|eventuell|evtl|` +
+	`möglicherweise|wahrscheinlich|ich glaube|ich denke|ich vermute|peut-être|éventuellement|probablement|je crois|je pense|je suppose)(?:[^\pL]|$)`)
 
 // outcomeAfterValue: an outcome right after a change's value ("set Q1 to
 // 105 A failed", "… timed out", "… didn't work", "… schlug fehl", "… a
@@ -1490,9 +1502,9 @@ var (
 	boundAfter = regexp.MustCompile(`^(?:\s*\S*-ish\b|` +
 		`[\s,;:(\[—–%‰-]*(?:minimum|maximum|max|min|tops|maxi|mini|maximal|minimal)\s*(?:[.!,;)\]]|$)|` +
 		`[\s,;:(\[—–%‰-]*(?:or so|or thereabouts|give or take|more or less|roughly|approx\w*|circa|ca|ish|` +
-		`at (?:most|least|the most)|or (?:less|more|lower|higher|below|above|under|over|so)|` +
+		`at (?:most|least|the most)|or (?:less|more|lower|higher|below|above|under|over|so|whatever|something|similar|anything)|` +
 		`ungefähr|ungefaehr|etwa|zirka|mindestens|höchstens|hoechstens|oder (?:so|weniger|mehr|darunter|darüber|drunter|drüber)|` +
-		`environ|à peu près|au (?:moins|plus|maximum|minimum)|ou (?:moins|plus)|plus ou moins|grosso modo)\b|` +
+		`environ|à peu près|au (?:moins|plus|maximum|minimum)|ou (?:moins|plus|quelque chose|autre chose|n'importe)|plus ou moins|grosso modo)\b|` +
 		// … or an amount against another value: "5 A above nominal", "5 A
 		// more", "105 A + offset", "2 x 52.5 A", "50 % of 210 A".
 		`[\s,;:(\[—–%‰-]*(?:above|below|beyond|more|less|fewer|higher|lower|extra|offset|relative|than|plus|minus|times|of|` +
@@ -1532,6 +1544,9 @@ func boundBefore(prefix string) bool {
 		return before != '-' && before != '='
 	}
 	p = strings.TrimSuffix(p, ".")
+	if l := strings.ToLower(p); strings.HasSuffix(l, " to up to") || strings.HasSuffix(l, "close to") || strings.HasSuffix(l, "closer to") || strings.HasSuffix(l, "near to") {
+		return true // "to up to 105 A", "close to 105 A"
+	}
 	word := p[strings.LastIndexFunc(p, func(r rune) bool { return !unicode.IsLetter(r) })+1:]
 	switch strings.ToLower(word) {
 	case "ca", "approx", "circa", "env":
