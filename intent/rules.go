@@ -237,7 +237,9 @@ var (
 	// presentation nouns: "set the range to 2 hours" changes the answer, not the machine.
 	presentationNouns = wordSet(`range plot chart graph axis view page display format zoom window timespan timeframe
 		interval period resolution precision decimals language zeitraum achse bereich ansicht sprache plage axe
-		période vue langue`)
+		période vue langue
+		model lattice file config configuration database spreadsheet snapshot saveset report document paper notebook offline
+		modell datei konfiguration datenbank bericht dokument papier modèle fichier rapport papier`)
 	// nounFollowers after a change word make it a noun ("drop in", "ramp
 	// of", "step response", "change history", "set of").
 	nounFollowers = wordSet(`in of history histories response responses rate rates size sizes log logs record records event
@@ -574,7 +576,7 @@ var laterNear = mustFilterEach(
 	`\b(?:dans (?:deux|trois|cinq|dix|quinze|vingt|trente|une demi-?|quelques) (?:secondes|minutes|heures?))\b`,
 	`\b(?:eventually|next time|sometime|at some point|some day|one day|in the future|when(?:ever)? (?:you|it) (?:can|get a chance|have time))\b`,
 	`\b(?:irgendwann|demnächst|nächstes mal|beim nächsten mal|la prochaine fois|un jour|prochainement|un de ces jours)\b`,
-	`\b(?:temporarily|briefly|momentarily|for (?:a bit|a little while)|overnight|(?:on|over|this|next) (?:the )?weekend|next (?:month|year))\b`,
+	`\b(?:temporarily|briefly|momentarily|tentatively|provisionally|experimentally|virtually|on a trial basis|for (?:a bit|a little while)|overnight|(?:on|over|this|next) (?:the )?weekend|next (?:month|year))\b`,
 	`\b(?:at (?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|half past|quarter (?:past|to)))\b`,
 	`\b(?:\d{1,2}:\d{2}|\d{1,2} ?(?:am|pm))\b`,
 	`(?:^|[^\pL])übermorgen\b`,
