@@ -874,7 +874,13 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 	}
 	// Read in the words as typed: "per" starts a reported source ("per the
 	// logbook"), so masking blanks "per minute".
-	if slices.ContainsFunc(changes, func(c RequestedChange) bool { return c.By != nil }) && repeatedAmount.MatchString(strings.ToLower(msg[from:])) {
+	relative := slices.ContainsFunc(changes, func(c RequestedChange) bool { return c.By != nil })
+	if relative && otherBaseline.MatchString(norm[from:]) {
+		in := Intent{Kind: KindRead, Note: "Your message gives its amount from another value than the setting's own now (\"from 92 A\", \"compared to Q2\"), " +
+			"so nothing will be changed: ask for the value to reach, for example \"set Q1 to 97 A\", or for the amount alone, \"raise Q1 by 5 A\"."}
+		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+	}
+	if relative && repeatedAmount.MatchString(strings.ToLower(msg[from:])) {
 		in := Intent{Kind: KindRead, Note: "Your message asks for its amount more than once or as a rate (\"twice\", \"another\", \"per minute\"), " +
 			"so nothing will be changed: ask for one step, for example \"raise Q1 by 5 A\", or for the value to reach."}
 		return Finding{Intent: in, Reason: ReasonOpenValue}, true
@@ -910,13 +916,19 @@ var outcomeAfterValue = mustFilter(`\d(?:\s*[a-zµ°%]+)?\s*(?:[,;:—–-]\s*)?
 	`schlug fehl|ist fehlgeschlagen|hat nicht funktioniert|funktioniert nicht|ging nicht|hat geklappt|klappt nicht|` +
 	`a échoué|échoue|n'a pas marché|ne marche pas|n'a pas fonctionné|a marché|a fonctionné)(?:[^\pL]|$)`)
 
+// otherBaseline: a relative change's amount from another value than the
+// reading the gate takes ("raise Q1 by 5 A from 92 A", "…, compared to
+// Q2", "von 92 A um 5 A", "par rapport à Q2").
+var otherBaseline = mustFilter(`\b(?:(?:from|von|depuis|à partir de) [-+]?\d|compared (?:to|with)|relative to|in comparison (?:to|with)|` +
+	`verglichen mit|im vergleich zu|gegenüber|par rapport à|comparé à)`)
+
 // repeatedAmount: words after a relative change that ask for its amount
 // more than once or as a rate ("raise Q1 by 5 A twice", "…, then by
 // another 5 A", "by 5 A per minute", "by 5 A/min", "in steps"): the one
 // step the rules would permit is not what was asked.
 var repeatedAmount = mustFilterEach(
-	`\b(?:twice|thrice|again|another|once more|repeatedly|in steps|step by step|zweimal|dreimal|nochmal|noch einmal|erneut|weitere[nmr]?|`+
-		`deux fois|trois fois|encore|à nouveau|de nouveau)\b`,
+	`\b(?:twice|thrice|again|another|once more|repeatedly|in steps|step by step|additional|further|extra|zweimal|dreimal|nochmal|noch einmal|erneut|weitere[nmr]?|zusätzliche[n]?|`+
+		`deux fois|trois fois|encore|à nouveau|de nouveau|supplémentaires?|de plus)\b`,
 	`\b(?:per|each|every|pro|jede|par|chaque) (?:s|sec|second|seconds|min|minute|minutes|h|hour|hours|step|sekunde|minute|stunde|schritt|seconde|heure|pas)\b`,
 	`[a-zµ%]\s*/\s*(?:s|sec|min|h)\b`,
 	`\b(?:then|dann|puis) (?:by |um |de |another |a further |weitere |encore )?[+\d]`,
