@@ -1558,7 +1558,8 @@ func boundBefore(prefix string) bool {
 		return before != '-' && before != '='
 	}
 	p = strings.TrimSuffix(p, ".")
-	if l := strings.ToLower(p); strings.HasSuffix(l, " to up to") || strings.HasSuffix(l, "close to") || strings.HasSuffix(l, "closer to") || strings.HasSuffix(l, "near to") {
+	// The last few bytes only: the prefix is the message up to the value.
+	if l := strings.ToLower(p[max(0, len(p)-16):]); strings.HasSuffix(l, " to up to") || strings.HasSuffix(l, "close to") || strings.HasSuffix(l, "closer to") || strings.HasSuffix(l, "near to") {
 		return true // "to up to 105 A", "close to 105 A"
 	}
 	word := p[strings.LastIndexFunc(p, func(r rune) bool { return !unicode.IsLetter(r) })+1:]
