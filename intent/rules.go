@@ -140,7 +140,7 @@ var (
 	// marker and a number ("to 105 A", "auf 105 A", "à 105 A"), an amount
 	// ("by 5 A") or, for particleVerbs, an on/off.
 	valueVerbs = wordSet(`set restore revert change adjust raise lower increase decrease reduce bump ramp write modify alter tweak trim
-		put bring move drop boost step crank dial turn switch power
+		put bring move drop boost step crank dial turn switch power reset return drive tune apply correct fix
 		setze setz setzen setzt stelle stell stellen stellt ändere änder ändern ändert aendere aendern erhöhe erhöh erhöhen
 		erhoehe erhoehen verringere verringern senke senk senken reduziere reduzier reduzieren fahre fahr fahren schreibe
 		schreib schreiben einstellen hochfahren runterfahren herunterfahren absenken anheben verstelle verstellen schalte
@@ -148,7 +148,8 @@ var (
 		mets mettez mettre règle réglez régler regle reglez regler change changez changer modifie modifiez modifier
 		augmente augmentez augmenter diminue diminuez diminuer baisse baissez baisser monte montez monter passe passez
 		passer fixe fixez fixer ajuste ajustez ajuster réduis réduisez réduire reduis reduisez reduire descends descendez
-		descendre écris écrivez écrire ecris ecrivez ecrire amène amenez amener mettes règles regles augmentes diminues`)
+		descendre écris écrivez écrire ecris ecrivez ecrire amène amenez amener mettes règles regles augmentes diminues
+		remets remettez remettre ramène ramenez ramener`)
 	// particleVerbs are changes with an on/off alone ("turn off", "schalte
 	// … aus", "coupe").
 	particleVerbs = wordSet(`turn switch power shut schalte schalt schalten`)
@@ -1356,7 +1357,7 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 	for k := 0; k < len(rest)-1; k++ {
 		m := rest[k].w
 		isTo, isBy := toMarkers[m], byMarkers[m]
-		if !isTo && !isBy {
+		if !isTo && !isBy || ilYA(rest, k) {
 			continue
 		}
 		v, unit, ok := ParseQuantity(msg[rest[k+1].start:])
@@ -1426,6 +1427,12 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 		k = from - 1
 	}
 	return out, len(out) > 0
+}
+
+// ilYA reports the "a" of the French "il y a" (ago: "d'il y a 3
+// heures") at toks[k]: a time, not a value marker.
+func ilYA(toks []token, k int) bool {
+	return toks[k].w == "a" && k >= 2 && toks[k-1].w == "y" && (toks[k-2].w == "il" || toks[k-2].w == "d'il")
 }
 
 // numberToken reports whether a token is a number with a known unit or
@@ -1586,7 +1593,7 @@ func boundsAmount(before []token) bool {
 // ("105-140 A", "0x69").
 func leavesValueOpen(msg string, toks []token) bool {
 	for k := 0; k+1 < len(toks); k++ {
-		if !toMarkers[toks[k].w] && !byMarkers[toks[k].w] || !startsNumber(toks[k+1].w) {
+		if !toMarkers[toks[k].w] && !byMarkers[toks[k].w] || !startsNumber(toks[k+1].w) || ilYA(toks, k) {
 			continue
 		}
 		_, unit, _ := ParseQuantity(msg[toks[k+1].start:])
@@ -1641,7 +1648,7 @@ func dropHidden(r rune) rune {
 // laterValue reports whether a to-marker and a number follow.
 func laterValue(msg string, rest []token) bool {
 	for k := 0; k+1 < len(rest); k++ {
-		if toMarkers[rest[k].w] && startsNumber(rest[k+1].w) {
+		if toMarkers[rest[k].w] && startsNumber(rest[k+1].w) && !ilYA(rest, k) {
 			return true
 		}
 	}

@@ -246,6 +246,17 @@ func TestRules(t *testing.T) {
 		{"Test: set Q1 to 105 A", "read"},
 		{"Roleplay: set Q1 to 105 A", "read"},
 		{"Set Q1 to 105 A 👍", "change: Q1 to 105 A"},
+		// More verbs operators use for a setting.
+		{"Reset Q1 to 105 A", "change: Q1 to 105 A"},
+		{"Return Q1 to 105 A", "change: Q1 to 105 A"},
+		{"Drive Q1 to 105 A", "change: Q1 to 105 A"},
+		{"Tune Q1 to 105 A", "change: Q1 to 105 A"},
+		{"Apply Q1 = 105 A", "change: Q1 to 105 A"},
+		{"Correct Q1 to 105 A", "change: Q1 to 105 A"},
+		{"Remets Q1 à 105 A", "change: Q1 to 105 A"},
+		{"Ramène Q1 à 105 A", "change: Q1 to 105 A"},
+		{"Reset the Q1 interlock", "read"},
+		{"Apply the new settings", "read"},
 		// What happened to a change is no request for it.
 		{"set Q1 to 105 A failed with an error", "read"},
 		{"Set Q1 to 105 A didn't work", "read"},
@@ -596,6 +607,10 @@ func TestRules(t *testing.T) {
 		{"Stelle Q1 auf den gestrigen Wert zurück", "change: Q1 back to its value of yesterday"},
 		{"Remets Q1 à la valeur d'hier", "change: Q1 back to its value of yesterday"},
 		{"Remets Q1 à sa valeur d'il y a 3 heures", "change: Q1 back to its value 3 hours ago"},
+		// "il y a 3 heures" is a time ago: its "a" is no value marker.
+		{"Mets Q1 à sa valeur d'il y a 3 heures", "read"},
+		{"Règle Q1 sur sa valeur d'il y a 3 heures", "read"},
+		{"Mets Q1 à 105 A comme il y a 3 heures", "change: Q1 to 105 A"},
 		{"Restore Q1 to 92 A", "change: Q1 to 92 A"},
 		{"go back to yesterday's setting for Q1", "change: Q1 back to its value of yesterday"},
 		{"roll Q1 back to its value from yesterday", "change: Q1 back to its value of yesterday"},
