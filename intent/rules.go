@@ -1437,8 +1437,11 @@ func ilYA(toks []token, k int) bool {
 
 // numberToken reports whether a token is a number with a known unit or
 // none, and nothing else: "105", "105A", "0,105", "1e2"; not "0x69",
-// "105.0.1", "105-140", "2nd".
+// "105.0.1", "105-140", "2nd", nor "#3".
 func numberToken(msg string, t token) bool {
+	if strings.HasSuffix(strings.TrimRight(msg[:t.start], " "), "#") || strings.HasSuffix(msg[:t.start], "№") {
+		return false // "#3": a number that names, not a value
+	}
 	s := strings.Replace(msg[t.start:t.end], "−", "-", 1)
 	m := quantityPattern.FindStringSubmatch(s)
 	return m != nil && len(m[0]) == len(s) && (m[2] == "" || KnownUnit(m[2]))
