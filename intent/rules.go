@@ -579,7 +579,10 @@ var laterNear = mustFilterEach(
 	`\b(?:irgendwann|demnächst|nächstes mal|beim nächsten mal|la prochaine fois|un jour|prochainement|un de ces jours)\b`,
 	`\b(?:temporarily|briefly|momentarily|tentatively|provisionally|experimentally|virtually|on a trial basis|for (?:a bit|a little while)|overnight|(?:on|over|this|next) (?:the )?weekend|next (?:month|year))\b`,
 	`\b(?:at (?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|half past|quarter (?:past|to)))\b`,
-	`\b(?:\d{1,2}:\d{2}|\d{1,2} ?(?:am|pm))\b`,
+	// A clock time as the change's time ("(14:00)", ", 2pm", "… 14:00"),
+	// not one naming an event ("the 14:00 MD", "since 9am").
+	`(?:^|[(,;@–—-]\s*|\b(?:at|by|around|until|till|before|after|um|vers|à)\s+)\d{1,2}(?::\d{2}| ?(?:am|pm))\b`,
+	`\b\d{1,2}(?::\d{2}| ?(?:am|pm))\s*[.!)]*\s*$`,
 	`(?:^|[^\pL])übermorgen\b`,
 	`\b(?:nachher|nächste woche|nächsten (?:monat|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag)|in (?:einer|zwei|drei|ein paar) (?:minute|minuten|stunde|stunden))\b`,
 	`\b(?:probeweise|testweise|zum test|zum testen|zeitweise|kurz)\b`,
