@@ -826,6 +826,18 @@ func fromMessage(msg string) Finding {
 var openTime = mustFilter(`\b(?:or so|roughly|about|around|approx\w*|circa|give or take|more or less|or (?:\d|an?|one|two|three|maybe)|` +
 	`ungefähr|ungefaehr|etwa|zirka|oder (?:so|\d|eine?|zwei|drei)|environ|à peu près|ou (?:\d|une?|deux|trois))\b`)
 
+// sentenceEnd returns where the sentence holding text[at] ends: at the
+// first ".", "!", "?" or ";" after it that a space or the end follows, or
+// a new line.
+func sentenceEnd(text string, at int) int {
+	for i := at; i < len(text); i++ {
+		if text[i] == '\n' || strings.IndexByte(".!?;", text[i]) >= 0 && (i+1 == len(text) || text[i+1] == ' ' || text[i+1] == '\t') {
+			return i
+		}
+	}
+	return len(text)
+}
+
 // sentenceStart returns where the sentence holding text[at] starts: after
 // the last ".", "!", "?" or ";" before it that a space follows, or a new
 // line.
@@ -847,7 +859,7 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 	if adviceAfterChange.MatchString(norm) {
 		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}, true
 	}
-	if m := hedge.FindStringSubmatch(norm[sentenceStart(norm, from):]); m != nil {
+	if m := hedge.FindStringSubmatch(norm[sentenceStart(norm, from):sentenceEnd(norm, from)]); m != nil {
 		in := Intent{Kind: KindRead, Note: "Your message doubts its change (\"" + m[1] + "\"), so nothing will be changed: " +
 			"when you are sure, ask for it, for example \"set Q1 to 105 A\"."}
 		return Finding{Intent: in, Reason: ReasonCorrected}, true

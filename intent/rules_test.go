@@ -235,6 +235,8 @@ func TestRules(t *testing.T) {
 		{"Mets Q1 peut-être à 105 A", "read"},
 		{"Mets Q1 éventuellement à 105 A", "read"},
 		{"I think Q1 drifted. Set it to 105 A", "change: it to 105 A"},
+		{"Set Q1 to 105 A. I think that's all.", "change: Q1 to 105 A"},
+		{"Set Q1 to 105 A. Q2 is probably fine.", "change: Q1 to 105 A"},
 		{"Setze Q1 auf 105 A, war nur Spaß", "read"},
 		{"Setze Q1 auf 105 A, Scherz", "read"},
 		{"Mets Q1 à 105 A, je plaisante", "read"},
