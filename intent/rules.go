@@ -901,6 +901,11 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 			"so nothing will be changed: ask for one step, for example \"raise Q1 by 5 A\", or for the value to reach."}
 		return Finding{Intent: in, Reason: ReasonOpenValue}, true
 	}
+	if severalTargets(changes) && sharedValue.MatchString(norm[from:]) {
+		in := Intent{Kind: KindRead, Note: "Your message gives several settings one value together (\"in total\", \"combined\"), so nothing will be changed: " +
+			"ask for each one's value, for example \"set Q1 to 52.5 A and Q2 to 52.5 A\"."}
+		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+	}
 	if twoValues(changes) && !sequencePattern.MatchString(norm[from:]) {
 		in := Intent{Kind: KindRead, Note: "Your message gives the same setting two values, so nothing will be changed: " +
 			"ask for the one value you want, for example \"set Q1 to 105 A\"."}
@@ -931,6 +936,16 @@ var outcomeAfterValue = mustFilter(`\d(?:\s*[a-zµ°%]+)?\s*(?:[,;:—–-]\s*)?
 	`worked|succeeded|returned|errored|threw|crashed|hangs|hung|gave (?:an? )?error|ended with|is stuck|got stuck|was rejected|was refused|` +
 	`schlug fehl|ist fehlgeschlagen|hat nicht funktioniert|funktioniert nicht|ging nicht|hat geklappt|klappt nicht|` +
 	`a échoué|échoue|n'a pas marché|ne marche pas|n'a pas fonctionné|a marché|a fonctionné)(?:[^\pL]|$)`)
+
+// sharedValue: one value for several settings together ("Q1 and Q2 to
+// 105 A in total", "… combined", "insgesamt", "au total").
+var sharedValue = mustFilter(`\b(?:in total|total|combined|together|altogether|summed|in sum|insgesamt|zusammen|in summe|au total|ensemble|en tout)\b`)
+
+// severalTargets reports a change whose target names more than one
+// device, or more than one change.
+func severalTargets(changes []RequestedChange) bool {
+	return len(changes) > 1 || len(changes) == 1 && (len(distinctNames(changes[0].Target)) > 1 || namesSeveral(strings.Fields(strings.ToLower(changes[0].Target))))
+}
 
 // otherBaseline: a relative change's amount from another value than the
 // reading the gate takes ("raise Q1 by 5 A from 92 A", "…, compared to
@@ -1488,10 +1503,13 @@ func unknownUnitAfter(msg string, end int, unit string) bool {
 	if unit != "" {
 		// Past the unit as written, when the value's width left it ("A/s"
 		// is one word).
+		if waveMeasure.MatchString(s) {
+			return true
+		}
 		s = strings.TrimLeft(strings.TrimLeft(s, " \t\u00a0\u202f\u2009"), "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyzµμΩ°%")
 		r, _ := utf8.DecodeRuneInString(s)
 		return strings.ContainsRune("/·⋅∙²³^⁻", r) || strings.HasPrefix(s, ".u") ||
-			strings.HasPrefix(s, " squared") || strings.HasPrefix(s, " cubed")
+			strings.HasPrefix(s, " squared") || strings.HasPrefix(s, " cubed") || waveMeasure.MatchString(s)
 	}
 	if strings.HasPrefix(s, "(") && len(s) > 1 && s[1] >= '0' && s[1] <= '9' {
 		return true // "105(1) A"
@@ -1511,8 +1529,16 @@ func unknownUnitAfter(msg string, end int, unit string) bool {
 		word = s[:i]
 	}
 	word = strings.TrimRight(word, ".")
-	return utf8.RuneCountInString(word) == 1 || unitWords[strings.ToLower(word)]
+	if l := strings.ToLower(word); strings.HasSuffix(l, "pp") || strings.HasSuffix(l, "rms") || strings.HasSuffix(l, "pk") {
+		return true // "610 kVpp", "5 Vrms": a measure of a wave, not the device's number
+	}
+	return utf8.RuneCountInString(word) == 1 || unitWords[strings.ToLower(word)] || waveMeasure.MatchString(s[len(word):])
 }
+
+// waveMeasure: words after a value naming which measure of a wave it is
+// ("610 kV peak", "5 A rms", "2 V p-p"): the device's number is one of
+// them, and which would be a guess.
+var waveMeasure = regexp.MustCompile(`(?i)^\s*(?:pp|p-p|rms|peak|pk|peak-to-peak|amplitude|spitze|spitzenwert|effektiv|crête|efficace)\b`)
 
 // unitWords are units capgraph does not convert, and words for a unit of
 // the device's own ("counts"): the number is not the value in any unit it
