@@ -1545,7 +1545,7 @@ var waveMeasure = regexp.MustCompile(`(?i)^\s*(?:pp|p-p|rms|peak|pk|peak-to-peak
 // knows.
 var unitWords = wordSet(`units unit counts count cts arb arbitrary au a.u lsb lsbs dac adc bits bit ticks steps rpm
 	mtorr utorr ntorr psi psig atm ppm ppb db dbm fahrenheit coulomb gy sv msv usv kg mol lux sccm slm ml inch inches ft feet
-	mils amperio amperios amper ампер einheiten einheit schritte unités unité pas`)
+	mils amperio amperios amper ампер einheiten einheit schritte unités unité`)
 
 // alternatives join a value to another one it leaves open: "105 or 140 A",
 // "Q1 and Q2 to 105 A and 98 A", "100 bis 105 A", "105 ou 110 A".
