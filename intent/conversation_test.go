@@ -91,6 +91,7 @@ func TestNotes(t *testing.T) {
 		"Set the heater to 20 °F":                "a unit capgraph does not know",
 		"Set Q1 to 105 A didn't work":            "tells how the change went (\"didn't work\")",
 		"Setze Q1 vielleicht auf 105 A":          "doubts its change (\"vielleicht\")",
+		"Set Q1 to 105 A, ideally to 110 A":      "another value as a choice (\"ideally\")",
 		"set Q1 to ~105 A":                       "a bound or an estimate",
 		"Set all quadrupoles except Q2 to 105 A": "by way of another device (\"except Q2\")",
 		"Set Q1 to 105 A. Sorry, wrong magnet.":  "(\"wrong magnet\")",

@@ -864,6 +864,11 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 			"when you are sure, ask for it, for example \"set Q1 to 105 A\"."}
 		return Finding{Intent: in, Reason: ReasonCorrected}, true
 	}
+	if m := alternativeAfter.FindStringSubmatch(norm[from:]); m != nil {
+		in := Intent{Kind: KindRead, Note: "Your message gives its setting another value as a choice (\"" + strings.TrimSpace(m[1]) + "\"), so nothing will be changed: " +
+			"ask for the one value you want, for example \"set Q1 to 105 A\"."}
+		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+	}
 	if m := outcomeAfterValue.FindStringSubmatch(norm[from:]); m != nil {
 		in := Intent{Kind: KindRead, Note: "Your message tells how the change went (\"" + m[1] + "\"), so nothing will be changed: " +
 			"to make the change, ask for it, for example \"set Q1 to 105 A\"."}
@@ -1412,6 +1417,17 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 				break
 			}
 		}
+		if (len(out) > 0 || verb == "") && alternativeValue(target) || verb == "" && boundOnly(target) {
+			return nil, false // "…, ideally to 110 A", "…, up to 110 A": which value is meant would be a guess
+		}
+		if (len(out) > 0 || verb == "") && excludedValue(target) {
+			// A value the user rules out ("…, not to 110 A", "…, nicht auf
+			// 110 A", "…, pas à 110 A") is no change: skipped, it is
+			// permitted nowhere.
+			from = k + 1 + used
+			k = from - 1
+			continue
+		}
 		if len(out) > 0 && len(trimJoiners(target)) == 0 && !slices.ContainsFunc(target, func(t token) bool { return sequenceWords[t.w] }) {
 			// Words about the change just read, not another one: "to 105 A
 			// at 2 A/s", "… = 5 A more" ("… then to 140 A" is a second).
@@ -1464,6 +1480,65 @@ func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 func ilYA(toks []token, k int) bool {
 	return toks[k].w == "a" && k >= 2 && toks[k-1].w == "y" && (toks[k-2].w == "il" || toks[k-2].w == "d'il")
 }
+
+// excludedValue reports words between a change and a further value that
+// rule the value out: a negation, with joiners and emphasis around it
+// ("but not", "and certainly not", "aber nicht", "mais pas").
+func excludedValue(between []token) bool {
+	negated := false
+	for _, t := range between {
+		switch {
+		case afterNegations[t.w] || t.w == "no":
+			negated = true
+		case leadingJoiners[t.w] || trailingJoiners[t.w] || exclusionFillers[t.w]:
+		default:
+			return false
+		}
+	}
+	return negated
+}
+
+// alternativeValue reports words between a change and a further value
+// that make the value another choice or a bound for the same setting
+// ("…, ideally to 110 A", "…, otherwise to 110 A", "…, sonst auf 110 A",
+// "…, voire à 110 A", "…, up to 110 A"), not a change of its own.
+func alternativeValue(between []token) bool {
+	alternative := false
+	for _, t := range between {
+		switch {
+		case alternativeWords[t.w]:
+			alternative = true
+		case leadingJoiners[t.w] || trailingJoiners[t.w] || exclusionFillers[t.w] || t.w == "at" || t.w == "that":
+		default:
+			return false
+		}
+	}
+	return alternative
+}
+
+// boundOnly reports a verbless value after a change that only "up" or
+// "down" comes before ("…, up to 110 A"): a bound, not a change.
+func boundOnly(between []token) bool {
+	return len(between) > 0 && len(trimJoiners(between)) == 0 && (upWords[between[len(between)-1].w] || downWords[between[len(between)-1].w])
+}
+
+// alternativeAfter: a further value after a break that a word makes
+// another choice for the same setting ("…, ideally to 110 A", "…, or
+// at worst 110 A", "…, sonst auf 110 A", "…, voire à 110 A", "…, up to
+// 110 A").
+var alternativeAfter = mustFilter(`[,;:(—–-]\s*((?:(?:but|or|and|oder|aber|und|ou|mais|et|at|if|not)\s+)*` +
+	`(?:ideally|preferably|otherwise|alternatively|else|even|rather|instead|at best|at worst|failing that|up|down|` +
+	`besser|lieber|eher|sonst|andernfalls|alternativ|idealerweise|vorzugsweise|höchstens|` +
+	`sinon|voire|plutôt|idéalement|préférablement|autrement))\s*,?\s*(?:to|at|auf|à|a|sur)?\s*[-+]?\d`)
+
+// alternativeWords before a further value make it another choice.
+var alternativeWords = wordSet(`ideally preferably preferrably otherwise alternatively else even rather instead better best worst optimally
+	or failing possibly maybe perhaps
+	besser lieber eher sonst andernfalls alternativ idealerweise vorzugsweise notfalls höchstens
+	sinon voire plutôt idéalement préférablement autrement éventuellement`)
+
+// exclusionFillers may stand around the negation of an excluded value.
+var exclusionFillers = wordSet(`but definitely certainly surely absolutely ever aber sicher keinesfalls mais surtout absolument`)
 
 // numberToken reports whether a token is a number with a known unit or
 // none, and nothing else: "105", "105A", "0,105", "1e2"; not "0x69",
