@@ -864,6 +864,12 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 			"when you are sure, ask for it, for example \"set Q1 to 105 A\"."}
 		return Finding{Intent: in, Reason: ReasonCorrected}, true
 	}
+	if secondValue.MatchString(norm[from:]) || len(changes) > 1 && slices.ContainsFunc(changes, func(c RequestedChange) bool { return c.Target == "" }) &&
+		!sequencePattern.MatchString(norm[from:]) {
+		in := Intent{Kind: KindRead, Note: "Your message gives the same setting two values, so nothing will be changed: " +
+			"ask for the one value you want, for example \"set Q1 to 105 A\"."}
+		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+	}
 	if m := alternativeAfter.FindStringSubmatch(norm[from:]); m != nil {
 		in := Intent{Kind: KindRead, Note: "Your message gives its setting another value as a choice (\"" + strings.TrimSpace(m[1]) + "\"), so nothing will be changed: " +
 			"ask for the one value you want, for example \"set Q1 to 105 A\"."}
@@ -1530,6 +1536,12 @@ var alternativeAfter = mustFilter(`[,;:(—–-]\s*((?:(?:but|or|and|oder|aber|u
 	`(?:ideally|preferably|otherwise|alternatively|else|even|rather|instead|at best|at worst|failing that|up|down|` +
 	`besser|lieber|eher|sonst|andernfalls|alternativ|idealerweise|vorzugsweise|höchstens|` +
 	`sinon|voire|plutôt|idéalement|préférablement|autrement))\s*,?\s*(?:to|at|auf|à|a|sur)?\s*[-+]?\d`)
+
+// secondValue: a value right after a change's value that restates or
+// replaces it ("105 A (or 110 A)", "105 A, i.e. 110 A", "105 A → 110 A",
+// "105 A, bzw. 110 A", "105 A, c'est-à-dire 110 A", "105 A, 110 A").
+var secondValue = mustFilter(`(?:\bto|\bat|=|\bauf|\bà|\bsur)\s*[-+]?\d+(?:[.,]\d+)?(?:\s*[a-zµ°%]+)?\s*(?:[,;]\s+|[(/]\s*|\s+)(?:(?:or|respectively|resp\.?|i\.\s?e\.?|ie|that is|aka|bzw\.?|beziehungsweise|` +
+	`d\.\s?h\.?|das heißt|c'est-à-dire|soit|ou|oder)\s*,?\s*)?(?:→|->)?\s*(?:to\s+|auf\s+|à\s+)?[-+]?\d`)
 
 // alternativeWords before a further value make it another choice.
 var alternativeWords = wordSet(`ideally preferably preferrably otherwise alternatively else even rather instead better best worst optimally
