@@ -496,7 +496,10 @@ func corrects(text string) string {
 var (
 	copulas    = wordSet(`is are was were it's that's he's she's there's stays stay remains remain ist sind war waren bleibt bleiben est sont était c'est reste restent demeure`)
 	stateWords = wordSet(`should must needs need sits sit reads shows went goes gone fell rose has have had got gets became becomes
-		because as since while like with keeping kept unlike than
+		because as since while like with keeping kept unlike than currently presently now still previously formerly nominally
+		usually normally typically yesterday today
+		derzeit zurzeit momentan aktuell jetzt noch vorher früher normalerweise gestern heute
+		actuellement maintenant encore avant auparavant normalement hier
 		soll sollte muss liegt lag steht stand zeigt weil da während wie mit
 		doit devrait car puisque pendant avec comme`)
 )
@@ -868,6 +871,11 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 		!sequencePattern.MatchString(norm[from:]) {
 		in := Intent{Kind: KindRead, Note: "Your message gives the same setting two values, so nothing will be changed: " +
 			"ask for the one value you want, for example \"set Q1 to 105 A\"."}
+		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+	}
+	if words := unnamedLater(changes); words != "" {
+		in := Intent{Kind: KindRead, Note: "Your message gives a value to something it names by no device (\"" + words + "\"), so nothing will be changed: " +
+			"name each device to change with its value, for example \"set Q1 to 105 A and Q2 to 98 A\"."}
 		return Finding{Intent: in, Reason: ReasonOpenValue}, true
 	}
 	if m := alternativeAfter.FindStringSubmatch(norm[from:]); m != nil {
@@ -1542,6 +1550,30 @@ var alternativeAfter = mustFilter(`[,;:(—–-]\s*((?:(?:but|or|and|oder|aber|u
 // "105 A, bzw. 110 A", "105 A, c'est-à-dire 110 A", "105 A, 110 A").
 var secondValue = mustFilter(`(?:\bto|\bat|=|\bauf|\bà|\bsur)\s*[-+]?\d+(?:[.,]\d+)?(?:\s*[a-zµ°%]+)?\s*(?:[,;]\s+|[(/]\s*|\s+)(?:(?:or|respectively|resp\.?|i\.\s?e\.?|ie|that is|aka|bzw\.?|beziehungsweise|` +
 	`d\.\s?h\.?|das heißt|c'est-à-dire|soit|ou|oder)\s*,?\s*)?(?:→|->)?\s*(?:to\s+|auf\s+|à\s+)?[-+]?\d`)
+
+// unnamedLater returns the target of a change after a message's first
+// that names no device by a number and is no pronoun or sequence word
+// ("…, currently at 140 A", "…, alarm at 140 A", "…, keep at 140 A"):
+// such a target would take the message's names, and its value would be
+// permitted for the first change's device.
+func unnamedLater(changes []RequestedChange) string {
+	for _, c := range changes[min(1, len(changes)):] {
+		if c.Target == "" || len(distinctNames(c.Target)) > 0 {
+			continue
+		}
+		for _, w := range strings.Fields(strings.ToLower(c.Target)) {
+			if !referenceWords[strings.Trim(w, ".,;:")] {
+				return c.Target
+			}
+		}
+	}
+	return ""
+}
+
+// referenceWords may make up a later change's target that refers to an
+// earlier one ("then set it to…", "afterwards to…", "dann auf…").
+var referenceWords = wordSet(`it them this that then afterwards afterward finally next later and also dann danach anschließend zuletzt
+	es ihn sie das puis ensuite enfin le la les`)
 
 // alternativeWords before a further value make it another choice.
 var alternativeWords = wordSet(`ideally preferably preferrably otherwise alternatively else even rather instead better best worst optimally
