@@ -299,3 +299,36 @@ func TestPermitsRelative(t *testing.T) {
 		t.Error("an absolute change is relative")
 	}
 }
+
+// No value the user's words do not ask for is permitted: between a change
+// and a second value, a word that rules it out, restates it, offers it as
+// a choice, states what is, bounds it or names something else (no
+// device) never makes the second value one the gate lets through; only a
+// sequence ("then", "dann", "puis") does. A lying planner writes 140 A.
+func TestPermitsNoValueTheWordsDoNotAskFor(t *testing.T) {
+	write140 := capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:Q1:CURRENT", Value: 140.0, Unit: "A"}}}
+	before := []capabilities.Reading{{Target: "BTS:MAG:Q1:CURRENT", Value: 100.0, Unit: "A"}}
+	var msgs []string
+	for _, c := range []string{"", "but", "and", "or", "not", "never", "instead of", "rather than", "unlike", "previously", "was", "from", "was at", "not at", "currently", "currently at", "now at", "it's at", "it is at", "was set to", "last time", "yesterday", "nominal", "max", "limit", "limit is", "up to", "at most", "below", "never above", "not above", "stay below", "keep under", "don't exceed", "ideally", "instead", "rather", "otherwise", "else", "alternatively", "and later", "also", "too", "as well as", "plus", "versus", "vs", "compared to", "relative to", "like", "same as", "as for", "(was", "(not", "(previously", "(nominal", "(max", "—", "-", "->", "=>", ":", ";", "/", "&", "+", "x", "i.e.", "e.g.", "aka", "namely", "say", "about", "around", "roughly", "maybe", "perhaps", "possibly", "hopefully", "eventually", "or maybe", "and not", "but never", "nor", "except", "other than", "apart from", "besides", "in addition", "additionally", "on top", "beyond", "past", "towards", "heading to", "on the way to", "ramping to", "and keep at", "hold at", "before", "after", "until", "and return to", "back to", "restore to", "returning to", "capped at", "limited to", "no more than", "at least", "minimum", "threshold", "alarm at", "trip at", "interlock at", "warning at", "readback", "setpoint was", "delta", "in steps to", "stepping to", "with Q2 at", "while Q2 is at", "Q2 stays at", "keep Q2 at", "Q2 is at", "Q2 reads"} {
+		msgs = append(msgs, strings.Join(strings.Fields("Set Q1 to 105 A "+c+" 140 A"), " "), "Set Q1 to 105 A, "+c+" to 140 A", "Set Q1 to 105 A. "+c+" 140 A.")
+	}
+	for _, p := range []string{"Q1 was at 140 A,", "Q1 is at 140 A.", "The limit is 140 A.", "Not 140 A:", "140 A is too much,", "Forget 140 A,", "Instead of 140 A,", "From 140 A,", "Alarm at 140 A.", "(140 A max)", "Bob said 140 A.", "140 A? No,", "Max 140 A.", "Up to 140 A:", "If it's above 140 A,", "Between 100 and 140 A:", "Don't go to 140 A.", "Never 140 A.", "140 A failed,", "Q1: 140 A →"} {
+		msgs = append(msgs, p+" set Q1 to 105 A")
+	}
+	for _, c := range []string{"aber", "nicht", "nie", "sonst", "besser", "derzeit", "aktuell", "vorher", "früher", "maximal", "höchstens", "bis", "oder", "bzw.", "d.h.", "Alarm bei", "Grenze", "statt", "außer", "zusätzlich", "auch", "eventuell", "vielleicht"} {
+		msgs = append(msgs, "Setze Q1 auf 105 A, "+c+" auf 140 A", "Setze Q1 auf 105 A "+c+" 140 A")
+	}
+	for _, c := range []string{"mais", "pas", "jamais", "sinon", "plutôt", "actuellement", "avant", "auparavant", "maximum", "au plus", "jusqu'à", "ou", "voire", "c'est-à-dire", "alarme à", "limite", "au lieu de", "sauf", "en plus", "aussi", "peut-être"} {
+		msgs = append(msgs, "Mets Q1 à 105 A, "+c+" à 140 A", "Mets Q1 à 105 A "+c+" 140 A")
+	}
+	for _, msg := range msgs {
+		if err := intent.FromMessages(msg, nil).Intent.Permits(write140, before); err == nil {
+			t.Errorf("%q permits writing 140 A to Q1", msg)
+		}
+	}
+	for _, msg := range []string{"Set Q1 to 105 A, then to 140 A", "Set Q1 to 105 A and then set it to 140 A", "Setze Q1 auf 105 A, dann auf 140 A", "Mets Q1 à 105 A, puis à 140 A"} {
+		if err := intent.FromMessages(msg, nil).Intent.Permits(write140, before); err != nil {
+			t.Errorf("%q: a sequence the user asked for, refused: %v", msg, err)
+		}
+	}
+}
