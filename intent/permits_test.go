@@ -332,3 +332,29 @@ func TestPermitsNoValueTheWordsDoNotAskFor(t *testing.T) {
 		}
 	}
 }
+
+// No device the user's words set apart is permitted: "Set Q1 to 105 A"
+// with another device named beside it in 59 ways — ruled out, compared
+// with, kept, read, passed through, left open — never permits a write to
+// that device (Q7); named as a second target ("Q1 and Q7", "as well as",
+// "plus"), it is the user's.
+func TestPermitsNoDeviceTheWordsSetApart(t *testing.T) {
+	write := func(target string) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: target, Value: 105.0, Unit: "A"}}}
+	}
+	for _, c := range []string{"not", "but not", "and not", "except", "except for", "apart from", "other than", "unlike", "like", "same as", "instead of", "rather than", "not like", "compared to", "next to", "near", "after", "before", "then read", "and read", "and check", "then check", "and plot", "and compare with", "and show", "while", "with", "without", "without touching", "leave", "don't touch", "and leave", "keep", "keeping", "and keep", "not touching", "ignoring", "skip", "skipping", "excluding", "minus", "save", "but leave", "(not", "(like", "(same as", "(unlike", "(next to", "via", "using", "by way of", "behind", "downstream of", "upstream of", "powered by", "fed by", "on the same supply as", "sharing with", "and/or"} {
+		for _, msg := range []string{"Set Q1 to 105 A " + c + " Q7", "Set Q1 to 105 A, " + c + " Q7", "Set Q1 " + c + " Q7 to 105 A", "Set Q1, " + c + " Q7, to 105 A"} {
+			if err := intent.FromMessages(msg, nil).Intent.Permits(write("BTS:MAG:Q7:CURRENT"), nil); err == nil {
+				t.Errorf("%q permits writing Q7", msg)
+			}
+		}
+	}
+	for _, c := range []string{"and", "as well as", "plus", "including", "and also", "&", "/"} {
+		msg := "Set Q1 " + c + " Q7 to 105 A"
+		for _, target := range []string{"BTS:MAG:Q1:CURRENT", "BTS:MAG:Q7:CURRENT"} {
+			if err := intent.FromMessages(msg, nil).Intent.Permits(write(target), nil); err != nil {
+				t.Errorf("%q: %s refused: %v", msg, target, err)
+			}
+		}
+	}
+}

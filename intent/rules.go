@@ -430,7 +430,9 @@ func withdrawn(text string, from int, cs []clause) string {
 var setApart = wordSet(`except excepting excluding excl exception without w/o save apart minus but besides instead than unlike like
 	not near beside behind upstream downstream next before after between außer ausser ausgenommen bis statt anstatt anstelle
 	ohne wie neben hinter vor nach zwischen nicht exklusive sauf excepté hormis part sans comme lieu plutôt près derrière avant
-	après entre pas`)
+	après entre pas
+	same compared versus vs while with leave leaving keep keeping ignore ignoring skip skipping via using way powered fed sharing
+	gleich verglichen lass lasse behalte mittels même comparé laisse garde avec`)
 
 // byOtherDevice returns the words of a change's target from a setApart
 // word on, when more words follow it, or "".
@@ -1019,7 +1021,7 @@ func twoValues(cs []RequestedChange) bool {
 
 // choiceWords in a target leave the device to change open ("Q1 or Q2",
 // "cavity 2 and maybe 3", "entweder Q1 oder Q2").
-var choiceWords = wordSet(`or either maybe perhaps possibly oder entweder vielleicht eventuell ou soit peut-être`)
+var choiceWords = wordSet(`or and/or either maybe perhaps possibly oder entweder vielleicht eventuell ou soit peut-être`)
 
 // targetLeftOpen returns a change's target from a choiceWords word on,
 // when more words follow it, or "".
