@@ -290,7 +290,7 @@ var hypotheticalPattern = mustFilter(`\b(?:what (?:would|will|might|could)\b|wha
 // before it ("Set Q1 to 105 A. Is that safe?", "Ist das in Ordnung?",
 // "C'est bon ?"): the user asks for advice, not yet for the change.
 var adviceAfterChange = mustFilter(`\b(?:(?:is|are|would|will) (?:that|this|it) (?:be )?(?:safe|ok|okay|fine|alright|all right|right|correct|wise|allowed|a good idea)|` +
-	`what do you think|does (?:that|this) make sense|good idea\?|makes sense\?|` +
+	`what do you think|does (?:that|this) make sense|good idea\?|makes sense\?|(?:any )?(?:thoughts|opinions|objections|comments|feedback)\?|` +
 	`(?:ok|okay|alright|all right|right|correct|fine|good|agreed|yes|ja|gut|richtig|einverstanden|in ordnung|passt das|oder|gell|nicht wahr|` +
 	`oui|bon|d'accord|non|n'est-ce pas) ?\?|` +
 	`ist (?:das|dies) (?:sicher|ok|okay|in ordnung|richtig|sinnvoll|erlaubt)|was meinst du|was denkst du|` +
@@ -315,7 +315,7 @@ var soonest = strings.NewReplacer("as soon as possible", "now", "dès que possib
 // readOnlyPattern: explicit statements that nothing is to change.
 var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking|checking|curious|asking)|` +
 	`under no circumstances|on no account|by no means|auf (?:gar )?keinen fall|unter keinen umständen|en aucun cas|sous aucun prétexte|` +
-	`just kidding|kidding|joking|jk|never ?mind|(?:war )?nur (?:ein )?spass|scherz|je plaisante|c'est une blague|pour rire|just (?:a )?test(?:ing)?|(?:this is )?(?:only|just) a test|this is a test|test only|` +
+	`just kidding|kidding|joking|jk|never ?mind|(?:war )?nur (?:ein )?spass|scherz|je plaisante|as a joke|for fun|for a laugh|zum spass|c'est une blague|pour rire|just (?:a )?test(?:ing)?|(?:this is )?(?:only|just) a test|this is a test|test only|` +
 	`for testing|nur (?:ein |zum )?test|juste (?:un |pour )?test|c'est un test|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
 	`leave (?:it|everything|things|them|that|the \w+) (?:as|alone|where)|hands off|` +
 	`nur (?:lesen|anzeigen|schauen|ablesen)|schreibgeschützt|lecture seule|juste (?:regarder|lire|vérifier)|` +
@@ -347,7 +347,7 @@ var notToRun = mustFilter(`\b(?:do not|don't|dont|never|without|not to|must not|
 // no 2" is a name), "wait" only with a break after it too ("…, wait, 104":
 // "…, wait 2 s, then…" is a sequence).
 var correctionPattern = mustFilter(`\b(?:no,? wait|wait,? no|actually,? no|i mean|i meant|make (?:that|it) [-+−]?\d+|or rather|oops|` +
-	`on second thought|belay that|typo|correction|(?:no|nah|nope)[,!]? (?:leave|keep) it|(?:no|nah|nope)[,!.]* *(?:don't|dont|do not)|don't do (?:it|that)|` +
+	`on second thought|belay that|typo|correction|(?:don't|do not) actually|actually,? (?:don't|do not)|(?:no|nah|nope)[,!]? (?:leave|keep) it|(?:no|nah|nope)[,!.]* *(?:don't|dont|do not)|don't do (?:it|that)|` +
 	`(?:lieber|besser) nicht|nein[,!.]* *(?:nicht|lass)|plutôt pas|non[,!.]* *(?:ne (?:le|la) fais pas|pas ça)|` +
 	`nein,? warte|warte,? nein|ich meine|ich meinte|oder (?:besser|vielmehr|lieber)|doch nicht|ach nee|ach nein|tippfehler|korrektur|` +
 	`non,? attends|attends,? non|je veux dire|je voulais dire|ou plutôt|en fait,? non|finalement,? non|enfin,? non|faute de frappe)\b|` +
@@ -591,7 +591,7 @@ var laterNear = mustFilterEach(
 	`(?:^|[^\pL])übermorgen\b`,
 	`\b(?:nachher|nächste woche|nächsten (?:monat|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag)|in (?:einer|zwei|drei|ein paar) (?:minute|minuten|stunde|stunden))\b`,
 	`\b(?:probeweise|testweise|zum test|zum testen|zeitweise|kurz)\b`,
-	`\b(?:es sei denn|außer wenn|ausser wenn|à moins que)\b`,
+	`\b(?:es sei denn|außer wenn|ausser wenn|à moins que|in case|im fall|im falle|au cas où|en cas de)\b`,
 	`\b(?:notfalls|gegebenenfalls|ggf|bei bedarf|im notfall|falls nötig|as needed|if need be|au besoin|le cas échéant|si besoin)\b`,
 	`\b(?:tout à l'heure|la semaine prochaine|le mois prochain|ce week-end|cette nuit|après-demain)\b`,
 	`\b(?:vorübergehend|kurzzeitig|temporär|temporairement|provisoirement|brièvement|un instant)\b`,
@@ -879,6 +879,10 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 		in := Intent{Kind: KindRead, Note: "Your message gives a value to something it names by no device (\"" + words + "\"), so nothing will be changed: " +
 			"name each device to change with its value, for example \"set Q1 to 105 A and Q2 to 98 A\"."}
 		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+	}
+	if m := modelPlace.FindStringSubmatch(norm); m != nil {
+		in := Intent{Kind: KindRead, Note: "Your message asks for the change \"" + m[1] + "\", not on the machine, so nothing will be changed."}
+		return Finding{Intent: in, Reason: ReasonHypothetical}, true
 	}
 	if m := alternativeAfter.FindStringSubmatch(norm[from:]); m != nil {
 		in := Intent{Kind: KindRead, Note: "Your message gives its setting another value as a choice (\"" + strings.TrimSpace(m[1]) + "\"), so nothing will be changed: " +
@@ -1576,6 +1580,11 @@ func unnamedLater(changes []RequestedChange) string {
 // earlier one ("then set it to…", "afterwards to…", "dann auf…").
 var referenceWords = wordSet(`it them this that then afterwards afterward finally next later and also dann danach anschließend zuletzt
 	es ihn sie das puis ensuite enfin le la les`)
+
+// modelPlace: a change asked of a model, a file or a document rather than
+// the machine, wherever the words stand ("In the model, set Q1…").
+var modelPlace = mustFilter(`\b((?:in|im|dans|into) (?:the |le |la |das |dem |l')?(?:model|lattice|lattice file|config|configuration|snapshot|save set|saveset|` +
+	`spreadsheet|database|modell|datei|konfiguration|modèle|fichier))\b`)
 
 // alternativeWords before a further value make it another choice.
 var alternativeWords = wordSet(`ideally preferably preferrably otherwise alternatively else even rather instead better best worst optimally
