@@ -57,13 +57,15 @@ var (
 		summarize summarise beispiel übersetze übersetzen übersetzung wiederhole umformulieren exemple traduis traduire
 		traduction répète reformule
 		plan draft proposal propose proposed suggestion describe explain document validate verify review critique evaluate assess
-		entwurf vorschlag beschreibe erkläre überprüfe bewerte brouillon proposition décris explique valide évalue`)
+		entwurf vorschlag beschreibe erkläre überprüfe bewerte brouillon proposition décris explique valide évalue
+		zitat zitiert fasse zusammenfassung citation résume résumé`)
 	// reportVerbs: what follows them, to the end of the sentence, is
 	// reported ("the logbook says set Q1 to 140 A", "Bob asked to…").
 	reportVerbs = wordSet(`says said say wrote writes states stated suggests suggested recommends recommended claims
 		claimed asked asks told tells mentions mentioned reported reports instructs instructed wants wanted reads
-		sagt sagte schreibt schrieb steht stand meint meinte empfiehlt empfahl fordert forderte behauptet verlangt
-		dit disait écrit écrivait indique indiquait affirme suggère recommande prétend`)
+		sagt sagte gesagt schreibt schrieb geschrieben steht stand meint meinte gemeint empfiehlt empfahl empfohlen fordert forderte
+		behauptet verlangt schlug vorgeschlagen
+		dit disait écrit écrivait indique indiquait affirme suggère suggéré recommande recommandé prétend`)
 	// sourceNouns name where reported words come from: a sentence naming
 	// one, or holding a reporting verb, is reported whole ("Set Q1 to 140 A
 	// was the instruction in the logbook").

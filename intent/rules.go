@@ -240,7 +240,8 @@ var (
 		interval period resolution precision decimals language zeitraum achse bereich ansicht sprache plage axe
 		période vue langue
 		model lattice file config configuration database spreadsheet snapshot saveset report document paper notebook offline
-		modell datei konfiguration datenbank bericht dokument papier modèle fichier rapport papier`)
+		modell datei konfiguration datenbank bericht dokument papier modèle fichier rapport papier
+		diagramm grafik kurve graphique courbe tracé tableau`)
 	// nounFollowers after a change word make it a noun ("drop in", "ramp
 	// of", "step response", "change history", "set of").
 	nounFollowers = wordSet(`in of history histories response responses rate rates size sizes log logs record records event
@@ -284,7 +285,8 @@ var hypotheticalPattern = mustFilter(`\b(?:what (?:would|will|might|could)\b|wha
 	`|(?:\bque se passe|\bque se passerait|\bqu'arriverait|\bqu'est-ce qui se passe|\bet si\b|\bsi (?:je|j'|on|nous|l'on|quelqu'un|tu|vous)|` +
 	`\bsupposons|\bimaginons|\bhypothétique\w*|\bthéoriquement|\bdois-je|\bdevrais-je|\bdevrions-nous|\bfaut-il|\bpuis-je|\bpeut-on|` +
 	`\best-il (?:sûr|sur|possible|prudent|raisonnable)|\best-ce (?:sûr|possible|prudent)|\bserait|\bpourrait-on|` +
-	`\bcomment (?:je|on|puis-je|peut-on|faire))`)
+	`\bcomment (?:je|on|puis-je|peut-on|faire)|\ben théorie|\ben principe|\by a-t-il (?:un moyen|une façon)|\best-ce qu'on peut)` +
+	`|\b(?:gibt es (?:eine möglichkeit|einen weg)|is there (?:a|any) way)\b`)
 
 // adviceAfterChange: a question asking for a judgement of the change said
 // before it ("Set Q1 to 105 A. Is that safe?", "Ist das in Ordnung?",
@@ -299,14 +301,15 @@ var adviceAfterChange = mustFilter(`\b(?:(?:is|are|would|will) (?:that|this|it) 
 // withdrawnLabel: a line labelled as withdrawn ("Cancel: set Q1 to
 // 105 A", "Storniert: …", "Annulé : …").
 var withdrawnLabel = regexp.MustCompile(`(?m)^[\s>*_#-]*(?:cancel|cancell?ed|abort|aborted|void|voided|withdrawn|obsolete|scrapped|ignore|disregard|` +
-	`test|testing|test only|roleplay|role-play|role play|pretend|fake|dummy|mock|hypothetically|simulation|` +
-	`storniert|stornieren|abgebrochen|hinfällig|ignorieren|verworfen|annul|annulé|annulée|annuler|ignorer|obsolète)[\s*_]*:`)
+	`test|testing|test only|roleplay|role-play|role play|pretend|fake|dummy|mock|hypothetically|simulation|simulate|dry[- ]?run|forbidden|for fun|just for fun|` +
+	`storniert|stornieren|abgebrochen|abbrechen|hinfällig|ignorieren|verworfen|simuliere|simulation|trockenlauf|verboten|es ist verboten|(?:nur )?zum spaß|` +
+	`annul|annule|annulé|annulée|annuler|ignorer|obsolète|simule|simuler|interdit|il est interdit|pour rire)[\s*_]*:`)
 
 // codeRequest: a request for code or a script that would change
 // something ("Write a script that sets Q1 to 105 A", "Schreib ein Skript,
 // das…", "Écris un script qui…") asks for text, not for the change.
-var codeRequest = mustFilter(`\b(?:write|generate|create|draft|give me|show me|produce|compose|schreib|schreibe|erstelle|erzeuge|` +
-	`écris|écrivez|génère|générez|rédige|donne-moi)\b[^.!?\n]{0,40}\b(?:script|scripts|code|program|programme|macro|function|snippet|routine|` +
+var codeRequest = mustFilter(`(?:\b(?:write|generate|create|draft|give me|show me|produce|compose|schreib|schreibe|erstelle|erzeuge|rédige|donne-moi)|` +
+	`(?:^|[^\pL])(?:écris|écrivez|génère|générez))\b[^.!?\n]{0,40}\b(?:script|scripts|code|program|programme|macro|function|snippet|routine|` +
 	`skript|programm|makro|funktion|fonction)\b`)
 
 // soonest: "as soon as possible" is now, not on a condition.
@@ -586,12 +589,13 @@ var laterNear = mustFilterEach(
 	`\b(?:at (?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|half past|quarter (?:past|to)))\b`,
 	// A clock time as the change's time ("(14:00)", ", 2pm", "… 14:00"),
 	// not one naming an event ("the 14:00 MD", "since 9am").
-	`(?:^|[(,;@–—-]\s*|\b(?:at|by|around|until|till|before|after|um|vers|à)\s+)\d{1,2}(?::\d{2}| ?(?:am|pm))\b`,
+	`(?:^|[(,;@–—-]\s*|\b(?:at|by|around|until|till|before|after|um|vers)\s+|(?:^|[^\pL])à\s+)\d{1,2}(?::\d{2}| ?(?:am|pm))\b`,
 	`\b\d{1,2}(?::\d{2}| ?(?:am|pm))\s*[.!)]*\s*$`,
 	`(?:^|[^\pL])übermorgen\b`,
 	`\b(?:nachher|nächste woche|nächsten (?:monat|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag)|in (?:einer|zwei|drei|ein paar) (?:minute|minuten|stunde|stunden))\b`,
 	`\b(?:probeweise|testweise|zum test|zum testen|zeitweise|kurz)\b`,
-	`\b(?:es sei denn|außer wenn|ausser wenn|à moins que|in case|im fall|im falle|au cas où|en cas de)\b`,
+	`\b(?:es sei denn|außer wenn|ausser wenn|in case|im fall|im falle|au cas où|en cas de)\b`,
+	`(?:^|[^\pL])à moins que\b`,
 	`\b(?:notfalls|gegebenenfalls|ggf|bei bedarf|im notfall|falls nötig|as needed|if need be|au besoin|le cas échéant|si besoin)\b`,
 	`\b(?:tout à l'heure|la semaine prochaine|le mois prochain|ce week-end|cette nuit|après-demain)\b`,
 	`\b(?:vorübergehend|kurzzeitig|temporär|temporairement|provisoirement|brièvement|un instant)\b`,
@@ -627,7 +631,7 @@ var laterNear = mustFilterEach(
 	`\b(?:until i)\b`,
 	`\b(?:auf mein (?:zeichen|kommando))\b`,
 	`\b(?:wenn ich es sage)\b`,
-	`\b(?:à mon signal)\b`,
+	`(?:^|[^\pL])à mon signal\b`,
 	`\b(?:quand je (?:le )?dis)\b`,
 	`\b(?:for (?:\d+|a|an|one|two|three|five|ten|a few|half an?) ?(?:s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|moment|while))\b`,
 	`\b(?:für (?:\d+|eine?n?|zwei|drei|fünf|zehn|ein paar) ?(?:s|sek|sekunden?|min|minuten?|h|std|stunden?|tage?|moment))\b`,
@@ -643,8 +647,8 @@ var laterNear = mustFilterEach(
 	`\b(?:heute (?:früh|nachmittag|nacht))\b`,
 	`\b(?:ce matin)\b`,
 	`\b(?:cet après-midi)\b`,
-	`\b(?:à midi)\b`,
-	`\b(?:à minuit)\b`,
+	`(?:^|[^\pL])à midi\b`,
+	`(?:^|[^\pL])à minuit\b`,
 	`\b(?:by (?:\d{1,2} ?(?:am|pm|h|o'clock|uhr)|noon|midnight|tonight|tomorrow|monday|friday|the (?:end|start|beginning)|end of|then))\b`,
 	`\b(?:bis (?:heute abend|morgen|mittag|\d{1,2} uhr))\b`,
 	`\b(?:avant (?:midi|ce soir|demain))\b`,
@@ -829,7 +833,7 @@ func fromMessage(msg string) Finding {
 // openTime: words that leave the time of a change back open ("yesterday's
 // value or so", "roughly…", "2 hours ago, or 3 hours ago").
 var openTime = mustFilter(`\b(?:or so|roughly|about|around|approx\w*|circa|give or take|more or less|or (?:\d|an?|one|two|three|maybe)|` +
-	`ungefähr|ungefaehr|etwa|zirka|oder (?:so|\d|eine?|zwei|drei)|environ|à peu près|ou (?:\d|une?|deux|trois))\b`)
+	`ungefähr|ungefaehr|etwa|zirka|oder (?:so|\d|eine?|zwei|drei)|environ|ou (?:\d|une?|deux|trois))\b|(?:^|[^\pL])à peu près\b`)
 
 // sentenceEnd returns where the sentence holding text[at] ends: at the
 // first ".", "!", "?" or ";" after it that a space or the end follows, or
@@ -975,7 +979,7 @@ func severalTargets(changes []RequestedChange) bool {
 // otherBaseline: a relative change's amount from another value than the
 // reading the gate takes ("raise Q1 by 5 A from 92 A", "…, compared to
 // Q2", "von 92 A um 5 A", "par rapport à Q2").
-var otherBaseline = mustFilter(`\b(?:(?:from|von|depuis|à partir de) [-+]?\d|compared (?:to|with)|relative to|in comparison (?:to|with)|` +
+var otherBaseline = mustFilter(`(?:^|[^\pL])à partir de [-+]?\d|\b(?:(?:from|von|depuis) [-+]?\d|compared (?:to|with)|relative to|in comparison (?:to|with)|` +
 	`verglichen mit|im vergleich zu|gegenüber|par rapport à|comparé à)`)
 
 // repeatedAmount: words after a relative change that ask for its amount
@@ -984,7 +988,8 @@ var otherBaseline = mustFilter(`\b(?:(?:from|von|depuis|à partir de) [-+]?\d|co
 // step the rules would permit is not what was asked.
 var repeatedAmount = mustFilterEach(
 	`\b(?:twice|thrice|again|another|once more|repeatedly|in steps|step by step|additional|further|extra|zweimal|dreimal|nochmal|noch einmal|erneut|weitere[nmr]?|zusätzliche[n]?|`+
-		`deux fois|trois fois|encore|à nouveau|de nouveau|supplémentaires?|de plus)\b`,
+		`deux fois|trois fois|encore|de nouveau|supplémentaires?|de plus)\b`,
+	`(?:^|[^\pL])à nouveau\b`,
 	`\b(?:per|each|every|pro|jede|par|chaque) (?:s|sec|second|seconds|min|minute|minutes|h|hour|hours|step|sekunde|minute|stunde|schritt|seconde|heure|pas)\b`,
 	`[a-zµ%]\s*/\s*(?:s|sec|min|h)\b`,
 	`\b(?:then|dann|puis) (?:by |um |de |another |a further |weitere |encore )?[+\d]`,
