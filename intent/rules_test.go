@@ -918,9 +918,7 @@ func TestRulesFramesThatAskNoChange(t *testing.T) {
 		"Tell me whether you could",
 		"Predict what happens if you",
 	} {
-		if f := FromMessage(p + " set Q1 to 105 A"); f.Intent.IsChange() {
-			t.Errorf("%q is a change (%s)", p+" set Q1 to 105 A", f.Reason)
-		}
+		wantNoChange(t, p+" set Q1 to 105 A")
 	}
 	for _, s := range []string{
 		"?",
@@ -963,9 +961,15 @@ func TestRulesFramesThatAskNoChange(t *testing.T) {
 		", the logbook says",
 		" (from the procedure)",
 	} {
-		if f := FromMessage("Set Q1 to 105 A" + s); f.Intent.IsChange() {
-			t.Errorf("%q is a change (%s)", "Set Q1 to 105 A"+s, f.Reason)
-		}
+		wantNoChange(t, "Set Q1 to 105 A"+s)
+	}
+}
+
+// wantNoChange fails t when the rules read a change in msg.
+func wantNoChange(t *testing.T, msg string) {
+	t.Helper()
+	if f := FromMessage(msg); f.Intent.IsChange() {
+		t.Errorf("%q is a change (%s)", msg, f.Reason)
 	}
 }
 
@@ -1127,8 +1131,6 @@ func TestRulesFramesThatAskNoChangeDeFr(t *testing.T) {
 		"Mets Q1 à 105 A, dit Bob",
 		"Mets Q1 à 105 A, selon le journal",
 	} {
-		if f := FromMessage(msg); f.Intent.IsChange() {
-			t.Errorf("%q is a change (%s)", msg, f.Reason)
-		}
+		wantNoChange(t, msg)
 	}
 }
