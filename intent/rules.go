@@ -598,7 +598,8 @@ var laterNear = mustFilterEach(
 	`(?:^|[^\pL])à moins que\b`,
 	`\b(?:notfalls|gegebenenfalls|ggf|bei bedarf|im notfall|falls nötig|as needed|if need be|au besoin|le cas échéant|si besoin)\b`,
 	`\b(?:tout à l'heure|la semaine prochaine|le mois prochain|ce week-end|cette nuit|après-demain)\b`,
-	`\b(?:vorübergehend|kurzzeitig|temporär|temporairement|provisoirement|brièvement|un instant)\b`,
+	`\b(?:vorübergehend|kurzzeitig|temporairement|provisoirement|brièvement|un instant)\b`,
+	`\btemporär(?:[^\pL]|$)`,
 	`\b(?:soon)\b`,
 	`\b(?:(?:around|about) \d{1,2}(?::\d{2})? ?(?:am|pm|o'clock|h))\b`,
 	`\b(?:gegen \d{1,2}(?:[:.]\d{2})? ?uhr)\b`,
@@ -961,7 +962,7 @@ var hedge = mustFilter(`(?:^|[^\pL])(maybe|perhaps|possibly|probably|i think|i g
 // outcomeAfterValue: an outcome right after a change's value ("set Q1 to
 // 105 A failed", "… timed out", "… didn't work", "… schlug fehl", "… a
 // échoué"): the words report a change, they do not ask for one.
-var outcomeAfterValue = mustFilter(`\d(?:\s*[a-zµ°%]+)?\s*(?:[,;:—–-]\s*)?\b(failed|fails|has failed|timed out|times out|didn't work|did not work|doesn't work|does not work|` +
+var outcomeAfterValue = mustFilter(`\d(?:\s*[a-zµ°%]+)?\s*(?:[,;:—–-]\s*)?(?:\b|[^\pL])(failed|fails|has failed|timed out|times out|didn't work|did not work|doesn't work|does not work|` +
 	`worked|succeeded|returned|errored|threw|crashed|hangs|hung|gave (?:an? )?error|ended with|is stuck|got stuck|was rejected|was refused|` +
 	`schlug fehl|ist fehlgeschlagen|hat nicht funktioniert|funktioniert nicht|ging nicht|hat geklappt|klappt nicht|` +
 	`a échoué|échoue|n'a pas marché|ne marche pas|n'a pas fonctionné|a marché|a fonctionné)(?:[^\pL]|$)`)
@@ -1559,7 +1560,7 @@ var alternativeAfter = mustFilter(`[,;:(—–-]\s*((?:(?:but|or|and|oder|aber|u
 // secondValue: a value right after a change's value that restates or
 // replaces it ("105 A (or 110 A)", "105 A, i.e. 110 A", "105 A → 110 A",
 // "105 A, bzw. 110 A", "105 A, c'est-à-dire 110 A", "105 A, 110 A").
-var secondValue = mustFilter(`(?:\bto|\bat|=|\bauf|\bà|\bsur)\s*[-+]?\d+(?:[.,]\d+)?(?:\s*[a-zµ°%]+)?\s*(?:[,;]\s+|[(/]\s*|\s+)(?:(?:or|respectively|resp\.?|i\.\s?e\.?|ie|that is|aka|bzw\.?|beziehungsweise|` +
+var secondValue = mustFilter(`(?:\bto|\bat|=|\bauf|(?:^|[^\pL])à|\bsur)\s*[-+]?\d+(?:[.,]\d+)?(?:\s*[a-zµ°%]+)?\s*(?:[,;]\s+|[(/]\s*|\s+)(?:(?:or|respectively|resp\.?|i\.\s?e\.?|ie|that is|aka|bzw\.?|beziehungsweise|` +
 	`d\.\s?h\.?|das heißt|c'est-à-dire|soit|ou|oder)\s*,?\s*)?(?:→|->)?\s*(?:to\s+|auf\s+|à\s+)?[-+]?\d`)
 
 // unnamedLater returns the target of a change after a message's first

@@ -973,7 +973,7 @@ func wantNoChange(t *testing.T, msg string) {
 	}
 }
 
-// The same in German and French (153 messages): frames before and after
+// The same in German and French (157 messages): frames before and after
 // "Setze Q1 auf 105 A" / "Mets Q1 à 105 A".
 func TestRulesFramesThatAskNoChangeDeFr(t *testing.T) {
 	for _, msg := range []string{
@@ -1130,6 +1130,10 @@ func TestRulesFramesThatAskNoChangeDeFr(t *testing.T) {
 		"Mets Q1 à 105 A a échoué",
 		"Mets Q1 à 105 A, dit Bob",
 		"Mets Q1 à 105 A, selon le journal",
+		"Setze Q1 temporär auf 105 A",
+		"Mets Q1 à 105 A, soit 110 A",
+		"Mets Q1 à 105 A (ou 110 A)",
+		"Mets Q1 à 105 A échoue",
 	} {
 		wantNoChange(t, msg)
 	}
