@@ -1,8 +1,10 @@
 package intent
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"testing"
@@ -15,15 +17,24 @@ type prefiltered interface {
 	MatchString(string) bool
 	plainMatch(string) bool
 	needs() []string
+	exprs() []string
 }
 
 func (f filtered) plainMatch(s string) bool { return f.re.MatchString(s) }
 func (f filtered) needs() []string          { return f.need }
+func (f filtered) exprs() []string          { return []string{f.re.String()} }
 
 func (fe filteredEach) plainMatch(s string) bool {
 	return slices.ContainsFunc(fe.res, func(re *regexp.Regexp) bool { return re.MatchString(s) })
 }
 func (fe filteredEach) needs() []string { return fe.index.need }
+func (fe filteredEach) exprs() []string {
+	out := make([]string, len(fe.res))
+	for i, re := range fe.res {
+		out[i] = re.String()
+	}
+	return out
+}
 
 // filteredPatterns are the rules' patterns tried behind the strings their
 // matches need.
@@ -31,6 +42,90 @@ var filteredPatterns = map[string]prefiltered{
 	"hypothetical": hypotheticalPattern, "read only": readOnlyPattern, "history": historyPattern,
 	"later": laterPattern, "later near": laterNear, "restore verbs": restoreVerbs, "restore values": restoreValues,
 	"correction": correctionPattern, "open time": openTime, "code request": codeRequest,
+	"not to run": notToRun, "only fun": onlyFun, "hedge": hedge, "outcome": outcomeAfterValue, "shared value": sharedValue,
+	"other baseline": otherBaseline, "alternative after": alternativeAfter, "second value": secondValue, "model place": modelPlace,
+	"repeated amount": repeatedAmount, "advice": adviceAfterChange, "sequence": sequencePattern,
+}
+
+// Go's \b knows ASCII letters only: next to "à", "é" or "ß" it never
+// matches ("\b(?:à mon signal)" missed every "à mon signal"). No pattern
+// of the rules puts one beside a letter beyond ASCII; such a word takes
+// (?:^|[^\pL]) before it or (?:[^\pL]|$) after it.
+func TestNoASCIIWordBoundaryBesideOtherLetters(t *testing.T) {
+	patterns := map[string]string{"example": examplePattern.re.String(), "injection": injectionPattern.re.String(),
+		"withdrawn label": withdrawnLabel.String(), "wave measure": waveMeasure.String(), "bound after": boundAfter.String()}
+	for name, f := range filteredPatterns {
+		for i, e := range f.exprs() {
+			patterns[fmt.Sprintf("%s %d", name, i)] = e
+		}
+	}
+	for name, expr := range patterns {
+		re, err := syntax.Parse(expr, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		walkBoundaries(re, func(beside string) {
+			t.Errorf("%s: \\b beside %q", name, beside)
+		})
+	}
+}
+
+// walkBoundaries calls bad with the letters beyond ASCII that a word
+// boundary in re stands next to.
+func walkBoundaries(re *syntax.Regexp, bad func(string)) {
+	if re.Op == syntax.OpConcat {
+		for i := 0; i+1 < len(re.Sub); i++ {
+			a, b := re.Sub[i], re.Sub[i+1]
+			if a.Op == syntax.OpWordBoundary {
+				if r := edgeLetters(b, true); r != "" {
+					bad(r)
+				}
+			}
+			if b.Op == syntax.OpWordBoundary {
+				if r := edgeLetters(a, false); r != "" {
+					bad(r)
+				}
+			}
+		}
+	}
+	for _, sub := range re.Sub {
+		walkBoundaries(sub, bad)
+	}
+}
+
+// edgeLetters returns the letters beyond ASCII re may start (first) or end
+// with, as far as its literals and alternatives tell.
+func edgeLetters(re *syntax.Regexp, first bool) string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if len(re.Rune) == 0 {
+			return ""
+		}
+		r := re.Rune[len(re.Rune)-1]
+		if first {
+			r = re.Rune[0]
+		}
+		if r > unicode.MaxASCII && unicode.IsLetter(r) {
+			return string(r)
+		}
+	case syntax.OpAlternate:
+		var out string
+		for _, sub := range re.Sub {
+			out += edgeLetters(sub, first)
+		}
+		return out
+	case syntax.OpConcat:
+		if len(re.Sub) == 0 {
+			return ""
+		}
+		if first {
+			return edgeLetters(re.Sub[0], first)
+		}
+		return edgeLetters(re.Sub[len(re.Sub)-1], first)
+	case syntax.OpCapture, syntax.OpPlus, syntax.OpRepeat:
+		return edgeLetters(re.Sub[0], first)
+	}
+	return ""
 }
 
 // The filter never turns a match away: on texts made of the very strings

@@ -35,7 +35,7 @@ var injectionPattern = mustFilterFold(`(?i)(?:\b(?:system|assistant|ai|bot|model
 	`\b(?:note|consigne|instruction) (?:à|a|pour) (?:l'assistant|l'ia|l'agent|le système|le modèle)\b)`)
 
 // examplePattern starts an example.
-var examplePattern = mustFilterFold(`(?i)\b(?:e\.\s?g\.|for (?:example|instance)|as an? (?:example|illustration)|z\.\s?b\.|zum beispiel|als beispiel|par exemple|comme exemple|à titre d'exemple)`)
+var examplePattern = mustFilterFold(`(?i)\b(?:e\.\s?g\.|for (?:example|instance)|as an? (?:example|illustration)|z\.\s?b\.|zum beispiel|als beispiel|par exemple|comme exemple)|(?:^|[^\pL])à titre d'exemple`)
 
 // reportNouns in a label ("Shift note:", "Logbook entry:") make what
 // follows the colon reported; so does a word ending in one of
