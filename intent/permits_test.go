@@ -334,23 +334,33 @@ func TestPermitsNoValueTheWordsDoNotAskFor(t *testing.T) {
 }
 
 // No device the user's words set apart is permitted: "Set Q1 to 105 A"
-// with another device named beside it in 59 ways — ruled out, compared
-// with, kept, read, passed through, left open — never permits a write to
-// that device (Q7); named as a second target ("Q1 and Q7", "as well as",
-// "plus"), it is the user's.
+// with another device named beside it — ruled out, compared with, kept,
+// read, passed through, left open; 59 ways in English, 26 in German, 22
+// in French (336 messages) — never permits a write to that device (Q7);
+// named as a second target ("Q1 and Q7", "as well as", "sowie", "ainsi
+// que"), it is the user's.
 func TestPermitsNoDeviceTheWordsSetApart(t *testing.T) {
 	write := func(target string) capabilities.Action {
 		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: target, Value: 105.0, Unit: "A"}}}
 	}
+	var msgs []string
 	for _, c := range []string{"not", "but not", "and not", "except", "except for", "apart from", "other than", "unlike", "like", "same as", "instead of", "rather than", "not like", "compared to", "next to", "near", "after", "before", "then read", "and read", "and check", "then check", "and plot", "and compare with", "and show", "while", "with", "without", "without touching", "leave", "don't touch", "and leave", "keep", "keeping", "and keep", "not touching", "ignoring", "skip", "skipping", "excluding", "minus", "save", "but leave", "(not", "(like", "(same as", "(unlike", "(next to", "via", "using", "by way of", "behind", "downstream of", "upstream of", "powered by", "fed by", "on the same supply as", "sharing with", "and/or"} {
-		for _, msg := range []string{"Set Q1 to 105 A " + c + " Q7", "Set Q1 to 105 A, " + c + " Q7", "Set Q1 " + c + " Q7 to 105 A", "Set Q1, " + c + " Q7, to 105 A"} {
-			if err := intent.FromMessages(msg, nil).Intent.Permits(write("BTS:MAG:Q7:CURRENT"), nil); err == nil {
-				t.Errorf("%q permits writing Q7", msg)
-			}
+		msgs = append(msgs, "Set Q1 to 105 A "+c+" Q7", "Set Q1 to 105 A, "+c+" Q7", "Set Q1 "+c+" Q7 to 105 A", "Set Q1, "+c+" Q7, to 105 A")
+	}
+	for _, c := range []string{"nicht", "aber nicht", "außer", "ausser", "bis auf", "statt", "anstatt", "anstelle von", "wie", "gleich wie", "ähnlich wie", "neben", "nach", "vor", "hinter", "mit", "ohne", "über", "mittels", "und lass", "lass", "behalte", "während", "verglichen mit", "oder", "bzw."} {
+		msgs = append(msgs, "Setze Q1 "+c+" Q7 auf 105 A", "Setze Q1 auf 105 A, "+c+" Q7")
+	}
+	for _, c := range []string{"pas", "mais pas", "sauf", "excepté", "hormis", "à part", "au lieu de", "plutôt que", "comme", "même que", "près de", "après", "avant", "derrière", "avec", "sans", "via", "en gardant", "laisse", "pendant que", "comparé à", "ou"} {
+		msgs = append(msgs, "Mets Q1 "+c+" Q7 à 105 A", "Mets Q1 à 105 A, "+c+" Q7")
+	}
+	for _, msg := range msgs {
+		if err := intent.FromMessages(msg, nil).Intent.Permits(write("BTS:MAG:Q7:CURRENT"), nil); err == nil {
+			t.Errorf("%q permits writing Q7", msg)
 		}
 	}
-	for _, c := range []string{"and", "as well as", "plus", "including", "and also", "&", "/"} {
-		msg := "Set Q1 " + c + " Q7 to 105 A"
+	for _, msg := range []string{"Set Q1 and Q7 to 105 A", "Set Q1 as well as Q7 to 105 A", "Set Q1 plus Q7 to 105 A", "Set Q1 including Q7 to 105 A",
+		"Set Q1 and also Q7 to 105 A", "Set Q1 & Q7 to 105 A", "Set Q1 / Q7 to 105 A", "Setze Q1 und Q7 auf 105 A", "Setze Q1 sowie Q7 auf 105 A",
+		"Mets Q1 et Q7 à 105 A", "Mets Q1 ainsi que Q7 à 105 A"} {
 		for _, target := range []string{"BTS:MAG:Q1:CURRENT", "BTS:MAG:Q7:CURRENT"} {
 			if err := intent.FromMessages(msg, nil).Intent.Permits(write(target), nil); err != nil {
 				t.Errorf("%q: %s refused: %v", msg, target, err)

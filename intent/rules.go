@@ -435,7 +435,7 @@ var setApart = wordSet(`except excepting excluding excl exception without w/o sa
 	ohne wie neben hinter vor nach zwischen nicht exklusive sauf excepté hormis part sans comme lieu plutôt près derrière avant
 	après entre pas
 	same compared versus vs while with leave leaving keep keeping ignore ignoring skip skipping via using way powered fed sharing
-	gleich verglichen lass lasse behalte mittels même comparé laisse garde avec`)
+	gleich verglichen lass lasse behalte mittels mit über même comparé laisse garde gardant avec pendant`)
 
 // byOtherDevice returns the words of a change's target from a setApart
 // word on, when more words follow it, or "".
