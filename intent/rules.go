@@ -871,88 +871,82 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}, true
 	}
 	if m := hedge.FindStringSubmatch(norm[sentenceStart(norm, from):sentenceEnd(norm, from)]); m != nil {
-		in := Intent{Kind: KindRead, Note: "Your message doubts its change (\"" + m[1] + "\"), so nothing will be changed: " +
-			"when you are sure, ask for it, for example \"set Q1 to 105 A\"."}
-		return Finding{Intent: in, Reason: ReasonCorrected}, true
+		return readWithNote(ReasonCorrected, "Your message doubts its change (\""+m[1]+"\"), so nothing will be changed: "+
+			"when you are sure, ask for it, for example \"set Q1 to 105 A\".")
 	}
 	if secondValue.MatchString(norm[from:]) || len(changes) > 1 && slices.ContainsFunc(changes, func(c RequestedChange) bool { return c.Target == "" }) &&
 		!sequencePattern.MatchString(norm[from:]) {
-		in := Intent{Kind: KindRead, Note: "Your message gives the same setting two values, so nothing will be changed: " +
-			"ask for the one value you want, for example \"set Q1 to 105 A\"."}
-		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+		return readWithNote(ReasonOpenValue, noteTwoValues)
 	}
 	if words := unnamedLater(changes); words != "" {
-		in := Intent{Kind: KindRead, Note: "Your message gives a value to something it names by no device (\"" + words + "\"), so nothing will be changed: " +
-			"name each device to change with its value, for example \"set Q1 to 105 A and Q2 to 98 A\"."}
-		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+		return readWithNote(ReasonOpenValue, "Your message gives a value to something it names by no device (\""+words+"\"), so nothing will be changed: "+
+			"name each device to change with its value, for example \"set Q1 to 105 A and Q2 to 98 A\".")
 	}
 	if m := modelPlace.FindStringSubmatch(norm); m != nil {
-		in := Intent{Kind: KindRead, Note: "Your message asks for the change \"" + m[1] + "\", not on the machine, so nothing will be changed."}
-		return Finding{Intent: in, Reason: ReasonHypothetical}, true
+		return readWithNote(ReasonHypothetical, "Your message asks for the change \""+m[1]+"\", not on the machine, so nothing will be changed.")
 	}
 	if m := alternativeAfter.FindStringSubmatch(norm[from:]); m != nil {
-		in := Intent{Kind: KindRead, Note: "Your message gives its setting another value as a choice (\"" + strings.TrimSpace(m[1]) + "\"), so nothing will be changed: " +
-			"ask for the one value you want, for example \"set Q1 to 105 A\"."}
-		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+		return readWithNote(ReasonOpenValue, "Your message gives its setting another value as a choice (\""+strings.TrimSpace(m[1])+"\"), so nothing will be changed: "+
+			"ask for the one value you want, for example \"set Q1 to 105 A\".")
 	}
 	if m := outcomeAfterValue.FindStringSubmatch(norm[from:]); m != nil {
-		in := Intent{Kind: KindRead, Note: "Your message tells how the change went (\"" + m[1] + "\"), so nothing will be changed: " +
-			"to make the change, ask for it, for example \"set Q1 to 105 A\"."}
-		return Finding{Intent: in, Reason: ReasonHistory}, true
+		return readWithNote(ReasonHistory, "Your message tells how the change went (\""+m[1]+"\"), so nothing will be changed: "+
+			"to make the change, ask for it, for example \"set Q1 to 105 A\".")
 	}
 	if words := byOtherDevice(changes); words != "" {
-		in := Intent{Kind: KindRead, Note: "Your change names its target by way of another device (\"" + words + "\"), so nothing will be changed: " +
-			"which device is meant would be a guess. Name each device to change, for example \"set Q1 to 105 A\"."}
-		return Finding{Intent: in, Reason: ReasonByOtherDevice}, true
+		return readWithNote(ReasonByOtherDevice, "Your change names its target by way of another device (\""+words+"\"), so nothing will be changed: "+
+			"which device is meant would be a guess. Name each device to change, for example \"set Q1 to 105 A\".")
 	}
 	if words := targetLeftOpen(changes); words != "" {
-		in := Intent{Kind: KindRead, Note: "Your change leaves open which device to change (\"" + words + "\"), so nothing will be changed: " +
-			"name the one to change, for example \"set Q1 to 105 A\"."}
-		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+		return readWithNote(ReasonOpenValue, "Your change leaves open which device to change (\""+words+"\"), so nothing will be changed: "+
+			"name the one to change, for example \"set Q1 to 105 A\".")
 	}
 	var after []clause // the clauses from the change on
 	if i := slices.IndexFunc(clauses, func(c clause) bool { return c.toks[0].start >= from }); i >= 0 {
 		after = clauses[i:]
 	}
 	if twoStates(after, changes) {
-		in := Intent{Kind: KindRead, Note: "Your message asks to switch the same thing both off and on, so nothing will be changed: " +
-			"ask for one state at a time, for example \"turn off RF cavity 2\"."}
-		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+		return readWithNote(ReasonOpenValue, "Your message asks to switch the same thing both off and on, so nothing will be changed: "+
+			"ask for one state at a time, for example \"turn off RF cavity 2\".")
 	}
 	// Read in the words as typed: "per" starts a reported source ("per the
 	// logbook"), so masking blanks "per minute".
 	relative := slices.ContainsFunc(changes, func(c RequestedChange) bool { return c.By != nil })
 	if relative && otherBaseline.MatchString(norm[from:]) {
-		in := Intent{Kind: KindRead, Note: "Your message gives its amount from another value than the setting's own now (\"from 92 A\", \"compared to Q2\"), " +
-			"so nothing will be changed: ask for the value to reach, for example \"set Q1 to 97 A\", or for the amount alone, \"raise Q1 by 5 A\"."}
-		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+		return readWithNote(ReasonOpenValue, "Your message gives its amount from another value than the setting's own now (\"from 92 A\", \"compared to Q2\"), "+
+			"so nothing will be changed: ask for the value to reach, for example \"set Q1 to 97 A\", or for the amount alone, \"raise Q1 by 5 A\".")
 	}
 	if relative && repeatedAmount.MatchString(strings.ToLower(msg[from:])) {
-		in := Intent{Kind: KindRead, Note: "Your message asks for its amount more than once or as a rate (\"twice\", \"another\", \"per minute\"), " +
-			"so nothing will be changed: ask for one step, for example \"raise Q1 by 5 A\", or for the value to reach."}
-		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+		return readWithNote(ReasonOpenValue, "Your message asks for its amount more than once or as a rate (\"twice\", \"another\", \"per minute\"), "+
+			"so nothing will be changed: ask for one step, for example \"raise Q1 by 5 A\", or for the value to reach.")
 	}
 	if severalTargets(changes) && sharedValue.MatchString(norm[from:]) {
-		in := Intent{Kind: KindRead, Note: "Your message gives several settings one value together (\"in total\", \"combined\"), so nothing will be changed: " +
-			"ask for each one's value, for example \"set Q1 to 52.5 A and Q2 to 52.5 A\"."}
-		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+		return readWithNote(ReasonOpenValue, "Your message gives several settings one value together (\"in total\", \"combined\"), so nothing will be changed: "+
+			"ask for each one's value, for example \"set Q1 to 52.5 A and Q2 to 52.5 A\".")
 	}
 	if twoValues(changes) && !sequencePattern.MatchString(norm[from:]) {
-		in := Intent{Kind: KindRead, Note: "Your message gives the same setting two values, so nothing will be changed: " +
-			"ask for the one value you want, for example \"set Q1 to 105 A\"."}
-		return Finding{Intent: in, Reason: ReasonOpenValue}, true
+		return readWithNote(ReasonOpenValue, noteTwoValues)
 	}
 	struck := "" // struck-through words correct what they stand in
 	if strings.Contains(msg, "~~") {
 		struck = "~~"
 	}
 	if words := cmp.Or(struck, corrects(masked[from:]), withdrawn(masked, from, after)); words != "" {
-		in := Intent{Kind: KindRead, Note: "Your message corrects or takes back its change (\"" + words + "\"), so nothing will be changed: " +
-			"ask for the change once, with the value you want, for example \"set Q1 to 105 A\"."}
-		return Finding{Intent: in, Reason: ReasonCorrected}, true
+		return readWithNote(ReasonCorrected, "Your message corrects or takes back its change (\""+words+"\"), so nothing will be changed: "+
+			"ask for the change once, with the value you want, for example \"set Q1 to 105 A\".")
 	}
 	return Finding{}, false
 }
+
+// readWithNote is heldBack's verdict: no change, for reason, with note
+// telling the user what was understood and how to ask.
+func readWithNote(reason, note string) (Finding, bool) {
+	return Finding{Intent: Intent{Kind: KindRead, Note: note}, Reason: reason}, true
+}
+
+// noteTwoValues is the note for one setting given two values.
+const noteTwoValues = "Your message gives the same setting two values, so nothing will be changed: " +
+	"ask for the one value you want, for example \"set Q1 to 105 A\"."
 
 // hedge: words in a change's sentence that doubt it ("Set Q1 maybe to
 // 105 A", "Setze Q1 vielleicht auf 105 A", "…, I think", "Mets Q1
