@@ -442,6 +442,33 @@ func TestGateRefusesATargetNamingAnotherDevice(t *testing.T) {
 	}
 }
 
+// A property of the device other than its setting (an alarm limit) is
+// written only when the user's words name it, and the user's words naming
+// one never permit writing the setting: both are amperes, so only the
+// words tell them apart, where the step executes.
+func TestGateHoldsAPropertyToTheUsersWords(t *testing.T) {
+	for _, tc := range []struct {
+		input, target string
+		refused       bool
+	}{
+		{setQ1, "BTS:MAG:Q1:CURRENT.HIHI", true},
+		{setQ1, "BTS:MAG:Q1:CURRENT:ALARM_HI", true},
+		{"Set the Q1 alarm limit to 105 A", "BTS:MAG:Q1:CURRENT", true},
+		{"Setze die Alarmgrenze von Q1 auf 105 A", "BTS:MAG:Q1:CURRENT", true},
+		{"Set the Q1 alarm limit to 105 A", "BTS:MAG:Q1:CURRENT.HIHI", false},
+		{setQ1, "BTS:MAG:Q1:CURRENT", false},
+	} {
+		t.Run(tc.input+" "+tc.target, func(t *testing.T) {
+			w := newGateWorld(105)
+			w.intentOf = func(input string) intent.Intent { return intent.FromMessage(input).Intent }
+			w.target = tc.target
+			if got := gateVerdict(t, w, tc.input, tc.refused); !tc.refused && (len(got) != 1 || got[0] != 105) {
+				t.Fatalf("written %v, want [105]", got)
+			}
+		})
+	}
+}
+
 // Request options may only tighten the configuration (Go API).
 func TestLooseningOptionsAreRefused(t *testing.T) {
 	cfg := state.Options{ApprovalMode: state.ApprovalModeSelective, PlanApproval: true}

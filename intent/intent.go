@@ -135,6 +135,9 @@ var ErrMismatch = errors.New("the action differs from the change the user asked 
 //     identifier.agrees); a change whose value is not a number or string
 //     (an opaque step action) is matched on its target and the text of its
 //     value;
+//   - property: the user's words and the action's target agree on any
+//     property of the device other than its setting (an alarm limit, an
+//     offset: propertyDisagrees), which the unit cannot tell apart;
 //   - value: a stated value equals the action's number, compared in the
 //     units when both are known ("0.61 MV" is "610 kV"; amperes never match
 //     volts); a relative change ("by 5 A") equals the reading before plus
@@ -175,12 +178,20 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 	text, vals, other := describeChange(ch)
 	var fit []RequestedChange
 	var disagree identifier
+	var otherProperty string
 	for _, rc := range i.Changes {
-		if ok, id := targetAgrees(rc.named(), text); ok {
+		ok, id := targetAgrees(rc.named(), text)
+		switch why := propertyDisagrees(rc.named(), ch.Target); {
+		case ok && why == "":
 			fit = append(fit, rc)
-		} else if disagree == (identifier{}) {
+		case ok && otherProperty == "":
+			otherProperty = fmt.Sprintf("%s, but the user asked to change %q", why, rc.named())
+		case !ok && disagree == (identifier{}):
 			disagree = id
 		}
+	}
+	if len(fit) == 0 && otherProperty != "" {
+		return fmt.Errorf("%w: it changes %s, %s", ErrMismatch, shortTarget(ch.Target), otherProperty)
 	}
 	if len(fit) == 0 {
 		return fmt.Errorf("%w: it changes %s, but the user asked to change %s (%s is not its target)",

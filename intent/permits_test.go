@@ -78,6 +78,8 @@ func TestPermits(t *testing.T) {
 		{"another value", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 150.0, Unit: "A"}), intent.ErrMismatch, "would be set to 150 A, the user asked for 105 A"},
 		{"another device number", q1, act(capabilities.Change{Target: "BTS:MAG:Q10:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "Q1 is not its target"},
 		{"another device", q1, act(capabilities.Change{Target: "SR:DCCT:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "Q1 is not its target"},
+		{"a property the user did not name", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT.HIHI", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "which names an alarm or trip limit, but the user asked to change \"the quadrupole Q1 current in the BTS line\""},
+		{"a property the target does not name", intent.FromMessage("Set the Q1 alarm limit to 105 A").Intent, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "which does not name an alarm or trip limit"},
 		{"a wildcard", q1, act(capabilities.Change{Target: "BTS:MAG:Q1*:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "is a pattern"},
 		{"a character range", q1, act(capabilities.Change{Target: "BTS:MAG:Q[1-9]:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "is a pattern"},
 		{"an index range", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT[0-3]", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "is a pattern"},
@@ -362,6 +364,93 @@ func TestPermitsNoDeviceTheWordsSetApart(t *testing.T) {
 		"Set Q1 and also Q7 to 105 A", "Set Q1 & Q7 to 105 A", "Set Q1 / Q7 to 105 A", "Setze Q1 und Q7 auf 105 A", "Setze Q1 sowie Q7 auf 105 A",
 		"Mets Q1 et Q7 à 105 A", "Mets Q1 ainsi que Q7 à 105 A"} {
 		for _, target := range []string{"BTS:MAG:Q1:CURRENT", "BTS:MAG:Q7:CURRENT"} {
+			if err := intent.FromMessages(msg, nil).Intent.Permits(write(target), nil); err != nil {
+				t.Errorf("%q: %s refused: %v", msg, target, err)
+			}
+		}
+	}
+}
+
+// A property of a device other than its setting — an alarm or trip
+// limit, an offset, a rate, a gain, a delay — is named by the user's words
+// and by the target's name alike, or the write is refused: "Set the Q1
+// alarm limit to 105 A" never permits writing Q1's setpoint (units cannot
+// tell them apart: both are amperes), and "Set Q1 to 105 A" never permits
+// writing Q1's alarm limit. 45 ways of naming a property in English,
+// German and French, each in several sentences.
+func TestPermitsNoPropertyTheWordsDoNotName(t *testing.T) {
+	write := func(target string) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: target, Value: 105.0, Unit: "A"}}}
+	}
+	setpoints := []string{"BTS:MAG:Q1:CURRENT", "BTS:MAG:Q1:CURRENT:SP", "BTS:MAG:Q1:SETPOINT", "BTS:MAG:Q1:CURRENT.VAL", "bts_mag_q1_current_sp", "BTS:MAG:Q1:CurrentSetpoint"}
+	for _, p := range []struct {
+		en, de, fr []string
+		channels   []string // targets that name the property
+	}{
+		{
+			en:       []string{"alarm limit", "high alarm", "alarm threshold", "alarm setpoint", "trip level", "trip threshold", "interlock threshold", "upper limit", "current limit", "maximum", "max current", "HIHI limit", "warning level"},
+			de:       []string{"Alarmgrenze", "Alarmschwelle", "Grenzwert", "Obergrenze", "Abschaltschwelle", "Stromgrenze", "Warnschwelle", "Höchstwert"},
+			fr:       []string{"seuil d'alarme", "limite haute", "seuil de déclenchement", "limite de courant", "valeur maximale"},
+			channels: []string{"BTS:MAG:Q1:CURRENT.HIHI", "BTS:MAG:Q1:CURRENT.HIGH", "BTS:MAG:Q1:CURRENT:ALARM_HI", "BTS:MAG:Q1:ILK:THRESH", "BTS:MAG:Q1:CurrentLimit", "BTS:MAG:Q1:I_LIM"},
+		},
+		{
+			en:       []string{"offset", "zero offset", "bias"},
+			de:       []string{"Offset", "Nullpunktversatz"},
+			fr:       []string{"décalage", "offset"},
+			channels: []string{"BTS:MAG:Q1:CURRENT:OFFSET", "BTS:MAG:Q1:I_OFS"},
+		},
+		{
+			en:       []string{"ramp rate", "slew rate"},
+			de:       []string{"Rampenrate", "Rampengeschwindigkeit"},
+			fr:       []string{"vitesse de rampe"},
+			channels: []string{"BTS:MAG:Q1:CURRENT:RATE", "BTS:MAG:Q1:SlewRate"},
+		},
+		{
+			en:       []string{"feedback gain", "gain"},
+			de:       []string{"Verstärkung"},
+			fr:       []string{"gain"},
+			channels: []string{"BTS:MAG:Q1:FB:GAIN"},
+		},
+		{
+			en:       []string{"trigger delay"},
+			de:       []string{"Verzögerung"},
+			fr:       []string{"retard"},
+			channels: []string{"BTS:MAG:Q1:TRIG:DLY"},
+		},
+	} {
+		var msgs []string
+		for _, w := range p.en {
+			msgs = append(msgs, "Set the Q1 "+w+" to 105 A", "Set the "+w+" of Q1 to 105 A", "Change Q1's "+w+" to 105 A", "Please set the BTS Q1 "+w+" to 105 A")
+		}
+		for _, w := range p.de {
+			msgs = append(msgs, "Setze den "+w+" von Q1 auf 105 A", "Stelle Q1 "+w+" auf 105 A")
+		}
+		for _, w := range p.fr {
+			msgs = append(msgs, "Mets le "+w+" de Q1 à 105 A", "Règle "+w+" de Q1 à 105 A")
+		}
+		for _, msg := range msgs {
+			in := intent.FromMessages(msg, nil).Intent
+			for _, target := range setpoints {
+				if err := in.Permits(write(target), nil); err == nil {
+					t.Errorf("%q permits writing %s", msg, target)
+				}
+			}
+			for _, target := range p.channels {
+				if err := in.Permits(write(target), nil); err != nil {
+					t.Errorf("%q: %s refused: %v", msg, target, err)
+				}
+			}
+		}
+		for _, target := range p.channels {
+			for _, msg := range []string{"Set Q1 to 105 A", "Set the BTS Q1 current to 105 A", "Setze Q1 auf 105 A", "Mets Q1 à 105 A", "Raise the Q1 setpoint to 105 A"} {
+				if err := intent.FromMessages(msg, nil).Intent.Permits(write(target), nil); err == nil {
+					t.Errorf("%q permits writing %s", msg, target)
+				}
+			}
+		}
+	}
+	for _, target := range setpoints {
+		for _, msg := range []string{"Set Q1 to 105 A", "Set the BTS Q1 current to 105 A", "Setze Q1 auf 105 A", "Mets Q1 à 105 A", "Raise the Q1 setpoint to 105 A"} {
 			if err := intent.FromMessages(msg, nil).Intent.Permits(write(target), nil); err != nil {
 				t.Errorf("%q: %s refused: %v", msg, target, err)
 			}

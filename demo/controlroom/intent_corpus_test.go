@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,8 +22,11 @@ import (
 
 // corpusCase is one line of testdata/intent_corpus.txt.
 type corpusCase struct {
-	line    int
-	write   bool
+	line  int
+	write bool
+	// refuse: a change the user asked for that the plant has no channel
+	// for as asked (a device's alarm limit): no card, nothing written.
+	refuse  bool
 	channel string
 	value   float64
 	// relative: the change is by an amount (the value is worked out from
@@ -55,6 +59,8 @@ func readCorpus(t *testing.T) []corpusCase {
 		c := corpusCase{line: n, channel: strings.TrimSpace(parts[1])}
 		switch v := strings.TrimSpace(parts[0]); v {
 		case "read":
+		case "refuse":
+			c.refuse = true
 		case "write":
 			c.write = true
 			value, by := strings.CutSuffix(strings.TrimSpace(parts[2]), " by")
@@ -213,11 +219,25 @@ func runCorpusCase(t *testing.T, c corpusCase, model func(corpusCase) *llmtest.M
 			t.Fatalf("a read reached an approval card: %q", ap[0].Approval.Summary)
 		}
 		s, _, err := a.State(context.Background(), "t")
-		if err != nil || s.Turn.Task == nil || s.Turn.Task.Intent.IsChange() {
+		if c.refuse {
+			if err != nil || s.Turn.Task == nil || !s.Turn.Task.Intent.IsChange() {
+				t.Errorf("the turn's intent is not the user's change: %+v (err %v)", s.Turn.Task, err)
+			}
+			// The write planned for the setting was refused as not the
+			// change asked for, and that is on record for the answer.
+			recs, err := a.Audit(context.Background(), agent.AuditFilter{Thread: "t"})
+			if err != nil || !slices.ContainsFunc(recs, func(r agent.AuditEntry) bool {
+				return r.Outcome != "" && r.Reason == agent.RefusedIntentMismatch
+			}) {
+				t.Errorf("no write refused as not the change asked for: %+v (err %v)", recs, err)
+			}
+		} else if err != nil || s.Turn.Task == nil || s.Turn.Task.Intent.IsChange() {
 			t.Errorf("the turn's intent is a change: %+v (err %v)", s.Turn.Task, err)
 		}
 		if m := o.message(); m == nil {
 			t.Error("no answer")
+		} else if testing.Verbose() && c.refuse {
+			t.Logf("answer: %s", m.Content)
 		}
 		return
 	}

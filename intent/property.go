@@ -1,0 +1,146 @@
+package intent
+
+import (
+	"strings"
+	"unicode"
+)
+
+// A property is a quantity of a device other than its setting: an alarm
+// or trip limit, an offset, a rate, a gain, a delay. Its unit is often the
+// setting's (a limit of Q1's current is in amperes too), so neither the
+// device's name nor the unit tells "set the Q1 alarm limit to 105 A" from
+// a write of Q1's setpoint: the user's words and the target's name must
+// agree on the property.
+type property struct {
+	name string // in messages: "an alarm or trip limit"
+	// words name it in the user's words (English, German, French), whole;
+	// parts name it inside a longer word ("Alarmgrenzwert", "Stromlimit").
+	words map[string]bool
+	parts []string
+	// tokens name it in a target's name ("…:HIHI", "…_OFFSET"); weak
+	// ones (HIGH, MAX) may be part of a name that is no such property, so
+	// a target carrying only them is not taken to name it.
+	tokens, weak map[string]bool
+}
+
+var properties = []property{
+	{
+		name:   "an alarm or trip limit",
+		words:  wordSet(`alarm alarms alert warning limit limits threshold thresholds trip interlock interlocks max maximum maximal min minimum minimal ceiling hihi lolo hilim lolim grenze grenzwert schwelle höchstwert mindestwert maximalwert minimalwert verriegelung abschaltung warnung alarme alarmes limite limites seuil seuils plafond maximale minimale déclenchement verrouillage alerte`),
+		parts:  []string{"alarm", "grenz", "schwell", "limit", "threshold", "seuil", "warn"},
+		tokens: wordSet(`alarm alm alrm limit limits lim hilim lolim thresh threshold thld trip ilk intlk interlock hihi lolo hopr lopr drvh drvl hsv lsv hhsv llsv`),
+		weak:   wordSet(`high low hi lo max min upper lower warn`),
+	},
+	{
+		name:   "an offset",
+		words:  wordSet(`offset offsets bias versatz nullpunkt décalage`),
+		parts:  []string{"offset", "versatz", "nullpunkt"},
+		tokens: wordSet(`offset ofs ofst bias`),
+	},
+	{
+		name:   "a rate",
+		words:  wordSet(`rate rates slew ramprate rampenrate anstiegsrate vitesse taux`),
+		parts:  []string{"geschwindigkeit"},
+		tokens: wordSet(`rate slew ramprate rrate`),
+	},
+	{
+		name:   "a gain",
+		words:  wordSet(`gain gains verstärkung`),
+		parts:  []string{"verstärkung"},
+		tokens: wordSet(`gain`),
+	},
+	{
+		name:   "a delay",
+		words:  wordSet(`delay delays verzögerung retard délai`),
+		parts:  []string{"delay", "verzögerung"},
+		tokens: wordSet(`delay dly`),
+	},
+}
+
+// said reports whether the user's words (a stated target) name p.
+func (p property) said(ws []string) bool {
+	for _, w := range ws {
+		if p.words[w] {
+			return true
+		}
+		for _, part := range p.parts {
+			// A longer word holding the part ("Alarmgrenze", "Stromlimit"),
+			// not an English form that says something else ("alarmed").
+			if len(w) > len(part) && strings.Contains(w, part) && !strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "ing") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// named reports whether a target's name tokens name p: strongly (a token
+// that names nothing else, or a weak one as a record's field, ".HIGH") or
+// at all (a weak token as well).
+func (p property) named(tokens []string) (strong, any bool) {
+	for _, t := range tokens {
+		field := strings.HasPrefix(t, ".")
+		t = strings.TrimPrefix(t, ".")
+		if p.tokens[t] || p.weak[t] && field {
+			return true, true
+		}
+		if p.weak[t] {
+			any = true
+		}
+	}
+	return false, any
+}
+
+// nameTokens splits a target's name into lower-case tokens at everything
+// but letters and digits and at a lower-to-upper case change
+// ("Q1:CurrentLimit" → q1, current, limit). A token after a dot keeps it:
+// an EPICS record's field ("Q1:CURRENT.HIGH" → q1, current, .high), which
+// is the record's metadata, not its value.
+func nameTokens(name string) []string {
+	var out []string
+	var b strings.Builder
+	var prev rune
+	flush := func() {
+		if b.Len() > 0 && b.String() != "." {
+			out = append(out, strings.ToLower(b.String()))
+		}
+		b.Reset()
+	}
+	for _, r := range name {
+		switch {
+		case r == '.':
+			flush()
+			b.WriteRune(r)
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			flush()
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			flush()
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+		prev = r
+	}
+	flush()
+	return out
+}
+
+// propertyDisagrees returns why the target an action executes on and the
+// target the user stated disagree on a property, or "" when they agree:
+// the user named one the target does not carry ("the Q1 alarm limit" and
+// BTS:MAG:Q1:CURRENT), or the target names one the user did not ("Q1"
+// and BTS:MAG:Q1:CURRENT.HIHI).
+func propertyDisagrees(stated, target string) string {
+	ws, ts := words(stated), nameTokens(target)
+	for _, p := range properties {
+		said := p.said(ws)
+		strong, any := p.named(ts)
+		switch {
+		case said && !any:
+			return "which does not name " + p.name
+		case strong && !said:
+			return "which names " + p.name
+		}
+	}
+	return ""
+}
