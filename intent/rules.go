@@ -814,6 +814,9 @@ func fromMessage(msg string) Finding {
 	case marked != "":
 		in.Note = "Your message \"" + shorten(marked) + "?\" ends with a question mark, so it was read as a question and nothing will be changed. " +
 			"To change the setting, ask for it without one, for example \"please set Q1 to 105 A\"."
+	case unclear != "" && !question && !history && groupedNumber.MatchString(unclear):
+		in.Note = noteGrouped(groupedNumber.FindStringSubmatch(unclear)[1])
+		return Finding{Intent: in, Reason: ReasonOpenValue}
 	case unclear != "" && !question && !history && open:
 		in.Note = "\"" + shorten(unclear) + "\" gives no single value (two, a range, a bound or an estimate, one that is not a number or a unit capgraph does not know), so nothing will be changed. " +
 			"Ask for the one value you want, for example \"set Q1 to 105 A\"."
@@ -873,6 +876,9 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 	if m := hedge.FindStringSubmatch(norm[sentenceStart(norm, from):sentenceEnd(norm, from)]); m != nil {
 		return readWithNote(ReasonCorrected, "Your message doubts its change (\""+m[1]+"\"), so nothing will be changed: "+
 			"when you are sure, ask for it, for example \"set Q1 to 105 A\".")
+	}
+	if m := groupedAfterContinental.FindStringSubmatch(norm[from:]); m != nil {
+		return readWithNote(ReasonOpenValue, noteGrouped(m[1]))
 	}
 	if secondValue.MatchString(norm[from:]) || len(changes) > 1 && slices.ContainsFunc(changes, func(c RequestedChange) bool { return c.Target == "" }) &&
 		!sequencePattern.MatchString(norm[from:]) {
@@ -1557,6 +1563,32 @@ var alternativeAfter = mustFilter(`[,;:(—–-]\s*((?:(?:but|or|and|oder|aber|u
 // "105 A, bzw. 110 A", "105 A, c'est-à-dire 110 A", "105 A, 110 A").
 var secondValue = mustFilter(`(?:\bto|\bat|=|\bauf|(?:^|[^\pL])à|\bsur)\s*[-+]?\d+(?:[.,]\d+)?(?:\s*[a-zµ°%]+)?\s*(?:[,;]\s+|[(/]\s*|\s+)(?:(?:or|respectively|resp\.?|i\.\s?e\.?|ie|that is|aka|bzw\.?|beziehungsweise|` +
 	`d\.\s?h\.?|das heißt|c'est-à-dire|soit|ou|oder)\s*,?\s*)?(?:→|->)?\s*(?:to\s+|auf\s+|à\s+)?[-+]?\d`)
+
+// groupedAfterContinental: a value after a German or French marker whose
+// point is followed by three digits ("auf 1.050 A", "à 105.000 mA"): in
+// German and French that point groups thousands (1050), in English it is
+// a decimal point (1.05). A comma there, or several groups, are read by
+// neither (ParseQuantity; groupedNumber finds them for the note).
+var (
+	groupedAfterContinental = mustFilter(`(?:\bauf|\bum|(?:^|[^\pL])à|\bsur|\bde)\s+[-+]?([1-9]\d{0,2}(?:\.\d{3})+)(?:$|[^\d.,]|[.,](?:$|[^\d]))`)
+	groupedNumber           = regexp.MustCompile(`(?:^|[^\d.,])([1-9]\d{0,2}(?:(?:,\d{3})+|(?:\.\d{3}){2,}))(?:$|[^\d.,]|[.,](?:$|[^\d]))`)
+)
+
+// noteGrouped is the note for a number whose separator may group
+// thousands or mark decimals ("1.050": 1050 or 1.05).
+func noteGrouped(number string) string {
+	whole := strings.NewReplacer(".", "", ",", "").Replace(number)
+	sep := "point"
+	if strings.Contains(number, ",") {
+		sep = "comma"
+	}
+	readings := whole + " if the " + sep + " groups thousands"
+	if strings.Count(number, ".")+strings.Count(number, ",") == 1 {
+		readings += " and " + strings.Replace(number, ",", ".", 1) + " if it marks decimals"
+	}
+	return "Your message writes \"" + number + "\", which is " + readings + ", so nothing will be changed: " +
+		"write the number without a thousands separator and with a point for decimals, for example \"" + whole + "\"."
+}
 
 // unnamedLater returns the target of a change after a message's first
 // that names no device by a number and is no pronoun or sequence word

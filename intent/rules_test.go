@@ -114,6 +114,18 @@ func TestRules(t *testing.T) {
 		{"set Q1 to 105A", "change: Q1 to 105 A"},
 		{"set the corrector 2 to −1.5 A", "change: the corrector 2 to -1.5 A"},
 		{"Set Q1 to 1,000 A", "read"},
+		// A point before three digits groups thousands in German and French
+		// (1.050 is 1050) and marks decimals in English (1.050 is 1.05).
+		{"Setze Q1 auf 1.050 A", "read"},
+		{"Mets Q1 à 105.000 mA", "read"},
+		{"Erhöhe Q1 um 1.500 A", "read"},
+		{"Setze die RF-Frequenz auf 499.654 MHz", "read"},
+		{"Setze die RF-Frequenz auf 499,654 MHz", "read"},
+		{"Set the RF frequency to 499.654 MHz", "change: the RF frequency to 499.654 MHz"},
+		{"Set Q1 to 1.050 A", "change: Q1 to 1.05 A"},
+		{"Setze Q1 auf 0.105 kA", "change: Q1 to 0.105 kA"},
+		{"Setze Q1 auf 105,5 A", "change: Q1 to 105.5 A"},
+		{"Mets Q1 à 105.5 A", "change: Q1 to 105.5 A"},
 		// Relative changes: the amount, signed by the verb.
 		{"ramp Q1 up by 5 A", "change: Q1 by 5 A"},
 		{"bump Q1 up by 5 A", "change: Q1 by 5 A"},
