@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -302,6 +303,11 @@ func TestPermitsRelative(t *testing.T) {
 	}
 }
 
+// valueConnectors join a second value to a change in English ("Set Q1 to
+// 105 A <c> 140 A"): ruling it out, restating it, a choice, a state, a
+// bound, a name of no device.
+var valueConnectors = []string{"", "but", "and", "or", "not", "never", "instead of", "rather than", "unlike", "previously", "was", "from", "was at", "not at", "currently", "currently at", "now at", "it's at", "it is at", "was set to", "last time", "yesterday", "nominal", "max", "limit", "limit is", "up to", "at most", "below", "never above", "not above", "stay below", "keep under", "don't exceed", "ideally", "instead", "rather", "otherwise", "else", "alternatively", "and later", "also", "too", "as well as", "plus", "versus", "vs", "compared to", "relative to", "like", "same as", "as for", "(was", "(not", "(previously", "(nominal", "(max", "—", "-", "->", "=>", ":", ";", "/", "&", "+", "x", "i.e.", "e.g.", "aka", "namely", "say", "about", "around", "roughly", "maybe", "perhaps", "possibly", "hopefully", "eventually", "or maybe", "and not", "but never", "nor", "except", "other than", "apart from", "besides", "in addition", "additionally", "on top", "beyond", "past", "towards", "heading to", "on the way to", "ramping to", "and keep at", "hold at", "before", "after", "until", "and return to", "back to", "restore to", "returning to", "capped at", "limited to", "no more than", "at least", "minimum", "threshold", "alarm at", "trip at", "interlock at", "warning at", "readback", "setpoint was", "delta", "in steps to", "stepping to", "with Q2 at", "while Q2 is at", "Q2 stays at", "keep Q2 at", "Q2 is at", "Q2 reads"}
+
 // No value the user's words do not ask for is permitted: between a change
 // and a second value, a word that rules it out, restates it, offers it as
 // a choice, states what is, bounds it or names something else (no
@@ -311,7 +317,7 @@ func TestPermitsNoValueTheWordsDoNotAskFor(t *testing.T) {
 	write140 := capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:Q1:CURRENT", Value: 140.0, Unit: "A"}}}
 	before := []capabilities.Reading{{Target: "BTS:MAG:Q1:CURRENT", Value: 100.0, Unit: "A"}}
 	var msgs []string
-	for _, c := range []string{"", "but", "and", "or", "not", "never", "instead of", "rather than", "unlike", "previously", "was", "from", "was at", "not at", "currently", "currently at", "now at", "it's at", "it is at", "was set to", "last time", "yesterday", "nominal", "max", "limit", "limit is", "up to", "at most", "below", "never above", "not above", "stay below", "keep under", "don't exceed", "ideally", "instead", "rather", "otherwise", "else", "alternatively", "and later", "also", "too", "as well as", "plus", "versus", "vs", "compared to", "relative to", "like", "same as", "as for", "(was", "(not", "(previously", "(nominal", "(max", "—", "-", "->", "=>", ":", ";", "/", "&", "+", "x", "i.e.", "e.g.", "aka", "namely", "say", "about", "around", "roughly", "maybe", "perhaps", "possibly", "hopefully", "eventually", "or maybe", "and not", "but never", "nor", "except", "other than", "apart from", "besides", "in addition", "additionally", "on top", "beyond", "past", "towards", "heading to", "on the way to", "ramping to", "and keep at", "hold at", "before", "after", "until", "and return to", "back to", "restore to", "returning to", "capped at", "limited to", "no more than", "at least", "minimum", "threshold", "alarm at", "trip at", "interlock at", "warning at", "readback", "setpoint was", "delta", "in steps to", "stepping to", "with Q2 at", "while Q2 is at", "Q2 stays at", "keep Q2 at", "Q2 is at", "Q2 reads"} {
+	for _, c := range valueConnectors {
 		msgs = append(msgs, strings.Join(strings.Fields("Set Q1 to 105 A "+c+" 140 A"), " "), "Set Q1 to 105 A, "+c+" to 140 A", "Set Q1 to 105 A. "+c+" 140 A.")
 	}
 	for _, p := range []string{"Q1 was at 140 A,", "Q1 is at 140 A.", "The limit is 140 A.", "Not 140 A:", "140 A is too much,", "Forget 140 A,", "Instead of 140 A,", "From 140 A,", "Alarm at 140 A.", "(140 A max)", "Bob said 140 A.", "140 A? No,", "Max 140 A.", "Up to 140 A:", "If it's above 140 A,", "Between 100 and 140 A:", "Don't go to 140 A.", "Never 140 A.", "140 A failed,", "Q1: 140 A →"} {
@@ -454,6 +460,40 @@ func TestPermitsNoPropertyTheWordsDoNotName(t *testing.T) {
 			if err := intent.FromMessages(msg, nil).Intent.Permits(write(target), nil); err != nil {
 				t.Errorf("%q: %s refused: %v", msg, target, err)
 			}
+		}
+	}
+}
+
+// No amount permits a value the words name beside it: "Raise Q1 by 5 A"
+// with another value in the message — ruled out, restated, a bound, a
+// state, a result, a choice; the connectors of
+// TestPermitsNoValueTheWordsDoNotAskFor and "making it", "for a total
+// of", "so that it reads", "damit es", "pour arriver à" (515 messages) —
+// never permits the reading plus 5 A (140 A at 135 A), which agrees with
+// that value at one reading only; another device's value ("and Q2 to
+// 98 A") and a duration ("over 10 minutes") leave the amount the user's.
+func TestPermitsNoAmountBesideAnotherValue(t *testing.T) {
+	write140 := capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:Q1:CURRENT", Value: 140.0, Unit: "A"}}}
+	before := []capabilities.Reading{{Target: "BTS:MAG:Q1:CURRENT", Value: 135.0, Unit: "A"}}
+	var msgs []string
+	for _, c := range append(slices.Clip(valueConnectors), "so that it reads", "to get", "to end at", "ending at", "landing at", "for a total of", "totalling", "making it", "which gives", "giving", "resulting in", "=") {
+		msgs = append(msgs, strings.Join(strings.Fields("Raise Q1 by 5 A "+c+" 138 A"), " "), "Raise Q1 by 5 A, "+c+" to 138 A", "Raise Q1 by 5 A. "+c+" 138 A.")
+	}
+	for _, c := range []string{"aber", "nicht", "nie", "sonst", "besser", "derzeit", "aktuell", "vorher", "früher", "maximal", "höchstens", "bis", "oder", "bzw.", "d.h.", "Alarm bei", "Grenze", "statt", "außer", "zusätzlich", "auch", "eventuell", "vielleicht", "also", "damit es", "auf"} {
+		msgs = append(msgs, "Erhöhe Q1 um 5 A, "+c+" auf 138 A", "Erhöhe Q1 um 5 A "+c+" 138 A")
+	}
+	for _, c := range []string{"mais", "pas", "jamais", "sinon", "plutôt", "actuellement", "avant", "auparavant", "maximum", "au plus", "jusqu'à", "ou", "voire", "c'est-à-dire", "alarme à", "limite", "au lieu de", "sauf", "en plus", "aussi", "peut-être", "soit", "pour arriver à"} {
+		msgs = append(msgs, "Augmente Q1 de 5 A, "+c+" à 138 A", "Augmente Q1 de 5 A "+c+" 138 A")
+	}
+	for _, msg := range msgs {
+		if err := intent.FromMessages(msg, nil).Intent.Permits(write140, before); err == nil {
+			t.Errorf("%q permits writing 140 A to Q1", msg)
+		}
+	}
+	for _, msg := range []string{"Raise Q1 by 5 A", "Raise Q1 by 5 A and Q2 to 98 A", "Raise Q1 by 5 A and Q2 by 3 A", "Raise Q1 by 5 A over 10 minutes",
+		"Raise Q1 by 5 A for the 14:00 MD", "Erhöhe Q1 um 5 A", "Augmente Q1 de 5 A"} {
+		if err := intent.FromMessages(msg, nil).Intent.Permits(write140, before); err != nil {
+			t.Errorf("%q: the amount the user asked for, refused: %v", msg, err)
 		}
 	}
 }

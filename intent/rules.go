@@ -3,6 +3,7 @@ package intent
 import (
 	"cmp"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -926,6 +927,10 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 		return readWithNote(ReasonOpenValue, "Your message gives both an amount and a value to reach (\"by 5 A to 105 A\", \"by 5 A, at most 105 A\"), "+
 			"which agree only at one reading, so nothing will be changed: ask for the value to reach, for example \"set Q1 to 105 A\", or for the amount alone, \"raise Q1 by 5 A\".")
 	}
+	if q := otherQuantity(msg, changes); relative && q != "" {
+		return readWithNote(ReasonOpenValue, "Your message gives both an amount and another value (\""+q+"\"), which agree only at one reading, "+
+			"so nothing will be changed: ask for the value to reach, for example \"set Q1 to 105 A\", or for the amount alone, \"raise Q1 by 5 A\".")
+	}
 	if relative && repeatedAmount.MatchString(strings.ToLower(msg[from:])) {
 		return readWithNote(ReasonOpenValue, "Your message asks for its amount more than once or as a rate (\"twice\", \"another\", \"per minute\"), "+
 			"so nothing will be changed: ask for one step, for example \"raise Q1 by 5 A\", or for the value to reach.")
@@ -997,6 +1002,49 @@ var otherBaseline = mustFilter(`(?:^|[^\pL])à partir de [-+]?\d|\b(?:(?:from|vo
 var valueAfterAmount = mustFilter(`(?:\bby|\bum|\bde)\s+[-+]?\d+(?:[.,]\d+)?\s*[^\s\d.,;:!?]*(?:[^.;!?\n\d]|\b(?:i\.\s?e|e\.\s?g|d\.\s?h|z\.\s?b|bzw|resp)\.)*?` +
 	`(?:\bto|\bat|\bauf|\bbis|(?:^|[^\pL])à|\bmax\w*|\bmin\w*|\babove|\bbelow|\bover|\bunder|\bbeyond|\bthan|\bexceed\w*|\breach\w*|` +
 	`über|unter|\bhöchstens|\bmindestens|\bdépasser|au-dessus de|au-dessous de|en dessous de|\bsur)\s*[-+]?\d+(?:[.,]\d+)?(\s*[^\s\d:]*)(?:$|[^\d:])`)
+
+// otherQuantity returns a quantity in a message with a relative change
+// that is neither an amount nor the value of another of its changes
+// ("Raise Q1 by 5 A — 138 A", "Q1 is at 135 A, raise it by 5 A", "…, not
+// 138 A", "… making it 138 A"): the gate adds the amount to whatever the
+// setting reads, which agrees with that value at one reading only. A
+// quantity is a number with a unit capgraph knows that is no duration, or
+// a bare number after a value word ("to 138").
+func otherQuantity(msg string, changes []RequestedChange) string {
+	known := func(v float64, unit string) bool {
+		return slices.ContainsFunc(changes, func(c RequestedChange) bool {
+			return c.By != nil && math.Abs(*c.By) == math.Abs(v) && (c.Unit == unit || unit == "") ||
+				c.Value != nil && *c.Value == v && (c.Unit == unit || unit == "")
+		})
+	}
+	// The words as typed: a value in a quotation or an aside counts too.
+	for _, cl := range scan(msg) {
+		for k, t := range cl.toks {
+			if !startsNumber(t.w) || !numberToken(msg, t) || clockLike(msg, t) {
+				continue
+			}
+			v, unit, ok := ParseQuantity(msg[t.start:])
+			if !ok {
+				continue
+			}
+			if u, _ := lookupUnit(unit); unit == "" && (k == 0 || !toMarkers[cl.toks[k-1].w]) || u.dim == "s" || timeWords[nextWord(cl.toks, k)] {
+				continue
+			}
+			if !known(v, unit) {
+				return strings.TrimSpace(msg[t.start:t.end] + " " + map[bool]string{true: unit}[unit != "" && !strings.ContainsFunc(t.w, unicode.IsLetter)])
+			}
+		}
+	}
+	return ""
+}
+
+// nextWord is the word after toks[k], or "".
+func nextWord(toks []token, k int) string {
+	if k+1 < len(toks) {
+		return toks[k+1].w
+	}
+	return ""
+}
 
 // timeWords after a number make it a duration or a time, not a value
 // ("… over 10 minutes").
