@@ -923,10 +923,6 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 		return readWithNote(ReasonOpenValue, "Your message gives its amount from another value than the setting's own now (\"from 92 A\", \"compared to Q2\"), "+
 			"so nothing will be changed: ask for the value to reach, for example \"set Q1 to 97 A\", or for the amount alone, \"raise Q1 by 5 A\".")
 	}
-	if m := valueAfterAmount.FindStringSubmatch(norm[from:]); relative && m != nil && !timeWords[strings.TrimSpace(m[1])] {
-		return readWithNote(ReasonOpenValue, "Your message gives both an amount and a value to reach (\"by 5 A to 105 A\", \"by 5 A, at most 105 A\"), "+
-			"which agree only at one reading, so nothing will be changed: ask for the value to reach, for example \"set Q1 to 105 A\", or for the amount alone, \"raise Q1 by 5 A\".")
-	}
 	if q := otherQuantity(msg, changes); relative && q != "" {
 		return readWithNote(ReasonOpenValue, "Your message gives both an amount and another value (\""+q+"\"), which agree only at one reading, "+
 			"so nothing will be changed: ask for the value to reach, for example \"set Q1 to 105 A\", or for the amount alone, \"raise Q1 by 5 A\".")
@@ -992,16 +988,6 @@ func severalTargets(changes []RequestedChange) bool {
 // Q2", "von 92 A um 5 A", "par rapport à Q2").
 var otherBaseline = mustFilter(`(?:^|[^\pL])à partir de [-+]?\d|\b(?:(?:from|von|depuis) [-+]?\d|compared (?:to|with)|relative to|in comparison (?:to|with)|` +
 	`verglichen mit|im vergleich zu|gegenüber|par rapport à|comparé à)`)
-
-// valueAfterAmount: a relative change whose sentence goes on to a value
-// ("raise Q1 by 5 A to reach 105 A", "… down to 90 A", "… but not above
-// 105 A", "… max 105 A", "um 5 A auf 105 A", "de 5 A jusqu'à 105 A"): the
-// amount and the value agree only at one reading, and which the user
-// means where they do not would be a guess. Words naming another device
-// by a number stop it ("by 5 A and Q2 to 98 A" are two changes).
-var valueAfterAmount = mustFilter(`(?:\bby|\bum|\bde)\s+[-+]?\d+(?:[.,]\d+)?\s*[^\s\d.,;:!?]*(?:[^.;!?\n\d]|\b(?:i\.\s?e|e\.\s?g|d\.\s?h|z\.\s?b|bzw|resp)\.)*?` +
-	`(?:\bto|\bat|\bauf|\bbis|(?:^|[^\pL])à|\bmax\w*|\bmin\w*|\babove|\bbelow|\bover|\bunder|\bbeyond|\bthan|\bexceed\w*|\breach\w*|` +
-	`über|unter|\bhöchstens|\bmindestens|\bdépasser|au-dessus de|au-dessous de|en dessous de|\bsur)\s*[-+]?\d+(?:[.,]\d+)?(\s*[^\s\d:]*)(?:$|[^\d:])`)
 
 // otherQuantity returns a quantity in a message with a relative change
 // that is neither an amount nor the value of another of its changes
