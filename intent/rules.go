@@ -923,9 +923,11 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 		return readWithNote(ReasonOpenValue, "Your message gives its amount from another value than the setting's own now (\"from 92 A\", \"compared to Q2\"), "+
 			"so nothing will be changed: ask for the value to reach, for example \"set Q1 to 97 A\", or for the amount alone, \"raise Q1 by 5 A\".")
 	}
-	if q := otherQuantity(msg, changes); relative && q != "" {
-		return readWithNote(ReasonOpenValue, "Your message gives both an amount and another value (\""+q+"\"), which agree only at one reading, "+
-			"so nothing will be changed: ask for the value to reach, for example \"set Q1 to 105 A\", or for the amount alone, \"raise Q1 by 5 A\".")
+	if relative {
+		if q := otherQuantity(msg, changes); q != "" {
+			return readWithNote(ReasonOpenValue, "Your message gives both an amount and another value (\""+q+"\"), which agree only at one reading, "+
+				"so nothing will be changed: ask for the value to reach, for example \"set Q1 to 105 A\", or for the amount alone, \"raise Q1 by 5 A\".")
+		}
 	}
 	if relative && repeatedAmount.MatchString(strings.ToLower(msg[from:])) {
 		return readWithNote(ReasonOpenValue, "Your message asks for its amount more than once or as a rate (\"twice\", \"another\", \"per minute\"), "+
