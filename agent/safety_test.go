@@ -442,22 +442,17 @@ func TestGateRefusesATargetNamingAnotherDevice(t *testing.T) {
 	}
 }
 
-// A property of the device other than its setting (an alarm limit) is
-// written only when the user's words name it, and the user's words naming
-// one never permit writing the setting: both are amperes, so only the
-// words tell them apart, where the step executes.
-func TestGateHoldsAPropertyToTheUsersWords(t *testing.T) {
-	for _, tc := range []struct {
-		input, target string
-		refused       bool
-	}{
-		{setQ1, "BTS:MAG:Q1:CURRENT.HIHI", true},
-		{setQ1, "BTS:MAG:Q1:CURRENT:ALARM_HI", true},
-		{"Set the Q1 alarm limit to 105 A", "BTS:MAG:Q1:CURRENT", true},
-		{"Setze die Alarmgrenze von Q1 auf 105 A", "BTS:MAG:Q1:CURRENT", true},
-		{"Set the Q1 alarm limit to 105 A", "BTS:MAG:Q1:CURRENT.HIHI", false},
-		{setQ1, "BTS:MAG:Q1:CURRENT", false},
-	} {
+// gateTarget is a user's words and the target the step's action names.
+type gateTarget struct {
+	input, target string
+	refused       bool
+}
+
+// gateTargets runs each case on a gate world whose intent is the rules'
+// reading of the input: refused, nothing is written; else the approved
+// write is the user's 105 A.
+func gateTargets(t *testing.T, cases []gateTarget) {
+	for _, tc := range cases {
 		t.Run(tc.input+" "+tc.target, func(t *testing.T) {
 			w := newGateWorld(105)
 			w.intentOf = func(input string) intent.Intent { return intent.FromMessage(input).Intent }
@@ -467,6 +462,33 @@ func TestGateHoldsAPropertyToTheUsersWords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A property of the device other than its setting (an alarm limit) is
+// written only when the user's words name it, and the user's words naming
+// one never permit writing the setting: both are amperes, so only the
+// words tell them apart, where the step executes.
+func TestGateHoldsAPropertyToTheUsersWords(t *testing.T) {
+	gateTargets(t, []gateTarget{
+		{setQ1, "BTS:MAG:Q1:CURRENT.HIHI", true},
+		{setQ1, "BTS:MAG:Q1:CURRENT:ALARM_HI", true},
+		{"Set the Q1 alarm limit to 105 A", "BTS:MAG:Q1:CURRENT", true},
+		{"Setze die Alarmgrenze von Q1 auf 105 A", "BTS:MAG:Q1:CURRENT", true},
+		{"Set the Q1 alarm limit to 105 A", "BTS:MAG:Q1:CURRENT.HIHI", false},
+		{setQ1, "BTS:MAG:Q1:CURRENT", false},
+	})
+}
+
+// A device code of another shape ("Q1A", "S1Q1") is held to the target as
+// it is, where the step executes: a sibling (Q1B, Q1) is refused.
+func TestGateHoldsADeviceCodeAsItIs(t *testing.T) {
+	gateTargets(t, []gateTarget{
+		{"Set Q1A to 105 A", "BTS:MAG:Q1B:CURRENT", true},
+		{"Set Q1A to 105 A", "BTS:MAG:Q1:CURRENT", true},
+		{"Set S1Q1 to 105 A", "BTS:S2Q1:CURRENT", true},
+		{"Set Q1A to 105 A", "BTS:MAG:Q1_A:CURRENT", false},
+		{"Set S1Q1 to 105 A", "BTS:S1Q1:CURRENT", false},
+	})
 }
 
 // Request options may only tighten the configuration (Go API).

@@ -85,6 +85,10 @@ func TestPermits(t *testing.T) {
 		{"a character range", q1, act(capabilities.Change{Target: "BTS:MAG:Q[1-9]:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "is a pattern"},
 		{"an index range", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT[0-3]", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "is a pattern"},
 		{"alternatives", q1, act(capabilities.Change{Target: "BTS:MAG:Q{1,2}:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "is a pattern"},
+		{"a range in braces", q1, act(capabilities.Change{Target: "BTS:MAG:Q{1..3}:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "is a pattern"},
+		{"braces in a name", intent.FromMessage("Set QH1A in cell 1 to 105 A").Intent, act(capabilities.Change{Target: "SR:C01-MG{PS:QH1A}I:Sp1-SP", Value: 105.0, Unit: "A"}), nil, ""},
+		{"another code in braces", intent.FromMessage("Set QH1A in cell 1 to 105 A").Intent, act(capabilities.Change{Target: "SR:C01-MG{PS:QH1B}I:Sp1-SP", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "QH1A is not its target"},
+		{"a code's name alone", intent.FromMessage("Set QH1 in cell 1 to 105 A").Intent, act(capabilities.Change{Target: "SR:C01-MG{PS:QH1A}I:Sp1-SP", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "QH1 is not its target"},
 		{"one character open", q1, act(capabilities.Change{Target: "BTS:MAG:Q1?:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "is a pattern"},
 		{"or", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT|BTS:MAG:Q7:CURRENT", Value: 105.0, Unit: "A"}), intent.ErrMismatch, "is a pattern"},
 		{"an index is a name", q1, act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT[0]", Value: 105.0, Unit: "A"}), nil, ""},
@@ -494,6 +498,63 @@ func TestPermitsNoAmountBesideAnotherValue(t *testing.T) {
 		"Raise Q1 by 5 A for the 14:00 MD", "Erhöhe Q1 um 5 A", "Augmente Q1 de 5 A"} {
 		if err := intent.FromMessages(msg, nil).Intent.Permits(write140, before); err != nil {
 			t.Errorf("%q: the amount the user asked for, refused: %v", msg, err)
+		}
+	}
+}
+
+// A device code of another shape than a name and a number — a letter
+// after the number ("Q1A", "QF3B", "Q1-A", "Q1_A"), numbers on both sides
+// ("S1Q1", "1Q1", "2Q10A") — names one device: the target must carry the
+// same code, in any of its spellings (case, "-" or "_" before a last
+// letter, leading zeros), and never a sibling's (Q1B, Q1, Q10A, S2Q1). No
+// part of a code checked on its own would tell them apart: each of the
+// 10 codes below, in 5 sentences, permitted every sibling before.
+func TestPermitsADeviceCodeAsItIs(t *testing.T) {
+	write := func(target string) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: target, Value: 105.0, Unit: "A"}}}
+	}
+	for _, tc := range []struct {
+		code     string
+		same     []string // targets naming it
+		siblings []string // targets naming another device
+	}{
+		{"Q1A", []string{"BTS:MAG:Q1A:CURRENT", "bts:mag:q1a:current", "BTS:MAG:Q1_A:CURRENT", "BTS:MAG:Q1-A:CURRENT", "BTS:MAG:Q01A:CURRENT"},
+			[]string{"BTS:MAG:Q1B:CURRENT", "BTS:MAG:Q1:CURRENT", "BTS:MAG:Q10A:CURRENT", "BTS:MAG:Q7:CURRENT", "BTS:MAG:Q1-B:CURRENT", "BTS:MAG:Q1AB:CURRENT"}},
+		{"QF3B", []string{"SR:C03:QF3B:CURRENT", "SR:C03:QF3_B:CURRENT"}, []string{"SR:C03:QF3A:CURRENT", "SR:C03:QF3:CURRENT", "SR:C03:QD3B:CURRENT"}},
+		{"Q1-A", []string{"BTS:MAG:Q1-A:CURRENT", "BTS:MAG:Q1A:CURRENT"}, []string{"BTS:MAG:Q1-B:CURRENT", "BTS:MAG:Q1:CURRENT"}},
+		{"Q1_A", []string{"BTS:MAG:Q1_A:CURRENT", "BTS:MAG:Q1A:CURRENT"}, []string{"BTS:MAG:Q1_B:CURRENT", "BTS:MAG:Q1:CURRENT"}},
+		{"S1Q1", []string{"BTS:S1Q1:CURRENT"}, []string{"BTS:S2Q1:CURRENT", "BTS:S1Q2:CURRENT", "BTS:S1:Q1:CURRENT"}},
+		{"1Q1", []string{"LINAC:1Q1:CURRENT"}, []string{"LINAC:2Q1:CURRENT", "LINAC:Q1:CURRENT", "LINAC:1Q10:CURRENT"}},
+		{"2Q10A", []string{"LINAC:2Q10A:CURRENT"}, []string{"LINAC:2Q10B:CURRENT", "LINAC:2Q10:CURRENT", "LINAC:1Q10A:CURRENT"}},
+		{"HCM2A", []string{"SR:HCM2A:CURRENT"}, []string{"SR:HCM2B:CURRENT", "SR:HCM2:CURRENT"}},
+		{"QH1A", []string{"SR:C01-MG{PS:QH1A}I:Sp1-SP"}, []string{"SR:C01-MG{PS:QH1B}I:Sp1-SP", "SR:C01-MG{PS:QH1}I:Sp1-SP"}},
+		{"SQ2B", []string{"BTS:SQ2B:CURRENT"}, []string{"BTS:SQ2A:CURRENT", "BTS:SQ2:CURRENT"}},
+	} {
+		for _, msg := range []string{"Set " + tc.code + " to 105 A", "Set the " + tc.code + " current to 105 A", "Please set magnet " + tc.code + " to 105 A",
+			"Setze " + tc.code + " auf 105 A", "Mets " + tc.code + " à 105 A"} {
+			in := intent.FromMessages(msg, nil).Intent
+			for _, target := range tc.same {
+				if err := in.Permits(write(target), nil); err != nil {
+					t.Errorf("%q: %s refused: %v", msg, target, err)
+				}
+			}
+			for _, target := range tc.siblings {
+				if err := in.Permits(write(target), nil); err == nil {
+					t.Errorf("%q permits writing %s", msg, target)
+				}
+			}
+		}
+	}
+	// A name and a number, and names joined by "-", keep their rules.
+	for _, c := range []struct{ msg, target string }{{"Set Q1 to 105 A", "SR:C01-Q1:CURRENT"}, {"Set L1-Q3 to 105 A", "LINAC:L1:Q3:CURRENT"},
+		{"Set the 3GeV booster Q1 to 105 A", "BR:MAG:Q1:CURRENT"}, {"Set Q1 to 105 A", "bts_mag_q1_current_sp"}} {
+		if err := intent.FromMessages(c.msg, nil).Intent.Permits(write(c.target), nil); err != nil {
+			t.Errorf("%q: %s refused: %v", c.msg, c.target, err)
+		}
+	}
+	for _, target := range []string{"BTS:MAG:Q1A:CURRENT", "BTS:MAG:Q1_A:CURRENT", "BTS:MAG:Q1-B:CURRENT"} {
+		if err := intent.FromMessages("Set Q1 to 105 A", nil).Intent.Permits(write(target), nil); err == nil {
+			t.Errorf("\"Set Q1 to 105 A\" permits writing %s", target)
 		}
 	}
 }

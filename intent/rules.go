@@ -1071,7 +1071,7 @@ func twoValues(cs []RequestedChange) bool {
 		}
 		names := make([]string, len(ids))
 		for k, id := range ids {
-			names[k] = id.letters + id.num
+			names[k] = id.key()
 		}
 		slices.Sort(names)
 		key := strings.Join(slices.Compact(names), " ")

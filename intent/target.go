@@ -1,8 +1,10 @@
 package intent
 
 import (
+	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // An identifier is a numbered name the user stated for what to change:
@@ -13,9 +15,17 @@ type identifier struct {
 	letters string
 	num     string // without leading zeros
 	glued   bool
+	// code is a device code of another shape, letters and digits mixed
+	// ("Q1A", "S1Q1", "1Q1", "Q1-A"): lower-case, without - and _ and the
+	// leading zeros of its numbers (codeOf). It must be in the target as
+	// it is, since no part of it tells one device from its siblings alone.
+	code string
 }
 
 func (id identifier) String() string {
+	if id.code != "" {
+		return strings.ToUpper(id.code)
+	}
 	if id.glued {
 		return strings.ToUpper(id.letters) + id.num
 	}
@@ -67,11 +77,108 @@ func trimZeros(n string) string {
 	return t
 }
 
+// key tells identifiers apart: the same key, the same name.
+func (id identifier) key() string {
+	if id.code != "" {
+		return "#" + id.code
+	}
+	return id.letters + id.num
+}
+
+// codeOf returns the device code a word is, when it mixes letters and
+// digits otherwise than as a name and a number ("Q1", which identifier
+// reads) or a number and a unit ("105A", "3GeV", "2nd"): "Q1A", "S1Q1",
+// "1Q1", "QF3B". The code is lower-case and its numbers are without
+// leading zeros ("Q01A" is "q1a").
+func codeOf(w string) (string, bool) {
+	if !strings.ContainsFunc(w, unicode.IsLetter) || !strings.ContainsFunc(w, unicode.IsDigit) {
+		return "", false
+	}
+	if _, _, ok := splitGlued(w); ok {
+		return "", false
+	}
+	if unicode.IsDigit(rune(w[0])) {
+		i := strings.IndexFunc(w, unicode.IsLetter)
+		if suffix := w[i:]; allLetters(suffix) && (KnownUnit(suffix) || ordinalSuffixes[suffix] || timeWords[suffix]) {
+			return "", false // "105a", "3gev", "2nd", "24h": a quantity or an ordinal
+		}
+	}
+	var b strings.Builder
+	digits := ""
+	flush := func() {
+		if digits != "" {
+			b.WriteString(trimZeros(digits))
+			digits = ""
+		}
+	}
+	for _, r := range w {
+		if r >= '0' && r <= '9' {
+			digits += string(r)
+			continue
+		}
+		flush()
+		b.WriteRune(r)
+	}
+	flush()
+	return b.String(), true
+}
+
+// ordinalSuffixes make a number an ordinal ("2nd", "3e", "4.").
+var ordinalSuffixes = wordSet(`st nd rd th e er ère eme ème te ten ter`)
+
+// splitCodes returns the device codes in text, as identifiers, and the
+// words of the rest. A code is a word codeOf reads, or a name and number
+// with one letter after a "-" or "_" ("Q1-A", "Q1_A": the code q1a), whose
+// parts name nothing on their own ("Q1" is not a name in "Q1-A").
+func splitCodes(text string) (ws []string, ids []identifier) {
+	lower := strings.ToLower(text)
+	type part struct {
+		w   string
+		sep byte // the byte after the word, 0 at the end
+	}
+	var parts []part
+	for i := 0; i < len(lower); {
+		r, size := utf8.DecodeRuneInString(lower[i:])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			i += size
+			continue
+		}
+		j := i
+		for j < len(lower) {
+			r2, s2 := utf8.DecodeRuneInString(lower[j:])
+			if !unicode.IsLetter(r2) && !unicode.IsDigit(r2) {
+				break
+			}
+			j += s2
+		}
+		p := part{w: lower[i:j]}
+		if j < len(lower) {
+			p.sep = lower[j]
+		}
+		parts = append(parts, p)
+		i = j
+	}
+	for k := 0; k < len(parts); k++ {
+		p := parts[k]
+		if c, ok := codeOf(p.w); ok {
+			ids = append(ids, identifier{code: c})
+			continue
+		}
+		if l, n, ok := splitGlued(p.w); ok && (p.sep == '-' || p.sep == '_') && k+1 < len(parts) && utf8.RuneCountInString(parts[k+1].w) == 1 && allLetters(parts[k+1].w) {
+			ids = append(ids, identifier{code: l + n + parts[k+1].w})
+			k++
+			continue
+		}
+		ws = append(ws, p.w)
+	}
+	return ws, ids
+}
+
 // statedIdentifiers returns the identifiers in a target as the user named
 // it. A number listed after an identifier ("cavities 1 and 2", "cavity 1,
-// 2 or 3") takes its name.
+// 2 or 3") takes its name; a device code of another shape is one (codes).
 func statedIdentifiers(target string) []identifier {
-	ws := words(target)
+	ws, codes := splitCodes(target)
 	var out []identifier
 	for k, w := range ws {
 		if l, n, ok := splitGlued(w); ok {
@@ -90,15 +197,14 @@ func statedIdentifiers(target string) []identifier {
 			out = append(out, identifier{letters: last.letters, num: trimZeros(w), glued: last.glued})
 		}
 	}
-	return out
+	return append(out, codes...)
 }
 
 // candidateNames are the numbered names in a text an action targets (a
 // channel name "SR:RF:CAV2:VOLT", a step objective): glued words, a word
 // followed by a number, and bare numbers (no letters).
 func candidateNames(text string) []identifier {
-	ws := words(text)
-	var out []identifier
+	ws, out := splitCodes(text)
 	for k, w := range ws {
 		if l, n, ok := splitGlued(w); ok {
 			out = append(out, identifier{letters: l, num: n, glued: true})
@@ -137,6 +243,9 @@ func sameName(a, b string) bool {
 // everything the user said ("in sector 3"), but when the text names the
 // same thing it must carry the same number (CAV1 is not cavity 2).
 func (id identifier) agrees(cands []identifier) bool {
+	if id.code != "" {
+		return slices.ContainsFunc(cands, func(c identifier) bool { return c.code == id.code })
+	}
 	named := false
 	for _, c := range cands {
 		if sameName(id.letters, c.letters) {
@@ -197,13 +306,26 @@ func targetAgrees(stated, text string) (bool, identifier) {
 
 // patternTarget reports a target that is a pattern rather than a name: a
 // wildcard ("BTS:MAG:Q*"), a character class or range ("Q[1-9]", "Q[^2]")
-// or alternatives ("Q{1,2}", "Q1|Q2"). An index ("WF[3]") is a name.
+// or alternatives ("Q{1,2}", "Q{1..3}", "Q1|Q2"). An index ("WF[3]") and
+// braces around a part of a name ("SR:C01-MG{PS:QH1A}I:Sp1-SP", as NSLS-II
+// names its channels) are names.
 func patternTarget(t string) bool {
 	if strings.ContainsAny(t, "*?|") {
 		return true
 	}
-	if i := strings.IndexByte(t, '{'); i >= 0 && strings.IndexByte(t[i:], '}') > 0 {
-		return true
+	for rest := t; ; {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			break
+		}
+		if in := rest[i+1 : i+j]; strings.Contains(in, ",") || strings.Contains(in, "..") {
+			return true
+		}
+		rest = rest[i+j:]
 	}
 	for i := strings.IndexByte(t, '['); i >= 0; {
 		j := strings.IndexByte(t[i:], ']')
