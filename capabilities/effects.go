@@ -38,6 +38,13 @@ type Change struct {
 	// readback within it confirms the change, a value before it that moved
 	// less than it since the approval still holds. Zero: exact.
 	Tolerance float64 `json:"tolerance,omitempty"`
+	// Description is what the application's catalog says Target is, in
+	// words ("focusing quadrupole magnet current in storage ring sector
+	// 3"), if it says. The gate reads the user's words against it as well
+	// as against the name: "sector 3" agrees with SR:C03:QF:CURRENT so
+	// described, and not with SR:C04:QF:CURRENT ("… sector 4"); a device
+	// code (Q1, Q1A) must still be in Target itself.
+	Description string `json:"description,omitempty"`
 }
 
 // Action is what one execution of a side-effecting step will do, known

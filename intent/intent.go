@@ -179,9 +179,10 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 	var fit []RequestedChange
 	var disagree identifier
 	var otherProperty string
+	cands := describedNames(text, ch.Description)
 	for _, rc := range i.Changes {
-		ok, id := targetAgrees(rc.named(), text)
-		switch why := propertyDisagrees(rc.named(), ch.Target); {
+		ok, id := targetAgreesWith(rc.named(), cands)
+		switch why := propertyDisagrees(rc.named(), ch.Target, ch.Description); {
 		case ok && why == "":
 			fit = append(fit, rc)
 		case ok && otherProperty == "":
@@ -201,6 +202,10 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 		if patternTarget(ch.Target) {
 			return fmt.Errorf("%w: its target %s is a pattern, which may name devices the user did not, but the user asked to change %s",
 				ErrMismatch, shortTarget(ch.Target), i.targets())
+		}
+		if none := namesNone(fit[0].named(), cands); none != "" && len(fit) == 1 {
+			return fmt.Errorf("%w: it changes %s, which names none of %s, but the user asked to change %q",
+				ErrMismatch, shortTarget(ch.Target), none, fit[0].named())
 		}
 		if extra, ok := unstatedName(ch.Target, fit); ok {
 			return fmt.Errorf("%w: it changes %s, which names %s as well, but the user asked to change %s",

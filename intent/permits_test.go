@@ -558,3 +558,66 @@ func TestPermitsADeviceCodeAsItIs(t *testing.T) {
 		}
 	}
 }
+
+// A spaced name ("cavity 2", "sector 3") holds a target to its number by
+// the target's name and, when the application gives it, its description
+// (capabilities.Change.Description), in English, German and French: a
+// sibling (cavity 3, sector 4) or a device naming none of it (a klystron
+// for a cavity) is never permitted; the device itself always is, with or
+// without a description. The words of other languages are compared in
+// English spelling ("Kavität" is CAV).
+func TestPermitsASpacedNameToItsNumber(t *testing.T) {
+	write := func(target, description string, v float64, unit string) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: target, Value: v, Unit: unit, Description: description}}}
+	}
+	type target struct{ name, description string }
+	for _, k := range []struct {
+		msgs           []string
+		value          float64
+		unit           string
+		same, siblings []target
+	}{
+		{
+			msgs: []string{"Set the RF cavity 2 voltage to 250 kV", "Set cavity 2 to 250 kV", "Set the voltage of cavity 2 to 250 kV",
+				"Setze die Spannung der RF-Kavität 2 auf 250 kV", "Setze Kavität 2 auf 250 kV", "Mets la tension de la cavité RF 2 à 250 kV", "Mets la cavité 2 à 250 kV"},
+			value: 250, unit: "kV",
+			same: []target{{"SR:RF:CAV2:VOLT", "storage ring RF cavity 2 gap voltage setpoint"}, {"SR:RF:CAV2:VOLT", ""}},
+			siblings: []target{{"SR:RF:CAV3:VOLT", "storage ring RF cavity 3 gap voltage setpoint"}, {"SR:RF:CAV3:VOLT", ""},
+				{"LINAC:KLY1:HV", "linac klystron 1 modulator high voltage"}, {"LINAC:KLY1:HV", ""}, {"BR:RF:VOLT", "booster RF cavity voltage"}},
+		},
+		{
+			msgs: []string{"Set the focusing quadrupole in storage ring sector 3 to 181 A", "Set the sector 3 focusing quad to 181 A",
+				"Setze den fokussierenden Quadrupol in Sektor 3 auf 181 A", "Mets le quadrupôle focalisant du secteur 3 à 181 A"},
+			value: 181, unit: "A",
+			same: []target{{"SR:C03:QF:CURRENT", "focusing quadrupole magnet current in storage ring sector 3"}, {"SR:C03:QF:CURRENT", ""}},
+			siblings: []target{{"SR:C04:QF:CURRENT", "focusing quadrupole magnet current in storage ring sector 4"}, {"SR:C04:QF:CURRENT", ""},
+				{"BTS:MAG:Q1:CURRENT", "quadrupole Q1 magnet current in the BTS transfer line"}},
+		},
+	} {
+		for _, msg := range k.msgs {
+			in := intent.FromMessages(msg, nil).Intent
+			for _, tg := range k.same {
+				if err := in.Permits(write(tg.name, tg.description, k.value, k.unit), nil); err != nil {
+					t.Errorf("%q: %s (%q) refused: %v", msg, tg.name, tg.description, err)
+				}
+			}
+			for _, tg := range k.siblings {
+				if err := in.Permits(write(tg.name, tg.description, k.value, k.unit), nil); err == nil {
+					t.Errorf("%q permits writing %s (%q)", msg, tg.name, tg.description)
+				}
+			}
+		}
+	}
+	// A description's device codes are not the target's: it may name a
+	// neighbour.
+	if err := intent.FromMessage("Set Q2 to 105 A").Intent.Permits(write("BTS:MAG:Q3:CURRENT", "quadrupole Q3, downstream of Q2", 105, "A"), nil); err == nil {
+		t.Error("a description naming Q2 let Q3 be written for Q2")
+	}
+	// Its property words are: an alarm limit so described is one.
+	if err := intent.FromMessage("Set the Q1 alarm limit to 105 A").Intent.Permits(write("BTS:MAG:Q1:HH", "high alarm limit of the Q1 current", 105, "A"), nil); err != nil {
+		t.Errorf("an alarm limit described as one, refused: %v", err)
+	}
+	if err := intent.FromMessage("Set Q1 to 105 A").Intent.Permits(write("BTS:MAG:Q1:HH", "high alarm limit of the Q1 current", 105, "A"), nil); err == nil {
+		t.Error("\"Set Q1 to 105 A\" permits writing a channel described as Q1's alarm limit")
+	}
+}

@@ -125,13 +125,14 @@ func nameTokens(name string) []string {
 	return out
 }
 
-// propertyDisagrees returns why the target an action executes on and the
-// target the user stated disagree on a property, or "" when they agree:
+// propertyDisagrees returns why the target an action executes on (its
+// name and the application's description of it) and the target the user
+// stated disagree on a property, or "" when they agree:
 // the user named one the target does not carry ("the Q1 alarm limit" and
 // BTS:MAG:Q1:CURRENT), or the target names one the user did not ("Q1"
 // and BTS:MAG:Q1:CURRENT.HIHI).
-func propertyDisagrees(stated, target string) string {
-	ws, ts := words(stated), nameTokens(target)
+func propertyDisagrees(stated, target, description string) string {
+	ws, ts := words(stated), append(nameTokens(target), words(description)...)
 	for _, p := range properties {
 		said := p.said(ws)
 		strong, any := p.named(ts)

@@ -226,7 +226,8 @@ func candidateNames(text string) []identifier {
 }
 
 // sameName reports whether two name stems mean the same thing: equal, or
-// one abbreviates the other with at least three letters ("cav"/"cavity").
+// one abbreviates the other with at least three letters ("cav"/"cavity",
+// "cav"/"Kavität": foldName).
 func sameName(a, b string) bool {
 	if a == "" || b == "" {
 		return false
@@ -234,8 +235,23 @@ func sameName(a, b string) bool {
 	if len(a) > len(b) {
 		a, b = b, a
 	}
-	return a == b || len(a) >= 3 && strings.HasPrefix(b, a)
+	if a == b {
+		return true
+	}
+	if len(a) < 3 {
+		return false
+	}
+	a, b = foldName(a), foldName(b)
+	return strings.HasPrefix(b, a)
 }
+
+// nameFolding spells a name's word as English spells it, to compare its
+// first letters: accents dropped, a German k as c ("Kavität" is cavity,
+// "Sektor" sector, "Korrektor" corrector; "cavité" is cavity).
+var nameFolding = strings.NewReplacer("ä", "a", "ö", "o", "ü", "u", "é", "e", "è", "e", "ê", "e", "à", "a", "â", "a",
+	"î", "i", "ï", "i", "ô", "o", "û", "u", "ù", "u", "ç", "c", "k", "c")
+
+func foldName(w string) string { return nameFolding.Replace(w) }
 
 // agrees reports whether a text an action targets agrees with identifier
 // id the user stated. A device code (Q1) must be there with its number. A
@@ -287,7 +303,25 @@ func unstatedName(target string, fit []RequestedChange) (identifier, bool) {
 // alternatives ("Q1 and Q2": either may be the target); names differing
 // must all agree ("Q1 in sector 3").
 func targetAgrees(stated, text string) (bool, identifier) {
+	return targetAgreesWith(stated, candidateNames(text))
+}
+
+// describedNames are the names of a target an action executes on: those
+// of its text (candidateNames) and the spaced ones of its description
+// ("sector 3" in "… in storage ring sector 3"). A description's device
+// codes do not count: it may name a neighbour ("downstream of Q2").
+func describedNames(text, description string) []identifier {
 	cands := candidateNames(text)
+	for _, c := range candidateNames(description) {
+		if !c.glued && c.code == "" && c.letters != "" {
+			cands = append(cands, c)
+		}
+	}
+	return cands
+}
+
+// targetAgreesWith is targetAgrees against the names cands.
+func targetAgreesWith(stated string, cands []identifier) (bool, identifier) {
 	ids := statedIdentifiers(stated)
 	for k, id := range ids {
 		ok := false
@@ -302,6 +336,34 @@ func targetAgrees(stated, text string) (bool, identifier) {
 		}
 	}
 	return true, identifier{}
+}
+
+// namesNone returns the user's spaced names when the names of a target
+// (describedNames) hold none of them, neither by their word nor by their
+// number ("cavity 2" and LINAC:KLY1:HV; "sector 3" and SR:C04:QF:CURRENT):
+// a spaced name may be absent from a target ("in sector 3"), but a target
+// that carries nothing of what the user named is another device. "" when
+// the user gave a device code or no spaced name, or the target carries a
+// name's word (targetAgrees holds its number) or number ("la cavité RF 2"
+// and SR:RF:CAV2:VOLT: the number is the cavity's).
+func namesNone(stated string, cands []identifier) string {
+	ids := statedIdentifiers(stated)
+	var spaced []string
+	for _, id := range ids {
+		if id.glued || id.code != "" {
+			return ""
+		}
+		spaced = append(spaced, id.String())
+	}
+	if len(spaced) == 0 {
+		return ""
+	}
+	for _, id := range ids {
+		if slices.ContainsFunc(cands, func(c identifier) bool { return sameName(id.letters, c.letters) || c.num == id.num }) {
+			return ""
+		}
+	}
+	return strings.Join(slices.Compact(spaced), ", ")
 }
 
 // patternTarget reports a target that is a pattern rather than a name: a

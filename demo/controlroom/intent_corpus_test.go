@@ -392,3 +392,40 @@ func TestTurnSaysWhatItUnderstood(t *testing.T) {
 		}
 	}
 }
+
+// A planner that writes the user's value to a sibling of the device the
+// user's words name — another sector's quadrupole, another cavity, a
+// klystron for a cavity — is refused on the compiled agent: the words are
+// read against the channel's name and its catalog description
+// (capabilities.Change.Description), so "sector 3" is not SR:C04 (described
+// as "… sector 4"), and "Kavität 2" is CAV2, never CAV3.
+func TestAPlanForAnotherDeviceThanTheWordsNameIsRefused(t *testing.T) {
+	for _, tc := range []struct{ msg, planned, value string }{
+		{"Set the focusing quadrupole current in storage ring sector 3 to 181 A", "SR:C04:QF:CURRENT", "181"},
+		{"Setze die Spannung der RF-Kavität 2 auf 610 kV", "SR:RF:CAV3:VOLT", "610"},
+		{"Mets la tension de la cavité RF 2 à 610 kV", "SR:RF:CAV3:VOLT", "610"},
+		{"Set the RF cavity 2 gap voltage to 250 kV", "LINAC:KLY1:HV", "250"},
+	} {
+		t.Run(tc.msg+" "+tc.planned, func(t *testing.T) {
+			reg, p := controlRoomWorld(t)
+			m := llmtest.New().On(llmtest.RoleIs(llm.RoleOrchestrator), func(llm.Request) llmtest.Reply {
+				return llmtest.Text(fmt.Sprintf(corpusWritePlan, tc.planned, tc.value))
+			}).Only(llm.RoleOrchestrator)
+			a, err := agent.New(agent.Config{Registry: reg, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}, Models: m, Nodes: everyNodeAsks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := runOn(t, a, "t", tc.msg)
+			untouched(t, p)
+			if ap := o.of(agent.EventApprovalRequired); len(ap) > 0 {
+				t.Fatalf("a write of %s reached a card: %q", tc.planned, ap[0].Approval.Summary)
+			}
+			recs, err := a.Audit(context.Background(), agent.AuditFilter{Thread: "t"})
+			if err != nil || !slices.ContainsFunc(recs, func(r agent.AuditEntry) bool {
+				return r.Outcome != "" && r.Reason == agent.RefusedIntentMismatch && strings.Contains(r.Summary, tc.planned)
+			}) {
+				t.Errorf("the write of %s was not refused as not the change asked for: %+v (err %v)", tc.planned, recs, err)
+			}
+		})
+	}
+}

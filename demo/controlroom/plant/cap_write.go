@@ -224,7 +224,7 @@ func (w *ChannelWrite) DescribeAction(step capabilities.Step) (capabilities.Acti
 	parts := make([]string, len(ops))
 	for i, o := range ops {
 		a.Changes = append(a.Changes, capabilities.Change{Target: o.channel.Name, Value: o.target, Unit: o.channel.Units,
-			Tolerance: o.channel.Tolerance(o.target)})
+			Tolerance: o.channel.Tolerance(o.target), Description: o.channel.Description})
 		parts[i] = "set " + o.text()
 	}
 	a.Summary = strings.Join(parts, "; ")
