@@ -88,6 +88,8 @@ func TestNotes(t *testing.T) {
 		"Set Q1 to 105 A, no, 104 A":             "(\"no\")",
 		"set Q1 to 105 or 140 A":                 "gives no single value (two, a range",
 		"set Q1 to 0x69 A":                       "one that is not a number",
+		"Set Q1 to 105 A lol":                    "laughs or winks (\"lol\")",
+		"Set Q1 to 105 A ;)":                     "laughs or winks (\";)\")",
 		"Raise Q1 by 5 A, making it 140 A":       "both an amount and another value (\"140 A\")",
 		"Raise Q1 by 5 A up to 105 A":            "both an amount and another value (\"105 A\")",
 		"Setze Q1 auf 1.050 A":                   "which is 1050 if the point groups thousands and 1.050 if it marks decimals",

@@ -43,7 +43,7 @@ var filteredPatterns = map[string]prefiltered{
 	"later": laterPattern, "later near": laterNear, "restore verbs": restoreVerbs, "restore values": restoreValues,
 	"correction": correctionPattern, "open time": openTime, "code request": codeRequest,
 	"not to run": notToRun, "only fun": onlyFun, "hedge": hedge, "outcome": outcomeAfterValue, "shared value": sharedValue,
-	"other baseline": otherBaseline, "alternative after": alternativeAfter, "second value": secondValue, "grouped after continental": groupedAfterContinental, "model place": modelPlace,
+	"other baseline": otherBaseline, "alternative after": alternativeAfter, "second value": secondValue, "grouped after continental": groupedAfterContinental, "not serious": notSerious, "model place": modelPlace,
 	"repeated amount": repeatedAmount, "advice": adviceAfterChange, "sequence": sequencePattern,
 }
 

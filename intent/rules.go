@@ -334,6 +334,11 @@ var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking
 // "ß" is no word character to its \b.
 var onlyFun = mustFilter(`(?:war |ist |nur )+(?:ein )?spaß(?:[^\pL]|$)`)
 
+// notSerious: laughter or a wink beside the words ("Set Q1 to 105 A lol",
+// "… ;)", "… 😉", "haha", "mdr"): whether the change is meant would be a
+// guess. A smile (":)", "👍") is no such sign.
+var notSerious = mustFilter(`(;-?[)d]|:-?p|😉|😜|😝|😂|🤣|😏|🤪|🙃|\b(?:lol|lolz|lmao|rofl|xd|mdr|haha+|hehe+)\b)(?:[^\pL\pN]|$)`)
+
 // notToRun: the message says its change is not to be carried out ("…
 // (don't execute)", "DO NOT APPLY: …", "…, without running it"). Its own
 // pattern, as it ends at punctuation, where readOnlyPattern's words end at
@@ -728,6 +733,11 @@ func fromMessage(msg string) Finding {
 	clauses := scan(masked)
 	if negatedChange(clauses) || readOnlyPattern.MatchString(norm) || notToRun.MatchString(norm) || onlyFun.MatchString(norm) || strings.Contains(norm, ":") && withdrawnLabel.MatchString(norm) {
 		return Finding{Intent: Intent{Kind: KindRead}, Reason: ReasonNegated}
+	}
+	if m := notSerious.FindStringSubmatch(norm); m != nil {
+		f, _ := readWithNote(ReasonNegated, "Your message laughs or winks (\""+m[1]+"\"), so whether its change is meant would be a guess and nothing will be changed: "+
+			"to make the change, ask for it on its own, for example \"set Q1 to 105 A\".")
+		return f
 	}
 	if hypotheticalPattern.MatchString(norm) || codeRequest.MatchString(norm) {
 		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}

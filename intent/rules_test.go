@@ -114,6 +114,19 @@ func TestRules(t *testing.T) {
 		{"set Q1 to 105A", "change: Q1 to 105 A"},
 		{"set the corrector 2 to −1.5 A", "change: the corrector 2 to -1.5 A"},
 		{"Set Q1 to 1,000 A", "read"},
+		// Laughter or a wink: whether the change is meant would be a guess.
+		{"Set Q1 to 105 A lol", "read"},
+		{"Set Q1 to 105 A ;)", "read"},
+		{"Set Q1 to 105 A ;-)", "read"},
+		{"Set Q1 to 105 A 😉", "read"},
+		{"Set Q1 to 105 A haha", "read"},
+		{"Set Q1 to 105 A :P", "read"},
+		{"Set Q1 to 105 A xD", "read"},
+		{"Setze Q1 auf 105 A 😂", "read"},
+		{"Mets Q1 à 105 A mdr", "read"},
+		{"Set Q1 to 105 A :)", "change: Q1 to 105 A"},
+		{"Set Q1 to 105 A 👍", "change: Q1 to 105 A"},
+		{"Set SR:PHASE to 10 deg", "change: SR:PHASE to 10 deg"},
 		// A point before three digits groups thousands in German and French
 		// (1.050 is 1050) and marks decimals in English (1.050 is 1.05).
 		{"Setze Q1 auf 1.050 A", "read"},
