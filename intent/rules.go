@@ -644,6 +644,8 @@ var laterNear = mustFilterEach(
 	`\b(?:for (?:\d+|a|an|one|two|three|five|ten|a few|half an?) ?(?:s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|moment|while))\b`,
 	`\b(?:für (?:\d+|eine?n?|zwei|drei|fünf|zehn|ein paar) ?(?:s|sek|sekunden?|min|minuten?|h|std|stunden?|tage?|moment))\b`,
 	`\b(?:pendant (?:\d+|une?|deux|trois|cinq|dix|quelques) ?(?:s|secondes?|min|minutes?|h|heures?|jours?|instant))\b`,
+	`\b(?:for (?:the )?(?:next|coming|following) (?:\d+ |a |an |one |two |three |five |ten |few |couple of )?(?:s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|moment|while))\b`,
+	`\b(?:for the (?:duration|length) of|für die (?:dauer|zeit) (?:des|der)|für die nächsten|pendant (?:la durée|le temps) d|pendant les (?:\d+ )?prochain)`,
 	`\b(?:on (?:mon|tues|wednes|thurs|fri|satur|sun)day)\b`,
 	`\b(?:on (?:the )?\d{1,2}(?:st|nd|rd|th)?(?:[./]\d{1,2}[./]?| of \w+))\b`,
 	`\b(?:(?:am )?(?:montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag))\b`,

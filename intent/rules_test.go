@@ -114,6 +114,15 @@ func TestRules(t *testing.T) {
 		{"set Q1 to 105A", "change: Q1 to 105 A"},
 		{"set the corrector 2 to −1.5 A", "change: the corrector 2 to -1.5 A"},
 		{"Set Q1 to 1,000 A", "read"},
+		// For a while: a change to be undone, which the rules cannot do.
+		{"Set Q1 to 105 A for the next 10 minutes", "read"},
+		{"Set Q1 to 105 A for the next hour", "read"},
+		{"Set Q1 to 105 A for the duration of the test", "read"},
+		{"Setze Q1 für die nächsten 10 Minuten auf 105 A", "read"},
+		{"Setze Q1 für die Dauer der Messung auf 105 A", "read"},
+		{"Mets Q1 à 105 A pendant les 10 prochaines minutes", "read"},
+		{"Mets Q1 à 105 A pendant la durée du test", "read"},
+		{"Set Q1 to 105 A for the scan", "change: Q1 to 105 A"},
 		// Laughter or a wink: whether the change is meant would be a guess.
 		{"Set Q1 to 105 A lol", "read"},
 		{"Set Q1 to 105 A ;)", "read"},
