@@ -621,6 +621,9 @@ var laterNear = mustFilterEach(
 	`\b(?:après (?:la|le|l'|les|une?|que|\d+))\b`,
 	`\b(?:at (?:the )?(?:next|end of|start of|beginning of) \w+)\b`,
 	`\b(?:at (?:injection|refill|top-up))\b`,
+	`\b(?:after (?:injection|refill|top-?up|fill|dump|quench|ramp|access|recovery|beam|\w+ing)|on (?:the )?(?:next|following) \w+)\b`,
+	`\b(?:\w+ permitting|pending (?:\w+ )?(?:approval|confirmation|sign-?off|ok|go-ahead|review|check)|subject to|vorbehaltlich|sous réserve)\b`,
+	`(?:^|[,;.:]\s*|\b(?:and|then) )stand ?by\b`,
 	`\b(?:during)\b`,
 	`\b(?:between (?:the )?(?:fills?|injections?|runs?|shifts?|cycles?))\b`,
 	`\b(?:während (?:der|des|dem))\b`,
@@ -683,13 +686,17 @@ var laterNear = mustFilterEach(
 // conditionWords start a condition ("if the beam is stable", "sobald",
 // "si le faisceau…"), unless a read verb comes before ("check if…",
 // "vérifie si…": a question about the machine).
-var conditionWords = wordSet(`if unless once when whenever until wenn falls sobald nachdem si quand lorsque`)
+var conditionWords = wordSet(`if unless once when whenever until while whilst provided providing assuming wenn falls sobald nachdem sofern solange vorausgesetzt si quand lorsque pourvu`)
+
+// notConditionAfterWhile: "while keeping Q7…", "while you're at it" say how
+// or that it is now, not when.
+var notConditionAfterWhile = wordSet(`keeping holding maintaining leaving you're youre you at`)
 
 // onCondition reports a condition in the clauses.
 func onCondition(clauses []clause) bool {
 	for _, c := range clauses {
 		for i, t := range c.toks {
-			if !conditionWords[t.w] {
+			if !conditionWords[t.w] || (t.w == "while" || t.w == "whilst") && i+1 < len(c.toks) && notConditionAfterWhile[c.toks[i+1].w] {
 				continue
 			}
 			if i > 0 && (readVerbs[c.toks[i-1].w] || c.toks[i-1].w == "see" || c.toks[i-1].w == "know" || c.toks[i-1].w == "ask" ||
