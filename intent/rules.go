@@ -624,7 +624,7 @@ var laterNear = mustFilterEach(
 	`\b(?:after (?:injection|refill|top-?up|fill|dump|quench|ramp|access|recovery|beam|\w+ing)|on (?:the )?(?:next|following) \w+)\b`,
 	`\b(?:\w+ permitting|pending (?:\w+ )?(?:approval|confirmation|sign-?off|ok|go-ahead|review|check)|subject to|vorbehaltlich|sous réserve)\b`,
 	`(?:^|[,;.:]\s*|\b(?:and|then) )stand ?by\b`,
-	`\b(?:während (?:wir|ich|man|die|der|das|des|dem|er|sie|es)|bei (?:der|dem|den) (?:nächsten|kommenden|folgenden)|beim (?:nächsten|kommenden)|` +
+	`\b(?:während (?:wir|ich|man|die|der|das|des|dem|er|sie|es)|bei (?:der|dem|den) (?:nächsten|kommenden|folgenden)|beim (?:nächsten|kommenden)|`+
 		`nach (?:rücksprache|absprache|freigabe|bestätigung|genehmigung|injektion|füllung|zugang)|erst (?:nach|wenn|ab|bei|sobald))\b`,
 	`\b(?:après (?:injection|accord|validation|confirmation|vérification|remplissage)|au (?:prochain|suivant)|en attendant|une fois (?:le|la|les|l'|que|qu'))\b`,
 	`(?:^|[^\pL])(?:à la (?:prochaine|suivante)|à condition qu)`,
