@@ -284,6 +284,11 @@ func (a *Agent) terminalSuccess(s state.State, name string, u state.Update, t st
 			}
 		}
 	}
+	if msg.Kind == state.KindAnswer {
+		if note := a.unchangedNote(t); note != "" {
+			msg.Content = strings.TrimRight(msg.Content, "\n") + "\n\n" + note
+		}
+	}
 	t.Done = true
 	out := u
 	out.Messages = append(rest, *msg)
@@ -291,6 +296,24 @@ func (a *Agent) terminalSuccess(s state.State, name string, u state.Update, t st
 	out.Step = nil
 	out.NodeSteps = 1
 	return out, nil
+}
+
+// unchangedNote is what an answer ends with when the user's words asked
+// for a change and no side-effecting step of the turn was attempted: the
+// answer is a model's, which may say otherwise ("Done: Q1 is at 105 A"),
+// so the framework says what happened. "" otherwise: an attempt's outcome
+// is said where it is recorded (the audit, a chat answer's outcome lines).
+func (a *Agent) unchangedNote(t state.Turn) string {
+	if t.Task == nil || !t.Task.Intent.IsChange() {
+		return ""
+	}
+	for _, r := range t.Results {
+		if c, ok := a.cfg.Registry.Get(r.Capability); ok && capabilities.HasSideEffects(c) {
+			return ""
+		}
+	}
+	return "**Nothing was changed.** Your request asks for a change (" + strings.TrimPrefix(t.Task.Intent.Summary(), "change: ") +
+		"), and no step of this turn made one."
 }
 
 // recoveryNotes tells the user about degraded paths: fallbacks used and

@@ -429,3 +429,48 @@ func TestAPlanForAnotherDeviceThanTheWordsNameIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// The answer to a change that no step made says so in the framework's
+// words, whatever the models said: a planner that plans a read for "set
+// Q1 to 105 A" and a response model that answers "Done" leave the
+// operator an answer ending "Nothing was changed."; a read, and a change
+// carried out, end without it.
+func TestAnAnswerSaysNothingWasChanged(t *testing.T) {
+	liar := func(plan string) *llmtest.Model {
+		return llmtest.New().
+			On(llmtest.RoleIs(llm.RoleOrchestrator), func(llm.Request) llmtest.Reply { return llmtest.Text(plan) }).
+			On(llmtest.RoleIs(llm.RoleResponse), func(llm.Request) llmtest.Reply { return llmtest.Text("Done: Q1 is now at 105 A.") }).
+			Only(llm.RoleOrchestrator, llm.RoleResponse)
+	}
+	run := func(t *testing.T, m *llmtest.Model, input string) (*agent.Agent, turn) {
+		reg, _ := controlRoomWorld(t)
+		a, err := agent.New(agent.Config{Registry: reg, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}, Models: m, Nodes: everyNodeAsks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, runOn(t, a, "t", input)
+	}
+	const note = "**Nothing was changed.** Your request asks for a change (the BTS Q1 quadrupole current to 105 A)"
+	for _, input := range []string{"Set the BTS Q1 quadrupole current to 105 A", "Setze den Strom des BTS-Quadrupols Q1 auf 105 A"} {
+		_, o := run(t, liar(corpusReadPlan), input)
+		m := o.message()
+		if m == nil || !strings.Contains(m.Content, "Nothing was changed.") || !strings.HasPrefix(m.Content, "Done: Q1 is now at 105 A.") {
+			t.Errorf("%q: the answer %+v does not say nothing was changed", input, m)
+		}
+	}
+	if _, o := run(t, liar(corpusReadPlan), "Set the BTS Q1 quadrupole current to 105 A"); o.message() == nil || !strings.Contains(o.message().Content, note) {
+		t.Errorf("the note does not name the change asked for: %+v", o.message())
+	}
+	if _, o := run(t, liar(corpusReadPlan), "What is the BTS Q1 quadrupole current?"); o.message() == nil || strings.Contains(o.message().Content, "Nothing was changed") {
+		t.Errorf("a read's answer says nothing was changed: %+v", o.message())
+	}
+	a, o := run(t, liar(fmt.Sprintf(corpusWritePlan, "BTS:MAG:Q1:CURRENT", "105")), "Set the BTS Q1 quadrupole current to 105 A")
+	ap := o.of(agent.EventApprovalRequired)
+	if len(ap) != 1 {
+		t.Fatalf("%d cards for the write", len(ap))
+	}
+	o = resumeOn(t, a, "t", agent.Answer{ApprovalID: ap[0].Approval.ID, Text: "yes", By: "op-anna"})
+	if m := o.message(); m == nil || strings.Contains(m.Content, "Nothing was changed") {
+		t.Errorf("the answer to a change carried out says nothing was changed: %+v", m)
+	}
+}

@@ -269,6 +269,19 @@ func runOn(t *testing.T, a *agent.Agent, thread, input string) turn {
 	return o
 }
 
+// resumeOn answers a thread's approval and collects the events.
+func resumeOn(t *testing.T, a *agent.Agent, thread string, ans agent.Answer) turn {
+	t.Helper()
+	var o turn
+	for ev, err := range a.Resume(context.Background(), thread, ans) {
+		o.events = append(o.events, ev)
+		if err != nil {
+			t.Fatalf("resume failed: %v", err)
+		}
+	}
+	return o
+}
+
 // Plans as a real model writes them: prose and a code fence.
 const (
 	writePlanTemplate = "Here is the plan:\n```json\n" + `{"steps": [
