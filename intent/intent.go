@@ -137,7 +137,9 @@ var ErrMismatch = errors.New("the action differs from the change the user asked 
 //     value;
 //   - property: the user's words and the action's target agree on any
 //     property of the device other than its setting (an alarm limit, an
-//     offset: propertyDisagrees), which the unit cannot tell apart;
+//     offset: propertyDisagrees), which the unit cannot tell apart, and
+//     the target is not named by the opposite of a word the user names it
+//     by ("focusing" and a "defocusing quadrupole": oppositeNamed);
 //   - value: a stated value equals the action's number, compared in the
 //     units when both are known ("0.61 MV" is "610 kV"; amperes never match
 //     volts); a relative change ("by 5 A") equals the reading before plus
@@ -178,21 +180,25 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 	text, vals, other := describeChange(ch)
 	var fit []RequestedChange
 	var disagree identifier
-	var otherProperty string
+	var differs string // why a target naming the user's device is still another thing
 	cands := describedNames(text, ch.Description)
 	for _, rc := range i.Changes {
 		ok, id := targetAgreesWith(rc.named(), cands)
-		switch why := propertyDisagrees(rc.named(), ch.Target, ch.Description); {
+		why := propertyDisagrees(rc.named(), ch.Target, ch.Description)
+		if w := oppositeNamed(rc.named(), ch.Target, ch.Description); why == "" && w != "" {
+			why = "which is named " + strconv.Quote(w)
+		}
+		switch {
 		case ok && why == "":
 			fit = append(fit, rc)
-		case ok && otherProperty == "":
-			otherProperty = fmt.Sprintf("%s, but the user asked to change %q", why, rc.named())
+		case ok && differs == "":
+			differs = fmt.Sprintf("%s, but the user asked to change %q", why, rc.named())
 		case !ok && disagree == (identifier{}):
 			disagree = id
 		}
 	}
-	if len(fit) == 0 && otherProperty != "" {
-		return fmt.Errorf("%w: it changes %s, %s", ErrMismatch, shortTarget(ch.Target), otherProperty)
+	if len(fit) == 0 && differs != "" {
+		return fmt.Errorf("%w: it changes %s, %s", ErrMismatch, shortTarget(ch.Target), differs)
 	}
 	if len(fit) == 0 {
 		return fmt.Errorf("%w: it changes %s, but the user asked to change %s (%s is not its target)",

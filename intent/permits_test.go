@@ -621,3 +621,38 @@ func TestPermitsASpacedNameToItsNumber(t *testing.T) {
 		t.Error("\"Set Q1 to 105 A\" permits writing a channel described as Q1's alarm limit")
 	}
 }
+
+// A device's twin that no number tells apart — the focusing and the
+// defocusing quadrupole of a sector, the horizontal and the vertical
+// corrector, upstream and downstream — is told apart by the words naming
+// the target: a target whose name or description carries the opposite of
+// the user's word is refused, in English, German and French; the user's
+// own is permitted. (A word outside the target, "… in the horizontal
+// plane", is not read.)
+func TestPermitsNoTwinTheWordsSetApart(t *testing.T) {
+	write := func(target, description string) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: target, Value: 1.5, Unit: "A", Description: description}}}
+	}
+	for _, tc := range []struct {
+		msg              string
+		mine, twin       string // descriptions
+		mineName, twinNm string
+	}{
+		{"Set the focusing quadrupole in sector 3 to 1.5 A", "focusing quadrupole magnet current in storage ring sector 3", "defocusing quadrupole magnet current in storage ring sector 3", "SR:C03:QF:CURRENT", "SR:C03:QD:CURRENT"},
+		{"Set the defocusing quadrupole in sector 3 to 1.5 A", "defocusing quadrupole magnet current in storage ring sector 3", "focusing quadrupole magnet current in storage ring sector 3", "SR:C03:QD:CURRENT", "SR:C03:QF:CURRENT"},
+		{"Setze den fokussierenden Quadrupol in Sektor 3 auf 1,5 A", "focusing quadrupole magnet current in storage ring sector 3", "defocusing quadrupole magnet current in storage ring sector 3", "SR:C03:QF:CURRENT", "SR:C03:QD:CURRENT"},
+		{"Mets le quadrupôle défocalisant du secteur 3 à 1,5 A", "defocusing quadrupole magnet current in storage ring sector 3", "focusing quadrupole magnet current in storage ring sector 3", "SR:C03:QD:CURRENT", "SR:C03:QF:CURRENT"},
+		{"Set the horizontal corrector 2 to 1.5 A", "horizontal corrector 2 current", "vertical corrector 2 current", "SR:COR2:H", "SR:COR2:V"},
+		{"Setze den vertikalen Korrektor 2 auf 1,5 A", "vertical corrector 2 current", "horizontal corrector 2 current", "SR:COR2:V", "SR:COR2:H"},
+		{"Mets le correcteur vertical 2 à 1,5 A", "vertical corrector 2 current", "horizontal corrector 2 current", "SR:COR2:V", "SR:COR2:H"},
+		{"Set steerer 1 upstream to 1.5 A", "upstream steerer 1", "downstream steerer 1", "BTS:ST1:UP", "BTS:ST1:DN"},
+	} {
+		in := intent.FromMessages(tc.msg, nil).Intent
+		if err := in.Permits(write(tc.mineName, tc.mine), nil); err != nil {
+			t.Errorf("%q: %s (%q) refused: %v", tc.msg, tc.mineName, tc.mine, err)
+		}
+		if err := in.Permits(write(tc.twinNm, tc.twin), nil); err == nil {
+			t.Errorf("%q permits writing %s (%q)", tc.msg, tc.twinNm, tc.twin)
+		}
+	}
+}

@@ -366,6 +366,48 @@ func namesNone(stated string, cands []identifier) string {
 	return strings.Join(slices.Compact(spaced), ", ")
 }
 
+// opposites are pairs of words that tell one device from its twin where
+// no number does: the focusing and the defocusing quadrupole of a sector,
+// the horizontal and the vertical corrector, the upstream and the
+// downstream one (English, German, French).
+var opposites = [][2]map[string]bool{
+	{wordSet(`focusing fokussierend fokussierende fokussierenden focalisant focalisante`),
+		wordSet(`defocusing defokussierend defokussierende defokussierenden défocalisant défocalisante`)},
+	{wordSet(`horizontal horizontale horizontalen`), wordSet(`vertical vertikal vertikale vertikalen verticale`)},
+	{wordSet(`upstream stromaufwärts amont`), wordSet(`downstream stromabwärts aval`)},
+	{wordSet(`inner innere inneren intérieur intérieure`), wordSet(`outer äußere äußeren extérieur extérieure`)},
+	{wordSet(`forward vorlauf incidente`), wordSet(`reflected rücklauf réfléchie réfléchi`)},
+	{wordSet(`injection injektion`), wordSet(`extraction extraktion`)},
+}
+
+// oppositeNamed returns the word of a target's name or description (the
+// application's, capabilities.Change.Description) that is the opposite of
+// one the user's words name it by ("focusing" and a target described as
+// "defocusing quadrupole …"), or "" when none is.
+func oppositeNamed(stated, target, description string) string {
+	said := words(stated)
+	has := append(nameTokens(target), words(description)...)
+	in := func(ws []string, set map[string]bool) string {
+		for _, w := range ws {
+			if set[w] {
+				return w
+			}
+		}
+		return ""
+	}
+	for _, p := range opposites {
+		for k := range 2 {
+			mine, other := p[k], p[1-k]
+			if in(said, mine) != "" && in(said, other) == "" && in(has, mine) == "" {
+				if w := in(has, other); w != "" {
+					return w
+				}
+			}
+		}
+	}
+	return ""
+}
+
 // patternTarget reports a target that is a pattern rather than a name: a
 // wildcard ("BTS:MAG:Q*"), a character class or range ("Q[1-9]", "Q[^2]")
 // or alternatives ("Q{1,2}", "Q{1..3}", "Q1|Q2"). An index ("WF[3]") and

@@ -402,6 +402,8 @@ func TestTurnSaysWhatItUnderstood(t *testing.T) {
 func TestAPlanForAnotherDeviceThanTheWordsNameIsRefused(t *testing.T) {
 	for _, tc := range []struct{ msg, planned, value string }{
 		{"Set the focusing quadrupole current in storage ring sector 3 to 181 A", "SR:C04:QF:CURRENT", "181"},
+		{"Set the focusing quadrupole current in storage ring sector 3 to 181 A", "SR:C03:QD:CURRENT", "181"},
+		{"Setze den Strom des defokussierenden Quadrupols in Sektor 3 auf 181 A", "SR:C03:QF:CURRENT", "181"},
 		{"Setze die Spannung der RF-Kavität 2 auf 610 kV", "SR:RF:CAV3:VOLT", "610"},
 		{"Mets la tension de la cavité RF 2 à 610 kV", "SR:RF:CAV3:VOLT", "610"},
 		{"Set the RF cavity 2 gap voltage to 250 kV", "LINAC:KLY1:HV", "250"},
