@@ -645,7 +645,7 @@ func TestPermitsNoTwinTheWordsSetApart(t *testing.T) {
 		{"Set the horizontal corrector 2 to 1.5 A", "horizontal corrector 2 current", "vertical corrector 2 current", "SR:COR2:H", "SR:COR2:V"},
 		{"Setze den vertikalen Korrektor 2 auf 1,5 A", "vertical corrector 2 current", "horizontal corrector 2 current", "SR:COR2:V", "SR:COR2:H"},
 		{"Mets le correcteur vertical 2 à 1,5 A", "vertical corrector 2 current", "horizontal corrector 2 current", "SR:COR2:V", "SR:COR2:H"},
-		{"Set steerer 1 upstream to 1.5 A", "upstream steerer 1", "downstream steerer 1", "BTS:ST1:UP", "BTS:ST1:DN"},
+		{"Set the upstream steerer 1 to 1.5 A", "upstream steerer 1", "downstream steerer 1", "BTS:ST1:UP", "BTS:ST1:DN"},
 	} {
 		in := intent.FromMessages(tc.msg, nil).Intent
 		if err := in.Permits(write(tc.mineName, tc.mine), nil); err != nil {

@@ -443,6 +443,18 @@ var setApart = wordSet(`except excepting excluding excl exception without w/o sa
 	same compared versus vs while with leave leaving keep keeping ignore ignoring skip skipping via using way powered fed sharing
 	gleich verglichen lass lasse behalte mittels mit über même comparé laisse garde gardant avec pendant`)
 
+// placeWords place a target by another device only when a preposition
+// follows ("upstream of Q2"); before a noun they tell the device itself
+// ("the upstream steerer 1").
+var placeWords = wordSet(`upstream downstream`)
+
+// placedBy reports whether rest, the words after a place word, begin with
+// the preposition that makes it place by another device.
+func placedBy(rest string) bool {
+	ws := strings.Fields(strings.ToLower(rest))
+	return len(ws) > 0 && (ws[0] == "of" || ws[0] == "from" || ws[0] == "von" || ws[0] == "de" || ws[0] == "du" || ws[0] == "des")
+}
+
 // byOtherDevice returns the words of a change's target from a setApart
 // word on, when more words follow it, or "".
 func byOtherDevice(cs []RequestedChange) string { return targetFrom(cs, setApart) }
@@ -467,7 +479,7 @@ func targetFrom(cs []RequestedChange, set map[string]bool) string {
 				}
 				j += s2
 			}
-			if set[strings.ToLower(t[i:j])] && strings.IndexFunc(t[j:], isWordRune) >= 0 {
+			if w := strings.ToLower(t[i:j]); set[w] && strings.IndexFunc(t[j:], isWordRune) >= 0 && (!placeWords[w] || placedBy(t[j:])) {
 				return t[i:]
 			}
 			i = j

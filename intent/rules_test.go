@@ -149,6 +149,8 @@ func TestRules(t *testing.T) {
 		{"Mets Q1 à 105 A une fois le faisceau coupé", "read"},
 		{"Mets Q1 à 105 A après accord du chef de quart", "read"},
 		{"Set Q1 to 105 A, approved by the shift leader", "change: Q1 to 105 A"},
+		{"Set the upstream steerer 1 to 1.5 A", "change: the upstream steerer 1 to 1.5 A"},
+		{"Set the corrector upstream of Q2 to 1.5 A", "read"},
 		{"Set Q1 to 105 A while keeping Q7 at 98 A", "change: Q1 to 105 A"},
 		{"While you're at it, set Q1 to 105 A", "change: Q1 to 105 A"},
 		{"Q1 tripped after injection. Set it to 105 A", "change: it to 105 A"},
