@@ -73,8 +73,10 @@ func DescribeOutcome(r AuditRecord) string {
 }
 
 // DescribeBefore lists an approval's changes beside the value each target
-// had when it was asked ("BTS:MAG:Q1:CURRENT: now 92.00 A → 105.00 A"), or
-// nothing when the capability cannot read its targets.
+// had when it was asked, and what the application says the target is
+// ("BTS:MAG:Q1:CURRENT: now 92.00 A → 105.00 A — quadrupole Q1 magnet
+// current": the human judges the device, not only its name), or nothing
+// when the capability cannot read its targets.
 func DescribeBefore(a *state.Approval) []string {
 	if a == nil || a.Action == nil || len(a.Before) == 0 {
 		return nil
@@ -82,7 +84,11 @@ func DescribeBefore(a *state.Approval) []string {
 	var lines []string
 	for _, ch := range a.Action.Changes {
 		if b, ok := readingFor(a.Before, ch.Target); ok {
-			lines = append(lines, fmt.Sprintf("%s: now %s → %s", ch.Target, FormatValue(b.Value, b.Unit), FormatValue(ch.Value, ch.Unit)))
+			line := fmt.Sprintf("%s: now %s → %s", ch.Target, FormatValue(b.Value, b.Unit), FormatValue(ch.Value, ch.Unit))
+			if d := strings.TrimSpace(ch.Description); d != "" {
+				line += " — " + d
+			}
+			lines = append(lines, line)
 		}
 	}
 	return lines

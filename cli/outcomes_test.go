@@ -40,7 +40,7 @@ func TestRunPrintsEveryOutcome(t *testing.T) {
 			t.Fatalf("%s: exit %d: %s", tc.magnet, r.code, r.stderr)
 		}
 		target := "BTS:MAG:" + tc.magnet + ":CURRENT"
-		mustContain(t, tc.magnet+" stderr", r.stderr, "approval needed: set "+target+" to 105.00 A\n  "+target+": now 92.00 A → 105.00 A\nanswering \"yes\"")
+		mustContain(t, tc.magnet+" stderr", r.stderr, "approval needed: set "+target+" to 105.00 A\n  "+target+": now 92.00 A → 105.00 A — quadrupole "+tc.magnet+" magnet current\nanswering \"yes\"")
 		mustContain(t, tc.magnet+" stdout", r.stdout, tc.want)
 	}
 	r := h.run("", "--store", "memory", "run", "Set the Q1 current to 150 A")
@@ -54,7 +54,7 @@ func TestRunPrintsEveryOutcome(t *testing.T) {
 func TestChatPrintsTheOutcome(t *testing.T) {
 	h := plantHarness(t)
 	r := h.run("Set the Q3 current to 105 A\nyes\n", "--store", "memory", "chat")
-	mustContain(t, "chat", r.stdout, "Approval needed: set BTS:MAG:Q3:CURRENT to 105.00 A\n  BTS:MAG:Q3:CURRENT: now 92.00 A → 105.00 A\n",
+	mustContain(t, "chat", r.stdout, "Approval needed: set BTS:MAG:Q3:CURRENT to 105.00 A\n  BTS:MAG:Q3:CURRENT: now 92.00 A → 105.00 A — quadrupole Q3 magnet current\n",
 		"step 1: MISMATCH — set BTS:MAG:Q3:CURRENT 92.00 → 105.00 A was carried out, but the readback differs")
 	if i, j := strings.Index(r.stdout, "approve?"), strings.Index(r.stdout, "MISMATCH"); i < 0 || j < i {
 		t.Errorf("the outcome is not printed after the answer:\n%s", r.stdout)

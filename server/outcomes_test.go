@@ -79,8 +79,8 @@ func (e *outcomeEnv) chatApproved(t *testing.T, ask string, stream bool) string 
 	if !ok {
 		t.Fatalf("%s: no approval request: %q", ask, question)
 	}
-	if !strings.Contains(question, ": now 92.00 A → 105.00 A") {
-		t.Errorf("%s: the approval request does not show the value before: %q", ask, question)
+	if !strings.Contains(question, ": now 92.00 A → 105.00 A — quadrupole ") {
+		t.Errorf("%s: the approval request does not show the value before and what the target is: %q", ask, question)
 	}
 	hist := chatBody("capgraph", stream, user(ask), assistant(question), user("yes "+tok))
 	resp, body = e.do(t, "POST", "/v1/chat/completions", keyAlice, hist)

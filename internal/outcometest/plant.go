@@ -140,7 +140,8 @@ func (p *Plant) Capabilities() ([]capabilities.Capability, error) {
 				return capabilities.Action{Changes: []capabilities.Change{{Target: m.Target, Value: v, Unit: "A"}}},
 					&capabilities.ActionRefusedError{Reason: "limits", Message: fmt.Sprintf("%g A is above the %s supply's limit of %g A.", v, m.Name, Limit)}
 			}
-			return capabilities.Action{Changes: []capabilities.Change{{Target: m.Target, Value: v, Unit: "A", Tolerance: 0.05}},
+			return capabilities.Action{Changes: []capabilities.Change{{Target: m.Target, Value: v, Unit: "A", Tolerance: 0.05,
+				Description: "quadrupole " + m.Name + " magnet current"}},
 				Summary: fmt.Sprintf("set %s to %.2f A", m.Target, v)}, nil
 		},
 		Readback: func(_ context.Context, a capabilities.Action) ([]capabilities.Reading, error) {

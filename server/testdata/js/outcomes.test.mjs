@@ -70,7 +70,7 @@ for (const [question, outcome, label, text] of cases) {
   test(`an approved change ends ${outcome}: the badge says so`, run("outcome-" + outcome, async () => {
     await ask(page, question);
     const target = "BTS:MAG:" + /Q\d/.exec(question)[0] + ":CURRENT";
-    await approve([target + " 92.00 A → 105.00 A"]);
+    await approve([target + " 92.00 A → 105.00 A — quadrupole " + /Q\d/.exec(question)[0] + " magnet current"]);
     const got = await outcomeOf(question);
     assert.equal(got.outcome, outcome);
     assert.equal(got.badge, label);
@@ -99,7 +99,7 @@ test("a change beyond the limits is refused without asking", run("outcome-refuse
 test("an approval the machine moved away from is asked again, saying so", run("outcome-moved", async () => {
   const question = "Set the Q5 current to 105 A";
   await ask(page, question);
-  const first = await approve(["BTS:MAG:Q5:CURRENT 92.00 A → 105.00 A"]);
+  const first = await approve(["BTS:MAG:Q5:CURRENT 92.00 A → 105.00 A — quadrupole Q5 magnet current"]);
   assert.equal(await first.locator(".approval-moved").count(), 0);
   // Q5 moved to 94 A after the question: the same change is asked again.
   const again = page.locator('[data-approval-id][data-state="pending"]').last();
@@ -117,7 +117,7 @@ test("an approval the machine moved away from is asked again, saying so", run("o
     }
   }
   await shot(page, "approval-moved");
-  await approve(["BTS:MAG:Q5:CURRENT 94.00 A → 105.00 A"]);
+  await approve(["BTS:MAG:Q5:CURRENT 94.00 A → 105.00 A — quadrupole Q5 magnet current"]);
   const got = await outcomeOf(question);
   assert.deepEqual([got.outcome, got.badge], ["confirmed", "confirmed"]);
   assert.match(got.text, /^Step 1: set BTS:MAG:Q5:CURRENT 94\.00 A → 105\.00 A \(readback 105\.00 A\)\.$/);

@@ -757,7 +757,10 @@ function approvalCard(ap, app) {
   if (changes && changes.length) {
     // Each change beside the value its target had when this was asked.
     card.appendChild(el("ul", { class: "changes", "aria-label": "Changes (now → asked)" }, ...changes.map((c) => {
-      return el("li", { dataset: { target: c.target } }, el("strong", { text: c.target }), changeText(c, ap.before).slice(c.target.length));
+      // What the application says the target is: the human judges the
+      // device, not only its name.
+      const what = c.description ? [el("span", { class: "muted", text: " — " + c.description })] : [];
+      return el("li", { dataset: { target: c.target } }, el("strong", { text: c.target }), changeText(c, ap.before).slice(c.target.length), ...what);
     })));
   }
   if (ap.plan && ap.plan.steps) {
