@@ -209,7 +209,7 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 			return fmt.Errorf("%w: its target %s is a pattern, which may name devices the user did not, but the user asked to change %s",
 				ErrMismatch, shortTarget(ch.Target), i.targets())
 		}
-		if none := namesNone(fit[0].named(), cands); none != "" && len(fit) == 1 {
+		if none := namesNone(fit[0].named(), cands, strings.TrimSpace(ch.Description) != ""); none != "" && len(fit) == 1 {
 			return fmt.Errorf("%w: it changes %s, which names none of %s, but the user asked to change %q",
 				ErrMismatch, shortTarget(ch.Target), none, fit[0].named())
 		}

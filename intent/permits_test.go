@@ -583,7 +583,8 @@ func TestPermitsASpacedNameToItsNumber(t *testing.T) {
 			value: 250, unit: "kV",
 			same: []target{{"SR:RF:CAV2:VOLT", "storage ring RF cavity 2 gap voltage setpoint"}, {"SR:RF:CAV2:VOLT", ""}},
 			siblings: []target{{"SR:RF:CAV3:VOLT", "storage ring RF cavity 3 gap voltage setpoint"}, {"SR:RF:CAV3:VOLT", ""},
-				{"LINAC:KLY1:HV", "linac klystron 1 modulator high voltage"}, {"LINAC:KLY1:HV", ""}, {"BR:RF:VOLT", "booster RF cavity voltage"}},
+				{"LINAC:KLY1:HV", "linac klystron 1 modulator high voltage"}, {"LINAC:KLY1:HV", ""}, {"BR:RF:VOLT", "booster RF cavity voltage"},
+				{"LINAC:KLY2:HV", "linac klystron 2 modulator high voltage"}},
 		},
 		{
 			msgs: []string{"Set the focusing quadrupole in storage ring sector 3 to 181 A", "Set the sector 3 focusing quad to 181 A",

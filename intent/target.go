@@ -192,6 +192,12 @@ func statedIdentifiers(target string) []identifier {
 		switch {
 		case allLetters(prev) && len(prev) > 1 && !notNames[prev]:
 			out = append(out, identifier{letters: prev, num: trimZeros(w)})
+			// "la cavité RF 2", "le correcteur vertical 2": a short word or
+			// one of the opposites between a noun and the number qualifies
+			// the noun, which the number names as well.
+			if k >= 2 && (len(prev) <= 3 || oppositeWord(prev)) && allLetters(ws[k-2]) && utf8.RuneCountInString(ws[k-2]) >= 4 && !notNames[ws[k-2]] {
+				out = append(out, identifier{letters: ws[k-2], num: trimZeros(w)})
+			}
 		case (prev == "and" || prev == "or" || allDigits(prev)) && len(out) > 0:
 			last := out[len(out)-1]
 			out = append(out, identifier{letters: last.letters, num: trimZeros(w), glued: last.glued})
@@ -242,7 +248,16 @@ func sameName(a, b string) bool {
 		return false
 	}
 	a, b = foldName(a), foldName(b)
-	return strings.HasPrefix(b, a)
+	if strings.HasPrefix(b, a) {
+		return true
+	}
+	// Two spellings of one word ("secteur"/"sector", "cavité"/"cavity"):
+	// both of five letters or more, the first four alike.
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return len(a) >= 5 && len(b) >= 5 && n >= 4
 }
 
 // nameFolding spells a name's word as English spells it, to compare its
@@ -339,14 +354,15 @@ func targetAgreesWith(stated string, cands []identifier) (bool, identifier) {
 }
 
 // namesNone returns the user's spaced names when the names of a target
-// (describedNames) hold none of them, neither by their word nor by their
-// number ("cavity 2" and LINAC:KLY1:HV; "sector 3" and SR:C04:QF:CURRENT):
-// a spaced name may be absent from a target ("in sector 3"), but a target
-// that carries nothing of what the user named is another device. "" when
-// the user gave a device code or no spaced name, or the target carries a
-// name's word (targetAgrees holds its number) or number ("la cavité RF 2"
-// and SR:RF:CAV2:VOLT: the number is the cavity's).
-func namesNone(stated string, cands []identifier) string {
+// (describedNames) hold none of them ("cavity 2" and LINAC:KLY1:HV;
+// "sector 3" and SR:C04:QF:CURRENT): a spaced name may be absent from a
+// target ("in sector 3"), but a target that carries nothing of what the
+// user named is another device. A name is held by its word; by its number
+// too when the application gave no description (a terse name, SR:C03:…,
+// may say "sector" only as a number). "" when the user gave a device code
+// or no spaced name, or the target holds one; targetAgrees holds the
+// number.
+func namesNone(stated string, cands []identifier, described bool) string {
 	ids := statedIdentifiers(stated)
 	var spaced []string
 	for _, id := range ids {
@@ -359,7 +375,7 @@ func namesNone(stated string, cands []identifier) string {
 		return ""
 	}
 	for _, id := range ids {
-		if slices.ContainsFunc(cands, func(c identifier) bool { return sameName(id.letters, c.letters) || c.num == id.num }) {
+		if slices.ContainsFunc(cands, func(c identifier) bool { return sameName(id.letters, c.letters) || !described && c.num == id.num }) {
 			return ""
 		}
 	}
@@ -378,6 +394,16 @@ var opposites = [][2]map[string]bool{
 	{wordSet(`inner innere inneren intérieur intérieure`), wordSet(`outer äußere äußeren extérieur extérieure`)},
 	{wordSet(`forward vorlauf incidente`), wordSet(`reflected rücklauf réfléchie réfléchi`)},
 	{wordSet(`injection injektion`), wordSet(`extraction extraktion`)},
+}
+
+// oppositeWord reports whether w is one of the opposites.
+func oppositeWord(w string) bool {
+	for _, p := range opposites {
+		if p[0][w] || p[1][w] {
+			return true
+		}
+	}
+	return false
 }
 
 // oppositeNamed returns the word of a target's name or description (the

@@ -407,6 +407,8 @@ func TestAPlanForAnotherDeviceThanTheWordsNameIsRefused(t *testing.T) {
 		{"Setze die Spannung der RF-Kavität 2 auf 610 kV", "SR:RF:CAV3:VOLT", "610"},
 		{"Mets la tension de la cavité RF 2 à 610 kV", "SR:RF:CAV3:VOLT", "610"},
 		{"Set the RF cavity 2 gap voltage to 250 kV", "LINAC:KLY1:HV", "250"},
+		{"Set the RF cavity 2 gap voltage to 250 kV", "LINAC:KLY2:HV", "250"},
+		{"Mets la tension de la cavité RF 2 à 250 kV", "LINAC:KLY2:HV", "250"},
 	} {
 		t.Run(tc.msg+" "+tc.planned, func(t *testing.T) {
 			reg, p := controlRoomWorld(t)
