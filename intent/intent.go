@@ -135,11 +135,12 @@ var ErrMismatch = errors.New("the action differs from the change the user asked 
 //     identifier.agrees); a change whose value is not a number or string
 //     (an opaque step action) is matched on its target and the text of its
 //     value;
-//   - property: the user's words and the action's target agree on any
-//     property of the device other than its setting (an alarm limit, an
-//     offset: propertyDisagrees), which the unit cannot tell apart, and
-//     the target is not named by the opposite of a word the user names it
-//     by ("focusing" and a "defocusing quadrupole": oppositeNamed);
+//   - words: the user's words and the action's target (its name and
+//     description) agree on any property of the device other than its
+//     setting (an alarm limit, an offset), which the unit cannot tell
+//     apart, and the target is not named by the opposite of a word the
+//     user names it by ("focusing" and a "defocusing quadrupole":
+//     wordsDisagree);
 //   - value: a stated value equals the action's number, compared in the
 //     units when both are known ("0.61 MV" is "610 kV"; amperes never match
 //     volts); a relative change ("by 5 A") equals the reading before plus
@@ -184,11 +185,7 @@ func (i Intent) permitsChange(ch capabilities.Change, before []capabilities.Read
 	cands := describedNames(text, ch.Description)
 	for _, rc := range i.Changes {
 		ok, id := targetAgreesWith(rc.named(), cands)
-		why := propertyDisagrees(rc.named(), ch.Target, ch.Description)
-		if w := oppositeNamed(rc.named(), ch.Target, ch.Description); why == "" && w != "" {
-			why = "which is named " + strconv.Quote(w)
-		}
-		switch {
+		switch why := wordsDisagree(rc.named(), ch.Target, ch.Description); {
 		case ok && why == "":
 			fit = append(fit, rc)
 		case ok && differs == "":

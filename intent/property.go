@@ -1,6 +1,7 @@
 package intent
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -125,13 +126,15 @@ func nameTokens(name string) []string {
 	return out
 }
 
-// propertyDisagrees returns why the target an action executes on (its
-// name and the application's description of it) and the target the user
-// stated disagree on a property, or "" when they agree:
-// the user named one the target does not carry ("the Q1 alarm limit" and
-// BTS:MAG:Q1:CURRENT), or the target names one the user did not ("Q1"
-// and BTS:MAG:Q1:CURRENT.HIHI).
-func propertyDisagrees(stated, target, description string) string {
+// wordsDisagree returns why the target an action executes on (its name
+// and the application's description of it) is another thing than the
+// target the user stated, though it carries the user's names, or "" when
+// their words agree: the user named a property the target does not carry
+// ("the Q1 alarm limit" and BTS:MAG:Q1:CURRENT), the target names one the
+// user did not ("Q1" and BTS:MAG:Q1:CURRENT.HIHI), or the target is named
+// by the opposite of a word the user names it by ("the focusing
+// quadrupole" and one described as "defocusing …": opposites).
+func wordsDisagree(stated, target, description string) string {
 	ws, ts := words(stated), append(nameTokens(target), words(description)...)
 	for _, p := range properties {
 		said := p.said(ws)
@@ -142,6 +145,9 @@ func propertyDisagrees(stated, target, description string) string {
 		case strong && !said:
 			return "which names " + p.name
 		}
+	}
+	if w := oppositeNamed(ws, ts); w != "" {
+		return "which is named " + strconv.Quote(w)
 	}
 	return ""
 }

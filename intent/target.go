@@ -132,18 +132,14 @@ var ordinalSuffixes = wordSet(`st nd rd th e er ère eme ème te ten ter`)
 // parts name nothing on their own ("Q1" is not a name in "Q1-A").
 func splitCodes(text string) (ws []string, ids []identifier) {
 	lower := strings.ToLower(text)
-	type part struct {
-		w   string
-		sep byte // the byte after the word, 0 at the end
-	}
-	var parts []part
+	var sep byte // the byte after the last word kept in ws
 	for i := 0; i < len(lower); {
 		r, size := utf8.DecodeRuneInString(lower[i:])
 		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
 			i += size
 			continue
 		}
-		j := i
+		j := i + size
 		for j < len(lower) {
 			r2, s2 := utf8.DecodeRuneInString(lower[j:])
 			if !unicode.IsLetter(r2) && !unicode.IsDigit(r2) {
@@ -151,25 +147,26 @@ func splitCodes(text string) (ws []string, ids []identifier) {
 			}
 			j += s2
 		}
-		p := part{w: lower[i:j]}
+		w, before := lower[i:j], sep
+		sep = 0
 		if j < len(lower) {
-			p.sep = lower[j]
+			sep = lower[j]
 		}
-		parts = append(parts, p)
 		i = j
-	}
-	for k := 0; k < len(parts); k++ {
-		p := parts[k]
-		if c, ok := codeOf(p.w); ok {
+		if c, ok := codeOf(w); ok {
 			ids = append(ids, identifier{code: c})
+			sep = 0 // a code's letter after a "-" is no second code
 			continue
 		}
-		if l, n, ok := splitGlued(p.w); ok && (p.sep == '-' || p.sep == '_') && k+1 < len(parts) && utf8.RuneCountInString(parts[k+1].w) == 1 && allLetters(parts[k+1].w) {
-			ids = append(ids, identifier{code: l + n + parts[k+1].w})
-			k++
-			continue
+		if n := len(ws); n > 0 && (before == '-' || before == '_') && utf8.RuneCountInString(w) == 1 && allLetters(w) {
+			if l, num, ok := splitGlued(ws[n-1]); ok {
+				ws = ws[:n-1]
+				ids = append(ids, identifier{code: l + num + w})
+				sep = 0
+				continue
+			}
 		}
-		ws = append(ws, p.w)
+		ws = append(ws, w)
 	}
 	return ws, ids
 }
@@ -406,13 +403,10 @@ func oppositeWord(w string) bool {
 	return false
 }
 
-// oppositeNamed returns the word of a target's name or description (the
-// application's, capabilities.Change.Description) that is the opposite of
-// one the user's words name it by ("focusing" and a target described as
-// "defocusing quadrupole …"), or "" when none is.
-func oppositeNamed(stated, target, description string) string {
-	said := words(stated)
-	has := append(nameTokens(target), words(description)...)
+// oppositeNamed returns the word of a target (has: its name's tokens and
+// its description's words) that is the opposite of one of the user's
+// words (said) naming it, or "" when none is.
+func oppositeNamed(said, has []string) string {
 	in := func(ws []string, set map[string]bool) string {
 		for _, w := range ws {
 			if set[w] {
