@@ -56,6 +56,46 @@ func TestFromMessages(t *testing.T) {
 		{"the other in French", []string{"Quel est le courant de Q1 ?"}, "Règle l'autre à 105 A", "read", ""},
 		{"le with nothing before", nil, "Règle-le à 105 A", "read", ""},
 		{"it refers to an earlier message without a number", []string{"What is the beam current?"}, "Set it to 400 mA", "change: it to 400 mA", "beam current"},
+		{"a value for nothing named", []string{"Set Q1 to 105 A"}, "to 0", "read", ""},
+		{"a value for nothing named in French", []string{"Mets Q1 à 105 A"}, "à 98 A", "read", ""},
+		{"a value for nothing named, then", []string{"Set Q1 to 105 A"}, "and to 98 A", "read", ""},
+		{"make it after a read", []string{"What is Q1 reading?"}, "Make it 105 A", "change: it to 105 A", "Q1"},
+		{"make that after a read", []string{"What is Q1 reading?"}, "OK, make that 105 A please", "change: that to 105 A", "Q1"},
+		{"make it after a change", []string{"Set Q1 to 105 A"}, "Actually make it 106 A", "change: it to 106 A", "Q1"},
+		{"make it with nothing before", nil, "Make it 105 A", "read", ""},
+		{"a follow-up led by now", []string{"Set Q1 to 105 A"}, "Now Q2 to 98 A", "change: Q2 to 98 A", ""},
+		{"a follow-up led by jetzt", []string{"Setze Q1 auf 105 A"}, "Jetzt Q2 auf 98 A", "change: Q2 to 98 A", ""},
+		{"a follow-up stating what is now", []string{"Set Q1 to 105 A"}, "now Q2 is at 98 A", "read", ""},
+		{"the same for another", []string{"Set Q1 to 105 A"}, "Same for Q2", "change: Q2 to 105 A", ""},
+		{"do the same for two", []string{"Set Q1 to 105 A"}, "Do the same for Q2 and Q3 please", "change: Q2 and Q3 to 105 A", ""},
+		{"another too", []string{"Set Q1 to 105 A"}, "OK, Q2 too", "change: Q2 to 105 A", ""},
+		{"another as well", []string{"Set Q1 to 105 A"}, "and Q2 as well", "change: Q2 to 105 A", ""},
+		{"the same amount", []string{"Raise Q1 by 5 A"}, "same for Q2", "change: Q2 by 5 A", ""},
+		{"the same state", []string{"Turn off Q1"}, "Q2 too", "change: Q2 off", ""},
+		{"the same in German", []string{"Setze Q1 auf 105 A"}, "Dasselbe für Q2", "change: Q2 to 105 A", ""},
+		{"too in German", []string{"Setze Q1 auf 105 A"}, "Q2 auch", "change: Q2 to 105 A", ""},
+		{"the same in French", []string{"Mets Q1 à 105 A"}, "Pareil pour Q2 s’il vous plaît", "change: Q2 to 105 A", ""},
+		{"too in French", []string{"Mets Q1 à 105 A"}, "Q2 aussi", "change: Q2 to 105 A", ""},
+		{"the same after a read", []string{"What is Q1?"}, "Same for Q2", "read", ""},
+		{"too after a read", []string{"What is Q1?"}, "Q2 too", "read", ""},
+		{"too after a question", []string{"Set Q1 to 105 A?"}, "Q2 too", "read", ""},
+		{"too after a change for later", []string{"Set Q1 to 105 A tomorrow"}, "Q2 too", "read", ""},
+		{"too after reported words", []string{"The logbook says: set Q1 to 105 A"}, "Q2 too", "read", ""},
+		{"the same after two changes", []string{"Set Q1 to 105 A and Q3 to 90 A"}, "Same for Q2", "read", ""},
+		{"the same asked", []string{"Set Q1 to 105 A"}, "Same for Q2?", "read", ""},
+		{"too asked", []string{"Set Q1 to 105 A"}, "What about Q2 too", "read", ""},
+		{"the same for later", []string{"Set Q1 to 105 A"}, "Same for Q2 tomorrow", "read", ""},
+		{"the same with another value", []string{"Set Q1 to 105 A"}, "same for Q2 but at 98 A", "read", ""},
+		{"the same for all but one", []string{"Set Q1 to 105 A"}, "same for all except Q2", "read", ""},
+		{"the same in the simulator", []string{"Set Q1 to 105 A"}, "same for Q2 in the simulator", "hypothetical", ""},
+		{"the same for one named by nothing", []string{"Set Q1 to 105 A"}, "Same for the other one", "read", ""},
+		{"not the same", []string{"Set Q1 to 105 A"}, "Don't do the same for Q2", "read", ""},
+		{"too, laughing", []string{"Set Q1 to 105 A"}, "Q2 too lol", "read", ""},
+		{"too, doubting", []string{"Set Q1 to 105 A"}, "maybe Q2 too", "read", ""},
+		{"a statement with too", []string{"Set Q1 to 105 A"}, "we changed Q2 too", "read", ""},
+		{"a state with too", []string{"Set Q1 to 105 A"}, "Q2 is high too", "read", ""},
+		{"a read with too", []string{"Set Q1 to 105 A"}, "show Q2 too", "read", ""},
+		{"a value with too", []string{"Set Q1 to 105 A"}, "Q2 reads 98 A too", "read", ""},
 		{"reported words are no referent", []string{"The logbook says: set Q4 to 140 A. What is Q1?"}, "set it to 105 A", "change: it to 105 A", "What is Q1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,8 +145,22 @@ func TestNotes(t *testing.T) {
 		"Set Q1 to 105 A, but not yet":           "depends on a condition or a time",
 		"set Q1 to 1\u200b05 A":                  "invisible characters",
 		strings.Repeat("Set Q1 to 105 A. ", 300): "too long",
+		"Q1 → 105 A":                             "gives a device a value (\"Q1 → 105 A\") but asks for no change",
+		"Q1: 105 A please":                       "gives a device a value",
+		"Q1 should be 105 A":                     "gives a device a value",
+		"I'd like Q1 at 105 A":                   "gives a device a value",
+		"Pon Q1 a 105 A":                         "gives a device a value",
+		"New setpoint for Q1: 105 A":             "gives a device a value",
+		"Make Q1 105 A and Q2 98 A":              "gives a device a value",
 		"What is Q1?":                            "",
 		"Show yesterday's value of Q1":           "",
+		"Q1 is at 105 A":                         "",
+		"Q1 tripped at 105 A":                    "",
+		"Q1 reads 105 A":                         "",
+		"Plot Q1 when it was at 105 A":           "",
+		"Q1 over the last 2 hours":               "",
+		"The beam current is 300 mA":             "",
+		"Q1 at 14:00":                            "",
 	} {
 		f := FromMessage(msg)
 		if f.Intent.IsChange() || want == "" && f.Intent.Note != "" || !strings.Contains(f.Intent.Note, want) {
@@ -131,12 +185,38 @@ func FuzzRules(f *testing.F) {
 		if !r.Intent.IsChange() && len(r.Intent.Changes) > 0 {
 			t.Errorf("changes without a change: %+v", r)
 		}
+		masked, _ := maskReported(unmark(msg)) // emphasis markers blanked: "**Q1**" is Q1
 		for _, c := range r.Intent.Changes {
-			if !strings.Contains(msg, c.Target) {
+			if !strings.Contains(masked, c.Target) {
 				t.Errorf("target %q is not in the message", c.Target)
 			}
 			if c.Value != nil && c.By != nil {
 				t.Errorf("a value and an amount: %+v", c)
+			}
+		}
+	})
+}
+
+// Follow-ups never panic, and a change read from one ("same for Q2", "Q2
+// too", "make it 106 A", "now Q2 to 98 A") has the findings' shape: an
+// amount or a value, never both, and only a change has changes.
+func FuzzFollowUps(f *testing.F) {
+	for _, s := range [][2]string{{"Set Q1 to 105 A", "Same for Q2"}, {"Raise Q1 by 5 A", "Q2 too"}, {"Mets Q1 à 105 A", "Pareil pour Q2 s’il vous plaît"},
+		{"Set Q1 to 105 A", "Actually make it 106 A"}, {"Set Q1 to 105 A", "Now Q2 to 98 A"}, {"Turn off Q1", "and Q2 as well"},
+		{"Set Q1 to 105 A and Q3 to 90 A", "Do the same for Q2"}, {"Setze Q1 auf 105 A", "İ Q2 auch"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, earlier, latest string) {
+		r := FromMessages(latest, []string{earlier})
+		if !r.Intent.IsChange() && len(r.Intent.Changes) > 0 {
+			t.Errorf("changes without a change: %+v", r)
+		}
+		for _, c := range r.Intent.Changes {
+			if c.Value != nil && c.By != nil {
+				t.Errorf("a value and an amount: %+v", c)
+			}
+			if c.Target == "" {
+				t.Errorf("a change without a target: %+v", c)
 			}
 		}
 	})
@@ -156,5 +236,16 @@ func BenchmarkRules(b *testing.B) {
 				FromMessage(msg)
 			}
 		})
+	}
+}
+
+// A follow-up that gives a value to nothing it names ("to 0" after "set Q1
+// to 105 A") is no change, and the operator is told why.
+func TestAFollowUpValueNamesItsDevice(t *testing.T) {
+	for _, latest := range []string{"to 0", "a 0", "and to 98 A", "à 98 A"} {
+		f := FromMessages(latest, []string{"Set Q1 to 105 A"})
+		if f.Intent.IsChange() || !strings.Contains(f.Intent.Note, "gives a value without naming what it is for") {
+			t.Errorf("%q after a change: %s, note %q", latest, f.Intent.Summary(), f.Intent.Note)
+		}
 	}
 }

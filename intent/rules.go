@@ -142,6 +142,7 @@ var (
 	// ("by 5 A") or, for particleVerbs, an on/off.
 	valueVerbs = wordSet(`set restore revert change adjust raise lower increase decrease reduce bump ramp write modify alter tweak trim
 		put bring move drop boost step crank dial turn switch power reset return drive tune apply correct fix
+		nudge push send update program configure make
 		setze setz setzen setzt stelle stell stellen stellt ändere änder ändern ändert aendere aendern erhöhe erhöh erhöhen
 		erhoehe erhoehen verringere verringern senke senk senken reduziere reduzier reduzieren fahre fahr fahren schreibe
 		schreib schreiben einstellen hochfahren runterfahren herunterfahren absenken anheben verstelle verstellen schalte
@@ -151,6 +152,11 @@ var (
 		passer fixe fixez fixer ajuste ajustez ajuster réduis réduisez réduire reduis reduisez reduire descends descendez
 		descendre écris écrivez écrire ecris ecrivez ecrire amène amenez amener mettes règles regles augmentes diminues
 		remets remettez remettre ramène ramenez ramener`)
+	// weakVerbs are valueVerbs that are as often about a message, a plot
+	// or a logbook: a change verb only when a value follows ("update Q1 to
+	// 105 A"); without one a read ("send me the Q1 plot"), never a change
+	// request that lacks its value.
+	weakVerbs = wordSet(`push send update program configure make`)
 	// particleVerbs are changes with an on/off alone ("turn off", "schalte
 	// … aus", "coupe").
 	particleVerbs = wordSet(`turn switch power shut schalte schalt schalten`)
@@ -230,7 +236,8 @@ var (
 	changeWords = wordSet(`change changes changing changed set setting write writing written wrote modify modifying
 		modified touch touching touched adjust adjusting adjusted alter altering altered move moving moved
 		tweak tweaking tweaked raise raising lower lowering increase increasing decrease decreasing ramp ramping
-		writes sets
+		writes sets nudge nudging nudged push pushing pushed send sending sent update updating updated program programming
+		programmed configure configuring configured
 		ändern ändere änder ändert aendern verändern verändere setzen setze setz stellen stelle verstellen anfassen
 		änderung änderungen
 		fasse anrühren schreiben schreibe einstellen
@@ -362,6 +369,9 @@ var correctionPattern = mustFilter(`\b(?:no,? wait|wait,? no|actually,? no|i mea
 	`non,? attends|attends,? non|je veux dire|je voulais dire|ou plutôt|en fait,? non|finalement,? non|enfin,? non|faute de frappe)\b|` +
 	`\s[-–—]+\s*(?:not|no|nope|nein|nicht|non|pas)[.!]*\s*$|` +
 	`[,;.!—–…-] *(?:no|nein|non|sorry|pardon)[,.!]* +[-+−]?\d|[,;.!—–…-] *(?:wait|warte|attends)[,.!]+ *[-+−]?\d`)
+
+// valueSaid: a value given to something ("to 105 A", "auf 105", "= 105").
+var valueSaid = regexp.MustCompile(`(?:^|[\s=])(?:to|at|by|auf|um|à|de|=)\s*[-+−]?\d`)
 
 // withdrawals are clauses that, on their own after a change, take it
 // back or doubt it ("Set Q1 to 105 A. No.", "…. Wrong one.", "…. Stop.",
@@ -504,6 +514,9 @@ func corrects(text string) string {
 			if next := strings.Fields(lower[loc[1]:]); len(next) > 0 && strings.TrimRight(next[0], ".,!;") == it {
 				continue
 			}
+		}
+		if strings.HasPrefix(m, "make ") && !valueSaid.MatchString(lower[:loc[0]]) {
+			continue // "Actually, make it 106 A": the message's own change, no value before it to correct
 		}
 		return strings.Trim(m, ",;.!—–…-+− 0123456789")
 	}
@@ -868,8 +881,51 @@ func fromMessage(msg string) Finding {
 	case question:
 		return Finding{Intent: in, Reason: ReasonQuestion}
 	}
+	if c := valueWithoutRequest(masked, clauses); c != "" && !reported.change {
+		in.Note = "Your message gives a device a value (\"" + shorten(c) + "\") but asks for no change in words capgraph reads as one, " +
+			"so nothing will be changed. To change a setting, ask for it, for example \"set Q1 to 105 A\"."
+	}
 	return Finding{Intent: in, Reason: ReasonNoChange}
 }
+
+// valueWithoutRequest is the clause of a message the rules read as no
+// change that gives a device named by a number a value in a unit ("Q1 →
+// 105 A", "Q1 should be 105 A", "Pon Q1 a 105 A"): it may be meant as a
+// change, so the operator is told none was read. "" when there is none or
+// the message asks to read something ("plot Q1 at 105 A").
+func valueWithoutRequest(msg string, clauses []clause) string {
+	found := ""
+	for _, c := range clauses {
+		i := 0
+		for i < len(c.toks) && fillers[c.toks[i].w] {
+			i++
+		}
+		if i < len(c.toks) && readVerbs[c.toks[i].w] {
+			return ""
+		}
+		if found != "" || slices.ContainsFunc(c.toks, func(t token) bool {
+			return copulas[t.w] || statedWords[t.w] || len(t.w) > 4 && strings.HasSuffix(t.w, "ed") && !strings.ContainsFunc(t.w, unicode.IsDigit)
+		}) {
+			continue // "Q1 is at 105 A", "Q1 tripped at 105 A": what is or was
+		}
+		for _, t := range c.toks {
+			if !startsNumber(t.w) || clockLike(msg, t) || !numberToken(msg, t) {
+				continue
+			}
+			if _, unit, ok := ParseQuantity(msg[t.start:]); ok && unit != "" && !timeWords[strings.ToLower(unit)] {
+				found = strings.TrimSpace(msg)
+				break
+			}
+		}
+	}
+	if found == "" || len(statedIdentifiers(msg)) == 0 {
+		return ""
+	}
+	return found
+}
+
+// statedWords say what a device reads or did ("Q1 reads 105 A").
+var statedWords = wordSet(`reads shows looks sits went fell rose stays remains liest zeigt steht lag lit affiche montre`)
 
 // openTime: words that leave the time of a change back open ("yesterday's
 // value or so", "roughly…", "2 hours ago, or 3 hours ago").
@@ -1388,7 +1444,6 @@ func readClause(msg string, c clause) clauseReading {
 			r.history = true
 			continue
 		}
-		r.verb = true
 		end := len(ws)
 		for _, q := range positions[n+1:] {
 			if q < len(ws) && (verbOf(ws[q].w) != "" || readVerbs[ws[q].w]) {
@@ -1396,7 +1451,12 @@ func readClause(msg string, c clause) clauseReading {
 				break
 			}
 		}
-		if cs, ok := verbChanges(msg, v, ws[p+1:max(end, p+1)]); ok {
+		cs, ok := verbChanges(msg, v, ws[p+1:max(end, p+1)])
+		if !ok && weakVerbs[v] {
+			continue // "send me the Q1 plot", "update the logbook": a read
+		}
+		r.verb = true
+		if ok {
 			r.changes = append(r.changes, cs...)
 			r.change = true
 		}
@@ -1453,11 +1513,27 @@ func verbChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 		}
 		return []RequestedChange{{Target: span(msg, target), State: state}}, len(target) > 0
 	}
+	if weakVerbs[verb] {
+		rest = withoutAt(rest)
+	}
 	if cs, ok := valueChanges(msg, verb, rest); ok {
+		if weakVerbs[verb] && slices.ContainsFunc(cs, func(c RequestedChange) bool {
+			ws := strings.Fields(strings.ToLower(c.Target))
+			return len(ws) > 0 && indefinite[ws[0]] || slices.ContainsFunc(ws, func(w string) bool { return copulas[w] || stateWords[w] })
+		}) {
+			// "push a notification to 105 A" names no device; "make Q1
+			// stay at 105 A" keeps it, as "keep Q1 at 105 A" does.
+			return nil, false
+		}
 		return cs, true
 	}
 	if rc, ok := valueFirst(msg, rest); ok {
 		return []RequestedChange{rc}, true
+	}
+	if verb == "make" {
+		if rc, ok := madeValue(msg, rest); ok {
+			return []RequestedChange{rc}, true
+		}
 	}
 	if particleVerbs[verb] {
 		for k, t := range rest {
@@ -1979,6 +2055,61 @@ func valueFirst(msg string, rest []token) (RequestedChange, bool) {
 	return RequestedChange{Target: span(msg, target), Value: &v, Unit: unit}, true
 }
 
+// madeValue reads "make <target> <value>" ("make it 106 A", "make Q1
+// 105 A", "make that 98 A please"): a value without a marker, last in its
+// clause, after a target that states nothing ("make sure Q1 is 105 A" is
+// no request to make it so). A duration, a bound or a signed amount is no
+// value to set.
+func madeValue(msg string, rest []token) (RequestedChange, bool) {
+	for len(rest) > 0 && (fillers[rest[len(rest)-1].w] || trailingJoiners[rest[len(rest)-1].w]) {
+		rest = rest[:len(rest)-1]
+	}
+	for k := 1; k < len(rest); k++ {
+		t := rest[k]
+		if !startsNumber(t.w) || strings.HasPrefix(t.w, "+") || clockLike(msg, t) || !numberToken(msg, t) {
+			continue
+		}
+		v, unit, ok := ParseQuantity(msg[t.start:])
+		used := valueWidth(rest, k, unit)
+		if !ok || k+used != len(rest) {
+			continue
+		}
+		target := trimJoiners(rest[:k])
+		if len(target) == 0 || target[0].w == "sure" || statesWhatIs(target) || presentation(target) || slices.ContainsFunc(target, func(t token) bool {
+			return madeNotTarget[t.w] || KnownUnit(t.w) && t.w != "a" // "make Q1 about 105 A", "make Q1 105 A and Q2 98 A"
+		}) ||
+			timeWords[strings.ToLower(unit)] || boundedValue(msg, t, rest[k+used-1].end) || unknownUnitAfter(msg, rest[k+used-1].end, unit) {
+			return RequestedChange{}, false
+		}
+		return RequestedChange{Target: span(msg, target), Value: &v, Unit: unit}, true
+	}
+	return RequestedChange{}, false
+}
+
+// withoutAt is a weak verb's words with "at" no value marker: "send Bob
+// the Q1 value at 105 A", "update to the latest Q1 at 105 A" say where or
+// when, not what to set ("update Q1 to 105 A" does).
+func withoutAt(ts []token) []token {
+	if !slices.ContainsFunc(ts, func(t token) bool { return t.w == "at" }) {
+		return ts
+	}
+	out := slices.Clone(ts)
+	for k := range out {
+		if out[k].w == "at" {
+			out[k].w = "@"
+		}
+	}
+	return out
+}
+
+// indefinite articles start a target that is no device ("a notification").
+var indefinite = wordSet(`a an some ein eine einen un une des`)
+
+// madeNotTarget are words that make what comes before a value no target
+// of "make": an estimate, a second target or value.
+var madeNotTarget = wordSet(`about around roughly approximately approx circa ca nearly almost some maybe and then or
+	etwa ungefähr circa rund fast und dann oder environ presque à peu près et puis ou`)
+
 func startsNumber(w string) bool {
 	w = strings.TrimLeft(w, "+-.")
 	return w != "" && w[0] >= '0' && w[0] <= '9'
@@ -2050,6 +2181,9 @@ func FromMessages(latest string, earlier []string) Finding {
 	}
 	if !f.Intent.IsChange() {
 		f = continuation(latest, earlier, f)
+	}
+	if !f.Intent.IsChange() && (f.Reason == ReasonNoChange || f.Reason == ReasonQuestion && !strings.Contains(latest, "?")) {
+		f = sameAgain(latest, earlier, f) // "do the same for Q2" starts like a question
 	}
 	if f.Intent.IsChange() {
 		for k, c := range f.Intent.Changes {
@@ -2129,15 +2263,103 @@ func continuation(latest string, earlier []string, f Finding) Finding {
 		if r := readClause(masked, c); r.question != notQuestion || !r.verbless {
 			return f // "verify that Q1 was set to 105 A" is no continuation
 		}
-		if cs, ok := valueChanges(masked, "", c.toks); ok {
+		toks := c.toks
+		for len(toks) > 1 && fillers[toks[0].w] {
+			toks = toks[1:] // "Now Q2 to 98 A": "now" leads, it is no state of Q2
+		}
+		if cs, ok := valueChanges(masked, "", toks); ok {
 			changes = append(changes, cs...)
 		}
 	}
 	if len(changes) == 0 {
 		return f
 	}
+	if slices.ContainsFunc(changes, func(c RequestedChange) bool { return c.Target == "" }) {
+		// "to 0", "à 98 A": a value for nothing named, which a correction
+		// of the change before and a typo would both give.
+		held, _ := readWithNote(ReasonUnclear, "Your message gives a value without naming what it is for (\""+shorten(strings.TrimSpace(latest))+
+			"\"), so nothing will be changed: name the device, for example \"set Q1 to 98 A\".")
+		return held
+	}
 	// The follow-up's own words may hold its change back as a message's
 	// would ("and Q2 to 98 A tomorrow", "… No.").
+	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
+	clauses := scan(masked)
+	if held, ok := heldBack(latest, masked, norm, clauses, changes, 0); ok {
+		return held
+	}
+	if isLater(masked, norm, clauses, 0) {
+		return laterFinding
+	}
+	return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonContinuation}
+}
+
+// sameFor and tooAfter ask for the previous message's change on other
+// devices: "same for Q2", "do the same for Q2 and Q3", "dasselbe für Q2",
+// "pareil pour Q2"; "Q2 too", "and Q2 as well", "Q2 auch", "Q2 aussi".
+// The device is the group "t".
+var (
+	sameFor = regexp.MustCompile(`(?i)^(?:(?:ok|okay|and|now|then|please|pls|und|jetzt|bitte|dann|et|maintenant|puis)[\s,]+)*` +
+		`(?:(?:now )?do (?:the )?same(?: thing)?|(?:the )?same(?: thing)?|ditto|idem|likewise|` +
+		`(?:mach )?(?:dasselbe|das gleiche|das selbe|dito|genauso|ebenso)|(?:fais |faites )?(?:pareil|de même|la même chose))` +
+		`\s+(?:for|with|on|to|für|mit|bei|pour|avec|sur)\s+(?P<t>[^?]+?)[\s,]*(?:please|pls|too|as well|bitte|auch|svp|stp|aussi|s['’]il (?:te|vous) plaît)?[\s.!]*$`)
+	tooAfter = regexp.MustCompile(`(?i)^(?:(?:ok|okay|and|now|then|please|also|und|jetzt|bitte|dann|et|maintenant|puis)[\s,]+)*` +
+		`(?P<t>[^?,;]+?)[\s,]+(?:too|as well|also|auch|ebenfalls|ebenso|aussi|également|pareil)(?:[\s,]+(?:please|pls|bitte|svp|stp))?[\s.!]*$`)
+)
+
+// subjects are who does something ("we … Q2 too"): the words are a
+// statement, not devices.
+var subjects = wordSet(`i we you he she they someone somebody ich wir du er sie man je nous tu il ils elle elles on`)
+
+// sameAgain reads a follow-up asking for the previous message's change on
+// other devices (sameFor, tooAfter): the user's own change, its value, its
+// amount or its state, on the devices the follow-up names. Only after a
+// message with one change, and only for devices named by a number ("Q2",
+// "cavity 2"); after several changes which one is meant would be a guess.
+func sameAgain(latest string, earlier []string, f Finding) Finding {
+	if len(earlier) == 0 || len(strings.Fields(latest)) > 10 {
+		return f
+	}
+	masked, _ := maskReported(unmark(latest))
+	trimmed := strings.TrimSpace(masked)
+	m := sameFor.FindStringSubmatchIndex(trimmed)
+	if m == nil {
+		m = tooAfter.FindStringSubmatchIndex(trimmed)
+	}
+	if m == nil {
+		return f
+	}
+	text := strings.TrimSpace(trimmed[m[2]:m[3]])
+	if first, _, _ := strings.Cut(strings.ToLower(text), " "); len(statedIdentifiers(text)) == 0 || questionWords[first] {
+		return f // "what about Q2 too"
+	}
+	if strings.ContainsAny(text, ">|") {
+		return f
+	}
+	for _, c := range scan(text) {
+		for k, t := range c.toks {
+			if afterNegations[t.w] || negationWords[t.w] || questionWords[t.w] || readVerbs[t.w] || verbOf(t.w) != "" || changeWords[t.w] ||
+				copulas[t.w] || stateWords[t.w] || subjects[t.w] || len(t.w) > 4 && strings.HasSuffix(t.w, "ed") ||
+				startsNumber(t.w) && numberToken(text, t) && k+1 < len(c.toks) && KnownUnit(c.toks[k+1].w) {
+				// "not Q2 too", "show Q2 too", "we changed Q2 too", "Q2 is
+				// high too", "same for Q2 at 98 A": no device alone.
+				return f
+			}
+		}
+	}
+	before := FromMessages(earlier[len(earlier)-1], earlier[:len(earlier)-1])
+	if !before.Intent.IsChange() {
+		return f // "What is Q1?" then "Q2 too": a read
+	}
+	if len(before.Intent.Changes) != 1 {
+		in := Intent{Kind: KindRead, Note: "Your message asks for the change before it again (\"" + shorten(strings.TrimSpace(latest)) +
+			"\"), which asked for several, so nothing will be changed: which one is meant would be a guess. " +
+			"Ask for the change itself, for example \"set Q2 to 105 A\"."}
+		return Finding{Intent: in, Reason: ReasonUnclear}
+	}
+	c := before.Intent.Changes[0]
+	c.Target, c.Refers = text, ""
+	changes := []RequestedChange{c}
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
 	clauses := scan(masked)
 	if held, ok := heldBack(latest, masked, norm, clauses, changes, 0); ok {

@@ -37,6 +37,7 @@ var notNames = map[string]bool{"to": true, "at": true, "by": true, "from": true,
 	"on": true, "for": true, "and": true, "or": true, "than": true, "with": true, "is": true, "it": true, "be": true,
 	"about": true, "around": true, "above": true, "below": true, "under": true, "over": true, "last": true, "first": true,
 	"set": true, "change": true, "adjust": true, "value": true, "number": true, "step": true, "steps": true,
+	"make": true, "that": true, "this": true,
 	// German and French: prepositions, articles, verbs before a number.
 	"auf": true, "um": true, "von": true, "bei": true, "zu": true, "mit": true, "für": true, "über": true, "unter": true,
 	"den": true, "dem": true, "der": true, "die": true, "das": true, "ist": true, "und": true, "oder": true, "letzten": true,

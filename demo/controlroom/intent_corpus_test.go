@@ -478,3 +478,68 @@ func TestAnAnswerSaysNothingWasChanged(t *testing.T) {
 		t.Errorf("the answer to a change carried out says nothing was changed: %+v", m)
 	}
 }
+
+// A follow-up asking for the change before it on another device ("same for
+// Q4", "Q4 too") is the user's own change: after the first change is
+// carried out, it asks for approval of the same value on the device it
+// names, and writes nothing before a yes. After a read it changes nothing.
+func TestTheSameChangeForAnotherDevice(t *testing.T) {
+	for _, follow := range []string{"Same for the BTS Q4 quadrupole current", "and the BTS Q4 quadrupole current too", "Dasselbe für den Strom des BTS-Quadrupols Q4"} {
+		reg, p := controlRoomWorld(t)
+		a, err := agent.New(agent.Config{Registry: reg, Options: writesOn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := runOn(t, a, "t", "Set the BTS Q1 quadrupole current to 105 A")
+		ap := o.of(agent.EventApprovalRequired)
+		if len(ap) != 1 {
+			t.Fatalf("%d cards for the first change", len(ap))
+		}
+		resumeOn(t, a, "t", agent.Answer{ApprovalID: ap[0].Approval.ID, Text: "yes", By: "op-anna"})
+		before, _ := p.Setpoint("BTS:MAG:Q4:CURRENT")
+		o = runOn(t, a, "t", follow)
+		ap = o.of(agent.EventApprovalRequired)
+		if len(ap) != 1 || !strings.Contains(ap[0].Approval.Summary, "BTS:MAG:Q4:CURRENT") || !strings.Contains(ap[0].Approval.Summary, "105.00 A") {
+			t.Fatalf("%q: cards %+v, want one for BTS:MAG:Q4:CURRENT at 105 A", follow, ap)
+		}
+		if v, _ := p.Setpoint("BTS:MAG:Q4:CURRENT"); v != before {
+			t.Errorf("%q: Q4 written before a yes: %v", follow, v)
+		}
+	}
+	reg, p := controlRoomWorld(t)
+	a, err := agent.New(agent.Config{Registry: reg, Options: writesOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runOn(t, a, "t", "What is the BTS Q1 quadrupole current?")
+	if o := runOn(t, a, "t", "Same for the BTS Q4 quadrupole current"); len(o.of(agent.EventApprovalRequired)) != 0 {
+		t.Errorf("the same after a read asks for a change: %+v", o.of(agent.EventApprovalRequired))
+	}
+	untouched(t, p)
+}
+
+// A message that gives a device a value without asking for a change in
+// words the rules read as one ("Q1 → 105 A", "Q1 should be 105 A", another
+// language) changes nothing, and its answer says so in the framework's
+// words even when the response model answers "Done".
+func TestAValueWithoutARequestIsToldNoChange(t *testing.T) {
+	liar := llmtest.New().
+		On(llmtest.RoleIs(llm.RoleOrchestrator), func(llm.Request) llmtest.Reply { return llmtest.Text(corpusReadPlan) }).
+		On(llmtest.RoleIs(llm.RoleResponse), func(llm.Request) llmtest.Reply { return llmtest.Text("Done: Q1 is now at 105 A.") }).
+		Only(llm.RoleOrchestrator, llm.RoleResponse)
+	for _, input := range []string{"BTS Q1 quadrupole current → 105 A", "The BTS Q1 quadrupole current should be 105 A", "Pon la corriente del cuadrupolo Q1 del BTS a 105 A"} {
+		reg, p := controlRoomWorld(t)
+		a, err := agent.New(agent.Config{Registry: reg, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}, Models: liar, Nodes: everyNodeAsks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := runOn(t, a, "t", input)
+		if m := o.message(); m == nil || !strings.Contains(m.Content, "asks for no change in words capgraph reads as one, so nothing will be changed") {
+			t.Errorf("%q: the answer %+v does not say nothing will be changed", input, m)
+		}
+		if n := len(o.of(agent.EventApprovalRequired)); n != 0 {
+			t.Errorf("%q: %d cards", input, n)
+		}
+		untouched(t, p)
+	}
+}

@@ -79,7 +79,7 @@ func (w *ChannelWrite) plan(step capabilities.Step) ([]writeOp, error) {
 	if err != nil {
 		return nil, err
 	}
-	chans, err := stepChannels(step)
+	chans, _, err := p.readChannels(step) // a follow-up ("same for Q4") writes the device it names, as a read reads it
 	if err != nil {
 		return nil, err
 	}

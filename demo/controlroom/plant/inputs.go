@@ -92,8 +92,8 @@ func stepTexts(step capabilities.Step) []string {
 	return out
 }
 
-// readChannels returns the channels a reading step (channel_read,
-// archiver_retrieval) works on: stepChannels, except when the request is a
+// readChannels returns the channels a step (channel_read,
+// archiver_retrieval, channel_write) works on: stepChannels, except when the request is a
 // follow-up whose latest message names another detail than the channels
 // the step was given (an earlier turn's, which the plan reused): "and the
 // temperature?" after "vacuum in sector 4" reads the sector 4
