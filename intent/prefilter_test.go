@@ -44,7 +44,7 @@ var filteredPatterns = map[string]prefiltered{
 	"correction": correctionPattern, "open time": openTime, "code request": codeRequest,
 	"not to run": notToRun, "only fun": onlyFun, "hedge": hedge, "outcome": outcomeAfterValue, "shared value": sharedValue,
 	"other baseline": otherBaseline, "alternative after": alternativeAfter, "second value": secondValue, "grouped after continental": groupedAfterContinental, "not serious": notSerious, "model place": modelPlace,
-	"repeated amount": repeatedAmount, "advice": adviceAfterChange, "sequence": sequencePattern,
+	"repeated amount": repeatedAmount, "advice": adviceAfterChange, "sequence": sequencePattern, "also": alsoWords,
 }
 
 // Go's \b knows ASCII letters only: next to "à", "é" or "ß" it never

@@ -790,6 +790,7 @@ func fromMessage(msg string) Finding {
 		marked   string // the first change request ending in "?"
 		prev     bool   // the clause before was a change: a verbless "and Q2 to 98 A" continues it
 		from     int    // where the first change request starts in masked
+		stranded string // a verbless "Q2 to 98 A" that continues no change ("…, wait 2 s, then Q2 to 98 A")
 	)
 	for _, c := range clauses {
 		r := readClause(masked, c)
@@ -817,8 +818,22 @@ func fromMessage(msg string) Finding {
 				changes = append(changes, more...)
 				continue
 			}
+		case r.verbless && r.question == notQuestion && stranded == "":
+			if _, ok := valueChanges(masked, "", c.toks); ok {
+				stranded = span(masked, c.toks)
+			}
 		}
 		prev = false
+	}
+	if changed && stranded != "" {
+		f, _ := readWithNote(ReasonOpenValue, "Your message gives a value (\""+shorten(stranded)+"\") apart from its change, after or before words that are not part of it, "+
+			"so nothing will be changed: which changes are meant, and when, would be a guess. Ask for the changes together, for example \"set Q1 to 105 A and Q2 to 98 A\".")
+		return f
+	}
+	if words := alsoOther(masked, clauses, changes, from); changed && words != "" {
+		f, _ := readWithNote(ReasonOpenValue, "Your message asks for its change on another device as well (\""+shorten(words)+"\"), so nothing will be changed: "+
+			"say each change with its device, for example \"set Q1 and Q2 to 105 A\".")
+		return f
 	}
 	if changed {
 		if f, held := heldBack(msg, masked, norm, clauses, changes, from); held {
@@ -956,6 +971,82 @@ func sentenceStart(text string, at int) int {
 	return 0
 }
 
+// alsoWords ask for a change once more on another device ("Q2 too", "do
+// the same for Q2", "Q2 likewise", "dasselbe für Q2", "Q2 aussi").
+var alsoWords = mustFilter(`(?:^|[^\pL\pN])(?:too|as well|likewise|(?:do|the) same|same (?:for|with|on)|ditto|idem|` +
+	`auch|ebenfalls|ebenso|genauso|dasselbe|das gleiche|aussi|également|pareil|de même|la même chose)(?:$|[^\pL\pN])`)
+
+// alsoOther is the clause of a message asking changes (from masked[from:]
+// on) that asks for one of them again on a device no change names ("Set
+// Q1 to 105 A. Q2 too.", "… and do the same for Q2"): read alone, the
+// message would change Q1 and leave the operator believing Q2 was asked
+// for. A clause stating what is ("Q2 is high too") is no request. ""
+// when there is none.
+func alsoOther(masked string, clauses []clause, changes []RequestedChange, from int) string {
+	if !alsoWords.mayMatch(strings.ToLower(masked[from:])) {
+		return ""
+	}
+	var named []identifier
+	for _, c := range changes {
+		named = append(named, statedIdentifiers(c.Target)...)
+	}
+	for _, c := range clauses {
+		text := span(masked, c.toks)
+		if c.toks[len(c.toks)-1].end <= from || !alsoWords.re.MatchString(strings.ToLower(text)) || slices.ContainsFunc(c.toks, func(t token) bool {
+			return copulas[t.w] || stateWords[t.w] && t.w != "as" || statedWords[t.w] || readVerbs[t.w] || negationWords[t.w] // "as well"
+		}) {
+			continue
+		}
+		for _, id := range statedIdentifiers(text) {
+			if !slices.ContainsFunc(named, func(n identifier) bool { return n.String() == id.String() }) {
+				return text
+			}
+		}
+	}
+	return ""
+}
+
+// unsaidValue is the words of a message asking a change (masked[from:]
+// on) that give a device a value with no word saying to set it ("Set Q1
+// to 105 A; Q2 98 A", "…, Q2: 98 A", "… and Q2 98 A"): left out, that
+// change would be one the operator believes was asked. A clause stating
+// what is ("(Q1 92 A now)") is no request. "" when there is none.
+func unsaidValue(masked string, clauses []clause, from int) string {
+	for _, c := range clauses {
+		if c.toks[len(c.toks)-1].end <= from || slices.ContainsFunc(c.toks, func(t token) bool {
+			return copulas[t.w] || stateWords[t.w] || statedWords[t.w] || t.w == "make" // "make Q1 105 A" says it
+		}) {
+			continue
+		}
+		for k, t := range c.toks {
+			if t.start < from || !startsNumber(t.w) || clockLike(masked, t) || !numberToken(masked, t) {
+				continue
+			}
+			_, unit, ok := ParseQuantity(masked[t.start:])
+			if !ok || unit == "" || timeWords[strings.ToLower(unit)] {
+				continue
+			}
+			// The device before the value: in the clause, or the clause
+			// before a colon ("Q2: 98 A").
+			var prev token
+			switch {
+			case k > 0:
+				prev = c.toks[k-1]
+			case strings.HasSuffix(strings.TrimRight(masked[:t.start], " \t"), ":"):
+				before := strings.TrimRight(masked[:t.start], " \t:")
+				if i := strings.LastIndexAny(before, " \t,;(\n"); before != "" {
+					prev = token{w: strings.ToLower(before[i+1:]), start: i + 1, end: len(before)}
+				}
+			}
+			if prev.end <= from || startsNumber(prev.w) || len(statedIdentifiers(masked[prev.start:prev.end])) == 0 {
+				continue
+			}
+			return strings.TrimSpace(masked[prev.start:t.end]) + masked[t.end:c.toks[min(k+valueWidth(c.toks, k, unit), len(c.toks))-1].end]
+		}
+	}
+	return ""
+}
+
 // heldBack returns what a message msg that states changes (masked, its
 // clauses, from masked[from:] on) asks for instead, when its other words hold them back:
 // advice about them, a target named by way of another device or left
@@ -975,6 +1066,10 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 	if secondValue.MatchString(norm[from:]) || len(changes) > 1 && slices.ContainsFunc(changes, func(c RequestedChange) bool { return c.Target == "" }) &&
 		!sequencePattern.MatchString(norm[from:]) {
 		return readWithNote(ReasonOpenValue, noteTwoValues)
+	}
+	if words := unsaidValue(masked, clauses, from); words != "" {
+		return readWithNote(ReasonOpenValue, "Your message gives a device a value (\""+words+"\") without a word that says to set it, so nothing will be changed: "+
+			"say each change, for example \"set Q1 to 105 A and Q2 to 98 A\".")
 	}
 	if words := unnamedLater(changes); words != "" {
 		return readWithNote(ReasonOpenValue, "Your message gives a value to something it names by no device (\""+words+"\"), so nothing will be changed: "+
