@@ -667,6 +667,18 @@ var laterNear = mustFilterEach(
 	`\b(?:(?:but|only) wait)\b`,
 	`\b(?:wait (?:for|till|until) (?:my|me|i))\b`,
 	`\b(?:(?:on|at|upon) my (?:signal|mark|go|command|word|call|cue))\b`,
+	// After the user's (or someone's) word or an event, before one, at
+	// someone's convenience; "…, after that" / "… afterwards" ending the
+	// message (a sequence goes on: "…, after that set Q2 to 98 A").
+	`\b(?:after (?:my|your|our|his|her|their|confirmation|approval|sign-?off|go-?ahead|review|md|mds|maintenance|shutdown|startup|restart|tests?))\b`,
+	`\b(?:(?:right |just |shortly |soon )?(?:after (?:that|this|it)|afterwards?))\s*[.!]*\s*$`,
+	`\d\s*[\pL%°]*\s+(?:just |right |shortly )?before (?:the|next|a|an|my|your|our|each|every|injection|beam|md)\b`,
+	`\d\s*[\pL%°]*\s+(?:kurz |gleich )?vor (?:der|dem|den|einer|einem|meine[mnr]?|unsere[mnr]?|jede[mnr]?)\b`,
+	`\d\s*[\pL%°]*\s+(?:juste )?avant (?:la|le|les|une?|mon|ma|notre|votre|chaque|de|d'|l')`,
+	`\b(?:at your (?:convenience|leisure|earliest convenience)|when convenient|when you have (?:a )?(?:moment|minute|second|time))\b`,
+	`\b(?:nach (?:meine[mnrs]?|deine[mnrs]?|unsere[mnrs]?|ihre[mnrs]?|seine[mnrs]?)|bei gelegenheit|wenn (?:du|sie|ihr) zeit ha\w+)\b`,
+	`\b(?:après (?:mon|ton|son|notre|votre|leur|ma|ta|sa|mes|tes|ses|nos|vos|leurs)|quand (?:tu peux|vous pouvez|tu auras|vous aurez))\b`,
+	`(?:^|[^\pL])à (?:votre|ta) convenance\b`,
 	`\b(?:when i (?:say|tell|give|confirm|ask))\b`,
 	`\b(?:until i)\b`,
 	`\b(?:auf mein (?:zeichen|kommando))\b`,
