@@ -82,10 +82,25 @@ var (
 // the value keeps its unit.
 var emphasis = regexp.MustCompile("(\\*\\*|__|`)([^*_`\n]{1,40})(\\*\\*|__|`)|(^|\\s)(\\*)([^*\\s][^*\\n]{0,40}?)(\\*)(\\s|$|[.,;!?])")
 
+// listNumber is the number of a numbered list's item at a line's start
+// ("1. ", "2) "), in a message of several lines.
+var listNumber = regexp.MustCompile(`(?m)^[ \t]*(\d{1,2}[.)])[ \t]+\S`)
+
 // unmark blanks Markdown emphasis markers around short runs of words
-// (emphasis), keeping every other byte in place; a code span holding a
-// change verb stays a quotation ("`set Q1 to 105 A`").
+// (emphasis) and the numbers of a numbered list (listNumber), keeping
+// every other byte in place; a code span holding a change verb stays a
+// quotation ("`set Q1 to 105 A`").
 func unmark(msg string) string {
+	if strings.Contains(msg, "\n") && listNumber.MatchString(msg) {
+		// "1. Set Q1 to 105 A\n2. Set Q2 to 98 A": a list's numbers are no values.
+		b := []byte(msg)
+		for _, m := range listNumber.FindAllStringSubmatchIndex(msg, -1) {
+			for i := m[2]; i < m[3]; i++ {
+				b[i] = ' '
+			}
+		}
+		msg = string(b)
+	}
 	if !strings.ContainsAny(msg, "*_`") {
 		return msg
 	}

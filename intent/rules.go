@@ -908,47 +908,56 @@ func fromMessage(msg string) Finding {
 	case question:
 		return Finding{Intent: in, Reason: ReasonQuestion}
 	}
-	if c := valueWithoutRequest(masked, clauses); c != "" && !reported.change {
-		in.Note = "Your message gives a device a value (\"" + shorten(c) + "\") but asks for no change in words capgraph reads as one, " +
+	if !reported.change && valueWithoutRequest(masked, clauses) {
+		in.Note = "Your message gives a device a value (\"" + shorten(strings.TrimSpace(msg)) + "\") but asks for no change in words capgraph reads as one, " +
 			"so nothing will be changed. To change a setting, ask for it, for example \"set Q1 to 105 A\"."
 	}
 	return Finding{Intent: in, Reason: ReasonNoChange}
 }
 
-// valueWithoutRequest is the clause of a message the rules read as no
-// change that gives a device named by a number a value in a unit ("Q1 →
-// 105 A", "Q1 should be 105 A", "Pon Q1 a 105 A"): it may be meant as a
-// change, so the operator is told none was read. "" when there is none or
-// the message asks to read something ("plot Q1 at 105 A").
-func valueWithoutRequest(msg string, clauses []clause) string {
-	found := ""
+// valueWithoutRequest reports a message the rules read as no change that
+// gives a device named by a number a value in a unit ("Q1 → 105 A", "Q1
+// should be 105 A", "Pon Q1 a 105 A"): it may be meant as a change, so the
+// operator is told none was read. Not when the message asks to read
+// something ("plot Q1 at 105 A").
+func valueWithoutRequest(msg string, clauses []clause) bool {
+	found := false
 	for _, c := range clauses {
 		i := 0
 		for i < len(c.toks) && fillers[c.toks[i].w] {
 			i++
 		}
 		if i < len(c.toks) && readVerbs[c.toks[i].w] {
-			return ""
+			return false
 		}
-		if found != "" || slices.ContainsFunc(c.toks, func(t token) bool {
+		if found || slices.ContainsFunc(c.toks, func(t token) bool {
 			return copulas[t.w] || statedWords[t.w] || len(t.w) > 4 && strings.HasSuffix(t.w, "ed") && !strings.ContainsFunc(t.w, unicode.IsDigit)
 		}) {
 			continue // "Q1 is at 105 A", "Q1 tripped at 105 A": what is or was
 		}
-		for _, t := range c.toks {
+		for k, t := range c.toks {
 			if !startsNumber(t.w) || clockLike(msg, t) || !numberToken(msg, t) {
 				continue
 			}
-			if _, unit, ok := ParseQuantity(msg[t.start:]); ok && unit != "" && !timeWords[strings.ToLower(unit)] {
-				found = strings.TrimSpace(msg)
+			// A channel's name takes a number without a unit, last in the
+			// clause ("caput BTS:MAG:Q1:CURRENT 105", "BTS:MAG:Q1:CURRENT = 105").
+			last := k == len(c.toks)-1
+			if _, unit, ok := ParseQuantity(msg[t.start:]); ok && (unit != "" && !timeWords[strings.ToLower(unit)] || unit == "" && last && channelNamed(c.toks)) {
+				found = true
 				break
 			}
 		}
 	}
-	if found == "" || len(statedIdentifiers(msg)) == 0 {
-		return ""
-	}
-	return found
+	return found && len(statedIdentifiers(msg)) > 0
+}
+
+// channelNamed reports a channel's name among a clause's words: letters
+// and a colon between them ("BTS:MAG:Q1:CURRENT", "SR:C03-MG{PS}").
+func channelNamed(toks []token) bool {
+	return slices.ContainsFunc(toks, func(t token) bool {
+		i := strings.IndexByte(t.w, ':')
+		return i > 0 && i < len(t.w)-1 && strings.ContainsFunc(t.w[i+1:], unicode.IsLetter)
+	})
 }
 
 // statedWords say what a device reads or did ("Q1 reads 105 A").
