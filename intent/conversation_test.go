@@ -63,6 +63,8 @@ func TestFromMessages(t *testing.T) {
 		{"make that after a read", []string{"What is Q1 reading?"}, "OK, make that 105 A please", "change: that to 105 A", "Q1"},
 		{"make it after a change", []string{"Set Q1 to 105 A"}, "Actually make it 106 A", "change: it to 106 A", "Q1"},
 		{"make it with nothing before", nil, "Make it 105 A", "read", ""},
+		{"make it in German", []string{"Setze Q1 auf 105 A"}, "Mach es 106 A", "change: es to 106 A", "Q1"},
+		{"a glued pronoun after a change", []string{"Mets Q1 à 105 A"}, "Mets-le à 106 A", "change: le to 106 A", "Q1"},
 		{"a follow-up led by now", []string{"Set Q1 to 105 A"}, "Now Q2 to 98 A", "change: Q2 to 98 A", ""},
 		{"a follow-up led by jetzt", []string{"Setze Q1 auf 105 A"}, "Jetzt Q2 auf 98 A", "change: Q2 to 98 A", ""},
 		{"a follow-up stating what is now", []string{"Set Q1 to 105 A"}, "now Q2 is at 98 A", "read", ""},

@@ -529,6 +529,11 @@ func TestPermitsADeviceCodeAsItIs(t *testing.T) {
 		{"HCM2A", []string{"SR:HCM2A:CURRENT"}, []string{"SR:HCM2B:CURRENT", "SR:HCM2:CURRENT"}},
 		{"QH1A", []string{"SR:C01-MG{PS:QH1A}I:Sp1-SP"}, []string{"SR:C01-MG{PS:QH1B}I:Sp1-SP", "SR:C01-MG{PS:QH1}I:Sp1-SP"}},
 		{"SQ2B", []string{"BTS:SQ2B:CURRENT"}, []string{"BTS:SQ2A:CURRENT", "BTS:SQ2:CURRENT"}},
+		// Typed apart, a letter and its number are the code: "Q 1" named no
+		// device, so any target passed.
+		{"Q 1", []string{"BTS:MAG:Q1:CURRENT", "BTS:MAG:Q01:CURRENT"}, []string{"BTS:MAG:Q7:CURRENT", "BTS:MAG:Q10:CURRENT", "BTS:MAG:Q2:CURRENT"}},
+		{"Q-1", []string{"BTS:MAG:Q1:CURRENT"}, []string{"BTS:MAG:Q7:CURRENT", "BTS:MAG:Q2:CURRENT"}},
+		{"B 2", []string{"BR:MAG:B2:CURRENT"}, []string{"BR:MAG:B3:CURRENT", "BR:MAG:Q2:CURRENT"}},
 	} {
 		for _, msg := range []string{"Set " + tc.code + " to 105 A", "Set the " + tc.code + " current to 105 A", "Please set magnet " + tc.code + " to 105 A",
 			"Setze " + tc.code + " auf 105 A", "Mets " + tc.code + " à 105 A"} {

@@ -142,7 +142,7 @@ var (
 	// ("by 5 A") or, for particleVerbs, an on/off.
 	valueVerbs = wordSet(`set restore revert change adjust raise lower increase decrease reduce bump ramp write modify alter tweak trim
 		put bring move drop boost step crank dial turn switch power reset return drive tune apply correct fix
-		nudge push send update program configure make
+		nudge push send update program configure make mach mache machen dreh drehe drehen
 		setze setz setzen setzt stelle stell stellen stellt ändere änder ändern ändert aendere aendern erhöhe erhöh erhöhen
 		erhoehe erhoehen verringere verringern senke senk senken reduziere reduzier reduzieren fahre fahr fahren schreibe
 		schreib schreiben einstellen hochfahren runterfahren herunterfahren absenken anheben verstelle verstellen schalte
@@ -156,10 +156,12 @@ var (
 	// or a logbook: a change verb only when a value follows ("update Q1 to
 	// 105 A"); without one a read ("send me the Q1 plot"), never a change
 	// request that lacks its value.
-	weakVerbs = wordSet(`push send update program configure make`)
+	weakVerbs = wordSet(`push send update program configure make mach mache machen`)
+	// madeVerbs take their value without a marker (madeValue).
+	madeVerbs = wordSet(`make mach mache`)
 	// particleVerbs are changes with an on/off alone ("turn off", "schalte
 	// … aus", "coupe").
-	particleVerbs = wordSet(`turn switch power shut schalte schalt schalten`)
+	particleVerbs = wordSet(`turn switch power shut schalte schalt schalten dreh drehe drehen`)
 	// particleStates are the states the particles of particleVerbs ask for.
 	particleStates = map[string]string{"on": "on", "ein": "on", "an": "on", "off": "off", "aus": "off", "ab": "off"}
 	// offVerbs are the toggleVerbs that switch off (the others switch on).
@@ -182,7 +184,7 @@ var (
 	// germanInfinitives end a German request ("Q1 auf 105 A setzen").
 	germanInfinitives = wordSet(`setzen stellen einstellen ändern aendern verändern erhöhen erhoehen senken absenken
 		reduzieren verringern fahren hochfahren runterfahren herunterfahren schalten ausschalten einschalten abschalten
-		anschalten schreiben anheben verstellen`)
+		anschalten schreiben anheben verstellen drehen`)
 	// germanSubjects before a German infinitive make a statement ("er
 	// wollte Q1 auf 105 A setzen"), not a request.
 	germanSubjects = wordSet(`ich er es man wir ihr sie jemand niemand der die das`)
@@ -803,6 +805,7 @@ func fromMessage(msg string) Finding {
 		prev     bool   // the clause before was a change: a verbless "and Q2 to 98 A" continues it
 		from     int    // where the first change request starts in masked
 		stranded string // a verbless "Q2 to 98 A" that continues no change ("…, wait 2 s, then Q2 to 98 A")
+		lastVerb string // the verb of the last change: a verbless "Q2 by 3 A" after it takes its sign
 	)
 	for _, c := range clauses {
 		r := readClause(masked, c)
@@ -812,7 +815,7 @@ func fromMessage(msg string) Finding {
 				from = c.toks[0].start
 			}
 			changes = append(changes, r.changes...)
-			changed, prev = true, true
+			changed, prev, lastVerb = true, true, r.lastVerb
 			continue
 		case r.question == firmQuestion:
 			question = true
@@ -826,14 +829,15 @@ func fromMessage(msg string) Finding {
 		case r.verb && unclear == "":
 			unclear, open = span(masked, c.toks), leavesValueOpen(masked, c.toks)
 		case r.verbless && prev:
-			if more, ok := valueChanges(masked, "", c.toks); ok {
+			if more, ok := signedValueChanges(masked, "", direction(lastVerb, c.toks), c.toks); ok {
 				changes = append(changes, more...)
 				continue
 			}
-		case r.verbless && r.question == notQuestion && stranded == "":
-			if _, ok := valueChanges(masked, "", c.toks); ok {
-				stranded = span(masked, c.toks)
+			if stranded == "" && givesDeviceValue(masked, c.toks) {
+				stranded = span(masked, c.toks) // "Set Q1 to 105 A, Q2 by 3 A": by how much in which direction?
 			}
+		case r.verbless && r.question == notQuestion && stranded == "" && givesDeviceValue(masked, c.toks):
+			stranded = span(masked, c.toks)
 		}
 		prev = false
 	}
@@ -992,6 +996,23 @@ func sentenceStart(text string, at int) int {
 	return 0
 }
 
+// givesDeviceValue reports a clause naming a device by a number that
+// gives a value or an amount after a marker ("Q2 to 98 A", "Q2 by 3 A"),
+// and states nothing ("Q2 is at 98 A", "(currently 92 A)", "Q2 dropped to
+// 98 A").
+func givesDeviceValue(masked string, toks []token) bool {
+	if statesWhatIs(toks) || slices.ContainsFunc(toks, func(t token) bool { return statedWords[t.w] }) ||
+		len(statedIdentifiers(span(masked, toks))) == 0 {
+		return false
+	}
+	for k := 0; k+1 < len(toks); k++ {
+		if (toMarkers[toks[k].w] || byMarkers[toks[k].w]) && startsNumber(toks[k+1].w) && !clockLike(masked, toks[k+1]) && numberToken(masked, toks[k+1]) {
+			return true
+		}
+	}
+	return false
+}
+
 // alsoWords ask for a change once more on another device ("Q2 too", "do
 // the same for Q2", "Q2 likewise", "dasselbe für Q2", "Q2 aussi").
 var alsoWords = mustFilter(`(?:^|[^\pL\pN])(?:too|as well|likewise|(?:do|the) same|same (?:for|with|on)|ditto|idem|` +
@@ -1035,7 +1056,7 @@ func alsoOther(masked string, clauses []clause, changes []RequestedChange, from 
 func unsaidValue(masked string, clauses []clause, from int) string {
 	for _, c := range clauses {
 		if c.toks[len(c.toks)-1].end <= from || slices.ContainsFunc(c.toks, func(t token) bool {
-			return copulas[t.w] || stateWords[t.w] || statedWords[t.w] || t.w == "make" // "make Q1 105 A" says it
+			return copulas[t.w] || stateWords[t.w] || statedWords[t.w] || madeVerbs[t.w] // "make Q1 105 A" says it
 		}) {
 			continue
 		}
@@ -1402,7 +1423,19 @@ func negatedChange(clauses []clause) bool {
 }
 
 // frenchPronouns end a French imperative ("règle-le", "mets-la").
-var frenchPronouns = []string{"-le", "-la", "-les", "-lui", "-leur"}
+var frenchPronouns = []string{"-le", "-la", "-les", "-lui", "-leur", "-moi"}
+
+// gluedPronoun is the object pronoun a French imperative ends with
+// ("règle-le", "mets-la"), as a token of its own; none for "-moi" ("règle-moi
+// Q1 à 105 A": the object follows).
+func gluedPronoun(t token) token {
+	for _, p := range frenchPronouns {
+		if p != "-moi" && strings.HasSuffix(t.w, p) && len(t.w) > len(p) {
+			return token{w: p[1:], start: t.end - len(p) + 1, end: t.end}
+		}
+	}
+	return token{}
+}
 
 // verbOf returns the change verb a word is, typos of the English ones
 // tolerated, or "".
@@ -1484,7 +1517,7 @@ var politeOpeners = [][]string{
 	{"peux-tu"}, {"pouvez-vous"}, {"pourrais-tu"}, {"pourriez-vous"}, {"veuillez"}, {"merci", "de"}, {"merci", "d'"},
 	{"je", "veux", "que", "tu"}, {"je", "voudrais", "que", "tu"}, {"je", "voudrais", "que", "vous"}, {"je", "veux"},
 	{"je", "voudrais"}, {"est-ce", "que", "tu", "peux"}, {"est-ce", "que", "vous", "pouvez"}, {"tu", "peux"}, {"vous", "pouvez"},
-	{"n'oublie", "pas", "de"}, {"n'oubliez", "pas", "de"},
+	{"n'oublie", "pas", "de"}, {"n'oubliez", "pas", "de"}, {"fais"}, {"faites"}, {"il", "faut"},
 }
 
 // questionKind says how a clause is a question.
@@ -1502,8 +1535,9 @@ type clauseReading struct {
 	change   bool // a change request with a usable value
 	verb     bool // a change verb in imperative position, whatever followed
 	question questionKind
-	history  bool // a change verb as a noun or in a clause about the past
-	verbless bool // neither a change verb nor a read verb
+	history  bool   // a change verb as a noun or in a clause about the past
+	verbless bool   // neither a change verb nor a read verb
+	lastVerb string // the last change verb that read a change
 }
 
 // readClause classifies one clause. A change verb counts at the start of
@@ -1567,14 +1601,18 @@ func readClause(msg string, c clause) clauseReading {
 				break
 			}
 		}
-		cs, ok := verbChanges(msg, v, ws[p+1:max(end, p+1)])
+		rest := ws[p+1 : max(end, p+1)]
+		if pr := gluedPronoun(ws[p]); pr.w != "" {
+			rest = append([]token{pr}, rest...) // "mets-le à 106 A": "le" is the target, named before
+		}
+		cs, ok := verbChanges(msg, v, rest)
 		if !ok && weakVerbs[v] {
 			continue // "send me the Q1 plot", "update the logbook": a read
 		}
 		r.verb = true
 		if ok {
 			r.changes = append(r.changes, cs...)
-			r.change = true
+			r.change, r.lastVerb = true, v
 		}
 	}
 	// German puts the infinitive last: "(bitte) Q1 auf 105 A setzen (bitte)".
@@ -1646,7 +1684,7 @@ func verbChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 	if rc, ok := valueFirst(msg, rest); ok {
 		return []RequestedChange{rc}, true
 	}
-	if verb == "make" {
+	if madeVerbs[verb] {
 		if rc, ok := madeValue(msg, rest); ok {
 			return []RequestedChange{rc}, true
 		}
@@ -1694,9 +1732,15 @@ func direction(verb string, rest []token) float64 {
 // "<target> by <amount>" (a relative change, signed by the verb: "raise Q1
 // by 5 A" is +5, "lower it by 2 %" is -2 %), in the three languages.
 func valueChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
+	return signedValueChanges(msg, verb, direction(verb, rest), rest)
+}
+
+// signedValueChanges is valueChanges with an amount's sign given: a
+// verbless clause continuing a change takes the sign of the change's verb
+// ("Raise Q1 by 5 A, Q2 by 3 A").
+func signedValueChanges(msg, verb string, dir float64, rest []token) ([]RequestedChange, bool) {
 	var out []RequestedChange
 	from := 0
-	dir := direction(verb, rest)
 	for k := 0; k < len(rest)-1; k++ {
 		m := rest[k].w
 		isTo, isBy := toMarkers[m], byMarkers[m]

@@ -396,6 +396,14 @@ func TestRules(t *testing.T) {
 		// A value, or the change once more, for a device the rules read no
 		// change for beside a change: left out, the operator would believe
 		// it asked; which changes are meant would be a guess.
+		{"Raise Q1 by 5 A, Q2 by 3 A", "change: Q1 by 5 A; Q2 by 3 A"},
+		{"Lower Q1 by 5 A, Q2 by 3 A", "change: Q1 by -5 A; Q2 by -3 A"},
+		{"Erhöhe Q1 um 5 A, Q2 um 3 A", "change: Q1 by 5 A; Q2 by 3 A"},
+		{"Baisse Q1 de 5 A, Q2 de 3 A", "change: Q1 by -5 A; Q2 by -3 A"},
+		{"Raise Q1 by 5 A; Q2 by -3 A", "read"},
+		{"Set Q1 to 105 A, Q2 by 3 A", "read"},
+		{"Set Q1 to 105 A, wait 2 s, then Q2 by 3 A", "read"},
+		{"Set Q1 to 105 A, at 2 A/s", "change: Q1 to 105 A"},
 		{"Set Q1 to 105 A; Q2 98 A", "read"},
 		{"Set Q1 to 105 A, Q2: 98 A", "read"},
 		{"Set Q1 to 105 A and Q2 98 A", "read"},
@@ -947,7 +955,17 @@ func TestRules(t *testing.T) {
 		{"Augmentation de Q1 à 105 A au cours des 2 dernières heures", "read"},
 		{"Monte Q1 à 105 A au cours des 2 dernières heures", "read"},
 		// More ways of asking.
-		{"Règle-le à 105 A", "change: (target not named) to 105 A"},
+		{"Règle-le à 105 A", "change: le to 105 A"},
+		{"Règle-moi Q1 à 105 A", "change: Q1 to 105 A"},
+		{"Fais passer Q1 à 105 A", "change: Q1 to 105 A"},
+		{"Faites monter Q1 à 105 A", "change: Q1 to 105 A"},
+		{"Il faut mettre Q1 à 105 A", "change: Q1 to 105 A"},
+		{"Fais un graphique de Q1", "read"},
+		{"Mach Q1 auf 105 A", "change: Q1 to 105 A"},
+		{"Mach Q1 105 A", "change: Q1 to 105 A"},
+		{"Dreh Q1 auf 105 A hoch", "change: Q1 to 105 A"},
+		{"Dreh Q1 ab", "change: Q1 off"},
+		{"Mach einen Plot von Q1", "read"},
 		{"Bump up Q1 by 5 A", "change: Q1 by 5 A"},
 		{"Je voudrais que tu mettes Q1 à 105 A", "change: Q1 to 105 A"},
 		{"Den Strom von Q1 bitte auf 105 A erhöhen", "change: Den Strom von Q1 to 105 A"},

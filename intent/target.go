@@ -32,12 +32,16 @@ func (id identifier) String() string {
 	return id.letters + " " + id.num
 }
 
+// letterWords are the one-letter words of the three languages, which name
+// nothing before a number ("a 1", "à 2", "y 3").
+var letterWords = map[string]bool{"a": true, "i": true, "o": true, "y": true, "à": true, "e": true, "x": true}
+
 // notNames are words that never name a thing when a number follows them.
 var notNames = map[string]bool{"to": true, "at": true, "by": true, "from": true, "the": true, "of": true, "in": true,
 	"on": true, "for": true, "and": true, "or": true, "than": true, "with": true, "is": true, "it": true, "be": true,
 	"about": true, "around": true, "above": true, "below": true, "under": true, "over": true, "last": true, "first": true,
 	"set": true, "change": true, "adjust": true, "value": true, "number": true, "step": true, "steps": true,
-	"make": true, "that": true, "this": true,
+	"make": true, "that": true, "this": true, "mach": true, "mache": true,
 	// German and French: prepositions, articles, verbs before a number.
 	"auf": true, "um": true, "von": true, "bei": true, "zu": true, "mit": true, "für": true, "über": true, "unter": true,
 	"den": true, "dem": true, "der": true, "die": true, "das": true, "ist": true, "und": true, "oder": true, "letzten": true,
@@ -196,6 +200,9 @@ func statedIdentifiers(target string) []identifier {
 			if k >= 2 && (len(prev) <= 3 || oppositeWord(prev)) && allLetters(ws[k-2]) && utf8.RuneCountInString(ws[k-2]) >= 4 && !notNames[ws[k-2]] {
 				out = append(out, identifier{letters: ws[k-2], num: trimZeros(w)})
 			}
+		case utf8.RuneCountInString(prev) == 1 && allLetters(prev) && !letterWords[prev]:
+			// "Q 1", "q-1": a device code typed apart, read as the code (Q1).
+			out = append(out, identifier{letters: prev, num: trimZeros(w), glued: true})
 		case (prev == "and" || prev == "or" || allDigits(prev)) && len(out) > 0:
 			last := out[len(out)-1]
 			out = append(out, identifier{letters: last.letters, num: trimZeros(w), glued: last.glued})

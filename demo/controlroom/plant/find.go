@@ -159,7 +159,8 @@ func init() {
 		many much count counted total
 		follow up back revert undo restored
 		setze stelle stell setzen auf den dem wert stand von vom gestern gestrigen zurück zurueck
-		remets remettre mets la le sa son valeur hier dhier veille à`) {
+		remets remettre mets la le sa son valeur hier dhier veille à
+		nudge push send update program configure mach mache fais faites passer passe faut il monter monte`) {
 		fillers[w] = true
 	}
 }
