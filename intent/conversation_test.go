@@ -147,6 +147,8 @@ func TestNotes(t *testing.T) {
 		"Set Q1 to 105 A, but not yet":               "depends on a condition or a time",
 		"set Q1 to 1\u200b05 A":                      "invisible characters",
 		strings.Repeat("Set Q1 to 105 A. ", 300):     "too long",
+		"Set the plot range to 2 hours":              "sets something other than the machine (a plot",
+		"Set Q1 to 105 A in the plot":                "sets something other than the machine",
 		"Set Q1 to 105 A; Q2 98 A":                   "gives a device a value (\"Q2 98 A\") without a word that says to set it",
 		"Set Q1 to 105 A, Q2: 98 A":                  "(\"Q2: 98 A\") without a word that says to set it",
 		"Set Q1 to 105 A, wait 2 s, then Q2 to 98 A": "gives a value (\"then Q2 to 98 A\") apart from its change",

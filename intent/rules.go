@@ -251,7 +251,8 @@ var (
 		période vue langue
 		model lattice file config configuration database spreadsheet snapshot saveset report document paper notebook offline
 		modell datei konfiguration datenbank bericht dokument papier modèle fichier rapport papier
-		diagramm grafik kurve graphique courbe tracé tableau`)
+		diagramm grafik kurve graphique courbe tracé tableau
+		reminder reminders timer timers bookmark bookmarks notification notifications erinnerung rappel`)
 	// nounFollowers after a change word make it a noun ("drop in", "ramp
 	// of", "step response", "change history", "set of").
 	nounFollowers = wordSet(`in of history histories response responses rate rates size sizes log logs record records event
@@ -552,7 +553,7 @@ func statesWhatIs(toks []token) bool {
 // trip", "over the last 2 hours", "seit gestern", "depuis") is history,
 // whatever verb it has.
 var historyPattern = mustFilter(`\b(?:(?:over|in|during|within|for|across) the (?:last|past|previous)|ago|since|` +
-	`yesterday|last (?:night|week|shift|run|fill|hour|day)|earlier today|this morning|` +
+	`yesterday|last (?:night|week|shift|run|fill|hour|day)|earlier today|earlier$|this morning|` +
 	`seit|gestern|vorhin|in den letzten|während|depuis|pendant les|au cours d\w*)\b`)
 
 // restoreVerbs and restoreValues: a change back to an earlier value
@@ -801,6 +802,7 @@ func fromMessage(msg string) Finding {
 		history  bool
 		unclear  string // the first change verb's clause without a usable value
 		open     bool   // … because it leaves its value open ("105 or 140 A")
+		shown    bool   // … because it sets something other than the machine ("set the plot range to 2 hours")
 		marked   string // the first change request ending in "?"
 		prev     bool   // the clause before was a change: a verbless "and Q2 to 98 A" continues it
 		from     int    // where the first change request starts in masked
@@ -827,7 +829,7 @@ func fromMessage(msg string) Finding {
 		case r.history:
 			history = true
 		case r.verb && unclear == "":
-			unclear, open = span(masked, c.toks), leavesValueOpen(masked, c.toks)
+			unclear, open, shown = span(masked, c.toks), leavesValueOpen(masked, c.toks), presentation(c.toks)
 		case r.verbless && prev:
 			if more, ok := signedValueChanges(masked, "", direction(lastVerb, c.toks), c.toks); ok {
 				changes = append(changes, more...)
@@ -894,6 +896,10 @@ func fromMessage(msg string) Finding {
 	case marked != "":
 		in.Note = "Your message \"" + shorten(marked) + "?\" ends with a question mark, so it was read as a question and nothing will be changed. " +
 			"To change the setting, ask for it without one, for example \"please set Q1 to 105 A\"."
+	case unclear != "" && !question && !history && shown:
+		in.Note = "\"" + shorten(unclear) + "\" sets something other than the machine (a plot, a range, an axis, a file, a model, a reminder), " +
+			"so nothing on the machine will be changed."
+		return Finding{Intent: in, Reason: ReasonNoChange}
 	case unclear != "" && !question && !history && groupedNumber.MatchString(unclear):
 		in.Note = noteGrouped(groupedNumber.FindStringSubmatch(unclear)[1])
 		return Finding{Intent: in, Reason: ReasonOpenValue}
@@ -2314,6 +2320,9 @@ func presentation(ts []token) bool {
 	for _, t := range ts {
 		if presentationNouns[t.w] {
 			return true
+		}
+		if _, after, ok := strings.Cut(t.w, "-"); ok && presentationNouns[after] {
+			return true // "the y-axis"
 		}
 	}
 	return false

@@ -992,6 +992,10 @@ func TestRules(t *testing.T) {
 		{"Mets Q1 à 105 A dans le simulateur", "hypothetical"},
 		{"Turn on the simulated logging", "change: the simulated logging on"},
 		{"set the BTS Q1 current to 105 A in the plot", "read"},
+		{"Set the y-axis to 105 A", "read"},
+		{"Set a reminder to check Q1 at 105 A", "read"},
+		{"Show me Q1, set to 105 A earlier", "read"},
+		{"Set Q1 to 105 A earlier than planned", "change: Q1 to 105 A"},
 		{"Set Q1 to 105 A and show the plot", "change: Q1 to 105 A"},
 		// Other languages: not read as changes.
 		{"Imposta Q1 a 105 A", "read"},
