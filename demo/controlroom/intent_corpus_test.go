@@ -516,6 +516,30 @@ func TestTheSameChangeForAnotherDevice(t *testing.T) {
 		t.Errorf("the same after a read asks for a change: %+v", o.of(agent.EventApprovalRequired))
 	}
 	untouched(t, p)
+
+	// A planner that writes the earlier device again for "same for Q4"
+	// reaches no card: Q1 is not what the words name.
+	reg, p = controlRoomWorld(t)
+	liar := llmtest.New().
+		On(llmtest.RoleIs(llm.RoleOrchestrator), func(llm.Request) llmtest.Reply {
+			return llmtest.Text(fmt.Sprintf(corpusWritePlan, "BTS:MAG:Q1:CURRENT", "105"))
+		}).Only(llm.RoleOrchestrator)
+	a, err = agent.New(agent.Config{Registry: reg, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}, Models: liar, Nodes: everyNodeAsks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := runOn(t, a, "t", "Set the BTS Q1 quadrupole current to 105 A")
+	ap := o.of(agent.EventApprovalRequired)
+	if len(ap) != 1 {
+		t.Fatalf("%d cards for the first change", len(ap))
+	}
+	resumeOn(t, a, "t", agent.Answer{ApprovalID: ap[0].Approval.ID, Text: "yes", By: "op-anna"})
+	if o := runOn(t, a, "t", "Same for the BTS Q4 quadrupole current"); len(o.of(agent.EventApprovalRequired)) != 0 {
+		t.Errorf("a write of Q1 for \"same for Q4\" reached a card: %+v", o.of(agent.EventApprovalRequired))
+	}
+	if v, _ := p.Setpoint("BTS:MAG:Q4:CURRENT"); v != 98 {
+		t.Errorf("Q4 written: %v", v)
+	}
 }
 
 // A message that gives a device a value without asking for a change in
