@@ -142,7 +142,8 @@ func maskReported(msg string) (string, reportedText) {
 	if loc := injectionPattern.FindStringIndex(msg); loc != nil {
 		blank(loc[0], len(b), "a note addressed to the assistant")
 	}
-	// Quotations that hold a change verb ("set 'Q1' to 105 A" quotes a name).
+	// Quotations that hold a change verb; a short one that holds none
+	// quotes a name or a value, and only its marks are blanked.
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
 		closeRune, ok := quotePairs[r]
@@ -154,7 +155,8 @@ func maskReported(msg string) (string, reportedText) {
 			continue
 		}
 		j := strings.IndexRune(string(b[i+size:]), closeRune)
-		if j < 0 {
+		closed := j >= 0
+		if !closed {
 			if r == '"' || r == '\'' || r == '`' {
 				i += size
 				continue
@@ -162,8 +164,18 @@ func maskReported(msg string) (string, reportedText) {
 			j = len(b) - i - size // an unclosed guillemet: to the end
 		}
 		end := i + size + j
-		if hasChangeVerb(string(b[i+size : end])) {
+		switch inner := string(b[i+size : end]); {
+		case hasChangeVerb(inner):
 			blank(i, min(end+utf8.RuneLen(closeRune), len(b)), "a quotation")
+		case closed && len(inner) <= 40 && !strings.Contains(inner, "\n"):
+			// A quoted name or value ("set \"Q1\" to 105 A", "… to
+			// «105 A»"): its marks are no break in the request.
+			for k := i; k < i+size; k++ {
+				b[k] = ' '
+			}
+			for k := end; k < end+utf8.RuneLen(closeRune); k++ {
+				b[k] = ' '
+			}
 		}
 		i = min(end+utf8.RuneLen(closeRune), len(b))
 	}

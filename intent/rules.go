@@ -210,7 +210,7 @@ var (
 		lies lese lesen zeige zeig zeigen gib prüfe prüfen überprüfe plotte
 		lis lire affiche affichez afficher montre montrez montrer donne donnez donner vérifie vérifiez vérifier trace tracez`)
 	// fillers may come before an imperative verb.
-	fillers = wordSet(`ok okay so hey hi hello well alright right now then also and but please pls plz kindly just quickly
+	fillers = wordSet(`ok okay so hey hi hello yo well alright right now then also and but please pls plz kindly just quickly
 		again yes yeah sure oh um uh actually first go ahead agent capgraph
 		bitte jetzt dann und auch nun mal doch also ja gut
 		alors et puis maintenant oui bon bien stp svp ensuite aussi`)
