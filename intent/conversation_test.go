@@ -209,9 +209,10 @@ func FuzzRules(f *testing.F) {
 	})
 }
 
-// Follow-ups never panic, and a change read from one ("same for Q2", "Q2
-// too", "make it 106 A", "now Q2 to 98 A") has the findings' shape: an
-// amount or a value, never both, and only a change has changes.
+// Follow-ups and answers never panic, and a change read from one ("same
+// for Q2", "Q2 too", "make it 106 A", "now Q2 to 98 A", "Q1" answering a
+// question) has the findings' shape: an amount or a value, never both, a
+// target, and only a change has changes.
 func FuzzFollowUps(f *testing.F) {
 	for _, s := range [][2]string{{"Set Q1 to 105 A", "Same for Q2"}, {"Raise Q1 by 5 A", "Q2 too"}, {"Mets Q1 à 105 A", "Pareil pour Q2 s’il vous plaît"},
 		{"Set Q1 to 105 A", "Actually make it 106 A"}, {"Set Q1 to 105 A", "Now Q2 to 98 A"}, {"Turn off Q1", "and Q2 as well"},
@@ -219,16 +220,17 @@ func FuzzFollowUps(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, earlier, latest string) {
-		r := FromMessages(latest, []string{earlier})
-		if !r.Intent.IsChange() && len(r.Intent.Changes) > 0 {
-			t.Errorf("changes without a change: %+v", r)
-		}
-		for _, c := range r.Intent.Changes {
-			if c.Value != nil && c.By != nil {
-				t.Errorf("a value and an amount: %+v", c)
+		for _, r := range []Finding{FromMessages(latest, []string{earlier}), FromAnswer(latest, []string{earlier})} {
+			if !r.Intent.IsChange() && len(r.Intent.Changes) > 0 {
+				t.Errorf("changes without a change: %+v", r)
 			}
-			if c.Target == "" {
-				t.Errorf("a change without a target: %+v", c)
+			for _, c := range r.Intent.Changes {
+				if c.Value != nil && c.By != nil {
+					t.Errorf("a value and an amount: %+v", c)
+				}
+				if c.Target == "" {
+					t.Errorf("a change without a target: %+v", c)
+				}
 			}
 		}
 	})
@@ -248,6 +250,54 @@ func BenchmarkRules(b *testing.B) {
 				FromMessage(msg)
 			}
 		})
+	}
+}
+
+// An answer to the assistant's question about a change carries it: a
+// device named for a change asked without one, a value given to a change
+// asked without one; anything else is read as a message.
+func TestFromAnswer(t *testing.T) {
+	for _, tt := range []struct {
+		earlier, answer, want string
+	}{
+		{"Set the quadrupole current to 105 A", "Q1", "change: Q1 to 105 A"},
+		{"Set the quadrupole current to 105 A", "ok, the BTS Q1, please", "change: the BTS Q1 to 105 A"},
+		{"Set the quadrupole current to 105 A", "Q1 and Q2", "change: Q1 and Q2 to 105 A"},
+		{"Raise the quadrupole current by 5 A", "Q1", "change: Q1 by 5 A"},
+		{"Set Q1", "105 A", "change: Q1 to 105 A"},
+		{"Set Q1", "to 105 A", "change: Q1 to 105 A"},
+		{"Set Q1", "105 A please", "change: Q1 to 105 A"},
+		{"Setze Q1", "auf 105 A", "change: Q1 to 105 A"},
+		{"Mets Q1", "105 A", "change: Q1 to 105 A"},
+		{"Raise Q1", "by 5 A", "change: Q1 by 5 A"},
+		{"Raise Q1", "to 110 A", "change: Q1 to 110 A"},
+		{"Set Q1 to 105 A", "Set Q2 to 98 A", "change: Q2 to 98 A"},
+		// Not an answer that carries the change.
+		{"Raise Q1", "5 A", "read"},
+		{"Set Q1", "105", "read"},
+		{"Set Q1", "105 A or 110 A", "read"},
+		{"Set Q1", "about 105 A", "read"},
+		{"Set Q1", "5 min", "read"},
+		{"Set Q1", "105 A tomorrow", "read"},
+		{"Set Q1", "Q2 105 A", "read"},
+		{"Set the quadrupole current to 105 A", "Q1?", "read"},
+		{"Set the quadrupole current to 105 A", "not Q1", "read"},
+		{"Set the quadrupole current to 105 A", "Q1 tomorrow", "read"},
+		{"Set the quadrupole current to 105 A", "Q1 lol", "read"},
+		{"Set the quadrupole current to 105 A", "never mind", "read"},
+		{"Set the quadrupole current to 105 A", "what is Q1?", "read"},
+		{"What is Q1?", "Q2", "read"},
+		{"What is Q1?", "105 A", "read"},
+		{"Set Q1 to 105 A and Q3 to 90 A", "Q2", "read"},
+		{"The logbook says: set Q1 to 105 A", "Q2", "read"},
+	} {
+		f := FromAnswer(tt.answer, []string{tt.earlier})
+		if got := f.Intent.Summary(); got != tt.want {
+			t.Errorf("%q answered %q: %q (%s), want %q", tt.earlier, tt.answer, got, f.Reason, tt.want)
+		}
+	}
+	if f := FromAnswer("5 A", []string{"Raise Q1"}); !strings.Contains(f.Intent.Note, `say "to 5 A" or "by 5 A"`) {
+		t.Errorf("an amount or a value? note %q", f.Intent.Note)
 	}
 }
 

@@ -39,6 +39,7 @@ const (
 	ReasonQuestion      = "question: the message asks about something"
 	ReasonChange        = "change: an imperative change with a value, an amount or an on/off"
 	ReasonContinuation  = "change: continues the previous message's change"
+	ReasonAnswer        = "change: answers the assistant's question about the previous message's change"
 	ReasonReported      = "reported: the change words are quoted or reported (a logbook, a note, a message to the assistant)"
 	ReasonHistory       = "history: change words used as a noun or about the past (\"drop in\", \"ramp of\", \"since the trip\")"
 	ReasonUnclear       = "unclear: a change verb without a value the rules can use"

@@ -115,7 +115,7 @@ func historyNeed(s state.State) (bool, string) {
 			return true, "the message may answer the assistant's question"
 		}
 	}
-	rules := intent.FromMessages(msg, earlierUserMessages(s))
+	rules := userFinding(s)
 	if rules.Reason == intent.ReasonContinuation {
 		return true, "the message continues an earlier change"
 	}
@@ -259,8 +259,8 @@ func (b base) taskDeferred(ctx context.Context, s state.State, in intent.Intent)
 	return b.classifierNeedsModel(ctx, first, in)
 }
 
-// rulesIntent is the intent of the user's own words (intent.FromMessages).
+// rulesIntent is the intent of the user's own words (userFinding).
 func rulesIntent(s state.State) intent.Intent {
-	in, _ := intent.Decide(intent.FromMessages(latestUserMessage(s), earlierUserMessages(s)), nil)
+	in, _ := intent.Decide(userFinding(s), nil)
 	return in
 }

@@ -231,7 +231,7 @@ func parseIntent(raw json.RawMessage) (intent.Intent, error) {
 }
 
 // resolveIntent sets the task's intent from the user's own words (the
-// rules, intent.FromMessages); a model's reading is not taken into it
+// rules, userFinding); a model's reading is not taken into it
 // (intent.Decide), and where the model read otherwise an event says so.
 // A model's task text that asks for another change than the user's words
 // (a change for a read, another value) is replaced by the user's words, so
@@ -242,8 +242,7 @@ func (b base) resolveIntent(ctx context.Context, s state.State, task *state.Task
 		in := task.Intent
 		model = &in
 	}
-	rules := intent.FromMessages(latestUserMessage(s), earlierUserMessages(s))
-	in, differs := intent.Decide(rules, model)
+	in, differs := intent.Decide(userFinding(s), model)
 	if differs != "" {
 		graph.Emit(ctx, Status{Node: b.name, Text: differs})
 	}
@@ -256,6 +255,34 @@ func (b base) resolveIntent(ctx context.Context, s state.State, task *state.Task
 	// A dated restore ("yesterday's value") points to a time fixed now,
 	// so the planner, the capability and the gate read the same moment.
 	task.Intent = in.Dated(b.cfg.Now())
+}
+
+// userFinding is what the user's own words ask, by the rules: read as the
+// answer to the assistant's question (intent.FromAnswer) when the turn
+// answers a clarification, else as a message of the conversation
+// (intent.FromMessages). Only the kind of the assistant's message counts,
+// never its words.
+func userFinding(s state.State) intent.Finding {
+	msg, earlier := latestUserMessage(s), earlierUserMessages(s)
+	if answersClarification(s) {
+		return intent.FromAnswer(msg, earlier)
+	}
+	return intent.FromMessages(msg, earlier)
+}
+
+// answersClarification reports whether the assistant's last message before
+// the turn asked the user a clarifying question.
+func answersClarification(s state.State) bool {
+	h := s.History()
+	for i := len(h) - 1; i >= 0; i-- {
+		switch h[i].Role {
+		case state.RoleAssistant:
+			return h[i].Kind == state.KindClarification
+		case state.RoleUser:
+			return false
+		}
+	}
+	return false
 }
 
 // taskAgrees reports whether a model's task text asks for no change the

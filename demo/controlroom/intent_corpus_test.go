@@ -567,3 +567,50 @@ func TestAValueWithoutARequestIsToldNoChange(t *testing.T) {
 		untouched(t, p)
 	}
 }
+
+// An answer to the assistant's clarifying question carries the change the
+// question was about, from the user's own words: "Set the BTS quadrupole
+// current to 105 A", a question, the answer "Q1" reaches one card for
+// BTS:MAG:Q1:CURRENT at 105 A; "Set the BTS Q1 quadrupole current", a
+// question, the answer "105 A" does the same. A planner writing another
+// device, or an answer for later, reaches none; nothing is written.
+func TestAnAnswerToAClarificationCarriesTheChange(t *testing.T) {
+	const clarify = `{"steps": [{"context_key": "q", "capability": "clarify", "task_objective": "which quadrupole, and to what value"}]}`
+	for _, tc := range []struct {
+		first, answer, planned string
+		cards                  int
+	}{
+		{"Set the BTS quadrupole current to 105 A", "Q1", "BTS:MAG:Q1:CURRENT", 1},
+		{"Set the BTS quadrupole current to 105 A", "ok, the Q1 please", "BTS:MAG:Q1:CURRENT", 1},
+		{"Set the BTS quadrupole current to 105 A", "Q1", "BTS:MAG:Q4:CURRENT", 0},
+		{"Set the BTS Q1 quadrupole current", "105 A", "BTS:MAG:Q1:CURRENT", 1},
+		{"Setze den Strom des BTS-Quadrupols Q1", "auf 105 A", "BTS:MAG:Q1:CURRENT", 1},
+		{"Set the BTS Q1 quadrupole current", "105 A tomorrow", "BTS:MAG:Q1:CURRENT", 0},
+		{"Raise the BTS Q1 quadrupole current", "105 A", "BTS:MAG:Q1:CURRENT", 0},
+		{"What is the BTS Q1 quadrupole current?", "105 A", "BTS:MAG:Q1:CURRENT", 0},
+	} {
+		m := llmtest.New().
+			Script(llm.RoleOrchestrator, llmtest.Text(clarify), llmtest.Text(fmt.Sprintf(corpusWritePlan, tc.planned, "105"))).
+			On(llmtest.RoleIs(llm.RoleResponse), func(llm.Request) llmtest.Reply { return llmtest.Text("1. Which quadrupole, and to what value?") }).
+			Only(llm.RoleOrchestrator, llm.RoleResponse)
+		reg, p := controlRoomWorld(t)
+		a, err := agent.New(agent.Config{Registry: reg, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}, Models: m, Nodes: everyNodeAsks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := runOn(t, a, "t", tc.first).message(); msg == nil || msg.Kind != state.KindClarification {
+			t.Fatalf("%q: no clarifying question: %+v", tc.first, msg)
+		}
+		o := runOn(t, a, "t", tc.answer)
+		cards := o.of(agent.EventApprovalRequired)
+		if len(cards) != tc.cards {
+			t.Errorf("%q, then %q with a plan writing %s: %d cards, want %d (message %+v)", tc.first, tc.answer, tc.planned, len(cards), tc.cards, o.message())
+		}
+		for _, c := range cards {
+			if !strings.Contains(c.Approval.Summary, tc.planned) || !strings.Contains(c.Approval.Summary, "105.00 A") {
+				t.Errorf("%q, then %q: card %q", tc.first, tc.answer, c.Approval.Summary)
+			}
+		}
+		untouched(t, p)
+	}
+}
