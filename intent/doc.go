@@ -1,5 +1,6 @@
 // Package intent decides from the user's own words whether a turn asks for
-// a change, and which: the rules (FromMessages) read the user's messages in
+// a change, and which: the rules (FromMessages; FromAnswer for an answer to
+// the assistant's clarifying question) read the user's messages in
 // English, German and French — reported words, nouns, history, questions,
 // hypotheticals and negations are never changes — and a model's reading
 // is only compared with what they found (Decide). Permits then holds every
