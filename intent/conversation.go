@@ -127,8 +127,13 @@ func continuation(latest string, earlier []string, f Finding) Finding {
 			"\"), so nothing will be changed: name the device, for example \"set Q1 to 98 A\".")
 		return held
 	}
-	// The follow-up's own words may hold its change back as a message's
-	// would ("and Q2 to 98 A tomorrow", "… No.").
+	return followUpChange(latest, masked, changes, ReasonContinuation)
+}
+
+// followUpChange is a follow-up's changes as a finding, unless its own
+// words hold them back as a message's would ("and Q2 to 98 A tomorrow",
+// "… No.", "Q2 too lol").
+func followUpChange(latest, masked string, changes []RequestedChange, reason string) Finding {
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
 	clauses := scan(masked)
 	if held, ok := heldBack(latest, masked, norm, clauses, changes, 0); ok {
@@ -137,7 +142,7 @@ func continuation(latest string, earlier []string, f Finding) Finding {
 	if isLater(masked, norm, clauses, 0) {
 		return laterFinding
 	}
-	return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonContinuation}
+	return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: reason}
 }
 
 // sameFor and tooAfter ask for the previous message's change on other
@@ -205,16 +210,7 @@ func sameAgain(latest string, earlier []string, f Finding) Finding {
 	}
 	c := before.Intent.Changes[0]
 	c.Target, c.Refers = text, ""
-	changes := []RequestedChange{c}
-	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
-	clauses := scan(masked)
-	if held, ok := heldBack(latest, masked, norm, clauses, changes, 0); ok {
-		return held
-	}
-	if isLater(masked, norm, clauses, 0) {
-		return laterFinding
-	}
-	return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonContinuation}
+	return followUpChange(latest, masked, []RequestedChange{c}, ReasonContinuation)
 }
 
 // referent is the user's nearest words naming something for a target that
@@ -293,14 +289,7 @@ func FromAnswer(answer string, earlier []string) Finding {
 	default:
 		return f
 	}
-	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
-	if held, ok := heldBack(answer, masked, norm, scan(masked), changes, 0); ok {
-		return held
-	}
-	if isLater(masked, norm, scan(masked), 0) {
-		return laterFinding
-	}
-	return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonAnswer}
+	return followUpChange(answer, masked, changes, ReasonAnswer)
 }
 
 // answerCore is an answer's words without the fillers around them ("ok,
