@@ -1794,8 +1794,9 @@ func signedValueChanges(msg, verb string, dir float64, rest []token) ([]Requeste
 			k = from - 1
 			continue
 		}
-		if bounded || unknownUnitAfter(msg, rest[k+used].end, unit) {
-			return nil, false
+		if bounded || unknownUnitAfter(msg, rest[k+used].end, unit) || unit == "" && splitNumber.MatchString(msg[rest[k+1].end:]) ||
+			strings.ContainsAny(msg[rest[k].end:rest[k+1].start], "-+−") {
+			return nil, false // "105,,5 A", "105, 5 A": which number, in which unit? "to − 105 A": which sign?
 		}
 		target = trimJoiners(target)
 		if (len(out) > 0 || verb == "") && statesWhatIs(target) {
@@ -1833,6 +1834,10 @@ func signedValueChanges(msg, verb string, dir float64, rest []token) ([]Requeste
 	}
 	return out, len(out) > 0
 }
+
+// splitNumber: after a number without a unit, a break and another number
+// ("105,,5 A", "105, 5 A", "105. 5 A"): one value broken in two, or two.
+var splitNumber = regexp.MustCompile(`^\s*[,;.]+\s*[-+−]?\d`)
 
 // ilYA reports the "a" of the French "il y a" (ago: "d'il y a 3
 // heures") at toks[k]: a time, not a value marker.
@@ -1966,6 +1971,9 @@ var exclusionFillers = wordSet(`but definitely certainly surely absolutely ever 
 func numberToken(msg string, t token) bool {
 	if strings.HasSuffix(strings.TrimRight(msg[:t.start], " "), "#") || strings.HasSuffix(msg[:t.start], "№") {
 		return false // "#3": a number that names, not a value
+	}
+	if t.start > 0 && strings.ContainsRune("+-−", rune(msg[t.start-1])) || strings.HasSuffix(msg[:t.start], "−") {
+		return false // "--105", "+-105": two signs, no number
 	}
 	s := strings.Replace(msg[t.start:t.end], "−", "-", 1)
 	m := quantityPattern.FindStringSubmatch(s)

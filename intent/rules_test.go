@@ -1005,6 +1005,17 @@ func TestRules(t *testing.T) {
 		{"Show me Q1, set to 105 A earlier", "read"},
 		{"Set Q1 to 105 A earlier than planned", "change: Q1 to 105 A"},
 		{"Set Q1 to 105 A and show the plot", "change: Q1 to 105 A"},
+		// A number with two signs, a sign apart from its number, or a
+		// number broken by punctuation: which value is meant would be a guess.
+		{"Set Q1 to --105 A", "read"},
+		{"Set Q1 to +-105 A", "read"},
+		{"Set Q1 to − 105 A", "read"},
+		{"Set Q1 to - 105 A", "read"},
+		{"Set Q1 to 105,,5 A", "read"},
+		{"Set Q1 to 105, 5 A", "read"},
+		{"Set Q1 to 105. 5 A", "read"},
+		{"Set Q1 to −105 A", "change: Q1 to -105 A"},
+		{"Set Q1 to 105, and Q2 to 98 A", "change: Q1 to 105; Q2 to 98 A"},
 		// Other languages: not read as changes.
 		{"Imposta Q1 a 105 A", "read"},
 		{"Pon Q1 a 105 A", "read"},
