@@ -844,6 +844,11 @@ func fromMessage(msg string) Finding {
 		}
 		prev = false
 	}
+	if v, words := actionAsked(masked, clauses); changed && v != "" {
+		f, _ := readWithNote(ReasonOpenValue, "Your message also asks for an action (\""+shorten(words)+"\") the rules do not read as a change of a setting, "+
+			"so nothing will be changed: ask for the change on its own, for example \"set Q1 to 105 A\".")
+		return f
+	}
 	if changed && stranded != "" {
 		f, _ := readWithNote(ReasonOpenValue, "Your message gives a value (\""+shorten(stranded)+"\") apart from its change, after or before words that are not part of it, "+
 			"so nothing will be changed: which changes are meant, and when, would be a guess. Ask for the changes together, for example \"set Q1 to 105 A and Q2 to 98 A\".")
@@ -919,11 +924,52 @@ func fromMessage(msg string) Finding {
 	case question:
 		return Finding{Intent: in, Reason: ReasonQuestion}
 	}
+	if v, c := actionAsked(masked, clauses); v != "" && !reported.change {
+		in.Note = "\"" + shorten(c) + "\" asks for an action (\"" + v + "\") the rules do not read as a change of a setting, so nothing will be changed. " +
+			"A setting is changed by its value or state, for example \"set Q1 to 105 A\" or \"turn Q1 off\"."
+		return Finding{Intent: in, Reason: ReasonNoChange}
+	}
 	if !reported.change && valueWithoutRequest(masked, clauses) {
 		in.Note = "Your message gives a device a value (\"" + shorten(strings.TrimSpace(msg)) + "\") but asks for no change in words capgraph reads as one, " +
 			"so nothing will be changed. To change a setting, ask for it, for example \"set Q1 to 105 A\"."
 	}
 	return Finding{Intent: in, Reason: ReasonNoChange}
+}
+
+// actionVerbs ask for an action on the machine that is no setting's value
+// or on/off: the rules read none as a change, and say so.
+var actionVerbs = wordSet(`open close shut insert retract extract start stop restart degauss cycle standardize standardise
+	acknowledge trigger fire inject dump abort
+	öffne öffnen schließe schliesse schließen starte starten stoppe stoppen zyklisiere quittiere
+	ouvre ouvrez ouvrir ferme fermez fermer démarre démarrez démarrer arrête arrêtez arrêter insère insérez retire retirez`)
+
+// actionAsked is the action verb and the clause of a message that asks
+// for an action on something at a clause's start ("Close valve 3", "Start
+// the orbit feedback", "Öffne Ventil 3"); "", "" when there is none, or
+// the action is on the answer ("open the plot").
+func actionAsked(msg string, clauses []clause) (string, string) {
+	for _, c := range clauses {
+		for k, t := range c.toks {
+			// At the clause's start (after fillers) or right after a joiner:
+			// "Show me Q1 and close valve 3".
+			if !actionVerbs[t.w] || verbOf(t.w) != "" || k > 0 && !sequenceWords[c.toks[k-1].w] && slices.ContainsFunc(c.toks[:k], func(p token) bool { return !fillers[p.w] }) {
+				continue
+			}
+			end := len(c.toks)
+			for j := k + 1; j < len(c.toks); j++ {
+				if sequenceWords[c.toks[j].w] {
+					end = j
+					break
+				}
+			}
+			obj := c.toks[k+1 : end]
+			if len(obj) == 0 || presentation(obj) || indefinite[obj[0].w] {
+				continue
+			}
+			return t.w, span(msg, c.toks[k:end])
+		}
+	}
+	return "", ""
 }
 
 // valueWithoutRequest reports a message the rules read as no change that

@@ -1016,6 +1016,12 @@ func TestRules(t *testing.T) {
 		{"Set Q1 to 105. 5 A", "read"},
 		{"Set Q1 to −105 A", "change: Q1 to -105 A"},
 		{"Set Q1 to 105, and Q2 to 98 A", "change: Q1 to 105; Q2 to 98 A"},
+		// An action that is no setting's value or state: no change; beside a
+		// change, it holds the message.
+		{"Close valve 3", "read"},
+		{"Insert the screen", "read"},
+		{"Please close valve 3 and set Q1 to 105 A", "read"},
+		{"Set Q1 to 105 A, then open valve 3", "read"},
 		// Other languages: not read as changes.
 		{"Imposta Q1 a 105 A", "read"},
 		{"Pon Q1 a 105 A", "read"},

@@ -544,21 +544,23 @@ func TestTheSameChangeForAnotherDevice(t *testing.T) {
 
 // A message that gives a device a value without asking for a change in
 // words the rules read as one ("Q1 → 105 A", "Q1 should be 105 A", another
-// language) changes nothing, and its answer says so in the framework's
-// words even when the response model answers "Done".
+// language), or asks for an action that is no setting ("close valve 3",
+// alone or beside a change), changes nothing, and its answer says so in
+// the framework's words even when the response model answers "Done".
 func TestAValueWithoutARequestIsToldNoChange(t *testing.T) {
 	liar := llmtest.New().
 		On(llmtest.RoleIs(llm.RoleOrchestrator), func(llm.Request) llmtest.Reply { return llmtest.Text(corpusReadPlan) }).
 		On(llmtest.RoleIs(llm.RoleResponse), func(llm.Request) llmtest.Reply { return llmtest.Text("Done: Q1 is now at 105 A.") }).
 		Only(llm.RoleOrchestrator, llm.RoleResponse)
-	for _, input := range []string{"BTS Q1 quadrupole current → 105 A", "The BTS Q1 quadrupole current should be 105 A", "Pon la corriente del cuadrupolo Q1 del BTS a 105 A"} {
+	for _, input := range []string{"BTS Q1 quadrupole current → 105 A", "The BTS Q1 quadrupole current should be 105 A", "Pon la corriente del cuadrupolo Q1 del BTS a 105 A",
+		"Close the BTS vacuum valve 3", "Close the BTS vacuum valve 3 and set the BTS Q1 quadrupole current to 105 A"} {
 		reg, p := controlRoomWorld(t)
 		a, err := agent.New(agent.Config{Registry: reg, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}, Models: liar, Nodes: everyNodeAsks})
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := runOn(t, a, "t", input)
-		if m := o.message(); m == nil || !strings.Contains(m.Content, "asks for no change in words capgraph reads as one, so nothing will be changed") {
+		if m := o.message(); m == nil || !strings.Contains(m.Content, "so nothing will be changed") {
 			t.Errorf("%q: the answer %+v does not say nothing will be changed", input, m)
 		}
 		if n := len(o.of(agent.EventApprovalRequired)); n != 0 {
