@@ -662,3 +662,32 @@ func TestPermitsNoTwinTheWordsSetApart(t *testing.T) {
 		}
 	}
 }
+
+// A device named only in a comparison or an aside beside a change ("to
+// match Q2 at 98 A", "the same value as Q2") is no target: a write to it
+// is refused, at its value or the change's.
+func TestPermitsNoDeviceAComparisonNames(t *testing.T) {
+	write := func(target string, v float64) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: target, Value: v, Unit: "A"}}}
+	}
+	for _, msg := range []string{
+		"Set Q1 to 105 A to match Q2 at 98 A.",
+		"Set Q1 to 105 A, matching Q2 at 98 A",
+		"Set Q1 to 105 A like Q2 at 98 A",
+		"Set Q1 to 105 A, Q2 should be at 98 A",
+		"Set Q1 to 105 A (Q2 is at 98 A)",
+		"Set Q1 to 105 A, the same value as Q2.",
+		"Set Q1 to 105 A, same as Q2",
+		"Set Q1 to 105 A because Q2 went to 98 A",
+	} {
+		in := intent.FromMessages(msg, nil).Intent
+		if err := in.Permits(write("BTS:MAG:Q1:CURRENT", 105), nil); err != nil {
+			t.Errorf("%q: Q1 at 105 A refused: %v", msg, err)
+		}
+		for _, v := range []float64{98, 105} {
+			if err := in.Permits(write("BTS:MAG:Q2:CURRENT", v), nil); err == nil {
+				t.Errorf("%q permits writing Q2 = %g A", msg, v)
+			}
+		}
+	}
+}

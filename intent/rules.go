@@ -537,6 +537,7 @@ var (
 	copulas    = wordSet(`is are was were it's that's he's she's there's stays stay remains remain ist sind war waren bleibt bleiben est sont était c'est reste restent demeure`)
 	stateWords = wordSet(`should must needs need sits sit reads shows went goes gone fell rose has have had got gets became becomes
 		because as since while like with keeping kept unlike than currently presently now still previously formerly nominally
+		match matches matching mirror mirrors equals
 		usually normally typically yesterday today
 		derzeit zurzeit momentan aktuell jetzt noch vorher früher normalerweise gestern heute
 		actuellement maintenant encore avant auparavant normalement hier
@@ -1071,6 +1072,10 @@ func givesDeviceValue(masked string, toks []token) bool {
 var alsoWords = mustFilter(`(?:^|[^\pL\pN])(?:too|as well|likewise|(?:do|the) same|same (?:for|with|on)|ditto|idem|` +
 	`auch|ebenfalls|ebenso|genauso|dasselbe|das gleiche|aussi|également|pareil|de même|la même chose)(?:$|[^\pL\pN])`)
 
+// sameAs compares: "the same value as Q2", "same as Q2" say what the value
+// is, not to change Q2.
+var sameAs = regexp.MustCompile(`\bsame(?: \w+)? as\b`)
+
 // alsoOther is the clause of a message asking changes (from masked[from:]
 // on) that asks for one of them again on a device no change names ("Set
 // Q1 to 105 A. Q2 too.", "… and do the same for Q2"): read alone, the
@@ -1087,7 +1092,7 @@ func alsoOther(masked string, clauses []clause, changes []RequestedChange, from 
 	}
 	for _, c := range clauses {
 		text := span(masked, c.toks)
-		if c.toks[len(c.toks)-1].end <= from || !alsoWords.re.MatchString(strings.ToLower(text)) || slices.ContainsFunc(c.toks, func(t token) bool {
+		if c.toks[len(c.toks)-1].end <= from || !alsoWords.re.MatchString(strings.ToLower(text)) || sameAs.MatchString(strings.ToLower(text)) || slices.ContainsFunc(c.toks, func(t token) bool {
 			return copulas[t.w] || stateWords[t.w] && t.w != "as" || statedWords[t.w] || readVerbs[t.w] || negationWords[t.w] // "as well"
 		}) {
 			continue

@@ -676,6 +676,9 @@ func TestRules(t *testing.T) {
 		{"Set the corrector 2 in sector 3 to 1.5 A", "change: the corrector 2 in sector 3 to 1.5 A"},
 		// A clause of a state, a reason or a comparison after a change is
 		// no second change.
+		{"Set Q1 to 105 A to match Q2 at 98 A.", "change: Q1 to 105 A"},
+		{"Set Q1 to 105 A, matching Q2 at 98 A", "change: Q1 to 105 A"},
+		{"Set Q1 to 105 A, the same value as Q2.", "change: Q1 to 105 A"},
 		{"Set Q1 to 105 A, Q2 should be at 98 A", "change: Q1 to 105 A"},
 		{"Set Q1 to 105 A, like Q2 at 98 A", "change: Q1 to 105 A"},
 		{"Set Q1 to 105 A because Q2 went to 98 A", "change: Q1 to 105 A"},
