@@ -670,7 +670,7 @@ func TestPermitsNoDeviceAComparisonNames(t *testing.T) {
 	write := func(target string, v float64) capabilities.Action {
 		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: target, Value: v, Unit: "A"}}}
 	}
-	for _, msg := range []string{
+	asides := []string{
 		"Set Q1 to 105 A to match Q2 at 98 A.",
 		"Set Q1 to 105 A, matching Q2 at 98 A",
 		"Set Q1 to 105 A like Q2 at 98 A",
@@ -679,9 +679,20 @@ func TestPermitsNoDeviceAComparisonNames(t *testing.T) {
 		"Set Q1 to 105 A, the same value as Q2.",
 		"Set Q1 to 105 A, same as Q2",
 		"Set Q1 to 105 A because Q2 went to 98 A",
-	} {
+		"Set Q1 to 105 A given Q2 at 98 A",
+		"Set Q1 to 105 A, Q2 remaining at 98 A",
+		"Set Q1 to 105 A; Q2 at 98 A is fine",
+		"Set Q1 to 105 A; for reference Q2 at 98 A",
+		"Set Q1 to 105 A, see Q2 at 98 A",
+		"Set Q1 to 105 A, similar to Q2 at 98 A",
+		"Setze Q1 auf 105 A, passend zu Q2 auf 98 A",
+		"Mets Q1 à 105 A pour correspondre à Q2 à 98 A",
+	}
+	// Held whole (which device is meant would be a guess): Q2 no more.
+	held := []string{"Set Q1 to 105 A and hold Q2 at 98 A", "Set Q1 to 105 A and leave Q2 at 98 A", "Set Q1 to 105 A, vs Q2 at 98 A"}
+	for _, msg := range append(asides, held...) {
 		in := intent.FromMessages(msg, nil).Intent
-		if err := in.Permits(write("BTS:MAG:Q1:CURRENT", 105), nil); err != nil {
+		if err := in.Permits(write("BTS:MAG:Q1:CURRENT", 105), nil); err != nil && slices.Contains(asides, msg) {
 			t.Errorf("%q: Q1 at 105 A refused: %v", msg, err)
 		}
 		for _, v := range []float64{98, 105} {

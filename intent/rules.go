@@ -454,7 +454,8 @@ var setApart = wordSet(`except excepting excluding excl exception without w/o sa
 	not near beside behind upstream downstream next before after between außer ausser ausgenommen bis statt anstatt anstelle
 	ohne wie neben hinter vor nach zwischen nicht exklusive sauf excepté hormis part sans comme lieu plutôt près derrière avant
 	après entre pas
-	same compared versus vs while with leave leaving keep keeping ignore ignoring skip skipping via using way powered fed sharing
+	same compared versus vs while with leave leaving keep keeping hold holding ignore ignoring skip skipping via using way powered fed sharing
+	given match matching similar reference see passend correspondre
 	gleich verglichen lass lasse behalte mittels mit über même comparé laisse garde gardant avec pendant`)
 
 // placeWords place a target by another device only when a preposition
@@ -537,7 +538,8 @@ var (
 	copulas    = wordSet(`is are was were it's that's he's she's there's stays stay remains remain ist sind war waren bleibt bleiben est sont était c'est reste restent demeure`)
 	stateWords = wordSet(`should must needs need sits sit reads shows went goes gone fell rose has have had got gets became becomes
 		because as since while like with keeping kept unlike than currently presently now still previously formerly nominally
-		match matches matching mirror mirrors equals
+		match matches matching mirror mirrors equals similar given remaining staying reference see
+		passend entsprechend correspondre correspondant
 		usually normally typically yesterday today
 		derzeit zurzeit momentan aktuell jetzt noch vorher früher normalerweise gestern heute
 		actuellement maintenant encore avant auparavant normalement hier
@@ -1850,7 +1852,9 @@ func signedValueChanges(msg, verb string, dir float64, rest []token) ([]Requeste
 			return nil, false // "105,,5 A", "105, 5 A": which number, in which unit? "to − 105 A": which sign?
 		}
 		target = trimJoiners(target)
-		if (len(out) > 0 || verb == "") && statesWhatIs(target) {
+		if (len(out) > 0 || verb == "") && (statesWhatIs(target) || slices.ContainsFunc(untilJoiner(rest[min(k+1+used, len(rest)):]), func(t token) bool {
+			return copulas[t.w] || statedWords[t.w] // "…; Q2 at 98 A is fine"
+		})) {
 			// After a change, or without a verb of its own ("…, it's at
 			// 92 A now", "(Q2 is at 98 A)"): what is, not a change.
 			from = k + 1 + used
