@@ -279,8 +279,9 @@ func maskReported(msg string) (string, reportedText) {
 	return string(b), rep
 }
 
-// determiners may come before a source noun ("the logbook").
-var determiners = wordSet(`the a an this that my our his her der die das im laut le la l' les un une ce cette`)
+// determiners may come before a source noun ("the logbook"); before a
+// state word they make it part of a name ("the holding coil").
+var determiners = wordSet(`the a an this that my our his her der die das den dem des ein eine einen im laut le la l' les un une ce cette`)
 
 // reportedBy names who reports, for the operator: the source with its
 // determiner and its verb ("the logbook says"), or the verb and what

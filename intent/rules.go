@@ -454,8 +454,7 @@ var setApart = wordSet(`except excepting excluding excl exception without w/o sa
 	not near beside behind upstream downstream next before after between außer ausser ausgenommen bis statt anstatt anstelle
 	ohne wie neben hinter vor nach zwischen nicht exklusive sauf excepté hormis part sans comme lieu plutôt près derrière avant
 	après entre pas
-	same compared versus vs while with leave leaving keep keeping hold holding ignore ignoring skip skipping via using way powered fed sharing
-	given match matching similar reference see passend correspondre
+	same compared versus vs while with leave leaving keep keeping ignore ignoring skip skipping via using way powered fed sharing
 	gleich verglichen lass lasse behalte mittels mit über même comparé laisse garde gardant avec pendant`)
 
 // placeWords place a target by another device only when a preposition
@@ -538,7 +537,7 @@ var (
 	copulas    = wordSet(`is are was were it's that's he's she's there's stays stay remains remain ist sind war waren bleibt bleiben est sont était c'est reste restent demeure`)
 	stateWords = wordSet(`should must needs need sits sit reads shows went goes gone fell rose has have had got gets became becomes
 		because as since while like with keeping kept unlike than currently presently now still previously formerly nominally
-		match matches matching mirror mirrors equals similar given remaining staying reference see
+		match matches matching mirror mirrors equals similar given remaining staying reference see hold holds holding
 		passend entsprechend correspondre correspondant
 		usually normally typically yesterday today
 		derzeit zurzeit momentan aktuell jetzt noch vorher früher normalerweise gestern heute
@@ -548,9 +547,15 @@ var (
 )
 
 func statesWhatIs(toks []token) bool {
-	return slices.ContainsFunc(toks, func(t token) bool {
-		return copulas[t.w] || stateWords[t.w] || len(t.w) > 4 && strings.HasSuffix(t.w, "ed") && !strings.ContainsFunc(t.w, unicode.IsDigit)
-	})
+	for k, t := range toks {
+		if k > 0 && determiners[toks[k-1].w] && !copulas[t.w] {
+			continue // "the matching quadrupole", "the reference magnet": a name
+		}
+		if copulas[t.w] || stateWords[t.w] || len(t.w) > 4 && strings.HasSuffix(t.w, "ed") && !strings.ContainsFunc(t.w, unicode.IsDigit) {
+			return true
+		}
+	}
+	return false
 }
 
 // historyPattern: a clause about the past or a time window ("since the

@@ -677,6 +677,12 @@ func TestRules(t *testing.T) {
 		// A clause of a state, a reason or a comparison after a change is
 		// no second change.
 		{"Set Q1 to 105 A to match Q2 at 98 A.", "change: Q1 to 105 A"},
+		{"Set Q1 to 105 A and hold Q2 at 98 A", "change: Q1 to 105 A"},
+		{"Set Q1 to 105 A; Q2 at 98 A is fine", "change: Q1 to 105 A"},
+		// … but after a determiner such a word is part of a name.
+		{"Set the matching quadrupole Q3 to 105 A", "change: the matching quadrupole Q3 to 105 A"},
+		{"Set the holding coil 2 to 5 A", "change: the holding coil 2 to 5 A"},
+		{"Set Q1 to 105 A and the matching quadrupole Q3 to 98 A", "change: Q1 to 105 A; the matching quadrupole Q3 to 98 A"},
 		{"Set Q1 to 105 A, matching Q2 at 98 A", "change: Q1 to 105 A"},
 		{"Set Q1 to 105 A, the same value as Q2.", "change: Q1 to 105 A"},
 		{"Set Q1 to 105 A, Q2 should be at 98 A", "change: Q1 to 105 A"},
