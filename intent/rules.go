@@ -862,7 +862,7 @@ func fromMessage(msg string) Finding {
 			"so nothing will be changed: which changes are meant, and when, would be a guess. Ask for the changes together, for example \"set Q1 to 105 A and Q2 to 98 A\".")
 		return f
 	}
-	if words := alsoOther(masked, clauses, changes, from); changed && words != "" {
+	if words := alsoOther(masked, norm, clauses, changes, from); changed && words != "" {
 		f, _ := readWithNote(ReasonOpenValue, "Your message asks for its change on another device as well (\""+shorten(words)+"\"), so nothing will be changed: "+
 			"say each change with its device, for example \"set Q1 and Q2 to 105 A\".")
 		return f
@@ -1062,13 +1062,10 @@ func sentenceStart(text string, at int) int {
 // and states nothing ("Q2 is at 98 A", "(currently 92 A)", "Q2 dropped to
 // 98 A").
 func givesDeviceValue(masked string, toks []token) bool {
-	if statesWhatIs(toks) || slices.ContainsFunc(toks, func(t token) bool { return statedWords[t.w] }) ||
-		len(statedIdentifiers(span(masked, toks))) == 0 {
-		return false
-	}
 	for k := 0; k+1 < len(toks); k++ {
 		if (toMarkers[toks[k].w] || byMarkers[toks[k].w]) && startsNumber(toks[k+1].w) && !clockLike(masked, toks[k+1]) && numberToken(masked, toks[k+1]) {
-			return true
+			return !statesWhatIs(toks) && !slices.ContainsFunc(toks, func(t token) bool { return statedWords[t.w] }) &&
+				len(statedIdentifiers(span(masked, toks))) > 0
 		}
 	}
 	return false
@@ -1084,13 +1081,13 @@ var alsoWords = mustFilter(`(?:^|[^\pL\pN])(?:too|as well|likewise|(?:do|the) sa
 var sameAs = regexp.MustCompile(`\bsame(?: \w+)? as\b`)
 
 // alsoOther is the clause of a message asking changes (from masked[from:]
-// on) that asks for one of them again on a device no change names ("Set
+// on; norm is masked in lower case) that asks for one of them again on a device no change names ("Set
 // Q1 to 105 A. Q2 too.", "… and do the same for Q2"): read alone, the
 // message would change Q1 and leave the operator believing Q2 was asked
 // for. A clause stating what is ("Q2 is high too") is no request. ""
 // when there is none.
-func alsoOther(masked string, clauses []clause, changes []RequestedChange, from int) string {
-	if !alsoWords.mayMatch(strings.ToLower(masked[from:])) {
+func alsoOther(masked, norm string, clauses []clause, changes []RequestedChange, from int) string {
+	if !alsoWords.mayMatch(norm) {
 		return ""
 	}
 	var named []identifier
@@ -1126,15 +1123,12 @@ func unsaidValue(masked string, clauses []clause, from int) string {
 			continue
 		}
 		for k, t := range c.toks {
-			if t.start < from || !startsNumber(t.w) || clockLike(masked, t) || !numberToken(masked, t) {
-				continue
-			}
-			_, unit, ok := ParseQuantity(masked[t.start:])
-			if !ok || unit == "" || timeWords[strings.ToLower(unit)] {
+			if t.start < from || !startsNumber(t.w) {
 				continue
 			}
 			// The device before the value: in the clause, or the clause
-			// before a colon ("Q2: 98 A").
+			// before a colon ("Q2: 98 A"); a code (letters and digits) or a
+			// letter ("Q 2"), never a marker ("to 105 A").
 			var prev token
 			switch {
 			case k > 0:
@@ -1145,7 +1139,12 @@ func unsaidValue(masked string, clauses []clause, from int) string {
 					prev = token{w: strings.ToLower(before[i+1:]), start: i + 1, end: len(before)}
 				}
 			}
-			if prev.end <= from || startsNumber(prev.w) || len(statedIdentifiers(masked[prev.start:prev.end])) == 0 {
+			if prev.end <= from || startsNumber(prev.w) || !strings.ContainsFunc(prev.w, unicode.IsDigit) && utf8.RuneCountInString(prev.w) > 1 ||
+				clockLike(masked, t) || !numberToken(masked, t) {
+				continue
+			}
+			_, unit, ok := ParseQuantity(masked[t.start:])
+			if !ok || unit == "" || timeWords[strings.ToLower(unit)] || len(statedIdentifiers(masked[prev.start:prev.end])) == 0 {
 				continue
 			}
 			return strings.TrimSpace(masked[prev.start:t.end]) + masked[t.end:c.toks[min(k+valueWidth(c.toks, k, unit), len(c.toks))-1].end]
