@@ -181,6 +181,7 @@ func sameAgain(latest string, earlier []string, f Finding) Finding {
 		return f
 	}
 	text := strings.TrimSpace(trimmed[m[2]:m[3]])
+	text = trimFillers(text, scan(text)) // "Q2 bitte auch": Q2
 	if first, _, _ := strings.Cut(strings.ToLower(text), " "); len(statedIdentifiers(text)) == 0 || questionWords[first] {
 		return f // "what about Q2 too"
 	}
@@ -261,7 +262,7 @@ func FromAnswer(answer string, earlier []string) Finding {
 	}) {
 		return f
 	}
-	core := answerCore(text, clauses) // the answer without "ok", "please"
+	core := trimFillers(text, clauses) // the answer without "ok", "please"
 	prevText := earlier[len(earlier)-1]
 	prev := FromMessages(prevText, earlier[:len(earlier)-1])
 	var changes []RequestedChange
@@ -292,9 +293,9 @@ func FromAnswer(answer string, earlier []string) Finding {
 	return followUpChange(answer, masked, changes, ReasonAnswer)
 }
 
-// answerCore is an answer's words without the fillers around them ("ok,
-// Q1, please" is "Q1").
-func answerCore(text string, clauses []clause) string {
+// trimFillers is the words of a follow-up or an answer without the fillers
+// around them ("ok, Q1, please" is "Q1").
+func trimFillers(text string, clauses []clause) string {
 	var ts []token
 	for _, c := range clauses {
 		ts = append(ts, c.toks...)

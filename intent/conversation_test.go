@@ -76,6 +76,7 @@ func TestFromMessages(t *testing.T) {
 		{"the same state", []string{"Turn off Q1"}, "Q2 too", "change: Q2 off", ""},
 		{"the same in German", []string{"Setze Q1 auf 105 A"}, "Dasselbe für Q2", "change: Q2 to 105 A", ""},
 		{"too in German", []string{"Setze Q1 auf 105 A"}, "Q2 auch", "change: Q2 to 105 A", ""},
+		{"too in German, please", []string{"Setze Q1 auf 105 A"}, "Q2 bitte auch", "change: Q2 to 105 A", ""},
 		{"the same in French", []string{"Mets Q1 à 105 A"}, "Pareil pour Q2 s’il vous plaît", "change: Q2 to 105 A", ""},
 		{"too in French", []string{"Mets Q1 à 105 A"}, "Q2 aussi", "change: Q2 to 105 A", ""},
 		{"the same after a read", []string{"What is Q1?"}, "Same for Q2", "read", ""},
