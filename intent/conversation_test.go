@@ -155,6 +155,8 @@ func TestNotes(t *testing.T) {
 		"Ferme la vanne 3":                           "asks for an action (\"ferme\")",
 		"Please close valve 3 and set Q1 to 105 A":   "also asks for an action (\"close valve 3\")",
 		"Open the plot of Q1":                        "",
+		"Start by showing me the beam current":       "",
+		"Stop showing me plots":                      "",
 		"Set the plot range to 2 hours":              "sets something other than the machine (a plot",
 		"Set Q1 to 105 A in the plot":                "sets something other than the machine",
 		"Set Q1 to 105 A; Q2 98 A":                   "gives a device a value (\"Q2 98 A\") without a word that says to set it",

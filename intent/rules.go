@@ -951,6 +951,10 @@ var actionVerbs = wordSet(`open close shut insert retract extract start stop res
 	öffne öffnen schließe schliesse schließen starte starten stoppe stoppen zyklisiere quittiere
 	ouvre ouvrez ouvrir ferme fermez fermer démarre démarrez démarrer arrête arrêtez arrêter insère insérez retire retirez`)
 
+// actionNotObject after an action verb make it no action on a thing
+// ("start by…", "start with…", "stop at…").
+var actionNotObject = wordSet(`by with from over at in to for again here there now mit bei par avec`)
+
 // actionAsked is the action verb and the clause of a message that asks
 // for an action on something at a clause's start ("Close valve 3", "Start
 // the orbit feedback", "Öffne Ventil 3"); "", "" when there is none, or
@@ -971,8 +975,8 @@ func actionAsked(msg string, clauses []clause) (string, string) {
 				}
 			}
 			obj := c.toks[k+1 : end]
-			if len(obj) == 0 || presentation(obj) || indefinite[obj[0].w] {
-				continue
+			if len(obj) == 0 || presentation(obj) || indefinite[obj[0].w] || actionNotObject[obj[0].w] || strings.HasSuffix(obj[0].w, "ing") {
+				continue // "start by showing me…", "stop showing plots"
 			}
 			return t.w, span(msg, c.toks[k:end])
 		}
