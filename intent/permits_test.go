@@ -702,3 +702,44 @@ func TestPermitsNoDeviceAComparisonNames(t *testing.T) {
 		}
 	}
 }
+
+// An acronym the user names the target by (an area, "the BTS Q1") must be
+// the target's too — in its name, its description, or as the initials of
+// the description's words ("HV", "high voltage") — when the application
+// describes the target; a generic one ("PS") and a message in capitals are
+// not held to it.
+func TestPermitsAnAcronymTheTargetCarries(t *testing.T) {
+	write := func(target, desc string, v float64, unit string) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: target, Value: v, Unit: unit, Description: desc}}}
+	}
+	const bts, sr = "quadrupole Q1 magnet current in the BTS transfer line", "quadrupole Q1 magnet current in the storage ring"
+	for _, c := range []struct {
+		msg       string
+		action    capabilities.Action
+		permitted bool
+	}{
+		{"Set the BTS Q1 to 105 A", write("BTS:MAG:Q1:CURRENT", bts, 105, "A"), true},
+		{"Set the BTS Q1 to 105 A", write("SR:MAG:Q1:CURRENT", sr, 105, "A"), false},
+		{"Setze den Strom des BTS-Quadrupols Q1 auf 105 A", write("SR:MAG:Q1:CURRENT", sr, 105, "A"), false},
+		{"Mets le courant du quadrupôle Q1 du BTS à 105 A", write("SR:MAG:Q1:CURRENT", sr, 105, "A"), false},
+		{"Set the BR RF cavity 2 voltage to 610 kV", write("SR:RF:CAV2:VOLT", "storage ring RF cavity 2 gap voltage setpoint", 610, "kV"), false},
+		{"Set the SR RF cavity 2 voltage to 610 kV", write("SR:RF:CAV2:VOLT", "storage ring RF cavity 2 gap voltage setpoint", 610, "kV"), true},
+		{"Set the gun HV to 125 kV", write("LINAC:GUN:VOLT", "electron gun high voltage of the linac", 125, "kV"), true},
+		{"Set the klystron 1 HV to 45 kV", write("LINAC:KLY1:HV", "linac klystron 1 high voltage", 45, "kV"), true},
+		{"Set the BPM 3 gain to 2", write("SR:C03:BPM3:GAIN", "beam position monitor 3 gain", 2, ""), true},
+		{"Set the PS of Q1 to 105 A", write("BTS:MAG:Q1:CURRENT", bts, 105, "A"), true},
+		{"SET THE BTS Q1 QUADRUPOLE CURRENT TO 105 A", write("BTS:MAG:Q1:CURRENT", bts, 105, "A"), true},
+		// Without a description a terse name may say its area by a number: not held.
+		{"Set the BTS Q1 to 105 A", write("SR:MAG:Q1:CURRENT", "", 105, "A"), true},
+	} {
+		err := intent.FromMessages(c.msg, nil).Intent.Permits(c.action, nil)
+		if (err == nil) != c.permitted {
+			t.Errorf("%q, %s: %v, want permitted %v", c.msg, c.action.Changes[0].Target, err, c.permitted)
+		}
+	}
+	// An earlier message names the target of "it": its acronym holds too.
+	in := intent.FromMessages("Set it to 105 A", []string{"Read the BTS Q1 quadrupole current"}).Intent
+	if err := in.Permits(write("SR:MAG:Q1:CURRENT", sr, 105, "A"), nil); err == nil {
+		t.Error("\"it\" after the BTS Q1 permits the storage ring's Q1")
+	}
+}

@@ -1,6 +1,7 @@
 package intent
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -149,5 +150,53 @@ func wordsDisagree(stated, target, description string) string {
 	if w := oppositeNamed(ws, ts); w != "" {
 		return "which is named " + strconv.Quote(w)
 	}
+	if a := acronymMissing(stated, ts, description); a != "" {
+		return "which is not named " + strconv.Quote(a)
+	}
 	return ""
+}
+
+// acronymMissing is an acronym the user names the target by ("the BTS
+// Q1", "the SR RF") that neither the target's name nor its description
+// carries — as a name's part (BTS:…, BPM3 for BPM), a word, or the initials
+// of its words (HV for "high voltage") — or "". Only against a description
+// (an application's catalog says what a target is; a terse name alone may
+// say an area by a number), only in a message that is not written in
+// capitals, and never for a generic one (acronymGeneric: "the PS of Q1").
+func acronymMissing(stated string, targetWords []string, description string) string {
+	if strings.TrimSpace(description) == "" || !strings.ContainsFunc(stated, unicode.IsLower) {
+		return ""
+	}
+	desc := words(description)
+	for _, w := range strings.FieldsFunc(stated, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len(w) < 2 || len(w) > 6 || strings.ContainsFunc(w, func(r rune) bool { return r < 'A' || r > 'Z' }) || KnownUnit(w) {
+			continue
+		}
+		a := strings.ToLower(w)
+		if acronymGeneric[a] || slices.ContainsFunc(targetWords, func(t string) bool {
+			return t == a || strings.HasPrefix(t, a) && allDigits(t[len(a):])
+		}) || slices.Contains(desc, a) || initialsOf(desc, a) {
+			continue
+		}
+		return w
+	}
+	return ""
+}
+
+// acronymGeneric name a part any device may have, not which device.
+var acronymGeneric = map[string]bool{"ps": true, "psu": true, "sp": true, "rb": true, "pv": true, "ioc": true, "dc": true, "ac": true}
+
+// initialsOf reports whether consecutive words begin with the letters of
+// a ("high voltage" for "hv").
+func initialsOf(ws []string, a string) bool {
+	for i := 0; i+len(a) <= len(ws); i++ {
+		k := 0
+		for k < len(a) && strings.HasPrefix(ws[i+k], a[k:k+1]) {
+			k++
+		}
+		if k == len(a) {
+			return true
+		}
+	}
+	return false
 }
