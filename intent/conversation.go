@@ -272,6 +272,12 @@ func FromAnswer(answer string, earlier []string) Finding {
 		c.Target, c.Refers = core, ""
 		changes = []RequestedChange{c}
 	case prev.Reason == ReasonUnclear && value != "" && len(statedIdentifiers(core)) == 0:
+		if m := pointGroup.FindString(value); m != "" {
+			// "1.050 A" after "Setze Q1": 1050 or 1.05? The answer has no
+			// word of its language to tell.
+			return Finding{Intent: Intent{Kind: KindRead, Note: noteGrouped(strings.TrimSpace(m))}, Reason: ReasonOpenValue}
+		}
+		said := core // with what comes before the number: "~105 A" stays a bound
 		marker, _, _ := strings.Cut(strings.ToLower(value), " ")
 		if !toMarkers[marker] && !byMarkers[marker] {
 			if dirOf(prevText) != 0 {
@@ -280,9 +286,9 @@ func FromAnswer(answer string, earlier []string) Finding {
 					"so nothing will be changed: say \"to " + value + "\" or \"by " + value + "\"."}
 				return Finding{Intent: in, Reason: ReasonOpenValue}
 			}
-			value = "to " + value
+			said = "to " + core
 		}
-		g := FromMessage(strings.TrimRight(strings.TrimSpace(prevText), ".!") + " " + value)
+		g := FromMessage(strings.TrimRight(strings.TrimSpace(prevText), ".!") + " " + said)
 		if !g.Intent.IsChange() || len(g.Intent.Changes) != 1 {
 			return f
 		}
@@ -292,6 +298,10 @@ func FromAnswer(answer string, earlier []string) Finding {
 	}
 	return followUpChange(answer, masked, changes, ReasonAnswer)
 }
+
+// pointGroup is a point before three digits ("1.050"): a thousands point
+// in German and French, a decimal point in English.
+var pointGroup = regexp.MustCompile(`\d\.\d{3}(?:$|[^\d])`)
 
 // trimFillers is the words of a follow-up or an answer without the fillers
 // around them ("ok, Q1, please" is "Q1").
@@ -323,8 +333,9 @@ func answerValue(text string, clauses []clause) string {
 		}
 		ts = c.toks
 	}
+	prevEnd := 0
 	for len(ts) > 0 && fillers[ts[0].w] {
-		ts = ts[1:]
+		prevEnd, ts = ts[0].end, ts[1:]
 	}
 	for len(ts) > 0 && fillers[ts[len(ts)-1].w] {
 		ts = ts[:len(ts)-1] // "105 A please"
@@ -334,10 +345,11 @@ func answerValue(text string, clauses []clause) string {
 	}
 	start := ts[0].start
 	if toMarkers[ts[0].w] || byMarkers[ts[0].w] {
-		ts = ts[1:]
+		prevEnd, ts = ts[0].end, ts[1:]
 	}
-	if len(ts) == 0 || !startsNumber(ts[0].w) || clockLike(text, ts[0]) || !numberToken(text, ts[0]) {
-		return ""
+	if len(ts) == 0 || !startsNumber(ts[0].w) || clockLike(text, ts[0]) || !numberToken(text, ts[0]) ||
+		strings.Trim(text[prevEnd:ts[0].start], " \t,:") != "" {
+		return "" // "~105 A", "≈ 105 A": a sign before the number says more than the number
 	}
 	_, unit, ok := ParseQuantity(text[ts[0].start:])
 	if !ok || unit == "" || timeWords[strings.ToLower(unit)] || valueWidth(ts, 0, unit) != len(ts) {
