@@ -490,15 +490,9 @@ func TestTheSameChangeForAnotherDevice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := runOn(t, a, "t", "Set the BTS Q1 quadrupole current to 105 A")
-		ap := o.of(agent.EventApprovalRequired)
-		if len(ap) != 1 {
-			t.Fatalf("%d cards for the first change", len(ap))
-		}
-		resumeOn(t, a, "t", agent.Answer{ApprovalID: ap[0].Approval.ID, Text: "yes", By: "op-anna"})
+		setQ1Approved(t, a)
 		before, _ := p.Setpoint("BTS:MAG:Q4:CURRENT")
-		o = runOn(t, a, "t", follow)
-		ap = o.of(agent.EventApprovalRequired)
+		ap := runOn(t, a, "t", follow).of(agent.EventApprovalRequired)
 		if len(ap) != 1 || !strings.Contains(ap[0].Approval.Summary, "BTS:MAG:Q4:CURRENT") || !strings.Contains(ap[0].Approval.Summary, "105.00 A") {
 			t.Fatalf("%q: cards %+v, want one for BTS:MAG:Q4:CURRENT at 105 A", follow, ap)
 		}
@@ -528,12 +522,7 @@ func TestTheSameChangeForAnotherDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := runOn(t, a, "t", "Set the BTS Q1 quadrupole current to 105 A")
-	ap := o.of(agent.EventApprovalRequired)
-	if len(ap) != 1 {
-		t.Fatalf("%d cards for the first change", len(ap))
-	}
-	resumeOn(t, a, "t", agent.Answer{ApprovalID: ap[0].Approval.ID, Text: "yes", By: "op-anna"})
+	setQ1Approved(t, a)
 	if o := runOn(t, a, "t", "Same for the BTS Q4 quadrupole current"); len(o.of(agent.EventApprovalRequired)) != 0 {
 		t.Errorf("a write of Q1 for \"same for Q4\" reached a card: %+v", o.of(agent.EventApprovalRequired))
 	}
@@ -568,6 +557,17 @@ func TestAValueWithoutARequestIsToldNoChange(t *testing.T) {
 		}
 		untouched(t, p)
 	}
+}
+
+// setQ1Approved asks on thread "t" to set the BTS Q1 current to 105 A and
+// approves its one card.
+func setQ1Approved(t *testing.T, a *agent.Agent) {
+	t.Helper()
+	ap := runOn(t, a, "t", "Set the BTS Q1 quadrupole current to 105 A").of(agent.EventApprovalRequired)
+	if len(ap) != 1 {
+		t.Fatalf("%d cards for the first change", len(ap))
+	}
+	resumeOn(t, a, "t", agent.Answer{ApprovalID: ap[0].Approval.ID, Text: "yes", By: "op-anna"})
 }
 
 // An answer to the assistant's clarifying question carries the change the
