@@ -743,3 +743,31 @@ func TestPermitsAnAcronymTheTargetCarries(t *testing.T) {
 		t.Error("\"it\" after the BTS Q1 permits the storage ring's Q1")
 	}
 }
+
+// A zero in words is the value 0 ("set Q1 to zero", "auf Null", "à
+// zéro", "zero Q1"): it permits writing 0 to the named device only, never
+// another value or another device, and a number that goes on ("zero point
+// five") permits nothing.
+func TestPermitsAZeroInWords(t *testing.T) {
+	write := func(target string, v float64) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: target, Value: v, Unit: "A"}}}
+	}
+	for _, msg := range []string{"Set Q1 to zero", "Bring Q1 down to zero amps", "Setze Q1 auf Null", "Mets Q1 à zéro", "Zero Q1", "Please zero Q1"} {
+		in := intent.FromMessages(msg, nil).Intent
+		if err := in.Permits(write("BTS:MAG:Q1:CURRENT", 0), nil); err != nil {
+			t.Errorf("%q: writing 0 to Q1 refused: %v", msg, err)
+		}
+		for _, a := range []capabilities.Action{write("BTS:MAG:Q1:CURRENT", 5), write("BTS:MAG:Q2:CURRENT", 0)} {
+			if err := in.Permits(a, nil); err == nil {
+				t.Errorf("%q permits %v", msg, a.Changes[0])
+			}
+		}
+	}
+	for _, msg := range []string{"Set Q1 to zero point five", "Set Q1 to zero 5 A", "Setze Q1 auf null Komma fünf", "Set Q1 to null", "Zero Q1 to 5 A"} {
+		for _, v := range []float64{0, 0.5, 5} {
+			if err := intent.FromMessages(msg, nil).Intent.Permits(write("BTS:MAG:Q1:CURRENT", v), nil); err == nil {
+				t.Errorf("%q permits writing %g A to Q1", msg, v)
+			}
+		}
+	}
+}

@@ -101,6 +101,7 @@ func unmark(msg string) string {
 		}
 		msg = string(b)
 	}
+	msg = spelledZero(msg)
 	if !strings.ContainsAny(msg, "*_`") {
 		return msg
 	}
@@ -121,6 +122,53 @@ func unmark(msg string) string {
 	}
 	return string(b)
 }
+
+// zeroWord is zero spelled out after a value marker of its language ("to
+// zero", "auf null", "à zéro", "a cero"); "null" alone, or "a zero", is
+// read by no rule.
+var zeroWord = regexp.MustCompile(`(?i)(?:^|[^\pL\d])(to|at|auf|à|a)\s+(zero|null|zéro|cero)(?:$|[^\pL\d])`)
+
+// zeroAfter are the markers each spelled zero may follow.
+var zeroAfter = map[string]string{"zero": "to at auf à", "null": "auf", "zéro": "à", "cero": "a"}
+
+// spelledZero writes zeroWord's zero as the number 0, padded with spaces
+// so that every other byte stays in place ("set Q1 to zero" is "set Q1 to
+// 0").
+func spelledZero(msg string) string {
+	if !strings.ContainsAny(msg, "oOlL") {
+		return msg
+	}
+	ms := zeroWord.FindAllStringSubmatchIndex(msg, -1)
+	if ms == nil {
+		return msg
+	}
+	b := []byte(msg)
+	for _, m := range ms {
+		marker, word := strings.ToLower(msg[m[2]:m[3]]), strings.ToLower(msg[m[4]:m[5]])
+		if !slices.Contains(strings.Fields(zeroAfter[word]), marker) || numberGoesOn(msg[m[5]:]) {
+			continue
+		}
+		b[m[4]] = '0'
+		for i := m[4] + 1; i < m[5]; i++ {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
+
+// numberGoesOn reports a spelled number's next word going on with it
+// ("zero point five", "null Komma fünf", "zero 5"): no zero alone.
+func numberGoesOn(rest string) bool {
+	next, _, _ := strings.Cut(strings.TrimLeft(rest, " \t"), " ")
+	next = strings.ToLower(strings.TrimRight(next, ".,;:!?)"))
+	return next != "" && (next[0] >= '0' && next[0] <= '9' || spelledNumberWords[next])
+}
+
+// spelledNumberWords go on from a spelled zero.
+var spelledNumberWords = wordSet(`point dot comma decimal zero oh one two three four five six seven eight nine ten
+	komma null eins zwei drei vier fünf sechs sieben acht neun zehn
+	virgule zéro un deux trois quatre cinq six sept huit neuf dix
+	coma punto cero uno dos tres cuatro cinco seis siete ocho nueve diez`)
 
 // maskReported returns msg with its reported words blanked (each byte a
 // space, so places in the text stay), and what was blanked.

@@ -158,6 +158,9 @@ var (
 	// 105 A"); without one a read ("send me the Q1 plot"), never a change
 	// request that lacks its value.
 	weakVerbs = wordSet(`push send update program configure make mach mache machen`)
+	// zeroVerbs set their target to 0 ("zero Q1", "zero the corrector
+	// currents").
+	zeroVerbs = wordSet(`zero`)
 	// madeVerbs take their value without a marker (madeValue).
 	madeVerbs = wordSet(`make mach mache`)
 	// particleVerbs are changes with an on/off alone ("turn off", "schalte
@@ -1513,7 +1516,7 @@ func verbOf(w string) string {
 			return v
 		}
 	}
-	if valueVerbs[w] || toggleVerbs[w] || particleVerbs[w] {
+	if valueVerbs[w] || toggleVerbs[w] || particleVerbs[w] || zeroVerbs[w] {
 		return w
 	}
 	if v, ok := knownTypos[w]; ok {
@@ -1734,6 +1737,16 @@ func verbChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 			return nil, false // "enable it, then off": which state is meant?
 		}
 		return []RequestedChange{{Target: span(msg, target), State: state}}, len(target) > 0
+	}
+	if zeroVerbs[verb] {
+		target := trimJoiners(rest)
+		if len(target) == 0 || slices.ContainsFunc(target, func(t token) bool {
+			return toMarkers[t.w] || byMarkers[t.w] || copulas[t.w] || statedWords[t.w] || particleStates[t.w] != ""
+		}) {
+			return nil, false // "zero Q1 to 5 A", "zero crossing is at 3 ms": no zero asked
+		}
+		zero := 0.0
+		return []RequestedChange{{Target: span(msg, target), Value: &zero}}, true
 	}
 	if weakVerbs[verb] {
 		rest = withoutAt(rest)
