@@ -165,7 +165,7 @@ var (
 	madeVerbs = wordSet(`make mach mache`)
 	// particleVerbs are changes with an on/off alone ("turn off", "schalte
 	// … aus", "coupe").
-	particleVerbs = wordSet(`turn switch power shut schalte schalt schalten dreh drehe drehen`)
+	particleVerbs = wordSet(`turn switch power shut flip schalte schalt schalten dreh drehe drehen`)
 	// particleStates are the states the particles of particleVerbs ask for.
 	particleStates = map[string]string{"on": "on", "ein": "on", "an": "on", "off": "off", "aus": "off", "ab": "off"}
 	// offVerbs are the toggleVerbs that switch off (the others switch on).
@@ -344,6 +344,30 @@ var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking
 	`ne pas (?:exécuter|appliquer|lancer|envoyer)|ne (?:l')?(?:exécute|exécutez|applique|appliquez|lance|lancez) pas|` +
 	`sans (?:l')?(?:exécuter|appliquer)|pour information|pour info)\b`)
 
+// takenBack is the words that take a message's change back or say it is
+// not to be run (readOnlyPattern, notToRun, onlyFun, withdrawnLabel); ""
+// when there are none.
+func takenBack(norm string) string {
+	if strings.Contains(norm, "rest") || strings.Contains(norm, "other") || strings.Contains(norm, "hands off ") {
+		norm = keptApart.ReplaceAllString(norm, " ") // "…, leave the rest as is", "…, hands off Q2": the change stands
+	}
+	for _, p := range []filtered{readOnlyPattern, notToRun, onlyFun} {
+		if m := p.FindStringSubmatch(norm); m != nil {
+			return strings.Trim(m[0], " .,;:!?)]—–-")
+		}
+	}
+	if strings.Contains(norm, ":") {
+		if m := withdrawnLabel.FindString(norm); m != "" {
+			return strings.Trim(m, " \n.,;:!?)]—–->*_#")
+		}
+	}
+	return ""
+}
+
+// keptApart: words beside a change that keep other things as they are,
+// not the change.
+var keptApart = regexp.MustCompile(`\bleave (?:the (?:rest|others?(?: \pL+)?)|all (?:the )?others?) (?:as|alone|where)|\bhands off (?:the |of )?[\pL\d]`)
+
 // onlyFun: "war nur Spaß" (just kidding), apart from readOnlyPattern as
 // "ß" is no word character to its \b.
 var onlyFun = mustFilter(`(?:war |ist |nur )+(?:ein )?spaß(?:[^\pL]|$)`)
@@ -457,7 +481,7 @@ var setApart = wordSet(`except excepting excluding excl exception without w/o sa
 	not near beside behind upstream downstream next before after between außer ausser ausgenommen bis statt anstatt anstelle
 	ohne wie neben hinter vor nach zwischen nicht exklusive sauf excepté hormis part sans comme lieu plutôt près derrière avant
 	après entre pas
-	same compared versus vs while with leave leaving keep keeping ignore ignoring skip skipping via using way powered fed sharing
+	same compared versus vs while with hands leave leaving keep keeping ignore ignoring skip skipping via using way powered fed sharing
 	gleich verglichen lass lasse behalte mittels mit über même comparé laisse garde gardant avec pendant`)
 
 // placeWords place a target by another device only when a preposition
@@ -724,6 +748,10 @@ var laterNear = mustFilterEach(
 	`\b(?:every (?:\d+ )?(?:s|secs?|seconds?|mins?|minutes?|h|hours?|days?|shift|fill|morning|evening|night|time|cycle|injection|week))\b`,
 	`\b(?:each (?:time|day|hour|morning|night|shift|fill|cycle))\b`,
 	`\b(?:periodically)\b`,
+	`\b(?:daily|hourly|nightly|weekly|(?:once|twice) (?:a|an|per|every) (?:day|hour|night|week|shift))\b`,
+	`\b(?:täglich|stündlich|nächtlich|wöchentlich|quotidiennement|tous les (?:jours|soirs|matins))\b`,
+	`\b(?:and|then) back(?: again)?\s*[.!]*\s*$`,
+	`\b(?:und (?:wieder )?zurück|et retour)\s*[.!]*\s*$`,
 	`\b(?:regularly)\b`,
 	`\b(?:repeatedly)\b`,
 	`\b(?:again and again)\b`,
@@ -796,8 +824,18 @@ func fromMessage(msg string) Finding {
 	masked, reported := maskReported(unmark(msg))
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
 	clauses := scan(masked)
-	if negatedChange(clauses) || readOnlyPattern.MatchString(norm) || notToRun.MatchString(norm) || onlyFun.MatchString(norm) || strings.Contains(norm, ":") && withdrawnLabel.MatchString(norm) {
+	if negatedChange(clauses) {
 		return Finding{Intent: Intent{Kind: KindRead}, Reason: ReasonNegated}
+	}
+	if words := takenBack(norm); words != "" {
+		// "Set Q1 to 105 A for testing", "… just kidding", "dry run: …": a
+		// change beside them is not to be made, and the operator is told.
+		in := Intent{Kind: KindRead}
+		if slices.ContainsFunc(clauses, func(c clause) bool { return readClause(masked, c).change }) {
+			in.Note = "Your message says its change is not to be carried out (\"" + shorten(words) + "\"), so nothing will be changed. " +
+				"To make the change, ask for it on its own, for example \"set Q1 to 105 A\"."
+		}
+		return Finding{Intent: in, Reason: ReasonNegated}
 	}
 	if m := notSerious.FindStringSubmatch(norm); m != nil {
 		f, _ := readWithNote(ReasonNegated, "Your message laughs or winks (\""+m[1]+"\"), so whether its change is meant would be a guess and nothing will be changed: "+
@@ -949,7 +987,7 @@ func fromMessage(msg string) Finding {
 
 // actionVerbs ask for an action on the machine that is no setting's value
 // or on/off: the rules read none as a change, and say so.
-var actionVerbs = wordSet(`open close shut insert retract extract start stop restart degauss cycle standardize standardise
+var actionVerbs = wordSet(`open close shut insert retract extract start stop restart degauss cycle standardize standardise toggle
 	acknowledge trigger fire inject dump abort
 	öffne öffnen schließe schliesse schließen starte starten stoppe stoppen zyklisiere quittiere
 	ouvre ouvrez ouvrir ferme fermez fermer démarre démarrez démarrer arrête arrêtez arrêter insère insérez retire retirez`)
