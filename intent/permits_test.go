@@ -771,3 +771,73 @@ func TestPermitsAZeroInWords(t *testing.T) {
 		}
 	}
 }
+
+// A unit's long name, plural or spelling in another language is that unit
+// ("5 millibars" is 5 mbar, never 5 bar), a unit word capgraph does not
+// convert leaves the number without a value ("5 millibares", "20 degrees
+// Fahrenheit"), and degrees with their scale are that scale ("20 Grad
+// Celsius" is 20 °C). Before, an unknown unit word was dropped and the
+// number compared alone: "Set the pressure to 5 millibars" permitted
+// writing 5 bar, and "5 mv" (millivolt or megavolt?) 5 V or 5 kV.
+func TestPermitsAUnitAsItIsNamed(t *testing.T) {
+	for _, c := range []struct {
+		msg    string
+		v      float64
+		unit   string
+		permit bool
+	}{
+		{"Set the pressure to 5 millibars", 5, "mbar", true},
+		{"Set the pressure to 5 millibars", 5, "bar", false},
+		{"Set the field to 1.2 teslas", 1.2, "T", true},
+		{"Set the field to 1.2 teslas", 1.2, "mT", false},
+		{"Set the field to 1.2 teslas", 1200, "mT", true},
+		{"Set the field to 12 kilogauss", 1.2, "T", true},
+		{"Set the current to 50 microamps", 50, "uA", true},
+		{"Set the current to 50 microamps", 50, "mA", false},
+		{"Set the frequency to 499.654 megahertz", 499.654, "MHz", true},
+		{"Set the frequency to 499.654 Mégahertz", 499.654, "MHz", true},
+		{"Set the frequency to 499.654 Mégahertz", 499.654, "Hz", false},
+		{"Set the power to 5 megawatts", 5, "MW", true},
+		{"Set the power to 5 megawatts", 5, "kW", false},
+		{"Set the delay to 5 milliseconds", 5, "ms", true},
+		{"Set the delay to 5 milliseconds", 5, "s", false},
+		{"Set the ramp time to 5 minutes", 300, "s", true},
+		{"Set the ramp time to 5 minutes", 5, "s", false},
+		{"Setze die Wartezeit auf 5 Sekunden", 5, "s", true},
+		{"Mets le chauffage à 20 degrés Celsius", 20, "°C", true},
+		{"Setze die Heizung auf 20 Grad Celsius", 20, "°C", true},
+		{"Set the heater to 20 degrees Celsius", 20, "°C", true},
+		{"Set the heater to 20 deg C", 20, "°C", true},
+		{"Setze die Phase auf 20 Grad", 20, "deg", true},
+		{"Set the heater to 20 degrees Fahrenheit", 20, "°C", false},
+		{"Set the heater to 20 deg F", 20, "°C", false},
+		{"Mets le chauffage à 20 degrés Fahrenheit", 20, "°C", false},
+		{"Set the pressure to 5 millibares", 5, "bar", false},
+		{"Set the power to 5 kilovatios", 5, "W", false},
+		{"Set the gun voltage to 125 kilovoltios", 125, "V", false},
+		{"Set Q1 to 105 mÅ", 105, "A", false},
+		{"Set the gun voltage to 5 mv", 5, "V", false},
+		{"Set the gun voltage to 5 mv", 5, "mV", false},
+		{"Set the gun voltage to 5 mv", 5, "kV", false},
+		{"Set the gun voltage to 5 mv", 5, "MV", false},
+		{"Set the gun voltage to 5 uv", 5, "V", false},
+		{"Set the power to 5 mw", 5, "W", false},
+		{"Set Q1 to 105 ampères", 105, "A", true},
+	} {
+		target := "X:Y"
+		switch {
+		case strings.Contains(c.msg, "delay"):
+			target = "TIMING:DELAY"
+		case strings.Contains(c.msg, "Q1"):
+			target = "BTS:MAG:Q1:CURRENT"
+		}
+		a := capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: target, Value: c.v, Unit: c.unit}}}
+		err := intent.FromMessages(c.msg, nil).Intent.Permits(a, nil)
+		if c.permit && err != nil {
+			t.Errorf("%q: writing %g %s refused: %v", c.msg, c.v, c.unit, err)
+		}
+		if !c.permit && err == nil {
+			t.Errorf("%q permits writing %g %s", c.msg, c.v, c.unit)
+		}
+	}
+}

@@ -2117,6 +2117,9 @@ func valueWidth(toks []token, at int, unit string) int {
 // device's own unit: 20 °F as 20 °C.
 func unknownUnitAfter(msg string, end int, unit string) bool {
 	s := msg[end:]
+	if unit == "deg" && degreeScale(s) == "F" {
+		return true // "20 degrees Fahrenheit": a scale capgraph does not convert
+	}
 	if unit != "" {
 		// Past the unit as written, when the value's width left it ("A/s"
 		// is one word).
@@ -2149,7 +2152,7 @@ func unknownUnitAfter(msg string, end int, unit string) bool {
 	if l := strings.ToLower(word); strings.HasSuffix(l, "pp") || strings.HasSuffix(l, "rms") || strings.HasSuffix(l, "pk") {
 		return true // "610 kVpp", "5 Vrms": a measure of a wave, not the device's number
 	}
-	return utf8.RuneCountInString(word) == 1 || unitWords[strings.ToLower(word)] || waveMeasure.MatchString(s[len(word):])
+	return utf8.RuneCountInString(word) == 1 || unitWords[strings.ToLower(word)] || unitLike(strings.ToLower(word)) || waveMeasure.MatchString(s[len(word):])
 }
 
 // waveMeasure: words after a value naming which measure of a wave it is
@@ -2162,7 +2165,7 @@ var waveMeasure = regexp.MustCompile(`(?i)^\s*(?:pp|p-p|rms|peak|pk|peak-to-peak
 // knows.
 var unitWords = wordSet(`units unit counts count cts arb arbitrary au a.u lsb lsbs dac adc bits bit ticks steps rpm
 	mtorr utorr ntorr psi psig atm ppm ppb db dbm fahrenheit coulomb gy sv msv usv kg mol lux sccm slm ml inch inches ft feet
-	mils amperio amperios amper ампер einheiten einheit schritte unités unité`)
+	mils amperio amperios amper ампер einheiten einheit schritte unités unité degre degres grados grado gradi`)
 
 // alternatives join a value to another one it leaves open: "105 or 140 A",
 // "Q1 and Q2 to 105 A and 98 A", "100 bis 105 A", "105 ou 110 A".

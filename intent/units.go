@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // unit is a known unit: its dimension and its factor to the dimension's base
@@ -33,7 +34,8 @@ var siPrefixes = map[string]float64{"p": 1e-12, "n": 1e-9, "u": 1e-6, "µ": 1e-6
 // unitAliases are spellings people type (compared in lower case) and the
 // symbol they mean. Lower-case symbols whose prefix is ambiguous ("mv":
 // millivolt or megavolt?) are deliberately absent: such a unit is unknown,
-// and an unknown unit is compared by its number alone.
+// and an unknown unit leaves a number to the device's own unit: a word that
+// looks like one after a number makes it no value (unknownUnitAfter).
 var unitAliases = map[string]string{
 	"a": "A", "amp": "A", "amps": "A", "ampere": "A", "amperes": "A",
 	"ma": "mA", "milliamp": "mA", "milliamps": "mA", "milliampere": "mA", "milliamperes": "mA",
@@ -46,8 +48,80 @@ var unitAliases = map[string]string{
 	"torr": "Torr", "mbar": "mbar", "bar": "bar", "pa": "Pa", "pascal": "Pa", "pascals": "Pa",
 	"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "ms": "ms",
 	"deg": "deg", "degree": "deg", "degrees": "deg", "degc": "°C", "°c": "°C", "celsius": "°C", "kelvin": "K",
+	"grad": "deg", "degré": "deg", "degrés": "deg",
 	"percent": "%", "%": "%", "ev": "eV", "kev": "keV", "mev": "MeV", "gev": "GeV",
+	// Long names with their prefixes and plurals, and the French and German
+	// spellings: a unit word capgraph does not know leaves the value without
+	// a unit (unknownUnitAfter).
+	"ampère": "A", "ampères": "A", "microamp": "uA", "microamps": "uA", "microampere": "uA", "microamperes": "uA",
+	"nanoamp": "nA", "nanoamps": "nA", "nanoampere": "nA", "nanoamperes": "nA", "kiloampere": "kA", "kiloamperes": "kA",
+	"milliampère": "mA", "milliampères": "mA", "kiloampère": "kA", "kiloampères": "kA",
+	"megawatt": "MW", "megawatts": "MW", "mégawatt": "MW", "mégawatts": "MW", "milliwatt": "mW", "milliwatts": "mW",
+	"kilohertz": "kHz", "megahertz": "MHz", "mégahertz": "MHz", "gigahertz": "GHz",
+	"teslas": "T", "millitesla": "mT", "milliteslas": "mT", "kilogauss": "kilogauss",
+	"bars": "bar", "millibar": "mbar", "millibars": "mbar", "pascale": "Pa",
+	"millisecond": "ms", "milliseconds": "ms", "microsecond": "us", "microseconds": "us", "nanosecond": "ns", "nanoseconds": "ns",
+	"seconde": "s", "secondes": "s", "milliseconde": "ms", "millisecondes": "ms", "sekunde": "s", "sekunden": "s",
+	"millisekunde": "ms", "millisekunden": "ms", "minute": "min", "minutes": "min", "minuten": "min",
+	"ohms": "Ω", "kiloohm": "kΩ", "kiloohms": "kΩ", "kilohm": "kΩ", "kilohms": "kΩ", "megaohm": "MΩ", "megaohms": "MΩ", "megohm": "MΩ", "megohms": "MΩ",
+	"radian": "rad", "radians": "rad", "milliradian": "mrad", "milliradians": "mrad", "mrad": "mrad", "urad": "urad",
+	"electronvolt": "eV", "electronvolts": "eV", "kiloelectronvolt": "keV", "kiloelectronvolts": "keV",
+	"megaelectronvolt": "MeV", "megaelectronvolts": "MeV", "gigaelectronvolt": "GeV", "gigaelectronvolts": "GeV",
+	"meter": "m", "meters": "m", "metre": "m", "metres": "m", "millimeter": "mm", "millimeters": "mm", "millimetre": "mm",
+	"millimetres": "mm", "micrometer": "um", "micrometers": "um", "micrometre": "um", "micrometres": "um", "micron": "um", "microns": "um",
+	"nanometer": "nm", "nanometers": "nm", "nanometre": "nm", "nanometres": "nm", "mm": "mm", "um": "um", "nm": "nm",
 }
+
+// unitLike reports a word (in lower case) that looks like a unit capgraph
+// does not know: a prefix's or a unit's name in another spelling, plural
+// or language ("kilovatios", "millibares", "teslas", "Grad"), or a prefix
+// before a unit letter it does not know ("mÅ"). After a number, such a word
+// leaves the number without the unit it was given.
+func unitLike(w string) bool {
+	for _, p := range unitPrefixNames {
+		if strings.HasPrefix(w, p) && len(w) > len(p) {
+			return true
+		}
+	}
+	for _, stem := range unitStems {
+		if strings.Contains(w, stem) {
+			return true
+		}
+	}
+	if foldedSymbols[w] {
+		return true
+	}
+	if r := []rune(w); len(r) == 2 && strings.ContainsRune("pnuµμmkgc", r[0]) && r[1] > unicode.MaxASCII && unicode.IsLetter(r[1]) {
+		return true
+	}
+	return false
+}
+
+// foldedSymbols are the unit symbols capgraph knows, in lower case: a word
+// that is one of them in another case and no unit itself ("mv": millivolt
+// or megavolt?) names a unit, and which would be a guess.
+var foldedSymbols = func() map[string]bool {
+	m := map[string]bool{}
+	for b := range baseUnits {
+		m[strings.ToLower(b)] = true
+		for p := range siPrefixes {
+			m[strings.ToLower(p+b)] = true
+		}
+	}
+	for u := range plainUnits {
+		m[strings.ToLower(u)] = true
+	}
+	return m
+}()
+
+var (
+	unitPrefixNames = []string{"kilo", "mega", "méga", "milli", "micro", "mikro", "nano", "giga", "pico", "centi", "deci"}
+	unitStems       = []string{"amp", "volt", "watt", "vatio", "tesl", "gauss", "hertz", "herz", "pascal", "torr", "kelvin", "celsius",
+		"fahrenheit", "degr", "grad", "sekund", "second", "segund", "meter", "metre", "metro", "ohm", "radian", "electron", "elektron"}
+)
+
+// kilogauss is a thousand gauss.
+var kilogauss = unit{"T", 1e-1}
 
 // gauss is not a symbol with prefixes here ("G" is giga).
 var gauss = unit{"T", 1e-4}
@@ -84,6 +158,9 @@ func exactUnit(u string) bool {
 }
 
 func prefixed(u string) (unit, bool) {
+	if u == "Grad" {
+		return unit{}, false // German degrees, never gigaradians
+	}
 	for p, f := range siPrefixes {
 		if rest, ok := strings.CutPrefix(u, p); ok && rest != "" {
 			if b, ok := baseUnits[rest]; ok {
@@ -113,8 +190,11 @@ func lookupUnit(u string) (unit, bool) {
 	if !ok {
 		return unit{}, false
 	}
-	if a == "gauss" {
+	switch a {
+	case "gauss":
 		return gauss, true
+	case "kilogauss":
+		return kilogauss, true
 	}
 	if b, ok := baseUnits[a]; ok {
 		return b, true
@@ -127,7 +207,7 @@ func lookupUnit(u string) (unit, bool) {
 
 // quantityPattern is a number with an optional unit right after it; a
 // decimal point may be a comma ("105,5 A").
-var quantityPattern = regexp.MustCompile(`^\s*([-+]?(?:\d+(?:\.\d*|,\d+)?|\.\d+)(?:[eE][-+]?\d+)?)(?:[\s\x{00A0}\x{202F}\x{2009}]*([A-Za-zµμΩ°%]+))?`)
+var quantityPattern = regexp.MustCompile(`^\s*([-+]?(?:\d+(?:\.\d*|,\d+)?|\.\d+)(?:[eE][-+]?\d+)?)(?:[\s\x{00A0}\x{202F}\x{2009}]*([\pL°%]+))?`)
 
 // ParseQuantity reads a number at the start of s and the unit right after
 // it (after a space, a no-break space or none), when that is a unit
@@ -166,7 +246,26 @@ func ParseQuantity(s string) (value float64, unit string, ok bool) {
 			unit = CanonicalUnit(m[2])
 		}
 	}
+	if unit == "deg" && degreeScale(s[len(m[0]):]) == "C" {
+		unit = "°C" // "20 degrees Celsius", "20 Grad Celsius", "20 deg C"
+	}
 	return v, unit, true
+}
+
+// degreeScale is the temperature scale named right after a unit of
+// degrees: "C" for "C" or "Celsius", "F" for "F" or "Fahrenheit", else "".
+func degreeScale(after string) string {
+	w := strings.TrimLeft(after, " \t\u00a0")
+	if i := strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) }); i >= 0 {
+		w = w[:i]
+	}
+	switch strings.ToLower(w) {
+	case "c", "celsius":
+		return "C"
+	case "f", "fahrenheit":
+		return "F"
+	}
+	return ""
 }
 
 // statedValuePattern finds where a requested value starts: "to 105",
