@@ -976,6 +976,10 @@ func fromMessage(msg string) Finding {
 	if v, c := actionAsked(masked, clauses); v != "" && !reported.change {
 		in.Note = "\"" + shorten(c) + "\" asks for an action (\"" + v + "\") the rules do not read as a change of a setting, so nothing will be changed. " +
 			"A setting is changed by its value or state, for example \"set Q1 to 105 A\" or \"turn Q1 off\"."
+		if factorVerbs[v] {
+			in.Note = "\"" + shorten(c) + "\" asks to change a setting by a factor (\"" + v + "\"), which the rules do not read as a value, so nothing will be changed. " +
+				"Ask for the value to reach, for example \"set Q1 to 210 A\", or the amount, \"raise Q1 by 105 A\"."
+		}
 		return Finding{Intent: in, Reason: ReasonNoChange}
 	}
 	if !reported.change && valueWithoutRequest(masked, clauses) {
@@ -989,12 +993,19 @@ func fromMessage(msg string) Finding {
 // or on/off: the rules read none as a change, and say so.
 var actionVerbs = wordSet(`open close shut insert retract extract start stop restart degauss cycle standardize standardise toggle
 	acknowledge trigger fire inject dump abort
+	double halve triple quadruple multiply divide scale verdopple verdoppeln verdoppele halbiere halbieren verdreifache multipliziere
+	skaliere doublez doubler divise divisez diviser triplez tripler multiplie multipliez multiplier
 	öffne öffnen schließe schliesse schließen starte starten stoppe stoppen zyklisiere quittiere
 	ouvre ouvrez ouvrir ferme fermez fermer démarre démarrez démarrer arrête arrêtez arrêter insère insérez retire retirez`)
 
+// factorVerbs change a setting by a factor: actionVerbs whose note asks
+// for the value to reach.
+var factorVerbs = wordSet(`double halve triple quadruple multiply divide scale verdopple verdoppeln verdoppele halbiere halbieren
+	verdreifache multipliziere skaliere doublez doubler divise divisez diviser triple triplez tripler multiplie multipliez multiplier`)
+
 // actionNotObject after an action verb make it no action on a thing
 // ("start by…", "start with…", "stop at…").
-var actionNotObject = wordSet(`by with from over at in to for again here there now mit bei par avec`)
+var actionNotObject = wordSet(`by with from over at in to for again here there now check checking mit bei par avec`)
 
 // actionAsked is the action verb and the clause of a message that asks
 // for an action on something at a clause's start ("Close valve 3", "Start
@@ -1879,7 +1890,8 @@ func signedValueChanges(msg, verb string, dir float64, rest []token) ([]Requeste
 		}
 		// A bound, an estimate or an amount ("~105 A", "5 A above nominal",
 		// "to +5 A", "by up to 5 A") is no value to set.
-		bounded := boundedValue(msg, rest[k+1], rest[k+used].end) || isTo && (boundsAmount(rest[from:k]) || strings.HasPrefix(rest[k+1].w, "+"))
+		bounded := boundedValue(msg, rest[k+1], rest[k+used].end) && !(isBy && ownBaseline.MatchString(strings.ToLower(msg[rest[k+used].end:]))) ||
+			isTo && (boundsAmount(rest[from:k]) || strings.HasPrefix(rest[k+1].w, "+"))
 		target := rest[from:k]
 		// "from 92 A to 105 A": the old value is not part of the target.
 		for f := len(target) - 1; f >= 0; f-- {
@@ -1948,6 +1960,11 @@ func signedValueChanges(msg, verb string, dir float64, rest []token) ([]Requeste
 	}
 	return out, len(out) > 0
 }
+
+// ownBaseline: after an amount, words that add it to the setting's value
+// now, as every amount is ("raise Q1 by 5 A from its current value", "…
+// above where it is"); "above nominal" stays another baseline.
+var ownBaseline = regexp.MustCompile(`^\s*(?:from|above|over|relative to|on top of)\s+(?:(?:its|the|their)\s+(?:current|present|actual)\s+(?:value|setting|setpoint|reading|level)|where (?:it|they) (?:is|are)(?:\s+now)?|here|now)\s*(?:[.,;!)]|$)`)
 
 // splitNumber: after a number without a unit, a break and another number
 // ("105,,5 A", "105, 5 A", "105. 5 A"): one value broken in two, or two.
