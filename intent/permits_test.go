@@ -841,3 +841,64 @@ func TestPermitsAUnitAsItIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// A value's sign is the user's as written: a minus in words is a minus
+// ("to minus 2 A", "auf minus 2 A", "à moins 2 A"), and a dash or minus
+// the number does not carry ("‐2 A", "﹣2 A", "－2 A") or words after the
+// value that give it a sign ("2 A negative", "2 A, reversed polarity")
+// leave no value. Before, "to ‐2 A" and "2 A, reversed polarity" permitted
+// writing +2 A.
+func TestPermitsASignAsWritten(t *testing.T) {
+	write := func(v float64) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:HC3:CURRENT", Value: v, Unit: "A"}}}
+	}
+	for _, msg := range []string{"Set corrector HC3 to minus 2 A", "Set corrector HC3 to negative 2 A", "Setze HC3 auf minus 2 A", "Mets HC3 à moins 2 A", "Set HC3 to -2 A", "Set HC3 to −2 A"} {
+		in := intent.FromMessages(msg, nil).Intent
+		if err := in.Permits(write(-2), nil); err != nil {
+			t.Errorf("%q: writing -2 A refused: %v", msg, err)
+		}
+		if err := in.Permits(write(2), nil); err == nil {
+			t.Errorf("%q permits writing +2 A", msg)
+		}
+	}
+	for _, msg := range []string{"Set HC3 to ‐2 A", "Set HC3 to ‑2 A", "Set HC3 to ﹣2 A", "Set HC3 to －2 A", "Set HC3 to ➖2 A", "Set HC3 to –2 A", "Set HC3 to —2 A",
+		"Set HC3 to 2 A negative", "Set HC3 to 2 A in the negative direction", "Set HC3 to 2 A in the opposite direction", "Set HC3 to 2 A, reversed polarity",
+		"Set HC3 to 2 A with inverted polarity", "Setze HC3 auf 2 A, umgepolt", "Mets HC3 à 2 A en polarité inversée"} {
+		for _, v := range []float64{2, -2} {
+			if err := intent.FromMessages(msg, nil).Intent.Permits(write(v), nil); err == nil {
+				t.Errorf("%q permits writing %g A", msg, v)
+			}
+		}
+	}
+}
+
+// A record's field other than its value, and a readback, are not the
+// setting the user named: "Set Q1 to 105 A" never permits writing
+// ….SCAN, ….DISA, ….PROC, ….DESC, ….SIMM or …:RB (before, all were
+// permitted), unless the user's words name them ("Set the Q1 SCAN field
+// …", "… Q1 readback …"); ….VAL is the value, and an alarm limit the user
+// names may be ….HIHI.
+func TestPermitsNoFieldTheWordsDoNotName(t *testing.T) {
+	write := func(target string) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: target, Value: 105.0, Unit: "A"}}}
+	}
+	in := intent.FromMessages("Set Q1 to 105 A", nil).Intent
+	for _, target := range []string{"BTS:MAG:Q1:CURRENT.SCAN", "BTS:MAG:Q1:CURRENT.DISA", "BTS:MAG:Q1:CURRENT.PROC", "BTS:MAG:Q1:CURRENT.DESC",
+		"BTS:MAG:Q1:CURRENT.SIMM", "BTS:MAG:Q1:CURRENT.OMSL", "BTS:MAG:Q1:CURRENT.EGU", "BTS:MAG:Q1:CURRENT:RB", "BTS:MAG:Q1:CURRENT_RBV", "BTS:MAG:Q1:ReadBack"} {
+		if err := in.Permits(write(target), nil); err == nil {
+			t.Errorf("\"Set Q1 to 105 A\" permits writing %s", target)
+		}
+	}
+	for _, c := range []struct{ msg, target string }{
+		{"Set Q1 to 105 A", "BTS:MAG:Q1:CURRENT.VAL"},
+		{"Set Q1 to 105 A", "BTS:MAG:Q1:CURRENT"},
+		{"Set Q1 to 105 A", "sr.mag.q1.current"},
+		{"Set the Q1 SCAN field to 105 A", "BTS:MAG:Q1:CURRENT.SCAN"},
+		{"Set the Q1 readback to 105 A", "BTS:MAG:Q1:CURRENT:RB"},
+		{"Set the Q1 alarm limit to 105 A", "BTS:MAG:Q1:CURRENT.HIHI"},
+	} {
+		if err := intent.FromMessages(c.msg, nil).Intent.Permits(write(c.target), nil); err != nil {
+			t.Errorf("%q: %s refused: %v", c.msg, c.target, err)
+		}
+	}
+}

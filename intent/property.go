@@ -1,6 +1,7 @@
 package intent
 
 import (
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,6 +148,9 @@ func wordsDisagree(stated, target, description string) string {
 			return "which names " + p.name
 		}
 	}
+	if f := unsaidField(ws, target); f != "" {
+		return "which is " + f + ", not the setting"
+	}
 	if w := oppositeNamed(ws, ts); w != "" {
 		return "which is named " + strconv.Quote(w)
 	}
@@ -155,6 +159,38 @@ func wordsDisagree(stated, target, description string) string {
 	}
 	return ""
 }
+
+// unsaidField describes a part of a target's name the user's words do not
+// name that makes it another thing than a setting: a record's field other
+// than its value ("….SCAN", "….DISA", "….PROC", "….DESC": an EPICS
+// field, up to four capitals after a dot ending a name with a colon) or a
+// readback ("…:RB", "…_RBV"); "" when there is none. Writing it would
+// change how the record works or what it reports.
+func unsaidField(ws []string, target string) string {
+	if m := recordField.FindStringSubmatch(target); m != nil && m[1] != "VAL" && !slices.Contains(ws, strings.ToLower(m[1])) &&
+		!slices.ContainsFunc(properties, func(p property) bool {
+			_, any := p.named([]string{"." + strings.ToLower(m[1])})
+			return any && p.said(ws) // "the Q1 alarm limit" is ….HIHI
+		}) {
+		return "its record's field ." + m[1]
+	}
+	if slices.ContainsFunc(ws, func(w string) bool { return readbackTokens[w] }) {
+		return ""
+	}
+	toks := nameTokens(target)
+	for i, t := range toks {
+		if readbackTokens[t] || t == "read" && i+1 < len(toks) && toks[i+1] == "back" { // "…:ReadBack"
+			return "a readback"
+		}
+	}
+	return ""
+}
+
+// recordField is an EPICS record's field ending a channel's name.
+var recordField = regexp.MustCompile(`^[^.]*:[^.]*\.([A-Z][A-Z0-9]{0,3})$`)
+
+// readbackTokens name a readback in a target's name or the user's words.
+var readbackTokens = wordSet(`rb rbv readback rdbk readbacks`)
 
 // acronymMissing is an acronym the user names the target by ("the BTS
 // Q1", "the SR RF") that neither the target's name nor its description

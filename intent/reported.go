@@ -101,7 +101,7 @@ func unmark(msg string) string {
 		}
 		msg = string(b)
 	}
-	msg = spelledZero(msg)
+	msg = spelledMinus(spelledZero(msg))
 	if !strings.ContainsAny(msg, "*_`") {
 		return msg
 	}
@@ -152,6 +152,31 @@ func spelledZero(msg string) string {
 		for i := m[4] + 1; i < m[5]; i++ {
 			b[i] = ' '
 		}
+	}
+	return string(b)
+}
+
+// minusWord is a minus in words between a value marker and a number ("to
+// minus 2 A", "auf minus 2 A", "à moins 2 A").
+var minusWord = regexp.MustCompile(`(?i)(?:^|[^\pL\d])(?:to|at|auf|à|=)\s+(minus|negative|moins)(\s+)\d`)
+
+// spelledMinus writes minusWord's minus as a sign against its number, the
+// bytes before it blanked, so that every other byte stays in place ("to
+// minus 2 A" is "to       -2 A").
+func spelledMinus(msg string) string {
+	if !strings.ContainsAny(msg, "mMnN") {
+		return msg
+	}
+	ms := minusWord.FindAllStringSubmatchIndex(msg, -1)
+	if ms == nil {
+		return msg
+	}
+	b := []byte(msg)
+	for _, m := range ms {
+		for i := m[2]; i < m[5]; i++ {
+			b[i] = ' '
+		}
+		b[m[5]-1] = '-'
 	}
 	return string(b)
 }

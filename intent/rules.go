@@ -1918,7 +1918,7 @@ func signedValueChanges(msg, verb string, dir float64, rest []token) ([]Requeste
 			k = from - 1
 			continue
 		}
-		if bounded || unknownUnitAfter(msg, rest[k+used].end, unit) || unit == "" && splitNumber.MatchString(msg[rest[k+1].end:]) ||
+		if bounded || unknownUnitAfter(msg, rest[k+used].end, unit) || signAfter.MatchString(strings.ToLower(msg[rest[k+used].end:])) || unit == "" && splitNumber.MatchString(msg[rest[k+1].end:]) ||
 			strings.ContainsAny(msg[rest[k].end:rest[k+1].start], "-+−") {
 			return nil, false // "105,,5 A", "105, 5 A": which number, in which unit? "to − 105 A": which sign?
 		}
@@ -1960,6 +1960,14 @@ func signedValueChanges(msg, verb string, dir float64, rest []token) ([]Requeste
 	}
 	return out, len(out) > 0
 }
+
+// signAfter: words right after a value that give it a sign of their own
+// ("2 A negative", "2 A in the opposite direction", "2 A, reversed
+// polarity"): which sign the number has would be a guess.
+var signAfter = regexp.MustCompile(`^\s*[,(]?\s*(?:negative|positive|neg|pos|negativ|positiv|négatif|négative|positif|` +
+	`in (?:the )?(?:negative|positive|opposite|other|reverse|reversed) (?:direction|sense|polarity)|` +
+	`(?:with |in )?(?:reversed|reverse|opposite|inverted|negative|positive|swapped) polarity|umgepolt|(?:mit )?umgekehrter polarität|` +
+	`(?:en |avec )?polarité (?:inversée|opposée|négative))(?:[^\pL]|$)`)
 
 // ownBaseline: after an amount, words that add it to the setting's value
 // now, as every amount is ("raise Q1 by 5 A from its current value", "…
@@ -2105,6 +2113,9 @@ func numberToken(msg string, t token) bool {
 	}
 	if t.start > 0 && strings.ContainsRune("+-−", rune(msg[t.start-1])) || strings.HasSuffix(msg[:t.start], "−") {
 		return false // "--105", "+-105": two signs, no number
+	}
+	if r, _ := utf8.DecodeLastRuneInString(msg[:t.start]); unicode.Is(unicode.Pd, r) || strings.ContainsRune("﹣－➖⁻₋", r) {
+		return false // "‐2 A", "﹣2 A", "－2 A": a dash or a minus the number does not carry; which sign?
 	}
 	s := strings.Replace(msg[t.start:t.end], "−", "-", 1)
 	m := quantityPattern.FindStringSubmatch(s)
