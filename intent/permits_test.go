@@ -852,7 +852,8 @@ func TestPermitsASignAsWritten(t *testing.T) {
 	write := func(v float64) capabilities.Action {
 		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:HC3:CURRENT", Value: v, Unit: "A"}}}
 	}
-	for _, msg := range []string{"Set corrector HC3 to minus 2 A", "Set corrector HC3 to negative 2 A", "Setze HC3 auf minus 2 A", "Mets HC3 à moins 2 A", "Set HC3 to -2 A", "Set HC3 to −2 A"} {
+	for _, msg := range []string{"Set corrector HC3 to minus 2 A", "Set corrector HC3 to negative 2 A", "Setze HC3 auf minus 2 A", "Mets HC3 à moins 2 A", "Set HC3 to -2 A", "Set HC3 to −2 A",
+		"Make corrector HC3 minus 2 A", "Mach HC3 minus 2 A", "Make HC3 negative 2 A"} {
 		in := intent.FromMessages(msg, nil).Intent
 		if err := in.Permits(write(-2), nil); err != nil {
 			t.Errorf("%q: writing -2 A refused: %v", msg, err)

@@ -156,9 +156,10 @@ func spelledZero(msg string) string {
 	return string(b)
 }
 
-// minusWord is a minus in words between a value marker and a number ("to
-// minus 2 A", "auf minus 2 A", "à moins 2 A").
-var minusWord = regexp.MustCompile(`(?i)(?:^|[^\pL\d])(?:to|at|auf|à|=)\s+(minus|negative|moins)(\s+)\d`)
+// minusWord is a minus in words right before a number ("to minus 2 A",
+// "make it negative 2 A", "auf minus 2 A"; the French "moins" after "à":
+// "au moins 2 A" is at least).
+var minusWord = regexp.MustCompile(`(?i)(?:(?:^|[^\pL\d])(minus|negative)|(?:^|[^\pL\d])(?:à|=)\s+(moins))(\s+)\d`)
 
 // spelledMinus writes minusWord's minus as a sign against its number, the
 // bytes before it blanked, so that every other byte stays in place ("to
@@ -173,10 +174,14 @@ func spelledMinus(msg string) string {
 	}
 	b := []byte(msg)
 	for _, m := range ms {
-		for i := m[2]; i < m[5]; i++ {
+		from := m[2]
+		if from < 0 {
+			from = m[4] // "moins"
+		}
+		for i := from; i < m[7]; i++ {
 			b[i] = ' '
 		}
-		b[m[5]-1] = '-'
+		b[m[7]-1] = '-'
 	}
 	return string(b)
 }

@@ -115,6 +115,8 @@ func TestRules(t *testing.T) {
 		{"Set corrector HC3 to minus 2 A", "change: corrector HC3 to -2 A"},
 		{"Setze HC3 auf minus 2 A", "change: HC3 to -2 A"},
 		{"Mets HC3 à moins 2 A", "change: HC3 to -2 A"},
+		{"Make HC3 minus 2 A", "change: HC3 to -2 A"},
+		{"Mets Q1 à au moins 105 A", "read"},
 		{"Set HC3 to ‐2 A", "read"},
 		{"Set HC3 to 2 A, reversed polarity", "read"},
 		{"Double-check Q1", "read"},
