@@ -2156,6 +2156,9 @@ func unknownUnitAfter(msg string, end int, unit string) bool {
 		}
 		s = strings.TrimLeft(strings.TrimLeft(s, " \t\u00a0\u202f\u2009"), "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyzµμΩ°%")
 		r, _ := utf8.DecodeRuneInString(s)
+		if (r == '.' || r == ',') && len(s) > 1 && s[1] >= '0' && s[1] <= '9' {
+			return true // "105 A.5": the number goes on after its unit (105.5 A?)
+		}
 		return strings.ContainsRune("/·⋅∙²³^⁻", r) || strings.HasPrefix(s, ".u") ||
 			strings.HasPrefix(s, " squared") || strings.HasPrefix(s, " cubed") || waveMeasure.MatchString(s)
 	}

@@ -116,6 +116,8 @@ func TestRules(t *testing.T) {
 		{"Setze HC3 auf minus 2 A", "change: HC3 to -2 A"},
 		{"Mets HC3 à moins 2 A", "change: HC3 to -2 A"},
 		{"Make HC3 minus 2 A", "change: HC3 to -2 A"},
+		{"Set Q1 to 105 A.5", "read"},
+		{"Set Q1 to 105A,5", "read"},
 		{"Mets Q1 à au moins 105 A", "read"},
 		{"Set HC3 to ‐2 A", "read"},
 		{"Set HC3 to 2 A, reversed polarity", "read"},
