@@ -266,7 +266,8 @@ func FromAnswer(answer string, earlier []string) Finding {
 	prevText := earlier[len(earlier)-1]
 	prev := FromMessages(prevText, earlier[:len(earlier)-1])
 	var changes []RequestedChange
-	switch value := answerValue(text, clauses); {
+	value, unitless := answerValue(text, clauses)
+	switch {
 	case prev.Intent.IsChange() && len(prev.Intent.Changes) == 1 && value == "" && len(statedIdentifiers(core)) > 0:
 		c := prev.Intent.Changes[0]
 		c.Target, c.Refers = core, ""
@@ -293,6 +294,12 @@ func FromAnswer(answer string, earlier []string) Finding {
 			return f
 		}
 		changes = g.Intent.Changes
+	case prev.Reason == ReasonUnclear && unitless:
+		// "to 0", "105" after "Set Q1": a number alone may be an option's, and
+		// which unit would be a guess.
+		in := Intent{Kind: KindRead, Note: "Your answer gives a number without a unit (\"" + shorten(strings.TrimSpace(answer)) + "\"), so nothing will be changed: " +
+			"give the value with its unit, for example \"105 A\"."}
+		return Finding{Intent: in, Reason: ReasonOpenValue}
 	default:
 		return f
 	}
@@ -321,15 +328,16 @@ func trimFillers(text string, clauses []clause) string {
 
 // answerValue is the value an answer gives, with its marker if it has one
 // ("105 A", "to 105 A", "by 5 A"): the whole answer, one number with a
-// unit. "" otherwise.
-func answerValue(text string, clauses []clause) string {
+// unit. "" otherwise, and unitless when the answer is one number without a
+// unit ("105", "to 0").
+func answerValue(text string, clauses []clause) (value string, unitless bool) {
 	var ts []token
 	for _, c := range clauses {
 		if !slices.ContainsFunc(c.toks, func(t token) bool { return !fillers[t.w] }) {
 			continue // "ok, 105 A"
 		}
 		if ts != nil {
-			return ""
+			return "", false
 		}
 		ts = c.toks
 	}
@@ -341,7 +349,7 @@ func answerValue(text string, clauses []clause) string {
 		ts = ts[:len(ts)-1] // "105 A please"
 	}
 	if len(ts) == 0 {
-		return ""
+		return "", false
 	}
 	start := ts[0].start
 	if toMarkers[ts[0].w] || byMarkers[ts[0].w] {
@@ -349,13 +357,16 @@ func answerValue(text string, clauses []clause) string {
 	}
 	if len(ts) == 0 || !startsNumber(ts[0].w) || clockLike(text, ts[0]) || !numberToken(text, ts[0]) ||
 		strings.Trim(text[prevEnd:ts[0].start], " \t,:") != "" {
-		return "" // "~105 A", "≈ 105 A": a sign before the number says more than the number
+		return "", false // "~105 A", "≈ 105 A": a sign before the number says more than the number
 	}
 	_, unit, ok := ParseQuantity(text[ts[0].start:])
-	if !ok || unit == "" || timeWords[strings.ToLower(unit)] || valueWidth(ts, 0, unit) != len(ts) {
-		return ""
+	if ok && unit == "" && len(ts) == 1 && !unknownUnitAfter(text, ts[0].end, "") {
+		return "", true
 	}
-	return text[start:ts[len(ts)-1].end]
+	if !ok || unit == "" || timeWords[strings.ToLower(unit)] || valueWidth(ts, 0, unit) != len(ts) {
+		return "", false
+	}
+	return text[start:ts[len(ts)-1].end], false
 }
 
 // dirOf is the direction the change verb of a message gives an amount:

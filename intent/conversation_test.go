@@ -305,6 +305,13 @@ func TestFromAnswer(t *testing.T) {
 		{"Setze Q1", "1.050 A", "read"},
 		{"Set Q1", "1.050 A", "read"},
 		{"Set Q1", "−3 A", "change: Q1 to -3 A"},
+		{"Set Q1", "minus 3 A", "change: Q1 to -3 A"},
+		{"Set Q1", "0 A", "change: Q1 to 0 A"},
+		{"Set Q1", "zero amps", "change: Q1 to 0 A"},
+		{"Set Q1", "‐3 A", "read"},
+		{"Set Q1", "3 A, reversed polarity", "read"},
+		{"Set Q1", "105 mv", "read"},
+		{"Set Q1", "105 A daily", "read"},
 		{"Set Q1", "5 min", "read"},
 		{"Set Q1", "105 A tomorrow", "read"},
 		{"Set Q1", "Q2 105 A", "read"},
@@ -326,6 +333,11 @@ func TestFromAnswer(t *testing.T) {
 	}
 	if f := FromAnswer("5 A", []string{"Raise Q1"}); !strings.Contains(f.Intent.Note, `say "to 5 A" or "by 5 A"`) {
 		t.Errorf("an amount or a value? note %q", f.Intent.Note)
+	}
+	for _, answer := range []string{"105", "to zero", "auf 105"} {
+		if f := FromAnswer(answer, []string{"Set Q1"}); !strings.Contains(f.Intent.Note, "a number without a unit (\""+answer+"\")") {
+			t.Errorf("%q after \"Set Q1\": note %q", answer, f.Intent.Note)
+		}
 	}
 }
 

@@ -124,9 +124,9 @@ func unmark(msg string) string {
 }
 
 // zeroWord is zero spelled out after a value marker of its language ("to
-// zero", "auf null", "à zéro", "a cero"); "null" alone, or "a zero", is
-// read by no rule.
-var zeroWord = regexp.MustCompile(`(?i)(?:^|[^\pL\d])(to|at|auf|à|a)\s+(zero|null|zéro|cero)(?:$|[^\pL\d])`)
+// zero", "auf null", "à zéro", "a cero") or before a unit ("zero amps");
+// "null" alone, or "a zero", is read by no rule.
+var zeroWord = regexp.MustCompile(`(?i)(?:^|[^\pL\d])(?:(to|at|auf|à|a)\s+)?(zero|null|zéro|cero)(?:$|[^\pL\d])`)
 
 // zeroAfter are the markers each spelled zero may follow.
 var zeroAfter = map[string]string{"zero": "to at auf à", "null": "auf", "zéro": "à", "cero": "a"}
@@ -144,8 +144,9 @@ func spelledZero(msg string) string {
 	}
 	b := []byte(msg)
 	for _, m := range ms {
-		marker, word := strings.ToLower(msg[m[2]:m[3]]), strings.ToLower(msg[m[4]:m[5]])
-		if !slices.Contains(strings.Fields(zeroAfter[word]), marker) || numberGoesOn(msg[m[5]:]) {
+		word := strings.ToLower(msg[m[4]:m[5]])
+		if m[2] < 0 && !unitNext(msg[m[5]:]) || m[2] >= 0 && !slices.Contains(strings.Fields(zeroAfter[word]), strings.ToLower(msg[m[2]:m[3]])) ||
+			numberGoesOn(msg[m[5]:]) {
 			continue
 		}
 		b[m[4]] = '0'
@@ -184,6 +185,12 @@ func spelledMinus(msg string) string {
 		b[m[7]-1] = '-'
 	}
 	return string(b)
+}
+
+// unitNext reports a unit capgraph knows as the next word ("zero amps").
+func unitNext(rest string) bool {
+	next, _, _ := strings.Cut(strings.TrimLeft(rest, " \t"), " ")
+	return KnownUnit(strings.TrimRight(next, ".,;:!?)"))
 }
 
 // numberGoesOn reports a spelled number's next word going on with it

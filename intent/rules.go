@@ -879,7 +879,8 @@ func fromMessage(msg string) Finding {
 		case r.history:
 			history = true
 		case r.verb && unclear == "":
-			unclear, open, shown = span(masked, c.toks), leavesValueOpen(masked, c.toks), presentation(c.toks)
+			// Quoted as typed ("zero", not the 0 it was read as): masking keeps every byte's place.
+			unclear, open, shown = span(msg, c.toks), leavesValueOpen(masked, c.toks), presentation(c.toks)
 		case r.verbless && prev:
 			if more, ok := signedValueChanges(masked, "", direction(lastVerb, c.toks), c.toks); ok {
 				changes = append(changes, more...)
@@ -1789,7 +1790,7 @@ func verbChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 	}
 	if zeroVerbs[verb] {
 		target := trimJoiners(rest)
-		if len(target) == 0 || slices.ContainsFunc(target, func(t token) bool {
+		if len(target) == 0 || KnownUnit(target[0].w) || slices.ContainsFunc(target, func(t token) bool {
 			return toMarkers[t.w] || byMarkers[t.w] || copulas[t.w] || statedWords[t.w] || particleStates[t.w] != ""
 		}) {
 			return nil, false // "zero Q1 to 5 A", "zero crossing is at 3 ms": no zero asked
