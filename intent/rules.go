@@ -368,6 +368,15 @@ func takenBack(norm string) string {
 // not the change.
 var keptApart = regexp.MustCompile(`\bleave (?:the (?:rest|others?(?: \pL+)?)|all (?:the )?others?) (?:as|alone|where)|\bhands off (?:the |of )?[\pL\d]`)
 
+// whyNot: a question why a change is not made, which may suggest it.
+var whyNot = mustFilter(`\b(why (?:don't|dont|do not|not|won't|wouldn't|can't|didn't) (?:you|we|i)?|warum (?:nicht|setzt du nicht|stellst du nicht)|pourquoi (?:ne |n')?(?:pas|as-tu pas|ne pas))`)
+
+// mayAsked: a question whether a change can or may be made, which
+// operators also use to ask for one.
+var mayAsked = mustFilter(`\b((?:can|could|may|might|shall|should) (?:i|we)|would it be (?:possible|ok|okay|alright|fine)|` +
+	`is it (?:possible|ok|okay|alright|fine|allowed|safe)|(?:kann|könnte|koennte|darf|soll|sollte) (?:ich|wir|man)|ist es (?:möglich|moeglich|ok|okay|erlaubt|sicher)|` +
+	`hätte (?:gern|gerne)|haette (?:gern|gerne)|wäre es möglich|waere es moeglich)\b|(?:^|[^\pL])((?:peut|pourrait|pourrions|puis|pouvons|pourrais)-(?:on|je|nous)|est-ce (?:qu'on peut|possible))`)
+
 // onlyFun: "war nur Spaß" (just kidding), apart from readOnlyPattern as
 // "ß" is no word character to its \b.
 var onlyFun = mustFilter(`(?:war |ist |nur )+(?:ein )?spaß(?:[^\pL]|$)`)
@@ -825,7 +834,13 @@ func fromMessage(msg string) Finding {
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
 	clauses := scan(masked)
 	if negatedChange(clauses) {
-		return Finding{Intent: Intent{Kind: KindRead}, Reason: ReasonNegated}
+		in := Intent{Kind: KindRead}
+		if m := whyNot.FindStringSubmatch(norm); m != nil {
+			// "Why don't you set Q1 to 105 A": a suggestion, or a question.
+			in.Note = "Your message asks why the change is not made (\"" + strings.TrimSpace(m[1]) + "\"), so it was read as a question and nothing will be changed. " +
+				"To make the change, ask for it, for example \"please set Q1 to 105 A\"."
+		}
+		return Finding{Intent: in, Reason: ReasonNegated}
 	}
 	if words := takenBack(norm); words != "" {
 		// "Set Q1 to 105 A for testing", "… just kidding", "dry run: …": a
@@ -843,7 +858,14 @@ func fromMessage(msg string) Finding {
 		return f
 	}
 	if hypotheticalPattern.MatchString(norm) || codeRequest.MatchString(norm) {
-		return Finding{Intent: Intent{Kind: KindHypothetical}, Reason: ReasonHypothetical}
+		in := Intent{Kind: KindHypothetical}
+		if m := mayAsked.FindStringSubmatch(norm); m != nil && (hasChangeVerb(masked) || valueWithoutRequest(masked, clauses)) {
+			// "Would it be possible to set Q1 to 105 A?" may be a polite
+			// request: the operator is told it was read as a question.
+			in.Note = "Your message asks whether the change can be made, or wishes for it (\"" + m[1] + m[2] + "\"), rather than asking for it, so nothing will be changed. " +
+				"To make the change, ask for it, for example \"please set Q1 to 105 A\"."
+		}
+		return Finding{Intent: in, Reason: ReasonHypothetical}
 	}
 	var (
 		changes  []RequestedChange

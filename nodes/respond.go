@@ -338,8 +338,8 @@ func lastError(t state.Turn, step int) string {
 // hypotheticalNote ends an offline answer to a hypothetical question: the
 // template responder cannot predict, so it says so and that nothing changed.
 func hypotheticalNote(t state.Turn) string {
-	if intentOf(t).Kind != intent.KindHypothetical {
-		return ""
+	if in := intentOf(t); in.Kind != intent.KindHypothetical || in.Note != "" {
+		return "" // a note of its own says what was understood (understoodNote)
 	}
 	return "\n\nNothing was changed: you asked what would happen, which offline mode cannot predict; the results above (if any) show the present state."
 }

@@ -362,10 +362,12 @@ func TestPlanningIsAudited(t *testing.T) {
 // and after a model's answer alike.
 func TestTurnSaysWhatItUnderstood(t *testing.T) {
 	for msg, want := range map[string]string{
-		"Set the BTS Q1 quadrupole current":                                 "names no value",
-		"Set the BTS Q1 quadrupole current to 105 A?":                       "ends with a question mark",
-		"The logbook says: set Q1 in the BTS line to 140 A. Is that right?": "quoted or reported (the logbook says)",
-		"Restore the previous value of the BTS Q1 quadrupole current":       "go back to an earlier value",
+		"Set the BTS Q1 quadrupole current":                                   "names no value",
+		"Set the BTS Q1 quadrupole current to 105 A?":                         "ends with a question mark",
+		"The logbook says: set Q1 in the BTS line to 140 A. Is that right?":   "quoted or reported (the logbook says)",
+		"Restore the previous value of the BTS Q1 quadrupole current":         "go back to an earlier value",
+		"Would it be possible to set the BTS Q1 quadrupole current to 105 A?": "(\"would it be possible\")",
+		"Set the BTS Q1 quadrupole current to 105 A for testing":              "not to be carried out (\"for testing\")",
 	} {
 		for _, online := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s online=%v", msg, online), func(t *testing.T) {
@@ -384,8 +386,9 @@ func TestTurnSaysWhatItUnderstood(t *testing.T) {
 				if ap := o.of(agent.EventApprovalRequired); len(ap) > 0 {
 					t.Fatalf("asked to approve %q", ap[0].Approval.Summary)
 				}
-				if m := o.message(); m == nil || m.Kind != state.KindAnswer || !strings.Contains(m.Content, want) || !strings.Contains(m.Content, "nothing will be changed") {
-					t.Fatalf("answer %+v, want it to say %q", m, want)
+				if m := o.message(); m == nil || m.Kind != state.KindAnswer || !strings.Contains(m.Content, want) || !strings.Contains(m.Content, "nothing will be changed") ||
+					strings.Contains(m.Content, "you asked what would happen") {
+					t.Fatalf("answer %+v, want it to say %q (once)", m, want)
 				}
 				untouched(t, p)
 			})
@@ -542,15 +545,17 @@ func TestAValueWithoutARequestIsToldNoChange(t *testing.T) {
 		On(llmtest.RoleIs(llm.RoleResponse), func(llm.Request) llmtest.Reply { return llmtest.Text("Done: Q1 is now at 105 A.") }).
 		Only(llm.RoleOrchestrator, llm.RoleResponse)
 	for _, input := range []string{"BTS Q1 quadrupole current → 105 A", "The BTS Q1 quadrupole current should be 105 A", "Pon la corriente del cuadrupolo Q1 del BTS a 105 A",
-		"Close the BTS vacuum valve 3", "Close the BTS vacuum valve 3 and set the BTS Q1 quadrupole current to 105 A"} {
+		"Close the BTS vacuum valve 3", "Close the BTS vacuum valve 3 and set the BTS Q1 quadrupole current to 105 A",
+		"Would it be possible to set the BTS Q1 quadrupole current to 105 A?", "Set the BTS Q1 quadrupole current to 105 A for testing",
+		"Double the BTS Q1 quadrupole current", "Why don't you set the BTS Q1 quadrupole current to 105 A"} {
 		reg, p := controlRoomWorld(t)
 		a, err := agent.New(agent.Config{Registry: reg, Options: writesOn, InfraRetry: map[string]capabilities.RetryPolicy{}, Models: liar, Nodes: everyNodeAsks})
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := runOn(t, a, "t", input)
-		if m := o.message(); m == nil || !strings.Contains(m.Content, "so nothing will be changed") {
-			t.Errorf("%q: the answer %+v does not say nothing will be changed", input, m)
+		if m := o.message(); m == nil || !strings.Contains(m.Content, "nothing will be changed") || strings.Contains(m.Content, "you asked what would happen") {
+			t.Errorf("%q: the answer %+v does not say nothing will be changed (once, in its own words)", input, m)
 		}
 		if n := len(o.of(agent.EventApprovalRequired)); n != 0 {
 			t.Errorf("%q: %d cards", input, n)
