@@ -328,14 +328,26 @@ func maskReported(msg string) (string, reportedText) {
 		for k, w := range words {
 			lower[k] = strings.ToLower(strings.ReplaceAll(text[w[0]:w[1]], "’", "'"))
 		}
-		whole := ""
+		whole, verb := "", -1
 		for k, lw := range lower {
 			if reportVerbs[lw] || sourceNouns[lw] {
 				whole = reportedBy(text, words, k)
+				for j := k; j < len(lower) && j <= k+1 && verb < 0; j++ {
+					if reportVerbs[lower[j]] {
+						verb = j
+					}
+				}
 				break
 			}
 		}
 		if whole != "" {
+			if !rep.change && verb >= 0 && wouldChange(afterReport(text[words[verb][1]:])) {
+				// "The shift plan says set Q1 to 105 A": the change is after the verb.
+				rep.change, rep.what = true, whole
+				if strings.HasPrefix(whole, lower[verb]+" ") && verb > 0 {
+					rep.what = lower[verb-1] + " " + lower[verb] // "plan says", not "says set"
+				}
+			}
 			blank(sent[0], sent[1], whole)
 			continue
 		}
@@ -362,6 +374,18 @@ func maskReported(msg string) (string, reportedText) {
 		}
 	}
 	return string(b), rep
+}
+
+// afterReport is what a reporting verb reports, without the "(you) to"
+// that may lead it ("wants you to set Q1…" reports "set Q1…").
+func afterReport(s string) string {
+	t := strings.TrimLeft(s, " ,:")
+	for _, p := range []string{"you to ", "us to ", "me to ", "them to ", "to "} {
+		if len(t) >= len(p) && strings.EqualFold(t[:len(p)], p) {
+			return t[len(p):]
+		}
+	}
+	return t
 }
 
 // determiners may come before a source noun ("the logbook"); before a
