@@ -903,3 +903,32 @@ func TestPermitsNoFieldTheWordsDoNotName(t *testing.T) {
 		}
 	}
 }
+
+// A list of devices split by commas permits each device it names ("Set
+// Q1, Q2 and Q3 to 105 A"); a range named by its ends ("Q1-Q3", "Q1
+// through Q3", "Q1 bis Q3") permits none — before, its ends were
+// permitted and the device between refused, half the change carried out.
+func TestPermitsAListButNoRange(t *testing.T) {
+	write := func(d string) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:" + d + ":CURRENT", Value: 105.0, Unit: "A"}}}
+	}
+	for _, msg := range []string{"Set Q1, Q2 and Q3 to 105 A", "Set Q1, Q2, Q3 to 105 A", "Setze Q1, Q2 und Q3 auf 105 A", "Mets Q1, Q2 et Q3 à 105 A"} {
+		in := intent.FromMessages(msg, nil).Intent
+		for _, d := range []string{"Q1", "Q2", "Q3"} {
+			if err := in.Permits(write(d), nil); err != nil {
+				t.Errorf("%q: %s refused: %v", msg, d, err)
+			}
+		}
+		if err := in.Permits(write("Q4"), nil); err == nil {
+			t.Errorf("%q permits Q4", msg)
+		}
+	}
+	for _, msg := range []string{"Set Q1-Q3 to 105 A", "Set Q1–Q3 to 105 A", "Set Q1 through Q3 to 105 A", "Set Q1 to Q3 to 105 A", "Set Q1..Q3 to 105 A",
+		"Set Q1-3 to 105 A", "Setze Q1 bis Q3 auf 105 A", "Mets Q1 à Q3 à 105 A", "Set Q1, Q2 is at 98 A"} {
+		for _, d := range []string{"Q1", "Q2", "Q3"} {
+			if err := intent.FromMessages(msg, nil).Intent.Permits(write(d), nil); err == nil {
+				t.Errorf("%q permits %s", msg, d)
+			}
+		}
+	}
+}

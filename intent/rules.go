@@ -6,6 +6,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -802,6 +803,47 @@ func onCondition(clauses []clause) bool {
 	return false
 }
 
+// nameList joins a change verb's list of devices that commas split into
+// clauses ("Set Q1, Q2 and Q3 to 105 A") into one clause: the list is the
+// change's target.
+func nameList(msg string, cs []clause) []clause {
+	if len(cs) < 2 || !strings.Contains(msg, ",") {
+		return cs
+	}
+	out := make([]clause, 0, len(cs))
+	for i := 0; i < len(cs); i++ {
+		c := cs[i]
+		for i+1 < len(cs) && listGoesOn(msg, c, cs[i+1]) {
+			c = clause{toks: append(slices.Clip(c.toks), cs[i+1].toks...), question: cs[i+1].question}
+			i++
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// listGoesOn reports a clause that is a change verb and device codes only
+// ("Set Q1", "Set Q1 Q2") followed, after a comma, by a clause starting
+// with a device code.
+func listGoesOn(msg string, c, next clause) bool {
+	last, first := c.toks[len(c.toks)-1], next.toks[0]
+	if !deviceCode(first.w) || !deviceCode(last.w) || strings.TrimSpace(msg[last.end:first.start]) != "," ||
+		slices.ContainsFunc(next.toks, func(t token) bool { return copulas[t.w] || statedWords[t.w] || stateWords[t.w] }) {
+		return false // "Set Q1, Q2 is at 98 A": what Q2 is, not a list
+	}
+	k := slices.IndexFunc(c.toks, func(t token) bool { return verbOf(t.w) != "" })
+	return k >= 0 && k+1 < len(c.toks) && !slices.ContainsFunc(c.toks[k+1:], func(t token) bool { return !deviceCode(t.w) && !leadingJoiners[t.w] })
+}
+
+// deviceCode reports a word that is a device's code: letters, then
+// digits, maybe letters again ("q1", "hc3", "cav2", "q1a").
+func deviceCode(w string) bool {
+	if len(w) < 2 || len(w) > 10 || !unicode.IsLetter(rune(w[0])) || !strings.ContainsFunc(w, unicode.IsDigit) {
+		return false
+	}
+	return !strings.ContainsFunc(w, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
 // FromMessage applies the rules to one user message. The rules are a pure
 // function of the message, and a turn asks them about the same message
 // several times (the task, the classifier, the plan's needs), so recent
@@ -832,7 +874,7 @@ func fromMessage(msg string) Finding {
 	}
 	masked, reported := maskReported(unmark(msg))
 	norm := strings.ReplaceAll(strings.ToLower(masked), "’", "'")
-	clauses := scan(masked)
+	clauses := nameList(masked, scan(masked))
 	if negatedChange(clauses) {
 		in := Intent{Kind: KindRead}
 		if m := whyNot.FindStringSubmatch(norm); m != nil {
@@ -1275,6 +1317,10 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 		return readWithNote(ReasonByOtherDevice, "Your change names its target by way of another device (\""+words+"\"), so nothing will be changed: "+
 			"which device is meant would be a guess. Name each device to change, for example \"set Q1 to 105 A\".")
 	}
+	if words := deviceRange(changes); words != "" {
+		return readWithNote(ReasonOpenValue, "Your change names a range of devices by its ends (\""+words+"\"), so nothing will be changed: "+
+			"name each device to change, for example \"set Q1, Q2 and Q3 to 105 A\".")
+	}
 	if words := targetLeftOpen(changes); words != "" {
 		return readWithNote(ReasonOpenValue, "Your change leaves open which device to change (\""+words+"\"), so nothing will be changed: "+
 			"name the one to change, for example \"set Q1 to 105 A\".")
@@ -1462,6 +1508,29 @@ var choiceWords = wordSet(`or and/or either maybe perhaps possibly oder entweder
 // targetLeftOpen returns a change's target from a choiceWords word on,
 // when more words follow it, or "".
 func targetLeftOpen(cs []RequestedChange) string { return targetFrom(cs, choiceWords) }
+
+// deviceRange returns a range of devices a change's target names by its
+// ends ("Q1-Q3", "Q1 through Q3", "Q1 to Q3", "Q1 bis Q3", "Q1 à Q3",
+// "Q1..Q3"), or "": the devices between are named by no word, so the gate
+// would permit the ends and refuse the rest, half a change.
+func deviceRange(cs []RequestedChange) string {
+	for _, c := range cs {
+		for _, m := range rangeOfCodes.FindAllStringSubmatch(c.Target, -1) {
+			from, _ := strconv.Atoi(m[2])
+			to, _ := strconv.Atoi(m[4])
+			if m[3] == "" && from < to || m[3] != "" && strings.EqualFold(m[1], m[3]) {
+				// "QF3-1" (no letters before its second number, not rising)
+				// names one device.
+				return strings.Trim(m[0], " ,;:()")
+			}
+		}
+	}
+	return ""
+}
+
+// rangeOfCodes is two device codes, or a code and a number, joined by a
+// word or a sign of a range.
+var rangeOfCodes = regexp.MustCompile(`(?i)(?:^|[^\pL\d])(\pL{1,4})(\d+)\s*(?:-|–|—|\.\.\.?|…|\s(?:through|thru|to|until|till|bis|à|a|jusqu'à)\s)\s*(\pL{1,4})?(\d+)(?:$|[^\pL\d])`)
 
 // twoStates reports whether the clauses cs, changes and what follows them, ask
 // for both states of one thing: two on/off changes of targets that agree
@@ -1913,7 +1982,7 @@ func signedValueChanges(msg, verb string, dir float64, rest []token) ([]Requeste
 		}
 		// A bound, an estimate or an amount ("~105 A", "5 A above nominal",
 		// "to +5 A", "by up to 5 A") is no value to set.
-		bounded := boundedValue(msg, rest[k+1], rest[k+used].end) && !(isBy && ownBaseline.MatchString(strings.ToLower(msg[rest[k+used].end:]))) ||
+		bounded := boundedValue(msg, rest[k+1], rest[k+used].end) && !(isBy && ownBaseline.MatchString(lead(msg[rest[k+used].end:], 64))) ||
 			isTo && (boundsAmount(rest[from:k]) || strings.HasPrefix(rest[k+1].w, "+"))
 		target := rest[from:k]
 		// "from 92 A to 105 A": the old value is not part of the target.
@@ -1941,7 +2010,7 @@ func signedValueChanges(msg, verb string, dir float64, rest []token) ([]Requeste
 			k = from - 1
 			continue
 		}
-		if bounded || unknownUnitAfter(msg, rest[k+used].end, unit) || signAfter.MatchString(strings.ToLower(msg[rest[k+used].end:])) || unit == "" && splitNumber.MatchString(msg[rest[k+1].end:]) ||
+		if bounded || unknownUnitAfter(msg, rest[k+used].end, unit) || signAfter.MatchString(lead(msg[rest[k+used].end:], 64)) || unit == "" && splitNumber.MatchString(msg[rest[k+1].end:]) ||
 			strings.ContainsAny(msg[rest[k].end:rest[k+1].start], "-+−") {
 			return nil, false // "105,,5 A", "105, 5 A": which number, in which unit? "to − 105 A": which sign?
 		}
@@ -1987,7 +2056,7 @@ func signedValueChanges(msg, verb string, dir float64, rest []token) ([]Requeste
 // signAfter: words right after a value that give it a sign of their own
 // ("2 A negative", "2 A in the opposite direction", "2 A, reversed
 // polarity"): which sign the number has would be a guess.
-var signAfter = regexp.MustCompile(`^\s*[,(]?\s*(?:negative|positive|neg|pos|negativ|positiv|négatif|négative|positif|` +
+var signAfter = regexp.MustCompile(`(?i)^\s*[,(]?\s*(?:negative|positive|neg|pos|negativ|positiv|négatif|négative|positif|` +
 	`in (?:the )?(?:negative|positive|opposite|other|reverse|reversed) (?:direction|sense|polarity)|` +
 	`(?:with |in )?(?:reversed|reverse|opposite|inverted|negative|positive|swapped) polarity|umgepolt|(?:mit )?umgekehrter polarität|` +
 	`(?:en |avec )?polarité (?:inversée|opposée|négative))(?:[^\pL]|$)`)
@@ -1995,7 +2064,7 @@ var signAfter = regexp.MustCompile(`^\s*[,(]?\s*(?:negative|positive|neg|pos|neg
 // ownBaseline: after an amount, words that add it to the setting's value
 // now, as every amount is ("raise Q1 by 5 A from its current value", "…
 // above where it is"); "above nominal" stays another baseline.
-var ownBaseline = regexp.MustCompile(`^\s*(?:from|above|over|relative to|on top of)\s+(?:(?:its|the|their)\s+(?:current|present|actual)\s+(?:value|setting|setpoint|reading|level)|where (?:it|they) (?:is|are)(?:\s+now)?|here|now)\s*(?:[.,;!)]|$)`)
+var ownBaseline = regexp.MustCompile(`(?i)^\s*(?:from|above|over|relative to|on top of)\s+(?:(?:its|the|their)\s+(?:current|present|actual)\s+(?:value|setting|setpoint|reading|level)|where (?:it|they) (?:is|are)(?:\s+now)?|here|now)\s*(?:[.,;!)]|$)`)
 
 // splitNumber: after a number without a unit, a break and another number
 // ("105,,5 A", "105, 5 A", "105. 5 A"): one value broken in two, or two.
@@ -2261,15 +2330,20 @@ func boundedValue(msg string, t token, end int) bool {
 	if r, _ := utf8.DecodeRuneInString(msg[t.end:]); unicode.Is(unicode.No, r) || r == '+' {
 		return true
 	}
-	after := msg[end:] // the words right after: a bound is said there ("…, roughly")
-	if len(after) > 48 {
-		cut := 48
-		for cut > 0 && !utf8.RuneStart(after[cut]) {
-			cut--
-		}
-		after = after[:cut]
-	}
+	after := lead(msg[end:], 48) // the words right after: a bound is said there ("…, roughly")
 	return boundBefore(msg[:t.start]) || boundAfter.MatchString(strings.ToLower(after))
+}
+
+// lead is s up to its first n bytes, cut at a rune's start: the words
+// right after a value, so that reading them costs no copy of the message.
+func lead(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // boundBefore reports a sign or a word ending prefix, the text before a
