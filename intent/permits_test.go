@@ -932,3 +932,40 @@ func TestPermitsAListButNoRange(t *testing.T) {
 		}
 	}
 }
+
+// A device set apart after the change ("… except Q2", "…, not Q2", "…,
+// leave Q2", "…, Q2 excluded") is never permitted when the change's target
+// names it or names no device: before, "Set Q1 and Q2 to 105 A except Q2"
+// permitted writing Q2, and "Set all quadrupoles to 105 A except Q2"
+// permitted Q2 alone (the only device named stood for "all
+// quadrupoles"). The message is held with a note.
+func TestPermitsNoDeviceSetApartAfterItsChange(t *testing.T) {
+	write := func(d string) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:" + d + ":CURRENT", Value: 105.0, Unit: "A", Description: "BTS quadrupole " + d}}}
+	}
+	for _, tail := range []string{"except Q2", "but not Q2", ", not Q2", "(without Q2)", ", leave Q2", ", skip Q2", ", Q2 excluded", "; actually not Q2",
+		". Q2 stays.", ", Q2 no", ", keep Q2", "excluding Q2", ", ignoring Q2"} {
+		for _, msg := range []string{"Set Q1 and Q2 to 105 A " + tail, "Set Q1, Q2 and Q3 to 105 A " + tail, "Set all quadrupoles to 105 A " + tail} {
+			msg = strings.ReplaceAll(msg, " ,", ",")
+			msg = strings.ReplaceAll(strings.ReplaceAll(msg, " ;", ";"), " .", ".")
+			f := intent.FromMessages(msg, nil)
+			for _, d := range []string{"Q1", "Q2", "Q3"} {
+				if err := f.Intent.Permits(write(d), nil); err == nil {
+					t.Errorf("%q permits %s", msg, d)
+				}
+			}
+			if !strings.Contains(f.Intent.Note, "sets a device apart from its change") {
+				t.Errorf("%q: note %q", msg, f.Intent.Note)
+			}
+		}
+	}
+	for _, msg := range []string{"Setze Q1 und Q2 auf 105 A außer Q2", "Mets Q1 et Q2 à 105 A sauf Q2"} {
+		if err := intent.FromMessages(msg, nil).Intent.Permits(write("Q2"), nil); err == nil {
+			t.Errorf("%q permits Q2", msg)
+		}
+	}
+	// A device the change does not name, set apart: the change stands.
+	if err := intent.FromMessages("Set Q1 to 105 A, but not Q7", nil).Intent.Permits(write("Q1"), nil); err != nil {
+		t.Errorf("\"Set Q1 to 105 A, but not Q7\": Q1 refused: %v", err)
+	}
+}

@@ -823,16 +823,21 @@ func nameList(msg string, cs []clause) []clause {
 }
 
 // listGoesOn reports a clause that is a change verb and device codes only
-// ("Set Q1", "Set Q1 Q2") followed, after a comma, by a clause starting
-// with a device code.
+// ("Set Q1", "Set Q1 Q2", "Turn off Q1") followed, after a comma, by a
+// clause starting with a device code (or a joiner and one).
 func listGoesOn(msg string, c, next clause) bool {
 	last, first := c.toks[len(c.toks)-1], next.toks[0]
-	if !deviceCode(first.w) || !deviceCode(last.w) || strings.TrimSpace(msg[last.end:first.start]) != "," ||
+	if (first.w == "and" || first.w == "und" || first.w == "et") && len(next.toks) > 1 { // "Set Q1, Q2, and Q3 to 105 A"
+		first = next.toks[1]
+	}
+	if !deviceCode(first.w) || !deviceCode(last.w) || strings.TrimSpace(msg[last.end:next.toks[0].start]) != "," ||
 		slices.ContainsFunc(next.toks, func(t token) bool { return copulas[t.w] || statedWords[t.w] || stateWords[t.w] }) {
 		return false // "Set Q1, Q2 is at 98 A": what Q2 is, not a list
 	}
 	k := slices.IndexFunc(c.toks, func(t token) bool { return verbOf(t.w) != "" })
-	return k >= 0 && k+1 < len(c.toks) && !slices.ContainsFunc(c.toks[k+1:], func(t token) bool { return !deviceCode(t.w) && !leadingJoiners[t.w] })
+	return k >= 0 && k+1 < len(c.toks) && !slices.ContainsFunc(c.toks[k+1:], func(t token) bool {
+		return !deviceCode(t.w) && t.w != "and" && t.w != "und" && t.w != "et" && particleStates[t.w] == "" // "Turn off Q1, Q2 and Q3"
+	})
 }
 
 // deviceCode reports a word that is a device's code: letters, then
@@ -922,6 +927,7 @@ func fromMessage(msg string) Finding {
 		from     int    // where the first change request starts in masked
 		stranded string // a verbless "Q2 to 98 A" that continues no change ("…, wait 2 s, then Q2 to 98 A")
 		lastVerb string // the verb of the last change: a verbless "Q2 by 3 A" after it takes its sign
+		listed   string // devices alone right after a change ("Turn Q1 off, Q2 and Q3")
 	)
 	for _, c := range clauses {
 		r := readClause(masked, c)
@@ -953,6 +959,14 @@ func fromMessage(msg string) Finding {
 			if stranded == "" && givesDeviceValue(masked, c.toks) {
 				stranded = span(masked, c.toks) // "Set Q1 to 105 A, Q2 by 3 A": by how much in which direction?
 			}
+			if listed == "" && !strings.HasPrefix(strings.TrimLeft(masked[c.toks[len(c.toks)-1].end:], " "), ":") && !slices.ContainsFunc(c.toks, func(t token) bool {
+				return !deviceCode(t.w) && t.w != "and" && t.w != "und" && t.w != "et"
+			}) && slices.ContainsFunc(c.toks, func(t token) bool {
+				n := distinctNames(t.w)
+				return len(n) > 0 && !slices.ContainsFunc(changes, func(rc RequestedChange) bool { return slices.Contains(distinctNames(rc.Target), n[0]) })
+			}) {
+				listed = span(masked, c.toks) // "Turn Q1 off, Q2 and Q3": the change for them too? ("Q2: 98 A" is a value)
+			}
 		case r.verbless && r.question == notQuestion && stranded == "" && givesDeviceValue(masked, c.toks):
 			stranded = span(masked, c.toks)
 		}
@@ -968,7 +982,7 @@ func fromMessage(msg string) Finding {
 			"so nothing will be changed: which changes are meant, and when, would be a guess. Ask for the changes together, for example \"set Q1 to 105 A and Q2 to 98 A\".")
 		return f
 	}
-	if words := alsoOther(masked, norm, clauses, changes, from); changed && words != "" {
+	if words := cmp.Or(listed, alsoOther(masked, norm, clauses, changes, from)); changed && words != "" {
 		f, _ := readWithNote(ReasonOpenValue, "Your message asks for its change on another device as well (\""+shorten(words)+"\"), so nothing will be changed: "+
 			"say each change with its device, for example \"set Q1 and Q2 to 105 A\".")
 		return f
@@ -1317,6 +1331,10 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 		return readWithNote(ReasonByOtherDevice, "Your change names its target by way of another device (\""+words+"\"), so nothing will be changed: "+
 			"which device is meant would be a guess. Name each device to change, for example \"set Q1 to 105 A\".")
 	}
+	if words := excludedAfter(masked, norm, changes, from); words != "" {
+		return readWithNote(ReasonByOtherDevice, "Your message sets a device apart from its change (\""+words+"\") that the change names or would stand for, "+
+			"so nothing will be changed: name each device to change, for example \"set Q1 to 105 A\".")
+	}
 	if words := deviceRange(changes); words != "" {
 		return readWithNote(ReasonOpenValue, "Your change names a range of devices by its ends (\""+words+"\"), so nothing will be changed: "+
 			"name each device to change, for example \"set Q1, Q2 and Q3 to 105 A\".")
@@ -1508,6 +1526,57 @@ var choiceWords = wordSet(`or and/or either maybe perhaps possibly oder entweder
 // targetLeftOpen returns a change's target from a choiceWords word on,
 // when more words follow it, or "".
 func targetLeftOpen(cs []RequestedChange) string { return targetFrom(cs, choiceWords) }
+
+// excludedAfter returns words after a change's target that set a device
+// apart ("… except Q2", "…, not Q2", "…, leave Q2", "…, Q2 excluded")
+// when the device is one a target names ("Set Q1 and Q2 to 105 A except
+// Q2") or a target names none ("Set all quadrupoles to 105 A except Q2":
+// the only device named would stand for it), or "".
+func excludedAfter(masked, norm string, cs []RequestedChange, from int) string {
+	if !exclusionWords.MatchString(norm) {
+		return "" // most changes: no word that sets anything apart
+	}
+	var named []string
+	unnamed := false
+	end := from
+	for _, c := range cs {
+		ns := distinctNames(c.Target)
+		named = append(named, ns...)
+		unnamed = unnamed || len(ns) == 0
+		if i := strings.Index(masked[end:], c.Target); i >= 0 {
+			end += i + len(c.Target)
+		}
+	}
+	for _, c := range scan(masked[end:]) {
+		for k, t := range c.toks {
+			if !deviceCode(t.w) {
+				continue
+			}
+			n := distinctNames(t.w)
+			if len(n) == 0 || !unnamed && !slices.Contains(named, n[0]) {
+				continue
+			}
+			before := c.toks[max(0, k-3):k]
+			if slices.ContainsFunc(before, func(b token) bool { return exclusionBefore[b.w] }) ||
+				k+1 < len(c.toks) && exclusionAfter[c.toks[k+1].w] {
+				return span(masked[end:], c.toks[max(0, k-3):min(len(c.toks), k+2)])
+			}
+		}
+	}
+	return ""
+}
+
+// exclusionBefore and exclusionAfter set the device they stand by apart
+// from a change; exclusionWords finds any of them in a message at the
+// cost of a scan.
+var (
+	exclusionWords = mustFilter(`(?:^|[^\pL])(?:except|excepting|excluding|excl|without|w/o|not|but|minus|save|skip|skipping|leave|leaving|keep|keeping|ignore|ignoring|` +
+		`außer|ausser|ausgenommen|ohne|nicht|bis|lass|lasse|behalte|sauf|excepté|hormis|sans|pas|laisse|garde|` +
+		`excluded|excepted|stays|remains|untouched|unchanged|no|bleibt|exclu|reste)(?:$|[^\pL])`)
+	exclusionBefore = wordSet(`except excepting excluding excl without w/o not but minus save skip skipping leave leaving keep keeping ignore ignoring
+		außer ausser ausgenommen ohne nicht bis lass lasse behalte sauf excepté hormis sans pas laisse garde`)
+	exclusionAfter = wordSet(`excluded excepted stays remains untouched unchanged no not ausgenommen nicht bleibt exclu excepté reste`)
+)
 
 // deviceRange returns a range of devices a change's target names by its
 // ends ("Q1-Q3", "Q1 through Q3", "Q1 to Q3", "Q1 bis Q3", "Q1 à Q3",
