@@ -36,7 +36,14 @@ func FromMessages(latest string, earlier []string) Finding {
 			if len(statedIdentifiers(c.Target)) > 0 {
 				continue
 			}
-			refers := referent(c.Target, latest, earlier)
+			refers, apart := referent(c.Target, latest, earlier)
+			if apart != "" {
+				// "Set the quadrupole current to 105 A, it's the one next to
+				// Q2": the only device named is set apart from the change.
+				held, _ := readWithNote(ReasonByOtherDevice, "Your change names no device, and the one your message names is set apart from it (\""+apart+"\"), "+
+					"so nothing will be changed: which device is meant would be a guess. Name the device to change, for example \"set Q1 to 105 A\".")
+				return held
+			}
 			f.Intent.Changes[k].Refers = refers
 			tw := strings.Fields(strings.ToLower(c.Target))
 			names := distinctNames(refers)
@@ -218,22 +225,49 @@ func sameAgain(latest string, earlier []string, f Finding) Finding {
 // names nothing: the rest of the latest message, else the latest earlier
 // message with a numbered name, else the latest earlier message (their
 // reported parts left out); "" when there is none.
-func referent(target, latest string, earlier []string) string {
+func referent(target, latest string, earlier []string) (refers, apart string) {
 	masked, _ := maskReported(latest)
 	if rest := strings.Replace(masked, target, "", 1); len(statedIdentifiers(rest)) > 0 {
-		return strings.Join(strings.Fields(rest), " ")
+		kept, apart := namedApart(rest)
+		if len(statedIdentifiers(kept)) == 0 {
+			return "", apart
+		}
+		return strings.Join(strings.Fields(kept), " "), ""
 	}
 	for i := len(earlier) - 1; i >= 0; i-- {
 		m, _ := maskReported(earlier[i])
 		if len(statedIdentifiers(m)) > 0 {
-			return strings.Join(strings.Fields(m), " ")
+			return strings.Join(strings.Fields(m), " "), ""
 		}
 	}
 	if len(earlier) > 0 {
 		m, _ := maskReported(earlier[len(earlier)-1])
-		return strings.Join(strings.Fields(m), " ")
+		return strings.Join(strings.Fields(m), " "), ""
 	}
-	return ""
+	return "", ""
+}
+
+// namedApart blanks the device codes of text that a set-apart word comes
+// shortly before ("like Q2", "next to Q2", "same as Q2", "except Q2"): a
+// device compared with or set apart from a change is not what a target
+// naming none refers to. It returns the text left and the first words
+// blanked.
+func namedApart(text string) (kept, apart string) {
+	b := []byte(text)
+	for _, c := range scan(text) {
+		for k, t := range c.toks {
+			if !deviceCode(t.w) || !slices.ContainsFunc(c.toks[max(0, k-3):k], func(p token) bool { return setApart[p.w] }) {
+				continue
+			}
+			if apart == "" {
+				apart = span(text, c.toks[max(0, k-3):k+1])
+			}
+			for i := t.start; i < t.end; i++ {
+				b[i] = ' '
+			}
+		}
+	}
+	return string(b), apart
 }
 
 // FromAnswer is the intent of a user's answer to the assistant's question

@@ -969,3 +969,29 @@ func TestPermitsNoDeviceSetApartAfterItsChange(t *testing.T) {
 		t.Errorf("\"Set Q1 to 105 A, but not Q7\": Q1 refused: %v", err)
 	}
 }
+
+// A target naming no device refers to the devices the message names
+// elsewhere ("Read Q1 and set it to 105 A"), but never to one it compares
+// with or sets apart: "Set the quadrupole current to 105 A, it's the one
+// next to Q2" permitted writing Q2, the neighbour the user ruled out. Such
+// a message is held with a note.
+func TestPermitsNoReferentTheWordsSetApart(t *testing.T) {
+	write := func(d string) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:" + d + ":CURRENT", Value: 105.0, Unit: "A", Description: "BTS quadrupole " + d}}}
+	}
+	for _, msg := range []string{"Set the quadrupole current to 105 A, it's the one next to Q2", "Set the quadrupole current to 105 A, same as Q2",
+		"Set the quadrupole current to 105 A like Q2", "Set the quadrupole to 105 A, not Q2", "Set it to 105 A, unlike Q2",
+		"After Q2 tripped, set the quadrupole to 105 A", "Set the quadrupole near Q2 to 105 A", "Setze den Quadrupol neben Q2 auf 105 A"} {
+		f := intent.FromMessages(msg, nil)
+		for _, d := range []string{"Q1", "Q2", "Q3"} {
+			if err := f.Intent.Permits(write(d), nil); err == nil {
+				t.Errorf("%q permits %s", msg, d)
+			}
+		}
+	}
+	for _, c := range []struct{ msg, device string }{{"Read Q1 and set it to 105 A", "Q1"}, {"Q2 tripped yesterday. Set the quadrupole current to 105 A.", "Q2"}} {
+		if err := intent.FromMessages(c.msg, nil).Intent.Permits(write(c.device), nil); err != nil {
+			t.Errorf("%q: %s refused: %v", c.msg, c.device, err)
+		}
+	}
+}
