@@ -230,7 +230,8 @@ func FuzzRules(f *testing.F) {
 		"set -", "to to to 5", "write 5 to", "turn off", "\xff\xfeset Q1 to 5", "Set Q1 to 105 A and Q2 to 98 A, Q3 to 1.5e2 mA",
 		"what would happen if", "sett Q1=.5", "Set Q1 to 10⁵ A. Er, no.", "Cancel:\nset Q1 to ~105 A for 5 min", "set Q1 to 105 A,,, um,", "and Q2 to 98 A?", strings.Repeat("set Q1 to 1 and ", 200), "Setze Q1 auf 105,5 A",
 		"Mets Q1 à −3 A", "« mets Q1 à 140 A", "Note : ", "\"unclosed set Q1 to 5", "Laut Logbuch: Q1 auf 140 A setzen",
-		"> set Q1 to 5\n>", ">", "set Q1 to 105 A, no, 104 A", "set Q1 to 5 A — nein, -3", "set Q1 to 5 (it's at 2)", "set Q1 to 5, i mean"} {
+		"> set Q1 to 5\n>", ">", "set Q1 to 105 A, no, 104 A", "set Q1 to 5 A — nein, -3", "set Q1 to 5 (it's at 2)", "set Q1 to 5, i mean",
+		"Set Q1 to zéro", "make it minus 2 A", "Set Q1, Q2 and Q3 to 105 A except Q2", "Set Q1-Q3 to 105 A", "Set Q1 to 105 A.5", "Mets Q1 à moins ‐2 A"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, msg string) {
@@ -239,6 +240,10 @@ func FuzzRules(f *testing.F) {
 			t.Errorf("changes without a change: %+v", r)
 		}
 		masked, _ := maskReported(unmark(msg)) // emphasis markers blanked: "**Q1**" is Q1
+		if len(masked) != len(msg) {
+			// The rules quote the user's words at the places they read.
+			t.Errorf("the text read is %d bytes, the message %d", len(masked), len(msg))
+		}
 		for _, c := range r.Intent.Changes {
 			if !strings.Contains(masked, c.Target) {
 				t.Errorf("target %q is not in the message", c.Target)
