@@ -729,8 +729,12 @@ func TestPermitsAnAcronymTheTargetCarries(t *testing.T) {
 		{"Set the BPM 3 gain to 2", write("SR:C03:BPM3:GAIN", "beam position monitor 3 gain", 2, ""), true},
 		{"Set the PS of Q1 to 105 A", write("BTS:MAG:Q1:CURRENT", bts, 105, "A"), true},
 		{"SET THE BTS Q1 QUADRUPOLE CURRENT TO 105 A", write("BTS:MAG:Q1:CURRENT", bts, 105, "A"), true},
-		// Without a description a terse name may say its area by a number: not held.
-		{"Set the BTS Q1 to 105 A", write("SR:MAG:Q1:CURRENT", "", 105, "A"), true},
+		// Without a description, a name saying its area in letters first
+		// holds the acronym; a terse name may say its area by a number.
+		{"Set the BTS Q1 to 105 A", write("SR:MAG:Q1:CURRENT", "", 105, "A"), false},
+		{"Set the BTS Q1 to 105 A", write("BTS:MAG:Q1:CURRENT", "", 105, "A"), true},
+		{"Set the BTS Q1 to 105 A", write("A2:MAG:Q1:CURRENT", "", 105, "A"), true},
+		{"Set the BTS Q1 to 105 A", write("q1_current", "", 105, "A"), true},
 	} {
 		err := intent.FromMessages(c.msg, nil).Intent.Permits(c.action, nil)
 		if (err == nil) != c.permitted {

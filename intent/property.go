@@ -154,7 +154,7 @@ func wordsDisagree(stated, target, description string) string {
 	if w := oppositeNamed(ws, ts); w != "" {
 		return "which is named " + strconv.Quote(w)
 	}
-	if a := acronymMissing(stated, ts, description); a != "" {
+	if a := acronymMissing(stated, target, ts, description); a != "" {
 		return "which is not named " + strconv.Quote(a)
 	}
 	return ""
@@ -195,12 +195,14 @@ var readbackTokens = wordSet(`rb rbv readback rdbk readbacks`)
 // acronymMissing is an acronym the user names the target by ("the BTS
 // Q1", "the SR RF") that neither the target's name nor its description
 // carries — as a name's part (BTS:…, BPM3 for BPM), a word, or the initials
-// of its words (HV for "high voltage") — or "". Only against a description
-// (an application's catalog says what a target is; a terse name alone may
-// say an area by a number), only in a message that is not written in
-// capitals, and never for a generic one (acronymGeneric: "the PS of Q1").
-func acronymMissing(stated string, targetWords []string, description string) string {
-	if strings.TrimSpace(description) == "" || !strings.ContainsFunc(stated, unicode.IsLower) {
+// of its words (HV for "high voltage") — or "". Against a description (an
+// application's catalog says what a target is), or a name that says its
+// area in letters first ("SR:MAG:Q1:CURRENT"; a terse name may say an
+// area by a number, "A2:MAG:Q1"); only in a message that is not written
+// in capitals, and never for a generic one (acronymGeneric: "the PS of
+// Q1").
+func acronymMissing(stated, target string, targetWords []string, description string) string {
+	if strings.TrimSpace(description) == "" && !areaFirst(target) || !strings.ContainsFunc(stated, unicode.IsLower) {
 		return ""
 	}
 	desc := words(description)
@@ -210,13 +212,22 @@ func acronymMissing(stated string, targetWords []string, description string) str
 		}
 		a := strings.ToLower(w)
 		if acronymGeneric[a] || slices.ContainsFunc(targetWords, func(t string) bool {
+			t = strings.TrimPrefix(t, ".") // a record's field: "….SCAN"
 			return t == a || strings.HasPrefix(t, a) && allDigits(t[len(a):])
-		}) || slices.Contains(desc, a) || initialsOf(desc, a) {
-			continue
+		}) || slices.Contains(desc, a) || initialsOf(desc, a) || slices.ContainsFunc(properties, func(p property) bool { return p.words[a] || p.tokens[a] }) {
+			continue // a property in capitals ("the Q1 HIHI limit") is the property check's
 		}
 		return w
 	}
 	return ""
+}
+
+// areaFirst reports a name of three or more parts split by colons whose
+// first is two to five capitals ("SR:MAG:Q1:CURRENT", "BTS:MAG:Q1"): an
+// area said in letters.
+func areaFirst(target string) bool {
+	parts := strings.Split(target, ":")
+	return len(parts) >= 3 && len(parts[0]) >= 2 && len(parts[0]) <= 5 && !strings.ContainsFunc(parts[0], func(r rune) bool { return r < 'A' || r > 'Z' })
 }
 
 // acronymGeneric name a part any device may have, not which device.
