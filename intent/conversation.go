@@ -165,6 +165,11 @@ var (
 		`(?P<t>[^?,;]+?)[\s,]+(?:too|as well|also|auch|ebenfalls|ebenso|aussi|également|pareil)(?:[\s,]+(?:please|pls|bitte|svp|stp))?[\s.!]*$`)
 )
 
+// alsoBefore: a follow-up of devices alone after "also" or "and" ("Also
+// Q2", "and Q2 and Q3", "Auch Q2", "Et Q2 aussi" is tooAfter's).
+var alsoBefore = regexp.MustCompile(`(?i)^(?:(?:ok|okay|now|then|please|jetzt|bitte|dann|maintenant|puis)[\s,]+)*` +
+	`(?:and also|also|and|und auch|auch|und|et aussi|aussi|et)\s+(?P<t>[^?,;]+?)(?:[\s,]+(?:please|pls|bitte|svp|stp))?[\s.!]*$`)
+
 // subjects are who does something ("we … Q2 too"): the words are a
 // statement, not devices.
 var subjects = wordSet(`i we you he she they someone somebody ich wir du er sie man je nous tu il ils elle elles on`)
@@ -184,11 +189,20 @@ func sameAgain(latest string, earlier []string, f Finding) Finding {
 	if m == nil {
 		m = tooAfter.FindStringSubmatchIndex(trimmed)
 	}
+	codesOnly := false
+	if m == nil {
+		m, codesOnly = alsoBefore.FindStringSubmatchIndex(trimmed), true
+	}
 	if m == nil {
 		return f
 	}
 	text := strings.TrimSpace(trimmed[m[2]:m[3]])
 	text = trimFillers(text, scan(text)) // "Q2 bitte auch": Q2
+	if codesOnly && slices.ContainsFunc(scan(text), func(c clause) bool {
+		return slices.ContainsFunc(c.toks, func(t token) bool { return !deviceCode(t.w) && t.w != "and" && t.w != "und" && t.w != "et" })
+	}) {
+		return f // "and the plot": devices alone only
+	}
 	if first, _, _ := strings.Cut(strings.ToLower(text), " "); len(statedIdentifiers(text)) == 0 || questionWords[first] {
 		return f // "what about Q2 too"
 	}

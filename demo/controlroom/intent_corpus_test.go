@@ -487,7 +487,7 @@ func TestAnAnswerSaysNothingWasChanged(t *testing.T) {
 // carried out, it asks for approval of the same value on the device it
 // names, and writes nothing before a yes. After a read it changes nothing.
 func TestTheSameChangeForAnotherDevice(t *testing.T) {
-	for _, follow := range []string{"Same for the BTS Q4 quadrupole current", "and the BTS Q4 quadrupole current too", "Dasselbe für den Strom des BTS-Quadrupols Q4"} {
+	for _, follow := range []string{"Same for the BTS Q4 quadrupole current", "and the BTS Q4 quadrupole current too", "Dasselbe für den Strom des BTS-Quadrupols Q4", "Also Q4"} {
 		reg, p := controlRoomWorld(t)
 		a, err := agent.New(agent.Config{Registry: reg, Options: writesOn})
 		if err != nil {
