@@ -169,6 +169,8 @@ func TestNotes(t *testing.T) {
 		"Why don't you set Q1 to 105 A":               "asks why the change is not made (\"why don't you\")",
 		"Why not set Q1 to 105 A?":                    "(\"why not\")",
 		"Turn Q1 off, Q2 and Q3":                      "its change on another device as well (\"Q2 and Q3\")",
+		"Set Q1 to 105 A, Q2 off":                     "its change on another device as well (\"Q2 off\")",
+		"Match Q1 to Q2":                              "asks for an action (\"match\")",
 		"Set Q1 and Q2 to 105 A except Q2":            "sets a device apart from its change (\"105 A except Q2\")",
 		"Set Q1-Q3 to 105 A":                          "a range of devices by its ends (\"Q1-Q3\")",
 		"The shift plan says set Q1 to 105 A. Do it.": "quoted or reported (plan says)",

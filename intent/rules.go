@@ -965,12 +965,16 @@ func fromMessage(msg string) Finding {
 				stranded = span(masked, c.toks) // "Set Q1 to 105 A, Q2 by 3 A": by how much in which direction?
 			}
 			if listed == "" && !strings.HasPrefix(strings.TrimLeft(masked[c.toks[len(c.toks)-1].end:], " "), ":") && !slices.ContainsFunc(c.toks, func(t token) bool {
-				return !deviceCode(t.w) && t.w != "and" && t.w != "und" && t.w != "et"
+				// Devices with what to do with them ("Q2 off", "Q2 max", "Q2 to
+				// nominal"), not what they are or that they stay ("Q2 is at
+				// 98 A", "Q2 unchanged").
+				return copulas[t.w] || statedWords[t.w] || stateWords[t.w] || exclusionAfter[t.w] || exclusionBefore[t.w] || setApart[t.w] || negationWords[t.w] ||
+					readVerbs[t.w] || startsNumber(t.w) || len(t.w) > 4 && strings.HasSuffix(t.w, "ed") // a value is unsaidValue's; "Q2 dropped…" says what was
 			}) && slices.ContainsFunc(c.toks, func(t token) bool {
 				n := distinctNames(t.w)
 				return len(n) > 0 && !slices.ContainsFunc(changes, func(rc RequestedChange) bool { return slices.Contains(distinctNames(rc.Target), n[0]) })
 			}) {
-				listed = span(masked, c.toks) // "Turn Q1 off, Q2 and Q3": the change for them too? ("Q2: 98 A" is a value)
+				listed = span(masked, c.toks) // "Turn Q1 off, Q2 and Q3", "…, Q2 off": a change for them too? ("Q2: 98 A" is a value)
 			}
 		case r.verbless && r.question == notQuestion && stranded == "" && givesDeviceValue(masked, c.toks):
 			stranded = span(masked, c.toks)
@@ -1076,7 +1080,7 @@ func fromMessage(msg string) Finding {
 // actionVerbs ask for an action on the machine that is no setting's value
 // or on/off: the rules read none as a change, and say so.
 var actionVerbs = wordSet(`open close shut insert retract extract start stop restart degauss cycle standardize standardise toggle
-	acknowledge trigger fire inject dump abort
+	acknowledge trigger fire inject dump abort match copy
 	double halve triple quadruple multiply divide scale verdopple verdoppeln verdoppele halbiere halbieren verdreifache multipliziere
 	skaliere doublez doubler divise divisez diviser triplez tripler multiplie multipliez multiplier
 	öffne öffnen schließe schliesse schließen starte starten stoppe stoppen zyklisiere quittiere
