@@ -335,7 +335,7 @@ var soonest = strings.NewReplacer("as soon as possible", "now", "dès que possib
 var readOnlyPattern = mustFilter(`\b(?:read[- ]?only|dry[- ]?run|just (?:looking|checking|curious|asking)|` +
 	`under no circumstances|on no account|by no means|auf (?:gar )?keinen fall|unter keinen umständen|en aucun cas|sous aucun prétexte|` +
 	`just kidding|kidding|joking|jk|never ?mind|(?:war )?nur (?:ein )?spass|scherz|je plaisante|as a joke|for fun|for a laugh|zum spass|c'est une blague|pour rire|just (?:a )?test(?:ing)?|(?:this is )?(?:only|just) a test|this is a test|test only|` +
-	`for testing|nur (?:ein |zum )?test|juste (?:un |pour )?test|c'est un test|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
+	`for testing|nur (?:ein |zum )?test|juste (?:un |pour )?test|c'est un test|pour (?:tester|essayer)|scratch that|forget (?:it|that)|cancel that|vergiss es|vergiss das|laisse tomber|` +
 	`leave (?:it|everything|things|them|that|the \w+) (?:as|alone|where)|hands off|` +
 	`nur (?:lesen|anzeigen|schauen|ablesen)|schreibgeschützt|lecture seule|juste (?:regarder|lire|vérifier)|` +
 	`(?:do not|don't|dont|never) (?:actually |really |yet )?do (?:it|this|that|anything)|` +
@@ -370,13 +370,14 @@ func takenBack(norm string) string {
 var keptApart = regexp.MustCompile(`\bleave (?:the (?:rest|others?(?: \pL+)?)|all (?:the )?others?) (?:as|alone|where)|\bhands off (?:the |of )?[\pL\d]`)
 
 // whyNot: a question why a change is not made, which may suggest it.
-var whyNot = mustFilter(`\b(why (?:don't|dont|do not|not|won't|wouldn't|can't|didn't) (?:you|we|i)?|warum (?:nicht|setzt du nicht|stellst du nicht)|pourquoi (?:ne |n')?(?:pas|as-tu pas|ne pas))`)
+var whyNot = mustFilter(`\b(why (?:don't|dont|do not|not|won't|wouldn't|can't|didn't) (?:you|we|i)?|warum (?:[^.?!]{0,40} )?nicht|pourquoi (?:ne |n')?(?:pas|as-tu pas|ne pas))`)
 
 // mayAsked: a question whether a change can or may be made, which
 // operators also use to ask for one.
 var mayAsked = mustFilter(`\b((?:can|could|may|might|shall|should) (?:i|we)|would it be (?:possible|ok|okay|alright|fine)|` +
 	`is it (?:possible|ok|okay|alright|fine|allowed|safe)|(?:kann|könnte|koennte|darf|soll|sollte) (?:ich|wir|man)|ist es (?:möglich|moeglich|ok|okay|erlaubt|sicher)|` +
-	`hätte (?:gern|gerne)|haette (?:gern|gerne)|wäre es möglich|waere es moeglich)\b|(?:^|[^\pL])((?:peut|pourrait|pourrions|puis|pouvons|pourrais)-(?:on|je|nous)|est-ce (?:qu'on peut|possible))`)
+	`hätte (?:gern|gerne)|haette (?:gern|gerne)|wäre es möglich|waere es moeglich)\b|(?:^|[^\pL])((?:peut|pourrait|pourrions|puis|pouvons|pourrais)-(?:on|je|nous)|` +
+	`est-ce (?:qu'on peut|possible)|(?:serait|est)-il possible|ce serait possible)`)
 
 // onlyFun: "war nur Spaß" (just kidding), apart from readOnlyPattern as
 // "ß" is no word character to its \b.
