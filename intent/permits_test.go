@@ -999,3 +999,33 @@ func TestPermitsNoReferentTheWordsSetApart(t *testing.T) {
 		}
 	}
 }
+
+// A device numbered in words or in small print ("quadrupole number one",
+// "quad one", "Q¹", "Q₁") is no name the rules read: before, such a target
+// named no device and permitted every quadrupole its words describe (Q2
+// and Q11 for "Q¹"). It holds the message with a note; "that one" after a
+// read still refers to the device read.
+func TestPermitsNoDeviceNumberedInWords(t *testing.T) {
+	write := func(d string) capabilities.Action {
+		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:" + d + ":CURRENT", Value: 105.0, Unit: "A", Description: "BTS quadrupole " + d}}}
+	}
+	for _, msg := range []string{"Set quadrupole number one to 105 A", "Set quad one to 105 A", "Set Q¹ to 105 A", "Set Q₁ to 105 A", "Setze Quadrupol Nummer eins auf 105 A",
+		"Mets le quadrupôle numéro un à 105 A", "Set Q one to 105 A"} {
+		f := intent.FromMessages(msg, nil)
+		for _, d := range []string{"Q1", "Q2", "Q11"} {
+			if err := f.Intent.Permits(write(d), nil); err == nil {
+				t.Errorf("%q permits %s", msg, d)
+			}
+		}
+		if !strings.Contains(f.Intent.Note, "a number in words or in small print") {
+			t.Errorf("%q: note %q", msg, f.Intent.Note)
+		}
+	}
+	if err := intent.FromMessages("Set that one to 105 A", []string{"Read Q1"}).Intent.Permits(write("Q1"), nil); err != nil {
+		t.Errorf("\"that one\" after reading Q1: %v", err)
+	}
+	if err := intent.FromMessages("Set the gun HV to 125 kV", nil).Intent.Permits(capabilities.Action{Capability: "channel_write",
+		Changes: []capabilities.Change{{Target: "LINAC:GUN:VOLT", Value: 125.0, Unit: "kV", Description: "electron gun high voltage of the linac"}}}, nil); err != nil {
+		t.Errorf("\"the gun HV\": %v", err)
+	}
+}

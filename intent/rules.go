@@ -1345,6 +1345,10 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 		return readWithNote(ReasonByOtherDevice, "Your message sets a device apart from its change (\""+words+"\") that the change names or would stand for, "+
 			"so nothing will be changed: name each device to change, for example \"set Q1 to 105 A\".")
 	}
+	if words := spelledName(masked, changes); words != "" {
+		return readWithNote(ReasonOpenValue, "Your change names its device with a number in words or in small print (\""+words+"\"), which the rules do not read as a name, "+
+			"so nothing will be changed: write its number in digits, for example \"set Q1 to 105 A\".")
+	}
 	if words := deviceRange(changes); words != "" {
 		return readWithNote(ReasonOpenValue, "Your change names a range of devices by its ends (\""+words+"\"), so nothing will be changed: "+
 			"name each device to change, for example \"set Q1, Q2 and Q3 to 105 A\".")
@@ -1587,6 +1591,44 @@ var (
 		außer ausser ausgenommen ohne nicht bis lass lasse behalte sauf excepté hormis sans pas laisse garde`)
 	exclusionAfter = wordSet(`excluded excepted stays remains untouched unchanged no not ausgenommen nicht bleibt exclu excepté reste`)
 )
+
+// spelledName returns the words of a change's target that give a device
+// its number in words ("quadrupole number one", "Qone") or in small print
+// ("Q¹", "Q₁"), or "": read as no name at all, such a target would permit
+// any device its words describe.
+func spelledName(masked string, cs []RequestedChange) string {
+	for _, c := range cs {
+		if strings.ContainsAny(c.Target, "0123456789") || len(statedIdentifiers(c.Target)) > 0 {
+			continue // a device numbered in digits (the cheap test first: most are)
+		}
+		if i := strings.Index(masked, c.Target); i >= 0 && c.Target != "" {
+			if r, _ := utf8.DecodeRuneInString(masked[i+len(c.Target):]); unicode.Is(unicode.No, r) {
+				return c.Target + string(r) // "Q¹": the scan leaves the small digit out
+			}
+		}
+		ws := strings.FieldsFunc(strings.ToLower(c.Target), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.No, r) })
+		for k, w := range ws {
+			if strings.ContainsFunc(w, func(r rune) bool { return unicode.Is(unicode.No, r) }) {
+				return c.Target
+			}
+			// "quadrupole number one", "quad one", "Q one"; not "that one",
+			// "the two magnets".
+			if nameNumberWords[w] && k > 0 && (numberNouns[ws[k-1]] || len(ws[k-1]) == 1) {
+				return c.Target
+			}
+		}
+	}
+	return ""
+}
+
+// numberNouns come before a device's number ("number one", "quad one").
+var numberNouns = wordSet(`number no nr num nummer numéro numero quad quadrupole quadrupol quadrupôle magnet magnets cavity cavities
+	corrector steerer klystron sector bpm dipole sextupole kicker septum valve pump line kavität kavitaet cavité aimant`)
+
+// nameNumberWords are numbers in words that may name a device.
+var nameNumberWords = wordSet(`one two three four five six seven eight nine ten eleven twelve
+	eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf
+	un deux trois quatre cinq six sept huit neuf dix onze douze`)
 
 // deviceRange returns a range of devices a change's target names by its
 // ends ("Q1-Q3", "Q1 through Q3", "Q1 to Q3", "Q1 bis Q3", "Q1 à Q3",
