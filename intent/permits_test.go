@@ -1010,14 +1010,14 @@ func TestPermitsNoDeviceNumberedInWords(t *testing.T) {
 		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:" + d + ":CURRENT", Value: 105.0, Unit: "A", Description: "BTS quadrupole " + d}}}
 	}
 	for _, msg := range []string{"Set quadrupole number one to 105 A", "Set quad one to 105 A", "Set Q¹ to 105 A", "Set Q₁ to 105 A", "Setze Quadrupol Nummer eins auf 105 A",
-		"Mets le quadrupôle numéro un à 105 A", "Set Q one to 105 A"} {
+		"Mets le quadrupôle numéro un à 105 A", "Set Q one to 105 A", "Set Q to 105 A", "Set the Q to 105 A"} {
 		f := intent.FromMessages(msg, nil)
 		for _, d := range []string{"Q1", "Q2", "Q11"} {
 			if err := f.Intent.Permits(write(d), nil); err == nil {
 				t.Errorf("%q permits %s", msg, d)
 			}
 		}
-		if !strings.Contains(f.Intent.Note, "a number in words or in small print") {
+		if !strings.Contains(f.Intent.Note, "a number in words or in small print, or without its number") {
 			t.Errorf("%q: note %q", msg, f.Intent.Note)
 		}
 	}

@@ -1346,7 +1346,7 @@ func heldBack(msg, masked, norm string, clauses []clause, changes []RequestedCha
 			"so nothing will be changed: name each device to change, for example \"set Q1 to 105 A\".")
 	}
 	if words := spelledName(masked, changes); words != "" {
-		return readWithNote(ReasonOpenValue, "Your change names its device with a number in words or in small print (\""+words+"\"), which the rules do not read as a name, "+
+		return readWithNote(ReasonOpenValue, "Your change names its device with a number in words or in small print, or without its number (\""+words+"\"), which the rules do not read as a name, "+
 			"so nothing will be changed: write its number in digits, for example \"set Q1 to 105 A\".")
 	}
 	if words := deviceRange(changes); words != "" {
@@ -1593,9 +1593,10 @@ var (
 )
 
 // spelledName returns the words of a change's target that give a device
-// its number in words ("quadrupole number one", "Qone") or in small print
-// ("Q¹", "Q₁"), or "": read as no name at all, such a target would permit
-// any device its words describe.
+// its number in words ("quadrupole number one", "quad one") or in small
+// print ("Q¹", "Q₁"), or its letter without a number ("Q"), or "": read as
+// no name at all, such a target would permit any device its words
+// describe.
 func spelledName(masked string, cs []RequestedChange) string {
 	for _, c := range cs {
 		if strings.ContainsAny(c.Target, "0123456789") || len(statedIdentifiers(c.Target)) > 0 {
@@ -1614,6 +1615,11 @@ func spelledName(masked string, cs []RequestedChange) string {
 			// "quadrupole number one", "quad one", "Q one"; not "that one",
 			// "the two magnets".
 			if nameNumberWords[w] && k > 0 && (numberNouns[ws[k-1]] || len(ws[k-1]) == 1) {
+				return c.Target
+			}
+			// "Set Q to 105 A": a device's letter without its number (not a
+			// plane: "the x corrector", "the H steerer").
+			if len(w) == 1 && w[0] >= 'b' && w[0] <= 'z' && !strings.Contains("ixyzhv", w) {
 				return c.Target
 			}
 		}
