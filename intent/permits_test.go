@@ -944,32 +944,20 @@ func TestPermitsAListButNoRange(t *testing.T) {
 // permitted Q2 alone (the only device named stood for "all
 // quadrupoles"). The message is held with a note.
 func TestPermitsNoDeviceSetApartAfterItsChange(t *testing.T) {
-	write := func(d string) capabilities.Action {
-		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:" + d + ":CURRENT", Value: 105.0, Unit: "A", Description: "BTS quadrupole " + d}}}
-	}
 	for _, tail := range []string{"except Q2", "but not Q2", ", not Q2", "(without Q2)", ", leave Q2", ", skip Q2", ", Q2 excluded", "; actually not Q2",
 		". Q2 stays.", ", Q2 no", ", keep Q2", "excluding Q2", ", ignoring Q2"} {
 		for _, msg := range []string{"Set Q1 and Q2 to 105 A " + tail, "Set Q1, Q2 and Q3 to 105 A " + tail, "Set all quadrupoles to 105 A " + tail} {
-			msg = strings.ReplaceAll(msg, " ,", ",")
-			msg = strings.ReplaceAll(strings.ReplaceAll(msg, " ;", ";"), " .", ".")
-			f := intent.FromMessages(msg, nil)
-			for _, d := range []string{"Q1", "Q2", "Q3"} {
-				if err := f.Intent.Permits(write(d), nil); err == nil {
-					t.Errorf("%q permits %s", msg, d)
-				}
-			}
-			if !strings.Contains(f.Intent.Note, "sets a device apart from its change") {
-				t.Errorf("%q: note %q", msg, f.Intent.Note)
-			}
+			msg = strings.NewReplacer(" ,", ",", " ;", ";", " .", ".").Replace(msg)
+			heldFor(t, msg, "sets a device apart from its change", "Q1", "Q2", "Q3")
 		}
 	}
 	for _, msg := range []string{"Setze Q1 und Q2 auf 105 A außer Q2", "Mets Q1 et Q2 à 105 A sauf Q2"} {
-		if err := intent.FromMessages(msg, nil).Intent.Permits(write("Q2"), nil); err == nil {
+		if err := intent.FromMessages(msg, nil).Intent.Permits(quadWrite("Q2"), nil); err == nil {
 			t.Errorf("%q permits Q2", msg)
 		}
 	}
 	// A device the change does not name, set apart: the change stands.
-	if err := intent.FromMessages("Set Q1 to 105 A, but not Q7", nil).Intent.Permits(write("Q1"), nil); err != nil {
+	if err := intent.FromMessages("Set Q1 to 105 A, but not Q7", nil).Intent.Permits(quadWrite("Q1"), nil); err != nil {
 		t.Errorf("\"Set Q1 to 105 A, but not Q7\": Q1 refused: %v", err)
 	}
 }
@@ -980,21 +968,13 @@ func TestPermitsNoDeviceSetApartAfterItsChange(t *testing.T) {
 // next to Q2" permitted writing Q2, the neighbour the user ruled out. Such
 // a message is held with a note.
 func TestPermitsNoReferentTheWordsSetApart(t *testing.T) {
-	write := func(d string) capabilities.Action {
-		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:" + d + ":CURRENT", Value: 105.0, Unit: "A", Description: "BTS quadrupole " + d}}}
-	}
 	for _, msg := range []string{"Set the quadrupole current to 105 A, it's the one next to Q2", "Set the quadrupole current to 105 A, same as Q2",
 		"Set the quadrupole current to 105 A like Q2", "Set the quadrupole to 105 A, not Q2", "Set it to 105 A, unlike Q2",
 		"After Q2 tripped, set the quadrupole to 105 A", "Set the quadrupole near Q2 to 105 A", "Setze den Quadrupol neben Q2 auf 105 A"} {
-		f := intent.FromMessages(msg, nil)
-		for _, d := range []string{"Q1", "Q2", "Q3"} {
-			if err := f.Intent.Permits(write(d), nil); err == nil {
-				t.Errorf("%q permits %s", msg, d)
-			}
-		}
+		heldFor(t, msg, "", "Q1", "Q2", "Q3")
 	}
 	for _, c := range []struct{ msg, device string }{{"Read Q1 and set it to 105 A", "Q1"}, {"Q2 tripped yesterday. Set the quadrupole current to 105 A.", "Q2"}} {
-		if err := intent.FromMessages(c.msg, nil).Intent.Permits(write(c.device), nil); err != nil {
+		if err := intent.FromMessages(c.msg, nil).Intent.Permits(quadWrite(c.device), nil); err != nil {
 			t.Errorf("%q: %s refused: %v", c.msg, c.device, err)
 		}
 	}
@@ -1006,26 +986,35 @@ func TestPermitsNoReferentTheWordsSetApart(t *testing.T) {
 // and Q11 for "Q¹"). It holds the message with a note; "that one" after a
 // read still refers to the device read.
 func TestPermitsNoDeviceNumberedInWords(t *testing.T) {
-	write := func(d string) capabilities.Action {
-		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:" + d + ":CURRENT", Value: 105.0, Unit: "A", Description: "BTS quadrupole " + d}}}
-	}
 	for _, msg := range []string{"Set quadrupole number one to 105 A", "Set quad one to 105 A", "Set Q¹ to 105 A", "Set Q₁ to 105 A", "Setze Quadrupol Nummer eins auf 105 A",
 		"Mets le quadrupôle numéro un à 105 A", "Set Q one to 105 A", "Set Q to 105 A", "Set the Q to 105 A"} {
-		f := intent.FromMessages(msg, nil)
-		for _, d := range []string{"Q1", "Q2", "Q11"} {
-			if err := f.Intent.Permits(write(d), nil); err == nil {
-				t.Errorf("%q permits %s", msg, d)
-			}
-		}
-		if !strings.Contains(f.Intent.Note, "a number in words or in small print, or without its number") {
-			t.Errorf("%q: note %q", msg, f.Intent.Note)
-		}
+		heldFor(t, msg, "a number in words or in small print, or without its number", "Q1", "Q2", "Q11")
 	}
-	if err := intent.FromMessages("Set that one to 105 A", []string{"Read Q1"}).Intent.Permits(write("Q1"), nil); err != nil {
+	if err := intent.FromMessages("Set that one to 105 A", []string{"Read Q1"}).Intent.Permits(quadWrite("Q1"), nil); err != nil {
 		t.Errorf("\"that one\" after reading Q1: %v", err)
 	}
 	if err := intent.FromMessages("Set the gun HV to 125 kV", nil).Intent.Permits(capabilities.Action{Capability: "channel_write",
 		Changes: []capabilities.Change{{Target: "LINAC:GUN:VOLT", Value: 125.0, Unit: "kV", Description: "electron gun high voltage of the linac"}}}, nil); err != nil {
 		t.Errorf("\"the gun HV\": %v", err)
+	}
+}
+
+// quadWrite is a write of 105 A to the BTS quadrupole d, described as one.
+func quadWrite(d string) capabilities.Action {
+	return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:" + d + ":CURRENT", Value: 105.0, Unit: "A", Description: "BTS quadrupole " + d}}}
+}
+
+// heldFor fails the test unless msg permits writing none of devices and its
+// note says note.
+func heldFor(t *testing.T, msg, note string, devices ...string) {
+	t.Helper()
+	f := intent.FromMessages(msg, nil)
+	for _, d := range devices {
+		if err := f.Intent.Permits(quadWrite(d), nil); err == nil {
+			t.Errorf("%q permits %s", msg, d)
+		}
+	}
+	if !strings.Contains(f.Intent.Note, note) {
+		t.Errorf("%q: note %q, want %q", msg, f.Intent.Note, note)
 	}
 }
