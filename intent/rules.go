@@ -1071,12 +1071,25 @@ func fromMessage(msg string) Finding {
 		}
 		return Finding{Intent: in, Reason: ReasonNoChange}
 	}
+	if m := ensureAsked.FindStringSubmatch(norm); m != nil && !reported.change && valueAfterMarker.MatchString(norm) {
+		in.Note = "Your message asks to make sure of a value (\"" + m[1] + "\") rather than to set it, so nothing will be changed. " +
+			"To set it, ask for it, for example \"set Q1 to 105 A\"."
+		return Finding{Intent: in, Reason: ReasonNoChange}
+	}
 	if !reported.change && valueWithoutRequest(masked, clauses) {
 		in.Note = "Your message gives a device a value (\"" + shorten(strings.TrimSpace(msg)) + "\") but asks for no change in words capgraph reads as one, " +
 			"so nothing will be changed. To change a setting, ask for it, for example \"set Q1 to 105 A\"."
 	}
 	return Finding{Intent: in, Reason: ReasonNoChange}
 }
+
+// ensureAsked: a request to make sure a setting has a value ("Make sure
+// Q1 is at 105 A"), which may be meant as a change or a check.
+var ensureAsked = mustFilter(`^(?:(?:please|pls|ok|and|now|bitte|s'il te plaît|stp|svp)[\s,]+)*(make sure|make certain|ensure|see to it|stelle? sicher|sorge dafür|assure-toi|assurez-vous|veille à|veillez à)\b`)
+
+// valueAfterMarker: a number after a value word ("at 105", "auf 105",
+// "à 105", "= 105").
+var valueAfterMarker = regexp.MustCompile(`(?:\b(?:to|at|auf)|(?:^|[^\pL])à|=|→)\s*[-+]?\d`)
 
 // actionVerbs ask for an action on the machine that is no setting's value
 // or on/off: the rules read none as a change, and say so.
@@ -2142,6 +2155,9 @@ func signedValueChanges(msg, verb string, dir float64, rest []token) ([]Requeste
 			return nil, false // "105,,5 A", "105, 5 A": which number, in which unit? "to − 105 A": which sign?
 		}
 		target = trimJoiners(target)
+		if len(out) == 0 && verb != "" && len(target) > 0 && copulas[target[len(target)-1].w] {
+			return nil, false // "Set Q1 is at 98 A": what Q1 is, or a change? A guess either way
+		}
 		if (len(out) > 0 || verb == "") && (statesWhatIs(target) || slices.ContainsFunc(untilJoiner(rest[min(k+1+used, len(rest)):]), func(t token) bool {
 			return copulas[t.w] || statedWords[t.w] // "…; Q2 at 98 A is fine"
 		})) {

@@ -160,6 +160,8 @@ func TestRules(t *testing.T) {
 		{"Set Q1 and Q2 to 105 A except Q2", "read"},
 		{"Set all quadrupoles to 105 A except Q2", "read"},
 		{"Set Q1 to 105 A, but not Q7", "change: Q1 to 105 A"},
+		{"Set Q1 is at 98 A", "read"},
+		{"Make sure to set Q1 to 105 A", "change: Q1 to 105 A"},
 		{"Double-check Q1", "read"},
 		{"Double check the Q1 current", "read"},
 		{"Double the Q1 current", "read"},
