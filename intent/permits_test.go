@@ -916,7 +916,8 @@ func TestPermitsAListButNoRange(t *testing.T) {
 	write := func(d string) capabilities.Action {
 		return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:" + d + ":CURRENT", Value: 105.0, Unit: "A"}}}
 	}
-	for _, msg := range []string{"Set Q1, Q2 and Q3 to 105 A", "Set Q1, Q2, Q3 to 105 A", "Setze Q1, Q2 und Q3 auf 105 A", "Mets Q1, Q2 et Q3 à 105 A"} {
+	for _, msg := range []string{"Set Q1, Q2 and Q3 to 105 A", "Set Q1, Q2, Q3 to 105 A", "Setze Q1, Q2 und Q3 auf 105 A", "Mets Q1, Q2 et Q3 à 105 A",
+		"Set the BTS Q1, Q2 and Q3 currents to 105 A", "Set the quadrupoles Q1, Q2 and Q3 to 105 A"} {
 		in := intent.FromMessages(msg, nil).Intent
 		for _, d := range []string{"Q1", "Q2", "Q3"} {
 			if err := in.Permits(write(d), nil); err != nil {

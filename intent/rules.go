@@ -842,8 +842,15 @@ func listGoesOn(msg string, c, next clause) bool {
 	}
 	k := slices.IndexFunc(c.toks, func(t token) bool { return verbOf(t.w) != "" })
 	return k >= 0 && k+1 < len(c.toks) && !slices.ContainsFunc(c.toks[k+1:], func(t token) bool {
-		return !deviceCode(t.w) && t.w != "and" && t.w != "und" && t.w != "et" && particleStates[t.w] == "" // "Turn off Q1, Q2 and Q3"
+		// "Turn off Q1, Q2 and Q3", "Set the BTS Q1, Q2 and Q3 currents…"
+		return !deviceCode(t.w) && t.w != "and" && t.w != "und" && t.w != "et" && particleStates[t.w] == "" && !determiners[t.w] && !numberNouns[t.w] &&
+			!allCaps(msg[t.start:t.end])
 	})
+}
+
+// allCaps reports an acronym: two to five capitals ("BTS", "SR").
+func allCaps(w string) bool {
+	return len(w) >= 2 && len(w) <= 5 && !strings.ContainsFunc(w, func(r rune) bool { return r < 'A' || r > 'Z' })
 }
 
 // deviceCode reports a word that is a device's code: letters, then
@@ -1641,7 +1648,8 @@ func spelledName(masked string, cs []RequestedChange) string {
 }
 
 // numberNouns come before a device's number ("number one", "quad one").
-var numberNouns = wordSet(`number no nr num nummer numéro numero quad quadrupole quadrupol quadrupôle magnet magnets cavity cavities
+var numberNouns = wordSet(`number no nr num nummer numéro numero quad quads quadrupole quadrupoles quadrupol quadrupôle quadrupôles magnet magnets cavity cavities
+	correctors steerers klystrons dipoles sextupoles kickers valves pumps
 	corrector steerer klystron sector bpm dipole sextupole kicker septum valve pump line kavität kavitaet cavité aimant`)
 
 // nameNumberWords are numbers in words that may name a device.
