@@ -687,6 +687,7 @@ var laterNear = mustFilterEach(
 	`\bin \d+\s*[.!]*\s*$`,
 	`\b(?:the (?:moment|minute|second|instant) (?:the|it|we|you|i|they|beam))\b`,
 	`\bpost-?(?:dump|injection|md|fill|quench|ramp|access|shutdown|refill|top-?up|beam)\b`,
+	`\bt\s*(?:minus|-|−)\s*\d`,
 	`\bin the (?:next|coming|following) (?:md|fill|shift|run|cycle|injection|hour|week|slot|window|access)\b`,
 	`\b(?:(?:around|about) \d{1,2}(?::\d{2})? ?(?:am|pm|o'clock|h))\b`,
 	`\b(?:gegen \d{1,2}(?:[:.]\d{2})? ?uhr)\b`,

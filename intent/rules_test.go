@@ -109,6 +109,8 @@ func TestRules(t *testing.T) {
 		{"Set Q1 to 105 A post-dump", "read"},
 		{"Set Q1 to 105 A in the next MD", "read"},
 		{"Set Q1 to 105 A in a minute", "read"},
+		{"Set Q1 to 105 A at T minus 5 minutes", "read"},
+		{"Set Q1 to 105 A at T-5 min", "read"},
 		{"Set Q1 to 105 A twice a day", "read"},
 		{"Setze Q1 täglich auf 105 A", "read"},
 		{"Mets Q1 à 105 A tous les jours", "read"},
