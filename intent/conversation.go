@@ -199,7 +199,7 @@ func sameAgain(latest string, earlier []string, f Finding) Finding {
 	text := strings.TrimSpace(trimmed[m[2]:m[3]])
 	text = trimFillers(text, scan(text)) // "Q2 bitte auch": Q2
 	if codesOnly && slices.ContainsFunc(scan(text), func(c clause) bool {
-		return slices.ContainsFunc(c.toks, func(t token) bool { return !deviceCode(t.w) && t.w != "and" && t.w != "und" && t.w != "et" })
+		return slices.ContainsFunc(c.toks, func(t token) bool { return !listWord(t.w) })
 	}) {
 		return f // "and the plot": devices alone only
 	}

@@ -972,7 +972,7 @@ func TestPermitsNoReferentTheWordsSetApart(t *testing.T) {
 	for _, msg := range []string{"Set the quadrupole current to 105 A, it's the one next to Q2", "Set the quadrupole current to 105 A, same as Q2",
 		"Set the quadrupole current to 105 A like Q2", "Set the quadrupole to 105 A, not Q2", "Set it to 105 A, unlike Q2",
 		"After Q2 tripped, set the quadrupole to 105 A", "Set the quadrupole near Q2 to 105 A", "Setze den Quadrupol neben Q2 auf 105 A"} {
-		heldFor(t, msg, "", "Q1", "Q2", "Q3")
+		heldFor(t, msg, "", "Q1", "Q2", "Q3") // held by one rule or another, each with its own note
 	}
 	for _, c := range []struct{ msg, device string }{{"Read Q1 and set it to 105 A", "Q1"}, {"Q2 tripped yesterday. Set the quadrupole current to 105 A.", "Q2"}} {
 		if err := intent.FromMessages(c.msg, nil).Intent.Permits(quadWrite(c.device), nil); err != nil {
@@ -1005,8 +1005,8 @@ func quadWrite(d string) capabilities.Action {
 	return capabilities.Action{Capability: "channel_write", Changes: []capabilities.Change{{Target: "BTS:MAG:" + d + ":CURRENT", Value: 105.0, Unit: "A", Description: "BTS quadrupole " + d}}}
 }
 
-// heldFor fails the test unless msg permits writing none of devices and its
-// note says note.
+// heldFor fails the test unless msg permits writing none of devices and,
+// when note is not "", its note says note.
 func heldFor(t *testing.T, msg, note string, devices ...string) {
 	t.Helper()
 	f := intent.FromMessages(msg, nil)
@@ -1015,7 +1015,7 @@ func heldFor(t *testing.T, msg, note string, devices ...string) {
 			t.Errorf("%q permits %s", msg, d)
 		}
 	}
-	if !strings.Contains(f.Intent.Note, note) {
+	if note != "" && !strings.Contains(f.Intent.Note, note) {
 		t.Errorf("%q: note %q, want %q", msg, f.Intent.Note, note)
 	}
 }

@@ -227,7 +227,7 @@ func acronymMissing(stated, target string, targetWords []string, description str
 // area said in letters.
 func areaFirst(target string) bool {
 	parts := strings.Split(target, ":")
-	return len(parts) >= 3 && len(parts[0]) >= 2 && len(parts[0]) <= 5 && !strings.ContainsFunc(parts[0], func(r rune) bool { return r < 'A' || r > 'Z' })
+	return len(parts) >= 3 && allCaps(parts[0])
 }
 
 // acronymGeneric name a part any device may have, not which device.

@@ -187,17 +187,19 @@ func spelledMinus(msg string) string {
 	return string(b)
 }
 
-// unitNext reports a unit capgraph knows as the next word ("zero amps").
-func unitNext(rest string) bool {
+// firstWord is the first word of rest, without the punctuation after it.
+func firstWord(rest string) string {
 	next, _, _ := strings.Cut(strings.TrimLeft(rest, " \t"), " ")
-	return KnownUnit(strings.TrimRight(next, ".,;:!?)"))
+	return strings.TrimRight(next, ".,;:!?)")
 }
+
+// unitNext reports a unit capgraph knows as the next word ("zero amps").
+func unitNext(rest string) bool { return KnownUnit(firstWord(rest)) }
 
 // numberGoesOn reports a spelled number's next word going on with it
 // ("zero point five", "null Komma fünf", "zero 5"): no zero alone.
 func numberGoesOn(rest string) bool {
-	next, _, _ := strings.Cut(strings.TrimLeft(rest, " \t"), " ")
-	next = strings.ToLower(strings.TrimRight(next, ".,;:!?)"))
+	next := strings.ToLower(firstWord(rest))
 	return next != "" && (next[0] >= '0' && next[0] <= '9' || spelledNumberWords[next])
 }
 

@@ -834,7 +834,7 @@ func nameList(msg string, cs []clause) []clause {
 // clause starting with a device code (or a joiner and one).
 func listGoesOn(msg string, c, next clause) bool {
 	last, first := c.toks[len(c.toks)-1], next.toks[0]
-	if (first.w == "and" || first.w == "und" || first.w == "et") && len(next.toks) > 1 { // "Set Q1, Q2, and Q3 to 105 A"
+	if listJoiners[first.w] && len(next.toks) > 1 { // "Set Q1, Q2, and Q3 to 105 A"
 		first = next.toks[1]
 	}
 	if !deviceCode(first.w) || !deviceCode(last.w) || strings.TrimSpace(msg[last.end:next.toks[0].start]) != "," ||
@@ -844,10 +844,33 @@ func listGoesOn(msg string, c, next clause) bool {
 	k := slices.IndexFunc(c.toks, func(t token) bool { return verbOf(t.w) != "" })
 	return k >= 0 && k+1 < len(c.toks) && !slices.ContainsFunc(c.toks[k+1:], func(t token) bool {
 		// "Turn off Q1, Q2 and Q3", "Set the BTS Q1, Q2 and Q3 currents…"
-		return !deviceCode(t.w) && t.w != "and" && t.w != "und" && t.w != "et" && particleStates[t.w] == "" && !determiners[t.w] && !numberNouns[t.w] &&
-			!allCaps(msg[t.start:t.end])
+		return !listWord(t.w) && particleStates[t.w] == "" && !determiners[t.w] && !numberNouns[t.w] && !allCaps(msg[t.start:t.end])
 	})
 }
+
+// devicesAlone reports a verbless clause right after a change that names a
+// device the change does not, with what to do with it ("Q2 and Q3", "Q2
+// off", "Q2 to nominal"), not what it is or that it stays ("Q2 is at 98
+// A", "Q2 unchanged", "Q2 dropped…"), and no value (unsaidValue's), nor a
+// label ("Q2: 98 A").
+func devicesAlone(masked string, c clause, changes []RequestedChange) bool {
+	if strings.HasPrefix(strings.TrimLeft(masked[c.toks[len(c.toks)-1].end:], " "), ":") || slices.ContainsFunc(c.toks, func(t token) bool {
+		return copulas[t.w] || statedWords[t.w] || stateWords[t.w] || exclusionAfter[t.w] || exclusionBefore[t.w] || setApart[t.w] || negationWords[t.w] ||
+			readVerbs[t.w] || startsNumber(t.w) || len(t.w) > 4 && strings.HasSuffix(t.w, "ed")
+	}) {
+		return false
+	}
+	return slices.ContainsFunc(c.toks, func(t token) bool {
+		n := distinctNames(t.w)
+		return len(n) > 0 && !slices.ContainsFunc(changes, func(rc RequestedChange) bool { return slices.Contains(distinctNames(rc.Target), n[0]) })
+	})
+}
+
+// listJoiners join the devices of a list ("Q1, Q2 and Q3").
+var listJoiners = wordSet(`and und et`)
+
+// listWord reports a word of a list of devices: a code or a joiner.
+func listWord(w string) bool { return deviceCode(w) || listJoiners[w] }
 
 // allCaps reports an acronym: two to five capitals ("BTS", "SR").
 func allCaps(w string) bool {
@@ -973,17 +996,8 @@ func fromMessage(msg string) Finding {
 			if stranded == "" && givesDeviceValue(masked, c.toks) {
 				stranded = span(masked, c.toks) // "Set Q1 to 105 A, Q2 by 3 A": by how much in which direction?
 			}
-			if listed == "" && !strings.HasPrefix(strings.TrimLeft(masked[c.toks[len(c.toks)-1].end:], " "), ":") && !slices.ContainsFunc(c.toks, func(t token) bool {
-				// Devices with what to do with them ("Q2 off", "Q2 max", "Q2 to
-				// nominal"), not what they are or that they stay ("Q2 is at
-				// 98 A", "Q2 unchanged").
-				return copulas[t.w] || statedWords[t.w] || stateWords[t.w] || exclusionAfter[t.w] || exclusionBefore[t.w] || setApart[t.w] || negationWords[t.w] ||
-					readVerbs[t.w] || startsNumber(t.w) || len(t.w) > 4 && strings.HasSuffix(t.w, "ed") // a value is unsaidValue's; "Q2 dropped…" says what was
-			}) && slices.ContainsFunc(c.toks, func(t token) bool {
-				n := distinctNames(t.w)
-				return len(n) > 0 && !slices.ContainsFunc(changes, func(rc RequestedChange) bool { return slices.Contains(distinctNames(rc.Target), n[0]) })
-			}) {
-				listed = span(masked, c.toks) // "Turn Q1 off, Q2 and Q3", "…, Q2 off": a change for them too? ("Q2: 98 A" is a value)
+			if listed == "" && devicesAlone(masked, c, changes) {
+				listed = span(masked, c.toks) // "Turn Q1 off, Q2 and Q3", "…, Q2 off": a change for them too?
 			}
 		case r.verbless && r.question == notQuestion && stranded == "" && givesDeviceValue(masked, c.toks):
 			stranded = span(masked, c.toks)
@@ -1605,13 +1619,26 @@ func excludedAfter(masked, norm string, cs []RequestedChange, from int) string {
 // from a change; exclusionWords finds any of them in a message at the
 // cost of a scan.
 var (
-	exclusionWords = mustFilter(`(?:^|[^\pL])(?:except|excepting|excluding|excl|without|w/o|not|but|minus|save|skip|skipping|leave|leaving|keep|keeping|ignore|ignoring|` +
-		`außer|ausser|ausgenommen|ohne|nicht|bis|lass|lasse|behalte|sauf|excepté|hormis|sans|pas|laisse|garde|` +
-		`excluded|excepted|stays|remains|untouched|unchanged|no|bleibt|exclu|reste)(?:$|[^\pL])`)
+	exclusionWords  = mustFilter(`(?:^|[^\pL])(?:` + wordAlternation(exclusionBefore, exclusionAfter) + `)(?:$|[^\pL])`)
 	exclusionBefore = wordSet(`except excepting excluding excl without w/o not but minus save skip skipping leave leaving keep keeping ignore ignoring
 		außer ausser ausgenommen ohne nicht bis lass lasse behalte sauf excepté hormis sans pas laisse garde`)
 	exclusionAfter = wordSet(`excluded excepted stays remains untouched unchanged no not ausgenommen nicht bleibt exclu excepté reste`)
 )
+
+// wordAlternation is a regexp alternation of the words of sets, longest
+// first.
+func wordAlternation(sets ...map[string]bool) string {
+	var ws []string
+	for _, set := range sets {
+		for w := range set {
+			if q := regexp.QuoteMeta(w); !slices.Contains(ws, q) {
+				ws = append(ws, q)
+			}
+		}
+	}
+	slices.SortFunc(ws, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	return strings.Join(ws, "|")
+}
 
 // spelledName returns the words of a change's target that give a device
 // its number in words ("quadrupole number one", "quad one") or in small
