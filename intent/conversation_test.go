@@ -216,6 +216,8 @@ func TestNotes(t *testing.T) {
 		"Q1 should be 105 A":                          "gives a device a value",
 		"I'd like Q1 at 105 A":                        "gives a device a value",
 		"Pon Q1 a 105 A":                              "gives a device a value",
+		"Give Q1 another 5 A":                         "gives a device a value (\"Give Q1 another 5 A\")",
+		"Add 5 A to Q1 and 3 A to Q2":                 "gives a device a value",
 		"New setpoint for Q1: 105 A":                  "gives a device a value",
 		"Make Q1 105 A and Q2 98 A":                   "gives a device a value",
 		"caput BTS:MAG:Q1:CURRENT 105":                "gives a device a value (\"caput BTS:MAG:Q1:CURRENT 105\")",

@@ -1019,3 +1019,37 @@ func heldFor(t *testing.T, msg, note string, devices ...string) {
 		t.Errorf("%q: note %q, want %q", msg, f.Intent.Note, note)
 	}
 }
+
+// An amount named before its target ("add 5 A to Q1", "take 5 A off Q1")
+// is a change by it, signed by the verb: a planner writing the other sign,
+// another device, or the amount as a value is refused.
+func TestPermitsAnAmountNamedFirst(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		want float64 // Q1 now reads 92 A
+	}{
+		{"Add 5 A to Q1", 97}, {"Please add 5 A to the BTS Q1 current", 97}, {"Ajoute 5 A à Q1", 97}, {"Addiere 5 A zu Q1", 97},
+		{"Take 5 A off Q1", 87}, {"Subtract 5 A from Q1", 87}, {"Remove 5 A from Q1 now", 87}, {"Knock 5 A off Q1", 87},
+		{"Retire 5 A de Q1", 87}, {"Zieh 5 A von Q1 ab", 87}, {"Nimm 5 A von Q1 weg", 87},
+	} {
+		in := intent.FromMessage(c.msg).Intent
+		if err := in.Permits(act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: c.want, Unit: "A"}), q1Now); err != nil {
+			t.Errorf("%q: Q1 = %g A refused: %v", c.msg, c.want, err)
+		}
+		for _, wrong := range []capabilities.Change{
+			{Target: "BTS:MAG:Q1:CURRENT", Value: 92 + (92 - c.want), Unit: "A"}, // the other sign
+			{Target: "BTS:MAG:Q1:CURRENT", Value: 5, Unit: "A"},                  // the amount as a value
+			{Target: "BTS:MAG:Q4:CURRENT", Value: 80 + (c.want - 92), Unit: "A"}, // another device
+		} {
+			if err := in.Permits(act(wrong), q1Now); !errors.Is(err, intent.ErrMismatch) {
+				t.Errorf("%q permits %s = %g A: %v", c.msg, wrong.Target, wrong.Value, err)
+			}
+		}
+	}
+	for _, msg := range []string{"Don't add 5 A to Q1", "Add 5 A to Q1?", "Add about 5 A to Q1", "Add 5 A to Q1 and 3 A to Q2", "Zieh 5 A von Q1"} {
+		in := intent.FromMessage(msg).Intent
+		if err := in.Permits(act(capabilities.Change{Target: "BTS:MAG:Q1:CURRENT", Value: 97, Unit: "A"}), q1Now); err == nil {
+			t.Errorf("%q permits Q1 = 97 A", msg)
+		}
+	}
+}

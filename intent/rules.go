@@ -158,7 +158,27 @@ var (
 	// or a logbook: a change verb only when a value follows ("update Q1 to
 	// 105 A"); without one a read ("send me the Q1 plot"), never a change
 	// request that lacks its value.
-	weakVerbs = wordSet(`push send update program configure make mach mache machen`)
+	weakVerbs = wordSet(`push send update program configure make mach mache machen take knock`)
+	// amountVerbs change a setting by an amount they name before its target,
+	// with the sign they carry: "add 5 A to Q1" (+5), "subtract 2 A from Q1",
+	// "take 5 A off Q1" (-5), "ajoute 5 A à Q1", "zieh 5 A von Q1 ab"
+	// (amountFirst). Without an amount they are reads ("add Q2 to the plot").
+	amountVerbs = map[string]float64{"add": 1, "subtract": -1, "take": -1, "remove": -1, "knock": -1,
+		"addiere": 1, "addier": 1, "subtrahiere": -1, "subtrahier": -1, "zieh": -1, "ziehe": -1, "nimm": -1,
+		"ajoute": 1, "ajoutez": 1, "rajoute": 1, "rajoutez": 1, "enlève": -1, "enlevez": -1, "retire": -1, "retirez": -1,
+		"ôte": -1, "ôtez": -1, "soustrais": -1, "soustrayez": -1}
+	// amountLinks are the words between an amount and its target, by the
+	// amount's sign ("to Q1", "off of Q1", "à Q1", "von Q1").
+	amountLinks = map[float64]map[string]bool{
+		1:  wordSet(`to onto zu auf à au aux sur`),
+		-1: wordSet(`from off von à au aux de du des sur`),
+	}
+	// amountParticles end a German amount verb's clause ("zieh 5 A von Q1
+	// ab", "nimm 5 A von Q1 weg"); without it the verb asks nothing.
+	amountParticles = map[string]string{"zieh": "ab", "ziehe": "ab", "nimm": "weg"}
+	// atOnce end a request that is to be carried out now ("… asap", "…
+	// right away", "… at once").
+	atOnce = wordSet(`asap immediately instantly straightaway away once sofort umgehend immédiatement immediatement suite tout`)
 	// zeroVerbs set their target to 0 ("zero Q1", "zero the corrector
 	// currents").
 	zeroVerbs = wordSet(`zero`)
@@ -287,7 +307,7 @@ var hypotheticalPattern = mustFilter(`\b(?:what (?:would|will|might|could)\b|wha
 	`hypothetic\w*|suppose|supposing|imagine|in theory|theoretically|in (?:the |a )?simulation\b|simulate\b|` +
 	`(?:in|on|with|using) (?:the |a )?(?:simulator|sim|digital twin|virtual machine|model of the machine)\b|` +
 	`(?:im|in der|auf dem|mit dem) (?:simulator|simulation)\b|(?:dans|sur|avec) (?:le |la )?(?:simulateur|simulation)\b|` +
-	`if (?:i|we|you|someone|somebody|one|they) (?:were to|was to|did|\w+ed|set|change|raise|lower|increase|decrease|ramp|adjust|write|turn|switch)\b|` +
+	`if (?:i|we|you|someone|somebody|one|they) (?:were to|was to|did|\w+ed|set|change|raise|lower|increase|decrease|ramp|adjust|write|turn|switch|add|subtract|take|remove)\b|` +
 	`\b(?:were|was|is|got) (?:set|changed|raised|lowered|increased|decreased|ramped|adjusted) to\b.*\b(?:would|will|what)\b|` +
 	`(?:should|shall|can|could|may|might|must) (?:i|we)\b|do (?:i|we) (?:need|have) to|` +
 	`is it (?:safe|ok|okay|alright|possible|allowed|wise|fine|a good idea|better|necessary) to|` +
@@ -800,6 +820,9 @@ func onCondition(clauses []clause) bool {
 			if !conditionWords[t.w] || (t.w == "while" || t.w == "whilst") && i+1 < len(c.toks) && notConditionAfterWhile[c.toks[i+1].w] {
 				continue
 			}
+			if t.w == "once" && (i > 0 && c.toks[i-1].w == "at" || i+1 == len(c.toks) || c.toks[i+1].w == "more" || c.toks[i+1].w == "again") {
+				continue // "… at once" is now; "… once", "… once more", one time
+			}
 			if i > 0 && (readVerbs[c.toks[i-1].w] || c.toks[i-1].w == "see" || c.toks[i-1].w == "know" || c.toks[i-1].w == "ask" ||
 				c.toks[i-1].w == "prüfe" || c.toks[i-1].w == "ob") {
 				continue
@@ -1172,8 +1195,8 @@ func valueWithoutRequest(msg string, clauses []clause) bool {
 		for i < len(c.toks) && fillers[c.toks[i].w] {
 			i++
 		}
-		if i < len(c.toks) && readVerbs[c.toks[i].w] {
-			return false
+		if i < len(c.toks) && readVerbs[c.toks[i].w] && !(giveVerbs[c.toks[i].w] && i+1 < len(c.toks) && !recipients[c.toks[i+1].w]) {
+			return false // "plot Q1 at 105 A", "give me Q1 at 105 A"; not "give Q1 another 5 A"
 		}
 		if found || slices.ContainsFunc(c.toks, func(t token) bool {
 			return copulas[t.w] || statedWords[t.w] || len(t.w) > 4 && strings.HasSuffix(t.w, "ed") && !strings.ContainsFunc(t.w, unicode.IsDigit)
@@ -1195,6 +1218,13 @@ func valueWithoutRequest(msg string, clauses []clause) bool {
 	}
 	return found && len(statedIdentifiers(msg)) > 0
 }
+
+// giveVerbs read ("give me Q1") unless a device is given something ("give
+// Q1 another 5 A"); recipients are who is given a reading.
+var (
+	giveVerbs  = wordSet(`give gib donne donnez`)
+	recipients = wordSet(`me us mir uns moi nous`)
+)
 
 // channelNamed reports a channel's name among a clause's words: letters
 // and a colon between them ("BTS:MAG:Q1:CURRENT", "SR:C03-MG{PS}").
@@ -1801,7 +1831,7 @@ func negatedChange(clauses []clause) bool {
 				continue // "don't forget to set…" asks for it
 			}
 			for j := i + 1; j < len(c.toks) && j <= i+5; j++ {
-				if changeWords[c.toks[j].w] {
+				if changeWords[c.toks[j].w] || amountVerbs[c.toks[j].w] != 0 && slices.ContainsFunc(c.toks[j+1:min(j+4, len(c.toks))], func(t token) bool { return startsNumber(t.w) }) {
 					return true
 				}
 			}
@@ -1833,7 +1863,7 @@ func verbOf(w string) string {
 			return v
 		}
 	}
-	if valueVerbs[w] || toggleVerbs[w] || particleVerbs[w] || zeroVerbs[w] {
+	if valueVerbs[w] || toggleVerbs[w] || particleVerbs[w] || zeroVerbs[w] || amountVerbs[w] != 0 {
 		return w
 	}
 	if v, ok := knownTypos[w]; ok {
@@ -1994,7 +2024,7 @@ func readClause(msg string, c clause) clauseReading {
 			rest = append([]token{pr}, rest...) // "mets-le à 106 A": "le" is the target, named before
 		}
 		cs, ok := verbChanges(msg, v, rest)
-		if !ok && weakVerbs[v] {
+		if !ok && (weakVerbs[v] || amountVerbs[v] != 0) {
 			continue // "send me the Q1 plot", "update the logbook": a read
 		}
 		r.verb = true
@@ -2054,6 +2084,14 @@ func verbChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 			return nil, false // "enable it, then off": which state is meant?
 		}
 		return []RequestedChange{{Target: span(msg, target), State: state}}, len(target) > 0
+	}
+	if amountVerbs[verb] != 0 {
+		if rc, ok := amountFirst(msg, verb, rest); ok {
+			return []RequestedChange{rc}, true
+		}
+		if !weakVerbs[verb] {
+			return nil, false // "add Q2 to the plot"
+		}
 	}
 	if zeroVerbs[verb] {
 		target := trimJoiners(rest)
@@ -2652,6 +2690,59 @@ func valueFirst(msg string, rest []token) (RequestedChange, bool) {
 		return RequestedChange{}, false
 	}
 	return RequestedChange{Target: span(msg, target), Value: &v, Unit: unit}, true
+}
+
+// amountFirst reads an amount verb's "<amount> <link> <target>" ("add
+// 5 A to Q1", "take 5 A off of Q1", "retire 2 A de Q1", "zieh 5 A von Q1
+// ab"): a change by the amount, signed by the verb. A signed, bounded or
+// timed amount, or a target that goes on with a value of its own ("add 5 A
+// to Q1 and 3 A to Q2"), is none.
+func amountFirst(msg, verb string, rest []token) (RequestedChange, bool) {
+	sign := amountVerbs[verb]
+	k := 0
+	if k+2 >= len(rest) || !startsNumber(rest[k].w) || strings.ContainsAny(rest[k].w[:1], "+-−") || clockLike(msg, rest[k]) || !numberToken(msg, rest[k]) {
+		return RequestedChange{}, false
+	}
+	v, unit, ok := ParseQuantity(msg[rest[k].start:])
+	used := valueWidth(rest, k, unit)
+	if !ok || k+used >= len(rest) || timeWords[strings.ToLower(unit)] || boundedValue(msg, rest[k], rest[k+used-1].end) ||
+		unknownUnitAfter(msg, rest[k+used-1].end, unit) || signAfter.MatchString(lead(msg[rest[k+used-1].end:], 64)) {
+		return RequestedChange{}, false
+	}
+	k += used
+	if !amountLinks[sign][rest[k].w] {
+		return RequestedChange{}, false
+	}
+	k++
+	if rest[k-1].w == "off" && k < len(rest) && rest[k].w == "of" {
+		k++
+	}
+	target := rest[k:]
+	if p := amountParticles[verb]; p != "" {
+		if len(target) == 0 || target[len(target)-1].w != p {
+			return RequestedChange{}, false // "zieh 5 A von Q1": which verb?
+		}
+		target = target[:len(target)-1]
+	} else if len(target) > 0 && slices.Contains([]string{"ab", "weg"}, target[len(target)-1].w) {
+		return RequestedChange{}, false
+	}
+	for i := 1; i < len(target); i++ {
+		if ownBaseline.MatchString(lead(msg[target[i-1].end:], 64)) {
+			target = target[:i] // "add 5 A to Q1 from its current value"
+			break
+		}
+	}
+	for len(target) > 0 && (fillers[target[len(target)-1].w] || atOnce[target[len(target)-1].w] || trailingJoiners[target[len(target)-1].w] || target[len(target)-1].w == "at") {
+		target = target[:len(target)-1] // "… to Q1 now", "… right away"
+	}
+	target = trimJoiners(target)
+	if len(target) == 0 || presentation(target) || statesWhatIs(target) || slices.ContainsFunc(target, func(t token) bool {
+		return startsNumber(t.w) && numberToken(msg, t) && !deviceCode(t.w) && !clockLike(msg, t) || copulas[t.w] || statedWords[t.w]
+	}) {
+		return RequestedChange{}, false
+	}
+	by := v * sign
+	return RequestedChange{Target: span(msg, target), By: &by, Unit: unit}, true
 }
 
 // madeValue reads "make <target> <value>" ("make it 106 A", "make Q1
