@@ -813,6 +813,24 @@ var conditionWords = wordSet(`if unless once when whenever until while whilst pr
 // or that it is now, not when.
 var notConditionAfterWhile = wordSet(`keeping holding maintaining leaving you're youre you at`)
 
+// wordsOf is tokens' words, a space between them.
+func wordsOf(ts []token) string {
+	ws := make([]string, len(ts))
+	for k, t := range ts {
+		ws[k] = t.w
+	}
+	return strings.Join(ws, " ")
+}
+
+// toldVerbs ask to be told ("ping me when…", "préviens-moi quand…").
+var toldVerbs = wordSet(`tell let ping notify inform alert message call text sag sage informiere benachrichtige dis préviens prévenez`)
+
+// doneAfter: the change's own end after a condition word, to the clause's
+// end ("… when done", "… once it's finished", "… wenn erledigt", "… quand
+// c'est fait"; not "… when done with Q2").
+var doneAfter = regexp.MustCompile(`^(?:(?:it's|it is|it has been|that's|that is|you're|you are|you've|this is|es|das|c'est|ce sera|ça)\s+)?` +
+	`(?:done|finished|complete|completed|through|fertig|erledigt|geschehen|fait|fini|terminé)(?: please| thanks| bitte| danke| merci)?$`)
+
 // onCondition reports a condition in the clauses.
 func onCondition(clauses []clause) bool {
 	for _, c := range clauses {
@@ -822,6 +840,9 @@ func onCondition(clauses []clause) bool {
 			}
 			if t.w == "once" && (i > 0 && c.toks[i-1].w == "at" || i+1 == len(c.toks) || c.toks[i+1].w == "more" || c.toks[i+1].w == "again") {
 				continue // "… at once" is now; "… once", "… once more", one time
+			}
+			if i > 1 && recipients[c.toks[i-1].w] && (readVerbs[c.toks[i-2].w] || toldVerbs[c.toks[i-2].w]) || i > 0 && doneAfter.MatchString(wordsOf(c.toks[i+1:])) {
+				continue // "… and tell me when done", "ping me once it is finished": what to say after the change
 			}
 			if i > 0 && (readVerbs[c.toks[i-1].w] || c.toks[i-1].w == "see" || c.toks[i-1].w == "know" || c.toks[i-1].w == "ask" ||
 				c.toks[i-1].w == "prüfe" || c.toks[i-1].w == "ob") {
@@ -1199,9 +1220,9 @@ func valueWithoutRequest(msg string, clauses []clause) bool {
 			return false // "plot Q1 at 105 A", "give me Q1 at 105 A"; not "give Q1 another 5 A"
 		}
 		if found || slices.ContainsFunc(c.toks, func(t token) bool {
-			return copulas[t.w] || statedWords[t.w] || len(t.w) > 4 && strings.HasSuffix(t.w, "ed") && !strings.ContainsFunc(t.w, unicode.IsDigit)
+			return copulas[t.w] || statedWords[t.w] || len(t.w) > 4 && strings.HasSuffix(t.w, "ed") && !strings.HasSuffix(t.w, "eed") && !strings.ContainsFunc(t.w, unicode.IsDigit)
 		}) {
-			continue // "Q1 is at 105 A", "Q1 tripped at 105 A": what is or was
+			continue // "Q1 is at 105 A", "Q1 tripped at 105 A": what is or was ("proceed" is no past)
 		}
 		for k, t := range c.toks {
 			if !startsNumber(t.w) || clockLike(msg, t) || !numberToken(msg, t) {
@@ -1478,6 +1499,10 @@ const noteTwoValues = "Your message gives the same setting two values, so nothin
 // hedge: words in a change's sentence that doubt it ("Set Q1 maybe to
 // 105 A", "Setze Q1 vielleicht auf 105 A", "…, I think", "Mets Q1
 // peut-être à 105 A").
+// hedgeOpeners are the hedge's words that may open a request ("Maybe set
+// Q1 to 105 A").
+var hedgeOpeners = wordSet(`maybe perhaps possibly probably vielleicht eventuell evtl möglicherweise peut-être éventuellement`)
+
 var hedge = mustFilter(`(?:^|[^\pL])(maybe|perhaps|possibly|probably|i think|i guess|i suppose|i believe|not sure|vielleicht|eventuell|evtl|` +
 	`möglicherweise|wahrscheinlich|ich glaube|ich denke|ich vermute|peut-être|éventuellement|probablement|je crois|je pense|je suppose)(?:[^\pL]|$)`)
 
@@ -1966,8 +1991,8 @@ type clauseReading struct {
 func readClause(msg string, c clause) clauseReading {
 	ws := c.toks
 	i := 0
-	for i < len(ws) && fillers[ws[i].w] {
-		i++
+	for i < len(ws) && (fillers[ws[i].w] || hedgeOpeners[ws[i].w]) {
+		i++ // "maybe set Q1 to 105 A" is a change the hedge then holds back, with a note
 	}
 	polite := false
 	start := i
