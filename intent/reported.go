@@ -72,7 +72,7 @@ var (
 	sourceNouns = wordSet(`logbook logbooks elog e-log log entry entries instruction instructions procedure procedures
 		handover note notes message messages chat email e-mail memo ticket checklist
 		logbuch eintrag anweisung anweisungen übergabe notiz protokoll nachricht
-		journal cahier consigne consignes relève courriel`)
+		journal cahier relève courriel`)  // not "consigne": a setpoint as often as an instruction
 	// reportPreps: "according to the logbook, set…", "laut Logbuch", "selon".
 	reportPreps = [][]string{{"according", "to"}, {"as", "per"}, {"per"}, {"laut"}, {"gemäß"}, {"zufolge"}, {"selon"}, {"d'après"}}
 )
@@ -323,8 +323,17 @@ func maskReported(msg string) (string, reportedText) {
 	// note: …", "Reminder: …") and prepositions ("according to the
 	// logbook, …"): to the sentence's end.
 	s := string(b)
+	carried := "" // a report that opens a block ("The shift plan says:\n…", "Handover notes:\n1. …"), to the paragraph's end
 	for _, sent := range sentences(s) {
 		text := s[sent[0]:sent[1]]
+		if carried != "" {
+			if strings.TrimSpace(text) == "" && (sent[1] >= len(s) || s[sent[1]] == '\n') {
+				carried = "" // a blank line ends it
+				continue
+			}
+			blank(sent[0], sent[1], carried)
+			continue
+		}
 		words := wordSpans(text)
 		lower := make([]string, len(words)) // each word once, not once per rule
 		for k, w := range words {
@@ -332,7 +341,17 @@ func maskReported(msg string) (string, reportedText) {
 		}
 		whole, verb := "", -1
 		for k, lw := range lower {
+			if reportVerbs[lw] && readingAfter(text, words, k) {
+				continue // "Q2 reads 98 A": a reading, not a report
+			}
 			if reportVerbs[lw] || sourceNouns[lw] {
+				if c := ownRecord(text, words, lower, k); c > 0 {
+					// "Set Q1 to 105 A and make an entry in the logbook": the
+					// user asks for the record too; it is no request to the
+					// machine, and the change before it stays the user's.
+					blank(sent[0]+words[c][0], sent[1], strings.Join(lower[c:min(c+3, len(lower))], " "))
+					break
+				}
 				whole = reportedBy(text, words, k)
 				for j := k; j < len(lower) && j <= k+1 && verb < 0; j++ {
 					if reportVerbs[lower[j]] {
@@ -351,6 +370,9 @@ func maskReported(msg string) (string, reportedText) {
 				}
 			}
 			blank(sent[0], sent[1], whole)
+			if opensBlock.MatchString(text) || sent[1] < len(s) && s[sent[1]] == '.' && listStart.MatchString(text) {
+				carried = whole // "The procedure reads 1. set …"
+			}
 			continue
 		}
 		for k, w := range words {
@@ -370,13 +392,80 @@ func maskReported(msg string) (string, reportedText) {
 				}
 			}
 			if after >= 0 {
-				blank(sent[0]+after, sent[1], strings.ToLower(strings.TrimSpace(text[:after])))
+				what := strings.ToLower(strings.TrimSpace(text[:after]))
+				blank(sent[0]+after, sent[1], what)
+				if opensBlock.MatchString(text) {
+					carried = what
+				}
 				break
 			}
 		}
 	}
 	return string(b), rep
 }
+
+// opensBlock: a reporting sentence that ends opening what follows — a
+// colon, a colon and a list's first number, "the following" — so the lines
+// after it, to a blank line, are reported too.
+var opensBlock = regexp.MustCompile(`(?i)(?::\s*(?:\d{1,2}|[a-z])?|\b(?:the following|as follows|folgendes|folgende|wie folgt|ce qui suit|suivant|suivante)\s*:?)\s*$`)
+
+// listStart: a sentence cut at a list's first number ("… reads 1. set …").
+var listStart = regexp.MustCompile(`\s1$`)
+
+// readingAfter reports a number right after the reporting verb at
+// words[k] ("Q2 reads 98 A", "the readback reads: 98 A"): what a device
+// reads.
+func readingAfter(text string, words [][2]int, k int) bool {
+	rest := strings.TrimLeft(text[words[k][1]:], " :")
+	return rest != "" && (rest[0] >= '0' && rest[0] <= '9' || rest[0] == '-' || rest[0] == '+') && !listItem.MatchString(rest)
+}
+
+// listItem: a list's number, not a reading ("reads: 1. set Q1…").
+var listItem = regexp.MustCompile(`^\d{1,2}[.)](?:\s|$)`)
+
+// recordVerbs ask for a record of a change ("… and note it in the
+// logbook", "… und trag es ins Logbuch ein", "… et note-le dans le
+// cahier").
+var recordVerbs = wordSet(`make write note log record enter put add file send post mail email document update tell inform notify
+	trag trage notiere notier schreib schreibe vermerke dokumentiere schick schicke
+	note notez écris écrivez inscris inscrivez mets envoie envoyez documente`)
+
+// ownRecord returns where the clause holding words[k] (the first word of
+// its sentence that reports) starts when that clause is the user's own
+// request for a record, after another clause ("…, and make an entry in
+// the logbook", "…, I'll note it in the logbook"); 0 when it is not, or
+// when a reporting verb or preposition after it may report what comes
+// before ("…, and note it, as the procedure says").
+func ownRecord(text string, words [][2]int, lower []string, k int) int {
+	c := k
+	for c > 0 && !strings.ContainsAny(text[words[c-1][1]:words[c][0]], ",;:—–()") && !clauseJoiners[lower[c-1]] {
+		c--
+	}
+	if c == 0 {
+		return 0
+	}
+	first := c
+	for first < len(lower) && (fillers[lower[first]] || selfWords[lower[first]]) {
+		first++
+	}
+	if first >= len(lower) || first > k || !recordVerbs[strings.TrimSuffix(strings.TrimSuffix(lower[first], "-le"), "-la")] {
+		return 0
+	}
+	for j := k + 1; j < len(lower); j++ {
+		if reportVerbs[lower[j]] && !readingAfter(text, words, j) || lower[j] == "according" || lower[j] == "per" || lower[j] == "laut" ||
+			lower[j] == "selon" || lower[j] == "gemäß" || lower[j] == "d'après" {
+			return 0
+		}
+	}
+	return c
+}
+
+// clauseJoiners start a clause of its own; selfWords say the user does
+// what follows ("I'll note it…").
+var (
+	clauseJoiners = wordSet(`and then also und dann et puis`)
+	selfWords     = wordSet(`i'll i we'll we will i'm going to ich werde wir je vais on va`)
+)
 
 // afterReport is what a reporting verb reports, without the "(you) to"
 // that may lead it ("wants you to set Q1…" reports "set Q1…").
