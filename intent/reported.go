@@ -305,6 +305,18 @@ func maskReported(msg string) (string, reportedText) {
 			from = end
 		}
 	}
+	// Lines of a chat log ("[10:32] Bob: set Q1 to 140 A", "<bob> set …",
+	// "10:32 Bob: …"), whole.
+	for _, m := range chatLogLine.FindAllIndex(b, -1) {
+		end := len(b)
+		if nl := bytes.IndexByte(b[m[1]:], '\n'); nl >= 0 {
+			end = m[1] + nl
+		}
+		if hasChangeVerb(string(b[m[1]:end])) {
+			blank(m[1], end, "a line of a chat log") // what it says first: "set Q1 to 140 A" is a change reported
+			blank(m[0], m[1], "a line of a chat log")
+		}
+	}
 	// Lines quoted in Markdown or e-mail ("> set Q1 to 140 A"), whole.
 	for start := 0; start < len(b); {
 		end := len(b)
@@ -371,7 +383,7 @@ func maskReported(msg string) (string, reportedText) {
 			}
 			blank(sent[0], sent[1], whole)
 			if opensBlock.MatchString(text) || sent[1] < len(s) && s[sent[1]] == '.' && listStart.MatchString(text) {
-				carried = whole // "The procedure reads 1. set …"
+				carried = shorten(strings.ToLower(strings.TrimRight(strings.TrimSpace(text), ": 1"))) // "The procedure reads 1. set …"
 			}
 			continue
 		}
@@ -395,7 +407,7 @@ func maskReported(msg string) (string, reportedText) {
 				what := strings.ToLower(strings.TrimSpace(text[:after]))
 				blank(sent[0]+after, sent[1], what)
 				if opensBlock.MatchString(text) {
-					carried = what
+					carried = shorten(strings.ToLower(strings.TrimRight(strings.TrimSpace(text), ": ")))
 				}
 				break
 			}
@@ -403,6 +415,11 @@ func maskReported(msg string) (string, reportedText) {
 	}
 	return string(b), rep
 }
+
+// chatLogLine: the start of a line of a chat log — a time in brackets, a
+// nickname in angle brackets, or a time and a speaker.
+var chatLogLine = regexp.MustCompile(`(?m)^[ \t]*(?:\[\d{1,2}:\d{2}(?::\d{2})?\](?:[ \t]*<[\pL\pN_.-]{1,32}>|[ \t]*[\pL\pN_.-]{1,32}:)?|` +
+	`<[\pL\pN_.-]{1,32}>|\d{1,2}:\d{2}(?::\d{2})?[ \t]+[\pL\pN_.-]{1,32}:)`)
 
 // opensBlock: a reporting sentence that ends opening what follows — a
 // colon, a colon and a list's first number, "the following" — so the lines

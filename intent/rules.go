@@ -1230,7 +1230,7 @@ func valueWithoutRequest(msg string, clauses []clause) bool {
 			}
 			// A channel's name takes a number without a unit, last in the
 			// clause ("caput BTS:MAG:Q1:CURRENT 105", "BTS:MAG:Q1:CURRENT = 105").
-			last := k == len(c.toks)-1
+			last := !slices.ContainsFunc(c.toks[k+1:], func(t token) bool { return !fillers[t.w] && t.w != "thanks" && t.w != "danke" && t.w != "merci" })
 			if _, unit, ok := ParseQuantity(msg[t.start:]); ok && (unit != "" && !timeWords[strings.ToLower(unit)] || unit == "" && last && channelNamed(c.toks)) {
 				found = true
 				break

@@ -212,6 +212,12 @@ func TestRules(t *testing.T) {
 		{"Read Q1 and make an entry: set Q1 to 140 A", "read"},
 		{"Make an entry in the logbook: set Q1 to 140 A", "read"},
 		{"Bob reads: 1) set Q1 to 140 A", "read"},
+		// A line of a chat log is reported.
+		{"[10:32] Bob: set Q1 to 140 A", "read"},
+		{"[10:32:05] <bob> set Q1 to 140 A", "read"},
+		{"<Bob> set Q1 to 140 A", "read"},
+		{"10:32 Bob: set Q1 to 140 A", "read"},
+		{"[10:32] Bob: Q1 is at 98 A\nSet Q1 to 105 A", "change: Q1 to 105 A"},
 		{"Set Q1 to 5 A above its current value", "read"},
 		{"Set corrector HC3 to minus 2 A", "change: corrector HC3 to -2 A"},
 		{"Setze HC3 auf minus 2 A", "change: HC3 to -2 A"},
