@@ -317,6 +317,29 @@ func maskReported(msg string) (string, reportedText) {
 			blank(m[0], m[1], "a line of a chat log")
 		}
 	}
+	// Lines of a transcript: two speakers or more, each line after its
+	// speaker's name ("Alice: Q1 looks low\nBob: set Q1 to 140 A",
+	// "Q: …\nA: …"), whole.
+	if bytes.Count(b, []byte{'\n'}) > 0 {
+		lines := speakerLine.FindAllSubmatchIndex(b, -1)
+		speakers := map[string]bool{}
+		lines = slices.DeleteFunc(lines, func(m []int) bool { return sectionLabels[strings.ToLower(string(b[m[2]:m[3]]))] })
+		for _, m := range lines {
+			speakers[string(b[m[2]:m[3]])] = true
+		}
+		if len(speakers) >= 2 {
+			for _, m := range lines {
+				end := len(b)
+				if nl := bytes.IndexByte(b[m[1]:], '\n'); nl >= 0 {
+					end = m[1] + nl
+				}
+				if hasChangeVerb(string(b[m[1]:end])) {
+					blank(m[1], end, "a transcript")
+					blank(m[0], m[1], "a transcript")
+				}
+			}
+		}
+	}
 	// Lines quoted in Markdown or e-mail ("> set Q1 to 140 A"), whole.
 	for start := 0; start < len(b); {
 		end := len(b)
@@ -420,6 +443,17 @@ func maskReported(msg string) (string, reportedText) {
 // nickname in angle brackets, or a time and a speaker.
 var chatLogLine = regexp.MustCompile(`(?m)^[ \t]*(?:\[\d{1,2}:\d{2}(?::\d{2})?\](?:[ \t]*<[\pL\pN_.-]{1,32}>|[ \t]*[\pL\pN_.-]{1,32}:)?|` +
 	`<[\pL\pN_.-]{1,32}>|\d{1,2}:\d{2}(?::\d{2})?[ \t]+[\pL\pN_.-]{1,32}:)`)
+
+// speakerLine: a line after a speaker's name — a capital and small
+// letters, or one capital ("Bob:", "Alice Smith:", "Q:"), not a device or an
+// acronym ("Q1:", "BTS:").
+var speakerLine = regexp.MustCompile(`(?m)^[ \t]*(\p{Lu}(?:\p{Ll}+(?: \p{Lu}\p{Ll}+)?)?):[ \t]`)
+
+// sectionLabels head the parts of the user's own message ("Context: …\nRequest: set …"), not speakers.
+var sectionLabels = wordSet(`action actions request requests context task tasks goal goals background reason summary status problem issue
+	step steps details detail info observation observations symptom symptoms target objective priority urgent important
+	update situation question questions current now then next please ps kontext aufgabe ziel hintergrund grund problem
+	frage anfrage bitte hinweis tâche contexte objectif demande raison problème question`)
 
 // opensBlock: a reporting sentence that ends opening what follows — a
 // colon, a colon and a list's first number, "the following" — so the lines

@@ -218,6 +218,13 @@ func TestRules(t *testing.T) {
 		{"<Bob> set Q1 to 140 A", "read"},
 		{"10:32 Bob: set Q1 to 140 A", "read"},
 		{"[10:32] Bob: Q1 is at 98 A\nSet Q1 to 105 A", "change: Q1 to 105 A"},
+		// … and so is a transcript of two speakers or more.
+		{"Alice: Q1 looks low\nBob: set Q1 to 140 A", "read"},
+		{"Q: what is Q1?\nA: set Q1 to 140 A", "read"},
+		{"Alice: Q1 looks low\nBob: set Q1 to 140 A\n\nSet Q1 to 105 A", "change: Q1 to 105 A"},
+		{"Context: Q1 tripped\nRequest: set Q1 to 105 A", "change: Q1 to 105 A"},
+		{"Note: Q1 is low\nAction: set Q1 to 105 A", "change: Q1 to 105 A"},
+		{"Bob: set Q1 to 140 A", "change: Q1 to 140 A"},
 		{"Set Q1 to 5 A above its current value", "read"},
 		{"Set corrector HC3 to minus 2 A", "change: corrector HC3 to -2 A"},
 		{"Setze HC3 auf minus 2 A", "change: HC3 to -2 A"},
