@@ -1092,6 +1092,7 @@ func fromMessage(msg string) Finding {
 		return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonChange}
 	}
 	in := Intent{Kind: KindRead}
+	ensure := ensured(msg, reported.change)
 	switch {
 	case later:
 		return laterFinding
@@ -1106,6 +1107,11 @@ func fromMessage(msg string) Finding {
 	case marked != "":
 		in.Note = "Your message \"" + shorten(marked) + "?\" ends with a question mark, so it was read as a question and nothing will be changed. " +
 			"To change the setting, ask for it without one, for example \"please set Q1 to 105 A\"."
+	case ensure != "":
+		// "Make sure Q1 is at 105 A", "Stell sicher, dass Q1 auf 105 A steht": a change or a check?
+		in.Note = "Your message asks to make sure of a value (\"" + ensure + "\") rather than to set it, so nothing will be changed. " +
+			"To set it, ask for it, for example \"set Q1 to 105 A\"."
+		return Finding{Intent: in, Reason: ReasonNoChange}
 	case unclear != "" && !question && !history && shown:
 		in.Note = "\"" + shorten(unclear) + "\" sets something other than the machine (a plot, a range, an axis, a file, a model, a reminder), " +
 			"so nothing on the machine will be changed."
@@ -1137,11 +1143,6 @@ func fromMessage(msg string) Finding {
 		}
 		return Finding{Intent: in, Reason: ReasonNoChange}
 	}
-	if m := ensureAsked.FindStringSubmatch(norm); m != nil && !reported.change && valueAfterMarker.MatchString(norm) {
-		in.Note = "Your message asks to make sure of a value (\"" + m[1] + "\") rather than to set it, so nothing will be changed. " +
-			"To set it, ask for it, for example \"set Q1 to 105 A\"."
-		return Finding{Intent: in, Reason: ReasonNoChange}
-	}
 	if !reported.change && valueWithoutRequest(masked, clauses) {
 		in.Note = "Your message gives a device a value (\"" + shorten(strings.TrimSpace(msg)) + "\") but asks for no change in words capgraph reads as one, " +
 			"so nothing will be changed. To change a setting, ask for it, for example \"set Q1 to 105 A\"."
@@ -1149,9 +1150,24 @@ func fromMessage(msg string) Finding {
 	return Finding{Intent: in, Reason: ReasonNoChange}
 }
 
+// ensured is the words of a message asking to make sure of a value
+// (ensureAsked, a value after a marker), as typed, or "". The words after
+// "make sure" may be masked as reported ("…, dass Q1 auf 105 A steht"), so
+// the message is read whole, unless a change in it is reported.
+func ensured(msg string, reportedChange bool) string {
+	if reportedChange {
+		return ""
+	}
+	norm := strings.ReplaceAll(strings.ToLower(msg), "’", "'")
+	if m := ensureAsked.FindStringSubmatch(norm); m != nil && valueAfterMarker.MatchString(norm) {
+		return m[1]
+	}
+	return ""
+}
+
 // ensureAsked: a request to make sure a setting has a value ("Make sure
 // Q1 is at 105 A"), which may be meant as a change or a check.
-var ensureAsked = mustFilter(`^(?:(?:please|pls|ok|and|now|bitte|s'il te plaît|stp|svp)[\s,]+)*(make sure|make certain|ensure|see to it|stelle? sicher|sorge dafür|assure-toi|assurez-vous|veille à|veillez à)\b`)
+var ensureAsked = mustFilter(`^(?:(?:please|pls|ok|and|now|bitte|s'il te plaît|stp|svp)[\s,]+)*(make sure|make certain|ensure|see to it|stelle? sicher|sorge? dafür|assure-toi|assurez-vous|veille à|veillez à)\b`)
 
 // valueAfterMarker: a number after a value word ("at 105", "auf 105",
 // "à 105", "= 105").
