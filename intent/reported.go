@@ -82,6 +82,61 @@ var (
 // the value keeps its unit.
 var emphasis = regexp.MustCompile("(\\*\\*|__|`)([^*_`\n]{1,40})(\\*\\*|__|`)|(^|\\s)(\\*)([^*\\s][^*\\n]{0,40}?)(\\*)(\\s|$|[.,;!?])")
 
+// listHeading: a line that is a change verb alone, its object left to the
+// list below ("Set:", "Please set the following:", "Setze folgende:").
+var listHeading = regexp.MustCompile(`(?im)^[ \t]*(?:(?:please|pls|kindly|bitte)[ \t]+)?(\pL+)([ \t]+(?:the following(?: values)?|these|folgende|folgendes|ce qui suit|les valeurs suivantes))?[ \t]*:[ \t]*\n`)
+
+// listItem marks the start of a list's line ("- ", "* ", "• ", "2. ").
+var listItemMark = regexp.MustCompile(`^[ \t]*(?:[-*•]|\d{1,2}[.)])[ \t]+`)
+
+// itemColon: a device's name and a colon before its value in a list's
+// line ("Q1: 105 A"), read as "Q1 = 105 A".
+var itemColon = regexp.MustCompile(`^(\pL[\pL\pN]{0,9}\pN):[ \t]*[-+−]?\d`)
+
+// joinHeadedList reads a change verb heading a list as one request, every
+// byte in place ("Set:\n- Q1: 105 A\n- Q2: 98 A" reads as "Set   Q1= 105 A ,
+// Q2= 98 A"): the heading's colon, the line breaks and the items' marks
+// become spaces and commas, an item's colon after a device's name "=".
+func joinHeadedList(msg string) string {
+	loc := listHeading.FindStringSubmatchIndex(msg)
+	if loc == nil || verbOf(strings.ToLower(msg[loc[2]:loc[3]])) == "" {
+		return msg
+	}
+	b := []byte(msg)
+	colon := strings.LastIndexByte(msg[:loc[1]], ':')
+	b[colon] = ' '
+	for i := max(loc[4], 0); i < loc[5]; i++ {
+		b[i] = ' ' // "the following" names no device
+	}
+	joined := 0
+	for at := loc[1] - 1; at < len(b) && b[at] == '\n'; {
+		end := len(b)
+		if nl := bytes.IndexByte(b[at+1:], '\n'); nl >= 0 {
+			end = at + 1 + nl
+		}
+		mark := listItemMark.FindIndex(b[at+1 : end])
+		if mark == nil {
+			break
+		}
+		b[at] = ','
+		if joined == 0 {
+			b[at] = ' '
+		}
+		for i := at + 1; i < at+1+mark[1]; i++ {
+			b[i] = ' '
+		}
+		if m := itemColon.FindSubmatchIndex(b[at+1+mark[1] : end]); m != nil {
+			b[at+1+mark[1]+m[3]] = '='
+		}
+		joined++
+		at = end
+	}
+	if joined == 0 {
+		return msg
+	}
+	return string(b)
+}
+
 // listNumber is the number of a numbered list's item at a line's start
 // ("1. ", "2) "), in a message of several lines.
 var listNumber = regexp.MustCompile(`(?m)^[ \t]*(\d{1,2}[.)])[ \t]+\S`)
@@ -91,6 +146,9 @@ var listNumber = regexp.MustCompile(`(?m)^[ \t]*(\d{1,2}[.)])[ \t]+\S`)
 // every other byte in place; a code span holding a change verb stays a
 // quotation ("`set Q1 to 105 A`").
 func unmark(msg string) string {
+	if strings.Contains(msg, ":\n") {
+		msg = joinHeadedList(msg)
+	}
 	if strings.Contains(msg, "\n") && listNumber.MatchString(msg) {
 		// "1. Set Q1 to 105 A\n2. Set Q2 to 98 A": a list's numbers are no values.
 		b := []byte(msg)
