@@ -31,6 +31,9 @@ func FromMessages(latest string, earlier []string) Finding {
 	if !f.Intent.IsChange() && (f.Reason == ReasonNoChange || f.Reason == ReasonQuestion && !strings.Contains(latest, "?")) {
 		f = sameAgain(latest, earlier, f) // "do the same for Q2" starts like a question
 	}
+	if !f.Intent.IsChange() && f.Intent.Note == "" && len(earlier) > 0 {
+		f = repeatNoted(latest, earlier, f)
+	}
 	if f.Intent.IsChange() {
 		for k, c := range f.Intent.Changes {
 			if len(statedIdentifiers(c.Target)) > 0 {
@@ -233,6 +236,40 @@ func sameAgain(latest string, earlier []string, f Finding) Finding {
 	c := before.Intent.Changes[0]
 	c.Target, c.Refers = text, ""
 	return followUpChange(latest, masked, []RequestedChange{c}, ReasonContinuation)
+}
+
+// repeatAsked: a short follow-up asking for the change before it once more
+// ("again", "do it again", "5 more", "another 5", "nochmal", "encore") or
+// naming a device next ("now Q2", "next Q2", "then Q2").
+var (
+	repeatAsked = regexp.MustCompile(`^(?:(?:and|ok|okay|now|please|pls|bitte|und|jetzt|et|maintenant)[\s,]+)*(?:(?:do|make|repeat) (?:it|that|this)[\s,]+|same[\s,]+)?` +
+		`(?:again|once more|one more time|repeat(?: it| that)?|another(?: one| time| step| \d+(?:[.,]\d+)?(?:\s*[\pL%°]+)?)?|` +
+		`\d+(?:[.,]\d+)?(?:\s*[\pL%°]+)?\s+more|noch ?(?:mal|einmal)|nochmal|wiederhol\w*|(?:noch )?weitere \d+(?:[.,]\d+)?(?:\s*[\pL%°]+)?|` +
+		`encore(?: une fois| \d+(?:[.,]\d+)?(?:\s*[\pL%°]+)?)?|de nouveau|refais(?:-le)?|recommence)(?:\s+(?:please|pls|bitte|stp|svp))?[\s.!]*$`)
+	deviceNext = regexp.MustCompile(`^(?:(?:and|ok|okay|und|et)[\s,]+)?(?:now|next|then|jetzt|dann|nun|maintenant|puis|ensuite)[\s,]+(?:the\s+|die\s+|den\s+|le\s+|la\s+)?([\pL\pN:_-]+)(?:\s+(?:please|pls|bitte|stp|svp))?[\s.!]*$`)
+)
+
+// repeatNoted tells the operator that a follow-up asking for the change
+// before it once more, or naming a device next, changes nothing: a change
+// is made only as the user's words state it, in full.
+func repeatNoted(latest string, earlier []string, f Finding) Finding {
+	text := strings.ToLower(strings.TrimSpace(latest))
+	repeat := repeatAsked.MatchString(text)
+	next := deviceNext.FindStringSubmatch(text)
+	if !repeat && (next == nil || len(statedIdentifiers(next[1])) == 0) {
+		return f
+	}
+	if before := FromMessages(earlier[len(earlier)-1], earlier[:len(earlier)-1]); !before.Intent.IsChange() {
+		return f // "Show Q1" then "now Q2": a read
+	}
+	if repeat {
+		f.Intent.Note = "Your message asks for the change before it once more (\"" + shorten(strings.TrimSpace(latest)) + "\"), so nothing will be changed: " +
+			"a change is made only as your words state it. Ask for it in full, for example \"raise Q1 by 5 A\"."
+	} else {
+		f.Intent.Note = "Your message names a device after a change (\"" + shorten(strings.TrimSpace(latest)) + "\") but no change for it, so nothing will be changed. " +
+			"Ask for it in full, for example \"set Q2 to 105 A\", or \"same for Q2\"."
+	}
+	return f
 }
 
 // referent is the user's nearest words naming something for a target that

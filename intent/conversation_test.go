@@ -250,6 +250,35 @@ func TestNotes(t *testing.T) {
 	}
 }
 
+// A follow-up asking for the change before it once more, or naming a
+// device next, changes nothing and says so; after a read it is a read.
+func TestFollowUpRepeatIsToldNoChange(t *testing.T) {
+	for _, c := range []struct {
+		earlier, latest, want string
+	}{
+		{"Raise Q1 by 5 A", "again", "once more (\"again\")"},
+		{"Raise Q1 by 5 A", "and again", "once more"},
+		{"Raise Q1 by 5 A", "another 5", "once more"},
+		{"Raise Q1 by 5 A", "5 A more please", "once more"},
+		{"Set Q1 to 105 A", "do it again", "once more"},
+		{"Set Q1 to 105 A", "one more time", "once more"},
+		{"Erhöhe Q1 um 5 A", "nochmal", "once more"},
+		{"Augmente Q1 de 5 A", "encore une fois", "once more"},
+		{"Set Q1 to 105 A", "now Q2", "names a device after a change (\"now Q2\")"},
+		{"Set Q1 to 105 A", "next Q2 please", "names a device after a change"},
+		{"Setze Q1 auf 105 A", "dann Q2", "names a device after a change"},
+		{"Show Q1", "again", ""},
+		{"Show Q1", "now Q2", ""},
+		{"Set Q1 to 105 A", "now show Q2", ""},
+		{"Set Q1 to 105 A", "now the plot", ""},
+	} {
+		f := FromMessages(c.latest, []string{c.earlier})
+		if f.Intent.IsChange() || c.want == "" && f.Intent.Note != "" || !strings.Contains(f.Intent.Note, c.want) {
+			t.Errorf("%q after %q: %s note %q, want %q", c.latest, c.earlier, f.Intent.Kind, f.Intent.Note, c.want)
+		}
+	}
+}
+
 // The rules never panic, whatever the bytes, and their findings hold
 // together: only a change has changes, and every target is a piece of the
 // message.
