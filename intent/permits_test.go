@@ -1053,3 +1053,46 @@ func TestPermitsAnAmountNamedFirst(t *testing.T) {
 		}
 	}
 }
+
+// A target the user names by a kind of device and no number ("the gun
+// voltage", "the booster RF voltage") is permitted only on a target whose
+// name or description says that kind: a planner writing a klystron's high
+// voltage for the gun, or a storage ring cavity for the booster, is
+// refused. A numbered target is told apart by its number, an undescribed
+// one has no words to compare.
+func TestPermitsNoOtherKindOfDevice(t *testing.T) {
+	const (
+		gun     = "electron gun high voltage of the linac"
+		kly     = "linac klystron 1 modulator high voltage"
+		booster = "booster RF cavity voltage"
+		ring    = "storage ring RF cavity 1 gap voltage setpoint"
+	)
+	for _, c := range []struct {
+		msg, target, description string
+		permitted                bool
+	}{
+		{"Set the gun voltage to 80 kV", "LINAC:GUN:VOLT", gun, true},
+		{"Set the gun voltage to 80 kV", "LINAC:KLY1:HV", kly, false},
+		{"Setze die Spannung der Elektronenkanone auf 80 kV", "LINAC:KLY1:HV", kly, false},
+		{"Mets la tension du canon à 80 kV", "LINAC:KLY1:HV", kly, false},
+		{"Set the klystron high voltage to 80 kV", "LINAC:GUN:VOLT", gun, false},
+		{"Set the kly HV to 80 kV", "LINAC:KLY1:HV", kly, true},
+		{"Set the booster RF voltage to 80 kV", "SR:RF:CAV1:VOLT", ring, false},
+		{"Set the booster RF voltage to 80 kV", "BR:RF:VOLT", booster, true},
+		{"Set the storage ring RF voltage to 80 kV", "BR:RF:VOLT", booster, false},
+		{"Set the storage ring RF voltage to 80 kV", "SR:RF:CAV1:VOLT", ring, true},
+		{"Set the RF voltage to 80 kV", "BR:RF:VOLT", booster, true},                               // no kind named
+		{"Set the gun voltage to 80 kV", "LINAC:KLY1:HV", "", true},                                // no description to compare
+		{"Set the quadrupole Q1 current to 80 A", "BTS:MAG:Q1:CURRENT", "Q1 magnet current", true}, // numbered
+	} {
+		unit := "kV"
+		if strings.Contains(c.msg, " A") {
+			unit = "A"
+		}
+		in := intent.FromMessage(c.msg).Intent
+		err := in.Permits(act(capabilities.Change{Target: c.target, Value: 80.0, Unit: unit, Description: c.description}), nil)
+		if c.permitted && err != nil || !c.permitted && !errors.Is(err, intent.ErrMismatch) {
+			t.Errorf("%q on %s (%q): %v, want permitted %v", c.msg, c.target, c.description, err, c.permitted)
+		}
+	}
+}

@@ -157,6 +157,57 @@ func wordsDisagree(stated, target, description string) string {
 	if a := acronymMissing(stated, target, ts, description); a != "" {
 		return "which is not named " + strconv.Quote(a)
 	}
+	if c := classMissing(stated, ws, ts, description); c != "" {
+		return "which is not named " + strconv.Quote(c)
+	}
+	return ""
+}
+
+// deviceClasses are the kinds of device and the parts of a machine, each
+// by all its words (abbreviations, plurals, German, French).
+var deviceClasses = []map[string]bool{
+	wordSet(`gun guns kanone elektronenkanone canon`),
+	wordSet(`klystron klystrons kly klystrone`),
+	wordSet(`cavity cavities cav kavität kavitäten resonator cavité cavités`),
+	wordSet(`quadrupole quadrupoles quad quads quadrupol quadrupolen quadrupôle quadrupôles`),
+	wordSet(`dipole dipoles bend bends bending dipol dipolen dipôle dipôles`),
+	wordSet(`sextupole sextupoles sext sextupol sextupolen sextupôle sextupôles`),
+	wordSet(`corrector correctors steerer steerers korrektor korrektoren correcteur correcteurs`),
+	wordSet(`kicker kickers`),
+	wordSet(`septum septa`),
+	wordSet(`booster`),
+	wordSet(`linac linacs linearbeschleuniger`),
+	wordSet(`storage speicherring stockage`),
+	wordSet(`bpm bpms`),
+	wordSet(`gauge gauges jauge jauges`),
+	wordSet(`pump pumps pumpe pumpen pompe pompes`),
+	wordSet(`undulator undulators undulateur undulateurs wiggler wigglers`),
+	wordSet(`solenoid solenoids solenoïde solenoïdes`),
+}
+
+// classMissing returns the user's word for a kind of device that a
+// described target (its name's tokens, its description's words) is not,
+// when the user's target states no numbered name: "the gun voltage" is
+// not the klystron's high voltage, "the booster RF voltage" not a storage
+// ring cavity's. A target the user numbers ("Q1") is told apart by its
+// number, and an undescribed one has no words to compare.
+func classMissing(stated string, said, has []string, description string) string {
+	if strings.TrimSpace(description) == "" || len(statedIdentifiers(stated)) > 0 {
+		return ""
+	}
+	var hasAll []string
+	for _, t := range has {
+		hasAll = append(hasAll, t)
+		if letters, _, ok := splitGlued(t); ok {
+			hasAll = append(hasAll, letters) // "kly1": kly
+		}
+	}
+	for _, class := range deviceClasses {
+		i := slices.IndexFunc(said, func(w string) bool { return class[w] })
+		if i >= 0 && !slices.ContainsFunc(hasAll, func(w string) bool { return class[w] }) {
+			return said[i]
+		}
+	}
 	return ""
 }
 

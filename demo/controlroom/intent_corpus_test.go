@@ -398,7 +398,8 @@ func TestTurnSaysWhatItUnderstood(t *testing.T) {
 
 // A planner that writes the user's value to a sibling of the device the
 // user's words name — another sector's quadrupole, another cavity, a
-// klystron for a cavity — is refused on the compiled agent: the words are
+// klystron for a cavity, the booster's RF for the storage ring's, a klystron
+// for the gun — is refused on the compiled agent: the words are
 // read against the channel's name and its catalog description
 // (capabilities.Change.Description), so "sector 3" is not SR:C04 (described
 // as "… sector 4"), and "Kavität 2" is CAV2, never CAV3.
@@ -412,6 +413,11 @@ func TestAPlanForAnotherDeviceThanTheWordsNameIsRefused(t *testing.T) {
 		{"Set the RF cavity 2 gap voltage to 250 kV", "LINAC:KLY1:HV", "250"},
 		{"Set the RF cavity 2 gap voltage to 250 kV", "LINAC:KLY2:HV", "250"},
 		{"Mets la tension de la cavité RF 2 à 250 kV", "LINAC:KLY2:HV", "250"},
+		// Unnumbered: the kind of device the words name.
+		{"Set the electron gun voltage to 80 kV", "LINAC:KLY1:HV", "80"},
+		{"Setze die Spannung der Elektronenkanone auf 80 kV", "LINAC:KLY2:HV", "80"},
+		{"Set the booster RF voltage to 610 kV", "SR:RF:CAV1:VOLT", "610"},
+		{"Set the storage ring RF voltage to 610 kV", "BR:RF:VOLT", "610"},
 	} {
 		t.Run(tc.msg+" "+tc.planned, func(t *testing.T) {
 			reg, p := controlRoomWorld(t)
