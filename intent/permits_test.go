@@ -1058,8 +1058,10 @@ func TestPermitsAnAmountNamedFirst(t *testing.T) {
 // voltage", "the booster RF voltage") is permitted only on a target whose
 // name or description says that kind: a planner writing a klystron's high
 // voltage for the gun, or a storage ring cavity for the booster, is
-// refused. A numbered target is told apart by its number, an undescribed
-// one has no words to compare.
+// refused; a quantity the user names ("tune", "phase") must be the
+// target's too, numbered or not — a value without a unit says nothing of
+// it. A numbered target's kind is told by its number, an undescribed
+// target has no words to compare.
 func TestPermitsNoOtherKindOfDevice(t *testing.T) {
 	const (
 		gun     = "electron gun high voltage of the linac"
@@ -1084,10 +1086,24 @@ func TestPermitsNoOtherKindOfDevice(t *testing.T) {
 		{"Set the RF voltage to 80 kV", "BR:RF:VOLT", booster, true},                               // no kind named
 		{"Set the gun voltage to 80 kV", "LINAC:KLY1:HV", "", true},                                // no description to compare
 		{"Set the quadrupole Q1 current to 80 A", "BTS:MAG:Q1:CURRENT", "Q1 magnet current", true}, // numbered
+		// The quantity named, also without a unit and for a numbered target.
+		{"Set the horizontal tune to 80", "SR:BEAM:TUNE:X", "horizontal betatron tune of the storage ring", true},
+		{"Set the horizontal tune to 80", "SR:RF:CAV1:VOLT", ring, false},
+		{"Set the cavity 1 phase to 80", "SR:RF:CAV1:VOLT", ring, false},
+		{"Set the cavity 1 phase to 80", "SR:RF:CAV1:PHASE", "storage ring RF cavity 1 phase", true},
+		{"Setze die Phase der Kavität 1 auf 80", "SR:RF:CAV1:VOLT", ring, false},
+		{"Set the cooling water temperature to 80 degC", "SR:C01:TEMP:AIR", "tunnel air temperature in storage ring sector 1", false},
+		{"Set the cooling water temperature to 80 degC", "SR:C01:TEMP:MAG", "magnet cooling water temperature in storage ring sector 1", true},
+		{"Set the transfer line quadrupole current to 80 A", "SR:C01:QF:CURRENT", "focusing quadrupole magnet current in storage ring sector 1", false},
 	} {
 		unit := "kV"
-		if strings.Contains(c.msg, " A") {
+		switch {
+		case strings.Contains(c.msg, " A"):
 			unit = "A"
+		case strings.Contains(c.msg, "degC"):
+			unit = "degC"
+		case strings.HasSuffix(c.msg, " 80"):
+			unit = map[bool]string{true: "kV", false: ""}[strings.Contains(c.target, "VOLT")]
 		}
 		in := intent.FromMessage(c.msg).Intent
 		err := in.Permits(act(capabilities.Change{Target: c.target, Value: 80.0, Unit: unit, Description: c.description}), nil)

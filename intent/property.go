@@ -178,11 +178,29 @@ var deviceClasses = []map[string]bool{
 	wordSet(`booster`),
 	wordSet(`linac linacs linearbeschleuniger`),
 	wordSet(`storage speicherring stockage`),
+	wordSet(`transfer transport transferline transferlinie`),
+	wordSet(`water wasser eau`),
+	wordSet(`air luft`),
 	wordSet(`bpm bpms`),
 	wordSet(`gauge gauges jauge jauges`),
 	wordSet(`pump pumps pumpe pumpen pompe pompes`),
 	wordSet(`undulator undulators undulateur undulateurs wiggler wigglers`),
 	wordSet(`solenoid solenoids solenoïde solenoïdes`),
+}
+
+// quantities are what a target measures or sets, each by all its words.
+var quantities = []map[string]bool{
+	wordSet(`voltage voltages volt volts hv spannung spannungen hochspannung tension tensions`),
+	wordSet(`current currents curr strom ströme courant courants intensité`),
+	wordSet(`tune tunes arbeitspunkt`),
+	wordSet(`phase phases phasen`),
+	wordSet(`frequency frequencies freq frequenz fréquence`),
+	wordSet(`energy energies energie énergie`),
+	wordSet(`power leistung puissance`),
+	wordSet(`temperature temperatures temp temperatur température`),
+	wordSet(`pressure vacuum druck vakuum pression vide`),
+	wordSet(`lifetime lebensdauer`),
+	wordSet(`charge ladung`),
 }
 
 // classMissing returns the user's word for a kind of device that a
@@ -192,7 +210,7 @@ var deviceClasses = []map[string]bool{
 // ring cavity's. A target the user numbers ("Q1") is told apart by its
 // number, and an undescribed one has no words to compare.
 func classMissing(stated string, said, has []string, description string) string {
-	if strings.TrimSpace(description) == "" || len(statedIdentifiers(stated)) > 0 {
+	if strings.TrimSpace(description) == "" {
 		return ""
 	}
 	var hasAll []string
@@ -202,7 +220,11 @@ func classMissing(stated string, said, has []string, description string) string 
 			hasAll = append(hasAll, letters) // "kly1": kly
 		}
 	}
-	for _, class := range deviceClasses {
+	classes := quantities
+	if len(statedIdentifiers(stated)) == 0 {
+		classes = append(slices.Clone(quantities), deviceClasses...)
+	}
+	for _, class := range classes {
 		i := slices.IndexFunc(said, func(w string) bool { return class[w] })
 		if i >= 0 && !slices.ContainsFunc(hasAll, func(w string) bool { return class[w] }) {
 			return said[i]

@@ -418,6 +418,9 @@ func TestAPlanForAnotherDeviceThanTheWordsNameIsRefused(t *testing.T) {
 		{"Setze die Spannung der Elektronenkanone auf 80 kV", "LINAC:KLY2:HV", "80"},
 		{"Set the booster RF voltage to 610 kV", "SR:RF:CAV1:VOLT", "610"},
 		{"Set the storage ring RF voltage to 610 kV", "BR:RF:VOLT", "610"},
+		// The quantity the words name, with a value without a unit.
+		{"Set the horizontal tune to 0.25", "SR:RF:CAV1:VOLT", "0.25"},
+		{"Set the RF cavity 2 phase to 10", "SR:RF:CAV2:VOLT", "10"},
 	} {
 		t.Run(tc.msg+" "+tc.planned, func(t *testing.T) {
 			reg, p := controlRoomWorld(t)
