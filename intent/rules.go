@@ -1092,7 +1092,7 @@ func fromMessage(msg string) Finding {
 		return Finding{Intent: Intent{Kind: KindChange, Changes: changes}, Reason: ReasonChange}
 	}
 	in := Intent{Kind: KindRead}
-	ensure := ensured(msg, reported.change)
+	ensure := ensured(msg, masked, norm, reported.change)
 	switch {
 	case later:
 		return laterFinding
@@ -1151,14 +1151,17 @@ func fromMessage(msg string) Finding {
 }
 
 // ensured is the words of a message asking to make sure of a value
-// (ensureAsked, a value after a marker), as typed, or "". The words after
-// "make sure" may be masked as reported ("…, dass Q1 auf 105 A steht"), so
+// (ensureAsked, a value after a marker), or "" (masked: the message with
+// reported words blanked; norm: it in lower case). The words after "make
+// sure" may be masked as reported ("…, dass Q1 auf 105 A steht"), so then
 // the message is read whole, unless a change in it is reported.
-func ensured(msg string, reportedChange bool) string {
+func ensured(msg, masked, norm string, reportedChange bool) string {
 	if reportedChange {
 		return ""
 	}
-	norm := strings.ReplaceAll(strings.ToLower(msg), "’", "'")
+	if masked != msg && !ensureAsked.mayMatch(norm) {
+		norm = strings.ReplaceAll(strings.ToLower(msg), "’", "'") // words were masked: read them all
+	}
 	if m := ensureAsked.FindStringSubmatch(norm); m != nil && valueAfterMarker.MatchString(norm) {
 		return m[1]
 	}
