@@ -910,6 +910,33 @@ func devicesAlone(masked string, c clause, changes []RequestedChange) bool {
 	})
 }
 
+// devicesAfterValue returns the devices a change clause ends with after
+// its value or state, joined by "and" ("Set Q1 to 105 A and Q2", "Turn Q1
+// off and Q2"), that no change names: a change for them too, or a read?
+// "" when there are none.
+func devicesAfterValue(masked string, c clause, changes []RequestedChange) string {
+	k := len(c.toks)
+	for k > 0 && (listWord(c.toks[k-1].w) || thenWords[c.toks[k-1].w]) {
+		k--
+	}
+	if k == len(c.toks) || k == 0 || !listJoiners[c.toks[k].w] && !thenWords[c.toks[k].w] ||
+		!startsNumber(c.toks[k-1].w) && !KnownUnit(c.toks[k-1].w) && particleStates[c.toks[k-1].w] == "" {
+		return ""
+	}
+	tail := c.toks[k:]
+	if !slices.ContainsFunc(tail, func(t token) bool {
+		n := distinctNames(t.w)
+		return len(n) > 0 && !slices.ContainsFunc(changes, func(rc RequestedChange) bool { return slices.Contains(distinctNames(rc.Target), n[0]) })
+	}) {
+		return ""
+	}
+	return span(masked, tail)
+}
+
+// thenWords may join a device to a change before it ("… and then Q2", "…
+// and also Q2").
+var thenWords = wordSet(`then also dann auch puis aussi ensuite`)
+
 // listJoiners join the devices of a list ("Q1, Q2 and Q3").
 var listJoiners = wordSet(`and und et`)
 
@@ -1019,6 +1046,9 @@ func fromMessage(msg string) Finding {
 			}
 			changes = append(changes, r.changes...)
 			changed, prev, lastVerb = true, true, r.lastVerb
+			if listed == "" {
+				listed = devicesAfterValue(masked, c, changes) // "Set Q1 to 105 A and Q2": Q2 too?
+			}
 			continue
 		case r.question == firmQuestion:
 			question = true
