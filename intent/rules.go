@@ -186,7 +186,10 @@ var (
 	madeVerbs = wordSet(`make mach mache`)
 	// particleVerbs are changes with an on/off alone ("turn off", "schalte
 	// … aus", "coupe").
-	particleVerbs = wordSet(`turn switch power shut flip schalte schalt schalten dreh drehe drehen`)
+	particleVerbs = wordSet(`turn switch power shut flip schalte schalt schalten dreh drehe drehen mach mache`)
+	// powerParticles are the states "power" and "shut" ask for with "up"
+	// and "down" ("turn down" lowers, "power down" switches off).
+	powerParticles = map[string]string{"up": "on", "down": "off"}
 	// particleStates are the states the particles of particleVerbs ask for.
 	particleStates = map[string]string{"on": "on", "ein": "on", "an": "on", "off": "off", "aus": "off", "ab": "off"}
 	// offVerbs are the toggleVerbs that switch off (the others switch on).
@@ -1209,7 +1212,7 @@ var valueAfterMarker = regexp.MustCompile(`(?:\b(?:to|at|auf)|(?:^|[^\pL])à|=|�
 // actionVerbs ask for an action on the machine that is no setting's value
 // or on/off: the rules read none as a change, and say so.
 var actionVerbs = wordSet(`open close shut insert retract extract start stop restart degauss cycle standardize standardise toggle
-	acknowledge trigger fire inject dump abort match copy
+	acknowledge trigger fire inject dump abort match copy kill trip
 	double halve triple quadruple multiply divide scale verdopple verdoppeln verdoppele halbiere halbieren verdreifache multipliziere
 	skaliere doublez doubler divise divisez diviser triplez tripler multiplie multipliez multiplier
 	öffne öffnen schließe schliesse schließen starte starten stoppe stoppen zyklisiere quittiere
@@ -2205,13 +2208,23 @@ func verbChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 				break
 			}
 			state := particleStates[t.w]
+			if verb == "power" || verb == "shut" {
+				state = cmp.Or(state, powerParticles[t.w]) // "power down klystron 3", "shut down…", "power up…"
+			}
 			if state == "" || verb == "shut" && state == "on" {
 				continue
 			}
-			target := trimJoiners(slices.Delete(slices.Clone(rest), k, k+1))
-			if slices.ContainsFunc(target, func(t token) bool { return particleStates[t.w] != "" && particleStates[t.w] != state }) {
+			others := slices.Delete(slices.Clone(rest), k, k+1)
+			if slices.ContainsFunc(others, func(t token) bool {
+				other := particleStates[t.w]
+				if verb == "power" || verb == "shut" {
+					other = cmp.Or(other, powerParticles[t.w]) // before the joiners are trimmed: "power up Q1 and then down"
+				}
+				return other != "" && other != state
+			}) {
 				return nil, false // "turn it off and on again": two states
 			}
+			target := trimJoiners(others)
 			return []RequestedChange{{Target: span(msg, target), State: state}}, len(target) > 0
 		}
 	}
