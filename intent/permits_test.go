@@ -422,6 +422,12 @@ func TestPermitsNoPropertyTheWordsDoNotName(t *testing.T) {
 			channels: []string{"BTS:MAG:Q1:FB:GAIN"},
 		},
 		{
+			en:       []string{"nominal value", "nominal", "default value", "reference value", "saved value", "golden value", "calibration"},
+			de:       []string{"Nominalwert", "Referenzwert", "Standardwert"},
+			fr:       []string{"valeur nominale", "référence"},
+			channels: []string{"BTS:MAG:Q1:CURRENT:NOM", "BTS:MAG:Q1:I_DFLT", "BTS:MAG:Q1:GOLDEN"},
+		},
+		{
 			en:       []string{"trigger delay"},
 			de:       []string{"Verzögerung"},
 			fr:       []string{"retard"},

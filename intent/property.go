@@ -53,6 +53,14 @@ var properties = []property{
 		tokens: wordSet(`gain`),
 	},
 	{
+		name:   "a stored reference value (nominal, default, saved, calibration)",
+		words:  wordSet(`nominal nominals default defaults golden saved reference references calibration calibrations nominalwert referenzwert referenz standardwert vorgabewert kalibrierung nominale référence défaut étalonnage calibrage`),
+		parts:  []string{"nominalwert", "referenzwert", "standardwert", "kalibrier"},
+		tokens: wordSet(`nom dflt golden saved calib`),
+		// Words a description may use about a live setting ("nominal 100 A").
+		weak: wordSet(`nominal ref reference default cal calibration`),
+	},
+	{
 		name:   "a delay",
 		words:  wordSet(`delay delays verzögerung retard délai`),
 		parts:  []string{"delay", "verzögerung"},
