@@ -32,7 +32,11 @@ var injectionPattern = mustFilterFold(`(?i)(?:\b(?:system|assistant|ai|bot|model
 	`\b(?:ignore|disregard|forget) (?:all |any )?(?:the |your )?(?:previous|prior|above|earlier|former) (?:instructions?|messages?|rules?|prompts?)|` +
 	`\[/?(?:system|inst)\]|<\|?/?(?:system|im_start|im_end)\|?>|` +
 	`\b(?:hinweis|notiz|anweisung) (?:an|für) (?:den |die )?(?:assistenten|assistent|ki|system|modell)\b|` +
-	`\b(?:note|consigne|instruction) (?:à|a|pour) (?:l'assistant|l'ia|l'agent|le système|le modèle)\b)`)
+	`\b(?:note|consigne|instruction) (?:à|a|pour) (?:l'assistant|l'ia|l'agent|le système|le modèle)\b|` +
+	// The assistant spoken of in the third person: "(The assistant should also set…)".
+	`\bthe (?:assistant|ai|agent|model|system|llm|bot) (?:should|must|shall|will|is to|needs to|has to|may)\b|` +
+	`\b(?:der assistent|die ki|das system|das modell) (?:soll|muss|sollte|darf)\b|` +
+	`\b(?:l'assistant|l'ia|l'agent|le système|le modèle) (?:doit|devrait|va)\b)`)
 
 // examplePattern starts an example.
 var examplePattern = mustFilterFold(`(?i)\b(?:e\.\s?g\.|for (?:example|instance)|as an? (?:example|illustration)|z\.\s?b\.|zum beispiel|als beispiel|par exemple|comme exemple)|(?:^|[^\pL])à titre d'exemple`)
@@ -514,9 +518,10 @@ var sectionLabels = wordSet(`action actions request requests context task tasks 
 	frage anfrage bitte hinweis tâche contexte objectif demande raison problème question`)
 
 // opensBlock: a reporting sentence that ends opening what follows — a
-// colon, a colon and a list's first number, "the following" — so the lines
-// after it, to a blank line, are reported too.
-var opensBlock = regexp.MustCompile(`(?i)(?::\s*(?:\d{1,2}|[a-z])?|\b(?:the following|as follows|folgendes|folgende|wie folgt|ce qui suit|suivant|suivante)\s*:?)\s*$`)
+// colon, a colon and a list's first number, "the following", a rule of
+// dashes ("---------- Forwarded message ----------") — so the lines after
+// it, to a blank line, are reported too.
+var opensBlock = regexp.MustCompile(`(?i)(?::\s*(?:\d{1,2}|[a-z])?|\b(?:the following|as follows|folgendes|folgende|wie folgt|ce qui suit|suivant|suivante)\s*:?|-{3,}|={3,})\s*$`)
 
 // listStart: a sentence cut at a list's first number ("… reads 1. set …").
 var listStart = regexp.MustCompile(`\s1$`)
