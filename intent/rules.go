@@ -825,6 +825,11 @@ func wordsOf(ts []token) string {
 	return strings.Join(ws, " ")
 }
 
+// politeIf: the words after "if" ending a request that make it polite,
+// not conditional.
+var politeIf = map[string]bool{"possible": true, "at all possible": true, "you could": true, "you can": true, "you would": true,
+	"you don't mind": true, "you dont mind": true, "you please": true}
+
 // toldVerbs ask to be told ("ping me when…", "préviens-moi quand…").
 var toldVerbs = wordSet(`tell let ping notify inform alert message call text sag sage informiere benachrichtige dis préviens prévenez`)
 
@@ -840,6 +845,12 @@ func onCondition(clauses []clause) bool {
 		for i, t := range c.toks {
 			if !conditionWords[t.w] || (t.w == "while" || t.w == "whilst") && i+1 < len(c.toks) && notConditionAfterWhile[c.toks[i+1].w] {
 				continue
+			}
+			if t.w == "if" && politeIf[wordsOf(c.toks[i+1:])] {
+				continue // "… if possible", "… if you could", "… if you don't mind": a polite request
+			}
+			if t.w == "if" && i > 0 && c.toks[i-1].w == "it" && i+2 < len(c.toks) && c.toks[i+1].w == "you" && c.toks[i+2].w == "could" {
+				continue // "I'd appreciate it if you could …"
 			}
 			if t.w == "once" && (i > 0 && c.toks[i-1].w == "at" || i+1 == len(c.toks) || c.toks[i+1].w == "more" || c.toks[i+1].w == "again") {
 				continue // "… at once" is now; "… once", "… once more", one time
@@ -1996,9 +2007,31 @@ func oneEdit(a, b string) bool {
 	return false
 }
 
+// gerundVerb is the change verb an -ing form is ("setting" set, "raising"
+// raise, "lowering" lower), or "".
+func gerundVerb(w string) string {
+	stem, ok := strings.CutSuffix(w, "ing")
+	if !ok || len(stem) < 2 {
+		return ""
+	}
+	if v := verbOf(stem); v != "" {
+		return v // "lowering"
+	}
+	if v := verbOf(stem + "e"); v != "" {
+		return v // "raising"
+	}
+	if stem[len(stem)-1] == stem[len(stem)-2] {
+		return verbOf(stem[:len(stem)-1]) // "setting"
+	}
+	return ""
+}
+
 // politeOpeners come before an imperative: "can you", "I want you to",
 // "kannst du", "peux-tu".
 var politeOpeners = [][]string{
+	{"would", "you", "mind"}, {"do", "you", "mind"}, // a gerund follows ("would you mind setting…")
+	{"i'd", "appreciate", "it", "if", "you", "could"}, {"id", "appreciate", "it", "if", "you", "could"},
+	{"i", "would", "appreciate", "it", "if", "you", "could"}, {"it's", "time", "to"}, {"its", "time", "to"}, {"it", "is", "time", "to"}, {"time", "to"},
 	{"can", "you"}, {"could", "you"}, {"would", "you"}, {"will", "you"}, {"can", "u"}, {"could", "u"}, {"would", "u"},
 	{"i", "want", "you", "to"}, {"i", "need", "you", "to"}, {"i'd", "like", "you", "to"}, {"i", "would", "like", "you", "to"},
 	{"id", "like", "you", "to"}, {"i", "want", "to"}, {"i'd", "like", "to"}, {"id", "like", "to"}, {"i", "would", "like", "to"},
@@ -2046,11 +2079,11 @@ func readClause(msg string, c clause) clauseReading {
 	for i < len(ws) && (fillers[ws[i].w] || hedgeOpeners[ws[i].w]) {
 		i++ // "maybe set Q1 to 105 A" is a change the hedge then holds back, with a note
 	}
-	polite := false
+	polite, gerund := false, false
 	start := i
 	for _, p := range politeOpeners {
 		if hasPrefixWords(ws[i:], p) {
-			polite = true
+			polite, gerund = true, p[len(p)-1] == "mind"
 			start = i + len(p)
 			for start < len(ws) && (ws[start].w == "please" || ws[start].w == "pls" || ws[start].w == "kindly" || ws[start].w == "just" ||
 				ws[start].w == "bitte" || ws[start].w == "mal" || ws[start].w == "doch") {
@@ -2078,6 +2111,9 @@ func readClause(msg string, c clause) clauseReading {
 			continue
 		}
 		v := verbOf(ws[p].w)
+		if v == "" && gerund && n == 0 {
+			v = gerundVerb(ws[p].w) // "would you mind setting Q1 to 105 A"
+		}
 		if v == "" {
 			if readVerbs[ws[p].w] {
 				r.verbless = false
