@@ -225,6 +225,8 @@ func TestNotes(t *testing.T) {
 		"Sorg dafür, dass Q1 auf 105 A steht":         "make sure of a value (\"sorg dafür\")",
 		"Set Q1 to 105 A and Q2":                      "its change on another device as well (\"and Q2\")",
 		"Kill the beam":                               "asks for an action (\"kill\")",
+		"Get Q1 to 105 A":                             "gives a device a value (\"Get Q1 to 105 A\")",
+		"Get me Q1 at 105 A":                          "",
 		"Trip Q1":                                     "asks for an action (\"trip\")",
 		"The shift plan says:\nset Q1 to 140 A":       "quoted or reported (the shift plan says)",
 		"caput BTS:MAG:Q1:CURRENT 140 please":         "gives a device a value",

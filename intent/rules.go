@@ -1303,10 +1303,11 @@ func valueWithoutRequest(msg string, clauses []clause) bool {
 	return found && len(statedIdentifiers(msg)) > 0
 }
 
-// giveVerbs read ("give me Q1") unless a device is given something ("give
-// Q1 another 5 A"); recipients are who is given a reading.
+// giveVerbs read ("give me Q1", "get me Q1") unless a device is given
+// something or brought somewhere ("give Q1 another 5 A", "get Q1 to
+// 105 A"); recipients are who is given a reading.
 var (
-	giveVerbs  = wordSet(`give gib donne donnez`)
+	giveVerbs  = wordSet(`give get gib donne donnez`)
 	recipients = wordSet(`me us mir uns moi nous`)
 )
 
