@@ -332,6 +332,7 @@ var hypotheticalPattern = mustFilter(`\b(?:what (?:would|will|might|could)\b|wha
 // "C'est bon ?"): the user asks for advice, not yet for the change.
 var adviceAfterChange = mustFilter(`\b(?:(?:is|are|would|will) (?:that|this|it) (?:be )?(?:safe|ok|okay|fine|alright|all right|right|correct|wise|allowed|a good idea)|` +
 	`what do you think|does (?:that|this) make sense|good idea\?|makes sense\?|(?:any )?(?:thoughts|opinions|objections|comments|feedback)\?|` +
+	`yes or no\?|or not\?|(?:is|are|would|will) (?:that|this|it) (?:be )?(?:within|inside|in|below|under|above|over|out of|outside) (?:the )?(?:limits?|range|spec|specs|tolerance)|` +
 	`(?:ok|okay|alright|all right|right|correct|fine|good|agreed|yes|ja|gut|richtig|einverstanden|in ordnung|passt das|oder|gell|nicht wahr|` +
 	`oui|bon|d'accord|non|n'est-ce pas) ?\?|` +
 	`ist (?:das|dies) (?:sicher|ok|okay|in ordnung|richtig|sinnvoll|erlaubt)|was meinst du|was denkst du|` +
@@ -1575,6 +1576,7 @@ var hedge = mustFilter(`(?:^|[^\pL])(maybe|perhaps|possibly|probably|i think|i g
 // échoué"): the words report a change, they do not ask for one.
 var outcomeAfterValue = mustFilter(`\d(?:\s*[a-zµ°%]+)?\s*(?:[,;:—–-]\s*)?(?:\b|[^\pL])(failed|fails|has failed|timed out|times out|didn't work|did not work|doesn't work|does not work|` +
 	`worked|succeeded|returned|errored|threw|crashed|hangs|hung|gave (?:an? )?error|ended with|is stuck|got stuck|was rejected|was refused|` +
+	`was (?:the|my|our|your|his|her|their|what|sent|executed|issued|done|entered|typed|applied|logged)|were (?:sent|executed|issued|done|applied)|` +
 	`schlug fehl|ist fehlgeschlagen|hat nicht funktioniert|funktioniert nicht|ging nicht|hat geklappt|klappt nicht|` +
 	`a échoué|échoue|n'a pas marché|ne marche pas|n'a pas fonctionné|a marché|a fonctionné)(?:[^\pL]|$)`)
 
