@@ -333,6 +333,8 @@ var hypotheticalPattern = mustFilter(`\b(?:what (?:would|will|might|could)\b|wha
 var adviceAfterChange = mustFilter(`\b(?:(?:is|are|would|will) (?:that|this|it) (?:be )?(?:safe|ok|okay|fine|alright|all right|right|correct|wise|allowed|a good idea)|` +
 	`what do you think|does (?:that|this) make sense|good idea\?|makes sense\?|(?:any )?(?:thoughts|opinions|objections|comments|feedback)\?|` +
 	`yes or no\?|or not\?|(?:is|are|would|will) (?:that|this|it) (?:be )?(?:within|inside|in|below|under|above|over|out of|outside) (?:the )?(?:limits?|range|spec|specs|tolerance)|` +
+	`ja oder nein ?\?|(?:ist|wäre) (?:das|dies) (?:innerhalb|außerhalb|ausserhalb|in) (?:der |den )?(?:grenzen|limits|spezifikation|toleranz)|` +
+	`est-ce (?:dans|hors|en dehors) (?:des |les )?(?:limites|tolérances|spécifications)|` +
 	`(?:ok|okay|alright|all right|right|correct|fine|good|agreed|yes|ja|gut|richtig|einverstanden|in ordnung|passt das|oder|gell|nicht wahr|` +
 	`oui|bon|d'accord|non|n'est-ce pas) ?\?|` +
 	`ist (?:das|dies) (?:sicher|ok|okay|in ordnung|richtig|sinnvoll|erlaubt)|was meinst du|was denkst du|` +
@@ -1577,6 +1579,7 @@ var hedge = mustFilter(`(?:^|[^\pL])(maybe|perhaps|possibly|probably|i think|i g
 var outcomeAfterValue = mustFilter(`\d(?:\s*[a-zµ°%]+)?\s*(?:[,;:—–-]\s*)?(?:\b|[^\pL])(failed|fails|has failed|timed out|times out|didn't work|did not work|doesn't work|does not work|` +
 	`worked|succeeded|returned|errored|threw|crashed|hangs|hung|gave (?:an? )?error|ended with|is stuck|got stuck|was rejected|was refused|` +
 	`was (?:the|my|our|your|his|her|their|what|sent|executed|issued|done|entered|typed|applied|logged)|were (?:sent|executed|issued|done|applied)|` +
+	`war (?:keine|eine|ein|der|die|das|falsch|richtig|gut|schlecht)|était|a été (?:une|un|la|le|refusé|rejeté|envoyé|exécuté)|` +
 	`schlug fehl|ist fehlgeschlagen|hat nicht funktioniert|funktioniert nicht|ging nicht|hat geklappt|klappt nicht|` +
 	`a échoué|échoue|n'a pas marché|ne marche pas|n'a pas fonctionné|a marché|a fonctionné)(?:[^\pL]|$)`)
 
