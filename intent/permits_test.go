@@ -819,6 +819,11 @@ func TestPermitsAUnitAsItIsNamed(t *testing.T) {
 		{"Set the heater to 20 degrees Celsius", 20, "°C", true},
 		{"Set the heater to 20 deg C", 20, "°C", true},
 		{"Setze die Phase auf 20 Grad", 20, "deg", true},
+		{"Set the phase to 20°", 20, "deg", true},
+		{"Set the heater to 20°C", 20, "°C", true},
+		{"Set the heater to 20° C", 20, "°C", true},
+		{"Set the heater to 20°", 20, "°C", false}, // an angle, not a temperature
+		{"Set the heater to 20°F", 20, "°C", false},
 		{"Set the heater to 20 degrees Fahrenheit", 20, "°C", false},
 		{"Set the heater to 20 deg F", 20, "°C", false},
 		{"Mets le chauffage à 20 degrés Fahrenheit", 20, "°C", false},

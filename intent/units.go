@@ -48,7 +48,7 @@ var unitAliases = map[string]string{
 	"torr": "Torr", "mbar": "mbar", "bar": "bar", "pa": "Pa", "pascal": "Pa", "pascals": "Pa",
 	"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "ms": "ms",
 	"deg": "deg", "degree": "deg", "degrees": "deg", "degc": "°C", "°c": "°C", "celsius": "°C", "kelvin": "K",
-	"grad": "deg", "degré": "deg", "degrés": "deg",
+	"grad": "deg", "degré": "deg", "degrés": "deg", "°": "deg",
 	"percent": "%", "%": "%", "ev": "eV", "kev": "keV", "mev": "MeV", "gev": "GeV",
 	// Long names with their prefixes and plurals, and the French and German
 	// spellings: a unit word capgraph does not know leaves the value without
