@@ -1579,7 +1579,7 @@ var hedge = mustFilter(`(?:^|[^\pL])(maybe|perhaps|possibly|probably|i think|i g
 var outcomeAfterValue = mustFilter(`\d(?:\s*[a-zµ°%]+)?\s*(?:[,;:—–-]\s*)?(?:\b|[^\pL])(failed|fails|has failed|timed out|times out|didn't work|did not work|doesn't work|does not work|` +
 	`worked|succeeded|returned|errored|threw|crashed|hangs|hung|gave (?:an? )?error|ended with|is stuck|got stuck|was rejected|was refused|` +
 	`was (?:the|my|our|your|his|her|their|what|sent|executed|issued|done|entered|typed|applied|logged)|were (?:sent|executed|issued|done|applied)|` +
-	`war (?:keine|eine|ein|der|die|das|falsch|richtig|gut|schlecht)|était|a été (?:une|un|la|le|refusé|rejeté|envoyé|exécuté)|` +
+	`war (?:keine|eine|ein|der|die|das|falsch|richtig|gut|schlecht)|était (?:une|un|la|le|faux|fausse|correct|correcte|bien|mal)|a été (?:une|un|la|le|refusé|rejeté|envoyé|exécuté)|` +
 	`schlug fehl|ist fehlgeschlagen|hat nicht funktioniert|funktioniert nicht|ging nicht|hat geklappt|klappt nicht|` +
 	`a échoué|échoue|n'a pas marché|ne marche pas|n'a pas fonctionné|a marché|a fonctionné)(?:[^\pL]|$)`)
 

@@ -288,6 +288,8 @@ func TestRules(t *testing.T) {
 		{"Mets Q1 à 105 A : est-ce dans les limites ?", "hypothetical"},
 		{"Mettre Q1 à 105 A était une erreur", "read"},
 		{"Setze Q1 auf 105 A war falsch", "read"},
+		{"Mets Q1 à 105 A (était 100 A)", "change: Q1 to 105 A"},
+		{"Setze Q1 auf 105 A (war 100 A)", "change: Q1 to 105 A"},
 		{"Set Q1 to 5 A above its current value", "read"},
 		{"Set corrector HC3 to minus 2 A", "change: corrector HC3 to -2 A"},
 		{"Setze HC3 auf minus 2 A", "change: HC3 to -2 A"},
