@@ -211,12 +211,14 @@ var quantities = []map[string]bool{
 	wordSet(`charge ladung`),
 }
 
-// classMissing returns the user's word for a kind of device that a
-// described target (its name's tokens, its description's words) is not,
-// when the user's target states no numbered name: "the gun voltage" is
-// not the klystron's high voltage, "the booster RF voltage" not a storage
-// ring cavity's. A target the user numbers ("Q1") is told apart by its
-// number, and an undescribed one has no words to compare.
+// classMissing returns the user's word for a quantity (quantities), or,
+// when the user's target states no numbered name, a kind of device
+// (deviceClasses), that a described target (its name's tokens, its
+// description's words) is not: "the horizontal tune" is not a cavity's
+// voltage, "the gun voltage" not the klystron's high voltage, "the
+// booster RF voltage" not a storage ring cavity's. A target the user
+// numbers ("Q1") is told apart by its number, and an undescribed one has
+// no words to compare.
 func classMissing(stated string, said, has []string, description string) string {
 	if strings.TrimSpace(description) == "" {
 		return ""

@@ -90,7 +90,7 @@ var emphasis = regexp.MustCompile("(\\*\\*|__|`)([^*_`\n]{1,40})(\\*\\*|__|`)|(^
 // list below ("Set:", "Please set the following:", "Setze folgende:").
 var listHeading = regexp.MustCompile(`(?im)^[ \t]*(?:(?:please|pls|kindly|bitte)[ \t]+)?(\pL+)([ \t]+(?:the following(?: values)?|these|folgende|folgendes|ce qui suit|les valeurs suivantes))?[ \t]*:[ \t]*\n`)
 
-// listItem marks the start of a list's line ("- ", "* ", "• ", "2. ").
+// listItemMark marks the start of a list's line ("- ", "* ", "• ", "2. ").
 var listItemMark = regexp.MustCompile(`^[ \t]*(?:[-*•]|\d{1,2}[.)])[ \t]+`)
 
 // itemColon: a device's name and a colon before its value in a list's
@@ -531,11 +531,8 @@ var listStart = regexp.MustCompile(`\s1$`)
 // reads.
 func readingAfter(text string, words [][2]int, k int) bool {
 	rest := strings.TrimLeft(text[words[k][1]:], " :")
-	return rest != "" && (rest[0] >= '0' && rest[0] <= '9' || rest[0] == '-' || rest[0] == '+') && !listItem.MatchString(rest)
+	return rest != "" && (rest[0] >= '0' && rest[0] <= '9' || rest[0] == '-' || rest[0] == '+') && !listNumber.MatchString(rest) // "reads: 1. set Q1…": a list's number
 }
-
-// listItem: a list's number, not a reading ("reads: 1. set Q1…").
-var listItem = regexp.MustCompile(`^\d{1,2}[.)](?:\s|$)`)
 
 // recordVerbs ask for a record of a change ("… and note it in the
 // logbook", "… und trag es ins Logbuch ein", "… et note-le dans le
