@@ -1011,6 +1011,10 @@ func fromMessage(msg string) Finding {
 			// "Why don't you set Q1 to 105 A": a suggestion, or a question.
 			in.Note = "Your message asks why the change is not made (\"" + strings.TrimSpace(m[1]) + "\"), so it was read as a question and nothing will be changed. " +
 				"To make the change, ask for it, for example \"please set Q1 to 105 A\"."
+		} else if slices.ContainsFunc(clauses, func(c clause) bool { return readClause(masked, c).change }) {
+			// "Set Q1 to 105 A and change nothing else": which of the two is meant is the rules' guess.
+			in.Note = "Your message asks for a change and says not to change something as well, so nothing will be changed: " +
+				"ask for the change on its own, for example \"set Q1 to 105 A\"."
 		}
 		return Finding{Intent: in, Reason: ReasonNegated}
 	}
@@ -1061,6 +1065,9 @@ func fromMessage(msg string) Finding {
 			if !changed {
 				from = c.toks[0].start
 			}
+			if unclear == "" && r.missed != "" {
+				unclear = r.missed // "Set Q1 to 105 A and raise Q2": the second change has no value
+			}
 			changes = append(changes, r.changes...)
 			changed, prev, lastVerb = true, true, r.lastVerb
 			if listed == "" {
@@ -1103,6 +1110,12 @@ func fromMessage(msg string) Finding {
 	if changed && stranded != "" {
 		f, _ := readWithNote(ReasonOpenValue, "Your message gives a value (\""+shorten(stranded)+"\") apart from its change, after or before words that are not part of it, "+
 			"so nothing will be changed: which changes are meant, and when, would be a guess. Ask for the changes together, for example \"set Q1 to 105 A and Q2 to 98 A\".")
+		return f
+	}
+	if changed && unclear != "" && !shown {
+		// "Set Q1 to 105 A, then set Q2", "… and raise Q2": the second change, without its value, was dropped without a word.
+		f, _ := readWithNote(ReasonOpenValue, "Your message asks for another change without its value (\""+shorten(unclear)+"\"), so nothing will be changed: "+
+			"say each change with its value, for example \"set Q1 to 105 A and Q2 to 98 A\".")
 		return f
 	}
 	if words := cmp.Or(listed, alsoOther(masked, norm, clauses, changes, from)); changed && words != "" {
@@ -2013,6 +2026,18 @@ func oneEdit(a, b string) bool {
 	return false
 }
 
+// writeVerbs without a value take a note ("… and write it down"), no
+// change of the machine.
+var writeVerbs = wordSet(`write schreib schreibe schreiben écris écrivez écrire ecris ecrivez ecrire`)
+
+// amountAsked reports the words after an amount verb that read no amount
+// but name a device ("add it to Q2", "remove that from Q2"): a change
+// asked without its amount, not a read such as "add Q2 to the plot".
+func amountAsked(msg string, rest []token) bool {
+	return len(statedIdentifiers(span(msg, rest))) > 0 && !presentation(rest) &&
+		!slices.ContainsFunc(rest, func(t token) bool { return startsNumber(t.w) && numberToken(msg, t) })
+}
+
 // gerundVerb is the change verb an -ing form is ("setting" set, "raising"
 // raise, "lowering" lower), or "".
 func gerundVerb(w string) string {
@@ -2072,6 +2097,7 @@ type clauseReading struct {
 	history  bool   // a change verb as a noun or in a clause about the past
 	verbless bool   // neither a change verb nor a read verb
 	lastVerb string // the last change verb that read a change
+	missed   string // the words of a change verb that read none ("raise Q2" in "set Q1 to 105 A and raise Q2")
 }
 
 // readClause classifies one clause. A change verb counts at the start of
@@ -2143,13 +2169,15 @@ func readClause(msg string, c clause) clauseReading {
 			rest = append([]token{pr}, rest...) // "mets-le à 106 A": "le" is the target, named before
 		}
 		cs, ok := verbChanges(msg, v, rest)
-		if !ok && (weakVerbs[v] || amountVerbs[v] != 0) {
+		if !ok && (weakVerbs[v] || amountVerbs[v] != 0) && !(amountVerbs[v] != 0 && !weakVerbs[v] && amountAsked(msg, rest)) {
 			continue // "send me the Q1 plot", "update the logbook": a read
 		}
 		r.verb = true
 		if ok {
 			r.changes = append(r.changes, cs...)
 			r.change, r.lastVerb = true, v
+		} else if r.missed == "" && !presentation(rest) && !writeVerbs[v] {
+			r.missed = span(msg, ws[p:max(end, p+1)])
 		}
 	}
 	// German puts the infinitive last: "(bitte) Q1 auf 105 A setzen (bitte)".
