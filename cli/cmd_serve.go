@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/capgraph/capgraph/server"
@@ -145,7 +147,9 @@ func (c *cmdEnv) listenError(addr string, err error) error {
 
 func (c *cmdEnv) banner(ctx context.Context, addr string, keys int) {
 	base := "http://" + addr
-	w := c.env.Stdout
+	// Written at once: a reader (a script, a test) that sees its first line sees it all.
+	w := new(strings.Builder)
+	defer func() { io.WriteString(c.env.Stdout, w.String()) }()
 	mode := "offline mode: no LLM configured"
 	if !c.offline() {
 		mode = "with the configured models"
