@@ -114,10 +114,7 @@ func joinHeadedList(msg string) string {
 	}
 	joined := 0
 	for at := loc[1] - 1; at < len(b) && b[at] == '\n'; {
-		end := len(b)
-		if nl := bytes.IndexByte(b[at+1:], '\n'); nl >= 0 {
-			end = at + 1 + nl
-		}
+		end := lineEnd(b, at+1)
 		mark := listItemMark.FindIndex(b[at+1 : end])
 		if mark == nil {
 			break
@@ -367,47 +364,39 @@ func maskReported(msg string) (string, reportedText) {
 			from = end
 		}
 	}
+	// A line after who said it (the speaker's mark is b[start:said]), whole,
+	// when what it says asks for a change.
+	blankSaid := func(start, said int, what string) {
+		if end := lineEnd(b, said); hasChangeVerb(string(b[said:end])) {
+			blank(said, end, what) // what it says first: "set Q1 to 140 A" is a change reported
+			blank(start, said, what)
+		}
+	}
 	// Lines of a chat log ("[10:32] Bob: set Q1 to 140 A", "<bob> set …",
-	// "10:32 Bob: …"), whole.
+	// "10:32 Bob: …").
 	for _, m := range chatLogLine.FindAllIndex(b, -1) {
-		end := len(b)
-		if nl := bytes.IndexByte(b[m[1]:], '\n'); nl >= 0 {
-			end = m[1] + nl
-		}
-		if hasChangeVerb(string(b[m[1]:end])) {
-			blank(m[1], end, "a line of a chat log") // what it says first: "set Q1 to 140 A" is a change reported
-			blank(m[0], m[1], "a line of a chat log")
-		}
+		blankSaid(m[0], m[1], "a line of a chat log")
 	}
 	// Lines of a transcript: two speakers or more, each line after its
 	// speaker's name ("Alice: Q1 looks low\nBob: set Q1 to 140 A",
-	// "Q: …\nA: …"), whole.
-	if bytes.Count(b, []byte{'\n'}) > 0 {
-		lines := speakerLine.FindAllSubmatchIndex(b, -1)
+	// "Q: …\nA: …").
+	if bytes.IndexByte(b, '\n') >= 0 {
+		lines := slices.DeleteFunc(speakerLine.FindAllSubmatchIndex(b, -1), func(m []int) bool {
+			return sectionLabels[strings.ToLower(string(b[m[2]:m[3]]))]
+		})
 		speakers := map[string]bool{}
-		lines = slices.DeleteFunc(lines, func(m []int) bool { return sectionLabels[strings.ToLower(string(b[m[2]:m[3]]))] })
 		for _, m := range lines {
 			speakers[string(b[m[2]:m[3]])] = true
 		}
 		if len(speakers) >= 2 {
 			for _, m := range lines {
-				end := len(b)
-				if nl := bytes.IndexByte(b[m[1]:], '\n'); nl >= 0 {
-					end = m[1] + nl
-				}
-				if hasChangeVerb(string(b[m[1]:end])) {
-					blank(m[1], end, "a transcript")
-					blank(m[0], m[1], "a transcript")
-				}
+				blankSaid(m[0], m[1], "a transcript")
 			}
 		}
 	}
 	// Lines quoted in Markdown or e-mail ("> set Q1 to 140 A"), whole.
 	for start := 0; start < len(b); {
-		end := len(b)
-		if nl := bytes.IndexByte(b[start:], '\n'); nl >= 0 {
-			end = start + nl
-		}
+		end := lineEnd(b, start)
 		if line := bytes.TrimLeft(b[start:end], " \t"); len(line) > 0 && line[0] == '>' {
 			if hasChangeVerb(string(line[1:])) {
 				blank(start, end, "a quoted line")
@@ -517,6 +506,15 @@ var sectionLabels = wordSet(`action actions request requests context task tasks 
 	update situation question questions current now then next please ps kontext aufgabe ziel hintergrund grund problem
 	frage anfrage bitte hinweis tâche contexte objectif demande raison problème question`)
 
+// lineEnd is where the line holding b[from] ends: its line break, or the
+// end of b.
+func lineEnd(b []byte, from int) int {
+	if nl := bytes.IndexByte(b[from:], '\n'); nl >= 0 {
+		return from + nl
+	}
+	return len(b)
+}
+
 // opensBlock: a reporting sentence that ends opening what follows — a
 // colon, a colon and a list's first number, "the following", a rule of
 // dashes ("---------- Forwarded message ----------") — so the lines after
@@ -549,7 +547,7 @@ var recordVerbs = wordSet(`make write note log record enter put add file send po
 // before ("…, and note it, as the procedure says").
 func ownRecord(text string, words [][2]int, lower []string, k int) int {
 	c := k
-	for c > 0 && !strings.ContainsAny(text[words[c-1][1]:words[c][0]], ",;:—–()") && !clauseJoiners[lower[c-1]] {
+	for c > 0 && !strings.ContainsAny(text[words[c-1][1]:words[c][0]], ",;:—–()") && !joiner(lower[c-1]) {
 		c--
 	}
 	if c == 0 {
@@ -563,20 +561,17 @@ func ownRecord(text string, words [][2]int, lower []string, k int) int {
 		return 0
 	}
 	for j := k + 1; j < len(lower); j++ {
-		if reportVerbs[lower[j]] && !readingAfter(text, words, j) || lower[j] == "according" || lower[j] == "per" || lower[j] == "laut" ||
-			lower[j] == "selon" || lower[j] == "gemäß" || lower[j] == "d'après" {
+		if reportVerbs[lower[j]] && !readingAfter(text, words, j) || slices.ContainsFunc(reportPreps, func(p []string) bool {
+			return j+len(p) <= len(lower) && slices.Equal(lower[j:j+len(p)], p)
+		}) {
 			return 0
 		}
 	}
 	return c
 }
 
-// clauseJoiners start a clause of its own; selfWords say the user does
-// what follows ("I'll note it…").
-var (
-	clauseJoiners = wordSet(`and then also und dann et puis`)
-	selfWords     = wordSet(`i'll i we'll we will i'm going to ich werde wir je vais on va`)
-)
+// selfWords say the user does what follows ("I'll note it…").
+var selfWords = wordSet(`i'll i we'll we will i'm going to ich werde wir je vais on va`)
 
 // afterReport is what a reporting verb reports, without the "(you) to"
 // that may lead it ("wants you to set Q1…" reports "set Q1…").

@@ -933,10 +933,10 @@ func devicesAlone(masked string, c clause, changes []RequestedChange) bool {
 // "" when there are none.
 func devicesAfterValue(masked string, c clause, changes []RequestedChange) string {
 	k := len(c.toks)
-	for k > 0 && (listWord(c.toks[k-1].w) || thenWords[c.toks[k-1].w]) {
+	for k > 0 && (listWord(c.toks[k-1].w) || joiner(c.toks[k-1].w)) {
 		k--
 	}
-	if k == len(c.toks) || k == 0 || !listJoiners[c.toks[k].w] && !thenWords[c.toks[k].w] ||
+	if k == len(c.toks) || k == 0 || !joiner(c.toks[k].w) ||
 		!startsNumber(c.toks[k-1].w) && !KnownUnit(c.toks[k-1].w) && particleStates[c.toks[k-1].w] == "" {
 		return ""
 	}
@@ -950,9 +950,12 @@ func devicesAfterValue(masked string, c clause, changes []RequestedChange) strin
 	return span(masked, tail)
 }
 
-// thenWords may join a device to a change before it ("… and then Q2", "…
-// and also Q2").
-var thenWords = wordSet(`then also dann auch puis aussi ensuite`)
+// alsoJoiners join what follows to what came before as well ("… and also
+// Q2"); joiner is a word of a sequence or of alsoJoiners ("and", "then",
+// "also", "und", "puis"…), which starts a clause of its own.
+var alsoJoiners = wordSet(`also auch aussi`)
+
+func joiner(w string) bool { return sequenceWords[w] || alsoJoiners[w] }
 
 // listJoiners join the devices of a list ("Q1, Q2 and Q3").
 var listJoiners = wordSet(`and und et`)
@@ -2169,7 +2172,7 @@ func readClause(msg string, c clause) clauseReading {
 			rest = append([]token{pr}, rest...) // "mets-le à 106 A": "le" is the target, named before
 		}
 		cs, ok := verbChanges(msg, v, rest)
-		if !ok && (weakVerbs[v] || amountVerbs[v] != 0) && !(amountVerbs[v] != 0 && !weakVerbs[v] && amountAsked(msg, rest)) {
+		if !ok && (weakVerbs[v] || amountVerbs[v] != 0 && !amountAsked(msg, rest)) {
 			continue // "send me the Q1 plot", "update the logbook": a read
 		}
 		r.verb = true
