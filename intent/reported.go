@@ -471,6 +471,9 @@ func maskReported(msg string) (string, reportedText) {
 				after = colonAfter(text, w[1])
 			default:
 				for _, p := range reportPreps {
+					if lw == "per" && k+1 < len(lower) && strings.TrimSuffix(lower[k+1], "s") == "cent" {
+						break // "10 per cent": a percentage, no source
+					}
 					if k+len(p) <= len(words) && slices.Equal(lower[k:k+len(p)], p) {
 						after = words[k+len(p)-1][1]
 						break

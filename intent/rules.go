@@ -1667,8 +1667,9 @@ var timeWords = wordSet(`s sec secs second seconds min mins minute minutes h hr 
 // another 5 A", "by 5 A per minute", "by 5 A/min", "in steps"): the one
 // step the rules would permit is not what was asked.
 var repeatedAmount = mustFilterEach(
-	`\b(?:twice|thrice|again|another|once more|repeatedly|in steps|step by step|additional|further|extra|zweimal|dreimal|nochmal|noch einmal|erneut|weitere[nmr]?|zusätzliche[n]?|`+
-		`deux fois|trois fois|encore|de nouveau|supplémentaires?|de plus)\b`,
+	`\b(?:two|three|four|five|several|multiple|many|a few|a couple of|\d+) times\b|\bat a time\b`,
+	`\b(?:twice|thrice|again|another|once more|repeatedly|in steps|step by step|additional|further|extra|zweimal|dreimal|mehrmals|mehrfach|(?:zwei|drei) mal|nochmal|noch einmal|erneut|weitere[nmr]?|zusätzliche[n]?|`+
+		`deux fois|trois fois|plusieurs fois|encore|de nouveau|supplémentaires?|de plus)\b`,
 	`(?:^|[^\pL])à nouveau\b`,
 	`\b(?:per|each|every|pro|jede|par|chaque) (?:s|sec|second|seconds|min|minute|minutes|h|hour|hours|step|sekunde|minute|stunde|schritt|seconde|heure|pas)\b`,
 	`[a-zµ%]\s*/\s*(?:s|sec|min|h)\b`,
@@ -2649,11 +2650,27 @@ func unknownUnitAfter(msg string, end int, unit string) bool {
 		word = s[:i]
 	}
 	word = strings.TrimRight(word, ".")
+	if l := strings.ToLower(word); (l == "per" || l == "pour") && percentAfter.MatchString(s[len(word):]) {
+		return true // "10 per cent", "10 pour cent": a percentage in two words
+	}
 	if l := strings.ToLower(word); strings.HasSuffix(l, "pp") || strings.HasSuffix(l, "rms") || strings.HasSuffix(l, "pk") {
 		return true // "610 kVpp", "5 Vrms": a measure of a wave, not the device's number
 	}
-	return utf8.RuneCountInString(word) == 1 || unitWords[strings.ToLower(word)] || unitLike(strings.ToLower(word)) || waveMeasure.MatchString(s[len(word):])
+	return utf8.RuneCountInString(word) == 1 || unitWords[strings.ToLower(word)] || unitLike(strings.ToLower(word)) || stutteredUnit(word) ||
+		waveMeasure.MatchString(s[len(word):])
 }
+
+// stutteredUnit reports a known unit typed with its last letter twice
+// ("AA", "kVV", "uAA", "mbarr"): read without it, "500 uAA" would be 500
+// in the device's own unit, a million times more than asked.
+func stutteredUnit(w string) bool {
+	r := []rune(w)
+	n := len(r)
+	return n >= 2 && r[n-1] == r[n-2] && !KnownUnit(w) && KnownUnit(string(r[:n-1]))
+}
+
+// percentAfter: "cent" after "per" or "pour", a percentage in two words.
+var percentAfter = regexp.MustCompile(`^\s+(?i:cents?)\b`)
 
 // waveMeasure: words after a value naming which measure of a wave it is
 // ("610 kV peak", "5 A rms", "2 V p-p"): the device's number is one of
@@ -2665,7 +2682,7 @@ var waveMeasure = regexp.MustCompile(`(?i)^\s*(?:pp|p-p|rms|peak|pk|peak-to-peak
 // knows.
 var unitWords = wordSet(`units unit counts count cts arb arbitrary au a.u lsb lsbs dac adc bits bit ticks steps rpm
 	mtorr utorr ntorr psi psig atm ppm ppb db dbm fahrenheit coulomb gy sv msv usv kg mol lux sccm slm ml inch inches ft feet
-	mils amperio amperios amper ампер einheiten einheit schritte unités unité degre degres grados grado gradi`)
+	mils pc amperio amperios amper ампер einheiten einheit schritte unités unité degre degres grados grado gradi`)
 
 // alternatives join a value to another one it leaves open: "105 or 140 A",
 // "Q1 and Q2 to 105 A and 98 A", "100 bis 105 A", "105 ou 110 A".

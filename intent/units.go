@@ -49,7 +49,7 @@ var unitAliases = map[string]string{
 	"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "ms": "ms",
 	"deg": "deg", "degree": "deg", "degrees": "deg", "degc": "°C", "°c": "°C", "celsius": "°C", "kelvin": "K",
 	"grad": "deg", "degré": "deg", "degrés": "deg", "°": "deg",
-	"percent": "%", "%": "%", "ev": "eV", "kev": "keV", "mev": "MeV", "gev": "GeV",
+	"percent": "%", "percents": "%", "pct": "%", "prozent": "%", "procent": "%", "pourcent": "%", "pourcents": "%", "%": "%", "ev": "eV", "kev": "keV", "mev": "MeV", "gev": "GeV",
 	// Long names with their prefixes and plurals, and the French and German
 	// spellings: a unit word capgraph does not know leaves the value without
 	// a unit (unknownUnitAfter).
