@@ -636,7 +636,8 @@ func TestPermitsASpacedNameToItsNumber(t *testing.T) {
 
 // A device's twin that no number tells apart — the focusing and the
 // defocusing quadrupole of a sector, the horizontal and the vertical
-// corrector, upstream and downstream — is told apart by the words naming
+// corrector, upstream and downstream, left and right, top and bottom,
+// entrance and exit, x and y, main and backup — is told apart by the words naming
 // the target: a target whose name or description carries the opposite of
 // the user's word is refused, in English, German and French; the user's
 // own is permitted. (A word outside the target, "… in the horizontal
@@ -658,6 +659,14 @@ func TestPermitsNoTwinTheWordsSetApart(t *testing.T) {
 		{"Setze den vertikalen Korrektor 2 auf 1,5 A", "vertical corrector 2 current", "horizontal corrector 2 current", "SR:COR2:V", "SR:COR2:H"},
 		{"Mets le correcteur vertical 2 à 1,5 A", "vertical corrector 2 current", "horizontal corrector 2 current", "SR:COR2:V", "SR:COR2:H"},
 		{"Set the upstream steerer 1 to 1.5 A", "upstream steerer 1", "downstream steerer 1", "BTS:ST1:UP", "BTS:ST1:DN"},
+		{"Set the left scraper jaw to 1.5 A", "scraper left jaw motor current", "scraper right jaw motor current", "SR:SCR:LEFT", "SR:SCR:RIGHT"},
+		{"Set the bottom scraper jaw to 1.5 A", "scraper lower jaw motor current", "scraper top jaw motor current", "SR:SCR:LOW", "SR:SCR:TOP"},
+		{"Setze die obere Schaberbacke auf 1,5 A", "scraper upper jaw motor current", "scraper lower jaw motor current", "SR:SCR:UP", "SR:SCR:LOW"},
+		{"Set the entrance slit motor to 1.5 A", "beamline entrance slit motor current", "beamline exit slit motor current", "BL:SLIT:ENT", "BL:SLIT:EXIT"},
+		{"Mets le moteur de la fente de sortie à 1,5 A", "beamline exit slit motor current", "beamline entrance slit motor current", "BL:SLIT:EXIT", "BL:SLIT:ENT"},
+		{"Set the x stage motor to 1.5 A", "sample stage x motor current", "sample stage y motor current", "BL:STAGE:X", "BL:STAGE:Y"},
+		{"Set the north pump heater to 1.5 A", "north ion pump heater current", "south ion pump heater current", "SR:PUMP:N", "SR:PUMP:S"},
+		{"Set the backup power supply of Q1 to 1.5 A", "Q1 backup power supply current", "Q1 main power supply current", "BTS:Q1:PS2", "BTS:Q1:PS1"},
 	} {
 		in := intent.FromMessages(tc.msg, nil).Intent
 		if err := in.Permits(write(tc.mineName, tc.mine), nil); err != nil {

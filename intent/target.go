@@ -390,7 +390,9 @@ func namesNone(stated string, cands []identifier, described bool) string {
 // opposites are pairs of words that tell one device from its twin where
 // no number does: the focusing and the defocusing quadrupole of a sector,
 // the horizontal and the vertical corrector, the upstream and the
-// downstream one (English, German, French).
+// downstream one, a scraper's left and right jaw, a slit's entrance and
+// exit, a stage's x and y (English, German, French). A side's synonyms
+// share it ("lower" and "bottom"), so they never refuse each other.
 var opposites = [][2]map[string]bool{
 	{wordSet(`focusing fokussierend fokussierende fokussierenden focalisant focalisante`),
 		wordSet(`defocusing defokussierend defokussierende defokussierenden défocalisant défocalisante`)},
@@ -399,6 +401,14 @@ var opposites = [][2]map[string]bool{
 	{wordSet(`inner innere inneren intérieur intérieure`), wordSet(`outer äußere äußeren extérieur extérieure`)},
 	{wordSet(`forward vorlauf incidente`), wordSet(`reflected rücklauf réfléchie réfléchi`)},
 	{wordSet(`injection injektion`), wordSet(`extraction extraktion`)},
+	{wordSet(`left links linke linken linker gauche`), wordSet(`right rechts rechte rechten rechter droite droit`)},
+	{wordSet(`top upper oben obere oberen oberer haut haute supérieur supérieure`),
+		wordSet(`bottom lower unten untere unteren unterer bas basse inférieur inférieure`)},
+	{wordSet(`entrance entry inlet input eingang eintritt eingangs entrée`), wordSet(`exit outlet output ausgang austritt ausgangs sortie`)},
+	{wordSet(`north nord nördliche nördlichen`), wordSet(`south süd sud südliche südlichen`)},
+	{wordSet(`east ost östliche östlichen`), wordSet(`west ouest westliche westlichen`)},
+	{wordSet(`primary main haupt principal principale`), wordSet(`backup spare standby secondary reserve ersatz secours`)},
+	{wordSet(`x`), wordSet(`y`)},
 }
 
 // oppositeWord reports whether w is one of the opposites.
