@@ -637,7 +637,7 @@ func TestPermitsASpacedNameToItsNumber(t *testing.T) {
 // A device's twin that no number tells apart — the focusing and the
 // defocusing quadrupole of a sector, the horizontal and the vertical
 // corrector, upstream and downstream, left and right, top and bottom,
-// entrance and exit, x and y, main and backup — is told apart by the words naming
+// entrance and exit, main and backup, x (horizontal) and y — is told apart by the words naming
 // the target: a target whose name or description carries the opposite of
 // the user's word is refused, in English, German and French; the user's
 // own is permitted. (A word outside the target, "… in the horizontal
@@ -665,6 +665,8 @@ func TestPermitsNoTwinTheWordsSetApart(t *testing.T) {
 		{"Set the entrance slit motor to 1.5 A", "beamline entrance slit motor current", "beamline exit slit motor current", "BL:SLIT:ENT", "BL:SLIT:EXIT"},
 		{"Mets le moteur de la fente de sortie à 1,5 A", "beamline exit slit motor current", "beamline entrance slit motor current", "BL:SLIT:EXIT", "BL:SLIT:ENT"},
 		{"Set the x stage motor to 1.5 A", "sample stage x motor current", "sample stage y motor current", "BL:STAGE:X", "BL:STAGE:Y"},
+		{"Set the horizontal steerer 1 to 1.5 A", "steerer 1 x", "steerer 1 y", "BTS:ST1:X", "BTS:ST1:Y"},
+		{"Set the y steerer 1 to 1.5 A", "vertical steerer 1", "horizontal steerer 1", "BTS:ST1:V", "BTS:ST1:H"},
 		{"Set the north pump heater to 1.5 A", "north ion pump heater current", "south ion pump heater current", "SR:PUMP:N", "SR:PUMP:S"},
 		{"Set the backup power supply of Q1 to 1.5 A", "Q1 backup power supply current", "Q1 main power supply current", "BTS:Q1:PS2", "BTS:Q1:PS1"},
 	} {
@@ -1115,6 +1117,12 @@ func TestPermitsNoOtherKindOfDevice(t *testing.T) {
 		{"Set the cooling water temperature to 80 degC", "SR:C01:TEMP:AIR", "tunnel air temperature in storage ring sector 1", false},
 		{"Set the cooling water temperature to 80 degC", "SR:C01:TEMP:MAG", "magnet cooling water temperature in storage ring sector 1", true},
 		{"Set the transfer line quadrupole current to 80 A", "SR:C01:QF:CURRENT", "focusing quadrupole magnet current in storage ring sector 1", false},
+		// Numbered, and described by a kind: the number may be the sector's.
+		{"Set the cooling water temperature in sector 1 to 80 degC", "SR:C01:TEMP:AIR", "tunnel air temperature in storage ring sector 1", false},
+		{"Set the cooling water temperature in sector 1 to 80 degC", "SR:C01:TEMP:MAG", "magnet cooling water temperature in storage ring sector 1", true},
+		{"Set the quadrupole current in the BTS line at BPM 1 to 80 A", "SR:C01:QF:CURRENT", "focusing quadrupole magnet current in storage ring sector 1", false},
+		{"Set the storage ring quadrupole Q1 current to 80 A", "BTS:MAG:Q1:CURRENT", "quadrupole Q1 current in the BTS transfer line", false},
+		{"Set the BTS quadrupole Q1 current to 80 A", "BTS:MAG:Q1:CURRENT", "quadrupole Q1 current in the BTS transfer line", true},
 	} {
 		unit := "kV"
 		switch {

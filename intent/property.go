@@ -217,8 +217,11 @@ var quantities = []map[string]bool{
 // description's words) is not: "the horizontal tune" is not a cavity's
 // voltage, "the gun voltage" not the klystron's high voltage, "the
 // booster RF voltage" not a storage ring cavity's. A target the user
-// numbers ("Q1") is told apart by its number, and an undescribed one has
-// no words to compare.
+// numbers ("Q1") is compared by its kind only when its description names
+// one: its number may be its sector's ("the tunnel air temperature in
+// sector 1" is not the magnet cooling water's), and a description that
+// names no kind ("Q1 magnet current") says nothing against the user's.
+// An undescribed target has no words to compare.
 func classMissing(stated string, said, has []string, description string) string {
 	if strings.TrimSpace(description) == "" {
 		return ""
@@ -231,7 +234,9 @@ func classMissing(stated string, said, has []string, description string) string 
 		}
 	}
 	classes := quantities
-	if len(statedIdentifiers(stated)) == 0 {
+	if len(statedIdentifiers(stated)) == 0 || slices.ContainsFunc(deviceClasses, func(class map[string]bool) bool {
+		return slices.ContainsFunc(hasAll, func(w string) bool { return class[w] })
+	}) {
 		classes = append(slices.Clone(quantities), deviceClasses...)
 	}
 	for _, class := range classes {

@@ -389,14 +389,14 @@ func namesNone(stated string, cands []identifier, described bool) string {
 
 // opposites are pairs of words that tell one device from its twin where
 // no number does: the focusing and the defocusing quadrupole of a sector,
-// the horizontal and the vertical corrector, the upstream and the
+// the horizontal (x) and the vertical (y) corrector, the upstream and the
 // downstream one, a scraper's left and right jaw, a slit's entrance and
-// exit, a stage's x and y (English, German, French). A side's synonyms
-// share it ("lower" and "bottom"), so they never refuse each other.
+// exit (English, German, French). A side's synonyms share it ("lower" and
+// "bottom"), so they never refuse each other.
 var opposites = [][2]map[string]bool{
 	{wordSet(`focusing fokussierend fokussierende fokussierenden focalisant focalisante`),
 		wordSet(`defocusing defokussierend defokussierende defokussierenden défocalisant défocalisante`)},
-	{wordSet(`horizontal horizontale horizontalen`), wordSet(`vertical vertikal vertikale vertikalen verticale`)},
+	{wordSet(`horizontal horizontale horizontalen x`), wordSet(`vertical vertikal vertikale vertikalen verticale y`)}, // x: an accelerator's horizontal plane
 	{wordSet(`upstream stromaufwärts amont`), wordSet(`downstream stromabwärts aval`)},
 	{wordSet(`inner innere inneren intérieur intérieure`), wordSet(`outer äußere äußeren extérieur extérieure`)},
 	{wordSet(`forward vorlauf incidente`), wordSet(`reflected rücklauf réfléchie réfléchi`)},
@@ -408,7 +408,6 @@ var opposites = [][2]map[string]bool{
 	{wordSet(`north nord nördliche nördlichen`), wordSet(`south süd sud südliche südlichen`)},
 	{wordSet(`east ost östliche östlichen`), wordSet(`west ouest westliche westlichen`)},
 	{wordSet(`primary main haupt principal principale`), wordSet(`backup spare standby secondary reserve ersatz secours`)},
-	{wordSet(`x`), wordSet(`y`)},
 }
 
 // oppositeWord reports whether w is one of the opposites.

@@ -27,12 +27,15 @@ func request(description string, c plant.Channel) string {
 
 // The gate against the catalog: every channel is permitted for a change
 // asked in its own description's words (no false refusal), and refused
-// for a change asked in the words of another channel whose description
-// differs from its own in one word only (its twin: the vertical tune and
-// the horizontal one, BPM 3's position and BPM 4's).
-func TestTheGateTellsEveryChannelFromItsTwin(t *testing.T) {
+// for a change asked in the words of any other channel of its unit — its
+// twin that one word tells apart (the vertical tune and the horizontal
+// one, BPM X and Y), its sibling in another sector or line (the
+// horizontal position at BPM 1 in sector 1 and in the BTS line), another
+// kind in the same sector (the tunnel air's temperature and the magnet
+// cooling water's).
+func TestTheGateTellsEveryChannelFromEveryOther(t *testing.T) {
 	cat := plant.Catalog()
-	twins := 0
+	pairs := 0
 	for _, c := range cat {
 		if c.Units == "h" {
 			continue // a number of hours reads as a time ("for 10 h"), no value
@@ -47,35 +50,18 @@ func TestTheGateTellsEveryChannelFromItsTwin(t *testing.T) {
 			t.Errorf("%q refuses %s: %v", request(c.Description, c), c.Name, err)
 		}
 		for _, o := range cat {
-			if o.Name == c.Name || o.Units != c.Units || !oneWordApart(c.Description, o.Description) {
+			if o.Name == c.Name || o.Units != c.Units {
 				continue
 			}
-			twins++
+			pairs++
 			msg := request(o.Description, c)
-			in := intent.FromMessage(msg).Intent
-			if err := in.Permits(write(c, v), nil); err == nil {
+			if err := intent.FromMessage(msg).Intent.Permits(write(c, v), nil); err == nil {
 				t.Errorf("%q permits %s (%q)", msg, c.Name, c.Description)
 			}
 		}
 	}
-	if twins == 0 {
-		t.Fatal("no twins in the catalog")
+	if pairs < 1000 {
+		t.Fatalf("only %d pairs of channels of one unit in the catalog", pairs)
 	}
-	t.Logf("%d channels, %d twins", len(cat), twins)
-}
-
-// oneWordApart reports two descriptions of as many words that differ in
-// exactly one.
-func oneWordApart(a, b string) bool {
-	wa, wb := strings.Fields(a), strings.Fields(b)
-	if len(wa) != len(wb) {
-		return false
-	}
-	diff := 0
-	for k := range wa {
-		if wa[k] != wb[k] {
-			diff++
-		}
-	}
-	return diff == 1
+	t.Logf("%d channels, %d pairs", len(cat), pairs)
 }
