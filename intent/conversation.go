@@ -55,9 +55,17 @@ func FromMessages(latest string, earlier []string) Finding {
 			// "Set it to 105 A" with nothing before, "it" or "that one"
 			// after "Q1 and Q2", "the other one", "the first one", "the
 			// latter": which is meant would be a model's guess.
-			if refers == "" && (c.Target == "" || pronouns[strings.Join(tw, " ")]) || picks ||
+			// A message's first change that names nothing at all ("set to
+			// 105", "make A 0", its unit read where its target stood, "set
+			// the to 105") is held whatever came before: it is no "it". A
+			// later one goes on from the change before it ("…, then to
+			// 140 A").
+			if len(bare) == 0 && (k == 0 || refers == "") || refers == "" && pronouns[strings.Join(tw, " ")] || picks ||
 				len(bare) == 1 && singularPronouns[bare[0]] && len(names) > 1 || len(names) > 1 && !namesSeveral(tw) {
 				note := "Your message does not say what \"" + c.Target + "\" is"
+				if c.Target == "" {
+					note = "Your message does not say what to change"
+				}
 				if len(names) > 1 && !picks {
 					note += " (" + strings.Join(names, " or ") + ")"
 				}
@@ -246,26 +254,38 @@ var (
 		`(?:again|once more|one more time|repeat(?: it| that)?|another(?: one| time| step| \d+(?:[.,]\d+)?(?:\s*[\pL%°]+)?)?|` +
 		`\d+(?:[.,]\d+)?(?:\s*[\pL%°]+)?\s+more|noch ?(?:mal|einmal)|nochmal|wiederhol\w*|(?:noch )?weitere \d+(?:[.,]\d+)?(?:\s*[\pL%°]+)?|` +
 		`encore(?: une fois| \d+(?:[.,]\d+)?(?:\s*[\pL%°]+)?)?|de nouveau|refais(?:-le)?|recommence)(?:\s+(?:please|pls|bitte|stp|svp))?[\s.!]*$`)
+	// correctionAsked: a follow-up that corrects the change before it
+	// without stating a change ("sorry, I meant Q2", "oops, wrong one",
+	// "ich meinte Q2", "je voulais dire Q2").
+	correctionAsked = regexp.MustCompile(`\b(?:i meant|i mean|meant to say|wrong one|wrong device|wrong value|ich meinte|ich meine|falsche[rns]?|` +
+		`je voulais dire|je veux dire|mauvais|mauvaise)\b|^(?:sorry|oops|whoops|pardon|my bad|entschuldigung|désolée?)[\s,.!:;—-]+` +
+		`(?:not\s+)?(?:the\s+|die\s+|den\s+|le\s+|la\s+)?[\pL:_-]*\d[\pL\pN:_-]*[\s.!]*$`)
 	deviceNext = regexp.MustCompile(`^(?:(?:and|ok|okay|und|et)[\s,]+)?(?:now|next|then|jetzt|dann|nun|maintenant|puis|ensuite)[\s,]+(?:the\s+|die\s+|den\s+|le\s+|la\s+)?([\pL\pN:_-]+)(?:\s+(?:please|pls|bitte|stp|svp))?[\s.!]*$`)
 )
 
 // repeatNoted tells the operator that a follow-up asking for the change
-// before it once more, or naming a device next, changes nothing: a change
-// is made only as the user's words state it, in full.
+// before it once more, naming a device next, or correcting it ("sorry, I
+// meant Q2") changes nothing: a change is made only as the user's words
+// state it, in full.
 func repeatNoted(latest string, earlier []string, f Finding) Finding {
 	text := strings.ToLower(strings.TrimSpace(latest))
 	repeat := repeatAsked.MatchString(text)
 	next := deviceNext.FindStringSubmatch(text)
-	if !repeat && (next == nil || len(statedIdentifiers(next[1])) == 0) {
+	corrects := f.Reason != ReasonQuestion && !strings.Contains(text, "?") && correctionAsked.MatchString(text)
+	if !repeat && !corrects && (next == nil || len(statedIdentifiers(next[1])) == 0) {
 		return f
 	}
 	if before := FromMessages(earlier[len(earlier)-1], earlier[:len(earlier)-1]); !before.Intent.IsChange() {
 		return f // "Show Q1" then "now Q2": a read
 	}
-	if repeat {
+	switch {
+	case corrects:
+		f.Intent.Note = "Your message corrects the change before it (\"" + shorten(strings.TrimSpace(latest)) + "\") but states no change in full, so nothing will be changed. " +
+			"Ask for the change you want in full, for example \"set Q2 to 105 A\"."
+	case repeat:
 		f.Intent.Note = "Your message asks for the change before it once more (\"" + shorten(strings.TrimSpace(latest)) + "\"), so nothing will be changed: " +
 			"a change is made only as your words state it. Ask for it in full, for example \"raise Q1 by 5 A\"."
-	} else {
+	default:
 		f.Intent.Note = "Your message names a device after a change (\"" + shorten(strings.TrimSpace(latest)) + "\") but no change for it, so nothing will be changed. " +
 			"Ask for it in full, for example \"set Q2 to 105 A\", or \"same for Q2\"."
 	}

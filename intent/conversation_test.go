@@ -40,6 +40,10 @@ func TestFromMessages(t *testing.T) {
 		{"it between two names in the message", nil, "Compare Q1 with Q2, then set it to 105 A", "read", ""},
 		{"them for two names", []string{"What are Q1 and Q2?"}, "Set them to 105 A", "change: them to 105 A", "Q1 and Q2"},
 		{"it for one name said twice", []string{"Is Q1 at 92 A? Plot Q1"}, "Set it to 105 A", "change: it to 105 A", "Q1"},
+		{"no target at all", []string{"What is Q1?"}, "set to 105 A", "read", ""},
+		{"a unit where the target stood", []string{"Read Q1"}, "make A 0", "read", ""},
+		{"an article for a target", []string{"Read Q1"}, "set the to 105 A", "read", ""},
+		{"no target for the second of two", nil, "Set Q1 to 105 A, then to 140 A", "change: Q1 to 105 A; (target not named) to 140 A", ""},
 		{"the other one", []string{"What is Q1?"}, "Set the other one to 105 A", "read", ""},
 		{"the first of two", []string{"What are Q1 and Q2?"}, "Set the first one to 105 A", "read", ""},
 		{"the latter of two", []string{"What are Q1 and Q2?"}, "Set the latter to 105 A", "read", ""},
@@ -259,8 +263,9 @@ func TestNotes(t *testing.T) {
 	}
 }
 
-// A follow-up asking for the change before it once more, or naming a
-// device next, changes nothing and says so; after a read it is a read.
+// A follow-up asking for the change before it once more, naming a device
+// next, or correcting it without the change in full ("sorry, I meant
+// Q2"), changes nothing and says so; after a read it is a read.
 func TestFollowUpRepeatIsToldNoChange(t *testing.T) {
 	for _, c := range []struct {
 		earlier, latest, want string
@@ -280,6 +285,18 @@ func TestFollowUpRepeatIsToldNoChange(t *testing.T) {
 		{"Show Q1", "now Q2", ""},
 		{"Set Q1 to 105 A", "now show Q2", ""},
 		{"Set Q1 to 105 A", "now the plot", ""},
+		// A correction without the change in full.
+		{"Set Q1 to 105 A", "sorry, I meant Q2", "corrects the change before it (\"sorry, I meant Q2\")"},
+		{"Set Q1 to 105 A", "Sorry, Q2", "corrects the change before it"},
+		{"Set Q1 to 105 A", "oops, wrong one", "corrects the change before it"},
+		{"Setze Q1 auf 105 A", "Ich meinte Q2", "corrects the change before it"},
+		{"Setze Q1 auf 105 A", "Entschuldigung, Q2", "corrects the change before it"},
+		{"Mets Q1 à 105 A", "pardon, je voulais dire Q2", "corrects the change before it"},
+		{"Read Q1", "sorry, I meant Q2", ""},
+		{"Set Q1 to 105 A", "sorry, what is Q2?", ""},
+		{"Set Q1 to 105 A", "I mean, what is Q2 now", ""},
+		{"Set Q1 to 105 A", "sorry, show me Q2", ""},
+		{"Set Q1 to 105 A", "thanks", ""},
 	} {
 		f := FromMessages(c.latest, []string{c.earlier})
 		if f.Intent.IsChange() || c.want == "" && f.Intent.Note != "" || !strings.Contains(f.Intent.Note, c.want) {
@@ -324,7 +341,7 @@ func FuzzRules(f *testing.F) {
 // Follow-ups and answers never panic, and a change read from one ("same
 // for Q2", "Q2 too", "make it 106 A", "now Q2 to 98 A", "Q1" answering a
 // question) has the findings' shape: an amount or a value, never both, a
-// target, and only a change has changes.
+// target for its first change, and only a change has changes.
 func FuzzFollowUps(f *testing.F) {
 	for _, s := range [][2]string{{"Set Q1 to 105 A", "Same for Q2"}, {"Raise Q1 by 5 A", "Q2 too"}, {"Mets Q1 à 105 A", "Pareil pour Q2 s’il vous plaît"},
 		{"Set Q1 to 105 A", "Actually make it 106 A"}, {"Set Q1 to 105 A", "Now Q2 to 98 A"}, {"Turn off Q1", "and Q2 as well"},
@@ -336,11 +353,11 @@ func FuzzFollowUps(f *testing.F) {
 			if !r.Intent.IsChange() && len(r.Intent.Changes) > 0 {
 				t.Errorf("changes without a change: %+v", r)
 			}
-			for _, c := range r.Intent.Changes {
+			for k, c := range r.Intent.Changes {
 				if c.Value != nil && c.By != nil {
 					t.Errorf("a value and an amount: %+v", c)
 				}
-				if c.Target == "" {
+				if c.Target == "" && k == 0 { // a later one may go on from it ("…, then to 140 A")
 					t.Errorf("a change without a target: %+v", c)
 				}
 			}
