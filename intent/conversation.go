@@ -395,8 +395,8 @@ func FromAnswer(answer string, earlier []string) Finding {
 			said = "to " + core
 		}
 		g := FromMessage(strings.TrimRight(strings.TrimSpace(prevText), ".!") + " " + said)
-		if !g.Intent.IsChange() || len(g.Intent.Changes) != 1 {
-			return f
+		if !g.Intent.IsChange() || len(g.Intent.Changes) != 1 || strings.TrimSpace(g.Intent.Changes[0].Target) == "" {
+			return f // no change, several, or one that names nothing ("Sett!" then "0 A")
 		}
 		changes = g.Intent.Changes
 	case prev.Reason == ReasonUnclear && unitless:

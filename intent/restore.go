@@ -19,13 +19,27 @@ import (
 // ("undo the last change", "the previous value") stays no change: which
 // earlier value is meant would be a guess.
 
-// restoreAt finds the value-at-a-time phrase of a restore; its time
+// restoreAtPattern is the value-at-a-time phrase of a restore; its time
 // phrase is one of pastTimes.
-var restoreAt = regexp.MustCompile(`(?i)(?:(?:yesterday|last week)'s (?:value|setting|setpoint|current|level)s?|` +
+const restoreAtPattern = `(?:(?:yesterday|last week)'s (?:value|setting|setpoint|current|level)s?|` +
 	`(?:the |its |their )?(?:value|setting|setpoint|level)s? (?:it had |they had |of |from )?(?:yesterday|last week|(?:\d+|an?|one|two|three) (?:hours?|minutes?|days?) ago)|` +
 	`(?:what|where|how) it was (?:yesterday|last week|(?:\d+|an?|one|two|three) (?:hours?|minutes?|days?) ago)|` +
 	`(?:den |dem )?wert (?:von gestern|von letzter woche|von vor (?:\d+|einer|zwei|drei) (?:stunden?|minuten?|tagen?))|(?:den |dem )?gestrigen wert|` +
-	`(?:la |sa )?valeur (?:d'hier|de la veille|de la semaine dernière|d'il y a (?:\d+|une|deux|trois) (?:heures?|minutes?|jours?)))`)
+	`(?:la |sa )?valeur (?:d'hier|de la veille|de la semaine dernière|d'il y a (?:\d+|une|deux|trois) (?:heures?|minutes?|jours?)))`
+
+// restoreAt finds the value-at-a-time phrase of a restore.
+var restoreAt = regexp.MustCompile(`(?i)` + restoreAtPattern)
+
+// setToPast: a setting verb whose value is a value-at-a-time phrase ("set
+// Q1 to yesterday's value", "mets Q1 à sa valeur d'il y a 3 heures"), a
+// restore without a word saying back.
+var setToPast = regexp.MustCompile(`(?i)\b(?:set|put|change|return|reset|setze|stelle|stell|mets|règle|regle)\b[^.;!?]*?` + restoreAtPattern)
+
+// restoreAsked reports a change back in lower-cased text: a restore verb,
+// or a setting verb to a value at a time.
+func restoreAsked(lower string) bool {
+	return restoreVerbs.MatchString(lower) || setToPast.MatchString(lower)
+}
 
 var (
 	pastCount = regexp.MustCompile(`(?i)(\d+|an?|one|two|three|einer|zwei|drei|une|deux|trois) (hour|minute|day|stunde|minute|tag|heure|jour)`)
@@ -60,25 +74,42 @@ func pastDuration(phrase string) (time.Duration, bool) {
 }
 
 // restoreFiller are the words of a restore that are not its target.
-var restoreFiller = wordSet(`ok okay can could would will you kindly just please restore revert roll rollback set put bring change turn go back to its the value values old previous ` +
-	`setze stelle bringe zurück zurueck wiederherstellen zurücksetzen zuruecksetzen zurückstellen zurueckstellen auf bitte kannst du ` +
-	`remets remettre rétablis rétablir restaure restaurer à la le sa son s'il te vous plaît plait`)
+var restoreFiller = wordSet(`ok okay can could would will you kindly just please now immediately asap thanks restore revert roll rollback set put bring change turn return reset go back to its the value values old previous ` +
+	`setze stelle bringe zurück zurueck wiederherstellen zurücksetzen zuruecksetzen zurückstellen zurueckstellen auf bitte kannst du jetzt sofort danke ` +
+	`remets remettre rétablis rétablir restaure restaurer mets mettre règle regle régler sur à la le sa son s'il te vous plaît plait maintenant merci`)
 
 // datedRestore reads a restore to the value at a named time: its one
-// change (the target as named, Ago), or false.
-func datedRestore(masked string) (RequestedChange, bool) {
+// change (the target as named, Ago), or false — with, when the restore
+// names its target and then asks for more ("Restore Q1 to yesterday's
+// value and show Q2", "… and Q2 to 98 A"), the words asking for more: they
+// are another request, not the target's name, so there is no restore.
+func datedRestore(masked string) (RequestedChange, string, bool) {
 	text := strings.ReplaceAll(masked, "’", "'")
 	loc := restoreAt.FindStringIndex(text)
 	if loc == nil || len(restoreAt.FindAllStringIndex(text, 2)) > 1 {
-		return RequestedChange{}, false
+		return RequestedChange{}, "", false
 	}
 	ago, ok := pastDuration(text[loc[0]:loc[1]])
 	if !ok {
-		return RequestedChange{}, false
+		return RequestedChange{}, "", false
 	}
-	rest := text[:loc[0]] + " " + text[loc[1]:]
+	before, after := restoreWords(text[:loc[0]]), restoreWords(text[loc[1]:])
+	if len(before) > 0 && len(after) > 0 {
+		return RequestedChange{}, strings.TrimSpace(text[loc[1]:]), false
+	}
+	kept := append(before, after...)
+	if len(kept) == 0 {
+		return RequestedChange{}, "", false
+	}
+	return RequestedChange{Target: strings.Join(kept, " "), Ago: ago}, "", true
+}
+
+// restoreWords are the words of a part of a restore that may name its
+// target: without the restore's fillers, and without joining words at its
+// ends ("of Q1" is "Q1").
+func restoreWords(s string) []string {
 	var kept []string
-	for _, w := range strings.Fields(rest) {
+	for _, w := range strings.Fields(s) {
 		if !restoreFiller[strings.ToLower(strings.Trim(w, ".,;:!"))] {
 			kept = append(kept, strings.Trim(w, ".,;:!"))
 		}
@@ -89,10 +120,7 @@ func datedRestore(masked string) (RequestedChange, bool) {
 	for len(kept) > 0 && joinerWord(kept[len(kept)-1]) {
 		kept = kept[:len(kept)-1]
 	}
-	if len(kept) == 0 {
-		return RequestedChange{}, false
-	}
-	return RequestedChange{Target: strings.Join(kept, " "), Ago: ago}, true
+	return kept
 }
 
 // joinerWord: a word that only joins ("of", "for", "von", "de").
@@ -134,7 +162,7 @@ func plural(n int, unit string) string {
 func restoreNotAsked(msg string, clauses []clause) bool {
 	for _, c := range clauses {
 		text := strings.ToLower(span(msg, c.toks))
-		if !restoreVerbs.MatchString(text) {
+		if !restoreAsked(text) {
 			continue
 		}
 		for i, t := range c.toks {
@@ -185,7 +213,7 @@ func imperativeRestore(ws []token) bool {
 // yesterday's value, the tune was better" restores Q1).
 func restoreClause(msg string, clauses []clause) (text string, start int) {
 	for _, c := range clauses {
-		if text := span(msg, c.toks); restoreVerbs.MatchString(strings.ToLower(text)) {
+		if text := span(msg, c.toks); restoreAsked(strings.ToLower(text)) {
 			return text, c.toks[0].start
 		}
 	}

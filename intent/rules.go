@@ -1132,10 +1132,16 @@ func fromMessage(msg string) Finding {
 		}
 	}
 	restore := !question && restoreVerbs.MatchString(norm) || (changed || unclear != "") && restoreValues.MatchString(norm)
-	if !changed && !reported.change && restoreVerbs.MatchString(norm) && !restoreNotAsked(masked, clauses) && !strings.HasSuffix(strings.TrimSpace(norm), "?") &&
+	if !changed && !reported.change && restoreAsked(norm) && !restoreNotAsked(masked, clauses) && !strings.HasSuffix(strings.TrimSpace(norm), "?") &&
 		!laterPattern.MatchString(norm) && !onCondition(clauses) {
 		text, start := restoreClause(masked, clauses)
-		if rc, ok := datedRestore(text); ok {
+		rc, more, ok := datedRestore(text)
+		if more != "" {
+			f, _ := readWithNote(ReasonOpenValue, "Your message asks to go back to an earlier value and for more after it (\""+shorten(more)+"\"), "+
+				"so nothing will be changed: ask for the change back on its own, for example \"restore Q1 to yesterday's value\", and for the rest in another message.")
+			return f
+		}
+		if ok {
 			if isLater(masked, norm, clauses, start) {
 				return laterFinding
 			}
