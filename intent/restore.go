@@ -3,6 +3,7 @@ package intent
 import (
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,7 +95,10 @@ func datedRestore(masked string) (RequestedChange, string, bool) {
 		return RequestedChange{}, "", false
 	}
 	before, after := restoreWords(text[:loc[0]]), restoreWords(text[loc[1]:])
-	if len(before) > 0 && len(after) > 0 {
+	if len(before) > 0 && len(after) > 0 || slices.ContainsFunc(after, func(w string) bool {
+		w = strings.ToLower(w)
+		return readVerbs[w] || verbOf(w) != "" // "Restore yesterday's value of Q1 and show Q2"
+	}) {
 		return RequestedChange{}, strings.TrimSpace(text[loc[1]:]), false
 	}
 	kept := append(before, after...)
