@@ -80,10 +80,11 @@ var restoreFiller = wordSet(`ok okay can could would will you kindly just please
 	`remets remettre rétablis rétablir restaure restaurer mets mettre règle regle régler sur à la le sa son s'il te vous plaît plait maintenant merci`)
 
 // datedRestore reads a restore to the value at a named time: its one
-// change (the target as named, Ago), or false — with, when the restore
-// names its target and then asks for more ("Restore Q1 to yesterday's
-// value and show Q2", "… and Q2 to 98 A"), the words asking for more: they
-// are another request, not the target's name, so there is no restore.
+// change (the target as named, Ago), or false — with a note when the words
+// hold it: the restore names its target and then asks for more ("Restore
+// Q1 to yesterday's value and show Q2", "… and Q2 to 98 A": another
+// request, not the target's name), or asks for another device's value
+// ("Restore Q1 to Q2's value of yesterday").
 func datedRestore(masked string) (RequestedChange, string, bool) {
 	text := strings.ReplaceAll(masked, "’", "'")
 	loc := restoreAt.FindStringIndex(text)
@@ -99,13 +100,24 @@ func datedRestore(masked string) (RequestedChange, string, bool) {
 		w = strings.ToLower(w)
 		return readVerbs[w] || verbOf(w) != "" // "Restore yesterday's value of Q1 and show Q2"
 	}) {
-		return RequestedChange{}, strings.TrimSpace(text[loc[1]:]), false
+		return RequestedChange{}, "Your message asks to go back to an earlier value and for more after it (\"" + shorten(strings.TrimSpace(text[loc[1]:])) + "\"), " +
+			"so nothing will be changed: ask for the change back on its own, for example \"restore Q1 to yesterday's value\", and for the rest in another message.", false
 	}
 	kept := append(before, after...)
 	if len(kept) == 0 {
 		return RequestedChange{}, "", false
 	}
-	return RequestedChange{Target: strings.Join(kept, " "), Ago: ago}, "", true
+	target := strings.Join(kept, " ")
+	if owner := slices.IndexFunc(kept, func(w string) bool {
+		base, ok := strings.CutSuffix(w, "'s")
+		return ok && len(statedIdentifiers(base)) > 0
+	}); owner >= 0 && len(distinctNames(target)) > 1 {
+		// "Restore Q1 to Q2's value of yesterday": another device's value,
+		// which a restore does not read (each target is set to its own).
+		return RequestedChange{}, "Your message asks for another device's earlier value (\"" + kept[owner] + "\"), which a change back does not read " +
+			"(each device goes back to its own), so nothing will be changed: look up the value, then ask for it, for example \"set Q1 to 92 A\".", false
+	}
+	return RequestedChange{Target: target, Ago: ago}, "", true
 }
 
 // restoreWords are the words of a part of a restore that may name its

@@ -1135,10 +1135,9 @@ func fromMessage(msg string) Finding {
 	if !changed && !reported.change && restoreAsked(norm) && !restoreNotAsked(masked, clauses) && !strings.HasSuffix(strings.TrimSpace(norm), "?") &&
 		!laterPattern.MatchString(norm) && !onCondition(clauses) {
 		text, start := restoreClause(masked, clauses)
-		rc, more, ok := datedRestore(text)
-		if more != "" {
-			f, _ := readWithNote(ReasonOpenValue, "Your message asks to go back to an earlier value and for more after it (\""+shorten(more)+"\"), "+
-				"so nothing will be changed: ask for the change back on its own, for example \"restore Q1 to yesterday's value\", and for the rest in another message.")
+		rc, held, ok := datedRestore(text)
+		if held != "" {
+			f, _ := readWithNote(ReasonOpenValue, held)
 			return f
 		}
 		if ok {

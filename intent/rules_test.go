@@ -1186,6 +1186,9 @@ func TestRules(t *testing.T) {
 		{"Restore Q1 to yesterday's value and Q2 to 98 A", "read"},
 		{"Restore Q1 to yesterday's value and Q2", "read"},
 		{"Restore yesterday's value of Q1 and show Q2", "read"},
+		{"Restore Q1 to Q2's value of yesterday", "read"}, // another device's value
+		{"Set Q1 to Q2's value from yesterday", "read"},
+		{"Restore Q2's value of yesterday", "change: Q2's back to its value of yesterday"},
 		{"Restore yesterday's value of Q1 and Q2", "change: Q1 and Q2 back to its value of yesterday"},
 		{"Setze Q1 auf den Wert von gestern zurück und zeig Q2", "read"},
 		{"Restore Q1 to yesterday's value now", "change: Q1 back to its value of yesterday"},
