@@ -194,11 +194,11 @@ var (
 	particleStates = map[string]string{"on": "on", "ein": "on", "an": "on", "off": "off", "aus": "off", "ab": "off"}
 	// offVerbs are the toggleVerbs that switch off (the others switch on).
 	offVerbs = wordSet(`disable ausschalten abschalten deaktiviere deaktivieren éteins éteignez éteindre eteins eteignez eteindre
-		coupe coupez couper désactive désactivez désactiver`)
+		coupe coupez couper désactive désactivez désactiver deactivate`)
 	// toggleVerbs are changes on their own.
 	toggleVerbs = wordSet(`enable disable einschalten ausschalten abschalten anschalten aktiviere aktivieren deaktiviere
 		deaktivieren éteins éteignez éteindre eteins eteignez eteindre allume allumez allumer coupe coupez couper
-		active activez activer désactive désactivez désactiver`)
+		active activez activer désactive désactivez désactiver activate deactivate`)
 	// upVerbs and downVerbs give an amount its sign ("raise Q1 by 5 A" is +5).
 	upVerbs = wordSet(`raise increase bump boost crank erhöhe erhöh erhöhen erhoehe erhoehen anheben hochfahren augmente
 		augmentez augmenter monte montez monter`)
@@ -1126,6 +1126,11 @@ func fromMessage(msg string) Finding {
 			"say each change with its device, for example \"set Q1 and Q2 to 105 A\".")
 		return f
 	}
+	if words := stateApart(masked, clauses, changes); changed && words != "" {
+		f, _ := readWithNote(ReasonOpenValue, "Your message names a state (\""+shorten(words)+"\") that none of its changes asks for, so nothing will be changed: "+
+			"ask for each change with its own verb, for example \"set Q1 to 105 A and turn cavity 2 off\".")
+		return f
+	}
 	if changed {
 		if f, held := heldBack(msg, masked, norm, clauses, changes, from); held {
 			return f
@@ -1191,6 +1196,14 @@ func fromMessage(msg string) Finding {
 		in.Note = "\"" + shorten(unclear) + "\" gives no single value (two, a range, a bound or an estimate, one that is not a number or a unit capgraph does not know), so nothing will be changed. " +
 			"Ask for the one value you want, for example \"set Q1 to 105 A\"."
 		return Finding{Intent: in, Reason: ReasonOpenValue}
+	case unclear != "" && !question && !history && switchMixed(unclear) != "":
+		what, example := switchMixed(unclear), "turn off cavity 2 and set Q1 to 105 A"
+		if what == twoStatesAsked {
+			example = "turn cavity 2 off and turn cavity 3 on"
+		}
+		in.Note = "\"" + shorten(unclear) + "\" asks " + what + " under one verb, so nothing will be changed: " +
+			"ask for each change with its own verb, for example \"" + example + "\"."
+		return Finding{Intent: in, Reason: ReasonUnclear}
 	case unclear != "" && !question && !history:
 		in.Note = "\"" + shorten(unclear) + "\" names no value (or an amount without a direction), so nothing will be changed. " +
 			"To change a setting, give the value, for example \"set Q1 to 105 A\" or \"raise Q1 by 5 A\"."
@@ -1211,9 +1224,18 @@ func fromMessage(msg string) Finding {
 		}
 		return Finding{Intent: in, Reason: ReasonNoChange}
 	}
-	if !reported.change && valueWithoutRequest(masked, clauses) {
+	switch {
+	case reported.change:
+	case valueWithoutRequest(masked, clauses):
 		in.Note = "Your message gives a device a value (\"" + shorten(strings.TrimSpace(msg)) + "\") but asks for no change in words capgraph reads as one, " +
 			"so nothing will be changed. To change a setting, ask for it, for example \"set Q1 to 105 A\"."
+	case !question && stateApart(masked, clauses, nil) != "" && len(statedIdentifiers(masked)) > 0 &&
+		!slices.ContainsFunc(clauses, func(c clause) bool {
+			return slices.ContainsFunc(c.toks, func(t token) bool { return verbOf(t.w) != "" })
+		}):
+		// "Cavity 2 off", "Q1 on please": a switch, or a question without its mark?
+		in.Note = "Your message names a state for a device (\"" + shorten(strings.TrimSpace(msg)) + "\") but asks for no change in words capgraph reads as one, " +
+			"so nothing will be changed. To switch it, ask for it, for example \"turn cavity 2 off\"."
 	}
 	return Finding{Intent: in, Reason: ReasonNoChange}
 }
@@ -2259,8 +2281,20 @@ func verbChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 		zero := 0.0
 		return []RequestedChange{{Target: span(msg, target), Value: &zero}}, true
 	}
+	if stateSetVerbs[verb] {
+		if rc, ok := setToState(msg, rest); ok {
+			return []RequestedChange{rc}, true
+		}
+	}
 	if weakVerbs[verb] {
 		rest = withoutAt(rest)
+	}
+	// "Turn off cavity 2 and Q1 to 105 A": a switch's state with a value
+	// under one verb is neither a value for "off cavity 2 and Q1" nor a
+	// state for "cavity 2 and Q1 to 105 A".
+	switched := particleVerbs[verb] && slices.ContainsFunc(rest, func(t token) bool { return particleStates[t.w] != "" })
+	if switched && slices.ContainsFunc(rest, func(t token) bool { return toMarkers[t.w] || byMarkers[t.w] }) {
+		return nil, false
 	}
 	if cs, ok := valueChanges(msg, verb, rest); ok {
 		if weakVerbs[verb] && slices.ContainsFunc(cs, func(c RequestedChange) bool {
@@ -2309,6 +2343,98 @@ func verbChanges(msg, verb string, rest []token) ([]RequestedChange, bool) {
 	}
 	return nil, false
 }
+
+// switchMixed says what a clause asks under one switching verb besides one
+// state ("Turn off cavity 2 and Q1 to 105 A": "to switch something and to
+// set a value"; "Turn cavity 2 off and cavity 3 on": "for two states"),
+// or "".
+func switchMixed(text string) string {
+	states := map[string]bool{}
+	value := false
+	for _, c := range scan(text) {
+		for k, t := range c.toks {
+			if st := particleStates[t.w]; st != "" && t.w != "an" { // "an": German on, English article
+				states[st] = true
+			}
+			if (toMarkers[t.w] || byMarkers[t.w]) && k+1 < len(c.toks) && startsNumber(c.toks[k+1].w) {
+				value = true
+			}
+		}
+	}
+	switch {
+	case len(states) > 0 && value:
+		return "to switch something and to set a value"
+	case len(states) > 1:
+		return twoStatesAsked
+	}
+	return ""
+}
+
+const twoStatesAsked = "for two states"
+
+// stateApart is the clause of a message of value changes that ends with a
+// state no change asks for ("Set Q1 to 105 A and cavity 2 off": was
+// cavity 2 to be switched off?), or "": read alone, the message would set
+// Q1 and leave the operator believing cavity 2 was switched too.
+func stateApart(masked string, clauses []clause, changes []RequestedChange) string {
+	if slices.ContainsFunc(changes, func(rc RequestedChange) bool { return rc.State != "" }) {
+		return ""
+	}
+	for _, c := range clauses {
+		end := len(c.toks)
+		for end > 0 && politeEnds[c.toks[end-1].w] {
+			end--
+		}
+		if end < 2 || !apartStates[c.toks[end-1].w] {
+			continue
+		}
+		if slices.ContainsFunc(c.toks, func(t token) bool {
+			return copulas[t.w] || statedWords[t.w] || readVerbs[t.w] || negationWords[t.w]
+		}) {
+			continue // "… and cavity 2 is off", "… and check cavity 2 on"
+		}
+		return span(masked, c.toks[:end])
+	}
+	return ""
+}
+
+// apartStates are the particle states that end a clause only as a state
+// ("… Q2 off"); "an", "ein" and "ab" end German verbs as well ("stelle …
+// ein", "zieh … ab").
+var apartStates = wordSet(`on off aus`)
+
+// stateSetVerbs take an on/off last as their value ("set cavity 2 to off",
+// "set the pump on").
+var stateSetVerbs = wordSet(`set put`)
+
+// setToState reads "set cavity 2 (to) off": the target, and the state the
+// clause's last word names (a polite word may follow). A state word
+// elsewhere ("set a flag on Q1") is a preposition, not a value.
+func setToState(msg string, rest []token) (RequestedChange, bool) {
+	end := len(rest)
+	for end > 0 && politeEnds[rest[end-1].w] {
+		end--
+	}
+	if end < 2 {
+		return RequestedChange{}, false
+	}
+	state := map[string]string{"on": "on", "off": "off"}[rest[end-1].w]
+	target := rest[:end-1]
+	if state == "" {
+		return RequestedChange{}, false
+	}
+	if target[len(target)-1].w == "to" {
+		target = target[:len(target)-1]
+	}
+	target = trimJoiners(target)
+	if len(target) == 0 || slices.ContainsFunc(target, func(t token) bool { return particleStates[t.w] != "" || toMarkers[t.w] || byMarkers[t.w] }) {
+		return RequestedChange{}, false // "set cavity 2 off and on", "set Q1 to 5 off"
+	}
+	return RequestedChange{Target: span(msg, target), State: state}, true
+}
+
+// politeEnds may end a request after its value ("… off please").
+var politeEnds = wordSet(`please pls plz now thanks thx bitte danke merci stp svp`)
 
 // direction is the sign a verb and its particles give an amount: +1, -1,
 // or 0 when they do not say.
