@@ -752,6 +752,15 @@ func TestPermitsAnAcronymTheTargetCarries(t *testing.T) {
 		{"Set the BTS Q1 to 105 A", write("BTS:MAG:Q1:CURRENT", "", 105, "A"), true},
 		{"Set the BTS Q1 to 105 A", write("A2:MAG:Q1:CURRENT", "", 105, "A"), true},
 		{"Set the BTS Q1 to 105 A", write("q1_current", "", 105, "A"), true},
+		// A code typed with a letter for a digit names no device: which
+		// one it resembles would be the model's guess.
+		{"Set QI to 105 A", write("BTS:MAG:Q1:CURRENT", bts, 105, "A"), false},
+		{"Set Ql to 105 A", write("BTS:MAG:Q1:CURRENT", bts, 105, "A"), false},
+		{"Set QO to 105 A", write("BTS:MAG:Q0:CURRENT", "quadrupole Q0 magnet current in the BTS transfer line", 105, "A"), false},
+		{"Set QI to 105 A", write("BTS:MAG:Q1:CURRENT", "", 105, "A"), false},
+		{"SET QI TO 105 A", write("BTS:MAG:Q1:CURRENT", bts, 105, "A"), false},
+		{"SET HV TO 125 KV", write("LINAC:GUN:VOLT", "electron gun high voltage of the linac", 125, "kV"), true},
+		{"Set the GUN to 125 kV", write("LINAC:GUN:VOLT", "electron gun high voltage of the linac", 125, "kV"), true},
 	} {
 		err := intent.FromMessages(c.msg, nil).Intent.Permits(c.action, nil)
 		if (err == nil) != c.permitted {

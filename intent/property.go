@@ -287,15 +287,19 @@ var readbackTokens = wordSet(`rb rbv readback rdbk readbacks`)
 // application's catalog says what a target is), or a name that says its
 // area in letters first ("SR:MAG:Q1:CURRENT"; a terse name may say an
 // area by a number, "A2:MAG:Q1"); only in a message that is not written
-// in capitals, and never for a generic one (acronymGeneric: "the PS of
-// Q1").
+// in capitals (unless the target is one word), and never for a generic one
+// (acronymGeneric: "the PS of Q1"). A code typed with a letter for a digit
+// ("QI", "Ql", "QO" for Q1 and Q0) is such a word: the device it resembles
+// is a guess.
 func acronymMissing(stated, target string, targetWords []string, description string) string {
-	if strings.TrimSpace(description) == "" && !areaFirst(target) || !strings.ContainsFunc(stated, unicode.IsLower) {
+	single := len(strings.Fields(stated)) == 1 // "QI": a name, even in a message in capitals
+	if strings.TrimSpace(description) == "" && !areaFirst(target) || !single && !strings.ContainsFunc(stated, unicode.IsLower) {
 		return ""
 	}
 	desc := words(description)
 	for _, w := range strings.FieldsFunc(stated, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if len(w) < 2 || len(w) > 6 || strings.ContainsFunc(w, func(r rune) bool { return r < 'A' || r > 'Z' }) || KnownUnit(w) {
+		code := strings.TrimSuffix(w, "l") // "Ql", "HCMl": capitals with an l where a 1 would be
+		if len(w) < 2 || len(w) > 6 || code == "" || strings.ContainsFunc(code, func(r rune) bool { return r < 'A' || r > 'Z' }) || KnownUnit(w) {
 			continue
 		}
 		a := strings.ToLower(w)
