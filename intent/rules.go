@@ -1266,10 +1266,13 @@ var ensureAsked = mustFilter(`^(?:(?:please|pls|ok|and|now|bitte|s'il te plaît|
 // "à 105", "= 105").
 var valueAfterMarker = regexp.MustCompile(`(?:\b(?:to|at|auf)|(?:^|[^\pL])à|=|→)\s*[-+]?\d`)
 
+// loadVerbs load settings into the machine ("load the snapshot").
+var loadVerbs = wordSet(`load lade laden`)
+
 // actionVerbs ask for an action on the machine that is no setting's value
 // or on/off: the rules read none as a change, and say so.
 var actionVerbs = wordSet(`open close shut insert retract extract start stop restart degauss cycle standardize standardise toggle
-	acknowledge trigger fire inject dump abort match copy kill trip
+	acknowledge trigger fire inject dump abort match copy kill trip load lade laden
 	double halve triple quadruple multiply divide scale verdopple verdoppeln verdoppele halbiere halbieren verdreifache multipliziere
 	skaliere doublez doubler divise divisez diviser triplez tripler multiplie multipliez multiplier
 	öffne öffnen schließe schliesse schließen starte starten stoppe stoppen zyklisiere quittiere
@@ -1304,7 +1307,8 @@ func actionAsked(msg string, clauses []clause) (string, string) {
 				}
 			}
 			obj := c.toks[k+1 : end]
-			if len(obj) == 0 || presentation(obj) || indefinite[obj[0].w] || actionNotObject[obj[0].w] || strings.HasSuffix(obj[0].w, "ing") {
+			// A snapshot or a file loaded is written to the machine; opened, it is shown.
+			if len(obj) == 0 || presentation(obj) && !loadVerbs[t.w] || indefinite[obj[0].w] || actionNotObject[obj[0].w] || strings.HasSuffix(obj[0].w, "ing") {
 				continue // "start by showing me…", "stop showing plots"
 			}
 			return t.w, span(msg, c.toks[k:end])
