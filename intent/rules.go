@@ -1126,6 +1126,11 @@ func fromMessage(msg string) Finding {
 			"say each change with its device, for example \"set Q1 and Q2 to 105 A\".")
 		return f
 	}
+	if words := othersValue(masked, clauses, changes, from); changed && words != "" {
+		f, _ := readWithNote(ReasonOpenValue, "Your message gives another device a value (\""+shorten(words)+"\") without asking to set it, so nothing will be changed: "+
+			"a change for it too, or what is expected of it? Say each change, for example \"set Q1 to 105 A and Q2 to 98 A\".")
+		return f
+	}
 	if words := stateApart(masked, clauses, changes); changed && words != "" {
 		f, _ := readWithNote(ReasonOpenValue, "Your message names a state (\""+shorten(words)+"\") that none of its changes asks for, so nothing will be changed: "+
 			"ask for each change with its own verb, for example \"set Q1 to 105 A and turn cavity 2 off\".")
@@ -1454,6 +1459,57 @@ func alsoOther(masked, norm string, clauses []clause, changes []RequestedChange,
 	}
 	return ""
 }
+
+// othersValue is the clause of a message asking changes (masked[from:]
+// on) that says what a device no change names should be, or gives it a
+// value along with them ("Set Q1 to 105 A and Q2 should be 98 A", "… and
+// Q2 needs 98 A", "… along with Q2 at 98 A", "…, Q2 soll auf 98 A"): a
+// change for it too, or what is expected of it? Read alone, the message
+// would change Q1 and leave the operator believing Q2 was asked for. ""
+// when there is none.
+func othersValue(masked string, clauses []clause, changes []RequestedChange, from int) string {
+	var named []string
+	for _, c := range changes {
+		named = append(named, distinctNames(c.Target)...)
+	}
+	for _, c := range clauses {
+		if c.toks[len(c.toks)-1].end <= from || !slices.ContainsFunc(c.toks, func(t token) bool { return normativeWords[t.w] }) &&
+			!alongWith.MatchString(strings.ToLower(span(masked, c.toks))) {
+			continue
+		}
+		if !slices.ContainsFunc(c.toks, func(t token) bool {
+			_, unit, ok := ParseQuantity(masked[t.start:])
+			return startsNumber(t.w) && ok && unit != "" && !timeWords[strings.ToLower(unit)]
+		}) {
+			continue
+		}
+		// The devices the clause names, its values left out ("Q1 should
+		// then read 105 A" names Q1, not "read 105").
+		var kept []string
+		for k := 0; k < len(c.toks); k++ {
+			t := c.toks[k]
+			if _, unit, ok := ParseQuantity(masked[t.start:]); startsNumber(t.w) && ok && unit != "" {
+				if k+1 < len(c.toks) && KnownUnit(c.toks[k+1].w) {
+					k++
+				}
+				continue
+			}
+			kept = append(kept, masked[t.start:t.end])
+		}
+		if slices.ContainsFunc(distinctNames(strings.Join(kept, " ")), func(n string) bool { return !slices.Contains(named, n) }) {
+			return span(masked, c.toks)
+		}
+	}
+	return ""
+}
+
+// normativeWords say what should be ("Q2 should be 98 A", "Q2 muss auf
+// 98 A", "Q2 doit être à 98 A").
+var normativeWords = wordSet(`should must needs need ought soll sollte sollen muss müsste muß doit devrait devraient faut`)
+
+// alongWith gives a device a value beside a change ("… along with Q2 at
+// 98 A", "zusammen mit", "ainsi que").
+var alongWith = regexp.MustCompile(`\b(?:along with|together with|zusammen mit|ainsi que|de même que)\b`)
 
 // unsaidValue is the words of a message asking a change (masked[from:]
 // on) that give a device a value with no word saying to set it ("Set Q1
