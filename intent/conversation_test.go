@@ -237,6 +237,8 @@ func TestNotes(t *testing.T) {
 		"Set Q1 to 105 A and Q2":                      "its change on another device as well (\"and Q2\")",
 		"Kill the beam":                               "asks for an action (\"kill\")",
 		"Load the saved settings for Q1":              "asks for an action (\"load\")",
+		"Retire le scraper":                           "asks for an action (\"retire\")",
+		"Mets Q1 à 105 A et retire le scraper":        "also asks for an action (\"retire le scraper\")",
 		"Load the snapshot":                           "asks for an action (\"load\")",
 		"Lade den Snapshot von gestern":               "asks for an action (\"lade\")",
 		"Set Q1 to 105 A and load the snapshot":       "also asks for an action (\"load the snapshot\")",

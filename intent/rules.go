@@ -1301,7 +1301,13 @@ func actionAsked(msg string, clauses []clause) (string, string) {
 		for k, t := range c.toks {
 			// At the clause's start (after fillers) or right after a joiner:
 			// "Show me Q1 and close valve 3".
-			if !actionVerbs[t.w] || verbOf(t.w) != "" || k > 0 && !sequenceWords[c.toks[k-1].w] && slices.ContainsFunc(c.toks[:k], func(p token) bool { return !fillers[p.w] }) {
+			// An amount verb is an action without its amount ("retire le
+			// scraper"), a change with it ("retire 2 A de Q1").
+			amount := amountVerbs[t.w] != 0
+			if !actionVerbs[t.w] || verbOf(t.w) != "" && !amount || k > 0 && !sequenceWords[c.toks[k-1].w] && slices.ContainsFunc(c.toks[:k], func(p token) bool { return !fillers[p.w] }) {
+				continue
+			}
+			if amount && slices.ContainsFunc(c.toks[k+1:], func(t token) bool { return startsNumber(t.w) }) {
 				continue
 			}
 			end := len(c.toks)
