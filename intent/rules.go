@@ -2250,7 +2250,10 @@ func readClause(msg string, c clause) clauseReading {
 			continue
 		}
 		r.verbless = false
-		if p+1 < len(ws) && nounFollowers[ws[p+1].w] || hist {
+		// "dial in 105 A on Q1": a verb with its particle before a value,
+		// not a noun ("drop in Q1").
+		dialIn := v == "dial" && p+2 < len(ws) && ws[p+1].w == "in" && startsNumber(ws[p+2].w)
+		if p+1 < len(ws) && nounFollowers[ws[p+1].w] && !dialIn || hist {
 			r.history = true
 			continue
 		}
@@ -2262,6 +2265,9 @@ func readClause(msg string, c clause) clauseReading {
 			}
 		}
 		rest := ws[p+1 : max(end, p+1)]
+		if dialIn {
+			rest = rest[1:]
+		}
 		if pr := gluedPronoun(ws[p]); pr.w != "" {
 			rest = append([]token{pr}, rest...) // "mets-le à 106 A": "le" is the target, named before
 		}

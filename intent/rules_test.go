@@ -1150,6 +1150,8 @@ func TestRules(t *testing.T) {
 		{"Setze Q1 auf 105 A und dann zurück", "read"},
 		// Nouns and history.
 		{"Drop in BTS Q1 current to 90 A since the trip", "read"},
+		{"Dial in 105 A on Q1", "change: Q1 to 105 A"}, // a verb with its particle before a value
+		{"Dial in the Q1 current", "read"},
 		{"Ramp of BTS Q1 to 105 A over the last 2 hours", "read"},
 		{"Step response of BTS Q1 from 100 to 105 A", "read"},
 		{"Change history of Q1 to 105 A", "read"},
