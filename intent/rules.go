@@ -125,8 +125,10 @@ func scan(msg string) []clause {
 			continue
 		case r == '=' || r == '→':
 			cur.toks = append(cur.toks, token{w: "=", start: i, end: i + size})
-		case r == '?':
+		case r == '?' || r == '‽' || r == '⁈' || r == '⁉':
 			flush(true)
+		case r == '!' && strings.HasPrefix(strings.TrimLeft(msg[i:], "!"), "?"):
+			flush(true) // "… 105 A!?": a question, as "?!" is
 		case strings.ContainsRune(".!;,\n:—–()«»\"“”„", r):
 			flush(false)
 		}
@@ -1674,12 +1676,12 @@ const noteTwoValues = "Your message gives the same setting two values, so nothin
 
 // hedge: words in a change's sentence that doubt it ("Set Q1 maybe to
 // 105 A", "Setze Q1 vielleicht auf 105 A", "…, I think", "Mets Q1
-// peut-être à 105 A").
+// peut-être à 105 A", "… 🤔").
 // hedgeOpeners are the hedge's words that may open a request ("Maybe set
 // Q1 to 105 A").
 var hedgeOpeners = wordSet(`maybe perhaps possibly probably vielleicht eventuell evtl möglicherweise peut-être éventuellement`)
 
-var hedge = mustFilter(`(?:^|[^\pL])(maybe|perhaps|possibly|probably|i think|i guess|i suppose|i believe|not sure|vielleicht|eventuell|evtl|` +
+var hedge = mustFilter(`(?:^|[^\pL])(maybe|perhaps|possibly|probably|i think|i guess|i suppose|i believe|not sure|🤔|🤨|😕|🫤|vielleicht|eventuell|evtl|` +
 	`möglicherweise|wahrscheinlich|ich glaube|ich denke|ich vermute|peut-être|éventuellement|probablement|je crois|je pense|je suppose)(?:[^\pL]|$)`)
 
 // outcomeAfterValue: an outcome right after a change's value ("set Q1 to

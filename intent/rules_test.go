@@ -462,6 +462,11 @@ func TestRules(t *testing.T) {
 		{"Set Q1 to 105 A ;)", "read"},
 		{"Set Q1 to 105 A ;-)", "read"},
 		{"Set Q1 to 105 A 😉", "read"},
+		{"Set Q1 to 105 A 🤔", "read"}, // doubt
+		{"Set Q1 to 105 A!?", "read"}, // a question, as "?!" is
+		{"Set Q1 to 105 A‽", "read"},
+		{"Set Q1 to 105 A!", "change: Q1 to 105 A"},
+		{"Set Q1 to 105 A!!", "change: Q1 to 105 A"},
 		{"Set Q1 to 105 A haha", "read"},
 		{"Set Q1 to 105 A :P", "read"},
 		{"Set Q1 to 105 A xD", "read"},
