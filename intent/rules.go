@@ -1128,7 +1128,7 @@ func fromMessage(msg string) Finding {
 			"say each change with its device, for example \"set Q1 and Q2 to 105 A\".")
 		return f
 	}
-	if words := othersValue(masked, clauses, changes, from); changed && words != "" {
+	if words := othersValue(masked, norm, clauses, changes, from); changed && words != "" {
 		f, _ := readWithNote(ReasonOpenValue, "Your message gives another device a value (\""+shorten(words)+"\") without asking to set it, so nothing will be changed: "+
 			"a change for it too, or what is expected of it? Say each change, for example \"set Q1 to 105 A and Q2 to 98 A\".")
 		return f
@@ -1475,15 +1475,19 @@ func alsoOther(masked, norm string, clauses []clause, changes []RequestedChange,
 // change for it too, or what is expected of it? Read alone, the message
 // would change Q1 and leave the operator believing Q2 was asked for. ""
 // when there is none.
-func othersValue(masked string, clauses []clause, changes []RequestedChange, from int) string {
+func othersValue(masked, norm string, clauses []clause, changes []RequestedChange, from int) string {
+	along := alongWith.MatchString(norm) // norm: masked in lower case, for a quick look
 	var named []string
-	for _, c := range changes {
-		named = append(named, distinctNames(c.Target)...)
-	}
 	for _, c := range clauses {
 		if c.toks[len(c.toks)-1].end <= from || !slices.ContainsFunc(c.toks, func(t token) bool { return normativeWords[t.w] }) &&
-			!alongWith.MatchString(strings.ToLower(span(masked, c.toks))) {
+			!(along && alongWith.MatchString(strings.ToLower(span(masked, c.toks)))) {
 			continue
+		}
+		if named == nil {
+			named = []string{}
+			for _, rc := range changes {
+				named = append(named, distinctNames(rc.Target)...)
+			}
 		}
 		if !slices.ContainsFunc(c.toks, func(t token) bool {
 			_, unit, ok := ParseQuantity(masked[t.start:])
