@@ -2496,11 +2496,11 @@ func setToState(msg string, rest []token) (RequestedChange, bool) {
 	if end < 2 {
 		return RequestedChange{}, false
 	}
-	state := map[string]string{"on": "on", "off": "off"}[rest[end-1].w]
-	target := rest[:end-1]
-	if state == "" {
+	state := rest[end-1].w
+	if state != "on" && state != "off" {
 		return RequestedChange{}, false
 	}
+	target := rest[:end-1]
 	if target[len(target)-1].w == "to" {
 		target = target[:len(target)-1]
 	}
