@@ -37,6 +37,10 @@ const (
 	// killed replica's turns are taken over about this long after the
 	// kill. envLeaseTTL in the test's environment changes it.
 	pgLeaseTTL = 2 * time.Second
+	// maxLeaseTTL bounds how far a scenario lengthens its lease when its
+	// children start too late to find a killed one's leases held (a
+	// machine under load): well within the child's recoverWithin.
+	maxLeaseTTL = 8 * time.Second
 )
 
 func rounds(t *testing.T) int {
@@ -65,8 +69,11 @@ type scenario struct {
 	// rounds of kills (default: rounds(t)).
 	rounds int
 	// takeover: the store is shared by replicas (PostgreSQL), and the
-	// child after a kill must wait for the dead one's leases.
+	// child after a kill must wait for the dead one's leases, which last
+	// leaseTTL (lengthened when the children start too late to see them
+	// held; see runScenario).
 	takeover bool
+	leaseTTL time.Duration
 }
 
 // childRun is what one child printed.
@@ -75,17 +82,20 @@ type childRun struct {
 	recovered []string
 	finished  []string
 	held      int
-	done      bool
-	errs      []string
-	killed    bool
-	exit      error
+	// claimed is when the child said what its first claim found (HELD or
+	// RECOVERED), and ended when it was killed or exited.
+	claimed, ended time.Time
+	done           bool
+	errs           []string
+	killed         bool
+	exit           error
 }
 
 // runChild starts a child that recovers await (cutting again the turns of
 // again at their Point2) and starts specs; it is killed once every planned
 // stop was said and every other awaited thread finished, or at once when it
 // reports an error.
-func runChild(t *testing.T, sc scenario, dir string, round int, specs, again []turnSpec, await []string) childRun {
+func runChild(t *testing.T, sc scenario, dir string, round int, specs, again []turnSpec, await []string, ttl time.Duration) childRun {
 	t.Helper()
 	cr := childRun{stopped: map[string]string{}}
 	start := make([]string, len(specs))
@@ -107,6 +117,9 @@ func runChild(t *testing.T, sc scenario, dir string, round int, specs, again []t
 		envAgain+"="+second.String(),
 		envAwait+"="+strings.Join(await, ","),
 	)
+	if ttl > 0 {
+		env = append(env, envLeaseTTL+"="+ttl.String())
+	}
 	stops, finishing := len(specs)+len(again), len(await)-len(again)
 	ready := func() bool { return len(cr.stopped) == stops && len(cr.finished) == finishing }
 	var lines []string
@@ -135,11 +148,17 @@ func runChild(t *testing.T, sc scenario, dir string, round int, specs, again []t
 				return ready()
 			case len(f) == 2 && f[0] == "RECOVERED":
 				cr.recovered = append(cr.recovered, f[1])
+				if cr.claimed.IsZero() {
+					cr.claimed = time.Now()
+				}
 			case len(f) == 2 && f[0] == "FINISHED":
 				cr.finished = append(cr.finished, f[1])
 				return ready()
 			case len(f) == 2 && f[0] == "HELD":
 				cr.held, _ = strconv.Atoi(f[1])
+				if cr.claimed.IsZero() {
+					cr.claimed = time.Now()
+				}
 			case len(f) == 1 && f[0] == "DONE":
 				cr.done = true
 			default:
@@ -149,7 +168,7 @@ func runChild(t *testing.T, sc scenario, dir string, round int, specs, again []t
 			return false
 		},
 	})
-	cr.killed, cr.exit = r.Killed, r.Exit
+	cr.killed, cr.exit, cr.ended = r.Killed, r.Exit, time.Now()
 	// The MCP server dies with the child (its parent-death signal): a
 	// server left running could finish a call after the restart.
 	if left := mcptest.Gone(marker, 10*time.Second); len(left) > 0 {
@@ -184,6 +203,10 @@ func runScenario(t *testing.T, sc scenario) (string, []turnSpec) {
 		// prev: started last round; carried: cut a second time last round.
 		prev, carried []turnSpec
 		held, seconds int
+		// ttl is the lease of the children started now; killedTTL and
+		// killedAt the killed child's, and when it was killed.
+		ttl, killedTTL = sc.leaseTTL, time.Duration(0)
+		killedAt       time.Time
 	)
 	total, cut := sc.rounds, sc.points
 	if total == 0 {
@@ -219,7 +242,21 @@ func runScenario(t *testing.T, sc scenario) (string, []turnSpec) {
 		for _, s := range append(slices.Clone(prev), carried...) {
 			await = append(await, threadOf(s.N))
 		}
-		cr := runChild(t, sc, dir, round, specs, again, await)
+		used := ttl
+		cr := runChild(t, sc, dir, round, specs, again, await, used)
+		// A child that claimed only after half the killed one's lease had
+		// passed could not find it held (the lease is renewed before it
+		// runs out): on a machine this slow, the next children lease for
+		// longer, so that the takeover is exercised.
+		if sc.takeover && held == 0 && cr.held == 0 && !killedAt.IsZero() && !cr.claimed.IsZero() &&
+			cr.claimed.Sub(killedAt) >= killedTTL/2 && ttl < maxLeaseTTL {
+			ttl = min(2*ttl, maxLeaseTTL)
+			t.Logf("round %d: the child claimed %s after the kill, with a lease of %s: the next children lease for %s",
+				round, cr.claimed.Sub(killedAt).Round(time.Millisecond), killedTTL, ttl)
+		}
+		if cr.killed {
+			killedAt, killedTTL = cr.ended, used
+		}
 		for _, e := range cr.errs {
 			t.Errorf("round %d: child said: %s", round, e)
 		}
@@ -535,15 +572,20 @@ func pgScenario(t *testing.T, variants []string) scenario {
 			t.Error(err)
 		}
 	})
-	ttl := pgLeaseTTL.String()
+	ttl := pgLeaseTTL
 	if v := os.Getenv(envLeaseTTL); v != "" {
-		ttl = v
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("%s=%q: want a positive duration", envLeaseTTL, v)
+		}
+		ttl = d
 	}
 	return scenario{
-		env:      []string{envPGDSN + "=" + dsn, envPGSchema + "=" + schema, envLeaseTTL + "=" + ttl},
+		env:      []string{envPGDSN + "=" + dsn, envPGSchema + "=" + schema},
 		variants: variants,
 		open:     open,
 		takeover: true,
+		leaseTTL: ttl,
 	}
 }
 
