@@ -1279,7 +1279,8 @@ var loadVerbs = wordSet(`load lade laden`)
 // actionVerbs ask for an action on the machine that is no setting's value
 // or on/off: the rules read none as a change, and say so.
 var actionVerbs = wordSet(`open close shut insert retract extract start stop restart degauss cycle standardize standardise toggle
-	acknowledge trigger fire inject dump abort match copy kill trip load lade laden
+	acknowledge trigger fire inject dump abort match copy kill trip load lade laden swap exchange interchange
+	tausche vertausche tauschen vertauschen échange échangez échanger permute permutez permuter intervertis intervertir
 	double halve triple quadruple multiply divide scale verdopple verdoppeln verdoppele halbiere halbieren verdreifache multipliziere
 	skaliere doublez doubler divise divisez diviser triplez tripler multiplie multipliez multiplier
 	öffne öffnen schließe schliesse schließen starte starten stoppe stoppen zyklisiere quittiere
