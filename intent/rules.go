@@ -1357,7 +1357,7 @@ func valueWithoutRequest(msg string, clauses []clause) bool {
 			}
 			// A channel's name takes a number without a unit, last in the
 			// clause ("caput BTS:MAG:Q1:CURRENT 105", "BTS:MAG:Q1:CURRENT = 105").
-			last := !slices.ContainsFunc(c.toks[k+1:], func(t token) bool { return !fillers[t.w] && t.w != "thanks" && t.w != "danke" && t.w != "merci" })
+			last := !slices.ContainsFunc(c.toks[k+1:], func(t token) bool { return !endsRequest(t.w) })
 			if _, unit, ok := ParseQuantity(msg[t.start:]); ok && (unit != "" && !timeWords[strings.ToLower(unit)] || unit == "" && last && channelNamed(c.toks)) {
 				found = true
 				break
@@ -1490,18 +1490,14 @@ func othersValue(masked, norm string, clauses []clause, changes []RequestedChang
 				named = append(named, distinctNames(rc.Target)...)
 			}
 		}
-		if !slices.ContainsFunc(c.toks, func(t token) bool {
-			_, unit, ok := ParseQuantity(masked[t.start:])
-			return startsNumber(t.w) && ok && unit != "" && !timeWords[strings.ToLower(unit)]
-		}) {
-			continue
-		}
-		// The devices the clause names, its values left out ("Q1 should
-		// then read 105 A" names Q1, not "read 105").
+		// The clause's value, and the devices it names with its values left
+		// out ("Q1 should then read 105 A" names Q1, not "read 105").
 		var kept []string
+		valued := false
 		for k := 0; k < len(c.toks); k++ {
 			t := c.toks[k]
 			if _, unit, ok := ParseQuantity(masked[t.start:]); startsNumber(t.w) && ok && unit != "" {
+				valued = valued || !timeWords[strings.ToLower(unit)]
 				if k+1 < len(c.toks) && KnownUnit(c.toks[k+1].w) {
 					k++
 				}
@@ -1509,7 +1505,7 @@ func othersValue(masked, norm string, clauses []clause, changes []RequestedChang
 			}
 			kept = append(kept, masked[t.start:t.end])
 		}
-		if slices.ContainsFunc(distinctNames(strings.Join(kept, " ")), func(n string) bool { return !slices.Contains(named, n) }) {
+		if valued && slices.ContainsFunc(distinctNames(strings.Join(kept, " ")), func(n string) bool { return !slices.Contains(named, n) }) {
 			return span(masked, c.toks)
 		}
 	}
@@ -2461,7 +2457,7 @@ func stateApart(masked string, clauses []clause, changes []RequestedChange) stri
 	}
 	for _, c := range clauses {
 		end := len(c.toks)
-		for end > 0 && politeEnds[c.toks[end-1].w] {
+		for end > 0 && endsRequest(c.toks[end-1].w) {
 			end--
 		}
 		if end < 2 || !apartStates[c.toks[end-1].w] {
@@ -2491,7 +2487,7 @@ var stateSetVerbs = wordSet(`set put`)
 // elsewhere ("set a flag on Q1") is a preposition, not a value.
 func setToState(msg string, rest []token) (RequestedChange, bool) {
 	end := len(rest)
-	for end > 0 && politeEnds[rest[end-1].w] {
+	for end > 0 && endsRequest(rest[end-1].w) {
 		end--
 	}
 	if end < 2 {
@@ -2512,8 +2508,11 @@ func setToState(msg string, rest []token) (RequestedChange, bool) {
 	return RequestedChange{Target: span(msg, target), State: state}, true
 }
 
-// politeEnds may end a request after its value ("… off please").
-var politeEnds = wordSet(`please pls plz now thanks thx bitte danke merci stp svp`)
+// endsRequest reports a word that may end a request after its value ("…
+// off please", "… 105, thanks"): a filler, or thanks.
+func endsRequest(w string) bool { return fillers[w] || thanksWords[w] }
+
+var thanksWords = wordSet(`thanks thx danke merci`)
 
 // direction is the sign a verb and its particles give an amount: +1, -1,
 // or 0 when they do not say.
